@@ -1,0 +1,48 @@
+# GuideDesk — every target does its own set-up (virtualenv + pinned installs).
+SHELL := /bin/sh
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+PYTEST_ARGS ?=
+
+.PHONY: demo test lint typecheck check ci-checks serve worker clean lock
+
+$(STAMP): requirements/base.txt requirements/dev.txt
+	@test -x $(PY) || "$$(./scripts/find-python.sh)" -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements/dev.txt
+	@touch $(STAMP)
+
+## make demo — migrate, load the demo tenant, create the demo admin, serve on http://$(HOST):$(PORT)
+demo: $(STAMP)
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py import_client demo/tenant.json
+	$(PY) manage.py demo_setup
+	$(PY) manage.py runserver $(HOST):$(PORT)
+
+## make test — the whole test suite (SQLite by default; DATABASE_URL switches to PostgreSQL)
+test: $(STAMP)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy .
+
+## Django's own checks, and no model change without its migration
+check: $(STAMP)
+	$(PY) manage.py check
+	$(PY) manage.py makemigrations --check --dry-run
+
+ci-checks: lint typecheck check
+
+worker: $(STAMP)
+	$(VENV)/bin/celery -A config worker -B -l info
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,125 @@
+from __future__ import annotations
+
+import hashlib
+import hmac
+from typing import Any, ClassVar
+
+from django.contrib.auth.models import AbstractUser, BaseUserManager
+from django.db import models
+from django.utils import timezone
+
+from apps.core.models import TenantOwnedModel, TenantQuerySet
+
+
+class UserManager(BaseUserManager["User"]):
+    use_in_migrations = True
+
+    def _create(self, email: str, password: str | None, **extra: Any) -> User:
+        if not email:
+            raise ValueError("An e-mail address is required.")
+        user = self.model(email=self.normalize_email(email).lower(), **extra)
+        user.set_password(password)
+        user.save(using=self._db)
+        return user
+
+    def create_user(self, email: str, password: str | None = None, **extra: Any) -> User:
+        extra.setdefault("is_staff", False)
+        extra.setdefault("is_superuser", False)
+        return self._create(email, password, **extra)
+
+    def create_superuser(self, email: str, password: str | None = None, **extra: Any) -> User:
+        extra.update(is_staff=True, is_superuser=True)
+        return self._create(email, password, **extra)
+
+
+class User(AbstractUser):
+    """A staff user (client staff or platform operator). Logs in with e-mail."""
+
+    username = None  # type: ignore[assignment]
+    email = models.EmailField("e-mail address", unique=True)
+
+    USERNAME_FIELD = "email"
+    REQUIRED_FIELDS: ClassVar[list[str]] = []
+
+    objects: ClassVar[UserManager] = UserManager()  # type: ignore[assignment]
+
+    def __str__(self) -> str:
+        return self.email
+
+
+class Role(models.TextChoices):
+    OWNER = "owner", "Owner"
+    ADMIN = "admin", "Admin"
+    AGENT = "agent", "Agent"
+    VIEWER = "viewer", "Viewer"
+
+
+# What each role may do; checked by services and API permissions.
+ROLE_RANK = {Role.VIEWER: 0, Role.AGENT: 1, Role.ADMIN: 2, Role.OWNER: 3}
+
+
+def role_at_least(role: str, minimum: str) -> bool:
+    return ROLE_RANK[Role(role)] >= ROLE_RANK[Role(minimum)]
+
+
+class Membership(TenantOwnedModel):
+    """A staff user's access to one client, with a role."""
+
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.AGENT)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["client", "user"], name="uniq_membership_client_user")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} @ {self.client} ({self.role})"
+
+
+def hash_api_secret(secret: str) -> str:
+    # API keys carry ~190 bits of randomness, so a fast keyed hash is enough (no need for a
+    # password KDF); SHA-256 keeps authentication cheap on every request.
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+class ApiKeyQuerySet(TenantQuerySet["ApiKey"]):
+    def active(self) -> ApiKeyQuerySet:
+        return self.filter(revoked_at__isnull=True)
+
+
+class ApiKey(TenantOwnedModel):
+    """A back-office credential scoped to one client. The secret is shown once and stored hashed."""
+
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16, unique=True, help_text="Shown to identify the key.")
+    secret_hash = models.CharField(max_length=64, editable=False)
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.ADMIN)
+    created_by = models.ForeignKey(
+        User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ApiKeyQuerySet.as_manager()  # type: ignore[misc]
+
+    class Meta:
+        verbose_name = "API key"
+        indexes = [models.Index(fields=["client", "revoked_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+    def matches(self, secret: str) -> bool:
+        return hmac.compare_digest(self.secret_hash, hash_api_secret(secret))
+
+    def mark_used(self) -> None:
+        now = timezone.now()
+        # Write at most once a minute per key: no write on every request.
+        if self.last_used_at is None or (now - self.last_used_at).total_seconds() > 60:
+            ApiKey.objects.filter(pk=self.pk).update(last_used_at=now)
+            self.last_used_at = now

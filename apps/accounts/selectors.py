@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+from typing import Any
+
+from apps.accounts.authentication import ApiKeyPrincipal
+from apps.accounts.models import Membership, Role
+from apps.clients.models import Client
+
+
+def client_for_request(*, request: Any) -> Client | None:
+    """The tenant a request acts for: the API key's client, or — for a staff session — the
+    client of the user's membership (`?client=<slug>` picks one when the user has several;
+    platform superusers may pick any client)."""
+    user = request.user
+    if isinstance(user, ApiKeyPrincipal):
+        return user.client
+    if user is None or not user.is_authenticated:
+        return None
+    wanted = request.query_params.get("client") if hasattr(request, "query_params") else None
+    if user.is_superuser:
+        if wanted:
+            return Client.objects.select_related("plan").filter(slug=wanted).first()
+        return None
+    memberships = Membership.objects.select_related("client", "client__plan").filter(
+        user=user, client__is_active=True
+    )
+    if wanted:
+        memberships = memberships.filter(client__slug=wanted)
+    found = list(memberships[:2])
+    return found[0].client if len(found) == 1 else None
+
+
+def role_for_request(*, request: Any, client: Client) -> str | None:
+    user = request.user
+    if isinstance(user, ApiKeyPrincipal):
+        return user.role if user.client.pk == client.pk else None
+    if user is None or not user.is_authenticated:
+        return None
+    if user.is_superuser:
+        return Role.OWNER
+    membership = Membership.objects.for_client(client).filter(user=user).first()
+    return membership.role if membership else None

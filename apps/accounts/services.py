@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+import secrets
+
+from django.db import transaction
+from django.utils import timezone
+
+from apps.accounts.models import ApiKey, Role, User, hash_api_secret
+from apps.clients.models import Client
+
+API_KEY_PREFIX = "gd"
+
+
+@transaction.atomic
+def api_key_issue(
+    *, client: Client, name: str, role: str = Role.ADMIN, created_by: User | None = None
+) -> tuple[ApiKey, str]:
+    """Create a key and return it with its secret. The secret is not stored and cannot be shown
+    again; only its hash is kept."""
+    prefix = secrets.token_hex(4)
+    while ApiKey.objects.filter(prefix=prefix).exists():  # pragma: no cover - 1 in 4 billion
+        prefix = secrets.token_hex(4)
+    secret = f"{API_KEY_PREFIX}_{prefix}_{secrets.token_urlsafe(32)}"
+    key = ApiKey.objects.create(
+        client=client,
+        name=name,
+        prefix=prefix,
+        secret_hash=hash_api_secret(secret),
+        role=Role(role),
+        created_by=created_by,
+    )
+    return key, secret
+
+
+@transaction.atomic
+def api_key_revoke(*, client: Client, api_key: ApiKey) -> ApiKey:
+    if api_key.client_id != client.pk:
+        raise ValueError("API key belongs to another client")
+    if api_key.revoked_at is None:
+        api_key.revoked_at = timezone.now()
+        api_key.save(update_fields=["revoked_at", "updated_at"])
+    return api_key
+
+
+def parse_api_key(raw: str) -> tuple[str, str] | None:
+    """'gd_<prefix>_<random>' -> (prefix, whole key); None when it is not shaped like a key."""
+    parts = raw.split("_", 2)
+    if len(parts) != 3 or parts[0] != API_KEY_PREFIX or len(parts[1]) != 8 or not parts[2]:
+        return None
+    return parts[1], raw

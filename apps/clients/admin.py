@@ -1,0 +1,174 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+from django.contrib import admin
+from django.http import HttpRequest
+from django.utils.html import format_html
+
+from apps.accounts.models import Membership
+from apps.clients.business_info import business_info_errors
+from apps.clients.models import Client, Plan
+from apps.tools.models import ClientTool
+
+AI_MODE_HELP = """
+<p>How the assistant thinks for every client on this plan. All modes use the same model;
+they differ in process, safety and cost.</p>
+<table style="max-width:60rem">
+<thead><tr><th>Mode</th><th>What happens on each customer message</th><th>LLM calls</th>
+<th>Cost effect</th></tr></thead>
+<tbody>
+<tr><td><strong>Standard</strong></td><td>One call with the full business info and every tool.
+Fast; relies on the model's own judgement. Destructive tools still need the customer's
+confirmation (enforced in code).</td><td>always 1</td>
+<td>≈ 2,000 input tokens per message (the seed's ~$0.009/msg on a Sonnet-class model)</td></tr>
+<tr><td><strong>Adaptive</strong> (recommended)</td><td>One call with a short context and a
+self-assessment; policies and tool details are fetched only when needed; a second
+<em>critique</em> call checks risky actions (action/destructive tools, low confidence, missing
+details) and decides proceed / ask the customer / hand over to a human.</td>
+<td>1 for simple questions, 2–3 for risky or policy questions</td>
+<td>Usually <em>cheaper</em> per message than standard (≈ 600 instead of 2,000 input tokens for
+simple questions); risky actions cost a little more.</td></tr>
+<tr><td><strong>Deliberative</strong></td><td>Scored multi-step reasoning with feedback, then
+draft → critique → improve, for clients who buy depth.</td><td>4–12</td>
+<td>Several times the cost of standard.</td></tr>
+</tbody></table>
+<p>The <strong>multipliers</strong> set what the client is billed: provider cost × the multiplier
+of the mode that ran (e.g. 1.5 means a message that cost us $0.010 is billed $0.015).</p>
+"""
+
+
+@admin.register(Plan)
+class PlanAdmin(admin.ModelAdmin):
+    list_display = ["name", "slug", "ai_mode", "monthly_fee", "included_turns", "client_count"]
+    list_filter = ["ai_mode"]
+    search_fields = ["name", "slug"]
+    prepopulated_fields = {"slug": ["name"]}
+    fieldsets = [
+        (None, {"fields": ["name", "slug"]}),
+        ("AI mode", {"fields": ["ai_mode"], "description": AI_MODE_HELP}),
+        (
+            "Billing multipliers (billed = provider cost × multiplier of the mode that ran)",
+            {"fields": ["multiplier_standard", "multiplier_adaptive", "multiplier_deliberative"]},
+        ),
+        (
+            "Price and limits",
+            {
+                "fields": [
+                    "monthly_fee",
+                    "included_turns",
+                    "monthly_turn_budget",
+                    "monthly_token_budget",
+                    "per_turn_token_cap",
+                ]
+            },
+        ),
+    ]
+
+    def formfield_for_choice_field(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "ai_mode":
+            kwargs["widget"] = forms.RadioSelect
+        return super().formfield_for_choice_field(db_field, request, **kwargs)
+
+    @admin.display(description="Clients")
+    def client_count(self, obj: Plan) -> int:
+        return obj.clients.count()
+
+
+class PrettyJSONField(forms.JSONField):
+    def prepare_value(self, value: Any) -> str:
+        if isinstance(value, str):
+            return value
+        return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+class ClientAdminForm(forms.ModelForm):
+    business_info = PrettyJSONField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 24, "cols": 100, "style": "font-family:monospace"}),
+        help_text=(
+            "JSON with optional keys: about {description, full}, contact {hours, phone, email, "
+            "address}, policies {returns, shipping, privacy, terms}, faqs [{question, answer}], "
+            "ai_instructions. See docs/business-info.md."
+        ),
+    )
+    allowed_origins = PrettyJSONField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60, "style": "font-family:monospace"}),
+        help_text='A JSON list, e.g. ["https://shop.example"].',
+    )
+
+    class Meta:
+        model = Client
+        fields = [
+            "name",
+            "slug",
+            "plan",
+            "is_active",
+            "language",
+            "support_email",
+            "business_info",
+            "greeting",
+            "allowed_origins",
+        ]
+
+    def clean_business_info(self) -> Any:
+        value = self.cleaned_data.get("business_info") or {}
+        errors = business_info_errors(value)
+        if errors:
+            raise forms.ValidationError([f"{path}: {msg}" for path, msg in errors.items()])
+        return value
+
+    def clean_allowed_origins(self) -> Any:
+        return self.cleaned_data.get("allowed_origins") or []
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 0
+    autocomplete_fields = ["user"]
+    fk_name = "client"
+
+
+class ToolInline(admin.TabularInline):
+    model = ClientTool
+    extra = 0
+    fk_name = "client"
+    fields = ["name", "kind", "executor_type", "enabled"]
+    show_change_link = True
+
+
+@admin.register(Client)
+class ClientAdmin(admin.ModelAdmin):
+    form = ClientAdminForm
+    list_display = ["name", "slug", "plan", "mode", "is_active", "support_email"]
+    list_filter = ["is_active", "plan"]
+    search_fields = ["name", "slug", "support_email"]
+    readonly_fields = ["widget_key", "embed_snippet", "created_at", "updated_at"]
+    list_select_related = ["plan"]
+    inlines = [MembershipInline, ToolInline]
+    fieldsets = [
+        (None, {"fields": ["name", "slug", "plan", "is_active", "language", "support_email"]}),
+        ("What the assistant knows", {"fields": ["business_info"]}),
+        (
+            "Widget",
+            {"fields": ["greeting", "allowed_origins", "widget_key", "embed_snippet"]},
+        ),
+        ("History", {"fields": ["created_at", "updated_at"], "classes": ["collapse"]}),
+    ]
+
+    @admin.display(description="AI mode")
+    def mode(self, obj: Client) -> str:
+        return obj.plan.get_ai_mode_display().split(" —")[0]
+
+    @admin.display(description="Embed snippet")
+    def embed_snippet(self, obj: Client) -> str:
+        if not obj.pk:
+            return "-"
+        return format_html(
+            '<code>&lt;script src="https://YOUR-GUIDEDESK-HOST/static/widget.js" '
+            'data-widget-key="{}" async&gt;&lt;/script&gt;</code>',
+            obj.widget_key,
+        )

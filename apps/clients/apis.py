@@ -1,0 +1,14 @@
+from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from apps.clients.serializers import ClientOutSerializer
+from apps.core.api import TenantAPIView
+
+
+class CurrentClientApi(TenantAPIView):
+    """The client the credentials belong to (handy to check an API key)."""
+
+    @extend_schema(responses=ClientOutSerializer, summary="The authenticated client")
+    def get(self, request: Request) -> Response:
+        return Response(ClientOutSerializer(self.client).data)

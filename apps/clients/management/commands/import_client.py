@@ -1,0 +1,36 @@
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from apps.clients.services import tenant_import
+from apps.core.exceptions import ApplicationError
+
+
+class Command(BaseCommand):
+    help = (
+        "Create or update model prices, plans and clients (business info, widget, tools) from a "
+        'tenant JSON file. Prints {"clients": [{slug, widget_key, api_key}]}; api_key is a new '
+        "secret (shown once) when the client had none, else null."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("file", type=Path, help="Tenant file (docs/tenant-import.md)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        path: Path = options["file"]
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise CommandError(f"{path}: no such file") from None
+        except json.JSONDecodeError as exc:
+            raise CommandError(
+                f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+            ) from None
+        try:
+            imported = tenant_import(data=data)
+        except ApplicationError as exc:
+            raise CommandError(f"{path}: {exc.message}\nNothing was changed.") from None
+        self.stdout.write(json.dumps({"clients": [asdict(c) for c in imported]}, indent=2))

@@ -1,0 +1,147 @@
+from __future__ import annotations
+
+import secrets
+from decimal import Decimal
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
+from django.db import models
+
+from apps.clients.business_info import business_info_errors
+from apps.core.models import TimeStampedModel
+
+
+class AIMode(models.TextChoices):
+    STANDARD = "standard", "Standard — one call with the full context"
+    ADAPTIVE = "adaptive", "Adaptive — self-assessment, critique only when needed"
+    DELIBERATIVE = "deliberative", "Deliberative — scored multi-step reasoning and refinement"
+
+
+def _multiplier_field(default: str, help_text: str) -> models.DecimalField:
+    return models.DecimalField(
+        max_digits=6,
+        decimal_places=3,
+        default=Decimal(default),
+        validators=[MinValueValidator(Decimal("0"))],
+        help_text=help_text,
+    )
+
+
+class Plan(TimeStampedModel):
+    """What a client pays for: the reasoning mode its assistant runs in and the billing terms."""
+
+    slug = models.SlugField(max_length=50, unique=True)
+    name = models.CharField(max_length=100)
+    ai_mode = models.CharField(max_length=20, choices=AIMode.choices, default=AIMode.STANDARD)
+    multiplier_standard = _multiplier_field("1.0", "Billed = provider cost × this, in standard.")
+    multiplier_adaptive = _multiplier_field("1.5", "Billed = provider cost × this, in adaptive.")
+    multiplier_deliberative = _multiplier_field(
+        "2.5", "Billed = provider cost × this, in deliberative."
+    )
+    monthly_fee = models.DecimalField(
+        max_digits=10, decimal_places=2, default=Decimal("0"), validators=[MinValueValidator(0)]
+    )
+    included_turns = models.PositiveIntegerField(default=0)
+    monthly_token_budget = models.PositiveBigIntegerField(
+        default=0, help_text="Hard monthly LLM token limit for each client on this plan; 0 = none."
+    )
+    monthly_turn_budget = models.PositiveIntegerField(
+        default=0, help_text="Hard monthly limit of customer turns; 0 = none."
+    )
+    per_turn_token_cap = models.PositiveIntegerField(
+        default=0, help_text="Most tokens one customer message may use; 0 = none."
+    )
+
+    class Meta:
+        ordering = ["monthly_fee", "slug"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def mode_multipliers(self) -> dict[str, Decimal]:
+        return {
+            AIMode.STANDARD: self.multiplier_standard,
+            AIMode.ADAPTIVE: self.multiplier_adaptive,
+            AIMode.DELIBERATIVE: self.multiplier_deliberative,
+        }
+
+    def multiplier_for(self, mode: str) -> Decimal:
+        try:
+            return self.mode_multipliers[AIMode(mode)]
+        except ValueError:
+            raise ValueError(f"Unknown AI mode: {mode!r}") from None
+
+
+def new_widget_key() -> str:
+    return "wk_" + secrets.token_urlsafe(18)
+
+
+def validate_origin(value: str) -> None:
+    parts = urlsplit(value)
+    if parts.scheme not in {"http", "https"} or not parts.netloc or parts.path not in {"", "/"}:
+        raise ValidationError(
+            f"{value!r} is not an origin (expected scheme://host[:port], e.g. https://shop.example)."
+        )
+    if parts.query or parts.fragment or "@" in parts.netloc:
+        raise ValidationError(f"{value!r} is not an origin.")
+
+
+def normalize_origin(value: str) -> str:
+    return value.strip().rstrip("/").lower()
+
+
+class Client(TimeStampedModel):
+    """A business using GuideDesk: the tenant. Everything else hangs off a client."""
+
+    slug = models.SlugField(max_length=50, unique=True)
+    name = models.CharField(max_length=200)
+    plan = models.ForeignKey(Plan, on_delete=models.PROTECT, related_name="clients")
+    language = models.CharField(max_length=16, default="en", help_text="Default reply language.")
+    business_info = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="about / contact / policies / faqs / ai_instructions — see docs/business-info.md",
+    )
+    support_email = models.EmailField(blank=True, help_text="Escalations and usage alerts go here.")
+    widget_key = models.CharField(max_length=64, unique=True, default=new_widget_key)
+    allowed_origins = models.JSONField(
+        default=list, blank=True, help_text="Sites allowed to embed the widget."
+    )
+    greeting = models.CharField(max_length=500, blank=True, default="Hi! How can I help?")
+    is_active = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def ai_mode(self) -> str:
+        return self.plan.ai_mode
+
+    def clean(self) -> None:
+        errors: dict[str, Any] = {}
+        bi_errors = business_info_errors(self.business_info)
+        if bi_errors:
+            errors["business_info"] = [f"{path}: {msg}" for path, msg in bi_errors.items()]
+        if not isinstance(self.allowed_origins, list) or not all(
+            isinstance(o, str) for o in self.allowed_origins
+        ):
+            errors["allowed_origins"] = ["Must be a list of origins."]
+        else:
+            bad = []
+            for origin in self.allowed_origins:
+                try:
+                    validate_origin(origin)
+                except ValidationError as exc:
+                    bad.extend(exc.messages)
+            if bad:
+                errors["allowed_origins"] = bad
+            else:
+                self.allowed_origins = [normalize_origin(o) for o in self.allowed_origins]
+        if errors:
+            raise ValidationError(errors)

@@ -1,0 +1,129 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import models, transaction
+
+from apps.accounts.models import ApiKey
+from apps.accounts.services import api_key_issue
+from apps.billing.models import ModelPrice
+from apps.clients.importer import ClientIn, WebhookExecutorIn, parse_tenant_file
+from apps.clients.models import Client, Plan, normalize_origin
+from apps.core.exceptions import ApplicationError
+from apps.tools.models import ClientTool
+
+
+@dataclass
+class ImportedClient:
+    slug: str
+    widget_key: str
+    api_key: str | None  # a newly issued secret, shown once; None when the client had a key
+
+
+def _upsert[M: models.Model](
+    model: type[M], lookup: dict[str, Any], values: dict[str, Any]
+) -> tuple[M, bool]:
+    """Create, or update only the fields that differ — so re-importing the same file writes
+    nothing at all (timestamps included)."""
+    obj = model._default_manager.filter(**lookup).first()
+    if obj is None:
+        return model._default_manager.create(**lookup, **values), True
+    changed = [name for name, value in values.items() if getattr(obj, name) != value]
+    for name in changed:
+        setattr(obj, name, values[name])
+    if changed:
+        update_fields = changed + (["updated_at"] if hasattr(obj, "updated_at") else [])
+        obj.save(update_fields=update_fields)
+    return obj, bool(changed)
+
+
+@transaction.atomic
+def tenant_import(*, data: Any) -> list[ImportedClient]:
+    """Create or update model prices, plans and clients (with business_info, widget settings and
+    tools) from a decoded tenant file. All or nothing: any error rolls everything back."""
+    spec = parse_tenant_file(data)
+
+    for price in spec.model_prices:
+        _upsert(
+            ModelPrice,
+            {"model": price.model},
+            {
+                "input_per_million": price.input_per_million,
+                "output_per_million": price.output_per_million,
+            },
+        )
+
+    plans = {plan.slug: plan for plan in Plan.objects.all()}
+    for p in spec.plans:
+        plans[p.slug], _ = _upsert(
+            Plan,
+            {"slug": p.slug},
+            {
+                "name": p.name,
+                "ai_mode": p.ai_mode,
+                "multiplier_standard": p.mode_multipliers.standard,
+                "multiplier_adaptive": p.mode_multipliers.adaptive,
+                "multiplier_deliberative": p.mode_multipliers.deliberative,
+                "monthly_fee": p.monthly_fee,
+                "included_turns": p.included_turns,
+                "monthly_token_budget": p.monthly_token_budget,
+                "monthly_turn_budget": p.monthly_turn_budget,
+                "per_turn_token_cap": p.per_turn_token_cap,
+            },
+        )
+
+    results = []
+    for index, c in enumerate(spec.clients):
+        plan = plans.get(c.plan)
+        if plan is None:
+            raise ApplicationError(
+                f"Invalid tenant file:\n  clients[{index}].plan: unknown plan {c.plan!r}",
+                {"fields": {f"clients[{index}].plan": f"unknown plan {c.plan!r}"}},
+                code="invalid_file",
+            )
+        results.append(_import_client(spec=c, plan=plan))
+    return results
+
+
+def _import_client(*, spec: ClientIn, plan: Plan) -> ImportedClient:
+    client, _ = _upsert(
+        Client,
+        {"slug": spec.slug},
+        {
+            "name": spec.name,
+            "plan": plan,
+            "language": spec.language,
+            "support_email": spec.support_email,
+            "business_info": spec.business_info,
+            "allowed_origins": [normalize_origin(o) for o in spec.widget.allowed_origins],
+            "greeting": spec.widget.greeting,
+            "is_active": spec.is_active,
+        },
+    )
+    for tool in spec.tools:
+        executor = tool.executor
+        values: dict[str, Any] = {
+            "description": tool.description,
+            "kind": tool.kind,
+            "parameters": tool.parameters,
+            "enabled": tool.enabled,
+            "executor_type": executor.type,
+            "timeout_seconds": float(executor.timeout),
+            "result_template": tool.result_template,
+        }
+        if isinstance(executor, WebhookExecutorIn):
+            values |= {
+                "webhook_url": executor.url,
+                "signing_secret": executor.secret,
+                "max_retries": executor.retries,
+                "builtin_handler": "",
+            }
+        else:
+            values |= {"builtin_handler": executor.handler, "webhook_url": "", "signing_secret": ""}
+        _upsert(ClientTool, {"client": client, "name": tool.name}, values)
+
+    secret = None
+    if not ApiKey.objects.for_client(client).active().exists():
+        _, secret = api_key_issue(client=client, name="Imported key")
+    return ImportedClient(slug=client.slug, widget_key=client.widget_key, api_key=secret)

@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+
+from apps.core.models import TenantOwnedModel, TenantQuerySet
+
+
+class ConversationStatus(models.TextChoices):
+    OPEN = "open", "Open — the assistant answers"
+    ESCALATED = "escalated", "Escalated — a human owns it, no AI runs"
+    CLOSED = "closed", "Closed"
+
+
+class Conversation(TenantOwnedModel):
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    visitor_id = models.CharField(
+        max_length=128, blank=True, help_text="The visitor's identity as the client knows it."
+    )
+    visitor_token_hash = models.CharField(max_length=64, blank=True, editable=False)
+    status = models.CharField(
+        max_length=12, choices=ConversationStatus.choices, default=ConversationStatus.OPEN
+    )
+    language = models.CharField(max_length=16, default="en")
+    last_seq = models.PositiveIntegerField(default=0, editable=False)
+    last_message_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["client", "status", "-created_at"]),
+            models.Index(fields=["client", "-created_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"Conversation {self.public_id}"
+
+    @property
+    def ai_may_reply(self) -> bool:
+        return self.status == ConversationStatus.OPEN
+
+
+class Role(models.TextChoices):
+    USER = "user", "Customer"
+    ASSISTANT = "assistant", "Assistant"
+    STAFF = "staff", "Staff"
+    SYSTEM = "system", "System"
+    TOOL = "tool", "Tool"
+
+
+class Visibility(models.TextChoices):
+    VISIBLE = "visible", "Visible to the customer"
+    INTERNAL = "internal", "Internal (staff only)"
+
+
+class Kind(models.TextChoices):
+    # visible
+    TEXT = "text", "Message"
+    CONFIRMATION_REQUEST = "confirmation_request", "Confirmation request"
+    HANDOFF = "handoff", "Hand-off to a human"
+    NOTICE = "notice", "Notice"
+    # internal — the seed's debug legend
+    ASSESSMENT = "assessment", "Assessment"
+    CONTEXT_FETCH = "context_fetch", "Context fetch"
+    CRITIQUE = "critique", "Critique"
+    GUARD = "guard", "Guard decision"
+    TOOL_CALL = "tool_call", "Tool call"
+    TOOL_RESULT = "tool_result", "Tool result"
+    ESCALATION = "escalation", "Escalation"
+    EVALUATION = "evaluation", "Evaluation"
+    REASONING_STEP = "reasoning_step", "Reasoning step"
+    FEEDBACK = "feedback", "Feedback"
+    REFINEMENT = "refinement", "Refinement"
+    ERROR = "error", "Error"
+
+
+class MessageQuerySet(TenantQuerySet["Message"]):
+    def visible(self) -> MessageQuerySet:
+        return self.filter(visibility=Visibility.VISIBLE)
+
+
+class Message(TenantOwnedModel):
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="messages"
+    )
+    seq = models.PositiveIntegerField()
+    role = models.CharField(max_length=10, choices=Role.choices)
+    visibility = models.CharField(
+        max_length=10, choices=Visibility.choices, default=Visibility.VISIBLE
+    )
+    kind = models.CharField(max_length=24, choices=Kind.choices, default=Kind.TEXT)
+    text = models.TextField(blank=True)
+    data = models.JSONField(default=dict, blank=True)
+    trace = models.ForeignKey(
+        "reasoning.ReasoningTrace",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="messages",
+    )
+    author = models.ForeignKey(
+        "accounts.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    objects = MessageQuerySet.as_manager()  # type: ignore[misc]
+
+    class Meta:
+        ordering = ["conversation", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["conversation", "seq"], name="uniq_message_seq")
+        ]
+        indexes = [models.Index(fields=["client", "conversation", "visibility", "seq"])]
+
+    def __str__(self) -> str:
+        return f"#{self.seq} {self.role}/{self.kind}: {self.text[:60]}"

@@ -1,0 +1,102 @@
+"""API plumbing shared by every app: the one error shape, pagination, and the tenant-resolving base
+view that every client-scoped endpoint inherits."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from django.core.exceptions import PermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from apps.core.exceptions import ApplicationError
+
+if TYPE_CHECKING:
+    from apps.clients.models import Client
+
+
+def _error_body(code: str, message: str, fields: dict[str, Any] | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"error": {"code": code, "message": message}}
+    if fields:
+        body["error"]["fields"] = fields
+    return body
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """Every error leaves the API as {"error": {"code", "message", "fields"?}}."""
+    if isinstance(exc, ApplicationError):
+        fields = exc.extra.get("fields") if exc.extra else None
+        return Response(_error_body(exc.code, exc.message, fields), status=exc.status)
+    if isinstance(exc, DjangoValidationError):
+        exc = exceptions.ValidationError(
+            exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
+        )
+    elif isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, PermissionDenied):
+        exc = exceptions.PermissionDenied()
+
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None
+    if isinstance(exc, exceptions.ValidationError):
+        detail = exc.detail
+        fields = detail if isinstance(detail, dict) else {"non_field_errors": detail}
+        first = _first_message(fields)
+        response.data = _error_body("invalid", first or "Invalid input.", fields)
+    elif isinstance(exc, exceptions.APIException):
+        code = exc.get_codes() if isinstance(exc.get_codes(), str) else exc.default_code
+        response.data = _error_body(str(code), str(exc.detail))
+    return response
+
+
+def _first_message(fields: Any, prefix: str = "") -> str:
+    if isinstance(fields, dict):
+        for key, value in fields.items():
+            path = f"{prefix}.{key}" if prefix else str(key)
+            msg = _first_message(value, path)
+            if msg:
+                return msg
+    elif isinstance(fields, list):
+        for item in fields:
+            msg = _first_message(item, prefix)
+            if msg:
+                return msg
+    elif fields:
+        return f"{prefix}: {fields}" if prefix and prefix != "non_field_errors" else str(fields)
+    return ""
+
+
+class Pagination(PageNumberPagination):
+    page_size = 50
+    page_size_query_param = "page_size"
+    max_page_size = 200
+
+
+class TenantAPIView(APIView):
+    """Base for every client-scoped endpoint: resolves the tenant once, in `initial()`, from the
+    authenticated principal (API key or staff session + membership). Subclasses read
+    `self.client`; they cannot reach a handler without one."""
+
+    client: Client
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        from apps.accounts.selectors import client_for_request
+
+        client = client_for_request(request=request)
+        if client is None:
+            raise exceptions.PermissionDenied("No client is associated with these credentials.")
+        self.client = client
+
+
+def error_response(
+    code: str, message: str, http_status: int = status.HTTP_400_BAD_REQUEST
+) -> Response:
+    return Response(_error_body(code, message), status=http_status)

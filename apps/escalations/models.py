@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+from django.db import models
+
+from apps.core.models import TenantOwnedModel
+
+
+class EscalationReason(models.TextChoices):
+    CUSTOMER_REQUEST = "customer_request", "Customer asked for a human"
+    LOW_CONFIDENCE = "low_confidence", "Assistant not confident"
+    POLICY = "policy", "Policy / safety decision"
+    TOOL_FAILURE = "tool_failure", "Tool failed"
+    LLM_FAILURE = "llm_failure", "LLM unavailable or invalid"
+    USAGE_LIMIT = "usage_limit", "Usage limit reached"
+
+
+class EscalationStatus(models.TextChoices):
+    OPEN = "open", "Open — a human owns the conversation"
+    RESOLVED = "resolved", "Resolved — handed back to the AI"
+
+
+class Escalation(TenantOwnedModel):
+    conversation = models.ForeignKey(
+        "conversations.Conversation", on_delete=models.CASCADE, related_name="escalations"
+    )
+    reason = models.CharField(max_length=20, choices=EscalationReason.choices)
+    detail = models.TextField(blank=True)
+    status = models.CharField(
+        max_length=10, choices=EscalationStatus.choices, default=EscalationStatus.OPEN
+    )
+    trace = models.ForeignKey(
+        "reasoning.ReasoningTrace",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    assigned_to = models.ForeignKey(
+        "accounts.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolved_by = models.ForeignKey(
+        "accounts.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    notified_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["client", "status", "-created_at"])]
+        constraints = [
+            # At most one open escalation per conversation.
+            models.UniqueConstraint(
+                fields=["conversation"],
+                condition=models.Q(status="open"),
+                name="uniq_open_escalation_per_conversation",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_reason_display()} ({self.status})"

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ReasoningConfig(AppConfig):
+    name = "apps.reasoning"
+    label = "reasoning"

@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+
+from apps.core.models import TenantOwnedModel
+
+
+class TraceStatus(models.TextChoices):
+    PROCESSING = "processing", "Processing"
+    DONE = "done", "Done"
+    SKIPPED = "skipped", "Skipped — a human owns the conversation"
+    FAILED = "failed", "Failed — fallback posted"
+
+
+class ReasoningTrace(TenantOwnedModel):
+    """One turn: the processing of one customer message. One per message (the unique key makes
+    a redelivered task find the turn it already ran)."""
+
+    conversation = models.ForeignKey(
+        "conversations.Conversation", on_delete=models.CASCADE, related_name="traces"
+    )
+    user_message = models.OneToOneField(
+        "conversations.Message", on_delete=models.CASCADE, related_name="turn"
+    )
+    mode = models.CharField(max_length=20)
+    model = models.CharField(max_length=100, blank=True)
+    status = models.CharField(
+        max_length=12, choices=TraceStatus.choices, default=TraceStatus.PROCESSING
+    )
+    critique_triggered = models.BooleanField(default=False)
+    critique_reasons = models.JSONField(default=list, blank=True)
+    context_fetched = models.JSONField(default=list, blank=True)
+    escalated = models.BooleanField(default=False)
+    tool_calls = models.PositiveSmallIntegerField(default=0)
+    llm_calls = models.PositiveSmallIntegerField(default=0)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    duration_ms = models.PositiveIntegerField(default=0)
+    llm_wait_ms = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["client", "conversation", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"Turn {self.pk} ({self.mode}, {self.status})"
+
+
+class ReasoningStep(TenantOwnedModel):
+    """An append-only event of a turn, in order: each LLM call, guard decision, tool run."""
+
+    trace = models.ForeignKey(ReasoningTrace, on_delete=models.CASCADE, related_name="steps")
+    index = models.PositiveSmallIntegerField()
+    name = models.CharField(max_length=40)
+    input_summary = models.TextField(blank=True)
+    output = models.JSONField(default=dict, blank=True)
+    latency_ms = models.PositiveIntegerField(default=0)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["trace", "index"]
+        constraints = [models.UniqueConstraint(fields=["trace", "index"], name="uniq_step_index")]
+
+    def __str__(self) -> str:
+        return f"{self.index}. {self.name}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        # Append-only: a recorded step is evidence and is never rewritten.
+        if not self._state.adding:
+            raise RuntimeError("ReasoningStep rows are append-only")
+        super().save(*args, **kwargs)

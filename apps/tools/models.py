@@ -1,0 +1,164 @@
+from __future__ import annotations
+
+from django.db import models
+
+from apps.core.models import TenantOwnedModel
+
+
+class ToolKind(models.TextChoices):
+    READ = "read", "Read — only retrieves information"
+    ACTION = "action", "Action — changes something, reversible"
+    DESTRUCTIVE = "destructive", "Destructive — cancel, delete, refund; needs confirmation"
+
+
+class ExecutorType(models.TextChoices):
+    WEBHOOK = "webhook", "Webhook (the client's HTTPS endpoint)"
+    BUILTIN = "builtin", "Built-in (runs inside GuideDesk)"
+
+
+class ClientTool(TenantOwnedModel):
+    """A tool the assistant may call for one client: its contract (JSON Schema parameters) and
+    how it runs. Whatever the model claims, `kind` decides the safety rules."""
+
+    name = models.CharField(max_length=64)
+    description = models.TextField()
+    kind = models.CharField(max_length=12, choices=ToolKind.choices, default=ToolKind.READ)
+    parameters = models.JSONField(default=dict, help_text="JSON Schema of the tool's params.")
+    executor_type = models.CharField(
+        max_length=10, choices=ExecutorType.choices, default=ExecutorType.WEBHOOK
+    )
+    webhook_url = models.URLField(max_length=500, blank=True)
+    signing_secret = models.CharField(
+        max_length=200, blank=True, help_text="HMAC-SHA256 key for X-GuideDesk-Signature."
+    )
+    builtin_handler = models.CharField(max_length=100, blank=True)
+    timeout_seconds = models.FloatField(default=10.0)
+    max_retries = models.PositiveSmallIntegerField(default=2)
+    result_template = models.TextField(
+        blank=True,
+        help_text="Optional reply after the tool ran, e.g. 'Order {order_id}: {result[status]}'. "
+        "Empty = the assistant composes the reply.",
+    )
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        verbose_name = "tool"
+        ordering = ["client", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["client", "name"], name="uniq_tool_client_name")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.kind})"
+
+    @property
+    def is_configured(self) -> bool:
+        if self.executor_type == ExecutorType.WEBHOOK:
+            return bool(self.webhook_url and self.signing_secret)
+        from apps.tools.builtins import BUILTIN_HANDLERS
+
+        return self.builtin_handler in BUILTIN_HANDLERS
+
+    @property
+    def required_params(self) -> list[str]:
+        required = self.parameters.get("required", []) if isinstance(self.parameters, dict) else []
+        return [str(r) for r in required]
+
+
+class PendingActionStatus(models.TextChoices):
+    PENDING = "pending", "Waiting for the customer's confirmation"
+    CONFIRMED = "confirmed", "Confirmed"
+    EXECUTED = "executed", "Executed"
+    DECLINED = "declined", "Declined by the customer"
+    EXPIRED = "expired", "Expired (ignored or timed out)"
+    SUPERSEDED = "superseded", "Superseded by a changed request"
+
+
+class PendingAction(TenantOwnedModel):
+    """A destructive call put to the customer for confirmation: this exact tool, these exact
+    params. Only the customer's *next* message can confirm it."""
+
+    conversation = models.ForeignKey(
+        "conversations.Conversation", on_delete=models.CASCADE, related_name="pending_actions"
+    )
+    tool = models.ForeignKey(ClientTool, on_delete=models.CASCADE, related_name="+")
+    params = models.JSONField(default=dict)
+    params_hash = models.CharField(max_length=64)
+    status = models.CharField(
+        max_length=12, choices=PendingActionStatus.choices, default=PendingActionStatus.PENDING
+    )
+    proposed_in = models.ForeignKey(
+        "conversations.Message",
+        on_delete=models.CASCADE,
+        related_name="+",
+        help_text="The customer message whose turn proposed the action.",
+    )
+    question = models.ForeignKey(
+        "conversations.Message",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The assistant's confirmation question.",
+    )
+    resolved_by = models.ForeignKey(
+        "conversations.Message",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The customer message that confirmed or declined it.",
+    )
+    expires_at = models.DateTimeField()
+    idempotency_key = models.CharField(max_length=80, unique=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["client", "conversation", "status"])]
+
+    def __str__(self) -> str:
+        return f"{self.tool.name}({self.params}) — {self.status}"
+
+
+class ExecutionStatus(models.TextChoices):
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+
+
+class ToolExecution(TenantOwnedModel):
+    """One tool run (with its retries). The unique idempotency key makes a second run of the
+    same confirmed action impossible, even if a turn is processed twice."""
+
+    conversation = models.ForeignKey(
+        "conversations.Conversation",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    trace = models.ForeignKey(
+        "reasoning.ReasoningTrace",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="tool_executions",
+    )
+    tool = models.ForeignKey(ClientTool, on_delete=models.PROTECT, related_name="executions")
+    pending_action = models.OneToOneField(
+        PendingAction, null=True, blank=True, on_delete=models.SET_NULL, related_name="execution"
+    )
+    params = models.JSONField(default=dict)
+    idempotency_key = models.CharField(max_length=80, unique=True)
+    status = models.CharField(
+        max_length=10, choices=ExecutionStatus.choices, default=ExecutionStatus.RUNNING
+    )
+    result = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    latency_ms = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        indexes = [models.Index(fields=["client", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.tool.name} {self.status}"

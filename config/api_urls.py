@@ -1,0 +1,7 @@
+"""/api/v1/ — each app contributes its own routes."""
+
+from django.urls import include, path
+
+urlpatterns = [
+    path("", include("apps.clients.urls")),
+]

@@ -1,0 +1,7 @@
+"""Local development and the demo: DEBUG on, SQLite by default, Celery eager unless a broker
+is set."""
+
+from .base import *  # noqa: F403
+from .base import env
+
+DEBUG = env.bool("DEBUG", default=True)

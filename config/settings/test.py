@@ -1,0 +1,21 @@
+"""Test settings: fast hashing, in-memory e-mail and cache. DATABASE_URL and CELERY_BROKER_URL
+still come from the environment so CI runs against the real PostgreSQL."""
+
+from .base import *  # noqa: F403
+from .base import env
+
+DEBUG = False
+SECRET_KEY = "test-secret-key-not-for-production"  # noqa: S105
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+# Tests talk to a local fake OpenAI-compatible server; never to a real provider.
+OPENAI_API_KEY = "test-key"
+OPENAI_BASE_URL = "http://127.0.0.1:9/v1"
+LLM_MODEL = "gpt-4o-mini"
+LLM_TIMEOUT = 5.0
+LLM_MAX_RETRIES = 0
+# Task publishing is exercised against the broker in CI, but tests run tasks in-process.
+CELERY_TASK_ALWAYS_EAGER = True
+LOGGING = {"version": 1, "disable_existing_loggers": False, "root": {"level": "WARNING"}}
+TEST_BROKER_URL = env("CELERY_BROKER_URL", default="")

@@ -1,0 +1,23 @@
+from django.contrib import admin
+from django.contrib.auth.decorators import login_required
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from apps.core import views as core_views
+
+# Staff sign in through allauth (e-mail + optional TOTP), never through the bare admin form,
+# so MFA cannot be bypassed via /admin/login/.
+admin.site.login = login_required(admin.site.login)  # type: ignore[method-assign]
+admin.site.site_header = "GuideDesk"
+admin.site.site_title = "GuideDesk admin"
+admin.site.index_title = "Clients, conversations and billing"
+
+urlpatterns = [
+    path("", core_views.home, name="home"),
+    path("healthz", core_views.healthz, name="healthz"),
+    path("admin/", admin.site.urls),
+    path("accounts/", include("allauth.urls")),
+    path("api/v1/", include("config.api_urls")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+]

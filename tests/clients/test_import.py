@@ -1,0 +1,154 @@
+import copy
+import json
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from apps.accounts.models import ApiKey
+from apps.billing.models import ModelPrice
+from apps.clients.models import Client, Plan
+from apps.clients.services import tenant_import
+from apps.core.exceptions import ApplicationError
+from apps.tools.models import ClientTool
+from tests.conftest import DEMO_TENANT
+
+pytestmark = pytest.mark.django_db
+
+MODELS: list[Any] = [ModelPrice, Plan, Client, ClientTool, ApiKey]
+
+
+def snapshot():
+    return {m.__name__: list(m.objects.order_by("pk").values()) for m in MODELS}
+
+
+def run_import(path) -> dict:
+    out = StringIO()
+    call_command("import_client", str(path), stdout=out)
+    return json.loads(out.getvalue())
+
+
+def demo_data() -> dict:
+    return json.loads(DEMO_TENANT.read_text())
+
+
+def test_demo_tenant_imports_everything():
+    output = run_import(DEMO_TENANT)
+    [entry] = output["clients"]
+    client = Client.objects.get(slug=entry["slug"])
+    assert entry["widget_key"] == client.widget_key
+    assert entry["api_key"].startswith("gd_")
+    assert ApiKey.objects.get(client=client).matches(entry["api_key"])
+    assert client.plan.slug == "pro"
+    assert client.plan.ai_mode == "adaptive"
+    assert len(client.business_info["faqs"]) >= 10
+    kinds = set(ClientTool.objects.for_client(client).values_list("kind", flat=True))
+    assert kinds == {"read", "action", "destructive"}
+    assert ModelPrice.objects.filter(model="gpt-4o-mini").exists()
+    assert ClientTool.objects.get(client=client, name="gift_card_balance").enabled is False
+
+
+def test_import_is_idempotent(tmp_path):
+    first = run_import(DEMO_TENANT)
+    before = snapshot()
+    second = run_import(DEMO_TENANT)
+    assert snapshot() == before  # not a single row or timestamp changed
+    assert second["clients"][0]["api_key"] is None
+    assert second["clients"][0]["widget_key"] == first["clients"][0]["widget_key"]
+    assert ApiKey.objects.count() == 1
+
+
+def test_import_updates_changed_fields(tmp_path):
+    run_import(DEMO_TENANT)
+    data = demo_data()
+    data["clients"][0]["widget"]["greeting"] = "Howdy!"
+    data["clients"][0]["tools"][0]["enabled"] = False
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(data))
+    run_import(path)
+    client = Client.objects.get(slug="trailhead")
+    assert client.greeting == "Howdy!"
+    assert not ClientTool.objects.get(
+        client=client, name=data["clients"][0]["tools"][0]["name"]
+    ).enabled
+
+
+def _broken(mutate) -> dict:
+    data = demo_data()
+    mutate(data)
+    return data
+
+
+@pytest.mark.parametrize(
+    ("mutate", "path"),
+    [
+        (
+            lambda d: d["clients"][0]["business_info"]["faqs"][3].pop("answer"),
+            "clients[0].business_info",
+        ),
+        (lambda d: d["plans"][1].update(ai_mode="turbo"), "plans[1].ai_mode"),
+        (
+            lambda d: d["plans"][0]["mode_multipliers"].update(adaptive="-2"),
+            "plans[0].mode_multipliers.adaptive",
+        ),
+        (
+            lambda d: d["clients"][0]["tools"][2].update(kind="dangerous"),
+            "clients[0].tools[2].kind",
+        ),
+        (
+            lambda d: d["clients"][0]["tools"][1]["parameters"].update(type=7),
+            "clients[0].tools[1].parameters",
+        ),
+        (
+            lambda d: d["clients"][0]["widget"].update(allowed_origins=["not an origin"]),
+            "clients[0].widget.allowed_origins",
+        ),
+        (lambda d: d["clients"][0].update(support_email="nope"), "clients[0].support_email"),
+        (lambda d: d["clients"][0].update(colour="red"), "clients[0].colour"),
+        (
+            lambda d: d["model_prices"][0].update(input_per_million="abc"),
+            "model_prices[0].input_per_million",
+        ),
+        (lambda d: d["clients"][0].update(plan="platinum"), "clients[0].plan"),
+    ],
+)
+def test_bad_file_names_the_field_and_changes_nothing(mutate, path):
+    before = snapshot()
+    with pytest.raises(ApplicationError) as exc:
+        tenant_import(data=_broken(mutate))
+    assert path in exc.value.extra["fields"], exc.value.extra
+    assert path in exc.value.message
+    assert snapshot() == before
+
+
+def test_bad_file_after_valid_sections_rolls_back_everything():
+    # prices and plans are valid and processed first; the unknown plan fails last
+    data = _broken(lambda d: d["clients"][0].update(plan="platinum"))
+    with pytest.raises(ApplicationError):
+        tenant_import(data=data)
+    assert ModelPrice.objects.count() == 0
+    assert Plan.objects.count() == 0
+
+
+def test_command_reports_bad_json_and_bad_fields(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{ nope")
+    with pytest.raises(CommandError, match="not valid JSON"):
+        call_command("import_client", str(bad))
+    data = copy.deepcopy(demo_data())
+    data["clients"][0]["tools"][0]["executor"] = {
+        "type": "webhook",
+        "url": "ftp://x",
+        "secret": "s",
+    }
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text(json.dumps(data))
+    with pytest.raises(CommandError) as exc:
+        call_command("import_client", str(wrong))
+    message = str(exc.value)
+    assert "clients[0].tools[0].executor.url" in message
+    assert "clients[0].tools[0].executor.secret" in message
+    assert "Nothing was changed" in message
+    with pytest.raises(CommandError, match="no such file"):
+        call_command("import_client", str(tmp_path / "missing.json"))

@@ -1,0 +1,56 @@
+"""Two tenants everywhere: every test that touches tenant data can check isolation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from rest_framework.test import APIClient
+
+from apps.accounts.services import api_key_issue
+from apps.clients.models import Client
+from tests.factories import ClientFactory, ModelPriceFactory, PlanFactory
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO_TENANT = ROOT / "demo" / "tenant.json"
+
+
+@pytest.fixture
+def plan(db):
+    return PlanFactory(slug="pro", ai_mode="adaptive")
+
+
+@pytest.fixture
+def model_price(db):
+    return ModelPriceFactory()
+
+
+@pytest.fixture
+def client_a(plan) -> Client:
+    return ClientFactory(slug="acme", name="Acme", plan=plan)
+
+
+@pytest.fixture
+def client_b(plan) -> Client:
+    return ClientFactory(slug="globex", name="Globex", plan=plan)
+
+
+@pytest.fixture
+def key_a(client_a) -> str:
+    return api_key_issue(client=client_a, name="a")[1]
+
+
+@pytest.fixture
+def key_b(client_b) -> str:
+    return api_key_issue(client=client_b, name="b")[1]
+
+
+@pytest.fixture
+def api() -> APIClient:
+    return APIClient()
+
+
+def api_for(key: str) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Api-Key {key}")
+    return client

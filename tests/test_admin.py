@@ -1,0 +1,140 @@
+import re
+
+import pytest
+from django.urls import reverse
+
+from apps.accounts.models import ApiKey
+from tests.factories import ClientFactory, PlanFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def admin_client(client):
+    user = UserFactory(is_superuser=True)
+    client.force_login(user)
+    return client
+
+
+def test_admin_login_goes_through_allauth(client):
+    response = client.get("/admin/login/")
+    assert response.status_code == 302
+    assert response["Location"].startswith("/accounts/login/")
+
+
+def test_email_login_then_totp_setup_is_offered(client):
+    assert client.get("/accounts/login/").status_code == 200
+    user = UserFactory()
+    response = client.post(
+        "/accounts/login/", {"login": user.email, "password": "pw-for-tests-123"}
+    )
+    assert response.status_code == 302
+    page = client.get("/accounts/2fa/totp/activate/", follow=True)
+    if page.redirect_chain:  # allauth asks for the password again before security changes
+        client.post("/accounts/reauthenticate/", {"password": "pw-for-tests-123"})
+        page = client.get("/accounts/2fa/totp/activate/")
+    assert page.status_code == 200
+    assert "Authenticator" in page.content.decode()
+
+
+def test_login_with_totp_enabled_asks_for_the_code(client):
+    from allauth.mfa.totp.internal.auth import (
+        TOTP,
+        format_hotp_value,
+        generate_totp_secret,
+        hotp_value,
+        yield_hotp_counters_from_time,
+    )
+
+    user = UserFactory(is_superuser=True)
+    secret = generate_totp_secret()
+    TOTP.activate(user, secret)
+    response = client.post(
+        "/accounts/login/", {"login": user.email, "password": "pw-for-tests-123"}
+    )
+    assert response["Location"] == "/accounts/2fa/authenticate/"
+    assert client.get("/admin/").status_code == 302  # not signed in yet
+    code = format_hotp_value(hotp_value(secret, next(yield_hotp_counters_from_time())))
+    response = client.post("/accounts/2fa/authenticate/", {"code": code})
+    assert response.status_code == 302
+    assert client.get("/admin/").status_code == 200
+
+
+def test_plan_form_explains_modes(admin_client):
+    response = admin_client.get(reverse("admin:clients_plan_add"))
+    body = response.content.decode()
+    assert response.status_code == 200
+    for text in ["Standard", "Adaptive", "Deliberative", "critique", "multiplier"]:
+        assert text in body
+
+
+def test_client_admin_shows_business_info_field_errors(admin_client):
+    client = ClientFactory(plan=PlanFactory())
+    url = reverse("admin:clients_client_change", args=[client.pk])
+    page = admin_client.get(url)
+    assert page.status_code == 200
+    data = {
+        "name": client.name,
+        "slug": client.slug,
+        "plan": client.plan.pk,
+        "is_active": "on",
+        "language": "en",
+        "support_email": client.support_email,
+        "greeting": "Hi",
+        "business_info": '{"faqs": [{"question": "Hours?"}], "polices": {}}',
+        "allowed_origins": '["https://shop.example"]',
+        "memberships-TOTAL_FORMS": "0",
+        "memberships-INITIAL_FORMS": "0",
+    }
+    # inline management forms
+    for prefix in re.findall(r'name="([\w-]+)-TOTAL_FORMS"', page.content.decode()):
+        data[f"{prefix}-TOTAL_FORMS"] = "0"
+        data[f"{prefix}-INITIAL_FORMS"] = "0"
+    response = admin_client.post(url, data)
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert "faqs[0].answer: Required." in body
+    assert "polices: Unknown field." in body
+    client.refresh_from_db()
+    assert "polices" not in client.business_info
+
+
+def test_api_key_created_in_admin_shows_secret_once(admin_client):
+    client = ClientFactory(plan=PlanFactory())
+    response = admin_client.post(
+        reverse("admin:accounts_apikey_add"),
+        {"client": client.pk, "name": "ERP", "role": "viewer"},
+        follow=True,
+    )
+    key = ApiKey.objects.get(client=client)
+    body = response.content.decode()
+    secret = re.search(rf"gd_{key.prefix}_[\w-]+", body)
+    assert secret, body
+    assert key.matches(secret.group(0))
+    assert key.role == "viewer"
+    again = admin_client.get(
+        reverse("admin:accounts_apikey_change", args=[key.pk])
+    ).content.decode()
+    assert secret.group(0) not in again
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "clients_plan",
+        "clients_client",
+        "accounts_membership",
+        "accounts_apikey",
+        "billing_modelprice",
+        "accounts_user",
+    ],
+)
+def test_admin_changelists_load(admin_client, name):
+    ClientFactory(plan=PlanFactory())
+    assert admin_client.get(reverse(f"admin:{name}_changelist")).status_code == 200
+
+
+def test_home_and_health(client):
+    ClientFactory(plan=PlanFactory(), name="Trailhead Outfitters")
+    assert "Trailhead Outfitters" in client.get("/").content.decode()
+    assert client.get("/healthz").json() == {"ok": True}
