@@ -125,6 +125,13 @@ class ExecutionStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
+class FailureKind(models.TextChoices):
+    NONE = "", "—"
+    REFUSED = "refused", "Refused by the business (message is for the customer)"
+    ERROR = "error", "Integration error"
+    UNAVAILABLE = "unavailable", "Unreachable after retries"
+
+
 class ToolExecution(TenantOwnedModel):
     """One tool run (with its retries). The unique idempotency key makes a second run of the
     same confirmed action impossible, even if a turn is processed twice."""
@@ -154,6 +161,9 @@ class ToolExecution(TenantOwnedModel):
     )
     result = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
+    failure_kind = models.CharField(
+        max_length=12, choices=FailureKind.choices, default=FailureKind.NONE, blank=True
+    )
     attempts = models.PositiveSmallIntegerField(default=0)
     latency_ms = models.PositiveIntegerField(default=0)
 

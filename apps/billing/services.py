@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+from apps.billing.models import ModelPrice, UsageRecord
+from apps.clients.models import Client
+
+MILLION = Decimal(1_000_000)
+CENT_MICRO = Decimal("0.00000001")  # UsageRecord stores 8 decimal places
+
+
+def usage_cost(*, model: str, prompt_tokens: int, completion_tokens: int) -> Decimal:
+    """Provider cost in USD from today's ModelPrice; zero for a model with no price (logged by
+    the admin's 'unpriced models' view rather than failing a customer's turn)."""
+    price = ModelPrice.objects.filter(model=model).first()
+    if price is None:
+        return Decimal("0")
+    cost = (
+        Decimal(prompt_tokens) * price.input_per_million
+        + Decimal(completion_tokens) * price.output_per_million
+    ) / MILLION
+    return cost.quantize(CENT_MICRO, rounding=ROUND_HALF_UP)
+
+
+def usage_record_create(
+    *,
+    client: Client,
+    mode: str,
+    step: str,
+    model: str,
+    prompt_tokens: int,
+    completion_tokens: int,
+    tokens_estimated: bool = False,
+    conversation: Any = None,
+    trace: Any = None,
+) -> UsageRecord:
+    cost = usage_cost(model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+    multiplier = client.plan.multiplier_for(mode)
+    return UsageRecord.objects.create(
+        client=client,
+        conversation=conversation,
+        trace=trace,
+        mode=mode,
+        step=step,
+        model=model,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        tokens_estimated=tokens_estimated,
+        cost_usd=cost,
+        multiplier=multiplier,
+        billed_usd=(cost * multiplier).quantize(CENT_MICRO, rounding=ROUND_HALF_UP),
+    )

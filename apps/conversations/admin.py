@@ -1,0 +1,346 @@
+"""Conversation admin: a read-only changelist and a debug view of one conversation.
+
+The debug view is what a support lead opens to understand why the assistant did what it did: the
+whole conversation in order, visible and internal messages interleaved, a plain-words legend, every
+turn's reasoning steps, and the escalation state. It renders from a handful of queries however long
+the conversation is (see `debug_context`).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Any, cast
+
+from django.contrib import admin
+from django.db.models import Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
+from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from apps.accounts.models import Membership, User
+from apps.clients.models import Client
+from apps.conversations.models import Conversation, Kind, Message, Visibility
+from apps.escalations.models import Escalation, EscalationStatus
+from apps.reasoning.models import ReasoningStep, ReasoningTrace
+
+# ---------------------------------------------------------------------------------------------
+# Shared admin helpers (used by the tools, escalations and reasoning admins too).
+# They belong in apps/core/admin.py; they live here until that module exists.
+# ---------------------------------------------------------------------------------------------
+
+
+def pretty_json(value: Any) -> str:
+    """Indented JSON for humans; empty string for empty values."""
+    if value in (None, {}, [], ""):
+        return ""
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def pretty_json_block(value: Any) -> SafeString | str:
+    text = pretty_json(value)
+    if not text:
+        return "-"
+    return format_html('<pre style="white-space:pre-wrap;margin:0">{}</pre>', text)
+
+
+def conversation_link(conversation: Conversation | None) -> SafeString | str:
+    """A link to the conversation debug view, labelled with the short public id."""
+    if conversation is None:
+        return "-"
+    url = reverse("admin:conversations_conversation_change", args=[conversation.pk])
+    return format_html(
+        '<a href="{}" title="{}">{}…</a>',
+        url,
+        conversation.public_id,
+        str(conversation.public_id)[:8],
+    )
+
+
+class TenantScopedAdmin(admin.ModelAdmin):
+    """Platform superusers see every tenant; other staff only the clients they are members of.
+
+    The tenancy rule holds in the admin too: client staff must never see another client's
+    conversations, tools or escalations.
+    """
+
+    def _member_client_ids(self, request: HttpRequest) -> QuerySet[Membership, Any]:
+        # The admin only serves signed-in staff, so the user is never anonymous here.
+        return Membership.objects.filter(user=cast(User, request.user)).values("client_id")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        queryset = super().get_queryset(request)
+        if request.user.is_superuser:
+            return queryset
+        return queryset.filter(client_id__in=self._member_client_ids(request))
+
+    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "client" and not request.user.is_superuser:
+            kwargs["queryset"] = Client.objects.filter(pk__in=self._member_client_ids(request))
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+
+# ---------------------------------------------------------------------------------------------
+# The debug legend: every message kind in plain words.
+# ---------------------------------------------------------------------------------------------
+
+KIND_EXPLANATIONS: dict[str, str] = {
+    Kind.TEXT: "An ordinary chat message the customer sees — from the customer, the assistant "
+    "or a staff member.",
+    Kind.CONFIRMATION_REQUEST: "The assistant asks the customer to confirm a risky action "
+    "(cancel, refund …) with its exact details. Nothing runs until the customer's next message "
+    "confirms it.",
+    Kind.HANDOFF: "The customer is told that a human is taking over the conversation.",
+    Kind.NOTICE: "An informational message shown to the customer, e.g. that a human will reply "
+    "soon or that the assistant could not answer.",
+    Kind.ASSESSMENT: "The assistant's self-check before answering: how confident it is (1–10), "
+    "which tool it plans to use, and which details are still missing.",
+    Kind.CONTEXT_FETCH: "Extra business information (a policy, the FAQs, a tool's details) loaded "
+    "on demand because the short starting context was not enough.",
+    Kind.CRITIQUE: "A second check before a risky action. It decides PROCEED (go ahead), "
+    "ASK_USER (ask the customer first) or ESCALATE (hand over to a human).",
+    Kind.GUARD: "A safety rule enforced in code, whatever the AI said: e.g. the tool is disabled, "
+    "its parameters are invalid, the customer has not confirmed, too many tool calls, or the "
+    "token budget is used up.",
+    Kind.TOOL_CALL: "The assistant runs one of the business's tools (order status, cancel order "
+    "…) with the parameters shown.",
+    Kind.TOOL_RESULT: "What the tool returned, or the error it reported.",
+    Kind.ESCALATION: "The conversation was handed to a human, and why. The AI stays silent "
+    "until staff hand it back.",
+    Kind.EVALUATION: "A second check of the answer against the business's real text; confidence "
+    "goes up or down and a weak answer may be replaced.",
+    Kind.REASONING_STEP: "Deliberative mode: one scored step of step-by-step reasoning.",
+    Kind.FEEDBACK: "Deliberative mode: a reviewer's feedback on the reasoning so far.",
+    Kind.REFINEMENT: "Deliberative mode: draft → critique → improved draft of the answer.",
+    Kind.ERROR: "Something failed (the AI provider, a tool, a limit) and what happened instead.",
+}
+
+# Kinds the customer can see; every other kind is internal (staff only).
+VISIBLE_KINDS = frozenset({Kind.TEXT, Kind.CONFIRMATION_REQUEST, Kind.HANDOFF, Kind.NOTICE})
+
+
+@dataclass(frozen=True)
+class LegendEntry:
+    kind: str
+    label: str
+    explanation: str
+    customer_sees: bool
+
+
+def legend_entries() -> list[LegendEntry]:
+    return [
+        LegendEntry(
+            kind=value,
+            label=label,
+            explanation=KIND_EXPLANATIONS.get(value, ""),
+            customer_sees=value in VISIBLE_KINDS,
+        )
+        for value, label in Kind.choices
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Debug view rows.
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MessageRow:
+    message: Message
+    internal: bool
+    data_json: str
+    turn_number: int | None
+    turn_anchor: str
+
+
+@dataclass(frozen=True)
+class StepRow:
+    step: ReasoningStep
+    output_json: str
+
+
+@dataclass(frozen=True)
+class TurnRow:
+    number: int
+    anchor: str
+    trace: ReasoningTrace
+    steps: list[StepRow]
+    total_tokens: int
+
+
+def debug_context(conversation: Conversation) -> dict[str, Any]:
+    """Everything the debug view shows, in five queries whatever the conversation's size:
+    messages (+ author), turns (+ customer message), their steps, escalations (+ users)."""
+    traces = list(
+        ReasoningTrace.objects.filter(conversation=conversation)
+        .select_related("user_message")
+        .prefetch_related("steps")
+        .order_by("created_at", "pk")
+    )
+    turns: list[TurnRow] = []
+    number_by_trace: dict[int, int] = {}
+    trace_by_user_message: dict[int, int] = {}
+    for number, trace in enumerate(traces, start=1):
+        steps = [StepRow(step=s, output_json=pretty_json(s.output)) for s in trace.steps.all()]
+        number_by_trace[trace.pk] = number
+        trace_by_user_message[trace.user_message_id] = trace.pk
+        turns.append(
+            TurnRow(
+                number=number,
+                anchor=f"turn-{trace.pk}",
+                trace=trace,
+                steps=steps,
+                total_tokens=trace.prompt_tokens + trace.completion_tokens,
+            )
+        )
+
+    rows: list[MessageRow] = []
+    messages = (
+        Message.objects.filter(conversation=conversation).select_related("author").order_by("seq")
+    )
+    for message in messages:
+        trace_pk = message.trace_id or trace_by_user_message.get(message.pk)
+        rows.append(
+            MessageRow(
+                message=message,
+                internal=message.visibility == Visibility.INTERNAL,
+                data_json=pretty_json(message.data),
+                turn_number=number_by_trace.get(trace_pk) if trace_pk else None,
+                turn_anchor=f"turn-{trace_pk}" if trace_pk else "",
+            )
+        )
+
+    escalations = list(
+        Escalation.objects.filter(conversation=conversation)
+        .select_related("assigned_to", "resolved_by")
+        .order_by("-created_at", "-pk")
+    )
+    return {
+        "legend": legend_entries(),
+        "message_rows": rows,
+        "internal_count": sum(1 for row in rows if row.internal),
+        "turns": turns,
+        "escalations": escalations,
+        "open_escalation": next(
+            (e for e in escalations if e.status == EscalationStatus.OPEN), None
+        ),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Conversation admin.
+# ---------------------------------------------------------------------------------------------
+
+
+@admin.register(Conversation)
+class ConversationAdmin(TenantScopedAdmin):
+    change_form_template = "admin/conversations/conversation/change_form.html"
+    list_display = [
+        "public_id",
+        "client",
+        "status",
+        "visitor",
+        "message_count",
+        "last_message_at",
+        "has_open_escalation",
+        "created_at",
+    ]
+    list_display_links = ["public_id"]
+    list_filter = ["status", ("client", admin.RelatedOnlyFieldListFilter), "created_at"]
+    list_select_related = ["client"]
+    date_hierarchy = "created_at"
+    ordering = ["-created_at"]
+    # A pasted public id is matched exactly in get_search_results (UUIDs are stored differently
+    # per database, so a text search on them is unreliable).
+    search_fields = ["visitor_id", "messages__text"]
+    search_help_text = "Search by conversation id, visitor id or any message text."
+    fieldsets = [
+        (None, {"fields": ["public_id", "client", "status", "visitor_id", "language"]}),
+        ("Activity", {"fields": ["created_at", "last_message_at", "message_count"]}),
+    ]
+    readonly_fields = [
+        "public_id",
+        "client",
+        "status",
+        "visitor_id",
+        "language",
+        "created_at",
+        "last_message_at",
+        "message_count",
+    ]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        message_count = (
+            Message.objects.filter(conversation=OuterRef("pk"))
+            .order_by()
+            .values("conversation")
+            .annotate(n=Count("pk"))
+            .values("n")
+        )
+        open_escalation = Escalation.objects.filter(
+            conversation=OuterRef("pk"), status=EscalationStatus.OPEN
+        )
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("client")
+            .annotate(
+                message_total=Coalesce(
+                    Subquery(message_count, output_field=IntegerField()), Value(0)
+                ),
+                open_escalation=Exists(open_escalation),
+            )
+        )
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+    ) -> tuple[QuerySet[Any], bool]:
+        results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
+        try:
+            public_id = uuid.UUID(search_term.strip())
+        except ValueError:
+            return results, may_have_duplicates
+        matched = queryset.filter(Q(public_id=public_id) | Q(pk__in=results.values("pk")))
+        return matched, False
+
+    # Conversations come from the widget and the pipeline, never from this form; `status`
+    # changes go through services (admin actions), so the model-level change permission is
+    # kept for those while the object page itself is read-only.
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return obj is None and super().has_change_permission(request)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description="Visitor", ordering="visitor_id")
+    def visitor(self, obj: Conversation) -> str:
+        return obj.visitor_id or "anonymous"
+
+    @admin.display(description="Messages", ordering="message_total")
+    def message_count(self, obj: Conversation) -> int:
+        return int(getattr(obj, "message_total", 0))
+
+    @admin.display(description="Open escalation", boolean=True, ordering="open_escalation")
+    def has_open_escalation(self, obj: Conversation) -> bool:
+        return bool(getattr(obj, "open_escalation", False))
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        context = dict(extra_context or {})
+        conversation = self.get_object(request, object_id)
+        if conversation is not None and self.has_view_permission(request, conversation):
+            context.update(debug_context(conversation))
+            # The page is read-only; say so plainly instead of "View conversation".
+            context["title"] = f"Conversation {conversation.public_id}"
+        return super().change_view(request, object_id, form_url, extra_context=context)

@@ -1,0 +1,102 @@
+"""Escalation queue: read-only, with one action that hands conversations back to the AI."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils.safestring import SafeString
+
+from apps.accounts.models import User
+from apps.conversations.admin import TenantScopedAdmin, conversation_link
+from apps.core.exceptions import ApplicationError
+from apps.escalations.models import Escalation, EscalationStatus
+
+ESCALATION_FIELDS: tuple[str, ...] = (
+    "conversation_short",
+    "client",
+    "reason",
+    "detail",
+    "status",
+    "trace",
+    "assigned_to",
+    "created_at",
+    "notified_at",
+    "resolved_at",
+    "resolved_by",
+)
+
+
+@admin.register(Escalation)
+class EscalationAdmin(TenantScopedAdmin):
+    list_display = [
+        "conversation_short",
+        "client",
+        "reason",
+        "status",
+        "created_at",
+        "assigned_to",
+        "resolved_at",
+    ]
+    list_filter = [
+        "status",
+        "reason",
+        ("client", admin.RelatedOnlyFieldListFilter),
+        "created_at",
+    ]
+    list_select_related = ["client", "conversation", "assigned_to"]
+    search_fields = ["detail", "conversation__visitor_id"]
+    date_hierarchy = "created_at"
+    ordering = ["-created_at"]
+    actions = ["resolve_and_hand_back"]
+    fields = ESCALATION_FIELDS
+    readonly_fields = ESCALATION_FIELDS
+
+    # Escalations are opened by the pipeline and resolved by the service behind the action
+    # below; the model-level change permission gates that action, the object page is read-only.
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return obj is None and super().has_change_permission(request)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description="Conversation", ordering="conversation__created_at")
+    def conversation_short(self, obj: Escalation) -> SafeString | str:
+        return conversation_link(obj.conversation)
+
+    @admin.action(description="Resolve and hand back to the AI", permissions=["change"])
+    def resolve_and_hand_back(self, request: HttpRequest, queryset: QuerySet[Escalation]) -> None:
+        # Imported here: the service module is developed alongside this admin.
+        from apps.escalations.services import escalation_resolve
+
+        actor = cast(User, request.user)
+        resolved = 0
+        already = 0
+        failures: list[str] = []
+        for escalation in queryset.select_related("client", "conversation"):
+            if escalation.status != EscalationStatus.OPEN:
+                already += 1
+                continue
+            try:
+                escalation_resolve(client=escalation.client, escalation=escalation, actor=actor)
+            except ApplicationError as exc:
+                failures.append(f"{escalation.conversation.public_id}: {exc.message}")
+            else:
+                resolved += 1
+        if resolved:
+            self.message_user(
+                request,
+                f"Resolved {resolved} escalation(s); the AI answers those conversations again.",
+                messages.SUCCESS,
+            )
+        if already:
+            self.message_user(
+                request, f"{already} escalation(s) were already resolved.", messages.INFO
+            )
+        for failure in failures:
+            self.message_user(request, f"Could not resolve {failure}", messages.ERROR)

@@ -1,0 +1,139 @@
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.conf import settings
+from django.core.mail import send_mail
+from django.db import transaction
+from django.utils import timezone
+
+from apps.clients.models import Client
+from apps.conversations.models import Conversation, ConversationStatus, Kind, Role, Visibility
+from apps.conversations.services import message_append
+from apps.escalations.models import Escalation, EscalationReason, EscalationStatus
+
+logger = logging.getLogger(__name__)
+
+HANDOFF_TEXT = (
+    "I've passed your conversation to our support team — a person will reply here as soon as "
+    "possible."
+)
+HANDBACK_TEXT = "Our team has finished here; the assistant is back to help you."
+
+
+@transaction.atomic
+def escalation_create(
+    *,
+    client: Client,
+    conversation: Conversation,
+    reason: str,
+    detail: str = "",
+    trace: Any = None,
+    handoff_text: str = HANDOFF_TEXT,
+) -> Escalation:
+    """Hand the conversation to a human: an open Escalation, status escalated (no LLM runs from
+    now on), a visible hand-off message, and an e-mail to the client's support address."""
+    locked = Conversation.objects.select_for_update().get(pk=conversation.pk, client=client)
+    existing = (
+        Escalation.objects.for_client(client)
+        .filter(conversation=locked, status=EscalationStatus.OPEN)
+        .first()
+    )
+    if existing is not None:
+        return existing
+    escalation = Escalation.objects.create(
+        client=client,
+        conversation=locked,
+        reason=EscalationReason(reason),
+        detail=detail[:2000],
+        trace=trace,
+    )
+    locked.status = ConversationStatus.ESCALATED
+    locked.save(update_fields=["status", "updated_at"])
+    conversation.status = locked.status
+    message_append(
+        client=client,
+        conversation=conversation,
+        role=Role.SYSTEM,
+        kind=Kind.ESCALATION,
+        visibility=Visibility.INTERNAL,
+        text=f"Escalated ({escalation.get_reason_display()}): {detail}".strip(),
+        data={"escalation_id": escalation.pk, "reason": reason},
+        trace=trace,
+    )
+    message_append(
+        client=client,
+        conversation=conversation,
+        role=Role.SYSTEM,
+        kind=Kind.HANDOFF,
+        text=handoff_text,
+        data={"escalation_id": escalation.pk},
+        trace=trace,
+    )
+    escalation_id = escalation.pk
+    transaction.on_commit(lambda: escalation_notify(escalation_id=escalation_id))
+    return escalation
+
+
+def escalation_notify(*, escalation_id: int) -> None:
+    """E-mail the client's support address. Failure to send is logged, never raised: the
+    escalation itself is already safely stored and visible in the queue."""
+    escalation = (
+        Escalation.objects.select_related("client", "conversation")
+        .filter(pk=escalation_id, notified_at__isnull=True)
+        .first()
+    )
+    if escalation is None or not escalation.client.support_email:
+        return
+    conversation = escalation.conversation
+    last = (
+        conversation.messages.filter(role=Role.USER).order_by("-seq").values_list("text", flat=True)
+    ).first()
+    body = "\n".join(
+        [
+            f"A conversation needs a person ({escalation.get_reason_display()}).",
+            "",
+            f"Conversation: {conversation.public_id}",
+            f"Reason: {escalation.detail or escalation.get_reason_display()}",
+            f"Customer's last message: {last or '-'}",
+            "",
+            "Open the escalation queue in the GuideDesk admin to reply.",
+        ]
+    )
+    try:
+        send_mail(
+            subject=f"[GuideDesk] {escalation.client.name}: conversation needs a person",
+            message=body,
+            from_email=settings.DEFAULT_FROM_EMAIL,
+            recipient_list=[escalation.client.support_email],
+        )
+    except Exception:
+        logger.exception("escalation e-mail failed", extra={"escalation": escalation_id})
+        return
+    Escalation.objects.filter(pk=escalation_id).update(notified_at=timezone.now())
+
+
+@transaction.atomic
+def escalation_resolve(*, client: Client, escalation: Escalation, actor: Any = None) -> Escalation:
+    """Hand the conversation back to the AI."""
+    locked = Escalation.objects.select_for_update().get(pk=escalation.pk, client=client)
+    if locked.status == EscalationStatus.RESOLVED:
+        return locked
+    locked.status = EscalationStatus.RESOLVED
+    locked.resolved_at = timezone.now()
+    locked.resolved_by = actor if getattr(actor, "pk", None) else None
+    locked.save(update_fields=["status", "resolved_at", "resolved_by", "updated_at"])
+    conversation = Conversation.objects.select_for_update().get(pk=locked.conversation_id)
+    if conversation.status == ConversationStatus.ESCALATED:
+        conversation.status = ConversationStatus.OPEN
+        conversation.save(update_fields=["status", "updated_at"])
+    message_append(
+        client=client,
+        conversation=conversation,
+        role=Role.SYSTEM,
+        kind=Kind.NOTICE,
+        text=HANDBACK_TEXT,
+        data={"escalation_id": locked.pk, "resolved": True},
+    )
+    return locked

@@ -1,0 +1,138 @@
+"""What the model gets to see. Standard mode: everything. Adaptive mode: a minimal context
+(seed: ~500–800 tokens) plus keys fetched on demand."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from apps.clients.models import Client
+from apps.conversations.models import Message, Role
+from apps.tools.models import ClientTool, PendingAction
+
+POLICY_KEYS = ("returns", "shipping", "privacy", "terms")
+STATIC_KEYS = (
+    *(f"policies.{k}" for k in POLICY_KEYS),
+    "faqs",
+    "ai_instructions",
+    "contact.full",
+    "about.full",
+)
+TOOL_SCHEMA_PREFIX = "tool_schema:"
+
+_ROLE_FOR_LLM = {Role.USER: "user", Role.ASSISTANT: "assistant", Role.STAFF: "assistant"}
+
+
+def available_keys(tools: list[ClientTool]) -> list[str]:
+    return [*STATIC_KEYS, *(f"{TOOL_SCHEMA_PREFIX}{t.name}" for t in tools)]
+
+
+def _info(client: Client) -> dict[str, Any]:
+    return client.business_info if isinstance(client.business_info, dict) else {}
+
+
+def tool_line(tool: ClientTool) -> str:
+    return f"- {tool.name} ({tool.kind})"
+
+
+def tool_schema_text(tool: ClientTool) -> str:
+    params = json.dumps(tool.parameters, ensure_ascii=False, separators=(",", ":"))
+    return f"{tool.name} ({tool.kind}): {tool.description}\nparameters: {params}"
+
+
+def minimal_context(*, client: Client, tools: list[ClientTool]) -> str:
+    info = _info(client)
+    about = info.get("about", {})
+    contact = info.get("contact", {})
+    lines = [f"Business: {client.name}"]
+    if about.get("description"):
+        lines.append(f"About: {about['description']}")
+    if contact.get("hours"):
+        lines.append(f"Hours: {contact['hours']}")
+    reach = ", ".join(v for v in (contact.get("phone"), contact.get("email")) if v)
+    if reach:
+        lines.append(f"Contact: {reach}")
+    lines.append("Tools (names only; fetch tool_schema:<name> before calling one):")
+    lines.extend(tool_line(t) for t in tools) if tools else lines.append("- none")
+    return "\n".join(lines)
+
+
+def fetch_context(
+    *, client: Client, tools: list[ClientTool], keys: list[str]
+) -> tuple[dict[str, str], list[str]]:
+    """Resolve context keys to text. Returns (found, unknown keys)."""
+    info = _info(client)
+    by_name = {t.name: t for t in tools}
+    found: dict[str, str] = {}
+    unknown: list[str] = []
+    for key in keys:
+        key = key.strip()
+        text: str | None = None
+        if key.startswith("policies."):
+            text = info.get("policies", {}).get(key.removeprefix("policies."))
+        elif key == "faqs":
+            faqs = info.get("faqs", [])
+            text = "\n".join(f"Q: {f['question']}\nA: {f['answer']}" for f in faqs) or None
+        elif key == "ai_instructions":
+            text = info.get("ai_instructions")
+        elif key == "contact.full":
+            contact = info.get("contact", {})
+            text = "\n".join(f"{k}: {v}" for k, v in contact.items()) or None
+        elif key == "about.full":
+            about = info.get("about", {})
+            text = about.get("full") or about.get("description")
+        elif key.startswith(TOOL_SCHEMA_PREFIX):
+            tool = by_name.get(key.removeprefix(TOOL_SCHEMA_PREFIX))
+            text = tool_schema_text(tool) if tool else None
+        if text:
+            found[key] = text
+        else:
+            unknown.append(key)
+    return found, unknown
+
+
+def full_context(*, client: Client, tools: list[ClientTool]) -> str:
+    """Everything the business told us, for standard mode."""
+    info = _info(client)
+    parts = [minimal_context(client=client, tools=[]).rsplit("\nTools", 1)[0]]
+    found, _ = fetch_context(
+        client=client,
+        tools=tools,
+        keys=[*STATIC_KEYS, *(f"{TOOL_SCHEMA_PREFIX}{t.name}" for t in tools)],
+    )
+    for key, text in found.items():
+        if key == "contact.full" or (key == "about.full" and not info.get("about", {}).get("full")):
+            continue
+        parts.append(f"## {key}\n{text}")
+    if not tools:
+        parts.append("## tools\nnone")
+    return "\n\n".join(parts)
+
+
+def history_messages(messages: list[Message]) -> list[dict[str, str]]:
+    """Visible conversation messages as chat turns (staff replies appear as the assistant)."""
+    out = []
+    for message in messages:
+        role = _ROLE_FOR_LLM.get(Role(message.role))
+        if role and message.text:
+            text = message.text if message.role != Role.STAFF else f"[staff] {message.text}"
+            out.append({"role": role, "content": text})
+    return out
+
+
+def pending_text(pending: PendingAction | None, declined: PendingAction | None = None) -> str:
+    """Tell the model about a confirmation the customer just gave or refused."""
+    lines = []
+    if pending is not None:
+        params = json.dumps(pending.params, ensure_ascii=False, sort_keys=True)
+        lines.append(
+            f"The customer has just confirmed: {pending.tool.name} {params}. Call it with "
+            "exactly these params if that is still what they want."
+        )
+    if declined is not None:
+        params = json.dumps(declined.params, ensure_ascii=False, sort_keys=True)
+        lines.append(
+            f"The customer declined: {declined.tool.name} {params}. Do not call it; "
+            "acknowledge and ask what they would like instead."
+        )
+    return "\n".join(lines)

@@ -1,0 +1,662 @@
+"""The LLM gateway: every model call in GuideDesk goes through `llm_complete`.
+
+One job: send a step's messages to an OpenAI-compatible endpoint (via the official `openai`
+SDK), get back JSON for that step, parse it tolerantly into the step's pydantic model and report
+what it cost. Failures are expected events, not crashes: every one of them becomes an `LLMError`
+with a `kind` the turn pipeline can act on (fallback reply, retry, escalation).
+
+With no `OPENAI_API_KEY` the offline demo model (`apps.reasoning.offline`) answers instead and
+no HTTP call is made. The wire protocol is documented in docs/llm-protocol.md.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, cast
+
+import openai
+from django.conf import settings
+from pydantic import BaseModel, ValidationError
+
+from apps.reasoning.schemas import STEP_SCHEMAS
+
+__all__ = [
+    "OFFLINE_MODEL",
+    "STEP_HEADER",
+    "LLMError",
+    "LLMErrorKind",
+    "LLMResult",
+    "estimate_tokens",
+    "format_instruction",
+    "llm_complete",
+    "llm_is_offline",
+    "parse_reply",
+]
+
+logger = logging.getLogger(__name__)
+
+LLMErrorKind = Literal[
+    "timeout", "rate_limit", "server", "connection", "auth", "bad_request", "invalid_output"
+]
+
+STEP_HEADER = "X-GuideDesk-Step"
+OFFLINE_MODEL = "offline-demo"
+TEMPERATURE = 0.2
+TOKENS_PER_MESSAGE = 4  # chat-format overhead per message in the usage estimate
+
+ResponseFormatMode = Literal["json_schema", "json_object", "text"]
+_RESPONSE_FORMAT_MODES: tuple[ResponseFormatMode, ...] = ("json_schema", "json_object", "text")
+
+
+# --------------------------------------------------------------------------------------------
+# Results and errors
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LLMResult[T]:
+    """One successful model call: the validated output (`parsed`, an instance of the pydantic
+    model passed as `output`) plus what it cost."""
+
+    step: str
+    parsed: T
+    raw: str  # the model's text, verbatim
+    model: str  # the model that answered (as the provider reports it), or "offline-demo"
+    prompt_tokens: int
+    completion_tokens: int
+    tokens_estimated: bool  # True when the provider reported no usage and we estimated it
+    latency_ms: int
+    offline: bool  # True when the offline demo model answered
+
+
+class LLMError(Exception):
+    """A model call that produced no usable output.
+
+    `kind` says what went wrong; `raw` holds the model's text when `kind == "invalid_output"`,
+    and the token counts record what was spent anyway (an invalid answer is still billed).
+    """
+
+    def __init__(
+        self,
+        *,
+        kind: LLMErrorKind,
+        step: str,
+        message: str,
+        latency_ms: int = 0,
+        raw: str = "",
+        prompt_tokens: int = 0,
+        completion_tokens: int = 0,
+        tokens_estimated: bool = False,
+        model: str = "",
+        status_code: int | None = None,
+    ) -> None:
+        super().__init__(f"LLM step {step!r} failed ({kind}): {message}")
+        self.kind: LLMErrorKind = kind
+        self.step = step
+        self.message = message
+        self.latency_ms = latency_ms
+        self.raw = raw
+        self.prompt_tokens = prompt_tokens
+        self.completion_tokens = completion_tokens
+        self.tokens_estimated = tokens_estimated
+        self.model = model  # the model asked (or that answered, for invalid output)
+        self.status_code = status_code
+
+    def __reduce__(self) -> tuple[Any, tuple[dict[str, Any]]]:
+        # Keyword-only __init__ defeats Exception's default pickling; errors may cross process
+        # boundaries (Celery results, multiprocessing), so rebuild from the attributes.
+        return (_restore_llm_error, (dict(self.__dict__),))
+
+
+_LLM_ERROR_FIELDS = (
+    "kind",
+    "step",
+    "message",
+    "latency_ms",
+    "raw",
+    "prompt_tokens",
+    "completion_tokens",
+    "tokens_estimated",
+    "model",
+    "status_code",
+)
+
+
+def _restore_llm_error(state: dict[str, Any]) -> LLMError:
+    error = LLMError(**{name: state[name] for name in _LLM_ERROR_FIELDS if name in state})
+    error.__dict__.update(state)  # anything else set later, e.g. `__notes__` from add_note()
+    return error
+
+
+# --------------------------------------------------------------------------------------------
+# Token estimation (used when the provider reports no usage, and for the offline model)
+# --------------------------------------------------------------------------------------------
+
+
+def estimate_tokens(text: str) -> int:
+    """Rough token count: one token per four characters, rounded up.
+
+    tiktoken is not used on purpose: it downloads its encodings at run time and GuideDesk must
+    run offline. Estimated counts are flagged (`tokens_estimated=True`) wherever they are used.
+    """
+    return math.ceil(len(text) / 4)
+
+
+def _estimate_prompt_tokens(messages: list[dict[str, str]]) -> int:
+    return sum(
+        estimate_tokens(str(message.get("content") or "")) + TOKENS_PER_MESSAGE
+        for message in messages
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Tolerant parsing
+# --------------------------------------------------------------------------------------------
+
+_ASSESSMENT_RE = re.compile(r"<assessment>(.*?)(?:</assessment>|\Z)", re.DOTALL | re.IGNORECASE)
+_FENCE_RE = re.compile(r"```[\w+-]*[ \t]*\r?\n?(.*?)```", re.DOTALL)
+_MAX_OBJECT_CANDIDATES = 32
+
+
+def parse_reply[T](step: str, text: str, output: type[T]) -> T:
+    """Turn a model's text into `output`, tolerating the usual drift.
+
+    Accepted forms, in order: a `<assessment>{json}</assessment>` block after visible text (the
+    seed's plain-text form: `response` becomes the visible text unless the JSON has its own
+    non-empty `response`); JSON inside a code fence; a bare JSON object; the first balanced JSON
+    object embedded in prose. `//` comments and trailing commas are forgiven. Extra keys and
+    type drift are handled by the pydantic models. Raises `LLMError(kind="invalid_output")`
+    (without tokens or latency — `llm_complete` adds those).
+    """
+    model = _pydantic_model(output)
+    stripped = text.strip()
+    if not stripped:
+        raise _invalid(step, text, "the model returned an empty reply")
+
+    visible: str | None = None
+    block = _ASSESSMENT_RE.search(stripped)
+    if block is not None:
+        visible = (stripped[: block.start()] + stripped[block.end() :]).strip()
+        data = _extract_object(block.group(1))
+    else:
+        data = _extract_object(stripped)
+    if data is None:
+        raise _invalid(step, text, "no JSON object found in the reply")
+
+    if visible is not None and "response" in model.model_fields:
+        own = data.get("response")
+        if not (isinstance(own, str) and own.strip()):
+            data = {**data, "response": visible}
+
+    try:
+        return cast(T, model.model_validate(data))
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc']) or '(root)'}: {error['msg']}"
+            for error in exc.errors()
+        )
+        raise _invalid(step, text, f"reply does not match the {step!r} schema: {problems}") from exc
+
+
+def _pydantic_model(output: type[Any]) -> type[BaseModel]:
+    if isinstance(output, type) and issubclass(output, BaseModel):
+        return output
+    raise TypeError(f"output must be a pydantic model class, not {output!r}")
+
+
+def _invalid(step: str, raw: str, message: str) -> LLMError:
+    return LLMError(kind="invalid_output", step=step, message=message, raw=raw)
+
+
+def _extract_object(text: str) -> dict[str, Any] | None:
+    """The first JSON object in `text`: inside code fences first, then anywhere in it."""
+    chunks = [match.group(1) for match in _FENCE_RE.finditer(text)]
+    chunks.append(text)
+    for chunk in chunks:
+        found = _first_object(chunk)
+        if found is not None:
+            return found
+    return None
+
+
+def _first_object(text: str) -> dict[str, Any] | None:
+    position = 0
+    for _ in range(_MAX_OBJECT_CANDIDATES):
+        start = text.find("{", position)
+        if start < 0:
+            return None
+        end = _balanced_end(text, start)
+        if end is None:
+            # Unbalanced (typically a truncated reply). Do not fall back to an inner object:
+            # `{"response": …, "tool_params": {…}` must not parse as the tool params.
+            return None
+        loaded = _loads_lenient(text[start:end])
+        if isinstance(loaded, dict):
+            return loaded
+        position = end  # skip the whole candidate, never its nested objects
+    return None
+
+
+def _balanced_end(text: str, start: int) -> int | None:
+    """Index just past the `}` closing the `{` at `start` (string-aware), or None."""
+    depth = 0
+    in_string = False
+    escaped = False
+    for index in range(start, len(text)):
+        char = text[index]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+            if depth == 0:
+                return index + 1
+    return None
+
+
+def _loads_lenient(candidate: str) -> Any:
+    try:
+        return json.loads(candidate)
+    except ValueError:
+        pass
+    try:
+        return json.loads(_strip_comments_and_trailing_commas(candidate))
+    except ValueError:
+        return None
+
+
+def _strip_comments_and_trailing_commas(text: str) -> str:
+    """Drop `//` and `/* */` comments and commas before `}` / `]`, all outside strings.
+
+    The seed's prompt shows the assessment JSON with `// …` comments; models copy them.
+    """
+    out: list[str] = []
+    index, length = 0, len(text)
+    in_string = escaped = False
+    while index < length:
+        char = text[index]
+        if in_string:
+            out.append(char)
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+            index += 1
+        elif text.startswith("//", index):
+            newline = text.find("\n", index)
+            index = length if newline < 0 else newline
+        elif text.startswith("/*", index):
+            close = text.find("*/", index + 2)
+            index = length if close < 0 else close + 2
+        else:
+            if char in "}]":
+                _drop_trailing_comma(out)
+            in_string = char == '"'
+            out.append(char)
+            index += 1
+    return "".join(out)
+
+
+def _drop_trailing_comma(out: list[str]) -> None:
+    # Outside a string, the last non-blank character emitted is structural (a string would
+    # end in `"`), so a `,` there is a trailing comma.
+    position = len(out) - 1
+    while position >= 0 and out[position].isspace():
+        position -= 1
+    if position >= 0 and out[position] == ",":
+        del out[position]
+
+
+# --------------------------------------------------------------------------------------------
+# Request shaping
+# --------------------------------------------------------------------------------------------
+
+
+def _step_schema(step: str, output: type[Any]) -> dict[str, Any]:
+    # Steps without an entry in STEP_SCHEMAS (e.g. deliberative steps while they are being
+    # built) fall back to the pydantic model's own schema rather than failing at call time.
+    schema = STEP_SCHEMAS.get(step)
+    return schema if schema is not None else _pydantic_model(output).model_json_schema()
+
+
+def _type_name(spec: Mapping[str, Any]) -> str:
+    if "enum" in spec:
+        return "one of " + ", ".join(str(value) for value in spec["enum"])
+    if "anyOf" in spec:
+        return " or ".join(_type_name(option) for option in spec["anyOf"])
+    kind = spec.get("type", "any")
+    if isinstance(kind, list):
+        return " or ".join(str(k) for k in kind)
+    if kind == "array":
+        items = spec.get("items")
+        inner = _type_name(items) if isinstance(items, Mapping) else "any"
+        plural = inner in ("string", "integer", "number", "boolean", "object")
+        return f"array of {inner}s" if plural else f"array of {inner}"
+    if kind in ("integer", "number") and "minimum" in spec and "maximum" in spec:
+        return f"{kind} {spec['minimum']}–{spec['maximum']}"
+    return str(kind)
+
+
+def format_instruction(step: str, schema: Mapping[str, Any] | None = None) -> str:
+    """The system line that asks for the step's JSON when json_schema mode is not available."""
+    schema = schema if schema is not None else STEP_SCHEMAS[step]
+    properties: Mapping[str, Any] = schema.get("properties", {})
+    required = set(schema.get("required", []))
+    fields: list[str] = []
+    for name, spec in properties.items():
+        described = f'"{name}" ({_type_name(spec)}'
+        if name not in required:
+            described += ", optional"
+        described += ")"
+        description = spec.get("description")
+        if description:
+            described += f" — {str(description).rstrip('.')}"
+        fields.append(described)
+    return (
+        "Reply with a single JSON object and nothing else (no prose, no code fences), "
+        f"with these keys: {'; '.join(fields)}."
+    )
+
+
+def _with_instruction(messages: list[dict[str, str]], line: str) -> list[dict[str, str]]:
+    # Appended to the leading system message rather than sent as a new system message at the
+    # end: several open-model chat templates (served by vLLM / Ollama) reject a system message
+    # anywhere but first.
+    sent = [dict(message) for message in messages]
+    if sent and sent[0].get("role") == "system":
+        content = sent[0].get("content") or ""
+        sent[0]["content"] = f"{content}\n\n{line}" if content else line
+    else:
+        sent.insert(0, {"role": "system", "content": line})
+    return sent
+
+
+def _response_format_mode() -> ResponseFormatMode:
+    mode = str(getattr(settings, "LLM_RESPONSE_FORMAT", "json_schema") or "json_schema").lower()
+    if mode not in _RESPONSE_FORMAT_MODES:
+        raise ValueError(
+            f"LLM_RESPONSE_FORMAT must be one of {', '.join(_RESPONSE_FORMAT_MODES)}, not {mode!r}"
+        )
+    return cast(ResponseFormatMode, mode)
+
+
+def _build_request(
+    step: str, messages: list[dict[str, str]], output: type[Any]
+) -> tuple[list[dict[str, str]], dict[str, Any] | None]:
+    """The messages to send and the `response_format` (None = omit it) for the current mode."""
+    schema = _step_schema(step, output)
+    mode = _response_format_mode()
+    if mode == "json_schema":
+        response_format = {
+            "type": "json_schema",
+            "json_schema": {"name": step, "schema": schema, "strict": False},
+        }
+        return [dict(message) for message in messages], response_format
+    sent = _with_instruction(messages, format_instruction(step, schema))
+    if mode == "json_object":
+        return sent, {"type": "json_object"}
+    return sent, None
+
+
+# --------------------------------------------------------------------------------------------
+# The SDK client (cached; rebuilt when the settings it is built from change)
+# --------------------------------------------------------------------------------------------
+
+type _ClientKey = tuple[str, str | None, float, int]
+
+_client_lock = threading.Lock()
+_cached_client: tuple[_ClientKey, openai.OpenAI] | None = None
+
+
+def _client() -> openai.OpenAI:
+    global _cached_client
+    key: _ClientKey = (
+        str(settings.OPENAI_API_KEY),
+        settings.OPENAI_BASE_URL or None,
+        float(settings.LLM_TIMEOUT),
+        int(settings.LLM_MAX_RETRIES),
+    )
+    with _client_lock:
+        if _cached_client is None or _cached_client[0] != key:
+            api_key, base_url, timeout, max_retries = key
+            _cached_client = (
+                key,
+                openai.OpenAI(
+                    api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+                ),
+            )
+        return _cached_client[1]
+
+
+def llm_is_offline() -> bool:
+    """True when no API key is configured and the offline demo model answers."""
+    return not settings.OPENAI_API_KEY
+
+
+# --------------------------------------------------------------------------------------------
+# The gateway
+# --------------------------------------------------------------------------------------------
+
+
+def _elapsed_ms(started: float) -> int:
+    return int((time.perf_counter() - started) * 1000)
+
+
+def _sdk_error(step: str, exc: openai.OpenAIError, latency_ms: int) -> LLMError:
+    kind: LLMErrorKind
+    status_code: int | None = None
+    if isinstance(exc, openai.APITimeoutError):  # before APIConnectionError: it subclasses it
+        kind, message = "timeout", f"no answer within {settings.LLM_TIMEOUT}s"
+    elif isinstance(exc, openai.APIConnectionError):
+        kind, message = "connection", f"could not reach the LLM endpoint: {exc}"
+    elif isinstance(exc, openai.APIStatusError):
+        status_code = exc.status_code
+        message = f"HTTP {status_code}: {exc.message}"
+        if isinstance(exc, openai.RateLimitError):
+            kind = "rate_limit"
+        elif status_code in (401, 403):
+            kind = "auth"
+        elif status_code >= 500:
+            kind = "server"
+        else:
+            kind = "bad_request"
+    else:  # e.g. APIResponseValidationError: the provider answered something unreadable
+        kind, message = "server", f"{type(exc).__name__}: {exc}"
+    return LLMError(
+        kind=kind,
+        step=step,
+        message=message,
+        latency_ms=latency_ms,
+        model=str(settings.LLM_MODEL),
+        status_code=status_code,
+    )
+
+
+def _fail(error: LLMError) -> LLMError:
+    logger.warning(
+        "LLM step %s failed (%s) after %d ms: %s",
+        error.step,
+        error.kind,
+        error.latency_ms,
+        error.message,
+    )
+    return error
+
+
+def _reported_usage(usage: Any) -> tuple[int, int] | None:
+    """(prompt, completion) from the provider's `usage`, or None when it reported nothing."""
+    if usage is None:
+        return None
+    prompt = getattr(usage, "prompt_tokens", None)
+    completion = getattr(usage, "completion_tokens", None)
+    if not isinstance(prompt, int) or not isinstance(completion, int):
+        return None
+    if prompt == 0 and completion == 0:
+        return None  # some compatible servers send an all-zero usage object instead of none
+    return prompt, completion
+
+
+def _parse_spent[T](
+    step: str,
+    raw: str,
+    output: type[T],
+    started: float,
+    prompt_tokens: int,
+    completion_tokens: int,
+    *,
+    estimated: bool,
+    model: str,
+) -> T:
+    """`parse_reply`, but an invalid reply's error carries the latency and tokens it cost."""
+    try:
+        return parse_reply(step, raw, output)
+    except LLMError as exc:
+        raise _fail(
+            LLMError(
+                kind="invalid_output",
+                step=step,
+                message=exc.message,
+                latency_ms=_elapsed_ms(started),
+                raw=raw,
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+                tokens_estimated=estimated,
+                model=model,
+            )
+        ) from exc
+
+
+def llm_complete[T](
+    *,
+    step: str,
+    messages: list[dict[str, str]],
+    output: type[T],
+    offline_hint: dict[str, Any] | None = None,
+) -> LLMResult[T]:
+    """Ask the model for `step`'s JSON and return it validated as `output`.
+
+    Raises `LLMError` on any failure (transport, HTTP status, unusable output). `offline_hint`
+    is passed to the offline demo model only (it tells the demo what a real model would do).
+    """
+    if llm_is_offline():
+        return _offline_complete(step, messages, output, offline_hint or {})
+
+    sent, response_format = _build_request(step, messages, output)
+    kwargs: dict[str, Any] = {}
+    if response_format is not None:
+        kwargs["response_format"] = response_format
+
+    started = time.perf_counter()
+    try:
+        completion = _client().chat.completions.create(
+            model=settings.LLM_MODEL,
+            messages=cast(Any, sent),
+            temperature=TEMPERATURE,
+            extra_headers={STEP_HEADER: step},
+            **kwargs,
+        )
+    except openai.OpenAIError as exc:
+        raise _fail(_sdk_error(step, exc, _elapsed_ms(started))) from exc
+
+    choices = getattr(completion, "choices", None) or []
+    message = choices[0].message if choices else None
+    raw = (message.content if message is not None else None) or ""
+    model = str(getattr(completion, "model", None) or settings.LLM_MODEL)
+
+    usage = _reported_usage(getattr(completion, "usage", None))
+    if usage is None:
+        prompt_tokens, completion_tokens = _estimate_prompt_tokens(sent), estimate_tokens(raw)
+    else:
+        prompt_tokens, completion_tokens = usage
+    estimated = usage is None
+
+    refusal = getattr(message, "refusal", None) if message is not None else None
+    if refusal and not raw.strip():
+        raw = str(refusal)  # a refusal is the model's text; keep it for the trace
+    parsed = _parse_spent(
+        step,
+        raw,
+        output,
+        started,
+        prompt_tokens,
+        completion_tokens,
+        estimated=estimated,
+        model=model,
+    )
+
+    return LLMResult(
+        step=step,
+        parsed=parsed,
+        raw=raw,
+        model=model,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        tokens_estimated=estimated,
+        latency_ms=_elapsed_ms(started),
+        offline=False,
+    )
+
+
+def _offline_complete[T](
+    step: str, messages: list[dict[str, str]], output: type[T], hint: dict[str, Any]
+) -> LLMResult[T]:
+    # Imported here: the offline model is optional plumbing and may import this module's
+    # neighbours (schemas, prompts); a lazy import keeps the gateway free of import cycles.
+    from apps.reasoning.offline import offline_complete
+
+    started = time.perf_counter()
+    prompt_tokens = _estimate_prompt_tokens(messages)
+    try:
+        raw = offline_complete(step, messages, hint)
+    except Exception as exc:  # a bug in the demo model must not crash a turn
+        logger.exception("offline demo model failed on step %s", step)
+        raise LLMError(
+            kind="server",
+            step=step,
+            message=f"offline demo model failed: {type(exc).__name__}: {exc}",
+            latency_ms=_elapsed_ms(started),
+            prompt_tokens=prompt_tokens,
+            tokens_estimated=True,
+            model=OFFLINE_MODEL,
+        ) from exc
+
+    completion_tokens = estimate_tokens(raw)
+    parsed = _parse_spent(
+        step,
+        raw,
+        output,
+        started,
+        prompt_tokens,
+        completion_tokens,
+        estimated=True,
+        model=OFFLINE_MODEL,
+    )
+
+    return LLMResult(
+        step=step,
+        parsed=parsed,
+        raw=raw,
+        model=OFFLINE_MODEL,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        tokens_estimated=True,
+        latency_ms=_elapsed_ms(started),
+        offline=True,
+    )

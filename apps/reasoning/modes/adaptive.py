@@ -1,0 +1,180 @@
+"""Adaptive mode, exactly as the seed (guided-reasoning-plan) designs it.
+
+assess (minimal context + self-assessment)
+  └─ needs_more_context? fetch the keys, assess again (bounded rounds)
+critique_needed()? — code, not the LLM:
+  trigger: action/destructive tool (by its configured kind), confidence < 7,
+           missing params, needs_confirmation (or an unknown tool)
+  skip:    no tool, or a read-only tool with high confidence
+critique → PROCEED | ASK_USER | ESCALATE   (a failed critique is retried once, then escalates)
+guards (code) → run / ask / confirm / refuse;  a tool that ran → compose the reply
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from apps.escalations.models import EscalationReason
+from apps.reasoning import prompts
+from apps.reasoning.context import (
+    available_keys,
+    fetch_context,
+    history_messages,
+    minimal_context,
+    pending_text,
+)
+from apps.reasoning.llm import LLMError
+from apps.reasoning.schemas import AssessOut, CritiqueOut
+from apps.reasoning.traces import pretty
+from apps.reasoning.turn import Escalate, Outcome, Turn, act_on_tool_call, schema_for
+from apps.tools.models import ClientTool, ToolKind
+
+ADAPTIVE_HISTORY = 5
+CONFIDENT = 7
+
+
+def critique_needed(assessment: AssessOut, tool: ClientTool | None) -> list[str]:
+    """Why a critique must run (empty list = skip). The tool's configured kind decides, never
+    the model's `is_destructive` claim."""
+    reasons = []
+    if assessment.tool_call and tool is None:
+        reasons.append("unknown_tool")
+    if tool is not None and tool.kind in {ToolKind.ACTION, ToolKind.DESTRUCTIVE}:
+        reasons.append(f"{tool.kind}_tool")
+    if assessment.confidence < CONFIDENT:
+        reasons.append("low_confidence")
+    if assessment.missing_params:
+        reasons.append("missing_params")
+    if assessment.needs_confirmation:
+        reasons.append("needs_confirmation")
+    return reasons
+
+
+def run_adaptive(turn: Turn) -> Outcome:
+    assessment = _assess_with_context(turn)
+    name, params = assessment.tool_call, assessment.tool_params
+    if name is None and turn.confirmed is not None:
+        # The customer said yes to exactly this action; it is still what we are deciding on.
+        name, params = turn.confirmed.tool.name, turn.confirmed.params
+        assessment.tool_call, assessment.tool_params = name, params
+    tool = turn.tools_by_name.get(name) if name else None
+
+    reasons = critique_needed(assessment, tool)
+    turn.rec.trace.critique_reasons = reasons
+    if not reasons:
+        return act_on_tool_call(
+            turn,
+            name=name,
+            params=params,
+            draft=assessment.response,
+            asked_by_model=bool(assessment.missing_params),
+        )
+
+    turn.rec.trace.critique_triggered = True
+    critique = _critique(turn, assessment, tool, reasons)
+    if critique.decision == "ESCALATE":
+        reason = (
+            EscalationReason.LOW_CONFIDENCE
+            if "low_confidence" in reasons
+            else EscalationReason.POLICY
+        )
+        raise Escalate(reason, critique.message or critique.reasoning)
+    return act_on_tool_call(
+        turn,
+        name=name,
+        params=params,
+        draft=assessment.response,
+        asked_by_model=bool(assessment.missing_params) or critique.decision == "ASK_USER",
+        may_run=critique.decision == "PROCEED",
+        hold_message=critique.message if critique.decision == "ASK_USER" else "",
+    )
+
+
+def _assess_with_context(turn: Turn) -> AssessOut:
+    keys = available_keys(turn.enabled_tools)
+    fetched: dict[str, str] = {}
+    history = history_messages(turn.history[-ADAPTIVE_HISTORY:])
+    rounds = 0
+    while True:
+        system = prompts.ASSESS.format(
+            keys=", ".join(keys),
+            rules=prompts.RULES,
+            context=minimal_context(client=turn.client, tools=turn.enabled_tools),
+            fetched="".join(f"\n## {k}\n{v}\n" for k, v in fetched.items()),
+            pending=pending_text(turn.confirmed, turn.declined),
+        )
+        messages = [{"role": "system", "content": system}, *history]
+        result = turn.llm(
+            "assess",
+            messages,
+            AssessOut,
+            hint=turn.hint(step="assess", fetched=sorted(fetched), available_keys=keys),
+        )
+        assessment = result.parsed
+        turn.rec.internal(
+            "assessment",
+            f"confidence {assessment.confidence}/10 · tool {assessment.tool_call or '—'} "
+            f"{pretty(assessment.tool_params) if assessment.tool_call else ''}".strip(),
+            assessment.model_dump(),
+        )
+        wanted = [k for k in assessment.needs_more_context if k not in fetched]
+        if not wanted or rounds >= settings.REASONING_MAX_CONTEXT_ROUNDS:
+            return assessment
+        found, unknown = fetch_context(client=turn.client, tools=turn.enabled_tools, keys=wanted)
+        turn.rec.step(
+            "context_fetch",
+            input_summary=", ".join(wanted),
+            output={"fetched": sorted(found), "unknown": unknown},
+        )
+        turn.rec.internal(
+            "context_fetch",
+            f"fetched {', '.join(sorted(found)) or 'nothing'}"
+            + (f"; unknown keys: {', '.join(unknown)}" if unknown else ""),
+            {"fetched": sorted(found), "unknown": unknown},
+        )
+        if not found:
+            return assessment
+        fetched.update(found)
+        turn.rec.trace.context_fetched = sorted(fetched)
+        rounds += 1
+
+
+def _critique(
+    turn: Turn, assessment: AssessOut, tool: ClientTool | None, reasons: list[str]
+) -> CritiqueOut:
+    system = prompts.CRITIQUE.format(
+        user_message=turn.user_message.text,
+        tool_name=assessment.tool_call or "none",
+        tool_kind=tool.kind if tool else "unknown",
+        params=pretty(assessment.tool_params),
+        schema=schema_for(tool),
+        tool_list=", ".join(t.name for t in turn.enabled_tools) or "none",
+        draft=assessment.response,
+        confidence=assessment.confidence,
+        reasons=", ".join(reasons),
+        pending=pending_text(turn.confirmed, turn.declined),
+    )
+    messages = [{"role": "system", "content": system}]
+    try:
+        result = turn.llm(
+            "critique",
+            messages,
+            CritiqueOut,
+            hint=turn.hint(
+                step="critique",
+                assessment=assessment.model_dump(),
+                reasons=reasons,
+                tool_kind=tool.kind if tool else None,
+            ),
+        )
+    except LLMError as exc:
+        raise Escalate(
+            EscalationReason.LLM_FAILURE, f"critique failed twice ({exc.kind}): {exc.message}"
+        ) from exc
+    critique = result.parsed
+    turn.rec.internal(
+        "critique",
+        f"{critique.decision}: {critique.reasoning}",
+        {**critique.model_dump(), "reasons": reasons},
+    )
+    return critique

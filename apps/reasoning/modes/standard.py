@@ -1,0 +1,26 @@
+"""Standard mode (seed: guided-reasoning-plan): one `respond` call with the full context — all
+business info, all tool schemas, recent history. The guards still decide what a tool call may do;
+a tool that ran gets a `compose` call (or its result template) for the reply."""
+
+from __future__ import annotations
+
+from apps.reasoning import prompts
+from apps.reasoning.context import full_context, history_messages, pending_text
+from apps.reasoning.schemas import RespondOut
+from apps.reasoning.turn import Outcome, Turn, act_on_tool_call
+
+
+def run_standard(turn: Turn) -> Outcome:
+    system = prompts.RESPOND.format(
+        rules=prompts.RULES,
+        context=full_context(client=turn.client, tools=turn.enabled_tools),
+        pending=pending_text(turn.confirmed, turn.declined),
+    )
+    messages = [{"role": "system", "content": system}, *history_messages(turn.history)]
+    result = turn.llm("respond", messages, RespondOut, hint=turn.hint(step="respond"))
+    out = result.parsed
+    name, params = out.tool_call, out.tool_params
+    if name is None and turn.confirmed is not None:
+        # The customer said yes to exactly this action; run what they confirmed.
+        name, params = turn.confirmed.tool.name, turn.confirmed.params
+    return act_on_tool_call(turn, name=name, params=params, draft=out.response)

@@ -1,0 +1,311 @@
+"""What every mode shares: the turn's state, LLM calls with one retry, and acting on a proposed
+tool call through the guards (run, ask, confirm or refuse)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from apps.clients.models import Client, Plan
+from apps.conversations.models import Conversation, Kind, Message
+from apps.escalations.models import EscalationReason
+from apps.reasoning import guards, prompts
+from apps.reasoning.context import tool_schema_text
+from apps.reasoning.llm import LLMError, LLMResult
+from apps.reasoning.schemas import ComposeOut
+from apps.reasoning.traces import TurnRecorder, pretty
+from apps.tools.models import (
+    ClientTool,
+    ExecutionStatus,
+    PendingAction,
+    PendingActionStatus,
+    ToolExecution,
+)
+from apps.tools.services import tool_execute, tool_render_result
+
+NO_RETRY = {"auth", "bad_request"}
+
+
+@dataclass
+class Reply:
+    text: str
+    kind: str = Kind.TEXT
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Outcome:
+    replies: list[Reply] = field(default_factory=list)
+    escalate: tuple[str, str] | None = None  # (reason, detail)
+    handoff_text: str | None = None
+
+
+class Escalate(Exception):
+    def __init__(self, reason: str, detail: str, handoff_text: str | None = None) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+        self.handoff_text = handoff_text
+
+
+@dataclass
+class Turn:
+    client: Client
+    plan: Plan
+    conversation: Conversation
+    user_message: Message
+    rec: TurnRecorder
+    tools: list[ClientTool]  # every tool of this client, enabled or not
+    history: list[Message]  # recent visible messages, oldest first, ending with user_message
+    confirmed: PendingAction | None = None
+    declined: PendingAction | None = None
+    calls: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def enabled_tools(self) -> list[ClientTool]:
+        return [t for t in self.tools if t.enabled]
+
+    @property
+    def tools_by_name(self) -> dict[str, ClientTool]:
+        return {t.name: t for t in self.tools}
+
+    def hint(self, **extra: Any) -> dict[str, Any]:
+        """Structured facts for the offline demo model (real models read the prompt)."""
+        info = self.client.business_info or {}
+        return {
+            "client_name": self.client.name,
+            "user_text": self.user_message.text,
+            "history": [{"role": m.role, "text": m.text} for m in self.history],
+            "tools": [
+                {
+                    "name": t.name,
+                    "kind": t.kind,
+                    "description": t.description,
+                    "properties": list(t.parameters.get("properties", {})),
+                    "required": t.required_params,
+                }
+                for t in self.enabled_tools
+            ],
+            "faqs": info.get("faqs", []),
+            "policies": info.get("policies", {}),
+            "contact": info.get("contact", {}),
+            "confirmed": (
+                {"tool": self.confirmed.tool.name, "params": self.confirmed.params}
+                if self.confirmed
+                else None
+            ),
+            "declined": (
+                {"tool": self.declined.tool.name, "params": self.declined.params}
+                if self.declined
+                else None
+            ),
+            **extra,
+        }
+
+    def llm[T](
+        self,
+        step: str,
+        messages: list[dict[str, str]],
+        output: type[T],
+        hint: dict[str, Any] | None = None,
+    ) -> LLMResult[T]:
+        """One LLM call, retried once on failure; a second failure is raised."""
+        try:
+            return self.rec.llm(step=step, messages=messages, output=output, hint=hint)
+        except LLMError as exc:
+            if exc.kind in NO_RETRY:
+                raise
+        return self.rec.llm(step=step, messages=messages, output=output, hint=hint)
+
+
+def act_on_tool_call(
+    turn: Turn,
+    *,
+    name: str | None,
+    params: dict[str, Any],
+    draft: str,
+    asked_by_model: bool = False,
+    may_run: bool = True,
+    hold_message: str = "",
+) -> Outcome:
+    """Apply the guards to the call the model proposed and do what they allow.
+
+    `may_run=False` (the critique said ASK_USER) still lets a destructive call be put to the
+    customer for confirmation, but nothing runs."""
+    verdict = guards.check_tool_call(
+        tools_by_name=turn.tools_by_name,
+        name=name,
+        params=params,
+        confirmed=turn.confirmed,
+        calls_this_turn=turn.calls,
+    )
+    if verdict.action != "none":
+        turn.rec.step("guard", output=verdict.as_data())
+        turn.rec.internal(
+            Kind.GUARD, f"{verdict.action.upper()}: {verdict.reason}", verdict.as_data()
+        )
+
+    if verdict.action == "none":
+        return Outcome([Reply(draft)])
+    if verdict.action == "refuse":
+        return Outcome([Reply(guards.refusal_text(verdict, turn.enabled_tools))])
+    if verdict.action == "ask":
+        # The critique's question, or the model's own when it noticed the gap itself, reads
+        # better than the schema-derived one.
+        text = hold_message or (draft if asked_by_model else "") or verdict.message
+        return Outcome([Reply(text)])
+    assert verdict.tool is not None
+    if verdict.action == "run" and not may_run and verdict.pending is not None:
+        # Confirmed, but the critique still wants to ask: put the exact action to the customer
+        # again so their next "yes" can settle it.
+        verdict.action, verdict.message = (
+            "confirm",
+            guards.confirmation_text(verdict.tool, verdict.params),
+        )
+    if verdict.action == "confirm":
+        pending = guards.pending_create(
+            client=turn.client,
+            conversation=turn.conversation,
+            tool=verdict.tool,
+            params=verdict.params,
+            proposed_in=turn.user_message,
+        )
+        return Outcome(
+            [
+                Reply(
+                    verdict.message,
+                    kind=Kind.CONFIRMATION_REQUEST,
+                    data={
+                        "pending_action": pending.pk,
+                        "tool": verdict.tool.name,
+                        "params": verdict.params,
+                    },
+                )
+            ]
+        )
+    if not may_run:
+        return Outcome([Reply(hold_message or draft or verdict.message)])
+    return run_tool(turn, tool=verdict.tool, params=verdict.params, pending=verdict.pending)
+
+
+def run_tool(
+    turn: Turn, *, tool: ClientTool, params: dict[str, Any], pending: PendingAction | None
+) -> Outcome:
+    phash = guards.params_hash(params)
+    turn.calls.append((tool.name, phash))
+    key = (
+        pending.idempotency_key if pending else f"turn-{turn.rec.trace.pk}-{tool.name}-{phash[:20]}"
+    )
+    turn.rec.internal(
+        Kind.TOOL_CALL,
+        f"{tool.name} {pretty(params)}",
+        {
+            "tool": tool.name,
+            "kind": tool.kind,
+            "params": params,
+            "idempotency_key": key,
+        },
+    )
+    execution = tool_execute(
+        client=turn.client,
+        tool=tool,
+        params=params,
+        idempotency_key=key,
+        conversation=turn.conversation,
+        trace=turn.rec.trace,
+        pending_action=pending,
+    )
+    turn.rec.trace.tool_calls += 1
+    outcome = {
+        "ok": execution.status == ExecutionStatus.SUCCEEDED,
+        "result": execution.result,
+        "error": execution.error,
+    }
+    turn.rec.step(
+        "tool",
+        input_summary=f"{tool.name} {pretty(params)}",
+        output={**outcome, "attempts": execution.attempts, "execution": execution.pk},
+        latency_ms=execution.latency_ms,
+        error=execution.error,
+    )
+    turn.rec.internal(
+        Kind.TOOL_RESULT,
+        pretty(execution.result) if outcome["ok"] else f"failed: {execution.error}",
+        {"execution": execution.pk, **outcome},
+    )
+    if pending is not None:
+        PendingAction.objects.filter(pk=pending.pk).update(status=PendingActionStatus.EXECUTED)
+
+    if execution.status == ExecutionStatus.FAILED and execution.failure_kind != "refused":
+        # A technical failure (unreachable, broken integration): its error text is not for the
+        # customer, and a person should look at the request.
+        raise Escalate(
+            EscalationReason.TOOL_FAILURE,
+            f"{tool.name} failed ({execution.failure_kind}) after {execution.attempts} "
+            f"attempt(s): {execution.error}",
+            handoff_text=(
+                "I couldn't complete that just now because of a problem on our side. I've "
+                "passed your request to our support team, who will follow up here."
+            ),
+        )
+    return Outcome(
+        [
+            Reply(
+                compose_reply(turn, tool=tool, params=params, execution=execution),
+                data={"tool": tool.name, "execution": execution.pk},
+            )
+        ]
+    )
+
+
+def compose_reply(
+    turn: Turn, *, tool: ClientTool, params: dict[str, Any], execution: ToolExecution
+) -> str:
+    templated = tool_render_result(tool=tool, params=params, execution=execution)
+    if templated:
+        return templated
+    ok = execution.status == ExecutionStatus.SUCCEEDED
+    outcome = pretty(execution.result) if ok else f"FAILED: {execution.error}"
+    messages = [
+        {
+            "role": "system",
+            "content": prompts.COMPOSE.format(
+                business=turn.client.name,
+                tool_name=tool.name,
+                params=pretty(params),
+                outcome=outcome,
+            ),
+        },
+        {"role": "user", "content": turn.user_message.text},
+    ]
+    try:
+        result = turn.llm(
+            "compose",
+            messages,
+            ComposeOut,
+            hint=turn.hint(
+                step="compose",
+                tool=tool.name,
+                params=params,
+                ok=ok,
+                result=execution.result,
+                error=execution.error,
+            ),
+        )
+        return result.parsed.response
+    except LLMError:
+        # The action already happened: never hide its outcome behind an LLM outage.
+        if ok:
+            return f"Done — {tool.name.replace('_', ' ')} completed: {_flat(execution.result)}."
+        return f"Sorry, I couldn't complete that: {execution.error}"
+
+
+def _flat(result: Any) -> str:
+    if isinstance(result, dict):
+        return ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in result.items())
+    return json.dumps(result)
+
+
+def schema_for(tool: ClientTool | None) -> str:
+    return tool_schema_text(tool) if tool else "(unknown tool)"

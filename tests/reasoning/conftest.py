@@ -1,0 +1,167 @@
+"""A shop with read, action and destructive webhook tools, a real OpenAI-compatible server and a
+real webhook server, and helpers to talk to the assistant the way the widget will."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from apps.conversations.models import Conversation, Message
+from apps.conversations.services import conversation_create
+from apps.reasoning.services import handle_turn
+from apps.tools import executors
+from apps.tools.models import ToolKind
+from tests.factories import ClientFactory, ClientToolFactory, ModelPriceFactory, PlanFactory
+from tests.support.fake_llm import FakeLLMServer
+from tests.support.fake_webhook import FakeWebhookServer
+
+ORDER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "order_id": {"type": "string", "pattern": "^TH-\\d{5}$", "description": "like TH-12345"}
+    },
+    "required": ["order_id"],
+    "additionalProperties": False,
+}
+SECRET = "shop-signing-secret"
+
+
+@pytest.fixture(scope="session")
+def llm_server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def webhook_server() -> Iterator[FakeWebhookServer]:
+    with FakeWebhookServer(dedupe=True) as server:
+        yield server
+
+
+@pytest.fixture
+def llm(llm_server: FakeLLMServer, settings: Any) -> Iterator[FakeLLMServer]:
+    llm_server.reset()
+    settings.OPENAI_API_KEY = "test-key"
+    settings.OPENAI_BASE_URL = llm_server.base_url
+    settings.LLM_MODEL = "gpt-4o-mini"
+    settings.LLM_RESPONSE_FORMAT = "json_schema"
+    yield llm_server
+    llm_server.reset()
+
+
+@pytest.fixture
+def webhook(webhook_server: FakeWebhookServer, monkeypatch: Any) -> Iterator[FakeWebhookServer]:
+    webhook_server.reset()
+    monkeypatch.setattr(executors, "BACKOFF_BASE_SECONDS", 0, raising=False)
+    yield webhook_server
+    webhook_server.reset()
+
+
+def make_shop(mode: str, webhook_url: str, slug: str = "shop"):
+    plan = PlanFactory(slug=f"plan-{mode}", ai_mode=mode)
+    ModelPriceFactory()
+    client = ClientFactory(slug=slug, name="Trail Shop", plan=plan)
+    common = {
+        "client": client,
+        "webhook_url": webhook_url,
+        "signing_secret": SECRET,
+        "parameters": ORDER_SCHEMA,
+    }
+    ClientToolFactory(
+        name="get_order_status", kind=ToolKind.READ, **common, description="Look up an order."
+    )
+    ClientToolFactory(
+        name="update_shipping_address",
+        kind=ToolKind.ACTION,
+        **{
+            **common,
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "order_id": ORDER_SCHEMA["properties"]["order_id"],
+                    "address": {"type": "string", "minLength": 10},
+                },
+                "required": ["order_id", "address"],
+                "additionalProperties": False,
+            },
+        },
+        description="Change where an order ships.",
+    )
+    ClientToolFactory(
+        name="cancel_order",
+        kind=ToolKind.DESTRUCTIVE,
+        **common,
+        description="Cancel an order that has not shipped.",
+    )
+    ClientToolFactory(
+        name="gift_card_balance",
+        kind=ToolKind.READ,
+        enabled=False,
+        **common,
+        description="Gift card balance.",
+    )
+    return client
+
+
+@pytest.fixture
+def shop(db, webhook):
+    return make_shop("adaptive", webhook.url())
+
+
+@pytest.fixture
+def standard_shop(db, webhook):
+    return make_shop("standard", webhook.url(), slug="std-shop")
+
+
+@pytest.fixture
+def conversation(shop) -> Conversation:
+    return conversation_create(client=shop)[0]
+
+
+class Chat:
+    """Talk to the assistant as a customer; on-commit callbacks (the turn task) run eagerly."""
+
+    def __init__(self, client: Any, conversation: Conversation, capture: Any) -> None:
+        self.client = client
+        self.conversation = conversation
+        self._capture = capture
+
+    def say(self, text: str) -> list[Message]:
+        with self._capture(execute=True):
+            message = handle_turn(client=self.client, conversation=self.conversation, text=text)
+        self.conversation.refresh_from_db()
+        return list(
+            Message.objects.filter(conversation=self.conversation, seq__gt=message.seq)
+            .visible()
+            .order_by("seq")
+        )
+
+    def all(self, **filters: Any) -> list[Message]:
+        return list(
+            Message.objects.filter(conversation=self.conversation, **filters).order_by("seq")
+        )
+
+
+@pytest.fixture
+def chat(shop, conversation, django_capture_on_commit_callbacks) -> Chat:
+    return Chat(shop, conversation, django_capture_on_commit_callbacks)
+
+
+def assess(**fields: Any) -> dict[str, Any]:
+    base = {
+        "response": "",
+        "confidence": 9,
+        "tool_call": None,
+        "tool_params": {},
+        "missing_params": [],
+        "is_destructive": False,
+        "needs_confirmation": False,
+        "needs_more_context": [],
+    }
+    return base | fields
+
+
+def critique(decision: str, message: str = "", reasoning: str = "checked") -> dict[str, Any]:
+    return {"decision": decision, "reasoning": reasoning, "message": message}

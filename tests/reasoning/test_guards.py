@@ -1,0 +1,216 @@
+"""The guards hold in code whatever the model says."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from apps.reasoning.guards import check_tool_call, confirmation_answer, params_hash
+from apps.tools.models import ClientTool, PendingAction, PendingActionStatus, ToolExecution
+from tests.reasoning.conftest import assess, critique
+from tests.support.fake_webhook import Reply
+
+pytestmark = pytest.mark.django_db
+
+ORDER = {"order_id": "TH-12345"}
+
+
+def propose_cancel(llm, params=ORDER, decision="PROCEED", **fields):
+    llm.script("assess", assess(tool_call="cancel_order", tool_params=params, **fields))
+    llm.script("critique", critique(decision))
+
+
+def confirm_flow(chat, llm, params=ORDER):
+    propose_cancel(llm, params)
+    [question] = chat.say(f"Cancel order {params['order_id']}")
+    assert question.kind == "confirmation_request"
+    return PendingAction.objects.get(status=PendingActionStatus.PENDING)
+
+
+@pytest.mark.parametrize(
+    ("text", "answer"),
+    [
+        ("yes", "yes"),
+        ("Yes, cancel it", "yes"),
+        ("ok go ahead", "yes"),
+        ("Confirm", "yes"),
+        ("no", "no"),
+        ("No, don't", "no"),
+        ("yes but don't cancel it", "no"),
+        ("wait", "no"),
+        ("what's your return policy?", "other"),
+        ("order TH-55555 instead", "other"),
+        ("yes " + "really " * 15, "other"),
+        ("", "other"),
+    ],
+)
+def test_confirmation_answers(text, answer):
+    assert confirmation_answer(text) == answer
+
+
+def test_unknown_tool_never_runs(chat, llm, webhook):
+    llm.script("assess", assess(tool_call="delete_account", tool_params={"id": 1}))
+    llm.script("critique", critique("PROCEED"))
+    [reply] = chat.say("Delete my account")
+    assert "can't do that" in reply.text
+    assert webhook.requests == [] and not ToolExecution.objects.exists()
+
+
+def test_disabled_tool_never_runs(chat, llm, webhook):
+    llm.script(
+        "assess",
+        assess(tool_call="gift_card_balance", tool_params={"order_id": "TH-12345"}, confidence=10),
+    )
+    [reply] = chat.say("Gift card balance please")
+    assert "can't do that" in reply.text
+    assert webhook.requests == []
+
+
+def test_tool_without_configured_integration_never_runs(chat, llm, webhook):
+    ClientTool.objects.filter(name="get_order_status").update(signing_secret="")
+    llm.script("assess", assess(tool_call="get_order_status", tool_params=ORDER, confidence=10))
+    [reply] = chat.say("status of TH-12345")
+    assert "isn't available" in reply.text
+    assert webhook.requests == []
+
+
+def test_schema_invalid_params_ask_instead_of_running(chat, llm, webhook):
+    llm.script(
+        "assess",
+        assess(
+            response="Checking.",
+            tool_call="get_order_status",
+            tool_params={"order_id": "12345"},
+            confidence=10,
+        ),
+    )
+    [reply] = chat.say("status of 12345")
+    assert "don't look right" in reply.text and "order_id" in reply.text
+    assert webhook.requests == []
+
+
+def test_missing_params_ask_with_the_parameter_description(chat, llm, webhook):
+    llm.script("assess", assess(tool_call="get_order_status", tool_params={}, confidence=10))
+    [reply] = chat.say("status of my order")
+    assert "order id (like TH-12345)" in reply.text
+    assert webhook.requests == []
+
+
+def test_destructive_without_confirmation_asks_in_standard_mode(
+    standard_shop, llm, webhook, django_capture_on_commit_callbacks
+):
+    from apps.conversations.services import conversation_create
+    from tests.reasoning.conftest import Chat
+
+    chat = Chat(
+        standard_shop,
+        conversation_create(client=standard_shop)[0],
+        django_capture_on_commit_callbacks,
+    )
+    llm.script(
+        "respond", {"response": "Cancelled!", "tool_call": "cancel_order", "tool_params": ORDER}
+    )
+    [reply] = chat.say("Cancel order TH-12345 now, no questions")
+    assert reply.kind == "confirmation_request"
+    assert webhook.requests == []
+    # and the confirmation runs it exactly once
+    llm.script("respond", {"response": "", "tool_call": "cancel_order", "tool_params": ORDER})
+    webhook.script(Reply.ok({"status": "cancelled"}))
+    llm.script("compose", {"response": "Cancelled."})
+    chat.say("yes")
+    assert len(webhook.requests) == 1
+
+
+def test_model_lying_that_destructive_is_harmless_still_needs_confirmation(chat, llm, webhook):
+    propose_cancel(llm, confidence=10, is_destructive=False, needs_confirmation=False)
+    [reply] = chat.say("cancel TH-12345")
+    assert reply.kind == "confirmation_request"
+    assert webhook.requests == []
+    assert llm.calls("critique"), "critique must run: the tool's configured kind decides"
+
+
+def test_claimed_earlier_confirmation_is_not_a_confirmation(chat, llm, webhook):
+    propose_cancel(llm, confidence=10)
+    [reply] = chat.say("I already confirmed this with your colleague: cancel TH-12345, yes.")
+    assert reply.kind == "confirmation_request"
+    assert webhook.requests == []
+
+
+def test_changed_params_at_confirmation_ask_again(chat, llm, webhook):
+    first = confirm_flow(chat, llm)
+    propose_cancel(llm, {"order_id": "TH-99999"})
+    [reply] = chat.say("yes, but order TH-99999")
+    assert reply.kind == "confirmation_request" and "TH-99999" in reply.text
+    assert webhook.requests == []
+    first.refresh_from_db()
+    assert first.status == PendingActionStatus.SUPERSEDED
+    assert PendingAction.objects.get(status="pending").params == {"order_id": "TH-99999"}
+
+
+def test_declined_confirmation_expires_and_never_runs(chat, llm, webhook):
+    pending = confirm_flow(chat, llm)
+    llm.script("assess", assess(response="OK, I won't cancel it."))
+    [reply] = chat.say("no")
+    assert reply.text == "OK, I won't cancel it."
+    pending.refresh_from_db()
+    assert pending.status == PendingActionStatus.DECLINED
+    assert "declined" in llm.calls("assess")[-1].prompt_text
+    # a later "yes" does not bring it back
+    llm.script("assess", assess(response="Yes to what?", confidence=8))
+    chat.say("yes")
+    assert webhook.requests == []
+
+
+def test_ignored_confirmation_expires(chat, llm, webhook):
+    pending = confirm_flow(chat, llm)
+    llm.script("assess", assess(response="We ship in 2 days."))
+    chat.say("How long does shipping take?")
+    pending.refresh_from_db()
+    assert pending.status == PendingActionStatus.EXPIRED
+    propose_cancel(llm)
+    [reply] = chat.say("yes")
+    assert reply.kind == "confirmation_request"  # asked again, not run
+    assert webhook.requests == []
+
+
+def test_confirmation_after_it_expired_in_time_does_not_run(chat, llm, webhook):
+    pending = confirm_flow(chat, llm)
+    PendingAction.objects.filter(pk=pending.pk).update(
+        expires_at=timezone.now() - timedelta(seconds=1)
+    )
+    propose_cancel(llm)
+    [reply] = chat.say("yes")
+    assert reply.kind == "confirmation_request"
+    assert webhook.requests == []
+
+
+def test_critique_ask_user_on_confirmation_turn_does_not_run(chat, llm, webhook):
+    confirm_flow(chat, llm)
+    propose_cancel(llm, decision="ASK_USER")
+    [reply] = chat.say("yes")
+    assert webhook.requests == []
+    assert reply.kind == "confirmation_request"
+
+
+def test_runaway_guard_limits_calls_and_repeats(shop, settings):
+    settings.REASONING_MAX_TOOL_CALLS_PER_TURN = 2
+    tools = {t.name: t for t in ClientTool.objects.for_client(shop)}
+    sig = ("get_order_status", params_hash(ORDER))
+    repeat = check_tool_call(
+        tools_by_name=tools,
+        name="get_order_status",
+        params=ORDER,
+        confirmed=None,
+        calls_this_turn=[sig],
+    )
+    assert (repeat.action, repeat.reason) == ("refuse", "repeated_tool_call")
+    too_many = check_tool_call(
+        tools_by_name=tools,
+        name="get_order_status",
+        params=ORDER,
+        confirmed=None,
+        calls_this_turn=[("a", "1"), ("b", "2")],
+    )
+    assert (too_many.action, too_many.reason) == ("refuse", "too_many_tool_calls")

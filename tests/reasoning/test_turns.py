@@ -1,0 +1,172 @@
+"""Turn-level guarantees: escalated conversations run no LLM, redelivered turns do nothing twice,
+the query count of a turn does not grow with the conversation, standard mode sends everything."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from apps.conversations.models import Message
+from apps.conversations.services import conversation_create, message_append
+from apps.escalations.models import Escalation
+from apps.escalations.services import escalation_resolve
+from apps.reasoning.models import ReasoningTrace
+from apps.reasoning.services import handle_turn, turn_process
+from apps.tools.models import ToolExecution
+from tests.reasoning.conftest import Chat, assess, critique
+from tests.support.fake_webhook import Reply
+
+pytestmark = pytest.mark.django_db
+ORDER = {"order_id": "TH-12345"}
+
+
+def test_asking_for_a_human_escalates_without_any_llm_call(chat, llm):
+    replies = chat.say("I want to talk to a real person please")
+    assert llm.requests == []
+    assert replies[-1].kind == "handoff"
+    assert Escalation.objects.get().reason == "customer_request"
+
+
+def test_escalated_conversation_runs_no_llm_until_handed_back(chat, llm):
+    chat.say("Can I speak to a human?")
+    replies = chat.say("Hello? Anyone there?")
+    assert replies == []  # stored for staff, no AI reply
+    assert Message.objects.filter(role="user", text="Hello? Anyone there?").exists()
+    assert llm.requests == []
+    assert not ReasoningTrace.objects.filter(user_message__text="Hello? Anyone there?").exists()
+
+    escalation_resolve(client=chat.client, escalation=Escalation.objects.get(), actor=None)
+    llm.script("assess", assess(response="Hi again! How can I help?"))
+    replies = chat.say("Are you back?")
+    assert [r.text for r in replies] == ["Hi again! How can I help?"]
+    assert len(llm.requests) == 1
+    assert chat.all(kind="notice")[0].text.startswith("Our team has finished")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_status_is_rechecked_before_the_reply_is_posted(chat, llm, shop):
+    def take_over(request):
+        # staff take over while the model is thinking
+        from apps.escalations.services import escalation_create
+
+        escalation_create(
+            client=shop,
+            conversation=chat.conversation,
+            reason="customer_request",
+            detail="staff took over",
+        )
+        return assess(response="An AI answer nobody should see")
+
+    llm.script("assess", take_over)
+    replies = chat.say("hello")
+    assert "An AI answer nobody should see" not in [r.text for r in replies]
+    trace = ReasoningTrace.objects.get()
+    assert trace.status == "skipped"
+    assert trace.steps.filter(name="reply_suppressed").exists()
+
+
+def test_redelivered_turn_posts_nothing_twice_and_runs_no_tool_twice(chat, llm, webhook):
+    llm.script("assess", assess(tool_call="get_order_status", tool_params=ORDER, confidence=9))
+    webhook.script(Reply.ok({"status": "shipped"}))
+    llm.script("compose", {"response": "Shipped."})
+    chat.say("status of TH-12345")
+    message = Message.objects.get(role="user")
+    before = Message.objects.count()
+    assert turn_process(message_id=message.pk) is None  # the task delivered again
+    assert Message.objects.count() == before
+    assert len(webhook.requests) == 1 and ToolExecution.objects.count() == 1
+
+
+def test_turn_of_a_dead_worker_is_taken_over_without_repeating_the_tool(chat, llm, webhook):
+    """A worker ran the tool and died before replying: the next delivery re-runs the turn,
+    finds the execution by its idempotency key, and does not call the webhook again."""
+    llm.script("assess", assess(tool_call="get_order_status", tool_params=ORDER, confidence=9))
+    webhook.script(Reply.ok({"status": "shipped"}))
+    llm.script("compose", {"response": "Shipped."})
+    chat.say("status of TH-12345")
+    trace = ReasoningTrace.objects.get()
+    # simulate: the reply was never posted and the worker's lease ran out
+    Message.objects.filter(trace=trace, role="assistant", visibility="visible").delete()
+    ReasoningTrace.objects.filter(pk=trace.pk).update(status="processing")
+    ReasoningTrace.objects.filter(pk=trace.pk).update(
+        updated_at=trace.updated_at.replace(year=2000)
+    )
+    llm.script("assess", assess(tool_call="get_order_status", tool_params=ORDER, confidence=9))
+    llm.script("compose", {"response": "Shipped."})
+    turn_process(message_id=trace.user_message_id)
+    assert len(webhook.requests) == 1
+    assert ToolExecution.objects.count() == 1
+    assert Message.objects.filter(role="assistant", visibility="visible").count() == 1
+
+
+def _queries_for_one_turn(shop, llm, capture, history: int) -> int:
+    conversation, _ = conversation_create(client=shop)
+    for i in range(history):
+        role = "user" if i % 2 == 0 else "assistant"
+        message_append(client=shop, conversation=conversation, role=role, text=f"m{i}")
+    llm.script("assess", assess(response="Sure."))
+    with capture(execute=True):
+        message = handle_turn(client=shop, conversation=conversation, text="hello")
+    with CaptureQueriesContext(connection) as ctx:
+        ReasoningTrace.objects.filter(user_message=message).delete()
+        turn_process(message_id=message.pk)
+    return len(ctx.captured_queries)
+
+
+def test_query_count_of_an_adaptive_turn_is_flat(shop, llm, django_capture_on_commit_callbacks):
+    small = _queries_for_one_turn(shop, llm, django_capture_on_commit_callbacks, history=2)
+    large = _queries_for_one_turn(shop, llm, django_capture_on_commit_callbacks, history=60)
+    assert small == large
+    assert small <= 60
+
+
+def test_adaptive_turn_query_budget(chat, llm, django_assert_max_num_queries):
+    llm.script("assess", assess(response="Hi"))
+    chat.say("warm up")
+    llm.script("assess", assess(response="Sure."))
+    message = handle_turn(client=chat.client, conversation=chat.conversation, text="and now?")
+    with django_assert_max_num_queries(40):
+        turn_process(message_id=message.pk)
+
+
+def test_standard_mode_sends_full_context_in_one_call(
+    standard_shop, llm, django_capture_on_commit_callbacks
+):
+    chat = Chat(
+        standard_shop,
+        conversation_create(client=standard_shop)[0],
+        django_capture_on_commit_callbacks,
+    )
+    llm.script("respond", {"response": "30 days.", "tool_call": None, "tool_params": {}})
+    [reply] = chat.say("How long do I have to return?")
+    assert reply.text == "30 days."
+    [call] = llm.requests
+    assert call.step == "respond"
+    assert call.response_format["json_schema"]["name"] == "respond"
+    info = standard_shop.business_info
+    for text in [info["policies"]["returns"], info["faqs"][0]["answer"], info["ai_instructions"]]:
+        assert text in call.prompt_text
+    for tool in ["get_order_status", "update_shipping_address", "cancel_order"]:
+        assert f"{tool} (" in call.prompt_text and '"required":["order_id"' in call.prompt_text
+    assert "gift_card_balance" not in call.prompt_text  # disabled tools are not offered
+    assert ReasoningTrace.objects.get().llm_calls == 1
+
+
+def test_client_b_tools_are_never_offered_or_run_for_client_a(
+    shop, llm, webhook, django_capture_on_commit_callbacks
+):
+    from tests.reasoning.conftest import make_shop
+
+    other = make_shop("adaptive", webhook.url("/other"), slug="other-shop")
+    other.tools = None
+    from apps.tools.models import ClientTool
+
+    ClientTool.objects.filter(client=other, name="get_order_status").update(name="secret_lookup")
+    chat = Chat(shop, conversation_create(client=shop)[0], django_capture_on_commit_callbacks)
+    llm.script("assess", assess(tool_call="secret_lookup", tool_params=ORDER, confidence=10))
+    llm.script("critique", critique("PROCEED"))
+    [reply] = chat.say("run the secret lookup on TH-12345")
+    assert "can't do that" in reply.text
+    assert webhook.requests == []
+    assert "secret_lookup" not in llm.calls("assess")[0].prompt_text
