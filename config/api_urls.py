@@ -4,4 +4,9 @@ from django.urls import include, path
 
 urlpatterns = [
     path("", include("apps.clients.urls")),
+    path("widget/", include("apps.conversations.widget_urls")),
+    path("", include("apps.conversations.urls")),
+    path("", include("apps.escalations.urls")),
+    path("", include("apps.tools.urls")),
+    path("billing/", include("apps.billing.urls")),
 ]

@@ -1,6 +1,7 @@
 import re
 
 import pytest
+from django.contrib.auth.models import Permission
 from django.urls import reverse
 
 from apps.accounts.models import ApiKey
@@ -138,3 +139,25 @@ def test_home_and_health(client):
     ClientFactory(plan=PlanFactory(), name="Trailhead Outfitters")
     assert "Trailhead Outfitters" in client.get("/").content.decode()
     assert client.get("/healthz").json() == {"ok": True}
+
+
+def test_client_staff_see_only_their_clients_in_admin(client):
+    from tests.factories import MembershipFactory
+
+    mine = ClientFactory(plan=PlanFactory(), name="Mine Shop")
+    ClientFactory(plan=mine.plan, name="Other Shop")
+    member = MembershipFactory(client=mine, user=UserFactory(is_superuser=False, is_staff=True))
+    member.user.user_permissions.add(
+        *Permission.objects.filter(
+            codename__in=["view_client", "change_client", "view_plan", "change_plan"]
+        )
+    )
+    client.force_login(member.user)
+    body = client.get(reverse("admin:clients_client_changelist")).content.decode()
+    assert "Mine Shop" in body
+    assert "Other Shop" not in body
+    other = ClientFactory(plan=mine.plan, name="Third Shop")
+    assert client.get(reverse("admin:clients_client_change", args=[other.pk])).status_code == 302
+    # plans are the platform's: visible, not editable
+    response = client.post(reverse("admin:clients_plan_change", args=[mine.plan.pk]), {})
+    assert response.status_code == 403

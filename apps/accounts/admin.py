@@ -9,6 +9,7 @@ from django.http import HttpRequest
 
 from apps.accounts.models import ApiKey, Membership, User
 from apps.accounts.services import api_key_issue, api_key_revoke
+from apps.core.admin import TenantScopedAdmin
 
 
 @admin.register(User)
@@ -31,7 +32,7 @@ class UserAdmin(DjangoUserAdmin):
 
 
 @admin.register(Membership)
-class MembershipAdmin(admin.ModelAdmin):
+class MembershipAdmin(TenantScopedAdmin):
     list_display = ["user", "client", "role", "created_at"]
     list_filter = ["role", "client"]
     search_fields = ["user__email", "client__name"]
@@ -40,7 +41,7 @@ class MembershipAdmin(admin.ModelAdmin):
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin):
+class ApiKeyAdmin(TenantScopedAdmin):
     list_display = ["name", "client", "prefix", "role", "active", "last_used_at", "created_at"]
     list_filter = ["client", "role"]
     search_fields = ["name", "prefix", "client__name"]

@@ -4,16 +4,17 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from apps.billing.models import ModelPrice, UsageRecord
+from apps.core.admin import PlatformOnlyAdmin, TenantScopedAdmin
 
 
 @admin.register(ModelPrice)
-class ModelPriceAdmin(admin.ModelAdmin):
+class ModelPriceAdmin(PlatformOnlyAdmin):
     list_display = ["model", "input_per_million", "output_per_million", "updated_at"]
     search_fields = ["model"]
 
 
 @admin.register(UsageRecord)
-class UsageRecordAdmin(admin.ModelAdmin):
+class UsageRecordAdmin(TenantScopedAdmin):
     list_display = [
         "created_at",
         "client",

@@ -1,16 +1,18 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.contrib import admin
+from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html
 
 from apps.accounts.models import Membership
 from apps.clients.business_info import business_info_errors
 from apps.clients.models import Client, Plan
+from apps.core.admin import PlatformOnlyAdmin
 from apps.tools.models import ClientTool
 
 AI_MODE_HELP = """
@@ -41,7 +43,7 @@ of the mode that ran (e.g. 1.5 means a message that cost us $0.010 is billed $0.
 
 
 @admin.register(Plan)
-class PlanAdmin(admin.ModelAdmin):
+class PlanAdmin(PlatformOnlyAdmin):
     list_display = ["name", "slug", "ai_mode", "monthly_fee", "included_turns", "client_count"]
     list_filter = ["ai_mode"]
     search_fields = ["name", "slug"]
@@ -158,6 +160,23 @@ class ClientAdmin(admin.ModelAdmin):
         ),
         ("History", {"fields": ["created_at", "updated_at"], "classes": ["collapse"]}),
     ]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Client]:
+        queryset = super().get_queryset(request)
+        if request.user.is_superuser:
+            return queryset
+        return queryset.filter(
+            pk__in=Membership.objects.filter(user_id=cast(int, request.user.pk)).values("client_id")
+        )
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.is_superuser)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        readonly = list(super().get_readonly_fields(request, obj))
+        if not request.user.is_superuser:
+            readonly += ["plan", "slug", "is_active"]  # commercial terms are the platform's
+        return readonly
 
     @admin.display(description="AI mode")
     def mode(self, obj: Client) -> str:

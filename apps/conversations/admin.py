@@ -8,10 +8,9 @@ the conversation is (see `debug_context`).
 
 from __future__ import annotations
 
-import json
 import uuid
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from django.contrib import admin
 from django.db.models import Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
@@ -21,30 +20,10 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from apps.accounts.models import Membership, User
-from apps.clients.models import Client
 from apps.conversations.models import Conversation, Kind, Message, Visibility
+from apps.core.admin import TenantScopedAdmin, pretty_json
 from apps.escalations.models import Escalation, EscalationStatus
 from apps.reasoning.models import ReasoningStep, ReasoningTrace
-
-# ---------------------------------------------------------------------------------------------
-# Shared admin helpers (used by the tools, escalations and reasoning admins too).
-# They belong in apps/core/admin.py; they live here until that module exists.
-# ---------------------------------------------------------------------------------------------
-
-
-def pretty_json(value: Any) -> str:
-    """Indented JSON for humans; empty string for empty values."""
-    if value in (None, {}, [], ""):
-        return ""
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
-
-
-def pretty_json_block(value: Any) -> SafeString | str:
-    text = pretty_json(value)
-    if not text:
-        return "-"
-    return format_html('<pre style="white-space:pre-wrap;margin:0">{}</pre>', text)
 
 
 def conversation_link(conversation: Conversation | None) -> SafeString | str:
@@ -58,29 +37,6 @@ def conversation_link(conversation: Conversation | None) -> SafeString | str:
         conversation.public_id,
         str(conversation.public_id)[:8],
     )
-
-
-class TenantScopedAdmin(admin.ModelAdmin):
-    """Platform superusers see every tenant; other staff only the clients they are members of.
-
-    The tenancy rule holds in the admin too: client staff must never see another client's
-    conversations, tools or escalations.
-    """
-
-    def _member_client_ids(self, request: HttpRequest) -> QuerySet[Membership, Any]:
-        # The admin only serves signed-in staff, so the user is never anonymous here.
-        return Membership.objects.filter(user=cast(User, request.user)).values("client_id")
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
-        queryset = super().get_queryset(request)
-        if request.user.is_superuser:
-            return queryset
-        return queryset.filter(client_id__in=self._member_client_ids(request))
-
-    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
-        if db_field.name == "client" and not request.user.is_superuser:
-            kwargs["queryset"] = Client.objects.filter(pk__in=self._member_client_ids(request))
-        return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -10,7 +10,8 @@ from django.http import HttpRequest
 from django.utils.safestring import SafeString
 
 from apps.accounts.models import User
-from apps.conversations.admin import TenantScopedAdmin, conversation_link
+from apps.conversations.admin import conversation_link
+from apps.core.admin import TenantScopedAdmin
 from apps.core.exceptions import ApplicationError
 from apps.escalations.models import Escalation, EscalationStatus
 

@@ -12,6 +12,7 @@ class EscalationReason(models.TextChoices):
     TOOL_FAILURE = "tool_failure", "Tool failed"
     LLM_FAILURE = "llm_failure", "LLM unavailable or invalid"
     USAGE_LIMIT = "usage_limit", "Usage limit reached"
+    STAFF_TAKEOVER = "staff_takeover", "Staff took over"
 
 
 class EscalationStatus(models.TextChoices):

@@ -9,8 +9,15 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.clients.models import Client
-from apps.conversations.models import Conversation, ConversationStatus, Kind, Role, Visibility
-from apps.conversations.services import message_append
+from apps.conversations.models import (
+    Conversation,
+    ConversationStatus,
+    Kind,
+    Message,
+    Role,
+    Visibility,
+)
+from apps.conversations.services import message_append, validate_customer_text
 from apps.escalations.models import Escalation, EscalationReason, EscalationStatus
 
 logger = logging.getLogger(__name__)
@@ -31,6 +38,7 @@ def escalation_create(
     detail: str = "",
     trace: Any = None,
     handoff_text: str = HANDOFF_TEXT,
+    notify: bool = True,
 ) -> Escalation:
     """Hand the conversation to a human: an open Escalation, status escalated (no LLM runs from
     now on), a visible hand-off message, and an e-mail to the client's support address."""
@@ -72,7 +80,8 @@ def escalation_create(
         trace=trace,
     )
     escalation_id = escalation.pk
-    transaction.on_commit(lambda: escalation_notify(escalation_id=escalation_id))
+    if notify:
+        transaction.on_commit(lambda: escalation_notify(escalation_id=escalation_id))
     return escalation
 
 
@@ -112,6 +121,47 @@ def escalation_notify(*, escalation_id: int) -> None:
         logger.exception("escalation e-mail failed", extra={"escalation": escalation_id})
         return
     Escalation.objects.filter(pk=escalation_id).update(notified_at=timezone.now())
+
+
+STAFF_JOINED_TEXT = "A member of our team has joined the conversation."
+
+
+@transaction.atomic
+def staff_reply(
+    *, client: Client, conversation: Conversation, text: str, author: Any = None
+) -> Message:
+    """A staff member answers the customer. Replying takes ownership: if the assistant still
+    owned the conversation, it is escalated (reason staff_takeover) so no LLM answers over them.
+    """
+    cleaned = validate_customer_text(text)
+    locked = Conversation.objects.select_for_update().get(pk=conversation.pk, client=client)
+    if locked.status != ConversationStatus.ESCALATED:
+        escalation_create(
+            client=client,
+            conversation=locked,
+            reason=EscalationReason.STAFF_TAKEOVER,
+            detail=f"Reply by {author}" if author else "Staff reply",
+            handoff_text=STAFF_JOINED_TEXT,
+            notify=False,
+        )
+    open_escalation = (
+        Escalation.objects.for_client(client)
+        .filter(conversation=locked, status=EscalationStatus.OPEN)
+        .first()
+    )
+    if open_escalation is not None and open_escalation.assigned_to_id is None and author:
+        open_escalation.assigned_to = author
+        open_escalation.save(update_fields=["assigned_to", "updated_at"])
+    message = message_append(
+        client=client,
+        conversation=locked,
+        role=Role.STAFF,
+        text=cleaned,
+        author=author,
+        data={"author": str(author) if author else None},
+    )
+    conversation.status, conversation.last_seq = locked.status, locked.last_seq
+    return message
 
 
 @transaction.atomic

@@ -11,7 +11,8 @@ from django.db.models import F
 from django.http import HttpRequest
 from django.utils.safestring import SafeString
 
-from apps.conversations.admin import TenantScopedAdmin, conversation_link, pretty_json_block
+from apps.conversations.admin import conversation_link
+from apps.core.admin import TenantScopedAdmin, pretty_json_block
 from apps.reasoning.models import ReasoningStep, ReasoningTrace
 
 REASONING_STEP_FIELDS: tuple[str, ...] = (

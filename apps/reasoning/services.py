@@ -20,7 +20,7 @@ from apps.clients.models import AIMode, Client
 from apps.conversations.models import Conversation, ConversationStatus, Message, Role
 from apps.conversations.services import message_append, validate_customer_text
 from apps.escalations.models import EscalationReason
-from apps.escalations.services import escalation_create
+from apps.escalations.services import HANDOFF_TEXT, escalation_create
 from apps.reasoning import guards
 from apps.reasoning.llm import LLMError
 from apps.reasoning.models import ReasoningTrace, TraceStatus
@@ -242,7 +242,7 @@ def _finish(
                 reason=reason,
                 detail=detail,
                 trace=trace,
-                **({"handoff_text": outcome.handoff_text} if outcome.handoff_text else {}),
+                handoff_text=outcome.handoff_text or HANDOFF_TEXT,
             )
             trace.escalated = True
         trace.status = status

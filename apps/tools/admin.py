@@ -16,11 +16,8 @@ from jsonschema.exceptions import SchemaError
 
 from apps.clients.admin import PrettyJSONField
 from apps.clients.business_info import json_path
-from apps.conversations.admin import (
-    TenantScopedAdmin,
-    conversation_link,
-    pretty_json_block,
-)
+from apps.conversations.admin import conversation_link
+from apps.core.admin import TenantScopedAdmin, pretty_json_block
 from apps.tools.builtins import BUILTIN_HANDLERS
 from apps.tools.models import ClientTool, ExecutorType, PendingAction, ToolExecution
 

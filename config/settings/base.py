@@ -24,6 +24,7 @@ INSTALLED_APPS = [
     "django.contrib.humanize",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "corsheaders",
     "django_celery_beat",
     "allauth",
@@ -133,6 +134,10 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Widget, staff and back-office API of GuideDesk.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI and Redoc are served from our own static files, never a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 CORS_ALLOW_ALL_ORIGINS = False

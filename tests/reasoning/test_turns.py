@@ -47,15 +47,20 @@ def test_escalated_conversation_runs_no_llm_until_handed_back(chat, llm):
 @pytest.mark.django_db(transaction=True)
 def test_status_is_rechecked_before_the_reply_is_posted(chat, llm, shop):
     def take_over(request):
-        # staff take over while the model is thinking
+        # staff take over while the model is thinking (another thread, another connection)
+        from django.db import connection as thread_connection
+
         from apps.escalations.services import escalation_create
 
-        escalation_create(
-            client=shop,
-            conversation=chat.conversation,
-            reason="customer_request",
-            detail="staff took over",
-        )
+        try:
+            escalation_create(
+                client=shop,
+                conversation=chat.conversation,
+                reason="customer_request",
+                detail="staff took over",
+            )
+        finally:
+            thread_connection.close()
         return assess(response="An AI answer nobody should see")
 
     llm.script("assess", take_over)
@@ -170,3 +175,25 @@ def test_client_b_tools_are_never_offered_or_run_for_client_a(
     assert "can't do that" in reply.text
     assert webhook.requests == []
     assert "secret_lookup" not in llm.calls("assess")[0].prompt_text
+
+
+def test_staff_reply_takes_ownership_and_silences_the_ai(chat, llm):
+    from apps.escalations.services import staff_reply
+    from tests.factories import UserFactory
+
+    agent = UserFactory()
+    message = staff_reply(
+        client=chat.client,
+        conversation=chat.conversation,
+        text="Hi, I'm Sam from support.",
+        author=agent,
+    )
+    assert message.role == "staff"
+    assert message.visibility == "visible"
+    chat.conversation.refresh_from_db()
+    assert chat.conversation.status == "escalated"
+    escalation = Escalation.objects.get()
+    assert escalation.reason == "staff_takeover"
+    assert escalation.assigned_to == agent
+    assert chat.say("thanks Sam") == []
+    assert llm.requests == []
