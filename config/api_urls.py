@@ -4,6 +4,7 @@ from django.urls import include, path
 
 urlpatterns = [
     path("", include("apps.clients.urls")),
+    path("", include("apps.accounts.urls")),
     path("widget/", include("apps.conversations.widget_urls")),
     path("", include("apps.conversations.urls")),
     path("", include("apps.escalations.urls")),

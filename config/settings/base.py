@@ -157,6 +157,13 @@ CELERY_TASK_TIME_LIMIT = 300
 CELERY_TASK_SOFT_TIME_LIMIT = 240
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_BEAT_SCHEDULE = {
+    # Aggregate yesterday's (and any missed day's) usage into daily rollups; idempotent.
+    "billing-rollup-daily-usage": {
+        "task": "billing.rollup_daily_usage",
+        "schedule": 60 * 60,  # hourly: cheap, and a missed run catches up on the next one
+    },
+}
 CELERY_TIMEZONE = TIME_ZONE
 
 # LLM gateway. With no OPENAI_API_KEY the offline demo model answers (clearly labelled).

@@ -1,0 +1,30 @@
+"""Message and conversation shapes shared by the widget and staff APIs (DESIGN.md "HTTP API")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from apps.conversations.models import Message
+
+# The only `data` keys a customer's widget may see on a visible message.
+WIDGET_DATA_KEYS = frozenset({"offline", "mode", "escalation_id", "resolved"})
+
+
+class MessageSerializer(serializers.ModelSerializer[Message]):
+    """Full message JSON for staff and back-offices: internal messages included."""
+
+    class Meta:
+        model = Message
+        fields = ["id", "seq", "role", "visibility", "kind", "text", "data", "created_at"]
+        read_only_fields = fields
+
+
+class WidgetMessageSerializer(MessageSerializer):
+    """A visible message as the customer's widget gets it: `data` trimmed to what is theirs."""
+
+    data = serializers.SerializerMethodField()
+
+    def get_data(self, message: Message) -> dict[str, Any]:
+        return {k: v for k, v in (message.data or {}).items() if k in WIDGET_DATA_KEYS}
