@@ -24,7 +24,8 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
 class WidgetMessageSerializer(MessageSerializer):
     """A visible message as the customer's widget gets it: `data` trimmed to what is theirs."""
 
-    data = serializers.SerializerMethodField()
+    # (the metaclass moves declared fields off the class, so this does not shadow `.data`)
+    data = serializers.SerializerMethodField()  # type: ignore[assignment]
 
     def get_data(self, message: Message) -> dict[str, Any]:
         return {k: v for k, v in (message.data or {}).items() if k in WIDGET_DATA_KEYS}
