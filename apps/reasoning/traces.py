@@ -71,7 +71,10 @@ class TurnRecorder:
         return step
 
     def internal(self, kind: str, text: str, data: dict[str, Any] | None = None) -> Message:
-        role = Role.TOOL if kind in {"tool_call", "tool_result"} else Role.ASSISTANT
+        # Tool traffic is the tool's; guard decisions are GuideDesk's own code, not the model's.
+        role = {"tool_call": Role.TOOL, "tool_result": Role.TOOL, "guard": Role.SYSTEM}.get(
+            kind, Role.ASSISTANT
+        )
         return message_append(
             client=self.client,
             conversation=self.conversation,
