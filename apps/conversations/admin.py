@@ -21,7 +21,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from apps.conversations.models import Conversation, Kind, Message, Visibility
-from apps.core.admin import TenantScopedAdmin, pretty_json
+from apps.core.admin import ActionOnlyAdmin, pretty_json
 from apps.escalations.models import Escalation, EscalationStatus
 from apps.reasoning.models import ReasoningStep, ReasoningTrace
 
@@ -192,7 +192,7 @@ def debug_context(conversation: Conversation) -> dict[str, Any]:
 
 
 @admin.register(Conversation)
-class ConversationAdmin(TenantScopedAdmin):
+class ConversationAdmin(ActionOnlyAdmin):
     change_form_template = "admin/conversations/conversation/change_form.html"
     list_display = [
         "public_id",
@@ -261,18 +261,6 @@ class ConversationAdmin(TenantScopedAdmin):
             return results, may_have_duplicates
         matched = queryset.filter(Q(public_id=public_id) | Q(pk__in=results.values("pk")))
         return matched, False
-
-    # Conversations come from the widget and the pipeline, never from this form; `status`
-    # changes go through services (admin actions), so the model-level change permission is
-    # kept for those while the object page itself is read-only.
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return obj is None and super().has_change_permission(request)
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     @admin.display(description="Visitor", ordering="visitor_id")
     def visitor(self, obj: Conversation) -> str:

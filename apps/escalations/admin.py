@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import cast
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
@@ -11,7 +11,7 @@ from django.utils.safestring import SafeString
 
 from apps.accounts.models import User
 from apps.conversations.admin import conversation_link
-from apps.core.admin import TenantScopedAdmin
+from apps.core.admin import ActionOnlyAdmin
 from apps.core.exceptions import ApplicationError
 from apps.escalations.models import Escalation, EscalationStatus
 
@@ -31,7 +31,7 @@ ESCALATION_FIELDS: tuple[str, ...] = (
 
 
 @admin.register(Escalation)
-class EscalationAdmin(TenantScopedAdmin):
+class EscalationAdmin(ActionOnlyAdmin):
     list_display = [
         "conversation_short",
         "client",
@@ -54,17 +54,6 @@ class EscalationAdmin(TenantScopedAdmin):
     actions = ["resolve_and_hand_back"]
     fields = ESCALATION_FIELDS
     readonly_fields = ESCALATION_FIELDS
-
-    # Escalations are opened by the pipeline and resolved by the service behind the action
-    # below; the model-level change permission gates that action, the object page is read-only.
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return obj is None and super().has_change_permission(request)
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     @admin.display(description="Conversation", ordering="conversation__created_at")
     def conversation_short(self, obj: Escalation) -> SafeString | str:

@@ -12,7 +12,7 @@ from django.http import HttpRequest
 from django.utils.safestring import SafeString
 
 from apps.conversations.admin import conversation_link
-from apps.core.admin import TenantScopedAdmin, pretty_json_block
+from apps.core.admin import ReadOnlyAuditAdmin, pretty_json_block
 from apps.reasoning.models import ReasoningStep, ReasoningTrace
 
 REASONING_STEP_FIELDS: tuple[str, ...] = (
@@ -75,7 +75,7 @@ REASONING_TRACE_FIELDS: tuple[str, ...] = (
 
 
 @admin.register(ReasoningTrace)
-class ReasoningTraceAdmin(TenantScopedAdmin):
+class ReasoningTraceAdmin(ReadOnlyAuditAdmin):
     inlines = [ReasoningStepInline]
     list_display = [
         "created_at",
@@ -103,15 +103,6 @@ class ReasoningTraceAdmin(TenantScopedAdmin):
     ordering = ["-created_at"]
     fields = REASONING_TRACE_FIELDS
     readonly_fields = REASONING_TRACE_FIELDS
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     @admin.display(description="Conversation", ordering="conversation__created_at")
     def conversation_short(self, obj: ReasoningTrace) -> SafeString | str:

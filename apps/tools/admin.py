@@ -17,7 +17,7 @@ from jsonschema.exceptions import SchemaError
 from apps.clients.admin import PrettyJSONField
 from apps.clients.business_info import json_path
 from apps.conversations.admin import conversation_link
-from apps.core.admin import TenantScopedAdmin, pretty_json_block
+from apps.core.admin import ReadOnlyAuditAdmin, TenantScopedAdmin, pretty_json_block
 from apps.tools.builtins import BUILTIN_HANDLERS
 from apps.tools.models import ClientTool, ExecutorType, PendingAction, ToolExecution
 
@@ -204,19 +204,6 @@ class ClientToolAdmin(TenantScopedAdmin):
     @admin.display(description="Configured", boolean=True)
     def configured(self, obj: ClientTool) -> bool:
         return obj.is_configured
-
-
-class ReadOnlyAuditAdmin(TenantScopedAdmin):
-    """Audit trail: viewable, never added, edited or deleted by hand."""
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 PENDING_ACTION_FIELDS: tuple[str, ...] = (
