@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
 
 import pytest
 
 from apps.clients.models import Client
-from apps.tools import executors
 from apps.tools.executors import (
     GENERIC_BUILTIN_ERROR,
     ExecutorOutcome,
@@ -23,17 +21,6 @@ from tests.support.fake_webhook import FakeWebhookServer, Reply, sign, verify_si
 
 SECRET = "s3cret-for-acme"
 KEY = "turn-42:get_order_status"
-
-
-@pytest.fixture(autouse=True)
-def _no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(executors, "BACKOFF_BASE_SECONDS", 0.0)
-
-
-@pytest.fixture
-def hook() -> Iterator[FakeWebhookServer]:
-    with FakeWebhookServer() as server:
-        yield server
 
 
 @pytest.fixture

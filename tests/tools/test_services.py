@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -12,7 +12,6 @@ from django.db import connection
 
 from apps.clients.models import Client
 from apps.conversations.models import Conversation
-from apps.tools import executors
 from apps.tools.builtins import get_order_status
 from apps.tools.models import ClientTool, ExecutionStatus, ExecutorType, ToolExecution
 from apps.tools.selectors import tool_execution_list, tool_get_by_name, tool_list_enabled
@@ -23,17 +22,6 @@ from tests.support.fake_webhook import FakeWebhookServer, Reply, WebhookRequest,
 SECRET = "s3cret-for-acme"
 KEY = "pending-action-7"
 PARAMS = {"order_id": "TH-12345"}
-
-
-@pytest.fixture(autouse=True)
-def _no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(executors, "BACKOFF_BASE_SECONDS", 0.0)
-
-
-@pytest.fixture
-def hook() -> Iterator[FakeWebhookServer]:
-    with FakeWebhookServer() as server:
-        yield server
 
 
 @pytest.fixture
