@@ -1,10 +1,49 @@
-from typing import Any
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any, cast
 
 from django.contrib import admin
-from django.http import HttpRequest
+from django.db.models import QuerySet
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
-from apps.billing.models import ModelPrice, UsageRecord
+from apps.accounts.models import Membership, User
+from apps.billing import periods
+from apps.billing.charts import MODE_COLORS, stacked_cost_chart
+from apps.billing.models import (
+    ClientUsage,
+    DailyUsage,
+    ModelPrice,
+    UsageAlert,
+    UsageCounter,
+    UsageRecord,
+)
+from apps.billing.selectors import usage_overview
+from apps.billing.serializers import UsageQuerySerializer
+from apps.clients.models import Client
 from apps.core.admin import PlatformOnlyAdmin, TenantScopedAdmin
+
+DEFAULT_DAYS = 30
+
+
+def client_usage_url(client_id: int) -> str:
+    return reverse("admin:billing_client_usage", args=[client_id])
+
+
+class ReadOnlyAdmin(TenantScopedAdmin):
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
 
 
 @admin.register(ModelPrice)
@@ -14,10 +53,10 @@ class ModelPriceAdmin(PlatformOnlyAdmin):
 
 
 @admin.register(UsageRecord)
-class UsageRecordAdmin(TenantScopedAdmin):
+class UsageRecordAdmin(ReadOnlyAdmin):
     list_display = [
         "created_at",
-        "client",
+        "client_usage",
         "mode",
         "step",
         "model",
@@ -32,8 +71,178 @@ class UsageRecordAdmin(TenantScopedAdmin):
     date_hierarchy = "created_at"
     readonly_fields = [f.name for f in UsageRecord._meta.fields]
 
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    @admin.display(description="Client (usage page)", ordering="client__name")
+    def client_usage(self, obj: UsageRecord) -> SafeString:
+        return format_html('<a href="{}">{}</a>', client_usage_url(obj.client_id), obj.client)
+
+
+@admin.register(DailyUsage)
+class DailyUsageAdmin(ReadOnlyAdmin):
+    list_display = [
+        "day",
+        "client",
+        "grain",
+        "mode",
+        "model",
+        "step",
+        "turns",
+        "llm_calls",
+        "prompt_tokens",
+        "completion_tokens",
+        "cost_usd",
+        "billed_usd",
+        "critique_triggered",
+    ]
+    list_filter = ["grain", "mode", "client"]
+    list_select_related = ["client"]
+    date_hierarchy = "day"
+
+
+@admin.register(UsageAlert)
+class UsageAlertAdmin(ReadOnlyAdmin):
+    list_display = ["month", "client", "threshold", "metric", "used", "budget", "emailed_at"]
+    list_filter = ["threshold", "metric", "client"]
+    list_select_related = ["client"]
+
+
+@admin.register(UsageCounter)
+class UsageCounterAdmin(ReadOnlyAdmin):
+    list_display = [
+        "month",
+        "client",
+        "tokens_used",
+        "tokens_reserved",
+        "turns_used",
+        "turns_reserved",
+        "updated_at",
+    ]
+    list_select_related = ["client"]
+
+
+@admin.register(ClientUsage)
+class ClientUsageAdmin(admin.ModelAdmin):
+    """Billing → usage by client: the clients this user may see, each linking to its usage
+    page (daily cost by mode, critique rate, this month's budget). Staff see only the clients
+    they are members of; platform superusers see all."""
+
+    list_display = ["name", "plan", "mode", "usage_page"]
+    list_select_related = ["plan"]
+    search_fields = ["name", "slug"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        queryset = super().get_queryset(request).select_related("plan")
+        if request.user.is_superuser:
+            return queryset
+        members = Membership.objects.filter(user=cast(User, request.user)).values("client_id")
+        return queryset.filter(pk__in=members)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        user = request.user
+        return bool(
+            user.is_active
+            and user.is_staff
+            and (
+                user.is_superuser
+                or user.has_perm("billing.view_clientusage")
+                or user.has_perm("billing.view_usagerecord")
+            )
+        )
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return self.has_view_permission(request)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description="AI mode")
+    def mode(self, obj: Client) -> str:
+        return obj.plan.get_ai_mode_display().split(" —")[0]
+
+    @admin.display(description="Usage")
+    def usage_page(self, obj: Client) -> SafeString:
+        return format_html(
+            '<a href="{}">Daily cost and critique rate</a>', client_usage_url(obj.pk)
+        )
+
+    def get_urls(self) -> list[URLPattern]:
+        own = [
+            path(
+                "<int:client_id>/",
+                self.admin_site.admin_view(self.usage_view),
+                name="billing_client_usage",
+            )
+        ]
+        return own + super().get_urls()
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
+    ) -> HttpResponse:
+        return HttpResponseRedirect(client_usage_url(int(object_id)))
+
+    def usage_view(self, request: HttpRequest, client_id: int) -> HttpResponse:
+        if not self.has_view_permission(request):
+            raise Http404
+        client = self.get_queryset(request).filter(pk=client_id).first()
+        if client is None:  # another tenant's client looks exactly like a missing one
+            raise Http404
+        today = periods.today()
+        query = UsageQuerySerializer(
+            data={
+                "start": request.GET.get("start") or today - timedelta(days=DEFAULT_DAYS - 1),
+                "end": request.GET.get("end") or today,
+            }
+        )
+        errors: dict[str, Any] = {}
+        if query.is_valid():
+            start, end = query.validated_data["start"], query.validated_data["end"]
+        else:
+            errors = dict(query.errors)
+            start, end = today - timedelta(days=DEFAULT_DAYS - 1), today
+        overview = usage_overview(client=client, start=start, end=end)
+        days = list(overview.daily)
+        chart = stacked_cost_chart(
+            days=days,
+            cost_by_day_mode={
+                day: {mode: figures.billed_usd for mode, figures in row.items()}
+                for day, row in overview.daily.items()
+            },
+            title=f"Billed cost per day by mode — {client.name}",
+        )
+        plan = client.plan
+        counter = overview.counter
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": f"Usage — {client.name}",
+            "client": client,
+            "plan": plan,
+            "start": start,
+            "end": end,
+            "errors": errors,
+            "chart": chart,
+            "report": overview.report,
+            "mode_colors": MODE_COLORS,
+            "counter": counter,
+            "token_percent": _percent(
+                counter.tokens_used if counter else 0, plan.monthly_token_budget
+            ),
+            "turn_percent": _percent(
+                counter.turns_used if counter else 0, plan.monthly_turn_budget
+            ),
+            "alerts": overview.alerts,
+            "records_url": reverse("admin:billing_usagerecord_changelist")
+            + f"?client__id__exact={client.pk}",
+        }
+        return TemplateResponse(request, "admin/billing/usage.html", context)
+
+
+def _percent(used: int, budget: int) -> Decimal | None:
+    if not budget:
+        return None
+    return (Decimal(used) * 100 / Decimal(budget)).quantize(Decimal("0.1"))

@@ -5,6 +5,7 @@ from decimal import Decimal
 from django.core.validators import MinValueValidator
 from django.db import models
 
+from apps.clients.models import Client
 from apps.core.models import TenantOwnedModel, TimeStampedModel
 
 
@@ -69,3 +70,163 @@ class UsageRecord(TenantOwnedModel):
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+
+# ---------------------------------------------------------------------------------------------
+# Budgets: a locked counter per client and month, one reservation per admitted turn, alerts.
+# ---------------------------------------------------------------------------------------------
+
+
+class UsageCounter(TenantOwnedModel):
+    """What a client has used and holds in reserve this month — the row every budgeted turn
+    locks (`select_for_update`) before it may call the model, so concurrent turns are admitted
+    one at a time against the same numbers.
+
+    `*_used` counts finished turns; `*_reserved` the turns in flight (their estimate)."""
+
+    month = models.DateField(help_text="First day of the month.")
+    tokens_used = models.PositiveBigIntegerField(default=0)
+    turns_used = models.PositiveIntegerField(default=0)
+    tokens_reserved = models.PositiveBigIntegerField(default=0)
+    turns_reserved = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["client", "month"], name="uniq_usage_counter_month")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.client_id} {self.month:%Y-%m}: {self.tokens_used} tokens"
+
+
+class ReservationState(models.TextChoices):
+    RESERVED = "reserved", "Reserved — the turn is running"
+    COMMITTED = "committed", "Committed — actual usage counted"
+
+
+class UsageReservation(TenantOwnedModel):
+    """One admitted turn's hold on its client's monthly budget (reserve, then commit).
+
+    Kept after commit as the turn's budget ledger entry: a turn whose worker died is taken over
+    by another worker and finds its reservation here instead of reserving twice."""
+
+    trace = models.OneToOneField(
+        "reasoning.ReasoningTrace",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="usage_reservation",
+    )
+    month = models.DateField()
+    state = models.CharField(
+        max_length=10, choices=ReservationState.choices, default=ReservationState.RESERVED
+    )
+    tokens_reserved = models.PositiveIntegerField(default=0)
+    tokens_committed = models.PositiveBigIntegerField(default=0)
+    turn_counted = models.BooleanField(default=False)
+    committed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["client", "month", "state", "updated_at"])]
+
+    def __str__(self) -> str:
+        return f"turn {self.trace_id}: {self.state}"
+
+
+class AlertMetric(models.TextChoices):
+    TOKENS = "tokens", "Monthly token budget"
+    TURNS = "turns", "Monthly turn budget"
+
+
+class UsageAlert(TenantOwnedModel):
+    """A usage alert that fired (80 % or 100 % of a monthly budget). The unique key makes each
+    threshold fire once per client and month."""
+
+    month = models.DateField()
+    threshold = models.PositiveSmallIntegerField(help_text="Percent of the budget.")
+    metric = models.CharField(max_length=10, choices=AlertMetric.choices)
+    used = models.PositiveBigIntegerField()
+    budget = models.PositiveBigIntegerField()
+    emailed_to = models.EmailField(blank=True)
+    emailed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["client", "month", "threshold"], name="uniq_usage_alert_threshold"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.threshold}% of {self.get_metric_display()} ({self.month:%Y-%m})"
+
+
+# ---------------------------------------------------------------------------------------------
+# Daily rollups
+# ---------------------------------------------------------------------------------------------
+
+
+class RollupGrain(models.TextChoices):
+    """What one DailyUsage row counts. Distinct-turn counts do not add up across finer groups
+    (a turn with an assess and a critique call is one turn), so each grouping the reports offer
+    has rows of its own; money and calls live in the finest rows only."""
+
+    TURNS = "turns", "Turns per mode (model and step blank)"
+    MODEL = "model", "Turns per mode and model (step blank)"
+    CALLS = "calls", "Calls, tokens and money per mode, model and step"
+
+
+class DailyUsage(TenantOwnedModel):
+    """Usage of one client on one closed day, aggregated by `billing.rollup_daily_usage`.
+
+    A turn and all its calls count on the day the turn started (its trace's `created_at`)."""
+
+    day = models.DateField()
+    grain = models.CharField(max_length=8, choices=RollupGrain.choices)
+    mode = models.CharField(max_length=20)
+    model = models.CharField(max_length=100, blank=True)
+    step = models.CharField(max_length=40, blank=True)
+    turns = models.PositiveIntegerField(default=0)
+    critique_triggered = models.PositiveIntegerField(default=0)
+    llm_calls = models.PositiveIntegerField(default=0)
+    prompt_tokens = models.PositiveBigIntegerField(default=0)
+    completion_tokens = models.PositiveBigIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=20, decimal_places=8, default=Decimal("0"))
+    billed_usd = models.DecimalField(max_digits=20, decimal_places=8, default=Decimal("0"))
+
+    class Meta:
+        verbose_name_plural = "daily usage"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["client", "day", "grain", "mode", "model", "step"],
+                name="uniq_daily_usage_cell",
+            )
+        ]
+        indexes = [models.Index(fields=["day"])]
+
+    def __str__(self) -> str:
+        return f"{self.day} {self.grain} {self.mode} {self.model} {self.step}".strip()
+
+
+class UsageRollupDay(TimeStampedModel):
+    """Marks a day whose DailyUsage rows are complete (for every client). Platform data: one
+    row per day, locked while the day is re-aggregated so two workers never interleave."""
+
+    day = models.DateField(unique=True)
+    rolled_up_at = models.DateTimeField()
+    rows = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-day"]
+
+    def __str__(self) -> str:
+        return f"{self.day} ({self.rows} rows)"
+
+
+class ClientUsage(Client):
+    """The admin's "usage by client" entry: a client seen through its usage (no table)."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "usage by client"
+        verbose_name_plural = "usage by client"

@@ -12,10 +12,15 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Sum
+from django.db.models import Q
 from django.utils import timezone
 
-from apps.billing.models import UsageRecord
+from apps.billing.models import UsageReservation
+from apps.billing.services.budgets import (
+    UsageLimitReached,
+    turn_budget_commit,
+    turn_budget_reserve,
+)
 from apps.clients.models import AIMode, Client
 from apps.conversations.models import Conversation, ConversationStatus, Message, Role
 from apps.conversations.services import message_append, validate_customer_text
@@ -62,6 +67,16 @@ def handle_turn(*, client: Client, conversation: Conversation, text: str) -> Mes
             locked.status = ConversationStatus.OPEN  # a new message reopens a closed chat
             locked.save(update_fields=["status", "updated_at"])
         message = message_append(client=client, conversation=locked, role=Role.USER, text=cleaned)
+        if locked.status != ConversationStatus.OPEN:
+            # A person owns the conversation: no LLM runs; the turn is recorded as skipped.
+            ReasoningTrace.objects.create(
+                client=client,
+                conversation=locked,
+                user_message=message,
+                mode=client.plan.ai_mode,
+                status=TraceStatus.SKIPPED,
+                finished_at=timezone.now(),
+            )
         conversation.status, conversation.last_seq = locked.status, locked.last_seq
         if locked.status == ConversationStatus.OPEN:
             message_id = message.pk
@@ -72,27 +87,25 @@ def handle_turn(*, client: Client, conversation: Conversation, text: str) -> Mes
 def _enqueue(message_id: int) -> None:
     from apps.reasoning.tasks import process_turn
 
-    process_turn.delay(message_id)
+    try:
+        process_turn.delay(message_id)
+    except Exception:
+        # The broker is unreachable. The message is stored; answer it in this process rather
+        # than leave the customer waiting for a turn that was never queued.
+        logger.exception(
+            "could not queue the turn; running it in-process", extra={"message_id": message_id}
+        )
+        process_turn.apply(args=(message_id,))
 
 
 def wants_human(text: str) -> bool:
     return bool(_WANTS_HUMAN.search(text))
 
 
-def monthly_tokens_used(*, client: Client) -> int:
-    start = timezone.now().replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    totals = (
-        UsageRecord.objects.for_client(client)
-        .filter(created_at__gte=start)
-        .aggregate(p=Sum("prompt_tokens"), c=Sum("completion_tokens"))
-    )
-    return (totals["p"] or 0) + (totals["c"] or 0)
-
-
 def _claim(message: Message) -> ReasoningTrace | None:
     """Create or take over the turn of this message; None when it is done or in progress
     elsewhere (a redelivered task must not answer twice)."""
-    lease = timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)
+    lease = _turn_lease()
     with transaction.atomic():
         trace, created = ReasoningTrace.objects.select_for_update().get_or_create(
             user_message=message,
@@ -113,7 +126,45 @@ def _claim(message: Message) -> ReasoningTrace | None:
         return trace
 
 
+class TurnBusy(Exception):
+    """An earlier turn of the same conversation is still queued or running; try again shortly."""
+
+
+def _turn_lease() -> timedelta:
+    return timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)
+
+
+def _lock_conversation(message: Message) -> bool:
+    """Take the conversation's turn lock, in message order: not while an earlier customer
+    message still waits for its turn (it has no trace yet), nor while another turn holds the
+    lock. A lock or a queued message older than the lease belongs to a dead worker or a lost
+    task and no longer blocks."""
+    now = timezone.now()
+    lease = _turn_lease()
+    earlier_waiting = Message.objects.filter(
+        conversation_id=message.conversation_id,
+        role=Role.USER,
+        seq__lt=message.seq,
+        turn__isnull=True,
+        created_at__gt=now - lease,
+    ).exists()
+    if earlier_waiting:
+        return False
+    taken = (
+        Conversation.objects.filter(pk=message.conversation_id)
+        .filter(Q(turn_lock_until__isnull=True) | Q(turn_lock_until__lt=now))
+        .update(turn_lock_until=now + lease)
+    )
+    return taken == 1
+
+
+def _unlock_conversation(message: Message) -> None:
+    Conversation.objects.filter(pk=message.conversation_id).update(turn_lock_until=None)
+
+
 def turn_process(*, message_id: int) -> ReasoningTrace | None:
+    """Run the turn of one customer message. Raises TurnBusy when an earlier turn of the same
+    conversation has to go first (the task retries)."""
     message = (
         Message.objects.select_related("conversation", "client", "client__plan")
         .filter(pk=message_id, role=Role.USER)
@@ -121,6 +172,20 @@ def turn_process(*, message_id: int) -> ReasoningTrace | None:
     )
     if message is None:
         return None
+    if ReasoningTrace.objects.filter(
+        user_message=message, status__in=[TraceStatus.DONE, TraceStatus.SKIPPED]
+    ).exists():
+        return None  # a redelivered task: this turn is done
+    if not _lock_conversation(message):
+        raise TurnBusy(message_id)
+    try:
+        return _process_locked(message)
+    finally:
+        _unlock_conversation(message)
+
+
+def _process_locked(message: Message) -> ReasoningTrace | None:
+    message_id = message.pk
     trace = _claim(message)
     if trace is None:
         return None
@@ -185,15 +250,32 @@ def turn_process(*, message_id: int) -> ReasoningTrace | None:
 def _run(turn: Turn) -> Outcome:
     if wants_human(turn.user_message.text):
         raise Escalate(EscalationReason.CUSTOMER_REQUEST, "The customer asked for a person.")
-    budget = turn.plan.monthly_token_budget
-    if budget and monthly_tokens_used(client=turn.client) >= budget:
+    # Monthly budgets (billing): reserve before any LLM call, commit what was used after —
+    # also when the mode raised — so concurrent turns cannot overshoot by more than one turn.
+    try:
+        reservation = turn_budget_reserve(client=turn.client, trace=turn.rec.trace)
+    except UsageLimitReached as exc:
         raise Escalate(
-            EscalationReason.USAGE_LIMIT,
-            f"monthly token budget {budget} reached",
-            handoff_text=USAGE_LIMIT_TEXT,
-        )
+            EscalationReason.USAGE_LIMIT, exc.detail, handoff_text=USAGE_LIMIT_TEXT
+        ) from exc
     mode = MODES.get(AIMode(turn.plan.ai_mode), run_adaptive)
-    return mode(turn)
+    try:
+        return mode(turn)
+    finally:
+        if reservation is not None:
+            _budget_commit(turn, reservation)
+
+
+def _budget_commit(turn: Turn, reservation: UsageReservation) -> None:
+    try:
+        turn_budget_commit(
+            client=turn.client,
+            reservation=reservation,
+            tokens=turn.rec.tokens_used,
+            llm_calls=turn.rec.trace.llm_calls,
+        )
+    except Exception:  # the reply must not be lost over bookkeeping; the stale sweep settles it
+        logger.exception("budget commit failed", extra={"trace": turn.rec.trace.pk})
 
 
 def _history(*, client: Client, conversation: Conversation, upto: Message) -> list[Message]:

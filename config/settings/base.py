@@ -4,6 +4,7 @@
 from pathlib import Path
 
 import environ
+from corsheaders.defaults import default_headers
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 env = environ.Env()
@@ -128,6 +129,14 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "apps.core.api.Pagination",
     "PAGE_SIZE": 50,
     "UNAUTHENTICATED_USER": None,
+    "DEFAULT_THROTTLE_RATES": {
+        # The public chat widget (docs/widget.md): per client IP, per widget key (a whole
+        # client's traffic), conversations started per IP, messages per conversation.
+        "widget_ip": "120/min",
+        "widget_key": "1200/min",
+        "widget_conversations": "10/min",
+        "widget_messages": "20/min",
+    },
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "GuideDesk API",
@@ -141,6 +150,9 @@ SPECTACULAR_SETTINGS = {
 }
 
 CORS_ALLOW_ALL_ORIGINS = False
+# The widget API sends its public key and SSE resume position in headers (apps/conversations/
+# widget_auth.py decides per request which origins get CORS).
+CORS_ALLOW_HEADERS = (*default_headers, "x-widget-key", "last-event-id")
 CORS_ALLOWED_ORIGINS: list[str] = env.list("CORS_ALLOWED_ORIGINS", default=[])
 
 # Celery: with no broker configured, tasks run eagerly in-process (the demo needs no Redis).
@@ -163,7 +175,23 @@ CELERY_BEAT_SCHEDULE = {
         "task": "billing.rollup_daily_usage",
         "schedule": 60 * 60,  # hourly: cheap, and a missed run catches up on the next one
     },
+    # Re-count the monthly budget counters from the usage records (e.g. after a budget is
+    # switched on mid-month); idempotent.
+    "billing-reconcile-usage-counters": {
+        "task": "billing.reconcile_usage_counters",
+        "schedule": 6 * 60 * 60,
+    },
 }
+
+# Billing: tokens reserved per turn before it runs (when the plan sets no per-turn cap), when an
+# uncommitted reservation counts as abandoned, and how long after midnight a day may change.
+BILLING_TURN_TOKEN_RESERVE = env.int("BILLING_TURN_TOKEN_RESERVE", default=4000)
+BILLING_RESERVATION_STALE_SECONDS = env.int(
+    "BILLING_RESERVATION_STALE_SECONDS", default=2 * CELERY_TASK_TIME_LIMIT
+)
+BILLING_ROLLUP_GRACE_SECONDS = env.int(
+    "BILLING_ROLLUP_GRACE_SECONDS", default=CELERY_TASK_TIME_LIMIT + 60
+)
 CELERY_TIMEZONE = TIME_ZONE
 
 # LLM gateway. With no OPENAI_API_KEY the offline demo model answers (clearly labelled).

@@ -1,3 +1,5 @@
+"""Usage records: one per LLM call, priced at the time of the call."""
+
 from __future__ import annotations
 
 from decimal import ROUND_HALF_UP, Decimal
@@ -7,7 +9,12 @@ from apps.billing.models import ModelPrice, UsageRecord
 from apps.clients.models import Client
 
 MILLION = Decimal(1_000_000)
-CENT_MICRO = Decimal("0.00000001")  # UsageRecord stores 8 decimal places
+USD_PLACES = Decimal("0.00000001")  # UsageRecord stores money with 8 decimal places
+
+
+def money(value: Decimal) -> Decimal:
+    """Round to the 8 places usage money is stored with, half up (0.000000005 → 0.00000001)."""
+    return value.quantize(USD_PLACES, rounding=ROUND_HALF_UP)
 
 
 def usage_cost(*, model: str, prompt_tokens: int, completion_tokens: int) -> Decimal:
@@ -16,11 +23,21 @@ def usage_cost(*, model: str, prompt_tokens: int, completion_tokens: int) -> Dec
     price = ModelPrice.objects.filter(model=model).first()
     if price is None:
         return Decimal("0")
+    return price_tokens(
+        price=price, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
+    )
+
+
+def price_tokens(*, price: ModelPrice, prompt_tokens: int, completion_tokens: int) -> Decimal:
     cost = (
         Decimal(prompt_tokens) * price.input_per_million
         + Decimal(completion_tokens) * price.output_per_million
     ) / MILLION
-    return cost.quantize(CENT_MICRO, rounding=ROUND_HALF_UP)
+    return money(cost)
+
+
+def billed_amount(*, cost: Decimal, multiplier: Decimal) -> Decimal:
+    return money(cost * multiplier)
 
 
 def usage_record_create(
@@ -35,6 +52,8 @@ def usage_record_create(
     conversation: Any = None,
     trace: Any = None,
 ) -> UsageRecord:
+    """Record one LLM call: cost from the model's price now, billed = cost × the plan's
+    multiplier for the mode that ran, both rounded half up to 8 places."""
     cost = usage_cost(model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
     multiplier = client.plan.multiplier_for(mode)
     return UsageRecord.objects.create(
@@ -49,5 +68,5 @@ def usage_record_create(
         tokens_estimated=tokens_estimated,
         cost_usd=cost,
         multiplier=multiplier,
-        billed_usd=(cost * multiplier).quantize(CENT_MICRO, rounding=ROUND_HALF_UP),
+        billed_usd=billed_amount(cost=cost, multiplier=multiplier),
     )

@@ -1,0 +1,182 @@
+"""A server-rendered SVG bar chart (no JavaScript, no CDN): daily cost stacked by mode."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import date
+from decimal import Decimal
+
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString, mark_safe
+
+MODE_COLORS = {
+    "standard": "#417690",
+    "adaptive": "#e39b2d",
+    "deliberative": "#7b5ea7",
+}
+OTHER_COLOR = "#8a8a8a"
+
+
+@dataclass(frozen=True)
+class Box:
+    width: int = 900
+    height: int = 320
+    left: int = 78
+    right: int = 16
+    top: int = 40
+    bottom: int = 58
+
+    @property
+    def plot_width(self) -> int:
+        return self.width - self.left - self.right
+
+    @property
+    def plot_height(self) -> int:
+        return self.height - self.top - self.bottom
+
+
+def _n(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def nice_step(maximum: float, ticks: int = 4) -> float:
+    """A round tick step (1, 2, 2.5 or 5 × a power of ten) covering `maximum` in ~`ticks`."""
+    if maximum <= 0:
+        return 1.0
+    raw = maximum / ticks
+    magnitude = 10 ** math.floor(math.log10(raw))
+    for factor in (1, 2, 2.5, 5, 10):
+        if raw <= factor * magnitude:
+            return factor * magnitude
+    return 10 * magnitude  # pragma: no cover - the loop always returns
+
+
+def _money_label(value: float, step: float) -> str:
+    """`value` with as many decimals as the tick step needs ($0.25, $0.00005, $5)."""
+    exponent = Decimal(repr(step)).normalize().as_tuple().exponent
+    places = min(8, max(0, -int(exponent)))
+    return f"${value:,.{places}f}"
+
+
+def stacked_cost_chart(
+    *,
+    days: list[date],
+    cost_by_day_mode: dict[date, dict[str, Decimal]],
+    title: str,
+    box: Box | None = None,
+) -> SafeString:
+    """Stacked bars of billed cost per day, one colour per mode, with axes, labels, a legend
+    and a `<title>` tooltip on every segment."""
+    box = box or Box()
+    modes = sorted({mode for row in cost_by_day_mode.values() for mode in row})
+    totals = [float(sum(cost_by_day_mode.get(day, {}).values(), Decimal(0))) for day in days]
+    peak = max(totals, default=0.0)
+    step = nice_step(peak)
+    top = step * max(1, math.ceil(peak / step)) if peak > 0 else step * 4
+    scale = box.plot_height / top
+    slot = box.plot_width / max(1, len(days))
+    bar = max(1.0, slot * 0.72)
+    base_y = box.top + box.plot_height
+
+    parts: list[SafeString] = [
+        format_html('<text x="{}" y="22" class="chart-title">{}</text>', box.left, title)
+    ]
+    # grid lines and y tick labels
+    ticks = round(top / step)
+    for index in range(ticks + 1):
+        value = step * index
+        y = base_y - value * scale
+        parts.append(
+            format_html(
+                '<line x1="{}" y1="{}" x2="{}" y2="{}" class="grid"/>'
+                '<text x="{}" y="{}" class="tick" text-anchor="end">{}</text>',
+                box.left,
+                _n(y),
+                box.left + box.plot_width,
+                _n(y),
+                box.left - 6,
+                _n(y + 4),
+                _money_label(value, step),
+            )
+        )
+    # bars
+    label_every = max(1, math.ceil(len(days) / 15))
+    for index, day in enumerate(days):
+        x = box.left + index * slot + (slot - bar) / 2
+        y = float(base_y)
+        for mode in modes:
+            amount = cost_by_day_mode.get(day, {}).get(mode)
+            if not amount:
+                continue
+            height = float(amount) * scale
+            y -= height
+            parts.append(
+                format_html(
+                    '<rect x="{}" y="{}" width="{}" height="{}" fill="{}">'
+                    "<title>{} · {}: ${}</title></rect>",
+                    _n(x),
+                    _n(y),
+                    _n(bar),
+                    _n(max(height, 0.5)),
+                    MODE_COLORS.get(mode, OTHER_COLOR),
+                    day.isoformat(),
+                    mode,
+                    f"{amount:.8f}",
+                )
+            )
+        if index % label_every == 0:
+            parts.append(
+                format_html(
+                    '<text x="{}" y="{}" class="tick" text-anchor="middle">{}</text>',
+                    _n(x + bar / 2),
+                    base_y + 16,
+                    day.strftime("%m-%d"),
+                )
+            )
+    # axes and their labels
+    parts.append(
+        format_html(
+            '<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" class="axis"/>'
+            '<line x1="{0}" y1="{2}" x2="{3}" y2="{2}" class="axis"/>'
+            '<text x="{4}" y="{5}" class="axis-label" text-anchor="middle">Day</text>'
+            '<text x="16" y="{6}" class="axis-label" text-anchor="middle" '
+            'transform="rotate(-90 16 {6})">Billed cost (USD)</text>',
+            box.left,
+            box.top,
+            base_y,
+            box.left + box.plot_width,
+            _n(box.left + box.plot_width / 2),
+            box.height - 12,
+            _n(box.top + box.plot_height / 2),
+        )
+    )
+    # legend
+    legend_x = box.left + box.plot_width - 120 * max(1, len(modes))
+    for index, mode in enumerate(modes or ["no usage"]):
+        lx = legend_x + index * 120
+        parts.append(
+            format_html(
+                '<rect x="{}" y="12" width="12" height="12" fill="{}"/>'
+                '<text x="{}" y="22" class="legend">{}</text>',
+                lx,
+                MODE_COLORS.get(mode, OTHER_COLOR),
+                lx + 16,
+                mode,
+            )
+        )
+    style = mark_safe(
+        "<style>.grid{stroke:#ddd;stroke-width:1}.axis{stroke:#666;stroke-width:1}"
+        ".tick{font:11px sans-serif;fill:#555}.legend{font:12px sans-serif;fill:#333}"
+        ".axis-label{font:12px sans-serif;fill:#333}"
+        ".chart-title{font:bold 13px sans-serif;fill:#333}</style>"
+    )
+    return format_html(
+        '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {} {}" width="100%" '
+        'role="img" aria-label="{}">{}{}</svg>',
+        box.width,
+        box.height,
+        title,
+        style,
+        format_html_join("", "{}", ((part,) for part in parts)),
+    )

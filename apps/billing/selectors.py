@@ -1,0 +1,536 @@
+"""Read side of billing: usage cells (the one aggregation both rollups and reports are built
+from), usage reports, invoices, per-turn summaries and month totals for budgets.
+
+Attribution rule, used everywhere: a turn (one ReasoningTrace with at least one LLM call) and
+all of its calls count on the day — and in the month — the turn started. A usage record whose
+turn no longer exists counts at its own time. Days are in settings.TIME_ZONE.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from datetime import date, timedelta
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+from django.db.models import Count, DecimalField, F, Q, QuerySet, Sum, Value
+from django.db.models.functions import Coalesce, TruncDate
+
+from apps.billing import periods
+from apps.billing.models import (
+    DailyUsage,
+    ReservationState,
+    RollupGrain,
+    UsageAlert,
+    UsageCounter,
+    UsageRecord,
+    UsageRollupDay,
+)
+from apps.billing.services.usage import money
+from apps.clients.models import Client
+from apps.reasoning.models import ReasoningTrace
+
+ZERO = Decimal("0")
+CENTS = Decimal("0.01")
+GROUP_BYS = ("mode", "day", "model", "step")
+MAX_REPORT_DAYS = 366
+_MONEY = DecimalField(max_digits=20, decimal_places=8)
+UNKNOWN = "unknown"  # model or step of a record that has none (keeps grains apart)
+# A turn's calls are made within the task time limit; records are looked up by their own
+# (indexed) created_at up to this long after the last day of a range.
+_RECORD_SLACK = timedelta(days=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Cells
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UsageCell:
+    """One DailyUsage row, persisted or computed from raw records."""
+
+    client_id: int
+    day: date
+    grain: str
+    mode: str
+    model: str = ""
+    step: str = ""
+    turns: int = 0
+    critique_triggered: int = 0
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: Decimal = ZERO
+    billed_usd: Decimal = ZERO
+
+    @property
+    def key(self) -> tuple[int, date, str, str, str, str]:
+        return (self.client_id, self.day, self.grain, self.mode, self.model, self.step)
+
+
+def _usd(value: Any) -> Decimal:
+    """A summed amount at the 8 places money is stored with (SQLite sums decimals as floats;
+    on PostgreSQL this changes nothing)."""
+    return money(Decimal(value or 0))
+
+
+def _turn_start() -> Coalesce:
+    return Coalesce(F("trace__created_at"), F("created_at"))
+
+
+def records_started_between(
+    *, client: Client | None, first: date, last: date
+) -> QuerySet[UsageRecord]:
+    """Usage records of turns that started on `first` … `last` (both included)."""
+    start, stop = periods.day_start(first), periods.day_start(last + timedelta(days=1))
+    records = (
+        UsageRecord.objects.all() if client is None else UsageRecord.objects.for_client(client)
+    )
+    return (
+        records.filter(created_at__gte=start, created_at__lt=stop + _RECORD_SLACK)
+        .annotate(turn_start=_turn_start())
+        .filter(turn_start__gte=start, turn_start__lt=stop)
+    )
+
+
+def turns_started_between(
+    *, client: Client | None, first: date, last: date
+) -> QuerySet[ReasoningTrace]:
+    """Turns (traces with at least one LLM call) that started on `first` … `last`."""
+    start, stop = periods.day_start(first), periods.day_start(last + timedelta(days=1))
+    traces = (
+        ReasoningTrace.objects.all()
+        if client is None
+        else ReasoningTrace.objects.for_client(client)
+    )
+    return traces.filter(created_at__gte=start, created_at__lt=stop, llm_calls__gt=0)
+
+
+def usage_cells_raw(*, client: Client | None, first: date, last: date) -> list[UsageCell]:
+    """Every grain's cells for the days `first` … `last`, computed from traces and usage
+    records (three grouped queries). `client=None` computes them for every client."""
+    cells: list[UsageCell] = []
+    traces = (
+        turns_started_between(client=client, first=first, last=last)
+        .annotate(day=TruncDate("created_at"))
+        .values("client_id", "day", "mode")
+        .annotate(turns=Count("id"), critique=Count("id", filter=Q(critique_triggered=True)))
+        .order_by()
+    )
+    for trace_row in traces:
+        cells.append(
+            UsageCell(
+                client_id=trace_row["client_id"],
+                day=trace_row["day"],
+                grain=RollupGrain.TURNS,
+                mode=trace_row["mode"],
+                turns=trace_row["turns"],
+                critique_triggered=trace_row["critique"],
+            )
+        )
+    records = records_started_between(client=client, first=first, last=last).annotate(
+        day=TruncDate("turn_start")
+    )
+    per_model = (
+        records.values("client_id", "day", "mode", "model")
+        .annotate(
+            turns=Count("trace", distinct=True),
+            critique=Count("trace", distinct=True, filter=Q(trace__critique_triggered=True)),
+        )
+        .order_by()
+    )
+    for model_row in per_model:
+        cells.append(
+            UsageCell(
+                client_id=model_row["client_id"],
+                day=model_row["day"],
+                grain=RollupGrain.MODEL,
+                mode=model_row["mode"],
+                model=model_row["model"] or UNKNOWN,
+                turns=model_row["turns"],
+                critique_triggered=model_row["critique"],
+            )
+        )
+    per_step = (
+        records.values("client_id", "day", "mode", "model", "step")
+        .annotate(
+            turns=Count("trace", distinct=True),
+            critique=Count("trace", distinct=True, filter=Q(trace__critique_triggered=True)),
+            llm_calls=Count("id"),
+            prompt_tokens=Sum("prompt_tokens"),
+            completion_tokens=Sum("completion_tokens"),
+            cost_usd=Sum("cost_usd"),
+            billed_usd=Sum("billed_usd"),
+        )
+        .order_by()
+    )
+    for call_row in per_step:
+        cells.append(
+            UsageCell(
+                client_id=call_row["client_id"],
+                day=call_row["day"],
+                grain=RollupGrain.CALLS,
+                mode=call_row["mode"],
+                model=call_row["model"] or UNKNOWN,
+                step=call_row["step"] or UNKNOWN,
+                turns=call_row["turns"],
+                critique_triggered=call_row["critique"],
+                llm_calls=call_row["llm_calls"],
+                prompt_tokens=call_row["prompt_tokens"] or 0,
+                completion_tokens=call_row["completion_tokens"] or 0,
+                cost_usd=_usd(call_row["cost_usd"]),
+                billed_usd=_usd(call_row["billed_usd"]),
+            )
+        )
+    return _merge(cells)
+
+
+def _merge(cells: Iterable[UsageCell]) -> list[UsageCell]:
+    """Cells with the same key added up (records of an unnamed model/step land on UNKNOWN)."""
+    merged: dict[tuple[Any, ...], UsageCell] = {}
+    for cell in cells:
+        seen = merged.get(cell.key)
+        merged[cell.key] = cell if seen is None else _add(seen, cell)
+    return sorted(merged.values(), key=lambda c: c.key)
+
+
+def _add(a: UsageCell, b: UsageCell) -> UsageCell:
+    return replace(
+        a,
+        turns=a.turns + b.turns,
+        critique_triggered=a.critique_triggered + b.critique_triggered,
+        llm_calls=a.llm_calls + b.llm_calls,
+        prompt_tokens=a.prompt_tokens + b.prompt_tokens,
+        completion_tokens=a.completion_tokens + b.completion_tokens,
+        cost_usd=a.cost_usd + b.cost_usd,
+        billed_usd=a.billed_usd + b.billed_usd,
+    )
+
+
+def _cell_from_row(row: DailyUsage) -> UsageCell:
+    return UsageCell(
+        client_id=row.client_id,
+        day=row.day,
+        grain=row.grain,
+        mode=row.mode,
+        model=row.model,
+        step=row.step,
+        turns=row.turns,
+        critique_triggered=row.critique_triggered,
+        llm_calls=row.llm_calls,
+        prompt_tokens=row.prompt_tokens,
+        completion_tokens=row.completion_tokens,
+        cost_usd=row.cost_usd,
+        billed_usd=row.billed_usd,
+    )
+
+
+def usage_cells(*, client: Client, first: date, last: date) -> list[UsageCell]:
+    """The client's cells for `first` … `last`: rollups for rolled-up (closed) days, raw usage
+    for today and any closed day not rolled up yet."""
+    rolled = set(
+        UsageRollupDay.objects.filter(day__gte=first, day__lte=last).values_list("day", flat=True)
+    )
+    cells: list[UsageCell] = []
+    if rolled:
+        rows = DailyUsage.objects.for_client(client).filter(day__gte=first, day__lte=last)
+        cells.extend(_cell_from_row(row) for row in rows if row.day in rolled)
+    raw_days = [day for day in periods.days(first, last) if day not in rolled]
+    for run_first, run_last in periods.day_runs(raw_days):
+        cells.extend(usage_cells_raw(client=client, first=run_first, last=run_last))
+    return cells
+
+
+# ---------------------------------------------------------------------------------------------
+# Reports
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class UsageFigures:
+    turns: int = 0
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: Decimal = ZERO
+    billed_usd: Decimal = ZERO
+    critique_triggered: int = 0
+
+    @property
+    def critique_rate(self) -> Decimal | None:
+        """How often critique triggers: critique_triggered / turns (None without turns)."""
+        if not self.turns:
+            return None
+        return (Decimal(self.critique_triggered) / Decimal(self.turns)).quantize(
+            Decimal("0.0001"), rounding=ROUND_HALF_UP
+        )
+
+    @property
+    def critique_percent(self) -> Decimal | None:
+        rate = self.critique_rate
+        return None if rate is None else (rate * 100).quantize(Decimal("0.1"))
+
+    def add_calls(self, cell: UsageCell) -> None:
+        self.llm_calls += cell.llm_calls
+        self.prompt_tokens += cell.prompt_tokens
+        self.completion_tokens += cell.completion_tokens
+        self.cost_usd += cell.cost_usd
+        self.billed_usd += cell.billed_usd
+
+    def add_turns(self, cell: UsageCell) -> None:
+        self.turns += cell.turns
+        self.critique_triggered += cell.critique_triggered
+
+
+@dataclass
+class UsageGroup(UsageFigures):
+    key: str = ""
+
+
+@dataclass
+class UsageReport:
+    client: Client
+    start: date
+    end: date
+    group_by: str
+    totals: UsageFigures = field(default_factory=UsageFigures)
+    groups: list[UsageGroup] = field(default_factory=list)
+
+
+# Which grain holds the turn counts of each grouping (money always comes from CALLS).
+_TURN_GRAIN = {
+    "mode": RollupGrain.TURNS,
+    "day": RollupGrain.TURNS,
+    "model": RollupGrain.MODEL,
+    "step": RollupGrain.CALLS,
+}
+
+
+def _group_key(cell: UsageCell, group_by: str) -> str:
+    if group_by == "day":
+        return cell.day.isoformat()
+    return str(getattr(cell, group_by))
+
+
+def usage_report(*, client: Client, start: date, end: date, group_by: str) -> UsageReport:
+    """Turns, calls, tokens, cost, billed amount and critique rate of `client` from `start` to
+    `end` (both included), grouped by mode, day, model or step.
+
+    Totals count each turn once; with group_by=model or step, a group's turns are the distinct
+    turns with a call in that group, so those groups' turns may add up to more than the total.
+    """
+    if group_by not in GROUP_BYS:
+        raise ValueError(f"group_by must be one of {', '.join(GROUP_BYS)}")
+    cells = usage_cells(client=client, first=start, last=end)
+    return _report(client=client, start=start, end=end, group_by=group_by, cells=cells)
+
+
+def _report(
+    *, client: Client, start: date, end: date, group_by: str, cells: list[UsageCell]
+) -> UsageReport:
+    report = UsageReport(client=client, start=start, end=end, group_by=group_by)
+    groups: dict[str, UsageGroup] = defaultdict(UsageGroup)
+    for cell in cells:
+        if cell.grain == RollupGrain.CALLS:
+            report.totals.add_calls(cell)
+            groups[_group_key(cell, group_by)].add_calls(cell)
+        if cell.grain == RollupGrain.TURNS:
+            report.totals.add_turns(cell)
+        if cell.grain == _TURN_GRAIN[group_by]:
+            groups[_group_key(cell, group_by)].add_turns(cell)
+    for key in sorted(groups):
+        groups[key].key = key
+        report.groups.append(groups[key])
+    return report
+
+
+def _daily_by_mode(
+    *, start: date, end: date, cells: list[UsageCell]
+) -> dict[date, dict[str, UsageFigures]]:
+    table: dict[date, dict[str, UsageFigures]] = {day: {} for day in periods.days(start, end)}
+    for cell in cells:
+        if cell.grain == RollupGrain.CALLS:
+            table[cell.day].setdefault(cell.mode, UsageFigures()).add_calls(cell)
+        elif cell.grain == RollupGrain.TURNS:
+            table[cell.day].setdefault(cell.mode, UsageFigures()).add_turns(cell)
+    return table
+
+
+@dataclass
+class UsageOverview:
+    """What the admin's usage page shows for one client."""
+
+    report: UsageReport  # grouped by mode
+    daily: dict[date, dict[str, UsageFigures]]  # every day of the range, by mode
+    counter: UsageCounter | None  # this month's budget counter (None: no budgeted turn yet)
+    alerts: list[UsageAlert]  # alerts fired this month
+
+
+def usage_overview(*, client: Client, start: date, end: date) -> UsageOverview:
+    cells = usage_cells(client=client, first=start, last=end)
+    month = periods.month_start(periods.today())
+    return UsageOverview(
+        report=_report(client=client, start=start, end=end, group_by="mode", cells=cells),
+        daily=_daily_by_mode(start=start, end=end, cells=cells),
+        counter=UsageCounter.objects.for_client(client).filter(month=month).first(),
+        alerts=list(
+            UsageAlert.objects.for_client(client).filter(month=month).order_by("threshold")
+        ),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Budgets
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MonthTotals:
+    tokens: int
+    turns: int
+
+
+def month_usage_totals(
+    *, client: Client, month: date, exclude_running: bool = False
+) -> MonthTotals:
+    """Tokens and turns of the month so far, from raw records (for seeding and reconciling
+    the budget counter). `exclude_running` leaves out turns holding a reservation."""
+    last = periods.month_end(month)
+    records = records_started_between(client=client, first=month, last=last)
+    turns = turns_started_between(client=client, first=month, last=last)
+    if exclude_running:
+        running = Q(trace__usage_reservation__state=ReservationState.RESERVED)
+        records = records.exclude(running)
+        turns = turns.exclude(usage_reservation__state=ReservationState.RESERVED)
+    totals = records.aggregate(p=Sum("prompt_tokens"), c=Sum("completion_tokens"))
+    return MonthTotals(tokens=(totals["p"] or 0) + (totals["c"] or 0), turns=turns.count())
+
+
+# ---------------------------------------------------------------------------------------------
+# Invoices
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InvoiceLine:
+    description: str
+    quantity: int
+    amount_usd: Decimal  # rounded to cents
+    exact_usd: Decimal  # before rounding (8 places)
+
+
+@dataclass(frozen=True)
+class Invoice:
+    client: Client
+    month: date
+    is_final: bool  # False while the month is still running
+    turns: int
+    included_turns: int
+    turns_beyond_included: int
+    usage_billed_usd: Decimal  # every turn's billed usage, included or not
+    overage_usd: Decimal  # billed usage of the turns beyond the allowance (8 places)
+    lines: list[InvoiceLine]
+
+    @property
+    def total_usd(self) -> Decimal:
+        return sum((line.amount_usd for line in self.lines), ZERO)
+
+
+def cents(value: Decimal) -> Decimal:
+    return value.quantize(CENTS, rounding=ROUND_HALF_UP)
+
+
+def invoice_for_month(*, client: Client, month: date) -> Invoice:
+    """The month's invoice: the plan's fee, which covers the month's first `included_turns`
+    turns (in the order they started), plus the billed usage of every later turn — one line
+    per mode. Usage records whose turn no longer exists are billed as usage beyond the
+    allowance."""
+    month = periods.month_start(month)
+    last = periods.month_end(month)
+    plan = client.plan
+    included = plan.included_turns
+    turns = turns_started_between(client=client, first=month, last=last)
+    records = records_started_between(client=client, first=month, last=last)
+    turn_count = turns.count()
+    beyond = records.filter(trace__isnull=True)
+    if turn_count > included:
+        beyond = records
+        if included:
+            cut_at, cut_pk = turns.order_by("created_at", "pk").values_list("created_at", "pk")[
+                included - 1
+            ]
+            beyond = records.exclude(
+                Q(trace__created_at__lt=cut_at) | Q(trace__created_at=cut_at, trace__pk__lte=cut_pk)
+            )
+    by_mode = (
+        beyond.values("mode")
+        .annotate(billed=Sum("billed_usd"), turns=Count("trace", distinct=True))
+        .order_by("mode")
+    )
+    lines = [
+        InvoiceLine(
+            description=(f"{plan.name} plan — monthly fee (includes {included:,} turns)"),
+            quantity=1,
+            amount_usd=cents(plan.monthly_fee),
+            exact_usd=plan.monthly_fee,
+        )
+    ]
+    overage = ZERO
+    for row in by_mode:
+        billed = _usd(row["billed"])
+        overage += billed
+        lines.append(
+            InvoiceLine(
+                description=f"AI usage beyond the included turns — {row['mode']} mode",
+                quantity=row["turns"],
+                amount_usd=cents(billed),
+                exact_usd=billed,
+            )
+        )
+    usage_total = records.aggregate(b=Sum("billed_usd"))["b"] or ZERO
+    return Invoice(
+        client=client,
+        month=month,
+        is_final=periods.last_closed_day() >= last,
+        turns=turn_count,
+        included_turns=included,
+        turns_beyond_included=max(0, turn_count - included),
+        usage_billed_usd=_usd(usage_total),
+        overage_usd=overage,
+        lines=lines,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-turn summaries
+# ---------------------------------------------------------------------------------------------
+
+
+def turn_usage_list(
+    *, client: Client, start: date, end: date, conversation: str | None = None
+) -> QuerySet[ReasoningTrace]:
+    """The client's turns from `start` to `end`, newest first, each annotated with its
+    provider cost and billed amount (`usage_cost_usd`, `usage_billed_usd`)."""
+    turns = (
+        ReasoningTrace.objects.for_client(client)
+        .filter(
+            created_at__gte=periods.day_start(start),
+            created_at__lt=periods.day_start(end + timedelta(days=1)),
+        )
+        .select_related("conversation")
+        .annotate(
+            usage_cost_usd=Coalesce(
+                Sum("usage_records__cost_usd"), Value(ZERO), output_field=_MONEY
+            ),
+            usage_billed_usd=Coalesce(
+                Sum("usage_records__billed_usd"), Value(ZERO), output_field=_MONEY
+            ),
+        )
+        .order_by("-created_at", "-pk")
+    )
+    if conversation is not None:
+        turns = turns.filter(conversation__public_id=conversation)
+    return turns

@@ -1,0 +1,185 @@
+"""Billing API input validation and output shapes. Money leaves the API as strings with fixed
+decimals (8 places for usage, 2 for invoice amounts); rates as numbers."""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from typing import Any
+
+from rest_framework import serializers
+
+from apps.billing import periods
+from apps.billing.selectors import GROUP_BYS, MAX_REPORT_DAYS
+
+
+def _usd(places: int = 8, **kwargs: Any) -> serializers.DecimalField:
+    return serializers.DecimalField(
+        max_digits=24, decimal_places=places, coerce_to_string=True, read_only=True, **kwargs
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Query parameters
+# ---------------------------------------------------------------------------------------------
+
+
+class UsageQuerySerializer(serializers.Serializer):
+    """`start`/`end` default to the first day of the current month and today."""
+
+    start = serializers.DateField(required=False, help_text="First day, YYYY-MM-DD (included).")
+    end = serializers.DateField(required=False, help_text="Last day, YYYY-MM-DD (included).")
+    group_by = serializers.ChoiceField(choices=GROUP_BYS, default="mode")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        end: date = attrs.get("end") or periods.today()
+        start: date = attrs.get("start") or periods.month_start(end)
+        if start > end:
+            raise serializers.ValidationError({"start": [f"start ({start}) is after end ({end})."]})
+        span = (end - start).days + 1
+        if span > MAX_REPORT_DAYS:
+            raise serializers.ValidationError(
+                {"end": [f"The range may span at most {MAX_REPORT_DAYS} days; it spans {span}."]}
+            )
+        return {**attrs, "start": start, "end": end}
+
+
+class TurnQuerySerializer(UsageQuerySerializer):
+    group_by = None  # type: ignore[assignment]
+    conversation = serializers.UUIDField(
+        required=False, help_text="Only the turns of this conversation (its id)."
+    )
+
+
+_MONTH = re.compile(r"^(\d{4})-(\d{2})$")
+
+
+class InvoiceQuerySerializer(serializers.Serializer):
+    month = serializers.CharField(
+        required=False, help_text="YYYY-MM; defaults to the current month."
+    )
+
+    def validate_month(self, value: str) -> date:
+        match = _MONTH.match(value.strip())
+        if not match or not 1 <= int(match.group(2)) <= 12:
+            raise serializers.ValidationError("Enter a month as YYYY-MM, e.g. 2026-11.")
+        month = date(int(match.group(1)), int(match.group(2)), 1)
+        if month > periods.month_start(periods.today()):
+            raise serializers.ValidationError(f"{value} is in the future.")
+        return month
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        return {"month": attrs.get("month") or periods.month_start(periods.today())}
+
+
+# ---------------------------------------------------------------------------------------------
+# Reports
+# ---------------------------------------------------------------------------------------------
+
+
+class UsageFiguresSerializer(serializers.Serializer):
+    turns = serializers.IntegerField(read_only=True, help_text="Turns with at least one call.")
+    llm_calls = serializers.IntegerField(read_only=True)
+    prompt_tokens = serializers.IntegerField(read_only=True)
+    completion_tokens = serializers.IntegerField(read_only=True)
+    cost_usd = _usd(help_text="Provider cost, USD.")
+    billed_usd = _usd(help_text="Billed amount, USD (cost × the plan's mode multiplier).")
+    critique_triggered = serializers.IntegerField(read_only=True)
+    critique_rate = serializers.DecimalField(
+        max_digits=6,
+        decimal_places=4,
+        coerce_to_string=False,
+        read_only=True,
+        allow_null=True,
+        help_text="critique_triggered / turns: how often critique triggers (null: no turns).",
+    )
+
+
+class UsageGroupSerializer(UsageFiguresSerializer):
+    key = serializers.CharField(
+        read_only=True, help_text="The mode, day (YYYY-MM-DD), model or step."
+    )
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        fields = super().get_fields()
+        return {"key": fields.pop("key"), **fields}
+
+
+class UsageReportSerializer(serializers.Serializer):
+    client = serializers.CharField(source="client.slug", read_only=True)
+    start = serializers.DateField(read_only=True)
+    end = serializers.DateField(read_only=True)
+    group_by = serializers.CharField(read_only=True)
+    totals = UsageFiguresSerializer(read_only=True)
+    groups = UsageGroupSerializer(many=True, read_only=True)
+
+
+class InvoiceLineSerializer(serializers.Serializer):
+    description = serializers.CharField(read_only=True)
+    quantity = serializers.IntegerField(read_only=True)
+    amount_usd = _usd(2)
+    exact_usd = _usd(8, help_text="The amount before rounding to cents.")
+
+
+class InvoicePlanSerializer(serializers.Serializer):
+    slug = serializers.CharField(read_only=True)
+    name = serializers.CharField(read_only=True)
+    monthly_fee = _usd(2)
+    included_turns = serializers.IntegerField(read_only=True)
+
+
+class InvoiceSerializer(serializers.Serializer):
+    client = serializers.CharField(source="client.slug", read_only=True)
+    month = serializers.SerializerMethodField()
+    status = serializers.SerializerMethodField(
+        help_text="open while the month is running, final once it is over."
+    )
+    currency = serializers.SerializerMethodField()
+    plan = InvoicePlanSerializer(source="client.plan", read_only=True)
+    turns = serializers.IntegerField(read_only=True)
+    included_turns = serializers.IntegerField(read_only=True)
+    turns_beyond_included = serializers.IntegerField(read_only=True)
+    usage_billed_usd = _usd(help_text="Billed usage of every turn, covered by the fee or not.")
+    overage_usd = _usd(help_text="Billed usage of the turns beyond the included ones.")
+    lines = InvoiceLineSerializer(many=True, read_only=True)
+    total_usd = _usd(2, help_text="The sum of the lines (each rounded to cents).")
+
+    def get_month(self, obj: Any) -> str:
+        return f"{obj.month:%Y-%m}"
+
+    def get_status(self, obj: Any) -> str:
+        return "final" if obj.is_final else "open"
+
+    def get_currency(self, obj: Any) -> str:
+        return "USD"
+
+
+class TurnUsageSerializer(serializers.Serializer):
+    """One turn's summary, from its ReasoningTrace and its usage records."""
+
+    id = serializers.IntegerField(read_only=True)
+    conversation = serializers.UUIDField(source="conversation.public_id", read_only=True)
+    created_at = serializers.DateTimeField(read_only=True)
+    mode = serializers.CharField(read_only=True)
+    model = serializers.CharField(read_only=True)
+    status = serializers.CharField(read_only=True)
+    llm_calls = serializers.IntegerField(read_only=True)
+    prompt_tokens = serializers.IntegerField(read_only=True)
+    completion_tokens = serializers.IntegerField(read_only=True)
+    cost_usd = _usd(source="usage_cost_usd")
+    billed_usd = _usd(source="usage_billed_usd")
+    critique_triggered = serializers.BooleanField(read_only=True)
+    critique_reasons = serializers.ListField(child=serializers.CharField(), read_only=True)
+    context_fetched = serializers.ListField(child=serializers.CharField(), read_only=True)
+    escalated = serializers.BooleanField(read_only=True)
+    duration_ms = serializers.IntegerField(read_only=True)
+    llm_wait_ms = serializers.IntegerField(read_only=True)
+
+
+class TurnUsagePageSerializer(serializers.Serializer):
+    """One page of turns (the project's pagination envelope)."""
+
+    count = serializers.IntegerField(read_only=True)
+    next = serializers.URLField(read_only=True, allow_null=True)
+    previous = serializers.URLField(read_only=True, allow_null=True)
+    results = TurnUsageSerializer(many=True, read_only=True)

@@ -1,0 +1,384 @@
+"""Monthly budgets and usage alerts (OWASP LLM10: unbounded consumption).
+
+A plan may cap each client's monthly tokens and monthly turns. Every turn of a budgeted client
+goes through reserve → run → commit against one `UsageCounter` row per client and month:
+
+* `turn_budget_reserve` locks the row (`select_for_update`), refuses when
+  used + reserved ≥ budget, otherwise holds an estimate of one turn (the plan's per-turn token
+  cap, else `BILLING_TURN_TOKEN_RESERVE`) and one turn;
+* `turn_budget_commit` (always called, also when the turn failed) swaps the estimate for the
+  tokens the turn actually used.
+
+Concurrent turns are admitted one at a time against the same numbers, so together they can pass
+the budget by at most one turn's usage — the turn admitted just under it. Alerts at 80 % and
+100 % are e-mailed to the client's support address once per month each.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.core.mail import send_mail
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from apps.billing import periods
+from apps.billing.models import (
+    AlertMetric,
+    ReservationState,
+    UsageAlert,
+    UsageCounter,
+    UsageReservation,
+)
+from apps.billing.selectors import month_usage_totals
+from apps.clients.models import Client, Plan
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_TURN_TOKEN_RESERVE = 4000
+ALERT_THRESHOLDS = (80, 100)
+
+
+class UsageLimitReached(Exception):
+    """The client's monthly budget is used up: the turn must not call the model."""
+
+    def __init__(self, metric: str, detail: str) -> None:
+        super().__init__(detail)
+        self.metric = metric
+        self.detail = detail
+
+
+def plan_is_budgeted(plan: Plan) -> bool:
+    return bool(plan.monthly_token_budget or plan.monthly_turn_budget)
+
+
+def turn_token_estimate(plan: Plan) -> int:
+    """What one turn is assumed to use until it has run."""
+    default = int(getattr(settings, "BILLING_TURN_TOKEN_RESERVE", DEFAULT_TURN_TOKEN_RESERVE))
+    return int(plan.per_turn_token_cap or default)
+
+
+def _stale_after() -> timedelta:
+    """A reservation not committed after this long belongs to a worker that died."""
+    default = 2 * int(settings.CELERY_TASK_TIME_LIMIT)
+    return timedelta(seconds=int(getattr(settings, "BILLING_RESERVATION_STALE_SECONDS", default)))
+
+
+# ---------------------------------------------------------------------------------------------
+# The counter
+# ---------------------------------------------------------------------------------------------
+
+
+def _locked_counter(*, client: Client, month: Any) -> UsageCounter:
+    """This month's counter, locked until the end of the caller's transaction. Created on first
+    use, seeded from the month's usage so far (a budget switched on mid-month counts it)."""
+    counter = UsageCounter.objects.select_for_update().filter(client=client, month=month).first()
+    if counter is not None:
+        return counter
+    totals = month_usage_totals(client=client, month=month)
+    try:
+        with transaction.atomic():
+            UsageCounter.objects.create(
+                client=client, month=month, tokens_used=totals.tokens, turns_used=totals.turns
+            )
+    except IntegrityError:
+        pass  # another worker created it first; lock theirs
+    return UsageCounter.objects.select_for_update().get(client=client, month=month)
+
+
+def _refusal(plan: Plan, counter: UsageCounter) -> tuple[str, str] | None:
+    """(metric, detail) when the budget leaves no room for another turn, else None."""
+    budget, turn_budget = plan.monthly_token_budget, plan.monthly_turn_budget
+    if budget and counter.tokens_used + counter.tokens_reserved >= budget:
+        return AlertMetric.TOKENS, (
+            f"monthly token budget {budget:,} reached ({counter.tokens_used:,} used, "
+            f"{counter.tokens_reserved:,} reserved by turns in progress)"
+        )
+    if turn_budget and counter.turns_used + counter.turns_reserved >= turn_budget:
+        return AlertMetric.TURNS, (
+            f"monthly turn budget {turn_budget:,} reached ({counter.turns_used:,} used, "
+            f"{counter.turns_reserved:,} in progress)"
+        )
+    return None
+
+
+def turn_budget_reserve(*, client: Client, trace: Any) -> UsageReservation | None:
+    """Admit one turn against the client's monthly budgets, or raise `UsageLimitReached`.
+
+    Returns None for a plan without budgets (nothing to hold). A turn taken over from a worker
+    that died finds its own reservation and is not counted twice."""
+    plan = client.plan
+    if not plan_is_budgeted(plan):
+        return None
+    month = periods.month_start(periods.today())
+    now = timezone.now()
+    refused: tuple[str, str] | None = None
+    with transaction.atomic():
+        counter = _locked_counter(client=client, month=month)
+        found = list(
+            UsageReservation.objects.select_related("trace").filter(
+                Q(trace=trace)
+                | Q(
+                    client=client,
+                    month=month,
+                    state=ReservationState.RESERVED,
+                    updated_at__lt=now - _stale_after(),
+                )
+            )
+        )
+        own = next((r for r in found if r.trace_id == trace.pk), None)
+        for stale in found:
+            if stale is not own:  # its worker died: count what it spent, free what it held
+                _settle(counter, stale, _trace_tokens(stale.trace), _trace_calls(stale.trace))
+        if own is not None and own.state == ReservationState.RESERVED:
+            if own.month == counter.month:
+                own.save(update_fields=["updated_at"])  # alive again: not stale
+                _save_counter(counter)
+                return own
+            # held on last month's counter: settle there, hold afresh on this month's
+            _commit_elsewhere(own)
+        refused = _refusal(plan, counter)
+        if refused is None:
+            estimate = turn_token_estimate(plan)
+            if own is None:
+                own = UsageReservation(client=client, trace=trace)
+            own.month, own.state, own.tokens_reserved = month, ReservationState.RESERVED, estimate
+            own.save()
+            counter.tokens_reserved += estimate
+            counter.turns_reserved += 1
+        else:
+            _alerts_fire(
+                client=client, counter=counter, thresholds=[100], refused_metric=refused[0]
+            )
+        _save_counter(counter)
+    if refused is not None:
+        raise UsageLimitReached(*refused)
+    return own
+
+
+def turn_budget_commit(
+    *, client: Client, reservation: UsageReservation, tokens: int, llm_calls: int
+) -> UsageReservation:
+    """Replace the turn's estimate with what it used (`tokens` over all its calls, including
+    any earlier attempt of a taken-over turn). Idempotent: committing twice changes nothing."""
+    with transaction.atomic():
+        counter = _locked_counter(client=client, month=reservation.month)
+        current = UsageReservation.objects.filter(pk=reservation.pk).first()
+        if current is None or current.state != ReservationState.RESERVED:
+            return current or reservation
+        _settle(counter, current, tokens, llm_calls)
+        _save_counter(counter)
+        _alerts_check(client=client, counter=counter)
+    return current
+
+
+def _settle(counter: UsageCounter, reservation: UsageReservation, tokens: int, calls: int) -> None:
+    """Move one reservation from `reserved` to `used` on `counter` (already locked)."""
+    counter.tokens_reserved = max(0, counter.tokens_reserved - reservation.tokens_reserved)
+    counter.turns_reserved = max(0, counter.turns_reserved - 1)
+    counter.tokens_used += max(0, tokens - reservation.tokens_committed)
+    if calls and not reservation.turn_counted:
+        counter.turns_used += 1
+        reservation.turn_counted = True
+    reservation.tokens_committed = max(tokens, reservation.tokens_committed)
+    reservation.state = ReservationState.COMMITTED
+    reservation.tokens_reserved = 0
+    reservation.committed_at = timezone.now()
+    reservation.save(
+        update_fields=[
+            "state",
+            "tokens_reserved",
+            "tokens_committed",
+            "turn_counted",
+            "committed_at",
+            "updated_at",
+        ]
+    )
+
+
+def _commit_elsewhere(reservation: UsageReservation) -> None:
+    with transaction.atomic():
+        other = _locked_counter(client=reservation.client, month=reservation.month)
+        _settle(
+            other, reservation, _trace_tokens(reservation.trace), _trace_calls(reservation.trace)
+        )
+        _save_counter(other)
+
+
+def _trace_tokens(trace: Any) -> int:
+    return int(trace.prompt_tokens + trace.completion_tokens) if trace is not None else 0
+
+
+def _trace_calls(trace: Any) -> int:
+    return int(trace.llm_calls) if trace is not None else 0
+
+
+def _save_counter(counter: UsageCounter) -> None:
+    counter.save(
+        update_fields=[
+            "tokens_used",
+            "turns_used",
+            "tokens_reserved",
+            "turns_reserved",
+            "updated_at",
+        ]
+    )
+
+
+@transaction.atomic
+def usage_counter_reconcile(*, client: Client, month: Any) -> UsageCounter:
+    """Recount `*_used` from the usage records and turns of the month (turns still running are
+    left to their own commit). Repairs a counter that missed turns, e.g. while the plan had no
+    budget; safe to run at any time."""
+    counter = _locked_counter(client=client, month=month)
+    totals = month_usage_totals(client=client, month=month, exclude_running=True)
+    counter.tokens_used, counter.turns_used = totals.tokens, totals.turns
+    _save_counter(counter)
+    return counter
+
+
+# ---------------------------------------------------------------------------------------------
+# Alerts
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Level:
+    metric: str
+    used: int
+    budget: int
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.used / self.budget
+
+
+def _levels(plan: Plan, counter: UsageCounter) -> list[_Level]:
+    levels = []
+    if plan.monthly_token_budget:
+        levels.append(_Level(AlertMetric.TOKENS, counter.tokens_used, plan.monthly_token_budget))
+    if plan.monthly_turn_budget:
+        levels.append(_Level(AlertMetric.TURNS, counter.turns_used, plan.monthly_turn_budget))
+    return levels
+
+
+def _alerts_check(*, client: Client, counter: UsageCounter) -> None:
+    """Fire the thresholds the month's usage has crossed (no query below the first one)."""
+    levels = _levels(client.plan, counter)
+    top = max((level.percent for level in levels), default=0.0)
+    crossed = [t for t in ALERT_THRESHOLDS if top >= t]
+    if crossed:
+        _alerts_fire(client=client, counter=counter, thresholds=crossed)
+
+
+def _alerts_fire(
+    *,
+    client: Client,
+    counter: UsageCounter,
+    thresholds: list[int],
+    refused_metric: str | None = None,
+) -> None:
+    """Store each threshold not yet fired this month and e-mail the highest new one once the
+    transaction commits. Runs under the counter's lock, so two turns never fire the same one;
+    the unique key backs that up."""
+    fired = set(
+        UsageAlert.objects.for_client(client)
+        .filter(month=counter.month, threshold__in=thresholds)
+        .values_list("threshold", flat=True)
+    )
+    new = [t for t in thresholds if t not in fired]
+    if not new:
+        return
+    levels = _levels(client.plan, counter)
+    alerts = []
+    for threshold in new:
+        level = max(levels, key=lambda lv: lv.percent)
+        if refused_metric is not None:
+            level = next(lv for lv in levels if lv.metric == refused_metric)
+        alerts.append(
+            UsageAlert.objects.create(
+                client=client,
+                month=counter.month,
+                threshold=threshold,
+                metric=level.metric,
+                used=level.used,
+                budget=level.budget,
+                emailed_to=client.support_email,
+            )
+        )
+    top = alerts[-1].pk
+    transaction.on_commit(lambda: usage_alert_notify(alert_id=top))
+
+
+def usage_alert_notify(*, alert_id: int) -> None:
+    """E-mail one alert to the client's support address. Failure to send is logged, never
+    raised: the alert is stored (and shown in the admin) either way."""
+    alert = (
+        UsageAlert.objects.select_related("client", "client__plan")
+        .filter(pk=alert_id, emailed_at__isnull=True)
+        .first()
+    )
+    if alert is None or not alert.client.support_email:
+        return
+    subject, body = usage_alert_text(alert)
+    try:
+        send_mail(
+            subject=subject,
+            message=body,
+            from_email=settings.DEFAULT_FROM_EMAIL,
+            recipient_list=[alert.client.support_email],
+        )
+    except Exception:
+        logger.exception("usage alert e-mail failed", extra={"alert": alert_id})
+        return
+    # One mail covers every threshold this turn crossed (80 % and 100 % at once).
+    UsageAlert.objects.filter(
+        client=alert.client,
+        month=alert.month,
+        threshold__lte=alert.threshold,
+        emailed_at__isnull=True,
+    ).update(emailed_at=timezone.now(), emailed_to=alert.client.support_email)
+
+
+def usage_alert_text(alert: UsageAlert) -> tuple[str, str]:
+    client, month = alert.client, f"{alert.month:%B %Y}"
+    unit = "tokens" if alert.metric == AlertMetric.TOKENS else "customer turns"
+    what = alert.get_metric_display().lower()
+    figures = f"{alert.used:,} of {alert.budget:,} {unit}"
+    if alert.threshold >= 100:
+        subject = f"[GuideDesk] {client.name}: monthly usage limit reached"
+        lines = [
+            f"{client.name} has reached its {what} for {month} ({figures}).",
+            "",
+            "Until the month ends, the assistant makes no more AI calls: each new customer "
+            "message is answered with a short notice and handed to your team in the escalation "
+            "queue (reason: usage limit).",
+            "",
+            "To restore the assistant sooner, ask us to raise the budget or change your plan.",
+        ]
+    else:
+        subject = f"[GuideDesk] {client.name}: {alert.threshold}% of the monthly usage budget"
+        lines = [
+            f"{client.name} has used {alert.threshold}% of its {what} for {month} ({figures}).",
+            "",
+            "At 100% the assistant stops answering and hands new messages to your team. "
+            "You can follow usage in the GuideDesk admin (Billing → usage by client) or via "
+            "GET /api/v1/billing/usage/.",
+        ]
+    return subject, "\n".join(lines)
+
+
+def usage_counters_reconcile(*, month: Any | None = None) -> int:
+    """Reconcile every counter of `month` (default: this month); returns how many."""
+    month = month or periods.month_start(periods.today())
+    counters = UsageCounter.objects.filter(month=month).select_related("client", "client__plan")
+    count = 0
+    for counter in counters:
+        usage_counter_reconcile(client=counter.client, month=month)
+        count += 1
+    return count
