@@ -1,3 +1,22 @@
-from django.urls import URLPattern, URLResolver
+"""/api/v1/widget/ — the customer widget's API (docs/widget.md)."""
 
-urlpatterns: list[URLPattern | URLResolver] = []
+from django.urls import URLPattern, URLResolver, path
+
+from apps.conversations import widget_apis
+
+app_name = "widget"
+
+urlpatterns: list[URLPattern | URLResolver] = [
+    path("conversations", widget_apis.WidgetConversationStartApi.as_view(), name="conversations"),
+    # <str:…>, not <uuid:…>: a malformed id must answer the API's JSON 404, not Django's page.
+    path(
+        "conversations/<str:conversation_id>/messages",
+        widget_apis.WidgetMessagesApi.as_view(),
+        name="messages",
+    ),
+    path(
+        "conversations/<str:conversation_id>/events",
+        widget_apis.WidgetEventsApi.as_view(),
+        name="events",
+    ),
+]

@@ -4,11 +4,38 @@ from django.shortcuts import render
 
 from apps.clients.models import Client
 
+DEMO_PRODUCTS = [
+    {
+        "name": "Ridgeline 2P Tent",
+        "blurb": "Freestanding three-season tent, 1.6 kg packed.",
+        "price": "349.00",
+        "tone": "tent",
+    },
+    {
+        "name": "Switchback 45 L Pack",
+        "blurb": "Ventilated frame, hip-belt pockets, rain cover included.",
+        "price": "189.00",
+        "tone": "pack",
+    },
+    {
+        "name": "Granite Trail Runner",
+        "blurb": "Grippy lugs and a rock plate for technical trails.",
+        "price": "139.00",
+        "tone": "shoe",
+    },
+    {
+        "name": "Trailhead Merino Base Layer",
+        "blurb": "150 g/m² merino wool, odour-resistant, made for layering.",
+        "price": "79.00",
+        "tone": "layer",
+    },
+]
+
 
 def home(request: HttpRequest) -> HttpResponse:
-    """The demo landing page: the demo shop and where to go next."""
+    """The demo: a pretend shop of the first active client with its chat widget embedded."""
     client = Client.objects.filter(is_active=True).select_related("plan").order_by("pk").first()
-    return render(request, "home.html", {"client": client})
+    return render(request, "home.html", {"client": client, "products": DEMO_PRODUCTS})
 
 
 def healthz(request: HttpRequest) -> JsonResponse:

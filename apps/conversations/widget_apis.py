@@ -1,0 +1,467 @@
+"""The customer widget's HTTP API (DESIGN.md "HTTP API (v1)", docs/widget.md).
+
+POST conversations                   → 201 {"id", "token"}
+POST conversations/<id>/messages     → 201 {"message", "replies", "status"}
+                                       | 202 {"message", "replies": [], "pending": true}
+GET  conversations/<id>/messages     → {"results": [visible messages], …}  (?after=<seq>)
+GET  conversations/<id>/events       → text/event-stream: message, typing, status; bounded,
+                                       resumable (Last-Event-ID / ?after=)
+(all under /api/v1/widget/)
+
+Authentication, origin rules and throttles live in `widget_auth.py`. The widget only ever sees
+visible messages, serialized by `WidgetMessageSerializer`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, cast
+
+from django.db import DatabaseError
+from django.http import StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import exceptions, serializers, status
+from rest_framework.parsers import JSONParser
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.throttling import BaseThrottle
+from rest_framework.views import APIView
+
+from apps.clients.models import Client
+from apps.conversations.models import Conversation, ConversationStatus, Message
+from apps.conversations.serializers import WidgetMessageSerializer
+from apps.conversations.services import conversation_create, validate_customer_text
+from apps.conversations.widget_auth import (
+    CORS_EXPOSE_HEADERS,
+    WIDGET_KEY_HEADER,
+    WidgetIPThrottle,
+    WidgetKeyThrottle,
+    WidgetMessageThrottle,
+    WidgetNewConversationThrottle,
+    widget_client_resolve,
+    widget_conversation_resolve,
+    widget_origin_check,
+)
+from apps.conversations.widget_selectors import (
+    widget_conversation_state,
+    widget_messages_after,
+    widget_turn_in_progress,
+    widget_turn_status,
+)
+from apps.reasoning.models import TraceStatus
+from apps.reasoning.services import handle_turn
+
+logger = logging.getLogger(__name__)
+
+# Requests bigger than this are refused before their body is parsed (a message is at most
+# 4,000 characters; even fully \u-escaped that is well under it).
+MAX_BODY_BYTES = 64 * 1024
+# One page of GET …/messages; `has_more` says when to ask again with a higher `after`.
+MESSAGES_PAGE_LIMIT = 200
+# The largest `seq` a database integer column holds; a bigger `after` is nonsense, not a 500.
+MAX_SEQ = 2_147_483_647
+
+# Server-sent events: each stream polls the database and ends after STREAM_SECONDS, so a WSGI
+# worker thread is never held for long; the browser reconnects after RETRY_MS with
+# Last-Event-ID. Read at call time, so tests can shorten them.
+STREAM_SECONDS = 25.0
+POLL_SECONDS = 0.5
+HEARTBEAT_SECONDS = 15.0
+RETRY_MS = 2000
+
+KEY_PARAMETER = OpenApiParameter(
+    WIDGET_KEY_HEADER,
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    required=True,
+    description="The client's public widget key (`wk_…`); `?key=` works too.",
+)
+TOKEN_PARAMETER = OpenApiParameter(
+    "Authorization",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    required=True,
+    description="`Bearer <token>` — the visitor token returned when the conversation started.",
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Shapes (request validation and the OpenAPI schema)
+# --------------------------------------------------------------------------------------------
+
+
+class WidgetConversationStartInSerializer(serializers.Serializer[Any]):
+    visitor_id = serializers.CharField(
+        max_length=128,
+        required=False,
+        allow_blank=True,
+        help_text="The visitor's identity as your site knows it (optional).",
+    )
+
+
+class WidgetConversationStartOutSerializer(serializers.Serializer[Any]):
+    id = serializers.UUIDField(help_text="The conversation's public id.")
+    token = serializers.CharField(help_text="The visitor token; shown once, keep it.")
+
+
+class WidgetMessageInSerializer(serializers.Serializer[Any]):
+    text = serializers.CharField(help_text="1–4,000 characters.")
+
+
+class WidgetMessagePostOutSerializer(serializers.Serializer[Any]):
+    message = WidgetMessageSerializer()
+    replies = WidgetMessageSerializer(many=True)
+    status = serializers.ChoiceField(
+        choices=ConversationStatus.choices, required=False, help_text="Only on 201."
+    )
+    pending = serializers.BooleanField(required=False, help_text="Only on 202.")
+
+
+class WidgetMessageListOutSerializer(serializers.Serializer[Any]):
+    results = WidgetMessageSerializer(many=True)
+    has_more = serializers.BooleanField()
+    status = serializers.ChoiceField(choices=ConversationStatus.choices)
+    typing = serializers.BooleanField(help_text="A turn is being processed right now.")
+
+
+# --------------------------------------------------------------------------------------------
+# Base views
+# --------------------------------------------------------------------------------------------
+
+
+class WidgetAPIView(APIView):
+    """Base of every widget endpoint. Order of checks: per-IP throttle (before any query) →
+    widget key (401/403) → origin (403) → per-key throttle → the view's own checks. There is no
+    session or cookie here, hence no CSRF: every call carries its credentials explicitly."""
+
+    authentication_classes = ()
+    permission_classes = ()
+    parser_classes = (JSONParser,)
+    renderer_classes = (JSONRenderer,)
+    throttle_classes = (WidgetIPThrottle,)
+    client: Client
+
+    def perform_content_negotiation(
+        self, request: Request, force: bool = False
+    ) -> tuple[BaseRenderer, str]:
+        # Always JSON (errors of the event stream too): an EventSource's `Accept:
+        # text/event-stream` must not turn a 401 into a 406.
+        renderer = JSONRenderer()
+        return renderer, renderer.media_type
+
+    def get_authenticate_header(self, request: Request) -> str:
+        # Without one, DRF would turn our 401s into 403s.
+        return 'Bearer realm="guidedesk-widget"'
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)  # includes the per-IP throttle
+        self.client = widget_client_resolve(request)
+        widget_origin_check(request, client=self.client)
+        self.throttle(request, WidgetKeyThrottle())
+
+    def throttle(self, request: Request, *throttles: BaseThrottle) -> None:
+        refused = [t for t in throttles if not t.allow_request(request, self)]
+        if refused:
+            waits = [w for w in (t.wait() for t in refused) if w is not None]
+            raise exceptions.Throttled(max(waits) if waits else None)
+
+    def finalize_response(
+        self, request: Request, response: Response, *args: Any, **kwargs: Any
+    ) -> Response:
+        # (`response` is a StreamingHttpResponse for the event stream; both have headers.)
+        response = super().finalize_response(request, response, *args, **kwargs)
+        response.headers.setdefault("Cache-Control", "no-store")
+        response.headers["Access-Control-Expose-Headers"] = ", ".join(CORS_EXPOSE_HEADERS)
+        return response
+
+
+class WidgetConversationAPIView(WidgetAPIView):
+    """A widget endpoint about one conversation: also needs the visitor token."""
+
+    token_in_query = False  # only the event stream (EventSource cannot send headers)
+    conversation: Conversation
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        self.conversation = widget_conversation_resolve(
+            request,
+            client=self.client,
+            conversation_id=str(kwargs.get("conversation_id", "")),
+            allow_query=self.token_in_query,
+        )
+
+
+def _json_object(request: Request) -> dict[str, Any]:
+    length = request.META.get("CONTENT_LENGTH") or "0"
+    if not length.isdigit() or int(length) > MAX_BODY_BYTES:
+        raise _too_large()
+    data = request.data  # malformed JSON → ParseError → 400
+    if not data:
+        return {}
+    if not isinstance(data, dict):
+        raise exceptions.ParseError("The body must be a JSON object.")
+    return dict(data)
+
+
+def _too_large() -> exceptions.APIException:
+    exc = exceptions.APIException(
+        f"The request body is larger than {MAX_BODY_BYTES} bytes.", code="too_large"
+    )
+    exc.status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    return exc
+
+
+def _seq_param(value: str | None, field: str) -> int:
+    if value is None or value == "":
+        return 0
+    value = value.strip()
+    if not (value.isascii() and value.isdigit()) or int(value) > MAX_SEQ:
+        raise exceptions.ValidationError({field: ["Must be a non-negative integer."]})
+    return int(value)
+
+
+def _serialize(messages: list[Message]) -> list[dict[str, Any]]:
+    return cast(list[dict[str, Any]], WidgetMessageSerializer(messages, many=True).data)
+
+
+# --------------------------------------------------------------------------------------------
+# Endpoints
+# --------------------------------------------------------------------------------------------
+
+
+class WidgetConversationStartApi(WidgetAPIView):
+    """Start a conversation for a visitor; the token it returns authenticates every later call
+    about this conversation (shown once, stored hashed)."""
+
+    @extend_schema(
+        summary="Start a conversation",
+        tags=["widget"],
+        auth=[],
+        parameters=[KEY_PARAMETER],
+        request=WidgetConversationStartInSerializer,
+        responses={201: WidgetConversationStartOutSerializer},
+    )
+    def post(self, request: Request) -> Response:
+        self.throttle(request, WidgetNewConversationThrottle())
+        body = WidgetConversationStartInSerializer(data=_json_object(request))
+        body.is_valid(raise_exception=True)
+        conversation, token = conversation_create(
+            client=self.client, visitor_id=body.validated_data.get("visitor_id", "")
+        )
+        return Response(
+            {"id": str(conversation.public_id), "token": token}, status=status.HTTP_201_CREATED
+        )
+
+
+class WidgetMessagesApi(WidgetConversationAPIView):
+    """A conversation's visible messages, and the customer's new ones."""
+
+    @extend_schema(
+        summary="Visible messages after a sequence number",
+        tags=["widget"],
+        auth=[],
+        parameters=[
+            KEY_PARAMETER,
+            TOKEN_PARAMETER,
+            OpenApiParameter(
+                "after", OpenApiTypes.INT, description="Only messages with a higher `seq`."
+            ),
+        ],
+        responses={200: WidgetMessageListOutSerializer},
+    )
+    def get(self, request: Request, conversation_id: str) -> Response:
+        after = _seq_param(request.query_params.get("after"), "after")
+        found = widget_messages_after(
+            client=self.client,
+            conversation_id=self.conversation.pk,
+            after=after,
+            limit=MESSAGES_PAGE_LIMIT + 1,
+        )
+        return Response(
+            {
+                "results": _serialize(found[:MESSAGES_PAGE_LIMIT]),
+                "has_more": len(found) > MESSAGES_PAGE_LIMIT,
+                "status": self.conversation.status,
+                "typing": self.conversation.status == ConversationStatus.OPEN
+                and widget_turn_in_progress(
+                    client=self.client, conversation_id=self.conversation.pk
+                ),
+            }
+        )
+
+    @extend_schema(
+        summary="Send the customer's message",
+        description=(
+            "201 when the turn finished within the request (replies included); 202 with "
+            "`pending: true` when a worker will answer — replies then arrive on the event "
+            "stream or via GET …/messages."
+        ),
+        tags=["widget"],
+        auth=[],
+        parameters=[KEY_PARAMETER, TOKEN_PARAMETER],
+        request=WidgetMessageInSerializer,
+        responses={
+            201: WidgetMessagePostOutSerializer,
+            202: WidgetMessagePostOutSerializer,
+            413: OpenApiResponse(description="Longer than 4,000 characters."),
+            429: OpenApiResponse(description="Too many messages; see Retry-After."),
+        },
+    )
+    def post(self, request: Request, conversation_id: str) -> Response:
+        self.throttle(request, WidgetMessageThrottle())
+        data = _json_object(request)
+        if "text" not in data:
+            raise exceptions.ValidationError({"text": ["This field is required."]})
+        text = validate_customer_text(data["text"])  # 400 / 413, naming `text`
+        message = handle_turn(client=self.client, conversation=self.conversation, text=text)
+        # handle_turn leaves the status the message was stored under on the instance: only an
+        # open conversation's message is queued for the assistant.
+        queued = self.conversation.status == ConversationStatus.OPEN
+        turn_status = widget_turn_status(client=self.client, message=message)
+        if queued and turn_status in (None, TraceStatus.PROCESSING):
+            return Response(
+                {"message": _serialize([message])[0], "replies": [], "pending": True},
+                status=status.HTTP_202_ACCEPTED,
+            )
+        state = widget_conversation_state(
+            client=self.client, conversation_id=message.conversation_id
+        )
+        replies = widget_messages_after(
+            client=self.client,
+            conversation_id=message.conversation_id,
+            after=message.seq,
+            limit=MESSAGES_PAGE_LIMIT,
+        )
+        return Response(
+            {
+                "message": _serialize([message])[0],
+                "replies": _serialize(replies),
+                "status": state.status if state else self.conversation.status,
+            },
+            status=status.HTTP_201_CREATED,
+        )
+
+
+class WidgetEventsApi(WidgetConversationAPIView):
+    """The conversation's live events as server-sent events."""
+
+    token_in_query = True
+
+    @extend_schema(
+        summary="Live events (server-sent events)",
+        description=(
+            "A `text/event-stream` of `message` (a visible message; `id:` is its `seq`), "
+            '`typing` (`{"typing": bool}`) and `status` (`{"status": …}`) events. The stream '
+            f"ends after about {int(STREAM_SECONDS)} s with a `retry:` hint; reconnect with the "
+            "`Last-Event-ID` header (EventSource does this) or `?after=<seq>`. `?key=` and "
+            "`?token=` stand in for the headers, which EventSource cannot send."
+        ),
+        tags=["widget"],
+        auth=[],
+        parameters=[
+            OpenApiParameter("key", OpenApiTypes.STR, description="The widget key."),
+            OpenApiParameter("token", OpenApiTypes.STR, description="The visitor token."),
+            OpenApiParameter("after", OpenApiTypes.INT, description="Resume after this seq."),
+        ],
+        responses={200: OpenApiResponse(description="text/event-stream")},
+    )
+    def get(self, request: Request, conversation_id: str) -> StreamingHttpResponse:
+        # EventSource resends the original URL on reconnect, so its Last-Event-ID wins.
+        last_event_id = request.headers.get("Last-Event-ID")
+        if last_event_id:
+            after = _seq_param(last_event_id, "Last-Event-ID")
+        else:
+            after = _seq_param(request.query_params.get("after"), "after")
+        response = StreamingHttpResponse(
+            event_stream(client=self.client, conversation_id=self.conversation.pk, after=after),
+            content_type="text/event-stream; charset=utf-8",
+        )
+        response["Cache-Control"] = "no-cache, no-store"
+        response["X-Accel-Buffering"] = "no"  # nginx: pass each event through at once
+        return response
+
+
+# --------------------------------------------------------------------------------------------
+# Server-sent events
+# --------------------------------------------------------------------------------------------
+
+
+def sse_event(event: str, data: Any, event_id: int | None = None) -> str:
+    lines = [f"id: {event_id}"] if event_id is not None else []
+    lines += [f"event: {event}", f"data: {json.dumps(data, separators=(',', ':'))}"]
+    return "\n".join(lines) + "\n\n"
+
+
+@dataclass
+class _StreamCursor:
+    """What one event stream has told its browser so far."""
+
+    sent_seq: int
+    seen_last_seq: int = -1
+    status: str | None = None
+    typing: bool | None = None
+
+    def poll(self, *, client: Client, conversation_id: int) -> list[str] | None:
+        """The events since the last poll; None when the conversation is gone."""
+        state = widget_conversation_state(client=client, conversation_id=conversation_id)
+        if state is None:
+            return None
+        chunks: list[str] = []
+        if state.status != self.status:
+            chunks.append(sse_event("status", {"status": state.status}))
+            self.status = state.status
+        if state.last_seq != self.seen_last_seq:
+            batch = widget_messages_after(
+                client=client,
+                conversation_id=conversation_id,
+                after=self.sent_seq,
+                limit=MESSAGES_PAGE_LIMIT,
+            )
+            for message in batch:
+                data = WidgetMessageSerializer(message).data
+                chunks.append(sse_event("message", data, event_id=message.seq))
+                self.sent_seq = message.seq
+            if len(batch) < MESSAGES_PAGE_LIMIT:  # else: the rest on the next poll
+                self.seen_last_seq = state.last_seq
+        typing = state.status == ConversationStatus.OPEN and widget_turn_in_progress(
+            client=client, conversation_id=conversation_id
+        )
+        if typing != self.typing:
+            chunks.append(sse_event("typing", {"typing": typing}))
+            self.typing = typing
+        return chunks
+
+
+def event_stream(*, client: Client, conversation_id: int, after: int) -> Iterator[str]:
+    """Poll the conversation and yield its events until the stream's time is up. Messages are
+    queried only when the conversation's `last_seq` moved, so an idle stream costs one or two
+    small queries per poll. A database error ends the stream (the browser reconnects after
+    `retry`) instead of breaking it mid-response."""
+    started = time.monotonic()
+    last_sent = started
+    yield f"retry: {RETRY_MS}\n\n"
+    cursor = _StreamCursor(sent_seq=after)
+    while True:
+        try:
+            chunks = cursor.poll(client=client, conversation_id=conversation_id)
+        except DatabaseError:
+            logger.warning("widget event stream: database error, ending it", exc_info=True)
+            return
+        if chunks is None:  # the conversation was deleted meanwhile
+            return
+        now = time.monotonic()
+        if chunks:
+            last_sent = now
+            yield "".join(chunks)
+        elif now - last_sent >= HEARTBEAT_SECONDS:
+            last_sent = now
+            yield ": keep-alive\n\n"  # a comment line: keeps proxies from closing an idle stream
+        if now - started >= STREAM_SECONDS:
+            return
+        time.sleep(POLL_SECONDS)

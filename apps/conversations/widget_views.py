@@ -1,0 +1,73 @@
+"""The chat iframe page, `/widget/frame/?key=<widget key>`, which `static/widget.js` opens on
+the client's site. It is served by GuideDesk, so the chat's API calls are same-origin; only the
+client's allowed origins (and GuideDesk itself) may frame it (CSP `frame-ancestors`)."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import path, reverse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.clickjacking import xframe_options_exempt
+from django.views.decorators.http import require_GET
+
+from apps.clients.models import Client, normalize_origin
+from apps.conversations.services import MAX_MESSAGE_CHARS
+from apps.conversations.widget_selectors import widget_client_by_key
+
+
+def frame_csp(client: Client | None) -> str:
+    """No inline script or style, no third-party anything; framed only where allowed."""
+    ancestors = ["'self'"]
+    if client is not None:
+        # Origins are validated on save (scheme://host[:port]); re-check so nothing else can
+        # reach the header.
+        ancestors += sorted(
+            {
+                normalize_origin(o)
+                for o in client.allowed_origins or []
+                if isinstance(o, str)
+                and o.startswith(("http://", "https://"))
+                and ";" not in o
+                and " " not in o.strip()
+            }
+        )
+    return "; ".join(
+        [
+            "default-src 'none'",
+            "script-src 'self'",
+            "style-src 'self'",
+            "img-src 'self' data:",
+            "connect-src 'self'",
+            "base-uri 'none'",
+            "form-action 'none'",
+            "frame-ancestors " + " ".join(ancestors),
+        ]
+    )
+
+
+@require_GET
+@never_cache
+@xframe_options_exempt  # framing is governed by the CSP's frame-ancestors instead
+def widget_frame(request: HttpRequest) -> HttpResponse:
+    client = widget_client_by_key(key=request.GET.get("key", "").strip())
+    available = client is not None and client.is_active
+    response = render(
+        request,
+        "widget/frame.html",
+        {
+            "client": client if available else None,
+            "api_base": reverse("widget:conversations").rsplit("conversations", 1)[0],
+            "max_chars": MAX_MESSAGE_CHARS,
+        },
+        status=200 if available else 404,
+    )
+    response["Content-Security-Policy"] = frame_csp(client)
+    # Same-origin requests from the frame then carry a Referer (the origin check's fallback in
+    # browsers without Sec-Fetch-Site); other sites never see the frame's URL with its key.
+    response["Referrer-Policy"] = "same-origin"
+    return response
+
+
+# Included by config/urls.py at /widget/ (kept here so the page and its route stay together).
+urlpatterns = [path("frame/", widget_frame, name="widget-frame")]

@@ -1,0 +1,507 @@
+/*
+ * GuideDesk chat frame — runs inside /widget/frame/?key=…, served by GuideDesk, so every API call
+ * below is same-origin. No dependencies. Message text only ever goes through textContent.
+ *
+ * Live updates: server-sent events (…/events) with a polling fallback (…/messages?after=N).
+ * The conversation id + visitor token live in sessionStorage, so a reload resumes the chat.
+ */
+(function () {
+  "use strict";
+
+  const root = document.getElementById("gd-chat");
+  if (!root) return;
+
+  const KEY = root.getAttribute("data-widget-key") || "";
+  const API = root.getAttribute("data-api-base") || "/api/v1/widget/";
+  const CLIENT_NAME = root.getAttribute("data-client-name") || "Assistant";
+  const MAX_CHARS = parseInt(root.getAttribute("data-max-chars") || "4000", 10);
+  const STORE_KEY = "guidedesk:conversation:" + KEY;
+  const POLL_MS = 3000;
+  const SSE_RETRY_MS = 30000;
+  const PENDING_TIMEOUT_MS = 120000;
+
+  const els = {
+    log: document.getElementById("gd-log"),
+    form: document.getElementById("gd-form"),
+    input: document.getElementById("gd-input"),
+    send: document.getElementById("gd-send"),
+    typing: document.getElementById("gd-typing"),
+    typingLabel: document.getElementById("gd-typing-label"),
+    error: document.getElementById("gd-error"),
+    handoff: document.getElementById("gd-handoff"),
+    subtitle: document.getElementById("gd-subtitle"),
+    close: document.getElementById("gd-close"),
+  };
+
+  const state = {
+    conversation: null, // {id, token}
+    lastSeq: 0,
+    seen: new Set(),
+    status: "open",
+    source: null,
+    sseBlockedUntil: 0,
+    pollTimer: null,
+    sending: false,
+    localTyping: false,
+    remoteTyping: false,
+    awaitingAfter: 0, // a 202: waiting for a worker's reply to the message with this seq
+    awaitingUntil: 0,
+    pinned: true, // the log is scrolled to the end: keep it there as messages arrive
+  };
+
+  // ---------------------------------------------------------------- storage (may be blocked)
+
+  function loadConversation() {
+    try {
+      const raw = window.sessionStorage.getItem(STORE_KEY);
+      const saved = raw ? JSON.parse(raw) : null;
+      if (saved && typeof saved.id === "string" && typeof saved.token === "string") return saved;
+    } catch (e) { /* storage disabled: the chat still works for this page view */ }
+    return null;
+  }
+
+  function saveConversation(conversation) {
+    try {
+      if (conversation) window.sessionStorage.setItem(STORE_KEY, JSON.stringify(conversation));
+      else window.sessionStorage.removeItem(STORE_KEY);
+    } catch (e) { /* ignore */ }
+  }
+
+  // ---------------------------------------------------------------- HTTP
+
+  function api(method, path, body) {
+    const headers = { "X-Widget-Key": KEY, Accept: "application/json" };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    if (state.conversation) headers.Authorization = "Bearer " + state.conversation.token;
+    return fetch(API + path, {
+      method: method,
+      headers: headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      credentials: "omit",
+      cache: "no-store",
+    }).then(function (response) {
+      return response.text().then(function (text) {
+        let data = null;
+        try { data = text ? JSON.parse(text) : null; } catch (e) { data = null; }
+        return { ok: response.ok, status: response.status, data: data, headers: response.headers };
+      });
+    });
+  }
+
+  function conversationPath(suffix) {
+    return "conversations/" + encodeURIComponent(state.conversation.id) + "/" + suffix;
+  }
+
+  function errorText(result) {
+    const message = result.data && result.data.error && result.data.error.message;
+    if (result.status === 429) {
+      const wait = parseInt(result.headers.get("Retry-After") || "", 10);
+      return "You're sending messages quickly — please wait" +
+        (wait > 0 ? " " + wait + " seconds" : " a moment") + " and try again.";
+    }
+    if (result.status >= 500 || !message) return "Something went wrong on our side. Please try again.";
+    return message;
+  }
+
+  function ensureConversation() {
+    if (state.conversation) return Promise.resolve(state.conversation);
+    return api("POST", "conversations", {}).then(function (result) {
+      if (!result.ok || !result.data || !result.data.id) throw new Error(errorText(result));
+      state.conversation = { id: result.data.id, token: result.data.token };
+      saveConversation(state.conversation);
+      startLive();
+      return state.conversation;
+    });
+  }
+
+  function forgetConversation() {
+    stopLive();
+    state.conversation = null;
+    saveConversation(null);
+    state.lastSeq = 0;
+    state.seen.clear();
+    state.remoteTyping = false;
+    state.awaitingUntil = 0;
+    els.log.querySelectorAll("li[data-seq]").forEach(function (li) { li.remove(); });
+    setStatus("open");
+    updateTyping();
+  }
+
+  // ---------------------------------------------------------------- rendering
+
+  function node(tag, className, text) {
+    const el = document.createElement(tag);
+    if (className) el.className = className;
+    if (text !== undefined) el.textContent = text;
+    return el;
+  }
+
+  function token(value) {
+    return String(value || "").replace(/[^a-z_]/g, "");
+  }
+
+  function nearBottom() {
+    return els.log.scrollHeight - els.log.scrollTop - els.log.clientHeight < 80;
+  }
+
+  function scrollToEnd(force) {
+    if (force || state.pinned) {
+      els.log.scrollTop = els.log.scrollHeight;
+      state.pinned = true;
+    }
+  }
+
+  function insertOrdered(li, seq) {
+    const items = els.log.querySelectorAll("li[data-seq]");
+    for (let i = items.length - 1; i >= 0; i--) {
+      if (Number(items[i].getAttribute("data-seq")) < seq) {
+        items[i].after(li);
+        return;
+      }
+    }
+    const first = items.length ? items[0] : els.log.querySelector("li.gd-pending");
+    if (first) first.before(li);
+    else els.log.appendChild(li);
+  }
+
+  function timeLabel(iso) {
+    const when = iso ? new Date(iso) : null;
+    if (!when || isNaN(when.getTime())) return "";
+    return when.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  }
+
+  function dropQuickReplies() {
+    els.log.querySelectorAll(".gd-quick").forEach(function (el) { el.remove(); });
+  }
+
+  function quickReplies() {
+    const box = node("div", "gd-quick");
+    box.setAttribute("role", "group");
+    box.setAttribute("aria-label", "Quick replies");
+    ["Yes", "No"].forEach(function (word) {
+      const button = node("button", "", word);
+      button.type = "button";
+      button.addEventListener("click", function () {
+        box.querySelectorAll("button").forEach(function (b) { b.disabled = true; });
+        sendText(word).then(function () { els.input.focus(); });
+      });
+      box.appendChild(button);
+    });
+    return box;
+  }
+
+  function renderMessage(m) {
+    if (!m || typeof m.seq !== "number" || state.seen.has(m.seq)) return;
+    state.seen.add(m.seq);
+    if (m.seq > state.lastSeq) state.lastSeq = m.seq;
+    const data = m.data && typeof m.data === "object" ? m.data : {};
+    const role = token(m.role);
+    const kind = token(m.kind);
+
+    if (role === "user") {
+      dropPending(m.text);
+      dropQuickReplies();
+    } else {
+      // A turn posts its replies and finishes in one transaction: a reply means it is done
+      // (the stream's own "typing: false" may come half a second later).
+      state.remoteTyping = false;
+      if (state.awaitingUntil && m.seq > state.awaitingAfter) state.awaitingUntil = 0;
+    }
+
+    const li = node("li", "gd-msg gd-msg--" + role + " gd-kind--" + kind);
+    li.setAttribute("data-seq", String(m.seq));
+
+    if (role === "system") {
+      li.classList.add("gd-notice");
+      li.appendChild(node("p", "gd-text", m.text));
+    } else {
+      const who = node("span", "gd-who");
+      if (role === "user") who.textContent = "You";
+      else if (role === "staff") {
+        who.textContent = "Support team";
+        who.appendChild(node("span", "gd-badge", "Staff"));
+      } else {
+        who.textContent = CLIENT_NAME;
+        if (data.offline === true) who.appendChild(node("span", "gd-badge gd-badge--offline", "Demo model — offline"));
+      }
+      li.appendChild(who);
+      li.appendChild(node("p", "gd-text", m.text));
+      const when = timeLabel(m.created_at);
+      if (when) li.appendChild(node("span", "gd-meta", when));
+      if (kind === "confirmation_request") li.appendChild(quickReplies());
+    }
+    insertOrdered(li, m.seq);
+
+    if (kind === "handoff") setStatus("escalated");
+    else if (kind === "notice" && data.resolved === true) setStatus("open");
+    updateTyping();
+    scrollToEnd(role === "user");
+  }
+
+  function addPending(text) {
+    dropQuickReplies();
+    const li = node("li", "gd-msg gd-msg--user gd-pending");
+    li.setAttribute("aria-busy", "true");
+    li.appendChild(node("span", "gd-who", "You · sending…"));
+    li.appendChild(node("p", "gd-text", text));
+    els.log.appendChild(li);
+    scrollToEnd(true);
+    return li;
+  }
+
+  function dropPending(text) {
+    const pending = els.log.querySelectorAll("li.gd-pending");
+    for (let i = 0; i < pending.length; i++) {
+      const p = pending[i].querySelector(".gd-text");
+      if (p && p.textContent === String(text).trim()) {
+        pending[i].remove();
+        return;
+      }
+    }
+  }
+
+  function setStatus(status) {
+    if (!status) return;
+    state.status = status;
+    const human = status === "escalated";
+    els.handoff.hidden = !human;
+    els.subtitle.textContent = human ? "Our support team" : "Virtual assistant";
+    els.typingLabel.textContent = human ? "Our team is typing…" : "The assistant is typing…";
+    updateTyping();
+  }
+
+  function updateTyping() {
+    if (state.awaitingUntil && Date.now() > state.awaitingUntil) state.awaitingUntil = 0;
+    const typing = state.localTyping || state.remoteTyping || state.awaitingUntil > 0;
+    const show = typing && state.status !== "escalated";
+    if (els.typing.hidden === show) {
+      els.typing.hidden = !show;
+      if (show) scrollToEnd(false);
+    }
+  }
+
+  function showError(text) {
+    els.error.textContent = text;
+    els.error.hidden = false;
+  }
+
+  function clearError() {
+    els.error.hidden = true;
+    els.error.textContent = "";
+  }
+
+  // ---------------------------------------------------------------- sending
+
+  function postText(text, retried) {
+    return api("POST", conversationPath("messages"), { text: text }).then(function (result) {
+      if ((result.status === 404 || result.status === 401) && !retried) {
+        // The stored conversation is gone (or its token): start a fresh one, once.
+        forgetConversation();
+        return ensureConversation().then(function () { return postText(text, true); });
+      }
+      return result;
+    });
+  }
+
+  function sendText(raw) {
+    const text = String(raw || "").trim();
+    if (!text || state.sending) return Promise.resolve();
+    if (text.length > MAX_CHARS) {
+      showError("Your message is too long (at most " + MAX_CHARS + " characters).");
+      return Promise.resolve();
+    }
+    clearError();
+    state.sending = true;
+    state.localTyping = true;
+    els.send.disabled = true;
+    const pending = addPending(text);
+    updateTyping();
+
+    return ensureConversation()
+      .then(function () { return postText(text, false); })
+      .then(function (result) {
+        if (!result.ok || !result.data || !result.data.message) throw new Error(errorText(result));
+        pending.remove();
+        renderMessage(result.data.message);
+        (result.data.replies || []).forEach(renderMessage);
+        if (result.data.status) setStatus(result.data.status);
+        if (result.data.pending) {
+          state.awaitingAfter = result.data.message.seq;
+          state.awaitingUntil = Date.now() + PENDING_TIMEOUT_MS;
+          startLive();
+        }
+      })
+      .catch(function (error) {
+        pending.remove();
+        // Keep what they typed: put it back in front of anything typed since.
+        const now = els.input.value;
+        els.input.value = text + (now ? "\n" + now : "");
+        resizeInput();
+        const offline = error instanceof TypeError; // fetch's network failure
+        showError(offline ? "Couldn't reach the chat — check your connection and try again." : error.message);
+      })
+      .then(function () {
+        state.sending = false;
+        state.localTyping = false;
+        els.send.disabled = false;
+        updateTyping();
+      });
+  }
+
+  // ---------------------------------------------------------------- live updates
+
+  function stopLive() {
+    if (state.source) {
+      state.source.close();
+      state.source = null;
+    }
+    if (state.pollTimer) {
+      clearTimeout(state.pollTimer);
+      state.pollTimer = null;
+    }
+  }
+
+  function startLive() {
+    if (!state.conversation) return;
+    if (window.EventSource && Date.now() >= state.sseBlockedUntil) openStream();
+    else schedulePoll(0);
+  }
+
+  function openStream() {
+    if (state.source) return;
+    const c = state.conversation;
+    const url = API + "conversations/" + encodeURIComponent(c.id) + "/events?key=" +
+      encodeURIComponent(KEY) + "&token=" + encodeURIComponent(c.token) + "&after=" + state.lastSeq;
+    const source = new EventSource(url);
+    state.source = source;
+    source.addEventListener("open", function () {
+      if (state.pollTimer) { clearTimeout(state.pollTimer); state.pollTimer = null; }
+    });
+    source.addEventListener("message", function (event) { renderMessage(parse(event.data)); });
+    source.addEventListener("status", function (event) {
+      const data = parse(event.data);
+      if (data) setStatus(data.status);
+    });
+    source.addEventListener("typing", function (event) {
+      const data = parse(event.data);
+      state.remoteTyping = !!(data && data.typing);
+      updateTyping();
+    });
+    source.addEventListener("error", function () {
+      // CONNECTING: the stream ended on schedule or the network blipped; EventSource reconnects
+      // by itself (with Last-Event-ID). CLOSED: refused (throttled, gone…): poll instead, and
+      // try the stream again later.
+      if (source.readyState === EventSource.CLOSED) {
+        if (state.source === source) state.source = null;
+        state.remoteTyping = false;
+        state.sseBlockedUntil = Date.now() + SSE_RETRY_MS;
+        schedulePoll(0);
+      }
+    });
+  }
+
+  function parse(text) {
+    try { return JSON.parse(text); } catch (e) { return null; }
+  }
+
+  function schedulePoll(delay) {
+    if (state.pollTimer) clearTimeout(state.pollTimer);
+    state.pollTimer = setTimeout(poll, delay);
+  }
+
+  function poll() {
+    state.pollTimer = null;
+    if (!state.conversation || state.source) return;
+    fetchNew()
+      .catch(function () { /* offline for a moment: try again on the next tick */ })
+      .then(function () {
+        if (!state.conversation || state.source) return;
+        if (window.EventSource && Date.now() >= state.sseBlockedUntil) openStream();
+        else schedulePoll(POLL_MS);
+      });
+  }
+
+  function fetchNew() {
+    return api("GET", conversationPath("messages?after=" + state.lastSeq)).then(function (result) {
+      if (result.status === 404 || result.status === 401) {
+        forgetConversation();
+        return null;
+      }
+      if (!result.ok || !result.data) return null;
+      (result.data.results || []).forEach(renderMessage);
+      setStatus(result.data.status);
+      state.remoteTyping = !!result.data.typing;
+      updateTyping();
+      return result.data.has_more ? fetchNew() : null;
+    });
+  }
+
+  // ---------------------------------------------------------------- input
+
+  function resizeInput() {
+    els.input.style.height = "auto";
+    els.input.style.height = Math.min(els.input.scrollHeight + 2, 128) + "px";
+  }
+
+  els.form.addEventListener("submit", function (event) {
+    event.preventDefault();
+    const text = els.input.value;
+    if (!text.trim()) {
+      els.input.focus();
+      return;
+    }
+    els.input.value = "";
+    resizeInput();
+    sendText(text);
+    els.input.focus();
+  });
+
+  els.input.addEventListener("keydown", function (event) {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      els.form.requestSubmit ? els.form.requestSubmit() : els.send.click();
+    }
+  });
+  els.input.addEventListener("input", resizeInput);
+  els.log.addEventListener("scroll", function () { state.pinned = nearBottom(); });
+  if (window.ResizeObserver) {
+    // The typing line, the error line or a resized window change the log's height.
+    new ResizeObserver(function () { scrollToEnd(false); }).observe(els.log);
+  }
+
+  // ---------------------------------------------------------------- the embedding page
+
+  const framed = window.parent !== window;
+  if (framed) {
+    els.close.hidden = false;
+    els.close.addEventListener("click", function () {
+      window.parent.postMessage({ type: "guidedesk:close" }, "*");
+    });
+    document.addEventListener("keydown", function (event) {
+      if (event.key === "Escape") window.parent.postMessage({ type: "guidedesk:close" }, "*");
+    });
+    window.addEventListener("message", function (event) {
+      if (event.source === window.parent && event.data && event.data.type === "guidedesk:open") {
+        els.input.focus();
+      }
+    });
+  }
+
+  setInterval(updateTyping, 5000); // lets a 202's wait for a reply time out
+  document.addEventListener("visibilitychange", function () {
+    if (!document.hidden && state.conversation && !state.source) startLive();
+  });
+
+  // ---------------------------------------------------------------- start
+
+  state.conversation = loadConversation();
+  if (state.conversation) {
+    fetchNew()
+      .catch(function () { /* the live connection below retries */ })
+      .then(function () {
+        scrollToEnd(true);
+        startLive();
+      });
+  }
+  if (!framed) els.input.focus();
+})();

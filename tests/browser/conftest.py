@@ -1,0 +1,102 @@
+"""Real headless Chromium (the system's /usr/bin/chromium; never a downloaded browser) driven by
+Playwright's sync API against pytest-django's live server."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.cache import cache
+from django.db import connection
+
+from apps.conversations import widget_apis
+from tests.conftest import ROOT
+from tests.reasoning.conftest import llm, llm_server  # noqa: F401  (fixtures, re-exported)
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SCREENSHOTS = ROOT / "ci-artifacts" / "screenshots"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not CHROMIUM.exists():
+        reason = f"{CHROMIUM} is not installed (browser tests use the system Chromium)"
+        if os.environ.get("REQUIRE_BROWSER") == "1":
+            pytest.fail(f"REQUIRE_BROWSER=1 but {reason}")
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API keeps an asyncio loop registered in this thread while it runs, which
+    # Django takes for an async context. The ORM calls these tests make between browser steps
+    # (and the test database set-up) are plain synchronous code, so say so.
+    with pytest.MonkeyPatch.context() as patch, sync_playwright() as playwright:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_throttles() -> Iterator[None]:
+    cache.clear()  # throttle counters live in the cache
+    yield
+    cache.clear()
+
+
+@pytest.fixture
+def screenshots() -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    return SCREENSHOTS
+
+
+def _holding[**P, R](lock: threading.RLock, func: Callable[P, R]) -> Callable[P, R]:
+    @functools.wraps(func)
+    def locked(*args: P.args, **kwargs: P.kwargs) -> R:
+        with lock:
+            return func(*args, **kwargs)
+
+    return locked
+
+
+@pytest.fixture
+def db_lock(live_server: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """On SQLite's in-memory test database every live-server thread (and this one) shares ONE
+    connection, and a write while another thread's read is still pending fails with "database
+    table is locked" — a limit of the test database, not of the app (CI's PostgreSQL gives every
+    thread its own connection, and there nothing is serialized). So here: each request's view
+    runs under a lock, the event stream takes it once per poll (it sleeps and streams outside
+    it), and a test takes it around its own writes (`with db_lock:`)."""
+    if not (connection.vendor == "sqlite" and connection.is_in_memory_db()):
+        yield contextlib.nullcontext()
+        return
+    lock = threading.RLock()
+    httpd = live_server.thread.httpd
+    app = httpd.get_app()
+
+    def locked_app(environ: dict[str, Any], start_response: Any) -> Any:
+        with lock:  # a streaming response is iterated after this returns, outside the lock
+            return app(environ, start_response)
+
+    httpd.set_app(locked_app)
+    for name in ("widget_conversation_state", "widget_messages_after", "widget_turn_in_progress"):
+        monkeypatch.setattr(widget_apis, name, _holding(lock, getattr(widget_apis, name)))
+    try:
+        yield lock
+    finally:
+        httpd.set_app(app)

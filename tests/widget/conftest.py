@@ -1,0 +1,109 @@
+"""Widget API fixtures: the reasoning suite's shop + fake LLM/webhook servers (re-exported, not
+copied), a clean throttle cache per test, and a tiny widget client that talks like the iframe."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.core.cache import cache
+from rest_framework.test import APIClient
+
+from apps.clients.models import Client
+from tests.reasoning.conftest import (  # noqa: F401  (fixtures, re-exported)
+    llm,
+    llm_server,
+    shop,
+    webhook,
+    webhook_server,
+)
+
+API = "/api/v1/widget/"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_throttles() -> Iterator[None]:
+    """Throttle counters live in the cache; every test starts with none."""
+    cache.clear()
+    yield
+    cache.clear()
+
+
+class Widget:
+    """Speaks to /api/v1/widget/ as the chat does: widget key, Origin, visitor token."""
+
+    def __init__(self, client: Client, origin: str | None = None) -> None:
+        self.client = client
+        self.key = client.widget_key
+        self.origin = origin if origin is not None else client.allowed_origins[0]
+        self.http = APIClient()
+
+    def headers(self, token: str | None = None, **extra: str) -> dict[str, str]:
+        headers = {"X-Widget-Key": self.key}
+        if self.origin:
+            headers["Origin"] = self.origin
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        headers.update(extra)
+        return headers
+
+    def start(self, body: Any = None, **headers: str) -> Any:
+        return self.http.post(
+            f"{API}conversations",
+            body if body is not None else {},
+            format="json",
+            headers=self.headers(**headers),
+        )
+
+    def conversation(self) -> tuple[str, str]:
+        response = self.start()
+        assert response.status_code == 201, response.content
+        return response.json()["id"], response.json()["token"]
+
+    def say(self, conversation_id: str, token: str | None, body: Any, **headers: str) -> Any:
+        if isinstance(body, str):
+            body = {"text": body}
+        return self.http.post(
+            f"{API}conversations/{conversation_id}/messages",
+            body,
+            format="json",
+            headers=self.headers(token, **headers),
+        )
+
+    def messages(
+        self, conversation_id: str, token: str | None, after: Any = None, **headers: str
+    ) -> Any:
+        query = "" if after is None else f"?after={after}"
+        return self.http.get(
+            f"{API}conversations/{conversation_id}/messages{query}",
+            headers=self.headers(token, **headers),
+        )
+
+    def events(self, conversation_id: str, query: str = "", **headers: str) -> Any:
+        return self.http.get(
+            f"{API}conversations/{conversation_id}/events{query}",
+            headers={"Origin": self.origin, "Accept": "text/event-stream", **headers},
+        )
+
+
+@pytest.fixture
+def widget(request: pytest.FixtureRequest) -> Widget:
+    """A widget client for the reasoning suite's shop (adaptive plan, webhook tools)."""
+    return Widget(request.getfixturevalue("shop"))
+
+
+def sse(response: Any) -> list[dict[str, str]]:
+    """Read a whole (bounded) event stream into [{"id"?, "event", "data"} | {"retry"}]."""
+    body = b"".join(response.streaming_content).decode()
+    events: list[dict[str, str]] = []
+    for block in body.split("\n\n"):
+        fields: dict[str, str] = {}
+        for line in block.splitlines():
+            if not line or line.startswith(":"):
+                continue
+            name, _, value = line.partition(": ")
+            fields[name] = value
+        if fields:
+            events.append(fields)
+    return events
