@@ -17,6 +17,8 @@ def client_for_request(*, request: Any) -> Client | None:
     if user is None or not user.is_authenticated:
         return None
     wanted = request.query_params.get("client") if hasattr(request, "query_params") else None
+    if wanted is not None and ("\x00" in wanted or len(wanted) > 50):
+        return None  # no client has such a slug (and PostgreSQL refuses NUL in text)
     if user.is_superuser:
         if wanted:
             return Client.objects.select_related("plan").filter(slug=wanted).first()

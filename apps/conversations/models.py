@@ -24,6 +24,8 @@ class Conversation(TenantOwnedModel):
     )
     language = models.CharField(max_length=16, default="en")
     last_seq = models.PositiveIntegerField(default=0, editable=False)
+    # Turns of one conversation run one at a time, in message order (apps.reasoning.services).
+    turn_lock_until = models.DateTimeField(null=True, blank=True, editable=False)
     last_message_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from django.db.models import QuerySet
 
 from apps.clients.models import Client
@@ -26,3 +28,33 @@ def tool_execution_list(*, client: Client) -> QuerySet[ToolExecution]:
         .select_related("tool")
         .order_by("-created_at", "-pk")
     )
+
+
+def tool_list(*, client: Client) -> QuerySet[ClientTool]:
+    """All the client's tools, enabled or not, by name."""
+    return ClientTool.objects.for_client(client).order_by("name", "pk")
+
+
+def tool_execution_audit_list(
+    *, client: Client, status: str | None = None, tool_name: str | None = None
+) -> QuerySet[ToolExecution]:
+    """The audit trail of tool runs, newest first, with tool and conversation loaded;
+    optionally only one status and/or one tool (by name)."""
+    queryset = tool_execution_list(client=client).select_related("conversation")
+    if status:
+        queryset = queryset.filter(status=status)
+    if tool_name:
+        queryset = queryset.filter(tool__name=tool_name)
+    return queryset
+
+
+# The tool-name rule of the importer and the admin; anything else cannot name a tool.
+_TOOL_NAME_RE = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]{0,63}\Z")
+
+
+def tool_get_for_path(*, client: Client, name: str) -> ClientTool | None:
+    """The client's tool named by a URL path segment; None for a name no tool can have (so
+    stray bytes never reach the database) as for an unknown or another client's tool."""
+    if not _TOOL_NAME_RE.match(name):
+        return None
+    return tool_get_by_name(client=client, name=name)

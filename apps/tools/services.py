@@ -253,3 +253,26 @@ def tool_render_result(
     except Exception:  # a client-authored template must never break a turn
         logger.warning("tool result template failed", extra={"tool": tool.name}, exc_info=True)
         return None
+
+
+@transaction.atomic
+def tool_update(
+    *,
+    client: Client,
+    tool: ClientTool,
+    enabled: bool | None = None,
+    description: str | None = None,
+) -> ClientTool:
+    """Switch a tool on/off and/or change its description; nothing else about a tool (its
+    kind, schema, endpoint or secret) can be changed this way."""
+    locked = ClientTool.objects.for_client(client).select_for_update().get(pk=tool.pk)
+    changed: list[str] = []
+    if enabled is not None and locked.enabled != enabled:
+        locked.enabled = enabled
+        changed.append("enabled")
+    if description is not None and locked.description != description:
+        locked.description = description
+        changed.append("description")
+    if changed:
+        locked.save(update_fields=[*changed, "updated_at"])
+    return locked

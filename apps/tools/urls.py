@@ -1,3 +1,9 @@
-from django.urls import URLPattern, URLResolver
+from django.urls import path
 
-urlpatterns: list[URLPattern | URLResolver] = []
+from apps.tools.apis import ToolDetailApi, ToolExecutionListApi, ToolListApi
+
+urlpatterns = [
+    path("tool-executions/", ToolExecutionListApi.as_view(), name="api-tool-execution-list"),
+    path("tools/", ToolListApi.as_view(), name="api-tool-list"),
+    path("tools/<str:name>/", ToolDetailApi.as_view(), name="api-tool-detail"),
+]

@@ -90,3 +90,10 @@ def test_staff_session_uses_membership(api, client_a, client_b):
 def test_staff_without_membership_is_403(api, client_a):
     api.force_login(UserFactory())
     assert api.get(URL).status_code == 403
+
+
+def test_garbage_client_slug_for_a_session_is_403_not_500(api, client_a):
+    member = MembershipFactory(client=client_a, role=Role.VIEWER)
+    api.force_login(member.user)
+    assert api.get(URL, {"client": "acme\x00"}).status_code == 403
+    assert api.get(URL, {"client": "x" * 500}).status_code == 403

@@ -1,0 +1,186 @@
+"""API key management for a client's admins and owners."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+from drf_spectacular.utils import OpenApiExample, extend_schema
+from rest_framework import exceptions, serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from apps.accounts.models import ApiKey, Role
+from apps.accounts.services import api_key_issue, api_key_revoke
+from apps.clients.models import Client
+from apps.core.permissions import StaffAPIView, acting_user, ensure_may_grant
+from apps.core.schema import (
+    AUTH_ERRORS,
+    CLIENT_PARAMETER,
+    NamedChoiceField,
+    error_responses,
+    id_path_parameter,
+    invalid_example,
+    parse_pk,
+)
+
+TAG = "api keys"
+
+# ---------------------------------------------------------------------------------------------
+# Reads (selectors in the sense of CONVENTIONS.md; here only because apps/accounts/selectors.py
+# belongs to another change in flight — move them there when it lands).
+# ---------------------------------------------------------------------------------------------
+
+
+def api_key_list(*, client: Client) -> QuerySet[ApiKey]:
+    """All the client's keys, revoked ones included, newest first."""
+    return ApiKey.objects.for_client(client).order_by("-created_at", "-pk")
+
+
+def api_key_get(*, client: Client, key_id: str) -> ApiKey | None:
+    pk = parse_pk(key_id)
+    if pk is None:
+        return None
+    return ApiKey.objects.for_client(client).filter(pk=pk).first()
+
+
+# ---------------------------------------------------------------------------------------------
+# Serializers
+# ---------------------------------------------------------------------------------------------
+
+
+class ApiKeySerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    prefix = serializers.CharField(help_text="Identifies the key: its secret starts gd_<prefix>_.")
+    role = NamedChoiceField(choices=Role, enum_name="StaffRole")
+    created_at = serializers.DateTimeField()
+    last_used_at = serializers.DateTimeField(
+        allow_null=True, help_text="Updated at most once a minute."
+    )
+    revoked_at = serializers.DateTimeField(allow_null=True)
+
+
+class ApiKeyCreatedSerializer(ApiKeySerializer):
+    secret = serializers.CharField(
+        help_text="The whole key for `Authorization: Api-Key <secret>`. Shown only in this "
+        "response: it is stored hashed and cannot be shown again."
+    )
+
+
+class ApiKeyCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=100, help_text="What the key is for.")
+    role = NamedChoiceField(
+        choices=Role,
+        enum_name="StaffRole",
+        default=Role.VIEWER,
+        help_text="The key's role; at most your own. Defaults to viewer (read only).",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Views
+# ---------------------------------------------------------------------------------------------
+
+KEY_EXAMPLE: dict[str, Any] = {
+    "id": 12,
+    "name": "ERP sync",
+    "prefix": "3fa91c0d",
+    "role": "viewer",
+    "created_at": "2026-03-01T08:00:00.000000Z",
+    "last_used_at": "2026-03-02T09:00:11.000000Z",
+    "revoked_at": None,
+}
+KEY_ID_PARAMETER = id_path_parameter("key_id", "The API key's id.")
+
+
+class ApiKeyListCreateApi(StaffAPIView):
+    required_roles = {"GET": Role.ADMIN, "POST": Role.ADMIN}
+
+    @extend_schema(
+        operation_id="api_keys_list",
+        tags=[TAG],
+        summary="List API keys",
+        description="The client's API keys, revoked ones included, newest first. Secrets are "
+        "never listed. Needs the admin role.",
+        parameters=[CLIENT_PARAMETER],
+        responses={200: ApiKeySerializer(many=True), **error_responses(*AUTH_ERRORS, 404)},
+        examples=[OpenApiExample("A page", value=KEY_EXAMPLE, response_only=True)],
+    )
+    def get(self, request: Request) -> Response:
+        return self.paginated_response(api_key_list(client=self.client), ApiKeySerializer)
+
+    @extend_schema(
+        operation_id="api_keys_create",
+        tags=[TAG],
+        summary="Issue an API key",
+        description="Creates a key and returns its secret once. You cannot grant a role above "
+        "your own (403). Needs the admin role.",
+        parameters=[CLIENT_PARAMETER],
+        request=ApiKeyCreateSerializer,
+        responses={
+            201: ApiKeyCreatedSerializer,
+            **error_responses(
+                400, *AUTH_ERRORS, invalid=invalid_example("name", "This field may not be blank.")
+            ),
+        },
+        examples=[
+            OpenApiExample(
+                "Read-only key", value={"name": "ERP sync", "role": "viewer"}, request_only=True
+            ),
+            OpenApiExample(
+                "Issued",
+                value={
+                    **KEY_EXAMPLE,
+                    "last_used_at": None,
+                    "secret": "gd_3fa91c0d_Vb7…(43 characters)",
+                },
+                response_only=True,
+                status_codes=["201"],
+            ),
+        ],
+    )
+    def post(self, request: Request) -> Response:
+        body = ApiKeyCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        role = body.validated_data["role"]
+        ensure_may_grant(actor_role=self.role, role=role)
+        key, secret = api_key_issue(
+            client=self.client,
+            name=body.validated_data["name"],
+            role=role,
+            created_by=acting_user(request),
+        )
+        return Response(
+            {**ApiKeySerializer(key).data, "secret": secret}, status=status.HTTP_201_CREATED
+        )
+
+
+class ApiKeyRevokeApi(StaffAPIView):
+    required_roles = {"POST": Role.ADMIN}
+
+    @extend_schema(
+        operation_id="api_keys_revoke",
+        tags=[TAG],
+        summary="Revoke an API key",
+        description="The key stops working at once (401 on its next request). Revoking a "
+        "revoked key changes nothing and answers 200. You cannot revoke a key whose role is "
+        "above your own (403). No request body. Needs the admin role.",
+        parameters=[KEY_ID_PARAMETER, CLIENT_PARAMETER],
+        request=None,
+        responses={200: ApiKeySerializer, **error_responses(*AUTH_ERRORS, 404)},
+        examples=[
+            OpenApiExample(
+                "Revoked",
+                value={**KEY_EXAMPLE, "revoked_at": "2026-03-02T10:00:00.000000Z"},
+                response_only=True,
+            )
+        ],
+    )
+    def post(self, request: Request, key_id: str) -> Response:
+        key = api_key_get(client=self.client, key_id=key_id)
+        if key is None:
+            raise exceptions.NotFound()
+        ensure_may_grant(actor_role=self.role, role=key.role)
+        revoked = api_key_revoke(client=self.client, api_key=key)
+        return Response(ApiKeySerializer(revoked).data)

@@ -1,0 +1,351 @@
+"""Staff / back-office conversation API (DESIGN.md "HTTP API (v1)"): list, read everything
+(internal reasoning included), reply as staff."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from rest_framework import exceptions, serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from apps.accounts.models import Role
+from apps.conversations.models import ConversationStatus
+from apps.conversations.selectors import conversation_detail, conversation_get, conversation_list
+from apps.conversations.serializers import MessageSerializer
+from apps.conversations.services import MAX_MESSAGE_CHARS
+from apps.core.permissions import StaffAPIView, acting_user
+from apps.core.schema import (
+    AUTH_ERRORS,
+    CLIENT_PARAMETER,
+    NamedChoiceField,
+    enum_values,
+    error_responses,
+    invalid_example,
+)
+from apps.escalations.apis import ESCALATION_EXAMPLE, EscalationSerializer
+from apps.escalations.services import staff_reply
+from apps.reasoning.models import TraceStatus
+
+TAG = "conversations"
+
+# ---------------------------------------------------------------------------------------------
+# Serializers
+# ---------------------------------------------------------------------------------------------
+
+
+class ConversationFilterSerializer(serializers.Serializer):
+    """Query-string filters of the conversation list (validated; errors name the field)."""
+
+    status = serializers.ChoiceField(choices=ConversationStatus.choices, required=False)
+    created_after = serializers.DateField(required=False, input_formats=["%Y-%m-%d"])
+    created_before = serializers.DateField(required=False, input_formats=["%Y-%m-%d"])
+    has_escalation = serializers.BooleanField(required=False, allow_null=True, default=None)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        after, before = attrs.get("created_after"), attrs.get("created_before")
+        if after and before and after > before:
+            raise serializers.ValidationError(
+                {"created_before": ["Must not be earlier than created_after."]}
+            )
+        return attrs
+
+
+class ConversationSummarySerializer(serializers.Serializer):
+    id = serializers.UUIDField(source="public_id", help_text="The conversation's public id.")
+    status = NamedChoiceField(choices=ConversationStatus, enum_name="ConversationStatus")
+    visitor_id = serializers.CharField(help_text="The visitor's identity as the client knows it.")
+    language = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    last_message_at = serializers.DateTimeField(
+        allow_null=True, help_text="Last visible message; null before the first one."
+    )
+    message_count = serializers.IntegerField(help_text="All messages, internal ones included.")
+    open_escalation = serializers.BooleanField(
+        source="has_open_escalation", help_text="A human currently owns the conversation."
+    )
+
+
+class TurnStepSerializer(serializers.Serializer):
+    index = serializers.IntegerField()
+    name = serializers.CharField(help_text="assess, critique, guard, tool_call, respond …")
+    input_summary = serializers.CharField()
+    output = serializers.JSONField()
+    latency_ms = serializers.IntegerField()
+    prompt_tokens = serializers.IntegerField()
+    completion_tokens = serializers.IntegerField()
+    error = serializers.CharField()
+
+
+class TurnSerializer(serializers.Serializer):
+    """One turn: how the assistant processed one customer message (its reasoning trace)."""
+
+    id = serializers.IntegerField()
+    user_message = serializers.IntegerField(
+        source="user_message.seq", help_text="`seq` of the customer message this turn answered."
+    )
+    mode = serializers.CharField(help_text="standard, adaptive or deliberative.")
+    model = serializers.CharField()
+    status = NamedChoiceField(choices=TraceStatus, enum_name="TurnStatus")
+    critique_triggered = serializers.BooleanField()
+    critique_reasons = serializers.ListField(child=serializers.CharField())
+    context_fetched = serializers.ListField(child=serializers.CharField())
+    escalated = serializers.BooleanField()
+    tool_calls = serializers.IntegerField()
+    llm_calls = serializers.IntegerField()
+    prompt_tokens = serializers.IntegerField()
+    completion_tokens = serializers.IntegerField()
+    duration_ms = serializers.IntegerField()
+    error = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    steps = TurnStepSerializer(many=True)
+
+
+class ConversationDetailSerializer(ConversationSummarySerializer):
+    messages = MessageSerializer(
+        many=True, help_text="Every message in order, internal reasoning included."
+    )
+    turns = TurnSerializer(many=True, source="traces")
+    escalations = EscalationSerializer(many=True, help_text="Newest first.")
+
+
+class StaffReplySerializer(serializers.Serializer):
+    # Length and blankness are checked by the service, exactly as for the widget (400 / 413).
+    text = serializers.CharField(
+        allow_blank=True,
+        trim_whitespace=False,
+        help_text=f"The reply; sent to the customer as is (1–{MAX_MESSAGE_CHARS} characters "
+        "after trimming).",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Schema examples
+# ---------------------------------------------------------------------------------------------
+
+CONVERSATION_ID = "7d0b1c8e-2f0a-4b8e-9a51-3c4f2b9e6d10"
+SUMMARY_EXAMPLE: dict[str, Any] = {
+    "id": CONVERSATION_ID,
+    "status": "escalated",
+    "visitor_id": "customer-4711",
+    "language": "en",
+    "created_at": "2026-03-02T09:14:03.120000Z",
+    "last_message_at": "2026-03-02T09:16:40.004000Z",
+    "message_count": 9,
+    "open_escalation": True,
+}
+MESSAGE_EXAMPLE: dict[str, Any] = {
+    "id": 311,
+    "seq": 10,
+    "role": "staff",
+    "visibility": "visible",
+    "kind": "text",
+    "text": "Hi, I'm Sam from the support team — I've cancelled order TH-12345 for you.",
+    "data": {"author": "sam@shop.example"},
+    "created_at": "2026-03-02T09:18:12.500000Z",
+}
+DETAIL_EXAMPLE: dict[str, Any] = {
+    **SUMMARY_EXAMPLE,
+    "message_count": 3,
+    "messages": [
+        {
+            "id": 301,
+            "seq": 1,
+            "role": "user",
+            "visibility": "visible",
+            "kind": "text",
+            "text": "Where is my order TH-12345?",
+            "data": {},
+            "created_at": "2026-03-02T09:14:05.000000Z",
+        },
+        {
+            "id": 302,
+            "seq": 2,
+            "role": "assistant",
+            "visibility": "internal",
+            "kind": "assessment",
+            "text": "Confidence 9/10; tool get_order_status.",
+            "data": {"confidence": 9, "tool_call": "get_order_status"},
+            "created_at": "2026-03-02T09:14:06.200000Z",
+        },
+        {
+            "id": 303,
+            "seq": 3,
+            "role": "assistant",
+            "visibility": "visible",
+            "kind": "text",
+            "text": "Order TH-12345 shipped yesterday.",
+            "data": {"mode": "adaptive"},
+            "created_at": "2026-03-02T09:14:07.900000Z",
+        },
+    ],
+    "turns": [
+        {
+            "id": 88,
+            "user_message": 1,
+            "mode": "adaptive",
+            "model": "gpt-4o-mini",
+            "status": "done",
+            "critique_triggered": False,
+            "critique_reasons": [],
+            "context_fetched": [],
+            "escalated": False,
+            "tool_calls": 1,
+            "llm_calls": 2,
+            "prompt_tokens": 812,
+            "completion_tokens": 96,
+            "duration_ms": 1840,
+            "error": "",
+            "created_at": "2026-03-02T09:14:05.100000Z",
+            "steps": [
+                {
+                    "index": 1,
+                    "name": "assess",
+                    "input_summary": "minimal context, 3 messages",
+                    "output": {"confidence": 9, "tool_call": "get_order_status"},
+                    "latency_ms": 900,
+                    "prompt_tokens": 640,
+                    "completion_tokens": 60,
+                    "error": "",
+                }
+            ],
+        }
+    ],
+    "escalations": [{**ESCALATION_EXAMPLE, "conversation": CONVERSATION_ID}],
+}
+
+DATE_HELP = "YYYY-MM-DD, inclusive (the project's time zone, UTC by default)."
+LIST_PARAMETERS = [
+    OpenApiParameter(
+        "status",
+        OpenApiTypes.STR,
+        enum=enum_values(ConversationStatus),
+        description="Only conversations in this status.",
+    ),
+    OpenApiParameter(
+        "created_after",
+        OpenApiTypes.DATE,
+        description=f"Only conversations created on or after this day; {DATE_HELP}",
+    ),
+    OpenApiParameter(
+        "created_before",
+        OpenApiTypes.DATE,
+        description=f"Only conversations created on or before this day; {DATE_HELP}",
+    ),
+    OpenApiParameter(
+        "has_escalation",
+        OpenApiTypes.BOOL,
+        description="true: only conversations that were ever escalated (open or resolved); "
+        "false: only ones that never were.",
+    ),
+    CLIENT_PARAMETER,
+]
+PUBLIC_ID_PARAMETER = OpenApiParameter(
+    "public_id",
+    OpenApiTypes.UUID,
+    OpenApiParameter.PATH,
+    description="The conversation's public id (the `id` in every conversation JSON).",
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# Views
+# ---------------------------------------------------------------------------------------------
+
+
+class ConversationListApi(StaffAPIView):
+    required_roles = {"GET": Role.VIEWER}
+
+    @extend_schema(
+        operation_id="conversations_list",
+        tags=[TAG],
+        summary="List conversations",
+        description="The client's conversations, newest first, one page at a time. "
+        "Needs the viewer role.",
+        parameters=LIST_PARAMETERS,
+        responses={
+            200: ConversationSummarySerializer(many=True),
+            **error_responses(400, *AUTH_ERRORS, 404),
+        },
+        examples=[OpenApiExample("A page", value=SUMMARY_EXAMPLE, response_only=True)],
+    )
+    def get(self, request: Request) -> Response:
+        filters = ConversationFilterSerializer(data=self.query_filters())
+        filters.is_valid(raise_exception=True)
+        queryset = conversation_list(client=self.client, **filters.validated_data)
+        return self.paginated_response(queryset, ConversationSummarySerializer)
+
+
+class ConversationDetailApi(StaffAPIView):
+    required_roles = {"GET": Role.VIEWER}
+
+    @extend_schema(
+        operation_id="conversations_retrieve",
+        tags=[TAG],
+        summary="Read a conversation",
+        description="The whole conversation as staff see it: every message (internal reasoning "
+        "included, with kind / visibility / data), every turn with its reasoning steps, and "
+        "its escalations. Needs the viewer role.",
+        parameters=[PUBLIC_ID_PARAMETER, CLIENT_PARAMETER],
+        responses={
+            200: ConversationDetailSerializer,
+            **error_responses(*AUTH_ERRORS, 404),
+        },
+        examples=[OpenApiExample("A short conversation", value=DETAIL_EXAMPLE)],
+    )
+    def get(self, request: Request, public_id: str) -> Response:
+        conversation = conversation_detail(client=self.client, public_id=public_id)
+        if conversation is None:
+            raise exceptions.NotFound()
+        return Response(ConversationDetailSerializer(conversation).data)
+
+
+class ConversationMessageCreateApi(StaffAPIView):
+    required_roles = {"POST": Role.AGENT}
+
+    @extend_schema(
+        operation_id="conversations_messages_create",
+        tags=[TAG],
+        summary="Reply to the customer as staff",
+        description="Posts a visible staff message. Replying takes ownership: if the assistant "
+        "still owned the conversation it is escalated (reason `staff_takeover`) so no AI "
+        "answers over the person; hand it back by resolving the escalation. The author is the "
+        "signed-in staff user (none for API keys). Needs the agent role.",
+        parameters=[PUBLIC_ID_PARAMETER, CLIENT_PARAMETER],
+        request=StaffReplySerializer,
+        responses={
+            201: MessageSerializer,
+            **error_responses(
+                400,
+                *AUTH_ERRORS,
+                404,
+                413,
+                invalid=invalid_example("text", "Must not be empty."),
+            ),
+        },
+        examples=[
+            OpenApiExample(
+                "Reply",
+                value={"text": "I've cancelled order TH-12345 for you."},
+                request_only=True,
+            ),
+            OpenApiExample(
+                "Created", value=MESSAGE_EXAMPLE, response_only=True, status_codes=["201"]
+            ),
+        ],
+    )
+    def post(self, request: Request, public_id: str) -> Response:
+        conversation = conversation_get(client=self.client, public_id=public_id)
+        if conversation is None:
+            raise exceptions.NotFound()
+        body = StaffReplySerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        message = staff_reply(
+            client=self.client,
+            conversation=conversation,
+            text=body.validated_data["text"],
+            author=acting_user(request),
+        )
+        return Response(MessageSerializer(message).data, status=status.HTTP_201_CREATED)

@@ -1,0 +1,385 @@
+"""The staff console: the escalation queue and one conversation, where an agent reads everything
+(internal reasoning collapsed), replies to the customer and hands the conversation back to the AI.
+
+Plain Django views with session login (allauth). The tenant and the role are resolved exactly as
+the API resolves them for a staff session (`client_for_request` / `role_for_request`, with
+`?client=<slug>` choosing among several memberships). Pages refresh themselves by polling two
+small JSON endpoints (static/console/console.js).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import wraps
+from typing import Any
+from urllib.parse import urlencode
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.timesince import timesince
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_POST
+
+from apps.accounts.models import Role, role_at_least
+from apps.accounts.selectors import client_for_request, role_for_request
+from apps.clients.models import Client
+from apps.conversations.models import Conversation, ConversationStatus, Message, Visibility
+from apps.conversations.selectors import (
+    conversation_detail,
+    conversation_get,
+    message_list_after,
+    staff_client_choices,
+)
+from apps.conversations.serializers import MessageSerializer
+from apps.conversations.services import MAX_MESSAGE_CHARS
+from apps.core.admin import pretty_json
+from apps.core.exceptions import ApplicationError
+from apps.core.permissions import slug_is_usable
+from apps.escalations.models import Escalation
+from apps.escalations.selectors import escalation_open_for_conversation, escalation_queue
+from apps.escalations.services import escalation_resolve, staff_reply
+from apps.reasoning.models import ReasoningStep, ReasoningTrace
+
+POLL_SECONDS = 4
+
+# ---------------------------------------------------------------------------------------------
+# Who is acting, for which client
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _TenantLookup:
+    """What the tenant selectors read from a request: the user and the query string."""
+
+    user: Any
+    query_params: Any
+
+
+@dataclass(frozen=True)
+class ConsoleAccess:
+    client: Client
+    role: str
+    choices: list[Client] = field(default_factory=list)
+
+    @property
+    def can_act(self) -> bool:
+        """Agents and above reply and resolve; viewers only read."""
+        return role_at_least(self.role, Role.AGENT)
+
+    @property
+    def query(self) -> str:
+        """The query string that keeps this client selected on every link and form."""
+        return "?" + urlencode({"client": self.client.slug})
+
+
+def _resolve_access(request: HttpRequest) -> ConsoleAccess | HttpResponse:
+    choices = staff_client_choices(user=request.user)
+    if not choices:
+        return render(request, "console/no_access.html", status=403)
+    if not slug_is_usable(request.GET.get("client")):
+        raise Http404("No such client.")
+    lookup = _TenantLookup(user=request.user, query_params=request.GET)
+    client = client_for_request(request=lookup)
+    if client is None:
+        if request.GET.get("client"):
+            # A slug the user is no member of answers like an unknown one.
+            raise Http404("No such client.")
+        return render(request, "console/pick_client.html", {"choices": choices})
+    role = role_for_request(request=lookup, client=client)
+    if role is None:  # pragma: no cover - client_for_request only returns member clients
+        raise PermissionDenied
+    return ConsoleAccess(client=client, role=role, choices=choices)
+
+
+# A console view takes the request, the resolved access and the URL's arguments.
+ConsoleView = Callable[..., HttpResponse]
+
+
+def console_view(minimum: str = Role.VIEWER) -> Callable[[ConsoleView], ConsoleView]:
+    """Signed-in staff only; resolves the client and role and refuses (403) a role below
+    `minimum`."""
+
+    def decorate(view: ConsoleView) -> ConsoleView:
+        @wraps(view)
+        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            access = _resolve_access(request)
+            if isinstance(access, HttpResponse):
+                return access
+            if not role_at_least(access.role, minimum):
+                raise PermissionDenied(f"This needs the {minimum} role.")
+            return view(request, access, *args, **kwargs)
+
+        return login_required(never_cache(wrapper))
+
+    return decorate
+
+
+def json_view(view: ConsoleView) -> ConsoleView:
+    """For the polling endpoints: JSON errors instead of a redirect to the login page, so the
+    page's script can tell "signed out" from "no access"."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not request.user.is_authenticated:
+            return _json_error(401, "not_authenticated", "Sign in again.")
+        access = _resolve_access(request)
+        if isinstance(access, HttpResponse):
+            return _json_error(403, "permission_denied", "No client is selected.")
+        return view(request, access, *args, **kwargs)
+
+    return never_cache(wrapper)
+
+
+def _json_error(status: int, code: str, message: str) -> JsonResponse:
+    return JsonResponse({"error": {"code": code, "message": message}}, status=status)
+
+
+def _conversation_or_404(access: ConsoleAccess, public_id: str) -> Conversation:
+    conversation = conversation_get(client=access.client, public_id=public_id)
+    if conversation is None:
+        raise Http404("No such conversation.")
+    return conversation
+
+
+def _conversation_url(access: ConsoleAccess, conversation: Conversation) -> str:
+    path = reverse("console-conversation", args=[conversation.public_id])
+    return path + access.query
+
+
+# ---------------------------------------------------------------------------------------------
+# The queue
+# ---------------------------------------------------------------------------------------------
+
+
+def _queue_row(access: ConsoleAccess, escalation: Any) -> dict[str, Any]:
+    now = timezone.now()
+    last_at = getattr(escalation, "last_customer_at", None)
+    return {
+        "id": escalation.pk,
+        "conversation": str(escalation.conversation.public_id),
+        "url": _conversation_url(access, escalation.conversation),
+        "status": escalation.status,
+        "reason": escalation.get_reason_display(),
+        "detail": escalation.detail,
+        "created_at": escalation.created_at.isoformat(),
+        "age": timesince(escalation.created_at, now),
+        "resolved_at": escalation.resolved_at.isoformat() if escalation.resolved_at else None,
+        "last_customer_text": getattr(escalation, "last_customer_text", None) or "",
+        "last_customer_age": timesince(last_at, now) if last_at else "",
+        "assigned_to": escalation.assigned_to.email if escalation.assigned_to else None,
+    }
+
+
+def _queue_rows(access: ConsoleAccess) -> dict[str, list[dict[str, Any]]]:
+    queue = escalation_queue(client=access.client)
+    return {
+        "open": [_queue_row(access, e) for e in queue.open],
+        "recently_resolved": [_queue_row(access, e) for e in queue.recently_resolved],
+    }
+
+
+@require_GET
+@console_view()
+def queue(request: HttpRequest, access: ConsoleAccess) -> HttpResponse:
+    rows = _queue_rows(access)
+    return render(
+        request,
+        "console/queue.html",
+        {
+            "access": access,
+            "open_rows": rows["open"],
+            "resolved_rows": rows["recently_resolved"],
+            "poll_url": reverse("console-queue-poll") + access.query,
+            "poll_seconds": POLL_SECONDS,
+        },
+    )
+
+
+@require_GET
+@json_view
+def queue_poll(request: HttpRequest, access: ConsoleAccess) -> HttpResponse:
+    return JsonResponse(_queue_rows(access))
+
+
+# ---------------------------------------------------------------------------------------------
+# One conversation
+# ---------------------------------------------------------------------------------------------
+
+
+class ReplyForm(forms.Form):
+    text = forms.CharField(
+        label="Reply to the customer",
+        max_length=MAX_MESSAGE_CHARS,
+        strip=True,
+        widget=forms.Textarea(attrs={"rows": 3, "maxlength": MAX_MESSAGE_CHARS}),
+    )
+
+
+@dataclass(frozen=True)
+class MessageRow:
+    message: Message
+    internal: bool
+    data_json: str
+    author: str
+
+
+def _message_rows(conversation_messages: list[Message]) -> list[MessageRow]:
+    return [
+        MessageRow(
+            message=m,
+            internal=m.visibility == Visibility.INTERNAL,
+            data_json=pretty_json(m.data),
+            author=str((m.data or {}).get("author") or ""),
+        )
+        for m in conversation_messages
+    ]
+
+
+@dataclass(frozen=True)
+class TurnRow:
+    trace: ReasoningTrace
+    steps: list[tuple[ReasoningStep, str]]
+
+
+def _turn_rows(traces: list[ReasoningTrace]) -> list[TurnRow]:
+    return [
+        TurnRow(trace=t, steps=[(s, pretty_json(s.output)) for s in t.steps.all()]) for t in traces
+    ]
+
+
+def _escalation_json(escalation: Escalation | None) -> dict[str, Any] | None:
+    if escalation is None:
+        return None
+    return {
+        "id": escalation.pk,
+        "reason": escalation.get_reason_display(),
+        "detail": escalation.detail,
+        "created_at": escalation.created_at.isoformat(),
+        "age": timesince(escalation.created_at, timezone.now()),
+        "assigned_to": escalation.assigned_to.email if escalation.assigned_to else None,
+    }
+
+
+def _render_conversation(
+    request: HttpRequest,
+    access: ConsoleAccess,
+    public_id: str,
+    form: ReplyForm | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    conversation = conversation_detail(client=access.client, public_id=public_id)
+    if conversation is None:
+        raise Http404("No such conversation.")
+    all_messages = list(conversation.messages.all())
+    escalations = list(conversation.escalations.all())
+    open_escalation = next((e for e in escalations if e.status == "open"), None)
+    base = reverse("console-conversation", args=[conversation.public_id])
+    return render(
+        request,
+        "console/conversation.html",
+        {
+            "access": access,
+            "conversation": conversation,
+            "rows": _message_rows(all_messages),
+            "internal_count": sum(1 for m in all_messages if m.visibility == Visibility.INTERNAL),
+            "turns": _turn_rows(list(conversation.traces.all())),
+            "escalations": escalations,
+            "open_escalation": open_escalation,
+            "form": form or ReplyForm(),
+            "last_seq": all_messages[-1].seq if all_messages else 0,
+            "poll_url": base + "poll" + access.query,
+            "reply_url": base + "reply" + access.query,
+            "resolve_url": base + "resolve" + access.query,
+            "queue_url": reverse("console-queue") + access.query,
+            "poll_seconds": POLL_SECONDS,
+            "max_chars": MAX_MESSAGE_CHARS,
+            "escalated_status": ConversationStatus.ESCALATED,
+        },
+        status=status,
+    )
+
+
+@require_GET
+@console_view()
+def conversation_page(request: HttpRequest, access: ConsoleAccess, public_id: str) -> HttpResponse:
+    return _render_conversation(request, access, public_id)
+
+
+@require_POST
+@console_view(minimum=Role.AGENT)
+def conversation_reply(request: HttpRequest, access: ConsoleAccess, public_id: str) -> HttpResponse:
+    conversation = _conversation_or_404(access, public_id)
+    form = ReplyForm(request.POST)
+    if not form.is_valid():
+        return _render_conversation(request, access, public_id, form=form, status=400)
+    try:
+        staff_reply(
+            client=access.client,
+            conversation=conversation,
+            text=form.cleaned_data["text"],
+            author=request.user,
+        )
+    except ApplicationError as error:
+        form.add_error("text", error.message)
+        return _render_conversation(request, access, public_id, form=form, status=error.status)
+    messages.success(request, "Reply sent. You own this conversation until you resolve it.")
+    return redirect(_conversation_url(access, conversation) + "#reply")
+
+
+@require_POST
+@console_view(minimum=Role.AGENT)
+def conversation_resolve(
+    request: HttpRequest, access: ConsoleAccess, public_id: str
+) -> HttpResponse:
+    conversation = _conversation_or_404(access, public_id)
+    escalation = escalation_open_for_conversation(client=access.client, conversation=conversation)
+    if escalation is None:
+        messages.info(request, "Nothing to resolve: the assistant already owns this conversation.")
+    else:
+        escalation_resolve(client=access.client, escalation=escalation, actor=request.user)
+        messages.success(request, "Resolved: the assistant answers this conversation again.")
+    return redirect(_conversation_url(access, conversation))
+
+
+@require_GET
+@json_view
+def conversation_poll(request: HttpRequest, access: ConsoleAccess, public_id: str) -> HttpResponse:
+    """New messages after `?after=<seq>` plus the conversation's current state."""
+    after_raw = request.GET.get("after", "0")
+    if not after_raw.isascii() or not after_raw.isdigit() or len(after_raw) > 9:
+        return _json_error(400, "invalid", "after must be a message seq (a whole number).")
+    conversation = conversation_get(client=access.client, public_id=public_id)
+    if conversation is None:
+        return _json_error(404, "not_found", "Not found.")
+    new_messages = message_list_after(
+        client=access.client, conversation=conversation, after_seq=int(after_raw)
+    )
+    escalation = escalation_open_for_conversation(client=access.client, conversation=conversation)
+    payload = {
+        "status": conversation.status,
+        "status_label": conversation.get_status_display(),
+        "last_seq": conversation.last_seq,
+        "open_escalation": _escalation_json(escalation),
+        "messages": [
+            {
+                **MessageSerializer(m).data,
+                "author": str((m.data or {}).get("author") or ""),
+                "role_label": m.get_role_display(),
+                "kind_label": m.get_kind_display(),
+                "data_json": pretty_json(m.data),
+            }
+            for m in new_messages
+        ],
+    }
+    return HttpResponse(
+        json.dumps(payload, default=str, ensure_ascii=False),
+        content_type="application/json",
+    )

@@ -1,0 +1,153 @@
+"""Read-side queries for conversations, always scoped to one client. Each decides its own
+`select_related` / `prefetch_related` so the number of queries does not grow with the data."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import date, datetime, time, timedelta
+from typing import Any
+
+from django.db.models import (
+    Count,
+    Exists,
+    IntegerField,
+    OuterRef,
+    Prefetch,
+    QuerySet,
+    Subquery,
+    Value,
+)
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from apps.accounts.models import Membership
+from apps.clients.models import Client
+from apps.conversations.models import Conversation, Message
+from apps.conversations.models import Role as MessageRole
+from apps.escalations.models import Escalation, EscalationStatus
+from apps.reasoning.models import ReasoningStep, ReasoningTrace
+
+
+def _start_of_day(day: date) -> datetime:
+    return timezone.make_aware(datetime.combine(day, time.min))
+
+
+def _with_summary(queryset: QuerySet[Conversation]) -> QuerySet[Conversation]:
+    """Adds `message_count` (all messages, internal included) and `has_open_escalation`."""
+    message_count = (
+        Message.objects.filter(conversation=OuterRef("pk"))
+        .order_by()
+        .values("conversation")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    open_escalation = Escalation.objects.filter(
+        conversation=OuterRef("pk"), status=EscalationStatus.OPEN
+    )
+    return queryset.annotate(
+        message_count=Coalesce(Subquery(message_count, output_field=IntegerField()), Value(0)),
+        has_open_escalation=Exists(open_escalation),
+    )
+
+
+def conversation_list(
+    *,
+    client: Client,
+    status: str | None = None,
+    created_after: date | None = None,
+    created_before: date | None = None,
+    has_escalation: bool | None = None,
+) -> QuerySet[Conversation]:
+    """The client's conversations, newest first, each with its message count and whether an
+    escalation is open. `created_after` / `created_before` are inclusive calendar days (in the
+    project's time zone); `has_escalation` means "was ever escalated" (open or resolved)."""
+    queryset = Conversation.objects.for_client(client)
+    if status:
+        queryset = queryset.filter(status=status)
+    if created_after is not None:
+        queryset = queryset.filter(created_at__gte=_start_of_day(created_after))
+    if created_before is not None and created_before < date.max:  # date.max: no upper bound
+        queryset = queryset.filter(created_at__lt=_start_of_day(created_before + timedelta(days=1)))
+    if has_escalation is not None:
+        escalated = Exists(Escalation.objects.filter(conversation=OuterRef("pk")))
+        queryset = queryset.filter(escalated if has_escalation else ~escalated)
+    return _with_summary(queryset).order_by("-created_at", "-pk")
+
+
+def _as_uuid(value: str | uuid.UUID) -> uuid.UUID | None:
+    if isinstance(value, uuid.UUID):
+        return value
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        return None
+
+
+def conversation_get(*, client: Client, public_id: str | uuid.UUID) -> Conversation | None:
+    """The client's conversation with this public id; None for a malformed, unknown or another
+    client's id alike."""
+    parsed = _as_uuid(public_id)
+    if parsed is None:
+        return None
+    return Conversation.objects.for_client(client).filter(public_id=parsed).first()
+
+
+def conversation_detail(*, client: Client, public_id: str | uuid.UUID) -> Conversation | None:
+    """A conversation with everything staff read, in five queries however long it is: the
+    conversation (+ summary), all its messages, its turns (+ customer message), their steps,
+    and its escalations (+ assignee)."""
+    parsed = _as_uuid(public_id)
+    if parsed is None:
+        return None
+    messages = Message.objects.for_client(client).order_by("seq")
+    steps = ReasoningStep.objects.for_client(client).order_by("index")
+    turns = (
+        ReasoningTrace.objects.for_client(client)
+        .select_related("user_message")
+        .prefetch_related(Prefetch("steps", queryset=steps))
+        .order_by("created_at", "pk")
+    )
+    escalations = (
+        Escalation.objects.for_client(client)
+        .select_related("assigned_to")
+        .order_by("-created_at", "-pk")
+    )
+    return (
+        _with_summary(Conversation.objects.for_client(client).filter(public_id=parsed))
+        .prefetch_related(Prefetch("messages", queryset=messages))
+        .prefetch_related(Prefetch("traces", queryset=turns))
+        .prefetch_related(Prefetch("escalations", queryset=escalations))
+        .first()
+    )
+
+
+def message_list_after(
+    *, client: Client, conversation: Conversation, after_seq: int = 0
+) -> list[Message]:
+    """Every message (internal included) after `after_seq`, in order."""
+    return list(
+        Message.objects.for_client(client)
+        .filter(conversation=conversation, seq__gt=after_seq)
+        .order_by("seq")
+    )
+
+
+def last_customer_message(*, client: Client, conversation: Conversation) -> Message | None:
+    return (
+        Message.objects.for_client(client)
+        .filter(conversation=conversation, role=MessageRole.USER)
+        .order_by("-seq")
+        .first()
+    )
+
+
+def staff_client_choices(*, user: Any) -> list[Client]:
+    """The active clients a signed-in staff user may act for (every one for a superuser)."""
+    if user.is_superuser:
+        return list(Client.objects.filter(is_active=True).order_by("name"))
+    memberships = (
+        Membership.objects.filter(user=user, client__is_active=True)
+        .select_related("client")
+        .order_by("client__name")
+    )
+    return [membership.client for membership in memberships]

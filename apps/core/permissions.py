@@ -1,0 +1,126 @@
+"""Roles on client-scoped endpoints.
+
+    viewer  read only
+    agent   read, reply to customers as staff, resolve escalations
+    admin   also manage API keys and tools
+    owner   everything an admin can, and may grant the owner role
+
+The caller's role is the API key's own role, or — for a staff session — the role of the user's
+membership in the client (platform superusers act as owners). A view states the minimum role of
+each HTTP method in `required_roles`; `HasClientRole` enforces it before the handler runs, and a
+handler the view forgot to give a role is refused (ImproperlyConfigured), never let through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from django.core.exceptions import ImproperlyConfigured
+from rest_framework import exceptions
+from rest_framework.parsers import JSONParser
+from rest_framework.permissions import BasePermission, IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from apps.accounts.models import Role, User, role_at_least
+from apps.core.api import Pagination, TenantAPIView
+
+NO_CLIENT_MESSAGE = "No client is associated with these credentials."
+
+
+def required_role(view: Any, method: str) -> str | None:
+    """The minimum role for `method` on `view`; None when the view has no such handler (DRF then
+    answers 405)."""
+    method = method.upper()
+    if method == "HEAD":
+        method = "GET"
+    roles: Mapping[str, str] = getattr(view, "required_roles", {})
+    if method in roles:
+        return roles[method]
+    if method == "OPTIONS":
+        return Role.VIEWER
+    if hasattr(view, method.lower()):
+        raise ImproperlyConfigured(f"{type(view).__name__} declares no role for {method}.")
+    return None
+
+
+def slug_is_usable(slug: str | None) -> bool:
+    """False for a `?client=` value no client can have and PostgreSQL cannot even compare (a NUL
+    byte makes the driver raise): such a request names no client."""
+    return slug is None or "\x00" not in slug
+
+
+class HasClientRole(BasePermission):
+    """The caller has at least the role the view requires for this method in the client the
+    request acts for. Stores the role on the view as `view.role`.
+
+    The tenant is resolved with the same selector `TenantAPIView` uses (DRF checks permissions
+    before the view's `initial()` sets `self.client`); for API keys that costs no query, for
+    staff sessions one cheap membership lookup."""
+
+    message = NO_CLIENT_MESSAGE
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        from apps.accounts.selectors import client_for_request, role_for_request
+
+        minimum = required_role(view, request.method or "GET")
+        if not slug_is_usable(request.query_params.get("client")):
+            self.message = NO_CLIENT_MESSAGE
+            return False
+        client = client_for_request(request=request)
+        if client is None:
+            self.message = NO_CLIENT_MESSAGE
+            return False
+        role = role_for_request(request=request, client=client)
+        if role is None:
+            self.message = NO_CLIENT_MESSAGE
+            return False
+        view.role = role
+        if minimum is None or role_at_least(role, minimum):
+            return True
+        self.message = (
+            f"This needs the {minimum} role or higher; these credentials have the {role} role."
+        )
+        return False
+
+
+class StaffAPIView(TenantAPIView):
+    """Base of every staff / back-office endpoint: a tenant (`self.client`) and a role check
+    (`self.role`). Subclasses declare `required_roles = {"GET": Role.VIEWER, ...}`."""
+
+    permission_classes = [IsAuthenticated, HasClientRole]
+    # JSON only: one request format to document, validate and test.
+    parser_classes = [JSONParser]
+    # Read by drf-spectacular to document list responses as pages.
+    pagination_class = Pagination
+    required_roles: ClassVar[Mapping[str, str]] = {}
+    role: str
+
+    def query_filters(self) -> dict[str, str]:
+        """The query string as a plain dict for a filter serializer; an empty value (`?status=`,
+        as an HTML form sends it) means "no filter", like a missing one."""
+        params = self.request.query_params
+        return {key: str(params[key]) for key in params if params[key] != ""}
+
+    def paginated_response(self, queryset: Any, serializer_class: type[Any]) -> Response:
+        """One page of `queryset` as `{"count", "next", "previous", "results"}`."""
+        paginator = self.pagination_class()
+        page: list[Any] | None = paginator.paginate_queryset(queryset, self.request, view=self)
+        return paginator.get_paginated_response(serializer_class(page, many=True).data)
+
+
+def acting_user(request: Request) -> User | None:
+    """The staff user behind the request, or None for an API key (a back-office, not a
+    person)."""
+    user = request.user
+    return user if isinstance(user, User) else None
+
+
+def ensure_may_grant(*, actor_role: str, role: str) -> None:
+    """Nobody hands out (or takes away) more power than they hold: an admin cannot create or
+    revoke an owner key."""
+    if not role_at_least(actor_role, role):
+        raise exceptions.PermissionDenied(
+            f"Your role ({actor_role}) cannot manage credentials with the {role} role."
+        )

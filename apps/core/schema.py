@@ -1,0 +1,207 @@
+"""OpenAPI pieces shared by every API module: the error body, standard error responses, named
+enums, the `?client=` parameter and how ids in URL paths are documented and parsed.
+
+Kept apart from `apps.core.api` so that runtime plumbing does not depend on drf-spectacular.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.db.models import Choices
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
+from drf_spectacular.plumbing import ResolvedComponent
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse
+from rest_framework import serializers
+
+# ---------------------------------------------------------------------------------------------
+# The one error shape (apps.core.api.exception_handler).
+# ---------------------------------------------------------------------------------------------
+
+
+class ErrorDetailSerializer(serializers.Serializer):
+    code = serializers.CharField(
+        help_text="Stable machine-readable name: invalid, too_long, not_found, "
+        "not_authenticated, authentication_failed, permission_denied, method_not_allowed …"
+    )
+    message = serializers.CharField(help_text="Human-readable; names the field when one is bad.")
+    # (the serializer metaclass moves declared fields off the class, so this does not shadow
+    # Serializer.fields)
+    fields = serializers.DictField(  # type: ignore[assignment]
+        child=serializers.JSONField(),
+        required=False,
+        help_text="Validation errors only: field name → its messages.",
+    )
+
+
+class ErrorSerializer(serializers.Serializer):
+    """Every error response: `{"error": {"code", "message", "fields"?}}`."""
+
+    error = ErrorDetailSerializer()
+
+
+def _example(name: str, status: int, code: str, message: str, **extra: Any) -> OpenApiExample:
+    body: dict[str, Any] = {"code": code, "message": message, **extra}
+    return OpenApiExample(name, value={"error": body}, status_codes=[str(status)])
+
+
+_ERRORS: dict[int, tuple[str, list[OpenApiExample]]] = {
+    400: (
+        "Invalid input; `error.fields` names each bad field.",
+        [
+            _example(
+                "Invalid field",
+                400,
+                "invalid",
+                "created_after: Date has wrong format. Use one of these formats instead: "
+                "YYYY-MM-DD.",
+                fields={"created_after": ["Date has wrong format."]},
+            )
+        ],
+    ),
+    401: (
+        "No credentials, or a wrong, malformed or revoked API key.",
+        [
+            _example(
+                "Not authenticated",
+                401,
+                "not_authenticated",
+                "Authentication credentials were not provided.",
+            )
+        ],
+    ),
+    403: (
+        "The credentials' role is too low for this operation, or no client is associated with "
+        "them (a staff user without a membership, or with several and no `?client=`), or a "
+        "staff session's write lacks its CSRF token.",
+        [
+            _example(
+                "Role too low",
+                403,
+                "permission_denied",
+                "This needs the agent role or higher; these credentials have the viewer role.",
+            )
+        ],
+    ),
+    404: (
+        "No such object for this client (another client's object answers the same).",
+        [_example("Not found", 404, "not_found", "Not found.")],
+    ),
+    413: (
+        "The text is longer than the limit.",
+        [
+            _example(
+                "Too long",
+                413,
+                "too_long",
+                "text is longer than 4000 characters.",
+                fields={"text": "At most 4000 characters."},
+            )
+        ],
+    ),
+}
+
+
+def invalid_example(field: str, message: str) -> OpenApiExample:
+    """A 400 example for one bad field."""
+    return _example(
+        f"Invalid {field}", 400, "invalid", f"{field}: {message}", fields={field: [message]}
+    )
+
+
+def error_responses(
+    *statuses: int, invalid: OpenApiExample | None = None
+) -> dict[int, OpenApiResponse]:
+    """`responses=` entries for the given error statuses, each with the shared error body;
+    `invalid` replaces the generic 400 example with the operation's own."""
+    responses: dict[int, OpenApiResponse] = {}
+    for status in statuses:
+        description, examples = _ERRORS[status]
+        if status == 400 and invalid is not None:
+            examples = [invalid]
+        responses[status] = OpenApiResponse(ErrorSerializer, description, examples=examples)
+    return responses
+
+
+# Errors every staff endpoint can answer with.
+AUTH_ERRORS = (401, 403)
+
+
+# ---------------------------------------------------------------------------------------------
+# Named enums: each choice set becomes one schema component with a name we choose, so generated
+# clients get stable types and spectacular never has to guess (and warn about) enum names.
+# ---------------------------------------------------------------------------------------------
+
+
+class NamedChoiceField(serializers.ChoiceField):
+    """A ChoiceField documented as `#/components/schemas/<enum_name>`."""
+
+    def __init__(
+        self, *, choices: type[Choices] | Sequence[Any], enum_name: str, **kwargs: Any
+    ) -> None:
+        if isinstance(choices, type) and issubclass(choices, Choices):
+            choices = choices.choices
+        self.enum_name = enum_name
+        super().__init__(choices=choices, **kwargs)
+
+
+class NamedChoiceFieldExtension(OpenApiSerializerFieldExtension):
+    target_class = NamedChoiceField
+    match_subclasses = True
+
+    def map_serializer_field(self, auto_schema: Any, direction: str) -> dict[str, Any]:
+        field: NamedChoiceField = self.target
+        values = list(field.choices)
+        schema = {
+            "type": "string",
+            "enum": values,
+            "description": "\n".join(
+                f"* `{value}` - {label}" for value, label in field.choices.items()
+            ),
+        }
+        component = ResolvedComponent(
+            name=field.enum_name,
+            type=ResolvedComponent.SCHEMA,
+            object=field.enum_name,
+            schema=schema,
+        )
+        auto_schema.registry.register_on_missing(component)
+        return component.ref
+
+
+def enum_values(choices: type[Choices]) -> list[str]:
+    return [str(value) for value in choices.values]
+
+
+# ---------------------------------------------------------------------------------------------
+# Parameters shared by staff endpoints.
+# ---------------------------------------------------------------------------------------------
+
+CLIENT_PARAMETER = OpenApiParameter(
+    "client",
+    OpenApiTypes.STR,
+    OpenApiParameter.QUERY,
+    description="Staff sessions only: the slug of the client to act for, when the user is a "
+    "member of several. Ignored for API keys (a key belongs to one client).",
+)
+
+# Ids in URL paths are matched as plain strings and parsed here, so a malformed id answers the
+# API's JSON 404 instead of Django's HTML one, and an id too large for the database is simply
+# not found instead of an overflow error.
+_MAX_PK = 2**63 - 1
+
+
+def parse_pk(value: str) -> int | None:
+    """The positive integer primary key in `value`, or None when it cannot be one."""
+    if not value.isascii() or not value.isdigit() or len(value) > len(str(_MAX_PK)):
+        return None
+    number = int(value)
+    return number if 0 < number <= _MAX_PK else None
+
+
+def id_path_parameter(name: str, description: str) -> OpenApiParameter:
+    return OpenApiParameter(
+        name, OpenApiTypes.INT64, OpenApiParameter.PATH, description=description
+    )

@@ -1,0 +1,236 @@
+/* GuideDesk staff console: keeps the queue and a conversation up to date by polling small JSON
+ * endpoints. Plain JS, no framework; everything from the server is inserted as text, never HTML. */
+(function () {
+  "use strict";
+
+  function el(tag, className, text) {
+    var node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+
+  function localTime(iso) {
+    var date = new Date(iso);
+    if (isNaN(date.getTime())) return "";
+    return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  }
+
+  function timeNode(iso) {
+    var node = el("time", null, localTime(iso));
+    node.setAttribute("datetime", iso);
+    return node;
+  }
+
+  function truncate(text, max) {
+    text = text || "";
+    return text.length > max ? text.slice(0, max - 1) + "…" : text;
+  }
+
+  /* Polls `url` every `seconds` (paused while the tab is hidden); `onData(json)` may return a new
+   * URL to poll next. Marks the "Updates live." label stale when the server does not answer. */
+  function poller(root, url, seconds, onData) {
+    var live = root.querySelector("[data-live]");
+    var timer = null;
+    var stopped = false;
+
+    function setState(ok, text) {
+      if (!live) return;
+      live.classList.toggle("gd-stale", !ok);
+      live.textContent = text;
+    }
+
+    function schedule() {
+      if (stopped) return;
+      clearTimeout(timer);
+      timer = setTimeout(tick, seconds * 1000);
+    }
+
+    function tick() {
+      if (document.hidden) return schedule();
+      fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
+        .then(function (response) {
+          if (response.status === 401) {
+            stopped = true;
+            setState(false, "Signed out — reload the page to sign in again.");
+            return null;
+          }
+          if (!response.ok) throw new Error("HTTP " + response.status);
+          return response.json();
+        })
+        .then(function (data) {
+          if (!data) return;
+          var next = onData(data);
+          if (next) url = next;
+          setState(true, "Updates live.");
+        })
+        .catch(function () {
+          setState(false, "Cannot reach the server; retrying…");
+        })
+        .then(schedule);
+    }
+
+    document.addEventListener("visibilitychange", function () {
+      if (!document.hidden && !stopped) tick();
+    });
+    schedule();
+  }
+
+  /* ------------------------------------------------------------------ the queue */
+
+  function queueRow(row, resolved) {
+    var tr = el("tr");
+    var link = el("a");
+    link.href = row.url;
+    link.appendChild(el("code", null, truncate(row.conversation, 9)));
+    var first = el("td");
+    first.appendChild(link);
+    tr.appendChild(first);
+
+    var reason = el("td", null, row.reason);
+    if (row.detail) reason.appendChild(el("div", "gd-sub", truncate(row.detail, 80)));
+    tr.appendChild(reason);
+
+    var age = el("td");
+    var time = el("time", null, row.age + (resolved ? " ago" : ""));
+    time.setAttribute("datetime", row.created_at);
+    age.appendChild(time);
+    tr.appendChild(age);
+
+    var last = el("td", null, row.last_customer_text ? truncate(row.last_customer_text, 120) : "—");
+    if (row.last_customer_text && !resolved && row.last_customer_age) {
+      last.appendChild(el("div", "gd-sub", row.last_customer_age + " ago"));
+    }
+    tr.appendChild(last);
+    tr.appendChild(el("td", null, row.assigned_to || "Unassigned"));
+    return tr;
+  }
+
+  function fillRows(tbody, rows, resolved, emptyText) {
+    if (!tbody) return;
+    tbody.replaceChildren();
+    if (!rows.length) {
+      var tr = el("tr", "gd-empty-row");
+      var td = el("td", null, emptyText);
+      td.colSpan = 5;
+      tr.appendChild(td);
+      tbody.appendChild(tr);
+      return;
+    }
+    rows.forEach(function (row) { tbody.appendChild(queueRow(row, resolved)); });
+  }
+
+  function startQueue(root) {
+    poller(root, root.dataset.pollUrl, Number(root.dataset.pollSeconds) || 5, function (data) {
+      fillRows(root.querySelector('[data-rows="open"]'), data.open, false,
+        "Nothing waiting. The assistant is handling every conversation.");
+      fillRows(root.querySelector('[data-rows="recently_resolved"]'), data.recently_resolved, true,
+        "None yet.");
+      var count = root.querySelector("[data-open-count]");
+      if (count) count.textContent = String(data.open.length);
+    });
+  }
+
+  /* ------------------------------------------------------------------ a conversation */
+
+  function messageItem(m) {
+    var li;
+    if (m.visibility === "internal") {
+      li = el("li", "gd-msg gd-internal");
+      var details = el("details");
+      var summary = el("summary");
+      summary.appendChild(el("span", "gd-kind", m.kind_label));
+      summary.appendChild(document.createTextNode(" "));
+      summary.appendChild(el("span", "gd-preview", truncate(m.text, 110)));
+      summary.appendChild(document.createTextNode(" "));
+      summary.appendChild(timeNode(m.created_at));
+      details.appendChild(summary);
+      if (m.text) details.appendChild(el("div", "gd-msg-text", m.text));
+      if (m.data_json) details.appendChild(el("pre", "gd-json", m.data_json));
+      li.appendChild(details);
+    } else {
+      li = el("li", "gd-msg gd-role-" + m.role);
+      var meta = el("div", "gd-meta");
+      meta.appendChild(el("span", "gd-who", m.role_label));
+      if (m.author) meta.appendChild(document.createTextNode(" · " + m.author));
+      if (m.kind !== "text") {
+        meta.appendChild(document.createTextNode(" · "));
+        meta.appendChild(el("span", "gd-kind", m.kind_label));
+      }
+      meta.appendChild(document.createTextNode(" · "));
+      meta.appendChild(timeNode(m.created_at));
+      li.appendChild(meta);
+      li.appendChild(el("div", "gd-msg-text", m.text));
+    }
+    li.dataset.seq = String(m.seq);
+    return li;
+  }
+
+  function updateEscalation(root, escalation, data) {
+    var status = root.querySelector("[data-status]");
+    if (status) {
+      status.textContent = data.status_label;
+      status.className = "gd-status gd-status-" + data.status;
+    }
+    var panel = root.querySelector("[data-escalation]");
+    if (!panel) return;
+    panel.hidden = !escalation;
+    if (!escalation) return;
+    var fields = {
+      "[data-esc-reason]": escalation.reason,
+      "[data-esc-detail]": escalation.detail || "—",
+      "[data-esc-age]": escalation.age,
+      "[data-esc-assignee]": escalation.assigned_to || "Unassigned",
+    };
+    Object.keys(fields).forEach(function (selector) {
+      var node = panel.querySelector(selector);
+      if (node) node.textContent = fields[selector];
+    });
+  }
+
+  function startConversation(root) {
+    var list = root.querySelector("[data-messages]");
+    var lastSeq = Number(root.dataset.lastSeq) || 0;
+    var base = root.dataset.pollUrl;
+
+    function urlAfter(seq) {
+      var url = new URL(base, window.location.href);
+      url.searchParams.set("after", String(seq));
+      return url.toString();
+    }
+
+    var toggle = root.querySelector("[data-toggle-internal]");
+    if (toggle) {
+      toggle.addEventListener("click", function () {
+        var open = toggle.dataset.open !== "true";
+        root.querySelectorAll(".gd-internal details").forEach(function (d) { d.open = open; });
+        toggle.dataset.open = String(open);
+        toggle.textContent = open ? "Collapse all internal" : "Expand all internal";
+      });
+    }
+
+    poller(root, urlAfter(lastSeq), Number(root.dataset.pollSeconds) || 5, function (data) {
+      var nearBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 80;
+      var empty = list.querySelector("[data-empty]");
+      data.messages.forEach(function (m) {
+        if (m.seq <= lastSeq) return;
+        if (empty) { empty.remove(); empty = null; }
+        list.appendChild(messageItem(m));
+        lastSeq = m.seq;
+      });
+      updateEscalation(root, data.open_escalation, data);
+      if (data.messages.length && nearBottom) list.lastElementChild.scrollIntoView({ block: "end" });
+      return urlAfter(lastSeq);
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll("time[datetime]").forEach(function (node) {
+      if (/^\d\d:\d\d$/.test(node.textContent.trim())) node.textContent = localTime(node.getAttribute("datetime"));
+    });
+    var queue = document.getElementById("gd-queue");
+    if (queue) startQueue(queue);
+    var conversation = document.getElementById("gd-conversation");
+    if (conversation) startConversation(conversation);
+  });
+})();

@@ -1,0 +1,47 @@
+"""Staff console fixtures: signed-in Django test clients per role, and tenant data."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from django.test import Client as DjangoClient
+
+from apps.accounts.models import Role
+from apps.clients.models import Client
+from tests.api.conftest import TenantData, make_tenant_data
+from tests.factories import MembershipFactory
+
+
+@pytest.fixture
+def browser_for(client_a: Client) -> Callable[..., DjangoClient]:
+    """browser_for(role, client=client_a, csrf=False) → a signed-in Django test client."""
+
+    def make(role: str, client: Client = client_a, csrf: bool = False) -> DjangoClient:
+        membership = MembershipFactory(client=client, role=role)
+        browser = DjangoClient(enforce_csrf_checks=csrf)
+        browser.force_login(membership.user)
+        browser.staff_user = membership.user
+        return browser
+
+    return make
+
+
+@pytest.fixture
+def agent(browser_for) -> DjangoClient:
+    return browser_for(Role.AGENT)
+
+
+@pytest.fixture
+def viewer(browser_for) -> DjangoClient:
+    return browser_for(Role.VIEWER)
+
+
+@pytest.fixture
+def data_a(client_a: Client) -> TenantData:
+    return make_tenant_data(client_a)
+
+
+@pytest.fixture
+def data_b(client_b: Client) -> TenantData:
+    return make_tenant_data(client_b)

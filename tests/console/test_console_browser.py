@@ -1,0 +1,138 @@
+"""The console in a real headless Chromium (the system's /usr/bin/chromium, never a downloaded
+browser): internal reasoning starts collapsed, new messages and the escalation state arrive by
+polling without a reload, and an agent replies and resolves through the forms."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+from django.conf import settings
+from django.test import Client as DjangoClient
+
+from apps.accounts.models import Role
+from apps.conversations import console_views
+from apps.conversations.models import Message
+from apps.conversations.services import message_append
+from apps.escalations.models import Escalation
+from tests.api.conftest import make_tenant_data
+from tests.conftest import ROOT
+from tests.factories import MembershipFactory
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run"]
+SCREENSHOTS = ROOT / "ci-artifacts" / "screenshots"
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    if not CHROMIUM.exists():
+        reason = f"{CHROMIUM} is not installed (browser tests use the system Chromium)"
+        if os.environ.get("REQUIRE_BROWSER") == "1":
+            pytest.fail(f"REQUIRE_BROWSER=1 but {reason}")
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API keeps an asyncio loop in this thread; the ORM calls made between
+    # browser steps are plain synchronous code.
+    with pytest.MonkeyPatch.context() as patch, sync_playwright() as playwright:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def signed_in_page(chromium, live_server, client_a, monkeypatch) -> Iterator[Any]:
+    """A browser page signed in (session cookie) as an agent of client A; polls every second."""
+    monkeypatch.setattr(console_views, "POLL_SECONDS", 1)
+    membership = MembershipFactory(client=client_a, role=Role.AGENT)
+    django_client = DjangoClient()
+    django_client.force_login(membership.user)
+    session = django_client.cookies[settings.SESSION_COOKIE_NAME].value
+    context = chromium.new_context()
+    context.add_cookies(
+        [
+            {
+                "name": settings.SESSION_COOKIE_NAME,
+                "value": session,
+                "domain": urlsplit(live_server.url).hostname,
+                "path": "/",
+            }
+        ]
+    )
+    page = context.new_page()
+    page.errors = []
+    page.on("pageerror", lambda error: page.errors.append(str(error)))
+    page.staff_user = membership.user
+    yield page
+    context.close()
+
+
+def test_an_agent_follows_a_conversation_live_replies_and_resolves(
+    signed_in_page, live_server, client_a
+):
+    page = signed_in_page
+    data = make_tenant_data(client_a)
+    page.goto(f"{live_server.url}/console/")
+    page.get_by_role("link", name=str(data.conversation.public_id)[:8]).click()
+    page.wait_for_selector("#gd-conversation")
+
+    # internal reasoning is there but collapsed
+    internal = page.locator(".gd-internal details").first
+    assert internal.get_attribute("open") is None
+    assert not page.get_by_text('"confidence": 5').is_visible()
+    page.get_by_role("button", name="Expand all internal").click()
+    assert page.get_by_text('"confidence": 5').is_visible()
+
+    # a new customer message and an internal note arrive without a reload
+    message_append(
+        client=client_a, conversation=data.conversation, role="user", text="Anyone there?"
+    )
+    page.get_by_text("Anyone there?").wait_for(timeout=8000)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "console-conversation.png"), full_page=True)
+
+    # reply through the form
+    page.get_by_label("Reply to the customer").fill("Hi, I'm looking at your order now.")
+    page.get_by_role("button", name="Send reply").click()
+    page.get_by_text("Reply sent.").wait_for()
+    reply = Message.objects.filter(conversation=data.conversation, role="staff").get()
+    assert reply.text == "Hi, I'm looking at your order now."
+    assert reply.author == page.staff_user
+    assert page.locator("[data-esc-assignee]").inner_text() == page.staff_user.email
+
+    # handed back elsewhere (another agent, the API): the page follows by polling
+    from apps.escalations.services import escalation_create, escalation_resolve
+
+    escalation_resolve(client=client_a, escalation=data.escalation)
+    page.locator("[data-escalation]").wait_for(state="hidden", timeout=8000)
+    assert page.locator("[data-status]").inner_text().startswith("Open")
+    again = escalation_create(
+        client=client_a, conversation=data.conversation, reason="policy", notify=False
+    )
+    page.locator("[data-escalation]").wait_for(state="visible", timeout=8000)
+    assert page.locator("[data-esc-reason]").inner_text() == "Policy / safety decision"
+
+    # resolve with the button
+    page.get_by_role("button", name="Resolve — hand back to the assistant").click()
+    page.get_by_text("the assistant answers this conversation again").wait_for()
+    assert Escalation.objects.get(pk=again.pk).status == "resolved"
+    assert page.locator("[data-escalation]").is_hidden()
+
+    # the queue page refreshes itself too: a new escalation appears without a reload
+    page.goto(f"{live_server.url}/console/")
+    assert page.locator("[data-open-count]").inner_text() == "0"
+    escalation_create(
+        client=client_a, conversation=data.quiet_conversation, reason="policy", notify=False
+    )
+    page.get_by_role("link", name=str(data.quiet_conversation.public_id)[:8]).wait_for(timeout=8000)
+    assert page.locator("[data-open-count]").inner_text() == "1"
+    page.screenshot(path=str(SCREENSHOTS / "console-queue.png"), full_page=True)
+    assert page.errors == []
