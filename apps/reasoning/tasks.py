@@ -1,10 +1,38 @@
+import time
+from typing import Any
+
 from celery import shared_task
+from django.conf import settings
 
-from apps.reasoning.services import turn_process
+from apps.reasoning.services import TurnBusy, turn_process
+
+BUSY_RETRY_SECONDS = 1.0
+EAGER_WAIT_STEP_SECONDS = 0.2
 
 
-@shared_task(name="reasoning.process_turn", acks_late=True, ignore_result=True)
-def process_turn(message_id: int) -> None:
+@shared_task(name="reasoning.process_turn", bind=True, acks_late=True, ignore_result=True)
+def process_turn(self: Any, message_id: int) -> None:
     """Run the turn of one customer message. Safe to run twice: the turn is claimed by a unique
-    row, replies are posted once, tool runs are keyed by an idempotency key."""
-    turn_process(message_id=message_id)
+    row, replies are posted once, tool runs are keyed by an idempotency key. Turns of one
+    conversation run in message order: a later one waits (retries) while an earlier one runs."""
+    if self.request.is_eager:
+        _run_eagerly(message_id)
+        return
+    try:
+        turn_process(message_id=message_id)
+    except TurnBusy as exc:
+        max_retries = int(settings.CELERY_TASK_TIME_LIMIT / BUSY_RETRY_SECONDS)
+        raise self.retry(exc=exc, countdown=BUSY_RETRY_SECONDS, max_retries=max_retries) from exc
+
+
+def _run_eagerly(message_id: int) -> None:
+    """No broker (the demo): wait in this thread for the earlier turn of another request."""
+    deadline = time.monotonic() + settings.CELERY_TASK_TIME_LIMIT
+    while True:
+        try:
+            turn_process(message_id=message_id)
+            return
+        except TurnBusy:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(EAGER_WAIT_STEP_SECONDS)

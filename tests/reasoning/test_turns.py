@@ -34,7 +34,9 @@ def test_escalated_conversation_runs_no_llm_until_handed_back(chat, llm):
     assert replies == []  # stored for staff, no AI reply
     assert Message.objects.filter(role="user", text="Hello? Anyone there?").exists()
     assert llm.requests == []
-    assert not ReasoningTrace.objects.filter(user_message__text="Hello? Anyone there?").exists()
+    skipped = ReasoningTrace.objects.get(user_message__text="Hello? Anyone there?")
+    assert skipped.status == "skipped"
+    assert skipped.llm_calls == 0
 
     escalation_resolve(client=chat.client, escalation=Escalation.objects.get(), actor=None)
     llm.script("assess", assess(response="Hi again! How can I help?"))
@@ -109,7 +111,15 @@ def _queries_for_one_turn(shop, llm, capture, history: int) -> int:
     conversation, _ = conversation_create(client=shop)
     for i in range(history):
         role = "user" if i % 2 == 0 else "assistant"
-        message_append(client=shop, conversation=conversation, role=role, text=f"m{i}")
+        earlier = message_append(client=shop, conversation=conversation, role=role, text=f"m{i}")
+        if role == "user":  # an earlier, finished turn
+            ReasoningTrace.objects.create(
+                client=shop,
+                conversation=conversation,
+                user_message=earlier,
+                mode="adaptive",
+                status="done",
+            )
     llm.script("assess", assess(response="Sure."))
     with capture(execute=True):
         message = handle_turn(client=shop, conversation=conversation, text="hello")
@@ -197,3 +207,57 @@ def test_staff_reply_takes_ownership_and_silences_the_ai(chat, llm):
     assert escalation.assigned_to == agent
     assert chat.say("thanks Sam") == []
     assert llm.requests == []
+
+
+def test_turns_of_one_conversation_run_in_message_order(chat, llm):
+    """A later message waits while an earlier one is queued or running (a second worker)."""
+    from apps.reasoning.services import TurnBusy
+
+    first = handle_turn(client=chat.client, conversation=chat.conversation, text="first")
+    second = handle_turn(client=chat.client, conversation=chat.conversation, text="second")
+    # the task of the second message arrives first: it must wait for the first
+    with pytest.raises(TurnBusy):
+        turn_process(message_id=second.pk)
+    assert not ReasoningTrace.objects.filter(user_message=second).exists()
+    llm.script("assess", assess(response="one"), assess(response="two"))
+    turn_process(message_id=first.pk)
+    turn_process(message_id=second.pk)
+    replies = [m.text for m in chat.all(role="assistant", visibility="visible")]
+    assert replies == ["one", "two"]
+    chat.conversation.refresh_from_db()
+    assert chat.conversation.turn_lock_until is None
+
+
+def test_a_held_turn_lock_makes_the_next_turn_wait(chat, llm):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from apps.conversations.models import Conversation
+    from apps.reasoning.services import TurnBusy
+
+    message = handle_turn(client=chat.client, conversation=chat.conversation, text="hello")
+    Conversation.objects.filter(pk=chat.conversation.pk).update(
+        turn_lock_until=timezone.now() + timedelta(minutes=1)
+    )
+    with pytest.raises(TurnBusy):
+        turn_process(message_id=message.pk)
+    # a lock past its lease belongs to a dead worker and no longer blocks
+    Conversation.objects.filter(pk=chat.conversation.pk).update(
+        turn_lock_until=timezone.now() - timedelta(seconds=1)
+    )
+    llm.script("assess", assess(response="hi"))
+    turn_process(message_id=message.pk)
+    assert [m.text for m in chat.all(role="assistant", visibility="visible")] == ["hi"]
+
+
+def test_broker_down_still_answers_in_process(chat, llm, monkeypatch):
+    from apps.reasoning import tasks
+
+    def broker_down(*args, **kwargs):
+        raise ConnectionError("broker unreachable")
+
+    monkeypatch.setattr(tasks.process_turn, "delay", broker_down)
+    llm.script("assess", assess(response="Still here."))
+    replies = chat.say("hello")
+    assert [r.text for r in replies] == ["Still here."]
