@@ -28,6 +28,7 @@ from apps.billing.serializers import (
     UsageReportSerializer,
 )
 from apps.core.api import Pagination, TenantAPIView
+from apps.core.schema import ErrorSerializer, error_responses
 
 CLIENT_PARAM = OpenApiParameter(
     "client",
@@ -42,9 +43,11 @@ END_PARAM = OpenApiParameter(
     "end", OpenApiTypes.DATE, description="Last day (YYYY-MM-DD), included; default: today."
 )
 ERRORS = {
-    400: OpenApiResponse(description="Invalid parameter; `error.fields` names it."),
-    401: OpenApiResponse(description="Missing or invalid credentials."),
-    403: OpenApiResponse(description="Not allowed to read this client's billing."),
+    **error_responses(400, 401, 403),
+    404: OpenApiResponse(
+        ErrorSerializer,
+        description="Unknown `format` (only `csv` and `json`) or page out of range.",
+    ),
 }
 
 
@@ -104,8 +107,10 @@ class UsageReportApi(BillingAPIView):
     def finalize_response(
         self, request: Request, response: Response, *args: Any, **kwargs: Any
     ) -> Response:
-        # Errors stay JSON even when CSV was asked for.
-        if getattr(response, "exception", False) and isinstance(
+        # Only a usage report has a CSV form: errors (and OPTIONS metadata) stay JSON even when
+        # CSV was asked for.
+        is_report = isinstance(response.data, dict) and "groups" in response.data
+        if not is_report and isinstance(
             getattr(request, "accepted_renderer", None), UsageCSVRenderer
         ):
             request.accepted_renderer = JSONRenderer()

@@ -54,6 +54,7 @@ from apps.conversations.widget_selectors import (
     widget_turn_in_progress,
     widget_turn_status,
 )
+from apps.core.schema import error_responses
 from apps.reasoning.models import TraceStatus
 from apps.reasoning.services import handle_turn
 
@@ -245,7 +246,10 @@ class WidgetConversationStartApi(WidgetAPIView):
         auth=[],
         parameters=[KEY_PARAMETER],
         request=WidgetConversationStartInSerializer,
-        responses={201: WidgetConversationStartOutSerializer},
+        responses={
+            201: WidgetConversationStartOutSerializer,
+            **error_responses(400, 401, 403, 429),
+        },
     )
     def post(self, request: Request) -> Response:
         self.throttle(request, WidgetNewConversationThrottle())
@@ -273,7 +277,10 @@ class WidgetMessagesApi(WidgetConversationAPIView):
                 "after", OpenApiTypes.INT, description="Only messages with a higher `seq`."
             ),
         ],
-        responses={200: WidgetMessageListOutSerializer},
+        responses={
+            200: WidgetMessageListOutSerializer,
+            **error_responses(400, 401, 403, 404, 429),
+        },
     )
     def get(self, request: Request, conversation_id: str) -> Response:
         after = _seq_param(request.query_params.get("after"), "after")
@@ -309,8 +316,7 @@ class WidgetMessagesApi(WidgetConversationAPIView):
         responses={
             201: WidgetMessagePostOutSerializer,
             202: WidgetMessagePostOutSerializer,
-            413: OpenApiResponse(description="Longer than 4,000 characters."),
-            429: OpenApiResponse(description="Too many messages; see Retry-After."),
+            **error_responses(400, 401, 403, 404, 413, 429),
         },
     )
     def post(self, request: Request, conversation_id: str) -> Response:
@@ -369,7 +375,12 @@ class WidgetEventsApi(WidgetConversationAPIView):
             OpenApiParameter("token", OpenApiTypes.STR, description="The visitor token."),
             OpenApiParameter("after", OpenApiTypes.INT, description="Resume after this seq."),
         ],
-        responses={200: OpenApiResponse(description="text/event-stream")},
+        responses={
+            (200, "text/event-stream"): OpenApiResponse(
+                OpenApiTypes.STR, description="The event stream."
+            ),
+            **error_responses(400, 401, 403, 404, 429),
+        },
     )
     def get(self, request: Request, conversation_id: str) -> StreamingHttpResponse:
         # EventSource resends the original URL on reconnect, so its Last-Event-ID wins.

@@ -101,6 +101,10 @@ _ERRORS: dict[int, tuple[str, list[OpenApiExample]]] = {
             )
         ],
     ),
+    429: (
+        "Too many requests; retry after the number of seconds in the `Retry-After` header.",
+        [_example("Throttled", 429, "throttled", "Request was throttled.")],
+    ),
 }
 
 

@@ -3,11 +3,13 @@ and a tenant with real data — a conversation with turns, an escalation, a tool
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
 from rest_framework.test import APIClient
 
 from apps.accounts.models import Role
@@ -203,3 +205,15 @@ def assert_error(response: Any, status: int, code: str | None = None) -> dict[st
     if code is not None:
         assert body["error"]["code"] == code
     return body["error"]
+
+
+@pytest.fixture
+def keep_connection_in_test_transaction() -> Iterator[None]:
+    """Schemathesis drives the WSGI app directly; Django would close the database connection
+    at the start and end of each request, which inside the test's transaction throws the test
+    data away. Django's own test client suspends these handlers the same way."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)

@@ -13,9 +13,8 @@ from typing import Any
 import pytest
 import schemathesis
 from django.core.management import call_command
-from django.core.signals import request_finished, request_started
 from django.core.wsgi import get_wsgi_application
-from django.db import close_old_connections, transaction
+from django.db import transaction
 from drf_spectacular.generators import SchemaGenerator
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
@@ -128,18 +127,6 @@ def test_list_operations_document_pagination_and_filters():
 
 
 # ---------------------------------------------------------------------------------- fuzzing
-
-
-@pytest.fixture
-def keep_connection_in_test_transaction() -> Iterator[None]:
-    """Schemathesis drives the WSGI app directly; Django would close the database connection
-    at the start and end of each request, which inside the test's transaction throws the test
-    data away. Django's own test client suspends these handlers the same way."""
-    request_started.disconnect(close_old_connections)
-    request_finished.disconnect(close_old_connections)
-    yield
-    request_started.connect(close_old_connections)
-    request_finished.connect(close_old_connections)
 
 
 @pytest.fixture

@@ -333,3 +333,11 @@ def test_the_report_runs_a_flat_number_of_queries(api_a, acme, django_assert_max
     assert queries_for_report() == few
     with django_assert_max_num_queries(10):
         api_a.get(URL, {"start": days_ago(30), "group_by": "day"})
+
+
+def test_options_with_csv_format_answers_json_not_500(key_a, client_a):
+    from tests.conftest import api_for
+
+    response = api_for(key_a).options("/api/v1/billing/usage/?format=csv")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("application/json")
