@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import io
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -13,10 +14,12 @@ from typing import Any
 
 import pytest
 from django.core.cache import cache
+from django.core.management import call_command
 from django.db import connection
 
+from apps.clients.models import Client
 from apps.conversations import widget_apis
-from tests.conftest import ROOT
+from tests.conftest import DEMO_TENANT, ROOT
 from tests.reasoning.conftest import llm, llm_server  # noqa: F401  (fixtures, re-exported)
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -100,3 +103,10 @@ def db_lock(live_server: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         yield lock
     finally:
         httpd.set_app(app)
+
+
+@pytest.fixture
+def demo(live_server, db_lock, settings) -> Client:
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    call_command("import_client", str(DEMO_TENANT), stdout=io.StringIO())
+    return Client.objects.get(slug="trailhead")

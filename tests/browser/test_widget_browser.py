@@ -4,59 +4,23 @@ Screenshots land in ci-artifacts/screenshots/."""
 
 from __future__ import annotations
 
-import io
-from pathlib import Path
 from typing import Any
 
 import pytest
 from django.conf import settings as django_settings
-from django.core.management import call_command
-from playwright.sync_api import FrameLocator, Page, expect
+from playwright.sync_api import expect
 
 from apps.clients.models import Client
 from apps.conversations.models import Conversation, Message
 from apps.escalations.services import staff_reply
 from apps.tools.models import PendingAction, PendingActionStatus, ToolExecution
-from tests.conftest import DEMO_TENANT
+from tests.browser.helpers import open_widget, send, shot
 from tests.reasoning.conftest import assess, critique
 from tests.support.fake_llm import Delay
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 ORDER = "TH-10043"  # an order the demo shop's order book has as "processing": cancellable
-
-
-@pytest.fixture
-def demo(live_server, db_lock, settings) -> Client:
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-    call_command("import_client", str(DEMO_TENANT), stdout=io.StringIO())
-    return Client.objects.get(slug="trailhead")
-
-
-def open_widget(page: Page, base_url: str, demo: Client) -> FrameLocator:
-    page.goto(base_url + "/")
-    expect(page.get_by_role("heading", name="Gear for the long way round.")).to_be_visible()
-    launcher = page.locator("#guidedesk-launcher")
-    expect(launcher).to_have_accessible_name("Chat with us")
-    launcher.click()
-    expect(launcher).to_have_attribute("aria-label", "Close chat")
-    expect(launcher).to_have_attribute("aria-expanded", "true")
-    frame = page.frame_locator("#guidedesk-panel iframe")
-    expect(frame.get_by_text(demo.greeting)).to_be_visible()
-    expect(frame.get_by_label("Your message")).to_be_focused()
-    return frame
-
-
-def send(frame: FrameLocator, text: str) -> None:
-    box = frame.get_by_label("Your message")
-    box.fill(text)
-    box.press("Enter")
-
-
-def shot(page: Page, folder: Path, name: str) -> Path:
-    path = folder / name
-    page.screenshot(path=str(path))
-    return path
 
 
 def test_chat_typing_indicator_and_the_three_turn_cancel(

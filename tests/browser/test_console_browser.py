@@ -4,59 +4,38 @@ polling without a reload, and an agent replies and resolves through the forms.""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 from django.conf import settings
 from django.test import Client as DjangoClient
+from playwright.sync_api import expect
 
 from apps.accounts.models import Role
 from apps.conversations import console_views
-from apps.conversations.models import Message
+from apps.conversations.models import Conversation, Message
 from apps.conversations.services import message_append
 from apps.escalations.models import Escalation
 from tests.api.conftest import make_tenant_data
-from tests.conftest import ROOT
+from tests.browser.conftest import SCREENSHOTS
+from tests.browser.helpers import open_widget, send
 from tests.factories import MembershipFactory
+from tests.reasoning.conftest import assess
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run"]
-SCREENSHOTS = ROOT / "ci-artifacts" / "screenshots"
 
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        reason = f"{CHROMIUM} is not installed (browser tests use the system Chromium)"
-        if os.environ.get("REQUIRE_BROWSER") == "1":
-            pytest.fail(f"REQUIRE_BROWSER=1 but {reason}")
-        pytest.skip(reason)
-    from playwright.sync_api import sync_playwright
-
-    # Playwright's sync API keeps an asyncio loop in this thread; the ORM calls made between
-    # browser steps are plain synchronous code.
-    with pytest.MonkeyPatch.context() as patch, sync_playwright() as playwright:
-        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def signed_in_page(chromium, live_server, client_a, monkeypatch) -> Iterator[Any]:
-    """A browser page signed in (session cookie) as an agent of client A; polls every second."""
+def agent_page(browser: Any, live_server: Any, client: Any, monkeypatch: Any) -> Any:
+    """A browser page in its own context, signed in (session cookie) as an agent of `client`;
+    the console polls every second."""
     monkeypatch.setattr(console_views, "POLL_SECONDS", 1)
-    membership = MembershipFactory(client=client_a, role=Role.AGENT)
+    membership = MembershipFactory(client=client, role=Role.AGENT)
     django_client = DjangoClient()
     django_client.force_login(membership.user)
     session = django_client.cookies[settings.SESSION_COOKIE_NAME].value
-    context = chromium.new_context()
+    context = browser.new_context()
     context.add_cookies(
         [
             {
@@ -71,8 +50,14 @@ def signed_in_page(chromium, live_server, client_a, monkeypatch) -> Iterator[Any
     page.errors = []
     page.on("pageerror", lambda error: page.errors.append(str(error)))
     page.staff_user = membership.user
+    return page
+
+
+@pytest.fixture
+def signed_in_page(browser, live_server, client_a, monkeypatch) -> Iterator[Any]:
+    page = agent_page(browser, live_server, client_a, monkeypatch)
     yield page
-    context.close()
+    page.context.close()
 
 
 def test_an_agent_follows_a_conversation_live_replies_and_resolves(
@@ -136,3 +121,40 @@ def test_an_agent_follows_a_conversation_live_replies_and_resolves(
     assert page.locator("[data-open-count]").inner_text() == "1"
     page.screenshot(path=str(SCREENSHOTS / "console-queue.png"), full_page=True)
     assert page.errors == []
+
+
+def test_staff_reply_in_the_console_shows_in_the_customers_widget(
+    browser, live_server, demo, db_lock, llm, monkeypatch
+):
+    """The customer chats in the widget; an agent answers from the console; the customer's open
+    widget shows the reply as staff, with the hand-off notice — and no assistant answers."""
+    customer = browser.new_page(viewport={"width": 1280, "height": 860})
+    frame = open_widget(customer, live_server.url, demo)
+    llm.script("assess", assess(response="Let me see what I can find."))
+    send(frame, "My stove arrived with a dent")
+    expect(frame.get_by_text("Let me see what I can find.")).to_be_visible()
+
+    conversation = Conversation.objects.get(client=demo)
+    agent = agent_page(browser, live_server, demo, monkeypatch)
+    agent.goto(f"{live_server.url}/console/conversations/{conversation.public_id}/")
+    expect(agent.get_by_text("My stove arrived with a dent", exact=True)).to_be_visible()
+    agent.get_by_label("Reply to the customer").fill("Hi, I'm Alex — a replacement is on its way.")
+    agent.get_by_role("button", name="Send reply").click()
+    expect(agent.get_by_text("Reply sent.")).to_be_visible()
+
+    staff = frame.locator("li.gd-msg--staff")
+    expect(staff).to_contain_text("a replacement is on its way")
+    expect(staff.locator(".gd-badge")).to_have_text("Staff")
+    expect(frame.locator("#gd-handoff")).to_be_visible()
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    customer.screenshot(path=str(SCREENSHOTS / "widget-console-reply.png"))
+    agent.screenshot(path=str(SCREENSHOTS / "console-reply-sent.png"), full_page=True)
+    assert (SCREENSHOTS / "widget-console-reply.png").stat().st_size > 5_000
+
+    calls = len(llm.requests)
+    send(frame, "Great, thanks!")
+    expect(agent.get_by_text("Great, thanks!", exact=True)).to_be_visible()  # live update
+    assert len(llm.requests) == calls  # a person owns the conversation now
+    assert agent.errors == []
+    agent.context.close()
+    customer.close()
