@@ -67,11 +67,6 @@ class BillingAPIView(TenantAPIView):
         if role is None or not role_at_least(role, self.minimum_role):
             raise exceptions.PermissionDenied("Billing needs the admin or owner role.")
 
-    def query(self, serializer_class: type[Any]) -> dict[str, Any]:
-        serializer = serializer_class(data=self.request.query_params)
-        serializer.is_valid(raise_exception=True)
-        return dict(serializer.validated_data)
-
 
 class UsageReportApi(BillingAPIView):
     renderer_classes = [JSONRenderer, BrowsableAPIRenderer, UsageCSVRenderer]
@@ -100,7 +95,7 @@ class UsageReportApi(BillingAPIView):
         },
     )
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        params = self.query(UsageQuerySerializer)
+        params = self.validated_query(UsageQuerySerializer)
         report = selectors.usage_report(client=self.client, **params)
         return Response(UsageReportSerializer(report).data)
 
@@ -134,7 +129,7 @@ class InvoiceApi(BillingAPIView):
         responses={200: InvoiceSerializer, **ERRORS},
     )
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        params = self.query(InvoiceQuerySerializer)
+        params = self.validated_query(InvoiceQuerySerializer)
         invoice = selectors.invoice_for_month(client=self.client, month=params["month"])
         return Response(InvoiceSerializer(invoice).data)
 
@@ -158,7 +153,7 @@ class TurnUsageListApi(BillingAPIView):
         responses={200: TurnUsagePageSerializer, **ERRORS},
     )
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        params = self.query(TurnQuerySerializer)
+        params = self.validated_query(TurnQuerySerializer)
         turns = selectors.turn_usage_list(
             client=self.client,
             start=params["start"],

@@ -272,9 +272,8 @@ class ConversationListApi(StaffAPIView):
         examples=[OpenApiExample("A page", value=SUMMARY_EXAMPLE, response_only=True)],
     )
     def get(self, request: Request) -> Response:
-        filters = ConversationFilterSerializer(data=self.query_filters())
-        filters.is_valid(raise_exception=True)
-        queryset = conversation_list(client=self.client, **filters.validated_data)
+        filters = self.validated_query(ConversationFilterSerializer)
+        queryset = conversation_list(client=self.client, **filters)
         return self.paginated_response(queryset, ConversationSummarySerializer)
 
 

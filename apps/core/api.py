@@ -86,6 +86,16 @@ class TenantAPIView(APIView):
 
     client: Client
 
+    def validated_query(self, serializer_class: type[Any]) -> dict[str, Any]:
+        """The query string validated by `serializer_class` (400 naming the bad parameter). An
+        empty value (`?status=`, as an HTML form sends it) means "not given", like a missing one.
+        """
+        params = self.request.query_params
+        data = {key: str(params[key]) for key in params if params[key] != ""}
+        serializer = serializer_class(data=data)
+        serializer.is_valid(raise_exception=True)
+        return dict(serializer.validated_data)
+
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
         from apps.accounts.selectors import client_for_request

@@ -97,12 +97,6 @@ class StaffAPIView(TenantAPIView):
     required_roles: ClassVar[Mapping[str, str]] = {}
     role: str
 
-    def query_filters(self) -> dict[str, str]:
-        """The query string as a plain dict for a filter serializer; an empty value (`?status=`,
-        as an HTML form sends it) means "no filter", like a missing one."""
-        params = self.request.query_params
-        return {key: str(params[key]) for key in params if params[key] != ""}
-
     def paginated_response(self, queryset: Any, serializer_class: type[Any]) -> Response:
         """One page of `queryset` as `{"count", "next", "previous", "results"}`."""
         paginator = self.pagination_class()

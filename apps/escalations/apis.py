@@ -94,9 +94,8 @@ class EscalationListApi(StaffAPIView):
         examples=[OpenApiExample("A page", value=ESCALATION_EXAMPLE, response_only=True)],
     )
     def get(self, request: Request) -> Response:
-        filters = EscalationFilterSerializer(data=self.query_filters())
-        filters.is_valid(raise_exception=True)
-        queryset = escalation_list(client=self.client, status=filters.validated_data.get("status"))
+        filters = self.validated_query(EscalationFilterSerializer)
+        queryset = escalation_list(client=self.client, status=filters.get("status"))
         return self.paginated_response(queryset, EscalationSerializer)
 
 

@@ -165,12 +165,11 @@ class ToolExecutionListApi(StaffAPIView):
         examples=[OpenApiExample("A page", value=EXECUTION_EXAMPLE, response_only=True)],
     )
     def get(self, request: Request) -> Response:
-        filters = ToolExecutionFilterSerializer(data=self.query_filters())
-        filters.is_valid(raise_exception=True)
+        filters = self.validated_query(ToolExecutionFilterSerializer)
         queryset = tool_execution_audit_list(
             client=self.client,
-            status=filters.validated_data.get("status"),
-            tool_name=filters.validated_data.get("tool"),
+            status=filters.get("status"),
+            tool_name=filters.get("tool"),
         )
         return self.paginated_response(queryset, ToolExecutionSerializer)
 
