@@ -14,8 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from apps.accounts.authentication import ApiKeyPrincipal
-from apps.accounts.models import Role, role_at_least
-from apps.accounts.selectors import role_for_request
+from apps.accounts.models import Role
 from apps.billing import selectors
 from apps.billing.renderers import UsageCSVRenderer
 from apps.billing.serializers import (
@@ -27,7 +26,7 @@ from apps.billing.serializers import (
     UsageQuerySerializer,
     UsageReportSerializer,
 )
-from apps.core.api import Pagination, TenantAPIView
+from apps.core.permissions import StaffAPIView
 from apps.core.schema import ErrorSerializer, error_responses
 
 CLIENT_PARAM = OpenApiParameter(
@@ -51,10 +50,11 @@ ERRORS = {
 }
 
 
-class BillingAPIView(TenantAPIView):
-    """Billing is for a client's admins and owners (API keys default to the admin role)."""
+class BillingAPIView(StaffAPIView):
+    """Billing is for a client's admins and owners (API keys default to the admin role); the
+    role is enforced like every staff endpoint's (apps/core/permissions.py)."""
 
-    minimum_role = Role.ADMIN
+    required_roles = {"GET": Role.ADMIN}
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
@@ -63,9 +63,6 @@ class BillingAPIView(TenantAPIView):
             raise exceptions.PermissionDenied(
                 "An API key reports on its own client only; `client` is for platform operators."
             )
-        role = role_for_request(request=request, client=self.client)
-        if role is None or not role_at_least(role, self.minimum_role):
-            raise exceptions.PermissionDenied("Billing needs the admin or owner role.")
 
 
 class UsageReportApi(BillingAPIView):
@@ -160,6 +157,4 @@ class TurnUsageListApi(BillingAPIView):
             end=params["end"],
             conversation=str(params["conversation"]) if params.get("conversation") else None,
         )
-        paginator = Pagination()
-        page = paginator.paginate_queryset(turns, request, view=self)
-        return paginator.get_paginated_response(TurnUsageSerializer(page, many=True).data)
+        return self.paginated_response(turns, TurnUsageSerializer)
