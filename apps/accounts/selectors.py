@@ -1,38 +1,59 @@
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from apps.accounts.authentication import ApiKeyPrincipal
 from apps.accounts.models import Membership, Role
 from apps.clients.models import Client
 
+_CACHE_ATTR = "_guidedesk_tenant"  # (client, role) once resolved for this request
+
 
 def client_for_request(*, request: Any) -> Client | None:
     """The tenant a request acts for: the API key's client, or — for a staff session — the
     client of the user's membership (`?client=<slug>` picks one when the user has several;
-    platform superusers may pick any client)."""
+    platform superusers may pick any client). Resolved once per request: the permission check
+    and the view both ask."""
+    cached = getattr(request, _CACHE_ATTR, None)
+    if cached is not None:
+        return cached[0]
+    client, role = _resolve(request)
+    if client is not None:
+        # (a caller may pass a read-only stand-in for a request: then it is just not cached)
+        with contextlib.suppress(AttributeError):
+            setattr(request, _CACHE_ATTR, (client, role))
+    return client
+
+
+def _resolve(request: Any) -> tuple[Client | None, str | None]:
     user = request.user
     if isinstance(user, ApiKeyPrincipal):
-        return user.client
+        return user.client, user.role
     if user is None or not user.is_authenticated:
-        return None
+        return None, None
     wanted = request.query_params.get("client") if hasattr(request, "query_params") else None
     if wanted is not None and ("\x00" in wanted or len(wanted) > 50):
-        return None  # no client has such a slug (and PostgreSQL refuses NUL in text)
+        return None, None  # no client has such a slug (and PostgreSQL refuses NUL in text)
     if user.is_superuser:
         if wanted:
-            return Client.objects.select_related("plan").filter(slug=wanted).first()
-        return None
+            return Client.objects.select_related("plan").filter(slug=wanted).first(), Role.OWNER
+        return None, None
     memberships = Membership.objects.select_related("client", "client__plan").filter(
         user=user, client__is_active=True
     )
     if wanted:
         memberships = memberships.filter(client__slug=wanted)
     found = list(memberships[:2])
-    return found[0].client if len(found) == 1 else None
+    if len(found) != 1:
+        return None, None
+    return found[0].client, found[0].role
 
 
 def role_for_request(*, request: Any, client: Client) -> str | None:
+    cached = getattr(request, _CACHE_ATTR, None)
+    if cached is not None and cached[0].pk == client.pk:
+        return cached[1]
     user = request.user
     if isinstance(user, ApiKeyPrincipal):
         return user.role if user.client.pk == client.pk else None
