@@ -8,6 +8,7 @@ import functools
 import io
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -110,3 +111,36 @@ def demo(live_server, db_lock, settings) -> Client:
     settings.CELERY_TASK_ALWAYS_EAGER = True
     call_command("import_client", str(DEMO_TENANT), stdout=io.StringIO())
     return Client.objects.get(slug="trailhead")
+
+
+@pytest.fixture(autouse=True)
+def _live_server_idle_before_flush(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A page may end a test with a request still in flight (the widget shows a sent message
+    before the POST returns). Tearing the database down under it deadlocks PostgreSQL's TRUNCATE
+    against the request's row locks, so wait until the live server has answered everything."""
+    if "live_server" not in request.fixturenames:
+        yield
+        return
+    live_server = request.getfixturevalue("live_server")
+    httpd = live_server.thread.httpd
+    app = httpd.get_app()
+    in_flight = [0]
+    guard = threading.Lock()
+
+    def counting_app(environ: dict[str, Any], start_response: Any) -> Any:
+        with guard:
+            in_flight[0] += 1
+        try:
+            return app(environ, start_response)  # a streamed body is iterated after this
+        finally:
+            with guard:
+                in_flight[0] -= 1
+
+    httpd.set_app(counting_app)
+    try:
+        yield
+    finally:
+        deadline = time.monotonic() + 15
+        while in_flight[0] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        httpd.set_app(app)
