@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import json
 import logging
+import socket
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
+from django.conf import settings
 from django.db import transaction
 
 from apps.clients.models import Client
@@ -149,6 +153,33 @@ def _post_once(
     return _parse_reply(payload)
 
 
+def _not_sent(error: str) -> ExecutorOutcome:
+    """A call refused before anything went over the network."""
+    return ExecutorOutcome(ok=False, result=None, error=error, attempts=0, latency_ms=0)
+
+
+def destination_refusal(url: str) -> str:
+    """Why GuideDesk will not call `url`, or "" when it may. Unless
+    TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS is on (local development, tests), a webhook may only
+    reach public addresses: a tool configured to point at 127.0.0.1, 10.x, 169.254.169.254 …
+    would otherwise let whoever edits a tool probe our own network (SSRF). Every address the
+    host resolves to is checked."""
+    parts = urlsplit(url)
+    if parts.scheme not in {"http", "https"} or not parts.hostname:
+        return f"{url!r} is not an http(s) URL."
+    if settings.TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS:
+        return ""
+    try:
+        infos = socket.getaddrinfo(parts.hostname, parts.port or 443, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return f"cannot resolve {parts.hostname!r}."
+    for info in infos:
+        address = ipaddress.ip_address(info[4][0])
+        if not address.is_global or address.is_multicast:
+            return f"{parts.hostname!r} resolves to a non-public address ({address})."
+    return ""
+
+
 def run_webhook(
     *,
     tool: ClientTool,
@@ -161,13 +192,10 @@ def run_webhook(
     started = time.monotonic()
     if not tool.webhook_url or not tool.signing_secret:
         # Never send an unsigned call: the client could not tell it from a forgery.
-        return ExecutorOutcome(
-            ok=False,
-            result=None,
-            error=f"Tool {tool.name!r} has no webhook URL or signing secret.",
-            attempts=0,
-            latency_ms=0,
-        )
+        return _not_sent(f"Tool {tool.name!r} has no webhook URL or signing secret.")
+    refusal = destination_refusal(tool.webhook_url)
+    if refusal:
+        return _not_sent(f"Tool {tool.name!r}: {refusal}")
     payload = {
         "tool": tool.name,
         "params": params,
@@ -178,13 +206,7 @@ def run_webhook(
         # Serialised once: the signature covers exactly the bytes that are sent.
         body = json.dumps(payload, separators=(",", ":"), sort_keys=True).encode()
     except (TypeError, ValueError) as exc:
-        return ExecutorOutcome(
-            ok=False,
-            result=None,
-            error=f"Tool params are not JSON-serialisable: {exc}",
-            attempts=0,
-            latency_ms=0,
-        )
+        return _not_sent(f"Tool params are not JSON-serialisable: {exc}")
     headers = {
         "Content-Type": "application/json",
         IDEMPOTENCY_HEADER: idempotency_key,

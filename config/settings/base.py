@@ -203,6 +203,10 @@ LLM_MAX_RETRIES = env.int("LLM_MAX_RETRIES", default=2)
 # json_schema (default) | json_object | text — for providers without structured outputs.
 LLM_RESPONSE_FORMAT = env("LLM_RESPONSE_FORMAT", default="json_schema")
 
+# Tool webhooks may only reach public addresses unless this is on (SSRF protection); local
+# development and the tests run their tool servers on 127.0.0.1.
+TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS = env.bool("TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS", default=False)
+
 # Reasoning guards.
 REASONING_MAX_TOOL_CALLS_PER_TURN = env.int("REASONING_MAX_TOOL_CALLS_PER_TURN", default=3)
 REASONING_MAX_CONTEXT_ROUNDS = env.int("REASONING_MAX_CONTEXT_ROUNDS", default=2)

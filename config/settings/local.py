@@ -5,3 +5,4 @@ from .base import *  # noqa: F403
 from .base import env
 
 DEBUG = env.bool("DEBUG", default=True)
+TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS = env.bool("TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS", default=True)

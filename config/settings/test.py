@@ -17,5 +17,7 @@ LLM_TIMEOUT = 5.0
 LLM_MAX_RETRIES = 0
 # Task publishing is exercised against the broker in CI, but tests run tasks in-process.
 CELERY_TASK_ALWAYS_EAGER = True
+# The fake tool servers listen on 127.0.0.1 (the SSRF guard itself is tested with this off).
+TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
 LOGGING = {"version": 1, "disable_existing_loggers": False, "root": {"level": "WARNING"}}
 TEST_BROKER_URL = env("CELERY_BROKER_URL", default="")

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import Any
 
 import pytest
 
 from apps.clients.models import Client
+from apps.tools import executors
 from apps.tools.executors import (
     GENERIC_BUILTIN_ERROR,
     ExecutorOutcome,
@@ -274,3 +276,35 @@ def test_builtin_with_unknown_handler_fails(client_a: Client) -> None:
     assert not outcome.ok
     assert outcome.attempts == 0
     assert "demo.does_not_exist" in outcome.error
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:9/hook",
+        "http://localhost/hook",
+        "http://10.0.0.5/hook",
+        "http://169.254.169.254/latest/meta-data",
+        "http://[::1]/hook",
+    ],
+)
+def test_webhook_to_a_private_address_is_refused_without_a_request(
+    hook: FakeWebhookServer, client_a: Client, settings: Any, url: str
+) -> None:
+    settings.TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS = False
+    tool = ClientToolFactory(client=client_a, webhook_url=url, signing_secret=SECRET)
+    outcome = executors.run_webhook(
+        tool=tool, params={"order_id": "TH-12345"}, conversation_id=None, idempotency_key=KEY
+    )
+    assert not outcome.ok
+    assert outcome.attempts == 0
+    assert "non-public address" in outcome.error
+    assert hook.requests == []
+
+
+def test_private_networks_allowed_when_configured(hook, client_a, settings):
+    settings.TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
+    assert executors.destination_refusal(hook.url()) == ""
+    settings.TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS = False
+    assert "non-public" in executors.destination_refusal(hook.url())
+    assert executors.destination_refusal("ftp://example.com/x") != ""
