@@ -1,19 +1,24 @@
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from apps.accounts.models import ApiKey, Membership, User
+from apps.accounts.models import ApiKey, Membership, Role, User, role_at_least
 from apps.accounts.services import api_key_issue, api_key_revoke
-from apps.core.admin import TenantScopedAdmin
+from apps.core.admin import SuperuserOnlyAdmin, TenantScopedAdmin
 
 
 @admin.register(User)
-class UserAdmin(DjangoUserAdmin):
+class UserAdmin(SuperuserOnlyAdmin, DjangoUserAdmin):
+    """Accounts span tenants (a user may belong to several clients), so only platform
+    superusers manage them: client staff must never reset another tenant's password or grant
+    themselves superuser."""
+
     ordering = ["email"]
     list_display = ["email", "first_name", "last_name", "is_staff", "is_superuser", "is_active"]
     search_fields = ["email", "first_name", "last_name"]
@@ -33,17 +38,30 @@ class UserAdmin(DjangoUserAdmin):
 
 @admin.register(Membership)
 class MembershipAdmin(TenantScopedAdmin):
+    """Client staff see their clients' members; who may act for a client (and with which role)
+    is the platform's decision."""
+
     list_display = ["user", "client", "role", "created_at"]
-    list_filter = ["role", "client"]
+    list_filter = ["role", ("client", admin.RelatedOnlyFieldListFilter)]
     search_fields = ["user__email", "client__name"]
     autocomplete_fields = ["user"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.is_superuser)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return bool(request.user.is_superuser)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return bool(request.user.is_superuser)
+
     list_select_related = ["user", "client"]
 
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(TenantScopedAdmin):
     list_display = ["name", "client", "prefix", "role", "active", "last_used_at", "created_at"]
-    list_filter = ["client", "role"]
+    list_filter = [("client", admin.RelatedOnlyFieldListFilter), "role"]
     search_fields = ["name", "prefix", "client__name"]
     list_select_related = ["client"]
     actions = ["revoke"]
@@ -56,13 +74,30 @@ class ApiKeyAdmin(TenantScopedAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         if obj is None:
             return []
-        return ["client", "prefix", "last_used_at", "revoked_at", "created_by"]
+        # A key's role is fixed at creation: raising it later would bypass the grant check.
+        return ["client", "role", "prefix", "last_used_at", "revoked_at", "created_by"]
 
     @admin.display(boolean=True, description="Active")
     def active(self, obj: ApiKey) -> bool:
         return obj.is_active
 
+    def _check_may_grant(self, request: HttpRequest, client: Any, role: str) -> None:
+        """Same rule as the API: keys are managed by a client's admins and owners, and nobody
+        hands out (or revokes) more power than they hold."""
+        if request.user.is_superuser:
+            return
+        user_id = cast(int, request.user.pk)
+        membership = Membership.objects.filter(client=client, user_id=user_id).first()
+        actor_role = membership.role if membership else None
+        if actor_role is None or not role_at_least(actor_role, Role.ADMIN):
+            raise PermissionDenied("Managing API keys needs the admin or owner role.")
+        if not role_at_least(actor_role, role):
+            raise PermissionDenied(
+                f"Your role ({actor_role}) cannot manage keys with the {role} role."
+            )
+
     def save_model(self, request: HttpRequest, obj: ApiKey, form: Any, change: bool) -> None:
+        self._check_may_grant(request, obj.client, obj.role)
         if change:
             super().save_model(request, obj, form, change)
             return
@@ -79,8 +114,11 @@ class ApiKeyAdmin(TenantScopedAdmin):
             f"New API key for {key.client}: {secret} — copy it now, it will not be shown again.",
         )
 
-    @admin.action(description="Revoke selected keys")
+    @admin.action(description="Revoke selected keys", permissions=["change"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
-        for key in queryset.select_related("client"):
+        keys = list(queryset.select_related("client"))
+        for key in keys:
+            self._check_may_grant(request, key.client, key.role)
+        for key in keys:
             api_key_revoke(client=key.client, api_key=key)
         self.message_user(request, f"Revoked {queryset.count()} key(s).")

@@ -47,4 +47,6 @@ def parse_api_key(raw: str) -> tuple[str, str] | None:
     parts = raw.split("_", 2)
     if len(parts) != 3 or parts[0] != API_KEY_PREFIX or len(parts[1]) != 8 or not parts[2]:
         return None
+    if any(c not in "0123456789abcdef" for c in parts[1]) or "\x00" in raw:
+        return None
     return parts[1], raw

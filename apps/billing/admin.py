@@ -27,6 +27,7 @@ from apps.billing.selectors import usage_overview
 from apps.billing.serializers import UsageQuerySerializer
 from apps.clients.models import Client
 from apps.core.admin import PlatformOnlyAdmin, TenantScopedAdmin
+from apps.core.schema import parse_pk
 
 DEFAULT_DAYS = 30
 
@@ -66,7 +67,7 @@ class UsageRecordAdmin(ReadOnlyAdmin):
         "billed_usd",
         "tokens_estimated",
     ]
-    list_filter = ["client", "mode", "step", "model"]
+    list_filter = [("client", admin.RelatedOnlyFieldListFilter), "mode", "step", "model"]
     list_select_related = ["client"]
     date_hierarchy = "created_at"
     readonly_fields = [f.name for f in UsageRecord._meta.fields]
@@ -93,7 +94,7 @@ class DailyUsageAdmin(ReadOnlyAdmin):
         "billed_usd",
         "critique_triggered",
     ]
-    list_filter = ["grain", "mode", "client"]
+    list_filter = ["grain", "mode", ("client", admin.RelatedOnlyFieldListFilter)]
     list_select_related = ["client"]
     date_hierarchy = "day"
 
@@ -101,7 +102,7 @@ class DailyUsageAdmin(ReadOnlyAdmin):
 @admin.register(UsageAlert)
 class UsageAlertAdmin(ReadOnlyAdmin):
     list_display = ["month", "client", "threshold", "metric", "used", "budget", "emailed_at"]
-    list_filter = ["threshold", "metric", "client"]
+    list_filter = ["threshold", "metric", ("client", admin.RelatedOnlyFieldListFilter)]
     list_select_related = ["client"]
 
 
@@ -183,7 +184,10 @@ class ClientUsageAdmin(admin.ModelAdmin):
     def change_view(
         self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
     ) -> HttpResponse:
-        return HttpResponseRedirect(client_usage_url(int(object_id)))
+        pk = parse_pk(object_id)
+        if pk is None:
+            raise Http404
+        return HttpResponseRedirect(client_usage_url(pk))
 
     def usage_view(self, request: HttpRequest, client_id: int) -> HttpResponse:
         if not self.has_view_permission(request):

@@ -45,7 +45,7 @@ ERRORS = {
     **error_responses(400, 401, 403),
     404: OpenApiResponse(
         ErrorSerializer,
-        description="Unknown `format` (only `csv` and `json`) or page out of range.",
+        description="Page out of range.",
     ),
 }
 

@@ -34,6 +34,11 @@ class UsageQuerySerializer(serializers.Serializer):
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         end: date = attrs.get("end") or periods.today()
         start: date = attrs.get("start") or periods.month_start(end)
+        for name, day in (("start", start), ("end", end)):
+            if not EARLIEST <= day <= LATEST:
+                raise serializers.ValidationError(
+                    {name: [f"Must be between {EARLIEST} and {LATEST}."]}
+                )
         if start > end:
             raise serializers.ValidationError({"start": [f"start ({start}) is after end ({end})."]})
         span = (end - start).days + 1
@@ -54,6 +59,12 @@ class TurnQuerySerializer(UsageQuerySerializer):
 _MONTH = re.compile(r"^(\d{4})-(\d{2})$")
 
 
+# Dates outside this range would overflow date arithmetic (a day after 9999-12-31) and are
+# never a real billing period.
+EARLIEST = date(2000, 1, 1)
+LATEST = date(9998, 12, 31)
+
+
 class InvoiceQuerySerializer(serializers.Serializer):
     month = serializers.CharField(
         required=False, help_text="YYYY-MM; defaults to the current month."
@@ -63,7 +74,11 @@ class InvoiceQuerySerializer(serializers.Serializer):
         match = _MONTH.match(value.strip())
         if not match or not 1 <= int(match.group(2)) <= 12:
             raise serializers.ValidationError("Enter a month as YYYY-MM, e.g. 2026-11.")
-        month = date(int(match.group(1)), int(match.group(2)), 1)
+        month = (
+            date(int(match.group(1)), int(match.group(2)), 1) if match.group(1) != "0000" else None
+        )
+        if month is None or not EARLIEST <= month <= LATEST:
+            raise serializers.ValidationError(f"Enter a month between {EARLIEST:%Y-%m} and now.")
         if month > periods.month_start(periods.today()):
             raise serializers.ValidationError(f"{value} is in the future.")
         return month

@@ -133,6 +133,16 @@ class MembershipInline(admin.TabularInline):
     autocomplete_fields = ["user"]
     fk_name = "client"
 
+    # Who may act for a client is the platform's decision (see MembershipAdmin).
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return bool(request.user.is_superuser)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return bool(request.user.is_superuser)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return bool(request.user.is_superuser)
+
 
 class ToolInline(admin.TabularInline):
     model = ClientTool

@@ -84,6 +84,11 @@ def message_append(
 def validate_customer_text(text: Any) -> str:
     if not isinstance(text, str):
         raise ApplicationError("text must be a string.", {"fields": {"text": "Must be a string."}})
+    if "\x00" in text:
+        raise ApplicationError(
+            "text must not contain NUL characters.",
+            {"fields": {"text": "Must not contain NUL characters."}},
+        )
     cleaned = text.strip()
     if not cleaned:
         raise ApplicationError(

@@ -26,8 +26,8 @@ class ConversationState(NamedTuple):
 
 def widget_client_by_key(*, key: str) -> Client | None:
     """The client a public widget key belongs to (active or not: the caller decides)."""
-    if not key or len(key) > 64:
-        return None
+    if not key or len(key) > 64 or "\x00" in key:
+        return None  # (PostgreSQL refuses NUL in text: never send it a query with one)
     return Client.objects.select_related("plan").filter(widget_key=key).first()
 
 

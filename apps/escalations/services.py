@@ -19,6 +19,7 @@ from apps.conversations.models import (
 )
 from apps.conversations.services import message_append, validate_customer_text
 from apps.escalations.models import Escalation, EscalationReason, EscalationStatus
+from apps.tools.services import pending_expire_open
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +61,9 @@ def escalation_create(
     locked.status = ConversationStatus.ESCALATED
     locked.save(update_fields=["status", "updated_at"])
     conversation.status = locked.status
+    # A person owns the conversation now: an open confirmation question must not be settled by
+    # a later stray "ok" after hand-back.
+    pending_expire_open(client=client, conversation=locked)
     message_append(
         client=client,
         conversation=conversation,

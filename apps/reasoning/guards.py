@@ -59,28 +59,141 @@ def params_hash(params: dict[str, Any]) -> str:
 
 # --- the customer's answer to a confirmation question ------------------------------------------
 
-_NEGATIVE = re.compile(
-    r"^\s*(no|nope|nah|don'?t|do not|stop|wait|hold on|never ?mind|cancel that|not now|"
-    r"no thanks|abort)\b|\b(don'?t|do not|not)\b",
-    re.IGNORECASE,
+_NEGATIVE_START = {
+    "no",
+    "nope",
+    "nah",
+    "stop",
+    "wait",
+    "abort",
+    "cancel that",
+    "never mind",
+    "nevermind",
+    "hold on",
+    "not now",
+    "no thanks",
+    "don't",
+    "dont",
+    "do not",
+}
+_NEGATIVE_ANYWHERE = {"don't", "dont", "do not", "not", "never", "stop"}
+# Any of these makes an answer conditional or a question: never a confirmation.
+_HEDGES = {
+    "wait",
+    "if",
+    "but",
+    "maybe",
+    "think",
+    "unless",
+    "which",
+    "what",
+    "why",
+    "how",
+    "when",
+    "hold",
+    "later",
+    "actually",
+    "perhaps",
+    "hmm",
+    "first",
+    "before",
+    "instead",
+}
+_AFFIRMATIVE_START = (
+    "yes please",
+    "yes",
+    "yeah",
+    "yep",
+    "yup",
+    "y",
+    "sure",
+    "ok",
+    "okay",
+    "confirm",
+    "confirmed",
+    "i confirm",
+    "go ahead",
+    "please do",
+    "do it",
+    "correct",
+    "that's right",
+    "thats right",
+    "right",
+    "absolutely",
+    "please proceed",
+    "proceed",
 )
-_AFFIRMATIVE = re.compile(
-    r"^\s*(yes|yeah|yep|yup|y|sure|ok|okay|confirm(ed)?|i confirm|go ahead|please do|do it|"
-    r"correct|that'?s right|right|absolutely|please proceed|proceed)\b",
-    re.IGNORECASE,
-)
+# Words that may follow the yes: echoing the action ("yes, cancel it") or politeness.
+_ECHO_WORDS = {
+    "please",
+    "cancel",
+    "it",
+    "that",
+    "this",
+    "do",
+    "go",
+    "ahead",
+    "proceed",
+    "confirm",
+    "confirmed",
+    "yes",
+    "sure",
+    "ok",
+    "okay",
+    "thanks",
+    "thank",
+    "you",
+    "refund",
+    "the",
+    "order",
+    "my",
+    "now",
+    "right",
+    "away",
+    "correct",
+    "absolutely",
+    "y",
+    "yep",
+    "yeah",
+    "yup",
+    "i",
+    "am",
+    "change",
+    "update",
+    "request",
+    "address",
+    "one",
+    "that's",
+    "thats",
+    "fine",
+    "great",
+    "perfect",
+    "good",
+}
+_ID_RE = re.compile(r"^[a-z]*-?\d[\w-]*$")  # an order number echoed back ("th-12345")
 
 
 def confirmation_answer(text: str) -> Literal["yes", "no", "other"]:
-    """A short, explicit yes or no. Anything longer or hedged is 'other' (the question expires
-    and the assistant asks again if the customer still wants it) — ambiguity never confirms."""
-    words = re.findall(r"[\w']+", text)
-    if not words or len(words) > 12:
+    """An explicit yes or no, nothing else. A question, a condition or an extra clause makes it
+    'other' (the question expires and the assistant asks again if the customer still wants it):
+    ambiguity never confirms a destructive action."""
+    lowered = text.strip().lower().replace("\u2019", "'")
+    words = re.findall(r"[a-z0-9'-]+", lowered)
+    if not words or len(words) > 10:
         return "other"
-    if _NEGATIVE.search(text):
+    joined = " ".join(words)
+    if any(joined == n or joined.startswith(n + " ") for n in _NEGATIVE_START) or (
+        _NEGATIVE_ANYWHERE & set(words) or "do not" in joined
+    ):
         return "no"
-    if _AFFIRMATIVE.search(text):
-        return "yes"
+    if "?" in lowered or _HEDGES & set(words):
+        return "other"
+    for phrase in _AFFIRMATIVE_START:
+        if joined == phrase or joined.startswith(phrase + " "):
+            rest = joined[len(phrase) :].split()
+            if all(w in _ECHO_WORDS or _ID_RE.match(w) for w in rest):
+                return "yes"
+            return "other"
     return "other"
 
 
@@ -89,23 +202,39 @@ def pending_resolve(
     *, client: Client, conversation: Conversation, user_message: Message
 ) -> PendingAction | None:
     """At the start of a turn: settle any open confirmation with this customer message. Returns
-    the action if this message confirmed it (status confirmed), else None."""
+    the action this message confirmed, else None.
+
+    A confirmation counts only if the question was actually shown to the customer
+    (`PendingAction.question` is set when the reply is posted) and this is the customer's first
+    message after it. A message written before the question appeared never answers it."""
+    already = (
+        PendingAction.objects.for_client(client)
+        .select_related("tool")
+        .filter(
+            resolved_by=user_message,
+            status__in=[PendingActionStatus.CONFIRMED, PendingActionStatus.EXECUTED],
+        )
+        .first()
+    )
+    if already is not None:
+        return already  # this turn is being re-run (its worker died): same action, same key
     now = timezone.now()
     open_actions = list(
         PendingAction.objects.for_client(client)
         .select_for_update()
-        .select_related("tool", "proposed_in")
+        .select_related("tool", "question")
         .filter(conversation=conversation, status=PendingActionStatus.PENDING)
         .order_by("-created_at")
     )
     confirmed = None
     for pending in open_actions:
-        if pending.proposed_in.seq >= user_message.seq:
-            continue  # proposed in this very turn (or later): can never be confirmed by it
+        question = pending.question
+        if question is None or question.seq >= user_message.seq:
+            continue  # not shown yet (or shown after this message): this message can't answer
         status: str
         if pending.expires_at <= now:
             status = PendingActionStatus.EXPIRED
-        elif confirmed is not None or not _is_next_customer_message(pending, user_message):
+        elif confirmed is not None or not _is_first_reply(question, user_message):
             status = PendingActionStatus.EXPIRED  # ignored: the customer moved on
         else:
             answer = confirmation_answer(user_message.text)
@@ -122,11 +251,12 @@ def pending_resolve(
     return confirmed
 
 
-def _is_next_customer_message(pending: PendingAction, user_message: Message) -> bool:
+def _is_first_reply(question: Message, user_message: Message) -> bool:
+    """No customer message and no staff message came between the question and this answer."""
     between = Message.objects.filter(
-        conversation_id=pending.conversation_id,
-        role=Role.USER,
-        seq__gt=pending.proposed_in.seq,
+        conversation_id=question.conversation_id,
+        role__in=[Role.USER, Role.STAFF],
+        seq__gt=question.seq,
         seq__lt=user_message.seq,
     )
     return not between.exists()

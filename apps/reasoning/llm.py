@@ -569,6 +569,7 @@ def llm_complete[T](
             model=settings.LLM_MODEL,
             messages=cast(Any, sent),
             temperature=TEMPERATURE,
+            max_tokens=settings.LLM_MAX_COMPLETION_TOKENS,
             extra_headers={STEP_HEADER: step},
             **kwargs,
         )

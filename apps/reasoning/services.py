@@ -22,7 +22,7 @@ from apps.billing.services.budgets import (
     turn_budget_reserve,
 )
 from apps.clients.models import AIMode, Client
-from apps.conversations.models import Conversation, ConversationStatus, Message, Role
+from apps.conversations.models import Conversation, ConversationStatus, Kind, Message, Role
 from apps.conversations.services import message_append, validate_customer_text
 from apps.escalations.models import EscalationReason
 from apps.escalations.services import HANDOFF_TEXT, escalation_create
@@ -31,9 +31,10 @@ from apps.reasoning.llm import LLMError
 from apps.reasoning.models import ReasoningTrace, TraceStatus
 from apps.reasoning.modes.adaptive import run_adaptive
 from apps.reasoning.modes.standard import run_standard
-from apps.reasoning.traces import TokenCapExceeded, TurnRecorder
+from apps.reasoning.traces import TokenCapExceeded, TurnAborted, TurnRecorder
 from apps.reasoning.turn import Escalate, Outcome, Reply, Turn
 from apps.tools.models import ClientTool
+from apps.tools.services import pending_expire_open, pending_mark_shown
 
 logger = logging.getLogger(__name__)
 
@@ -221,6 +222,9 @@ def _process_locked(message: Message) -> ReasoningTrace | None:
 
     try:
         outcome = _run(turn)
+    except TurnAborted:
+        _finish(recorder, Outcome(), started, status=TraceStatus.SKIPPED)
+        return trace
     except Escalate as exc:
         outcome = Outcome(escalate=(exc.reason, exc.detail), handoff_text=exc.handoff_text)
     except TokenCapExceeded:
@@ -299,9 +303,10 @@ def _finish(
         if replies and conversation.status != ConversationStatus.OPEN:
             # A person took over while the model was thinking: their conversation now.
             rec.step("reply_suppressed", output={"texts": [r.text for r in replies]})
+            pending_expire_open(client=client, conversation=conversation)  # never shown
             replies, status = [], TraceStatus.SKIPPED
         for reply in replies:
-            message_append(
+            posted = message_append(
                 client=client,
                 conversation=rec.conversation,
                 role=Role.ASSISTANT,
@@ -315,6 +320,11 @@ def _finish(
                 },
                 trace=trace,
             )
+            if reply.kind == Kind.CONFIRMATION_REQUEST and reply.data.get("pending_action"):
+                # Shown now: from this message on, the customer's next answer can settle it.
+                pending_mark_shown(
+                    client=client, pending_id=reply.data["pending_action"], question=posted
+                )
         if outcome.escalate and conversation.status == ConversationStatus.OPEN:
             reason, detail = outcome.escalate
             rec.step("escalate", output={"reason": reason, "detail": detail})

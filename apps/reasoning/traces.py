@@ -12,15 +12,27 @@ from django.conf import settings
 from django.db.models import F
 
 from apps.billing.services import usage_record_create
+from apps.billing.services.budgets import plan_is_budgeted, turn_token_estimate
 from apps.clients.models import Client
-from apps.conversations.models import Conversation, Message, Role, Visibility
+from apps.conversations.models import (
+    Conversation,
+    ConversationStatus,
+    Message,
+    Role,
+    Visibility,
+)
 from apps.conversations.services import message_append
-from apps.reasoning.llm import LLMError, LLMResult, llm_complete
+from apps.reasoning.llm import LLMError, LLMResult, estimate_tokens, llm_complete
 from apps.reasoning.models import ReasoningStep, ReasoningTrace
 
 
 class TokenCapExceeded(Exception):
-    """The per-turn token cap of the plan was reached; no further LLM call is made."""
+    """The next call could take the turn past its token cap; it is not made."""
+
+
+class TurnAborted(Exception):
+    """A person took the conversation over while the turn was running: stop, spend nothing
+    more, run no tool."""
 
 
 def _summary(messages: list[dict[str, str]], limit: int = 600) -> str:
@@ -40,7 +52,12 @@ class TurnRecorder:
         self.llm_wait_ms = 0
         self.offline = False
         self.model = ""
-        cap = client.plan.per_turn_token_cap
+        # The cap is a hard ceiling per turn: the plan's, or — on a plan with a monthly budget —
+        # what the budget reserved for the turn, so no turn spends more than it reserved.
+        plan = client.plan
+        cap = plan.per_turn_token_cap or (
+            turn_token_estimate(plan) if plan_is_budgeted(plan) else 0
+        )
         self.token_cap = cap or None
 
     # -- steps ---------------------------------------------------------------------------------
@@ -95,9 +112,20 @@ class TurnRecorder:
         output: type[T],
         hint: dict[str, Any] | None = None,
     ) -> LLMResult[T]:
-        if self.token_cap is not None and self.tokens_used >= self.token_cap:
-            self.step(step, error=f"per-turn token cap {self.token_cap} reached; call not made")
-            raise TokenCapExceeded(step)
+        self.ensure_open()
+        if self.token_cap is not None:
+            worst_case = (
+                self.tokens_used
+                + sum(estimate_tokens(m.get("content", "")) + 4 for m in messages)
+                + settings.LLM_MAX_COMPLETION_TOKENS
+            )
+            if worst_case > self.token_cap:
+                self.step(
+                    step,
+                    error=f"per-turn token cap {self.token_cap}: this call could reach "
+                    f"{worst_case}; not made",
+                )
+                raise TokenCapExceeded(step)
         started = time.perf_counter()
         try:
             result = llm_complete(step=step, messages=messages, output=output, offline_hint=hint)
@@ -139,6 +167,15 @@ class TurnRecorder:
             completion_tokens=result.completion_tokens,
         )
         return result
+
+    def ensure_open(self) -> None:
+        """Re-checked before every LLM call and tool run: staff may take over mid-turn."""
+        still_open = Conversation.objects.filter(
+            pk=self.conversation.pk, status=ConversationStatus.OPEN
+        ).exists()
+        if not still_open:
+            self.step("aborted", output={"reason": "a person took over the conversation"})
+            raise TurnAborted()
 
     @property
     def tokens_used(self) -> int:

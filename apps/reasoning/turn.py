@@ -14,7 +14,7 @@ from apps.reasoning import guards, prompts
 from apps.reasoning.context import tool_schema_text
 from apps.reasoning.llm import LLMError, LLMResult
 from apps.reasoning.schemas import ComposeOut
-from apps.reasoning.traces import TurnRecorder, pretty
+from apps.reasoning.traces import TokenCapExceeded, TurnRecorder, pretty
 from apps.tools.models import (
     ClientTool,
     ExecutionStatus,
@@ -197,6 +197,7 @@ def run_tool(
     key = (
         pending.idempotency_key if pending else f"turn-{turn.rec.trace.pk}-{tool.name}-{phash[:20]}"
     )
+    turn.rec.ensure_open()  # never act for a customer a person has taken over
     turn.rec.internal(
         Kind.TOOL_CALL,
         f"{tool.name} {pretty(params)}",
@@ -294,8 +295,8 @@ def compose_reply(
             ),
         )
         return result.parsed.response
-    except LLMError:
-        # The action already happened: never hide its outcome behind an LLM outage.
+    except (LLMError, TokenCapExceeded):
+        # The action already happened: never hide its outcome behind an outage or a limit.
         if ok:
             return f"Done — {tool.name.replace('_', ' ')} completed: {_flat(execution.result)}."
         return f"Sorry, I couldn't complete that: {execution.error}"

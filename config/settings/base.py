@@ -92,6 +92,9 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Session-backed messages: a new API key's secret, shown once in an admin message, must never
+# travel in a (signed but readable) cookie.
+MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
 LOGIN_URL = "account_login"
 LOGIN_REDIRECT_URL = "/admin/"
 
@@ -126,6 +129,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "apps.core.api.exception_handler",
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "apps.core.negotiation.LenientContentNegotiation",
     "DEFAULT_PAGINATION_CLASS": "apps.core.api.Pagination",
     "PAGE_SIZE": 50,
     "UNAUTHENTICATED_USER": None,
@@ -185,7 +189,7 @@ CELERY_BEAT_SCHEDULE = {
 
 # Billing: tokens reserved per turn before it runs (when the plan sets no per-turn cap), when an
 # uncommitted reservation counts as abandoned, and how long after midnight a day may change.
-BILLING_TURN_TOKEN_RESERVE = env.int("BILLING_TURN_TOKEN_RESERVE", default=4000)
+BILLING_TURN_TOKEN_RESERVE = env.int("BILLING_TURN_TOKEN_RESERVE", default=12000)
 BILLING_RESERVATION_STALE_SECONDS = env.int(
     "BILLING_RESERVATION_STALE_SECONDS", default=2 * CELERY_TASK_TIME_LIMIT
 )
@@ -202,6 +206,8 @@ LLM_TIMEOUT = env.float("LLM_TIMEOUT", default=30.0)
 LLM_MAX_RETRIES = env.int("LLM_MAX_RETRIES", default=2)
 # json_schema (default) | json_object | text — for providers without structured outputs.
 LLM_RESPONSE_FORMAT = env("LLM_RESPONSE_FORMAT", default="json_schema")
+# Most tokens one reply may have (sent as max_tokens); also what the per-turn cap budgets for it.
+LLM_MAX_COMPLETION_TOKENS = env.int("LLM_MAX_COMPLETION_TOKENS", default=800)
 
 # Tool webhooks may only reach public addresses unless this is on (SSRF protection); local
 # development and the tests run their tool servers on 127.0.0.1.

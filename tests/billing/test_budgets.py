@@ -9,6 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.core import mail
 from django.db import connection, transaction
 from django.db.models import F, Sum
@@ -23,7 +24,6 @@ from apps.billing.models import (
     UsageReservation,
 )
 from apps.billing.services.budgets import (
-    DEFAULT_TURN_TOKEN_RESERVE,
     UsageLimitReached,
     turn_budget_commit,
     turn_budget_reserve,
@@ -85,7 +85,7 @@ def test_reserve_holds_an_estimate_and_commit_swaps_it_for_the_actual_tokens(sho
     assert reservation is not None
     c = counter(shop)
     assert (c.tokens_reserved, c.turns_reserved, c.tokens_used, c.turns_used) == (
-        DEFAULT_TURN_TOKEN_RESERVE,
+        settings.BILLING_TURN_TOKEN_RESERVE,
         1,
         0,
         0,

@@ -258,10 +258,6 @@ def test_exactly_366_days_is_allowed(api_a) -> None:
     assert response.status_code == 200
 
 
-def test_unknown_format_is_404(api_a) -> None:
-    assert api_a.get(URL, {"format": "xml"}).status_code == 404
-
-
 # -- tenancy ---------------------------------------------------------------------------------
 
 
@@ -341,3 +337,29 @@ def test_options_with_csv_format_answers_json_not_500(key_a, client_a):
     response = api_for(key_a).options("/api/v1/billing/usage/?format=csv")
     assert response.status_code == 200
     assert response["Content-Type"].startswith("application/json")
+
+
+@pytest.mark.parametrize(
+    ("path", "field"),
+    [
+        ("/api/v1/billing/invoice/?month=0000-01", "month"),
+        ("/api/v1/billing/usage/?start=9999-12-31&end=9999-12-31", "start"),
+        ("/api/v1/billing/turns/?start=9999-12-31&end=9999-12-31", "start"),
+    ],
+)
+def test_dates_out_of_range_are_a_400_naming_the_field(key_a, client_a, path, field):
+    from tests.conftest import api_for
+
+    response = api_for(key_a).get(path)
+    assert response.status_code == 400
+    assert field in response.json()["error"]["fields"]
+
+
+def test_unknown_format_falls_back_to_json(key_a, client_a):
+    from tests.conftest import api_for
+
+    response = api_for(key_a).get("/api/v1/billing/usage/?format=xml")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("application/json")
+    csv = api_for(key_a).get("/api/v1/billing/usage/?format=csv")
+    assert csv["Content-Type"].startswith("text/csv")

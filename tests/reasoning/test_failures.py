@@ -126,13 +126,39 @@ def test_compose_failure_still_reports_the_result(chat, llm, webhook):
     assert not Escalation.objects.exists()
 
 
-def test_per_turn_token_cap_stops_llm_calls(chat, llm):
-    chat.client.plan.per_turn_token_cap = 10
+def test_per_turn_token_cap_stops_llm_calls(chat, llm, settings):
+    """The cap is a ceiling: a call is not made if its prompt plus the largest possible reply
+    could take the turn past it."""
+    settings.LLM_MAX_COMPLETION_TOKENS = 100
+    chat.client.plan.per_turn_token_cap = 800
     chat.client.plan.save()
     llm.script("assess", assess(confidence=5, needs_more_context=["faqs"]))
     chat.say("What are your FAQs?")
-    assert len(llm.requests) == 1
+    assert len(llm.requests) == 1  # the second assess (with the FAQs) could exceed the cap
+    assert llm.requests[0].body["max_tokens"] == 100
+    trace = ReasoningTrace.objects.get()
+    assert trace.prompt_tokens + trace.completion_tokens <= 800
     assert_escalated(chat, "usage_limit")
+
+
+def test_a_tiny_cap_makes_no_call_at_all(chat, llm):
+    chat.client.plan.per_turn_token_cap = 10
+    chat.client.plan.save()
+    chat.say("What are your FAQs?")
+    assert llm.requests == []
+    assert_escalated(chat, "usage_limit")
+
+
+def test_cap_reached_after_a_tool_ran_still_reports_the_result(chat, llm, webhook, settings):
+    settings.LLM_MAX_COMPLETION_TOKENS = 100
+    chat.client.plan.per_turn_token_cap = 700
+    chat.client.plan.save()
+    llm.script("assess", assess(tool_call="get_order_status", tool_params=ORDER, confidence=9))
+    webhook.script(Reply.ok({"status": "shipped"}))
+    [reply] = chat.say("status of TH-12345")
+    assert len(webhook.requests) == 1
+    assert "status shipped" in reply.text  # compose would pass the cap: the result still shows
+    assert not Escalation.objects.exists()
 
 
 def test_monthly_budget_reached_makes_no_llm_call(chat, llm):

@@ -140,13 +140,24 @@ def test_claimed_earlier_confirmation_is_not_a_confirmation(chat, llm, webhook):
 
 def test_changed_params_at_confirmation_ask_again(chat, llm, webhook):
     first = confirm_flow(chat, llm)
+    # the customer says yes, but the model now proposes other params
     propose_cancel(llm, {"order_id": "TH-99999"})
-    [reply] = chat.say("yes, but order TH-99999")
+    [reply] = chat.say("yes")
     assert reply.kind == "confirmation_request" and "TH-99999" in reply.text
     assert webhook.requests == []
     first.refresh_from_db()
     assert first.status == PendingActionStatus.SUPERSEDED
     assert PendingAction.objects.get(status="pending").params == {"order_id": "TH-99999"}
+
+
+def test_hedged_yes_with_other_details_is_not_a_confirmation(chat, llm, webhook):
+    first = confirm_flow(chat, llm)
+    propose_cancel(llm, {"order_id": "TH-99999"})
+    [reply] = chat.say("yes, but order TH-99999")
+    assert reply.kind == "confirmation_request" and "TH-99999" in reply.text
+    assert webhook.requests == []
+    first.refresh_from_db()
+    assert first.status == PendingActionStatus.EXPIRED
 
 
 def test_declined_confirmation_expires_and_never_runs(chat, llm, webhook):
@@ -214,3 +225,134 @@ def test_runaway_guard_limits_calls_and_repeats(shop, settings):
         calls_this_turn=[("a", "1"), ("b", "2")],
     )
     assert (too_many.action, too_many.reason) == ("refuse", "too_many_tool_calls")
+
+
+# --- regressions from the safety review ------------------------------------------------------
+
+
+def test_a_yes_sent_before_the_question_appeared_does_not_confirm(
+    chat, llm, webhook, django_capture_on_commit_callbacks
+):
+    from apps.reasoning.services import handle_turn, turn_process
+
+    with django_capture_on_commit_callbacks(execute=False):
+        cancel = handle_turn(
+            client=chat.client, conversation=chat.conversation, text="Cancel TH-12345"
+        )
+        early_yes = handle_turn(client=chat.client, conversation=chat.conversation, text="yes")
+    propose_cancel(llm)
+    turn_process(message_id=cancel.pk)  # the question is posted after the early "yes"
+    llm.script("assess", assess(response="Yes to what?", confidence=8))
+    turn_process(message_id=early_yes.pk)
+    assert webhook.requests == []
+    pending = PendingAction.objects.get()
+    assert pending.status == PendingActionStatus.PENDING  # still waiting for a real answer
+    # the customer's first message after the question does settle it
+    propose_cancel(llm)
+    webhook.script(Reply.ok({"status": "cancelled"}))
+    llm.script("compose", {"response": "Cancelled."})
+    chat.say("yes")
+    assert len(webhook.requests) == 1
+
+
+def test_a_question_never_shown_cannot_be_confirmed(chat, llm, webhook, monkeypatch):
+    from apps.escalations.models import Escalation
+    from apps.escalations.services import escalation_resolve, staff_reply
+    from apps.reasoning import guards
+
+    real_create = guards.pending_create
+
+    def create_then_staff_takes_over(**kwargs):
+        pending = real_create(**kwargs)
+        staff_reply(client=chat.client, conversation=chat.conversation, text="Sam here.")
+        return pending
+
+    monkeypatch.setattr(guards, "pending_create", create_then_staff_takes_over)
+    propose_cancel(llm)
+    chat.say("Cancel TH-12345")
+    assert not chat.all(kind="confirmation_request")  # suppressed: a person took over
+    monkeypatch.undo()
+    escalation_resolve(client=chat.client, escalation=Escalation.objects.get(), actor=None)
+    llm.script("assess", assess(response="Glad to help!"))
+    chat.say("ok thanks")
+    assert webhook.requests == []
+    assert not PendingAction.objects.filter(status="pending").exists()
+
+
+def test_a_staff_exchange_expires_an_open_question(chat, llm, webhook):
+    from apps.escalations.models import Escalation
+    from apps.escalations.services import escalation_resolve, staff_reply
+
+    pending = confirm_flow(chat, llm)
+    staff_reply(
+        client=chat.client,
+        conversation=chat.conversation,
+        text="Checking with the warehouse, hold on.",
+    )
+    escalation_resolve(client=chat.client, escalation=Escalation.objects.get(), actor=None)
+    llm.script("assess", assess(response="Anything else?"))
+    chat.say("ok thanks")
+    assert webhook.requests == []
+    pending.refresh_from_db()
+    assert pending.status == PendingActionStatus.EXPIRED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_staff_taking_over_mid_turn_stops_the_tool(chat, llm, webhook):
+    from apps.escalations.services import staff_reply
+    from apps.reasoning.models import ReasoningTrace
+
+    confirm_flow(chat, llm)
+    took_over = []
+
+    def staff_takes_over_during_assess(request):
+        # (the fake server's thread: its own database connection)
+        from django.db import connection as thread_connection
+
+        try:
+            staff_reply(
+                client=chat.client, conversation=chat.conversation, text="Wait, don't cancel yet."
+            )
+            took_over.append(True)
+        finally:
+            thread_connection.close()
+        return assess(tool_call="cancel_order", tool_params=ORDER)
+
+    llm.script("assess", staff_takes_over_during_assess)
+    llm.script("critique", critique("PROCEED"))
+    chat.say("yes")
+    assert took_over == [True]
+    assert webhook.requests == []
+    assert [r.step for r in llm.requests][-1] == "assess"  # no critique, no compose after it
+    trace = ReasoningTrace.objects.order_by("-pk").first()
+    assert trace is not None
+    assert trace.status == "skipped"
+    assert trace.steps.filter(name="aborted").exists()
+
+
+def test_a_redelivered_confirmation_turn_reuses_the_confirmed_action(chat, llm, webhook):
+    """A worker ran the confirmed cancel and died before replying: the re-run finds the same
+    action (and its idempotency key) instead of asking again and creating a second one."""
+    from apps.reasoning.models import ReasoningTrace
+    from apps.reasoning.services import turn_process
+
+    confirm_flow(chat, llm)
+    propose_cancel(llm)
+    webhook.script(Reply.ok({"status": "cancelled"}))
+    llm.script("compose", {"response": "Cancelled."})
+    chat.say("yes")
+    trace = ReasoningTrace.objects.order_by("-pk").first()
+    assert trace is not None
+    chat.all(role="assistant", visibility="visible", trace=trace)[0].delete()
+    ReasoningTrace.objects.filter(pk=trace.pk).update(status="processing")
+    ReasoningTrace.objects.filter(pk=trace.pk).update(
+        updated_at=trace.updated_at.replace(year=2000)
+    )
+    propose_cancel(llm)
+    llm.script("compose", {"response": "Cancelled."})
+    turn_process(message_id=trace.user_message_id)
+    assert len(webhook.requests) == 1
+    assert ToolExecution.objects.count() == 1
+    assert [m.text for m in chat.all(role="assistant", visibility="visible", trace=trace)] == [
+        "Cancelled."
+    ]

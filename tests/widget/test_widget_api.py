@@ -701,3 +701,13 @@ def test_widget_endpoints_are_in_the_openapi_schema(db):
     }
     post = paths["/api/v1/widget/conversations/{conversation_id}/messages"]["post"]
     assert {"201", "202", "413", "429"} <= set(post["responses"])
+
+
+def test_nul_bytes_are_a_400_or_unknown_key_never_a_500(widget):
+    """PostgreSQL refuses NUL in text; such input must be turned away before any query."""
+    conversation_id, token = widget.conversation()
+    response = widget.say(conversation_id, token, "hi\u0000there")
+    assert response.status_code == 400
+    assert response.json()["error"]["fields"] == {"text": "Must not contain NUL characters."}
+    assert widget.start(**{"X-Widget-Key": "wk_\u0000"}).status_code == 401
+    assert DjangoClient().get("/widget/frame/?key=%00").status_code in {400, 403, 404}

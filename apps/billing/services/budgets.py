@@ -40,7 +40,6 @@ from apps.clients.models import Client, Plan
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_TURN_TOKEN_RESERVE = 4000
 ALERT_THRESHOLDS = (80, 100)
 
 
@@ -59,7 +58,7 @@ def plan_is_budgeted(plan: Plan) -> bool:
 
 def turn_token_estimate(plan: Plan) -> int:
     """What one turn is assumed to use until it has run."""
-    default = int(getattr(settings, "BILLING_TURN_TOKEN_RESERVE", DEFAULT_TURN_TOKEN_RESERVE))
+    default = int(settings.BILLING_TURN_TOKEN_RESERVE)
     return int(plan.per_turn_token_cap or default)
 
 
