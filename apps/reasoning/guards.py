@@ -221,7 +221,7 @@ def pending_resolve(
     now = timezone.now()
     open_actions = list(
         PendingAction.objects.for_client(client)
-        .select_for_update()
+        .select_for_update(of=("self",))  # (question is a nullable join: lock only these rows)
         .select_related("tool", "question")
         .filter(conversation=conversation, status=PendingActionStatus.PENDING)
         .order_by("-created_at")
