@@ -25,6 +25,7 @@ import openai
 from django.conf import settings
 from pydantic import BaseModel, ValidationError
 
+from apps.core.db import release_connection
 from apps.reasoning.schemas import STEP_SCHEMAS
 
 __all__ = [
@@ -563,6 +564,7 @@ def llm_complete[T](
     if response_format is not None:
         kwargs["response_format"] = response_format
 
+    release_connection()  # no database connection is held while the model thinks
     started = time.perf_counter()
     try:
         completion = _client().chat.completions.create(

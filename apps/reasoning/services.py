@@ -22,6 +22,7 @@ from apps.billing.services.budgets import (
     turn_budget_reserve,
 )
 from apps.clients.models import AIMode, Client
+from apps.conversations.events import conversation_changed
 from apps.conversations.models import Conversation, ConversationStatus, Kind, Message, Role
 from apps.conversations.services import message_append, validate_customer_text
 from apps.escalations.models import EscalationReason
@@ -118,6 +119,7 @@ def _claim(message: Message) -> ReasoningTrace | None:
             },
         )
         if created:
+            conversation_changed(message.conversation_id)  # typing starts (event streams)
             return trace
         if trace.status != TraceStatus.PROCESSING:
             return None
@@ -337,6 +339,7 @@ def _finish(
                 handoff_text=outcome.handoff_text or HANDOFF_TEXT,
             )
             trace.escalated = True
+        conversation_changed(conversation.pk)  # typing stops (event streams)
         trace.status = status
         trace.finished_at = timezone.now()
         trace.duration_ms = int((time.perf_counter() - started) * 1000)

@@ -4,9 +4,13 @@ from typing import Any
 from celery import shared_task
 from django.conf import settings
 
+from apps.conversations.models import Message
+from apps.core.slots import slot
 from apps.reasoning.services import TurnBusy, turn_process
 
 BUSY_RETRY_SECONDS = 1.0
+# Over the tenant's concurrency cap (TURNS_PER_CLIENT_MAX) the task goes back to the queue.
+FAIRNESS_RETRY_SECONDS = 0.5
 EAGER_WAIT_STEP_SECONDS = 0.2
 
 
@@ -18,11 +22,23 @@ def process_turn(self: Any, message_id: int) -> None:
     if self.request.is_eager:
         _run_eagerly(message_id)
         return
-    try:
-        turn_process(message_id=message_id)
-    except TurnBusy as exc:
-        max_retries = int(settings.CELERY_TASK_TIME_LIMIT / BUSY_RETRY_SECONDS)
-        raise self.retry(exc=exc, countdown=BUSY_RETRY_SECONDS, max_retries=max_retries) from exc
+    client_id = Message.objects.filter(pk=message_id).values_list("client_id", flat=True).first()
+    limit = int(settings.TURNS_PER_CLIENT_MAX)
+    with slot(
+        f"turns:{client_id}", limit=limit, lease_seconds=settings.CELERY_TASK_TIME_LIMIT
+    ) as ok:
+        if not ok:  # the tenant already has its share of turns running: queue again, shortly
+            raise self.retry(
+                countdown=FAIRNESS_RETRY_SECONDS,
+                max_retries=int(settings.CELERY_TASK_TIME_LIMIT / FAIRNESS_RETRY_SECONDS),
+            )
+        try:
+            turn_process(message_id=message_id)
+        except TurnBusy as exc:
+            max_retries = int(settings.CELERY_TASK_TIME_LIMIT / BUSY_RETRY_SECONDS)
+            raise self.retry(
+                exc=exc, countdown=BUSY_RETRY_SECONDS, max_retries=max_retries
+            ) from exc
 
 
 def _run_eagerly(message_id: int) -> None:

@@ -23,6 +23,7 @@ from django.conf import settings
 from django.db import transaction
 
 from apps.clients.models import Client
+from apps.core.db import release_connection
 from apps.tools.builtins import BUILTIN_HANDLERS, ToolError
 from apps.tools.models import ClientTool
 
@@ -216,6 +217,7 @@ def run_webhook(
     max_attempts = 1 + tool.max_retries
     attempts = 0
     error = ""
+    release_connection()  # no database connection is held while the webhook answers
     with httpx.Client(timeout=tool.timeout_seconds, follow_redirects=False) as http:
         while attempts < max_attempts:
             if attempts:

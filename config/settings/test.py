@@ -21,3 +21,9 @@ CELERY_TASK_ALWAYS_EAGER = True
 TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
 LOGGING = {"version": 1, "disable_existing_loggers": False, "root": {"level": "WARNING"}}
 TEST_BROKER_URL = env("CELERY_BROKER_URL", default="")
+# WhiteNoise serves straight from the source folders in tests (no collectstatic run needed).
+WHITENOISE_AUTOREFRESH = True
+WHITENOISE_USE_FINDERS = True
+# No Redis unless a test asks for it (tests/widget/test_push.py): streams poll, no turn slots.
+REDIS_URL = ""
+SLOTS_REDIS_URL = ""
