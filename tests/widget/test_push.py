@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from django.conf import settings as django_settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.test import AsyncClient
 
 from apps.conversations import events, widget_apis
@@ -66,6 +66,19 @@ async def next_events(stream: AsyncIterator[Any], seconds: float = 10) -> list[d
 
 def say(conversation: Conversation, text: str, role: str = Role.ASSISTANT) -> None:
     message_append(client=conversation.client, conversation=conversation, role=role, text=text)
+
+
+async def elsewhere(func: Any, *args: Any, **kwargs: Any) -> None:
+    """Run a write in another thread (another connection, committed), like a worker would; the
+    thread's connection is closed after, so none is left open on the test database."""
+
+    def run() -> None:
+        try:
+            func(*args, **kwargs)
+        finally:
+            connection.close()
+
+    await sync_to_async(run, thread_sensitive=False)()
 
 
 # ------------------------------------------------------------------- same protocol, polling
@@ -119,10 +132,10 @@ def test_a_committed_message_is_pushed_to_the_open_stream(widget, settings, monk
         hub = events.hub()
         assert hub is not None
         await asyncio.wait_for(hub.connected.wait(), 10)
-        await sync_to_async(say, thread_sensitive=False)(conversation, "Hello from the model")
+        await elsewhere(say, conversation, "Hello from the model")
         seen.append(await next_events(stream))
-        await sync_to_async(staff_reply, thread_sensitive=False)(
-            client=widget.client, conversation=conversation, text="Hi, this is Sam."
+        await elsewhere(
+            staff_reply, client=widget.client, conversation=conversation, text="Hi, this is Sam."
         )
         seen.append(await next_events(stream))
         await response.streaming_content.aclose()
