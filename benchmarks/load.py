@@ -451,7 +451,7 @@ async def run_streams(args: argparse.Namespace, deployment: Deployment) -> dict[
         opened = await asyncio.gather(
             *(asyncio.wait_for(s.opened.wait(), 120) for s in streams), return_exceptions=True
         )
-        open_count = sum(1 for o in opened if o is None)
+        open_count = sum(1 for o in opened if o is True)
         await asyncio.sleep(3)
         threads = threads_of(deployment.web.pid)
         key, conversation, token = conversations[0]

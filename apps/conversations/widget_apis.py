@@ -507,13 +507,14 @@ async def event_stream_async(
 ) -> AsyncIterator[str]:
     """The same events as `event_stream`, served from the event loop (ASGI). With Redis the
     stream sleeps until a writer publishes a change to this conversation (events.py) and then
-    reads it; without Redis it polls. Database reads run in a worker thread and give their
-    connection back at once."""
+    reads it; without Redis it polls. Database reads borrow a thread of the event loop's pool
+    and give their connection back at once; in between, the stream holds neither (served
+    through `apps.core.asgi.StreamingPaths`, not even the view's thread)."""
     hub = events.hub()
     seconds = PUSH_STREAM_SECONDS if hub is not None else STREAM_SECONDS
     started = time.monotonic()
     last_sent = started
-    read = sync_to_async(_poll_released, thread_sensitive=True)
+    read = sync_to_async(_poll_released, thread_sensitive=False)
     await sync_to_async(release_connection, thread_sensitive=True)()  # the view's connection
     yield f"retry: {RETRY_MS}\n\n"
     cursor = _StreamCursor(sent_seq=after)

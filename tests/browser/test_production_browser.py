@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import json
 import subprocess
+import sys
 import threading
 import urllib.request
 from collections.abc import Iterator
@@ -120,6 +121,7 @@ def deployment(transactional_db, tmp_path: Path, llm: FakeLLMServer) -> Iterator
         yield Deployment(url=url, widget_key=widget_key, shop_url=shop_url)
     finally:
         procfile.stop(web)
+        sys.stderr.write(log.read_text()[-6000:])  # shown when the test fails
         shop.shutdown()
         shop.server_close()
 
@@ -176,6 +178,7 @@ def test_the_widget_loads_and_chats_under_production_settings(
     frame = page.frame_locator("#guidedesk-panel iframe")
     expect(frame.get_by_text("Hi! I'm Trailhead's assistant.")).to_be_visible()
     box = frame.get_by_label("Your message")
+    expect(box).to_be_focused(timeout=20_000)  # the frame's script has loaded and taken over
     box.fill("When do you ship?")
     box.press("Enter")
     # A fresh worker imports the API on its first request: allow the first answer some time.

@@ -84,7 +84,7 @@ async def elsewhere(func: Any, *args: Any, **kwargs: Any) -> None:
 # ------------------------------------------------------------------- same protocol, polling
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # the stream reads in other threads
 def test_asgi_stream_without_redis_speaks_the_documented_protocol(widget, monkeypatch):
     monkeypatch.setattr(widget_apis, "STREAM_SECONDS", 0)
     monkeypatch.setattr(widget_apis, "POLL_SECONDS", 0)
