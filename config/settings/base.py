@@ -172,6 +172,11 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
 }
 
+# The OpenAPI schema and Swagger UI: signed-in staff only unless this is on (config/api_docs.py).
+API_DOCS_PUBLIC = env.bool("API_DOCS_PUBLIC", default=False)
+# `/` is a plain landing page; the demo/local settings turn it into the demo shop.
+DEMO_PAGE = False
+
 CORS_ALLOW_ALL_ORIGINS = False
 # The widget API sends its public key and SSE resume position in headers (apps/conversations/
 # widget_auth.py decides per request which origins get CORS).
