@@ -11,6 +11,6 @@ from apps.core.asgi import StreamingPaths  # noqa: E402  (needs the apps loaded)
 
 # The widget's event streams hold no thread while open (apps/core/asgi.py, docs/deployment.md).
 application = StreamingPaths(
-    django_application,  # type: ignore[arg-type]
+    django_application,
     [r"^/api/v1/widget/conversations/[^/]+/events$"],
 )

@@ -68,6 +68,7 @@ class StreamingPaths:
             signals.request_started.send(sender=ASGIHandler, scope=scope)
             request, error_response = self.app.create_request(scope, body_file)
             if request is None:
+                assert error_response is not None
                 return error_response
             return self.sync_handler.get_response(request)
         finally:

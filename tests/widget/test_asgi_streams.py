@@ -65,7 +65,7 @@ async def call(app: Any, request: dict[str, Any], disconnect_after: float | None
 
 @pytest.fixture
 def app() -> StreamingPaths:
-    return StreamingPaths(get_asgi_application(), [EVENTS])  # type: ignore[arg-type]
+    return StreamingPaths(get_asgi_application(), [EVENTS])
 
 
 def test_an_event_stream_through_the_streaming_path(widget, app, monkeypatch):
