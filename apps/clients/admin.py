@@ -33,9 +33,11 @@ details) and decides proceed / ask the customer / hand over to a human.</td>
 <td>1 for simple questions, 2–3 for risky or policy questions</td>
 <td>Usually <em>cheaper</em> per message than standard (≈ 600 instead of 2,000 input tokens for
 simple questions); risky actions cost a little more.</td></tr>
-<tr><td><strong>Deliberative</strong></td><td>Scored multi-step reasoning with feedback, then
-draft → critique → improve, for clients who buy depth.</td><td>4–12</td>
-<td>Several times the cost of standard.</td></tr>
+<tr><td><strong>Deliberative</strong> (not built yet)</td><td>Planned: scored multi-step
+reasoning for clients who buy depth. <strong>Today a deliberative plan runs the adaptive
+pipeline</strong> (assess, critique when needed) and its turns are recorded and billed as
+adaptive, at the adaptive multiplier.</td><td>as adaptive</td>
+<td>As adaptive.</td></tr>
 </tbody></table>
 <p>The <strong>multipliers</strong> set what the client is billed: provider cost × the multiplier
 of the mode that ran (e.g. 1.5 means a message that cost us $0.010 is billed $0.015).</p>
