@@ -42,6 +42,12 @@ class Plan(TimeStampedModel):
         "Billed = provider cost × this, in deliberative — once it exists; until then a "
         "deliberative plan's turns run adaptive and are billed at the adaptive multiplier.",
     )
+    post_draft_hooks = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Names of the post-draft hooks to run, in order, after the mode's draft and "
+        "before the reply is sent (apps/reasoning/hooks.py); empty = none.",
+    )
     monthly_fee = models.DecimalField(
         max_digits=10, decimal_places=2, default=Decimal("0"), validators=[MinValueValidator(0)]
     )

@@ -22,6 +22,7 @@ from apps.conversations.services import message_append, validate_customer_text
 from apps.escalations.models import EscalationReason
 from apps.escalations.services import HANDOFF_TEXT, escalation_create
 from apps.reasoning import guards
+from apps.reasoning.hooks import run_post_draft_hooks
 from apps.reasoning.llm import LLMError
 from apps.reasoning.models import ReasoningTrace, TraceStatus
 from apps.reasoning.modes import mode_that_runs
@@ -262,7 +263,9 @@ def _run(turn: Turn) -> Outcome:
         ) from exc
     mode = MODES[AIMode(mode_that_runs(turn.rec.trace.mode))]
     try:
-        return mode(turn)
+        draft = mode(turn)
+        # After the draft, before the reply is stored and sent (a no-op unless the plan has hooks).
+        return run_post_draft_hooks(turn, draft)
     finally:
         if reservation is not None:
             meter.turn_commit(reservation, llm_calls=turn.rec.trace.llm_calls)

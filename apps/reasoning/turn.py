@@ -38,9 +38,12 @@ class Reply:
 
 @dataclass
 class Outcome:
+    """What a mode ends with — the draft the post-draft hooks see — and what is then posted."""
+
     replies: list[Reply] = field(default_factory=list)
     escalate: tuple[str, str] | None = None  # (reason, detail)
     handoff_text: str | None = None
+    confidence: int | None = None  # the mode's confidence in the draft (1–10), if it has one
 
 
 class Escalate(Exception):

@@ -64,13 +64,15 @@ def run_adaptive(turn: Turn) -> Outcome:
     reasons = critique_needed(assessment, tool)
     turn.rec.trace.critique_reasons = reasons
     if not reasons:
-        return act_on_tool_call(
+        outcome = act_on_tool_call(
             turn,
             name=name,
             params=params,
             draft=assessment.response,
             asked_by_model=bool(assessment.missing_params),
         )
+        outcome.confidence = assessment.confidence
+        return outcome
 
     turn.rec.trace.critique_triggered = True
     critique = _critique(turn, assessment, tool, reasons)
@@ -81,7 +83,7 @@ def run_adaptive(turn: Turn) -> Outcome:
             else EscalationReason.POLICY
         )
         raise Escalate(reason, critique.message or critique.reasoning)
-    return act_on_tool_call(
+    outcome = act_on_tool_call(
         turn,
         name=name,
         params=params,
@@ -90,6 +92,8 @@ def run_adaptive(turn: Turn) -> Outcome:
         may_run=critique.decision == "PROCEED",
         hold_message=critique.message if critique.decision == "ASK_USER" else "",
     )
+    outcome.confidence = assessment.confidence
+    return outcome
 
 
 def _assess_with_context(turn: Turn) -> AssessOut:
