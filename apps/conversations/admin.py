@@ -68,7 +68,8 @@ KIND_EXPLANATIONS: dict[str, str] = {
     "until staff hand it back.",
     # Reserved kinds: nothing produces them yet (the legend lists them apart, as not yet used).
     Kind.EVALUATION: "Not produced yet — reserved for the planned evaluation step, which will "
-    "check an answer against the business's real text after the draft.",
+    "check an answer against the business's real text after the draft and may lower its "
+    "confidence or replace it.",
     Kind.REASONING_STEP: "Not produced yet — reserved for the deliberative mode, which is not "
     "built (a deliberative plan runs, and is billed as, adaptive).",
     Kind.FEEDBACK: "Not produced yet — reserved for the deliberative mode, which is not built.",
