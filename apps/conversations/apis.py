@@ -13,7 +13,7 @@ from rest_framework.response import Response
 
 from apps.accounts.models import Role
 from apps.conversations.models import ConversationStatus
-from apps.conversations.selectors import conversation_detail, conversation_get, conversation_list
+from apps.conversations.selectors import conversation_get, conversation_list
 from apps.conversations.serializers import MessageSerializer
 from apps.conversations.services import MAX_MESSAGE_CHARS
 from apps.core.permissions import StaffAPIView, acting_user
@@ -28,6 +28,7 @@ from apps.core.schema import (
 from apps.escalations.apis import ESCALATION_EXAMPLE, EscalationSerializer
 from apps.escalations.services import staff_reply
 from apps.reasoning.models import TraceStatus
+from apps.reasoning.selectors import conversation_detail
 
 TAG = "conversations"
 
