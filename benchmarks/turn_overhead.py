@@ -76,7 +76,7 @@ def main() -> None:
     from tests.support.fake_llm import FakeLLMServer
 
     call_command("migrate", verbosity=0, interactive=False)
-    clients = {
+    clients: dict[str, Client] = {
         mode: Client.objects.create(
             slug=f"bench-{mode}",
             name="Bench Outfitters",
