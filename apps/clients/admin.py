@@ -187,6 +187,7 @@ class ClientAdmin(TenantScopedAdmin):
     inlines = [MembershipInline, ToolInline]
     fieldsets = [
         (None, {"fields": ["name", "slug", "plan", "is_active", "language", "support_email"]}),
+        ("Staff sign-in", {"fields": ["require_mfa"]}),
         ("What the assistant knows", {"fields": ["business_info"]}),
         (
             "Widget",

@@ -6,3 +6,5 @@ from .base import env
 
 DEBUG = env.bool("DEBUG", default=True)
 TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS = env.bool("TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS", default=True)
+# The demo admin is a superuser without an authenticator: MFA is opt-in locally.
+MFA_REQUIRED_FOR_SUPERUSERS = env.bool("MFA_REQUIRED_FOR_SUPERUSERS", default=False)
