@@ -6,6 +6,8 @@ class CoreConfig(AppConfig):
     label = "core"
 
     def ready(self) -> None:
+        from apps.core import checks  # noqa: F401  (registers the deployment checks)
+
         # django.contrib.admin (first in INSTALLED_APPS) has loaded every admin module by now.
         from django.contrib import admin
 
