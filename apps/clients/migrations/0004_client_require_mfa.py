@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('clients', '0001_initial'),
+        ('clients', '0003_plan_post_draft_hooks'),
     ]
 
     operations = [
