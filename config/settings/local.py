@@ -6,3 +6,4 @@ from .base import env
 
 DEBUG = env.bool("DEBUG", default=True)
 TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS = env.bool("TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS", default=True)
+TOOL_WEBHOOK_ALLOW_HTTP = env.bool("TOOL_WEBHOOK_ALLOW_HTTP", default=True)

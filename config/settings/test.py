@@ -19,5 +19,6 @@ LLM_MAX_RETRIES = 0
 CELERY_TASK_ALWAYS_EAGER = True
 # The fake tool servers listen on 127.0.0.1 (the SSRF guard itself is tested with this off).
 TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
+TOOL_WEBHOOK_ALLOW_HTTP = True
 LOGGING = {"version": 1, "disable_existing_loggers": False, "root": {"level": "WARNING"}}
 TEST_BROKER_URL = env("CELERY_BROKER_URL", default="")
