@@ -20,7 +20,7 @@ from apps.conversations.admin import conversation_link
 from apps.core.admin import ReadOnlyAuditAdmin, TenantScopedAdmin, pretty_json_block
 from apps.tools.builtins import BUILTIN_HANDLERS
 from apps.tools.executors import executor_for, settings_fields, settings_for
-from apps.tools.executors.webhook import generate_secret
+from apps.tools.executors import webhook as webhook_executor
 from apps.tools.models import ClientTool, PendingAction, ToolExecution
 
 TOOL_NAME_RE = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]{0,63}$")
@@ -59,7 +59,8 @@ class ClientToolAdminForm(forms.ModelForm):
     generate_secret = forms.BooleanField(
         label="Generate a new signing secret",
         required=False,
-        help_text="GuideDesk creates a whsec_ secret and shows it once after saving.",
+        help_text="GuideDesk creates a whsec_ secret and shows it once after saving (a "
+        "secret typed above takes precedence).",
     )
     rotation_secret = forms.CharField(
         label="Add rotation secret",
@@ -131,6 +132,8 @@ class ClientToolAdminForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         for name in SECRET_FIELDS:  # never carry a stored secret into the page
             self.initial.pop(name, None)
+        if self.instance.pk is None:  # a new tool gets a whsec_ secret unless one is typed
+            self.fields["generate_secret"].initial = True
         self.generated: dict[str, str] = {}
 
     def clean_name(self) -> str:
@@ -177,10 +180,10 @@ class ClientToolAdminForm(forms.ModelForm):
         stored = self.instance if self.instance.pk else None
         signing = cleaned.get("signing_secret") or ""
         rotation = cleaned.get("rotation_secret") or ""
-        if cleaned.get("generate_secret"):
-            signing = self.generated["signing secret"] = generate_secret()
-        if cleaned.get("generate_rotation_secret"):
-            rotation = self.generated["rotation secret"] = generate_secret()
+        if cleaned.get("generate_secret") and not signing:
+            signing = self.generated["signing secret"] = webhook_executor.generate_secret()
+        if cleaned.get("generate_rotation_secret") and not rotation:
+            rotation = self.generated["rotation secret"] = webhook_executor.generate_secret()
         signing = signing or (stored.signing_secret if stored else "")
         rotation = rotation or (stored.rotation_secret if stored else "")
         action = cleaned.get("rotation")

@@ -5,6 +5,7 @@ deprecation window, and secrets that are write-only everywhere (admin, API, impo
 from __future__ import annotations
 
 import base64
+import re
 import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -233,3 +234,14 @@ def owner_a(client_a):
 
 
 _ = FakeWebhookServer  # (the `hook` fixture comes from tests/tools/conftest.py)
+
+
+def test_a_new_tool_is_offered_a_generated_secret(admin, client_a):
+    page = admin.get(reverse("admin:tools_clienttool_add")).content.decode()
+    assert re.search(r'<input[^>]*name="generate_secret"[^>]*checked', page)
+    data = form_data(ClientToolFactory.build(client=client_a, name="new_tool"))
+    data |= {"client": client_a.pk, "generate_secret": "on"}
+    response = admin.post(reverse("admin:tools_clienttool_add"), data, follow=True)
+    tool = ClientTool.objects.get(name="new_tool")
+    assert tool.signing_secret.startswith("whsec_")
+    assert tool.signing_secret in response.content.decode()  # shown once
