@@ -5,8 +5,8 @@ deprecation window, and secrets that are write-only everywhere (admin, API, impo
 from __future__ import annotations
 
 import base64
-import re
 import copy
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
