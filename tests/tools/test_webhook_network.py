@@ -288,3 +288,31 @@ def test_no_attempt_starts_when_the_turn_has_no_time_left(client_a, hook):
         outcome = call(tool)
     assert not outcome.ok and outcome.timed_out
     assert hook.requests == []
+
+
+def test_a_retry_tries_the_next_checked_address(client_a, hook, monkeypatch):
+    """A host with two addresses whose first does not answer from here (a dual-stack host
+    without an IPv6 route, say): the retry connects to the second checked address."""
+    real = socket.getaddrinfo
+    port = int(hook.url().split(":")[2].split("/")[0])
+
+    def getaddrinfo(host: Any, p: Any, *args: Any, **kwargs: Any) -> Any:
+        if host != "tool.dual.test":
+            return real(host, p, *args, **kwargs)
+        return [
+            (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.2", int(p))),  # refused
+            (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", int(p))),
+        ]
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    tool = ClientToolFactory(
+        client=client_a,
+        webhook_url=f"http://tool.dual.test:{port}/hook",
+        signing_secret=SECRET,
+        max_retries=1,
+    )
+    outcome = call(tool)
+    assert outcome.ok, outcome.error
+    assert outcome.attempts == 2
+    [request] = hook.requests
+    assert request.headers["host"] == f"tool.dual.test:{port}"

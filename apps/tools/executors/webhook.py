@@ -258,33 +258,40 @@ def address_is_public(address: ipaddress.IPv4Address | ipaddress.IPv6Address) ->
 
 
 def resolve_destination(url: str) -> tuple[str | None, str]:
-    """(the address to connect to, why GuideDesk will not call `url` or "").
+    """(the address to connect to, why GuideDesk will not call `url` or ""): the first of
+    `resolve_addresses`."""
+    addresses, refusal = resolve_addresses(url)
+    return (addresses[0] if addresses else None), refusal
+
+
+def resolve_addresses(url: str) -> tuple[list[str], str]:
+    """(the checked addresses, in the resolver's order, why GuideDesk will not call `url` or "").
 
     The host is resolved once; unless TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS is on (development,
     tests) every address it resolves to must be public, so a tool pointed at 127.0.0.1,
     10.x, 169.254.169.254, [::127.0.0.1] … cannot probe our own network (SSRF). The returned
-    address is the one the request must connect to (pinned), so DNS rebinding between this
-    check and the call cannot send it elsewhere. https is required unless
+    addresses are the only ones the request may connect to (pinned), so DNS rebinding between
+    this check and the call cannot send it elsewhere. https is required unless
     TOOL_WEBHOOK_ALLOW_HTTP is on."""
     parts = urlsplit(url)
     if parts.scheme not in {"http", "https"} or not parts.hostname:
-        return None, f"{url!r} is not an http(s) URL."
+        return [], f"{url!r} is not an http(s) URL."
     if parts.scheme != "https" and not settings.TOOL_WEBHOOK_ALLOW_HTTP:
-        return None, "webhooks must use https (plain http is refused in production)."
+        return [], "webhooks must use https (plain http is refused in production)."
     allow_private = settings.TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
         infos = socket.getaddrinfo(parts.hostname, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError, ValueError):
         if allow_private:
-            return None, ""  # development: let the connection attempt report it
-        return None, f"cannot resolve {parts.hostname!r}."
+            return [], ""  # development: let the connection attempt report it
+        return [], f"cannot resolve {parts.hostname!r}."
     addresses = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
     if not allow_private:
         for address in addresses:
             if not address_is_public(address):
-                return None, f"{parts.hostname!r} resolves to a non-public address ({address})."
-    return (str(addresses[0]) if addresses else None), ""
+                return [], f"{parts.hostname!r} resolves to a non-public address ({address})."
+    return list(dict.fromkeys(str(a) for a in addresses)), ""
 
 
 def destination_refusal(url: str) -> str:
@@ -317,7 +324,7 @@ def run_webhook(
     if not tool.webhook_url or not tool.signing_secret:
         # Never send an unsigned call: the client could not tell it from a forgery.
         return _not_sent(f"Tool {tool.name!r} has no webhook URL or signing secret.")
-    pinned, refusal = resolve_destination(tool.webhook_url)
+    pinned, refusal = resolve_addresses(tool.webhook_url)
     if refusal:
         return _not_sent(f"Tool {tool.name!r}: {refusal}")
     payload = {
@@ -338,7 +345,6 @@ def run_webhook(
     }
     if settings.TOOL_WEBHOOK_LEGACY_SIGNATURE:
         base_headers[SIGNATURE_HEADER] = sign_body(body, tool.signing_secret)
-    extensions: dict[str, Any] = {CONNECT_TO: pinned} if pinned else {}
     max_attempts = 1 + tool.max_retries
     attempts = 0
     error = ""
@@ -361,6 +367,9 @@ def run_webhook(
                 timestamp=datetime.now(UTC),  # per attempt: a retry is not a stale replay
                 secrets_=active_secrets(tool),
             )
+            # Pinned to a checked address; a retry tries the next one (a dual-stack host whose
+            # first address is unreachable from here still gets its call).
+            extensions = {CONNECT_TO: pinned[(attempts - 1) % len(pinned)]} if pinned else {}
             try:
                 ok, result, error = _post_once(http, tool.webhook_url, body, headers, extensions)
             except _FinalError as exc:
