@@ -9,7 +9,7 @@ its connection — which also makes it a no-op in tests that wrap each test in a
 
 Call sites (the only ones): the LLM gateway before each model request
 (`apps.reasoning.llm.llm_complete`) and the webhook executor before each call
-(`apps.tools.executors.run_webhook`); the async event streams after each read
+(`apps.tools.executors.webhook.run_webhook`); the async event streams after each read
 (`apps.conversations.events`)."""
 
 from __future__ import annotations
