@@ -41,15 +41,15 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         # request opens a fresh one.
         if not connection.in_atomic_block:
             connection.close()
-        response = Response(
+        unavailable = Response(
             _error_body(
                 "unavailable",
                 "The service is briefly unavailable; try again shortly.",
             ),
             status=status.HTTP_503_SERVICE_UNAVAILABLE,
         )
-        response["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
-        return response
+        unavailable["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
+        return unavailable
     if isinstance(exc, ApplicationError):
         fields = exc.extra.get("fields") if exc.extra else None
         return Response(_error_body(exc.code, exc.message, fields), status=exc.status)

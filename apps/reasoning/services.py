@@ -25,6 +25,8 @@ from apps.billing.services.budgets import (
 from apps.clients.models import AIMode, Client
 from apps.conversations.models import Conversation, ConversationStatus, Kind, Message, Role
 from apps.conversations.services import message_append, validate_customer_text
+from apps.core import deadlines
+from apps.core.deadlines import DeadlineExceeded, deadline_scope
 from apps.escalations.models import EscalationReason
 from apps.escalations.services import HANDOFF_TEXT, escalation_create
 from apps.reasoning import guards
@@ -224,7 +226,9 @@ def _process_locked(message: Message) -> ReasoningTrace | None:
         return None
     started = time.perf_counter()
     try:
-        return _process_claimed(message, trace, started)
+        # Every model call, webhook call and retry of the turn fits in its deadline.
+        with deadline_scope(settings.REASONING_TURN_DEADLINE_SECONDS):
+            return _process_claimed(message, trace, started)
     except DB_ERRORS as exc:
         # The connection died mid-turn. Note it and hand the claim back on a fresh connection
         # so the retry (tasks.py) takes the turn over at once; re-raise for that retry.
@@ -297,14 +301,19 @@ def _process_claimed(message: Message, trace: ReasoningTrace, started: float) ->
             escalate=(EscalationReason.USAGE_LIMIT, "per-turn token cap reached"),
             handoff_text=USAGE_LIMIT_TEXT,
         )
+    except DeadlineExceeded:
+        outcome = _deadline_outcome(recorder)
     except LLMError as exc:
-        outcome = Outcome(
-            escalate=(
-                EscalationReason.LLM_FAILURE,
-                f"{exc.step} failed twice ({exc.kind}): {exc.message}",
-            ),
-            handoff_text=FALLBACK_TEXT,
-        )
+        if exc.kind == "timeout" and deadlines.remaining() == 0:
+            outcome = _deadline_outcome(recorder)
+        else:
+            outcome = Outcome(
+                escalate=(
+                    EscalationReason.LLM_FAILURE,
+                    f"{exc.step} failed twice ({exc.kind}): {exc.message}",
+                ),
+                handoff_text=FALLBACK_TEXT,
+            )
     except DB_ERRORS:
         raise  # retried on a fresh connection (see _process_locked)
     except Exception as exc:  # a bug must not lose the customer: hand over to a person
@@ -316,6 +325,16 @@ def _process_claimed(message: Message, trace: ReasoningTrace, started: float) ->
         )
     _finish(recorder, outcome, started)
     return trace
+
+
+def _deadline_outcome(recorder: TurnRecorder) -> Outcome:
+    """The turn's time is up: the fallback reply and a hand-off (reason `deadline`)."""
+    seconds = settings.REASONING_TURN_DEADLINE_SECONDS
+    recorder.step("deadline", output={"seconds": seconds}, error="the turn's deadline ran out")
+    return Outcome(
+        escalate=(EscalationReason.DEADLINE, f"the turn ran out of its {seconds} s deadline"),
+        handoff_text=FALLBACK_TEXT,
+    )
 
 
 def turn_give_up(

@@ -231,7 +231,6 @@ OPENAI_API_KEY = env("OPENAI_API_KEY", default="")
 OPENAI_BASE_URL = env("OPENAI_BASE_URL", default="") or None
 LLM_MODEL = env("LLM_MODEL", default="gpt-4o-mini")
 LLM_TIMEOUT = env.float("LLM_TIMEOUT", default=30.0)
-LLM_MAX_RETRIES = env.int("LLM_MAX_RETRIES", default=2)
 # json_schema (default) | json_object | text — for providers without structured outputs.
 LLM_RESPONSE_FORMAT = env("LLM_RESPONSE_FORMAT", default="json_schema")
 # Most tokens one reply may have (sent as max_tokens); also what the per-turn cap budgets for it.
