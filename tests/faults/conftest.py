@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from django.db import connection
 
 from tests.reasoning.conftest import (  # noqa: F401  (fixtures, re-exported)
     assess,
+    conversation,
     llm,
     llm_server,
     make_shop,
@@ -167,3 +169,57 @@ PYTHON = sys.executable
 @pytest.fixture
 def widget(shop: Any) -> Widget:  # noqa: F811  (the re-exported fixture)
     return Widget(shop)
+
+
+def _reset_celery_connections() -> None:
+    # Connections and producers are cached per broker URL; drop them when the URL changes.
+    from config.celery import app as celery_app
+
+    if celery_app._pool is not None:
+        celery_app._pool.force_close_all()
+    celery_app._pool = None
+    celery_app.amqp._producer_pool = None
+
+
+@contextmanager
+def publishing_to(broker_url: str) -> Iterator[None]:
+    """This process publishes turns to `broker_url` (instead of running them eagerly)."""
+    from config.celery import app as celery_app
+
+    keys = ("broker_url", "task_always_eager", "broker_transport_options")
+    previous = {key: celery_app.conf[key] for key in keys}
+    celery_app.conf.update(
+        broker_url=broker_url,
+        task_always_eager=False,
+        broker_transport_options={"socket_timeout": 2, "socket_connect_timeout": 2},
+    )
+    _reset_celery_connections()
+    try:
+        yield
+    finally:
+        celery_app.conf.update(previous)
+        _reset_celery_connections()
+
+
+CELERY = str(Path(sys.executable).with_name("celery"))
+
+
+def worker_args(*extra: str) -> list[str]:
+    return [
+        CELERY,
+        "-A",
+        "config",
+        "worker",
+        "--pool",
+        "solo",
+        "--without-mingle",
+        "--without-gossip",
+        "--without-heartbeat",
+        "-l",
+        "info",
+        *extra,
+    ]
+
+
+def beat_args(tmp: Path) -> list[str]:
+    return [CELERY, "-A", "config", "beat", "-l", "info", "--pidfile=", "-s", str(tmp / "beat")]

@@ -2,7 +2,9 @@
 settings, pointed at the test database and the broker the test chose, with short deadlines and
 leases so each fault plays out in seconds. Read from the environment the test sets."""
 
+import faulthandler
 import os
+import signal
 
 from config.settings.test import *  # noqa: F403
 from config.settings.test import DATABASES, env
@@ -36,3 +38,6 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": "INFO"},
 }
+
+# `kill -USR2 <pid>` prints every thread's stack to the process log (debugging a stuck child).
+faulthandler.register(signal.SIGUSR2, all_threads=True)
