@@ -194,6 +194,26 @@ def _lock_conversation(message: Message) -> bool:
     return taken == 1
 
 
+def turn_waiting_before(message_id: int) -> int | None:
+    """The earliest customer message of the same conversation still waiting for its turn (no
+    trace yet), before this one — what a `TurnBusy` may be waiting for."""
+    message = Message.objects.filter(pk=message_id).values("conversation_id", "seq").first()
+    if message is None:
+        return None
+    return (
+        Message.objects.filter(
+            conversation_id=message["conversation_id"],
+            role=Role.USER,
+            seq__lt=message["seq"],
+            turn__isnull=True,
+            created_at__gt=timezone.now() - _turn_lease(),
+        )
+        .order_by("seq")
+        .values_list("pk", flat=True)
+        .first()
+    )
+
+
 def _unlock_conversation(message: Message) -> None:
     Conversation.objects.filter(pk=message.conversation_id).update(turn_lock_until=None)
 

@@ -1,3 +1,4 @@
+import contextlib
 import logging
 import time
 from typing import Any
@@ -13,6 +14,7 @@ from apps.reasoning.services import (
     on_fresh_connection,
     turn_give_up,
     turn_process,
+    turn_waiting_before,
 )
 
 logger = logging.getLogger(__name__)
@@ -79,6 +81,13 @@ def run_turn_in_process(message_id: int) -> None:
             if time.monotonic() > waited_until:
                 logger.warning("turn still busy after the lease", extra={"message_id": message_id})
                 return
+            # An earlier message waits for a turn no one may run (queued on a broker that went
+            # down): run it first, here. If another thread is on it, it stays busy for us.
+            earlier = turn_waiting_before(message_id)
+            if earlier is not None:
+                with contextlib.suppress(TurnBusy):
+                    turn_process(message_id=earlier)
+                    continue
             time.sleep(EAGER_WAIT_STEP_SECONDS)
         except DB_ERRORS as exc:
             fresh_connection()
