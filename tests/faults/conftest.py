@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import kombu.pools
 import psycopg
 import pytest
 from django.conf import settings
@@ -145,6 +146,12 @@ class Process:
             except subprocess.TimeoutExpired:
                 self.kill()
 
+    def dump_stacks(self) -> None:
+        """Ask the child for every thread's stack (tests/faults/settings.py registers it)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGUSR2)
+            time.sleep(1)
+
     def output(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
@@ -179,6 +186,7 @@ def _reset_celery_connections() -> None:
         celery_app._pool.force_close_all()
     celery_app._pool = None
     celery_app.amqp._producer_pool = None
+    kombu.pools.reset()  # producer pools are also cached per connection, process-wide
 
 
 @contextmanager
@@ -186,10 +194,13 @@ def publishing_to(broker_url: str) -> Iterator[None]:
     """This process publishes turns to `broker_url` (instead of running them eagerly)."""
     from config.celery import app as celery_app
 
-    keys = ("broker_url", "task_always_eager", "broker_transport_options")
-    previous = {key: celery_app.conf[key] for key in keys}
+    keys = ("broker_url", "broker_write_url", "task_always_eager", "broker_transport_options")
+    previous = {key: celery_app.conf.get(key) for key in keys}
     celery_app.conf.update(
         broker_url=broker_url,
+        # (Celery reads the CELERY_BROKER_URL environment variable before broker_url; the
+        # write URL is what publishing uses, and it is taken from the configuration.)
+        broker_write_url=broker_url,
         task_always_eager=False,
         broker_transport_options={"socket_timeout": 2, "socket_connect_timeout": 2},
     )

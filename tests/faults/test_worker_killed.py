@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.conf import settings
+from django.db import connection
 
-from apps.conversations.models import Message
+from apps.conversations.models import Conversation, Message
 from apps.reasoning.models import ReasoningTrace
 from tests.faults import settings as fault_settings
 from tests.faults.conftest import (
@@ -20,6 +22,7 @@ from tests.faults.conftest import (
     beat_args,
     needs_broker,
     publishing_to,
+    terminate_backends,
     wait_for,
     worker_args,
 )
@@ -48,7 +51,9 @@ def test_turn_of_a_killed_worker_is_taken_over_and_answered_once(
     with publishing_to(BROKER_URL):
         response = widget.say(conversation_id, token, "Where is my parcel?")
     assert response.status_code == 202, response.content  # queued for the worker
-    assert wait_for(lambda: llm.calls("assess"), timeout=60), worker.output()[-3000:]
+    if not wait_for(lambda: llm.calls("assess"), timeout=90):
+        worker.dump_stacks()
+        pytest.fail(f"the worker never called the model:\n{worker.output()[-6000:]}")
     worker.kill()
     killed_at = time.monotonic()
     processes("worker-2", worker_args(), **env)  # its supervisor restarts it
@@ -69,3 +74,41 @@ def test_turn_of_a_killed_worker_is_taken_over_and_answered_once(
     assert len(answered()) == 1
     print(f"\nFAULT worker-killed: reply {took:.1f}s after the kill (bound {BOUND}s)")  # noqa: T201
     assert settings.CELERY_TASK_ACKS_LATE and settings.CELERY_TASK_REJECT_ON_WORKER_LOST
+
+
+def test_database_drop_mid_turn_on_a_worker_is_retried_and_answered(widget, llm, processes):
+    env = {"CELERY_BROKER_URL": BROKER_URL, "OPENAI_BASE_URL": llm.base_url}
+    worker = processes("worker", worker_args(), **env)
+    conversation_id, token = widget.conversation()
+    terminated: list[int] = []
+
+    def answer_after_a_database_drop(request: Any) -> dict[str, Any]:
+        if not terminated:  # every connection to the test database, the worker's included
+            terminated.append(terminate_backends())
+        return assess(response="Answered after a retry.")
+
+    llm.script("assess", answer_after_a_database_drop, answer_after_a_database_drop)
+    with publishing_to(BROKER_URL):
+        response = widget.say(conversation_id, token, "Where is my parcel?")
+    assert response.status_code == 202, response.content
+    connection.close()  # this test's connection was terminated too
+    if not wait_for(lambda: terminated, timeout=90):
+        worker.dump_stacks()
+        pytest.fail(f"the worker never called the model:\n{worker.output()[-6000:]}")
+    dropped_at = time.monotonic()
+
+    replies = wait_for(
+        lambda: list(Message.objects.filter(role="assistant", visibility="visible")),
+        timeout=60,
+        step=0.25,
+    )
+    took = time.monotonic() - dropped_at
+
+    assert replies, worker.output()[-3000:]
+    assert [m.text for m in replies] == ["Answered after a retry."]
+    assert Message.objects.filter(role="user").count() == 1
+    trace = ReasoningTrace.objects.get()
+    assert trace.status == "done"
+    assert "interrupted" in list(trace.steps.values_list("name", flat=True))
+    assert Conversation.objects.get().turn_lock_until is None
+    print(f"\nFAULT db-terminated-mid-turn (worker): reply after {took:.1f}s")  # noqa: T201
