@@ -58,6 +58,7 @@ class UsageRecordAdmin(ReadOnlyAdmin):
     list_display = [
         "created_at",
         "client_usage",
+        "purpose",
         "mode",
         "step",
         "model",
@@ -67,7 +68,13 @@ class UsageRecordAdmin(ReadOnlyAdmin):
         "billed_usd",
         "tokens_estimated",
     ]
-    list_filter = [("client", admin.RelatedOnlyFieldListFilter), "mode", "step", "model"]
+    list_filter = [
+        ("client", admin.RelatedOnlyFieldListFilter),
+        "purpose",
+        "mode",
+        "step",
+        "model",
+    ]
     list_select_related = ["client"]
     date_hierarchy = "created_at"
     readonly_fields = [f.name for f in UsageRecord._meta.fields]

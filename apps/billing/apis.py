@@ -28,6 +28,7 @@ from apps.billing.serializers import (
 )
 from apps.core.permissions import StaffAPIView
 from apps.core.schema import ErrorSerializer, error_responses
+from apps.reasoning.selectors import turn_usage_list
 
 CLIENT_PARAM = OpenApiParameter(
     "client",
@@ -151,7 +152,7 @@ class TurnUsageListApi(BillingAPIView):
     )
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         params = self.validated_query(TurnQuerySerializer)
-        turns = selectors.turn_usage_list(
+        turns = turn_usage_list(
             client=self.client,
             start=params["start"],
             end=params["end"],

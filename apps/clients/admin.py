@@ -13,6 +13,7 @@ from apps.accounts.models import Membership
 from apps.clients.business_info import business_info_errors
 from apps.clients.models import Client, Plan
 from apps.core.admin import PlatformOnlyAdmin
+from apps.reasoning.hooks import hook_names
 from apps.tools.models import ClientTool
 
 AI_MODE_HELP = """
@@ -33,17 +34,40 @@ details) and decides proceed / ask the customer / hand over to a human.</td>
 <td>1 for simple questions, 2–3 for risky or policy questions</td>
 <td>Usually <em>cheaper</em> per message than standard (≈ 600 instead of 2,000 input tokens for
 simple questions); risky actions cost a little more.</td></tr>
-<tr><td><strong>Deliberative</strong></td><td>Scored multi-step reasoning with feedback, then
-draft → critique → improve, for clients who buy depth.</td><td>4–12</td>
-<td>Several times the cost of standard.</td></tr>
+<tr><td><strong>Deliberative</strong> (not built yet)</td><td>Planned: scored multi-step
+reasoning for clients who buy depth. <strong>Today a deliberative plan runs the adaptive
+pipeline</strong> (assess, critique when needed) and its turns are recorded and billed as
+adaptive, at the adaptive multiplier.</td><td>as adaptive</td>
+<td>As adaptive.</td></tr>
 </tbody></table>
 <p>The <strong>multipliers</strong> set what the client is billed: provider cost × the multiplier
 of the mode that ran (e.g. 1.5 means a message that cost us $0.010 is billed $0.015).</p>
 """
 
 
+def _hook_choices() -> list[tuple[str, str]]:
+    return [(name, name) for name in hook_names()]
+
+
+class PlanAdminForm(forms.ModelForm):
+    post_draft_hooks = forms.MultipleChoiceField(
+        choices=_hook_choices,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        label="Post-draft hooks",
+        help_text="Checks that run after the mode's draft and before the reply is sent; each may "
+        "replace the reply, lower its confidence or hand the conversation to a person. A failing "
+        "hook never loses the reply. None ticked = none run.",
+    )
+
+    class Meta:
+        model = Plan
+        fields = ["post_draft_hooks"]  # the admin adds the fieldsets' fields
+
+
 @admin.register(Plan)
 class PlanAdmin(PlatformOnlyAdmin):
+    form = PlanAdminForm
     list_display = ["name", "slug", "ai_mode", "monthly_fee", "included_turns", "client_count"]
     list_filter = ["ai_mode"]
     search_fields = ["name", "slug"]
@@ -51,6 +75,7 @@ class PlanAdmin(PlatformOnlyAdmin):
     fieldsets = [
         (None, {"fields": ["name", "slug"]}),
         ("AI mode", {"fields": ["ai_mode"], "description": AI_MODE_HELP}),
+        ("After the draft", {"fields": ["post_draft_hooks"]}),
         (
             "Billing multipliers (billed = provider cost × multiplier of the mode that ran)",
             {"fields": ["multiplier_standard", "multiplier_adaptive", "multiplier_deliberative"]},

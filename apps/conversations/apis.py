@@ -13,7 +13,7 @@ from rest_framework.response import Response
 
 from apps.accounts.models import Role
 from apps.conversations.models import ConversationStatus
-from apps.conversations.selectors import conversation_detail, conversation_get, conversation_list
+from apps.conversations.selectors import conversation_get, conversation_list
 from apps.conversations.serializers import MessageSerializer
 from apps.conversations.services import MAX_MESSAGE_CHARS
 from apps.core.permissions import StaffAPIView, acting_user
@@ -28,6 +28,7 @@ from apps.core.schema import (
 from apps.escalations.apis import ESCALATION_EXAMPLE, EscalationSerializer
 from apps.escalations.services import staff_reply
 from apps.reasoning.models import TraceStatus
+from apps.reasoning.selectors import conversation_detail
 
 TAG = "conversations"
 
@@ -86,7 +87,9 @@ class TurnSerializer(serializers.Serializer):
     user_message = serializers.IntegerField(
         source="user_message.seq", help_text="`seq` of the customer message this turn answered."
     )
-    mode = serializers.CharField(help_text="standard, adaptive or deliberative.")
+    mode = serializers.CharField(
+        help_text="The mode that ran: standard or adaptive (a deliberative plan runs adaptive)."
+    )
     model = serializers.CharField()
     status = NamedChoiceField(choices=TraceStatus, enum_name="TurnStatus")
     critique_triggered = serializers.BooleanField()

@@ -33,7 +33,6 @@ from apps.accounts.selectors import client_for_request, role_for_request
 from apps.clients.models import Client
 from apps.conversations.models import Conversation, ConversationStatus, Message, Visibility
 from apps.conversations.selectors import (
-    conversation_detail,
     conversation_get,
     message_list_after,
     staff_client_choices,
@@ -47,6 +46,7 @@ from apps.escalations.models import Escalation
 from apps.escalations.selectors import escalation_open_for_conversation, escalation_queue
 from apps.escalations.services import escalation_resolve, staff_reply
 from apps.reasoning.models import ReasoningStep, ReasoningTrace
+from apps.reasoning.selectors import conversation_detail
 
 POLL_SECONDS = 4
 

@@ -24,6 +24,7 @@ from django.utils import timezone
 from apps.conversations.models import ConversationStatus, Message, Role
 from apps.escalations.models import EscalationReason
 from apps.reasoning.models import ReasoningTrace, TraceStatus
+from apps.reasoning.modes import mode_that_runs
 from apps.reasoning.services import _trace_note, turn_give_up
 
 logger = logging.getLogger(__name__)
@@ -96,7 +97,7 @@ def _adopt_lost(message_id: int, stale_before: datetime) -> None:
             client=message.client,
             conversation=message.conversation,
             user_message=message,
-            mode=message.client.plan.ai_mode,
+            mode=mode_that_runs(message.client.plan.ai_mode),
         )
         ReasoningTrace.objects.filter(pk=trace.pk).update(
             updated_at=stale_before - timedelta(seconds=1)

@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "apps.conversations",
     "apps.escalations",
     "apps.reasoning",
+    "apps.benchmarks",
 ]
 
 MIDDLEWARE = [
