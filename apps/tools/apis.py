@@ -20,7 +20,8 @@ from apps.core.schema import (
     error_responses,
     invalid_example,
 )
-from apps.tools.models import ExecutionStatus, ExecutorType, FailureKind, ToolKind
+from apps.tools.executors import executor_choices
+from apps.tools.models import ExecutionStatus, FailureKind, ToolKind
 from apps.tools.selectors import tool_execution_audit_list, tool_get_for_path, tool_list
 from apps.tools.services import tool_update
 
@@ -73,7 +74,7 @@ class ToolSerializer(serializers.Serializer):
     description = serializers.CharField()
     kind = NamedChoiceField(choices=ToolKind, enum_name="ToolKind")
     enabled = serializers.BooleanField()
-    executor_type = NamedChoiceField(choices=ExecutorType, enum_name="ToolExecutorType")
+    executor_type = NamedChoiceField(choices=executor_choices(), enum_name="ToolExecutorType")
     configured = serializers.BooleanField(
         source="is_configured",
         help_text="Whether it can run (webhook URL and secret, or a known built-in). An enabled "

@@ -264,6 +264,11 @@ LLM_MAX_COMPLETION_TOKENS = env.int("LLM_MAX_COMPLETION_TOKENS", default=800)
 # Tool webhooks may only reach public addresses unless this is on (SSRF protection); local
 # development and the tests run their tool servers on 127.0.0.1.
 TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS = env.bool("TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS", default=False)
+# Tool webhooks must use https unless this is on (local development and the tests).
+TOOL_WEBHOOK_ALLOW_HTTP = env.bool("TOOL_WEBHOOK_ALLOW_HTTP", default=False)
+# Also send the pre-Standard-Webhooks `X-GuideDesk-Signature: sha256=<hex>` header during its
+# deprecation window (docs/webhooks.md).
+TOOL_WEBHOOK_LEGACY_SIGNATURE = env.bool("TOOL_WEBHOOK_LEGACY_SIGNATURE", default=True)
 
 # Reasoning guards.
 REASONING_MAX_TOOL_CALLS_PER_TURN = env.int("REASONING_MAX_TOOL_CALLS_PER_TURN", default=3)

@@ -18,6 +18,7 @@ LLM_TIMEOUT = 5.0
 CELERY_TASK_ALWAYS_EAGER = True
 # The fake tool servers listen on 127.0.0.1 (the SSRF guard itself is tested with this off).
 TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
+TOOL_WEBHOOK_ALLOW_HTTP = True
 # Tests read the schema anonymously (schemathesis); the staff-only gate is tested with this off.
 # `/` is the landing page, as in production; tests of the demo page turn DEMO_PAGE on.
 API_DOCS_PUBLIC = True
