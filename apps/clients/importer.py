@@ -112,6 +112,7 @@ class ClientIn(_Strict):
     widget: WidgetIn = WidgetIn()
     tools: list[ToolIn] = []
     is_active: bool = True
+    require_mfa: bool = False
 
     @field_validator("support_email")
     @classmethod

@@ -120,6 +120,12 @@ class Client(TimeStampedModel):
     )
     greeting = models.CharField(max_length=500, blank=True, default="Hi! How can I help?")
     is_active = models.BooleanField(default=True)
+    require_mfa = models.BooleanField(
+        "require two-factor authentication",
+        default=False,
+        help_text="Staff of this client must set up an authenticator app (TOTP) before they can "
+        "use the admin, the console or the staff API with a session.",
+    )
 
     class Meta:
         ordering = ["name"]

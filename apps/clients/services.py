@@ -100,6 +100,7 @@ def _import_client(*, spec: ClientIn, plan: Plan) -> ImportedClient:
             "allowed_origins": [normalize_origin(o) for o in spec.widget.allowed_origins],
             "greeting": spec.widget.greeting,
             "is_active": spec.is_active,
+            "require_mfa": spec.require_mfa,
         },
     )
     for tool in spec.tools:

@@ -18,6 +18,7 @@ from apps.clients.admin import PrettyJSONField
 from apps.clients.business_info import json_path
 from apps.conversations.admin import conversation_link
 from apps.core.admin import ReadOnlyAuditAdmin, TenantScopedAdmin, pretty_json_block
+from apps.core.permissions import MANAGE
 from apps.tools.builtins import BUILTIN_HANDLERS
 from apps.tools.executors import executor_for, settings_fields, settings_for
 from apps.tools.executors import webhook as webhook_executor
@@ -216,6 +217,9 @@ class ClientToolAdminForm(forms.ModelForm):
 
 @admin.register(ClientTool)
 class ClientToolAdmin(TenantScopedAdmin):
+    # Tools are configuration: admins and owners see and change them (like the tools API).
+    view_need = MANAGE
+    change_need = MANAGE
     form = ClientToolAdminForm
     list_display = ["name", "client", "kind", "executor_type", "enabled", "configured"]
     list_filter = [

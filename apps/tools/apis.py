@@ -10,8 +10,7 @@ from rest_framework import exceptions, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from apps.accounts.models import Role
-from apps.core.permissions import StaffAPIView
+from apps.core.permissions import MANAGE, READ, StaffAPIView
 from apps.core.schema import (
     AUTH_ERRORS,
     CLIENT_PARAMETER,
@@ -136,7 +135,7 @@ TOOL_NAME_PARAMETER = OpenApiParameter(
 
 
 class ToolExecutionListApi(StaffAPIView):
-    required_roles = {"GET": Role.VIEWER}
+    required_roles = {"GET": READ}
 
     @extend_schema(
         operation_id="tool_executions_list",
@@ -176,7 +175,7 @@ class ToolExecutionListApi(StaffAPIView):
 
 
 class ToolListApi(StaffAPIView):
-    required_roles = {"GET": Role.ADMIN}
+    required_roles = {"GET": MANAGE}
 
     @extend_schema(
         operation_id="tools_list",
@@ -192,7 +191,7 @@ class ToolListApi(StaffAPIView):
 
 
 class ToolDetailApi(StaffAPIView):
-    required_roles = {"PATCH": Role.ADMIN}
+    required_roles = {"PATCH": MANAGE}
 
     @extend_schema(
         operation_id="tools_partial_update",

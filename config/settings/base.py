@@ -52,6 +52,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "allauth.account.middleware.AccountMiddleware",
+    "apps.accounts.mfa.RequireMfaMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -119,6 +120,9 @@ ACCOUNT_RATE_LIMITS = {
 }
 MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
 MFA_TOTP_ISSUER = "GuideDesk"
+# Platform superusers must set up TOTP before using the admin, console or staff API (clients
+# can require it of their staff with Client.require_mfa). Off in local/demo settings.
+MFA_REQUIRED_FOR_SUPERUSERS = env.bool("MFA_REQUIRED_FOR_SUPERUSERS", default=True)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -143,7 +147,7 @@ ALLAUTH_TRUSTED_PROXY_COUNT = TRUSTED_PROXY_COUNT
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "apps.accounts.authentication.ApiKeyAuthentication",
-        "rest_framework.authentication.SessionAuthentication",
+        "apps.accounts.authentication.StaffSessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
