@@ -509,7 +509,7 @@ def _poll_released(cursor: _StreamCursor, client: Client, conversation_id: int) 
     try:
         return cursor.poll(client=client, conversation_id=conversation_id)
     finally:
-        release_connection()
+        release_connection(without_pool=True)
 
 
 async def event_stream_async(
@@ -525,7 +525,7 @@ async def event_stream_async(
     started = time.monotonic()
     last_sent = started
     read = sync_to_async(_poll_released, thread_sensitive=False)
-    await sync_to_async(release_connection, thread_sensitive=True)()  # the view's connection
+    await sync_to_async(release_connection, thread_sensitive=True)(without_pool=True)  # the view's
     yield f"retry: {RETRY_MS}\n\n"
     cursor = _StreamCursor(sent_seq=after)
     woken = hub.register(conversation_id) if hub is not None else None

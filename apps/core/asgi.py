@@ -72,7 +72,7 @@ class StreamingPaths:
                 return error_response
             return self.sync_handler.get_response(request)
         finally:
-            release_connection()
+            release_connection(without_pool=True)
 
     async def _send(self, response: HttpResponseBase, receive: Any, send: Any) -> None:
         tasks = [
