@@ -103,7 +103,6 @@ def main() -> None:
         override_settings(
             OPENAI_API_KEY="bench-key",
             OPENAI_BASE_URL=llm.base_url,
-            LLM_MAX_RETRIES=0,
             CELERY_TASK_ALWAYS_EAGER=True,
         ),
     ):

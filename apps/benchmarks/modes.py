@@ -437,7 +437,6 @@ def run_benchmark(
                 "OPENAI_BASE_URL": server.base_url,
                 "LLM_MODEL": model,
                 "LLM_RESPONSE_FORMAT": "json_schema",
-                "LLM_MAX_RETRIES": 0,
                 # Turns run in-process; nothing may be handed to a broker.
                 "CELERY_TASK_ALWAYS_EAGER": True,
             }
