@@ -19,7 +19,7 @@ from apps.conversations.models import (
 )
 from apps.conversations.services import message_append, validate_customer_text
 from apps.escalations.models import Escalation, EscalationReason, EscalationStatus
-from apps.tools.services import pending_expire_open
+from apps.tools.pending import pending_expire_open
 
 logger = logging.getLogger(__name__)
 

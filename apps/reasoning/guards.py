@@ -7,26 +7,26 @@ critique is a second line, never the only one.
    was put to the customer and their *next* message confirmed it. Changed params -> a new
    question; a declined or ignored confirmation expires; never in the turn it was proposed.
 4. At most N tool calls per turn and no identical repeats (runaway guard).
+
+Pure functions only: no database access. The pending actions they judge are written by
+`apps.tools.pending` (which asks `confirmation_decision` how to settle an open question).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
-import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
+from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
 from django.conf import settings
-from django.db import transaction
-from django.utils import timezone
 from jsonschema import Draft202012Validator
 
-from apps.clients.models import Client
-from apps.conversations.models import Conversation, Message, Role
 from apps.tools.models import ClientTool, PendingAction, PendingActionStatus, ToolKind
+from apps.tools.pending import OpenQuestion, params_hash
+
+__all__ = ["params_hash"]  # re-exported: the guards and their callers share one hash
 
 Action = Literal["none", "run", "ask", "confirm", "refuse"]
 
@@ -50,11 +50,6 @@ class GuardVerdict:
             "problems": self.problems,
             "pending_action": self.pending.pk if self.pending else None,
         }
-
-
-def params_hash(params: dict[str, Any]) -> str:
-    canonical = json.dumps(params, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 # --- the customer's answer to a confirmation question ------------------------------------------
@@ -169,16 +164,70 @@ _ECHO_WORDS = {
     "great",
     "perfect",
     "good",
+    "for",
 }
-_ID_RE = re.compile(r"^[a-z]*-?\d[\w-]*$")  # an order number echoed back ("th-12345")
+# A word with a digit in it names something (an order number, an amount, a date): in a "yes" it
+# must name what the question was about.
+_HAS_DIGIT = re.compile(r"\d")
+_WORD_RE = re.compile(r"[a-z0-9'-]+(?:[.,]\d+)*")
+_NUMBER_RE = re.compile(r"^\d+(?:[.,]\d+)*$")
+
+Answer = Literal["yes", "no", "other"]
 
 
-def confirmation_answer(text: str) -> Literal["yes", "no", "other"]:
-    """An explicit yes or no, nothing else. A question, a condition or an extra clause makes it
-    'other' (the question expires and the assistant asks again if the customer still wants it):
-    ambiguity never confirms a destructive action."""
+def _words(text: str) -> list[str]:
     lowered = text.strip().lower().replace("\u2019", "'")
-    words = re.findall(r"[a-z0-9'-]+", lowered)
+    return [w for w in (w.strip("'") for w in _WORD_RE.findall(lowered)) if w]
+
+
+def _canonical(word: str) -> str:
+    """One spelling per identifier: "#W-1001", "w1001" and "W_1001" are the same order, and
+    "50.00" is the amount 50."""
+    if _NUMBER_RE.match(word):
+        try:
+            return format(Decimal(word.replace(",", "")).normalize(), "f")
+        except InvalidOperation:
+            return word
+    return re.sub(r"[^a-z0-9.]", "", word)
+
+
+def _leaf_values(value: Any) -> list[str]:
+    if isinstance(value, bool) or value is None:
+        return []
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in _leaf_values(v)]
+    if isinstance(value, list | tuple):
+        return [leaf for v in value for leaf in _leaf_values(v)]
+    return [str(value)]
+
+
+def _named_in(params: Mapping[str, Any] | None) -> tuple[set[str], set[str]]:
+    """(identifiers, plain words) a customer may repeat back when confirming these params."""
+    identifiers: set[str] = set()
+    words: set[str] = set()
+    for leaf in _leaf_values(dict(params or {})):
+        for word in _words(leaf):
+            if _HAS_DIGIT.search(word):
+                canonical = _canonical(word)
+                identifiers.add(canonical)
+                digits = re.sub(r"\D", "", canonical)
+                if digits != canonical and not _NUMBER_RE.match(canonical):
+                    identifiers.add(digits)  # "order 1001" for W1001
+            else:
+                words.add(word)
+    return identifiers, words
+
+
+def confirmation_answer(text: str, params: Mapping[str, Any] | None = None) -> Answer:
+    """An explicit yes or no to the question about `params`, nothing else.
+
+    A question, a condition or an extra clause makes it 'other' (the question expires and the
+    message is handled as a new request): ambiguity never confirms a destructive action. Every
+    identifier in a yes (a word with a digit: an order number, an amount) must be one of the
+    params' values, in any spelling ("#W1001", "w-1001", "W1001", "order 1001"); any other
+    identifier means the customer wants something else, so "yes, cancel #W2002" never confirms
+    the question about #W1001."""
+    words = _words(text)
     if not words or len(words) > 10:
         return "other"
     joined = " ".join(words)
@@ -186,116 +235,42 @@ def confirmation_answer(text: str) -> Literal["yes", "no", "other"]:
         _NEGATIVE_ANYWHERE & set(words) or "do not" in joined
     ):
         return "no"
-    if "?" in lowered or _HEDGES & set(words):
+    if "?" in text or _HEDGES & set(words):
         return "other"
+    identifiers, param_words = _named_in(params)
     for phrase in _AFFIRMATIVE_START:
         if joined == phrase or joined.startswith(phrase + " "):
             rest = joined[len(phrase) :].split()
-            if all(w in _ECHO_WORDS or _ID_RE.match(w) for w in rest):
-                return "yes"
-            return "other"
+            for word in rest:
+                if _HAS_DIGIT.search(word):
+                    if _canonical(word) not in identifiers:
+                        return "other"  # names something the question was not about
+                elif word not in _ECHO_WORDS and word not in param_words:
+                    return "other"
+            return "yes"
     return "other"
 
 
-@transaction.atomic
-def pending_resolve(
-    *, client: Client, conversation: Conversation, user_message: Message
-) -> PendingAction | None:
-    """At the start of a turn: settle any open confirmation with this customer message. Returns
-    the action this message confirmed, else None.
+def confirmation_decision(question: OpenQuestion, text: str) -> str:
+    """The status a customer message gives an open confirmation question (the rule behind
+    `apps.tools.pending.pending_resolve`):
 
-    A confirmation counts only if the question was actually shown to the customer
-    (`PendingAction.question` is set when the reply is posted) and this is the customer's first
-    message after it. A message written before the question appeared never answers it."""
-    already = (
-        PendingAction.objects.for_client(client)
-        .select_related("tool")
-        .filter(
-            resolved_by=user_message,
-            status__in=[PendingActionStatus.CONFIRMED, PendingActionStatus.EXECUTED],
-        )
-        .first()
-    )
-    if already is not None:
-        return already  # this turn is being re-run (its worker died): same action, same key
-    now = timezone.now()
-    open_actions = list(
-        PendingAction.objects.for_client(client)
-        .select_for_update(of=("self",))  # (question is a nullable join: lock only these rows)
-        .select_related("tool", "question")
-        .filter(conversation=conversation, status=PendingActionStatus.PENDING)
-        .order_by("-created_at")
-    )
-    confirmed = None
-    for pending in open_actions:
-        question = pending.question
-        if question is None or question.seq >= user_message.seq:
-            continue  # not shown yet (or shown after this message): this message can't answer
-        status: str
-        if pending.expires_at <= now:
-            status = PendingActionStatus.EXPIRED
-        elif confirmed is not None or not _is_first_reply(question, user_message):
-            status = PendingActionStatus.EXPIRED  # ignored: the customer moved on
-        else:
-            answer = confirmation_answer(user_message.text)
-            status = {
-                "yes": PendingActionStatus.CONFIRMED,
-                "no": PendingActionStatus.DECLINED,
-                "other": PendingActionStatus.EXPIRED,
-            }[answer]
-        pending.status = status
-        pending.resolved_by = user_message
-        pending.save(update_fields=["status", "resolved_by", "updated_at"])
-        if status == PendingActionStatus.CONFIRMED:
-            confirmed = pending
-    return confirmed
-
-
-def _is_first_reply(question: Message, user_message: Message) -> bool:
-    """No customer message and no staff message came between the question and this answer."""
-    between = Message.objects.filter(
-        conversation_id=question.conversation_id,
-        role__in=[Role.USER, Role.STAFF],
-        seq__gt=question.seq,
-        seq__lt=user_message.seq,
-    )
-    return not between.exists()
-
-
-def declined_by(*, client: Client, user_message: Message) -> PendingAction | None:
-    """The confirmation this customer message turned down, if any."""
-    return (
-        PendingAction.objects.for_client(client)
-        .select_related("tool")
-        .filter(resolved_by=user_message, status=PendingActionStatus.DECLINED)
-        .first()
-    )
-
-
-@transaction.atomic
-def pending_create(
-    *,
-    client: Client,
-    conversation: Conversation,
-    tool: ClientTool,
-    params: dict[str, Any],
-    proposed_in: Message,
-) -> PendingAction:
-    """Put a destructive call to the customer. Any older open question is superseded."""
-    PendingAction.objects.for_client(client).filter(
-        conversation=conversation,
-        status__in=[PendingActionStatus.PENDING, PendingActionStatus.CONFIRMED],
-    ).update(status=PendingActionStatus.SUPERSEDED, updated_at=timezone.now())
-    return PendingAction.objects.create(
-        client=client,
-        conversation=conversation,
-        tool=tool,
-        params=params,
-        params_hash=params_hash(params),
-        proposed_in=proposed_in,
-        expires_at=timezone.now() + timedelta(minutes=settings.REASONING_CONFIRMATION_TTL_MINUTES),
-        idempotency_key=f"pa-{uuid.uuid4().hex}",
-    )
+    - not shown before this message was written: it stays PENDING (this message cannot answer);
+    - its time ran out, or another message came first, or a newer question was confirmed by
+      this message: EXPIRED;
+    - otherwise the answer decides: yes -> CONFIRMED, no -> DECLINED, anything else -> EXPIRED
+      (the message then goes through the pipeline as a new request).
+    """
+    if not question.shown_before:
+        return PendingActionStatus.PENDING
+    if question.expired or question.another_confirmed or not question.first_reply:
+        return PendingActionStatus.EXPIRED
+    answer = confirmation_answer(text, question.params)
+    return {
+        "yes": PendingActionStatus.CONFIRMED,
+        "no": PendingActionStatus.DECLINED,
+        "other": PendingActionStatus.EXPIRED,
+    }[answer]
 
 
 # --- the tool call itself ------------------------------------------------------------------------

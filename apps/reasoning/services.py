@@ -34,7 +34,8 @@ from apps.reasoning.modes.standard import run_standard
 from apps.reasoning.traces import TokenCapExceeded, TurnAborted, TurnRecorder
 from apps.reasoning.turn import Escalate, Outcome, Reply, Turn
 from apps.tools.models import ClientTool
-from apps.tools.services import pending_expire_open, pending_mark_shown
+from apps.tools.pending import pending_expire_open, pending_mark_shown, pending_resolve
+from apps.tools.selectors import pending_declined_by
 
 logger = logging.getLogger(__name__)
 
@@ -209,10 +210,13 @@ def _process_locked(message: Message) -> ReasoningTrace | None:
         tools=list(ClientTool.objects.for_client(client).order_by("name")),
         history=_history(client=client, conversation=conversation, upto=message),
     )
-    turn.confirmed = guards.pending_resolve(
-        client=client, conversation=conversation, user_message=message
+    turn.confirmed = pending_resolve(
+        client=client,
+        conversation=conversation,
+        user_message=message,
+        decide=guards.confirmation_decision,
     )
-    turn.declined = guards.declined_by(client=client, user_message=message)
+    turn.declined = pending_declined_by(client=client, user_message=message)
     if turn.confirmed or turn.declined:
         settled = turn.confirmed or turn.declined
         assert settled is not None

@@ -15,13 +15,8 @@ from apps.reasoning.context import tool_schema_text
 from apps.reasoning.llm import LLMError, LLMResult
 from apps.reasoning.schemas import ComposeOut
 from apps.reasoning.traces import TokenCapExceeded, TurnRecorder, pretty
-from apps.tools.models import (
-    ClientTool,
-    ExecutionStatus,
-    PendingAction,
-    PendingActionStatus,
-    ToolExecution,
-)
+from apps.tools import pending as pending_actions
+from apps.tools.models import ClientTool, ExecutionStatus, PendingAction, ToolExecution
 from apps.tools.services import tool_execute, tool_render_result
 
 NO_RETRY = {"auth", "bad_request"}
@@ -164,7 +159,7 @@ def act_on_tool_call(
             guards.confirmation_text(verdict.tool, verdict.params),
         )
     if verdict.action == "confirm":
-        pending = guards.pending_create(
+        pending = pending_actions.pending_create(
             client=turn.client,
             conversation=turn.conversation,
             tool=verdict.tool,
@@ -236,7 +231,7 @@ def run_tool(
         {"execution": execution.pk, **outcome},
     )
     if pending is not None:
-        PendingAction.objects.filter(pk=pending.pk).update(status=PendingActionStatus.EXECUTED)
+        pending_actions.pending_mark_executed(client=turn.client, pending=pending)
 
     if execution.status == ExecutionStatus.FAILED and execution.failure_kind != "refused":
         # A technical failure (unreachable, broken integration): its error text is not for the

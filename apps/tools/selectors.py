@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from django.db.models import QuerySet
 
 from apps.clients.models import Client
-from apps.tools.models import ClientTool, ToolExecution
+from apps.tools.models import ClientTool, PendingAction, PendingActionStatus, ToolExecution
+
+if TYPE_CHECKING:
+    from apps.conversations.models import Message
 
 
 def tool_list_enabled(*, client: Client) -> list[ClientTool]:
@@ -58,3 +62,13 @@ def tool_get_for_path(*, client: Client, name: str) -> ClientTool | None:
     if not _TOOL_NAME_RE.match(name):
         return None
     return tool_get_by_name(client=client, name=name)
+
+
+def pending_declined_by(*, client: Client, user_message: Message) -> PendingAction | None:
+    """The confirmation this customer message turned down, if any."""
+    return (
+        PendingAction.objects.for_client(client)
+        .select_related("tool")
+        .filter(resolved_by=user_message, status=PendingActionStatus.DECLINED)
+        .first()
+    )

@@ -8,7 +8,6 @@ import string
 from typing import TYPE_CHECKING, Any
 
 from django.db import IntegrityError, connection, transaction
-from django.utils import timezone
 
 from apps.clients.models import Client
 from apps.tools.executors import ExecutorOutcome, run_builtin, run_webhook
@@ -18,12 +17,11 @@ from apps.tools.models import (
     ExecutorType,
     FailureKind,
     PendingAction,
-    PendingActionStatus,
     ToolExecution,
 )
 
 if TYPE_CHECKING:
-    from apps.conversations.models import Conversation, Message
+    from apps.conversations.models import Conversation
     from apps.reasoning.models import ReasoningTrace
 
 logger = logging.getLogger(__name__)
@@ -278,20 +276,3 @@ def tool_update(
     if changed:
         locked.save(update_fields=[*changed, "updated_at"])
     return locked
-
-
-def pending_mark_shown(*, client: Client, pending_id: int, question: Message) -> None:
-    """The confirmation question was posted to the customer: from now on it can be answered."""
-    PendingAction.objects.for_client(client).filter(
-        pk=pending_id, status=PendingActionStatus.PENDING
-    ).update(question=question, updated_at=timezone.now())
-
-
-def pending_expire_open(*, client: Client, conversation: Conversation) -> int:
-    """A person took over (or the question was never shown): no open question may be confirmed
-    later by a stray "ok"."""
-    return (
-        PendingAction.objects.for_client(client)
-        .filter(conversation=conversation, status=PendingActionStatus.PENDING)
-        .update(status=PendingActionStatus.EXPIRED, updated_at=timezone.now())
-    )

@@ -258,16 +258,16 @@ def test_a_yes_sent_before_the_question_appeared_does_not_confirm(
 def test_a_question_never_shown_cannot_be_confirmed(chat, llm, webhook, monkeypatch):
     from apps.escalations.models import Escalation
     from apps.escalations.services import escalation_resolve, staff_reply
-    from apps.reasoning import guards
+    from apps.tools import pending as pending_actions
 
-    real_create = guards.pending_create
+    real_create = pending_actions.pending_create
 
     def create_then_staff_takes_over(**kwargs):
         pending = real_create(**kwargs)
         staff_reply(client=chat.client, conversation=chat.conversation, text="Sam here.")
         return pending
 
-    monkeypatch.setattr(guards, "pending_create", create_then_staff_takes_over)
+    monkeypatch.setattr(pending_actions, "pending_create", create_then_staff_takes_over)
     propose_cancel(llm)
     chat.say("Cancel TH-12345")
     assert not chat.all(kind="confirmation_request")  # suppressed: a person took over

@@ -1,0 +1,163 @@
+"""The one home of every `PendingAction` write: create (put a destructive call to the customer),
+mark shown, resolve (settle it with the customer's next message), mark executed, expire.
+
+Which status an answer gives is a rule, not bookkeeping: `pending_resolve` gathers the facts
+(`OpenQuestion`) and asks the caller's pure `decide` function — the reasoning guards'
+`confirmation_decision` — so the rule can be read and tested without a database, and this layer
+never imports the reasoning layer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from apps.clients.models import Client
+from apps.tools.models import ClientTool, PendingAction, PendingActionStatus
+
+if TYPE_CHECKING:
+    from apps.conversations.models import Conversation, Message
+
+
+def params_hash(params: dict[str, Any]) -> str:
+    """The canonical hash of a call's params: a confirmation is for exactly these."""
+    canonical = json.dumps(params, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class OpenQuestion:
+    """What is known about one open confirmation question when a customer message arrives."""
+
+    params: dict[str, Any]
+    shown_before: bool  # the question was posted before this message was written
+    expired: bool  # its time ran out
+    first_reply: bool  # no customer or staff message came between the question and this one
+    another_confirmed: bool  # a newer open question was already confirmed by this message
+
+
+# The rule: the status this message gives the question (PENDING = leave it open).
+Decide = Callable[[OpenQuestion, str], str]
+
+
+@transaction.atomic
+def pending_create(
+    *,
+    client: Client,
+    conversation: Conversation,
+    tool: ClientTool,
+    params: dict[str, Any],
+    proposed_in: Message,
+) -> PendingAction:
+    """Put a destructive call to the customer. Any older open question is superseded."""
+    PendingAction.objects.for_client(client).filter(
+        conversation=conversation,
+        status__in=[PendingActionStatus.PENDING, PendingActionStatus.CONFIRMED],
+    ).update(status=PendingActionStatus.SUPERSEDED, updated_at=timezone.now())
+    return PendingAction.objects.create(
+        client=client,
+        conversation=conversation,
+        tool=tool,
+        params=params,
+        params_hash=params_hash(params),
+        proposed_in=proposed_in,
+        expires_at=timezone.now() + timedelta(minutes=settings.REASONING_CONFIRMATION_TTL_MINUTES),
+        idempotency_key=f"pa-{uuid.uuid4().hex}",
+    )
+
+
+def pending_mark_shown(*, client: Client, pending_id: int, question: Message) -> None:
+    """The confirmation question was posted to the customer: from now on it can be answered."""
+    PendingAction.objects.for_client(client).filter(
+        pk=pending_id, status=PendingActionStatus.PENDING
+    ).update(question=question, updated_at=timezone.now())
+
+
+@transaction.atomic
+def pending_resolve(
+    *, client: Client, conversation: Conversation, user_message: Message, decide: Decide
+) -> PendingAction | None:
+    """At the start of a turn: settle any open confirmation with this customer message. Returns
+    the action this message confirmed, else None.
+
+    `decide` is the confirmation rule (pure); this function only gathers its facts and records
+    the statuses it gives. A turn that is re-run (its worker died) finds the action its message
+    already confirmed, with the same idempotency key."""
+    from apps.conversations.models import Message, Role
+
+    already = (
+        PendingAction.objects.for_client(client)
+        .select_related("tool")
+        .filter(
+            resolved_by=user_message,
+            status__in=[PendingActionStatus.CONFIRMED, PendingActionStatus.EXECUTED],
+        )
+        .first()
+    )
+    if already is not None:
+        return already
+    now = timezone.now()
+    open_actions = list(
+        PendingAction.objects.for_client(client)
+        .select_for_update(of=("self",))  # (question is a nullable join: lock only these rows)
+        .select_related("tool", "question")
+        .filter(conversation=conversation, status=PendingActionStatus.PENDING)
+        .order_by("-created_at")
+    )
+    confirmed = None
+    for pending in open_actions:
+        question = pending.question
+        shown_before = question is not None and question.seq < user_message.seq
+        first_reply = (
+            shown_before
+            and question is not None
+            and not Message.objects.filter(
+                conversation_id=question.conversation_id,
+                role__in=[Role.USER, Role.STAFF],
+                seq__gt=question.seq,
+                seq__lt=user_message.seq,
+            ).exists()
+        )
+        facts = OpenQuestion(
+            params=pending.params,
+            shown_before=shown_before,
+            expired=pending.expires_at <= now,
+            first_reply=first_reply,
+            another_confirmed=confirmed is not None,
+        )
+        status = decide(facts, user_message.text)
+        if status == PendingActionStatus.PENDING:
+            continue
+        pending.status = status
+        pending.resolved_by = user_message
+        pending.save(update_fields=["status", "resolved_by", "updated_at"])
+        if status == PendingActionStatus.CONFIRMED:
+            confirmed = pending
+    return confirmed
+
+
+def pending_mark_executed(*, client: Client, pending: PendingAction) -> None:
+    """The confirmed action ran (whatever its outcome): it can never be confirmed again."""
+    PendingAction.objects.for_client(client).filter(pk=pending.pk).update(
+        status=PendingActionStatus.EXECUTED, updated_at=timezone.now()
+    )
+    pending.status = PendingActionStatus.EXECUTED
+
+
+def pending_expire_open(*, client: Client, conversation: Conversation) -> int:
+    """A person took over (or the question was never shown): no open question may be confirmed
+    later by a stray "ok"."""
+    return (
+        PendingAction.objects.for_client(client)
+        .filter(conversation=conversation, status=PendingActionStatus.PENDING)
+        .update(status=PendingActionStatus.EXPIRED, updated_at=timezone.now())
+    )
