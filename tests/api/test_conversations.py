@@ -312,7 +312,7 @@ def test_staff_reply_from_a_session_is_authored_and_assigns(client_a, data_a):
     user = api.staff_user
     response = api.post(messages_url(data_a.conversation), {"text": "On it."}, format="json")
     assert response.status_code == 201
-    message = Message.objects.get(pk=response.json()["id"])
+    message = Message.objects.get(public_id=response.json()["id"])
     assert message.author == user
     assert message.data == {"author": user.email}
     data_a.escalation.refresh_from_db()
