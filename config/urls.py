@@ -1,9 +1,9 @@
 from django.contrib import admin
 from django.contrib.auth.decorators import login_required
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from apps.core import views as core_views
+from config.api_docs import docs_view, schema_view
 
 # Staff sign in through allauth (e-mail + optional TOTP), never through the bare admin form,
 # so MFA cannot be bypassed via /admin/login/.
@@ -26,6 +26,7 @@ urlpatterns = [
     path("console/", include("apps.conversations.console_urls")),
     path("widget/", include("apps.conversations.widget_views")),  # the chat iframe page
     path("api/v1/", include("config.api_urls")),
-    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    # staff only in production; API_DOCS_PUBLIC opens them (config/api_docs.py)
+    path("api/schema/", schema_view, name="schema"),
+    path("api/docs/", docs_view, name="api-docs"),
 ]

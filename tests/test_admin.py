@@ -135,7 +135,8 @@ def test_admin_changelists_load(admin_client, name):
     assert admin_client.get(reverse(f"admin:{name}_changelist")).status_code == 200
 
 
-def test_home_and_health(client):
+def test_home_and_health(client, settings):
+    settings.DEMO_PAGE = True  # the demo/local settings (production: tests/core/test_production.py)
     ClientFactory(plan=PlanFactory(), name="Trailhead Outfitters")
     assert "Trailhead Outfitters" in client.get("/").content.decode()
     assert client.get("/healthz").json() == {"ok": True}

@@ -137,9 +137,11 @@ class WidgetMessageListOutSerializer(serializers.Serializer[Any]):
 
 
 class WidgetAPIView(APIView):
-    """Base of every widget endpoint. Order of checks: per-IP throttle (before any query) →
-    widget key (401/403) → origin (403) → per-key throttle → the view's own checks. There is no
-    session or cookie here, hence no CSRF: every call carries its credentials explicitly."""
+    """Base of every widget endpoint. Order of checks: per-IP throttle (before any query; every
+    request counts, failed ones too) → widget key (401/403) → origin (403) → the view's own
+    checks. The per-key (tenant-wide) throttle is checked by the views right before real work,
+    so failed requests never count against the tenant. There is no session or cookie here,
+    hence no CSRF: every call carries its credentials explicitly."""
 
     authentication_classes = ()
     permission_classes = ()
@@ -164,7 +166,6 @@ class WidgetAPIView(APIView):
         super().initial(request, *args, **kwargs)  # includes the per-IP throttle
         self.client = widget_client_resolve(request)
         widget_origin_check(request, client=self.client)
-        self.throttle(request, WidgetKeyThrottle())
 
     def throttle(self, request: Request, *throttles: BaseThrottle) -> None:
         refused = [t for t in throttles if not t.allow_request(request, self)]
@@ -255,6 +256,7 @@ class WidgetConversationStartApi(WidgetAPIView):
         self.throttle(request, WidgetNewConversationThrottle())
         body = WidgetConversationStartInSerializer(data=_json_object(request))
         body.is_valid(raise_exception=True)
+        self.throttle(request, WidgetKeyThrottle())  # real work: counts against the tenant
         conversation, token = conversation_create(
             client=self.client, visitor_id=body.validated_data.get("visitor_id", "")
         )
@@ -325,6 +327,7 @@ class WidgetMessagesApi(WidgetConversationAPIView):
         if "text" not in data:
             raise exceptions.ValidationError({"text": ["This field is required."]})
         text = validate_customer_text(data["text"])  # 400 / 413, naming `text`
+        self.throttle(request, WidgetKeyThrottle())  # real work: counts against the tenant
         message = handle_turn(client=self.client, conversation=self.conversation, text=text)
         # handle_turn leaves the status the message was stored under on the instance: only an
         # open conversation's message is queued for the assistant.

@@ -13,9 +13,15 @@
   request with none of these (curl, a server) is refused: send the `Origin` of the site the
   widget runs on. This is a browser policy, not authentication — the key is public by design;
   the throttles below bound what anyone can do with it.
-* **Throttles** (DRF, cache-backed; rates in `REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]`):
-  `widget_ip` per client IP, `widget_key` per widget key, `widget_conversations` per IP for
-  starting conversations and `widget_messages` per conversation for posting messages.
+* **Throttles** (DRF, cache-backed; rates in `REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]`, from
+  the `THROTTLE_WIDGET_*` environment variables): `widget_ip` per client address — every
+  request, failed and unauthenticated ones included, before anything else is looked at;
+  `widget_conversations` per address for starting conversations; `widget_messages` per
+  conversation for posting messages; and `widget_key`, the tenant-wide ceiling, which counts only
+  real work (a conversation started, a message posted — each after every check passed). The
+  widget key is public: anything that counted failed requests against it would let anyone lock
+  the tenant's widget. The client address is the socket's unless `TRUSTED_PROXY_COUNT` (DRF's
+  `NUM_PROXIES`) says how many of our proxies appended to `X-Forwarded-For`.
 """
 
 from __future__ import annotations
@@ -219,9 +225,10 @@ class _WidgetThrottle(SimpleRateThrottle):
         return None if rate is None else str(rate)
 
     def get_ident(self, request: Request) -> str:
-        # X-Forwarded-For is only believed when NUM_PROXIES says how many proxies add it; a
-        # visitor must not pick their own bucket by sending a made-up header.
-        if api_settings.NUM_PROXIES is None:
+        # X-Forwarded-For is only believed when NUM_PROXIES (TRUSTED_PROXY_COUNT) says how many
+        # of our proxies append to it; then the address the outermost of them saw is taken
+        # (DRF), so a visitor cannot pick their own bucket by sending a made-up header.
+        if not api_settings.NUM_PROXIES:
             return str(request.META.get("REMOTE_ADDR", ""))
         return super().get_ident(request)
 
@@ -234,6 +241,10 @@ class WidgetIPThrottle(_WidgetThrottle):
 
 
 class WidgetKeyThrottle(_WidgetThrottle):
+    """The tenant-wide ceiling: checked only right before real work (starting a conversation,
+    posting a message), never for a request that failed a check — those count against the
+    caller's address only."""
+
     scope = "widget_key"
 
     def get_cache_key(self, request: Request, view: APIView) -> str | None:

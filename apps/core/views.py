@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
@@ -33,7 +34,11 @@ DEMO_PRODUCTS = [
 
 
 def home(request: HttpRequest) -> HttpResponse:
-    """The demo: a pretend shop of the first active client with its chat widget embedded."""
+    """`/`: a plain landing page with the staff sign-in links, which shows no tenant data. Only
+    the demo/local settings (`DEMO_PAGE`) make it the demo instead: a pretend shop of the first
+    active client with its chat widget embedded."""
+    if not settings.DEMO_PAGE:
+        return render(request, "landing.html")
     client = Client.objects.filter(is_active=True).select_related("plan").order_by("pk").first()
     return render(request, "home.html", {"client": client, "products": DEMO_PRODUCTS})
 

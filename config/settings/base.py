@@ -105,6 +105,13 @@ ACCOUNT_SIGNUP_FIELDS = ["email*", "password1*", "password2*"]
 ACCOUNT_USER_MODEL_USERNAME_FIELD = None
 ACCOUNT_EMAIL_VERIFICATION = "optional"
 ACCOUNT_ADAPTER = "apps.accounts.adapters.StaffAccountAdapter"
+# Login limits (allauth's syntax: "<n>/<period>/<ip|key|user>", comma-separated; the key of
+# login_failed is the e-mail address). Per address, so they need TRUSTED_PROXY_COUNT behind a proxy.
+ACCOUNT_RATE_LIMITS = {
+    "login": env("ACCOUNT_RATE_LIMIT_LOGIN", default="30/m/ip"),
+    "login_failed": env("ACCOUNT_RATE_LIMIT_LOGIN_FAILED", default="10/m/ip,5/5m/key"),
+    "reset_password": env("ACCOUNT_RATE_LIMIT_RESET_PASSWORD", default="20/m/ip,5/m/key"),
+}
 MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
 MFA_TOTP_ISSUER = "GuideDesk"
 
@@ -121,6 +128,13 @@ EMAIL_CONFIG = env.email_url("EMAIL_URL", default="consolemail://")
 vars().update(EMAIL_CONFIG)
 DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", default="GuideDesk <noreply@guidedesk.example>")
 
+# Client addresses behind a reverse proxy: the number of proxies we run in front of the app,
+# each appending the address it saw to X-Forwarded-For. One setting feeds DRF's throttles
+# (NUM_PROXIES) and allauth's login limits (ALLAUTH_TRUSTED_PROXY_COUNT); with 0 the header is
+# ignored, so behind a proxy every visitor would share the proxy's address (and its limits).
+TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
+ALLAUTH_TRUSTED_PROXY_COUNT = TRUSTED_PROXY_COUNT
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "apps.accounts.authentication.ApiKeyAuthentication",
@@ -135,13 +149,18 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "apps.core.api.Pagination",
     "PAGE_SIZE": 50,
     "UNAUTHENTICATED_USER": None,
+    # How many reverse proxies in front of us append to X-Forwarded-For (see TRUSTED_PROXY_COUNT
+    # below); 0 = the address comes from the socket (REMOTE_ADDR) and the header is ignored.
+    "NUM_PROXIES": TRUSTED_PROXY_COUNT,
     "DEFAULT_THROTTLE_RATES": {
-        # The public chat widget (docs/widget.md): per client IP, per widget key (a whole
-        # client's traffic), conversations started per IP, messages per conversation.
-        "widget_ip": "120/min",
-        "widget_key": "1200/min",
-        "widget_conversations": "10/min",
-        "widget_messages": "20/min",
+        # The public chat widget (docs/widget.md). Every request, failed ones included, counts
+        # against the caller's address; the tenant-wide ceiling counts only real work
+        # (conversations started and messages posted), so nobody can lock a tenant out with its
+        # public widget key.
+        "widget_ip": env("THROTTLE_WIDGET_IP", default="120/min"),
+        "widget_key": env("THROTTLE_WIDGET_KEY", default="3000/min"),
+        "widget_conversations": env("THROTTLE_WIDGET_CONVERSATIONS", default="10/min"),
+        "widget_messages": env("THROTTLE_WIDGET_MESSAGES", default="20/min"),
     },
 }
 SPECTACULAR_SETTINGS = {
@@ -154,6 +173,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
 }
+
+# The OpenAPI schema and Swagger UI: signed-in staff only unless this is on (config/api_docs.py).
+API_DOCS_PUBLIC = env.bool("API_DOCS_PUBLIC", default=False)
+# `/` is a plain landing page; the demo/local settings turn it into the demo shop.
+DEMO_PAGE = False
 
 CORS_ALLOW_ALL_ORIGINS = False
 # The widget API sends its public key and SSE resume position in headers (apps/conversations/

@@ -109,6 +109,7 @@ def db_lock(live_server: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 @pytest.fixture
 def demo(live_server, db_lock, settings) -> Client:
     settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.DEMO_PAGE = True  # `/` is the demo shop (the demo/local settings)
     call_command("import_client", str(DEMO_TENANT), stdout=io.StringIO())
     return Client.objects.get(slug="trailhead")
 

@@ -668,7 +668,8 @@ def test_frame_page_for_a_switched_off_client(shop):
 # ---------------------------------------------------------------------------- the demo page
 
 
-def test_demo_page_embeds_the_first_active_clients_widget(db):
+def test_demo_page_embeds_the_first_active_clients_widget(db, settings):
+    settings.DEMO_PAGE = True  # the demo/local settings
     ClientFactory(slug="off", name="Off Shop", is_active=False)
     shop = ClientFactory(slug="trail", name="Trailhead Outfitters")
     html = DjangoClient().get("/").content.decode()
@@ -678,7 +679,8 @@ def test_demo_page_embeds_the_first_active_clients_widget(db):
     assert 'href="/admin/"' in html and 'href="/api/docs/"' in html
 
 
-def test_demo_page_without_a_client(db):
+def test_demo_page_without_a_client(db, settings):
+    settings.DEMO_PAGE = True
     html = DjangoClient().get("/").content.decode()
     assert "make demo" in html
     assert "widget.js" not in html
