@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint typecheck check ci-checks serve worker clean lock
+.PHONY: demo test lint typecheck check imports ci-checks serve worker clean lock
 
 $(STAMP): requirements/base.txt requirements/dev.txt
 	@test -x $(PY) || "$$(./scripts/find-python.sh)" -m venv $(VENV)
@@ -39,7 +39,11 @@ check: $(STAMP)
 	$(PY) manage.py check
 	$(PY) manage.py makemigrations --check --dry-run
 
-ci-checks: lint typecheck check
+## Layering contracts (pyproject.toml [tool.importlinter]; docs/architecture.md)
+imports: $(STAMP)
+	$(VENV)/bin/lint-imports
+
+ci-checks: lint typecheck check imports
 
 worker: $(STAMP)
 	$(VENV)/bin/celery -A config worker -B -l info

@@ -12,6 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from apps.accounts.models import Role as AccountRole
 from apps.conversations.admin import KIND_EXPLANATIONS
 from apps.conversations.models import Conversation, ConversationStatus, Kind, Message, Role
 from apps.escalations.models import Escalation, EscalationReason, EscalationStatus
@@ -415,7 +416,8 @@ def test_tool_change_page_pretty_prints_the_schema(admin_client, client_a):
 
 def test_client_staff_can_only_add_tools_for_their_own_client(client, client_a, client_b):
     staff = UserFactory()
-    MembershipFactory(user=staff, client=client_a)
+    # (tools are configuration: the admin role manages them, like the tools API)
+    MembershipFactory(user=staff, client=client_a, role=AccountRole.ADMIN)
     staff.user_permissions.add(*Permission.objects.filter(codename__endswith="_clienttool"))
     ClientToolFactory(client=client_b, name="globex_tool")
     client.force_login(staff)

@@ -1,16 +1,18 @@
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
+from allauth.mfa.models import Authenticator
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from apps.accounts.models import ApiKey, Membership, Role, User, role_at_least
+from apps.accounts.models import ApiKey, Membership, User
 from apps.accounts.services import api_key_issue, api_key_revoke
 from apps.core.admin import SuperuserOnlyAdmin, TenantScopedAdmin
+from apps.core.permissions import MANAGE, client_role, may_grant
 
 
 @admin.register(User)
@@ -46,20 +48,16 @@ class MembershipAdmin(TenantScopedAdmin):
     search_fields = ["user__email", "client__name"]
     autocomplete_fields = ["user"]
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return bool(request.user.is_superuser)
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return bool(request.user.is_superuser)
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return bool(request.user.is_superuser)
-
+    change_need = None  # platform operators only
     list_select_related = ["user", "client"]
 
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(TenantScopedAdmin):
+    """Keys are managed by a client's admins and owners (the API's rule); the secret is shown
+    once when issued and stored hashed — no page ever shows it or its hash."""
+
+    view_need = MANAGE
     list_display = ["name", "client", "prefix", "role", "active", "last_used_at", "created_at"]
     list_filter = [("client", admin.RelatedOnlyFieldListFilter), "role"]
     search_fields = ["name", "prefix", "client__name"]
@@ -81,23 +79,20 @@ class ApiKeyAdmin(TenantScopedAdmin):
     def active(self, obj: ApiKey) -> bool:
         return obj.is_active
 
-    def _check_may_grant(self, request: HttpRequest, client: Any, role: str) -> None:
-        """Same rule as the API: keys are managed by a client's admins and owners, and nobody
-        hands out (or revokes) more power than they hold."""
-        if request.user.is_superuser:
-            return
-        user_id = cast(int, request.user.pk)
-        membership = Membership.objects.filter(client=client, user_id=user_id).first()
-        actor_role = membership.role if membership else None
-        if actor_role is None or not role_at_least(actor_role, Role.ADMIN):
-            raise PermissionDenied("Managing API keys needs the admin or owner role.")
-        if not role_at_least(actor_role, role):
-            raise PermissionDenied(
-                f"Your role ({actor_role}) cannot manage keys with the {role} role."
-            )
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Nobody changes or revokes a key with more power than they hold.
+        return super().has_change_permission(request, obj) and (
+            obj is None or self._may_grant(request, obj.client_id, obj.role)
+        )
+
+    def _may_grant(self, request: HttpRequest, client_id: int, role: str) -> bool:
+        return may_grant(client_role(request.user, client_id), role)
 
     def save_model(self, request: HttpRequest, obj: ApiKey, form: Any, change: bool) -> None:
-        self._check_may_grant(request, obj.client, obj.role)
+        if not self._may_grant(request, obj.client_id, obj.role):
+            raise PermissionDenied(
+                f"Your role cannot manage keys with the {obj.role} role in {obj.client}."
+            )
         if change:
             super().save_model(request, obj, form, change)
             return
@@ -116,9 +111,28 @@ class ApiKeyAdmin(TenantScopedAdmin):
 
     @admin.action(description="Revoke selected keys", permissions=["change"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
+        # (every key was checked against the rule before the action ran: get_actions)
         keys = list(queryset.select_related("client"))
-        for key in keys:
-            self._check_may_grant(request, key.client, key.role)
         for key in keys:
             api_key_revoke(client=key.client, api_key=key)
         self.message_user(request, f"Revoked {queryset.count()} key(s).")
+
+
+admin.site.unregister(Authenticator)
+
+
+@admin.register(Authenticator)
+class AuthenticatorAdmin(SuperuserOnlyAdmin):
+    """MFA authenticators: an operator may see who has one and remove a lost one (the user then
+    sets up a new one through allauth). The secret inside (`data`) is never shown."""
+
+    list_display = ["user", "type", "created_at", "last_used_at"]
+    list_filter = ["type", "created_at", "last_used_at"]
+    fields = ("user", "type", "created_at", "last_used_at")
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

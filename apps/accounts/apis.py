@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from apps.accounts.models import ApiKey, Role
 from apps.accounts.services import api_key_issue, api_key_revoke
 from apps.clients.models import Client
-from apps.core.permissions import StaffAPIView, acting_user, ensure_may_grant
+from apps.core.permissions import MANAGE, StaffAPIView, acting_user, ensure_may_grant
 from apps.core.schema import (
     AUTH_ERRORS,
     CLIENT_PARAMETER,
@@ -95,7 +95,7 @@ KEY_ID_PARAMETER = id_path_parameter("key_id", "The API key's id.")
 
 
 class ApiKeyListCreateApi(StaffAPIView):
-    required_roles = {"GET": Role.ADMIN, "POST": Role.ADMIN}
+    required_roles = {"GET": MANAGE, "POST": MANAGE}
 
     @extend_schema(
         operation_id="api_keys_list",
@@ -157,7 +157,7 @@ class ApiKeyListCreateApi(StaffAPIView):
 
 
 class ApiKeyRevokeApi(StaffAPIView):
-    required_roles = {"POST": Role.ADMIN}
+    required_roles = {"POST": MANAGE}
 
     @extend_schema(
         operation_id="api_keys_revoke",

@@ -3,6 +3,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from drf_spectacular.authentication import SessionScheme
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
@@ -81,3 +82,22 @@ class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
             "name": "Authorization",
             "description": "`Api-Key <secret>` — a client API key (shown once when issued).",
         }
+
+
+class StaffSessionAuthentication(authentication.SessionAuthentication):
+    """Django session (staff signed in through allauth), refused with `403 mfa_required` while
+    the user must set up two-factor authentication (apps/accounts/mfa.py)."""
+
+    def authenticate(self, request: Request) -> tuple[Any, None] | None:
+        from apps.accounts.mfa import MFA_REQUIRED_CODE, MFA_REQUIRED_MESSAGE, mfa_missing
+
+        result = super().authenticate(request)
+        if result is not None and mfa_missing(result[0]):
+            raise exceptions.PermissionDenied(MFA_REQUIRED_MESSAGE, code=MFA_REQUIRED_CODE)
+        return result
+
+
+class StaffSessionScheme(SessionScheme):
+    """Documented like DRF's session authentication (the `cookieAuth` scheme)."""
+
+    target_class = "apps.accounts.authentication.StaffSessionAuthentication"

@@ -63,3 +63,12 @@ def role_for_request(*, request: Any, client: Client) -> str | None:
         return Role.OWNER
     membership = Membership.objects.for_client(client).filter(user=user).first()
     return membership.role if membership else None
+
+
+def membership_roles(*, user: Any) -> dict[int, str]:
+    """{client id: role} for each of the user's memberships in an active client."""
+    return dict(
+        Membership.objects.filter(user=user, client__is_active=True).values_list(
+            "client_id", "role"
+        )
+    )

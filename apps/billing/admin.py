@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from decimal import Decimal
-from typing import Any, cast
+from typing import Any
 
 from django.contrib import admin
 from django.db.models import QuerySet
@@ -12,7 +12,6 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from apps.accounts.models import Membership, User
 from apps.billing import periods
 from apps.billing.charts import MODE_COLORS, stacked_cost_chart
 from apps.billing.models import (
@@ -26,7 +25,8 @@ from apps.billing.models import (
 from apps.billing.selectors import usage_overview
 from apps.billing.serializers import UsageQuerySerializer
 from apps.clients.models import Client
-from apps.core.admin import PlatformOnlyAdmin, TenantScopedAdmin
+from apps.core.admin import PlatformOnlyAdmin, ReadOnlyAuditAdmin, TenantScopedAdmin
+from apps.core.permissions import MANAGE
 from apps.core.schema import parse_pk
 
 DEFAULT_DAYS = 30
@@ -36,15 +36,11 @@ def client_usage_url(client_id: int) -> str:
     return reverse("admin:billing_client_usage", args=[client_id])
 
 
-class ReadOnlyAdmin(TenantScopedAdmin):
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+class ReadOnlyAdmin(ReadOnlyAuditAdmin):
+    """Usage and billing rows: read-only, for a client's admins and owners (like the billing
+    API)."""
 
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+    view_need = MANAGE
 
 
 @admin.register(ModelPrice)
@@ -58,6 +54,7 @@ class UsageRecordAdmin(ReadOnlyAdmin):
     list_display = [
         "created_at",
         "client_usage",
+        "purpose",
         "mode",
         "step",
         "model",
@@ -67,7 +64,13 @@ class UsageRecordAdmin(ReadOnlyAdmin):
         "billed_usd",
         "tokens_estimated",
     ]
-    list_filter = [("client", admin.RelatedOnlyFieldListFilter), "mode", "step", "model"]
+    list_filter = [
+        ("client", admin.RelatedOnlyFieldListFilter),
+        "purpose",
+        "mode",
+        "step",
+        "model",
+    ]
     list_select_related = ["client"]
     date_hierarchy = "created_at"
     readonly_fields = [f.name for f in UsageRecord._meta.fields]
@@ -121,21 +124,21 @@ class UsageCounterAdmin(ReadOnlyAdmin):
 
 
 @admin.register(ClientUsage)
-class ClientUsageAdmin(admin.ModelAdmin):
+class ClientUsageAdmin(TenantScopedAdmin):
     """Billing → usage by client: the clients this user may see, each linking to its usage
     page (daily cost by mode, critique rate, this month's budget). Staff see only the clients
-    they are members of; platform superusers see all."""
+    where they are admins or owners (like the billing API); platform superusers see all."""
+
+    view_need = MANAGE
+    change_need = None
+    client_lookup = "pk"
 
     list_display = ["name", "plan", "mode", "usage_page"]
     list_select_related = ["plan"]
     search_fields = ["name", "slug"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
-        queryset = super().get_queryset(request).select_related("plan")
-        if request.user.is_superuser:
-            return queryset
-        members = Membership.objects.filter(user=cast(User, request.user)).values("client_id")
-        return queryset.filter(pk__in=members)
+        return super().get_queryset(request).select_related("plan")
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         user = request.user
@@ -147,6 +150,7 @@ class ClientUsageAdmin(admin.ModelAdmin):
                 or user.has_perm("billing.view_clientusage")
                 or user.has_perm("billing.view_usagerecord")
             )
+            and self.role_permits_on(request, obj, self.view_need)
         )
 
     def has_module_permission(self, request: HttpRequest) -> bool:
@@ -190,10 +194,9 @@ class ClientUsageAdmin(admin.ModelAdmin):
         return HttpResponseRedirect(client_usage_url(pk))
 
     def usage_view(self, request: HttpRequest, client_id: int) -> HttpResponse:
-        if not self.has_view_permission(request):
-            raise Http404
         client = self.get_queryset(request).filter(pk=client_id).first()
-        if client is None:  # another tenant's client looks exactly like a missing one
+        # Another tenant's client (or one where the role is too low) looks like a missing one.
+        if client is None or not self.has_view_permission(request, client):
             raise Http404
         today = periods.today()
         query = UsageQuerySerializer(

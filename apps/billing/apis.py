@@ -14,7 +14,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from apps.accounts.authentication import ApiKeyPrincipal
-from apps.accounts.models import Role
 from apps.billing import selectors
 from apps.billing.renderers import UsageCSVRenderer
 from apps.billing.serializers import (
@@ -26,8 +25,9 @@ from apps.billing.serializers import (
     UsageQuerySerializer,
     UsageReportSerializer,
 )
-from apps.core.permissions import StaffAPIView
+from apps.core.permissions import MANAGE, StaffAPIView
 from apps.core.schema import ErrorSerializer, error_responses
+from apps.reasoning.selectors import turn_usage_list
 
 CLIENT_PARAM = OpenApiParameter(
     "client",
@@ -54,7 +54,7 @@ class BillingAPIView(StaffAPIView):
     """Billing is for a client's admins and owners (API keys default to the admin role); the
     role is enforced like every staff endpoint's (apps/core/permissions.py)."""
 
-    required_roles = {"GET": Role.ADMIN}
+    required_roles = {"GET": MANAGE}
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
@@ -151,7 +151,7 @@ class TurnUsageListApi(BillingAPIView):
     )
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         params = self.validated_query(TurnQuerySerializer)
-        turns = selectors.turn_usage_list(
+        turns = turn_usage_list(
             client=self.client,
             start=params["start"],
             end=params["end"],

@@ -29,8 +29,19 @@ class ModelPrice(TimeStampedModel):
         return f"{self.model} (${self.input_per_million}/M in, ${self.output_per_million}/M out)"
 
 
+class UsagePurpose(models.TextChoices):
+    """What an LLM call was made for. Every call is metered (`apps.reasoning.meter`); only a
+    customer turn has a conversation and a trace."""
+
+    TURN = "turn", "Customer turn"
+    PLAYGROUND = "playground", "Playground run"
+    INSIGHTS = "insights", "Insights (batch job)"
+    BENCHMARK = "benchmark", "Benchmark"
+
+
 class UsageRecord(TenantOwnedModel):
-    """One LLM call: who, which turn, which step, tokens, provider cost and billed amount."""
+    """One LLM call: who, what for, which turn (if any), which step, the mode that ran, tokens,
+    provider cost and billed amount."""
 
     conversation = models.ForeignKey(
         "conversations.Conversation",
@@ -46,7 +57,10 @@ class UsageRecord(TenantOwnedModel):
         on_delete=models.SET_NULL,
         related_name="usage_records",
     )
-    mode = models.CharField(max_length=20)
+    purpose = models.CharField(
+        max_length=12, choices=UsagePurpose.choices, default=UsagePurpose.TURN
+    )
+    mode = models.CharField(max_length=20, help_text="The mode that ran (and is billed).")
     step = models.CharField(max_length=40)
     model = models.CharField(max_length=100)
     prompt_tokens = models.PositiveIntegerField(default=0)

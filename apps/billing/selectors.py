@@ -1,9 +1,14 @@
 """Read side of billing: usage cells (the one aggregation both rollups and reports are built
-from), usage reports, invoices, per-turn summaries and month totals for budgets.
+from), usage reports, invoices and month totals for budgets.
 
-Attribution rule, used everywhere: a turn (one ReasoningTrace with at least one LLM call) and
-all of its calls count on the day — and in the month — the turn started. A usage record whose
-turn no longer exists counts at its own time. Days are in settings.TIME_ZONE.
+Attribution rule, used everywhere: a turn (one ReasoningTrace with at least one LLM call, i.e.
+at least one usage record) and all of its calls count on the day — and in the month — the turn
+started. A usage record with no turn (a call made outside a customer turn, or whose turn no
+longer exists) counts at its own time. Days are in settings.TIME_ZONE.
+
+Billing sits below the reasoning layer (docs/architecture.md): it reads turns only through its
+own usage records' `trace` relation, never by importing the reasoning app. The per-turn list is
+`apps.reasoning.selectors.turn_usage_list`.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from datetime import date, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from django.db.models import Count, DecimalField, F, Q, QuerySet, Sum, Value
+from django.db.models import Count, DecimalField, F, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce, TruncDate
 
 from apps.billing import periods
@@ -30,7 +35,6 @@ from apps.billing.models import (
 )
 from apps.billing.services.usage import money
 from apps.clients.models import Client
-from apps.reasoning.models import ReasoningTrace
 
 ZERO = Decimal("0")
 CENTS = Decimal("0.01")
@@ -96,17 +100,15 @@ def records_started_between(
     )
 
 
-def turns_started_between(
-    *, client: Client | None, first: date, last: date
-) -> QuerySet[ReasoningTrace]:
-    """Turns (traces with at least one LLM call) that started on `first` … `last`."""
-    start, stop = periods.day_start(first), periods.day_start(last + timedelta(days=1))
-    traces = (
-        ReasoningTrace.objects.all()
-        if client is None
-        else ReasoningTrace.objects.for_client(client)
+def turns_started_count(*, client: Client | None, first: date, last: date) -> int:
+    """How many turns (traces with at least one usage record) started on `first` … `last`."""
+    return (
+        records_started_between(client=client, first=first, last=last)
+        .filter(trace__isnull=False)
+        .values("trace")
+        .distinct()
+        .count()
     )
-    return traces.filter(created_at__gte=start, created_at__lt=stop, llm_calls__gt=0)
 
 
 def usage_cells_raw(*, client: Client | None, first: date, last: date) -> list[UsageCell]:
@@ -114,10 +116,14 @@ def usage_cells_raw(*, client: Client | None, first: date, last: date) -> list[U
     records (three grouped queries). `client=None` computes them for every client."""
     cells: list[UsageCell] = []
     traces = (
-        turns_started_between(client=client, first=first, last=last)
-        .annotate(day=TruncDate("created_at"))
-        .values("client_id", "day", "mode")
-        .annotate(turns=Count("id"), critique=Count("id", filter=Q(critique_triggered=True)))
+        records_started_between(client=client, first=first, last=last)
+        .filter(trace__isnull=False)
+        .annotate(day=TruncDate("trace__created_at"), turn_mode=F("trace__mode"))
+        .values("client_id", "day", "turn_mode")
+        .annotate(
+            turns=Count("trace", distinct=True),
+            critique=Count("trace", distinct=True, filter=Q(trace__critique_triggered=True)),
+        )
         .order_by()
     )
     for trace_row in traces:
@@ -126,7 +132,7 @@ def usage_cells_raw(*, client: Client | None, first: date, last: date) -> list[U
                 client_id=trace_row["client_id"],
                 day=trace_row["day"],
                 grain=RollupGrain.TURNS,
-                mode=trace_row["mode"],
+                mode=trace_row["turn_mode"],
                 turns=trace_row["turns"],
                 critique_triggered=trace_row["critique"],
             )
@@ -400,13 +406,11 @@ def month_usage_totals(
     the budget counter). `exclude_running` leaves out turns holding a reservation."""
     last = periods.month_end(month)
     records = records_started_between(client=client, first=month, last=last)
-    turns = turns_started_between(client=client, first=month, last=last)
     if exclude_running:
-        running = Q(trace__usage_reservation__state=ReservationState.RESERVED)
-        records = records.exclude(running)
-        turns = turns.exclude(usage_reservation__state=ReservationState.RESERVED)
+        records = records.exclude(trace__usage_reservation__state=ReservationState.RESERVED)
     totals = records.aggregate(p=Sum("prompt_tokens"), c=Sum("completion_tokens"))
-    return MonthTotals(tokens=(totals["p"] or 0) + (totals["c"] or 0), turns=turns.count())
+    turns = records.filter(trace__isnull=False).values("trace").distinct().count()
+    return MonthTotals(tokens=(totals["p"] or 0) + (totals["c"] or 0), turns=turns)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -452,16 +456,18 @@ def invoice_for_month(*, client: Client, month: date) -> Invoice:
     last = periods.month_end(month)
     plan = client.plan
     included = plan.included_turns
-    turns = turns_started_between(client=client, first=month, last=last)
     records = records_started_between(client=client, first=month, last=last)
-    turn_count = turns.count()
+    turn_count = turns_started_count(client=client, first=month, last=last)
     beyond = records.filter(trace__isnull=True)
     if turn_count > included:
         beyond = records
         if included:
-            cut_at, cut_pk = turns.order_by("created_at", "pk").values_list("created_at", "pk")[
-                included - 1
-            ]
+            cut_at, cut_pk = (
+                records.filter(trace__isnull=False)
+                .values_list("trace__created_at", "trace")
+                .distinct()
+                .order_by("trace__created_at", "trace")[included - 1]
+            )
             beyond = records.exclude(
                 Q(trace__created_at__lt=cut_at) | Q(trace__created_at=cut_at, trace__pk__lte=cut_pk)
             )
@@ -502,35 +508,3 @@ def invoice_for_month(*, client: Client, month: date) -> Invoice:
         overage_usd=overage,
         lines=lines,
     )
-
-
-# ---------------------------------------------------------------------------------------------
-# Per-turn summaries
-# ---------------------------------------------------------------------------------------------
-
-
-def turn_usage_list(
-    *, client: Client, start: date, end: date, conversation: str | None = None
-) -> QuerySet[ReasoningTrace]:
-    """The client's turns from `start` to `end`, newest first, each annotated with its
-    provider cost and billed amount (`usage_cost_usd`, `usage_billed_usd`)."""
-    turns = (
-        ReasoningTrace.objects.for_client(client)
-        .filter(
-            created_at__gte=periods.day_start(start),
-            created_at__lt=periods.day_start(end + timedelta(days=1)),
-        )
-        .select_related("conversation")
-        .annotate(
-            usage_cost_usd=Coalesce(
-                Sum("usage_records__cost_usd"), Value(ZERO), output_field=_MONEY
-            ),
-            usage_billed_usd=Coalesce(
-                Sum("usage_records__billed_usd"), Value(ZERO), output_field=_MONEY
-            ),
-        )
-        .order_by("-created_at", "-pk")
-    )
-    if conversation is not None:
-        turns = turns.filter(conversation__public_id=conversation)
-    return turns

@@ -1,18 +1,19 @@
 from __future__ import annotations
 
 import json
-from typing import Any, cast
+from typing import Any
 
 from django import forms
 from django.contrib import admin
-from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html
 
 from apps.accounts.models import Membership
 from apps.clients.business_info import business_info_errors
 from apps.clients.models import Client, Plan
-from apps.core.admin import PlatformOnlyAdmin
+from apps.core.admin import PlatformOnlyAdmin, TenantScopedAdmin
+from apps.core.permissions import MANAGE, user_may
+from apps.reasoning.hooks import hook_names
 from apps.tools.models import ClientTool
 
 AI_MODE_HELP = """
@@ -33,17 +34,40 @@ details) and decides proceed / ask the customer / hand over to a human.</td>
 <td>1 for simple questions, 2–3 for risky or policy questions</td>
 <td>Usually <em>cheaper</em> per message than standard (≈ 600 instead of 2,000 input tokens for
 simple questions); risky actions cost a little more.</td></tr>
-<tr><td><strong>Deliberative</strong></td><td>Scored multi-step reasoning with feedback, then
-draft → critique → improve, for clients who buy depth.</td><td>4–12</td>
-<td>Several times the cost of standard.</td></tr>
+<tr><td><strong>Deliberative</strong> (not built yet)</td><td>Planned: scored multi-step
+reasoning for clients who buy depth. <strong>Today a deliberative plan runs the adaptive
+pipeline</strong> (assess, critique when needed) and its turns are recorded and billed as
+adaptive, at the adaptive multiplier.</td><td>as adaptive</td>
+<td>As adaptive.</td></tr>
 </tbody></table>
 <p>The <strong>multipliers</strong> set what the client is billed: provider cost × the multiplier
 of the mode that ran (e.g. 1.5 means a message that cost us $0.010 is billed $0.015).</p>
 """
 
 
+def _hook_choices() -> list[tuple[str, str]]:
+    return [(name, name) for name in hook_names()]
+
+
+class PlanAdminForm(forms.ModelForm):
+    post_draft_hooks = forms.MultipleChoiceField(
+        choices=_hook_choices,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        label="Post-draft hooks",
+        help_text="Checks that run after the mode's draft and before the reply is sent; each may "
+        "replace the reply, lower its confidence or hand the conversation to a person. A failing "
+        "hook never loses the reply. None ticked = none run.",
+    )
+
+    class Meta:
+        model = Plan
+        fields = ["post_draft_hooks"]  # the admin adds the fieldsets' fields
+
+
 @admin.register(Plan)
 class PlanAdmin(PlatformOnlyAdmin):
+    form = PlanAdminForm
     list_display = ["name", "slug", "ai_mode", "monthly_fee", "included_turns", "client_count"]
     list_filter = ["ai_mode"]
     search_fields = ["name", "slug"]
@@ -51,6 +75,7 @@ class PlanAdmin(PlatformOnlyAdmin):
     fieldsets = [
         (None, {"fields": ["name", "slug"]}),
         ("AI mode", {"fields": ["ai_mode"], "description": AI_MODE_HELP}),
+        ("After the draft", {"fields": ["post_draft_hooks"]}),
         (
             "Billing multipliers (billed = provider cost × multiplier of the mode that ran)",
             {"fields": ["multiplier_standard", "multiplier_adaptive", "multiplier_deliberative"]},
@@ -145,15 +170,39 @@ class MembershipInline(admin.TabularInline):
 
 
 class ToolInline(admin.TabularInline):
+    """The client's tools at a glance. Read-only here: a tool is changed on its own page, with
+    its validated form and the admin role the rule asks for (apps/core/permissions.py)."""
+
     model = ClientTool
     extra = 0
     fk_name = "client"
-    fields = ["name", "kind", "executor_type", "enabled"]
+    fields = ("name", "kind", "executor_type", "enabled")
+    readonly_fields = fields
     show_change_link = True
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # `obj` is the client whose page is shown (None when Django filters the rows of an
+        # inline it already decided to show for that client).
+        return super().has_view_permission(request, obj) and (
+            obj is None or user_may(request.user, obj.pk, MANAGE)
+        )
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
 
 
 @admin.register(Client)
-class ClientAdmin(admin.ModelAdmin):
+class ClientAdmin(TenantScopedAdmin):
+    """Members see their clients; admins and owners change the client's settings; creating or
+    deleting a client, and its plan, slug and active flag, are the platform's."""
+
+    client_lookup = "pk"
     form = ClientAdminForm
     list_display = ["name", "slug", "plan", "mode", "is_active", "support_email"]
     list_filter = ["is_active", "plan"]
@@ -163,6 +212,7 @@ class ClientAdmin(admin.ModelAdmin):
     inlines = [MembershipInline, ToolInline]
     fieldsets = [
         (None, {"fields": ["name", "slug", "plan", "is_active", "language", "support_email"]}),
+        ("Staff sign-in", {"fields": ["require_mfa"]}),
         ("What the assistant knows", {"fields": ["business_info"]}),
         (
             "Widget",
@@ -171,16 +221,11 @@ class ClientAdmin(admin.ModelAdmin):
         ("History", {"fields": ["created_at", "updated_at"], "classes": ["collapse"]}),
     ]
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Client]:
-        queryset = super().get_queryset(request)
-        if request.user.is_superuser:
-            return queryset
-        return queryset.filter(
-            pk__in=Membership.objects.filter(user_id=cast(int, request.user.pk)).values("client_id")
-        )
-
     def has_add_permission(self, request: HttpRequest) -> bool:
-        return bool(request.user.is_superuser)
+        return bool(request.user.is_superuser) and super().has_add_permission(request)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return bool(request.user.is_superuser) and super().has_delete_permission(request, obj)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         readonly = list(super().get_readonly_fields(request, obj))

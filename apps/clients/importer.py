@@ -4,7 +4,7 @@ here; the writes are in `services.tenant_import`."""
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_email
@@ -70,29 +70,12 @@ class WidgetIn(_Strict):
         return value
 
 
-class WebhookExecutorIn(_Strict):
-    type: Literal["webhook"]
-    url: str = Field(pattern=r"^https?://", max_length=500)
-    secret: str = Field(min_length=8, max_length=200)
-    timeout: float = Field(default=10, gt=0, le=60)
-    retries: int = Field(default=2, ge=0, le=5)
+def _executor_specs() -> Any:
+    """The union of every registered executor's object, told apart by its `type`."""
+    from apps.tools.executors import executors
 
-
-class BuiltinExecutorIn(_Strict):
-    type: Literal["builtin"]
-    handler: str = Field(min_length=1, max_length=100)
-    timeout: float = Field(default=10, gt=0, le=60)
-
-    @field_validator("handler")
-    @classmethod
-    def _known(cls, value: str) -> str:
-        from apps.tools.builtins import BUILTIN_HANDLERS
-
-        if value not in BUILTIN_HANDLERS:
-            raise ValueError(
-                f"unknown builtin handler (known: {', '.join(sorted(BUILTIN_HANDLERS))})"
-            )
-        return value
+    specs = tuple(e.import_spec for e in executors().values())
+    return Annotated[Union[specs], Field(discriminator="type")]  # noqa: UP007
 
 
 class ToolIn(_Strict):
@@ -101,7 +84,7 @@ class ToolIn(_Strict):
     kind: Literal["read", "action", "destructive"]
     enabled: bool = True
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
-    executor: Annotated[WebhookExecutorIn | BuiltinExecutorIn, Field(discriminator="type")]
+    executor: _executor_specs()  # type: ignore[valid-type]
     result_template: str = Field(default="", max_length=2000)
 
     @field_validator("parameters")
@@ -129,6 +112,7 @@ class ClientIn(_Strict):
     widget: WidgetIn = WidgetIn()
     tools: list[ToolIn] = []
     is_active: bool = True
+    require_mfa: bool = False
 
     @field_validator("support_email")
     @classmethod

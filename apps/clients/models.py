@@ -16,7 +16,7 @@ from apps.core.models import TimeStampedModel
 class AIMode(models.TextChoices):
     STANDARD = "standard", "Standard — one call with the full context"
     ADAPTIVE = "adaptive", "Adaptive — self-assessment, critique only when needed"
-    DELIBERATIVE = "deliberative", "Deliberative — scored multi-step reasoning and refinement"
+    DELIBERATIVE = "deliberative", "Deliberative — not built yet: runs and is billed as adaptive"
 
 
 def _multiplier_field(default: str, help_text: str) -> models.DecimalField:
@@ -38,7 +38,15 @@ class Plan(TimeStampedModel):
     multiplier_standard = _multiplier_field("1.0", "Billed = provider cost × this, in standard.")
     multiplier_adaptive = _multiplier_field("1.5", "Billed = provider cost × this, in adaptive.")
     multiplier_deliberative = _multiplier_field(
-        "2.5", "Billed = provider cost × this, in deliberative."
+        "2.5",
+        "Billed = provider cost × this, in deliberative — once it exists; until then a "
+        "deliberative plan's turns run adaptive and are billed at the adaptive multiplier.",
+    )
+    post_draft_hooks = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Names of the post-draft hooks to run, in order, after the mode's draft and "
+        "before the reply is sent (apps/reasoning/hooks.py); empty = none.",
     )
     monthly_fee = models.DecimalField(
         max_digits=10, decimal_places=2, default=Decimal("0"), validators=[MinValueValidator(0)]
@@ -112,6 +120,12 @@ class Client(TimeStampedModel):
     )
     greeting = models.CharField(max_length=500, blank=True, default="Hi! How can I help?")
     is_active = models.BooleanField(default=True)
+    require_mfa = models.BooleanField(
+        "require two-factor authentication",
+        default=False,
+        help_text="Staff of this client must set up an authenticator app (TOTP) before they can "
+        "use the admin, the console or the staff API with a session.",
+    )
 
     class Meta:
         ordering = ["name"]

@@ -8,9 +8,10 @@ from django.db import models, transaction
 from apps.accounts.models import ApiKey
 from apps.accounts.services import api_key_issue
 from apps.billing.models import ModelPrice
-from apps.clients.importer import ClientIn, WebhookExecutorIn, parse_tenant_file
+from apps.clients.importer import ClientIn, parse_tenant_file
 from apps.clients.models import Client, Plan, normalize_origin
 from apps.core.exceptions import ApplicationError
+from apps.tools.executors import executor_for, settings_for
 from apps.tools.models import ClientTool
 
 
@@ -99,28 +100,23 @@ def _import_client(*, spec: ClientIn, plan: Plan) -> ImportedClient:
             "allowed_origins": [normalize_origin(o) for o in spec.widget.allowed_origins],
             "greeting": spec.widget.greeting,
             "is_active": spec.is_active,
+            "require_mfa": spec.require_mfa,
         },
     )
     for tool in spec.tools:
-        executor = tool.executor
+        executor_spec = tool.executor
+        executor = executor_for(executor_spec.type)
+        assert executor is not None  # the file was validated against the registry
         values: dict[str, Any] = {
             "description": tool.description,
             "kind": tool.kind,
             "parameters": tool.parameters,
             "enabled": tool.enabled,
-            "executor_type": executor.type,
-            "timeout_seconds": float(executor.timeout),
+            "executor_type": executor_spec.type,
+            "timeout_seconds": float(executor_spec.timeout),
             "result_template": tool.result_template,
+            **settings_for(executor_spec.type, executor.import_values(executor_spec)),
         }
-        if isinstance(executor, WebhookExecutorIn):
-            values |= {
-                "webhook_url": executor.url,
-                "signing_secret": executor.secret,
-                "max_retries": executor.retries,
-                "builtin_handler": "",
-            }
-        else:
-            values |= {"builtin_handler": executor.handler, "webhook_url": "", "signing_secret": ""}
         _upsert(ClientTool, {"client": client, "name": tool.name}, values)
 
     secret = None

@@ -66,16 +66,24 @@ KIND_EXPLANATIONS: dict[str, str] = {
     Kind.TOOL_RESULT: "What the tool returned, or the error it reported.",
     Kind.ESCALATION: "The conversation was handed to a human, and why. The AI stays silent "
     "until staff hand it back.",
-    Kind.EVALUATION: "A second check of the answer against the business's real text; confidence "
-    "goes up or down and a weak answer may be replaced.",
-    Kind.REASONING_STEP: "Deliberative mode: one scored step of step-by-step reasoning.",
-    Kind.FEEDBACK: "Deliberative mode: a reviewer's feedback on the reasoning so far.",
-    Kind.REFINEMENT: "Deliberative mode: draft → critique → improved draft of the answer.",
-    Kind.ERROR: "Something failed (the AI provider, a tool, a limit) and what happened instead.",
+    # Reserved kinds: nothing produces them yet (the legend lists them apart, as not yet used).
+    Kind.EVALUATION: "Not produced yet — reserved for the planned evaluation step, which will "
+    "check an answer against the business's real text after the draft and may lower its "
+    "confidence or replace it.",
+    Kind.REASONING_STEP: "Not produced yet — reserved for the deliberative mode, which is not "
+    "built (a deliberative plan runs, and is billed as, adaptive).",
+    Kind.FEEDBACK: "Not produced yet — reserved for the deliberative mode, which is not built.",
+    Kind.REFINEMENT: "Not produced yet — reserved for the deliberative mode, which is not built.",
+    Kind.ERROR: "Not produced yet — failures are recorded as turn steps and end in a fallback "
+    "reply and an escalation (see the turn's steps below).",
 }
 
 # Kinds the customer can see; every other kind is internal (staff only).
 VISIBLE_KINDS = frozenset({Kind.TEXT, Kind.CONFIRMATION_REQUEST, Kind.HANDOFF, Kind.NOTICE})
+# Kinds nothing produces yet: the legend lists them apart so it promises nothing untrue.
+RESERVED_KINDS = frozenset(
+    {Kind.EVALUATION, Kind.REASONING_STEP, Kind.FEEDBACK, Kind.REFINEMENT, Kind.ERROR}
+)
 
 
 @dataclass(frozen=True)
@@ -84,6 +92,7 @@ class LegendEntry:
     label: str
     explanation: str
     customer_sees: bool
+    reserved: bool = False
 
 
 def legend_entries() -> list[LegendEntry]:
@@ -93,6 +102,7 @@ def legend_entries() -> list[LegendEntry]:
             label=label,
             explanation=KIND_EXPLANATIONS.get(value, ""),
             customer_sees=value in VISIBLE_KINDS,
+            reserved=value in RESERVED_KINDS,
         )
         for value, label in Kind.choices
     ]

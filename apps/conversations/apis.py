@@ -11,12 +11,11 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from apps.accounts.models import Role
 from apps.conversations.models import ConversationStatus
-from apps.conversations.selectors import conversation_detail, conversation_get, conversation_list
+from apps.conversations.selectors import conversation_get, conversation_list
 from apps.conversations.serializers import MessageSerializer
 from apps.conversations.services import MAX_MESSAGE_CHARS
-from apps.core.permissions import StaffAPIView, acting_user
+from apps.core.permissions import READ, SUPPORT, StaffAPIView, acting_user
 from apps.core.schema import (
     AUTH_ERRORS,
     CLIENT_PARAMETER,
@@ -28,6 +27,7 @@ from apps.core.schema import (
 from apps.escalations.apis import ESCALATION_EXAMPLE, EscalationSerializer
 from apps.escalations.services import staff_reply
 from apps.reasoning.models import TraceStatus
+from apps.reasoning.selectors import conversation_detail
 
 TAG = "conversations"
 
@@ -86,7 +86,9 @@ class TurnSerializer(serializers.Serializer):
     user_message = serializers.IntegerField(
         source="user_message.seq", help_text="`seq` of the customer message this turn answered."
     )
-    mode = serializers.CharField(help_text="standard, adaptive or deliberative.")
+    mode = serializers.CharField(
+        help_text="The mode that ran: standard or adaptive (a deliberative plan runs adaptive)."
+    )
     model = serializers.CharField()
     status = NamedChoiceField(choices=TraceStatus, enum_name="TurnStatus")
     critique_triggered = serializers.BooleanField()
@@ -256,7 +258,7 @@ PUBLIC_ID_PARAMETER = OpenApiParameter(
 
 
 class ConversationListApi(StaffAPIView):
-    required_roles = {"GET": Role.VIEWER}
+    required_roles = {"GET": READ}
 
     @extend_schema(
         operation_id="conversations_list",
@@ -278,7 +280,7 @@ class ConversationListApi(StaffAPIView):
 
 
 class ConversationDetailApi(StaffAPIView):
-    required_roles = {"GET": Role.VIEWER}
+    required_roles = {"GET": READ}
 
     @extend_schema(
         operation_id="conversations_retrieve",
@@ -302,7 +304,7 @@ class ConversationDetailApi(StaffAPIView):
 
 
 class ConversationMessageCreateApi(StaffAPIView):
-    required_roles = {"POST": Role.AGENT}
+    required_roles = {"POST": SUPPORT}
 
     @extend_schema(
         operation_id="conversations_messages_create",

@@ -28,12 +28,10 @@ from django.utils.timesince import timesince
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
-from apps.accounts.models import Role, role_at_least
 from apps.accounts.selectors import client_for_request, role_for_request
 from apps.clients.models import Client
 from apps.conversations.models import Conversation, ConversationStatus, Message, Visibility
 from apps.conversations.selectors import (
-    conversation_detail,
     conversation_get,
     message_list_after,
     staff_client_choices,
@@ -42,11 +40,12 @@ from apps.conversations.serializers import MessageSerializer
 from apps.conversations.services import MAX_MESSAGE_CHARS
 from apps.core.admin import pretty_json
 from apps.core.exceptions import ApplicationError
-from apps.core.permissions import slug_is_usable
+from apps.core.permissions import READ, SUPPORT, role_permits, slug_is_usable
 from apps.escalations.models import Escalation
 from apps.escalations.selectors import escalation_open_for_conversation, escalation_queue
 from apps.escalations.services import escalation_resolve, staff_reply
 from apps.reasoning.models import ReasoningStep, ReasoningTrace
+from apps.reasoning.selectors import conversation_detail
 
 POLL_SECONDS = 4
 
@@ -72,7 +71,7 @@ class ConsoleAccess:
     @property
     def can_act(self) -> bool:
         """Agents and above reply and resolve; viewers only read."""
-        return role_at_least(self.role, Role.AGENT)
+        return role_permits(self.role, SUPPORT)
 
     @property
     def query(self) -> str:
@@ -103,7 +102,7 @@ def _resolve_access(request: HttpRequest) -> ConsoleAccess | HttpResponse:
 ConsoleView = Callable[..., HttpResponse]
 
 
-def console_view(minimum: str = Role.VIEWER) -> Callable[[ConsoleView], ConsoleView]:
+def console_view(minimum: str = READ) -> Callable[[ConsoleView], ConsoleView]:
     """Signed-in staff only; resolves the client and role and refuses (403) a role below
     `minimum`."""
 
@@ -113,7 +112,7 @@ def console_view(minimum: str = Role.VIEWER) -> Callable[[ConsoleView], ConsoleV
             access = _resolve_access(request)
             if isinstance(access, HttpResponse):
                 return access
-            if not role_at_least(access.role, minimum):
+            if not role_permits(access.role, minimum):
                 raise PermissionDenied(f"This needs the {minimum} role.")
             return view(request, access, *args, **kwargs)
 
@@ -314,7 +313,7 @@ def conversation_page(request: HttpRequest, access: ConsoleAccess, public_id: st
 
 
 @require_POST
-@console_view(minimum=Role.AGENT)
+@console_view(minimum=SUPPORT)
 def conversation_reply(request: HttpRequest, access: ConsoleAccess, public_id: str) -> HttpResponse:
     conversation = _conversation_or_404(access, public_id)
     form = ReplyForm(request.POST)
@@ -335,7 +334,7 @@ def conversation_reply(request: HttpRequest, access: ConsoleAccess, public_id: s
 
 
 @require_POST
-@console_view(minimum=Role.AGENT)
+@console_view(minimum=SUPPORT)
 def conversation_resolve(
     request: HttpRequest, access: ConsoleAccess, public_id: str
 ) -> HttpResponse:

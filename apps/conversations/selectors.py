@@ -25,7 +25,6 @@ from apps.clients.models import Client
 from apps.conversations.models import Conversation, Message
 from apps.conversations.models import Role as MessageRole
 from apps.escalations.models import Escalation, EscalationStatus
-from apps.reasoning.models import ReasoningStep, ReasoningTrace
 
 
 def _start_of_day(day: date) -> datetime:
@@ -92,21 +91,16 @@ def conversation_get(*, client: Client, public_id: str | uuid.UUID) -> Conversat
     return Conversation.objects.for_client(client).filter(public_id=parsed).first()
 
 
-def conversation_detail(*, client: Client, public_id: str | uuid.UUID) -> Conversation | None:
-    """A conversation with everything staff read, in five queries however long it is: the
-    conversation (+ summary), all its messages, its turns (+ customer message), their steps,
-    and its escalations (+ assignee)."""
+def conversation_detail_queryset(
+    *, client: Client, public_id: str | uuid.UUID
+) -> QuerySet[Conversation] | None:
+    """The conversation (+ summary) with its messages and escalations (+ assignee) prefetched;
+    None for an id that is not a UUID. `apps.reasoning.selectors.conversation_detail` adds the
+    turns (this layer does not read reasoning traces)."""
     parsed = _as_uuid(public_id)
     if parsed is None:
         return None
     messages = Message.objects.for_client(client).order_by("seq")
-    steps = ReasoningStep.objects.for_client(client).order_by("index")
-    turns = (
-        ReasoningTrace.objects.for_client(client)
-        .select_related("user_message")
-        .prefetch_related(Prefetch("steps", queryset=steps))
-        .order_by("created_at", "pk")
-    )
     escalations = (
         Escalation.objects.for_client(client)
         .select_related("assigned_to")
@@ -115,9 +109,7 @@ def conversation_detail(*, client: Client, public_id: str | uuid.UUID) -> Conver
     return (
         _with_summary(Conversation.objects.for_client(client).filter(public_id=parsed))
         .prefetch_related(Prefetch("messages", queryset=messages))
-        .prefetch_related(Prefetch("traces", queryset=turns))
         .prefetch_related(Prefetch("escalations", queryset=escalations))
-        .first()
     )
 
 

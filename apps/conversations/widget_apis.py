@@ -47,15 +47,12 @@ from apps.conversations.widget_auth import (
     widget_conversation_resolve,
     widget_origin_check,
 )
-from apps.conversations.widget_selectors import (
-    widget_conversation_state,
-    widget_messages_after,
-    widget_turn_in_progress,
-    widget_turn_status,
-)
+from apps.conversations.widget_selectors import widget_conversation_state, widget_messages_after
 from apps.core.parsers import JSONParser
 from apps.core.schema import error_responses
 from apps.reasoning.models import TraceStatus
+from apps.reasoning.selectors import turn_in_progress as widget_turn_in_progress
+from apps.reasoning.selectors import turn_status as widget_turn_status
 from apps.reasoning.services import handle_turn
 
 logger = logging.getLogger(__name__)

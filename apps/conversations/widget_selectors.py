@@ -3,17 +3,13 @@ the widget key resolved to; the widget only ever reads visible messages."""
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import NamedTuple
 from uuid import UUID
 
-from django.conf import settings
 from django.core.cache import cache
-from django.utils import timezone
 
 from apps.clients.models import Client, normalize_origin
 from apps.conversations.models import Conversation, Message
-from apps.reasoning.models import ReasoningTrace, TraceStatus
 
 ALLOWED_ORIGINS_CACHE_KEY = "widget:allowed-origins:v1"
 ALLOWED_ORIGINS_CACHE_SECONDS = 60
@@ -55,31 +51,6 @@ def widget_messages_after(
         .visible()
         .filter(conversation_id=conversation_id, seq__gt=after)
         .order_by("seq")[:limit]
-    )
-
-
-def widget_turn_in_progress(*, client: Client, conversation_id: int) -> bool:
-    """A turn of this conversation is being processed right now (the typing indicator). A turn
-    whose worker died stops counting once its lease (the task time limit) has run out."""
-    lease_start = timezone.now() - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)
-    return (
-        ReasoningTrace.objects.for_client(client)
-        .filter(
-            conversation_id=conversation_id,
-            status=TraceStatus.PROCESSING,
-            updated_at__gte=lease_start,
-        )
-        .exists()
-    )
-
-
-def widget_turn_status(*, client: Client, message: Message) -> str | None:
-    """The status of the turn of one customer message; None while no worker has claimed it."""
-    return (
-        ReasoningTrace.objects.for_client(client)
-        .filter(user_message=message)
-        .values_list("status", flat=True)
-        .first()
     )
 
 

@@ -1,18 +1,22 @@
-"""Admin plumbing shared by every app: tenant scoping and JSON display."""
+"""Admin plumbing shared by every app: the permission rule per object's client, and JSON display."""
 
 from __future__ import annotations
 
 import json
-from typing import Any, cast
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, ClassVar, cast
 
 from django.contrib import admin
+from django.contrib.auth import get_permission_codename
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from apps.accounts.models import Membership, User
 from apps.clients.models import Client
+from apps.core.permissions import MANAGE, READ, SUPPORT, clients_permitting, user_may
 
 
 def pretty_json(value: Any) -> str:
@@ -30,45 +34,121 @@ def pretty_json_block(value: Any) -> SafeString | str:
 
 
 class TenantScopedAdmin(admin.ModelAdmin):
-    """Platform superusers see every tenant; other staff only the clients they are members of.
+    """The admin side of the one permission rule (apps/core/permissions.py).
 
-    The tenancy rule holds in the admin too: client staff must never see another client's
-    conversations, tools or escalations.
+    Platform superusers see every tenant; client staff see a row only when their role in the
+    row's client reaches `view_need`, and add, change or delete it only when it reaches
+    `change_need` (None: platform operators only) — checked per object's client on list pages,
+    change pages, inlines, custom views and for every object an admin action touches. Django's
+    model permissions still apply on top: they can only narrow what the role allows.
     """
 
-    def _member_client_ids(self, request: HttpRequest) -> QuerySet[Membership, Any]:
-        # The admin only serves signed-in staff, so the user is never anonymous here.
-        return Membership.objects.filter(user=cast(User, request.user)).values("client_id")
+    view_need: ClassVar[str] = READ
+    change_need: ClassVar[str | None] = MANAGE
+    # How the row's client is reached: the queryset lookup and the id on an object.
+    client_lookup: ClassVar[str] = "client_id"
+
+    def client_id_of(self, obj: Any) -> int | None:
+        return cast(int | None, getattr(obj, self.client_lookup))
+
+    def role_permits_on(self, request: HttpRequest, obj: Any, need: str | None) -> bool:
+        """The rule for `obj`'s client; without an object, whether any of the user's clients
+        permits it (the page then shows only the rows the user may see)."""
+        user = request.user
+        if user.is_superuser:
+            return bool(user.is_active)
+        if need is None:
+            return False
+        if obj is None:
+            return bool(clients_permitting(user, need))
+        return user_may(user, self.client_id_of(obj), need)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         queryset = super().get_queryset(request)
         if request.user.is_superuser:
             return queryset
-        return queryset.filter(client_id__in=self._member_client_ids(request))
+        allowed = clients_permitting(request.user, self.view_need)
+        return queryset.filter(**{f"{self.client_lookup}__in": allowed})
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return super().has_module_permission(request) and self.role_permits_on(
+            request, None, self.view_need
+        )
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return super().has_view_permission(request, obj) and self.role_permits_on(
+            request, obj, self.view_need
+        )
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return super().has_add_permission(request) and self.role_permits_on(
+            request, None, self.change_need
+        )
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return super().has_change_permission(request, obj) and self.role_permits_on(
+            request, obj, self.change_need
+        )
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return super().has_delete_permission(request, obj) and self.role_permits_on(
+            request, obj, self.change_need
+        )
+
+    def has_support_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """Agent work (reply, resolve, hand back): admin actions declare
+        `permissions=["support"]`. Needs Django's change permission on the model too."""
+        opts = self.opts
+        codename = get_permission_codename("change", opts)
+        return request.user.has_perm(f"{opts.app_label}.{codename}") and self.role_permits_on(
+            request, obj, SUPPORT
+        )
 
     def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         if db_field.name == "client" and not request.user.is_superuser:
-            kwargs["queryset"] = Client.objects.filter(pk__in=self._member_client_ids(request))
+            # Only the clients where the user may create or change rows.
+            need = self.change_need
+            allowed = clients_permitting(request.user, need) if need is not None else []
+            kwargs["queryset"] = Client.objects.filter(pk__in=allowed)
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        # Belt and braces: the form offers only permitted clients, the view checked the object.
+        if not self.role_permits_on(request, obj, self.change_need):
+            raise PermissionDenied
+        super().save_model(request, obj, form, change)
 
-class PlatformOnlyAdmin(admin.ModelAdmin):
-    """Platform data (plans, model prices): client staff may look, only superusers may change."""
+    def get_actions(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
+        """Every action re-checks its permissions (`change` when it declares none) for each
+        object it is about to touch: a user who may act in one client must not act on another
+        client's rows selected alongside."""
+        actions: dict[str, Any] = super().get_actions(request, *args, **kwargs)
+        return {
+            name: (_checked_action(func), name, description)
+            for name, (func, _, description) in actions.items()
+        }
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return bool(request.user.is_superuser)
 
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return bool(request.user.is_superuser)
+def _checked_action(func: Callable[..., Any]) -> Callable[..., Any]:
+    permissions = getattr(func, "allowed_permissions", None) or ("change",)
 
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return bool(request.user.is_superuser)
+    @wraps(func)
+    def run(modeladmin: Any, request: HttpRequest, queryset: QuerySet[Any]) -> Any:
+        for obj in queryset:
+            for permission in permissions:
+                if not getattr(modeladmin, f"has_{permission}_permission")(request, obj):
+                    raise PermissionDenied(f"You may not {permission} {obj}.")
+        return func(modeladmin, request, queryset)
+
+    return run
 
 
 class ReadOnlyAuditAdmin(TenantScopedAdmin):
     """Audit trail: viewable, never added, edited or deleted by hand."""
 
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    change_need = None
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
@@ -78,34 +158,48 @@ class ReadOnlyAuditAdmin(TenantScopedAdmin):
         return False
 
 
-class ActionOnlyAdmin(TenantScopedAdmin):
-    """Rows created by the product, changed only through admin actions that call services: the
-    model-level change permission gates the actions, the object page itself is read-only."""
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return obj is None and super().has_change_permission(request)
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+class ActionOnlyAdmin(ReadOnlyAuditAdmin):
+    """Rows created by the product, changed only through admin actions that call services
+    (each declaring the permission it needs, e.g. `permissions=["support"]`); the object page
+    itself is read-only."""
 
 
 class SuperuserOnlyAdmin(admin.ModelAdmin):
     """Platform-wide data only platform superusers may see or change."""
 
     def has_module_permission(self, request: HttpRequest) -> bool:
-        return bool(request.user.is_superuser)
+        return _is_operator(request)
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return bool(request.user.is_superuser)
+        return _is_operator(request)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
-        return bool(request.user.is_superuser)
+        return _is_operator(request)
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return bool(request.user.is_superuser)
+        return _is_operator(request)
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return bool(request.user.is_superuser)
+        return _is_operator(request)
+
+
+class PlatformOnlyAdmin(SuperuserOnlyAdmin):
+    """Platform data (plans, model prices): platform operators only — a tenant reads its own
+    plan and prices through its client page and the billing API."""
+
+
+def _is_operator(request: HttpRequest) -> bool:
+    return bool(request.user.is_active and request.user.is_superuser)
+
+
+def lock_platform_admins(site: admin.AdminSite) -> None:
+    """Admins registered by third-party apps (groups, periodic tasks, e-mail addresses, MFA
+    authenticators) hold platform-wide rows: re-register each behind `SuperuserOnlyAdmin` so
+    no Django permission handed to client staff opens them. Called once the admin modules are
+    loaded (CoreConfig.ready)."""
+    for model, model_admin in list(site._registry.items()):
+        if isinstance(model_admin, TenantScopedAdmin | SuperuserOnlyAdmin):
+            continue
+        base = type(model_admin)
+        site.unregister(model)
+        site.register(model, type(f"Platform{base.__name__}", (SuperuserOnlyAdmin, base), {}))

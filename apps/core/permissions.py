@@ -1,14 +1,22 @@
-"""Roles on client-scoped endpoints.
+"""The one permission rule of GuideDesk, asked by the API, the staff console and the admin.
 
-    viewer  read only
-    agent   read, reply to customers as staff, resolve escalations
-    admin   also manage API keys and tools
-    owner   everything an admin can, and may grant the owner role
+    viewer  READ     the client's conversations (with internal reasoning), escalations, tool runs
+    agent   SUPPORT  + reply to customers as staff, resolve escalations / hand back to the AI
+    admin   MANAGE   + tools, API keys, the client's settings, usage and billing
+    owner            everything an admin can, and may grant the owner role
+    platform operators (superusers): every client as its owner, and the platform-wide rows
+    (plans, model prices, accounts, memberships) nobody else may see or change
 
 The caller's role is the API key's own role, or — for a staff session — the role of the user's
-membership in the client (platform superusers act as owners). A view states the minimum role of
-each HTTP method in `required_roles`; `HasClientRole` enforces it before the handler runs, and a
-handler the view forgot to give a role is refused (ImproperlyConfigured), never let through.
+membership in the client (`client_role`). `role_permits(role, need)` is the rule itself:
+
+- the API: a view states the need of each HTTP method in `required_roles`; `HasClientRole`
+  enforces it before the handler runs, and a handler the view forgot to give a role is refused
+  (ImproperlyConfigured), never let through;
+- the console: `console_view(minimum=...)` and `ConsoleAccess.can_act`;
+- the admin: `TenantScopedAdmin` (apps/core/admin.py) asks it for every object's client on list,
+  change, add and delete pages, inlines, custom views and every admin action. Django's model
+  permissions can only narrow what the role allows there, never widen it.
 """
 
 from __future__ import annotations
@@ -27,6 +35,53 @@ from apps.core.api import Pagination, TenantAPIView
 from apps.core.parsers import JSONParser
 
 NO_CLIENT_MESSAGE = "No client is associated with these credentials."
+
+# What each kind of work needs (the minimum role).
+READ = Role.VIEWER
+SUPPORT = Role.AGENT
+MANAGE = Role.ADMIN
+
+
+def role_permits(role: str | None, need: str) -> bool:
+    """The rule: `role` (None = no role in that client) may do work that needs `need`."""
+    return role is not None and role_at_least(role, need)
+
+
+def may_grant(actor_role: str | None, role: str) -> bool:
+    """Managing credentials needs MANAGE, and nobody hands out (or takes away) more power than
+    they hold: an admin cannot create or revoke an owner key."""
+    return role_permits(actor_role, MANAGE) and role_permits(actor_role, role)
+
+
+def client_role(user: Any, client_id: int | None) -> str | None:
+    """A staff user's role in one client: platform superusers act as owners; members have their
+    membership's role; anybody else (or no client) has none. Roles are read once per user object
+    and cached on it (the admin asks for every row of a page)."""
+    if user is None or not user.is_authenticated or not user.is_active or client_id is None:
+        return None
+    if user.is_superuser:
+        return Role.OWNER
+    return client_roles(user).get(client_id)
+
+
+def client_roles(user: Any) -> dict[int, str]:
+    """{client id: role} of every membership of an active client (cached on the user object)."""
+    from apps.accounts.selectors import membership_roles
+
+    cached: dict[int, str] | None = getattr(user, "_guidedesk_roles", None)
+    if cached is None:
+        cached = membership_roles(user=user)
+        user._guidedesk_roles = cached
+    return cached
+
+
+def user_may(user: Any, client_id: int | None, need: str) -> bool:
+    return role_permits(client_role(user, client_id), need)
+
+
+def clients_permitting(user: Any, need: str) -> list[int]:
+    """Ids of the clients in which a (non-superuser) staff user may do work that needs `need`."""
+    return [pk for pk, role in client_roles(user).items() if role_permits(role, need)]
 
 
 def required_role(view: Any, method: str) -> str | None:
@@ -77,7 +132,7 @@ class HasClientRole(BasePermission):
             self.message = NO_CLIENT_MESSAGE
             return False
         view.role = role
-        if minimum is None or role_at_least(role, minimum):
+        if minimum is None or role_permits(role, minimum):
             return True
         self.message = (
             f"This needs the {minimum} role or higher; these credentials have the {role} role."
@@ -114,7 +169,7 @@ def acting_user(request: Request) -> User | None:
 def ensure_may_grant(*, actor_role: str, role: str) -> None:
     """Nobody hands out (or takes away) more power than they hold: an admin cannot create or
     revoke an owner key."""
-    if not role_at_least(actor_role, role):
+    if not may_grant(actor_role, role):
         raise exceptions.PermissionDenied(
             f"Your role ({actor_role}) cannot manage credentials with the {role} role."
         )

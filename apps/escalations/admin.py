@@ -59,7 +59,7 @@ class EscalationAdmin(ActionOnlyAdmin):
     def conversation_short(self, obj: Escalation) -> SafeString | str:
         return conversation_link(obj.conversation)
 
-    @admin.action(description="Resolve and hand back to the AI", permissions=["change"])
+    @admin.action(description="Resolve and hand back to the AI", permissions=["support"])
     def resolve_and_hand_back(self, request: HttpRequest, queryset: QuerySet[Escalation]) -> None:
         # Imported here: the service module is developed alongside this admin.
         from apps.escalations.services import escalation_resolve

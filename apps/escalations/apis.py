@@ -10,8 +10,7 @@ from rest_framework import exceptions, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from apps.accounts.models import Role
-from apps.core.permissions import StaffAPIView, acting_user
+from apps.core.permissions import READ, SUPPORT, StaffAPIView, acting_user
 from apps.core.schema import (
     AUTH_ERRORS,
     CLIENT_PARAMETER,
@@ -66,7 +65,7 @@ ESCALATION_ID_PARAMETER = public_id_path_parameter("escalation_id", "The escalat
 
 
 class EscalationListApi(StaffAPIView):
-    required_roles = {"GET": Role.VIEWER}
+    required_roles = {"GET": READ}
 
     @extend_schema(
         operation_id="escalations_list",
@@ -102,7 +101,7 @@ class EscalationListApi(StaffAPIView):
 
 
 class EscalationResolveApi(StaffAPIView):
-    required_roles = {"POST": Role.AGENT}
+    required_roles = {"POST": SUPPORT}
 
     @extend_schema(
         operation_id="escalations_resolve",

@@ -25,7 +25,8 @@ import openai
 from django.conf import settings
 from pydantic import BaseModel, ValidationError
 
-from apps.reasoning.schemas import STEP_SCHEMAS
+from apps.reasoning import steps
+from apps.reasoning.offline import offline_complete
 
 __all__ = [
     "OFFLINE_MODEL",
@@ -330,10 +331,12 @@ def _drop_trailing_comma(out: list[str]) -> None:
 
 
 def _step_schema(step: str, output: type[Any]) -> dict[str, Any]:
-    # Steps without an entry in STEP_SCHEMAS (e.g. deliberative steps while they are being
-    # built) fall back to the pydantic model's own schema rather than failing at call time.
-    schema = STEP_SCHEMAS.get(step)
-    return schema if schema is not None else _pydantic_model(output).model_json_schema()
+    """The JSON Schema requested for `step`: derived from its registered output model (or from
+    `output`, when a caller validates a registered step's reply with another model)."""
+    registered = steps.get(step)
+    if output is registered.output:
+        return registered.schema
+    return steps.response_schema(_pydantic_model(output))
 
 
 def _type_name(spec: Mapping[str, Any]) -> str:
@@ -356,7 +359,7 @@ def _type_name(spec: Mapping[str, Any]) -> str:
 
 def format_instruction(step: str, schema: Mapping[str, Any] | None = None) -> str:
     """The system line that asks for the step's JSON when json_schema mode is not available."""
-    schema = schema if schema is not None else STEP_SCHEMAS[step]
+    schema = schema if schema is not None else steps.get(step).schema
     properties: Mapping[str, Any] = schema.get("properties", {})
     required = set(schema.get("required", []))
     fields: list[str] = []
@@ -552,9 +555,12 @@ def llm_complete[T](
 ) -> LLMResult[T]:
     """Ask the model for `step`'s JSON and return it validated as `output`.
 
-    Raises `LLMError` on any failure (transport, HTTP status, unusable output). `offline_hint`
-    is passed to the offline demo model only (it tells the demo what a real model would do).
+    Raises `LLMError` on any failure (transport, HTTP status, unusable output), and
+    `UnknownStep` when no step of that name is registered (`apps/reasoning/steps/`).
+    `offline_hint` is passed to the offline demo model only (it tells the demo what a real model
+    would do).
     """
+    steps.get(step)  # an unknown step is a programming error: fail before anything is spent
     if llm_is_offline():
         return _offline_complete(step, messages, output, offline_hint or {})
 
@@ -618,10 +624,6 @@ def llm_complete[T](
 def _offline_complete[T](
     step: str, messages: list[dict[str, str]], output: type[T], hint: dict[str, Any]
 ) -> LLMResult[T]:
-    # Imported here: the offline model is optional plumbing and may import this module's
-    # neighbours (schemas, prompts); a lazy import keeps the gateway free of import cycles.
-    from apps.reasoning.offline import offline_complete
-
     started = time.perf_counter()
     prompt_tokens = _estimate_prompt_tokens(messages)
     try:

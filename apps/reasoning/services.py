@@ -15,20 +15,17 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from apps.billing.models import UsageReservation
-from apps.billing.services.budgets import (
-    UsageLimitReached,
-    turn_budget_commit,
-    turn_budget_reserve,
-)
+from apps.billing.services.budgets import UsageLimitReached
 from apps.clients.models import AIMode, Client
 from apps.conversations.models import Conversation, ConversationStatus, Kind, Message, Role
 from apps.conversations.services import message_append, validate_customer_text
 from apps.escalations.models import EscalationReason
 from apps.escalations.services import HANDOFF_TEXT, escalation_create
 from apps.reasoning import guards
+from apps.reasoning.hooks import run_post_draft_hooks
 from apps.reasoning.llm import LLMError
 from apps.reasoning.models import ReasoningTrace, TraceStatus
+from apps.reasoning.modes import mode_that_runs
 from apps.reasoning.modes.adaptive import run_adaptive
 from apps.reasoning.modes.standard import run_standard
 from apps.reasoning.traces import TokenCapExceeded, TurnAborted, TurnRecorder
@@ -54,7 +51,7 @@ _WANTS_HUMAN = re.compile(
     re.IGNORECASE,
 )
 
-MODES = {AIMode.STANDARD: run_standard, AIMode.ADAPTIVE: run_adaptive}
+MODES = {AIMode.STANDARD: run_standard, AIMode.ADAPTIVE: run_adaptive}  # see modes.BUILT
 
 
 def handle_turn(*, client: Client, conversation: Conversation, text: str) -> Message:
@@ -75,7 +72,7 @@ def handle_turn(*, client: Client, conversation: Conversation, text: str) -> Mes
                 client=client,
                 conversation=locked,
                 user_message=message,
-                mode=client.plan.ai_mode,
+                mode=mode_that_runs(client.plan.ai_mode),
                 status=TraceStatus.SKIPPED,
                 finished_at=timezone.now(),
             )
@@ -114,7 +111,8 @@ def _claim(message: Message) -> ReasoningTrace | None:
             defaults={
                 "client": message.client,
                 "conversation": message.conversation,
-                "mode": message.client.plan.ai_mode,
+                # The mode that runs (a deliberative plan runs adaptive): recorded and billed.
+                "mode": mode_that_runs(message.client.plan.ai_mode),
                 "model": settings.LLM_MODEL if settings.OPENAI_API_KEY else "offline-demo",
             },
         )
@@ -260,30 +258,21 @@ def _run(turn: Turn) -> Outcome:
         raise Escalate(EscalationReason.CUSTOMER_REQUEST, "The customer asked for a person.")
     # Monthly budgets (billing): reserve before any LLM call, commit what was used after —
     # also when the mode raised — so concurrent turns cannot overshoot by more than one turn.
+    meter = turn.rec.meter
     try:
-        reservation = turn_budget_reserve(client=turn.client, trace=turn.rec.trace)
+        reservation = meter.turn_reserve()
     except UsageLimitReached as exc:
         raise Escalate(
             EscalationReason.USAGE_LIMIT, exc.detail, handoff_text=USAGE_LIMIT_TEXT
         ) from exc
-    mode = MODES.get(AIMode(turn.plan.ai_mode), run_adaptive)
+    mode = MODES[AIMode(mode_that_runs(turn.rec.trace.mode))]
     try:
-        return mode(turn)
+        draft = mode(turn)
+        # After the draft, before the reply is stored and sent (a no-op unless the plan has hooks).
+        return run_post_draft_hooks(turn, draft)
     finally:
         if reservation is not None:
-            _budget_commit(turn, reservation)
-
-
-def _budget_commit(turn: Turn, reservation: UsageReservation) -> None:
-    try:
-        turn_budget_commit(
-            client=turn.client,
-            reservation=reservation,
-            tokens=turn.rec.tokens_used,
-            llm_calls=turn.rec.trace.llm_calls,
-        )
-    except Exception:  # the reply must not be lost over bookkeeping; the stale sweep settles it
-        logger.exception("budget commit failed", extra={"trace": turn.rec.trace.pk})
+            meter.turn_commit(reservation, llm_calls=turn.rec.trace.llm_calls)
 
 
 def _history(*, client: Client, conversation: Conversation, upto: Message) -> list[Message]:

@@ -1,18 +1,15 @@
-"""Recording a turn: ordered, append-only ReasoningStep rows, the internal messages staff read,
-and one UsageRecord per LLM call. Every LLM call of the pipeline goes through `TurnRecorder.llm`,
-so nothing is spent without a record."""
+"""The turn journal: ordered, append-only ReasoningStep rows and the internal messages staff
+read. Every LLM call of the pipeline goes through `TurnRecorder.llm`, which meters it
+(`apps.reasoning.meter`: caps, budget, one UsageRecord per call) and journals it."""
 
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
-from django.conf import settings
 from django.db.models import F
 
-from apps.billing.services import usage_record_create
-from apps.billing.services.budgets import plan_is_budgeted, turn_token_estimate
+from apps.billing.models import UsagePurpose
 from apps.clients.models import Client
 from apps.conversations.models import (
     Conversation,
@@ -22,12 +19,11 @@ from apps.conversations.models import (
     Visibility,
 )
 from apps.conversations.services import message_append
-from apps.reasoning.llm import LLMError, LLMResult, estimate_tokens, llm_complete
+from apps.reasoning.llm import LLMError, LLMResult
+from apps.reasoning.meter import Meter, TokenCapExceeded
 from apps.reasoning.models import ReasoningStep, ReasoningTrace
 
-
-class TokenCapExceeded(Exception):
-    """The next call could take the turn past its token cap; it is not made."""
+__all__ = ["TokenCapExceeded", "TurnAborted", "TurnRecorder", "pretty"]
 
 
 class TurnAborted(Exception):
@@ -49,16 +45,31 @@ class TurnRecorder:
         self.mode = trace.mode
         last = trace.steps.order_by("-index").values_list("index", flat=True).first()
         self._index = (last or 0) + (1 if last is not None else 0)
-        self.llm_wait_ms = 0
-        self.offline = False
-        self.model = ""
-        # The cap is a hard ceiling per turn: the plan's, or — on a plan with a monthly budget —
-        # what the budget reserved for the turn, so no turn spends more than it reserved.
-        plan = client.plan
-        cap = plan.per_turn_token_cap or (
-            turn_token_estimate(plan) if plan_is_budgeted(plan) else 0
+        # The meter enforces the per-turn token cap and records usage at the mode that runs.
+        self.meter = Meter(
+            client=client,
+            mode=trace.mode,
+            purpose=UsagePurpose.TURN,
+            conversation=conversation,
+            trace=trace,
+            spent=trace.prompt_tokens + trace.completion_tokens,
         )
-        self.token_cap = cap or None
+
+    @property
+    def token_cap(self) -> int | None:
+        return self.meter.token_cap
+
+    @property
+    def llm_wait_ms(self) -> int:
+        return self.meter.llm_wait_ms
+
+    @property
+    def offline(self) -> bool:
+        return self.meter.offline
+
+    @property
+    def model(self) -> str:
+        return self.meter.model
 
     # -- steps ---------------------------------------------------------------------------------
     def step(
@@ -113,29 +124,14 @@ class TurnRecorder:
         hint: dict[str, Any] | None = None,
     ) -> LLMResult[T]:
         self.ensure_open()
-        if self.token_cap is not None:
-            worst_case = (
-                self.tokens_used
-                + sum(estimate_tokens(m.get("content", "")) + 4 for m in messages)
-                + settings.LLM_MAX_COMPLETION_TOKENS
-            )
-            if worst_case > self.token_cap:
-                self.step(
-                    step,
-                    error=f"per-turn token cap {self.token_cap}: this call could reach "
-                    f"{worst_case}; not made",
-                )
-                raise TokenCapExceeded(step)
-        started = time.perf_counter()
         try:
-            result = llm_complete(step=step, messages=messages, output=output, offline_hint=hint)
+            result = self.meter.call(step=step, messages=messages, output=output, hint=hint)
+        except TokenCapExceeded as exc:
+            self.step(step, error=f"per-turn {exc.detail}")
+            raise
         except LLMError as exc:
-            self.llm_wait_ms += int((time.perf_counter() - started) * 1000)
-            if exc.prompt_tokens or exc.completion_tokens:  # e.g. invalid output: tokens spent
-                model = getattr(exc, "model", "") or settings.LLM_MODEL
-                self._account(
-                    step, exc.prompt_tokens, exc.completion_tokens, exc.tokens_estimated, model
-                )
+            if exc.prompt_tokens or exc.completion_tokens:  # metered: tokens were spent
+                self._count(exc.prompt_tokens, exc.completion_tokens)
             self.step(
                 step,
                 input_summary=_summary(messages),
@@ -146,16 +142,7 @@ class TurnRecorder:
                 completion_tokens=exc.completion_tokens,
             )
             raise
-        self.llm_wait_ms += int((time.perf_counter() - started) * 1000)
-        self.offline = self.offline or result.offline
-        self.model = result.model
-        self._account(
-            step,
-            result.prompt_tokens,
-            result.completion_tokens,
-            result.tokens_estimated,
-            result.model,
-        )
+        self._count(result.prompt_tokens, result.completion_tokens)
         parsed = result.parsed
         dump = parsed.model_dump() if hasattr(parsed, "model_dump") else {"value": str(parsed)}
         self.step(
@@ -181,20 +168,7 @@ class TurnRecorder:
     def tokens_used(self) -> int:
         return self.trace.prompt_tokens + self.trace.completion_tokens
 
-    def _account(
-        self, step: str, prompt: int, completion: int, estimated: bool, model: str
-    ) -> None:
-        usage_record_create(
-            client=self.client,
-            conversation=self.conversation,
-            trace=self.trace,
-            mode=self.mode,
-            step=step,
-            model=model,
-            prompt_tokens=prompt,
-            completion_tokens=completion,
-            tokens_estimated=estimated,
-        )
+    def _count(self, prompt: int, completion: int) -> None:
         ReasoningTrace.objects.filter(pk=self.trace.pk).update(
             llm_calls=F("llm_calls") + 1,
             prompt_tokens=F("prompt_tokens") + prompt,

@@ -7,13 +7,15 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel
+
 from apps.clients.models import Client, Plan
 from apps.conversations.models import Conversation, Kind, Message
 from apps.escalations.models import EscalationReason
-from apps.reasoning import guards, prompts
+from apps.reasoning import guards
 from apps.reasoning.context import tool_schema_text
 from apps.reasoning.llm import LLMError, LLMResult
-from apps.reasoning.schemas import ComposeOut
+from apps.reasoning.steps import Step, compose
 from apps.reasoning.traces import TokenCapExceeded, TurnRecorder, pretty
 from apps.tools import pending as pending_actions
 from apps.tools.models import ClientTool, ExecutionStatus, PendingAction, ToolExecution
@@ -31,9 +33,12 @@ class Reply:
 
 @dataclass
 class Outcome:
+    """What a mode ends with — the draft the post-draft hooks see — and what is then posted."""
+
     replies: list[Reply] = field(default_factory=list)
     escalate: tuple[str, str] | None = None  # (reason, detail)
     handoff_text: str | None = None
+    confidence: int | None = None  # the mode's confidence in the draft (1–10), if it has one
 
 
 class Escalate(Exception):
@@ -65,9 +70,9 @@ class Turn:
     def tools_by_name(self) -> dict[str, ClientTool]:
         return {t.name: t for t in self.tools}
 
-    def hint(self, **extra: Any) -> dict[str, Any]:
-        """Structured facts for the offline demo model (real models read the prompt)."""
-        info = self.client.business_info or {}
+    def hint(self) -> dict[str, Any]:
+        """The facts every step's offline demo answer may read (real models read the prompt);
+        each step adds its own (`Step.hint`)."""
         return {
             "client_name": self.client.name,
             "user_text": self.user_message.text,
@@ -82,9 +87,6 @@ class Turn:
                 }
                 for t in self.enabled_tools
             ],
-            "faqs": info.get("faqs", []),
-            "policies": info.get("policies", {}),
-            "contact": info.get("contact", {}),
             "confirmed": (
                 {"tool": self.confirmed.tool.name, "params": self.confirmed.params}
                 if self.confirmed
@@ -95,23 +97,20 @@ class Turn:
                 if self.declined
                 else None
             ),
-            **extra,
         }
 
-    def llm[T](
-        self,
-        step: str,
-        messages: list[dict[str, str]],
-        output: type[T],
-        hint: dict[str, Any] | None = None,
+    def llm[T: BaseModel](
+        self, step: Step[T], messages: list[dict[str, str]], **facts: Any
     ) -> LLMResult[T]:
-        """One LLM call, retried once on failure; a second failure is raised."""
+        """One LLM call of `step`, retried once on failure; a second failure is raised.
+        `facts` are the step's own offline-demo facts (see the step's `hint`)."""
+        hint = {**self.hint(), "step": step.name, **step.hint(**facts)}
         try:
-            return self.rec.llm(step=step, messages=messages, output=output, hint=hint)
+            return self.rec.llm(step=step.name, messages=messages, output=step.output, hint=hint)
         except LLMError as exc:
             if exc.kind in NO_RETRY:
                 raise
-        return self.rec.llm(step=step, messages=messages, output=output, hint=hint)
+        return self.rec.llm(step=step.name, messages=messages, output=step.output, hint=hint)
 
 
 def act_on_tool_call(
@@ -266,7 +265,7 @@ def compose_reply(
     messages = [
         {
             "role": "system",
-            "content": prompts.COMPOSE.format(
+            "content": compose.prompt(
                 business=turn.client.name,
                 tool_name=tool.name,
                 params=pretty(params),
@@ -277,17 +276,13 @@ def compose_reply(
     ]
     try:
         result = turn.llm(
-            "compose",
+            compose.STEP,
             messages,
-            ComposeOut,
-            hint=turn.hint(
-                step="compose",
-                tool=tool.name,
-                params=params,
-                ok=ok,
-                result=execution.result,
-                error=execution.error,
-            ),
+            tool=tool.name,
+            params=params,
+            ok=ok,
+            result=execution.result,
+            error=execution.error,
         )
         return result.parsed.response
     except (LLMError, TokenCapExceeded):

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.http import HttpRequest
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
@@ -18,11 +18,13 @@ from apps.clients.admin import PrettyJSONField
 from apps.clients.business_info import json_path
 from apps.conversations.admin import conversation_link
 from apps.core.admin import ReadOnlyAuditAdmin, TenantScopedAdmin, pretty_json_block
+from apps.core.permissions import MANAGE
 from apps.tools.builtins import BUILTIN_HANDLERS
-from apps.tools.models import ClientTool, ExecutorType, PendingAction, ToolExecution
+from apps.tools.executors import executor_for, settings_fields, settings_for
+from apps.tools.executors import webhook as webhook_executor
+from apps.tools.models import ClientTool, PendingAction, ToolExecution
 
 TOOL_NAME_RE = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]{0,63}$")
-MIN_SECRET_LENGTH = 8
 MAX_TIMEOUT_SECONDS = 60.0
 MAX_RETRIES = 5
 
@@ -38,7 +40,52 @@ def builtin_handler_choices() -> list[tuple[str, str]]:
     return [("", "—"), *((name, name) for name in sorted(BUILTIN_HANDLERS))]
 
 
+SECRET_FIELDS = ("signing_secret", "rotation_secret")
+
+
 class ClientToolAdminForm(forms.ModelForm):
+    """Secrets are write-only: the form has a "replace" and an "add rotation secret" field that
+    start empty (empty = keep), never the stored value, and a secret that GuideDesk generates
+    is shown once after saving."""
+
+    signing_secret = forms.CharField(
+        label="Replace signing secret",
+        required=False,
+        max_length=200,
+        strip=True,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="Leave empty to keep the current secret. A whsec_… secret (Standard Webhooks) "
+        "or any secret of at least 8 characters. Never shown again once saved.",
+    )
+    generate_secret = forms.BooleanField(
+        label="Generate a new signing secret",
+        required=False,
+        help_text="GuideDesk creates a whsec_ secret and shows it once after saving (a "
+        "secret typed above takes precedence).",
+    )
+    rotation_secret = forms.CharField(
+        label="Add rotation secret",
+        required=False,
+        max_length=200,
+        strip=True,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="A second active secret: while both are set, every request carries a "
+        "signature with each, so your server can switch to the new one at its own pace.",
+    )
+    generate_rotation_secret = forms.BooleanField(
+        label="Generate a rotation secret",
+        required=False,
+        help_text="GuideDesk creates a whsec_ rotation secret and shows it once after saving.",
+    )
+    rotation = forms.ChoiceField(
+        label="Rotation",
+        required=False,
+        choices=[
+            ("", "—"),
+            ("promote", "End the rotation: the rotation secret becomes the only secret"),
+            ("drop", "Cancel the rotation: remove the rotation secret"),
+        ],
+    )
     parameters = PrettyJSONField(
         widget=forms.Textarea(attrs={"rows": 16, "cols": 90, "style": "font-family:monospace"}),
         help_text=PARAMETERS_HELP,
@@ -61,14 +108,13 @@ class ClientToolAdminForm(forms.ModelForm):
             "executor_type",
             "webhook_url",
             "signing_secret",
+            "rotation_secret",
             "timeout_seconds",
             "max_retries",
             "builtin_handler",
             "result_template",
         ]
         widgets = {
-            # The secret is needed in clear to sign requests; mask it on screen only.
-            "signing_secret": forms.PasswordInput(render_value=True),
             "executor_type": forms.RadioSelect,
             "kind": forms.RadioSelect,
         }
@@ -76,13 +122,20 @@ class ClientToolAdminForm(forms.ModelForm):
             "name": "Letters, digits and underscores, e.g. get_order_status. The assistant calls "
             "the tool by this name.",
             "description": "Tells the assistant when to use the tool — write it for the AI.",
-            "webhook_url": "GuideDesk POSTs the call as JSON to this address.",
-            "signing_secret": "Shared secret (at least 8 characters) used to sign every request "
-            "in the X-GuideDesk-Signature header, so your server can tell it comes from us.",
+            "webhook_url": "GuideDesk POSTs the call as JSON to this https address "
+            "(docs/webhooks.md).",
             "timeout_seconds": "How long to wait for your server (at most 60 seconds).",
             "max_retries": "Retries after a timeout or a 5xx answer, with the same "
             "idempotency key (at most 5).",
         }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name in SECRET_FIELDS:  # never carry a stored secret into the page
+            self.initial.pop(name, None)
+        if self.instance.pk is None:  # a new tool gets a whsec_ secret unless one is typed
+            self.fields["generate_secret"].initial = True
+        self.generated: dict[str, str] = {}
 
     def clean_name(self) -> str:
         name: str = self.cleaned_data["name"]
@@ -123,33 +176,50 @@ class ClientToolAdminForm(forms.ModelForm):
             raise forms.ValidationError(f"At most {MAX_RETRIES} retries.")
         return retries
 
+    def _secrets(self, cleaned: dict[str, Any]) -> None:
+        """Turn the write-only fields into the secrets to store (empty = keep)."""
+        stored = self.instance if self.instance.pk else None
+        signing = cleaned.get("signing_secret") or ""
+        rotation = cleaned.get("rotation_secret") or ""
+        if cleaned.get("generate_secret") and not signing:
+            signing = self.generated["signing secret"] = webhook_executor.generate_secret()
+        if cleaned.get("generate_rotation_secret") and not rotation:
+            rotation = self.generated["rotation secret"] = webhook_executor.generate_secret()
+        signing = signing or (stored.signing_secret if stored else "")
+        rotation = rotation or (stored.rotation_secret if stored else "")
+        action = cleaned.get("rotation")
+        if action == "promote":
+            if not rotation:
+                self.add_error("rotation", "There is no rotation secret to promote.")
+            else:
+                signing, rotation = rotation, ""
+        elif action == "drop":
+            rotation = ""
+        cleaned["signing_secret"], cleaned["rotation_secret"] = signing, rotation
+
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
-        executor = cleaned.get("executor_type")
-        if executor == ExecutorType.WEBHOOK:
-            if not cleaned.get("webhook_url") and "webhook_url" not in self.errors:
-                self.add_error("webhook_url", "A webhook tool needs the URL to call.")
-            secret = cleaned.get("signing_secret") or ""
-            if not secret:
-                self.add_error("signing_secret", "A webhook tool needs a signing secret.")
-            elif len(secret) < MIN_SECRET_LENGTH:
-                self.add_error(
-                    "signing_secret",
-                    f"The signing secret must be at least {MIN_SECRET_LENGTH} characters.",
-                )
-        elif executor == ExecutorType.BUILTIN:
-            handler = cleaned.get("builtin_handler") or ""
-            if handler not in BUILTIN_HANDLERS and "builtin_handler" not in self.errors:
-                known = ", ".join(sorted(BUILTIN_HANDLERS))
-                self.add_error(
-                    "builtin_handler",
-                    f"A built-in tool needs one of the known handlers: {known}.",
-                )
+        self._secrets(cleaned)
+        executor = executor_for(cleaned.get("executor_type") or "")
+        if executor is None:
+            return cleaned
+        for field, message in executor.validate(cleaned).items():
+            if field not in self.errors:
+                self.add_error(field, message)
+        # Another type's settings are cleared: no stale secret or URL stays behind.
+        cleaned.update(
+            settings_for(executor.type, {f: cleaned.get(f) for f in executor.settings_blank})
+        )
+        if executor.type != "webhook":
+            self.generated.clear()
         return cleaned
 
 
 @admin.register(ClientTool)
 class ClientToolAdmin(TenantScopedAdmin):
+    # Tools are configuration: admins and owners see and change them (like the tools API).
+    view_need = MANAGE
+    change_need = MANAGE
     form = ClientToolAdminForm
     list_display = ["name", "client", "kind", "executor_type", "enabled", "configured"]
     list_filter = [
@@ -176,15 +246,20 @@ class ClientToolAdmin(TenantScopedAdmin):
             {
                 "fields": [
                     "executor_type",
-                    "webhook_url",
+                    *[f for f in settings_fields() if f not in SECRET_FIELDS],
+                    "secrets_status",
                     "signing_secret",
+                    "generate_secret",
+                    "rotation_secret",
+                    "generate_rotation_secret",
+                    "rotation",
                     "timeout_seconds",
                     "max_retries",
-                    "builtin_handler",
                 ],
-                "description": "Webhook: GuideDesk sends a signed POST to your server and "
-                'expects {"ok": true, "result": {…}}; needs the URL and the signing secret. '
-                "Built-in: one of GuideDesk's own handlers runs the tool.",
+                "description": "Webhook: GuideDesk sends a POST signed per Standard Webhooks "
+                'to your server and expects {"ok": true, "result": {…}}; needs the URL and a '
+                "signing secret (docs/webhooks.md). Built-in: one of GuideDesk's own handlers "
+                "runs the tool. Secrets are write-only: they are never shown once saved.",
             },
         ),
         (
@@ -199,7 +274,25 @@ class ClientToolAdmin(TenantScopedAdmin):
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         # A tool never moves to another tenant: its runs and pending actions stay with it.
-        return ["client"] if obj is not None else []
+        return ["client", "secrets_status"] if obj is not None else ["secrets_status"]
+
+    @admin.display(description="Secrets")
+    def secrets_status(self, obj: ClientTool | None) -> str:
+        if obj is None or not obj.pk or not obj.signing_secret:
+            return "No signing secret yet."
+        if obj.rotation_secret:
+            return "Signing secret set; rotation under way (requests carry both signatures)."
+        return "Signing secret set."
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        for what, secret in getattr(form, "generated", {}).items():
+            # Shown this once (like an API key): give it to your webhook's verifier now.
+            self.message_user(
+                request,
+                f"New {what} for {obj.name}: {secret} — copy it now, it will not be shown again.",
+                messages.WARNING,
+            )
 
     @admin.display(description="Configured", boolean=True)
     def configured(self, obj: ClientTool) -> bool:

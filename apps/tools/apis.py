@@ -10,8 +10,7 @@ from rest_framework import exceptions, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from apps.accounts.models import Role
-from apps.core.permissions import StaffAPIView
+from apps.core.permissions import MANAGE, READ, StaffAPIView
 from apps.core.schema import (
     AUTH_ERRORS,
     CLIENT_PARAMETER,
@@ -20,7 +19,8 @@ from apps.core.schema import (
     error_responses,
     invalid_example,
 )
-from apps.tools.models import ExecutionStatus, ExecutorType, FailureKind, ToolKind
+from apps.tools.executors import executor_choices
+from apps.tools.models import ExecutionStatus, FailureKind, ToolKind
 from apps.tools.selectors import tool_execution_audit_list, tool_get_for_path, tool_list
 from apps.tools.services import tool_update
 
@@ -73,7 +73,7 @@ class ToolSerializer(serializers.Serializer):
     description = serializers.CharField()
     kind = NamedChoiceField(choices=ToolKind, enum_name="ToolKind")
     enabled = serializers.BooleanField()
-    executor_type = NamedChoiceField(choices=ExecutorType, enum_name="ToolExecutorType")
+    executor_type = NamedChoiceField(choices=executor_choices(), enum_name="ToolExecutorType")
     configured = serializers.BooleanField(
         source="is_configured",
         help_text="Whether it can run (webhook URL and secret, or a known built-in). An enabled "
@@ -135,7 +135,7 @@ TOOL_NAME_PARAMETER = OpenApiParameter(
 
 
 class ToolExecutionListApi(StaffAPIView):
-    required_roles = {"GET": Role.VIEWER}
+    required_roles = {"GET": READ}
 
     @extend_schema(
         operation_id="tool_executions_list",
@@ -175,7 +175,7 @@ class ToolExecutionListApi(StaffAPIView):
 
 
 class ToolListApi(StaffAPIView):
-    required_roles = {"GET": Role.ADMIN}
+    required_roles = {"GET": MANAGE}
 
     @extend_schema(
         operation_id="tools_list",
@@ -191,7 +191,7 @@ class ToolListApi(StaffAPIView):
 
 
 class ToolDetailApi(StaffAPIView):
-    required_roles = {"PATCH": Role.ADMIN}
+    required_roles = {"PATCH": MANAGE}
 
     @extend_schema(
         operation_id="tools_partial_update",

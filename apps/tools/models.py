@@ -11,9 +11,18 @@ class ToolKind(models.TextChoices):
     DESTRUCTIVE = "destructive", "Destructive — cancel, delete, refund; needs confirmation"
 
 
-class ExecutorType(models.TextChoices):
-    WEBHOOK = "webhook", "Webhook (the client's HTTPS endpoint)"
-    BUILTIN = "builtin", "Built-in (runs inside GuideDesk)"
+class ExecutorType:
+    """The executor types GuideDesk ships with. The registry (`apps.tools.executors`, one module
+    per type) is the source of truth: the field's choices come from it."""
+
+    WEBHOOK = "webhook"
+    BUILTIN = "builtin"
+
+
+def executor_type_choices() -> list[tuple[str, str]]:
+    from apps.tools.executors import executor_choices
+
+    return executor_choices()
 
 
 class ClientTool(TenantOwnedModel):
@@ -25,11 +34,20 @@ class ClientTool(TenantOwnedModel):
     kind = models.CharField(max_length=12, choices=ToolKind.choices, default=ToolKind.READ)
     parameters = models.JSONField(default=dict, help_text="JSON Schema of the tool's params.")
     executor_type = models.CharField(
-        max_length=10, choices=ExecutorType.choices, default=ExecutorType.WEBHOOK
+        max_length=10, choices=executor_type_choices, default=ExecutorType.WEBHOOK
     )
     webhook_url = models.URLField(max_length=500, blank=True)
     signing_secret = models.CharField(
-        max_length=200, blank=True, help_text="HMAC-SHA256 key for X-GuideDesk-Signature."
+        max_length=200,
+        blank=True,
+        help_text="Standard Webhooks signing secret (whsec_…, or any secret of 8+ characters). "
+        "Write-only: never shown after it is saved.",
+    )
+    rotation_secret = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="A second active secret during a rotation: every request carries a signature "
+        "with each. Write-only.",
     )
     builtin_handler = models.CharField(max_length=100, blank=True)
     timeout_seconds = models.FloatField(default=10.0)
@@ -53,11 +71,10 @@ class ClientTool(TenantOwnedModel):
 
     @property
     def is_configured(self) -> bool:
-        if self.executor_type == ExecutorType.WEBHOOK:
-            return bool(self.webhook_url and self.signing_secret)
-        from apps.tools.builtins import BUILTIN_HANDLERS
+        from apps.tools.executors import executor_for
 
-        return self.builtin_handler in BUILTIN_HANDLERS
+        executor = executor_for(self.executor_type)
+        return executor is not None and executor.configured(self)
 
     @property
     def required_params(self) -> list[str]:
@@ -130,6 +147,7 @@ class FailureKind(models.TextChoices):
     REFUSED = "refused", "Refused by the business (message is for the customer)"
     ERROR = "error", "Integration error"
     UNAVAILABLE = "unavailable", "Unreachable after retries"
+    TIMED_OUT = "timed_out", "Timed out (the tool's time limit or the turn's deadline)"
 
 
 class ToolExecution(TenantOwnedModel):

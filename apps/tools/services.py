@@ -7,14 +7,15 @@ import re
 import string
 from typing import TYPE_CHECKING, Any
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.db import IntegrityError, connection, transaction
 
 from apps.clients.models import Client
-from apps.tools.executors import ExecutorOutcome, run_builtin, run_webhook
+from apps.core.deadlines import DeadlineExceeded
+from apps.tools.executors import ExecutorOutcome, executor_for
 from apps.tools.models import (
     ClientTool,
     ExecutionStatus,
-    ExecutorType,
     FailureKind,
     PendingAction,
     ToolExecution,
@@ -173,31 +174,37 @@ def _failure_kind(outcome: ExecutorOutcome) -> str:
         return FailureKind.NONE
     if outcome.refused:
         return FailureKind.REFUSED
+    if outcome.timed_out:
+        return FailureKind.TIMED_OUT
     return FailureKind.UNAVAILABLE if outcome.retryable_failure else FailureKind.ERROR
 
 
 def _run(*, client: Client, tool: ClientTool, execution: ToolExecution) -> ExecutorOutcome:
-    if tool.executor_type == ExecutorType.BUILTIN:
-        return run_builtin(
-            tool=tool,
-            client=client,
-            params=execution.params,
-            context={
-                "conversation_id": execution.conversation_id,
-                "idempotency_key": execution.idempotency_key,
-            },
+    executor = executor_for(tool.executor_type)
+    if executor is None:
+        return ExecutorOutcome(
+            ok=False,
+            result=None,
+            error=f"Tool {tool.name!r} has an unknown executor type {tool.executor_type!r}.",
+            attempts=0,
+            latency_ms=0,
         )
-    conversation_id = None
-    if execution.conversation_id is not None:
-        # The public UUID, never our internal primary key, goes to the client's endpoint.
-        conversation = execution.conversation
-        conversation_id = str(conversation.public_id) if conversation is not None else None
-    return run_webhook(
-        tool=tool,
-        params=execution.params,
-        conversation_id=conversation_id,
-        idempotency_key=execution.idempotency_key,
-    )
+    try:
+        return executor.run(client=client, tool=tool, execution=execution)
+    except Exception as exc:
+        # Executors report failures as outcomes; anything raised (a time limit, a bug) must
+        # still end the run on record, never leave it `running`.
+        logger.exception("tool executor raised", extra={"tool": tool.name})
+        timed_out = isinstance(exc, SoftTimeLimitExceeded | DeadlineExceeded)
+        return ExecutorOutcome(
+            ok=False,
+            result=None,
+            error="The tool's time ran out." if timed_out else "The tool failed unexpectedly.",
+            attempts=1,
+            latency_ms=0,
+            retryable_failure=timed_out,
+            timed_out=timed_out,
+        )
 
 
 class _BlankMissing(dict[str, Any]):

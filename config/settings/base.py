@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "apps.conversations",
     "apps.escalations",
     "apps.reasoning",
+    "apps.benchmarks",
 ]
 
 MIDDLEWARE = [
@@ -51,6 +52,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "allauth.account.middleware.AccountMiddleware",
+    "apps.accounts.mfa.RequireMfaMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -114,6 +116,9 @@ ACCOUNT_RATE_LIMITS = {
 }
 MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
 MFA_TOTP_ISSUER = "GuideDesk"
+# Platform superusers must set up TOTP before using the admin, console or staff API (clients
+# can require it of their staff with Client.require_mfa). Off in local/demo settings.
+MFA_REQUIRED_FOR_SUPERUSERS = env.bool("MFA_REQUIRED_FOR_SUPERUSERS", default=True)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -138,7 +143,7 @@ ALLAUTH_TRUSTED_PROXY_COUNT = TRUSTED_PROXY_COUNT
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "apps.accounts.authentication.ApiKeyAuthentication",
-        "rest_framework.authentication.SessionAuthentication",
+        "apps.accounts.authentication.StaffSessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -238,6 +243,11 @@ LLM_MAX_COMPLETION_TOKENS = env.int("LLM_MAX_COMPLETION_TOKENS", default=800)
 # Tool webhooks may only reach public addresses unless this is on (SSRF protection); local
 # development and the tests run their tool servers on 127.0.0.1.
 TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS = env.bool("TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS", default=False)
+# Tool webhooks must use https unless this is on (local development and the tests).
+TOOL_WEBHOOK_ALLOW_HTTP = env.bool("TOOL_WEBHOOK_ALLOW_HTTP", default=False)
+# Also send the pre-Standard-Webhooks `X-GuideDesk-Signature: sha256=<hex>` header during its
+# deprecation window (docs/webhooks.md).
+TOOL_WEBHOOK_LEGACY_SIGNATURE = env.bool("TOOL_WEBHOOK_LEGACY_SIGNATURE", default=True)
 
 # Reasoning guards.
 REASONING_MAX_TOOL_CALLS_PER_TURN = env.int("REASONING_MAX_TOOL_CALLS_PER_TURN", default=3)

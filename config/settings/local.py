@@ -6,6 +6,9 @@ from .base import env
 
 DEBUG = env.bool("DEBUG", default=True)
 TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS = env.bool("TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS", default=True)
+TOOL_WEBHOOK_ALLOW_HTTP = env.bool("TOOL_WEBHOOK_ALLOW_HTTP", default=True)
 # The demo: `/` is the first client's pretend shop; the API schema and docs need no sign-in.
 DEMO_PAGE = True
 API_DOCS_PUBLIC = env.bool("API_DOCS_PUBLIC", default=True)
+# The demo admin is a superuser without an authenticator: MFA is opt-in locally.
+MFA_REQUIRED_FOR_SUPERUSERS = env.bool("MFA_REQUIRED_FOR_SUPERUSERS", default=False)

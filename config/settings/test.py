@@ -19,8 +19,11 @@ LLM_MAX_RETRIES = 0
 CELERY_TASK_ALWAYS_EAGER = True
 # The fake tool servers listen on 127.0.0.1 (the SSRF guard itself is tested with this off).
 TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
+TOOL_WEBHOOK_ALLOW_HTTP = True
 # Tests read the schema anonymously (schemathesis); the staff-only gate is tested with this off.
 # `/` is the landing page, as in production; tests of the demo page turn DEMO_PAGE on.
 API_DOCS_PUBLIC = True
+# Tests sign superusers in without TOTP; the MFA tests switch this on (production's default).
+MFA_REQUIRED_FOR_SUPERUSERS = False
 LOGGING = {"version": 1, "disable_existing_loggers": False, "root": {"level": "WARNING"}}
 TEST_BROKER_URL = env("CELERY_BROKER_URL", default="")

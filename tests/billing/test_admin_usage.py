@@ -9,6 +9,7 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.urls import reverse
 
+from apps.accounts.models import Role
 from apps.billing import periods
 from tests.billing.conftest import Call, make_turn
 from tests.factories import ClientFactory, MembershipFactory, PlanFactory, UserFactory
@@ -43,7 +44,8 @@ def url(client) -> str:
 
 
 def staff_of(client, *codenames: str):
-    member = MembershipFactory(client=client)
+    # Usage and billing are for a client's admins and owners (the billing API's rule).
+    member = MembershipFactory(client=client, role=Role.ADMIN)
     member.user.user_permissions.add(*Permission.objects.filter(codename__in=codenames))
     return member.user
 

@@ -256,5 +256,11 @@ def test_production_home_is_a_landing_page_without_tenant_data(settings):
     ):
         assert secret not in html
 
+    signed_in = DjangoClient()
+    signed_in.force_login(MembershipFactory(client=shop, user__email="agent@trail.example").user)
+    html = signed_in.get("/").content.decode()
+    assert "agent@trail.example" in html and 'href="/accounts/logout/"' in html
+    assert shop.name not in html and shop.widget_key not in html
+
     settings.DEMO_PAGE = True  # the demo/local settings
     assert shop.widget_key in DjangoClient().get("/").content.decode()

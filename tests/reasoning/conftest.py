@@ -11,7 +11,7 @@ import pytest
 from apps.conversations.models import Conversation, Message
 from apps.conversations.services import conversation_create
 from apps.reasoning.services import handle_turn
-from apps.tools import executors
+from apps.tools.executors import webhook as executors
 from apps.tools.models import ToolKind
 from tests.factories import ClientFactory, ClientToolFactory, ModelPriceFactory, PlanFactory
 from tests.support.fake_llm import FakeLLMServer

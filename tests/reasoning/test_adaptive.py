@@ -7,7 +7,7 @@ import pytest
 
 from apps.reasoning.models import ReasoningTrace
 from apps.reasoning.modes.adaptive import critique_needed
-from apps.reasoning.schemas import AssessOut
+from apps.reasoning.steps.assess import AssessOut
 from apps.tools.models import ClientTool, ToolKind
 from tests.reasoning.conftest import assess, critique
 from tests.support.fake_llm import count_prompt_tokens

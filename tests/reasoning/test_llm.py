@@ -21,13 +21,11 @@ from apps.reasoning.llm import (
     llm_is_offline,
     parse_reply,
 )
-from apps.reasoning.schemas import (
-    STEP_SCHEMAS,
-    AssessOut,
-    ComposeOut,
-    CritiqueOut,
-    RespondOut,
-)
+from apps.reasoning.steps import SCHEMAS as STEP_SCHEMAS
+from apps.reasoning.steps.assess import AssessOut
+from apps.reasoning.steps.compose import ComposeOut
+from apps.reasoning.steps.critique import CritiqueOut
+from apps.reasoning.steps.respond import RespondOut
 from tests.support.fake_llm import (
     Delay,
     Fail,

@@ -2,7 +2,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from apps.tools import executors
+from apps.tools.executors import webhook as executors
 from tests.support.fake_webhook import FakeWebhookServer
 
 

@@ -9,14 +9,10 @@ from typing import Any
 import pytest
 
 from apps.clients.models import Client
-from apps.tools import executors
-from apps.tools.executors import (
-    GENERIC_BUILTIN_ERROR,
-    ExecutorOutcome,
-    run_builtin,
-    run_webhook,
-    sign_body,
-)
+from apps.tools.executors import ExecutorOutcome
+from apps.tools.executors import webhook as executors
+from apps.tools.executors.builtin import GENERIC_BUILTIN_ERROR, run_builtin
+from apps.tools.executors.webhook import run_webhook, sign_body
 from apps.tools.models import ClientTool, ExecutorType
 from tests.factories import ClientToolFactory
 from tests.support.fake_webhook import FakeWebhookServer, Reply, sign, verify_signature

@@ -176,6 +176,40 @@ def turn_budget_commit(
     return current
 
 
+def usage_budget_check(*, client: Client) -> None:
+    """Admit one LLM call made outside a customer turn (a playground run, a batch job), or raise
+    `UsageLimitReached` when the month's token budget is used up (together with what running
+    turns hold). Turn budgets count customer turns only and do not apply."""
+    plan = client.plan
+    if not plan.monthly_token_budget:
+        return
+    month = periods.month_start(periods.today())
+    refused: tuple[str, str] | None = None
+    with transaction.atomic():
+        counter = _locked_counter(client=client, month=month)
+        if counter.tokens_used + counter.tokens_reserved >= plan.monthly_token_budget:
+            refused = _refusal(plan, counter)
+            assert refused is not None
+            _alerts_fire(
+                client=client, counter=counter, thresholds=[100], refused_metric=refused[0]
+            )
+    if refused is not None:
+        raise UsageLimitReached(*refused)
+
+
+def usage_budget_add(*, client: Client, tokens: int) -> None:
+    """Count the tokens of one LLM call made outside a customer turn on the month's counter
+    (a turn counts its tokens when it commits its reservation)."""
+    if not plan_is_budgeted(client.plan) or tokens <= 0:
+        return
+    month = periods.month_start(periods.today())
+    with transaction.atomic():
+        counter = _locked_counter(client=client, month=month)
+        counter.tokens_used += tokens
+        _save_counter(counter)
+        _alerts_check(client=client, counter=counter)
+
+
 def _settle(counter: UsageCounter, reservation: UsageReservation, tokens: int, calls: int) -> None:
     """Move one reservation from `reserved` to `used` on `counter` (already locked)."""
     counter.tokens_reserved = max(0, counter.tokens_reserved - reservation.tokens_reserved)

@@ -12,7 +12,6 @@ from django.utils import timezone
 from apps.billing import periods
 from apps.billing.models import DailyUsage, UsageRecord, UsageRollupDay
 from apps.billing.selectors import usage_cells_raw
-from apps.reasoning.models import ReasoningTrace
 
 DEFAULT_MAX_DAYS = 31
 DEFAULT_REFRESH_DAYS = 2
@@ -71,10 +70,11 @@ def daily_usage_days_pending(
     first usage that was never rolled up, and the last `refresh_days` closed days again (a
     turn taken over after its worker died can still add to the day it started on)."""
     last = periods.last_closed_day()
-    firsts = [
-        UsageRecord.objects.aggregate(first=Min("created_at"))["first"],
-        ReasoningTrace.objects.aggregate(first=Min("created_at"))["first"],
-    ]
+    # A record counts on the day its turn started (see selectors): the earliest of both.
+    earliest = UsageRecord.objects.aggregate(
+        record=Min("created_at"), turn=Min("trace__created_at")
+    )
+    firsts = [earliest["record"], earliest["turn"]]
     known = [timezone.localtime(moment).date() for moment in firsts if moment is not None]
     if not known:
         return []

@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from apps.billing.models import ModelPrice, UsageRecord
+from apps.billing.models import ModelPrice, UsagePurpose, UsageRecord
 from apps.clients.models import Client
 
 MILLION = Decimal(1_000_000)
@@ -49,17 +49,21 @@ def usage_record_create(
     prompt_tokens: int,
     completion_tokens: int,
     tokens_estimated: bool = False,
+    purpose: str = UsagePurpose.TURN,
     conversation: Any = None,
     trace: Any = None,
 ) -> UsageRecord:
     """Record one LLM call: cost from the model's price now, billed = cost × the plan's
-    multiplier for the mode that ran, both rounded half up to 8 places."""
+    multiplier for the mode that ran, both rounded half up to 8 places. `conversation` and
+    `trace` are set for a customer turn only. Callers go through the meter
+    (`apps.reasoning.meter`), which also enforces caps and budgets."""
     cost = usage_cost(model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
     multiplier = client.plan.multiplier_for(mode)
     return UsageRecord.objects.create(
         client=client,
         conversation=conversation,
         trace=trace,
+        purpose=purpose,
         mode=mode,
         step=step,
         model=model,

@@ -15,7 +15,6 @@ from __future__ import annotations
 from django.conf import settings
 
 from apps.escalations.models import EscalationReason
-from apps.reasoning import prompts
 from apps.reasoning.context import (
     available_keys,
     fetch_context,
@@ -24,7 +23,10 @@ from apps.reasoning.context import (
     pending_text,
 )
 from apps.reasoning.llm import LLMError
-from apps.reasoning.schemas import AssessOut, CritiqueOut
+from apps.reasoning.steps import assess
+from apps.reasoning.steps import critique as critique_step
+from apps.reasoning.steps.assess import AssessOut
+from apps.reasoning.steps.critique import CritiqueOut
 from apps.reasoning.traces import pretty
 from apps.reasoning.turn import Escalate, Outcome, Turn, act_on_tool_call, schema_for
 from apps.tools.models import ClientTool, ToolKind
@@ -62,13 +64,15 @@ def run_adaptive(turn: Turn) -> Outcome:
     reasons = critique_needed(assessment, tool)
     turn.rec.trace.critique_reasons = reasons
     if not reasons:
-        return act_on_tool_call(
+        outcome = act_on_tool_call(
             turn,
             name=name,
             params=params,
             draft=assessment.response,
             asked_by_model=bool(assessment.missing_params),
         )
+        outcome.confidence = assessment.confidence
+        return outcome
 
     turn.rec.trace.critique_triggered = True
     critique = _critique(turn, assessment, tool, reasons)
@@ -79,7 +83,7 @@ def run_adaptive(turn: Turn) -> Outcome:
             else EscalationReason.POLICY
         )
         raise Escalate(reason, critique.message or critique.reasoning)
-    return act_on_tool_call(
+    outcome = act_on_tool_call(
         turn,
         name=name,
         params=params,
@@ -88,6 +92,8 @@ def run_adaptive(turn: Turn) -> Outcome:
         may_run=critique.decision == "PROCEED",
         hold_message=critique.message if critique.decision == "ASK_USER" else "",
     )
+    outcome.confidence = assessment.confidence
+    return outcome
 
 
 def _assess_with_context(turn: Turn) -> AssessOut:
@@ -96,19 +102,19 @@ def _assess_with_context(turn: Turn) -> AssessOut:
     history = history_messages(turn.history[-ADAPTIVE_HISTORY:])
     rounds = 0
     while True:
-        system = prompts.ASSESS.format(
+        system = assess.prompt(
             keys=", ".join(keys),
-            rules=prompts.RULES,
             context=minimal_context(client=turn.client, tools=turn.enabled_tools),
             fetched="".join(f"\n## {k}\n{v}\n" for k, v in fetched.items()),
             pending=pending_text(turn.confirmed, turn.declined),
         )
         messages = [{"role": "system", "content": system}, *history]
         result = turn.llm(
-            "assess",
+            assess.STEP,
             messages,
-            AssessOut,
-            hint=turn.hint(step="assess", fetched=sorted(fetched), available_keys=keys),
+            business_info=turn.client.business_info,
+            fetched=sorted(fetched),
+            available_keys=keys,
         )
         assessment = result.parsed
         turn.rec.internal(
@@ -142,7 +148,7 @@ def _assess_with_context(turn: Turn) -> AssessOut:
 def _critique(
     turn: Turn, assessment: AssessOut, tool: ClientTool | None, reasons: list[str]
 ) -> CritiqueOut:
-    system = prompts.CRITIQUE.format(
+    system = critique_step.prompt(
         user_message=turn.user_message.text,
         tool_name=assessment.tool_call or "none",
         tool_kind=tool.kind if tool else "unknown",
@@ -157,15 +163,11 @@ def _critique(
     messages = [{"role": "system", "content": system}]
     try:
         result = turn.llm(
-            "critique",
+            critique_step.STEP,
             messages,
-            CritiqueOut,
-            hint=turn.hint(
-                step="critique",
-                assessment=assessment.model_dump(),
-                reasons=reasons,
-                tool_kind=tool.kind if tool else None,
-            ),
+            assessment=assessment.model_dump(),
+            reasons=reasons,
+            tool_kind=tool.kind if tool else None,
         )
     except LLMError as exc:
         raise Escalate(

@@ -4,20 +4,18 @@ a tool that ran gets a `compose` call (or its result template) for the reply."""
 
 from __future__ import annotations
 
-from apps.reasoning import prompts
 from apps.reasoning.context import full_context, history_messages, pending_text
-from apps.reasoning.schemas import RespondOut
+from apps.reasoning.steps import respond
 from apps.reasoning.turn import Outcome, Turn, act_on_tool_call
 
 
 def run_standard(turn: Turn) -> Outcome:
-    system = prompts.RESPOND.format(
-        rules=prompts.RULES,
+    system = respond.prompt(
         context=full_context(client=turn.client, tools=turn.enabled_tools),
         pending=pending_text(turn.confirmed, turn.declined),
     )
     messages = [{"role": "system", "content": system}, *history_messages(turn.history)]
-    result = turn.llm("respond", messages, RespondOut, hint=turn.hint(step="respond"))
+    result = turn.llm(respond.STEP, messages, business_info=turn.client.business_info)
     out = result.parsed
     name, params = out.tool_call, out.tool_params
     if name is None and turn.confirmed is not None:

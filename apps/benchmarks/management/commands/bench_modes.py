@@ -10,7 +10,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 from tqdm import tqdm
 
-from apps.billing.bench import (
+from apps.benchmarks.modes import (
     EXTRA_SCENARIOS,
     MIX,
     MODES,

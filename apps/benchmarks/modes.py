@@ -256,6 +256,7 @@ class Tally:
     billed_usd: Decimal = Decimal(0)
     queries: int = 0
     orchestration_ms: float = 0.0
+    cpu_ms: float = 0.0
     unexpected: list[str] = field(default_factory=list)
 
     def per_turn(self, value: float | Decimal) -> Decimal:
@@ -466,9 +467,12 @@ def _one_turn(tally: Tally, client: Client, mode: str, scenario: str, case: Case
     # CaptureQueriesContext slices a log capped at 9,000 queries: start each turn empty.
     connection.queries_log.clear()
     with CaptureQueriesContext(connection) as queries:
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.thread_time()
         turn_process(message_id=message.pk)
         wall_ms = (time.perf_counter() - started) * 1000
+        # CPU of this thread only: the pipeline's own work (and the SDK's), not the fake
+        # server's threads and not the wait for the model — steady on a busy machine.
+        cpu_ms = (time.thread_time() - cpu_started) * 1000
     trace = ReasoningTrace.objects.get(user_message=message)
     records = UsageRecord.objects.filter(trace=trace)
     money = records.aggregate(cost=Sum("cost_usd"), billed=Sum("billed_usd"))
@@ -485,6 +489,7 @@ def _one_turn(tally: Tally, client: Client, mode: str, scenario: str, case: Case
     # Savepoints only exist because the benchmark runs inside one rolled-back transaction.
     tally.queries += sum(1 for q in queries.captured_queries if "SAVEPOINT" not in q["sql"].upper())
     tally.orchestration_ms += max(0.0, wall_ms - trace.llm_wait_ms)
+    tally.cpu_ms += cpu_ms
 
 
 # ---------------------------------------------------------------------------------------------
@@ -502,6 +507,7 @@ HEADERS = (
     "adaptive ÷ standard cost",
     "SQL/turn",
     "orchestration ms/turn",
+    "pipeline CPU ms/turn",
 )
 
 
@@ -521,6 +527,7 @@ def table_rows(result: BenchResult) -> list[list[str]]:
                         "billed_usd",
                         "queries",
                         "orchestration_ms",
+                        "cpu_ms",
                     )
                 }
             else:
@@ -536,6 +543,7 @@ def table_rows(result: BenchResult) -> list[list[str]]:
                         "billed_usd",
                         "queries",
                         "orchestration_ms",
+                        "cpu_ms",
                     )
                 }
             ratio = result.ratio(scenario) if mode == AIMode.ADAPTIVE else None
@@ -551,6 +559,7 @@ def table_rows(result: BenchResult) -> list[list[str]]:
                     f"{ratio:.2f}" if ratio is not None else "",
                     f"{values['queries']:.1f}",
                     f"{values['orchestration_ms']:.1f}",
+                    f"{values['cpu_ms']:.1f}",
                 ]
             )
     return rows

@@ -1,0 +1,92 @@
+"""Read side of turns: the staff's view of a conversation with its turns, a turn's status for
+the widget, and the per-turn usage list of the billing API. They live here, above the
+conversations and billing layers (docs/architecture.md), because they read reasoning traces."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import date, timedelta
+from decimal import Decimal
+
+from django.conf import settings
+from django.db.models import DecimalField, Prefetch, QuerySet, Sum, Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from apps.billing import periods
+from apps.clients.models import Client
+from apps.conversations.models import Conversation, Message
+from apps.conversations.selectors import conversation_detail_queryset
+from apps.reasoning.models import ReasoningStep, ReasoningTrace, TraceStatus
+
+ZERO = Decimal("0")
+_MONEY = DecimalField(max_digits=20, decimal_places=8)
+
+
+def conversation_detail(*, client: Client, public_id: str | uuid.UUID) -> Conversation | None:
+    """A conversation with everything staff read, in five queries however long it is: the
+    conversation (+ summary), all its messages, its turns (+ customer message), their steps,
+    and its escalations (+ assignee)."""
+    conversations = conversation_detail_queryset(client=client, public_id=public_id)
+    if conversations is None:
+        return None
+    steps = ReasoningStep.objects.for_client(client).order_by("index")
+    turns = (
+        ReasoningTrace.objects.for_client(client)
+        .select_related("user_message")
+        .prefetch_related(Prefetch("steps", queryset=steps))
+        .order_by("created_at", "pk")
+    )
+    return conversations.prefetch_related(Prefetch("traces", queryset=turns)).first()
+
+
+def turn_in_progress(*, client: Client, conversation_id: int) -> bool:
+    """A turn of this conversation is being processed right now (the typing indicator). A turn
+    whose worker died stops counting once its lease (the task time limit) has run out."""
+    lease_start = timezone.now() - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)
+    return (
+        ReasoningTrace.objects.for_client(client)
+        .filter(
+            conversation_id=conversation_id,
+            status=TraceStatus.PROCESSING,
+            updated_at__gte=lease_start,
+        )
+        .exists()
+    )
+
+
+def turn_status(*, client: Client, message: Message) -> str | None:
+    """The status of the turn of one customer message; None while no worker has claimed it."""
+    return (
+        ReasoningTrace.objects.for_client(client)
+        .filter(user_message=message)
+        .values_list("status", flat=True)
+        .first()
+    )
+
+
+def turn_usage_list(
+    *, client: Client, start: date, end: date, conversation: str | None = None
+) -> QuerySet[ReasoningTrace]:
+    """The client's turns from `start` to `end`, newest first, each annotated with its
+    provider cost and billed amount (`usage_cost_usd`, `usage_billed_usd`)."""
+    turns = (
+        ReasoningTrace.objects.for_client(client)
+        .filter(
+            created_at__gte=periods.day_start(start),
+            created_at__lt=periods.day_start(end + timedelta(days=1)),
+        )
+        .select_related("conversation")
+        .annotate(
+            usage_cost_usd=Coalesce(
+                Sum("usage_records__cost_usd"), Value(ZERO), output_field=_MONEY
+            ),
+            usage_billed_usd=Coalesce(
+                Sum("usage_records__billed_usd"), Value(ZERO), output_field=_MONEY
+            ),
+        )
+        .order_by("-created_at", "-pk")
+    )
+    if conversation is not None:
+        turns = turns.filter(conversation__public_id=conversation)
+    return turns

@@ -1,0 +1,77 @@
+"""`assess` — adaptive mode's call: the reply plus a self-assessment, from a minimal context
+(the model may ask for more with `needs_more_context`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from apps.reasoning.steps import _demo
+from apps.reasoning.steps._base import Step
+from apps.reasoning.steps._shared import RULES, business_facts
+from apps.reasoning.steps.respond import RespondOut
+
+
+def _str_list(value: Any) -> list[str]:
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        return [value]
+    return [str(v) for v in value if v not in (None, "")] if isinstance(value, list) else []
+
+
+class AssessOut(RespondOut):
+    confidence: int = Field(5, ge=1, le=10)
+    missing_params: list[str] = Field(default_factory=list)
+    is_destructive: bool = False
+    needs_confirmation: bool = False
+    needs_more_context: list[str] = Field(default_factory=list)
+
+    _lists = field_validator("missing_params", "needs_more_context", mode="before")(_str_list)
+
+    @field_validator("confidence", mode="before")
+    @classmethod
+    def _confidence(cls, value: Any) -> int:
+        try:
+            number = round(float(value))
+        except (TypeError, ValueError):
+            return 1  # unreadable confidence counts as low confidence
+        return max(1, min(10, number))
+
+
+PROMPT = """You are the customer-support assistant of the business below. Minimal context is
+given; request more with needs_more_context when you need it, using keys from:
+{keys}
+{rules}
+
+{context}
+{fetched}
+{pending}
+Self-assessment: return JSON with response (text for the customer), confidence (1-10),
+tool_call (name or null), tool_params, missing_params (required params you don't have),
+is_destructive, needs_confirmation, needs_more_context (keys; [] when you have enough)."""
+
+
+def prompt(*, keys: str, context: str, fetched: str, pending: str) -> str:
+    return PROMPT.format(keys=keys, rules=RULES, context=context, fetched=fetched, pending=pending)
+
+
+def hint(
+    *, business_info: dict[str, Any] | None, fetched: list[str], available_keys: list[str]
+) -> dict[str, Any]:
+    return {**business_facts(business_info), "fetched": fetched, "available_keys": available_keys}
+
+
+def offline(hint: dict[str, Any]) -> dict[str, Any]:
+    return _demo.answer(hint, adaptive=True)
+
+
+STEP = Step(
+    name="assess",
+    output=AssessOut,
+    prompt=prompt,
+    hint=hint,
+    offline=offline,
+    description="Adaptive mode: the reply plus a self-assessment, from a minimal context.",
+)

@@ -1,0 +1,78 @@
+"""`compose` — the reply after a tool ran, written from its result."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from apps.reasoning.steps._base import Out, Step
+
+
+class ComposeOut(Out):
+    response: str = Field(min_length=1)
+
+
+PROMPT = """You are the customer-support assistant of {business}. A tool has just run for the
+customer. Tell them the outcome in one or two friendly sentences, using only the result below.
+If it failed, say so plainly and offer what they can do next.
+
+Tool: {tool_name}
+Parameters: {params}
+Outcome: {outcome}
+
+Return JSON: response."""
+
+
+def prompt(*, business: str, tool_name: str, params: str, outcome: str) -> str:
+    return PROMPT.format(business=business, tool_name=tool_name, params=params, outcome=outcome)
+
+
+def hint(*, tool: str, params: dict[str, Any], ok: bool, result: Any, error: str) -> dict[str, Any]:
+    return {"tool": tool, "params": params, "ok": ok, "result": result, "error": error}
+
+
+def offline(hint: dict[str, Any]) -> dict[str, Any]:
+    result = hint.get("result") or {}
+    if not hint.get("ok"):
+        return {"response": f"Sorry, I couldn't do that: {hint.get('error', 'unknown error')}"}
+    order = result.get("order_id", "")
+    tool = hint.get("tool")
+    if tool == "cancel_order":
+        text = (
+            f"Done! Order {order} has been cancelled. A refund of ${result.get('refund')} "
+            "will go back to your original payment method within 5 business days."
+        )
+    elif tool == "request_refund":
+        text = (
+            f"I've submitted refund {result.get('refund_id')} for ${result.get('amount')} "
+            f"on order {order}; expect it within {result.get('eta_days', 5)} business days."
+        )
+    elif tool == "get_order_status":
+        text = (
+            f"Order {order} (placed {result.get('placed_on')}, {result.get('items')} "
+            f"item(s), ${result.get('total')}) is {result.get('status')}."
+        )
+    elif tool == "track_shipment":
+        text = (
+            f"Order {order} is {result.get('status')} with {result.get('carrier')}, "
+            f"tracking number {result.get('tracking_number')}."
+            if result.get("tracking_number")
+            else f"Order {order} is still {result.get('status')}, so there's no tracking "
+            "number yet."
+        )
+    elif tool == "update_shipping_address":
+        text = f"Done — order {order} will ship to {result.get('shipping_address')}."
+    else:
+        text = "Done: " + ", ".join(f"{k} {v}" for k, v in result.items())
+    return {"response": text + " Anything else I can help with?"}
+
+
+STEP = Step(
+    name="compose",
+    output=ComposeOut,
+    prompt=prompt,
+    hint=hint,
+    offline=offline,
+    description="The reply after a tool ran, written from the tool's result.",
+)

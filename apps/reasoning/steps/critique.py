@@ -1,0 +1,112 @@
+"""`critique` — validating a planned action before it runs (adaptive mode, when triggered)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import field_validator
+
+from apps.reasoning.steps._base import Out, Step
+
+Decision = Literal["PROCEED", "ASK_USER", "ESCALATE"]
+
+
+class CritiqueOut(Out):
+    decision: Decision
+    reasoning: str = ""
+    message: str = ""
+
+    @field_validator("decision", mode="before")
+    @classmethod
+    def _decision(cls, value: Any) -> str:
+        return str(value).strip().upper().replace("-", "_").replace(" ", "_")
+
+
+PROMPT = """You are validating a planned action before execution.
+
+Customer's message: "{user_message}"
+Planned tool: {tool_name} ({tool_kind})
+Parameters: {params}
+Tool parameter schema: {schema}
+Available tools for this client: {tool_list}
+Assistant's draft reply: "{draft}"
+Assistant's confidence: {confidence}/10
+Why this check runs: {reasons}
+{pending}
+Checklist:
+1. Does the tool exist in the available tools list?
+2. Are all required parameters provided with valid values?
+3. Did the customer explicitly request this action (not just implied)?
+4. For destructive actions (cancel/delete/refund): has the customer confirmed?
+5. Confidence below 6 -> escalate or ask.
+
+Return JSON: decision (PROCEED | ASK_USER | ESCALATE), reasoning (brief),
+message (the question for the customer if ASK_USER, or the reason if ESCALATE)."""
+
+
+def prompt(
+    *,
+    user_message: str,
+    tool_name: str,
+    tool_kind: str,
+    params: str,
+    schema: str,
+    tool_list: str,
+    draft: str,
+    confidence: int,
+    reasons: str,
+    pending: str,
+) -> str:
+    return PROMPT.format(
+        user_message=user_message,
+        tool_name=tool_name,
+        tool_kind=tool_kind,
+        params=params,
+        schema=schema,
+        tool_list=tool_list,
+        draft=draft,
+        confidence=confidence,
+        reasons=reasons,
+        pending=pending,
+    )
+
+
+def hint(
+    *, assessment: dict[str, Any], reasons: list[str], tool_kind: str | None
+) -> dict[str, Any]:
+    return {"assessment": assessment, "reasons": reasons, "tool_kind": tool_kind}
+
+
+def offline(hint: dict[str, Any]) -> dict[str, Any]:
+    assessment = hint.get("assessment", {})
+    reasons = hint.get("reasons", [])
+    if "unknown_tool" in reasons:
+        return {
+            "decision": "ASK_USER",
+            "reasoning": "The tool is not in the arsenal.",
+            "message": "Sorry, I can't do that here.",
+        }
+    if assessment.get("missing_params"):
+        missing = ", ".join(assessment["missing_params"])
+        return {
+            "decision": "ASK_USER",
+            "reasoning": f"Missing required parameter: {missing}",
+            "message": assessment.get("response", ""),
+        }
+    if hint.get("tool_kind") == "destructive" and not hint.get("confirmed"):
+        return {
+            "decision": "ASK_USER",
+            "reasoning": "Destructive action requires the customer's confirmation.",
+            "message": "",
+        }
+    return {"decision": "PROCEED", "reasoning": "All checks pass.", "message": ""}
+
+
+STEP = Step(
+    name="critique",
+    output=CritiqueOut,
+    prompt=prompt,
+    hint=hint,
+    offline=offline,
+    description="Validates a planned action: PROCEED, ASK_USER or ESCALATE.",
+)

@@ -1,0 +1,68 @@
+"""`respond` — standard mode's one call: the reply (and a proposed tool call) from the full
+context."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from apps.reasoning.steps import _demo
+from apps.reasoning.steps._base import Out, Step
+from apps.reasoning.steps._shared import RULES, business_facts
+
+
+def _tool_name(value: Any) -> str | None:
+    if value is None:
+        return None
+    text = str(value).strip()
+    return None if text.lower() in {"", "null", "none", "no", "false"} else text
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+class RespondOut(Out):
+    """Tolerant on purpose: "null"/"" mean no tool, a non-object tool_params is empty."""
+
+    response: str = Field("", description="The reply shown to the customer.")
+    tool_call: str | None = Field(None, description="Name of the tool to call, or null.")
+    tool_params: dict[str, Any] = Field(
+        default_factory=dict, description="Parameters for the tool call."
+    )
+
+    _tool = field_validator("tool_call", mode="before")(_tool_name)
+    _params = field_validator("tool_params", mode="before")(_obj)
+
+
+PROMPT = """You are the customer-support assistant of the business below.
+{rules}
+
+{context}
+
+{pending}
+Return JSON: response (text for the customer), tool_call (tool name or null),
+tool_params (object)."""
+
+
+def prompt(*, context: str, pending: str) -> str:
+    return PROMPT.format(rules=RULES, context=context, pending=pending)
+
+
+def hint(*, business_info: dict[str, Any] | None) -> dict[str, Any]:
+    return business_facts(business_info)
+
+
+def offline(hint: dict[str, Any]) -> dict[str, Any]:
+    return _demo.answer(hint, adaptive=False)
+
+
+STEP = Step(
+    name="respond",
+    output=RespondOut,
+    prompt=prompt,
+    hint=hint,
+    offline=offline,
+    description="Standard mode: the reply and a proposed tool call, from the full context.",
+)

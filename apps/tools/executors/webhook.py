@@ -1,0 +1,472 @@
+"""The webhook executor: a signed POST to the client's HTTPS endpoint (docs/webhooks.md).
+
+- Signed per the Standard Webhooks specification with the maintained `standardwebhooks` package
+  (`webhook-id` = the idempotency key, `webhook-timestamp`, `webhook-signature: v1,<base64>`,
+  one signature per active secret during a rotation); the legacy `X-GuideDesk-Signature` is sent
+  alongside while `TOOL_WEBHOOK_LEGACY_SIGNATURE` is on.
+- `timeout_seconds` is a wall-clock limit per request (connect, TLS, every read), enforced by
+  `apps.core.http` even against an endpoint that trickles bytes; all attempts together fit in
+  the tool's budget and in the turn's deadline (`apps.core.deadlines`).
+- The destination is resolved once, checked (public addresses only, embedded IPv4 forms
+  included) and the connection pinned to the checked address, so DNS rebinding cannot slip in
+  between the check and the call; Host, SNI and certificate checks keep the hostname. https is
+  required unless `TOOL_WEBHOOK_ALLOW_HTTP` is on (development, tests).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import ipaddress
+import json
+import logging
+import secrets
+import socket
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from urllib.parse import urlsplit
+
+import httpx2
+from django.conf import settings
+from pydantic import Field
+from standardwebhooks.webhooks import Webhook
+
+from apps.core import deadlines
+from apps.core.http import CONNECT_TO, wall_clock_client
+from apps.tools.executors import Executor, ExecutorOutcome, ImportSpec, register
+
+if TYPE_CHECKING:
+    from apps.clients.models import Client
+    from apps.tools.models import ClientTool, ToolExecution
+
+logger = logging.getLogger(__name__)
+
+USER_AGENT = "GuideDesk-Webhook/1"
+SIGNATURE_HEADER = "X-GuideDesk-Signature"
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+# Backoff before retry n (1-based) is min(BASE * 2**(n-1), CAP). Tests set BASE to 0.
+BACKOFF_BASE_SECONDS = 0.2
+BACKOFF_CAP_SECONDS = 2.0
+# A tool result ends up in prompts and the database; anything bigger is a misbehaving endpoint.
+MAX_RESPONSE_BYTES = 1024 * 1024
+# The client's error text may be shown to the customer: keep it to a sentence or two.
+MAX_ERROR_CHARS = 500
+
+
+def sign_body(body: bytes, secret: str) -> str:
+    """The `X-GuideDesk-Signature` value for `body`: `sha256=<hex HMAC-SHA256>`."""
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def _elapsed_ms(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)
+
+
+def _backoff(retry: int) -> float:
+    return float(min(BACKOFF_BASE_SECONDS * 2 ** (retry - 1), BACKOFF_CAP_SECONDS))
+
+
+def _clip(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"
+
+
+def _error_detail(body: bytes) -> str:
+    """The `error` of a protocol-shaped failure body, for HTTP-level failure messages."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return ""
+    if isinstance(data, dict) and isinstance(data.get("error"), str):
+        return f": {_clip(data['error'])}"
+    return ""
+
+
+class _TransientError(Exception):
+    """A failure worth retrying with the same idempotency key."""
+
+    def __init__(self, message: str, *, timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
+
+
+class _FinalError(Exception):
+    """A failure that retrying cannot fix."""
+
+
+def _read_limited(response: httpx2.Response) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    for chunk in response.iter_bytes():
+        size += len(chunk)
+        if size > MAX_RESPONSE_BYTES:
+            raise _FinalError(f"Webhook response is larger than {MAX_RESPONSE_BYTES} bytes.")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _parse_reply(body: bytes) -> tuple[bool, dict[str, Any] | None, str]:
+    """Decode a 2xx body into (ok, result, error); raise `_FinalError` when it breaks protocol."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        raise _FinalError("Webhook reply is not valid JSON.") from None
+    if not isinstance(data, dict) or not isinstance(data.get("ok"), bool):
+        raise _FinalError('Webhook reply has no boolean "ok" field.')
+    if data["ok"]:
+        # An action may have nothing to report: a missing or null result is an empty one.
+        result = data.get("result")
+        if result is None:
+            return True, {}, ""
+        if not isinstance(result, dict):
+            raise _FinalError('Webhook reply "result" is not a JSON object.')
+        return True, result, ""
+    error = data.get("error")
+    if not isinstance(error, str) or not error.strip():
+        return False, None, "The tool reported a failure without a message."
+    return False, None, _clip(error)
+
+
+def _post_once(
+    http: httpx2.Client,
+    url: str,
+    body: bytes,
+    headers: Mapping[str, str],
+    extensions: dict[str, Any],
+) -> tuple[bool, dict[str, Any] | None, str]:
+    """One request. Returns the protocol reply or raises `_TransientError` / `_FinalError`."""
+    try:
+        request = http.build_request(
+            "POST", url, content=body, headers=headers, extensions=extensions
+        )
+        response = http.send(request, stream=True)
+        try:
+            status = response.status_code
+            payload = _read_limited(response)
+        finally:
+            response.close()
+    except (httpx2.UnsupportedProtocol, httpx2.InvalidURL) as exc:
+        raise _FinalError(f"Webhook URL is invalid: {exc}") from None
+    except httpx2.TimeoutException:
+        raise _TransientError("Webhook timed out.", timed_out=True) from None
+    except httpx2.TransportError as exc:
+        raise _TransientError(f"Could not reach the webhook ({type(exc).__name__}).") from None
+    if status == 429 or status >= 500:
+        raise _TransientError(f"Webhook answered HTTP {status}{_error_detail(payload)}.")
+    if 300 <= status < 400:
+        # Following a redirect would send the signed body somewhere the client never configured.
+        raise _FinalError(f"Webhook answered with a redirect (HTTP {status}); not followed.")
+    if status >= 400 or status < 200:
+        raise _FinalError(f"Webhook answered HTTP {status}{_error_detail(payload)}.")
+    return _parse_reply(payload)
+
+
+def _not_sent(error: str) -> ExecutorOutcome:
+    """A call refused before anything went over the network."""
+    return ExecutorOutcome(ok=False, result=None, error=error, attempts=0, latency_ms=0)
+
+
+# --- signing (Standard Webhooks) ---------------------------------------------------------------
+
+SECRET_PREFIX = "whsec_"  # noqa: S105 (the Standard Webhooks prefix, not a secret)
+
+
+def generate_secret() -> str:
+    """A new signing secret in the Standard Webhooks form: `whsec_` + base64 of 32 random bytes."""
+    return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode()
+
+
+def secret_key(secret: str) -> bytes:
+    """The HMAC key of a secret: the base64 part of a `whsec_` secret, or the secret's own
+    UTF-8 bytes for a secret imported in another form (what `standardwebhooks` does when given
+    bytes, so tenants verify with `Webhook(secret.encode())`)."""
+    if secret.startswith(SECRET_PREFIX):
+        try:
+            return base64.b64decode(secret[len(SECRET_PREFIX) :], validate=True)
+        except ValueError:
+            pass  # not base64 after all: used as typed
+    return secret.encode()
+
+
+def secret_problem(secret: str) -> str:
+    """Why `secret` cannot sign webhooks, or ""."""
+    if len(secret) < 8:
+        return "The signing secret must be at least 8 characters."
+    if secret.startswith(SECRET_PREFIX) and len(secret_key(secret)) < 16:
+        return "A whsec_ secret must hold at least 16 bytes of base64 after the prefix."
+    return ""
+
+
+def active_secrets(tool: ClientTool) -> list[str]:
+    """The secrets requests are signed with: the signing secret, plus the rotation secret
+    while a rotation is under way."""
+    return [s for s in (tool.signing_secret, tool.rotation_secret) if s]
+
+
+def sign_request(
+    *, body: bytes, message_id: str, timestamp: datetime, secrets_: list[str]
+) -> dict[str, str]:
+    """The Standard Webhooks headers for one attempt: `webhook-id`, `webhook-timestamp` and a
+    space-separated `webhook-signature` with one `v1,<base64>` per active secret."""
+    text = body.decode()
+    signatures = [
+        Webhook(secret_key(secret)).sign(msg_id=message_id, timestamp=timestamp, data=text)
+        for secret in secrets_
+    ]
+    return {
+        "webhook-id": message_id,
+        "webhook-timestamp": str(int(timestamp.timestamp())),
+        "webhook-signature": " ".join(signatures),
+    }
+
+
+# --- where the request goes ---------------------------------------------------------------------
+
+_NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
+_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+
+
+def _embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """IPv4 addresses an IPv6 address carries and may be routed to: IPv4-mapped (::ffff:a.b.c.d),
+    IPv4-compatible (::a.b.c.d, deprecated), 6to4 (2002::/16), Teredo and NAT64."""
+    found = []
+    if address.ipv4_mapped is not None:
+        found.append(address.ipv4_mapped)
+    if address in _IPV4_COMPATIBLE:
+        found.append(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
+    if address.sixtofour is not None:
+        found.append(address.sixtofour)
+    if address.teredo is not None:
+        found.extend(address.teredo)
+    if any(address in network for network in _NAT64):
+        found.append(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
+    return found
+
+
+def address_is_public(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """A globally routable unicast address, whatever form it is written in."""
+    if not address.is_global or address.is_multicast:
+        return False
+    if isinstance(address, ipaddress.IPv6Address):
+        if address in _IPV4_COMPATIBLE:
+            return False  # ::a.b.c.d: deprecated, never a real public destination
+        return all(address_is_public(v4) for v4 in _embedded_ipv4(address))
+    return True
+
+
+def resolve_destination(url: str) -> tuple[str | None, str]:
+    """(the address to connect to, why GuideDesk will not call `url` or ""): the first of
+    `resolve_addresses`."""
+    addresses, refusal = resolve_addresses(url)
+    return (addresses[0] if addresses else None), refusal
+
+
+def resolve_addresses(url: str) -> tuple[list[str], str]:
+    """(the checked addresses, in the resolver's order, why GuideDesk will not call `url` or "").
+
+    The host is resolved once; unless TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS is on (development,
+    tests) every address it resolves to must be public, so a tool pointed at 127.0.0.1,
+    10.x, 169.254.169.254, [::127.0.0.1] … cannot probe our own network (SSRF). The returned
+    addresses are the only ones the request may connect to (pinned), so DNS rebinding between
+    this check and the call cannot send it elsewhere. https is required unless
+    TOOL_WEBHOOK_ALLOW_HTTP is on."""
+    parts = urlsplit(url)
+    if parts.scheme not in {"http", "https"} or not parts.hostname:
+        return [], f"{url!r} is not an http(s) URL."
+    if parts.scheme != "https" and not settings.TOOL_WEBHOOK_ALLOW_HTTP:
+        return [], "webhooks must use https (plain http is refused in production)."
+    allow_private = settings.TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        infos = socket.getaddrinfo(parts.hostname, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError, ValueError):
+        if allow_private:
+            return [], ""  # development: let the connection attempt report it
+        return [], f"cannot resolve {parts.hostname!r}."
+    addresses = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
+    if not allow_private:
+        for address in addresses:
+            if not address_is_public(address):
+                return [], f"{parts.hostname!r} resolves to a non-public address ({address})."
+    return list(dict.fromkeys(str(a) for a in addresses)), ""
+
+
+def destination_refusal(url: str) -> str:
+    """Why GuideDesk will not call `url`, or "" when it may (see `resolve_destination`)."""
+    return resolve_destination(url)[1]
+
+
+# --- the call -----------------------------------------------------------------------------------
+
+
+def attempts_budget(tool: ClientTool) -> float:
+    """The most all attempts of one call may take: every attempt its full timeout, plus the
+    backoffs between them. The turn's deadline, when sooner, wins."""
+    retries = tool.max_retries
+    return tool.timeout_seconds * (1 + retries) + sum(_backoff(n) for n in range(1, retries + 1))
+
+
+def run_webhook(
+    *,
+    tool: ClientTool,
+    params: dict[str, Any],
+    conversation_id: str | None,
+    idempotency_key: str,
+) -> ExecutorOutcome:
+    """POST the signed call to the tool's webhook, retrying transient failures with the same
+    idempotency key (and `webhook-id`) so the client can deduplicate. Every request ends within
+    the tool's `timeout_seconds` (wall clock) and all of them within `attempts_budget` and the
+    turn's deadline."""
+    started = time.monotonic()
+    if not tool.webhook_url or not tool.signing_secret:
+        # Never send an unsigned call: the client could not tell it from a forgery.
+        return _not_sent(f"Tool {tool.name!r} has no webhook URL or signing secret.")
+    pinned, refusal = resolve_addresses(tool.webhook_url)
+    if refusal:
+        return _not_sent(f"Tool {tool.name!r}: {refusal}")
+    payload = {
+        "tool": tool.name,
+        "params": params,
+        "conversation_id": conversation_id,
+        "idempotency_key": idempotency_key,
+    }
+    try:
+        # Serialised once: the signatures cover exactly the bytes that are sent.
+        body = json.dumps(payload, separators=(",", ":"), sort_keys=True).encode()
+    except (TypeError, ValueError) as exc:
+        return _not_sent(f"Tool params are not JSON-serialisable: {exc}")
+    base_headers = {
+        "Content-Type": "application/json",
+        IDEMPOTENCY_HEADER: idempotency_key,
+        "User-Agent": USER_AGENT,
+    }
+    if settings.TOOL_WEBHOOK_LEGACY_SIGNATURE:
+        base_headers[SIGNATURE_HEADER] = sign_body(body, tool.signing_secret)
+    max_attempts = 1 + tool.max_retries
+    attempts = 0
+    error = ""
+    timed_out = False
+    with (
+        deadlines.deadline_scope(attempts_budget(tool)),
+        wall_clock_client(limit=tool.timeout_seconds, follow_redirects=False) as http,
+    ):
+        while attempts < max_attempts:
+            if attempts:
+                pause = _backoff(attempts)
+                left = deadlines.remaining()
+                if left is not None and left <= pause:
+                    break  # no time for another attempt: stop here, recorded as it stands
+                time.sleep(pause)
+            attempts += 1
+            headers = base_headers | sign_request(
+                body=body,
+                message_id=idempotency_key,
+                timestamp=datetime.now(UTC),  # per attempt: a retry is not a stale replay
+                secrets_=active_secrets(tool),
+            )
+            # Pinned to a checked address; a retry tries the next one (a dual-stack host whose
+            # first address is unreachable from here still gets its call).
+            extensions = {CONNECT_TO: pinned[(attempts - 1) % len(pinned)]} if pinned else {}
+            try:
+                ok, result, error = _post_once(http, tool.webhook_url, body, headers, extensions)
+            except _FinalError as exc:
+                return ExecutorOutcome(
+                    ok=False,
+                    result=None,
+                    error=str(exc),
+                    attempts=attempts,
+                    latency_ms=_elapsed_ms(started),
+                )
+            except _TransientError as exc:
+                error, timed_out = str(exc), exc.timed_out
+                logger.warning(
+                    "tool webhook attempt failed",
+                    extra={
+                        "tool": tool.name,
+                        "idempotency_key": idempotency_key,
+                        "attempt": attempts,
+                        "error": error,
+                    },
+                )
+                continue
+            return ExecutorOutcome(
+                ok=ok,
+                result=result,
+                error=error,
+                attempts=attempts,
+                latency_ms=_elapsed_ms(started),
+                refused=not ok,
+            )
+    if attempts == 0:
+        error, timed_out = "No time was left to call the webhook.", True
+    return ExecutorOutcome(
+        ok=False,
+        result=None,
+        error=f"{error} Gave up after {attempts} attempt{'s' if attempts != 1 else ''}.",
+        attempts=attempts,
+        latency_ms=_elapsed_ms(started),
+        retryable_failure=True,
+        timed_out=timed_out,
+    )
+
+
+class WebhookExecutorIn(ImportSpec):
+    type: Literal["webhook"]
+    url: str = Field(pattern=r"^https?://", max_length=500)
+    secret: str = Field(min_length=8, max_length=200)
+    rotation_secret: str = Field(default="", max_length=200)
+    timeout: float = Field(default=10, gt=0, le=60)
+    retries: int = Field(default=2, ge=0, le=5)
+
+
+@register
+class WebhookExecutor(Executor):
+    type = "webhook"
+    label = "Webhook (the client's HTTPS endpoint)"
+    settings_blank: ClassVar[Mapping[str, Any]] = {
+        "webhook_url": "",
+        "signing_secret": "",
+        "rotation_secret": "",
+    }
+    import_spec = WebhookExecutorIn
+
+    def configured(self, tool: ClientTool) -> bool:
+        return bool(tool.webhook_url and tool.signing_secret)
+
+    def validate(self, values: Mapping[str, Any]) -> dict[str, str]:
+        errors: dict[str, str] = {}
+        if not values.get("webhook_url"):
+            errors["webhook_url"] = "A webhook tool needs the URL to call."
+        secret = values.get("signing_secret") or ""
+        if not secret:
+            errors["signing_secret"] = "A webhook tool needs a signing secret."  # noqa: S105
+        elif problem := secret_problem(secret):
+            errors["signing_secret"] = problem
+        rotation = values.get("rotation_secret") or ""
+        if rotation and (problem := secret_problem(rotation)):
+            errors["rotation_secret"] = problem
+        return errors
+
+    def import_values(self, spec: Any) -> dict[str, Any]:
+        return {
+            "webhook_url": spec.url,
+            "signing_secret": spec.secret,
+            "rotation_secret": spec.rotation_secret,
+            "max_retries": spec.retries,
+        }
+
+    def run(self, *, client: Client, tool: ClientTool, execution: ToolExecution) -> ExecutorOutcome:
+        conversation_id = None
+        if execution.conversation_id is not None:
+            # The public UUID, never our internal primary key, goes to the client's endpoint.
+            conversation = execution.conversation
+            conversation_id = str(conversation.public_id) if conversation is not None else None
+        return run_webhook(
+            tool=tool,
+            params=execution.params,
+            conversation_id=conversation_id,
+            idempotency_key=execution.idempotency_key,
+        )

@@ -1,0 +1,307 @@
+"""The step registry: every step has its parts, the requested JSON Schema is derived from the
+step's output model (and accepts the documented replies), a new step is one module, and the
+offline demo model has no generic fallback."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from pydantic import BaseModel
+
+from apps.reasoning import steps
+from apps.reasoning.llm import LLMError, format_instruction, llm_complete
+from apps.reasoning.offline import offline_complete
+from apps.reasoning.steps import Out, Step, StepDefinitionError, UnknownStep
+
+# The schemas as they were written by hand before they were derived (docs/llm-protocol.md):
+# the derived ones must request exactly the same thing.
+HAND_WRITTEN: dict[str, dict[str, Any]] = {
+    "respond": {
+        "type": "object",
+        "properties": {
+            "response": {"type": "string", "description": "The reply shown to the customer."},
+            "tool_call": {
+                "type": ["string", "null"],
+                "description": "Name of the tool to call, or null.",
+            },
+            "tool_params": {"type": "object", "description": "Parameters for the tool call."},
+        },
+        "required": ["response", "tool_call", "tool_params"],
+    },
+    "critique": {
+        "type": "object",
+        "properties": {
+            "decision": {"type": "string", "enum": ["PROCEED", "ASK_USER", "ESCALATE"]},
+            "reasoning": {"type": "string"},
+            "message": {"type": "string"},
+        },
+        "required": ["decision", "reasoning", "message"],
+    },
+    "compose": {
+        "type": "object",
+        "properties": {"response": {"type": "string"}},
+        "required": ["response"],
+    },
+}
+HAND_WRITTEN["assess"] = {
+    "type": "object",
+    "properties": {
+        **HAND_WRITTEN["respond"]["properties"],
+        "confidence": {"type": "integer", "minimum": 1, "maximum": 10},
+        "missing_params": {"type": "array", "items": {"type": "string"}},
+        "is_destructive": {"type": "boolean"},
+        "needs_confirmation": {"type": "boolean"},
+        "needs_more_context": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": [
+        "response",
+        "confidence",
+        "tool_call",
+        "tool_params",
+        "missing_params",
+        "is_destructive",
+        "needs_confirmation",
+        "needs_more_context",
+    ],
+}
+
+# The example replies of docs/llm-protocol.md, one per step.
+DOCUMENTED_REPLIES: dict[str, dict[str, Any]] = {
+    "respond": {"response": "Hi!", "tool_call": None, "tool_params": {}},
+    "assess": {
+        "response": "I can cancel order 123 for you.",
+        "confidence": 7,
+        "tool_call": "cancel_order",
+        "tool_params": {"order_id": "123"},
+        "missing_params": [],
+        "is_destructive": True,
+        "needs_confirmation": True,
+        "needs_more_context": [],
+    },
+    "critique": {"decision": "ASK_USER", "reasoning": "Not confirmed.", "message": "Sure?"},
+    "compose": {"response": "Order 123 is cancelled."},
+}
+BUILT = ["assess", "compose", "critique", "respond"]
+
+
+def _hint(**extra: Any) -> dict[str, Any]:
+    return {
+        "client_name": "Trail Shop",
+        "user_text": "Hello",
+        "history": [{"role": "user", "text": "Hello"}],
+        "tools": [],
+        "confirmed": None,
+        "declined": None,
+        **extra,
+    }
+
+
+def test_every_built_step_is_registered_with_all_its_parts() -> None:
+    assert set(BUILT) <= set(steps.names())
+    for name in BUILT:
+        step = steps.get(name)
+        assert step.name == name
+        assert issubclass(step.output, Out)
+        assert callable(step.prompt) and callable(step.hint) and callable(step.offline)
+        assert step.description
+        assert step.schema["type"] == "object"
+
+
+@pytest.mark.parametrize("name", BUILT)
+def test_derived_schema_requests_what_the_hand_written_one_did(name: str) -> None:
+    derived = steps.get(name).schema
+    expected = HAND_WRITTEN[name]
+    assert derived["properties"] == expected["properties"]
+    assert sorted(derived["required"]) == sorted(expected["required"])
+    assert {k: v for k, v in derived.items() if k != "required"} == {
+        k: v for k, v in expected.items() if k != "required"
+    }
+    # Every field is listed (structured-output endpoints require it); no pydantic noise.
+    assert set(derived["required"]) == set(derived["properties"])
+    assert "title" not in json.dumps(derived) and "default" not in json.dumps(derived)
+
+
+@pytest.mark.parametrize("name", BUILT)
+def test_derived_schema_accepts_the_documented_reply(name: str) -> None:
+    reply = DOCUMENTED_REPLIES[name]
+    jsonschema.validate(reply, steps.get(name).schema)
+    assert steps.get(name).output.model_validate(reply)
+
+
+@pytest.mark.parametrize("name", BUILT)
+def test_offline_answer_of_every_step_is_valid_for_its_schema(name: str) -> None:
+    facts = {
+        "respond": {"business_info": {}},
+        "assess": {"business_info": {}, "fetched": [], "available_keys": []},
+        "critique": {"assessment": DOCUMENTED_REPLIES["assess"], "reasons": [], "tool_kind": None},
+        "compose": {"tool": "x", "params": {}, "ok": True, "result": {"a": 1}, "error": ""},
+    }[name]
+    step = steps.get(name)
+    raw = offline_complete(name, [], _hint(**step.hint(**facts)))
+    jsonschema.validate(json.loads(raw), step.schema)
+
+
+def test_offline_model_refuses_an_unknown_step() -> None:
+    with pytest.raises(UnknownStep):
+        offline_complete("no_such_step", [], _hint())
+
+
+def test_gateway_refuses_an_unknown_step(settings: Any) -> None:
+    settings.OPENAI_API_KEY = ""
+    with pytest.raises(UnknownStep):
+        llm_complete(step="no_such_step", messages=[], output=steps.get("respond").output)
+
+
+class SummaryOut(Out):
+    summary: str
+    topics: list[str] = []
+
+
+def _summary_offline(hint: dict[str, Any]) -> dict[str, Any]:
+    return {"summary": f"{len(hint['texts'])} messages", "topics": ["shipping"]}
+
+
+@pytest.fixture
+def summary_step() -> Any:
+    step = steps.register(
+        Step(
+            name="summarize_test",
+            output=SummaryOut,
+            prompt=lambda *, texts: "Summarize: " + " | ".join(texts),
+            hint=lambda *, texts: {"texts": texts},
+            offline=_summary_offline,
+            description="Summarizes messages (a step defined in a test module).",
+        )
+    )
+    yield step
+    steps.unregister("summarize_test")
+
+
+def test_a_step_defined_in_a_test_module_is_used_by_the_gateway_and_the_offline_model(
+    summary_step: Any, settings: Any
+) -> None:
+    settings.OPENAI_API_KEY = ""
+    messages = [{"role": "system", "content": summary_step.prompt(texts=["a", "b"])}]
+
+    result = llm_complete(
+        step="summarize_test",
+        messages=messages,
+        output=SummaryOut,
+        offline_hint=summary_step.hint(texts=["a", "b"]),
+    )
+
+    assert result.parsed == SummaryOut(summary="2 messages", topics=["shipping"])
+    assert summary_step.schema == {
+        "type": "object",
+        "properties": {
+            "summary": {"type": "string"},
+            "topics": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["summary", "topics"],
+    }
+    assert '"topics" (array of strings)' in format_instruction("summarize_test")
+
+
+def test_a_step_module_added_to_a_package_is_discovered(tmp_path: Path) -> None:
+    package = tmp_path / "extra_steps_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "_helpers.py").write_text("VALUE = 1\n")  # underscore modules are helpers
+    (package / "tag.py").write_text(
+        "from apps.reasoning.steps import Out, Step\n"
+        "class TagOut(Out):\n    tag: str\n"
+        "STEP = Step(name='tag_test', output=TagOut, prompt=lambda **f: 'Tag it.',\n"
+        "    hint=lambda **f: {}, offline=lambda hint: {'tag': 'demo'},\n"
+        "    description='Tags a conversation.')\n"
+    )
+    sys.path.insert(0, str(tmp_path))
+    try:
+        found = steps.discover("extra_steps_pkg")
+        assert [s.name for s in found] == ["tag_test"]
+        assert steps.get("tag_test").schema["required"] == ["tag"]
+        assert json.loads(offline_complete("tag_test", [], _hint())) == {"tag": "demo"}
+    finally:
+        steps.unregister("tag_test")
+        sys.path.remove(str(tmp_path))
+        for name in [m for m in sys.modules if m.startswith("extra_steps_pkg")]:
+            del sys.modules[name]
+
+
+def test_a_module_without_a_complete_step_fails_at_import(tmp_path: Path) -> None:
+    package = tmp_path / "broken_steps_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "half.py").write_text("PROMPT = 'no STEP here'\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        with pytest.raises(StepDefinitionError, match="defines no STEP"):
+            steps.discover("broken_steps_pkg")
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in [m for m in sys.modules if m.startswith("broken_steps_pkg")]:
+            del sys.modules[name]
+
+
+@pytest.mark.parametrize("missing", ["prompt", "hint", "offline", "description", "output", "name"])
+def test_a_step_missing_a_part_is_refused(missing: str) -> None:
+    parts: dict[str, Any] = {
+        "name": "incomplete",
+        "output": SummaryOut,
+        "prompt": lambda **f: "",
+        "hint": lambda **f: {},
+        "offline": _summary_offline,
+        "description": "x",
+    }
+    parts[missing] = None
+    with pytest.raises(StepDefinitionError):
+        Step(**parts)
+
+
+def test_a_nested_output_model_is_refused() -> None:
+    class Inner(BaseModel):
+        a: int
+
+    class Nested(Out):
+        inner: Inner
+
+    with pytest.raises(StepDefinitionError):
+        steps.response_schema(Nested)
+
+
+def test_two_steps_with_one_name_are_refused(summary_step: Any) -> None:
+    with pytest.raises(StepDefinitionError, match="two steps"):
+        steps.register(
+            Step(
+                name="summarize_test",
+                output=SummaryOut,
+                prompt=lambda **f: "",
+                hint=lambda **f: {},
+                offline=_summary_offline,
+                description="duplicate",
+            )
+        )
+
+
+def test_invalid_offline_answer_is_an_llm_error_not_a_generic_reply(settings: Any) -> None:
+    settings.OPENAI_API_KEY = ""
+    step = steps.register(
+        Step(
+            name="bad_offline_test",
+            output=SummaryOut,
+            prompt=lambda **f: "",
+            hint=lambda **f: {},
+            offline=lambda hint: {"not": "a summary"},
+            description="An offline answer that does not fit the schema.",
+        )
+    )
+    try:
+        with pytest.raises(LLMError) as caught:
+            llm_complete(step=step.name, messages=[], output=SummaryOut)
+        assert caught.value.kind == "invalid_output"
+    finally:
+        steps.unregister(step.name)

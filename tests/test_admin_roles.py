@@ -1,0 +1,485 @@
+"""The admin enforces the one permission rule (apps/core/permissions.py) for every page and
+every action: each registered admin's list, add and change page and each of its actions, visited
+by a viewer, an agent and an admin of the tenant, by an admin of another tenant and by a platform
+superuser. Client staff are given every Django model permission — the worst case an operator
+could hand out — so only the membership role stands between them and the data.
+
+The expectations below are the rule written out per model; a model registered in the admin
+without a line here fails the test."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import date
+from typing import Any
+
+import pytest
+from allauth.account.models import EmailAddress
+from allauth.mfa.totp.internal.auth import TOTP, generate_totp_secret
+from django.contrib import admin
+from django.contrib.auth.models import Group, Permission
+from django.forms.models import model_to_dict
+from django.urls import reverse
+from django_celery_beat.models import (
+    ClockedSchedule,
+    CrontabSchedule,
+    IntervalSchedule,
+    PeriodicTask,
+    SolarSchedule,
+)
+
+from apps.accounts.models import ApiKey, Membership, Role
+from apps.accounts.services import api_key_issue
+from apps.billing.models import DailyUsage, UsageAlert, UsageCounter, UsageRecord
+from apps.core.admin import SuperuserOnlyAdmin, TenantScopedAdmin
+from apps.escalations.models import Escalation, EscalationStatus
+from apps.tools.models import ClientTool, ExecutorType, PendingAction, ToolKind
+from tests.api.conftest import make_tenant_data
+from tests.factories import (
+    ClientFactory,
+    ClientToolFactory,
+    MembershipFactory,
+    ModelPriceFactory,
+    PlanFactory,
+    UserFactory,
+)
+
+pytestmark = pytest.mark.django_db
+
+VIEWER, AGENT, ADMIN, OUTSIDER, SUPERUSER = "viewer", "agent", "admin", "outsider", "superuser"
+ROLES = [VIEWER, AGENT, ADMIN, OUTSIDER, SUPERUSER]
+RANK = {VIEWER: 0, AGENT: 1, ADMIN: 2}
+
+# Who may do what, per model: the minimum tenant role (viewer/agent/admin), "platform" for
+# platform superusers only, "never" when nobody may (audit rows are written by the product).
+PLATFORM, NEVER = "platform", "never"
+RULES: dict[str, dict[str, str]] = {
+    "accounts.user": {"view": PLATFORM, "add": PLATFORM, "change": PLATFORM, "delete": PLATFORM},
+    "accounts.membership": {
+        "view": VIEWER,
+        "add": PLATFORM,
+        "change": PLATFORM,
+        "delete": PLATFORM,
+    },
+    "accounts.apikey": {"view": ADMIN, "add": ADMIN, "change": ADMIN, "delete": ADMIN},
+    "clients.plan": {"view": PLATFORM, "add": PLATFORM, "change": PLATFORM, "delete": PLATFORM},
+    "clients.client": {"view": VIEWER, "add": PLATFORM, "change": ADMIN, "delete": PLATFORM},
+    "billing.modelprice": {
+        "view": PLATFORM,
+        "add": PLATFORM,
+        "change": PLATFORM,
+        "delete": PLATFORM,
+    },
+    "billing.usagerecord": {"view": ADMIN, "add": NEVER, "change": NEVER, "delete": NEVER},
+    "billing.dailyusage": {"view": ADMIN, "add": NEVER, "change": NEVER, "delete": NEVER},
+    "billing.usagealert": {"view": ADMIN, "add": NEVER, "change": NEVER, "delete": NEVER},
+    "billing.usagecounter": {"view": ADMIN, "add": NEVER, "change": NEVER, "delete": NEVER},
+    "billing.clientusage": {"view": ADMIN, "add": NEVER, "change": NEVER, "delete": NEVER},
+    "conversations.conversation": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
+    "tools.clienttool": {"view": ADMIN, "add": ADMIN, "change": ADMIN, "delete": ADMIN},
+    "tools.pendingaction": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
+    "tools.toolexecution": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
+    "escalations.escalation": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
+    "reasoning.reasoningtrace": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
+    # Third-party admins hold platform-wide rows.
+    "auth.group": {"view": PLATFORM, "add": PLATFORM, "change": PLATFORM, "delete": PLATFORM},
+    "account.emailaddress": {
+        "view": PLATFORM,
+        "add": PLATFORM,
+        "change": PLATFORM,
+        "delete": PLATFORM,
+    },
+    # An authenticator is set up by its user through allauth; an operator may only remove one.
+    "mfa.authenticator": {"view": PLATFORM, "add": NEVER, "change": NEVER, "delete": PLATFORM},
+    **{
+        f"django_celery_beat.{name}": {
+            "view": PLATFORM,
+            "add": PLATFORM,
+            "change": PLATFORM,
+            "delete": PLATFORM,
+        }
+        for name in [
+            "periodictask",
+            "clockedschedule",
+            "crontabschedule",
+            "solarschedule",
+            "intervalschedule",
+        ]
+    },
+}
+# Admin actions beyond "delete_selected" (which follows the delete rule).
+ACTION_RULES = {
+    ("escalations.escalation", "resolve_and_hand_back"): AGENT,
+    ("accounts.apikey", "revoke"): ADMIN,
+    ("account.emailaddress", "make_verified"): PLATFORM,
+    ("django_celery_beat.periodictask", "enable_tasks"): PLATFORM,
+    ("django_celery_beat.periodictask", "disable_tasks"): PLATFORM,
+    ("django_celery_beat.periodictask", "toggle_tasks"): PLATFORM,
+    ("django_celery_beat.periodictask", "run_tasks"): PLATFORM,
+}
+
+
+def allowed(role: str, need: str) -> bool:
+    if need == NEVER:
+        return False
+    if role == SUPERUSER:
+        return True
+    if role == OUTSIDER or need == PLATFORM:
+        return False  # the outsider is an admin, but of another tenant
+    return RANK[role] >= RANK[need]
+
+
+def label(model: type[Any]) -> str:
+    return model._meta.label_lower
+
+
+def url(model: type[Any], view: str, *args: Any) -> str:
+    return reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_{view}", args=args)
+
+
+@pytest.fixture
+def world(db) -> dict[str, Any]:
+    """Two tenants with a row of every kind in the first, and one user per role."""
+    plan = PlanFactory()
+    ModelPriceFactory()
+    acme = ClientFactory(plan=plan, name="Acme Shop")
+    globex = ClientFactory(plan=plan, name="Globex Shop")
+    data = make_tenant_data(acme)
+    make_tenant_data(globex)
+    # A viewer-role key: an admin may manage it (an owner key only an owner may).
+    key, secret = api_key_issue(client=acme, name="erp", role=Role.VIEWER)
+    PendingAction.objects.create(
+        client=acme,
+        conversation=data.conversation,
+        tool=data.tool,
+        params={"order_id": "TH-12345"},
+        params_hash="x" * 64,
+        proposed_in=data.trace.user_message,
+        expires_at=data.trace.created_at,
+        idempotency_key="pa-1",
+    )
+    month = date.today().replace(day=1)
+    UsageRecord.objects.create(client=acme, mode="adaptive", step="assess", model="gpt-4o-mini")
+    DailyUsage.objects.create(client=acme, day=date.today(), grain="total", mode="adaptive")
+    UsageAlert.objects.create(
+        client=acme, month=month, threshold=80, metric="tokens", used=8, budget=10
+    )
+    UsageCounter.objects.create(client=acme, month=month, tokens_used=5)
+
+    everything = list(Permission.objects.all())
+    users: dict[str, Any] = {}
+    for role in [VIEWER, AGENT, ADMIN]:
+        users[role] = MembershipFactory(client=acme, role=role).user
+    users[OUTSIDER] = MembershipFactory(client=globex, role=Role.ADMIN).user
+    for user in users.values():
+        user.user_permissions.add(*everything)
+    users[SUPERUSER] = UserFactory(is_superuser=True)
+
+    # Platform rows, so every admin has a change page to visit.
+    Group.objects.create(name="support")
+    EmailAddress.objects.create(user=users[VIEWER], email=users[VIEWER].email)
+    totp_secret = generate_totp_secret()
+    TOTP.activate(users[SUPERUSER], totp_secret)
+    every = IntervalSchedule.objects.create(every=10, period=IntervalSchedule.SECONDS)
+    PeriodicTask.objects.create(
+        name="sweep", task="apps.billing.tasks.noop", interval=every, enabled=False
+    )
+    ClockedSchedule.objects.create(clocked_time=data.trace.created_at)
+    CrontabSchedule.objects.create()
+    SolarSchedule.objects.create(event="sunrise", latitude=1, longitude=1)
+    return {
+        # Rows nothing else refers to, for deleting (audit rows protect the others).
+        "spare_plan": PlanFactory(),
+        "spare_client": ClientFactory(plan=plan),
+        "spare_tool": ClientToolFactory(client=acme, name="spare_tool"),
+        "acme": acme,
+        "globex": globex,
+        "data": data,
+        "users": users,
+        "secrets": [secret, key.secret_hash, totp_secret, users[VIEWER].password],
+    }
+
+
+def row_of(model: type[Any], world: dict[str, Any]) -> Any:
+    """A row of `model` belonging to the first tenant (or a platform row)."""
+    acme = world["acme"]
+    if label(model) in {"clients.client", "billing.clientusage"}:
+        return model.objects.get(pk=acme.pk)
+    if label(model) == "clients.plan":
+        return world["spare_plan"]
+    if label(model) == "accounts.user":
+        return world["users"][VIEWER]
+    if any(f.name == "client" for f in model._meta.fields):
+        return model.objects.filter(client=acme).order_by("pk").first()
+    return model.objects.order_by("pk").first()
+
+
+def snapshot(obj: Any) -> dict[str, Any] | None:
+    fresh = type(obj).objects.filter(pk=obj.pk).first()
+    return None if fresh is None else model_to_dict(fresh)
+
+
+def test_every_registered_admin_is_covered_and_guarded():
+    registered = {label(model): model_admin for model, model_admin in admin.site._registry.items()}
+    assert set(registered) == set(RULES)
+    for name, model_admin in registered.items():
+        assert isinstance(model_admin, TenantScopedAdmin | SuperuserOnlyAdmin), name
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_every_admin_page_follows_the_rule(client, world, role):
+    client.force_login(world["users"][role])
+    problems: list[str] = []
+    bodies: list[str] = []
+    for model in admin.site._registry:
+        rules = RULES[label(model)]
+        obj = row_of(model, world)
+        assert obj is not None, label(model)
+        pages = [
+            ("view", url(model, "changelist")),
+            ("add", url(model, "add")),
+            ("view", url(model, "change", obj.pk)),
+        ]
+        if label(model) == "billing.clientusage":  # its "change" page is the usage chart
+            pages[2] = ("view", reverse("admin:billing_client_usage", args=[obj.pk]))
+        pages.append(("delete", url(model, "delete", obj.pk)))
+        for index, (need_of, page) in enumerate(pages):
+            response = client.get(page)
+            expected = allowed(role, rules[need_of])
+            if role == OUTSIDER and index < 2:
+                # List and add pages serve the outsider's own tenant (they are its admin)...
+                expected = allowed(ADMIN, rules[need_of])
+                if response.status_code == 200 and index == 0:
+                    # ...and never show the first tenant's rows.
+                    assert "Acme Shop" not in response.content.decode(), page
+            got = response.status_code == 200
+            if got != expected:
+                problems.append(f"{page}: {response.status_code}, expected allowed={expected}")
+            if response.status_code == 200:
+                bodies.append(response.content.decode())
+            else:
+                assert response.status_code in {302, 403, 404}, (page, response.status_code)
+        # The change page offers saving exactly when the rule allows changing.
+        change_page = client.get(url(model, "change", obj.pk))
+        if change_page.status_code == 200 and label(model) != "billing.clientusage":
+            can_save = 'name="_save"' in change_page.content.decode()
+            if can_save != allowed(role, rules["change"]):
+                problems.append(f"{label(model)} change page: save button={can_save}")
+    assert not problems, "\n".join(problems)
+    # Nothing secret ever reaches a page: API key secrets and hashes, TOTP secrets, passwords.
+    for body in bodies:
+        for secret in world["secrets"]:
+            assert secret not in body
+
+
+# Deleted last, in this order: deleting a client (or a user) takes other rows with it.
+DELETED_LAST = ["billing.clientusage", "clients.client", "accounts.user"]
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_every_admin_action_follows_the_rule(client, world, role):
+    client.force_login(world["users"][role])
+    operator = type("Request", (), {"user": world["users"][SUPERUSER], "GET": {}})()
+    runs: list[tuple[type[Any], str, str]] = []
+    for model, model_admin in admin.site._registry.items():
+        # Every action the admin defines (a superuser is offered all of them).
+        for action in model_admin.get_actions(operator):
+            if action == "delete_selected":
+                continue
+            runs.append((model, action, ACTION_RULES[(label(model), action)]))
+    models = sorted(
+        admin.site._registry,
+        key=lambda m: DELETED_LAST.index(label(m)) + 1 if label(m) in DELETED_LAST else 0,
+    )
+    runs += [(model, "delete_selected", RULES[label(model)]["delete"]) for model in models]
+    assert {(label(m), a) for m, a, _ in runs if a != "delete_selected"} == set(ACTION_RULES)
+
+    problems: list[str] = []
+    for model, action, need in runs:
+        if action == "run_tasks" and role == SUPERUSER:
+            continue  # would publish to the Celery broker; staff refusal is still checked
+        obj = row_of(model, world)
+        if action == "delete_selected" and label(model) == "clients.client":
+            obj = world["spare_client"]
+        if action == "delete_selected" and label(model) == "tools.clienttool":
+            obj = world["spare_tool"]
+        assert obj is not None, (label(model), action)
+        before = snapshot(obj)
+        data = {"action": action, "_selected_action": [obj.pk], "post": "yes"}
+        response = client.post(url(model, "changelist"), data)
+        assert response.status_code in {200, 302, 403}, (label(model), action)
+        changed = snapshot(obj) != before
+        if changed != allowed(role, need):
+            problems.append(f"{label(model)}.{action}: {response.status_code}, changed={changed}")
+    assert not problems, "\n".join(problems)
+
+
+# ---------------------------------------------------------------------------------------------
+# The two reported attacks, and saving forms with each role.
+# ---------------------------------------------------------------------------------------------
+
+
+def test_a_viewer_cannot_resolve_an_escalation_through_the_admin(client, world):
+    """Regression: the admin action only asked for Django's change permission."""
+    escalation = world["data"].escalation
+    client.force_login(world["users"][VIEWER])
+    response = client.post(
+        url(Escalation, "changelist"),
+        {"action": "resolve_and_hand_back", "_selected_action": [escalation.pk]},
+    )
+    assert response.status_code in {200, 302, 403}
+    escalation.refresh_from_db()
+    assert escalation.status == EscalationStatus.OPEN
+    assert escalation.resolved_by is None
+
+
+def test_an_agent_resolves_an_escalation_through_the_admin(client, world):
+    escalation = world["data"].escalation
+    agent = world["users"][AGENT]
+    client.force_login(agent)
+    client.post(
+        url(Escalation, "changelist"),
+        {"action": "resolve_and_hand_back", "_selected_action": [escalation.pk]},
+    )
+    escalation.refresh_from_db()
+    assert escalation.status == EscalationStatus.RESOLVED
+    assert escalation.resolved_by == agent
+
+
+def tool_form(tool: ClientTool, **changes: Any) -> dict[str, Any]:
+    """The tool form as the change page posts it (a built-in tool: no secret involved)."""
+    return {
+        "name": tool.name,
+        "description": tool.description,
+        "kind": tool.kind,
+        "enabled": "on" if tool.enabled else "",
+        "parameters": '{"type": "object"}',
+        "executor_type": tool.executor_type,
+        "webhook_url": "",
+        "timeout_seconds": "2",
+        "max_retries": "0",
+        "builtin_handler": tool.builtin_handler,
+        "result_template": "",
+        **changes,
+    }
+
+
+@pytest.fixture
+def destructive_tool(world) -> ClientTool:
+    return ClientToolFactory(
+        client=world["acme"],
+        name="cancel_order",
+        kind=ToolKind.DESTRUCTIVE,
+        executor_type=ExecutorType.BUILTIN,
+        builtin_handler="demo.cancel_order",
+        webhook_url="",
+        signing_secret="",
+    )
+
+
+@pytest.mark.parametrize(
+    ("role", "may"),
+    [(VIEWER, False), (AGENT, False), (OUTSIDER, False), (ADMIN, True), (SUPERUSER, True)],
+)
+def test_changing_a_tools_kind_needs_the_admin_role(client, world, destructive_tool, role, may):
+    """Regression: a viewer turned a destructive tool into a read tool (no confirmation)."""
+    client.force_login(world["users"][role])
+    response = client.post(
+        url(ClientTool, "change", destructive_tool.pk),
+        tool_form(destructive_tool, kind=ToolKind.READ),
+    )
+    destructive_tool.refresh_from_db()
+    if may:
+        assert response.status_code == 302, response.content.decode()[:2000]
+        assert destructive_tool.kind == ToolKind.READ
+    else:
+        assert response.status_code in {302, 403}
+        assert destructive_tool.kind == ToolKind.DESTRUCTIVE
+
+
+@pytest.mark.parametrize(
+    ("role", "may"),
+    [(VIEWER, False), (AGENT, False), (OUTSIDER, False), (ADMIN, True), (SUPERUSER, True)],
+)
+def test_adding_and_deleting_tools_needs_the_admin_role(client, world, destructive_tool, role, may):
+    client.force_login(world["users"][role])
+    form = tool_form(destructive_tool, name="new_tool", client=world["acme"].pk)
+    client.post(url(ClientTool, "add"), form)
+    assert ClientTool.objects.filter(name="new_tool").exists() is may
+    client.post(url(ClientTool, "delete", destructive_tool.pk), {"post": "yes"})
+    assert ClientTool.objects.filter(pk=destructive_tool.pk).exists() is not may
+
+
+@pytest.mark.parametrize(
+    ("role", "may"),
+    [(VIEWER, False), (AGENT, False), (OUTSIDER, False), (ADMIN, True), (SUPERUSER, True)],
+)
+def test_client_settings_need_the_admin_role(client, world, role, may):
+    acme = world["acme"]
+    client.force_login(world["users"][SUPERUSER])
+    page = client.get(url(type(acme), "change", acme.pk)).content.decode()
+    form: dict[str, Any] = {
+        "name": acme.name,
+        "language": acme.language,
+        "support_email": acme.support_email,
+        "business_info": json.dumps(acme.business_info),
+        "greeting": "Hijacked greeting",
+        "allowed_origins": json.dumps(acme.allowed_origins),
+    }
+    for prefix in re.findall(r'name="([\w-]+)-TOTAL_FORMS"', page):
+        form |= {f"{prefix}-TOTAL_FORMS": "0", f"{prefix}-INITIAL_FORMS": "0"}
+    if role == SUPERUSER:
+        form |= {"slug": acme.slug, "plan": acme.plan_id, "is_active": "on"}
+    client.force_login(world["users"][role])
+    response = client.post(url(type(acme), "change", acme.pk), form)
+    acme.refresh_from_db()
+    assert (acme.greeting == "Hijacked greeting") is may, response.status_code
+
+
+def test_the_tools_inline_on_the_client_page_is_read_only_and_follows_the_rule(client, world):
+    acme, tool = world["acme"], world["data"].tool
+    client.force_login(world["users"][VIEWER])
+    body = client.get(url(type(acme), "change", acme.pk)).content.decode()
+    assert tool.name not in body  # tools are configuration: admins and owners see them
+    client.force_login(world["users"][ADMIN])
+    body = client.get(url(type(acme), "change", acme.pk)).content.decode()
+    assert tool.name in body
+    # No editable field on the inline: a tool changes on its own page.
+    assert not re.search(r'name="[^"]*-(kind|enabled|name)"', body)
+
+
+@pytest.mark.parametrize(
+    ("role", "may"),
+    [(VIEWER, False), (AGENT, False), (OUTSIDER, False), (ADMIN, True), (SUPERUSER, True)],
+)
+def test_api_keys_need_the_admin_role(client, world, role, may):
+    acme = world["acme"]
+    client.force_login(world["users"][role])
+    client.post(url(ApiKey, "add"), {"client": acme.pk, "name": "new", "role": "viewer"})
+    assert ApiKey.objects.filter(name="new").exists() is may
+    key = ApiKey.objects.get(name="erp")
+    client.post(url(ApiKey, "change", key.pk), {"name": "renamed"})
+    key.refresh_from_db()
+    assert (key.name == "renamed") is may
+
+
+def test_an_admin_of_one_client_and_viewer_of_another_acts_only_in_the_first(client, world):
+    """An action over rows of two clients is refused as a whole when one is out of reach."""
+    globex = world["globex"]
+    admin_user = world["users"][ADMIN]
+    MembershipFactory(client=globex, user=admin_user, role=Role.VIEWER)
+    theirs = Escalation.objects.get(client=globex)
+    ours = world["data"].escalation
+    client.force_login(admin_user)
+    response = client.post(
+        url(Escalation, "changelist"),
+        {"action": "resolve_and_hand_back", "_selected_action": [ours.pk, theirs.pk]},
+    )
+    assert response.status_code == 403
+    for escalation in [ours, theirs]:
+        escalation.refresh_from_db()
+        assert escalation.status == EscalationStatus.OPEN
+    tool = ClientTool.objects.get(client=globex)
+    assert client.get(url(ClientTool, "change", tool.pk)).status_code == 302  # not visible
+    assert Membership.objects.filter(user=admin_user).count() == 2
