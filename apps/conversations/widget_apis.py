@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, cast
 
-from django.db import DatabaseError
+from django.db import DatabaseError, InterfaceError, OperationalError
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -306,7 +306,8 @@ class WidgetMessagesApi(WidgetConversationAPIView):
         description=(
             "201 when the turn finished within the request (replies included); 202 with "
             "`pending: true` when a worker will answer — replies then arrive on the event "
-            "stream or via GET …/messages."
+            "stream or via GET …/messages. 503 (JSON, with `Retry-After`) when the database "
+            "is unreachable and the message could not be stored: send it again."
         ),
         tags=["widget"],
         auth=[],
@@ -315,7 +316,7 @@ class WidgetMessagesApi(WidgetConversationAPIView):
         responses={
             201: WidgetMessagePostOutSerializer,
             202: WidgetMessagePostOutSerializer,
-            **error_responses(400, 401, 403, 404, 413, 429),
+            **error_responses(400, 401, 403, 404, 413, 429, 503),
         },
     )
     def post(self, request: Request, conversation_id: str) -> Response:
@@ -325,25 +326,34 @@ class WidgetMessagesApi(WidgetConversationAPIView):
             raise exceptions.ValidationError({"text": ["This field is required."]})
         text = validate_customer_text(data["text"])  # 400 / 413, naming `text`
         self.throttle(request, WidgetKeyThrottle())  # real work: counts against the tenant
+        # A database error before the message is stored answers a JSON 503 (the shared handler);
+        # once it is stored, the customer gets 201/202 with it whatever happens next.
         message = handle_turn(client=self.client, conversation=self.conversation, text=text)
+        pending = Response(
+            {"message": _serialize([message])[0], "replies": [], "pending": True},
+            status=status.HTTP_202_ACCEPTED,
+        )
         # handle_turn leaves the status the message was stored under on the instance: only an
         # open conversation's message is queued for the assistant.
         queued = self.conversation.status == ConversationStatus.OPEN
-        turn_status = widget_turn_status(client=self.client, message=message)
-        if queued and turn_status in (None, TraceStatus.PROCESSING):
-            return Response(
-                {"message": _serialize([message])[0], "replies": [], "pending": True},
-                status=status.HTTP_202_ACCEPTED,
+        try:
+            turn_status = widget_turn_status(client=self.client, message=message)
+            if queued and turn_status in (None, TraceStatus.PROCESSING):
+                return pending
+            state = widget_conversation_state(
+                client=self.client, conversation_id=message.conversation_id
             )
-        state = widget_conversation_state(
-            client=self.client, conversation_id=message.conversation_id
-        )
-        replies = widget_messages_after(
-            client=self.client,
-            conversation_id=message.conversation_id,
-            after=message.seq,
-            limit=MESSAGES_PAGE_LIMIT,
-        )
+            replies = widget_messages_after(
+                client=self.client,
+                conversation_id=message.conversation_id,
+                after=message.seq,
+                limit=MESSAGES_PAGE_LIMIT,
+            )
+        except (OperationalError, InterfaceError):
+            # Stored, but the database went away while reading the replies: they arrive on
+            # the event stream (or GET …/messages) once it is back.
+            logger.warning("widget: database error after storing a message", exc_info=True)
+            return pending
         return Response(
             {
                 "message": _serialize([message])[0],

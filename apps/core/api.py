@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, RequestDataTooBig, SuspiciousOperation
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import InterfaceError, OperationalError, connection
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.pagination import PageNumberPagination
@@ -29,8 +30,27 @@ def _error_body(code: str, message: str, fields: dict[str, Any] | None = None) -
     return body
 
 
+# A database outage answers 503 with this Retry-After (seconds): failovers take about as long.
+DATABASE_RETRY_AFTER_SECONDS = 5
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """Every error leaves the API as {"error": {"code", "message", "fields"?}}."""
+    if isinstance(exc, (OperationalError, InterfaceError)):
+        # The database went away (restart, failover, a dropped connection): a JSON 503 the
+        # caller can retry, never an HTML 500; the broken connection is dropped so the next
+        # request opens a fresh one.
+        if not connection.in_atomic_block:
+            connection.close()
+        unavailable = Response(
+            _error_body(
+                "unavailable",
+                "The service is briefly unavailable; try again shortly.",
+            ),
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+        )
+        unavailable["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
+        return unavailable
     if isinstance(exc, ApplicationError):
         fields = exc.extra.get("fields") if exc.extra else None
         return Response(_error_body(exc.code, exc.message, fields), status=exc.status)

@@ -106,6 +106,18 @@ _ERRORS: dict[int, tuple[str, list[OpenApiExample]]] = {
         "Too many requests; retry after the number of seconds in the `Retry-After` header.",
         [_example("Throttled", 429, "throttled", "Request was throttled.")],
     ),
+    503: (
+        "The database is briefly unreachable and nothing was stored; retry after the number of "
+        "seconds in the `Retry-After` header.",
+        [
+            _example(
+                "Unavailable",
+                503,
+                "unavailable",
+                "The service is briefly unavailable; nothing was stored. Try again shortly.",
+            )
+        ],
+    ),
 }
 
 

@@ -15,6 +15,8 @@ class EscalationReason(models.TextChoices):
     LLM_FAILURE = "llm_failure", "LLM unavailable or invalid"
     USAGE_LIMIT = "usage_limit", "Usage limit reached"
     STAFF_TAKEOVER = "staff_takeover", "Staff took over"
+    DEADLINE = "deadline", "Turn ran out of time"
+    SYSTEM_FAILURE = "system_failure", "Turn could not run (database or worker failure)"
 
 
 class EscalationStatus(models.TextChoices):

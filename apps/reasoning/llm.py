@@ -25,6 +25,8 @@ import openai
 from django.conf import settings
 from pydantic import BaseModel, ValidationError
 
+from apps.core import deadlines
+from apps.core.http import wall_clock_client
 from apps.reasoning import steps
 from apps.reasoning.offline import offline_complete
 
@@ -422,27 +424,35 @@ def _build_request(
 # The SDK client (cached; rebuilt when the settings it is built from change)
 # --------------------------------------------------------------------------------------------
 
-type _ClientKey = tuple[str, str | None, float, int]
+type _ClientKey = tuple[str, str | None, float]
 
 _client_lock = threading.Lock()
 _cached_client: tuple[_ClientKey, openai.OpenAI] | None = None
 
 
 def _client() -> openai.OpenAI:
+    """The SDK client. Its requests go through `WallClockTransport`: `LLM_TIMEOUT` bounds each
+    request as a whole (connect and every read), also against an endpoint that trickles its
+    body, and no request outlives the turn's deadline. The SDK's own retries are off: the turn
+    retries a failed step once, while its deadline leaves time (docs/operations.md)."""
     global _cached_client
     key: _ClientKey = (
         str(settings.OPENAI_API_KEY),
         settings.OPENAI_BASE_URL or None,
         float(settings.LLM_TIMEOUT),
-        int(settings.LLM_MAX_RETRIES),
     )
     with _client_lock:
         if _cached_client is None or _cached_client[0] != key:
-            api_key, base_url, timeout, max_retries = key
+            api_key, base_url, timeout = key
+            http_client = wall_clock_client(limit=timeout, timeout=timeout, follow_redirects=True)
             _cached_client = (
                 key,
                 openai.OpenAI(
-                    api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+                    api_key=api_key,
+                    base_url=base_url,
+                    timeout=timeout,
+                    max_retries=0,
+                    http_client=http_client,
                 ),
             )
         return _cached_client[1]
@@ -569,6 +579,9 @@ def llm_complete[T](
     if response_format is not None:
         kwargs["response_format"] = response_format
 
+    # No call starts once the turn's deadline has passed (raises DeadlineExceeded); one that
+    # starts gets LLM_TIMEOUT or what is left of the deadline, whichever is shorter.
+    allowed = deadlines.time_for(float(settings.LLM_TIMEOUT))
     started = time.perf_counter()
     try:
         completion = _client().chat.completions.create(
@@ -577,6 +590,7 @@ def llm_complete[T](
             temperature=TEMPERATURE,
             max_tokens=settings.LLM_MAX_COMPLETION_TOKENS,
             extra_headers={STEP_HEADER: step},
+            timeout=allowed,
             **kwargs,
         )
     except openai.OpenAIError as exc:

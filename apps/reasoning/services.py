@@ -9,9 +9,10 @@ import logging
 import re
 import time
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -19,12 +20,14 @@ from apps.billing.services.budgets import UsageLimitReached
 from apps.clients.models import AIMode, Client
 from apps.conversations.models import Conversation, ConversationStatus, Kind, Message, Role
 from apps.conversations.services import message_append, validate_customer_text
+from apps.core import deadlines
+from apps.core.deadlines import DeadlineExceeded, deadline_scope
 from apps.escalations.models import EscalationReason
 from apps.escalations.services import HANDOFF_TEXT, escalation_create
 from apps.reasoning import guards
 from apps.reasoning.hooks import run_post_draft_hooks
 from apps.reasoning.llm import LLMError
-from apps.reasoning.models import ReasoningTrace, TraceStatus
+from apps.reasoning.models import ReasoningStep, ReasoningTrace, TraceStatus
 from apps.reasoning.modes import mode_that_runs
 from apps.reasoning.modes.adaptive import run_adaptive
 from apps.reasoning.modes.standard import run_standard
@@ -52,6 +55,10 @@ _WANTS_HUMAN = re.compile(
 )
 
 MODES = {AIMode.STANDARD: run_standard, AIMode.ADAPTIVE: run_adaptive}  # see modes.BUILT
+
+# The database went away (restart, failover, a pooler recycling connections): the turn is
+# retried on a fresh connection (tasks.py), never answered from a half-written state.
+DB_ERRORS: tuple[type[Exception], ...] = (OperationalError, InterfaceError)
 
 
 def handle_turn(*, client: Client, conversation: Conversation, text: str) -> Message:
@@ -84,8 +91,13 @@ def handle_turn(*, client: Client, conversation: Conversation, text: str) -> Mes
 
 
 def _enqueue(message_id: int) -> None:
-    from apps.reasoning.tasks import process_turn
+    """Queue the turn of a stored message. Never raises: the message is committed, and a turn
+    that cannot run now is answered later (in-process here, or by the sweeper)."""
+    from apps.reasoning.tasks import process_turn, run_turn_in_process
 
+    if process_turn.app.conf.task_always_eager:
+        run_turn_in_process(message_id)
+        return
     try:
         process_turn.delay(message_id)
     except Exception:
@@ -94,7 +106,7 @@ def _enqueue(message_id: int) -> None:
         logger.exception(
             "could not queue the turn; running it in-process", extra={"message_id": message_id}
         )
-        process_turn.apply(args=(message_id,))
+        run_turn_in_process(message_id)
 
 
 def wants_human(text: str) -> bool:
@@ -131,7 +143,30 @@ class TurnBusy(Exception):
 
 
 def _turn_lease() -> timedelta:
-    return timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)
+    return timedelta(seconds=settings.REASONING_TURN_LEASE_SECONDS)
+
+
+def fresh_connection() -> None:
+    """After a database error: drop the (probably dead) connection so the next query opens a
+    new one. Inside a transaction the connection is left alone (the transaction is lost
+    anyway and its owner rolls back)."""
+    if not connection.in_atomic_block:
+        connection.close()
+
+
+def on_fresh_connection(what: str, action: Any, *args: Any, **kwargs: Any) -> bool:
+    """Run bookkeeping that must not be lost with a dead connection: once, and once more on a
+    fresh connection if the database failed. False when the database is still unreachable
+    (then the lease runs out and the sweeper finishes the job)."""
+    for attempt in (1, 2):
+        try:
+            action(*args, **kwargs)
+            return True
+        except DB_ERRORS:
+            fresh_connection()
+            if attempt == 2:
+                logger.warning("%s: database unreachable; left to the sweeper", what, exc_info=True)
+    return False
 
 
 def _lock_conversation(message: Message) -> bool:
@@ -158,6 +193,26 @@ def _lock_conversation(message: Message) -> bool:
     return taken == 1
 
 
+def turn_waiting_before(message_id: int) -> int | None:
+    """The earliest customer message of the same conversation still waiting for its turn (no
+    trace yet), before this one — what a `TurnBusy` may be waiting for."""
+    message = Message.objects.filter(pk=message_id).values("conversation_id", "seq").first()
+    if message is None:
+        return None
+    return (
+        Message.objects.filter(
+            conversation_id=message["conversation_id"],
+            role=Role.USER,
+            seq__lt=message["seq"],
+            turn__isnull=True,
+            created_at__gt=timezone.now() - _turn_lease(),
+        )
+        .order_by("seq")
+        .values_list("pk", flat=True)
+        .first()
+    )
+
+
 def _unlock_conversation(message: Message) -> None:
     Conversation.objects.filter(pk=message.conversation_id).update(turn_lock_until=None)
 
@@ -181,15 +236,49 @@ def turn_process(*, message_id: int) -> ReasoningTrace | None:
     try:
         return _process_locked(message)
     finally:
-        _unlock_conversation(message)
+        on_fresh_connection("turn unlock", _unlock_conversation, message)
 
 
 def _process_locked(message: Message) -> ReasoningTrace | None:
-    message_id = message.pk
     trace = _claim(message)
     if trace is None:
         return None
     started = time.perf_counter()
+    try:
+        # Every model call, webhook call and retry of the turn fits in its deadline.
+        with deadline_scope(settings.REASONING_TURN_DEADLINE_SECONDS):
+            return _process_claimed(message, trace, started)
+    except DB_ERRORS as exc:
+        # The connection died mid-turn. Note it and hand the claim back on a fresh connection
+        # so the retry (tasks.py) takes the turn over at once; re-raise for that retry.
+        logger.warning("turn interrupted by a database error", extra={"message_id": message.pk})
+        fresh_connection()
+        on_fresh_connection("turn release", _release_claim, trace, repr(exc))
+        raise
+
+
+def _release_claim(trace: ReasoningTrace, error: str) -> None:
+    ReasoningTrace.objects.filter(pk=trace.pk, status=TraceStatus.PROCESSING).update(
+        updated_at=timezone.now() - _turn_lease() - timedelta(seconds=1)
+    )
+    _trace_note(trace, "interrupted", {"reason": "database error; the turn is retried"}, error)
+
+
+def _trace_note(trace: ReasoningTrace, name: str, output: dict[str, Any], error: str = "") -> None:
+    """Append a step to a trace outside a running turn (sweeper, recovery)."""
+    last = trace.steps.order_by("-index").values_list("index", flat=True).first()
+    ReasoningStep.objects.create(
+        client_id=trace.client_id,
+        trace=trace,
+        index=0 if last is None else last + 1,
+        name=name,
+        output=output,
+        error=error[:4000],
+    )
+
+
+def _process_claimed(message: Message, trace: ReasoningTrace, started: float) -> ReasoningTrace:
+    message_id = message.pk
     client, conversation = message.client, message.conversation
     recorder = TurnRecorder(trace=trace, client=client, conversation=conversation)
 
@@ -234,14 +323,21 @@ def _process_locked(message: Message) -> ReasoningTrace | None:
             escalate=(EscalationReason.USAGE_LIMIT, "per-turn token cap reached"),
             handoff_text=USAGE_LIMIT_TEXT,
         )
+    except DeadlineExceeded:
+        outcome = _deadline_outcome(recorder)
     except LLMError as exc:
-        outcome = Outcome(
-            escalate=(
-                EscalationReason.LLM_FAILURE,
-                f"{exc.step} failed twice ({exc.kind}): {exc.message}",
-            ),
-            handoff_text=FALLBACK_TEXT,
-        )
+        if exc.kind == "timeout" and deadlines.remaining() == 0:
+            outcome = _deadline_outcome(recorder)
+        else:
+            outcome = Outcome(
+                escalate=(
+                    EscalationReason.LLM_FAILURE,
+                    f"{exc.step} failed twice ({exc.kind}): {exc.message}",
+                ),
+                handoff_text=FALLBACK_TEXT,
+            )
+    except DB_ERRORS:
+        raise  # retried on a fresh connection (see _process_locked)
     except Exception as exc:  # a bug must not lose the customer: hand over to a person
         logger.exception("turn failed", extra={"message_id": message_id})
         recorder.step("error", error=repr(exc))
@@ -250,6 +346,57 @@ def _process_locked(message: Message) -> ReasoningTrace | None:
             handoff_text=FALLBACK_TEXT,
         )
     _finish(recorder, outcome, started)
+    return trace
+
+
+def _deadline_outcome(recorder: TurnRecorder) -> Outcome:
+    """The turn's time is up: the fallback reply and a hand-off (reason `deadline`)."""
+    seconds = settings.REASONING_TURN_DEADLINE_SECONDS
+    recorder.step("deadline", output={"seconds": seconds}, error="the turn's deadline ran out")
+    return Outcome(
+        escalate=(EscalationReason.DEADLINE, f"the turn ran out of its {seconds} s deadline"),
+        handoff_text=FALLBACK_TEXT,
+    )
+
+
+def turn_give_up(
+    *, message_id: int, reason: str, detail: str, stale_only: bool = False
+) -> ReasoningTrace | None:
+    """Finish a turn that cannot run (the database failed through every retry; the sweeper
+    found it stuck again after re-queuing it): the customer gets the fallback reply and a
+    hand-off, staff see `reason` and `detail` on the escalation and the trace (status failed).
+    Idempotent: a finished turn is left alone; with `stale_only`, so is one a worker holds."""
+    message = (
+        Message.objects.select_related("conversation", "client", "client__plan")
+        .filter(pk=message_id, role=Role.USER)
+        .first()
+    )
+    if message is None:
+        return None
+    with transaction.atomic():
+        trace, created = ReasoningTrace.objects.select_for_update().get_or_create(
+            user_message=message,
+            defaults={
+                "client": message.client,
+                "conversation": message.conversation,
+                "mode": mode_that_runs(message.client.plan.ai_mode),
+            },
+        )
+        if trace.status != TraceStatus.PROCESSING:
+            return None
+        if stale_only and not created and trace.updated_at > timezone.now() - _turn_lease():
+            return None  # a worker took it over meanwhile
+        recorder = TurnRecorder(
+            trace=trace, client=message.client, conversation=message.conversation
+        )
+        recorder.step("gave_up", output={"reason": reason}, error=detail)
+        trace.error = detail[:2000]
+        _finish(
+            recorder,
+            Outcome(escalate=(reason, detail), handoff_text=FALLBACK_TEXT),
+            time.perf_counter(),
+            status=TraceStatus.FAILED,
+        )
     return trace
 
 
@@ -348,6 +495,7 @@ def _finish(
                 "escalated",
                 "tool_calls",
                 "model",
+                "error",
                 "updated_at",
             ]
         )

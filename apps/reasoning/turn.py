@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from apps.clients.models import Client, Plan
 from apps.conversations.models import Conversation, Kind, Message
+from apps.core.deadlines import DeadlineExceeded
 from apps.escalations.models import EscalationReason
 from apps.reasoning import guards
 from apps.reasoning.context import tool_schema_text
@@ -285,8 +286,9 @@ def compose_reply(
             error=execution.error,
         )
         return result.parsed.response
-    except (LLMError, TokenCapExceeded):
-        # The action already happened: never hide its outcome behind an outage or a limit.
+    except (LLMError, TokenCapExceeded, DeadlineExceeded):
+        # The action already happened: never hide its outcome behind an outage, a limit or the
+        # turn's deadline.
         if ok:
             return f"Done — {tool.name.replace('_', ' ')} completed: {_flat(execution.result)}."
         return f"Sorry, I couldn't complete that: {execution.error}"

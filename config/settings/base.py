@@ -79,6 +79,10 @@ DATABASES = {
 }
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=0))
+# A persistent connection (CONN_MAX_AGE > 0) is checked before its first use in each request or
+# task, so one the database dropped while idle (restart, failover, a pooler) is replaced
+# instead of failing the request (docs/operations.md).
+DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", env.bool("CONN_HEALTH_CHECKS", default=True))
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://guidedesk")}
@@ -200,11 +204,35 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_SERIALIZER = "json"
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
-CELERY_TASK_TIME_LIMIT = 300
-CELERY_TASK_SOFT_TIME_LIMIT = 240
+# One turn, start to finish (docs/operations.md): every model call, webhook call and retry of a
+# turn fits in REASONING_TURN_DEADLINE_SECONDS; the task's limits add room for the final
+# bookkeeping; the lease (how long a turn's claim and its conversation's turn lock hold) is the
+# hard limit, so a live turn is never taken over; Redis redelivers an unacknowledged turn (its
+# worker died) only after the lease, and checks for such turns every 10 s.
+REASONING_TURN_DEADLINE_SECONDS = env.int("REASONING_TURN_DEADLINE_SECONDS", default=90)
+CELERY_TASK_SOFT_TIME_LIMIT = REASONING_TURN_DEADLINE_SECONDS + 20
+CELERY_TASK_TIME_LIMIT = REASONING_TURN_DEADLINE_SECONDS + 30
+REASONING_TURN_LEASE_SECONDS = CELERY_TASK_TIME_LIMIT
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": REASONING_TURN_LEASE_SECONDS + 10,
+    "unacked_restore_interval": 10,
+    "unacked_restore_throttle": 1,
+    # a broker that vanished without closing the socket must not hang a publish forever
+    "socket_timeout": 10,
+    "socket_connect_timeout": 5,
+}
+# The sweeper (reasoning.sweep_turns, on the beat schedule below) re-queues or hands off turns
+# left unfinished past their lease.
+REASONING_SWEEP_INTERVAL_SECONDS = env.int("REASONING_SWEEP_INTERVAL_SECONDS", default=30)
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BEAT_SCHEDULE = {
+    # Turns left unfinished past their lease (a killed worker, a lost task, a database outage):
+    # re-queued once, then handed to a person (docs/operations.md). Idempotent.
+    "reasoning-sweep-turns": {
+        "task": "reasoning.sweep_turns",
+        "schedule": REASONING_SWEEP_INTERVAL_SECONDS,
+    },
     # Aggregate yesterday's (and any missed day's) usage into daily rollups; idempotent.
     "billing-rollup-daily-usage": {
         "task": "billing.rollup_daily_usage",
@@ -234,7 +262,6 @@ OPENAI_API_KEY = env("OPENAI_API_KEY", default="")
 OPENAI_BASE_URL = env("OPENAI_BASE_URL", default="") or None
 LLM_MODEL = env("LLM_MODEL", default="gpt-4o-mini")
 LLM_TIMEOUT = env.float("LLM_TIMEOUT", default=30.0)
-LLM_MAX_RETRIES = env.int("LLM_MAX_RETRIES", default=2)
 # json_schema (default) | json_object | text — for providers without structured outputs.
 LLM_RESPONSE_FORMAT = env("LLM_RESPONSE_FORMAT", default="json_schema")
 # Most tokens one reply may have (sent as max_tokens); also what the per-turn cap budgets for it.

@@ -14,7 +14,6 @@ OPENAI_API_KEY = "test-key"
 OPENAI_BASE_URL = "http://127.0.0.1:9/v1"
 LLM_MODEL = "gpt-4o-mini"
 LLM_TIMEOUT = 5.0
-LLM_MAX_RETRIES = 0
 # Task publishing is exercised against the broker in CI, but tests run tasks in-process.
 CELERY_TASK_ALWAYS_EAGER = True
 # The fake tool servers listen on 127.0.0.1 (the SSRF guard itself is tested with this off).

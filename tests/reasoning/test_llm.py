@@ -317,7 +317,7 @@ def test_http_errors_map_to_kinds(llm: FakeLLMServer, status: int, kind: str) ->
     assert caught.value.status_code == status
     assert caught.value.step == "respond"
     assert caught.value.prompt_tokens == 0
-    assert len(llm.requests) == 1  # LLM_MAX_RETRIES is 0 in the test settings
+    assert len(llm.requests) == 1  # the SDK's own retries are off
 
 
 def test_slow_answer_is_a_timeout(llm: FakeLLMServer, settings: Settings) -> None:
@@ -342,16 +342,16 @@ def test_unreachable_endpoint_is_a_connection_error(settings: Settings) -> None:
     assert caught.value.kind == "connection"
 
 
-def test_sdk_retries_a_server_error_when_retries_are_enabled(
-    llm: FakeLLMServer, settings: Settings
-) -> None:
-    settings.LLM_MAX_RETRIES = 1
+def test_the_sdk_never_retries_by_itself(llm: FakeLLMServer) -> None:
+    """One retry rule (docs/operations.md): the turn retries a failed step once, within its
+    deadline; the SDK's own retries are off, so they cannot multiply it."""
     llm.script("respond", Fail(status=500, retry_after=0.05), {"response": "second time lucky"})
 
-    result = llm_complete(step="respond", messages=MESSAGES, output=RespondOut)
+    with pytest.raises(LLMError) as caught:
+        llm_complete(step="respond", messages=MESSAGES, output=RespondOut)
 
-    assert result.parsed.response == "second time lucky"
-    assert len(llm.calls("respond")) == 2
+    assert caught.value.kind == "server"
+    assert len(llm.calls("respond")) == 1
 
 
 def test_client_follows_settings_changes(settings: Settings) -> None:
