@@ -21,7 +21,7 @@ def fill_public_ids(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("escalations", "0002_staff_takeover_reason"),
+        ("escalations", "0003_turn_failure_reasons"),
     ]
 
     operations = [

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("escalations", "0003_escalation_public_id"),
+        ("escalations", "0004_escalation_public_id"),
     ]
 
     operations = [
