@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 
 .PHONY: demo test lint typecheck check imports ci-checks serve worker clean lock
 
-$(STAMP): requirements/base.txt requirements/dev.txt
+$(STAMP): requirements/base.txt requirements/production.txt requirements/dev.txt
 	@test -x $(PY) || "$$(./scripts/find-python.sh)" -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements/dev.txt

@@ -1,6 +1,16 @@
+"""ASGI entry point (the Procfile's `web` process: gunicorn + uvicorn workers)."""
+
 import os
 
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
-application = get_asgi_application()
+django_application = get_asgi_application()
+
+from apps.core.asgi import StreamingPaths  # noqa: E402  (needs the apps loaded)
+
+# The widget's event streams hold no thread while open (apps/core/asgi.py, docs/deployment.md).
+application = StreamingPaths(
+    django_application,
+    [r"^/api/v1/widget/conversations/[^/]+/events$"],
+)

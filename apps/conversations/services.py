@@ -9,6 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.clients.models import Client
+from apps.conversations.events import conversation_changed
 from apps.conversations.models import Conversation, Kind, Message, Role, Visibility
 from apps.core.exceptions import ApplicationError
 
@@ -67,6 +68,8 @@ def message_append(
     locked.save(update_fields=update)
     conversation.last_seq = locked.last_seq
     conversation.status = locked.status
+    if visibility == Visibility.VISIBLE:
+        conversation_changed(conversation.pk)  # the event streams (after commit)
     return Message.objects.create(
         client=client,
         conversation=conversation,

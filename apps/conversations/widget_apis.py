@@ -14,13 +14,16 @@ visible messages, serialized by `WidgetMessageSerializer`.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any, cast
 
+from asgiref.sync import sync_to_async
+from django.core.handlers.asgi import ASGIRequest
 from django.db import DatabaseError, InterfaceError, OperationalError
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -33,6 +36,7 @@ from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
 from apps.clients.models import Client
+from apps.conversations import events
 from apps.conversations.models import Conversation, ConversationStatus, Message
 from apps.conversations.serializers import WidgetMessageSerializer
 from apps.conversations.services import conversation_create, validate_customer_text
@@ -48,6 +52,7 @@ from apps.conversations.widget_auth import (
     widget_origin_check,
 )
 from apps.conversations.widget_selectors import widget_conversation_state, widget_messages_after
+from apps.core.db import release_connection
 from apps.core.parsers import JSONParser
 from apps.core.schema import error_responses
 from apps.reasoning.models import TraceStatus
@@ -65,10 +70,14 @@ MESSAGES_PAGE_LIMIT = 200
 # The largest `seq` a database integer column holds; a bigger `after` is nonsense, not a 500.
 MAX_SEQ = 2_147_483_647
 
-# Server-sent events: each stream polls the database and ends after STREAM_SECONDS, so a WSGI
-# worker thread is never held for long; the browser reconnects after RETRY_MS with
-# Last-Event-ID. Read at call time, so tests can shorten them.
+# Server-sent events. Under WSGI (runserver, the tests' client) and under ASGI without Redis a
+# stream polls the database every POLL_SECONDS and ends after STREAM_SECONDS, so a worker thread
+# is never held for long. Under ASGI with Redis (production, docs/deployment.md) it holds no
+# thread, reads the database only when pushed (events.py) and lasts PUSH_STREAM_SECONDS. The
+# browser reconnects after RETRY_MS with Last-Event-ID. Read at call time, so tests can shorten
+# them.
 STREAM_SECONDS = 25.0
+PUSH_STREAM_SECONDS = 300.0
 POLL_SECONDS = 0.5
 HEARTBEAT_SECONDS = 15.0
 RETRY_MS = 2000
@@ -399,10 +408,16 @@ class WidgetEventsApi(WidgetConversationAPIView):
             after = _seq_param(last_event_id, "Last-Event-ID")
         else:
             after = _seq_param(request.query_params.get("after"), "after")
-        response = StreamingHttpResponse(
-            event_stream(client=self.client, conversation_id=self.conversation.pk, after=after),
-            content_type="text/event-stream; charset=utf-8",
-        )
+        stream: Iterator[str] | AsyncIterator[str]
+        if isinstance(request._request, ASGIRequest):  # served by uvicorn: no thread is held
+            stream = event_stream_async(
+                client=self.client, conversation_id=self.conversation.pk, after=after
+            )
+        else:
+            stream = event_stream(
+                client=self.client, conversation_id=self.conversation.pk, after=after
+            )
+        response = StreamingHttpResponse(stream, content_type="text/event-stream; charset=utf-8")
         response["Cache-Control"] = "no-cache, no-store"
         response["X-Accel-Buffering"] = "no"  # nginx: pass each event through at once
         return response
@@ -486,3 +501,67 @@ def event_stream(*, client: Client, conversation_id: int, after: int) -> Iterato
         if now - started >= STREAM_SECONDS:
             return
         time.sleep(POLL_SECONDS)
+
+
+def _poll_released(cursor: _StreamCursor, client: Client, conversation_id: int) -> list[str] | None:
+    """One read of the stream's state; the connection goes back to the pool right after, so an
+    open stream holds no database connection while it waits."""
+    try:
+        return cursor.poll(client=client, conversation_id=conversation_id)
+    finally:
+        release_connection(without_pool=True)
+
+
+async def event_stream_async(
+    *, client: Client, conversation_id: int, after: int
+) -> AsyncIterator[str]:
+    """The same events as `event_stream`, served from the event loop (ASGI). With Redis the
+    stream sleeps until a writer publishes a change to this conversation (events.py) and then
+    reads it; without Redis it polls. Database reads borrow a thread of the event loop's pool
+    and give their connection back at once; in between, the stream holds neither (served
+    through `apps.core.asgi.StreamingPaths`, not even the view's thread)."""
+    hub = events.hub()
+    seconds = PUSH_STREAM_SECONDS if hub is not None else STREAM_SECONDS
+    started = time.monotonic()
+    last_sent = started
+    read = sync_to_async(_poll_released, thread_sensitive=False)
+    await sync_to_async(release_connection, thread_sensitive=True)(without_pool=True)  # the view's
+    yield f"retry: {RETRY_MS}\n\n"
+    cursor = _StreamCursor(sent_seq=after)
+    woken = hub.register(conversation_id) if hub is not None else None
+    try:
+        changed = True
+        while True:
+            if changed:
+                if woken is not None:
+                    woken.clear()  # before reading: a change during the read wakes us again
+                try:
+                    chunks = await read(cursor, client, conversation_id)
+                except DatabaseError:
+                    logger.warning("widget event stream: database error, ending it", exc_info=True)
+                    return
+                if chunks is None:  # the conversation was deleted meanwhile
+                    return
+                if chunks:
+                    last_sent = time.monotonic()
+                    yield "".join(chunks)
+            now = time.monotonic()
+            if now - last_sent >= HEARTBEAT_SECONDS:
+                last_sent = now
+                yield ": keep-alive\n\n"
+            remaining = seconds - (now - started)
+            if remaining <= 0:
+                return
+            wait = min(remaining, max(0.0, HEARTBEAT_SECONDS - (now - last_sent)))
+            if woken is None:
+                await asyncio.sleep(min(wait, POLL_SECONDS))
+                changed = True
+            else:
+                try:
+                    await asyncio.wait_for(woken.wait(), timeout=wait)
+                    changed = True
+                except TimeoutError:
+                    changed = False
+    finally:
+        if hub is not None and woken is not None:
+            hub.unregister(conversation_id, woken)

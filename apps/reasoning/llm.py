@@ -26,6 +26,7 @@ from django.conf import settings
 from pydantic import BaseModel, ValidationError
 
 from apps.core import deadlines
+from apps.core.db import release_connection
 from apps.core.http import wall_clock_client
 from apps.reasoning import steps
 from apps.reasoning.offline import offline_complete
@@ -582,6 +583,7 @@ def llm_complete[T](
     # No call starts once the turn's deadline has passed (raises DeadlineExceeded); one that
     # starts gets LLM_TIMEOUT or what is left of the deadline, whichever is shorter.
     allowed = deadlines.time_for(float(settings.LLM_TIMEOUT))
+    release_connection()  # no database connection is held while the model thinks
     started = time.perf_counter()
     try:
         completion = _client().chat.completions.create(

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from apps.billing.services.budgets import UsageLimitReached
 from apps.clients.models import AIMode, Client
+from apps.conversations.events import conversation_changed
 from apps.conversations.models import Conversation, ConversationStatus, Kind, Message, Role
 from apps.conversations.services import message_append, validate_customer_text
 from apps.core import deadlines
@@ -129,6 +130,7 @@ def _claim(message: Message) -> ReasoningTrace | None:
             },
         )
         if created:
+            conversation_changed(message.conversation_id)  # typing starts (event streams)
             return trace
         if trace.status != TraceStatus.PROCESSING:
             return None
@@ -477,6 +479,7 @@ def _finish(
                 handoff_text=outcome.handoff_text or HANDOFF_TEXT,
             )
             trace.escalated = True
+        conversation_changed(conversation.pk)  # typing stops (event streams)
         trace.status = status
         trace.finished_at = timezone.now()
         trace.duration_ms = int((time.perf_counter() - started) * 1000)

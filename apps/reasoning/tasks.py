@@ -6,6 +6,8 @@ from typing import Any
 from celery import Task, shared_task
 from django.conf import settings
 
+from apps.conversations.models import Message
+from apps.core.slots import slot
 from apps.escalations.models import EscalationReason
 from apps.reasoning.services import (
     DB_ERRORS,
@@ -20,6 +22,8 @@ from apps.reasoning.services import (
 logger = logging.getLogger(__name__)
 
 BUSY_RETRY_SECONDS = 1.0
+# Over the tenant's concurrency cap (TURNS_PER_CLIENT_MAX) the task goes back to the queue.
+FAIRNESS_RETRY_SECONDS = 0.5
 EAGER_WAIT_STEP_SECONDS = 0.2
 # A turn interrupted by a database error is retried after 1, 2, 4, 8 s (± jitter); after the
 # last retry the customer gets the fallback reply and a hand-off (docs/operations.md).
@@ -56,14 +60,25 @@ def process_turn(self: Any, message_id: int) -> None:
     if self.request.is_eager:
         run_turn_in_process(message_id)
         return
-    try:
-        turn_process(message_id=message_id)
-    except TurnBusy as exc:
-        max_retries = int(settings.REASONING_TURN_LEASE_SECONDS / BUSY_RETRY_SECONDS)
-        raise self.retry(exc=exc, countdown=BUSY_RETRY_SECONDS, max_retries=max_retries) from exc
-    except DB_ERRORS:
-        fresh_connection()
-        raise
+    client_id = Message.objects.filter(pk=message_id).values_list("client_id", flat=True).first()
+    limit = int(settings.TURNS_PER_CLIENT_MAX)
+    lease = settings.REASONING_TURN_LEASE_SECONDS
+    with slot(f"turns:{client_id}", limit=limit, lease_seconds=lease) as ok:
+        if not ok:  # the tenant already has its share of turns running: queue again, shortly
+            raise self.retry(
+                countdown=FAIRNESS_RETRY_SECONDS,
+                max_retries=int(lease / FAIRNESS_RETRY_SECONDS),
+            )
+        try:
+            turn_process(message_id=message_id)
+        except TurnBusy as exc:
+            max_retries = int(settings.REASONING_TURN_LEASE_SECONDS / BUSY_RETRY_SECONDS)
+            raise self.retry(
+                exc=exc, countdown=BUSY_RETRY_SECONDS, max_retries=max_retries
+            ) from exc
+        except DB_ERRORS:
+            fresh_connection()
+            raise
 
 
 def run_turn_in_process(message_id: int) -> None:

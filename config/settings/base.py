@@ -44,6 +44,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files (the widget's loader, the chat frame, the console, the admin) straight from
+    # the web process, compressed and cached (docs/deployment.md).
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "corsheaders.middleware.CorsMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -130,7 +133,7 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = env.path("STATIC_ROOT", default=BASE_DIR / "staticfiles")
 STATICFILES_DIRS = [BASE_DIR / "static"]
 
 EMAIL_CONFIG = env.email_url("EMAIL_URL", default="consolemail://")
@@ -256,6 +259,15 @@ BILLING_ROLLUP_GRACE_SECONDS = env.int(
     "BILLING_ROLLUP_GRACE_SECONDS", default=CELERY_TASK_TIME_LIMIT + 60
 )
 CELERY_TIMEZONE = TIME_ZONE
+
+# Redis for the live event streams (pub/sub, docs/widget.md) and the per-tenant turn slots;
+# defaults to the broker when that is Redis. Unset (the demo): streams poll, no slots.
+REDIS_URL = env("REDIS_URL", default="") or (
+    CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else ""
+)
+SLOTS_REDIS_URL = REDIS_URL
+# Per-tenant fairness: at most this many turns of one client run at once, across all workers.
+TURNS_PER_CLIENT_MAX = env.int("TURNS_PER_CLIENT_MAX", default=25)
 
 # LLM gateway. With no OPENAI_API_KEY the offline demo model answers (clearly labelled).
 OPENAI_API_KEY = env("OPENAI_API_KEY", default="")

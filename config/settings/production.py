@@ -1,4 +1,5 @@
-"""Production: every secret is required (no default), so a missing one fails at boot."""
+"""Production: every secret is required (no default), so a missing one fails at boot.
+How to run it: docs/deployment.md (the Procfile)."""
 
 from .base import *  # noqa: F403
 from .base import REST_FRAMEWORK, env
@@ -7,9 +8,22 @@ DEBUG = False
 SECRET_KEY = env("SECRET_KEY")
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS")
 DATABASES = {"default": env.db("DATABASE_URL")}
-DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
-# Persistent connections are checked before reuse: one dropped while idle is replaced.
-DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("CONN_HEALTH_CHECKS", default=True)
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env.int(
+    "DB_POOL_MAX_SIZE", default=20
+):
+    # Django's native psycopg pool: a process holds at most DB_POOL_MAX_SIZE connections, and
+    # a turn or an event stream gives its connection back while it waits on the network
+    # (apps/core/db.py). Pooling replaces persistent connections (CONN_MAX_AGE must be 0).
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": env.int("DB_POOL_MIN_SIZE", default=2),
+        "max_size": env.int("DB_POOL_MAX_SIZE", default=20),
+        "timeout": env.float("DB_POOL_TIMEOUT", default=30.0),
+    }
+else:
+    DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+    # Persistent connections are checked before reuse: one dropped while idle is replaced.
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("CONN_HEALTH_CHECKS", default=True)
 SESSION_COOKIE_SECURE = True
 CSRF_COOKIE_SECURE = True
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
@@ -18,6 +32,15 @@ SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=60 * 60 * 24 * 365)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
 SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=True)
 SECURE_CONTENT_TYPE_NOSNIFF = True
+
+# Static files: `manage.py collectstatic` writes them to STATIC_ROOT with content-hashed names
+# and pre-compressed copies; WhiteNoise serves them (hashed names cached for a year, immutable;
+# the unhashed /static/widget.js that tenants embed for WHITENOISE_MAX_AGE seconds).
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
+WHITENOISE_MAX_AGE = env.int("WHITENOISE_MAX_AGE", default=60 * 60)
 
 # Every e-mail (hand-offs with the customer's words, password-reset links) must reach a mail
 # server, never the log: EMAIL_URL has no default here, and `check --deploy` refuses a console,

@@ -26,3 +26,9 @@ API_DOCS_PUBLIC = True
 MFA_REQUIRED_FOR_SUPERUSERS = False
 LOGGING = {"version": 1, "disable_existing_loggers": False, "root": {"level": "WARNING"}}
 TEST_BROKER_URL = env("CELERY_BROKER_URL", default="")
+# WhiteNoise serves straight from the source folders in tests (no collectstatic run needed).
+WHITENOISE_AUTOREFRESH = True
+WHITENOISE_USE_FINDERS = True
+# No Redis unless a test asks for it (tests/widget/test_push.py): streams poll, no turn slots.
+REDIS_URL = ""
+SLOTS_REDIS_URL = ""

@@ -35,6 +35,7 @@ from pydantic import Field
 from standardwebhooks.webhooks import Webhook
 
 from apps.core import deadlines
+from apps.core.db import release_connection
 from apps.core.http import CONNECT_TO, wall_clock_client
 from apps.tools.executors import Executor, ExecutorOutcome, ImportSpec, register
 
@@ -349,6 +350,7 @@ def run_webhook(
     attempts = 0
     error = ""
     timed_out = False
+    release_connection()  # no database connection is held while the webhook answers
     with (
         deadlines.deadline_scope(attempts_budget(tool)),
         wall_clock_client(limit=tool.timeout_seconds, follow_redirects=False) as http,

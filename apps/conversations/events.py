@@ -1,0 +1,150 @@
+"""Push for the live event streams (docs/widget.md "Live events").
+
+Writers call `conversation_changed(conversation_id)` in the transaction that appends a message,
+changes a conversation's status or starts/ends a turn; after commit it publishes the id on Redis
+(`guidedesk:conversation:<id>`). Each web process keeps ONE Redis connection subscribed to the
+pattern `guidedesk:conversation:*` (a `Hub` per event loop) and wakes the streams of that
+conversation, which then read what changed from the database (so the events' content, order
+and ids come from one place, `widget_apis._StreamCursor`). A publish carries no data, so a lost
+or duplicated one costs at most a late or an extra read — never a wrong event.
+
+No Redis (REDIS_URL unset, the demo): nothing is published and the streams poll instead."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import weakref
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+logger = logging.getLogger(__name__)
+
+CHANNEL_PREFIX = "guidedesk:conversation:"
+RECONNECT_SECONDS = 1.0
+
+_publisher_lock = threading.Lock()
+_publisher: tuple[str, Any] | None = None
+
+
+def push_enabled() -> bool:
+    return str(settings.REDIS_URL or "").startswith(("redis://", "rediss://", "unix://"))
+
+
+def _redis_publisher() -> Any:
+    global _publisher
+    url = str(settings.REDIS_URL)
+    with _publisher_lock:
+        if _publisher is None or _publisher[0] != url:
+            import redis
+
+            _publisher = (url, redis.Redis.from_url(url, socket_timeout=2))
+        return _publisher[1]
+
+
+def conversation_changed(conversation_id: int) -> None:
+    """Wake this conversation's event streams once the current transaction has committed."""
+    if push_enabled():
+        transaction.on_commit(lambda: publish(conversation_id))
+
+
+def publish(conversation_id: int) -> None:
+    try:
+        _redis_publisher().publish(f"{CHANNEL_PREFIX}{conversation_id}", b"1")
+    except Exception:  # the streams' reconnect (Last-Event-ID) catches up; never fail a write
+        logger.warning("event push: could not publish", exc_info=True)
+
+
+class Hub:
+    """One pattern subscription per process (per event loop) fanned out to the open streams."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.waiters: dict[int, set[asyncio.Event]] = {}
+        self.task: asyncio.Task[None] | None = None
+        self.connected = asyncio.Event()
+
+    def register(self, conversation_id: int) -> asyncio.Event:
+        event = asyncio.Event()
+        self.waiters.setdefault(conversation_id, set()).add(event)
+        if self.task is None or self.task.done():
+            self.task = asyncio.get_running_loop().create_task(self._listen())
+        return event
+
+    def unregister(self, conversation_id: int, event: asyncio.Event) -> None:
+        waiting = self.waiters.get(conversation_id)
+        if waiting is not None:
+            waiting.discard(event)
+            if not waiting:
+                del self.waiters[conversation_id]
+
+    def _wake(self, conversation_id: int | None) -> None:
+        if conversation_id is None:  # (re)connected: anything may have been missed
+            targets = [e for waiting in self.waiters.values() for e in waiting]
+        else:
+            targets = list(self.waiters.get(conversation_id, ()))
+        for event in targets:
+            event.set()
+
+    async def _listen(self) -> None:
+        import redis.asyncio as aioredis
+
+        while True:
+            connection = aioredis.Redis.from_url(self.url, health_check_interval=30)
+            pubsub = connection.pubsub(ignore_subscribe_messages=True)
+            try:
+                await pubsub.psubscribe(CHANNEL_PREFIX + "*")
+                self.connected.set()
+                self._wake(None)
+                async for message in pubsub.listen():
+                    if message.get("type") != "pmessage":
+                        continue
+                    channel = message["channel"]
+                    if isinstance(channel, bytes):
+                        channel = channel.decode()
+                    suffix = channel.removeprefix(CHANNEL_PREFIX)
+                    if suffix.isdigit():
+                        self._wake(int(suffix))
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.warning("event push: Redis subscription lost; reconnecting", exc_info=True)
+            finally:
+                self.connected.clear()
+                with contextlib.suppress(Exception):
+                    await pubsub.aclose()
+                with contextlib.suppress(Exception):
+                    await connection.aclose()
+            await asyncio.sleep(RECONNECT_SECONDS)
+
+    async def close(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self.task
+            self.task = None
+
+
+_hubs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Hub] = weakref.WeakKeyDictionary()
+
+
+def hub() -> Hub | None:
+    """This event loop's hub; None when there is no Redis (the streams poll)."""
+    if not push_enabled():
+        return None
+    loop = asyncio.get_running_loop()
+    found = _hubs.get(loop)
+    if found is None or found.url != settings.REDIS_URL:
+        found = _hubs[loop] = Hub(str(settings.REDIS_URL))
+    return found
+
+
+async def close_hub() -> None:
+    """Stop this event loop's subscription (tests: before their loop closes)."""
+    found = _hubs.pop(asyncio.get_running_loop(), None)
+    if found is not None:
+        await found.close()

@@ -1,0 +1,196 @@
+"""The widget as shipped: production settings, the Procfile's `release` (migrate +
+collectstatic) and `web` commands (gunicorn managing uvicorn workers, ASGI), static files from
+WhiteNoise, embedded on a shop page of another origin, chatting in real headless Chromium with
+the fake LLM behind it (issue 11.8)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+import threading
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import connection
+from playwright.sync_api import expect
+
+from tests.browser.helpers import shot
+from tests.conftest import DEMO_TENANT, ROOT
+from tests.reasoning.conftest import assess
+from tests.support import procfile
+from tests.support.fake_llm import FakeLLMServer, RecordedRequest
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+REPLY = "Orders placed before noon MT ship the same day."
+
+
+class _ShopHandler(BaseHTTPRequestHandler):
+    page = b""
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(self.page)))
+        self.end_headers()
+        self.wfile.write(self.page)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@dataclass
+class Deployment:
+    url: str
+    widget_key: str
+    shop_url: str
+
+
+def _database_url(tmp_path: Path) -> str:
+    """The server shares the test database on PostgreSQL; on SQLite (in-memory in tests, which
+    another process cannot open) it gets its own file, migrated by the release command."""
+    if connection.vendor == "postgresql":
+        s = connection.settings_dict
+        auth = s["USER"] + (f":{s['PASSWORD']}" if s["PASSWORD"] else "")
+        return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+    return f"sqlite:///{tmp_path / 'production.sqlite3'}"
+
+
+@pytest.fixture
+def deployment(transactional_db, tmp_path: Path, llm: FakeLLMServer) -> Iterator[Deployment]:
+    port = procfile.free_port()
+    env = procfile.process_env(
+        {
+            "DJANGO_SETTINGS_MODULE": "config.settings.production",
+            "SECRET_KEY": "production-browser-test-secret-key-0123456789-abcdefghij",
+            "ALLOWED_HOSTS": "127.0.0.1",
+            "DATABASE_URL": _database_url(tmp_path),
+            "STATIC_ROOT": str(tmp_path / "static"),
+            "SECURE_SSL_REDIRECT": "False",
+            "SECURE_HSTS_SECONDS": "0",
+            "EMAIL_URL": "smtp://127.0.0.1:1",
+            "OPENAI_API_KEY": "test-key",
+            "OPENAI_BASE_URL": llm.base_url,
+            "LLM_MODEL": "gpt-4o-mini",
+            "LLM_MAX_RETRIES": "0",
+            "WEB_CONCURRENCY": "1",
+            "PORT": str(port),
+        }
+    )
+    procfile.run_release(env)
+
+    # The tenant's shop lives on another origin, which the tenant allows.
+    shop = ThreadingHTTPServer(("127.0.0.1", 0), _ShopHandler)
+    shop_url = f"http://127.0.0.1:{shop.server_address[1]}"
+    tenant = json.loads(DEMO_TENANT.read_text())
+    for client in tenant["clients"]:
+        client["widget"]["allowed_origins"] = [shop_url]
+    tenant_file = tmp_path / "tenant.json"
+    tenant_file.write_text(json.dumps(tenant))
+    imported = subprocess.run(
+        [str(Path(procfile.sys.executable)), "manage.py", "import_client", str(tenant_file)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    widget_key = json.loads(imported.stdout)["clients"][0]["widget_key"]
+
+    url = f"http://127.0.0.1:{port}"
+    _ShopHandler.page = (
+        "<!doctype html><html lang=en><head><meta charset=utf-8><title>A shop</title></head>"
+        "<body><h1>A shop on another origin</h1>"
+        f'<script src="{url}/static/widget.js" data-widget-key="{widget_key}" async></script>'
+        "</body></html>"
+    ).encode()
+    threading.Thread(target=shop.serve_forever, daemon=True).start()
+
+    log = tmp_path / "web.log"
+    web = procfile.start("web", env, log)
+    try:
+        procfile.wait_for_http(url + "/healthz", web, log)
+        yield Deployment(url=url, widget_key=widget_key, shop_url=shop_url)
+    finally:
+        procfile.stop(web)
+        sys.stderr.write(log.read_text()[-6000:])  # shown when the test fails
+        shop.shutdown()
+        shop.server_close()
+
+
+def _get(url: str, **headers: str) -> Any:
+    return urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=10)
+
+
+def _static_files_are_served_compressed_and_cached(deployment: Deployment) -> None:
+    # The loader keeps its fixed name (tenants embed it); it is cached for a while only.
+    with _get(deployment.url + "/static/widget.js", **{"Accept-Encoding": "gzip"}) as loader:
+        assert loader.status == 200
+        assert loader.headers["Content-Encoding"] == "gzip"
+        assert "max-age=3600" in loader.headers["Cache-Control"]
+        assert b"data-widget-key" in gzip.decompress(loader.read())
+    # The frame links its script and styles by content-hashed name, cached for good.
+    with _get(f"{deployment.url}/widget/frame/?key={deployment.widget_key}") as frame:
+        html = frame.read().decode()
+    hashed = [part.split('"')[0] for part in html.split('src="')[1:] + html.split('href="')[1:]]
+    hashed = [h for h in hashed if h.startswith("/static/widget/frame.")]
+    assert len(hashed) == 2, html
+    for path in hashed:
+        assert path.count(".") == 2  # frame.<hash>.js / frame.<hash>.css
+        with _get(deployment.url + path) as asset:
+            assert asset.status == 200
+            assert "immutable" in asset.headers["Cache-Control"]
+            assert "max-age=315360000" in asset.headers["Cache-Control"]
+    with _get(deployment.url + "/healthz") as health:
+        assert health.headers["Server"] == "uvicorn"  # the ASGI server the Procfile runs
+
+
+def test_the_widget_loads_and_chats_under_production_settings(
+    browser: Any, deployment: Deployment, llm: FakeLLMServer, screenshots: Path
+):
+    # (One test: setting the deployment up — collectstatic, migrate, gunicorn — is the slow part.)
+    _static_files_are_served_compressed_and_cached(deployment)
+
+    def answer(request: RecordedRequest) -> dict[str, Any]:
+        return assess(response=REPLY)
+
+    llm.fallback(answer)
+    page = browser.new_page(viewport={"width": 1280, "height": 860})
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda exc: problems.append(str(exc)))
+    failed: list[str] = []
+    page.on("requestfailed", lambda r: failed.append(r.url))
+    page.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+
+    page.goto(deployment.shop_url + "/")
+    launcher = page.locator("#guidedesk-launcher")
+    expect(launcher).to_have_accessible_name("Chat with us")
+    launcher.click()
+    frame = page.frame_locator("#guidedesk-panel iframe")
+    expect(frame.get_by_text("Hi! I'm Trailhead's assistant.")).to_be_visible()
+    box = frame.get_by_label("Your message")
+    expect(box).to_be_focused(timeout=20_000)  # the frame's script has loaded and taken over
+    box.fill("When do you ship?")
+    box.press("Enter")
+    # A fresh worker imports the API on its first request: allow the first answer some time.
+    expect(frame.locator("li.gd-msg--user").last).to_contain_text(
+        "When do you ship?", timeout=20_000
+    )
+    expect(frame.locator("li.gd-msg--assistant[data-seq]").last).to_contain_text(
+        REPLY, timeout=20_000
+    )
+    expect(frame.locator("#gd-typing")).to_be_hidden()
+    shot(page, screenshots, "widget-production.png")
+    assert llm.calls(), "the reply came from the (fake) model through the production server"
+    assert problems == []
+    assert failed == []
+    page.close()

@@ -1,0 +1,110 @@
+"""The production ASGI application (config/asgi.py): event-stream paths are answered by
+`apps.core.asgi.StreamingPaths` — middleware and view in a borrowed thread, the body from the
+event loop — and every other path by Django's ASGI handler."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+from asgiref.sync import async_to_sync
+from django.core.asgi import get_asgi_application
+
+from apps.conversations import widget_apis
+from apps.conversations.models import Conversation, Role
+from apps.conversations.services import message_append
+from apps.core.asgi import StreamingPaths
+from tests.widget.test_push import parse
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+EVENTS = r"^/api/v1/widget/conversations/[^/]+/events$"
+
+
+def scope(path: str, query: dict[str, str], headers: dict[str, str]) -> dict[str, Any]:
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "root_path": "",
+        "query_string": urlencode(query).encode(),
+        "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
+        "client": ("127.0.0.1", 40000),
+        "server": ("testserver", 80),
+    }
+
+
+async def call(app: Any, request: dict[str, Any], disconnect_after: float | None = None):
+    sent: list[dict[str, Any]] = []
+    first = True
+
+    async def receive() -> dict[str, Any]:
+        nonlocal first
+        if first:
+            first = False
+            return {"type": "http.request", "body": b"", "more_body": False}
+        if disconnect_after is None:
+            await asyncio.Event().wait()  # never: the response ends by itself
+        await asyncio.sleep(disconnect_after or 0)
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await asyncio.wait_for(app(request, receive, send), 30)
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return start["status"], dict(start["headers"]), body.decode()
+
+
+@pytest.fixture
+def app() -> StreamingPaths:
+    return StreamingPaths(get_asgi_application(), [EVENTS])
+
+
+def test_an_event_stream_through_the_streaming_path(widget, app, monkeypatch):
+    monkeypatch.setattr(widget_apis, "STREAM_SECONDS", 0)
+    monkeypatch.setattr(widget_apis, "POLL_SECONDS", 0)
+    conversation_id, token = widget.conversation()
+    conversation = Conversation.objects.get(public_id=conversation_id)
+    message_append(client=widget.client, conversation=conversation, role=Role.USER, text="Hi")
+    path = f"/api/v1/widget/conversations/{conversation_id}/events"
+    request = scope(path, {"key": widget.key, "token": token}, {"Origin": widget.origin})
+
+    status, headers, body = async_to_sync(call)(app, request)
+    assert status == 200
+    assert headers[b"Content-Type"].startswith(b"text/event-stream")
+    assert headers[b"X-Content-Type-Options"] == b"nosniff"  # the middleware ran
+    events = parse(body)
+    assert events[0] == {"retry": str(widget_apis.RETRY_MS)}
+    assert [e["id"] for e in events if "id" in e] == ["1"]
+    assert events[-1] == {"event": "typing", "data": '{"typing":false}'}
+
+
+def test_errors_and_other_paths(widget, app):
+    conversation_id, _token = widget.conversation()
+    path = f"/api/v1/widget/conversations/{conversation_id}/events"
+    status, _headers, body = async_to_sync(call)(
+        app, scope(path, {"key": widget.key}, {"Origin": widget.origin})
+    )
+    assert status == 401
+    assert '"not_authenticated"' in body
+    status, _headers, body = async_to_sync(call)(app, scope("/healthz", {}, {}))
+    assert (status, body) == (200, '{"ok": true}')
+
+
+def test_a_client_that_goes_away_ends_its_stream(widget, app, monkeypatch):
+    monkeypatch.setattr(widget_apis, "STREAM_SECONDS", 600)  # would poll for ten minutes
+    monkeypatch.setattr(widget_apis, "POLL_SECONDS", 0.05)
+    conversation_id, token = widget.conversation()
+    path = f"/api/v1/widget/conversations/{conversation_id}/events"
+    request = scope(path, {"key": widget.key, "token": token}, {"Origin": widget.origin})
+    status, _headers, body = async_to_sync(call)(app, request, disconnect_after=0.3)
+    assert status == 200
+    assert parse(body)[1] == {"event": "status", "data": '{"status":"open"}'}
