@@ -138,6 +138,8 @@ def _evaluate(read: EnvRead) -> Any:
     namespace = vars(config.settings.base)
     expression = ast.Expression(read.default)
     value = eval(compile(expression, f"<{read.module} default>", "eval"), dict(namespace))  # noqa: S307
+    if isinstance(value, Path):
+        value = str(value)
     if isinstance(value, str):
         value = value.replace(f"{namespace['BASE_DIR']}/", "")
     return value
