@@ -121,8 +121,19 @@ def readme_table() -> dict[str, str]:
 
 
 def table_rows(text: str) -> dict[str, str]:
+    """`VARIABLE` → its cell in the "default" column, from every table whose second column is
+    the default (other tables — e.g. which process reads a variable — are not about it)."""
     rows: dict[str, str] = {}
-    for line in text.splitlines():
+    defaults_table = False
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
+        following = lines[index + 1] if index + 1 < len(lines) else ""
+        if line.startswith("|") and following.startswith("|---"):
+            cells = [cell.strip().lower() for cell in line.strip("|").split("|")]
+            defaults_table = len(cells) > 1 and "default" in cells[1]
+            continue
+        if not defaults_table:
+            continue
         match = re.match(r"^\|\s*`([A-Z0-9_]+)`\s*\|([^|]*)\|", line)
         if match:
             rows[match.group(1)] = match.group(2).strip()
