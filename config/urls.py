@@ -12,6 +12,12 @@ admin.site.site_header = "GuideDesk"
 admin.site.site_title = "GuideDesk admin"
 admin.site.index_title = "Clients, conversations and billing"
 
+# Under /api/ even Django's own error pages answer the JSON error shape (apps/core/error_views.py).
+handler400 = "apps.core.error_views.bad_request"
+handler403 = "apps.core.error_views.permission_denied"
+handler404 = "apps.core.error_views.page_not_found"
+handler500 = "apps.core.error_views.server_error"
+
 urlpatterns = [
     path("", core_views.home, name="home"),
     path("healthz", core_views.healthz, name="healthz"),

@@ -139,7 +139,7 @@ SUMMARY_EXAMPLE: dict[str, Any] = {
     "open_escalation": True,
 }
 MESSAGE_EXAMPLE: dict[str, Any] = {
-    "id": 311,
+    "id": "c2d9a7e4-5b1f-4e8a-9c3d-7f6e5d4c3b2a",
     "seq": 10,
     "role": "staff",
     "visibility": "visible",
@@ -153,7 +153,7 @@ DETAIL_EXAMPLE: dict[str, Any] = {
     "message_count": 3,
     "messages": [
         {
-            "id": 301,
+            "id": "a1f0c3d2-6e5b-4a79-8c1d-2e3f4a5b6c7d",
             "seq": 1,
             "role": "user",
             "visibility": "visible",
@@ -163,7 +163,7 @@ DETAIL_EXAMPLE: dict[str, Any] = {
             "created_at": "2026-03-02T09:14:05.000000Z",
         },
         {
-            "id": 302,
+            "id": "b4e2d1c0-7f6a-4b98-9d2e-3f4a5b6c7d8e",
             "seq": 2,
             "role": "assistant",
             "visibility": "internal",
@@ -173,7 +173,7 @@ DETAIL_EXAMPLE: dict[str, Any] = {
             "created_at": "2026-03-02T09:14:06.200000Z",
         },
         {
-            "id": 303,
+            "id": "d6c5b4a3-8e7f-4a0b-8e3f-4a5b6c7d8e9f",
             "seq": 3,
             "role": "assistant",
             "visibility": "visible",

@@ -162,7 +162,7 @@ def _queue_row(access: ConsoleAccess, escalation: Any) -> dict[str, Any]:
     now = timezone.now()
     last_at = getattr(escalation, "last_customer_at", None)
     return {
-        "id": escalation.pk,
+        "id": str(escalation.public_id),
         "conversation": str(escalation.conversation.public_id),
         "url": _conversation_url(access, escalation.conversation),
         "status": escalation.status,
@@ -258,7 +258,7 @@ def _escalation_json(escalation: Escalation | None) -> dict[str, Any] | None:
     if escalation is None:
         return None
     return {
-        "id": escalation.pk,
+        "id": str(escalation.public_id),
         "reason": escalation.get_reason_display(),
         "detail": escalation.detail,
         "created_at": escalation.created_at.isoformat(),

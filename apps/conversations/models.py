@@ -85,6 +85,9 @@ class Message(TenantOwnedModel):
     conversation = models.ForeignKey(
         Conversation, on_delete=models.CASCADE, related_name="messages"
     )
+    # The id the APIs show (widget and staff): opaque, so it tells nobody how many messages
+    # other tenants have. `seq` numbers the messages within their conversation.
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     seq = models.PositiveIntegerField()
     role = models.CharField(max_length=10, choices=Role.choices)
     visibility = models.CharField(

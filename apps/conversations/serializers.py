@@ -13,7 +13,10 @@ WIDGET_DATA_KEYS = frozenset({"offline", "mode", "escalation_id", "resolved"})
 
 
 class MessageSerializer(serializers.ModelSerializer[Message]):
-    """Full message JSON for staff and back-offices: internal messages included."""
+    """Full message JSON for staff and back-offices: internal messages included. `id` is the
+    message's opaque public id (a UUID), never the database's global counter."""
+
+    id = serializers.UUIDField(source="public_id", read_only=True)
 
     class Meta:
         model = Message

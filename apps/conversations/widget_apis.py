@@ -29,7 +29,6 @@ from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers, status
-from rest_framework.parsers import JSONParser
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -54,6 +53,7 @@ from apps.conversations.widget_auth import (
 )
 from apps.conversations.widget_selectors import widget_conversation_state, widget_messages_after
 from apps.core.db import release_connection
+from apps.core.parsers import JSONParser
 from apps.core.schema import error_responses
 from apps.reasoning.models import TraceStatus
 from apps.reasoning.selectors import turn_in_progress as widget_turn_in_progress

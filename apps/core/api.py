@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from django.core.exceptions import PermissionDenied
+from django.conf import settings
+from django.core.exceptions import PermissionDenied, RequestDataTooBig, SuspiciousOperation
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import InterfaceError, OperationalError, connection
 from django.http import Http404
@@ -53,6 +54,19 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if isinstance(exc, ApplicationError):
         fields = exc.extra.get("fields") if exc.extra else None
         return Response(_error_body(exc.code, exc.message, fields), status=exc.status)
+    if isinstance(exc, RequestDataTooBig):
+        # Django refuses a body over DATA_UPLOAD_MAX_MEMORY_SIZE when the view reads it; left
+        # alone it would become Django's HTML "Bad Request (400)".
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return Response(
+            _error_body("too_large", f"The request body is larger than {limit} bytes."),
+            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+        )
+    if isinstance(exc, SuspiciousOperation):  # too many fields, a malformed header, …
+        return Response(
+            _error_body("bad_request", "The request is malformed."),
+            status=status.HTTP_400_BAD_REQUEST,
+        )
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(
             exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}

@@ -26,13 +26,13 @@ from typing import Any, ClassVar
 
 from django.core.exceptions import ImproperlyConfigured
 from rest_framework import exceptions
-from rest_framework.parsers import JSONParser
 from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from apps.accounts.models import Role, User, role_at_least
 from apps.core.api import Pagination, TenantAPIView
+from apps.core.parsers import JSONParser
 
 NO_CLIENT_MESSAGE = "No client is associated with these credentials."
 

@@ -6,6 +6,7 @@ Kept apart from `apps.core.api` so that runtime plumbing does not depend on drf-
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -217,7 +218,19 @@ def parse_pk(value: str) -> int | None:
     return number if 0 < number <= _MAX_PK else None
 
 
+def parse_uuid(value: str) -> uuid.UUID | None:
+    """The UUID in `value` (a public id), or None when it cannot be one."""
+    try:
+        return uuid.UUID(value)
+    except (ValueError, AttributeError, TypeError):
+        return None
+
+
 def id_path_parameter(name: str, description: str) -> OpenApiParameter:
     return OpenApiParameter(
         name, OpenApiTypes.INT64, OpenApiParameter.PATH, description=description
     )
+
+
+def public_id_path_parameter(name: str, description: str) -> OpenApiParameter:
+    return OpenApiParameter(name, OpenApiTypes.UUID, OpenApiParameter.PATH, description=description)

@@ -17,8 +17,8 @@ from apps.core.schema import (
     NamedChoiceField,
     enum_values,
     error_responses,
-    id_path_parameter,
     invalid_example,
+    public_id_path_parameter,
 )
 from apps.escalations.models import EscalationReason, EscalationStatus
 from apps.escalations.selectors import escalation_get, escalation_list
@@ -32,7 +32,9 @@ class EscalationFilterSerializer(serializers.Serializer):
 
 
 class EscalationSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
+    id = serializers.UUIDField(
+        source="public_id", help_text="The escalation's public id (opaque, not a counter)."
+    )
     conversation = serializers.UUIDField(
         source="conversation.public_id", help_text="The conversation's public id."
     )
@@ -49,7 +51,7 @@ class EscalationSerializer(serializers.Serializer):
 
 
 ESCALATION_EXAMPLE: dict[str, Any] = {
-    "id": 42,
+    "id": "0b6f3c2e-8d4a-4c1f-9e7b-5a2d1c3b4e6f",
     "conversation": "7d0b1c8e-2f0a-4b8e-9a51-3c4f2b9e6d10",
     "reason": "customer_request",
     "status": "open",
@@ -59,7 +61,7 @@ ESCALATION_EXAMPLE: dict[str, Any] = {
     "assigned_to": "sam@shop.example",
 }
 
-ESCALATION_ID_PARAMETER = id_path_parameter("escalation_id", "The escalation's id.")
+ESCALATION_ID_PARAMETER = public_id_path_parameter("escalation_id", "The escalation's public id.")
 
 
 class EscalationListApi(StaffAPIView):

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import uuid
+
 from django.db import models
 
 from apps.core.models import TenantOwnedModel
@@ -23,6 +25,9 @@ class EscalationStatus(models.TextChoices):
 
 
 class Escalation(TenantOwnedModel):
+    # The id the APIs and the customer's widget see: opaque, never a count of every tenant's
+    # escalations.
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     conversation = models.ForeignKey(
         "conversations.Conversation", on_delete=models.CASCADE, related_name="escalations"
     )

@@ -9,7 +9,7 @@ from django.db.models import OuterRef, QuerySet, Subquery
 from apps.clients.models import Client
 from apps.conversations.models import Conversation, Message
 from apps.conversations.models import Role as MessageRole
-from apps.core.schema import parse_pk
+from apps.core.schema import parse_uuid
 from apps.escalations.models import Escalation, EscalationStatus
 
 RECENTLY_RESOLVED_LIMIT = 20
@@ -25,17 +25,16 @@ def escalation_list(*, client: Client, status: str | None = None) -> QuerySet[Es
 
 
 def escalation_get(*, client: Client, escalation_id: str | int) -> Escalation | None:
-    """The client's escalation with this id; None for a malformed, unknown or another client's
-    id alike."""
-    pk = escalation_id if isinstance(escalation_id, int) else parse_pk(escalation_id)
-    if pk is None:
+    """The client's escalation with this id — its public id (a UUID string, as the API shows
+    it) or, from our own code, its primary key; None for a malformed, unknown or another
+    client's id alike."""
+    queryset = Escalation.objects.for_client(client).select_related("conversation", "assigned_to")
+    if isinstance(escalation_id, int):
+        return queryset.filter(pk=escalation_id).first()
+    public_id = parse_uuid(escalation_id)
+    if public_id is None:
         return None
-    return (
-        Escalation.objects.for_client(client)
-        .select_related("conversation", "assigned_to")
-        .filter(pk=pk)
-        .first()
-    )
+    return queryset.filter(public_id=public_id).first()
 
 
 def escalation_open_for_conversation(

@@ -71,7 +71,7 @@ def escalation_create(
         kind=Kind.ESCALATION,
         visibility=Visibility.INTERNAL,
         text=f"Escalated ({escalation.get_reason_display()}): {detail}".strip(),
-        data={"escalation_id": escalation.pk, "reason": reason},
+        data={"escalation_id": str(escalation.public_id), "reason": reason},
         trace=trace,
     )
     message_append(
@@ -80,7 +80,7 @@ def escalation_create(
         role=Role.SYSTEM,
         kind=Kind.HANDOFF,
         text=handoff_text,
-        data={"escalation_id": escalation.pk},
+        data={"escalation_id": str(escalation.public_id)},
         trace=trace,
     )
     escalation_id = escalation.pk
@@ -188,6 +188,6 @@ def escalation_resolve(*, client: Client, escalation: Escalation, actor: Any = N
         role=Role.SYSTEM,
         kind=Kind.NOTICE,
         text=HANDBACK_TEXT,
-        data={"escalation_id": locked.pk, "resolved": True},
+        data={"escalation_id": str(locked.public_id), "resolved": True},
     )
     return locked

@@ -155,6 +155,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "apps.core.api.exception_handler",
+    # JSON only, with limits on nesting, strings and numbers (apps/core/parsers.py).
+    "DEFAULT_PARSER_CLASSES": ["apps.core.parsers.JSONParser"],
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "apps.core.negotiation.LenientContentNegotiation",
     "DEFAULT_PAGINATION_CLASS": "apps.core.api.Pagination",
     "PAGE_SIZE": 50,

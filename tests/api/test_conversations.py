@@ -233,7 +233,7 @@ def test_detail_has_all_messages_turns_and_escalations(viewer_a, data_a):
     }
 
     (escalation,) = body["escalations"]
-    assert escalation["id"] == data_a.escalation.pk
+    assert escalation["id"] == str(data_a.escalation.public_id)
     assert escalation["conversation"] == str(data_a.conversation.public_id)
     assert escalation["status"] == "open"
 
@@ -297,7 +297,7 @@ def test_staff_reply_with_an_api_key(agent_a, data_a):
     assert body["visibility"] == "visible"
     assert body["kind"] == "text"
     assert body["text"] == "Hello from staff"
-    message = Message.objects.get(pk=body["id"])
+    message = Message.objects.get(public_id=body["id"])
     assert message.author is None
     # replying took ownership: the conversation is escalated, no AI answers over staff
     conversation.refresh_from_db()
@@ -312,7 +312,7 @@ def test_staff_reply_from_a_session_is_authored_and_assigns(client_a, data_a):
     user = api.staff_user
     response = api.post(messages_url(data_a.conversation), {"text": "On it."}, format="json")
     assert response.status_code == 201
-    message = Message.objects.get(pk=response.json()["id"])
+    message = Message.objects.get(public_id=response.json()["id"])
     assert message.author == user
     assert message.data == {"author": user.email}
     data_a.escalation.refresh_from_db()

@@ -77,7 +77,7 @@ def test_b_cannot_reply_in_as_conversation(b_owner, data_a, data_b):
 
 def test_b_cannot_resolve_as_escalation(b_owner, data_a, data_b):
     before = snapshot_of_a(data_a)
-    url = reverse("api-escalation-resolve", args=[data_a.escalation.pk])
+    url = reverse("api-escalation-resolve", args=[data_a.escalation.public_id])
     assert_error(b_owner.post(url), 404, "not_found")
     assert snapshot_of_a(data_a) == before
     data_a.escalation.refresh_from_db()

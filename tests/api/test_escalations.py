@@ -26,7 +26,7 @@ def test_list_items_have_the_documented_fields(viewer_a, data_a):
     assert body["count"] == 1
     (item,) = body["results"]
     assert item == {
-        "id": data_a.escalation.pk,
+        "id": str(data_a.escalation.public_id),
         "conversation": str(data_a.conversation.public_id),
         "reason": "customer_request",
         "status": "open",
@@ -49,13 +49,13 @@ def test_list_shows_the_assignee_and_filters_by_status(client_a, viewer_a, data_
     escalation_resolve(client=client_a, escalation=resolved)
 
     open_items = viewer_a.get(LIST_URL, {"status": "open"}).json()["results"]
-    assert [i["id"] for i in open_items] == [data_a.escalation.pk]
+    assert [i["id"] for i in open_items] == [str(data_a.escalation.public_id)]
     assert open_items[0]["assigned_to"] == agent.staff_user.email
     resolved_items = viewer_a.get(LIST_URL, {"status": "resolved"}).json()["results"]
-    assert [i["id"] for i in resolved_items] == [resolved.pk]
+    assert [i["id"] for i in resolved_items] == [str(resolved.public_id)]
     assert resolved_items[0]["resolved_at"] is not None
     all_ids = [i["id"] for i in viewer_a.get(LIST_URL).json()["results"]]
-    assert all_ids == [resolved.pk, data_a.escalation.pk]  # newest first
+    assert all_ids == [str(resolved.public_id), str(data_a.escalation.public_id)]  # newest first
 
 
 @pytest.mark.parametrize("value", ["pending", "OPEN", ""])
@@ -85,10 +85,10 @@ def test_list_query_count_does_not_grow(viewer_a, client_a, django_assert_max_nu
 
 
 def test_resolve_hands_the_conversation_back(agent_a, data_a):
-    response = agent_a.post(resolve_url(data_a.escalation.pk))
+    response = agent_a.post(resolve_url(data_a.escalation.public_id))
     assert response.status_code == 200
     body = response.json()
-    assert body["id"] == data_a.escalation.pk
+    assert body["id"] == str(data_a.escalation.public_id)
     assert body["status"] == "resolved"
     assert body["resolved_at"] is not None
     data_a.conversation.refresh_from_db()
@@ -100,15 +100,15 @@ def test_resolve_hands_the_conversation_back(agent_a, data_a):
 
 def test_resolve_by_a_session_records_who(client_a, data_a):
     api = session_for(client_a, "agent")
-    assert api.post(resolve_url(data_a.escalation.pk)).status_code == 200
+    assert api.post(resolve_url(data_a.escalation.public_id)).status_code == 200
     data_a.escalation.refresh_from_db()
     assert data_a.escalation.resolved_by == api.staff_user
 
 
 def test_resolving_twice_is_idempotent(agent_a, data_a):
-    first = agent_a.post(resolve_url(data_a.escalation.pk)).json()
+    first = agent_a.post(resolve_url(data_a.escalation.public_id)).json()
     messages_after_first = Message.objects.filter(conversation=data_a.conversation).count()
-    second = agent_a.post(resolve_url(data_a.escalation.pk))
+    second = agent_a.post(resolve_url(data_a.escalation.public_id))
     assert second.status_code == 200
     assert second.json() == first
     assert Message.objects.filter(conversation=data_a.conversation).count() == messages_after_first
@@ -123,7 +123,7 @@ def test_resolve_unknown_or_malformed_id_is_404(agent_a, data_a, escalation_id):
 
 def test_resolve_ignores_a_body(agent_a, data_a):
     response = agent_a.post(
-        resolve_url(data_a.escalation.pk), {"status": "open", "client": 999}, format="json"
+        resolve_url(data_a.escalation.public_id), {"status": "open", "client": 999}, format="json"
     )
     assert response.status_code == 200
     assert Escalation.objects.get(pk=data_a.escalation.pk).status == "resolved"

@@ -54,7 +54,7 @@ ENDPOINTS = [
     Endpoint(
         "escalation resolve",
         "post",
-        lambda d: reverse("api-escalation-resolve", args=[d.escalation.pk]),
+        lambda d: reverse("api-escalation-resolve", args=[d.escalation.public_id]),
         Role.AGENT,
         200,
     ),
@@ -187,7 +187,7 @@ def test_session_writes_need_the_csrf_token(data):
     api = APIClient(enforce_csrf_checks=True)
     membership = MembershipFactory(client=data.client, role=Role.OWNER)
     api.force_login(membership.user)
-    url = reverse("api-escalation-resolve", args=[data.escalation.pk])
+    url = reverse("api-escalation-resolve", args=[data.escalation.public_id])
     error = assert_error(api.post(url), 403, "permission_denied")
     assert "CSRF" in error["message"]
     data.escalation.refresh_from_db()

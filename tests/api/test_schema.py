@@ -256,7 +256,7 @@ def test_seeded_requests_keep_the_schema(
     data = make_tenant_data(client_a)
     real_ids = {
         "conv": str(data.conversation.public_id),
-        "escalation": str(data.escalation.pk),
+        "escalation": str(data.escalation.public_id),
         "key": str(api_key_issue(client=client_a, name="to revoke", role=Role.VIEWER)[0].pk),
     }
     headers = {}

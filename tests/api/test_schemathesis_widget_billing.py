@@ -1,4 +1,5 @@
-"""Schemathesis over the widget and billing operations (the staff ones are in test_schema.py):
+"""Schemathesis over the widget, billing and current-client operations (the staff ones are in
+test_schema.py; together they cover every operation, which the last test here checks):
 no 5xx, and every response matches the documented status codes, content type and body schema.
 
 Widget calls carry a real widget key and an allowed Origin, so they get past authentication and
@@ -6,6 +7,7 @@ reach the views' own validation; billing calls carry an owner API key."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -19,13 +21,13 @@ from apps.accounts.models import Role
 from apps.accounts.services import api_key_issue
 from apps.conversations.services import conversation_create
 from tests.api.conftest import make_tenant_data
-from tests.api.test_schema import CHECKS
+from tests.api.test_schema import CHECKS, STAFF_PATHS, generated_schema
 from tests.factories import ClientFactory
 
 pytestmark = pytest.mark.django_db
 
 ORIGIN = "https://fuzzed.example"
-OTHER_PATHS = r"^/api/v1/(widget|billing)/"
+OTHER_PATHS = r"^/api/v1/(widget/|billing/|client/$)"
 
 fuzzed_schema = schemathesis.openapi.from_wsgi("/api/schema/", get_wsgi_application()).include(
     path_regex=OTHER_PATHS
@@ -66,3 +68,11 @@ def test_widget_and_billing_keep_their_schema(
         response = case.call(headers=headers)
         transaction.set_rollback(True)
     case.validate_response(response, checks=CHECKS, headers=headers)
+
+
+def test_the_conformance_runs_cover_every_operation() -> None:
+    """Every path of the schema is fuzzed for conformance by this module or test_schema.py, so
+    a new endpoint cannot slip past both."""
+    paths = set(generated_schema()["paths"])
+    covered = {p for p in paths if STAFF_PATHS.match(p) or re.match(OTHER_PATHS, p)}
+    assert covered == paths, sorted(paths - covered)

@@ -147,7 +147,7 @@ def test_the_queue_poll_returns_the_same_rows_as_json(viewer, client_a, data_a, 
     assert response["Cache-Control"].startswith("max-age=0")
     body = response.json()
     (row,) = body["open"]
-    assert row["id"] == data_a.escalation.pk
+    assert row["id"] == str(data_a.escalation.public_id)
     assert row["conversation"] == str(data_a.conversation.public_id)
     assert row["url"] == page_url(data_a.conversation) + f"?client={client_a.slug}"
     assert row["reason"] == "Customer asked for a human"
