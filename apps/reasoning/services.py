@@ -40,7 +40,6 @@ from apps.tools.selectors import pending_declined_by
 
 logger = logging.getLogger(__name__)
 
-HISTORY_LIMIT = 20
 FALLBACK_TEXT = (
     "Sorry — I ran into a problem answering that. I've passed your conversation to our team so "
     "a person can help."
@@ -429,7 +428,7 @@ def _history(*, client: Client, conversation: Conversation, upto: Message) -> li
         Message.objects.for_client(client)
         .visible()
         .filter(conversation=conversation, seq__lte=upto.seq)
-        .order_by("-seq")[:HISTORY_LIMIT]
+        .order_by("-seq")[: settings.REASONING_HISTORY_MESSAGES]
     )
     return list(reversed(recent))
 

@@ -261,3 +261,22 @@ def test_broker_down_still_answers_in_process(chat, llm, monkeypatch):
     llm.script("assess", assess(response="Still here."))
     replies = chat.say("hello")
     assert [r.text for r in replies] == ["Still here."]
+
+
+def test_history_sent_to_the_model_follows_the_setting(
+    standard_shop, llm, settings, django_capture_on_commit_callbacks
+):
+    chat = Chat(
+        standard_shop,
+        conversation_create(client=standard_shop)[0],
+        django_capture_on_commit_callbacks,
+    )
+    for n in range(1, 4):
+        llm.script("respond", {"response": f"answer {n}", "tool_call": None, "tool_params": {}})
+        chat.say(f"question {n}")
+    settings.REASONING_HISTORY_MESSAGES = 3  # question 3, its answer and question 4
+    llm.script("respond", {"response": "answer 4", "tool_call": None, "tool_params": {}})
+    chat.say("question 4")
+    last = llm.requests[-1].prompt_text
+    assert "question 4" in last and "answer 3" in last and "question 3" in last
+    assert "question 2" not in last and "answer 2" not in last
