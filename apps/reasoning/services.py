@@ -218,14 +218,19 @@ def _unlock_conversation(message: Message) -> None:
     Conversation.objects.filter(pk=message.conversation_id).update(turn_lock_until=None)
 
 
-def turn_process(*, message_id: int) -> ReasoningTrace | None:
-    """Run the turn of one customer message. Raises TurnBusy when an earlier turn of the same
-    conversation has to go first (the task retries)."""
-    message = (
+def _customer_message(message_id: int) -> Message | None:
+    """The customer message a turn is about, with what every turn reads of it."""
+    return (
         Message.objects.select_related("conversation", "client", "client__plan")
         .filter(pk=message_id, role=Role.USER)
         .first()
     )
+
+
+def turn_process(*, message_id: int) -> ReasoningTrace | None:
+    """Run the turn of one customer message. Raises TurnBusy when an earlier turn of the same
+    conversation has to go first (the task retries)."""
+    message = _customer_message(message_id)
     if message is None:
         return None
     if ReasoningTrace.objects.filter(
@@ -367,11 +372,7 @@ def turn_give_up(
     found it stuck again after re-queuing it): the customer gets the fallback reply and a
     hand-off, staff see `reason` and `detail` on the escalation and the trace (status failed).
     Idempotent: a finished turn is left alone; with `stale_only`, so is one a worker holds."""
-    message = (
-        Message.objects.select_related("conversation", "client", "client__plan")
-        .filter(pk=message_id, role=Role.USER)
-        .first()
-    )
+    message = _customer_message(message_id)
     if message is None:
         return None
     with transaction.atomic():
