@@ -120,12 +120,14 @@ def pending_resolve(
         first_reply = (
             shown_before
             and question is not None
-            and not Message.objects.filter(
+            and not Message.objects.for_client(client)
+            .filter(
                 conversation_id=question.conversation_id,
                 role__in=[Role.USER, Role.STAFF],
                 seq__gt=question.seq,
                 seq__lt=user_message.seq,
-            ).exists()
+            )
+            .exists()
         )
         facts = OpenQuestion(
             params=pending.params,
