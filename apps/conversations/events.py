@@ -52,9 +52,9 @@ def conversation_changed(conversation_id: int) -> None:
         transaction.on_commit(lambda: publish(conversation_id))
 
 
-def publish(conversation_id: int) -> None:
+def publish(conversation_id: int, prefix: str = CHANNEL_PREFIX) -> None:
     try:
-        _redis_publisher().publish(f"{CHANNEL_PREFIX}{conversation_id}", b"1")
+        _redis_publisher().publish(f"{prefix}{conversation_id}", b"1")
     except Exception:  # the streams' reconnect (Last-Event-ID) catches up; never fail a write
         logger.warning("event push: could not publish", exc_info=True)
 
@@ -62,8 +62,9 @@ def publish(conversation_id: int) -> None:
 class Hub:
     """One pattern subscription per process (per event loop) fanned out to the open streams."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, prefix: str = CHANNEL_PREFIX) -> None:
         self.url = url
+        self.prefix = prefix  # the channels `<prefix><id>` this hub listens to
         self.waiters: dict[int, set[asyncio.Event]] = {}
         self.task: asyncio.Task[None] | None = None
         self.connected = asyncio.Event()
@@ -97,7 +98,7 @@ class Hub:
             connection = aioredis.Redis.from_url(self.url, health_check_interval=30)
             pubsub = connection.pubsub(ignore_subscribe_messages=True)
             try:
-                await pubsub.psubscribe(CHANNEL_PREFIX + "*")
+                await pubsub.psubscribe(self.prefix + "*")
                 self.connected.set()
                 self._wake(None)
                 async for message in pubsub.listen():
@@ -106,7 +107,7 @@ class Hub:
                     channel = message["channel"]
                     if isinstance(channel, bytes):
                         channel = channel.decode()
-                    suffix = channel.removeprefix(CHANNEL_PREFIX)
+                    suffix = channel.removeprefix(self.prefix)
                     if suffix.isdigit():
                         self._wake(int(suffix))
             except asyncio.CancelledError:
@@ -129,22 +130,24 @@ class Hub:
             self.task = None
 
 
-_hubs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Hub] = weakref.WeakKeyDictionary()
+_hubs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, Hub]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
-def hub() -> Hub | None:
-    """This event loop's hub; None when there is no Redis (the streams poll)."""
+def hub(prefix: str = CHANNEL_PREFIX) -> Hub | None:
+    """This event loop's hub for the channels `<prefix><id>` (conversations by default; the
+    playground's runs use their own prefix); None when there is no Redis (the streams poll)."""
     if not push_enabled():
         return None
-    loop = asyncio.get_running_loop()
-    found = _hubs.get(loop)
+    hubs = _hubs.setdefault(asyncio.get_running_loop(), {})
+    found = hubs.get(prefix)
     if found is None or found.url != settings.REDIS_URL:
-        found = _hubs[loop] = Hub(str(settings.REDIS_URL))
+        found = hubs[prefix] = Hub(str(settings.REDIS_URL), prefix)
     return found
 
 
 async def close_hub() -> None:
-    """Stop this event loop's subscription (tests: before their loop closes)."""
-    found = _hubs.pop(asyncio.get_running_loop(), None)
-    if found is not None:
+    """Stop this event loop's subscriptions (tests: before their loop closes)."""
+    for found in _hubs.pop(asyncio.get_running_loop(), {}).values():
         await found.close()

@@ -20,7 +20,7 @@ from typing import Any
 
 from django.conf import settings
 
-from apps.billing.models import UsagePurpose, UsageReservation
+from apps.billing.models import UsagePurpose, UsageRecord, UsageReservation
 from apps.billing.services import usage_record_create
 from apps.billing.services.budgets import (
     UsageLimitReached,
@@ -161,11 +161,11 @@ class Meter:
     # -- after a call ----------------------------------------------------------------------------
     def record(
         self, *, step: str, model: str, prompt_tokens: int, completion_tokens: int, estimated: bool
-    ) -> None:
+    ) -> UsageRecord:
         tokens = prompt_tokens + completion_tokens
         if self.purpose != UsagePurpose.TURN:
             usage_budget_add(client=self.client, tokens=tokens)  # a turn counts at commit
-        usage_record_create(
+        record = usage_record_create(
             client=self.client,
             purpose=self.purpose,
             conversation=self.conversation,
@@ -179,6 +179,7 @@ class Meter:
         )
         self.tokens_used += tokens
         self.calls += 1
+        return record
 
     # -- a turn's monthly budget -----------------------------------------------------------------
     def turn_reserve(self) -> UsageReservation | None:

@@ -62,6 +62,9 @@ class Turn:
     confirmed: PendingAction | None = None
     declined: PendingAction | None = None
     calls: list[tuple[str, str]] = field(default_factory=list)
+    # A playground run (apps.playground): the guards decide as in a real turn, but no tool
+    # runs and nothing is proposed to a customer (see `act_on_tool_call`).
+    dry_run: bool = False
 
     @property
     def enabled_tools(self) -> list[ClientTool]:
@@ -143,6 +146,8 @@ def act_on_tool_call(
 
     if verdict.action == "none":
         return Outcome([Reply(draft)])
+    if turn.dry_run:
+        return _dry_run_outcome(turn, verdict, draft=draft, hold_message=hold_message)
     if verdict.action == "refuse":
         return Outcome([Reply(guards.refusal_text(verdict, turn.enabled_tools))])
     if verdict.action == "ask":
@@ -182,6 +187,30 @@ def act_on_tool_call(
     if not may_run:
         return Outcome([Reply(hold_message or draft or verdict.message)])
     return run_tool(turn, tool=verdict.tool, params=verdict.params, pending=verdict.pending)
+
+
+def _dry_run_outcome(
+    turn: Turn, verdict: guards.GuardVerdict, *, draft: str, hold_message: str
+) -> Outcome:
+    """A playground run stops at the guards' verdict: it is recorded (`tool_not_run`) and the
+    reply shows what the customer would have been told — no tool runs, no pending action is
+    created."""
+    tool = verdict.tool.name if verdict.tool is not None else None
+    would = {
+        "refuse": guards.refusal_text(verdict, turn.enabled_tools),
+        "ask": hold_message or draft or verdict.message,
+        "confirm": verdict.message,
+        "run": draft or f"(the reply composed from {tool}'s result)",
+    }.get(verdict.action, draft)
+    data = {
+        "tool_not_run": True,
+        "tool": tool,
+        "params": verdict.params,
+        "verdict": verdict.action,
+        "reason": verdict.reason,
+    }
+    turn.rec.step("tool_not_run", output={**data, "would_reply": would})
+    return Outcome([Reply(would, data=data)])
 
 
 def run_tool(

@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "apps.conversations",
     "apps.escalations",
     "apps.reasoning",
+    "apps.playground",
     "apps.benchmarks",
 ]
 
@@ -293,6 +294,9 @@ REASONING_MAX_TOOL_CALLS_PER_TURN = env.int("REASONING_MAX_TOOL_CALLS_PER_TURN",
 REASONING_MAX_CONTEXT_ROUNDS = env.int("REASONING_MAX_CONTEXT_ROUNDS", default=2)
 REASONING_CONFIRMATION_TTL_MINUTES = env.int("REASONING_CONFIRMATION_TTL_MINUTES", default=30)
 REASONING_HISTORY_MESSAGES = env.int("REASONING_HISTORY_MESSAGES", default=20)
+# Playground runs with no broker (the demo) run in a background thread of the web process, so
+# the page's POST returns at once; off = in the request (docs/playground.md).
+PLAYGROUND_EAGER_THREAD = env.bool("PLAYGROUND_EAGER_THREAD", default=True)
 
 LOGGING = {
     "version": 1,

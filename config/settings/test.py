@@ -16,6 +16,9 @@ LLM_MODEL = "gpt-4o-mini"
 LLM_TIMEOUT = 5.0
 # Task publishing is exercised against the broker in CI, but tests run tasks in-process.
 CELERY_TASK_ALWAYS_EAGER = True
+# Playground runs execute in the test's thread (and transaction); the browser tests turn the
+# background thread back on.
+PLAYGROUND_EAGER_THREAD = False
 # The fake tool servers listen on 127.0.0.1 (the SSRF guard itself is tested with this off).
 TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
 TOOL_WEBHOOK_ALLOW_HTTP = True

@@ -1,0 +1,262 @@
+"""Playground runs: one reasoning turn outside any conversation.
+
+`playground_run_create` validates and stores the run (and queues it, from the console);
+`playground_run_execute` runs it — in a Celery task, in a background thread of the web process
+when there is no broker, or in the caller's thread (`manage.py reason`). Nothing is sent to a
+customer: the run's history is read-only, its steps are stored on the run, tools are never
+called (the guards' verdict is shown instead), and every LLM call is metered and recorded with
+purpose `playground` against the client's caps and monthly budget."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from apps.billing.services.budgets import UsageLimitReached
+from apps.clients.models import Client
+from apps.conversations.models import Conversation, Message, Role
+from apps.conversations.services import validate_customer_text
+from apps.core.deadlines import DeadlineExceeded, deadline_scope
+from apps.core.exceptions import ApplicationError
+from apps.playground.models import PlaygroundRun, RunSource, RunStatus
+from apps.playground.recorder import PlaygroundRecorder, StepListener, run_changed
+from apps.reasoning.hooks import run_post_draft_hooks
+from apps.reasoning.llm import LLMError
+from apps.reasoning.meter import TokenCapExceeded
+from apps.reasoning.services import MODES
+from apps.reasoning.traces import TurnAborted
+from apps.reasoning.turn import Escalate, Outcome, Turn
+from apps.tools.models import ClientTool
+
+logger = logging.getLogger(__name__)
+
+MAX_ITERATIONS = 10
+
+__all__ = [
+    "PlaygroundTurn",
+    "playground_modes",
+    "playground_run_create",
+    "playground_run_execute",
+    "playground_run_stop",
+]
+
+
+def playground_modes() -> list[str]:
+    """The modes a run can use: every mode that is built."""
+    return [str(m) for m in MODES]
+
+
+@dataclass
+class PlaygroundTurn(Turn):
+    """A turn of a playground run. `dry_run` is always on: no tool runs."""
+
+    run: PlaygroundRun | None = None
+    rubric_name: str = ""  # the rubric a deliberative run should use ("" = the plan's)
+    refinement_iterations: int | None = None  # refinement iterations (None = the plan's)
+
+    def progress(self, step: int, max_steps: int) -> None:
+        """Called by a mode that knows how far it is (deliberative: step 3 of 10)."""
+        if isinstance(self.rec, PlaygroundRecorder):
+            self.rec.progress(step, max_steps)
+
+
+@transaction.atomic
+def playground_run_create(
+    *,
+    client: Client,
+    question: str,
+    mode: str,
+    created_by: Any = None,
+    conversation: Conversation | None = None,
+    rubric: str = "",
+    iterations: int | None = None,
+    source: str = RunSource.CONSOLE,
+    enqueue: bool = True,
+) -> PlaygroundRun:
+    """Validate and store a run. With `enqueue` it starts once the transaction commits."""
+    text = validate_customer_text(question)
+    if mode not in playground_modes():
+        raise ApplicationError(
+            f"Unknown mode {mode!r}; choose one of {', '.join(playground_modes())}.",
+            {"fields": {"mode": "Not a mode that can run."}},
+        )
+    if conversation is not None and conversation.client_id != client.pk:
+        raise ApplicationError(
+            "No such conversation.", {"fields": {"conversation": "Not found."}}, status=404
+        )
+    if iterations is not None and not 0 <= iterations <= MAX_ITERATIONS:
+        raise ApplicationError(
+            f"iterations must be between 0 and {MAX_ITERATIONS}.",
+            {"fields": {"iterations": f"0 to {MAX_ITERATIONS}."}},
+        )
+    run = PlaygroundRun.objects.create(
+        client=client,
+        created_by=created_by if getattr(created_by, "pk", None) else None,
+        source=source,
+        mode=mode,
+        rubric=rubric[:100],
+        iterations=iterations,
+        question=text,
+        conversation=conversation,
+        status=RunStatus.RUNNING,
+    )
+    if enqueue:
+        from apps.playground.tasks import enqueue_run
+
+        run_id = run.pk
+        transaction.on_commit(lambda: enqueue_run(run_id))
+    return run
+
+
+def playground_run_stop(*, client: Client, run: PlaygroundRun) -> bool:
+    """Ask a running run to stop; it does so before its next LLM call. False when it had
+    already finished."""
+    changed = (
+        PlaygroundRun.objects.for_client(client)
+        .filter(pk=run.pk, status=RunStatus.RUNNING)
+        .update(stop_requested=True, updated_at=timezone.now())
+    )
+    if changed:
+        run_changed(run.pk)
+    return bool(changed)
+
+
+def _claim(run_id: int) -> PlaygroundRun | None:
+    """Take the run, once: a redelivered task finds it started (or finished) and leaves it."""
+    with transaction.atomic():
+        run = (
+            PlaygroundRun.objects.select_for_update(of=("self",))
+            .select_related("client", "client__plan", "conversation")
+            .filter(pk=run_id)
+            .first()
+        )
+        if run is None or run.status != RunStatus.RUNNING or run.model:
+            return None
+        run.model = str(settings.LLM_MODEL) if settings.OPENAI_API_KEY else "offline-demo"
+        run.save(update_fields=["model", "updated_at"])
+        return run
+
+
+def _history(run: PlaygroundRun, question: Message) -> list[Message]:
+    if run.conversation is None:
+        return [question]
+    recent = (
+        Message.objects.for_client(run.client)
+        .visible()
+        .filter(conversation=run.conversation)
+        .order_by("-seq")[: max(0, settings.REASONING_HISTORY_MESSAGES - 1)]
+    )
+    return [*reversed(recent), question]
+
+
+def _turn(run: PlaygroundRun, recorder: PlaygroundRecorder) -> PlaygroundTurn:
+    client = run.client
+    # An unsaved conversation and message stand for the customer's side: they are read (the
+    # question, the history) and never written — a dry run posts nothing.
+    conversation = run.conversation or Conversation(client=client)
+    question = Message(
+        client=client,
+        conversation=conversation,
+        role=Role.USER,
+        text=run.question,
+        seq=conversation.last_seq + 1,
+    )
+    return PlaygroundTurn(
+        client=client,
+        plan=client.plan,
+        conversation=conversation,
+        user_message=question,
+        rec=recorder,
+        tools=list(ClientTool.objects.for_client(client).order_by("name")),
+        history=_history(run, question),
+        dry_run=True,
+        run=run,
+        rubric_name=run.rubric,
+        refinement_iterations=run.iterations,
+    )
+
+
+def _final(outcome: Outcome) -> dict[str, Any]:
+    return {
+        "replies": [{"text": r.text, "kind": r.kind, "data": r.data} for r in outcome.replies],
+        "escalate": list(outcome.escalate) if outcome.escalate else None,
+        "handoff_text": outcome.handoff_text,
+        "confidence": outcome.confidence,
+    }
+
+
+def playground_run_execute(
+    *, run_id: int, listeners: list[StepListener] | None = None
+) -> PlaygroundRun | None:
+    """Run a stored run to its end (done, stopped or failed). Never raises for what a model,
+    a cap or a budget does: that ends the run with its reason. Safe to call twice."""
+    run = _claim(run_id)
+    if run is None:
+        return None
+    started = time.perf_counter()
+    recorder = PlaygroundRecorder(run=run, listeners=listeners)
+    status, error, outcome = RunStatus.DONE, "", Outcome()
+    try:
+        turn = _turn(run, recorder)
+        runner = MODES[run.mode]  # type: ignore[index]
+        with deadline_scope(settings.REASONING_TURN_DEADLINE_SECONDS):
+            outcome = run_post_draft_hooks(turn, runner(turn))
+    except TurnAborted:
+        status, error = RunStatus.STOPPED, "stopped from the playground"
+    except Escalate as exc:
+        # A turn would hand the conversation to a person here: shown, not done.
+        outcome = Outcome(escalate=(exc.reason, exc.detail), handoff_text=exc.handoff_text)
+        recorder.step("escalate", output={"reason": exc.reason, "detail": exc.detail})
+    except TokenCapExceeded as exc:
+        status, error = RunStatus.FAILED, f"per-turn token cap reached at {exc.step}: {exc.detail}"
+    except UsageLimitReached as exc:
+        status, error = RunStatus.FAILED, f"monthly budget reached: {exc.detail}"
+    except DeadlineExceeded:
+        seconds = settings.REASONING_TURN_DEADLINE_SECONDS
+        status, error = RunStatus.FAILED, f"the turn's deadline ({seconds} s) ran out"
+    except LLMError as exc:
+        status, error = RunStatus.FAILED, f"{exc.step} failed ({exc.kind}): {exc.message}"
+    except Exception as exc:  # a bug ends the run as failed, with the error for staff
+        logger.exception("playground run failed", extra={"run": run.pk})
+        status, error = RunStatus.FAILED, f"internal error: {exc!r}"
+    if (
+        status == RunStatus.DONE
+        and PlaygroundRun.objects.filter(pk=run.pk, stop_requested=True).exists()
+    ):
+        status = RunStatus.STOPPED  # the mode ended on the stop flag itself (e.g. its loop)
+    run.status = status
+    run.error = error[:2000]
+    run.final = _final(outcome)
+    run.escalated = outcome.escalate is not None
+    run.offline = recorder.offline
+    if recorder.model:
+        run.model = recorder.model
+    run.finished_at = timezone.now()
+    run.duration_ms = int((time.perf_counter() - started) * 1000)
+    run.llm_wait_ms = recorder.llm_wait_ms
+    run.save(
+        update_fields=[
+            "status",
+            "error",
+            "final",
+            "escalated",
+            "offline",
+            "model",
+            "finished_at",
+            "duration_ms",
+            "llm_wait_ms",
+            "critique_triggered",
+            "critique_reasons",
+            "context_fetched",
+            "tool_calls",
+            "updated_at",
+        ]
+    )
+    run_changed(run.pk)
+    return run

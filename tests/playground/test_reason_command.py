@@ -1,0 +1,217 @@
+"""`manage.py reason`: one turn outside any conversation, through the real `openai` SDK against
+the scripted server (and on the offline demo model). Nothing reaches a customer, no tool runs,
+usage is recorded as `playground`."""
+
+from __future__ import annotations
+
+import io
+import json
+from decimal import Decimal
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from apps.billing.models import UsagePurpose, UsageRecord
+from apps.conversations.models import Conversation, Message, Role
+from apps.conversations.services import message_append
+from apps.playground.models import PlaygroundRun, RunSource, RunStatus
+from apps.reasoning.models import ReasoningTrace
+from apps.tools.models import PendingAction, ToolExecution
+from tests.factories import ModelPriceFactory
+from tests.reasoning.conftest import assess, critique
+
+pytestmark = pytest.mark.django_db
+
+
+def reason(*args: str) -> tuple[str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    call_command("reason", *args, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+def nothing_reached_a_customer() -> None:
+    assert Conversation.objects.count() == 0
+    assert Message.objects.count() == 0
+    assert ReasoningTrace.objects.count() == 0
+    assert PendingAction.objects.count() == 0
+    assert ToolExecution.objects.count() == 0
+
+
+def test_an_adaptive_run_prints_each_step_and_records_playground_usage(shop, llm, webhook):
+    ModelPriceFactory(model="gpt-4o-mini")
+    llm.script(
+        "assess",
+        assess(
+            response="Let me check.",
+            confidence=9,
+            tool_call="get_order_status",
+            tool_params={"order_id": "TH-12345"},
+        ),
+    )
+    out, _ = reason("--client", "shop", "--mode", "adaptive", "Where is order TH-12345?")
+
+    assert "Question: Where is order TH-12345?" in out
+    assert "[0] assess" in out and "confidence 9/10 · tool get_order_status" in out
+    assert "[1] guard" in out
+    assert "not run: tools never run in the playground" in out
+    assert "Answer: Let me check." in out
+    assert "Status done · 1 LLM calls" in out
+    # the real SDK made exactly one call, and the tool's webhook was never called
+    assert len(llm.calls("assess")) == 1
+    assert webhook.calls() == []
+    nothing_reached_a_customer()
+
+    run = PlaygroundRun.objects.get()
+    assert (run.status, run.source, run.mode, run.llm_calls) == (
+        "done",
+        RunSource.CLI,
+        "adaptive",
+        1,
+    )
+    usage = UsageRecord.objects.get()
+    assert usage.purpose == UsagePurpose.PLAYGROUND
+    assert (usage.step, usage.mode, usage.conversation_id, usage.trace_id) == (
+        "assess",
+        "adaptive",
+        None,
+        None,
+    )
+    assert (
+        usage.prompt_tokens + usage.completion_tokens == run.prompt_tokens + run.completion_tokens
+    )
+    assert run.cost_usd == usage.cost_usd > 0
+    assert run.billed_usd == usage.billed_usd
+    assert [s.name for s in run.steps.order_by("index")] == ["assess", "guard", "tool_not_run"]
+
+
+def test_a_destructive_tool_is_put_through_the_guards_but_never_proposed_or_run(shop, llm):
+    """A lying model (PROCEED, no confirmation needed) still gets only the guards' verdict."""
+    llm.script(
+        "assess",
+        assess(
+            response="Cancelled!",
+            confidence=10,
+            tool_call="cancel_order",
+            tool_params={"order_id": "TH-12345"},
+            is_destructive=False,
+        ),
+    )
+    llm.script("critique", critique("PROCEED"))
+    out, _ = reason("--client", "shop", "Cancel TH-12345 now")
+
+    assert "guards: confirm cancel_order" in out
+    assert "Just to confirm" in out  # what the customer would have been asked
+    nothing_reached_a_customer()
+    step = PlaygroundRun.objects.get().steps.get(name="tool_not_run")
+    assert step.output["verdict"] == "confirm" and step.output["tool_not_run"] is True
+
+
+def test_json_prints_the_trace(shop, llm):
+    llm.script("respond", {"response": "We open at 9.", "tool_call": None, "tool_params": {}})
+    out, err = reason("--client", "shop", "--mode", "standard", "--json", "When do you open?")
+
+    trace = json.loads(out)  # stdout is only the JSON; the live steps went to stderr
+    assert "[0] respond" in err
+    assert trace["status"] == "done" and trace["mode"] == "standard"
+    assert trace["final"]["replies"][0]["text"] == "We open at 9."
+    assert [s["name"] for s in trace["steps"]] == ["respond"]
+    assert trace["steps"][0]["output"]["response"] == "We open at 9."
+    assert trace["llm_calls"] == 1 and trace["tokens"] > 0
+
+
+def test_the_offline_demo_model_answers_without_a_key(shop, settings):
+    settings.OPENAI_API_KEY = ""
+    out, _ = reason("--client", "shop", "--mode", "adaptive", "What are your opening hours?")
+    assert "offline demo model" in out
+    run = PlaygroundRun.objects.get()
+    assert run.status == RunStatus.DONE and run.offline and run.model == "offline-demo"
+    assert run.final["replies"][0]["text"]
+    assert UsageRecord.objects.filter(purpose=UsagePurpose.PLAYGROUND).count() == run.llm_calls
+
+
+def test_a_conversation_gives_the_history_and_is_left_untouched(shop, llm, conversation):
+    message_append(
+        client=shop, conversation=conversation, role=Role.USER, text="My order is TH-55555"
+    )
+    before = Message.objects.count()
+    llm.script("respond", {"response": "Noted.", "tool_call": None, "tool_params": {}})
+    reason(
+        "--client",
+        "shop",
+        "--mode",
+        "standard",
+        "--conversation",
+        str(conversation.public_id),
+        "Has it shipped?",
+    )
+    prompt = llm.calls("respond")[0].prompt_text
+    assert "My order is TH-55555" in prompt and "Has it shipped?" in prompt
+    assert Message.objects.count() == before
+    assert PlaygroundRun.objects.get().conversation == conversation
+
+
+def test_the_per_turn_token_cap_ends_the_run_before_the_call(shop, llm):
+    shop.plan.per_turn_token_cap = 50
+    shop.plan.save()
+    with pytest.raises(CommandError, match="token cap"):
+        reason("--client", "shop", "--mode", "standard", "Hello")
+    assert llm.calls() == []
+    run = PlaygroundRun.objects.get()
+    assert run.status == RunStatus.FAILED and run.llm_calls == 0
+
+
+def test_a_used_up_monthly_budget_refuses_every_call(shop, llm):
+    from apps.billing.services.budgets import usage_budget_add
+
+    shop.plan.monthly_token_budget = 1000
+    shop.plan.save()
+    usage_budget_add(client=shop, tokens=1000)
+    with pytest.raises(CommandError, match="monthly budget"):
+        reason("--client", "shop", "--mode", "adaptive", "Hello")
+    assert llm.calls() == []
+
+
+def test_a_stop_request_ends_the_run_at_the_next_call(shop, llm):
+    """The second assess (after a context fetch) is not made once stop is requested."""
+    llm.script("assess", assess(confidence=4, needs_more_context=["faqs"]), assess(response="x"))
+    from apps.playground import services
+
+    run = services.playground_run_create(client=shop, question="Hi", mode="adaptive", enqueue=False)
+
+    def stop_after_first(step):
+        PlaygroundRun.objects.filter(pk=run.pk).update(stop_requested=True)
+
+    services.playground_run_execute(run_id=run.pk, listeners=[stop_after_first])
+    run.refresh_from_db()
+    assert run.status == RunStatus.STOPPED
+    assert len(llm.calls("assess")) == 1
+    assert run.steps.order_by("-index").first().name == "stopped"
+    # run again (a redelivered task): nothing happens
+    assert services.playground_run_execute(run_id=run.pk) is None
+    assert len(llm.calls()) == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--client", "nope", "Hi"], "No client with slug 'nope'"),
+        (["--client", "shop", "--mode", "turbo", "Hi"], "Mode 'turbo' cannot run"),
+        (["--client", "shop", "   "], "must not be empty"),
+        (["--client", "shop", "--iterations", "99", "Hi"], "iterations must be between 0 and 10"),
+        (["--client", "shop", "--conversation", "not-a-uuid", "Hi"], "has no conversation"),
+    ],
+)
+def test_bad_input_is_a_clear_error(shop, args, message):
+    with pytest.raises(CommandError, match=message):
+        reason(*args)
+    assert PlaygroundRun.objects.count() == 0
+
+
+def test_cost_is_billed_at_the_plan_multiplier_of_the_mode_run(shop, llm):
+    ModelPriceFactory(model="gpt-4o-mini")
+    shop.plan.multiplier_standard = Decimal("3")
+    shop.plan.save()
+    llm.script("respond", {"response": "Hi", "tool_call": None, "tool_params": {}})
+    reason("--client", "shop", "--mode", "standard", "Hello")
+    run = PlaygroundRun.objects.get()
+    assert run.billed_usd == (run.cost_usd * 3).quantize(Decimal("1e-8"))
