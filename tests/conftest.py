@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from django.core.cache import cache
 from rest_framework.test import APIClient
 
 from apps.accounts.services import api_key_issue
@@ -13,6 +14,15 @@ from tests.factories import ClientFactory, ModelPriceFactory, PlanFactory
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_TENANT = ROOT / "demo" / "tenant.json"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    """Cached rows (the notes' recent-notes list) must not outlive the test's database: on
+    SQLite a later test can reuse the same client id."""
+    cache.clear()
+    yield
+    cache.clear()
 
 
 @pytest.fixture

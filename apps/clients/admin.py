@@ -77,6 +77,16 @@ class PlanAdmin(PlatformOnlyAdmin):
         ("AI mode", {"fields": ["ai_mode"], "description": AI_MODE_HELP}),
         ("After the draft", {"fields": ["post_draft_hooks"]}),
         (
+            "Cross-session notes",
+            {
+                "fields": ["notes_enabled", "notes_prompt_budget_tokens", "notes_retention_days"],
+                "description": "What the assistant learned in earlier conversations (tool "
+                "failures, escalations, approved patterns) is added to its prompts, newest first, "
+                "within the token budget. AI-proposed patterns, strategies and tips wait for "
+                "staff approval before they reach a prompt.",
+            },
+        ),
+        (
             "Billing multipliers (billed = provider cost × multiplier of the mode that ran)",
             {"fields": ["multiplier_standard", "multiplier_adaptive", "multiplier_deliberative"]},
         ),

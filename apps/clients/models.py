@@ -61,6 +61,21 @@ class Plan(TimeStampedModel):
     per_turn_token_cap = models.PositiveIntegerField(
         default=0, help_text="Most tokens one customer message may use; 0 = none."
     )
+    notes_enabled = models.BooleanField(
+        default=True,
+        help_text="Cross-session notes: inject the relevant notes into the assistant's prompts "
+        "and write notes after turns (the seed's -notes=false switches this off).",
+    )
+    notes_retention_days = models.PositiveIntegerField(
+        default=90,
+        validators=[MinValueValidator(1)],
+        help_text="Notes older than this many days are removed by the nightly retention task.",
+    )
+    notes_prompt_budget_tokens = models.PositiveIntegerField(
+        default=400,
+        help_text="Most tokens the notes block may add to a prompt; the oldest notes are dropped "
+        "first to fit. 0 = no notes in prompts.",
+    )
 
     class Meta:
         ordering = ["monthly_fee", "slug"]

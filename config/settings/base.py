@@ -23,6 +23,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django.contrib.humanize",
+    "django.contrib.postgres",  # full-text search of notes (inactive on SQLite)
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -38,6 +39,7 @@ INSTALLED_APPS = [
     "apps.tools",
     "apps.conversations",
     "apps.escalations",
+    "apps.notes",
     "apps.reasoning",
     "apps.playground",
     "apps.benchmarks",
