@@ -45,6 +45,20 @@ of the mode that ran (e.g. 1.5 means a message that cost us $0.010 is billed $0.
 """
 
 
+EVALUATION_HELP = """
+<p>When on, every knowledge answer (no tool, or a read-only tool) longer than the character
+threshold and at or above the confidence threshold gets a second LLM call, <code>evaluate</code>,
+that checks it against the business info and tool result it used. The seed's rules, in code:
+a better answer with higher confidence <strong>replaces</strong> the draft; a
+<strong>validated</strong> draft's confidence rises 10 % (max 100 %); a <strong>questioned</strong>
+one's falls 30 % — and goes to a person instead of the customer if that puts it below the
+hand-over threshold; a failed check sends the draft unchanged. Confirmation requests, hand-offs
+and answers after actions are never evaluated. Runs before the post-draft hooks below; billed as
+step <code>evaluate</code> at the mode's multiplier (docs/benchmarks.md: ≈ +1 call per evaluated
+answer).</p>
+"""
+
+
 def _hook_choices() -> list[tuple[str, str]]:
     return [(name, name) for name in hook_names()]
 
@@ -75,6 +89,18 @@ class PlanAdmin(PlatformOnlyAdmin):
     fieldsets = [
         (None, {"fields": ["name", "slug"]}),
         ("AI mode", {"fields": ["ai_mode"], "description": AI_MODE_HELP}),
+        (
+            "Evaluation — a second opinion on knowledge answers",
+            {
+                "fields": [
+                    "evaluation_enabled",
+                    "evaluation_min_chars",
+                    "evaluation_min_confidence",
+                    "evaluation_escalate_below",
+                ],
+                "description": EVALUATION_HELP,
+            },
+        ),
         ("After the draft", {"fields": ["post_draft_hooks"]}),
         (
             "Cross-session notes",

@@ -6,7 +6,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
-from django.core.validators import MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from apps.clients.business_info import business_info_errors
@@ -47,6 +47,34 @@ class Plan(TimeStampedModel):
         blank=True,
         help_text="Names of the post-draft hooks to run, in order, after the mode's draft and "
         "before the reply is sent (apps/reasoning/hooks.py); empty = none.",
+    )
+    # The evaluation layer (seed: evaluation-layer-and-notes; apps/reasoning/evaluation.py).
+    evaluation_enabled = models.BooleanField(
+        "second-opinion evaluation",
+        default=False,
+        help_text="After a knowledge answer (no tool, or a read-only tool), a second LLM call "
+        "checks the draft against the source text it used, and may correct it, raise or lower "
+        "its confidence, or hand a questioned answer to a person. One extra call per evaluated "
+        "answer, billed as step `evaluate`. Off by default: turning it on raises cost.",
+    )
+    evaluation_min_chars = models.PositiveIntegerField(
+        "evaluate drafts longer than (characters)",
+        default=100,
+        help_text="Short replies (greetings, one-liners) are not evaluated. Seed: 100.",
+    )
+    evaluation_min_confidence = models.PositiveSmallIntegerField(
+        "evaluate from confidence (%)",
+        default=30,
+        validators=[MaxValueValidator(100)],
+        help_text="Only drafts at or above this confidence are evaluated (the draft's 1–10 "
+        "self-assessment × 10; standard mode has none and counts as 70 %). Seed: 30.",
+    )
+    evaluation_escalate_below = models.PositiveSmallIntegerField(
+        "hand questioned answers to a person below (%)",
+        default=50,
+        validators=[MaxValueValidator(100)],
+        help_text="A questioned answer (confidence − 30 %) whose confidence falls below this goes "
+        "to a person instead of the customer; 0 = never.",
     )
     monthly_fee = models.DecimalField(
         max_digits=10, decimal_places=2, default=Decimal("0"), validators=[MinValueValidator(0)]

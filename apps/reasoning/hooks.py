@@ -15,7 +15,13 @@ unknown name) changes nothing: the error is recorded on the trace as a `hook` st
 draft goes out as it was — a failing hook never loses the reply. Each hook that ran is recorded as
 a `hook` step with what it changed.
 
-Register a hook with `@post_draft_hook("name")`; the evaluation step plugs in here next.
+Register a hook with `@post_draft_hook("name")`.
+
+The evaluation step (`apps.reasoning.evaluation`) is a built-in hook named `evaluate`: it is not
+listed in `Plan.post_draft_hooks` but switched by `Plan.evaluation_enabled`, and when on it runs
+first, so the plan's own hooks (e.g. `handoff_when_unsure`) see the evaluated reply and
+confidence. It may also raise the confidence (`draft.rescore`: a validated answer +10 %) and
+leaves its summary for the reply's data (`draft.evaluation`).
 """
 
 from __future__ import annotations
@@ -60,6 +66,7 @@ class Draft:
     confidence: int | None
     escalate: tuple[str, str] | None = None
     changes: list[dict[str, Any]] = field(default_factory=list)
+    evaluation: dict[str, Any] | None = None  # the evaluation's summary, kept on the reply
 
     def replace(self, text: str, *, why: str = "") -> None:
         if self.kind != Kind.TEXT:
@@ -77,6 +84,14 @@ class Draft:
         self.changes.append({"confidence": {"from": self.confidence, "to": lowered}, "why": why})
         self.confidence = lowered
 
+    def rescore(self, confidence: int, *, why: str = "") -> None:
+        """Set the draft's confidence (1–10), up or down — for the evaluation step, whose rules
+        may raise it; other hooks use `lower_confidence`."""
+        value = max(1, min(10, int(confidence)))
+        if value != self.confidence:
+            self.changes.append({"confidence": {"from": self.confidence, "to": value}, "why": why})
+            self.confidence = value
+
     def hand_to_human(
         self, reason: str = EscalationReason.LOW_CONFIDENCE, detail: str = ""
     ) -> None:
@@ -88,6 +103,7 @@ type Hook = Callable[["Turn", Draft], None]
 
 _hooks: dict[str, Hook] = {}
 _lock = threading.Lock()
+EVALUATE = "evaluate"  # built in: switched by Plan.evaluation_enabled, never listed by name
 
 
 def post_draft_hook(name: str) -> Callable[[Hook], Hook]:
@@ -109,12 +125,21 @@ def unregister_hook(name: str) -> None:
 
 
 def hook_names() -> list[str]:
-    return sorted(_hooks)
+    """The hooks a plan may list in `post_draft_hooks` (the built-in evaluation has its own
+    switch)."""
+    return sorted(name for name in _hooks if name != EVALUATE)
+
+
+def plan_hooks(plan: Any) -> list[str]:
+    """The hooks a plan's turns run, in order: the evaluation first when it is on, then the
+    plan's listed hooks."""
+    listed = [str(n) for n in (plan.post_draft_hooks or []) if str(n) != EVALUATE]
+    return ([EVALUATE] if getattr(plan, "evaluation_enabled", False) else []) + listed
 
 
 def run_post_draft_hooks(turn: Turn, outcome: Outcome) -> Outcome:
     """Run the plan's hooks on the draft; return what is to be posted."""
-    names = [str(n) for n in (turn.plan.post_draft_hooks or [])]
+    names = plan_hooks(turn.plan)
     if not names or not outcome.replies or outcome.escalate:
         return outcome
     last = outcome.replies[-1]
@@ -144,6 +169,8 @@ def run_post_draft_hooks(turn: Turn, outcome: Outcome) -> Outcome:
     data = dict(last.data)
     if draft.confidence is not None:
         data["confidence"] = draft.confidence
+    if draft.evaluation is not None:
+        data["evaluation"] = draft.evaluation
     replies[-1] = replace(last, text=draft.text, data=data)
     return replace(outcome, replies=replies, confidence=draft.confidence)
 

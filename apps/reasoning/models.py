@@ -33,6 +33,8 @@ class ReasoningTrace(TenantOwnedModel):
     critique_reasons = models.JSONField(default=list, blank=True)
     context_fetched = models.JSONField(default=list, blank=True)
     escalated = models.BooleanField(default=False)
+    # What the evaluation step did (apps/reasoning/evaluation.py); blank = not evaluated.
+    evaluation_outcome = models.CharField(max_length=12, blank=True, default="")
     tool_calls = models.PositiveSmallIntegerField(default=0)
     llm_calls = models.PositiveSmallIntegerField(default=0)
     prompt_tokens = models.PositiveIntegerField(default=0)

@@ -25,6 +25,7 @@ from apps.core import deadlines
 from apps.core.deadlines import DeadlineExceeded, deadline_scope
 from apps.escalations.models import EscalationReason
 from apps.escalations.services import HANDOFF_TEXT, escalation_create
+from apps.reasoning import evaluation as _evaluation  # noqa: F401  (registers the `evaluate` hook)
 from apps.reasoning import guards
 from apps.reasoning.hooks import run_post_draft_hooks
 from apps.reasoning.llm import LLMError

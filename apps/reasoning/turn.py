@@ -19,7 +19,7 @@ from apps.reasoning.llm import LLMError, LLMResult
 from apps.reasoning.steps import Step, compose
 from apps.reasoning.traces import TokenCapExceeded, TurnRecorder, pretty
 from apps.tools import pending as pending_actions
-from apps.tools.models import ClientTool, ExecutionStatus, PendingAction, ToolExecution
+from apps.tools.models import ClientTool, ExecutionStatus, PendingAction, ToolExecution, ToolKind
 from apps.tools.services import tool_execute, tool_render_result
 
 NO_RETRY = {"auth", "bad_request"}
@@ -65,6 +65,32 @@ class Turn:
     # A playground run (apps.playground): the guards decide as in a real turn, but no tool
     # runs and nothing is proposed to a customer (see `act_on_tool_call`).
     dry_run: bool = False
+    # What the evaluation step (apps/reasoning/evaluation.py) reads after the draft: the source
+    # text the answer relied on, in the order it was read (label → text: the full context in
+    # standard mode, the minimal context and each fetched section in adaptive, each tool result),
+    # how the draft was made, and what the guards let the draft be (`none` = a plain answer;
+    # `run`; `ask`; `refuse`; `confirm`) with the kinds of the tools that ran.
+    sources: dict[str, str] = field(default_factory=dict)
+    draft_reasoning: str = ""
+    verdicts: list[str] = field(default_factory=list)
+    tools_run: list[str] = field(default_factory=list)
+
+    def add_source(self, label: str, text: str) -> None:
+        """Record source text the draft may rely on (a later text under the same label wins)."""
+        if text:
+            self.sources[label] = text
+
+    @property
+    def is_knowledge_answer(self) -> bool:
+        """The draft answers from knowledge: no tool ran, or only read-only tools did, and the
+        guards neither asked, refused nor put an action to the customer."""
+        # A dry run (playground) stops at the guards: a tool it would run gave no result yet.
+        allowed = {"none"} if self.dry_run else {"none", "run"}
+        return (
+            bool(self.verdicts)
+            and all(v in allowed for v in self.verdicts)
+            and all(kind == ToolKind.READ for kind in self.tools_run)
+        )
 
     @property
     def enabled_tools(self) -> list[ClientTool]:
@@ -104,15 +130,15 @@ class Turn:
         }
 
     def llm[T: BaseModel](
-        self, step: Step[T], messages: list[dict[str, str]], **facts: Any
+        self, step: Step[T], messages: list[dict[str, str]], *, retry: bool = True, **facts: Any
     ) -> LLMResult[T]:
-        """One LLM call of `step`, retried once on failure; a second failure is raised.
-        `facts` are the step's own offline-demo facts (see the step's `hint`)."""
+        """One LLM call of `step`, retried once on failure (unless `retry=False`); a second
+        failure is raised. `facts` are the step's own offline-demo facts (see its `hint`)."""
         hint = {**self.hint(), "step": step.name, **step.hint(**facts)}
         try:
             return self.rec.llm(step=step.name, messages=messages, output=step.output, hint=hint)
         except LLMError as exc:
-            if exc.kind in NO_RETRY:
+            if exc.kind in NO_RETRY or not retry:
                 raise
         return self.rec.llm(step=step.name, messages=messages, output=step.output, hint=hint)
 
@@ -138,6 +164,7 @@ def act_on_tool_call(
         confirmed=turn.confirmed,
         calls_this_turn=turn.calls,
     )
+    turn.verdicts.append(verdict.action)
     if verdict.action != "none":
         turn.rec.step("guard", output=verdict.as_data())
         turn.rec.internal(
@@ -218,6 +245,7 @@ def run_tool(
 ) -> Outcome:
     phash = guards.params_hash(params)
     turn.calls.append((tool.name, phash))
+    turn.tools_run.append(str(tool.kind))
     key = (
         pending.idempotency_key if pending else f"turn-{turn.rec.trace.pk}-{tool.name}-{phash[:20]}"
     )
@@ -261,6 +289,10 @@ def run_tool(
     )
     if pending is not None:
         pending_actions.pending_mark_executed(client=turn.client, pending=pending)
+    turn.add_source(
+        f"tool result: {tool.name}",
+        pretty(execution.result) if outcome["ok"] else f"failed: {execution.error}",
+    )
 
     if execution.status == ExecutionStatus.FAILED and execution.failure_kind != "refused":
         # A technical failure (unreachable, broken integration): its error text is not for the

@@ -48,6 +48,30 @@ HAND_WRITTEN: dict[str, dict[str, Any]] = {
         "required": ["response"],
     },
 }
+HAND_WRITTEN["evaluate"] = {
+    "type": "object",
+    "properties": {
+        "valid": {
+            "type": ["boolean", "null"],
+            "description": "True if the draft is correct and supported by the source text.",
+        },
+        "improved_response": {
+            "type": ["string", "null"],
+            "description": "A better reply written only from the source text, or null.",
+        },
+        "improved_confidence": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": 100,
+            "description": "Confidence (0-100) in improved_response; 0 when null.",
+        },
+        "evaluation": {
+            "type": "string",
+            "description": "What is right or wrong with the draft, briefly.",
+        },
+    },
+    "required": ["valid", "improved_response", "improved_confidence", "evaluation"],
+}
 HAND_WRITTEN["assess"] = {
     "type": "object",
     "properties": {
@@ -85,8 +109,14 @@ DOCUMENTED_REPLIES: dict[str, dict[str, Any]] = {
     },
     "critique": {"decision": "ASK_USER", "reasoning": "Not confirmed.", "message": "Sure?"},
     "compose": {"response": "Order 123 is cancelled."},
+    "evaluate": {
+        "valid": False,
+        "improved_response": "Returns are accepted within 30 days.",
+        "improved_confidence": 90,
+        "evaluation": "The policy says 30 days, not 60.",
+    },
 }
-BUILT = ["assess", "compose", "critique", "respond"]
+BUILT = ["assess", "compose", "critique", "evaluate", "respond"]
 
 
 def _hint(**extra: Any) -> dict[str, Any]:
@@ -140,6 +170,7 @@ def test_offline_answer_of_every_step_is_valid_for_its_schema(name: str) -> None
         "assess": {"business_info": {}, "fetched": [], "available_keys": []},
         "critique": {"assessment": DOCUMENTED_REPLIES["assess"], "reasons": [], "tool_kind": None},
         "compose": {"tool": "x", "params": {}, "ok": True, "result": {"a": 1}, "error": ""},
+        "evaluate": {"draft": "Within 60 days.", "confidence": 80, "sources": {"x": "30 days"}},
     }[name]
     step = steps.get(name)
     raw = offline_complete(name, [], _hint(**step.hint(**facts)))

@@ -63,6 +63,11 @@ def run_adaptive(turn: Turn) -> Outcome:
 
     reasons = critique_needed(assessment, tool)
     turn.rec.trace.critique_reasons = reasons
+    turn.draft_reasoning = (
+        f"Adaptive mode: self-assessed confidence {assessment.confidence}/10; context fetched: "
+        f"{', '.join(turn.rec.trace.context_fetched) or 'none'}; critique: "
+        f"{', '.join(reasons) or 'not needed'}."
+    )
     if not reasons:
         outcome = act_on_tool_call(
             turn,
@@ -76,6 +81,7 @@ def run_adaptive(turn: Turn) -> Outcome:
 
     turn.rec.trace.critique_triggered = True
     critique = _critique(turn, assessment, tool, reasons)
+    turn.draft_reasoning += f" Critique {critique.decision}: {critique.reasoning}"
     if critique.decision == "ESCALATE":
         reason = (
             EscalationReason.LOW_CONFIDENCE
@@ -101,10 +107,12 @@ def _assess_with_context(turn: Turn) -> AssessOut:
     fetched: dict[str, str] = {}
     history = history_messages(turn.history[-ADAPTIVE_HISTORY:])
     rounds = 0
+    context = minimal_context(client=turn.client, tools=turn.enabled_tools)
+    turn.add_source("minimal context", context)
     while True:
         system = assess.prompt(
             keys=", ".join(keys),
-            context=minimal_context(client=turn.client, tools=turn.enabled_tools),
+            context=context,
             fetched="".join(f"\n## {k}\n{v}\n" for k, v in fetched.items()),
             pending=pending_text(turn.confirmed, turn.declined),
         )
@@ -141,6 +149,8 @@ def _assess_with_context(turn: Turn) -> AssessOut:
         if not found:
             return assessment
         fetched.update(found)
+        for key, text in found.items():
+            turn.add_source(key, text)
         turn.rec.trace.context_fetched = sorted(fetched)
         rounds += 1
 

@@ -10,10 +10,13 @@ from apps.reasoning.turn import Outcome, Turn, act_on_tool_call
 
 
 def run_standard(turn: Turn) -> Outcome:
-    system = respond.prompt(
-        context=full_context(client=turn.client, tools=turn.enabled_tools),
-        pending=pending_text(turn.confirmed, turn.declined),
+    context = full_context(client=turn.client, tools=turn.enabled_tools)
+    turn.add_source("full context (business info and tools)", context)
+    turn.draft_reasoning = (
+        "Standard mode: one respond call with the full business info; the model gives no "
+        "confidence of its own (counted as 70 %)."
     )
+    system = respond.prompt(context=context, pending=pending_text(turn.confirmed, turn.declined))
     messages = [{"role": "system", "content": system}, *history_messages(turn.history)]
     result = turn.llm(respond.STEP, messages, business_info=turn.client.business_info)
     out = result.parsed

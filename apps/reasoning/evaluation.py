@@ -1,0 +1,234 @@
+"""The evaluation layer (seed: evaluation-layer-and-notes): a second opinion on knowledge
+answers, as the built-in post-draft hook `evaluate` (switched by `Plan.evaluation_enabled`).
+
+After a knowledge answer — no tool ran, or only read-only tools did — the `evaluate` step
+(`apps/reasoning/steps/evaluate.py`) gets the customer's message, the draft with its confidence
+and how it was made, and the source text the draft relied on (`Turn.sources`). Its verdict is
+applied by `apply_evaluation`, the seed's rules in code:
+
+    an improved answer with higher confidence than the draft  → it replaces the draft
+    else the draft is validated                               → confidence × 1.1 (max 100 %)
+    else the draft is questioned                              → confidence × 0.7
+    else (the reviewer could not decide)                      → the draft is kept
+    the call failed, or returned something unusable           → the draft is sent unchanged
+
+A questioned answer whose confidence falls below `Plan.evaluation_escalate_below` goes to a
+person instead of the customer (the draft stays on the trace).
+
+Confidence scale: the evaluation works in percent (0–100). A draft's confidence is the mode's
+1–10 self-assessment × 10 (`assess`: 8 → 80 %); standard mode's `respond` gives none and counts
+as `STANDARD_DRAFT_CONFIDENCE` (70 %, adaptive's "confident" line). The reply's `confidence`
+(1–10) becomes the evaluated percent / 10, rounded (at least 1).
+
+Never evaluated: confirmation requests, questions the guards asked, refusals, hand-offs, and
+answers after an action or destructive tool ran. Not evaluated either (the seed's thresholds):
+drafts of at most `Plan.evaluation_min_chars` characters or below
+`Plan.evaluation_min_confidence` %.
+
+Recorded: the LLM call as trace step `evaluate` (billed as step `evaluate` under the turn's
+mode), an internal `evaluation` message whose `data` holds `outcome` (validated | questioned |
+improved | kept | failed), `confidence_before`, `confidence_after` (0–100), `escalated` and the
+details, and `ReasoningTrace.evaluation_outcome` (what the usage reports count).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from apps.conversations.models import Kind
+from apps.core.deadlines import DeadlineExceeded
+from apps.escalations.models import EscalationReason
+from apps.reasoning.hooks import EVALUATE, Draft, post_draft_hook
+from apps.reasoning.llm import LLMError
+from apps.reasoning.meter import TokenCapExceeded
+from apps.reasoning.models import ReasoningTrace
+from apps.reasoning.steps import evaluate as evaluate_step
+from apps.reasoning.steps.evaluate import EvaluateOut
+from apps.reasoning.traces import TurnAborted
+
+if TYPE_CHECKING:
+    from apps.reasoning.turn import Turn
+
+__all__ = [
+    "OUTCOMES",
+    "STANDARD_DRAFT_CONFIDENCE",
+    "Verdict",
+    "apply_evaluation",
+    "percent_from_draft",
+    "skip_reason",
+]
+
+logger = logging.getLogger(__name__)
+
+OUTCOMES = ("validated", "questioned", "improved", "kept", "failed")
+STANDARD_DRAFT_CONFIDENCE = 70
+MAX_SOURCE_CHARS = 16_000  # what the reviewer reads of the sources (the full context fits)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the seed's rules make of one evaluation."""
+
+    outcome: str  # one of OUTCOMES
+    text: str  # the reply to send
+    confidence_before: int  # 0–100
+    confidence_after: int  # 0–100
+
+    @property
+    def replaced(self) -> bool:
+        return self.outcome == "improved"
+
+
+def _scaled(confidence: int, tenths: int) -> int:
+    """confidence × tenths / 10, rounded half up, within 0–100 (integer arithmetic)."""
+    return max(0, min(100, (confidence * tenths + 5) // 10))
+
+
+def apply_evaluation(*, draft: str, confidence: int, result: EvaluateOut | None) -> Verdict:
+    """The seed's rules (pure): `result=None` means the evaluation failed."""
+    before = max(0, min(100, int(confidence)))
+    if result is None:
+        return Verdict("failed", draft, before, before)
+    improved = (result.improved_response or "").strip()
+    if improved and improved != draft.strip() and result.improved_confidence > before:
+        return Verdict("improved", improved, before, result.improved_confidence)
+    if result.valid is True:
+        return Verdict("validated", draft, before, _scaled(before, 11))
+    if result.valid is False:
+        return Verdict("questioned", draft, before, _scaled(before, 7))
+    return Verdict("kept", draft, before, before)
+
+
+def percent_from_draft(confidence: int | None) -> int:
+    """A draft's 1–10 confidence in percent; a draft without one (standard mode) counts 70 %."""
+    if confidence is None:
+        return STANDARD_DRAFT_CONFIDENCE
+    return max(0, min(100, int(confidence) * 10))
+
+
+def tenths_from_percent(percent: int) -> int:
+    """The reply's 1–10 confidence for an evaluated percent."""
+    return max(1, min(10, (percent + 5) // 10))
+
+
+def skip_reason(turn: Turn, draft: Draft) -> str:
+    """Why this draft is not evaluated ('' = evaluate it)."""
+    if draft.kind != Kind.TEXT:
+        return f"a {draft.kind} reply is GuideDesk's own wording"
+    if not turn.is_knowledge_answer:
+        return "not a knowledge answer (a guard asked/refused, or an action ran)"
+    plan = turn.plan
+    if len(draft.text) <= plan.evaluation_min_chars:
+        return (
+            f"draft of {len(draft.text)} characters (evaluated above {plan.evaluation_min_chars})"
+        )
+    percent = percent_from_draft(draft.confidence)
+    if percent < plan.evaluation_min_confidence:
+        return f"confidence {percent} % (evaluated from {plan.evaluation_min_confidence} %)"
+    return ""
+
+
+def _sources_text(sources: dict[str, str]) -> str:
+    text = "".join(f"## {label}\n{body}\n\n" for label, body in sources.items()).strip()
+    if len(text) > MAX_SOURCE_CHARS:
+        text = text[:MAX_SOURCE_CHARS] + "\n[…cut]"
+    return text
+
+
+def _call(turn: Turn, draft: Draft, percent: int) -> tuple[EvaluateOut | None, str]:
+    """The `evaluate` call, once (an optional check is not worth a retry's wait); returns the
+    parsed verdict or (None, why it failed)."""
+    system = evaluate_step.prompt(
+        business=turn.client.name,
+        user_message=turn.user_message.text,
+        draft=draft.text,
+        confidence=percent,
+        reasoning=turn.draft_reasoning,
+        sources=_sources_text(turn.sources),
+    )
+    try:
+        result = turn.llm(
+            evaluate_step.STEP,
+            [{"role": "system", "content": system}],
+            retry=False,
+            draft=draft.text,
+            confidence=percent,
+            sources=turn.sources,
+        )
+    except TurnAborted:
+        raise
+    except LLMError as exc:
+        return None, f"{exc.kind}: {exc.message}"
+    except TokenCapExceeded as exc:
+        return None, f"token cap: {exc}"
+    except DeadlineExceeded:
+        return None, "the turn's deadline ran out"
+    except Exception as exc:  # never lose the reply over the second opinion
+        logger.exception("evaluation failed")
+        return None, f"{type(exc).__name__}: {exc}"
+    return result.parsed, ""
+
+
+@post_draft_hook(EVALUATE)
+def evaluate(turn: Turn, draft: Draft) -> None:
+    """The evaluation layer as a post-draft hook (see the module docstring)."""
+    why_not = skip_reason(turn, draft)
+    if why_not:
+        turn.rec.step("evaluate_skipped", output={"reason": why_not})
+        return
+    before = percent_from_draft(draft.confidence)
+    result, error = _call(turn, draft, before)
+    verdict = apply_evaluation(draft=draft.text, confidence=before, result=result)
+    threshold = turn.plan.evaluation_escalate_below
+    escalated = verdict.outcome == "questioned" and verdict.confidence_after < threshold
+    summary = {
+        "outcome": verdict.outcome,
+        "confidence_before": verdict.confidence_before,
+        "confidence_after": verdict.confidence_after,
+        "escalated": escalated,
+    }
+    data: dict[str, Any] = {
+        **summary,
+        "valid": None if result is None else result.valid,
+        "evaluation": "" if result is None else result.evaluation,
+        "improved_response": None if result is None else result.improved_response,
+        "improved_confidence": None if result is None else result.improved_confidence,
+        "draft": draft.text,
+        "sources": list(turn.sources),
+        "escalate_below": threshold,
+        "error": error,
+    }
+    turn.rec.internal(Kind.EVALUATION, _message_text(verdict, result, error, escalated), data)
+    _mark_trace(turn.rec.trace, verdict.outcome)
+
+    why = f"evaluation: {verdict.outcome}"
+    if verdict.replaced:
+        draft.replace(verdict.text, why=why)
+    if verdict.outcome in {"improved", "validated", "questioned"}:
+        draft.rescore(tenths_from_percent(verdict.confidence_after), why=why)
+    draft.evaluation = summary
+    if escalated:
+        draft.hand_to_human(
+            EscalationReason.LOW_CONFIDENCE,
+            f"the evaluation questioned the answer: confidence {verdict.confidence_before} % → "
+            f"{verdict.confidence_after} %, below {threshold} %",
+        )
+
+
+def _message_text(verdict: Verdict, result: EvaluateOut | None, error: str, escalated: bool) -> str:
+    head = f"{verdict.outcome.upper()} · confidence {verdict.confidence_before} % → "
+    head += f"{verdict.confidence_after} %"
+    if escalated:
+        head += " · handed to a person"
+    detail = error if result is None else result.evaluation
+    return f"{head}: {detail}" if detail else head
+
+
+def _mark_trace(trace: Any, outcome: str) -> None:
+    """Record the outcome on the turn's trace (a playground run's recorder holds the run, not a
+    trace: nothing to mark)."""
+    if isinstance(trace, ReasoningTrace):
+        ReasoningTrace.objects.filter(pk=trace.pk).update(evaluation_outcome=outcome)
+        trace.evaluation_outcome = outcome
