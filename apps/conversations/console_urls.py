@@ -7,6 +7,7 @@ from apps.conversations import console_views
 urlpatterns = [
     path("", console_views.queue, name="console-queue"),
     path("queue.json", console_views.queue_poll, name="console-queue-poll"),
+    path("events", console_views.queue_events, name="console-queue-events"),
     path(
         "conversations/<str:public_id>/",
         console_views.conversation_page,
@@ -16,6 +17,11 @@ urlpatterns = [
         "conversations/<str:public_id>/poll",
         console_views.conversation_poll,
         name="console-conversation-poll",
+    ),
+    path(
+        "conversations/<str:public_id>/events",
+        console_views.conversation_events,
+        name="console-conversation-events",
     ),
     path(
         "conversations/<str:public_id>/reply",

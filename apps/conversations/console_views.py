@@ -3,14 +3,19 @@
 
 Plain Django views with session login (allauth). The tenant and the role are resolved exactly as
 the API resolves them for a staff session (`client_for_request` / `role_for_request`, with
-`?client=<slug>` choosing among several memberships). Pages refresh themselves by polling two
-small JSON endpoints (static/console/console.js).
+`?client=<slug>` choosing among several memberships). Pages refresh themselves from two small
+JSON endpoints (static/console/console.js): when Redis is configured and the app is served over
+ASGI (the Procfile's `web`), a live doorbell stream (`…/events`, server-sent events fed by the
+same Redis pub/sub as the widget's streams, `apps.conversations.events`) tells the page to fetch
+at once when something changed; otherwise (the demo, runserver) the page polls every few seconds.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Callable
+import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from functools import wraps
 from typing import Any
@@ -20,7 +25,15 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.core.handlers.asgi import ASGIRequest
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBase,
+    JsonResponse,
+    StreamingHttpResponse,
+)
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -30,6 +43,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from apps.accounts.selectors import client_for_request, role_for_request
 from apps.clients.models import Client
+from apps.conversations import events
 from apps.conversations.models import Conversation, ConversationStatus, Message, Visibility
 from apps.conversations.selectors import (
     conversation_get,
@@ -48,6 +62,13 @@ from apps.reasoning.models import ReasoningStep, ReasoningTrace
 from apps.reasoning.selectors import conversation_detail
 
 POLL_SECONDS = 4
+# With a live doorbell stream open the page still fetches this often, as a safety net.
+PUSHED_POLL_SECONDS = 60
+# A doorbell rings at most once per this many seconds (a turn writes several times at once).
+DOORBELL_COALESCE_SECONDS = {"conversation": 0.15, "queue": 1.0}
+DOORBELL_STREAM_SECONDS = 300
+DOORBELL_HEARTBEAT_SECONDS = 15
+DOORBELL_RETRY_MS = 3000
 
 # ---------------------------------------------------------------------------------------------
 # Who is acting, for which client
@@ -99,7 +120,7 @@ def _resolve_access(request: HttpRequest) -> ConsoleAccess | HttpResponse:
 
 
 # A console view takes the request, the resolved access and the URL's arguments.
-ConsoleView = Callable[..., HttpResponse]
+ConsoleView = Callable[..., HttpResponseBase]
 
 
 def console_view(minimum: str = READ) -> Callable[[ConsoleView], ConsoleView]:
@@ -108,7 +129,7 @@ def console_view(minimum: str = READ) -> Callable[[ConsoleView], ConsoleView]:
 
     def decorate(view: ConsoleView) -> ConsoleView:
         @wraps(view)
-        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
             access = _resolve_access(request)
             if isinstance(access, HttpResponse):
                 return access
@@ -126,7 +147,7 @@ def json_view(view: ConsoleView) -> ConsoleView:
     page's script can tell "signed out" from "no access"."""
 
     @wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if not request.user.is_authenticated:
             return _json_error(401, "not_authenticated", "Sign in again.")
         access = _resolve_access(request)
@@ -197,7 +218,9 @@ def queue(request: HttpRequest, access: ConsoleAccess) -> HttpResponse:
             "open_rows": rows["open"],
             "resolved_rows": rows["recently_resolved"],
             "poll_url": reverse("console-queue-poll") + access.query,
+            "events_url": reverse("console-queue-events") + access.query,
             "poll_seconds": POLL_SECONDS,
+            "pushed_poll_seconds": PUSHED_POLL_SECONDS,
         },
     )
 
@@ -295,6 +318,8 @@ def _render_conversation(
             "form": form or ReplyForm(),
             "last_seq": all_messages[-1].seq if all_messages else 0,
             "poll_url": base + "poll" + access.query,
+            "events_url": base + "events" + access.query,
+            "pushed_poll_seconds": PUSHED_POLL_SECONDS,
             "reply_url": base + "reply" + access.query,
             "resolve_url": base + "resolve" + access.query,
             "queue_url": reverse("console-queue") + access.query,
@@ -381,4 +406,81 @@ def conversation_poll(request: HttpRequest, access: ConsoleAccess, public_id: st
     return HttpResponse(
         json.dumps(payload, default=str, ensure_ascii=False),
         content_type="application/json",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Live doorbells (server-sent events)
+# ---------------------------------------------------------------------------------------------
+
+
+async def doorbell_stream(key: str, *, coalesce: float) -> AsyncIterator[str]:
+    """`event: changed` each time a writer publishes a change under `key` (at most once per
+    `coalesce` seconds), heart-beats in between, for DOORBELL_STREAM_SECONDS; the browser then
+    reconnects. Reads nothing: the page fetches what changed from its JSON endpoint, so the
+    console's content comes from one place whether pushed or polled."""
+    hub = events.hub()
+    if hub is None:  # pragma: no cover - the view answers 204 without Redis
+        return
+    started = time.monotonic()
+    woken = hub.register_key(key)
+    try:
+        yield f"retry: {DOORBELL_RETRY_MS}\n\n"
+        last_sent = time.monotonic()
+        while True:
+            now = time.monotonic()
+            remaining = DOORBELL_STREAM_SECONDS - (now - started)
+            if remaining <= 0:
+                return
+            wait = max(0.0, min(remaining, DOORBELL_HEARTBEAT_SECONDS - (now - last_sent)))
+            try:
+                await asyncio.wait_for(woken.wait(), timeout=wait)
+            except TimeoutError:
+                yield ": keep-alive\n\n"
+                last_sent = time.monotonic()
+                continue
+            await asyncio.sleep(coalesce)  # let the rest of the burst arrive
+            woken.clear()
+            yield "event: changed\ndata: {}\n\n"
+            last_sent = time.monotonic()
+    finally:
+        hub.unregister_key(key, woken)
+
+
+def _doorbell(request: HttpRequest, key: str, *, coalesce: float) -> HttpResponseBase:
+    if not isinstance(request, ASGIRequest) or not events.push_enabled():
+        # No push here (the demo's runserver, no Redis): 204 tells EventSource not to
+        # reconnect, and the page keeps polling.
+        return HttpResponse(status=204)
+    response = StreamingHttpResponse(
+        doorbell_stream(key, coalesce=coalesce), content_type="text/event-stream; charset=utf-8"
+    )
+    response["Cache-Control"] = "no-cache, no-store"
+    response["X-Accel-Buffering"] = "no"
+    return response
+
+
+@require_GET
+@json_view
+def queue_events(request: HttpRequest, access: ConsoleAccess) -> HttpResponseBase:
+    """Rings when any conversation of the client changes (new escalations among them)."""
+    return _doorbell(
+        request, events.client_key(access.client.pk), coalesce=DOORBELL_COALESCE_SECONDS["queue"]
+    )
+
+
+@require_GET
+@json_view
+def conversation_events(
+    request: HttpRequest, access: ConsoleAccess, public_id: str
+) -> HttpResponseBase:
+    """Rings when this conversation changes (a message, a status change, a turn starting or
+    ending)."""
+    conversation = conversation_get(client=access.client, public_id=public_id)
+    if conversation is None:
+        return _json_error(404, "not_found", "Not found.")
+    return _doorbell(
+        request,
+        events.conversation_key(conversation.pk),
+        coalesce=DOORBELL_COALESCE_SECONDS["conversation"],
     )

@@ -2,11 +2,13 @@
 
 Writers call `conversation_changed(conversation_id)` in the transaction that appends a message,
 changes a conversation's status or starts/ends a turn; after commit it publishes the id on Redis
-(`guidedesk:conversation:<id>`). Each web process keeps ONE Redis connection subscribed to the
-pattern `guidedesk:conversation:*` (a `Hub` per event loop) and wakes the streams of that
-conversation, which then read what changed from the database (so the events' content, order
-and ids come from one place, `widget_apis._StreamCursor`). A publish carries no data, so a lost
-or duplicated one costs at most a late or an extra read — never a wrong event.
+(`guidedesk:conversation:<id>`, the message `c<client id>`). Each web
+process keeps ONE Redis connection subscribed to the pattern `guidedesk:conversation:*` (a `Hub`
+per event loop) and wakes the streams of that conversation — and the staff console's queue
+streams of that client — which then read what changed from the database (so the events'
+content, order and ids come from one place, `widget_apis._StreamCursor`). A publish carries no
+event data, so a lost or duplicated one costs at most a late or an extra read — never a wrong
+event.
 
 No Redis (REDIS_URL unset, the demo): nothing is published and the streams poll instead."""
 
@@ -46,17 +48,30 @@ def _redis_publisher() -> Any:
         return _publisher[1]
 
 
-def conversation_changed(conversation_id: int) -> None:
-    """Wake this conversation's event streams once the current transaction has committed."""
+def conversation_changed(conversation_id: int, client_id: int | None = None) -> None:
+    """Wake this conversation's event streams (and, given its client, that client's console
+    queue streams) once the current transaction has committed."""
     if push_enabled():
-        transaction.on_commit(lambda: publish(conversation_id))
+        transaction.on_commit(lambda: publish(conversation_id, client_id))
 
 
-def publish(conversation_id: int, prefix: str = CHANNEL_PREFIX) -> None:
+def publish(
+    conversation_id: int, client_id: int | None = None, prefix: str = CHANNEL_PREFIX
+) -> None:
     try:
-        _redis_publisher().publish(f"{prefix}{conversation_id}", b"1")
+        payload = f"c{client_id}".encode() if client_id else b"1"
+        _redis_publisher().publish(f"{prefix}{conversation_id}", payload)
     except Exception:  # the streams' reconnect (Last-Event-ID) catches up; never fail a write
         logger.warning("event push: could not publish", exc_info=True)
+
+
+def conversation_key(conversation_id: int) -> str:
+    return f"conversation:{conversation_id}"
+
+
+def client_key(client_id: int) -> str:
+    """What a console queue stream waits on: any change to any conversation of the client."""
+    return f"client:{client_id}"
 
 
 class Hub:
@@ -65,29 +80,37 @@ class Hub:
     def __init__(self, url: str, prefix: str = CHANNEL_PREFIX) -> None:
         self.url = url
         self.prefix = prefix  # the channels `<prefix><id>` this hub listens to
-        self.waiters: dict[int, set[asyncio.Event]] = {}
+        self.waiters: dict[str, set[asyncio.Event]] = {}
         self.task: asyncio.Task[None] | None = None
         self.connected = asyncio.Event()
 
     def register(self, conversation_id: int) -> asyncio.Event:
+        """An event set whenever the conversation changes."""
+        return self.register_key(conversation_key(conversation_id))
+
+    def unregister(self, conversation_id: int, event: asyncio.Event) -> None:
+        self.unregister_key(conversation_key(conversation_id), event)
+
+    def register_key(self, key: str) -> asyncio.Event:
+        """`conversation_key(id)` or `client_key(id)`."""
         event = asyncio.Event()
-        self.waiters.setdefault(conversation_id, set()).add(event)
+        self.waiters.setdefault(key, set()).add(event)
         if self.task is None or self.task.done():
             self.task = asyncio.get_running_loop().create_task(self._listen())
         return event
 
-    def unregister(self, conversation_id: int, event: asyncio.Event) -> None:
-        waiting = self.waiters.get(conversation_id)
+    def unregister_key(self, key: str, event: asyncio.Event) -> None:
+        waiting = self.waiters.get(key)
         if waiting is not None:
             waiting.discard(event)
             if not waiting:
-                del self.waiters[conversation_id]
+                del self.waiters[key]
 
-    def _wake(self, conversation_id: int | None) -> None:
-        if conversation_id is None:  # (re)connected: anything may have been missed
+    def _wake(self, *keys: str) -> None:
+        if not keys:  # (re)connected: anything may have been missed
             targets = [e for waiting in self.waiters.values() for e in waiting]
         else:
-            targets = list(self.waiters.get(conversation_id, ()))
+            targets = [e for key in keys for e in self.waiters.get(key, ())]
         for event in targets:
             event.set()
 
@@ -100,7 +123,7 @@ class Hub:
             try:
                 await pubsub.psubscribe(self.prefix + "*")
                 self.connected.set()
-                self._wake(None)
+                self._wake()
                 async for message in pubsub.listen():
                     if message.get("type") != "pmessage":
                         continue
@@ -108,8 +131,15 @@ class Hub:
                     if isinstance(channel, bytes):
                         channel = channel.decode()
                     suffix = channel.removeprefix(self.prefix)
-                    if suffix.isdigit():
-                        self._wake(int(suffix))
+                    if not suffix.isdigit():
+                        continue
+                    data = message.get("data")
+                    if isinstance(data, bytes):
+                        data = data.decode(errors="replace")
+                    keys = [conversation_key(int(suffix))]
+                    if isinstance(data, str) and data[:1] == "c" and data[1:].isdigit():
+                        keys.append(client_key(int(data[1:])))
+                    self._wake(*keys)
             except asyncio.CancelledError:
                 raise
             except Exception:

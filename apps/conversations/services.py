@@ -69,7 +69,7 @@ def message_append(
     conversation.last_seq = locked.last_seq
     conversation.status = locked.status
     if visibility == Visibility.VISIBLE:
-        conversation_changed(conversation.pk)  # the event streams (after commit)
+        conversation_changed(conversation.pk, client.pk)  # the event streams (after commit)
     return Message.objects.create(
         client=client,
         conversation=conversation,

@@ -130,7 +130,7 @@ def _claim(message: Message) -> ReasoningTrace | None:
             },
         )
         if created:
-            conversation_changed(message.conversation_id)  # typing starts (event streams)
+            conversation_changed(message.conversation_id, message.client_id)  # typing starts
             return trace
         if trace.status != TraceStatus.PROCESSING:
             return None
@@ -480,7 +480,7 @@ def _finish(
                 handoff_text=outcome.handoff_text or HANDOFF_TEXT,
             )
             trace.escalated = True
-        conversation_changed(conversation.pk)  # typing stops (event streams)
+        conversation_changed(conversation.pk, client.pk)  # typing stops (event streams)
         trace.status = status
         trace.finished_at = timezone.now()
         trace.duration_ms = int((time.perf_counter() - started) * 1000)

@@ -1,5 +1,7 @@
-/* GuideDesk staff console: keeps the queue and a conversation up to date by polling small JSON
- * endpoints. Plain JS, no framework; everything from the server is inserted as text, never HTML. */
+/* GuideDesk staff console: keeps the queue and a conversation up to date from small JSON
+ * endpoints — fetched at once when the page's live doorbell (server-sent events) rings, and
+ * polled every few seconds when there is no doorbell (no Redis, runserver). Plain JS, no
+ * framework; everything from the server is inserted as text, never HTML. */
 (function () {
   "use strict";
 
@@ -28,11 +30,15 @@
   }
 
   /* Polls `url` every `seconds` (paused while the tab is hidden); `onData(json)` may return a new
-   * URL to poll next. Marks the "Updates live." label stale when the server does not answer. */
+   * URL to poll next. Marks the "Updates live." label stale when the server does not answer.
+   * With `root.dataset.eventsUrl` and EventSource, a doorbell stream makes it fetch at once when
+   * something changed; while the doorbell is open it polls only every `pushedPollSeconds`. */
   function poller(root, url, seconds, onData) {
     var live = root.querySelector("[data-live]");
     var timer = null;
     var stopped = false;
+    var pushed = false;
+    var slowSeconds = Number(root.dataset.pushedPollSeconds) || 60;
 
     function setState(ok, text) {
       if (!live) return;
@@ -43,7 +49,7 @@
     function schedule() {
       if (stopped) return;
       clearTimeout(timer);
-      timer = setTimeout(tick, seconds * 1000);
+      timer = setTimeout(tick, (pushed ? slowSeconds : seconds) * 1000);
     }
 
     function tick() {
@@ -74,6 +80,27 @@
       if (!document.hidden && !stopped) tick();
     });
     schedule();
+    doorbell(root.dataset.eventsUrl, function (open) {
+      pushed = open;
+      if (stopped) return;
+      if (open) {
+        clearTimeout(timer);
+        tick();  // it rang (or just opened: catch up on anything since the page was served)
+      } else {
+        schedule();  // lost: poll at the normal pace until it is back
+      }
+    });
+  }
+
+  /* Opens the live doorbell: `onChange(true)` when it opens and each time it rings,
+   * `onChange(false)` when it is lost (EventSource reconnects by itself; a 204 answer — no push
+   * on this server — closes it for good). */
+  function doorbell(url, onChange) {
+    if (!url || !window.EventSource) return;
+    var source = new EventSource(url, { withCredentials: true });
+    source.onopen = function () { onChange(true); };
+    source.addEventListener("changed", function () { onChange(true); });
+    source.onerror = function () { onChange(false); };
   }
 
   /* ------------------------------------------------------------------ the queue */

@@ -5,6 +5,7 @@ the fake LLM behind it (issue 11.8)."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import subprocess
@@ -18,9 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings as django_settings
 from django.db import connection
 from playwright.sync_api import expect
 
+from apps.conversations.models import Conversation
 from tests.browser.helpers import shot
 from tests.conftest import DEMO_TENANT, ROOT
 from tests.reasoning.conftest import assess
@@ -51,6 +54,7 @@ class Deployment:
     url: str
     widget_key: str
     shop_url: str
+    env: dict[str, str]
 
 
 def _database_url(tmp_path: Path) -> str:
@@ -65,6 +69,12 @@ def _database_url(tmp_path: Path) -> str:
 
 @pytest.fixture
 def deployment(transactional_db, tmp_path: Path, llm: FakeLLMServer) -> Iterator[Deployment]:
+    with _deployed(tmp_path, llm) as deployed:
+        yield deployed
+
+
+@contextlib.contextmanager
+def _deployed(tmp_path: Path, llm: FakeLLMServer, **extra_env: str) -> Iterator[Deployment]:
     port = procfile.free_port()
     env = procfile.process_env(
         {
@@ -82,6 +92,7 @@ def deployment(transactional_db, tmp_path: Path, llm: FakeLLMServer) -> Iterator
             "LLM_MAX_RETRIES": "0",
             "WEB_CONCURRENCY": "1",
             "PORT": str(port),
+            **extra_env,
         }
     )
     procfile.run_release(env)
@@ -118,7 +129,7 @@ def deployment(transactional_db, tmp_path: Path, llm: FakeLLMServer) -> Iterator
     web = procfile.start("web", env, log)
     try:
         procfile.wait_for_http(url + "/healthz", web, log)
-        yield Deployment(url=url, widget_key=widget_key, shop_url=shop_url)
+        yield Deployment(url=url, widget_key=widget_key, shop_url=shop_url, env=env)
     finally:
         procfile.stop(web)
         sys.stderr.write(log.read_text()[-6000:])  # shown when the test fails
@@ -194,3 +205,85 @@ def test_the_widget_loads_and_chats_under_production_settings(
     assert problems == []
     assert failed == []
     page.close()
+
+
+REDIS_URL = str(getattr(django_settings, "TEST_BROKER_URL", ""))
+STAFF_EMAIL = "agent@trailhead.example"
+STAFF_PASSWORD = "console-doorbell-password-123"
+_CREATE_AGENT = f"""
+from apps.accounts.models import Membership, Role, User
+from apps.clients.models import Client
+user = User.objects.create_user(email={STAFF_EMAIL!r}, password={STAFF_PASSWORD!r})
+Membership.objects.create(user=user, client=Client.objects.get(), role=Role.AGENT)
+"""
+
+
+def _chat(page: Any, text: str, reply: str) -> None:
+    frame = page.frame_locator("#guidedesk-panel iframe")
+    box = frame.get_by_label("Your message")
+    expect(box).to_be_focused(timeout=20_000)
+    box.fill(text)
+    box.press("Enter")
+    expect(frame.locator("li.gd-msg--user").last).to_contain_text(text, timeout=20_000)
+    expect(frame.locator("li.gd-msg--assistant[data-seq]").last).to_contain_text(
+        reply, timeout=20_000
+    )
+
+
+@pytest.mark.skipif(
+    not REDIS_URL.startswith("redis://"), reason="needs Redis (CELERY_BROKER_URL=redis://…)"
+)
+def test_the_console_follows_a_conversation_live_through_its_doorbell(
+    browser: Any, transactional_db: Any, tmp_path: Path, llm: FakeLLMServer, screenshots: Path
+):
+    """Over ASGI with Redis the console's conversation page opens ONE doorbell stream, keeps it
+    open, and shows the customer's next message and the reply without waiting for a poll
+    (while the doorbell is open the page polls only once a minute)."""
+    if connection.vendor != "postgresql":
+        pytest.skip("the production server shares the test database on PostgreSQL only")
+    llm.fallback(lambda request: assess(response=REPLY))
+    with _deployed(tmp_path, llm, REDIS_URL=REDIS_URL) as deployment:
+        subprocess.run(
+            [procfile.sys.executable, "manage.py", "shell", "-c", _CREATE_AGENT],
+            cwd=ROOT,
+            env=deployment.env,
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+        shop = browser.new_page(viewport={"width": 1280, "height": 860})
+        shop.goto(deployment.shop_url + "/")
+        shop.locator("#guidedesk-launcher").click()
+        _chat(shop, "When do you ship?", REPLY)
+        public_id = Conversation.objects.get().public_id
+
+        context = browser.new_context()
+        console = context.new_page()
+        streams: list[tuple[int, str]] = []
+        console.on(
+            "response",
+            lambda r: (
+                streams.append((r.status, r.headers.get("content-type", "")))
+                if r.url.split("?")[0].endswith("/events")
+                else None
+            ),
+        )
+        console.goto(f"{deployment.url}/console/conversations/{public_id}/")
+        console.fill("input[name=login]", STAFF_EMAIL)
+        console.fill("input[name=password]", STAFF_PASSWORD)
+        console.locator("form [type=submit]").first.click()
+        console.wait_for_selector("#gd-conversation")
+        visible = console.locator("li.gd-msg:not(.gd-internal)")
+        expect(visible.filter(has_text=REPLY)).to_have_count(1)
+        console.wait_for_timeout(1_500)  # the doorbell opens (and catches up once)
+        assert streams and streams[0][0] == 200
+        assert streams[0][1].startswith("text/event-stream")
+
+        _chat(shop, "Do you ship to Canada?", REPLY)
+        # Seen well before the once-a-minute safety-net poll: the doorbell rang.
+        expect(visible.filter(has_text="Do you ship to Canada?")).to_have_count(1, timeout=15_000)
+        expect(visible.filter(has_text=REPLY)).to_have_count(2, timeout=15_000)
+        shot(console, screenshots, "console-doorbell.png")
+        assert len(streams) == 1, streams  # one doorbell, never dropped and reopened
+        context.close()
+        shop.close()
