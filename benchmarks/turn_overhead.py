@@ -13,6 +13,8 @@ Run from the project root:
     .venv/bin/python benchmarks/turn_overhead.py [--turns 200]
 
 It uses a throwaway SQLite file (never the project's database) and prints a Markdown table.
+With `TURN_PROFILE_DIR=<dir>` it also writes each scenario's profiled turn there
+(`<mode>-<calls>.prof`, for `python -m pstats` or snakeviz).
 """
 
 from __future__ import annotations
@@ -145,6 +147,8 @@ def main() -> None:
             profile.disable()
             check(message_id, len(script))
             calls = pstats.Stats(profile).total_calls  # type: ignore[attr-defined]
+            if os.environ.get("TURN_PROFILE_DIR"):
+                profile.dump_stats(f"{os.environ['TURN_PROFILE_DIR']}/{mode}-{len(script)}.prof")
             rows.append((label, mode, statistics.mean(queries), statistics.median(cpu), calls))
 
     out = sys.stdout.write
