@@ -248,7 +248,7 @@ class Deployment:
     base: str
     keys: list[str]
     web: subprocess.Popen[bytes]
-    worker: subprocess.Popen[bytes] | None
+    workers: list[subprocess.Popen[bytes]]
     model: subprocess.Popen[bytes]
     logs: Path
 
@@ -310,17 +310,20 @@ def deploy(args: argparse.Namespace) -> Deployment:
     web = procfile.start("web", env, logs / "web.log")
     base = f"http://127.0.0.1:{port}"
     procfile.wait_for_http(base + "/healthz", web, logs / "web.log")
-    worker = None
+    workers = []
     if args.scenario == "customers" or args.replies:
-        worker = procfile.start("worker", env, logs / "worker.log")
-        time.sleep(8)  # the worker connects to the broker
-    return Deployment(base=base, keys=keys, web=web, worker=worker, model=model, logs=logs)
+        # The Procfile's `worker`, scaled to --worker-processes copies (as an operator would).
+        workers = [
+            procfile.start("worker", env, logs / f"worker-{n}.log")
+            for n in range(args.worker_processes)
+        ]
+        time.sleep(8)  # the workers connect to the broker
+    return Deployment(base=base, keys=keys, web=web, workers=workers, model=model, logs=logs)
 
 
 def undeploy(deployment: Deployment) -> None:
-    for process in (deployment.worker, deployment.web, deployment.model):
-        if process is not None:
-            procfile.stop(process)
+    for process in (*deployment.workers, deployment.web, deployment.model):
+        procfile.stop(process)
 
 
 def setup_tenants(count: int) -> None:
@@ -353,15 +356,18 @@ def setup_tenants(count: int) -> None:
 # ------------------------------------------------------------------------------- scenarios
 
 
+def _workers_cpu(deployment: Deployment) -> float:
+    return sum(cpu_seconds(worker.pid) for worker in deployment.workers)
+
+
 def _measure_start(deployment: Deployment) -> tuple[float, float, float]:
-    worker = cpu_seconds(deployment.worker.pid) if deployment.worker else 0.0
-    return time.monotonic(), cpu_seconds(deployment.web.pid), worker
+    return time.monotonic(), cpu_seconds(deployment.web.pid), _workers_cpu(deployment)
 
 
 def _cpu_ms(deployment: Deployment, started: tuple[float, float, float], turns: int):
     wall = time.monotonic() - started[0]
     web = cpu_seconds(deployment.web.pid) - started[1]
-    worker = (cpu_seconds(deployment.worker.pid) if deployment.worker else 0.0) - started[2]
+    worker = _workers_cpu(deployment) - started[2]
     per = max(turns, 1)
     return wall, web * 1000 / per, worker * 1000 / per
 
@@ -404,6 +410,7 @@ async def run_customers(args: argparse.Namespace, deployment: Deployment) -> dic
         wall, web_ms, worker_ms = _cpu_ms(deployment, started, stats.turns)
     model_time = args.latency
     return {
+        "worker_processes": args.worker_processes,
         "scenario": f"{args.customers} customers × {args.messages} msgs, think {args.think} s"
         + (f", +{args.slow} slow 10-call turns" if args.slow else ""),
         "turns": stats.turns,
@@ -524,6 +531,9 @@ def main() -> None:
     parser.add_argument("--tenants", type=int, default=10)
     parser.add_argument("--web-processes", type=int, default=2)
     parser.add_argument("--worker-threads", type=int, default=100)
+    parser.add_argument(
+        "--worker-processes", type=int, default=1, help="copies of the Procfile's worker"
+    )
     parser.add_argument("--reply-timeout", type=float, default=60.0)
     parser.add_argument("--messages", type=int, default=3)
     sub = parser.add_subparsers(dest="scenario", required=True)
