@@ -18,7 +18,7 @@ from apps.notes.sessions import current_session_id
 from apps.notes.textsearch import search_config_for
 
 if TYPE_CHECKING:
-    from apps.clients.models import Client
+    from apps.clients.models import Client, Plan
 
 RELEVANT_LIMIT = 20
 # A note's content is cut to this many characters in a prompt line.
@@ -219,13 +219,15 @@ def format_notes_for_prompt(
     return PROMPT_HEADER + "\n".join(lines) + "\n" + PROMPT_FOOTER, ids
 
 
-def prompt_notes(*, client: Client, language: str) -> tuple[str, list[int]]:
+def prompt_notes(
+    *, client: Client, language: str, plan: Plan | None = None
+) -> tuple[str, list[int]]:
     """What a step puts in its system prompt for one turn: the notes block and the note ids
-    in it — ('', []) when the client's plan has notes off or no budget for them.
+    in it — ('', []) when the plan (default: the client's) has notes off or no budget for them.
 
-    No query when the notes cache is warm and `client.plan` is loaded.
+    No query when the notes cache is warm and the plan is loaded.
     """
-    plan = client.plan
+    plan = plan or client.plan
     if not plan.notes_enabled or plan.notes_prompt_budget_tokens <= 0:
         return "", []
     notes = relevant_notes(client=client, language=language)

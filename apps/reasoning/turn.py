@@ -4,6 +4,7 @@ tool call through the guards (run, ask, confirm or refuse)."""
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,6 +14,7 @@ from apps.clients.models import Client, Plan
 from apps.conversations.models import Conversation, Kind, Message
 from apps.core.deadlines import DeadlineExceeded
 from apps.escalations.models import EscalationReason
+from apps.notes.selectors import notes_tokens, prompt_notes
 from apps.reasoning import guards
 from apps.reasoning.context import tool_schema_text
 from apps.reasoning.llm import LLMError, LLMResult
@@ -21,6 +23,8 @@ from apps.reasoning.traces import TokenCapExceeded, TurnRecorder, pretty
 from apps.tools import pending as pending_actions
 from apps.tools.models import ClientTool, ExecutionStatus, PendingAction, ToolExecution, ToolKind
 from apps.tools.services import tool_execute, tool_render_result
+
+logger = logging.getLogger(__name__)
 
 NO_RETRY = {"auth", "bad_request"}
 
@@ -91,6 +95,31 @@ class Turn:
             and all(v in allowed for v in self.verdicts)
             and all(kind == ToolKind.READ for kind in self.tools_run)
         )
+    _notes: str | None = field(default=None, repr=False)
+
+    def notes_prompt(self) -> str:
+        """The cross-session notes block for this turn's system prompts ('' for none).
+
+        Read once per turn (from the notes cache: no query when it is warm) and recorded as
+        the trace step `notes` — `{"note_ids": [...], "tokens": n}` — when notes reached the
+        prompt. Notes are an aid: if reading them fails, the turn goes on without them.
+        """
+        if self._notes is None:
+            try:
+                text, ids = prompt_notes(
+                    client=self.client, plan=self.plan, language=self.conversation.language
+                )
+            except Exception:
+                logger.exception("reading notes for trace %s failed", self.rec.trace.pk)
+                text, ids = "", []
+            self._notes = text
+            if ids:
+                self.rec.step(
+                    "notes",
+                    input_summary=f"{len(ids)} notes",
+                    output={"note_ids": ids, "tokens": notes_tokens(text)},
+                )
+        return self._notes
 
     @property
     def enabled_tools(self) -> list[ClientTool]:

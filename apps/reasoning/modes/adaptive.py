@@ -115,6 +115,7 @@ def _assess_with_context(turn: Turn) -> AssessOut:
             context=context,
             fetched="".join(f"\n## {k}\n{v}\n" for k, v in fetched.items()),
             pending=pending_text(turn.confirmed, turn.declined),
+            notes=turn.notes_prompt(),
         )
         messages = [{"role": "system", "content": system}, *history]
         result = turn.llm(

@@ -16,7 +16,11 @@ def run_standard(turn: Turn) -> Outcome:
         "Standard mode: one respond call with the full business info; the model gives no "
         "confidence of its own (counted as 70 %)."
     )
-    system = respond.prompt(context=context, pending=pending_text(turn.confirmed, turn.declined))
+    system = respond.prompt(
+        context=context,
+        pending=pending_text(turn.confirmed, turn.declined),
+        notes=turn.notes_prompt(),
+    )
     messages = [{"role": "system", "content": system}, *history_messages(turn.history)]
     result = turn.llm(respond.STEP, messages, business_info=turn.client.business_info)
     out = result.parsed

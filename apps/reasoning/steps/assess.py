@@ -46,15 +46,23 @@ given; request more with needs_more_context when you need it, using keys from:
 {rules}
 
 {context}
-{fetched}
+{fetched}{notes}
 {pending}
 Self-assessment: return JSON with response (text for the customer), confidence (1-10),
 tool_call (name or null), tool_params, missing_params (required params you don't have),
 is_destructive, needs_confirmation, needs_more_context (keys; [] when you have enough)."""
 
 
-def prompt(*, keys: str, context: str, fetched: str, pending: str) -> str:
-    return PROMPT.format(keys=keys, rules=RULES, context=context, fetched=fetched, pending=pending)
+def prompt(*, keys: str, context: str, fetched: str, pending: str, notes: str = "") -> str:
+    """`notes`: the cross-session notes block for the turn (apps.notes), '' for none."""
+    return PROMPT.format(
+        keys=keys,
+        rules=RULES,
+        context=context,
+        fetched=fetched,
+        notes=f"\n{notes}\n" if notes else "",
+        pending=pending,
+    )
 
 
 def hint(

@@ -40,14 +40,17 @@ PROMPT = """You are the customer-support assistant of the business below.
 {rules}
 
 {context}
-
+{notes}
 {pending}
 Return JSON: response (text for the customer), tool_call (tool name or null),
 tool_params (object)."""
 
 
-def prompt(*, context: str, pending: str) -> str:
-    return PROMPT.format(rules=RULES, context=context, pending=pending)
+def prompt(*, context: str, pending: str, notes: str = "") -> str:
+    """`notes`: the cross-session notes block for the turn (apps.notes), '' for none."""
+    return PROMPT.format(
+        rules=RULES, context=context, notes=f"\n{notes}\n" if notes else "", pending=pending
+    )
 
 
 def hint(*, business_info: dict[str, Any] | None) -> dict[str, Any]:

@@ -1,0 +1,116 @@
+"""Notes in the turn's prompts (respond, assess), the `notes` trace step, the query cost."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from apps.conversations.services import conversation_create
+from apps.notes.models import NoteSource, NoteType
+from apps.notes.selectors import PROMPT_HEADER, notes_tokens
+from apps.notes.services import note_add
+from apps.reasoning.models import ReasoningStep
+from apps.reasoning.services import handle_turn, turn_process
+from tests.reasoning.conftest import Chat, assess
+
+pytestmark = pytest.mark.django_db
+
+
+def _note(client, content, **kwargs):
+    kwargs.setdefault("type", NoteType.FAILURE)
+    kwargs.setdefault("source", NoteSource.STAFF)
+    return note_add(client=client, content=content, **kwargs)
+
+
+def test_assess_prompt_carries_the_notes_and_the_trace_records_them(chat, llm, shop):
+    note = _note(
+        shop, "The order lookup times out for TH- orders on Sundays", ref="get_order_status"
+    )
+    llm.script("assess", assess(response="Hello!"))
+    chat.say("hi")
+    [call] = llm.calls("assess")
+    assert PROMPT_HEADER.splitlines()[0] in call.prompt_text
+    assert "❌ FAILURE (just now): The order lookup times out for TH- orders on Sundays" in (
+        call.prompt_text
+    )
+    step = ReasoningStep.objects.get(trace__conversation=chat.conversation, name="notes")
+    assert step.output["note_ids"] == [note.pk]
+    assert 0 < step.output["tokens"] <= shop.plan.notes_prompt_budget_tokens
+    # recorded before the first LLM call
+    assert step.index < ReasoningStep.objects.get(trace=step.trace, name="assess").index
+
+
+def test_respond_prompt_carries_the_notes(standard_shop, llm, django_capture_on_commit_callbacks):
+    _note(standard_shop, "Returns of sale items need a photo", type=NoteType.TIP)
+    chat = Chat(
+        standard_shop,
+        conversation_create(client=standard_shop)[0],
+        django_capture_on_commit_callbacks,
+    )
+    llm.script("respond", {"response": "OK", "tool_call": None, "tool_params": {}})
+    chat.say("Can I return a sale item?")
+    [call] = llm.calls("respond")
+    assert "📝 TIP (just now): Returns of sale items need a photo" in call.prompt_text
+
+
+def test_no_notes_no_block_no_step(chat, llm, shop):
+    _note(shop, "pending pattern", type=NoteType.PATTERN, source=NoteSource.AI)  # not approved
+    llm.script("assess", assess(response="Hello!"))
+    chat.say("hi")
+    [call] = llm.calls("assess")
+    assert "CROSS-SESSION" not in call.prompt_text
+    assert "pending pattern" not in call.prompt_text
+    assert not ReasoningStep.objects.filter(name="notes").exists()
+
+
+def test_plan_switch_and_budget(chat, llm, shop):
+    for i in range(30):
+        _note(shop, f"Note number {i}: " + "details " * 10)
+    plan = shop.plan
+    plan.notes_prompt_budget_tokens = 150
+    plan.save()
+    llm.script("assess", assess(response="Hello!"))
+    chat.say("hi")
+    step = ReasoningStep.objects.get(name="notes")
+    assert step.output["tokens"] <= 150
+    assert 0 < len(step.output["note_ids"]) < 20
+    block = llm.calls("assess")[0].prompt_text
+    assert "Note number 29" in block and "Note number 0:" not in block  # newest kept
+
+    plan.notes_enabled = False
+    plan.save()
+    llm.script("assess", assess(response="Again"))
+    chat.say("hello again")
+    assert "CROSS-SESSION" not in llm.calls("assess")[1].prompt_text
+    assert ReasoningStep.objects.filter(name="notes").count() == 1
+
+
+def _turn_queries(client, llm, capture, text):
+    conversation = conversation_create(client=client)[0]
+    llm.script("assess", assess(response="Sure."))
+    with capture(execute=False):
+        message = handle_turn(client=client, conversation=conversation, text=text)
+    with CaptureQueriesContext(connection) as ctx:
+        turn_process(message_id=message.pk)
+    return len(ctx.captured_queries)
+
+
+def test_notes_add_at_most_two_queries_per_turn_with_a_warm_cache(
+    shop, llm, django_capture_on_commit_callbacks
+):
+    plan = shop.plan
+    plan.notes_enabled = False
+    plan.save()
+    _turn_queries(shop, llm, django_capture_on_commit_callbacks, "warm up")
+    without = _turn_queries(shop, llm, django_capture_on_commit_callbacks, "hi")
+
+    for i in range(200):
+        _note(shop, f"stored note {i}", type=NoteType.TIP)
+    plan.notes_enabled = True
+    plan.save()
+    _turn_queries(shop, llm, django_capture_on_commit_callbacks, "warm the notes cache")
+    with_notes = _turn_queries(shop, llm, django_capture_on_commit_callbacks, "hi")
+    assert ReasoningStep.objects.filter(name="notes").count() == 2
+    assert with_notes - without <= 2
+    assert notes_tokens(llm.calls("assess")[-1].prompt_text) > 0
