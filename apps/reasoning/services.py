@@ -35,6 +35,7 @@ from apps.reasoning.modes.adaptive import run_adaptive
 from apps.reasoning.modes.standard import run_standard
 from apps.reasoning.traces import TokenCapExceeded, TurnAborted, TurnRecorder
 from apps.reasoning.turn import Escalate, Outcome, Reply, Turn
+from apps.reasoning.turn_notes import turn_notes_write
 from apps.tools.models import ClientTool
 from apps.tools.pending import pending_expire_open, pending_mark_shown, pending_resolve
 from apps.tools.selectors import pending_declined_by
@@ -108,6 +109,24 @@ def _enqueue(message_id: int) -> None:
             "could not queue the turn; running it in-process", extra={"message_id": message_id}
         )
         run_turn_in_process(message_id)
+
+
+def _enqueue_turn_notes(trace_id: int, confidence: int | None) -> None:
+    """Queue the automatic notes of a committed turn. Never raises: notes are an aid, the turn
+    is done. No broker (or it is down): written here, in-process, after the commit."""
+    from apps.reasoning.tasks import write_turn_notes
+
+    try:
+        if write_turn_notes.app.conf.task_always_eager:
+            turn_notes_write(trace_id=trace_id, confidence=confidence)
+            return
+        try:
+            write_turn_notes.delay(trace_id, confidence)
+        except Exception:
+            logger.warning("could not queue the turn's notes; writing them in-process")
+            turn_notes_write(trace_id=trace_id, confidence=confidence)
+    except Exception:
+        logger.exception("writing the turn's notes failed", extra={"trace_id": trace_id})
 
 
 def wants_human(text: str) -> bool:
@@ -481,6 +500,10 @@ def _finish(
             )
             trace.escalated = True
         conversation_changed(conversation.pk, client.pk)  # typing stops (event streams)
+        if status != TraceStatus.SKIPPED and (trace.tool_calls or trace.escalated):
+            # What the turn teaches later ones — written once this transaction commits.
+            trace_id, confidence = trace.pk, outcome.confidence
+            transaction.on_commit(lambda: _enqueue_turn_notes(trace_id, confidence))
         trace.status = status
         trace.finished_at = timezone.now()
         trace.duration_ms = int((time.perf_counter() - started) * 1000)

@@ -18,6 +18,7 @@ from apps.reasoning.services import (
     turn_process,
     turn_waiting_before,
 )
+from apps.reasoning.turn_notes import turn_notes_write
 
 logger = logging.getLogger(__name__)
 
@@ -132,3 +133,16 @@ def sweep_turns() -> None:
     from apps.reasoning.sweeper import turns_sweep
 
     turns_sweep()
+
+
+@shared_task(
+    name="reasoning.turn_notes",
+    ignore_result=True,
+    acks_late=True,
+    autoretry_for=DB_ERRORS,
+    max_retries=3,
+    retry_backoff=True,
+)
+def write_turn_notes(trace_id: int, confidence: int | None = None) -> None:
+    """The automatic notes of a finished turn (apps/reasoning/turn_notes.py), after its commit."""
+    turn_notes_write(trace_id=trace_id, confidence=confidence)
