@@ -100,10 +100,142 @@ def request_refund(*, client: Client, params: dict[str, Any], **_: Any) -> dict[
     }
 
 
+# --------------------------------------------------------------------------------------------
+# Cross-session notes (apps.notes): the model searches them and proposes new ones. Declared per
+# client like any tool (kind read / action, the parameter schemas below — docs/tenant-import.md),
+# so the same guards apply: enabled set, JSON Schema, critique for the action.
+# --------------------------------------------------------------------------------------------
+
+SEARCH_NOTES_MAX_RESULTS = 10
+
+SEARCH_NOTES_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 200,
+            "description": "Words to look for in earlier notes.",
+        },
+        "type": {
+            "type": "string",
+            "enum": ["success", "failure", "pattern", "strategy", "tip"],
+            "description": "Only notes of this type.",
+        },
+        "language": {
+            "type": "string",
+            "maxLength": 16,
+            "description": "Only notes in this language code ('' = notes for any language).",
+        },
+    },
+    "required": ["query"],
+    "additionalProperties": False,
+}
+
+ADD_NOTE_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "type": {
+            "type": "string",
+            "enum": ["success", "failure", "pattern", "strategy", "tip"],
+            "description": "What kind of note: an outcome (success, failure) or a lesson "
+            "(pattern, strategy, tip — these wait for staff approval).",
+        },
+        "content": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 500,
+            "description": "The note, one or two sentences, without the customer's personal data.",
+        },
+        "ref": {
+            "type": "string",
+            "maxLength": 200,
+            "description": "What it is about: a tool name, an order code, an FAQ key.",
+        },
+        "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+    },
+    "required": ["type", "content"],
+    "additionalProperties": False,
+}
+
+
+def _notes_on(client: Client) -> None:
+    if not client.plan.notes_enabled:
+        raise ToolError("Notes are switched off for this assistant.")
+
+
+def search_notes(*, client: Client, params: dict[str, Any], **_: Any) -> dict[str, Any]:
+    """The client's active notes matching the query, best first (never pending or archived)."""
+    from apps.notes.models import NoteStatus
+    from apps.notes.selectors import notes_search, relative_age
+
+    _notes_on(client)
+    found = notes_search(
+        client=client,
+        query=params["query"],
+        type=params.get("type") or None,
+        language=params.get("language"),
+        status=NoteStatus.ACTIVE,
+    )[:SEARCH_NOTES_MAX_RESULTS]
+    notes = [
+        {
+            "type": note.type,
+            "content": note.content,
+            "ref": note.ref,
+            "confidence": note.confidence,
+            "language": note.language,
+            "age": relative_age(note.created_at),
+        }
+        for note in found
+    ]
+    return {"query": params["query"], "count": len(notes), "notes": notes}
+
+
+def add_note(
+    *, client: Client, params: dict[str, Any], conversation_id: int | None = None, **_: Any
+) -> dict[str, Any]:
+    """Save a note from the model. Patterns, strategies and tips wait for staff approval."""
+    from apps.conversations.models import Conversation
+    from apps.core.exceptions import ApplicationError
+    from apps.notes.models import NoteSource, NoteStatus
+    from apps.notes.services import note_add
+
+    _notes_on(client)
+    conversation = (
+        Conversation.objects.for_client(client).filter(pk=conversation_id).first()
+        if conversation_id
+        else None
+    )
+    try:
+        note = note_add(
+            client=client,
+            type=params["type"],
+            content=params["content"],
+            ref=params.get("ref") or "",
+            confidence=params.get("confidence"),
+            language=conversation.language if conversation else "",
+            source=NoteSource.AI,
+            conversation=conversation,
+        )
+    except ApplicationError as exc:
+        fields = exc.extra.get("fields", {})
+        raise ToolError(
+            "; ".join(f"{name}: {why}" for name, why in fields.items()) or exc.message
+        ) from exc
+    pending = note.status == NoteStatus.PENDING_REVIEW
+    return {
+        "note_id": note.pk,
+        "status": note.status,
+        "saved": "waiting for staff approval before it is used" if pending else "in use",
+    }
+
+
 BUILTIN_HANDLERS: dict[str, BuiltinHandler] = {
     "demo.get_order_status": get_order_status,
     "demo.track_shipment": track_shipment,
     "demo.update_shipping_address": update_shipping_address,
     "demo.cancel_order": cancel_order,
     "demo.request_refund": request_refund,
+    "notes.search_notes": search_notes,
+    "notes.add_note": add_note,
 }

@@ -1,0 +1,145 @@
+"""The model's notes tools (`search_notes` read, `add_note` action), run through the same guards
+as every tool: enabled set, JSON Schema, critique of the action; approval gating; tenancy."""
+
+from __future__ import annotations
+
+import pytest
+
+from apps.conversations.services import conversation_create
+from apps.notes.models import Note, NoteSource, NoteStatus, NoteType
+from apps.notes.services import note_add, note_set_status
+from apps.tools.builtins import ADD_NOTE_PARAMETERS, SEARCH_NOTES_PARAMETERS
+from apps.tools.models import ExecutionStatus, ExecutorType, ToolExecution, ToolKind
+from tests.factories import ClientToolFactory
+from tests.reasoning.conftest import Chat, assess, critique, make_shop
+
+pytestmark = pytest.mark.django_db
+
+
+def notes_tools(client, *, enabled=True):
+    common = {"client": client, "executor_type": ExecutorType.BUILTIN, "enabled": enabled}
+    ClientToolFactory(
+        name="search_notes",
+        kind=ToolKind.READ,
+        parameters=SEARCH_NOTES_PARAMETERS,
+        builtin_handler="notes.search_notes",
+        description="Search the assistant's notes from earlier conversations (internal).",
+        **common,
+    )
+    ClientToolFactory(
+        name="add_note",
+        kind=ToolKind.ACTION,
+        parameters=ADD_NOTE_PARAMETERS,
+        builtin_handler="notes.add_note",
+        description="Save a lesson for later conversations (internal).",
+        **common,
+    )
+
+
+def test_add_note_pattern_waits_for_approval_and_only_then_reaches_prompts(chat, llm, shop):
+    notes_tools(shop)
+    params = {"type": "pattern", "content": "Customers in Austria ask about customs fees"}
+    llm.script("assess", assess(response="Noted.", tool_call="add_note", tool_params=params))
+    llm.script("critique", critique("PROCEED"))
+    llm.script("compose", {"response": "Thanks, anything else?"})
+    chat.say("Do I pay customs in Austria?")
+    assert ToolExecution.objects.get(tool__name="add_note").status == ExecutionStatus.SUCCEEDED
+    note = Note.objects.for_client(shop).get()
+    assert (note.type, note.source, note.status) == (
+        NoteType.PATTERN,
+        NoteSource.AI,
+        NoteStatus.PENDING_REVIEW,
+    )
+    assert note.conversation == chat.conversation and note.language == "en"
+
+    llm.script("assess", assess(response="Hi again"))
+    chat.say("hello")
+    assert "customs fees" not in llm.calls("assess")[-1].prompt_text  # pending: not shown
+
+    note_set_status(note=note, status="approve")
+    llm.script("assess", assess(response="Hi again"))
+    chat.say("hello?")
+    assert "🔍 PATTERN (just now): Customers in Austria ask about customs fees" in (
+        llm.calls("assess")[-1].prompt_text
+    )
+
+
+def test_add_note_failure_is_active_at_once(chat, llm, shop):
+    notes_tools(shop)
+    params = {"type": "failure", "content": "Order numbers without TH- were not found", "ref": "TH"}
+    llm.script("assess", assess(tool_call="add_note", tool_params=params))
+    llm.script("critique", critique("PROCEED"))
+    llm.script("compose", {"response": "OK"})
+    chat.say("my order is 12345")
+    assert Note.objects.get().status == NoteStatus.ACTIVE
+
+
+def test_add_note_params_are_validated_by_the_schema_guard(chat, llm, shop):
+    notes_tools(shop)
+    bad = {"type": "rumour", "content": "x"}
+    llm.script("assess", assess(tool_call="add_note", tool_params=bad, confidence=9))
+    llm.script("critique", critique("PROCEED"))
+    chat.say("note this")
+    assert not ToolExecution.objects.filter(tool__name="add_note").exists()
+    assert not Note.objects.exists()
+
+
+def test_disabled_notes_tools_are_not_offered_and_never_run(chat, llm, shop):
+    notes_tools(shop, enabled=False)
+    params = {"type": "tip", "content": "x"}
+    llm.script("assess", assess(tool_call="add_note", tool_params=params, confidence=9))
+    llm.script("critique", critique("PROCEED"))
+    llm.script("compose", {"response": "OK"})
+    chat.say("note this")
+    assert "add_note (" not in llm.calls("assess")[0].prompt_text
+    assert not ToolExecution.objects.filter(tool__name="add_note").exists()
+    assert not Note.objects.exists()
+
+
+def test_search_notes_finds_active_notes_of_this_client_only(chat, llm, webhook, shop):
+    notes_tools(shop)
+    other = make_shop("adaptive", webhook.url(), slug="other-shop")
+    mine = "Refund webhook times out on Mondays"
+    note_add(client=shop, type=NoteType.FAILURE, content=mine, source=NoteSource.STAFF)
+    note_add(
+        client=shop, type=NoteType.TIP, content="Refund pending tip", source=NoteSource.AI
+    )  # pending_review: never returned
+    note_add(
+        client=other, type=NoteType.FAILURE, content="Refund other shop", source=NoteSource.STAFF
+    )
+    llm.script(
+        "assess",
+        assess(tool_call="search_notes", tool_params={"query": "refund"}, confidence=9),
+    )
+    llm.script("compose", {"response": "Checked."})
+    chat.say("my refund?")
+    execution = ToolExecution.objects.get(tool__name="search_notes")
+    assert execution.status == ExecutionStatus.SUCCEEDED
+    assert execution.result is not None
+    assert [n["content"] for n in execution.result["notes"]] == [mine]
+    compose_prompt = llm.calls("compose")[0].prompt_text
+    assert mine in compose_prompt and "other shop" not in compose_prompt
+    # searching notes is not itself noted
+    assert not Note.objects.for_client(shop).filter(ref="search_notes").exists()
+
+
+def test_notes_tools_refuse_when_the_plan_has_notes_off(
+    standard_shop, llm, django_capture_on_commit_callbacks
+):
+    notes_tools(standard_shop)
+    standard_shop.plan.notes_enabled = False
+    standard_shop.plan.save()
+    chat = Chat(
+        standard_shop,
+        conversation_create(client=standard_shop)[0],
+        django_capture_on_commit_callbacks,
+    )
+    llm.script(
+        "respond",
+        {"response": "", "tool_call": "search_notes", "tool_params": {"query": "refund"}},
+    )
+    llm.script("compose", {"response": "I can't check that now."})
+    chat.say("refund?")
+    execution = ToolExecution.objects.get(tool__name="search_notes")
+    assert execution.status == ExecutionStatus.FAILED
+    assert "switched off" in execution.error
