@@ -43,6 +43,12 @@ class ModeMultipliersIn(_Strict):
     deliberative: Annotated[Decimal, Field(ge=0, max_digits=6, decimal_places=3)] = Decimal("2.5")
 
 
+class PlanNotesIn(_Strict):
+    enabled: bool = True
+    retention_days: int = Field(default=90, ge=1)
+    prompt_budget_tokens: int = Field(default=400, ge=0)
+
+
 class PlanIn(_Strict):
     slug: Slug
     name: str = Field(min_length=1, max_length=100)
@@ -53,6 +59,7 @@ class PlanIn(_Strict):
     monthly_token_budget: int = Field(default=0, ge=0)
     monthly_turn_budget: int = Field(default=0, ge=0)
     per_turn_token_cap: int = Field(default=0, ge=0)
+    notes: PlanNotesIn = PlanNotesIn()
 
 
 class WidgetIn(_Strict):

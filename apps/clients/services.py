@@ -71,6 +71,9 @@ def tenant_import(*, data: Any) -> list[ImportedClient]:
                 "monthly_token_budget": p.monthly_token_budget,
                 "monthly_turn_budget": p.monthly_turn_budget,
                 "per_turn_token_cap": p.per_turn_token_cap,
+                "notes_enabled": p.notes.enabled,
+                "notes_retention_days": p.notes.retention_days,
+                "notes_prompt_budget_tokens": p.notes.prompt_budget_tokens,
             },
         )
 

@@ -152,3 +152,51 @@ def test_command_reports_bad_json_and_bad_fields(tmp_path):
     assert "Nothing was changed" in message
     with pytest.raises(CommandError, match="no such file"):
         call_command("import_client", str(tmp_path / "missing.json"))
+
+
+def test_plan_notes_settings_and_notes_tools_import(tmp_path):
+    from apps.tools.builtins import ADD_NOTE_PARAMETERS, SEARCH_NOTES_PARAMETERS
+
+    data = demo_data()
+    data["plans"][1]["notes"] = {"enabled": False, "retention_days": 30, "prompt_budget_tokens": 0}
+    data["clients"][0]["tools"] += [
+        {
+            "name": "search_notes",
+            "description": "Search earlier notes.",
+            "kind": "read",
+            "parameters": SEARCH_NOTES_PARAMETERS,
+            "executor": {"type": "builtin", "handler": "notes.search_notes"},
+        },
+        {
+            "name": "add_note",
+            "description": "Save a lesson.",
+            "kind": "action",
+            "parameters": ADD_NOTE_PARAMETERS,
+            "executor": {"type": "builtin", "handler": "notes.add_note"},
+        },
+    ]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(data))
+    run_import(path)
+    plan = Plan.objects.get(slug=data["plans"][1]["slug"])
+    assert (plan.notes_enabled, plan.notes_retention_days, plan.notes_prompt_budget_tokens) == (
+        False,
+        30,
+        0,
+    )
+    other = Plan.objects.get(slug=data["plans"][0]["slug"])
+    assert (other.notes_enabled, other.notes_retention_days, other.notes_prompt_budget_tokens) == (
+        True,
+        90,
+        400,
+    )
+    tool = ClientTool.objects.get(name="add_note")
+    assert (tool.kind, tool.builtin_handler) == ("action", "notes.add_note")
+
+
+def test_plan_notes_retention_must_be_at_least_a_day():
+    data = demo_data()
+    data["plans"][0]["notes"] = {"retention_days": 0}
+    with pytest.raises(ApplicationError) as exc:
+        tenant_import(data=data)
+    assert "plans[0].notes.retention_days" in exc.value.extra["fields"]
