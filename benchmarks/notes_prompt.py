@@ -30,7 +30,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-ASSESS = {
+ASSESS: dict[str, Any] = {
     "response": "We ship within one business day.",
     "confidence": 9,
     "tool_call": None,
@@ -40,7 +40,11 @@ ASSESS = {
     "needs_confirmation": False,
     "needs_more_context": [],
 }
-RESPOND = {"response": "We ship within one business day.", "tool_call": None, "tool_params": {}}
+RESPOND: dict[str, Any] = {
+    "response": "We ship within one business day.",
+    "tool_call": None,
+    "tool_params": {},
+}
 BUSINESS_INFO = {
     "about": {"description": "Outdoor gear."},
     "contact": {"hours": "9-5", "email": "help@bench.example"},
@@ -102,7 +106,7 @@ def main() -> None:
     from tests.support.fake_llm import FakeLLMServer, count_prompt_tokens
 
     call_command("migrate", verbosity=0, interactive=False)
-    rows = []
+    rows: list[dict[str, Any]] = []
     with (
         FakeLLMServer(latency=0) as llm,
         override_settings(
