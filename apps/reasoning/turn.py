@@ -95,6 +95,7 @@ class Turn:
             and all(v in allowed for v in self.verdicts)
             and all(kind == ToolKind.READ for kind in self.tools_run)
         )
+
     _notes: str | None = field(default=None, repr=False)
 
     def notes_prompt(self) -> str:
