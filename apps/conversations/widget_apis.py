@@ -56,6 +56,7 @@ from apps.core.db import release_connection
 from apps.core.parsers import JSONParser
 from apps.core.schema import error_responses
 from apps.reasoning.models import TraceStatus
+from apps.reasoning.selectors import conversation_live_state
 from apps.reasoning.selectors import turn_in_progress as widget_turn_in_progress
 from apps.reasoning.selectors import turn_status as widget_turn_status
 from apps.reasoning.services import handle_turn
@@ -445,14 +446,15 @@ class _StreamCursor:
 
     def poll(self, *, client: Client, conversation_id: int) -> list[str] | None:
         """The events since the last poll; None when the conversation is gone."""
-        state = widget_conversation_state(client=client, conversation_id=conversation_id)
+        state = conversation_live_state(client=client, conversation_id=conversation_id)
         if state is None:
             return None
+        status, last_seq, turn_running = state
         chunks: list[str] = []
-        if state.status != self.status:
-            chunks.append(sse_event("status", {"status": state.status}))
-            self.status = state.status
-        if state.last_seq != self.seen_last_seq:
+        if status != self.status:
+            chunks.append(sse_event("status", {"status": status}))
+            self.status = status
+        if last_seq != self.seen_last_seq:
             batch = widget_messages_after(
                 client=client,
                 conversation_id=conversation_id,
@@ -464,10 +466,8 @@ class _StreamCursor:
                 chunks.append(sse_event("message", data, event_id=message.seq))
                 self.sent_seq = message.seq
             if len(batch) < MESSAGES_PAGE_LIMIT:  # else: the rest on the next poll
-                self.seen_last_seq = state.last_seq
-        typing = state.status == ConversationStatus.OPEN and widget_turn_in_progress(
-            client=client, conversation_id=conversation_id
-        )
+                self.seen_last_seq = last_seq
+        typing = status == ConversationStatus.OPEN and turn_running
         if typing != self.typing:
             chunks.append(sse_event("typing", {"typing": typing}))
             self.typing = typing

@@ -9,7 +9,7 @@ from datetime import date, timedelta
 from decimal import Decimal
 
 from django.conf import settings
-from django.db.models import DecimalField, Prefetch, QuerySet, Sum, Value
+from django.db.models import DecimalField, Exists, OuterRef, Prefetch, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -40,19 +40,33 @@ def conversation_detail(*, client: Client, public_id: str | uuid.UUID) -> Conver
     return conversations.prefetch_related(Prefetch("traces", queryset=turns)).first()
 
 
+def _turns_in_progress(client: Client) -> QuerySet[ReasoningTrace]:
+    lease_start = timezone.now() - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)
+    return ReasoningTrace.objects.for_client(client).filter(
+        status=TraceStatus.PROCESSING, updated_at__gte=lease_start
+    )
+
+
 def turn_in_progress(*, client: Client, conversation_id: int) -> bool:
     """A turn of this conversation is being processed right now (the typing indicator). A turn
     whose worker died stops counting once its lease (the task time limit) has run out."""
-    lease_start = timezone.now() - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)
-    return (
-        ReasoningTrace.objects.for_client(client)
-        .filter(
-            conversation_id=conversation_id,
-            status=TraceStatus.PROCESSING,
-            updated_at__gte=lease_start,
-        )
-        .exists()
+    return _turns_in_progress(client).filter(conversation_id=conversation_id).exists()
+
+
+def conversation_live_state(
+    *, client: Client, conversation_id: int
+) -> tuple[str, int, bool] | None:
+    """`(status, last_seq, a turn in progress)` of a conversation in ONE query — what an event
+    stream re-reads each time it is woken; None when there is no such conversation."""
+    running = _turns_in_progress(client).filter(conversation_id=OuterRef("pk"))
+    row = (
+        Conversation.objects.for_client(client)
+        .filter(pk=conversation_id)
+        .annotate(turn_running=Exists(running))
+        .values_list("status", "last_seq", "turn_running")
+        .first()
     )
+    return (str(row[0]), int(row[1]), bool(row[2])) if row else None
 
 
 def turn_status(*, client: Client, message: Message) -> str | None:

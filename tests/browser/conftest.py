@@ -98,7 +98,12 @@ def db_lock(live_server: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
             return app(environ, start_response)
 
     httpd.set_app(locked_app)
-    for name in ("widget_conversation_state", "widget_messages_after", "widget_turn_in_progress"):
+    for name in (
+        "widget_conversation_state",
+        "conversation_live_state",
+        "widget_messages_after",
+        "widget_turn_in_progress",
+    ):
         monkeypatch.setattr(widget_apis, name, _holding(lock, getattr(widget_apis, name)))
     try:
         yield lock

@@ -493,6 +493,24 @@ def test_event_stream_reports_typing_and_status_changes(widget, monkeypatch):
     assert {"event": "typing", "data": '{"typing":false}'} in events
 
 
+def test_a_stream_read_takes_one_query_plus_one_when_messages_moved(
+    widget, django_assert_num_queries
+):
+    conversation_id, _token = widget.conversation()
+    conversation = Conversation.objects.get(public_id=conversation_id)
+    cursor = widget_apis._StreamCursor(sent_seq=0)
+    user = visible(conversation, "Hi", role=Role.USER)
+    with django_assert_num_queries(2):  # state + typing in one, the new message in another
+        first = cursor.poll(client=widget.client, conversation_id=conversation.pk)
+    assert '"text":"Hi"' in "".join(first)
+    ReasoningTrace.objects.create(
+        client=widget.client, conversation=conversation, user_message=user, mode="adaptive"
+    )
+    with django_assert_num_queries(1):  # only the typing indicator changed
+        typing = cursor.poll(client=widget.client, conversation_id=conversation.pk)
+    assert typing == ['event: typing\ndata: {"typing":true}\n\n']
+
+
 def test_event_stream_polls_until_its_time_is_up(widget, monkeypatch):
     monkeypatch.setattr(widget_apis, "STREAM_SECONDS", 0.2)
     monkeypatch.setattr(widget_apis, "POLL_SECONDS", 0.05)
@@ -525,7 +543,7 @@ def test_event_stream_ends_cleanly_when_the_conversation_goes_or_the_database_fa
     def broken(**kwargs: Any) -> None:
         raise DatabaseError("connection lost")
 
-    monkeypatch.setattr(widget_apis, "widget_conversation_state", broken)
+    monkeypatch.setattr(widget_apis, "conversation_live_state", broken)
     stream = widget_apis.event_stream(client=widget.client, conversation_id=1, after=0)
     assert list(stream) == [f"retry: {widget_apis.RETRY_MS}\n\n"]  # no 500 mid-stream
 
