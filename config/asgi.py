@@ -9,11 +9,12 @@ django_application = get_asgi_application()
 
 from apps.core.asgi import StreamingPaths  # noqa: E402  (needs the apps loaded)
 
-# The widget's event streams and the console's doorbells hold no thread while open
-# (apps/core/asgi.py, docs/deployment.md).
+# The widget's event streams, the console's doorbells and the playground's run streams hold no
+# thread while open (apps/core/asgi.py, docs/deployment.md).
 STREAMING_PATHS = [
     r"^/api/v1/widget/conversations/[^/]+/events$",
     r"^/console/events$",
     r"^/console/conversations/[^/]+/events$",
+    r"^/console/playground/runs/[^/]+/events$",
 ]
 application = StreamingPaths(django_application, STREAMING_PATHS)

@@ -1,11 +1,12 @@
 """/console/ — the staff console (session login)."""
 
-from django.urls import path
+from django.urls import include, path
 
 from apps.conversations import console_views
 
 urlpatterns = [
     path("", console_views.queue, name="console-queue"),
+    path("playground/", include("apps.playground.urls")),
     path("queue.json", console_views.queue_poll, name="console-queue-poll"),
     path("events", console_views.queue_events, name="console-queue-events"),
     path(

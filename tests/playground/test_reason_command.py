@@ -215,3 +215,13 @@ def test_cost_is_billed_at_the_plan_multiplier_of_the_mode_run(shop, llm):
     reason("--client", "shop", "--mode", "standard", "Hello")
     run = PlaygroundRun.objects.get()
     assert run.billed_usd == (run.cost_usd * 3).quantize(Decimal("1e-8"))
+
+
+def test_step_by_step_prints_every_step_in_full(shop, llm):
+    long = "We ship to 30 countries. " * 20
+    reply = {"response": long.strip(), "tool_call": None, "tool_params": {}}
+    llm.script("respond", reply, reply)
+    short, _ = reason("--client", "shop", "--mode", "standard", "Do you ship abroad?")
+    full, _ = reason("--client", "shop", "--mode", "standard", "--step-by-step", "Abroad?")
+    assert f"draft: {long.strip()}" not in short and "…" in short
+    assert f"draft: {long.strip()}" in full
