@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 from decimal import Decimal
+from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -219,7 +220,7 @@ def test_cost_is_billed_at_the_plan_multiplier_of_the_mode_run(shop, llm):
 
 def test_step_by_step_prints_every_step_in_full(shop, llm):
     long = "We ship to 30 countries. " * 20
-    reply = {"response": long.strip(), "tool_call": None, "tool_params": {}}
+    reply: dict[str, Any] = {"response": long.strip(), "tool_call": None, "tool_params": {}}
     llm.script("respond", reply, reply)
     short, _ = reason("--client", "shop", "--mode", "standard", "Do you ship abroad?")
     full, _ = reason("--client", "shop", "--mode", "standard", "--step-by-step", "Abroad?")
