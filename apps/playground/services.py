@@ -208,7 +208,7 @@ def playground_run_execute(
         with deadline_scope(settings.REASONING_TURN_DEADLINE_SECONDS):
             outcome = run_post_draft_hooks(turn, runner(turn))
     except TurnAborted:
-        status, error = RunStatus.STOPPED, "stopped from the playground"
+        status = RunStatus.STOPPED  # the last step says so (`stopped`)
     except Escalate as exc:
         # A turn would hand the conversation to a person here: shown, not done.
         outcome = Outcome(escalate=(exc.reason, exc.detail), handoff_text=exc.handoff_text)

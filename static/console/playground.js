@@ -102,7 +102,7 @@
     li.appendChild(el("p", "gd-content", out.content));
     var scores = out.scores || {};
     var list = el("ul", "gd-scores");
-    Object.keys(scores).forEach(function (key) {
+    Object.keys(scores).sort().forEach(function (key) {
       var value = num(scores[key]);
       if (value === null) return;
       var item = el("li", "gd-score");
@@ -152,6 +152,7 @@
 
   Run.prototype.drawSpark = function () {
     var svg = this.spark;
+    this.root.querySelector("[data-spark-box]").hidden = false;
     while (svg.firstChild) svg.removeChild(svg.firstChild);
     var w = 300, h = 60, pad = 4;
     function y(v) { return pad + (1 - Math.max(0, Math.min(1, v))) * (h - 2 * pad); }
@@ -284,6 +285,17 @@
       JSON.stringify(out.params || {}) + (out.reason ? " (" + out.reason + ")" : "")));
     li.appendChild(el("p", "gd-sub", "Tools never run in the playground. The customer would have been told:"));
     li.appendChild(el("p", "gd-content", out.would_reply));
+  };
+
+  Run.prototype.show_context_fetch = function (step, out) {
+    var li = this.card(step, "Context fetch");
+    li.appendChild(el("p", null, "Fetched: " + ((out.fetched || []).join(", ") || "nothing") +
+      ((out.unknown || []).length ? " · unknown keys: " + out.unknown.join(", ") : "")));
+  };
+
+  Run.prototype.show_guard = function (step, out) {
+    var li = this.card(step, "Guards");
+    li.appendChild(el("p", null, out.action + " " + (out.tool || "") + " — " + (out.reason || "")));
   };
 
   Run.prototype.show_stopped = function (step) {

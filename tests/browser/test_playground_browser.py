@@ -70,7 +70,8 @@ def test_steps_arrive_one_by_one_and_the_sparkline_draws(
     third = cards.nth(2)
     expect(third.locator(".gd-badge")).to_have_text("Continue")
     expect(third.locator(".gd-score")).to_have_count(2)
-    assert third.locator(".gd-bar-fill").first.evaluate("e => e.style.width") == "75%"
+    grounded = third.locator(".gd-score", has_text="grounded").locator(".gd-bar-fill")
+    assert grounded.evaluate("e => e.style.width") == "75%"
     expect(third).to_contain_text("Rationale 3.")
     expect(cards.nth(3).locator(".gd-badge")).to_have_text("Final")
     # the sparkline: 4 points and the target line at 0.75
