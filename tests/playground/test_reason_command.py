@@ -226,3 +226,21 @@ def test_step_by_step_prints_every_step_in_full(shop, llm):
     full, _ = reason("--client", "shop", "--mode", "standard", "--step-by-step", "Abroad?")
     assert f"draft: {long.strip()}" not in short and "…" in short
     assert f"draft: {long.strip()}" in full
+
+
+def test_a_disabled_tool_is_refused_by_the_guards_and_not_run(shop, llm, webhook):
+    llm.script(
+        "respond",
+        {
+            "response": "Your balance is $50.",
+            "tool_call": "gift_card_balance",
+            "tool_params": {"order_id": "TH-12345"},
+        },
+    )
+    out, _ = reason("--client", "shop", "--mode", "standard", "Gift card balance?")
+    step = PlaygroundRun.objects.get().steps.get(name="tool_not_run")
+    assert (step.output["verdict"], step.output["tool"]) == ("refuse", "gift_card_balance")
+    assert "Your balance is $50." not in step.output["would_reply"]
+    assert "guards: refuse" in out
+    assert webhook.calls() == []
+    nothing_reached_a_customer()
