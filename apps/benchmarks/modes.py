@@ -17,6 +17,10 @@ A fourth, informational scenario ("risky, schema first") is a risky action where
 first fetches the tool's schema, as the adaptive prompt invites it to; it is measured but kept
 out of the weighted mix.
 
+With `evaluation=True` (`bench_modes --evaluation`) both plans have the evaluation layer on
+(`Plan.evaluation_enabled`, the seed's thresholds): knowledge answers over 100 characters get an
+`evaluate` call, scripted to validate them; actions and confirmation requests are not evaluated.
+
 The replies are scripted per scenario and step (realistic texts, the same answer in both
 modes); tokens are counted by the fake server from the request and reply bodies (≈ 4 characters
 a token), so they measure what GuideDesk sends, not a provider's tokenizer.
@@ -224,6 +228,13 @@ class ScriptedModel:
             return dict(case.critique)
         if request.step == "compose":
             return {"response": case.compose or case.answer}
+        if request.step == "evaluate":
+            return {
+                "valid": True,
+                "improved_response": None,
+                "improved_confidence": 0,
+                "evaluation": "Every fact in the draft is in the source text.",
+            }
         raise BenchmarkError(f"unexpected step {request.step!r}")
 
 
@@ -255,6 +266,7 @@ class Tally:
     cost_usd: Decimal = Decimal(0)
     billed_usd: Decimal = Decimal(0)
     queries: int = 0
+    evaluated: int = 0  # turns whose answer the evaluation step checked
     orchestration_ms: float = 0.0
     cpu_ms: float = 0.0
     unexpected: list[str] = field(default_factory=list)
@@ -268,7 +280,13 @@ class BenchResult:
     model: str
     price: ModelPrice
     turns_per_mode: int
+    evaluation: bool = False
     tallies: dict[tuple[str, str], Tally] = field(default_factory=dict)
+
+    def evaluated(self, mode: str) -> tuple[int, int]:
+        """(evaluated turns, turns) of the weighted mix's scenarios in `mode`."""
+        tallies = [self.tally(mode, scenario) for scenario in MIX]
+        return sum(t.evaluated for t in tallies), sum(t.turns for t in tallies)
 
     def tally(self, mode: str, scenario: str) -> Tally:
         return self.tallies.setdefault((mode, scenario), Tally())
@@ -352,7 +370,9 @@ def _current_prices() -> list[dict[str, Any]]:
         return []
 
 
-def _bench_clients(token: str, prices: list[dict[str, Any]]) -> dict[str, Client]:
+def _bench_clients(
+    token: str, prices: list[dict[str, Any]], evaluation: bool = False
+) -> dict[str, Client]:
     """Two copies of the demo tenant, one per mode, on copies of its plan."""
     data = json.loads(DEMO_TENANT.read_text(encoding="utf-8"))
     demo = data["clients"][0]
@@ -371,15 +391,22 @@ def _bench_clients(token: str, prices: list[dict[str, Any]]) -> dict[str, Client
             "clients": clients,
         }
     )
+    slugs = [f"bench-{token}-{mode}" for mode in MODES]
+    Plan.objects.filter(slug__in=slugs).update(evaluation_enabled=evaluation)
     return {
         mode: Client.objects.select_related("plan").get(slug=f"bench-{token}-{mode}")
         for mode in MODES
     }
 
 
-def _expected_steps(mode: str, scenario: str, case: Case) -> list[str]:
+def _expected_steps(
+    mode: str, scenario: str, case: Case, evaluation: bool = False, min_chars: int = 100
+) -> list[str]:
+    # Evaluated: knowledge answers (no tool) over the plan's length threshold; the scripted
+    # confidences (adaptive 9/10, standard's 70 %) are above the 30 % threshold.
+    evaluate = ["evaluate"] if evaluation and not case.tool and len(case.answer) > min_chars else []
     if mode == AIMode.STANDARD:
-        return ["respond"] + (["compose"] if case.compose else [])
+        return ["respond"] + (["compose"] if case.compose else []) + evaluate
     steps = ["assess"]
     if scenario == "context" or scenario == "risky_schema_first":
         steps.append("assess")
@@ -387,7 +414,7 @@ def _expected_steps(mode: str, scenario: str, case: Case) -> list[str]:
         steps.append("critique")
     if case.compose:
         steps.append("compose")
-    return steps
+    return steps + evaluate
 
 
 def run_benchmark(
@@ -397,6 +424,7 @@ def run_benchmark(
     progress: Callable[[int], Any] | None = None,
     seed: int = 7,
     in_current_database: bool = False,
+    evaluation: bool = False,
 ) -> BenchResult:
     """Run the mix `turns` times per mode (plus the informational scenario) and tally it.
 
@@ -424,14 +452,16 @@ def run_benchmark(
     database = nullcontext() if in_current_database else _temporary_database()
     with FakeLLMServer() as server, database:
         server.fallback(scripted)
-        clients = _bench_clients(token=f"{int(time.time())}", prices=prices)
+        clients = _bench_clients(token=f"{int(time.time())}", prices=prices, evaluation=evaluation)
         try:
             price = ModelPrice.objects.filter(model=model).first()
             if price is None:
                 raise BenchmarkError(
                     f"No ModelPrice for {model!r}: add one in the admin (Billing → model prices)."
                 )
-            result = BenchResult(model=model, price=price, turns_per_mode=turns)
+            result = BenchResult(
+                model=model, price=price, turns_per_mode=turns, evaluation=evaluation
+            )
             overrides = {
                 "OPENAI_API_KEY": "bench-key",
                 "OPENAI_BASE_URL": server.base_url,
@@ -476,10 +506,14 @@ def _one_turn(tally: Tally, client: Client, mode: str, scenario: str, case: Case
     records = UsageRecord.objects.filter(trace=trace)
     money = records.aggregate(cost=Sum("cost_usd"), billed=Sum("billed_usd"))
     steps = list(records.order_by("pk").values_list("step", flat=True))
-    expected = _expected_steps(mode, scenario, case)
+    plan = client.plan
+    expected = _expected_steps(
+        mode, scenario, case, plan.evaluation_enabled, plan.evaluation_min_chars
+    )
     if steps != expected or trace.escalated:
         tally.unexpected.append(f"{mode}/{scenario}: {case.text!r} ran {steps}, wanted {expected}")
     tally.turns += 1
+    tally.evaluated += bool(trace.evaluation_outcome)
     tally.llm_calls += trace.llm_calls
     tally.prompt_tokens += trace.prompt_tokens
     tally.completion_tokens += trace.completion_tokens

@@ -22,7 +22,7 @@ from apps.billing.models import (
     UsageCounter,
     UsageRecord,
 )
-from apps.billing.selectors import usage_overview
+from apps.billing.selectors import EVALUATION_FIELDS, UsageFigures, usage_overview
 from apps.billing.serializers import UsageQuerySerializer
 from apps.clients.models import Client
 from apps.core.admin import PlatformOnlyAdmin, ReadOnlyAuditAdmin, TenantScopedAdmin
@@ -223,6 +223,11 @@ class ClientUsageAdmin(TenantScopedAdmin):
         )
         plan = client.plan
         counter = overview.counter
+        evaluation_days = [
+            (day, _day_total(row))
+            for day, row in overview.daily.items()
+            if _day_total(row).evaluations
+        ]
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
@@ -243,10 +248,21 @@ class ClientUsageAdmin(TenantScopedAdmin):
                 counter.turns_used if counter else 0, plan.monthly_turn_budget
             ),
             "alerts": overview.alerts,
+            "evaluation_days": evaluation_days,
+            "evaluation_enabled": plan.evaluation_enabled,
             "records_url": reverse("admin:billing_usagerecord_changelist")
             + f"?client__id__exact={client.pk}",
         }
         return TemplateResponse(request, "admin/billing/usage.html", context)
+
+
+def _day_total(row: dict[str, UsageFigures]) -> UsageFigures:
+    total = UsageFigures()
+    for figures in row.values():
+        total.turns += figures.turns
+        for name in EVALUATION_FIELDS:
+            setattr(total, name, getattr(total, name) + getattr(figures, name))
+    return total
 
 
 def _percent(used: int, budget: int) -> Decimal | None:

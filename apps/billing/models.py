@@ -202,6 +202,13 @@ class DailyUsage(TenantOwnedModel):
     step = models.CharField(max_length=40, blank=True)
     turns = models.PositiveIntegerField(default=0)
     critique_triggered = models.PositiveIntegerField(default=0)
+    # Turns whose answer the evaluation layer checked, by outcome (ReasoningTrace.
+    # evaluation_outcome; see apps/reasoning/evaluation.py).
+    evaluation_validated = models.PositiveIntegerField(default=0)
+    evaluation_questioned = models.PositiveIntegerField(default=0)
+    evaluation_improved = models.PositiveIntegerField(default=0)
+    evaluation_kept = models.PositiveIntegerField(default=0)
+    evaluation_failed = models.PositiveIntegerField(default=0)
     llm_calls = models.PositiveIntegerField(default=0)
     prompt_tokens = models.PositiveBigIntegerField(default=0)
     completion_tokens = models.PositiveBigIntegerField(default=0)

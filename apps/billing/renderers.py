@@ -19,6 +19,11 @@ FIGURES = (
     "billed_usd",
     "critique_triggered",
     "critique_rate",
+    "evaluation_validated",
+    "evaluation_questioned",
+    "evaluation_improved",
+    "evaluation_kept",
+    "evaluation_failed",
 )
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 

@@ -14,7 +14,7 @@ own usage records' `trace` relation, never by importing the reasoning app. The p
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 from decimal import ROUND_HALF_UP, Decimal
@@ -39,6 +39,10 @@ from apps.clients.models import Client
 ZERO = Decimal("0")
 CENTS = Decimal("0.01")
 GROUP_BYS = ("mode", "day", "model", "step")
+# What the evaluation layer made of a turn's answer (ReasoningTrace.evaluation_outcome; the
+# reasoning app's `evaluation.OUTCOMES` — billing reads it through the trace relation only).
+EVALUATION_OUTCOMES = ("validated", "questioned", "improved", "kept", "failed")
+EVALUATION_FIELDS = tuple(f"evaluation_{outcome}" for outcome in EVALUATION_OUTCOMES)
 MAX_REPORT_DAYS = 366
 _MONEY = DecimalField(max_digits=20, decimal_places=8)
 UNKNOWN = "unknown"  # model or step of a record that has none (keeps grains apart)
@@ -69,6 +73,11 @@ class UsageCell:
     completion_tokens: int = 0
     cost_usd: Decimal = ZERO
     billed_usd: Decimal = ZERO
+    evaluation_validated: int = 0
+    evaluation_questioned: int = 0
+    evaluation_improved: int = 0
+    evaluation_kept: int = 0
+    evaluation_failed: int = 0
 
     @property
     def key(self) -> tuple[int, date, str, str, str, str]:
@@ -111,6 +120,27 @@ def turns_started_count(*, client: Client | None, first: date, last: date) -> in
     )
 
 
+def _turn_counts() -> dict[str, Count]:
+    """Distinct turns, turns with a critique and turns per evaluation outcome."""
+    counts = {
+        "turns": Count("trace", distinct=True),
+        "critique": Count("trace", distinct=True, filter=Q(trace__critique_triggered=True)),
+    }
+    for outcome, name in zip(EVALUATION_OUTCOMES, EVALUATION_FIELDS, strict=True):
+        counts[name] = Count("trace", distinct=True, filter=Q(trace__evaluation_outcome=outcome))
+    return counts
+
+
+def _evaluations(row: dict[str, Any]) -> dict[str, Any]:
+    return {name: row[name] for name in EVALUATION_FIELDS}
+
+
+def _rows(values: Any) -> Iterator[dict[str, Any]]:
+    """A grouped `.values()` queryset's rows (their keys come from `_turn_counts()`, which
+    django-stubs cannot see)."""
+    yield from values
+
+
 def usage_cells_raw(*, client: Client | None, first: date, last: date) -> list[UsageCell]:
     """Every grain's cells for the days `first` … `last`, computed from traces and usage
     records (three grouped queries). `client=None` computes them for every client."""
@@ -120,13 +150,10 @@ def usage_cells_raw(*, client: Client | None, first: date, last: date) -> list[U
         .filter(trace__isnull=False)
         .annotate(day=TruncDate("trace__created_at"), turn_mode=F("trace__mode"))
         .values("client_id", "day", "turn_mode")
-        .annotate(
-            turns=Count("trace", distinct=True),
-            critique=Count("trace", distinct=True, filter=Q(trace__critique_triggered=True)),
-        )
+        .annotate(**_turn_counts())
         .order_by()
     )
-    for trace_row in traces:
+    for trace_row in _rows(traces):
         cells.append(
             UsageCell(
                 client_id=trace_row["client_id"],
@@ -135,20 +162,16 @@ def usage_cells_raw(*, client: Client | None, first: date, last: date) -> list[U
                 mode=trace_row["turn_mode"],
                 turns=trace_row["turns"],
                 critique_triggered=trace_row["critique"],
+                **_evaluations(trace_row),
             )
         )
     records = records_started_between(client=client, first=first, last=last).annotate(
         day=TruncDate("turn_start")
     )
     per_model = (
-        records.values("client_id", "day", "mode", "model")
-        .annotate(
-            turns=Count("trace", distinct=True),
-            critique=Count("trace", distinct=True, filter=Q(trace__critique_triggered=True)),
-        )
-        .order_by()
+        records.values("client_id", "day", "mode", "model").annotate(**_turn_counts()).order_by()
     )
-    for model_row in per_model:
+    for model_row in _rows(per_model):
         cells.append(
             UsageCell(
                 client_id=model_row["client_id"],
@@ -158,13 +181,13 @@ def usage_cells_raw(*, client: Client | None, first: date, last: date) -> list[U
                 model=model_row["model"] or UNKNOWN,
                 turns=model_row["turns"],
                 critique_triggered=model_row["critique"],
+                **_evaluations(model_row),
             )
         )
     per_step = (
         records.values("client_id", "day", "mode", "model", "step")
         .annotate(
-            turns=Count("trace", distinct=True),
-            critique=Count("trace", distinct=True, filter=Q(trace__critique_triggered=True)),
+            **_turn_counts(),
             llm_calls=Count("id"),
             prompt_tokens=Sum("prompt_tokens"),
             completion_tokens=Sum("completion_tokens"),
@@ -173,7 +196,7 @@ def usage_cells_raw(*, client: Client | None, first: date, last: date) -> list[U
         )
         .order_by()
     )
-    for call_row in per_step:
+    for call_row in _rows(per_step):
         cells.append(
             UsageCell(
                 client_id=call_row["client_id"],
@@ -184,6 +207,7 @@ def usage_cells_raw(*, client: Client | None, first: date, last: date) -> list[U
                 step=call_row["step"] or UNKNOWN,
                 turns=call_row["turns"],
                 critique_triggered=call_row["critique"],
+                **_evaluations(call_row),
                 llm_calls=call_row["llm_calls"],
                 prompt_tokens=call_row["prompt_tokens"] or 0,
                 completion_tokens=call_row["completion_tokens"] or 0,
@@ -213,6 +237,7 @@ def _add(a: UsageCell, b: UsageCell) -> UsageCell:
         completion_tokens=a.completion_tokens + b.completion_tokens,
         cost_usd=a.cost_usd + b.cost_usd,
         billed_usd=a.billed_usd + b.billed_usd,
+        **{name: getattr(a, name) + getattr(b, name) for name in EVALUATION_FIELDS},
     )
 
 
@@ -231,6 +256,7 @@ def _cell_from_row(row: DailyUsage) -> UsageCell:
         completion_tokens=row.completion_tokens,
         cost_usd=row.cost_usd,
         billed_usd=row.billed_usd,
+        **{name: getattr(row, name) for name in EVALUATION_FIELDS},
     )
 
 
@@ -264,6 +290,16 @@ class UsageFigures:
     cost_usd: Decimal = ZERO
     billed_usd: Decimal = ZERO
     critique_triggered: int = 0
+    evaluation_validated: int = 0
+    evaluation_questioned: int = 0
+    evaluation_improved: int = 0
+    evaluation_kept: int = 0
+    evaluation_failed: int = 0
+
+    @property
+    def evaluations(self) -> int:
+        """Turns whose answer the evaluation layer checked (every outcome)."""
+        return sum(getattr(self, name) for name in EVALUATION_FIELDS)
 
     @property
     def critique_rate(self) -> Decimal | None:
@@ -289,6 +325,8 @@ class UsageFigures:
     def add_turns(self, cell: UsageCell) -> None:
         self.turns += cell.turns
         self.critique_triggered += cell.critique_triggered
+        for name in EVALUATION_FIELDS:
+            setattr(self, name, getattr(self, name) + getattr(cell, name))
 
 
 @dataclass

@@ -108,6 +108,21 @@ class UsageFiguresSerializer(serializers.Serializer):
         allow_null=True,
         help_text="critique_triggered / turns: how often critique triggers (null: no turns).",
     )
+    evaluation_validated = serializers.IntegerField(
+        read_only=True, help_text="Turns whose answer the evaluation step validated."
+    )
+    evaluation_questioned = serializers.IntegerField(
+        read_only=True, help_text="Turns whose answer it questioned (confidence − 30 %)."
+    )
+    evaluation_improved = serializers.IntegerField(
+        read_only=True, help_text="Turns whose answer it replaced with a better one."
+    )
+    evaluation_kept = serializers.IntegerField(
+        read_only=True, help_text="Turns where it could not decide (the answer was kept)."
+    )
+    evaluation_failed = serializers.IntegerField(
+        read_only=True, help_text="Turns where the evaluation call failed (answer sent as is)."
+    )
 
 
 class UsageGroupSerializer(UsageFiguresSerializer):
@@ -187,6 +202,11 @@ class TurnUsageSerializer(serializers.Serializer):
     critique_reasons = serializers.ListField(child=serializers.CharField(), read_only=True)
     context_fetched = serializers.ListField(child=serializers.CharField(), read_only=True)
     escalated = serializers.BooleanField(read_only=True)
+    evaluation_outcome = serializers.CharField(
+        read_only=True,
+        help_text="What the evaluation step made of the answer: validated, questioned, "
+        "improved, kept or failed; empty when it was not evaluated.",
+    )
     duration_ms = serializers.IntegerField(read_only=True)
     llm_wait_ms = serializers.IntegerField(read_only=True)
 

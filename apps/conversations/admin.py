@@ -66,10 +66,11 @@ KIND_EXPLANATIONS: dict[str, str] = {
     Kind.TOOL_RESULT: "What the tool returned, or the error it reported.",
     Kind.ESCALATION: "The conversation was handed to a human, and why. The AI stays silent "
     "until staff hand it back.",
+    Kind.EVALUATION: "A second opinion (when the plan has evaluation on): another AI call "
+    "checked the answer against the business info and tool results it used — validated "
+    "(confidence +10 %), questioned (−30 %; handed to a human if too low), improved (a better "
+    "answer replaced it), undecided (kept) or failed (the answer was sent as it was).",
     # Reserved kinds: nothing produces them yet (the legend lists them apart, as not yet used).
-    Kind.EVALUATION: "Not produced yet — reserved for the planned evaluation step, which will "
-    "check an answer against the business's real text after the draft and may lower its "
-    "confidence or replace it.",
     Kind.REASONING_STEP: "Not produced yet — reserved for the deliberative mode, which is not "
     "built (a deliberative plan runs, and is billed as, adaptive).",
     Kind.FEEDBACK: "Not produced yet — reserved for the deliberative mode, which is not built.",
@@ -81,9 +82,7 @@ KIND_EXPLANATIONS: dict[str, str] = {
 # Kinds the customer can see; every other kind is internal (staff only).
 VISIBLE_KINDS = frozenset({Kind.TEXT, Kind.CONFIRMATION_REQUEST, Kind.HANDOFF, Kind.NOTICE})
 # Kinds nothing produces yet: the legend lists them apart so it promises nothing untrue.
-RESERVED_KINDS = frozenset(
-    {Kind.EVALUATION, Kind.REASONING_STEP, Kind.FEEDBACK, Kind.REFINEMENT, Kind.ERROR}
-)
+RESERVED_KINDS = frozenset({Kind.REASONING_STEP, Kind.FEEDBACK, Kind.REFINEMENT, Kind.ERROR})
 
 
 @dataclass(frozen=True)

@@ -34,3 +34,41 @@ def test_bench_modes_runs_the_mix_through_both_modes_and_cleans_up() -> None:
     # the two throwaway tenants are gone
     assert not Client.objects.filter(slug__startswith="bench-").exists()
     assert not UsageRecord.objects.exists()
+
+
+def test_bench_modes_with_evaluation_adds_evaluate_calls_to_knowledge_answers_only() -> None:
+    from apps.benchmarks.modes import run_benchmark
+
+    off = run_benchmark(turns=5, model="gpt-4o-mini", in_current_database=True)
+    on = run_benchmark(turns=5, model="gpt-4o-mini", in_current_database=True, evaluation=True)
+
+    for result in (off, on):
+        assert not [p for t in result.tallies.values() for p in t.unexpected]
+    for mode in ("standard", "adaptive"):
+        # risky actions are never evaluated: the same calls with evaluation on and off
+        assert on.tally(mode, "risky").llm_calls == off.tally(mode, "risky").llm_calls
+        assert on.tally(mode, "risky").evaluated == 0
+        # knowledge answers get one more call each when they are evaluated
+        for scenario in ("simple", "context"):
+            extra = on.tally(mode, scenario).llm_calls - off.tally(mode, scenario).llm_calls
+            assert extra == on.tally(mode, scenario).evaluated
+        evaluated, turns = on.evaluated(mode)
+        assert 0 < evaluated < turns
+        assert on.weighted(mode, "cost_usd") > off.weighted(mode, "cost_usd")
+    assert off.evaluated("adaptive")[0] == 0
+
+
+def test_bench_modes_command_reports_how_often_evaluation_triggers() -> None:
+    out = StringIO()
+    call_command(
+        "bench_modes",
+        turns=5,
+        in_current_database=True,
+        no_progress=True,
+        evaluation=True,
+        stdout=out,
+        stderr=StringIO(),
+    )
+    text = out.getvalue()
+    assert "evaluation on" in text
+    assert "Evaluation triggered in adaptive:" in text

@@ -150,6 +150,7 @@ def test_turn_summaries_show_what_each_turn_did_and_cost(api_a, acme) -> None:
     assert (turn["cost_usd"], turn["billed_usd"]) == ("0.70000000", "1.05000000")
     assert turn["critique_triggered"] and turn["critique_reasons"] == ["destructive_tool"]
     assert turn["context_fetched"] == ["policies.returns"] and turn["escalated"]
+    assert turn["evaluation_outcome"] == ""  # not evaluated
     only = api_a.get(
         "/api/v1/billing/turns/", {"conversation": str(trace.conversation.public_id)}
     ).json()

@@ -110,6 +110,11 @@ def test_totals_equal_the_sum_of_the_usage_records(api_a, acme, usage) -> None:
         "billed_usd": money(total["billed_usd"]),
         "critique_triggered": 2,
         "critique_rate": 0.3333,
+        "evaluation_validated": 0,
+        "evaluation_questioned": 0,
+        "evaluation_improved": 0,
+        "evaluation_kept": 0,
+        "evaluation_failed": 0,
     }
     assert total["llm_calls"] == 9
     assert sum(g["llm_calls"] for g in body["groups"]) == total["llm_calls"]
@@ -188,6 +193,11 @@ def test_csv_has_the_same_numbers(api_a, usage) -> None:
         "billed_usd",
         "critique_triggered",
         "critique_rate",
+        "evaluation_validated",
+        "evaluation_questioned",
+        "evaluation_improved",
+        "evaluation_kept",
+        "evaluation_failed",
     ]
     assert rows[0] == header
     for row, group in zip(rows[1:-1], as_json["groups"], strict=True):

@@ -430,3 +430,36 @@ def test_plan_admin_has_one_evaluation_switch_with_its_thresholds(client: Any) -
     assert client.post(url, data).status_code == 200  # refused: at most 100 %
     plan.refresh_from_db()
     assert plan.evaluation_escalate_below == 40
+
+
+def test_the_debug_view_shows_what_the_evaluation_did(chat: Chat, llm: Any, client: Any) -> None:
+    from django.urls import reverse
+
+    from apps.accounts.models import Role
+    from tests.factories import ClientFactory, MembershipFactory, UserFactory
+
+    evaluation_on(chat)
+    fetch_returns_then(chat, llm, WRONG, confidence=7)
+    llm.script("evaluate", ev(False, RIGHT, 95, "The policy says 30 days, not 60."))
+    chat.say("How long do I have to return something?")
+
+    client.force_login(UserFactory(is_superuser=True))
+    url = reverse("admin:conversations_conversation_change", args=[chat.conversation.pk])
+    page = client.get(url).content.decode()
+    block = page.split('class="gd-text gd-evaluation" data-outcome="improved"')[1].split("</li>")[0]
+    assert "Improved — a better answer replaced the draft" in block
+    assert "70 % → 95 %" in block
+    assert "The policy says 30 days, not 60." in block
+    assert f'<del class="gd-replaced">{WRONG}</del>' in block
+    assert "Checked against: minimal context, policies.returns" in block
+    assert "<dt>Evaluation:</dt> <dd>improved</dd>" in page
+
+    # another client's staff cannot open it (404, like a missing conversation)
+    from django.contrib.auth.models import Permission
+
+    other = MembershipFactory(client=ClientFactory(slug="other"), role=Role.ADMIN).user
+    other.user_permissions.add(Permission.objects.get(codename="view_conversation"))
+    client.force_login(other)
+    response = client.get(url)
+    assert response.status_code == 302  # "doesn't exist", exactly like a missing one
+    assert "30 days, not 60" not in client.get(response["Location"]).content.decode()

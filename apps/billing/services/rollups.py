@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from apps.billing import periods
 from apps.billing.models import DailyUsage, UsageRecord, UsageRollupDay
-from apps.billing.selectors import usage_cells_raw
+from apps.billing.selectors import EVALUATION_FIELDS, usage_cells_raw
 
 DEFAULT_MAX_DAYS = 31
 DEFAULT_REFRESH_DAYS = 2
@@ -54,6 +54,7 @@ def daily_usage_rollup(*, day: date) -> int:
                 completion_tokens=cell.completion_tokens,
                 cost_usd=cell.cost_usd,
                 billed_usd=cell.billed_usd,
+                **{name: getattr(cell, name) for name in EVALUATION_FIELDS},
             )
             for cell in cells
         )

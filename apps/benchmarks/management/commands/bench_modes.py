@@ -39,6 +39,12 @@ class Command(BaseCommand):
         parser.add_argument("--markdown", action="store_true", help="Print a Markdown table.")
         parser.add_argument("--no-progress", action="store_true", help="No progress bar.")
         parser.add_argument(
+            "--evaluation",
+            action="store_true",
+            help="Turn the evaluation layer on for both plans (an `evaluate` call after each "
+            "knowledge answer over 100 characters, scripted to validate it).",
+        )
+        parser.add_argument(
             "--in-current-database",
             action="store_true",
             help="Work in the configured database (deleting the benchmark clients afterwards) "
@@ -69,6 +75,7 @@ class Command(BaseCommand):
                 model=options["model"],
                 progress=bar.update,
                 in_current_database=in_current,
+                evaluation=options["evaluation"],
             )
         except BenchmarkError as exc:
             raise CommandError(str(exc)) from None
@@ -83,7 +90,8 @@ class Command(BaseCommand):
             f"{platform.python_implementation()} {platform.python_version()} · "
             f"{platform.machine()}\n"
             f"model {result.model} at ${price.input_per_million}/M in, "
-            f"${price.output_per_million}/M out · per mode: {mix} (+ {extra}, informational)\n"
+            f"${price.output_per_million}/M out · per mode: {mix} (+ {extra}, informational)"
+            f" · evaluation {'on' if result.evaluation else 'off'}\n"
         )
         self.stdout.write(markdown_table(result) if options["markdown"] else text_table(result))
         ratio = result.ratio()
@@ -93,6 +101,13 @@ class Command(BaseCommand):
                 f"\nWeighted provider cost, adaptive ÷ standard: {ratio:.3f} — adaptive is "
                 f"{abs(1 - ratio) * 100:.1f}% {verdict} per turn."
             )
+        if result.evaluation:
+            for mode in MODES:
+                evaluated, mixed = result.evaluated(mode)
+                self.stdout.write(
+                    f"Evaluation triggered in {mode}: {evaluated} of {mixed} turns of the mix "
+                    f"({evaluated / mixed * 100 if mixed else 0:.0f} %)."
+                )
         problems = [p for tally in result.tallies.values() for p in tally.unexpected]
         if problems:
             self.stderr.write(f"{len(problems)} turn(s) did not run as scripted:")
