@@ -446,7 +446,7 @@ def test_the_debug_view_shows_what_the_evaluation_did(chat: Chat, llm: Any, clie
     client.force_login(UserFactory(is_superuser=True))
     url = reverse("admin:conversations_conversation_change", args=[chat.conversation.pk])
     page = client.get(url).content.decode()
-    block = page.split('class="gd-text gd-evaluation" data-outcome="improved"')[1].split("</li>")[0]
+    block = page.split('class="gd-evaluation" data-outcome="improved"')[1].split("</li>")[0]
     assert "Improved — a better answer replaced the draft" in block
     assert "70 % → 95 %" in block
     assert "The policy says 30 days, not 60." in block
