@@ -16,11 +16,11 @@ $(STAMP): requirements/base.txt requirements/production.txt requirements/dev.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements/dev.txt
 	@touch $(STAMP)
 
-## make demo — migrate, load the demo tenant, create the demo admin, serve on http://$(HOST):$(PORT)
+## make demo — migrate, load the demo tenant, create the demo admin, print the addresses and
+## keys, serve on http://$(HOST):$(PORT)  (e.g. PORT=8011 make demo)
 demo: $(STAMP)
 	$(PY) manage.py migrate --noinput
-	$(PY) manage.py import_client demo/tenant.json
-	$(PY) manage.py demo_setup
+	$(PY) manage.py demo_setup --tenant demo/tenant.json --host $(HOST) --port $(PORT)
 	$(PY) manage.py runserver $(HOST):$(PORT)
 
 ## make test — the whole test suite (SQLite by default; DATABASE_URL switches to PostgreSQL)

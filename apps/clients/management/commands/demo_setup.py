@@ -1,19 +1,57 @@
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.accounts.models import Membership, Role, User
+from apps.clients.management.commands.import_client import read_tenant_file
 from apps.clients.models import Client
+from apps.clients.services import ImportedClient, tenant_import
+from apps.core.exceptions import ApplicationError
 
 DEMO_EMAIL = "admin@guidedesk.example"
 DEMO_PASSWORD = "guidedesk-demo"  # noqa: S105 - the local demo's published credential
+# Addresses a server listens on that no browser can open: print the loopback name instead.
+WILDCARD_HOSTS = {"", "0.0.0.0", "::", "[::]"}  # noqa: S104 - compared, never bound
+
+
+def base_url(host: str, port: int) -> str:
+    """The address to open in a browser for a server bound to `host:port`."""
+    if host in WILDCARD_HOSTS:
+        host = "127.0.0.1"
+    elif ":" in host and not host.startswith("["):
+        host = f"[{host}]"  # a bare IPv6 address
+    return f"http://{host}:{port}/"
 
 
 class Command(BaseCommand):
-    help = "Create the demo superuser (idempotent) and print how to sign in. Local demo only."
+    help = (
+        "The local demo (`make demo`): optionally import a tenant file, create the demo "
+        "superuser (idempotent) and print one block with the addresses (for the host and port "
+        "the demo is served on), the sign-in and the widget and API keys. Local demo only."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--tenant",
+            metavar="FILE",
+            help="Import this tenant file first (as `import_client` does) and print its keys.",
+        )
+        parser.add_argument("--host", default="127.0.0.1", help="The host the demo is served on.")
+        parser.add_argument(
+            "--port", type=int, default=8000, help="The port the demo is served on."
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        imported: list[ImportedClient] = []
+        if options["tenant"]:
+            data = read_tenant_file(options["tenant"])
+            try:
+                imported = tenant_import(data=data)
+            except ApplicationError as exc:
+                raise CommandError(
+                    f"{options['tenant']}: {exc.message}\nNothing was changed."
+                ) from None
         user = User.objects.filter(email=DEMO_EMAIL).first()
         if user is None:
             user = User.objects.create_superuser(DEMO_EMAIL, DEMO_PASSWORD)
@@ -21,17 +59,36 @@ class Command(BaseCommand):
             Membership.objects.get_or_create(
                 client=client, user=user, defaults={"role": Role.OWNER}
             )
-        model = "the OFFLINE DEMO MODEL" if not settings.OPENAI_API_KEY else settings.LLM_MODEL
-        self.stdout.write(
-            "\n".join(
-                [
-                    "",
-                    "GuideDesk demo is ready.",
-                    "  Demo shop:  http://127.0.0.1:8000/",
-                    "  Admin:      http://127.0.0.1:8000/admin/",
-                    f"  Sign in:    {DEMO_EMAIL} / {DEMO_PASSWORD}",
-                    f"  Assistant:  {model}",
-                    "",
-                ]
-            )
+        self.stdout.write(self.summary(imported, base_url(options["host"], options["port"])))
+
+    def summary(self, imported: list[ImportedClient], url: str) -> str:
+        model = (
+            f"{settings.LLM_MODEL} (OPENAI_API_KEY is set)"
+            if settings.OPENAI_API_KEY
+            else "the OFFLINE DEMO MODEL (set OPENAI_API_KEY for a real model)"
         )
+        shop = Client.objects.filter(is_active=True).order_by("pk").first()
+        lines = [
+            "",
+            "GuideDesk demo is ready.",
+            f"  Demo shop:   {url}" + (f"  ({shop.name}, with the chat widget)" if shop else ""),
+            f"  Admin:       {url}admin/",
+            f"  Sign in:     {DEMO_EMAIL} / {DEMO_PASSWORD}",
+            f"  Console:     {url}console/",
+            f"  API docs:    {url}api/docs/",
+        ]
+        several = len(imported) > 1
+        for client in imported:
+            label = f" ({client.slug})" if several else ""
+            lines.append(f"  Widget key{label}:  {client.widget_key}")
+            if client.api_key:
+                lines.append(
+                    f"  API key{label}:     {client.api_key}  (new: shown only now, keep it)"
+                )
+            else:
+                lines.append(
+                    f"  API key{label}:     issued earlier (stored hashed, not shown again; "
+                    "issue another in the admin under API keys)"
+                )
+        lines += [f"  Assistant:   {model}", ""]
+        return "\n".join(lines)

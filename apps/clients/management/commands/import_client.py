@@ -9,6 +9,19 @@ from apps.clients.services import tenant_import
 from apps.core.exceptions import ApplicationError
 
 
+def read_tenant_file(path: Path | str) -> Any:
+    """The parsed tenant file, or a CommandError that says what is wrong with it."""
+    path = Path(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CommandError(f"{path}: no such file") from None
+    except json.JSONDecodeError as exc:
+        raise CommandError(
+            f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from None
+
+
 class Command(BaseCommand):
     help = (
         "Create or update model prices, plans and clients (business info, widget, tools) from a "
@@ -21,14 +34,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         path: Path = options["file"]
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise CommandError(f"{path}: no such file") from None
-        except json.JSONDecodeError as exc:
-            raise CommandError(
-                f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
-            ) from None
+        data = read_tenant_file(path)
         try:
             imported = tenant_import(data=data)
         except ApplicationError as exc:
