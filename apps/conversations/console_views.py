@@ -108,6 +108,11 @@ def _resolve_access(request: HttpRequest) -> ConsoleAccess | HttpResponse:
         raise Http404("No such client.")
     lookup = _TenantLookup(user=request.user, query_params=request.GET)
     client = client_for_request(request=lookup)
+    if client is None and not request.GET.get("client") and len(choices) == 1:
+        # One client (the usual case, and the demo's superuser): nothing to choose, so straight
+        # to its conversations, the client kept in every link as if it had been picked.
+        lookup = _TenantLookup(user=request.user, query_params={"client": choices[0].slug})
+        client = client_for_request(request=lookup)
     if client is None:
         if request.GET.get("client"):
             # A slug the user is no member of answers like an unknown one.

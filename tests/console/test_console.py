@@ -14,6 +14,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from apps.accounts.models import Role
+from apps.clients.models import Client
 from apps.conversations.models import Conversation, Message
 from apps.conversations.services import message_append
 from apps.escalations.models import Escalation
@@ -97,6 +98,7 @@ def test_a_member_of_several_clients_picks_one(client, data_a, data_b):
 
 
 def test_a_superuser_picks_any_client(client, data_a):
+    ClientFactory(name="Globex")  # a second active client: there is a choice to make
     client.force_login(UserFactory(is_superuser=True))
     assert "Choose a client" in html(client.get(QUEUE))
     response = client.get(page_url(data_a.conversation), {"client": data_a.client.slug})
@@ -385,3 +387,19 @@ def test_a_client_with_no_escalations_has_an_empty_queue(browser_for):
         "open": [],
         "recently_resolved": [],
     }
+
+
+def test_with_exactly_one_client_the_console_opens_its_queue(client, data_a):
+    """Nothing to choose (the demo's superuser, most agents): no "You work for several
+    clients" page; the queue of that one client, kept selected in every link."""
+    Client.objects.exclude(pk=data_a.client.pk).update(is_active=False)
+    client.force_login(UserFactory(is_superuser=True))
+    page = html(client.get(QUEUE))
+    assert "several clients" not in page and "Choose a client" not in page
+    assert data_a.client.name in page
+    assert f"?client={data_a.client.slug}" in page
+    poll = client.get(reverse("console-queue-poll"))
+    assert poll.status_code == 200
+    # a second active client brings the choice back
+    ClientFactory(name="Second Shop")
+    assert "Choose a client" in html(client.get(QUEUE))
