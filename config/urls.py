@@ -21,6 +21,7 @@ handler500 = "apps.core.error_views.server_error"
 urlpatterns = [
     path("", core_views.home, name="home"),
     path("healthz", core_views.healthz, name="healthz"),
+    path("favicon.ico", core_views.favicon, name="favicon"),
     path("admin/", admin.site.urls),
     path("accounts/", include("allauth.urls")),
     path("console/", include("apps.conversations.console_urls")),

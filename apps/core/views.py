@@ -1,7 +1,8 @@
 from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.templatetags.static import static
 
 from apps.clients.models import Client
 
@@ -47,3 +48,9 @@ def healthz(request: HttpRequest) -> JsonResponse:
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1")
     return JsonResponse({"ok": True})
+
+
+def favicon(request: HttpRequest) -> HttpResponse:
+    """`/favicon.ico`: browsers ask for it on every site whatever a page links (the API docs, a
+    JSON response, an error page), so it answers with the static icon instead of a 404."""
+    return redirect(static("favicon.ico"))
