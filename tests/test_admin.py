@@ -162,3 +162,21 @@ def test_client_staff_see_only_their_clients_in_admin(client):
     # plans are the platform's: visible, not editable
     response = client.post(reverse("admin:clients_plan_change", args=[mine.plan.pk]), {})
     assert response.status_code == 403
+
+
+def test_one_clearly_named_section_for_staff_accounts(admin_client):
+    """django-allauth's own "Accounts" section (e-mail addresses) is gone; its rows show on the
+    user's page, where an operator can mark the sign-in address verified."""
+    from allauth.account.models import EmailAddress
+
+    index = admin_client.get(reverse("admin:index")).content.decode()
+    sections = re.findall(r'<caption>\s*<a[^>]*class="section"[^>]*>([^<]+)</a>', index)
+    assert "Staff accounts and API keys" in sections
+    assert not [s for s in sections if s.strip().lower() == "accounts"], sections
+    assert "/admin/account/" not in index
+
+    user = UserFactory(email="agent@acme.example")
+    EmailAddress.objects.create(user=user, email=user.email, primary=True, verified=False)
+    url = reverse("admin:accounts_user_change", args=[user.pk])
+    page = admin_client.get(url).content.decode()
+    assert "Sign-in e-mail addresses" in page and "agent@acme.example" in page

@@ -84,12 +84,6 @@ RULES: dict[str, dict[str, str]] = {
     "reasoning.reasoningtrace": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
     # Third-party admins hold platform-wide rows.
     "auth.group": {"view": PLATFORM, "add": PLATFORM, "change": PLATFORM, "delete": PLATFORM},
-    "account.emailaddress": {
-        "view": PLATFORM,
-        "add": PLATFORM,
-        "change": PLATFORM,
-        "delete": PLATFORM,
-    },
     # An authenticator is set up by its user through allauth; an operator may only remove one.
     "mfa.authenticator": {"view": PLATFORM, "add": NEVER, "change": NEVER, "delete": PLATFORM},
     **{
@@ -112,7 +106,6 @@ RULES: dict[str, dict[str, str]] = {
 ACTION_RULES = {
     ("escalations.escalation", "resolve_and_hand_back"): AGENT,
     ("accounts.apikey", "revoke"): ADMIN,
-    ("account.emailaddress", "make_verified"): PLATFORM,
     ("django_celery_beat.periodictask", "enable_tasks"): PLATFORM,
     ("django_celery_beat.periodictask", "disable_tasks"): PLATFORM,
     ("django_celery_beat.periodictask", "toggle_tasks"): PLATFORM,

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from allauth.account.models import EmailAddress
 from allauth.mfa.models import Authenticator
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
@@ -13,6 +14,23 @@ from apps.accounts.models import ApiKey, Membership, User
 from apps.accounts.services import api_key_issue, api_key_revoke
 from apps.core.admin import SuperuserOnlyAdmin, TenantScopedAdmin
 from apps.core.permissions import MANAGE, client_role, may_grant
+
+# django-allauth registers its e-mail addresses as an admin section of its own, also called
+# "Accounts", beside ours. Staff sign in with their user's e-mail; the allauth row behind it
+# (verified or not, primary) is shown on the user's page instead.
+admin.site.unregister(EmailAddress)
+
+
+class EmailAddressInline(admin.TabularInline):
+    model = EmailAddress
+    verbose_name = "sign-in e-mail address"
+    verbose_name_plural = "Sign-in e-mail addresses (django-allauth)"
+    fields = ["email", "primary", "verified"]
+    readonly_fields = ["email", "primary"]  # the address is the user's e-mail, set above
+    extra = 0
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
 
 
 @admin.register(User)
@@ -33,6 +51,7 @@ class UserAdmin(SuperuserOnlyAdmin, DjangoUserAdmin):
         ),
         ("Dates", {"fields": ["last_login", "date_joined"]}),
     ]
+    inlines = [EmailAddressInline]
     add_fieldsets = [
         (None, {"classes": ["wide"], "fields": ["email", "password1", "password2", "is_staff"]})
     ]

@@ -4,3 +4,7 @@ from django.apps import AppConfig
 class AccountsConfig(AppConfig):
     name = "apps.accounts"
     label = "accounts"
+    # One admin section for staff and access. (django-allauth's own app is also called
+    # "Accounts"; its only admin page, e-mail addresses, is an inline on the user instead —
+    # see admin.py.)
+    verbose_name = "Staff accounts and API keys"
