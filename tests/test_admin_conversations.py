@@ -13,10 +13,17 @@ from django.urls import reverse
 from django.utils import timezone
 
 from apps.accounts.models import Role as AccountRole
-from apps.conversations.admin import KIND_EXPLANATIONS
+from apps.conversations.admin import (
+    ANY_MODE_KINDS,
+    KIND_EXPLANATIONS,
+    MODE_KINDS,
+    PLAN_SWITCHED_KINDS,
+    kinds_that_can_occur,
+)
 from apps.conversations.models import Conversation, ConversationStatus, Kind, Message, Role
 from apps.escalations.models import Escalation, EscalationReason, EscalationStatus
 from apps.reasoning.models import ReasoningStep, ReasoningTrace, TraceStatus
+from apps.reasoning.modes import mode_that_runs
 from apps.tools.models import ClientTool, PendingAction, ToolExecution, ToolKind
 from tests.factories import ClientToolFactory, MembershipFactory, UserFactory
 
@@ -184,16 +191,86 @@ def test_debug_view_interleaves_visible_and_internal_messages_in_seq_order(
     assert "\n  &quot;confidence&quot;: 6," in body
 
 
-def test_debug_view_has_a_legend_for_every_kind(admin_client, debug_conversation):
-    assert set(KIND_EXPLANATIONS) == set(Kind.values)
-    body = admin_client.get(change_url(debug_conversation)).content.decode()
+def legend_kinds(body: str) -> set[str]:
     legend = body[body.index('id="legend"') : body.index("</details>", body.index('id="legend"'))]
-    for value, label in Kind.choices:
-        assert f'gd-kind-{value}">{label}</span>' in legend
-    for words in ["PROCEED", "ASK_USER", "ESCALATE", "safety rule enforced in code", "confidence"]:
+    return set(re.findall(r'gd-badge gd-kind-(\w+)">', legend))
+
+
+ANY_MODE = {
+    "text",
+    "confirmation_request",
+    "handoff",
+    "notice",
+    "guard",
+    "tool_call",
+    "tool_result",
+    "escalation",
+}
+
+
+def test_every_kind_has_an_explanation_and_a_mode_or_switch_or_is_never_written():
+    assert set(KIND_EXPLANATIONS) == set(Kind.values)
+    placed = set(ANY_MODE_KINDS) | set(PLAN_SWITCHED_KINDS)
+    for kinds in MODE_KINDS.values():
+        placed |= set(kinds)
+    assert set(Kind.values) - placed == {"error"}  # nothing writes an error message
+
+
+def test_debug_view_legend_explains_the_adaptive_kinds(admin_client, debug_conversation):
+    body = admin_client.get(change_url(debug_conversation)).content.decode()
+    assert legend_kinds(body) == ANY_MODE | {"assessment", "context_fetch", "critique"}
+    legend = body[body.index('id="legend"') : body.index("</details>", body.index('id="legend"'))]
+    for words in ["PROCEED", "ASK_USER", "ESCALATE", "safety rule enforced in code", "confident"]:
         assert words in legend
+    assert "adaptive mode" in legend
     # the legend comes before the conversation
     assert body.index('id="legend"') < body.index('id="conversation"')
+
+
+def test_a_standard_conversation_has_no_adaptive_kinds_in_its_legend(admin_client, client_a):
+    client_a.plan.ai_mode = "standard"
+    client_a.plan.save()
+    conv = Conversation.objects.create(client=client_a)
+    question = msg(conv, 1, Role.USER, Kind.TEXT, "Hi")
+    trace_for(question, mode="standard")
+    body = admin_client.get(change_url(conv)).content.decode()
+    assert legend_kinds(body) == ANY_MODE
+    assert "standard mode" in body
+
+    # a kind the conversation does hold is always explained (here: from before a plan change)
+    msg(conv, 2, Role.ASSISTANT, Kind.CRITIQUE, "PROCEED", internal=True)
+    assert legend_kinds(admin_client.get(change_url(conv)).content.decode()) == ANY_MODE | {
+        "critique"
+    }
+
+
+def test_a_deliberative_plan_lists_the_kinds_of_the_mode_that_runs(admin_client, client_a):
+    client_a.plan.ai_mode = "deliberative"
+    client_a.plan.save()
+    conv = Conversation.objects.create(client=client_a)
+    kinds = legend_kinds(admin_client.get(change_url(conv)).content.decode())
+    assert kinds >= ANY_MODE | {"assessment", "critique"}
+    # reasoning steps, feedback and refinement appear exactly when the deliberative mode runs
+    runs = mode_that_runs("deliberative")
+    assert ({"reasoning_step", "feedback", "refinement"} <= kinds) == (runs == "deliberative")
+
+
+def test_a_plan_switch_adds_its_kind_in_any_mode(admin_client, client_a):
+    client_a.plan.ai_mode = "standard"
+    client_a.plan.save()
+    conv = Conversation.objects.create(client=client_a)
+    assert "evaluation" not in legend_kinds(admin_client.get(change_url(conv)).content.decode())
+    assert kinds_that_can_occur(modes={"standard"}, plan=client_a.plan) == ANY_MODE
+    switched_on = type("PlanWithEvaluation", (), {"evaluation_enabled": True})()
+    assert "evaluation" in kinds_that_can_occur(modes={"standard"}, plan=switched_on)
+
+
+def test_debug_view_shows_its_title_once(admin_client, debug_conversation):
+    body = admin_client.get(change_url(debug_conversation)).content.decode()
+    assert body.count(str(debug_conversation.public_id)) >= 1
+    headings = re.findall(r"<h[12][^>]*>([^<]*)</h[12]>", body)
+    titled = [h for h in headings if str(debug_conversation.public_id) in h]
+    assert titled == [f"Conversation {debug_conversation.public_id}"]
 
 
 def test_debug_view_shows_each_turn_with_its_steps(admin_client, debug_conversation):

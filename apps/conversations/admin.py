@@ -9,6 +9,7 @@ the conversation is (see `debug_context`).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,10 +21,12 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from apps.clients.models import AIMode, Plan
 from apps.conversations.models import Conversation, Kind, Message, Visibility
 from apps.core.admin import ActionOnlyAdmin, pretty_json
 from apps.escalations.models import Escalation, EscalationStatus
 from apps.reasoning.models import ReasoningStep, ReasoningTrace
+from apps.reasoning.modes import mode_that_runs
 
 
 def conversation_link(conversation: Conversation | None) -> SafeString | str:
@@ -66,23 +69,57 @@ KIND_EXPLANATIONS: dict[str, str] = {
     Kind.TOOL_RESULT: "What the tool returned, or the error it reported.",
     Kind.ESCALATION: "The conversation was handed to a human, and why. The AI stays silent "
     "until staff hand it back.",
+    # The legend shows each of these only where it can occur (MODE_KINDS, PLAN_SWITCHED_KINDS
+    # below) or where the conversation holds one.
     Kind.EVALUATION: "A second opinion (when the plan has evaluation on): another AI call "
     "checked the answer against the business info and tool results it used — validated "
     "(confidence +10 %), questioned (−30 %; handed to a human if too low), improved (a better "
     "answer replaced it), undecided (kept) or failed (the answer was sent as it was).",
-    # Reserved kinds: nothing produces them yet (the legend lists them apart, as not yet used).
-    Kind.REASONING_STEP: "Not produced yet — reserved for the deliberative mode, which is not "
-    "built (a deliberative plan runs, and is billed as, adaptive).",
-    Kind.FEEDBACK: "Not produced yet — reserved for the deliberative mode, which is not built.",
-    Kind.REFINEMENT: "Not produced yet — reserved for the deliberative mode, which is not built.",
-    Kind.ERROR: "Not produced yet — failures are recorded as turn steps and end in a fallback "
-    "reply and an escalation (see the turn's steps below).",
+    Kind.REASONING_STEP: "One step of the deliberative mode's reasoning, with its scores "
+    "against the plan's rubric.",
+    Kind.FEEDBACK: "The deliberative mode's guidance for the next reasoning step, from the "
+    "scores so far.",
+    Kind.REFINEMENT: "A critique-and-improve round of the deliberative mode on the latest "
+    "draft reply.",
+    Kind.ERROR: "A failure recorded as a message. (Failures are normally turn steps that end "
+    "in a fallback reply and an escalation — see the turn's steps below.)",
 }
 
 # Kinds the customer can see; every other kind is internal (staff only).
 VISIBLE_KINDS = frozenset({Kind.TEXT, Kind.CONFIRMATION_REQUEST, Kind.HANDOFF, Kind.NOTICE})
-# Kinds nothing produces yet: the legend lists them apart so it promises nothing untrue.
-RESERVED_KINDS = frozenset({Kind.REASONING_STEP, Kind.FEEDBACK, Kind.REFINEMENT, Kind.ERROR})
+
+# Which kinds a conversation can contain — the one place the legend reads it from. A mode or
+# step that writes a new kind adds it here (and its words to KIND_EXPLANATIONS).
+# Kinds every turn may write, whatever the mode: the reply, the confirmation of a risky action,
+# the guards, the tools, a hand-off.
+ANY_MODE_KINDS: tuple[str, ...] = (
+    Kind.TEXT,
+    Kind.CONFIRMATION_REQUEST,
+    Kind.HANDOFF,
+    Kind.NOTICE,
+    Kind.GUARD,
+    Kind.TOOL_CALL,
+    Kind.TOOL_RESULT,
+    Kind.ESCALATION,
+)
+# Kinds only some modes write (the mode recorded on a turn: `apps.reasoning.modes`).
+MODE_KINDS: dict[str, tuple[str, ...]] = {
+    AIMode.STANDARD: (),
+    AIMode.ADAPTIVE: (Kind.ASSESSMENT, Kind.CONTEXT_FETCH, Kind.CRITIQUE),
+    AIMode.DELIBERATIVE: (
+        Kind.REASONING_STEP,
+        Kind.FEEDBACK,
+        Kind.REFINEMENT,
+        Kind.ASSESSMENT,  # its tool calls go through the adaptive guards and critique
+        Kind.CONTEXT_FETCH,
+        Kind.CRITIQUE,
+    ),
+}
+# Kinds a plan setting switches on in any mode: kind → the Plan's boolean field (a field the
+# plan does not have yet counts as off).
+PLAN_SWITCHED_KINDS: dict[str, str] = {
+    Kind.EVALUATION: "evaluation_enabled",
+}
 
 
 @dataclass(frozen=True)
@@ -91,19 +128,35 @@ class LegendEntry:
     label: str
     explanation: str
     customer_sees: bool
-    reserved: bool = False
 
 
-def legend_entries() -> list[LegendEntry]:
+def kinds_that_can_occur(
+    *, modes: Iterable[str], plan: Plan | None, present: Iterable[str] = ()
+) -> set[str]:
+    """The kinds a conversation whose turns ran in `modes` under `plan` can contain, plus any
+    kind it does contain (`present`), so the legend never leaves out a message on the page."""
+    kinds = set(ANY_MODE_KINDS) | set(present)
+    for mode in modes:
+        kinds.update(MODE_KINDS.get(mode, ()))
+    kinds.update(
+        kind
+        for kind, field_name in PLAN_SWITCHED_KINDS.items()
+        if plan is not None and getattr(plan, field_name, False)
+    )
+    return kinds
+
+
+def legend_entries(kinds: set[str] | None = None) -> list[LegendEntry]:
+    """The legend, in the order of `Kind`; only `kinds` when given."""
     return [
         LegendEntry(
             kind=value,
             label=label,
             explanation=KIND_EXPLANATIONS.get(value, ""),
             customer_sees=value in VISIBLE_KINDS,
-            reserved=value in RESERVED_KINDS,
         )
         for value, label in Kind.choices
+        if kinds is None or value in kinds
     ]
 
 
@@ -183,8 +236,14 @@ def debug_context(conversation: Conversation) -> dict[str, Any]:
         .select_related("assigned_to", "resolved_by")
         .order_by("-created_at", "-pk")
     )
+    # The legend explains the kinds this conversation can hold: those of the modes its turns
+    # ran in and of the mode its plan runs now (the next turn's), and any it does hold.
+    plan = conversation.client.plan
+    modes = {trace.mode for trace in traces} | {mode_that_runs(plan.ai_mode)}
+    kinds = kinds_that_can_occur(modes=modes, plan=plan, present={row.message.kind for row in rows})
     return {
-        "legend": legend_entries(),
+        "legend": legend_entries(kinds),
+        "legend_modes": sorted(modes),
         "message_rows": rows,
         "internal_count": sum(1 for row in rows if row.internal),
         "turns": turns,
@@ -251,7 +310,7 @@ class ConversationAdmin(ActionOnlyAdmin):
         return (
             super()
             .get_queryset(request)
-            .select_related("client")
+            .select_related("client", "client__plan")
             .annotate(
                 message_total=Coalesce(
                     Subquery(message_count, output_field=IntegerField()), Value(0)
@@ -296,4 +355,6 @@ class ConversationAdmin(ActionOnlyAdmin):
             context.update(debug_context(conversation))
             # The page is read-only; say so plainly instead of "View conversation".
             context["title"] = f"Conversation {conversation.public_id}"
+            # The admin repeats the object's name under the title; here it is the title.
+            context["subtitle"] = None
         return super().change_view(request, object_id, form_url, extra_context=context)
