@@ -13,7 +13,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from apps.billing import periods
-from apps.billing.charts import MODE_COLORS, stacked_cost_chart
+from apps.billing.charts import MODE_COLORS, stacked_cost_chart, stacked_token_chart
 from apps.billing.models import (
     ClientUsage,
     DailyUsage,
@@ -213,14 +213,33 @@ class ClientUsageAdmin(TenantScopedAdmin):
             start, end = today - timedelta(days=DEFAULT_DAYS - 1), today
         overview = usage_overview(client=client, start=start, end=end)
         days = list(overview.daily)
-        chart = stacked_cost_chart(
-            days=days,
-            cost_by_day_mode={
-                day: {mode: figures.billed_usd for mode, figures in row.items()}
-                for day, row in overview.daily.items()
-            },
-            title=f"Billed cost per day by mode — {client.name}",
+        totals = overview.report.totals
+        # A period whose calls cost nothing (the offline demo model, a model without a price)
+        # would draw an empty cost chart: chart its tokens instead, and say so on the page.
+        chart_tokens = not totals.billed_usd and bool(
+            totals.prompt_tokens + totals.completion_tokens
         )
+        if chart_tokens:
+            chart = stacked_token_chart(
+                days=days,
+                tokens_by_day_mode={
+                    day: {
+                        mode: figures.prompt_tokens + figures.completion_tokens
+                        for mode, figures in row.items()
+                    }
+                    for day, row in overview.daily.items()
+                },
+                title=f"Tokens per day by mode — {client.name}",
+            )
+        else:
+            chart = stacked_cost_chart(
+                days=days,
+                cost_by_day_mode={
+                    day: {mode: figures.billed_usd for mode, figures in row.items()}
+                    for day, row in overview.daily.items()
+                },
+                title=f"Billed cost per day by mode — {client.name}",
+            )
         plan = client.plan
         counter = overview.counter
         evaluation_days = [
@@ -238,6 +257,7 @@ class ClientUsageAdmin(TenantScopedAdmin):
             "end": end,
             "errors": errors,
             "chart": chart,
+            "chart_tokens": chart_tokens,
             "report": overview.report,
             "mode_colors": MODE_COLORS,
             "counter": counter,

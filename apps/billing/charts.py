@@ -1,8 +1,10 @@
-"""A server-rendered SVG bar chart (no JavaScript, no CDN): daily cost stacked by mode."""
+"""A server-rendered SVG bar chart (no JavaScript, no CDN): daily cost stacked by mode — or daily
+tokens, for a period that cost nothing (the offline demo model, a model without a price)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
@@ -59,6 +61,15 @@ def _money_label(value: float, step: float) -> str:
     return f"${value:,.{places}f}"
 
 
+def _count_label(value: float, step: float) -> str:
+    """A token count for an axis tick: 0, 500, 1.5k, 2M."""
+    for size, suffix in ((1_000_000, "M"), (1_000, "k")):
+        if value >= size:
+            scaled = value / size
+            return f"{scaled:,.1f}".removesuffix(".0") + suffix
+    return f"{value:,.0f}"
+
+
 def stacked_cost_chart(
     *,
     days: list[date],
@@ -66,11 +77,56 @@ def stacked_cost_chart(
     title: str,
     box: Box | None = None,
 ) -> SafeString:
-    """Stacked bars of billed cost per day, one colour per mode, with axes, labels, a legend
-    and a `<title>` tooltip on every segment."""
+    """Stacked bars of billed cost per day, one colour per mode."""
+    return _stacked_chart(
+        days=days,
+        by_day_mode=cost_by_day_mode,
+        title=title,
+        axis_label="Billed cost (USD)",
+        tick_label=_money_label,
+        tooltip=lambda amount: f"${amount:.8f}",
+        box=box,
+    )
+
+
+def stacked_token_chart(
+    *,
+    days: list[date],
+    tokens_by_day_mode: dict[date, dict[str, int]],
+    title: str,
+    box: Box | None = None,
+) -> SafeString:
+    """Stacked bars of tokens (prompt + completion) per day, one colour per mode: the chart for
+    a period whose calls cost nothing, where a cost chart would be empty."""
+    return _stacked_chart(
+        days=days,
+        by_day_mode={
+            day: {mode: Decimal(n) for mode, n in row.items()}
+            for day, row in tokens_by_day_mode.items()
+        },
+        title=title,
+        axis_label="Tokens",
+        tick_label=_count_label,
+        tooltip=lambda amount: f"{int(amount):,} tokens",
+        box=box,
+    )
+
+
+def _stacked_chart(
+    *,
+    days: list[date],
+    by_day_mode: dict[date, dict[str, Decimal]],
+    title: str,
+    axis_label: str,
+    tick_label: Callable[[float, float], str],
+    tooltip: Callable[[Decimal], str],
+    box: Box | None = None,
+) -> SafeString:
+    """Stacked bars per day, one colour per mode, with axes, labels, a legend and a `<title>`
+    tooltip on every segment."""
     box = box or Box()
-    modes = sorted({mode for row in cost_by_day_mode.values() for mode in row})
-    totals = [float(sum(cost_by_day_mode.get(day, {}).values(), Decimal(0))) for day in days]
+    modes = sorted({mode for row in by_day_mode.values() for mode in row})
+    totals = [float(sum(by_day_mode.get(day, {}).values(), Decimal(0))) for day in days]
     peak = max(totals, default=0.0)
     step = nice_step(peak)
     top = step * max(1, math.ceil(peak / step)) if peak > 0 else step * 4
@@ -97,7 +153,7 @@ def stacked_cost_chart(
                 _n(y),
                 box.left - 6,
                 _n(y + 4),
-                _money_label(value, step),
+                tick_label(value, step),
             )
         )
     # bars
@@ -106,7 +162,7 @@ def stacked_cost_chart(
         x = box.left + index * slot + (slot - bar) / 2
         y = float(base_y)
         for mode in modes:
-            amount = cost_by_day_mode.get(day, {}).get(mode)
+            amount = by_day_mode.get(day, {}).get(mode)
             if not amount:
                 continue
             height = float(amount) * scale
@@ -114,7 +170,7 @@ def stacked_cost_chart(
             parts.append(
                 format_html(
                     '<rect x="{}" y="{}" width="{}" height="{}" fill="{}">'
-                    "<title>{} · {}: ${}</title></rect>",
+                    "<title>{} · {}: {}</title></rect>",
                     _n(x),
                     _n(y),
                     _n(bar),
@@ -122,7 +178,7 @@ def stacked_cost_chart(
                     MODE_COLORS.get(mode, OTHER_COLOR),
                     day.isoformat(),
                     mode,
-                    f"{amount:.8f}",
+                    tooltip(amount),
                 )
             )
         if index % label_every == 0:
@@ -141,7 +197,7 @@ def stacked_cost_chart(
             '<line x1="{0}" y1="{2}" x2="{3}" y2="{2}" class="axis"/>'
             '<text x="{4}" y="{5}" class="axis-label" text-anchor="middle">Day</text>'
             '<text x="16" y="{6}" class="axis-label" text-anchor="middle" '
-            'transform="rotate(-90 16 {6})">Billed cost (USD)</text>',
+            'transform="rotate(-90 16 {6})">{7}</text>',
             box.left,
             box.top,
             base_y,
@@ -149,6 +205,7 @@ def stacked_cost_chart(
             _n(box.left + box.plot_width / 2),
             box.height - 12,
             _n(box.top + box.plot_height / 2),
+            axis_label,
         )
     )
     # legend

@@ -99,3 +99,36 @@ def test_the_change_view_redirects_to_the_usage_page(client, acme) -> None:
     client.force_login(UserFactory(is_superuser=True))
     response = client.get(reverse("admin:billing_clientusage_change", args=[acme.pk]))
     assert response.status_code == 302 and response["Location"] == url(acme)
+
+
+def test_a_period_that_cost_nothing_charts_tokens_and_says_so(client) -> None:
+    """The offline demo model (no price): every cost is $0, so a cost chart would be empty."""
+    free = ClientFactory(slug="free", name="Free Shop", plan=PlanFactory(slug="free-plan"))
+    today = periods.today()
+    make_turn(free, day=today, calls=[Call("assess", 700, 60, model="offline-demo")])
+    make_turn(free, day=today, mode="standard", calls=[Call("respond", 1200, 80, model="x")])
+    client.force_login(UserFactory(is_superuser=True))
+    page = client.get(url(free)).content.decode()
+    chart = re.search(r"<svg xmlns=\"http://www.w3.org/2000/svg\" .*?</svg>", page, re.DOTALL)
+    assert chart is not None
+    svg = chart.group(0)
+    assert "Tokens per day by mode" in svg and ">Tokens<" in svg
+    assert "Billed cost" not in svg
+    assert f"{today.isoformat()} · adaptive: 760 tokens" in svg
+    assert f"{today.isoformat()} · standard: 1,280 tokens" in svg
+    assert "chart-tokens-note" in page
+    assert "<strong>tokens</strong> per day instead of billed cost" in page
+
+
+def test_a_period_with_cost_charts_cost_without_the_note(client, acme) -> None:
+    client.force_login(UserFactory(is_superuser=True))
+    page = client.get(url(acme)).content.decode()
+    assert "Billed cost per day by mode" in page
+    assert "chart-tokens-note" not in page
+
+
+def test_a_period_without_usage_charts_an_empty_cost_chart(client, globex) -> None:
+    client.force_login(UserFactory(is_superuser=True))
+    page = client.get(url(globex)).content.decode()
+    assert "Billed cost per day by mode" in page and "chart-tokens-note" not in page
+    assert "No usage in this period." in page
