@@ -1,4 +1,4 @@
-"""Load benchmark of the production deployment (issue 12, docs/benchmarks.md).
+"""Load benchmark of the production deployment (docs/benchmarks.md).
 
 It starts the Procfile's processes — `release` (migrate + collectstatic), `web` (gunicorn +
 uvicorn workers, ASGI) and `worker` (Celery, thread pool) — under production settings against

@@ -1,4 +1,4 @@
-"""How long a tool webhook that trickles its reply holds a turn (issue 10).
+"""How long a tool webhook that trickles its reply holds a turn (docs/benchmarks.md).
 
 A local endpoint sends its headers at once and then one body byte every 2 s — every read
 succeeds well inside any per-read timeout, so only a wall-clock limit ends the call. The tool

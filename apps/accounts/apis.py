@@ -27,8 +27,8 @@ from apps.core.schema import (
 TAG = "api keys"
 
 # ---------------------------------------------------------------------------------------------
-# Reads (selectors in the sense of CONVENTIONS.md; here only because apps/accounts/selectors.py
-# belongs to another change in flight — move them there when it lands).
+# Reads (selectors in the sense of docs/architecture.md: read functions that take the tenant;
+# they belong in apps/accounts/selectors.py).
 # ---------------------------------------------------------------------------------------------
 
 

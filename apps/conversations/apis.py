@@ -1,4 +1,4 @@
-"""Staff / back-office conversation API (DESIGN.md "HTTP API (v1)"): list, read everything
+"""Staff / back-office conversation API (docs/api.md): list, read everything
 (internal reasoning included), reply as staff."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Message and conversation shapes shared by the widget and staff APIs (DESIGN.md "HTTP API")."""
+"""Message and conversation shapes shared by the widget and staff APIs (docs/api.md,
+docs/widget.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The customer widget's HTTP API (DESIGN.md "HTTP API (v1)", docs/widget.md).
+"""The customer widget's HTTP API (docs/widget.md).
 
 POST conversations                   → 201 {"id", "token"}
 POST conversations/<id>/messages     → 201 {"message", "replies", "status"}

@@ -1,4 +1,4 @@
-"""Long-lived streaming responses that hold no thread (issue 12).
+"""Long-lived streaming responses that hold no thread.
 
 Django's ASGI handler runs synchronous middleware in a per-request thread that lives until the
 response has been sent — for an event stream, as long as the stream is open. `StreamingPaths`

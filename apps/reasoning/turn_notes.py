@@ -1,4 +1,4 @@
-"""Automatic notes: what a finished turn teaches the next ones (issue 13, notes item 3).
+"""Automatic notes: what a finished turn teaches the next ones (docs/architecture.md, notes).
 
 Written after the turn's transaction commits, by a task (`reasoning.turn_notes`), never inside
 the turn: a slow or failing note write cannot delay or lose a reply, and a turn that rolled

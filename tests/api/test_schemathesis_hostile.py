@@ -1,4 +1,4 @@
-"""Hostile input on EVERY operation of the OpenAPI schema (issue 11.5): schemathesis generates a
+"""Hostile input on EVERY operation of the OpenAPI schema: schemathesis generates a
 case per operation, and a Hypothesis strategy puts an attack into it — deep nesting, lone
 surrogates, NUL characters, huge numbers or an oversized body — in the body, a query parameter,
 a path parameter or a header. Whatever arrives, the answer is never a 5xx, and every error is

@@ -1,7 +1,7 @@
 """The widget as shipped: production settings, the Procfile's `release` (migrate +
 collectstatic) and `web` commands (gunicorn managing uvicorn workers, ASGI), static files from
 WhiteNoise, embedded on a shop page of another origin, chatting in real headless Chromium with
-the fake LLM behind it (issue 11.8)."""
+the fake LLM behind it."""
 
 from __future__ import annotations
 

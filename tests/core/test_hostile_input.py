@@ -1,5 +1,5 @@
 """Hostile input gets the one JSON error shape on every endpoint class, never a 500 or an HTML
-page (issue 11.5): deep nesting, lone surrogates, NUL characters, huge numbers, bodies over
+page: deep nesting, lone surrogates, NUL characters, huge numbers, bodies over
 Django's upload limit, unknown /api/ paths and methods, and the server-error page itself.
 
 Bodies are sent raw (not through the test client's JSON encoder, which would refuse some of

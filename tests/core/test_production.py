@@ -1,4 +1,4 @@
-"""Production as shipped (issue 11.9, 11.10, 11.12): EMAIL_URL is required and checked,
+"""Production as shipped: EMAIL_URL is required and checked,
 `check --deploy` is clean, `/` is a landing page without tenant data, no browsable API, and the
 API schema and docs are for signed-in staff unless API_DOCS_PUBLIC opens them.
 

@@ -1,4 +1,4 @@
-"""Issue 11.7: behind a reverse proxy every limit must stay per visitor. One setting
+"""Behind a reverse proxy every limit must stay per visitor. One setting
 (`TRUSTED_PROXY_COUNT`) tells DRF's throttles (`NUM_PROXIES`) and allauth's login limits
 (`ALLAUTH_TRUSTED_PROXY_COUNT`) how many of our proxies append to `X-Forwarded-For`; the rates
 and login limits come from the environment too.

@@ -1,4 +1,4 @@
-"""The README's configuration table stays true (issue 11.13): every environment variable the
+"""The README's configuration table stays true: every environment variable the
 settings modules read (`env(...)`, `env.int/.bool/.list/.db/...`, `os.environ[...]`,
 `os.environ.get`, `os.getenv`) has a row, and the row's default column shows each module's
 default — or says "required" where a module reads it without one.

@@ -1,4 +1,4 @@
-"""The fault suite (marker `faults`): each fault of issue 10 really injected against PostgreSQL
+"""The fault suite (marker `faults`): each fault of docs/operations.md injected against PostgreSQL
 and Redis — backends terminated (only this test database's), a worker process SIGKILLed, a
 broker of our own stopped, endpoints that trickle — and each test asserts what a customer would
 notice. Skipped without PostgreSQL (and, for the worker and broker faults, without a broker);

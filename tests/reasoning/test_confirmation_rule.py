@@ -1,4 +1,4 @@
-"""Issue 11.1: a confirmation that names something else never confirms.
+"""A confirmation that names something else never confirms.
 
 The rule is pure (`guards.confirmation_answer` / `guards.confirmation_decision`, no database):
 every identifier in a "yes" must be one of the pending action's parameter values. The end-to-end
@@ -230,7 +230,7 @@ def test_a_yes_naming_the_asked_order_confirms(request, mode, llm, webhook):
 
 
 def test_the_guards_are_pure_rules() -> None:
-    """Issue 9.5: every PendingAction write lives in apps/tools/pending.py; the guards only
+    """Every PendingAction write lives in apps/tools/pending.py; the guards only
     decide (no ORM, no transaction)."""
     import inspect
 

@@ -1,4 +1,4 @@
-"""Issue 9.6: executors as a registry. Every type lives in one module of apps.tools.executors;
+"""Executors as a registry. Every type lives in one module of apps.tools.executors;
 the model's choices, `is_configured`, `tool_execute`, the admin form, the importer and the API
 all ask the registry, so a type added in one module is picked up everywhere."""
 
@@ -102,7 +102,7 @@ def test_a_type_added_in_one_module_is_picked_up_everywhere(echo, client_a):
     [(SoftTimeLimitExceeded(), FailureKind.TIMED_OUT), (RuntimeError("bug"), FailureKind.ERROR)],
 )
 def test_an_executor_that_raises_never_leaves_the_execution_running(echo, client_a, raised, kind):
-    """Issue 10: a ToolExecution is never left `running` — a time limit or a bug inside an
+    """A ToolExecution is never left `running` — a time limit or a bug inside an
     executor is recorded, and the row is finished."""
     echo.raises = raised
     tool = ClientToolFactory(client=client_a, executor_type="echo", webhook_url="")

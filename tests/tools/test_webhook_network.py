@@ -1,4 +1,4 @@
-"""Issue 11.4 and issue 10: where a webhook may go and how long it may take.
+"""Where a webhook may go and how long it may take.
 
 https only in production; every embedded-IPv4 form of a private address is refused; the
 connection goes to the address that was checked (a rebinding resolver gets no second say);

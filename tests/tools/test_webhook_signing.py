@@ -1,4 +1,4 @@
-"""Issue 11.3: webhooks signed per Standard Webhooks (verified here with the `standardwebhooks`
+"""Webhooks signed per Standard Webhooks (verified here with the `standardwebhooks`
 package a tenant would use), two active secrets during a rotation, the legacy header during its
 deprecation window, and secrets that are write-only everywhere (admin, API, importer)."""
 

@@ -1,4 +1,4 @@
-"""Public ids are opaque (issue 11.11): the widget's message JSON and `escalation_id` used to be
+"""Public ids are opaque: the widget's message JSON and `escalation_id` used to be
 the database's global counters (a new conversation's first message came back as `"id": 17`,
 telling anyone how many messages every tenant had). Now every id the widget — and the staff API
 for the same records — shows is a UUID; `seq` numbers a conversation's messages."""

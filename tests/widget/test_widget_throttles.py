@@ -1,4 +1,4 @@
-"""Issue 11.6: the widget key is public, so nothing a stranger does with it may lock the tenant's
+"""The widget key is public, so nothing a stranger does with it may lock the tenant's
 widget. Failed and unauthenticated requests count against the caller's address; the tenant-wide
 ceiling (`widget_key`) counts only real work — a conversation started, a message posted."""
 

@@ -1,0 +1,56 @@
+"""The repository's docs are the design's source: nothing in it points to a document outside the
+repository (a design file, a shared folder, seed notes, an issue tracker's numbers)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+OUTSIDE = re.compile(
+    r"DESIGN\.md|CONVENTIONS\.md|\.\./shared|shared/seeds|seeds/|\bissue \d+", re.I
+)
+FOLDERS = [
+    "apps",
+    "config",
+    "docs",
+    "templates",
+    "static",
+    "tests",
+    "benchmarks",
+    "scripts",
+    "demo",
+]
+TOP_FILES = ["README.md", "Makefile", "Procfile", "pyproject.toml"]
+SUFFIXES = {".py", ".md", ".html", ".js", ".css", ".json", ".toml", ".txt", ".sh", ""}
+# Landed migrations are never edited, their docstrings included.
+SKIP = {Path(__file__).resolve()}
+
+
+def repo_files() -> list[Path]:
+    files = [ROOT / name for name in TOP_FILES]
+    for folder in FOLDERS:
+        files += [
+            p
+            for p in (ROOT / folder).rglob("*")
+            if p.is_file() and p.suffix in SUFFIXES and "__pycache__" not in p.parts
+        ]
+    return [f for f in files if f.resolve() not in SKIP and "migrations" not in f.parts]
+
+
+def test_nothing_points_outside_the_repository():
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in repo_files()
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if OUTSIDE.search(line)
+    ]
+    assert found == []
+
+
+def test_the_llm_protocol_table_is_in_the_docs():
+    protocol = (ROOT / "docs" / "llm-protocol.md").read_text(encoding="utf-8")
+    for step in ["respond", "assess", "critique", "compose", "evaluate", "reason_step", "feedback",
+                 "synthesize", "refine_critique", "improve", "clarify", "insights"]:  # fmt: skip
+        assert f"`{step}`" in protocol, step
