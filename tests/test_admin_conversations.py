@@ -261,8 +261,11 @@ def test_a_plan_switch_adds_its_kind_in_any_mode(admin_client, client_a):
     conv = Conversation.objects.create(client=client_a)
     assert "evaluation" not in legend_kinds(admin_client.get(change_url(conv)).content.decode())
     assert kinds_that_can_occur(modes={"standard"}, plan=client_a.plan) == ANY_MODE
-    switched_on = type("PlanWithEvaluation", (), {"evaluation_enabled": True})()
-    assert "evaluation" in kinds_that_can_occur(modes={"standard"}, plan=switched_on)
+    client_a.plan.evaluation_enabled = True
+    client_a.plan.save()
+    assert legend_kinds(admin_client.get(change_url(conv)).content.decode()) == ANY_MODE | {
+        "evaluation"
+    }
 
 
 def test_debug_view_shows_its_title_once(admin_client, debug_conversation):
