@@ -174,6 +174,7 @@ class ClientAdminForm(forms.ModelForm):
             "support_email",
             "business_info",
             "greeting",
+            "remember_conversation_hours",
             "allowed_origins",
         ]
 
@@ -252,7 +253,15 @@ class ClientAdmin(TenantScopedAdmin):
         ("What the assistant knows", {"fields": ["business_info"]}),
         (
             "Widget",
-            {"fields": ["greeting", "allowed_origins", "widget_key", "embed_snippet"]},
+            {
+                "fields": [
+                    "greeting",
+                    "remember_conversation_hours",
+                    "allowed_origins",
+                    "widget_key",
+                    "embed_snippet",
+                ]
+            },
         ),
         ("History", {"fields": ["created_at", "updated_at"], "classes": ["collapse"]}),
     ]

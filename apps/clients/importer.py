@@ -20,7 +20,11 @@ from pydantic import (
 )
 
 from apps.clients.business_info import business_info_errors, json_path
-from apps.clients.models import validate_origin
+from apps.clients.models import (
+    DEFAULT_REMEMBER_CONVERSATION_HOURS,
+    MAX_REMEMBER_CONVERSATION_HOURS,
+    validate_origin,
+)
 from apps.core.exceptions import ApplicationError
 
 Slug = Annotated[str, Field(pattern=r"^[-a-zA-Z0-9_]+$", min_length=1, max_length=50)]
@@ -65,6 +69,9 @@ class PlanIn(_Strict):
 class WidgetIn(_Strict):
     allowed_origins: list[str] = []
     greeting: str = Field(default="Hi! How can I help?", max_length=500)
+    remember_conversation_hours: int = Field(
+        default=DEFAULT_REMEMBER_CONVERSATION_HOURS, ge=0, le=MAX_REMEMBER_CONVERSATION_HOURS
+    )
 
     @field_validator("allowed_origins")
     @classmethod

@@ -144,6 +144,11 @@ def normalize_origin(value: str) -> str:
     return value.strip().rstrip("/").lower()
 
 
+# The widget keeps a visitor's conversation in their browser this long (docs/widget.md).
+DEFAULT_REMEMBER_CONVERSATION_HOURS = 24
+MAX_REMEMBER_CONVERSATION_HOURS = 24 * 30
+
+
 class Client(TimeStampedModel):
     """A business using GuideDesk: the tenant. Everything else hangs off a client."""
 
@@ -162,6 +167,14 @@ class Client(TimeStampedModel):
         default=list, blank=True, help_text="Sites allowed to embed the widget."
     )
     greeting = models.CharField(max_length=500, blank=True, default="Hi! How can I help?")
+    remember_conversation_hours = models.PositiveIntegerField(
+        "remember the conversation for (hours)",
+        default=DEFAULT_REMEMBER_CONVERSATION_HOURS,
+        validators=[MaxValueValidator(MAX_REMEMBER_CONVERSATION_HOURS)],
+        help_text="How long a visitor's browser keeps their conversation after its last activity, "
+        "so a returning visitor finds it (and staff replies sent while they were away). "
+        f"0 = only while the tab is open. At most {MAX_REMEMBER_CONVERSATION_HOURS}.",
+    )
     is_active = models.BooleanField(default=True)
     require_mfa = models.BooleanField(
         "require two-factor authentication",

@@ -11,3 +11,4 @@ class ClientOutSerializer(serializers.Serializer):
     widget_key = serializers.CharField()
     allowed_origins = serializers.ListField(child=serializers.CharField())
     greeting = serializers.CharField()
+    remember_conversation_hours = serializers.IntegerField()

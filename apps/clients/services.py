@@ -102,6 +102,7 @@ def _import_client(*, spec: ClientIn, plan: Plan) -> ImportedClient:
             "business_info": spec.business_info,
             "allowed_origins": [normalize_origin(o) for o in spec.widget.allowed_origins],
             "greeting": spec.widget.greeting,
+            "remember_conversation_hours": spec.widget.remember_conversation_hours,
             "is_active": spec.is_active,
             "require_mfa": spec.require_mfa,
         },

@@ -18,6 +18,7 @@ from django.db.models import Count, Exists, IntegerField, OuterRef, Q, QuerySet,
 from django.db.models.functions import Coalesce
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
@@ -279,21 +280,49 @@ class ConversationAdmin(ActionOnlyAdmin):
     ordering = ["-created_at"]
     # A pasted public id is matched exactly in get_search_results (UUIDs are stored differently
     # per database, so a text search on them is unreliable).
-    search_fields = ["visitor_id", "messages__text"]
-    search_help_text = "Search by conversation id, visitor id or any message text."
+    search_fields = ["visitor_id", "contact_email", "messages__text"]
+    search_help_text = (
+        "Search by conversation id, visitor id, the customer's e-mail or any message text."
+    )
     fieldsets = [
-        (None, {"fields": ["public_id", "client", "status", "visitor_id", "language"]}),
-        ("Activity", {"fields": ["created_at", "last_message_at", "message_count"]}),
+        (
+            None,
+            {
+                "fields": [
+                    "public_id",
+                    "client",
+                    "status",
+                    "visitor_id",
+                    "contact_email",
+                    "language",
+                ]
+            },
+        ),
+        (
+            "Activity",
+            {
+                "fields": [
+                    "created_at",
+                    "last_message_at",
+                    "message_count",
+                    "customer_seen",
+                    "reply_emailed_at",
+                ]
+            },
+        ),
     ]
     readonly_fields = [
         "public_id",
         "client",
         "status",
         "visitor_id",
+        "contact_email",
         "language",
         "created_at",
         "last_message_at",
         "message_count",
+        "customer_seen",
+        "reply_emailed_at",
     ]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
@@ -333,6 +362,13 @@ class ConversationAdmin(ActionOnlyAdmin):
     @admin.display(description="Visitor", ordering="visitor_id")
     def visitor(self, obj: Conversation) -> str:
         return obj.visitor_id or "anonymous"
+
+    @admin.display(description="Seen by the customer")
+    def customer_seen(self, obj: Conversation) -> str:
+        if obj.customer_seen_at is None:
+            return "—"
+        when = timezone.localtime(obj.customer_seen_at).strftime("%Y-%m-%d %H:%M")
+        return f"up to message #{obj.customer_seen_seq}, {when}"
 
     @admin.display(description="Messages", ordering="message_total")
     def message_count(self, obj: Conversation) -> int:

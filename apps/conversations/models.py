@@ -27,6 +27,20 @@ class Conversation(TenantOwnedModel):
     # Turns of one conversation run one at a time, in message order (apps.reasoning.services).
     turn_lock_until = models.DateTimeField(null=True, blank=True, editable=False)
     last_message_at = models.DateTimeField(null=True, blank=True)
+    # Returning customers (docs/widget.md "Coming back"): an address the customer left during a
+    # hand-off, what the widget has shown them, and which staff replies were e-mailed.
+    contact_email = models.EmailField(
+        "customer's e-mail",
+        blank=True,
+        help_text="Left by the customer in the widget; staff replies they miss are e-mailed here.",
+    )
+    # The highest seq the customer's widget has displayed (it reports it with GET …/messages
+    # ?after=<seq>), and when it last did so.
+    customer_seen_seq = models.PositiveIntegerField(default=0, editable=False)
+    customer_seen_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # Staff replies up to this seq have been e-mailed (or were seen): never mailed twice.
+    reply_emailed_seq = models.PositiveIntegerField(default=0, editable=False)
+    reply_emailed_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         indexes = [

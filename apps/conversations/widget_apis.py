@@ -6,6 +6,8 @@ POST conversations/<id>/messages     → 201 {"message", "replies", "status"}
 GET  conversations/<id>/messages     → {"results": [visible messages], …}  (?after=<seq>)
 GET  conversations/<id>/events       → text/event-stream: message, typing, status; bounded,
                                        resumable (Last-Event-ID / ?after=)
+POST conversations/<id>/contact      → 200 {"email"}  (the customer's address for missed
+                                       staff replies; "" forgets it)
 (all under /api/v1/widget/)
 
 Authentication, origin rules and throttles live in `widget_auth.py`. The widget only ever sees
@@ -39,7 +41,12 @@ from apps.clients.models import Client
 from apps.conversations import events
 from apps.conversations.models import Conversation, ConversationStatus, Message
 from apps.conversations.serializers import WidgetMessageSerializer
-from apps.conversations.services import conversation_create, validate_customer_text
+from apps.conversations.services import (
+    conversation_contact_set,
+    conversation_create,
+    conversation_seen_record,
+    validate_customer_text,
+)
 from apps.conversations.widget_auth import (
     CORS_EXPOSE_HEADERS,
     WIDGET_KEY_HEADER,
@@ -129,6 +136,13 @@ class WidgetMessagePostOutSerializer(serializers.Serializer[Any]):
         choices=ConversationStatus.choices, required=False, help_text="Only on 201."
     )
     pending = serializers.BooleanField(required=False, help_text="Only on 202.")
+
+
+class WidgetContactSerializer(serializers.Serializer[Any]):
+    email = serializers.CharField(
+        allow_blank=True,
+        help_text='The customer\'s e-mail address (at most 254 characters); "" forgets it.',
+    )
 
 
 class WidgetMessageListOutSerializer(serializers.Serializer[Any]):
@@ -283,7 +297,13 @@ class WidgetMessagesApi(WidgetConversationAPIView):
             KEY_PARAMETER,
             TOKEN_PARAMETER,
             OpenApiParameter(
-                "after", OpenApiTypes.INT, description="Only messages with a higher `seq`."
+                "after",
+                OpenApiTypes.INT,
+                description=(
+                    "Only messages with a higher `seq`. It also tells GuideDesk the widget has "
+                    "displayed every message up to it (staff replies not displayed within "
+                    "WIDGET_REPLY_EMAIL_DELAY_SECONDS are e-mailed to the customer's address)."
+                ),
             ),
         ],
         responses={
@@ -293,6 +313,9 @@ class WidgetMessagesApi(WidgetConversationAPIView):
     )
     def get(self, request: Request, conversation_id: str) -> Response:
         after = _seq_param(request.query_params.get("after"), "after")
+        # Asking for the messages after `after` says the widget has displayed those up to it:
+        # what "seen" means for the e-mail of missed staff replies (docs/widget.md).
+        conversation_seen_record(client=self.client, conversation=self.conversation, seq=after)
         found = widget_messages_after(
             client=self.client,
             conversation_id=self.conversation.pk,
@@ -372,6 +395,38 @@ class WidgetMessagesApi(WidgetConversationAPIView):
             },
             status=status.HTTP_201_CREATED,
         )
+
+
+class WidgetContactApi(WidgetConversationAPIView):
+    """The address the customer leaves (asked during a hand-off) so staff replies they do not
+    see in the chat are e-mailed to them."""
+
+    @extend_schema(
+        summary="Leave an e-mail address for missed staff replies",
+        description=(
+            "Optional. Staff replies the widget has not displayed within "
+            "WIDGET_REPLY_EMAIL_DELAY_SECONDS (default 3 minutes) are e-mailed to this address, "
+            'one e-mail per batch. `""` forgets the address. Throttled like posting a message.'
+        ),
+        tags=["widget"],
+        auth=[],
+        parameters=[KEY_PARAMETER, TOKEN_PARAMETER],
+        request=WidgetContactSerializer,
+        responses={
+            200: WidgetContactSerializer,
+            **error_responses(400, 401, 403, 404, 413, 429),
+        },
+    )
+    def post(self, request: Request, conversation_id: str) -> Response:
+        self.throttle(request, WidgetMessageThrottle())
+        data = _json_object(request)
+        if "email" not in data:
+            raise exceptions.ValidationError({"email": ["This field is required."]})
+        self.throttle(request, WidgetKeyThrottle())  # real work: counts against the tenant
+        conversation = conversation_contact_set(
+            client=self.client, conversation=self.conversation, email=data["email"]
+        )
+        return Response({"email": conversation.contact_email})
 
 
 class WidgetEventsApi(WidgetConversationAPIView):

@@ -15,6 +15,11 @@ urlpatterns: list[URLPattern | URLResolver] = [
         name="messages",
     ),
     path(
+        "conversations/<str:conversation_id>/contact",
+        widget_apis.WidgetContactApi.as_view(),
+        name="contact",
+    ),
+    path(
         "conversations/<str:conversation_id>/events",
         widget_apis.WidgetEventsApi.as_view(),
         name="events",

@@ -17,7 +17,11 @@ from apps.conversations.models import (
     Role,
     Visibility,
 )
-from apps.conversations.services import message_append, validate_customer_text
+from apps.conversations.services import (
+    message_append,
+    unseen_replies_email_schedule,
+    validate_customer_text,
+)
 from apps.escalations.models import Escalation, EscalationReason, EscalationStatus
 from apps.tools.pending import pending_expire_open
 
@@ -165,6 +169,12 @@ def staff_reply(
         data={"author": str(author) if author else None},
     )
     conversation.status, conversation.last_seq = locked.status, locked.last_seq
+    if locked.contact_email:
+        # Not seen in the widget within the delay → e-mailed (docs/widget.md "Coming back").
+        conversation_id = locked.pk
+        transaction.on_commit(
+            lambda: unseen_replies_email_schedule(conversation_id=conversation_id)
+        )
     return message
 
 

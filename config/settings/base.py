@@ -200,6 +200,10 @@ CORS_ALLOW_ALL_ORIGINS = False
 CORS_ALLOW_HEADERS = (*default_headers, "x-widget-key", "last-event-id")
 CORS_ALLOWED_ORIGINS: list[str] = env.list("CORS_ALLOWED_ORIGINS", default=[])
 
+# Staff replies a customer has not seen in the widget this many seconds after they were sent are
+# e-mailed to the address the customer left (one e-mail per batch; docs/widget.md).
+WIDGET_REPLY_EMAIL_DELAY_SECONDS = env.float("WIDGET_REPLY_EMAIL_DELAY_SECONDS", default=180.0)
+
 # Celery: with no broker configured, tasks run eagerly in-process (the demo needs no Redis).
 CELERY_TASK_ALWAYS_EAGER = not env("CELERY_BROKER_URL", default="")
 CELERY_BROKER_URL = env("CELERY_BROKER_URL", default="") or "memory://localhost/"

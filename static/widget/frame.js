@@ -3,7 +3,10 @@
  * below is same-origin. No dependencies. Message text only ever goes through textContent.
  *
  * Live updates: server-sent events (…/events) with a polling fallback (…/messages?after=N).
- * The conversation id + visitor token live in sessionStorage, so a reload resumes the chat.
+ * The conversation id + visitor token live in localStorage for the client's
+ * remember_conversation_hours after the last activity (sessionStorage when that is 0), keyed by
+ * widget key and embedding site, so a returning visitor finds the conversation and the staff
+ * replies that arrived meanwhile (docs/widget.md "Coming back").
  */
 (function () {
   "use strict";
@@ -15,7 +18,9 @@
   const API = root.getAttribute("data-api-base") || "/api/v1/widget/";
   const CLIENT_NAME = root.getAttribute("data-client-name") || "Assistant";
   const MAX_CHARS = parseInt(root.getAttribute("data-max-chars") || "4000", 10);
-  const STORE_KEY = "guidedesk:conversation:" + KEY;
+  const REMEMBER_HOURS = Math.max(0, parseInt(root.getAttribute("data-remember-hours") || "0", 10) || 0);
+  const STORE_KEY = "guidedesk:conversation:" + KEY + ":" + embeddingSite();
+  const SEEN_REPORT_MS = 300;
   const POLL_MS = 3000;
   const SSE_RETRY_MS = 30000;
   const PENDING_TIMEOUT_MS = 120000;
@@ -31,6 +36,12 @@
     handoff: document.getElementById("gd-handoff"),
     subtitle: document.getElementById("gd-subtitle"),
     close: document.getElementById("gd-close"),
+    newChat: document.getElementById("gd-new"),
+    contact: document.getElementById("gd-contact"),
+    contactEmail: document.getElementById("gd-email"),
+    contactSave: document.getElementById("gd-contact-save"),
+    contactError: document.getElementById("gd-contact-error"),
+    contactDone: document.getElementById("gd-contact-done"),
   };
 
   const state = {
@@ -51,20 +62,51 @@
 
   // ---------------------------------------------------------------- storage (may be blocked)
 
+  // The site the chat is embedded in: a visitor of two sites that share a widget key keeps two
+  // conversations (browsers that partition third-party storage do this anyway).
+  function embeddingSite() {
+    try {
+      const ancestors = window.location.ancestorOrigins;
+      if (ancestors && ancestors.length) return ancestors[ancestors.length - 1];
+    } catch (e) { /* not supported */ }
+    try {
+      if (document.referrer) return new URL(document.referrer).origin;
+    } catch (e) { /* no referrer */ }
+    return window.parent === window ? window.location.origin : "";
+  }
+
+  // 0 hours: only while the tab is open (sessionStorage); otherwise localStorage with an expiry
+  // that every activity pushes forward.
+  function conversationStore() {
+    return REMEMBER_HOURS > 0 ? window.localStorage : window.sessionStorage;
+  }
+
   function loadConversation() {
     try {
-      const raw = window.sessionStorage.getItem(STORE_KEY);
+      if (REMEMBER_HOURS === 0) window.localStorage.removeItem(STORE_KEY); // the setting changed
+      const store = conversationStore();
+      const raw = store.getItem(STORE_KEY);
       const saved = raw ? JSON.parse(raw) : null;
-      if (saved && typeof saved.id === "string" && typeof saved.token === "string") return saved;
+      if (saved && typeof saved.id === "string" && typeof saved.token === "string") {
+        if (REMEMBER_HOURS > 0 && !(saved.expires > Date.now())) {
+          store.removeItem(STORE_KEY); // expired: start fresh, silently
+          return null;
+        }
+        return saved;
+      }
     } catch (e) { /* storage disabled: the chat still works for this page view */ }
     return null;
   }
 
   function saveConversation(conversation) {
     try {
-      if (conversation) window.sessionStorage.setItem(STORE_KEY, JSON.stringify(conversation));
-      else window.sessionStorage.removeItem(STORE_KEY);
+      const store = conversationStore();
+      if (conversation) {
+        conversation.expires = Date.now() + REMEMBER_HOURS * 3600 * 1000;
+        store.setItem(STORE_KEY, JSON.stringify(conversation));
+      } else store.removeItem(STORE_KEY);
     } catch (e) { /* ignore */ }
+    updateNewChat();
   }
 
   // ---------------------------------------------------------------- HTTP
@@ -122,6 +164,7 @@
     state.seen.clear();
     state.remoteTyping = false;
     state.awaitingUntil = 0;
+    seen.reported = 0;
     els.log.querySelectorAll("li[data-seq]").forEach(function (li) { li.remove(); });
     setStatus("open");
     updateTyping();
@@ -236,6 +279,7 @@
     else if (kind === "notice" && data.resolved === true) setStatus("open");
     updateTyping();
     scrollToEnd(role === "user");
+    afterMessageShown(role);
   }
 
   function addPending(text) {
@@ -268,6 +312,7 @@
     els.subtitle.textContent = human ? "Our support team" : "Virtual assistant";
     els.typingLabel.textContent = human ? "Our team is typing…" : "The assistant is typing…";
     updateTyping();
+    updateContact();
   }
 
   function updateTyping() {
@@ -436,6 +481,84 @@
     });
   }
 
+  // ---------------------------------------------------------------- returning customers
+
+  // "Seen": the widget asks for the messages after the last one it displayed (GET
+  // …/messages?after=N), which records N on the conversation. Staff replies still unseen a few
+  // minutes after they were sent are e-mailed to the customer's address, if they left one.
+  const seen = { reported: 0, timer: null };
+
+  function afterMessageShown(role) {
+    if (!state.conversation) return;
+    saveConversation(state.conversation); // activity: the stored conversation's expiry moves on
+    if (role === "staff") reportSeenSoon();
+  }
+
+  function reportSeenSoon() {
+    if (seen.timer || document.hidden || state.lastSeq <= seen.reported) return;
+    seen.timer = setTimeout(function () {
+      seen.timer = null;
+      if (!state.conversation || document.hidden || state.lastSeq <= seen.reported) return;
+      seen.reported = state.lastSeq;
+      fetchNew().catch(function () { seen.reported = 0; });
+    }, SEEN_REPORT_MS);
+  }
+
+  function updateNewChat() {
+    els.newChat.hidden = !state.conversation;
+  }
+
+  function startNewConversation() {
+    // Forget it here only: the old conversation stays as it is for the staff.
+    forgetConversation();
+    clearError();
+    els.contactEmail.value = "";
+    updateContact();
+    els.input.focus();
+  }
+
+  function updateContact() {
+    const saved = state.conversation && state.conversation.contact;
+    const asking = state.status === "escalated" && !!state.conversation;
+    els.contact.hidden = !asking || !!saved;
+    els.contactDone.hidden = !asking || !saved;
+    if (asking && saved) {
+      els.contactDone.textContent = "Thanks — if you miss our reply here, we'll e-mail it to " + saved + ".";
+    }
+  }
+
+  function saveContact(event) {
+    event.preventDefault();
+    const email = els.contactEmail.value.trim();
+    els.contactError.hidden = true;
+    if (!email || !state.conversation) {
+      els.contactEmail.focus();
+      return;
+    }
+    els.contactSave.disabled = true;
+    api("POST", conversationPath("contact"), { email: email })
+      .then(function (result) {
+        if (!result.ok || !result.data) {
+          const fields = result.data && result.data.error && result.data.error.fields;
+          throw new Error((fields && fields.email) || errorText(result));
+        }
+        state.conversation.contact = result.data.email;
+        saveConversation(state.conversation);
+        updateContact();
+      })
+      .catch(function (error) {
+        els.contactError.textContent = error instanceof TypeError
+          ? "Couldn't reach the chat — check your connection and try again." : error.message;
+        els.contactError.hidden = false;
+        els.contactEmail.focus();
+      })
+      .then(function () { els.contactSave.disabled = false; });
+  }
+
+  els.newChat.addEventListener("click", startNewConversation);
+  els.contact.addEventListener("submit", saveContact);
+  document.addEventListener("visibilitychange", reportSeenSoon);
+
   // ---------------------------------------------------------------- input
 
   function resizeInput() {
@@ -495,6 +618,7 @@
   // ---------------------------------------------------------------- start
 
   state.conversation = loadConversation();
+  updateNewChat();
   if (state.conversation) {
     fetchNew()
       .catch(function () { /* the live connection below retries */ })
