@@ -106,6 +106,10 @@ class TurnSerializer(serializers.Serializer):
 
 
 class ConversationDetailSerializer(ConversationSummarySerializer):
+    contact_email = serializers.CharField(
+        help_text="The address the customer left in the widget for staff replies they miss "
+        '("" when none).'
+    )
     messages = MessageSerializer(
         many=True, help_text="Every message in order, internal reasoning included."
     )
@@ -151,6 +155,7 @@ MESSAGE_EXAMPLE: dict[str, Any] = {
 DETAIL_EXAMPLE: dict[str, Any] = {
     **SUMMARY_EXAMPLE,
     "message_count": 3,
+    "contact_email": "",
     "messages": [
         {
             "id": "a1f0c3d2-6e5b-4a79-8c1d-2e3f4a5b6c7d",

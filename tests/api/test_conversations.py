@@ -186,12 +186,14 @@ def test_list_query_count_with_a_session_does_not_grow(client_a, django_assert_m
 
 
 def test_detail_has_all_messages_turns_and_escalations(viewer_a, data_a):
+    Conversation.objects.filter(pk=data_a.conversation.pk).update(contact_email="ann@example.com")
     response = viewer_a.get(detail_url(data_a.conversation))
     assert response.status_code == 200
     body = response.json()
     assert body["id"] == str(data_a.conversation.public_id)
     assert body["status"] == "escalated"
     assert body["open_escalation"] is True
+    assert body["contact_email"] == "ann@example.com"  # left by the customer in the widget
 
     messages = body["messages"]
     assert [m["seq"] for m in messages] == [1, 2, 3, 4, 5]

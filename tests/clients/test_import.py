@@ -62,13 +62,16 @@ def test_import_is_idempotent(tmp_path):
 def test_import_updates_changed_fields(tmp_path):
     run_import(DEMO_TENANT)
     data = demo_data()
+    assert Client.objects.get(slug="trailhead").remember_conversation_hours == 24  # default
     data["clients"][0]["widget"]["greeting"] = "Howdy!"
+    data["clients"][0]["widget"]["remember_conversation_hours"] = 0
     data["clients"][0]["tools"][0]["enabled"] = False
     path = tmp_path / "t.json"
     path.write_text(json.dumps(data))
     run_import(path)
     client = Client.objects.get(slug="trailhead")
     assert client.greeting == "Howdy!"
+    assert client.remember_conversation_hours == 0
     assert not ClientTool.objects.get(
         client=client, name=data["clients"][0]["tools"][0]["name"]
     ).enabled
@@ -103,6 +106,14 @@ def _broken(mutate) -> dict:
         (
             lambda d: d["clients"][0]["widget"].update(allowed_origins=["not an origin"]),
             "clients[0].widget.allowed_origins",
+        ),
+        (
+            lambda d: d["clients"][0]["widget"].update(remember_conversation_hours=721),
+            "clients[0].widget.remember_conversation_hours",
+        ),
+        (
+            lambda d: d["clients"][0]["widget"].update(remember_conversation_hours=-1),
+            "clients[0].widget.remember_conversation_hours",
         ),
         (lambda d: d["clients"][0].update(support_email="nope"), "clients[0].support_email"),
         (lambda d: d["clients"][0].update(colour="red"), "clients[0].colour"),

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from django.core import mail
 from django.core.mail.backends.locmem import EmailBackend
+from django.test import Client as DjangoClient
 
 from apps.conversations.models import Conversation, Role
 from apps.conversations.services import message_append, unseen_replies_email
@@ -38,6 +39,18 @@ def contact(widget: Widget, conversation_id: str, token: str | None, body: Any, 
 def started(widget: Widget) -> tuple[Conversation, str]:
     conversation_id, token = widget.conversation()
     return Conversation.objects.get(public_id=conversation_id), token
+
+
+# ---------------------------------------------------------------------------- the frame
+
+
+def test_the_frame_knows_how_long_to_remember_and_offers_a_fresh_start(shop):
+    shop.remember_conversation_hours = 72
+    shop.save(update_fields=["remember_conversation_hours"])
+    html = DjangoClient().get(f"/widget/frame/?key={shop.widget_key}").content.decode()
+    assert 'data-remember-hours="72"' in html
+    assert 'id="gd-new"' in html and "Start a new conversation" in html
+    assert 'id="gd-contact"' in html and 'type="email"' in html
 
 
 # ---------------------------------------------------------------------------- the address
