@@ -626,3 +626,17 @@ def test_trace_page_shows_its_steps_read_only(admin_client, debug_conversation):
     assert 'name="_save"' not in body
     for text in ["tool:get_order_status", "812", "low_confidence", "policies.shipping"]:
         assert text in body
+
+
+def test_debug_view_shows_the_customers_address_and_what_they_saw(admin_client, debug_conversation):
+    Conversation.objects.filter(pk=debug_conversation.pk).update(
+        contact_email="ann@example.com", customer_seen_seq=3, customer_seen_at=timezone.now()
+    )
+    body = admin_client.get(change_url(debug_conversation)).content.decode()
+    assert "ann@example.com" in body
+    assert "up to message #3" in body
+    # ...and the list finds the conversation by the address
+    found = admin_client.get(
+        reverse("admin:conversations_conversation_changelist") + "?q=ann@example.com"
+    )
+    assert str(debug_conversation.public_id) in found.content.decode()

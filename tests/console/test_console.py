@@ -403,3 +403,11 @@ def test_with_exactly_one_client_the_console_opens_its_queue(client, data_a):
     # a second active client brings the choice back
     ClientFactory(name="Second Shop")
     assert "Choose a client" in html(client.get(QUEUE))
+
+
+def test_the_page_shows_the_address_the_customer_left(agent, data_a):
+    page = html(agent.get(page_url(data_a.conversation)))
+    assert re.search(r"Customer's e-mail</dt><dd data-contact-email>—</dd>", page)
+    Conversation.objects.filter(pk=data_a.conversation.pk).update(contact_email="ann@example.com")
+    page = html(agent.get(page_url(data_a.conversation)))
+    assert '<a href="mailto:ann@example.com">ann@example.com</a>' in page
