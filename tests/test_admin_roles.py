@@ -418,6 +418,7 @@ def test_client_settings_need_the_admin_role(client, world, role, may):
         "support_email": acme.support_email,
         "business_info": json.dumps(acme.business_info),
         "greeting": "Hijacked greeting",
+        "remember_conversation_hours": acme.remember_conversation_hours,
         "allowed_origins": json.dumps(acme.allowed_origins),
     }
     for prefix in re.findall(r'name="([\w-]+)-TOTAL_FORMS"', page):
