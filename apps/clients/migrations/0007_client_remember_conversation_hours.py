@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('clients', '0004_client_require_mfa'),
+        ('clients', '0006_plan_evaluation'),
     ]
 
     operations = [
