@@ -100,12 +100,12 @@
     launcher.style.display = open && small ? "none" : "flex";
   }
 
-  function ensureFrame() {
+  function ensureFrame(preload) {
     if (frame) return frame;
     frame = css(document.createElement("iframe"), {
       width: "100%", height: "100%", border: "0", display: "block", colorScheme: "normal",
     });
-    frame.src = frameUrl;
+    frame.src = frameUrl + (preload ? "&preload=1" : "");
     frame.title = label;
     frame.setAttribute("allow", "clipboard-write");
     frame.addEventListener("load", function () {
@@ -135,10 +135,14 @@
     launcher.setAttribute("aria-expanded", open ? "true" : "false");
     launcher.setAttribute("aria-label", open ? "Close chat" : label);
     launcher.replaceChildren(svg(open ? CLOSE_ICON : CHAT_ICON));
+    if (open) showUnread(0);
     layout();
     remember(open);
     if (focus && open) focusChat();
     if (focus && !open) launcher.focus();
+    if (!open && frame && frame.contentWindow) {
+      frame.contentWindow.postMessage({ type: "guidedesk:closed" }, origin);
+    }
   }
 
   launcher.addEventListener("click", function () { setOpen(!open, true); });
@@ -146,7 +150,46 @@
   window.addEventListener("message", function (event) {
     if (!frame || event.source !== frame.contentWindow || event.origin !== origin) return;
     if (event.data && event.data.type === "guidedesk:close") setOpen(false, true);
+    else if (event.data && event.data.type === "guidedesk:waiting") rememberWaiting(event.data.until);
+    else if (event.data && event.data.type === "guidedesk:unread") showUnread(event.data.count);
   });
+
+  // ------------------------------------------------------------ a returning visitor
+  // While a conversation waits for the business's team, the chat (in its own origin's storage)
+  // tells this page until when; a later page view loads it in the background, and it reports
+  // how many replies arrived that were not shown — a badge on the launcher (docs/widget.md).
+  var WAITING_FLAG = "guidedesk:waiting:" + key;
+  var badge = css(document.createElement("span"), {
+    position: "absolute", top: "-4px", right: "-4px", minWidth: "22px", height: "22px",
+    padding: "0 6px", borderRadius: "11px", background: "#b3261e", color: "#fff",
+    font: "700 12px/22px system-ui, sans-serif", textAlign: "center", display: "none",
+    pointerEvents: "none", boxShadow: "0 0 0 2px #fff",
+  });
+  badge.id = "guidedesk-unread";
+  badge.setAttribute("aria-hidden", "true");
+
+  function rememberWaiting(until) {
+    try {
+      if (typeof until === "number" && until > Date.now()) {
+        window.localStorage.setItem(WAITING_FLAG, String(until));
+      } else window.localStorage.removeItem(WAITING_FLAG);
+    } catch (e) { /* storage blocked: no badge on the next visit */ }
+  }
+
+  function waiting() {
+    try {
+      return (parseInt(window.localStorage.getItem(WAITING_FLAG) || "0", 10) || 0) > Date.now();
+    } catch (e) { return false; }
+  }
+
+  function showUnread(count) {
+    var n = open ? 0 : Math.max(0, Math.min(99, parseInt(count, 10) || 0));
+    badge.textContent = n ? String(n) : "";
+    badge.style.display = n ? "block" : "none";
+    if (!open) {
+      launcher.setAttribute("aria-label", n ? label + " — " + n + (n === 1 ? " new reply" : " new replies") : label);
+    }
+  }
 
   if (compact) {
     if (compact.addEventListener) compact.addEventListener("change", layout);
@@ -156,10 +199,12 @@
   function mount() {
     container.appendChild(panel);
     container.appendChild(launcher);
+    container.appendChild(badge);
     document.body.appendChild(container);
     var reopen = false;
     try { reopen = window.sessionStorage.getItem(OPEN_FLAG) === "1"; } catch (e) { reopen = false; }
     setOpen(reopen, false);
+    if (!reopen && waiting()) ensureFrame(true); // loads in the background; the badge follows
   }
 
   if (document.body) mount();

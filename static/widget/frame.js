@@ -21,6 +21,9 @@
   const REMEMBER_HOURS = Math.max(0, parseInt(root.getAttribute("data-remember-hours") || "0", 10) || 0);
   const STORE_KEY = "guidedesk:conversation:" + KEY + ":" + embeddingSite();
   const SEEN_REPORT_MS = 300;
+  // Loaded in the background by widget.js for a returning visitor (the panel is closed): show
+  // nothing as seen and hold no live connection until the panel opens ("guidedesk:open").
+  const PRELOADED = new URLSearchParams(window.location.search).get("preload") === "1";
   const POLL_MS = 3000;
   const SSE_RETRY_MS = 30000;
   const PENDING_TIMEOUT_MS = 120000;
@@ -486,22 +489,54 @@
   // "Seen": the widget asks for the messages after the last one it displayed (GET
   // …/messages?after=N), which records N on the conversation. Staff replies still unseen a few
   // minutes after they were sent are e-mailed to the customer's address, if they left one.
-  const seen = { reported: 0, timer: null };
+  const seen = { reported: 0, timer: null, panelOpen: !PRELOADED };
 
   function afterMessageShown(role) {
     if (!state.conversation) return;
+    if (seen.panelOpen && !document.hidden) state.conversation.shown = state.lastSeq;
     saveConversation(state.conversation); // activity: the stored conversation's expiry moves on
     if (role === "staff") reportSeenSoon();
+    tellEmbedder();
   }
 
   function reportSeenSoon() {
-    if (seen.timer || document.hidden || state.lastSeq <= seen.reported) return;
+    if (seen.timer || !seen.panelOpen || document.hidden || state.lastSeq <= seen.reported) return;
     seen.timer = setTimeout(function () {
       seen.timer = null;
       if (!state.conversation || document.hidden || state.lastSeq <= seen.reported) return;
       seen.reported = state.lastSeq;
       fetchNew().catch(function () { seen.reported = 0; });
     }, SEEN_REPORT_MS);
+  }
+
+  // The embedding page (widget.js) keeps, in its own storage, until when this conversation waits
+  // for the team — so a later page view loads the chat in the background — and shows a badge with
+  // the replies not shown yet. Only a timestamp and a count leave the frame.
+  function tellEmbedder() {
+    if (window.parent === window) return;
+    const c = state.conversation;
+    const waitingUntil = c && REMEMBER_HOURS > 0 && state.status === "escalated" ? c.expires || 0 : 0;
+    let unread = 0;
+    if (c && !seen.panelOpen) {
+      els.log.querySelectorAll("li[data-seq]:not(.gd-msg--user)").forEach(function (li) {
+        if (Number(li.getAttribute("data-seq")) > (c.shown || 0)) unread += 1;
+      });
+    }
+    window.parent.postMessage({ type: "guidedesk:waiting", until: waitingUntil }, "*");
+    window.parent.postMessage({ type: "guidedesk:unread", count: unread }, "*");
+  }
+
+  function panelOpened() {
+    if (seen.panelOpen) return;
+    seen.panelOpen = true;
+    if (state.conversation) {
+      state.conversation.shown = state.lastSeq;
+      saveConversation(state.conversation);
+      if (!state.source && !state.pollTimer) startLive();
+    }
+    scrollToEnd(true);
+    reportSeenSoon();
+    tellEmbedder();
   }
 
   function updateNewChat() {
@@ -525,6 +560,7 @@
     if (asking && saved) {
       els.contactDone.textContent = "Thanks — if you miss our reply here, we'll e-mail it to " + saved + ".";
     }
+    tellEmbedder();
   }
 
   function saveContact(event) {
@@ -605,14 +641,18 @@
     });
     window.addEventListener("message", function (event) {
       if (event.source === window.parent && event.data && event.data.type === "guidedesk:open") {
+        panelOpened();
         els.input.focus();
+      } else if (event.source === window.parent && event.data && event.data.type === "guidedesk:closed") {
+        seen.panelOpen = false; // replies from now on count as unread (the launcher's badge)
+        tellEmbedder();
       }
     });
   }
 
   setInterval(updateTyping, 5000); // lets a 202's wait for a reply time out
   document.addEventListener("visibilitychange", function () {
-    if (!document.hidden && state.conversation && !state.source) startLive();
+    if (!document.hidden && state.conversation && !state.source && seen.panelOpen) startLive();
   });
 
   // ---------------------------------------------------------------- start
@@ -623,6 +663,7 @@
     fetchNew()
       .catch(function () { /* the live connection below retries */ })
       .then(function () {
+        if (!seen.panelOpen) return tellEmbedder(); // in the background: live once opened
         scrollToEnd(true);
         startLive();
       });

@@ -107,12 +107,24 @@ def test_leave_during_a_handoff_come_back_to_the_reply_and_one_email(
     assert "a replacement tent ships today" in sent[0].body
     assert sent[0].reply_to == ["support@trailhead.example"]
 
-    # Back on the site in a new tab: the conversation, the reply and the hand-off are there.
+    # Back on the site in a new tab: the launcher says a reply is waiting (the chat loaded in
+    # the background — which counts as nothing seen)...
     page = context.new_page()
     requests: list[str] = []
     page.on("request", lambda request: requests.append(request.url))
     page.goto(live_server.url + "/")
-    page.locator("#guidedesk-launcher").click()
+    launcher = page.locator("#guidedesk-launcher")
+    badge = page.locator("#guidedesk-unread")
+    expect(badge).to_have_text("1")
+    expect(launcher).to_have_accessible_name("Chat with us — 1 new reply")
+    expect(page.locator("#guidedesk-panel")).to_be_hidden()
+    taken.append(shot(page, screenshots, "widget-returning-badge.png"))
+    assert Conversation.objects.get(pk=conversation.pk).customer_seen_seq < first.seq
+    assert not [url for url in requests if "/events?" in url]  # no live connection yet
+
+    # ...and opening the chat shows the conversation, the reply and the hand-off.
+    launcher.click()
+    expect(badge).to_be_hidden()
     frame = page.frame_locator("#guidedesk-panel iframe")
     expect(frame.get_by_text("My tent arrived with a torn floor. What now?")).to_be_visible()
     staff = frame.locator("li.gd-msg--staff")
@@ -137,6 +149,18 @@ def test_leave_during_a_handoff_come_back_to_the_reply_and_one_email(
     )
     time.sleep(DELAY + 1.5)  # past the countdown of the second reply
     assert len(mails_to(CUSTOMER)) == 1
+
+    # The chat closed, the page still open: a reply is not seen — the badge counts it, and it
+    # is e-mailed (alone) after the countdown.
+    launcher.click()
+    expect(page.locator("#guidedesk-panel")).to_be_hidden()
+    with db_lock:
+        third = staff_reply(client=demo, conversation=conversation, text="We added a footprint.")
+    expect(badge).to_have_text("1")
+    assert wait_for(lambda: len(mails_to(CUSTOMER)) == 2), "no e-mail for the unseen reply"
+    assert "We added a footprint." in mails_to(CUSTOMER)[1].body
+    assert "Anything else?" not in mails_to(CUSTOMER)[1].body
+    assert Conversation.objects.get(pk=conversation.pk).customer_seen_seq < third.seq
     for path in taken:
         assert path.is_file() and path.stat().st_size > 5_000, path
     context.close()
