@@ -34,6 +34,7 @@ from apps.accounts.services import api_key_issue
 from apps.billing.models import DailyUsage, UsageAlert, UsageCounter, UsageRecord
 from apps.core.admin import SuperuserOnlyAdmin, TenantScopedAdmin
 from apps.escalations.models import Escalation, EscalationStatus
+from apps.insights.models import InsightProposal, InsightRun, ProposalKind
 from apps.tools.models import ClientTool, ExecutorType, PendingAction, ToolKind
 from tests.api.conftest import make_tenant_data
 from tests.factories import (
@@ -82,6 +83,9 @@ RULES: dict[str, dict[str, str]] = {
     "tools.toolexecution": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
     "escalations.escalation": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
     "reasoning.reasoningtrace": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
+    # Approving a proposal changes the client's business info (MANAGE); the trail stays.
+    "insights.insightproposal": {"view": VIEWER, "add": NEVER, "change": ADMIN, "delete": NEVER},
+    "insights.insightrun": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
     # Third-party admins hold platform-wide rows.
     "auth.group": {"view": PLATFORM, "add": PLATFORM, "change": PLATFORM, "delete": PLATFORM},
     # An authenticator is set up by its user through allauth; an operator may only remove one.
@@ -106,6 +110,8 @@ RULES: dict[str, dict[str, str]] = {
 ACTION_RULES = {
     ("escalations.escalation", "resolve_and_hand_back"): AGENT,
     ("accounts.apikey", "revoke"): ADMIN,
+    ("insights.insightproposal", "approve_selected"): ADMIN,
+    ("insights.insightproposal", "reject_selected"): ADMIN,
     ("django_celery_beat.periodictask", "enable_tasks"): PLATFORM,
     ("django_celery_beat.periodictask", "disable_tasks"): PLATFORM,
     ("django_celery_beat.periodictask", "toggle_tasks"): PLATFORM,
@@ -159,6 +165,22 @@ def world(db) -> dict[str, Any]:
         client=acme, month=month, threshold=80, metric="tokens", used=8, budget=10
     )
     UsageCounter.objects.create(client=acme, month=month, tokens_used=5)
+    run = InsightRun.objects.create(
+        client=acme, window_start=data.trace.created_at, window_end=data.trace.created_at
+    )
+    proposal_fields = {
+        "client": acme,
+        "run": run,
+        "kind": ProposalKind.FAQ,
+        "count": 2,
+        "conversation_ids": [str(data.conversation.public_id)],
+        "question": "Can I pay by bank transfer?",
+        "answer": "Yes, within 14 days.",
+    }
+    InsightProposal.objects.create(title="Shipping", topic_key="shipping", **proposal_fields)
+    spare_proposal = InsightProposal.objects.create(
+        title="Abroad", topic_key="abroad", **proposal_fields
+    )
 
     everything = list(Permission.objects.all())
     users: dict[str, Any] = {}
@@ -186,6 +208,7 @@ def world(db) -> dict[str, Any]:
         "spare_plan": PlanFactory(),
         "spare_client": ClientFactory(plan=plan),
         "spare_tool": ClientToolFactory(client=acme, name="spare_tool"),
+        "spare_proposal": spare_proposal,
         "acme": acme,
         "globex": globex,
         "data": data,
@@ -297,6 +320,8 @@ def test_every_admin_action_follows_the_rule(client, world, role):
             obj = world["spare_client"]
         if action == "delete_selected" and label(model) == "tools.clienttool":
             obj = world["spare_tool"]
+        if action == "reject_selected":
+            obj = world["spare_proposal"]  # the other row is approved by then
         assert obj is not None, (label(model), action)
         before = snapshot(obj)
         data = {"action": action, "_selected_action": [obj.pk], "post": "yes"}

@@ -4,6 +4,7 @@
 from pathlib import Path
 
 import environ
+from celery.schedules import crontab
 from corsheaders.defaults import default_headers
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
@@ -42,6 +43,7 @@ INSTALLED_APPS = [
     "apps.notes",
     "apps.reasoning",
     "apps.playground",
+    "apps.insights",
     "apps.benchmarks",
 ]
 
@@ -236,6 +238,18 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 REASONING_SWEEP_INTERVAL_SECONDS = env.int("REASONING_SWEEP_INTERVAL_SECONDS", default=30)
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# Insights (docs/architecture.md, "Insights"): when the nightly run starts (server time zone),
+# how many whole days it reads, and the bounds of its one model call.
+INSIGHTS_HOUR = env.int("INSIGHTS_HOUR", default=3)
+INSIGHTS_MINUTE = env.int("INSIGHTS_MINUTE", default=15)
+INSIGHTS_DAYS = env.int("INSIGHTS_DAYS", default=7)
+INSIGHTS_MAX_INPUT_TOKENS = env.int("INSIGHTS_MAX_INPUT_TOKENS", default=3000)
+INSIGHTS_ITEM_CHARS = env.int("INSIGHTS_ITEM_CHARS", default=240)
+INSIGHTS_TOKEN_CAP = env.int("INSIGHTS_TOKEN_CAP", default=6000)
+INSIGHTS_MIN_COUNT = env.int("INSIGHTS_MIN_COUNT", default=2)
+INSIGHTS_MAX_TOPICS = env.int("INSIGHTS_MAX_TOPICS", default=5)
+INSIGHTS_LOW_CONFIDENCE_BELOW = env.int("INSIGHTS_LOW_CONFIDENCE_BELOW", default=5)
+INSIGHTS_RUN_STALE_SECONDS = 30 * 60
 CELERY_BEAT_SCHEDULE = {
     # Turns left unfinished past their lease (a killed worker, a lost task, a database outage):
     # re-queued once, then handed to a person (docs/operations.md). Idempotent.
@@ -253,6 +267,12 @@ CELERY_BEAT_SCHEDULE = {
     "billing-reconcile-usage-counters": {
         "task": "billing.reconcile_usage_counters",
         "schedule": 6 * 60 * 60,
+    },
+    # Nightly: one insights task per active client (fanned out), over the last INSIGHTS_DAYS
+    # whole days; idempotent per client and window (docs/operations.md).
+    "insights-nightly": {
+        "task": "insights.schedule_nightly",
+        "schedule": crontab(minute=INSIGHTS_MINUTE, hour=INSIGHTS_HOUR),
     },
 }
 

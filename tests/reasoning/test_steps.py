@@ -293,15 +293,38 @@ def test_a_step_missing_a_part_is_refused(missing: str) -> None:
         Step(**parts)
 
 
-def test_a_nested_output_model_is_refused() -> None:
+def test_a_nested_output_model_is_inlined_with_every_field_required() -> None:
     class Inner(BaseModel):
         a: int
+        b: str | None = None
 
     class Nested(Out):
         inner: Inner
+        many: list[Inner] = []
 
-    with pytest.raises(StepDefinitionError):
-        steps.response_schema(Nested)
+    schema = steps.response_schema(Nested)
+    inner = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": ["string", "null"]}},
+        "required": ["a", "b"],
+    }
+    assert schema == {
+        "type": "object",
+        "properties": {"inner": inner, "many": {"type": "array", "items": inner}},
+        "required": ["inner", "many"],
+    }
+    assert "$defs" not in json.dumps(schema) and "$ref" not in json.dumps(schema)
+
+
+def test_a_recursive_output_model_is_refused() -> None:
+    class Node(BaseModel):
+        children: list[Node] = []
+
+    class Tree(Out):
+        root: Node
+
+    with pytest.raises(StepDefinitionError, match="recursive"):
+        steps.response_schema(Tree)
 
 
 def test_two_steps_with_one_name_are_refused(summary_step: Any) -> None:

@@ -45,9 +45,23 @@ class Out(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
-def _property(spec: dict[str, Any], where: str) -> dict[str, Any]:
-    if "$ref" in spec or "allOf" in spec:
-        raise StepDefinitionError(f"{where}: nested models are not supported in a step's output")
+def _property(
+    spec: dict[str, Any], where: str, defs: dict[str, Any], seen: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    if "allOf" in spec:
+        raise StepDefinitionError(f"{where}: only plain fields and nested models are supported")
+    ref = spec.get("$ref")
+    if isinstance(ref, str):
+        # A nested pydantic model (`topics: list[Topic]`): inlined as an object schema, so the
+        # requested schema stays one self-contained document (no `$defs`, which several
+        # OpenAI-compatible servers reject). A model that contains itself cannot be inlined.
+        name = ref.rsplit("/", 1)[-1]
+        if name in seen:
+            raise StepDefinitionError(f"{where}: recursive models are not supported")
+        if name not in defs:
+            raise StepDefinitionError(f"{where}: unresolvable reference {ref!r}")
+        nested = {**defs[name], **{k: v for k, v in spec.items() if k != "$ref"}}
+        return _object(nested, where, defs, (*seen, name))
     options = spec.get("anyOf")
     if options is not None:
         # `str | None` → {"type": ["string", "null"]}: one schema, the form every provider reads.
@@ -65,23 +79,35 @@ def _property(spec: dict[str, Any], where: str) -> dict[str, Any]:
         raise StepDefinitionError(f"{where}: every output field needs a JSON type")
     items = spec.get("items")
     if isinstance(items, dict):
-        out["items"] = _property(items, f"{where}[]")
+        out["items"] = _property(items, f"{where}[]", defs, seen)
+    return out
+
+
+def _object(
+    spec: dict[str, Any], where: str, defs: dict[str, Any], seen: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """One object level: every field listed in `required` (structured-output endpoints ask
+    for that), no titles or defaults."""
+    properties = {
+        name: _property(field, f"{where}.{name}", defs, seen)
+        for name, field in spec.get("properties", {}).items()
+    }
+    if not properties:
+        raise StepDefinitionError(f"{where} declares no fields")
+    out: dict[str, Any] = {"type": "object", "properties": properties, "required": list(properties)}
+    if "description" in spec:
+        out["description"] = spec["description"]
     return out
 
 
 def response_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The JSON Schema requested for `model`: one flat object, every field listed in
-    `required` (structured-output endpoints ask for that), no titles or defaults."""
+    """The JSON Schema requested for `model`: objects with every field listed in `required`
+    (structured-output endpoints ask for that), no titles or defaults. Nested pydantic models
+    (a list of topics, each with a proposal) are inlined; recursive ones are refused."""
     raw = model.model_json_schema()
-    if raw.get("$defs"):
-        raise StepDefinitionError(f"{model.__name__}: nested models are not supported")
-    properties = {
-        name: _property(spec, f"{model.__name__}.{name}")
-        for name, spec in raw.get("properties", {}).items()
-    }
-    if not properties:
-        raise StepDefinitionError(f"{model.__name__} declares no fields")
-    return {"type": "object", "properties": properties, "required": list(properties)}
+    schema = _object(raw, model.__name__, raw.get("$defs", {}))
+    schema.pop("description", None)  # the model's docstring is for readers of the code
+    return schema
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,198 @@
+"""Insights in the admin: the proposals staff review (with their evidence) and the runs.
+
+Proposals are tenant-scoped like every admin (`TenantScopedAdmin`): a client's staff see their
+own client's proposals (viewer role and up) and approve, reject or edit a pending one with the
+admin role (approving an FAQ changes the client's business info, a MANAGE-level setting).
+Approve / reject are list actions and buttons on the proposal's page; both call the services."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+
+from apps.conversations.admin import conversation_link
+from apps.core.admin import ReadOnlyAuditAdmin, TenantScopedAdmin
+from apps.core.exceptions import ApplicationError
+from apps.insights.models import InsightProposal, InsightRun, ProposalKind, ProposalStatus
+from apps.insights.selectors import conversations_by_public_id
+from apps.insights.services import proposal_approve, proposal_reject
+
+EVIDENCE_SHOWN = 10
+EDITABLE = {ProposalKind.FAQ: ("question", "answer"), ProposalKind.NOTE: ("content",)}
+PROPOSAL_FIELDS: tuple[str, ...] = (
+    "title",
+    "kind",
+    "status",
+    "client",
+    "count",
+    "evidence",
+    "question",
+    "answer",
+    "note_type",
+    "content",
+    "run_summary",
+    "created_at",
+    "updated_at",
+    "reviewed_by",
+    "reviewed_at",
+    "review_comment",
+)
+
+
+@admin.register(InsightProposal)
+class InsightProposalAdmin(TenantScopedAdmin):
+    change_form_template = "admin/insights/insightproposal/change_form.html"
+    list_display = ["title", "kind", "status", "count", "client", "created_at", "reviewed_by"]
+    list_filter = ["status", "kind", ("client", admin.RelatedOnlyFieldListFilter), "created_at"]
+    list_select_related = ["client", "reviewed_by"]
+    search_fields = ["title", "question", "answer", "content"]
+    ordering = ["-created_at"]
+    actions = ["approve_selected", "reject_selected"]
+    fields = PROPOSAL_FIELDS
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # proposals come from the insights job
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # the review trail stays; reject what is not wanted
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        editable = (
+            EDITABLE.get(obj.kind, ())
+            if obj is not None and obj.status == ProposalStatus.PENDING_REVIEW
+            else ()
+        )
+        return [name for name in PROPOSAL_FIELDS if name not in editable]
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        if obj is not None and obj.kind == ProposalKind.NOTE:
+            return [f for f in PROPOSAL_FIELDS if f not in ("question", "answer")]
+        return [f for f in PROPOSAL_FIELDS if f not in ("note_type", "content")]
+
+    @admin.display(description="Example conversations")
+    def evidence(self, obj: InsightProposal) -> SafeString | str:
+        shown = [str(i) for i in obj.conversation_ids[:EVIDENCE_SHOWN]]
+        # Looked up within the proposal's own client: another tenant's id would link nowhere.
+        found = conversations_by_public_id(client=obj.client, public_ids=shown)
+        links = [conversation_link(found[i]) for i in shown if i in found]
+        if not links:
+            return "-"
+        more = len(obj.conversation_ids) - len(shown)
+        return format_html(
+            "{}{}",
+            format_html_join(" ", "{}", ((link,) for link in links)),
+            format_html(" … and {} more", more) if more > 0 else "",
+        )
+
+    @admin.display(description="Run")
+    def run_summary(self, obj: InsightProposal) -> str:
+        run = obj.run
+        if run is None:
+            return "-"
+        return (
+            f"{run.window_start:%Y-%m-%d} – {run.window_end:%Y-%m-%d}: read "
+            f"{sum(run.found.values())} item(s), {run.llm_calls} model call(s) ({run.model})"
+        )
+
+    # -- approve / reject --------------------------------------------------------------------
+    def _review(self, request: HttpRequest, proposals: list[InsightProposal], approve: bool) -> int:
+        done = 0
+        for proposal in proposals:
+            try:
+                if approve:
+                    proposal_approve(client=proposal.client, proposal=proposal, actor=request.user)
+                else:
+                    proposal_reject(client=proposal.client, proposal=proposal, actor=request.user)
+            except ApplicationError as exc:
+                self.message_user(request, f"{proposal.title}: {exc.message}", messages.ERROR)
+            else:
+                done += 1
+        return done
+
+    @admin.action(description="Approve the selected proposals")
+    def approve_selected(self, request: HttpRequest, queryset: QuerySet[InsightProposal]) -> None:
+        done = self._review(request, list(queryset.select_related("client")), approve=True)
+        if done:
+            self.message_user(
+                request,
+                f"Approved {done} proposal(s): FAQs are in the business info, notes are active.",
+                messages.SUCCESS,
+            )
+
+    @admin.action(description="Reject the selected proposals")
+    def reject_selected(self, request: HttpRequest, queryset: QuerySet[InsightProposal]) -> None:
+        done = self._review(request, list(queryset.select_related("client")), approve=False)
+        if done:
+            self.message_user(request, f"Rejected {done} proposal(s).", messages.SUCCESS)
+
+    def render_change_form(
+        self, request: HttpRequest, context: dict[str, Any], *args: Any, **kwargs: Any
+    ) -> Any:
+        obj = context.get("original")
+        context["can_review"] = (
+            obj is not None
+            and obj.status == ProposalStatus.PENDING_REVIEW
+            and self.has_change_permission(request, obj)
+        )
+        return super().render_change_form(request, context, *args, **kwargs)
+
+    def response_change(self, request: HttpRequest, obj: InsightProposal) -> HttpResponse:
+        """ "Save and approve" / "Reject" on the proposal's page: the edits are saved first,
+        then the service decides (an invalid FAQ stays pending, with the error shown)."""
+        approve, reject = "_approve" in request.POST, "_reject" in request.POST
+        if not (approve or reject):
+            return super().response_change(request, obj)
+        if self._review(request, [obj], approve=approve):
+            verb = "Approved" if approve else "Rejected"
+            self.message_user(request, f"{verb} “{obj.title}”.", messages.SUCCESS)
+        return HttpResponseRedirect(request.path)
+
+
+RUN_FIELDS: tuple[str, ...] = (
+    "client",
+    "window_start",
+    "window_end",
+    "status",
+    "started_at",
+    "finished_at",
+    "found",
+    "items_sent",
+    "items_left_out",
+    "topics",
+    "proposals_created",
+    "proposals_updated",
+    "ids_dropped",
+    "llm_calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "model",
+    "error",
+)
+
+
+@admin.register(InsightRun)
+class InsightRunAdmin(ReadOnlyAuditAdmin):
+    list_display = [
+        "window_start",
+        "window_end",
+        "client",
+        "status",
+        "items_sent",
+        "items_left_out",
+        "proposals_created",
+        "proposals_updated",
+        "ids_dropped",
+        "llm_calls",
+        "prompt_tokens",
+        "completion_tokens",
+    ]
+    list_filter = ["status", ("client", admin.RelatedOnlyFieldListFilter)]
+    list_select_related = ["client"]
+    ordering = ["-window_end", "-created_at"]
+    readonly_fields = RUN_FIELDS
+    fields = RUN_FIELDS

@@ -1,0 +1,121 @@
+"""Insights: what went wrong, grouped by topic, proposed as FAQ entries or notes for staff to
+approve (docs/architecture.md, "Insights").
+
+`InsightProposal` is the one review item of both kinds, so the admin lists, shows the evidence of
+and approves them the same way: an FAQ proposal carries its question and draft answer; a note
+proposal carries its type and content and, once created, the `Note` row (source `insight`,
+status `pending_review`) it activates on approval. `InsightRun` records each nightly run: its
+window, what it read, what it spent and how it ended."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+from apps.core.models import TenantOwnedModel
+
+
+class ProposalKind(models.TextChoices):
+    FAQ = "faq", "FAQ entry"
+    NOTE = "note", "Note"
+
+
+class ProposalStatus(models.TextChoices):
+    PENDING_REVIEW = "pending_review", "Pending review"
+    APPROVED = "approved", "Approved"
+    REJECTED = "rejected", "Rejected"
+
+
+class RunStatus(models.TextChoices):
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+class InsightRun(TenantOwnedModel):
+    """One run of the insights job for one client and window. Unique per (client, window): a
+    run that finished is not repeated, a failed one is retried by the next attempt."""
+
+    window_start = models.DateTimeField()
+    window_end = models.DateTimeField()
+    status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.RUNNING)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # What was read: {"escalation": n, "low_confidence": n, "questioned": n, "failure_note": n}
+    found = models.JSONField(default=dict, blank=True)
+    items_sent = models.PositiveIntegerField(default=0, help_text="Items in the model's prompt.")
+    items_left_out = models.PositiveIntegerField(
+        default=0, help_text="Items that did not fit the token bound (INSIGHTS_MAX_INPUT_TOKENS)."
+    )
+    topics = models.PositiveIntegerField(default=0)
+    proposals_created = models.PositiveIntegerField(default=0)
+    proposals_updated = models.PositiveIntegerField(default=0)
+    ids_dropped = models.PositiveIntegerField(
+        default=0, help_text="Conversation ids the model returned that it was not given."
+    )
+    llm_calls = models.PositiveSmallIntegerField(default=0)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    model = models.CharField(max_length=100, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-window_end", "-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["client", "window_start", "window_end"], name="uniq_insight_run_window"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"Insights {self.window_start:%Y-%m-%d}–{self.window_end:%Y-%m-%d} ({self.status})"
+
+
+class InsightProposal(TenantOwnedModel):
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    run = models.ForeignKey(
+        InsightRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="proposals"
+    )
+    kind = models.CharField(max_length=4, choices=ProposalKind.choices)
+    status = models.CharField(
+        max_length=16, choices=ProposalStatus.choices, default=ProposalStatus.PENDING_REVIEW
+    )
+    title = models.CharField(max_length=200, help_text="The topic.")
+    topic_key = models.CharField(max_length=200, editable=False)
+    count = models.PositiveIntegerField(
+        default=0,
+        help_text="Conversations about this topic (counted from the data, not the model).",
+    )
+    conversation_ids = models.JSONField(
+        default=list, blank=True, help_text="Public ids of the conversations about this topic."
+    )
+    question = models.TextField(blank=True)
+    answer = models.TextField(blank=True, help_text="Draft answer: check it before approving.")
+    note_type = models.CharField(max_length=10, blank=True)
+    content = models.TextField(blank=True)
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    review_comment = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["client", "status", "-created_at"])]
+        constraints = [
+            # One open proposal per topic: a later run adds its evidence to it.
+            models.UniqueConstraint(
+                fields=["client", "kind", "topic_key"],
+                condition=models.Q(status="pending_review"),
+                name="uniq_pending_insight_topic",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()}: {self.title}"

@@ -1,0 +1,149 @@
+"""Read side of insights: the evidence a run reads (always one client's), and proposals."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db.models import QuerySet
+
+from apps.clients.models import Client
+from apps.conversations.models import Conversation, Kind, Message
+from apps.escalations.models import Escalation, EscalationReason
+from apps.insights.models import InsightProposal, ProposalStatus
+
+# Escalations that say something about what customers ask. Operational ones (the model or a
+# worker failed, the budget ran out, staff took over on their own) say nothing about a topic.
+KNOWLEDGE_ESCALATIONS = (
+    EscalationReason.CUSTOMER_REQUEST,
+    EscalationReason.LOW_CONFIDENCE,
+    EscalationReason.POLICY,
+    EscalationReason.TOOL_FAILURE,
+)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One thing that went wrong, as the insights step reads it."""
+
+    kind: str  # escalation | low_confidence | questioned | failure_note | tool_failure
+    conversation: str  # the conversation's public id
+    at: datetime
+    text: str  # the customer's words
+    detail: str  # why it counts (the escalation reason, the confidence, the evaluation)
+
+    def as_hint(self, ref: str) -> dict[str, Any]:
+        return {"conversation": ref, "kind": self.kind, "text": self.text, "detail": self.detail}
+
+
+def _customer_words(message: Message | None) -> str:
+    return " ".join((message.text if message is not None else "").split())
+
+
+def insight_evidence(*, client: Client, since: datetime, until: datetime) -> list[Evidence]:
+    """Everything that went wrong in `client`'s conversations in [since, until), newest first:
+    knowledge escalations, low-confidence assessments, questioned answers and FAILURE notes.
+    A handful of queries whatever the volume (each source one query, joins decided here)."""
+    items: list[Evidence] = []
+    window = {"created_at__gte": since, "created_at__lt": until}
+
+    escalations = (
+        Escalation.objects.for_client(client)
+        .filter(reason__in=KNOWLEDGE_ESCALATIONS, **window)
+        .select_related("conversation", "trace__user_message")
+        .order_by("-created_at")
+    )
+    last_user = _last_customer_messages(client, [e.conversation for e in escalations])
+    for escalation in escalations:
+        turn_message = escalation.trace.user_message if escalation.trace else None
+        message = turn_message or last_user.get(escalation.conversation_id)
+        items.append(
+            Evidence(
+                kind="tool_failure"
+                if escalation.reason == EscalationReason.TOOL_FAILURE
+                else "escalation",
+                conversation=str(escalation.conversation.public_id),
+                at=escalation.created_at,
+                text=_customer_words(message),
+                detail=f"{escalation.get_reason_display()}: {escalation.detail}".strip(": "),
+            )
+        )
+
+    below = int(settings.INSIGHTS_LOW_CONFIDENCE_BELOW)
+    internal = (
+        Message.objects.for_client(client)
+        .filter(**window)
+        .select_related("conversation", "trace__user_message")
+        .order_by("-created_at")
+    )
+    low = list(internal.filter(kind=Kind.ASSESSMENT, data__confidence__lt=below))
+    doubted = list(internal.filter(kind=Kind.EVALUATION, data__outcome="questioned"))
+    untraced = [m.conversation for m in [*low, *doubted] if m.trace is None]
+    last_user.update(_last_customer_messages(client, untraced))
+
+    def words(message: Message) -> str:
+        turn = message.trace.user_message if message.trace else None
+        return _customer_words(turn or last_user.get(message.conversation_id))
+
+    for message in low:
+        items.append(
+            Evidence(
+                kind="low_confidence",
+                conversation=str(message.conversation.public_id),
+                at=message.created_at,
+                text=words(message),
+                detail=f"confidence {message.data.get('confidence')}/10",
+            )
+        )
+    for message in doubted:
+        items.append(
+            Evidence(
+                kind="questioned",
+                conversation=str(message.conversation.public_id),
+                at=message.created_at,
+                text=words(message),
+                detail=f"answer questioned: {message.data.get('evaluation') or message.text}",
+            )
+        )
+    items.extend(_failure_notes(client, window))
+    items.sort(key=lambda item: item.at, reverse=True)
+    return items
+
+
+def _failure_notes(client: Client, window: dict[str, Any]) -> list[Evidence]:
+    """FAILURE notes tied to a conversation (a note with none has no example to link)."""
+    return []
+
+
+def _last_customer_messages(
+    client: Client, conversations: list[Conversation]
+) -> dict[int, Message]:
+    """The latest customer message of each conversation (for escalations with no turn)."""
+    ids = {c.pk for c in conversations}
+    if not ids:
+        return {}
+    latest: dict[int, Message] = {}
+    messages = (
+        Message.objects.for_client(client)
+        .filter(conversation_id__in=ids, role="user")
+        .order_by("conversation_id", "-seq")
+        .only("conversation_id", "text", "seq")
+    )
+    for message in messages:
+        latest.setdefault(message.conversation_id, message)
+    return latest
+
+
+def proposals_for_client(
+    *, client: Client, status: str | None = ProposalStatus.PENDING_REVIEW
+) -> QuerySet[InsightProposal]:
+    queryset = InsightProposal.objects.for_client(client).select_related("run", "reviewed_by")
+    return queryset.filter(status=status) if status else queryset
+
+
+def conversations_by_public_id(*, client: Client, public_ids: list[str]) -> dict[str, Conversation]:
+    """The client's conversations among `public_ids` (another tenant's id finds nothing)."""
+    found = Conversation.objects.for_client(client).filter(public_id__in=public_ids)
+    return {str(c.public_id): c for c in found}

@@ -1,0 +1,492 @@
+"""Insights: turn what went wrong into proposals staff approve (docs/architecture.md, "Insights").
+
+`generate_insights` reads one client's evidence for a window (escalations, low-confidence and
+questioned answers, FAILURE notes), sends compact summaries — bounded in tokens — to ONE
+`insights` LLM call through the meter (purpose `insights`, checked against the monthly budget),
+validates what comes back (only conversation ids it was given; counts recomputed from the data)
+and stores `pending_review` proposals. `proposal_approve` / `proposal_reject` are the only way a
+proposal goes anywhere: an approved FAQ is appended to the client's business info (validated
+like the importer does), an approved note becomes active. Nothing the model proposes reaches a
+customer before a person approves it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from apps.billing.models import UsagePurpose
+from apps.clients.business_info import business_info_errors
+from apps.clients.models import AIMode, Client
+from apps.core.exceptions import ApplicationError
+from apps.insights.models import (
+    InsightProposal,
+    InsightRun,
+    ProposalKind,
+    ProposalStatus,
+    RunStatus,
+)
+from apps.insights.selectors import Evidence, insight_evidence
+from apps.reasoning.llm import LLMError, estimate_tokens
+from apps.reasoning.meter import Meter, TokenCapExceeded, UsageLimitReached
+from apps.reasoning.steps import insights as insights_step
+from apps.reasoning.steps.insights import InsightsOut, InsightTopicOut
+
+__all__ = [
+    "InsightsResult",
+    "generate_insights",
+    "insight_window",
+    "proposal_approve",
+    "proposal_reject",
+]
+
+logger = logging.getLogger(__name__)
+
+REF_LENGTH = 8  # conversation ids are sent as the first 8 hex digits of their public id
+PLACEHOLDER = re.compile(r"\[[^\]]{3,}\]")  # "[write the refund window here]"
+
+
+@dataclass
+class InsightsResult:
+    run: InsightRun
+    proposals: list[InsightProposal] = field(default_factory=list)
+    repeated: bool = False  # the window had already been analysed: nothing was done
+
+
+def insight_window(*, days: int, now: datetime | None = None) -> tuple[datetime, datetime]:
+    """The last `days` whole days before today (server time zone): re-running the same night
+    gives the same window, so the run is found instead of repeated."""
+    if days < 1:
+        raise ApplicationError("days must be at least 1.", {"fields": {"days": "At least 1."}})
+    today = timezone.localdate(now or timezone.now())
+    until = timezone.make_aware(datetime.combine(today, datetime.min.time()))
+    return until - timedelta(days=days), until
+
+
+# -- the run ---------------------------------------------------------------------------------------
+
+
+def generate_insights(
+    *, client: Client, since: datetime, until: datetime, dry_run: bool = False
+) -> InsightsResult:
+    """Analyse `client`'s [since, until) and store pending proposals. Idempotent per client and
+    window: a finished run is returned as it is (no model call, no new proposal); a failed or
+    abandoned one is run again. `dry_run` calls the model and returns unsaved proposals without
+    storing anything but the run record."""
+    if since >= until:
+        raise ApplicationError("The window is empty: since must be before until.")
+    run = _claim_run(client=client, since=since, until=until, dry_run=dry_run)
+    if run is None:
+        existing = InsightRun.objects.for_client(client).get(window_start=since, window_end=until)
+        proposals = list(existing.proposals.order_by("-count", "title"))
+        return InsightsResult(run=existing, proposals=proposals, repeated=True)
+
+    evidence = insight_evidence(client=client, since=since, until=until)
+    found: dict[str, int] = {}
+    for item in evidence:
+        found[item.kind] = found.get(item.kind, 0) + 1
+    run.found = found
+    if not evidence:
+        return InsightsResult(run=_finish(run, dry_run=dry_run))
+
+    refs = _refs(evidence)
+    chosen, left_out = _bounded(evidence, refs)
+    run.items_sent, run.items_left_out = len(chosen), left_out
+    meter = Meter(
+        client=client,
+        # One plain call: billed at the plan's standard multiplier, whatever mode its turns run.
+        mode=AIMode.STANDARD,
+        purpose=UsagePurpose.INSIGHTS,
+        token_cap=int(settings.INSIGHTS_TOKEN_CAP) or None,
+    )
+    days = max(1, round((until - since) / timedelta(days=1)))
+    system = insights_step.prompt(
+        client_name=client.name,
+        days=days,
+        items="\n".join(_line(item, refs[item.conversation]) for item in chosen),
+        known=_known_faqs(client),
+        min_count=int(settings.INSIGHTS_MIN_COUNT),
+        max_topics=int(settings.INSIGHTS_MAX_TOPICS),
+    )
+    try:
+        result = meter.call(
+            step="insights",
+            messages=[{"role": "system", "content": system}],
+            output=InsightsOut,
+            hint=insights_step.hint(
+                items=[item.as_hint(refs[item.conversation]) for item in chosen],
+                min_count=int(settings.INSIGHTS_MIN_COUNT),
+                max_topics=int(settings.INSIGHTS_MAX_TOPICS),
+            ),
+        )
+    except (LLMError, UsageLimitReached, TokenCapExceeded) as exc:
+        if isinstance(exc, LLMError):
+            run.model = exc.model
+            _spent(run, meter, exc.prompt_tokens, exc.completion_tokens)
+        return InsightsResult(run=_fail(run, _why(exc), dry_run=dry_run))
+    _spent(run, meter, result.prompt_tokens, result.completion_tokens)
+
+    topics = _validated(result.parsed, chosen, refs, run)
+    proposals = _store(client=client, run=run, topics=topics, dry_run=dry_run)
+    return InsightsResult(run=_finish(run, dry_run=dry_run), proposals=proposals)
+
+
+def _claim_run(
+    *, client: Client, since: datetime, until: datetime, dry_run: bool
+) -> InsightRun | None:
+    """The run to work on, or None when this window is done or another worker is on it."""
+    if dry_run:
+        return InsightRun(client=client, window_start=since, window_end=until)
+    stale = timezone.now() - timedelta(seconds=int(settings.INSIGHTS_RUN_STALE_SECONDS))
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                run, created = InsightRun.objects.get_or_create(
+                    client=client, window_start=since, window_end=until
+                )
+        except IntegrityError:  # created by a concurrent worker a moment ago
+            created = False
+            run = InsightRun.objects.for_client(client).get(window_start=since, window_end=until)
+        run = InsightRun.objects.select_for_update().get(pk=run.pk)
+        if not created:
+            if run.status == RunStatus.DONE:
+                return None
+            if run.status == RunStatus.RUNNING and run.started_at and run.started_at > stale:
+                return None
+        run.status = RunStatus.RUNNING
+        run.started_at = timezone.now()
+        run.error = ""
+        run.save(update_fields=["status", "started_at", "error", "updated_at"])
+    return run
+
+
+def _spent(run: InsightRun, meter: Meter, prompt_tokens: int, completion_tokens: int) -> None:
+    run.llm_calls += meter.calls
+    run.prompt_tokens += prompt_tokens
+    run.completion_tokens += completion_tokens
+    run.model = meter.model or run.model
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, UsageLimitReached):
+        return f"usage limit: {exc.detail} — no model call was made"
+    if isinstance(exc, TokenCapExceeded):
+        return f"token cap: {exc.detail}"
+    if isinstance(exc, LLMError):
+        return f"model call failed ({exc.kind}): {exc.message}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _finish(run: InsightRun, *, dry_run: bool) -> InsightRun:
+    run.status = RunStatus.DONE
+    run.finished_at = timezone.now()
+    if not dry_run:
+        run.save()
+    return run
+
+
+def _fail(run: InsightRun, error: str, *, dry_run: bool) -> InsightRun:
+    logger.warning("insights run for client %s failed: %s", run.client_id, error)
+    run.status = RunStatus.FAILED
+    run.finished_at = timezone.now()
+    run.error = error
+    if not dry_run:
+        run.save()
+    return run
+
+
+# -- the model's input: compact, bounded ---------------------------------------------------------
+
+
+def _refs(evidence: list[Evidence]) -> dict[str, str]:
+    """Conversation public id → the short id sent to the model (8 hex digits, longer when two
+    conversations of the run share a prefix)."""
+    ids = sorted({item.conversation for item in evidence})
+    length = REF_LENGTH
+    while len({i.replace("-", "")[:length] for i in ids}) < len(ids):
+        length += 4
+    return {i: i.replace("-", "")[:length] for i in ids}
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _line(item: Evidence, ref: str) -> str:
+    limit = int(settings.INSIGHTS_ITEM_CHARS)
+    words = _clip(item.text, limit) or "(no customer message)"
+    return f"[{ref}] {item.kind} | {_clip(item.detail, limit // 2)} | {words}"
+
+
+def _bounded(evidence: list[Evidence], refs: dict[str, str]) -> tuple[list[Evidence], int]:
+    """The newest items whose lines fit INSIGHTS_MAX_INPUT_TOKENS; and how many were left out."""
+    budget = int(settings.INSIGHTS_MAX_INPUT_TOKENS)
+    chosen: list[Evidence] = []
+    used = 0
+    for item in evidence:
+        cost = estimate_tokens(_line(item, refs[item.conversation])) + 1
+        if used + cost > budget:
+            break
+        chosen.append(item)
+        used += cost
+    return chosen, len(evidence) - len(chosen)
+
+
+def _known_faqs(client: Client) -> str:
+    info = client.business_info if isinstance(client.business_info, dict) else {}
+    questions = [f"- {_clip(str(f.get('question', '')), 120)}" for f in info.get("faqs", [])]
+    return "FAQ questions:\n" + "\n".join(questions[:50]) if questions else ""
+
+
+# -- the model's output: validated, never trusted ------------------------------------------------
+
+
+@dataclass
+class _Topic:
+    title: str
+    key: str
+    kind: str
+    conversations: list[str]  # public ids, newest evidence first
+    newest: datetime
+    question: str = ""
+    answer: str = ""
+    note_type: str = ""
+    content: str = ""
+
+
+def topic_key(title: str) -> str:
+    text = unicodedata.normalize("NFKC", title).casefold()
+    return " ".join(re.findall(r"\w+", text))[:200]
+
+
+def _validated(
+    out: InsightsOut, chosen: list[Evidence], refs: dict[str, str], run: InsightRun
+) -> list[_Topic]:
+    """Keep only what the data supports: conversation ids among those sent (others — invented,
+    or another tenant's — are dropped and counted), the count recomputed as the number of those
+    conversations, proposals with the fields their kind needs, at least INSIGHTS_MIN_COUNT."""
+    by_ref: dict[str, str] = {}
+    newest: dict[str, datetime] = {}
+    for item in chosen:
+        ref = refs[item.conversation]
+        by_ref[ref] = item.conversation
+        by_ref[item.conversation] = item.conversation  # the full id, if the model used that
+        newest[item.conversation] = max(newest.get(item.conversation, item.at), item.at)
+    minimum = max(1, int(settings.INSIGHTS_MIN_COUNT))
+    topics: list[_Topic] = []
+    keys: set[tuple[str, str]] = set()
+    run.topics = len(out.topics)
+    for topic in out.topics[: int(settings.INSIGHTS_MAX_TOPICS)]:
+        ids: list[str] = []
+        for raw in topic.conversation_ids:
+            public = by_ref.get(raw.strip().lower())
+            if public is None:
+                run.ids_dropped += 1
+            elif public not in ids:
+                ids.append(public)
+        made = _proposal_fields(topic)
+        key = topic_key(topic.title)
+        if len(ids) < minimum or made is None or not key or (made["kind"], key) in keys:
+            continue
+        keys.add((made["kind"], key))
+        ids.sort(key=lambda public: newest[public], reverse=True)
+        topics.append(
+            _Topic(
+                title=_clip(topic.title, 200),
+                key=key,
+                conversations=ids,
+                newest=newest[ids[0]],
+                **made,
+            )
+        )
+    return topics
+
+
+def _proposal_fields(topic: InsightTopicOut) -> dict[str, str] | None:
+    proposal = topic.proposal
+    if proposal.kind == ProposalKind.FAQ:
+        if not (proposal.question and proposal.answer):
+            return None
+        return {
+            "kind": ProposalKind.FAQ,
+            "question": _clip(proposal.question, 1000),
+            "answer": proposal.answer[:5000],
+        }
+    # Note proposals are stored once the notes app (apps.notes) is in: until then a `note`
+    # proposal is dropped rather than offered for an approval that could not activate anything.
+    return None
+
+
+def _store(
+    *, client: Client, run: InsightRun, topics: list[_Topic], dry_run: bool
+) -> list[InsightProposal]:
+    """One pending proposal per topic. A topic that already has one gets this run's evidence
+    added (no duplicate); a topic staff already decided is proposed again only from evidence
+    newer than their decision."""
+    stored: list[InsightProposal] = []
+    for topic in topics:
+        if dry_run:
+            stored.append(_new_proposal(client, run, topic, topic.conversations))
+            continue
+        with transaction.atomic():
+            proposal = _store_one(client=client, run=run, topic=topic)
+        if proposal is not None:
+            stored.append(proposal)
+    return stored
+
+
+def _new_proposal(
+    client: Client, run: InsightRun, topic: _Topic, conversations: list[str]
+) -> InsightProposal:
+    return InsightProposal(
+        client=client,
+        run=run if run.pk else None,
+        kind=topic.kind,
+        title=topic.title,
+        topic_key=topic.key,
+        count=len(conversations),
+        conversation_ids=conversations,
+        question=topic.question,
+        answer=topic.answer,
+        note_type=topic.note_type,
+        content=topic.content,
+    )
+
+
+def _store_one(*, client: Client, run: InsightRun, topic: _Topic) -> InsightProposal | None:
+    same = InsightProposal.objects.for_client(client).filter(kind=topic.kind, topic_key=topic.key)
+    pending = same.filter(status=ProposalStatus.PENDING_REVIEW).select_for_update().first()
+    if pending is not None:
+        merged = list(dict.fromkeys([*topic.conversations, *pending.conversation_ids]))
+        if merged != pending.conversation_ids:
+            pending.conversation_ids = merged
+            pending.count = len(merged)
+            pending.run = run
+            pending.save(update_fields=["conversation_ids", "count", "run", "updated_at"])
+            run.proposals_updated += 1
+        return pending
+    decided = same.exclude(reviewed_at=None).order_by("-reviewed_at").first()
+    conversations = topic.conversations
+    if decided is not None and decided.reviewed_at is not None:
+        seen = set(decided.conversation_ids)
+        conversations = [c for c in conversations if c not in seen]
+        if topic.newest <= decided.reviewed_at or len(conversations) < int(
+            settings.INSIGHTS_MIN_COUNT
+        ):
+            return None
+    proposal = _new_proposal(client, run, topic, conversations)
+    proposal.save()
+    run.proposals_created += 1
+    return proposal
+
+
+# -- review ------------------------------------------------------------------------------------
+
+
+def _locked(client: Client, proposal: InsightProposal) -> InsightProposal:
+    locked = (
+        InsightProposal.objects.for_client(client)
+        .select_for_update()
+        .filter(pk=proposal.pk)
+        .first()
+    )
+    if locked is None:
+        raise ApplicationError("No such proposal.", status=404, code="not_found")
+    if locked.status != ProposalStatus.PENDING_REVIEW:
+        raise ApplicationError(
+            f"This proposal was already {locked.get_status_display().lower()}.",
+            code="already_reviewed",
+        )
+    return locked
+
+
+@transaction.atomic
+def proposal_approve(
+    *,
+    client: Client,
+    proposal: InsightProposal,
+    actor: Any = None,
+    question: str | None = None,
+    answer: str | None = None,
+) -> InsightProposal:
+    """Approve a pending proposal. An FAQ (with the reviewer's edits, if any) is appended to
+    the client's business info — validated as the tenant importer validates it, refused with
+    the field's error otherwise, and refused while the draft still holds a `[placeholder]`.
+    A note proposal's note becomes active."""
+    locked = _locked(client, proposal)
+    if locked.kind != ProposalKind.FAQ:
+        raise ApplicationError("Only FAQ proposals can be approved yet.", code="unsupported")
+    locked.question = (question if question is not None else locked.question).strip()
+    locked.answer = (answer if answer is not None else locked.answer).strip()
+    _faq_add(client=client, question=locked.question, answer=locked.answer)
+    locked.status = ProposalStatus.APPROVED
+    locked.reviewed_by = actor if getattr(actor, "pk", None) else None
+    locked.reviewed_at = timezone.now()
+    locked.save()
+    proposal.__dict__.update({k: v for k, v in locked.__dict__.items() if k != "_state"})
+    return locked
+
+
+@transaction.atomic
+def proposal_reject(
+    *, client: Client, proposal: InsightProposal, actor: Any = None, comment: str = ""
+) -> InsightProposal:
+    """Reject a pending proposal: nothing changes anywhere else, and the topic is proposed
+    again only from newer evidence."""
+    locked = _locked(client, proposal)
+    locked.status = ProposalStatus.REJECTED
+    locked.reviewed_by = actor if getattr(actor, "pk", None) else None
+    locked.reviewed_at = timezone.now()
+    locked.review_comment = comment[:2000]
+    locked.save()
+    proposal.__dict__.update({k: v for k, v in locked.__dict__.items() if k != "_state"})
+    return locked
+
+
+def _faq_add(*, client: Client, question: str, answer: str) -> None:
+    fields: dict[str, str] = {}
+    if PLACEHOLDER.search(answer):
+        fields["answer"] = (
+            "The draft answer still has a [placeholder] for staff to fill in: write the "
+            "answer before approving."
+        )
+    if not question:
+        fields["question"] = "Must not be empty."
+    if not answer:
+        fields["answer"] = "Must not be empty."
+    if fields:
+        raise ApplicationError(
+            "The FAQ cannot be added: "
+            + "; ".join(f"{name}: {message}" for name, message in fields.items()),
+            {"fields": fields},
+        )
+    locked = Client.objects.select_for_update().get(pk=client.pk)
+    info = dict(locked.business_info) if isinstance(locked.business_info, dict) else {}
+    faqs = list(info.get("faqs", []))
+    wanted = topic_key(question)
+    if any(topic_key(str(f.get("question", ""))) == wanted for f in faqs):
+        raise ApplicationError(
+            "The FAQ cannot be added: the business info already has an FAQ with this question.",
+            {"fields": {"question": "Already in the business info's FAQs."}},
+        )
+    faqs.append({"question": question, "answer": answer})
+    info["faqs"] = faqs
+    errors = business_info_errors(info)
+    if errors:
+        raise ApplicationError(
+            "The FAQ cannot be added to the business info: "
+            + "; ".join(f"{path}: {message}" for path, message in errors.items()),
+            {"fields": errors},
+        )
+    locked.business_info = info
+    locked.save(update_fields=["business_info", "updated_at"])
+    client.business_info = info
