@@ -35,6 +35,7 @@ PROPOSAL_FIELDS: tuple[str, ...] = (
     "answer",
     "note_type",
     "content",
+    "note_state",
     "run_summary",
     "created_at",
     "updated_at",
@@ -49,7 +50,7 @@ class InsightProposalAdmin(TenantScopedAdmin):
     change_form_template = "admin/insights/insightproposal/change_form.html"
     list_display = ["title", "kind", "status", "count", "client", "created_at", "reviewed_by"]
     list_filter = ["status", "kind", ("client", admin.RelatedOnlyFieldListFilter), "created_at"]
-    list_select_related = ["client", "reviewed_by"]
+    list_select_related = ["client", "reviewed_by", "note"]
     search_fields = ["title", "question", "answer", "content"]
     ordering = ["-created_at"]
     actions = ["approve_selected", "reject_selected"]
@@ -72,7 +73,7 @@ class InsightProposalAdmin(TenantScopedAdmin):
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         if obj is not None and obj.kind == ProposalKind.NOTE:
             return [f for f in PROPOSAL_FIELDS if f not in ("question", "answer")]
-        return [f for f in PROPOSAL_FIELDS if f not in ("note_type", "content")]
+        return [f for f in PROPOSAL_FIELDS if f not in ("note_type", "content", "note_state")]
 
     @admin.display(description="Example conversations")
     def evidence(self, obj: InsightProposal) -> SafeString | str:
@@ -88,6 +89,13 @@ class InsightProposalAdmin(TenantScopedAdmin):
             format_html_join(" ", "{}", ((link,) for link in links)),
             format_html(" … and {} more", more) if more > 0 else "",
         )
+
+    @admin.display(description="Note")
+    def note_state(self, obj: InsightProposal) -> str:
+        note = obj.note
+        if note is None or note.client_id != obj.client_id:
+            return "-"
+        return f"Note #{note.pk}: {note.get_status_display()} (source {note.source})"
 
     @admin.display(description="Run")
     def run_summary(self, obj: InsightProposal) -> str:

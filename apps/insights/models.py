@@ -95,6 +95,14 @@ class InsightProposal(TenantOwnedModel):
     answer = models.TextField(blank=True, help_text="Draft answer: check it before approving.")
     note_type = models.CharField(max_length=10, blank=True)
     content = models.TextField(blank=True)
+    note = models.ForeignKey(
+        "notes.Note",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="Note proposals: the note (source insight) approval activates.",
+    )
     reviewed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,

@@ -13,6 +13,7 @@ from apps.clients.models import Client
 from apps.conversations.models import Conversation, Kind, Message
 from apps.escalations.models import Escalation, EscalationReason
 from apps.insights.models import InsightProposal, ProposalStatus
+from apps.notes.models import Note, NoteStatus, NoteType
 
 # Escalations that say something about what customers ask. Operational ones (the model or a
 # worker failed, the budget ran out, staff took over on their own) say nothing about a topic.
@@ -113,8 +114,27 @@ def insight_evidence(*, client: Client, since: datetime, until: datetime) -> lis
 
 
 def _failure_notes(client: Client, window: dict[str, Any]) -> list[Evidence]:
-    """FAILURE notes tied to a conversation (a note with none has no example to link)."""
-    return []
+    """FAILURE notes tied to a conversation (a note with none has no example to link), except
+    archived ones."""
+    notes = (
+        Note.objects.for_client(client)
+        .filter(type=NoteType.FAILURE, conversation__isnull=False, **window)
+        .exclude(status=NoteStatus.ARCHIVED)
+        .select_related("conversation")
+        .order_by("-created_at")
+    )
+    return [
+        Evidence(
+            kind="failure_note",
+            conversation=str(note.conversation.public_id),
+            at=note.created_at,
+            text=note.content,
+            detail=f"failure note{f' ({note.ref})' if note.ref else ''}"
+            + (f", seen {note.hits} times" if note.hits > 1 else ""),
+        )
+        for note in notes
+        if note.conversation is not None
+    ]
 
 
 def _last_customer_messages(
@@ -139,7 +159,9 @@ def _last_customer_messages(
 def proposals_for_client(
     *, client: Client, status: str | None = ProposalStatus.PENDING_REVIEW
 ) -> QuerySet[InsightProposal]:
-    queryset = InsightProposal.objects.for_client(client).select_related("run", "reviewed_by")
+    queryset = InsightProposal.objects.for_client(client).select_related(
+        "run", "reviewed_by", "note"
+    )
     return queryset.filter(status=status) if status else queryset
 
 

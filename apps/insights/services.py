@@ -35,6 +35,8 @@ from apps.insights.models import (
     RunStatus,
 )
 from apps.insights.selectors import Evidence, insight_evidence
+from apps.notes.models import NoteSource, NoteStatus, NoteType
+from apps.notes.services import note_add, note_set_status, note_update
 from apps.reasoning.llm import LLMError, estimate_tokens
 from apps.reasoning.meter import Meter, TokenCapExceeded, UsageLimitReached
 from apps.reasoning.steps import insights as insights_step
@@ -50,6 +52,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+MAX_NOTE_CHARS = 2000
 REF_LENGTH = 8  # conversation ids are sent as the first 8 hex digits of their public id
 PLACEHOLDER = re.compile(r"\[[^\]]{3,}\]")  # "[write the refund window here]"
 
@@ -321,8 +324,14 @@ def _proposal_fields(topic: InsightTopicOut) -> dict[str, str] | None:
             "question": _clip(proposal.question, 1000),
             "answer": proposal.answer[:5000],
         }
-    # Note proposals are stored once the notes app (apps.notes) is in: until then a `note`
-    # proposal is dropped rather than offered for an approval that could not activate anything.
+    if proposal.kind == ProposalKind.NOTE:
+        if not proposal.content or proposal.note_type not in NoteType.values:
+            return None
+        return {
+            "kind": ProposalKind.NOTE,
+            "note_type": proposal.note_type,
+            "content": proposal.content[:MAX_NOTE_CHARS],
+        }
     return None
 
 
@@ -384,6 +393,19 @@ def _store_one(*, client: Client, run: InsightRun, topic: _Topic) -> InsightProp
         ):
             return None
     proposal = _new_proposal(client, run, topic, conversations)
+    if topic.kind == ProposalKind.NOTE:
+        # The note itself, waiting for review (it reaches no prompt while pending). The notes
+        # service deduplicates: the same note already active, or rejected before, is no news.
+        note = note_add(
+            client=client,
+            type=topic.note_type,
+            content=topic.content,
+            source=NoteSource.INSIGHT,
+            status=NoteStatus.PENDING_REVIEW,
+        )
+        if note.status != NoteStatus.PENDING_REVIEW:
+            return None
+        proposal.note = note
     proposal.save()
     run.proposals_created += 1
     return proposal
@@ -417,17 +439,21 @@ def proposal_approve(
     actor: Any = None,
     question: str | None = None,
     answer: str | None = None,
+    content: str | None = None,
 ) -> InsightProposal:
     """Approve a pending proposal. An FAQ (with the reviewer's edits, if any) is appended to
     the client's business info — validated as the tenant importer validates it, refused with
     the field's error otherwise, and refused while the draft still holds a `[placeholder]`.
     A note proposal's note becomes active."""
     locked = _locked(client, proposal)
-    if locked.kind != ProposalKind.FAQ:
-        raise ApplicationError("Only FAQ proposals can be approved yet.", code="unsupported")
-    locked.question = (question if question is not None else locked.question).strip()
-    locked.answer = (answer if answer is not None else locked.answer).strip()
-    _faq_add(client=client, question=locked.question, answer=locked.answer)
+    if locked.kind == ProposalKind.FAQ:
+        locked.question = (question if question is not None else locked.question).strip()
+        locked.answer = (answer if answer is not None else locked.answer).strip()
+        _faq_add(client=client, question=locked.question, answer=locked.answer)
+    else:
+        if content is not None:
+            locked.content = content.strip()
+        _note_activate(client=client, proposal=locked, actor=actor)
     locked.status = ProposalStatus.APPROVED
     locked.reviewed_by = actor if getattr(actor, "pk", None) else None
     locked.reviewed_at = timezone.now()
@@ -440,9 +466,14 @@ def proposal_approve(
 def proposal_reject(
     *, client: Client, proposal: InsightProposal, actor: Any = None, comment: str = ""
 ) -> InsightProposal:
-    """Reject a pending proposal: nothing changes anywhere else, and the topic is proposed
-    again only from newer evidence."""
+    """Reject a pending proposal: nothing changes anywhere else (a note proposal's note is
+    rejected: archived, and not proposed again), and the topic is proposed again only from
+    newer evidence."""
     locked = _locked(client, proposal)
+    if locked.kind == ProposalKind.NOTE:
+        note = _proposal_note(client, locked)
+        if note is not None and note.status == NoteStatus.PENDING_REVIEW:
+            note_set_status(note=note, status="reject", by=_user(actor))
     locked.status = ProposalStatus.REJECTED
     locked.reviewed_by = actor if getattr(actor, "pk", None) else None
     locked.reviewed_at = timezone.now()
@@ -490,3 +521,34 @@ def _faq_add(*, client: Client, question: str, answer: str) -> None:
     locked.business_info = info
     locked.save(update_fields=["business_info", "updated_at"])
     client.business_info = info
+
+
+def _user(actor: Any) -> Any:
+    return actor if getattr(actor, "pk", None) else None
+
+
+def _proposal_note(client: Client, proposal: InsightProposal) -> Any:
+    from apps.notes.models import Note
+
+    if proposal.note_id is None:
+        return None
+    return Note.objects.for_client(client).select_for_update().filter(pk=proposal.note_id).first()
+
+
+def _note_activate(*, client: Client, proposal: InsightProposal, actor: Any) -> None:
+    """The proposal's note (with the reviewer's edit, if any) becomes active."""
+    note = _proposal_note(client, proposal)
+    if note is None:
+        raise ApplicationError(
+            "The proposal's note no longer exists (deleted in the notes admin): reject it.",
+            code="note_missing",
+        )
+    if note.status == NoteStatus.ARCHIVED:
+        raise ApplicationError(
+            "The proposal's note was archived in the notes admin: reject the proposal.",
+            code="note_archived",
+        )
+    if proposal.content and proposal.content != note.content:
+        note_update(note=note, content=proposal.content)
+    if note.status != NoteStatus.ACTIVE:
+        note_set_status(note=note, status=NoteStatus.ACTIVE, by=_user(actor))
