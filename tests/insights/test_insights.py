@@ -334,3 +334,49 @@ def test_the_insights_step_is_registered_with_the_protocol_fields():
         "faq",
         "note",
     ]
+
+
+def test_answers_the_evaluation_questioned_are_read_through_a_real_turn(
+    llm, standard_shop, django_capture_on_commit_callbacks
+):
+    """The evaluation layer (evaluate step, seed's rules) questions two answers about gift
+    wrapping; the nightly run reads both and proposes one FAQ."""
+    from apps.clients.models import Plan
+    from apps.conversations.services import conversation_create
+    from tests.reasoning.conftest import Chat
+
+    Plan.objects.filter(pk=standard_shop.plan_id).update(
+        evaluation_enabled=True, evaluation_escalate_below=0
+    )
+    standard_shop.plan.refresh_from_db()
+    draft = "Yes, we gift-wrap every order for free and add a handwritten card, " * 2
+    asked = ["Do you offer gift wrapping?", "Can you gift wrap my order please?"]
+    convs = []
+    for text in asked:
+        conv = conversation_create(client=standard_shop)[0]
+        llm.script("respond", {"response": draft, "tool_call": None, "tool_params": {}})
+        llm.script(
+            "evaluate",
+            {
+                "valid": False,
+                "improved_response": None,
+                "improved_confidence": 0,
+                "evaluation": "Gift wrapping is not in the business information.",
+            },
+        )
+        Chat(standard_shop, conv, django_capture_on_commit_callbacks).say(text)
+        convs.append(conv)
+
+    items = insight_evidence(client=standard_shop, since=window()[0], until=window()[1])
+    assert sorted(i.text for i in items if i.kind == "questioned") == sorted(asked)
+    topic = norway_topic([ref(c) for c in convs]) | {"title": "Gift wrapping"}
+    topic["proposal"] = topic["proposal"] | {
+        "question": "Do you offer gift wrapping?",
+        "answer": "We do not gift-wrap orders.",
+    }
+    llm.script("insights", {"topics": [topic]})
+    [proposal] = generate_insights(
+        client=standard_shop, since=window()[0], until=window()[1]
+    ).proposals
+    assert proposal.count == 2 and proposal.title == "Gift wrapping"
+    assert "not in the business information" in llm.calls("insights")[0].prompt_text
