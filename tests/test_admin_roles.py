@@ -65,6 +65,7 @@ RULES: dict[str, dict[str, str]] = {
     },
     "accounts.apikey": {"view": ADMIN, "add": ADMIN, "change": ADMIN, "delete": ADMIN},
     "clients.plan": {"view": PLATFORM, "add": PLATFORM, "change": PLATFORM, "delete": PLATFORM},
+    "clients.rubric": {"view": PLATFORM, "add": PLATFORM, "change": PLATFORM, "delete": PLATFORM},
     "clients.client": {"view": VIEWER, "add": PLATFORM, "change": ADMIN, "delete": PLATFORM},
     "billing.modelprice": {
         "view": PLATFORM,

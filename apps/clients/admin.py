@@ -10,7 +10,7 @@ from django.utils.html import format_html
 
 from apps.accounts.models import Membership
 from apps.clients.business_info import business_info_errors
-from apps.clients.models import Client, Plan
+from apps.clients.models import Client, Plan, Rubric
 from apps.core.admin import PlatformOnlyAdmin, TenantScopedAdmin
 from apps.core.permissions import MANAGE, user_may
 from apps.reasoning.hooks import hook_names
@@ -34,11 +34,15 @@ details) and decides proceed / ask the customer / hand over to a human.</td>
 <td>1 for simple questions, 2–3 for risky or policy questions</td>
 <td>Usually <em>cheaper</em> per message than standard (≈ 600 instead of 2,000 input tokens for
 simple questions); risky actions cost a little more.</td></tr>
-<tr><td><strong>Deliberative</strong> (not built yet)</td><td>Planned: scored multi-step
-reasoning for clients who buy depth. <strong>Today a deliberative plan runs the adaptive
-pipeline</strong> (assess, critique when needed) and its turns are recorded and billed as
-adaptive, at the adaptive multiplier.</td><td>as adaptive</td>
-<td>As adaptive.</td></tr>
+<tr><td><strong>Deliberative</strong></td><td>For clients who buy depth (complaints,
+disputes, policy edge cases): the assistant reasons in scored steps against the plan's
+<em>rubric</em>, a second call gives feedback after each step, then it writes the answer and
+refines it (critique → improve, the best-scoring version is sent). When two readings of a
+message are too close it asks one clarifying question instead. Tools go through the same
+critique and guards as adaptive.</td>
+<td>MIN–MAX steps × 2 (default 4–10) + 1 answer + 2 per refinement round (default 2)</td>
+<td>The most expensive mode (≈ 10–25 calls per message); billed at the deliberative
+multiplier.</td></tr>
 </tbody></table>
 <p>The <strong>multipliers</strong> set what the client is billed: provider cost × the multiplier
 of the mode that ran (e.g. 1.5 means a message that cost us $0.010 is billed $0.015).</p>
@@ -101,6 +105,18 @@ class PlanAdmin(PlatformOnlyAdmin):
                 "description": EVALUATION_HELP,
             },
         ),
+        (
+            "Deliberative mode",
+            {
+                "fields": [
+                    "rubric",
+                    ("deliberation_min_steps", "deliberation_max_steps", "deliberation_target"),
+                    ("refinement_iterations", "refinement_stop_score"),
+                ],
+                "description": "Used when the AI mode is deliberative. Empty step and target "
+                "fields inherit the rubric's (1 ≤ MIN ≤ MAX ≤ 20, 0 < target ≤ 1).",
+            },
+        ),
         ("After the draft", {"fields": ["post_draft_hooks"]}),
         (
             "Cross-session notes",
@@ -140,6 +156,32 @@ class PlanAdmin(PlatformOnlyAdmin):
         return obj.clients.count()
 
 
+class RubricAdminForm(forms.ModelForm):
+    principles = forms.JSONField(
+        widget=forms.Textarea(attrs={"rows": 18, "cols": 100, "style": "font-family:monospace"}),
+        help_text='A JSON list of {"key", "label", "definition"}. Each reasoning step scores '
+        "itself 0–1 on every key; the definitions are given to the feedback call every time.",
+    )
+
+    class Meta:
+        model = Rubric
+        fields = ["name", "slug", "description", "principles", "min_steps", "max_steps", "target"]
+
+
+@admin.register(Rubric)
+class RubricAdmin(PlatformOnlyAdmin):
+    """Deliberative mode's rubrics (platform data; plans and clients choose one)."""
+
+    form = RubricAdminForm
+    list_display = ["name", "slug", "min_steps", "max_steps", "target", "principle_keys"]
+    search_fields = ["name", "slug"]
+    prepopulated_fields = {"slug": ["name"]}
+
+    @admin.display(description="Principles")
+    def principle_keys(self, obj: Rubric) -> str:
+        return ", ".join(p.get("key", "?") for p in obj.principles if isinstance(p, dict))
+
+
 class PrettyJSONField(forms.JSONField):
     def prepare_value(self, value: Any) -> str:
         if isinstance(value, str):
@@ -176,6 +218,7 @@ class ClientAdminForm(forms.ModelForm):
             "greeting",
             "remember_conversation_hours",
             "allowed_origins",
+            "rubric",
         ]
 
     def clean_business_info(self) -> Any:
@@ -251,6 +294,14 @@ class ClientAdmin(TenantScopedAdmin):
         (None, {"fields": ["name", "slug", "plan", "is_active", "language", "support_email"]}),
         ("Staff sign-in", {"fields": ["require_mfa"]}),
         ("What the assistant knows", {"fields": ["business_info"]}),
+        (
+            "Deliberative mode",
+            {
+                "fields": ["rubric"],
+                "description": "The rubric the assistant's reasoning steps score themselves "
+                "against when the plan is deliberative; empty = the plan's.",
+            },
+        ),
         (
             "Widget",
             {

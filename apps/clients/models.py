@@ -16,7 +16,7 @@ from apps.core.models import TimeStampedModel
 class AIMode(models.TextChoices):
     STANDARD = "standard", "Standard — one call with the full context"
     ADAPTIVE = "adaptive", "Adaptive — self-assessment, critique only when needed"
-    DELIBERATIVE = "deliberative", "Deliberative — not built yet: runs and is billed as adaptive"
+    DELIBERATIVE = "deliberative", "Deliberative — scored reasoning steps, feedback and refinement"
 
 
 def _multiplier_field(default: str, help_text: str) -> models.DecimalField:
@@ -29,6 +29,106 @@ def _multiplier_field(default: str, help_text: str) -> models.DecimalField:
     )
 
 
+DELIBERATION_MAX_STEPS_LIMIT = 20
+RUBRIC_KEY_MAX = 40
+
+
+def deliberation_errors(
+    *, min_steps: int | None, max_steps: int | None, target: Decimal | float | None
+) -> dict[str, str]:
+    """What is wrong with a loop's MIN / MAX / TARGET (1 ≤ MIN ≤ MAX ≤ 20, 0 < TARGET ≤ 1),
+    by field; None values are not checked (they are inherited)."""
+    errors: dict[str, str] = {}
+    limit = DELIBERATION_MAX_STEPS_LIMIT
+    if min_steps is not None and not 1 <= min_steps <= limit:
+        errors["min_steps"] = f"The minimum number of steps must be between 1 and {limit}."
+    if max_steps is not None and not 1 <= max_steps <= limit:
+        errors["max_steps"] = f"The maximum number of steps must be between 1 and {limit}."
+    if min_steps is not None and max_steps is not None and not errors and min_steps > max_steps:
+        errors["max_steps"] = (
+            f"The maximum number of steps ({max_steps}) must be at least the minimum ({min_steps})."
+        )
+    if target is not None and not 0 < float(target) <= 1:
+        errors["target"] = "The target score must be above 0 and at most 1 (e.g. 0.75)."
+    return errors
+
+
+def rubric_principle_errors(principles: Any) -> list[str]:
+    """What is wrong with a rubric's principles: a non-empty list of {key, label, definition},
+    keys lower_snake_case/camelCase identifiers and unique."""
+    if not isinstance(principles, list) or not principles:
+        return ["Give at least one principle: a list of {key, label, definition}."]
+    problems: list[str] = []
+    seen: set[str] = set()
+    for n, principle in enumerate(principles, start=1):
+        if not isinstance(principle, dict):
+            problems.append(f"Principle {n} must be an object with key, label and definition.")
+            continue
+        key = principle.get("key")
+        if not isinstance(key, str) or not key.isidentifier() or len(key) > RUBRIC_KEY_MAX:
+            problems.append(
+                f"Principle {n}: key must be an identifier such as 'grounded' "
+                f"(letters, digits, _; at most {RUBRIC_KEY_MAX} characters)."
+            )
+        elif key in seen:
+            problems.append(f"Principle {n}: the key {key!r} is used twice.")
+        else:
+            seen.add(key)
+        for part in ("label", "definition"):
+            value = principle.get(part)
+            if not isinstance(value, str) or not value.strip():
+                problems.append(f"Principle {n}: {part} must be a non-empty text.")
+    return problems
+
+
+class Rubric(TimeStampedModel):
+    """What deliberative mode's reasoning steps score themselves against: principles (each a
+    key, label and definition — the definitions are re-injected into every feedback call) and
+    the loop's thresholds. Platform data, chosen per plan (and optionally per client); two ship
+    with GuideDesk: `support` (the default) and `contemplative` (the seed's preset)."""
+
+    slug = models.SlugField(max_length=50, unique=True)
+    name = models.CharField(max_length=100)
+    description = models.TextField(blank=True)
+    principles = models.JSONField(
+        default=list,
+        help_text='A JSON list of {"key", "label", "definition"}; each reasoning step scores '
+        "itself 0–1 on every key.",
+    )
+    min_steps = models.PositiveSmallIntegerField(
+        default=4, help_text="The loop always runs at least this many reasoning steps (1–20)."
+    )
+    max_steps = models.PositiveSmallIntegerField(
+        default=10, help_text="The loop never runs more than this many steps (MIN–20)."
+    )
+    target = models.DecimalField(
+        max_digits=4,
+        decimal_places=3,
+        default=Decimal("0.75"),
+        help_text="After the minimum, the loop stops as soon as the mean self-score reaches "
+        "this (0 < target ≤ 1).",
+    )
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        errors: dict[str, Any] = {}
+        problems = rubric_principle_errors(self.principles)
+        if problems:
+            errors["principles"] = problems
+        errors.update(
+            deliberation_errors(
+                min_steps=self.min_steps, max_steps=self.max_steps, target=self.target
+            )
+        )
+        if errors:
+            raise ValidationError(errors)
+
+
 class Plan(TimeStampedModel):
     """What a client pays for: the reasoning mode its assistant runs in and the billing terms."""
 
@@ -39,8 +139,8 @@ class Plan(TimeStampedModel):
     multiplier_adaptive = _multiplier_field("1.5", "Billed = provider cost × this, in adaptive.")
     multiplier_deliberative = _multiplier_field(
         "2.5",
-        "Billed = provider cost × this, in deliberative — once it exists; until then a "
-        "deliberative plan's turns run adaptive and are billed at the adaptive multiplier.",
+        "Billed = provider cost × this, in deliberative (every step of the loop, the synthesis "
+        "and the refinement calls).",
     )
     post_draft_hooks = models.JSONField(
         default=list,
@@ -104,6 +204,47 @@ class Plan(TimeStampedModel):
         help_text="Most tokens the notes block may add to a prompt; the oldest notes are dropped "
         "first to fit. 0 = no notes in prompts.",
     )
+    # -- deliberative mode (apps/reasoning/deliberation) -----------------------------------------
+    rubric = models.ForeignKey(
+        Rubric,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="plans",
+        help_text="What deliberative reasoning steps score themselves against; empty = the "
+        "'support' rubric. A client may choose its own.",
+    )
+    deliberation_min_steps = models.PositiveSmallIntegerField(
+        "minimum steps",
+        null=True,
+        blank=True,
+        help_text="Overrides the rubric's MIN (1–20); empty = the rubric's.",
+    )
+    deliberation_max_steps = models.PositiveSmallIntegerField(
+        "maximum steps",
+        null=True,
+        blank=True,
+        help_text="Overrides the rubric's MAX (MIN–20); empty = the rubric's.",
+    )
+    deliberation_target = models.DecimalField(
+        "target score",
+        max_digits=4,
+        decimal_places=3,
+        null=True,
+        blank=True,
+        help_text="Overrides the rubric's TARGET (0 < target ≤ 1); empty = the rubric's.",
+    )
+    refinement_iterations = models.PositiveSmallIntegerField(
+        default=2,
+        validators=[MaxValueValidator(5)],
+        help_text="Critique → improve rounds after the answer is written (0 = off, at most 5); "
+        "each round is two LLM calls.",
+    )
+    refinement_stop_score = models.PositiveSmallIntegerField(
+        default=90,
+        validators=[MinValueValidator(1), MaxValueValidator(100)],
+        help_text="Refinement stops early once a critique scores the answer at least this (1–100).",
+    )
 
     class Meta:
         ordering = ["monthly_fee", "slug"]
@@ -118,6 +259,36 @@ class Plan(TimeStampedModel):
             AIMode.ADAPTIVE: self.multiplier_adaptive,
             AIMode.DELIBERATIVE: self.multiplier_deliberative,
         }
+
+    def clean(self) -> None:
+        """MIN / MAX / TARGET as they will apply (this plan's overrides over its rubric's)
+        must satisfy 1 ≤ MIN ≤ MAX ≤ 20 and 0 < TARGET ≤ 1; errors name the override."""
+        overrides = {
+            "min_steps": "deliberation_min_steps",
+            "max_steps": "deliberation_max_steps",
+            "target": "deliberation_target",
+        }
+        if all(getattr(self, f) is None for f in overrides.values()):
+            return
+        rubric = self.rubric if self.rubric_id else None
+        inherited: dict[str, Any] = {
+            "min_steps": rubric.min_steps if rubric else 4,
+            "max_steps": rubric.max_steps if rubric else 10,
+            "target": rubric.target if rubric else Decimal("0.75"),
+        }
+        effective: dict[str, Any] = {
+            key: getattr(self, field) if getattr(self, field) is not None else inherited[key]
+            for key, field in overrides.items()
+        }
+        errors: dict[str, list[str]] = {}
+        for key, message in deliberation_errors(**effective).items():
+            field = overrides[key]
+            if getattr(self, field) is None:  # the rubric's value clashes with an override
+                field = next(f for f in overrides.values() if getattr(self, f) is not None)
+                message += " (the other value comes from the rubric)"
+            errors.setdefault(field, []).append(message)
+        if errors:
+            raise ValidationError(errors)
 
     def multiplier_for(self, mode: str) -> Decimal:
         try:
@@ -176,6 +347,14 @@ class Client(TimeStampedModel):
         f"0 = only while the tab is open. At most {MAX_REMEMBER_CONVERSATION_HOURS}.",
     )
     is_active = models.BooleanField(default=True)
+    rubric = models.ForeignKey(
+        Rubric,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="clients",
+        help_text="Deliberative mode's rubric for this client; empty = the plan's.",
+    )
     require_mfa = models.BooleanField(
         "require two-factor authentication",
         default=False,

@@ -76,18 +76,25 @@ KIND_EXPLANATIONS: dict[str, str] = {
     "checked the answer against the business info and tool results it used — validated "
     "(confidence +10 %), questioned (−30 %; handed to a human if too low), improved (a better "
     "answer replaced it), undecided (kept) or failed (the answer was sent as it was).",
-    Kind.REASONING_STEP: "One step of the deliberative mode's reasoning, with its scores "
-    "against the plan's rubric.",
-    Kind.FEEDBACK: "The deliberative mode's guidance for the next reasoning step, from the "
-    "scores so far.",
-    Kind.REFINEMENT: "A critique-and-improve round of the deliberative mode on the latest "
-    "draft reply.",
+    Kind.REASONING_STEP: "Deliberative mode: one step of the reasoning loop — what the assistant "
+    "thought, its self-scores on each rubric principle (0–1) with their mean, and why. The loop "
+    "runs at least MIN and at most MAX steps and stops once the mean reaches the target.",
+    Kind.FEEDBACK: "Deliberative mode: the server's feedback after a step — a second model call "
+    "that reads every step's scores and the rubric's definitions and says what the next step "
+    "should improve; the next step sees it as [Server Feedback from Step N].",
+    Kind.REFINEMENT: "Deliberative mode: the answer's refinement — the draft, each critique (a "
+    "score 0–100 and issues quoting the sentence they concern) and each improved version; the "
+    "best-scoring version is sent.",
+    Kind.CLARIFICATION: "Deliberative mode asked the customer one clarifying question (shown with "
+    "quick-reply buttons) because two readings of their message were too close to guess.",
     Kind.ERROR: "A failure recorded as a message. (Failures are normally turn steps that end "
     "in a fallback reply and an escalation — see the turn's steps below.)",
 }
 
 # Kinds the customer can see; every other kind is internal (staff only).
-VISIBLE_KINDS = frozenset({Kind.TEXT, Kind.CONFIRMATION_REQUEST, Kind.HANDOFF, Kind.NOTICE})
+VISIBLE_KINDS = frozenset(
+    {Kind.TEXT, Kind.CONFIRMATION_REQUEST, Kind.HANDOFF, Kind.NOTICE, Kind.CLARIFICATION}
+)
 
 # Which kinds a conversation can contain — the one place the legend reads it from. A mode or
 # step that writes a new kind adds it here (and its words to KIND_EXPLANATIONS).
@@ -111,6 +118,7 @@ MODE_KINDS: dict[str, tuple[str, ...]] = {
         Kind.REASONING_STEP,
         Kind.FEEDBACK,
         Kind.REFINEMENT,
+        Kind.CLARIFICATION,
         Kind.ASSESSMENT,  # its tool calls go through the adaptive guards and critique
         Kind.CONTEXT_FETCH,
         Kind.CRITIQUE,
@@ -182,12 +190,67 @@ class StepRow:
 
 
 @dataclass(frozen=True)
+class ReasoningCard:
+    """One step of a deliberative turn's loop, as a card: scores, rationale, feedback."""
+
+    step: int
+    max_steps: int
+    status: str
+    content: str
+    scores: list[tuple[str, float]]
+    mean: float
+    rationale: str
+    feedback: str
+    hypotheses: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class DeliberationView:
+    cards: list[ReasoningCard]
+    refinement: list[dict[str, Any]]  # the refinement states, in order
+    end: dict[str, Any] | None
+    clarify: dict[str, Any] | None
+
+
+def deliberation_view(steps: list[ReasoningStep]) -> DeliberationView | None:
+    """A deliberative turn's loop, refinement and ending, from its trace steps (already
+    loaded); None for a turn of another mode."""
+    feedback = {
+        s.output.get("step"): str(s.output.get("feedback", ""))
+        for s in steps
+        if s.name == "feedback" and not s.error
+    }
+    cards = [
+        ReasoningCard(
+            step=int(o.get("step", 0)),
+            max_steps=int(o.get("max_steps", 0)),
+            status=str(o.get("status", "")),
+            content=str(o.get("content", "")),
+            scores=[(str(k), float(v)) for k, v in (o.get("scores") or {}).items()],
+            mean=float(o.get("mean", 0.0)),
+            rationale=str(o.get("rationale", "")),
+            feedback=feedback.get(o.get("step"), ""),
+            hypotheses=list(o.get("hypotheses") or []),
+        )
+        for s in steps
+        if s.name == "reason_step" and not s.error and "step" in (o := s.output)
+    ]
+    refinement = [s.output for s in steps if s.name == "refinement"]
+    end = next((s.output for s in steps if s.name == "deliberation_end"), None)
+    clarify = next((s.output for s in steps if s.name == "clarify" and not s.error), None)
+    if not (cards or refinement or end or clarify):
+        return None
+    return DeliberationView(cards=cards, refinement=refinement, end=end, clarify=clarify)
+
+
+@dataclass(frozen=True)
 class TurnRow:
     number: int
     anchor: str
     trace: ReasoningTrace
     steps: list[StepRow]
     total_tokens: int
+    deliberation: DeliberationView | None = None
 
 
 def debug_context(conversation: Conversation) -> dict[str, Any]:
@@ -213,6 +276,7 @@ def debug_context(conversation: Conversation) -> dict[str, Any]:
                 trace=trace,
                 steps=steps,
                 total_tokens=trace.prompt_tokens + trace.completion_tokens,
+                deliberation=deliberation_view(list(trace.steps.all())),
             )
         )
 

@@ -86,9 +86,7 @@ class TurnSerializer(serializers.Serializer):
     user_message = serializers.IntegerField(
         source="user_message.seq", help_text="`seq` of the customer message this turn answered."
     )
-    mode = serializers.CharField(
-        help_text="The mode that ran: standard or adaptive (a deliberative plan runs adaptive)."
-    )
+    mode = serializers.CharField(help_text="The mode that ran: standard, adaptive or deliberative.")
     model = serializers.CharField()
     status = NamedChoiceField(choices=TraceStatus, enum_name="TurnStatus")
     critique_triggered = serializers.BooleanField()

@@ -75,6 +75,7 @@ class Kind(models.TextChoices):
     CONFIRMATION_REQUEST = "confirmation_request", "Confirmation request"
     HANDOFF = "handoff", "Hand-off to a human"
     NOTICE = "notice", "Notice"
+    CLARIFICATION = "clarification", "Clarifying question"  # data.options: quick replies
     # internal — the seed's debug legend
     ASSESSMENT = "assessment", "Assessment"
     CONTEXT_FETCH = "context_fetch", "Context fetch"

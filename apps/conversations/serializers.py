@@ -10,7 +10,8 @@ from rest_framework import serializers
 from apps.conversations.models import Message
 
 # The only `data` keys a customer's widget may see on a visible message.
-WIDGET_DATA_KEYS = frozenset({"offline", "mode", "escalation_id", "resolved"})
+# `options`: a clarifying question's quick replies (deliberative mode).
+WIDGET_DATA_KEYS = frozenset({"offline", "mode", "escalation_id", "resolved", "options"})
 
 
 class MessageSerializer(serializers.ModelSerializer[Message]):

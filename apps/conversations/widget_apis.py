@@ -490,6 +490,18 @@ def sse_event(event: str, data: Any, event_id: int | None = None) -> str:
     return "\n".join(lines) + "\n\n"
 
 
+def typing_progress(activity: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A deliberative turn's progress as the customer sees it — the step, never its content."""
+    if not activity or not isinstance(activity.get("step"), int):
+        return None
+    step = activity["step"]
+    return {
+        "step": step,
+        "max_steps": activity.get("max_steps"),
+        "text": f"Thinking it through… step {step}",
+    }
+
+
 @dataclass
 class _StreamCursor:
     """What one event stream has told its browser so far."""
@@ -498,13 +510,14 @@ class _StreamCursor:
     seen_last_seq: int = -1
     status: str | None = None
     typing: bool | None = None
+    progress: dict[str, Any] | None = None
 
     def poll(self, *, client: Client, conversation_id: int) -> list[str] | None:
         """The events since the last poll; None when the conversation is gone."""
         state = conversation_live_state(client=client, conversation_id=conversation_id)
         if state is None:
             return None
-        status, last_seq, turn_running = state
+        status, last_seq, turn_running, turn_progress = state
         chunks: list[str] = []
         if status != self.status:
             chunks.append(sse_event("status", {"status": status}))
@@ -523,9 +536,13 @@ class _StreamCursor:
             if len(batch) < MESSAGES_PAGE_LIMIT:  # else: the rest on the next poll
                 self.seen_last_seq = last_seq
         typing = status == ConversationStatus.OPEN and turn_running
-        if typing != self.typing:
-            chunks.append(sse_event("typing", {"typing": typing}))
-            self.typing = typing
+        progress = typing_progress(turn_progress) if typing else None
+        if typing != self.typing or progress != self.progress:
+            payload: dict[str, Any] = {"typing": typing}
+            if progress:
+                payload["progress"] = progress
+            chunks.append(sse_event("typing", payload))
+            self.typing, self.progress = typing, progress
         return chunks
 
 

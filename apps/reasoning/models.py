@@ -43,6 +43,9 @@ class ReasoningTrace(TenantOwnedModel):
     duration_ms = models.PositiveIntegerField(default=0)
     llm_wait_ms = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True)
+    # While a deliberative turn runs: {"step": 3, "max_steps": 10} (the widget's "Thinking it
+    # through… step 3"); never the reasoning itself.
+    progress = models.JSONField(default=dict, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["client", "conversation", "created_at"])]

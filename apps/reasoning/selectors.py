@@ -7,9 +7,20 @@ from __future__ import annotations
 import uuid
 from datetime import date, timedelta
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
-from django.db.models import DecimalField, Exists, OuterRef, Prefetch, QuerySet, Sum, Value
+from django.db.models import (
+    DecimalField,
+    Exists,
+    JSONField,
+    OuterRef,
+    Prefetch,
+    QuerySet,
+    Subquery,
+    Sum,
+    Value,
+)
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -55,18 +66,28 @@ def turn_in_progress(*, client: Client, conversation_id: int) -> bool:
 
 def conversation_live_state(
     *, client: Client, conversation_id: int
-) -> tuple[str, int, bool] | None:
-    """`(status, last_seq, a turn in progress)` of a conversation in ONE query — what an event
-    stream re-reads each time it is woken; None when there is no such conversation."""
+) -> tuple[str, int, bool, dict[str, Any]] | None:
+    """`(status, last_seq, a turn in progress, its progress)` of a conversation in ONE query —
+    what an event stream re-reads each time it is woken; None when there is no such
+    conversation. The progress is `{}`, or in a deliberative turn `{"step": 3, "max_steps": 10}`
+    (the widget's "Thinking it through… step 3")."""
     running = _turns_in_progress(client).filter(conversation_id=OuterRef("pk"))
     row = (
         Conversation.objects.for_client(client)
         .filter(pk=conversation_id)
-        .annotate(turn_running=Exists(running))
-        .values_list("status", "last_seq", "turn_running")
+        .annotate(
+            turn_running=Exists(running),
+            turn_progress=Subquery(
+                running.order_by("-pk").values("progress")[:1], output_field=JSONField()
+            ),
+        )
+        .values_list("status", "last_seq", "turn_running", "turn_progress")
         .first()
     )
-    return (str(row[0]), int(row[1]), bool(row[2])) if row else None
+    if not row:
+        return None
+    progress = row[3] if isinstance(row[3], dict) else {}
+    return (str(row[0]), int(row[1]), bool(row[2]), progress)
 
 
 def turn_status(*, client: Client, message: Message) -> str | None:

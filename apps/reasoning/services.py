@@ -32,6 +32,7 @@ from apps.reasoning.llm import LLMError
 from apps.reasoning.models import ReasoningStep, ReasoningTrace, TraceStatus
 from apps.reasoning.modes import mode_that_runs
 from apps.reasoning.modes.adaptive import run_adaptive
+from apps.reasoning.modes.deliberative import run as run_deliberative
 from apps.reasoning.modes.standard import run_standard
 from apps.reasoning.traces import TokenCapExceeded, TurnAborted, TurnRecorder
 from apps.reasoning.turn import Escalate, Outcome, Reply, Turn
@@ -56,7 +57,11 @@ _WANTS_HUMAN = re.compile(
     re.IGNORECASE,
 )
 
-MODES = {AIMode.STANDARD: run_standard, AIMode.ADAPTIVE: run_adaptive}  # see modes.BUILT
+MODES = {  # see modes.BUILT
+    AIMode.STANDARD: run_standard,
+    AIMode.ADAPTIVE: run_adaptive,
+    AIMode.DELIBERATIVE: run_deliberative,
+}
 
 # The database went away (restart, failover, a pooler recycling connections): the turn is
 # retried on a fresh connection (tasks.py), never answered from a half-written state.
@@ -143,7 +148,7 @@ def _claim(message: Message) -> ReasoningTrace | None:
             defaults={
                 "client": message.client,
                 "conversation": message.conversation,
-                # The mode that runs (a deliberative plan runs adaptive): recorded and billed.
+                # The mode that runs: recorded and billed.
                 "mode": mode_that_runs(message.client.plan.ai_mode),
                 "model": settings.LLM_MODEL if settings.OPENAI_API_KEY else "offline-demo",
             },
@@ -323,6 +328,7 @@ def _process_claimed(message: Message, trace: ReasoningTrace, started: float) ->
         tools=list(ClientTool.objects.for_client(client).order_by("name")),
         history=_history(client=client, conversation=conversation, upto=message),
     )
+    turn.on_progress = _progress_reporter(trace, conversation.pk)
     turn.confirmed = pending_resolve(
         client=client,
         conversation=conversation,
@@ -373,6 +379,21 @@ def _process_claimed(message: Message, trace: ReasoningTrace, started: float) ->
         )
     _finish(recorder, outcome, started)
     return trace
+
+
+def _progress_reporter(trace: ReasoningTrace, conversation_id: int) -> Any:
+    """Deliberative mode's progress → the trace (the widget's typing event shows "Thinking it
+    through… step N", never the reasoning) and a wake-up for the conversation's streams."""
+
+    def report(step: int, max_steps: int) -> None:
+        progress = {"step": step, "max_steps": max_steps}
+        ReasoningTrace.objects.filter(pk=trace.pk).update(
+            progress=progress, updated_at=timezone.now()
+        )
+        trace.progress = progress
+        conversation_changed(conversation_id)
+
+    return report
 
 
 def _deadline_outcome(recorder: TurnRecorder) -> Outcome:

@@ -5,6 +5,7 @@ read. Every LLM call of the pipeline goes through `TurnRecorder.llm`, which mete
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from django.db.models import F
@@ -122,7 +123,11 @@ class TurnRecorder:
         messages: list[dict[str, str]],
         output: type[T],
         hint: dict[str, Any] | None = None,
+        extra: dict[str, Any] | Callable[[T], dict[str, Any]] | None = None,
     ) -> LLMResult[T]:
+        """One metered LLM call, journalled as a step named after it. `extra` (a dict, or a
+        function of the parsed reply) is merged into the recorded step's output — e.g.
+        deliberative mode's step number and the mean over the rubric's principles."""
         self.ensure_open()
         try:
             result = self.meter.call(step=step, messages=messages, output=output, hint=hint)
@@ -145,6 +150,8 @@ class TurnRecorder:
         self._count(result.prompt_tokens, result.completion_tokens)
         parsed = result.parsed
         dump = parsed.model_dump() if hasattr(parsed, "model_dump") else {"value": str(parsed)}
+        if extra:
+            dump = {**dump, **(extra(parsed) if callable(extra) else extra)}
         self.step(
             step,
             input_summary=_summary(messages),

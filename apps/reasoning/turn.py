@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,6 +79,8 @@ class Turn:
     draft_reasoning: str = ""
     verdicts: list[str] = field(default_factory=list)
     tools_run: list[str] = field(default_factory=list)
+    # Where `progress()` reports to (the turn pipeline: the trace and the widget's stream).
+    on_progress: Callable[[int, int], None] | None = None
 
     def add_source(self, label: str, text: str) -> None:
         """Record source text the draft may rely on (a later text under the same label wins)."""
@@ -121,6 +124,11 @@ class Turn:
                     output={"note_ids": ids, "tokens": notes_tokens(text)},
                 )
         return self._notes
+    def progress(self, step: int, max_steps: int) -> None:
+        """Deliberative mode reports how far it is (step 3 of 10): the widget's typing line
+        shows it; a playground turn overrides this to draw its progress bar."""
+        if self.on_progress is not None:
+            self.on_progress(step, max_steps)
 
     @property
     def enabled_tools(self) -> list[ClientTool]:
@@ -160,17 +168,29 @@ class Turn:
         }
 
     def llm[T: BaseModel](
-        self, step: Step[T], messages: list[dict[str, str]], *, retry: bool = True, **facts: Any
+        self,
+        step: Step[T],
+        messages: list[dict[str, str]],
+        *,
+        retry: bool = True,
+        extra: dict[str, Any] | Callable[[T], dict[str, Any]] | None = None,
+        **facts: Any,
     ) -> LLMResult[T]:
         """One LLM call of `step`, retried once on failure (unless `retry=False`); a second
-        failure is raised. `facts` are the step's own offline-demo facts (see its `hint`)."""
+        failure is raised. `facts` are the step's own offline-demo facts (see its `hint`);
+        `extra` is added to the recorded step's output."""
         hint = {**self.hint(), "step": step.name, **step.hint(**facts)}
+        kwargs: dict[str, Any] = {"extra": extra} if extra else {}
         try:
-            return self.rec.llm(step=step.name, messages=messages, output=step.output, hint=hint)
+            return self.rec.llm(
+                step=step.name, messages=messages, output=step.output, hint=hint, **kwargs
+            )
         except LLMError as exc:
             if exc.kind in NO_RETRY or not retry:
                 raise
-        return self.rec.llm(step=step.name, messages=messages, output=step.output, hint=hint)
+        return self.rec.llm(
+            step=step.name, messages=messages, output=step.output, hint=hint, **kwargs
+        )
 
 
 def act_on_tool_call(

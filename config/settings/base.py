@@ -279,6 +279,10 @@ CELERY_BEAT_SCHEDULE = {
 # Billing: tokens reserved per turn before it runs (when the plan sets no per-turn cap), when an
 # uncommitted reservation counts as abandoned, and how long after midnight a day may change.
 BILLING_TURN_TOKEN_RESERVE = env.int("BILLING_TURN_TOKEN_RESERVE", default=12000)
+# A deliberative turn makes 10–25 calls: it reserves (and may use) this much instead.
+BILLING_DELIBERATIVE_TURN_TOKEN_RESERVE = env.int(
+    "BILLING_DELIBERATIVE_TURN_TOKEN_RESERVE", default=120000
+)
 BILLING_RESERVATION_STALE_SECONDS = env.int(
     "BILLING_RESERVATION_STALE_SECONDS", default=2 * CELERY_TASK_TIME_LIMIT
 )

@@ -58,6 +58,7 @@
     sending: false,
     localTyping: false,
     remoteTyping: false,
+    progressText: "", // a deliberative turn's "Thinking it through… step 3" (typing event)
     awaitingAfter: 0, // a 202: waiting for a worker's reply to the message with this seq
     awaitingUntil: 0,
     pinned: true, // the log is scrolled to the end: keep it there as messages arrive
@@ -220,11 +221,11 @@
     els.log.querySelectorAll(".gd-quick").forEach(function (el) { el.remove(); });
   }
 
-  function quickReplies() {
+  function quickReplies(words) {
     const box = node("div", "gd-quick");
     box.setAttribute("role", "group");
     box.setAttribute("aria-label", "Quick replies");
-    ["Yes", "No"].forEach(function (word) {
+    words.forEach(function (word) {
       const button = node("button", "", word);
       button.type = "button";
       button.addEventListener("click", function () {
@@ -251,6 +252,7 @@
       // A turn posts its replies and finishes in one transaction: a reply means it is done
       // (the stream's own "typing: false" may come half a second later).
       state.remoteTyping = false;
+      state.progressText = "";
       if (state.awaitingUntil && m.seq > state.awaitingAfter) state.awaitingUntil = 0;
     }
 
@@ -274,7 +276,12 @@
       li.appendChild(node("p", "gd-text", m.text));
       const when = timeLabel(m.created_at);
       if (when) li.appendChild(node("span", "gd-meta", when));
-      if (kind === "confirmation_request") li.appendChild(quickReplies());
+      if (kind === "confirmation_request") li.appendChild(quickReplies(["Yes", "No"]));
+      if (kind === "clarification" && Array.isArray(data.options)) {
+        // A clarifying question: its options are quick replies (sent as the customer's answer).
+        const options = data.options.filter(function (o) { return typeof o === "string" && o; });
+        if (options.length) li.appendChild(quickReplies(options.slice(0, 4)));
+      }
     }
     insertOrdered(li, m.seq);
 
@@ -313,15 +320,21 @@
     const human = status === "escalated";
     els.handoff.hidden = !human;
     els.subtitle.textContent = human ? "Our support team" : "Virtual assistant";
-    els.typingLabel.textContent = human ? "Our team is typing…" : "The assistant is typing…";
     updateTyping();
     updateContact();
+  }
+
+  function typingText() {
+    if (state.status === "escalated") return "Our team is typing…";
+    return state.progressText || "The assistant is typing…";
   }
 
   function updateTyping() {
     if (state.awaitingUntil && Date.now() > state.awaitingUntil) state.awaitingUntil = 0;
     const typing = state.localTyping || state.remoteTyping || state.awaitingUntil > 0;
     const show = typing && state.status !== "escalated";
+    const label = typingText();
+    if (els.typingLabel.textContent !== label) els.typingLabel.textContent = label;
     if (els.typing.hidden === show) {
       els.typing.hidden = !show;
       if (show) scrollToEnd(false);
@@ -433,6 +446,9 @@
     source.addEventListener("typing", function (event) {
       const data = parse(event.data);
       state.remoteTyping = !!(data && data.typing);
+      // Deliberative turns add their progress (never their content); older servers send none.
+      const progress = data && data.typing && data.progress;
+      state.progressText = progress && typeof progress.text === "string" ? progress.text : "";
       updateTyping();
     });
     source.addEventListener("error", function () {

@@ -1,5 +1,5 @@
 """The meter outside a turn (a batch job: no conversation, no trace) and the mode that ran
-(a deliberative plan runs adaptive and is recorded and billed as adaptive)."""
+(a deliberative plan runs, and is recorded and billed as, deliberative)."""
 
 from __future__ import annotations
 
@@ -110,30 +110,43 @@ def test_offline_batch_call_is_metered_too(settings: Any) -> None:
 # -- the mode that ran ---------------------------------------------------------------------------
 
 
-def test_a_deliberative_plan_is_recorded_and_billed_as_the_adaptive_mode_it_ran(
+def test_a_deliberative_plan_is_recorded_and_billed_as_deliberative(
     llm: Any, webhook: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
     shop = make_shop("deliberative", webhook.url())
     plan = shop.plan
-    assert (plan.multiplier_adaptive, plan.multiplier_deliberative) != (None, None)
     plan.multiplier_adaptive, plan.multiplier_deliberative = Decimal("1.5"), Decimal("2.5")
+    plan.deliberation_min_steps, plan.refinement_iterations = 1, 0
     plan.save()
     chat = Chat(shop, conversation_create(client=shop)[0], django_capture_on_commit_callbacks)
-    llm.script("assess", assess(response="We ship worldwide."))
+    llm.script(
+        "reason_step",
+        {
+            "content": "c",
+            "status": "final",
+            "scores": dict.fromkeys(
+                ["grounded", "policy_compliant", "helpful_complete", "caring_tone"], 1.0
+            ),
+            "rationale": "r",
+        },
+    )
+    llm.script("synthesize", assess(response="We ship worldwide."))
 
     replies = chat.say("Do you ship abroad?")
 
     assert [r.text for r in replies] == ["We ship worldwide."]
-    assert [r.step for r in llm.requests] == ["assess"]  # the adaptive pipeline ran
+    assert [r.step for r in llm.requests] == ["reason_step", "synthesize"]
     trace = ReasoningTrace.objects.get()
-    assert trace.mode == "adaptive"
-    [record] = UsageRecord.objects.all()
-    assert record.mode == "adaptive"
-    assert record.multiplier == Decimal("1.5")  # not the deliberative 2.5
-    assert record.billed_usd == billed_amount(cost=record.cost_usd, multiplier=Decimal("1.5"))
+    assert trace.mode == "deliberative"
+    records = list(UsageRecord.objects.order_by("pk"))
+    assert [r.step for r in records] == ["reason_step", "synthesize"]
+    for record in records:
+        assert record.mode == "deliberative"
+        assert record.multiplier == Decimal("2.5")
+        assert record.billed_usd == billed_amount(cost=record.cost_usd, multiplier=Decimal("2.5"))
     reply = Message.objects.get(pk=replies[0].pk)
-    assert reply.data["mode"] == "adaptive"
+    assert reply.data["mode"] == "deliberative"
     today = timezone.localdate()
     report = usage_report(client=shop, start=today, end=today, group_by="mode")
-    assert [group.key for group in report.groups] == ["adaptive"]
+    assert [group.key for group in report.groups] == ["deliberative"]
     assert report.groups[0].turns == 1

@@ -115,8 +115,66 @@ DOCUMENTED_REPLIES: dict[str, dict[str, Any]] = {
         "improved_confidence": 90,
         "evaluation": "The policy says 30 days, not 60.",
     },
+    "reason_step": {
+        "content": "The customer wants to return a jacket bought 40 days ago; policy says 30.",
+        "status": "continue",
+        "scores": {
+            "grounded": 0.8,
+            "policy_compliant": 0.6,
+            "helpful_complete": 0.5,
+            "caring_tone": 0.7,
+        },
+        "rationale": "Grounded in the returns policy; no next step offered yet.",
+        "hypotheses": [
+            {"intent": "return the jacket for a refund", "confidence": 0.7},
+            {"intent": "exchange it for another size", "confidence": 0.3},
+        ],
+    },
+    "feedback": {
+        "feedback": "Mean 0.65 and rising. helpful_complete is weakest: say what the customer "
+        "can do instead (store credit, warranty)."
+    },
+    "synthesize": {
+        "response": "Our returns window is 30 days, so this order can't be refunded; I can "
+        "pass your case to our team for an exception.",
+        "confidence": 8,
+        "tool_call": None,
+        "tool_params": {},
+        "missing_params": [],
+        "is_destructive": False,
+        "needs_confirmation": False,
+        "needs_more_context": [],
+    },
+    "refine_critique": {
+        "score": 72,
+        "issues": [
+            {
+                "quote": "I can pass your case to our team for an exception.",
+                "problem": "Implies an exception the policy does not offer.",
+                "kind": "false_promise",
+            }
+        ],
+        "critique": "Accurate on the window; the last sentence over-promises.",
+    },
+    "improve": {"response": "Our returns window is 30 days, so this order can't be refunded."},
+    "clarify": {
+        "question": "Would you like a refund or an exchange?",
+        "options": ["Refund", "Exchange"],
+    },
 }
-BUILT = ["assess", "compose", "critique", "evaluate", "respond"]
+BUILT = [
+    "assess",
+    "clarify",
+    "compose",
+    "critique",
+    "evaluate",
+    "feedback",
+    "improve",
+    "reason_step",
+    "refine_critique",
+    "respond",
+    "synthesize",
+]
 
 
 def _hint(**extra: Any) -> dict[str, Any]:
@@ -142,7 +200,7 @@ def test_every_built_step_is_registered_with_all_its_parts() -> None:
         assert step.schema["type"] == "object"
 
 
-@pytest.mark.parametrize("name", BUILT)
+@pytest.mark.parametrize("name", sorted(HAND_WRITTEN))
 def test_derived_schema_requests_what_the_hand_written_one_did(name: str) -> None:
     derived = steps.get(name).schema
     expected = HAND_WRITTEN[name]
@@ -171,6 +229,15 @@ def test_offline_answer_of_every_step_is_valid_for_its_schema(name: str) -> None
         "critique": {"assessment": DOCUMENTED_REPLIES["assess"], "reasons": [], "tool_kind": None},
         "compose": {"tool": "x", "params": {}, "ok": True, "result": {"a": 1}, "error": ""},
         "evaluate": {"draft": "Within 60 days.", "confidence": 80, "sources": {"x": "30 days"}},
+        "reason_step": {"index": 1, "max_steps": 10, "keys": ["a", "b"], "target": 0.75},
+        "feedback": {
+            "history": [{"step": 1, "scores": {"a": 0.5}, "mean": 0.5, "content": "c"}],
+            "target": 0.75,
+        },
+        "synthesize": {"business_info": {}},
+        "refine_critique": {"text": "An answer. Another sentence.", "iteration": 1},
+        "improve": {"text": "An answer.", "issues": []},
+        "clarify": {"hypotheses": [{"intent": "a", "confidence": 0.5}]},
     }[name]
     step = steps.get(name)
     raw = offline_complete(name, [], _hint(**step.hint(**facts)))

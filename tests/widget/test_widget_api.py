@@ -509,6 +509,53 @@ def test_a_stream_read_takes_one_query_plus_one_when_messages_moved(
     with django_assert_num_queries(1):  # only the typing indicator changed
         typing = cursor.poll(client=widget.client, conversation_id=conversation.pk)
     assert typing == ['event: typing\ndata: {"typing":true}\n\n']
+def test_a_deliberative_turns_progress_reaches_the_typing_event_never_its_content(
+    widget, monkeypatch
+):
+    monkeypatch.setattr(widget_apis, "STREAM_SECONDS", 0)
+    monkeypatch.setattr(widget_apis, "POLL_SECONDS", 0)
+    conversation_id, token = widget.conversation()
+    conversation = Conversation.objects.get(public_id=conversation_id)
+    user = visible(conversation, "Hi", role=Role.USER)
+    ReasoningTrace.objects.create(
+        client=widget.client,
+        conversation=conversation,
+        user_message=user,
+        mode="deliberative",
+        progress={"step": 3, "max_steps": 10},
+    )
+    conversation.messages.create(
+        client=widget.client,
+        seq=99,
+        role="assistant",
+        kind="reasoning_step",
+        visibility="internal",
+        text="secret reasoning",
+    )
+    query = f"?key={widget.key}&token={token}"
+    events = sse(widget.events(conversation_id, query))
+    [typing] = [json.loads(e["data"]) for e in events if e.get("event") == "typing"]
+    assert typing == {
+        "typing": True,
+        "progress": {"step": 3, "max_steps": 10, "text": "Thinking it through… step 3"},
+    }
+    assert "secret reasoning" not in json.dumps(events)
+
+
+def test_a_clarifying_questions_options_reach_the_widget(widget):
+    conversation_id, token = widget.conversation()
+    conversation = Conversation.objects.get(public_id=conversation_id)
+    conversation.messages.create(
+        client=widget.client,
+        seq=1,
+        role="assistant",
+        kind="clarification",
+        text="Refund or exchange?",
+        data={"options": ["Refund", "Exchange"], "model": "gpt", "mode": "deliberative"},
+    )
+    [message] = widget.messages(conversation_id, token).json()["results"]
+    assert message["kind"] == "clarification"
+    assert message["data"] == {"options": ["Refund", "Exchange"], "mode": "deliberative"}
 
 
 def test_event_stream_polls_until_its_time_is_up(widget, monkeypatch):

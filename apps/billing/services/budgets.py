@@ -57,8 +57,13 @@ def plan_is_budgeted(plan: Plan) -> bool:
 
 
 def turn_token_estimate(plan: Plan) -> int:
-    """What one turn is assumed to use until it has run."""
-    default = int(settings.BILLING_TURN_TOKEN_RESERVE)
+    """What one turn is assumed to use until it has run (a deliberative plan's turns make many
+    more calls than the others': they reserve `BILLING_DELIBERATIVE_TURN_TOKEN_RESERVE`)."""
+    default = int(
+        settings.BILLING_DELIBERATIVE_TURN_TOKEN_RESERVE
+        if plan.ai_mode == "deliberative"
+        else settings.BILLING_TURN_TOKEN_RESERVE
+    )
     return int(plan.per_turn_token_cap or default)
 
 

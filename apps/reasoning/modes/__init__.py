@@ -2,8 +2,8 @@
 outcome; the post-draft hooks (`apps.reasoning.hooks`) run after it.
 
 `mode_that_runs` is the one place that maps a plan's AI mode to the mode actually run — and
-recorded on the trace, and billed: a plan set to `deliberative` runs adaptive until the
-deliberative mode exists, and is recorded and billed as adaptive."""
+recorded on the trace, and billed. All three modes are built; an unknown mode falls back to
+adaptive."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 __all__ = ["BUILT", "mode_that_runs"]
 
 # The modes that exist; kept in step with `RUNNERS` in `apps.reasoning.services`.
-BUILT: tuple[str, ...] = (AIMode.STANDARD, AIMode.ADAPTIVE)
+BUILT: tuple[str, ...] = (AIMode.STANDARD, AIMode.ADAPTIVE, AIMode.DELIBERATIVE)
 FALLBACK = AIMode.ADAPTIVE
 
 type Runner = Callable[["Turn"], "Outcome"]

@@ -53,7 +53,12 @@ def critique_needed(assessment: AssessOut, tool: ClientTool | None) -> list[str]
 
 
 def run_adaptive(turn: Turn) -> Outcome:
-    assessment = _assess_with_context(turn)
+    return decide(turn, _assess_with_context(turn))
+
+
+def decide(turn: Turn, assessment: AssessOut) -> Outcome:
+    """From an assessment to the outcome: the critique trigger, the critique when triggered,
+    then the guards. Deliberative mode's synthesis goes through exactly this too."""
     name, params = assessment.tool_call, assessment.tool_params
     if name is None and turn.confirmed is not None:
         # The customer said yes to exactly this action; it is still what we are deciding on.

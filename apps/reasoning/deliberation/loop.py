@@ -1,0 +1,305 @@
+"""The server-controlled reasoning loop (seed: dharma-feedback-loop).
+
+    while not terminated:
+      1. reason_step — the model reasons one step and self-scores each rubric principle
+      2. the server keeps the score history (step, scores, mean, content)
+      3. termination (termination.py): MIN ≤ steps ≤ MAX, stop at TARGET after MIN
+      4. feedback — the feedback LLM sees the current scores, the WHOLE history and the
+         principle definitions (every time) and writes guidance …
+      5. … injected into the next step's context as "[Server Feedback from Step N]: …"
+
+There is no feedback after the last step (nothing would read it). Each event is journalled as a
+trace step right after it happens — the `reason_step` and `feedback` calls' own rows, with the
+step number and the mean added — so observers see the loop live; one structured telemetry event
+is logged per step.
+
+Before each call the loop checks there is room for it AND for the synthesis after it (per-turn
+token cap; the turn's deadline): when there is not, it ends with `budget` and the synthesis
+writes the answer from the steps so far. A call refused by the meter ends it the same way; a
+call that fails twice ends it with `error` (with at least one step done; with none, the failure
+goes to the turn pipeline: fallback reply and hand-off)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+
+from apps.billing.services.budgets import UsageLimitReached
+from apps.core import deadlines
+from apps.core.deadlines import DeadlineExceeded
+from apps.reasoning.context import history_messages
+from apps.reasoning.deliberation.config import DeliberationConfig
+from apps.reasoning.deliberation.telemetry import reasoning_step_event
+from apps.reasoning.deliberation.termination import Termination, termination_after
+from apps.reasoning.llm import TOKENS_PER_MESSAGE, LLMError, estimate_tokens
+from apps.reasoning.meter import TokenCapExceeded
+from apps.reasoning.steps import feedback as feedback_step
+from apps.reasoning.steps import reason_step
+from apps.reasoning.steps.reason_step import ReasonStepOut
+from apps.reasoning.turn import Turn
+
+BUDGET_ERRORS = (TokenCapExceeded, UsageLimitReached, DeadlineExceeded)
+# A deliberative turn keeps this share of its deadline for the synthesis and refinement.
+DEADLINE_RESERVE_SHARE = 0.25
+
+
+@dataclass
+class StepEntry:
+    """One entry of the score history."""
+
+    step: int
+    scores: dict[str, float]
+    mean: float
+    content: str
+    status: str
+    rationale: str
+    hypotheses: list[dict[str, Any]] = field(default_factory=list)
+    feedback: str = ""
+
+    def history(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "scores": self.scores,
+            "mean": self.mean,
+            "content": self.content,
+        }
+
+
+@dataclass
+class LoopResult:
+    steps: list[StepEntry]
+    termination: Termination | None  # None: stopped after step 1 to ask a clarifying question
+    detail: str = ""
+
+    @property
+    def final_mean(self) -> float | None:
+        return self.steps[-1].mean if self.steps else None
+
+    @property
+    def hypotheses(self) -> list[dict[str, Any]]:
+        return self.steps[0].hypotheses if self.steps else []
+
+
+def mean(scores: dict[str, float]) -> float:
+    return round(sum(scores.values()) / len(scores), 3) if scores else 0.0
+
+
+def _worst_case(messages: list[dict[str, str]]) -> int:
+    prompt = sum(estimate_tokens(m.get("content", "")) + TOKENS_PER_MESSAGE for m in messages)
+    return prompt + int(settings.LLM_MAX_COMPLETION_TOKENS)
+
+
+def no_room(turn: Turn, messages: list[dict[str, str]]) -> str:
+    """Why this call plus the synthesis after it would not fit (empty when they fit)."""
+    meter = getattr(turn.rec, "meter", None)
+    cap = getattr(meter, "token_cap", None)
+    if meter is not None and cap:
+        needed = meter.tokens_used + 2 * _worst_case(messages)
+        if needed > cap:
+            return f"token cap {cap}: the next step and the synthesis could reach {needed}"
+    left = deadlines.remaining()
+    if left is not None:
+        reserve = DEADLINE_RESERVE_SHARE * float(settings.REASONING_TURN_DEADLINE_SECONDS)
+        if left < reserve:
+            return f"{left:.0f} s of the turn's deadline left; kept for the answer"
+    return ""
+
+
+def step_messages(
+    turn: Turn, *, system: str, steps: list[StepEntry], index: int, max_steps: int
+) -> list[dict[str, str]]:
+    """The next step's context: the conversation, every earlier step with its self-scores, and
+    the server's feedback after it."""
+    messages = [{"role": "system", "content": system}, *history_messages(turn.history)]
+    for entry in steps:
+        messages.append(
+            {
+                "role": "assistant",
+                "content": f"[Step {entry.step}] {entry.content}\nSelf-scores: "
+                f"{json.dumps(entry.scores, sort_keys=True)} (mean {entry.mean:.3f}). "
+                f"Rationale: {entry.rationale}",
+            }
+        )
+        if entry.feedback:
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": f"[Server Feedback from Step {entry.step}]: {entry.feedback}",
+                }
+            )
+    messages.append(
+        {"role": "user", "content": f"(server) Take reasoning step {index} of at most {max_steps}."}
+    )
+    return messages
+
+
+def run_loop(
+    turn: Turn,
+    config: DeliberationConfig,
+    *,
+    run_id: str,
+    context: str,
+    pending: str,
+    ask_first: Callable[[StepEntry], bool] = lambda entry: False,
+) -> LoopResult:
+    """Run the loop. `ask_first(step 1)` True stops it right after the first step (the mode
+    then asks a clarifying question)."""
+    steps: list[StepEntry] = []
+    keys = config.keys
+    client_id = getattr(turn.client, "pk", None)
+    conversation_id = getattr(turn.conversation, "pk", None) if turn.conversation else None
+
+    def log(entry: StepEntry, termination: str | None, latency_ms: int) -> None:
+        reasoning_step_event(
+            run_id=run_id,
+            step=entry.step,
+            max_steps=config.max_steps,
+            mean=entry.mean,
+            scores=entry.scores,
+            target=config.target,
+            termination=termination,
+            latency_ms=latency_ms,
+            feedback_length=len(entry.feedback),
+            client_id=client_id,
+            conversation_id=conversation_id,
+        )
+
+    def end(termination: Termination, detail: str = "") -> LoopResult:
+        return LoopResult(steps, termination, detail)
+
+    index = 0
+    while True:
+        index += 1
+        turn.progress(index, config.max_steps)
+        system = reason_step.prompt(
+            context=context,
+            pending=pending,
+            principles=config.principles,
+            min_steps=config.min_steps,
+            max_steps=config.max_steps,
+            target=config.target,
+            first=index == 1,
+        )
+        messages = step_messages(
+            turn, system=system, steps=steps, index=index, max_steps=config.max_steps
+        )
+        started = time.perf_counter()
+        why = no_room(turn, messages)
+        if why and steps:
+            turn.rec.step("budget", output={"before_step": index, "reason": why})
+            return end(Termination.BUDGET, why)
+
+        def canonical(out: ReasonStepOut, index: int = index) -> dict[str, Any]:
+            # The reason_step event as observers read it (scores over the rubric's keys).
+            scores = out.scored(keys)
+            return {
+                "step": index,
+                "max_steps": config.max_steps,
+                "scores": scores,
+                "mean": mean(scores),
+                "hypotheses": out.hypotheses if index == 1 else [],
+            }
+
+        try:
+            result = turn.llm(
+                reason_step.STEP,
+                messages,
+                extra=canonical,
+                index=index,
+                max_steps=config.max_steps,
+                keys=keys,
+                target=config.target,
+            )
+        except BUDGET_ERRORS:
+            if not steps:
+                raise
+            return end(Termination.BUDGET, "a limit refused the next step")
+        except LLMError as exc:
+            if not steps:
+                raise
+            return end(Termination.ERROR, f"{exc.kind}: {exc.message}")
+        out = result.parsed
+        scores = out.scored(keys)
+        entry = StepEntry(
+            step=index,
+            scores=scores,
+            mean=mean(scores),
+            content=out.content,
+            status=out.status,
+            rationale=out.rationale,
+            hypotheses=out.hypotheses if index == 1 else [],
+        )
+        steps.append(entry)
+        turn.rec.internal(
+            "reasoning_step",
+            f"Step {index}/{config.max_steps} · mean {entry.mean:.2f} · {entry.status}: "
+            f"{entry.content}",
+            {
+                "step": index,
+                "max_steps": config.max_steps,
+                "status": entry.status,
+                "scores": entry.scores,
+                "mean": entry.mean,
+                "rationale": entry.rationale,
+                "hypotheses": entry.hypotheses,
+            },
+        )
+        if index == 1 and ask_first(entry):
+            log(entry, None, result.latency_ms)
+            return LoopResult(steps, None, "two readings of the message are too close to guess")
+
+        termination = termination_after(
+            step=index,
+            mean=entry.mean,
+            min_steps=config.min_steps,
+            max_steps=config.max_steps,
+            target=config.target,
+        )
+        if termination is not None:
+            log(entry, termination, result.latency_ms)
+            return end(termination)
+
+        history = [s.history() for s in steps]
+        fb_messages = [
+            {
+                "role": "system",
+                "content": feedback_step.prompt(
+                    principles=config.principles,
+                    history=history,
+                    target=config.target,
+                    max_steps=config.max_steps,
+                    user_text=turn.user_message.text,
+                ),
+            }
+        ]
+        why = no_room(turn, fb_messages)
+        if why:
+            turn.rec.step("budget", output={"before_feedback_of_step": index, "reason": why})
+            log(entry, Termination.BUDGET, result.latency_ms)
+            return end(Termination.BUDGET, why)
+        try:
+            fb = turn.llm(
+                feedback_step.STEP,
+                fb_messages,
+                extra={"step": index},
+                history=history,
+                target=config.target,
+            )
+        except BUDGET_ERRORS:
+            log(entry, Termination.BUDGET, result.latency_ms)
+            return end(Termination.BUDGET, "a limit refused the feedback call")
+        except LLMError as exc:
+            log(entry, Termination.ERROR, result.latency_ms)
+            return end(Termination.ERROR, f"feedback {exc.kind}: {exc.message}")
+        entry.feedback = fb.parsed.feedback.strip()
+        turn.rec.internal(
+            "feedback",
+            f"[Server Feedback from Step {index}]: {entry.feedback}",
+            {"step": index, "feedback": entry.feedback},
+        )
+        log(entry, None, int((time.perf_counter() - started) * 1000))

@@ -1,0 +1,286 @@
+"""Deliberative mode — for plans that buy depth (seeds: dharma-feedback-loop,
+iterative-refinement, thinking-scaffolding).
+
+a "yes"/"no" to a pending action?  → synthesize at once (no loop) → adaptive's decision path
+reasoning loop (deliberation/loop.py): reason_step → feedback → … MIN ≤ steps ≤ MAX, TARGET
+  └─ step 1's top two hypotheses within 0.15?  → clarify: one question, options as quick
+     replies; the loop does not go on
+synthesize (assess-shaped) → adaptive's decision path: critique trigger, critique, guards
+  └─ a plain text answer → refinement ×N: refine_critique → improve on the most recent version,
+     best-scoring version kept, early stop at the plan's score (deliberation/refinement.py)
+deliberation_end: termination, steps, best iteration, final score
+
+The mode uses only the turn's public interface (`turn.llm`, `turn.rec.step/internal`, the
+client, plan, tools, history), so it also runs outside a conversation (the playground,
+`manage.py reason`). Every call goes through the meter (per-turn cap, monthly budget, usage at
+the plan's deliberative multiplier); a limit ends the loop with the best answer so far
+(`budget`); a staff takeover stops it at the next call (`staff_takeover`)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from apps.conversations.models import Kind
+from apps.reasoning.context import full_context, history_messages, pending_text
+from apps.reasoning.deliberation import refinement
+from apps.reasoning.deliberation.config import DeliberationConfig, deliberation_config
+from apps.reasoning.deliberation.loop import BUDGET_ERRORS, LoopResult, StepEntry, run_loop
+from apps.reasoning.deliberation.termination import Termination
+from apps.reasoning.llm import LLMError
+from apps.reasoning.modes.adaptive import decide
+from apps.reasoning.steps import clarify as clarify_step
+from apps.reasoning.steps import improve as improve_step
+from apps.reasoning.steps import refine_critique, synthesize
+from apps.reasoning.steps.assess import AssessOut
+from apps.reasoning.traces import TurnAborted
+from apps.reasoning.turn import Escalate, Outcome, Reply, Turn
+
+CLOSE_HYPOTHESES = 0.15
+
+
+def hypotheses_too_close(hypotheses: list[dict[str, Any]]) -> bool:
+    """The top two readings of the message are within 0.15 of each other."""
+    ranked = sorted((float(h.get("confidence", 0)) for h in hypotheses), reverse=True)
+    return len(ranked) >= 2 and ranked[0] - ranked[1] <= CLOSE_HYPOTHESES + 1e-9
+
+
+def _just_clarified(turn: Turn) -> bool:
+    """The assistant's last message was a clarifying question: this message answers it, so the
+    turn reasons instead of asking again."""
+    for message in reversed(turn.history[:-1]):
+        if message.role in ("assistant", "staff"):
+            return message.kind == Kind.CLARIFICATION
+    return False
+
+
+def run(turn: Turn) -> Outcome:
+    # A playground run may choose the rubric and the refinement iterations (PlaygroundTurn).
+    config = deliberation_config(
+        client=turn.client,
+        plan=turn.plan,
+        rubric=getattr(turn, "rubric_name", "") or None,
+        refinement_iterations=getattr(turn, "refinement_iterations", None),
+    )
+    run_id = str(uuid.uuid4())
+    context = full_context(client=turn.client, tools=turn.enabled_tools)
+    notes = turn.notes_prompt()  # the client's cross-session notes (apps.notes), if any
+    pending = pending_text(turn.confirmed, turn.declined)
+    turn.add_source("full context (business info and tools)", context)  # for the evaluation
+    if notes:
+        context = f"{context}\n\n{notes}"
+
+    if turn.confirmed is not None or turn.declined is not None:
+        # The customer answered a confirmation: nothing to deliberate, the guards decide.
+        turn.rec.step("deliberation_skipped", output={"reason": "answer to a confirmation"})
+        return decide(turn, _synthesize(turn, context=context, pending=pending, steps=[]))
+
+    loop = LoopResult(steps=[], termination=Termination.ERROR)
+    try:
+        may_ask = not _just_clarified(turn)
+        loop = run_loop(
+            turn,
+            config,
+            run_id=run_id,
+            context=context,
+            pending=pending,
+            ask_first=lambda entry: may_ask and hypotheses_too_close(entry.hypotheses),
+        )
+        if loop.termination is None:
+            return _clarify(turn, loop)
+        assessment = _synthesize(turn, context=context, pending=pending, steps=loop.steps)
+        outcome = decide(turn, assessment)
+        turn.draft_reasoning = (
+            f"Deliberative mode: {len(loop.steps)} reasoning step(s) scored against the "
+            f"{config.rubric} rubric (final mean {loop.final_mean}, {loop.termination}); "
+            f"synthesis confidence {assessment.confidence}/10. " + turn.draft_reasoning
+        )
+        refined = None
+        if _refinable(outcome, assessment) and config.refinement_iterations > 0:
+            refined = _refine(turn, config, context=context, draft=assessment.response)
+            outcome.replies[0] = Reply(refined.text, data=outcome.replies[0].data)
+            if refined.failure is not None and refined.failure.budget:
+                loop.termination = Termination.BUDGET
+    except TurnAborted:
+        _end(turn, config, loop, Termination.STAFF_TAKEOVER, None)
+        raise
+    except BUDGET_ERRORS:
+        _end(turn, config, loop, Termination.BUDGET, None)  # the synthesis could not be made
+        raise
+    except Escalate:
+        # The critique (or a tool's failure) hands over: the loop itself ended as recorded.
+        _end(turn, config, loop, loop.termination or Termination.ERROR, None)
+        raise
+    except LLMError:
+        _end(turn, config, loop, Termination.ERROR, None)
+        raise
+    _end(turn, config, loop, loop.termination, refined)
+    return outcome
+
+
+def _end(
+    turn: Turn,
+    config: DeliberationConfig,
+    loop: LoopResult,
+    termination: Termination,
+    refined: refinement.Refined | None,
+) -> None:
+    turn.rec.step(
+        "deliberation_end",
+        output={
+            "termination": str(termination),
+            "detail": loop.detail,
+            "steps": len(loop.steps),
+            "best_iteration": refined.best_iteration if refined else 0,
+            "stopped_early": refined.stopped_early if refined else False,
+            "final_score": loop.final_mean,
+            "refinement_score": refined.best_score if refined else None,
+            **config.as_data(),
+        },
+    )
+
+
+def _steps_text(steps: list[StepEntry]) -> str:
+    if not steps:
+        return "(none: answer directly)"
+    return "\n".join(
+        f"{s.step}. {s.content} (self-scores {json.dumps(s.scores, sort_keys=True)})"
+        + (f"\n   [Server Feedback from Step {s.step}]: {s.feedback}" if s.feedback else "")
+        for s in steps
+    )
+
+
+def _synthesize(turn: Turn, *, context: str, pending: str, steps: list[StepEntry]) -> AssessOut:
+    system = synthesize.prompt(context=context, pending=pending, steps=_steps_text(steps))
+    messages = [{"role": "system", "content": system}, *history_messages(turn.history)]
+    result = turn.llm(synthesize.STEP, messages, business_info=turn.client.business_info)
+    assessment = result.parsed
+    turn.rec.internal(
+        "assessment",
+        f"synthesis · confidence {assessment.confidence}/10 · tool {assessment.tool_call or '—'}",
+        {**assessment.model_dump(), "step": "synthesize"},
+    )
+    return assessment
+
+
+def _refinable(outcome: Outcome, assessment: AssessOut) -> bool:
+    """Only the model's own plain answer is refined — never a confirmation request, a guard's
+    question, a tool's result or a hand-off."""
+    return (
+        outcome.escalate is None
+        and len(outcome.replies) == 1
+        and outcome.replies[0].kind == Kind.TEXT
+        and outcome.replies[0].text == assessment.response
+        and not assessment.tool_call
+        and bool(assessment.response.strip())
+    )
+
+
+def _refine(
+    turn: Turn, config: DeliberationConfig, *, context: str, draft: str
+) -> refinement.Refined:
+    user_text = turn.user_message.text
+
+    def critic(
+        state: refinement.Draft | refinement.FinalSpec, iteration: int
+    ) -> refinement.Verdict:
+        messages = [
+            {
+                "role": "system",
+                "content": refine_critique.prompt(
+                    context=context, user_text=user_text, text=state.text, iteration=iteration
+                ),
+            }
+        ]
+        out = turn.llm(
+            refine_critique.STEP,
+            messages,
+            extra={"iteration": iteration, "of_iteration": state.iteration},
+            text=state.text,
+            iteration=iteration,
+        ).parsed
+        return refinement.Verdict(score=out.score, issues=out.issues, critique=out.critique)
+
+    def improver(
+        state: refinement.Draft | refinement.FinalSpec,
+        critique: refinement.Critique,
+        iteration: int,
+    ) -> str:
+        issues = "\n".join(
+            f'- [{i["kind"]}] "{i["quote"]}": {i["problem"]}' for i in critique.issues
+        )
+        messages = [
+            {
+                "role": "system",
+                "content": improve_step.prompt(
+                    context=context,
+                    user_text=user_text,
+                    text=state.text,
+                    score=critique.score,
+                    critique=critique.text,
+                    issues=issues,
+                ),
+            }
+        ]
+        out = turn.llm(
+            improve_step.STEP,
+            messages,
+            extra={"iteration": iteration},
+            text=state.text,
+            issues=list(critique.issues),
+        ).parsed
+        return out.response
+
+    def journal(state: refinement.ReasoningState | refinement.Failure, iteration: int) -> None:
+        output: dict[str, Any]
+        if isinstance(state, refinement.Failure):
+            output = {"state": state.stage, "iteration": iteration, "failure": state.message}
+            text = f"Refinement stopped at iteration {iteration}: {state.message}"
+        elif isinstance(state, refinement.Critique):
+            output = {
+                "state": "critique",
+                "iteration": iteration,
+                "score": state.score,
+                "issues": list(state.issues),
+                "critique": state.text,
+            }
+            text = f"Critique {iteration} · {state.score}/100 · {len(state.issues)} issue(s)"
+        else:
+            output = {"state": state.kind, "iteration": iteration, "text": state.text}
+            label = "Draft" if isinstance(state, refinement.Draft) else f"Improved {iteration}"
+            text = f"{label}: {state.text}"
+        turn.rec.step("refinement", output=output)
+        turn.rec.internal("refinement", text, output)
+
+    return refinement.refine(
+        draft,
+        iterations=config.refinement_iterations,
+        stop_score=config.refinement_stop_score,
+        critic=critic,
+        improver=improver,
+        on_event=journal,
+    )
+
+
+def _clarify(turn: Turn, loop: LoopResult) -> Outcome:
+    hypotheses = loop.hypotheses
+    messages = [
+        {
+            "role": "system",
+            "content": clarify_step.prompt(
+                business=turn.client.name,
+                user_text=turn.user_message.text,
+                hypotheses=hypotheses,
+            ),
+        }
+    ]
+    out = turn.llm(
+        clarify_step.STEP,
+        messages,
+        extra={"hypotheses": hypotheses},
+        hypotheses=hypotheses,
+    ).parsed
+    options = out.options or [str(h["intent"])[:60] for h in hypotheses[:4]]
+    question = out.question or "Could you tell me a little more about what you need?"
+    return Outcome([Reply(question, kind=Kind.CLARIFICATION, data={"options": options})])

@@ -1,0 +1,71 @@
+"""`improve` — refinement's rewrite of the most recent Draft or FinalSpec, addressing the latest
+critique (it builds on the latest version, never the original draft)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from apps.reasoning.steps._base import Out, Step
+from apps.reasoning.steps._shared import RULES
+from apps.reasoning.steps.refine_critique import CLOSING
+
+
+class ImproveOut(Out):
+    response: str = Field("", description="The improved reply.")
+
+
+PROMPT = """You are improving a customer-support reply before the customer sees it.
+{rules}
+
+Business information:
+{context}
+
+Customer's message: "{user_text}"
+
+Current reply:
+\"\"\"{text}\"\"\"
+
+Critique (score {score}/100):
+{critique}
+Issues:
+{issues}
+
+Rewrite the reply so every issue is fixed; keep what was right; do not add facts that are not in
+the business information. Return JSON: response (the improved reply)."""
+
+
+def prompt(
+    *, context: str, user_text: str, text: str, score: int, critique: str, issues: str
+) -> str:
+    return PROMPT.format(
+        rules=RULES,
+        context=context,
+        user_text=user_text,
+        text=text,
+        score=score,
+        critique=critique,
+        issues=issues or "(none)",
+    )
+
+
+def hint(*, text: str, issues: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"text": text, "issues": issues}
+
+
+def offline(hint: dict[str, Any]) -> dict[str, Any]:
+    text = str(hint.get("text", "")).strip()
+    if CLOSING not in text:
+        text = f"{text} {CLOSING}".strip()
+    return {"response": text}
+
+
+STEP = Step(
+    name="improve",
+    output=ImproveOut,
+    prompt=prompt,
+    hint=hint,
+    offline=offline,
+    description="Deliberative refinement: the latest version rewritten to fix the critique.",
+)

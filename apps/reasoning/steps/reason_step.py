@@ -1,0 +1,125 @@
+"""`reason_step` — one step of deliberative mode's server-controlled loop: this step's
+reasoning, `continue` / `final`, a self-score per rubric principle (0–1) and the rationale for
+the scores; on the first step optionally 2–4 hypotheses about what the customer wants."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from apps.reasoning.steps import _deliberative as d
+from apps.reasoning.steps._base import Out, Step
+from apps.reasoning.steps._shared import RULES
+
+
+class ReasonStepOut(Out):
+    content: str = Field("", description="This step's reasoning.")
+    status: Literal["continue", "final"] = "continue"
+    scores: dict[str, float] = Field(
+        default_factory=dict, description="Rubric principle key -> self-score 0-1."
+    )
+    rationale: str = Field("", description="Why these scores.")
+    hypotheses: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="First step only: 2-4 readings of what the customer wants, each "
+        "{intent, confidence 0-1}; [] otherwise.",
+    )
+
+    @field_validator("status", mode="before")
+    @classmethod
+    def _status(cls, value: Any) -> str:
+        return "final" if str(value).strip().lower() == "final" else "continue"
+
+    @field_validator("scores", mode="before")
+    @classmethod
+    def _scores(cls, value: Any) -> dict[str, float]:
+        return d.scores_dict(value)
+
+    @field_validator("hypotheses", mode="before")
+    @classmethod
+    def _hypotheses(cls, value: Any) -> list[dict[str, Any]]:
+        out = []
+        for item in d.object_list(value)[:4]:
+            intent = str(item.get("intent") or "").strip()
+            if intent:
+                out.append({"intent": intent, "confidence": d.clamp01(item.get("confidence"))})
+        return sorted(out, key=lambda h: -h["confidence"])
+
+    def scored(self, keys: list[str]) -> dict[str, float]:
+        """The scores of the rubric's principles; a principle the model left out scores 0."""
+        return {k: self.scores.get(k, 0.0) for k in keys}
+
+
+PROMPT = """You are the customer-support assistant of the business below, reasoning step by
+step before you answer (the customer does not see these steps). The server runs the loop: at
+least {min_steps} and at most {max_steps} steps; it stops once your mean self-score reaches
+{target}. Take one step of reasoning now — build on the earlier steps and the server's feedback.
+{rules}
+
+{context}
+{pending}
+Rubric — score this step 0-1 on each principle honestly (a high score you have not earned
+only wastes a step):
+{rubric}
+
+Return JSON: content (this step's reasoning), status ("continue" or "final"), scores (object:
+{keys} -> 0-1), rationale (why these scores){hypotheses}."""
+
+HYPOTHESES = """, hypotheses (this first step only: 2-4 readings of what the customer wants,
+each {"intent": text, "confidence": 0-1}; [] when the request is unambiguous)"""
+
+
+def prompt(
+    *,
+    context: str,
+    pending: str,
+    principles: list[dict[str, str]],
+    min_steps: int,
+    max_steps: int,
+    target: float,
+    first: bool,
+) -> str:
+    return PROMPT.format(
+        min_steps=min_steps,
+        max_steps=max_steps,
+        target=target,
+        rules=RULES,
+        context=context,
+        pending=pending,
+        rubric=d.rubric_text(principles),
+        keys=", ".join(p["key"] for p in principles),
+        hypotheses=HYPOTHESES if first else "",
+    )
+
+
+def hint(*, index: int, max_steps: int, keys: list[str], target: float) -> dict[str, Any]:
+    return {"step_index": index, "max_steps": max_steps, "keys": keys, "target": target}
+
+
+def offline(hint: dict[str, Any]) -> dict[str, Any]:
+    step = int(hint.get("step_index", 1))
+    keys = list(hint.get("keys", []))
+    scores = d.demo_scores(keys, step)
+    mean = sum(scores.values()) / len(scores) if scores else 0.0
+    weakest = min(scores, key=scores.__getitem__) if scores else "—"
+    focus = d.STEP_FOCUS[(step - 1) % len(d.STEP_FOCUS)]
+    out: dict[str, Any] = {
+        "content": f"Step {step} (offline demo model): {focus} for: "
+        f"“{str(hint.get('user_text', ''))[:120]}”.",
+        "status": "final" if mean >= float(hint.get("target", 0.75)) else "continue",
+        "scores": scores,
+        "rationale": f"Scores rise as the reasoning covers more; {weakest} is still the weakest.",
+        "hypotheses": d.demo_hypotheses(str(hint.get("user_text", ""))) if step == 1 else [],
+    }
+    return out
+
+
+STEP = Step(
+    name="reason_step",
+    output=ReasonStepOut,
+    prompt=prompt,
+    hint=hint,
+    offline=offline,
+    description="Deliberative mode: one scored reasoning step of the server-controlled loop.",
+)

@@ -1,0 +1,43 @@
+"""A smoke test of `manage.py bench_deliberative` with a tiny number of turns."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from apps.billing.models import UsageRecord
+from apps.clients.models import Client
+
+pytestmark = pytest.mark.django_db
+
+
+def test_bench_deliberative_compares_the_modes_and_counts_terminations() -> None:
+    out = StringIO()
+    call_command(
+        "bench_deliberative",
+        turns=5,
+        in_current_database=True,
+        no_progress=True,
+        stdout=out,
+        stderr=StringIO(),
+    )
+    text = out.getvalue()
+    assert "5 turns per mode (3 simple / 1 context / 1 risky)" in text
+    rows = {
+        tuple(c.strip() for c in line.strip("|").split("|")[:2]): line
+        for line in text.splitlines()
+        if line.startswith("| weighted mix")
+    }
+    adaptive = rows[("weighted mix (60/20/20)", "adaptive")].split("|")
+    deliberative = rows[("weighted mix (60/20/20)", "deliberative")].split("|")
+    assert float(adaptive[3]) < 3 <= float(deliberative[3])  # LLM calls per turn
+    assert float(deliberative[-2]) > 1  # costs more than adaptive
+    turns_by_reason = [
+        int(line.split("|")[2]) for line in text.splitlines() if line.startswith("| `")
+    ]
+    assert sum(turns_by_reason) == 5
+    assert "Unexpected turns" not in text
+    assert not Client.objects.filter(slug__startswith="bench-").exists()
+    assert not UsageRecord.objects.exists()
