@@ -124,6 +124,7 @@ class Turn:
                     output={"note_ids": ids, "tokens": notes_tokens(text)},
                 )
         return self._notes
+
     def progress(self, step: int, max_steps: int) -> None:
         """Deliberative mode reports how far it is (step 3 of 10): the widget's typing line
         shows it; a playground turn overrides this to draw its progress bar."""

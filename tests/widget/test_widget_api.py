@@ -509,6 +509,8 @@ def test_a_stream_read_takes_one_query_plus_one_when_messages_moved(
     with django_assert_num_queries(1):  # only the typing indicator changed
         typing = cursor.poll(client=widget.client, conversation_id=conversation.pk)
     assert typing == ['event: typing\ndata: {"typing":true}\n\n']
+
+
 def test_a_deliberative_turns_progress_reaches_the_typing_event_never_its_content(
     widget, monkeypatch
 ):
