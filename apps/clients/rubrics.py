@@ -1,4 +1,4 @@
-"""The rubrics GuideDesk ships (installed by migration `clients.0007`; editable in the admin).
+"""The rubrics GuideDesk ships (installed by migration `clients.0008`; editable in the admin).
 
 `support` is the default for every deliberative plan; `contemplative` is the dharma seed's
 preset with the seed's own principle definitions. `BUILTIN` is also what a deliberative turn

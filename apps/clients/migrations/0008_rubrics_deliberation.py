@@ -80,7 +80,7 @@ def remove_rubrics(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('clients', '0006_plan_evaluation'),
+        ('clients', '0007_client_remember_conversation_hours'),
     ]
 
     operations = [
