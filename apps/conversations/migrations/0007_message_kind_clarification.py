@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('conversations', '0005_message_public_id_unique'),
+        ('conversations', '0006_conversation_contact_and_seen'),
     ]
 
     operations = [
