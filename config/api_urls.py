@@ -9,5 +9,6 @@ urlpatterns = [
     path("", include("apps.conversations.urls")),
     path("", include("apps.escalations.urls")),
     path("", include("apps.tools.urls")),
+    path("", include("apps.notes.urls")),
     path("billing/", include("apps.billing.urls")),
 ]

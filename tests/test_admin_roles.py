@@ -35,6 +35,7 @@ from apps.billing.models import DailyUsage, UsageAlert, UsageCounter, UsageRecor
 from apps.core.admin import SuperuserOnlyAdmin, TenantScopedAdmin
 from apps.escalations.models import Escalation, EscalationStatus
 from apps.insights.models import InsightProposal, InsightRun, ProposalKind
+from apps.notes.services import note_add
 from apps.tools.models import ClientTool, ExecutorType, PendingAction, ToolKind
 from tests.api.conftest import make_tenant_data
 from tests.factories import (
@@ -87,6 +88,7 @@ RULES: dict[str, dict[str, str]] = {
     # Approving a proposal changes the client's business info (MANAGE); the trail stays.
     "insights.insightproposal": {"view": VIEWER, "add": NEVER, "change": ADMIN, "delete": NEVER},
     "insights.insightrun": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
+    "notes.note": {"view": VIEWER, "add": AGENT, "change": AGENT, "delete": AGENT},
     # Third-party admins hold platform-wide rows.
     "auth.group": {"view": PLATFORM, "add": PLATFORM, "change": PLATFORM, "delete": PLATFORM},
     # An authenticator is set up by its user through allauth; an operator may only remove one.
@@ -113,6 +115,9 @@ ACTION_RULES = {
     ("accounts.apikey", "revoke"): ADMIN,
     ("insights.insightproposal", "approve_selected"): ADMIN,
     ("insights.insightproposal", "reject_selected"): ADMIN,
+    ("notes.note", "approve"): AGENT,
+    ("notes.note", "archive"): AGENT,
+    ("notes.note", "reject"): AGENT,
     ("django_celery_beat.periodictask", "enable_tasks"): PLATFORM,
     ("django_celery_beat.periodictask", "disable_tasks"): PLATFORM,
     ("django_celery_beat.periodictask", "toggle_tasks"): PLATFORM,
@@ -182,6 +187,9 @@ def world(db) -> dict[str, Any]:
     spare_proposal = InsightProposal.objects.create(
         title="Abroad", topic_key="abroad", **proposal_fields
     )
+    # An AI proposal waiting for review: approve, archive and reject each change it in turn.
+    for tenant in (acme, globex):
+        note_add(client=tenant, type="pattern", content="Customers say hi.", source="ai")
 
     everything = list(Permission.objects.all())
     users: dict[str, Any] = {}

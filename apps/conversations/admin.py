@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib import admin
@@ -26,6 +26,7 @@ from apps.clients.models import AIMode, Plan
 from apps.conversations.models import Conversation, Kind, Message, Visibility
 from apps.core.admin import ActionOnlyAdmin, pretty_json
 from apps.escalations.models import Escalation, EscalationStatus
+from apps.notes.debug import InjectedNote, injected_notes
 from apps.reasoning.models import ReasoningStep, ReasoningTrace
 from apps.reasoning.modes import mode_that_runs
 
@@ -251,16 +252,21 @@ class TurnRow:
     steps: list[StepRow]
     total_tokens: int
     deliberation: DeliberationView | None = None
+    notes: list[InjectedNote] = field(default_factory=list)  # the notes its prompt carried
 
 
 def debug_context(conversation: Conversation) -> dict[str, Any]:
     """Everything the debug view shows, in five queries whatever the conversation's size:
-    messages (+ author), turns (+ customer message), their steps, escalations (+ users)."""
+    messages (+ author), turns (+ customer message), their steps, escalations (+ users) — and
+    one more for the notes the turns' prompts carried, when any did."""
     traces = list(
         ReasoningTrace.objects.filter(conversation=conversation)
         .select_related("user_message")
         .prefetch_related("steps")
         .order_by("created_at", "pk")
+    )
+    notes = injected_notes(
+        client=conversation.client, steps_by_trace={t.pk: t.steps.all() for t in traces}
     )
     turns: list[TurnRow] = []
     number_by_trace: dict[int, int] = {}
@@ -277,6 +283,7 @@ def debug_context(conversation: Conversation) -> dict[str, Any]:
                 steps=steps,
                 total_tokens=trace.prompt_tokens + trace.completion_tokens,
                 deliberation=deliberation_view(list(trace.steps.all())),
+                notes=notes.get(trace.pk, []),
             )
         )
 

@@ -25,9 +25,14 @@ class Endpoint:
     url: Callable[[TenantData], str]
     minimum: str
     success: int
-    body: dict[str, Any] | None = None
+    body: dict[str, Any] | str | None = None
+    content_type: str | None = None  # a non-JSON body (the notes import's JSON Lines)
 
     def call(self, api: APIClient, data: TenantData, **extra: Any) -> Any:
+        if self.content_type is not None:
+            return getattr(api, self.method)(
+                self.url(data), self.body, content_type=self.content_type, **extra
+            )
         return getattr(api, self.method)(self.url(data), self.body, format="json", **extra)
 
 
@@ -86,6 +91,47 @@ ENDPOINTS = [
         Role.ADMIN,
         200,
     ),
+    Endpoint("note list", "get", lambda d: reverse("api-note-list"), Role.VIEWER, 200),
+    Endpoint(
+        "note create",
+        "post",
+        lambda d: reverse("api-note-list"),
+        Role.AGENT,
+        201,
+        {"type": "tip", "content": "Quote the order code."},
+    ),
+    Endpoint(
+        "note detail",
+        "get",
+        lambda d: reverse("api-note-detail", args=[d.client.note_first.pk]),
+        Role.VIEWER,
+        200,
+    ),
+    Endpoint(
+        "note update",
+        "patch",
+        lambda d: reverse("api-note-detail", args=[d.client.note_first.pk]),
+        Role.AGENT,
+        200,
+        {"status": "active"},
+    ),
+    Endpoint(
+        "note delete",
+        "delete",
+        lambda d: reverse("api-note-detail", args=[d.client.note_first.pk]),
+        Role.AGENT,
+        204,
+    ),
+    Endpoint("note export", "get", lambda d: reverse("api-note-export"), Role.VIEWER, 200),
+    Endpoint(
+        "note import",
+        "post",
+        lambda d: reverse("api-note-import"),
+        Role.ADMIN,
+        200,
+        '{"type": "tip", "content": "Imported."}\n',
+        "application/x-ndjson",
+    ),
 ]
 ENDPOINT_IDS = [e.name for e in ENDPOINTS]
 
@@ -95,8 +141,14 @@ def data(data_a: TenantData) -> TenantData:
     from apps.accounts.services import api_key_issue
 
     # a viewer key to revoke: every role that may revoke at all may revoke this one
+    from apps.notes.services import note_add
+
     key, _ = api_key_issue(client=data_a.client, name="to revoke", role=Role.VIEWER)
     data_a.client.apikey_set_first = key
+    # an AI proposal waiting for review: approving it changes it
+    data_a.client.note_first = note_add(
+        client=data_a.client, type="pattern", content="Customers say hi.", source="ai"
+    )
     return data_a
 
 
@@ -198,6 +250,7 @@ def _snapshot(data: TenantData) -> dict[str, Any]:
     from apps.accounts.models import ApiKey
     from apps.conversations.models import Message
     from apps.escalations.models import Escalation
+    from apps.notes.models import Note
     from apps.tools.models import ClientTool
 
     return {
@@ -209,6 +262,7 @@ def _snapshot(data: TenantData) -> dict[str, Any]:
             ClientTool.objects.order_by("pk").values_list("pk", "enabled", "description")
         ),
         "keys": list(ApiKey.objects.order_by("pk").values_list("pk", "revoked_at")),
+        "notes": list(Note.objects.order_by("pk").values_list("pk", "content", "status", "hits")),
         "conversation": list(
             type(data.conversation).objects.order_by("pk").values_list("pk", "status", "last_seq")
         ),
@@ -220,6 +274,7 @@ STAFF_URLCONFS = [
     "apps.escalations.urls",
     "apps.tools.urls",
     "apps.accounts.urls",
+    "apps.notes.urls",
 ]
 HANDLERS = ("get", "post", "put", "patch", "delete")
 

@@ -33,13 +33,32 @@ pytestmark = pytest.mark.django_db
 
 # The staff / back-office operations this module owns. Widget and billing operations are built
 # and fuzzed by their own modules.
-STAFF_PATHS = re.compile(r"^/api/v1/(conversations|escalations|tool-executions|tools|api-keys)/")
+STAFF_PATHS = re.compile(
+    r"^/api/v1/(conversations|escalations|tool-executions|tools|api-keys|notes)/"
+)
 CHECKS = [
     not_a_server_error,
     status_code_conformance,
     content_type_conformance,
     response_schema_conformance,
 ]
+
+
+@schemathesis.serializer("application/x-ndjson")
+def json_lines_serializer(ctx: Any, value: Any) -> bytes:
+    """The notes import's body (JSON Lines, documented as a string): sent as its UTF-8 bytes;
+    a generated lone surrogate goes out as the invalid bytes a broken client would send."""
+    if isinstance(value, bytes):
+        return value
+    text = value if isinstance(value, str) else json.dumps(value)
+    return text.encode("utf-8", "surrogatepass")
+
+
+def make_note(client: Any) -> Any:
+    """A note (an AI proposal waiting for review) for the notes operations to find."""
+    from apps.notes.services import note_add
+
+    return note_add(client=client, type="pattern", content="Customers say hi.", source="ai")
 
 
 def generated_schema() -> dict[str, Any]:
@@ -90,6 +109,13 @@ def test_every_staff_operation_is_documented():
         ("/api/v1/api-keys/", "get"),
         ("/api/v1/api-keys/", "post"),
         ("/api/v1/api-keys/{key_id}/revoke", "post"),
+        ("/api/v1/notes/", "get"),
+        ("/api/v1/notes/", "post"),
+        ("/api/v1/notes/{note_id}/", "get"),
+        ("/api/v1/notes/{note_id}/", "patch"),
+        ("/api/v1/notes/{note_id}/", "delete"),
+        ("/api/v1/notes/export/", "get"),
+        ("/api/v1/notes/import/", "post"),
     }
     for path, method, operation in operations:
         label = f"{method.upper()} {path}"
@@ -106,9 +132,14 @@ def test_every_staff_operation_is_documented():
             assert error_schema == {"$ref": "#/components/schemas/Error"}, label
         if "{" in path:
             assert "404" in responses, label
-        assert "examples" in responses[success[0]]["content"]["application/json"], label
+        # JSON everywhere, but for the notes' JSON Lines export and import; a 204 has no body
+        jsonl = "application/x-ndjson"
+        if success[0] != "204":
+            media = jsonl if path.endswith("/export/") else "application/json"
+            assert "examples" in responses[success[0]]["content"][media], label
         if "requestBody" in operation:
-            assert list(operation["requestBody"]["content"]) == ["application/json"], label
+            body_media = jsonl if path.endswith("/import/") else "application/json"
+            assert list(operation["requestBody"]["content"]) == [body_media], label
         parameters = {p["name"] for p in operation.get("parameters", [])}
         assert "client" in parameters, label
 
@@ -134,7 +165,8 @@ def owner_headers(db: Any) -> dict[str, str]:
     """An owner key of a tenant with data, so every operation can succeed for real."""
     client = ClientFactory(slug="fuzzed")
     make_tenant_data(client)
-    make_tenant_data(ClientFactory(slug="other-tenant"))
+    make_note(client)
+    make_note(ClientFactory(slug="other-tenant"))
     secret = api_key_issue(client=client, name="fuzzer", role=Role.OWNER)[1]
     return {"Authorization": f"Api-Key {secret}"}
 
@@ -234,6 +266,38 @@ SEEDED_CASES = [
     ("/api/v1/api-keys/", "POST", {}, {}, {"name": "k", "role": "agent"}, "admin", 201),
     ("/api/v1/api-keys/{key_id}/revoke", "POST", {"key_id": "key"}, {}, None, "owner", 200),
     ("/api/v1/api-keys/{key_id}/revoke", "POST", {"key_id": "9999"}, {}, None, "owner", 404),
+    ("/api/v1/notes/", "GET", {}, {"q": "order", "type": "tip"}, None, "viewer", 200),
+    ("/api/v1/notes/", "GET", {}, {"status": "live"}, None, "viewer", 400),
+    ("/api/v1/notes/", "POST", {}, {}, {"type": "tip", "content": "Hi."}, "agent", 201),
+    ("/api/v1/notes/", "POST", {}, {}, {"type": "tip", "content": "Hi."}, "viewer", 403),
+    ("/api/v1/notes/", "POST", {}, {}, {"type": "tip", "source": "ai"}, "agent", 400),
+    ("/api/v1/notes/{note_id}/", "GET", {"note_id": "note"}, {}, None, "viewer", 200),
+    ("/api/v1/notes/{note_id}/", "GET", {"note_id": "99999"}, {}, None, "viewer", 404),
+    (
+        "/api/v1/notes/{note_id}/",
+        "PATCH",
+        {"note_id": "note"},
+        {},
+        {"status": "archived"},
+        "agent",
+        200,
+    ),
+    ("/api/v1/notes/{note_id}/", "PATCH", {"note_id": "note"}, {}, {"hits": 9}, "agent", 400),
+    ("/api/v1/notes/{note_id}/", "DELETE", {"note_id": "note"}, {}, None, "agent", 204),
+    ("/api/v1/notes/{note_id}/", "DELETE", {"note_id": "other"}, {}, None, "owner", 404),
+    ("/api/v1/notes/export/", "GET", {}, {}, None, "viewer", 200),
+    ("/api/v1/notes/export/", "GET", {}, {}, None, None, 401),
+    (
+        "/api/v1/notes/import/",
+        "POST",
+        {},
+        {},
+        '{"type": "tip", "content": "Imported."}\n',
+        "admin",
+        200,
+    ),
+    ("/api/v1/notes/import/", "POST", {}, {}, '{"type": "hint"}\n', "admin", 400),
+    ("/api/v1/notes/import/", "POST", {}, {}, '{"type": "tip"}\n', "agent", 403),
 ]
 
 
@@ -258,6 +322,8 @@ def test_seeded_requests_keep_the_schema(
         "conv": str(data.conversation.public_id),
         "escalation": str(data.escalation.public_id),
         "key": str(api_key_issue(client=client_a, name="to revoke", role=Role.VIEWER)[0].pk),
+        "note": str(make_note(client_a).pk),
+        "other": str(make_note(ClientFactory(slug="other-tenant")).pk),
     }
     headers = {}
     if role:
@@ -271,7 +337,9 @@ def test_seeded_requests_keep_the_schema(
     }
     if body is not None:
         kwargs["body"] = body
-        kwargs["media_type"] = "application/json"
+        kwargs["media_type"] = (
+            "application/x-ndjson" if isinstance(body, str) else "application/json"
+        )
     case = operation.Case(**kwargs)
     response = case.call(headers=headers)
     assert response.status_code == expected, response.text

@@ -30,7 +30,7 @@ from apps.accounts.models import Role
 from apps.accounts.services import api_key_issue
 from apps.conversations.services import conversation_create
 from tests.api.conftest import make_tenant_data
-from tests.api.test_schema import generated_schema
+from tests.api.test_schema import generated_schema, make_note
 from tests.factories import ClientFactory
 
 pytestmark = pytest.mark.django_db
@@ -126,6 +126,7 @@ def tenant(db: Any) -> dict[str, Any]:
             "name": data.tool.name,
             "key_id": str(to_revoke.pk),
             "conversation_id": str(widget_conversation.public_id),
+            "note_id": str(make_note(client).pk),
         },
         "staff": {"HTTP_AUTHORIZATION": f"Api-Key {secret}"},
         "widget": {

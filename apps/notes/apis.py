@@ -1,0 +1,388 @@
+"""Staff / back-office notes API: read, write, approve and archive the client's cross-session
+notes, and export / import them as JSON Lines (docs/api.md "Notes")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.http import StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import exceptions, status
+from rest_framework.parsers import BaseParser
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from apps.core.exceptions import ApplicationError
+from apps.core.parsers import _read
+from apps.core.permissions import MANAGE, READ, SUPPORT, StaffAPIView, acting_user
+from apps.core.schema import (
+    AUTH_ERRORS,
+    CLIENT_PARAMETER,
+    enum_values,
+    error_responses,
+    id_path_parameter,
+    invalid_example,
+    parse_pk,
+)
+from apps.notes.maintenance import (
+    note_delete,
+    note_get,
+    notes_export_lines,
+    notes_import,
+    notes_list,
+    notes_parse_lines,
+)
+from apps.notes.models import Note, NoteSource, NoteStatus, NoteType
+from apps.notes.serializers import (
+    NoteFilterSerializer,
+    NoteImportResultSerializer,
+    NoteSerializer,
+    NoteUpdateSerializer,
+    NoteWriteSerializer,
+)
+from apps.notes.services import note_add, note_set_status, note_update
+
+TAG = "notes"
+JSON_LINES = "application/x-ndjson"
+# Accepted on import besides application/x-ndjson (the JSON Lines site's own name for it).
+JSON_LINES_ALIASES = ("application/jsonl",)
+
+
+class JSONLinesParser(BaseParser):
+    """The raw JSON Lines body as text; each line is parsed and validated by the import."""
+
+    media_type = JSON_LINES
+
+    def parse(  # type: ignore[override]  # the text, not a mapping: the import parses lines
+        self, stream: Any, media_type: str | None = None, parser_context: Any = None
+    ) -> str:
+        raw = _read(stream) if stream is not None else b""
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise exceptions.ParseError("The body is not valid UTF-8.") from exc
+
+
+class JSONLinesAliasParser(JSONLinesParser):
+    media_type = JSON_LINES_ALIASES[0]
+
+
+class JSONLinesRenderer(BaseRenderer):
+    """Lets a caller ask for the export with `Accept: application/x-ndjson`; the export itself
+    is streamed by the view, and anything else (an error) is rendered as JSON."""
+
+    media_type = JSON_LINES
+    format = "jsonl"
+    charset = "utf-8"
+
+    def render(
+        self, data: Any, accepted_media_type: Any = None, renderer_context: Any = None
+    ) -> Any:
+        return JSONRenderer().render(data, "application/json", renderer_context)
+
+
+NOTE_EXAMPLE: dict[str, Any] = {
+    "id": 412,
+    "type": "failure",
+    "content": "lookup_order timed out for a TH- order; the customer asked for a person.",
+    "language": "en",
+    "ref": "lookup_order",
+    "confidence": None,
+    "source": "ai",
+    "status": "active",
+    "hits": 3,
+    "session_id": "20260302_091500_4242_517",
+    "conversation": "7d0b1c8e-2f0a-4b8e-9a51-3c4f2b9e6d10",
+    "turn": 881,
+    "reviewed_by": None,
+    "reviewed_at": None,
+    "created_at": "2026-03-02T09:16:40.004000Z",
+    "updated_at": "2026-03-02T11:02:10.120000Z",
+}
+EXPORT_LINE_EXAMPLE = (
+    '{"type": "tip", "content": "Quote the order code back to the customer.", "language": "", '
+    '"ref": "", "confidence": 0.9, "session_id": "20260302_091500_4242_517", "source": "staff", '
+    '"status": "active", "hits": 1, "created_at": "2026-03-02T09:16:40.004000+00:00", '
+    '"content_hash": "9f2c…"}\n'
+)
+NOTE_ID_PARAMETER = id_path_parameter("note_id", "The note's id.")
+LIST_PARAMETERS = [
+    OpenApiParameter(
+        "q",
+        OpenApiTypes.STR,
+        description="Full-text search in the content (PostgreSQL full-text search; a plain "
+        "substring match on SQLite), best matches first.",
+    ),
+    OpenApiParameter(
+        "type", OpenApiTypes.STR, enum=enum_values(NoteType), description="Only this type."
+    ),
+    OpenApiParameter(
+        "status", OpenApiTypes.STR, enum=enum_values(NoteStatus), description="Only this status."
+    ),
+    OpenApiParameter(
+        "language",
+        OpenApiTypes.STR,
+        description="Only notes for this language (exactly; use the list without it to see "
+        "the notes for any language too).",
+    ),
+    CLIENT_PARAMETER,
+]
+
+
+def _note_or_404(client: Any, note_id: str) -> Note:
+    pk = parse_pk(note_id)
+    note = note_get(client=client, note_id=pk) if pk is not None else None
+    if note is None:
+        raise exceptions.NotFound()
+    return note
+
+
+def _fresh(client: Any, note: Note) -> dict[str, Any]:
+    return dict(NoteSerializer(note_get(client=client, note_id=note.pk)).data)
+
+
+class NoteListCreateApi(StaffAPIView):
+    required_roles = {"GET": READ, "POST": SUPPORT}
+
+    @extend_schema(
+        operation_id="notes_list",
+        tags=[TAG],
+        summary="List notes",
+        description="The client's cross-session notes, newest first (best matches first with "
+        "`q`), one page at a time: what the assistant learnt (source `ai`), what staff wrote "
+        "(`staff`) and what insights proposed (`insight`). Only `active` notes reach prompts; "
+        "`pending_review` ones wait for a person. Needs the viewer role.",
+        parameters=LIST_PARAMETERS,
+        responses={
+            200: NoteSerializer(many=True),
+            **error_responses(
+                400,
+                *AUTH_ERRORS,
+                404,
+                invalid=invalid_example("type", '"hint" is not a valid choice.'),
+            ),
+        },
+        examples=[OpenApiExample("A page", value=NOTE_EXAMPLE, response_only=True)],
+    )
+    def get(self, request: Request) -> Response:
+        filters = self.validated_query(NoteFilterSerializer)
+        queryset = notes_list(client=self.client, **filters)
+        return self.paginated_response(queryset, NoteSerializer)
+
+    @extend_schema(
+        operation_id="notes_create",
+        tags=[TAG],
+        summary="Write a note",
+        description="Adds a staff note (source `staff`), active at once unless `status` is "
+        "`pending_review`. The same type, ref and content written again within a day is not "
+        "duplicated: the existing note's `hits` goes up and it is returned (still 201). "
+        "Needs the agent role.",
+        parameters=[CLIENT_PARAMETER],
+        request=NoteWriteSerializer,
+        responses={
+            201: NoteSerializer,
+            **error_responses(
+                400,
+                *AUTH_ERRORS,
+                404,
+                invalid=invalid_example("content", "This field is required."),
+            ),
+        },
+        examples=[
+            OpenApiExample(
+                "A tip",
+                value={
+                    "type": "tip",
+                    "content": "Quote the order code back to the customer.",
+                    "language": "en",
+                },
+                request_only=True,
+            ),
+            OpenApiExample(
+                "Created",
+                value={**NOTE_EXAMPLE, "source": "staff", "type": "tip"},
+                response_only=True,
+                status_codes=["201"],
+            ),
+        ],
+    )
+    def post(self, request: Request) -> Response:
+        body = NoteWriteSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = dict(body.validated_data)
+        wanted = data.pop("status", None) or NoteStatus.ACTIVE
+        if wanted == NoteStatus.ARCHIVED:
+            raise ApplicationError(
+                "status: a new note is active or pending_review.",
+                extra={"fields": {"status": ["A new note is active or pending_review."]}},
+            )
+        note = note_add(client=self.client, source=NoteSource.STAFF, status=wanted, **data)
+        return Response(_fresh(self.client, note), status=status.HTTP_201_CREATED)
+
+
+class NoteDetailApi(StaffAPIView):
+    required_roles = {"GET": READ, "PATCH": SUPPORT, "DELETE": SUPPORT}
+
+    @extend_schema(
+        operation_id="notes_retrieve",
+        tags=[TAG],
+        summary="Read a note",
+        description="One note. Needs the viewer role.",
+        parameters=[NOTE_ID_PARAMETER, CLIENT_PARAMETER],
+        responses={200: NoteSerializer, **error_responses(*AUTH_ERRORS, 404)},
+        examples=[OpenApiExample("A note", value=NOTE_EXAMPLE, response_only=True)],
+    )
+    def get(self, request: Request, note_id: str) -> Response:
+        return Response(NoteSerializer(_note_or_404(self.client, note_id)).data)
+
+    @extend_schema(
+        operation_id="notes_partial_update",
+        tags=[TAG],
+        summary="Edit, approve or archive a note",
+        description="Changes the given fields. `status: active` approves a note waiting for "
+        "review (it reaches prompts from the next turn on); `status: archived` takes it out of "
+        "prompts; both record who did it. `source`, `hits`, ids and timestamps cannot be "
+        "changed (a 400 naming the field). Needs the agent role.",
+        parameters=[NOTE_ID_PARAMETER, CLIENT_PARAMETER],
+        request=NoteUpdateSerializer,
+        responses={
+            200: NoteSerializer,
+            **error_responses(
+                400,
+                *AUTH_ERRORS,
+                404,
+                invalid=invalid_example("source", "This field cannot be set through the API."),
+            ),
+        },
+        examples=[
+            OpenApiExample("Approve", value={"status": "active"}, request_only=True),
+            OpenApiExample("Updated", value=NOTE_EXAMPLE, response_only=True),
+        ],
+    )
+    def patch(self, request: Request, note_id: str) -> Response:
+        note = _note_or_404(self.client, note_id)
+        body = NoteUpdateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        changes = dict(body.validated_data)
+        wanted = changes.pop("status", None)
+        if changes:
+            note = note_update(note=note, **changes)
+        if wanted is not None and wanted != note.status:
+            note = note_set_status(note=note, status=wanted, by=acting_user(request))
+        return Response(_fresh(self.client, note))
+
+    @extend_schema(
+        operation_id="notes_destroy",
+        tags=[TAG],
+        summary="Delete a note",
+        description="Deletes the note for good (archive it instead to keep it for the record). "
+        "Needs the agent role.",
+        parameters=[NOTE_ID_PARAMETER, CLIENT_PARAMETER],
+        responses={204: None, **error_responses(*AUTH_ERRORS, 404)},
+    )
+    def delete(self, request: Request, note_id: str) -> Response:
+        note_delete(client=self.client, note=_note_or_404(self.client, note_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class NoteExportApi(StaffAPIView):
+    required_roles = {"GET": READ}
+    renderer_classes = [JSONRenderer, JSONLinesRenderer]
+
+    @extend_schema(
+        operation_id="notes_export",
+        tags=[TAG],
+        summary="Export notes (JSON Lines)",
+        description="Every note of the client, oldest first, as JSON Lines "
+        f"(`{JSON_LINES}`): one JSON object per line with `type`, `content`, `language`, "
+        "`ref`, `confidence`, `session_id`, `source`, `status`, `hits`, `created_at`, "
+        "`content_hash`. Streamed, so any number of notes can be exported. Feed the file "
+        "back to the import to restore or copy them. Needs the viewer role.",
+        parameters=[CLIENT_PARAMETER],
+        responses={
+            (200, JSON_LINES): OpenApiResponse(
+                OpenApiTypes.STR,
+                description="One note per line.",
+                examples=[OpenApiExample("Two lines", value=EXPORT_LINE_EXAMPLE * 2)],
+            ),
+            **error_responses(*AUTH_ERRORS, 404),
+        },
+    )
+    def get(self, request: Request) -> StreamingHttpResponse:
+        response = StreamingHttpResponse(
+            notes_export_lines(client=self.client), content_type=f"{JSON_LINES}; charset=utf-8"
+        )
+        response["Content-Disposition"] = f'attachment; filename="notes-{self.client.slug}.jsonl"'
+        return response
+
+    def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
+        # Errors stay JSON even when JSON Lines was asked for.
+        if isinstance(response, Response) and isinstance(
+            getattr(request, "accepted_renderer", None), JSONLinesRenderer
+        ):
+            request.accepted_renderer = JSONRenderer()
+            request.accepted_media_type = JSONRenderer.media_type
+        return super().finalize_response(request, response, *args, **kwargs)
+
+
+class NoteImportApi(StaffAPIView):
+    required_roles = {"POST": MANAGE}
+    parser_classes = [JSONLinesParser, JSONLinesAliasParser]
+
+    @extend_schema(
+        operation_id="notes_import",
+        tags=[TAG],
+        summary="Import notes (JSON Lines)",
+        description=f"Adds notes from a JSON Lines body (`Content-Type: {JSON_LINES}`), in the "
+        "export's format: one object per line; `type` and `content` are required, the other "
+        "fields optional (`source` defaults to `staff`, `status` to `active`; `created_at` "
+        "keeps the note's age; `content_hash` is recomputed). Every line is validated first: "
+        "any error and nothing is imported, and the 400 names each bad line and field "
+        "(`error.fields.lines`: [{`line`, `field`, `message`}]). Idempotent: a line whose "
+        "type, ref and content the client already holds is skipped, so importing the same "
+        "file twice adds nothing. At most "
+        f"{settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes per request. Needs the admin role.",
+        parameters=[CLIENT_PARAMETER],
+        request={JSON_LINES: OpenApiTypes.STR},
+        responses={
+            200: NoteImportResultSerializer,
+            **error_responses(
+                400,
+                *AUTH_ERRORS,
+                404,
+                413,
+                invalid=OpenApiExample(
+                    "Bad line",
+                    value={
+                        "error": {
+                            "code": "invalid",
+                            "message": "line 3, type: Input should be 'success', 'failure', "
+                            "'pattern', 'strategy' or 'tip'",
+                            "fields": {
+                                "lines": [
+                                    {
+                                        "line": 3,
+                                        "field": "type",
+                                        "message": "Input should be 'success', 'failure', "
+                                        "'pattern', 'strategy' or 'tip'",
+                                    }
+                                ]
+                            },
+                        }
+                    },
+                    status_codes=["400"],
+                ),
+            ),
+        },
+        examples=[
+            OpenApiExample("Imported", value={"created": 41, "skipped": 2}, response_only=True)
+        ],
+    )
+    def post(self, request: Request) -> Response:
+        text = request.data if isinstance(request.data, str) else ""
+        lines = notes_parse_lines(text)
+        result = notes_import(client=self.client, lines=lines)
+        return Response(NoteImportResultSerializer(result).data)
