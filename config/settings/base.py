@@ -274,6 +274,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "insights.schedule_nightly",
         "schedule": crontab(minute=INSIGHTS_MINUTE, hour=INSIGHTS_HOUR),
     },
+    # Delete each client's notes older than its plan's notes_retention_days; idempotent.
+    "notes-apply-retention": {
+        "task": "notes.apply_retention",
+        "schedule": 24 * 60 * 60,
+    },
 }
 
 # Billing: tokens reserved per turn before it runs (when the plan sets no per-turn cap), when an
