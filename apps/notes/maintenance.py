@@ -237,7 +237,7 @@ def notes_clear(
 ) -> ClearReport:
     """Delete the notes older than `older_than` that match the filters (every client unless
     `client`); with `dry_run` count them and change nothing. Staff only: the model never gets
-    this (issue 13: `clear_notes` is not a model tool)."""
+    this (`clear_notes` is not a model tool)."""
     if type is not None and type not in NoteType.values:
         raise ApplicationError(
             f"Unknown note type {type!r}; use one of {', '.join(NoteType.values)}."
