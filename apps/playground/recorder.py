@@ -7,10 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 
 from apps.billing.models import UsagePurpose, UsageRecord
+from apps.billing.services.budgets import plan_is_budgeted
+from apps.clients.models import AIMode
 from apps.conversations.events import publish, push_enabled
 from apps.conversations.models import Conversation
 from apps.playground.models import PlaygroundRun, PlaygroundStep
@@ -32,12 +35,33 @@ def run_changed(run_id: int) -> None:
         transaction.on_commit(lambda: publish(run_id, prefix=CHANNEL_PREFIX))
 
 
+def run_token_cap(run: PlaygroundRun) -> int | None:
+    """The cap a customer turn in the run's mode would have: the plan's per-turn cap, or on a
+    plan with a monthly budget what such a turn reserves (a deliberative turn reserves more)."""
+    plan = run.client.plan
+    if plan.per_turn_token_cap:
+        return int(plan.per_turn_token_cap)
+    if not plan_is_budgeted(plan):
+        return None
+    deliberative = run.mode == AIMode.DELIBERATIVE
+    return int(
+        settings.BILLING_DELIBERATIVE_TURN_TOKEN_RESERVE
+        if deliberative
+        else settings.BILLING_TURN_TOKEN_RESERVE
+    )
+
+
 class PlaygroundMeter(Meter):
     """The meter of a playground run: caps and the monthly budget are checked before every call
     (purpose `playground`); each call's cost is added to the run as it is recorded."""
 
     def __init__(self, *, run: PlaygroundRun) -> None:
-        super().__init__(client=run.client, mode=run.mode, purpose=UsagePurpose.PLAYGROUND)
+        super().__init__(
+            client=run.client,
+            mode=run.mode,
+            purpose=UsagePurpose.PLAYGROUND,
+            token_cap=run_token_cap(run),
+        )
         self.run = run
 
     def record(

@@ -19,7 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.billing.services.budgets import UsageLimitReached
-from apps.clients.models import Client
+from apps.clients.models import Client, Rubric
 from apps.conversations.models import Conversation, Message, Role
 from apps.conversations.services import validate_customer_text
 from apps.core.deadlines import DeadlineExceeded, deadline_scope
@@ -89,6 +89,10 @@ def playground_run_create(
     if conversation is not None and conversation.client_id != client.pk:
         raise ApplicationError(
             "No such conversation.", {"fields": {"conversation": "Not found."}}, status=404
+        )
+    if rubric and not Rubric.objects.filter(slug=rubric).exists():
+        raise ApplicationError(
+            f"Unknown rubric {rubric!r}.", {"fields": {"rubric": "No rubric with this slug."}}
         )
     if iterations is not None and not 0 <= iterations <= MAX_ITERATIONS:
         raise ApplicationError(

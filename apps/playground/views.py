@@ -17,6 +17,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from apps.clients.models import AIMode, Rubric
 from apps.conversations.console_views import ConsoleAccess, console_view, json_view
 from apps.conversations.models import Conversation
 from apps.conversations.selectors import conversation_get
@@ -32,23 +33,23 @@ from apps.playground.services import (
     playground_run_create,
     playground_run_stop,
 )
+from apps.reasoning.deliberation.config import deliberation_config
 from apps.reasoning.modes import mode_that_runs
 
 DEFAULT_TARGET = 0.75  # the seed's target line, when the run's rubric does not say otherwise
 
 
-def rubric_choices(client: Any) -> list[tuple[str, str]]:
-    """The rubrics a deliberative run may use ("" = the plan's), once rubrics exist."""
-    try:
-        from apps.reasoning.models import Rubric  # type: ignore[attr-defined]
-    except ImportError:
-        return []
-    rubrics = Rubric.objects.all()
-    if hasattr(Rubric, "client"):
-        from django.db.models import Q
+def rubric_choices() -> list[tuple[str, str]]:
+    """The rubrics a deliberative run may use ("" = the client's / plan's)."""
+    return [(r.slug, r.name) for r in Rubric.objects.order_by("name")]
 
-        rubrics = rubrics.filter(Q(client__isnull=True) | Q(client=client))
-    return [(str(r.name), str(r.name)) for r in rubrics.order_by("name")]
+
+def run_target(run: PlaygroundRun) -> float:
+    """The target line of a deliberative run's sparkline: its rubric's (or the plan's) TARGET."""
+    if run.mode != AIMode.DELIBERATIVE:
+        return DEFAULT_TARGET
+    config = deliberation_config(client=run.client, plan=run.client.plan, rubric=run.rubric or None)
+    return config.target
 
 
 class RunForm(forms.Form):
@@ -76,8 +77,8 @@ class RunForm(forms.Form):
         mode.choices = [(m, m.capitalize()) for m in playground_modes()]
         mode.initial = mode_that_runs(access.client.plan.ai_mode)
         cast(forms.ChoiceField, rubric).choices = [
-            ("", "The plan's rubric"),
-            *rubric_choices(access.client),
+            ("", "The client's / plan's rubric"),
+            *rubric_choices(),
         ]
         recent = Conversation.objects.for_client(access.client).order_by("-updated_at")[:20]
         cast(forms.ChoiceField, self.fields["conversation"]).choices = [
@@ -174,7 +175,7 @@ def run_page(request: HttpRequest, access: ConsoleAccess, public_id: str) -> Htt
             "replay_url": _run_url(access, run, replay="1"),
             "index_url": reverse("playground") + access.query,
             "can_stop": role_permits(access.role, SUPPORT) and not replay,
-            "target": DEFAULT_TARGET,
+            "target": run_target(run),
         },
     )
 

@@ -298,6 +298,16 @@
     li.appendChild(el("p", null, out.action + " " + (out.tool || "") + " — " + (out.reason || "")));
   };
 
+  Run.prototype.show_refine_critique = function (step, out) {
+    this.card(step, "Critique call (iteration " + out.iteration + ")").appendChild(
+      el("p", "gd-sub", "Score " + out.score + "/100 · " + (out.issues || []).length + " issue(s) — see Refinement below"));
+  };
+
+  Run.prototype.show_improve = function (step, out) {
+    this.card(step, "Improve call (iteration " + out.iteration + ")").appendChild(
+      el("p", "gd-content", out.response));
+  };
+
   Run.prototype.show_stopped = function (step) {
     this.card(step, "Stopped").appendChild(el("p", null, "Stopped from the playground before the next step."));
   };

@@ -154,3 +154,36 @@ def test_a_run_started_from_the_form_is_watched_live_and_stopped(
     expect(page.locator("table.gd-table")).to_contain_text("Stopped by staff")
     assert page.errors == []
     page.context.close()
+
+
+def test_a_deliberative_run_on_the_offline_model_is_watched_to_its_answer(
+    browser, live_server, locked_streams, monkeypatch, settings
+):
+    """The real deliberative mode (offline demo model) started from the form: its reasoning
+    steps, the sparkline, the refinement and the answer arrive on the page as the run goes."""
+    if connection.vendor == "sqlite":
+        pytest.skip("the run's own thread needs a database it can connect to on its own")
+    settings.PLAYGROUND_EAGER_THREAD = True
+    settings.OPENAI_API_KEY = ""
+    shop = make_shop("adaptive", "http://127.0.0.1:9/hook", slug="deep-shop")
+    page = agent_page(browser, live_server, shop, monkeypatch)
+    page.goto(f"{live_server.url}/console/playground/?client={shop.slug}")
+    page.get_by_label("Customer question").fill("What is your return policy for a used stove?")
+    page.get_by_label("Mode").select_option("deliberative")
+    page.get_by_label("Rubric").select_option("support")
+    page.get_by_label("Refinement iterations").fill("2")
+    page.get_by_role("button", name="Run").click()
+
+    expect(page.locator("[data-live]")).to_have_text("Finished.", timeout=90_000)
+    run = PlaygroundRun.objects.get()
+    reasoning = run.steps.filter(name="reason_step").count()
+    assert run.status == RunStatus.DONE and reasoning >= 4
+    expect(page.locator(".gd-reason")).to_have_count(reasoning)
+    expect(page.locator("[data-sparkline]")).to_have_attribute("data-points", str(reasoning))
+    expect(page.locator("[data-progress]")).to_have_text(f"{reasoning}/10")
+    expect(page.locator("[data-refinement]")).to_be_visible()
+    expect(page.locator("[data-final]")).to_contain_text("return")
+    expect(page.locator("[data-calls]")).to_have_text(str(run.llm_calls))
+    page.screenshot(path=str(SCREENSHOTS / "playground-deliberative.png"), full_page=True)
+    assert page.errors == []
+    page.context.close()

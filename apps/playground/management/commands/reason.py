@@ -116,6 +116,15 @@ class StepPrinter:
                     f"{self.cut(issue.get('problem'), 160)}"
                 )
 
+    def show_refine_critique(self, out: dict[str, Any]) -> None:
+        self.line(f"    critique call · score {out.get('score')}/100")
+
+    def show_improve(self, out: dict[str, Any]) -> None:
+        self.line(f"    improved: {self.cut(out.get('response'))}")
+
+    def show_guard(self, out: dict[str, Any]) -> None:
+        self.line(f"    {out.get('action')} {out.get('tool') or ''} — {out.get('reason')}")
+
     def show_deliberation_end(self, out: dict[str, Any]) -> None:
         self.line(
             f"    termination {out.get('termination')} after {out.get('steps')} steps · "
@@ -174,7 +183,9 @@ class Command(BaseCommand):
             type=int,
             help="Refinement iterations of a deliberative run (default: the plan's setting)",
         )
-        parser.add_argument("--rubric", default="", help="Rubric name for a deliberative run")
+        parser.add_argument(
+            "--rubric", default="", help="Rubric slug for a deliberative run (e.g. contemplative)"
+        )
         parser.add_argument(
             "--conversation", help="Read this conversation's recent messages as the history"
         )

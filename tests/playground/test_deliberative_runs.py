@@ -1,0 +1,132 @@
+"""Deliberative playground runs: `manage.py reason --mode deliberative` end to end through the
+real `openai` SDK against the scripted server, and on the offline demo model — each step, its
+scores, the server feedback and the refinement states printed as they happen, the run's
+progress kept, usage recorded as `playground` at the deliberative multiplier, no tool run."""
+
+from __future__ import annotations
+
+import io
+import json
+from decimal import Decimal
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from apps.billing.models import UsagePurpose, UsageRecord
+from apps.playground.models import PlaygroundRun, RunStatus
+from apps.reasoning.models import ReasoningTrace
+from tests.reasoning.conftest import make_shop
+from tests.reasoning.test_deliberative import rc, script_loop
+
+pytestmark = pytest.mark.django_db
+
+
+def reason(*args: str) -> str:
+    out = io.StringIO()
+    call_command("reason", *args, stdout=out, stderr=io.StringIO())
+    return out.getvalue()
+
+
+@pytest.fixture
+def shop_on_adaptive(db, webhook):
+    """A plan that runs adaptive: the playground lets its staff try deliberative first."""
+    client = make_shop("adaptive", webhook.url(), slug="try-shop")
+    client.plan.multiplier_deliberative = Decimal("2.5")
+    client.plan.save()
+    return client
+
+
+def test_a_deliberative_run_through_the_real_sdk_prints_steps_feedback_and_refinement(
+    shop_on_adaptive, llm
+):
+    script_loop(llm, [0.5, 0.6, 0.7, 0.8])  # the target (0.75) is reached at step 4
+    draft = "Returns are accepted within 30 days. We always refund shipping."
+    llm.script(
+        "synthesize",
+        {
+            "response": draft,
+            "confidence": 8,
+            "tool_call": None,
+            "tool_params": {},
+            "missing_params": [],
+            "is_destructive": False,
+            "needs_confirmation": False,
+            "needs_more_context": [],
+        },
+    )
+    llm.script("refine_critique", rc(60, quote="We always refund shipping."), rc(95))
+    llm.script("improve", {"response": "Returns are accepted within 30 days."})
+
+    out = reason(
+        "--client",
+        "try-shop",
+        "--mode",
+        "deliberative",
+        "--iterations",
+        "2",
+        "Can I return my stove?",
+    )
+
+    assert "[##--------" in out and "1/10 CONTINUE · mean 0.50" in out  # progress bar per step
+    assert "4/10 CONTINUE · mean 0.80" in out
+    assert "      grounded               ████████·· 0.80" in out  # a principle's score bar
+    assert "[Server Feedback from Step 1]: feedback after step 1: strengthen grounded" in out
+    assert "draft (iteration 0)" in out
+    assert "critique (iteration 1) · score 60/100" in out
+    assert "- [missing_info] “We always refund shipping.”: says too little" in out
+    assert "final_spec (iteration 1)" in out
+    assert "termination target_reached after 4 steps" in out
+    assert "Answer: Returns are accepted within 30 days." in out
+
+    run = PlaygroundRun.objects.get()
+    assert (run.status, run.mode, run.iterations) == (RunStatus.DONE, "deliberative", 2)
+    assert (run.progress_step, run.progress_max) == (4, 10)
+    # 4 steps + 3 feedbacks + synthesis + 2 critiques + 1 improve, all metered as playground
+    assert run.llm_calls == len(llm.calls()) == 11
+    usage = UsageRecord.objects.filter(purpose=UsagePurpose.PLAYGROUND)
+    assert usage.count() == 11 and set(usage.values_list("mode", flat=True)) == {"deliberative"}
+    assert run.billed_usd == sum(u.billed_usd for u in usage)
+    # billed at the plan's deliberative multiplier (each record rounded on its own)
+    assert run.cost_usd > 0
+    assert abs(run.billed_usd - run.cost_usd * Decimal("2.5")) < Decimal("1e-6")
+    assert ReasoningTrace.objects.count() == 0  # no customer turn anywhere
+    # the feedback call saw the whole history and the rubric's definitions
+    assert "reasoning 3" in llm.calls("feedback")[-1].prompt_text
+
+
+def test_a_rubric_can_be_chosen_for_the_run(shop_on_adaptive, llm):
+    script_loop(llm, [0.9, 0.9, 0.9, 0.9])
+    llm.script(
+        "synthesize",
+        {"response": "Breathe.", "confidence": 8, "tool_call": None, "tool_params": {}},
+    )
+    out = reason(
+        "--client",
+        "try-shop",
+        "--mode",
+        "deliberative",
+        "--iterations",
+        "0",
+        "--rubric",
+        "contemplative",
+        "--json",
+        "Why?",
+    )
+    trace = json.loads(out)
+    end = next(s for s in trace["steps"] if s["name"] == "deliberation_end")
+    assert end["output"]["rubric"] == "contemplative"
+    assert "refine_critique" not in [s["name"] for s in trace["steps"]]
+    with pytest.raises(CommandError, match="Unknown rubric 'nope'"):
+        reason("--client", "try-shop", "--mode", "deliberative", "--rubric", "nope", "Why?")
+
+
+def test_the_offline_demo_model_runs_a_deliberative_turn(shop_on_adaptive, settings):
+    settings.OPENAI_API_KEY = ""
+    out = reason("--client", "try-shop", "--mode", "deliberative", "What is your returns policy?")
+    run = PlaygroundRun.objects.get()
+    names = list(run.steps.order_by("index").values_list("name", flat=True))
+    assert run.status == RunStatus.DONE and run.offline
+    assert names.count("reason_step") >= 4 and "feedback" in names and "synthesize" in names
+    assert names[-1] == "deliberation_end" or "tool_not_run" in names
+    assert "[Server Feedback from Step 1]" in out and "offline demo model" in out
+    assert run.progress_step == names.count("reason_step")
