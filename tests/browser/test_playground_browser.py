@@ -170,7 +170,6 @@ def test_a_deliberative_run_on_the_offline_model_is_watched_to_its_answer(
     page.goto(f"{live_server.url}/console/playground/?client={shop.slug}")
     page.get_by_label("Customer question").fill("What is your return policy for a used stove?")
     page.get_by_label("Mode").select_option("deliberative")
-    page.get_by_label("Rubric").select_option("support")
     page.get_by_label("Refinement iterations").fill("2")
     page.get_by_role("button", name="Run").click()
 
