@@ -30,7 +30,13 @@ from tests.reasoning.conftest import assess
 from tests.support import procfile
 from tests.support.fake_llm import FakeLLMServer, RecordedRequest
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+# Each test deploys the Procfile (release: migrate + collectstatic; gunicorn boot): more than
+# the suite's 120 s per test on a busy machine.
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.timeout(300),
+]
 
 REPLY = "Orders placed before noon MT ship the same day."
 
