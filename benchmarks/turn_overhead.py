@@ -11,15 +11,21 @@ in it), so it is steadier than wall time on a busy machine; the Python function-
 Run from the project root:
 
     .venv/bin/python benchmarks/turn_overhead.py [--turns 200]
+    .venv/bin/python benchmarks/turn_overhead.py --database-url postgres://postgres@127.0.0.1:5432/gd_x
 
-It uses a throwaway SQLite file (never the project's database) and prints a Markdown table.
-With `TURN_PROFILE_DIR=<dir>` it also writes each scenario's profiled turn there
-(`<mode>-<calls>.prof`, for `python -m pstats` or snakeviz).
+By default it uses a throwaway SQLite file (never the project's database). With
+`--database-url` (PostgreSQL, as in production) it connects to that server with the URL's
+credentials and database, creates a throwaway database `bench_turn_overhead_<pid>` there, runs in
+it and drops it at the end: it never writes to a database it did not create. It prints a
+Markdown table. With `TURN_PROFILE_DIR=<dir>` it also writes each scenario's profiled turn there
+(`<mode>-<calls>.prof`, for `python -m pstats` or snakeviz); `--show-queries` prints the SQL of
+each scenario's last measured turn to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import os
 import pstats
@@ -27,8 +33,10 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -55,12 +63,53 @@ BUSINESS_INFO = {
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=200, help="Turns per scenario.")
+    parser.add_argument(
+        "--database-url",
+        default="",
+        help="A PostgreSQL server to run on (postgres://user@host:port/db): a throwaway "
+        "database is created there and dropped at the end. Default: a throwaway SQLite file.",
+    )
+    parser.add_argument(
+        "--show-queries", action="store_true", help="Print each scenario's SQL to stderr."
+    )
     args = parser.parse_args()
 
-    workdir = tempfile.TemporaryDirectory(prefix="guidedesk-overhead-")
     os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.test"
-    os.environ["DATABASE_URL"] = f"sqlite:///{workdir.name}/bench.sqlite3"
     os.environ.pop("CELERY_BROKER_URL", None)
+    if not args.database_url:
+        workdir = tempfile.TemporaryDirectory(prefix="guidedesk-overhead-")
+        os.environ["DATABASE_URL"] = f"sqlite:///{workdir.name}/bench.sqlite3"
+        run(args)
+        return
+    with throwaway_postgres(args.database_url) as url:
+        os.environ["DATABASE_URL"] = url
+        run(args)
+
+
+@contextlib.contextmanager
+def throwaway_postgres(server_url: str) -> Iterator[str]:
+    """Create `bench_turn_overhead_<pid>` on the server of `server_url` (connecting to the URL's
+    own database only to issue CREATE / DROP DATABASE), yield its URL, drop it afterwards."""
+    import psycopg
+    from psycopg import sql
+
+    parts = urlsplit(server_url)
+    if parts.scheme not in {"postgres", "postgresql", "pgsql"}:
+        raise SystemExit("--database-url must be a postgres:// URL")
+    name = f"bench_turn_overhead_{os.getpid()}"
+    with psycopg.connect(server_url, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield urlunsplit(parts._replace(path=f"/{name}"))
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        with psycopg.connect(server_url, autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
+
+
+def run(args: argparse.Namespace) -> None:
 
     import django
 
@@ -140,6 +189,10 @@ def main() -> None:
                     cpu.append((time.thread_time() - started) * 1000)
                 queries.append(len(captured))
                 check(message_id, len(script))
+            if args.show_queries:
+                sys.stderr.write(f"\n## {label}, {mode}: {len(captured)} queries\n")
+                for query in captured.captured_queries:
+                    sys.stderr.write(f"{query['sql'][:300]}\n")
             message_id = prepare(client, script)
             profile = cProfile.Profile()
             profile.enable()
@@ -152,6 +205,7 @@ def main() -> None:
             rows.append((label, mode, statistics.mean(queries), statistics.median(cpu), calls))
 
     out = sys.stdout.write
+    out(f"database: {connection.vendor}\n\n")
     out("| turn | mode | SQL queries/turn | pipeline CPU ms/turn (median) | Python calls/turn |\n")
     out("|---|---|---:|---:|---:|\n")
     for label, mode, sql, cpu_ms, calls in rows:
