@@ -12,8 +12,8 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, connection, transaction
-from django.db.models import Q
+from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
+from django.db.models import Exists, Q
 from django.utils import timezone
 
 from apps.billing.services.budgets import UsageLimitReached
@@ -138,30 +138,57 @@ def wants_human(text: str) -> bool:
     return bool(_WANTS_HUMAN.search(text))
 
 
-def _claim(message: Message) -> ReasoningTrace | None:
-    """Create or take over the turn of this message; None when it is done or in progress
-    elsewhere (a redelivered task must not answer twice)."""
+def _claim(
+    message: Message, existing: ReasoningTrace | None = None
+) -> tuple[ReasoningTrace, bool] | None:
+    """Create or take over the turn of this message: (trace, whether this claim created it);
+    None when it is done or in progress elsewhere (a redelivered task must not answer twice).
+    `existing` is the message's trace as it was read with the message (None: it had none)."""
+    if existing is None:
+        trace = _claim_new(message)
+        if trace is not None:
+            return trace, True
     lease = _turn_lease()
     with transaction.atomic():
         trace, created = ReasoningTrace.objects.select_for_update().get_or_create(
-            user_message=message,
-            defaults={
-                "client": message.client,
-                "conversation": message.conversation,
-                # The mode that runs: recorded and billed.
-                "mode": mode_that_runs(message.client.plan.ai_mode),
-                "model": settings.LLM_MODEL if settings.OPENAI_API_KEY else "offline-demo",
-            },
+            user_message=message, defaults=_new_trace_fields(message)
         )
         if created:
             conversation_changed(message.conversation_id, message.client_id)  # typing starts
-            return trace
+            return trace, True
         if trace.status != TraceStatus.PROCESSING:
             return None
         if trace.updated_at > timezone.now() - lease:
             return None  # another worker is on it
         trace.save(update_fields=["updated_at"])  # take over a turn whose worker died
-        return trace
+        return trace, False
+
+
+def _new_trace_fields(message: Message) -> dict[str, Any]:
+    return {
+        "client": message.client,
+        "conversation": message.conversation,
+        # The mode that runs: recorded and billed.
+        "mode": mode_that_runs(message.client.plan.ai_mode),
+        "model": settings.LLM_MODEL if settings.OPENAI_API_KEY else "offline-demo",
+    }
+
+
+def _claim_new(message: Message) -> ReasoningTrace | None:
+    """The common case, in one INSERT: the message had no trace when it was read. The unique
+    `user_message` decides a race (None: another worker created it first — `_claim` then
+    looks at that trace under its row lock)."""
+    trace = ReasoningTrace(user_message=message, **_new_trace_fields(message))
+    try:
+        if connection.in_atomic_block:  # (tests, eager callers): keep the outer block usable
+            with transaction.atomic():
+                trace.save(force_insert=True)
+        else:  # autocommit: the INSERT is its own transaction
+            trace.save(force_insert=True)
+    except IntegrityError:
+        return None
+    conversation_changed(message.conversation_id, message.client_id)  # typing starts
+    return trace
 
 
 class TurnBusy(Exception):
@@ -199,7 +226,7 @@ def _lock_conversation(message: Message) -> bool:
     """Take the conversation's turn lock, in message order: not while an earlier customer
     message still waits for its turn (it has no trace yet), nor while another turn holds the
     lock. A lock or a queued message older than the lease belongs to a dead worker or a lost
-    task and no longer blocks."""
+    task and no longer blocks. One UPDATE: the earlier-message check is its NOT EXISTS."""
     now = timezone.now()
     lease = _turn_lease()
     earlier_waiting = Message.objects.filter(
@@ -208,12 +235,11 @@ def _lock_conversation(message: Message) -> bool:
         seq__lt=message.seq,
         turn__isnull=True,
         created_at__gt=now - lease,
-    ).exists()
-    if earlier_waiting:
-        return False
+    )
     taken = (
         Conversation.objects.filter(pk=message.conversation_id)
         .filter(Q(turn_lock_until__isnull=True) | Q(turn_lock_until__lt=now))
+        .filter(~Exists(earlier_waiting))
         .update(turn_lock_until=now + lease)
     )
     return taken == 1
@@ -244,12 +270,20 @@ def _unlock_conversation(message: Message) -> None:
 
 
 def _customer_message(message_id: int) -> Message | None:
-    """The customer message a turn is about, with what every turn reads of it."""
+    """The customer message a turn is about, with what every turn reads of it (and its trace,
+    when it has one: `_existing_trace`)."""
     return (
-        Message.objects.select_related("conversation", "client", "client__plan")
+        Message.objects.select_related("conversation", "client", "client__plan", "turn")
         .filter(pk=message_id, role=Role.USER)
         .first()
     )
+
+
+def _existing_trace(message: Message) -> ReasoningTrace | None:
+    try:
+        return message.turn
+    except ReasoningTrace.DoesNotExist:
+        return None
 
 
 def turn_process(*, message_id: int) -> ReasoningTrace | None:
@@ -258,27 +292,27 @@ def turn_process(*, message_id: int) -> ReasoningTrace | None:
     message = _customer_message(message_id)
     if message is None:
         return None
-    if ReasoningTrace.objects.filter(
-        user_message=message, status__in=[TraceStatus.DONE, TraceStatus.SKIPPED]
-    ).exists():
+    existing = _existing_trace(message)
+    if existing is not None and existing.status in (TraceStatus.DONE, TraceStatus.SKIPPED):
         return None  # a redelivered task: this turn is done
     if not _lock_conversation(message):
         raise TurnBusy(message_id)
     try:
-        return _process_locked(message)
+        return _process_locked(message, existing)
     finally:
         on_fresh_connection("turn unlock", _unlock_conversation, message)
 
 
-def _process_locked(message: Message) -> ReasoningTrace | None:
-    trace = _claim(message)
-    if trace is None:
+def _process_locked(message: Message, existing: ReasoningTrace | None) -> ReasoningTrace | None:
+    claimed = _claim(message, existing)
+    if claimed is None:
         return None
+    trace, fresh = claimed
     started = time.perf_counter()
     try:
         # Every model call, webhook call and retry of the turn fits in its deadline.
         with deadline_scope(settings.REASONING_TURN_DEADLINE_SECONDS):
-            return _process_claimed(message, trace, started)
+            return _process_claimed(message, trace, started, fresh=fresh)
     except DB_ERRORS as exc:
         # The connection died mid-turn. Note it and hand the claim back on a fresh connection
         # so the retry (tasks.py) takes the turn over at once; re-raise for that retry.
@@ -308,12 +342,18 @@ def _trace_note(trace: ReasoningTrace, name: str, output: dict[str, Any], error:
     )
 
 
-def _process_claimed(message: Message, trace: ReasoningTrace, started: float) -> ReasoningTrace:
+def _process_claimed(
+    message: Message, trace: ReasoningTrace, started: float, *, fresh: bool = False
+) -> ReasoningTrace:
+    """`fresh`: the trace was created by this claim (no steps yet). The conversation's status
+    is the one read with the message, just before the claim; it is re-checked before every LLM
+    call and tool run (`TurnRecorder.ensure_open`) and under the row lock before posting."""
     message_id = message.pk
     client, conversation = message.client, message.conversation
-    recorder = TurnRecorder(trace=trace, client=client, conversation=conversation)
+    recorder = TurnRecorder(
+        trace=trace, client=client, conversation=conversation, next_index=0 if fresh else None
+    )
 
-    conversation.refresh_from_db(fields=["status"])
     if conversation.status != ConversationStatus.OPEN:
         recorder.step("skipped", output={"reason": f"conversation is {conversation.status}"})
         _finish(recorder, Outcome(), started, status=TraceStatus.SKIPPED)

@@ -39,13 +39,24 @@ def _summary(messages: list[dict[str, str]], limit: int = 600) -> str:
 
 
 class TurnRecorder:
-    def __init__(self, *, trace: ReasoningTrace, client: Client, conversation: Conversation):
+    def __init__(
+        self,
+        *,
+        trace: ReasoningTrace,
+        client: Client,
+        conversation: Conversation,
+        next_index: int | None = None,
+    ):
+        """`next_index`: the index of the trace's next step when the caller knows it (0 for a
+        trace it just created); else it is read from the trace's steps."""
         self.trace = trace
         self.client = client
         self.conversation = conversation
         self.mode = trace.mode
-        last = trace.steps.order_by("-index").values_list("index", flat=True).first()
-        self._index = (last or 0) + (1 if last is not None else 0)
+        if next_index is None:
+            last = trace.steps.order_by("-index").values_list("index", flat=True).first()
+            next_index = 0 if last is None else last + 1
+        self._index = next_index
         # The meter enforces the per-turn token cap and records usage at the mode that runs.
         self.meter = Meter(
             client=client,
