@@ -38,8 +38,7 @@ from apps.reasoning.traces import TokenCapExceeded, TurnAborted, TurnRecorder
 from apps.reasoning.turn import Escalate, Outcome, Reply, Turn
 from apps.reasoning.turn_notes import turn_notes_write
 from apps.tools.models import ClientTool
-from apps.tools.pending import pending_expire_open, pending_mark_shown, pending_resolve
-from apps.tools.selectors import pending_declined_by
+from apps.tools.pending import pending_expire_open, pending_mark_shown, pending_settle
 
 logger = logging.getLogger(__name__)
 
@@ -369,13 +368,12 @@ def _process_claimed(
         history=_history(client=client, conversation=conversation, upto=message),
     )
     turn.on_progress = _progress_reporter(trace, conversation.pk)
-    turn.confirmed = pending_resolve(
+    turn.confirmed, turn.declined = pending_settle(
         client=client,
         conversation=conversation,
         user_message=message,
         decide=guards.confirmation_decision,
     )
-    turn.declined = pending_declined_by(client=client, user_message=message)
     if turn.confirmed or turn.declined:
         settled = turn.confirmed or turn.declined
         assert settled is not None

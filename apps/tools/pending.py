@@ -19,10 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from apps.clients.models import Client
 from apps.tools.models import ClientTool, PendingAction, PendingActionStatus
+from apps.tools.selectors import pending_declined_by
 
 if TYPE_CHECKING:
     from apps.conversations.models import Conversation, Message
@@ -145,6 +147,34 @@ def pending_resolve(
         if status == PendingActionStatus.CONFIRMED:
             confirmed = pending
     return confirmed
+
+
+def pending_settle(
+    *, client: Client, conversation: Conversation, user_message: Message, decide: Decide
+) -> tuple[PendingAction | None, PendingAction | None]:
+    """At the start of a turn: (the action this message confirmed, the one it declined) —
+    exactly what `pending_resolve` and then `pending_declined_by` answer. One query when the
+    conversation has no open question (the common case); only an open question takes the
+    locked path of `pending_resolve`."""
+    candidates = list(
+        PendingAction.objects.for_client(client)
+        .select_related("tool")
+        .filter(
+            Q(resolved_by=user_message)
+            | Q(conversation=conversation, status=PendingActionStatus.PENDING)
+        )
+        .order_by("pk")
+    )
+    if any(p.status == PendingActionStatus.PENDING for p in candidates):
+        confirmed = pending_resolve(
+            client=client, conversation=conversation, user_message=user_message, decide=decide
+        )
+        return confirmed, pending_declined_by(client=client, user_message=user_message)
+    resolved = [p for p in candidates if p.resolved_by_id == user_message.pk]
+    settled = {PendingActionStatus.CONFIRMED, PendingActionStatus.EXECUTED}
+    confirmed = next((p for p in resolved if p.status in settled), None)
+    declined = next((p for p in resolved if p.status == PendingActionStatus.DECLINED), None)
+    return confirmed, declined
 
 
 def pending_mark_executed(*, client: Client, pending: PendingAction) -> None:
