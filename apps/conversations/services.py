@@ -11,7 +11,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.mail import EmailMessage
 from django.core.validators import validate_email
-from django.db import connections, transaction
+from django.db import connection, connections, transaction
 from django.utils import timezone
 
 from apps.clients.models import Client
@@ -49,7 +49,6 @@ def conversation_token_matches(*, conversation: Conversation, token: str) -> boo
     )
 
 
-@transaction.atomic
 def message_append(
     *,
     client: Client,
@@ -66,30 +65,50 @@ def message_append(
     taken, so concurrent writers (a turn, a staff reply) never collide."""
     if conversation.client_id != client.pk:
         raise ValueError("conversation belongs to another client")
-    locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
-    locked.last_seq += 1
-    now = timezone.now()
-    update = ["last_seq", "updated_at"]
-    if visibility == Visibility.VISIBLE:
-        locked.last_message_at = now
-        update.append("last_message_at")
-    locked.save(update_fields=update)
-    conversation.last_seq = locked.last_seq
-    conversation.status = locked.status
-    if visibility == Visibility.VISIBLE:
-        conversation_changed(conversation.pk, client.pk)  # the event streams (after commit)
-    return Message.objects.create(
-        client=client,
-        conversation=conversation,
-        seq=locked.last_seq,
-        role=Role(role),
-        visibility=Visibility(visibility),
-        kind=Kind(kind),
-        text=text,
-        data=data or {},
-        trace=trace,
-        author=author,
-    )
+    # Inside a caller's transaction (a turn's finish, a staff reply) no savepoint of its own:
+    # an error here fails the caller's transaction as it would fail this one.
+    with transaction.atomic(savepoint=False):
+        now = timezone.now()
+        seq, status = _take_seq(conversation.pk, now, visible=visibility == Visibility.VISIBLE)
+        conversation.last_seq = seq
+        conversation.status = status
+        if visibility == Visibility.VISIBLE:
+            conversation_changed(conversation.pk, client.pk)  # the event streams (after commit)
+        return Message.objects.create(
+            client=client,
+            conversation=conversation,
+            seq=seq,
+            role=Role(role),
+            visibility=Visibility(visibility),
+            kind=Kind(kind),
+            text=text,
+            data=data or {},
+            trace=trace,
+            author=author,
+        )
+
+
+def _take_seq(conversation_id: int, now: Any, *, visible: bool) -> tuple[int, str]:
+    """Take the conversation's next `seq` (and read its status) in one statement: the UPDATE
+    locks the row until the caller's transaction ends, RETURNING gives what a locking read
+    would have (PostgreSQL and SQLite ≥ 3.35 both have it; the ORM's update() cannot return)."""
+    qn = connection.ops.quote_name
+    stamp = connection.ops.adapt_datetimefield_value(now)
+    sets = f"{qn('last_seq')} = {qn('last_seq')} + 1, {qn('updated_at')} = %s"
+    params: list[Any] = [stamp]
+    if visible:
+        sets += f", {qn('last_message_at')} = %s"
+        params.append(stamp)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {qn(Conversation._meta.db_table)} SET {sets} WHERE {qn('id')} = %s "  # noqa: S608
+            f"RETURNING {qn('last_seq')}, {qn('status')}",
+            [*params, conversation_id],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        raise Conversation.DoesNotExist(f"conversation {conversation_id} does not exist")
+    return int(row[0]), str(row[1])
 
 
 def validate_customer_text(text: Any) -> str:

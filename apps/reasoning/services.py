@@ -518,8 +518,13 @@ def _finish(
 ) -> None:
     trace, client = rec.trace, rec.client
     with transaction.atomic():
-        conversation = Conversation.objects.select_for_update().get(pk=rec.conversation.pk)
-        rec.conversation.status = conversation.status
+        conversation = rec.conversation
+        # Re-read under the row lock: a person may have taken over while the model was thinking.
+        conversation.status = (
+            Conversation.objects.select_for_update()
+            .values_list("status", flat=True)
+            .get(pk=conversation.pk)
+        )
         replies = outcome.replies
         if replies and conversation.status != ConversationStatus.OPEN:
             # A person took over while the model was thinking: their conversation now.
