@@ -13,7 +13,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
-from django.db.models import Exists, Q
+from django.db.models import Exists, F, Q
 from django.utils import timezone
 
 from apps.billing.services.budgets import UsageLimitReached
@@ -137,13 +137,11 @@ def wants_human(text: str) -> bool:
     return bool(_WANTS_HUMAN.search(text))
 
 
-def _claim(
-    message: Message, existing: ReasoningTrace | None = None
-) -> tuple[ReasoningTrace, bool] | None:
+def _claim(message: Message, *, traced: bool = True) -> tuple[ReasoningTrace, bool] | None:
     """Create or take over the turn of this message: (trace, whether this claim created it);
     None when it is done or in progress elsewhere (a redelivered task must not answer twice).
-    `existing` is the message's trace as it was read with the message (None: it had none)."""
-    if existing is None:
+    `traced`: the message had a trace when it was read (False: try the one-INSERT claim)."""
+    if not traced:
         trace = _claim_new(message)
         if trace is not None:
             return trace, True
@@ -269,20 +267,14 @@ def _unlock_conversation(message: Message) -> None:
 
 
 def _customer_message(message_id: int) -> Message | None:
-    """The customer message a turn is about, with what every turn reads of it (and its trace,
-    when it has one: `_existing_trace`)."""
+    """The customer message a turn is about, with what every turn reads of it — and the status
+    of its trace, None when it has none yet (`turn_status`)."""
     return (
-        Message.objects.select_related("conversation", "client", "client__plan", "turn")
+        Message.objects.select_related("conversation", "client", "client__plan")
+        .annotate(turn_status=F("turn__status"))
         .filter(pk=message_id, role=Role.USER)
         .first()
     )
-
-
-def _existing_trace(message: Message) -> ReasoningTrace | None:
-    try:
-        return message.turn
-    except ReasoningTrace.DoesNotExist:
-        return None
 
 
 def turn_process(*, message_id: int) -> ReasoningTrace | None:
@@ -291,19 +283,19 @@ def turn_process(*, message_id: int) -> ReasoningTrace | None:
     message = _customer_message(message_id)
     if message is None:
         return None
-    existing = _existing_trace(message)
-    if existing is not None and existing.status in (TraceStatus.DONE, TraceStatus.SKIPPED):
+    turn_status = getattr(message, "turn_status", None)  # annotated by _customer_message
+    if turn_status in (TraceStatus.DONE, TraceStatus.SKIPPED):
         return None  # a redelivered task: this turn is done
     if not _lock_conversation(message):
         raise TurnBusy(message_id)
     try:
-        return _process_locked(message, existing)
+        return _process_locked(message, traced=turn_status is not None)
     finally:
         on_fresh_connection("turn unlock", _unlock_conversation, message)
 
 
-def _process_locked(message: Message, existing: ReasoningTrace | None) -> ReasoningTrace | None:
-    claimed = _claim(message, existing)
+def _process_locked(message: Message, *, traced: bool) -> ReasoningTrace | None:
+    claimed = _claim(message, traced=traced)
     if claimed is None:
         return None
     trace, fresh = claimed
@@ -357,6 +349,7 @@ def _process_claimed(
         recorder.step("skipped", output={"reason": f"conversation is {conversation.status}"})
         _finish(recorder, Outcome(), started, status=TraceStatus.SKIPPED)
         return trace
+    recorder.open_just_read = True
 
     turn = Turn(
         client=client,

@@ -57,6 +57,9 @@ class TurnRecorder:
             last = trace.steps.order_by("-index").values_list("index", flat=True).first()
             next_index = 0 if last is None else last + 1
         self._index = next_index
+        # The caller has just read the conversation as open, with nothing that waits since:
+        # the next `ensure_open` need not read it again (see there).
+        self.open_just_read = False
         # The meter enforces the per-turn token cap and records usage at the mode that runs.
         self.meter = Meter(
             client=client,
@@ -174,7 +177,13 @@ class TurnRecorder:
         return result
 
     def ensure_open(self) -> None:
-        """Re-checked before every LLM call and tool run: staff may take over mid-turn."""
+        """Re-checked before every LLM call and tool run: staff may take over mid-turn. The
+        first check may use the status the turn read at its start (`open_just_read`): nothing
+        waited in between (no model call, no webhook), and whatever is decided, the status is
+        read again under the row lock before anything is posted."""
+        if self.open_just_read:
+            self.open_just_read = False
+            return
         still_open = Conversation.objects.filter(
             pk=self.conversation.pk, status=ConversationStatus.OPEN
         ).exists()

@@ -153,28 +153,23 @@ def pending_settle(
     *, client: Client, conversation: Conversation, user_message: Message, decide: Decide
 ) -> tuple[PendingAction | None, PendingAction | None]:
     """At the start of a turn: (the action this message confirmed, the one it declined) —
-    exactly what `pending_resolve` and then `pending_declined_by` answer. One query when the
-    conversation has no open question (the common case); only an open question takes the
-    locked path of `pending_resolve`."""
-    candidates = list(
+    exactly what `pending_resolve` and then `pending_declined_by` answer. One cheap query when
+    the conversation has no open question and this message settled none (the common case):
+    then neither can answer anything."""
+    open_or_settled = (
         PendingAction.objects.for_client(client)
-        .select_related("tool")
         .filter(
             Q(resolved_by=user_message)
             | Q(conversation=conversation, status=PendingActionStatus.PENDING)
         )
-        .order_by("pk")
+        .exists()
     )
-    if any(p.status == PendingActionStatus.PENDING for p in candidates):
-        confirmed = pending_resolve(
-            client=client, conversation=conversation, user_message=user_message, decide=decide
-        )
-        return confirmed, pending_declined_by(client=client, user_message=user_message)
-    resolved = [p for p in candidates if p.resolved_by_id == user_message.pk]
-    settled = {PendingActionStatus.CONFIRMED, PendingActionStatus.EXECUTED}
-    confirmed = next((p for p in resolved if p.status in settled), None)
-    declined = next((p for p in resolved if p.status == PendingActionStatus.DECLINED), None)
-    return confirmed, declined
+    if not open_or_settled:
+        return None, None
+    confirmed = pending_resolve(
+        client=client, conversation=conversation, user_message=user_message, decide=decide
+    )
+    return confirmed, pending_declined_by(client=client, user_message=user_message)
 
 
 def pending_mark_executed(*, client: Client, pending: PendingAction) -> None:
