@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -288,13 +289,25 @@ def turn_process(*, message_id: int) -> ReasoningTrace | None:
         return None  # a redelivered task: this turn is done
     if not _lock_conversation(message):
         raise TurnBusy(message_id)
+    lock = TurnLock(message.conversation_id)
     try:
-        return _process_locked(message, traced=turn_status is not None)
+        return _process_locked(message, traced=turn_status is not None, lock=lock)
     finally:
-        on_fresh_connection("turn unlock", _unlock_conversation, message)
+        if lock.held:  # (the turn's finish releases it with its commit)
+            on_fresh_connection("turn unlock", _unlock_conversation, message)
 
 
-def _process_locked(message: Message, *, traced: bool) -> ReasoningTrace | None:
+@dataclass
+class TurnLock:
+    """The conversation's turn lock this worker holds (`_lock_conversation`). A turn that
+    finishes releases it in its finishing transaction (`_finish`); otherwise `turn_process`
+    releases it when it is done."""
+
+    conversation_id: int
+    held: bool = True
+
+
+def _process_locked(message: Message, *, traced: bool, lock: TurnLock) -> ReasoningTrace | None:
     claimed = _claim(message, traced=traced)
     if claimed is None:
         return None
@@ -303,7 +316,7 @@ def _process_locked(message: Message, *, traced: bool) -> ReasoningTrace | None:
     try:
         # Every model call, webhook call and retry of the turn fits in its deadline.
         with deadline_scope(settings.REASONING_TURN_DEADLINE_SECONDS):
-            return _process_claimed(message, trace, started, fresh=fresh)
+            return _process_claimed(message, trace, started, fresh=fresh, lock=lock)
     except DB_ERRORS as exc:
         # The connection died mid-turn. Note it and hand the claim back on a fresh connection
         # so the retry (tasks.py) takes the turn over at once; re-raise for that retry.
@@ -334,7 +347,12 @@ def _trace_note(trace: ReasoningTrace, name: str, output: dict[str, Any], error:
 
 
 def _process_claimed(
-    message: Message, trace: ReasoningTrace, started: float, *, fresh: bool = False
+    message: Message,
+    trace: ReasoningTrace,
+    started: float,
+    *,
+    fresh: bool = False,
+    lock: TurnLock | None = None,
 ) -> ReasoningTrace:
     """`fresh`: the trace was created by this claim (no steps yet). The conversation's status
     is the one read with the message, just before the claim; it is re-checked before every LLM
@@ -347,7 +365,7 @@ def _process_claimed(
 
     if conversation.status != ConversationStatus.OPEN:
         recorder.step("skipped", output={"reason": f"conversation is {conversation.status}"})
-        _finish(recorder, Outcome(), started, status=TraceStatus.SKIPPED)
+        _finish(recorder, Outcome(), started, status=TraceStatus.SKIPPED, lock=lock)
         return trace
     recorder.open_just_read = True
 
@@ -377,7 +395,7 @@ def _process_claimed(
     try:
         outcome = _run(turn)
     except TurnAborted:
-        _finish(recorder, Outcome(), started, status=TraceStatus.SKIPPED)
+        _finish(recorder, Outcome(), started, status=TraceStatus.SKIPPED, lock=lock)
         return trace
     except Escalate as exc:
         outcome = Outcome(escalate=(exc.reason, exc.detail), handoff_text=exc.handoff_text)
@@ -408,7 +426,7 @@ def _process_claimed(
             escalate=(EscalationReason.LLM_FAILURE, f"internal error: {exc!r}"),
             handoff_text=FALLBACK_TEXT,
         )
-    _finish(recorder, outcome, started)
+    _finish(recorder, outcome, started, lock=lock)
     return trace
 
 
@@ -501,23 +519,35 @@ def _history(*, client: Client, conversation: Conversation, upto: Message) -> li
         Message.objects.for_client(client)
         .visible()
         .filter(conversation=conversation, seq__lte=upto.seq)
+        # What the modes read of the history (role, text, kind): not the data or the ids.
+        .only("client_id", "conversation_id", "seq", "role", "kind", "text")
         .order_by("-seq")[: settings.REASONING_HISTORY_MESSAGES]
     )
     return list(reversed(recent))
 
 
 def _finish(
-    rec: TurnRecorder, outcome: Outcome, started: float, status: str = TraceStatus.DONE
+    rec: TurnRecorder,
+    outcome: Outcome,
+    started: float,
+    status: str = TraceStatus.DONE,
+    *,
+    lock: TurnLock | None = None,
 ) -> None:
+    """Post the replies, escalate if asked and close the trace — one transaction. With the turn
+    `lock` this worker holds, the same transaction releases it."""
     trace, client = rec.trace, rec.client
     with transaction.atomic():
         conversation = rec.conversation
         # Re-read under the row lock: a person may have taken over while the model was thinking.
-        conversation.status = (
-            Conversation.objects.select_for_update()
-            .values_list("status", flat=True)
-            .get(pk=conversation.pk)
-        )
+        if lock is not None:
+            conversation.status = _lock_row_releasing_turn(conversation.pk)
+        else:
+            conversation.status = (
+                Conversation.objects.select_for_update()
+                .values_list("status", flat=True)
+                .get(pk=conversation.pk)
+            )
         replies = outcome.replies
         if replies and conversation.status != ConversationStatus.OPEN:
             # A person took over while the model was thinking: their conversation now.
@@ -583,6 +613,24 @@ def _finish(
                 "updated_at",
             ]
         )
+    if lock is not None:
+        lock.held = False  # committed with the turn's replies
+
+
+def _lock_row_releasing_turn(conversation_id: int) -> str:
+    """In `_finish`'s transaction: lock the conversation's row, read its status and release the
+    turn lock, in one statement (the ORM's update() cannot return the status)."""
+    qn = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {qn(Conversation._meta.db_table)} SET {qn('turn_lock_until')} = NULL "  # noqa: S608
+            f"WHERE {qn('id')} = %s RETURNING {qn('status')}",
+            [conversation_id],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        raise Conversation.DoesNotExist(f"conversation {conversation_id} does not exist")
+    return str(row[0])
 
 
 __all__ = ["Reply", "handle_turn", "turn_process", "wants_human"]
