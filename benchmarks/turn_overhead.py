@@ -11,7 +11,7 @@ in it), so it is steadier than wall time on a busy machine; the Python function-
 Run from the project root:
 
     .venv/bin/python benchmarks/turn_overhead.py [--turns 200]
-    .venv/bin/python benchmarks/turn_overhead.py --database-url postgres://postgres@127.0.0.1:5432/gd_x
+    .venv/bin/python benchmarks/turn_overhead.py --database-url postgres://postgres@127.0.0.1:5432/postgres
 
 By default it uses a throwaway SQLite file (never the project's database). With
 `--database-url` (PostgreSQL, as in production) it connects to that server with the URL's
