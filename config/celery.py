@@ -1,6 +1,8 @@
+import logging
 import os
+from typing import Any
 
-from celery import Celery
+from celery import Celery, signals
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
 
@@ -8,3 +10,14 @@ app = Celery("guidedesk")
 # All CELERY_* settings live in Django settings (config/settings/base.py).
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+logger = logging.getLogger(__name__)
+_trace_logger = logging.getLogger("celery.app.trace")
+
+
+@signals.task_retry.connect
+def log_retry(sender: Any = None, request: Any = None, reason: Any = None, **kwargs: Any) -> None:
+    """Celery logs a task's retry at INFO on `celery.app.trace`, which the settings quiet (its
+    per-task "succeeded" lines, LOGGING): operators still see every retry, in Celery's words."""
+    if not _trace_logger.isEnabledFor(logging.INFO):
+        logger.info("Task %s[%s] retry: %s", getattr(sender, "name", sender), request.id, reason)

@@ -339,4 +339,13 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
+    # A worker's two lines per task, "Task … received" and "Task … succeeded in …s", cost about
+    # a tenth of Celery's own CPU per task (docs/benchmarks.md, "Celery per-task overhead") and
+    # say nothing an operator acts on; INFO brings them back. Failures (ERROR, with traceback),
+    # rejections and time limits log above WARNING either way; retries are logged by
+    # config/celery.py while these are off.
+    "loggers": {
+        name: {"level": env("CELERY_TASK_LOG_LEVEL", default="WARNING")}
+        for name in ("celery.worker.strategy", "celery.app.trace")
+    },
 }
