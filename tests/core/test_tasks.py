@@ -9,4 +9,4 @@ def test_ping_is_registered_under_its_stable_name_and_does_nothing():
     registered = app.tasks["core.ping"]
     assert registered.run is ping.run
     assert registered.ignore_result
-    assert ping.delay().get() is None  # eager in tests: runs here, returns nothing
+    assert ping.apply().get() is None  # runs here, returns nothing
