@@ -36,7 +36,6 @@ from django.http import HttpRequest
 from rest_framework import exceptions
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
-from rest_framework.throttling import SimpleRateThrottle
 
 from apps.clients.models import Client, normalize_origin
 from apps.conversations.services import conversation_token_matches
@@ -45,6 +44,7 @@ from apps.conversations.widget_selectors import (
     widget_conversation_get,
     widget_known_origins,
 )
+from apps.core.throttling import SlidingWindowThrottle
 
 if TYPE_CHECKING:
     from rest_framework.views import APIView
@@ -213,7 +213,7 @@ check_request_enabled.connect(widget_cors_enabled, dispatch_uid="guidedesk-widge
 # --------------------------------------------------------------------------------------------
 
 
-class _WidgetThrottle(SimpleRateThrottle):
+class _WidgetThrottle(SlidingWindowThrottle):
     """Reads its rate when it is built (per request), not at import, so a changed
     `REST_FRAMEWORK` setting applies at once."""
 
