@@ -532,7 +532,10 @@ def main() -> None:
     parser.add_argument("--web-processes", type=int, default=2)
     parser.add_argument("--worker-threads", type=int, default=100)
     parser.add_argument(
-        "--worker-processes", type=int, default=1, help="copies of the Procfile's worker"
+        "--worker-processes",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="copies of the Procfile's worker (default: one per core, as docs/deployment.md says)",
     )
     parser.add_argument("--reply-timeout", type=float, default=60.0)
     parser.add_argument("--messages", type=int, default=3)

@@ -17,4 +17,7 @@ STREAMING_PATHS = [
     r"^/console/conversations/[^/]+/events$",
     r"^/console/playground/runs/[^/]+/events$",
 ]
-application = StreamingPaths(django_application, STREAMING_PATHS)
+# The REST API (the widget's and the back-offices'): middleware, view and close in one borrowed
+# thread instead of Django's four or five loop/thread hand-offs per request (apps/core/asgi.py).
+DIRECT_PATHS = [r"^/api/v1/"]
+application = StreamingPaths(django_application, STREAMING_PATHS, DIRECT_PATHS)

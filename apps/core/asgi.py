@@ -10,7 +10,15 @@ from the event loop. Every other request goes to Django's ASGI handler unchanged
 What it keeps from Django's handler: the same request class, middleware, signals
 (`request_started` / `request_finished`, which manage database connections), response encoding
 (`ASGIHandler.send_response`) and client-disconnect handling (the stream's generator is
-cancelled)."""
+cancelled).
+
+The same one-thread path also serves `direct` paths (the widget's API: every customer's every
+message) whose responses are not streams. Django's ASGI handler hands each such request between
+the event loop and threads four or five times (the request-started signal, the synchronous
+middleware, back to the loop for the view, the view's own thread, the response's close), and
+under load those hand-offs cost about a tenth of a web process's CPU (docs/benchmarks.md). Here
+the signal, middleware, view and close run in one borrowed thread, and the loop only sends the
+finished response."""
 
 from __future__ import annotations
 
@@ -41,9 +49,11 @@ class StreamingPaths:
     """ASGI app: requests whose path matches one of `patterns` are answered without holding a
     thread while their body streams; all others go to `app`."""
 
-    def __init__(self, app: ASGIHandler, patterns: Iterable[str]) -> None:
+    def __init__(
+        self, app: ASGIHandler, patterns: Iterable[str], direct: Iterable[str] = ()
+    ) -> None:
         self.app = app
-        self.patterns = [re.compile(p) for p in patterns]
+        self.patterns = [re.compile(p) for p in [*patterns, *direct]]
         self.sync_handler = _SyncHandler()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -70,7 +80,13 @@ class StreamingPaths:
             if request is None:
                 assert error_response is not None
                 return error_response
-            return self.sync_handler.get_response(request)
+            response = self.sync_handler.get_response(request)
+            response._handler_class = ASGIHandler  # type: ignore[attr-defined]
+            if not response.streaming:
+                # Finished here, in the thread that used the connections: `close()` sends
+                # request_finished, which deals with them as Django's handler would.
+                response.close()
+            return response
         finally:
             release_connection(without_pool=True)
 
@@ -87,5 +103,6 @@ class StreamingPaths:
                     task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, RequestAborted):
                     await task
-            # response.close() sends request_finished (closes the connections of that thread).
-            await sync_to_async(response.close, thread_sensitive=False)()
+            if not response.closed:
+                # response.close() sends request_finished (closes the connections of that thread).
+                await sync_to_async(response.close, thread_sensitive=False)()

@@ -5,17 +5,21 @@ event loop — and every other path by Django's ASGI handler."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 from urllib.parse import urlencode
 
 import pytest
 from asgiref.sync import async_to_sync
+from django.core import signals
 from django.core.asgi import get_asgi_application
+from django.core.handlers.asgi import ASGIHandler
 
 from apps.conversations import widget_apis
 from apps.conversations.models import Conversation, Role
 from apps.conversations.services import message_append
 from apps.core.asgi import StreamingPaths
+from tests.reasoning.conftest import assess
 from tests.widget.test_push import parse
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -23,12 +27,14 @@ pytestmark = pytest.mark.django_db(transaction=True)
 EVENTS = r"^/api/v1/widget/conversations/[^/]+/events$"
 
 
-def scope(path: str, query: dict[str, str], headers: dict[str, str]) -> dict[str, Any]:
+def scope(
+    path: str, query: dict[str, str], headers: dict[str, str], method: str = "GET"
+) -> dict[str, Any]:
     return {
         "type": "http",
         "asgi": {"version": "3.0"},
         "http_version": "1.1",
-        "method": "GET",
+        "method": method,
         "scheme": "http",
         "path": path,
         "raw_path": path.encode(),
@@ -40,7 +46,9 @@ def scope(path: str, query: dict[str, str], headers: dict[str, str]) -> dict[str
     }
 
 
-async def call(app: Any, request: dict[str, Any], disconnect_after: float | None = None):
+async def call(
+    app: Any, request: dict[str, Any], disconnect_after: float | None = None, body: bytes = b""
+):
     sent: list[dict[str, Any]] = []
     first = True
 
@@ -48,7 +56,7 @@ async def call(app: Any, request: dict[str, Any], disconnect_after: float | None
         nonlocal first
         if first:
             first = False
-            return {"type": "http.request", "body": b"", "more_body": False}
+            return {"type": "http.request", "body": body, "more_body": False}
         if disconnect_after is None:
             await asyncio.Event().wait()  # never: the response ends by itself
         await asyncio.sleep(disconnect_after or 0)
@@ -57,15 +65,20 @@ async def call(app: Any, request: dict[str, Any], disconnect_after: float | None
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
+    if body:
+        request = {
+            **request,
+            "headers": [*request["headers"], (b"content-length", b"%d" % len(body))],
+        }
     await asyncio.wait_for(app(request, receive, send), 30)
     start = next(m for m in sent if m["type"] == "http.response.start")
-    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
-    return start["status"], dict(start["headers"]), body.decode()
+    content = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return start["status"], dict(start["headers"]), content.decode()
 
 
 @pytest.fixture
 def app() -> StreamingPaths:
-    return StreamingPaths(get_asgi_application(), [EVENTS])
+    return StreamingPaths(get_asgi_application(), [EVENTS], [r"^/api/v1/"])
 
 
 def test_an_event_stream_through_the_streaming_path(widget, app, monkeypatch):
@@ -108,3 +121,42 @@ def test_a_client_that_goes_away_ends_its_stream(widget, app, monkeypatch):
     status, _headers, body = async_to_sync(call)(app, request, disconnect_after=0.3)
     assert status == 200
     assert parse(body)[1] == {"event": "status", "data": '{"status":"open"}'}
+
+
+def test_the_api_through_the_direct_path(widget, app, llm):
+    """Plain API requests: middleware, view and close in one thread; the same answers as
+    Django's handler, each request finished exactly once, no connection left behind."""
+    conversation_id, token = widget.conversation()
+    llm.script("assess", assess(response="It ships tomorrow."))
+    finished: list[object] = []
+
+    def on_finished(**kwargs: Any) -> None:
+        finished.append(kwargs.get("sender"))
+
+    headers = {
+        "Origin": widget.origin,
+        "X-Widget-Key": widget.key,
+        "Authorization": f"Bearer {token}",
+        "Content-Type": "application/json",
+    }
+    path = f"/api/v1/widget/conversations/{conversation_id}/messages"
+    signals.request_finished.connect(on_finished)
+    try:
+        status, response_headers, body = async_to_sync(call)(
+            app, scope(path, {}, headers, method="POST"), body=b'{"text": "When do you ship?"}'
+        )
+        assert status == 201, body
+        assert response_headers[b"X-Content-Type-Options"] == b"nosniff"  # the middleware ran
+        assert [r["text"] for r in json.loads(body)["replies"]] == ["It ships tomorrow."]
+        status, _headers, body = async_to_sync(call)(app, scope(path, {"after": "1"}, headers))
+        assert status == 200
+        assert [m["text"] for m in json.loads(body)["results"]] == ["It ships tomorrow."]
+        status, _headers, body = async_to_sync(call)(
+            app,
+            scope(path, {}, {**headers, "Authorization": "Bearer wrong"}, method="POST"),
+            body=b'{"text": "x"}',
+        )
+        assert status == 404, body
+    finally:
+        signals.request_finished.disconnect(on_finished)
+    assert finished == [ASGIHandler, ASGIHandler, ASGIHandler]
