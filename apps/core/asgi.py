@@ -26,9 +26,11 @@ import asyncio
 import contextlib
 import re
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.core import signals
 from django.core.exceptions import RequestAborted
 from django.core.handlers.asgi import ASGIHandler, get_script_prefix
@@ -55,6 +57,12 @@ class StreamingPaths:
         self.app = app
         self.patterns = [re.compile(p) for p in [*patterns, *direct]]
         self.sync_handler = _SyncHandler()
+        # Its own pool, not the loop's default (cores + 4 threads, which the streams' reads use):
+        # a request that waits (a row lock, a turn run in-process with the broker down) must not
+        # hold up the others.
+        self.executor = ThreadPoolExecutor(
+            max_workers=settings.WEB_THREADS, thread_name_prefix="guidedesk-sync"
+        )
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http" or not any(p.match(scope["path"]) for p in self.patterns):
@@ -65,7 +73,8 @@ class StreamingPaths:
         except RequestAborted:
             return
         try:
-            response = await sync_to_async(self._respond, thread_sensitive=False)(scope, body_file)
+            respond = sync_to_async(self._respond, thread_sensitive=False, executor=self.executor)
+            response = await respond(scope, body_file)
             await self._send(response, receive, send)
         finally:
             body_file.close()

@@ -304,6 +304,9 @@ REDIS_URL = env("REDIS_URL", default="") or (
 SLOTS_REDIS_URL = REDIS_URL
 # Per-tenant fairness: at most this many turns of one client run at once, across all workers.
 TURNS_PER_CLIENT_MAX = env.int("TURNS_PER_CLIENT_MAX", default=25)
+# Threads per web process for the synchronous part of API requests and stream set-ups served by
+# apps/core/asgi.StreamingPaths (they give their database connection back when done).
+WEB_THREADS = env.int("WEB_THREADS", default=32)
 
 # LLM gateway. With no OPENAI_API_KEY the offline demo model answers (clearly labelled).
 OPENAI_API_KEY = env("OPENAI_API_KEY", default="")
