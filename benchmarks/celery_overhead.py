@@ -55,26 +55,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.support import procfile  # noqa: E402
+from tests.support.procfile import cpu_seconds  # noqa: E402
 
 QUEUE = "celery"  # the default queue, where every task of this project goes
 WARMUP_TASKS = 300
-
-
-def cpu_seconds(pgid: int) -> float:
-    """User + system CPU of every live process in a process group."""
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            raw = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = raw[raw.rindex(")") + 2 :].split()
-        if int(fields[2]) == pgid:  # pgrp
-            total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / tick
 
 
 # --------------------------------------------------------------------------- the broker's view

@@ -122,3 +122,20 @@ def wait_for_http(url: str, process: subprocess.Popen[bytes], log: Path, timeout
         except OSError:
             time.sleep(0.2)
     raise RuntimeError(f"{url} did not answer in {timeout} s:\n{log.read_text()[-4000:]}")
+
+
+def cpu_seconds(pgid: int) -> float:
+    """User + system CPU of every live process in a process group."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            raw = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = raw[raw.rindex(")") + 2 :].split()
+        if int(fields[2]) == pgid:  # pgrp
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / tick
