@@ -25,9 +25,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from django.db import connection
-from django.db.models import Sum
-from django.test.utils import CaptureQueriesContext, override_settings
+from django.test.utils import override_settings
 
 from apps.benchmarks.modes import (
     CASES,
@@ -41,15 +39,12 @@ from apps.benchmarks.modes import (
     _current_prices,
     _quiet,
     _temporary_database,
+    measure_turn,
     scenario_counts,
 )
-from apps.billing.models import ModelPrice, UsageRecord
+from apps.billing.models import ModelPrice
 from apps.clients.models import AIMode, Client, Plan
 from apps.clients.rubrics import SUPPORT
-from apps.conversations.models import Role
-from apps.conversations.services import conversation_create, message_append
-from apps.reasoning.models import ReasoningTrace
-from apps.reasoning.services import turn_process
 
 MODES = (AIMode.ADAPTIVE, AIMode.DELIBERATIVE)
 KEYS = [p["key"] for p in SUPPORT["principles"]]
@@ -231,19 +226,8 @@ def _one_turn(
     result: DeliberativeResult, client: Client, mode: str, scenario: str, case: Case
 ) -> None:
     tally = result.tally(mode, scenario)
-    conversation, _ = conversation_create(client=client)
-    message = message_append(
-        client=client, conversation=conversation, role=Role.USER, text=case.text
-    )
-    connection.queries_log.clear()
-    with CaptureQueriesContext(connection) as queries:
-        started, cpu_started = time.perf_counter(), time.thread_time()
-        turn_process(message_id=message.pk)
-        wall_ms = (time.perf_counter() - started) * 1000
-        cpu_ms = (time.thread_time() - cpu_started) * 1000
-    trace = ReasoningTrace.objects.get(user_message=message)
-    records = UsageRecord.objects.filter(trace=trace)
-    money = records.aggregate(cost=Sum("cost_usd"), billed=Sum("billed_usd"))
+    turn = measure_turn(client, case.text)
+    trace = turn.trace
     if trace.escalated or trace.mode != mode:
         tally.unexpected.append(f"{mode}/{scenario}: {case.text!r} escalated or ran {trace.mode}")
     if mode == AIMode.DELIBERATIVE:
@@ -252,17 +236,9 @@ def _one_turn(
             result.terminations[end["termination"]] += 1
             result.steps[end["steps"]] += 1
         result.refinement_calls[
-            records.filter(step__in=["refine_critique", "improve"]).count()
+            turn.records.filter(step__in=["refine_critique", "improve"]).count()
         ] += 1
-    tally.turns += 1
-    tally.llm_calls += trace.llm_calls
-    tally.prompt_tokens += trace.prompt_tokens
-    tally.completion_tokens += trace.completion_tokens
-    tally.cost_usd += money["cost"] or Decimal(0)
-    tally.billed_usd += money["billed"] or Decimal(0)
-    tally.queries += sum(1 for q in queries.captured_queries if "SAVEPOINT" not in q["sql"].upper())
-    tally.orchestration_ms += max(0.0, wall_ms - trace.llm_wait_ms)
-    tally.cpu_ms += cpu_ms
+    turn.count_into(tally)
 
 
 COLUMNS = (

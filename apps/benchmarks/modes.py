@@ -41,7 +41,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, connection
-from django.db.models import Sum
+from django.db.models import QuerySet, Sum
 from django.test.utils import CaptureQueriesContext, override_settings
 
 from apps.billing.models import ModelPrice, UsageRecord
@@ -487,12 +487,46 @@ def run_benchmark(
 
 
 def _one_turn(tally: Tally, client: Client, mode: str, scenario: str, case: Case) -> None:
-    conversation, _ = conversation_create(client=client)
-    # The customer's message as the widget stores it (without enqueueing): the measured part is
-    # the turn itself, what a worker runs.
-    message = message_append(
-        client=client, conversation=conversation, role=Role.USER, text=case.text
+    turn = measure_turn(client, case.text)
+    steps = list(turn.records.order_by("pk").values_list("step", flat=True))
+    plan = client.plan
+    expected = _expected_steps(
+        mode, scenario, case, plan.evaluation_enabled, plan.evaluation_min_chars
     )
+    if steps != expected or turn.trace.escalated:
+        tally.unexpected.append(f"{mode}/{scenario}: {case.text!r} ran {steps}, wanted {expected}")
+    tally.evaluated += bool(turn.trace.evaluation_outcome)
+    turn.count_into(tally)
+
+
+@dataclass
+class MeasuredTurn:
+    """One turn as a worker runs it, with what the benchmarks count of it."""
+
+    trace: ReasoningTrace
+    records: QuerySet[UsageRecord]
+    queries: int
+    wall_ms: float
+    cpu_ms: float
+
+    def count_into(self, tally: Tally) -> None:
+        money = self.records.aggregate(cost=Sum("cost_usd"), billed=Sum("billed_usd"))
+        tally.turns += 1
+        tally.llm_calls += self.trace.llm_calls
+        tally.prompt_tokens += self.trace.prompt_tokens
+        tally.completion_tokens += self.trace.completion_tokens
+        tally.cost_usd += money["cost"] or Decimal(0)
+        tally.billed_usd += money["billed"] or Decimal(0)
+        tally.queries += self.queries
+        tally.orchestration_ms += max(0.0, self.wall_ms - self.trace.llm_wait_ms)
+        tally.cpu_ms += self.cpu_ms
+
+
+def measure_turn(client: Client, text: str) -> MeasuredTurn:
+    """Store a customer message (as the widget does, without enqueueing) and run its turn the
+    way a worker does, measuring the turn only (`bench_modes`, `bench_deliberative`)."""
+    conversation, _ = conversation_create(client=client)
+    message = message_append(client=client, conversation=conversation, role=Role.USER, text=text)
     # CaptureQueriesContext slices a log capped at 9,000 queries: start each turn empty.
     connection.queries_log.clear()
     with CaptureQueriesContext(connection) as queries:
@@ -503,26 +537,14 @@ def _one_turn(tally: Tally, client: Client, mode: str, scenario: str, case: Case
         # server's threads and not the wait for the model — steady on a busy machine.
         cpu_ms = (time.thread_time() - cpu_started) * 1000
     trace = ReasoningTrace.objects.get(user_message=message)
-    records = UsageRecord.objects.filter(trace=trace)
-    money = records.aggregate(cost=Sum("cost_usd"), billed=Sum("billed_usd"))
-    steps = list(records.order_by("pk").values_list("step", flat=True))
-    plan = client.plan
-    expected = _expected_steps(
-        mode, scenario, case, plan.evaluation_enabled, plan.evaluation_min_chars
+    return MeasuredTurn(
+        trace=trace,
+        records=UsageRecord.objects.filter(trace=trace),
+        # Savepoints only exist because the benchmark runs inside one rolled-back transaction.
+        queries=sum(1 for q in queries.captured_queries if "SAVEPOINT" not in q["sql"].upper()),
+        wall_ms=wall_ms,
+        cpu_ms=cpu_ms,
     )
-    if steps != expected or trace.escalated:
-        tally.unexpected.append(f"{mode}/{scenario}: {case.text!r} ran {steps}, wanted {expected}")
-    tally.turns += 1
-    tally.evaluated += bool(trace.evaluation_outcome)
-    tally.llm_calls += trace.llm_calls
-    tally.prompt_tokens += trace.prompt_tokens
-    tally.completion_tokens += trace.completion_tokens
-    tally.cost_usd += money["cost"] or Decimal(0)
-    tally.billed_usd += money["billed"] or Decimal(0)
-    # Savepoints only exist because the benchmark runs inside one rolled-back transaction.
-    tally.queries += sum(1 for q in queries.captured_queries if "SAVEPOINT" not in q["sql"].upper())
-    tally.orchestration_ms += max(0.0, wall_ms - trace.llm_wait_ms)
-    tally.cpu_ms += cpu_ms
 
 
 # ---------------------------------------------------------------------------------------------
