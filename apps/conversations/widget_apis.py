@@ -16,17 +16,15 @@ visible messages, serialized by `WidgetMessageSerializer`.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-import time
 from collections.abc import AsyncIterator, Iterator
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.core.handlers.asgi import ASGIRequest
-from django.db import DatabaseError, InterfaceError, OperationalError
+from django.db import InterfaceError, OperationalError
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -64,7 +62,7 @@ from apps.conversations.widget_selectors import (
     widget_message_jsons,
     widget_messages_after,
 )
-from apps.core.db import release_connection
+from apps.core import sse
 from apps.core.parsers import JSONParser
 from apps.core.schema import error_responses
 from apps.reasoning.models import TraceStatus
@@ -551,41 +549,18 @@ class _StreamCursor:
 
 
 def event_stream(*, client: Client, conversation_id: int, after: int) -> Iterator[str]:
-    """Poll the conversation and yield its events until the stream's time is up. Messages are
-    queried only when the conversation's `last_seq` moved, so an idle stream costs one or two
-    small queries per poll. A database error ends the stream (the browser reconnects after
-    `retry`) instead of breaking it mid-response."""
-    started = time.monotonic()
-    last_sent = started
-    yield f"retry: {RETRY_MS}\n\n"
+    """Poll the conversation and yield its events until the stream's time is up (WSGI). Messages
+    are queried only when the conversation's `last_seq` moved, so an idle stream costs one small
+    query per poll."""
     cursor = _StreamCursor(sent_seq=after)
-    while True:
-        try:
-            chunks = cursor.poll(client=client, conversation_id=conversation_id)
-        except DatabaseError:
-            logger.warning("widget event stream: database error, ending it", exc_info=True)
-            return
-        if chunks is None:  # the conversation was deleted meanwhile
-            return
-        now = time.monotonic()
-        if chunks:
-            last_sent = now
-            yield "".join(chunks)
-        elif now - last_sent >= HEARTBEAT_SECONDS:
-            last_sent = now
-            yield ": keep-alive\n\n"  # a comment line: keeps proxies from closing an idle stream
-        if now - started >= STREAM_SECONDS:
-            return
-        time.sleep(POLL_SECONDS)
-
-
-def _poll_released(cursor: _StreamCursor, client: Client, conversation_id: int) -> list[str] | None:
-    """One read of the stream's state; the connection goes back to the pool right after, so an
-    open stream holds no database connection while it waits."""
-    try:
-        return cursor.poll(client=client, conversation_id=conversation_id)
-    finally:
-        release_connection(without_pool=True)
+    return sse.poll_stream(
+        lambda: cursor.poll(client=client, conversation_id=conversation_id),
+        name="widget event stream",
+        retry_ms=RETRY_MS,
+        poll_seconds=POLL_SECONDS,
+        heartbeat_seconds=HEARTBEAT_SECONDS,
+        stream_seconds=STREAM_SECONDS,
+    )
 
 
 async def event_stream_async(
@@ -593,51 +568,19 @@ async def event_stream_async(
 ) -> AsyncIterator[str]:
     """The same events as `event_stream`, served from the event loop (ASGI). With Redis the
     stream sleeps until a writer publishes a change to this conversation (events.py) and then
-    reads it; without Redis it polls. Database reads borrow a thread of the event loop's pool
-    and give their connection back at once; in between, the stream holds neither (served
-    through `apps.core.asgi.StreamingPaths`, not even the view's thread)."""
-    hub = events.hub()
-    seconds = PUSH_STREAM_SECONDS if hub is not None else STREAM_SECONDS
-    started = time.monotonic()
-    last_sent = started
-    read = sync_to_async(_poll_released, thread_sensitive=False)
-    await sync_to_async(release_connection, thread_sensitive=True)(without_pool=True)  # the view's
-    yield f"retry: {RETRY_MS}\n\n"
+    reads it; without Redis it polls (`apps.core.sse.push_stream`)."""
+    hub = events.hub()  # (the running loop's: only known once the stream runs)
     cursor = _StreamCursor(sent_seq=after)
-    woken = hub.register(conversation_id) if hub is not None else None
-    try:
-        changed = True
-        while True:
-            if changed:
-                if woken is not None:
-                    woken.clear()  # before reading: a change during the read wakes us again
-                try:
-                    chunks = await read(cursor, client, conversation_id)
-                except DatabaseError:
-                    logger.warning("widget event stream: database error, ending it", exc_info=True)
-                    return
-                if chunks is None:  # the conversation was deleted meanwhile
-                    return
-                if chunks:
-                    last_sent = time.monotonic()
-                    yield "".join(chunks)
-            now = time.monotonic()
-            if now - last_sent >= HEARTBEAT_SECONDS:
-                last_sent = now
-                yield ": keep-alive\n\n"
-            remaining = seconds - (now - started)
-            if remaining <= 0:
-                return
-            wait = min(remaining, max(0.0, HEARTBEAT_SECONDS - (now - last_sent)))
-            if woken is None:
-                await asyncio.sleep(min(wait, POLL_SECONDS))
-                changed = True
-            else:
-                try:
-                    await asyncio.wait_for(woken.wait(), timeout=wait)
-                    changed = True
-                except TimeoutError:
-                    changed = False
-    finally:
-        if hub is not None and woken is not None:
-            hub.unregister(conversation_id, woken)
+    stream = sse.push_stream(
+        lambda: cursor.poll(client=client, conversation_id=conversation_id),
+        name="widget event stream",
+        hub=hub,
+        wake_id=conversation_id,
+        retry_ms=RETRY_MS,
+        poll_seconds=POLL_SECONDS,
+        heartbeat_seconds=HEARTBEAT_SECONDS,
+        stream_seconds=PUSH_STREAM_SECONDS if hub is not None else STREAM_SECONDS,
+    )
+    async with aclosing(stream):  # a client that goes away closes the loop's `finally` at once
+        async for chunk in stream:
+            yield chunk

@@ -12,14 +12,15 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Iterator
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import DatabaseError
 
 from apps.clients.models import Client
 from apps.conversations import events
+from apps.core import sse as sse_stream
 from apps.core.db import release_connection
 from apps.playground.recorder import CHANNEL_PREFIX
 from apps.playground.selectors import run_json, run_state, step_json, steps_after
@@ -66,88 +67,41 @@ class RunCursor:
         return chunks
 
 
-def _poll_released(cursor: RunCursor, client: Client, run_id: int) -> list[str] | None:
-    try:
-        return cursor.poll(client=client, run_id=run_id)
-    finally:
-        release_connection(without_pool=True)
-
-
 def run_stream(*, client: Client, run_id: int, after: int) -> Iterator[str]:
     """The live stream for a WSGI server (and the test server): polls the stored steps."""
-    started = last_sent = time.monotonic()
-    yield f"retry: {RETRY_MS}\n\n"
     cursor = RunCursor(sent_index=after)
-    while True:
-        try:
-            chunks = cursor.poll(client=client, run_id=run_id)
-        except DatabaseError:
-            logger.warning("playground stream: database error, ending it", exc_info=True)
-            return
-        if chunks is None:
-            return
-        now = time.monotonic()
-        if chunks:
-            last_sent = now
-            yield "".join(chunks)
-        elif now - last_sent >= HEARTBEAT_SECONDS:
-            last_sent = now
-            yield ": keep-alive\n\n"
-        if cursor.ended or now - started >= STREAM_SECONDS:
-            return
-        time.sleep(POLL_SECONDS)
+    return sse_stream.poll_stream(
+        lambda: cursor.poll(client=client, run_id=run_id),
+        name="playground stream",
+        retry_ms=RETRY_MS,
+        poll_seconds=POLL_SECONDS,
+        heartbeat_seconds=HEARTBEAT_SECONDS,
+        stream_seconds=STREAM_SECONDS,
+        finished=lambda: cursor.ended,
+    )
 
 
 async def run_stream_async(*, client: Client, run_id: int, after: int) -> AsyncIterator[str]:
     """The live stream served from the event loop (ASGI): sleeps until the recorder publishes a
     change of this run (Redis), or polls without Redis; holds no thread or connection between
-    reads."""
-    hub = events.hub(prefix=CHANNEL_PREFIX)
-    started = last_sent = time.monotonic()
-    read = sync_to_async(_poll_released, thread_sensitive=False)
-    await sync_to_async(release_connection, thread_sensitive=True)(without_pool=True)
-    yield f"retry: {RETRY_MS}\n\n"
+    reads. It re-reads at least every 5 s: a publish lost with a Redis hiccup costs a short
+    delay, never a stuck page."""
     cursor = RunCursor(sent_index=after)
-    woken = hub.register(run_id) if hub is not None else None
-    try:
-        changed = True
-        while True:
-            if changed:
-                if woken is not None:
-                    woken.clear()
-                try:
-                    chunks = await read(cursor, client, run_id)
-                except DatabaseError:
-                    logger.warning("playground stream: database error, ending it", exc_info=True)
-                    return
-                if chunks is None:
-                    return
-                if chunks:
-                    last_sent = time.monotonic()
-                    yield "".join(chunks)
-                if cursor.ended:
-                    return
-            now = time.monotonic()
-            if now - last_sent >= HEARTBEAT_SECONDS:
-                last_sent = now
-                yield ": keep-alive\n\n"
-            remaining = STREAM_SECONDS - (now - started)
-            if remaining <= 0:
-                return
-            if woken is None:
-                await asyncio.sleep(POLL_SECONDS)
-                changed = True
-            else:
-                try:
-                    # Wake at least every few seconds: a publish lost with a Redis hiccup costs
-                    # a short delay, never a stuck page.
-                    await asyncio.wait_for(woken.wait(), timeout=min(remaining, 5.0))
-                    changed = True
-                except TimeoutError:
-                    changed = True
-    finally:
-        if hub is not None and woken is not None:
-            hub.unregister(run_id, woken)
+    stream = sse_stream.push_stream(
+        lambda: cursor.poll(client=client, run_id=run_id),
+        name="playground stream",
+        hub=events.hub(prefix=CHANNEL_PREFIX),
+        wake_id=run_id,
+        retry_ms=RETRY_MS,
+        poll_seconds=POLL_SECONDS,
+        heartbeat_seconds=HEARTBEAT_SECONDS,
+        stream_seconds=STREAM_SECONDS,
+        finished=lambda: cursor.ended,
+        recheck_seconds=5.0,
+    )
+    async with aclosing(stream):  # a client that goes away closes the loop's `finally` at once
+        async for chunk in stream:
+            yield chunk
 
 
 def _replay_events(client: Client, run_id: int) -> list[tuple[str, Any, int | None]] | None:

@@ -1,0 +1,135 @@
+"""The loop behind every server-sent event stream (the widget's conversation stream, the
+playground's run stream): read what changed, send it, keep the connection alive, end after a
+while so the browser reconnects with `Last-Event-ID`. The streams differ only in what one read
+returns (`poll`: the SSE chunks since the last read, or None when the thing streamed is gone)
+and in their timings, so the loop is written once."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncGenerator, Callable, Iterator
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db import DatabaseError
+
+from apps.core.db import release_connection
+
+logger = logging.getLogger(__name__)
+
+Poll = Callable[[], list[str] | None]
+
+
+def _never() -> bool:
+    return False
+
+
+def poll_stream(
+    poll: Poll,
+    *,
+    name: str,
+    retry_ms: int,
+    poll_seconds: float,
+    heartbeat_seconds: float,
+    stream_seconds: float,
+    finished: Callable[[], bool] = _never,
+) -> Iterator[str]:
+    """For a WSGI server (and the test server): read every `poll_seconds` until the stream's
+    time is up or `finished()`. A database error ends the stream (the browser reconnects after
+    `retry`) instead of breaking it mid-response."""
+    started = last_sent = time.monotonic()
+    yield f"retry: {retry_ms}\n\n"
+    while True:
+        try:
+            chunks = poll()
+        except DatabaseError:
+            logger.warning("%s: database error, ending it", name, exc_info=True)
+            return
+        if chunks is None:  # the thing streamed was deleted meanwhile
+            return
+        now = time.monotonic()
+        if chunks:
+            last_sent = now
+            yield "".join(chunks)
+        elif now - last_sent >= heartbeat_seconds:
+            last_sent = now
+            yield ": keep-alive\n\n"  # a comment line: keeps proxies from closing an idle stream
+        if finished() or now - started >= stream_seconds:
+            return
+        time.sleep(poll_seconds)
+
+
+def _poll_released(poll: Poll) -> list[str] | None:
+    """One read; the connection goes back to the pool right after, so an open stream holds no
+    database connection while it waits."""
+    try:
+        return poll()
+    finally:
+        release_connection(without_pool=True)
+
+
+async def push_stream(
+    poll: Poll,
+    *,
+    name: str,
+    hub: Any,
+    wake_id: int,
+    retry_ms: int,
+    poll_seconds: float,
+    heartbeat_seconds: float,
+    stream_seconds: float,
+    finished: Callable[[], bool] = _never,
+    recheck_seconds: float | None = None,
+) -> AsyncGenerator[str, None]:
+    """From the event loop (ASGI): with a hub (`apps.conversations.events.Hub`, Redis) sleep
+    until a writer publishes a change of `wake_id`, then read; without one, poll. Each read
+    borrows a thread of the loop's pool and gives its connection back at once; in between the
+    stream holds neither. With `recheck_seconds` the stream also re-reads that often, so a
+    publish lost with a Redis hiccup costs a short delay, never a stuck page."""
+    started = last_sent = time.monotonic()
+    read = sync_to_async(_poll_released, thread_sensitive=False)
+    await sync_to_async(release_connection, thread_sensitive=True)(without_pool=True)  # the view's
+    yield f"retry: {retry_ms}\n\n"
+    woken = hub.register(wake_id) if hub is not None else None
+    try:
+        changed = True
+        while True:
+            if changed:
+                if woken is not None:
+                    woken.clear()  # before reading: a change during the read wakes us again
+                try:
+                    chunks = await read(poll)
+                except DatabaseError:
+                    logger.warning("%s: database error, ending it", name, exc_info=True)
+                    return
+                if chunks is None:  # the thing streamed was deleted meanwhile
+                    return
+                if chunks:
+                    last_sent = time.monotonic()
+                    yield "".join(chunks)
+                if finished():
+                    return
+            now = time.monotonic()
+            if now - last_sent >= heartbeat_seconds:
+                last_sent = now
+                yield ": keep-alive\n\n"
+            remaining = stream_seconds - (now - started)
+            if remaining <= 0:
+                return
+            wait = min(remaining, max(0.0, heartbeat_seconds - (now - last_sent)))
+            if recheck_seconds is not None:
+                wait = min(wait, recheck_seconds)
+            if woken is None:
+                await asyncio.sleep(min(wait, poll_seconds))
+                changed = True
+            else:
+                try:
+                    await asyncio.wait_for(woken.wait(), timeout=wait)
+                    changed = True
+                except TimeoutError:
+                    changed = recheck_seconds is not None
+    finally:
+        if hub is not None and woken is not None:
+            hub.unregister(wake_id, woken)
