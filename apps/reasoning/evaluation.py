@@ -140,7 +140,7 @@ def _sources_text(sources: dict[str, str]) -> str:
 def _call(turn: Turn, draft: Draft, percent: int) -> tuple[EvaluateOut | None, str]:
     """The `evaluate` call, once (an optional check is not worth a retry's wait); returns the
     parsed verdict or (None, why it failed)."""
-    system = evaluate_step.prompt(
+    messages = evaluate_step.prompt(
         business=turn.client.name,
         user_message=turn.user_message.text,
         draft=draft.text,
@@ -151,7 +151,7 @@ def _call(turn: Turn, draft: Draft, percent: int) -> tuple[EvaluateOut | None, s
     try:
         result = turn.llm(
             evaluate_step.STEP,
-            [{"role": "system", "content": system}],
+            messages,
             retry=False,
             draft=draft.text,
             confidence=percent,

@@ -375,18 +375,13 @@ def compose_reply(
         return templated
     ok = execution.status == ExecutionStatus.SUCCEEDED
     outcome = pretty(execution.result) if ok else f"FAILED: {execution.error}"
-    messages = [
-        {
-            "role": "system",
-            "content": compose.prompt(
-                business=turn.client.name,
-                tool_name=tool.name,
-                params=pretty(params),
-                outcome=outcome,
-            ),
-        },
-        {"role": "user", "content": turn.user_message.text},
-    ]
+    messages = compose.prompt(
+        business=turn.client.name,
+        tool_name=tool.name,
+        params=pretty(params),
+        outcome=outcome,
+        user_message=turn.user_message.text,
+    )
     try:
         result = turn.llm(
             compose.STEP,
