@@ -102,7 +102,9 @@ class Turn:
     _notes: str | None = field(default=None, repr=False)
 
     def notes_prompt(self) -> str:
-        """The cross-session notes block for this turn's system prompts ('' for none).
+        """The cross-session notes block for this turn's prompts ('' for none): the steps put
+        it in a delimited data block of a user message, never in the system message
+        (`steps._shared.chat_messages`).
 
         Read once per turn (from the notes cache: no query when it is warm) and recorded as
         the trace step `notes` — `{"note_ids": [...], "tokens": n}` — when notes reached the
