@@ -111,7 +111,7 @@ def generate_insights(
         token_cap=int(settings.INSIGHTS_TOKEN_CAP) or None,
     )
     days = max(1, round((until - since) / timedelta(days=1)))
-    system = insights_step.prompt(
+    messages = insights_step.prompt(
         client_name=client.name,
         days=days,
         items="\n".join(_line(item, refs[item.conversation]) for item in chosen),
@@ -122,7 +122,7 @@ def generate_insights(
     try:
         result = meter.call(
             step="insights",
-            messages=[{"role": "system", "content": system}],
+            messages=messages,
             output=InsightsOut,
             hint=insights_step.hint(
                 items=[item.as_hint(refs[item.conversation]) for item in chosen],

@@ -8,6 +8,7 @@ from typing import Any
 
 from apps.clients.models import Client
 from apps.conversations.models import Message, Role
+from apps.reasoning.steps._data import neutralise
 from apps.tools.models import ClientTool, PendingAction
 
 POLICY_KEYS = ("returns", "shipping", "privacy", "terms")
@@ -110,29 +111,28 @@ def full_context(*, client: Client, tools: list[ClientTool]) -> str:
 
 
 def history_messages(messages: list[Message]) -> list[dict[str, str]]:
-    """Visible conversation messages as chat turns (staff replies appear as the assistant)."""
+    """Visible conversation messages as chat turns (staff replies appear as the assistant).
+
+    The conversation keeps its own roles; a data-block tag typed into it is defused
+    (`steps._data.neutralise`) so that a customer's message cannot pose as one of our blocks."""
     out = []
     for message in messages:
         role = _ROLE_FOR_LLM.get(Role(message.role))
         if role and message.text:
             text = message.text if message.role != Role.STAFF else f"[staff] {message.text}"
-            out.append({"role": role, "content": text})
+            out.append({"role": role, "content": neutralise(text)})
     return out
 
 
 def pending_text(pending: PendingAction | None, declined: PendingAction | None = None) -> str:
-    """Tell the model about a confirmation the customer just gave or refused."""
+    """What the customer just did with a confirmation question, as facts for a
+    `confirmation state` data block (the params may hold what the customer typed; what to do
+    with it is `steps._shared.CONFIRMATION_RULE`, in the system message)."""
     lines = []
     if pending is not None:
         params = json.dumps(pending.params, ensure_ascii=False, sort_keys=True)
-        lines.append(
-            f"The customer has just confirmed: {pending.tool.name} {params}. Call it with "
-            "exactly these params if that is still what they want."
-        )
+        lines.append(f"confirmed: {pending.tool.name} {params}")
     if declined is not None:
         params = json.dumps(declined.params, ensure_ascii=False, sort_keys=True)
-        lines.append(
-            f"The customer declined: {declined.tool.name} {params}. Do not call it; "
-            "acknowledge and ask what they would like instead."
-        )
+        lines.append(f"declined: {declined.tool.name} {params}")
     return "\n".join(lines)

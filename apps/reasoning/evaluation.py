@@ -12,6 +12,16 @@ applied by `apply_evaluation`, the seed's rules in code:
     else (the reviewer could not decide)                      → the draft is kept
     the call failed, or returned something unusable           → the draft is sent unchanged
 
+An improved reply replaces the draft only if it passes the checks a draft passes
+(`improvement_problem`): it is a plain reply, it is grounded in the source text given to the
+reviewer — every figure (amounts, durations, order numbers) and every link, domain or e-mail
+address in it occurs in that source text or in the draft — and it names no action of the
+client's action/destructive tools that the draft did not (none ran: an evaluated answer is a
+knowledge answer). Otherwise the draft is kept, the rules go on as if no improvement had been
+offered, and the reason is recorded (`improvement_rejected` on the `evaluation` message and the
+trace step `improvement_rejected`). The customer's own message is not a source: a customer who
+writes a fake "SOURCE TEXT" cannot ground anything.
+
 A questioned answer whose confidence falls below `Plan.evaluation_escalate_below` goes to a
 person instead of the customer (the draft stays on the trace).
 
@@ -34,12 +44,15 @@ details, and `ReasoningTrace.evaluation_outcome` (what the usage reports count).
 from __future__ import annotations
 
 import logging
+import re
+import unicodedata
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from apps.conversations.models import Kind
 from apps.core.deadlines import DeadlineExceeded
 from apps.escalations.models import EscalationReason
+from apps.reasoning.context import TOOL_SCHEMA_PREFIX, tool_line, tool_schema_text
 from apps.reasoning.hooks import EVALUATE, Draft, post_draft_hook
 from apps.reasoning.llm import LLMError
 from apps.reasoning.meter import TokenCapExceeded
@@ -47,6 +60,7 @@ from apps.reasoning.models import ReasoningTrace
 from apps.reasoning.steps import evaluate as evaluate_step
 from apps.reasoning.steps.evaluate import EvaluateOut
 from apps.reasoning.traces import TurnAborted
+from apps.tools.models import ToolKind
 
 if TYPE_CHECKING:
     from apps.reasoning.turn import Turn
@@ -56,6 +70,7 @@ __all__ = [
     "STANDARD_DRAFT_CONFIDENCE",
     "Verdict",
     "apply_evaluation",
+    "improvement_problem",
     "percent_from_draft",
     "skip_reason",
 ]
@@ -101,6 +116,100 @@ def apply_evaluation(*, draft: str, confidence: int, result: EvaluateOut | None)
     return Verdict("kept", draft, before, before)
 
 
+# Figures: digit runs with their decimal/thousands separators, in any script's digits.
+_FIGURE = re.compile(r"\d+(?:[.,]\d+)*")
+# Links: URLs, www. hosts, and bare domains / e-mail hosts (a dotted name ending in letters).
+_LINK = re.compile(
+    r"(?:https?://|www\.)[^\s<>\"')\]]+"
+    r"|[\w.+-]+@(?:[\w-]+\.)+[^\W\d_]{2,}"
+    r"|(?<![\w.@-])(?:[\w-]+\.)+[^\W\d_]{2,}(?![\w-])",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"[^\W\d_]{4,}")
+
+
+def _figure_forms(figure: str) -> set[str]:
+    """The forms one figure is matched in: any script's digits as ASCII; "5", "5.0" and "5,00"
+    are the same amount; "1,000" and "1000" too."""
+    ascii_ = "".join(str(unicodedata.decimal(c, c)) for c in figure)
+    trimmed = re.sub(r"[.,]0{1,2}$", "", ascii_)
+    return {ascii_, trimmed, re.sub(r"[.,]", "", trimmed)}
+
+
+def _figures(text: str) -> set[str]:
+    return {form for figure in _FIGURE.findall(text) for form in _figure_forms(figure)}
+
+
+def _action_words(tools: list[Any]) -> set[str]:
+    """The words naming what the client's action/destructive tools do (`cancel_order` →
+    "cancel", "order"), minus the words read tools share (`get_order_status` makes "order"
+    neutral). From the business's own tool names, in whatever language it named them."""
+
+    def words(kinds: set[str]) -> set[str]:
+        return {
+            w.lower()
+            for t in tools
+            if t.kind in kinds
+            for w in _WORD.findall(str(t.name).replace("_", " ").replace("-", " "))
+        }
+
+    return words({ToolKind.ACTION, ToolKind.DESTRUCTIVE}) - words({ToolKind.READ})
+
+
+def _without_tool_texts(sources: dict[str, str], tools: list[Any]) -> str:
+    """The source text minus the tools' own descriptions (which name every action: they say
+    what a tool could do, not what was done)."""
+    texts = []
+    for label, text in sources.items():
+        if label.startswith(TOOL_SCHEMA_PREFIX):
+            continue
+        for tool in tools:
+            text = text.replace(tool_schema_text(tool), "").replace(tool_line(tool), "")
+        texts.append(text)
+    return "\n".join(texts)
+
+
+def improvement_problem(
+    *, improved: str, draft: str, sources: dict[str, str], tools: list[Any]
+) -> str:
+    """Why `improved` may not replace the draft ('' = it may): deterministic checks, the same
+    whatever the language. The reply must be grounded in the source text the reviewer was
+    given, or repeat the draft: every figure and every link, domain or e-mail address in it
+    occurs there; and a word naming one of the client's actions (from its action/destructive
+    tools' names: "cancel", "refund") occurs in the draft or the business's text (not merely in
+    the tools' own descriptions) — no tool ran, so the reply cannot claim one did."""
+    grounds = "\n".join([draft, *sources.values()])
+    known = _figures(grounds)
+    unsupported = [
+        f for f in dict.fromkeys(_FIGURE.findall(improved)) if not _figure_forms(f) & known
+    ]
+    if unsupported:
+        return "figures not in the source text or the draft: " + ", ".join(unsupported)
+    lowered = grounds.lower()
+    links = [
+        link.rstrip(".,;:!?")
+        for link in _LINK.findall(improved)
+        if link.rstrip(".,;:!?").lower() not in lowered
+    ]
+    if links:
+        return "links not in the source text or the draft: " + ", ".join(dict.fromkeys(links))
+    stated = {
+        w.lower() for w in _WORD.findall("\n".join([draft, _without_tool_texts(sources, tools)]))
+    }
+    actions = _action_words(tools)
+    claimed = sorted(
+        {
+            word
+            for word in (w.lower() for w in _WORD.findall(improved))
+            for action in actions
+            if word.startswith(action) and not any(d.startswith(action) for d in stated)
+        }
+    )
+    if claimed:
+        return "names an action no tool performed: " + ", ".join(claimed)
+    return ""
+
+
 def percent_from_draft(confidence: int | None) -> int:
     """A draft's 1–10 confidence in percent; a draft without one (standard mode) counts 70 %."""
     if confidence is None:
@@ -140,7 +249,7 @@ def _sources_text(sources: dict[str, str]) -> str:
 def _call(turn: Turn, draft: Draft, percent: int) -> tuple[EvaluateOut | None, str]:
     """The `evaluate` call, once (an optional check is not worth a retry's wait); returns the
     parsed verdict or (None, why it failed)."""
-    system = evaluate_step.prompt(
+    messages = evaluate_step.prompt(
         business=turn.client.name,
         user_message=turn.user_message.text,
         draft=draft.text,
@@ -151,7 +260,7 @@ def _call(turn: Turn, draft: Draft, percent: int) -> tuple[EvaluateOut | None, s
     try:
         result = turn.llm(
             evaluate_step.STEP,
-            [{"role": "system", "content": system}],
+            messages,
             retry=False,
             draft=draft.text,
             confidence=percent,
@@ -180,7 +289,21 @@ def evaluate(turn: Turn, draft: Draft) -> None:
         return
     before = percent_from_draft(draft.confidence)
     result, error = _call(turn, draft, before)
-    verdict = apply_evaluation(draft=draft.text, confidence=before, result=result)
+    rejected = ""
+    offered = (result.improved_response or "").strip() if result is not None else ""
+    if result is not None and offered and offered != draft.text.strip():
+        rejected = improvement_problem(
+            improved=offered, draft=draft.text, sources=turn.sources, tools=turn.enabled_tools
+        )
+        if rejected:
+            turn.rec.step(
+                "improvement_rejected", output={"reason": rejected, "improved_response": offered}
+            )
+    used = result
+    if rejected and result is not None:
+        # Judged as if no improvement had been offered; the offer stays on the record.
+        used = result.model_copy(update={"improved_response": None, "improved_confidence": 0})
+    verdict = apply_evaluation(draft=draft.text, confidence=before, result=used)
     threshold = turn.plan.evaluation_escalate_below
     escalated = verdict.outcome == "questioned" and verdict.confidence_after < threshold
     summary = {
@@ -199,8 +322,12 @@ def evaluate(turn: Turn, draft: Draft) -> None:
         "sources": list(turn.sources),
         "escalate_below": threshold,
         "error": error,
+        "improvement_rejected": rejected,
     }
-    turn.rec.internal(Kind.EVALUATION, _message_text(verdict, result, error, escalated), data)
+    text = _message_text(verdict, result, error, escalated)
+    if rejected:
+        text += f" · improvement refused: {rejected}"
+    turn.rec.internal(Kind.EVALUATION, text, data)
     _mark_trace(turn.rec.trace, verdict.outcome)
 
     why = f"evaluation: {verdict.outcome}"

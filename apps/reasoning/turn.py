@@ -102,7 +102,9 @@ class Turn:
     _notes: str | None = field(default=None, repr=False)
 
     def notes_prompt(self) -> str:
-        """The cross-session notes block for this turn's system prompts ('' for none).
+        """The cross-session notes block for this turn's prompts ('' for none): the steps put
+        it in a delimited data block of a user message, never in the system message
+        (`steps._shared.chat_messages`).
 
         Read once per turn (from the notes cache: no query when it is warm) and recorded as
         the trace step `notes` — `{"note_ids": [...], "tokens": n}` — when notes reached the
@@ -375,18 +377,13 @@ def compose_reply(
         return templated
     ok = execution.status == ExecutionStatus.SUCCEEDED
     outcome = pretty(execution.result) if ok else f"FAILED: {execution.error}"
-    messages = [
-        {
-            "role": "system",
-            "content": compose.prompt(
-                business=turn.client.name,
-                tool_name=tool.name,
-                params=pretty(params),
-                outcome=outcome,
-            ),
-        },
-        {"role": "user", "content": turn.user_message.text},
-    ]
+    messages = compose.prompt(
+        business=turn.client.name,
+        tool_name=tool.name,
+        params=pretty(params),
+        outcome=outcome,
+        user_message=turn.user_message.text,
+    )
     try:
         result = turn.llm(
             compose.STEP,

@@ -4,6 +4,7 @@ real webhook: ask for the order id -> ask for confirmation -> execute once -> re
 from __future__ import annotations
 
 import json
+from decimal import ROUND_HALF_UP
 
 import pytest
 from django.db.models import Sum
@@ -145,8 +146,9 @@ def test_usage_tokens_equal_what_the_server_reported(chat, llm, webhook):
     trace = ReasoningTrace.objects.get()
     assert trace.prompt_tokens == record.prompt_tokens
     assert record.cost_usd > 0
+    # billing rounds half up (apps/billing/services/usage.py), not Decimal's default half-even
     assert record.billed_usd == (record.cost_usd * chat.client.plan.multiplier_adaptive).quantize(
-        record.billed_usd
+        record.billed_usd, rounding=ROUND_HALF_UP
     )
     assert UsageRecord.objects.aggregate(t=Sum("prompt_tokens"))["t"] == sum(
         count_prompt_tokens(c.messages) for c in llm.requests

@@ -175,7 +175,7 @@ def test_yes_naming_another_order_does_not_cancel_the_asked_one(
     assert webhook.requests == []  # nothing was cancelled
     first.refresh_from_db()
     assert first.status == PendingActionStatus.EXPIRED
-    assert "has just confirmed" not in _first_prompt(llm, mode)
+    assert "confirmed: cancel_order" not in _first_prompt(llm, mode)
     assert [r.text for r in replies] == ["Let me look at #W2002."]
 
 
@@ -226,7 +226,7 @@ def test_a_yes_naming_the_asked_order_confirms(request, mode, llm, webhook):
     assert reply.text == "Order #W1001 is cancelled."
     [call] = webhook.requests
     assert call.params == {"order_id": "#W1001"}
-    assert "has just confirmed" in _first_prompt(llm, mode)
+    assert "confirmed: cancel_order" in _first_prompt(llm, mode)
 
 
 def test_the_guards_are_pure_rules() -> None:

@@ -111,11 +111,12 @@ def no_room(turn: Turn, messages: list[dict[str, str]]) -> str:
 
 
 def step_messages(
-    turn: Turn, *, system: str, steps: list[StepEntry], index: int, max_steps: int
+    turn: Turn, *, steps: list[StepEntry], index: int, max_steps: int
 ) -> list[dict[str, str]]:
-    """The next step's context: the conversation, every earlier step with its self-scores, and
-    the server's feedback after it."""
-    messages = [{"role": "system", "content": system}, *history_messages(turn.history)]
+    """The next step's conversation: the chat history, every earlier step with its
+    self-scores, and the server's feedback after it (the step's system message, notes and
+    confirmation state are `reason_step.prompt`'s)."""
+    messages = history_messages(turn.history)
     for entry in steps:
         messages.append(
             {
@@ -145,6 +146,7 @@ def run_loop(
     run_id: str,
     context: str,
     pending: str,
+    notes: str = "",
     ask_first: Callable[[StepEntry], bool] = lambda entry: False,
 ) -> LoopResult:
     """Run the loop. `ask_first(step 1)` True stops it right after the first step (the mode
@@ -176,7 +178,7 @@ def run_loop(
     while True:
         index += 1
         turn.progress(index, config.max_steps)
-        system = reason_step.prompt(
+        messages = reason_step.prompt(
             context=context,
             pending=pending,
             principles=config.principles,
@@ -184,9 +186,8 @@ def run_loop(
             max_steps=config.max_steps,
             target=config.target,
             first=index == 1,
-        )
-        messages = step_messages(
-            turn, system=system, steps=steps, index=index, max_steps=config.max_steps
+            conversation=step_messages(turn, steps=steps, index=index, max_steps=config.max_steps),
+            notes=notes,
         )
         started = time.perf_counter()
         why = no_room(turn, messages)
@@ -265,18 +266,13 @@ def run_loop(
             return end(termination)
 
         history = [s.history() for s in steps]
-        fb_messages = [
-            {
-                "role": "system",
-                "content": feedback_step.prompt(
-                    principles=config.principles,
-                    history=history,
-                    target=config.target,
-                    max_steps=config.max_steps,
-                    user_text=turn.user_message.text,
-                ),
-            }
-        ]
+        fb_messages = feedback_step.prompt(
+            principles=config.principles,
+            history=history,
+            target=config.target,
+            max_steps=config.max_steps,
+            user_text=turn.user_message.text,
+        )
         why = no_room(turn, fb_messages)
         if why:
             turn.rec.step("budget", output={"before_feedback_of_step": index, "reason": why})

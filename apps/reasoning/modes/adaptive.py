@@ -115,14 +115,14 @@ def _assess_with_context(turn: Turn) -> AssessOut:
     context = minimal_context(client=turn.client, tools=turn.enabled_tools)
     turn.add_source("minimal context", context)
     while True:
-        system = assess.prompt(
+        messages = assess.prompt(
             keys=", ".join(keys),
             context=context,
             fetched="".join(f"\n## {k}\n{v}\n" for k, v in fetched.items()),
             pending=pending_text(turn.confirmed, turn.declined),
+            history=history,
             notes=turn.notes_prompt(),
         )
-        messages = [{"role": "system", "content": system}, *history]
         result = turn.llm(
             assess.STEP,
             messages,
@@ -164,7 +164,7 @@ def _assess_with_context(turn: Turn) -> AssessOut:
 def _critique(
     turn: Turn, assessment: AssessOut, tool: ClientTool | None, reasons: list[str]
 ) -> CritiqueOut:
-    system = critique_step.prompt(
+    messages = critique_step.prompt(
         user_message=turn.user_message.text,
         tool_name=assessment.tool_call or "none",
         tool_kind=tool.kind if tool else "unknown",
@@ -176,7 +176,6 @@ def _critique(
         reasons=", ".join(reasons),
         pending=pending_text(turn.confirmed, turn.declined),
     )
-    messages = [{"role": "system", "content": system}]
     try:
         result = turn.llm(
             critique_step.STEP,

@@ -65,16 +65,19 @@ def run(turn: Turn) -> Outcome:
     )
     run_id = str(uuid.uuid4())
     context = full_context(client=turn.client, tools=turn.enabled_tools)
-    notes = turn.notes_prompt()  # the client's cross-session notes (apps.notes), if any
+    # The client's cross-session notes (apps.notes), if any: a data block of the loop's steps
+    # and the synthesis, never part of the context (which is the business's own word, and what
+    # the refinement's critic judges against).
+    notes = turn.notes_prompt()
     pending = pending_text(turn.confirmed, turn.declined)
     turn.add_source("full context (business info and tools)", context)  # for the evaluation
-    if notes:
-        context = f"{context}\n\n{notes}"
 
     if turn.confirmed is not None or turn.declined is not None:
         # The customer answered a confirmation: nothing to deliberate, the guards decide.
         turn.rec.step("deliberation_skipped", output={"reason": "answer to a confirmation"})
-        return decide(turn, _synthesize(turn, context=context, pending=pending, steps=[]))
+        return decide(
+            turn, _synthesize(turn, context=context, pending=pending, notes=notes, steps=[])
+        )
 
     loop = LoopResult(steps=[], termination=Termination.ERROR)
     try:
@@ -85,11 +88,14 @@ def run(turn: Turn) -> Outcome:
             run_id=run_id,
             context=context,
             pending=pending,
+            notes=notes,
             ask_first=lambda entry: may_ask and hypotheses_too_close(entry.hypotheses),
         )
         if loop.termination is None:
             return _clarify(turn, loop)
-        assessment = _synthesize(turn, context=context, pending=pending, steps=loop.steps)
+        assessment = _synthesize(
+            turn, context=context, pending=pending, notes=notes, steps=loop.steps
+        )
         outcome = decide(turn, assessment)
         turn.draft_reasoning = (
             f"Deliberative mode: {len(loop.steps)} reasoning step(s) scored against the "
@@ -151,9 +157,16 @@ def _steps_text(steps: list[StepEntry]) -> str:
     )
 
 
-def _synthesize(turn: Turn, *, context: str, pending: str, steps: list[StepEntry]) -> AssessOut:
-    system = synthesize.prompt(context=context, pending=pending, steps=_steps_text(steps))
-    messages = [{"role": "system", "content": system}, *history_messages(turn.history)]
+def _synthesize(
+    turn: Turn, *, context: str, pending: str, notes: str, steps: list[StepEntry]
+) -> AssessOut:
+    messages = synthesize.prompt(
+        context=context,
+        pending=pending,
+        steps=_steps_text(steps),
+        history=history_messages(turn.history),
+        notes=notes,
+    )
     result = turn.llm(synthesize.STEP, messages, business_info=turn.client.business_info)
     assessment = result.parsed
     turn.rec.internal(
@@ -185,14 +198,9 @@ def _refine(
     def critic(
         state: refinement.Draft | refinement.FinalSpec, iteration: int
     ) -> refinement.Verdict:
-        messages = [
-            {
-                "role": "system",
-                "content": refine_critique.prompt(
-                    context=context, user_text=user_text, text=state.text, iteration=iteration
-                ),
-            }
-        ]
+        messages = refine_critique.prompt(
+            context=context, user_text=user_text, text=state.text, iteration=iteration
+        )
         out = turn.llm(
             refine_critique.STEP,
             messages,
@@ -210,19 +218,14 @@ def _refine(
         issues = "\n".join(
             f'- [{i["kind"]}] "{i["quote"]}": {i["problem"]}' for i in critique.issues
         )
-        messages = [
-            {
-                "role": "system",
-                "content": improve_step.prompt(
-                    context=context,
-                    user_text=user_text,
-                    text=state.text,
-                    score=critique.score,
-                    critique=critique.text,
-                    issues=issues,
-                ),
-            }
-        ]
+        messages = improve_step.prompt(
+            context=context,
+            user_text=user_text,
+            text=state.text,
+            score=critique.score,
+            critique=critique.text,
+            issues=issues,
+        )
         out = turn.llm(
             improve_step.STEP,
             messages,
@@ -265,16 +268,9 @@ def _refine(
 
 def _clarify(turn: Turn, loop: LoopResult) -> Outcome:
     hypotheses = loop.hypotheses
-    messages = [
-        {
-            "role": "system",
-            "content": clarify_step.prompt(
-                business=turn.client.name,
-                user_text=turn.user_message.text,
-                hypotheses=hypotheses,
-            ),
-        }
-    ]
+    messages = clarify_step.prompt(
+        business=turn.client.name, user_text=turn.user_message.text, hypotheses=hypotheses
+    )
     out = turn.llm(
         clarify_step.STEP,
         messages,

@@ -16,12 +16,12 @@ def run_standard(turn: Turn) -> Outcome:
         "Standard mode: one respond call with the full business info; the model gives no "
         "confidence of its own (counted as 70 %)."
     )
-    system = respond.prompt(
+    messages = respond.prompt(
         context=context,
         pending=pending_text(turn.confirmed, turn.declined),
+        history=history_messages(turn.history),
         notes=turn.notes_prompt(),
     )
-    messages = [{"role": "system", "content": system}, *history_messages(turn.history)]
     result = turn.llm(respond.STEP, messages, business_info=turn.client.business_info)
     out = result.parsed
     name, params = out.tool_call, out.tool_params

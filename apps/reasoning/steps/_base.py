@@ -115,7 +115,10 @@ class Step[T: BaseModel]:
     """One LLM step. Declared once, in its own module under `apps/reasoning/steps/`, as
     `STEP = Step(...)`; the registry (`apps.reasoning.steps`) finds it there.
 
-    * `prompt(**facts) -> str` builds the step's system prompt;
+    * `prompt(**facts) -> list[message]` builds the step's messages: a system message with
+      only our rules and the business's own context, and every text GuideDesk did not write
+      (customer messages, notes, drafts, tool results, source text) as delimited data blocks
+      in user messages (`steps._data`; docs/llm-protocol.md, "Message layout");
     * `output` validates the reply, and `schema` (derived from it) is what is requested;
     * `hint(**facts) -> dict` is what the step tells the offline demo model beyond the turn's
       common facts (real models read the prompt);
@@ -124,7 +127,7 @@ class Step[T: BaseModel]:
 
     name: str
     output: type[T]
-    prompt: Callable[..., str]
+    prompt: Callable[..., list[dict[str, str]]]
     hint: Callable[..., dict[str, Any]]
     offline: Callable[[dict[str, Any]], dict[str, Any]]
     description: str

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from apps.reasoning.steps import _data
+
 RULES = """Rules:
 - Answer only from the business information given; if it is not there, say so or ask.
 - Use a tool only when the customer asked for what it does. Never invent parameter values:
@@ -21,3 +23,32 @@ def business_facts(business_info: dict[str, Any] | None) -> dict[str, Any]:
         "policies": info.get("policies", {}),
         "contact": info.get("contact", {}),
     }
+
+
+# What a `confirmation state` block means (the block itself is data: the params in it may hold
+# what the customer typed). Always in the system message of the chat steps, so that message
+# stays the same from turn to turn (providers cache a stable prefix).
+CONFIRMATION_RULE = """A "confirmation state" block, when present, says which action the customer
+has just confirmed (call it with exactly those params if that is still what they want) or declined
+(do not call it; acknowledge and ask what they would like instead)."""
+
+
+def chat_messages(
+    system: str,
+    *,
+    history: list[dict[str, str]],
+    notes: str = "",
+    pending: str = "",
+    after: list[dict[str, str]] | None = None,
+) -> list[dict[str, str]]:
+    """A chat step's messages, longest-shared first: the system message (our rules and the
+    business's context), the notes block, the conversation in its own roles, `after` (e.g.
+    deliberation steps), then the turn's confirmation state."""
+    messages = [_data.system_message(system)]
+    if notes:
+        messages.append(_data.data_message(_data.block(_data.NOTES, notes)))
+    messages.extend(history)
+    messages.extend(after or [])
+    if pending:
+        messages.append(_data.data_message(_data.block(_data.CONFIRMATION, pending)))
+    return messages

@@ -9,7 +9,12 @@ from pydantic import Field, field_validator
 
 from apps.reasoning.steps import _demo
 from apps.reasoning.steps._base import Step
-from apps.reasoning.steps._shared import RULES, business_facts
+from apps.reasoning.steps._shared import (
+    CONFIRMATION_RULE,
+    RULES,
+    business_facts,
+    chat_messages,
+)
 from apps.reasoning.steps.respond import RespondOut
 
 
@@ -44,25 +49,30 @@ PROMPT = """You are the customer-support assistant of the business below. Minima
 given; request more with needs_more_context when you need it, using keys from:
 {keys}
 {rules}
+{confirmation}
 
 {context}
-{fetched}{notes}
-{pending}
+{fetched}
 Self-assessment: return JSON with response (text for the customer), confidence (1-10),
 tool_call (name or null), tool_params, missing_params (required params you don't have),
 is_destructive, needs_confirmation, needs_more_context (keys; [] when you have enough)."""
 
 
-def prompt(*, keys: str, context: str, fetched: str, pending: str, notes: str = "") -> str:
-    """`notes`: the cross-session notes block for the turn (apps.notes), '' for none."""
-    return PROMPT.format(
-        keys=keys,
-        rules=RULES,
-        context=context,
-        fetched=fetched,
-        notes=f"\n{notes}\n" if notes else "",
-        pending=pending,
+def prompt(
+    *,
+    keys: str,
+    context: str,
+    fetched: str,
+    pending: str,
+    history: list[dict[str, str]],
+    notes: str = "",
+) -> list[dict[str, str]]:
+    """System: our rules and the business's context (minimal + fetched). Then the notes block
+    (`notes`, from apps.notes; '' for none), the conversation, and the confirmation state."""
+    system = PROMPT.format(
+        keys=keys, rules=RULES, confirmation=CONFIRMATION_RULE, context=context, fetched=fetched
     )
+    return chat_messages(system, history=history, notes=notes, pending=pending)
 
 
 def hint(

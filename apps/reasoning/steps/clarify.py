@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
+from apps.reasoning.steps import _data
 from apps.reasoning.steps._base import Out, Step
 
 MAX_OPTIONS = 4
@@ -34,25 +35,26 @@ class ClarifyOut(Out):
         return seen[:MAX_OPTIONS]
 
 
-PROMPT = """You are the customer-support assistant of {business}. The customer's message can be
-read in more than one way, and guessing could cost them:
-
-Customer's message: "{user_text}"
-Possible readings (with confidence):
-{hypotheses}
+PROMPT = """You are the customer-support assistant of {business}. The customer's message (a data
+block in the user message) can be read in more than one way, and guessing could cost them; the
+possible readings, with confidence, follow it.
 
 Ask ONE short, friendly clarifying question so you can help with the right thing, and give the
-customer 2-{max_options} short options to pick from (a few words each). Return JSON: question,
-options."""
+customer 2-{max_options} short options to pick from (a few words each), in the customer's
+language. Return JSON: question, options."""
 
 
-def prompt(*, business: str, user_text: str, hypotheses: list[dict[str, Any]]) -> str:
-    return PROMPT.format(
-        business=business,
-        user_text=user_text,
-        hypotheses="\n".join(f"- {h['intent']} ({h['confidence']:.2f})" for h in hypotheses),
-        max_options=MAX_OPTIONS,
-    )
+def prompt(
+    *, business: str, user_text: str, hypotheses: list[dict[str, Any]]
+) -> list[dict[str, str]]:
+    """System: the task. Data: the customer's message and the readings a model made of it."""
+    readings = "\n".join(f"- {h['intent']} ({h['confidence']:.2f})" for h in hypotheses)
+    return [
+        _data.system_message(PROMPT.format(business=business, max_options=MAX_OPTIONS)),
+        _data.data_message(
+            _data.block(_data.CUSTOMER, user_text), _data.block(_data.REASONING, readings)
+        ),
+    ]
 
 
 def hint(*, hypotheses: list[dict[str, Any]]) -> dict[str, Any]:

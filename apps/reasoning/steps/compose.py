@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
+from apps.reasoning.steps import _data
 from apps.reasoning.steps._base import Out, Step
 
 
@@ -14,18 +15,28 @@ class ComposeOut(Out):
 
 
 PROMPT = """You are the customer-support assistant of {business}. A tool has just run for the
-customer. Tell them the outcome in one or two friendly sentences, using only the result below.
-If it failed, say so plainly and offer what they can do next.
-
-Tool: {tool_name}
-Parameters: {params}
-Outcome: {outcome}
+customer. Tell them the outcome in one or two friendly sentences, using only the tool result
+given. If it failed, say so plainly and offer what they can do next. Reply in the customer's
+language.
 
 Return JSON: response."""
 
 
-def prompt(*, business: str, tool_name: str, params: str, outcome: str) -> str:
-    return PROMPT.format(business=business, tool_name=tool_name, params=params, outcome=outcome)
+def prompt(
+    *, business: str, tool_name: str, params: str, outcome: str, user_message: str
+) -> list[dict[str, str]]:
+    """System: the task (ours). Data: the customer's message, then the tool's parameters and
+    outcome (a webhook's answer may echo what the customer typed)."""
+    return [
+        _data.system_message(PROMPT.format(business=business)),
+        _data.data_message(
+            _data.block(_data.CUSTOMER, user_message),
+            _data.block(
+                _data.TOOL_RESULT,
+                f"tool: {tool_name}\nparameters: {params}\noutcome: {outcome}",
+            ),
+        ),
+    ]
 
 
 def hint(*, tool: str, params: dict[str, Any], ok: bool, result: Any, error: str) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import field_validator
 
+from apps.reasoning.steps import _data
 from apps.reasoning.steps._base import Out, Step
 
 Decision = Literal["PROCEED", "ASK_USER", "ESCALATE"]
@@ -22,17 +23,15 @@ class CritiqueOut(Out):
         return str(value).strip().upper().replace("-", "_").replace(" ", "_")
 
 
-PROMPT = """You are validating a planned action before execution.
+PROMPT = """You are validating a planned action before execution. The customer's message, the
+planned action (tool, kind, parameters), the assistant's draft reply and any confirmation state
+are given as data blocks in the user message.
 
-Customer's message: "{user_message}"
-Planned tool: {tool_name} ({tool_kind})
-Parameters: {params}
-Tool parameter schema: {schema}
 Available tools for this client: {tool_list}
-Assistant's draft reply: "{draft}"
+Parameter schema of the planned tool: {schema}
 Assistant's confidence: {confidence}/10
 Why this check runs: {reasons}
-{pending}
+
 Checklist:
 1. Does the tool exist in the available tools list?
 2. Are all required parameters provided with valid values?
@@ -56,19 +55,24 @@ def prompt(
     confidence: int,
     reasons: str,
     pending: str,
-) -> str:
-    return PROMPT.format(
-        user_message=user_message,
-        tool_name=tool_name,
-        tool_kind=tool_kind,
-        params=params,
-        schema=schema,
-        tool_list=tool_list,
-        draft=draft,
-        confidence=confidence,
-        reasons=reasons,
-        pending=pending,
+) -> list[dict[str, str]]:
+    """System: the checklist, the client's tools and the planned tool's schema (ours). Data:
+    the customer's message, the planned action and draft (a model chose them from the
+    customer's words) and the confirmation state."""
+    system = PROMPT.format(
+        tool_list=tool_list, schema=schema, confidence=confidence, reasons=reasons
     )
+    return [
+        _data.system_message(system),
+        _data.data_message(
+            _data.block(_data.CUSTOMER, user_message),
+            _data.block(
+                _data.PLANNED_ACTION, f"tool: {tool_name} ({tool_kind})\nparameters: {params}"
+            ),
+            _data.block(_data.DRAFT, draft),
+            _data.block(_data.CONFIRMATION, pending) if pending else "",
+        ),
+    ]
 
 
 def hint(

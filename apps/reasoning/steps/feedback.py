@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import Field
 
+from apps.reasoning.steps import _data
 from apps.reasoning.steps import _deliberative as d
 from apps.reasoning.steps._base import Out, Step
 
@@ -25,10 +26,8 @@ in scored steps toward a target mean self-score of {target}; it has taken {step}
 Principles (definitions — judge by these, not by keywords):
 {rubric}
 
-The customer's message: "{user_text}"
-
-Score history, oldest first (step, scores, mean, content):
-{history}
+The customer's message and the score history (oldest first: step, scores, mean, content) are
+given as data blocks in the user message.
 
 Current step {step}: scores {scores}, mean {mean}.
 
@@ -52,18 +51,25 @@ def prompt(
     target: float,
     max_steps: int,
     user_text: str,
-) -> str:
+) -> list[dict[str, str]]:
+    """System: the task, the rubric and the current scores (numbers the server computed).
+    Data: the customer's message and the steps' content (a model wrote it)."""
     current = history[-1]
-    return PROMPT.format(
+    system = PROMPT.format(
         target=target,
         step=current["step"],
         max_steps=max_steps,
         rubric=d.rubric_text(principles),
-        user_text=user_text,
-        history=history_text(history),
         scores=json.dumps(current["scores"], sort_keys=True),
         mean=f"{current['mean']:.3f}",
     )
+    return [
+        _data.system_message(system),
+        _data.data_message(
+            _data.block(_data.CUSTOMER, user_text),
+            _data.block(_data.REASONING, history_text(history)),
+        ),
+    ]
 
 
 def hint(*, history: list[dict[str, Any]], target: float) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
+from apps.reasoning.steps import _data
 from apps.reasoning.steps._base import Out, Step
 from apps.reasoning.steps._shared import RULES
 from apps.reasoning.steps.refine_critique import CLOSING
@@ -16,38 +17,31 @@ class ImproveOut(Out):
     response: str = Field("", description="The improved reply.")
 
 
-PROMPT = """You are improving a customer-support reply before the customer sees it.
+PROMPT = """You are improving a customer-support reply before the customer sees it. The customer's
+message, the current reply and its review are given as data blocks in the user message.
 {rules}
 
 Business information:
 {context}
 
-Customer's message: "{user_text}"
-
-Current reply:
-\"\"\"{text}\"\"\"
-
-Critique (score {score}/100):
-{critique}
-Issues:
-{issues}
-
-Rewrite the reply so every issue is fixed; keep what was right; do not add facts that are not in
-the business information. Return JSON: response (the improved reply)."""
+Rewrite the reply so every issue in the review is fixed; keep what was right; do not add facts
+that are not in the business information. Return JSON: response (the improved reply)."""
 
 
 def prompt(
     *, context: str, user_text: str, text: str, score: int, critique: str, issues: str
-) -> str:
-    return PROMPT.format(
-        rules=RULES,
-        context=context,
-        user_text=user_text,
-        text=text,
-        score=score,
-        critique=critique,
-        issues=issues or "(none)",
-    )
+) -> list[dict[str, str]]:
+    """System: the task, our rules and the business information. Data: the customer's
+    message, the current reply and the review (models wrote both)."""
+    review = f"score {score}/100\n{critique}\nissues:\n{issues or '(none)'}"
+    return [
+        _data.system_message(PROMPT.format(rules=RULES, context=context)),
+        _data.data_message(
+            _data.block(_data.CUSTOMER, user_text),
+            _data.block(_data.DRAFT, text),
+            _data.block(_data.REVIEW, review),
+        ),
+    ]
 
 
 def hint(*, text: str, issues: list[dict[str, Any]]) -> dict[str, Any]:

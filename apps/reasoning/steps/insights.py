@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from apps.reasoning.steps import _data
 from apps.reasoning.steps._base import Out, Step
 
 NOTE_TYPES = ("success", "failure", "pattern", "strategy", "tip")
@@ -68,9 +69,10 @@ class InsightsOut(Out):
 
 PROMPT = """You review what went wrong in the customer-support conversations of {client_name}
 over the last {days} day(s): conversations handed to a human, answers the assistant was not sure
-of, answers a second check questioned, and failure notes.
+of, answers a second check questioned, and failure notes. The items are given as a data block in
+the user message, one per line: [conversation id] kind | detail | customer's words.
 
-Group the items below by topic (the customer's underlying question or problem). For each topic
+Group the items by topic (the customer's underlying question or problem). For each topic
 that appears at least {min_count} time(s), propose ONE of:
 - kind "faq": a new FAQ entry — `question` in the customers' words and a draft `answer` written
   ONLY from the business information below (if it does not say, write what staff must fill in,
@@ -82,25 +84,27 @@ Staff review every proposal before anything reaches a customer.
 Business information already known (do not propose an FAQ the assistant already has):
 {known}
 
-Items (one per line: [conversation id] kind | detail | customer's words):
-{items}
-
-Return JSON: topics — a list of {{title, count, conversation_ids (ids from the items above only),
+Return JSON: topics — a list of {{title, count, conversation_ids (ids from the items only),
 proposal: {{kind, question, answer, note_type, content}}}}, most frequent topic first, at most
 {max_topics} topics."""
 
 
 def prompt(
     *, client_name: str, days: int, items: str, known: str, min_count: int, max_topics: int
-) -> str:
-    return PROMPT.format(
+) -> list[dict[str, str]]:
+    """System: the task and the business's known FAQs. Data: the items (customers' words,
+    failure notes)."""
+    system = PROMPT.format(
         client_name=client_name,
         days=days,
-        items=items or "(none)",
         known=known or "(none)",
         min_count=min_count,
         max_topics=max_topics,
     )
+    return [
+        _data.system_message(system),
+        _data.data_message(_data.block(_data.ITEMS, items or "(none)")),
+    ]
 
 
 def hint(*, items: list[dict[str, Any]], min_count: int, max_topics: int) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from pydantic import Field, field_validator
 
 from apps.reasoning.steps import _deliberative as d
 from apps.reasoning.steps._base import Out, Step
-from apps.reasoning.steps._shared import RULES
+from apps.reasoning.steps._shared import CONFIRMATION_RULE, RULES, chat_messages
 
 
 class ReasonStepOut(Out):
@@ -56,9 +56,10 @@ step before you answer (the customer does not see these steps). The server runs 
 least {min_steps} and at most {max_steps} steps; it stops once your mean self-score reaches
 {target}. Take one step of reasoning now — build on the earlier steps and the server's feedback.
 {rules}
+{confirmation}
 
 {context}
-{pending}
+
 Rubric — score this step 0-1 on each principle honestly (a high score you have not earned
 only wastes a step):
 {rubric}
@@ -79,18 +80,24 @@ def prompt(
     max_steps: int,
     target: float,
     first: bool,
-) -> str:
-    return PROMPT.format(
+    conversation: list[dict[str, str]],
+    notes: str = "",
+) -> list[dict[str, str]]:
+    """System: our rules, the business's context and the rubric. Then the notes block, the
+    `conversation` (the chat history, the earlier steps and the server's feedback, and the
+    server's request for this step) and the confirmation state."""
+    system = PROMPT.format(
         min_steps=min_steps,
         max_steps=max_steps,
         target=target,
         rules=RULES,
+        confirmation=CONFIRMATION_RULE,
         context=context,
-        pending=pending,
         rubric=d.rubric_text(principles),
         keys=", ".join(p["key"] for p in principles),
         hypotheses=HYPOTHESES if first else "",
     )
+    return chat_messages(system, history=conversation, notes=notes, pending=pending)
 
 
 def hint(*, index: int, max_steps: int, keys: list[str], target: float) -> dict[str, Any]:

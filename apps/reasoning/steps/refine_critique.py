@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from apps.reasoning.steps import _data
 from apps.reasoning.steps import _deliberative as d
 from apps.reasoning.steps._base import Out, Step
 
@@ -61,15 +62,12 @@ class RefineCritiqueOut(Out):
         return out
 
 
-PROMPT = """You are a strict reviewer of a customer-support reply, before the customer sees it.
+PROMPT = """You are a strict reviewer of a customer-support reply, before the customer sees it. The
+customer's message and the reply to review (iteration {iteration}) are given as data blocks in
+the user message.
 
 Business information (the only source of truth):
 {context}
-
-Customer's message: "{user_text}"
-
-Reply to review (iteration {iteration}):
-\"\"\"{text}\"\"\"
 
 Check, and report each problem as an issue that quotes the exact sentence it concerns:
 1. Claims against the business information: unsupported_claim (not in the information),
@@ -83,14 +81,14 @@ Return JSON: score (0-100, how good the reply is now), issues ([{{"quote", "prob
 kind one of {kinds}; [] if none), critique (a few sentences)."""
 
 
-def prompt(*, context: str, user_text: str, text: str, iteration: int) -> str:
-    return PROMPT.format(
-        context=context,
-        user_text=user_text,
-        text=text,
-        iteration=iteration,
-        kinds=", ".join(ISSUE_KINDS),
-    )
+def prompt(*, context: str, user_text: str, text: str, iteration: int) -> list[dict[str, str]]:
+    """System: the task and the business information. Data: the customer's message and the
+    reply under review."""
+    system = PROMPT.format(context=context, iteration=iteration, kinds=", ".join(ISSUE_KINDS))
+    return [
+        _data.system_message(system),
+        _data.data_message(_data.block(_data.CUSTOMER, user_text), _data.block(_data.DRAFT, text)),
+    ]
 
 
 def hint(*, text: str, iteration: int) -> dict[str, Any]:

@@ -9,7 +9,12 @@ from pydantic import Field, field_validator
 
 from apps.reasoning.steps import _demo
 from apps.reasoning.steps._base import Out, Step
-from apps.reasoning.steps._shared import RULES, business_facts
+from apps.reasoning.steps._shared import (
+    CONFIRMATION_RULE,
+    RULES,
+    business_facts,
+    chat_messages,
+)
 
 
 def _tool_name(value: Any) -> str | None:
@@ -38,19 +43,21 @@ class RespondOut(Out):
 
 PROMPT = """You are the customer-support assistant of the business below.
 {rules}
+{confirmation}
 
 {context}
-{notes}
-{pending}
+
 Return JSON: response (text for the customer), tool_call (tool name or null),
 tool_params (object)."""
 
 
-def prompt(*, context: str, pending: str, notes: str = "") -> str:
-    """`notes`: the cross-session notes block for the turn (apps.notes), '' for none."""
-    return PROMPT.format(
-        rules=RULES, context=context, notes=f"\n{notes}\n" if notes else "", pending=pending
-    )
+def prompt(
+    *, context: str, pending: str, history: list[dict[str, str]], notes: str = ""
+) -> list[dict[str, str]]:
+    """System: our rules and the business's context. Then the notes block (`notes`, from
+    apps.notes; '' for none), the conversation, and the confirmation state — as data."""
+    system = PROMPT.format(rules=RULES, confirmation=CONFIRMATION_RULE, context=context)
+    return chat_messages(system, history=history, notes=notes, pending=pending)
 
 
 def hint(*, business_info: dict[str, Any] | None) -> dict[str, Any]:

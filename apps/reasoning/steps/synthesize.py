@@ -6,28 +6,44 @@ from __future__ import annotations
 
 from typing import Any
 
+from apps.reasoning.steps import _data
 from apps.reasoning.steps import _deliberative as d
 from apps.reasoning.steps._base import Step
-from apps.reasoning.steps._shared import RULES, business_facts
+from apps.reasoning.steps._shared import (
+    CONFIRMATION_RULE,
+    RULES,
+    business_facts,
+    chat_messages,
+)
 from apps.reasoning.steps.assess import AssessOut
 
 PROMPT = """You are the customer-support assistant of the business below. You have reasoned
-about the customer's message in the steps that follow (the customer has not seen them). Write
-the answer the customer will read now, from that reasoning.
+about the customer's message in steps (the "reasoning steps so far" block after the
+conversation; the customer has not seen them). Write the answer the customer will read now,
+from that reasoning.
 {rules}
+{confirmation}
 
 {context}
-{pending}
-Your reasoning steps:
-{steps}
 
 Return JSON: response (text for the customer), confidence (1-10), tool_call (name or null),
 tool_params, missing_params (required params you don't have), is_destructive,
 needs_confirmation, needs_more_context ([])."""
 
 
-def prompt(*, context: str, pending: str, steps: str) -> str:
-    return PROMPT.format(rules=RULES, context=context, pending=pending, steps=steps)
+def prompt(
+    *,
+    context: str,
+    pending: str,
+    steps: str,
+    history: list[dict[str, str]],
+    notes: str = "",
+) -> list[dict[str, str]]:
+    """System: our rules and the business's context. Then the notes block, the conversation,
+    the reasoning steps (a model wrote them: data) and the confirmation state."""
+    system = PROMPT.format(rules=RULES, confirmation=CONFIRMATION_RULE, context=context)
+    reasoning = _data.data_message(_data.block(_data.REASONING, steps))
+    return chat_messages(system, history=history, notes=notes, pending=pending, after=[reasoning])
 
 
 def hint(*, business_info: dict[str, Any] | None) -> dict[str, Any]:
