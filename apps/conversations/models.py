@@ -84,7 +84,7 @@ class Kind(models.TextChoices):
     HANDOFF = "handoff", "Hand-off to a human"
     NOTICE = "notice", "Notice"
     CLARIFICATION = "clarification", "Clarifying question"  # data.options: quick replies
-    # internal — the seed's debug legend
+    # internal — staff only (the debug view's legend explains each)
     ASSESSMENT = "assessment", "Assessment"
     CONTEXT_FETCH = "context_fetch", "Context fetch"
     CRITIQUE = "critique", "Critique"
