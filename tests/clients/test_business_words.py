@@ -1,4 +1,4 @@
-"""Words for the business (issue 20, item 11): what a support lead reads in the admin — the plan
+"""Words for the business: what a support lead reads in the admin — the plan
 page, the rubrics, field labels and help texts — speaks of their support, not of our seeds,
 presets and specs. Field names and stored values (the import format, the API) stay as they are."""
 

@@ -1,4 +1,4 @@
-"""Hand-back answers what the customer wrote while waiting for a person (issue 20, item 10):
+"""Hand-back answers what the customer wrote while waiting for a person:
 the latest unanswered message of the hand-off gets one turn through the normal turn path, with
 the earlier unanswered ones in its history; nothing is queued when nothing is unanswered."""
 

@@ -1,4 +1,4 @@
-"""Staff replies are e-mailed only to an address the customer confirmed (issue 20, item 9): a
+"""Staff replies are e-mailed only to an address the customer confirmed: a
 new address gets a one-click, signed, expiring link; confirmation e-mails are limited per
 address and per conversation; a link confirms that one conversation's address and nothing
 else (docs/widget.md "The e-mail address")."""
