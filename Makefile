@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint typecheck check imports ci-checks serve worker clean lock
+.PHONY: demo demo-reset test lint typecheck check imports ci-checks serve worker clean lock
 
 $(STAMP): requirements/base.txt requirements/production.txt requirements/dev.txt
 	@test -x $(PY) || "$$(./scripts/find-python.sh)" -m venv $(VENV)
@@ -20,6 +20,14 @@ $(STAMP): requirements/base.txt requirements/production.txt requirements/dev.txt
 ## keys, serve on http://$(HOST):$(PORT)  (e.g. PORT=8011 make demo)
 demo: $(STAMP)
 	$(PY) manage.py migrate --noinput
+	$(PY) manage.py demo_setup --tenant demo/tenant.json --host $(HOST) --port $(PORT)
+	$(PY) manage.py runserver $(HOST):$(PORT)
+
+## make demo-reset — the demo shop as first shipped (its conversations, tool runs and notes
+## removed; the tenant file imported again), so the README's flows run again; then serve it
+demo-reset: $(STAMP)
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py demo_reset --tenant demo/tenant.json
 	$(PY) manage.py demo_setup --tenant demo/tenant.json --host $(HOST) --port $(PORT)
 	$(PY) manage.py runserver $(HOST):$(PORT)
 

@@ -51,7 +51,9 @@ def test_the_debug_view_shows_each_step_with_scores_feedback_and_refinement(
     states = re.findall(r'data-state="(\w+)"', body)
     assert states[:3] == ["draft", "critique", "final_spec"]
     assert 'class="gd-issue-quote"' in body and "missing_info" in body
-    assert f"ended by <code>{end['termination']}</code>" in body
+    assert f'data-termination="{end["termination"]}"' in body
+    assert "stopped when the answer was good enough" in body or "stopped at the most" in body
+    assert f"ended by <code>{end['termination']}</code>" not in body  # words, not codes
     # the legend explains the deliberative kinds
     for words in (
         "one step of the reasoning loop",

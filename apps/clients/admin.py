@@ -7,6 +7,7 @@ from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.models import Membership
 from apps.clients.business_info import business_info_errors
@@ -16,7 +17,7 @@ from apps.core.permissions import MANAGE, user_may
 from apps.reasoning.hooks import hook_names
 from apps.tools.models import ClientTool
 
-AI_MODE_HELP = """
+AI_MODE_HELP = _("""
 <p>How the assistant thinks for every client on this plan. All modes use the same model;
 they differ in process, safety and cost.</p>
 <table style="max-width:60rem">
@@ -26,7 +27,8 @@ they differ in process, safety and cost.</p>
 <tr><td><strong>Standard</strong></td><td>One call with the full business info and every tool.
 Fast; relies on the model's own judgement. Destructive tools still need the customer's
 confirmation (enforced in code).</td><td>always 1</td>
-<td>≈ 2,000 input tokens per message (the seed's ~$0.009/msg on a Sonnet-class model)</td></tr>
+<td>≈ 2,000 input tokens per message (about $0.009 per message with a mid-priced model such as
+Claude Sonnet)</td></tr>
 <tr><td><strong>Adaptive</strong> (recommended)</td><td>One call with a short context and a
 self-assessment; policies and tool details are fetched only when needed; a second
 <em>critique</em> call checks risky actions (action/destructive tools, low confidence, missing
@@ -46,25 +48,35 @@ multiplier.</td></tr>
 </tbody></table>
 <p>The <strong>multipliers</strong> set what the client is billed: provider cost × the multiplier
 of the mode that ran (e.g. 1.5 means a message that cost us $0.010 is billed $0.015).</p>
-"""
+""")
 
 
-EVALUATION_HELP = """
+EVALUATION_HELP = _("""
 <p>When on, every knowledge answer (no tool, or a read-only tool) longer than the character
 threshold and at or above the confidence threshold gets a second LLM call, <code>evaluate</code>,
-that checks it against the business info and tool result it used. The seed's rules, in code:
+that checks it against the business info and tool result it used. The rules, enforced in code:
 a better answer with higher confidence <strong>replaces</strong> the draft; a
 <strong>validated</strong> draft's confidence rises 10 % (max 100 %); a <strong>questioned</strong>
 one's falls 30 % — and goes to a person instead of the customer if that puts it below the
 hand-over threshold; a failed check sends the draft unchanged. Confirmation requests, hand-offs
-and answers after actions are never evaluated. Runs before the post-draft hooks below; billed as
-step <code>evaluate</code> at the mode's multiplier (docs/benchmarks.md: ≈ +1 call per evaluated
+and answers after actions are never evaluated. Runs before the extra checks below; billed as
+step <code>evaluate</code> at the mode's multiplier (about one more AI call per checked
 answer).</p>
-"""
+""")
 
 
-def _hook_choices() -> list[tuple[str, str]]:
-    return [(name, name) for name in hook_names()]
+# What each post-draft hook does, in a support lead's words (the stored value stays the hook's
+# name: the import format and the API use it). A hook without words here fails a test.
+HOOK_LABELS: dict[str, Any] = {
+    "handoff_when_unsure": _(
+        "Hand the conversation to a person when the assistant is unsure of its reply "
+        "(it rates its own confidence below 4 out of 10)"
+    ),
+}
+
+
+def _hook_choices() -> list[tuple[str, Any]]:
+    return [(name, HOOK_LABELS.get(name, name)) for name in hook_names()]
 
 
 class PlanAdminForm(forms.ModelForm):
@@ -72,10 +84,12 @@ class PlanAdminForm(forms.ModelForm):
         choices=_hook_choices,
         required=False,
         widget=forms.CheckboxSelectMultiple,
-        label="Post-draft hooks",
-        help_text="Checks that run after the mode's draft and before the reply is sent; each may "
-        "replace the reply, lower its confidence or hand the conversation to a person. A failing "
-        "hook never loses the reply. None ticked = none run.",
+        label=_("Extra checks before a reply is sent"),
+        help_text=_(
+            "Checks that run after the assistant has written a reply and before the customer "
+            "sees it; each may replace the reply, lower its confidence or hand the conversation "
+            "to a person. A check that fails never loses the reply. None ticked = none run."
+        ),
     )
 
     class Meta:
@@ -117,7 +131,7 @@ class PlanAdmin(PlatformOnlyAdmin):
                 "fields inherit the rubric's (1 ≤ MIN ≤ MAX ≤ 20, 0 < target ≤ 1).",
             },
         ),
-        ("After the draft", {"fields": ["post_draft_hooks"]}),
+        (_("Before a reply is sent"), {"fields": ["post_draft_hooks"]}),
         (
             "Cross-session notes",
             {

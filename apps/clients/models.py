@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from apps.clients.business_info import business_info_errors
 from apps.core.models import TimeStampedModel
@@ -85,7 +86,7 @@ class Rubric(TimeStampedModel):
     """What deliberative mode's reasoning steps score themselves against: principles (each a
     key, label and definition — the definitions are re-injected into every feedback call) and
     the loop's thresholds. Platform data, chosen per plan (and optionally per client); two ship
-    with GuideDesk: `support` (the default) and `contemplative` (the seed's preset)."""
+    with GuideDesk: `support` (the default) and `contemplative` (apps/clients/rubrics.py)."""
 
     slug = models.SlugField(max_length=50, unique=True)
     name = models.CharField(max_length=100)
@@ -145,10 +146,12 @@ class Plan(TimeStampedModel):
     post_draft_hooks = models.JSONField(
         default=list,
         blank=True,
-        help_text="Names of the post-draft hooks to run, in order, after the mode's draft and "
-        "before the reply is sent (apps/reasoning/hooks.py); empty = none.",
+        help_text=_(
+            "Extra checks that run, in this order, after the assistant has written a reply and "
+            "before the customer sees it; empty = none."
+        ),
     )
-    # The evaluation layer (seed: evaluation-layer-and-notes; apps/reasoning/evaluation.py).
+    # The evaluation layer (apps/reasoning/evaluation.py).
     evaluation_enabled = models.BooleanField(
         "second-opinion evaluation",
         default=False,
@@ -160,14 +163,16 @@ class Plan(TimeStampedModel):
     evaluation_min_chars = models.PositiveIntegerField(
         "evaluate drafts longer than (characters)",
         default=100,
-        help_text="Short replies (greetings, one-liners) are not evaluated. Seed: 100.",
+        help_text=_("Short replies (greetings, one-liners) are not checked. Default: 100."),
     )
     evaluation_min_confidence = models.PositiveSmallIntegerField(
         "evaluate from confidence (%)",
         default=30,
         validators=[MaxValueValidator(100)],
-        help_text="Only drafts at or above this confidence are evaluated (the draft's 1–10 "
-        "self-assessment × 10; standard mode has none and counts as 70 %). Seed: 30.",
+        help_text=_(
+            "Only replies the assistant is at least this sure of are checked (its own 1–10 "
+            "rating × 10; the standard mode gives none and counts as 70 %). Default: 30."
+        ),
     )
     evaluation_escalate_below = models.PositiveSmallIntegerField(
         "hand questioned answers to a person below (%)",
@@ -191,8 +196,11 @@ class Plan(TimeStampedModel):
     )
     notes_enabled = models.BooleanField(
         default=True,
-        help_text="Cross-session notes: inject the relevant notes into the assistant's prompts "
-        "and write notes after turns (the seed's -notes=false switches this off).",
+        help_text=_(
+            "Let the assistant learn across conversations: it reads the relevant notes before "
+            "answering and writes notes after conversations. Off: it neither reads nor writes "
+            "them."
+        ),
     )
     notes_retention_days = models.PositiveIntegerField(
         default=90,
@@ -330,7 +338,10 @@ class Client(TimeStampedModel):
     business_info = models.JSONField(
         default=dict,
         blank=True,
-        help_text="about / contact / policies / faqs / ai_instructions — see docs/business-info.md",
+        help_text=_(
+            "What the assistant knows about the business: about, contact, policies, FAQs and "
+            "instructions for the assistant (the format is in docs/business-info.md)."
+        ),
     )
     support_email = models.EmailField(blank=True, help_text="Escalations and usage alerts go here.")
     widget_key = models.CharField(max_length=64, unique=True, default=new_widget_key)

@@ -1,8 +1,9 @@
 """The rubrics GuideDesk ships (installed by migration `clients.0008`; editable in the admin).
 
-`support` is the default for every deliberative plan; `contemplative` is the dharma seed's
-preset with the seed's own principle definitions. `BUILTIN` is also what a deliberative turn
-falls back to if the `support` row was deleted."""
+`support` is the default for every deliberative plan; `contemplative` is a reflective set of
+principles (awareness, humility, perspectives, care). `BUILTIN` is also what a deliberative turn
+falls back to if the `support` row was deleted. Names and descriptions are shown to support
+leads in the admin; slugs and principle keys are the import format's and stay as they are."""
 
 from __future__ import annotations
 
@@ -50,9 +51,9 @@ SUPPORT: dict[str, Any] = {
 
 CONTEMPLATIVE: dict[str, Any] = {
     "slug": "contemplative",
-    "name": "Contemplative (dharma preset)",
-    "description": "The dharma feedback-loop seed's preset: reasoning that cultivates "
-    "contemplative wisdom.",
+    "name": "Reflective",
+    "description": "For sensitive or disputed cases: reasoning that stays aware of itself, holds "
+    "conclusions lightly, weighs several perspectives and considers everyone affected.",
     "principles": [
         {
             "key": "mindfulness",

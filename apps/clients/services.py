@@ -127,3 +127,60 @@ def _import_client(*, spec: ClientIn, plan: Plan) -> ImportedClient:
     if not ApiKey.objects.for_client(client).active().exists():
         _, secret = api_key_issue(client=client, name="Imported key")
     return ImportedClient(slug=client.slug, widget_key=client.widget_key, api_key=secret)
+
+
+# --------------------------------------------------------------------------------------------
+# The local demo (`make demo-reset`, `manage.py demo_reset`)
+# --------------------------------------------------------------------------------------------
+
+DEMO_HANDLER_PREFIX = "demo."
+
+
+@dataclass(frozen=True)
+class DemoReset:
+    slug: str
+    conversations: int
+    tool_runs: int
+    notes: int
+
+
+@transaction.atomic
+def demo_reset(*, data: Any) -> list[DemoReset]:
+    """Put the demo shops of a tenant file back as `make demo` first made them: their
+    conversations (with messages, turns, hand-offs and pending confirmations), tool runs — the
+    demo order book is derived from them, so a cancelled order is open again — and notes are
+    deleted, then the file is imported again (plan, settings and tools as shipped). Idempotent;
+    all or nothing. Only clients of the file whose tools run the built-in `demo.*` handlers are
+    touched: anything else in the file is refused, and other clients are never read."""
+    from apps.conversations.models import Conversation
+    from apps.notes.services import notes_delete
+    from apps.tools.models import ToolExecution
+
+    spec = parse_tenant_file(data)
+    results: list[DemoReset] = []
+    for client_spec in spec.clients:
+        client = Client.objects.filter(slug=client_spec.slug).first()
+        if client is None:
+            continue  # not imported yet: the import below creates it fresh
+        is_demo = (
+            ClientTool.objects.for_client(client)
+            .filter(builtin_handler__startswith=DEMO_HANDLER_PREFIX)
+            .exists()
+        )
+        if not is_demo:
+            raise ApplicationError(
+                f"Client {client.slug!r} is not a demo shop (none of its tools runs a built-in "
+                f"demo handler); demo_reset deletes data and only resets demo shops."
+            )
+        tool_runs = ToolExecution.objects.for_client(client).count()
+        ToolExecution.objects.for_client(client).delete()
+        conversations = Conversation.objects.for_client(client).count()
+        Conversation.objects.for_client(client).delete()
+        notes = notes_delete(client=client)
+        results.append(
+            DemoReset(
+                slug=client.slug, conversations=conversations, tool_runs=tool_runs, notes=notes
+            )
+        )
+    tenant_import(data=data)
+    return results

@@ -365,6 +365,7 @@ class ConversationAdmin(ActionOnlyAdmin):
                     "status",
                     "visitor_id",
                     "contact_email",
+                    "contact_email_confirmed_at",
                     "language",
                 ]
             },
@@ -388,6 +389,7 @@ class ConversationAdmin(ActionOnlyAdmin):
         "status",
         "visitor_id",
         "contact_email",
+        "contact_email_confirmed_at",
         "language",
         "created_at",
         "last_message_at",

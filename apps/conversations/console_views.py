@@ -57,7 +57,8 @@ from apps.core.exceptions import ApplicationError
 from apps.core.permissions import READ, SUPPORT, role_permits, slug_is_usable
 from apps.escalations.models import Escalation
 from apps.escalations.selectors import escalation_open_for_conversation, escalation_queue
-from apps.escalations.services import escalation_resolve, staff_reply
+from apps.escalations.services import staff_reply
+from apps.reasoning.handback import escalation_hand_back
 from apps.reasoning.models import ReasoningStep, ReasoningTrace
 from apps.reasoning.selectors import conversation_detail
 
@@ -373,7 +374,7 @@ def conversation_resolve(
     if escalation is None:
         messages.info(request, "Nothing to resolve: the assistant already owns this conversation.")
     else:
-        escalation_resolve(client=access.client, escalation=escalation, actor=request.user)
+        escalation_hand_back(client=access.client, escalation=escalation, actor=request.user)
         messages.success(request, "Resolved: the assistant answers this conversation again.")
     return redirect(_conversation_url(access, conversation))
 

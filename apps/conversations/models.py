@@ -32,7 +32,15 @@ class Conversation(TenantOwnedModel):
     contact_email = models.EmailField(
         "customer's e-mail",
         blank=True,
-        help_text="Left by the customer in the widget; staff replies they miss are e-mailed here.",
+        help_text=(
+            "Left by the customer in the widget; staff replies they miss are e-mailed here once "
+            "the customer has confirmed the address."
+        ),
+    )
+    # When the customer clicked the confirmation link for `contact_email` (None: not yet).
+    # Staff replies are e-mailed only to a confirmed address (docs/widget.md "Coming back").
+    contact_email_confirmed_at = models.DateTimeField(
+        "e-mail confirmed at", null=True, blank=True, editable=False
     )
     # The highest seq the customer's widget has displayed (it reports it with GET …/messages
     # ?after=<seq>), and when it last did so.
@@ -76,7 +84,7 @@ class Kind(models.TextChoices):
     HANDOFF = "handoff", "Hand-off to a human"
     NOTICE = "notice", "Notice"
     CLARIFICATION = "clarification", "Clarifying question"  # data.options: quick replies
-    # internal — the seed's debug legend
+    # internal — staff only (the debug view's legend explains each)
     ASSESSMENT = "assessment", "Assessment"
     CONTEXT_FETCH = "context_fetch", "Context fetch"
     CRITIQUE = "critique", "Critique"

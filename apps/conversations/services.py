@@ -5,14 +5,20 @@ import hmac
 import logging
 import secrets
 import threading
+import uuid
+from enum import StrEnum
 from typing import Any
 
 from django.conf import settings
+from django.core import signing
+from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.core.mail import EmailMessage
 from django.core.validators import validate_email
 from django.db import connection, connections, transaction
-from django.utils import timezone
+from django.urls import reverse
+from django.utils import timezone, translation
+from django.utils.translation import gettext
 
 from apps.clients.models import Client
 from apps.conversations.events import conversation_changed
@@ -143,10 +149,15 @@ MAX_EMAIL_CHARS = 254
 
 
 def conversation_contact_set(
-    *, client: Client, conversation: Conversation, email: Any
+    *, client: Client, conversation: Conversation, email: Any, site: str
 ) -> Conversation:
     """Store (or, with "", forget) the address staff replies the customer misses are mailed to.
-    Validated with Django's e-mail validator; a 400 names the `email` field."""
+    Validated with Django's e-mail validator; a 400 names the `email` field.
+
+    A new address is not used until the customer confirms it: we e-mail a signed, expiring link
+    (`contact_confirmation_link`, on `site`, GuideDesk's own origin). Confirmation e-mails are
+    limited per address and per conversation (a 429 names `email`). Saving the address that is
+    already confirmed sends nothing."""
     if not isinstance(email, str):
         raise ApplicationError(
             "email must be a string.", {"fields": {"email": "Must be a string."}}
@@ -162,10 +173,175 @@ def conversation_contact_set(
                 "email is not a valid e-mail address.",
                 {"fields": {"email": "Enter a valid e-mail address."}},
             ) from None
-    updated = Conversation.objects.for_client(client).filter(pk=conversation.pk)
-    updated.update(contact_email=cleaned, updated_at=timezone.now())
-    conversation.contact_email = cleaned
+    with transaction.atomic():
+        locked = Conversation.objects.for_client(client).select_for_update().get(pk=conversation.pk)
+        unchanged = cleaned == locked.contact_email and (
+            not cleaned or locked.contact_email_confirmed_at is not None
+        )
+        if not unchanged:
+            if cleaned:
+                contact_confirmation_count(conversation=locked, email=cleaned)  # or 429
+            locked.contact_email, locked.contact_email_confirmed_at = cleaned, None
+            locked.save(update_fields=["contact_email", "contact_email_confirmed_at", "updated_at"])
+            if cleaned:
+                conversation_id = locked.pk
+                transaction.on_commit(
+                    lambda: contact_confirmation_send(
+                        conversation_id=conversation_id, email=cleaned, site=site
+                    )
+                )
+    conversation.contact_email = locked.contact_email
+    conversation.contact_email_confirmed_at = locked.contact_email_confirmed_at
     return conversation
+
+
+CONTACT_CONFIRM_SALT = "guidedesk.widget.contact-confirm"
+_HOUR = 3600
+
+
+def contact_confirmation_count(*, conversation: Conversation, email: str) -> None:
+    """Count one confirmation e-mail against the address (whichever client's widget asks) and
+    the conversation: at most WIDGET_CONTACT_CONFIRMATIONS_PER_HOUR each per hour, so nobody
+    can use a widget to flood an inbox. Over the limit: a 429 naming `email`, and nothing is
+    counted. Cache-backed, like the widget's throttles (CACHE_URL across processes)."""
+    limit = int(settings.WIDGET_CONTACT_CONFIRMATIONS_PER_HOUR)
+    address = hashlib.sha256(email.lower().encode()).hexdigest()
+    keys = [f"contact-confirm:address:{address}", f"contact-confirm:conversation:{conversation.pk}"]
+    now = timezone.now().timestamp()
+    for key in keys:
+        since = cache.get(f"{key}:since")
+        if since is not None and cache.get(key, 0) >= limit:
+            wait = max(60, int(_HOUR - (now - since)))
+            message = gettext(
+                "We have already sent several confirmation e-mails for this address. Please "
+                "check your inbox (and spam folder) for the link, or try again in %(minutes)d "
+                "minutes."
+            ) % {"minutes": -(-wait // 60)}
+            raise ApplicationError(
+                message,
+                {"fields": {"email": message}, "retry_after": wait},
+                status=429,
+                code="throttled",
+            )
+    for key in keys:
+        if cache.add(f"{key}:since", now, _HOUR):
+            cache.set(key, 0, _HOUR)
+        try:
+            cache.incr(key)
+        except ValueError:  # expired between the two calls: a new window
+            cache.set(key, 1, _HOUR)
+
+
+def contact_confirmation_link(*, conversation: Conversation, email: str, site: str) -> str:
+    """The one-click link that confirms `email` for this conversation only: signed (SECRET_KEY)
+    over the client, the conversation and the address; valid for
+    WIDGET_CONTACT_CONFIRM_MAX_AGE_HOURS."""
+    token = signing.dumps(
+        {"c": conversation.client_id, "v": str(conversation.public_id), "e": email},
+        salt=CONTACT_CONFIRM_SALT,
+    )
+    return site.rstrip("/") + reverse("widget-contact-confirm", args=[token])
+
+
+def contact_confirmation_send(*, conversation_id: int, email: str, site: str) -> bool:
+    """E-mail the confirmation link (after the address is stored). Never raises: a failure is
+    logged, and saving the address again sends a new link."""
+    conversation = (
+        Conversation.objects.select_related("client")
+        .filter(pk=conversation_id, contact_email=email, contact_email_confirmed_at__isnull=True)
+        .first()
+    )
+    if conversation is None:  # changed or confirmed meanwhile
+        return False
+    client = conversation.client
+    link = contact_confirmation_link(conversation=conversation, email=email, site=site)
+    hours = int(settings.WIDGET_CONTACT_CONFIRM_MAX_AGE_HOURS)
+    with translation.override(conversation.language or client.language or None):
+        subject = gettext("%(business)s: confirm your e-mail address") % {"business": client.name}
+        body = "\n".join(
+            [
+                gettext("Hello,"),
+                "",
+                gettext(
+                    "You left this address in the chat with %(business)s. To receive their "
+                    "replies by e-mail when you are not in the chat, confirm it:"
+                )
+                % {"business": client.name},
+                "",
+                link,
+                "",
+                gettext("The link works for %(hours)d hours.") % {"hours": hours},
+                gettext(
+                    "If it was not you, ignore this e-mail: nothing will be sent to this address."
+                ),
+            ]
+        )
+    try:
+        EmailMessage(
+            subject=subject,
+            body=body,
+            from_email=settings.DEFAULT_FROM_EMAIL,
+            to=[email],
+        ).send()
+    except Exception:
+        logger.exception(
+            "contact confirmation e-mail failed", extra={"conversation_id": conversation_id}
+        )
+        return False
+    return True
+
+
+class ContactConfirmation(StrEnum):
+    CONFIRMED = "confirmed"
+    EXPIRED = "expired"
+    INVALID = "invalid"
+
+
+def contact_email_confirm(*, token: str) -> tuple[ContactConfirmation, Conversation | None]:
+    """The customer clicked the link: confirm that address for that conversation of that client
+    and nothing else. A link for an address the conversation no longer has, a tampered or
+    expired link confirm nothing. Confirming twice is harmless. Staff replies already waiting
+    are checked for the e-mail right away."""
+    try:
+        payload = signing.loads(
+            token,
+            salt=CONTACT_CONFIRM_SALT,
+            max_age=int(settings.WIDGET_CONTACT_CONFIRM_MAX_AGE_HOURS) * _HOUR,
+        )
+    except signing.SignatureExpired:
+        return ContactConfirmation.EXPIRED, None
+    except signing.BadSignature:
+        return ContactConfirmation.INVALID, None
+    if not isinstance(payload, dict):
+        return ContactConfirmation.INVALID, None
+    client_id, email = payload.get("c"), payload.get("e")
+    if not isinstance(client_id, int) or not isinstance(email, str) or not email:
+        return ContactConfirmation.INVALID, None
+    client = Client.objects.filter(pk=client_id).first()
+    if client is None:
+        return ContactConfirmation.INVALID, None
+    try:
+        public_id = uuid.UUID(str(payload.get("v")))
+    except ValueError:
+        return ContactConfirmation.INVALID, None
+    conversation = (
+        Conversation.objects.for_client(client)
+        .select_related("client")
+        .filter(public_id=public_id, contact_email=email)
+        .first()
+    )
+    if conversation is None:
+        return ContactConfirmation.INVALID, None
+    if conversation.contact_email_confirmed_at is None:
+        confirmed = (
+            Conversation.objects.for_client(client)
+            .filter(pk=conversation.pk, contact_email=email, contact_email_confirmed_at=None)
+            .update(contact_email_confirmed_at=timezone.now())
+        )
+        if confirmed:
+            # Staff may have replied while the address waited for confirmation.
+            unseen_replies_email_schedule(conversation_id=conversation.pk)
+    return ContactConfirmation.CONFIRMED, conversation
 
 
 def conversation_seen_record(*, client: Client, conversation: Conversation, seq: int) -> bool:
@@ -226,6 +402,8 @@ def unseen_replies_email(*, conversation_id: int) -> int:
     conversation = Conversation.objects.select_related("client").filter(pk=conversation_id).first()
     if conversation is None or not conversation.contact_email:
         return 0
+    if conversation.contact_email_confirmed_at is None:
+        return 0  # only to an address the customer confirmed (the link we e-mailed)
     client = conversation.client
     since = max(conversation.customer_seen_seq, conversation.reply_emailed_seq)
     replies = list(

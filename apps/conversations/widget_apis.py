@@ -6,8 +6,9 @@ POST conversations/<id>/messages     → 201 {"message", "replies", "status"}
 GET  conversations/<id>/messages     → {"results": [visible messages], …}  (?after=<seq>)
 GET  conversations/<id>/events       → text/event-stream: message, typing, status; bounded,
                                        resumable (Last-Event-ID / ?after=)
-POST conversations/<id>/contact      → 200 {"email"}  (the customer's address for missed
-                                       staff replies; "" forgets it)
+POST conversations/<id>/contact      → 200 {"email", "confirmed"}  (the customer's address for
+                                       missed staff replies, used once confirmed by the link
+                                       we e-mail; "" forgets it)
 (all under /api/v1/widget/)
 
 Authentication, origin rules and throttles live in `widget_auth.py`. The widget only ever sees
@@ -148,11 +149,22 @@ class WidgetContactSerializer(serializers.Serializer[Any]):
     )
 
 
+class WidgetContactOutSerializer(WidgetContactSerializer):
+    confirmed = serializers.BooleanField(
+        help_text="The customer confirmed the address with the link we e-mailed; staff replies "
+        "are e-mailed only to a confirmed address. false: a confirmation link was sent."
+    )
+
+
 class WidgetMessageListOutSerializer(serializers.Serializer[Any]):
     results = WidgetMessageSerializer(many=True)
     has_more = serializers.BooleanField()
     status = serializers.ChoiceField(choices=ConversationStatus.choices)
     typing = serializers.BooleanField(help_text="A turn is being processed right now.")
+    contact_confirmed = serializers.BooleanField(
+        help_text="The customer left an address and confirmed it with the link we e-mailed "
+        "(staff replies they miss are e-mailed there)."
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -334,6 +346,8 @@ class WidgetMessagesApi(WidgetConversationAPIView):
                 and widget_turn_in_progress(
                     client=self.client, conversation_id=self.conversation.pk
                 ),
+                "contact_confirmed": bool(self.conversation.contact_email)
+                and self.conversation.contact_email_confirmed_at is not None,
             }
         )
 
@@ -407,16 +421,19 @@ class WidgetContactApi(WidgetConversationAPIView):
     @extend_schema(
         summary="Leave an e-mail address for missed staff replies",
         description=(
-            "Optional. Staff replies the widget has not displayed within "
-            "WIDGET_REPLY_EMAIL_DELAY_SECONDS (default 3 minutes) are e-mailed to this address, "
-            'one e-mail per batch. `""` forgets the address. Throttled like posting a message.'
+            "Optional. A new address gets a one-click confirmation e-mail (the link is valid "
+            "WIDGET_CONTACT_CONFIRM_MAX_AGE_HOURS, default 48); once confirmed, staff replies the "
+            "widget has not displayed within WIDGET_REPLY_EMAIL_DELAY_SECONDS (default 3 minutes) "
+            'are e-mailed to it, one e-mail per batch. `""` forgets the address. Throttled like '
+            "posting a message; at most WIDGET_CONTACT_CONFIRMATIONS_PER_HOUR (default 3) "
+            "confirmation e-mails per address and per conversation an hour (429 naming `email`)."
         ),
         tags=["widget"],
         auth=[],
         parameters=[KEY_PARAMETER, TOKEN_PARAMETER],
         request=WidgetContactSerializer,
         responses={
-            200: WidgetContactSerializer,
+            200: WidgetContactOutSerializer,
             **error_responses(400, 401, 403, 404, 413, 429),
         },
     )
@@ -427,9 +444,17 @@ class WidgetContactApi(WidgetConversationAPIView):
             raise exceptions.ValidationError({"email": ["This field is required."]})
         self.throttle(request, WidgetKeyThrottle())  # real work: counts against the tenant
         conversation = conversation_contact_set(
-            client=self.client, conversation=self.conversation, email=data["email"]
+            client=self.client,
+            conversation=self.conversation,
+            email=data["email"],
+            site=request.build_absolute_uri("/"),  # GuideDesk's own origin (the iframe's)
         )
-        return Response({"email": conversation.contact_email})
+        return Response(
+            {
+                "email": conversation.contact_email,
+                "confirmed": conversation.contact_email_confirmed_at is not None,
+            }
+        )
 
 
 class WidgetEventsApi(WidgetConversationAPIView):

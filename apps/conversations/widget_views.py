@@ -12,7 +12,11 @@ from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.http import require_GET
 
 from apps.clients.models import Client, normalize_origin
-from apps.conversations.services import MAX_MESSAGE_CHARS
+from apps.conversations.services import (
+    MAX_MESSAGE_CHARS,
+    ContactConfirmation,
+    contact_email_confirm,
+)
 from apps.conversations.widget_selectors import widget_client_by_key
 
 
@@ -69,5 +73,39 @@ def widget_frame(request: HttpRequest) -> HttpResponse:
     return response
 
 
+CONFIRM_STATUS = {
+    ContactConfirmation.CONFIRMED: 200,
+    ContactConfirmation.EXPIRED: 410,
+    ContactConfirmation.INVALID: 404,
+}
+
+
+@require_GET
+@never_cache
+def widget_contact_confirm(request: HttpRequest, token: str) -> HttpResponse:
+    """The link of the confirmation e-mail (docs/widget.md "The e-mail address"): one click
+    confirms the address for the one conversation it was sent for, and says so."""
+    outcome, conversation = contact_email_confirm(token=token)
+    context: dict[str, object] = {"outcome": outcome.value}
+    if conversation is not None:
+        context |= {
+            "business": conversation.client.name,
+            "email": conversation.contact_email,
+            "language": conversation.language,
+        }
+    response = render(
+        request, "widget/contact_confirm.html", context, status=CONFIRM_STATUS[outcome]
+    )
+    response["Content-Security-Policy"] = (
+        "default-src 'none'; style-src 'self'; img-src 'self' data:; base-uri 'none'; "
+        "form-action 'none'; frame-ancestors 'none'"
+    )
+    response["Referrer-Policy"] = "no-referrer"  # the link carries the token
+    return response
+
+
 # Included by config/urls.py at /widget/ (kept here so the page and its route stay together).
-urlpatterns = [path("frame/", widget_frame, name="widget-frame")]
+urlpatterns = [
+    path("frame/", widget_frame, name="widget-frame"),
+    path("confirm-email/<str:token>/", widget_contact_confirm, name="widget-contact-confirm"),
+]

@@ -53,7 +53,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return unavailable
     if isinstance(exc, ApplicationError):
         fields = exc.extra.get("fields") if exc.extra else None
-        return Response(_error_body(exc.code, exc.message, fields), status=exc.status)
+        refused = Response(_error_body(exc.code, exc.message, fields), status=exc.status)
+        if exc.extra and exc.extra.get("retry_after"):  # a domain limit (e.g. e-mails sent)
+            refused["Retry-After"] = str(int(exc.extra["retry_after"]))
+        return refused
     if isinstance(exc, RequestDataTooBig):
         # Django refuses a body over DATA_UPLOAD_MAX_MEMORY_SIZE when the view reads it; left
         # alone it would become Django's HTML "Bad Request (400)".

@@ -61,8 +61,8 @@ class EscalationAdmin(ActionOnlyAdmin):
 
     @admin.action(description="Resolve and hand back to the AI", permissions=["support"])
     def resolve_and_hand_back(self, request: HttpRequest, queryset: QuerySet[Escalation]) -> None:
-        # Imported here: the service module is developed alongside this admin.
-        from apps.escalations.services import escalation_resolve
+        # Imported here: the reasoning layer imports the escalation models this admin registers.
+        from apps.reasoning.handback import escalation_hand_back
 
         actor = cast(User, request.user)
         resolved = 0
@@ -73,7 +73,7 @@ class EscalationAdmin(ActionOnlyAdmin):
                 already += 1
                 continue
             try:
-                escalation_resolve(client=escalation.client, escalation=escalation, actor=actor)
+                escalation_hand_back(client=escalation.client, escalation=escalation, actor=actor)
             except ApplicationError as exc:
                 failures.append(f"{escalation.conversation.public_id}: {exc.message}")
             else:

@@ -22,7 +22,7 @@ from apps.core.schema import (
 )
 from apps.escalations.models import EscalationReason, EscalationStatus
 from apps.escalations.selectors import escalation_get, escalation_list
-from apps.escalations.services import escalation_resolve
+from apps.reasoning.handback import escalation_hand_back
 
 TAG = "escalations"
 
@@ -129,6 +129,6 @@ class EscalationResolveApi(StaffAPIView):
         escalation = escalation_get(client=self.client, escalation_id=escalation_id)
         if escalation is None:
             raise exceptions.NotFound()
-        escalation_resolve(client=self.client, escalation=escalation, actor=acting_user(request))
+        escalation_hand_back(client=self.client, escalation=escalation, actor=acting_user(request))
         resolved = escalation_get(client=self.client, escalation_id=escalation.pk)
         return Response(EscalationSerializer(resolved).data)

@@ -169,8 +169,9 @@ def staff_reply(
         data={"author": str(author) if author else None},
     )
     conversation.status, conversation.last_seq = locked.status, locked.last_seq
-    if locked.contact_email:
-        # Not seen in the widget within the delay → e-mailed (docs/widget.md "Coming back").
+    if locked.contact_email and locked.contact_email_confirmed_at is not None:
+        # Not seen in the widget within the delay → e-mailed to the address the customer
+        # confirmed (docs/widget.md "Coming back"). An address confirmed later checks then.
         conversation_id = locked.pk
         transaction.on_commit(
             lambda: unseen_replies_email_schedule(conversation_id=conversation_id)

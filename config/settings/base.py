@@ -205,6 +205,11 @@ CORS_ALLOWED_ORIGINS: list[str] = env.list("CORS_ALLOWED_ORIGINS", default=[])
 # Staff replies a customer has not seen in the widget this many seconds after they were sent are
 # e-mailed to the address the customer left (one e-mail per batch; docs/widget.md).
 WIDGET_REPLY_EMAIL_DELAY_SECONDS = env.float("WIDGET_REPLY_EMAIL_DELAY_SECONDS", default=180.0)
+# The address is used only once the customer confirms it with the link we e-mail: the link is
+# valid this long, and at most this many confirmation e-mails go to one address, and for one
+# conversation, per hour (docs/widget.md "The e-mail address").
+WIDGET_CONTACT_CONFIRM_MAX_AGE_HOURS = env.int("WIDGET_CONTACT_CONFIRM_MAX_AGE_HOURS", default=48)
+WIDGET_CONTACT_CONFIRMATIONS_PER_HOUR = env.int("WIDGET_CONTACT_CONFIRMATIONS_PER_HOUR", default=3)
 
 # Celery: with no broker configured, tasks run eagerly in-process (the demo needs no Redis).
 CELERY_TASK_ALWAYS_EAGER = not env("CELERY_BROKER_URL", default="")

@@ -47,6 +47,16 @@
     contactDone: document.getElementById("gd-contact-done"),
   };
 
+  // The frame's translated sentences (templates/widget/frame.html, #gd-strings): one place,
+  // translated on the server; "%(name)s" is filled in here.
+  const strings = document.getElementById("gd-strings");
+  function text(name, values) {
+    const template = (strings && strings.dataset[name]) || "";
+    return template.replace(/%\((\w+)\)s/g, function (whole, key) {
+      return values && key in values ? String(values[key]) : whole;
+    });
+  }
+
   const state = {
     conversation: null, // {id, token}
     lastSeq: 0,
@@ -496,6 +506,11 @@
       setStatus(result.data.status);
       state.remoteTyping = !!result.data.typing;
       updateTyping();
+      if (result.data.contact_confirmed && state.conversation.contact && !state.conversation.contactConfirmed) {
+        state.conversation.contactConfirmed = true; // confirmed with the e-mailed link
+        saveConversation(state.conversation);
+        updateContact();
+      }
       return result.data.has_more ? fetchNew() : null;
     });
   }
@@ -570,11 +585,13 @@
 
   function updateContact() {
     const saved = state.conversation && state.conversation.contact;
+    const confirmed = !!saved && !!state.conversation.contactConfirmed;
     const asking = state.status === "escalated" && !!state.conversation;
-    els.contact.hidden = !asking || !!saved;
+    // Until the address is confirmed the form stays, to correct a typo or send the link again.
+    els.contact.hidden = !asking || confirmed;
     els.contactDone.hidden = !asking || !saved;
     if (asking && saved) {
-      els.contactDone.textContent = "Thanks — if you miss our reply here, we'll e-mail it to " + saved + ".";
+      els.contactDone.textContent = text(confirmed ? "contactConfirmed" : "contactPending", { email: saved });
     }
     tellEmbedder();
   }
@@ -595,6 +612,7 @@
           throw new Error((fields && fields.email) || errorText(result));
         }
         state.conversation.contact = result.data.email;
+        state.conversation.contactConfirmed = !!result.data.confirmed;
         saveConversation(state.conversation);
         updateContact();
       })

@@ -21,6 +21,7 @@ from apps.escalations.services import staff_reply
 from tests.browser.conftest import _holding
 from tests.browser.helpers import open_widget, send, shot
 from tests.reasoning.conftest import assess, critique
+from tests.widget.contact import LINK, confirmation_links
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -40,7 +41,8 @@ def quick_emails(settings, db_lock, monkeypatch) -> None:
 
 
 def mails_to(address: str) -> list[Any]:
-    return [m for m in mail.outbox if address in m.to]
+    """The e-mails of staff replies sent to `address` (not the address's confirmation)."""
+    return [m for m in mail.outbox if address in m.to and not LINK.search(m.body)]
 
 
 def wait_for(condition: Callable[[], Any], seconds: float = 15.0) -> Any:
@@ -84,11 +86,25 @@ def test_leave_during_a_handoff_come_back_to_the_reply_and_one_email(
     expect(frame.locator("#gd-contact-error")).to_have_text("Enter a valid e-mail address.")
     email_box.fill(CUSTOMER)
     frame.get_by_role("button", name="Save").click()
-    expect(frame.locator("#gd-contact-done")).to_contain_text(CUSTOMER)
-    expect(frame.locator("#gd-contact")).to_be_hidden()
+    # The chat says plainly where replies will go, and that only after a confirmation.
+    notice = frame.locator("#gd-contact-done")
+    expect(notice).to_contain_text(CUSTOMER)
+    expect(notice).to_contain_text("only after you confirm it")
+    expect(frame.locator("#gd-contact")).to_be_visible()  # to fix a typo or send it again
     conversation = Conversation.objects.get(client=demo)
     assert conversation.contact_email == CUSTOMER
+    assert conversation.contact_email_confirmed_at is None
     taken.append(shot(page, screenshots, "widget-handoff-email.png"))
+
+    # The customer clicks the link in the confirmation e-mail.
+    (link,) = wait_for(lambda: confirmation_links(CUSTOMER))
+    confirm_page = context.new_page()
+    confirm_page.goto(link)
+    expect(confirm_page.get_by_role("heading")).to_have_text("E-mail address confirmed")
+    expect(confirm_page.get_by_text(CUSTOMER)).to_be_visible()
+    taken.append(shot(confirm_page, screenshots, "widget-email-confirmed.png"))
+    confirm_page.close()
+    assert Conversation.objects.get(pk=conversation.pk).contact_email_confirmed_at is not None
 
     # The customer closes the tab; a person answers afterwards.
     page.close()
@@ -132,6 +148,8 @@ def test_leave_during_a_handoff_come_back_to_the_reply_and_one_email(
     expect(frame.locator("#gd-handoff")).to_be_visible()
     expect(frame.locator("#gd-subtitle")).to_have_text("Our support team")
     expect(frame.locator("#gd-contact-done")).to_contain_text(CUSTOMER)
+    expect(frame.locator("#gd-contact-done")).to_contain_text("your address is confirmed")
+    expect(frame.locator("#gd-contact")).to_be_hidden()
     expect(frame.locator("#gd-error")).to_be_hidden()
     assert any("/messages?after=0" in url for url in requests)  # the history was loaded
     # ...and the widget said it displayed the reply.

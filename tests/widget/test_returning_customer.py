@@ -17,6 +17,7 @@ from apps.conversations.services import message_append, unseen_replies_email
 from apps.escalations.services import staff_reply
 from tests.factories import ClientFactory
 from tests.widget.conftest import API, Widget
+from tests.widget.contact import contact, leave_confirmed_address
 
 pytestmark = pytest.mark.django_db
 
@@ -25,15 +26,6 @@ def error(response: Any) -> dict[str, Any]:
     body = response.json()
     assert set(body) == {"error"}, body
     return body["error"]
-
-
-def contact(widget: Widget, conversation_id: str, token: str | None, body: Any, **headers: str):
-    return widget.http.post(
-        f"{API}conversations/{conversation_id}/contact",
-        body,
-        format="json",
-        headers=widget.headers(token, **headers),
-    )
 
 
 def started(widget: Widget) -> tuple[Conversation, str]:
@@ -60,12 +52,13 @@ def test_the_customer_leaves_an_address_and_can_forget_it(widget):
     conversation, token = started(widget)
     response = contact(widget, str(conversation.public_id), token, {"email": " ann@example.com "})
     assert response.status_code == 200
-    assert response.json() == {"email": "ann@example.com"}
+    assert response.json() == {"email": "ann@example.com", "confirmed": False}
     conversation.refresh_from_db()
     assert conversation.contact_email == "ann@example.com"
 
     response = contact(widget, str(conversation.public_id), token, {"email": ""})
-    assert response.status_code == 200 and response.json() == {"email": ""}
+    assert response.status_code == 200
+    assert response.json() == {"email": "", "confirmed": False}
     conversation.refresh_from_db()
     assert conversation.contact_email == ""
 
@@ -172,7 +165,7 @@ def waiting(widget, settings) -> Conversation:
     """An escalated conversation whose customer left an address; replies are checked later."""
     settings.WIDGET_REPLY_EMAIL_DELAY_SECONDS = 3600  # the timer never fires in these tests
     conversation, token = started(widget)
-    contact(widget, str(conversation.public_id), token, {"email": "ann@example.com"})
+    leave_confirmed_address(widget, str(conversation.public_id), token, "ann@example.com")
     conversation.refresh_from_db()
     conversation.visitor_token = token  # for the widget GET in the tests below
     return conversation
@@ -231,7 +224,7 @@ def test_reply_to_falls_back_to_the_support_address(db, settings):
     settings.WIDGET_REPLY_EMAIL_DELAY_SECONDS = 3600
     client = ClientFactory(business_info={"about": {"description": "x"}})
     conversation, token = started(Widget(client))
-    contact(Widget(client), str(conversation.public_id), token, {"email": "bo@example.com"})
+    leave_confirmed_address(Widget(client), str(conversation.public_id), token, "bo@example.com")
     reply(conversation, "Hello from the team.")
     assert unseen_replies_email(conversation_id=conversation.pk) == 1
     assert mail.outbox[0].reply_to == [client.support_email]
@@ -257,7 +250,7 @@ def test_a_staff_reply_schedules_the_check(widget, settings):
     """No broker (the tests, the demo): a timer in the process runs the check after the delay."""
     settings.WIDGET_REPLY_EMAIL_DELAY_SECONDS = 0.3
     conversation, token = started(widget)
-    contact(widget, str(conversation.public_id), token, {"email": "ann@example.com"})
+    leave_confirmed_address(widget, str(conversation.public_id), token, "ann@example.com")
     conversation.refresh_from_db()
     reply(conversation, "Hi, Sam here — we found your parcel.")  # commits (no test transaction)
     assert mail.outbox == []  # not at once: the customer gets a chance to see it

@@ -1,0 +1,111 @@
+"""`manage.py demo_reset` (`make demo-reset`): the README's cancellation runs
+again after a reset; the reset is idempotent, restores the shipped plan, and refuses — changing
+nothing — a client that is not a demo shop. Other clients are never touched."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from apps.clients.models import Client
+from apps.conversations.models import Conversation, Message
+from apps.conversations.services import conversation_create, message_append
+from apps.reasoning.services import handle_turn
+from apps.tools.models import ToolExecution
+from tests.conftest import DEMO_TENANT
+from tests.factories import ClientFactory
+
+pytestmark = pytest.mark.django_db
+
+README_CANCELLATION = ["Cancel my order", "Order 12345", "Yes"]
+
+
+@pytest.fixture
+def demo(settings) -> Client:
+    settings.OPENAI_API_KEY = ""  # the offline demo model, as in the README
+    call_command("demo_setup", "--tenant", str(DEMO_TENANT), stdout=StringIO())
+    return Client.objects.get(slug="trailhead")
+
+
+def cancel_as_in_the_readme(client: Client, capture: Any) -> str:
+    """The README's three turns in a new conversation; the last visible reply."""
+    conversation = conversation_create(client=client)[0]
+    for text in README_CANCELLATION:
+        with capture(execute=True):
+            message = handle_turn(client=client, conversation=conversation, text=text)
+    reply = (
+        Message.objects.filter(conversation=conversation, seq__gt=message.seq)
+        .visible()
+        .order_by("-seq")
+        .first()
+    )
+    assert reply is not None
+    return reply.text
+
+
+def demo_reset(*args: str) -> str:
+    out = StringIO()
+    call_command("demo_reset", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_the_cancellation_runs_again_after_a_reset(demo, django_capture_on_commit_callbacks):
+    first = cancel_as_in_the_readme(demo, django_capture_on_commit_callbacks)
+    assert "TH-12345 has been cancelled" in first
+    again = cancel_as_in_the_readme(demo, django_capture_on_commit_callbacks)
+    assert "already cancelled" in again  # the demo's order book remembers
+
+    output = demo_reset()
+    assert "trailhead: removed 2 conversation(s), 2 tool run(s)" in output
+    assert Conversation.objects.filter(client=demo).count() == 0
+    assert ToolExecution.objects.filter(client=demo).count() == 0
+
+    after = cancel_as_in_the_readme(demo, django_capture_on_commit_callbacks)
+    assert "TH-12345 has been cancelled" in after
+    assert first.split("A refund of")[1] == after.split("A refund of")[1]  # the same order
+
+
+def test_the_reset_is_idempotent_and_restores_the_shipped_plan(demo):
+    shipped_mode = demo.plan.ai_mode
+    demo.plan.ai_mode = "deliberative" if shipped_mode != "deliberative" else "standard"
+    demo.plan.save(update_fields=["ai_mode"])
+    widget_key = demo.widget_key
+
+    demo_reset()
+    assert "removed 0 conversation(s), 0 tool run(s) and 0 note(s)" in demo_reset()
+    demo.refresh_from_db()
+    assert demo.plan.ai_mode == shipped_mode
+    assert demo.widget_key == widget_key  # the printed keys keep working
+
+
+def test_other_clients_are_never_touched(demo, client_b, django_capture_on_commit_callbacks):
+    cancel_as_in_the_readme(demo, django_capture_on_commit_callbacks)
+    theirs = conversation_create(client=client_b)[0]
+    message_append(client=client_b, conversation=theirs, role="user", text="Hello")
+
+    demo_reset()
+    assert Conversation.objects.filter(client=client_b).count() == 1
+    assert Message.objects.filter(client=client_b).count() == 1
+
+
+def test_a_client_that_is_not_a_demo_shop_is_refused(demo, tmp_path: Path):
+    data = json.loads(Path(DEMO_TENANT).read_text(encoding="utf-8"))
+    real = ClientFactory(slug="real-shop", name="Real Shop")
+    conversation_create(client=real)
+    copy = json.loads(json.dumps(data["clients"][0]))
+    copy.update(slug="real-shop", name="Real Shop")
+    copy["tools"] = [t for t in copy["tools"] if t["executor"]["type"] != "builtin"]
+    data["clients"].append(copy)
+    tenant = tmp_path / "tenant.json"
+    tenant.write_text(json.dumps(data), encoding="utf-8")
+    demo_conversation = conversation_create(client=demo)[0]
+
+    with pytest.raises(CommandError, match="not a demo shop"):
+        demo_reset("--tenant", str(tenant))
+    assert Conversation.objects.filter(client=real).count() == 1
+    assert Conversation.objects.filter(pk=demo_conversation.pk).exists()  # all or nothing
