@@ -25,6 +25,7 @@ from tests.support import procfile
 pytestmark = [pytest.mark.timeout(300)]
 
 HEADER_TIMEOUT = 2.0
+BODY_TIMEOUT = 3.0
 WIDGET_LIMIT = 64 * 1024  # the default WIDGET_REQUEST_BODY_MAX_BYTES
 HEAD_LIMIT = 32 * 1024  # the default REQUEST_HEADERS_MAX_BYTES
 
@@ -83,6 +84,7 @@ def edge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Edge]:
             "EMAIL_URL": "smtp://127.0.0.1:1",
             "WEB_CONCURRENCY": "1",
             "REQUEST_HEADER_TIMEOUT": str(HEADER_TIMEOUT),
+            "REQUEST_BODY_TIMEOUT": str(BODY_TIMEOUT),
             "TMPDIR": str(tmp / "tmp"),
             "PORT": str(port),
         }
@@ -100,13 +102,14 @@ def edge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Edge]:
 
 
 def _read_response(sock: socket.socket, timeout: float = 10) -> bytes:
-    """Everything the server sends until it closes the connection (b"" if it sends nothing)."""
+    """Everything the server sends until it closes the connection (b"" if it sends nothing),
+    or until `timeout` seconds pass without a byte (the server kept the connection open)."""
     sock.settimeout(timeout)
     chunks = []
     while True:
         try:
             chunk = sock.recv(65536)
-        except ConnectionResetError:
+        except (ConnectionResetError, TimeoutError):
             break
         if not chunk:
             break
@@ -218,6 +221,18 @@ def test_a_body_under_the_limit_reaches_the_application(edge: Edge):
         response = _read_response(sock)
     # The (unknown) widget key is the application's to refuse, not the edge's.
     assert _status(response) not in (0, 408, 413, 431), response[:300]
+
+
+def test_a_body_that_stops_arriving_is_answered_408_after_the_body_timeout(edge: Edge):
+    with edge.connect() as sock:
+        sock.sendall(_post_head(b"/api/v1/widget/conversations", b"Content-Length: 1000\r\n"))
+        sock.sendall(b'{"locale": ')  # ... and the rest never comes
+        started = time.monotonic()
+        response = _read_response(sock, timeout=BODY_TIMEOUT + 10)
+        waited = time.monotonic() - started
+    assert _status(response) == 408
+    assert b'"code": "timeout"' in response
+    assert BODY_TIMEOUT - 0.5 < waited < BODY_TIMEOUT + 3
 
 
 def test_half_sent_requests_are_closed_after_the_header_timeout(edge: Edge):
