@@ -149,8 +149,12 @@ class BoundedRequests:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        declared, chunked = _body_framing(scope)
+        if not chunked and not declared:
+            # No body (most requests: GETs, event streams): nothing to bound or to wait for.
+            await self.app(scope, receive, send)
+            return
         limit = self.limit_for(scope["path"])
-        declared = _content_length(scope)
         if declared is not None and declared > limit:
             await _refuse(send, 413, "too_large", f"The request body is larger than {limit} bytes.")
             return
@@ -192,14 +196,17 @@ class BoundedRequests:
             await _refuse(send, *refused[0])
 
 
-def _content_length(scope: dict[str, Any]) -> int | None:
+def _body_framing(scope: dict[str, Any]) -> tuple[int | None, bool]:
+    """(Content-Length, whether the body is chunked) of a request: without either it has no
+    body (HTTP/1.1 framing; the server's parser has checked the values)."""
+    length, chunked = None, False
     for name, value in scope.get("headers", ()):
         if name == b"content-length":
-            try:
-                return int(value)
-            except ValueError:
-                return None
-    return None
+            with contextlib.suppress(ValueError):
+                length = int(value)
+        elif name == b"transfer-encoding":
+            chunked = b"chunked" in value.lower()
+    return length, chunked
 
 
 async def _refuse(send: Any, status: int, code: str, message: str) -> None:
