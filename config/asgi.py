@@ -7,7 +7,9 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
 django_application = get_asgi_application()
 
-from apps.core.asgi import StreamingPaths  # noqa: E402  (needs the apps loaded)
+from django.conf import settings  # noqa: E402
+
+from apps.core.asgi import BoundedRequests, StreamingPaths  # noqa: E402  (needs the apps loaded)
 
 # The widget's event streams, the console's doorbells and the playground's run streams hold no
 # thread while open (apps/core/asgi.py, docs/deployment.md).
@@ -20,4 +22,11 @@ STREAMING_PATHS = [
 # The REST API (the widget's and the back-offices'): middleware, view and close in one borrowed
 # thread instead of Django's four or five loop/thread hand-offs per request (apps/core/asgi.py).
 DIRECT_PATHS = [r"^/api/v1/"]
-application = StreamingPaths(django_application, STREAMING_PATHS, DIRECT_PATHS)
+# Request bodies are bounded per route before Django reads them (413; docs/deployment.md).
+BODY_LIMITS = [(r"^/api/v1/widget/", settings.WIDGET_REQUEST_BODY_MAX_BYTES)]
+application = BoundedRequests(
+    StreamingPaths(django_application, STREAMING_PATHS, DIRECT_PATHS),
+    default_limit=settings.REQUEST_BODY_MAX_BYTES,
+    limits=BODY_LIMITS,
+    body_timeout=settings.REQUEST_BODY_TIMEOUT,
+)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import re
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -115,3 +116,112 @@ class StreamingPaths:
             if not response.closed:
                 # response.close() sends request_finished (closes the connections of that thread).
                 await sync_to_async(response.close, thread_sensitive=False)()
+
+
+class BoundedRequests:
+    """ASGI app in front of everything else: a request body larger than its route's limit is
+    answered 413 before Django reads (and spools) it — by its Content-Length before a byte is
+    read, or, for a streamed (chunked) body, as soon as the bytes received pass the limit; a
+    body whose bytes stop arriving gets 408 after `body_timeout` seconds. Either way the
+    connection is closed. The request head is bounded by the server's protocol
+    (apps/core/uvicorn_worker.py); docs/deployment.md lists the settings."""
+
+    def __init__(
+        self,
+        app: Any,
+        *,
+        default_limit: int,
+        limits: Iterable[tuple[str, int]] = (),
+        body_timeout: float,
+    ) -> None:
+        self.app = app
+        self.default_limit = default_limit
+        self.limits = [(re.compile(pattern), limit) for pattern, limit in limits]
+        self.body_timeout = body_timeout
+
+    def limit_for(self, path: str) -> int:
+        for pattern, limit in self.limits:
+            if pattern.match(path):
+                return limit
+        return self.default_limit
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared, chunked = _body_framing(scope)
+        if not chunked and not declared:
+            # No body (most requests: GETs, event streams): nothing to bound or to wait for.
+            await self.app(scope, receive, send)
+            return
+        limit = self.limit_for(scope["path"])
+        if declared is not None and declared > limit:
+            await _refuse(send, 413, "too_large", f"The request body is larger than {limit} bytes.")
+            return
+        refused: list[tuple[int, str, str]] = []
+        started = False
+        received = 0
+        body_done = False
+        deadline = asyncio.get_running_loop().time() + self.body_timeout
+
+        async def bounded_receive() -> dict[str, Any]:
+            nonlocal received, body_done
+            if body_done or refused:
+                return await receive()  # (only the disconnect is left to wait for)
+            try:
+                async with asyncio.timeout_at(deadline):
+                    message = await receive()
+            except TimeoutError:
+                refused.append((408, "timeout", "The request body did not arrive in time."))
+                return {"type": "http.disconnect"}
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    refused.append(
+                        (413, "too_large", f"The request body is larger than {limit} bytes.")
+                    )
+                    # Django's body reader stops at a disconnect (RequestAborted) and answers
+                    # nothing; the refusal is sent below.
+                    return {"type": "http.disconnect"}
+                body_done = not message.get("more_body", False)
+            return message
+
+        async def watched_send(message: dict[str, Any]) -> None:
+            nonlocal started
+            started = True
+            await send(message)
+
+        await self.app(scope, bounded_receive, watched_send)
+        if refused and not started:
+            await _refuse(send, *refused[0])
+
+
+def _body_framing(scope: dict[str, Any]) -> tuple[int | None, bool]:
+    """(Content-Length, whether the body is chunked) of a request: without either it has no
+    body (HTTP/1.1 framing; the server's parser has checked the values)."""
+    length, chunked = None, False
+    for name, value in scope.get("headers", ()):
+        if name == b"content-length":
+            with contextlib.suppress(ValueError):
+                length = int(value)
+        elif name == b"transfer-encoding":
+            chunked = b"chunked" in value.lower()
+    return length, chunked
+
+
+async def _refuse(send: Any, status: int, code: str, message: str) -> None:
+    """A JSON error (the API's shape) that closes the connection: what is left of the body is
+    never read."""
+    body = json.dumps({"error": {"code": code, "message": message}}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

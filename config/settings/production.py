@@ -1,4 +1,5 @@
-"""Production: every secret is required (no default), so a missing one fails at boot.
+"""Production: every secret is required (no default), so a missing one fails at boot — and so
+is the broker: turns run in the Procfile's `worker`, never in the web process.
 How to run it: docs/deployment.md (the Procfile)."""
 
 from .base import *  # noqa: F403
@@ -8,6 +9,10 @@ DEBUG = False
 SECRET_KEY = env("SECRET_KEY")
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS")
 DATABASES = {"default": env.db("DATABASE_URL")}
+# No default: without a broker every turn would run in the web process that took the message,
+# with no sweeper (beat) to finish one a failure interrupted. Boot fails instead.
+CELERY_BROKER_URL = env("CELERY_BROKER_URL")
+CELERY_TASK_ALWAYS_EAGER = False
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env.int(
     "DB_POOL_MAX_SIZE", default=20
 ):
@@ -22,8 +27,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env.int
     }
 else:
     DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
-    # Persistent connections are checked before reuse: one dropped while idle is replaced.
-    DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("CONN_HEALTH_CHECKS", default=True)
+# Connections are checked before use, so one the database dropped while it sat idle (a restart,
+# a failover, pg_terminate_backend) is replaced instead of failing the request that got it:
+# a persistent connection before its reuse; a pooled one as it leaves the pool (an empty query,
+# ~0.1 ms) — with a pool, Django turns CONN_HEALTH_CHECKS into the pool's
+# `check=ConnectionPool.check_connection` (and refuses a `check` among the pool options).
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("CONN_HEALTH_CHECKS", default=True)
 SESSION_COOKIE_SECURE = True
 CSRF_COOKIE_SECURE = True
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")

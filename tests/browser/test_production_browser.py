@@ -39,6 +39,8 @@ pytestmark = [
 ]
 
 REPLY = "Orders placed before noon MT ship the same day."
+# Production needs a broker (turns run in the Procfile's `worker`): the test's Redis.
+REDIS_URL = str(getattr(django_settings, "TEST_BROKER_URL", ""))
 
 
 class _ShopHandler(BaseHTTPRequestHandler):
@@ -81,6 +83,8 @@ def deployment(transactional_db, tmp_path: Path, llm: FakeLLMServer) -> Iterator
 
 @contextlib.contextmanager
 def _deployed(tmp_path: Path, llm: FakeLLMServer, **extra_env: str) -> Iterator[Deployment]:
+    if not REDIS_URL.startswith("redis://"):
+        pytest.skip("production needs a broker: CELERY_BROKER_URL=redis://…")
     port = procfile.free_port()
     env = procfile.process_env(
         {
@@ -97,6 +101,8 @@ def _deployed(tmp_path: Path, llm: FakeLLMServer, **extra_env: str) -> Iterator[
             "LLM_MODEL": "gpt-4o-mini",
             "LLM_MAX_RETRIES": "0",
             "WEB_CONCURRENCY": "1",
+            "CELERY_BROKER_URL": REDIS_URL,
+            "CELERY_CONCURRENCY": "4",
             "PORT": str(port),
             **extra_env,
         }
@@ -133,12 +139,16 @@ def _deployed(tmp_path: Path, llm: FakeLLMServer, **extra_env: str) -> Iterator[
 
     log = tmp_path / "web.log"
     web = procfile.start("web", env, log)
+    worker_log = tmp_path / "worker.log"
+    worker = procfile.start("worker", env, worker_log)
     try:
         procfile.wait_for_http(url + "/healthz", web, log)
         yield Deployment(url=url, widget_key=widget_key, shop_url=shop_url, env=env)
     finally:
         procfile.stop(web)
+        procfile.stop(worker)
         sys.stderr.write(log.read_text()[-6000:])  # shown when the test fails
+        sys.stderr.write(worker_log.read_text()[-3000:])
         shop.shutdown()
         shop.server_close()
 
@@ -213,7 +223,6 @@ def test_the_widget_loads_and_chats_under_production_settings(
     page.close()
 
 
-REDIS_URL = str(getattr(django_settings, "TEST_BROKER_URL", ""))
 STAFF_EMAIL = "agent@trailhead.example"
 STAFF_PASSWORD = "console-doorbell-password-123"
 _CREATE_AGENT = f"""

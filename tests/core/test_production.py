@@ -29,6 +29,7 @@ PRODUCTION_ENV = {
     "ALLOWED_HOSTS": "guidedesk.example",
     "DATABASE_URL": "postgres://guidedesk@db.invalid:5432/guidedesk",
     "EMAIL_URL": "smtp+tls://mailer:secret@smtp.example:587",
+    "CELERY_BROKER_URL": "redis://redis.invalid:6379/0",
 }
 SETTINGS_READ = (
     "'EMAIL_BACKEND', 'EMAIL_HOST', 'SECURE_HSTS_SECONDS', 'SECURE_HSTS_INCLUDE_SUBDOMAINS', "
@@ -90,6 +91,29 @@ def test_production_refuses_to_start_without_email_url():
     assert done.returncode != 0
     assert "started" not in done.stdout
     assert "ImproperlyConfigured: Set the EMAIL_URL environment variable" in done.stderr
+
+
+def test_production_refuses_to_start_without_a_broker():
+    """Without a broker every turn would run in the web process, with no sweeper to finish one
+    a failure interrupted: production does not start."""
+    without = {k: v for k, v in PRODUCTION_ENV.items() if k != "CELERY_BROKER_URL"}
+    done = run_django("config.settings.production", "print('started')", **without)
+    assert done.returncode != 0
+    assert "started" not in done.stdout
+    assert "ImproperlyConfigured: Set the CELERY_BROKER_URL environment variable" in done.stderr
+
+
+def test_the_production_pool_checks_each_connection_it_hands_out():
+    """A connection the database dropped while it sat in the pool is discarded, not handed to a
+    request: the pool's `check` is psycopg's `check_connection`."""
+    done = run_django(
+        "config.settings.production",
+        "from django.db import connection; from psycopg_pool import ConnectionPool; "
+        "print(connection.pool._check == ConnectionPool.check_connection)",
+        **PRODUCTION_ENV,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "True"
 
 
 def test_production_sends_e_mail_through_email_url(production):
