@@ -3,6 +3,7 @@ never approved leave the prompts (pending_review); staff-written and approved no
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime
 
 import pytest
@@ -37,7 +38,7 @@ def test_unreviewed_ai_notes_that_quote_customers_leave_the_prompts(client_a):
             source=source,
             status=status,
             session_id="20260101_120000_1_001",
-            content_hash=content,
+            content_hash=hashlib.sha256(content.encode()).hexdigest(),
             reviewed_at=datetime(2026, 1, 2, tzinfo=UTC) if reviewed else None,
         ).pk
 
