@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import logging
 
+from django.core.cache import cache
+
 from apps.escalations.models import Escalation, EscalationReason
 from apps.notes.models import Note, NoteSource, NoteStatus, NoteType
 from apps.notes.services import note_add
@@ -33,6 +35,7 @@ from apps.tools.models import ClientTool, ExecutionStatus, FailureKind, ToolExec
 logger = logging.getLogger(__name__)
 
 SUCCESS_MIN_CONFIDENCE = 8
+NOTED_MARKER_SECONDS = 2 * 24 * 3600  # longer than the notes' 24-hour dedup window
 NOT_NOTED_REASONS = frozenset(
     {
         EscalationReason.USAGE_LIMIT,
@@ -101,8 +104,12 @@ def turn_notes_write(*, trace_id: int, confidence: int | None = None) -> list[No
     client = trace.client
     if not client.plan.notes_enabled:
         return []
-    # Run before? Notes the model added with `add_note` during the turn predate finished_at.
-    if (
+    # Run before? The same system-worded note of an earlier turn is deduplicated (its `hits`
+    # goes up, its trace stays the earlier one), so a marker in the shared cache says this turn
+    # was noted; a note this turn created itself also says so. (Notes the model added with
+    # `add_note` during the turn predate finished_at.)
+    done_key = f"notes:turn-noted:{trace.pk}:{trace.created_at.timestamp()}"
+    if cache.get(done_key) or (
         Note.objects.for_client(client)
         .filter(
             trace=trace,
@@ -175,4 +182,6 @@ def turn_notes_write(*, trace_id: int, confidence: int | None = None) -> list[No
                 content=handoff_text(reason=escalation.reason, tool=last_tool),
             )
         )
+    if written:
+        cache.set(done_key, 1, NOTED_MARKER_SECONDS)
     return written

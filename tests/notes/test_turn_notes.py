@@ -226,6 +226,22 @@ def test_running_the_notes_task_twice_writes_once(chat, llm, shop):
     assert Note.objects.get().hits == 1
 
 
+def test_running_the_notes_task_twice_counts_a_deduplicated_note_once(
+    shop, llm, django_capture_on_commit_callbacks
+):
+    for _ in range(2):
+        Chat(shop, conversation_create(client=shop)[0], django_capture_on_commit_callbacks).say(
+            "I want to talk to a human please"
+        )
+    [note] = Note.objects.for_client(shop)
+    assert note.hits == 2  # the second turn's note is the first one, counted again
+    second = ReasoningTrace.objects.order_by("pk").last()
+    assert second is not None and note.trace != second
+    assert turn_notes_write(trace_id=second.pk) == []
+    note.refresh_from_db()
+    assert note.hits == 2
+
+
 def test_plan_with_notes_off_writes_none(chat, llm, shop):
     shop.plan.notes_enabled = False
     shop.plan.save()
