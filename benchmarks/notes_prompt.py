@@ -51,28 +51,66 @@ BUSINESS_INFO = {
     "policies": {"shipping": "We ship within one business day. Delivery takes 3-7 days."},
     "faqs": [{"question": "Do you ship abroad?", "answer": "Yes, to 30 countries."}],
 }
-# Realistic note lines: what the automatic notes and staff write.
+# Realistic note lines: what the automatic notes (apps/reasoning/turn_notes.py, in the system's
+# own words) and staff write. `{tool}` cycles through 20 tool names and `{variant}` through two
+# outcomes, so 200 stored notes are 200 different notes (identical ones are deduplicated).
+TOOLS = [
+    "get_order_status",
+    "track_shipment",
+    "update_shipping_address",
+    "cancel_order",
+    "request_refund",
+    "gift_card_balance",
+    "check_stock",
+    "store_hours",
+    "return_label",
+    "exchange_size",
+    "loyalty_points",
+    "warranty_claim",
+    "invoice_copy",
+    "delivery_slot",
+    "price_match",
+    "rental_booking",
+    "repair_status",
+    "backorder_eta",
+    "newsletter_opt_out",
+    "gift_wrap",
+]
+FAILURE_KINDS = ["unreachable after retries", "timed out"]
+CONFIDENCE = [9, 8]
+HANDOFF = ["the customer asked for a human", "a tool failed"]
 SAMPLES = [
     (
         "failure",
-        "get_order_status",
-        "Tool get_order_status failed (unavailable: HTTP 503) for "
-        "the request “where is my order TH-{n:05d}, it was due yesterday”",
+        "{tool}",
+        "A request for information went to tool {tool} (read): it failed ({failure}).",
     ),
     (
         "success",
-        "track_shipment",
-        "Tool track_shipment answered the request “can you track TH-{n:05d} for me please”",
+        "{tool}",
+        "A request for information was answered by tool {tool} (read): it succeeded and the "
+        "reply was confident ({confidence}/10).",
     ),
     (
         "failure",
-        "customer_request",
-        "Escalated to a person (customer asked for a human); tool: "
-        "none; the customer asked “I want to speak to someone about invoice {n}”",
+        "{tool}",
+        "Handed to a person because {handoff}; the last tool that ran: tool {tool} (read).",
     ),
     ("tip", "", "Customers asking about parcel {n} usually mean the latest order; confirm it."),
     ("pattern", "", "Questions about customs fees come from EU customers (seen {n} times)."),
 ]
+
+
+def sample_fields(n: int) -> dict[str, Any]:
+    i = n // len(SAMPLES)
+    variant = (i // len(TOOLS)) % 2
+    return {
+        "n": 10000 + n,
+        "tool": TOOLS[i % len(TOOLS)],
+        "failure": FAILURE_KINDS[variant],
+        "confidence": CONFIDENCE[variant],
+        "handoff": HANDOFF[variant],
+    }
 
 
 def main() -> None:
@@ -136,17 +174,20 @@ def main() -> None:
                 now = timezone.now()
                 for n in range(stored):
                     kind, ref, text = SAMPLES[n % len(SAMPLES)]
+                    fields = sample_fields(n)
                     note = note_add(
                         client=client,
                         type=kind,
-                        ref=ref,
-                        content=text.format(n=10000 + n),
+                        ref=ref.format(**fields),
+                        content=text.format(**fields),
                         language="en" if n % 3 else "",
                         source=NoteSource.STAFF,
                     )
                     Note.objects.filter(pk=note.pk).update(
                         created_at=now - timedelta(minutes=37 * (stored - n))
                     )
+                # every sample line is a different note: none was deduplicated
+                assert Note.objects.for_client(client).count() == stored
 
                 def turn(client: Client = client, step: str = step, reply: Any = reply) -> int:
                     llm.script(step, reply)

@@ -15,6 +15,8 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.models import User
 from apps.clients.models import Client
@@ -44,10 +46,10 @@ REVIEW_APPLIES = {
 
 
 class SessionFilter(admin.SimpleListFilter):
-    """The process run that wrote the note: this process's own session and the most recent
-    ones (a full list would grow with every deploy)."""
+    """Which start of the service wrote the note (the session id): this process's own and the
+    most recent ones (a full list would grow with every deploy)."""
 
-    title = "session"
+    title = _("written during")
     parameter_name = "session"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
@@ -64,7 +66,7 @@ class SessionFilter(admin.SimpleListFilter):
                 seen.append(session)
             if len(seen) >= RECENT_SESSIONS:
                 break
-        options = [(current, f"{current} (this process)")]
+        options = [(current, gettext("%(run)s (the current start)") % {"run": current})]
         return options + [(s, s) for s in seen if s != current]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
@@ -73,7 +75,7 @@ class SessionFilter(admin.SimpleListFilter):
 
 
 class LanguageFilter(admin.SimpleListFilter):
-    title = "language"
+    title = _("language")
     parameter_name = "language"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
@@ -83,7 +85,7 @@ class LanguageFilter(admin.SimpleListFilter):
             .values_list("language", flat=True)
             .distinct()
         )
-        return [(lang or "-", lang or "any language") for lang in languages]
+        return [(lang or "-", lang or gettext("every language")) for lang in languages]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         value = self.value()
@@ -135,7 +137,7 @@ class NoteAdmin(TenantScopedAdmin):
     ]
     list_select_related = ["client"]
     search_fields = ["content", "ref"]
-    search_help_text = "Search the content and the ref (tool name, order code, FAQ key)."
+    search_help_text = _("Search the notes' text and what they are about (a tool or a topic).")
     date_hierarchy = "created_at"
     ordering = ["-created_at", "-pk"]
     actions = ["approve", "archive", "reject", "delete_selected"]
@@ -193,19 +195,19 @@ class NoteAdmin(TenantScopedAdmin):
 
     # ---------------------------------------------------------------------------- columns
 
-    @admin.display(description="Type", ordering="type")
+    @admin.display(description=_("Type"), ordering="type")
     def type_label(self, obj: Note) -> str:
         return note_label(obj)
 
-    @admin.display(description="Content")
+    @admin.display(description=_("Note"))
     def short_content(self, obj: Note) -> str:
         return obj.content if len(obj.content) <= 90 else obj.content[:89] + "…"
 
-    @admin.display(description="Language", ordering="language")
+    @admin.display(description=_("Language"), ordering="language")
     def language_label(self, obj: Note) -> str:
-        return obj.language or "any"
+        return obj.language or gettext("every language")
 
-    @admin.display(description="Conversation")
+    @admin.display(description=_("Conversation"))
     def conversation_link(self, obj: Note) -> SafeString | str:
         return conversation_link(obj.conversation)
 
@@ -225,32 +227,53 @@ class NoteAdmin(TenantScopedAdmin):
             try:
                 note_set_status(note=note, status=action, by=user)
             except ApplicationError as exc:
-                self.message_user(request, f"Note {note.pk}: {exc.message}", messages.ERROR)
+                self.message_user(
+                    request,
+                    gettext("Note %(id)s: %(why)s") % {"id": note.pk, "why": exc.message},
+                    messages.ERROR,
+                )
             else:
                 changed += 1
         if changed:
-            self.message_user(request, f"{done} {changed} note(s).", messages.SUCCESS)
+            self.message_user(request, done % {"count": changed}, messages.SUCCESS)
         if skipped:
             self.message_user(
                 request,
-                f"{skipped} note(s) left as they were (already in that state).",
+                ngettext(
+                    "%(count)d note left as it was (already in that state).",
+                    "%(count)d notes left as they were (already in that state).",
+                    skipped,
+                )
+                % {"count": skipped},
                 messages.INFO,
             )
 
-    @admin.action(description="Approve — the assistant may use them", permissions=["change"])
+    @admin.action(
+        description=_("Approve — the assistant may use them in later conversations"),
+        permissions=["change"],
+    )
     def approve(self, request: HttpRequest, queryset: QuerySet[Note]) -> None:
-        self._review(request, queryset, action="approve", done="Approved")
+        self._review(
+            request, queryset, action="approve", done=gettext("Approved %(count)d note(s).")
+        )
 
-    @admin.action(description="Archive — keep them, out of prompts", permissions=["change"])
+    @admin.action(
+        description=_("Archive — keep them, but the assistant no longer sees them"),
+        permissions=["change"],
+    )
     def archive(self, request: HttpRequest, queryset: QuerySet[Note]) -> None:
-        self._review(request, queryset, action="archive", done="Archived")
+        self._review(
+            request, queryset, action="archive", done=gettext("Archived %(count)d note(s).")
+        )
 
-    @admin.action(description="Reject — never propose them again", permissions=["change"])
+    @admin.action(description=_("Reject — never propose them again"), permissions=["change"])
     def reject(self, request: HttpRequest, queryset: QuerySet[Note]) -> None:
         # A rejected note is archived and marked rejected (not deleted): it stays out of prompts,
         # the same proposal is not put up for review again, and the record of what was proposed
         # and who turned it down is kept.
-        self._review(request, queryset, action="reject", done="Rejected")
+        self._review(
+            request, queryset, action="reject", done=gettext("Rejected %(count)d note(s).")
+        )
 
     # ------------------------------------------------------------------- health numbers
 

@@ -87,7 +87,7 @@ class JSONLinesRenderer(BaseRenderer):
 NOTE_EXAMPLE: dict[str, Any] = {
     "id": 412,
     "type": "failure",
-    "content": "lookup_order timed out for a TH- order; the customer asked for a person.",
+    "content": "A request for information went to tool lookup_order (read): it failed (timed out).",
     "language": "en",
     "ref": "lookup_order",
     "confidence": None,

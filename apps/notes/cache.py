@@ -16,8 +16,10 @@ RECENT_NOTES_CACHED = 50
 CACHE_TTL_SECONDS = 3600
 
 
+# v2: migration 0003 took unreviewed AI notes out of the prompts; a new key means no process
+# serves a list cached before it.
 def recent_key(client_id: int) -> str:
-    return f"notes:recent:v1:{client_id}"
+    return f"notes:recent:v2:{client_id}"
 
 
 def invalidate(client_id: int) -> None:

@@ -26,9 +26,11 @@ from apps.core.exceptions import ApplicationError
 from apps.core.parsers import UnsafeString, loads
 from apps.notes import cache as notes_cache
 from apps.notes.models import Note, NoteStatus, NoteType
+from apps.notes.redaction import inert_line
 from apps.notes.selectors import notes_search
 from apps.notes.services import (
     MAX_CONTENT_CHARS,
+    PROPOSED_SOURCES,
     _update_search_vector,
     note_content_hash,
     notes_delete,
@@ -404,11 +406,29 @@ def notes_parse_lines(text: str) -> list[NoteLine]:
     return lines
 
 
+def _as_proposal(line: NoteLine) -> NoteLine:
+    status = NoteStatus.PENDING_REVIEW if line.status == NoteStatus.ACTIVE else line.status
+    return line.model_copy(
+        update={
+            "content": inert_line(line.content),
+            "ref": inert_line(line.ref),
+            "status": status,
+        }
+    )
+
+
 @transaction.atomic
 def notes_import(*, client: Client, lines: Iterable[NoteLine]) -> ImportResult:
     """Create the client's notes from validated lines, in one transaction. Idempotent on the
     content hash: a line whose (type, ref, content) the client already holds — or that appeared
-    earlier in the same import — is skipped, so importing the same file twice changes nothing."""
+    earlier in the same import — is skipped, so importing the same file twice changes nothing.
+
+    A line from the assistant or the insights job (source `ai` / `insight`) is treated like a
+    new proposal: its text is masked (apps/notes/redaction.py) and an `active` one arrives
+    `pending_review` — an export does not say whether staff approved it, and a file exported
+    before unreviewed notes were gated may quote customers. Staff approve them in admin → Notes.
+    """
+    lines = [_as_proposal(line) if line.source in PROPOSED_SOURCES else line for line in lines]
     rows: list[tuple[str, NoteLine]] = [
         (note_content_hash(type=line.type, ref=line.ref, content=line.content), line)
         for line in lines

@@ -1,10 +1,13 @@
 """Cross-session notes: what the assistant (and staff) learned, fed back into later prompts.
 
 The seed's `session_notes` table, tenant-owned. A note is written by the pipeline after a turn
-(source `ai`: SUCCESS / FAILURE), by the model through the `add_note` tool (source `ai`), by
-staff (`staff`) or proposed by the nightly insights job (`insight`). Only `active` notes reach a
-prompt; what the AI proposes as a PATTERN, STRATEGY or TIP waits in `pending_review` until a
-person approves it.
+(source `ai`: SUCCESS / FAILURE outcome records in the system's own words, active at once —
+apps/reasoning/turn_notes.py), by the model through the `add_note` tool (source `ai`), by staff
+(`staff`) or proposed by the nightly insights job (`insight`). Only `active` notes reach a
+prompt; whatever the model or the insights job proposes, of any type, waits in `pending_review`
+until a person approves it (apps/notes/services.py, `default_status`).
+
+Labels and help texts are written for the support lead who reviews notes in the admin.
 """
 
 from __future__ import annotations
@@ -15,32 +18,31 @@ from django.conf import settings
 from django.contrib.postgres.search import SearchVectorField
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from apps.core.models import TenantOwnedModel, TenantQuerySet
 
 
 class NoteType(models.TextChoices):
-    SUCCESS = "success", "Success"
-    FAILURE = "failure", "Failure"
-    PATTERN = "pattern", "Pattern"
-    STRATEGY = "strategy", "Strategy"
-    TIP = "tip", "Tip"
+    SUCCESS = "success", _("Success")
+    FAILURE = "failure", _("Failure")
+    PATTERN = "pattern", _("Pattern")
+    STRATEGY = "strategy", _("Strategy")
+    TIP = "tip", _("Tip")
 
 
 class NoteSource(models.TextChoices):
-    AI = "ai", "AI"
-    STAFF = "staff", "Staff"
-    INSIGHT = "insight", "Insight"
+    AI = "ai", _("Assistant")
+    STAFF = "staff", _("Staff")
+    INSIGHT = "insight", _("Insights report")
 
 
 class NoteStatus(models.TextChoices):
-    ACTIVE = "active", "Active"
-    PENDING_REVIEW = "pending_review", "Pending review"
-    ARCHIVED = "archived", "Archived"
+    ACTIVE = "active", _("In use")
+    PENDING_REVIEW = "pending_review", _("Waiting for approval")
+    ARCHIVED = "archived", _("Archived")
 
 
-# Types an AI may only propose: they start pending_review and need a person's approval.
-GATED_AI_TYPES = frozenset({NoteType.PATTERN, NoteType.STRATEGY, NoteType.TIP})
 # The seed's relevance rule: these types are shown whatever the conversation's language.
 CROSS_LANGUAGE_TYPES = frozenset({NoteType.STRATEGY, NoteType.PATTERN})
 
@@ -52,25 +54,47 @@ class NoteQuerySet(TenantQuerySet["Note"]):
 
 class Note(TenantOwnedModel):
     language = models.CharField(
-        max_length=16, blank=True, default="", help_text="Language code; empty = any language."
+        _("language"),
+        max_length=16,
+        blank=True,
+        default="",
+        help_text=_(
+            "The conversations this note is for, by language (en, de, …). Empty: conversations "
+            "in every language."
+        ),
     )
-    type = models.CharField(max_length=16, choices=NoteType.choices)
-    content = models.TextField()
+    type = models.CharField(_("type"), max_length=16, choices=NoteType.choices)
+    content = models.TextField(
+        _("note"),
+        help_text=_(
+            "What was learned, in a sentence or two. The assistant reads it in later "
+            "conversations as an observation, never as an instruction; links, e-mail "
+            "addresses, phone numbers and order or payment numbers are masked when it does."
+        ),
+    )
     ref = models.CharField(
         max_length=200,
         blank=True,
         default="",
-        help_text="What the note is about: a tool name, an order code, an FAQ key.",
+        verbose_name=_("about"),
+        help_text=_(
+            "What the note is about: a tool's name or a topic. No customer's order number."
+        ),
     )
     confidence = models.FloatField(
         null=True,
         blank=True,
         validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
-        help_text="0–1, optional.",
+        verbose_name=_("confidence"),
+        help_text=_("How sure the writer was, from 0 (a guess) to 1 (certain). Optional."),
     )
     session_id = models.CharField(
         max_length=64,
-        help_text="The process run that wrote the note (YYYYMMDD_HHMMSS_PID_RANDOM).",
+        verbose_name=_("written during"),
+        help_text=_(
+            "Which start of the assistant's service wrote the note (its date and time). Notes "
+            "of one start can be found and removed together."
+        ),
     )
     conversation = models.ForeignKey(
         "conversations.Conversation",
@@ -91,10 +115,18 @@ class Note(TenantOwnedModel):
         max_length=16, choices=NoteStatus.choices, default=NoteStatus.ACTIVE, db_index=True
     )
     hits = models.PositiveIntegerField(
-        default=1, help_text="How often the same note was written within a day (deduplicated)."
+        _("times written"),
+        default=1,
+        help_text=_(
+            "How many times the same note was written within a day; repeats are counted here "
+            "instead of being added again."
+        ),
     )
     content_hash = models.CharField(
-        max_length=64, editable=False, help_text="sha256 of the normalised type|ref|content."
+        _("fingerprint"),
+        max_length=64,
+        editable=False,
+        help_text=_("Recognises the same note when it is written again (type, subject and text)."),
     )
     reviewed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -106,8 +138,11 @@ class Note(TenantOwnedModel):
     reviewed_at = models.DateTimeField(null=True, blank=True)
     rejected = models.BooleanField(
         default=False,
-        help_text="Archived by a reviewer's rejection (not merely retired): the same proposal "
-        "is not put up for review again.",
+        verbose_name=_("rejected"),
+        help_text=_(
+            "Turned down by a reviewer (not merely archived): the same proposal is not put up "
+            "for approval again."
+        ),
     )
     # Full-text search on PostgreSQL: filled by the services (the note language's text-search
     # configuration plus 'simple'), GIN-indexed by migration 0001 on PostgreSQL only.

@@ -16,13 +16,8 @@ from django.utils import timezone
 
 from apps.core.exceptions import ApplicationError
 from apps.notes import cache as notes_cache
-from apps.notes.models import (
-    GATED_AI_TYPES,
-    Note,
-    NoteSource,
-    NoteStatus,
-    NoteType,
-)
+from apps.notes.models import Note, NoteSource, NoteStatus, NoteType
+from apps.notes.redaction import inert_line
 from apps.notes.sessions import current_session_id
 from apps.notes.textsearch import search_config_for
 
@@ -47,9 +42,22 @@ def note_content_hash(*, type: str, ref: str, content: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
+# Notes whose words came from the model (and, through it, from customers) or from the insights
+# job: they wait in pending_review for a person, whatever their type, and their text is masked
+# (links, personal-data shapes: apps/notes/redaction.py) when it is written.
+PROPOSED_SOURCES = frozenset({NoteSource.AI, NoteSource.INSIGHT})
+
+
 def default_status(*, source: str, type: str) -> str:
-    """AI-proposed patterns, strategies and tips wait for a person; everything else is active."""
-    if source == NoteSource.AI and type in GATED_AI_TYPES:
+    """A note staff write is active; anything the AI or the insights job proposes waits for a
+    person (`pending_review`), whatever its type — nothing a customer or the model wrote reaches
+    another conversation's prompt before staff approve it.
+
+    The one exception is chosen by its writer, not by default: the automatic outcome notes of a
+    finished turn (apps/reasoning/turn_notes.py) are composed only of the system's own words
+    (tool name and kind, outcome, failure kind, escalation reason) and are written `active`.
+    """
+    if source in PROPOSED_SOURCES:
         return NoteStatus.PENDING_REVIEW
     return NoteStatus.ACTIVE
 
@@ -120,12 +128,16 @@ def note_add(
     The same note = same client, type, ref and normalised content (`content_hash`) written in
     the last 24 hours: its `hits` goes up by one and `updated_at` moves, no new row. An AI or
     insight proposal that staff already rejected is not put up for review again (its `hits`
-    counts the repeat). Default status: `active`, except AI-proposed PATTERN/STRATEGY/TIP,
-    which start `pending_review`.
+    counts the repeat). Default status (`default_status`): staff notes are `active`, AI and
+    insight proposals start `pending_review`. The content and ref of AI and insight notes are
+    put on one line with links and personal-data shapes masked before they are stored.
     """
     language = (language or "").strip().lower() if isinstance(language, str) else language
     ref = ref.strip() if isinstance(ref, str) else ref
     content = content.strip() if isinstance(content, str) else content
+    if source in PROPOSED_SOURCES:
+        content = inert_line(content) if isinstance(content, str) else content
+        ref = inert_line(ref) if isinstance(ref, str) else ref
     errors = _validate(
         type=type,
         content=content,

@@ -7,31 +7,35 @@ back leaves no note behind.
 * SUCCESS — a tool ran and succeeded on a draft the model was confident in (≥ 8 of 10; standard
   mode has no self-assessed confidence, so it writes no SUCCESS notes).
 * FAILURE — a tool call failed (error, unreachable, timed out, refused by the business), or the
-  turn was escalated: the reason, the tool, the customer's request in one line. Escalations
-  that say nothing about the conversation (usage limit, LLM/system failure, deadline) are not
-  noted.
+  turn was handed to a person. Hand-offs that say nothing about the conversation (usage limit,
+  LLM/system failure, deadline, staff takeover) are not noted.
 
-Note content is shown to the model in later conversations of the same client, so the
-customer's words are cut to one short line and obvious personal data (e-mail addresses, phone
-numbers, long digit runs) is masked.
+What the business learns, in the system's own words only: the tool's name and kind (both set by
+the business), the kind of request that kind of tool answers, the outcome, the failure kind and
+the hand-off reason — fixed categories. Never the customer's message, the tool's parameters
+(order numbers), the webhook's error text (it may echo the customer's input) or the hand-off
+detail. So these notes carry nothing a customer typed, and they are written `active`: they
+reach later prompts without review, unlike everything the model or the insights job proposes
+(`apps.notes.services.default_status`). Their text is still rendered as inert data like any
+note (`apps.notes.selectors.format_note_line`).
 """
 
 from __future__ import annotations
 
 import logging
-import re
+
+from django.core.cache import cache
 
 from apps.escalations.models import Escalation, EscalationReason
-from apps.notes.models import Note, NoteSource, NoteType
+from apps.notes.models import Note, NoteSource, NoteStatus, NoteType
 from apps.notes.services import note_add
 from apps.reasoning.models import ReasoningTrace, TraceStatus
-from apps.tools.models import ExecutionStatus, ToolExecution
+from apps.tools.models import ClientTool, ExecutionStatus, FailureKind, ToolExecution, ToolKind
 
 logger = logging.getLogger(__name__)
 
 SUCCESS_MIN_CONFIDENCE = 8
-REQUEST_MAX_CHARS = 140
-DETAIL_MAX_CHARS = 160
+NOTED_MARKER_SECONDS = 2 * 24 * 3600  # longer than the notes' 24-hour dedup window
 NOT_NOTED_REASONS = frozenset(
     {
         EscalationReason.USAGE_LIMIT,
@@ -42,18 +46,49 @@ NOT_NOTED_REASONS = frozenset(
     }
 )
 
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(\.[\w-]+)+")
-_PHONE = re.compile(r"\+?\d[\d\s().-]{7,}\d")
-_LONG_NUMBER = re.compile(r"\d{9,}")
+# The kind of request each kind of tool answers. Note text is for the model (like the prompts,
+# in English); staff read it in admin → Notes.
+REQUEST_KINDS: dict[str, str] = {
+    ToolKind.READ: "a request for information",
+    ToolKind.ACTION: "a request to change something",
+    ToolKind.DESTRUCTIVE: "a request to cancel, delete or refund",
+}
+FAILURE_KINDS: dict[str, str] = {
+    FailureKind.REFUSED: "refused by the business",
+    FailureKind.ERROR: "integration error",
+    FailureKind.UNAVAILABLE: "unreachable after retries",
+    FailureKind.TIMED_OUT: "timed out",
+}
+HANDOFF_REASONS: dict[str, str] = {
+    EscalationReason.CUSTOMER_REQUEST: "the customer asked for a human",
+    EscalationReason.LOW_CONFIDENCE: "the assistant was not confident",
+    EscalationReason.POLICY: "a policy or safety rule",
+    EscalationReason.TOOL_FAILURE: "a tool failed",
+}
 
 
-def one_line(text: str, limit: int) -> str:
-    """`text` on one line, at most `limit` characters, personal data masked."""
-    text = _EMAIL.sub("[email]", text)
-    text = _PHONE.sub("[phone]", text)
-    text = _LONG_NUMBER.sub("[number]", text)
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def _tool_words(tool: ClientTool) -> str:
+    return f"tool {tool.name} ({tool.kind})"
+
+
+def success_text(*, tool: ClientTool, confidence: int) -> str:
+    return (
+        f"{REQUEST_KINDS.get(tool.kind, 'a request').capitalize()} was answered by "
+        f"{_tool_words(tool)}: it succeeded and the reply was confident ({confidence}/10)."
+    )
+
+
+def tool_failure_text(*, tool: ClientTool, failure_kind: str) -> str:
+    return (
+        f"{REQUEST_KINDS.get(tool.kind, 'a request').capitalize()} went to "
+        f"{_tool_words(tool)}: it failed ({FAILURE_KINDS.get(failure_kind, 'integration error')})."
+    )
+
+
+def handoff_text(*, reason: str, tool: ClientTool | None) -> str:
+    why = HANDOFF_REASONS.get(reason, "another reason")
+    ran = f"the last tool that ran: {_tool_words(tool)}" if tool else "no tool ran"
+    return f"Handed to a person because {why}; {ran}."
 
 
 def turn_notes_write(*, trace_id: int, confidence: int | None = None) -> list[Note]:
@@ -69,8 +104,12 @@ def turn_notes_write(*, trace_id: int, confidence: int | None = None) -> list[No
     client = trace.client
     if not client.plan.notes_enabled:
         return []
-    # Run before? Notes the model added with `add_note` during the turn predate finished_at.
-    if (
+    # Run before? The same system-worded note of an earlier turn is deduplicated (its `hits`
+    # goes up, its trace stays the earlier one), so a marker in the shared cache says this turn
+    # was noted; a note this turn created itself also says so. (Notes the model added with
+    # `add_note` during the turn predate finished_at.)
+    done_key = f"notes:turn-noted:{trace.pk}:{trace.created_at.timestamp()}"
+    if cache.get(done_key) or (
         Note.objects.for_client(client)
         .filter(
             trace=trace,
@@ -82,8 +121,6 @@ def turn_notes_write(*, trace_id: int, confidence: int | None = None) -> list[No
     ):
         return []
 
-    request = one_line(trace.user_message.text, REQUEST_MAX_CHARS)
-
     def add(*, type: str, ref: str, content: str, confidence: float | None = None) -> Note:
         return note_add(
             client=client,
@@ -93,6 +130,7 @@ def turn_notes_write(*, trace_id: int, confidence: int | None = None) -> list[No
             confidence=confidence,
             language=trace.conversation.language,
             source=NoteSource.AI,
+            status=NoteStatus.ACTIVE,  # system words only: see the module docstring
             conversation=trace.conversation,
             trace=trace,
         )
@@ -104,18 +142,16 @@ def turn_notes_write(*, trace_id: int, confidence: int | None = None) -> list[No
         .select_related("tool")
         .order_by("created_at", "pk")
     )
+    # searching or adding notes is not itself worth a note
+    executions = [e for e in executions if not e.tool.builtin_handler.startswith("notes.")]
     for execution in executions:
-        if execution.tool.builtin_handler.startswith("notes."):
-            continue  # searching or adding notes is not itself worth a note
-        tool = execution.tool.name
+        tool = execution.tool
         if execution.status == ExecutionStatus.FAILED:
-            kind = execution.failure_kind or "error"
-            detail = one_line(execution.error or "no detail", DETAIL_MAX_CHARS)
             written.append(
                 add(
                     type=NoteType.FAILURE,
-                    ref=tool,
-                    content=f"Tool {tool} failed ({kind}: {detail}) for the request “{request}”",
+                    ref=tool.name,
+                    content=tool_failure_text(tool=tool, failure_kind=execution.failure_kind),
                 )
             )
         elif (
@@ -126,9 +162,9 @@ def turn_notes_write(*, trace_id: int, confidence: int | None = None) -> list[No
             written.append(
                 add(
                     type=NoteType.SUCCESS,
-                    ref=tool,
+                    ref=tool.name,
                     confidence=confidence / 10,
-                    content=f"Tool {tool} answered the request “{request}”",
+                    content=success_text(tool=tool, confidence=confidence),
                 )
             )
 
@@ -138,17 +174,14 @@ def turn_notes_write(*, trace_id: int, confidence: int | None = None) -> list[No
         else None
     )
     if escalation is not None and escalation.reason not in NOT_NOTED_REASONS:
-        tool = executions[-1].tool.name if executions else ""
-        detail = one_line(escalation.detail or "", DETAIL_MAX_CHARS)
+        last_tool = executions[-1].tool if executions else None
         written.append(
             add(
                 type=NoteType.FAILURE,
-                ref=tool or escalation.reason,
-                content=(
-                    f"Escalated to a person ({escalation.get_reason_display().lower()}"
-                    f"{': ' + detail if detail else ''}); tool: {tool or 'none'}; "
-                    f"the customer asked “{request}”"
-                ),
+                ref=last_tool.name if last_tool else escalation.reason,
+                content=handoff_text(reason=escalation.reason, tool=last_tool),
             )
         )
+    if written:
+        cache.set(done_key, 1, NOTED_MARKER_SECONDS)
     return written

@@ -139,18 +139,19 @@ ADD_NOTE_PARAMETERS: dict[str, Any] = {
             "type": "string",
             "enum": ["success", "failure", "pattern", "strategy", "tip"],
             "description": "What kind of note: an outcome (success, failure) or a lesson "
-            "(pattern, strategy, tip — these wait for staff approval).",
+            "(pattern, strategy, tip). Every note waits for staff approval before it is used.",
         },
         "content": {
             "type": "string",
             "minLength": 1,
             "maxLength": 500,
-            "description": "The note, one or two sentences, without the customer's personal data.",
+            "description": "The note, one or two sentences, without the customer's words or "
+            "personal data (links and identifiers are masked).",
         },
         "ref": {
             "type": "string",
             "maxLength": 200,
-            "description": "What it is about: a tool name, an order code, an FAQ key.",
+            "description": "What it is about: a tool name or a topic (no order numbers).",
         },
         "confidence": {"type": "number", "minimum": 0, "maximum": 1},
     },
@@ -165,9 +166,11 @@ def _notes_on(client: Client) -> None:
 
 
 def search_notes(*, client: Client, params: dict[str, Any], **_: Any) -> dict[str, Any]:
-    """The client's active notes matching the query, best first (never pending or archived)."""
+    """The client's active notes matching the query, best first (never pending or archived),
+    their text masked as in the prompt block (links and personal data: apps/notes/redaction.py)."""
     from apps.notes.models import NoteStatus
-    from apps.notes.selectors import notes_search, relative_age
+    from apps.notes.redaction import inert_line
+    from apps.notes.selectors import PROMPT_LINE_MAX_CHARS, notes_search, relative_age
 
     _notes_on(client)
     found = notes_search(
@@ -180,8 +183,8 @@ def search_notes(*, client: Client, params: dict[str, Any], **_: Any) -> dict[st
     notes = [
         {
             "type": note.type,
-            "content": note.content,
-            "ref": note.ref,
+            "content": inert_line(note.content, limit=PROMPT_LINE_MAX_CHARS),
+            "ref": inert_line(note.ref, limit=60),
             "confidence": note.confidence,
             "language": note.language,
             "age": relative_age(note.created_at),
@@ -194,7 +197,8 @@ def search_notes(*, client: Client, params: dict[str, Any], **_: Any) -> dict[st
 def add_note(
     *, client: Client, params: dict[str, Any], conversation_id: int | None = None, **_: Any
 ) -> dict[str, Any]:
-    """Save a note from the model. Patterns, strategies and tips wait for staff approval."""
+    """Save a note from the model. Whatever its type, it waits for staff approval
+    (`pending_review`, `apps.notes.services.default_status`) and its text is masked."""
     from apps.conversations.models import Conversation
     from apps.core.exceptions import ApplicationError
     from apps.notes.models import NoteSource, NoteStatus

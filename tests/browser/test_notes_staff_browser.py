@@ -60,10 +60,12 @@ def test_an_agent_reviews_notes_and_follows_an_injected_note(
         failure = note_add(
             client=client_a,
             type=NoteType.FAILURE,
-            content="lookup_order timed out for TH-10042; the customer asked for a person.",
+            content="A request for information went to tool lookup_order (read): it failed "
+            "(timed out).",
             ref="lookup_order",
             language="en",
             source=NoteSource.AI,
+            status=NoteStatus.ACTIVE,  # an automatic outcome record, in the system's words
         )
         proposal = note_add(
             client=client_a,
@@ -110,7 +112,7 @@ def test_an_agent_reviews_notes_and_follows_an_injected_note(
         page.goto(live_server.url + url)
         notes = page.locator("details.gd-notes")
         expect(notes).to_contain_text("Notes in the prompt: 1")
-        expect(notes).to_contain_text("lookup_order timed out")
+        expect(notes).to_contain_text("lookup_order (read): it failed")
         notes.screenshot(path=str(SCREENSHOTS / "notes-debug-view.png"))
         notes.get_by_role("link").first.click()
         expect(page).to_have_url(

@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 
 from apps.conversations.services import conversation_create
 from apps.notes.models import NoteSource, NoteType
-from apps.notes.selectors import PROMPT_HEADER, notes_tokens
+from apps.notes.selectors import PROMPT_BEGIN, PROMPT_HEADER, notes_tokens
 from apps.notes.services import note_add
 from apps.reasoning.models import ReasoningStep
 from apps.reasoning.services import handle_turn, turn_process
@@ -31,9 +31,10 @@ def test_assess_prompt_carries_the_notes_and_the_trace_records_them(chat, llm, s
     chat.say("hi")
     [call] = llm.calls("assess")
     assert PROMPT_HEADER.splitlines()[0] in call.prompt_text
-    assert "❌ FAILURE (just now): The order lookup times out for TH- orders on Sundays" in (
-        call.prompt_text
-    )
+    assert (
+        '- [failure | written by staff | just now | about "get_order_status"] '
+        '"The order lookup times out for TH- orders on Sundays"'
+    ) in call.prompt_text
     step = ReasoningStep.objects.get(trace__conversation=chat.conversation, name="notes")
     assert step.output["note_ids"] == [note.pk]
     assert 0 < step.output["tokens"] <= shop.plan.notes_prompt_budget_tokens
@@ -51,7 +52,10 @@ def test_respond_prompt_carries_the_notes(standard_shop, llm, django_capture_on_
     llm.script("respond", {"response": "OK", "tool_call": None, "tool_params": {}})
     chat.say("Can I return a sale item?")
     [call] = llm.calls("respond")
-    assert "📝 TIP (just now): Returns of sale items need a photo" in call.prompt_text
+    assert (
+        '- [tip | written by staff | just now] "Returns of sale items need a photo"'
+        in call.prompt_text
+    )
 
 
 def test_no_notes_no_block_no_step(chat, llm, shop):
@@ -59,7 +63,7 @@ def test_no_notes_no_block_no_step(chat, llm, shop):
     llm.script("assess", assess(response="Hello!"))
     chat.say("hi")
     [call] = llm.calls("assess")
-    assert "CROSS-SESSION" not in call.prompt_text
+    assert PROMPT_BEGIN not in call.prompt_text
     assert "pending pattern" not in call.prompt_text
     assert not ReasoningStep.objects.filter(name="notes").exists()
 
@@ -82,7 +86,7 @@ def test_plan_switch_and_budget(chat, llm, shop):
     plan.save()
     llm.script("assess", assess(response="Again"))
     chat.say("hello again")
-    assert "CROSS-SESSION" not in llm.calls("assess")[1].prompt_text
+    assert PROMPT_BEGIN not in llm.calls("assess")[1].prompt_text
     assert ReasoningStep.objects.filter(name="notes").count() == 1
 
 

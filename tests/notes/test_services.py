@@ -33,7 +33,7 @@ def test_add_fills_defaults(client_a):
         language="EN",
         ref="order_status",
         confidence=0.9,
-        source=NoteSource.AI,
+        source=NoteSource.STAFF,
     )
     note.refresh_from_db()
     assert note.content == "Order lookup timed out"
@@ -50,15 +50,36 @@ def test_add_fills_defaults(client_a):
         (NoteSource.AI, NoteType.PATTERN, NoteStatus.PENDING_REVIEW),
         (NoteSource.AI, NoteType.STRATEGY, NoteStatus.PENDING_REVIEW),
         (NoteSource.AI, NoteType.TIP, NoteStatus.PENDING_REVIEW),
-        (NoteSource.AI, NoteType.SUCCESS, NoteStatus.ACTIVE),
-        (NoteSource.AI, NoteType.FAILURE, NoteStatus.ACTIVE),
+        (NoteSource.AI, NoteType.SUCCESS, NoteStatus.PENDING_REVIEW),
+        (NoteSource.AI, NoteType.FAILURE, NoteStatus.PENDING_REVIEW),
         (NoteSource.STAFF, NoteType.TIP, NoteStatus.ACTIVE),
-        (NoteSource.INSIGHT, NoteType.PATTERN, NoteStatus.ACTIVE),
+        (NoteSource.STAFF, NoteType.FAILURE, NoteStatus.ACTIVE),
+        (NoteSource.INSIGHT, NoteType.PATTERN, NoteStatus.PENDING_REVIEW),
+        (NoteSource.INSIGHT, NoteType.FAILURE, NoteStatus.PENDING_REVIEW),
     ],
 )
 def test_default_status_gates_ai_proposals(client_a, source, type, status):
     note = note_add(client=client_a, type=type, content=f"{type} note", source=source)
     assert note.status == status
+
+
+@pytest.mark.parametrize("source", [NoteSource.AI, NoteSource.INSIGHT])
+def test_ai_and_insight_text_is_masked_when_written(client_a, source):
+    note = note_add(
+        client=client_a,
+        type=NoteType.FAILURE,
+        content="Jane Roe\nat 12 Elm Street, order TH-12345:\tpay at refunds-zephyr.example/claim",
+        ref="TH-12345",
+        source=source,
+    )
+    assert note.content == "Jane Roe at [address], order [id]: pay at [link]"
+    assert note.ref == "[id]"
+
+
+def test_staff_text_is_stored_as_written(client_a):
+    content = "Orders like TH-12345 ship from the warehouse at 12 Elm Street"
+    note = note_add(client=client_a, type=NoteType.TIP, content=content, source=NoteSource.STAFF)
+    assert note.content == content
 
 
 def test_insights_can_ask_for_review_explicitly(client_a):
