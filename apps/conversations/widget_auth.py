@@ -223,7 +223,7 @@ class _WidgetThrottle(SlidingWindowThrottle):
         if self.scope not in rates:
             raise ImproperlyConfigured(f"No throttle rate set for scope {self.scope!r}.")
         rate = rates[self.scope]
-        return None if rate is None else str(rate)
+        return str(rate) if rate else None  # (an empty rate turns the throttle off)
 
     def get_ident(self, request: Request) -> str:
         return client_address(request)

@@ -181,9 +181,8 @@ def _admit_visitor(*, client: Client, trace: Any, limits: TurnLimits, now: Any) 
             if stale is not own:  # its worker died: count what it spent, free what it held
                 _settle(usage, stale, _trace_tokens(stale.trace))
         if own is not None and own.state == ReservationState.RESERVED:
-            own.save(update_fields=["updated_at"])  # alive again; its mode was chosen then
+            own.save(update_fields=["updated_at"])  # alive again: not stale
             limits.allowance = own
-            limits.capped = None
             _save(usage)
             return
         held = usage.tokens_used + usage.tokens_reserved
