@@ -1,5 +1,5 @@
-"""Denial of wallet: the red team's "100 messages from 10 addresses on a deliberative plan"
-(issue 20, item 4), replayed through the widget API — Django's test client → widget API
+"""Denial of wallet: the red team's "100 messages from 10 addresses on a deliberative plan",
+replayed through the widget API — Django's test client → widget API
 (throttles, token window) → the turn pipeline run eagerly → the real `openai` SDK → a local
 fake OpenAI-compatible server — once with the per-visitor limits off (as on 2f408a3: only the
 tenant's 3 M monthly budget) and once with the plan's defaults.

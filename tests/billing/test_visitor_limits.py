@@ -1,4 +1,4 @@
-"""Denial of wallet (issue 20, item 4): per plan, a cap on deliberative turns per conversation
+"""Denial of wallet (a red-team finding): per plan, a cap on deliberative turns per conversation
 per hour, a token budget per conversation and one per visitor (client address) per day —
 enforced before the turn spends, through the real pipeline (the `openai` SDK against the
 scripted server, whose token counts the budgets add up).

@@ -1,5 +1,5 @@
-"""The widget throttle counts tokens, not only requests: what a visitor's turns used in the
-window of `THROTTLE_WIDGET_TOKENS` (issue 20, item 4). Over it, the next message is refused with
+"""The widget throttle counts tokens, not only requests (denial of wallet): what a visitor's
+turns used in the window of `THROTTLE_WIDGET_TOKENS`. Over it, the next message is refused with
 429 and Retry-After before it is stored — nothing is stored unanswered."""
 
 from __future__ import annotations
