@@ -316,3 +316,58 @@ def test_concurrent_messages_of_one_visitor_overspend_by_at_most_one_reservation
     row.refresh_from_db()
     assert (row.tokens_used, row.tokens_reserved) == (3 * (reservation - 100), 0)
     assert not Escalation.objects.exists()
+
+
+# -- the visitor's hold: taken-over turns, dead workers, the window switched off ----------------
+
+
+def _visitor_turn(client: Any, visitor: str) -> tuple[Any, ReasoningTrace]:
+    from apps.billing.services.visitors import conversation_visitor_record
+    from apps.conversations.services import message_append
+
+    conversation, _ = conversation_create(client=client)
+    conversation_visitor_record(client=client, conversation=conversation, visitor=visitor)
+    message = message_append(client=client, conversation=conversation, role="user", text="hi")
+    trace = ReasoningTrace.objects.create(
+        client=client, conversation=conversation, user_message=message, mode="adaptive"
+    )
+    return conversation, trace
+
+
+def test_a_taken_over_turn_keeps_its_hold_and_a_dead_workers_is_settled(shop, settings):
+    from apps.billing.models import TurnAllowance, VisitorUsage
+    from apps.billing.services.visitors import turn_limits_admit, turn_limits_commit
+
+    limits(shop, visitor_daily_token_budget=100_000)
+    conversation, trace = _visitor_turn(shop, "v" * 32)
+    first = turn_limits_admit(client=shop, conversation=conversation, trace=trace, mode="adaptive")
+    again = turn_limits_admit(client=shop, conversation=conversation, trace=trace, mode="adaptive")
+    assert first.allowance is not None and again.allowance is not None
+    assert again.allowance.pk == first.allowance.pk  # a redelivered task: not held twice
+    usage = VisitorUsage.objects.get()
+    assert (usage.tokens_reserved, usage.turns) == (settings.BILLING_TURN_TOKEN_RESERVE, 1)
+
+    # its worker dies after spending 700 tokens; the visitor's next turn settles it
+    ReasoningTrace.objects.filter(pk=trace.pk).update(prompt_tokens=700)
+    TurnAllowance.objects.update(updated_at=timezone.now() - timedelta(hours=1))
+    other_conversation, other = _visitor_turn(shop, "v" * 32)
+    nxt = turn_limits_admit(
+        client=shop, conversation=other_conversation, trace=other, mode="adaptive"
+    )
+    usage.refresh_from_db()
+    assert (usage.tokens_used, usage.tokens_reserved) == (700, settings.BILLING_TURN_TOKEN_RESERVE)
+    turn_limits_commit(client=shop, limits=nxt, tokens=300)
+    turn_limits_commit(client=shop, limits=nxt, tokens=300)  # twice: counted once
+    usage.refresh_from_db()
+    assert (usage.tokens_used, usage.tokens_reserved) == (1_000, 0)
+
+
+def test_an_empty_token_window_rate_turns_the_window_off(shop, settings):
+    from apps.core.throttling import token_window_charge, token_window_wait
+    from tests.widget.test_widget_api import rates
+
+    rates(settings, widget_tokens="")
+    token_window_charge(client_id=shop.pk, visitor="v1", tokens=10**9)
+    assert token_window_wait(client_id=shop.pk, visitor="v1") is None
+    rates(settings, widget_tokens="10/hour")
+    assert token_window_wait(client_id=shop.pk, visitor="v1") is None  # nothing was charged
