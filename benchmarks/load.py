@@ -21,8 +21,9 @@ Scenarios (sub-commands):
 Per level it reports: turns/s, reply time p50/p95 and ÷ model time, POST p50/p95, first event
 after the POST (p50/p95), errors, unanswered messages, CPU ms per turn of the web and worker
 process groups (from /proc), and the load average. Every customer comes from 127.0.0.1, so the
-processes run the production settings with the widget throttle rates raised through their
-environment variables (THROTTLE_WIDGET_*); nothing else differs.
+processes run the production settings with the widget throttle rates raised (and the token
+window off) through their environment variables (THROTTLE_WIDGET_*), and the tenants' plans
+have no per-visitor daily budget; nothing else differs.
 """
 
 from __future__ import annotations
@@ -245,6 +246,7 @@ def _env(args: argparse.Namespace, model_url: str, port: int) -> dict[str, str]:
             "THROTTLE_WIDGET_IP": "1000000/min",
             "THROTTLE_WIDGET_KEY": "1000000/min",
             "THROTTLE_WIDGET_CONVERSATIONS": "1000000/min",
+            "THROTTLE_WIDGET_TOKENS": "",  # off: one "visitor" here is every customer
             "SECRET_KEY": "load-benchmark-secret-key-0123456789-abcdefghijklmnop",
             "ALLOWED_HOSTS": "127.0.0.1",
             "DATABASE_URL": args.database_url,
@@ -316,7 +318,7 @@ def setup_tenants(count: int) -> None:
     import django
 
     django.setup()
-    from apps.clients.models import Client
+    from apps.clients.models import Client, Plan
 
     tenant = json.loads((ROOT / "demo" / "tenant.json").read_text())
     template = tenant["clients"][0]
@@ -333,6 +335,8 @@ def setup_tenants(count: int) -> None:
 
             call_command("import_client", str(path), stdout=open(os.devnull, "w"))  # noqa: SIM115
             found = Client.objects.get(slug=slug)
+        # Every simulated customer is the same visitor (127.0.0.1): no per-visitor budget.
+        Plan.objects.filter(pk=found.plan_id).update(visitor_daily_token_budget=0)
         keys.append(found.widget_key)
     sys.stdout.write(json.dumps({"keys": keys}))
 

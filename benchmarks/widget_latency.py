@@ -87,7 +87,10 @@ def main() -> None:
 
     setup_test_environment()
     call_command("migrate", verbosity=0, interactive=False)
-    plan = Plan.objects.create(slug="bench", name="Bench", ai_mode=AIMode.ADAPTIVE)
+    # Every request comes from one address: one visitor, so no per-visitor daily budget.
+    plan = Plan.objects.create(
+        slug="bench", name="Bench", ai_mode=AIMode.ADAPTIVE, visitor_daily_token_budget=0
+    )
     client = Client.objects.create(
         slug="bench", name="Bench Outfitters", plan=plan, allowed_origins=[ORIGIN]
     )

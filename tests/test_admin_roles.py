@@ -31,7 +31,13 @@ from django_celery_beat.models import (
 
 from apps.accounts.models import ApiKey, Membership, Role
 from apps.accounts.services import api_key_issue
-from apps.billing.models import DailyUsage, UsageAlert, UsageCounter, UsageRecord
+from apps.billing.models import (
+    DailyUsage,
+    UsageAlert,
+    UsageCounter,
+    UsageRecord,
+    VisitorUsage,
+)
 from apps.core.admin import SuperuserOnlyAdmin, TenantScopedAdmin
 from apps.escalations.models import Escalation, EscalationStatus
 from apps.insights.models import InsightProposal, InsightRun, ProposalKind
@@ -78,6 +84,7 @@ RULES: dict[str, dict[str, str]] = {
     "billing.dailyusage": {"view": ADMIN, "add": NEVER, "change": NEVER, "delete": NEVER},
     "billing.usagealert": {"view": ADMIN, "add": NEVER, "change": NEVER, "delete": NEVER},
     "billing.usagecounter": {"view": ADMIN, "add": NEVER, "change": NEVER, "delete": NEVER},
+    "billing.visitorusage": {"view": ADMIN, "add": NEVER, "change": NEVER, "delete": NEVER},
     "billing.clientusage": {"view": ADMIN, "add": NEVER, "change": NEVER, "delete": NEVER},
     "conversations.conversation": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
     "tools.clienttool": {"view": ADMIN, "add": ADMIN, "change": ADMIN, "delete": ADMIN},
@@ -171,6 +178,7 @@ def world(db) -> dict[str, Any]:
         client=acme, month=month, threshold=80, metric="tokens", used=8, budget=10
     )
     UsageCounter.objects.create(client=acme, month=month, tokens_used=5)
+    VisitorUsage.objects.create(client=acme, day=date.today(), visitor="ab" * 16, tokens_used=5)
     run = InsightRun.objects.create(
         client=acme, window_start=data.trace.created_at, window_end=data.trace.created_at
     )

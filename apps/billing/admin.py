@@ -21,6 +21,7 @@ from apps.billing.models import (
     UsageAlert,
     UsageCounter,
     UsageRecord,
+    VisitorUsage,
 )
 from apps.billing.selectors import EVALUATION_FIELDS, UsageFigures, usage_overview
 from apps.billing.serializers import UsageQuerySerializer
@@ -121,6 +122,16 @@ class UsageCounterAdmin(ReadOnlyAdmin):
         "updated_at",
     ]
     list_select_related = ["client"]
+
+
+@admin.register(VisitorUsage)
+class VisitorUsageAdmin(ReadOnlyAdmin):
+    """What each visitor (a keyed hash of their network address, never the address) used per
+    day against the plan's daily visitor budget (docs/billing.md)."""
+
+    list_display = ["day", "client", "visitor", "tokens_used", "tokens_reserved", "turns"]
+    list_filter = ["day"]
+    readonly_fields = [f.name for f in VisitorUsage._meta.fields]
 
 
 @admin.register(ClientUsage)

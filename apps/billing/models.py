@@ -176,6 +176,73 @@ class UsageAlert(TenantOwnedModel):
 
 
 # ---------------------------------------------------------------------------------------------
+# Per-visitor limits: what one visitor (one client address) may spend per day, and each turn's
+# hold on it (apps/billing/services/visitors.py). The per-conversation budget and the deliberative
+# cap are read from the conversation's own traces: its turns already run one at a time.
+# ---------------------------------------------------------------------------------------------
+
+
+class ConversationVisitor(TenantOwnedModel):
+    """The visitor a conversation's latest widget message came from: a keyed hash of the client
+    address (`apps.core.throttling.visitor_key`; IPv6 by /64), never the address itself. The
+    turn of that message charges this visitor's daily budget and token window."""
+
+    conversation = models.OneToOneField(
+        "conversations.Conversation", on_delete=models.CASCADE, related_name="+"
+    )
+    visitor = models.CharField(max_length=64)
+
+    def __str__(self) -> str:
+        return f"{self.conversation_id}: {self.visitor}"
+
+
+class VisitorUsage(TenantOwnedModel):
+    """What one visitor of a client used and holds in reserve on one day — the row every turn of
+    that visitor locks (`select_for_update`) before it may call the model."""
+
+    day = models.DateField()
+    visitor = models.CharField(max_length=64)
+    tokens_used = models.PositiveBigIntegerField(default=0)
+    tokens_reserved = models.PositiveBigIntegerField(default=0)
+    turns = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        verbose_name_plural = "visitor usage"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["client", "day", "visitor"], name="uniq_visitor_usage_day"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.visitor} {self.day}: {self.tokens_used} tokens"
+
+
+class TurnAllowance(TenantOwnedModel):
+    """One admitted turn's hold on its visitor's daily budget (reserve, then commit), and the
+    mode the limits let it run in."""
+
+    trace = models.OneToOneField(
+        "reasoning.ReasoningTrace", on_delete=models.CASCADE, related_name="allowance"
+    )
+    visitor_usage = models.ForeignKey(
+        VisitorUsage, null=True, blank=True, on_delete=models.SET_NULL, related_name="allowances"
+    )
+    visitor = models.CharField(max_length=64, blank=True)
+    state = models.CharField(
+        max_length=10, choices=ReservationState.choices, default=ReservationState.RESERVED
+    )
+    tokens_reserved = models.PositiveIntegerField(default=0)
+    tokens_committed = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        indexes = [models.Index(fields=["client", "state", "updated_at"])]
+
+    def __str__(self) -> str:
+        return f"turn {self.trace_id}: {self.state}"
+
+
+# ---------------------------------------------------------------------------------------------
 # Daily rollups
 # ---------------------------------------------------------------------------------------------
 

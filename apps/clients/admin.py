@@ -158,6 +158,20 @@ class PlanAdmin(PlatformOnlyAdmin):
                 ]
             },
         ),
+        (
+            "Per-visitor limits",
+            {
+                "fields": [
+                    "conversation_token_budget",
+                    "visitor_daily_token_budget",
+                    "deliberative_turns_per_hour",
+                ],
+                "description": "So that no single visitor can use up the monthly budget: past "
+                "the conversation budget the conversation goes to your team; past the daily "
+                "visitor budget the visitor is asked to come back tomorrow; past the hourly "
+                "number of deliberative answers, the conversation is answered in adaptive mode.",
+            },
+        ),
     ]
 
     def formfield_for_choice_field(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:

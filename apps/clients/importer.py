@@ -21,7 +21,10 @@ from pydantic import (
 
 from apps.clients.business_info import business_info_errors, json_path
 from apps.clients.models import (
+    DEFAULT_CONVERSATION_TOKEN_BUDGET,
+    DEFAULT_DELIBERATIVE_TURNS_PER_HOUR,
     DEFAULT_REMEMBER_CONVERSATION_HOURS,
+    DEFAULT_VISITOR_DAILY_TOKEN_BUDGET,
     MAX_REMEMBER_CONVERSATION_HOURS,
     validate_origin,
 )
@@ -63,6 +66,11 @@ class PlanIn(_Strict):
     monthly_token_budget: int = Field(default=0, ge=0)
     monthly_turn_budget: int = Field(default=0, ge=0)
     per_turn_token_cap: int = Field(default=0, ge=0)
+    conversation_token_budget: int = Field(default=DEFAULT_CONVERSATION_TOKEN_BUDGET, ge=0)
+    visitor_daily_token_budget: int = Field(default=DEFAULT_VISITOR_DAILY_TOKEN_BUDGET, ge=0)
+    deliberative_turns_per_hour: int = Field(
+        default=DEFAULT_DELIBERATIVE_TURNS_PER_HOUR, ge=0, le=32767
+    )
     notes: PlanNotesIn = PlanNotesIn()
 
 

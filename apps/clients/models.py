@@ -31,6 +31,12 @@ def _multiplier_field(default: str, help_text: str) -> models.DecimalField:
 
 
 DELIBERATION_MAX_STEPS_LIMIT = 20
+# Per-visitor limits' defaults (docs/billing.md): a conversation and a visitor's day each get
+# about one deliberative answer (~85k tokens) plus a dozen adaptive ones; a deliberative
+# answer runs only when its whole reservation still fits in both.
+DEFAULT_CONVERSATION_TOKEN_BUDGET = 150_000
+DEFAULT_VISITOR_DAILY_TOKEN_BUDGET = 150_000
+DEFAULT_DELIBERATIVE_TURNS_PER_HOUR = 3
 RUBRIC_KEY_MAX = 40
 
 
@@ -193,6 +199,29 @@ class Plan(TimeStampedModel):
     )
     per_turn_token_cap = models.PositiveIntegerField(
         default=0, help_text="Most tokens one customer message may use; 0 = none."
+    )
+    # -- per-visitor limits (docs/billing.md "Per-conversation and per-visitor limits") -------
+    # They bound what one anonymous visitor can spend, so that nobody can use up the client's
+    # monthly budget (and hand every other customer to staff) on their own.
+    conversation_token_budget = models.PositiveIntegerField(
+        "token budget per conversation",
+        default=DEFAULT_CONVERSATION_TOKEN_BUDGET,
+        help_text="The most tokens the assistant may spend on one conversation. When it is "
+        "used up, the conversation is handed to your team (reason: usage limit). 0 = no limit.",
+    )
+    visitor_daily_token_budget = models.PositiveIntegerField(
+        "token budget per visitor per day",
+        default=DEFAULT_VISITOR_DAILY_TOKEN_BUDGET,
+        help_text="The most tokens the assistant may spend per day on one visitor (one network "
+        "address), across all their conversations. Past it, the visitor's new messages get a "
+        "short notice to come back tomorrow instead of an answer. 0 = no limit.",
+    )
+    deliberative_turns_per_hour = models.PositiveSmallIntegerField(
+        "deliberative answers per conversation per hour",
+        default=DEFAULT_DELIBERATIVE_TURNS_PER_HOUR,
+        help_text="On a deliberative plan, at most this many messages of one conversation per "
+        "hour get the deep (deliberative) treatment; the others are answered in adaptive mode. "
+        "0 = no limit.",
     )
     notes_enabled = models.BooleanField(
         default=True,

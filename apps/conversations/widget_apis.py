@@ -27,6 +27,8 @@ from typing import Any
 from django.core.handlers.asgi import ASGIRequest
 from django.db import InterfaceError, OperationalError
 from django.http import StreamingHttpResponse
+from django.utils import translation
+from django.utils.translation import gettext
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers, status
@@ -36,6 +38,7 @@ from rest_framework.response import Response
 from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
+from apps.billing.services.visitors import conversation_visitor_record
 from apps.clients.models import Client
 from apps.conversations import events
 from apps.conversations.models import Conversation, ConversationStatus, Message
@@ -49,13 +52,16 @@ from apps.conversations.services import (
 from apps.conversations.widget_auth import (
     CORS_EXPOSE_HEADERS,
     WIDGET_KEY_HEADER,
+    TokenLimitThrottled,
     WidgetIPThrottle,
     WidgetKeyThrottle,
     WidgetMessageThrottle,
     WidgetNewConversationThrottle,
+    WidgetTokenThrottle,
     widget_client_resolve,
     widget_conversation_resolve,
     widget_origin_check,
+    widget_visitor,
 )
 from apps.conversations.widget_selectors import (
     widget_conversation_state,
@@ -375,7 +381,12 @@ class WidgetMessagesApi(WidgetConversationAPIView):
         if "text" not in data:
             raise exceptions.ValidationError({"text": ["This field is required."]})
         text = validate_customer_text(data["text"])  # 400 / 413, naming `text`
+        self.token_throttle(request)  # over the visitor's token window: 429, nothing stored
         self.throttle(request, WidgetKeyThrottle())  # real work: counts against the tenant
+        # The turn charges this visitor's daily budget and token window (docs/billing.md).
+        conversation_visitor_record(
+            client=self.client, conversation=self.conversation, visitor=widget_visitor(request)
+        )
         # A database error before the message is stored answers a JSON 503 (the shared handler);
         # once it is stored, the customer gets 201/202 with it whatever happens next.
         message = handle_turn(client=self.client, conversation=self.conversation, text=text)
@@ -412,6 +423,18 @@ class WidgetMessagesApi(WidgetConversationAPIView):
             },
             status=status.HTTP_201_CREATED,
         )
+
+    def token_throttle(self, request: Request) -> None:
+        throttle = WidgetTokenThrottle()
+        if throttle.allow_request(request, self):
+            return
+        wait = throttle.wait()
+        with translation.override(self.conversation.language):
+            detail = gettext(
+                "You have sent a lot of messages in a short time. Please wait a little before "
+                "you send the next one."
+            )
+        raise TokenLimitThrottled(wait, detail=detail)
 
 
 class WidgetContactApi(WidgetConversationAPIView):

@@ -36,6 +36,7 @@ from django.http import HttpRequest
 from rest_framework import exceptions
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
+from rest_framework.throttling import BaseThrottle
 
 from apps.clients.models import Client, normalize_origin
 from apps.conversations.services import conversation_token_matches
@@ -44,7 +45,7 @@ from apps.conversations.widget_selectors import (
     widget_conversation_get,
     widget_known_origins,
 )
-from apps.core.throttling import SlidingWindowThrottle
+from apps.core.throttling import SlidingWindowThrottle, token_window_wait, visitor_key
 
 if TYPE_CHECKING:
     from rest_framework.views import APIView
@@ -222,15 +223,49 @@ class _WidgetThrottle(SlidingWindowThrottle):
         if self.scope not in rates:
             raise ImproperlyConfigured(f"No throttle rate set for scope {self.scope!r}.")
         rate = rates[self.scope]
-        return None if rate is None else str(rate)
+        return str(rate) if rate else None  # (an empty rate turns the throttle off)
 
     def get_ident(self, request: Request) -> str:
-        # X-Forwarded-For is only believed when NUM_PROXIES (TRUSTED_PROXY_COUNT) says how many
-        # of our proxies append to it; then the address the outermost of them saw is taken
-        # (DRF), so a visitor cannot pick their own bucket by sending a made-up header.
-        if not api_settings.NUM_PROXIES:
-            return str(request.META.get("REMOTE_ADDR", ""))
-        return super().get_ident(request)
+        return client_address(request)
+
+
+def client_address(request: Request) -> str:
+    """The caller's address as every widget throttle sees it. X-Forwarded-For is only believed
+    when NUM_PROXIES (TRUSTED_PROXY_COUNT) says how many of our proxies append to it; then the
+    address the outermost of them saw is taken (DRF), so a visitor cannot pick their own bucket
+    by sending a made-up header."""
+    if not api_settings.NUM_PROXIES:
+        return str(request.META.get("REMOTE_ADDR", ""))
+    return BaseThrottle().get_ident(request)
+
+
+class WidgetTokenThrottle(_WidgetThrottle):
+    """Tokens, not requests: per visitor (client address, `visitor_key`) and client, what their
+    turns used in the window of `THROTTLE_WIDGET_TOKENS` — charged by each turn when it ends
+    (apps.billing.services.visitors). Checked before a message is stored: over it, the message
+    is refused (429 with Retry-After), never stored unanswered."""
+
+    scope = "widget_tokens"
+    _wait: float | None = None
+
+    def allow_request(self, request: Request, view: APIView) -> bool:
+        client = getattr(view, "client", None)
+        if client is None:
+            return True
+        self._wait = token_window_wait(client_id=client.pk, visitor=widget_visitor(request))
+        return self._wait is None
+
+    def wait(self) -> float | None:
+        return self._wait
+
+
+class TokenLimitThrottled(exceptions.Throttled):
+    default_code = "token_limit"
+
+
+def widget_visitor(request: Request) -> str:
+    """The visitor a widget request comes from: the keyed hash of its client address."""
+    return visitor_key(client_address(request))
 
 
 class WidgetIPThrottle(_WidgetThrottle):

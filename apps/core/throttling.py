@@ -15,14 +15,19 @@ widget down with it."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import ipaddress
 import logging
 import secrets
 import threading
+import time
 from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
 from rest_framework.request import Request
+from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 from rest_framework.views import APIView
 
@@ -109,3 +114,145 @@ class SlidingWindowThrottle(SimpleRateThrottle):
         if available <= 0:
             return None
         return remaining / float(available)
+
+
+# ---------------------------------------------------------------------------------------------
+# Visitors and their token window
+# ---------------------------------------------------------------------------------------------
+
+
+def visitor_key(address: str) -> str:
+    """A visitor's key from their client address (the throttles' ident): a keyed hash, so no
+    address is stored. IPv6 counts per /64 — one subscriber's prefix — so a visitor cannot
+    pick a new bucket per request; "" for no address."""
+    address = (address or "").strip()
+    if not address:
+        return ""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        normalized = address.lower()
+    else:
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        if isinstance(ip, ipaddress.IPv6Address):
+            normalized = str(ipaddress.ip_network(f"{ip}/64", strict=False))
+        else:
+            normalized = str(ip)
+    digest = hmac.new(
+        settings.SECRET_KEY.encode(), f"visitor:{normalized}".encode(), hashlib.sha256
+    )
+    return digest.hexdigest()[:32]
+
+
+TOKEN_WINDOW_SCOPE = "widget_tokens"  # noqa: S105 (a throttle scope)
+
+# KEYS[1]: the window; ARGV: now (s), duration (s), tokens to add (0: only read), member.
+# Returns the window's entries as {member, score, …}; a member is "<random>:<tokens>".
+_USAGE_WINDOW = """
+local now = tonumber(ARGV[1])
+local duration = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - duration)
+if tonumber(ARGV[3]) > 0 then
+  redis.call('ZADD', KEYS[1], now, ARGV[4] .. ':' .. ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], math.ceil(duration * 1000))
+end
+return redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+"""
+_token_script: tuple[str, Any] | None = None
+_local_lock = threading.Lock()  # the local-memory cache's read-modify-write (demo, tests)
+
+
+def _redis_token_script() -> Any | None:
+    """The token-window script on the cache's Redis (on the sliding window's client), or None
+    when the cache is not Redis."""
+    global _token_script
+    script = _redis_script()
+    if script is None:
+        return None
+    with _lock:
+        location = _script[0] if _script is not None else ""
+        if _token_script is None or _token_script[0] != location:
+            _token_script = (location, script.registered_client.register_script(_USAGE_WINDOW))
+        return _token_script[1]
+
+
+def token_window_rate() -> tuple[int, int] | None:
+    """(tokens, seconds) of the per-visitor token window (`THROTTLE_WIDGET_TOKENS`), or None
+    when it is off."""
+    rates = api_settings.DEFAULT_THROTTLE_RATES or {}
+    rate = rates.get(TOKEN_WINDOW_SCOPE)
+    if not rate:
+        return None
+    num, period = str(rate).split("/")
+    seconds = {"s": 1, "m": 60, "h": 3600, "d": 86400}[period[0]]
+    return int(num), seconds
+
+
+def token_window_key(*, client_id: int, visitor: str) -> str:
+    """One window per visitor and client: what a visitor spent on one tenant's widget never
+    holds them back on another's."""
+    return f"throttle_{TOKEN_WINDOW_SCOPE}_{client_id}_{visitor}"
+
+
+def _token_window(key: str, *, add: int, duration: int) -> list[tuple[float, int]]:
+    """Trim the window to the last `duration` seconds, add `add` tokens now, and return its
+    entries (time, tokens), oldest first."""
+    now = time.time()
+    script = _redis_token_script()
+    if script is not None:
+        raw = script(
+            keys=[cache.make_key(key)],
+            args=[repr(now), duration, int(add), secrets.token_hex(8)],
+        )
+        members = raw[0::2]
+        scores = raw[1::2]
+        return [
+            (float(score), int(member.decode().rsplit(":", 1)[1]))
+            for member, score in zip(members, scores, strict=True)
+        ]
+    with _local_lock:
+        entries = [e for e in cache.get(key, []) if e[0] > now - duration]
+        if add > 0:
+            entries.append((now, int(add)))
+            cache.set(key, entries, duration)
+        return entries
+
+
+def token_window_charge(*, client_id: int, visitor: str, tokens: int) -> None:
+    """Count `tokens` a visitor's turn used in their token window. Never raises: a window that
+    cannot be written must not fail the turn (it is logged)."""
+    rate = token_window_rate()
+    if not visitor or tokens <= 0 or rate is None:
+        return
+    try:
+        key = token_window_key(client_id=client_id, visitor=visitor)
+        _token_window(key, add=tokens, duration=rate[1])
+    except Exception:
+        logger.warning("token window: could not charge a visitor", exc_info=True)
+
+
+def token_window_wait(*, client_id: int, visitor: str) -> float | None:
+    """Seconds until the visitor may send again — None while the tokens their turns used in
+    the window are under the limit. A turn admitted under it may take them past it; then they
+    wait until enough of the window's tokens have aged out. If the cache cannot be read the
+    visitor is let through (and it is logged)."""
+    rate = token_window_rate()
+    if not visitor or rate is None:
+        return None
+    limit, duration = rate
+    try:
+        key = token_window_key(client_id=client_id, visitor=visitor)
+        entries = _token_window(key, add=0, duration=duration)
+    except Exception:
+        logger.warning("token window: cache unreachable, request allowed", exc_info=True)
+        return None
+    total = sum(tokens for _, tokens in entries)
+    if total < limit:
+        return None
+    now = time.time()
+    for at, tokens in entries:  # oldest first: when has enough aged out?
+        total -= tokens
+        if total < limit:
+            return max(1.0, at + duration - now)
+    return float(duration)

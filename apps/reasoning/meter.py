@@ -94,17 +94,28 @@ class Meter:
         self.purpose = purpose
         self.conversation = conversation
         self.trace = trace
+        self.token_cap: int | None = None
         if token_cap is PLAN_CAP:
-            plan = client.plan
-            token_cap = plan.per_turn_token_cap or (
-                turn_token_estimate(plan) if plan_is_budgeted(plan) else 0
-            )
-        self.token_cap: int | None = token_cap or None
+            self.plan_cap_for(mode)
+        else:
+            self.token_cap = token_cap or None
         self.tokens_used = spent
         self.calls = 0
         self.llm_wait_ms = 0
         self.offline = False
         self.model = ""
+
+    def plan_cap_for(self, mode: str) -> None:
+        """Run as `mode` with the plan's cap for it: its per-turn cap, or on a plan with a
+        monthly budget what a turn of that mode reserves (a deliberative plan's turn that the
+        per-visitor limits run in adaptive mode gets an adaptive turn's cap)."""
+        plan = self.client.plan
+        self.mode = mode
+        self.token_cap = (
+            plan.per_turn_token_cap
+            or (turn_token_estimate(plan, mode) if plan_is_budgeted(plan) else 0)
+            or None
+        )
 
     # -- before a call ---------------------------------------------------------------------------
     def check(self, *, step: str, messages: list[dict[str, str]]) -> None:

@@ -15,9 +15,16 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
 from django.db.models import Exists, F, Q
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.translation import gettext
 
 from apps.billing.services.budgets import UsageLimitReached
+from apps.billing.services.visitors import (
+    VISITOR_TOKENS,
+    TurnLimits,
+    turn_limits_admit,
+    turn_limits_commit,
+)
 from apps.clients.models import AIMode, Client
 from apps.conversations.events import conversation_changed
 from apps.conversations.models import Conversation, ConversationStatus, Kind, Message, Role
@@ -492,26 +499,78 @@ def turn_give_up(
     return trace
 
 
+def visitor_limit_text(language: str) -> str:
+    """The notice a visitor gets once they used up their daily token budget."""
+    with translation.override(language):
+        return gettext(
+            "Thanks for your message! You have reached today's limit of automatic answers in "
+            "this chat, so I can't answer this one. Please come back tomorrow — or, if it's "
+            "urgent, contact us directly."
+        )
+
+
 def _run(turn: Turn) -> Outcome:
     if wants_human(turn.user_message.text):
         raise Escalate(EscalationReason.CUSTOMER_REQUEST, "The customer asked for a person.")
-    # Monthly budgets (billing): reserve before any LLM call, commit what was used after —
-    # also when the mode raised — so concurrent turns cannot overshoot by more than one turn.
-    meter = turn.rec.meter
+    rec, meter = turn.rec, turn.rec.meter
+    # Per-conversation and per-visitor limits (billing/services/visitors.py): the mode the turn
+    # may run in, and its hold on the visitor's day — before any LLM call.
     try:
-        reservation = meter.turn_reserve()
+        limits = turn_limits_admit(
+            client=turn.client,
+            conversation=turn.conversation,
+            trace=rec.trace,
+            mode=mode_that_runs(rec.trace.mode),
+        )
     except UsageLimitReached as exc:
+        rec.step("usage_limit", output={"limit": exc.metric}, error=exc.detail)
+        if exc.metric == VISITOR_TOKENS:
+            # A visitor over their day: a notice, no hand-off (one visitor must not be able to
+            # fill the staff queue by opening conversations).
+            text = visitor_limit_text(turn.conversation.language)
+            return Outcome(replies=[Reply(text=text, data={"usage_limit": exc.metric})])
         raise Escalate(
             EscalationReason.USAGE_LIMIT, exc.detail, handoff_text=USAGE_LIMIT_TEXT
         ) from exc
-    mode = MODES[AIMode(mode_that_runs(turn.rec.trace.mode))]
     try:
-        draft = mode(turn)
-        # After the draft, before the reply is stored and sent (a no-op unless the plan has hooks).
-        return run_post_draft_hooks(turn, draft)
+        if limits.capped:
+            _run_as(rec, limits.mode)
+            rec.step("deliberative_cap", output={**limits.capped, "mode": limits.mode})
+        # Monthly budgets (billing): reserve before any LLM call, commit what was used after —
+        # also when the mode raised — so concurrent turns cannot overshoot by more than one turn.
+        try:
+            reservation = meter.turn_reserve()
+        except UsageLimitReached as exc:
+            raise Escalate(
+                EscalationReason.USAGE_LIMIT, exc.detail, handoff_text=USAGE_LIMIT_TEXT
+            ) from exc
+        mode = MODES[AIMode(mode_that_runs(rec.trace.mode))]
+        try:
+            draft = mode(turn)
+            # After the draft, before the reply is stored and sent (a no-op unless the plan has
+            # hooks).
+            return run_post_draft_hooks(turn, draft)
+        finally:
+            if reservation is not None:
+                meter.turn_commit(reservation, llm_calls=rec.trace.llm_calls)
     finally:
-        if reservation is not None:
-            meter.turn_commit(reservation, llm_calls=turn.rec.trace.llm_calls)
+        _limits_commit(turn, limits)
+
+
+def _run_as(rec: TurnRecorder, mode: str) -> None:
+    """The limits run this turn in another mode than the plan's: recorded, and billed, as it."""
+    ReasoningTrace.objects.filter(pk=rec.trace.pk).update(mode=mode)
+    rec.trace.mode = rec.mode = mode
+    rec.meter.plan_cap_for(mode)
+
+
+def _limits_commit(turn: Turn, limits: TurnLimits) -> None:
+    """Never raises: the reply must not be lost over bookkeeping (a stale hold is settled by
+    the visitor's next turn)."""
+    try:
+        turn_limits_commit(client=turn.client, limits=limits, tokens=turn.rec.meter.tokens_used)
+    except Exception:
+        logger.exception("limits commit failed", extra={"trace": turn.rec.trace.pk})
 
 
 def _history(*, client: Client, conversation: Conversation, upto: Message) -> list[Message]:

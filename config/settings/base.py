@@ -178,6 +178,10 @@ REST_FRAMEWORK = {
         "widget_key": env("THROTTLE_WIDGET_KEY", default="3000/min"),
         "widget_conversations": env("THROTTLE_WIDGET_CONVERSATIONS", default="10/min"),
         "widget_messages": env("THROTTLE_WIDGET_MESSAGES", default="20/min"),
+        # Tokens, not requests: what the turns of one visitor (client address) used in the
+        # window. Over it, their next message is refused with 429 before it is stored
+        # (docs/widget.md "Limits"); a turn admitted under it may take them past it.
+        "widget_tokens": env("THROTTLE_WIDGET_TOKENS", default="100000/hour"),
     },
 }
 SPECTACULAR_SETTINGS = {

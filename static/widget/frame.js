@@ -152,6 +152,9 @@
     const message = result.data && result.data.error && result.data.error.message;
     if (result.status === 429) {
       const wait = parseInt(result.headers.get("Retry-After") || "", 10);
+      const code = result.data && result.data.error && result.data.error.code;
+      // The visitor's token window (docs/widget.md "Limits"): the server's own words.
+      if (code === "token_limit" && message) return message;
       return "You're sending messages quickly — please wait" +
         (wait > 0 ? " " + wait + " seconds" : " a moment") + " and try again.";
     }

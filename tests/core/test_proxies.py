@@ -116,6 +116,7 @@ def test_proxy_count_rates_and_login_limits_come_from_the_environment():
         "widget_key": "3000/min",
         "widget_conversations": "10/min",
         "widget_messages": "20/min",
+        "widget_tokens": "100000/hour",
     }
     assert defaults["login"] == {
         "login": "30/m/ip",
@@ -129,6 +130,7 @@ def test_proxy_count_rates_and_login_limits_come_from_the_environment():
         THROTTLE_WIDGET_KEY="7000/min",
         THROTTLE_WIDGET_CONVERSATIONS="3/min",
         THROTTLE_WIDGET_MESSAGES="4/min",
+        THROTTLE_WIDGET_TOKENS="5000/hour",
         ACCOUNT_RATE_LIMIT_LOGIN="9/m/ip",
         ACCOUNT_RATE_LIMIT_LOGIN_FAILED="3/m/ip,2/5m/key",
         ACCOUNT_RATE_LIMIT_RESET_PASSWORD="1/m/ip",
@@ -140,6 +142,7 @@ def test_proxy_count_rates_and_login_limits_come_from_the_environment():
         "widget_key": "7000/min",
         "widget_conversations": "3/min",
         "widget_messages": "4/min",
+        "widget_tokens": "5000/hour",
     }
     assert configured["login"] == {
         "login": "9/m/ip",

@@ -56,12 +56,14 @@ def plan_is_budgeted(plan: Plan) -> bool:
     return bool(plan.monthly_token_budget or plan.monthly_turn_budget)
 
 
-def turn_token_estimate(plan: Plan) -> int:
-    """What one turn is assumed to use until it has run (a deliberative plan's turns make many
-    more calls than the others': they reserve `BILLING_DELIBERATIVE_TURN_TOKEN_RESERVE`)."""
+def turn_token_estimate(plan: Plan, mode: str | None = None) -> int:
+    """What one turn is assumed to use until it has run (a deliberative turn makes many more
+    calls than the others': it reserves `BILLING_DELIBERATIVE_TURN_TOKEN_RESERVE`). `mode`: the
+    mode the turn runs in (default: the plan's; the per-visitor limits may run a deliberative
+    plan's turn in adaptive mode)."""
     default = int(
         settings.BILLING_DELIBERATIVE_TURN_TOKEN_RESERVE
-        if plan.ai_mode == "deliberative"
+        if (mode or plan.ai_mode) == "deliberative"
         else settings.BILLING_TURN_TOKEN_RESERVE
     )
     return int(plan.per_turn_token_cap or default)
@@ -148,7 +150,7 @@ def turn_budget_reserve(*, client: Client, trace: Any) -> UsageReservation | Non
             _commit_elsewhere(own)
         refused = _refusal(plan, counter)
         if refused is None:
-            estimate = turn_token_estimate(plan)
+            estimate = turn_token_estimate(plan, getattr(trace, "mode", None))
             if own is None:
                 own = UsageReservation(client=client, trace=trace)
             own.month, own.state, own.tokens_reserved = month, ReservationState.RESERVED, estimate

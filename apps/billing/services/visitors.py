@@ -1,0 +1,253 @@
+"""Per-conversation and per-visitor limits (OWASP LLM10: denial of wallet).
+
+The monthly budget (`budgets.py`) protects the platform from a client; these limits protect a
+client from one visitor, so that no anonymous visitor can spend the client's monthly budget (and
+hand every other customer of the month to staff) on their own. Per plan:
+
+* `conversation_token_budget` — the most tokens one conversation may use. Its turns run one at
+  a time (the conversation's turn lock), so what it used is simply the sum of its usage records;
+  at the limit the conversation is handed to staff (reason `usage_limit`).
+* `visitor_daily_token_budget` — the most tokens one visitor may use per day, over all their
+  conversations. A visitor is the client address their widget messages come from
+  (`apps.core.throttling.visitor_key`: a keyed hash; IPv6 per /64); a new conversation does not
+  make a new visitor. Their turns run concurrently, so this one is reserve → run → commit on a
+  locked `VisitorUsage` row, like the monthly budget: concurrent turns together pass it by at
+  most the one turn admitted just under it. At the limit the visitor gets a short notice.
+* `deliberative_turns_per_hour` — on a deliberative plan, how many turns of one conversation per
+  hour may run deliberative. The others run adaptive, as does a deliberative turn whose whole
+  reservation no longer fits in what is left of the conversation's or the visitor's budget.
+
+Every turn of a known visitor also charges the tokens it used to the visitor's token window
+(`apps.core.throttling.token_window_charge`), which the widget checks before it stores a message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import Count, F, OuterRef, Q, Subquery, Sum
+from django.utils import timezone
+
+from apps.billing import periods
+from apps.billing.models import (
+    ConversationVisitor,
+    ReservationState,
+    TurnAllowance,
+    UsageRecord,
+    VisitorUsage,
+)
+from apps.billing.services.budgets import UsageLimitReached, _stale_after, turn_token_estimate
+from apps.clients.models import AIMode, Client
+from apps.conversations.models import Conversation
+from apps.core.throttling import token_window_charge
+
+CONVERSATION_TOKENS = "conversation_tokens"
+VISITOR_TOKENS = "visitor_tokens"
+DELIBERATIVE_WINDOW = timedelta(hours=1)
+
+
+@dataclass
+class TurnLimits:
+    """What the limits let one turn do: the mode it runs in (`capped` says why it is not the
+    plan's deliberative mode, when it is not), and its hold on the visitor's day."""
+
+    mode: str
+    visitor: str = ""
+    allowance: TurnAllowance | None = None
+    capped: dict[str, Any] | None = None
+    spent: dict[str, int] = field(default_factory=dict)
+
+
+def conversation_visitor_record(*, client: Client, conversation: Any, visitor: str) -> None:
+    """Note which visitor the conversation's next message comes from (one upsert)."""
+    if not visitor:
+        return
+    ConversationVisitor.objects.bulk_create(
+        [ConversationVisitor(client=client, conversation=conversation, visitor=visitor)],
+        update_conflicts=True,
+        unique_fields=["conversation"],
+        update_fields=["visitor", "updated_at"],
+    )
+
+
+def _locked_visitor_usage(*, client: Client, day: Any, visitor: str) -> VisitorUsage:
+    usage = (
+        VisitorUsage.objects.select_for_update()
+        .filter(client=client, day=day, visitor=visitor)
+        .first()
+    )
+    if usage is not None:
+        return usage
+    try:
+        with transaction.atomic():
+            VisitorUsage.objects.create(client=client, day=day, visitor=visitor)
+    except IntegrityError:
+        pass  # another turn of this visitor created it first; lock theirs
+    return VisitorUsage.objects.select_for_update().get(client=client, day=day, visitor=visitor)
+
+
+def turn_limits_admit(*, client: Client, conversation: Any, trace: Any, mode: str) -> TurnLimits:
+    """Admit one turn against its conversation's and visitor's limits and pick the mode it
+    runs in; raise `UsageLimitReached` (metric `conversation_tokens` or `visitor_tokens`) when
+    it may not call the model. A turn taken over from a worker that died keeps its hold."""
+    plan = client.plan
+    now = timezone.now()
+    so_far = _conversation_so_far(client=client, conversation=conversation, trace=trace, now=now)
+    used = int(so_far["tokens"] or 0)
+    limits = TurnLimits(mode=mode, spent={"conversation": used})
+    budget = plan.conversation_token_budget
+    if budget and used >= budget:
+        raise UsageLimitReached(
+            CONVERSATION_TOKENS,
+            f"conversation token budget {budget:,} reached ({used:,} used)",
+        )
+    if mode == AIMode.DELIBERATIVE:
+        per_hour = plan.deliberative_turns_per_hour
+        if per_hour and so_far["deliberative"] >= per_hour:
+            limits.capped = {
+                "reason": "hourly_cap",
+                "limit": per_hour,
+                "deliberative_last_hour": so_far["deliberative"],
+            }
+        elif budget and used + turn_token_estimate(plan, AIMode.DELIBERATIVE) > budget:
+            limits.capped = {"reason": "conversation_budget", "budget": budget, "used": used}
+    limits.visitor = so_far["visitor"] or ""
+    if limits.visitor and plan.visitor_daily_token_budget:
+        _admit_visitor(client=client, trace=trace, limits=limits, now=now)
+    if limits.capped:
+        limits.mode = AIMode.ADAPTIVE
+    return limits
+
+
+def _conversation_so_far(
+    *, client: Client, conversation: Any, trace: Any, now: Any
+) -> dict[str, Any]:
+    """In one query: the tokens the conversation used (this turn's earlier attempt included),
+    its other deliberative turns of the last hour, and its visitor. Its turns run one at a time
+    (the conversation's turn lock), so nothing else of it is in flight."""
+    records = (
+        UsageRecord.objects.filter(client=client, conversation=OuterRef("pk"))
+        .order_by()
+        .values("conversation")
+    )
+    tokens = records.annotate(total=Sum(F("prompt_tokens") + F("completion_tokens")))
+    deliberative = (
+        records.filter(mode=AIMode.DELIBERATIVE, created_at__gte=now - DELIBERATIVE_WINDOW)
+        .exclude(trace=trace)
+        .annotate(turns=Count("trace", distinct=True))
+    )
+    visitor = ConversationVisitor.objects.filter(client=client, conversation=OuterRef("pk"))
+    found = (
+        Conversation.objects.for_client(client)
+        .filter(pk=conversation.pk)
+        .annotate(
+            so_far_tokens=Subquery(tokens.values("total")),
+            so_far_deliberative=Subquery(deliberative.values("turns")),
+            so_far_visitor=Subquery(visitor.values("visitor")[:1]),
+        )
+        .values("so_far_tokens", "so_far_deliberative", "so_far_visitor")
+        .first()
+    )
+    row: dict[str, Any] = dict(found) if found else {}
+    return {
+        "tokens": int(row.get("so_far_tokens") or 0),
+        "deliberative": int(row.get("so_far_deliberative") or 0),
+        "visitor": row.get("so_far_visitor") or "",
+    }
+
+
+def _admit_visitor(*, client: Client, trace: Any, limits: TurnLimits, now: Any) -> None:
+    plan = client.plan
+    budget = plan.visitor_daily_token_budget
+    refused = ""
+    with transaction.atomic():
+        usage = _locked_visitor_usage(client=client, day=periods.today(), visitor=limits.visitor)
+        found = list(
+            TurnAllowance.objects.select_related("trace").filter(
+                Q(trace=trace)
+                | Q(
+                    client=client,
+                    visitor_usage=usage,
+                    state=ReservationState.RESERVED,
+                    updated_at__lt=now - _stale_after(),
+                )
+            )
+        )
+        own = next((a for a in found if a.trace_id == trace.pk), None)
+        for stale in found:
+            if stale is not own:  # its worker died: count what it spent, free what it held
+                _settle(usage, stale, _trace_tokens(stale.trace))
+        if own is not None and own.state == ReservationState.RESERVED:
+            own.save(update_fields=["updated_at"])  # alive again: not stale
+            limits.allowance = own
+            _save(usage)
+            return
+        held = usage.tokens_used + usage.tokens_reserved
+        limits.spent["visitor"] = held
+        if held >= budget:
+            refused = (
+                f"visitor's daily token budget {budget:,} reached ({usage.tokens_used:,} "
+                f"used, {usage.tokens_reserved:,} reserved by turns in progress)"
+            )
+        else:
+            if (
+                limits.mode == AIMode.DELIBERATIVE
+                and not limits.capped
+                and held + turn_token_estimate(plan, AIMode.DELIBERATIVE) > budget
+            ):
+                limits.capped = {"reason": "visitor_budget", "budget": budget, "used": held}
+            mode = AIMode.ADAPTIVE if limits.capped else limits.mode
+            estimate = turn_token_estimate(plan, mode)
+            if own is None:
+                own = TurnAllowance(client=client, trace=trace)
+                usage.turns += 1
+            own.visitor_usage, own.visitor = usage, limits.visitor
+            own.state, own.tokens_reserved = ReservationState.RESERVED, estimate
+            own.save()
+            usage.tokens_reserved += estimate
+            limits.allowance = own
+        _save(usage)
+    if refused:
+        raise UsageLimitReached(VISITOR_TOKENS, refused)
+
+
+def turn_limits_commit(*, client: Client, limits: TurnLimits, tokens: int) -> None:
+    """After the turn (also when it failed): swap its hold on the visitor's day for the tokens
+    it used (`tokens`: all its calls, an earlier attempt's included) and charge the visitor's
+    token window. Idempotent for the budget."""
+    charged = tokens
+    allowance = limits.allowance
+    if allowance is not None and allowance.visitor_usage_id is not None:
+        with transaction.atomic():
+            usage = (
+                VisitorUsage.objects.select_for_update()
+                .filter(pk=allowance.visitor_usage_id)
+                .first()
+            )
+            current = TurnAllowance.objects.filter(pk=allowance.pk).first()
+            if usage is None or current is None or current.state != ReservationState.RESERVED:
+                return
+            charged = max(0, tokens - current.tokens_committed)
+            _settle(usage, current, tokens)
+            _save(usage)
+    token_window_charge(client_id=client.pk, visitor=limits.visitor, tokens=charged)
+
+
+def _settle(usage: VisitorUsage, allowance: TurnAllowance, tokens: int) -> None:
+    usage.tokens_reserved = max(0, usage.tokens_reserved - allowance.tokens_reserved)
+    usage.tokens_used += max(0, tokens - allowance.tokens_committed)
+    allowance.tokens_committed = max(tokens, allowance.tokens_committed)
+    allowance.tokens_reserved = 0
+    allowance.state = ReservationState.COMMITTED
+    allowance.save(update_fields=["state", "tokens_reserved", "tokens_committed", "updated_at"])
+
+
+def _save(usage: VisitorUsage) -> None:
+    usage.save(update_fields=["tokens_used", "tokens_reserved", "turns", "updated_at"])
+
+
+def _trace_tokens(trace: Any) -> int:
+    return int(trace.prompt_tokens + trace.completion_tokens) if trace is not None else 0
