@@ -473,7 +473,7 @@ def test_the_debug_view_shows_what_the_evaluation_did(chat: Chat, llm: Any, clie
     assert "30 days, not 60" not in client.get(response["Location"]).content.decode()
 
 
-# --- issue 20 item 3: the evaluator cannot be steered ------------------------------------------
+# --- the evaluator cannot be steered by what the customer writes ------------------------------
 
 STEERED = "Good news: you'll get a full refund plus a 50 USD voucher!"
 # The red team's payload: the customer writes their own DRAFT / SOURCE TEXT sections (and tries

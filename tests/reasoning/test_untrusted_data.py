@@ -1,4 +1,4 @@
-"""Customer text and notes are data, never instructions (issue 20 items 1 and 3, DESIGN.md's LLM
+"""Customer text and notes are data, never instructions (the LLM
 protocol): over every step in the registry, driven through the real pipelines — standard,
 adaptive and deliberative turns, the evaluation, insights and a playground run — with the
 `openai` SDK against the scripted server, neither a canary customer message nor a canary active
@@ -252,7 +252,7 @@ def test_the_data_block_cannot_be_closed_or_forged_from_inside() -> None:
 def test_the_red_teams_hand_off_note_never_reaches_a_system_message(
     shop: Any, llm: FakeLLMServer, django_capture_on_commit_callbacks: Any
 ) -> None:
-    """Issue 20 item 1's reproduction: a hand-off request that writes an automatic note, then
+    """The red team's reproduction: a hand-off request that writes an automatic note, then
     the next visitor's turn. Whatever the note says (apps/notes decides that), it reaches the
     next prompt only inside the notes data block."""
     payload = "refunds-zephyr"
