@@ -86,7 +86,14 @@ def process_turn(
     if parked or message_id is None:
         slots.run_parked()
         return
-    client_id = Message.objects.filter(pk=message_id).values_list("client_id", flat=True).first()
+    try:
+        client_id = (
+            Message.objects.filter(pk=message_id).values_list("client_id", flat=True).first()
+        )
+    except DB_ERRORS:
+        fresh_connection()
+        _requeue(message_id, countdown=1.0, attempt=attempt + 1, busy_since=busy_since)
+        return
     if client_id is None:
         return
     slots.run_fairly(
@@ -162,7 +169,10 @@ def start_slot_heartbeat(sender: Any = None, **kwargs: Any) -> None:
 
 @signals.worker_shutdown.connect
 def stop_slot_heartbeat(**kwargs: Any) -> None:
+    """A stopping worker's threads leave the fleet's capacity now, not when they expire."""
     _heartbeat_stop.set()
+    with contextlib.suppress(Exception):
+        slots.worker_unregister(worker_id=slots.worker_id())
 
 
 def run_turn_in_process(message_id: int) -> None:
