@@ -199,3 +199,59 @@ def test_a_parked_turn_is_answered_by_the_thread_that_frees_a_slot(fleet, settin
     replies = Message.objects.filter(conversation=conv, role="assistant").visible()
     assert [m.text for m in replies] == ["We ship within 2 days."]
     assert slots.status().running == 0
+
+
+@pytest.mark.django_db
+def test_queueing_a_turn_parks_it_and_the_message_only_wakes_a_thread(
+    fleet, settings, request, monkeypatch
+):
+    """What the web process does on a customer's message (TurnTask.apply_async): the turn is
+    parked in the scheduler and the Celery message carries no turn, only `parked`; the worker
+    thread that takes the message runs whichever parked turn should run now."""
+    from celery.app.task import Task
+
+    store, model = request.getfixturevalue("shop"), request.getfixturevalue("llm")
+    published: list[tuple[Any, Any]] = []
+    monkeypatch.setattr(  # Celery's publish (not ours): keep the message instead of sending it
+        Task,
+        "apply_async",
+        lambda self, args=None, kwargs=None, **o: published.append((args, kwargs)),
+    )
+    monkeypatch.setitem(tasks.process_turn.app.conf, "task_always_eager", False)
+    conv = conversation_create(client=store)[0]
+    message = handle_turn(client=store, conversation=conv, text="When do you ship?")
+
+    tasks.process_turn.delay(message.pk)
+    assert published == [((), {"parked": True})]
+    assert slots.status().waiting == 1
+
+    model.script("assess", assess(response="We ship within 2 days."))
+    tasks.process_turn.run(**published[0][1])  # the worker thread that takes the message
+    replies = Message.objects.filter(conversation=conv, role="assistant").visible()
+    assert [m.text for m in replies] == ["We ship within 2 days."]
+    assert (slots.status().waiting, slots.status().running) == (0, 0)
+
+
+@pytest.mark.django_db
+def test_a_playground_run_waits_for_a_slot_live_turns_leave_idle(fleet, settings, client_a):
+    """The console's run goes through the same slots: with the only slot held by a live turn
+    it waits (not started, nothing spent), and the thread whose turn ends runs it."""
+    from apps.playground.models import PlaygroundRun, RunStatus
+    from apps.playground.services import playground_run_create
+    from apps.playground.tasks import execute_run
+
+    settings.TURN_SLOTS_CAPACITY = 1
+    settings.TURN_SLOTS_RESERVE_PERCENT = 0
+    settings.OPENAI_API_KEY = ""  # the offline demo model
+    live = slots.submit(tenant=str(client_a.pk), kind=slots.LIVE, job="0:0:0.000")
+    assert live is not None
+    run = playground_run_create(client=client_a, question="Hi", mode="adaptive", enqueue=False)
+
+    execute_run.run(run.pk)  # the worker's task: no slot a live turn leaves idle, so it waits
+    run.refresh_from_db()
+    assert (run.status, run.model, run.llm_calls) == (RunStatus.RUNNING, "", 0)
+
+    nxt = slots.release(live)
+    assert nxt is not None and (nxt.kind, nxt.job) == (slots.PLAYGROUND, str(run.pk))
+    slots.run_granted(nxt)
+    assert PlaygroundRun.objects.get(pk=run.pk).status == RunStatus.DONE
