@@ -18,7 +18,9 @@ one job.
   `PLAYGROUND_RUNS_PER_CLIENT` runs.
 
 A job that cannot run now is *parked* in its tenant's FIFO list in Redis and its Celery task
-returns at once (its thread is free for other tenants' work). Whenever a job ends, the thread
+returns at once (its thread is free for other tenants' work). Queued turns are parked by the
+web process as it sends their task (`park`), so the scheduler sees every waiting turn, not only
+those a worker thread has fetched from the broker; the task then just wakes a thread. Whenever a job ends, the thread
 that ran it takes the next admissible parked job — live before playground, the tenant holding
 fewest slots first, first come first served within a tenant — and runs it right away: no
 Celery countdown, no polling. Each worker's heartbeat (every `HEARTBEAT_SECONDS`) also asks a
