@@ -14,18 +14,20 @@ one job.
   running turns, the asking tenant counted): a newcomer always finds room that no flooding
   tenant can take;
 - a playground run takes a slot only when no live turn could use it: the fleet is below
-  capacity − reserve and no admissible live turn waits; and its tenant runs fewer than
-  `PLAYGROUND_RUNS_PER_CLIENT` runs.
+  capacity − reserve and no admissible live turn waits; playground runs hold less than a
+  quarter of the capacity (a run is long: live bursts must find the fleet free); and its tenant
+  runs fewer than `PLAYGROUND_RUNS_PER_CLIENT` runs.
 
 A job that cannot run now is *parked* in its tenant's FIFO list in Redis and its Celery task
 returns at once (its thread is free for other tenants' work). Queued turns are parked by the
 web process as it sends their task (`park`), so the scheduler sees every waiting turn, not only
-those a worker thread has fetched from the broker; the task then just wakes a thread. Whenever a job ends, the thread
-that ran it takes the next admissible parked job — live before playground, the tenant holding
-fewest slots first, first come first served within a tenant — and runs it right away: no
-Celery countdown, no polling. Each worker's heartbeat (every `HEARTBEAT_SECONDS`) also asks a
-free thread to run parked work that became admissible without a job ending (e.g. a dead
-worker's slots expired), and the sweeper still answers any turn whose job was lost.
+those a worker thread has fetched from the broker; the task then just wakes a thread.
+Whenever a job ends, the thread that ran it takes the next admissible parked job — live before
+playground, the tenant holding fewest slots first, first come first served within a tenant —
+and runs it right away: no Celery countdown, no polling. Each worker's heartbeat (every
+`HEARTBEAT_SECONDS`) also asks a free thread to run parked work that became admissible without a
+job ending (e.g. a dead worker's slots expired), and the sweeper still answers any turn whose
+job was lost.
 
 A slot is a member of a sorted set scored by when it was taken; slots older than the lease (a
 worker that died mid-job) stop counting. Without Redis (the demo runs turns in-process) every job
@@ -122,6 +124,9 @@ end
 
 local function pg_ok(t, C, R, used)
   if used >= C - R then return false end
+  local all = 0
+  for _, v in ipairs(redis.call('HVALS', P .. 'n:pg')) do all = all + tonumber(v) end
+  if all >= math.max(1, math.floor(C / 4)) then return false end
   return count('pg', t) < pg_max
 end
 

@@ -160,6 +160,16 @@ def test_a_tenant_runs_at_most_two_playground_runs_at_once(fleet):
     assert nxt is not None and nxt.job == "1-2"
 
 
+def test_playground_runs_hold_at_most_a_quarter_of_the_fleet(fleet, settings):
+    settings.TURN_SLOTS_CAPACITY = 8
+    settings.TURN_SLOTS_RESERVE_PERCENT = 0
+    first = slots.submit(tenant="1", kind=slots.PLAYGROUND, job="1-run")
+    second = slots.submit(tenant="2", kind=slots.PLAYGROUND, job="2-run")
+    assert first is not None and second is not None
+    assert slots.submit(tenant="3", kind=slots.PLAYGROUND, job="3-run") is None  # 8 ÷ 4 = 2
+    assert len(running(flood("4", 6))) == 6  # the other six slots stay the live turns'
+
+
 def test_a_dead_workers_slots_expire_after_the_lease(fleet, settings):
     settings.TURN_SLOTS_CAPACITY = 2
     settings.TURN_SLOTS_RESERVE_PERCENT = 0
