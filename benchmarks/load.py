@@ -24,7 +24,10 @@ Scenarios (sub-commands):
 One tenant's flash sale (100 customers of one shop writing at the same moment):
 
     .venv/bin/python benchmarks/load.py --tenants 1 --messages 3 --database-url … \\
-        --redis-url … --cache-url … customers --customers 100 --ramp 0 --think 5
+        --redis-url … --cache-url … customers --customers 100 --together --think 5
+
+(`--together`: the customers open the widget over `--ramp` seconds, then all send their first
+message at the same moment; `--ramp 0` without it makes them also open it at the same moment.)
 
 Per level it reports: turns/s, reply time p50/p95 and ÷ model time, POST p50/p95, first event
 after the POST (p50/p95), errors, unanswered messages, CPU ms per turn of the web and worker
@@ -173,6 +176,7 @@ async def customer(
     slow: bool = False,
     start_delay: float = 0.0,
     until: float | None = None,
+    send_at: float | None = None,
 ) -> None:
     await asyncio.sleep(start_delay)
     headers = {"Origin": ORIGIN, "X-Widget-Key": key}
@@ -185,6 +189,8 @@ async def customer(
     stream.start()
     try:
         await asyncio.wait_for(stream.opened.wait(), 30)
+        if send_at is not None:  # the widget is open; everyone writes at the same moment
+            await asyncio.sleep(max(0.0, send_at - time.time()))
         auth = {**headers, "Authorization": f"Bearer {token}"}
         for n in range(messages):
             if until is not None and time.time() > until:
@@ -376,6 +382,8 @@ async def run_customers(args: argparse.Namespace, deployment: Deployment) -> dic
     async with httpx.AsyncClient(limits=limits, timeout=120) as http:
         started = _measure_start(deployment)
         load_before = loadavg()
+        together = getattr(args, "together", False)
+        send_at = time.time() + args.ramp + 2.0 if together else None
         tasks = [
             customer(
                 http,
@@ -386,6 +394,7 @@ async def run_customers(args: argparse.Namespace, deployment: Deployment) -> dic
                 think=args.think,
                 reply_timeout=args.reply_timeout,
                 start_delay=args.ramp * n / max(args.customers, 1),
+                send_at=send_at,
             )
             for n in range(args.customers)
         ] + [
@@ -407,6 +416,7 @@ async def run_customers(args: argparse.Namespace, deployment: Deployment) -> dic
     return {
         "worker_processes": args.worker_processes,
         "scenario": f"{args.customers} customers × {args.messages} msgs, think {args.think} s"
+        + (", first messages all at once" if together else "")
         + (f", +{args.slow} slow 10-call turns" if args.slow else ""),
         "turns": stats.turns,
         "turns_per_s": round(stats.turns / wall, 2),
@@ -604,6 +614,12 @@ def main() -> None:
     c.add_argument("--think", type=float, default=5.0)
     c.add_argument("--ramp", type=float, default=5.0, help="seconds over which customers arrive")
     c.add_argument("--slow", type=int, default=0, help="extra customers with 10-call turns")
+    c.add_argument(
+        "--together",
+        action="store_true",
+        help="customers open the widget over --ramp s, then all send their first message at the "
+        "same moment (a flash sale)",
+    )
     f = sub.add_parser("flood")
     f.add_argument("--flood-tenants", type=int, default=4)
     f.add_argument("--flood-customers", type=int, default=20, help="per flooded tenant")
@@ -630,7 +646,7 @@ def main() -> None:
             # Warm-up (not reported): every web and worker process imports the pipeline and
             # fills its connection pools before the first measured level.
             warm = argparse.Namespace(**{**vars(args), "customers": 2 * args.tenants, "slow": 0})
-            warm.messages, warm.think, warm.ramp = 1, 0.0, 1.0
+            warm.messages, warm.think, warm.ramp, warm.together = 1, 0.0, 1.0, False
             asyncio.run(run_customers(warm, deployment))
             for level in levels:
                 args.customers = level
