@@ -17,6 +17,17 @@ Scenarios (sub-commands):
              send turns whose model calls take 10 × the latency (a 10-call turn)
   streams    S idle open event streams on ONE web process; meanwhile plain API GETs and a few
              customers' replies (latency from the reply's commit to its arrival on the stream)
+  flood      F tenants flooded (C customers each, writing again as soon as answered, for D s,
+             more turns than the fleet has threads) while P customers of one more tenant write
+             now and then: that tenant's reply times are what fairness is judged by
+
+One tenant's flash sale (100 customers of one shop writing at the same moment):
+
+    .venv/bin/python benchmarks/load.py --tenants 1 --messages 3 --database-url … \\
+        --redis-url … --cache-url … customers --customers 100 --together --think 5
+
+(`--together`: the customers open the widget over `--ramp` seconds, then all send their first
+message at the same moment; `--ramp 0` without it makes them also open it at the same moment.)
 
 Per level it reports: turns/s, reply time p50/p95 and ÷ model time, POST p50/p95, first event
 after the POST (p50/p95), errors, unanswered messages, CPU ms per turn of the web and worker
@@ -165,6 +176,8 @@ async def customer(
     reply_timeout: float,
     slow: bool = False,
     start_delay: float = 0.0,
+    until: float | None = None,
+    send_at: float | None = None,
 ) -> None:
     await asyncio.sleep(start_delay)
     headers = {"Origin": ORIGIN, "X-Widget-Key": key}
@@ -177,8 +190,12 @@ async def customer(
     stream.start()
     try:
         await asyncio.wait_for(stream.opened.wait(), 30)
+        if send_at is not None:  # the widget is open; everyone writes at the same moment
+            await asyncio.sleep(max(0.0, send_at - time.time()))
         auth = {**headers, "Authorization": f"Bearer {token}"}
         for n in range(messages):
+            if until is not None and time.time() > until:
+                break
             text = QUESTIONS[n % len(QUESTIONS)] + (f" {SLOW_MARK}" if slow else "")
             while not stream.events.empty():
                 stream.events.get_nowait()
@@ -297,7 +314,7 @@ def deploy(args: argparse.Namespace) -> Deployment:
     base = f"http://127.0.0.1:{port}"
     procfile.wait_for_http(base + "/healthz", web, logs / "web.log")
     workers = []
-    if args.scenario == "customers" or args.replies:
+    if args.scenario in ("customers", "flood") or args.replies:
         # The Procfile's `worker`, scaled to --worker-processes copies (as an operator would).
         workers = [
             procfile.start("worker", env, logs / f"worker-{n}.log")
@@ -369,6 +386,8 @@ async def run_customers(args: argparse.Namespace, deployment: Deployment) -> dic
     async with httpx.AsyncClient(limits=limits, timeout=120) as http:
         started = _measure_start(deployment)
         load_before = loadavg()
+        together = getattr(args, "together", False)
+        send_at = time.time() + args.ramp + 2.0 if together else None
         tasks = [
             customer(
                 http,
@@ -379,6 +398,7 @@ async def run_customers(args: argparse.Namespace, deployment: Deployment) -> dic
                 think=args.think,
                 reply_timeout=args.reply_timeout,
                 start_delay=args.ramp * n / max(args.customers, 1),
+                send_at=send_at,
             )
             for n in range(args.customers)
         ] + [
@@ -400,6 +420,7 @@ async def run_customers(args: argparse.Namespace, deployment: Deployment) -> dic
     return {
         "worker_processes": args.worker_processes,
         "scenario": f"{args.customers} customers × {args.messages} msgs, think {args.think} s"
+        + (", first messages all at once" if together else "")
         + (f", +{args.slow} slow 10-call turns" if args.slow else ""),
         "turns": stats.turns,
         "turns_per_s": round(stats.turns / wall, 2),
@@ -507,6 +528,70 @@ async def run_streams(args: argparse.Namespace, deployment: Deployment) -> dict[
     }
 
 
+async def run_flood(args: argparse.Namespace, deployment: Deployment) -> dict[str, Any]:
+    """F tenants flooded for D seconds; P customers of tenant F+1 arrive once the flood runs."""
+    import httpx
+
+    flood, probe = Stats(), Stats()
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
+    async with httpx.AsyncClient(limits=limits, timeout=120) as http:
+        started = _measure_start(deployment)
+        load_before = loadavg()
+        until = time.time() + args.duration
+        flooders = [
+            customer(
+                http,
+                deployment.base,
+                deployment.keys[n % args.flood_tenants],
+                flood,
+                messages=1_000_000,
+                think=0.0,
+                reply_timeout=args.reply_timeout,
+                start_delay=0.5 * n / max(args.flood_customers * args.flood_tenants, 1),
+                until=until,
+            )
+            for n in range(args.flood_customers * args.flood_tenants)
+        ]
+        probes = [
+            customer(
+                http,
+                deployment.base,
+                deployment.keys[args.flood_tenants],
+                probe,
+                messages=args.messages,
+                think=args.think,
+                reply_timeout=args.reply_timeout,
+                start_delay=args.probe_after + n * args.think / max(args.probe_customers, 1),
+            )
+            for n in range(args.probe_customers)
+        ]
+        await asyncio.gather(*flooders, *probes)
+        wall, web_ms, worker_ms = _cpu_ms(deployment, started, flood.turns + probe.turns)
+    model_time = args.latency
+    capacity = args.worker_processes * args.worker_threads
+    return {
+        "scenario": f"{args.flood_tenants} tenants × {args.flood_customers} customers flooding "
+        f"{args.duration:g} s (fleet: {capacity} threads) + {args.probe_customers} customers of "
+        f"another tenant × {args.messages} msgs, think {args.think} s",
+        "flood_turns": flood.turns,
+        "flood_turns_per_s": round(flood.turns / wall, 2),
+        "flood_reply_p95_s": round(pct(flood.reply, 95), 3),
+        "probe_turns": probe.turns,
+        "probe_reply_p50_s": round(pct(probe.reply, 50), 3),
+        "probe_reply_p95_s": round(pct(probe.reply, 95), 3),
+        "probe_p95_over_model": round(pct(probe.reply, 95) / model_time, 2),
+        "probe_first_event_p95_ms": round(pct(probe.first_event, 95) * 1000),
+        "errors": len(flood.errors) + len(probe.errors),
+        "error_kinds": sorted(set(flood.errors + probe.errors)),
+        "unanswered": flood.unanswered + probe.unanswered,
+        "web_cpu_ms_per_turn": round(web_ms, 1),
+        "worker_cpu_ms_per_turn": round(worker_ms, 1),
+        "wall_s": round(wall, 1),
+        "load_before": load_before,
+        "load_after": loadavg(),
+    }
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "_setup":
         setup_tenants(int(sys.argv[3]))
@@ -533,6 +618,19 @@ def main() -> None:
     c.add_argument("--think", type=float, default=5.0)
     c.add_argument("--ramp", type=float, default=5.0, help="seconds over which customers arrive")
     c.add_argument("--slow", type=int, default=0, help="extra customers with 10-call turns")
+    c.add_argument(
+        "--together",
+        action="store_true",
+        help="customers open the widget over --ramp s, then all send their first message at the "
+        "same moment (a flash sale)",
+    )
+    f = sub.add_parser("flood")
+    f.add_argument("--flood-tenants", type=int, default=4)
+    f.add_argument("--flood-customers", type=int, default=20, help="per flooded tenant")
+    f.add_argument("--duration", type=float, default=40.0, help="seconds the flood lasts")
+    f.add_argument("--probe-customers", type=int, default=5)
+    f.add_argument("--probe-after", type=float, default=8.0, help="seconds into the flood")
+    f.add_argument("--think", type=float, default=3.0, help="the probe customers' think time")
     s = sub.add_parser("streams")
     s.add_argument("--streams", type=int, default=1000)
     s.add_argument("--gets", type=int, default=200)
@@ -542,6 +640,8 @@ def main() -> None:
         args.web_processes = 1
     else:
         args.replies = 0
+    if args.scenario == "flood":
+        args.tenants = args.flood_tenants + 1
     deployment = deploy(args)
     results = []
     try:
@@ -550,13 +650,19 @@ def main() -> None:
             # Warm-up (not reported): every web and worker process imports the pipeline and
             # fills its connection pools before the first measured level.
             warm = argparse.Namespace(**{**vars(args), "customers": 2 * args.tenants, "slow": 0})
-            warm.messages, warm.think, warm.ramp = 1, 0.0, 1.0
+            warm.messages, warm.think, warm.ramp, warm.together = 1, 0.0, 1.0, False
             asyncio.run(run_customers(warm, deployment))
             for level in levels:
                 args.customers = level
                 results.append(asyncio.run(run_customers(args, deployment)))
                 sys.stdout.write(json.dumps(results[-1]) + "\n")
                 sys.stdout.flush()
+        elif args.scenario == "flood":
+            warm = argparse.Namespace(**{**vars(args), "customers": 2 * args.tenants, "slow": 0})
+            warm.messages, warm.think, warm.ramp = 1, 0.0, 1.0
+            asyncio.run(run_customers(warm, deployment))
+            results.append(asyncio.run(run_flood(args, deployment)))
+            sys.stdout.write(json.dumps(results[-1]) + "\n")
         else:
             results.append(asyncio.run(run_streams(args, deployment)))
             sys.stdout.write(json.dumps(results[-1]) + "\n")

@@ -247,6 +247,8 @@ class ClientAdminForm(forms.ModelForm):
             "remember_conversation_hours",
             "allowed_origins",
             "rubric",
+            "playground_modes",
+            "playground_max_iterations",
         ]
 
     def clean_business_info(self) -> Any:
@@ -342,6 +344,14 @@ class ClientAdmin(TenantScopedAdmin):
                 ]
             },
         ),
+        (
+            "Playground",
+            {
+                "fields": ["playground_modes", "playground_max_iterations"],
+                "description": "What this client's staff may try in the playground beyond the "
+                "plan (granted by the platform): extra modes, and more refinement rounds.",
+            },
+        ),
         ("History", {"fields": ["created_at", "updated_at"], "classes": ["collapse"]}),
     ]
 
@@ -354,7 +364,14 @@ class ClientAdmin(TenantScopedAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         readonly = list(super().get_readonly_fields(request, obj))
         if not request.user.is_superuser:
-            readonly += ["plan", "slug", "is_active"]  # commercial terms are the platform's
+            # commercial terms are the platform's, and so are playground grants beyond the plan
+            readonly += [
+                "plan",
+                "slug",
+                "is_active",
+                "playground_modes",
+                "playground_max_iterations",
+            ]
         return readonly
 
     @admin.display(description="AI mode")

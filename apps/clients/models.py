@@ -395,6 +395,24 @@ class Client(TimeStampedModel):
         related_name="clients",
         help_text="Deliberative mode's rubric for this client; empty = the plan's.",
     )
+    # What this client's staff may try in the console's playground beyond the plan (a platform
+    # operator's grant; docs/playground.md): a run may use the plan's mode or a cheaper one, and
+    # at most the plan's refinement rounds, unless granted here.
+    playground_modes = models.JSONField(
+        "extra playground modes",
+        default=list,
+        blank=True,
+        help_text="Modes this client may also try in the playground, beyond its plan's, e.g. "
+        '["deliberative"]. Empty = only the plan\'s mode and cheaper ones.',
+    )
+    playground_max_iterations = models.PositiveSmallIntegerField(
+        "playground refinement rounds",
+        null=True,
+        blank=True,
+        validators=[MaxValueValidator(10)],
+        help_text="Most refinement rounds a playground run may ask for (at most 10); empty = the "
+        "plan's setting.",
+    )
     require_mfa = models.BooleanField(
         "require two-factor authentication",
         default=False,
@@ -432,5 +450,8 @@ class Client(TimeStampedModel):
                 errors["allowed_origins"] = bad
             else:
                 self.allowed_origins = [normalize_origin(o) for o in self.allowed_origins]
+        modes = self.playground_modes
+        if not isinstance(modes, list) or not all(m in AIMode.values for m in modes):
+            errors["playground_modes"] = [f"Must be a list of modes: {', '.join(AIMode.values)}."]
         if errors:
             raise ValidationError(errors)

@@ -1,28 +1,219 @@
-"""Per-key concurrency slots shared by every worker process (Redis), for per-tenant fairness:
-at most `limit` turns of one tenant run at once across the whole fleet, so one tenant's burst or
-slow webhook cannot occupy every worker thread. Over the limit the caller retries shortly (the
-task goes back to the queue behind other tenants' work); nothing is dropped.
+"""The fleet's turn slots, shared by every worker process through Redis: a work-conserving, fair
+scheduler for live turns and, at a lower priority, playground runs.
 
-A slot is a member of a Redis sorted set scored by when it was taken; slots older than the lease
-(a worker that died) stop counting. Without Redis (the demo runs turns in-process) every call
-gets a slot."""
+*Capacity* is the fleet's worker threads: each worker process registers its thread count in
+Redis and renews it every few seconds (`worker_register`, started from the worker's
+`worker_ready` signal); `TURN_SLOTS_CAPACITY` overrides the sum. One slot = one thread running
+one job.
+
+*Admission* (one Lua script, atomic across the fleet):
+- a live turn runs at once while the fleet has a free slot and its tenant holds fewer than
+  capacity − reserve (`TURN_SLOTS_RESERVE_PERCENT`, default 10 %; `TURNS_PER_CLIENT_MAX` > 0 adds
+  a fixed cap): a tenant alone uses (nearly) the whole fleet;
+- the last `reserve` slots go only to tenants below their fair share (capacity ÷ tenants
+  running turns, the asking tenant counted): a newcomer always finds room that no flooding
+  tenant can take;
+- a playground run takes a slot only when no live turn could use it: the fleet is below
+  capacity − reserve and no admissible live turn waits; playground runs hold less than a
+  quarter of the capacity (a run is long: live bursts must find the fleet free); and its tenant
+  runs fewer than `PLAYGROUND_RUNS_PER_CLIENT` runs.
+
+A job that cannot run now is *parked* in its tenant's FIFO list in Redis and its Celery task
+returns at once (its thread is free for other tenants' work). Queued turns are parked by the
+web process as it sends their task (`park`), so the scheduler sees every waiting turn, not only
+those a worker thread has fetched from the broker; the task then just wakes a thread.
+Whenever a job ends, the thread that ran it takes the next admissible parked job — live before
+playground, the tenant holding fewest slots first, first come first served within a tenant —
+and runs it right away: no Celery countdown, no polling. Each worker's heartbeat (every
+`HEARTBEAT_SECONDS`) also asks a free thread to run parked work that became admissible without a
+job ending (e.g. a dead worker's slots expired), and the sweeper still answers any turn whose
+job was lost.
+
+A slot is a member of a sorted set scored by when it was taken; slots older than the lease (a
+worker that died mid-job) stop counting. Without Redis (the demo runs turns in-process) every job
+runs at once. A Redis error runs the job at once too: fairness must never stop turns."""
 
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
 
 logger = logging.getLogger(__name__)
 
+LIVE = "live"
+PLAYGROUND = "pg"
+KINDS = (LIVE, PLAYGROUND)
+PREFIX = "guidedesk:sched:"
+HEARTBEAT_SECONDS = 5.0
+WORKER_TTL_SECONDS = 20.0
+
 _lock = threading.Lock()
 _client: tuple[str, Any] | None = None
+_runners: dict[str, Callable[[str], None]] = {}
+
+# ARGV: 1 op, 2 now, 3 lease, 4 capacity override, 5 reserve %, 6 tenant cap, 7 playground runs
+# per tenant, 8 fallback capacity, 9 a fresh slot id; then the op's own arguments.
+_SCRIPT = """
+local P = KEYS[1]
+local op = ARGV[1]
+local now = tonumber(ARGV[2])
+local lease = tonumber(ARGV[3])
+local cap_override = tonumber(ARGV[4])
+local reserve_pct = tonumber(ARGV[5])
+local tenant_max = tonumber(ARGV[6])
+local pg_max = tonumber(ARGV[7])
+local fallback_cap = tonumber(ARGV[8])
+local fresh = ARGV[9]
+
+local function count(kind, t)
+  return tonumber(redis.call('HGET', P .. 'n:' .. kind, t)) or 0
+end
+
+local function drop(m)
+  if redis.call('ZREM', P .. 'held', m) == 1 then
+    local t, k = string.match(m, '^([^|]*)|([^|]*)|')
+    local h = P .. 'n:' .. k
+    if redis.call('HINCRBY', h, t, -1) <= 0 then redis.call('HDEL', h, t) end
+  end
+end
+
+local function purge()
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', P .. 'held', '-inf', now - lease)) do
+    drop(m)
+  end
+end
+
+local function capacity()
+  if cap_override > 0 then return cap_override end
+  for _, w in ipairs(redis.call('ZRANGEBYSCORE', P .. 'workers', '-inf', now)) do
+    redis.call('ZREM', P .. 'workers', w)
+    redis.call('HDEL', P .. 'threads', w)
+  end
+  local total = 0
+  for _, v in ipairs(redis.call('HVALS', P .. 'threads')) do total = total + tonumber(v) end
+  if total <= 0 then total = fallback_cap end
+  return total
+end
+
+local function reserve(C)
+  if C <= 1 then return 0 end
+  return math.min(C - 1, math.ceil(C * reserve_pct / 100))
+end
+
+local function live_ok(t, C, R, used)
+  if used >= C then return false end
+  local mine = count('live', t)
+  if mine >= C - R then return false end
+  if tenant_max > 0 and mine >= tenant_max then return false end
+  if used >= C - R then
+    local n = redis.call('HLEN', P .. 'n:live')
+    if mine == 0 then n = n + 1 end
+    if mine >= math.max(1, math.floor(C / n)) then return false end
+  end
+  return true
+end
+
+local function pg_ok(t, C, R, used)
+  if used >= C - R then return false end
+  local all = 0
+  for _, v in ipairs(redis.call('HVALS', P .. 'n:pg')) do all = all + tonumber(v) end
+  if all >= math.max(1, math.floor(C / 4)) then return false end
+  return count('pg', t) < pg_max
+end
+
+local function best_of(kind, C, R, used)
+  local best, best_n, best_ts = nil, nil, nil
+  for _, t in ipairs(redis.call('SMEMBERS', P .. 'w:' .. kind)) do
+    local head = redis.call('LINDEX', P .. 'q:' .. kind .. ':' .. t, 0)
+    if not head then
+      redis.call('SREM', P .. 'w:' .. kind, t)
+    else
+      local ok
+      if kind == 'live' then ok = live_ok(t, C, R, used) else ok = pg_ok(t, C, R, used) end
+      if ok then
+        local n = count(kind, t)
+        local ts = tonumber(string.match(head, '^([^|]*)|'))
+        if best == nil or n < best_n or (n == best_n and ts < best_ts) then
+          best, best_n, best_ts = t, n, ts
+        end
+      end
+    end
+  end
+  return best
+end
+
+local function pick()
+  purge()
+  local C = capacity()
+  local R = reserve(C)
+  local used = redis.call('ZCARD', P .. 'held')
+  local kind = 'live'
+  local t = best_of('live', C, R, used)
+  if t == nil then
+    kind = 'pg'
+    t = best_of('pg', C, R, used)
+  end
+  if t == nil then return false end
+  local q = P .. 'q:' .. kind .. ':' .. t
+  local item = redis.call('LPOP', q)
+  if redis.call('LLEN', q) == 0 then redis.call('SREM', P .. 'w:' .. kind, t) end
+  local member = t .. '|' .. kind .. '|' .. fresh
+  redis.call('ZADD', P .. 'held', now, member)
+  redis.call('HINCRBY', P .. 'n:' .. kind, t, 1)
+  return {t, kind, string.match(item, '^[^|]*|(.*)$'), member}
+end
+
+if op == 'submit' or op == 'park' then
+  local t, kind, job = ARGV[10], ARGV[11], ARGV[12]
+  redis.call('RPUSH', P .. 'q:' .. kind .. ':' .. t, string.format('%.6f', now) .. '|' .. job)
+  redis.call('SADD', P .. 'w:' .. kind, t)
+  if op == 'park' then return 1 end
+  return pick()
+elseif op == 'release' then
+  drop(ARGV[10])
+  return pick()
+elseif op == 'pick' then
+  return pick()
+elseif op == 'status' then
+  purge()
+  local C = capacity()
+  local waiting = 0
+  for _, kind in ipairs({'live', 'pg'}) do
+    for _, t in ipairs(redis.call('SMEMBERS', P .. 'w:' .. kind)) do
+      waiting = waiting + redis.call('LLEN', P .. 'q:' .. kind .. ':' .. t)
+    end
+  end
+  return {C, reserve(C), redis.call('ZCARD', P .. 'held'), waiting}
+end
+return redis.error_reply('unknown op ' .. op)
+"""
+
+
+@dataclass(frozen=True)
+class Grant:
+    """A slot taken for one job: run `job` (of `kind`, for `tenant`), then `release` it."""
+
+    tenant: str
+    kind: str
+    job: str
+    member: str  # the slot's id in Redis; "" when no slot was needed (no Redis, or an error)
+
+
+@dataclass(frozen=True)
+class Status:
+    capacity: int
+    reserve: int
+    running: int
+    waiting: int
 
 
 def _redis() -> Any | None:
@@ -35,44 +226,182 @@ def _redis() -> Any | None:
         if _client is None or _client[0] != url:
             import redis
 
-            _client = (url, redis.Redis.from_url(url, socket_timeout=5, health_check_interval=30))
+            client = redis.Redis.from_url(url, socket_timeout=5, health_check_interval=30)
+            _client = (url, (client, client.register_script(_SCRIPT)))
         return _client[1]
 
 
-@contextmanager
-def slot(key: str, *, limit: int, lease_seconds: float) -> Iterator[bool]:
-    """Take one of `limit` slots of `key`; yields False (and takes nothing) when all are busy.
-    A Redis error yields True: fairness must never stop turns from running."""
-    client = _redis()
-    if client is None or limit <= 0:
-        yield True
-        return
-    name = f"guidedesk:slots:{key}"
-    member = uuid.uuid4().hex
+def _call(op: str, *args: str) -> Any:
+    found = _redis()
+    if found is None:
+        raise LookupError("no Redis for the slots")
+    _, script = found
+    return script(
+        keys=[PREFIX],
+        args=[
+            op,
+            repr(time.time()),
+            str(float(settings.REASONING_TURN_LEASE_SECONDS)),
+            str(int(settings.TURN_SLOTS_CAPACITY)),
+            str(float(settings.TURN_SLOTS_RESERVE_PERCENT)),
+            str(int(settings.TURNS_PER_CLIENT_MAX)),
+            str(int(settings.PLAYGROUND_RUNS_PER_CLIENT)),
+            str(int(settings.TURN_SLOTS_FALLBACK_CAPACITY)),
+            uuid.uuid4().hex,
+            *args,
+        ],
+    )
+
+
+def _grant(raw: Any) -> Grant | None:
+    if not raw:
+        return None
+    tenant, kind, job, member = (v.decode() if isinstance(v, bytes) else str(v) for v in raw)
+    return Grant(tenant=tenant, kind=kind, job=job, member=member)
+
+
+def enabled() -> bool:
+    return _redis() is not None
+
+
+def _check(tenant: str, kind: str, job: str) -> None:
+    if kind not in KINDS or "|" in tenant or "|" in job or not tenant:
+        raise ValueError(f"bad job {kind}:{tenant}:{job}")
+
+
+def park(*, tenant: str, kind: str, job: str) -> bool:
+    """Queue `job` behind its tenant's parked jobs, to be run by the next thread that asks
+    (`run_parked`): the web process parks a turn as it queues its Celery task, so the scheduler
+    sees every waiting turn at once, not only those a worker thread has fetched. False: not
+    parked (no Redis, or an error) — the task must then `run_fairly` its job itself."""
+    _check(tenant, kind, job)
+    if _redis() is None:
+        return False
     try:
-        now = time.time()
-        pipe = client.pipeline()
-        pipe.zremrangebyscore(name, 0, now - lease_seconds)
-        pipe.zadd(name, {member: now})
-        pipe.zrank(name, member)
-        pipe.expire(name, int(lease_seconds) + 60)
-        rank = pipe.execute()[2]
+        return bool(_call("park", tenant, kind, job))
     except Exception:
-        logger.warning("slots: Redis unavailable, not limiting %s", key, exc_info=True)
-        yield True
-        return
-    if rank is not None and rank >= limit:
-        _release(client, name, member)
-        yield False
-        return
-    try:
-        yield True
-    finally:
-        _release(client, name, member)
+        logger.warning("slots: Redis unavailable, %s not parked", job, exc_info=True)
+        return False
 
 
-def _release(client: Any, name: str, member: str) -> None:
+def submit(*, tenant: str, kind: str, job: str) -> Grant | None:
+    """Queue `job` behind its tenant's parked jobs and take a slot for the job that should run
+    now, if any: this one, an earlier one of the tenant, or another tenant's. None: the job is
+    parked and will be run by a thread when a slot it may use frees up."""
+    _check(tenant, kind, job)
+    if _redis() is None:
+        return Grant(tenant=tenant, kind=kind, job=job, member="")
     try:
-        client.zrem(name, member)
-    except Exception:  # the lease expires it
-        logger.warning("slots: could not release a slot of %s", name, exc_info=True)
+        return _grant(_call("submit", tenant, kind, job))
+    except Exception:
+        logger.warning("slots: Redis unavailable, running %s now", job, exc_info=True)
+        return Grant(tenant=tenant, kind=kind, job=job, member="")
+
+
+def release(grant: Grant) -> Grant | None:
+    """Give the slot back and take one for the next parked job that may run, if any."""
+    if not grant.member:
+        return None
+    try:
+        return _grant(_call("release", grant.member))
+    except Exception:  # the lease expires the slot
+        logger.warning("slots: could not release %s", grant.member, exc_info=True)
+        return None
+
+
+def pick() -> Grant | None:
+    """Take a slot for the next parked job that may run now, if any."""
+    if _redis() is None:
+        return None
+    try:
+        return _grant(_call("pick"))
+    except Exception:
+        logger.warning("slots: Redis unavailable", exc_info=True)
+        return None
+
+
+def status() -> Status | None:
+    if _redis() is None:
+        return None
+    capacity, reserve, running, waiting = (int(v) for v in _call("status"))
+    return Status(capacity=capacity, reserve=reserve, running=running, waiting=waiting)
+
+
+def register_runner(kind: str, runner: Callable[[str], None]) -> None:
+    """`runner(job)` runs one job of `kind`; it must not raise (it answers or re-queues)."""
+    _runners[kind] = runner
+
+
+def run_fairly(*, tenant: str, kind: str, job: str) -> int:
+    """Submit a job, then run jobs in this thread for as long as the scheduler hands it one:
+    this job when it may run now, and after each job the next admissible parked one. Returns
+    how many jobs ran here."""
+    return run_granted(submit(tenant=tenant, kind=kind, job=job))
+
+
+def run_parked() -> int:
+    """Run parked jobs that may run now (the heartbeat's nudge). Returns how many ran."""
+    return run_granted(pick())
+
+
+def run_granted(grant: Grant | None) -> int:
+    """Run a granted job, then, slot by slot, each next one the scheduler hands over."""
+    ran = 0
+    while grant is not None:
+        try:
+            _runners[grant.kind](grant.job)
+        except Exception:  # a runner answers or re-queues its own failures; never leak a slot
+            logger.exception("slots: job %s:%s failed", grant.kind, grant.job)
+        ran += 1
+        grant = release(grant)
+    return ran
+
+
+# --------------------------------------------------------------------------- the worker fleet
+
+
+def worker_register(*, worker_id: str, threads: int) -> None:
+    """Count `threads` of this worker process in the fleet's capacity for the next
+    WORKER_TTL_SECONDS (the heartbeat renews it)."""
+    found = _redis()
+    if found is None:
+        return
+    client, _ = found
+    pipe = client.pipeline()
+    pipe.zadd(PREFIX + "workers", {worker_id: time.time() + WORKER_TTL_SECONDS})
+    pipe.hset(PREFIX + "threads", worker_id, int(threads))
+    pipe.execute()
+
+
+def worker_unregister(*, worker_id: str) -> None:
+    found = _redis()
+    if found is None:
+        return
+    client, _ = found
+    pipe = client.pipeline()
+    pipe.zrem(PREFIX + "workers", worker_id)
+    pipe.hdel(PREFIX + "threads", worker_id)
+    pipe.execute()
+
+
+def worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def heartbeat(*, threads: int, nudge: Callable[[], None], stop: threading.Event) -> None:
+    """A worker's heartbeat thread: renew its capacity and, when parked jobs wait while the
+    fleet has free slots, ask a free thread to run them (`nudge`, a Celery task)."""
+    me = worker_id()
+    while not stop.is_set():
+        try:
+            worker_register(worker_id=me, threads=threads)
+            state = status()
+            if state is not None and state.waiting and state.running < state.capacity:
+                nudge()
+        except Exception:
+            logger.warning("slots: heartbeat failed", exc_info=True)
+        stop.wait(HEARTBEAT_SECONDS)
+    try:
+        worker_unregister(worker_id=me)
+    except Exception:
+        logger.warning("slots: could not unregister %s", me, exc_info=True)

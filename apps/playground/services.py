@@ -12,14 +12,16 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from apps.billing.services.budgets import UsageLimitReached
-from apps.clients.models import Client, Rubric
+from apps.clients.models import AIMode, Client, Rubric
 from apps.conversations.models import Conversation, Message, Role
 from apps.conversations.services import validate_customer_text
 from apps.core.deadlines import DeadlineExceeded, deadline_scope
@@ -29,6 +31,7 @@ from apps.playground.recorder import PlaygroundRecorder, StepListener, run_chang
 from apps.reasoning.hooks import run_post_draft_hooks
 from apps.reasoning.llm import LLMError
 from apps.reasoning.meter import TokenCapExceeded
+from apps.reasoning.modes import mode_that_runs
 from apps.reasoning.services import MODES
 from apps.reasoning.traces import TurnAborted
 from apps.reasoning.turn import Escalate, Outcome, Turn
@@ -37,9 +40,15 @@ from apps.tools.models import ClientTool
 logger = logging.getLogger(__name__)
 
 MAX_ITERATIONS = 10
+# From the cheapest mode to the dearest: a plan's playground may use its own mode and cheaper ones.
+MODE_COST_ORDER = (AIMode.STANDARD, AIMode.ADAPTIVE, AIMode.DELIBERATIVE)
+# A run still `running` this long after its last change is counted as dead, not active.
+ACTIVE_RUN_WINDOW = timedelta(minutes=15)
 
 __all__ = [
     "PlaygroundTurn",
+    "playground_allowed_iterations",
+    "playground_allowed_modes",
     "playground_modes",
     "playground_run_create",
     "playground_run_execute",
@@ -50,6 +59,69 @@ __all__ = [
 def playground_modes() -> list[str]:
     """The modes a run can use: every mode that is built."""
     return [str(m) for m in MODES]
+
+
+def playground_allowed_modes(*, client: Client) -> list[str]:
+    """The modes this client's staff may run in the console's playground: the plan's mode and
+    the cheaper ones, plus what a platform operator granted the client (`playground_modes`)."""
+    plan_mode = mode_that_runs(client.plan.ai_mode)
+    cheaper = MODE_COST_ORDER[: MODE_COST_ORDER.index(plan_mode) + 1]
+    granted = set(client.playground_modes or [])
+    return [m for m in playground_modes() if m in cheaper or m in granted]
+
+
+def playground_allowed_iterations(*, client: Client) -> int:
+    """The most refinement rounds a console run may ask for: the plan's, unless granted more."""
+    if client.playground_max_iterations is not None:
+        return min(int(client.playground_max_iterations), MAX_ITERATIONS)
+    return min(int(client.plan.refinement_iterations), MAX_ITERATIONS)
+
+
+def _check_plan_allows(*, client: Client, mode: str, iterations: int | None) -> None:
+    allowed = playground_allowed_modes(client=client)
+    if mode not in allowed:
+        raise ApplicationError(
+            _(
+                "Your plan does not include the %(mode)s mode, so the playground cannot run it. "
+                "Choose one of: %(allowed)s."
+            )
+            % {"mode": mode, "allowed": ", ".join(allowed)},
+            {"fields": {"mode": _("Not included in your plan.")}},
+            status=403,
+        )
+    most = playground_allowed_iterations(client=client)
+    if iterations is not None and iterations > most:
+        raise ApplicationError(
+            _("Your plan allows at most %(most)d refinement rounds in the playground.")
+            % {"most": most},
+            {"fields": {"iterations": _("At most %(most)d.") % {"most": most}}},
+            status=403,
+        )
+
+
+def _check_room(*, client: Client) -> None:
+    """At most PLAYGROUND_RUNS_PER_CLIENT runs run at once per client and
+    PLAYGROUND_RUNS_QUEUED_PER_CLIENT more wait; a run beyond that is refused."""
+    most = int(settings.PLAYGROUND_RUNS_PER_CLIENT) + int(
+        settings.PLAYGROUND_RUNS_QUEUED_PER_CLIENT
+    )
+    # Lock the client's row so two simultaneous starts cannot both take the last place.
+    Client.objects.select_for_update().filter(pk=client.pk).first()
+    active = (
+        PlaygroundRun.objects.for_client(client)
+        .filter(status=RunStatus.RUNNING, updated_at__gte=timezone.now() - ACTIVE_RUN_WINDOW)
+        .count()
+    )
+    if active >= most:
+        raise ApplicationError(
+            _(
+                "%(active)d playground runs are already running or waiting for this client. "
+                "Wait for one to finish, or stop one, then start this run again."
+            )
+            % {"active": active},
+            status=429,
+            code="playground_busy",
+        )
 
 
 @dataclass
@@ -99,6 +171,9 @@ def playground_run_create(
             f"iterations must be between 0 and {MAX_ITERATIONS}.",
             {"fields": {"iterations": f"0 to {MAX_ITERATIONS}."}},
         )
+    if source != RunSource.CLI:  # `manage.py reason` is the platform operator's, at a shell
+        _check_plan_allows(client=client, mode=mode, iterations=iterations)
+        _check_room(client=client)
     run = PlaygroundRun.objects.create(
         client=client,
         created_by=created_by if getattr(created_by, "pk", None) else None,
@@ -113,8 +188,8 @@ def playground_run_create(
     if enqueue:
         from apps.playground.tasks import enqueue_run
 
-        run_id = run.pk
-        transaction.on_commit(lambda: enqueue_run(run_id))
+        run_id, client_id = run.pk, client.pk
+        transaction.on_commit(lambda: enqueue_run(run_id, client_id=client_id))
     return run
 
 

@@ -15,6 +15,7 @@ from django.core.handlers.asgi import ASGIRequest
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.clients.models import AIMode, Rubric
@@ -29,6 +30,8 @@ from apps.playground.models import PlaygroundRun
 from apps.playground.selectors import run_get, run_list
 from apps.playground.services import (
     MAX_ITERATIONS,
+    playground_allowed_iterations,
+    playground_allowed_modes,
     playground_modes,
     playground_run_create,
     playground_run_stop,
@@ -76,6 +79,12 @@ class RunForm(forms.Form):
         mode, rubric = cast(forms.ChoiceField, self.fields["mode"]), self.fields["rubric"]
         mode.choices = [(m, m.capitalize()) for m in playground_modes()]
         mode.initial = mode_that_runs(access.client.plan.ai_mode)
+        mode.help_text = _("Your plan includes: %(modes)s.") % {
+            "modes": ", ".join(playground_allowed_modes(client=access.client))
+        }
+        self.fields["iterations"].help_text = _(
+            "Deliberative runs; empty = the plan's setting; at most %(most)d."
+        ) % {"most": playground_allowed_iterations(client=access.client)}
         cast(forms.ChoiceField, rubric).choices = [
             ("", "The client's / plan's rubric"),
             *rubric_choices(),

@@ -311,8 +311,20 @@ REDIS_URL = env("REDIS_URL", default="") or (
     CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else ""
 )
 SLOTS_REDIS_URL = REDIS_URL
-# Per-tenant fairness: at most this many turns of one client run at once, across all workers.
-TURNS_PER_CLIENT_MAX = env.int("TURNS_PER_CLIENT_MAX", default=25)
+# The fleet's turn slots (apps/core/slots.py, docs/deployment.md "Fairness"): capacity = the
+# worker threads registered by every worker process (TURN_SLOTS_CAPACITY > 0 overrides it; the
+# fallback counts while no worker has registered); one tenant may hold capacity − reserve slots,
+# the reserve goes only to tenants below their fair share; TURNS_PER_CLIENT_MAX > 0 adds a fixed
+# per-tenant cap (0 = none).
+TURN_SLOTS_CAPACITY = env.int("TURN_SLOTS_CAPACITY", default=0)
+TURN_SLOTS_FALLBACK_CAPACITY = 100  # the Procfile's CELERY_CONCURRENCY, until a worker registers
+TURN_SLOTS_RESERVE_PERCENT = env.float("TURN_SLOTS_RESERVE_PERCENT", default=10.0)
+TURNS_PER_CLIENT_MAX = env.int("TURNS_PER_CLIENT_MAX", default=0)
+# Playground runs share the slots at a lower priority: at most this many run at once per client
+# (more wait), and at most PLAYGROUND_RUNS_QUEUED_PER_CLIENT more may wait; beyond, a new run is
+# refused with a message (docs/playground.md).
+PLAYGROUND_RUNS_PER_CLIENT = env.int("PLAYGROUND_RUNS_PER_CLIENT", default=2)
+PLAYGROUND_RUNS_QUEUED_PER_CLIENT = env.int("PLAYGROUND_RUNS_QUEUED_PER_CLIENT", default=5)
 # Threads per web process for the synchronous part of API requests and stream set-ups served by
 # apps/core/asgi.StreamingPaths (they give their database connection back when done).
 WEB_THREADS = env.int("WEB_THREADS", default=32)

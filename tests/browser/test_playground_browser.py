@@ -11,6 +11,7 @@ import pytest
 from django.db import connection
 from playwright.sync_api import expect
 
+from apps.clients.models import Client
 from apps.playground import streams
 from apps.playground.models import PlaygroundRun, RunStatus
 from tests.browser.conftest import SCREENSHOTS, _holding
@@ -166,6 +167,8 @@ def test_a_deliberative_run_on_the_offline_model_is_watched_to_its_answer(
     settings.PLAYGROUND_EAGER_THREAD = True
     settings.OPENAI_API_KEY = ""
     shop = make_shop("adaptive", "http://127.0.0.1:9/hook", slug="deep-shop")
+    # an adaptive plan's playground runs deliberative only when the platform granted it
+    Client.objects.filter(pk=shop.pk).update(playground_modes=["deliberative"])
     page = agent_page(browser, live_server, shop, monkeypatch)
     page.goto(f"{live_server.url}/console/playground/?client={shop.slug}")
     page.get_by_label("Customer question").fill("What is your return policy for a used stove?")

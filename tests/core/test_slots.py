@@ -1,0 +1,267 @@
+"""The fleet's turn slots (apps/core/slots.py) against a real Redis: work-conserving (one tenant
+alone uses the idle fleet), fair (a newcomer always gets a slot while others flood), live turns
+before playground runs, at most PLAYGROUND_RUNS_PER_CLIENT runs per tenant, parked jobs run in
+order by the thread that frees a slot — and a real turn goes through it end to end.
+
+The tests use the Redis the suite was given (CELERY_BROKER_URL, e.g. redis://127.0.0.1:6379/7)
+and skip without one; they only touch the scheduler's keys (`guidedesk:sched:*`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.conf import settings as django_settings
+
+from apps.conversations.models import Message
+from apps.conversations.services import conversation_create
+from apps.core import slots
+from apps.reasoning import tasks
+from apps.reasoning.services import handle_turn
+from tests.reasoning.conftest import (  # noqa: F401  (fixtures)
+    assess,
+    conversation,
+    llm,
+    llm_server,
+    shop,
+    webhook,
+    webhook_server,
+)
+
+REDIS_URL = django_settings.TEST_BROKER_URL
+pytestmark = pytest.mark.skipif(
+    not REDIS_URL.startswith("redis://"), reason="needs Redis (CELERY_BROKER_URL=redis://…)"
+)
+OLD_FIXED_CAP = 25  # main's TURNS_PER_CLIENT_MAX
+
+
+def _clear() -> None:
+    import redis
+
+    r = redis.Redis.from_url(REDIS_URL)
+    keys = list(r.scan_iter(slots.PREFIX + "*"))
+    if keys:
+        r.delete(*keys)
+
+
+@pytest.fixture
+def fleet(settings: Any) -> Iterator[None]:
+    """Two worker processes of 50 threads each: capacity 100, reserve 10."""
+    settings.SLOTS_REDIS_URL = REDIS_URL
+    settings.TURN_SLOTS_CAPACITY = 0
+    settings.TURN_SLOTS_RESERVE_PERCENT = 10
+    settings.TURNS_PER_CLIENT_MAX = 0
+    settings.PLAYGROUND_RUNS_PER_CLIENT = 2
+    _clear()
+    slots.worker_register(worker_id="w1", threads=50)
+    slots.worker_register(worker_id="w2", threads=50)
+    yield
+    _clear()
+
+
+def flood(tenant: str, count: int, kind: str = slots.LIVE) -> list[slots.Grant | None]:
+    return [slots.submit(tenant=tenant, kind=kind, job=f"{tenant}-{n}") for n in range(count)]
+
+
+def running(grants: list[slots.Grant | None]) -> list[slots.Grant]:
+    return [g for g in grants if g is not None]
+
+
+def test_capacity_is_the_registered_worker_threads(fleet):
+    state = slots.status()
+    assert state is not None and (state.capacity, state.reserve) == (100, 10)
+    slots.worker_unregister(worker_id="w2")
+    assert slots.status().capacity == 50
+
+
+def test_one_tenant_alone_uses_the_idle_fleet_beyond_the_old_fixed_cap(fleet):
+    grants = flood("1", 100)
+    started = running(grants)
+    # 90 = capacity − reserve run at once (main stopped at 25 and retried the rest later)
+    assert len(started) == 90 > OLD_FIXED_CAP
+    assert [g.job for g in started] == [f"1-{n}" for n in range(90)]
+    assert slots.status().waiting == 10
+
+
+def test_a_newcomer_gets_a_slot_at_once_while_one_tenant_floods(fleet):
+    flood("1", 150)
+    grant = slots.submit(tenant="2", kind=slots.LIVE, job="2-0")
+    assert grant is not None and grant.job == "2-0"
+
+
+def test_with_four_tenants_flooding_a_newcomer_gets_the_next_free_slot(fleet):
+    held: dict[str, list[slots.Grant]] = {}
+    for n in range(60):  # four shops' customers, arriving interleaved
+        for tenant in "1234":
+            grant = slots.submit(tenant=tenant, kind=slots.LIVE, job=f"{tenant}-{n}")
+            if grant is not None:
+                held.setdefault(grant.tenant, []).append(grant)
+    assert sum(len(g) for g in held.values()) == 100  # the fleet is full
+    assert slots.submit(tenant="5", kind=slots.LIVE, job="5-0") is None  # nothing free yet
+
+    # a flooding tenant's turn ends: the newcomer's turn runs next, not the flood's 141st
+    after = slots.release(held["1"].pop())
+    assert after is not None and (after.tenant, after.job) == ("5", "5-0")
+
+    # every flooding tenant holds its fair share (100 ÷ 5 = 20 or more): a slot freed in the
+    # reserve stays free for the next newcomer, who gets it at once
+    assert sorted(len(g) for g in held.values()) == [24, 25, 25, 25]
+    assert slots.release(held["2"].pop()) is None
+    assert slots.status().running == 99
+    newcomer = slots.submit(tenant="6", kind=slots.LIVE, job="6-0")
+    assert newcomer is not None and newcomer.job == "6-0"
+
+
+def test_parked_turns_of_a_tenant_run_in_arrival_order(fleet, settings):
+    settings.TURN_SLOTS_CAPACITY = 3
+    settings.TURN_SLOTS_RESERVE_PERCENT = 0
+    grants = flood("1", 6)
+    first = running(grants)
+    assert [g.job for g in first] == ["1-0", "1-1", "1-2"]
+    order = []
+    for grant in first:
+        nxt = slots.release(grant)
+        assert nxt is not None
+        order.append(nxt.job)
+    assert order == ["1-3", "1-4", "1-5"]
+
+
+def test_a_playground_run_never_takes_a_slot_a_live_turn_needs(fleet):
+    flood("1", 90)  # live turns up to capacity − reserve
+    assert slots.submit(tenant="2", kind=slots.PLAYGROUND, job="run-1") is None  # waits
+    live = slots.submit(tenant="2", kind=slots.LIVE, job="2-0")
+    assert live is not None and live.kind == slots.LIVE  # the reserve is the live turns'
+
+
+def test_a_free_slot_goes_to_a_waiting_live_turn_before_a_waiting_playground_run(fleet, settings):
+    settings.TURN_SLOTS_CAPACITY = 4
+    settings.TURN_SLOTS_RESERVE_PERCENT = 25  # reserve 1: capacity − reserve = 3
+    held = running(flood("1", 3))
+    assert slots.submit(tenant="2", kind=slots.PLAYGROUND, job="run-1") is None
+    reserve = slots.submit(tenant="2", kind=slots.LIVE, job="2-0")
+    assert reserve is not None
+    assert slots.submit(tenant="3", kind=slots.LIVE, job="3-0") is None  # the fleet is full
+    nxt = slots.release(held[0])
+    assert nxt is not None and (nxt.kind, nxt.job) == (slots.LIVE, "3-0")
+    # not while live turns fill capacity − reserve; as soon as they leave room below it, yes
+    assert slots.release(nxt) is None
+    after = slots.release(reserve)
+    assert after is not None and (after.kind, after.job) == (slots.PLAYGROUND, "run-1")
+
+
+def test_a_tenant_runs_at_most_two_playground_runs_at_once(fleet):
+    mine = flood("1", 3, kind=slots.PLAYGROUND)
+    assert [g is not None for g in mine] == [True, True, False]
+    theirs = slots.submit(tenant="2", kind=slots.PLAYGROUND, job="2-run")
+    assert theirs is not None  # another tenant's bound is its own
+    nxt = slots.release(running(mine)[0])
+    assert nxt is not None and nxt.job == "1-2"
+
+
+def test_playground_runs_hold_at_most_a_quarter_of_the_fleet(fleet, settings):
+    settings.TURN_SLOTS_CAPACITY = 8
+    settings.TURN_SLOTS_RESERVE_PERCENT = 0
+    first = slots.submit(tenant="1", kind=slots.PLAYGROUND, job="1-run")
+    second = slots.submit(tenant="2", kind=slots.PLAYGROUND, job="2-run")
+    assert first is not None and second is not None
+    assert slots.submit(tenant="3", kind=slots.PLAYGROUND, job="3-run") is None  # 8 ÷ 4 = 2
+    assert len(running(flood("4", 6))) == 6  # the other six slots stay the live turns'
+
+
+def test_a_dead_workers_slots_expire_after_the_lease(fleet, settings):
+    settings.TURN_SLOTS_CAPACITY = 2
+    settings.TURN_SLOTS_RESERVE_PERCENT = 0
+    settings.REASONING_TURN_LEASE_SECONDS = 0.5
+    running(flood("1", 2))  # never released: their worker died
+    assert slots.submit(tenant="2", kind=slots.LIVE, job="2-0") is None
+    time.sleep(0.6)
+    assert slots.pick() is not None  # the parked turn gets a slot
+
+
+def test_without_redis_every_job_runs_at_once(settings):
+    settings.SLOTS_REDIS_URL = ""
+    grant = slots.submit(tenant="1", kind=slots.LIVE, job="1-0")
+    assert grant is not None and grant.member == "" and slots.release(grant) is None
+
+
+@pytest.mark.django_db
+def test_a_parked_turn_is_answered_by_the_thread_that_frees_a_slot(fleet, settings, request):
+    """A real turn (real pipeline, the fake OpenAI-compatible server): with the fleet full it
+    waits parked, its Celery task returns at once, and the thread whose job ends runs it."""
+    store, model = request.getfixturevalue("shop"), request.getfixturevalue("llm")
+    settings.TURN_SLOTS_CAPACITY = 1
+    settings.TURN_SLOTS_RESERVE_PERCENT = 0
+    other = slots.submit(tenant="999999", kind=slots.LIVE, job="0:0:0.000")
+    assert other is not None  # another tenant's turn holds the only slot
+    conv = conversation_create(client=store)[0]
+    message = handle_turn(client=store, conversation=conv, text="When do you ship?")
+    model.script("assess", assess(response="We ship within 2 days."))
+
+    tasks.process_turn.run(message.pk)  # the worker's task: parked, returns at once
+    assert not Message.objects.filter(conversation=conv, role="assistant").exists()
+    assert slots.status().waiting == 1
+
+    nxt = slots.release(other)  # the other turn ends; its thread takes the parked turn
+    assert nxt is not None and nxt.tenant == str(store.pk)
+    assert slots.run_granted(nxt) == 1
+    replies = Message.objects.filter(conversation=conv, role="assistant").visible()
+    assert [m.text for m in replies] == ["We ship within 2 days."]
+    assert slots.status().running == 0
+
+
+@pytest.mark.django_db
+def test_queueing_a_turn_parks_it_and_the_message_only_wakes_a_thread(
+    fleet, settings, request, monkeypatch
+):
+    """What the web process does on a customer's message (TurnTask.apply_async): the turn is
+    parked in the scheduler and the Celery message carries no turn, only `parked`; the worker
+    thread that takes the message runs whichever parked turn should run now."""
+    from celery.app.task import Task
+
+    store, model = request.getfixturevalue("shop"), request.getfixturevalue("llm")
+    published: list[tuple[Any, Any]] = []
+    monkeypatch.setattr(  # Celery's publish (not ours): keep the message instead of sending it
+        Task,
+        "apply_async",
+        lambda self, args=None, kwargs=None, **o: published.append((args, kwargs)),
+    )
+    monkeypatch.setitem(tasks.process_turn.app.conf, "task_always_eager", False)
+    conv = conversation_create(client=store)[0]
+    message = handle_turn(client=store, conversation=conv, text="When do you ship?")
+
+    tasks.process_turn.delay(message.pk)
+    assert published == [((), {"parked": True})]
+    assert slots.status().waiting == 1
+
+    model.script("assess", assess(response="We ship within 2 days."))
+    tasks.process_turn.run(**published[0][1])  # the worker thread that takes the message
+    replies = Message.objects.filter(conversation=conv, role="assistant").visible()
+    assert [m.text for m in replies] == ["We ship within 2 days."]
+    assert (slots.status().waiting, slots.status().running) == (0, 0)
+
+
+@pytest.mark.django_db
+def test_a_playground_run_waits_for_a_slot_live_turns_leave_idle(fleet, settings, client_a):
+    """The console's run goes through the same slots: with the only slot held by a live turn
+    it waits (not started, nothing spent), and the thread whose turn ends runs it."""
+    from apps.playground.models import PlaygroundRun, RunStatus
+    from apps.playground.services import playground_run_create
+    from apps.playground.tasks import execute_run
+
+    settings.TURN_SLOTS_CAPACITY = 1
+    settings.TURN_SLOTS_RESERVE_PERCENT = 0
+    settings.OPENAI_API_KEY = ""  # the offline demo model
+    live = slots.submit(tenant=str(client_a.pk), kind=slots.LIVE, job="0:0:0.000")
+    assert live is not None
+    run = playground_run_create(client=client_a, question="Hi", mode="adaptive", enqueue=False)
+
+    execute_run.run(run.pk)  # the worker's task: no slot a live turn leaves idle, so it waits
+    run.refresh_from_db()
+    assert (run.status, run.model, run.llm_calls) == (RunStatus.RUNNING, "", 0)
+
+    nxt = slots.release(live)
+    assert nxt is not None and (nxt.kind, nxt.job) == (slots.PLAYGROUND, str(run.pk))
+    slots.run_granted(nxt)
+    assert PlaygroundRun.objects.get(pk=run.pk).status == RunStatus.DONE
