@@ -7,7 +7,7 @@ from django.db import models, transaction
 
 from apps.accounts.models import ApiKey
 from apps.accounts.services import api_key_issue
-from apps.billing.models import ModelPrice
+from apps.billing.models import ModelPrice, VisitorUsage
 from apps.clients.importer import ClientIn, parse_tenant_file
 from apps.clients.models import Client, Plan, normalize_origin
 from apps.core.exceptions import ApplicationError
@@ -180,6 +180,8 @@ def demo_reset(*, data: Any) -> list[DemoReset]:
         conversations = Conversation.objects.for_client(client).count()
         Conversation.objects.for_client(client).delete()
         notes = notes_delete(client=client)
+        # The demo visitor's daily budget starts afresh too, or the flows hit its limit.
+        VisitorUsage.objects.for_client(client).delete()
         results.append(
             DemoReset(
                 slug=client.slug, conversations=conversations, tool_runs=tool_runs, notes=notes

@@ -109,3 +109,15 @@ def test_a_client_that_is_not_a_demo_shop_is_refused(demo, tmp_path: Path):
         demo_reset("--tenant", str(tenant))
     assert Conversation.objects.filter(client=real).count() == 1
     assert Conversation.objects.filter(pk=demo_conversation.pk).exists()  # all or nothing
+
+
+def test_the_reset_gives_the_demo_visitor_a_fresh_daily_budget(demo):
+    """A visitor who spent the day's budget in the README's flows may chat again after it."""
+    from apps.billing.models import VisitorUsage
+    from apps.billing.periods import today
+
+    VisitorUsage.objects.create(
+        client=demo, day=today(), visitor="v" * 64, tokens_used=demo.plan.visitor_daily_token_budget
+    )
+    demo_reset()
+    assert not VisitorUsage.objects.for_client(demo).exists()
