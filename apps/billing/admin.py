@@ -131,7 +131,7 @@ class VisitorUsageAdmin(ReadOnlyAdmin):
 
     list_display = ["day", "client", "visitor", "tokens_used", "tokens_reserved", "turns"]
     list_filter = ["day"]
-    readonly_fields = [f.name for f in VisitorUsage._meta.fields]
+    list_select_related = ["client"]
 
 
 @admin.register(ClientUsage)
