@@ -196,11 +196,14 @@ def playground_run_create(
 def playground_run_stop(*, client: Client, run: PlaygroundRun) -> bool:
     """Ask a running run to stop; it does so before its next LLM call. False when it had
     already finished."""
-    changed = (
-        PlaygroundRun.objects.for_client(client)
-        .filter(pk=run.pk, status=RunStatus.RUNNING)
-        .update(stop_requested=True, updated_at=timezone.now())
-    )
+    now = timezone.now()
+    running = PlaygroundRun.objects.for_client(client).filter(pk=run.pk, status=RunStatus.RUNNING)
+    # A run still waiting for a slot (not claimed: no model yet) stops at once, so its place
+    # among the client's running-or-waiting runs is free again; `_claim` skips it when its
+    # turn comes. A started run stops before its next LLM call.
+    changed = running.filter(model="").update(
+        status=RunStatus.STOPPED, stop_requested=True, finished_at=now, updated_at=now
+    ) or running.update(stop_requested=True, updated_at=now)
     if changed:
         run_changed(run.pk)
     return bool(changed)

@@ -16,7 +16,7 @@ from django.utils import timezone
 from apps.clients.models import Client, Plan
 from apps.core.exceptions import ApplicationError
 from apps.playground.models import PlaygroundRun, RunSource, RunStatus
-from apps.playground.services import playground_run_create
+from apps.playground.services import playground_run_create, playground_run_stop
 
 pytestmark = pytest.mark.django_db
 
@@ -122,6 +122,18 @@ def test_runs_beyond_the_running_and_waiting_bound_are_refused(client_a, client_
     PlaygroundRun.objects.for_client(client_a).filter(status=RunStatus.RUNNING).update(
         updated_at=timezone.now() - timedelta(hours=1)
     )
+    playground_run_create(client=client_a, question="Hi", mode="adaptive", enqueue=False)
+
+
+def test_stopping_a_waiting_run_frees_its_place_at_once(client_a, settings):
+    settings.PLAYGROUND_RUNS_PER_CLIENT = 1
+    settings.PLAYGROUND_RUNS_QUEUED_PER_CLIENT = 0
+    waiting = playground_run_create(client=client_a, question="Hi", mode="adaptive", enqueue=False)
+    with pytest.raises(ApplicationError):
+        playground_run_create(client=client_a, question="Hi", mode="adaptive", enqueue=False)
+    assert playground_run_stop(client=client_a, run=waiting)
+    waiting.refresh_from_db()
+    assert waiting.status == RunStatus.STOPPED and waiting.finished_at is not None
     playground_run_create(client=client_a, question="Hi", mode="adaptive", enqueue=False)
 
 
