@@ -141,19 +141,22 @@ def _figures(text: str) -> set[str]:
 
 
 def _action_words(tools: list[Any]) -> set[str]:
-    """The words naming what the client's action/destructive tools do (`cancel_order` →
-    "cancel", "order"), minus the words read tools share (`get_order_status` makes "order"
-    neutral). From the business's own tool names, in whatever language it named them."""
+    """The verbs naming what the client's action/destructive tools do: the leading word of
+    each name (`cancel_order` → "cancel", `update_shipping_address` → "update"; the objects
+    "order", "shipping", "address" name no action), minus the words read tools share. From the
+    business's own tool names, in whatever language it named them."""
 
-    def words(kinds: set[str]) -> set[str]:
-        return {
-            w.lower()
-            for t in tools
-            if t.kind in kinds
-            for w in _WORD.findall(str(t.name).replace("_", " ").replace("-", " "))
-        }
+    def words(kinds: set[str], *, leading: bool) -> set[str]:
+        found: set[str] = set()
+        for tool in tools:
+            if tool.kind in kinds:
+                named = _WORD.findall(str(tool.name).replace("_", " ").replace("-", " "))
+                found.update(w.lower() for w in (named[:1] if leading else named))
+        return found
 
-    return words({ToolKind.ACTION, ToolKind.DESTRUCTIVE}) - words({ToolKind.READ})
+    return words({ToolKind.ACTION, ToolKind.DESTRUCTIVE}, leading=True) - words(
+        {ToolKind.READ}, leading=False
+    )
 
 
 def _without_tool_texts(sources: dict[str, str], tools: list[Any]) -> str:

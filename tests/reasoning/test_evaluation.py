@@ -557,6 +557,7 @@ class _Tool:
 TOOLS = [
     _Tool("cancel_order", "destructive", "Cancel an order that has not shipped."),
     _Tool("get_order_status", "read", "Look up an order."),
+    _Tool("update_shipping_address", "action", "Change where an order ships."),
 ]
 
 
@@ -571,6 +572,7 @@ TOOLS = [
         ("Write to help@shop.example.", ""),  # the draft's own address
         ("I have cancelled your order.", "names an action no tool performed: cancelled"),
         ("Your order ships from our store.", ""),  # "order" is also a read tool's word
+        ("Your shipping address is on the receipt.", ""),  # objects of an action, no verb
     ],
 )
 def test_improvement_checks_are_deterministic_and_language_neutral(
