@@ -40,6 +40,7 @@ from apps.reasoning.llm import TOKENS_PER_MESSAGE, LLMError, estimate_tokens
 from apps.reasoning.meter import TokenCapExceeded
 from apps.reasoning.steps import feedback as feedback_step
 from apps.reasoning.steps import reason_step
+from apps.reasoning.steps._data import neutralise
 from apps.reasoning.steps.reason_step import ReasonStepOut
 from apps.reasoning.turn import Turn
 
@@ -121,16 +122,18 @@ def step_messages(
         messages.append(
             {
                 "role": "assistant",
-                "content": f"[Step {entry.step}] {entry.content}\nSelf-scores: "
+                # The model's own words, which may echo the customer's: data tags defused.
+                "content": f"[Step {entry.step}] {neutralise(entry.content)}\nSelf-scores: "
                 f"{json.dumps(entry.scores, sort_keys=True)} (mean {entry.mean:.3f}). "
-                f"Rationale: {entry.rationale}",
+                f"Rationale: {neutralise(entry.rationale)}",
             }
         )
         if entry.feedback:
             messages.append(
                 {
                     "role": "assistant",
-                    "content": f"[Server Feedback from Step {entry.step}]: {entry.feedback}",
+                    "content": f"[Server Feedback from Step {entry.step}]: "
+                    f"{neutralise(entry.feedback)}",
                 }
             )
     messages.append(
