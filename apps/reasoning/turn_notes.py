@@ -95,7 +95,7 @@ def turn_notes_write(*, trace_id: int, confidence: int | None = None) -> list[No
     """Write the automatic notes of one finished turn; returns them. Safe to run twice: a turn
     that already has notes gets none again."""
     trace = (
-        ReasoningTrace.objects.select_related("client__plan", "conversation", "user_message")
+        ReasoningTrace.objects.select_related("client__plan", "conversation")
         .filter(pk=trace_id)
         .first()
     )
