@@ -159,17 +159,20 @@ class PlanAdmin(PlatformOnlyAdmin):
             },
         ),
         (
-            "Per-visitor limits",
+            _("Per-visitor limits"),
             {
                 "fields": [
                     "conversation_token_budget",
                     "visitor_daily_token_budget",
                     "deliberative_turns_per_hour",
                 ],
-                "description": "So that no single visitor can use up the monthly budget: past "
-                "the conversation budget the conversation goes to your team; past the daily "
-                "visitor budget the visitor is asked to come back tomorrow; past the hourly "
-                "number of deliberative answers, the conversation is answered in adaptive mode.",
+                "description": _(
+                    "So that no single visitor can use up the monthly budget: past the "
+                    "conversation budget the conversation goes to your team; past the daily "
+                    "visitor budget the visitor is asked to come back tomorrow; past the hourly "
+                    "number of deliberative answers, the conversation is answered in adaptive "
+                    "mode."
+                ),
             },
         ),
     ]
@@ -345,11 +348,13 @@ class ClientAdmin(TenantScopedAdmin):
             },
         ),
         (
-            "Playground",
+            _("Playground"),
             {
                 "fields": ["playground_modes", "playground_max_iterations"],
-                "description": "What this client's staff may try in the playground beyond the "
-                "plan (granted by the platform): extra modes, and more refinement rounds.",
+                "description": _(
+                    "What this client's staff may try in the playground beyond the plan "
+                    "(granted by the platform): extra modes, and more refinement rounds."
+                ),
             },
         ),
         ("History", {"fields": ["created_at", "updated_at"], "classes": ["collapse"]}),

@@ -204,24 +204,30 @@ class Plan(TimeStampedModel):
     # They bound what one anonymous visitor can spend, so that nobody can use up the client's
     # monthly budget (and hand every other customer to staff) on their own.
     conversation_token_budget = models.PositiveIntegerField(
-        "token budget per conversation",
+        _("token budget per conversation"),
         default=DEFAULT_CONVERSATION_TOKEN_BUDGET,
-        help_text="The most tokens the assistant may spend on one conversation. When it is "
-        "used up, the conversation is handed to your team (reason: usage limit). 0 = no limit.",
+        help_text=_(
+            "The most tokens the assistant may spend on one conversation. When it is used up, "
+            "the conversation is handed to your team (reason: usage limit). 0 = no limit."
+        ),
     )
     visitor_daily_token_budget = models.PositiveIntegerField(
-        "token budget per visitor per day",
+        _("token budget per visitor per day"),
         default=DEFAULT_VISITOR_DAILY_TOKEN_BUDGET,
-        help_text="The most tokens the assistant may spend per day on one visitor (one network "
-        "address), across all their conversations. Past it, the visitor's new messages get a "
-        "short notice to come back tomorrow instead of an answer. 0 = no limit.",
+        help_text=_(
+            "The most tokens the assistant may spend per day on one visitor (one network "
+            "address), across all their conversations. Past it, the visitor's new messages get "
+            "a short notice to come back tomorrow instead of an answer. 0 = no limit."
+        ),
     )
     deliberative_turns_per_hour = models.PositiveSmallIntegerField(
-        "deliberative answers per conversation per hour",
+        _("deliberative answers per conversation per hour"),
         default=DEFAULT_DELIBERATIVE_TURNS_PER_HOUR,
-        help_text="On a deliberative plan, at most this many messages of one conversation per "
-        "hour get the deep (deliberative) treatment; the others are answered in adaptive mode. "
-        "0 = no limit.",
+        help_text=_(
+            "On a deliberative plan, at most this many messages of one conversation per hour "
+            "get the deep (deliberative) treatment; the others are answered in adaptive mode. "
+            "0 = no limit."
+        ),
     )
     notes_enabled = models.BooleanField(
         default=True,
@@ -399,19 +405,23 @@ class Client(TimeStampedModel):
     # operator's grant; docs/playground.md): a run may use the plan's mode or a cheaper one, and
     # at most the plan's refinement rounds, unless granted here.
     playground_modes = models.JSONField(
-        "extra playground modes",
+        _("extra playground modes"),
         default=list,
         blank=True,
-        help_text="Modes this client may also try in the playground, beyond its plan's, e.g. "
-        '["deliberative"]. Empty = only the plan\'s mode and cheaper ones.',
+        help_text=_(
+            "Modes this client may also try in the playground, beyond its plan's, e.g. "
+            '["deliberative"]. Empty = only the plan\'s mode and cheaper ones.'
+        ),
     )
     playground_max_iterations = models.PositiveSmallIntegerField(
-        "playground refinement rounds",
+        _("playground refinement rounds"),
         null=True,
         blank=True,
         validators=[MaxValueValidator(10)],
-        help_text="Most refinement rounds a playground run may ask for (at most 10); empty = the "
-        "plan's setting.",
+        help_text=_(
+            "Most refinement rounds a playground run may ask for (at most 10); empty = the "
+            "plan's setting."
+        ),
     )
     require_mfa = models.BooleanField(
         "require two-factor authentication",
@@ -452,6 +462,8 @@ class Client(TimeStampedModel):
                 self.allowed_origins = [normalize_origin(o) for o in self.allowed_origins]
         modes = self.playground_modes
         if not isinstance(modes, list) or not all(m in AIMode.values for m in modes):
-            errors["playground_modes"] = [f"Must be a list of modes: {', '.join(AIMode.values)}."]
+            errors["playground_modes"] = [
+                _("Must be a list of modes: %(modes)s.") % {"modes": ", ".join(AIMode.values)}
+            ]
         if errors:
             raise ValidationError(errors)
