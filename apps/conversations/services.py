@@ -186,7 +186,7 @@ def conversation_contact_set(
             if cleaned:
                 conversation_id = locked.pk
                 transaction.on_commit(
-                    lambda: contact_confirmation_send(
+                    lambda: contact_confirmation_queue(
                         conversation_id=conversation_id, email=cleaned, site=site
                     )
                 )
@@ -241,6 +241,21 @@ def contact_confirmation_link(*, conversation: Conversation, email: str, site: s
         salt=CONTACT_CONFIRM_SALT,
     )
     return site.rstrip("/") + reverse("widget-contact-confirm", args=[token])
+
+
+def contact_confirmation_queue(*, conversation_id: int, email: str, site: str) -> None:
+    """Send the confirmation e-mail from a worker (call after the address commits). Never
+    raises: with no broker (the demo) or an unreachable one it is sent in this process."""
+    from apps.conversations.tasks import send_contact_confirmation
+
+    try:
+        send_contact_confirmation.delay(conversation_id, email, site)
+    except Exception:
+        logger.exception(
+            "could not queue the confirmation e-mail; sending it in-process",
+            extra={"conversation_id": conversation_id},
+        )
+        contact_confirmation_send(conversation_id=conversation_id, email=email, site=site)
 
 
 def contact_confirmation_send(*, conversation_id: int, email: str, site: str) -> bool:
