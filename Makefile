@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: demo demo-reset test lint typecheck check imports ci-checks serve worker clean lock
+.PHONY: demo demo-reset test lint typecheck check imports commits ci-checks serve worker clean lock
 
 $(STAMP): requirements/base.txt requirements/production.txt requirements/dev.txt
 	@test -x $(PY) || "$$(./scripts/find-python.sh)" -m venv $(VENV)
@@ -51,7 +51,11 @@ check: $(STAMP)
 imports: $(STAMP)
 	$(VENV)/bin/lint-imports
 
-ci-checks: lint typecheck check imports
+## Commit messages since the rule began: `area: what changed` (<= 72 chars), blank line, why
+commits: $(STAMP)
+	$(PY) scripts/check_commit_messages.py
+
+ci-checks: lint typecheck check imports commits
 
 worker: $(STAMP)
 	$(VENV)/bin/celery -A config worker -B -l info
