@@ -19,6 +19,7 @@ from pydantic import (
     model_validator,
 )
 
+from apps.clients import modes
 from apps.clients.business_info import business_info_errors, json_path
 from apps.clients.models import (
     DEFAULT_CONVERSATION_TOKEN_BUDGET,
@@ -44,10 +45,7 @@ class ModelPriceIn(_Strict):
     output_per_million: Money
 
 
-class ModeMultipliersIn(_Strict):
-    standard: Annotated[Decimal, Field(ge=0, max_digits=6, decimal_places=3)] = Decimal("1.0")
-    adaptive: Annotated[Decimal, Field(ge=0, max_digits=6, decimal_places=3)] = Decimal("1.5")
-    deliberative: Annotated[Decimal, Field(ge=0, max_digits=6, decimal_places=3)] = Decimal("2.5")
+Multiplier = Annotated[Decimal, Field(ge=0, max_digits=6, decimal_places=3)]
 
 
 class PlanNotesIn(_Strict):
@@ -59,8 +57,10 @@ class PlanNotesIn(_Strict):
 class PlanIn(_Strict):
     slug: Slug
     name: str = Field(min_length=1, max_length=100)
-    ai_mode: Literal["standard", "adaptive", "deliberative"] = "standard"
-    mode_multipliers: ModeMultipliersIn = ModeMultipliersIn()
+    ai_mode: str = "standard"
+    # Mode name → multiplier, for the registered modes (apps.clients.modes); a mode left out
+    # gets its default.
+    mode_multipliers: dict[str, Multiplier] = {}
     monthly_fee: Annotated[Decimal, Field(ge=0, max_digits=10, decimal_places=2)] = Decimal("0")
     included_turns: int = Field(default=0, ge=0)
     monthly_token_budget: int = Field(default=0, ge=0)
@@ -72,6 +72,29 @@ class PlanIn(_Strict):
         default=DEFAULT_DELIBERATIVE_TURNS_PER_HOUR, ge=0, le=32767
     )
     notes: PlanNotesIn = PlanNotesIn()
+
+    @field_validator("ai_mode")
+    @classmethod
+    def _known_mode(cls, value: str) -> str:
+        if value not in modes.names():
+            known = [f"'{name}'" for name in modes.names()]
+            raise ValueError(f"Input should be {', '.join(known[:-1])} or {known[-1]}")
+        return value
+
+    @field_validator("mode_multipliers")
+    @classmethod
+    def _known_modes(cls, value: dict[str, Decimal]) -> dict[str, Decimal]:
+        unknown = sorted(set(value) - set(modes.names()))
+        if unknown:
+            raise ValueError(
+                f"unknown mode {', '.join(map(repr, unknown))} (known: {', '.join(modes.names())})"
+            )
+        return value
+
+    def multipliers(self) -> dict[str, str]:
+        """`Plan.multipliers`: every registered mode's, the file's or else the default."""
+        values = {**modes.default_multipliers(), **self.mode_multipliers}
+        return {name: modes.multiplier_text(value) for name, value in values.items()}
 
 
 class WidgetIn(_Strict):

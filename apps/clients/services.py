@@ -63,9 +63,7 @@ def tenant_import(*, data: Any) -> list[ImportedClient]:
             {
                 "name": p.name,
                 "ai_mode": p.ai_mode,
-                "multiplier_standard": p.mode_multipliers.standard,
-                "multiplier_adaptive": p.mode_multipliers.adaptive,
-                "multiplier_deliberative": p.mode_multipliers.deliberative,
+                "multipliers": p.multipliers(),
                 "monthly_fee": p.monthly_fee,
                 "included_turns": p.included_turns,
                 "monthly_token_budget": p.monthly_token_budget,

@@ -21,6 +21,7 @@ from typing import Any
 
 from django.conf import settings
 
+from apps.clients import modes
 from apps.reasoning import steps
 
 __all__ = ["BLOCKS", "Block", "render_file", "stale_files", "write_files"]
@@ -66,6 +67,20 @@ def steps_table() -> str:
     return "\n".join(rows)
 
 
+def modes_table() -> str:
+    rows = [
+        "| mode | label | what it runs | steps | default multiplier | cost rank |",
+        "|---|---|---|---|---|---|",
+    ]
+    for mode in modes.modes():
+        rows.append(
+            f"| `{mode.name}` | {_cell(mode.label)} | {_cell(mode.summary)} | "
+            f"{', '.join(f'`{s}`' for s in mode.steps)} | {mode.default_multiplier} | "
+            f"{mode.cost_rank} |"
+        )
+    return "\n".join(rows)
+
+
 @dataclass(frozen=True)
 class Block:
     path: str  # relative to BASE_DIR
@@ -83,6 +98,7 @@ class Block:
 
 BLOCKS: list[Block] = [
     Block("docs/llm-protocol.md", "steps", steps_table),
+    Block("docs/architecture.md", "modes", modes_table),
 ]
 
 
