@@ -23,6 +23,7 @@ from django.conf import settings
 
 from apps.clients import modes
 from apps.reasoning import steps
+from apps.tools.executors import executors
 
 __all__ = ["BLOCKS", "Block", "render_file", "stale_files", "write_files"]
 
@@ -81,6 +82,43 @@ def modes_table() -> str:
     return "\n".join(rows)
 
 
+def _limits(spec: Mapping[str, Any]) -> str:
+    parts = []
+    if "enum" in spec:
+        parts.append("one of " + ", ".join(f"`{v}`" for v in spec["enum"]))
+    if "pattern" in spec:
+        parts.append(f"matches `{spec['pattern']}`")
+    for key, text in (
+        ("minLength", "≥ {} characters"),
+        ("maxLength", "≤ {} characters"),
+        ("exclusiveMinimum", "> {}"),
+        ("minimum", "≥ {}"),
+        ("maximum", "≤ {}"),
+    ):
+        if key in spec:
+            parts.append(text.format(spec[key]))
+    if spec.get("writeOnly"):
+        parts.append("write-only")
+    return "; ".join(parts)
+
+
+def executors_table() -> str:
+    rows = [
+        "| `type` | property | type | required | default | rules | stored in |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for executor in executors().values():
+        schema = executor.settings_schema()
+        for name, spec in schema["properties"].items():
+            default = json.dumps(spec["default"]) if "default" in spec else ""
+            rows.append(
+                f"| `{executor.type}` | `{name}` | {spec.get('type', '')} | "
+                f"{'yes' if name in schema.get('required', []) else 'no'} | {_cell(default)} | "
+                f"{_cell(_limits(spec))} | `ClientTool.{spec['x-column']}` |"
+            )
+    return "\n".join(rows)
+
+
 @dataclass(frozen=True)
 class Block:
     path: str  # relative to BASE_DIR
@@ -99,6 +137,7 @@ class Block:
 BLOCKS: list[Block] = [
     Block("docs/llm-protocol.md", "steps", steps_table),
     Block("docs/architecture.md", "modes", modes_table),
+    Block("docs/tenant-import.md", "executors", executors_table),
 ]
 
 
