@@ -367,3 +367,15 @@ def test_invalid_offline_answer_is_an_llm_error_not_a_generic_reply(settings: An
         assert caught.value.kind == "invalid_output"
     finally:
         steps.unregister(step.name)
+
+
+def test_a_step_without_an_example_reply_is_refused() -> None:
+    with pytest.raises(StepDefinitionError, match="an example reply is required"):
+        Step(
+            name="no_example",
+            output=SummaryOut,
+            prompt=lambda **f: "",
+            hint=lambda **f: {},
+            offline=_summary_offline,
+            description="x",
+        )

@@ -133,7 +133,9 @@ class Step[T: BaseModel]:
     hint: Callable[..., dict[str, Any]]
     offline: Callable[[dict[str, Any]], dict[str, Any]]
     description: str
-    example: dict[str, Any]
+    # No default in practice: an empty example is refused (StepDefinitionError), with a
+    # clearer message than a missing argument.
+    example: dict[str, Any] = field(default_factory=dict)
     schema: dict[str, Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
