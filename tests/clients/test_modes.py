@@ -22,7 +22,8 @@ NAMES = modes.names()
 
 
 def test_the_shipped_modes_are_registered_cheapest_first() -> None:
-    assert NAMES[:3] == ["standard", "adaptive", "deliberative"]
+    shipped = ["standard", "adaptive", "deliberative"]
+    assert [name for name in NAMES if name in shipped] == shipped
 
 
 @pytest.mark.parametrize("name", NAMES)
