@@ -10,6 +10,7 @@ from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.models import Membership
+from apps.clients import modes
 from apps.clients.business_info import business_info_errors
 from apps.clients.models import Client, Plan, Rubric
 from apps.core.admin import PlatformOnlyAdmin, TenantScopedAdmin
@@ -96,6 +97,52 @@ class PlanAdminForm(forms.ModelForm):
         model = Plan
         fields = ["post_draft_hooks"]  # the admin adds the fieldsets' fields
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        current = self.instance.mode_multipliers
+        for name in modes.names():
+            if multiplier_field(name) in self.fields:
+                self.initial.setdefault(multiplier_field(name), current[name])
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        # One row per registered mode → Plan.multipliers (mode name → decimal string); an empty
+        # row bills that mode at its default.
+        multipliers = dict(self.instance.multipliers or {})
+        for name in modes.names():
+            if multiplier_field(name) not in self.fields:
+                continue
+            value = cleaned.get(multiplier_field(name))
+            if value is None:
+                multipliers.pop(name, None)
+            else:
+                multipliers[name] = modes.multiplier_text(value)
+        self.instance.multipliers = multipliers
+        return cleaned
+
+
+def multiplier_field(mode: str) -> str:
+    return f"multiplier_{mode}"
+
+
+def multiplier_form_fields() -> dict[str, forms.Field]:
+    """One form row per registered mode (apps/reasoning/modes/): its billing multiplier."""
+    return {
+        multiplier_field(mode.name): forms.DecimalField(
+            label=_("%(mode)s multiplier") % {"mode": mode.name.capitalize()},
+            min_value=0,
+            max_value=modes.MULTIPLIER_MAX,
+            max_digits=6,
+            decimal_places=3,
+            required=False,
+            help_text=_(
+                "Billed = provider cost × this, in %(mode)s mode. Empty = the default, %(default)s."
+            )
+            % {"mode": mode.name, "default": mode.default_multiplier},
+        )
+        for mode in modes.modes()
+    }
+
 
 @admin.register(Plan)
 class PlanAdmin(PlatformOnlyAdmin):
@@ -144,7 +191,7 @@ class PlanAdmin(PlatformOnlyAdmin):
         ),
         (
             "Billing multipliers (billed = provider cost × multiplier of the mode that ran)",
-            {"fields": ["multiplier_standard", "multiplier_adaptive", "multiplier_deliberative"]},
+            {"fields": []},  # one row per registered mode: get_fieldsets
         ),
         (
             "Price and limits",
@@ -181,6 +228,22 @@ class PlanAdmin(PlatformOnlyAdmin):
         if db_field.name == "ai_mode":
             kwargs["widget"] = forms.RadioSelect
         return super().formfield_for_choice_field(db_field, request, **kwargs)
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        rows = list(multiplier_form_fields())
+        return [
+            (title, {**options, "fields": rows})
+            if options.get("fields") == []
+            else (title, options)
+            for title, options in super().get_fieldsets(request, obj)
+        ]
+
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        # The multiplier rows are declared per registered mode, when the page is built.
+        kwargs["form"] = type("PlanAdminForm", (self.form,), multiplier_form_fields())
+        return super().get_form(request, obj, change, **kwargs)
 
     @admin.display(description="Clients")
     def client_count(self, obj: Plan) -> int:

@@ -4,7 +4,7 @@ here; the writes are in `services.tenant_import`."""
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_email
@@ -19,6 +19,7 @@ from pydantic import (
     model_validator,
 )
 
+from apps.clients import modes
 from apps.clients.business_info import business_info_errors, json_path
 from apps.clients.models import (
     DEFAULT_CONVERSATION_TOKEN_BUDGET,
@@ -44,10 +45,7 @@ class ModelPriceIn(_Strict):
     output_per_million: Money
 
 
-class ModeMultipliersIn(_Strict):
-    standard: Annotated[Decimal, Field(ge=0, max_digits=6, decimal_places=3)] = Decimal("1.0")
-    adaptive: Annotated[Decimal, Field(ge=0, max_digits=6, decimal_places=3)] = Decimal("1.5")
-    deliberative: Annotated[Decimal, Field(ge=0, max_digits=6, decimal_places=3)] = Decimal("2.5")
+Multiplier = Annotated[Decimal, Field(ge=0, max_digits=6, decimal_places=3)]
 
 
 class PlanNotesIn(_Strict):
@@ -59,8 +57,10 @@ class PlanNotesIn(_Strict):
 class PlanIn(_Strict):
     slug: Slug
     name: str = Field(min_length=1, max_length=100)
-    ai_mode: Literal["standard", "adaptive", "deliberative"] = "standard"
-    mode_multipliers: ModeMultipliersIn = ModeMultipliersIn()
+    ai_mode: str = "standard"
+    # Mode name → multiplier, for the registered modes (apps.clients.modes); a mode left out
+    # gets its default.
+    mode_multipliers: dict[str, Multiplier] = {}
     monthly_fee: Annotated[Decimal, Field(ge=0, max_digits=10, decimal_places=2)] = Decimal("0")
     included_turns: int = Field(default=0, ge=0)
     monthly_token_budget: int = Field(default=0, ge=0)
@@ -72,6 +72,29 @@ class PlanIn(_Strict):
         default=DEFAULT_DELIBERATIVE_TURNS_PER_HOUR, ge=0, le=32767
     )
     notes: PlanNotesIn = PlanNotesIn()
+
+    @field_validator("ai_mode")
+    @classmethod
+    def _known_mode(cls, value: str) -> str:
+        if value not in modes.names():
+            known = [f"'{name}'" for name in modes.names()]
+            raise ValueError(f"Input should be {', '.join(known[:-1])} or {known[-1]}")
+        return value
+
+    @field_validator("mode_multipliers")
+    @classmethod
+    def _known_modes(cls, value: dict[str, Decimal]) -> dict[str, Decimal]:
+        unknown = sorted(set(value) - set(modes.names()))
+        if unknown:
+            raise ValueError(
+                f"unknown mode {', '.join(map(repr, unknown))} (known: {', '.join(modes.names())})"
+            )
+        return value
+
+    def multipliers(self) -> dict[str, str]:
+        """`Plan.multipliers`: every registered mode's, the file's or else the default."""
+        values = {**modes.default_multipliers(), **self.mode_multipliers}
+        return {name: modes.multiplier_text(value) for name, value in values.items()}
 
 
 class WidgetIn(_Strict):
@@ -92,21 +115,14 @@ class WidgetIn(_Strict):
         return value
 
 
-def _executor_specs() -> Any:
-    """The union of every registered executor's object, told apart by its `type`."""
-    from apps.tools.executors import executors
-
-    specs = tuple(e.import_spec for e in executors().values())
-    return Annotated[Union[specs], Field(discriminator="type")]  # noqa: UP007
-
-
 class ToolIn(_Strict):
     name: str = Field(pattern=r"^[a-zA-Z_][a-zA-Z0-9_]{0,63}$")
     description: str = Field(min_length=1, max_length=2000)
     kind: Literal["read", "action", "destructive"]
     enabled: bool = True
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
-    executor: _executor_specs()  # type: ignore[valid-type]
+    # Checked against the executor's settings schema (`executor_errors`, parse_tenant_file).
+    executor: dict[str, Any]
     result_template: str = Field(default="", max_length=2000)
 
     @field_validator("parameters")
@@ -170,21 +186,63 @@ class TenantFile(_Strict):
 
 
 def _loc(loc: tuple[Any, ...]) -> str:
-    # pydantic puts the discriminator tag in the location; it means nothing to the file's author.
-    return json_path([p for p in loc if p not in {"webhook", "builtin"}]) or "(file)"
+    return json_path(list(loc)) or "(file)"
+
+
+def executor_errors(executor: Any) -> dict[str, str]:
+    """Problems with one `tools[].executor` object, by property ('' = the object): its `type`
+    must be a registered executor and the rest must fit that executor's settings schema
+    (apps/tools/executors/)."""
+    from apps.tools.executors import executor_for, executors
+
+    if not isinstance(executor, dict):
+        return {"": "must be an object with a type"}
+    found = executor_for(str(executor.get("type", "")))
+    if found is None:
+        return {"type": f"must be one of: {', '.join(executors())}"}
+    return found.settings_errors(executor_settings(executor))
+
+
+def executor_settings(executor: dict[str, Any]) -> dict[str, Any]:
+    """The settings of a `tools[].executor` object: everything but its `type`, text stripped
+    like every other string of the file."""
+    return {
+        key: value.strip() if isinstance(value, str) else value
+        for key, value in executor.items()
+        if key != "type"
+    }
+
+
+def _executors_errors(data: dict[str, Any]) -> dict[str, str]:
+    errors: dict[str, str] = {}
+    clients = data.get("clients")
+    for i, client in enumerate(clients if isinstance(clients, list) else []):
+        tools = client.get("tools") if isinstance(client, dict) else None
+        for j, tool in enumerate(tools if isinstance(tools, list) else []):
+            if not isinstance(tool, dict) or "executor" not in tool:
+                continue
+            for name, message in executor_errors(tool["executor"]).items():
+                path = ["clients", i, "tools", j, "executor", *([name] if name else [])]
+                errors[json_path(path)] = message
+    return errors
 
 
 def parse_tenant_file(data: Any) -> TenantFile:
     """Validate a decoded tenant file; errors name the path of each bad field."""
     if not isinstance(data, dict):
         raise ApplicationError("The file must contain a JSON object.", code="invalid_file")
+    fields: dict[str, str] = {}
+    spec = None
     try:
-        return TenantFile.model_validate(data)
+        spec = TenantFile.model_validate(data)
     except ValidationError as exc:
         fields = {
             _loc(err["loc"]): err["msg"].removeprefix("Value error, ") for err in exc.errors()
         }
+    fields |= _executors_errors(data)
+    if fields or spec is None:
         lines = "\n".join(f"  {path}: {msg}" for path, msg in fields.items())
         raise ApplicationError(
             f"Invalid tenant file:\n{lines}", {"fields": fields}, code="invalid_file"
         ) from None
+    return spec

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import secrets
 from decimal import Decimal
+from enum import StrEnum
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -10,24 +11,27 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from apps.clients import modes
 from apps.clients.business_info import business_info_errors
 from apps.core.models import TimeStampedModel
 
 
-class AIMode(models.TextChoices):
-    STANDARD = "standard", "Standard — one call with the full context"
-    ADAPTIVE = "adaptive", "Adaptive — self-assessment, critique only when needed"
-    DELIBERATIVE = "deliberative", "Deliberative — scored reasoning steps, feedback and refinement"
+class AIMode(StrEnum):
+    """The names of the modes GuideDesk ships, for code that treats one of them specially
+    (billing's per-visitor limits, benchmarks). What modes exist, their labels and default
+    multipliers is the registry's (`apps.clients.modes`, filled from `apps/reasoning/modes/`)."""
+
+    STANDARD = "standard"
+    ADAPTIVE = "adaptive"
+    DELIBERATIVE = "deliberative"
 
 
-def _multiplier_field(default: str, help_text: str) -> models.DecimalField:
-    return models.DecimalField(
-        max_digits=6,
-        decimal_places=3,
-        default=Decimal(default),
-        validators=[MinValueValidator(Decimal("0"))],
-        help_text=help_text,
-    )
+def validate_multipliers(value: Any) -> None:
+    errors = modes.multiplier_errors(value)
+    if errors:
+        raise ValidationError(
+            "; ".join(f"{name}: {message}" if name else message for name, message in errors.items())
+        )
 
 
 DELIBERATION_MAX_STEPS_LIMIT = 20
@@ -141,13 +145,16 @@ class Plan(TimeStampedModel):
 
     slug = models.SlugField(max_length=50, unique=True)
     name = models.CharField(max_length=100)
-    ai_mode = models.CharField(max_length=20, choices=AIMode.choices, default=AIMode.STANDARD)
-    multiplier_standard = _multiplier_field("1.0", "Billed = provider cost × this, in standard.")
-    multiplier_adaptive = _multiplier_field("1.5", "Billed = provider cost × this, in adaptive.")
-    multiplier_deliberative = _multiplier_field(
-        "2.5",
-        "Billed = provider cost × this, in deliberative (every step of the loop, the synthesis "
-        "and the refinement calls).",
+    ai_mode = models.CharField(
+        max_length=20, choices=modes.mode_choices, default=AIMode.STANDARD.value
+    )
+    multipliers = models.JSONField(
+        "billing multipliers",
+        default=dict,
+        blank=True,
+        validators=[validate_multipliers],
+        help_text="Mode name → decimal string: billed = provider cost × the multiplier of the "
+        "mode that ran. A mode not listed bills at its default.",
     )
     post_draft_hooks = models.JSONField(
         default=list,
@@ -297,10 +304,10 @@ class Plan(TimeStampedModel):
 
     @property
     def mode_multipliers(self) -> dict[str, Decimal]:
+        """The multiplier of every registered mode: this plan's, else the mode's default."""
         return {
-            AIMode.STANDARD: self.multiplier_standard,
-            AIMode.ADAPTIVE: self.multiplier_adaptive,
-            AIMode.DELIBERATIVE: self.multiplier_deliberative,
+            name: Decimal(str(self.multipliers[name])) if name in self.multipliers else default
+            for name, default in modes.default_multipliers().items()
         }
 
     def clean(self) -> None:
@@ -335,8 +342,8 @@ class Plan(TimeStampedModel):
 
     def multiplier_for(self, mode: str) -> Decimal:
         try:
-            return self.mode_multipliers[AIMode(mode)]
-        except ValueError:
+            return self.mode_multipliers[mode]
+        except KeyError:
             raise ValueError(f"Unknown AI mode: {mode!r}") from None
 
 
@@ -460,10 +467,10 @@ class Client(TimeStampedModel):
                 errors["allowed_origins"] = bad
             else:
                 self.allowed_origins = [normalize_origin(o) for o in self.allowed_origins]
-        modes = self.playground_modes
-        if not isinstance(modes, list) or not all(m in AIMode.values for m in modes):
+        granted = self.playground_modes
+        if not isinstance(granted, list) or not all(m in modes.names() for m in granted):
             errors["playground_modes"] = [
-                _("Must be a list of modes: %(modes)s.") % {"modes": ", ".join(AIMode.values)}
+                _("Must be a list of modes: %(modes)s.") % {"modes": ", ".join(modes.names())}
             ]
         if errors:
             raise ValidationError(errors)

@@ -8,7 +8,7 @@ from django.db import models, transaction
 from apps.accounts.models import ApiKey
 from apps.accounts.services import api_key_issue
 from apps.billing.models import ModelPrice, VisitorUsage
-from apps.clients.importer import ClientIn, parse_tenant_file
+from apps.clients.importer import ClientIn, executor_settings, parse_tenant_file
 from apps.clients.models import Client, Plan, normalize_origin
 from apps.core.exceptions import ApplicationError
 from apps.tools.executors import executor_for, settings_for
@@ -63,9 +63,7 @@ def tenant_import(*, data: Any) -> list[ImportedClient]:
             {
                 "name": p.name,
                 "ai_mode": p.ai_mode,
-                "multiplier_standard": p.mode_multipliers.standard,
-                "multiplier_adaptive": p.mode_multipliers.adaptive,
-                "multiplier_deliberative": p.mode_multipliers.deliberative,
+                "multipliers": p.multipliers(),
                 "monthly_fee": p.monthly_fee,
                 "included_turns": p.included_turns,
                 "monthly_token_budget": p.monthly_token_budget,
@@ -111,19 +109,20 @@ def _import_client(*, spec: ClientIn, plan: Plan) -> ImportedClient:
         },
     )
     for tool in spec.tools:
-        executor_spec = tool.executor
-        executor = executor_for(executor_spec.type)
+        executor = executor_for(tool.executor["type"])
         assert executor is not None  # the file was validated against the registry
+        settings = executor_settings(tool.executor)
         values: dict[str, Any] = {
             "description": tool.description,
             "kind": tool.kind,
             "parameters": tool.parameters,
             "enabled": tool.enabled,
-            "executor_type": executor_spec.type,
-            "timeout_seconds": float(executor_spec.timeout),
+            "executor_type": executor.type,
             "result_template": tool.result_template,
-            **settings_for(executor_spec.type, executor.import_values(executor_spec)),
+            **settings_for(executor.type, executor.column_values(settings)),
         }
+        if "timeout_seconds" in values:
+            values["timeout_seconds"] = float(values["timeout_seconds"])
         _upsert(ClientTool, {"client": client, "name": tool.name}, values)
 
     secret = None

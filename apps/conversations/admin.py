@@ -22,7 +22,8 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from apps.clients.models import AIMode, Plan
+from apps.clients import modes
+from apps.clients.models import Plan
 from apps.conversations.models import Conversation, Kind, Message, Visibility
 from apps.core.admin import ActionOnlyAdmin, pretty_json
 from apps.escalations.models import Escalation, EscalationStatus
@@ -71,7 +72,7 @@ KIND_EXPLANATIONS: dict[str, str] = {
     Kind.TOOL_RESULT: "What the tool returned, or the error it reported.",
     Kind.ESCALATION: "The conversation was handed to a human, and why. The AI stays silent "
     "until staff hand it back.",
-    # The legend shows each of these only where it can occur (MODE_KINDS, PLAN_SWITCHED_KINDS
+    # The legend shows each of these only where it can occur (`mode_kinds`, PLAN_SWITCHED_KINDS
     # below) or where the conversation holds one.
     Kind.EVALUATION: "A second opinion (when the plan has evaluation on): another AI call "
     "checked the answer against the business info and tool results it used — validated "
@@ -111,20 +112,17 @@ ANY_MODE_KINDS: tuple[str, ...] = (
     Kind.TOOL_RESULT,
     Kind.ESCALATION,
 )
-# Kinds only some modes write (the mode recorded on a turn: `apps.reasoning.modes`).
-MODE_KINDS: dict[str, tuple[str, ...]] = {
-    AIMode.STANDARD: (),
-    AIMode.ADAPTIVE: (Kind.ASSESSMENT, Kind.CONTEXT_FETCH, Kind.CRITIQUE),
-    AIMode.DELIBERATIVE: (
-        Kind.REASONING_STEP,
-        Kind.FEEDBACK,
-        Kind.REFINEMENT,
-        Kind.CLARIFICATION,
-        Kind.ASSESSMENT,  # its tool calls go through the adaptive guards and critique
-        Kind.CONTEXT_FETCH,
-        Kind.CRITIQUE,
-    ),
-}
+
+
+# Kinds only some modes write (the mode recorded on a turn): each mode declares them
+# (`Mode.message_kinds`, apps/reasoning/modes/).
+def mode_kinds(mode: str) -> tuple[str, ...]:
+    try:
+        return modes.get(mode).message_kinds
+    except modes.UnknownMode:
+        return ()
+
+
 # Kinds a plan setting switches on in any mode: kind → the Plan's boolean field (a field the
 # plan does not have yet counts as off).
 PLAN_SWITCHED_KINDS: dict[str, str] = {
@@ -147,7 +145,7 @@ def kinds_that_can_occur(
     kind it does contain (`present`), so the legend never leaves out a message on the page."""
     kinds = set(ANY_MODE_KINDS) | set(present)
     for mode in modes:
-        kinds.update(MODE_KINDS.get(mode, ()))
+        kinds.update(mode_kinds(mode))
     kinds.update(
         kind
         for kind, field_name in PLAN_SWITCHED_KINDS.items()

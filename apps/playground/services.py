@@ -21,7 +21,8 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from apps.billing.services.budgets import UsageLimitReached
-from apps.clients.models import AIMode, Client, Rubric
+from apps.clients import modes
+from apps.clients.models import Client, Rubric
 from apps.conversations.models import Conversation, Message, Role
 from apps.conversations.services import validate_customer_text
 from apps.core.deadlines import DeadlineExceeded, deadline_scope
@@ -31,8 +32,7 @@ from apps.playground.recorder import PlaygroundRecorder, StepListener, run_chang
 from apps.reasoning.hooks import run_post_draft_hooks
 from apps.reasoning.llm import LLMError
 from apps.reasoning.meter import TokenCapExceeded
-from apps.reasoning.modes import mode_that_runs
-from apps.reasoning.services import MODES
+from apps.reasoning.modes import mode_that_runs, runner
 from apps.reasoning.traces import TurnAborted
 from apps.reasoning.turn import Escalate, Outcome, Turn
 from apps.tools.models import ClientTool
@@ -40,8 +40,6 @@ from apps.tools.models import ClientTool
 logger = logging.getLogger(__name__)
 
 MAX_ITERATIONS = 10
-# From the cheapest mode to the dearest: a plan's playground may use its own mode and cheaper ones.
-MODE_COST_ORDER = (AIMode.STANDARD, AIMode.ADAPTIVE, AIMode.DELIBERATIVE)
 # A run still `running` this long after its last change is counted as dead, not active.
 ACTIVE_RUN_WINDOW = timedelta(minutes=15)
 
@@ -57,17 +55,18 @@ __all__ = [
 
 
 def playground_modes() -> list[str]:
-    """The modes a run can use: every mode that is built."""
-    return [str(m) for m in MODES]
+    """The modes a run can use: every registered mode, from the cheapest to the dearest."""
+    return modes.names()
 
 
 def playground_allowed_modes(*, client: Client) -> list[str]:
     """The modes this client's staff may run in the console's playground: the plan's mode and
     the cheaper ones, plus what a platform operator granted the client (`playground_modes`)."""
     plan_mode = mode_that_runs(client.plan.ai_mode)
-    cheaper = MODE_COST_ORDER[: MODE_COST_ORDER.index(plan_mode) + 1]
+    # A plan's playground may use its own mode and the cheaper ones (the registry's cost rank).
+    most = modes.get(plan_mode).cost_rank
     granted = set(client.playground_modes or [])
-    return [m for m in playground_modes() if m in cheaper or m in granted]
+    return [m.name for m in modes.modes() if m.cost_rank <= most or m.name in granted]
 
 
 def playground_allowed_iterations(*, client: Client) -> int:
@@ -286,9 +285,9 @@ def playground_run_execute(
     status, error, outcome = RunStatus.DONE, "", Outcome()
     try:
         turn = _turn(run, recorder)
-        runner = MODES[run.mode]  # type: ignore[index]
+        run_mode = runner(run.mode)
         with deadline_scope(settings.REASONING_TURN_DEADLINE_SECONDS):
-            outcome = run_post_draft_hooks(turn, runner(turn))
+            outcome = run_post_draft_hooks(turn, run_mode(turn))
     except TurnAborted:
         status = RunStatus.STOPPED  # the last step says so (`stopped`)
     except Escalate as exc:

@@ -25,7 +25,7 @@ from apps.billing.services.visitors import (
     turn_limits_admit,
     turn_limits_commit,
 )
-from apps.clients.models import AIMode, Client
+from apps.clients.models import Client
 from apps.conversations.events import conversation_changed
 from apps.conversations.models import Conversation, ConversationStatus, Kind, Message, Role
 from apps.conversations.services import message_append, validate_customer_text
@@ -38,10 +38,7 @@ from apps.reasoning import guards
 from apps.reasoning.hooks import run_post_draft_hooks
 from apps.reasoning.llm import LLMError
 from apps.reasoning.models import ReasoningStep, ReasoningTrace, TraceStatus
-from apps.reasoning.modes import mode_that_runs
-from apps.reasoning.modes.adaptive import run_adaptive
-from apps.reasoning.modes.deliberative import run as run_deliberative
-from apps.reasoning.modes.standard import run_standard
+from apps.reasoning.modes import mode_that_runs, runner
 from apps.reasoning.traces import TokenCapExceeded, TurnAborted, TurnRecorder
 from apps.reasoning.turn import Escalate, Outcome, Reply, Turn
 from apps.reasoning.turn_notes import turn_notes_write
@@ -63,12 +60,6 @@ _WANTS_HUMAN = re.compile(
     r"(person|someone|agent|representative|human)|customer service rep|representative)\b",
     re.IGNORECASE,
 )
-
-MODES = {  # see modes.BUILT
-    AIMode.STANDARD: run_standard,
-    AIMode.ADAPTIVE: run_adaptive,
-    AIMode.DELIBERATIVE: run_deliberative,
-}
 
 # The database went away (restart, failover, a pooler recycling connections): the turn is
 # retried on a fresh connection (tasks.py), never answered from a half-written state.
@@ -544,7 +535,7 @@ def _run(turn: Turn) -> Outcome:
             raise Escalate(
                 EscalationReason.USAGE_LIMIT, exc.detail, handoff_text=USAGE_LIMIT_TEXT
             ) from exc
-        mode = MODES[AIMode(mode_that_runs(rec.trace.mode))]
+        mode = runner(rec.trace.mode)
         try:
             draft = mode(turn)
             # After the draft, before the reply is stored and sent (a no-op unless the plan has

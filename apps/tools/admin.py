@@ -8,6 +8,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.db.models import Field
 from django.http import HttpRequest
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
@@ -19,14 +20,11 @@ from apps.clients.business_info import json_path
 from apps.conversations.admin import conversation_link
 from apps.core.admin import ReadOnlyAuditAdmin, TenantScopedAdmin, pretty_json_block
 from apps.core.permissions import MANAGE
-from apps.tools.builtins import BUILTIN_HANDLERS
-from apps.tools.executors import executor_for, settings_fields, settings_for
+from apps.tools.executors import executor_for, executors, settings_fields, settings_for
 from apps.tools.executors import webhook as webhook_executor
 from apps.tools.models import ClientTool, PendingAction, ToolExecution
 
 TOOL_NAME_RE = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]{0,63}$")
-MAX_TIMEOUT_SECONDS = 60.0
-MAX_RETRIES = 5
 
 PARAMETERS_HELP = (
     "A JSON Schema object describing the details the assistant must collect before calling the "
@@ -36,11 +34,46 @@ PARAMETERS_HELP = (
 )
 
 
-def builtin_handler_choices() -> list[tuple[str, str]]:
-    return [("", "—"), *((name, name) for name in sorted(BUILTIN_HANDLERS))]
-
-
 SECRET_FIELDS = ("signing_secret", "rotation_secret")
+
+
+def schema_form_field(spec: dict[str, Any]) -> forms.Field:
+    """A form field for one property of an executor's settings schema. Never required here:
+    the chosen executor's schema decides in `clean`, since the other executors' rows stay on
+    the page. A `writeOnly` property is a secret: empty = keep, never shown back."""
+    common: dict[str, Any] = {
+        "label": spec.get("title"),
+        "help_text": spec.get("description", ""),
+        "required": False,
+    }
+    if spec.get("writeOnly"):
+        return forms.CharField(
+            max_length=spec.get("maxLength"),
+            strip=True,
+            widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+            **common,
+        )
+    if "enum" in spec:
+        return forms.ChoiceField(choices=[("", "—"), *((v, v) for v in spec["enum"])], **common)
+    if spec.get("type") == "integer":
+        return forms.IntegerField(
+            min_value=spec.get("minimum"), max_value=spec.get("maximum"), **common
+        )
+    if spec.get("type") == "number":
+        return forms.FloatField(
+            min_value=spec.get("minimum"), max_value=spec.get("maximum"), **common
+        )
+    return forms.CharField(max_length=spec.get("maxLength"), **common)
+
+
+def executor_form_fields() -> dict[str, forms.Field]:
+    """The executor rows of the tool form, generated from every registered executor's settings
+    schema: one per ClientTool column (a column two executors share, the timeout, once)."""
+    fields: dict[str, forms.Field] = {}
+    for executor in executors().values():
+        for spec in executor.properties().values():
+            fields.setdefault(spec["x-column"], schema_form_field(spec))
+    return fields
 
 
 class ClientToolAdminForm(forms.ModelForm):
@@ -48,29 +81,11 @@ class ClientToolAdminForm(forms.ModelForm):
     start empty (empty = keep), never the stored value, and a secret that GuideDesk generates
     is shown once after saving."""
 
-    signing_secret = forms.CharField(
-        label="Replace signing secret",
-        required=False,
-        max_length=200,
-        strip=True,
-        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
-        help_text="Leave empty to keep the current secret. A whsec_… secret (Standard Webhooks) "
-        "or any secret of at least 8 characters. Never shown again once saved.",
-    )
     generate_secret = forms.BooleanField(
         label="Generate a new signing secret",
         required=False,
         help_text="GuideDesk creates a whsec_ secret and shows it once after saving (a "
         "secret typed above takes precedence).",
-    )
-    rotation_secret = forms.CharField(
-        label="Add rotation secret",
-        required=False,
-        max_length=200,
-        strip=True,
-        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
-        help_text="A second active secret: while both are set, every request carries a "
-        "signature with each, so your server can switch to the new one at its own pace.",
     )
     generate_rotation_secret = forms.BooleanField(
         label="Generate a rotation secret",
@@ -90,11 +105,6 @@ class ClientToolAdminForm(forms.ModelForm):
         widget=forms.Textarea(attrs={"rows": 16, "cols": 90, "style": "font-family:monospace"}),
         help_text=PARAMETERS_HELP,
     )
-    builtin_handler = forms.ChoiceField(
-        choices=builtin_handler_choices,
-        required=False,
-        help_text="Only for built-in tools: the GuideDesk function that runs the tool.",
-    )
 
     class Meta:
         model = ClientTool
@@ -106,12 +116,7 @@ class ClientToolAdminForm(forms.ModelForm):
             "enabled",
             "parameters",
             "executor_type",
-            "webhook_url",
-            "signing_secret",
-            "rotation_secret",
-            "timeout_seconds",
-            "max_retries",
-            "builtin_handler",
+            *settings_fields(),
             "result_template",
         ]
         widgets = {
@@ -122,11 +127,6 @@ class ClientToolAdminForm(forms.ModelForm):
             "name": "Letters, digits and underscores, e.g. get_order_status. The assistant calls "
             "the tool by this name.",
             "description": "Tells the assistant when to use the tool — write it for the AI.",
-            "webhook_url": "GuideDesk POSTs the call as JSON to this https address "
-            "(docs/webhooks.md).",
-            "timeout_seconds": "How long to wait for your server (at most 60 seconds).",
-            "max_retries": "Retries after a timeout or a 5xx answer, with the same "
-            "idempotency key (at most 5).",
         }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -162,20 +162,6 @@ class ClientToolAdminForm(forms.ModelForm):
             )
         return schema
 
-    def clean_timeout_seconds(self) -> float:
-        timeout: float = self.cleaned_data["timeout_seconds"]
-        if not 0 < timeout <= MAX_TIMEOUT_SECONDS:
-            raise forms.ValidationError(
-                f"Must be more than 0 and at most {MAX_TIMEOUT_SECONDS:g} seconds."
-            )
-        return timeout
-
-    def clean_max_retries(self) -> int:
-        retries: int = self.cleaned_data["max_retries"]
-        if retries > MAX_RETRIES:
-            raise forms.ValidationError(f"At most {MAX_RETRIES} retries.")
-        return retries
-
     def _secrets(self, cleaned: dict[str, Any]) -> None:
         """Turn the write-only fields into the secrets to store (empty = keep)."""
         stored = self.instance if self.instance.pk else None
@@ -203,13 +189,19 @@ class ClientToolAdminForm(forms.ModelForm):
         executor = executor_for(cleaned.get("executor_type") or "")
         if executor is None:
             return cleaned
+        # The chosen executor's settings schema decides (apps/tools/executors/).
         for field, message in executor.validate(cleaned).items():
             if field not in self.errors:
-                self.add_error(field, message)
-        # Another type's settings are cleared: no stale secret or URL stays behind.
-        cleaned.update(
-            settings_for(executor.type, {f: cleaned.get(f) for f in executor.settings_blank})
-        )
+                self.add_error(field if field in self.fields else None, message)
+        # Its settings with the schema's defaults; another type's are cleared, so no stale
+        # secret or URL stays behind; a column no executor set keeps the model's default.
+        own = executor.column_values(executor.settings_from_columns(cleaned))
+        cleaned.update(settings_for(executor.type, own))
+        for column in settings_fields():
+            if cleaned.get(column) is None:
+                model_field = ClientTool._meta.get_field(column)
+                assert isinstance(model_field, Field)  # settings are plain columns
+                cleaned[column] = model_field.get_default()
         if executor.type != "webhook":
             self.generated.clear()
         return cleaned
@@ -246,6 +238,7 @@ class ClientToolAdmin(TenantScopedAdmin):
             {
                 "fields": [
                     "executor_type",
+                    # generated from the executors' settings schemas (executor_form_fields)
                     *[f for f in settings_fields() if f not in SECRET_FIELDS],
                     "secrets_status",
                     "signing_secret",
@@ -253,8 +246,6 @@ class ClientToolAdmin(TenantScopedAdmin):
                     "rotation_secret",
                     "generate_rotation_secret",
                     "rotation",
-                    "timeout_seconds",
-                    "max_retries",
                 ],
                 "description": "Webhook: GuideDesk sends a POST signed per Standard Webhooks "
                 'to your server and expects {"ok": true, "result": {…}}; needs the URL and a '
@@ -271,6 +262,13 @@ class ClientToolAdmin(TenantScopedAdmin):
             },
         ),
     ]
+
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        # The executor rows are generated from the registered executors' settings schemas.
+        kwargs["form"] = type("ClientToolAdminForm", (self.form,), executor_form_fields())
+        return super().get_form(request, obj, change, **kwargs)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         # A tool never moves to another tenant: its runs and pending actions stay with it.

@@ -58,7 +58,7 @@ def test_billed_amount_rounds_the_product_half_up() -> None:
 )
 def test_each_mode_bills_with_its_own_multiplier(mode: str, multiplier: Decimal) -> None:
     ModelPriceFactory(model="m", input_per_million="2.50", output_per_million="10.00")
-    client = ClientFactory(plan=PlanFactory(multiplier_standard=Decimal("1.0")))
+    client = ClientFactory(plan=PlanFactory(multipliers={"standard": "1.0"}))
     record = usage_record_create(
         client=client,
         mode=mode,

@@ -3,6 +3,7 @@ from decimal import Decimal
 import pytest
 from django.core.exceptions import ValidationError
 
+from apps.clients import modes
 from apps.clients.business_info import business_info_errors
 from apps.clients.models import AIMode, Plan
 from tests.factories import ClientFactory, PlanFactory
@@ -16,25 +17,44 @@ def test_plan_defaults_to_standard_mode():
 
 
 def test_plan_multiplier_per_mode_is_decimal():
-    plan = PlanFactory(multiplier_adaptive=Decimal("1.5"), multiplier_deliberative=Decimal("2.5"))
+    plan = PlanFactory(multipliers={"adaptive": "1.5", "deliberative": "2.5"})
     plan.refresh_from_db()
-    assert plan.multiplier_for("standard") == Decimal("1.0")
+    assert plan.multiplier_for("standard") == Decimal("1.0")  # not listed: the mode's default
     assert plan.multiplier_for("adaptive") == Decimal("1.5")
     assert isinstance(plan.multiplier_for("deliberative"), Decimal)
-    assert plan.mode_multipliers == {
+    assert set(plan.mode_multipliers) == set(modes.names())  # every registered mode
+    assert {name: plan.mode_multipliers[name] for name in ("standard", "adaptive")} == {
         "standard": Decimal("1"),
         "adaptive": Decimal("1.5"),
-        "deliberative": Decimal("2.5"),
     }
 
 
 def test_plan_rejects_unknown_mode_and_negative_multiplier():
-    plan = PlanFactory.build(slug="x", ai_mode="turbo", multiplier_adaptive=Decimal("-1"))
+    plan = PlanFactory.build(slug="x", ai_mode="turbo", multipliers={"adaptive": "-1"})
     with pytest.raises(ValidationError) as exc:
         plan.full_clean()
-    assert set(exc.value.message_dict) >= {"ai_mode", "multiplier_adaptive"}
+    assert set(exc.value.message_dict) >= {"ai_mode", "multipliers"}
+    assert "adaptive: must be 0 or more" in exc.value.message_dict["multipliers"][0]
     with pytest.raises(ValueError, match="Unknown AI mode"):
         PlanFactory().multiplier_for("turbo")
+
+
+@pytest.mark.parametrize(
+    ("multipliers", "problem"),
+    [
+        ({"turbo": "2"}, "turbo: unknown mode"),
+        ({"standard": 1.5}, "standard: must be a decimal string"),
+        ({"standard": "1.2345"}, "standard: must have at most 3 decimal places"),
+        ({"standard": "lots"}, "standard: must be a decimal number"),
+        ({"standard": "1000"}, "standard: must be at most 999.999"),
+        (["1.0"], "must be an object"),
+    ],
+)
+def test_plan_multipliers_are_validated_against_the_mode_registry(multipliers, problem):
+    plan = PlanFactory.build(slug="x", multipliers=multipliers)
+    with pytest.raises(ValidationError) as exc:
+        plan.full_clean()
+    assert problem in exc.value.message_dict["multipliers"][0]
 
 
 def test_business_info_valid_shape_has_no_errors():

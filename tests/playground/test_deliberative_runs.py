@@ -31,7 +31,7 @@ def reason(*args: str) -> str:
 def shop_on_adaptive(db, webhook):
     """A plan that runs adaptive: the playground lets its staff try deliberative first."""
     client = make_shop("adaptive", webhook.url(), slug="try-shop")
-    client.plan.multiplier_deliberative = Decimal("2.5")
+    client.plan.multipliers = {**client.plan.multipliers, "deliberative": "2.5"}
     client.plan.save()
     return client
 

@@ -210,7 +210,7 @@ def test_bad_input_is_a_clear_error(shop, args, message):
 
 def test_cost_is_billed_at_the_plan_multiplier_of_the_mode_run(shop, llm):
     ModelPriceFactory(model="gpt-4o-mini")
-    shop.plan.multiplier_standard = Decimal("3")
+    shop.plan.multipliers = {**shop.plan.multipliers, "standard": "3"}
     shop.plan.save()
     llm.script("respond", {"response": "Hi", "tool_call": None, "tool_params": {}})
     reason("--client", "shop", "--mode", "standard", "Hello")

@@ -147,9 +147,9 @@ def test_usage_tokens_equal_what_the_server_reported(chat, llm, webhook):
     assert trace.prompt_tokens == record.prompt_tokens
     assert record.cost_usd > 0
     # billing rounds half up (apps/billing/services/usage.py), not Decimal's default half-even
-    assert record.billed_usd == (record.cost_usd * chat.client.plan.multiplier_adaptive).quantize(
-        record.billed_usd, rounding=ROUND_HALF_UP
-    )
+    assert record.billed_usd == (
+        record.cost_usd * chat.client.plan.multiplier_for("adaptive")
+    ).quantize(record.billed_usd, rounding=ROUND_HALF_UP)
     assert UsageRecord.objects.aggregate(t=Sum("prompt_tokens"))["t"] == sum(
         count_prompt_tokens(c.messages) for c in llm.requests
     )

@@ -53,7 +53,7 @@ def rc(score: int, quote: str = "", kind: str = "missing_info") -> dict[str, Any
 def deliberative_shop(db, webhook):
     client = make_shop("deliberative", webhook.url(), slug="deep-shop")
     plan = client.plan
-    plan.multiplier_deliberative = Decimal("2.5")
+    plan.multipliers = {**plan.multipliers, "deliberative": "2.5"}
     plan.refinement_iterations = 2
     plan.save()
     return client

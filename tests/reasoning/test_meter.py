@@ -38,7 +38,7 @@ def batch_client(**plan: Any) -> Any:
 
 
 def test_a_batch_job_call_is_billed_without_a_conversation_or_trace(llm: Any) -> None:
-    client = batch_client(multiplier_adaptive=Decimal("1.5"), monthly_token_budget=100_000)
+    client = batch_client(multipliers={"adaptive": "1.5"}, monthly_token_budget=100_000)
     llm.script("respond", REPLY)
     meter = Meter(client=client, mode="adaptive", purpose=UsagePurpose.INSIGHTS, token_cap=None)
 
@@ -115,7 +115,7 @@ def test_a_deliberative_plan_is_recorded_and_billed_as_deliberative(
 ) -> None:
     shop = make_shop("deliberative", webhook.url())
     plan = shop.plan
-    plan.multiplier_adaptive, plan.multiplier_deliberative = Decimal("1.5"), Decimal("2.5")
+    plan.multipliers = {"adaptive": "1.5", "deliberative": "2.5"}
     plan.deliberation_min_steps, plan.refinement_iterations = 1, 0
     plan.save()
     chat = Chat(shop, conversation_create(client=shop)[0], django_capture_on_commit_callbacks)

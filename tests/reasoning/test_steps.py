@@ -94,87 +94,36 @@ HAND_WRITTEN["assess"] = {
     ],
 }
 
-# The example replies of docs/llm-protocol.md, one per step.
-DOCUMENTED_REPLIES: dict[str, dict[str, Any]] = {
-    "respond": {"response": "Hi!", "tool_call": None, "tool_params": {}},
-    "assess": {
-        "response": "I can cancel order 123 for you.",
-        "confidence": 7,
-        "tool_call": "cancel_order",
-        "tool_params": {"order_id": "123"},
-        "missing_params": [],
-        "is_destructive": True,
-        "needs_confirmation": True,
-        "needs_more_context": [],
+# What each step's `hint(**facts)` is called with by the offline test below. A new step
+# fails that test until it has an entry here (the test is parametrized over the registry).
+OFFLINE_FACTS: dict[str, dict[str, Any]] = {
+    "respond": {"business_info": {}},
+    "assess": {"business_info": {}, "fetched": [], "available_keys": []},
+    "critique": {
+        "assessment": steps.get("assess").example,
+        "reasons": [],
+        "tool_kind": None,
     },
-    "critique": {"decision": "ASK_USER", "reasoning": "Not confirmed.", "message": "Sure?"},
-    "compose": {"response": "Order 123 is cancelled."},
-    "evaluate": {
-        "valid": False,
-        "improved_response": "Returns are accepted within 30 days.",
-        "improved_confidence": 90,
-        "evaluation": "The policy says 30 days, not 60.",
-    },
-    "reason_step": {
-        "content": "The customer wants to return a jacket bought 40 days ago; policy says 30.",
-        "status": "continue",
-        "scores": {
-            "grounded": 0.8,
-            "policy_compliant": 0.6,
-            "helpful_complete": 0.5,
-            "caring_tone": 0.7,
-        },
-        "rationale": "Grounded in the returns policy; no next step offered yet.",
-        "hypotheses": [
-            {"intent": "return the jacket for a refund", "confidence": 0.7},
-            {"intent": "exchange it for another size", "confidence": 0.3},
-        ],
-    },
+    "compose": {"tool": "x", "params": {}, "ok": True, "result": {"a": 1}, "error": ""},
+    "evaluate": {"draft": "Within 60 days.", "confidence": 80, "sources": {"x": "30 days"}},
+    "reason_step": {"index": 1, "max_steps": 10, "keys": ["a", "b"], "target": 0.75},
     "feedback": {
-        "feedback": "Mean 0.65 and rising. helpful_complete is weakest: say what the customer "
-        "can do instead (store credit, warranty)."
+        "history": [{"step": 1, "scores": {"a": 0.5}, "mean": 0.5, "content": "c"}],
+        "target": 0.75,
     },
-    "synthesize": {
-        "response": "Our returns window is 30 days, so this order can't be refunded; I can "
-        "pass your case to our team for an exception.",
-        "confidence": 8,
-        "tool_call": None,
-        "tool_params": {},
-        "missing_params": [],
-        "is_destructive": False,
-        "needs_confirmation": False,
-        "needs_more_context": [],
-    },
-    "refine_critique": {
-        "score": 72,
-        "issues": [
-            {
-                "quote": "I can pass your case to our team for an exception.",
-                "problem": "Implies an exception the policy does not offer.",
-                "kind": "false_promise",
-            }
+    "synthesize": {"business_info": {}},
+    "refine_critique": {"text": "An answer. Another sentence.", "iteration": 1},
+    "improve": {"text": "An answer.", "issues": []},
+    "clarify": {"hypotheses": [{"intent": "a", "confidence": 0.5}]},
+    "insights": {
+        "items": [
+            {"conversation": f"c{i}", "kind": "escalation", "text": "refund?", "detail": ""}
+            for i in range(3)
         ],
-        "critique": "Accurate on the window; the last sentence over-promises.",
-    },
-    "improve": {"response": "Our returns window is 30 days, so this order can't be refunded."},
-    "clarify": {
-        "question": "Would you like a refund or an exchange?",
-        "options": ["Refund", "Exchange"],
+        "min_count": 2,
+        "max_topics": 5,
     },
 }
-BUILT = [
-    "assess",
-    "clarify",
-    "compose",
-    "critique",
-    "evaluate",
-    "feedback",
-    "improve",
-    "reason_step",
-    "refine_critique",
-    "respond",
-    "synthesize",
-]
 
 
 def _hint(**extra: Any) -> dict[str, Any]:
@@ -189,15 +138,14 @@ def _hint(**extra: Any) -> dict[str, Any]:
     }
 
 
-def test_every_built_step_is_registered_with_all_its_parts() -> None:
-    assert set(BUILT) <= set(steps.names())
-    for name in BUILT:
-        step = steps.get(name)
-        assert step.name == name
-        assert issubclass(step.output, Out)
-        assert callable(step.prompt) and callable(step.hint) and callable(step.offline)
-        assert step.description
-        assert step.schema["type"] == "object"
+@pytest.mark.parametrize("name", steps.names())
+def test_every_step_is_registered_with_all_its_parts(name: str) -> None:
+    step = steps.get(name)
+    assert step.name == name
+    assert issubclass(step.output, Out)
+    assert callable(step.prompt) and callable(step.hint) and callable(step.offline)
+    assert step.description
+    assert step.schema["type"] == "object"
 
 
 @pytest.mark.parametrize("name", sorted(HAND_WRITTEN))
@@ -214,33 +162,20 @@ def test_derived_schema_requests_what_the_hand_written_one_did(name: str) -> Non
     assert "title" not in json.dumps(derived) and "default" not in json.dumps(derived)
 
 
-@pytest.mark.parametrize("name", BUILT)
-def test_derived_schema_accepts_the_documented_reply(name: str) -> None:
-    reply = DOCUMENTED_REPLIES[name]
-    jsonschema.validate(reply, steps.get(name).schema)
-    assert steps.get(name).output.model_validate(reply)
-
-
-@pytest.mark.parametrize("name", BUILT)
-def test_offline_answer_of_every_step_is_valid_for_its_schema(name: str) -> None:
-    facts = {
-        "respond": {"business_info": {}},
-        "assess": {"business_info": {}, "fetched": [], "available_keys": []},
-        "critique": {"assessment": DOCUMENTED_REPLIES["assess"], "reasons": [], "tool_kind": None},
-        "compose": {"tool": "x", "params": {}, "ok": True, "result": {"a": 1}, "error": ""},
-        "evaluate": {"draft": "Within 60 days.", "confidence": 80, "sources": {"x": "30 days"}},
-        "reason_step": {"index": 1, "max_steps": 10, "keys": ["a", "b"], "target": 0.75},
-        "feedback": {
-            "history": [{"step": 1, "scores": {"a": 0.5}, "mean": 0.5, "content": "c"}],
-            "target": 0.75,
-        },
-        "synthesize": {"business_info": {}},
-        "refine_critique": {"text": "An answer. Another sentence.", "iteration": 1},
-        "improve": {"text": "An answer.", "issues": []},
-        "clarify": {"hypotheses": [{"intent": "a", "confidence": 0.5}]},
-    }[name]
+@pytest.mark.parametrize("name", steps.names())
+def test_the_example_reply_of_every_step_fits_its_schema_and_parser(name: str) -> None:
     step = steps.get(name)
-    raw = offline_complete(name, [], _hint(**step.hint(**facts)))
+    jsonschema.validate(step.example, step.schema)
+    parsed = step.output.model_validate(step.example)
+    # Every field of the reply is one the step declares, and every declared field is shown.
+    assert set(step.example) == set(step.schema["properties"])
+    assert set(parsed.model_dump()) == set(step.schema["properties"])
+
+
+@pytest.mark.parametrize("name", steps.names())
+def test_offline_answer_of_every_step_is_valid_for_its_schema(name: str) -> None:
+    step = steps.get(name)
+    raw = offline_complete(name, [], _hint(**step.hint(**OFFLINE_FACTS[name])))
     jsonschema.validate(json.loads(raw), step.schema)
 
 
@@ -274,6 +209,7 @@ def summary_step() -> Any:
             hint=lambda *, texts: {"texts": texts},
             offline=_summary_offline,
             description="Summarizes messages (a step defined in a test module).",
+            example={"summary": "2 messages", "topics": ["shipping"]},
         )
     )
     yield step
@@ -315,7 +251,7 @@ def test_a_step_module_added_to_a_package_is_discovered(tmp_path: Path) -> None:
         "class TagOut(Out):\n    tag: str\n"
         "STEP = Step(name='tag_test', output=TagOut, prompt=lambda **f: 'Tag it.',\n"
         "    hint=lambda **f: {}, offline=lambda hint: {'tag': 'demo'},\n"
-        "    description='Tags a conversation.')\n"
+        "    description='Tags a conversation.', example={'tag': 'returns'})\n"
     )
     sys.path.insert(0, str(tmp_path))
     try:
@@ -345,7 +281,9 @@ def test_a_module_without_a_complete_step_fails_at_import(tmp_path: Path) -> Non
             del sys.modules[name]
 
 
-@pytest.mark.parametrize("missing", ["prompt", "hint", "offline", "description", "output", "name"])
+@pytest.mark.parametrize(
+    "missing", ["prompt", "hint", "offline", "description", "example", "output", "name"]
+)
 def test_a_step_missing_a_part_is_refused(missing: str) -> None:
     parts: dict[str, Any] = {
         "name": "incomplete",
@@ -354,6 +292,7 @@ def test_a_step_missing_a_part_is_refused(missing: str) -> None:
         "hint": lambda **f: {},
         "offline": _summary_offline,
         "description": "x",
+        "example": {"summary": "x", "topics": []},
     }
     parts[missing] = None
     with pytest.raises(StepDefinitionError):
@@ -404,6 +343,7 @@ def test_two_steps_with_one_name_are_refused(summary_step: Any) -> None:
                 hint=lambda **f: {},
                 offline=_summary_offline,
                 description="duplicate",
+                example={"summary": "x", "topics": []},
             )
         )
 
@@ -418,6 +358,7 @@ def test_invalid_offline_answer_is_an_llm_error_not_a_generic_reply(settings: An
             hint=lambda **f: {},
             offline=lambda hint: {"not": "a summary"},
             description="An offline answer that does not fit the schema.",
+            example={"summary": "x", "topics": []},
         )
     )
     try:
@@ -426,3 +367,15 @@ def test_invalid_offline_answer_is_an_llm_error_not_a_generic_reply(settings: An
         assert caught.value.kind == "invalid_output"
     finally:
         steps.unregister(step.name)
+
+
+def test_a_step_without_an_example_reply_is_refused() -> None:
+    with pytest.raises(StepDefinitionError, match="an example reply is required"):
+        Step(
+            name="no_example",
+            output=SummaryOut,
+            prompt=lambda **f: "",
+            hint=lambda **f: {},
+            offline=_summary_offline,
+            description="x",
+        )

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -111,7 +110,7 @@ def deliberative_turns(llm: FakeLLMServer, webhook: Any, capture: Any) -> None:
     """reason_step ⇄ feedback → synthesize → refine_critique → improve; then a message read two
     ways → clarify."""
     client = make_shop("deliberative", webhook.url(), slug="deep-canary")
-    setup_client(client, refinement_iterations=1, multiplier_deliberative=Decimal("2.5"))
+    setup_client(client, refinement_iterations=1, multipliers={"deliberative": "2.5"})
     llm.script("reason_step", *[_reason(n, s) for n, s in enumerate([0.5, 0.6, 0.7, 0.9], 1)])
     llm.script("feedback", *[{"feedback": f"feedback {n}"} for n in range(1, 4)])
     llm.script("synthesize", assess(response="Returns are accepted within 30 days.", confidence=9))

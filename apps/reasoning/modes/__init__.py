@@ -1,29 +1,64 @@
-"""The reasoning modes. A mode composes steps (`apps/reasoning/steps/`) and ends with a draft
-outcome; the post-draft hooks (`apps.reasoning.hooks`) run after it.
+"""The reasoning modes, one module each (`standard`, `adaptive`, `deliberative`). A mode composes
+steps (`apps/reasoning/steps/`) and ends with a draft outcome; the post-draft hooks
+(`apps.reasoning.hooks`) run after it.
+
+Adding a mode means adding one module here that defines `MODE = Mode(...)`
+(`apps.clients.modes.Mode`: name, label, summary, the steps it runs, its default billing
+multiplier, its cost rank, the internal message kinds it writes, and `run(turn)`). Modules whose
+name starts with `_` are helpers. Every other module is imported and registered in the mode
+registry (`apps.clients.modes`) when this package is — which `ReasoningConfig.ready` does at
+start-up, so plans, the admin and the tenant import see every mode; a module without a complete
+`MODE` fails that import.
 
 `mode_that_runs` is the one place that maps a plan's AI mode to the mode actually run — and
-recorded on the trace, and billed. All three modes are built; an unknown mode falls back to
-adaptive."""
+recorded on the trace, and billed. An unknown mode falls back to adaptive."""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from apps.clients import modes as registry
 from apps.clients.models import AIMode
+from apps.clients.modes import Mode, ModeDefinitionError
 
 if TYPE_CHECKING:
     from apps.reasoning.turn import Outcome, Turn
 
-__all__ = ["BUILT", "mode_that_runs"]
+__all__ = ["FALLBACK", "Mode", "discover", "mode_that_runs", "runner"]
 
-# The modes that exist; kept in step with `RUNNERS` in `apps.reasoning.services`.
-BUILT: tuple[str, ...] = (AIMode.STANDARD, AIMode.ADAPTIVE, AIMode.DELIBERATIVE)
 FALLBACK = AIMode.ADAPTIVE
 
 type Runner = Callable[["Turn"], "Outcome"]
 
 
+def discover(package: str) -> list[Mode]:
+    """Import every non-underscore module of `package` and register its `MODE`."""
+    found: list[Mode] = []
+    module = importlib.import_module(package)
+    for info in pkgutil.iter_modules(module.__path__):
+        if info.name.startswith("_"):
+            continue
+        submodule = importlib.import_module(f"{package}.{info.name}")
+        mode = getattr(submodule, "MODE", None)
+        if not isinstance(mode, Mode):
+            raise ModeDefinitionError(
+                f"{submodule.__name__} defines no MODE = Mode(...); helpers go in _modules"
+            )
+        found.append(registry.register(mode))
+    return found
+
+
 def mode_that_runs(ai_mode: str) -> str:
     """The mode a plan's turns run, are recorded and are billed as."""
-    return str(ai_mode) if ai_mode in BUILT else str(FALLBACK)
+    return str(ai_mode) if ai_mode in registry.names() else str(FALLBACK)
+
+
+def runner(mode: str) -> Runner:
+    """The function that runs a turn in `mode` (after `mode_that_runs`)."""
+    return registry.get(mode_that_runs(mode)).run
+
+
+discover(__name__)

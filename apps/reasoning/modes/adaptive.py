@@ -12,8 +12,12 @@ guards (code) → run / ask / confirm / refuse;  a tool that ran → compose the
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from django.conf import settings
 
+from apps.clients.modes import Mode
+from apps.conversations.models import Kind
 from apps.escalations.models import EscalationReason
 from apps.reasoning.context import (
     available_keys,
@@ -195,3 +199,16 @@ def _critique(
         {**critique.model_dump(), "reasons": reasons},
     )
     return critique
+
+
+MODE = Mode(
+    name="adaptive",
+    label="Adaptive — self-assessment, critique only when needed",
+    summary="`assess` on a minimal context, more context on demand, a `critique` only when "
+    "`critique_needed()` (code) says so, then the guards; `compose` after a tool ran.",
+    steps=("assess", "critique", "compose"),
+    default_multiplier=Decimal("1.5"),
+    cost_rank=20,
+    message_kinds=(Kind.ASSESSMENT, Kind.CONTEXT_FETCH, Kind.CRITIQUE),
+    run=run_adaptive,
+)

@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import json
 import uuid
+from decimal import Decimal
 from typing import Any
 
+from apps.clients.modes import Mode
 from apps.conversations.models import Kind
 from apps.reasoning.context import full_context, history_messages, pending_text
 from apps.reasoning.deliberation import refinement
@@ -280,3 +282,34 @@ def _clarify(turn: Turn, loop: LoopResult) -> Outcome:
     options = out.options or [str(h["intent"])[:60] for h in hypotheses[:4]]
     question = out.question or "Could you tell me a little more about what you need?"
     return Outcome([Reply(question, kind=Kind.CLARIFICATION, data={"options": options})])
+
+
+MODE = Mode(
+    name="deliberative",
+    label="Deliberative — scored reasoning steps, feedback and refinement",
+    summary="A server-controlled loop of scored `reason_step`s with `feedback` (or one `clarify` "
+    "question), a `synthesize`d answer through adaptive's critique and guards, then "
+    "`refine_critique` → `improve` rounds.",
+    steps=(
+        "reason_step",
+        "feedback",
+        "clarify",
+        "synthesize",
+        "critique",
+        "compose",
+        "refine_critique",
+        "improve",
+    ),
+    default_multiplier=Decimal("2.5"),
+    cost_rank=30,
+    message_kinds=(
+        Kind.REASONING_STEP,
+        Kind.FEEDBACK,
+        Kind.REFINEMENT,
+        Kind.CLARIFICATION,
+        Kind.ASSESSMENT,  # its tool calls go through the adaptive guards and critique
+        Kind.CONTEXT_FETCH,
+        Kind.CRITIQUE,
+    ),
+    run=run,
+)

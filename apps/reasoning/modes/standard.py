@@ -4,6 +4,9 @@ a tool that ran gets a `compose` call (or its result template) for the reply."""
 
 from __future__ import annotations
 
+from decimal import Decimal
+
+from apps.clients.modes import Mode
 from apps.reasoning.context import full_context, history_messages, pending_text
 from apps.reasoning.steps import respond
 from apps.reasoning.turn import Outcome, Turn, act_on_tool_call
@@ -29,3 +32,16 @@ def run_standard(turn: Turn) -> Outcome:
         # The customer said yes to exactly this action; run what they confirmed.
         name, params = turn.confirmed.tool.name, turn.confirmed.params
     return act_on_tool_call(turn, name=name, params=params, draft=out.response)
+
+
+MODE = Mode(
+    name="standard",
+    label="Standard — one call with the full context",
+    summary="One `respond` call with all business info, tool schemas and recent history; a tool "
+    "that ran gets a `compose` call (or its result template).",
+    steps=("respond", "compose"),
+    default_multiplier=Decimal("1.0"),
+    cost_rank=10,
+    message_kinds=(),
+    run=run_standard,
+)

@@ -122,7 +122,9 @@ class Step[T: BaseModel]:
     * `output` validates the reply, and `schema` (derived from it) is what is requested;
     * `hint(**facts) -> dict` is what the step tells the offline demo model beyond the turn's
       common facts (real models read the prompt);
-    * `offline(hint) -> dict` is the offline demo model's answer (the step's JSON).
+    * `offline(hint) -> dict` is the offline demo model's answer (the step's JSON);
+    * `example` is a reply a model might give (a JSON object): docs/llm-protocol.md shows it
+      in the generated steps table, and a test validates it against `schema` and `output`.
     """
 
     name: str
@@ -131,6 +133,9 @@ class Step[T: BaseModel]:
     hint: Callable[..., dict[str, Any]]
     offline: Callable[[dict[str, Any]], dict[str, Any]]
     description: str
+    # No default in practice: an empty example is refused (StepDefinitionError), with a
+    # clearer message than a missing argument.
+    example: dict[str, Any] = field(default_factory=dict)
     schema: dict[str, Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -147,4 +152,6 @@ class Step[T: BaseModel]:
             raise StepDefinitionError(f"step {self.name!r}: offline(hint) takes one argument")
         if not (isinstance(self.description, str) and self.description.strip()):
             raise StepDefinitionError(f"step {self.name!r}: a description is required")
+        if not (isinstance(self.example, dict) and self.example):
+            raise StepDefinitionError(f"step {self.name!r}: an example reply is required")
         object.__setattr__(self, "schema", response_schema(self.output))

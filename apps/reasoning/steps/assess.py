@@ -85,6 +85,19 @@ def offline(hint: dict[str, Any]) -> dict[str, Any]:
     return _demo.answer(hint, adaptive=True)
 
 
+# What a reply looks like (docs/llm-protocol.md shows it; a test validates it).
+EXAMPLE: dict[str, Any] = {
+    "response": "I can cancel order 123 for you.",
+    "confidence": 7,
+    "tool_call": "cancel_order",
+    "tool_params": {"order_id": "123"},
+    "missing_params": [],
+    "is_destructive": True,
+    "needs_confirmation": True,
+    "needs_more_context": [],
+}
+
+
 STEP = Step(
     name="assess",
     output=AssessOut,
@@ -92,4 +105,5 @@ STEP = Step(
     hint=hint,
     offline=offline,
     description="Adaptive mode: the reply plus a self-assessment, from a minimal context.",
+    example=EXAMPLE,
 )

@@ -69,6 +69,13 @@ def offline(hint: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+# What a reply looks like (docs/llm-protocol.md shows it; a test validates it).
+EXAMPLE: dict[str, Any] = {
+    "question": "Would you like a refund or an exchange?",
+    "options": ["Refund", "Exchange"],
+}
+
+
 STEP = Step(
     name="clarify",
     output=ClarifyOut,
@@ -76,4 +83,5 @@ STEP = Step(
     hint=hint,
     offline=offline,
     description="Deliberative mode: one clarifying question with quick-reply options.",
+    example=EXAMPLE,
 )

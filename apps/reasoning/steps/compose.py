@@ -79,6 +79,10 @@ def offline(hint: dict[str, Any]) -> dict[str, Any]:
     return {"response": text + " Anything else I can help with?"}
 
 
+# What a reply looks like (docs/llm-protocol.md shows it; a test validates it).
+EXAMPLE: dict[str, Any] = {"response": "Order 123 is cancelled."}
+
+
 STEP = Step(
     name="compose",
     output=ComposeOut,
@@ -86,4 +90,5 @@ STEP = Step(
     hint=hint,
     offline=offline,
     description="The reply after a tool ran, written from the tool's result.",
+    example=EXAMPLE,
 )

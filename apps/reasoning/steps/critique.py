@@ -106,6 +106,14 @@ def offline(hint: dict[str, Any]) -> dict[str, Any]:
     return {"decision": "PROCEED", "reasoning": "All checks pass.", "message": ""}
 
 
+# What a reply looks like (docs/llm-protocol.md shows it; a test validates it).
+EXAMPLE: dict[str, Any] = {
+    "decision": "ASK_USER",
+    "reasoning": "Not confirmed.",
+    "message": "Sure?",
+}
+
+
 STEP = Step(
     name="critique",
     output=CritiqueOut,
@@ -113,4 +121,5 @@ STEP = Step(
     hint=hint,
     offline=offline,
     description="Validates a planned action: PROCEED, ASK_USER or ESCALATE.",
+    example=EXAMPLE,
 )

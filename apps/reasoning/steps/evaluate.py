@@ -126,6 +126,15 @@ def offline(hint: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+# What a reply looks like (docs/llm-protocol.md shows it; a test validates it).
+EXAMPLE: dict[str, Any] = {
+    "valid": False,
+    "improved_response": "Returns are accepted within 30 days.",
+    "improved_confidence": 90,
+    "evaluation": "The policy says 30 days, not 60.",
+}
+
+
 STEP = Step(
     name="evaluate",
     output=EvaluateOut,
@@ -133,4 +142,5 @@ STEP = Step(
     hint=hint,
     offline=offline,
     description="Second opinion: checks a knowledge answer against the source text it used.",
+    example=EXAMPLE,
 )

@@ -93,6 +93,13 @@ def offline(hint: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+# What a reply looks like (docs/llm-protocol.md shows it; a test validates it).
+EXAMPLE: dict[str, Any] = {
+    "feedback": "Mean 0.65 and rising. helpful_complete is weakest: say what the customer "
+    "can do instead (store credit, warranty)."
+}
+
+
 STEP = Step(
     name="feedback",
     output=FeedbackOut,
@@ -100,4 +107,5 @@ STEP = Step(
     hint=hint,
     offline=offline,
     description="Deliberative mode: guidance for the next step from the whole score history.",
+    example=EXAMPLE,
 )

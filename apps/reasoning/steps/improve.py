@@ -55,6 +55,12 @@ def offline(hint: dict[str, Any]) -> dict[str, Any]:
     return {"response": text}
 
 
+# What a reply looks like (docs/llm-protocol.md shows it; a test validates it).
+EXAMPLE: dict[str, Any] = {
+    "response": "Our returns window is 30 days, so this order can't be refunded."
+}
+
+
 STEP = Step(
     name="improve",
     output=ImproveOut,
@@ -62,4 +68,5 @@ STEP = Step(
     hint=hint,
     offline=offline,
     description="Deliberative refinement: the latest version rewritten to fix the critique.",
+    example=EXAMPLE,
 )

@@ -192,6 +192,25 @@ def offline(hint: dict[str, Any]) -> dict[str, Any]:
     return {"topics": topics}
 
 
+# What a reply looks like (docs/llm-protocol.md shows it; a test validates it).
+EXAMPLE: dict[str, Any] = {
+    "topics": [
+        {
+            "title": "Late refunds",
+            "count": 3,
+            "conversation_ids": ["3f2a91c0", "a81d04be", "c07e55d2"],
+            "proposal": {
+                "kind": "faq",
+                "question": "When will I get my refund?",
+                "answer": "Refunds reach your account within [number] working days.",
+                "note_type": "",
+                "content": "",
+            },
+        }
+    ]
+}
+
+
 STEP = Step(
     name="insights",
     output=InsightsOut,
@@ -199,4 +218,5 @@ STEP = Step(
     hint=hint,
     offline=offline,
     description="Batch job: groups what went wrong by topic and proposes FAQ entries or notes.",
+    example=EXAMPLE,
 )

@@ -122,6 +122,24 @@ def offline(hint: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+# What a reply looks like (docs/llm-protocol.md shows it; a test validates it).
+EXAMPLE: dict[str, Any] = {
+    "content": "The customer wants to return a jacket bought 40 days ago; policy says 30.",
+    "status": "continue",
+    "scores": {
+        "grounded": 0.8,
+        "policy_compliant": 0.6,
+        "helpful_complete": 0.5,
+        "caring_tone": 0.7,
+    },
+    "rationale": "Grounded in the returns policy; no next step offered yet.",
+    "hypotheses": [
+        {"intent": "return the jacket for a refund", "confidence": 0.7},
+        {"intent": "exchange it for another size", "confidence": 0.3},
+    ],
+}
+
+
 STEP = Step(
     name="reason_step",
     output=ReasonStepOut,
@@ -129,4 +147,5 @@ STEP = Step(
     hint=hint,
     offline=offline,
     description="Deliberative mode: one scored reasoning step of the server-controlled loop.",
+    example=EXAMPLE,
 )

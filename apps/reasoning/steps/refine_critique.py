@@ -121,6 +121,20 @@ def offline(hint: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+# What a reply looks like (docs/llm-protocol.md shows it; a test validates it).
+EXAMPLE: dict[str, Any] = {
+    "score": 72,
+    "issues": [
+        {
+            "quote": "I can pass your case to our team for an exception.",
+            "problem": "Implies an exception the policy does not offer.",
+            "kind": "false_promise",
+        }
+    ],
+    "critique": "Accurate on the window; the last sentence over-promises.",
+}
+
+
 STEP = Step(
     name="refine_critique",
     output=RefineCritiqueOut,
@@ -128,4 +142,5 @@ STEP = Step(
     hint=hint,
     offline=offline,
     description="Deliberative refinement: score 0-100 and quoted issues of the latest version.",
+    example=EXAMPLE,
 )

@@ -68,6 +68,10 @@ def offline(hint: dict[str, Any]) -> dict[str, Any]:
     return _demo.answer(hint, adaptive=False)
 
 
+# What a reply looks like (docs/llm-protocol.md shows it; a test validates it).
+EXAMPLE: dict[str, Any] = {"response": "Hi!", "tool_call": None, "tool_params": {}}
+
+
 STEP = Step(
     name="respond",
     output=RespondOut,
@@ -75,4 +79,5 @@ STEP = Step(
     hint=hint,
     offline=offline,
     description="Standard mode: the reply and a proposed tool call, from the full context.",
+    example=EXAMPLE,
 )

@@ -54,6 +54,20 @@ def offline(hint: dict[str, Any]) -> dict[str, Any]:
     return d.demo_answer(hint)
 
 
+# What a reply looks like (docs/llm-protocol.md shows it; a test validates it).
+EXAMPLE: dict[str, Any] = {
+    "response": "Our returns window is 30 days, so this order can't be refunded; I can pass "
+    "your case to our team for an exception.",
+    "confidence": 8,
+    "tool_call": None,
+    "tool_params": {},
+    "missing_params": [],
+    "is_destructive": False,
+    "needs_confirmation": False,
+    "needs_more_context": [],
+}
+
+
 STEP = Step(
     name="synthesize",
     output=AssessOut,
@@ -61,4 +75,5 @@ STEP = Step(
     hint=hint,
     offline=offline,
     description="Deliberative mode: the customer-facing answer written from the steps.",
+    example=EXAMPLE,
 )

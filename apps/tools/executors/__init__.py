@@ -1,10 +1,16 @@
 """How a tool runs: one `Executor` per type, collected in a registry.
 
 Every executor type lives in one module of this package and registers itself with `@register`;
-the package imports its modules on first use, so adding a type = adding a module (and the
-migration Django asks for, since the choices of `ClientTool.executor_type` change). Everything
+the package imports its modules on first use, so adding a type = adding a module (the choices
+of `ClientTool.executor_type` are a callable over the registry: no migration). Everything
 that used to branch on the type — `ClientTool.is_configured`, `tool_execute`, the admin form, the
 tenant importer, the API's enum — asks the registry instead.
+
+An executor declares its settings once, as a JSON Schema (`settings_schema`): the object of the
+tenant file's `tools[].executor` (without its `type`), each property naming the `ClientTool`
+column it is stored in (`x-column`). The schema validates the tenant import's entries and the
+admin form (whose executor fields are generated from it); the columns to clear when a tool
+changes type are the executor's text columns. Storage stays in those columns.
 
 An executor never raises for a tool failure and never touches `ToolExecution`: `run` returns an
 `ExecutorOutcome` that `services.tool_execute` records.
@@ -12,7 +18,6 @@ An executor never raises for a tool failure and never touches `ToolExecution`: `
 
 from __future__ import annotations
 
-import builtins
 import importlib
 import pkgutil
 from abc import ABC, abstractmethod
@@ -20,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from jsonschema import Draft202012Validator
 
 if TYPE_CHECKING:
     from apps.clients.models import Client
@@ -46,37 +51,108 @@ class ExecutorOutcome:
     timed_out: bool = False
 
 
-class ImportSpec(BaseModel):
-    """The base of an executor's object in the tenant file (`tools[].executor`)."""
-
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
-
-
 class Executor(ABC):
     """One way to run a tool. Subclasses set the class attributes and register themselves."""
 
     type: ClassVar[str]  # the value of ClientTool.executor_type (≤ 10 characters)
     label: ClassVar[str]  # shown in the admin
-    # The ClientTool columns this executor reads, with their value when another type is chosen.
-    settings_blank: ClassVar[Mapping[str, Any]]
-    # Its object in the tenant file: a pydantic model with `type: Literal[<type>]`.
-    import_spec: ClassVar[builtins.type[ImportSpec]]
+
+    @abstractmethod
+    def settings_schema(self) -> dict[str, Any]:
+        """The JSON Schema (draft 2020-12) of this executor's settings: an object whose every
+        property carries `x-column` (the ClientTool column that stores it) and may carry
+        `title`, `description`, `default`, `writeOnly` (a secret: never shown back) and
+        `x-missing` (what a missing required value is called in an error message)."""
+
+    def check(self, settings: Mapping[str, Any]) -> dict[str, str]:
+        """Problems the schema cannot express (property -> message), for settings that passed
+        the schema; none by default."""
+        return {}
 
     @abstractmethod
     def configured(self, tool: ClientTool) -> bool:
         """Whether the tool has everything this executor needs to run it."""
 
     @abstractmethod
-    def validate(self, values: Mapping[str, Any]) -> dict[str, str]:
-        """Problems with these settings (ClientTool field -> message); empty when valid."""
-
-    @abstractmethod
-    def import_values(self, spec: Any) -> dict[str, Any]:
-        """The ClientTool columns for a validated `import_spec` object."""
-
-    @abstractmethod
     def run(self, *, client: Client, tool: ClientTool, execution: ToolExecution) -> ExecutorOutcome:
         """Run the call recorded in `execution` (its params and idempotency key)."""
+
+    # -- what the registry derives from the schema ---------------------------------------------
+
+    def properties(self) -> dict[str, dict[str, Any]]:
+        return dict(self.settings_schema().get("properties", {}))
+
+    def columns(self) -> dict[str, str]:
+        """Property -> ClientTool column."""
+        return {name: spec["x-column"] for name, spec in self.properties().items()}
+
+    def settings_blank(self) -> dict[str, Any]:
+        """The columns cleared when a tool changes to another type: this executor's text
+        settings (a URL, a secret, a handler); shared numbers such as the timeout stay."""
+        return {
+            spec["x-column"]: ""
+            for spec in self.properties().values()
+            if spec.get("type") == "string"
+        }
+
+    def settings_errors(self, settings: Mapping[str, Any]) -> dict[str, str]:
+        """Problems with these settings (property -> message, '' for the whole object);
+        empty when valid."""
+        schema = {**self.settings_schema(), "additionalProperties": False}
+        errors: dict[str, str] = {}
+        for error in Draft202012Validator(schema).iter_errors(dict(settings)):
+            if error.validator == "required":
+                for missing in (n for n in schema["required"] if n not in settings):
+                    errors.setdefault(missing, self._missing_message(missing))
+            elif error.validator == "additionalProperties":
+                errors.setdefault("", error.message)
+            else:
+                name = str(error.absolute_path[0]) if error.absolute_path else ""
+                spec = schema.get("properties", {}).get(name, {})
+                message = error.message
+                if error.validator == "enum":
+                    message = f"must be one of: {', '.join(map(str, spec['enum']))}"
+                elif error.validator == "minLength":
+                    message = f"must be at least {error.validator_value} characters"
+                elif error.validator == "maxLength":
+                    message = f"must be at most {error.validator_value} characters"
+                elif spec.get("writeOnly"):  # never echo a secret back
+                    message = f"invalid ({error.validator})"
+                errors.setdefault(name, message)
+        if not errors:
+            errors = self.check(settings)
+        return errors
+
+    def _missing_message(self, name: str) -> str:
+        spec = self.properties()[name]
+        if "enum" in spec:
+            return f"A {self.type} tool needs one of: {', '.join(map(str, spec['enum']))}."
+        what = spec.get("x-missing") or f"a {str(spec.get('title', name)).lower()}"
+        return f"A {self.type} tool needs {what}."
+
+    def settings_from_columns(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """The settings object for ClientTool column values (empty values left out)."""
+        return {
+            name: values[column]
+            for name, column in self.columns().items()
+            if values.get(column) not in (None, "")
+        }
+
+    def column_values(self, settings: Mapping[str, Any]) -> dict[str, Any]:
+        """The ClientTool columns for valid settings, the schema's defaults filled in."""
+        out: dict[str, Any] = {}
+        for name, spec in self.properties().items():
+            if name in settings:
+                out[spec["x-column"]] = settings[name]
+            elif "default" in spec:
+                out[spec["x-column"]] = spec["default"]
+        return out
+
+    def validate(self, values: Mapping[str, Any]) -> dict[str, str]:
+        """Problems with these ClientTool column values (column -> message)."""
+        columns = self.columns()
+        errors = self.settings_errors(self.settings_from_columns(values))
+        return {columns.get(name, "executor_type"): message for name, message in errors.items()}
 
 
 _REGISTRY: dict[str, Executor] = {}
@@ -88,11 +164,31 @@ def register[E: type[Executor]](cls: E) -> E:
         raise ValueError(f"executor type {cls.type!r} is registered twice")
     if len(cls.type) > 10:
         raise ValueError(f"executor type {cls.type!r} is longer than 10 characters")
-    for attribute in ("label", "settings_blank", "import_spec"):
-        if not hasattr(cls, attribute):
-            raise TypeError(f"executor {cls.__name__} does not set {attribute}")
-    _REGISTRY[cls.type] = cls()
+    if not getattr(cls, "label", ""):
+        raise TypeError(f"executor {cls.__name__} does not set label")
+    executor = cls()
+    schema_problem(executor)
+    _REGISTRY[cls.type] = executor
     return cls
+
+
+def schema_problem(executor: Executor) -> None:
+    """Raise TypeError unless the executor's settings schema is a valid JSON Schema object
+    whose every property names an existing ClientTool column."""
+    from jsonschema.exceptions import SchemaError
+
+    schema = executor.settings_schema()
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        raise TypeError(
+            f"executor {executor.type!r}: invalid settings schema: {exc.message}"
+        ) from None
+    if schema.get("type") != "object" or not isinstance(schema.get("properties"), dict):
+        raise TypeError(f"executor {executor.type!r}: the settings schema must be an object")
+    for name, spec in schema["properties"].items():
+        if not isinstance(spec.get("x-column"), str):
+            raise TypeError(f"executor {executor.type!r}: property {name!r} has no x-column")
 
 
 def _load() -> None:
@@ -121,18 +217,18 @@ def executor_choices() -> list[tuple[str, str]]:
 
 
 def settings_fields() -> list[str]:
-    """Every ClientTool column some executor reads, in registry order."""
+    """Every ClientTool column some executor's settings are stored in, in registry order."""
     fields: list[str] = []
     for executor in executors().values():
-        fields.extend(f for f in executor.settings_blank if f not in fields)
+        fields.extend(f for f in executor.columns().values() if f not in fields)
     return fields
 
 
 def settings_for(executor_type: str, values: Mapping[str, Any]) -> dict[str, Any]:
     """The settings columns for a tool of `executor_type`: `values` for its own, blanks for
-    every other executor's."""
+    every other executor's text columns."""
     blanks: dict[str, Any] = {}
     for other in executors().values():
         if other.type != executor_type:
-            blanks |= dict(other.settings_blank)
+            blanks |= other.settings_blank()
     return blanks | dict(values)

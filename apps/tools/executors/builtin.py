@@ -6,13 +6,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
-from pydantic import Field, field_validator
 
 from apps.tools.builtins import BUILTIN_HANDLERS, ToolError
-from apps.tools.executors import Executor, ExecutorOutcome, ImportSpec, register
+from apps.tools.executors import Executor, ExecutorOutcome, register
 
 if TYPE_CHECKING:
     from apps.clients.models import Client
@@ -33,39 +32,38 @@ def _clip(text: str) -> str:
     return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"
 
 
-class BuiltinExecutorIn(ImportSpec):
-    type: Literal["builtin"]
-    handler: str = Field(min_length=1, max_length=100)
-    timeout: float = Field(default=10, gt=0, le=60)
-
-    @field_validator("handler")
-    @classmethod
-    def _known(cls, value: str) -> str:
-        if value not in BUILTIN_HANDLERS:
-            raise ValueError(
-                f"unknown builtin handler (known: {', '.join(sorted(BUILTIN_HANDLERS))})"
-            )
-        return value
-
-
 @register
 class BuiltinExecutor(Executor):
     type = "builtin"
     label = "Built-in (runs inside GuideDesk)"
-    settings_blank: ClassVar[Mapping[str, Any]] = {"builtin_handler": ""}
-    import_spec = BuiltinExecutorIn
+
+    def settings_schema(self) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {
+                "handler": {
+                    "type": "string",
+                    "enum": sorted(BUILTIN_HANDLERS),
+                    "title": "Builtin handler",
+                    "description": "Only for built-in tools: the GuideDesk function that runs "
+                    "the tool.",
+                    "x-column": "builtin_handler",
+                },
+                "timeout": {
+                    "type": "number",
+                    "exclusiveMinimum": 0,
+                    "maximum": 60,
+                    "default": 10,
+                    "title": "Timeout (seconds)",
+                    "description": "How long to wait for your server (at most 60 seconds).",
+                    "x-column": "timeout_seconds",
+                },
+            },
+            "required": ["handler"],
+        }
 
     def configured(self, tool: ClientTool) -> bool:
         return tool.builtin_handler in BUILTIN_HANDLERS
-
-    def validate(self, values: Mapping[str, Any]) -> dict[str, str]:
-        if values.get("builtin_handler") not in BUILTIN_HANDLERS:
-            known = ", ".join(sorted(BUILTIN_HANDLERS))
-            return {"builtin_handler": f"A built-in tool needs one of the known handlers: {known}."}
-        return {}
-
-    def import_values(self, spec: Any) -> dict[str, Any]:
-        return {"builtin_handler": spec.handler}
 
     def run(self, *, client: Client, tool: ClientTool, execution: ToolExecution) -> ExecutorOutcome:
         return run_builtin(

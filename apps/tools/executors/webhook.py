@@ -26,18 +26,17 @@ import socket
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import httpx2
 from django.conf import settings
-from pydantic import Field
 from standardwebhooks.webhooks import Webhook
 
 from apps.core import deadlines
 from apps.core.db import release_connection
 from apps.core.http import CONNECT_TO, wall_clock_client
-from apps.tools.executors import Executor, ExecutorOutcome, ImportSpec, register
+from apps.tools.executors import Executor, ExecutorOutcome, register
 
 if TYPE_CHECKING:
     from apps.clients.models import Client
@@ -415,50 +414,80 @@ def run_webhook(
     )
 
 
-class WebhookExecutorIn(ImportSpec):
-    type: Literal["webhook"]
-    url: str = Field(pattern=r"^https?://", max_length=500)
-    secret: str = Field(min_length=8, max_length=200)
-    rotation_secret: str = Field(default="", max_length=200)
-    timeout: float = Field(default=10, gt=0, le=60)
-    retries: int = Field(default=2, ge=0, le=5)
-
-
 @register
 class WebhookExecutor(Executor):
     type = "webhook"
     label = "Webhook (the client's HTTPS endpoint)"
-    settings_blank: ClassVar[Mapping[str, Any]] = {
-        "webhook_url": "",
-        "signing_secret": "",
-        "rotation_secret": "",
-    }
-    import_spec = WebhookExecutorIn
+
+    def settings_schema(self) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {
+                "url": {
+                    "type": "string",
+                    "pattern": "^https?://",
+                    "maxLength": 500,
+                    "title": "Webhook URL",
+                    "description": "GuideDesk POSTs the call as JSON to this https address "
+                    "(docs/webhooks.md).",
+                    "x-column": "webhook_url",
+                    "x-missing": "the URL to call",
+                },
+                "secret": {
+                    "type": "string",
+                    "minLength": 8,
+                    "maxLength": 200,
+                    "writeOnly": True,
+                    "title": "Replace signing secret",
+                    "description": "Leave empty to keep the current secret. A whsec_… secret "
+                    "(Standard Webhooks) or any secret of at least 8 characters. Never shown "
+                    "again once saved.",
+                    "x-column": "signing_secret",
+                    "x-missing": "a signing secret",
+                },
+                "rotation_secret": {
+                    "type": "string",
+                    "maxLength": 200,
+                    "writeOnly": True,
+                    "default": "",
+                    "title": "Add rotation secret",
+                    "description": "A second active secret: while both are set, every request "
+                    "carries a signature with each, so your server can switch to the new one "
+                    "at its own pace.",
+                    "x-column": "rotation_secret",
+                },
+                "timeout": {
+                    "type": "number",
+                    "exclusiveMinimum": 0,
+                    "maximum": 60,
+                    "default": 10,
+                    "title": "Timeout (seconds)",
+                    "description": "How long to wait for your server (at most 60 seconds).",
+                    "x-column": "timeout_seconds",
+                },
+                "retries": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": 5,
+                    "default": 2,
+                    "title": "Retries",
+                    "description": "Retries after a timeout or a 5xx answer, with the same "
+                    "idempotency key (at most 5).",
+                    "x-column": "max_retries",
+                },
+            },
+            "required": ["url", "secret"],
+        }
+
+    def check(self, settings: Mapping[str, Any]) -> dict[str, str]:
+        errors: dict[str, str] = {}
+        for name in ("secret", "rotation_secret"):
+            if settings.get(name) and (problem := secret_problem(settings[name])):
+                errors[name] = problem
+        return errors
 
     def configured(self, tool: ClientTool) -> bool:
         return bool(tool.webhook_url and tool.signing_secret)
-
-    def validate(self, values: Mapping[str, Any]) -> dict[str, str]:
-        errors: dict[str, str] = {}
-        if not values.get("webhook_url"):
-            errors["webhook_url"] = "A webhook tool needs the URL to call."
-        secret = values.get("signing_secret") or ""
-        if not secret:
-            errors["signing_secret"] = "A webhook tool needs a signing secret."  # noqa: S105
-        elif problem := secret_problem(secret):
-            errors["signing_secret"] = problem
-        rotation = values.get("rotation_secret") or ""
-        if rotation and (problem := secret_problem(rotation)):
-            errors["rotation_secret"] = problem
-        return errors
-
-    def import_values(self, spec: Any) -> dict[str, Any]:
-        return {
-            "webhook_url": spec.url,
-            "signing_secret": spec.secret,
-            "rotation_secret": spec.rotation_secret,
-            "max_retries": spec.retries,
-        }
 
     def run(self, *, client: Client, tool: ClientTool, execution: ToolExecution) -> ExecutorOutcome:
         conversation_id = None

@@ -1,0 +1,178 @@
+"""The registry of reasoning modes: what a plan may choose (`Plan.ai_mode`) and bill per mode
+(`Plan.multipliers`).
+
+A mode is declared once, in its own module under `apps/reasoning/modes/`, as `MODE = Mode(...)`;
+`apps.reasoning.modes` imports those modules when Django starts (`ReasoningConfig.ready`) and
+registers each one here. The registry lives in `apps.clients` because plans — a lower layer than
+the pipeline — choose and bill modes: the choices of `Plan.ai_mode`, the multipliers' validation
+and defaults, the tenant import, the admin, the playground's mode list and the docs table all
+read it. Only the pipeline calls `Mode.run`."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+__all__ = [
+    "Mode",
+    "ModeDefinitionError",
+    "UnknownMode",
+    "default_multipliers",
+    "get",
+    "mode_choices",
+    "modes",
+    "multiplier_errors",
+    "names",
+    "register",
+    "unregister",
+]
+
+_NAME = re.compile(r"^[a-z][a-z0-9_]{0,19}$")  # fits Plan.ai_mode / UsageRecord.mode
+MULTIPLIER_PLACES = Decimal("0.001")
+MULTIPLIER_MAX = Decimal("999.999")  # what the former DecimalField(6, 3) columns held
+
+
+class ModeDefinitionError(TypeError):
+    """A mode is missing a part or declares one wrongly (raised when its module is imported)."""
+
+
+class UnknownMode(LookupError):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"no reasoning mode named {name!r} is registered (apps/reasoning/modes/)")
+        self.name = name
+
+
+@dataclass(frozen=True)
+class Mode:
+    """One reasoning mode.
+
+    * `name` is stored on plans, traces and usage records; `label` is what people choose from;
+    * `summary` says what it runs and `steps` the LLM steps it may call (the docs table);
+    * `default_multiplier` is what a plan bills it at unless the plan says otherwise;
+    * `cost_rank` orders modes from the cheapest (a plan's playground may run its own mode and
+      the cheaper ones);
+    * `message_kinds` are the internal message kinds only this mode writes (the debug legend);
+    * `run(turn) -> Outcome` is the mode itself (`apps.reasoning.turn`).
+    """
+
+    name: str
+    label: str
+    summary: str
+    steps: tuple[str, ...]
+    default_multiplier: Decimal
+    cost_rank: int
+    message_kinds: tuple[str, ...]
+    run: Callable[[Any], Any]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _NAME.match(self.name):
+            raise ModeDefinitionError(
+                f"mode name {self.name!r} must be lower_snake_case, at most 20 characters"
+            )
+        for part in ("label", "summary"):
+            if not (isinstance(getattr(self, part), str) and getattr(self, part).strip()):
+                raise ModeDefinitionError(f"mode {self.name!r}: a {part} is required")
+        if not (isinstance(self.steps, tuple) and self.steps):
+            raise ModeDefinitionError(f"mode {self.name!r}: steps must name the steps it runs")
+        if not isinstance(self.default_multiplier, Decimal) or multiplier_problem(
+            self.default_multiplier
+        ):
+            raise ModeDefinitionError(
+                f"mode {self.name!r}: default_multiplier must be a Decimal from 0 to "
+                f"{MULTIPLIER_MAX} with at most 3 decimal places"
+            )
+        if not isinstance(self.cost_rank, int):
+            raise ModeDefinitionError(f"mode {self.name!r}: cost_rank must be an integer")
+        if not isinstance(self.message_kinds, tuple):
+            raise ModeDefinitionError(f"mode {self.name!r}: message_kinds must be a tuple")
+        if not callable(self.run):
+            raise ModeDefinitionError(f"mode {self.name!r}: run must be callable")
+
+
+_registry: dict[str, Mode] = {}
+_lock = threading.Lock()
+
+
+def register(mode: Mode) -> Mode:
+    if not isinstance(mode, Mode):
+        raise ModeDefinitionError(f"{mode!r} is not a Mode")
+    with _lock:
+        known = _registry.get(mode.name)
+        if known is not None and known is not mode:
+            raise ModeDefinitionError(f"two modes are named {mode.name!r}")
+        _registry[mode.name] = mode
+    return mode
+
+
+def unregister(name: str) -> None:
+    """Remove a mode (for tests that register one of their own)."""
+    with _lock:
+        _registry.pop(name, None)
+
+
+def modes() -> list[Mode]:
+    """Every registered mode, from the cheapest to the dearest."""
+    return sorted(_registry.values(), key=lambda m: (m.cost_rank, m.name))
+
+
+def names() -> list[str]:
+    return [m.name for m in modes()]
+
+
+def get(name: str) -> Mode:
+    try:
+        return _registry[name]
+    except KeyError:
+        raise UnknownMode(name) from None
+
+
+def mode_choices() -> list[tuple[str, str]]:
+    """The choices of `Plan.ai_mode` (a callable, so a new mode module is picked up)."""
+    return [(m.name, m.label) for m in modes()]
+
+
+def default_multipliers() -> dict[str, Decimal]:
+    return {m.name: m.default_multiplier for m in modes()}
+
+
+def multiplier_problem(value: Any) -> str:
+    """What is wrong with one multiplier ('' when it is fine)."""
+    try:
+        number = Decimal(str(value)) if not isinstance(value, bool) else None
+    except InvalidOperation:
+        number = None
+    if number is None or not number.is_finite():
+        return "must be a decimal number, e.g. 1.5"
+    if number < 0:
+        return "must be 0 or more"
+    if number > MULTIPLIER_MAX:
+        return f"must be at most {MULTIPLIER_MAX}"
+    if number != number.quantize(MULTIPLIER_PLACES):
+        return "must have at most 3 decimal places"
+    return ""
+
+
+def multiplier_errors(value: Any) -> dict[str, str]:
+    """Problems with a plan's multipliers (mode name → decimal string), by mode; '' is the key
+    of a problem with the whole value. Unknown modes are refused; missing ones are allowed
+    (they bill at the mode's default)."""
+    if not isinstance(value, dict):
+        return {"": "must be an object: mode name → decimal string"}
+    errors: dict[str, str] = {}
+    for name, multiplier in value.items():
+        if name not in _registry:
+            errors[str(name)] = f"unknown mode (known: {', '.join(names())})"
+        elif not isinstance(multiplier, str):
+            errors[name] = 'must be a decimal string, e.g. "1.5"'
+        elif problem := multiplier_problem(multiplier):
+            errors[name] = problem
+    return errors
+
+
+def multiplier_text(value: Decimal | str | int) -> str:
+    """How a multiplier is stored: a decimal string with 3 places ("1.500")."""
+    return format(Decimal(str(value)).quantize(MULTIPLIER_PLACES), "f")
