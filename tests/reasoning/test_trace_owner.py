@@ -8,11 +8,13 @@ from typing import Any
 import pytest
 from django.db import IntegrityError, transaction
 
+from apps.billing.models import UsageRecord
 from apps.conversations.models import Role
 from apps.conversations.services import conversation_create, message_append
 from apps.playground.models import PlaygroundRun
 from apps.playground.services import playground_run_create
 from apps.reasoning.models import ReasoningTrace, TraceKind
+from tests.reasoning.conftest import assess
 
 pytestmark = pytest.mark.django_db
 
@@ -79,3 +81,15 @@ def test_a_new_run_comes_with_its_trace(client_a):
         None,
     )
     assert trace.steps.count() == 0 and trace.llm_calls == 0
+
+
+def test_a_turns_trace_holds_what_its_calls_cost(chat, llm):
+    """The figures live on the trace for every owner: a turn's trace adds up its calls' cost
+    and billed amount as they are recorded, like a playground run's."""
+    llm.script("assess", assess(response="We open at 9.", confidence=9))
+    chat.say("When do you open?")
+    trace = ReasoningTrace.objects.for_client(chat.client).get(kind=TraceKind.TURN)
+    usage = UsageRecord.objects.for_client(chat.client).filter(trace=trace)
+    assert usage.count() == trace.llm_calls >= 1
+    assert trace.cost_usd == sum(u.cost_usd for u in usage) > 0
+    assert trace.billed_usd == sum(u.billed_usd for u in usage)
