@@ -30,6 +30,7 @@ from apps.escalations.models import Escalation, EscalationStatus
 from apps.notes.debug import InjectedNote, injected_notes
 from apps.reasoning.models import ReasoningStep, ReasoningTrace
 from apps.reasoning.modes import mode_that_runs
+from apps.reasoning.rendering import step_html
 
 
 def conversation_link(conversation: Conversation | None) -> SafeString | str:
@@ -186,6 +187,7 @@ class MessageRow:
 class StepRow:
     step: ReasoningStep
     output_json: str
+    rendered: SafeString | str = ""  # the step as its view says (apps/reasoning/rendering.py)
 
 
 @dataclass(frozen=True)
@@ -270,9 +272,13 @@ def debug_context(conversation: Conversation) -> dict[str, Any]:
     number_by_trace: dict[int, int] = {}
     trace_by_user_message: dict[int, int] = {}
     for number, trace in enumerate(traces, start=1):
-        steps = [StepRow(step=s, output_json=pretty_json(s.output)) for s in trace.steps.all()]
+        steps = [
+            StepRow(step=s, output_json=pretty_json(s.output), rendered=step_html(s))
+            for s in trace.steps.all()
+        ]
         number_by_trace[trace.pk] = number
-        trace_by_user_message[trace.user_message_id] = trace.pk
+        if trace.user_message_id is not None:  # a conversation's traces are its turns
+            trace_by_user_message[trace.user_message_id] = trace.pk
         turns.append(
             TurnRow(
                 number=number,

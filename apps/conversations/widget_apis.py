@@ -17,7 +17,6 @@ visible messages, serialized by `WidgetMessageSerializer`.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator, Iterator
 from contextlib import aclosing
@@ -72,6 +71,7 @@ from apps.conversations.widget_selectors import (
 from apps.core import sse
 from apps.core.parsers import JSONParser
 from apps.core.schema import error_responses
+from apps.core.sse import sse_event
 from apps.reasoning.models import TraceStatus
 from apps.reasoning.selectors import conversation_live_state
 from apps.reasoning.selectors import turn_in_progress as widget_turn_in_progress
@@ -533,12 +533,6 @@ class WidgetEventsApi(WidgetConversationAPIView):
 # --------------------------------------------------------------------------------------------
 # Server-sent events
 # --------------------------------------------------------------------------------------------
-
-
-def sse_event(event: str, data: Any, event_id: int | None = None) -> str:
-    lines = [f"id: {event_id}"] if event_id is not None else []
-    lines += [f"event: {event}", f"data: {json.dumps(data, separators=(',', ':'))}"]
-    return "\n".join(lines) + "\n\n"
 
 
 def typing_progress(activity: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -2,11 +2,13 @@
 playground's run stream): read what changed, send it, keep the connection alive, end after a
 while so the browser reconnects with `Last-Event-ID`. The streams differ only in what one read
 returns (`poll`: the SSE chunks since the last read, or None when the thing streamed is gone)
-and in their timings, so the loop is written once."""
+and in their timings, so the loop is written once; so is the encoding of one event
+(`sse_event`)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Iterator
@@ -20,6 +22,14 @@ from apps.core.db import release_connection
 logger = logging.getLogger(__name__)
 
 Poll = Callable[[], list[str] | None]
+
+
+def sse_event(event: str, data: Any, event_id: int | None = None) -> str:
+    """One server-sent event: `id` (what the browser sends back as `Last-Event-ID`), its name
+    and its data as compact JSON."""
+    lines = [f"id: {event_id}"] if event_id is not None else []
+    lines += [f"event: {event}", f"data: {json.dumps(data, separators=(',', ':'), default=str)}"]
+    return "\n".join(lines) + "\n\n"
 
 
 def _never() -> bool:

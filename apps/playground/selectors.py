@@ -9,7 +9,9 @@ from typing import Any
 from django.db.models import QuerySet
 
 from apps.clients.models import Client
-from apps.playground.models import PlaygroundRun, PlaygroundStep
+from apps.playground.models import PlaygroundRun
+from apps.reasoning.models import ReasoningStep
+from apps.reasoning.rendering import step_json
 
 RECENT_RUNS = 50
 
@@ -17,7 +19,7 @@ RECENT_RUNS = 50
 def run_list(*, client: Client, limit: int = RECENT_RUNS) -> QuerySet[PlaygroundRun]:
     return (
         PlaygroundRun.objects.for_client(client)
-        .select_related("created_by", "conversation")
+        .select_related("created_by", "conversation", "trace")
         .order_by("-created_at")[:limit]
     )
 
@@ -31,40 +33,34 @@ def run_get(*, client: Client, public_id: str | uuid.UUID) -> PlaygroundRun | No
         return None
     return (
         PlaygroundRun.objects.for_client(client)
-        .select_related("conversation", "created_by")
+        .select_related("conversation", "created_by", "trace")
         .filter(public_id=parsed)
         .first()
     )
 
 
 def run_state(*, client: Client, run_id: int) -> PlaygroundRun | None:
-    return PlaygroundRun.objects.for_client(client).filter(pk=run_id).first()
+    """The run with its trace (the figures), in one query."""
+    return (
+        PlaygroundRun.objects.for_client(client).select_related("trace").filter(pk=run_id).first()
+    )
 
 
 def steps_after(
     *, client: Client, run_id: int, after: int, limit: int = 200
-) -> list[PlaygroundStep]:
+) -> list[ReasoningStep]:
+    """The steps of the run's trace after index `after`, in order."""
     return list(
-        PlaygroundStep.objects.for_client(client)
-        .filter(run_id=run_id, index__gt=after)
+        ReasoningStep.objects.for_client(client)
+        .filter(trace__playground_run_id=run_id, index__gt=after)
         .order_by("index")[:limit]
     )
 
 
-def step_json(step: PlaygroundStep) -> dict[str, Any]:
-    return {
-        "index": step.index,
-        "name": step.name,
-        "input_summary": step.input_summary,
-        "output": step.output,
-        "error": step.error,
-        "latency_ms": step.latency_ms,
-        "prompt_tokens": step.prompt_tokens,
-        "completion_tokens": step.completion_tokens,
-    }
-
-
-def run_json(run: PlaygroundRun, *, steps: list[PlaygroundStep] | None = None) -> dict[str, Any]:
+def run_json(run: PlaygroundRun, *, steps: list[ReasoningStep] | None = None) -> dict[str, Any]:
+    """The run's state event: what the run is (question, status, result) with its trace's
+    figures (calls, tokens, cost, time)."""
+    trace = run.trace
     data: dict[str, Any] = {
         "id": str(run.public_id),
         "client": run.client.slug if run.client_id else None,
@@ -75,18 +71,18 @@ def run_json(run: PlaygroundRun, *, steps: list[PlaygroundStep] | None = None) -
         "conversation": str(run.conversation.public_id) if run.conversation else None,
         "status": run.status,
         "stop_requested": run.stop_requested,
-        "model": run.model,
+        "model": trace.model,
         "offline": run.offline,
         "progress": {"step": run.progress_step, "max_steps": run.progress_max},
         "final": run.final or None,
         "error": run.error,
-        "llm_calls": run.llm_calls,
-        "prompt_tokens": run.prompt_tokens,
-        "completion_tokens": run.completion_tokens,
-        "tokens": run.prompt_tokens + run.completion_tokens,
-        "cost_usd": str(run.cost_usd),
-        "billed_usd": str(run.billed_usd),
-        "duration_ms": run.duration_ms,
+        "llm_calls": trace.llm_calls,
+        "prompt_tokens": trace.prompt_tokens,
+        "completion_tokens": trace.completion_tokens,
+        "tokens": trace.prompt_tokens + trace.completion_tokens,
+        "cost_usd": str(trace.cost_usd),
+        "billed_usd": str(trace.billed_usd),
+        "duration_ms": trace.duration_ms,
         "created_at": run.created_at.isoformat() if run.created_at else None,
     }
     if steps is not None:

@@ -3,9 +3,10 @@
 `playground_run_create` validates and stores the run (and queues it, from the console);
 `playground_run_execute` runs it — in a Celery task, in a background thread of the web process
 when there is no broker, or in the caller's thread (`manage.py reason`). Nothing is sent to a
-customer: the run's history is read-only, its steps are stored on the run, tools are never
-called (the guards' verdict is shown instead), and every LLM call is metered and recorded with
-purpose `playground` against the client's caps and monthly budget."""
+customer: the run's history is read-only, its steps are recorded on its own `ReasoningTrace`
+(kind `playground`) by the same recorder a conversation turn uses, tools are never called (the
+guards' verdict is shown instead), and every LLM call is metered and recorded with purpose
+`playground` against the client's caps and monthly budget."""
 
 from __future__ import annotations
 
@@ -17,33 +18,40 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from apps.billing.services.budgets import UsageLimitReached
+from apps.billing.models import UsagePurpose
+from apps.billing.services.budgets import UsageLimitReached, plan_is_budgeted
 from apps.clients import modes
-from apps.clients.models import Client, Rubric
+from apps.clients.models import AIMode, Client, Rubric
+from apps.conversations.events import publish, push_enabled
 from apps.conversations.models import Conversation, Message, Role
 from apps.conversations.services import validate_customer_text
 from apps.core.deadlines import DeadlineExceeded, deadline_scope
 from apps.core.exceptions import ApplicationError
 from apps.playground.models import PlaygroundRun, RunSource, RunStatus
-from apps.playground.recorder import PlaygroundRecorder, StepListener, run_changed
 from apps.reasoning.hooks import run_post_draft_hooks
 from apps.reasoning.llm import LLMError
-from apps.reasoning.meter import TokenCapExceeded
+from apps.reasoning.meter import Meter, TokenCapExceeded
+from apps.reasoning.models import ReasoningStep, ReasoningTrace, TraceKind, TraceStatus
 from apps.reasoning.modes import mode_that_runs, runner
-from apps.reasoning.traces import TurnAborted
+from apps.reasoning.traces import StepListener, TurnAborted, TurnRecorder
 from apps.reasoning.turn import Escalate, Outcome, Turn
 from apps.tools.models import ClientTool
 
 logger = logging.getLogger(__name__)
 
 MAX_ITERATIONS = 10
+CHANNEL_PREFIX = "guidedesk:playground:"
+MAX_NOTES = 200
 # A run still `running` this long after its last change is counted as dead, not active.
 ACTIVE_RUN_WINDOW = timedelta(minutes=15)
 
 __all__ = [
+    "CHANNEL_PREFIX",
+    "PlaygroundOwner",
     "PlaygroundTurn",
     "playground_allowed_iterations",
     "playground_allowed_modes",
@@ -51,7 +59,80 @@ __all__ = [
     "playground_run_create",
     "playground_run_execute",
     "playground_run_stop",
+    "run_changed",
 ]
+
+# How a finished run's status reads on its trace.
+TRACE_STATUS = {
+    RunStatus.RUNNING: TraceStatus.PROCESSING,
+    RunStatus.DONE: TraceStatus.DONE,
+    RunStatus.STOPPED: TraceStatus.STOPPED,
+    RunStatus.FAILED: TraceStatus.FAILED,
+}
+
+
+def run_changed(run_id: int) -> None:
+    """Wake the run's event streams (Redis pub/sub) once the current transaction commits; the
+    streams poll when there is no Redis."""
+    if push_enabled():
+        transaction.on_commit(lambda: publish(run_id, prefix=CHANNEL_PREFIX))
+
+
+def run_token_cap(run: PlaygroundRun) -> int | None:
+    """The cap a customer turn in the run's mode would have: the plan's per-turn cap, or on a
+    plan with a monthly budget what such a turn reserves (a deliberative turn reserves more)."""
+    plan = run.client.plan
+    if plan.per_turn_token_cap:
+        return int(plan.per_turn_token_cap)
+    if not plan_is_budgeted(plan):
+        return None
+    deliberative = run.mode == AIMode.DELIBERATIVE
+    return int(
+        settings.BILLING_DELIBERATIVE_TURN_TOKEN_RESERVE
+        if deliberative
+        else settings.BILLING_TURN_TOKEN_RESERVE
+    )
+
+
+class PlaygroundOwner:
+    """The run as its trace's owner (`apps.reasoning.traces.TraceOwner`): staff's stop button
+    in place of a takeover, the internal notes kept on the run (nothing is posted), and each
+    step wakes the run's event streams."""
+
+    def __init__(self, run: PlaygroundRun) -> None:
+        self.run = run
+
+    def ensure_open(self, recorder: TurnRecorder) -> None:
+        """Checked before every LLM call (and where a turn would run a tool): the run stops at
+        the next step once staff pressed stop."""
+        run = self.run
+        if (
+            PlaygroundRun.objects.for_client(run.client)
+            .filter(pk=run.pk, stop_requested=True)
+            .exists()
+        ):
+            recorder.step("stopped", output={"reason": "stopped from the playground"})
+            raise TurnAborted()
+
+    def internal(self, kind: str, text: str, data: dict[str, Any]) -> dict[str, Any]:
+        note = {"kind": kind, "text": text[:4000], "data": data}
+        run = self.run
+        if len(run.notes) < MAX_NOTES:
+            run.notes.append(note)
+            PlaygroundRun.objects.for_client(run.client).filter(pk=run.pk).update(notes=run.notes)
+        return note
+
+    def step_recorded(self, step: ReasoningStep) -> None:
+        run_changed(self.run.pk)
+
+    def progress(self, step: int, max_steps: int) -> None:
+        """Deliberative mode's "step 3 of 10" → the run's progress bar."""
+        run = self.run
+        run.progress_step, run.progress_max = step, max_steps
+        PlaygroundRun.objects.for_client(run.client).filter(pk=run.pk).update(
+            progress_step=step, progress_max=max_steps
+        )
+        run_changed(run.pk)
 
 
 def playground_modes() -> list[str]:
@@ -131,11 +212,6 @@ class PlaygroundTurn(Turn):
     rubric_name: str = ""  # the rubric a deliberative run should use ("" = the plan's)
     refinement_iterations: int | None = None  # refinement iterations (None = the plan's)
 
-    def progress(self, step: int, max_steps: int) -> None:
-        """Called by a mode that knows how far it is (deliberative: step 3 of 10)."""
-        if isinstance(self.rec, PlaygroundRecorder):
-            self.rec.progress(step, max_steps)
-
 
 @transaction.atomic
 def playground_run_create(
@@ -184,6 +260,9 @@ def playground_run_create(
         conversation=conversation,
         status=RunStatus.RUNNING,
     )
+    ReasoningTrace.objects.create(
+        client=client, kind=TraceKind.PLAYGROUND, playground_run=run, mode=mode
+    )
     if enqueue:
         from apps.playground.tasks import enqueue_run
 
@@ -197,10 +276,11 @@ def playground_run_stop(*, client: Client, run: PlaygroundRun) -> bool:
     already finished."""
     now = timezone.now()
     running = PlaygroundRun.objects.for_client(client).filter(pk=run.pk, status=RunStatus.RUNNING)
-    # A run still waiting for a slot (not claimed: no model yet) stops at once, so its place
-    # among the client's running-or-waiting runs is free again; `_claim` skips it when its
-    # turn comes. A started run stops before its next LLM call.
-    changed = running.filter(model="").update(
+    # A run still waiting for a slot (not claimed: its trace has no model yet) stops at once,
+    # so its place among the client's running-or-waiting runs is free again; `_claim` skips it
+    # when its turn comes. A started run stops before its next LLM call.
+    waiting = Q(trace__isnull=True) | Q(trace__model="")
+    changed = running.filter(waiting).update(
         status=RunStatus.STOPPED, stop_requested=True, finished_at=now, updated_at=now
     ) or running.update(stop_requested=True, updated_at=now)
     if changed:
@@ -213,14 +293,15 @@ def _claim(run_id: int) -> PlaygroundRun | None:
     with transaction.atomic():
         run = (
             PlaygroundRun.objects.select_for_update(of=("self",))
-            .select_related("client", "client__plan", "conversation")
+            .select_related("client", "client__plan", "conversation", "trace")
             .filter(pk=run_id)
             .first()
         )
-        if run is None or run.status != RunStatus.RUNNING or run.model:
+        if run is None or run.status != RunStatus.RUNNING or run.trace.model:
             return None
-        run.model = str(settings.LLM_MODEL) if settings.OPENAI_API_KEY else "offline-demo"
-        run.save(update_fields=["model", "updated_at"])
+        trace = run.trace
+        trace.model = str(settings.LLM_MODEL) if settings.OPENAI_API_KEY else "offline-demo"
+        trace.save(update_fields=["model", "updated_at"])
         return run
 
 
@@ -236,7 +317,27 @@ def _history(run: PlaygroundRun, question: Message) -> list[Message]:
     return [*reversed(recent), question]
 
 
-def _turn(run: PlaygroundRun, recorder: PlaygroundRecorder) -> PlaygroundTurn:
+def _recorder(
+    run: PlaygroundRun, owner: PlaygroundOwner, listeners: list[StepListener] | None
+) -> TurnRecorder:
+    meter = Meter(
+        client=run.client,
+        mode=run.mode,
+        purpose=UsagePurpose.PLAYGROUND,
+        token_cap=run_token_cap(run),
+    )
+    return TurnRecorder(
+        trace=run.trace,
+        client=run.client,
+        # Read-only context (an unsaved stand-in without one): a run never writes to it.
+        conversation=run.conversation or Conversation(client=run.client),
+        owner=owner,
+        meter=meter,
+        listeners=listeners,
+    )
+
+
+def _turn(run: PlaygroundRun, recorder: TurnRecorder, owner: PlaygroundOwner) -> PlaygroundTurn:
     client = run.client
     # An unsaved conversation and message stand for the customer's side: they are read (the
     # question, the history) and never written — a dry run posts nothing.
@@ -260,6 +361,7 @@ def _turn(run: PlaygroundRun, recorder: PlaygroundRecorder) -> PlaygroundTurn:
         run=run,
         rubric_name=run.rubric,
         refinement_iterations=run.iterations,
+        on_progress=owner.progress,
     )
 
 
@@ -281,10 +383,11 @@ def playground_run_execute(
     if run is None:
         return None
     started = time.perf_counter()
-    recorder = PlaygroundRecorder(run=run, listeners=listeners)
+    owner = PlaygroundOwner(run)
+    recorder = _recorder(run, owner, listeners)
     status, error, outcome = RunStatus.DONE, "", Outcome()
     try:
-        turn = _turn(run, recorder)
+        turn = _turn(run, recorder, owner)
         run_mode = runner(run.mode)
         with deadline_scope(settings.REASONING_TURN_DEADLINE_SECONDS):
             outcome = run_post_draft_hooks(turn, run_mode(turn))
@@ -308,26 +411,43 @@ def playground_run_execute(
         status, error = RunStatus.FAILED, f"internal error: {exc!r}"
     if (
         status == RunStatus.DONE
-        and PlaygroundRun.objects.filter(pk=run.pk, stop_requested=True).exists()
+        and PlaygroundRun.objects.for_client(run.client)
+        .filter(pk=run.pk, stop_requested=True)
+        .exists()
     ):
         status = RunStatus.STOPPED  # the mode ended on the stop flag itself (e.g. its loop)
-    run.status = status
-    run.error = error[:2000]
-    run.final = _final(outcome)
-    run.escalated = outcome.escalate is not None
-    run.offline = recorder.offline
+    _finish(run, recorder, outcome, status=status, error=error, started=started)
+    return run
+
+
+@transaction.atomic
+def _finish(
+    run: PlaygroundRun,
+    recorder: TurnRecorder,
+    outcome: Outcome,
+    *,
+    status: str,
+    error: str,
+    started: float,
+) -> None:
+    """Store how the run ended: the result on the run, the figures on its trace."""
+    now = timezone.now()
+    trace = recorder.trace
+    trace.status = TRACE_STATUS[RunStatus(status)]
+    trace.error = error[:2000]
+    trace.escalated = outcome.escalate is not None
     if recorder.model:
-        run.model = recorder.model
-    run.finished_at = timezone.now()
-    run.duration_ms = int((time.perf_counter() - started) * 1000)
-    run.llm_wait_ms = recorder.llm_wait_ms
-    run.save(
+        trace.model = recorder.model
+    trace.finished_at = now
+    trace.duration_ms = int((time.perf_counter() - started) * 1000)
+    trace.llm_wait_ms = recorder.llm_wait_ms
+    # The counters the recorder adds to in the database (calls, tokens, cost) are not
+    # written back from memory; what the modes set on the trace object is.
+    trace.save(
         update_fields=[
             "status",
             "error",
-            "final",
             "escalated",
-            "offline",
             "model",
             "finished_at",
             "duration_ms",
@@ -339,5 +459,10 @@ def playground_run_execute(
             "updated_at",
         ]
     )
+    run.status = status
+    run.error = error[:2000]
+    run.final = _final(outcome)
+    run.offline = recorder.offline
+    run.finished_at = now
+    run.save(update_fields=["status", "error", "final", "offline", "finished_at", "updated_at"])
     run_changed(run.pk)
-    return run

@@ -8,7 +8,6 @@ when REDIS_URL is set, and poll the run's stored steps otherwise (the demo needs
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -22,8 +21,10 @@ from apps.clients.models import Client
 from apps.conversations import events
 from apps.core import sse as sse_stream
 from apps.core.db import release_connection
-from apps.playground.recorder import CHANNEL_PREFIX
-from apps.playground.selectors import run_json, run_state, step_json, steps_after
+from apps.core.sse import sse_event as sse
+from apps.playground.selectors import run_json, run_state, steps_after
+from apps.playground.services import CHANNEL_PREFIX
+from apps.reasoning.rendering import step_json
 
 logger = logging.getLogger(__name__)
 
@@ -32,12 +33,6 @@ POLL_SECONDS = 0.5
 HEARTBEAT_SECONDS = 15.0
 STREAM_SECONDS = 120.0  # then the browser reconnects (Last-Event-ID = the last step's index)
 REPLAY_STEP_SECONDS = 0.4
-
-
-def sse(event: str, data: Any, event_id: int | None = None) -> str:
-    lines = [f"id: {event_id}"] if event_id is not None else []
-    lines += [f"event: {event}", f"data: {json.dumps(data, separators=(',', ':'), default=str)}"]
-    return "\n".join(lines) + "\n\n"
 
 
 @dataclass

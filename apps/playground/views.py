@@ -38,6 +38,7 @@ from apps.playground.services import (
 )
 from apps.reasoning.deliberation.config import deliberation_config
 from apps.reasoning.modes import mode_that_runs
+from apps.reasoning.rendering import step_views_json
 
 DEFAULT_TARGET = 0.75  # the seed's target line, when the run's rubric does not say otherwise
 
@@ -178,6 +179,8 @@ def run_page(request: HttpRequest, access: ConsoleAccess, public_id: str) -> Htt
         {
             "access": access,
             "run": run,
+            "trace": run.trace,
+            "step_views": step_views_json(),
             "replay": replay,
             "events_url": events_url,
             "stop_url": base + "stop" + access.query,

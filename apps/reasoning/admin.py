@@ -9,11 +9,14 @@ from typing import Any
 from django.contrib import admin
 from django.db.models import F
 from django.http import HttpRequest
+from django.utils.html import format_html
 from django.utils.safestring import SafeString
+from django.utils.text import Truncator
 
 from apps.conversations.admin import conversation_link
 from apps.core.admin import ReadOnlyAuditAdmin, pretty_json_block
-from apps.reasoning.models import ReasoningStep, ReasoningTrace
+from apps.reasoning.models import ReasoningStep, ReasoningTrace, TraceKind
+from apps.reasoning.rendering import step_html
 
 REASONING_STEP_FIELDS: tuple[str, ...] = (
     "index",
@@ -23,6 +26,7 @@ REASONING_STEP_FIELDS: tuple[str, ...] = (
     "completion_tokens",
     "error",
     "input_summary",
+    "output_view",
     "output_pretty",
 )
 
@@ -45,13 +49,20 @@ class ReasoningStepInline(admin.TabularInline):
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
+    @admin.display(description="Step")
+    def output_view(self, obj: ReasoningStep) -> SafeString:
+        """The step as its view says (apps/reasoning/rendering.py), like the playground page
+        and `manage.py reason` show it."""
+        return step_html(obj)
+
     @admin.display(description="Output")
     def output_pretty(self, obj: ReasoningStep) -> SafeString | str:
         return pretty_json_block(obj.output)
 
 
 REASONING_TRACE_FIELDS: tuple[str, ...] = (
-    "conversation_short",
+    "kind",
+    "owner",
     "client",
     "user_message",
     "mode",
@@ -66,6 +77,8 @@ REASONING_TRACE_FIELDS: tuple[str, ...] = (
     "prompt_tokens",
     "completion_tokens",
     "total_tokens",
+    "cost_usd",
+    "billed_usd",
     "duration_ms",
     "llm_wait_ms",
     "error",
@@ -79,7 +92,8 @@ class ReasoningTraceAdmin(ReadOnlyAuditAdmin):
     inlines = [ReasoningStepInline]
     list_display = [
         "created_at",
-        "conversation_short",
+        "kind",
+        "owner",
         "client",
         "mode",
         "status",
@@ -90,6 +104,7 @@ class ReasoningTraceAdmin(ReadOnlyAuditAdmin):
         "duration_ms",
     ]
     list_filter = [
+        "kind",
         "mode",
         "status",
         "critique_triggered",
@@ -97,15 +112,19 @@ class ReasoningTraceAdmin(ReadOnlyAuditAdmin):
         ("client", admin.RelatedOnlyFieldListFilter),
         "created_at",
     ]
-    list_select_related = ["client", "conversation"]
+    list_select_related = ["client", "conversation", "playground_run"]
     search_fields = ["conversation__visitor_id", "error"]
     date_hierarchy = "created_at"
     ordering = ["-created_at"]
     fields = REASONING_TRACE_FIELDS
     readonly_fields = REASONING_TRACE_FIELDS
 
-    @admin.display(description="Conversation", ordering="conversation__created_at")
-    def conversation_short(self, obj: ReasoningTrace) -> SafeString | str:
+    @admin.display(description="Belongs to")
+    def owner(self, obj: ReasoningTrace) -> SafeString | str:
+        """The conversation of a turn; the question of a playground run."""
+        if obj.kind == TraceKind.PLAYGROUND and obj.playground_run is not None:
+            run = obj.playground_run
+            return format_html("Playground run “{}”", Truncator(run.question).chars(60))
         return conversation_link(obj.conversation)
 
     @admin.display(description="Tokens", ordering=F("prompt_tokens") + F("completion_tokens"))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -101,6 +102,9 @@ class Meter:
             self.token_cap = token_cap or None
         self.tokens_used = spent
         self.calls = 0
+        # What the recorded calls cost and bill (the trace's recorder adds it to the trace).
+        self.cost_usd = Decimal(0)
+        self.billed_usd = Decimal(0)
         self.llm_wait_ms = 0
         self.offline = False
         self.model = ""
@@ -190,6 +194,8 @@ class Meter:
         )
         self.tokens_used += tokens
         self.calls += 1
+        self.cost_usd += Decimal(record.cost_usd)
+        self.billed_usd += Decimal(record.billed_usd)
         return record
 
     # -- a turn's monthly budget -----------------------------------------------------------------

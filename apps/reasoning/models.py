@@ -12,17 +12,48 @@ class TraceStatus(models.TextChoices):
     DONE = "done", "Done"
     SKIPPED = "skipped", "Skipped — a human owns the conversation"
     FAILED = "failed", "Failed — fallback posted"
+    STOPPED = "stopped", "Stopped by staff (playground)"
+
+
+class TraceKind(models.TextChoices):
+    """What a trace belongs to; exactly that owner's link is set (a check constraint)."""
+
+    TURN = "turn", "Conversation turn"
+    PLAYGROUND = "playground", "Playground run"
 
 
 class ReasoningTrace(TenantOwnedModel):
-    """One turn: the processing of one customer message. One per message (the unique key makes
-    a redelivered task find the turn it already ran)."""
+    """The journal of one run of the reasoning pipeline, whoever asked for it (`kind`):
 
+    - a conversation *turn* — the processing of one customer message; one per message (the
+      unique key makes a redelivered task find the turn it already ran);
+    - a *playground* run (apps.playground) — a turn outside any conversation.
+
+    Its steps (`ReasoningStep`) and its counters — LLM calls, tokens, cost, latency — are kept
+    here for every owner, once."""
+
+    kind = models.CharField(max_length=12, choices=TraceKind.choices, default=TraceKind.TURN)
     conversation = models.ForeignKey(
-        "conversations.Conversation", on_delete=models.CASCADE, related_name="traces"
+        "conversations.Conversation",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="traces",
     )
     user_message = models.OneToOneField(
-        "conversations.Message", on_delete=models.CASCADE, related_name="turn"
+        "conversations.Message",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="turn",
+    )
+    # A string reference: the playground sits above reasoning and is never imported from here.
+    playground_run = models.OneToOneField(
+        "playground.PlaygroundRun",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="trace",
     )
     mode = models.CharField(max_length=20)
     model = models.CharField(max_length=100, blank=True)
@@ -39,6 +70,9 @@ class ReasoningTrace(TenantOwnedModel):
     llm_calls = models.PositiveSmallIntegerField(default=0)
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
+    # What the calls cost (provider) and what they bill, summed as each call is recorded.
+    cost_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
+    billed_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
     finished_at = models.DateTimeField(null=True, blank=True)
     duration_ms = models.PositiveIntegerField(default=0)
     llm_wait_ms = models.PositiveIntegerField(default=0)
@@ -49,13 +83,33 @@ class ReasoningTrace(TenantOwnedModel):
 
     class Meta:
         indexes = [models.Index(fields=["client", "conversation", "created_at"])]
+        constraints = [
+            models.CheckConstraint(
+                condition=(
+                    models.Q(
+                        kind=TraceKind.TURN,
+                        conversation__isnull=False,
+                        user_message__isnull=False,
+                        playground_run__isnull=True,
+                    )
+                    | models.Q(
+                        kind=TraceKind.PLAYGROUND,
+                        conversation__isnull=True,
+                        user_message__isnull=True,
+                        playground_run__isnull=False,
+                    )
+                ),
+                name="trace_owner_matches_kind",
+            )
+        ]
 
     def __str__(self) -> str:
-        return f"Turn {self.pk} ({self.mode}, {self.status})"
+        owner = "Turn" if self.kind == TraceKind.TURN else "Playground trace"
+        return f"{owner} {self.pk} ({self.mode}, {self.status})"
 
 
 class ReasoningStep(TenantOwnedModel):
-    """An append-only event of a turn, in order: each LLM call, guard decision, tool run."""
+    """An append-only event of a trace, in order: each LLM call, guard decision, tool run."""
 
     trace = models.ForeignKey(ReasoningTrace, on_delete=models.CASCADE, related_name="steps")
     index = models.PositiveSmallIntegerField()

@@ -27,7 +27,7 @@ from apps.billing import periods
 from apps.clients.models import Client
 from apps.conversations.models import Conversation, Message
 from apps.conversations.selectors import conversation_detail_queryset
-from apps.reasoning.models import ReasoningStep, ReasoningTrace, TraceStatus
+from apps.reasoning.models import ReasoningStep, ReasoningTrace, TraceKind, TraceStatus
 
 ZERO = Decimal("0")
 _MONEY = DecimalField(max_digits=20, decimal_places=8)
@@ -140,6 +140,7 @@ def turn_usage_list(
     turns = (
         ReasoningTrace.objects.for_client(client)
         .filter(
+            kind=TraceKind.TURN,
             created_at__gte=periods.day_start(start),
             created_at__lt=periods.day_start(end + timedelta(days=1)),
         )

@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from apps.conversations.models import ConversationStatus, Message, Role
 from apps.escalations.models import EscalationReason
-from apps.reasoning.models import ReasoningTrace, TraceStatus
+from apps.reasoning.models import ReasoningTrace, TraceKind, TraceStatus
 from apps.reasoning.modes import mode_that_runs
 from apps.reasoning.services import _trace_note, turn_give_up
 
@@ -64,7 +64,9 @@ def turns_sweep() -> SweepResult:
     for message_id in lost:
         _adopt_lost(message_id, stale_before)
     stuck = list(
-        ReasoningTrace.objects.filter(status=TraceStatus.PROCESSING, updated_at__lt=stale_before)
+        ReasoningTrace.objects.filter(
+            kind=TraceKind.TURN, status=TraceStatus.PROCESSING, updated_at__lt=stale_before
+        )
         .order_by("pk")
         .values_list("pk", flat=True)[:BATCH]
     )
@@ -114,8 +116,8 @@ def _sweep_trace(trace_id: int, stale_before: datetime) -> str:
             .filter(pk=trace_id, status=TraceStatus.PROCESSING, updated_at__lt=stale_before)
             .first()
         )
-        if trace is None:
-            return ""  # finished or taken over meanwhile
+        if trace is None or trace.user_message_id is None:
+            return ""  # finished or taken over meanwhile (only turns are swept)
         requeued_before = trace.steps.filter(name=REQUEUED_STEP).exists()
         if not requeued_before:
             _trace_note(trace, REQUEUED_STEP, {"reason": "unfinished past its lease"})

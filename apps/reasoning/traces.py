@@ -1,12 +1,18 @@
-"""The turn journal: ordered, append-only ReasoningStep rows and the internal messages staff
-read. Every LLM call of the pipeline goes through `TurnRecorder.llm`, which meters it
-(`apps.reasoning.meter`: caps, budget, one UsageRecord per call) and journals it."""
+"""The trace journal: ordered, append-only ReasoningStep rows of one ReasoningTrace and the
+internal messages staff read. Every LLM call of the pipeline goes through `TurnRecorder.llm`,
+which meters it (`apps.reasoning.meter`: caps, budget, one UsageRecord per call), journals it and
+adds its calls, tokens and cost to the trace.
+
+One recorder serves every owner of a trace. A conversation turn is the default; another owner
+(a playground run) passes a `TraceOwner`, which decides whether the run may go on, where
+internal notes go and who hears of each recorded step, and its own `Meter`."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from decimal import Decimal
+from typing import Any, Protocol
 
 from django.db.models import F
 
@@ -15,7 +21,6 @@ from apps.clients.models import Client
 from apps.conversations.models import (
     Conversation,
     ConversationStatus,
-    Message,
     Role,
     Visibility,
 )
@@ -24,12 +29,34 @@ from apps.reasoning.llm import LLMError, LLMResult
 from apps.reasoning.meter import Meter, TokenCapExceeded
 from apps.reasoning.models import ReasoningStep, ReasoningTrace
 
-__all__ = ["TokenCapExceeded", "TurnAborted", "TurnRecorder", "pretty"]
+__all__ = [
+    "StepListener",
+    "TokenCapExceeded",
+    "TraceOwner",
+    "TurnAborted",
+    "TurnRecorder",
+    "pretty",
+]
+
+StepListener = Callable[[ReasoningStep], None]
 
 
 class TurnAborted(Exception):
-    """A person took the conversation over while the turn was running: stop, spend nothing
-    more, run no tool."""
+    """The run must stop now — a person took the conversation over, or staff pressed stop in
+    the playground: spend nothing more, run no tool."""
+
+
+class TraceOwner(Protocol):
+    """What the owner of a trace other than a conversation turn decides (see the module)."""
+
+    def ensure_open(self, recorder: TurnRecorder) -> None:
+        """Raise `TurnAborted` (after recording why) when the run must stop."""
+
+    def internal(self, kind: str, text: str, data: dict[str, Any]) -> Any:
+        """Keep what a turn would post as an internal message."""
+
+    def step_recorded(self, step: ReasoningStep) -> None:
+        """Called after each step is stored (e.g. to wake the owner's event streams)."""
 
 
 def _summary(messages: list[dict[str, str]], limit: int = 600) -> str:
@@ -46,13 +73,20 @@ class TurnRecorder:
         client: Client,
         conversation: Conversation,
         next_index: int | None = None,
+        owner: TraceOwner | None = None,
+        meter: Meter | None = None,
+        listeners: list[StepListener] | None = None,
     ):
         """`next_index`: the index of the trace's next step when the caller knows it (0 for a
-        trace it just created); else it is read from the trace's steps."""
+        trace it just created); else it is read from the trace's steps. `owner` and `meter`:
+        for a trace that is not a conversation turn (the turn's are the defaults). `listeners`
+        hear of each step once it is stored (`manage.py reason` prints it)."""
         self.trace = trace
         self.client = client
         self.conversation = conversation
         self.mode = trace.mode
+        self.owner = owner
+        self.listeners = list(listeners or [])
         if next_index is None:
             last = trace.steps.order_by("-index").values_list("index", flat=True).first()
             next_index = 0 if last is None else last + 1
@@ -61,7 +95,7 @@ class TurnRecorder:
         # the next `ensure_open` need not read it again (see there).
         self.open_just_read = False
         # The meter enforces the per-turn token cap and records usage at the mode that runs.
-        self.meter = Meter(
+        self.meter = meter or Meter(
             client=client,
             mode=trace.mode,
             purpose=UsagePurpose.TURN,
@@ -69,6 +103,8 @@ class TurnRecorder:
             trace=trace,
             spent=trace.prompt_tokens + trace.completion_tokens,
         )
+        # What the meter had cost when it was last added to the trace (see `_count`).
+        self._counted_cost = (self.meter.cost_usd, self.meter.billed_usd)
 
     @property
     def token_cap(self) -> int | None:
@@ -111,9 +147,17 @@ class TurnRecorder:
             completion_tokens=completion_tokens,
         )
         self._index += 1
+        if self.owner is not None:
+            self.owner.step_recorded(step)
+        for listener in self.listeners:
+            listener(step)
         return step
 
-    def internal(self, kind: str, text: str, data: dict[str, Any] | None = None) -> Message:
+    def internal(self, kind: str, text: str, data: dict[str, Any] | None = None) -> Any:
+        """A conversation turn posts an internal message (returned); another owner keeps it
+        its own way."""
+        if self.owner is not None:
+            return self.owner.internal(kind, text, data or {})
         # Tool traffic is the tool's; guard decisions are GuideDesk's own code, not the model's.
         role = {"tool_call": Role.TOOL, "tool_result": Role.TOOL, "guard": Role.SYSTEM}.get(
             kind, Role.ASSISTANT
@@ -180,7 +224,11 @@ class TurnRecorder:
         """Re-checked before every LLM call and tool run: staff may take over mid-turn. The
         first check may use the status the turn read at its start (`open_just_read`): nothing
         waited in between (no model call, no webhook), and whatever is decided, the status is
-        read again under the row lock before anything is posted."""
+        read again under the row lock before anything is posted. Another owner decides for
+        itself (the playground: staff's stop button)."""
+        if self.owner is not None:
+            self.owner.ensure_open(self)
+            return
         if self.open_just_read:
             self.open_just_read = False
             return
@@ -196,14 +244,24 @@ class TurnRecorder:
         return self.trace.prompt_tokens + self.trace.completion_tokens
 
     def _count(self, prompt: int, completion: int) -> None:
+        """Add one call (its tokens and what the meter recorded it cost) to the trace, in the
+        same UPDATE."""
+        cost, billed = self.meter.cost_usd, self.meter.billed_usd
+        cost_delta: Decimal = cost - self._counted_cost[0]
+        billed_delta: Decimal = billed - self._counted_cost[1]
+        self._counted_cost = (cost, billed)
         ReasoningTrace.objects.filter(pk=self.trace.pk).update(
             llm_calls=F("llm_calls") + 1,
             prompt_tokens=F("prompt_tokens") + prompt,
             completion_tokens=F("completion_tokens") + completion,
+            cost_usd=F("cost_usd") + cost_delta,
+            billed_usd=F("billed_usd") + billed_delta,
         )
         self.trace.llm_calls += 1
         self.trace.prompt_tokens += prompt
         self.trace.completion_tokens += completion
+        self.trace.cost_usd += cost_delta
+        self.trace.billed_usd += billed_delta
 
 
 def pretty(value: Any) -> str:

@@ -99,9 +99,9 @@ def turn_notes_write(*, trace_id: int, confidence: int | None = None) -> list[No
         .filter(pk=trace_id)
         .first()
     )
-    if trace is None or trace.status == TraceStatus.PROCESSING:
-        return []
-    client = trace.client
+    if trace is None or trace.status == TraceStatus.PROCESSING or trace.conversation is None:
+        return []  # unfinished, or not a conversation's turn (a playground run's trace)
+    client, conversation = trace.client, trace.conversation
     if not client.plan.notes_enabled:
         return []
     # Run before? The same system-worded note of an earlier turn is deduplicated (its `hits`
@@ -128,10 +128,10 @@ def turn_notes_write(*, trace_id: int, confidence: int | None = None) -> list[No
             ref=ref,
             content=content,
             confidence=confidence,
-            language=trace.conversation.language,
+            language=conversation.language,
             source=NoteSource.AI,
             status=NoteStatus.ACTIVE,  # system words only: see the module docstring
-            conversation=trace.conversation,
+            conversation=conversation,
             trace=trace,
         )
 

@@ -1,6 +1,8 @@
 /* GuideDesk reasoning playground: watches one run over server-sent events and draws each step as
- * it arrives — reasoning steps with their scores, the server's feedback, the sparkline of mean
- * scores, refinement states side by side, the final answer and the running totals.
+ * it arrives, as the step views embedded in the page say (#gd-step-views, the specification in
+ * apps/reasoning/rendering.py that the admin and `manage.py reason` use too); around them, the
+ * sparkline of mean scores, the feedback under its reasoning step, refinement states side by
+ * side, the final answer and the running totals.
  * Plain JS; everything from the server is inserted as text, never as HTML. */
 (function () {
   "use strict";
@@ -50,8 +52,9 @@
     return container;
   }
 
-  function Run(root) {
+  function Run(root, views) {
     this.root = root;
+    this.views = views;  // the step views, by step name (apps/reasoning/rendering.py)
     this.steps = root.querySelector("[data-steps]");
     this.spark = root.querySelector("[data-sparkline]");
     this.target = num(root.getAttribute("data-target")) || 0.75;
@@ -59,6 +62,120 @@
     this.reasonCards = {};
     this.lastText = "";  // the most recent draft / improved text (what a critique is about)
     this.refRows = {};
+  }
+
+  /* The step's title from its view: `{field}` placeholders filled from the output. */
+  function filled(template, out) {
+    return String(template).replace(/\{(\w+)\}/g, function (_, key) {
+      var value = out[key];
+      return value === undefined || value === null || value === "" ? "?" : String(value).replace(/_/g, " ");
+    });
+  }
+
+  function stepTitle(view, step) {
+    return view ? filled(view.title, step.output || {}) : step.name;
+  }
+
+  function present(value) {
+    if (value === undefined || value === null || value === "") return false;
+    if (Array.isArray(value)) return value.length > 0;
+    if (typeof value === "object") return Object.keys(value).length > 0;
+    return true;
+  }
+
+  /* One output field, drawn the way its kind says (apps/reasoning/rendering.py). */
+  var KINDS = {
+    text: function (field, value) {
+      var box = el("div", "gd-field gd-field-" + field.key);
+      box.appendChild(el("p", "gd-sub gd-field-label", field.label));
+      box.appendChild(el("p", "gd-content", value));
+      return box;
+    },
+    list: function (field, value) {
+      return el("p", "gd-sub", field.label + ": " + (Array.isArray(value) ? value.join(", ") : value));
+    },
+    json: function (field, value) {
+      return el("p", "gd-sub", field.label + ": " + JSON.stringify(value));
+    },
+    scores: function (field, value) {
+      var list = el("ul", "gd-scores");
+      Object.keys(value || {}).sort().forEach(function (key) {
+        var n = num(value[key]);
+        if (n === null) return;
+        var item = el("li", "gd-score");
+        item.appendChild(el("span", "gd-score-key", key));
+        var bar = el("span", "gd-bar");
+        var fill = el("span", "gd-bar-fill");
+        fill.style.width = Math.round(Math.max(0, Math.min(1, n)) * 100) + "%";
+        bar.appendChild(fill);
+        item.appendChild(bar);
+        item.appendChild(el("span", "gd-score-value", n.toFixed(2)));
+        list.appendChild(item);
+      });
+      return list;
+    },
+    issues: function (field, value) {
+      var list = el("ul", "gd-issues");
+      (value || []).forEach(function (issue) {
+        var item = el("li", "gd-issue-item");
+        item.appendChild(el("span", "gd-badge", issue.kind || "issue"));
+        item.appendChild(el("q", null, issue.quote));
+        item.appendChild(document.createTextNode(" — " + (issue.problem || "")));
+        list.appendChild(item);
+      });
+      return list;
+    },
+    options: function (field, value) {
+      var box = el("div", "gd-options");
+      (value || []).forEach(function (option) {
+        var b = el("button", "gd-option", option);
+        b.type = "button"; b.disabled = true;
+        box.appendChild(b);
+      });
+      return box;
+    },
+    hypotheses: function (field, value) {
+      var box = el("div", "gd-field");
+      box.appendChild(el("p", "gd-sub", field.label));
+      var list = el("ul", "gd-hypotheses");
+      (value || []).forEach(function (h) {
+        var c = num(h.confidence);
+        list.appendChild(el("li", null, (h.intent || "?") + " — " + (c !== null ? c.toFixed(2) : "?")));
+      });
+      box.appendChild(list);
+      return box;
+    }
+  };
+
+  /* The body of a step as its view says: the facts and badges on one line, then each other
+   * field; a step without a view shows its raw output. */
+  function stepBody(view, step, node) {
+    var out = step.output || {};
+    if (!view) return;
+    var facts = el("p", "gd-sub gd-facts-line");
+    var shown = 0;
+    view.fields.forEach(function (field) {
+      var value = out[field.key];
+      if (!present(value)) return;
+      if (field.kind === "badge") {
+        var text = field.labels && field.labels[value] !== undefined ? field.labels[value] : String(value);
+        node.querySelector(".gd-card-head").appendChild(
+          el("span", "gd-badge gd-badge-" + String(value).toLowerCase(), text));
+      } else if (field.kind === "fact" || field.kind === "progress") {
+        var shownValue = field.kind === "progress" ? value + "/" + (out[field.total] || "?")
+          : (field.digits !== null && field.digits !== undefined && num(value) !== null
+            ? num(value).toFixed(field.digits) : value) + (field.suffix || "");
+        if (shown++) facts.appendChild(document.createTextNode(" · "));
+        facts.appendChild(document.createTextNode(filled(field.label, out) + ": " + shownValue));
+      }
+    });
+    if (shown) node.appendChild(facts);
+    view.fields.forEach(function (field) {
+      var value = out[field.key];
+      var draw = KINDS[field.kind];
+      var shownField = { key: field.key, kind: field.kind, label: filled(field.label, out) };
+      if (draw && present(value)) node.appendChild(draw(shownField, value));
+    });
   }
 
   Run.prototype.card = function (step, title) {
@@ -83,71 +200,44 @@
     li.appendChild(details);
   };
 
+  /* Every step is drawn from its view (the same specification the admin and `manage.py
+   * reason` use); what the page adds around some steps — the sparkline, the feedback under its
+   * reasoning step, the refinement table — is in `after_<name>`. */
   Run.prototype.addStep = function (step) {
     var out = step.output || {};
-    var handler = this["show_" + step.name];
-    if (handler) handler.call(this, step, out);
-    else this.rawJson(this.card(step), out);
+    var view = this.views[step.name];
+    var hook = this["after_" + step.name];
+    if (step.name === "feedback" && this.reasonCards[out.step]) {
+      hook.call(this, step, out);  // drawn inside its reasoning step's card
+      return;
+    }
+    var li = this.card(step, stepTitle(view, step));
+    stepBody(view, step, li);
+    this.rawJson(li, out);
+    if (hook) hook.call(this, step, out, li);
   };
 
-  Run.prototype.show_reason_step = function (step, out) {
-    var total = out.max_steps || "?";
-    var li = this.card(step, "Step " + out.step + "/" + total);
+  Run.prototype.after_reason_step = function (step, out, li) {
     li.classList.add("gd-reason");
     var progressNode = this.root.querySelector("[data-progress]");
     if (progressNode && out.max_steps) progressNode.textContent = out.step + "/" + out.max_steps;
-    var status = String(out.status || "continue");
-    li.querySelector(".gd-card-head").appendChild(
-      el("span", "gd-badge gd-badge-" + status, status === "final" ? "Final" : "Continue"));
-    li.appendChild(el("p", "gd-content", out.content));
-    var scores = out.scores || {};
-    var list = el("ul", "gd-scores");
-    Object.keys(scores).sort().forEach(function (key) {
-      var value = num(scores[key]);
-      if (value === null) return;
-      var item = el("li", "gd-score");
-      item.appendChild(el("span", "gd-score-key", key));
-      var bar = el("span", "gd-bar");
-      var fill = el("span", "gd-bar-fill");
-      fill.style.width = Math.round(Math.max(0, Math.min(1, value)) * 100) + "%";
-      bar.appendChild(fill);
-      item.appendChild(bar);
-      item.appendChild(el("span", "gd-score-value", value.toFixed(2)));
-      list.appendChild(item);
-    });
-    li.appendChild(list);
     var mean = num(out.mean);
     if (mean !== null) {
-      li.appendChild(el("p", "gd-mean", "Mean " + mean.toFixed(2) + " (target " + this.target.toFixed(2) + ")"));
+      li.appendChild(el("p", "gd-mean gd-sub", "Target " + this.target.toFixed(2)));
       this.means.push(mean);
       this.drawSpark();
-    }
-    if (out.rationale) {
-      li.appendChild(el("p", "gd-rationale-label gd-sub", "Model's rationale"));
-      li.appendChild(el("p", "gd-rationale", out.rationale));
-    }
-    if (out.hypotheses && out.hypotheses.length) {
-      var hyp = el("ul", "gd-hypotheses");
-      out.hypotheses.forEach(function (h) {
-        hyp.appendChild(el("li", null, (h.intent || "?") + " — " + (num(h.confidence) !== null ? num(h.confidence).toFixed(2) : "?")));
-      });
-      li.appendChild(el("p", "gd-sub", "Hypotheses"));
-      li.appendChild(hyp);
     }
     this.reasonCards[out.step] = li;
   };
 
-  Run.prototype.show_feedback = function (step, out) {
-    var box = el("div", "gd-feedback");
-    box.appendChild(el("p", "gd-sub", "Server feedback (LLM-generated) after step " + out.step));
-    box.appendChild(el("p", null, out.feedback));
+  Run.prototype.after_feedback = function (step, out, li) {
     var card = this.reasonCards[out.step];
-    if (card) {
-      box.setAttribute("data-step-index", step.index);
-      card.appendChild(box);
-    } else {
-      this.card(step, "Server feedback").appendChild(box);
-    }
+    if (!card) return;  // no reasoning step to sit under: it has its own card
+    var box = el("div", "gd-feedback");
+    box.setAttribute("data-step-index", step.index);
+    box.appendChild(el("p", "gd-sub", stepTitle(this.views.feedback, step)));
+    stepBody(this.views.feedback, step, box);
+    card.appendChild(box);
   };
 
   Run.prototype.drawSpark = function () {
@@ -199,117 +289,27 @@
     return this.refRows[iteration];
   };
 
-  Run.prototype.show_refinement = function (step, out) {
+  /* The refinement states side by side: draft, critique (its issues marked on the text it
+   * is about), improved — one row per iteration. */
+  Run.prototype.after_refinement = function (step, out) {
     var state = out.state || "draft";
-    var li = this.card(step, "Refinement · " + state.replace("_", " ") + " (iteration " + out.iteration + ")");
-    // A critique of iteration k reads the draft / improved text before it: one row per critique.
     var iteration = state === "draft" ? 0 : (num(out.iteration) || 0);
-    var row = this.refRow(state === "draft" ? 0 : iteration);
+    var row = this.refRow(iteration);
     var cell = row.querySelector('[data-state="' + state + '"]') || row.lastChild;
     if (out.failure) {
-      li.appendChild(el("p", "gd-errors", out.failure));
       cell.appendChild(el("p", "gd-errors", out.failure));
       return;
     }
     if (state === "critique") {
       var score = num(out.score);
-      var head = el("p", "gd-ref-score", score !== null ? "Score " + score + "/100" : "Critique");
-      cell.appendChild(head);
-      li.appendChild(el("p", null, score !== null ? "Score " + score + "/100" : ""));
+      cell.appendChild(el("p", "gd-ref-score", score !== null ? "Score " + score + "/100" : "Critique"));
       cell.appendChild(highlighted(this.lastText, out.issues));
-      if (out.critique) {
-        cell.appendChild(el("p", "gd-sub", out.critique));
-        li.appendChild(el("p", null, out.critique));
-      }
-      var issues = el("ul", "gd-issues");
-      (out.issues || []).forEach(function (issue) {
-        var item = el("li", "gd-issue-item");
-        item.appendChild(el("span", "gd-badge", issue.kind || "issue"));
-        item.appendChild(el("q", null, issue.quote));
-        item.appendChild(document.createTextNode(" — " + (issue.problem || "")));
-        issues.appendChild(item);
-      });
-      cell.appendChild(issues);
-      li.appendChild(issues.cloneNode(true));
+      if (out.critique) cell.appendChild(el("p", "gd-sub", out.critique));
+      cell.appendChild(KINDS.issues(null, out.issues));
     } else {
       this.lastText = out.text || "";
       cell.appendChild(el("p", "gd-ref-text", out.text));
-      li.appendChild(el("p", "gd-content", out.text));
     }
-  };
-
-  Run.prototype.show_deliberation_end = function (step, out) {
-    var li = this.card(step, "End of deliberation");
-    li.appendChild(el("p", null, "Termination: " + out.termination + " after " + out.steps +
-      " steps · best iteration " + out.best_iteration + " · final score " + out.final_score));
-  };
-
-  Run.prototype.show_clarify = function (step, out) {
-    var li = this.card(step, "Clarifying question");
-    li.appendChild(el("p", null, out.question));
-    var options = el("div", "gd-options");
-    (out.options || []).forEach(function (option) {
-      var b = el("button", "gd-option", option);
-      b.type = "button"; b.disabled = true;
-      options.appendChild(b);
-    });
-    li.appendChild(options);
-  };
-
-  Run.prototype.showDraft = function (step, out, title) {
-    var li = this.card(step, title);
-    var facts = [];
-    if (out.confidence !== undefined) facts.push("confidence " + out.confidence + "/10");
-    facts.push("tool " + (out.tool_call || "—"));
-    if (out.tool_call) facts.push(JSON.stringify(out.tool_params || {}));
-    li.appendChild(el("p", "gd-sub", facts.join(" · ")));
-    if (out.needs_more_context && out.needs_more_context.length)
-      li.appendChild(el("p", "gd-sub", "Needs more context: " + out.needs_more_context.join(", ")));
-    li.appendChild(el("p", "gd-content", out.response));
-    this.rawJson(li, out);
-  };
-  Run.prototype.show_assess = function (step, out) { this.showDraft(step, out, "Assess"); };
-  Run.prototype.show_synthesize = function (step, out) { this.showDraft(step, out, "Synthesize"); };
-  Run.prototype.show_respond = function (step, out) { this.showDraft(step, out, "Respond"); };
-
-  Run.prototype.show_critique = function (step, out) {
-    var li = this.card(step, "Critique");
-    li.appendChild(el("span", "gd-badge gd-badge-" + String(out.decision || "").toLowerCase(), out.decision));
-    li.appendChild(el("p", null, out.reasoning));
-    if (out.message) li.appendChild(el("p", "gd-sub", "To the customer: " + out.message));
-  };
-
-  Run.prototype.show_tool_not_run = function (step, out) {
-    var li = this.card(step, "Tool not run (playground)");
-    li.appendChild(el("p", null, "Guards: " + out.verdict + " " + (out.tool || "") + " " +
-      JSON.stringify(out.params || {}) + (out.reason ? " (" + out.reason + ")" : "")));
-    li.appendChild(el("p", "gd-sub", "Tools never run in the playground. The customer would have been told:"));
-    li.appendChild(el("p", "gd-content", out.would_reply));
-  };
-
-  Run.prototype.show_context_fetch = function (step, out) {
-    var li = this.card(step, "Context fetch");
-    li.appendChild(el("p", null, "Fetched: " + ((out.fetched || []).join(", ") || "nothing") +
-      ((out.unknown || []).length ? " · unknown keys: " + out.unknown.join(", ") : "")));
-  };
-
-  Run.prototype.show_guard = function (step, out) {
-    var li = this.card(step, "Guards");
-    li.appendChild(el("p", null, out.action + " " + (out.tool || "") + " — " + (out.reason || "")));
-  };
-
-  Run.prototype.show_refine_critique = function (step, out) {
-    this.card(step, "Critique call (iteration " + out.iteration + ")").appendChild(
-      el("p", "gd-sub", "Score " + out.score + "/100 · " + (out.issues || []).length + " issue(s) — see Refinement below"));
-  };
-
-  Run.prototype.show_improve = function (step, out) {
-    this.card(step, "Improve call (iteration " + out.iteration + ")").appendChild(
-      el("p", "gd-content", out.response));
-  };
-
-  Run.prototype.show_stopped = function (step) {
-    this.card(step, "Stopped").appendChild(el("p", null, "Stopped from the playground before the next step."));
   };
 
   Run.prototype.updateRun = function (run) {
@@ -395,6 +395,7 @@
 
   document.addEventListener("DOMContentLoaded", function () {
     var root = document.getElementById("gd-run");
-    if (root) new Run(root).connect();
+    var spec = document.getElementById("gd-step-views");
+    if (root) new Run(root, spec ? JSON.parse(spec.textContent) : {}).connect();
   });
 })();

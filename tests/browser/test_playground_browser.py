@@ -14,6 +14,7 @@ from playwright.sync_api import expect
 from apps.clients.models import Client
 from apps.playground import streams
 from apps.playground.models import PlaygroundRun, RunStatus
+from apps.reasoning.models import ReasoningTrace
 from tests.browser.conftest import SCREENSHOTS, _holding
 from tests.browser.test_console_browser import agent_page
 from tests.playground.fixtures import add_step, deliberative_steps, make_run
@@ -39,11 +40,12 @@ def test_steps_arrive_one_by_one_and_the_sparkline_draws(
     db_lock = locked_streams
     with db_lock:
         run = make_run(client_a, status=RunStatus.RUNNING)
-        run.steps.all().delete()  # the page opens on a run that has not recorded anything yet
-        PlaygroundRun.objects.filter(pk=run.pk).update(
-            llm_calls=0, prompt_tokens=0, completion_tokens=0, progress_step=0
+        run.trace.steps.all().delete()  # the page opens on a run that has not recorded anything yet
+        ReasoningTrace.objects.filter(pk=run.trace.pk).update(
+            llm_calls=0, prompt_tokens=0, completion_tokens=0
         )
-        run.llm_calls = run.prompt_tokens = run.completion_tokens = 0
+        PlaygroundRun.objects.filter(pk=run.pk).update(progress_step=0)
+        run.trace.llm_calls = run.trace.prompt_tokens = run.trace.completion_tokens = 0
     page = agent_page(browser, live_server, client_a, monkeypatch)
     page.goto(f"{live_server.url}/console/playground/runs/{run.public_id}/?client={client_a.slug}")
     expect(page.locator("[data-live]")).to_have_text("Live")
@@ -89,14 +91,18 @@ def test_steps_arrive_one_by_one_and_the_sparkline_draws(
         "We always refund shipping too."
     )
     expect(page.locator("[data-steps]")).to_contain_text("Termination: target_reached")
+    # each card is drawn from the step views the page embeds (apps/reasoning/rendering.py)
+    expect(cards.filter(has_text="Synthesize")).to_contain_text("Confidence: 8/10")
+    expect(third).to_contain_text("Mean: 0.70")
+    expect(cards.filter(has_text="Refinement · final spec (iteration 1)")).to_have_count(1)
 
     with db_lock:
         PlaygroundRun.objects.filter(pk=run.pk).update(status=RunStatus.DONE)
     expect(page.locator("[data-live]")).to_have_text("Finished.")
     expect(page.locator("[data-final]")).to_contain_text("You can return it within 30 days.")
-    expect(page.locator("[data-calls]")).to_have_text(str(run.llm_calls))
+    expect(page.locator("[data-calls]")).to_have_text(str(run.trace.llm_calls))
     expect(page.locator("[data-tokens]")).to_have_text(
-        str(run.prompt_tokens + run.completion_tokens)
+        str(run.trace.prompt_tokens + run.trace.completion_tokens)
     )
     expect(page.locator("[data-progress]")).to_have_text("4/10")
     expect(page.locator("[data-cost]")).to_have_text("$0.001200")
@@ -146,7 +152,11 @@ def test_a_run_started_from_the_form_is_watched_live_and_stopped(
     run = PlaygroundRun.objects.get()
     assert run.status == RunStatus.STOPPED and run.stop_requested
     assert len(llm.calls("assess")) == 1  # the second assess was never made
-    assert [s.name for s in run.steps.order_by("index")] == ["assess", "context_fetch", "stopped"]
+    assert [s.name for s in run.trace.steps.order_by("index")] == [
+        "assess",
+        "context_fetch",
+        "stopped",
+    ]
     page.screenshot(path=str(SCREENSHOTS / "playground-stopped.png"), full_page=True)
 
     # the runs list has it
@@ -178,14 +188,14 @@ def test_a_deliberative_run_on_the_offline_model_is_watched_to_its_answer(
 
     expect(page.locator("[data-live]")).to_have_text("Finished.", timeout=90_000)
     run = PlaygroundRun.objects.get()
-    reasoning = run.steps.filter(name="reason_step").count()
+    reasoning = run.trace.steps.filter(name="reason_step").count()
     assert run.status == RunStatus.DONE and reasoning >= 4
     expect(page.locator(".gd-reason")).to_have_count(reasoning)
     expect(page.locator("[data-sparkline]")).to_have_attribute("data-points", str(reasoning))
     expect(page.locator("[data-progress]")).to_have_text(f"{reasoning}/10")
     expect(page.locator("[data-refinement]")).to_be_visible()
     expect(page.locator("[data-final]")).to_contain_text("return")
-    expect(page.locator("[data-calls]")).to_have_text(str(run.llm_calls))
+    expect(page.locator("[data-calls]")).to_have_text(str(run.trace.llm_calls))
     page.screenshot(path=str(SCREENSHOTS / "playground-deliberative.png"), full_page=True)
     assert page.errors == []
     page.context.close()

@@ -259,7 +259,7 @@ def test_a_playground_run_waits_for_a_slot_live_turns_leave_idle(fleet, settings
 
     execute_run.run(run.pk)  # the worker's task: no slot a live turn leaves idle, so it waits
     run.refresh_from_db()
-    assert (run.status, run.model, run.llm_calls) == (RunStatus.RUNNING, "", 0)
+    assert (run.status, run.trace.model, run.trace.llm_calls) == (RunStatus.RUNNING, "", 0)
 
     nxt = slots.release(live)
     assert nxt is not None and (nxt.kind, nxt.job) == (slots.PLAYGROUND, str(run.pk))

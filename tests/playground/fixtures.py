@@ -8,7 +8,8 @@ from decimal import Decimal
 from typing import Any
 
 from apps.clients.models import Client
-from apps.playground.models import PlaygroundRun, PlaygroundStep, RunStatus
+from apps.playground.models import PlaygroundRun, RunStatus
+from apps.reasoning.models import ReasoningStep, ReasoningTrace, TraceKind, TraceStatus
 
 MEANS = [0.45, 0.6, 0.7, 0.8]
 DRAFT = "You can return it within 30 days. We always refund shipping too."
@@ -75,17 +76,23 @@ def make_run(
         mode="deliberative",
         question=question,
         status=status,
-        model="gpt-4o-mini",
-        llm_calls=0,
         final={
             "replies": [{"text": "You can return it within 30 days.", "kind": "text", "data": {}}],
             "escalate": None,
             "confidence": 8,
         },
-        cost_usd=Decimal("0.0012"),
-        billed_usd=Decimal("0.0024"),
         progress_step=4,
         progress_max=10,
+    )
+    ReasoningTrace.objects.create(
+        client=client,
+        kind=TraceKind.PLAYGROUND,
+        playground_run=run,
+        mode="deliberative",
+        model="gpt-4o-mini",
+        status=TraceStatus.DONE if status == RunStatus.DONE else TraceStatus.PROCESSING,
+        cost_usd=Decimal("0.0012"),
+        billed_usd=Decimal("0.0024"),
     )
     for index, (name, output, tokens) in enumerate(deliberative_steps()):
         add_step(run, index, name, output, tokens)
@@ -93,9 +100,11 @@ def make_run(
 
 
 def add_step(run: PlaygroundRun, index: int, name: str, output: dict[str, Any], tokens: int = 0):
-    PlaygroundStep.objects.create(
+    """A step on the run's trace, counted on the trace as the recorder counts an LLM call."""
+    trace = run.trace
+    ReasoningStep.objects.create(
         client=run.client,
-        run=run,
+        trace=trace,
         index=index,
         name=name,
         output=output,
@@ -103,11 +112,11 @@ def add_step(run: PlaygroundRun, index: int, name: str, output: dict[str, Any], 
         completion_tokens=tokens - tokens * 3 // 4,
     )
     if tokens:
-        run.llm_calls += 1
-        run.prompt_tokens += tokens * 3 // 4
-        run.completion_tokens += tokens - tokens * 3 // 4
-        PlaygroundRun.objects.filter(pk=run.pk).update(
-            llm_calls=run.llm_calls,
-            prompt_tokens=run.prompt_tokens,
-            completion_tokens=run.completion_tokens,
+        trace.llm_calls += 1
+        trace.prompt_tokens += tokens * 3 // 4
+        trace.completion_tokens += tokens - tokens * 3 // 4
+        ReasoningTrace.objects.for_client(run.client).filter(pk=trace.pk).update(
+            llm_calls=trace.llm_calls,
+            prompt_tokens=trace.prompt_tokens,
+            completion_tokens=trace.completion_tokens,
         )

@@ -14,7 +14,7 @@ from django.core.management import CommandError, call_command
 
 from apps.billing.models import UsagePurpose, UsageRecord
 from apps.playground.models import PlaygroundRun, RunStatus
-from apps.reasoning.models import ReasoningTrace
+from apps.reasoning.models import ReasoningTrace, TraceKind
 from tests.reasoning.conftest import make_shop
 from tests.reasoning.test_deliberative import rc, script_loop
 
@@ -67,29 +67,30 @@ def test_a_deliberative_run_through_the_real_sdk_prints_steps_feedback_and_refin
         "Can I return my stove?",
     )
 
-    assert "[##--------" in out and "1/10 CONTINUE · mean 0.50" in out  # progress bar per step
-    assert "4/10 CONTINUE · mean 0.80" in out
+    assert "[##--------" in out and "1/10 · Status Continue · Mean 0.50" in out  # progress bar
+    assert "4/10 · Status Continue · Mean 0.80" in out
     assert "      grounded               ████████·· 0.80" in out  # a principle's score bar
+    assert "— Server feedback (LLM-generated) after step 1" in out
     assert "[Server Feedback from Step 1]: feedback after step 1: strengthen grounded" in out
-    assert "draft (iteration 0)" in out
-    assert "critique (iteration 1) · score 60/100" in out
+    assert "Refinement · draft (iteration 0)" in out
+    assert "Refinement · critique (iteration 1)" in out and "    Score 60/100" in out
     assert "- [missing_info] “We always refund shipping.”: says too little" in out
-    assert "final_spec (iteration 1)" in out
-    assert "termination target_reached after 4 steps" in out
+    assert "Refinement · final spec (iteration 1)" in out
+    assert "Termination target_reached · Steps 4" in out
     assert "Answer: Returns are accepted within 30 days." in out
 
     run = PlaygroundRun.objects.get()
     assert (run.status, run.mode, run.iterations) == (RunStatus.DONE, "deliberative", 2)
     assert (run.progress_step, run.progress_max) == (4, 10)
     # 4 steps + 3 feedbacks + synthesis + 2 critiques + 1 improve, all metered as playground
-    assert run.llm_calls == len(llm.calls()) == 11
+    assert run.trace.llm_calls == len(llm.calls()) == 11
     usage = UsageRecord.objects.filter(purpose=UsagePurpose.PLAYGROUND)
     assert usage.count() == 11 and set(usage.values_list("mode", flat=True)) == {"deliberative"}
-    assert run.billed_usd == sum(u.billed_usd for u in usage)
+    assert run.trace.billed_usd == sum(u.billed_usd for u in usage)
     # billed at the plan's deliberative multiplier (each record rounded on its own)
-    assert run.cost_usd > 0
-    assert abs(run.billed_usd - run.cost_usd * Decimal("2.5")) < Decimal("1e-6")
-    assert ReasoningTrace.objects.count() == 0  # no customer turn anywhere
+    assert run.trace.cost_usd > 0
+    assert abs(run.trace.billed_usd - run.trace.cost_usd * Decimal("2.5")) < Decimal("1e-6")
+    assert list(ReasoningTrace.objects.values_list("kind", flat=True)) == [TraceKind.PLAYGROUND]
     # the feedback call saw the whole history and the rubric's definitions
     assert "reasoning 3" in llm.calls("feedback")[-1].prompt_text
 
@@ -124,9 +125,9 @@ def test_the_offline_demo_model_runs_a_deliberative_turn(shop_on_adaptive, setti
     settings.OPENAI_API_KEY = ""
     out = reason("--client", "try-shop", "--mode", "deliberative", "What is your returns policy?")
     run = PlaygroundRun.objects.get()
-    names = list(run.steps.order_by("index").values_list("name", flat=True))
+    names = list(run.trace.steps.order_by("index").values_list("name", flat=True))
     assert run.status == RunStatus.DONE and run.offline
     assert names.count("reason_step") >= 4 and "feedback" in names and "synthesize" in names
     assert names[-1] == "deliberation_end" or "tool_not_run" in names
-    assert "[Server Feedback from Step 1]" in out and "offline demo model" in out
+    assert "Server feedback (LLM-generated) after step 1" in out and "offline demo model" in out
     assert run.progress_step == names.count("reason_step")

@@ -11,7 +11,7 @@ from django.core.management import call_command
 
 from apps.billing.models import UsageRecord
 from apps.clients.models import Plan
-from apps.reasoning.models import ReasoningTrace
+from apps.reasoning.models import ReasoningTrace, TraceKind
 from tests.factories import ModelPriceFactory
 from tests.reasoning.conftest import assess
 
@@ -42,7 +42,7 @@ def test_a_playground_answer_is_evaluated_without_touching_any_turn(shop, llm):
 
     assert [r.step for r in llm.requests] == ["assess", "evaluate"]
     assert "evaluate" in out
-    assert ReasoningTrace.objects.count() == 0
+    assert ReasoningTrace.objects.filter(kind=TraceKind.TURN).count() == 0
     assert set(UsageRecord.objects.values_list("step", "purpose")) == {
         ("assess", "playground"),
         ("evaluate", "playground"),

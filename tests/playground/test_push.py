@@ -14,9 +14,11 @@ from django.db import connection
 from django.test import AsyncClient
 
 from apps.conversations import events
+from apps.conversations.models import Conversation
 from apps.playground import streams
 from apps.playground.models import RunStatus
-from apps.playground.recorder import CHANNEL_PREFIX, PlaygroundRecorder
+from apps.playground.services import CHANNEL_PREFIX, PlaygroundOwner
+from apps.reasoning.traces import TurnRecorder
 from tests.playground.fixtures import make_run
 from tests.widget.test_push import REDIS_URL, needs_redis, next_events, parse
 
@@ -51,7 +53,9 @@ def test_asgi_stream_without_redis_sends_the_steps_then_ends(agent, client_a, mo
 
     got = async_to_sync(scenario)()
     assert got[0] == {"retry": str(streams.RETRY_MS)}
-    assert [int(e["id"]) for e in got if e.get("event") == "step"] == list(range(run.steps.count()))
+    assert [int(e["id"]) for e in got if e.get("event") == "step"] == list(
+        range(run.trace.steps.count())
+    )
     assert got[-1] == {"event": "end", "data": '{"status":"done"}'}
 
 
@@ -60,11 +64,17 @@ def test_a_recorded_step_is_pushed_to_the_open_stream(agent, client_a, settings,
     settings.REDIS_URL = REDIS_URL
     monkeypatch.setattr(streams, "POLL_SECONDS", 3600)  # anything after the first read is pushed
     run = make_run(client_a, status=RunStatus.RUNNING)
-    last = run.steps.count() - 1
+    last = run.trace.steps.count() - 1
 
     def record() -> None:
         try:
-            PlaygroundRecorder(run=run).step("feedback", output={"step": 5, "feedback": "Pushed."})
+            recorder = TurnRecorder(
+                trace=run.trace,
+                client=run.client,
+                conversation=Conversation(client=run.client),
+                owner=PlaygroundOwner(run),
+            )
+            recorder.step("feedback", output={"step": 5, "feedback": "Pushed."})
         finally:
             connection.close()
 

@@ -16,7 +16,7 @@ from apps.billing.models import UsagePurpose, UsageRecord
 from apps.conversations.models import Conversation, Message, Role
 from apps.conversations.services import message_append
 from apps.playground.models import PlaygroundRun, RunSource, RunStatus
-from apps.reasoning.models import ReasoningTrace
+from apps.reasoning.models import ReasoningTrace, TraceKind
 from apps.tools.models import PendingAction, ToolExecution
 from tests.factories import ModelPriceFactory
 from tests.reasoning.conftest import assess, critique
@@ -33,7 +33,7 @@ def reason(*args: str) -> tuple[str, str]:
 def nothing_reached_a_customer() -> None:
     assert Conversation.objects.count() == 0
     assert Message.objects.count() == 0
-    assert ReasoningTrace.objects.count() == 0
+    assert ReasoningTrace.objects.filter(kind=TraceKind.TURN).count() == 0  # no turn
     assert PendingAction.objects.count() == 0
     assert ToolExecution.objects.count() == 0
 
@@ -52,7 +52,7 @@ def test_an_adaptive_run_prints_each_step_and_records_playground_usage(shop, llm
     out, _ = reason("--client", "shop", "--mode", "adaptive", "Where is order TH-12345?")
 
     assert "Question: Where is order TH-12345?" in out
-    assert "[0] assess" in out and "confidence 9/10 · tool get_order_status" in out
+    assert "[0] assess" in out and "Confidence 9/10 · Tool get_order_status" in out
     assert "[1] guard" in out
     assert "not run: tools never run in the playground" in out
     assert "Answer: Let me check." in out
@@ -63,7 +63,7 @@ def test_an_adaptive_run_prints_each_step_and_records_playground_usage(shop, llm
     nothing_reached_a_customer()
 
     run = PlaygroundRun.objects.get()
-    assert (run.status, run.source, run.mode, run.llm_calls) == (
+    assert (run.status, run.source, run.mode, run.trace.llm_calls) == (
         "done",
         RunSource.CLI,
         "adaptive",
@@ -78,11 +78,16 @@ def test_an_adaptive_run_prints_each_step_and_records_playground_usage(shop, llm
         None,
     )
     assert (
-        usage.prompt_tokens + usage.completion_tokens == run.prompt_tokens + run.completion_tokens
+        usage.prompt_tokens + usage.completion_tokens
+        == run.trace.prompt_tokens + run.trace.completion_tokens
     )
-    assert run.cost_usd == usage.cost_usd > 0
-    assert run.billed_usd == usage.billed_usd
-    assert [s.name for s in run.steps.order_by("index")] == ["assess", "guard", "tool_not_run"]
+    assert run.trace.cost_usd == usage.cost_usd > 0
+    assert run.trace.billed_usd == usage.billed_usd
+    assert [s.name for s in run.trace.steps.order_by("index")] == [
+        "assess",
+        "guard",
+        "tool_not_run",
+    ]
 
 
 def test_a_destructive_tool_is_put_through_the_guards_but_never_proposed_or_run(shop, llm):
@@ -100,10 +105,10 @@ def test_a_destructive_tool_is_put_through_the_guards_but_never_proposed_or_run(
     llm.script("critique", critique("PROCEED"))
     out, _ = reason("--client", "shop", "Cancel TH-12345 now")
 
-    assert "guards: confirm cancel_order" in out
+    assert "Guards confirm · Tool cancel_order" in out
     assert "Just to confirm" in out  # what the customer would have been asked
     nothing_reached_a_customer()
-    step = PlaygroundRun.objects.get().steps.get(name="tool_not_run")
+    step = PlaygroundRun.objects.get().trace.steps.get(name="tool_not_run")
     assert step.output["verdict"] == "confirm" and step.output["tool_not_run"] is True
 
 
@@ -125,9 +130,11 @@ def test_the_offline_demo_model_answers_without_a_key(shop, settings):
     out, _ = reason("--client", "shop", "--mode", "adaptive", "What are your opening hours?")
     assert "offline demo model" in out
     run = PlaygroundRun.objects.get()
-    assert run.status == RunStatus.DONE and run.offline and run.model == "offline-demo"
+    assert run.status == RunStatus.DONE and run.offline and run.trace.model == "offline-demo"
     assert run.final["replies"][0]["text"]
-    assert UsageRecord.objects.filter(purpose=UsagePurpose.PLAYGROUND).count() == run.llm_calls
+    assert (
+        UsageRecord.objects.filter(purpose=UsagePurpose.PLAYGROUND).count() == run.trace.llm_calls
+    )
 
 
 def test_a_conversation_gives_the_history_and_is_left_untouched(shop, llm, conversation):
@@ -158,7 +165,7 @@ def test_the_per_turn_token_cap_ends_the_run_before_the_call(shop, llm):
         reason("--client", "shop", "--mode", "standard", "Hello")
     assert llm.calls() == []
     run = PlaygroundRun.objects.get()
-    assert run.status == RunStatus.FAILED and run.llm_calls == 0
+    assert run.status == RunStatus.FAILED and run.trace.llm_calls == 0
 
 
 def test_a_used_up_monthly_budget_refuses_every_call(shop, llm):
@@ -186,7 +193,7 @@ def test_a_stop_request_ends_the_run_at_the_next_call(shop, llm):
     run.refresh_from_db()
     assert run.status == RunStatus.STOPPED
     assert len(llm.calls("assess")) == 1
-    assert run.steps.order_by("-index").first().name == "stopped"
+    assert run.trace.steps.order_by("-index").first().name == "stopped"
     # run again (a redelivered task): nothing happens
     assert services.playground_run_execute(run_id=run.pk) is None
     assert len(llm.calls()) == 1
@@ -215,7 +222,7 @@ def test_cost_is_billed_at_the_plan_multiplier_of_the_mode_run(shop, llm):
     llm.script("respond", {"response": "Hi", "tool_call": None, "tool_params": {}})
     reason("--client", "shop", "--mode", "standard", "Hello")
     run = PlaygroundRun.objects.get()
-    assert run.billed_usd == (run.cost_usd * 3).quantize(Decimal("1e-8"))
+    assert run.trace.billed_usd == (run.trace.cost_usd * 3).quantize(Decimal("1e-8"))
 
 
 def test_step_by_step_prints_every_step_in_full(shop, llm):
@@ -224,8 +231,8 @@ def test_step_by_step_prints_every_step_in_full(shop, llm):
     llm.script("respond", reply, reply)
     short, _ = reason("--client", "shop", "--mode", "standard", "Do you ship abroad?")
     full, _ = reason("--client", "shop", "--mode", "standard", "--step-by-step", "Abroad?")
-    assert f"draft: {long.strip()}" not in short and "…" in short
-    assert f"draft: {long.strip()}" in full
+    assert f"Draft: {long.strip()}" not in short and "…" in short
+    assert f"Draft: {long.strip()}" in full
 
 
 def test_a_disabled_tool_is_refused_by_the_guards_and_not_run(shop, llm, webhook):
@@ -238,9 +245,9 @@ def test_a_disabled_tool_is_refused_by_the_guards_and_not_run(shop, llm, webhook
         },
     )
     out, _ = reason("--client", "shop", "--mode", "standard", "Gift card balance?")
-    step = PlaygroundRun.objects.get().steps.get(name="tool_not_run")
+    step = PlaygroundRun.objects.get().trace.steps.get(name="tool_not_run")
     assert (step.output["verdict"], step.output["tool"]) == ("refuse", "gift_card_balance")
     assert "Your balance is $50." not in step.output["would_reply"]
-    assert "guards: refuse" in out
+    assert "Guards refuse" in out
     assert webhook.calls() == []
     nothing_reached_a_customer()

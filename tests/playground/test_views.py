@@ -47,7 +47,7 @@ def test_an_agent_starts_a_run_that_executes_off_the_request(
     assert response["Location"] == url("playground-run", client_a, run.public_id)
     run.refresh_from_db()
     assert (run.client, run.created_by, run.status) == (client_a, agent.staff_user, RunStatus.DONE)
-    assert run.llm_calls >= 1
+    assert run.trace.llm_calls >= 1
     assert UsageRecord.objects.filter(client=client_a, purpose=UsagePurpose.PLAYGROUND).exists()
 
     page = agent.get(url("playground-run", client_a, run.public_id))
@@ -116,7 +116,7 @@ def test_the_stream_sends_every_step_in_order_then_the_run_then_end(agent, clien
     assert [s["index"] for s in steps] == list(range(len(steps)))
     assert steps[0]["name"] == "reason_step" and steps[0]["output"]["scores"]["grounded"] == 0.5
     assert got[-2][0] == "run" and got[-2][1]["status"] == "done"
-    assert got[-2][1]["cost_usd"] == "0.00120000" and got[-2][1]["llm_calls"] == run.llm_calls
+    assert got[-2][1]["cost_usd"] == "0.00120000" and got[-2][1]["llm_calls"] == run.trace.llm_calls
     assert got[-1] == ("end", {"status": "done"})
 
 
@@ -126,7 +126,7 @@ def test_the_stream_resumes_after_the_last_event_id(agent, client_a):
         url("playground-run-events", client_a, run.public_id), HTTP_LAST_EVENT_ID="9"
     )
     steps = [data["index"] for kind, data in events(response) if kind == "step"]
-    assert steps == list(range(10, run.steps.count()))
+    assert steps == list(range(10, run.trace.steps.count()))
 
 
 def test_a_live_stream_follows_a_running_run(agent, client_a, monkeypatch):
@@ -156,7 +156,7 @@ def test_replay_plays_the_stored_trace_without_any_llm_call(agent, client_a, mon
     response = agent.get(url("playground-run-events", client_a, run.public_id) + "&replay=1")
     got = events(response)
     steps = [d for k, d in got if k == "step"]
-    assert len(steps) == run.steps.count()
+    assert len(steps) == run.trace.steps.count()
     runs = [d for k, d in got if k == "run"]
     assert runs[0]["status"] == "replaying" and runs[0]["llm_calls"] == 0
     assert [r["llm_calls"] for r in runs[1:-1]] == sorted(r["llm_calls"] for r in runs[1:-1])

@@ -16,7 +16,7 @@ from apps.clients.models import Plan
 from apps.clients.rubrics import SUPPORT
 from apps.conversations.models import ConversationStatus, Kind, Message
 from apps.conversations.services import conversation_create
-from apps.reasoning.models import ReasoningStep, ReasoningTrace
+from apps.reasoning.models import ReasoningStep, ReasoningTrace, TraceKind
 from apps.reasoning.modes import mode_that_runs
 from apps.tools.models import PendingAction
 from tests.reasoning.conftest import Chat, assess, critique, make_shop
@@ -564,9 +564,10 @@ def test_manage_py_reason_runs_the_deliberative_loop_outside_any_conversation(
     text = out.getvalue()
     assert text.count("] reason_step") == 4
     assert "[Server Feedback from Step 3]: " + fb(3)["feedback"] in text
-    assert "critique (iteration 1) · score 70/100" in text
-    assert "termination target_reached after 4 steps" in text
+    assert "Refinement · critique (iteration 1)\n    Score 70/100" in text
+    assert "Termination target_reached · Steps 4" in text
     assert "Returns within 30 days. Reply here to start one." in text
-    assert not Message.objects.exists() and not ReasoningTrace.objects.exists()
+    assert not Message.objects.exists()
+    assert not ReasoningTrace.objects.filter(kind=TraceKind.TURN).exists()  # no customer turn
     assert {r.purpose for r in UsageRecord.objects.all()} == {UsagePurpose.PLAYGROUND}
     assert {r.mode for r in UsageRecord.objects.all()} == {"deliberative"}

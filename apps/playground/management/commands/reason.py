@@ -12,33 +12,21 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from apps.clients.models import Client
 from apps.conversations.selectors import conversation_get
 from apps.core.exceptions import ApplicationError
-from apps.playground.models import PlaygroundRun, PlaygroundStep, RunSource, RunStatus
+from apps.playground.models import PlaygroundRun, RunSource, RunStatus
 from apps.playground.selectors import run_json
 from apps.playground.services import (
     playground_modes,
     playground_run_create,
     playground_run_execute,
 )
+from apps.reasoning.models import ReasoningStep
 from apps.reasoning.modes import mode_that_runs
-
-BAR_WIDTH = 20
-
-
-def progress_bar(step: int, total: int, width: int = BAR_WIDTH) -> str:
-    """`[########------------] 4/10`"""
-    total = max(total, 1)
-    filled = round(width * min(step, total) / total)
-    return f"[{'#' * filled}{'-' * (width - filled)}] {step}/{total}"
-
-
-def score_bar(value: float, width: int = 10) -> str:
-    value = min(max(value, 0.0), 1.0)
-    filled = round(width * value)
-    return f"{'█' * filled}{'·' * (width - filled)} {value:.2f}"
+from apps.reasoning.rendering import step_lines
 
 
 class StepPrinter:
-    """Prints each step as the run records it."""
+    """Prints each step as the run records it, as the step views say
+    (apps/reasoning/rendering.py)."""
 
     def __init__(self, out: Any, *, full: bool, pause: bool, run: PlaygroundRun) -> None:
         self.out = out
@@ -56,113 +44,15 @@ class StepPrinter:
         self.out.write(text + "\n")
         self.out.flush()
 
-    def __call__(self, step: PlaygroundStep) -> None:
-        out, name = step.output or {}, step.name
-        tokens = step.prompt_tokens + step.completion_tokens
-        meta = f" · {tokens} tokens, {step.latency_ms} ms" if tokens else ""
-        self.line(f"[{step.index}] {name}{meta}")
-        if step.error:
-            self.line(f"    error: {self.cut(step.error)}")
-        renderer = getattr(self, f"show_{name}", None)
-        if renderer is not None:
-            renderer(out)
-        elif out:
-            self.line(f"    {self.cut(json.dumps(out, ensure_ascii=False, sort_keys=True))}")
+    def __call__(self, step: ReasoningStep) -> None:
+        for line in step_lines(step, cut=self.cut):
+            self.line(line)
         if self.pause and sys.stdin.isatty():
             answer = input("    — Enter for the next step, q to stop — ")
             if answer.strip().lower().startswith("q"):
-                PlaygroundRun.objects.filter(pk=self.run.pk).update(stop_requested=True)
-
-    # -- the step kinds worth a reading layout -------------------------------------------------
-    def show_reason_step(self, out: dict[str, Any]) -> None:
-        step, total = int(out.get("step") or 0), int(out.get("max_steps") or 0)
-        status = str(out.get("status") or "").upper()
-        mean = out.get("mean")
-        mean_text = f" · mean {float(mean):.2f}" if isinstance(mean, int | float) else ""
-        self.line(f"    {progress_bar(step, total)} {status}{mean_text}")
-        self.line(f"    {self.cut(out.get('content'))}")
-        for key, value in (out.get("scores") or {}).items():
-            if isinstance(value, int | float):
-                self.line(f"      {key:<22} {score_bar(float(value))}")
-        if out.get("rationale"):
-            self.line(f"    rationale: {self.cut(out['rationale'])}")
-        for hypothesis in out.get("hypotheses") or []:
-            if isinstance(hypothesis, dict):
-                self.line(
-                    f"    hypothesis: {hypothesis.get('intent')} ({hypothesis.get('confidence')})"
+                PlaygroundRun.objects.for_client(self.run.client).filter(pk=self.run.pk).update(
+                    stop_requested=True
                 )
-
-    def show_feedback(self, out: dict[str, Any]) -> None:
-        self.line(
-            f"    [Server Feedback from Step {out.get('step')}]: {self.cut(out.get('feedback'))}"
-        )
-
-    def show_refinement(self, out: dict[str, Any]) -> None:
-        state = str(out.get("state") or "?")
-        head = f"    {state} (iteration {out.get('iteration')})"
-        if out.get("score") is not None:
-            head += f" · score {out['score']}/100"
-        self.line(head)
-        if out.get("failure"):
-            self.line(f"    failure: {out['failure']}")
-        if out.get("text"):
-            self.line(f"    {self.cut(out['text'])}")
-        if out.get("critique"):
-            self.line(f"    critique: {self.cut(out['critique'])}")
-        for issue in out.get("issues") or []:
-            if isinstance(issue, dict):
-                self.line(
-                    f"    - [{issue.get('kind')}] “{self.cut(issue.get('quote'), 80)}”: "
-                    f"{self.cut(issue.get('problem'), 160)}"
-                )
-
-    def show_refine_critique(self, out: dict[str, Any]) -> None:
-        self.line(f"    critique call · score {out.get('score')}/100")
-
-    def show_improve(self, out: dict[str, Any]) -> None:
-        self.line(f"    improved: {self.cut(out.get('response'))}")
-
-    def show_guard(self, out: dict[str, Any]) -> None:
-        self.line(f"    {out.get('action')} {out.get('tool') or ''} — {out.get('reason')}")
-
-    def show_deliberation_end(self, out: dict[str, Any]) -> None:
-        self.line(
-            f"    termination {out.get('termination')} after {out.get('steps')} steps · "
-            f"best iteration {out.get('best_iteration')} · final score {out.get('final_score')}"
-        )
-
-    def show_clarify(self, out: dict[str, Any]) -> None:
-        self.line(f"    question: {out.get('question')}")
-        for option in out.get("options") or []:
-            self.line(f"      ( ) {option}")
-
-    def show_assess(self, out: dict[str, Any]) -> None:
-        tool = out.get("tool_call")
-        self.line(
-            f"    confidence {out.get('confidence')}/10 · tool {tool or '—'}"
-            + (f" {json.dumps(out.get('tool_params') or {})}" if tool else "")
-        )
-        if out.get("needs_more_context"):
-            self.line(f"    needs more context: {', '.join(out['needs_more_context'])}")
-        self.line(f"    draft: {self.cut(out.get('response'))}")
-
-    show_synthesize = show_assess
-
-    def show_respond(self, out: dict[str, Any]) -> None:
-        tool = out.get("tool_call")
-        if tool:
-            self.line(f"    tool {tool} {json.dumps(out.get('tool_params') or {})}")
-        self.line(f"    draft: {self.cut(out.get('response'))}")
-
-    def show_critique(self, out: dict[str, Any]) -> None:
-        self.line(f"    {out.get('decision')}: {self.cut(out.get('reasoning'))}")
-
-    def show_tool_not_run(self, out: dict[str, Any]) -> None:
-        self.line(
-            f"    guards: {out.get('verdict')} {out.get('tool')} "
-            f"{json.dumps(out.get('params') or {})} ({out.get('reason') or 'allowed'}) — "
-            "not run: tools never run in the playground"
-        )
 
 
 class Command(BaseCommand):
@@ -242,8 +132,10 @@ class Command(BaseCommand):
         )
         printer.line(f"Question: {run.question}")
         finished = playground_run_execute(run_id=run.pk, listeners=[printer])
-        run = finished or PlaygroundRun.objects.get(pk=run.pk)
-        steps = list(run.steps.order_by("index"))
+        run = finished or PlaygroundRun.objects.for_client(client).select_related("trace").get(
+            pk=run.pk
+        )
+        steps = list(run.trace.steps.order_by("index"))
         if as_json:
             self.stdout.write(json.dumps(run_json(run, steps=steps), indent=2, ensure_ascii=False))
         else:
@@ -258,11 +150,12 @@ class Command(BaseCommand):
         escalate = (run.final or {}).get("escalate")
         if escalate:
             printer.line(f"Would hand over to a person: {escalate[0]} — {escalate[1]}")
+        trace = run.trace
         printer.line(
-            f"Status {run.status} · {run.llm_calls} LLM calls · "
-            f"{run.prompt_tokens + run.completion_tokens} tokens "
-            f"({run.prompt_tokens} prompt + {run.completion_tokens} completion) · "
-            f"cost ${run.cost_usd:.6f} (billed ${run.billed_usd:.6f}) · model {run.model}"
+            f"Status {run.status} · {trace.llm_calls} LLM calls · "
+            f"{trace.prompt_tokens + trace.completion_tokens} tokens "
+            f"({trace.prompt_tokens} prompt + {trace.completion_tokens} completion) · "
+            f"cost ${trace.cost_usd:.6f} (billed ${trace.billed_usd:.6f}) · model {trace.model}"
         )
 
 

@@ -1,0 +1,389 @@
+"""How a trace's steps are shown — one specification for every surface that draws them: the
+admin's trace pages (`step_html`), the console's playground page (the spec is embedded in the
+page as JSON, `step_views_json`, and static/console/playground.js draws each card from it) and
+`manage.py reason` (`step_lines`).
+
+A step's view is its title and the fields of its output worth showing, each with a label and a
+kind that says how:
+
+- `text`: the value as a paragraph;
+- `fact`: a short value on the step's facts line (`label value`);
+- `badge`: a short value as a badge (`labels` maps values to what is shown);
+- `progress`: a count out of the output field `total` (`3/10`, drawn as a bar);
+- `list`: a list of strings, joined;
+- `json`: any value as compact JSON;
+- `scores`: a mapping of name → 0..1 score, drawn as bars;
+- `issues`: a critique's issues (`kind`, `quote`, `problem`);
+- `options`: the choices offered to the customer;
+- `hypotheses`: intents with their confidence.
+
+A title or a label may name output fields in braces (`Step {step}/{max_steps}`). A step without
+a view (or an output field without one) is shown as its raw output. Every step of the step
+registry (apps/reasoning/steps) has a view; a test checks it."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+
+from apps.reasoning.models import ReasoningStep
+
+__all__ = [
+    "STEP_VIEWS",
+    "FieldView",
+    "StepView",
+    "step_html",
+    "step_json",
+    "step_lines",
+    "step_title",
+    "step_views_json",
+]
+
+Kind = Literal[
+    "text", "fact", "badge", "progress", "list", "json", "scores", "issues", "options", "hypotheses"
+]
+
+
+@dataclass(frozen=True)
+class FieldView:
+    key: str
+    label: str
+    kind: Kind = "text"
+    labels: dict[str, str] = field(default_factory=dict)  # badge: value → what is shown
+    suffix: str = ""  # after a fact's value: "/10"
+    digits: int | None = None  # a number shown with this many decimals
+    total: str = ""  # progress: the output field that holds the total
+
+
+@dataclass(frozen=True)
+class StepView:
+    title: str
+    fields: tuple[FieldView, ...] = ()
+
+
+def _draft_fields() -> tuple[FieldView, ...]:
+    return (
+        FieldView("confidence", "Confidence", "fact", suffix="/10"),
+        FieldView("tool_call", "Tool", "fact"),
+        FieldView("tool_params", "Tool parameters", "json"),
+        FieldView("needs_more_context", "Needs more context", "list"),
+        FieldView("missing_params", "Missing parameters", "list"),
+        FieldView("response", "Draft", "text"),
+    )
+
+
+STEP_VIEWS: dict[str, StepView] = {
+    # -- the LLM steps (apps/reasoning/steps) ---------------------------------------------------
+    "respond": StepView(
+        "Respond",
+        (
+            FieldView("tool_call", "Tool", "fact"),
+            FieldView("tool_params", "Tool parameters", "json"),
+            FieldView("response", "Draft", "text"),
+        ),
+    ),
+    "assess": StepView("Assess", _draft_fields()),
+    "synthesize": StepView("Synthesize", _draft_fields()),
+    "compose": StepView("Compose", (FieldView("response", "Reply", "text"),)),
+    "critique": StepView(
+        "Critique",
+        (
+            FieldView("decision", "Decision", "badge"),
+            FieldView("reasoning", "Reasoning", "text"),
+            FieldView("message", "To the customer", "text"),
+        ),
+    ),
+    "clarify": StepView(
+        "Clarifying question",
+        (FieldView("question", "Question", "text"), FieldView("options", "Options", "options")),
+    ),
+    "evaluate": StepView(
+        "Evaluation",
+        (
+            FieldView("valid", "Valid", "badge"),
+            FieldView("improved_confidence", "Improved confidence", "fact", suffix="/10"),
+            FieldView("evaluation", "Evaluation", "text"),
+            FieldView("improved_response", "Improved answer", "text"),
+        ),
+    ),
+    "reason_step": StepView(
+        "Step {step}/{max_steps}",
+        (
+            FieldView("step", "Progress", "progress", total="max_steps"),
+            FieldView("status", "Status", "badge", {"final": "Final", "continue": "Continue"}),
+            FieldView("mean", "Mean", "fact", digits=2),
+            FieldView("content", "Reasoning", "text"),
+            FieldView("scores", "Scores", "scores"),
+            FieldView("rationale", "Model's rationale", "text"),
+            FieldView("hypotheses", "Hypotheses", "hypotheses"),
+        ),
+    ),
+    "feedback": StepView(
+        "Server feedback (LLM-generated) after step {step}",
+        # The words the model itself reads the feedback under (docs/llm-protocol.md).
+        (FieldView("feedback", "[Server Feedback from Step {step}]", "text"),),
+    ),
+    "refine_critique": StepView(
+        "Critique call (iteration {iteration})",
+        (
+            FieldView("score", "Score", "fact", suffix="/100"),
+            FieldView("critique", "Critique", "text"),
+            FieldView("issues", "Issues", "issues"),
+        ),
+    ),
+    "improve": StepView(
+        "Improve call (iteration {iteration})", (FieldView("response", "Improved", "text"),)
+    ),
+    "insights": StepView("Insights", (FieldView("topics", "Topics", "json"),)),
+    # -- what the pipeline records itself -------------------------------------------------------
+    "refinement": StepView(
+        "Refinement · {state} (iteration {iteration})",
+        (
+            FieldView("score", "Score", "fact", suffix="/100"),
+            FieldView("failure", "Failure", "text"),
+            FieldView("text", "Text", "text"),
+            FieldView("critique", "Critique", "text"),
+            FieldView("issues", "Issues", "issues"),
+        ),
+    ),
+    "deliberation_end": StepView(
+        "End of deliberation",
+        (
+            FieldView("termination", "Termination", "fact"),
+            FieldView("steps", "Steps", "fact"),
+            FieldView("best_iteration", "Best iteration", "fact"),
+            FieldView("final_score", "Final score", "fact"),
+        ),
+    ),
+    "tool_not_run": StepView(
+        "Tool not run: tools never run in the playground",
+        (
+            FieldView("verdict", "Guards", "badge"),
+            FieldView("tool", "Tool", "fact"),
+            FieldView("params", "Parameters", "json"),
+            FieldView("reason", "Reason", "fact"),
+            FieldView("would_reply", "The customer would have been told", "text"),
+        ),
+    ),
+    "context_fetch": StepView(
+        "Context fetch",
+        (FieldView("fetched", "Fetched", "list"), FieldView("unknown", "Unknown keys", "list")),
+    ),
+    "guard": StepView(
+        "Guards",
+        (
+            FieldView("action", "Action", "badge"),
+            FieldView("tool", "Tool", "fact"),
+            FieldView("reason", "Reason", "text"),
+        ),
+    ),
+    "escalate": StepView(
+        "Hand over to a person",
+        (FieldView("reason", "Reason", "badge"), FieldView("detail", "Detail", "text")),
+    ),
+    "stopped": StepView("Stopped", (FieldView("reason", "Reason", "text"),)),
+    "aborted": StepView("Aborted", (FieldView("reason", "Reason", "text"),)),
+}
+
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+INLINE = ("progress", "fact", "badge")  # the kinds shown together on one line
+
+
+def step_view(name: str) -> StepView | None:
+    return STEP_VIEWS.get(name)
+
+
+def _filled(template: str, output: dict[str, Any]) -> str:
+    """`template` with its `{field}` placeholders filled from the output (`?` for a missing
+    one)."""
+
+    def fill(match: re.Match[str]) -> str:
+        value = output.get(match.group(1))
+        return "?" if value is None or value == "" else str(value).replace("_", " ")
+
+    return _PLACEHOLDER.sub(fill, template)
+
+
+def step_title(name: str, output: dict[str, Any]) -> str:
+    """The step's title, its placeholders filled from the output."""
+    view = STEP_VIEWS.get(name)
+    return name if view is None else _filled(view.title, output)
+
+
+def step_views_json() -> dict[str, Any]:
+    """The specification as the playground page embeds it (`json_script`)."""
+    return {
+        name: {"title": view.title, "fields": [asdict(f) for f in view.fields]}
+        for name, view in STEP_VIEWS.items()
+    }
+
+
+def step_json(step: ReasoningStep) -> dict[str, Any]:
+    """A step as the event streams and `manage.py reason --json` carry it."""
+    return {
+        "index": step.index,
+        "name": step.name,
+        "input_summary": step.input_summary,
+        "output": step.output,
+        "error": step.error,
+        "latency_ms": step.latency_ms,
+        "prompt_tokens": step.prompt_tokens,
+        "completion_tokens": step.completion_tokens,
+    }
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _present(value: Any) -> bool:
+    return value is not None and value != "" and value != [] and value != {}
+
+
+def _shown(view: FieldView, value: Any) -> str:
+    """A field's value as one line of text (the text surfaces)."""
+    if view.digits is not None and isinstance(value, int | float):
+        value = f"{value:.{view.digits}f}"
+    if view.kind == "fact":
+        return f"{value}{view.suffix}"
+    if view.kind == "badge":
+        return view.labels.get(str(value), str(value))
+    if view.kind in ("list", "options") and isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    if view.kind == "json":
+        return _compact(value)
+    return str(value)
+
+
+def _progress(value: Any, total: Any, width: int = 20) -> str:
+    """`[########------------] 4/10`"""
+    step, most = int(value or 0), max(int(total or 0), 1)
+    filled = round(width * min(step, most) / most)
+    return f"[{'#' * filled}{'-' * (width - filled)}] {step}/{total or '?'}"
+
+
+def _field_rows(name: str, output: dict[str, Any]) -> list[tuple[FieldView, Any]]:
+    view = STEP_VIEWS.get(name)
+    if view is None:
+        return []
+    return [(f, output[f.key]) for f in view.fields if _present(output.get(f.key))]
+
+
+def _shown_keys(name: str) -> set[str]:
+    view = STEP_VIEWS.get(name)
+    return {f.key for f in view.fields} if view else set()
+
+
+# -- text (`manage.py reason`) ------------------------------------------------------------------
+def _bar(value: float, width: int = 10) -> str:
+    value = min(max(value, 0.0), 1.0)
+    filled = round(width * value)
+    return f"{'█' * filled}{'·' * (width - filled)} {value:.2f}"
+
+
+def step_lines(step: ReasoningStep, *, cut: Any = str) -> list[str]:
+    """The step as lines of text: a head line, then one line per field shown (indented).
+    `cut` shortens long text (the command's --step-by-step shows it whole)."""
+    output = step.output or {}
+    tokens = step.prompt_tokens + step.completion_tokens
+    meta = f" · {tokens} tokens, {step.latency_ms} ms" if tokens else ""
+    title = step_title(step.name, output)
+    named = f" — {title}" if title.lower() != step.name.replace("_", " ") else ""
+    lines = [f"[{step.index}] {step.name}{named}{meta}"]
+    if step.error:
+        lines.append(f"    error: {cut(step.error)}")
+    rows = _field_rows(step.name, output)
+    if step.name not in STEP_VIEWS:
+        if output:
+            lines.append(f"    {cut(_compact(output))}")
+        return lines
+    facts = [
+        _progress(v, output.get(f.total))
+        if f.kind == "progress"
+        else f"{_filled(f.label, output)} {_shown(f, v)}"
+        for f, v in rows
+        if f.kind in INLINE
+    ]
+    if facts:
+        lines.append("    " + " · ".join(facts))
+    for f, value in rows:
+        if f.kind in INLINE:
+            continue
+        if f.kind == "scores" and isinstance(value, dict):
+            for key, score in value.items():
+                if isinstance(score, int | float):
+                    lines.append(f"      {key:<22} {_bar(float(score))}")
+        elif f.kind == "issues" and isinstance(value, list):
+            for issue in value:
+                if isinstance(issue, dict):
+                    lines.append(
+                        f"    - [{issue.get('kind')}] “{cut(issue.get('quote'))}”: "
+                        f"{cut(issue.get('problem'))}"
+                    )
+        elif f.kind == "hypotheses" and isinstance(value, list):
+            for h in value:
+                if isinstance(h, dict):
+                    lines.append(f"    hypothesis: {h.get('intent')} ({h.get('confidence')})")
+        else:
+            lines.append(f"    {_filled(f.label, output)}: {cut(_shown(f, value))}")
+    return lines
+
+
+# -- HTML (the admin) ---------------------------------------------------------------------------
+def step_html(step: ReasoningStep) -> SafeString:
+    """The step's fields as the admin shows them (everything escaped), then what the view does
+    not name as raw JSON."""
+    output = step.output or {}
+    rows = _field_rows(step.name, output)
+    parts: list[SafeString] = [
+        format_html(
+            '<p class="gd-step-title"><strong>{}</strong></p>', step_title(step.name, output)
+        )
+    ]
+    for f, value in rows:
+        if f.kind == "scores" and isinstance(value, dict):
+            body = format_html_join(
+                ", ", "{} {}", ((k, _shown(f, v)) for k, v in sorted(value.items()))
+            )
+        elif f.kind == "issues" and isinstance(value, list):
+            body = format_html_join(
+                "",
+                "<br>[{}] “{}”: {}",
+                (
+                    (i.get("kind"), i.get("quote"), i.get("problem"))
+                    for i in value
+                    if isinstance(i, dict)
+                ),
+            )
+        elif f.kind == "hypotheses" and isinstance(value, list):
+            body = format_html_join(
+                ", ",
+                "{} ({})",
+                ((h.get("intent"), h.get("confidence")) for h in value if isinstance(h, dict)),
+            )
+        elif f.kind == "progress":
+            body = format_html("{}/{}", value, output.get(f.total) or "?")
+        else:
+            body = format_html("{}", _shown(f, value))
+        parts.append(
+            format_html(
+                '<p class="gd-step-field gd-kind-{}"><span class="gd-label">{}</span>: {}</p>',
+                f.kind,
+                _filled(f.label, output),
+                body,
+            )
+        )
+    rest = {k: v for k, v in output.items() if k not in _shown_keys(step.name)}
+    if rest:
+        parts.append(
+            format_html(
+                '<pre class="gd-step-raw">{}</pre>',
+                json.dumps(rest, indent=2, ensure_ascii=False, default=str),
+            )
+        )
+    return format_html_join("", "{}", ((p,) for p in parts))
