@@ -11,7 +11,7 @@ POST conversations/<id>/contact      → 200 {"email", "confirmed"}  (the custom
                                        we e-mail; "" forgets it)
 (all under /api/v1/widget/)
 
-Authentication, origin rules and throttles live in `widget_auth.py`. The widget only ever sees
+Authentication, origin rules and throttles live in `apps/widget/auth.py`. The widget only ever sees
 visible messages, serialized by `WidgetMessageSerializer`.
 """
 
@@ -49,7 +49,15 @@ from apps.conversations.services import (
     conversation_seen_record,
     validate_customer_text,
 )
-from apps.conversations.widget_auth import (
+from apps.core import sse
+from apps.core.parsers import JSONParser
+from apps.core.schema import error_responses
+from apps.reasoning.models import TraceStatus
+from apps.reasoning.selectors import conversation_live_state
+from apps.reasoning.selectors import turn_in_progress as widget_turn_in_progress
+from apps.reasoning.selectors import turn_status as widget_turn_status
+from apps.reasoning.services import handle_turn
+from apps.widget.auth import (
     CORS_EXPOSE_HEADERS,
     WIDGET_KEY_HEADER,
     TokenLimitThrottled,
@@ -63,20 +71,12 @@ from apps.conversations.widget_auth import (
     widget_origin_check,
     widget_visitor,
 )
-from apps.conversations.widget_selectors import (
+from apps.widget.selectors import (
     widget_conversation_state,
     widget_message_events_after,
     widget_message_jsons,
     widget_messages_after,
 )
-from apps.core import sse
-from apps.core.parsers import JSONParser
-from apps.core.schema import error_responses
-from apps.reasoning.models import TraceStatus
-from apps.reasoning.selectors import conversation_live_state
-from apps.reasoning.selectors import turn_in_progress as widget_turn_in_progress
-from apps.reasoning.selectors import turn_status as widget_turn_status
-from apps.reasoning.services import handle_turn
 
 logger = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from django.core.management import call_command
 from django.db import connection
 
 from apps.clients.models import Client
-from apps.conversations import widget_apis
+from apps.widget import apis as widget_apis
 from tests.conftest import DEMO_TENANT, ROOT
 from tests.reasoning.conftest import llm, llm_server  # noqa: F401  (fixtures, re-exported)
 

@@ -15,10 +15,10 @@ from django.core import signals
 from django.core.asgi import get_asgi_application
 from django.core.handlers.asgi import ASGIHandler
 
-from apps.conversations import widget_apis
 from apps.conversations.models import Conversation, Role
 from apps.conversations.services import message_append
 from apps.core.asgi import StreamingPaths
+from apps.widget import apis as widget_apis
 from tests.reasoning.conftest import assess
 from tests.widget.test_push import parse
 

@@ -18,10 +18,11 @@ from django.conf import settings as django_settings
 from django.db import connection, transaction
 from django.test import AsyncClient
 
-from apps.conversations import events, widget_apis
+from apps.conversations import events
 from apps.conversations.models import Conversation, Role
 from apps.conversations.services import message_append
 from apps.escalations.services import staff_reply
+from apps.widget import apis as widget_apis
 from tests.widget.conftest import API, Widget
 
 REDIS_URL = django_settings.TEST_BROKER_URL

@@ -13,11 +13,11 @@ from django.conf import settings as django_settings
 from django.db import DatabaseError
 from django.test import Client as DjangoClient
 
-from apps.conversations import widget_apis
 from apps.conversations.models import Conversation, Kind, Message, Role, Visibility
 from apps.conversations.services import conversation_token_matches, message_append
 from apps.escalations.services import staff_reply
 from apps.reasoning.models import ReasoningTrace
+from apps.widget import apis as widget_apis
 from tests.factories import ClientFactory
 from tests.reasoning.conftest import assess
 from tests.widget.conftest import API, Widget, sse
@@ -760,7 +760,7 @@ def test_widget_endpoints_are_in_the_openapi_schema(db):
     from django.urls import include, path
     from drf_spectacular.generators import SchemaGenerator
 
-    patterns = [path("api/v1/widget/", include("apps.conversations.widget_urls"))]
+    patterns = [path("api/v1/widget/", include("apps.widget.urls"))]
     schema = SchemaGenerator(patterns=patterns).get_schema(request=None, public=True)
     paths = schema["paths"]
     assert set(paths) == {
