@@ -46,7 +46,6 @@ INSTALLED_APPS = [
     "apps.insights",
     "apps.widget",
     "apps.console",
-    "apps.benchmarks",
 ]
 
 MIDDLEWARE = [
