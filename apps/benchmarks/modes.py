@@ -46,9 +46,9 @@ from django.test.utils import CaptureQueriesContext, override_settings
 
 from apps.billing.models import ModelPrice, UsageRecord
 from apps.clients.models import AIMode, Client, Plan
-from apps.clients.services import tenant_import
 from apps.conversations.models import Role
 from apps.conversations.services import conversation_create, message_append
+from apps.provisioning.services import tenant_import
 from apps.reasoning.models import ReasoningTrace
 from apps.reasoning.services import turn_process
 

@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "apps.reasoning",
     "apps.playground",
     "apps.insights",
+    "apps.provisioning",
     "apps.widget",
     "apps.console",
 ]

@@ -11,7 +11,7 @@ import pytest
 from celery.exceptions import SoftTimeLimitExceeded
 from pydantic import TypeAdapter
 
-from apps.clients.importer import _executor_specs
+from apps.provisioning.importer import _executor_specs
 from apps.tools import executors as registry
 from apps.tools.executors import Executor, ExecutorOutcome, ImportSpec
 from apps.tools.models import ClientTool, ExecutionStatus, FailureKind
