@@ -1,5 +1,5 @@
-"""A local OpenAI-compatible model for the load benchmark: tests/support/fake_llm.py in its own
-process, answering every step after LATENCY seconds with a short, confident reply (one call per
+"""A local OpenAI-compatible model for the load benchmark: apps/core/testing/fake_llm.py in its
+own process, answering every step after LATENCY seconds with a short, confident reply (one call per
 adaptive turn). A customer message containing "[slow]" makes each call take 10 × LATENCY — the
 wall time of a slow ten-call deliberative turn. Prints its base URL, then serves until killed.
 
@@ -16,7 +16,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.support import fake_llm
+from apps.core.testing import fake_llm
 
 ANSWER: dict[str, Any] = {
     "response": "We ship within one business day; standard delivery takes 3-7 days.",

@@ -3,9 +3,9 @@
 It starts the Procfile's processes — `release` (migrate + collectstatic), `web` (gunicorn +
 uvicorn workers, ASGI) and `worker` (Celery, thread pool) — under production settings against
 PostgreSQL and Redis, with a local OpenAI-compatible model answering after `--latency` seconds
-(tests/support/fake_llm.py in its own process), and drives the widget API exactly like the widget:
-start a conversation, open its event stream, send a message, wait for the reply **on the
-stream**, think, send the next one.
+(apps/core/testing/fake_llm.py in its own process), and drives the widget API exactly like the
+widget: start a conversation, open its event stream, send a message, wait for the reply **on
+the stream**, think, send the next one.
 
     .venv/bin/python benchmarks/load.py \\
         --database-url postgres://postgres@127.0.0.1:5432/gd_h5 \\

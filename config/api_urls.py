@@ -5,7 +5,7 @@ from django.urls import include, path
 urlpatterns = [
     path("", include("apps.clients.urls")),
     path("", include("apps.accounts.urls")),
-    path("widget/", include("apps.conversations.widget_urls")),
+    path("widget/", include("apps.widget.urls")),
     path("", include("apps.conversations.urls")),
     path("", include("apps.escalations.urls")),
     path("", include("apps.tools.urls")),

@@ -24,8 +24,8 @@ urlpatterns = [
     path("favicon.ico", core_views.favicon, name="favicon"),
     path("admin/", admin.site.urls),
     path("accounts/", include("allauth.urls")),
-    path("console/", include("apps.conversations.console_urls")),
-    path("widget/", include("apps.conversations.widget_views")),  # the chat iframe page
+    path("console/", include("apps.console.urls")),
+    path("widget/", include("apps.widget.views")),  # the chat iframe page
     path("api/v1/", include("config.api_urls")),
     # staff only in production; API_DOCS_PUBLIC opens them (config/api_docs.py)
     path("api/schema/", schema_view, name="schema"),

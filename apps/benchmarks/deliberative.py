@@ -168,10 +168,7 @@ def run_deliberative_benchmark(
     seed: int = 7,
     in_current_database: bool = False,
 ) -> DeliberativeResult:
-    try:
-        from tests.support.fake_llm import FakeLLMServer
-    except ImportError as exc:  # pragma: no cover - a deployment without the test suite
-        raise BenchmarkError("bench_deliberative needs the repository's tests/support") from exc
+    from apps.core.testing.fake_llm import FakeLLMServer
 
     counts = {s: n for s, n in scenario_counts(turns).items() if s in MIX}
     rng = random.Random(seed)  # noqa: S311

@@ -2,10 +2,10 @@
 
 It imports a throwaway copy of the demo tenant into a temporary database (created and dropped
 with Django's test-database machinery, so the configured database is never written to), starts
-the scripted OpenAI-compatible server of the test suite (`tests/support/fake_llm.py`, which
-bills prompt tokens from what was actually
-sent), and plays the seed's traffic mix through both modes with the real pipeline
-(`turn_process`, what a worker runs, with the real `openai` SDK over HTTP):
+the scripted OpenAI-compatible server the test suite uses (`apps/core/testing/fake_llm.py`,
+which bills prompt tokens from what was actually sent), and plays the seed's traffic mix through
+both modes with the real pipeline (`turn_process`, what a worker runs, with the real `openai`
+SDK over HTTP):
 
 * 60 % simple questions — answerable from the minimal context (one call);
 * 20 % questions that need extra context — adaptive: assess → fetch a policy or the FAQs →
@@ -46,9 +46,9 @@ from django.test.utils import CaptureQueriesContext, override_settings
 
 from apps.billing.models import ModelPrice, UsageRecord
 from apps.clients.models import AIMode, Client, Plan
-from apps.clients.services import tenant_import
 from apps.conversations.models import Role
 from apps.conversations.services import conversation_create, message_append
+from apps.provisioning.services import tenant_import
 from apps.reasoning.models import ReasoningTrace
 from apps.reasoning.services import turn_process
 
@@ -431,13 +431,7 @@ def run_benchmark(
     By default everything happens in a temporary database that is dropped at the end.
     `in_current_database=True` (for the test suite, whose own transaction undoes it) works in
     the current database and deletes the two benchmark clients afterwards."""
-    try:
-        from tests.support.fake_llm import FakeLLMServer
-    except ImportError as exc:  # pragma: no cover - a deployment without the test suite
-        raise BenchmarkError(
-            "bench_modes needs the repository's tests/support/fake_llm.py (run it from a "
-            "checkout, not from a production image)"
-        ) from exc
+    from apps.core.testing.fake_llm import FakeLLMServer
 
     counts = scenario_counts(turns)
     rng = random.Random(seed)  # noqa: S311 - shuffling a benchmark, not security

@@ -6,9 +6,9 @@ changes a conversation's status or starts/ends a turn; after commit it publishes
 process keeps ONE Redis connection subscribed to the pattern `guidedesk:conversation:*` (a `Hub`
 per event loop) and wakes the streams of that conversation — and the staff console's queue
 streams of that client — which then read what changed from the database (so the events'
-content, order and ids come from one place, `widget_apis._StreamCursor`). A publish carries no
-event data, so a lost or duplicated one costs at most a late or an extra read — never a wrong
-event.
+content, order and ids come from one place, `apps.widget.streams._StreamCursor`). A publish
+carries no event data, so a lost or duplicated one costs at most a late or an extra read —
+never a wrong event.
 
 No Redis (REDIS_URL unset, the demo): nothing is published and the streams poll instead."""
 

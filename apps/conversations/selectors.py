@@ -24,7 +24,15 @@ from apps.accounts.models import Membership
 from apps.clients.models import Client
 from apps.conversations.models import Conversation, Message
 from apps.conversations.models import Role as MessageRole
-from apps.escalations.models import Escalation, EscalationStatus
+
+# The escalations app builds on this one (its models point at Conversation), so its rows are read
+# through the reverse relation `Conversation.escalations`, never by importing it.
+ESCALATION_OPEN = "open"  # apps.escalations.models.EscalationStatus.OPEN
+
+
+def _escalations() -> Any:
+    """The Escalation model's default (tenant-scoped) manager."""
+    return Conversation._meta.get_field("escalations").related_model._default_manager
 
 
 def _start_of_day(day: date) -> datetime:
@@ -40,9 +48,7 @@ def _with_summary(queryset: QuerySet[Conversation]) -> QuerySet[Conversation]:
         .annotate(n=Count("pk"))
         .values("n")
     )
-    open_escalation = Escalation.objects.filter(
-        conversation=OuterRef("pk"), status=EscalationStatus.OPEN
-    )
+    open_escalation = _escalations().filter(conversation=OuterRef("pk"), status=ESCALATION_OPEN)
     return queryset.annotate(
         message_count=Coalesce(Subquery(message_count, output_field=IntegerField()), Value(0)),
         has_open_escalation=Exists(open_escalation),
@@ -68,7 +74,7 @@ def conversation_list(
     if created_before is not None and created_before < date.max:  # date.max: no upper bound
         queryset = queryset.filter(created_at__lt=_start_of_day(created_before + timedelta(days=1)))
     if has_escalation is not None:
-        escalated = Exists(Escalation.objects.filter(conversation=OuterRef("pk")))
+        escalated = Exists(_escalations().filter(conversation=OuterRef("pk")))
         queryset = queryset.filter(escalated if has_escalation else ~escalated)
     return _with_summary(queryset).order_by("-created_at", "-pk")
 
@@ -102,7 +108,8 @@ def conversation_detail_queryset(
         return None
     messages = Message.objects.for_client(client).order_by("seq")
     escalations = (
-        Escalation.objects.for_client(client)
+        _escalations()
+        .for_client(client)
         .select_related("assigned_to")
         .order_by("-created_at", "-pk")
     )

@@ -19,7 +19,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.clients.models import AIMode, Rubric
-from apps.conversations.console_views import ConsoleAccess, console_view, json_view
+from apps.console.views import ConsoleAccess, console_view, json_view
 from apps.conversations.models import Conversation
 from apps.conversations.selectors import conversation_get
 from apps.conversations.services import MAX_MESSAGE_CHARS

@@ -1,9 +1,9 @@
 """The LLM gateway: every model call in GuideDesk goes through `llm_complete`.
 
 One job: send a step's messages to an OpenAI-compatible endpoint (via the official `openai`
-SDK), get back JSON for that step, parse it tolerantly into the step's pydantic model and report
-what it cost. Failures are expected events, not crashes: every one of them becomes an `LLMError`
-with a `kind` the turn pipeline can act on (fallback reply, retry, escalation).
+SDK), get back JSON for that step, have `replies.py` parse it into the step's pydantic model and
+report what it cost. Failures are expected events, not crashes: every one of them becomes an
+`LLMError` with a `kind` the turn pipeline can act on (fallback reply, retry, escalation).
 
 With no `OPENAI_API_KEY` the offline demo model (`apps.reasoning.offline`) answers instead and
 no HTTP call is made. The wire protocol is documented in docs/llm-protocol.md.
@@ -11,10 +11,8 @@ no HTTP call is made. The wire protocol is documented in docs/llm-protocol.md.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
-import re
 import threading
 import time
 from collections.abc import Mapping
@@ -23,12 +21,11 @@ from typing import Any, Literal, cast
 
 import openai
 from django.conf import settings
-from pydantic import BaseModel, ValidationError
 
 from apps.core import deadlines
 from apps.core.db import release_connection
 from apps.core.http import wall_clock_client
-from apps.reasoning import steps
+from apps.reasoning import replies, steps
 from apps.reasoning.offline import offline_complete
 
 __all__ = [
@@ -161,171 +158,17 @@ def _estimate_prompt_tokens(messages: list[dict[str, str]]) -> int:
 
 
 # --------------------------------------------------------------------------------------------
-# Tolerant parsing
+# Reply parsing (apps/reasoning/replies.py)
 # --------------------------------------------------------------------------------------------
-
-_ASSESSMENT_RE = re.compile(r"<assessment>(.*?)(?:</assessment>|\Z)", re.DOTALL | re.IGNORECASE)
-_FENCE_RE = re.compile(r"```[\w+-]*[ \t]*\r?\n?(.*?)```", re.DOTALL)
-_MAX_OBJECT_CANDIDATES = 32
 
 
 def parse_reply[T](step: str, text: str, output: type[T]) -> T:
-    """Turn a model's text into `output`, tolerating the usual drift.
-
-    Accepted forms, in order: a `<assessment>{json}</assessment>` block after visible text (the
-    seed's plain-text form: `response` becomes the visible text unless the JSON has its own
-    non-empty `response`); JSON inside a code fence; a bare JSON object; the first balanced JSON
-    object embedded in prose. `//` comments and trailing commas are forgiven. Extra keys and
-    type drift are handled by the pydantic models. Raises `LLMError(kind="invalid_output")`
-    (without tokens or latency — `llm_complete` adds those).
-    """
-    model = _pydantic_model(output)
-    stripped = text.strip()
-    if not stripped:
-        raise _invalid(step, text, "the model returned an empty reply")
-
-    visible: str | None = None
-    block = _ASSESSMENT_RE.search(stripped)
-    if block is not None:
-        visible = (stripped[: block.start()] + stripped[block.end() :]).strip()
-        data = _extract_object(block.group(1))
-    else:
-        data = _extract_object(stripped)
-    if data is None:
-        raise _invalid(step, text, "no JSON object found in the reply")
-
-    if visible is not None and "response" in model.model_fields:
-        own = data.get("response")
-        if not (isinstance(own, str) and own.strip()):
-            data = {**data, "response": visible}
-
+    """`replies.reply_parse`, its failures as `LLMError(kind="invalid_output")` (without tokens
+    or latency — `llm_complete` adds those)."""
     try:
-        return cast(T, model.model_validate(data))
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(part) for part in error['loc']) or '(root)'}: {error['msg']}"
-            for error in exc.errors()
-        )
-        raise _invalid(step, text, f"reply does not match the {step!r} schema: {problems}") from exc
-
-
-def _pydantic_model(output: type[Any]) -> type[BaseModel]:
-    if isinstance(output, type) and issubclass(output, BaseModel):
-        return output
-    raise TypeError(f"output must be a pydantic model class, not {output!r}")
-
-
-def _invalid(step: str, raw: str, message: str) -> LLMError:
-    return LLMError(kind="invalid_output", step=step, message=message, raw=raw)
-
-
-def _extract_object(text: str) -> dict[str, Any] | None:
-    """The first JSON object in `text`: inside code fences first, then anywhere in it."""
-    chunks = [match.group(1) for match in _FENCE_RE.finditer(text)]
-    chunks.append(text)
-    for chunk in chunks:
-        found = _first_object(chunk)
-        if found is not None:
-            return found
-    return None
-
-
-def _first_object(text: str) -> dict[str, Any] | None:
-    position = 0
-    for _ in range(_MAX_OBJECT_CANDIDATES):
-        start = text.find("{", position)
-        if start < 0:
-            return None
-        end = _balanced_end(text, start)
-        if end is None:
-            # Unbalanced (typically a truncated reply). Do not fall back to an inner object:
-            # `{"response": …, "tool_params": {…}` must not parse as the tool params.
-            return None
-        loaded = _loads_lenient(text[start:end])
-        if isinstance(loaded, dict):
-            return loaded
-        position = end  # skip the whole candidate, never its nested objects
-    return None
-
-
-def _balanced_end(text: str, start: int) -> int | None:
-    """Index just past the `}` closing the `{` at `start` (string-aware), or None."""
-    depth = 0
-    in_string = False
-    escaped = False
-    for index in range(start, len(text)):
-        char = text[index]
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char == "{":
-            depth += 1
-        elif char == "}":
-            depth -= 1
-            if depth == 0:
-                return index + 1
-    return None
-
-
-def _loads_lenient(candidate: str) -> Any:
-    try:
-        return json.loads(candidate)
-    except ValueError:
-        pass
-    try:
-        return json.loads(_strip_comments_and_trailing_commas(candidate))
-    except ValueError:
-        return None
-
-
-def _strip_comments_and_trailing_commas(text: str) -> str:
-    """Drop `//` and `/* */` comments and commas before `}` / `]`, all outside strings.
-
-    The seed's prompt shows the assessment JSON with `// …` comments; models copy them.
-    """
-    out: list[str] = []
-    index, length = 0, len(text)
-    in_string = escaped = False
-    while index < length:
-        char = text[index]
-        if in_string:
-            out.append(char)
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-            index += 1
-        elif text.startswith("//", index):
-            newline = text.find("\n", index)
-            index = length if newline < 0 else newline
-        elif text.startswith("/*", index):
-            close = text.find("*/", index + 2)
-            index = length if close < 0 else close + 2
-        else:
-            if char in "}]":
-                _drop_trailing_comma(out)
-            in_string = char == '"'
-            out.append(char)
-            index += 1
-    return "".join(out)
-
-
-def _drop_trailing_comma(out: list[str]) -> None:
-    # Outside a string, the last non-blank character emitted is structural (a string would
-    # end in `"`), so a `,` there is a trailing comma.
-    position = len(out) - 1
-    while position >= 0 and out[position].isspace():
-        position -= 1
-    if position >= 0 and out[position] == ",":
-        del out[position]
+        return replies.reply_parse(step, text, output)
+    except replies.InvalidReply as exc:
+        raise LLMError(kind="invalid_output", step=step, message=str(exc), raw=text) from exc
 
 
 # --------------------------------------------------------------------------------------------
@@ -339,7 +182,7 @@ def _step_schema(step: str, output: type[Any]) -> dict[str, Any]:
     registered = steps.get(step)
     if output is registered.output:
         return registered.schema
-    return steps.response_schema(_pydantic_model(output))
+    return steps.response_schema(replies.pydantic_model(output))
 
 
 def _type_name(spec: Mapping[str, Any]) -> str:

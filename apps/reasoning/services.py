@@ -8,13 +8,12 @@ from __future__ import annotations
 import logging
 import re
 import time
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
-from django.db.models import Exists, F, Q
+from django.db import transaction
+from django.db.models import F
 from django.utils import timezone, translation
 from django.utils.translation import gettext
 
@@ -35,6 +34,18 @@ from apps.escalations.models import EscalationReason
 from apps.escalations.services import HANDOFF_TEXT, escalation_create
 from apps.reasoning import evaluation as _evaluation  # noqa: F401  (registers the `evaluate` hook)
 from apps.reasoning import guards
+from apps.reasoning.admission import (
+    DB_ERRORS,
+    TurnBusy,
+    TurnLock,
+    fresh_connection,
+    lock_row_releasing_turn,
+    on_fresh_connection,
+    turn_claim,
+    turn_lease,
+    turn_lock_release,
+    turn_lock_take,
+)
 from apps.reasoning.hooks import run_post_draft_hooks
 from apps.reasoning.llm import LLMError
 from apps.reasoning.models import ReasoningStep, ReasoningTrace, TraceStatus
@@ -60,10 +71,6 @@ _WANTS_HUMAN = re.compile(
     r"(person|someone|agent|representative|human)|customer service rep|representative)\b",
     re.IGNORECASE,
 )
-
-# The database went away (restart, failover, a pooler recycling connections): the turn is
-# retried on a fresh connection (tasks.py), never answered from a half-written state.
-DB_ERRORS: tuple[type[Exception], ...] = (OperationalError, InterfaceError)
 
 
 def handle_turn(*, client: Client, conversation: Conversation, text: str) -> Message:
@@ -136,135 +143,6 @@ def wants_human(text: str) -> bool:
     return bool(_WANTS_HUMAN.search(text))
 
 
-def _claim(message: Message, *, traced: bool = True) -> tuple[ReasoningTrace, bool] | None:
-    """Create or take over the turn of this message: (trace, whether this claim created it);
-    None when it is done or in progress elsewhere (a redelivered task must not answer twice).
-    `traced`: the message had a trace when it was read (False: try the one-INSERT claim)."""
-    if not traced:
-        trace = _claim_new(message)
-        if trace is not None:
-            return trace, True
-    lease = _turn_lease()
-    with transaction.atomic():
-        trace, created = ReasoningTrace.objects.select_for_update().get_or_create(
-            user_message=message, defaults=_new_trace_fields(message)
-        )
-        if created:
-            conversation_changed(message.conversation_id, message.client_id)  # typing starts
-            return trace, True
-        if trace.status != TraceStatus.PROCESSING:
-            return None
-        if trace.updated_at > timezone.now() - lease:
-            return None  # another worker is on it
-        trace.save(update_fields=["updated_at"])  # take over a turn whose worker died
-        return trace, False
-
-
-def _new_trace_fields(message: Message) -> dict[str, Any]:
-    return {
-        "client": message.client,
-        "conversation": message.conversation,
-        # The mode that runs: recorded and billed.
-        "mode": mode_that_runs(message.client.plan.ai_mode),
-        "model": settings.LLM_MODEL if settings.OPENAI_API_KEY else "offline-demo",
-    }
-
-
-def _claim_new(message: Message) -> ReasoningTrace | None:
-    """The common case, in one INSERT: the message had no trace when it was read. The unique
-    `user_message` decides a race (None: another worker created it first — `_claim` then
-    looks at that trace under its row lock)."""
-    trace = ReasoningTrace(user_message=message, **_new_trace_fields(message))
-    try:
-        if connection.in_atomic_block:  # (tests, eager callers): keep the outer block usable
-            with transaction.atomic():
-                trace.save(force_insert=True)
-        else:  # autocommit: the INSERT is its own transaction
-            trace.save(force_insert=True)
-    except IntegrityError:
-        return None
-    conversation_changed(message.conversation_id, message.client_id)  # typing starts
-    return trace
-
-
-class TurnBusy(Exception):
-    """An earlier turn of the same conversation is still queued or running; try again shortly."""
-
-
-def _turn_lease() -> timedelta:
-    return timedelta(seconds=settings.REASONING_TURN_LEASE_SECONDS)
-
-
-def fresh_connection() -> None:
-    """After a database error: drop the (probably dead) connection so the next query opens a
-    new one. Inside a transaction the connection is left alone (the transaction is lost
-    anyway and its owner rolls back)."""
-    if not connection.in_atomic_block:
-        connection.close()
-
-
-def on_fresh_connection(what: str, action: Any, *args: Any, **kwargs: Any) -> bool:
-    """Run bookkeeping that must not be lost with a dead connection: once, and once more on a
-    fresh connection if the database failed. False when the database is still unreachable
-    (then the lease runs out and the sweeper finishes the job)."""
-    for attempt in (1, 2):
-        try:
-            action(*args, **kwargs)
-            return True
-        except DB_ERRORS:
-            fresh_connection()
-            if attempt == 2:
-                logger.warning("%s: database unreachable; left to the sweeper", what, exc_info=True)
-    return False
-
-
-def _lock_conversation(message: Message) -> bool:
-    """Take the conversation's turn lock, in message order: not while an earlier customer
-    message still waits for its turn (it has no trace yet), nor while another turn holds the
-    lock. A lock or a queued message older than the lease belongs to a dead worker or a lost
-    task and no longer blocks. One UPDATE: the earlier-message check is its NOT EXISTS."""
-    now = timezone.now()
-    lease = _turn_lease()
-    earlier_waiting = Message.objects.filter(
-        conversation_id=message.conversation_id,
-        role=Role.USER,
-        seq__lt=message.seq,
-        turn__isnull=True,
-        created_at__gt=now - lease,
-    )
-    taken = (
-        Conversation.objects.filter(pk=message.conversation_id)
-        .filter(Q(turn_lock_until__isnull=True) | Q(turn_lock_until__lt=now))
-        .filter(~Exists(earlier_waiting))
-        .update(turn_lock_until=now + lease)
-    )
-    return taken == 1
-
-
-def turn_waiting_before(message_id: int) -> int | None:
-    """The earliest customer message of the same conversation still waiting for its turn (no
-    trace yet), before this one — what a `TurnBusy` may be waiting for."""
-    message = Message.objects.filter(pk=message_id).values("conversation_id", "seq").first()
-    if message is None:
-        return None
-    return (
-        Message.objects.filter(
-            conversation_id=message["conversation_id"],
-            role=Role.USER,
-            seq__lt=message["seq"],
-            turn__isnull=True,
-            created_at__gt=timezone.now() - _turn_lease(),
-        )
-        .order_by("seq")
-        .values_list("pk", flat=True)
-        .first()
-    )
-
-
-def _unlock_conversation(message: Message) -> None:
-    Conversation.objects.filter(pk=message.conversation_id).update(turn_lock_until=None)
-
-
 def _customer_message(message_id: int) -> Message | None:
     """The customer message a turn is about, with what every turn reads of it — and the status
     of its trace, None when it has none yet (`turn_status`)."""
@@ -285,28 +163,18 @@ def turn_process(*, message_id: int) -> ReasoningTrace | None:
     turn_status = getattr(message, "turn_status", None)  # annotated by _customer_message
     if turn_status in (TraceStatus.DONE, TraceStatus.SKIPPED):
         return None  # a redelivered task: this turn is done
-    if not _lock_conversation(message):
+    if not turn_lock_take(message):
         raise TurnBusy(message_id)
     lock = TurnLock(message.conversation_id)
     try:
         return _process_locked(message, traced=turn_status is not None, lock=lock)
     finally:
         if lock.held:  # (the turn's finish releases it with its commit)
-            on_fresh_connection("turn unlock", _unlock_conversation, message)
-
-
-@dataclass
-class TurnLock:
-    """The conversation's turn lock this worker holds (`_lock_conversation`). A turn that
-    finishes releases it in its finishing transaction (`_finish`); otherwise `turn_process`
-    releases it when it is done."""
-
-    conversation_id: int
-    held: bool = True
+            on_fresh_connection("turn unlock", turn_lock_release, message)
 
 
 def _process_locked(message: Message, *, traced: bool, lock: TurnLock) -> ReasoningTrace | None:
-    claimed = _claim(message, traced=traced)
+    claimed = turn_claim(message, traced=traced)
     if claimed is None:
         return None
     trace, fresh = claimed
@@ -326,7 +194,7 @@ def _process_locked(message: Message, *, traced: bool, lock: TurnLock) -> Reason
 
 def _release_claim(trace: ReasoningTrace, error: str) -> None:
     ReasoningTrace.objects.filter(pk=trace.pk, status=TraceStatus.PROCESSING).update(
-        updated_at=timezone.now() - _turn_lease() - timedelta(seconds=1)
+        updated_at=timezone.now() - turn_lease() - timedelta(seconds=1)
     )
     _trace_note(trace, "interrupted", {"reason": "database error; the turn is retried"}, error)
 
@@ -474,7 +342,7 @@ def turn_give_up(
         )
         if trace.status != TraceStatus.PROCESSING:
             return None
-        if stale_only and not created and trace.updated_at > timezone.now() - _turn_lease():
+        if stale_only and not created and trace.updated_at > timezone.now() - turn_lease():
             return None  # a worker took it over meanwhile
         recorder = TurnRecorder(
             trace=trace, client=message.client, conversation=message.conversation
@@ -591,7 +459,7 @@ def _finish(
         conversation = rec.conversation
         # Re-read under the row lock: a person may have taken over while the model was thinking.
         if lock is not None:
-            conversation.status = _lock_row_releasing_turn(conversation.pk)
+            conversation.status = lock_row_releasing_turn(conversation.pk)
         else:
             conversation.status = (
                 Conversation.objects.select_for_update()
@@ -667,20 +535,4 @@ def _finish(
         lock.held = False  # committed with the turn's replies
 
 
-def _lock_row_releasing_turn(conversation_id: int) -> str:
-    """In `_finish`'s transaction: lock the conversation's row, read its status and release the
-    turn lock, in one statement (the ORM's update() cannot return the status)."""
-    qn = connection.ops.quote_name
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {qn(Conversation._meta.db_table)} SET {qn('turn_lock_until')} = NULL "  # noqa: S608
-            f"WHERE {qn('id')} = %s RETURNING {qn('status')}",
-            [conversation_id],
-        )
-        row = cursor.fetchone()
-    if row is None:
-        raise Conversation.DoesNotExist(f"conversation {conversation_id} does not exist")
-    return str(row[0])
-
-
-__all__ = ["Reply", "handle_turn", "turn_process", "wants_human"]
+__all__ = ["Reply", "TurnBusy", "handle_turn", "turn_process", "wants_human"]

@@ -11,15 +11,14 @@ from django.conf import settings
 from apps.conversations.models import Message
 from apps.core import slots
 from apps.escalations.models import EscalationReason
-from apps.reasoning.services import (
+from apps.reasoning.admission import (
     DB_ERRORS,
     TurnBusy,
     fresh_connection,
     on_fresh_connection,
-    turn_give_up,
-    turn_process,
     turn_waiting_before,
 )
+from apps.reasoning.services import turn_give_up, turn_process
 from apps.reasoning.turn_notes import turn_notes_write
 
 logger = logging.getLogger(__name__)

@@ -44,7 +44,9 @@ INSTALLED_APPS = [
     "apps.reasoning",
     "apps.playground",
     "apps.insights",
-    "apps.benchmarks",
+    "apps.provisioning",
+    "apps.widget",
+    "apps.console",
 ]
 
 MIDDLEWARE = [
@@ -201,8 +203,8 @@ API_DOCS_PUBLIC = env.bool("API_DOCS_PUBLIC", default=False)
 DEMO_PAGE = False
 
 CORS_ALLOW_ALL_ORIGINS = False
-# The widget API sends its public key and SSE resume position in headers (apps/conversations/
-# widget_auth.py decides per request which origins get CORS).
+# The widget API sends its public key and SSE resume position in headers (apps/widget/auth.py
+# decides per request which origins get CORS).
 CORS_ALLOW_HEADERS = (*default_headers, "x-widget-key", "last-event-id")
 CORS_ALLOWED_ORIGINS: list[str] = env.list("CORS_ALLOWED_ORIGINS", default=[])
 

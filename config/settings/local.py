@@ -2,7 +2,7 @@
 is set."""
 
 from .base import *  # noqa: F403
-from .base import env
+from .base import INSTALLED_APPS, env
 
 DEBUG = env.bool("DEBUG", default=True)
 TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS = env.bool("TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS", default=True)
@@ -12,3 +12,6 @@ DEMO_PAGE = True
 API_DOCS_PUBLIC = env.bool("API_DOCS_PUBLIC", default=True)
 # The demo admin is a superuser without an authenticator: MFA is opt-in locally.
 MFA_REQUIRED_FOR_SUPERUSERS = env.bool("MFA_REQUIRED_FOR_SUPERUSERS", default=False)
+# The cost benchmarks (`manage.py bench_modes`, `bench_deliberative`; docs/benchmarks.md) run
+# here and in the tests, never in production.
+INSTALLED_APPS = [*INSTALLED_APPS, "apps.benchmarks"]

@@ -2,7 +2,7 @@
 still come from the environment so CI runs against the real PostgreSQL."""
 
 from .base import *  # noqa: F403
-from .base import env
+from .base import INSTALLED_APPS, env
 
 DEBUG = False
 SECRET_KEY = "test-secret-key-not-for-production"  # noqa: S105
@@ -35,3 +35,6 @@ WHITENOISE_USE_FINDERS = True
 # No Redis unless a test asks for it (tests/widget/test_push.py): streams poll, no turn slots.
 REDIS_URL = ""
 SLOTS_REDIS_URL = ""
+
+# The benchmark commands are tested too (local and test settings only; docs/benchmarks.md).
+INSTALLED_APPS = [*INSTALLED_APPS, "apps.benchmarks"]

@@ -21,7 +21,7 @@ from django.urls import reverse
 from apps.accounts.models import Role
 from apps.accounts.services import api_key_issue
 from apps.clients.models import Client
-from apps.clients.services import tenant_import
+from apps.provisioning.services import tenant_import
 from tests.factories import ClientFactory, MembershipFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -19,7 +19,8 @@ from django.core.management import call_command
 from django.db import connection
 
 from apps.clients.models import Client
-from apps.conversations import widget_apis
+from apps.widget import apis as widget_apis
+from apps.widget import streams as widget_streams
 from tests.conftest import DEMO_TENANT, ROOT
 from tests.reasoning.conftest import llm, llm_server  # noqa: F401  (fixtures, re-exported)
 
@@ -98,13 +99,13 @@ def db_lock(live_server: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
             return app(environ, start_response)
 
     httpd.set_app(locked_app)
-    for name in (
-        "widget_conversation_state",
-        "conversation_live_state",
-        "widget_messages_after",
-        "widget_turn_in_progress",
+    for module, name in (
+        (widget_apis, "widget_conversation_state"),
+        (widget_streams, "conversation_live_state"),
+        (widget_apis, "widget_messages_after"),
+        (widget_apis, "widget_turn_in_progress"),
     ):
-        monkeypatch.setattr(widget_apis, name, _holding(lock, getattr(widget_apis, name)))
+        monkeypatch.setattr(module, name, _holding(lock, getattr(module, name)))
     try:
         yield lock
     finally:

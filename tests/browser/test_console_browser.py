@@ -14,7 +14,7 @@ from django.test import Client as DjangoClient
 from playwright.sync_api import expect
 
 from apps.accounts.models import Role
-from apps.conversations import console_views
+from apps.console import views as console_views
 from apps.conversations.models import Conversation, Message
 from apps.conversations.services import message_append
 from apps.escalations.models import Escalation

@@ -10,8 +10,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from apps.accounts.models import User
-from apps.clients.management.commands.demo_setup import DEMO_EMAIL, DEMO_PASSWORD, base_url
 from apps.clients.models import Client
+from apps.provisioning.management.commands.demo_setup import DEMO_EMAIL, DEMO_PASSWORD, base_url
 from tests.conftest import DEMO_TENANT
 
 pytestmark = pytest.mark.django_db

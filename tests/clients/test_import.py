@@ -9,8 +9,8 @@ from django.core.management import CommandError, call_command
 from apps.accounts.models import ApiKey
 from apps.billing.models import ModelPrice
 from apps.clients.models import Client, Plan
-from apps.clients.services import tenant_import
 from apps.core.exceptions import ApplicationError
+from apps.provisioning.services import tenant_import
 from apps.tools.models import ClientTool
 from tests.conftest import DEMO_TENANT
 

@@ -14,7 +14,7 @@ from django.urls import reverse
 from apps.clients import modes
 from apps.clients.models import Plan
 from apps.clients.modes import Mode, ModeDefinitionError
-from apps.clients.services import tenant_import
+from apps.provisioning.services import tenant_import
 from apps.reasoning import steps
 from apps.reasoning.modes import mode_that_runs, runner
 from tests.factories import ClientFactory, PlanFactory

@@ -20,7 +20,8 @@ from django.test import AsyncClient
 from django.urls import reverse
 
 from apps.accounts.models import Role
-from apps.conversations import console_views, events
+from apps.console import views as console_views
+from apps.conversations import events
 from apps.conversations.models import Conversation
 from apps.conversations.services import message_append
 from apps.escalations.services import staff_reply

@@ -33,7 +33,7 @@ PRODUCTION_ENV = {
 }
 SETTINGS_READ = (
     "'EMAIL_BACKEND', 'EMAIL_HOST', 'SECURE_HSTS_SECONDS', 'SECURE_HSTS_INCLUDE_SUBDOMAINS', "
-    "'SECURE_HSTS_PRELOAD', 'API_DOCS_PUBLIC', 'DEMO_PAGE', 'REST_FRAMEWORK'"
+    "'SECURE_HSTS_PRELOAD', 'API_DOCS_PUBLIC', 'DEMO_PAGE', 'REST_FRAMEWORK', 'INSTALLED_APPS'"
 )
 
 
@@ -288,3 +288,13 @@ def test_production_home_is_a_landing_page_without_tenant_data(settings):
 
     settings.DEMO_PAGE = True  # the demo/local settings
     assert shop.widget_key in DjangoClient().get("/").content.decode()
+
+
+# ---------------------------------------------------------------------------- benchmarks
+
+
+def test_the_benchmark_commands_are_not_installed_in_production(production):
+    """`bench_modes` and `bench_deliberative` run a fake model server: local and test only."""
+    assert "apps.benchmarks" not in production["INSTALLED_APPS"]
+    assert "apps.widget" in production["INSTALLED_APPS"]
+    assert "apps.benchmarks" in settings_of("config.settings.local")["INSTALLED_APPS"]

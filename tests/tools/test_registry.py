@@ -15,10 +15,10 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.urls import reverse
 from jsonschema import Draft202012Validator
 
-from apps.clients.importer import executor_errors
 from apps.clients.models import Client
-from apps.clients.services import tenant_import
 from apps.core.exceptions import ApplicationError
+from apps.provisioning.importer import executor_errors
+from apps.provisioning.services import tenant_import
 from apps.tools import executors as registry
 from apps.tools.executors import Executor, ExecutorOutcome
 from apps.tools.models import ClientTool, ExecutionStatus, FailureKind

@@ -14,7 +14,7 @@ import pytest
 from django.urls import reverse
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
-from apps.clients.services import tenant_import
+from apps.provisioning.services import tenant_import
 from apps.tools.executors.webhook import (
     generate_secret,
     run_webhook,

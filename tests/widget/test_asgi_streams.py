@@ -15,10 +15,10 @@ from django.core import signals
 from django.core.asgi import get_asgi_application
 from django.core.handlers.asgi import ASGIHandler
 
-from apps.conversations import widget_apis
 from apps.conversations.models import Conversation, Role
 from apps.conversations.services import message_append
 from apps.core.asgi import StreamingPaths
+from apps.widget import streams as widget_streams
 from tests.reasoning.conftest import assess
 from tests.widget.test_push import parse
 
@@ -82,8 +82,8 @@ def app() -> StreamingPaths:
 
 
 def test_an_event_stream_through_the_streaming_path(widget, app, monkeypatch):
-    monkeypatch.setattr(widget_apis, "STREAM_SECONDS", 0)
-    monkeypatch.setattr(widget_apis, "POLL_SECONDS", 0)
+    monkeypatch.setattr(widget_streams, "STREAM_SECONDS", 0)
+    monkeypatch.setattr(widget_streams, "POLL_SECONDS", 0)
     conversation_id, token = widget.conversation()
     conversation = Conversation.objects.get(public_id=conversation_id)
     message_append(client=widget.client, conversation=conversation, role=Role.USER, text="Hi")
@@ -95,7 +95,7 @@ def test_an_event_stream_through_the_streaming_path(widget, app, monkeypatch):
     assert headers[b"Content-Type"].startswith(b"text/event-stream")
     assert headers[b"X-Content-Type-Options"] == b"nosniff"  # the middleware ran
     events = parse(body)
-    assert events[0] == {"retry": str(widget_apis.RETRY_MS)}
+    assert events[0] == {"retry": str(widget_streams.RETRY_MS)}
     assert [e["id"] for e in events if "id" in e] == ["1"]
     assert events[-1] == {"event": "typing", "data": '{"typing":false}'}
 
@@ -113,8 +113,8 @@ def test_errors_and_other_paths(widget, app):
 
 
 def test_a_client_that_goes_away_ends_its_stream(widget, app, monkeypatch):
-    monkeypatch.setattr(widget_apis, "STREAM_SECONDS", 600)  # would poll for ten minutes
-    monkeypatch.setattr(widget_apis, "POLL_SECONDS", 0.05)
+    monkeypatch.setattr(widget_streams, "STREAM_SECONDS", 600)  # would poll for ten minutes
+    monkeypatch.setattr(widget_streams, "POLL_SECONDS", 0.05)
     conversation_id, token = widget.conversation()
     path = f"/api/v1/widget/conversations/{conversation_id}/events"
     request = scope(path, {"key": widget.key, "token": token}, {"Origin": widget.origin})

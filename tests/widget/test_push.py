@@ -18,10 +18,11 @@ from django.conf import settings as django_settings
 from django.db import connection, transaction
 from django.test import AsyncClient
 
-from apps.conversations import events, widget_apis
+from apps.conversations import events
 from apps.conversations.models import Conversation, Role
 from apps.conversations.services import message_append
 from apps.escalations.services import staff_reply
+from apps.widget import streams as widget_streams
 from tests.widget.conftest import API, Widget
 
 REDIS_URL = django_settings.TEST_BROKER_URL
@@ -86,8 +87,8 @@ async def elsewhere(func: Any, *args: Any, **kwargs: Any) -> None:
 
 @pytest.mark.django_db(transaction=True)  # the stream reads in other threads
 def test_asgi_stream_without_redis_speaks_the_documented_protocol(widget, monkeypatch):
-    monkeypatch.setattr(widget_apis, "STREAM_SECONDS", 0)
-    monkeypatch.setattr(widget_apis, "POLL_SECONDS", 0)
+    monkeypatch.setattr(widget_streams, "STREAM_SECONDS", 0)
+    monkeypatch.setattr(widget_streams, "POLL_SECONDS", 0)
     conversation_id, token = widget.conversation()
     conversation = Conversation.objects.get(public_id=conversation_id)
     for text in ("one", "two", "three"):
@@ -102,7 +103,7 @@ def test_asgi_stream_without_redis_speaks_the_documented_protocol(widget, monkey
         return full, resumed
 
     full, resumed = async_to_sync(scenario)()
-    assert full[0] == {"retry": str(widget_apis.RETRY_MS)}
+    assert full[0] == {"retry": str(widget_streams.RETRY_MS)}
     assert full[1] == {"event": "status", "data": '{"status":"open"}'}
     messages = [e for e in full if e.get("event") == "message"]
     assert [e["id"] for e in messages] == ["1", "2", "3"]
@@ -119,8 +120,8 @@ def test_asgi_stream_without_redis_speaks_the_documented_protocol(widget, monkey
 def test_a_committed_message_is_pushed_to_the_open_stream(widget, settings, monkeypatch):
     settings.REDIS_URL = REDIS_URL
     # Push streams never poll: anything after the first read arrives because it was published.
-    monkeypatch.setattr(widget_apis, "PUSH_STREAM_SECONDS", 30)
-    monkeypatch.setattr(widget_apis, "POLL_SECONDS", 3600)
+    monkeypatch.setattr(widget_streams, "PUSH_STREAM_SECONDS", 30)
+    monkeypatch.setattr(widget_streams, "POLL_SECONDS", 3600)
     conversation_id, token = widget.conversation()
     conversation = Conversation.objects.get(public_id=conversation_id)
     say(conversation, "Hi", role=Role.USER)
@@ -143,7 +144,7 @@ def test_a_committed_message_is_pushed_to_the_open_stream(widget, settings, monk
         return seen
 
     first, second, pushed, staff = async_to_sync(scenario)()
-    assert first == [{"retry": str(widget_apis.RETRY_MS)}]
+    assert first == [{"retry": str(widget_streams.RETRY_MS)}]
     assert second[0] == {"event": "status", "data": '{"status":"open"}'}
     assert [e["id"] for e in second if "id" in e] == ["1"]
     assert [e["id"] for e in pushed] == ["2"]

@@ -12,13 +12,13 @@ from django.utils import timezone
 from apps.conversations.models import Conversation, Kind, Role, Visibility
 from apps.conversations.serializers import WidgetMessageSerializer
 from apps.conversations.services import conversation_create, message_append
-from apps.conversations.widget_selectors import (
+from apps.reasoning.models import ReasoningTrace, TraceStatus
+from apps.reasoning.selectors import conversation_live_state
+from apps.widget.selectors import (
     widget_message_events_after,
     widget_message_jsons,
     widget_messages_after,
 )
-from apps.reasoning.models import ReasoningTrace, TraceStatus
-from apps.reasoning.selectors import conversation_live_state
 
 pytestmark = pytest.mark.django_db
 

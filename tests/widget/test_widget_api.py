@@ -13,11 +13,12 @@ from django.conf import settings as django_settings
 from django.db import DatabaseError
 from django.test import Client as DjangoClient
 
-from apps.conversations import widget_apis
 from apps.conversations.models import Conversation, Kind, Message, Role, Visibility
 from apps.conversations.services import conversation_token_matches, message_append
 from apps.escalations.services import staff_reply
 from apps.reasoning.models import ReasoningTrace
+from apps.widget import apis as widget_apis
+from apps.widget import streams as widget_streams
 from tests.factories import ClientFactory
 from tests.reasoning.conftest import assess
 from tests.widget.conftest import API, Widget, sse
@@ -34,8 +35,8 @@ def error(response: Any) -> dict[str, Any]:
 @pytest.fixture
 def short_streams(monkeypatch):
     """One poll per stream: the stream reads these module constants on every call."""
-    monkeypatch.setattr(widget_apis, "STREAM_SECONDS", 0)
-    monkeypatch.setattr(widget_apis, "POLL_SECONDS", 0)
+    monkeypatch.setattr(widget_streams, "STREAM_SECONDS", 0)
+    monkeypatch.setattr(widget_streams, "POLL_SECONDS", 0)
 
 
 def rates(settings, **overrides: str) -> None:
@@ -415,7 +416,7 @@ def test_event_stream_sends_status_messages_and_typing(widget, short_streams):
     assert response["Content-Type"].startswith("text/event-stream")
     assert response["Cache-Control"].startswith("no-cache")
     events = sse(response)
-    assert events[0] == {"retry": str(widget_apis.RETRY_MS)}
+    assert events[0] == {"retry": str(widget_streams.RETRY_MS)}
     assert events[1] == {"event": "status", "data": '{"status":"open"}'}
     messages = [e for e in events if e.get("event") == "message"]
     assert [e["id"] for e in messages] == ["1", "3"]
@@ -467,8 +468,8 @@ def test_event_stream_errors_are_json(widget):
 
 
 def test_event_stream_reports_typing_and_status_changes(widget, monkeypatch):
-    monkeypatch.setattr(widget_apis, "STREAM_SECONDS", 0)
-    monkeypatch.setattr(widget_apis, "POLL_SECONDS", 0)
+    monkeypatch.setattr(widget_streams, "STREAM_SECONDS", 0)
+    monkeypatch.setattr(widget_streams, "POLL_SECONDS", 0)
     conversation_id, token = widget.conversation()
     conversation = Conversation.objects.get(public_id=conversation_id)
     user = visible(conversation, "Hi", role=Role.USER)
@@ -498,7 +499,7 @@ def test_a_stream_read_takes_one_query_plus_one_when_messages_moved(
 ):
     conversation_id, _token = widget.conversation()
     conversation = Conversation.objects.get(public_id=conversation_id)
-    cursor = widget_apis._StreamCursor(sent_seq=0)
+    cursor = widget_streams._StreamCursor(sent_seq=0)
     user = visible(conversation, "Hi", role=Role.USER)
     with django_assert_num_queries(2):  # state + typing in one, the new message in another
         first = cursor.poll(client=widget.client, conversation_id=conversation.pk)
@@ -514,8 +515,8 @@ def test_a_stream_read_takes_one_query_plus_one_when_messages_moved(
 def test_a_deliberative_turns_progress_reaches_the_typing_event_never_its_content(
     widget, monkeypatch
 ):
-    monkeypatch.setattr(widget_apis, "STREAM_SECONDS", 0)
-    monkeypatch.setattr(widget_apis, "POLL_SECONDS", 0)
+    monkeypatch.setattr(widget_streams, "STREAM_SECONDS", 0)
+    monkeypatch.setattr(widget_streams, "POLL_SECONDS", 0)
     conversation_id, token = widget.conversation()
     conversation = Conversation.objects.get(public_id=conversation_id)
     user = visible(conversation, "Hi", role=Role.USER)
@@ -561,9 +562,9 @@ def test_a_clarifying_questions_options_reach_the_widget(widget):
 
 
 def test_event_stream_polls_until_its_time_is_up(widget, monkeypatch):
-    monkeypatch.setattr(widget_apis, "STREAM_SECONDS", 0.2)
-    monkeypatch.setattr(widget_apis, "POLL_SECONDS", 0.05)
-    monkeypatch.setattr(widget_apis, "HEARTBEAT_SECONDS", 0.05)
+    monkeypatch.setattr(widget_streams, "STREAM_SECONDS", 0.2)
+    monkeypatch.setattr(widget_streams, "POLL_SECONDS", 0.05)
+    monkeypatch.setattr(widget_streams, "HEARTBEAT_SECONDS", 0.05)
     conversation_id, token = widget.conversation()
     response = widget.events(conversation_id, f"?key={widget.key}&token={token}")
     chunks = list(response.streaming_content)  # ends by itself
@@ -575,13 +576,13 @@ def test_event_stream_ends_cleanly_when_the_conversation_goes_or_the_database_fa
     widget, monkeypatch
 ):
     # a long stream with a heartbeat on every idle poll: only an early end leaves it empty
-    monkeypatch.setattr(widget_apis, "STREAM_SECONDS", 5)
-    monkeypatch.setattr(widget_apis, "POLL_SECONDS", 0.01)
-    monkeypatch.setattr(widget_apis, "HEARTBEAT_SECONDS", 0)
+    monkeypatch.setattr(widget_streams, "STREAM_SECONDS", 5)
+    monkeypatch.setattr(widget_streams, "POLL_SECONDS", 0.01)
+    monkeypatch.setattr(widget_streams, "HEARTBEAT_SECONDS", 0)
     conversation_id, _ = widget.conversation()
     conversation = Conversation.objects.get(public_id=conversation_id)
     visible(conversation, "Hello!")
-    stream = widget_apis.event_stream(
+    stream = widget_streams.event_stream(
         client=widget.client, conversation_id=conversation.pk, after=0
     )
     assert next(stream).startswith("retry:")
@@ -592,9 +593,9 @@ def test_event_stream_ends_cleanly_when_the_conversation_goes_or_the_database_fa
     def broken(**kwargs: Any) -> None:
         raise DatabaseError("connection lost")
 
-    monkeypatch.setattr(widget_apis, "conversation_live_state", broken)
-    stream = widget_apis.event_stream(client=widget.client, conversation_id=1, after=0)
-    assert list(stream) == [f"retry: {widget_apis.RETRY_MS}\n\n"]  # no 500 mid-stream
+    monkeypatch.setattr(widget_streams, "conversation_live_state", broken)
+    stream = widget_streams.event_stream(client=widget.client, conversation_id=1, after=0)
+    assert list(stream) == [f"retry: {widget_streams.RETRY_MS}\n\n"]  # no 500 mid-stream
 
 
 # ---------------------------------------------------------------------------- CORS
@@ -760,7 +761,7 @@ def test_widget_endpoints_are_in_the_openapi_schema(db):
     from django.urls import include, path
     from drf_spectacular.generators import SchemaGenerator
 
-    patterns = [path("api/v1/widget/", include("apps.conversations.widget_urls"))]
+    patterns = [path("api/v1/widget/", include("apps.widget.urls"))]
     schema = SchemaGenerator(patterns=patterns).get_schema(request=None, public=True)
     paths = schema["paths"]
     assert set(paths) == {

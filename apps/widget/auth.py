@@ -40,12 +40,12 @@ from rest_framework.throttling import BaseThrottle
 
 from apps.clients.models import Client, normalize_origin
 from apps.conversations.services import conversation_token_matches
-from apps.conversations.widget_selectors import (
+from apps.core.throttling import SlidingWindowThrottle, token_window_wait, visitor_key
+from apps.widget.selectors import (
     widget_client_by_key,
     widget_conversation_get,
     widget_known_origins,
 )
-from apps.core.throttling import SlidingWindowThrottle, token_window_wait, visitor_key
 
 if TYPE_CHECKING:
     from rest_framework.views import APIView

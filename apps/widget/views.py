@@ -17,7 +17,7 @@ from apps.conversations.services import (
     ContactConfirmation,
     contact_email_confirm,
 )
-from apps.conversations.widget_selectors import widget_client_by_key
+from apps.widget.selectors import widget_client_by_key
 
 
 def frame_csp(client: Client | None) -> str:

@@ -5,8 +5,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from apps.clients.services import tenant_import
 from apps.core.exceptions import ApplicationError
+from apps.provisioning.services import tenant_import
 
 
 def read_tenant_file(path: Path | str) -> Any:

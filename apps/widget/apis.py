@@ -11,16 +11,15 @@ POST conversations/<id>/contact      → 200 {"email", "confirmed"}  (the custom
                                        we e-mail; "" forgets it)
 (all under /api/v1/widget/)
 
-Authentication, origin rules and throttles live in `widget_auth.py`. The widget only ever sees
-visible messages, serialized by `WidgetMessageSerializer`.
+Authentication, origin rules and throttles live in `auth.py`, the request and response shapes
+in `serializers.py`, the event stream in `streams.py`. The widget only ever sees visible
+messages, serialized by `WidgetMessageSerializer`.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Iterator
-from contextlib import aclosing
-from dataclasses import dataclass
 from typing import Any
 
 from django.core.handlers.asgi import ASGIRequest
@@ -30,7 +29,7 @@ from django.utils import translation
 from django.utils.translation import gettext
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import exceptions, serializers, status
+from rest_framework import exceptions, status
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -39,16 +38,20 @@ from rest_framework.views import APIView
 
 from apps.billing.services.visitors import conversation_visitor_record
 from apps.clients.models import Client
-from apps.conversations import events
 from apps.conversations.models import Conversation, ConversationStatus, Message
-from apps.conversations.serializers import WidgetMessageSerializer
 from apps.conversations.services import (
     conversation_contact_set,
     conversation_create,
     conversation_seen_record,
     validate_customer_text,
 )
-from apps.conversations.widget_auth import (
+from apps.core.parsers import JSONParser
+from apps.core.schema import error_responses
+from apps.reasoning.models import TraceStatus
+from apps.reasoning.selectors import turn_in_progress as widget_turn_in_progress
+from apps.reasoning.selectors import turn_status as widget_turn_status
+from apps.reasoning.services import handle_turn
+from apps.widget.auth import (
     CORS_EXPOSE_HEADERS,
     WIDGET_KEY_HEADER,
     TokenLimitThrottled,
@@ -62,43 +65,35 @@ from apps.conversations.widget_auth import (
     widget_origin_check,
     widget_visitor,
 )
-from apps.conversations.widget_selectors import (
+from apps.widget.selectors import (
     widget_conversation_state,
-    widget_message_events_after,
     widget_message_jsons,
     widget_messages_after,
 )
-from apps.core import sse
-from apps.core.parsers import JSONParser
-from apps.core.schema import error_responses
-from apps.core.sse import sse_event
-from apps.reasoning.models import TraceStatus
-from apps.reasoning.selectors import conversation_live_state
-from apps.reasoning.selectors import turn_in_progress as widget_turn_in_progress
-from apps.reasoning.selectors import turn_status as widget_turn_status
-from apps.reasoning.services import handle_turn
+from apps.widget.serializers import (
+    WidgetContactOutSerializer,
+    WidgetContactSerializer,
+    WidgetConversationStartInSerializer,
+    WidgetConversationStartOutSerializer,
+    WidgetMessageInSerializer,
+    WidgetMessageListOutSerializer,
+    WidgetMessagePostOutSerializer,
+)
+from apps.widget.streams import (
+    MESSAGES_PAGE_LIMIT,
+    STREAM_SECONDS,
+    event_stream,
+    event_stream_async,
+)
 
 logger = logging.getLogger(__name__)
 
 # Requests bigger than this are refused before their body is parsed (a message is at most
 # 4,000 characters; even fully \u-escaped that is well under it).
 MAX_BODY_BYTES = 64 * 1024
-# One page of GET …/messages; `has_more` says when to ask again with a higher `after`.
-MESSAGES_PAGE_LIMIT = 200
 # The largest `seq` a database integer column holds; a bigger `after` is nonsense, not a 500.
 MAX_SEQ = 2_147_483_647
 
-# Server-sent events. Under WSGI (runserver, the tests' client) and under ASGI without Redis a
-# stream polls the database every POLL_SECONDS and ends after STREAM_SECONDS, so a worker thread
-# is never held for long. Under ASGI with Redis (production, docs/deployment.md) it holds no
-# thread, reads the database only when pushed (events.py) and lasts PUSH_STREAM_SECONDS. The
-# browser reconnects after RETRY_MS with Last-Event-ID. Read at call time, so tests can shorten
-# them.
-STREAM_SECONDS = 25.0
-PUSH_STREAM_SECONDS = 300.0
-POLL_SECONDS = 0.5
-HEARTBEAT_SECONDS = 15.0
-RETRY_MS = 2000
 
 KEY_PARAMETER = OpenApiParameter(
     WIDGET_KEY_HEADER,
@@ -114,63 +109,6 @@ TOKEN_PARAMETER = OpenApiParameter(
     required=True,
     description="`Bearer <token>` — the visitor token returned when the conversation started.",
 )
-
-
-# --------------------------------------------------------------------------------------------
-# Shapes (request validation and the OpenAPI schema)
-# --------------------------------------------------------------------------------------------
-
-
-class WidgetConversationStartInSerializer(serializers.Serializer[Any]):
-    visitor_id = serializers.CharField(
-        max_length=128,
-        required=False,
-        allow_blank=True,
-        help_text="The visitor's identity as your site knows it (optional).",
-    )
-
-
-class WidgetConversationStartOutSerializer(serializers.Serializer[Any]):
-    id = serializers.UUIDField(help_text="The conversation's public id.")
-    token = serializers.CharField(help_text="The visitor token; shown once, keep it.")
-
-
-class WidgetMessageInSerializer(serializers.Serializer[Any]):
-    text = serializers.CharField(help_text="1–4,000 characters.")
-
-
-class WidgetMessagePostOutSerializer(serializers.Serializer[Any]):
-    message = WidgetMessageSerializer()
-    replies = WidgetMessageSerializer(many=True)
-    status = serializers.ChoiceField(
-        choices=ConversationStatus.choices, required=False, help_text="Only on 201."
-    )
-    pending = serializers.BooleanField(required=False, help_text="Only on 202.")
-
-
-class WidgetContactSerializer(serializers.Serializer[Any]):
-    email = serializers.CharField(
-        allow_blank=True,
-        help_text='The customer\'s e-mail address (at most 254 characters); "" forgets it.',
-    )
-
-
-class WidgetContactOutSerializer(WidgetContactSerializer):
-    confirmed = serializers.BooleanField(
-        help_text="The customer confirmed the address with the link we e-mailed; staff replies "
-        "are e-mailed only to a confirmed address. false: a confirmation link was sent."
-    )
-
-
-class WidgetMessageListOutSerializer(serializers.Serializer[Any]):
-    results = WidgetMessageSerializer(many=True)
-    has_more = serializers.BooleanField()
-    status = serializers.ChoiceField(choices=ConversationStatus.choices)
-    typing = serializers.BooleanField(help_text="A turn is being processed right now.")
-    contact_confirmed = serializers.BooleanField(
-        help_text="The customer left an address and confirmed it with the link we e-mailed "
-        "(staff replies they miss are e-mailed there)."
-    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -528,101 +466,3 @@ class WidgetEventsApi(WidgetConversationAPIView):
         response["Cache-Control"] = "no-cache, no-store"
         response["X-Accel-Buffering"] = "no"  # nginx: pass each event through at once
         return response
-
-
-# --------------------------------------------------------------------------------------------
-# Server-sent events
-# --------------------------------------------------------------------------------------------
-
-
-def typing_progress(activity: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A deliberative turn's progress as the customer sees it — the step, never its content."""
-    if not activity or not isinstance(activity.get("step"), int):
-        return None
-    step = activity["step"]
-    return {
-        "step": step,
-        "max_steps": activity.get("max_steps"),
-        "text": f"Thinking it through… step {step}",
-    }
-
-
-@dataclass
-class _StreamCursor:
-    """What one event stream has told its browser so far."""
-
-    sent_seq: int
-    seen_last_seq: int = -1
-    status: str | None = None
-    typing: bool | None = None
-    progress: dict[str, Any] | None = None
-
-    def poll(self, *, client: Client, conversation_id: int) -> list[str] | None:
-        """The events since the last poll; None when the conversation is gone."""
-        state = conversation_live_state(client=client, conversation_id=conversation_id)
-        if state is None:
-            return None
-        status, last_seq, turn_running, turn_progress = state
-        chunks: list[str] = []
-        if status != self.status:
-            chunks.append(sse_event("status", {"status": status}))
-            self.status = status
-        if last_seq != self.seen_last_seq:
-            batch = widget_message_events_after(
-                client=client,
-                conversation_id=conversation_id,
-                after=self.sent_seq,
-                limit=MESSAGES_PAGE_LIMIT,
-            )
-            for data in batch:
-                chunks.append(sse_event("message", data, event_id=data["seq"]))
-                self.sent_seq = data["seq"]
-            if len(batch) < MESSAGES_PAGE_LIMIT:  # else: the rest on the next poll
-                self.seen_last_seq = last_seq
-        typing = status == ConversationStatus.OPEN and turn_running
-        progress = typing_progress(turn_progress) if typing else None
-        if typing != self.typing or progress != self.progress:
-            payload: dict[str, Any] = {"typing": typing}
-            if progress:
-                payload["progress"] = progress
-            chunks.append(sse_event("typing", payload))
-            self.typing, self.progress = typing, progress
-        return chunks
-
-
-def event_stream(*, client: Client, conversation_id: int, after: int) -> Iterator[str]:
-    """Poll the conversation and yield its events until the stream's time is up (WSGI). Messages
-    are queried only when the conversation's `last_seq` moved, so an idle stream costs one small
-    query per poll."""
-    cursor = _StreamCursor(sent_seq=after)
-    return sse.poll_stream(
-        lambda: cursor.poll(client=client, conversation_id=conversation_id),
-        name="widget event stream",
-        retry_ms=RETRY_MS,
-        poll_seconds=POLL_SECONDS,
-        heartbeat_seconds=HEARTBEAT_SECONDS,
-        stream_seconds=STREAM_SECONDS,
-    )
-
-
-async def event_stream_async(
-    *, client: Client, conversation_id: int, after: int
-) -> AsyncIterator[str]:
-    """The same events as `event_stream`, served from the event loop (ASGI). With Redis the
-    stream sleeps until a writer publishes a change to this conversation (events.py) and then
-    reads it; without Redis it polls (`apps.core.sse.push_stream`)."""
-    hub = events.hub()  # (the running loop's: only known once the stream runs)
-    cursor = _StreamCursor(sent_seq=after)
-    stream = sse.push_stream(
-        lambda: cursor.poll(client=client, conversation_id=conversation_id),
-        name="widget event stream",
-        hub=hub,
-        wake_id=conversation_id,
-        retry_ms=RETRY_MS,
-        poll_seconds=POLL_SECONDS,
-        heartbeat_seconds=HEARTBEAT_SECONDS,
-        stream_seconds=PUSH_STREAM_SECONDS if hub is not None else STREAM_SECONDS,
-    )
-    async with aclosing(stream):  # a client that goes away closes the loop's `finally` at once
-        async for chunk in stream:
-            yield chunk

@@ -2,26 +2,26 @@
 
 from django.urls import URLPattern, URLResolver, path
 
-from apps.conversations import widget_apis
+from apps.widget import apis
 
 app_name = "widget"
 
 urlpatterns: list[URLPattern | URLResolver] = [
-    path("conversations", widget_apis.WidgetConversationStartApi.as_view(), name="conversations"),
+    path("conversations", apis.WidgetConversationStartApi.as_view(), name="conversations"),
     # <str:…>, not <uuid:…>: a malformed id must answer the API's JSON 404, not Django's page.
     path(
         "conversations/<str:conversation_id>/messages",
-        widget_apis.WidgetMessagesApi.as_view(),
+        apis.WidgetMessagesApi.as_view(),
         name="messages",
     ),
     path(
         "conversations/<str:conversation_id>/contact",
-        widget_apis.WidgetContactApi.as_view(),
+        apis.WidgetContactApi.as_view(),
         name="contact",
     ),
     path(
         "conversations/<str:conversation_id>/events",
-        widget_apis.WidgetEventsApi.as_view(),
+        apis.WidgetEventsApi.as_view(),
         name="events",
     ),
 ]

@@ -4,10 +4,10 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.accounts.models import Membership, Role, User
-from apps.clients.management.commands.import_client import read_tenant_file
 from apps.clients.models import Client
-from apps.clients.services import ImportedClient, tenant_import
 from apps.core.exceptions import ApplicationError
+from apps.provisioning.management.commands.import_client import read_tenant_file
+from apps.provisioning.services import ImportedClient, tenant_import
 
 DEMO_EMAIL = "admin@guidedesk.example"
 DEMO_PASSWORD = "guidedesk-demo"  # noqa: S105 - the local demo's published credential

@@ -2,9 +2,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from apps.clients.management.commands.import_client import read_tenant_file
-from apps.clients.services import demo_reset
 from apps.core.exceptions import ApplicationError
+from apps.provisioning.management.commands.import_client import read_tenant_file
+from apps.provisioning.services import demo_reset
 
 DEFAULT_TENANT = "demo/tenant.json"
 

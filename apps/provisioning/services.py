@@ -8,9 +8,9 @@ from django.db import models, transaction
 from apps.accounts.models import ApiKey
 from apps.accounts.services import api_key_issue
 from apps.billing.models import ModelPrice, VisitorUsage
-from apps.clients.importer import ClientIn, executor_settings, parse_tenant_file
 from apps.clients.models import Client, Plan, normalize_origin
 from apps.core.exceptions import ApplicationError
+from apps.provisioning.importer import ClientIn, executor_settings, parse_tenant_file
 from apps.tools.executors import executor_for, settings_for
 from apps.tools.models import ClientTool
 

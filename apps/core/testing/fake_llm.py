@@ -1,0 +1,631 @@
+"""A scripted, OpenAI-compatible chat-completions server for tests.
+
+The server speaks just enough of the OpenAI REST API for the real ``openai`` SDK to talk to it:
+
+* ``POST /v1/chat/completions`` answers with the next scripted reply for the request's *step*;
+* ``GET /v1/models`` answers with a one-model list.
+
+The step of a request comes from the ``X-GuideDesk-Step`` header, falling back to the
+``response_format.json_schema.name`` and finally to ``"unknown"``.
+
+Usage::
+
+    with FakeLLMServer() as llm:
+        llm.script("assess", {"score": 3}, Fail(status=429, retry_after=1))
+        client = openai.OpenAI(api_key="test", base_url=llm.base_url, max_retries=0)
+        ...
+        assert llm.calls("assess")[0].prompt_text.startswith("You are")
+
+Only the standard library is used; Django is deliberately not imported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import socket
+import sys
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, ClassVar, Self, cast
+from urllib.parse import urlsplit
+
+__all__ = [
+    "BackgroundHTTPServer",
+    "Delay",
+    "Fail",
+    "FakeLLMServer",
+    "LLMFallback",
+    "LLMReply",
+    "NoUsage",
+    "RecordedRequest",
+    "RequestHandler",
+    "WithUsage",
+    "count_prompt_tokens",
+    "count_tokens",
+    "message_text",
+]
+
+STEP_HEADER = "x-guidedesk-step"
+UNKNOWN_STEP = "unknown"
+TOKENS_PER_MESSAGE = 4
+# Guard against reply callables that keep returning callables forever.
+_MAX_REPLY_UNWRAPS = 64
+
+
+# --------------------------------------------------------------------------------------------
+# Shared HTTP plumbing (also used by fake_webhook.py)
+# --------------------------------------------------------------------------------------------
+
+
+class _ThreadingServer(ThreadingHTTPServer):
+    daemon_threads = True
+    owner: BackgroundHTTPServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that gave up (timeout, closed pool) is normal in tests: stay quiet about it.
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)
+
+
+class RequestHandler(BaseHTTPRequestHandler):
+    """Per-connection handler: HTTP/1.1 keep-alive, delegates every request to the owner."""
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body are separate writes: avoid 40 ms stalls
+    server_version = "GuideDeskFake/1.0"
+
+    @property
+    def owner(self) -> BackgroundHTTPServer:
+        return cast(_ThreadingServer, self.server).owner
+
+    def setup(self) -> None:
+        super().setup()
+        self.owner._track(self.connection)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.owner._untrack(self.connection)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence the default stderr access log."""
+
+    def _dispatch(self) -> None:
+        self.owner.handle_request(self)
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _dispatch
+
+    @property
+    def url_path(self) -> str:
+        return urlsplit(self.path).path
+
+    @property
+    def lower_headers(self) -> dict[str, str]:
+        return {key.lower(): value for key, value in self.headers.items()}
+
+    def read_body(self) -> bytes:
+        """Read the request body (Content-Length or chunked transfer encoding)."""
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            chunks: list[bytes] = []
+            while True:
+                size_line = self.rfile.readline()
+                size = int(size_line.split(b";", 1)[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass  # discard trailers
+                    return b"".join(chunks)
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()  # CRLF after each chunk
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length > 0 else b""
+
+    def send(self, status: int, body: bytes, headers: Mapping[str, str]) -> None:
+        """Send a complete response with an explicit Content-Length."""
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+        self.wfile.flush()
+
+    def send_json(
+        self, status: int, payload: Any, headers: Mapping[str, str] | None = None
+    ) -> None:
+        body = json.dumps(payload).encode()
+        self.send(status, body, {"Content-Type": "application/json", **(headers or {})})
+
+    def abandon(self) -> None:
+        """Drop the connection without answering (used when the server is stopping)."""
+        self.close_connection = True
+
+
+class BackgroundHTTPServer:
+    """A ``ThreadingHTTPServer`` on ``127.0.0.1:<ephemeral port>`` served from a daemon thread.
+
+    Subclasses implement :meth:`handle_request`. ``stop()`` interrupts pending sleeps (see
+    :meth:`sleep`) and closes open keep-alive connections, so it returns promptly.
+    """
+
+    host: ClassVar[str] = "127.0.0.1"
+
+    def __init__(self) -> None:
+        self._httpd: _ThreadingServer | None = None
+        self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self._connections: set[socket.socket] = set()
+        self._connections_lock = threading.Lock()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> Self:
+        if self._httpd is not None:
+            raise RuntimeError(f"{type(self).__name__} is already running")
+        self._stopping.clear()
+        httpd = _ThreadingServer((self.host, 0), RequestHandler)
+        httpd.owner = self
+        thread = threading.Thread(
+            target=httpd.serve_forever,
+            kwargs={"poll_interval": 0.01},
+            name=f"{type(self).__name__}-{httpd.server_address[1]}",
+            daemon=True,
+        )
+        self._httpd, self._thread = httpd, thread
+        thread.start()
+        return self
+
+    def stop(self) -> None:
+        httpd, thread = self._httpd, self._thread
+        if httpd is None:
+            return
+        self._stopping.set()
+        httpd.shutdown()
+        with self._connections_lock:
+            connections = list(self._connections)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+        httpd.server_close()
+        if thread is not None:
+            thread.join(timeout=5)
+        self._httpd = self._thread = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._httpd is not None
+
+    @property
+    def port(self) -> int:
+        if self._httpd is None:
+            raise RuntimeError(f"{type(self).__name__} is not running; call start() first")
+        return int(self._httpd.server_address[1])
+
+    @property
+    def origin(self) -> str:
+        """``http://127.0.0.1:<port>`` (no trailing slash)."""
+        return f"http://{self.host}:{self.port}"
+
+    # -- helpers for subclasses -------------------------------------------------------------
+
+    def sleep(self, seconds: float) -> bool:
+        """Sleep ``seconds``; return False if the server was stopped meanwhile."""
+        if seconds <= 0:
+            return not self._stopping.is_set()
+        return not self._stopping.wait(seconds)
+
+    def handle_request(self, handler: RequestHandler) -> None:
+        raise NotImplementedError
+
+    def _track(self, connection: socket.socket) -> None:
+        with self._connections_lock:
+            self._connections.add(connection)
+
+    def _untrack(self, connection: socket.socket) -> None:
+        with self._connections_lock:
+            self._connections.discard(connection)
+
+
+# --------------------------------------------------------------------------------------------
+# Token counting
+# --------------------------------------------------------------------------------------------
+
+
+def count_tokens(text: str) -> int:
+    """Deterministic token approximation: ``max(1, ceil(len(text) / 4))``."""
+    return max(1, math.ceil(len(text) / 4))
+
+
+def message_text(message: Mapping[str, Any]) -> str:
+    """The textual content of one chat message (string content or the text parts of a list)."""
+    content = message.get("content")
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            str(part.get("text", "")) if isinstance(part, Mapping) else str(part)
+            for part in content
+        )
+    return str(content)
+
+
+def count_prompt_tokens(messages: list[dict[str, Any]]) -> int:
+    """Prompt tokens as the fake server bills them: ``count_tokens`` per content + 4/message."""
+    return sum(count_tokens(message_text(m)) + TOKENS_PER_MESSAGE for m in messages)
+
+
+# --------------------------------------------------------------------------------------------
+# Scripting vocabulary
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One chat-completion request as the server received it."""
+
+    step: str
+    body: dict[str, Any]
+    headers: dict[str, str]  # lower-case keys
+    messages: list[dict[str, Any]]
+    prompt_text: str  # every message's content, joined with "\n"
+    received_at: float = field(default_factory=time.monotonic)
+
+    @property
+    def model(self) -> str | None:
+        model = self.body.get("model")
+        return model if isinstance(model, str) else None
+
+    @property
+    def response_format(self) -> dict[str, Any] | None:
+        value = self.body.get("response_format")
+        return value if isinstance(value, dict) else None
+
+    @property
+    def json_schema(self) -> dict[str, Any] | None:
+        """``response_format.json_schema.schema`` when the request used json_schema mode."""
+        fmt = self.response_format or {}
+        spec = fmt.get("json_schema")
+        schema = spec.get("schema") if isinstance(spec, dict) else None
+        return schema if isinstance(schema, dict) else None
+
+
+@dataclass(frozen=True)
+class Fail:
+    """Answer with an HTTP error and an OpenAI-style ``{"error": {...}}`` body.
+
+    ``body`` replaces the default envelope: a dict is sent as JSON, a str is sent verbatim
+    (e.g. an HTML error page from a proxy).
+    """
+
+    status: int = 500
+    body: dict[str, Any] | str | None = None
+    retry_after: float | str | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class Delay:
+    """Sleep ``seconds`` and then answer with ``then`` (use it to trigger client timeouts)."""
+
+    seconds: float
+    then: LLMReply
+
+
+@dataclass(frozen=True)
+class WithUsage:
+    """Answer with ``reply`` but report these token counts (None = counted as usual)."""
+
+    reply: LLMReply
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class NoUsage:
+    """Answer with ``reply`` and omit the ``usage`` object (providers that report none)."""
+
+    reply: LLMReply
+
+
+type LLMReply = (
+    dict[str, Any]
+    | str
+    | Fail
+    | Delay
+    | WithUsage
+    | NoUsage
+    | Callable[[RecordedRequest], LLMReply]
+)
+"""A scripted reply: dict (JSON content), str (verbatim content), wrapper or callable."""
+
+type LLMFallback = Callable[[RecordedRequest], LLMReply | None]
+"""Global handler used when a step has neither queued replies nor a default; None = pass."""
+
+
+_ERROR_TYPES: dict[int, tuple[str, str | None]] = {
+    400: ("invalid_request_error", None),
+    401: ("authentication_error", "invalid_api_key"),
+    403: ("permission_error", None),
+    404: ("not_found_error", None),
+    409: ("conflict_error", None),
+    422: ("invalid_request_error", None),
+    429: ("rate_limit_error", "rate_limit_exceeded"),
+}
+
+
+def _error_envelope(status: int, message: str) -> dict[str, Any]:
+    if status in _ERROR_TYPES:
+        error_type, code = _ERROR_TYPES[status]
+    elif status >= 500:
+        error_type, code = "server_error", "server_error"
+    else:
+        error_type, code = "invalid_request_error", None
+    return {"error": {"message": message, "type": error_type, "param": None, "code": code}}
+
+
+@dataclass(frozen=True)
+class _Response:
+    status: int
+    body: bytes
+    headers: dict[str, str]
+
+    @classmethod
+    def json(cls, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> _Response:
+        return cls(
+            status,
+            json.dumps(payload).encode(),
+            {"Content-Type": "application/json", **(headers or {})},
+        )
+
+    @classmethod
+    def error(cls, status: int, message: str) -> _Response:
+        return cls.json(status, _error_envelope(status, message))
+
+
+# --------------------------------------------------------------------------------------------
+# The server
+# --------------------------------------------------------------------------------------------
+
+
+class FakeLLMServer(BackgroundHTTPServer):
+    """Scripted OpenAI-compatible server; see the module docstring."""
+
+    def __init__(self, *, latency: float = 0.0, model: str = "fake-model") -> None:
+        super().__init__()
+        self.latency = latency
+        self.model = model
+        self.requests: list[RecordedRequest] = []
+        self._lock = threading.Lock()
+        self._queues: dict[str, deque[LLMReply]] = {}
+        self._defaults: dict[str, LLMReply] = {}
+        self._fallback: LLMFallback | None = None
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>/v1`` — pass it to ``openai.OpenAI(base_url=...)``."""
+        return f"{self.origin}/v1"
+
+    # -- scripting ---------------------------------------------------------------------------
+
+    def script(self, step: str, *replies: LLMReply) -> None:
+        """Append ``replies`` to the FIFO queue of ``step``."""
+        with self._lock:
+            self._queues.setdefault(step, deque()).extend(replies)
+
+    def default(self, step: str, reply: LLMReply | None) -> None:
+        """Reply used whenever ``step``'s queue is empty (None removes it)."""
+        with self._lock:
+            if reply is None:
+                self._defaults.pop(step, None)
+            else:
+                self._defaults[step] = reply
+
+    def fallback(self, handler: LLMFallback | None) -> None:
+        """Global handler for requests no queue/default covers; it may return None to pass."""
+        with self._lock:
+            self._fallback = handler
+
+    def pending(self, step: str | None = None) -> int:
+        """Number of queued, not yet consumed replies (for one step or all steps)."""
+        with self._lock:
+            if step is not None:
+                return len(self._queues.get(step, ()))
+            return sum(len(queue) for queue in self._queues.values())
+
+    def calls(self, step: str | None = None) -> list[RecordedRequest]:
+        """Recorded chat-completion requests, optionally only those of ``step``."""
+        with self._lock:
+            return [r for r in self.requests if step is None or r.step == step]
+
+    def reset(self) -> None:
+        """Forget recorded requests, queued replies, defaults and the fallback."""
+        with self._lock:
+            self.requests.clear()
+            self._queues.clear()
+            self._defaults.clear()
+            self._fallback = None
+
+    # -- HTTP --------------------------------------------------------------------------------
+
+    def handle_request(self, handler: RequestHandler) -> None:
+        body = handler.read_body()
+        path = handler.url_path.rstrip("/")
+        response: _Response | None
+        if handler.command == "GET" and path == "/v1/models":
+            response = self._models()
+        elif handler.command == "POST" and path == "/v1/chat/completions":
+            response = self._chat_completion(body, handler.lower_headers)
+        else:
+            response = _Response.error(404, f"{handler.command} {handler.path} is not faked")
+        if response is None:
+            handler.abandon()
+        else:
+            handler.send(response.status, response.body, response.headers)
+
+    def _models(self) -> _Response:
+        model = {"id": self.model, "object": "model", "created": 0, "owned_by": "guidedesk-fake"}
+        return _Response.json(200, {"object": "list", "data": [model]})
+
+    def _chat_completion(self, raw: bytes, headers: dict[str, str]) -> _Response | None:
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return _Response.error(400, "request body is not valid JSON")
+        if not isinstance(body, dict):
+            return _Response.error(400, "request body must be a JSON object")
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+            return _Response.error(400, "'messages' must be a list of objects")
+
+        request = RecordedRequest(
+            step=_resolve_step(body, headers),
+            body=body,
+            headers=headers,
+            messages=messages,
+            prompt_text="\n".join(message_text(m) for m in messages),
+        )
+        with self._lock:
+            self.requests.append(request)
+
+        if not self.sleep(self.latency):
+            return None
+        if body.get("stream"):
+            return _Response.error(400, "FakeLLMServer does not support stream=True")
+
+        reply = self._next_reply(request)
+        if reply is None:
+            return _Response.error(500, f"no scripted reply for step {request.step!r}")
+        return self._render(request, reply)
+
+    def _next_reply(self, request: RecordedRequest) -> LLMReply | None:
+        with self._lock:
+            queue = self._queues.get(request.step)
+            if queue:
+                return queue.popleft()
+            if request.step in self._defaults:
+                return self._defaults[request.step]
+            fallback = self._fallback
+        return fallback(request) if fallback is not None else None
+
+    def _render(self, request: RecordedRequest, reply: LLMReply) -> _Response | None:
+        prompt_override: int | None = None
+        completion_override: int | None = None
+        include_usage = True
+        current: LLMReply = reply
+        for _ in range(_MAX_REPLY_UNWRAPS):
+            if isinstance(current, Fail):
+                return _fail_response(current)
+            if isinstance(current, Delay):
+                if not self.sleep(current.seconds):
+                    return None
+                current = current.then
+            elif isinstance(current, WithUsage):
+                if current.prompt_tokens is not None:
+                    prompt_override = current.prompt_tokens
+                if current.completion_tokens is not None:
+                    completion_override = current.completion_tokens
+                current = current.reply
+            elif isinstance(current, NoUsage):
+                include_usage = False
+                current = current.reply
+            elif isinstance(current, dict):
+                content = json.dumps(current, ensure_ascii=False)
+                break
+            elif isinstance(current, str):
+                content = current
+                break
+            elif callable(current):
+                try:
+                    current = current(request)
+                except Exception as exc:  # surface handler bugs as a loud 500
+                    return _Response.error(
+                        500, f"scripted reply callable raised {type(exc).__name__}: {exc}"
+                    )
+            else:
+                return _Response.error(500, f"unsupported scripted reply: {current!r}")
+        else:
+            return _Response.error(500, "scripted reply callables did not settle on a reply")
+
+        completion: dict[str, Any] = {
+            "id": f"chatcmpl-{uuid.uuid4().hex}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request.model or self.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content, "refusal": None},
+                    "logprobs": None,
+                    "finish_reason": "stop",
+                }
+            ],
+        }
+        if include_usage:
+            prompt_tokens = (
+                count_prompt_tokens(request.messages)
+                if prompt_override is None
+                else prompt_override
+            )
+            completion_tokens = (
+                count_tokens(content) if completion_override is None else completion_override
+            )
+            completion["usage"] = {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            }
+        return _Response.json(200, completion)
+
+
+def _resolve_step(body: Mapping[str, Any], headers: Mapping[str, str]) -> str:
+    header = headers.get(STEP_HEADER, "").strip()
+    if header:
+        return header
+    fmt = body.get("response_format")
+    if isinstance(fmt, dict) and isinstance(fmt.get("json_schema"), dict):
+        name = fmt["json_schema"].get("name")
+        if isinstance(name, str) and name:
+            return name
+    return UNKNOWN_STEP
+
+
+def _fail_response(fail: Fail) -> _Response:
+    headers: dict[str, str] = {}
+    if fail.retry_after is not None:
+        value = fail.retry_after
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        headers["Retry-After"] = str(value)
+    if isinstance(fail.body, str):
+        return _Response(
+            fail.status,
+            fail.body.encode(),
+            {"Content-Type": "text/plain; charset=utf-8", **headers},
+        )
+    payload = fail.body
+    if payload is None:
+        payload = _error_envelope(fail.status, fail.message or f"fake error {fail.status}")
+    return _Response.json(fail.status, payload, headers)

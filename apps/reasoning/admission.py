@@ -1,0 +1,185 @@
+"""Turn admission and locking: which worker may run a customer message's turn, and when.
+
+A turn runs under two guards. The conversation's turn lock (`turn_lock_until` on its row, taken
+in message order by `turn_lock_take`) keeps two turns of one conversation from running at once;
+the claim on the message's trace (`turn_claim`) keeps a redelivered task from answering twice.
+Both are leases: a worker that died stops blocking once `turn_lease()` has passed. This module
+is the only writer of the lock column; `apps/reasoning/services.py` runs the turn itself."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
+from django.db.models import Exists, Q
+from django.utils import timezone
+
+from apps.conversations.events import conversation_changed
+from apps.conversations.models import Conversation, Message, Role
+from apps.reasoning.models import ReasoningTrace, TraceStatus
+from apps.reasoning.modes import mode_that_runs
+
+logger = logging.getLogger(__name__)
+
+# The database went away (restart, failover, a pooler recycling connections): the turn is
+# retried on a fresh connection (tasks.py), never answered from a half-written state.
+DB_ERRORS: tuple[type[Exception], ...] = (OperationalError, InterfaceError)
+
+
+def turn_claim(message: Message, *, traced: bool = True) -> tuple[ReasoningTrace, bool] | None:
+    """Create or take over the turn of this message: (trace, whether this claim created it);
+    None when it is done or in progress elsewhere (a redelivered task must not answer twice).
+    `traced`: the message had a trace when it was read (False: try the one-INSERT claim)."""
+    if not traced:
+        trace = _claim_new(message)
+        if trace is not None:
+            return trace, True
+    lease = turn_lease()
+    with transaction.atomic():
+        trace, created = ReasoningTrace.objects.select_for_update().get_or_create(
+            user_message=message, defaults=_new_trace_fields(message)
+        )
+        if created:
+            conversation_changed(message.conversation_id, message.client_id)  # typing starts
+            return trace, True
+        if trace.status != TraceStatus.PROCESSING:
+            return None
+        if trace.updated_at > timezone.now() - lease:
+            return None  # another worker is on it
+        trace.save(update_fields=["updated_at"])  # take over a turn whose worker died
+        return trace, False
+
+
+def _new_trace_fields(message: Message) -> dict[str, Any]:
+    return {
+        "client": message.client,
+        "conversation": message.conversation,
+        # The mode that runs: recorded and billed.
+        "mode": mode_that_runs(message.client.plan.ai_mode),
+        "model": settings.LLM_MODEL if settings.OPENAI_API_KEY else "offline-demo",
+    }
+
+
+def _claim_new(message: Message) -> ReasoningTrace | None:
+    """The common case, in one INSERT: the message had no trace when it was read. The unique
+    `user_message` decides a race (None: another worker created it first — `turn_claim` then
+    looks at that trace under its row lock)."""
+    trace = ReasoningTrace(user_message=message, **_new_trace_fields(message))
+    try:
+        if connection.in_atomic_block:  # (tests, eager callers): keep the outer block usable
+            with transaction.atomic():
+                trace.save(force_insert=True)
+        else:  # autocommit: the INSERT is its own transaction
+            trace.save(force_insert=True)
+    except IntegrityError:
+        return None
+    conversation_changed(message.conversation_id, message.client_id)  # typing starts
+    return trace
+
+
+class TurnBusy(Exception):
+    """An earlier turn of the same conversation is still queued or running; try again shortly."""
+
+
+def turn_lease() -> timedelta:
+    return timedelta(seconds=settings.REASONING_TURN_LEASE_SECONDS)
+
+
+def fresh_connection() -> None:
+    """After a database error: drop the (probably dead) connection so the next query opens a
+    new one. Inside a transaction the connection is left alone (the transaction is lost
+    anyway and its owner rolls back)."""
+    if not connection.in_atomic_block:
+        connection.close()
+
+
+def on_fresh_connection(what: str, action: Any, *args: Any, **kwargs: Any) -> bool:
+    """Run bookkeeping that must not be lost with a dead connection: once, and once more on a
+    fresh connection if the database failed. False when the database is still unreachable
+    (then the lease runs out and the sweeper finishes the job)."""
+    for attempt in (1, 2):
+        try:
+            action(*args, **kwargs)
+            return True
+        except DB_ERRORS:
+            fresh_connection()
+            if attempt == 2:
+                logger.warning("%s: database unreachable; left to the sweeper", what, exc_info=True)
+    return False
+
+
+def turn_lock_take(message: Message) -> bool:
+    """Take the conversation's turn lock, in message order: not while an earlier customer
+    message still waits for its turn (it has no trace yet), nor while another turn holds the
+    lock. A lock or a queued message older than the lease belongs to a dead worker or a lost
+    task and no longer blocks. One UPDATE: the earlier-message check is its NOT EXISTS."""
+    now = timezone.now()
+    lease = turn_lease()
+    earlier_waiting = Message.objects.filter(
+        conversation_id=message.conversation_id,
+        role=Role.USER,
+        seq__lt=message.seq,
+        turn__isnull=True,
+        created_at__gt=now - lease,
+    )
+    taken = (
+        Conversation.objects.filter(pk=message.conversation_id)
+        .filter(Q(turn_lock_until__isnull=True) | Q(turn_lock_until__lt=now))
+        .filter(~Exists(earlier_waiting))
+        .update(turn_lock_until=now + lease)
+    )
+    return taken == 1
+
+
+def turn_waiting_before(message_id: int) -> int | None:
+    """The earliest customer message of the same conversation still waiting for its turn (no
+    trace yet), before this one — what a `TurnBusy` may be waiting for."""
+    message = Message.objects.filter(pk=message_id).values("conversation_id", "seq").first()
+    if message is None:
+        return None
+    return (
+        Message.objects.filter(
+            conversation_id=message["conversation_id"],
+            role=Role.USER,
+            seq__lt=message["seq"],
+            turn__isnull=True,
+            created_at__gt=timezone.now() - turn_lease(),
+        )
+        .order_by("seq")
+        .values_list("pk", flat=True)
+        .first()
+    )
+
+
+def turn_lock_release(message: Message) -> None:
+    Conversation.objects.filter(pk=message.conversation_id).update(turn_lock_until=None)
+
+
+@dataclass
+class TurnLock:
+    """The conversation's turn lock this worker holds (`turn_lock_take`). A turn that
+    finishes releases it in its finishing transaction (`_finish`); otherwise `turn_process`
+    releases it when it is done."""
+
+    conversation_id: int
+    held: bool = True
+
+
+def lock_row_releasing_turn(conversation_id: int) -> str:
+    """In `_finish`'s transaction: lock the conversation's row, read its status and release the
+    turn lock, in one statement (the ORM's update() cannot return the status)."""
+    qn = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {qn(Conversation._meta.db_table)} SET {qn('turn_lock_until')} = NULL "  # noqa: S608
+            f"WHERE {qn('id')} = %s RETURNING {qn('status')}",
+            [conversation_id],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        raise Conversation.DoesNotExist(f"conversation {conversation_id} does not exist")
+    return str(row[0])

@@ -1,0 +1,13 @@
+from django.apps import AppConfig
+
+
+class WidgetConfig(AppConfig):
+    """The customer widget's surfaces: its API, the chat frame page and their reads (no models)."""
+
+    name = "apps.widget"
+    label = "widget"
+
+    def ready(self) -> None:
+        # Connects the CORS receiver for the widget API before the first request (a preflight
+        # may be the very first request a server answers).
+        from apps.widget import auth  # noqa: F401

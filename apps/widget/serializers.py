@@ -1,0 +1,64 @@
+"""The widget API's request and response shapes: request validation and the OpenAPI schema
+(docs/widget.md). The messages themselves are `apps.conversations.serializers.
+WidgetMessageSerializer`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from apps.conversations.models import ConversationStatus
+from apps.conversations.serializers import WidgetMessageSerializer
+
+
+class WidgetConversationStartInSerializer(serializers.Serializer[Any]):
+    visitor_id = serializers.CharField(
+        max_length=128,
+        required=False,
+        allow_blank=True,
+        help_text="The visitor's identity as your site knows it (optional).",
+    )
+
+
+class WidgetConversationStartOutSerializer(serializers.Serializer[Any]):
+    id = serializers.UUIDField(help_text="The conversation's public id.")
+    token = serializers.CharField(help_text="The visitor token; shown once, keep it.")
+
+
+class WidgetMessageInSerializer(serializers.Serializer[Any]):
+    text = serializers.CharField(help_text="1–4,000 characters.")
+
+
+class WidgetMessagePostOutSerializer(serializers.Serializer[Any]):
+    message = WidgetMessageSerializer()
+    replies = WidgetMessageSerializer(many=True)
+    status = serializers.ChoiceField(
+        choices=ConversationStatus.choices, required=False, help_text="Only on 201."
+    )
+    pending = serializers.BooleanField(required=False, help_text="Only on 202.")
+
+
+class WidgetContactSerializer(serializers.Serializer[Any]):
+    email = serializers.CharField(
+        allow_blank=True,
+        help_text='The customer\'s e-mail address (at most 254 characters); "" forgets it.',
+    )
+
+
+class WidgetContactOutSerializer(WidgetContactSerializer):
+    confirmed = serializers.BooleanField(
+        help_text="The customer confirmed the address with the link we e-mailed; staff replies "
+        "are e-mailed only to a confirmed address. false: a confirmation link was sent."
+    )
+
+
+class WidgetMessageListOutSerializer(serializers.Serializer[Any]):
+    results = WidgetMessageSerializer(many=True)
+    has_more = serializers.BooleanField()
+    status = serializers.ChoiceField(choices=ConversationStatus.choices)
+    typing = serializers.BooleanField(help_text="A turn is being processed right now.")
+    contact_confirmed = serializers.BooleanField(
+        help_text="The customer left an address and confirmed it with the link we e-mailed "
+        "(staff replies they miss are e-mailed there)."
+    )

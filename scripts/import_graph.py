@@ -1,0 +1,152 @@
+#!/usr/bin/env python
+"""Figures about GuideDesk's import graph, from grimp (the engine behind import-linter).
+
+Prints:
+- the pairs of apps that import each other, counting every module, and again counting only
+  the modules below the surfaces (admin, HTTP APIs and views, URLconfs, management commands,
+  the staff console and the widget are left out); both for the imports that run and with the
+  imports under `if TYPE_CHECKING:` counted too;
+- how many direct imports the ignore_imports of pyproject.toml's import-linter contracts hide,
+  each pattern expanded over the graph the way import-linter expands it;
+- the number of import-linter contracts.
+
+Run it from the repository root: `.venv/bin/python scripts/import_graph.py`.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import tomllib
+from collections.abc import Iterable
+from functools import cache
+from pathlib import Path
+
+import grimp
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+# A module is a surface (admin, HTTP APIs and views with their DRF permission plumbing, URLconfs,
+# management commands) when one of the parts of its name after the app is one of these, or
+# starts with one of the prefixes, or when it lives in an app that is a surface as a whole.
+SURFACE_PARTS = frozenset({"admin", "apis", "api", "views", "urls", "management", "permissions"})
+SURFACE_PREFIXES = ("console_", "widget_")
+SURFACE_APPS = frozenset({"apps.console", "apps.widget"})
+
+
+def build_graph(*, type_checking: bool = False) -> grimp.ImportGraph:
+    """The graph import-linter sees; with type_checking, imports for annotations count too."""
+    return grimp.build_graph(
+        "apps", "config", "tests", exclude_type_checking_imports=not type_checking
+    )
+
+
+def app_of(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[0] != "apps" or len(parts) < 2:
+        return None
+    return ".".join(parts[:2])
+
+
+def is_surface(module: str) -> bool:
+    app = app_of(module)
+    if app is None:
+        return False
+    if app in SURFACE_APPS:
+        return True
+    rest = module.split(".")[2:]
+    return any(part in SURFACE_PARTS or part.startswith(SURFACE_PREFIXES) for part in rest)
+
+
+def direct_imports(graph: grimp.ImportGraph) -> Iterable[tuple[str, str]]:
+    for importer in sorted(graph.modules):
+        for imported in sorted(graph.find_modules_directly_imported_by(importer)):
+            yield importer, imported
+
+
+def app_edges(graph: grimp.ImportGraph, *, skip_surfaces: bool) -> dict[tuple[str, str], list]:
+    """(importing app, imported app) -> the module imports that make the edge."""
+    edges: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for importer, imported in direct_imports(graph):
+        a, b = app_of(importer), app_of(imported)
+        if a is None or b is None or a == b:
+            continue
+        if skip_surfaces and (is_surface(importer) or is_surface(imported)):
+            continue
+        edges.setdefault((a, b), []).append((importer, imported))
+    return edges
+
+
+def mutual_pairs(edges: dict[tuple[str, str], list]) -> list[tuple[str, str]]:
+    return sorted((a, b) for (a, b) in edges if a < b and (b, a) in edges)
+
+
+@cache
+def pattern_regex(pattern: str) -> re.Pattern[str]:
+    # import-linter: `*` stands for one part of a module name, `**` for one or more.
+    parts = []
+    for part in pattern.strip().split("."):
+        if part == "**":
+            parts.append(r"[^.]+(?:\.[^.]+)*")
+        elif part == "*":
+            parts.append(r"[^.]+")
+        else:
+            parts.append(re.escape(part))
+    return re.compile(r"\.".join(parts) + r"\Z")
+
+
+def ignored_imports(
+    graph: grimp.ImportGraph, contracts: list[dict]
+) -> tuple[set[tuple[str, str]], dict[str, int]]:
+    pairs = list(direct_imports(graph))
+    hidden: set[tuple[str, str]] = set()
+    per_pattern: dict[str, int] = {}
+    for contract in contracts:
+        for pattern in contract.get("ignore_imports", []):
+            left, _, right = pattern.partition("->")
+            lre, rre = pattern_regex(left), pattern_regex(right)
+            hits = {(a, b) for a, b in pairs if lre.match(a) and rre.match(b)}
+            per_pattern[f"{contract.get('id', '?')}: {pattern.strip()}"] = len(hits)
+            hidden |= hits
+    return hidden, per_pattern
+
+
+def main() -> int:
+    verbose = "-v" in sys.argv[1:]  # -v: the module imports behind each pair
+    graph = build_graph()
+    annotated = build_graph(type_checking=True)
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    contracts = config["tool"]["importlinter"]["contracts"]
+
+    for label, skip, g in (
+        ("all modules", False, graph),
+        ("outside surface modules", True, graph),
+        ("all modules, TYPE_CHECKING imports too", False, annotated),
+        ("outside surface modules, TYPE_CHECKING imports too", True, annotated),
+    ):
+        edges = app_edges(g, skip_surfaces=skip)
+        pairs = mutual_pairs(edges)
+        print(f"App pairs importing each other ({label}): {len(pairs)}")
+        for a, b in pairs:
+            print(f"  {a} <-> {b}")
+            if verbose:
+                for importer, imported in edges[(a, b)] + edges[(b, a)]:
+                    print(f"      {importer} -> {imported}")
+
+    hidden, per_pattern = ignored_imports(graph, contracts)
+    print(f"Direct imports hidden by ignore_imports: {len(hidden)}")
+    for pattern, count in per_pattern.items():
+        print(f"  {count:4d}  {pattern}")
+    apps_importing_tests = sorted(
+        (a, b) for a, b in direct_imports(graph) if a.startswith("apps.") and b.startswith("tests")
+    )
+    print(f"Imports of tests from apps: {len(apps_importing_tests)}")
+    for a, b in apps_importing_tests:
+        print(f"  {a} -> {b}")
+    print(f"Contracts: {len(contracts)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,66 @@
+"""The import graph, checked by the tests too (not only by `make imports`): no two apps import
+each other below the surfaces, and the product never imports the test suite.
+
+The graph is grimp's, the engine behind import-linter; `scripts/import_graph.py` prints the same
+figures for a person."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import grimp
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import import_graph  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def graph() -> grimp.ImportGraph:
+    return import_graph.build_graph()
+
+
+def test_no_two_apps_import_each_other_outside_the_surfaces(graph: grimp.ImportGraph) -> None:
+    edges = import_graph.app_edges(graph, skip_surfaces=True)
+    cycles = {
+        f"{a} <-> {b}": sorted(edges[(a, b)] + edges[(b, a)])
+        for a, b in import_graph.mutual_pairs(edges)
+    }
+
+    assert cycles == {}
+
+
+def test_the_product_never_imports_the_tests(graph: grimp.ImportGraph) -> None:
+    product = [m for m in graph.modules if m.split(".")[0] in ("apps", "config")]
+    reaching_tests = sorted(
+        (importer, imported)
+        for importer in product
+        for imported in graph.find_modules_directly_imported_by(importer)
+        if imported.split(".")[0] == "tests"
+    )
+
+    assert reaching_tests == []
+
+
+def test_a_cycle_below_the_surfaces_is_found() -> None:
+    """The check itself: an import from a lower app's selectors back into a higher app is a
+    cycle; the same import from an admin module is not (surfaces sit on top)."""
+    graph = import_graph.build_graph()  # its own: this test adds imports to it
+    graph.add_import(importer="apps.clients.selectors", imported="apps.tools.models")
+    graph.add_import(importer="apps.clients.admin", imported="apps.reasoning.models")
+
+    edges = import_graph.app_edges(graph, skip_surfaces=True)
+
+    assert ("apps.clients", "apps.tools") in import_graph.mutual_pairs(edges)
+    assert ("apps.clients", "apps.reasoning") not in import_graph.mutual_pairs(edges)
+
+
+def test_the_escalation_status_read_by_conversations_is_the_model_s() -> None:
+    """conversations.selectors names the open status by value, to avoid importing escalations."""
+    from apps.conversations.selectors import ESCALATION_OPEN
+    from apps.escalations.models import EscalationStatus
+
+    assert ESCALATION_OPEN == EscalationStatus.OPEN
