@@ -58,9 +58,7 @@ from apps.conversations.widget_auth import (
     WidgetMessageThrottle,
     WidgetNewConversationThrottle,
     WidgetTokenThrottle,
-    widget_client_resolve,
     widget_conversation_resolve,
-    widget_origin_check,
     widget_visitor,
 )
 from apps.conversations.widget_selectors import (
@@ -71,6 +69,7 @@ from apps.conversations.widget_selectors import (
 )
 from apps.core import sse
 from apps.core.parsers import JSONParser
+from apps.core.resolver import resolver
 from apps.core.schema import error_responses
 from apps.reasoning.models import TraceStatus
 from apps.reasoning.selectors import conversation_live_state
@@ -206,8 +205,7 @@ class WidgetAPIView(APIView):
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)  # includes the per-IP throttle
-        self.client = widget_client_resolve(request)
-        widget_origin_check(request, client=self.client)
+        self.client = resolver.widget_client(request)
 
     def throttle(self, request: Request, *throttles: BaseThrottle) -> None:
         refused = [t for t in throttles if not t.allow_request(request, self)]

@@ -16,7 +16,8 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from apps.clients.models import Client
-from apps.core.permissions import MANAGE, READ, SUPPORT, clients_permitting, user_may
+from apps.core.permissions import MANAGE, READ, SUPPORT, user_may
+from apps.core.resolver import resolver
 
 
 def pretty_json(value: Any) -> str:
@@ -60,14 +61,14 @@ class TenantScopedAdmin(admin.ModelAdmin):
         if need is None:
             return False
         if obj is None:
-            return bool(clients_permitting(user, need))
+            return bool(resolver.admin_client_ids(request, need))
         return user_may(user, self.client_id_of(obj), need)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         queryset = super().get_queryset(request)
-        if request.user.is_superuser:
+        allowed = resolver.admin_client_ids(request, self.view_need)
+        if allowed is None:
             return queryset
-        allowed = clients_permitting(request.user, self.view_need)
         return queryset.filter(**{f"{self.client_lookup}__in": allowed})
 
     def has_module_permission(self, request: HttpRequest) -> bool:
@@ -107,9 +108,8 @@ class TenantScopedAdmin(admin.ModelAdmin):
     def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         if db_field.name == "client" and not request.user.is_superuser:
             # Only the clients where the user may create or change rows.
-            need = self.change_need
-            allowed = clients_permitting(request.user, need) if need is not None else []
-            kwargs["queryset"] = Client.objects.filter(pk__in=allowed)
+            permitted = resolver.admin_client_ids(request, self.change_need) or []
+            kwargs["queryset"] = Client.objects.filter(pk__in=permitted)
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
