@@ -41,8 +41,10 @@ def _resolve(request: Any, wanted: str | None) -> tuple[Client | None, str | Non
         if wanted:
             return Client.objects.select_related("plan").filter(slug=wanted).first(), Role.OWNER
         return None, None
-    memberships = Membership.objects.select_related("client", "client__plan").filter(
-        user=user, client__is_active=True
+    memberships = (
+        Membership.objects.unscoped("the user's memberships, across clients, pick the client")
+        .select_related("client", "client__plan")
+        .filter(user=user, client__is_active=True)
     )
     if wanted:
         memberships = memberships.filter(client__slug=wanted)
@@ -70,7 +72,7 @@ def role_for_request(*, request: Any, client: Client) -> str | None:
 def membership_roles(*, user: Any) -> dict[int, str]:
     """{client id: role} for each of the user's memberships in an active client."""
     return dict(
-        Membership.objects.filter(user=user, client__is_active=True).values_list(
-            "client_id", "role"
-        )
+        Membership.objects.unscoped("the user's memberships, across clients")
+        .filter(user=user, client__is_active=True)
+        .values_list("client_id", "role")
     )

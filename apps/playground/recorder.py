@@ -74,7 +74,7 @@ class PlaygroundMeter(Meter):
             completion_tokens=completion_tokens,
             estimated=estimated,
         )
-        PlaygroundRun.objects.filter(pk=self.run.pk).update(
+        PlaygroundRun.objects.filter(pk=self.run.pk, client_id=self.run.client_id).update(
             cost_usd=F("cost_usd") + record.cost_usd, billed_usd=F("billed_usd") + record.billed_usd
         )
         self.run.cost_usd += record.cost_usd
@@ -132,25 +132,29 @@ class PlaygroundRecorder(TurnRecorder):
         note = {"kind": kind, "text": text[:4000], "data": data or {}}
         if len(self.run.notes) < MAX_NOTES:
             self.run.notes.append(note)
-            PlaygroundRun.objects.filter(pk=self.run.pk).update(notes=self.run.notes)
+            PlaygroundRun.objects.filter(pk=self.run.pk, client_id=self.run.client_id).update(
+                notes=self.run.notes
+            )
         return note
 
     def ensure_open(self) -> None:
         """Checked before every LLM call (and where a turn would run a tool): the run stops at
         the next step once staff pressed stop."""
-        if PlaygroundRun.objects.filter(pk=self.run.pk, stop_requested=True).exists():
+        if PlaygroundRun.objects.filter(
+            pk=self.run.pk, client_id=self.run.client_id, stop_requested=True
+        ).exists():
             self.step("stopped", output={"reason": "stopped from the playground"})
             raise TurnAborted()
 
     def progress(self, step: int, max_steps: int) -> None:
         self.run.progress_step, self.run.progress_max = step, max_steps
-        PlaygroundRun.objects.filter(pk=self.run.pk).update(
+        PlaygroundRun.objects.filter(pk=self.run.pk, client_id=self.run.client_id).update(
             progress_step=step, progress_max=max_steps
         )
         run_changed(self.run.pk)
 
     def _count(self, prompt: int, completion: int) -> None:
-        PlaygroundRun.objects.filter(pk=self.run.pk).update(
+        PlaygroundRun.objects.filter(pk=self.run.pk, client_id=self.run.client_id).update(
             llm_calls=F("llm_calls") + 1,
             prompt_tokens=F("prompt_tokens") + prompt,
             completion_tokens=F("completion_tokens") + completion,

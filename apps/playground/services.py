@@ -213,7 +213,8 @@ def _claim(run_id: int) -> PlaygroundRun | None:
     """Take the run, once: a redelivered task finds it started (or finished) and leaves it."""
     with transaction.atomic():
         run = (
-            PlaygroundRun.objects.select_for_update(of=("self",))
+            PlaygroundRun.objects.for_current_client()
+            .select_for_update(of=("self",))
             .select_related("client", "client__plan", "conversation")
             .filter(pk=run_id)
             .first()
@@ -309,7 +310,9 @@ def playground_run_execute(
         status, error = RunStatus.FAILED, f"internal error: {exc!r}"
     if (
         status == RunStatus.DONE
-        and PlaygroundRun.objects.filter(pk=run.pk, stop_requested=True).exists()
+        and PlaygroundRun.objects.filter(
+            pk=run.pk, client_id=run.client_id, stop_requested=True
+        ).exists()
     ):
         status = RunStatus.STOPPED  # the mode ended on the stop flag itself (e.g. its loop)
     run.status = status

@@ -12,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from apps.clients.models import Client
 from apps.conversations.selectors import conversation_get
 from apps.core.exceptions import ApplicationError
+from apps.core.tenancy import tenant_scope
 from apps.playground.models import PlaygroundRun, PlaygroundStep, RunSource, RunStatus
 from apps.playground.selectors import run_json
 from apps.playground.services import (
@@ -71,7 +72,9 @@ class StepPrinter:
         if self.pause and sys.stdin.isatty():
             answer = input("    — Enter for the next step, q to stop — ")
             if answer.strip().lower().startswith("q"):
-                PlaygroundRun.objects.filter(pk=self.run.pk).update(stop_requested=True)
+                PlaygroundRun.objects.filter(pk=self.run.pk, client_id=self.run.client_id).update(
+                    stop_requested=True
+                )
 
     # -- the step kinds worth a reading layout -------------------------------------------------
     def show_reason_step(self, out: dict[str, Any]) -> None:
@@ -241,8 +244,9 @@ class Command(BaseCommand):
             + (" · offline demo model" if not _has_key() else "")
         )
         printer.line(f"Question: {run.question}")
-        finished = playground_run_execute(run_id=run.pk, listeners=[printer])
-        run = finished or PlaygroundRun.objects.get(pk=run.pk)
+        with tenant_scope(run.client_id):
+            finished = playground_run_execute(run_id=run.pk, listeners=[printer])
+        run = finished or PlaygroundRun.objects.filter(client_id=run.client_id).get(pk=run.pk)
         steps = list(run.steps.order_by("index"))
         if as_json:
             self.stdout.write(json.dumps(run_json(run, steps=steps), indent=2, ensure_ascii=False))
