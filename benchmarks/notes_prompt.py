@@ -137,6 +137,7 @@ def main() -> None:
     from apps.clients.models import AIMode, Client, Plan
     from apps.conversations.models import Role
     from apps.conversations.services import conversation_create, message_append
+    from apps.core.tenancy import tenant_scope
     from apps.notes.models import Note, NoteSource
     from apps.notes.services import note_add
     from apps.reasoning.models import ReasoningStep, ReasoningTrace
@@ -183,7 +184,7 @@ def main() -> None:
                         language="en" if n % 3 else "",
                         source=NoteSource.STAFF,
                     )
-                    Note.objects.filter(pk=note.pk).update(
+                    Note.objects.filter(pk=note.pk, client_id=note.client_id).update(
                         created_at=now - timedelta(minutes=37 * (stored - n))
                     )
                 # every sample line is a different note: none was deduplicated
@@ -198,7 +199,10 @@ def main() -> None:
                         role=Role.USER,
                         text="How fast do you ship?",
                     )
-                    with CaptureQueriesContext(connection) as captured:
+                    with (
+                        CaptureQueriesContext(connection) as captured,
+                        tenant_scope(message.client_id),
+                    ):
                         turn_process(message_id=message.pk)
                     trace = ReasoningTrace.objects.get(user_message_id=message.pk)
                     if trace.llm_calls != 1 or trace.escalated:

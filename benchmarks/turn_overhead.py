@@ -122,6 +122,7 @@ def run(args: argparse.Namespace) -> None:
     from apps.clients.models import AIMode, Client, Plan
     from apps.conversations.models import Role
     from apps.conversations.services import conversation_create, message_append
+    from apps.core.tenancy import tenant_scope
     from apps.reasoning.models import ReasoningTrace
     from apps.reasoning.services import turn_process
     from tests.support.fake_llm import FakeLLMServer
@@ -177,7 +178,8 @@ def run(args: argparse.Namespace) -> None:
             client = clients[mode]
             for _ in range(5):  # warm-up
                 message_id = prepare(client, script)
-                turn_process(message_id=message_id)
+                with tenant_scope(client.pk):
+                    turn_process(message_id=message_id)
                 check(message_id, len(script))
             queries, cpu = [], []
             for _ in range(args.turns):
@@ -185,7 +187,8 @@ def run(args: argparse.Namespace) -> None:
                 connection.queries_log.clear()
                 with CaptureQueriesContext(connection) as captured:
                     started = time.thread_time()
-                    turn_process(message_id=message_id)
+                    with tenant_scope(client.pk):
+                        turn_process(message_id=message_id)
                     cpu.append((time.thread_time() - started) * 1000)
                 queries.append(len(captured))
                 check(message_id, len(script))
@@ -196,7 +199,8 @@ def run(args: argparse.Namespace) -> None:
             message_id = prepare(client, script)
             profile = cProfile.Profile()
             profile.enable()
-            turn_process(message_id=message_id)
+            with tenant_scope(client.pk):
+                turn_process(message_id=message_id)
             profile.disable()
             check(message_id, len(script))
             calls = pstats.Stats(profile).total_calls  # type: ignore[attr-defined]

@@ -30,7 +30,9 @@ sys.path.insert(0, str(ROOT))
 # A module is a surface (admin, HTTP APIs and views with their DRF permission plumbing, URLconfs,
 # management commands) when one of the parts of its name after the app is one of these, or
 # starts with one of the prefixes, or when it lives in an app that is a surface as a whole.
-SURFACE_PARTS = frozenset({"admin", "apis", "api", "views", "urls", "management", "permissions"})
+SURFACE_PARTS = frozenset(
+    {"admin", "apis", "api", "views", "urls", "management", "permissions", "resolver"}
+)
 SURFACE_PREFIXES = ("console_", "widget_")
 SURFACE_APPS = frozenset({"apps.console", "apps.widget"})
 

@@ -134,7 +134,9 @@ def debug_conversation(client_a):
         detail="Wants to cancel a shipped order",
         trace=turn2,
     )
-    Conversation.objects.filter(pk=conv.pk).update(last_seq=9, last_message_at=timezone.now())
+    Conversation.objects.unscoped("test checks the database directly").filter(pk=conv.pk).update(
+        last_seq=9, last_message_at=timezone.now()
+    )
     return conv
 
 
@@ -454,14 +456,14 @@ def test_tool_form_rejects_an_invalid_json_schema(admin_client, client_a):
     assert "Not a valid JSON Schema" in response.content.decode()
     _, form = post_tool(admin_client, tool_form(client_a, parameters='{"type": "string"}'))
     assert '"type": "object"' in form.errors["parameters"][0]
-    assert not ClientTool.objects.exists()
+    assert not ClientTool.objects.unscoped("test checks the database directly").exists()
 
 
 def test_tool_form_webhook_needs_a_url_and_a_secret(admin_client, client_a):
     _, form = post_tool(admin_client, tool_form(client_a, signing_secret="", webhook_url=""))
     assert form.errors["signing_secret"] == ["A webhook tool needs a signing secret."]
     assert form.errors["webhook_url"] == ["A webhook tool needs the URL to call."]
-    assert not ClientTool.objects.exists()
+    assert not ClientTool.objects.unscoped("test checks the database directly").exists()
 
 
 def test_tool_form_builtin_needs_a_known_handler(admin_client, client_a):
@@ -629,9 +631,9 @@ def test_trace_page_shows_its_steps_read_only(admin_client, debug_conversation):
 
 
 def test_debug_view_shows_the_customers_address_and_what_they_saw(admin_client, debug_conversation):
-    Conversation.objects.filter(pk=debug_conversation.pk).update(
-        contact_email="ann@example.com", customer_seen_seq=3, customer_seen_at=timezone.now()
-    )
+    Conversation.objects.unscoped("test checks the database directly").filter(
+        pk=debug_conversation.pk
+    ).update(contact_email="ann@example.com", customer_seen_seq=3, customer_seen_at=timezone.now())
     body = admin_client.get(change_url(debug_conversation)).content.decode()
     assert "ann@example.com" in body
     assert "up to message #3" in body

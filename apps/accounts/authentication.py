@@ -57,7 +57,12 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         if parsed is None:
             raise exceptions.AuthenticationFailed("Malformed API key.")
         prefix, secret = parsed
-        key = ApiKey.objects.select_related("client", "client__plan").filter(prefix=prefix).first()
+        key = (
+            ApiKey.objects.unscoped("an API key names its client: looked up by its prefix")
+            .select_related("client", "client__plan")
+            .filter(prefix=prefix)
+            .first()
+        )
         if key is None or not key.matches(secret):
             raise exceptions.AuthenticationFailed("Invalid API key.")
         if not key.is_active:

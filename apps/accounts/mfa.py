@@ -33,9 +33,11 @@ def mfa_required(user: Any) -> bool:
     member of an active client that requires it."""
     if user.is_superuser and settings.MFA_REQUIRED_FOR_SUPERUSERS:
         return True
-    return Membership.objects.filter(
-        user=user, client__require_mfa=True, client__is_active=True
-    ).exists()
+    return (
+        Membership.objects.unscoped("the user's memberships, across clients")
+        .filter(user=user, client__require_mfa=True, client__is_active=True)
+        .exists()
+    )
 
 
 def mfa_missing(user: Any) -> bool:

@@ -121,5 +121,5 @@ class ApiKey(TenantOwnedModel):
         now = timezone.now()
         # Write at most once a minute per key: no write on every request.
         if self.last_used_at is None or (now - self.last_used_at).total_seconds() > 60:
-            ApiKey.objects.filter(pk=self.pk).update(last_used_at=now)
+            ApiKey.objects.filter(pk=self.pk, client_id=self.client_id).update(last_used_at=now)
             self.last_used_at = now

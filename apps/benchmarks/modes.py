@@ -48,6 +48,7 @@ from apps.billing.models import ModelPrice, UsageRecord
 from apps.clients.models import AIMode, Client, Plan
 from apps.conversations.models import Role
 from apps.conversations.services import conversation_create, message_append
+from apps.core.tenancy import tenant_scope
 from apps.provisioning.services import tenant_import
 from apps.reasoning.models import ReasoningTrace
 from apps.reasoning.services import turn_process
@@ -525,7 +526,8 @@ def measure_turn(client: Client, text: str) -> MeasuredTurn:
     connection.queries_log.clear()
     with CaptureQueriesContext(connection) as queries:
         started, cpu_started = time.perf_counter(), time.thread_time()
-        turn_process(message_id=message.pk)
+        with tenant_scope(client.pk):
+            turn_process(message_id=message.pk)
         wall_ms = (time.perf_counter() - started) * 1000
         # CPU of this thread only: the pipeline's own work (and the SDK's), not the fake
         # server's threads and not the wait for the model — steady on a busy machine.

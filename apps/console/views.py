@@ -2,7 +2,7 @@
 (internal reasoning collapsed), replies to the customer and hands the conversation back to the AI.
 
 Plain Django views with session login (allauth). The tenant and the role are resolved exactly as
-the API resolves them for a staff session (`client_for_request` / `role_for_request`, with
+the API resolves them for a staff session (the one resolver, apps/core/resolver.py, with
 `?client=<slug>` choosing among several memberships). Pages refresh themselves from two small
 JSON endpoints (static/console/console.js): when Redis is configured and the app is served over
 ASGI (the Procfile's `web`), a live doorbell stream (`…/events`, server-sent events fed by the
@@ -41,7 +41,6 @@ from django.utils.timesince import timesince
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
-from apps.accounts.selectors import client_for_request, role_for_request
 from apps.clients.models import Client
 from apps.conversations import events
 from apps.conversations.models import Conversation, ConversationStatus, Message, Visibility
@@ -55,6 +54,7 @@ from apps.conversations.services import MAX_MESSAGE_CHARS
 from apps.core.admin import pretty_json
 from apps.core.exceptions import ApplicationError
 from apps.core.permissions import READ, SUPPORT, role_permits, slug_is_usable
+from apps.core.resolver import resolver
 from apps.escalations.models import Escalation
 from apps.escalations.selectors import escalation_open_for_conversation, escalation_queue
 from apps.escalations.services import staff_reply
@@ -74,14 +74,6 @@ DOORBELL_RETRY_MS = 3000
 # ---------------------------------------------------------------------------------------------
 # Who is acting, for which client
 # ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _TenantLookup:
-    """What the tenant selectors read from a request: the user and the query string."""
-
-    user: Any
-    query_params: Any
 
 
 @dataclass(frozen=True)
@@ -107,20 +99,18 @@ def _resolve_access(request: HttpRequest) -> ConsoleAccess | HttpResponse:
         return render(request, "console/no_access.html", status=403)
     if not slug_is_usable(request.GET.get("client")):
         raise Http404("No such client.")
-    lookup = _TenantLookup(user=request.user, query_params=request.GET)
-    client = client_for_request(request=lookup)
+    client = resolver.client(request)
     if client is None and not request.GET.get("client") and len(choices) == 1:
         # One client (the usual case, and the demo's superuser): nothing to choose, so straight
         # to its conversations, the client kept in every link as if it had been picked.
-        lookup = _TenantLookup(user=request.user, query_params={"client": choices[0].slug})
-        client = client_for_request(request=lookup)
+        client = resolver.client(request, slug=choices[0].slug)
     if client is None:
         if request.GET.get("client"):
             # A slug the user is no member of answers like an unknown one.
             raise Http404("No such client.")
         return render(request, "console/pick_client.html", {"choices": choices})
-    role = role_for_request(request=lookup, client=client)
-    if role is None:  # pragma: no cover - client_for_request only returns member clients
+    role = resolver.role(request, client)
+    if role is None:  # pragma: no cover - the resolver only returns member clients
         raise PermissionDenied
     return ConsoleAccess(client=client, role=role, choices=choices)
 

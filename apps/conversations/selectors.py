@@ -145,7 +145,8 @@ def staff_client_choices(*, user: Any) -> list[Client]:
     if user.is_superuser:
         return list(Client.objects.filter(is_active=True).order_by("name"))
     memberships = (
-        Membership.objects.filter(user=user, client__is_active=True)
+        Membership.objects.unscoped("the user's memberships, across clients")
+        .filter(user=user, client__is_active=True)
         .select_related("client")
         .order_by("client__name")
     )

@@ -24,6 +24,7 @@ from apps.clients.models import Client
 from apps.conversations.events import conversation_changed
 from apps.conversations.models import Conversation, Kind, Message, Role, Visibility
 from apps.core.exceptions import ApplicationError
+from apps.core.tenancy import tenant_scope
 
 logger = logging.getLogger(__name__)
 
@@ -184,10 +185,13 @@ def conversation_contact_set(
             locked.contact_email, locked.contact_email_confirmed_at = cleaned, None
             locked.save(update_fields=["contact_email", "contact_email_confirmed_at", "updated_at"])
             if cleaned:
-                conversation_id = locked.pk
+                conversation_id, client_id = locked.pk, client.pk
                 transaction.on_commit(
                     lambda: contact_confirmation_queue(
-                        conversation_id=conversation_id, email=cleaned, site=site
+                        conversation_id=conversation_id,
+                        email=cleaned,
+                        site=site,
+                        client_id=client_id,
                     )
                 )
     conversation.contact_email = locked.contact_email
@@ -243,26 +247,30 @@ def contact_confirmation_link(*, conversation: Conversation, email: str, site: s
     return site.rstrip("/") + reverse("widget-contact-confirm", args=[token])
 
 
-def contact_confirmation_queue(*, conversation_id: int, email: str, site: str) -> None:
+def contact_confirmation_queue(
+    *, conversation_id: int, email: str, site: str, client_id: int
+) -> None:
     """Send the confirmation e-mail from a worker (call after the address commits). Never
     raises: with no broker (the demo) or an unreachable one it is sent in this process."""
     from apps.conversations.tasks import send_contact_confirmation
 
     try:
-        send_contact_confirmation.delay(conversation_id, email, site)
+        send_contact_confirmation.delay(conversation_id, email, site, client_id=client_id)
     except Exception:
         logger.exception(
             "could not queue the confirmation e-mail; sending it in-process",
             extra={"conversation_id": conversation_id},
         )
-        contact_confirmation_send(conversation_id=conversation_id, email=email, site=site)
+        with tenant_scope(client_id):
+            contact_confirmation_send(conversation_id=conversation_id, email=email, site=site)
 
 
 def contact_confirmation_send(*, conversation_id: int, email: str, site: str) -> bool:
     """E-mail the confirmation link (after the address is stored). Never raises: a failure is
     logged, and saving the address again sends a new link."""
     conversation = (
-        Conversation.objects.select_related("client")
+        Conversation.objects.for_current_client()
+        .select_related("client")
         .filter(pk=conversation_id, contact_email=email, contact_email_confirmed_at__isnull=True)
         .first()
     )
@@ -355,7 +363,7 @@ def contact_email_confirm(*, token: str) -> tuple[ContactConfirmation, Conversat
         )
         if confirmed:
             # Staff may have replied while the address waited for confirmation.
-            unseen_replies_email_schedule(conversation_id=conversation.pk)
+            unseen_replies_email_schedule(conversation_id=conversation.pk, client_id=client.pk)
     return ContactConfirmation.CONFIRMED, conversation
 
 
@@ -377,7 +385,7 @@ def conversation_seen_record(*, client: Client, conversation: Conversation, seq:
     return bool(moved)
 
 
-def unseen_replies_email_schedule(*, conversation_id: int) -> None:
+def unseen_replies_email_schedule(*, conversation_id: int, client_id: int) -> None:
     """Check, WIDGET_REPLY_EMAIL_DELAY_SECONDS from now, whether the customer saw the staff
     replies (call after the reply commits). Never raises: the reply is stored either way. With
     no broker (the demo) or an unreachable one, a timer in this process runs the check."""
@@ -386,21 +394,26 @@ def unseen_replies_email_schedule(*, conversation_id: int) -> None:
     delay = float(settings.WIDGET_REPLY_EMAIL_DELAY_SECONDS)
     if not email_unseen_replies.app.conf.task_always_eager:
         try:
-            email_unseen_replies.apply_async((conversation_id,), countdown=delay)
+            email_unseen_replies.apply_async(
+                (conversation_id,), {"client_id": client_id}, countdown=delay
+            )
             return
         except Exception:
             logger.exception(
                 "could not queue the unseen-reply e-mail; checking in-process",
                 extra={"conversation_id": conversation_id},
             )
-    timer = threading.Timer(delay, _email_unseen_replies_in_process, args=(conversation_id,))
+    timer = threading.Timer(
+        delay, _email_unseen_replies_in_process, args=(conversation_id, client_id)
+    )
     timer.daemon = True
     timer.start()
 
 
-def _email_unseen_replies_in_process(conversation_id: int) -> None:
+def _email_unseen_replies_in_process(conversation_id: int, client_id: int) -> None:
     try:
-        unseen_replies_email(conversation_id=conversation_id)
+        with tenant_scope(client_id):
+            unseen_replies_email(conversation_id=conversation_id)
     except Exception:
         logger.exception(
             "unseen-reply e-mail check failed", extra={"conversation_id": conversation_id}
@@ -414,7 +427,12 @@ def unseen_replies_email(*, conversation_id: int) -> int:
     the address they left, in ONE e-mail; returns how many replies it carried (0: nothing sent).
     Safe to run twice or concurrently: the batch is claimed with a compare-and-set on
     `reply_emailed_seq` before sending, and released if sending fails."""
-    conversation = Conversation.objects.select_related("client").filter(pk=conversation_id).first()
+    conversation = (
+        Conversation.objects.for_current_client()
+        .select_related("client")
+        .filter(pk=conversation_id)
+        .first()
+    )
     if conversation is None or not conversation.contact_email:
         return 0
     if conversation.contact_email_confirmed_at is None:

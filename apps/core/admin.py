@@ -16,7 +16,10 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from apps.clients.models import Client
-from apps.core.permissions import MANAGE, READ, SUPPORT, clients_permitting, user_may
+from apps.core.models import TenantOwnedModel
+from apps.core.permissions import MANAGE, READ, SUPPORT, user_may
+from apps.core.resolver import resolver
+from apps.core.tenancy import TenantQuerySet
 
 
 def pretty_json(value: Any) -> str:
@@ -60,14 +63,14 @@ class TenantScopedAdmin(admin.ModelAdmin):
         if need is None:
             return False
         if obj is None:
-            return bool(clients_permitting(user, need))
+            return bool(resolver.admin_client_ids(request, need))
         return user_may(user, self.client_id_of(obj), need)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         queryset = super().get_queryset(request)
-        if request.user.is_superuser:
-            return queryset
-        allowed = clients_permitting(request.user, self.view_need)
+        allowed = resolver.admin_client_ids(request, self.view_need)
+        if allowed is None:
+            return _unscoped(queryset, "a platform operator's admin page shows every client")
         return queryset.filter(**{f"{self.client_lookup}__in": allowed})
 
     def has_module_permission(self, request: HttpRequest) -> bool:
@@ -107,9 +110,17 @@ class TenantScopedAdmin(admin.ModelAdmin):
     def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         if db_field.name == "client" and not request.user.is_superuser:
             # Only the clients where the user may create or change rows.
-            need = self.change_need
-            allowed = clients_permitting(request.user, need) if need is not None else []
-            kwargs["queryset"] = Client.objects.filter(pk__in=allowed)
+            permitted = resolver.admin_client_ids(request, self.change_need) or []
+            kwargs["queryset"] = Client.objects.filter(pk__in=permitted)
+        elif _is_tenant_owned(db_field.related_model) and "queryset" not in kwargs:
+            # A link to another tenant row: the rows of the clients the user may change.
+            allowed = resolver.admin_client_ids(request, self.change_need or READ)
+            rows = db_field.related_model._default_manager.all()
+            kwargs["queryset"] = (
+                _unscoped(rows, "a platform operator may link rows of any client")
+                if allowed is None
+                else rows.filter(client_id__in=allowed)
+            )
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
@@ -127,6 +138,17 @@ class TenantScopedAdmin(admin.ModelAdmin):
             name: (_checked_action(func), name, description)
             for name, (func, _, description) in actions.items()
         }
+
+
+def _is_tenant_owned(model: Any) -> bool:
+    return isinstance(model, type) and issubclass(model, TenantOwnedModel)
+
+
+def _unscoped(queryset: QuerySet[Any], reason: str) -> QuerySet[Any]:
+    """`queryset.unscoped(reason)` for a tenant-owned model's queryset; others as they are."""
+    if isinstance(queryset, TenantQuerySet):
+        return queryset.unscoped(reason)
+    return queryset
 
 
 def _checked_action(func: Callable[..., Any]) -> Callable[..., Any]:

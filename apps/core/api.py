@@ -118,7 +118,8 @@ class Pagination(PageNumberPagination):
 
 class TenantAPIView(APIView):
     """Base for every client-scoped endpoint: resolves the tenant once, in `initial()`, from the
-    authenticated principal (API key or staff session + membership). Subclasses read
+    authenticated principal (API key or staff session + membership), through the one resolver
+    (apps/core/resolver.py). Subclasses read
     `self.client`; they cannot reach a handler without one."""
 
     client: Client
@@ -135,9 +136,9 @@ class TenantAPIView(APIView):
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
-        from apps.accounts.selectors import client_for_request
+        from apps.core.resolver import resolver
 
-        client = client_for_request(request=request)
+        client = resolver.client(request)
         if client is None:
             raise exceptions.PermissionDenied("No client is associated with these credentials.")
         self.client = client

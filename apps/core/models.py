@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Self
-
 from django.db import models
 
-if TYPE_CHECKING:
-    from apps.clients.models import Client
+from apps.core.tenancy import TenantQuerySet
+
+__all__ = ["TenantOwnedModel", "TenantQuerySet", "TimeStampedModel"]
 
 
 class TimeStampedModel(models.Model):
@@ -18,17 +17,12 @@ class TimeStampedModel(models.Model):
         abstract = True
 
 
-class TenantQuerySet[M: models.Model](models.QuerySet[M]):
-    def for_client(self, client: Client) -> Self:
-        """The only way request-serving code reads tenant data: always scoped to one client."""
-        if client is None or client.pk is None:
-            raise ValueError("for_client() needs a saved client")
-        return self.filter(client=client)
-
-
 class TenantOwnedModel(TimeStampedModel):
     """Abstract base of every tenant-owned model.
-    Unique constraints and indexes start with `client`."""
+    Unique constraints and indexes start with `client`.
+
+    `objects` fails closed: a query must be scoped to a client (apps/core/tenancy.py).
+    `_base_manager` stays Django's plain manager, for cascades, FK access and refresh_from_db."""
 
     client = models.ForeignKey("clients.Client", on_delete=models.CASCADE, related_name="+")
 

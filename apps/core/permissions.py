@@ -110,24 +110,24 @@ class HasClientRole(BasePermission):
     """The caller has at least the role the view requires for this method in the client the
     request acts for. Stores the role on the view as `view.role`.
 
-    The tenant is resolved with the same selector `TenantAPIView` uses (DRF checks permissions
+    The tenant is resolved by the resolver `TenantAPIView` uses (DRF checks permissions
     before the view's `initial()` sets `self.client`); for API keys that costs no query, for
     staff sessions one cheap membership lookup."""
 
     message = NO_CLIENT_MESSAGE
 
     def has_permission(self, request: Request, view: Any) -> bool:
-        from apps.accounts.selectors import client_for_request, role_for_request
+        from apps.core.resolver import resolver
 
         minimum = required_role(view, request.method or "GET")
         if not slug_is_usable(request.query_params.get("client")):
             self.message = NO_CLIENT_MESSAGE
             return False
-        client = client_for_request(request=request)
+        client = resolver.client(request)
         if client is None:
             self.message = NO_CLIENT_MESSAGE
             return False
-        role = role_for_request(request=request, client=client)
+        role = resolver.role(request, client)
         if role is None:
             self.message = NO_CLIENT_MESSAGE
             return False

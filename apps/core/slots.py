@@ -47,6 +47,8 @@ from typing import Any
 
 from django.conf import settings
 
+from apps.core.tenancy import tenant_scope
+
 logger = logging.getLogger(__name__)
 
 LIVE = "live"
@@ -349,7 +351,8 @@ def run_granted(grant: Grant | None) -> int:
     ran = 0
     while grant is not None:
         try:
-            _runners[grant.kind](grant.job)
+            with tenant_scope(int(grant.tenant), switch=True):
+                _runners[grant.kind](grant.job)
         except Exception:  # a runner answers or re-queues its own failures; never leak a slot
             logger.exception("slots: job %s:%s failed", grant.kind, grant.job)
         ran += 1

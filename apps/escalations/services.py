@@ -89,16 +89,19 @@ def escalation_create(
     )
     escalation_id = escalation.pk
     if notify:
-        transaction.on_commit(lambda: escalation_notify(escalation_id=escalation_id))
+        client_id = client.pk
+        transaction.on_commit(
+            lambda: escalation_notify(escalation_id=escalation_id, client_id=client_id)
+        )
     return escalation
 
 
-def escalation_notify(*, escalation_id: int) -> None:
+def escalation_notify(*, escalation_id: int, client_id: int) -> None:
     """E-mail the client's support address. Failure to send is logged, never raised: the
     escalation itself is already safely stored and visible in the queue."""
     escalation = (
         Escalation.objects.select_related("client", "conversation")
-        .filter(pk=escalation_id, notified_at__isnull=True)
+        .filter(pk=escalation_id, client_id=client_id, notified_at__isnull=True)
         .first()
     )
     if escalation is None or not escalation.client.support_email:
@@ -128,7 +131,9 @@ def escalation_notify(*, escalation_id: int) -> None:
     except Exception:
         logger.exception("escalation e-mail failed", extra={"escalation": escalation_id})
         return
-    Escalation.objects.filter(pk=escalation_id).update(notified_at=timezone.now())
+    Escalation.objects.filter(pk=escalation_id, client_id=client_id).update(
+        notified_at=timezone.now()
+    )
 
 
 STAFF_JOINED_TEXT = "A member of our team has joined the conversation."
@@ -172,9 +177,11 @@ def staff_reply(
     if locked.contact_email and locked.contact_email_confirmed_at is not None:
         # Not seen in the widget within the delay → e-mailed to the address the customer
         # confirmed (docs/widget.md "Coming back"). An address confirmed later checks then.
-        conversation_id = locked.pk
+        conversation_id, client_id = locked.pk, client.pk
         transaction.on_commit(
-            lambda: unseen_replies_email_schedule(conversation_id=conversation_id)
+            lambda: unseen_replies_email_schedule(
+                conversation_id=conversation_id, client_id=client_id
+            )
         )
     return message
 
@@ -189,7 +196,9 @@ def escalation_resolve(*, client: Client, escalation: Escalation, actor: Any = N
     locked.resolved_at = timezone.now()
     locked.resolved_by = actor if getattr(actor, "pk", None) else None
     locked.save(update_fields=["status", "resolved_at", "resolved_by", "updated_at"])
-    conversation = Conversation.objects.select_for_update().get(pk=locked.conversation_id)
+    conversation = (
+        Conversation.objects.for_client(client).select_for_update().get(pk=locked.conversation_id)
+    )
     if conversation.status == ConversationStatus.ESCALATED:
         conversation.status = ConversationStatus.OPEN
         conversation.save(update_fields=["status", "updated_at"])

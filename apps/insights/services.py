@@ -158,7 +158,7 @@ def _claim_run(
         except IntegrityError:  # created by a concurrent worker a moment ago
             created = False
             run = InsightRun.objects.for_client(client).get(window_start=since, window_end=until)
-        run = InsightRun.objects.select_for_update().get(pk=run.pk)
+        run = InsightRun.objects.for_client(client).select_for_update().get(pk=run.pk)
         if not created:
             if run.status == RunStatus.DONE:
                 return None

@@ -10,6 +10,7 @@ from celery import shared_task
 from django.conf import settings
 
 from apps.clients.models import Client
+from apps.core.tasks import TenantTask
 from apps.insights.services import generate_insights, insight_window
 
 logger = logging.getLogger(__name__)
@@ -22,7 +23,7 @@ def schedule_nightly() -> int:
     queued = 0
     for client_id in ids:
         try:
-            generate_for_client.delay(client_id)
+            generate_for_client.delay(client_id=client_id)
         except Exception:  # one client's task (or an eager run of it) never stops the others
             logger.exception("insights: could not run for client %s", client_id)
         else:
@@ -30,7 +31,13 @@ def schedule_nightly() -> int:
     return queued
 
 
-@shared_task(name="insights.generate_for_client", acks_late=True, ignore_result=True)
+@shared_task(
+    name="insights.generate_for_client",
+    base=TenantTask,
+    tenant_from=("clients.Client", "client_id"),
+    acks_late=True,
+    ignore_result=True,
+)
 def generate_for_client(client_id: int, days: int | None = None) -> str:
     """Run the insights for one client over the last `days` whole days (INSIGHTS_DAYS).
     Idempotent: a window already analysed is not analysed again."""

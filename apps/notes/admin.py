@@ -179,7 +179,7 @@ class NoteAdmin(TenantScopedAdmin):
             )
             obj.pk = note.pk
             return
-        original = Note.objects.get(pk=obj.pk)
+        original = Note.objects.filter(client_id=obj.client_id).get(pk=obj.pk)
         changes = {name: data[name] for name in EDITABLE_FIELDS if name in form.changed_data}
         note = original
         if changes:
@@ -282,7 +282,8 @@ class NoteAdmin(TenantScopedAdmin):
         client with notes), narrowed to one when the list is filtered by client."""
         clients = Client.objects.order_by("name")
         if request.user.is_superuser:
-            clients = clients.filter(pk__in=Note.objects.values("client_id"))
+            with_notes = Note.objects.unscoped("a platform operator's filter lists every client")
+            clients = clients.filter(pk__in=with_notes.values("client_id"))
         else:
             clients = clients.filter(pk__in=clients_permitting(request.user, self.view_need))
         chosen = request.GET.get("client__id__exact")

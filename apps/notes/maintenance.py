@@ -158,7 +158,7 @@ EDITABLE_FIELDS = ("type", "content", "language", "ref", "confidence")
 
 def note_delete(*, client: Client, note: Note) -> None:
     """Delete one of the client's notes (the service re-scopes to the client)."""
-    notes_delete(client=client, queryset=Note.objects.filter(pk=note.pk))
+    notes_delete(client=client, queryset=Note.objects.for_client(client).filter(pk=note.pk))
 
 
 def notes_delete_for_clients(*, notes: QuerySet[Note]) -> dict[int, int]:
@@ -218,9 +218,11 @@ def notes_older_than(
 ) -> QuerySet[Note]:
     """Notes created before `cutoff`, optionally of one type / language / client. A language
     filter matches that language exactly (`''` = the notes for any language)."""
-    notes = Note.objects.filter(created_at__lt=cutoff)
-    if client is not None:
-        notes = notes.filter(client=client)
+    notes = (
+        Note.objects.for_client(client)
+        if client is not None
+        else Note.objects.unscoped("notes of every client, by age")
+    ).filter(created_at__lt=cutoff)
     if type is not None:
         notes = notes.filter(type=type)
     if language is not None:

@@ -102,7 +102,7 @@ def _update_search_vector(note: Note) -> None:
         return
     from django.contrib.postgres.search import SearchVector
 
-    Note.objects.filter(pk=note.pk).update(
+    Note.objects.filter(pk=note.pk, client_id=note.client_id).update(
         search_vector=SearchVector("content", config=Value(search_config_for(note.language)))
         + SearchVector("content", "ref", config=Value("simple"))
     )
@@ -161,7 +161,9 @@ def note_add(
     if existing is None and source != NoteSource.STAFF:
         existing = notes.filter(rejected=True).order_by("-created_at").first()
     if existing is not None:
-        Note.objects.filter(pk=existing.pk).update(hits=F("hits") + 1, updated_at=timezone.now())
+        Note.objects.for_client(client).filter(pk=existing.pk).update(
+            hits=F("hits") + 1, updated_at=timezone.now()
+        )
         existing.refresh_from_db()
         notes_cache.invalidate(client.pk)
         return existing
@@ -245,7 +247,7 @@ def notes_delete(*, client: Client, queryset: QuerySet[Note] | None = None) -> i
 
     The queryset is re-scoped to the client, so another tenant's notes are never touched.
     """
-    base = queryset if queryset is not None else Note.objects.all()
+    base = queryset if queryset is not None else Note.objects.for_client(client)
     scoped = Note.objects.for_client(client).filter(pk__in=base.values("pk"))
     deleted, _ = scoped.delete()
     notes_cache.invalidate(client.pk)

@@ -292,7 +292,8 @@ def _claim(run_id: int) -> PlaygroundRun | None:
     """Take the run, once: a redelivered task finds it started (or finished) and leaves it."""
     with transaction.atomic():
         run = (
-            PlaygroundRun.objects.select_for_update(of=("self",))
+            PlaygroundRun.objects.for_current_client()
+            .select_for_update(of=("self",))
             .select_related("client", "client__plan", "conversation", "trace")
             .filter(pk=run_id)
             .first()

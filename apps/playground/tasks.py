@@ -13,6 +13,8 @@ from django.conf import settings
 from django.db import connections
 
 from apps.core import slots
+from apps.core.tasks import TenantTask
+from apps.core.tenancy import tenant_scope
 from apps.playground.models import PlaygroundRun
 from apps.playground.services import playground_run_execute
 
@@ -30,7 +32,13 @@ def run_playground_job(job: str) -> None:
 slots.register_runner(slots.PLAYGROUND, run_playground_job)
 
 
-@shared_task(name="playground.execute_run", ignore_result=True, acks_late=True)
+@shared_task(
+    name="playground.execute_run",
+    base=TenantTask,
+    tenant_from=("playground.PlaygroundRun", "run_id"),
+    ignore_result=True,
+    acks_late=True,
+)
 def execute_run(run_id: int | None = None, *, parked: bool = False) -> None:
     """Run one playground run when the slots allow (else it waits, parked, and a thread that
     finishes a job runs it); `parked`: run whatever parked job should run now. A redelivered
@@ -38,22 +46,28 @@ def execute_run(run_id: int | None = None, *, parked: bool = False) -> None:
     if parked or run_id is None:
         slots.run_parked()
         return
-    client_id = PlaygroundRun.objects.filter(pk=run_id).values_list("client_id", flat=True).first()
+    client_id = (
+        PlaygroundRun.objects.for_current_client()  # the run's client (TenantTask)
+        .filter(pk=run_id)
+        .values_list("client_id", flat=True)
+        .first()
+    )
     if client_id is None:
         return
     slots.run_fairly(tenant=str(client_id), kind=slots.PLAYGROUND, job=str(run_id))
 
 
-def _in_thread(run_id: int) -> None:
+def _in_thread(run_id: int, client_id: int) -> None:
     try:
-        playground_run_execute(run_id=run_id)
+        with tenant_scope(client_id):
+            playground_run_execute(run_id=run_id)
     except Exception:
         logger.exception("playground run failed outside the service", extra={"run": run_id})
     finally:
         connections.close_all()  # a thread of our own: its connections are ours to close
 
 
-def enqueue_run(run_id: int, *, client_id: int | None = None) -> None:
+def enqueue_run(run_id: int, *, client_id: int) -> None:
     """Start the run: on a worker when a broker is configured (parked in the slots first, so it
     waits behind live turns); else in a background thread (`PLAYGROUND_EAGER_THREAD`, on by
     default) or, with that off, right here."""
@@ -64,13 +78,14 @@ def enqueue_run(run_id: int, *, client_id: int | None = None) -> None:
             ):
                 execute_run.delay(parked=True)
             else:
-                execute_run.delay(run_id)
+                execute_run.delay(run_id, client_id=client_id)
             return
         except Exception:
             logger.exception("could not queue the playground run; running it in a thread")
     if not settings.PLAYGROUND_EAGER_THREAD:
-        playground_run_execute(run_id=run_id)
+        with tenant_scope(client_id):
+            playground_run_execute(run_id=run_id)
         return
     threading.Thread(
-        target=_in_thread, args=(run_id,), name=f"playground-{run_id}", daemon=True
+        target=_in_thread, args=(run_id, client_id), name=f"playground-{run_id}", daemon=True
     ).start()

@@ -127,7 +127,7 @@ def turn_lock_take(message: Message) -> bool:
         created_at__gt=now - lease,
     )
     taken = (
-        Conversation.objects.filter(pk=message.conversation_id)
+        Conversation.objects.filter(pk=message.conversation_id, client_id=message.client_id)
         .filter(Q(turn_lock_until__isnull=True) | Q(turn_lock_until__lt=now))
         .filter(~Exists(earlier_waiting))
         .update(turn_lock_until=now + lease)
@@ -138,7 +138,12 @@ def turn_lock_take(message: Message) -> bool:
 def turn_waiting_before(message_id: int) -> int | None:
     """The earliest customer message of the same conversation still waiting for its turn (no
     trace yet), before this one — what a `TurnBusy` may be waiting for."""
-    message = Message.objects.filter(pk=message_id).values("conversation_id", "seq").first()
+    message = (
+        Message.objects.for_current_client()  # a turn's task runs in its client's scope
+        .filter(pk=message_id)
+        .values("conversation_id", "seq")
+        .first()
+    )
     if message is None:
         return None
     return (
@@ -156,7 +161,9 @@ def turn_waiting_before(message_id: int) -> int | None:
 
 
 def turn_lock_release(message: Message) -> None:
-    Conversation.objects.filter(pk=message.conversation_id).update(turn_lock_until=None)
+    Conversation.objects.filter(pk=message.conversation_id, client_id=message.client_id).update(
+        turn_lock_until=None
+    )
 
 
 @dataclass

@@ -360,5 +360,7 @@ def _mark_trace(trace: Any, outcome: str) -> None:
     """Record the outcome on the turn's trace (a playground run's recorder holds the run, not a
     trace: nothing to mark)."""
     if isinstance(trace, ReasoningTrace):
-        ReasoningTrace.objects.filter(pk=trace.pk).update(evaluation_outcome=outcome)
+        ReasoningTrace.objects.filter(pk=trace.pk, client_id=trace.client_id).update(
+            evaluation_outcome=outcome
+        )
         trace.evaluation_outcome = outcome

@@ -44,8 +44,8 @@ def escalation_hand_back(
             ReasoningTrace.objects.for_client(client).filter(
                 user_message=message, status=TraceStatus.SKIPPED
             ).delete()
-            message_id = message.pk
-            transaction.on_commit(lambda: _enqueue(message_id))
+            message_id, client_id = message.pk, client.pk
+            transaction.on_commit(lambda: _enqueue(message_id, client_id))
     return resolved
 
 

@@ -30,6 +30,7 @@ from apps.conversations.models import Conversation, ConversationStatus, Kind, Me
 from apps.conversations.services import message_append, validate_customer_text
 from apps.core import deadlines
 from apps.core.deadlines import DeadlineExceeded, deadline_scope
+from apps.core.tenancy import tenant_scope
 from apps.escalations.models import EscalationReason
 from apps.escalations.services import HANDOFF_TEXT, escalation_create
 from apps.reasoning import evaluation as _evaluation  # noqa: F401  (registers the `evaluate` hook)
@@ -80,7 +81,7 @@ def handle_turn(*, client: Client, conversation: Conversation, text: str) -> Mes
     if conversation.client_id != client.pk:
         raise ValueError("conversation belongs to another client")
     with transaction.atomic():
-        locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
+        locked = Conversation.objects.for_client(client).select_for_update().get(pk=conversation.pk)
         if locked.status == ConversationStatus.CLOSED:
             locked.status = ConversationStatus.OPEN  # a new message reopens a closed chat
             locked.save(update_fields=["status", "updated_at"])
@@ -97,44 +98,47 @@ def handle_turn(*, client: Client, conversation: Conversation, text: str) -> Mes
             )
         conversation.status, conversation.last_seq = locked.status, locked.last_seq
         if locked.status == ConversationStatus.OPEN:
-            message_id = message.pk
-            transaction.on_commit(lambda: _enqueue(message_id))
+            message_id, client_id = message.pk, client.pk
+            transaction.on_commit(lambda: _enqueue(message_id, client_id))
     return message
 
 
-def _enqueue(message_id: int) -> None:
+def _enqueue(message_id: int, client_id: int) -> None:
     """Queue the turn of a stored message. Never raises: the message is committed, and a turn
     that cannot run now is answered later (in-process here, or by the sweeper)."""
     from apps.reasoning.tasks import process_turn, run_turn_in_process
 
-    if process_turn.app.conf.task_always_eager:
-        run_turn_in_process(message_id)
-        return
-    try:
-        process_turn.delay(message_id)
-    except Exception:
-        # The broker is unreachable. The message is stored; answer it in this process rather
-        # than leave the customer waiting for a turn that was never queued.
-        logger.exception(
-            "could not queue the turn; running it in-process", extra={"message_id": message_id}
-        )
-        run_turn_in_process(message_id)
+    with tenant_scope(client_id):
+        if process_turn.app.conf.task_always_eager:
+            run_turn_in_process(message_id)
+            return
+        try:
+            process_turn.delay(message_id, client_id=client_id)
+        except Exception:
+            # The broker is unreachable. The message is stored; answer it in this process
+            # rather than leave the customer waiting for a turn that was never queued.
+            logger.exception(
+                "could not queue the turn; running it in-process", extra={"message_id": message_id}
+            )
+            run_turn_in_process(message_id)
 
 
-def _enqueue_turn_notes(trace_id: int, confidence: int | None) -> None:
+def _enqueue_turn_notes(trace_id: int, confidence: int | None, client_id: int) -> None:
     """Queue the automatic notes of a committed turn. Never raises: notes are an aid, the turn
     is done. No broker (or it is down): written here, in-process, after the commit."""
     from apps.reasoning.tasks import write_turn_notes
 
     try:
         if write_turn_notes.app.conf.task_always_eager:
-            turn_notes_write(trace_id=trace_id, confidence=confidence)
+            with tenant_scope(client_id):
+                turn_notes_write(trace_id=trace_id, confidence=confidence)
             return
         try:
-            write_turn_notes.delay(trace_id, confidence)
+            write_turn_notes.delay(trace_id, confidence, client_id=client_id)
         except Exception:
             logger.warning("could not queue the turn's notes; writing them in-process")
-            turn_notes_write(trace_id=trace_id, confidence=confidence)
+            with tenant_scope(client_id):
+                turn_notes_write(trace_id=trace_id, confidence=confidence)
     except Exception:
         logger.exception("writing the turn's notes failed", extra={"trace_id": trace_id})
 
@@ -147,7 +151,8 @@ def _customer_message(message_id: int) -> Message | None:
     """The customer message a turn is about, with what every turn reads of it — and the status
     of its trace, None when it has none yet (`turn_status`)."""
     return (
-        Message.objects.select_related("conversation", "client", "client__plan")
+        Message.objects.for_current_client()  # a turn's task runs in its client's scope
+        .select_related("conversation", "client", "client__plan")
         .annotate(turn_status=F("turn__status"))
         .filter(pk=message_id, role=Role.USER)
         .first()
@@ -193,9 +198,9 @@ def _process_locked(message: Message, *, traced: bool, lock: TurnLock) -> Reason
 
 
 def _release_claim(trace: ReasoningTrace, error: str) -> None:
-    ReasoningTrace.objects.filter(pk=trace.pk, status=TraceStatus.PROCESSING).update(
-        updated_at=timezone.now() - turn_lease() - timedelta(seconds=1)
-    )
+    ReasoningTrace.objects.filter(
+        pk=trace.pk, client_id=trace.client_id, status=TraceStatus.PROCESSING
+    ).update(updated_at=timezone.now() - turn_lease() - timedelta(seconds=1))
     _trace_note(trace, "interrupted", {"reason": "database error; the turn is retried"}, error)
 
 
@@ -302,7 +307,7 @@ def _progress_reporter(trace: ReasoningTrace, conversation_id: int) -> Any:
 
     def report(step: int, max_steps: int) -> None:
         progress = {"step": step, "max_steps": max_steps}
-        ReasoningTrace.objects.filter(pk=trace.pk).update(
+        ReasoningTrace.objects.filter(pk=trace.pk, client_id=trace.client_id).update(
             progress=progress, updated_at=timezone.now()
         )
         trace.progress = progress
@@ -418,7 +423,7 @@ def _run(turn: Turn) -> Outcome:
 
 def _run_as(rec: TurnRecorder, mode: str) -> None:
     """The limits run this turn in another mode than the plan's: recorded, and billed, as it."""
-    ReasoningTrace.objects.filter(pk=rec.trace.pk).update(mode=mode)
+    ReasoningTrace.objects.filter(pk=rec.trace.pk, client_id=rec.trace.client_id).update(mode=mode)
     rec.trace.mode = rec.mode = mode
     rec.meter.plan_cap_for(mode)
 
@@ -462,7 +467,8 @@ def _finish(
             conversation.status = lock_row_releasing_turn(conversation.pk)
         else:
             conversation.status = (
-                Conversation.objects.select_for_update()
+                Conversation.objects.for_client(client)
+                .select_for_update()
                 .values_list("status", flat=True)
                 .get(pk=conversation.pk)
             )
@@ -507,8 +513,8 @@ def _finish(
         conversation_changed(conversation.pk, client.pk)  # typing stops (event streams)
         if status != TraceStatus.SKIPPED and (trace.tool_calls or trace.escalated):
             # What the turn teaches later ones — written once this transaction commits.
-            trace_id, confidence = trace.pk, outcome.confidence
-            transaction.on_commit(lambda: _enqueue_turn_notes(trace_id, confidence))
+            trace_id, confidence, client_id = trace.pk, outcome.confidence, client.pk
+            transaction.on_commit(lambda: _enqueue_turn_notes(trace_id, confidence, client_id))
         trace.status = status
         trace.finished_at = timezone.now()
         trace.duration_ms = int((time.perf_counter() - started) * 1000)

@@ -22,6 +22,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.conversations.models import ConversationStatus, Message, Role
+from apps.core.tenancy import tenant_scope
 from apps.escalations.models import EscalationReason
 from apps.reasoning.models import ReasoningTrace, TraceKind, TraceStatus
 from apps.reasoning.modes import mode_that_runs
@@ -33,6 +34,8 @@ REQUEUED_STEP = "requeued"
 # Messages older than this are history, not lost turns (e.g. data imported from elsewhere).
 LOOKBACK = timedelta(days=1)
 BATCH = 200
+# The sweeper looks after every client's unfinished turns: it reads across tenants by design.
+SWEEPS_EVERY_CLIENT = "the sweeper looks after every client's unfinished turns"
 
 
 @dataclass
@@ -51,7 +54,8 @@ def turns_sweep() -> SweepResult:
     now = timezone.now()
     stale_before = now - _lease()
     lost = list(
-        Message.objects.filter(
+        Message.objects.unscoped(SWEEPS_EVERY_CLIENT)
+        .filter(
             role=Role.USER,
             turn__isnull=True,
             conversation__status=ConversationStatus.OPEN,
@@ -59,19 +63,20 @@ def turns_sweep() -> SweepResult:
             created_at__gt=now - LOOKBACK,
         )
         .order_by("pk")
-        .values_list("pk", flat=True)[:BATCH]
+        .values_list("pk", "client_id")[:BATCH]
     )
-    for message_id in lost:
-        _adopt_lost(message_id, stale_before)
+    for message_id, client_id in lost:
+        with tenant_scope(client_id):  # each turn is looked after in its own client's scope
+            _adopt_lost(message_id, stale_before)
     stuck = list(
-        ReasoningTrace.objects.filter(
-            kind=TraceKind.TURN, status=TraceStatus.PROCESSING, updated_at__lt=stale_before
-        )
+        ReasoningTrace.objects.unscoped(SWEEPS_EVERY_CLIENT)
+        .filter(kind=TraceKind.TURN, status=TraceStatus.PROCESSING, updated_at__lt=stale_before)
         .order_by("pk")
-        .values_list("pk", flat=True)[:BATCH]
+        .values_list("pk", "client_id")[:BATCH]
     )
-    for trace_id in stuck:
-        outcome = _sweep_trace(trace_id, stale_before)
+    for trace_id, client_id in stuck:
+        with tenant_scope(client_id):
+            outcome = _sweep_trace(trace_id, stale_before)
         if outcome == "requeued":
             result.requeued += 1
         elif outcome == "given_up":
@@ -88,7 +93,8 @@ def _adopt_lost(message_id: int, stale_before: datetime) -> None:
     step re-queues it, and a worker claiming it takes it over at once)."""
     with transaction.atomic():
         message = (
-            Message.objects.select_related("client__plan", "conversation")
+            Message.objects.for_current_client()
+            .select_related("client__plan", "conversation")
             .select_for_update(of=("self",))
             .filter(pk=message_id, turn__isnull=True)
             .first()
@@ -101,7 +107,7 @@ def _adopt_lost(message_id: int, stale_before: datetime) -> None:
             user_message=message,
             mode=mode_that_runs(message.client.plan.ai_mode),
         )
-        ReasoningTrace.objects.filter(pk=trace.pk).update(
+        ReasoningTrace.objects.filter(pk=trace.pk, client_id=trace.client_id).update(
             updated_at=stale_before - timedelta(seconds=1)
         )
         _trace_note(trace, "lost", {"reason": "no worker picked this turn up within its lease"})
@@ -112,7 +118,8 @@ def _sweep_trace(trace_id: int, stale_before: datetime) -> str:
 
     with transaction.atomic():
         trace = (
-            ReasoningTrace.objects.select_for_update()
+            ReasoningTrace.objects.for_current_client()
+            .select_for_update()
             .filter(pk=trace_id, status=TraceStatus.PROCESSING, updated_at__lt=stale_before)
             .first()
         )
@@ -132,7 +139,7 @@ def _sweep_trace(trace_id: int, stale_before: datetime) -> str:
         )
         return "given_up"
     try:
-        process_turn.delay(message_id)
+        process_turn.delay(message_id, client_id=trace.client_id)
     except Exception:  # no broker: nobody would run it — answer the customer now
         logger.exception("sweeper could not re-queue a turn", extra={"trace": trace_id})
         turn_give_up(

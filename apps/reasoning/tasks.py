@@ -5,11 +5,13 @@ import threading
 import time
 from typing import Any
 
-from celery import Task, shared_task, signals
+from celery import shared_task, signals
 from django.conf import settings
 
 from apps.conversations.models import Message
 from apps.core import slots
+from apps.core.tasks import TenantTask
+from apps.core.tenancy import current_tenant
 from apps.escalations.models import EscalationReason
 from apps.reasoning.admission import (
     DB_ERRORS,
@@ -36,7 +38,11 @@ def _job(message_id: int, attempt: int = 0, busy_since: float = 0.0) -> str:
     return f"{int(message_id)}:{int(attempt)}:{float(busy_since):.3f}"
 
 
-class TurnTask(Task):
+class TurnTask(TenantTask):
+    """A turn task: runs in the message's client's scope (`client_id=`; TenantTask)."""
+
+    tenant_from = ("conversations.Message", "message_id")
+
     def apply_async(  # type: ignore[override]  # same call, fewer spelled-out options
         self, args: Any = None, kwargs: Any = None, **options: Any
     ) -> Any:
@@ -53,9 +59,14 @@ class TurnTask(Task):
             and slots.enabled()
         ):
             message_id = int(args[0])
-            client_id = (
-                Message.objects.filter(pk=message_id).values_list("client_id", flat=True).first()
-            )
+            client_id = kwargs.get("client_id")
+            if client_id is None:  # a caller that did not say (the legacy form)
+                client_id = (
+                    Message.objects.unscoped("legacy turn queued without client_id")
+                    .filter(pk=message_id)
+                    .values_list("client_id", flat=True)
+                    .first()
+                )
             job = _job(message_id, kwargs.get("attempt", 0), kwargs.get("busy_since", 0.0))
             if client_id is not None and slots.park(
                 tenant=str(client_id), kind=slots.LIVE, job=job
@@ -87,7 +98,10 @@ def process_turn(
         return
     try:
         client_id = (
-            Message.objects.filter(pk=message_id).values_list("client_id", flat=True).first()
+            Message.objects.for_current_client()  # the message's client (TenantTask)
+            .filter(pk=message_id)
+            .values_list("client_id", flat=True)
+            .first()
         )
     except DB_ERRORS:
         fresh_connection()
@@ -131,7 +145,7 @@ def _requeue(message_id: int, *, countdown: float, attempt: int, busy_since: flo
     try:
         process_turn.apply_async(
             (message_id,),
-            {"attempt": attempt, "busy_since": busy_since},
+            {"attempt": attempt, "busy_since": busy_since, "client_id": current_tenant()},
             countdown=countdown,
         )
     except Exception:  # the broker is down: the sweeper answers the stored message
@@ -229,6 +243,8 @@ def sweep_turns() -> None:
 
 @shared_task(
     name="reasoning.turn_notes",
+    base=TenantTask,
+    tenant_from=("reasoning.ReasoningTrace", "trace_id"),
     ignore_result=True,
     acks_late=True,
     autoretry_for=DB_ERRORS,

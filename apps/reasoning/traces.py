@@ -233,7 +233,9 @@ class TurnRecorder:
             self.open_just_read = False
             return
         still_open = Conversation.objects.filter(
-            pk=self.conversation.pk, status=ConversationStatus.OPEN
+            pk=self.conversation.pk,
+            client_id=self.conversation.client_id,
+            status=ConversationStatus.OPEN,
         ).exists()
         if not still_open:
             self.step("aborted", output={"reason": "a person took over the conversation"})
@@ -250,7 +252,7 @@ class TurnRecorder:
         cost_delta: Decimal = cost - self._counted_cost[0]
         billed_delta: Decimal = billed - self._counted_cost[1]
         self._counted_cost = (cost, billed)
-        ReasoningTrace.objects.filter(pk=self.trace.pk).update(
+        ReasoningTrace.objects.filter(pk=self.trace.pk, client_id=self.trace.client_id).update(
             llm_calls=F("llm_calls") + 1,
             prompt_tokens=F("prompt_tokens") + prompt,
             completion_tokens=F("completion_tokens") + completion,

@@ -95,7 +95,8 @@ def turn_notes_write(*, trace_id: int, confidence: int | None = None) -> list[No
     """Write the automatic notes of one finished turn; returns them. Safe to run twice: a turn
     that already has notes gets none again."""
     trace = (
-        ReasoningTrace.objects.select_related("client__plan", "conversation")
+        ReasoningTrace.objects.for_current_client()  # the task's client (TenantTask)
+        .select_related("client__plan", "conversation")
         .filter(pk=trace_id)
         .first()
     )

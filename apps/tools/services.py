@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _MAX_ATTEMPTS_STORED = 32767  # PositiveSmallIntegerField
+# An idempotency key is unique across clients; the row found is checked against the client next.
+KEY_IS_GLOBAL = "idempotency keys are unique across clients"
 
 
 def tool_execute(
@@ -82,7 +84,11 @@ def _execution_claim(
     """Find or create (and commit) the row for `idempotency_key`. Returns it and whether this
     worker should run the tool."""
     with transaction.atomic(durable=True):
-        existing = ToolExecution.objects.filter(idempotency_key=idempotency_key).first()
+        existing = (
+            ToolExecution.objects.unscoped(KEY_IS_GLOBAL)
+            .filter(idempotency_key=idempotency_key)
+            .first()
+        )
         if existing is not None:
             _check_same_call(existing, client=client, tool=tool)
             # running = an earlier attempt died mid-call: run again under the same key.
@@ -101,7 +107,11 @@ def _execution_claim(
                 )
             return created, True
         except IntegrityError:
-            winner = ToolExecution.objects.filter(idempotency_key=idempotency_key).first()
+            winner = (
+                ToolExecution.objects.unscoped(KEY_IS_GLOBAL)
+                .filter(idempotency_key=idempotency_key)
+                .first()
+            )
             if winner is None:  # the violation was not about the key: a real error
                 raise
     # Another worker inserted the key between our read and our insert and is calling the tool
@@ -133,7 +143,9 @@ def _execution_run(*, client: Client, tool: ClientTool, execution: ToolExecution
     no_key = connection.features.has_select_for_no_key_update
     with transaction.atomic(durable=True):
         locked = (
-            ToolExecution.objects.select_for_update(no_key=no_key).filter(pk=execution.pk).first()
+            ToolExecution.objects.select_for_update(no_key=no_key)
+            .filter(pk=execution.pk, client_id=execution.client_id)
+            .first()
         )
         if locked is None or locked.status != ExecutionStatus.RUNNING:
             return locked or execution  # finished by the worker we waited for

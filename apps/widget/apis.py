@@ -46,6 +46,7 @@ from apps.conversations.services import (
     validate_customer_text,
 )
 from apps.core.parsers import JSONParser
+from apps.core.resolver import resolver
 from apps.core.schema import error_responses
 from apps.reasoning.models import TraceStatus
 from apps.reasoning.selectors import turn_in_progress as widget_turn_in_progress
@@ -60,9 +61,7 @@ from apps.widget.auth import (
     WidgetMessageThrottle,
     WidgetNewConversationThrottle,
     WidgetTokenThrottle,
-    widget_client_resolve,
     widget_conversation_resolve,
-    widget_origin_check,
     widget_visitor,
 )
 from apps.widget.selectors import (
@@ -144,8 +143,7 @@ class WidgetAPIView(APIView):
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)  # includes the per-IP throttle
-        self.client = widget_client_resolve(request)
-        widget_origin_check(request, client=self.client)
+        self.client = resolver.widget_client(request)
 
     def throttle(self, request: Request, *throttles: BaseThrottle) -> None:
         refused = [t for t in throttles if not t.allow_request(request, self)]

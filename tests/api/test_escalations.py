@@ -126,4 +126,9 @@ def test_resolve_ignores_a_body(agent_a, data_a):
         resolve_url(data_a.escalation.public_id), {"status": "open", "client": 999}, format="json"
     )
     assert response.status_code == 200
-    assert Escalation.objects.get(pk=data_a.escalation.pk).status == "resolved"
+    assert (
+        Escalation.objects.unscoped("test checks the database directly")
+        .get(pk=data_a.escalation.pk)
+        .status
+        == "resolved"
+    )

@@ -254,17 +254,36 @@ def _snapshot(data: TenantData) -> dict[str, Any]:
     from apps.tools.models import ClientTool
 
     return {
-        "messages": list(Message.objects.order_by("pk").values_list("pk", "text")),
+        "messages": list(
+            Message.objects.unscoped("test checks the database directly")
+            .order_by("pk")
+            .values_list("pk", "text")
+        ),
         "escalations": list(
-            Escalation.objects.order_by("pk").values_list("pk", "status", "assigned_to")
+            Escalation.objects.unscoped("test checks the database directly")
+            .order_by("pk")
+            .values_list("pk", "status", "assigned_to")
         ),
         "tools": list(
-            ClientTool.objects.order_by("pk").values_list("pk", "enabled", "description")
+            ClientTool.objects.unscoped("test checks the database directly")
+            .order_by("pk")
+            .values_list("pk", "enabled", "description")
         ),
-        "keys": list(ApiKey.objects.order_by("pk").values_list("pk", "revoked_at")),
-        "notes": list(Note.objects.order_by("pk").values_list("pk", "content", "status", "hits")),
+        "keys": list(
+            ApiKey.objects.unscoped("test checks the database directly")
+            .order_by("pk")
+            .values_list("pk", "revoked_at")
+        ),
+        "notes": list(
+            Note.objects.unscoped("test checks the database directly")
+            .order_by("pk")
+            .values_list("pk", "content", "status", "hits")
+        ),
         "conversation": list(
-            type(data.conversation).objects.order_by("pk").values_list("pk", "status", "last_seq")
+            type(data.conversation)
+            .objects.unscoped("test checks the database directly")
+            .order_by("pk")
+            .values_list("pk", "status", "last_seq")
         ),
     }
 

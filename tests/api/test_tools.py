@@ -155,10 +155,21 @@ def test_patch_changes_the_description(owner_a, data_a):
 
 
 def test_an_empty_patch_changes_nothing(owner_a, data_a):
-    before = ClientTool.objects.filter(pk=data_a.tool.pk).values().get()
+    before = (
+        ClientTool.objects.unscoped("test checks the database directly")
+        .filter(pk=data_a.tool.pk)
+        .values()
+        .get()
+    )
     response = owner_a.patch(tool_url("lookup_order"), {}, format="json")
     assert response.status_code == 200
-    assert ClientTool.objects.filter(pk=data_a.tool.pk).values().get() == before
+    assert (
+        ClientTool.objects.unscoped("test checks the database directly")
+        .filter(pk=data_a.tool.pk)
+        .values()
+        .get()
+        == before
+    )
 
 
 @pytest.mark.parametrize(
@@ -175,12 +186,23 @@ def test_an_empty_patch_changes_nothing(owner_a, data_a):
     ],
 )
 def test_patch_rejects_anything_else_naming_the_field(owner_a, data_a, body, fields):
-    before = ClientTool.objects.filter(pk=data_a.tool.pk).values().get()
+    before = (
+        ClientTool.objects.unscoped("test checks the database directly")
+        .filter(pk=data_a.tool.pk)
+        .values()
+        .get()
+    )
     error = assert_error(
         owner_a.patch(tool_url("lookup_order"), body, format="json"), 400, "invalid"
     )
     assert set(error["fields"]) == fields
-    assert ClientTool.objects.filter(pk=data_a.tool.pk).values().get() == before
+    assert (
+        ClientTool.objects.unscoped("test checks the database directly")
+        .filter(pk=data_a.tool.pk)
+        .values()
+        .get()
+        == before
+    )
 
 
 @pytest.mark.parametrize("name", ["no_such_tool", "lookup-order", "x" * 70, "1abc"])

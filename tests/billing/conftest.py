@@ -72,7 +72,9 @@ def make_turn(
         completion_tokens=sum(c.completion for c in calls),
     )
     started = at(day, hour, minute)
-    ReasoningTrace.objects.filter(pk=trace.pk).update(created_at=started)
+    ReasoningTrace.objects.unscoped("test checks the database directly").filter(pk=trace.pk).update(
+        created_at=started
+    )
     trace.created_at = started
     for call in calls:
         record = usage_record_create(
@@ -86,7 +88,9 @@ def make_turn(
             trace=trace,
         )
         lagged = started + timedelta(minutes=call_lag_minutes)
-        UsageRecord.objects.filter(pk=record.pk).update(created_at=lagged)
+        UsageRecord.objects.unscoped("test checks the database directly").filter(
+            pk=record.pk
+        ).update(created_at=lagged)
     return trace
 
 

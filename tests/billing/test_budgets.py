@@ -31,6 +31,7 @@ from apps.billing.services.budgets import (
 )
 from apps.conversations.models import Role
 from apps.conversations.services import conversation_create, message_append
+from apps.core.tenancy import tenant_scope
 from apps.escalations.models import Escalation
 from apps.reasoning.models import ReasoningTrace
 from apps.reasoning.services import USAGE_LIMIT_TEXT, turn_process
@@ -75,7 +76,7 @@ def replies_usage(prompt: int, completion: int = 0, text: str = "Hi!") -> WithUs
 
 def test_a_plan_without_budgets_reserves_nothing(shop) -> None:
     assert turn_budget_reserve(client=shop, trace=open_trace(shop)) is None
-    assert not UsageCounter.objects.exists()
+    assert not UsageCounter.objects.unscoped("test checks the database directly").exists()
 
 
 def test_reserve_holds_an_estimate_and_commit_swaps_it_for_the_actual_tokens(shop) -> None:
@@ -135,7 +136,7 @@ def test_a_taken_over_turn_keeps_its_reservation(shop) -> None:
     again = turn_budget_reserve(client=shop, trace=trace)  # a redelivered task, same turn
     assert first is not None and again is not None and again.pk == first.pk
     assert counter(shop).turns_reserved == 1
-    assert UsageReservation.objects.count() == 1
+    assert UsageReservation.objects.unscoped("test checks the database directly").count() == 1
 
 
 def test_a_turn_rerun_after_its_commit_adds_only_the_difference(shop) -> None:
@@ -156,7 +157,9 @@ def test_a_dead_workers_reservation_is_settled_by_the_next_turn(shop) -> None:
     budget(shop, tokens=100_000)
     dead = open_trace(shop)
     turn_budget_reserve(client=shop, trace=dead)
-    ReasoningTrace.objects.filter(pk=dead.pk).update(llm_calls=1, prompt_tokens=300)
+    ReasoningTrace.objects.unscoped("test checks the database directly").filter(pk=dead.pk).update(
+        llm_calls=1, prompt_tokens=300
+    )
     UsageReservation.objects.filter(trace=dead).update(
         updated_at=timezone.now() - timedelta(hours=1)
     )
@@ -180,7 +183,9 @@ def test_reconcile_recounts_finished_turns_and_leaves_running_ones_alone(shop) -
     budget(shop, tokens=100_000)
     running = open_trace(shop)
     turn_budget_reserve(client=shop, trace=running)
-    ReasoningTrace.objects.filter(pk=running.pk).update(llm_calls=1, prompt_tokens=50)
+    ReasoningTrace.objects.unscoped("test checks the database directly").filter(
+        pk=running.pk
+    ).update(llm_calls=1, prompt_tokens=50)
     make_turn(shop, day=TODAY(), hour=0, calls=[Call("assess", 400, 100)])  # missed by it
     UsageCounter.objects.filter(client=shop).update(tokens_used=F("tokens_used") + 7)  # drift
     reconciled = usage_counter_reconcile(client=shop, month=periods.month_start(TODAY()))
@@ -196,10 +201,12 @@ def test_at_the_hard_limit_no_request_reaches_the_model_and_the_turn_escalates(c
     replies = chat.say("Where is my order?")
     assert llm.requests == []
     assert [(r.kind, r.text) for r in replies] == [("handoff", USAGE_LIMIT_TEXT)]
-    escalation = Escalation.objects.get()
+    escalation = Escalation.objects.unscoped("test checks the database directly").get()
     assert escalation.reason == "usage_limit"
     assert "monthly token budget 1,000 reached" in escalation.detail
-    trace = ReasoningTrace.objects.get(user_message__text="Where is my order?")
+    trace = ReasoningTrace.objects.unscoped("test checks the database directly").get(
+        user_message__text="Where is my order?"
+    )
     assert trace.llm_calls == 0 and trace.escalated
     assert UsageRecord.objects.filter(trace=trace).count() == 0
 
@@ -211,17 +218,26 @@ def test_the_turn_budget_stops_the_assistant_too(chat, llm) -> None:
     replies = chat.say("hello again")
     assert len(llm.requests) == 1
     assert replies[-1].text == USAGE_LIMIT_TEXT
-    assert Escalation.objects.get().reason == "usage_limit"
+    assert (
+        Escalation.objects.unscoped("test checks the database directly").get().reason
+        == "usage_limit"
+    )
 
 
 def test_a_failed_turn_releases_its_reservation(chat, llm) -> None:
     budget(chat.client, tokens=100_000)
     llm.script("assess", Fail(500), Fail(500))
     chat.say("hello")
-    assert Escalation.objects.get().reason == "llm_failure"
+    assert (
+        Escalation.objects.unscoped("test checks the database directly").get().reason
+        == "llm_failure"
+    )
     c = counter(chat.client)
     assert (c.tokens_reserved, c.turns_reserved, c.tokens_used, c.turns_used) == (0, 0, 0, 0)
-    assert UsageReservation.objects.get().state == ReservationState.COMMITTED
+    assert (
+        UsageReservation.objects.unscoped("test checks the database directly").get().state
+        == ReservationState.COMMITTED
+    )
 
 
 def test_tokens_of_invalid_replies_are_committed(chat, llm) -> None:
@@ -232,7 +248,9 @@ def test_tokens_of_invalid_replies_are_committed(chat, llm) -> None:
         WithUsage("still not json", prompt_tokens=300, completion_tokens=20),
     )
     chat.say("hello")
-    spent = UsageRecord.objects.aggregate(p=Sum("prompt_tokens"), c=Sum("completion_tokens"))
+    spent = UsageRecord.objects.unscoped("test checks the database directly").aggregate(
+        p=Sum("prompt_tokens"), c=Sum("completion_tokens")
+    )
     assert spent == {"p": 600, "c": 40}
     assert counter(chat.client).tokens_used == 640
     assert counter(chat.client).tokens_reserved == 0
@@ -243,7 +261,9 @@ def test_committed_usage_equals_the_usage_records(chat, llm) -> None:
     llm.script("assess", assess(response="Hi"), assess(response="Sure"))
     chat.say("hello")
     chat.say("and another thing")
-    spent = UsageRecord.objects.aggregate(p=Sum("prompt_tokens"), c=Sum("completion_tokens"))
+    spent = UsageRecord.objects.unscoped("test checks the database directly").aggregate(
+        p=Sum("prompt_tokens"), c=Sum("completion_tokens")
+    )
     c = counter(chat.client)
     assert c.tokens_used == spent["p"] + spent["c"]
     assert c.turns_used == 2 and c.tokens_reserved == 0
@@ -276,9 +296,15 @@ def test_alerts_fire_at_80_and_100_percent_once_each(chat, llm) -> None:
     chat.say("four")  # refused: the limit was reached, the 100 % alert already went out
     assert len(llm.requests) == before
     assert len([m for m in mail.outbox if "usage" in m.subject]) == 2
-    alerts = list(UsageAlert.objects.order_by("threshold").values_list("threshold", "used"))
+    alerts = list(
+        UsageAlert.objects.unscoped("test checks the database directly")
+        .order_by("threshold")
+        .values_list("threshold", "used")
+    )
     assert alerts == [(80, 800), (100, 1050)]
-    assert all(a.emailed_at for a in UsageAlert.objects.all())
+    assert all(
+        a.emailed_at for a in UsageAlert.objects.unscoped("test checks the database directly").all()
+    )
 
 
 def test_jumping_past_both_thresholds_sends_one_mail_and_stores_both(chat, llm) -> None:
@@ -288,7 +314,11 @@ def test_jumping_past_both_thresholds_sends_one_mail_and_stores_both(chat, llm) 
     assert [m.subject for m in mail.outbox] == [
         f"[GuideDesk] {chat.client.name}: monthly usage limit reached"
     ]
-    assert set(UsageAlert.objects.values_list("threshold", flat=True)) == {80, 100}
+    assert set(
+        UsageAlert.objects.unscoped("test checks the database directly").values_list(
+            "threshold", flat=True
+        )
+    ) == {80, 100}
 
 
 def test_a_refusal_fires_the_100_percent_alert_when_it_has_not_fired(chat, llm) -> None:
@@ -301,7 +331,11 @@ def test_a_refusal_fires_the_100_percent_alert_when_it_has_not_fired(chat, llm) 
     chat.say("one")  # refused: 0 used + 8,000 reserved ≥ 5,000
     chat.say("two")  # refused again: no second alert
     assert llm.requests == []
-    assert list(UsageAlert.objects.values_list("threshold", "metric")) == [(100, "tokens")]
+    assert list(
+        UsageAlert.objects.unscoped("test checks the database directly").values_list(
+            "threshold", "metric"
+        )
+    ) == [(100, "tokens")]
     assert len([m for m in mail.outbox if "limit reached" in m.subject]) == 1
 
 
@@ -312,7 +346,11 @@ def test_one_turn_over_the_turn_budget_fires_once(chat, llm) -> None:
     chat.say("two")  # refused
     chat.say("three")  # refused again
     assert len(llm.requests) == 1
-    assert set(UsageAlert.objects.values_list("threshold", flat=True)) == {80, 100}
+    assert set(
+        UsageAlert.objects.unscoped("test checks the database directly").values_list(
+            "threshold", flat=True
+        )
+    ) == {80, 100}
     assert len([m for m in mail.outbox if "limit reached" in m.subject]) == 1
 
 
@@ -383,7 +421,8 @@ def test_two_concurrent_turns_at_the_edge_of_the_budget_only_one_gets_through(
 
     def run(message_id: int) -> None:
         try:
-            turn_process(message_id=message_id)
+            with tenant_scope(client.pk):
+                turn_process(message_id=message_id)
         except BaseException as exc:  # surfaced below
             errors.append(exc)
         finally:
@@ -403,7 +442,11 @@ def test_two_concurrent_turns_at_the_edge_of_the_budget_only_one_gets_through(
         thread.join(20)
     assert errors == []
     assert len(llm.requests) == 1
-    assert list(Escalation.objects.values_list("reason", flat=True)) == ["usage_limit"]
+    assert list(
+        Escalation.objects.unscoped("test checks the database directly").values_list(
+            "reason", flat=True
+        )
+    ) == ["usage_limit"]
     c = counter(client)
     assert (c.tokens_reserved, c.turns_reserved) == (0, 0)
     assert c.turns_used == 2

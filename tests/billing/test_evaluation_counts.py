@@ -33,7 +33,9 @@ def evaluated(client: Any, day: Any, outcome: str, mode: str = "adaptive") -> Re
     if outcome:
         calls.append(Call("evaluate", 900, 40))
     trace = make_turn(client, day=day, mode=mode, calls=calls)
-    ReasoningTrace.objects.filter(pk=trace.pk).update(evaluation_outcome=outcome)
+    ReasoningTrace.objects.unscoped("test checks the database directly").filter(pk=trace.pk).update(
+        evaluation_outcome=outcome
+    )
     return trace
 
 

@@ -104,7 +104,9 @@ def test_within_the_allowance_the_fee_is_the_invoice(api_a, acme) -> None:
 
 def test_usage_of_a_deleted_turn_is_billed(api_a, acme) -> None:
     orphan = make_turn(acme, day=LAST_MONTH, calls=[big()])
-    ReasoningTrace.objects.filter(pk=orphan.pk).delete()
+    ReasoningTrace.objects.unscoped("test checks the database directly").filter(
+        pk=orphan.pk
+    ).delete()
     body = api_a.get(URL, {"month": f"{LAST_MONTH:%Y-%m}"}).json()
     assert (body["turns"], body["overage_usd"]) == (0, "0.52500000")
     assert body["lines"][1]["quantity"] == 0
@@ -138,7 +140,7 @@ def test_client_b_cannot_see_client_a_invoice(acme) -> None:
 def test_turn_summaries_show_what_each_turn_did_and_cost(api_a, acme) -> None:
     today = periods.today()
     trace = make_turn(acme, day=today, hour=0, critique=True, calls=[big(), big("critique")])
-    ReasoningTrace.objects.filter(pk=trace.pk).update(
+    ReasoningTrace.objects.unscoped("test checks the database directly").filter(pk=trace.pk).update(
         context_fetched=["policies.returns"], critique_reasons=["destructive_tool"], escalated=True
     )
     make_turn(acme, day=today, hour=0, calls=[Call("assess", 10, 1)])

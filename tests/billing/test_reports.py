@@ -58,7 +58,9 @@ def usage(acme, globex) -> dict[str, Any]:
     make_turn(acme, day=d2, mode="standard", calls=[Call("respond", 3000, 60)])
     make_turn(acme, day=d2, hour=23, minute=59, call_lag_minutes=2, calls=[Call("assess", 410, 41)])
     orphan = make_turn(acme, day=d2, calls=[Call("assess", 333, 33)])
-    ReasoningTrace.objects.filter(pk=orphan.pk).delete()  # its conversation was deleted
+    ReasoningTrace.objects.unscoped("test checks the database directly").filter(
+        pk=orphan.pk
+    ).delete()  # its conversation was deleted
     make_turn(acme, day=periods.today(), hour=0, calls=[Call("assess", 450, 70)], critique=True)
     make_turn(globex, day=d1, calls=[Call("assess", 99_999, 9_999)])
     return {"d1": d1, "d2": d2}

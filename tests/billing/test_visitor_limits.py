@@ -43,8 +43,10 @@ def limits(client: Any, **fields: Any) -> None:
 
 
 def spent(**filters: Any) -> int:
-    totals = UsageRecord.objects.filter(**filters).aggregate(
-        p=Sum("prompt_tokens"), c=Sum("completion_tokens")
+    totals = (
+        UsageRecord.objects.unscoped("test checks the database directly")
+        .filter(**filters)
+        .aggregate(p=Sum("prompt_tokens"), c=Sum("completion_tokens"))
     )
     return int((totals["p"] or 0) + (totals["c"] or 0))
 
@@ -86,7 +88,9 @@ def test_after_the_hourly_cap_a_conversations_turns_run_adaptive(
     replies = [chat.say(f"question {n}")[0].text for n in range(5)]
 
     assert replies == ["A deep answer."] * 2 + ["A quick answer."] * 3
-    traces = list(ReasoningTrace.objects.order_by("pk"))
+    traces = list(
+        ReasoningTrace.objects.unscoped("test checks the database directly").order_by("pk")
+    )
     assert [t.mode for t in traces] == ["deliberative"] * 2 + ["adaptive"] * 3
     assert len(llm.calls("reason_step")) == 2  # nothing deliberative after the cap
     capped = traces[2].steps.get(name="deliberative_cap").output
@@ -95,10 +99,12 @@ def test_after_the_hourly_cap_a_conversations_turns_run_adaptive(
     assert set(UsageRecord.objects.filter(trace=traces[4]).values_list("mode", flat=True)) == {
         "adaptive"
     }
-    assert not Escalation.objects.exists()
+    assert not Escalation.objects.unscoped("test checks the database directly").exists()
 
     # an hour later the conversation gets deliberative answers again
-    UsageRecord.objects.update(created_at=timezone.now() - timedelta(minutes=61))
+    UsageRecord.objects.unscoped("test checks the database directly").update(
+        created_at=timezone.now() - timedelta(minutes=61)
+    )
     assert chat.say("one more")[0].text == "A deep answer."
 
 
@@ -120,7 +126,9 @@ def test_a_deliberative_turn_that_no_longer_fits_the_conversation_budget_runs_ad
     assert chat.say("first")[0].text == "Deep."  # 0 + a deliberative reservation fits
     assert chat.say("second")[0].text == "Deep."  # 3,000 used: 3,000 + 5,000 ≤ 10,000
     assert chat.say("third")[0].text == "Quick."  # 6,000 + 5,000 > 10,000: adaptive
-    trace = ReasoningTrace.objects.order_by("pk").last()
+    trace = (
+        ReasoningTrace.objects.unscoped("test checks the database directly").order_by("pk").last()
+    )
     assert trace is not None and trace.mode == "adaptive"
     assert trace.steps.get(name="deliberative_cap").output["reason"] == "conversation_budget"
 
@@ -139,7 +147,7 @@ def test_a_conversation_over_its_budget_is_handed_to_staff_before_another_call(c
 
     assert len(llm.requests) == calls  # no call: refused before the turn spends
     assert [(r.kind, r.text) for r in replies] == [("handoff", USAGE_LIMIT_TEXT)]
-    escalation = Escalation.objects.get()
+    escalation = Escalation.objects.unscoped("test checks the database directly").get()
     assert escalation.reason == "usage_limit"
     assert "conversation token budget 3,000 reached (4,000 used)" in escalation.detail
     assert spent() == 4_000
@@ -206,9 +214,17 @@ def test_a_visitor_past_their_daily_budget_is_stopped_and_another_still_gets_ans
     [notice] = refused.json()["replies"]
     assert notice["text"] == visitor_limit_text("en")
     assert refused.json()["status"] == "open"
-    assert Message.objects.filter(text="hours??").exists()  # stored, and answered
-    assert not Escalation.objects.exists()  # one visitor cannot fill the staff queue
-    trace = ReasoningTrace.objects.get(user_message__text="hours??")
+    assert (
+        Message.objects.unscoped("test checks the database directly")
+        .filter(text="hours??")
+        .exists()
+    )  # stored, and answered
+    assert not Escalation.objects.unscoped(
+        "test checks the database directly"
+    ).exists()  # one visitor cannot fill the staff queue
+    trace = ReasoningTrace.objects.unscoped("test checks the database directly").get(
+        user_message__text="hours??"
+    )
     assert trace.llm_calls == 0
     assert trace.steps.get(name="usage_limit").output == {"limit": "visitor_tokens"}
     assert spent() == 4_000
@@ -241,11 +257,16 @@ def test_the_red_team_flood_is_bounded_per_address_and_the_tenant_keeps_answerin
 
     assert len(llm.requests) == 10  # one answer per address, then the notice
     assert spent() == 10 * 2_000 < 30_000
-    assert not Escalation.objects.exists()
+    assert not Escalation.objects.unscoped("test checks the database directly").exists()
     customer = start_from(widget, "203.0.113.50")
     reply = say_from(widget, "203.0.113.50", customer, "Where is my order?")
     assert reply.json()["replies"][0]["text"] == "Answer."
-    assert Conversation.objects.filter(status="escalated").count() == 0
+    assert (
+        Conversation.objects.unscoped("test checks the database directly")
+        .filter(status="escalated")
+        .count()
+        == 0
+    )
 
 
 # -- (d) concurrency: many messages of one visitor at once (PostgreSQL row locks) ------------
@@ -315,7 +336,7 @@ def test_concurrent_messages_of_one_visitor_overspend_by_at_most_one_reservation
     assert spent(client=client) == 3 * (reservation - 100) <= budget + reservation
     row.refresh_from_db()
     assert (row.tokens_used, row.tokens_reserved) == (3 * (reservation - 100), 0)
-    assert not Escalation.objects.exists()
+    assert not Escalation.objects.unscoped("test checks the database directly").exists()
 
 
 # -- the visitor's hold: taken-over turns, dead workers, the window switched off ----------------
@@ -344,12 +365,16 @@ def test_a_taken_over_turn_keeps_its_hold_and_a_dead_workers_is_settled(shop, se
     again = turn_limits_admit(client=shop, conversation=conversation, trace=trace, mode="adaptive")
     assert first.allowance is not None and again.allowance is not None
     assert again.allowance.pk == first.allowance.pk  # a redelivered task: not held twice
-    usage = VisitorUsage.objects.get()
+    usage = VisitorUsage.objects.unscoped("test checks the database directly").get()
     assert (usage.tokens_reserved, usage.turns) == (settings.BILLING_TURN_TOKEN_RESERVE, 1)
 
     # its worker dies after spending 700 tokens; the visitor's next turn settles it
-    ReasoningTrace.objects.filter(pk=trace.pk).update(prompt_tokens=700)
-    TurnAllowance.objects.update(updated_at=timezone.now() - timedelta(hours=1))
+    ReasoningTrace.objects.unscoped("test checks the database directly").filter(pk=trace.pk).update(
+        prompt_tokens=700
+    )
+    TurnAllowance.objects.unscoped("test checks the database directly").update(
+        updated_at=timezone.now() - timedelta(hours=1)
+    )
     other_conversation, other = _visitor_turn(shop, "v" * 32)
     nxt = turn_limits_admit(
         client=shop, conversation=other_conversation, trace=other, mode="adaptive"

@@ -41,10 +41,12 @@ def test_steps_arrive_one_by_one_and_the_sparkline_draws(
     with db_lock:
         run = make_run(client_a, status=RunStatus.RUNNING)
         run.trace.steps.all().delete()  # the page opens on a run that has not recorded anything yet
-        ReasoningTrace.objects.filter(pk=run.trace.pk).update(
-            llm_calls=0, prompt_tokens=0, completion_tokens=0
-        )
-        PlaygroundRun.objects.filter(pk=run.pk).update(progress_step=0)
+        ReasoningTrace.objects.unscoped("test checks the database directly").filter(
+            pk=run.trace.pk
+        ).update(llm_calls=0, prompt_tokens=0, completion_tokens=0)
+        PlaygroundRun.objects.unscoped("test checks the database directly").filter(
+            pk=run.pk
+        ).update(progress_step=0)
         run.trace.llm_calls = run.trace.prompt_tokens = run.trace.completion_tokens = 0
     page = agent_page(browser, live_server, client_a, monkeypatch)
     page.goto(f"{live_server.url}/console/playground/runs/{run.public_id}/?client={client_a.slug}")
@@ -97,7 +99,9 @@ def test_steps_arrive_one_by_one_and_the_sparkline_draws(
     expect(cards.filter(has_text="Refinement · final spec (iteration 1)")).to_have_count(1)
 
     with db_lock:
-        PlaygroundRun.objects.filter(pk=run.pk).update(status=RunStatus.DONE)
+        PlaygroundRun.objects.unscoped("test checks the database directly").filter(
+            pk=run.pk
+        ).update(status=RunStatus.DONE)
     expect(page.locator("[data-live]")).to_have_text("Finished.")
     expect(page.locator("[data-final]")).to_contain_text("You can return it within 30 days.")
     expect(page.locator("[data-calls]")).to_have_text(str(run.trace.llm_calls))
@@ -149,7 +153,7 @@ def test_a_run_started_from_the_form_is_watched_live_and_stopped(
     expect(page.locator("[data-steps] > li").last).to_contain_text("Stopped")
     expect(page.get_by_role("link", name="Replay from the stored trace")).to_be_visible()
 
-    run = PlaygroundRun.objects.get()
+    run = PlaygroundRun.objects.unscoped("test checks the database directly").get()
     assert run.status == RunStatus.STOPPED and run.stop_requested
     assert len(llm.calls("assess")) == 1  # the second assess was never made
     assert [s.name for s in run.trace.steps.order_by("index")] == [
@@ -187,7 +191,7 @@ def test_a_deliberative_run_on_the_offline_model_is_watched_to_its_answer(
     page.get_by_role("button", name="Run").click()
 
     expect(page.locator("[data-live]")).to_have_text("Finished.", timeout=90_000)
-    run = PlaygroundRun.objects.get()
+    run = PlaygroundRun.objects.unscoped("test checks the database directly").get()
     reasoning = run.trace.steps.filter(name="reason_step").count()
     assert run.status == RunStatus.DONE and reasoning >= 4
     expect(page.locator(".gd-reason")).to_have_count(reasoning)

@@ -95,7 +95,9 @@ def test_chat_typing_indicator_and_the_three_turn_cancel(
     expect(yes).to_be_in_viewport()  # the chat kept itself scrolled to the newest message
     expect(confirmation.get_by_role("button", name="No")).to_be_visible()
     taken.append(shot(page, screenshots, "widget-confirm.png"))
-    assert ToolExecution.objects.count() == 0  # nothing runs before the customer confirms
+    assert (
+        ToolExecution.objects.unscoped("test checks the database directly").count() == 0
+    )  # nothing runs before the customer confirms
 
     # Turn 3: "Yes" (the button sends the word) → the tool runs once → the result.
     llm.script(
@@ -120,11 +122,17 @@ def test_chat_typing_indicator_and_the_three_turn_cancel(
     expect(frame.get_by_label("Your message")).to_be_focused()
     taken.append(shot(page, screenshots, "widget-confirm-done.png"))
 
-    execution = ToolExecution.objects.get()
+    execution = ToolExecution.objects.unscoped("test checks the database directly").get()
     assert execution.status == "succeeded" and execution.params == {"order_id": ORDER}
-    assert PendingAction.objects.get().status == PendingActionStatus.EXECUTED
+    assert (
+        PendingAction.objects.unscoped("test checks the database directly").get().status
+        == PendingActionStatus.EXECUTED
+    )
     assert list(
-        Message.objects.filter(role="user").order_by("seq").values_list("text", flat=True)
+        Message.objects.unscoped("test checks the database directly")
+        .filter(role="user")
+        .order_by("seq")
+        .values_list("text", flat=True)
     ) == [
         "When do you ship?",
         "Cancel my order",
@@ -237,7 +245,11 @@ def test_small_screen_offline_label_reload_and_a_failed_send(
     expect(frame.get_by_label("Your message")).to_have_value("Are you still there?")
     expect(frame.locator("li.gd-pending")).to_have_count(0)
     taken.append(shot(page, screenshots, "widget-360-error.png"))
-    assert not Message.objects.filter(text="Are you still there?").exists()
+    assert (
+        not Message.objects.unscoped("test checks the database directly")
+        .filter(text="Are you still there?")
+        .exists()
+    )
 
     # The close button inside the chat closes it on a phone.
     frame.get_by_role("button", name="Close chat").click()

@@ -1,7 +1,14 @@
 import pytest
+from django.apps import apps as django_apps
+from django.db.models import Count, Q
+from django.utils import timezone
 
 from apps.accounts.models import ApiKey, Membership
+from apps.conversations.models import Conversation, Message
+from apps.core.models import TenantOwnedModel
+from apps.core.tenancy import TenantQuerySet, TenantScopeError, current_tenant, tenant_scope
 from apps.tools.models import ClientTool
+from tests.api.conftest import make_conversation_with_turn
 from tests.factories import ClientToolFactory, MembershipFactory
 
 pytestmark = pytest.mark.django_db
@@ -20,3 +27,125 @@ def test_for_client_returns_only_that_tenants_rows(client_a, client_b):
 def test_for_client_refuses_a_missing_tenant(client_a):
     with pytest.raises(ValueError, match="saved client"):
         ClientTool.objects.for_client(None)
+
+
+# ---------------------------------------------------------------------------------------------
+# The default manager of every tenant-owned model fails closed (apps/core/tenancy.py).
+# ---------------------------------------------------------------------------------------------
+
+TENANT_MODELS = sorted(
+    (m for m in django_apps.get_models() if issubclass(m, TenantOwnedModel)),
+    key=lambda m: m._meta.label,
+)
+
+
+def test_every_tenant_owned_model_is_walked():
+    labels = {m._meta.label for m in TENANT_MODELS}
+    assert {"conversations.Message", "accounts.ApiKey", "billing.UsageRecord"} <= labels
+    assert len(TENANT_MODELS) >= 20
+
+
+@pytest.mark.parametrize("model", TENANT_MODELS, ids=lambda m: m._meta.label)
+def test_an_unscoped_query_raises(model):
+    assert model._default_manager is model.objects
+    refused = [
+        lambda: list(model.objects.all()),
+        lambda: model.objects.count(),
+        lambda: model.objects.filter(pk=1).exists(),
+        lambda: model.objects.filter(pk=1).first(),
+        lambda: model.objects.aggregate(n=Count("pk")),
+        lambda: model.objects.update(updated_at=timezone.now()),
+        lambda: model.objects.all().delete(),
+        lambda: list(model.objects.exclude(client_id=1)),  # a negated filter does not scope
+        lambda: list(model.objects.filter(Q(client_id=1) | Q(pk=1))),  # nor one OR branch
+    ]
+    for query in refused:
+        with pytest.raises(TenantScopeError, match=model.__name__):
+            query()
+
+
+@pytest.mark.parametrize("model", TENANT_MODELS, ids=lambda m: m._meta.label)
+def test_for_client_and_unscoped_run(model, client_a):
+    assert list(model.objects.for_client(client_a)) == []
+    assert model.objects.filter(client_id=client_a.pk).count() == 0
+    assert model.objects.filter(client__in=[client_a]).exists() is False
+    assert model.objects.for_client(client_a).update(updated_at=timezone.now()) == 0
+    assert model.objects.unscoped("the test looks at every client").count() == 0
+    assert model.objects.unscoped("x").filter(pk=1).first() is None
+
+
+@pytest.mark.parametrize("model", TENANT_MODELS, ids=lambda m: m._meta.label)
+def test_unscoped_needs_a_reason(model):
+    for reason in ("", "   "):
+        with pytest.raises(TenantScopeError, match="needs a reason"):
+            model.objects.unscoped(reason)
+
+
+@pytest.mark.parametrize("model", TENANT_MODELS, ids=lambda m: m._meta.label)
+def test_djangos_base_manager_stays_plain(model):
+    assert not isinstance(model._base_manager.all(), TenantQuerySet)
+
+
+def test_a_tenant_owned_parent_scopes_the_query(client_a, client_b):
+    data = make_conversation_with_turn(client_a)[0]
+    other = make_conversation_with_turn(client_b)[0]
+    mine = list(Message.objects.filter(conversation=data).order_by("seq"))
+    assert mine and all(m.client_id == client_a.pk for m in mine)
+    assert list(data.messages.order_by("seq")) == mine  # a related manager
+    assert Message.objects.filter(conversation__in=[data, other]).count() > len(mine)
+    # A subquery given to `parent__in` must be scoped itself.
+    scoped_parents = Conversation.objects.for_client(client_a)
+    assert Message.objects.filter(conversation__in=scoped_parents).count() == len(mine)
+    with pytest.raises(TenantScopeError, match="Message"):
+        Message.objects.filter(conversation__in=Conversation.objects.all()).count()
+    # Prefetching a tenant-owned relation is scoped by its parents.
+    loaded = Conversation.objects.for_client(client_a).prefetch_related("messages").get()
+    assert sorted(m.pk for m in loaded.messages.all()) == sorted(m.pk for m in mine)
+
+
+def test_django_internals_need_no_scope(client_a):
+    conversation = make_conversation_with_turn(client_a)[0]
+    message = Message.objects.for_client(client_a).first()
+    assert message.conversation == conversation  # FK access: the base manager
+    message.refresh_from_db()
+    message.text = "edited"
+    message.save()
+    Message.objects.for_client(client_a).filter(pk=message.pk).update(text="again")
+    client_a.delete()  # cascades through every tenant-owned table
+    assert Message.objects.unscoped("after the cascade").count() == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# The tenant context.
+# ---------------------------------------------------------------------------------------------
+
+
+def test_tenant_scope_scopes_an_otherwise_unscoped_query(client_a, client_b):
+    mine = make_conversation_with_turn(client_a)[0]
+    theirs = make_conversation_with_turn(client_b)[0]
+    with tenant_scope(client_a.pk):
+        assert current_tenant() == client_a.pk
+        assert list(Conversation.objects.all()) == [mine]
+        assert Conversation.objects.count() == 1
+        assert Conversation.objects.filter(pk=theirs.pk).first() is None
+        assert Conversation.objects.filter(client=client_b).exists() is False
+        assert Conversation.objects.filter(pk=theirs.pk).update(status="closed") == 0
+        assert Conversation.objects.for_current_client().get() == mine
+        with pytest.raises(TenantScopeError, match="another client"):
+            Conversation.objects.for_client(client_b)
+        with (
+            pytest.raises(TenantScopeError, match="inside tenant_scope"),
+            tenant_scope(client_b.pk),
+        ):
+            pass
+        with tenant_scope(client_a.pk):  # the same client may nest
+            assert Conversation.objects.count() == 1
+        # Explicitly unscoped work still crosses tenants (and says why).
+        assert Conversation.objects.unscoped("the test crosses").count() == 2
+    assert current_tenant() is None
+    theirs.refresh_from_db()
+    assert theirs.status != "closed"
+    with pytest.raises(TenantScopeError, match="outside tenant_scope"):
+        Conversation.objects.for_current_client()
+    with pytest.raises(TenantScopeError):
+        Conversation.objects.count()

@@ -79,6 +79,9 @@ def test_broker_going_down_still_answers_the_customer(widget, llm, own_broker):
     # the turn queued on the lost broker is answered first, then this one, in order
     replies = [r["text"] for r in response.json()["replies"]]
     assert replies == ["Queued for later.", "Still here."]
-    assert Message.objects.filter(role="user").count() == 2
+    assert (
+        Message.objects.unscoped("test checks the database directly").filter(role="user").count()
+        == 2
+    )
     assert took < 15
     print(f"\nFAULT broker-down: reply after {took:.2f}s")  # noqa: T201

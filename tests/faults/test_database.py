@@ -49,12 +49,23 @@ def test_connection_terminated_mid_turn_is_retried_and_answered(widget, llm):
     assert _is_json(response)
     assert [r["text"] for r in response.json()["replies"]] == ["Your parcel ships today."]
     assert elapsed < DEADLINE
-    assert Message.objects.filter(role="user").count() == 1
-    assert Message.objects.filter(role="assistant", visibility="visible").count() == 1
-    trace = ReasoningTrace.objects.get()
+    assert (
+        Message.objects.unscoped("test checks the database directly").filter(role="user").count()
+        == 1
+    )
+    assert (
+        Message.objects.unscoped("test checks the database directly")
+        .filter(role="assistant", visibility="visible")
+        .count()
+        == 1
+    )
+    trace = ReasoningTrace.objects.unscoped("test checks the database directly").get()
     assert trace.status == "done"
     assert "interrupted" in list(trace.steps.values_list("name", flat=True))
-    assert Conversation.objects.get().turn_lock_until is None
+    assert (
+        Conversation.objects.unscoped("test checks the database directly").get().turn_lock_until
+        is None
+    )
     print(f"\nFAULT db-terminated-mid-turn: reply after {elapsed:.2f}s")  # noqa: T201
 
 
@@ -74,12 +85,18 @@ def test_database_dropping_on_every_attempt_ends_in_a_handoff(widget, llm):
     assert _is_json(response)
     assert [r["kind"] for r in response.json()["replies"]] == ["handoff"]
     assert elapsed < DEADLINE
-    assert Message.objects.filter(role="user").count() == 1
-    escalation = Escalation.objects.get()
+    assert (
+        Message.objects.unscoped("test checks the database directly").filter(role="user").count()
+        == 1
+    )
+    escalation = Escalation.objects.unscoped("test checks the database directly").get()
     assert escalation.reason == "system_failure"
-    trace = ReasoningTrace.objects.get()
+    trace = ReasoningTrace.objects.unscoped("test checks the database directly").get()
     assert trace.status == "failed" and trace.escalated and "database" in trace.error
-    assert Conversation.objects.get().turn_lock_until is None
+    assert (
+        Conversation.objects.unscoped("test checks the database directly").get().turn_lock_until
+        is None
+    )
     # the next message is not blocked by a stale lock: a person owns the conversation now
     again = widget.say(conversation_id, token, "hello?")
     assert again.status_code == 201 and _is_json(again)
@@ -97,9 +114,15 @@ def test_message_that_cannot_be_stored_answers_json_503_and_the_resend_is_kept(w
     assert _is_json(refused)
     assert refused.json()["error"]["code"] == "unavailable"
     assert int(refused["Retry-After"]) > 0
-    assert Message.objects.filter(role="user").count() == 0  # nothing half-stored
+    assert (
+        Message.objects.unscoped("test checks the database directly").filter(role="user").count()
+        == 0
+    )  # nothing half-stored
     llm.script("assess", assess(response="Found it."))
     resent = widget.say(conversation_id, token, "Where is my parcel?")
     assert resent.status_code == 201, resent.content
     assert [r["text"] for r in resent.json()["replies"]] == ["Found it."]
-    assert Message.objects.filter(role="user").count() == 1
+    assert (
+        Message.objects.unscoped("test checks the database directly").filter(role="user").count()
+        == 1
+    )

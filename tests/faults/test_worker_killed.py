@@ -59,7 +59,11 @@ def test_turn_of_a_killed_worker_is_taken_over_and_answered_once(
     processes("worker-2", worker_args(), **env)  # its supervisor restarts it
 
     def answered() -> list[Message]:
-        return list(Message.objects.filter(role="assistant", visibility="visible"))
+        return list(
+            Message.objects.unscoped("test checks the database directly").filter(
+                role="assistant", visibility="visible"
+            )
+        )
 
     replies = wait_for(answered, timeout=BOUND + 30, step=0.25)
     took = time.monotonic() - killed_at
@@ -67,8 +71,11 @@ def test_turn_of_a_killed_worker_is_taken_over_and_answered_once(
     assert replies, worker.output()[-3000:]
     assert [m.text for m in replies] == ["Back!"]
     assert took < BOUND + 10  # + the restarted worker's start-up on a busy CI machine
-    assert Message.objects.filter(role="user").count() == 1
-    trace = ReasoningTrace.objects.get()
+    assert (
+        Message.objects.unscoped("test checks the database directly").filter(role="user").count()
+        == 1
+    )
+    trace = ReasoningTrace.objects.unscoped("test checks the database directly").get()
     assert trace.status == "done"
     time.sleep(2)  # a late duplicate (redelivery after the sweeper) must not answer again
     assert len(answered()) == 1
@@ -98,7 +105,11 @@ def test_database_drop_mid_turn_on_a_worker_is_retried_and_answered(widget, llm,
     dropped_at = time.monotonic()
 
     replies = wait_for(
-        lambda: list(Message.objects.filter(role="assistant", visibility="visible")),
+        lambda: list(
+            Message.objects.unscoped("test checks the database directly").filter(
+                role="assistant", visibility="visible"
+            )
+        ),
         timeout=60,
         step=0.25,
     )
@@ -106,9 +117,15 @@ def test_database_drop_mid_turn_on_a_worker_is_retried_and_answered(widget, llm,
 
     assert replies, worker.output()[-3000:]
     assert [m.text for m in replies] == ["Answered after a retry."]
-    assert Message.objects.filter(role="user").count() == 1
-    trace = ReasoningTrace.objects.get()
+    assert (
+        Message.objects.unscoped("test checks the database directly").filter(role="user").count()
+        == 1
+    )
+    trace = ReasoningTrace.objects.unscoped("test checks the database directly").get()
     assert trace.status == "done"
     assert "interrupted" in list(trace.steps.values_list("name", flat=True))
-    assert Conversation.objects.get().turn_lock_until is None
+    assert (
+        Conversation.objects.unscoped("test checks the database directly").get().turn_lock_until
+        is None
+    )
     print(f"\nFAULT db-terminated-mid-turn (worker): reply after {took:.1f}s")  # noqa: T201

@@ -117,7 +117,7 @@ def test_a_topic_supported_by_one_given_conversation_only_is_not_proposed(llm, s
     llm.script("insights", {"topics": [norway_topic([ref(mine), *(ref(c) for c in theirs)])]})
     result = generate_insights(client=shop, since=window()[0], until=window()[1])
     assert result.proposals == [] and result.run.ids_dropped == 3
-    assert not InsightProposal.objects.exists()
+    assert not InsightProposal.objects.unscoped("test checks the database directly").exists()
 
 
 def test_the_offline_demo_model_groups_deterministically(settings, shop):
@@ -131,7 +131,10 @@ def test_the_offline_demo_model_groups_deterministically(settings, shop):
     assert proposal.title == "Shipping and delivery" and proposal.count == 3
     assert sorted(proposal.conversation_ids) == sorted(str(c.public_id) for c in convs)
     assert proposal.question in NORWAY and "[Offline demo draft" in proposal.answer
-    assert not InsightProposal.objects.exists() and not InsightRun.objects.exists()
+    assert (
+        not InsightProposal.objects.unscoped("test checks the database directly").exists()
+        and not InsightRun.objects.unscoped("test checks the database directly").exists()
+    )
     # Same input, same grouping: the hint the run built, answered twice.
     items = [
         e.as_hint(e.conversation[:8])
@@ -236,7 +239,10 @@ def test_rerunning_a_window_makes_no_call_and_no_duplicate(llm, shop):
     again = generate_insights(client=shop, since=since, until=until)
     assert again.repeated and again.run.pk == first.run.pk
     assert len(llm.calls("insights")) == 1
-    assert InsightProposal.objects.count() == 1 and InsightRun.objects.count() == 1
+    assert (
+        InsightProposal.objects.unscoped("test checks the database directly").count() == 1
+        and InsightRun.objects.unscoped("test checks the database directly").count() == 1
+    )
 
     # A later, overlapping window finds the same topic with one more conversation: the open
     # proposal gets the new evidence instead of a twin.
@@ -244,14 +250,14 @@ def test_rerunning_a_window_makes_no_call_and_no_duplicate(llm, shop):
     llm.script("insights", {"topics": [norway_topic([ref(c) for c in [*convs, third]])]})
     later = generate_insights(client=shop, since=since, until=until + timedelta(minutes=1))
     assert later.run.proposals_created == 0 and later.run.proposals_updated == 1
-    [proposal] = InsightProposal.objects.all()
+    [proposal] = InsightProposal.objects.unscoped("test checks the database directly").all()
     assert proposal.count == 3 and proposal.conversation_ids[0] == str(third.public_id)
 
     # Once decided, the topic comes back only with evidence newer than the decision.
     proposal_reject(client=shop, proposal=proposal)
     llm.script("insights", {"topics": [norway_topic([ref(c) for c in [*convs, third]])]})
     generate_insights(client=shop, since=since, until=until + timedelta(minutes=2))
-    assert InsightProposal.objects.count() == 1
+    assert InsightProposal.objects.unscoped("test checks the database directly").count() == 1
 
 
 def test_a_failed_call_is_recorded_and_retried_by_the_next_run(llm, shop):
@@ -274,8 +280,12 @@ def test_a_refused_budget_makes_no_call_and_the_run_is_failed(llm, shop):
     run = generate_insights(client=shop, since=window()[0], until=window()[1]).run
     assert llm.calls("insights") == []
     assert run.status == RunStatus.FAILED and "usage limit" in run.error
-    assert not InsightProposal.objects.exists()
-    assert not UsageRecord.objects.filter(purpose=UsagePurpose.INSIGHTS).exists()
+    assert not InsightProposal.objects.unscoped("test checks the database directly").exists()
+    assert (
+        not UsageRecord.objects.unscoped("test checks the database directly")
+        .filter(purpose=UsagePurpose.INSIGHTS)
+        .exists()
+    )
 
 
 def test_a_window_with_nothing_wrong_makes_no_call(llm, shop):
@@ -288,10 +298,12 @@ def test_the_nightly_task_runs_every_client_and_one_failure_stops_nobody(llm, sh
         for text in NORWAY:
             escalated(client, text)
     # Yesterday's evidence: the nightly window is the last whole days before today.
-    InsightRun.objects.all().delete()
+    InsightRun.objects.unscoped("test checks the database directly").all().delete()
     from apps.escalations.models import Escalation
 
-    Escalation.objects.update(created_at=timezone.now() - timedelta(days=1))
+    Escalation.objects.unscoped("test checks the database directly").update(
+        created_at=timezone.now() - timedelta(days=1)
+    )
 
     def reply(request: RecordedRequest) -> Any:
         if "Trail Shop" in request.prompt_text and not getattr(reply, "failed", False):
@@ -301,9 +313,12 @@ def test_the_nightly_task_runs_every_client_and_one_failure_stops_nobody(llm, sh
 
     llm.default("insights", reply)
     assert schedule_nightly() == 2
-    runs = {run.client_id: run for run in InsightRun.objects.all()}
+    runs = {
+        run.client_id: run
+        for run in InsightRun.objects.unscoped("test checks the database directly").all()
+    }
     assert {r.status for r in runs.values()} == {RunStatus.FAILED, RunStatus.DONE}
-    assert InsightProposal.objects.count() == 1
+    assert InsightProposal.objects.unscoped("test checks the database directly").count() == 1
     entry = settings.CELERY_BEAT_SCHEDULE["insights-nightly"]
     from config.celery import app
 
@@ -314,13 +329,15 @@ def test_the_command_prints_the_proposals(llm, shop, capsys):
     convs = [escalated(shop, text) for text in NORWAY]
     from apps.escalations.models import Escalation
 
-    Escalation.objects.update(created_at=timezone.now() - timedelta(days=1))
+    Escalation.objects.unscoped("test checks the database directly").update(
+        created_at=timezone.now() - timedelta(days=1)
+    )
     llm.script("insights", {"topics": [norway_topic([ref(c) for c in convs])]})
     call_command("insights", "--client", shop.slug, "--days", "2", "--dry-run")
     out = capsys.readouterr().out
     assert "dry run" in out and "Shipping to Norway — 3 conversation(s)" in out
     assert "Q: Do you ship to Norway?" in out and str(convs[0].public_id) in out
-    assert not InsightProposal.objects.exists()
+    assert not InsightProposal.objects.unscoped("test checks the database directly").exists()
     with pytest.raises(CommandError, match="No client"):
         call_command("insights", "--client", "nope")
 

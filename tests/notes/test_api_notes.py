@@ -133,7 +133,7 @@ def test_an_agent_writes_a_staff_note(agent_a, client_a):
     )
     assert response.status_code == 201, response.content
     body = response.json()
-    note = Note.objects.get(pk=body["id"])
+    note = Note.objects.unscoped("test checks the database directly").get(pk=body["id"])
     assert note.client == client_a
     assert note.source == NoteSource.STAFF
     assert note.status == NoteStatus.ACTIVE
@@ -179,7 +179,7 @@ def test_a_staff_proposal_may_wait_for_review(agent_a):
 def test_invalid_notes_are_refused_naming_the_field(agent_a, payload, field):
     error = assert_error(agent_a.post(LIST, payload, format="json"), 400, "invalid")
     assert field in error["fields"], error
-    assert not Note.objects.exists()
+    assert not Note.objects.unscoped("test checks the database directly").exists()
 
 
 def test_read_one(viewer_a, client_a):
@@ -228,7 +228,9 @@ def test_delete(agent_a, client_a):
     note = add(client_a, "Note.")
     response = agent_a.delete(detail(note))
     assert response.status_code == 204
-    assert not Note.objects.filter(pk=note.pk).exists()
+    assert (
+        not Note.objects.unscoped("test checks the database directly").filter(pk=note.pk).exists()
+    )
     assert_error(agent_a.delete(detail(note)), 404, "not_found")
 
 
@@ -257,7 +259,7 @@ def test_a_viewer_reads_but_never_writes(client_a, kind):
     )
     note.refresh_from_db()
     assert note.status == NoteStatus.PENDING_REVIEW
-    assert Note.objects.count() == 1
+    assert Note.objects.unscoped("test checks the database directly").count() == 1
 
 
 def test_import_needs_the_admin_role(client_a):
@@ -329,7 +331,12 @@ def test_b_writes_and_imports_only_into_b(b_owner, a_note, client_a, client_b):
     same = {"type": "tip", "content": "Acme's secret tip.", "ref": "acme"}
     created = b_owner.post(LIST, same, format="json")
     assert created.status_code == 201
-    assert Note.objects.get(pk=created.json()["id"]).client == client_b
+    assert (
+        Note.objects.unscoped("test checks the database directly")
+        .get(pk=created.json()["id"])
+        .client
+        == client_b
+    )
     imported = b_owner.post(
         reverse("api-note-import"),
         data='{"type": "tip", "content": "Acme\'s secret tip.", "ref": "acme"}\n'

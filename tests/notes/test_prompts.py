@@ -7,6 +7,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from apps.conversations.services import conversation_create
+from apps.core.tenancy import tenant_scope
 from apps.notes.models import NoteSource, NoteType
 from apps.notes.selectors import PROMPT_BEGIN, PROMPT_HEADER, notes_tokens
 from apps.notes.services import note_add
@@ -35,7 +36,9 @@ def test_assess_prompt_carries_the_notes_and_the_trace_records_them(chat, llm, s
         '- [failure | written by staff | just now | about "get_order_status"] '
         '"The order lookup times out for TH- orders on Sundays"'
     ) in call.prompt_text
-    step = ReasoningStep.objects.get(trace__conversation=chat.conversation, name="notes")
+    step = ReasoningStep.objects.unscoped("test checks the database directly").get(
+        trace__conversation=chat.conversation, name="notes"
+    )
     assert step.output["note_ids"] == [note.pk]
     assert 0 < step.output["tokens"] <= shop.plan.notes_prompt_budget_tokens
     # recorded before the first LLM call
@@ -65,7 +68,11 @@ def test_no_notes_no_block_no_step(chat, llm, shop):
     [call] = llm.calls("assess")
     assert PROMPT_BEGIN not in call.prompt_text
     assert "pending pattern" not in call.prompt_text
-    assert not ReasoningStep.objects.filter(name="notes").exists()
+    assert (
+        not ReasoningStep.objects.unscoped("test checks the database directly")
+        .filter(name="notes")
+        .exists()
+    )
 
 
 def test_plan_switch_and_budget(chat, llm, shop):
@@ -76,7 +83,7 @@ def test_plan_switch_and_budget(chat, llm, shop):
     plan.save()
     llm.script("assess", assess(response="Hello!"))
     chat.say("hi")
-    step = ReasoningStep.objects.get(name="notes")
+    step = ReasoningStep.objects.unscoped("test checks the database directly").get(name="notes")
     assert step.output["tokens"] <= 150
     assert 0 < len(step.output["note_ids"]) < 20
     block = llm.calls("assess")[0].prompt_text
@@ -87,7 +94,12 @@ def test_plan_switch_and_budget(chat, llm, shop):
     llm.script("assess", assess(response="Again"))
     chat.say("hello again")
     assert PROMPT_BEGIN not in llm.calls("assess")[1].prompt_text
-    assert ReasoningStep.objects.filter(name="notes").count() == 1
+    assert (
+        ReasoningStep.objects.unscoped("test checks the database directly")
+        .filter(name="notes")
+        .count()
+        == 1
+    )
 
 
 def _turn_queries(client, llm, capture, text):
@@ -95,7 +107,7 @@ def _turn_queries(client, llm, capture, text):
     llm.script("assess", assess(response="Sure."))
     with capture(execute=False):
         message = handle_turn(client=client, conversation=conversation, text=text)
-    with CaptureQueriesContext(connection) as ctx:
+    with CaptureQueriesContext(connection) as ctx, tenant_scope(message.client_id):
         turn_process(message_id=message.pk)
     return len(ctx.captured_queries)
 
@@ -115,6 +127,11 @@ def test_notes_add_at_most_two_queries_per_turn_with_a_warm_cache(
     plan.save()
     _turn_queries(shop, llm, django_capture_on_commit_callbacks, "warm the notes cache")
     with_notes = _turn_queries(shop, llm, django_capture_on_commit_callbacks, "hi")
-    assert ReasoningStep.objects.filter(name="notes").count() == 2
+    assert (
+        ReasoningStep.objects.unscoped("test checks the database directly")
+        .filter(name="notes")
+        .count()
+        == 2
+    )
     assert with_notes - without <= 2
     assert notes_tokens(llm.calls("assess")[-1].prompt_text) > 0

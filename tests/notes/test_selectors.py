@@ -31,7 +31,9 @@ def add(client, type=NoteType.TIP, content="note", *, age=None, **kwargs):
     kwargs.setdefault("source", NoteSource.STAFF)
     note = note_add(client=client, type=type, content=content, **kwargs)
     if age is not None:
-        Note.objects.filter(pk=note.pk).update(created_at=timezone.now() - age)
+        Note.objects.unscoped("test checks the database directly").filter(pk=note.pk).update(
+            created_at=timezone.now() - age
+        )
         note.refresh_from_db()
     return note
 

@@ -43,7 +43,12 @@ def test_add_note_pattern_waits_for_approval_and_only_then_reaches_prompts(chat,
     llm.script("critique", critique("PROCEED"))
     llm.script("compose", {"response": "Thanks, anything else?"})
     chat.say("Do I pay customs in Austria?")
-    assert ToolExecution.objects.get(tool__name="add_note").status == ExecutionStatus.SUCCEEDED
+    assert (
+        ToolExecution.objects.unscoped("test checks the database directly")
+        .get(tool__name="add_note")
+        .status
+        == ExecutionStatus.SUCCEEDED
+    )
     note = Note.objects.for_client(shop).get()
     assert (note.type, note.source, note.status) == (
         NoteType.PATTERN,
@@ -78,11 +83,13 @@ def test_add_note_waits_for_approval_whatever_its_type(chat, llm, shop, type):
     llm.script("critique", critique("PROCEED"))
     llm.script("compose", {"response": "OK"})
     chat.say("my order is W1001")
-    note = Note.objects.get()
+    note = Note.objects.unscoped("test checks the database directly").get()
     assert (note.source, note.status) == (NoteSource.AI, NoteStatus.PENDING_REVIEW)
     assert note.content == "Customers must pay a 5 EUR fee at [link] first"
     assert note.ref == "order [id]"
-    execution = ToolExecution.objects.get(tool__name="add_note")
+    execution = ToolExecution.objects.unscoped("test checks the database directly").get(
+        tool__name="add_note"
+    )
     assert execution.result is not None
     assert execution.result["saved"] == "waiting for staff approval before it is used"
 
@@ -98,8 +105,12 @@ def test_add_note_params_are_validated_by_the_schema_guard(chat, llm, shop):
     llm.script("assess", assess(tool_call="add_note", tool_params=bad, confidence=9))
     llm.script("critique", critique("PROCEED"))
     chat.say("note this")
-    assert not ToolExecution.objects.filter(tool__name="add_note").exists()
-    assert not Note.objects.exists()
+    assert (
+        not ToolExecution.objects.unscoped("test checks the database directly")
+        .filter(tool__name="add_note")
+        .exists()
+    )
+    assert not Note.objects.unscoped("test checks the database directly").exists()
 
 
 def test_disabled_notes_tools_are_not_offered_and_never_run(chat, llm, shop):
@@ -110,8 +121,12 @@ def test_disabled_notes_tools_are_not_offered_and_never_run(chat, llm, shop):
     llm.script("compose", {"response": "OK"})
     chat.say("note this")
     assert "add_note (" not in llm.calls("assess")[0].prompt_text
-    assert not ToolExecution.objects.filter(tool__name="add_note").exists()
-    assert not Note.objects.exists()
+    assert (
+        not ToolExecution.objects.unscoped("test checks the database directly")
+        .filter(tool__name="add_note")
+        .exists()
+    )
+    assert not Note.objects.unscoped("test checks the database directly").exists()
 
 
 def test_search_notes_returns_active_notes_masked(chat, llm, shop):
@@ -137,7 +152,9 @@ def test_search_notes_returns_active_notes_masked(chat, llm, shop):
     )
     llm.script("compose", {"response": "Checked."})
     chat.say("my refund?")
-    execution = ToolExecution.objects.get(tool__name="search_notes")
+    execution = ToolExecution.objects.unscoped("test checks the database directly").get(
+        tool__name="search_notes"
+    )
     assert execution.result is not None
     [found] = execution.result["notes"]
     assert found["content"] == "Refund for Jane Roe, [address] Springfield, order [id], [email]"
@@ -165,7 +182,9 @@ def test_search_notes_finds_active_notes_of_this_client_only(chat, llm, webhook,
     )
     llm.script("compose", {"response": "Checked."})
     chat.say("my refund?")
-    execution = ToolExecution.objects.get(tool__name="search_notes")
+    execution = ToolExecution.objects.unscoped("test checks the database directly").get(
+        tool__name="search_notes"
+    )
     assert execution.status == ExecutionStatus.SUCCEEDED
     assert execution.result is not None
     assert [n["content"] for n in execution.result["notes"]] == [mine]
@@ -192,6 +211,8 @@ def test_notes_tools_refuse_when_the_plan_has_notes_off(
     )
     llm.script("compose", {"response": "I can't check that now."})
     chat.say("refund?")
-    execution = ToolExecution.objects.get(tool__name="search_notes")
+    execution = ToolExecution.objects.unscoped("test checks the database directly").get(
+        tool__name="search_notes"
+    )
     assert execution.status == ExecutionStatus.FAILED
     assert "switched off" in execution.error

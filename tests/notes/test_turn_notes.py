@@ -8,6 +8,7 @@ import pytest
 from django.db import transaction
 
 from apps.conversations.services import conversation_create
+from apps.core.tenancy import tenant_scope
 from apps.notes.models import Note, NoteSource, NoteStatus, NoteType
 from apps.notes.selectors import PROMPT_BEGIN, PROMPT_END, PROMPT_HEADER
 from apps.reasoning.models import ReasoningTrace
@@ -61,7 +62,7 @@ def test_confident_tool_run_writes_a_success_note_in_the_systems_words_only(
         "A request for information was answered by tool get_order_status (read): it succeeded "
         "and the reply was confident (9/10)."
     )
-    assert note.trace == ReasoningTrace.objects.get()
+    assert note.trace == ReasoningTrace.objects.unscoped("test checks the database directly").get()
     assert note.conversation == chat.conversation
 
     prompt = _next_conversations_prompt(shop, llm, django_capture_on_commit_callbacks)
@@ -75,7 +76,7 @@ def test_a_tool_run_below_confidence_8_writes_nothing(chat, llm, webhook, shop):
     webhook.script(Reply.ok({"status": "shipped"}))
     llm.script("compose", {"response": "Shipped."})
     chat.say("Where is order TH-12345?")
-    assert not Note.objects.exists()
+    assert not Note.objects.unscoped("test checks the database directly").exists()
 
 
 def test_a_refused_tool_call_writes_a_failure_note_without_the_webhooks_words(
@@ -185,8 +186,11 @@ def test_a_rolled_back_turn_writes_no_note(
 
     def turn_then_rollback():
         with transaction.atomic():
-            turn_process(message_id=message.pk)
-            assert ReasoningTrace.objects.get().escalated
+            with tenant_scope(message.client_id):
+                turn_process(message_id=message.pk)
+            assert (
+                ReasoningTrace.objects.unscoped("test checks the database directly").get().escalated
+            )
             raise RuntimeError("the turn's transaction is rolled back")
 
     with (
@@ -195,11 +199,14 @@ def test_a_rolled_back_turn_writes_no_note(
     ):
         turn_then_rollback()
     assert callbacks == []
-    assert not ReasoningTrace.objects.exists()
-    assert not Note.objects.exists()
+    assert not ReasoningTrace.objects.unscoped("test checks the database directly").exists()
+    assert not Note.objects.unscoped("test checks the database directly").exists()
 
     # The same turn, committed: the note is written after the commit.
-    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+    with (
+        django_capture_on_commit_callbacks(execute=True) as callbacks,
+        tenant_scope(message.client_id),
+    ):
         turn_process(message_id=message.pk)
     assert len(callbacks) >= 1
     assert Note.objects.for_client(shop).count() == 1
@@ -210,20 +217,26 @@ def test_notes_are_written_after_the_commit_not_inside_the_turn(
 ):
     with django_capture_on_commit_callbacks(execute=False):
         message = handle_turn(client=shop, conversation=conversation, text="a human please")
-    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+    with (
+        django_capture_on_commit_callbacks(execute=False) as callbacks,
+        tenant_scope(message.client_id),
+    ):
         turn_process(message_id=message.pk)
-    assert ReasoningTrace.objects.get().escalated
-    assert not Note.objects.exists()  # the turn is done; its note waits for the commit
+    assert ReasoningTrace.objects.unscoped("test checks the database directly").get().escalated
+    assert not Note.objects.unscoped(
+        "test checks the database directly"
+    ).exists()  # the turn is done; its note waits for the commit
     for callback in callbacks:
         callback()
-    assert Note.objects.count() == 1
+    assert Note.objects.unscoped("test checks the database directly").count() == 1
 
 
 def test_running_the_notes_task_twice_writes_once(chat, llm, shop):
     chat.say("I want to talk to a human please")
-    trace = ReasoningTrace.objects.get()
-    assert turn_notes_write(trace_id=trace.pk) == []
-    assert Note.objects.get().hits == 1
+    trace = ReasoningTrace.objects.unscoped("test checks the database directly").get()
+    with tenant_scope(trace.client_id):
+        assert turn_notes_write(trace_id=trace.pk) == []
+    assert Note.objects.unscoped("test checks the database directly").get().hits == 1
 
 
 def test_running_the_notes_task_twice_counts_a_deduplicated_note_once(
@@ -235,9 +248,12 @@ def test_running_the_notes_task_twice_counts_a_deduplicated_note_once(
         )
     [note] = Note.objects.for_client(shop)
     assert note.hits == 2  # the second turn's note is the first one, counted again
-    second = ReasoningTrace.objects.order_by("pk").last()
+    second = (
+        ReasoningTrace.objects.unscoped("test checks the database directly").order_by("pk").last()
+    )
     assert second is not None and note.trace != second
-    assert turn_notes_write(trace_id=second.pk) == []
+    with tenant_scope(second.client_id):
+        assert turn_notes_write(trace_id=second.pk) == []
     note.refresh_from_db()
     assert note.hits == 2
 
@@ -246,4 +262,4 @@ def test_plan_with_notes_off_writes_none(chat, llm, shop):
     shop.plan.notes_enabled = False
     shop.plan.save()
     chat.say("I want to talk to a human please")
-    assert not Note.objects.exists()
+    assert not Note.objects.unscoped("test checks the database directly").exists()

@@ -79,18 +79,24 @@ def test_a_deliberative_run_through_the_real_sdk_prints_steps_feedback_and_refin
     assert "Termination target_reached · Steps 4" in out
     assert "Answer: Returns are accepted within 30 days." in out
 
-    run = PlaygroundRun.objects.get()
+    run = PlaygroundRun.objects.unscoped("test checks the database directly").get()
     assert (run.status, run.mode, run.iterations) == (RunStatus.DONE, "deliberative", 2)
     assert (run.progress_step, run.progress_max) == (4, 10)
     # 4 steps + 3 feedbacks + synthesis + 2 critiques + 1 improve, all metered as playground
     assert run.trace.llm_calls == len(llm.calls()) == 11
-    usage = UsageRecord.objects.filter(purpose=UsagePurpose.PLAYGROUND)
+    usage = UsageRecord.objects.unscoped("test checks the database directly").filter(
+        purpose=UsagePurpose.PLAYGROUND
+    )
     assert usage.count() == 11 and set(usage.values_list("mode", flat=True)) == {"deliberative"}
     assert run.trace.billed_usd == sum(u.billed_usd for u in usage)
     # billed at the plan's deliberative multiplier (each record rounded on its own)
     assert run.trace.cost_usd > 0
     assert abs(run.trace.billed_usd - run.trace.cost_usd * Decimal("2.5")) < Decimal("1e-6")
-    assert list(ReasoningTrace.objects.values_list("kind", flat=True)) == [TraceKind.PLAYGROUND]
+    assert list(
+        ReasoningTrace.objects.unscoped("test checks the database directly").values_list(
+            "kind", flat=True
+        )
+    ) == [TraceKind.PLAYGROUND]
     # the feedback call saw the whole history and the rubric's definitions
     assert "reasoning 3" in llm.calls("feedback")[-1].prompt_text
 
@@ -124,7 +130,7 @@ def test_a_rubric_can_be_chosen_for_the_run(shop_on_adaptive, llm):
 def test_the_offline_demo_model_runs_a_deliberative_turn(shop_on_adaptive, settings):
     settings.OPENAI_API_KEY = ""
     out = reason("--client", "try-shop", "--mode", "deliberative", "What is your returns policy?")
-    run = PlaygroundRun.objects.get()
+    run = PlaygroundRun.objects.unscoped("test checks the database directly").get()
     names = list(run.trace.steps.order_by("index").values_list("name", flat=True))
     assert run.status == RunStatus.DONE and run.offline
     assert names.count("reason_step") >= 4 and "feedback" in names and "synthesize" in names

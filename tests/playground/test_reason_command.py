@@ -15,6 +15,7 @@ from django.core.management import CommandError, call_command
 from apps.billing.models import UsagePurpose, UsageRecord
 from apps.conversations.models import Conversation, Message, Role
 from apps.conversations.services import message_append
+from apps.core.tenancy import tenant_scope
 from apps.playground.models import PlaygroundRun, RunSource, RunStatus
 from apps.reasoning.models import ReasoningTrace, TraceKind
 from apps.tools.models import PendingAction, ToolExecution
@@ -31,11 +32,16 @@ def reason(*args: str) -> tuple[str, str]:
 
 
 def nothing_reached_a_customer() -> None:
-    assert Conversation.objects.count() == 0
-    assert Message.objects.count() == 0
-    assert ReasoningTrace.objects.filter(kind=TraceKind.TURN).count() == 0  # no turn
-    assert PendingAction.objects.count() == 0
-    assert ToolExecution.objects.count() == 0
+    assert Conversation.objects.unscoped("test checks the database directly").count() == 0
+    assert Message.objects.unscoped("test checks the database directly").count() == 0
+    assert (
+        ReasoningTrace.objects.unscoped("test checks the database directly")
+        .filter(kind=TraceKind.TURN)
+        .count()
+        == 0
+    )  # no turn
+    assert PendingAction.objects.unscoped("test checks the database directly").count() == 0
+    assert ToolExecution.objects.unscoped("test checks the database directly").count() == 0
 
 
 def test_an_adaptive_run_prints_each_step_and_records_playground_usage(shop, llm, webhook):
@@ -62,14 +68,14 @@ def test_an_adaptive_run_prints_each_step_and_records_playground_usage(shop, llm
     assert webhook.calls() == []
     nothing_reached_a_customer()
 
-    run = PlaygroundRun.objects.get()
+    run = PlaygroundRun.objects.unscoped("test checks the database directly").get()
     assert (run.status, run.source, run.mode, run.trace.llm_calls) == (
         "done",
         RunSource.CLI,
         "adaptive",
         1,
     )
-    usage = UsageRecord.objects.get()
+    usage = UsageRecord.objects.unscoped("test checks the database directly").get()
     assert usage.purpose == UsagePurpose.PLAYGROUND
     assert (usage.step, usage.mode, usage.conversation_id, usage.trace_id) == (
         "assess",
@@ -108,7 +114,11 @@ def test_a_destructive_tool_is_put_through_the_guards_but_never_proposed_or_run(
     assert "Guards confirm · Tool cancel_order" in out
     assert "Just to confirm" in out  # what the customer would have been asked
     nothing_reached_a_customer()
-    step = PlaygroundRun.objects.get().trace.steps.get(name="tool_not_run")
+    step = (
+        PlaygroundRun.objects.unscoped("test checks the database directly")
+        .get()
+        .trace.steps.get(name="tool_not_run")
+    )
     assert step.output["verdict"] == "confirm" and step.output["tool_not_run"] is True
 
 
@@ -129,11 +139,14 @@ def test_the_offline_demo_model_answers_without_a_key(shop, settings):
     settings.OPENAI_API_KEY = ""
     out, _ = reason("--client", "shop", "--mode", "adaptive", "What are your opening hours?")
     assert "offline demo model" in out
-    run = PlaygroundRun.objects.get()
+    run = PlaygroundRun.objects.unscoped("test checks the database directly").get()
     assert run.status == RunStatus.DONE and run.offline and run.trace.model == "offline-demo"
     assert run.final["replies"][0]["text"]
     assert (
-        UsageRecord.objects.filter(purpose=UsagePurpose.PLAYGROUND).count() == run.trace.llm_calls
+        UsageRecord.objects.unscoped("test checks the database directly")
+        .filter(purpose=UsagePurpose.PLAYGROUND)
+        .count()
+        == run.trace.llm_calls
     )
 
 
@@ -141,7 +154,7 @@ def test_a_conversation_gives_the_history_and_is_left_untouched(shop, llm, conve
     message_append(
         client=shop, conversation=conversation, role=Role.USER, text="My order is TH-55555"
     )
-    before = Message.objects.count()
+    before = Message.objects.unscoped("test checks the database directly").count()
     llm.script("respond", {"response": "Noted.", "tool_call": None, "tool_params": {}})
     reason(
         "--client",
@@ -154,8 +167,11 @@ def test_a_conversation_gives_the_history_and_is_left_untouched(shop, llm, conve
     )
     prompt = llm.calls("respond")[0].prompt_text
     assert "My order is TH-55555" in prompt and "Has it shipped?" in prompt
-    assert Message.objects.count() == before
-    assert PlaygroundRun.objects.get().conversation == conversation
+    assert Message.objects.unscoped("test checks the database directly").count() == before
+    assert (
+        PlaygroundRun.objects.unscoped("test checks the database directly").get().conversation
+        == conversation
+    )
 
 
 def test_the_per_turn_token_cap_ends_the_run_before_the_call(shop, llm):
@@ -164,7 +180,7 @@ def test_the_per_turn_token_cap_ends_the_run_before_the_call(shop, llm):
     with pytest.raises(CommandError, match="token cap"):
         reason("--client", "shop", "--mode", "standard", "Hello")
     assert llm.calls() == []
-    run = PlaygroundRun.objects.get()
+    run = PlaygroundRun.objects.unscoped("test checks the database directly").get()
     assert run.status == RunStatus.FAILED and run.trace.llm_calls == 0
 
 
@@ -187,15 +203,19 @@ def test_a_stop_request_ends_the_run_at_the_next_call(shop, llm):
     run = services.playground_run_create(client=shop, question="Hi", mode="adaptive", enqueue=False)
 
     def stop_after_first(step):
-        PlaygroundRun.objects.filter(pk=run.pk).update(stop_requested=True)
+        PlaygroundRun.objects.unscoped("test checks the database directly").filter(
+            pk=run.pk
+        ).update(stop_requested=True)
 
-    services.playground_run_execute(run_id=run.pk, listeners=[stop_after_first])
+    with tenant_scope(run.client_id):
+        services.playground_run_execute(run_id=run.pk, listeners=[stop_after_first])
     run.refresh_from_db()
     assert run.status == RunStatus.STOPPED
     assert len(llm.calls("assess")) == 1
     assert run.trace.steps.order_by("-index").first().name == "stopped"
     # run again (a redelivered task): nothing happens
-    assert services.playground_run_execute(run_id=run.pk) is None
+    with tenant_scope(run.client_id):
+        assert services.playground_run_execute(run_id=run.pk) is None
     assert len(llm.calls()) == 1
 
 
@@ -212,7 +232,7 @@ def test_a_stop_request_ends_the_run_at_the_next_call(shop, llm):
 def test_bad_input_is_a_clear_error(shop, args, message):
     with pytest.raises(CommandError, match=message):
         reason(*args)
-    assert PlaygroundRun.objects.count() == 0
+    assert PlaygroundRun.objects.unscoped("test checks the database directly").count() == 0
 
 
 def test_cost_is_billed_at_the_plan_multiplier_of_the_mode_run(shop, llm):
@@ -221,7 +241,7 @@ def test_cost_is_billed_at_the_plan_multiplier_of_the_mode_run(shop, llm):
     shop.plan.save()
     llm.script("respond", {"response": "Hi", "tool_call": None, "tool_params": {}})
     reason("--client", "shop", "--mode", "standard", "Hello")
-    run = PlaygroundRun.objects.get()
+    run = PlaygroundRun.objects.unscoped("test checks the database directly").get()
     assert run.trace.billed_usd == (run.trace.cost_usd * 3).quantize(Decimal("1e-8"))
 
 
@@ -245,7 +265,11 @@ def test_a_disabled_tool_is_refused_by_the_guards_and_not_run(shop, llm, webhook
         },
     )
     out, _ = reason("--client", "shop", "--mode", "standard", "Gift card balance?")
-    step = PlaygroundRun.objects.get().trace.steps.get(name="tool_not_run")
+    step = (
+        PlaygroundRun.objects.unscoped("test checks the database directly")
+        .get()
+        .trace.steps.get(name="tool_not_run")
+    )
     assert (step.output["verdict"], step.output["tool"]) == ("refuse", "gift_card_balance")
     assert "Your balance is $50." not in step.output["would_reply"]
     assert "Guards refuse" in out

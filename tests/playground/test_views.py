@@ -42,7 +42,7 @@ def test_an_agent_starts_a_run_that_executes_off_the_request(
             url("playground-start", client_a),
             {"question": "What are your opening hours?", "mode": "adaptive"},
         )
-    run = PlaygroundRun.objects.get()
+    run = PlaygroundRun.objects.unscoped("test checks the database directly").get()
     assert response.status_code == 302
     assert response["Location"] == url("playground-run", client_a, run.public_id)
     run.refresh_from_db()
@@ -60,7 +60,7 @@ def test_the_form_refuses_bad_input_with_the_field_named(agent, client_a):
     assert response.status_code == 400
     body = response.content.decode()
     assert "This field is required." in body and "Select a valid choice" in body
-    assert PlaygroundRun.objects.count() == 0
+    assert PlaygroundRun.objects.unscoped("test checks the database directly").count() == 0
 
 
 def test_a_viewer_watches_and_replays_but_cannot_start_or_stop(viewer, client_a):
@@ -77,7 +77,10 @@ def test_a_viewer_watches_and_replays_but_cannot_start_or_stop(viewer, client_a)
     )
     assert viewer.post(url("playground-run-stop", client_a, run.public_id)).status_code == 403
     run.refresh_from_db()
-    assert not run.stop_requested and PlaygroundRun.objects.count() == 1
+    assert (
+        not run.stop_requested
+        and PlaygroundRun.objects.unscoped("test checks the database directly").count() == 1
+    )
 
 
 def test_another_clients_run_is_404_on_every_playground_url(agent, client_a, client_b):
@@ -104,7 +107,7 @@ def test_another_clients_conversation_cannot_be_the_context(agent, client_a, cli
         {"question": "hi", "mode": "adaptive", "conversation": str(theirs.public_id)},
     )
     assert response.status_code == 400
-    assert PlaygroundRun.objects.count() == 0
+    assert PlaygroundRun.objects.unscoped("test checks the database directly").count() == 0
 
 
 def test_the_stream_sends_every_step_in_order_then_the_run_then_end(agent, client_a):
@@ -140,7 +143,9 @@ def test_a_live_stream_follows_a_running_run(agent, client_a, monkeypatch):
     def poll(self, *, client, run_id):
         polls["n"] += 1
         if polls["n"] == 3:
-            PlaygroundRun.objects.filter(pk=run_id).update(status=RunStatus.DONE)
+            PlaygroundRun.objects.unscoped("test checks the database directly").filter(
+                pk=run_id
+            ).update(status=RunStatus.DONE)
         return original(self, client=client, run_id=run_id)
 
     monkeypatch.setattr(streams.RunCursor, "poll", poll)
@@ -152,7 +157,7 @@ def test_a_live_stream_follows_a_running_run(agent, client_a, monkeypatch):
 def test_replay_plays_the_stored_trace_without_any_llm_call(agent, client_a, monkeypatch, llm):
     monkeypatch.setattr(streams, "REPLAY_STEP_SECONDS", 0)
     run = make_run(client_a)
-    before = UsageRecord.objects.count()
+    before = UsageRecord.objects.unscoped("test checks the database directly").count()
     response = agent.get(url("playground-run-events", client_a, run.public_id) + "&replay=1")
     got = events(response)
     steps = [d for k, d in got if k == "step"]
@@ -161,7 +166,10 @@ def test_replay_plays_the_stored_trace_without_any_llm_call(agent, client_a, mon
     assert runs[0]["status"] == "replaying" and runs[0]["llm_calls"] == 0
     assert [r["llm_calls"] for r in runs[1:-1]] == sorted(r["llm_calls"] for r in runs[1:-1])
     assert runs[-1]["status"] == "done" and got[-1][0] == "end"
-    assert llm.calls() == [] and UsageRecord.objects.count() == before
+    assert (
+        llm.calls() == []
+        and UsageRecord.objects.unscoped("test checks the database directly").count() == before
+    )
     page = agent.get(url("playground-run", client_a, run.public_id) + "&replay=1")
     assert "replay=1" in page.content.decode()
 

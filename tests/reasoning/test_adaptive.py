@@ -58,7 +58,7 @@ def test_simple_question_is_one_call(chat, llm):
     [reply] = chat.say("Hi there")
     assert reply.text == "Hello! How can I help?"
     assert [r.step for r in llm.requests] == ["assess"]
-    trace = ReasoningTrace.objects.get()
+    trace = ReasoningTrace.objects.unscoped("test checks the database directly").get()
     assert not trace.critique_triggered and trace.llm_calls == 1
 
 
@@ -89,7 +89,9 @@ def test_action_tool_triggers_critique_and_proceeds(chat, llm, webhook):
     chat.say("Please ship order TH-55555 to 12 Pine Road, Boulder CO")
     assert [r.step for r in llm.requests] == ["assess", "critique", "compose"]
     assert webhook.requests[0].json["params"] == params
-    assert ReasoningTrace.objects.get().critique_reasons == ["action_tool"]
+    assert ReasoningTrace.objects.unscoped(
+        "test checks the database directly"
+    ).get().critique_reasons == ["action_tool"]
 
 
 def test_low_confidence_answer_is_critiqued_and_escalated(chat, llm):
@@ -122,7 +124,7 @@ def test_context_is_fetched_on_demand(chat, llm):
     returns_policy = chat.client.business_info["policies"]["returns"]
     assert returns_policy not in first.prompt_text
     assert returns_policy in second.prompt_text
-    trace = ReasoningTrace.objects.get()
+    trace = ReasoningTrace.objects.unscoped("test checks the database directly").get()
     assert trace.context_fetched == ["policies.returns"] and trace.llm_calls == 2
     assert [m.kind for m in chat.all(visibility="internal")] == [
         "assessment",

@@ -67,7 +67,7 @@ def test_three_turn_cancel(chat, llm, webhook):
     [reply] = chat.say("Order TH-12345")
     assert reply.kind == Kind.CONFIRMATION_REQUEST
     assert "TH-12345" in reply.text and "yes" in reply.text.lower()
-    pending = PendingAction.objects.get()
+    pending = PendingAction.objects.unscoped("test checks the database directly").get()
     assert pending.status == PendingActionStatus.PENDING
     assert pending.params == {"order_id": "TH-12345"}
     assert webhook.requests == []
@@ -97,7 +97,7 @@ def test_three_turn_cancel(chat, llm, webhook):
     }
     assert request.headers["idempotency-key"] == pending.idempotency_key
     assert webhook.verify_signature(request, SECRET)
-    execution = ToolExecution.objects.get()
+    execution = ToolExecution.objects.unscoped("test checks the database directly").get()
     assert execution.status == "succeeded" and execution.attempts == 1
     pending.refresh_from_db()
     assert pending.status == PendingActionStatus.EXECUTED
@@ -125,7 +125,9 @@ def test_three_turn_cancel(chat, llm, webhook):
         "tool_result",
         "text",
     ]
-    traces = list(ReasoningTrace.objects.order_by("pk"))
+    traces = list(
+        ReasoningTrace.objects.unscoped("test checks the database directly").order_by("pk")
+    )
     assert [t.critique_triggered for t in traces] == [True, True, True]
     assert [t.llm_calls for t in traces] == [2, 2, 3]
     assert all(t.status == "done" and t.mode == "adaptive" for t in traces)
@@ -135,7 +137,7 @@ def test_usage_tokens_equal_what_the_server_reported(chat, llm, webhook):
     llm.script("assess", assess(response="We're open 9 to 5.", confidence=9))
     chat.say("When are you open?")
     [call] = llm.calls("assess")
-    record = UsageRecord.objects.get()
+    record = UsageRecord.objects.unscoped("test checks the database directly").get()
     assert record.prompt_tokens == count_prompt_tokens(call.messages)
     assert record.completion_tokens == count_tokens(
         json.dumps(assess(response="We're open 9 to 5.", confidence=9), ensure_ascii=False)
@@ -143,13 +145,13 @@ def test_usage_tokens_equal_what_the_server_reported(chat, llm, webhook):
     assert not record.tokens_estimated
     assert record.step == "assess" and record.mode == "adaptive" and record.model
     # cost from ModelPrice (0.15 / 0.60 per million) and billed = cost x adaptive multiplier
-    trace = ReasoningTrace.objects.get()
+    trace = ReasoningTrace.objects.unscoped("test checks the database directly").get()
     assert trace.prompt_tokens == record.prompt_tokens
     assert record.cost_usd > 0
     # billing rounds half up (apps/billing/services/usage.py), not Decimal's default half-even
     assert record.billed_usd == (
         record.cost_usd * chat.client.plan.multiplier_for("adaptive")
     ).quantize(record.billed_usd, rounding=ROUND_HALF_UP)
-    assert UsageRecord.objects.aggregate(t=Sum("prompt_tokens"))["t"] == sum(
-        count_prompt_tokens(c.messages) for c in llm.requests
-    )
+    assert UsageRecord.objects.unscoped("test checks the database directly").aggregate(
+        t=Sum("prompt_tokens")
+    )["t"] == sum(count_prompt_tokens(c.messages) for c in llm.requests)

@@ -166,7 +166,9 @@ def test_yes_naming_another_order_does_not_cancel_the_asked_one(
     _propose(llm, mode, {"order_id": "#W1001"})
     [question] = chat.say("Please cancel order #W1001")
     assert question.kind == "confirmation_request" and "#W1001" in question.text
-    first = PendingAction.objects.get(status=PendingActionStatus.PENDING)
+    first = PendingAction.objects.unscoped("test checks the database directly").get(
+        status=PendingActionStatus.PENDING
+    )
 
     # The model, which only sees the conversation, proposes nothing itself: before the fix the
     # code-made "confirmed" state ran #W1001 anyway.
@@ -185,7 +187,9 @@ def test_the_other_order_is_a_new_request_that_asks_again(request, mode, llm, we
     chat: Chat = request.getfixturevalue(f"{mode}_chat")
     _propose(llm, mode, {"order_id": "#W1001"})
     chat.say("Please cancel order #W1001")
-    first = PendingAction.objects.get(status=PendingActionStatus.PENDING)
+    first = PendingAction.objects.unscoped("test checks the database directly").get(
+        status=PendingActionStatus.PENDING
+    )
 
     _propose(llm, mode, {"order_id": "#W2002"})
     [question] = chat.say("yes cancel order #W2002")
@@ -193,7 +197,9 @@ def test_the_other_order_is_a_new_request_that_asks_again(request, mode, llm, we
     assert webhook.requests == []
     first.refresh_from_db()
     assert first.status == PendingActionStatus.EXPIRED
-    second = PendingAction.objects.get(status=PendingActionStatus.PENDING)
+    second = PendingAction.objects.unscoped("test checks the database directly").get(
+        status=PendingActionStatus.PENDING
+    )
     assert second.params == {"order_id": "#W2002"}
 
     # a model that insists on #W1001 is asked again too: it was never confirmed

@@ -95,7 +95,7 @@ def test_the_loop_runs_min_steps_then_stops_at_target_and_refines(deep_chat, llm
     [reply] = deep_chat.say("Can I still return my jacket?")
 
     assert reply.text == "Sorry for the trouble: returns are accepted within 30 days. Reply here."
-    trace = ReasoningTrace.objects.get()
+    trace = ReasoningTrace.objects.unscoped("test checks the database directly").get()
     assert trace.mode == "deliberative"
     assert [r.step for r in llm.requests] == [
         "reason_step",
@@ -157,7 +157,7 @@ def test_termination_table(deep_chat, llm, plan_fields, scores, expected_steps, 
     [reply] = deep_chat.say("A question that needs thought")
 
     assert reply.text == "Answer."
-    end = end_of(ReasoningTrace.objects.get())
+    end = end_of(ReasoningTrace.objects.unscoped("test checks the database directly").get())
     assert (end["steps"], end["termination"]) == (expected_steps, termination)
     assert len(llm.calls("reason_step")) == expected_steps
     assert len(llm.calls("feedback")) == expected_steps - 1  # none after the last step
@@ -169,7 +169,10 @@ def test_the_models_own_final_does_not_end_the_loop_before_min(deep_chat, llm):
     llm.script("feedback", *[fb(n) for n in range(1, 4)])
     llm.script("synthesize", assess(response="Answer."))
     deep_chat.say("question")
-    assert end_of(ReasoningTrace.objects.get())["steps"] == 4
+    assert (
+        end_of(ReasoningTrace.objects.unscoped("test checks the database directly").get())["steps"]
+        == 4
+    )
 
 
 def test_feedback_sees_the_whole_history_and_the_definitions_every_time(deep_chat, llm):
@@ -224,7 +227,7 @@ def test_refinement_builds_on_the_latest_state_in_event_order(deep_chat, llm):
 
     [reply] = deep_chat.say("question")
 
-    trace = ReasoningTrace.objects.get()
+    trace = ReasoningTrace.objects.unscoped("test checks the database directly").get()
     states = [s.output for s in trace.steps.filter(name="refinement").order_by("index")]
     assert [(s["state"], s["iteration"]) for s in states] == [
         ("draft", 0),
@@ -259,7 +262,12 @@ def test_the_best_scoring_version_is_kept_not_blindly_the_last(deep_chat, llm):
     [reply] = deep_chat.say("question")
 
     assert reply.text == "The good draft."
-    assert end_of(ReasoningTrace.objects.get())["best_iteration"] == 0
+    assert (
+        end_of(ReasoningTrace.objects.unscoped("test checks the database directly").get())[
+            "best_iteration"
+        ]
+        == 0
+    )
 
 
 def test_refinement_stops_early_at_the_plans_score(deep_chat, llm):
@@ -280,7 +288,7 @@ def test_refinement_stops_early_at_the_plans_score(deep_chat, llm):
         "improve",
         "refine_critique",
     ]
-    end = end_of(ReasoningTrace.objects.get())
+    end = end_of(ReasoningTrace.objects.unscoped("test checks the database directly").get())
     assert end["stopped_early"] and end["refinement_score"] == 90
 
 
@@ -302,7 +310,7 @@ def test_close_hypotheses_ask_one_clarifying_question_instead_of_the_loop(deep_c
     assert reply.text == "Would you like a refund or an exchange?"
     assert reply.data["options"] == ["Refund", "Exchange"]
     assert [r.step for r in llm.requests] == ["reason_step", "clarify"]
-    trace = ReasoningTrace.objects.get()
+    trace = ReasoningTrace.objects.unscoped("test checks the database directly").get()
     assert trace.steps.get(name="clarify").output["hypotheses"][0] == {
         "intent": "a refund",
         "confidence": 0.5,
@@ -352,8 +360,10 @@ def test_a_lying_model_cannot_run_a_destructive_tool_unconfirmed(deep_chat, llm,
 
     assert webhook.requests == []
     assert reply.kind == Kind.CONFIRMATION_REQUEST
-    assert PendingAction.objects.get().params == {"order_id": "TH-12345"}
-    trace = ReasoningTrace.objects.get()
+    assert PendingAction.objects.unscoped("test checks the database directly").get().params == {
+        "order_id": "TH-12345"
+    }
+    trace = ReasoningTrace.objects.unscoped("test checks the database directly").get()
     assert trace.critique_triggered and "destructive_tool" in trace.critique_reasons
     assert not llm.calls("refine_critique")  # GuideDesk's own confirmation text is not rewritten
 
@@ -385,7 +395,7 @@ def test_a_token_cap_ends_the_loop_with_budget_and_still_answers(deep_chat, llm,
 
     [reply] = deep_chat.say("question")
 
-    trace = ReasoningTrace.objects.get()
+    trace = ReasoningTrace.objects.unscoped("test checks the database directly").get()
     end = end_of(trace)
     assert end["termination"] == "budget"
     assert 1 <= end["steps"] < 10
@@ -403,7 +413,7 @@ def test_a_failing_step_ends_the_loop_with_error_and_the_steps_so_far(deep_chat,
     [reply] = deep_chat.say("question")
 
     assert reply.text == "Answer from two steps."
-    end = end_of(ReasoningTrace.objects.get())
+    end = end_of(ReasoningTrace.objects.unscoped("test checks the database directly").get())
     assert (end["termination"], end["steps"]) == ("error", 2)
 
 
@@ -411,7 +421,7 @@ def test_a_first_step_that_fails_hands_over_like_any_failed_turn(deep_chat, llm)
     llm.script("reason_step", Fail(status=500), Fail(status=500))
     [reply] = deep_chat.say("question")
     assert reply.kind == Kind.HANDOFF
-    assert ReasoningTrace.objects.get().escalated
+    assert ReasoningTrace.objects.unscoped("test checks the database directly").get().escalated
 
 
 @pytest.mark.django_db(transaction=True)
@@ -426,9 +436,9 @@ def test_a_staff_takeover_stops_the_loop_at_the_next_step(deep_chat, llm):
             try:
                 from apps.conversations.models import Conversation
 
-                Conversation.objects.filter(pk=deep_chat.conversation.pk).update(
-                    status=ConversationStatus.ESCALATED
-                )
+                Conversation.objects.unscoped("test checks the database directly").filter(
+                    pk=deep_chat.conversation.pk
+                ).update(status=ConversationStatus.ESCALATED)
             finally:
                 thread_connection.close()
         return fb(calls["n"])
@@ -439,7 +449,7 @@ def test_a_staff_takeover_stops_the_loop_at_the_next_step(deep_chat, llm):
     replies = deep_chat.say("question")
 
     assert replies == []
-    trace = ReasoningTrace.objects.get()
+    trace = ReasoningTrace.objects.unscoped("test checks the database directly").get()
     assert trace.status == "skipped"
     assert end_of(trace)["termination"] == "staff_takeover"
     assert len(llm.calls("reason_step")) == 2
@@ -454,7 +464,7 @@ def test_usage_is_recorded_per_step_at_the_deliberative_multiplier(deep_chat, ll
 
     deep_chat.say("question")
 
-    records = UsageRecord.objects.order_by("pk")
+    records = UsageRecord.objects.unscoped("test checks the database directly").order_by("pk")
     assert [r.step for r in records] == [r.step for r in llm.requests]
     assert {r.mode for r in records} == {"deliberative"}
     assert {r.multiplier for r in records} == {Decimal("2.5")}
@@ -496,7 +506,11 @@ def test_progress_is_reported_before_each_step(deep_chat, llm):
         from django.db import connection as thread_connection
 
         try:
-            seen.append(ReasoningTrace.objects.values_list("progress", flat=True).first())
+            seen.append(
+                ReasoningTrace.objects.unscoped("test checks the database directly")
+                .values_list("progress", flat=True)
+                .first()
+            )
         finally:
             thread_connection.close()
         return step(len(seen), 0.8)
@@ -512,7 +526,7 @@ def test_progress_is_reported_before_each_step(deep_chat, llm):
 def test_the_offline_demo_model_runs_the_whole_deliberative_turn(deep_chat, settings):
     settings.OPENAI_API_KEY = ""
     [reply] = deep_chat.say("What is your returns policy?")
-    trace = ReasoningTrace.objects.get()
+    trace = ReasoningTrace.objects.unscoped("test checks the database directly").get()
     end = end_of(trace)
     assert end["termination"] == "target_reached" and end["steps"] >= 4
     assert reply.data["offline"] is True
@@ -527,8 +541,16 @@ def test_the_offline_demo_model_runs_the_whole_deliberative_turn(deep_chat, sett
 def test_the_customer_message_is_stored_before_any_call(deep_chat, llm):
     llm.script("reason_step", Fail(status=500), Fail(status=500))
     deep_chat.say("my words")
-    assert Message.objects.filter(role="user", text="my words").exists()
-    assert ReasoningStep.objects.filter(name="reason_step").exists()
+    assert (
+        Message.objects.unscoped("test checks the database directly")
+        .filter(role="user", text="my words")
+        .exists()
+    )
+    assert (
+        ReasoningStep.objects.unscoped("test checks the database directly")
+        .filter(name="reason_step")
+        .exists()
+    )
 
 
 def test_manage_py_reason_runs_the_deliberative_loop_outside_any_conversation(
@@ -567,7 +589,15 @@ def test_manage_py_reason_runs_the_deliberative_loop_outside_any_conversation(
     assert "Refinement · critique (iteration 1)\n    Score 70/100" in text
     assert "Termination target_reached · Steps 4" in text
     assert "Returns within 30 days. Reply here to start one." in text
-    assert not Message.objects.exists()
-    assert not ReasoningTrace.objects.filter(kind=TraceKind.TURN).exists()  # no customer turn
-    assert {r.purpose for r in UsageRecord.objects.all()} == {UsagePurpose.PLAYGROUND}
-    assert {r.mode for r in UsageRecord.objects.all()} == {"deliberative"}
+    assert not Message.objects.unscoped("test checks the database directly").exists()
+    assert (
+        not ReasoningTrace.objects.unscoped("test checks the database directly")
+        .filter(kind=TraceKind.TURN)
+        .exists()
+    )  # no customer turn
+    assert {
+        r.purpose for r in UsageRecord.objects.unscoped("test checks the database directly").all()
+    } == {UsagePurpose.PLAYGROUND}
+    assert {
+        r.mode for r in UsageRecord.objects.unscoped("test checks the database directly").all()
+    } == {"deliberative"}

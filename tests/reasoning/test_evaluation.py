@@ -157,9 +157,18 @@ def test_off_no_evaluate_call_and_no_billed_evaluate(chat: Chat, llm: Any) -> No
 
     assert reply.text == RIGHT
     assert [r.step for r in llm.requests] == ["assess", "assess"]
-    assert sorted(UsageRecord.objects.values_list("step", flat=True)) == ["assess", "assess"]
+    assert sorted(
+        UsageRecord.objects.unscoped("test checks the database directly").values_list(
+            "step", flat=True
+        )
+    ) == ["assess", "assess"]
     assert not chat.all(kind="evaluation")
-    assert ReasoningTrace.objects.get().evaluation_outcome == ""
+    assert (
+        ReasoningTrace.objects.unscoped("test checks the database directly")
+        .get()
+        .evaluation_outcome
+        == ""
+    )
 
 
 def test_adaptive_validated_answer_checked_against_the_fetched_policy(chat: Chat, llm: Any) -> None:
@@ -193,12 +202,12 @@ def test_adaptive_validated_answer_checked_against_the_fetched_policy(chat: Chat
     assert message.data["sources"] == ["minimal context", "policies.returns"]
     assert reply.data["confidence"] == 9
     assert reply.data["evaluation"]["outcome"] == "validated"
-    trace = ReasoningTrace.objects.get()
+    trace = ReasoningTrace.objects.unscoped("test checks the database directly").get()
     assert trace.evaluation_outcome == "validated" and trace.llm_calls == 3
-    step = ReasoningStep.objects.get(name="evaluate")
+    step = ReasoningStep.objects.unscoped("test checks the database directly").get(name="evaluate")
     assert step.output["valid"] is True and step.prompt_tokens > 0
     # billed as step `evaluate` under the turn's mode
-    record = UsageRecord.objects.get(step="evaluate")
+    record = UsageRecord.objects.unscoped("test checks the database directly").get(step="evaluate")
     assert record.mode == "adaptive" and record.billed_usd > 0
 
 
@@ -218,7 +227,9 @@ def test_an_improved_answer_replaces_the_draft(chat: Chat, llm: Any) -> None:
     assert message.data["outcome"] == "improved"
     assert (message.data["confidence_before"], message.data["confidence_after"]) == (70, 95)
     assert message.data["draft"] == WRONG  # staff see what was replaced
-    hook = ReasoningStep.objects.get(name="hook", input_summary="evaluate")
+    hook = ReasoningStep.objects.unscoped("test checks the database directly").get(
+        name="hook", input_summary="evaluate"
+    )
     assert hook.output["changes"][0]["replace"] == {"from": WRONG, "to": RIGHT}
 
 
@@ -231,7 +242,7 @@ def test_a_questioned_answer_below_the_threshold_goes_to_a_person(chat: Chat, ll
 
     assert [r.kind for r in replies] == ["handoff"]
     assert WRONG not in [r.text for r in replies]
-    escalation = Escalation.objects.get()
+    escalation = Escalation.objects.unscoped("test checks the database directly").get()
     assert escalation.reason == "low_confidence"
     assert "70 % → 49 %, below 50 %" in escalation.detail
     message = evaluation_message(chat)
@@ -242,8 +253,13 @@ def test_a_questioned_answer_below_the_threshold_goes_to_a_person(chat: Chat, ll
         "escalated": True,
     }
     # the draft stays on the trace for staff
-    assert ReasoningStep.objects.get(name="hook_handoff").output["draft"] == WRONG
-    assert ReasoningTrace.objects.get().escalated
+    assert (
+        ReasoningStep.objects.unscoped("test checks the database directly")
+        .get(name="hook_handoff")
+        .output["draft"]
+        == WRONG
+    )
+    assert ReasoningTrace.objects.unscoped("test checks the database directly").get().escalated
 
 
 def test_a_questioned_answer_above_the_threshold_is_sent_with_lower_confidence(
@@ -258,7 +274,7 @@ def test_a_questioned_answer_above_the_threshold_is_sent_with_lower_confidence(
     assert reply.text == RIGHT and reply.kind == "text"
     assert reply.data["confidence"] == 6  # 90 % × 0.7 = 63 %
     assert evaluation_message(chat).data["escalated"] is False
-    assert not Escalation.objects.exists()
+    assert not Escalation.objects.unscoped("test checks the database directly").exists()
 
 
 @pytest.mark.parametrize(
@@ -283,8 +299,10 @@ def test_a_failed_or_malformed_evaluation_sends_the_original(
     message = evaluation_message(chat)
     assert message.data["outcome"] == "failed" and message.data["error"]
     assert (message.data["confidence_before"], message.data["confidence_after"]) == (80, 80)
-    assert not Escalation.objects.exists()
-    assert ReasoningTrace.objects.get().status == "done"
+    assert not Escalation.objects.unscoped("test checks the database directly").exists()
+    assert (
+        ReasoningTrace.objects.unscoped("test checks the database directly").get().status == "done"
+    )
 
 
 def test_short_or_unsure_drafts_are_not_evaluated(chat: Chat, llm: Any) -> None:
@@ -297,7 +315,12 @@ def test_short_or_unsure_drafts_are_not_evaluated(chat: Chat, llm: Any) -> None:
 
     assert "evaluate" not in [r.step for r in llm.requests]
     assert not chat.all(kind="evaluation")
-    reasons = [s.output["reason"] for s in ReasoningStep.objects.filter(name="evaluate_skipped")]
+    reasons = [
+        s.output["reason"]
+        for s in ReasoningStep.objects.unscoped("test checks the database directly").filter(
+            name="evaluate_skipped"
+        )
+    ]
     assert reasons[0].startswith("draft of 22 characters")
     assert reasons[1] == "confidence 50 % (evaluated from 60 %)"
 
@@ -345,7 +368,11 @@ def test_action_and_destructive_turns_are_not_evaluated(chat: Chat, llm: Any, we
 
     assert "evaluate" not in [r.step for r in llm.requests]
     assert not chat.all(kind="evaluation")
-    assert not UsageRecord.objects.filter(step="evaluate").exists()
+    assert (
+        not UsageRecord.objects.unscoped("test checks the database directly")
+        .filter(step="evaluate")
+        .exists()
+    )
 
 
 # --- standard ---------------------------------------------------------------------------------
@@ -377,8 +404,16 @@ def test_standard_mode_on_vs_off_changes_calls_and_billed_steps(
     assert reply.text == RIGHT
     expected = ["respond", "evaluate"] if enabled else ["respond"]
     assert [r.step for r in llm.requests] == expected
-    assert sorted(UsageRecord.objects.values_list("step", flat=True)) == sorted(expected)
-    assert set(UsageRecord.objects.values_list("mode", flat=True)) == {"standard"}
+    assert sorted(
+        UsageRecord.objects.unscoped("test checks the database directly").values_list(
+            "step", flat=True
+        )
+    ) == sorted(expected)
+    assert set(
+        UsageRecord.objects.unscoped("test checks the database directly").values_list(
+            "mode", flat=True
+        )
+    ) == {"standard"}
     report = usage_report(client=std_chat.client, start=today(), end=today(), group_by="step")
     groups = {g.key: g for g in report.groups}
     assert sorted(groups) == sorted(expected)
@@ -503,9 +538,13 @@ def test_a_customer_written_fake_draft_and_source_cannot_steer_the_evaluator(
     assert message.data["improved_response"] == STEERED  # the offer stays on the record
     assert "50" in message.data["improvement_rejected"]
     assert "figures not in the source text" in message.data["improvement_rejected"]
-    [step] = ReasoningStep.objects.filter(name="improvement_rejected")
+    [step] = ReasoningStep.objects.unscoped("test checks the database directly").filter(
+        name="improvement_rejected"
+    )
     assert step.output["improved_response"] == STEERED
-    assert not ReasoningStep.objects.filter(name="hook", output__changes__0__replace__isnull=False)
+    assert not ReasoningStep.objects.unscoped("test checks the database directly").filter(
+        name="hook", output__changes__0__replace__isnull=False
+    )
 
     # the evaluate request: the customer's words only in the customer block of a user message
     [call] = llm.calls("evaluate")

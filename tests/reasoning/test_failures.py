@@ -42,11 +42,16 @@ def test_llm_failure_twice_escalates_and_keeps_the_message(chat, llm, settings, 
     settings.LLM_TIMEOUT = 0.5
     llm.script("assess", failure, failure)
     replies = chat.say("Where is my parcel?")
-    assert Message.objects.filter(role="user", text="Where is my parcel?").count() == 1
+    assert (
+        Message.objects.unscoped("test checks the database directly")
+        .filter(role="user", text="Where is my parcel?")
+        .count()
+        == 1
+    )
     assert [r.kind for r in replies] == ["handoff"]
     assert_escalated(chat, "llm_failure")
     assert len(llm.calls("assess")) == 2  # retried once
-    trace = ReasoningTrace.objects.get()
+    trace = ReasoningTrace.objects.unscoped("test checks the database directly").get()
     assert trace.escalated and trace.status == "done"
     assert [s.error != "" for s in trace.steps.filter(name="assess")] == [True, True]
 
@@ -55,7 +60,7 @@ def test_llm_failure_once_is_retried_transparently(chat, llm):
     llm.script("assess", "```json\n{broken", assess(response="Hello!"))
     [reply] = chat.say("hi")
     assert reply.text == "Hello!"
-    assert not Escalation.objects.exists()
+    assert not Escalation.objects.unscoped("test checks the database directly").exists()
 
 
 def test_failed_critique_is_retried_once_then_escalates(chat, llm, webhook):
@@ -94,7 +99,7 @@ def test_webhook_500_then_success_uses_one_idempotency_key(chat, llm, webhook):
     assert reply.text == "It shipped."
     first, second = webhook.requests
     assert first.headers["idempotency-key"] == second.headers["idempotency-key"]
-    execution = ToolExecution.objects.get()
+    execution = ToolExecution.objects.unscoped("test checks the database directly").get()
     assert execution.attempts == 2 and execution.status == "succeeded"
 
 
@@ -103,7 +108,9 @@ def test_webhook_down_escalates_as_tool_failure(chat, llm, webhook):
     webhook.default(Reply(status=503, json={"error": "down"}))
     chat.say("status of TH-12345")
     assert_escalated(chat, "tool_failure")
-    assert ToolExecution.objects.get().status == "failed"
+    assert (
+        ToolExecution.objects.unscoped("test checks the database directly").get().status == "failed"
+    )
     assert not llm.calls("compose")
 
 
@@ -114,7 +121,7 @@ def test_business_refusal_is_explained_not_escalated(chat, llm, webhook):
     [reply] = chat.say("status of TH-12345")
     assert reply.text == "I couldn't find order TH-12345."
     assert "not found" in llm.calls("compose")[0].prompt_text
-    assert not Escalation.objects.exists()
+    assert not Escalation.objects.unscoped("test checks the database directly").exists()
 
 
 def test_compose_failure_still_reports_the_result(chat, llm, webhook):
@@ -123,7 +130,7 @@ def test_compose_failure_still_reports_the_result(chat, llm, webhook):
     llm.script("compose", Fail(500), Fail(500))
     [reply] = chat.say("status of TH-12345")
     assert "status shipped" in reply.text
-    assert not Escalation.objects.exists()
+    assert not Escalation.objects.unscoped("test checks the database directly").exists()
 
 
 def test_per_turn_token_cap_stops_llm_calls(chat, llm, settings):
@@ -136,7 +143,7 @@ def test_per_turn_token_cap_stops_llm_calls(chat, llm, settings):
     chat.say("What are your FAQs?")
     assert len(llm.requests) == 1  # the second assess (with the FAQs) could exceed the cap
     assert llm.requests[0].body["max_tokens"] == 100
-    trace = ReasoningTrace.objects.get()
+    trace = ReasoningTrace.objects.unscoped("test checks the database directly").get()
     assert trace.prompt_tokens + trace.completion_tokens <= 800
     assert_escalated(chat, "usage_limit")
 
@@ -158,7 +165,7 @@ def test_cap_reached_after_a_tool_ran_still_reports_the_result(chat, llm, webhoo
     [reply] = chat.say("status of TH-12345")
     assert len(webhook.requests) == 1
     assert "status shipped" in reply.text  # compose would pass the cap: the result still shows
-    assert not Escalation.objects.exists()
+    assert not Escalation.objects.unscoped("test checks the database directly").exists()
 
 
 def test_monthly_budget_reached_makes_no_llm_call(chat, llm):

@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from apps.core.tenancy import tenant_scope
 from apps.reasoning.guards import check_tool_call, confirmation_answer, params_hash
 from apps.tools.models import ClientTool, PendingAction, PendingActionStatus, ToolExecution
 from tests.reasoning.conftest import assess, critique
@@ -26,7 +27,9 @@ def confirm_flow(chat, llm, params=ORDER):
     propose_cancel(llm, params)
     [question] = chat.say(f"Cancel order {params['order_id']}")
     assert question.kind == "confirmation_request"
-    return PendingAction.objects.get(status=PendingActionStatus.PENDING)
+    return PendingAction.objects.unscoped("test checks the database directly").get(
+        status=PendingActionStatus.PENDING
+    )
 
 
 @pytest.mark.parametrize(
@@ -55,7 +58,10 @@ def test_unknown_tool_never_runs(chat, llm, webhook):
     llm.script("critique", critique("PROCEED"))
     [reply] = chat.say("Delete my account")
     assert "can't do that" in reply.text
-    assert webhook.requests == [] and not ToolExecution.objects.exists()
+    assert (
+        webhook.requests == []
+        and not ToolExecution.objects.unscoped("test checks the database directly").exists()
+    )
 
 
 def test_disabled_tool_never_runs(chat, llm, webhook):
@@ -69,7 +75,9 @@ def test_disabled_tool_never_runs(chat, llm, webhook):
 
 
 def test_tool_without_configured_integration_never_runs(chat, llm, webhook):
-    ClientTool.objects.filter(name="get_order_status").update(signing_secret="")
+    ClientTool.objects.unscoped("test checks the database directly").filter(
+        name="get_order_status"
+    ).update(signing_secret="")
     llm.script("assess", assess(tool_call="get_order_status", tool_params=ORDER, confidence=10))
     [reply] = chat.say("status of TH-12345")
     assert "isn't available" in reply.text
@@ -147,7 +155,9 @@ def test_changed_params_at_confirmation_ask_again(chat, llm, webhook):
     assert webhook.requests == []
     first.refresh_from_db()
     assert first.status == PendingActionStatus.SUPERSEDED
-    assert PendingAction.objects.get(status="pending").params == {"order_id": "TH-99999"}
+    assert PendingAction.objects.unscoped("test checks the database directly").get(
+        status="pending"
+    ).params == {"order_id": "TH-99999"}
 
 
 def test_hedged_yes_with_other_details_is_not_a_confirmation(chat, llm, webhook):
@@ -188,9 +198,9 @@ def test_ignored_confirmation_expires(chat, llm, webhook):
 
 def test_confirmation_after_it_expired_in_time_does_not_run(chat, llm, webhook):
     pending = confirm_flow(chat, llm)
-    PendingAction.objects.filter(pk=pending.pk).update(
-        expires_at=timezone.now() - timedelta(seconds=1)
-    )
+    PendingAction.objects.unscoped("test checks the database directly").filter(
+        pk=pending.pk
+    ).update(expires_at=timezone.now() - timedelta(seconds=1))
     propose_cancel(llm)
     [reply] = chat.say("yes")
     assert reply.kind == "confirmation_request"
@@ -241,11 +251,13 @@ def test_a_yes_sent_before_the_question_appeared_does_not_confirm(
         )
         early_yes = handle_turn(client=chat.client, conversation=chat.conversation, text="yes")
     propose_cancel(llm)
-    turn_process(message_id=cancel.pk)  # the question is posted after the early "yes"
+    with tenant_scope(cancel.client_id):
+        turn_process(message_id=cancel.pk)  # the question is posted after the early "yes"
     llm.script("assess", assess(response="Yes to what?", confidence=8))
-    turn_process(message_id=early_yes.pk)
+    with tenant_scope(early_yes.client_id):
+        turn_process(message_id=early_yes.pk)
     assert webhook.requests == []
-    pending = PendingAction.objects.get()
+    pending = PendingAction.objects.unscoped("test checks the database directly").get()
     assert pending.status == PendingActionStatus.PENDING  # still waiting for a real answer
     # the customer's first message after the question does settle it
     propose_cancel(llm)
@@ -272,11 +284,19 @@ def test_a_question_never_shown_cannot_be_confirmed(chat, llm, webhook, monkeypa
     chat.say("Cancel TH-12345")
     assert not chat.all(kind="confirmation_request")  # suppressed: a person took over
     monkeypatch.undo()
-    escalation_resolve(client=chat.client, escalation=Escalation.objects.get(), actor=None)
+    escalation_resolve(
+        client=chat.client,
+        escalation=Escalation.objects.unscoped("test checks the database directly").get(),
+        actor=None,
+    )
     llm.script("assess", assess(response="Glad to help!"))
     chat.say("ok thanks")
     assert webhook.requests == []
-    assert not PendingAction.objects.filter(status="pending").exists()
+    assert (
+        not PendingAction.objects.unscoped("test checks the database directly")
+        .filter(status="pending")
+        .exists()
+    )
 
 
 def test_a_staff_exchange_expires_an_open_question(chat, llm, webhook):
@@ -289,7 +309,11 @@ def test_a_staff_exchange_expires_an_open_question(chat, llm, webhook):
         conversation=chat.conversation,
         text="Checking with the warehouse, hold on.",
     )
-    escalation_resolve(client=chat.client, escalation=Escalation.objects.get(), actor=None)
+    escalation_resolve(
+        client=chat.client,
+        escalation=Escalation.objects.unscoped("test checks the database directly").get(),
+        actor=None,
+    )
     llm.script("assess", assess(response="Anything else?"))
     chat.say("ok thanks")
     assert webhook.requests == []
@@ -324,7 +348,9 @@ def test_staff_taking_over_mid_turn_stops_the_tool(chat, llm, webhook):
     assert took_over == [True]
     assert webhook.requests == []
     assert [r.step for r in llm.requests][-1] == "assess"  # no critique, no compose after it
-    trace = ReasoningTrace.objects.order_by("-pk").first()
+    trace = (
+        ReasoningTrace.objects.unscoped("test checks the database directly").order_by("-pk").first()
+    )
     assert trace is not None
     assert trace.status == "skipped"
     assert trace.steps.filter(name="aborted").exists()
@@ -341,18 +367,23 @@ def test_a_redelivered_confirmation_turn_reuses_the_confirmed_action(chat, llm, 
     webhook.script(Reply.ok({"status": "cancelled"}))
     llm.script("compose", {"response": "Cancelled."})
     chat.say("yes")
-    trace = ReasoningTrace.objects.order_by("-pk").first()
+    trace = (
+        ReasoningTrace.objects.unscoped("test checks the database directly").order_by("-pk").first()
+    )
     assert trace is not None
     chat.all(role="assistant", visibility="visible", trace=trace)[0].delete()
-    ReasoningTrace.objects.filter(pk=trace.pk).update(status="processing")
-    ReasoningTrace.objects.filter(pk=trace.pk).update(
+    ReasoningTrace.objects.unscoped("test checks the database directly").filter(pk=trace.pk).update(
+        status="processing"
+    )
+    ReasoningTrace.objects.unscoped("test checks the database directly").filter(pk=trace.pk).update(
         updated_at=trace.updated_at.replace(year=2000)
     )
     propose_cancel(llm)
     llm.script("compose", {"response": "Cancelled."})
-    turn_process(message_id=trace.user_message_id)
+    with tenant_scope(trace.client_id):
+        turn_process(message_id=trace.user_message_id)
     assert len(webhook.requests) == 1
-    assert ToolExecution.objects.count() == 1
+    assert ToolExecution.objects.unscoped("test checks the database directly").count() == 1
     assert [m.text for m in chat.all(role="assistant", visibility="visible", trace=trace)] == [
         "Cancelled."
     ]

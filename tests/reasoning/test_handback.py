@@ -44,7 +44,7 @@ def test_message_written_during_the_handoff_is_answered_after_hand_back(
 
     _order_lookup_script(llm, webhook)
     agent = session_for(chat.client, "agent")
-    escalation = Escalation.objects.get()
+    escalation = Escalation.objects.unscoped("test checks the database directly").get()
     with django_capture_on_commit_callbacks(execute=True):
         response = agent.post(reverse("api-escalation-resolve", args=[escalation.public_id]))
     assert response.status_code == 200
@@ -56,9 +56,13 @@ def test_message_written_during_the_handoff_is_answered_after_hand_back(
     prompt = llm.requests[0].prompt_text
     assert "Yes please, order TH-10042" in prompt
     assert "Is anyone there?" in prompt
-    answered = ReasoningTrace.objects.get(user_message__text="Yes please, order TH-10042")
+    answered = ReasoningTrace.objects.unscoped("test checks the database directly").get(
+        user_message__text="Yes please, order TH-10042"
+    )
     assert answered.status == "done"
-    earlier = ReasoningTrace.objects.get(user_message__text="Is anyone there?")
+    earlier = ReasoningTrace.objects.unscoped("test checks the database directly").get(
+        user_message__text="Is anyone there?"
+    )
     assert earlier.status == "skipped"
     assert webhook.requests[0].json["params"] == {"order_id": "TH-10042"}
 
@@ -84,11 +88,25 @@ def test_hand_back_with_nothing_unanswered_queues_nothing(
     chat, llm, django_capture_on_commit_callbacks
 ):
     chat.say("Can I talk to a real person?")  # the request itself was answered by the hand-off
-    traces = list(ReasoningTrace.objects.values_list("pk", "status"))
+    traces = list(
+        ReasoningTrace.objects.unscoped("test checks the database directly").values_list(
+            "pk", "status"
+        )
+    )
     with django_capture_on_commit_callbacks(execute=True):
-        escalation_hand_back(client=chat.client, escalation=Escalation.objects.get())
+        escalation_hand_back(
+            client=chat.client,
+            escalation=Escalation.objects.unscoped("test checks the database directly").get(),
+        )
     assert llm.requests == []
-    assert list(ReasoningTrace.objects.values_list("pk", "status")) == traces
+    assert (
+        list(
+            ReasoningTrace.objects.unscoped("test checks the database directly").values_list(
+                "pk", "status"
+            )
+        )
+        == traces
+    )
     assert chat.all(role="assistant", visibility="visible") == []
     chat.conversation.refresh_from_db()
     assert chat.conversation.status == "open"
@@ -101,10 +119,15 @@ def test_staff_reply_after_the_message_means_nothing_is_queued(
     chat.say("Yes please, order TH-10042")
     with django_capture_on_commit_callbacks(execute=True):
         staff_reply(client=chat.client, conversation=chat.conversation, text="Done: it shipped.")
-        escalation_hand_back(client=chat.client, escalation=Escalation.objects.get())
+        escalation_hand_back(
+            client=chat.client,
+            escalation=Escalation.objects.unscoped("test checks the database directly").get(),
+        )
     assert llm.requests == []
     assert chat.all(role="assistant", visibility="visible") == []
-    trace = ReasoningTrace.objects.get(user_message__text="Yes please, order TH-10042")
+    trace = ReasoningTrace.objects.unscoped("test checks the database directly").get(
+        user_message__text="Yes please, order TH-10042"
+    )
     assert trace.status == "skipped"
 
 
@@ -112,7 +135,7 @@ def test_hand_back_twice_queues_one_turn(chat, llm, webhook, django_capture_on_c
     chat.say("Can I talk to a real person?")
     chat.say("Yes please, order TH-10042")
     _order_lookup_script(llm, webhook)
-    escalation = Escalation.objects.get()
+    escalation = Escalation.objects.unscoped("test checks the database directly").get()
     with django_capture_on_commit_callbacks(execute=True):
         escalation_hand_back(client=chat.client, escalation=escalation)
         escalation_hand_back(client=chat.client, escalation=escalation)
@@ -124,7 +147,7 @@ def test_hand_back_is_scoped_to_the_tenant(chat, llm, webhook):
     other = make_shop("adaptive", webhook.url(), slug="other-shop")
     chat.say("Can I talk to a real person?")
     chat.say("Yes please, order TH-10042")
-    escalation = Escalation.objects.get()
+    escalation = Escalation.objects.unscoped("test checks the database directly").get()
     with pytest.raises(Escalation.DoesNotExist):
         escalation_hand_back(client=other, escalation=escalation)
     escalation.refresh_from_db()

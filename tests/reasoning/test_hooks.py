@@ -53,7 +53,11 @@ def test_no_hooks_by_default_the_draft_goes_out(chat: Chat, llm: Any) -> None:
     replies = chat.say("Do you ship abroad?")
 
     assert [r.text for r in replies] == ["We ship worldwide."]
-    assert not ReasoningStep.objects.filter(name="hook").exists()
+    assert (
+        not ReasoningStep.objects.unscoped("test checks the database directly")
+        .filter(name="hook")
+        .exists()
+    )
 
 
 def test_a_hook_replaces_the_reply_and_lowers_confidence(chat: Chat, llm: Any, hooks: None) -> None:
@@ -64,7 +68,7 @@ def test_a_hook_replaces_the_reply_and_lowers_confidence(chat: Chat, llm: Any, h
 
     assert [r.text for r in replies] == ["We ship worldwide. (checked)"]
     assert replies[0].data["confidence"] == 3
-    step = ReasoningStep.objects.get(name="hook")
+    step = ReasoningStep.objects.unscoped("test checks the database directly").get(name="hook")
     assert step.input_summary == "test_polish"
     assert step.output["changes"][0]["replace"] == {
         "from": "We ship worldwide.",
@@ -81,7 +85,7 @@ def test_a_hook_hands_the_conversation_to_a_person(chat: Chat, llm: Any, hooks: 
 
     assert [r.kind for r in replies] == ["handoff"]
     assert "We ship worldwide." not in [r.text for r in replies]
-    escalation = Escalation.objects.get()
+    escalation = Escalation.objects.unscoped("test checks the database directly").get()
     assert (escalation.reason, escalation.detail) == (
         "policy",
         "a reviewer wants a person to answer",
@@ -89,7 +93,12 @@ def test_a_hook_hands_the_conversation_to_a_person(chat: Chat, llm: Any, hooks: 
     chat.conversation.refresh_from_db()
     assert chat.conversation.status == "escalated"
     # staff can still read what the assistant would have said
-    assert ReasoningStep.objects.get(name="hook_handoff").output["draft"] == "We ship worldwide."
+    assert (
+        ReasoningStep.objects.unscoped("test checks the database directly")
+        .get(name="hook_handoff")
+        .output["draft"]
+        == "We ship worldwide."
+    )
 
 
 def test_a_failing_hook_keeps_the_reply_and_is_recorded(chat: Chat, llm: Any, hooks: None) -> None:
@@ -100,12 +109,17 @@ def test_a_failing_hook_keeps_the_reply_and_is_recorded(chat: Chat, llm: Any, ho
 
     # the broken hook's half-done change is dropped; the next hook works on the intact draft
     assert [r.text for r in replies] == ["We ship worldwide. (checked)"]
-    failed = list(ReasoningStep.objects.filter(name="hook").exclude(error="").order_by("index"))
+    failed = list(
+        ReasoningStep.objects.unscoped("test checks the database directly")
+        .filter(name="hook")
+        .exclude(error="")
+        .order_by("index")
+    )
     assert [(s.input_summary, s.error) for s in failed] == [
         ("test_broken", "RuntimeError: the checker crashed"),
         ("no_such_hook", "LookupError: no post-draft hook named 'no_such_hook' is registered"),
     ]
-    assert not Escalation.objects.exists()
+    assert not Escalation.objects.unscoped("test checks the database directly").exists()
 
 
 def test_the_shipped_low_confidence_hook_hands_over_an_unsure_draft(chat: Chat, llm: Any) -> None:
@@ -116,7 +130,10 @@ def test_the_shipped_low_confidence_hook_hands_over_an_unsure_draft(chat: Chat, 
     replies = chat.say("Is the blue tent waterproof?")
 
     assert [r.kind for r in replies] == ["handoff"]
-    assert Escalation.objects.get().reason == "low_confidence"
+    assert (
+        Escalation.objects.unscoped("test checks the database directly").get().reason
+        == "low_confidence"
+    )
 
 
 def test_plan_admin_lets_an_operator_pick_hooks(client: Any, hooks: None) -> None:

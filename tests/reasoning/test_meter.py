@@ -45,7 +45,7 @@ def test_a_batch_job_call_is_billed_without_a_conversation_or_trace(llm: Any) ->
     result = meter.call(step="respond", messages=PROMPT, output=RespondOut)
 
     assert result.parsed.response == "Customers asked about shipping."
-    record = UsageRecord.objects.get()
+    record = UsageRecord.objects.unscoped("test checks the database directly").get()
     assert record.client == client
     assert record.conversation is None and record.trace is None
     assert record.purpose == "insights"
@@ -73,7 +73,7 @@ def test_the_monthly_budget_stops_a_batch_job_before_the_call(llm: Any) -> None:
 
     assert caught.value.metric == "tokens"
     assert len(llm.requests) == 1  # the refused call was never made
-    assert UsageRecord.objects.count() == 1
+    assert UsageRecord.objects.unscoped("test checks the database directly").count() == 1
 
 
 def test_the_token_cap_of_a_run_stops_the_call_before_it_is_made(llm: Any) -> None:
@@ -83,7 +83,10 @@ def test_the_token_cap_of_a_run_stops_the_call_before_it_is_made(llm: Any) -> No
     with pytest.raises(TokenCapExceeded):
         meter.call(step="respond", messages=PROMPT, output=RespondOut)
 
-    assert llm.requests == [] and not UsageRecord.objects.exists()
+    assert (
+        llm.requests == []
+        and not UsageRecord.objects.unscoped("test checks the database directly").exists()
+    )
 
 
 def test_a_turn_meter_needs_its_trace() -> None:
@@ -99,7 +102,7 @@ def test_offline_batch_call_is_metered_too(settings: Any) -> None:
 
     meter.call(step="respond", messages=PROMPT, output=RespondOut, hint=hint)
 
-    record = UsageRecord.objects.get()
+    record = UsageRecord.objects.unscoped("test checks the database directly").get()
     assert (record.purpose, record.model, record.tokens_estimated) == (
         "benchmark",
         "offline-demo",
@@ -136,15 +139,15 @@ def test_a_deliberative_plan_is_recorded_and_billed_as_deliberative(
 
     assert [r.text for r in replies] == ["We ship worldwide."]
     assert [r.step for r in llm.requests] == ["reason_step", "synthesize"]
-    trace = ReasoningTrace.objects.get()
+    trace = ReasoningTrace.objects.unscoped("test checks the database directly").get()
     assert trace.mode == "deliberative"
-    records = list(UsageRecord.objects.order_by("pk"))
+    records = list(UsageRecord.objects.unscoped("test checks the database directly").order_by("pk"))
     assert [r.step for r in records] == ["reason_step", "synthesize"]
     for record in records:
         assert record.mode == "deliberative"
         assert record.multiplier == Decimal("2.5")
         assert record.billed_usd == billed_amount(cost=record.cost_usd, multiplier=Decimal("2.5"))
-    reply = Message.objects.get(pk=replies[0].pk)
+    reply = Message.objects.unscoped("test checks the database directly").get(pk=replies[0].pk)
     assert reply.data["mode"] == "deliberative"
     today = timezone.localdate()
     report = usage_report(client=shop, start=today, end=today, group_by="mode")

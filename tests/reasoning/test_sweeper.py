@@ -22,7 +22,9 @@ ORDER = {"order_id": "TH-12345"}
 
 
 def _age(model, pk, seconds: float, field: str = "updated_at") -> None:
-    model.objects.filter(pk=pk).update(**{field: timezone.now() - timedelta(seconds=seconds)})
+    model.objects.unscoped("test ages a row").filter(pk=pk).update(
+        **{field: timezone.now() - timedelta(seconds=seconds)}
+    )
 
 
 @pytest.fixture
@@ -33,7 +35,7 @@ def lease(settings) -> int:
 
 def _lost_message(chat, monkeypatch, text: str) -> Message:
     """A stored message whose task never ran (a lost task, a broker that dropped it)."""
-    monkeypatch.setattr("apps.reasoning.services._enqueue", lambda message_id: None)
+    monkeypatch.setattr("apps.reasoning.services._enqueue", lambda message_id, client_id: None)
     message = handle_turn(client=chat.client, conversation=chat.conversation, text=text)
     monkeypatch.undo()
     return message
@@ -62,8 +64,10 @@ def test_a_stuck_turn_is_requeued_without_running_its_tool_twice(chat, llm, webh
     chat.say("Where is TH-12345?")
     assert webhook.executed_count == 1
     # Pretend the worker died after the tool ran, before the turn was closed.
-    trace = ReasoningTrace.objects.get()
-    ReasoningTrace.objects.filter(pk=trace.pk).update(status="processing")
+    trace = ReasoningTrace.objects.unscoped("test checks the database directly").get()
+    ReasoningTrace.objects.unscoped("test checks the database directly").filter(pk=trace.pk).update(
+        status="processing"
+    )
     Message.objects.filter(trace=trace, role="assistant", visibility="visible").delete()
     _age(ReasoningTrace, trace.pk, lease + 1)
     llm.script("assess", assess(tool_call="get_order_status", tool_params=ORDER))
@@ -74,7 +78,7 @@ def test_a_stuck_turn_is_requeued_without_running_its_tool_twice(chat, llm, webh
     trace.refresh_from_db()
     assert trace.status == "done"
     assert webhook.executed_count == 1  # the idempotency key returned the stored result
-    assert ToolExecution.objects.count() == 1
+    assert ToolExecution.objects.unscoped("test checks the database directly").count() == 1
     assert [m.text for m in chat.all(role="assistant", visibility="visible")] == ["It shipped."]
 
 
@@ -82,7 +86,9 @@ def test_a_turn_stuck_again_after_requeue_is_handed_off(chat, llm, lease, monkey
     message = _lost_message(chat, monkeypatch, "Where is my parcel?")
     _age(Message, message.pk, lease + 1, "created_at")
     # the re-queued task is lost too
-    monkeypatch.setattr("apps.reasoning.tasks.process_turn.delay", lambda message_id: None)
+    monkeypatch.setattr(
+        "apps.reasoning.tasks.process_turn.delay", lambda message_id, client_id=None: None
+    )
     assert turns_sweep().requeued == 1
     trace = ReasoningTrace.objects.get(user_message=message)
     assert trace.status == "processing"
@@ -93,7 +99,7 @@ def test_a_turn_stuck_again_after_requeue_is_handed_off(chat, llm, lease, monkey
     assert result.given_up == 1
     [handoff] = chat.all(kind="handoff")
     assert handoff.visibility == "visible"
-    escalation = Escalation.objects.get()
+    escalation = Escalation.objects.unscoped("test checks the database directly").get()
     assert escalation.reason == "system_failure"
     trace.refresh_from_db()
     assert trace.status == "failed" and trace.escalated and trace.error

@@ -9,6 +9,7 @@ from django.test.utils import CaptureQueriesContext
 
 from apps.conversations.models import Message
 from apps.conversations.services import conversation_create, message_append
+from apps.core.tenancy import tenant_scope
 from apps.escalations.models import Escalation
 from apps.escalations.services import escalation_resolve
 from apps.reasoning.models import ReasoningTrace
@@ -25,20 +26,33 @@ def test_asking_for_a_human_escalates_without_any_llm_call(chat, llm):
     replies = chat.say("I want to talk to a real person please")
     assert llm.requests == []
     assert replies[-1].kind == "handoff"
-    assert Escalation.objects.get().reason == "customer_request"
+    assert (
+        Escalation.objects.unscoped("test checks the database directly").get().reason
+        == "customer_request"
+    )
 
 
 def test_escalated_conversation_runs_no_llm_until_handed_back(chat, llm):
     chat.say("Can I speak to a human?")
     replies = chat.say("Hello? Anyone there?")
     assert replies == []  # stored for staff, no AI reply
-    assert Message.objects.filter(role="user", text="Hello? Anyone there?").exists()
+    assert (
+        Message.objects.unscoped("test checks the database directly")
+        .filter(role="user", text="Hello? Anyone there?")
+        .exists()
+    )
     assert llm.requests == []
-    skipped = ReasoningTrace.objects.get(user_message__text="Hello? Anyone there?")
+    skipped = ReasoningTrace.objects.unscoped("test checks the database directly").get(
+        user_message__text="Hello? Anyone there?"
+    )
     assert skipped.status == "skipped"
     assert skipped.llm_calls == 0
 
-    escalation_resolve(client=chat.client, escalation=Escalation.objects.get(), actor=None)
+    escalation_resolve(
+        client=chat.client,
+        escalation=Escalation.objects.unscoped("test checks the database directly").get(),
+        actor=None,
+    )
     llm.script("assess", assess(response="Hi again! How can I help?"))
     replies = chat.say("Are you back?")
     assert [r.text for r in replies] == ["Hi again! How can I help?"]
@@ -68,7 +82,7 @@ def test_status_is_rechecked_before_the_reply_is_posted(chat, llm, shop):
     llm.script("assess", take_over)
     replies = chat.say("hello")
     assert "An AI answer nobody should see" not in [r.text for r in replies]
-    trace = ReasoningTrace.objects.get()
+    trace = ReasoningTrace.objects.unscoped("test checks the database directly").get()
     assert trace.status == "skipped"
     assert trace.steps.filter(name="reply_suppressed").exists()
 
@@ -78,11 +92,15 @@ def test_redelivered_turn_posts_nothing_twice_and_runs_no_tool_twice(chat, llm, 
     webhook.script(Reply.ok({"status": "shipped"}))
     llm.script("compose", {"response": "Shipped."})
     chat.say("status of TH-12345")
-    message = Message.objects.get(role="user")
-    before = Message.objects.count()
-    assert turn_process(message_id=message.pk) is None  # the task delivered again
-    assert Message.objects.count() == before
-    assert len(webhook.requests) == 1 and ToolExecution.objects.count() == 1
+    message = Message.objects.unscoped("test checks the database directly").get(role="user")
+    before = Message.objects.unscoped("test checks the database directly").count()
+    with tenant_scope(message.client_id):
+        assert turn_process(message_id=message.pk) is None  # the task delivered again
+    assert Message.objects.unscoped("test checks the database directly").count() == before
+    assert (
+        len(webhook.requests) == 1
+        and ToolExecution.objects.unscoped("test checks the database directly").count() == 1
+    )
 
 
 def test_turn_of_a_dead_worker_is_taken_over_without_repeating_the_tool(chat, llm, webhook):
@@ -92,19 +110,27 @@ def test_turn_of_a_dead_worker_is_taken_over_without_repeating_the_tool(chat, ll
     webhook.script(Reply.ok({"status": "shipped"}))
     llm.script("compose", {"response": "Shipped."})
     chat.say("status of TH-12345")
-    trace = ReasoningTrace.objects.get()
+    trace = ReasoningTrace.objects.unscoped("test checks the database directly").get()
     # simulate: the reply was never posted and the worker's lease ran out
     Message.objects.filter(trace=trace, role="assistant", visibility="visible").delete()
-    ReasoningTrace.objects.filter(pk=trace.pk).update(status="processing")
-    ReasoningTrace.objects.filter(pk=trace.pk).update(
+    ReasoningTrace.objects.unscoped("test checks the database directly").filter(pk=trace.pk).update(
+        status="processing"
+    )
+    ReasoningTrace.objects.unscoped("test checks the database directly").filter(pk=trace.pk).update(
         updated_at=trace.updated_at.replace(year=2000)
     )
     llm.script("assess", assess(tool_call="get_order_status", tool_params=ORDER, confidence=9))
     llm.script("compose", {"response": "Shipped."})
-    turn_process(message_id=trace.user_message_id)
+    with tenant_scope(trace.client_id):
+        turn_process(message_id=trace.user_message_id)
     assert len(webhook.requests) == 1
-    assert ToolExecution.objects.count() == 1
-    assert Message.objects.filter(role="assistant", visibility="visible").count() == 1
+    assert ToolExecution.objects.unscoped("test checks the database directly").count() == 1
+    assert (
+        Message.objects.unscoped("test checks the database directly")
+        .filter(role="assistant", visibility="visible")
+        .count()
+        == 1
+    )
 
 
 def _queries_for_one_turn(shop, llm, capture, history: int) -> int:
@@ -125,7 +151,8 @@ def _queries_for_one_turn(shop, llm, capture, history: int) -> int:
         message = handle_turn(client=shop, conversation=conversation, text="hello")
     with CaptureQueriesContext(connection) as ctx:
         ReasoningTrace.objects.filter(user_message=message).delete()
-        turn_process(message_id=message.pk)
+        with tenant_scope(message.client_id):
+            turn_process(message_id=message.pk)
     return len(ctx.captured_queries)
 
 
@@ -141,7 +168,10 @@ def test_adaptive_turn_query_budget(chat, llm, django_assert_max_num_queries):
     chat.say("warm up")
     llm.script("assess", assess(response="Sure."))
     message = handle_turn(client=chat.client, conversation=chat.conversation, text="and now?")
-    with django_assert_max_num_queries(21):  # (savepoints: the test's own transaction is open)
+    with (
+        django_assert_max_num_queries(21),  # (savepoints: the test's own transaction is open)
+        tenant_scope(message.client_id),
+    ):
         turn_process(message_id=message.pk)
 
 
@@ -181,9 +211,10 @@ def test_query_count_of_a_turn_as_a_worker_runs_it(
             client=shop, conversation=conversation, role="user", text="Returns?"
         ).pk
 
-    turn_process(message_id=stored_message())  # warm: the notes cache, the SDK client
+    with tenant_scope(shop.pk):  # warm: the notes cache, the SDK client
+        turn_process(message_id=stored_message())
     message_id = stored_message()
-    with django_assert_num_queries(queries):
+    with django_assert_num_queries(queries), tenant_scope(shop.pk):
         turn_process(message_id=message_id)
     trace = ReasoningTrace.objects.get(user_message_id=message_id)
     assert (trace.status, trace.llm_calls, trace.escalated) == ("done", len(script), False)
@@ -209,7 +240,7 @@ def test_standard_mode_sends_full_context_in_one_call(
     for tool in ["get_order_status", "update_shipping_address", "cancel_order"]:
         assert f"{tool} (" in call.prompt_text and '"required":["order_id"' in call.prompt_text
     assert "gift_card_balance" not in call.prompt_text  # disabled tools are not offered
-    assert ReasoningTrace.objects.get().llm_calls == 1
+    assert ReasoningTrace.objects.unscoped("test checks the database directly").get().llm_calls == 1
 
 
 def test_client_b_tools_are_never_offered_or_run_for_client_a(
@@ -246,7 +277,7 @@ def test_staff_reply_takes_ownership_and_silences_the_ai(chat, llm):
     assert message.visibility == "visible"
     chat.conversation.refresh_from_db()
     assert chat.conversation.status == "escalated"
-    escalation = Escalation.objects.get()
+    escalation = Escalation.objects.unscoped("test checks the database directly").get()
     assert escalation.reason == "staff_takeover"
     assert escalation.assigned_to == agent
     assert chat.say("thanks Sam") == []
@@ -260,12 +291,14 @@ def test_turns_of_one_conversation_run_in_message_order(chat, llm):
     first = handle_turn(client=chat.client, conversation=chat.conversation, text="first")
     second = handle_turn(client=chat.client, conversation=chat.conversation, text="second")
     # the task of the second message arrives first: it must wait for the first
-    with pytest.raises(TurnBusy):
+    with pytest.raises(TurnBusy), tenant_scope(second.client_id):
         turn_process(message_id=second.pk)
     assert not ReasoningTrace.objects.filter(user_message=second).exists()
     llm.script("assess", assess(response="one"), assess(response="two"))
-    turn_process(message_id=first.pk)
-    turn_process(message_id=second.pk)
+    with tenant_scope(first.client_id):
+        turn_process(message_id=first.pk)
+    with tenant_scope(second.client_id):
+        turn_process(message_id=second.pk)
     replies = [m.text for m in chat.all(role="assistant", visibility="visible")]
     assert replies == ["one", "two"]
     chat.conversation.refresh_from_db()
@@ -281,17 +314,18 @@ def test_a_held_turn_lock_makes_the_next_turn_wait(chat, llm):
     from apps.reasoning.services import TurnBusy
 
     message = handle_turn(client=chat.client, conversation=chat.conversation, text="hello")
-    Conversation.objects.filter(pk=chat.conversation.pk).update(
-        turn_lock_until=timezone.now() + timedelta(minutes=1)
-    )
-    with pytest.raises(TurnBusy):
+    Conversation.objects.unscoped("test checks the database directly").filter(
+        pk=chat.conversation.pk
+    ).update(turn_lock_until=timezone.now() + timedelta(minutes=1))
+    with pytest.raises(TurnBusy), tenant_scope(message.client_id):
         turn_process(message_id=message.pk)
     # a lock past its lease belongs to a dead worker and no longer blocks
-    Conversation.objects.filter(pk=chat.conversation.pk).update(
-        turn_lock_until=timezone.now() - timedelta(seconds=1)
-    )
+    Conversation.objects.unscoped("test checks the database directly").filter(
+        pk=chat.conversation.pk
+    ).update(turn_lock_until=timezone.now() - timedelta(seconds=1))
     llm.script("assess", assess(response="hi"))
-    turn_process(message_id=message.pk)
+    with tenant_scope(message.client_id):
+        turn_process(message_id=message.pk)
     assert [m.text for m in chat.all(role="assistant", visibility="visible")] == ["hi"]
 
 

@@ -142,9 +142,9 @@ def test_facts_for_a_question_answered_late_or_not_shown(setup):
     pending.refresh_from_db()
     assert pending.status == PendingActionStatus.PENDING  # PENDING = left as it is
 
-    PendingAction.objects.filter(pk=pending.pk).update(
-        question=None, expires_at=timezone.now() - timedelta(seconds=1)
-    )
+    PendingAction.objects.unscoped("test checks the database directly").filter(
+        pk=pending.pk
+    ).update(question=None, expires_at=timezone.now() - timedelta(seconds=1))
     resolve(setup, "yes", decide)
     assert seen[1].shown_before is False and seen[1].expired is True
 
@@ -168,7 +168,12 @@ def test_writes_stay_within_the_client(setup, client_b):
     other = conversation_create(client=client_b)[0]
     question = message_append(client=client_b, conversation=other, role=Role.ASSISTANT, text="?")
     pending_mark_shown(client=client_b, pending_id=pending.pk, question=question)
-    pending_mark_executed(client=client_b, pending=PendingAction.objects.get(pk=pending.pk))
+    pending_mark_executed(
+        client=client_b,
+        pending=PendingAction.objects.unscoped("test checks the database directly").get(
+            pk=pending.pk
+        ),
+    )
     assert pending_expire_open(client=client_b, conversation=setup["conversation"]) == 0
     pending.refresh_from_db()
     assert pending.status == PendingActionStatus.PENDING

@@ -85,7 +85,9 @@ def test_an_event_stream_through_the_streaming_path(widget, app, monkeypatch):
     monkeypatch.setattr(widget_streams, "STREAM_SECONDS", 0)
     monkeypatch.setattr(widget_streams, "POLL_SECONDS", 0)
     conversation_id, token = widget.conversation()
-    conversation = Conversation.objects.get(public_id=conversation_id)
+    conversation = Conversation.objects.unscoped("test checks the database directly").get(
+        public_id=conversation_id
+    )
     message_append(client=widget.client, conversation=conversation, role=Role.USER, text="Hi")
     path = f"/api/v1/widget/conversations/{conversation_id}/events"
     request = scope(path, {"key": widget.key, "token": token}, {"Origin": widget.origin})

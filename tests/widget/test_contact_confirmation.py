@@ -16,6 +16,7 @@ from django.test import Client as DjangoClient
 
 from apps.conversations.models import Conversation
 from apps.conversations.services import unseen_replies_email
+from apps.core.tenancy import tenant_scope
 from apps.escalations.services import staff_reply
 from tests.widget.conftest import API, Widget
 from tests.widget.contact import confirmation_links, contact, open_link
@@ -36,7 +37,9 @@ def leave(widget: Widget, conversation_id: str, token: str, address: str, captur
 
 
 def reply(conversation_id: str, text: str) -> Any:
-    conversation = Conversation.objects.get(public_id=conversation_id)
+    conversation = Conversation.objects.unscoped("test checks the database directly").get(
+        public_id=conversation_id
+    )
     return staff_reply(client=conversation.client, conversation=conversation, text=text)
 
 
@@ -53,8 +56,11 @@ def test_an_unconfirmed_address_gets_no_staff_reply(widget, django_capture_on_co
     mail.outbox.clear()
 
     reply(cid, "Hi, Sam here — your refund is on its way.")
-    conversation = Conversation.objects.get(public_id=cid)
-    assert unseen_replies_email(conversation_id=conversation.pk) == 0
+    conversation = Conversation.objects.unscoped("test checks the database directly").get(
+        public_id=cid
+    )
+    with tenant_scope(conversation.client_id):
+        assert unseen_replies_email(conversation_id=conversation.pk) == 0
     assert mail.outbox == []
     assert conversation.reply_emailed_seq == 0  # not marked as mailed either
 
@@ -73,14 +79,18 @@ def test_the_link_confirms_and_replies_are_mailed(widget, django_capture_on_comm
     assert "E-mail address confirmed" in html and ANN in html and widget.client.name in html
     assert page["Referrer-Policy"] == "no-referrer"
     assert "default-src 'none'" in page["Content-Security-Policy"]
-    conversation = Conversation.objects.get(public_id=cid)
+    conversation = Conversation.objects.unscoped("test checks the database directly").get(
+        public_id=cid
+    )
     assert conversation.contact_email_confirmed_at is not None
 
     # The reply that waited is e-mailed now; later ones too.
-    assert unseen_replies_email(conversation_id=conversation.pk) == 1
+    with tenant_scope(conversation.client_id):
+        assert unseen_replies_email(conversation_id=conversation.pk) == 1
     assert mail.outbox[0].to == [ANN] and "your refund is on its way" in mail.outbox[0].body
     reply(cid, "Anything else?")
-    assert unseen_replies_email(conversation_id=conversation.pk) == 1
+    with tenant_scope(conversation.client_id):
+        assert unseen_replies_email(conversation_id=conversation.pk) == 1
     # The widget says so on its next read.
     messages = widget.http.get(
         f"{API}conversations/{cid}/messages?after=0", headers=widget.headers(token)
@@ -101,7 +111,9 @@ def test_a_new_address_needs_its_own_confirmation(widget, django_capture_on_comm
     (old_link,) = confirmation_links(ANN)
     assert open_link(old_link).status_code == 200
     leave(widget, cid, token, "bo@example.com", django_capture_on_commit_callbacks)
-    conversation = Conversation.objects.get(public_id=cid)
+    conversation = Conversation.objects.unscoped("test checks the database directly").get(
+        public_id=cid
+    )
     assert conversation.contact_email == "bo@example.com"
     assert conversation.contact_email_confirmed_at is None
     # The old address's link does not confirm the new address.
@@ -109,7 +121,8 @@ def test_a_new_address_needs_its_own_confirmation(widget, django_capture_on_comm
     conversation.refresh_from_db()
     assert conversation.contact_email_confirmed_at is None
     reply(cid, "Hello?")
-    assert unseen_replies_email(conversation_id=conversation.pk) == 0
+    with tenant_scope(conversation.client_id):
+        assert unseen_replies_email(conversation_id=conversation.pk) == 0
 
 
 def test_a_link_confirms_only_its_own_conversation(
@@ -124,10 +137,35 @@ def test_a_link_confirms_only_its_own_conversation(
     link_x = confirmation_links(ANN)[0]
     assert open_link(link_x).status_code == 200
 
-    confirmed = dict(Conversation.objects.values_list("public_id", "contact_email_confirmed_at"))
-    assert confirmed[Conversation.objects.get(public_id=x).public_id] is not None
-    assert confirmed[Conversation.objects.get(public_id=y).public_id] is None
-    assert confirmed[Conversation.objects.get(public_id=z).public_id] is None
+    confirmed = dict(
+        Conversation.objects.unscoped("test checks the database directly").values_list(
+            "public_id", "contact_email_confirmed_at"
+        )
+    )
+    assert (
+        confirmed[
+            Conversation.objects.unscoped("test checks the database directly")
+            .get(public_id=x)
+            .public_id
+        ]
+        is not None
+    )
+    assert (
+        confirmed[
+            Conversation.objects.unscoped("test checks the database directly")
+            .get(public_id=y)
+            .public_id
+        ]
+        is None
+    )
+    assert (
+        confirmed[
+            Conversation.objects.unscoped("test checks the database directly")
+            .get(public_id=z)
+            .public_id
+        ]
+        is None
+    )
 
     # A tampered link (another conversation's id spliced in, a bad signature, garbage)
     # confirms nothing.
@@ -141,7 +179,8 @@ def test_a_link_confirms_only_its_own_conversation(
         assert response.status_code == 404
         assert "does not work" in response.content.decode()
     assert (
-        Conversation.objects.exclude(public_id=x)
+        Conversation.objects.unscoped("test checks the database directly")
+        .exclude(public_id=x)
         .filter(contact_email_confirmed_at__isnull=False)
         .count()
         == 0
@@ -160,7 +199,12 @@ def test_an_expired_link_confirms_nothing(
         response = open_link(link)
     assert response.status_code == 410
     assert "expired" in response.content.decode()
-    assert Conversation.objects.get(public_id=cid).contact_email_confirmed_at is None
+    assert (
+        Conversation.objects.unscoped("test checks the database directly")
+        .get(public_id=cid)
+        .contact_email_confirmed_at
+        is None
+    )
 
 
 def test_confirmation_emails_are_limited_per_address(
@@ -180,7 +224,12 @@ def test_confirmation_emails_are_limited_per_address(
     assert "check your inbox" in error["fields"]["email"]
     assert 0 < int(refused["Retry-After"]) <= 3600
     assert len(confirmation_links(ANN)) == 3
-    assert Conversation.objects.get(public_id=cid).contact_email == ""  # nothing stored
+    assert (
+        Conversation.objects.unscoped("test checks the database directly")
+        .get(public_id=cid)
+        .contact_email
+        == ""
+    )  # nothing stored
 
     # Another address is not affected.
     other = leave(widget, cid, token, "bo@example.com", django_capture_on_commit_callbacks)
@@ -199,5 +248,10 @@ def test_confirmation_emails_are_limited_per_conversation(
         assert response.status_code == 200
     refused = leave(widget, cid, token, "visitor9@example.com", django_capture_on_commit_callbacks)
     assert refused.status_code == 429
-    assert Conversation.objects.get(public_id=cid).contact_email == "visitor2@example.com"
+    assert (
+        Conversation.objects.unscoped("test checks the database directly")
+        .get(public_id=cid)
+        .contact_email
+        == "visitor2@example.com"
+    )
     assert not confirmation_links("visitor9@example.com")

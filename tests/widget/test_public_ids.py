@@ -54,7 +54,9 @@ def test_message_ids_in_the_widget_are_opaque(
         message = widget.say(conversation_id, token, "When are you open?").json()["message"]
     assert is_uuid(message["id"]), message
     assert message["seq"] == 1  # seq: per conversation
-    stored = Message.objects.get(public_id=message["id"])
+    stored = Message.objects.unscoped("test checks the database directly").get(
+        public_id=message["id"]
+    )
     assert stored.conversation.public_id == uuid.UUID(conversation_id)
     listed = widget.messages(conversation_id, token).json()["results"]
     assert [m["text"] for m in listed] == ["When are you open?", "We're open 8 to 6."]
@@ -69,7 +71,9 @@ def test_escalation_ids_in_the_widget_are_opaque(widget: Any, llm: Any) -> None:
     conversation_id, token = widget.conversation()
     body = widget.say(conversation_id, token, "I want to talk to a human").json()
     [handoff] = body["replies"]
-    escalation = Escalation.objects.get(conversation__public_id=conversation_id)
+    escalation = Escalation.objects.unscoped("test checks the database directly").get(
+        conversation__public_id=conversation_id
+    )
     assert handoff["data"]["escalation_id"] == str(escalation.public_id)
     assert is_uuid(handoff["data"]["escalation_id"])
 
@@ -114,5 +118,15 @@ def test_another_tenants_escalation_id_is_a_404(widget: Any) -> None:
     api = api_for(api_key_issue(client=widget.client, name="owner", role=Role.OWNER)[1])
     response = api.post(reverse("api-escalation-resolve", args=[escalation.public_id]))
     assert response.status_code == 404
-    assert Escalation.objects.get(pk=escalation.pk).status == "open"
-    assert Conversation.objects.get(pk=conversation.pk).status == "escalated"
+    assert (
+        Escalation.objects.unscoped("test checks the database directly")
+        .get(pk=escalation.pk)
+        .status
+        == "open"
+    )
+    assert (
+        Conversation.objects.unscoped("test checks the database directly")
+        .get(pk=conversation.pk)
+        .status
+        == "escalated"
+    )

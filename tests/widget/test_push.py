@@ -90,7 +90,9 @@ def test_asgi_stream_without_redis_speaks_the_documented_protocol(widget, monkey
     monkeypatch.setattr(widget_streams, "STREAM_SECONDS", 0)
     monkeypatch.setattr(widget_streams, "POLL_SECONDS", 0)
     conversation_id, token = widget.conversation()
-    conversation = Conversation.objects.get(public_id=conversation_id)
+    conversation = Conversation.objects.unscoped("test checks the database directly").get(
+        public_id=conversation_id
+    )
     for text in ("one", "two", "three"):
         say(conversation, text)
 
@@ -123,7 +125,9 @@ def test_a_committed_message_is_pushed_to_the_open_stream(widget, settings, monk
     monkeypatch.setattr(widget_streams, "PUSH_STREAM_SECONDS", 30)
     monkeypatch.setattr(widget_streams, "POLL_SECONDS", 3600)
     conversation_id, token = widget.conversation()
-    conversation = Conversation.objects.get(public_id=conversation_id)
+    conversation = Conversation.objects.unscoped("test checks the database directly").get(
+        public_id=conversation_id
+    )
     say(conversation, "Hi", role=Role.USER)
 
     async def scenario() -> list[list[dict[str, str]]]:
@@ -163,7 +167,9 @@ def test_changes_are_published_after_commit_and_never_for_a_rollback(widget, set
 
     settings.REDIS_URL = REDIS_URL
     conversation_id, _token = widget.conversation()
-    conversation = Conversation.objects.get(public_id=conversation_id)
+    conversation = Conversation.objects.unscoped("test checks the database directly").get(
+        public_id=conversation_id
+    )
     listener = redis.Redis.from_url(REDIS_URL).pubsub(ignore_subscribe_messages=True)
     channel = f"{events.CHANNEL_PREFIX}{conversation.pk}"
     listener.subscribe(channel)

@@ -14,6 +14,7 @@ from django.test import Client as DjangoClient
 
 from apps.conversations.models import Conversation, Role
 from apps.conversations.services import message_append, unseen_replies_email
+from apps.core.tenancy import tenant_scope
 from apps.escalations.services import staff_reply
 from tests.factories import ClientFactory
 from tests.widget.conftest import API, Widget
@@ -30,7 +31,9 @@ def error(response: Any) -> dict[str, Any]:
 
 def started(widget: Widget) -> tuple[Conversation, str]:
     conversation_id, token = widget.conversation()
-    return Conversation.objects.get(public_id=conversation_id), token
+    return Conversation.objects.unscoped("test checks the database directly").get(
+        public_id=conversation_id
+    ), token
 
 
 # ---------------------------------------------------------------------------- the frame
@@ -107,8 +110,17 @@ def test_tenant_b_cannot_set_or_read_tenant_a_contact(client_a, client_b):
         response = contact(b, conversation_id, token, {"email": "eve@b.example"})
         assert response.status_code == 404
         assert error(response)["code"] == "not_found"
-    assert Conversation.objects.get(public_id=conversation_id).contact_email == "ann@a.example"
-    assert not Conversation.objects.filter(contact_email="eve@b.example").exists()
+    assert (
+        Conversation.objects.unscoped("test checks the database directly")
+        .get(public_id=conversation_id)
+        .contact_email
+        == "ann@a.example"
+    )
+    assert (
+        not Conversation.objects.unscoped("test checks the database directly")
+        .filter(contact_email="eve@b.example")
+        .exists()
+    )
 
 
 def test_contact_is_throttled_per_conversation(widget, settings):
@@ -150,7 +162,9 @@ def test_asking_for_messages_after_n_records_that_n_was_seen(widget):
 def test_another_tenant_cannot_mark_messages_seen(client_a, client_b):
     a, b = Widget(client_a), Widget(client_b)
     conversation_id, token_a = a.conversation()
-    conversation = Conversation.objects.get(public_id=conversation_id)
+    conversation = Conversation.objects.unscoped("test checks the database directly").get(
+        public_id=conversation_id
+    )
     message_append(client=client_a, conversation=conversation, role="assistant", text="hi")
     assert b.messages(conversation_id, token_a, after=1).status_code == 404
     conversation.refresh_from_db()
@@ -179,8 +193,10 @@ def test_unseen_staff_replies_are_mailed_once_as_one_batch(waiting):
     client = waiting.client
     reply(waiting, "Hi, Sam here — your refund is on its way.")
     reply(waiting, "It should reach your card within 3 days.")
-    assert unseen_replies_email(conversation_id=waiting.pk) == 2
-    assert unseen_replies_email(conversation_id=waiting.pk) == 0  # the task ran twice
+    with tenant_scope(waiting.client_id):
+        assert unseen_replies_email(conversation_id=waiting.pk) == 2
+    with tenant_scope(waiting.client_id):
+        assert unseen_replies_email(conversation_id=waiting.pk) == 0  # the task ran twice
     assert len(mail.outbox) == 1
     sent = mail.outbox[0]
     assert sent.to == ["ann@example.com"]
@@ -195,7 +211,8 @@ def test_unseen_staff_replies_are_mailed_once_as_one_batch(waiting):
 
     # A later reply is a new batch: only it is mailed.
     reply(waiting, "Anything else I can do?")
-    assert unseen_replies_email(conversation_id=waiting.pk) == 1
+    with tenant_scope(waiting.client_id):
+        assert unseen_replies_email(conversation_id=waiting.pk) == 1
     assert len(mail.outbox) == 2
     assert "Anything else" in mail.outbox[1].body and "refund" not in mail.outbox[1].body
     assert mail.outbox[1].subject.endswith("a new reply to your chat")
@@ -209,14 +226,16 @@ def test_replies_the_widget_displayed_are_not_mailed(waiting, widget):
         f"{API}conversations/{waiting.public_id}/messages?after={waiting.last_seq}",
         headers=widget.headers(waiting.visitor_token),
     )
-    assert unseen_replies_email(conversation_id=waiting.pk) == 0
+    with tenant_scope(waiting.client_id):
+        assert unseen_replies_email(conversation_id=waiting.pk) == 0
     assert mail.outbox == []
 
 
 def test_no_address_no_mail(widget):
     conversation, _ = started(widget)
     reply(conversation, "Hi there.")
-    assert unseen_replies_email(conversation_id=conversation.pk) == 0
+    with tenant_scope(conversation.client_id):
+        assert unseen_replies_email(conversation_id=conversation.pk) == 0
     assert mail.outbox == []
 
 
@@ -226,7 +245,8 @@ def test_reply_to_falls_back_to_the_support_address(db, settings):
     conversation, token = started(Widget(client))
     leave_confirmed_address(Widget(client), str(conversation.public_id), token, "bo@example.com")
     reply(conversation, "Hello from the team.")
-    assert unseen_replies_email(conversation_id=conversation.pk) == 1
+    with tenant_scope(conversation.client_id):
+        assert unseen_replies_email(conversation_id=conversation.pk) == 1
     assert mail.outbox[0].reply_to == [client.support_email]
 
 
@@ -238,10 +258,12 @@ def test_a_failed_send_is_retried_by_the_next_check(waiting, monkeypatch):
 
     with monkeypatch.context() as patch:
         patch.setattr(EmailBackend, "send_messages", refuse)
-        assert unseen_replies_email(conversation_id=waiting.pk) == 0
+        with tenant_scope(waiting.client_id):
+            assert unseen_replies_email(conversation_id=waiting.pk) == 0
     waiting.refresh_from_db()
     assert waiting.reply_emailed_seq == 0  # released, not marked as mailed
-    assert unseen_replies_email(conversation_id=waiting.pk) == 1
+    with tenant_scope(waiting.client_id):
+        assert unseen_replies_email(conversation_id=waiting.pk) == 1
     assert len(mail.outbox) == 1
 
 

@@ -101,14 +101,16 @@ def test_the_live_state_sees_only_a_running_turn_within_its_lease(conversation):
     )
     # A worker that died: its turn stops counting once the lease (task time limit) has run out.
     stale = timezone.now() - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 5)
-    ReasoningTrace.objects.filter(pk=trace.pk).update(updated_at=stale)
+    ReasoningTrace.objects.unscoped("test checks the database directly").filter(pk=trace.pk).update(
+        updated_at=stale
+    )
     assert conversation_live_state(client=client, conversation_id=conversation.pk) == (
         "open",
         1,
         False,
         {},
     )
-    ReasoningTrace.objects.filter(pk=trace.pk).update(
+    ReasoningTrace.objects.unscoped("test checks the database directly").filter(pk=trace.pk).update(
         updated_at=timezone.now(), status=TraceStatus.DONE
     )
     state = conversation_live_state(client=client, conversation_id=conversation.pk)

@@ -59,7 +59,9 @@ def test_start_a_conversation(widget):
     assert response.status_code == 201
     body = response.json()
     assert set(body) == {"id", "token"}
-    conversation = Conversation.objects.get(public_id=body["id"])
+    conversation = Conversation.objects.unscoped("test checks the database directly").get(
+        public_id=body["id"]
+    )
     assert conversation.client == widget.client
     assert conversation.visitor_id == "cust-42"
     assert conversation_token_matches(conversation=conversation, token=body["token"])
@@ -76,7 +78,7 @@ def test_start_with_a_bad_visitor_id_names_the_field(widget, visitor_id):
     response = widget.start({"visitor_id": visitor_id})
     assert response.status_code == 400
     assert "visitor_id" in error(response)["fields"]
-    assert not Conversation.objects.exists()
+    assert not Conversation.objects.unscoped("test checks the database directly").exists()
 
 
 @pytest.mark.parametrize("path", ["conversations", "conversations/{id}/messages"])
@@ -138,7 +140,7 @@ def test_switched_off_client_is_a_403(widget):
     response = widget.start()
     assert response.status_code == 403
     assert error(response)["code"] == "inactive"
-    assert not Conversation.objects.exists()
+    assert not Conversation.objects.unscoped("test checks the database directly").exists()
 
 
 def test_key_in_the_query_string_works(widget):
@@ -156,7 +158,7 @@ def test_origin_not_allowed_is_a_403(widget):
     assert response.status_code == 403
     assert error(response)["code"] == "origin_not_allowed"
     assert "https://evil.example" in error(response)["message"]
-    assert not Conversation.objects.exists()
+    assert not Conversation.objects.unscoped("test checks the database directly").exists()
 
 
 def test_missing_origin_is_a_403(shop):
@@ -214,7 +216,9 @@ def test_send_a_message_and_get_the_reply_in_the_response(widget, llm):
     assert reply["visibility"] == "visible"
     assert reply["data"] == {"offline": False, "mode": "adaptive"}  # model name etc. stay inside
     # the turn also stored internal steps; none reached the widget
-    conversation = Conversation.objects.get(public_id=conversation_id)
+    conversation = Conversation.objects.unscoped("test checks the database directly").get(
+        public_id=conversation_id
+    )
     assert conversation.messages.filter(visibility=Visibility.INTERNAL).exists()
     assert {m["seq"] for m in body["replies"]} == set(
         conversation.messages.filter(visibility=Visibility.VISIBLE, seq__gt=1).values_list(
@@ -247,7 +251,12 @@ def test_202_when_a_worker_will_run_the_turn(widget, settings, monkeypatch):
     body = with_commit.json()
     assert body == {"message": body["message"], "replies": [], "pending": True}
     assert body["message"]["text"] == "Where is my order?"
-    assert Message.objects.filter(role="user", text="Where is my order?").count() == 1
+    assert (
+        Message.objects.unscoped("test checks the database directly")
+        .filter(role="user", text="Where is my order?")
+        .count()
+        == 1
+    )
 
 
 @pytest.mark.parametrize(
@@ -269,7 +278,7 @@ def test_bad_text_is_a_400_naming_text(widget, body, message):
     err = error(response)
     assert list(err["fields"]) == ["text"]
     assert message in json.dumps(err).lower()
-    assert not Message.objects.exists()
+    assert not Message.objects.unscoped("test checks the database directly").exists()
 
 
 def test_text_over_4000_characters_is_a_413(widget):
@@ -278,12 +287,12 @@ def test_text_over_4000_characters_is_a_413(widget):
     assert response.status_code == 413
     assert error(response)["code"] == "too_long"
     assert "text" in error(response)["fields"]
-    assert not Message.objects.exists()
+    assert not Message.objects.unscoped("test checks the database directly").exists()
 
 
 def test_exactly_4000_characters_is_fine(widget, settings, monkeypatch):
     settings.CELERY_TASK_ALWAYS_EAGER = False
-    monkeypatch.setattr("apps.reasoning.services._enqueue", lambda message_id: None)
+    monkeypatch.setattr("apps.reasoning.services._enqueue", lambda message_id, client_id: None)
     conversation_id, token = widget.conversation()
     assert widget.say(conversation_id, token, "x" * 4000).status_code == 202
 
@@ -311,7 +320,7 @@ def test_wrong_token_looks_exactly_like_a_missing_conversation(widget):
     assert wrong.status_code == missing.status_code == 404
     assert wrong.json() == missing.json()
     assert widget.messages(conversation_id, "nope").status_code == 404
-    assert not Message.objects.exists()
+    assert not Message.objects.unscoped("test checks the database directly").exists()
 
 
 # ---------------------------------------------------------------------------- reading
@@ -319,7 +328,9 @@ def test_wrong_token_looks_exactly_like_a_missing_conversation(widget):
 
 def test_get_messages_returns_visible_messages_only(widget):
     conversation_id, token = widget.conversation()
-    conversation = Conversation.objects.get(public_id=conversation_id)
+    conversation = Conversation.objects.unscoped("test checks the database directly").get(
+        public_id=conversation_id
+    )
     visible(conversation, "Hi", role=Role.USER)
     visible(conversation, "secret reasoning", kind=Kind.ASSESSMENT, visibility=Visibility.INTERNAL)
     visible(conversation, "Hello! How can I help?", data={"offline": True, "model": "x"})
@@ -340,7 +351,9 @@ def test_get_messages_returns_visible_messages_only(widget):
 def test_get_messages_pages(widget, monkeypatch):
     monkeypatch.setattr(widget_apis, "MESSAGES_PAGE_LIMIT", 2)
     conversation_id, token = widget.conversation()
-    conversation = Conversation.objects.get(public_id=conversation_id)
+    conversation = Conversation.objects.unscoped("test checks the database directly").get(
+        public_id=conversation_id
+    )
     for n in range(3):
         visible(conversation, f"m{n}")
     first = widget.messages(conversation_id, token).json()
@@ -359,7 +372,9 @@ def test_bad_after_is_a_400_naming_after(widget, after):
 
 def test_get_messages_reports_typing_while_a_turn_runs(widget):
     conversation_id, token = widget.conversation()
-    conversation = Conversation.objects.get(public_id=conversation_id)
+    conversation = Conversation.objects.unscoped("test checks the database directly").get(
+        public_id=conversation_id
+    )
     user = visible(conversation, "Hi", role=Role.USER)
     ReasoningTrace.objects.create(
         client=widget.client, conversation=conversation, user_message=user, mode="adaptive"
@@ -376,7 +391,9 @@ def test_tenant_b_cannot_read_or_post_to_tenant_a_conversation(client_a, client_
     conversation_id, token_a = a.conversation()
     llm.script("assess", assess(response="Hello from A"))
     assert a.say(conversation_id, token_a, "hi").status_code == 201
-    conversation = Conversation.objects.get(public_id=conversation_id)
+    conversation = Conversation.objects.unscoped("test checks the database directly").get(
+        public_id=conversation_id
+    )
     before = list(conversation.messages.values_list("pk", "text"))
     status_before = conversation.status
     _, token_b = b.conversation()
@@ -398,7 +415,11 @@ def test_tenant_b_cannot_read_or_post_to_tenant_a_conversation(client_a, client_
     conversation.refresh_from_db()
     assert list(conversation.messages.values_list("pk", "text")) == before
     assert conversation.status == status_before
-    assert not Message.objects.filter(text="I am B").exists()
+    assert (
+        not Message.objects.unscoped("test checks the database directly")
+        .filter(text="I am B")
+        .exists()
+    )
     assert len(llm.requests) == 1  # only A's own message ran a turn
 
 
@@ -407,7 +428,9 @@ def test_tenant_b_cannot_read_or_post_to_tenant_a_conversation(client_a, client_
 
 def test_event_stream_sends_status_messages_and_typing(widget, short_streams):
     conversation_id, token = widget.conversation()
-    conversation = Conversation.objects.get(public_id=conversation_id)
+    conversation = Conversation.objects.unscoped("test checks the database directly").get(
+        public_id=conversation_id
+    )
     visible(conversation, "Hi", role=Role.USER)
     visible(conversation, "internal", kind=Kind.CRITIQUE, visibility=Visibility.INTERNAL)
     visible(conversation, "Hello!")
@@ -433,7 +456,9 @@ def test_event_stream_sends_status_messages_and_typing(widget, short_streams):
 
 def test_event_stream_resumes_after_last_event_id(widget, short_streams):
     conversation_id, token = widget.conversation()
-    conversation = Conversation.objects.get(public_id=conversation_id)
+    conversation = Conversation.objects.unscoped("test checks the database directly").get(
+        public_id=conversation_id
+    )
     for text in ("one", "two", "three"):
         visible(conversation, text)
     query = f"?key={widget.key}&token={token}&after=1"
@@ -471,7 +496,9 @@ def test_event_stream_reports_typing_and_status_changes(widget, monkeypatch):
     monkeypatch.setattr(widget_streams, "STREAM_SECONDS", 0)
     monkeypatch.setattr(widget_streams, "POLL_SECONDS", 0)
     conversation_id, token = widget.conversation()
-    conversation = Conversation.objects.get(public_id=conversation_id)
+    conversation = Conversation.objects.unscoped("test checks the database directly").get(
+        public_id=conversation_id
+    )
     user = visible(conversation, "Hi", role=Role.USER)
     trace = ReasoningTrace.objects.create(
         client=widget.client, conversation=conversation, user_message=user, mode="adaptive"
@@ -498,7 +525,9 @@ def test_a_stream_read_takes_one_query_plus_one_when_messages_moved(
     widget, django_assert_num_queries
 ):
     conversation_id, _token = widget.conversation()
-    conversation = Conversation.objects.get(public_id=conversation_id)
+    conversation = Conversation.objects.unscoped("test checks the database directly").get(
+        public_id=conversation_id
+    )
     cursor = widget_streams._StreamCursor(sent_seq=0)
     user = visible(conversation, "Hi", role=Role.USER)
     with django_assert_num_queries(2):  # state + typing in one, the new message in another
@@ -518,7 +547,9 @@ def test_a_deliberative_turns_progress_reaches_the_typing_event_never_its_conten
     monkeypatch.setattr(widget_streams, "STREAM_SECONDS", 0)
     monkeypatch.setattr(widget_streams, "POLL_SECONDS", 0)
     conversation_id, token = widget.conversation()
-    conversation = Conversation.objects.get(public_id=conversation_id)
+    conversation = Conversation.objects.unscoped("test checks the database directly").get(
+        public_id=conversation_id
+    )
     user = visible(conversation, "Hi", role=Role.USER)
     ReasoningTrace.objects.create(
         client=widget.client,
@@ -547,7 +578,9 @@ def test_a_deliberative_turns_progress_reaches_the_typing_event_never_its_conten
 
 def test_a_clarifying_questions_options_reach_the_widget(widget):
     conversation_id, token = widget.conversation()
-    conversation = Conversation.objects.get(public_id=conversation_id)
+    conversation = Conversation.objects.unscoped("test checks the database directly").get(
+        public_id=conversation_id
+    )
     conversation.messages.create(
         client=widget.client,
         seq=1,
@@ -580,7 +613,9 @@ def test_event_stream_ends_cleanly_when_the_conversation_goes_or_the_database_fa
     monkeypatch.setattr(widget_streams, "POLL_SECONDS", 0.01)
     monkeypatch.setattr(widget_streams, "HEARTBEAT_SECONDS", 0)
     conversation_id, _ = widget.conversation()
-    conversation = Conversation.objects.get(public_id=conversation_id)
+    conversation = Conversation.objects.unscoped("test checks the database directly").get(
+        public_id=conversation_id
+    )
     visible(conversation, "Hello!")
     stream = widget_streams.event_stream(
         client=widget.client, conversation_id=conversation.pk, after=0
@@ -651,7 +686,7 @@ def test_cross_origin_responses_carry_cors_headers_only_when_allowed(widget, cli
 
 def test_messages_are_throttled_per_conversation(widget, settings, monkeypatch):
     settings.CELERY_TASK_ALWAYS_EAGER = False
-    monkeypatch.setattr("apps.reasoning.services._enqueue", lambda message_id: None)
+    monkeypatch.setattr("apps.reasoning.services._enqueue", lambda message_id, client_id: None)
     rates(settings, widget_messages="2/min")
     conversation_id, token = widget.conversation()
     assert widget.say(conversation_id, token, "one").status_code == 202
@@ -660,7 +695,11 @@ def test_messages_are_throttled_per_conversation(widget, settings, monkeypatch):
     assert refused.status_code == 429
     assert error(refused)["code"] == "throttled"
     assert 0 < int(refused["Retry-After"]) <= 60
-    assert not Message.objects.filter(text="three").exists()
+    assert (
+        not Message.objects.unscoped("test checks the database directly")
+        .filter(text="three")
+        .exists()
+    )
     # another conversation has its own allowance
     other_id, other_token = widget.conversation()
     assert widget.say(other_id, other_token, "three").status_code == 202
@@ -672,7 +711,7 @@ def test_requests_are_throttled_per_ip(widget, settings):
         assert widget.start().status_code == 201
     refused = widget.start()
     assert refused.status_code == 429 and "Retry-After" in refused
-    assert Conversation.objects.count() == 3
+    assert Conversation.objects.unscoped("test checks the database directly").count() == 3
     # the IP bucket comes from REMOTE_ADDR, not a header the visitor can make up
     assert widget.start(**{"X-Forwarded-For": "203.0.113.9"}).status_code == 429
     elsewhere = widget.http.post(

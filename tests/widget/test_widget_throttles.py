@@ -94,8 +94,12 @@ def test_the_tenant_ceiling_counts_only_real_work(widget, settings):
     assert start_from(widget, "10.0.0.3") == 429
     refused = widget.say(conversation_id, token, "two")
     assert refused.status_code == 429
-    assert not Message.objects.filter(text="two").exists()
-    assert Conversation.objects.count() == 2
+    assert (
+        not Message.objects.unscoped("test checks the database directly")
+        .filter(text="two")
+        .exists()
+    )
+    assert Conversation.objects.unscoped("test checks the database directly").count() == 2
 
 
 def test_the_default_tenant_ceiling_is_far_above_the_per_address_limits():

@@ -127,7 +127,9 @@ def turn_budget_reserve(*, client: Client, trace: Any) -> UsageReservation | Non
     with transaction.atomic():
         counter = _locked_counter(client=client, month=month)
         found = list(
-            UsageReservation.objects.select_related("trace").filter(
+            UsageReservation.objects.for_client(client)
+            .select_related("trace")
+            .filter(
                 Q(trace=trace)
                 | Q(
                     client=client,
@@ -174,7 +176,7 @@ def turn_budget_commit(
     any earlier attempt of a taken-over turn). Idempotent: committing twice changes nothing."""
     with transaction.atomic():
         counter = _locked_counter(client=client, month=reservation.month)
-        current = UsageReservation.objects.filter(pk=reservation.pk).first()
+        current = UsageReservation.objects.for_client(client).filter(pk=reservation.pk).first()
         if current is None or current.state != ReservationState.RESERVED:
             return current or reservation
         _settle(counter, current, tokens, llm_calls)
@@ -352,15 +354,16 @@ def _alerts_fire(
             )
         )
     top = alerts[-1].pk
-    transaction.on_commit(lambda: usage_alert_notify(alert_id=top))
+    client_id = client.pk
+    transaction.on_commit(lambda: usage_alert_notify(alert_id=top, client_id=client_id))
 
 
-def usage_alert_notify(*, alert_id: int) -> None:
+def usage_alert_notify(*, alert_id: int, client_id: int) -> None:
     """E-mail one alert to the client's support address. Failure to send is logged, never
     raised: the alert is stored (and shown in the admin) either way."""
     alert = (
         UsageAlert.objects.select_related("client", "client__plan")
-        .filter(pk=alert_id, emailed_at__isnull=True)
+        .filter(pk=alert_id, client_id=client_id, emailed_at__isnull=True)
         .first()
     )
     if alert is None or not alert.client.support_email:
@@ -416,7 +419,11 @@ def usage_alert_text(alert: UsageAlert) -> tuple[str, str]:
 def usage_counters_reconcile(*, month: Any | None = None) -> int:
     """Reconcile every counter of `month` (default: this month); returns how many."""
     month = month or periods.month_start(periods.today())
-    counters = UsageCounter.objects.filter(month=month).select_related("client", "client__plan")
+    counters = (
+        UsageCounter.objects.unscoped("reconciles every client's counters")
+        .filter(month=month)
+        .select_related("client", "client__plan")
+    )
     count = 0
     for counter in counters:
         usage_counter_reconcile(client=counter.client, month=month)

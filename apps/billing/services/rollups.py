@@ -38,7 +38,9 @@ def daily_usage_rollup(*, day: date) -> int:
                 pass  # another worker is rolling this day up: wait for it below, then redo
             marker = UsageRollupDay.objects.select_for_update().get(day=day)
         cells = usage_cells_raw(client=None, first=day, last=day)
-        DailyUsage.objects.filter(day=day).delete()
+        DailyUsage.objects.unscoped("the rollup rebuilds a day for every client").filter(
+            day=day
+        ).delete()
         DailyUsage.objects.bulk_create(
             DailyUsage(
                 client_id=cell.client_id,
@@ -72,7 +74,7 @@ def daily_usage_days_pending(
     turn taken over after its worker died can still add to the day it started on)."""
     last = periods.last_closed_day()
     # A record counts on the day its turn started (see selectors): the earliest of both.
-    earliest = UsageRecord.objects.aggregate(
+    earliest = UsageRecord.objects.unscoped("the earliest usage of any client").aggregate(
         record=Min("created_at"), turn=Min("trace__created_at")
     )
     firsts = [earliest["record"], earliest["turn"]]

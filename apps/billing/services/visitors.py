@@ -166,7 +166,9 @@ def _admit_visitor(*, client: Client, trace: Any, limits: TurnLimits, now: Any) 
     with transaction.atomic():
         usage = _locked_visitor_usage(client=client, day=periods.today(), visitor=limits.visitor)
         found = list(
-            TurnAllowance.objects.select_related("trace").filter(
+            TurnAllowance.objects.for_client(client)
+            .select_related("trace")
+            .filter(
                 Q(trace=trace)
                 | Q(
                     client=client,
@@ -224,10 +226,12 @@ def turn_limits_commit(*, client: Client, limits: TurnLimits, tokens: int) -> No
         with transaction.atomic():
             usage = (
                 VisitorUsage.objects.select_for_update()
-                .filter(pk=allowance.visitor_usage_id)
+                .filter(pk=allowance.visitor_usage_id, client_id=allowance.client_id)
                 .first()
             )
-            current = TurnAllowance.objects.filter(pk=allowance.pk).first()
+            current = TurnAllowance.objects.filter(
+                pk=allowance.pk, client_id=allowance.client_id
+            ).first()
             if usage is None or current is None or current.state != ReservationState.RESERVED:
                 return
             charged = max(0, tokens - current.tokens_committed)

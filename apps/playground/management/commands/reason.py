@@ -12,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from apps.clients.models import Client
 from apps.conversations.selectors import conversation_get
 from apps.core.exceptions import ApplicationError
+from apps.core.tenancy import tenant_scope
 from apps.playground.models import PlaygroundRun, RunSource, RunStatus
 from apps.playground.selectors import run_json
 from apps.playground.services import (
@@ -131,7 +132,8 @@ class Command(BaseCommand):
             + (" · offline demo model" if not _has_key() else "")
         )
         printer.line(f"Question: {run.question}")
-        finished = playground_run_execute(run_id=run.pk, listeners=[printer])
+        with tenant_scope(run.client_id):
+            finished = playground_run_execute(run_id=run.pk, listeners=[printer])
         run = finished or PlaygroundRun.objects.for_client(client).select_related("trace").get(
             pk=run.pk
         )
