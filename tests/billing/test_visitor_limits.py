@@ -323,7 +323,7 @@ def test_concurrent_messages_of_one_visitor_overspend_by_at_most_one_reservation
         client=client, day=periods.today(), visitor=visitor_key(address)
     )
     with transaction.atomic():
-        visitor_usage.objects.select_for_update().get(pk=row.pk)
+        visitor_usage.objects.for_client(client).select_for_update().get(pk=row.pk)
         for thread in threads:
             thread.start()
         _wait_for_lock_waiters(n)

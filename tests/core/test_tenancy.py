@@ -149,3 +149,12 @@ def test_tenant_scope_scopes_an_otherwise_unscoped_query(client_a, client_b):
         Conversation.objects.for_current_client()
     with pytest.raises(TenantScopeError):
         Conversation.objects.count()
+
+
+def test_writes_of_rows_already_held_need_no_scope(client_a):
+    conversation = make_conversation_with_turn(client_a)[0]
+    messages = list(Message.objects.filter(conversation=conversation))
+    for message in messages:
+        message.text = "rewritten"
+    assert Message.objects.bulk_update(messages, ["text"]) == len(messages)
+    assert set(conversation.messages.values_list("text", flat=True)) == {"rewritten"}
