@@ -25,16 +25,13 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Self
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import models
 from django.db.models.expressions import Col
 from django.db.models.lookups import Lookup
 from django.db.models.sql.where import AND, WhereNode
-
-if TYPE_CHECKING:
-    from apps.clients.models import Client
 
 
 class TenantScopeError(ImproperlyConfigured):
@@ -126,7 +123,7 @@ def query_is_scoped(query: Any) -> bool:
 class TenantQuerySet[M: models.Model](models.QuerySet[M]):
     """The queryset of every tenant-owned model: refuses to run unscoped (module docstring)."""
 
-    def for_client(self, client: Client) -> Self:
+    def for_client(self, client: models.Model) -> Self:
         """The way request-serving code reads tenant data: always scoped to one client."""
         if client is None or client.pk is None:
             raise ValueError("for_client() needs a saved client")

@@ -15,6 +15,7 @@ from django.db.models import F, QuerySet, Value
 from django.utils import timezone
 
 from apps.core.exceptions import ApplicationError
+from apps.core.models import TenantOwnedModel
 from apps.notes import cache as notes_cache
 from apps.notes.models import Note, NoteSource, NoteStatus, NoteType
 from apps.notes.redaction import inert_line
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
     from apps.accounts.models import User
     from apps.clients.models import Client
     from apps.conversations.models import Conversation
-    from apps.reasoning.models import ReasoningTrace
 
 MAX_CONTENT_CHARS = 2000
 DEDUP_WINDOW = timedelta(hours=24)
@@ -120,7 +120,7 @@ def note_add(
     source: str,
     status: str | None = None,
     conversation: Conversation | None = None,
-    trace: ReasoningTrace | None = None,
+    trace: TenantOwnedModel | None = None,
     session_id: str | None = None,
 ) -> Note:
     """Add a note for `client`, or bump the counter of the same note written within a day.
@@ -178,7 +178,7 @@ def note_add(
         source=source,
         status=status or default_status(source=source, type=type),
         conversation=conversation,
-        trace=trace,
+        trace_id=None if trace is None else trace.pk,
         session_id=session_id or current_session_id(),
         content_hash=content_hash,
     )

@@ -12,6 +12,7 @@ from django.db import IntegrityError, connection, transaction
 
 from apps.clients.models import Client
 from apps.core.deadlines import DeadlineExceeded
+from apps.core.models import TenantOwnedModel
 from apps.tools.executors import ExecutorOutcome, executor_for
 from apps.tools.models import (
     ClientTool,
@@ -23,7 +24,6 @@ from apps.tools.models import (
 
 if TYPE_CHECKING:
     from apps.conversations.models import Conversation
-    from apps.reasoning.models import ReasoningTrace
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ def tool_execute(
     params: dict[str, Any],
     idempotency_key: str,
     conversation: Conversation | None = None,
-    trace: ReasoningTrace | None = None,
+    trace: TenantOwnedModel | None = None,
     pending_action: PendingAction | None = None,
 ) -> ToolExecution:
     """Run `tool` at most once per `idempotency_key` and return its `ToolExecution`.
@@ -78,7 +78,7 @@ def _execution_claim(
     params: dict[str, Any],
     idempotency_key: str,
     conversation: Conversation | None,
-    trace: ReasoningTrace | None,
+    trace: TenantOwnedModel | None,
     pending_action: PendingAction | None,
 ) -> tuple[ToolExecution, bool]:
     """Find or create (and commit) the row for `idempotency_key`. Returns it and whether this
@@ -101,7 +101,7 @@ def _execution_claim(
                     params=params,
                     idempotency_key=idempotency_key,
                     conversation=conversation,
-                    trace=trace,
+                    trace_id=None if trace is None else trace.pk,
                     pending_action=pending_action,
                     status=ExecutionStatus.RUNNING,
                 )

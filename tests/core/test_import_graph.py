@@ -23,8 +23,13 @@ def graph() -> grimp.ImportGraph:
     return import_graph.build_graph()
 
 
-def test_no_two_apps_import_each_other_outside_the_surfaces(graph: grimp.ImportGraph) -> None:
-    edges = import_graph.app_edges(graph, skip_surfaces=True)
+@pytest.mark.parametrize("type_checking", [False, True], ids=["runtime", "with-annotations"])
+def test_no_two_apps_import_each_other_outside_the_surfaces(type_checking: bool) -> None:
+    """Annotation-only imports (`if TYPE_CHECKING:`) count too: a type that names a higher app
+    couples the lower one to it as surely as a call does."""
+    edges = import_graph.app_edges(
+        import_graph.build_graph(type_checking=type_checking), skip_surfaces=True
+    )
     cycles = {
         f"{a} <-> {b}": sorted(edges[(a, b)] + edges[(b, a)])
         for a, b in import_graph.mutual_pairs(edges)
