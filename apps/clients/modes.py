@@ -11,17 +11,19 @@ read it. Only the pipeline calls `Mode.run`."""
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
+
+from apps.core.registry import Registry
 
 __all__ = [
     "Mode",
     "ModeDefinitionError",
     "UnknownMode",
     "default_multipliers",
+    "discover",
     "get",
     "mode_choices",
     "modes",
@@ -93,25 +95,21 @@ class Mode:
             raise ModeDefinitionError(f"mode {self.name!r}: run must be callable")
 
 
-_registry: dict[str, Mode] = {}
-_lock = threading.Lock()
+_registry: Registry[Mode] = Registry(
+    error=ModeDefinitionError,
+    duplicate="two modes are named {name}",
+    kind=Mode,
+    unknown=UnknownMode,
+)
 
 
 def register(mode: Mode) -> Mode:
-    if not isinstance(mode, Mode):
-        raise ModeDefinitionError(f"{mode!r} is not a Mode")
-    with _lock:
-        known = _registry.get(mode.name)
-        if known is not None and known is not mode:
-            raise ModeDefinitionError(f"two modes are named {mode.name!r}")
-        _registry[mode.name] = mode
-    return mode
+    return _registry.register(getattr(mode, "name", ""), mode)
 
 
 def unregister(name: str) -> None:
     """Remove a mode (for tests that register one of their own)."""
-    with _lock:
-        _registry.pop(name, None)
+    _registry.unregister(name)
 
 
 def modes() -> list[Mode]:
@@ -124,10 +122,13 @@ def names() -> list[str]:
 
 
 def get(name: str) -> Mode:
-    try:
-        return _registry[name]
-    except KeyError:
-        raise UnknownMode(name) from None
+    return _registry.require(name)
+
+
+def discover(package: str) -> list[Mode]:
+    """Import every non-underscore module of `package` (`apps.reasoning.modes` at start-up) and
+    register its `MODE`."""
+    return _registry.discover(package, "MODE", register)
 
 
 def mode_choices() -> list[tuple[str, str]]:

@@ -27,12 +27,12 @@ leaves its summary for the reply's data (`draft.evaluation`).
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from apps.conversations.models import Kind
+from apps.core.registry import Registry
 from apps.escalations.models import EscalationReason
 from apps.reasoning.traces import TurnAborted
 
@@ -101,8 +101,7 @@ class Draft:
 
 type Hook = Callable[["Turn", Draft], None]
 
-_hooks: dict[str, Hook] = {}
-_lock = threading.Lock()
+_hooks: Registry[Hook] = Registry(duplicate="two post-draft hooks are named {name}")
 EVALUATE = "evaluate"  # built in: switched by Plan.evaluation_enabled, never listed by name
 
 
@@ -110,24 +109,19 @@ def post_draft_hook(name: str) -> Callable[[Hook], Hook]:
     """Register `function(turn, draft)` as the post-draft hook `name`."""
 
     def register(function: Hook) -> Hook:
-        with _lock:
-            if name in _hooks and _hooks[name] is not function:
-                raise ValueError(f"two post-draft hooks are named {name!r}")
-            _hooks[name] = function
-        return function
+        return _hooks.register(name, function)
 
     return register
 
 
 def unregister_hook(name: str) -> None:
-    with _lock:
-        _hooks.pop(name, None)
+    _hooks.unregister(name)
 
 
 def hook_names() -> list[str]:
     """The hooks a plan may list in `post_draft_hooks` (the built-in evaluation has its own
     switch)."""
-    return sorted(name for name in _hooks if name != EVALUATE)
+    return sorted(name for name in _hooks.names() if name != EVALUATE)
 
 
 def plan_hooks(plan: Any) -> list[str]:

@@ -177,10 +177,10 @@ class EchoExecutor(Executor):
 
 
 @pytest.fixture
-def echo(monkeypatch: pytest.MonkeyPatch) -> Iterator[type[EchoExecutor]]:
-    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+def echo() -> Iterator[type[EchoExecutor]]:
     registry.register(EchoExecutor)
     yield EchoExecutor
+    registry.unregister(EchoExecutor.type)
     EchoExecutor.raises = None
 
 

@@ -15,14 +15,12 @@ recorded on the trace, and billed. An unknown mode falls back to adaptive."""
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from apps.clients import modes as registry
 from apps.clients.models import AIMode
-from apps.clients.modes import Mode, ModeDefinitionError
+from apps.clients.modes import Mode
 
 if TYPE_CHECKING:
     from apps.reasoning.turn import Outcome, Turn
@@ -36,19 +34,7 @@ type Runner = Callable[["Turn"], "Outcome"]
 
 def discover(package: str) -> list[Mode]:
     """Import every non-underscore module of `package` and register its `MODE`."""
-    found: list[Mode] = []
-    module = importlib.import_module(package)
-    for info in pkgutil.iter_modules(module.__path__):
-        if info.name.startswith("_"):
-            continue
-        submodule = importlib.import_module(f"{package}.{info.name}")
-        mode = getattr(submodule, "MODE", None)
-        if not isinstance(mode, Mode):
-            raise ModeDefinitionError(
-                f"{submodule.__name__} defines no MODE = Mode(...); helpers go in _modules"
-            )
-        found.append(registry.register(mode))
-    return found
+    return registry.discover(package)
 
 
 def mode_that_runs(ai_mode: str) -> str:

@@ -10,12 +10,10 @@ offline demo model look steps up here; an unknown step is an error."""
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from apps.core.registry import Registry
 from apps.reasoning.steps._base import (
     Out,
     Step,
@@ -38,64 +36,46 @@ __all__ = [
     "unregister",
 ]
 
-_registry: dict[str, Step[Any]] = {}
-_lock = threading.Lock()
+_registry: Registry[Step[Any]] = Registry(
+    error=StepDefinitionError,
+    duplicate="two steps are named {name}",
+    kind=Step,
+    unknown=UnknownStep,
+)
 
 
 def register[S: Step[Any]](step: S) -> S:
     """Add a step to the registry (discovery does this for every module of this package)."""
-    if not isinstance(step, Step):
-        raise StepDefinitionError(f"{step!r} is not a Step")
-    with _lock:
-        known = _registry.get(step.name)
-        if known is not None and known is not step:
-            raise StepDefinitionError(f"two steps are named {step.name!r}")
-        _registry[step.name] = step
+    _registry.register(getattr(step, "name", ""), step)
     return step
 
 
 def unregister(name: str) -> None:
     """Remove a step (for tests that register one of their own)."""
-    with _lock:
-        _registry.pop(name, None)
+    _registry.unregister(name)
 
 
 def get(name: str) -> Step[Any]:
-    try:
-        return _registry[name]
-    except KeyError:
-        raise UnknownStep(name) from None
+    return _registry.require(name)
 
 
 def names() -> list[str]:
-    return sorted(_registry)
+    return sorted(_registry.names())
 
 
 def discover(package: str) -> list[Step[Any]]:
     """Import every non-underscore module of `package` and register its `STEP`."""
-    found: list[Step[Any]] = []
-    module = importlib.import_module(package)
-    for info in pkgutil.iter_modules(module.__path__):
-        if info.name.startswith("_"):
-            continue
-        submodule = importlib.import_module(f"{package}.{info.name}")
-        step = getattr(submodule, "STEP", None)
-        if not isinstance(step, Step):
-            raise StepDefinitionError(
-                f"{submodule.__name__} defines no STEP = Step(...); helpers go in _modules"
-            )
-        found.append(register(step))
-    return found
+    return _registry.discover(package, "STEP", register)
 
 
 class _Schemas(Mapping[str, dict[str, Any]]):
     """Every registered step's requested JSON Schema, by step name (a live view)."""
 
     def __getitem__(self, name: str) -> dict[str, Any]:
-        try:
-            return _registry[name].schema
-        except KeyError:
-            raise KeyError(name) from None
+        step = _registry.get(name)
+        if step is None:
+            raise KeyError(name)
+        return step.schema
 
     def __iter__(self) -> Iterator[str]:
         return iter(names())

@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from jsonschema import Draft202012Validator
 
+from apps.core.registry import Registry
+
 if TYPE_CHECKING:
     from apps.clients.models import Client
     from apps.tools.models import ClientTool, ToolExecution
@@ -155,21 +157,32 @@ class Executor(ABC):
         return {columns.get(name, "executor_type"): message for name, message in errors.items()}
 
 
-_REGISTRY: dict[str, Executor] = {}
+# In registration order (module name order): the order of the admin's choices and columns.
+# Registering the same class again (its module imported twice) replaces its instance.
+_REGISTRY: Registry[Executor] = Registry(
+    error=ValueError,
+    duplicate="executor type {name} is registered twice",
+    kind=Executor,
+    same=lambda known, new: type(known) is type(new),
+)
 _loaded = False
 
 
 def register[E: type[Executor]](cls: E) -> E:
-    if cls.type in _REGISTRY and type(_REGISTRY[cls.type]) is not cls:
-        raise ValueError(f"executor type {cls.type!r} is registered twice")
+    """Add an executor type (a class decorator); every module of this package uses it."""
     if len(cls.type) > 10:
         raise ValueError(f"executor type {cls.type!r} is longer than 10 characters")
     if not getattr(cls, "label", ""):
         raise TypeError(f"executor {cls.__name__} does not set label")
     executor = cls()
     schema_problem(executor)
-    _REGISTRY[cls.type] = executor
+    _REGISTRY.register(cls.type, executor)
     return cls
+
+
+def unregister(executor_type: str) -> None:
+    """Remove an executor type (for tests that register one of their own)."""
+    _REGISTRY.unregister(executor_type)
 
 
 def schema_problem(executor: Executor) -> None:
@@ -203,7 +216,7 @@ def _load() -> None:
 def executors() -> dict[str, Executor]:
     """Every registered executor, by type."""
     _load()
-    return dict(_REGISTRY)
+    return dict(_REGISTRY.items())
 
 
 def executor_for(executor_type: str) -> Executor | None:
