@@ -34,6 +34,18 @@ if TYPE_CHECKING:
     from apps.tools.models import ClientTool, ToolExecution
 
 
+# The per-call time limit every executor offers (stored in `ClientTool.timeout_seconds`).
+TIMEOUT_SETTING: dict[str, Any] = {
+    "type": "number",
+    "exclusiveMinimum": 0,
+    "maximum": 60,
+    "default": 10,
+    "title": "Timeout (seconds)",
+    "description": "How long to wait for your server (at most 60 seconds).",
+    "x-column": "timeout_seconds",
+}
+
+
 @dataclass(frozen=True)
 class ExecutorOutcome:
     """What one tool run produced. `attempts` counts HTTP requests (1 for a builtin)."""

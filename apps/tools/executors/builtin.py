@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import transaction
 
 from apps.tools.builtins import BUILTIN_HANDLERS, ToolError
-from apps.tools.executors import Executor, ExecutorOutcome, register
+from apps.tools.executors import TIMEOUT_SETTING, Executor, ExecutorOutcome, register
 
 if TYPE_CHECKING:
     from apps.clients.models import Client
@@ -49,15 +49,7 @@ class BuiltinExecutor(Executor):
                     "the tool.",
                     "x-column": "builtin_handler",
                 },
-                "timeout": {
-                    "type": "number",
-                    "exclusiveMinimum": 0,
-                    "maximum": 60,
-                    "default": 10,
-                    "title": "Timeout (seconds)",
-                    "description": "How long to wait for your server (at most 60 seconds).",
-                    "x-column": "timeout_seconds",
-                },
+                "timeout": TIMEOUT_SETTING,
             },
             "required": ["handler"],
         }

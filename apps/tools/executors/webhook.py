@@ -36,7 +36,7 @@ from standardwebhooks.webhooks import Webhook
 from apps.core import deadlines
 from apps.core.db import release_connection
 from apps.core.http import CONNECT_TO, wall_clock_client
-from apps.tools.executors import Executor, ExecutorOutcome, register
+from apps.tools.executors import TIMEOUT_SETTING, Executor, ExecutorOutcome, register
 
 if TYPE_CHECKING:
     from apps.clients.models import Client
@@ -456,15 +456,7 @@ class WebhookExecutor(Executor):
                     "at its own pace.",
                     "x-column": "rotation_secret",
                 },
-                "timeout": {
-                    "type": "number",
-                    "exclusiveMinimum": 0,
-                    "maximum": 60,
-                    "default": 10,
-                    "title": "Timeout (seconds)",
-                    "description": "How long to wait for your server (at most 60 seconds).",
-                    "x-column": "timeout_seconds",
-                },
+                "timeout": TIMEOUT_SETTING,
                 "retries": {
                     "type": "integer",
                     "minimum": 0,
