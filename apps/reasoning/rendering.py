@@ -28,8 +28,10 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from django.utils.functional import Promise
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext_lazy as _
 
 from apps.reasoning.models import ReasoningStep
 
@@ -49,12 +51,16 @@ Kind = Literal[
 ]
 
 
+# Titles and labels are marked for translation (lazy: resolved in the reader's language).
+type Text = str | Promise
+
+
 @dataclass(frozen=True)
 class FieldView:
     key: str
-    label: str
+    label: Text
     kind: Kind = "text"
-    labels: dict[str, str] = field(default_factory=dict)  # badge: value → what is shown
+    labels: dict[str, Text] = field(default_factory=dict)  # badge: value → what is shown
     suffix: str = ""  # after a fact's value: "/10"
     digits: int | None = None  # a number shown with this many decimals
     total: str = ""  # progress: the output field that holds the total
@@ -62,132 +68,141 @@ class FieldView:
 
 @dataclass(frozen=True)
 class StepView:
-    title: str
+    title: Text
     fields: tuple[FieldView, ...] = ()
 
 
 def _draft_fields() -> tuple[FieldView, ...]:
     return (
-        FieldView("confidence", "Confidence", "fact", suffix="/10"),
-        FieldView("tool_call", "Tool", "fact"),
-        FieldView("tool_params", "Tool parameters", "json"),
-        FieldView("needs_more_context", "Needs more context", "list"),
-        FieldView("missing_params", "Missing parameters", "list"),
-        FieldView("response", "Draft", "text"),
+        FieldView("confidence", _("Confidence"), "fact", suffix="/10"),
+        FieldView("tool_call", _("Tool"), "fact"),
+        FieldView("tool_params", _("Tool parameters"), "json"),
+        FieldView("needs_more_context", _("Needs more context"), "list"),
+        FieldView("missing_params", _("Missing parameters"), "list"),
+        FieldView("response", _("Draft"), "text"),
     )
 
 
 STEP_VIEWS: dict[str, StepView] = {
     # -- the LLM steps (apps/reasoning/steps) ---------------------------------------------------
     "respond": StepView(
-        "Respond",
+        _("Respond"),
         (
-            FieldView("tool_call", "Tool", "fact"),
-            FieldView("tool_params", "Tool parameters", "json"),
-            FieldView("response", "Draft", "text"),
+            FieldView("tool_call", _("Tool"), "fact"),
+            FieldView("tool_params", _("Tool parameters"), "json"),
+            FieldView("response", _("Draft"), "text"),
         ),
     ),
-    "assess": StepView("Assess", _draft_fields()),
-    "synthesize": StepView("Synthesize", _draft_fields()),
-    "compose": StepView("Compose", (FieldView("response", "Reply", "text"),)),
+    "assess": StepView(_("Assess"), _draft_fields()),
+    "synthesize": StepView(_("Synthesize"), _draft_fields()),
+    "compose": StepView(_("Compose"), (FieldView("response", _("Reply"), "text"),)),
     "critique": StepView(
-        "Critique",
+        _("Critique"),
         (
-            FieldView("decision", "Decision", "badge"),
-            FieldView("reasoning", "Reasoning", "text"),
-            FieldView("message", "To the customer", "text"),
+            FieldView("decision", _("Decision"), "badge"),
+            FieldView("reasoning", _("Reasoning"), "text"),
+            FieldView("message", _("To the customer"), "text"),
         ),
     ),
     "clarify": StepView(
-        "Clarifying question",
-        (FieldView("question", "Question", "text"), FieldView("options", "Options", "options")),
+        _("Clarifying question"),
+        (
+            FieldView("question", _("Question"), "text"),
+            FieldView("options", _("Options"), "options"),
+        ),
     ),
     "evaluate": StepView(
-        "Evaluation",
+        _("Evaluation"),
         (
-            FieldView("valid", "Valid", "badge"),
-            FieldView("improved_confidence", "Improved confidence", "fact", suffix="/10"),
-            FieldView("evaluation", "Evaluation", "text"),
-            FieldView("improved_response", "Improved answer", "text"),
+            FieldView("valid", _("Valid"), "badge"),
+            FieldView("improved_confidence", _("Improved confidence"), "fact", suffix="/10"),
+            FieldView("evaluation", _("Evaluation"), "text"),
+            FieldView("improved_response", _("Improved answer"), "text"),
         ),
     ),
     "reason_step": StepView(
-        "Step {step}/{max_steps}",
+        _("Step {step}/{max_steps}"),
         (
-            FieldView("step", "Progress", "progress", total="max_steps"),
-            FieldView("status", "Status", "badge", {"final": "Final", "continue": "Continue"}),
-            FieldView("mean", "Mean", "fact", digits=2),
-            FieldView("content", "Reasoning", "text"),
-            FieldView("scores", "Scores", "scores"),
-            FieldView("rationale", "Model's rationale", "text"),
-            FieldView("hypotheses", "Hypotheses", "hypotheses"),
+            FieldView("step", _("Progress"), "progress", total="max_steps"),
+            FieldView(
+                "status", _("Status"), "badge", {"final": _("Final"), "continue": _("Continue")}
+            ),
+            FieldView("mean", _("Mean"), "fact", digits=2),
+            FieldView("content", _("Reasoning"), "text"),
+            FieldView("scores", _("Scores"), "scores"),
+            FieldView("rationale", _("Model's rationale"), "text"),
+            FieldView("hypotheses", _("Hypotheses"), "hypotheses"),
         ),
     ),
     "feedback": StepView(
-        "Server feedback (LLM-generated) after step {step}",
-        # The words the model itself reads the feedback under (docs/llm-protocol.md).
+        _("Server feedback (LLM-generated) after step {step}"),
+        # The words the model itself reads the feedback under (docs/llm-protocol.md), quoted as
+        # the prompt has them: protocol text, not interface text, so not translated.
         (FieldView("feedback", "[Server Feedback from Step {step}]", "text"),),
     ),
     "refine_critique": StepView(
-        "Critique call (iteration {iteration})",
+        _("Critique call (iteration {iteration})"),
         (
-            FieldView("score", "Score", "fact", suffix="/100"),
-            FieldView("critique", "Critique", "text"),
-            FieldView("issues", "Issues", "issues"),
+            FieldView("score", _("Score"), "fact", suffix="/100"),
+            FieldView("critique", _("Critique"), "text"),
+            FieldView("issues", _("Issues"), "issues"),
         ),
     ),
     "improve": StepView(
-        "Improve call (iteration {iteration})", (FieldView("response", "Improved", "text"),)
+        _("Improve call (iteration {iteration})"), (FieldView("response", _("Improved"), "text"),)
     ),
-    "insights": StepView("Insights", (FieldView("topics", "Topics", "json"),)),
+    "insights": StepView(_("Insights"), (FieldView("topics", _("Topics"), "json"),)),
     # -- what the pipeline records itself -------------------------------------------------------
     "refinement": StepView(
-        "Refinement · {state} (iteration {iteration})",
+        _("Refinement · {state} (iteration {iteration})"),
         (
-            FieldView("score", "Score", "fact", suffix="/100"),
-            FieldView("failure", "Failure", "text"),
-            FieldView("text", "Text", "text"),
-            FieldView("critique", "Critique", "text"),
-            FieldView("issues", "Issues", "issues"),
+            FieldView("score", _("Score"), "fact", suffix="/100"),
+            FieldView("failure", _("Failure"), "text"),
+            FieldView("text", _("Text"), "text"),
+            FieldView("critique", _("Critique"), "text"),
+            FieldView("issues", _("Issues"), "issues"),
         ),
     ),
     "deliberation_end": StepView(
-        "End of deliberation",
+        _("End of deliberation"),
         (
-            FieldView("termination", "Termination", "fact"),
-            FieldView("steps", "Steps", "fact"),
-            FieldView("best_iteration", "Best iteration", "fact"),
-            FieldView("final_score", "Final score", "fact"),
+            FieldView("termination", _("Termination"), "fact"),
+            FieldView("steps", _("Steps"), "fact"),
+            FieldView("best_iteration", _("Best iteration"), "fact"),
+            FieldView("final_score", _("Final score"), "fact"),
         ),
     ),
     "tool_not_run": StepView(
-        "Tool not run: tools never run in the playground",
+        _("Tool not run: tools never run in the playground"),
         (
-            FieldView("verdict", "Guards", "badge"),
-            FieldView("tool", "Tool", "fact"),
-            FieldView("params", "Parameters", "json"),
-            FieldView("reason", "Reason", "fact"),
-            FieldView("would_reply", "The customer would have been told", "text"),
+            FieldView("verdict", _("Guards"), "badge"),
+            FieldView("tool", _("Tool"), "fact"),
+            FieldView("params", _("Parameters"), "json"),
+            FieldView("reason", _("Reason"), "fact"),
+            FieldView("would_reply", _("The customer would have been told"), "text"),
         ),
     ),
     "context_fetch": StepView(
-        "Context fetch",
-        (FieldView("fetched", "Fetched", "list"), FieldView("unknown", "Unknown keys", "list")),
+        _("Context fetch"),
+        (
+            FieldView("fetched", _("Fetched"), "list"),
+            FieldView("unknown", _("Unknown keys"), "list"),
+        ),
     ),
     "guard": StepView(
-        "Guards",
+        _("Guards"),
         (
-            FieldView("action", "Action", "badge"),
-            FieldView("tool", "Tool", "fact"),
-            FieldView("reason", "Reason", "text"),
+            FieldView("action", _("Action"), "badge"),
+            FieldView("tool", _("Tool"), "fact"),
+            FieldView("reason", _("Reason"), "text"),
         ),
     ),
     "escalate": StepView(
-        "Hand over to a person",
-        (FieldView("reason", "Reason", "badge"), FieldView("detail", "Detail", "text")),
+        _("Hand over to a person"),
+        (FieldView("reason", _("Reason"), "badge"), FieldView("detail", _("Detail"), "text")),
     ),
-    "stopped": StepView("Stopped", (FieldView("reason", "Reason", "text"),)),
-    "aborted": StepView("Aborted", (FieldView("reason", "Reason", "text"),)),
+    "stopped": StepView(_("Stopped"), (FieldView("reason", _("Reason"), "text"),)),
+    "aborted": StepView(_("Aborted"), (FieldView("reason", _("Reason"), "text"),)),
 }
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
@@ -198,7 +213,7 @@ def step_view(name: str) -> StepView | None:
     return STEP_VIEWS.get(name)
 
 
-def _filled(template: str, output: dict[str, Any]) -> str:
+def _filled(template: Text, output: dict[str, Any]) -> str:
     """`template` with its `{field}` placeholders filled from the output (`?` for a missing
     one)."""
 
@@ -206,7 +221,7 @@ def _filled(template: str, output: dict[str, Any]) -> str:
         value = output.get(match.group(1))
         return "?" if value is None or value == "" else str(value).replace("_", " ")
 
-    return _PLACEHOLDER.sub(fill, template)
+    return _PLACEHOLDER.sub(fill, str(template))
 
 
 def step_title(name: str, output: dict[str, Any]) -> str:
@@ -218,9 +233,16 @@ def step_title(name: str, output: dict[str, Any]) -> str:
 def step_views_json() -> dict[str, Any]:
     """The specification as the playground page embeds it (`json_script`)."""
     return {
-        name: {"title": view.title, "fields": [asdict(f) for f in view.fields]}
+        name: {"title": str(view.title), "fields": [_field_json(f) for f in view.fields]}
         for name, view in STEP_VIEWS.items()
     }
+
+
+def _field_json(view: FieldView) -> dict[str, Any]:
+    data = asdict(view)
+    data["label"] = str(view.label)
+    data["labels"] = {value: str(shown) for value, shown in view.labels.items()}
+    return data
 
 
 def step_json(step: ReasoningStep) -> dict[str, Any]:
@@ -252,7 +274,7 @@ def _shown(view: FieldView, value: Any) -> str:
     if view.kind == "fact":
         return f"{value}{view.suffix}"
     if view.kind == "badge":
-        return view.labels.get(str(value), str(value))
+        return str(view.labels.get(str(value), value))
     if view.kind in ("list", "options") and isinstance(value, list):
         return ", ".join(str(v) for v in value)
     if view.kind == "json":

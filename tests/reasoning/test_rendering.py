@@ -35,7 +35,7 @@ def test_every_registered_step_has_a_view_of_fields_it_records(name: str) -> Non
     assert name in STEP_VIEWS, f"add a view of the step {name!r} to apps/reasoning/rendering.py"
     view = STEP_VIEWS[name]
     recorded = set(steps.get(name).output.model_fields) | RECORDED_EXTRAS
-    named = {f.key for f in view.fields} | set(re.findall(r"\{(\w+)\}", view.title))
+    named = {f.key for f in view.fields} | set(re.findall(r"\{(\w+)\}", str(view.title)))
     assert named <= recorded, f"{name}: the view names fields the step never records"
     assert {f.kind for f in view.fields} <= KINDS
     assert view.fields, f"{name}: a view shows at least one field"
@@ -80,3 +80,17 @@ def test_the_html_surface_draws_the_same_fields_escaped() -> None:
     assert "&lt;b&gt;unsure&lt;/b&gt;" in html and "<b>unsure</b>" not in html
     # what the view does not name stays visible, as JSON
     assert "&quot;extra_field&quot;: &quot;kept&quot;" in html
+
+
+def test_titles_and_labels_are_marked_for_translation() -> None:
+    """Staff read these in their own language: every title and label goes through gettext
+    (lazily), except the feedback header, which quotes the prompt's protocol words."""
+    from django.utils.functional import Promise
+
+    unmarked = [
+        (name, text)
+        for name, view in STEP_VIEWS.items()
+        for text in (view.title, *(f.label for f in view.fields))
+        if not isinstance(text, Promise) and not str(text).startswith("[Server Feedback")
+    ]
+    assert unmarked == []
