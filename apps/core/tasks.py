@@ -54,7 +54,14 @@ class TenantTask(Task):
             return super().__call__(*args, **kwargs)
 
     def _takes_client_id(self) -> bool:
-        return "client_id" in inspect.signature(self.run).parameters
+        """Whether the task's function names `client_id` (read once per task: it is asked on
+        every publish and every run, a turn's hot path)."""
+        takes = self.__dict__.get("_client_id_param")
+        if takes is None:
+            takes = self.__dict__["_client_id_param"] = (
+                "client_id" in inspect.signature(self.run).parameters
+            )
+        return bool(takes)
 
     def _legacy_client_id(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int | None:
         """None when the call names no row; 0 when the row no longer exists."""
