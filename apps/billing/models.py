@@ -35,6 +35,7 @@ class UsagePurpose(models.TextChoices):
 
     TURN = "turn", "Customer turn"
     PLAYGROUND = "playground", "Playground run"
+    SIMULATION = "simulation", "Simulation"
     INSIGHTS = "insights", "Insights (batch job)"
     BENCHMARK = "benchmark", "Benchmark"
 

@@ -20,6 +20,7 @@ class TraceKind(models.TextChoices):
 
     TURN = "turn", "Conversation turn"
     PLAYGROUND = "playground", "Playground run"
+    SIMULATION = "simulation", "Simulation turn"
 
 
 class ReasoningTrace(TenantOwnedModel):
@@ -27,7 +28,9 @@ class ReasoningTrace(TenantOwnedModel):
 
     - a conversation *turn* — the processing of one customer message; one per message (the
       unique key makes a redelivered task find the turn it already ran);
-    - a *playground* run (apps.playground) — a turn outside any conversation.
+    - a *playground* run (apps.playground) — a turn outside any conversation;
+    - a *simulation* turn (apps.simulations) — one turn of a sandboxed test conversation
+      (`case_run`; a case run has one trace per turn).
 
     Its steps (`ReasoningStep`) and its counters — LLM calls, tokens, cost, latency — are kept
     here for every owner, once."""
@@ -54,6 +57,14 @@ class ReasoningTrace(TenantOwnedModel):
         blank=True,
         on_delete=models.CASCADE,
         related_name="trace",
+    )
+    # A string reference, as above: simulations sit above reasoning.
+    case_run = models.ForeignKey(
+        "simulations.CaseRun",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="traces",
     )
     mode = models.CharField(max_length=20)
     model = models.CharField(max_length=100, blank=True)
@@ -91,12 +102,21 @@ class ReasoningTrace(TenantOwnedModel):
                         conversation__isnull=False,
                         user_message__isnull=False,
                         playground_run__isnull=True,
+                        case_run__isnull=True,
                     )
                     | models.Q(
                         kind=TraceKind.PLAYGROUND,
                         conversation__isnull=True,
                         user_message__isnull=True,
                         playground_run__isnull=False,
+                        case_run__isnull=True,
+                    )
+                    | models.Q(
+                        kind=TraceKind.SIMULATION,
+                        conversation__isnull=True,
+                        user_message__isnull=True,
+                        playground_run__isnull=True,
+                        case_run__isnull=False,
                     )
                 ),
                 name="trace_owner_matches_kind",
@@ -104,7 +124,11 @@ class ReasoningTrace(TenantOwnedModel):
         ]
 
     def __str__(self) -> str:
-        owner = "Turn" if self.kind == TraceKind.TURN else "Playground trace"
+        owner = {
+            TraceKind.TURN: "Turn",
+            TraceKind.PLAYGROUND: "Playground trace",
+            TraceKind.SIMULATION: "Simulation turn",
+        }.get(TraceKind(self.kind), "Trace")
         return f"{owner} {self.pk} ({self.mode}, {self.status})"
 
 

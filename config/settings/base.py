@@ -43,6 +43,7 @@ INSTALLED_APPS = [
     "apps.notes",
     "apps.reasoning",
     "apps.playground",
+    "apps.simulations",
     "apps.insights",
     "apps.provisioning",
     "apps.widget",
