@@ -10,6 +10,7 @@ from rest_framework.test import APIClient
 
 from apps.accounts.services import api_key_issue
 from apps.clients.models import Client
+from apps.reasoning.llm import forget_response_formats
 from tests.factories import ClientFactory, ModelPriceFactory, PlanFactory
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -21,8 +22,10 @@ def _fresh_cache():
     """Cached rows (the notes' recent-notes list) must not outlive the test's database: on
     SQLite a later test can reuse the same client id."""
     cache.clear()
+    forget_response_formats()  # what the LLM gateway learnt about a provider, in this process
     yield
     cache.clear()
+    forget_response_formats()
 
 
 @pytest.fixture

@@ -46,7 +46,13 @@ class ReadOnlyAdmin(ReadOnlyAuditAdmin):
 
 @admin.register(ModelPrice)
 class ModelPriceAdmin(PlatformOnlyAdmin):
-    list_display = ["model", "input_per_million", "output_per_million", "updated_at"]
+    list_display = [
+        "model",
+        "input_per_million",
+        "output_per_million",
+        "context_tokens",
+        "updated_at",
+    ]
     search_fields = ["model"]
 
 

@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import hashlib
 from decimal import Decimal
+from typing import Any
 
+from django.core.cache import cache
 from django.core.validators import MinValueValidator
 from django.db import models
 
@@ -21,12 +24,33 @@ class ModelPrice(TimeStampedModel):
     output_per_million = models.DecimalField(
         max_digits=12, decimal_places=6, validators=[MinValueValidator(Decimal("0"))]
     )
+    # The model's context window (prompt + reply), in tokens; empty = LLM_CONTEXT_TOKENS.
+    context_tokens = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="The model's context window in tokens (prompt + reply). Empty: the "
+        "LLM_CONTEXT_TOKENS setting applies.",
+    )
 
     class Meta:
         ordering = ["model"]
 
     def __str__(self) -> str:
         return f"{self.model} (${self.input_per_million}/M in, ${self.output_per_million}/M out)"
+
+    @staticmethod
+    def context_cache_key(model: str) -> str:
+        """Where `selectors.model_context_tokens` caches the model's context window."""
+        return "billing:context-tokens:" + hashlib.sha256(model.encode()).hexdigest()[:32]
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        super().save(*args, **kwargs)
+        cache.delete(self.context_cache_key(self.model))
+
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
+        cache.delete(self.context_cache_key(self.model))
+        return super().delete(*args, **kwargs)
 
 
 class UsagePurpose(models.TextChoices):

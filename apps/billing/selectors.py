@@ -20,12 +20,14 @@ from datetime import date, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
+from django.core.cache import cache
 from django.db.models import Count, DecimalField, F, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce, TruncDate
 
 from apps.billing import periods
 from apps.billing.models import (
     DailyUsage,
+    ModelPrice,
     ReservationState,
     RollupGrain,
     UsageAlert,
@@ -82,6 +84,21 @@ class UsageCell:
     @property
     def key(self) -> tuple[int, date, str, str, str, str]:
         return (self.client_id, self.day, self.grain, self.mode, self.model, self.step)
+
+
+_CONTEXT_CACHE_SECONDS = 60
+
+
+def model_context_tokens(model: str) -> int | None:
+    """The context window (tokens) the model prices table gives `model`, or None. Read once a
+    minute at most (the LLM gateway asks before every call); saving a price forgets it."""
+    key = ModelPrice.context_cache_key(model)
+    cached = cache.get(key)
+    if cached is None:
+        found = ModelPrice.objects.filter(model=model).values_list("context_tokens", flat=True)
+        cached = found.first() or 0
+        cache.set(key, cached, _CONTEXT_CACHE_SECONDS)
+    return int(cached) or None
 
 
 def _usd(value: Any) -> Decimal:

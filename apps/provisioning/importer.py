@@ -43,6 +43,7 @@ class ModelPriceIn(_Strict):
     model: str = Field(min_length=1, max_length=100)
     input_per_million: Money
     output_per_million: Money
+    context_tokens: int | None = Field(None, ge=1)
 
 
 Multiplier = Annotated[Decimal, Field(ge=0, max_digits=6, decimal_places=3)]

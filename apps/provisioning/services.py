@@ -46,14 +46,13 @@ def tenant_import(*, data: Any) -> list[ImportedClient]:
     spec = parse_tenant_file(data)
 
     for price in spec.model_prices:
-        _upsert(
-            ModelPrice,
-            {"model": price.model},
-            {
-                "input_per_million": price.input_per_million,
-                "output_per_million": price.output_per_million,
-            },
-        )
+        fields: dict[str, Any] = {
+            "input_per_million": price.input_per_million,
+            "output_per_million": price.output_per_million,
+        }
+        if "context_tokens" in price.model_fields_set:  # left out: what the admin set stays
+            fields["context_tokens"] = price.context_tokens
+        _upsert(ModelPrice, {"model": price.model}, fields)
 
     plans = {plan.slug: plan for plan in Plan.objects.all()}
     for p in spec.plans:

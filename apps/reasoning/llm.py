@@ -11,17 +11,23 @@ no HTTP call is made. The wire protocol is documented in docs/llm-protocol.md.
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import hashlib
+import json
 import logging
 import math
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 import openai
 from django.conf import settings
+from django.core.cache import cache
 
+from apps.billing.selectors import model_context_tokens
 from apps.core import deadlines
 from apps.core.db import release_connection
 from apps.core.http import wall_clock_client
@@ -29,22 +35,37 @@ from apps.reasoning import replies, steps
 from apps.reasoning.offline import offline_complete
 
 __all__ = [
+    "MIN_COMPLETION_TOKENS",
     "OFFLINE_MODEL",
+    "RESPONSE_FORMS",
     "STEP_HEADER",
     "LLMError",
     "LLMErrorKind",
     "LLMResult",
+    "context_window",
+    "correction_message",
     "estimate_tokens",
+    "forget_response_formats",
     "format_instruction",
     "llm_complete",
     "llm_is_offline",
     "parse_reply",
+    "remembered_response_format",
+    "response_format_refusals",
 ]
 
 logger = logging.getLogger(__name__)
 
 LLMErrorKind = Literal[
-    "timeout", "rate_limit", "server", "connection", "auth", "bad_request", "invalid_output"
+    "timeout",
+    "rate_limit",
+    "server",
+    "connection",
+    "auth",
+    "bad_request",
+    "invalid_output",
+    "truncated",
+    "context_window",
 ]
 
 STEP_HEADER = "X-GuideDesk-Step"
@@ -52,8 +73,19 @@ OFFLINE_MODEL = "offline-demo"
 TEMPERATURE = 0.2
 TOKENS_PER_MESSAGE = 4  # chat-format overhead per message in the usage estimate
 
-ResponseFormatMode = Literal["json_schema", "json_object", "text"]
-_RESPONSE_FORMAT_MODES: tuple[ResponseFormatMode, ...] = ("json_schema", "json_object", "text")
+# How the step's JSON is asked for, most constrained first. A provider that refuses one form
+# (docs/llm-protocol.md, "Response format detection") gets the next within the same call.
+ResponseForm = Literal["json_schema", "json_object+schema", "json_object", "text"]
+RESPONSE_FORMS: tuple[ResponseForm, ...] = (
+    "json_schema",
+    "json_object+schema",
+    "json_object",
+    "text",
+)
+AUTO = "auto"  # LLM_RESPONSE_FORMAT's default: start at json_schema
+# A step whose prompt leaves less room than this for the reply fails (`context_window`) rather
+# than asking for a reply too short to hold the step's JSON.
+MIN_COMPLETION_TOKENS = 128
 
 
 # --------------------------------------------------------------------------------------------
@@ -75,6 +107,9 @@ class LLMResult[T]:
     tokens_estimated: bool  # True when the provider reported no usage and we estimated it
     latency_ms: int
     offline: bool  # True when the offline demo model answered
+    # What the trace records beyond the reply: `response_format` (asked, used, refused) when a
+    # provider refused a form, `context` when the prompt was shrunk or max_tokens capped.
+    details: Mapping[str, Any] | None = None
 
 
 class LLMError(Exception):
@@ -97,6 +132,7 @@ class LLMError(Exception):
         tokens_estimated: bool = False,
         model: str = "",
         status_code: int | None = None,
+        details: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(f"LLM step {step!r} failed ({kind}): {message}")
         self.kind: LLMErrorKind = kind
@@ -109,6 +145,8 @@ class LLMError(Exception):
         self.tokens_estimated = tokens_estimated
         self.model = model  # the model asked (or that answered, for invalid output)
         self.status_code = status_code
+        # What the trace records beyond the error (see `LLMResult.details`).
+        self.details: dict[str, Any] = dict(details or {})
 
     def __reduce__(self) -> tuple[Any, tuple[dict[str, Any]]]:
         # Keyword-only __init__ defeats Exception's default pickling; errors may cross process
@@ -127,6 +165,7 @@ _LLM_ERROR_FIELDS = (
     "tokens_estimated",
     "model",
     "status_code",
+    "details",
 )
 
 
@@ -176,18 +215,36 @@ def parse_reply[T](step: str, text: str, output: type[T]) -> T:
 # --------------------------------------------------------------------------------------------
 
 
-def _step_schema(step: str, output: type[Any]) -> dict[str, Any]:
+def _step_schema(
+    step: str, output: type[Any], tool_names: Sequence[str] | None = None
+) -> dict[str, Any]:
     """The JSON Schema requested for `step`: derived from its registered output model (or from
-    `output`, when a caller validates a registered step's reply with another model)."""
+    `output`, when a caller validates a registered step's reply with another model). With
+    `tool_names`, a `tool_call` field is narrowed to those names (or null), so a server that
+    decodes under the schema cannot invent a tool; the registered schema is not changed."""
     registered = steps.get(step)
     if output is registered.output:
-        return registered.schema
-    return steps.response_schema(replies.pydantic_model(output))
+        schema = registered.schema
+    else:
+        schema = steps.response_schema(replies.pydantic_model(output))
+    if tool_names is None or "tool_call" not in schema.get("properties", {}):
+        return schema
+    schema = copy.deepcopy(schema)
+    field = schema["properties"]["tool_call"]
+    names = list(dict.fromkeys(str(name) for name in tool_names))
+    narrowed: dict[str, Any] = {"type": ["string", "null"] if names else "null"}
+    narrowed["enum"] = [*names, None]
+    if "description" in field:
+        narrowed["description"] = field["description"]
+    schema["properties"]["tool_call"] = narrowed
+    return schema
 
 
 def _type_name(spec: Mapping[str, Any]) -> str:
     if "enum" in spec:
-        return "one of " + ", ".join(str(value) for value in spec["enum"])
+        return "one of " + ", ".join(
+            "null" if value is None else str(value) for value in spec["enum"]
+        )
     if "anyOf" in spec:
         return " or ".join(_type_name(option) for option in spec["anyOf"])
     kind = spec.get("type", "any")
@@ -237,31 +294,216 @@ def _with_instruction(messages: list[dict[str, str]], line: str) -> list[dict[st
     return sent
 
 
-def _response_format_mode() -> ResponseFormatMode:
-    mode = str(getattr(settings, "LLM_RESPONSE_FORMAT", "json_schema") or "json_schema").lower()
-    if mode not in _RESPONSE_FORMAT_MODES:
+def _configured_form() -> ResponseForm:
+    """The form to start from: LLM_RESPONSE_FORMAT, `auto` (the default) being json_schema."""
+    mode = str(getattr(settings, "LLM_RESPONSE_FORMAT", AUTO) or AUTO).strip().lower()
+    if mode == AUTO:
+        return RESPONSE_FORMS[0]
+    if mode not in RESPONSE_FORMS:
         raise ValueError(
-            f"LLM_RESPONSE_FORMAT must be one of {', '.join(_RESPONSE_FORMAT_MODES)}, not {mode!r}"
+            f"LLM_RESPONSE_FORMAT must be {AUTO} or one of {', '.join(RESPONSE_FORMS)}, "
+            f"not {mode!r}"
         )
-    return cast(ResponseFormatMode, mode)
+    return cast(ResponseForm, mode)
 
 
 def _build_request(
-    step: str, messages: list[dict[str, str]], output: type[Any]
+    step: str, messages: list[dict[str, str]], schema: dict[str, Any], form: ResponseForm
 ) -> tuple[list[dict[str, str]], dict[str, Any] | None]:
-    """The messages to send and the `response_format` (None = omit it) for the current mode."""
-    schema = _step_schema(step, output)
-    mode = _response_format_mode()
-    if mode == "json_schema":
+    """The messages to send and the `response_format` (None = omit it) for `form`."""
+    if form == "json_schema":
         response_format = {
             "type": "json_schema",
             "json_schema": {"name": step, "schema": schema, "strict": False},
         }
         return [dict(message) for message in messages], response_format
     sent = _with_instruction(messages, format_instruction(step, schema))
-    if mode == "json_object":
+    if form == "json_object+schema":
+        # llama-cpp-python and llama.cpp's server decode under a schema given this way.
+        return sent, {"type": "json_object", "schema": schema}
+    if form == "json_object":
         return sent, {"type": "json_object"}
     return sent, None
+
+
+def _instruction_tokens(step: str, schema: dict[str, Any], form: ResponseForm) -> int:
+    """What `_build_request` adds to the prompt for `form` (estimated)."""
+    if form == "json_schema":
+        return 0
+    return estimate_tokens(format_instruction(step, schema)) + 1
+
+
+# --------------------------------------------------------------------------------------------
+# What each provider accepts (detected; remembered per base URL and model)
+# --------------------------------------------------------------------------------------------
+
+type _ProviderKey = tuple[str, str]
+
+_formats_lock = threading.Lock()
+_formats: dict[_ProviderKey, ResponseForm] = {}
+_refusals = 0  # refused calls in this process (each one a detection)
+_FORMAT_CACHE_PREFIX = "llm:response-format:"
+_FORMAT_CACHE_SECONDS = 7 * 24 * 3600
+_REFUSAL_WORDS = ("response_format", "json_schema")
+
+
+def _provider_key() -> _ProviderKey:
+    return (str(settings.OPENAI_BASE_URL or "https://api.openai.com/v1"), str(settings.LLM_MODEL))
+
+
+def _format_cache_key(key: _ProviderKey) -> str:
+    digest = hashlib.sha256("\n".join(key).encode()).hexdigest()[:32]
+    return f"{_FORMAT_CACHE_PREFIX}{digest}"
+
+
+def remembered_response_format(key: _ProviderKey | None = None) -> ResponseForm | None:
+    """The form the provider (base URL, model; default: the configured one) accepted after
+    refusing a more constrained one: this process's memory first, then Django's cache (what
+    another process detected)."""
+    key = key or _provider_key()
+    with _formats_lock:
+        known = _formats.get(key)
+    if known is not None:
+        return known
+    try:
+        cached = cache.get(_format_cache_key(key))
+    except Exception:  # the cache is an aid: without it, detection simply runs again
+        logger.warning("reading the remembered response format failed", exc_info=True)
+        return None
+    if cached not in RESPONSE_FORMS:
+        return None
+    form = cast(ResponseForm, cached)
+    with _formats_lock:
+        _formats[key] = form
+    return form
+
+
+def _remember(key: _ProviderKey, form: ResponseForm) -> None:
+    with _formats_lock:
+        _formats[key] = form
+    try:
+        cache.set(_format_cache_key(key), form, _FORMAT_CACHE_SECONDS)
+    except Exception:
+        logger.warning("storing the remembered response format failed", exc_info=True)
+
+
+def forget_response_formats() -> None:
+    """Forget what this process learnt about providers' response formats (Django's cache keeps
+    its copy; tests clear both)."""
+    global _refusals
+    with _formats_lock:
+        _formats.clear()
+        _refusals = 0
+
+
+def response_format_refusals() -> int:
+    """How many calls a provider refused for their response_format in this process."""
+    with _formats_lock:
+        return _refusals
+
+
+def _count_refusal() -> None:
+    global _refusals
+    with _formats_lock:
+        _refusals += 1
+
+
+def _refuses_format(exc: openai.OpenAIError) -> bool:
+    """The provider refused the request's response_format: any 4xx or 5xx (but auth and rate
+    limits) whose message or body names `response_format` or `json_schema`."""
+    if not isinstance(exc, openai.APIStatusError):
+        return False
+    if exc.status_code < 400 or exc.status_code in (401, 403, 429):
+        return False
+    parts = [str(exc.message or "")]
+    with contextlib.suppress(Exception):  # an unreadable body: the message alone decides
+        parts.append(json.dumps(exc.body, default=str) if exc.body is not None else "")
+        parts.append(exc.response.text)
+    text = " ".join(parts).lower()
+    return any(word in text for word in _REFUSAL_WORDS)
+
+
+def _start_form() -> tuple[ResponseForm, _ProviderKey]:
+    key = _provider_key()
+    start = _configured_form()
+    known = remembered_response_format(key)
+    if known is not None and RESPONSE_FORMS.index(known) > RESPONSE_FORMS.index(start):
+        start = known
+    return start, key
+
+
+# --------------------------------------------------------------------------------------------
+# The model's context window
+# --------------------------------------------------------------------------------------------
+
+
+def context_window(model: str | None = None) -> int | None:
+    """The context window (tokens) of `model` (default: LLM_MODEL): its model price's
+    `context_tokens` when set, else LLM_CONTEXT_TOKENS; None when unknown (0)."""
+    model = model or str(settings.LLM_MODEL)
+    try:
+        per_model = model_context_tokens(model)
+    except Exception:  # a price table that cannot be read must not fail the call
+        logger.warning("reading the context window of %s failed", model, exc_info=True)
+        per_model = None
+    window = per_model or int(getattr(settings, "LLM_CONTEXT_TOKENS", 0) or 0)
+    return window if window > 0 else None
+
+
+def _fit(
+    step: str,
+    messages: list[dict[str, str]],
+    *,
+    window: int | None,
+    max_tokens: int,
+    extra_tokens: int,
+) -> tuple[list[dict[str, str]], int, dict[str, Any] | None]:
+    """Fit `messages` (plus `extra_tokens` we add to them) and the reply inside `window`.
+
+    Messages the prompt marks as shrinkable (`steps.Prompt.shrinkable`: the oldest history
+    first, then the notes block) are left out until prompt + max_tokens fits; the system
+    message and the current customer message never are. When the rest still leaves less than
+    max_tokens, max_tokens is capped to what is left, down to MIN_COMPLETION_TOKENS; below that
+    the step cannot run (`LLMError(kind="context_window")`, no HTTP call). All counts are the
+    gateway's estimate (`estimate_tokens`). Returns (messages, max_tokens, details or None)."""
+    if window is None:
+        return list(messages), max_tokens, None
+    kept = list(range(len(messages)))
+    dropped: list[int] = []
+
+    def prompt_tokens() -> int:
+        return _estimate_prompt_tokens([messages[i] for i in kept]) + extra_tokens
+
+    for index in getattr(messages, "shrinkable", ()):
+        if prompt_tokens() + max_tokens <= window:
+            break
+        if index in kept:
+            kept.remove(index)
+            dropped.append(index)
+    estimate = prompt_tokens()
+    room = window - estimate
+    floor = min(MIN_COMPLETION_TOKENS, max_tokens)
+    details = {
+        "window": window,
+        "prompt_tokens_estimated": estimate,
+        "max_tokens": min(max_tokens, max(room, 0)),
+        "dropped_messages": len(dropped),
+    }
+    if room < floor:
+        raise LLMError(
+            kind="context_window",
+            step=step,
+            message=(
+                f"the prompt needs about {estimate} tokens (estimated) and the reply at least "
+                f"{floor}, but the model's context window is {window} tokens"
+                + (f" (after leaving out {len(dropped)} history/notes messages)" if dropped else "")
+            ),
+            model=str(settings.LLM_MODEL),
+            details={"context": details},
+        )
+    if not dropped and room >= max_tokens:
+        return list(messages), max_tokens, None
+    return [messages[i] for i in kept], min(max_tokens, room), details
 
 
 # --------------------------------------------------------------------------------------------
@@ -380,6 +622,7 @@ def _parse_spent[T](
     *,
     estimated: bool,
     model: str,
+    details: Mapping[str, Any] | None = None,
 ) -> T:
     """`parse_reply`, but an invalid reply's error carries the latency and tokens it cost."""
     try:
@@ -396,8 +639,31 @@ def _parse_spent[T](
                 completion_tokens=completion_tokens,
                 tokens_estimated=estimated,
                 model=model,
+                details=details,
             )
         ) from exc
+
+
+def correction_message(error: LLMError) -> str | None:
+    """What the retry of a step whose reply broke its contract tells the model (an extra user
+    message: our words, quoting our validator), or None for a failure the model did not cause."""
+    if error.kind == "invalid_output":
+        return (
+            f"Your reply was not valid: {error.message}. Reply again with a single JSON object "
+            "that follows the requested format, every required field filled in."
+        )
+    if error.kind == "truncated":
+        return (
+            f"Your reply was cut off: {error.message}. Reply again with a single, complete "
+            "JSON object that follows the requested format, and keep it short."
+        )
+    return None
+
+
+def _response_format_details(
+    asked: ResponseForm, used: ResponseForm, refused: list[ResponseForm]
+) -> dict[str, Any]:
+    return {"response_format": {"asked": asked, "used": used, "refused": list(refused)}}
 
 
 def llm_complete[T](
@@ -406,43 +672,98 @@ def llm_complete[T](
     messages: list[dict[str, str]],
     output: type[T],
     offline_hint: dict[str, Any] | None = None,
+    tool_names: Sequence[str] | None = None,
+    correction: str | None = None,
 ) -> LLMResult[T]:
     """Ask the model for `step`'s JSON and return it validated as `output`.
 
-    Raises `LLMError` on any failure (transport, HTTP status, unusable output), and
-    `UnknownStep` when no step of that name is registered (`apps/reasoning/steps/`).
-    `offline_hint` is passed to the offline demo model only (it tells the demo what a real model
-    would do).
+    Raises `LLMError` on any failure (transport, HTTP status, unusable or truncated output, a
+    prompt that cannot fit the model's context window), and `UnknownStep` when no step of that
+    name is registered (`apps/reasoning/steps/`). `offline_hint` is passed to the offline demo
+    model only (it tells the demo what a real model would do). `tool_names` narrows the
+    schema's `tool_call` to those names (the client's enabled tools). `correction` is sent as a
+    last user message (a retry quoting why the previous reply was refused).
+
+    A provider that refuses the response_format gets the next form (`RESPONSE_FORMS`) in the
+    same call; what it accepted is remembered (docs/llm-protocol.md).
     """
     steps.get(step)  # an unknown step is a programming error: fail before anything is spent
+    if correction:
+        messages = _corrected(messages, correction)
     if llm_is_offline():
         return _offline_complete(step, messages, output, offline_hint or {})
 
-    sent, response_format = _build_request(step, messages, output)
-    kwargs: dict[str, Any] = {}
-    if response_format is not None:
-        kwargs["response_format"] = response_format
-
-    # No call starts once the turn's deadline has passed (raises DeadlineExceeded); one that
-    # starts gets LLM_TIMEOUT or what is left of the deadline, whichever is shorter.
-    allowed = deadlines.time_for(float(settings.LLM_TIMEOUT))
-    release_connection()  # no database connection is held while the model thinks
+    schema = _step_schema(step, output, tool_names)
+    asked, key = _start_form()
+    window = context_window()
+    refused: list[ResponseForm] = []
     started = time.perf_counter()
-    try:
-        completion = _client().chat.completions.create(
-            model=settings.LLM_MODEL,
-            messages=cast(Any, sent),
-            temperature=TEMPERATURE,
-            max_tokens=settings.LLM_MAX_COMPLETION_TOKENS,
-            extra_headers={STEP_HEADER: step},
-            timeout=allowed,
-            **kwargs,
-        )
-    except openai.OpenAIError as exc:
-        raise _fail(_sdk_error(step, exc, _elapsed_ms(started))) from exc
+    completion: Any = None
+    details: dict[str, Any] = {}
+    for form in RESPONSE_FORMS[RESPONSE_FORMS.index(asked) :]:
+        details = _response_format_details(asked, form, refused) if refused else {}
+        try:
+            fitted, max_tokens, fit = _fit(
+                step,
+                messages,
+                window=window,
+                max_tokens=int(settings.LLM_MAX_COMPLETION_TOKENS),
+                extra_tokens=_instruction_tokens(step, schema, form),
+            )
+        except LLMError as exc:
+            exc.details.update(details)
+            exc.latency_ms = _elapsed_ms(started)
+            raise _fail(exc) from None
+        if fit is not None:
+            details["context"] = fit
+        sent, response_format = _build_request(step, fitted, schema, form)
+        kwargs: dict[str, Any] = {}
+        if response_format is not None:
+            kwargs["response_format"] = response_format
+
+        # No call starts once the turn's deadline has passed (raises DeadlineExceeded); one
+        # that starts gets LLM_TIMEOUT or what is left of the deadline, whichever is shorter.
+        allowed = deadlines.time_for(float(settings.LLM_TIMEOUT))
+        release_connection()  # no database connection is held while the model thinks
+        try:
+            completion = _client().chat.completions.create(
+                model=settings.LLM_MODEL,
+                messages=cast(Any, sent),
+                temperature=TEMPERATURE,
+                max_tokens=max_tokens,
+                extra_headers={STEP_HEADER: step},
+                timeout=allowed,
+                **kwargs,
+            )
+        except openai.OpenAIError as exc:
+            if form != "text" and _refuses_format(exc):
+                # A capability, not a failure: the next form, in this same call.
+                refused.append(form)
+                _count_refusal()
+                logger.warning(
+                    "LLM provider %s (%s) refused response_format %s; trying the next form",
+                    key[0],
+                    key[1],
+                    form,
+                )
+                continue
+            error = _sdk_error(step, exc, _elapsed_ms(started))
+            error.details.update(details)
+            raise _fail(error) from exc
+        if refused:
+            _remember(key, form)
+            logger.warning(
+                "LLM provider %s (%s) takes response_format %s (refused: %s)",
+                key[0],
+                key[1],
+                form,
+                ", ".join(refused),
+            )
+        break
 
     choices = getattr(completion, "choices", None) or []
-    message = choices[0].message if choices else None
+    choice = choices[0] if choices else None
+    message = choice.message if choice is not None else None
     raw = (message.content if message is not None else None) or ""
     model = str(getattr(completion, "model", None) or settings.LLM_MODEL)
 
@@ -456,6 +777,24 @@ def llm_complete[T](
     refusal = getattr(message, "refusal", None) if message is not None else None
     if refusal and not raw.strip():
         raw = str(refusal)  # a refusal is the model's text; keep it for the trace
+    if getattr(choice, "finish_reason", None) == "length":
+        raise _fail(
+            LLMError(
+                kind="truncated",
+                step=step,
+                message=(
+                    f"the reply reached the {max_tokens}-token limit "
+                    f"({completion_tokens} completion tokens) before it was complete"
+                ),
+                latency_ms=_elapsed_ms(started),
+                raw=raw,
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+                tokens_estimated=estimated,
+                model=model,
+                details=details,
+            )
+        )
     parsed = _parse_spent(
         step,
         raw,
@@ -465,6 +804,7 @@ def llm_complete[T](
         completion_tokens,
         estimated=estimated,
         model=model,
+        details=details,
     )
 
     return LLMResult(
@@ -477,6 +817,15 @@ def llm_complete[T](
         tokens_estimated=estimated,
         latency_ms=_elapsed_ms(started),
         offline=False,
+        details=details or None,
+    )
+
+
+def _corrected(messages: list[dict[str, str]], correction: str) -> list[dict[str, str]]:
+    """`messages` plus the correction as a last user message, keeping what may be shrunk."""
+    return steps.Prompt(
+        [*messages, {"role": "user", "content": correction}],
+        shrinkable=getattr(messages, "shrinkable", ()),
     )
 
 

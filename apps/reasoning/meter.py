@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -143,13 +144,22 @@ class Meter:
         messages: list[dict[str, str]],
         output: type[T],
         hint: dict[str, Any] | None = None,
+        tool_names: Sequence[str] | None = None,
+        correction: str | None = None,
     ) -> LLMResult[T]:
         """Check, call the model through the gateway, record. `LLMError`s are re-raised after
-        what they spent is recorded."""
+        what they spent is recorded. `tool_names` and `correction`: see `llm_complete`."""
         self.check(step=step, messages=messages)
         started = time.perf_counter()
         try:
-            result = llm_complete(step=step, messages=messages, output=output, offline_hint=hint)
+            result = llm_complete(
+                step=step,
+                messages=messages,
+                output=output,
+                offline_hint=hint,
+                tool_names=tool_names,
+                correction=correction,
+            )
         except LLMError as exc:
             self.llm_wait_ms += int((time.perf_counter() - started) * 1000)
             if exc.prompt_tokens or exc.completion_tokens:  # e.g. invalid output: tokens spent

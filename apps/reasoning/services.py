@@ -52,7 +52,7 @@ from apps.reasoning.llm import LLMError
 from apps.reasoning.models import ReasoningStep, ReasoningTrace, TraceStatus
 from apps.reasoning.modes import mode_that_runs, runner
 from apps.reasoning.traces import TokenCapExceeded, TurnAborted, TurnRecorder
-from apps.reasoning.turn import Escalate, Outcome, Reply, Turn
+from apps.reasoning.turn import NO_RETRY, Escalate, Outcome, Reply, Turn
 from apps.reasoning.turn_notes import turn_notes_write
 from apps.tools.models import ClientTool
 from apps.tools.pending import pending_expire_open, pending_mark_shown, pending_settle
@@ -284,7 +284,8 @@ def _process_claimed(
             outcome = Outcome(
                 escalate=(
                     EscalationReason.LLM_FAILURE,
-                    f"{exc.step} failed twice ({exc.kind}): {exc.message}",
+                    f"{exc.step} failed{'' if exc.kind in NO_RETRY else ' twice'} "
+                    f"({exc.kind}): {exc.message}",
                 ),
                 handoff_text=FALLBACK_TEXT,
             )

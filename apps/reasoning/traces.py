@@ -10,7 +10,7 @@ internal notes go and who hears of each recorded step, and its own `Meter`."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any, Protocol
 
@@ -182,23 +182,39 @@ class TurnRecorder:
         output: type[T],
         hint: dict[str, Any] | None = None,
         extra: dict[str, Any] | Callable[[T], dict[str, Any]] | None = None,
+        tool_names: Sequence[str] | None = None,
+        correction: str | None = None,
     ) -> LLMResult[T]:
         """One metered LLM call, journalled as a step named after it. `extra` (a dict, or a
         function of the parsed reply) is merged into the recorded step's output — e.g.
-        deliberative mode's step number and the mean over the rubric's principles."""
+        deliberative mode's step number and the mean over the rubric's principles.
+        `tool_names` and `correction`: see `llm_complete`. What the gateway reports beyond the
+        reply (a refused response_format, a prompt shrunk to fit the context window) is added
+        to the recorded step's output, and a correction the call carried as `correction`."""
         self.ensure_open()
         try:
-            result = self.meter.call(step=step, messages=messages, output=output, hint=hint)
+            result = self.meter.call(
+                step=step,
+                messages=messages,
+                output=output,
+                hint=hint,
+                tool_names=tool_names,
+                correction=correction,
+            )
         except TokenCapExceeded as exc:
             self.step(step, error=f"per-turn {exc.detail}")
             raise
         except LLMError as exc:
             if exc.prompt_tokens or exc.completion_tokens:  # metered: tokens were spent
                 self._count(exc.prompt_tokens, exc.completion_tokens)
+            failed: dict[str, Any] = {"raw": exc.raw[:2000]} if exc.raw else {}
+            failed.update(exc.details)
+            if correction:
+                failed["correction"] = correction
             self.step(
                 step,
                 input_summary=_summary(messages),
-                output={"raw": exc.raw[:2000]} if exc.raw else {},
+                output=failed,
                 error=f"{exc.kind}: {exc.message}",
                 latency_ms=exc.latency_ms,
                 prompt_tokens=exc.prompt_tokens,
@@ -210,6 +226,10 @@ class TurnRecorder:
         dump = parsed.model_dump() if hasattr(parsed, "model_dump") else {"value": str(parsed)}
         if extra:
             dump = {**dump, **(extra(parsed) if callable(extra) else extra)}
+        if result.details:
+            dump = {**dump, **result.details}
+        if correction:
+            dump = {**dump, "correction": correction}
         self.step(
             step,
             input_summary=_summary(messages),

@@ -18,7 +18,7 @@ from apps.escalations.models import EscalationReason
 from apps.notes.selectors import notes_tokens, prompt_notes
 from apps.reasoning import guards
 from apps.reasoning.context import tool_schema_text
-from apps.reasoning.llm import LLMError, LLMResult
+from apps.reasoning.llm import LLMError, LLMResult, correction_message
 from apps.reasoning.steps import Step, compose
 from apps.reasoning.traces import TokenCapExceeded, TurnRecorder, pretty
 from apps.tools import pending as pending_actions
@@ -27,7 +27,9 @@ from apps.tools.services import tool_execute, tool_render_result
 
 logger = logging.getLogger(__name__)
 
-NO_RETRY = {"auth", "bad_request"}
+# Failures a second identical call cannot fix (a prompt too big for the model's window stays
+# too big). A provider's refusal of a response_format never gets here: the gateway falls back.
+NO_RETRY = {"auth", "bad_request", "context_window"}
 
 
 @dataclass
@@ -180,10 +182,15 @@ class Turn:
         **facts: Any,
     ) -> LLMResult[T]:
         """One LLM call of `step`, retried once on failure (unless `retry=False`); a second
-        failure is raised. `facts` are the step's own offline-demo facts (see its `hint`);
+        failure is raised. A retry after an invalid or truncated reply quotes the reason to the
+        model. `facts` are the step's own offline-demo facts (see its `hint`);
         `extra` is added to the recorded step's output."""
         hint = {**self.hint(), "step": step.name, **step.hint(**facts)}
         kwargs: dict[str, Any] = {"extra": extra} if extra else {}
+        if "tool_call" in step.schema.get("properties", {}):
+            # The schema sent names only the client's enabled tools (constrained decoding
+            # cannot invent one); the guards still check whatever comes back.
+            kwargs["tool_names"] = [tool.name for tool in self.enabled_tools]
         try:
             return self.rec.llm(
                 step=step.name, messages=messages, output=step.output, hint=hint, **kwargs
@@ -191,8 +198,16 @@ class Turn:
         except LLMError as exc:
             if exc.kind in NO_RETRY or not retry:
                 raise
+            # A reply that broke the step's contract (or was cut off) is retried with the
+            # reason quoted back to the model.
+            correction = correction_message(exc)
         return self.rec.llm(
-            step=step.name, messages=messages, output=step.output, hint=hint, **kwargs
+            step=step.name,
+            messages=messages,
+            output=step.output,
+            hint=hint,
+            correction=correction,
+            **kwargs,
         )
 
 

@@ -356,8 +356,13 @@ OPENAI_API_KEY = env("OPENAI_API_KEY", default="")
 OPENAI_BASE_URL = env("OPENAI_BASE_URL", default="") or None
 LLM_MODEL = env("LLM_MODEL", default="gpt-4o-mini")
 LLM_TIMEOUT = env.float("LLM_TIMEOUT", default=30.0)
-# json_schema (default) | json_object | text — for providers without structured outputs.
-LLM_RESPONSE_FORMAT = env("LLM_RESPONSE_FORMAT", default="json_schema")
+# How JSON is asked for: auto (default: json_schema, and the next form whenever a provider
+# refuses one; remembered per base URL and model) | json_schema | json_object+schema |
+# json_object | text — an explicit form is where the fallback starts (docs/llm-protocol.md).
+LLM_RESPONSE_FORMAT = env("LLM_RESPONSE_FORMAT", default="auto")
+# The model's context window in tokens (prompt + reply); 0 = unknown. A model price's own
+# `context_tokens` wins. Steps shrink history and notes to fit it.
+LLM_CONTEXT_TOKENS = env.int("LLM_CONTEXT_TOKENS", default=0)
 # Most tokens one reply may have (sent as max_tokens); also what the per-turn cap budgets for it.
 LLM_MAX_COMPLETION_TOKENS = env.int("LLM_MAX_COMPLETION_TOKENS", default=800)
 

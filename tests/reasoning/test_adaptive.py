@@ -40,7 +40,8 @@ def _tool(kind: str) -> ClientTool:
     ],
 )
 def test_trigger_and_skip_rules(fields, kind, expected):
-    assessment = AssessOut.model_validate(assess(**fields))
+    # A reply with neither text nor a tool call breaks the contract: never assessed.
+    assessment = AssessOut.model_validate(assess(**{"response": "Sure.", **fields}))
     assert critique_needed(assessment, _tool(kind) if kind else None) == expected
 
 

@@ -68,7 +68,7 @@ REPLIES_BY_STEP: dict[str, tuple[dict[str, Any], type[Any]]] = {
 
 
 @pytest.fixture
-def llm(settings: Settings) -> Iterator[FakeLLMServer]:
+def llm(settings: Settings, db: None) -> Iterator[FakeLLMServer]:
     with FakeLLMServer() as server:
         settings.OPENAI_BASE_URL = server.base_url
         yield server
@@ -208,16 +208,27 @@ def test_extra_keys_are_ignored(llm: FakeLLMServer) -> None:
 
 
 @pytest.mark.parametrize(
-    ("confidence", "expected"), [("7", 7), (15, 10), (0, 1), (-3, 1), ("8.6", 9)]
+    ("confidence", "expected"), [("7", 7), ("8.6", 9), (None, 1), ("very", 1), (0.6, 1)]
 )
-def test_confidence_is_coerced_and_clamped(
-    llm: FakeLLMServer, confidence: object, expected: int
-) -> None:
+def test_confidence_is_coerced(llm: FakeLLMServer, confidence: object, expected: int) -> None:
     llm.script("assess", {**ASSESS_REPLY, "confidence": confidence})
 
     result = llm_complete(step="assess", messages=MESSAGES, output=AssessOut)
 
     assert result.parsed.confidence == expected
+
+
+@pytest.mark.parametrize("confidence", [15, 0, -3])
+def test_out_of_range_confidence_breaks_the_contract(
+    llm: FakeLLMServer, confidence: object
+) -> None:
+    llm.script("assess", {**ASSESS_REPLY, "confidence": confidence})
+
+    with pytest.raises(LLMError) as caught:
+        llm_complete(step="assess", messages=MESSAGES, output=AssessOut)
+
+    assert caught.value.kind == "invalid_output"
+    assert "confidence: Value error, must be between 1 and 10" in caught.value.message
 
 
 def test_string_null_tool_means_no_tool(llm: FakeLLMServer) -> None:

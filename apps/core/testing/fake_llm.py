@@ -16,12 +16,18 @@ Usage::
         ...
         assert llm.calls("assess")[0].prompt_text.startswith("You are")
 
+``llm.refuse("json_schema")`` makes the server refuse that response_format the way
+llama-cpp-python does (HTTP 500 naming ``response_format``; pass ``status``/``message`` for a
+400 variant); refused requests are recorded with ``refused=True`` and consume no scripted reply.
+``Truncated(reply)`` answers with ``finish_reason: "length"``.
+
 Only the standard library is used; Django is deliberately not imported.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import socket
@@ -47,6 +53,7 @@ __all__ = [
     "NoUsage",
     "RecordedRequest",
     "RequestHandler",
+    "Truncated",
     "WithUsage",
     "count_prompt_tokens",
     "count_tokens",
@@ -292,6 +299,7 @@ class RecordedRequest:
     messages: list[dict[str, Any]]
     prompt_text: str  # every message's content, joined with "\n"
     received_at: float = field(default_factory=time.monotonic)
+    refused: bool = False  # answered with an error for its response_format (see `refuse`)
 
     @property
     def model(self) -> str | None:
@@ -302,6 +310,19 @@ class RecordedRequest:
     def response_format(self) -> dict[str, Any] | None:
         value = self.body.get("response_format")
         return value if isinstance(value, dict) else None
+
+    @property
+    def form(self) -> str:
+        """How the request asked for JSON: ``json_schema``, ``json_object+schema`` (a
+        json_object with a ``schema``, as llama-cpp-python accepts), ``json_object`` or
+        ``text`` (no response_format)."""
+        fmt = self.response_format
+        if fmt is None:
+            return "text"
+        kind = str(fmt.get("type"))
+        if kind == "json_object" and isinstance(fmt.get("schema"), dict):
+            return "json_object+schema"
+        return kind
 
     @property
     def json_schema(self) -> dict[str, Any] | None:
@@ -344,6 +365,15 @@ class WithUsage:
 
 
 @dataclass(frozen=True)
+class Truncated:
+    """Answer with ``reply`` cut off: ``finish_reason: "length"`` (the reply hit max_tokens).
+    ``completion_tokens`` defaults to the request's ``max_tokens`` when it has one."""
+
+    reply: LLMReply
+    completion_tokens: int | None = None
+
+
+@dataclass(frozen=True)
 class NoUsage:
     """Answer with ``reply`` and omit the ``usage`` object (providers that report none)."""
 
@@ -357,6 +387,7 @@ type LLMReply = (
     | Delay
     | WithUsage
     | NoUsage
+    | Truncated
     | Callable[[RecordedRequest], LLMReply]
 )
 """A scripted reply: dict (JSON content), str (verbatim content), wrapper or callable."""
@@ -422,6 +453,7 @@ class FakeLLMServer(BackgroundHTTPServer):
         self._queues: dict[str, deque[LLMReply]] = {}
         self._defaults: dict[str, LLMReply] = {}
         self._fallback: LLMFallback | None = None
+        self._refused: dict[str, tuple[int, str]] = {}
 
     @property
     def base_url(self) -> str:
@@ -448,6 +480,20 @@ class FakeLLMServer(BackgroundHTTPServer):
         with self._lock:
             self._fallback = handler
 
+    def refuse(self, *forms: str, status: int = 500, message: str | None = None) -> None:
+        """Refuse requests whose response_format is one of ``forms`` (see
+        ``RecordedRequest.form``) with HTTP ``status``. The default message is what
+        llama-cpp-python's server says of a json_schema response_format (its pydantic error,
+        naming ``response_format``)."""
+        with self._lock:
+            for form in forms:
+                self._refused[form] = (status, message or _refusal_message(form))
+
+    def accept_all_formats(self) -> None:
+        """Refuse no response_format any more (undoes ``refuse``)."""
+        with self._lock:
+            self._refused.clear()
+
     def pending(self, step: str | None = None) -> int:
         """Number of queued, not yet consumed replies (for one step or all steps)."""
         with self._lock:
@@ -467,6 +513,7 @@ class FakeLLMServer(BackgroundHTTPServer):
             self._queues.clear()
             self._defaults.clear()
             self._fallback = None
+            self._refused.clear()
 
     # -- HTTP --------------------------------------------------------------------------------
 
@@ -508,10 +555,15 @@ class FakeLLMServer(BackgroundHTTPServer):
             prompt_text="\n".join(message_text(m) for m in messages),
         )
         with self._lock:
+            refusal = self._refused.get(request.form)
+            if refusal is not None:
+                request = dataclasses.replace(request, refused=True)
             self.requests.append(request)
 
         if not self.sleep(self.latency):
             return None
+        if refusal is not None:
+            return _Response.error(*refusal)
         if body.get("stream"):
             return _Response.error(400, "FakeLLMServer does not support stream=True")
 
@@ -534,6 +586,7 @@ class FakeLLMServer(BackgroundHTTPServer):
         prompt_override: int | None = None
         completion_override: int | None = None
         include_usage = True
+        finish_reason = "stop"
         current: LLMReply = reply
         for _ in range(_MAX_REPLY_UNWRAPS):
             if isinstance(current, Fail):
@@ -550,6 +603,14 @@ class FakeLLMServer(BackgroundHTTPServer):
                 current = current.reply
             elif isinstance(current, NoUsage):
                 include_usage = False
+                current = current.reply
+            elif isinstance(current, Truncated):
+                finish_reason = "length"
+                max_tokens = request.body.get("max_tokens")
+                if current.completion_tokens is not None:
+                    completion_override = current.completion_tokens
+                elif isinstance(max_tokens, int):
+                    completion_override = max_tokens
                 current = current.reply
             elif isinstance(current, dict):
                 content = json.dumps(current, ensure_ascii=False)
@@ -579,7 +640,7 @@ class FakeLLMServer(BackgroundHTTPServer):
                     "index": 0,
                     "message": {"role": "assistant", "content": content, "refusal": None},
                     "logprobs": None,
-                    "finish_reason": "stop",
+                    "finish_reason": finish_reason,
                 }
             ],
         }
@@ -598,6 +659,16 @@ class FakeLLMServer(BackgroundHTTPServer):
                 "total_tokens": prompt_tokens + completion_tokens,
             }
         return _Response.json(200, completion)
+
+
+def _refusal_message(form: str) -> str:
+    """What llama-cpp-python's server answers (HTTP 500) to a response_format it lacks."""
+    kind = "json_object" if form == "json_object+schema" else form
+    return (
+        "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+        "'msg': \"Input should be 'text' or 'json_object'\", "
+        f"'input': '{kind}', 'ctx': {{'expected': \"'text' or 'json_object'\"}}}}]"
+    )
 
 
 def _resolve_step(body: Mapping[str, Any], headers: Mapping[str, str]) -> str:

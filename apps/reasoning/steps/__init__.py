@@ -16,6 +16,7 @@ from typing import Any
 from apps.core.registry import Registry
 from apps.reasoning.steps._base import (
     Out,
+    Prompt,
     Step,
     StepDefinitionError,
     UnknownStep,
@@ -25,6 +26,7 @@ from apps.reasoning.steps._base import (
 __all__ = [
     "SCHEMAS",
     "Out",
+    "Prompt",
     "Step",
     "StepDefinitionError",
     "UnknownStep",

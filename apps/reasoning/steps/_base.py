@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,9 +14,11 @@ from pydantic import BaseModel, ConfigDict
 
 __all__ = [
     "Out",
+    "Prompt",
     "Step",
     "StepDefinitionError",
     "UnknownStep",
+    "required_text",
     "response_schema",
 ]
 
@@ -39,10 +41,30 @@ class UnknownStep(LookupError):
         self.name = name
 
 
+class Prompt(list[dict[str, str]]):
+    """A step's messages, and which of them may be left out when the model's context window is
+    too small: `shrinkable` lists their indices in the order they go (the oldest history
+    first, then the notes block). The system message (our rules and the business basics) and
+    the current customer message are never among them. The gateway does the fitting
+    (`apps.reasoning.llm`); a plain list has nothing shrinkable."""
+
+    def __init__(self, messages: Iterable[dict[str, str]] = (), shrinkable: Iterable[int] = ()):
+        super().__init__(messages)
+        self.shrinkable: tuple[int, ...] = tuple(shrinkable)
+
+
 class Out(BaseModel):
     """Base of every step's output model: tolerant of extra keys, because models drift."""
 
     model_config = ConfigDict(extra="ignore")
+
+
+def required_text(value: str) -> str:
+    """A text field the step's contract needs: blank is a failed reply, not an answer (use as
+    an `after` field validator)."""
+    if not value.strip():
+        raise ValueError("must not be empty")
+    return value
 
 
 def _property(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from apps.reasoning.steps import _data
+from apps.reasoning.steps._base import Prompt
 
 RULES = """Rules:
 - Answer only from the business information given; if it is not there, say so or ask.
@@ -40,15 +41,25 @@ def chat_messages(
     notes: str = "",
     pending: str = "",
     after: list[dict[str, str]] | None = None,
-) -> list[dict[str, str]]:
+    keep_from: int | None = None,
+) -> Prompt:
     """A chat step's messages, longest-shared first: the system message (our rules and the
     business's context), the notes block, the conversation in its own roles, `after` (e.g.
-    deliberation steps), then the turn's confirmation state."""
+    deliberation steps), then the turn's confirmation state.
+
+    To fit a small context window the gateway may leave out the history before `keep_from`
+    (default: all but its last message, the current customer message), oldest first, and then
+    the notes block (`Prompt.shrinkable`); nothing else."""
     messages = [_data.system_message(system)]
+    notes_at: list[int] = []
     if notes:
+        notes_at.append(len(messages))
         messages.append(_data.data_message(_data.block(_data.NOTES, notes)))
+    first = len(messages)
+    keep = len(history) - 1 if keep_from is None else keep_from
+    old_history = [first + i for i in range(max(0, min(keep, len(history))))]
     messages.extend(history)
     messages.extend(after or [])
     if pending:
         messages.append(_data.data_message(_data.block(_data.CONFIRMATION, pending)))
-    return messages
+    return Prompt(messages, shrinkable=[*old_history, *notes_at])

@@ -27,7 +27,8 @@ def _str_list(value: Any) -> list[str]:
 
 
 class AssessOut(RespondOut):
-    confidence: int = Field(5, ge=1, le=10)
+    # A reply without a confidence counts as the least confident one.
+    confidence: int = Field(1, ge=1, le=10)
     missing_params: list[str] = Field(default_factory=list)
     is_destructive: bool = False
     needs_confirmation: bool = False
@@ -38,11 +39,19 @@ class AssessOut(RespondOut):
     @field_validator("confidence", mode="before")
     @classmethod
     def _confidence(cls, value: Any) -> int:
+        if value is None:
+            return 1  # no confidence counts as the lowest
         try:
             number = round(float(value))
         except (TypeError, ValueError):
             return 1  # unreadable confidence counts as low confidence
-        return max(1, min(10, number))
+        if not 1 <= number <= 10:
+            raise ValueError(f"must be between 1 and 10, not {value!r}")
+        return number
+
+    def may_be_blank(self) -> bool:
+        # Asking for more context (adaptive mode fetches it and asks again) is an answer too.
+        return super().may_be_blank() or bool(self.needs_more_context)
 
 
 PROMPT = """You are the customer-support assistant of the business below. Minimal context is

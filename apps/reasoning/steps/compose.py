@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from apps.reasoning.steps import _data
-from apps.reasoning.steps._base import Out, Step
+from apps.reasoning.steps._base import Out, Step, required_text
 
 
 class ComposeOut(Out):
     response: str = Field(min_length=1)
+
+    _text = field_validator("response")(required_text)
 
 
 PROMPT = """You are the customer-support assistant of {business}. A tool has just run for the

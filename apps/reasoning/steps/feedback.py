@@ -8,15 +8,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from apps.reasoning.steps import _data
 from apps.reasoning.steps import _deliberative as d
-from apps.reasoning.steps._base import Out, Step
+from apps.reasoning.steps._base import Out, Step, required_text
 
 
 class FeedbackOut(Out):
-    feedback: str = Field("", description="2-3 sentences of guidance for the next step.")
+    feedback: str = Field(
+        "", description="2-3 sentences of guidance for the next step.", validate_default=True
+    )
+
+    _text = field_validator("feedback")(required_text)
 
 
 PROMPT = """You are the reasoning coach of a customer-support assistant. The assistant reasons

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from apps.reasoning.steps import _data
-from apps.reasoning.steps._base import Out, Step
+from apps.reasoning.steps._base import Out, Step, required_text
 from apps.reasoning.steps._shared import RULES
 from apps.reasoning.steps.refine_critique import CLOSING
 
 
 class ImproveOut(Out):
-    response: str = Field("", description="The improved reply.")
+    response: str = Field("", description="The improved reply.", validate_default=True)
+
+    _text = field_validator("response")(required_text)
 
 
 PROMPT = """You are improving a customer-support reply before the customer sees it. The customer's

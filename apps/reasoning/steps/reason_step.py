@@ -9,12 +9,12 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from apps.reasoning.steps import _deliberative as d
-from apps.reasoning.steps._base import Out, Step
+from apps.reasoning.steps._base import Out, Step, required_text
 from apps.reasoning.steps._shared import CONFIRMATION_RULE, RULES, chat_messages
 
 
 class ReasonStepOut(Out):
-    content: str = Field("", description="This step's reasoning.")
+    content: str = Field("", description="This step's reasoning.", validate_default=True)
     status: Literal["continue", "final"] = "continue"
     scores: dict[str, float] = Field(
         default_factory=dict, description="Rubric principle key -> self-score 0-1."
@@ -25,6 +25,8 @@ class ReasonStepOut(Out):
         description="First step only: 2-4 readings of what the customer wants, each "
         "{intent, confidence 0-1}; [] otherwise.",
     )
+
+    _content = field_validator("content")(required_text)
 
     @field_validator("status", mode="before")
     @classmethod
@@ -97,7 +99,18 @@ def prompt(
         keys=", ".join(p["key"] for p in principles),
         hypotheses=HYPOTHESES if first else "",
     )
-    return chat_messages(system, history=conversation, notes=notes, pending=pending)
+    # The conversation ends with the earlier steps and the server's request: of it only the
+    # chat history before the current customer message (the last one not from the server) may
+    # be left out to fit a small context window.
+    customer = [
+        i
+        for i, message in enumerate(conversation)
+        if message.get("role") == "user" and not message.get("content", "").startswith("(server)")
+    ]
+    keep_from = customer[-1] if customer else len(conversation) - 1
+    return chat_messages(
+        system, history=conversation, notes=notes, pending=pending, keep_from=keep_from
+    )
 
 
 def hint(*, index: int, max_steps: int, keys: list[str], target: float) -> dict[str, Any]:

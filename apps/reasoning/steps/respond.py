@@ -3,9 +3,9 @@ context."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from apps.reasoning.steps import _demo
 from apps.reasoning.steps._base import Out, Step
@@ -20,7 +20,10 @@ from apps.reasoning.steps._shared import (
 def _tool_name(value: Any) -> str | None:
     if value is None:
         return None
-    text = str(value).strip()
+    if not isinstance(value, str):
+        # An object (`{"name": ...}`) or a number is not a tool name: never str() it into one.
+        raise ValueError(f"must be a tool name (a string) or null, not {type(value).__name__}")
+    text = value.strip()
     return None if text.lower() in {"", "null", "none", "no", "false"} else text
 
 
@@ -29,7 +32,9 @@ def _obj(value: Any) -> dict[str, Any]:
 
 
 class RespondOut(Out):
-    """Tolerant on purpose: "null"/"" mean no tool, a non-object tool_params is empty."""
+    """Tolerant on purpose: "null"/"" mean no tool, a non-object tool_params is empty. Strict
+    where a reply would be empty: a blank `response` with no tool call, or a `tool_call` that
+    is not a string, fails the step's contract."""
 
     response: str = Field("", description="The reply shown to the customer.")
     tool_call: str | None = Field(None, description="Name of the tool to call, or null.")
@@ -39,6 +44,16 @@ class RespondOut(Out):
 
     _tool = field_validator("tool_call", mode="before")(_tool_name)
     _params = field_validator("tool_params", mode="before")(_obj)
+
+    def may_be_blank(self) -> bool:
+        """A reply with no text for the customer is still an answer when this holds."""
+        return self.tool_call is not None
+
+    @model_validator(mode="after")
+    def _answered(self) -> Self:
+        if not self.response.strip() and not self.may_be_blank():
+            raise ValueError("response is empty and there is no tool_call")
+        return self
 
 
 PROMPT = """You are the customer-support assistant of the business below.
