@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('billing', '0006_visitor_budgets'),
+        ('billing', '0007_usage_purpose_simulation'),
     ]
 
     operations = [
