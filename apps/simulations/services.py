@@ -35,12 +35,14 @@ from apps.billing.models import UsagePurpose
 from apps.clients.models import Client
 from apps.conversations.models import Conversation
 from apps.core.exceptions import ApplicationError
+from apps.reasoning import steps
 from apps.reasoning.llm import LLMError
 from apps.reasoning.meter import Meter, TokenCapExceeded
 from apps.reasoning.models import ReasoningTrace, TraceKind, TraceStatus
 from apps.reasoning.modes import mode_that_runs
 from apps.reasoning.traces import TurnAborted, TurnRecorder
 from apps.simulations.config import Side, config_validate_overrides, live_config, side_for
+from apps.simulations.judge import judge_criteria
 from apps.simulations.models import (
     CaseRun,
     CaseStatus,
@@ -474,39 +476,31 @@ class _CaseRunner:
                 break
 
     def _simulated(self, case: SimCase) -> None:
-        step = _checks_module("apps.reasoning.steps.simulate_customer")
+        """A simulated customer (the `simulate_customer` step, on the case's own trace with the
+        live model) writes each message; `done` or `max_turns` ends the conversation."""
+        step = steps.get("simulate_customer")
         spec = dict(case.simulated or {})
         most = int(spec.get("max_turns") or DEFAULT_MAX_TURNS)
         most = max(1, min(most, MAX_SIMULATED_TURNS))
+        persona, goal = str(spec.get("persona", "")), str(spec.get("goal", ""))
         sandbox = Sandbox(stubs=dict(case.tools or {}))
         conv = SandboxConversation.start(client=self.side.client, history=case.history or [])
-        business = str(self.client.name)
         for index in range(most):
             messages = step.prompt(
-                persona=str(spec.get("persona", "")),
-                goal=str(spec.get("goal", "")),
-                transcript=self.transcript,
-                business=business,
+                persona=persona, goal=goal, transcript=self.transcript, business=self.client.name
             )
+            hint = {
+                "step": step.name,
+                **step.hint(persona=persona, goal=goal, transcript=self.transcript),
+            }
             result = self.recorder().llm(
-                step=step.STEP.name,
-                messages=messages,
-                output=step.STEP.output,
-                hint={
-                    "step": step.STEP.name,
-                    "persona": spec.get("persona", ""),
-                    "goal": spec.get("goal", ""),
-                    "transcript": self.transcript,
-                    "client_name": business,
-                    "turn": index,
-                },
+                step=step.name, messages=messages, output=step.output, hint=hint
             )
             said = str(result.parsed.message or "").strip()
-            if said:
-                entry = self._turn(sandbox, conv, index, said)
-                if entry["escalated"] or entry["error"]:
-                    break
             if result.parsed.done or not said:
+                break
+            entry = self._turn(sandbox, conv, index, said)
+            if entry["escalated"] or entry["error"]:
                 break
 
     def _replay(self) -> None:
@@ -562,9 +556,8 @@ class _CaseRunner:
             )
             criteria = [str(c) for c in (case.criteria or []) if str(c).strip()]
             if criteria and ran and self.status != CaseStatus.ERROR:
-                judge = _checks_module("apps.simulations.judge")
                 try:
-                    self.judged_passed, self.judged = judge.judge_criteria(
+                    self.judged_passed, self.judged = judge_criteria(
                         recorder=self.recorder(),
                         criteria=criteria,
                         transcript=self.transcript,
