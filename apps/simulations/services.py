@@ -5,7 +5,8 @@ per case × side × attempt, queue them), execute a case run in the sandbox
 A case run is one job on the workers, below live turns (`apps.core.slots` kind `sim`;
 apps/simulations/tasks.py). `simulation_run_execute` runs a whole run in the caller
 (`manage.py simulate`, tests). Every job is idempotent: a redelivered one finds its case run
-claimed and leaves it.
+claimed and leaves it — unless no turn of it started within a turn's lease
+(REASONING_TURN_LEASE_SECONDS: its worker died), when the redelivered job runs it again.
 
 Replays: each customer message of a saved conversation is replayed verbatim with the
 conversation's ORIGINAL visible history up to it (what the customer had really seen, as
@@ -21,10 +22,11 @@ import importlib
 import logging
 import time
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -301,8 +303,16 @@ def _claim(case_run_id: int) -> CaseRun | None:
             .filter(pk=case_run_id)
             .first()
         )
-        if case_run is None or case_run.status != CaseStatus.QUEUED:
+        if case_run is None:
             return None
+        lease = timedelta(seconds=float(settings.REASONING_TURN_LEASE_SECONDS))
+        stale = case_run.status == CaseStatus.RUNNING and case_run.updated_at < (
+            timezone.now() - lease
+        )
+        if case_run.status != CaseStatus.QUEUED and not stale:
+            return None
+        if stale:  # its worker died mid-case (no turn started within a lease): run it again
+            logger.warning("simulation case run %s taken over", case_run.pk)
         case_run.status = CaseStatus.RUNNING
         case_run.save(update_fields=["status", "updated_at"])
         SimulationRun.objects.for_client(case_run.run.client).filter(
@@ -448,6 +458,10 @@ class _CaseRunner:
             self.transcript.append(exc.args[0])
 
     def _turn(self, sandbox: Sandbox, conv: SandboxConversation, index: int, text: str) -> dict:
+        # Alive: a case run not touched within a turn's lease may be taken over (`_claim`).
+        CaseRun.objects.for_client(self.client).filter(pk=self.case_run.pk).update(
+            updated_at=timezone.now()
+        )
         entry = sandbox_turn(
             case_run=self.case_run,
             side=self.side,
