@@ -41,8 +41,12 @@ def test_the_model_override_reaches_the_server_for_the_candidate_only(shop, llm,
 def test_a_candidate_run_never_changes_the_live_client_or_plan(shop, llm, webhook):
     make_case(shop, "hours", turns=[{"customer": "When are you open?"}])
     llm.default("assess", HOURS)
-    llm.default("respond", {"response": "We're open.", "confidence": 9})
-    llm.default("evaluate", {"valid": True, "evaluation": "ok", "confidence": 90})
+    long_answer = (
+        "We're open Monday to Friday from 9 in the morning to 5 in the afternoon, and our "
+        "support team answers messages within one working day."
+    )
+    llm.default("respond", {"response": long_answer, "confidence": 9})
+    llm.default("evaluate", {"valid": True, "evaluation": "Supported by the hours."})
     plan_before = copy.copy(shop.plan.__dict__)
     info_before = copy.deepcopy(shop.business_info)
     overrides = {
@@ -64,6 +68,9 @@ def test_a_candidate_run_never_changes_the_live_client_or_plan(shop, llm, webhoo
     # The candidate's standard turn ran `respond`; the baseline's adaptive one `assess`.
     assert len(llm.calls("respond")) == 1 and len(llm.calls("assess")) == 1
     assert live_config(client=shop)["mode"] == "adaptive"
+    candidate = CaseRun.objects.unscoped(UNSCOPED).get(run=run, side=Side.CANDIDATE)
+    assert candidate.transcript[0]["evaluation"] == "validated"  # the candidate's evaluation on
+    assert len(llm.calls("evaluate")) == 1
 
 
 def test_overrides_are_validated(shop):
