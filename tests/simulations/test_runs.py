@@ -298,3 +298,19 @@ def test_a_case_run_whose_worker_died_is_taken_over_after_the_lease(shop, llm, w
         assert services.caserun_execute(case_run_id=case_run.pk) is not None
     run.refresh_from_db()
     assert run.status == RunStatus.DONE and run.completed == 1
+
+
+def test_the_worker_task_runs_one_case_run_through_the_slots(shop, llm, webhook):
+    from apps.simulations import tasks
+
+    llm.default("assess", HOURS)
+    make_case(shop, "a", turns=[{"customer": "When are you open?"}])
+    run = services.simulation_run_create(
+        client=shop, source="api", selection={}, compare=False, enqueue=False
+    )
+    case_run = CaseRun.objects.unscoped(UNSCOPED).get(run=run)
+    tasks.execute_case_run.delay(case_run.pk, client_id=shop.pk)
+    tasks.execute_case_run.delay(case_run.pk, client_id=shop.pk)  # redelivered: nothing to do
+    run.refresh_from_db()
+    assert run.status == RunStatus.DONE and run.completed == 1
+    assert len(llm.calls("assess")) == 1
