@@ -20,6 +20,7 @@ import math
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -49,6 +50,8 @@ __all__ = [
     "format_instruction",
     "llm_complete",
     "llm_is_offline",
+    "llm_model",
+    "model_override",
     "parse_reply",
     "remembered_response_format",
     "response_format_refusals",
@@ -86,6 +89,30 @@ AUTO = "auto"  # LLM_RESPONSE_FORMAT's default: start at json_schema
 # A step whose prompt leaves less room than this for the reply fails (`context_window`) rather
 # than asking for a reply too short to hold the step's JSON.
 MIN_COMPLETION_TOKENS = 128
+
+
+# A simulation run's candidate may name another model for its own calls only (the offline demo
+# model ignores it): set with `model_override`, read by `llm_model`.
+_MODEL_OVERRIDE: ContextVar[str] = ContextVar("llm_model_override", default="")
+
+
+def llm_model() -> str:
+    """The model this call asks for: the current override, else `LLM_MODEL`."""
+    return _MODEL_OVERRIDE.get() or str(settings.LLM_MODEL)
+
+
+class model_override:
+    """`with model_override("gpt-x"):` — the calls made inside ask for that model ("" = none)."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self._token: Any = None
+
+    def __enter__(self) -> None:
+        self._token = _MODEL_OVERRIDE.set(self.model or "")
+
+    def __exit__(self, *exc: object) -> None:
+        _MODEL_OVERRIDE.reset(self._token)
 
 
 # --------------------------------------------------------------------------------------------
@@ -348,7 +375,7 @@ _REFUSAL_WORDS = ("response_format", "json_schema")
 
 
 def _provider_key() -> _ProviderKey:
-    return (str(settings.OPENAI_BASE_URL or "https://api.openai.com/v1"), str(settings.LLM_MODEL))
+    return (str(settings.OPENAI_BASE_URL or "https://api.openai.com/v1"), llm_model())
 
 
 def _format_cache_key(key: _ProviderKey) -> str:
@@ -440,7 +467,7 @@ def _start_form() -> tuple[ResponseForm, _ProviderKey]:
 def context_window(model: str | None = None) -> int | None:
     """The context window (tokens) of `model` (default: LLM_MODEL): its model price's
     `context_tokens` when set, else LLM_CONTEXT_TOKENS; None when unknown (0)."""
-    model = model or str(settings.LLM_MODEL)
+    model = model or llm_model()
     try:
         per_model = model_context_tokens(model)
     except Exception:  # a price table that cannot be read must not fail the call
@@ -498,7 +525,7 @@ def _fit(
                 f"{floor}, but the model's context window is {window} tokens"
                 + (f" (after leaving out {len(dropped)} history/notes messages)" if dropped else "")
             ),
-            model=str(settings.LLM_MODEL),
+            model=llm_model(),
             details={"context": details},
         )
     if not dropped and room >= max_tokens:
@@ -583,7 +610,7 @@ def _sdk_error(step: str, exc: openai.OpenAIError, latency_ms: int) -> LLMError:
         step=step,
         message=message,
         latency_ms=latency_ms,
-        model=str(settings.LLM_MODEL),
+        model=llm_model(),
         status_code=status_code,
     )
 
@@ -727,7 +754,7 @@ def llm_complete[T](
         release_connection()  # no database connection is held while the model thinks
         try:
             completion = _client().chat.completions.create(
-                model=settings.LLM_MODEL,
+                model=llm_model(),
                 messages=cast(Any, sent),
                 temperature=TEMPERATURE,
                 max_tokens=max_tokens,
@@ -765,7 +792,7 @@ def llm_complete[T](
     choice = choices[0] if choices else None
     message = choice.message if choice is not None else None
     raw = (message.content if message is not None else None) or ""
-    model = str(getattr(completion, "model", None) or settings.LLM_MODEL)
+    model = str(getattr(completion, "model", None) or llm_model())
 
     usage = _reported_usage(getattr(completion, "usage", None))
     if usage is None:
