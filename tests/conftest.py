@@ -6,12 +6,18 @@ from pathlib import Path
 
 import pytest
 from django.core.cache import cache
+from hypothesis import settings as hypothesis_settings
 from rest_framework.test import APIClient
 
 from apps.accounts.services import api_key_issue
 from apps.clients.models import Client
 from apps.reasoning.llm import forget_response_formats
 from tests.factories import ClientFactory, ModelPriceFactory, PlanFactory
+
+# Property tests check behaviour, not speed: on a loaded 2-core CI box one example can take
+# longer than hypothesis's default 200 ms deadline, which would fail a correct test.
+hypothesis_settings.register_profile("guidedesk", deadline=None)
+hypothesis_settings.load_profile("guidedesk")
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_TENANT = ROOT / "demo" / "tenant.json"
