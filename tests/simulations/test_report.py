@@ -410,3 +410,20 @@ def test_an_attempt_that_did_not_finish_is_an_error() -> None:
     assert x["candidate"]["error"] == "attempt 2 did not finish (stopped)"
     side = report["sides"]["candidate"]
     assert (side["errors"], side["pass_hat_k"], side["pass_at_1"]) == (1, 0.0, 0.5)
+
+
+def test_a_failed_turn_is_left_out_of_the_per_turn_figures() -> None:
+    failed = turn(1, 0, 0, 0, "0", 12, error="respond failed", escalated=True)
+    rows = [
+        case_run(
+            "x",
+            "candidate",
+            1,
+            CaseStatus.ERROR,
+            [turn(0, 2, 10, 2, "0.0001", 900), failed],
+            "0.0001",
+        ),
+    ]
+    side = report_build(run=run(compare=False), case_runs=rows)["sides"]["candidate"]
+    assert (side["turns"], side["llm_calls_per_turn"], side["latency_p50_ms"]) == (1, 2.0, 900)
+    assert (side["escalations"], side["errors"]) == (1, 1)
