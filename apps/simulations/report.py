@@ -7,8 +7,9 @@ rows give the same report. Its shape (docs/simulations.md):
   finish; the pass rate (code-checked expectations only) with pass^k and pass@1 (after τ-bench:
   a case run k times passes^k when all k attempts passed; pass@1 is the mean share of passing
   attempts); the judged criteria apart; and what a customer turn costs with that configuration
-  — LLM calls, tokens and cost per turn that ran, latency p50/p95 (nearest rank) — plus the
-  side's whole spend (`cost_usd`, the judge's and the simulated customer's calls included);
+  — LLM calls, tokens and cost per turn that finished (a failed turn's figures are partial and
+  left out), latency p50/p95 (nearest rank) — plus the side's whole spend (`cost_usd`, the
+  judge's and the simulated customer's calls included);
 * `ratio`: candidate ÷ baseline of the per-turn figures and of latency p95 (null when there is
   no baseline or its figure is 0);
 * per case: each side's result, the change (fixed / broke / unchanged; "" without a baseline),
@@ -28,6 +29,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
+
+from django.utils.translation import gettext as _
 
 from apps.simulations.models import CaseStatus, RunKind, Side
 
@@ -112,7 +115,10 @@ def _case_result(attempts: list[CaseRun]) -> dict[str, Any]:
     }
     if broken:
         first = broken[0]
-        out["error"] = first.error or f"attempt {first.attempt}: {first.status}"
+        out["error"] = first.error or _("attempt %(n)d did not finish (%(status)s)") % {
+            "n": first.attempt,
+            "status": first.status,
+        }
     return out
 
 
@@ -131,7 +137,9 @@ def _side(
     judged = [r["judged_passed"] for r in results.values() if r["judged_passed"] is not None]
     judged_ok = sum(1 for j in judged if j)
 
-    turns = [t for attempts in by_case.values() for a in attempts for t in _turns_ran(a)]
+    ran = [t for attempts in by_case.values() for a in attempts for t in _turns_ran(a)]
+    # Per-turn figures and latency: the turns that finished (a failed turn's are partial).
+    turns = [t for t in ran if not t.get("error")]
     n = len(turns)
     calls = sum(int(t.get("llm_calls") or 0) for t in turns)
     tokens = sum(
@@ -177,8 +185,8 @@ def _side(
         "cost_usd": _money(spent),
         "latency_p50_ms": nearest_rank(latencies, 50),
         "latency_p95_ms": nearest_rank(latencies, 95),
-        "escalations": sum(1 for t in turns if t.get("escalated")),
-        "tools_ran": sum(len(t.get("tools_ran") or []) for t in turns),
+        "escalations": sum(1 for t in ran if t.get("escalated")),
+        "tools_ran": sum(len(t.get("tools_ran") or []) for t in ran),
     }
     return side, exact
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from apps.simulations.expectations import case_check, expect_check, params_match, replay_check
@@ -174,6 +174,8 @@ json_values = st.recursive(
 )
 
 
+# No deadline or speed check: the box is shared, and a slow example is not a wrong one.
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(st.text(max_size=4), json_values, max_size=5), st.data())
 def test_any_subset_of_the_params_matches(actual: dict[str, Any], data: Any) -> None:
     keys = data.draw(
@@ -306,6 +308,7 @@ def test_reply_texts_are_case_insensitive() -> None:
     assert check({"reply_not_contains": "th-10042"}, reply)[0][0] is False
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(min_size=1, max_size=20), st.text(max_size=20), st.text(max_size=20))
 def test_a_text_in_the_reply_is_found_in_any_case(text: str, before: str, after: str) -> None:
     reply = turn(0, reply=before + text.swapcase() + after)
