@@ -44,7 +44,8 @@ __all__ = [
     "expect_normalize",
 ]
 
-MAX_TURNS = 50  # customer messages in a case (and a simulated customer's max_turns)
+MAX_TURNS = 50  # customer messages in a case
+MAX_SIMULATED_TURNS = 20  # a simulated customer's max_turns (the engine stops there too)
 MAX_TEXT = 4000  # characters of any text: a message, a criterion, a persona …
 MAX_CRITERIA = 20
 MAX_HISTORY = 100
@@ -274,7 +275,12 @@ CASE_JSON_SCHEMA: dict[str, Any] = {
             "properties": {
                 "persona": _TEXT,
                 "goal": _FILLED_TEXT,
-                "max_turns": {"type": "integer", "minimum": 1, "maximum": MAX_TURNS, "default": 6},
+                "max_turns": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_SIMULATED_TURNS,
+                    "default": 6,
+                },
             },
         },
         "expect": {"$ref": "#/$defs/expect"},

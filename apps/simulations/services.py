@@ -65,6 +65,7 @@ from apps.simulations.sandbox import (
     SimulationOwner,
     sandbox_turn,
 )
+from apps.simulations.schema import MAX_SIMULATED_TURNS
 from apps.simulations.selectors import replay_conversations, replay_turns, simcase_list
 from apps.tools.models import ClientTool
 
@@ -80,7 +81,6 @@ __all__ = [
 MAX_CASE_RUNS = 2000
 MAX_REPLAYS = 500
 DEFAULT_MAX_TURNS = 6
-MAX_SIMULATED_TURNS = 20
 
 
 # --------------------------------------------------------------------------------- create

@@ -235,8 +235,8 @@ def test_limits() -> None:
     }
     data = {"name": "c", "turns": [{"customer": "hi"}], "criteria": ["c"] * 21}
     assert fields(data) == {"criteria": "At most 20 items."}
-    assert fields({"name": "c", "simulated": {"goal": "g", "max_turns": 51}}) == {
-        "simulated.max_turns": "At most 50."
+    assert fields({"name": "c", "simulated": {"goal": "g", "max_turns": 21}}) == {
+        "simulated.max_turns": "At most 20."
     }
     assert fields({"name": "c", "turns": [{"customer": "hi"}], "repeat": 0}) == {
         "repeat": "At least 1."
