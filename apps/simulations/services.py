@@ -5,7 +5,8 @@ per case × side × attempt, queue them), execute a case run in the sandbox
 A case run is one job on the workers, below live turns (`apps.core.slots` kind `sim`;
 apps/simulations/tasks.py). `simulation_run_execute` runs a whole run in the caller
 (`manage.py simulate`, tests). Every job is idempotent: a redelivered one finds its case run
-claimed and leaves it.
+claimed and leaves it — unless no turn of it started within a turn's lease
+(REASONING_TURN_LEASE_SECONDS: its worker died), when the redelivered job runs it again.
 
 Replays: each customer message of a saved conversation is replayed verbatim with the
 conversation's ORIGINAL visible history up to it (what the customer had really seen, as
@@ -17,14 +18,14 @@ them."""
 
 from __future__ import annotations
 
-import importlib
 import logging
 import time
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -32,15 +33,19 @@ from django.utils.dateparse import parse_date, parse_datetime
 from django.utils.translation import gettext as _
 
 from apps.billing.models import UsagePurpose
+from apps.billing.services.budgets import UsageLimitReached
 from apps.clients.models import Client
 from apps.conversations.models import Conversation
 from apps.core.exceptions import ApplicationError
+from apps.reasoning import steps
 from apps.reasoning.llm import LLMError
 from apps.reasoning.meter import Meter, TokenCapExceeded
 from apps.reasoning.models import ReasoningTrace, TraceKind, TraceStatus
 from apps.reasoning.modes import mode_that_runs
 from apps.reasoning.traces import TurnAborted, TurnRecorder
 from apps.simulations.config import Side, config_validate_overrides, live_config, side_for
+from apps.simulations.expectations import case_check, replay_check
+from apps.simulations.judge import judge_criteria
 from apps.simulations.models import (
     CaseRun,
     CaseStatus,
@@ -51,6 +56,7 @@ from apps.simulations.models import (
     SimulationRun,
 )
 from apps.simulations.models import Side as SideName
+from apps.simulations.report import report_build
 from apps.simulations.sandbox import (
     BudgetExhausted,
     RunStopped,
@@ -75,11 +81,6 @@ MAX_CASE_RUNS = 2000
 MAX_REPLAYS = 500
 DEFAULT_MAX_TURNS = 6
 MAX_SIMULATED_TURNS = 20
-
-
-def _checks_module(name: str) -> Any:
-    """The checks' modules (expectations, judge, report, the simulate_customer step)."""
-    return importlib.import_module(name)
 
 
 # --------------------------------------------------------------------------------- create
@@ -299,8 +300,16 @@ def _claim(case_run_id: int) -> CaseRun | None:
             .filter(pk=case_run_id)
             .first()
         )
-        if case_run is None or case_run.status != CaseStatus.QUEUED:
+        if case_run is None:
             return None
+        lease = timedelta(seconds=float(settings.REASONING_TURN_LEASE_SECONDS))
+        stale = case_run.status == CaseStatus.RUNNING and case_run.updated_at < (
+            timezone.now() - lease
+        )
+        if case_run.status != CaseStatus.QUEUED and not stale:
+            return None
+        if stale:  # its worker died mid-case (no turn started within a lease): run it again
+            logger.warning("simulation case run %s taken over", case_run.pk)
         case_run.status = CaseStatus.RUNNING
         case_run.save(update_fields=["status", "updated_at"])
         SimulationRun.objects.for_client(case_run.run.client).filter(
@@ -437,15 +446,29 @@ class _CaseRunner:
         except TurnAborted:
             self.status = CaseStatus.STOPPED
             return
+        except UsageLimitReached as exc:  # the simulated customer's call: the budget ran out
+            self.status = CaseStatus.ERROR
+            self.error = self.budget_error = f"monthly budget reached: {exc.detail}"
+            return
         finally:
             self.close_recorder()
-        self._check()
+        try:
+            self._check()
+        except TurnAborted:  # stopped before the judge's call
+            self.status = CaseStatus.STOPPED
+        except UsageLimitReached as exc:
+            self.status = CaseStatus.ERROR
+            self.error = self.budget_error = f"monthly budget reached: {exc.detail}"
 
     def _keep(self, exc: Exception) -> None:
         if exc.args and isinstance(exc.args[0], dict):
             self.transcript.append(exc.args[0])
 
     def _turn(self, sandbox: Sandbox, conv: SandboxConversation, index: int, text: str) -> dict:
+        # Alive: a case run not touched within a turn's lease may be taken over (`_claim`).
+        CaseRun.objects.for_client(self.client).filter(pk=self.case_run.pk).update(
+            updated_at=timezone.now()
+        )
         entry = sandbox_turn(
             case_run=self.case_run,
             side=self.side,
@@ -474,39 +497,31 @@ class _CaseRunner:
                 break
 
     def _simulated(self, case: SimCase) -> None:
-        step = _checks_module("apps.reasoning.steps.simulate_customer")
+        """A simulated customer (the `simulate_customer` step, on the case's own trace with the
+        live model) writes each message; `done` or `max_turns` ends the conversation."""
+        step = steps.get("simulate_customer")
         spec = dict(case.simulated or {})
         most = int(spec.get("max_turns") or DEFAULT_MAX_TURNS)
         most = max(1, min(most, MAX_SIMULATED_TURNS))
+        persona, goal = str(spec.get("persona", "")), str(spec.get("goal", ""))
         sandbox = Sandbox(stubs=dict(case.tools or {}))
         conv = SandboxConversation.start(client=self.side.client, history=case.history or [])
-        business = str(self.client.name)
         for index in range(most):
             messages = step.prompt(
-                persona=str(spec.get("persona", "")),
-                goal=str(spec.get("goal", "")),
-                transcript=self.transcript,
-                business=business,
+                persona=persona, goal=goal, transcript=self.transcript, business=self.client.name
             )
+            hint = {
+                "step": step.name,
+                **step.hint(persona=persona, goal=goal, transcript=self.transcript),
+            }
             result = self.recorder().llm(
-                step=step.STEP.name,
-                messages=messages,
-                output=step.STEP.output,
-                hint={
-                    "step": step.STEP.name,
-                    "persona": spec.get("persona", ""),
-                    "goal": spec.get("goal", ""),
-                    "transcript": self.transcript,
-                    "client_name": business,
-                    "turn": index,
-                },
+                step=step.name, messages=messages, output=step.output, hint=hint
             )
             said = str(result.parsed.message or "").strip()
-            if said:
-                entry = self._turn(sandbox, conv, index, said)
-                if entry["escalated"] or entry["error"]:
-                    break
             if result.parsed.done or not said:
+                break
+            entry = self._turn(sandbox, conv, index, said)
+            if entry["escalated"] or entry["error"]:
                 break
 
     def _replay(self) -> None:
@@ -541,30 +556,15 @@ class _CaseRunner:
             self.status = CaseStatus.ERROR
             self.error = next(t["error"] for t in ran if t.get("error"))
         if self.case_run.conversation_id is not None:
-            handled = [
-                {
-                    "turn": t["index"],
-                    "expect": "handled",
-                    "spec": True,
-                    "passed": not t.get("escalated") and not t.get("error"),
-                    "detail": t.get("error") or _handoff_detail(t),
-                }
-                for t in ran
-            ]
-            self.checks = handled
-            self.passed = all(c["passed"] for c in handled) and len(ran) == len(self.transcript)
+            self.passed, self.checks = replay_check(transcript=self.transcript)
         else:
             case = self.case_run.case
             assert case is not None
-            expectations = _checks_module("apps.simulations.expectations")
-            self.passed, self.checks = expectations.case_check(
-                case=_case_data(case), transcript=self.transcript
-            )
+            self.passed, self.checks = case_check(case=_case_data(case), transcript=self.transcript)
             criteria = [str(c) for c in (case.criteria or []) if str(c).strip()]
             if criteria and ran and self.status != CaseStatus.ERROR:
-                judge = _checks_module("apps.simulations.judge")
                 try:
-                    self.judged_passed, self.judged = judge.judge_criteria(
+                    self.judged_passed, self.judged = judge_criteria(
                         recorder=self.recorder(),
                         criteria=criteria,
                         transcript=self.transcript,
@@ -576,10 +576,6 @@ class _CaseRunner:
                     self.close_recorder()
         if self.status != CaseStatus.ERROR:
             self.status = CaseStatus.FAILED if self.passed is False else CaseStatus.PASSED
-
-
-def _handoff_detail(entry: dict[str, Any]) -> str:
-    return f"handed off ({entry.get('escalation_reason')})" if entry.get("escalated") else ""
 
 
 def _case_data(case: SimCase) -> dict[str, Any]:
@@ -678,8 +674,7 @@ def _finalize_if_done(client: Client, run_id: int) -> None:
         elif run.stop_requested:
             status = RunStatus.STOPPED
         try:
-            report = _checks_module("apps.simulations.report")
-            run.report = report.report_build(run=run, case_runs=case_runs)
+            run.report = report_build(run=run, case_runs=case_runs)
         except Exception as exc:
             logger.exception("simulation report failed", extra={"run": run.pk})
             status, run.error = RunStatus.FAILED, f"the report could not be built: {exc!r}"
