@@ -314,3 +314,20 @@ def test_the_worker_task_runs_one_case_run_through_the_slots(shop, llm, webhook)
     run.refresh_from_db()
     assert run.status == RunStatus.DONE and run.completed == 1
     assert len(llm.calls("assess")) == 1
+
+
+def test_selectors_stay_within_the_client(shop):
+    from apps.simulations.selectors import simcase_list, simulation_run_get, simulation_run_list
+
+    other = ClientFactory(slug="other-shop")
+    make_case(shop, "a", tags=["cancel"], suite="demo")
+    make_case(shop, "b", tags=["returns"], suite="demo")
+    make_case(other, "c", tags=["cancel"], suite="demo")
+    assert [c.name for c in simcase_list(client=shop, tags=["cancel"])] == ["a"]
+    assert [c.name for c in simcase_list(client=shop, suite="demo")] == ["a", "b"]
+    run = services.simulation_run_create(client=shop, source="cli", selection={}, enqueue=False)
+    assert simulation_run_get(client=other, public_id=run.public_id) is None
+    assert simulation_run_get(client=shop, public_id="not-a-uuid") is None
+    assert simulation_run_get(client=shop, public_id=run.public_id) == run
+    assert list(simulation_run_list(client=other)) == []
+    assert list(simulation_run_list(client=shop)) == [run]
