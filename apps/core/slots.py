@@ -16,7 +16,11 @@ one job.
 - a playground run takes a slot only when no live turn could use it: the fleet is below
   capacity − reserve and no admissible live turn waits; playground runs hold less than a
   quarter of the capacity (a run is long: live bursts must find the fleet free); and its tenant
-  runs fewer than `PLAYGROUND_RUNS_PER_CLIENT` runs.
+  runs fewer than `PLAYGROUND_RUNS_PER_CLIENT` runs;
+- a simulation job (one case run, apps/simulations) comes last: it takes a slot only when no
+  live turn and no playground run could use it, under the same fleet condition; simulation jobs
+  hold at most `SIMULATION_SLOTS_PERCENT` of the capacity (default 50 %) and its tenant runs
+  fewer than `SIMULATION_JOBS_PER_CLIENT` of them.
 
 A job that cannot run now is *parked* in its tenant's FIFO list in Redis and its Celery task
 returns at once (its thread is free for other tenants' work). Queued turns are parked by the
@@ -53,7 +57,8 @@ logger = logging.getLogger(__name__)
 
 LIVE = "live"
 PLAYGROUND = "pg"
-KINDS = (LIVE, PLAYGROUND)
+SIMULATION = "sim"
+KINDS = (LIVE, PLAYGROUND, SIMULATION)
 PREFIX = "guidedesk:sched:"
 HEARTBEAT_SECONDS = 5.0
 WORKER_TTL_SECONDS = 20.0
@@ -63,7 +68,8 @@ _client: tuple[str, Any] | None = None
 _runners: dict[str, Callable[[str], None]] = {}
 
 # ARGV: 1 op, 2 now, 3 lease, 4 capacity override, 5 reserve %, 6 tenant cap, 7 playground runs
-# per tenant, 8 fallback capacity, 9 a fresh slot id; then the op's own arguments.
+# per tenant, 8 fallback capacity, 9 a fresh slot id, 10 simulation jobs per tenant, 11 the
+# simulations' share of the capacity (%); then the op's own arguments.
 _SCRIPT = """
 local P = KEYS[1]
 local op = ARGV[1]
@@ -75,6 +81,8 @@ local tenant_max = tonumber(ARGV[6])
 local pg_max = tonumber(ARGV[7])
 local fallback_cap = tonumber(ARGV[8])
 local fresh = ARGV[9]
+local sim_max = tonumber(ARGV[10])
+local sim_pct = tonumber(ARGV[11])
 
 local function count(kind, t)
   return tonumber(redis.call('HGET', P .. 'n:' .. kind, t)) or 0
@@ -132,6 +140,14 @@ local function pg_ok(t, C, R, used)
   return count('pg', t) < pg_max
 end
 
+local function sim_ok(t, C, R, used)
+  if used >= C - R then return false end
+  local all = 0
+  for _, v in ipairs(redis.call('HVALS', P .. 'n:sim')) do all = all + tonumber(v) end
+  if all >= math.max(1, math.floor(C * sim_pct / 100)) then return false end
+  return count('sim', t) < sim_max
+end
+
 local function best_of(kind, C, R, used)
   local best, best_n, best_ts = nil, nil, nil
   for _, t in ipairs(redis.call('SMEMBERS', P .. 'w:' .. kind)) do
@@ -140,7 +156,13 @@ local function best_of(kind, C, R, used)
       redis.call('SREM', P .. 'w:' .. kind, t)
     else
       local ok
-      if kind == 'live' then ok = live_ok(t, C, R, used) else ok = pg_ok(t, C, R, used) end
+      if kind == 'live' then
+        ok = live_ok(t, C, R, used)
+      elseif kind == 'pg' then
+        ok = pg_ok(t, C, R, used)
+      else
+        ok = sim_ok(t, C, R, used)
+      end
       if ok then
         local n = count(kind, t)
         local ts = tonumber(string.match(head, '^([^|]*)|'))
@@ -164,6 +186,10 @@ local function pick()
     kind = 'pg'
     t = best_of('pg', C, R, used)
   end
+  if t == nil then
+    kind = 'sim'
+    t = best_of('sim', C, R, used)
+  end
   if t == nil then return false end
   local q = P .. 'q:' .. kind .. ':' .. t
   local item = redis.call('LPOP', q)
@@ -175,13 +201,13 @@ local function pick()
 end
 
 if op == 'submit' or op == 'park' then
-  local t, kind, job = ARGV[10], ARGV[11], ARGV[12]
+  local t, kind, job = ARGV[12], ARGV[13], ARGV[14]
   redis.call('RPUSH', P .. 'q:' .. kind .. ':' .. t, string.format('%.6f', now) .. '|' .. job)
   redis.call('SADD', P .. 'w:' .. kind, t)
   if op == 'park' then return 1 end
   return pick()
 elseif op == 'release' then
-  drop(ARGV[10])
+  drop(ARGV[12])
   return pick()
 elseif op == 'pick' then
   return pick()
@@ -189,7 +215,7 @@ elseif op == 'status' then
   purge()
   local C = capacity()
   local waiting = 0
-  for _, kind in ipairs({'live', 'pg'}) do
+  for _, kind in ipairs({'live', 'pg', 'sim'}) do
     for _, t in ipairs(redis.call('SMEMBERS', P .. 'w:' .. kind)) do
       waiting = waiting + redis.call('LLEN', P .. 'q:' .. kind .. ':' .. t)
     end
@@ -250,6 +276,8 @@ def _call(op: str, *args: str) -> Any:
             str(int(settings.PLAYGROUND_RUNS_PER_CLIENT)),
             str(int(settings.TURN_SLOTS_FALLBACK_CAPACITY)),
             uuid.uuid4().hex,
+            str(int(settings.SIMULATION_JOBS_PER_CLIENT)),
+            str(float(settings.SIMULATION_SLOTS_PERCENT)),
             *args,
         ],
     )

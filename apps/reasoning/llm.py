@@ -16,6 +16,7 @@ import math
 import threading
 import time
 from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -38,6 +39,8 @@ __all__ = [
     "format_instruction",
     "llm_complete",
     "llm_is_offline",
+    "llm_model",
+    "model_override",
     "parse_reply",
 ]
 
@@ -54,6 +57,30 @@ TOKENS_PER_MESSAGE = 4  # chat-format overhead per message in the usage estimate
 
 ResponseFormatMode = Literal["json_schema", "json_object", "text"]
 _RESPONSE_FORMAT_MODES: tuple[ResponseFormatMode, ...] = ("json_schema", "json_object", "text")
+
+
+# A simulation run's candidate may name another model for its own calls only (the offline demo
+# model ignores it): set with `model_override`, read by `llm_model`.
+_MODEL_OVERRIDE: ContextVar[str] = ContextVar("llm_model_override", default="")
+
+
+def llm_model() -> str:
+    """The model this call asks for: the current override, else `LLM_MODEL`."""
+    return _MODEL_OVERRIDE.get() or str(settings.LLM_MODEL)
+
+
+class model_override:
+    """`with model_override("gpt-x"):` — the calls made inside ask for that model ("" = none)."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self._token: Any = None
+
+    def __enter__(self) -> None:
+        self._token = _MODEL_OVERRIDE.set(self.model or "")
+
+    def __exit__(self, *exc: object) -> None:
+        _MODEL_OVERRIDE.reset(self._token)
 
 
 # --------------------------------------------------------------------------------------------
@@ -430,7 +457,7 @@ def llm_complete[T](
     started = time.perf_counter()
     try:
         completion = _client().chat.completions.create(
-            model=settings.LLM_MODEL,
+            model=llm_model(),
             messages=cast(Any, sent),
             temperature=TEMPERATURE,
             max_tokens=settings.LLM_MAX_COMPLETION_TOKENS,
@@ -444,7 +471,7 @@ def llm_complete[T](
     choices = getattr(completion, "choices", None) or []
     message = choices[0].message if choices else None
     raw = (message.content if message is not None else None) or ""
-    model = str(getattr(completion, "model", None) or settings.LLM_MODEL)
+    model = str(getattr(completion, "model", None) or llm_model())
 
     usage = _reported_usage(getattr(completion, "usage", None))
     if usage is None:

@@ -7,7 +7,7 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
@@ -47,6 +47,27 @@ class Outcome:
     confidence: int | None = None  # the mode's confidence in the draft (1–10), if it has one
 
 
+class TurnEffects(Protocol):
+    """What a sandboxed turn does instead of writing (a simulation, apps.simulations.sandbox):
+    the guards decide exactly as in a live turn; only their effects go elsewhere."""
+
+    def propose(self, turn: Turn, *, tool: ClientTool, params: dict[str, Any]) -> int:
+        """Put a destructive call to the customer (in memory); returns the question's id."""
+
+    def execute(
+        self,
+        turn: Turn,
+        *,
+        tool: ClientTool,
+        params: dict[str, Any],
+        pending: PendingAction | None,
+    ) -> ToolExecution:
+        """Answer a call the guards let run, without running it (an unsaved execution)."""
+
+    def executed(self, turn: Turn, *, pending: PendingAction) -> None:
+        """The confirmed action was answered: it can never be confirmed again."""
+
+
 class Escalate(Exception):
     def __init__(self, reason: str, detail: str, handoff_text: str | None = None) -> None:
         super().__init__(detail)
@@ -81,6 +102,13 @@ class Turn:
     tools_run: list[str] = field(default_factory=list)
     # Where `progress()` reports to (the turn pipeline: the trace and the widget's stream).
     on_progress: Callable[[int, int], None] | None = None
+    # A simulation's sandbox: the guards decide as in a live turn, but a confirmation question
+    # is kept in memory and a tool that may run is answered by the sandbox — nothing is written
+    # and no webhook is called (see `TurnEffects`).
+    sandbox: TurnEffects | None = None
+    # Reads the notes block and its note ids in place of the client's live notes (a
+    # simulation's candidate: no notes, or the live ones plus notes it approves).
+    notes_reader: Callable[[], tuple[str, list[int]]] | None = None
 
     def add_source(self, label: str, text: str) -> None:
         """Record source text the draft may rely on (a later text under the same label wins)."""
@@ -112,9 +140,12 @@ class Turn:
         """
         if self._notes is None:
             try:
-                text, ids = prompt_notes(
-                    client=self.client, plan=self.plan, language=self.conversation.language
-                )
+                if self.notes_reader is not None:
+                    text, ids = self.notes_reader()
+                else:
+                    text, ids = prompt_notes(
+                        client=self.client, plan=self.plan, language=self.conversation.language
+                    )
             except Exception:
                 logger.exception("reading notes for trace %s failed", self.rec.trace.pk)
                 text, ids = "", []
@@ -244,20 +275,23 @@ def act_on_tool_call(
             guards.confirmation_text(verdict.tool, verdict.params),
         )
     if verdict.action == "confirm":
-        pending = pending_actions.pending_create(
-            client=turn.client,
-            conversation=turn.conversation,
-            tool=verdict.tool,
-            params=verdict.params,
-            proposed_in=turn.user_message,
-        )
+        if turn.sandbox is not None:
+            pending_id = turn.sandbox.propose(turn, tool=verdict.tool, params=verdict.params)
+        else:
+            pending_id = pending_actions.pending_create(
+                client=turn.client,
+                conversation=turn.conversation,
+                tool=verdict.tool,
+                params=verdict.params,
+                proposed_in=turn.user_message,
+            ).pk
         return Outcome(
             [
                 Reply(
                     verdict.message,
                     kind=Kind.CONFIRMATION_REQUEST,
                     data={
-                        "pending_action": pending.pk,
+                        "pending_action": pending_id,
                         "tool": verdict.tool.name,
                         "params": verdict.params,
                     },
@@ -313,25 +347,35 @@ def run_tool(
             "idempotency_key": key,
         },
     )
-    execution = tool_execute(
-        client=turn.client,
-        tool=tool,
-        params=params,
-        idempotency_key=key,
-        conversation=turn.conversation,
-        trace=turn.rec.trace,
-        pending_action=pending,
-    )
+    if turn.sandbox is not None:
+        # Would run: the sandbox answers (a stub or a recorded result); no webhook is called.
+        execution = turn.sandbox.execute(turn, tool=tool, params=params, pending=pending)
+    else:
+        execution = tool_execute(
+            client=turn.client,
+            tool=tool,
+            params=params,
+            idempotency_key=key,
+            conversation=turn.conversation,
+            trace=turn.rec.trace,
+            pending_action=pending,
+        )
     turn.rec.trace.tool_calls += 1
     outcome = {
         "ok": execution.status == ExecutionStatus.SUCCEEDED,
         "result": execution.result,
         "error": execution.error,
     }
+    sandboxed = {"sandbox": True, "params": params} if turn.sandbox is not None else {}
     turn.rec.step(
         "tool",
         input_summary=f"{tool.name} {pretty(params)}",
-        output={**outcome, "attempts": execution.attempts, "execution": execution.pk},
+        output={
+            **outcome,
+            "attempts": execution.attempts,
+            "execution": execution.pk,
+            **sandboxed,
+        },
         latency_ms=execution.latency_ms,
         error=execution.error,
     )
@@ -341,7 +385,10 @@ def run_tool(
         {"execution": execution.pk, **outcome},
     )
     if pending is not None:
-        pending_actions.pending_mark_executed(client=turn.client, pending=pending)
+        if turn.sandbox is not None:
+            turn.sandbox.executed(turn, pending=pending)
+        else:
+            pending_actions.pending_mark_executed(client=turn.client, pending=pending)
     turn.add_source(
         f"tool result: {tool.name}",
         pretty(execution.result) if outcome["ok"] else f"failed: {execution.error}",

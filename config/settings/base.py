@@ -328,6 +328,14 @@ TURNS_PER_CLIENT_MAX = env.int("TURNS_PER_CLIENT_MAX", default=0)
 # refused with a message (docs/playground.md).
 PLAYGROUND_RUNS_PER_CLIENT = env.int("PLAYGROUND_RUNS_PER_CLIENT", default=2)
 PLAYGROUND_RUNS_QUEUED_PER_CLIENT = env.int("PLAYGROUND_RUNS_QUEUED_PER_CLIENT", default=5)
+# Simulation jobs (one case run each, apps/simulations) come after live turns and playground
+# runs: at most SIMULATION_JOBS_PER_CLIENT run at once per client, and all of them together hold
+# at most SIMULATION_SLOTS_PERCENT of the fleet's slots (docs/simulations.md). With no broker
+# (the demo) a run goes through a background thread of the web process
+# (SIMULATION_EAGER_THREAD), or the caller's thread with that off (tests).
+SIMULATION_JOBS_PER_CLIENT = env.int("SIMULATION_JOBS_PER_CLIENT", default=8)
+SIMULATION_SLOTS_PERCENT = env.float("SIMULATION_SLOTS_PERCENT", default=50.0)
+SIMULATION_EAGER_THREAD = env.bool("SIMULATION_EAGER_THREAD", default=True)
 # Threads per web process for the synchronous part of API requests and stream set-ups served by
 # apps/core/asgi.StreamingPaths (they give their database connection back when done).
 WEB_THREADS = env.int("WEB_THREADS", default=32)

@@ -19,6 +19,7 @@ CELERY_TASK_ALWAYS_EAGER = True
 # Playground runs execute in the test's thread (and transaction); the browser tests turn the
 # background thread back on.
 PLAYGROUND_EAGER_THREAD = False
+SIMULATION_EAGER_THREAD = False
 # The fake tool servers listen on 127.0.0.1 (the SSRF guard itself is tested with this off).
 TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
 TOOL_WEBHOOK_ALLOW_HTTP = True

@@ -1,0 +1,479 @@
+"""The sandbox a simulated conversation runs in: the playground's dry run, carried over many
+turns.
+
+Each customer message goes through the real pipeline (`Turn`, the mode runner, the post-draft
+hooks, the guards) with three differences, all in memory:
+
+- the conversation is unsaved `Conversation` / `Message` objects: its history grows with each
+  customer message and each reply, and nothing is posted;
+- an open confirmation question is an unsaved `PendingAction`, settled by each new customer
+  message with the live turns' own pure rule (`guards.confirmation_decision` on an
+  `OpenQuestion`): a destructive tool runs only after a later message confirmed its exact params;
+- a tool the guards let run is answered by the case's stub (or, in a replay, by the result the
+  original conversation recorded) and journalled as would-run (`tool` step with
+  `sandbox: true`); the real compose path then writes the reply from it. No webhook is called.
+
+Only the turn's `ReasoningTrace` (kind `simulation`), its steps and the usage records (purpose
+`simulation`) are written."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from apps.billing.models import UsagePurpose
+from apps.billing.services.budgets import UsageLimitReached
+from apps.conversations.models import Conversation, Kind, Message, Role
+from apps.core.deadlines import DeadlineExceeded, deadline_scope
+from apps.escalations.models import EscalationReason
+from apps.escalations.services import HANDOFF_TEXT
+from apps.reasoning import guards
+from apps.reasoning.hooks import run_post_draft_hooks
+from apps.reasoning.llm import LLMError, model_override
+from apps.reasoning.meter import Meter, TokenCapExceeded
+from apps.reasoning.models import ReasoningStep, ReasoningTrace, TraceKind, TraceStatus
+from apps.reasoning.modes import mode_that_runs, runner
+from apps.reasoning.services import FALLBACK_TEXT, USAGE_LIMIT_TEXT, wants_human
+from apps.reasoning.traces import TurnAborted, TurnRecorder
+from apps.reasoning.turn import Escalate, Outcome, Turn
+from apps.simulations.config import Side
+from apps.simulations.models import CaseRun, SimulationRun
+from apps.tools.models import (
+    ClientTool,
+    ExecutionStatus,
+    FailureKind,
+    PendingAction,
+    PendingActionStatus,
+    ToolExecution,
+)
+from apps.tools.pending import OpenQuestion
+
+__all__ = [
+    "BudgetExhausted",
+    "Conversation",
+    "RunStopped",
+    "Sandbox",
+    "SandboxConversation",
+    "SimulationOwner",
+    "SimulationTurn",
+    "sandbox_turn",
+    "stub_answer",
+]
+
+MAX_NOTES_PER_TURN = 50
+WANTS_PERSON = "The customer asked for a person."
+_FAILURE_KINDS = {k.value for k in FailureKind} - {""}
+
+
+class RunStopped(Exception):
+    """Staff stopped the run: the case ends where it is."""
+
+
+class BudgetExhausted(Exception):
+    """The client's monthly budget ran out: the run ends with an error."""
+
+
+class SimulationOwner:
+    """A case run as its traces' owner (`apps.reasoning.traces.TraceOwner`): the run's stop flag
+    in place of a takeover; internal notes are kept per turn in memory (the guards' verdicts
+    feed the transcript) and never posted."""
+
+    def __init__(self, run: SimulationRun) -> None:
+        self.run = run
+        self.notes: list[dict[str, Any]] = []
+
+    def ensure_open(self, recorder: TurnRecorder) -> None:
+        if (
+            SimulationRun.objects.for_client(self.run.client)
+            .filter(pk=self.run.pk, stop_requested=True)
+            .exists()
+        ):
+            recorder.step("stopped", output={"reason": "the simulation run was stopped"})
+            raise TurnAborted()
+
+    def internal(self, kind: str, text: str, data: dict[str, Any]) -> dict[str, Any]:
+        note = {"kind": kind, "text": text[:2000], "data": data}
+        if len(self.notes) < MAX_NOTES_PER_TURN:
+            self.notes.append(note)
+        return note
+
+    def step_recorded(self, step: ReasoningStep) -> None:
+        return None
+
+
+def _subset(when: Any, params: dict[str, Any]) -> bool:
+    return isinstance(when, dict) and all(params.get(k) == v for k, v in when.items())
+
+
+def stub_answer(stubs: dict[str, Any], name: str, params: dict[str, Any]) -> dict[str, Any] | None:
+    """The case's stub for this call ({"ok", "result", "error"}), or None when it has none. A
+    list is tried in order: the first entry whose `when` is a subset of the params wins; an
+    entry without `when` is the default."""
+    stub = stubs.get(name)
+    entries = stub if isinstance(stub, list) else [stub] if isinstance(stub, dict) else []
+    for entry in entries:
+        if not isinstance(entry, dict):
+            continue
+        if "when" in entry and not _subset(entry["when"], params):
+            continue
+        return entry
+    return None
+
+
+@dataclass
+class _Question:
+    pending: PendingAction
+    qid: int
+    proposed_turn: int
+    shown: bool = False
+
+
+@dataclass
+class Sandbox:
+    """The turn's effects (`apps.reasoning.turn.TurnEffects`), kept in memory for one case.
+
+    `stubs`: the case's tool stubs. `recorded`: a replay's original tool results
+    [{"name", "params_hash", "ok", "result", "error", "failure_kind"}]."""
+
+    stubs: dict[str, Any] = field(default_factory=dict)
+    recorded: list[dict[str, Any]] | None = None
+    index: int = 0  # the current turn
+    questions: list[_Question] = field(default_factory=list)
+    ran: list[dict[str, Any]] = field(default_factory=list)  # this turn's would-run calls
+    proposed: list[dict[str, Any]] = field(default_factory=list)
+    _next_id: int = 1
+
+    def begin(self, index: int) -> None:
+        self.index = index
+        self.ran, self.proposed = [], []
+
+    # -- confirmation questions ----------------------------------------------------------------
+    def settle(self, text: str) -> tuple[PendingAction | None, PendingAction | None]:
+        """The live rule, on the in-memory questions: (confirmed, declined) by this message."""
+        confirmed = declined = None
+        for question in sorted(self.questions, key=lambda q: -q.qid):
+            pending = question.pending
+            if pending.status != PendingActionStatus.PENDING:
+                continue
+            facts = OpenQuestion(
+                params=pending.params,
+                shown_before=question.shown and question.proposed_turn < self.index,
+                expired=False,  # simulated time does not pass
+                first_reply=question.proposed_turn == self.index - 1,
+                another_confirmed=confirmed is not None,
+            )
+            status = guards.confirmation_decision(facts, text)
+            if status == PendingActionStatus.PENDING:
+                continue
+            pending.status = status
+            if status == PendingActionStatus.CONFIRMED:
+                confirmed = pending
+            elif status == PendingActionStatus.DECLINED and declined is None:
+                declined = pending
+        return confirmed, declined
+
+    def propose(self, turn: Turn, *, tool: ClientTool, params: dict[str, Any]) -> int:
+        for question in self.questions:
+            if question.pending.status in (
+                PendingActionStatus.PENDING,
+                PendingActionStatus.CONFIRMED,
+            ):
+                question.pending.status = PendingActionStatus.SUPERSEDED
+        qid = self._next_id
+        self._next_id += 1
+        pending = PendingAction(
+            client=turn.client,
+            tool=tool,
+            params=params,
+            params_hash=guards.params_hash(params),
+            idempotency_key=f"sim-{turn.rec.trace.pk}-{qid}",
+            status=PendingActionStatus.PENDING,
+        )
+        self.questions.append(_Question(pending=pending, qid=qid, proposed_turn=self.index))
+        self.proposed.append({"name": tool.name, "params": params})
+        return qid
+
+    def shown(self, qids: list[int]) -> None:
+        """The turn's confirmation questions that reached the (simulated) customer."""
+        for question in self.questions:
+            if question.qid in qids:
+                question.shown = True
+
+    # -- tools ---------------------------------------------------------------------------------
+    def execute(
+        self,
+        turn: Turn,
+        *,
+        tool: ClientTool,
+        params: dict[str, Any],
+        pending: PendingAction | None,
+    ) -> ToolExecution:
+        answer, stubbed = self._answer(tool.name, params)
+        ok = bool(answer.get("ok", True))
+        failure = str(answer.get("failure_kind") or "")
+        execution = ToolExecution(
+            client=turn.client,
+            tool=tool,
+            params=params,
+            status=ExecutionStatus.SUCCEEDED if ok else ExecutionStatus.FAILED,
+            result=answer.get("result", {}) if ok else {},
+            error="" if ok else str(answer.get("error") or "failed"),
+            failure_kind=(
+                FailureKind.NONE
+                if ok
+                else failure
+                if failure in _FAILURE_KINDS
+                else FailureKind.REFUSED
+            ),
+            attempts=1,
+            latency_ms=0,
+        )
+        self.ran.append(
+            {
+                "name": tool.name,
+                "params": params,
+                "ok": ok,
+                "result": execution.result,
+                "error": execution.error,
+                "stubbed": stubbed,
+            }
+        )
+        return execution
+
+    def _answer(self, name: str, params: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        if self.recorded is not None:
+            phash = guards.params_hash(params)
+            for item in self.recorded:
+                if item["name"] == name and item["params_hash"] == phash:
+                    return item, True
+        stub = stub_answer(self.stubs, name, params)
+        if stub is not None:
+            return stub, True
+        return {"ok": True, "result": {}}, False
+
+    def executed(self, turn: Turn, *, pending: PendingAction) -> None:
+        pending.status = PendingActionStatus.EXECUTED
+
+
+@dataclass
+class SandboxConversation:
+    """The in-memory conversation: unsaved rows the modes read, never written."""
+
+    conversation: Conversation
+    messages: list[Message] = field(default_factory=list)
+
+    @classmethod
+    def start(cls, *, client: Any, history: list[dict[str, Any]]) -> SandboxConversation:
+        conversation = Conversation(client=client, language=client.language or "en")
+        conv = cls(conversation=conversation)
+        for item in history or []:
+            role = Role.USER if item.get("role") == "user" else Role.ASSISTANT
+            conv.add(role, str(item.get("text", "")))
+        return conv
+
+    def add(self, role: str, text: str, kind: str = Kind.TEXT) -> Message:
+        self.conversation.last_seq += 1
+        message = Message(
+            client=self.conversation.client,
+            conversation=self.conversation,
+            role=role,
+            kind=kind,
+            text=text,
+            seq=self.conversation.last_seq,
+        )
+        self.messages.append(message)
+        return message
+
+    def recent(self) -> list[Message]:
+        return self.messages[-int(settings.REASONING_HISTORY_MESSAGES) :]
+
+
+@dataclass
+class SimulationTurn(Turn):
+    """A sandboxed turn: the candidate's rubric and refinement rounds (deliberative mode reads
+    them as it does a playground run's)."""
+
+    rubric_name: str = ""
+    refinement_iterations: int | None = None
+
+
+def _asked(trace: ReasoningTrace, outcome: Outcome, notes: list[dict[str, Any]]) -> bool:
+    """A clarifying question: a guard `ask`, a critique ASK_USER or a clarify step (a
+    confirmation question does not count)."""
+    if any(r.kind == Kind.CLARIFICATION for r in outcome.replies):
+        return True
+    if any(n["kind"] == Kind.GUARD and n["data"].get("action") == "ask" for n in notes):
+        return True
+    for name, output in trace.steps.values_list("name", "output"):
+        if name == "clarify":
+            return True
+        if name == "critique" and isinstance(output, dict) and output.get("decision") == "ASK_USER":
+            return True
+    return False
+
+
+def sandbox_turn(
+    *,
+    case_run: CaseRun,
+    side: Side,
+    sandbox: Sandbox,
+    conv: SandboxConversation,
+    owner: SimulationOwner,
+    tools: list[ClientTool],
+    index: int,
+    text: str,
+) -> dict[str, Any]:
+    """One customer message through the real pipeline in the sandbox; returns its transcript
+    entry. Raises `RunStopped` (staff pressed stop) and `BudgetExhausted` (the monthly budget)
+    after closing the turn's trace."""
+    started = time.perf_counter()
+    mode = mode_that_runs(side.plan.ai_mode)
+    trace = ReasoningTrace.objects.create(
+        client_id=case_run.client_id, kind=TraceKind.SIMULATION, case_run=case_run, mode=mode
+    )
+    meter = Meter(client=side.client, mode=mode, purpose=UsagePurpose.SIMULATION)
+    owner.notes = []
+    recorder = TurnRecorder(
+        trace=trace,
+        client=side.client,
+        conversation=conv.conversation,
+        next_index=0,
+        owner=owner,
+        meter=meter,
+    )
+    sandbox.begin(index)
+    message = conv.add(Role.USER, text)
+    turn = SimulationTurn(
+        client=side.client,
+        plan=side.plan,
+        conversation=conv.conversation,
+        user_message=message,
+        rec=recorder,
+        tools=tools,
+        history=conv.recent(),
+        sandbox=sandbox,
+        notes_reader=side.notes_reader(conv.conversation.language),
+        rubric_name=side.rubric,
+        refinement_iterations=side.refinement_iterations,
+    )
+    turn.confirmed, turn.declined = sandbox.settle(text)
+    settled = turn.confirmed or turn.declined
+    if settled is not None:
+        recorder.step(
+            "confirmation",
+            output={"tool": settled.tool.name, "params": settled.params, "status": settled.status},
+        )
+    outcome, error, status = Outcome(), "", TraceStatus.DONE
+    stop: Exception | None = None
+    deadline = settings.REASONING_TURN_DEADLINE_SECONDS
+    try:
+        with model_override(side.model), deadline_scope(deadline):
+            if wants_human(text):  # as a live turn: straight to a person
+                raise Escalate(EscalationReason.CUSTOMER_REQUEST, WANTS_PERSON)
+            outcome = run_post_draft_hooks(turn, runner(mode)(turn))
+    except TurnAborted:
+        status, stop = TraceStatus.STOPPED, RunStopped()
+    except Escalate as exc:
+        outcome = Outcome(escalate=(exc.reason, exc.detail), handoff_text=exc.handoff_text)
+    except TokenCapExceeded:
+        # As a live turn: the per-turn cap hands the conversation over.
+        outcome = Outcome(
+            escalate=(EscalationReason.USAGE_LIMIT, "per-turn token cap reached"),
+            handoff_text=USAGE_LIMIT_TEXT,
+        )
+    except UsageLimitReached as exc:
+        status, error = TraceStatus.FAILED, f"monthly budget reached: {exc.detail}"
+        stop = BudgetExhausted(error)
+    except DeadlineExceeded:
+        seconds = settings.REASONING_TURN_DEADLINE_SECONDS
+        error = f"the turn's deadline ({seconds} s) ran out"
+        outcome = Outcome(escalate=(EscalationReason.DEADLINE, error), handoff_text=FALLBACK_TEXT)
+        status = TraceStatus.FAILED
+    except LLMError as exc:
+        error = f"{exc.step} failed ({exc.kind}): {exc.message}"
+        outcome = Outcome(
+            escalate=(EscalationReason.LLM_FAILURE, error), handoff_text=FALLBACK_TEXT
+        )
+        status = TraceStatus.FAILED
+    except Exception as exc:  # a bug ends the case as an error, never the run
+        recorder.step("error", error=repr(exc))
+        status, error = TraceStatus.FAILED, f"internal error: {exc!r}"
+
+    replies = [{"text": r.text, "kind": str(r.kind), "data": r.data} for r in outcome.replies]
+    sandbox.shown(
+        [
+            int(r.data["pending_action"])
+            for r in outcome.replies
+            if r.kind == Kind.CONFIRMATION_REQUEST and r.data.get("pending_action")
+        ]
+    )
+    for reply in outcome.replies:
+        conv.add(Role.ASSISTANT, reply.text, kind=reply.kind)
+    if outcome.escalate:
+        reason, detail = outcome.escalate
+        recorder.step("escalate", output={"reason": reason, "detail": detail, "sandbox": True})
+        handoff = outcome.handoff_text or HANDOFF_TEXT
+        replies.append({"text": handoff, "kind": str(Kind.HANDOFF), "data": {"reason": reason}})
+    refused = [
+        {
+            "name": n["data"].get("tool"),
+            "params": n["data"].get("params", {}),
+            "verdict": n["data"].get("action"),
+            "reason": n["data"].get("reason", ""),
+        }
+        for n in owner.notes
+        if n["kind"] == Kind.GUARD and n["data"].get("action") in ("refuse", "ask")
+    ]
+    duration = int((time.perf_counter() - started) * 1000)
+    trace.status = status
+    trace.error = error[:2000]
+    trace.escalated = outcome.escalate is not None
+    trace.model = recorder.model or side.config.get("model", "")
+    trace.finished_at = timezone.now()
+    trace.duration_ms = duration
+    trace.llm_wait_ms = recorder.llm_wait_ms
+    trace.save(
+        update_fields=[
+            "status",
+            "error",
+            "escalated",
+            "model",
+            "finished_at",
+            "duration_ms",
+            "llm_wait_ms",
+            "critique_triggered",
+            "critique_reasons",
+            "context_fetched",
+            "tool_calls",
+            "updated_at",
+        ]
+    )
+    entry = {
+        "index": index,
+        "customer": text,
+        "replies": replies,
+        "reply": "\n".join(str(r["text"]) for r in replies),
+        "tools_ran": list(sandbox.ran),
+        "tools_proposed": list(sandbox.proposed),
+        "tools_refused": refused,
+        "asked": _asked(trace, outcome, owner.notes),
+        "escalated": outcome.escalate is not None,
+        "escalation_reason": outcome.escalate[0] if outcome.escalate else None,
+        "evaluation": trace.evaluation_outcome or "",
+        "confidence": outcome.confidence,
+        "llm_calls": meter.calls,
+        "prompt_tokens": trace.prompt_tokens,
+        "completion_tokens": trace.completion_tokens,
+        "cost_usd": str(meter.cost_usd),
+        "latency_ms": duration,
+        "trace": trace.pk,
+        "error": error,
+    }
+    if stop is not None:
+        stop.args = (entry,)
+        raise stop
+    return entry

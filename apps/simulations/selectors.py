@@ -1,0 +1,205 @@
+"""Reads for simulations — always within one client: cases, runs, and the saved conversations a
+replay can use with what happened in each of their turns."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Exists, OuterRef, QuerySet
+
+from apps.clients.models import Client
+from apps.conversations.models import Conversation, Kind, Message, Role
+from apps.escalations.models import Escalation
+from apps.reasoning.models import ReasoningTrace, TraceKind
+from apps.simulations.models import CaseRun, SimCase, SimulationRun
+from apps.tools.models import ExecutionStatus, PendingAction, ToolExecution
+from apps.tools.pending import params_hash
+
+__all__ = [
+    "case_runs_of",
+    "replay_conversations",
+    "replay_turns",
+    "simcase_list",
+    "simulation_run_get",
+    "simulation_run_list",
+]
+
+RECENT_RUNS = 50
+
+
+def _uuid(value: Any) -> uuid.UUID | None:
+    try:
+        return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+    except ValueError:
+        return None
+
+
+def simcase_list(
+    *, client: Client, suite: str | None = None, tags: list[str] | None = None
+) -> list[SimCase]:
+    """The client's cases, in suite and name order; `tags`: cases carrying any of them."""
+    cases = SimCase.objects.for_client(client).order_by("suite", "name")
+    if suite:
+        cases = cases.filter(suite=suite)
+    wanted = set(tags or [])
+    return [c for c in cases if not wanted or wanted & set(c.tags or [])]
+
+
+def simulation_run_list(*, client: Client, limit: int = RECENT_RUNS) -> QuerySet[SimulationRun]:
+    return (
+        SimulationRun.objects.for_client(client)
+        .select_related("created_by")
+        .order_by("-created_at")[:limit]
+    )
+
+
+def simulation_run_get(*, client: Client, public_id: str | uuid.UUID) -> SimulationRun | None:
+    """The client's run with this public id; None for a malformed, unknown or another client's
+    id alike."""
+    parsed = _uuid(public_id)
+    if parsed is None:
+        return None
+    return SimulationRun.objects.for_client(client).filter(public_id=parsed).first()
+
+
+def case_runs_of(*, client: Client, run: SimulationRun) -> list[CaseRun]:
+    return list(
+        CaseRun.objects.for_client(client).filter(run=run).order_by("case_name", "side", "attempt")
+    )
+
+
+def replay_conversations(
+    *,
+    client: Client,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    escalated_only: bool = False,
+    with_tool: bool = False,
+    limit: int = 100,
+) -> list[Conversation]:
+    """The client's saved conversations a replay may use (newest first): those with at least
+    one customer message, optionally in a period, escalated, or with a tool call (run or put to
+    the customer)."""
+    conversations = Conversation.objects.for_client(client).filter(
+        Exists(
+            Message.objects.for_client(client).filter(conversation=OuterRef("pk"), role=Role.USER)
+        )
+    )
+    if since is not None:
+        conversations = conversations.filter(created_at__gte=since)
+    if until is not None:
+        conversations = conversations.filter(created_at__lt=until)
+    if escalated_only:
+        conversations = conversations.filter(
+            Exists(Escalation.objects.for_client(client).filter(conversation=OuterRef("pk")))
+        )
+    if with_tool:
+        conversations = conversations.filter(
+            Exists(ToolExecution.objects.for_client(client).filter(conversation=OuterRef("pk")))
+            | Exists(PendingAction.objects.for_client(client).filter(conversation=OuterRef("pk")))
+        )
+    return list(conversations.order_by("-created_at", "-id")[: max(0, int(limit))])
+
+
+def replay_turns(*, client: Client, conversation: Conversation) -> dict[str, Any]:
+    """A saved conversation as a replay reads it: each customer message with the visible
+    history before it and what happened in its turn (`original`), and the tool results the
+    conversation recorded (a replayed call with the same tool and params gets the same one)."""
+    messages = list(
+        Message.objects.for_client(client)
+        .visible()
+        .filter(conversation=conversation)
+        .order_by("seq")
+    )
+    traces = {
+        t.user_message_id: t
+        for t in ReasoningTrace.objects.for_client(client).filter(
+            kind=TraceKind.TURN, conversation=conversation
+        )
+    }
+    executions = list(
+        ToolExecution.objects.for_client(client)
+        .filter(conversation=conversation)
+        .select_related("tool", "trace")
+        .order_by("created_at", "id")
+    )
+    proposed = list(
+        PendingAction.objects.for_client(client)
+        .filter(conversation=conversation)
+        .select_related("tool")
+        .order_by("created_at", "id")
+    )
+    escalated_traces = set(
+        Escalation.objects.for_client(client)
+        .filter(conversation=conversation, trace__isnull=False)
+        .values_list("trace_id", flat=True)
+    )
+    turns: list[dict[str, Any]] = []
+    for position, message in enumerate(messages):
+        if message.role != Role.USER:
+            continue
+        later = messages[position + 1 :]
+        answers = []
+        for other in later:
+            if other.role == Role.USER:
+                break
+            if other.role == Role.ASSISTANT:
+                answers.append(other)
+        trace = traces.get(message.pk)
+        ran = [
+            {
+                "name": e.tool.name,
+                "params": e.params,
+                "ok": e.status == ExecutionStatus.SUCCEEDED,
+                "result": e.result,
+                "error": e.error,
+            }
+            for e in executions
+            if trace is not None and e.trace_id == trace.pk
+        ]
+        asked = [
+            {"name": p.tool.name, "params": p.params}
+            for p in proposed
+            if p.proposed_in_id == message.pk
+        ]
+        escalated = bool(
+            trace is not None and (trace.escalated or trace.pk in escalated_traces)
+        ) or any(a.kind == Kind.HANDOFF for a in answers)
+        reason = None
+        if escalated:
+            reason = (
+                Escalation.objects.for_client(client)
+                .filter(conversation=conversation, trace=trace)
+                .values_list("reason", flat=True)
+                .first()
+            )
+        turns.append(
+            {
+                "customer": message.text,
+                "history": [
+                    {"role": m.role, "kind": m.kind, "text": m.text} for m in messages[:position]
+                ],
+                "original": {
+                    "reply": "\n".join(a.text for a in answers),
+                    "tools_ran": ran,
+                    "tools_proposed": asked,
+                    "escalated": escalated,
+                    "escalation_reason": reason,
+                },
+            }
+        )
+    recorded = [
+        {
+            "name": e.tool.name,
+            "params_hash": params_hash(e.params),
+            "ok": e.status == ExecutionStatus.SUCCEEDED,
+            "result": e.result if e.result is not None else {},
+            "error": e.error,
+            "failure_kind": e.failure_kind,
+        }
+        for e in executions
+        if e.status != ExecutionStatus.RUNNING
+    ]
+    return {"language": conversation.language, "turns": turns, "recorded": recorded}
