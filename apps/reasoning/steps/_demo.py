@@ -194,7 +194,9 @@ def _tool_answer(
     params: dict[str, Any] = {}
     address = None
     if name == "update_shipping_address":
-        to = re.search(r"\bto\s+(.{10,})$", text, re.IGNORECASE)
+        # "… to 12 Pine Street, …": an address starts with its house number ("I need to change
+        # the address" names none).
+        to = re.search(r"\bto\s+(\d.{9,})$", text, re.IGNORECASE)
         address = to.group(1).strip() if to else text.strip() if _looks_like_address(text) else None
     # An address's postal code is not an order number: only "TH-…" counts next to an address.
     match = (
