@@ -152,6 +152,14 @@ STEP_VIEWS: dict[str, StepView] = {
         _("Improve call (iteration {iteration})"), (FieldView("response", _("Improved"), "text"),)
     ),
     "insights": StepView(_("Insights"), (FieldView("topics", _("Topics"), "json"),)),
+    "judge": StepView(_("Judged criteria"), (FieldView("results", _("Verdicts"), "json"),)),
+    "simulate_customer": StepView(
+        _("Simulated customer"),
+        (
+            FieldView("message", _("Message"), "text"),
+            FieldView("done", _("Done"), "badge"),
+        ),
+    ),
     # -- what the pipeline records itself -------------------------------------------------------
     "refinement": StepView(
         _("Refinement · {state} (iteration {iteration})"),

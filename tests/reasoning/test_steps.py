@@ -123,6 +123,11 @@ OFFLINE_FACTS: dict[str, dict[str, Any]] = {
         "min_count": 2,
         "max_topics": 5,
     },
+    "judge": {
+        "criteria": ['says "hello"', "is polite"],
+        "transcript": [{"customer": "Hi", "reply": "Hello!"}],
+    },
+    "simulate_customer": {"persona": "", "goal": "Track my order", "transcript": []},
 }
 
 

@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
+from apps.billing.models import UsagePurpose
 from apps.clients.models import Plan
 from apps.clients.rubrics import SUPPORT
-from apps.conversations.models import Message
+from apps.conversations.models import Conversation, Message
 from apps.conversations.services import conversation_create
 from apps.core.tenancy import tenant_scope
 from apps.insights.services import generate_insights
@@ -27,6 +28,11 @@ from apps.notes.services import note_add
 from apps.playground.models import PlaygroundRun
 from apps.playground.services import playground_run_create, playground_run_execute
 from apps.reasoning import steps
+from apps.reasoning.meter import Meter
+from apps.reasoning.models import ReasoningTrace, TraceKind
+from apps.reasoning.traces import TurnRecorder
+from apps.simulations.judge import judge_criteria
+from apps.simulations.models import CaseRun, SimulationRun
 from tests.insights.conftest import escalated, window
 from tests.reasoning.conftest import Chat, assess, critique, make_shop
 from tests.support.fake_llm import FakeLLMServer, RecordedRequest, message_text
@@ -159,6 +165,62 @@ def playground_run(llm: FakeLLMServer, webhook: Any, capture: Any) -> None:
         playground_run_execute(run_id=run.pk)
 
 
+class _SimulationOwner:
+    """Lets every call run and keeps nothing (the simulation engine has its own owner)."""
+
+    def ensure_open(self, recorder: TurnRecorder) -> None:
+        return None
+
+    def internal(self, kind: str, text: str, data: dict[str, Any]) -> None:
+        return None
+
+    def step_recorded(self, step: Any) -> None:
+        return None
+
+
+def _simulation_recorder(client: Any) -> TurnRecorder:
+    """A simulated turn's recorder, as the simulation engine builds one (purpose `simulation`,
+    a trace of kind `simulation`)."""
+    run = SimulationRun.objects.create(client=client)
+    case_run = CaseRun.objects.create(client=client, run=run, case_name="c", side="candidate")
+    trace = ReasoningTrace.objects.create(
+        client=client, kind=TraceKind.SIMULATION, case_run=case_run, mode="adaptive"
+    )
+    meter = Meter(client=client, mode="adaptive", purpose=UsagePurpose.SIMULATION, trace=trace)
+    return TurnRecorder(
+        trace=trace,
+        client=client,
+        conversation=Conversation(client=client),
+        owner=_SimulationOwner(),
+        meter=meter,
+    )
+
+
+def simulation_judge(llm: FakeLLMServer, webhook: Any, capture: Any) -> None:
+    """The judge of a simulation case, over a conversation that carries the canary."""
+    client = make_shop("adaptive", webhook.url(), slug="judge-canary")
+    llm.script("judge", {"results": []})
+    transcript = [{"customer": said("Cancel my order"), "reply": said("Shall I cancel it?")}]
+    judge_criteria(
+        recorder=_simulation_recorder(client), criteria=["is polite"], transcript=transcript
+    )
+
+
+def simulated_customer(llm: FakeLLMServer, webhook: Any, capture: Any) -> None:
+    """A simulated customer's next message, after a first message that carries the canary."""
+    client = make_shop("adaptive", webhook.url(), slug="simcust-canary")
+    llm.script("simulate_customer", {"message": "Yes", "done": False})
+    step = steps.get("simulate_customer")
+    transcript = [{"customer": said("Cancel my order"), "reply": "Shall I cancel it?"}]
+    args = {"persona": "", "goal": "Cancel the order", "transcript": transcript}
+    _simulation_recorder(client).llm(
+        step=step.name,
+        messages=step.prompt(**args, business=client.name),
+        output=step.output,
+        hint=step.hint(**args),
+    )
+
+
 Scenario = Callable[[FakeLLMServer, Any, Any], None]
 SCENARIOS: dict[str, list[Scenario]] = {
     "respond": [standard_turn],
@@ -173,6 +235,8 @@ SCENARIOS: dict[str, list[Scenario]] = {
     "improve": [deliberative_turns],
     "clarify": [deliberative_turns],
     "insights": [insights_run],
+    "judge": [simulation_judge],
+    "simulate_customer": [simulated_customer],
 }
 
 
