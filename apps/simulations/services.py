@@ -5,7 +5,8 @@ per case × side × attempt, queue them), execute a case run in the sandbox
 A case run is one job on the workers, below live turns (`apps.core.slots` kind `sim`;
 apps/simulations/tasks.py). `simulation_run_execute` runs a whole run in the caller
 (`manage.py simulate`, tests). Every job is idempotent: a redelivered one finds its case run
-claimed and leaves it.
+claimed and leaves it — unless no turn of it started within a turn's lease
+(REASONING_TURN_LEASE_SECONDS: its worker died), when the redelivered job runs it again.
 
 Replays: each customer message of a saved conversation is replayed verbatim with the
 conversation's ORIGINAL visible history up to it (what the customer had really seen, as
@@ -21,10 +22,11 @@ import importlib
 import logging
 import time
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -35,12 +37,14 @@ from apps.billing.models import UsagePurpose
 from apps.clients.models import Client
 from apps.conversations.models import Conversation
 from apps.core.exceptions import ApplicationError
+from apps.reasoning import steps
 from apps.reasoning.llm import LLMError
 from apps.reasoning.meter import Meter, TokenCapExceeded
 from apps.reasoning.models import ReasoningTrace, TraceKind, TraceStatus
 from apps.reasoning.modes import mode_that_runs
 from apps.reasoning.traces import TurnAborted, TurnRecorder
 from apps.simulations.config import Side, config_validate_overrides, live_config, side_for
+from apps.simulations.judge import judge_criteria
 from apps.simulations.models import (
     CaseRun,
     CaseStatus,
@@ -299,8 +303,16 @@ def _claim(case_run_id: int) -> CaseRun | None:
             .filter(pk=case_run_id)
             .first()
         )
-        if case_run is None or case_run.status != CaseStatus.QUEUED:
+        if case_run is None:
             return None
+        lease = timedelta(seconds=float(settings.REASONING_TURN_LEASE_SECONDS))
+        stale = case_run.status == CaseStatus.RUNNING and case_run.updated_at < (
+            timezone.now() - lease
+        )
+        if case_run.status != CaseStatus.QUEUED and not stale:
+            return None
+        if stale:  # its worker died mid-case (no turn started within a lease): run it again
+            logger.warning("simulation case run %s taken over", case_run.pk)
         case_run.status = CaseStatus.RUNNING
         case_run.save(update_fields=["status", "updated_at"])
         SimulationRun.objects.for_client(case_run.run.client).filter(
@@ -446,6 +458,10 @@ class _CaseRunner:
             self.transcript.append(exc.args[0])
 
     def _turn(self, sandbox: Sandbox, conv: SandboxConversation, index: int, text: str) -> dict:
+        # Alive: a case run not touched within a turn's lease may be taken over (`_claim`).
+        CaseRun.objects.for_client(self.client).filter(pk=self.case_run.pk).update(
+            updated_at=timezone.now()
+        )
         entry = sandbox_turn(
             case_run=self.case_run,
             side=self.side,
@@ -474,39 +490,31 @@ class _CaseRunner:
                 break
 
     def _simulated(self, case: SimCase) -> None:
-        step = _checks_module("apps.reasoning.steps.simulate_customer")
+        """A simulated customer (the `simulate_customer` step, on the case's own trace with the
+        live model) writes each message; `done` or `max_turns` ends the conversation."""
+        step = steps.get("simulate_customer")
         spec = dict(case.simulated or {})
         most = int(spec.get("max_turns") or DEFAULT_MAX_TURNS)
         most = max(1, min(most, MAX_SIMULATED_TURNS))
+        persona, goal = str(spec.get("persona", "")), str(spec.get("goal", ""))
         sandbox = Sandbox(stubs=dict(case.tools or {}))
         conv = SandboxConversation.start(client=self.side.client, history=case.history or [])
-        business = str(self.client.name)
         for index in range(most):
             messages = step.prompt(
-                persona=str(spec.get("persona", "")),
-                goal=str(spec.get("goal", "")),
-                transcript=self.transcript,
-                business=business,
+                persona=persona, goal=goal, transcript=self.transcript, business=self.client.name
             )
+            hint = {
+                "step": step.name,
+                **step.hint(persona=persona, goal=goal, transcript=self.transcript),
+            }
             result = self.recorder().llm(
-                step=step.STEP.name,
-                messages=messages,
-                output=step.STEP.output,
-                hint={
-                    "step": step.STEP.name,
-                    "persona": spec.get("persona", ""),
-                    "goal": spec.get("goal", ""),
-                    "transcript": self.transcript,
-                    "client_name": business,
-                    "turn": index,
-                },
+                step=step.name, messages=messages, output=step.output, hint=hint
             )
             said = str(result.parsed.message or "").strip()
-            if said:
-                entry = self._turn(sandbox, conv, index, said)
-                if entry["escalated"] or entry["error"]:
-                    break
             if result.parsed.done or not said:
+                break
+            entry = self._turn(sandbox, conv, index, said)
+            if entry["escalated"] or entry["error"]:
                 break
 
     def _replay(self) -> None:
@@ -562,9 +570,8 @@ class _CaseRunner:
             )
             criteria = [str(c) for c in (case.criteria or []) if str(c).strip()]
             if criteria and ran and self.status != CaseStatus.ERROR:
-                judge = _checks_module("apps.simulations.judge")
                 try:
-                    self.judged_passed, self.judged = judge.judge_criteria(
+                    self.judged_passed, self.judged = judge_criteria(
                         recorder=self.recorder(),
                         criteria=criteria,
                         transcript=self.transcript,

@@ -32,8 +32,6 @@ def _fallback_checks(name: str) -> Any:
     engine's own tests read transcripts; the checks' tests test the real modules)."""
     if name == "apps.simulations.expectations":
         return types.SimpleNamespace(case_check=lambda *, case, transcript: (None, []))
-    if name == "apps.simulations.judge":
-        return types.SimpleNamespace(judge_criteria=lambda **kw: (None, []))
     if name == "apps.simulations.report":
 
         def report_build(*, run: Any, case_runs: list[Any]) -> dict[str, Any]:

@@ -270,3 +270,24 @@ def test_a_run_never_reads_another_clients_cases_or_conversations(shop, llm, web
         CaseRun.objects.unscoped(UNSCOPED).filter(run=run).values_list("case_id", flat=True)
     ) == [theirs.pk]
     assert live_rows() == before
+
+
+def test_a_case_run_whose_worker_died_is_taken_over_after_the_lease(shop, llm, webhook):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    llm.default("assess", HOURS)
+    make_case(shop, "a", turns=[{"customer": "When are you open?"}])
+    run = services.simulation_run_create(
+        client=shop, source="cli", selection={}, compare=False, enqueue=False
+    )
+    rows = CaseRun.objects.unscoped(UNSCOPED).filter(run=run)
+    rows.update(status=CaseStatus.RUNNING, updated_at=timezone.now())
+    case_run = rows.get()
+    with tenant_scope(shop.pk):
+        assert services.caserun_execute(case_run_id=case_run.pk) is None  # alive: left alone
+        rows.update(updated_at=timezone.now() - timedelta(hours=1))
+        assert services.caserun_execute(case_run_id=case_run.pk) is not None
+    run.refresh_from_db()
+    assert run.status == RunStatus.DONE and run.completed == 1
