@@ -194,7 +194,9 @@ def summary_table(report: dict[str, Any]) -> str:
     row(_("escalations"), "escalations")
     row(_("tools ran"), "tools_ran")
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(str(cell).ljust(widths[i]) for i, cell in enumerate(r)) for r in rows]
+    lines = [
+        "  ".join(str(cell).ljust(widths[i]) for i, cell in enumerate(r)).rstrip() for r in rows
+    ]
     summary = report.get("summary") or {}
     if "baseline" in sides:
         lines.append("")
