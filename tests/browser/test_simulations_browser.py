@@ -14,6 +14,8 @@ from django.test import Client as DjangoClient
 from playwright.sync_api import expect
 
 from apps.accounts.models import Role
+from apps.clients.models import Rubric
+from apps.clients.rubrics import SUPPORT
 from apps.escalations.models import EscalationReason
 from apps.escalations.services import escalation_create
 from apps.simulations.models import SimulationRun
@@ -57,6 +59,12 @@ def test_a_lead_replays_escalations_against_deliberative_and_reads_the_report(
     browser, live_server, demo, db_lock, screenshots
 ):
     with db_lock:
+        # The built-in rubrics come with a migration; an earlier transactional test's flush
+        # may have emptied the table.
+        fields = {f.name for f in Rubric._meta.get_fields()}
+        Rubric.objects.get_or_create(
+            slug=SUPPORT["slug"], defaults={k: v for k, v in SUPPORT.items() if k in fields}
+        )
         for text in ("Where is my order TH-10042?", "I want to talk to a human"):
             conversation, _trace = make_conversation_with_turn(demo, text)
             escalation_create(
