@@ -7,8 +7,10 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
+DEMO_TENANT := demo/tenant.json
+DEMO_CASES := demo/simulations/demo.json
 
-.PHONY: demo demo-reset test lint typecheck check imports commits ci-checks serve worker clean lock
+.PHONY: demo demo-reset simulate test lint typecheck check imports commits ci-checks serve worker clean lock
 
 $(STAMP): requirements/base.txt requirements/production.txt requirements/dev.txt
 	@test -x $(PY) || "$$(./scripts/find-python.sh)" -m venv $(VENV)
@@ -20,16 +22,26 @@ $(STAMP): requirements/base.txt requirements/production.txt requirements/dev.txt
 ## keys, serve on http://$(HOST):$(PORT)  (e.g. PORT=8011 make demo)
 demo: $(STAMP)
 	$(PY) manage.py migrate --noinput
-	$(PY) manage.py demo_setup --tenant demo/tenant.json --host $(HOST) --port $(PORT)
+	$(PY) manage.py demo_setup --tenant $(DEMO_TENANT) --simulations $(DEMO_CASES) --host $(HOST) --port $(PORT)
 	$(PY) manage.py runserver $(HOST):$(PORT)
 
 ## make demo-reset — the demo shop as first shipped (its conversations, tool runs and notes
 ## removed; the tenant file imported again), so the README's flows run again; then serve it
 demo-reset: $(STAMP)
 	$(PY) manage.py migrate --noinput
-	$(PY) manage.py demo_reset --tenant demo/tenant.json
-	$(PY) manage.py demo_setup --tenant demo/tenant.json --host $(HOST) --port $(PORT)
+	$(PY) manage.py demo_reset --tenant $(DEMO_TENANT)
+	$(PY) manage.py demo_setup --tenant $(DEMO_TENANT) --simulations $(DEMO_CASES) --host $(HOST) --port $(PORT)
 	$(PY) manage.py runserver $(HOST):$(PORT)
+
+## make simulate — the demo shop's test suite (demo/simulations/demo.json) in the sandbox, on the
+## demo database (SQLite unless DATABASE_URL is set) and the offline demo model unless
+## OPENAI_API_KEY is set (OPENAI_BASE_URL, LLM_MODEL pick the model); JUnit XML in
+## ci-artifacts/simulate.xml; exits non-zero when a case fails
+simulate: $(STAMP)
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py demo_setup --tenant $(DEMO_TENANT) --simulations $(DEMO_CASES) --host $(HOST) --port $(PORT)
+	@mkdir -p ci-artifacts
+	$(PY) manage.py simulate --suite demo --junit ci-artifacts/simulate.xml
 
 ## make test — the whole test suite (SQLite by default; DATABASE_URL switches to PostgreSQL)
 test: $(STAMP)

@@ -11,4 +11,5 @@ urlpatterns = [
     path("", include("apps.tools.urls")),
     path("", include("apps.notes.urls")),
     path("billing/", include("apps.billing.urls")),
+    path("simulations/", include("apps.simulations.urls")),
 ]

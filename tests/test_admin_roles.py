@@ -42,6 +42,7 @@ from apps.core.admin import SuperuserOnlyAdmin, TenantScopedAdmin
 from apps.escalations.models import Escalation, EscalationStatus
 from apps.insights.models import InsightProposal, InsightRun, ProposalKind
 from apps.notes.services import note_add
+from apps.simulations.models import SimCase, SimulationRun
 from apps.tools.models import ClientTool, ExecutorType, PendingAction, ToolKind
 from tests.api.conftest import make_tenant_data
 from tests.factories import (
@@ -96,6 +97,10 @@ RULES: dict[str, dict[str, str]] = {
     "insights.insightproposal": {"view": VIEWER, "add": NEVER, "change": ADMIN, "delete": NEVER},
     "insights.insightrun": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
     "notes.note": {"view": VIEWER, "add": AGENT, "change": AGENT, "delete": AGENT},
+    # Test cases are edited and runs started by agents, as in the playground; a run is written
+    # by the engine only (its page is the report).
+    "simulations.simcase": {"view": VIEWER, "add": AGENT, "change": AGENT, "delete": AGENT},
+    "simulations.simulationrun": {"view": VIEWER, "add": AGENT, "change": NEVER, "delete": NEVER},
     # Third-party admins hold platform-wide rows.
     "auth.group": {"view": PLATFORM, "add": PLATFORM, "change": PLATFORM, "delete": PLATFORM},
     # An authenticator is set up by its user through allauth; an operator may only remove one.
@@ -125,6 +130,7 @@ ACTION_RULES = {
     ("notes.note", "approve"): AGENT,
     ("notes.note", "archive"): AGENT,
     ("notes.note", "reject"): AGENT,
+    ("simulations.simcase", "run_selected"): AGENT,
     ("django_celery_beat.periodictask", "enable_tasks"): PLATFORM,
     ("django_celery_beat.periodictask", "disable_tasks"): PLATFORM,
     ("django_celery_beat.periodictask", "toggle_tasks"): PLATFORM,
@@ -195,6 +201,8 @@ def world(db) -> dict[str, Any]:
     spare_proposal = InsightProposal.objects.create(
         title="Abroad", topic_key="abroad", **proposal_fields
     )
+    SimCase.objects.create(client=acme, name="greeting", turns=[{"customer": "Hi", "expect": {}}])
+    SimulationRun.objects.create(client=acme, name="A run", total=2, completed=1)
     # An AI proposal waiting for review: approve, archive and reject each change it in turn.
     for tenant in (acme, globex):
         note_add(client=tenant, type="pattern", content="Customers say hi.", source="ai")
@@ -344,6 +352,11 @@ def test_every_admin_action_follows_the_rule(client, world, role):
         data = {"action": action, "_selected_action": [obj.pk], "post": "yes"}
         response = client.post(url(model, "changelist"), data)
         assert response.status_code in {200, 302, 403}, (label(model), action)
+        if action == "run_selected":  # changes nothing: it opens the New simulation form
+            opened = response.status_code == 302 and "/simulationrun/add/" in response["Location"]
+            if opened != allowed(role, need):
+                problems.append(f"{label(model)}.{action}: {response.status_code}")
+            continue
         changed = snapshot(obj) != before
         if changed != allowed(role, need):
             problems.append(f"{label(model)}.{action}: {response.status_code}, changed={changed}")

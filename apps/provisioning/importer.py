@@ -152,6 +152,8 @@ class ClientIn(_Strict):
     tools: list[ToolIn] = []
     is_active: bool = True
     require_mfa: bool = False
+    # Simulation test cases (docs/simulations.md), checked by `case_validate` (`_tests_errors`).
+    tests: list[Any] = []
 
     @field_validator("support_email")
     @classmethod
@@ -228,6 +230,37 @@ def _executors_errors(data: dict[str, Any]) -> dict[str, str]:
     return errors
 
 
+def _tests_errors(data: dict[str, Any]) -> dict[str, str]:
+    """Problems with each client's simulation test cases, by path
+    (`clients[0].tests[2].turns[1].expect.tool_called`), and repeated case names."""
+    from apps.simulations.schema import case_validate
+
+    errors: dict[str, str] = {}
+    clients = data.get("clients")
+    for i, client in enumerate(clients if isinstance(clients, list) else []):
+        tests = client.get("tests") if isinstance(client, dict) else None
+        names: set[str] = set()
+        for j, case in enumerate(tests if isinstance(tests, list) else []):
+            prefix = json_path(["clients", i, "tests", j])
+            if not isinstance(case, dict):
+                errors[prefix] = "must be an object"
+                continue
+            try:
+                name = case_validate(case)["name"]
+            except ApplicationError as exc:
+                fields = (exc.extra or {}).get("fields") or {"": exc.message}
+                for path, message in fields.items():
+                    where = (
+                        f"{prefix}.{path}" if path and not path.startswith("[") else prefix + path
+                    )
+                    errors[where] = str(message)
+                continue
+            if name in names:
+                errors[f"{prefix}.name"] = f"duplicate case name {name!r}"
+            names.add(name)
+    return errors
+
+
 def parse_tenant_file(data: Any) -> TenantFile:
     """Validate a decoded tenant file; errors name the path of each bad field."""
     if not isinstance(data, dict):
@@ -241,6 +274,7 @@ def parse_tenant_file(data: Any) -> TenantFile:
             _loc(err["loc"]): err["msg"].removeprefix("Value error, ") for err in exc.errors()
         }
     fields |= _executors_errors(data)
+    fields |= _tests_errors(data)
     if fields or spec is None:
         lines = "\n".join(f"  {path}: {msg}" for path, msg in fields.items())
         raise ApplicationError(

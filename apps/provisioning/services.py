@@ -11,6 +11,7 @@ from apps.billing.models import ModelPrice, VisitorUsage
 from apps.clients.models import Client, Plan, normalize_origin
 from apps.core.exceptions import ApplicationError
 from apps.provisioning.importer import ClientIn, executor_settings, parse_tenant_file
+from apps.simulations.cases import cases_import
 from apps.tools.executors import executor_for, settings_for
 from apps.tools.models import ClientTool
 
@@ -41,8 +42,9 @@ def _upsert[M: models.Model](
 
 @transaction.atomic
 def tenant_import(*, data: Any) -> list[ImportedClient]:
-    """Create or update model prices, plans and clients (with business_info, widget settings and
-    tools) from a decoded tenant file. All or nothing: any error rolls everything back."""
+    """Create or update model prices, plans and clients (with business_info, widget settings,
+    tools and simulation test cases) from a decoded tenant file. All or nothing: any error rolls
+    everything back."""
     spec = parse_tenant_file(data)
 
     for price in spec.model_prices:
@@ -123,6 +125,10 @@ def _import_client(*, spec: ClientIn, plan: Plan) -> ImportedClient:
         if "timeout_seconds" in values:
             values["timeout_seconds"] = float(values["timeout_seconds"])
         _upsert(ClientTool, {"client": client, "name": tool.name}, values)
+
+    if spec.tests:
+        # Validated with the file (parse_tenant_file); created or updated by name, never deleted.
+        cases_import(client=client, data=spec.tests)
 
     secret = None
     if not ApiKey.objects.for_client(client).active().exists():

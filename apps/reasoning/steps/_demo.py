@@ -8,10 +8,13 @@ import re
 from typing import Any
 
 ORDER_RE = re.compile(r"\b(?:TH-?\s?)?(\d{5})\b", re.IGNORECASE)
+# Written with its prefix: never mistaken for a postal code inside an address.
+PREFIXED_ORDER_RE = re.compile(r"\bTH-?\s?(\d{5})\b", re.IGNORECASE)
 
 # intent keywords -> tool name (first match wins, most specific first)
 INTENTS: list[tuple[tuple[str, ...], str]] = [
     (("refund", "money back"), "request_refund"),
+    (("return", "send back", "send it back"), "request_refund"),  # only with an order number
     (("cancel",), "cancel_order"),
     (("address", "ship to", "deliver to"), "update_shipping_address"),
     (("track", "tracking", "where is", "where's", "shipped yet"), "track_shipment"),
@@ -23,6 +26,11 @@ POLICY_WORDS = {
     "policies.privacy": ("privacy", "personal data", "my data", "gdpr"),
     "policies.terms": ("terms", "warranty", "liability", "price error"),
 }
+# A question about how something works ("When will I get my refund?") is answered from the
+# policies and FAQs, not by starting the action — unless it names an order.
+INFO_STARTS = ("when will", "how long", "how do i", "how does", "how can i", "how much")
+# No exchange tool: an exchange is explained from the returns policy (it goes through a return).
+EXCHANGE_WORDS = ("exchange", "swap", "different size", "another size", "bigger size")
 GREETINGS = ("hi", "hello", "hey", "good morning", "good afternoon", "good evening")
 STOP = {
     "the",
@@ -87,8 +95,11 @@ def answer(hint: dict[str, Any], *, adaptive: bool) -> dict[str, Any]:
             "confidence": 9,
         }
 
+    informational = not ORDER_RE.search(low) and low.strip().startswith(INFO_STARTS)
     if _bare_order_number(low):  # "Order 12345" answers the previous question
         tool_name = _continued_intent(hint, tools)
+    elif informational or any(w in low for w in EXCHANGE_WORDS):
+        tool_name = None
     else:
         tool_name = _intent(low, tools) or _continued_intent(hint, tools)
     if tool_name:
@@ -115,14 +126,14 @@ def answer(hint: dict[str, Any], *, adaptive: bool) -> dict[str, Any]:
     policy_key = next(
         (k for k, words in POLICY_WORDS.items() if any(w in low for w in words)), None
     )
-    faq = _best_faq(low, hint.get("faqs", []))
+    faq = None if any(w in low for w in EXCHANGE_WORDS) else _best_faq(low, hint.get("faqs", []))
     fetched = set(hint.get("fetched", []))
     if faq is not None and (not adaptive or "faqs" in fetched):
         return out | {"response": faq["answer"], "confidence": 8}
     if policy_key and (not adaptive or policy_key in fetched):
         policy = hint.get("policies", {}).get(policy_key.split(".", 1)[1], "")
         return out | {
-            "response": _first_sentences(policy, 3) or "I don't have that policy.",
+            "response": _relevant_sentences(policy, low, 3) or "I don't have that policy.",
             "confidence": 8,
         }
     if adaptive and faq is not None:
@@ -142,6 +153,8 @@ def _intent(low: str, tools: dict[str, dict[str, Any]]) -> str | None:
         if name in tools and any(w in low for w in words):
             if name == "get_order_status" and not ORDER_RE.search(low) and "status" not in low:
                 continue
+            if "return" in words and not ORDER_RE.search(low):
+                continue  # "Can I return boots?" is a policy question
             return name
     return None
 
@@ -157,10 +170,17 @@ def _bare_order_number(low: str) -> bool:
 
 
 def _continued_intent(hint: dict[str, Any], tools: dict[str, dict[str, Any]]) -> str | None:
-    """'Order 12345' right after 'Cancel my order': carry the earlier request forward."""
+    """'Order 12345' right after 'Cancel my order', or the new address right after 'Change
+    the address of TH-12345': carry the earlier request forward."""
+    earlier = [m["text"].lower() for m in hint.get("history", [])[:-1] if m["role"] == "user"]
+    if (
+        earlier
+        and _looks_like_address(hint.get("user_text", ""))
+        and _intent(earlier[-1], tools) == "update_shipping_address"
+    ):
+        return "update_shipping_address"
     if not ORDER_RE.search(hint.get("user_text", "")):
         return None
-    earlier = [m["text"].lower() for m in hint.get("history", [])[:-1] if m["role"] == "user"]
     for text in reversed(earlier[-3:]):
         name = _intent(text, tools)
         if name:
@@ -172,15 +192,22 @@ def _tool_answer(
     out: dict[str, Any], name: str, tool: dict[str, Any], text: str, hint: dict[str, Any]
 ) -> dict[str, Any]:
     params: dict[str, Any] = {}
-    match = ORDER_RE.search(text) or _order_in_history(hint)
+    address = None
+    if name == "update_shipping_address":
+        # "… to 12 Pine Street, …": an address starts with its house number ("I need to change
+        # the address" names none).
+        to = re.search(r"\bto\s+(\d.{9,})$", text, re.IGNORECASE)
+        address = to.group(1).strip() if to else text.strip() if _looks_like_address(text) else None
+    # An address's postal code is not an order number: only "TH-…" counts next to an address.
+    match = (
+        PREFIXED_ORDER_RE.search(text) if address else ORDER_RE.search(text)
+    ) or _order_in_history(hint)
     if match and "order_id" in tool["properties"]:
         params["order_id"] = f"TH-{match.group(1)}"
     if name == "request_refund":
         params["reason"] = text[:200]
-    if name == "update_shipping_address":
-        address = re.search(r"\bto\s+(.{10,})$", text, re.IGNORECASE)
-        if address:
-            params["address"] = address.group(1).strip()
+    if address:
+        params["address"] = address
     missing = [p for p in tool["required"] if p not in params]
     destructive = tool["kind"] == "destructive"
     if missing:
@@ -206,10 +233,24 @@ def _tool_answer(
     }
 
 
+def _looks_like_address(text: str) -> bool:
+    """'12 Pine Street, Boulder, CO 80302, USA': a house number, commas, no question."""
+    stripped = text.strip()
+    return (
+        len(stripped) >= 10
+        and "?" not in stripped
+        and stripped.count(",") >= 2
+        and bool(re.match(r"^\d+\s+\w", stripped))
+    )
+
+
 def _order_in_history(hint: dict[str, Any]) -> re.Match[str] | None:
     for message in reversed(hint.get("history", [])):
         if message["role"] == "user":
-            match = ORDER_RE.search(message["text"])
+            text = message["text"]
+            match = PREFIXED_ORDER_RE.search(text) or (
+                None if _looks_like_address(text) else ORDER_RE.search(text)
+            )
             if match:
                 return match
     return None
@@ -223,9 +264,20 @@ def _best_faq(low: str, faqs: list[dict[str, str]]) -> dict[str, str] | None:
         score = len(words & q_words)
         if score > best_score:
             best, best_score = faq, score
-    return best if best_score >= 2 else None
+    if best_score >= 2 or (best_score == 1 and len(words) == 1):
+        return best  # "What is your warranty?" names one thing, and the FAQ has it
+    return None
 
 
-def _first_sentences(text: str, n: int) -> str:
+def _relevant_sentences(text: str, low: str, n: int) -> str:
+    """The `n` sentences of a policy that share the most (and rarest) words with the question,
+    in the policy's order; the first `n` when none does."""
     sentences = re.split(r"(?<=[.!?])\s+", text.strip())
-    return " ".join(sentences[:n])
+    words = {w for w in re.findall(r"[a-z']+", low) if w not in STOP and len(w) > 2}
+    lowered = [s.lower() for s in sentences]
+    df = {w: sum(w in s for s in lowered) for w in words}
+    scores = [sum(1 / df[w] for w in words if df[w] and w in s) for s in lowered]
+    ranked = sorted(range(len(sentences)), key=lambda i: (-scores[i], i))[:n]
+    if not any(scores[i] for i in ranked):
+        return " ".join(sentences[:n])
+    return " ".join(sentences[i] for i in sorted(ranked) if scores[i])

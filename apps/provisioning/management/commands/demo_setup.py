@@ -8,6 +8,7 @@ from apps.clients.models import Client
 from apps.core.exceptions import ApplicationError
 from apps.provisioning.management.commands.import_client import read_tenant_file
 from apps.provisioning.services import ImportedClient, tenant_import
+from apps.simulations.cases import cases_import
 
 DEMO_EMAIL = "admin@guidedesk.example"
 DEMO_PASSWORD = "guidedesk-demo"  # noqa: S105 - the local demo's published credential
@@ -37,6 +38,13 @@ class Command(BaseCommand):
             metavar="FILE",
             help="Import this tenant file first (as `import_client` does) and print its keys.",
         )
+        parser.add_argument(
+            "--simulations",
+            metavar="FILE",
+            help='Then import the simulation test cases of this file ({"client": slug, "tests": '
+            "[cases]}, e.g. demo/simulations/demo.json) into that client; each suite of the file "
+            "becomes exactly the file's cases (`manage.py simulate --suite demo` runs them).",
+        )
         parser.add_argument("--host", default="127.0.0.1", help="The host the demo is served on.")
         parser.add_argument(
             "--port", type=int, default=8000, help="The port the demo is served on."
@@ -52,6 +60,7 @@ class Command(BaseCommand):
                 raise CommandError(
                     f"{options['tenant']}: {exc.message}\nNothing was changed."
                 ) from None
+        simulations = self.import_cases(options["simulations"]) if options["simulations"] else ""
         user = User.objects.filter(email=DEMO_EMAIL).first()
         if user is None:
             user = User.objects.create_superuser(DEMO_EMAIL, DEMO_PASSWORD)
@@ -60,6 +69,29 @@ class Command(BaseCommand):
                 client=client, user=user, defaults={"role": Role.OWNER}
             )
         self.stdout.write(self.summary(imported, base_url(options["host"], options["port"])))
+        if simulations:
+            self.stdout.write(simulations)
+
+    def import_cases(self, path: str) -> str:
+        """Import a simulations file's cases into its client; one line saying what changed."""
+        data = read_tenant_file(path)
+        slug = data.get("client") if isinstance(data, dict) else None
+        client = Client.objects.filter(slug=slug).first() if isinstance(slug, str) else None
+        if client is None:
+            raise CommandError(
+                f'{path}: names no imported client ("client": {slug!r}); import its tenant '
+                "file first.\nNothing was changed."
+            )
+        try:
+            counts = cases_import(client=client, data=data.get("tests", []), replace_suite=True)
+        except ApplicationError as exc:
+            raise CommandError(f"{path}: {exc.message}\nNothing was changed.") from None
+        total = sum(counts[k] for k in ("created", "updated", "unchanged"))
+        return (
+            f"  Simulations: {total} test case(s) for {client.slug} from {path} "
+            f"({counts['created']} new, {counts['updated']} updated, {counts['deleted']} "
+            "removed); run them with `make simulate`.\n"
+        )
 
     def summary(self, imported: list[ImportedClient], url: str) -> str:
         model = (

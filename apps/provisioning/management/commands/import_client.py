@@ -3,6 +3,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import yaml
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.core.exceptions import ApplicationError
@@ -10,12 +11,23 @@ from apps.provisioning.services import tenant_import
 
 
 def read_tenant_file(path: Path | str) -> Any:
-    """The parsed tenant file, or a CommandError that says what is wrong with it."""
+    """The parsed tenant file (JSON; YAML when it is named *.yaml or *.yml), or a CommandError
+    that says what is wrong with it."""
     path = Path(path)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise CommandError(f"{path}: no such file") from None
+    if path.suffix.lower() in {".yaml", ".yml"}:
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+            problem = getattr(exc, "problem", None) or str(exc)
+            raise CommandError(f"{path}: not valid YAML{where}: {problem}") from None
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise CommandError(
             f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
