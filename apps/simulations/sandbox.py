@@ -335,7 +335,7 @@ def sandbox_turn(
     trace = ReasoningTrace.objects.create(
         client_id=case_run.client_id, kind=TraceKind.SIMULATION, case_run=case_run, mode=mode
     )
-    meter = Meter(client=side.client, mode=mode, purpose=UsagePurpose.SIMULATION)
+    meter = Meter(client=side.client, mode=mode, purpose=UsagePurpose.SIMULATION, trace=trace)
     owner.notes = []
     recorder = TurnRecorder(
         trace=trace,

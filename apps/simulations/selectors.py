@@ -26,8 +26,6 @@ __all__ = [
     "simulation_run_list",
 ]
 
-RECENT_RUNS = 50
-
 
 def _uuid(value: Any) -> uuid.UUID | None:
     try:
@@ -38,21 +36,27 @@ def _uuid(value: Any) -> uuid.UUID | None:
 
 def simcase_list(
     *, client: Client, suite: str | None = None, tags: list[str] | None = None
-) -> list[SimCase]:
-    """The client's cases, in suite and name order; `tags`: cases carrying any of them."""
+) -> QuerySet[SimCase]:
+    """The client's cases, in suite and name order; `tags`: cases carrying any of them (a JSON
+    list: matched here, the same on every database)."""
     cases = SimCase.objects.for_client(client).order_by("suite", "name")
     if suite:
         cases = cases.filter(suite=suite)
     wanted = set(tags or [])
-    return [c for c in cases if not wanted or wanted & set(c.tags or [])]
+    if wanted:
+        tagged = [pk for pk, have in cases.values_list("pk", "tags") if wanted & set(have or [])]
+        cases = cases.filter(pk__in=tagged)
+    return cases
 
 
-def simulation_run_list(*, client: Client, limit: int = RECENT_RUNS) -> QuerySet[SimulationRun]:
-    return (
+def simulation_run_list(*, client: Client, limit: int | None = None) -> QuerySet[SimulationRun]:
+    """The client's runs, newest first (`limit`: the most recent ones only)."""
+    runs = (
         SimulationRun.objects.for_client(client)
         .select_related("created_by")
-        .order_by("-created_at")[:limit]
+        .order_by("-created_at", "-id")
     )
+    return runs[:limit] if limit else runs
 
 
 def simulation_run_get(*, client: Client, public_id: str | uuid.UUID) -> SimulationRun | None:

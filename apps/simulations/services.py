@@ -18,7 +18,6 @@ them."""
 
 from __future__ import annotations
 
-import importlib
 import logging
 import time
 import uuid
@@ -34,6 +33,7 @@ from django.utils.dateparse import parse_date, parse_datetime
 from django.utils.translation import gettext as _
 
 from apps.billing.models import UsagePurpose
+from apps.billing.services.budgets import UsageLimitReached
 from apps.clients.models import Client
 from apps.conversations.models import Conversation
 from apps.core.exceptions import ApplicationError
@@ -44,6 +44,7 @@ from apps.reasoning.models import ReasoningTrace, TraceKind, TraceStatus
 from apps.reasoning.modes import mode_that_runs
 from apps.reasoning.traces import TurnAborted, TurnRecorder
 from apps.simulations.config import Side, config_validate_overrides, live_config, side_for
+from apps.simulations.expectations import case_check, replay_check
 from apps.simulations.judge import judge_criteria
 from apps.simulations.models import (
     CaseRun,
@@ -55,6 +56,7 @@ from apps.simulations.models import (
     SimulationRun,
 )
 from apps.simulations.models import Side as SideName
+from apps.simulations.report import report_build
 from apps.simulations.sandbox import (
     BudgetExhausted,
     RunStopped,
@@ -79,11 +81,6 @@ MAX_CASE_RUNS = 2000
 MAX_REPLAYS = 500
 DEFAULT_MAX_TURNS = 6
 MAX_SIMULATED_TURNS = 20
-
-
-def _checks_module(name: str) -> Any:
-    """The checks' modules (expectations, judge, report, the simulate_customer step)."""
-    return importlib.import_module(name)
 
 
 # --------------------------------------------------------------------------------- create
@@ -449,9 +446,19 @@ class _CaseRunner:
         except TurnAborted:
             self.status = CaseStatus.STOPPED
             return
+        except UsageLimitReached as exc:  # the simulated customer's call: the budget ran out
+            self.status = CaseStatus.ERROR
+            self.error = self.budget_error = f"monthly budget reached: {exc.detail}"
+            return
         finally:
             self.close_recorder()
-        self._check()
+        try:
+            self._check()
+        except TurnAborted:  # stopped before the judge's call
+            self.status = CaseStatus.STOPPED
+        except UsageLimitReached as exc:
+            self.status = CaseStatus.ERROR
+            self.error = self.budget_error = f"monthly budget reached: {exc.detail}"
 
     def _keep(self, exc: Exception) -> None:
         if exc.args and isinstance(exc.args[0], dict):
@@ -549,25 +556,11 @@ class _CaseRunner:
             self.status = CaseStatus.ERROR
             self.error = next(t["error"] for t in ran if t.get("error"))
         if self.case_run.conversation_id is not None:
-            handled = [
-                {
-                    "turn": t["index"],
-                    "expect": "handled",
-                    "spec": True,
-                    "passed": not t.get("escalated") and not t.get("error"),
-                    "detail": t.get("error") or _handoff_detail(t),
-                }
-                for t in ran
-            ]
-            self.checks = handled
-            self.passed = all(c["passed"] for c in handled) and len(ran) == len(self.transcript)
+            self.passed, self.checks = replay_check(transcript=self.transcript)
         else:
             case = self.case_run.case
             assert case is not None
-            expectations = _checks_module("apps.simulations.expectations")
-            self.passed, self.checks = expectations.case_check(
-                case=_case_data(case), transcript=self.transcript
-            )
+            self.passed, self.checks = case_check(case=_case_data(case), transcript=self.transcript)
             criteria = [str(c) for c in (case.criteria or []) if str(c).strip()]
             if criteria and ran and self.status != CaseStatus.ERROR:
                 try:
@@ -583,10 +576,6 @@ class _CaseRunner:
                     self.close_recorder()
         if self.status != CaseStatus.ERROR:
             self.status = CaseStatus.FAILED if self.passed is False else CaseStatus.PASSED
-
-
-def _handoff_detail(entry: dict[str, Any]) -> str:
-    return f"handed off ({entry.get('escalation_reason')})" if entry.get("escalated") else ""
 
 
 def _case_data(case: SimCase) -> dict[str, Any]:
@@ -685,8 +674,7 @@ def _finalize_if_done(client: Client, run_id: int) -> None:
         elif run.stop_requested:
             status = RunStatus.STOPPED
         try:
-            report = _checks_module("apps.simulations.report")
-            run.report = report.report_build(run=run, case_runs=case_runs)
+            run.report = report_build(run=run, case_runs=case_runs)
         except Exception as exc:
             logger.exception("simulation report failed", extra={"run": run.pk})
             status, run.error = RunStatus.FAILED, f"the report could not be built: {exc!r}"

@@ -5,10 +5,7 @@ simulation in the test's thread and count what must never be written."""
 from __future__ import annotations
 
 import importlib
-import types
 from typing import Any
-
-import pytest
 
 from apps.core.tenancy import tenant_scope
 from apps.simulations import services
@@ -25,38 +22,6 @@ from tests.reasoning.conftest import (  # noqa: F401  (fixtures, re-exported)
 )
 
 UNSCOPED = "test checks the database directly"
-
-
-def _fallback_checks(name: str) -> Any:
-    """Until the checks' modules are on this branch: minimal stand-ins, in tests only (the
-    engine's own tests read transcripts; the checks' tests test the real modules)."""
-    if name == "apps.simulations.expectations":
-        return types.SimpleNamespace(case_check=lambda *, case, transcript: (None, []))
-    if name == "apps.simulations.report":
-
-        def report_build(*, run: Any, case_runs: list[Any]) -> dict[str, Any]:
-            return {
-                "kind": run.kind,
-                "cases": [
-                    {"name": c.case_name, "side": c.side, "status": c.status} for c in case_runs
-                ],
-            }
-
-        return types.SimpleNamespace(report_build=report_build)
-    raise ImportError(name)
-
-
-@pytest.fixture(autouse=True)
-def checks_modules(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = services._checks_module
-
-    def load(name: str) -> Any:
-        try:
-            return real(name)
-        except ImportError:
-            return _fallback_checks(name)
-
-    monkeypatch.setattr(services, "_checks_module", load)
 
 
 def make_case(client: Any, name: str, **fields: Any) -> SimCase:

@@ -41,8 +41,12 @@ def test_the_model_override_reaches_the_server_for_the_candidate_only(shop, llm,
 def test_a_candidate_run_never_changes_the_live_client_or_plan(shop, llm, webhook):
     make_case(shop, "hours", turns=[{"customer": "When are you open?"}])
     llm.default("assess", HOURS)
-    llm.default("respond", {"response": "We're open.", "confidence": 9})
-    llm.default("evaluate", {"valid": True, "evaluation": "ok", "confidence": 90})
+    long_answer = (
+        "We're open Monday to Friday from 9 in the morning to 5 in the afternoon, and our "
+        "support team answers messages within one working day."
+    )
+    llm.default("respond", {"response": long_answer, "confidence": 9})
+    llm.default("evaluate", {"valid": True, "evaluation": "Supported by the hours."})
     plan_before = copy.copy(shop.plan.__dict__)
     info_before = copy.deepcopy(shop.business_info)
     overrides = {
@@ -64,6 +68,9 @@ def test_a_candidate_run_never_changes_the_live_client_or_plan(shop, llm, webhoo
     # The candidate's standard turn ran `respond`; the baseline's adaptive one `assess`.
     assert len(llm.calls("respond")) == 1 and len(llm.calls("assess")) == 1
     assert live_config(client=shop)["mode"] == "adaptive"
+    candidate = CaseRun.objects.unscoped(UNSCOPED).get(run=run, side=Side.CANDIDATE)
+    assert candidate.transcript[0]["evaluation"] == "validated"  # the candidate's evaluation on
+    assert len(llm.calls("evaluate")) == 1
 
 
 def test_overrides_are_validated(shop):
@@ -291,3 +298,36 @@ def test_a_case_run_whose_worker_died_is_taken_over_after_the_lease(shop, llm, w
         assert services.caserun_execute(case_run_id=case_run.pk) is not None
     run.refresh_from_db()
     assert run.status == RunStatus.DONE and run.completed == 1
+
+
+def test_the_worker_task_runs_one_case_run_through_the_slots(shop, llm, webhook):
+    from apps.simulations import tasks
+
+    llm.default("assess", HOURS)
+    make_case(shop, "a", turns=[{"customer": "When are you open?"}])
+    run = services.simulation_run_create(
+        client=shop, source="api", selection={}, compare=False, enqueue=False
+    )
+    case_run = CaseRun.objects.unscoped(UNSCOPED).get(run=run)
+    tasks.execute_case_run.delay(case_run.pk, client_id=shop.pk)
+    tasks.execute_case_run.delay(case_run.pk, client_id=shop.pk)  # redelivered: nothing to do
+    run.refresh_from_db()
+    assert run.status == RunStatus.DONE and run.completed == 1
+    assert len(llm.calls("assess")) == 1
+
+
+def test_selectors_stay_within_the_client(shop):
+    from apps.simulations.selectors import simcase_list, simulation_run_get, simulation_run_list
+
+    other = ClientFactory(slug="other-shop")
+    make_case(shop, "a", tags=["cancel"], suite="demo")
+    make_case(shop, "b", tags=["returns"], suite="demo")
+    make_case(other, "c", tags=["cancel"], suite="demo")
+    assert [c.name for c in simcase_list(client=shop, tags=["cancel"])] == ["a"]
+    assert [c.name for c in simcase_list(client=shop, suite="demo")] == ["a", "b"]
+    run = services.simulation_run_create(client=shop, source="cli", selection={}, enqueue=False)
+    assert simulation_run_get(client=other, public_id=run.public_id) is None
+    assert simulation_run_get(client=shop, public_id="not-a-uuid") is None
+    assert simulation_run_get(client=shop, public_id=run.public_id) == run
+    assert list(simulation_run_list(client=other)) == []
+    assert list(simulation_run_list(client=shop)) == [run]

@@ -17,9 +17,19 @@ from tests.simulations.conftest import UNSCOPED, live_rows, make_case, run_now
 pytestmark = pytest.mark.django_db
 
 CANCEL_TURNS = [
-    {"customer": "Please cancel order TH-12345"},
-    {"customer": "Yes, cancel it"},
+    {
+        "customer": "Please cancel order TH-12345",
+        "expect": {
+            "tool_proposed": {"name": "cancel_order", "params": {"order_id": "TH-12345"}},
+            "tool_not_called": "cancel_order",
+        },
+    },
+    {
+        "customer": "Yes, cancel it",
+        "expect": {"tool_called": {"name": "cancel_order", "params": {"order_id": "TH-12345"}}},
+    },
 ]
+ONCE = {"tool_called": {"name": "cancel_order", "times": 1}}
 STUBS = {
     "cancel_order": [{"when": {"order_id": "TH-12345"}, "ok": True, "result": {"cancelled": True}}]
 }
@@ -53,7 +63,7 @@ def script_cancel(llm) -> None:
 
 
 def test_cancel_with_confirmation_runs_the_tool_once_after_the_yes(shop, llm, webhook):
-    make_case(shop, "cancel-confirmed", turns=CANCEL_TURNS, tools=STUBS)
+    make_case(shop, "cancel-confirmed", turns=CANCEL_TURNS, tools=STUBS, expect=ONCE)
     before = live_rows()
     script_cancel(llm)
 
@@ -61,7 +71,9 @@ def test_cancel_with_confirmation_runs_the_tool_once_after_the_yes(shop, llm, we
 
     assert run.status == RunStatus.DONE and run.completed == run.total == 1
     case_run = CaseRun.objects.unscoped(UNSCOPED).get()
-    assert case_run.status == CaseStatus.PASSED, case_run.error
+    assert case_run.status == CaseStatus.PASSED, case_run.checks
+    assert case_run.passed is True and len(case_run.checks) == 4
+    assert run.report["sides"]["candidate"]["passed"] == 1
     first, second = case_run.transcript
     assert first["tools_proposed"] == [{"name": "cancel_order", "params": {"order_id": "TH-12345"}}]
     assert first["tools_ran"] == []
@@ -96,6 +108,7 @@ def test_cancel_with_confirmation_runs_the_tool_once_after_the_yes(shop, llm, we
     records = UsageRecord.objects.unscoped(UNSCOPED)
     assert records.count() == len(llm.calls()) == 5
     assert set(records.values_list("purpose", flat=True)) == {UsagePurpose.SIMULATION}
+    assert {r.trace_id for r in records} == {t.pk for t in traces}
     assert case_run.llm_calls == 5
 
 
@@ -127,7 +140,11 @@ def test_a_yes_for_other_params_does_not_run_the_tool(shop, llm, webhook):
     )
     llm.default("critique", critique("PROCEED"))
     run = run_now(shop, compare=False)
-    first, second = CaseRun.objects.unscoped(UNSCOPED).get(run=run).transcript
+    case_run = CaseRun.objects.unscoped(UNSCOPED).get(run=run)
+    assert case_run.status == CaseStatus.FAILED and case_run.passed is False
+    [failed] = [c for c in case_run.checks if not c["passed"]]
+    assert failed["turn"] == 1 and failed["expect"] == "tool_called"
+    first, second = case_run.transcript
     assert first["tools_proposed"][0]["params"] == {"order_id": "TH-12345"}
     assert second["tools_ran"] == []
     assert second["tools_proposed"] == [
