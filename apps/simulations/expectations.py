@@ -29,6 +29,9 @@ from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
 from apps.simulations.language import UNKNOWN, detect_language
 from apps.simulations.schema import EXPECTATIONS, expect_normalize
 
@@ -66,12 +69,16 @@ def _excerpt(text: str) -> str:
 
 
 def _times(n: int) -> str:
-    return "once" if n == 1 else f"{n} times"
+    if n == 0:
+        return _("no times")
+    return _("once") if n == 1 else _("%(n)d times") % {"n": n}
 
 
 def _spec_text(spec: dict[str, Any]) -> str:
     params = spec.get("params")
-    return f"{spec['name']} with {_show(params)}" if params else str(spec["name"])
+    if not params:
+        return str(spec["name"])
+    return _("%(name)s with %(params)s") % {"name": spec["name"], "params": _show(params)}
 
 
 def _ran(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -79,7 +86,7 @@ def _ran(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _names(tools: list[dict[str, Any]]) -> str:
-    return ", ".join(sorted({str(t.get("name")) for t in tools})) or "none"
+    return ", ".join(sorted({str(t.get("name")) for t in tools})) or _("none")
 
 
 def _tool_called(spec: dict[str, Any], turns: list[dict[str, Any]]) -> tuple[bool, str]:
@@ -87,36 +94,46 @@ def _tool_called(spec: dict[str, Any], turns: list[dict[str, Any]]) -> tuple[boo
     same_name = [t for t in ran if t.get("name") == spec["name"]]
     matching = [t for t in same_name if params_match(spec.get("params") or {}, t.get("params"))]
     n = len(matching)
-    with_params = f" with {_show(spec['params'])}" if spec.get("params") else ""
+    what = {"tool": _spec_text(spec), "times": _times(n)}
     times = spec.get("times")
     if times is not None:
-        passed = n == times
-        verdict = f"{spec['name']}{with_params} ran {_times(n) if n else 'no times'}"
-        detail = f"{verdict}, expected exactly {times}"
+        detail = _("%(tool)s ran %(times)s, expected exactly %(expected)d") % {
+            **what,
+            "expected": times,
+        }
         if n == 0 and same_name:
-            detail += f" (it ran with {_show(same_name[0].get('params'))})"
-        return passed, detail
+            detail += " " + _("(it ran with %(params)s)") % {
+                "params": _show(same_name[0].get("params"))
+            }
+        return n == times, detail
     if n:
-        return True, f"{spec['name']}{with_params} ran {_times(n)}"
+        return True, _("%(tool)s ran %(times)s") % what
     if same_name:
-        params = "; ".join(_show(t.get("params")) for t in same_name)
-        return (
-            False,
-            f"{spec['name']} ran, but not with {_show(spec['params'])} (ran with {params})",
-        )
-    return False, f"{spec['name']} did not run (tools that ran: {_names(ran)})"
+        return False, _("%(name)s ran, but not with %(expected)s (ran with %(params)s)") % {
+            "name": spec["name"],
+            "expected": _show(spec["params"]),
+            "params": "; ".join(_show(t.get("params")) for t in same_name),
+        }
+    return False, _("%(name)s did not run (tools that ran: %(ran)s)") % {
+        "name": spec["name"],
+        "ran": _names(ran),
+    }
 
 
 def _tool_not_called(name: str, turns: list[dict[str, Any]]) -> tuple[bool, str]:
     ran = _ran(turns)
     if name == "*":
         if not ran:
-            return True, "no tool ran"
-        return False, f"expected no tool to run; ran: {_names(ran)}"
+            return True, _("no tool ran")
+        return False, _("expected no tool to run; ran: %(ran)s") % {"ran": _names(ran)}
     runs = [t for t in ran if t.get("name") == name]
     if not runs:
-        return True, f"{name} did not run"
-    return False, f"{name} ran {_times(len(runs))} (with {_show(runs[0].get('params'))})"
+        return True, _("%(name)s did not run") % {"name": name}
+    return False, _("%(name)s ran %(times)s (with %(params)s)") % {
+        "name": name,
+        "times": _times(len(runs)),
+        "params": _show(runs[0].get("params")),
+    }
 
 
 def _tool_proposed(spec: dict[str, Any], turns: list[dict[str, Any]]) -> tuple[bool, str]:
@@ -131,36 +148,50 @@ def _tool_proposed(spec: dict[str, Any], turns: list[dict[str, Any]]) -> tuple[b
         if any(t.get("name") == spec["name"] for t in turn.get("tools_ran") or []):
             ran_too = True
             continue
-        return True, f"{_spec_text(spec)} was put to the customer for confirmation, not run"
+        return True, _("%(tool)s was put to the customer for confirmation, not run") % {
+            "tool": _spec_text(spec)
+        }
     if ran_too:
-        return False, f"{_spec_text(spec)} was proposed but also ran in the same turn"
+        return False, _("%(tool)s was proposed but also ran in the same turn") % {
+            "tool": _spec_text(spec)
+        }
     if proposed_any:
-        params = "; ".join(_show(p.get("params")) for p in proposed_any)
-        return False, f"{spec['name']} was proposed, but with {params}"
+        return False, _("%(name)s was proposed, but with %(params)s") % {
+            "name": spec["name"],
+            "params": "; ".join(_show(p.get("params")) for p in proposed_any),
+        }
     proposed = [p for t in turns for p in t.get("tools_proposed") or []]
-    return False, f"{spec['name']} was not proposed (proposed: {_names(proposed)})"
+    return False, _("%(name)s was not proposed (proposed: %(proposed)s)") % {
+        "name": spec["name"],
+        "proposed": _names(proposed),
+    }
 
 
 def _escalated(expected: Any, turns: list[dict[str, Any]]) -> tuple[bool, str]:
     handed = [t for t in turns if t.get("escalated")]
     reason = handed[0].get("escalation_reason") if handed else None
-    what = f"handed off ({reason})" if handed else "not handed off"
+    what = _("handed off (%(reason)s)") % {"reason": reason} if handed else _("not handed off")
     if isinstance(expected, dict):
         want = expected.get("reason")
         if not handed:
-            return False, f"not handed off, expected a hand-off ({want})"
-        return reason == want, f"{what}, expected {want}"
+            return False, _("not handed off, expected a hand-off (%(reason)s)") % {"reason": want}
+        return reason == want, _("%(what)s, expected %(reason)s") % {"what": what, "reason": want}
     if bool(expected) == bool(handed):
         return True, what
-    return False, f"{what}, expected {'a hand-off' if expected else 'no hand-off'}"
+    if expected:
+        return False, _("%(what)s, expected a hand-off") % {"what": what}
+    return False, _("%(what)s, expected no hand-off") % {"what": what}
 
 
 def _asked(expected: bool, turns: list[dict[str, Any]]) -> tuple[bool, str]:
     asked = any(t.get("asked") for t in turns)
-    what = "asked the customer a question" if asked else "asked no clarifying question"
     if asked == bool(expected):
-        return True, what
-    return False, f"{what}, expected {'a question' if expected else 'none'}"
+        return True, (
+            _("asked the customer a question") if asked else _("asked no clarifying question")
+        )
+    if expected:
+        return False, _("asked no clarifying question, expected a question")
+    return False, _("asked the customer a question, expected none")
 
 
 def _reply(turns: list[dict[str, Any]]) -> str:
@@ -170,13 +201,14 @@ def _reply(turns: list[dict[str, Any]]) -> str:
 def _contains(text: str, turns: list[dict[str, Any]], *, negate: bool) -> tuple[bool, str]:
     reply = _reply(turns)
     found = text.casefold() in reply.casefold()
-    if negate:
-        if not found:
-            return True, f"the reply does not contain {_show(text)}"
-        return False, f"the reply contains {_show(text)}: {_excerpt(reply)}"
+    what = {"text": _show(text), "reply": _excerpt(reply)}
+    if found == negate:  # a text that should not be there is, or one that should is not
+        if found:
+            return False, _("the reply contains %(text)s: %(reply)s") % what
+        return False, _("the reply does not contain %(text)s: %(reply)s") % what
     if found:
-        return True, f"the reply contains {_show(text)}"
-    return False, f"the reply does not contain {_show(text)}: {_excerpt(reply)}"
+        return True, _("the reply contains %(text)s") % what
+    return True, _("the reply does not contain %(text)s") % what
 
 
 def _matches(pattern: str, turns: list[dict[str, Any]]) -> tuple[bool, str]:
@@ -184,25 +216,33 @@ def _matches(pattern: str, turns: list[dict[str, Any]]) -> tuple[bool, str]:
     try:
         found = re.search(pattern, reply, re.IGNORECASE)
     except re.error as exc:
-        return False, f"{_show(pattern)} is not a valid regular expression: {exc}"
+        return False, _("%(pattern)s is not a valid regular expression: %(error)s") % {
+            "pattern": _show(pattern),
+            "error": exc,
+        }
     if found:
-        return True, f"the reply matches {_show(pattern)} ({_show(found.group(0))})"
-    return False, f"the reply does not match {_show(pattern)}: {_excerpt(reply)}"
+        return True, _("the reply matches %(pattern)s (%(found)s)") % {
+            "pattern": _show(pattern),
+            "found": _show(found.group(0)),
+        }
+    return False, _("the reply does not match %(pattern)s: %(reply)s") % {
+        "pattern": _show(pattern),
+        "reply": _excerpt(reply),
+    }
 
 
 def _language(code: str, turns: list[dict[str, Any]]) -> tuple[bool, str]:
     reply = _reply(turns)
     if not reply.strip():
-        return False, f"no reply to tell the language of, expected {code}"
+        return False, _("no reply to tell the language of, expected %(code)s") % {"code": code}
     found = detect_language(reply)
     if found == UNKNOWN:
-        return (
-            False,
-            f"the reply's language cannot be told (too short or ambiguous), expected {code}",
-        )
+        return False, _(
+            "the reply's language cannot be told (too short or ambiguous), expected %(code)s"
+        ) % {"code": code}
     if found == code:
-        return True, f"the reply is in {code}"
-    return False, f"the reply is in {found}, expected {code}"
+        return True, _("the reply is in %(code)s") % {"code": code}
+    return False, _("the reply is in %(found)s, expected %(code)s") % {"found": found, "code": code}
 
 
 def _cost(value: Any) -> Decimal:
@@ -224,39 +264,46 @@ def _turn_cost(turn: dict[str, Any]) -> Decimal:
     return _cost(turn.get("cost_usd"))
 
 
-_LIMITS: dict[str, tuple[str, Callable[[dict[str, Any]], Decimal]]] = {
-    "max_llm_calls": ("LLM calls", _calls),
-    "max_tokens": ("tokens", _tokens),
+_LIMITS: dict[str, tuple[Any, Callable[[dict[str, Any]], Decimal]]] = {
+    "max_llm_calls": (gettext_lazy("LLM calls"), _calls),
+    "max_tokens": (gettext_lazy("tokens"), _tokens),
     "max_cost_usd": ("USD", _turn_cost),
 }
 
 
 def _limit(key: str, limit: Any, turns: list[dict[str, Any]], *, case: bool) -> tuple[bool, str]:
     unit, measure = _LIMITS[key]
-    bound = _cost(limit)
     if not turns:
-        return True, "no turn ran"
+        return True, _("no turn ran")
     worst = max(turns, key=measure)
     used = measure(worst)
-    shown = format(used, "f")
-    if used <= bound:
+    what = {
+        "used": format(used, "f"),
+        "unit": unit,
+        "limit": limit,
+        "turn": _turn_name(worst),
+    }
+    if used <= _cost(limit):
         if case:
-            return True, f"every turn within {limit} {unit} (most: {shown}, {_turn_name(worst)})"
-        return True, f"{shown} {unit}, at most {limit}"
-    where = f"{_turn_name(worst)} used " if case else ""
-    return False, f"{where}{shown} {unit}, at most {limit} expected"
+            return True, _("every turn within %(limit)s %(unit)s (most: %(used)s, %(turn)s)") % what
+        return True, _("%(used)s %(unit)s, at most %(limit)s") % what
+    if case:
+        return False, _("%(turn)s used %(used)s %(unit)s, at most %(limit)s expected") % what
+    return False, _("%(used)s %(unit)s, at most %(limit)s expected") % what
 
 
 def _evaluation(outcomes: list[str], turns: list[dict[str, Any]]) -> tuple[bool, str]:
-    wanted = " or ".join(_show(o) for o in outcomes)
     if not turns:
-        return True, "no turn ran"
+        return True, _("no turn ran")
     off = [t for t in turns if (t.get("evaluation") or "") not in outcomes]
     if not off:
         seen = sorted({_show(t.get("evaluation") or "") for t in turns})
-        return True, f"evaluation {', '.join(seen)}"
-    got = _show(off[0].get("evaluation") or "")
-    return False, f"{_turn_name(off[0])}: evaluation {got}, expected {wanted}"
+        return True, _("evaluation %(seen)s") % {"seen": ", ".join(seen)}
+    return False, _("%(turn)s: evaluation %(got)s, expected %(wanted)s") % {
+        "turn": _turn_name(off[0]),
+        "got": _show(off[0].get("evaluation") or ""),
+        "wanted": _(" or ").join(_show(o) for o in outcomes),
+    }
 
 
 def _turn_name(turn: dict[str, Any]) -> str:
@@ -318,12 +365,16 @@ def expect_check(
 
 def _not_run(entry: dict[str, Any] | None, index: int) -> str:
     """Why turn `index` has nothing to check, or "" when it ran."""
+    turn = f"turns[{index}]"
     if entry is None:
-        return f"turns[{index}] did not run (the run ended before it)"
+        return _("%(turn)s did not run (the run ended before it)") % {"turn": turn}
     if entry.get("skipped"):
-        return f"turns[{index}] did not run: {entry['skipped']} in an earlier turn"
+        return _("%(turn)s did not run: %(why)s in an earlier turn") % {
+            "turn": turn,
+            "why": entry["skipped"],
+        }
     if entry.get("error"):
-        return f"turns[{index}] failed: {entry['error']}"
+        return _("%(turn)s failed: %(error)s") % {"turn": turn, "error": entry["error"]}
     return ""
 
 
@@ -366,14 +417,14 @@ def replay_check(*, transcript: list[dict[str, Any]]) -> tuple[bool, list[dict[s
         index = entry.get("index", i)
         why = _not_run(entry, index)
         if not why and entry.get("escalated"):
-            why = f"handed off ({entry.get('escalation_reason')})"
+            why = _("handed off (%(reason)s)") % {"reason": entry.get("escalation_reason")}
         checks.append(
             {
                 "turn": index,
                 "expect": "handled",
                 "spec": True,
                 "passed": not why,
-                "detail": why or "handled without a hand-off",
+                "detail": why or _("handled without a hand-off"),
             }
         )
     return all(c["passed"] for c in checks), checks

@@ -29,6 +29,8 @@ from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
+from django.utils.translation import gettext as _
+
 from apps.simulations.models import CaseStatus, RunKind, Side
 
 if TYPE_CHECKING:
@@ -112,7 +114,10 @@ def _case_result(attempts: list[CaseRun]) -> dict[str, Any]:
     }
     if broken:
         first = broken[0]
-        out["error"] = first.error or f"attempt {first.attempt}: {first.status}"
+        out["error"] = first.error or _("attempt %(n)d did not finish (%(status)s)") % {
+            "n": first.attempt,
+            "status": first.status,
+        }
     return out
 
 

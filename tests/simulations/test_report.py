@@ -397,3 +397,16 @@ def test_the_same_rows_give_the_same_report() -> None:
     assert report_build(run=run(), case_runs=BASELINE + CANDIDATE) == report_build(
         run=run(), case_runs=list(reversed(BASELINE + CANDIDATE))
     )
+
+
+def test_an_attempt_that_did_not_finish_is_an_error() -> None:
+    rows = [
+        case_run("x", "candidate", 1, CaseStatus.PASSED, [turn(0, 1, 1, 1, "0", 1)], "0"),
+        case_run("x", "candidate", 2, CaseStatus.STOPPED, [], "0"),
+    ]
+    report = report_build(run=run(compare=False), case_runs=rows)
+    (x,) = report["cases"]
+    assert x["candidate"]["status"] == "error"
+    assert x["candidate"]["error"] == "attempt 2 did not finish (stopped)"
+    side = report["sides"]["candidate"]
+    assert (side["errors"], side["pass_hat_k"], side["pass_at_1"]) == (1, 0.0, 0.5)
