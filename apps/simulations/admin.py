@@ -32,6 +32,7 @@ from apps.core.admin import TenantScopedAdmin, pretty_json
 from apps.core.exceptions import ApplicationError
 from apps.core.permissions import READ, SUPPORT
 from apps.core.resolver import resolver
+from apps.notes.models import Note, NoteStatus
 from apps.simulations.cases import CASE_FIELDS, simcase_create, simcase_update
 from apps.simulations.models import (
     CaseRun,
@@ -118,6 +119,10 @@ class SimCaseAdmin(TenantScopedAdmin):
     list_filter = ["suite", TagFilter, "enabled", ("client", admin.RelatedOnlyFieldListFilter)]
     search_fields = ["name", "description"]
     actions = ["run_selected"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        # A case stays with its client: copy it to another through export and import.
+        return ["client"] if obj is not None else []
 
     @admin.display(description=gettext_lazy("tags"))
     def tag_list(self, obj: SimCase) -> str:
@@ -231,6 +236,7 @@ class NewSimulationForm(forms.Form):
         choices=[
             ("live", gettext_lazy("the live notes")),
             ("none", gettext_lazy("no notes")),
+            ("pending", gettext_lazy("the live notes and those waiting for review (approve them)")),
         ],
         label=gettext_lazy("Notes"),
     )
@@ -300,6 +306,13 @@ class NewSimulationForm(forms.Form):
             overrides["evaluation"] = data["evaluation"] == "on"
         if data.get("notes") == "none":
             overrides["notes"] = "none"
+        elif data.get("notes") == "pending":
+            waiting = Note.objects.for_client(data["client"]).filter(
+                status=NoteStatus.PENDING_REVIEW
+            )
+            overrides["notes"] = {
+                "approve": list(waiting.order_by("pk").values_list("pk", flat=True)[:200])
+            }
         if data.get("business_info") not in (None, "", {}):
             overrides["business_info"] = data["business_info"]
         return overrides

@@ -115,7 +115,7 @@ class SimulationRunDetailSerializer(SimulationRunSerializer):
 
 class SimulationRunCreateSerializer(serializers.Serializer):
     name = serializers.CharField(required=False, allow_blank=True, max_length=200)
-    kind = serializers.ChoiceField(choices=RunKind.choices, default=RunKind.CASES)
+    kind = NamedChoiceField(choices=RunKind, enum_name="SimulationRunKind", default=RunKind.CASES)
     selection = serializers.DictField(
         required=False,
         default=dict,

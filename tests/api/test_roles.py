@@ -133,6 +133,78 @@ ENDPOINTS = [
         "application/x-ndjson",
     ),
 ]
+SIMCASE_BODY = {"name": "new-case", "turns": [{"customer": "Hi", "expect": {"escalated": False}}]}
+ENDPOINTS += [
+    Endpoint("simcase list", "get", lambda d: reverse("api-simcase-list"), Role.VIEWER, 200),
+    Endpoint(
+        "simcase create",
+        "post",
+        lambda d: reverse("api-simcase-list"),
+        Role.AGENT,
+        201,
+        SIMCASE_BODY,
+    ),
+    Endpoint(
+        "simcase detail",
+        "get",
+        lambda d: reverse("api-simcase-detail", args=[d.client.simcase_first.public_id]),
+        Role.VIEWER,
+        200,
+    ),
+    Endpoint(
+        "simcase replace",
+        "put",
+        lambda d: reverse("api-simcase-detail", args=[d.client.simcase_first.public_id]),
+        Role.AGENT,
+        200,
+        {**SIMCASE_BODY, "name": "greeting", "suite": "smoke"},
+    ),
+    Endpoint(
+        "simcase update",
+        "patch",
+        lambda d: reverse("api-simcase-detail", args=[d.client.simcase_first.public_id]),
+        Role.AGENT,
+        200,
+        {"enabled": False},
+    ),
+    Endpoint(
+        "simcase delete",
+        "delete",
+        lambda d: reverse("api-simcase-detail", args=[d.client.simcase_first.public_id]),
+        Role.AGENT,
+        204,
+    ),
+    Endpoint("simrun list", "get", lambda d: reverse("api-simrun-list"), Role.VIEWER, 200),
+    Endpoint(
+        "simrun create",
+        "post",
+        lambda d: reverse("api-simrun-list"),
+        Role.AGENT,
+        201,
+        {"selection": {"suite": "default"}, "compare": False},
+    ),
+    Endpoint(
+        "simrun detail",
+        "get",
+        lambda d: reverse("api-simrun-detail", args=[d.client.simrun_first.public_id]),
+        Role.VIEWER,
+        200,
+    ),
+    Endpoint(
+        "simrun stop",
+        "post",
+        lambda d: reverse("api-simrun-stop", args=[d.client.simrun_first.public_id]),
+        Role.AGENT,
+        200,
+    ),
+    Endpoint(
+        "simrun cases",
+        "get",
+        lambda d: reverse("api-simrun-cases", args=[d.client.simrun_first.public_id]),
+        Role.VIEWER,
+        200,
+    ),
+]
 ENDPOINT_IDS = [e.name for e in ENDPOINTS]
 
 
@@ -148,6 +220,15 @@ def data(data_a: TenantData) -> TenantData:
     # an AI proposal waiting for review: approving it changes it
     data_a.client.note_first = note_add(
         client=data_a.client, type="pattern", content="Customers say hi.", source="ai"
+    )
+    # a simulation test case and a running run (stopping it changes it)
+    from apps.simulations.models import RunStatus, SimCase, SimulationRun
+
+    data_a.client.simcase_first = SimCase.objects.create(
+        client=data_a.client, name="greeting", turns=[{"customer": "Hi", "expect": {}}]
+    )
+    data_a.client.simrun_first = SimulationRun.objects.create(
+        client=data_a.client, status=RunStatus.RUNNING, total=2
     )
     return data_a
 
@@ -251,6 +332,7 @@ def _snapshot(data: TenantData) -> dict[str, Any]:
     from apps.conversations.models import Message
     from apps.escalations.models import Escalation
     from apps.notes.models import Note
+    from apps.simulations.models import SimCase, SimulationRun
     from apps.tools.models import ClientTool
 
     return {
@@ -279,6 +361,16 @@ def _snapshot(data: TenantData) -> dict[str, Any]:
             .order_by("pk")
             .values_list("pk", "content", "status", "hits")
         ),
+        "simulation cases": list(
+            SimCase.objects.unscoped("test checks the database directly")
+            .order_by("pk")
+            .values_list("pk", "name", "suite", "enabled")
+        ),
+        "simulation runs": list(
+            SimulationRun.objects.unscoped("test checks the database directly")
+            .order_by("pk")
+            .values_list("pk", "status", "stop_requested")
+        ),
         "conversation": list(
             type(data.conversation)
             .objects.unscoped("test checks the database directly")
@@ -294,6 +386,7 @@ STAFF_URLCONFS = [
     "apps.tools.urls",
     "apps.accounts.urls",
     "apps.notes.urls",
+    "apps.simulations.urls",
 ]
 HANDLERS = ("get", "post", "put", "patch", "delete")
 

@@ -34,7 +34,7 @@ pytestmark = pytest.mark.django_db
 # The staff / back-office operations this module owns. Widget and billing operations are built
 # and fuzzed by their own modules.
 STAFF_PATHS = re.compile(
-    r"^/api/v1/(conversations|escalations|tool-executions|tools|api-keys|notes)/"
+    r"^/api/v1/(conversations|escalations|tool-executions|tools|api-keys|notes|simulations)/"
 )
 CHECKS = [
     not_a_server_error,
@@ -116,6 +116,17 @@ def test_every_staff_operation_is_documented():
         ("/api/v1/notes/{note_id}/", "delete"),
         ("/api/v1/notes/export/", "get"),
         ("/api/v1/notes/import/", "post"),
+        ("/api/v1/simulations/cases/", "get"),
+        ("/api/v1/simulations/cases/", "post"),
+        ("/api/v1/simulations/cases/{public_id}/", "get"),
+        ("/api/v1/simulations/cases/{public_id}/", "put"),
+        ("/api/v1/simulations/cases/{public_id}/", "patch"),
+        ("/api/v1/simulations/cases/{public_id}/", "delete"),
+        ("/api/v1/simulations/runs/", "get"),
+        ("/api/v1/simulations/runs/", "post"),
+        ("/api/v1/simulations/runs/{public_id}/", "get"),
+        ("/api/v1/simulations/runs/{public_id}/stop", "post"),
+        ("/api/v1/simulations/runs/{public_id}/cases/", "get"),
     }
     for path, method, operation in operations:
         label = f"{method.upper()} {path}"

@@ -177,3 +177,33 @@ def test_another_clients_report_is_not_shown(agent, client_b):
     case_run = run.case_runs.first()
     page = agent.get(reverse("admin:simulations_simulationrun_caserun", args=[run.pk, case_run.pk]))
     assert page.status_code in (302, 403, 404)
+
+
+def test_the_candidate_may_approve_the_notes_waiting_for_review(agent, client_a):
+    from apps.notes.services import note_add
+
+    make_case(client_a, "one")
+    waiting = note_add(client=client_a, type="pattern", content="Customers say hi.", source="ai")
+    response = agent.post(
+        reverse("admin:simulations_simulationrun_add"),
+        {
+            "client": client_a.pk,
+            "kind": "cases",
+            "suite": "demo",
+            "preset": "custom",
+            "limit": 100,
+            "notes": "pending",
+            "compare": "on",
+        },
+    )
+    assert response.status_code == 302, response.context and response.context["form"].errors
+    run = SimulationRun.objects.for_client(client_a).get()
+    assert run.candidate_overrides["notes"] == {"approve": [waiting.pk]}
+    waiting.refresh_from_db()
+    assert waiting.status == "pending_review"  # the live note is not approved
+
+
+def test_a_cases_client_cannot_be_changed_on_its_page(agent, client_a):
+    case = make_case(client_a, "one")
+    page = agent.get(reverse("admin:simulations_simcase_change", args=[case.pk]))
+    assert 'name="client"' not in page.content.decode()

@@ -151,13 +151,26 @@ def _rate(value: Any) -> str:
     return "-" if value is None else f"{100 * float(value):.0f}%"
 
 
+def _number(value: Any) -> str:
+    """A figure for the table: floats with one decimal, None as "-", the rest as they are."""
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.1f}"
+    return str(value)
+
+
+def _ratio(value: Any) -> str:
+    return "-" if value is None else f"×{float(value):.2f}"
+
+
 def summary_table(report: dict[str, Any]) -> str:
     """The sides side by side, the changes and the ratios, as plain text."""
     sides = report.get("sides") or {}
     names = [side for side in ("baseline", "candidate") if side in sides]
     rows: list[tuple[str, ...]] = [("", *names)]
 
-    def row(label: str, key: str, fmt: Any = str) -> None:
+    def row(label: str, key: str, fmt: Any = _number) -> None:
         rows.append((label, *(fmt(sides[n].get(key)) for n in names)))
 
     row(_("cases"), "cases")
@@ -198,7 +211,7 @@ def summary_table(report: dict[str, Any]) -> str:
         if ratio:
             lines.append(
                 _("candidate / baseline: ")
-                + ", ".join(f"{key} ×{value}" for key, value in ratio.items())
+                + ", ".join(f"{key} {_ratio(value)}" for key, value in ratio.items())
             )
         for case in report.get("cases", []):
             if case.get("change") in ("fixed", "broke"):
