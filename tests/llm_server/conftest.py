@@ -41,6 +41,13 @@ class LlamaServer:
     gguf: Path
     venv_seconds: float  # time spent making the venv in this run (0 when it was there)
     start_seconds: float
+    pid: int
+
+    def cpu_seconds(self) -> float:
+        """CPU time the server has used so far (user + system): what its work costs whatever
+        else the machine is running, unlike wall time."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _venv_ready() -> bool:
@@ -144,6 +151,7 @@ def llama_server() -> Iterator[LlamaServer]:
                 gguf=gguf,
                 venv_seconds=venv_seconds,
                 start_seconds=time.monotonic() - started,
+                pid=process.pid,
             )
         finally:
             process.terminate()
