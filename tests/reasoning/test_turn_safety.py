@@ -226,13 +226,17 @@ def test_proceed_at_the_floor_without_params_asks_a_clarifying_question(chat, ll
     assert not Escalation.objects.unscoped("test checks the database directly").exists()
 
 
-def test_proceed_at_the_floor_with_no_reply_at_all_asks(chat, llm, webhook):
-    llm.script("assess", assess(response="", confidence=1))
+def test_proceed_at_the_floor_without_a_tool_but_missing_details_asks(chat, llm, webhook):
+    llm.script(
+        "assess",
+        assess(response="I can help with that.", missing_params=["order_id"], confidence=1),
+    )
     llm.script("critique", critique("PROCEED"))
 
-    [reply] = chat.say("hmm")
+    [reply] = chat.say("hmm, that thing with my order")
 
     assert reply.kind == Kind.CLARIFICATION
+    assert "tell me a little more" in reply.text
     assert only_step("critique_floor")["action"] == "clarify"
 
 
