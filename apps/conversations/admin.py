@@ -88,8 +88,10 @@ KIND_EXPLANATIONS: dict[str, str] = {
     Kind.REFINEMENT: "Deliberative mode: the answer's refinement — the draft, each critique (a "
     "score 0–100 and issues quoting the sentence they concern) and each improved version; the "
     "best-scoring version is sent.",
-    Kind.CLARIFICATION: "Deliberative mode asked the customer one clarifying question (shown with "
-    "quick-reply buttons) because two readings of their message were too close to guess.",
+    Kind.CLARIFICATION: "The assistant asked the customer one clarifying question: deliberative "
+    "mode (with quick-reply buttons) when two readings of their message were too close to guess, "
+    "or any critique-using mode when the critique said PROCEED on a draft at or below the "
+    "confidence floor (REASONING_CRITIQUE_FLOOR) that lacked what it needed.",
     Kind.ERROR: "A failure recorded as a message. (Failures are normally turn steps that end "
     "in a fallback reply and an escalation — see the turn's steps below.)",
 }

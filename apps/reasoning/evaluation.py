@@ -73,6 +73,7 @@ __all__ = [
     "improvement_problem",
     "percent_from_draft",
     "skip_reason",
+    "ungrounded_figures",
 ]
 
 logger = logging.getLogger(__name__)
@@ -140,6 +141,13 @@ def _figures(text: str) -> set[str]:
     return {form for figure in _FIGURE.findall(text) for form in _figure_forms(figure)}
 
 
+def ungrounded_figures(text: str, grounds: str) -> list[str]:
+    """The figures (amounts, durations, order numbers) in `text` that occur nowhere in
+    `grounds`, in any of their spellings (see `_figure_forms`)."""
+    known = _figures(grounds)
+    return [f for f in dict.fromkeys(_FIGURE.findall(text)) if not _figure_forms(f) & known]
+
+
 def _action_words(tools: list[Any]) -> set[str]:
     """The verbs naming what the client's action/destructive tools do: the leading word of
     each name (`cancel_order` → "cancel", `update_shipping_address` → "update"; the objects
@@ -182,10 +190,7 @@ def improvement_problem(
     tools' names: "cancel", "refund") occurs in the draft or the business's text (not merely in
     the tools' own descriptions) — no tool ran, so the reply cannot claim one did."""
     grounds = "\n".join([draft, *sources.values()])
-    known = _figures(grounds)
-    unsupported = [
-        f for f in dict.fromkeys(_FIGURE.findall(improved)) if not _figure_forms(f) & known
-    ]
+    unsupported = ungrounded_figures(improved, grounds)
     if unsupported:
         return "figures not in the source text or the draft: " + ", ".join(unsupported)
     lowered = grounds.lower()

@@ -369,6 +369,65 @@ def confirmation_text(tool: ClientTool, params: dict[str, Any]) -> str:
     )
 
 
+# A draft that only says what the assistant is about to do answers nothing ("Let me check…").
+_HOLDING_STARTS = (
+    "let me",
+    "one moment",
+    "just a moment",
+    "give me a moment",
+    "please wait",
+    "i'll",
+    "i will",
+    "i'm going to",
+    "i am going to",
+    "checking",
+    "looking",
+)
+_LETTER_WORD = re.compile(r"[^\W\d_]{3,}")
+
+
+def _leading_word(name: str) -> str:
+    words = _LETTER_WORD.findall(str(name).replace("_", " ").replace("-", " ").lower())
+    return words[0] if words else ""
+
+
+def unavailable_tool_draft_problem(
+    draft: str, *, tool_name: str | None, tools: list[ClientTool]
+) -> str:
+    """Why the model's draft may NOT be sent instead of a call to a tool this client does not
+    have (or has switched off) — '' when it may. The tool never runs either way; the draft is
+    sent only when it reads as an answer in its own right:
+
+    - it has at least four words and does not open by announcing an action ("Let me check…");
+    - it names neither the unavailable tool's action (the leading word of its name:
+      `delete_account` → "delete") nor an action of the client's action/destructive tools
+      ("cancel", "update" …), minus the words of its read tools — nothing ran, so the draft
+      must not say something was done.
+
+    Otherwise a person takes the conversation (`act_on_tool_call`)."""
+    text = " ".join(draft.split())
+    words = [w.lower() for w in _LETTER_WORD.findall(text)]
+    if len(text.split()) < 4 or not words:
+        return "the draft holds no answer"
+    lowered = text.lower().replace("\u2019", "'")
+    if lowered.startswith(_HOLDING_STARTS):
+        return "the draft only announces an action"
+    read_words = {
+        w.lower()
+        for t in tools
+        if t.kind == ToolKind.READ
+        for w in _LETTER_WORD.findall(t.name.replace("_", " "))
+    }
+    actions = {
+        _leading_word(t.name) for t in tools if t.kind in {ToolKind.ACTION, ToolKind.DESTRUCTIVE}
+    } - read_words
+    actions.add(_leading_word(tool_name or ""))
+    named = sorted({w for w in words for a in actions if a and w.startswith(a)})
+    if named:
+        return "the draft names an action no tool performed: " + ", ".join(named)
+    return ""
+
+
 def refusal_text(verdict: GuardVerdict, enabled_tools: list[ClientTool]) -> str:
     can_do = ", ".join(t.name.replace("_", " ") for t in enabled_tools) or "answer questions"
     if verdict.reason in {"unknown_tool", "tool_disabled"}:

@@ -205,6 +205,28 @@ STEP_VIEWS: dict[str, StepView] = {
             FieldView("reason", _("Reason"), "text"),
         ),
     ),
+    "unavailable_tool": StepView(
+        _("A tool the client does not have"),
+        (
+            FieldView(
+                "reply", _("Reply"), "badge", {"draft": _("Draft"), "handoff": _("Hand-off")}
+            ),
+            FieldView("tool", _("Tool"), "fact"),
+            FieldView("reason", _("Reason"), "fact"),
+            FieldView("problem", _("Why not the draft"), "text"),
+        ),
+    ),
+    "critique_floor": StepView(
+        _("Critique floor: PROCEED not followed"),
+        (
+            FieldView(
+                "action", _("Action"), "badge", {"clarify": _("Clarify"), "handoff": _("Hand-off")}
+            ),
+            FieldView("confidence", _("Confidence"), "fact", suffix="/10"),
+            FieldView("floor", _("Floor"), "fact", suffix="/10"),
+            FieldView("missing_params", _("Missing parameters"), "list"),
+        ),
+    ),
     "escalate": StepView(
         _("Hand over to a person"),
         (FieldView("reason", _("Reason"), "badge"), FieldView("detail", _("Detail"), "text")),

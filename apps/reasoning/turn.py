@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from django.utils.translation import gettext
 from pydantic import BaseModel
 
 from apps.clients.models import Client, Plan
@@ -16,7 +17,7 @@ from apps.conversations.models import Conversation, Kind, Message
 from apps.core.deadlines import DeadlineExceeded
 from apps.escalations.models import EscalationReason
 from apps.notes.selectors import notes_tokens, prompt_notes
-from apps.reasoning import guards
+from apps.reasoning import evaluation, guards
 from apps.reasoning.context import tool_schema_text
 from apps.reasoning.llm import LLMError, LLMResult, correction_message
 from apps.reasoning.steps import Step, compose
@@ -273,8 +274,10 @@ def act_on_tool_call(
     if verdict.action == "none":
         return Outcome([Reply(draft)])
     if turn.dry_run:
-        return _dry_run_outcome(turn, verdict, draft=draft, hold_message=hold_message)
+        return _dry_run_outcome(turn, verdict, name=name, draft=draft, hold_message=hold_message)
     if verdict.action == "refuse":
+        if verdict.reason in UNAVAILABLE_TOOL:
+            return unavailable_tool_outcome(turn, verdict, name=name, draft=draft)
         return Outcome([Reply(guards.refusal_text(verdict, turn.enabled_tools))])
     if verdict.action == "ask":
         # The critique's question, or the model's own when it noticed the gap itself, reads
@@ -318,15 +321,69 @@ def act_on_tool_call(
     return run_tool(turn, tool=verdict.tool, params=verdict.params, pending=verdict.pending)
 
 
+# Guard refusals for a tool the client does not have or has switched off.
+UNAVAILABLE_TOOL = {"unknown_tool", "tool_disabled"}
+
+
+def unavailable_tool_problem(turn: Turn, *, draft: str, name: str | None) -> str:
+    """Why the draft may not answer in place of an unavailable tool ('' = it may): the guards'
+    rule (`guards.unavailable_tool_draft_problem`), and every figure in it (an amount, a
+    duration, an order number) must occur in the source text the draft was made from — a
+    balance the switched-off tool would have looked up is made up."""
+    problem = guards.unavailable_tool_draft_problem(draft, tool_name=name, tools=turn.tools)
+    if problem:
+        return problem
+    unsupported = evaluation.ungrounded_figures(draft, "\n".join(turn.sources.values()))
+    if unsupported:
+        return "figures not in the source text: " + ", ".join(unsupported)
+    return ""
+
+
+def unavailable_tool_outcome(
+    turn: Turn, verdict: guards.GuardVerdict, *, name: str | None, draft: str
+) -> Outcome:
+    """The model named a tool this client does not have, or has switched off. The guard has
+    refused it (it never runs); the customer gets the model's own draft when it is an answer in
+    its own right (`unavailable_tool_problem`), else a person takes over — never a
+    bare "I can't do that". Recorded as the trace step `unavailable_tool`."""
+    problem = unavailable_tool_problem(turn, draft=draft, name=name)
+    record = {
+        "tool": name,
+        "reason": verdict.reason,
+        "reply": "handoff" if problem else "draft",
+        "problem": problem,
+    }
+    turn.rec.step("unavailable_tool", output=record)
+    if not problem:
+        return Outcome([Reply(draft)])
+    raise Escalate(
+        EscalationReason.POLICY,
+        f"the model named {verdict.reason.replace('_', ' ')} {name!r} and its draft was not an "
+        f"answer ({problem})",
+        handoff_text=gettext(
+            "I can't take care of that myself, so I've passed your request to our support team, "
+            "who will follow up here."
+        ),
+    )
+
+
 def _dry_run_outcome(
-    turn: Turn, verdict: guards.GuardVerdict, *, draft: str, hold_message: str
+    turn: Turn, verdict: guards.GuardVerdict, *, name: str | None, draft: str, hold_message: str
 ) -> Outcome:
     """A playground run stops at the guards' verdict: it is recorded (`tool_not_run`) and the
     reply shows what the customer would have been told — no tool runs, no pending action is
     created."""
     tool = verdict.tool.name if verdict.tool is not None else None
+    refusal = guards.refusal_text(verdict, turn.enabled_tools)
+    if verdict.reason in UNAVAILABLE_TOOL:
+        problem = unavailable_tool_problem(turn, draft=draft, name=name)
+        refusal = (
+            gettext("(handed to the support team: %(problem)s)") % {"problem": problem}
+            if problem
+            else draft
+        )
     would = {
-        "refuse": guards.refusal_text(verdict, turn.enabled_tools),
+        "refuse": refusal,
         "ask": hold_message or draft or verdict.message,
         "confirm": verdict.message,
         "run": draft or f"(the reply composed from {tool}'s result)",

@@ -386,6 +386,9 @@ TOOL_WEBHOOK_LEGACY_SIGNATURE = env.bool("TOOL_WEBHOOK_LEGACY_SIGNATURE", defaul
 # Reasoning guards.
 REASONING_MAX_TOOL_CALLS_PER_TURN = env.int("REASONING_MAX_TOOL_CALLS_PER_TURN", default=3)
 REASONING_MAX_CONTEXT_ROUNDS = env.int("REASONING_MAX_CONTEXT_ROUNDS", default=2)
+# A critique that says PROCEED on a draft at or below this confidence (1-10) is not followed:
+# the turn asks a clarifying question or hands off (docs/architecture.md, "Safety rules, in code").
+REASONING_CRITIQUE_FLOOR = env.int("REASONING_CRITIQUE_FLOOR", default=2)
 REASONING_CONFIRMATION_TTL_MINUTES = env.int("REASONING_CONFIRMATION_TTL_MINUTES", default=30)
 REASONING_HISTORY_MESSAGES = env.int("REASONING_HISTORY_MESSAGES", default=20)
 # Playground runs with no broker (the demo) run in a background thread of the web process, so

@@ -57,7 +57,7 @@ def test_unknown_tool_never_runs(chat, llm, webhook):
     llm.script("assess", assess(tool_call="delete_account", tool_params={"id": 1}))
     llm.script("critique", critique("PROCEED"))
     [reply] = chat.say("Delete my account")
-    assert "can't do that" in reply.text
+    assert reply.kind == "handoff"  # no answer in the draft: a person takes it
     assert (
         webhook.requests == []
         and not ToolExecution.objects.unscoped("test checks the database directly").exists()
@@ -70,7 +70,7 @@ def test_disabled_tool_never_runs(chat, llm, webhook):
         assess(tool_call="gift_card_balance", tool_params={"order_id": "TH-12345"}, confidence=10),
     )
     [reply] = chat.say("Gift card balance please")
-    assert "can't do that" in reply.text
+    assert reply.kind == "handoff"
     assert webhook.requests == []
 
 

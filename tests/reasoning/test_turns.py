@@ -257,7 +257,7 @@ def test_client_b_tools_are_never_offered_or_run_for_client_a(
     llm.script("assess", assess(tool_call="secret_lookup", tool_params=ORDER, confidence=10))
     llm.script("critique", critique("PROCEED"))
     [reply] = chat.say("run the secret lookup on TH-12345")
-    assert "can't do that" in reply.text
+    assert reply.kind == "handoff"  # another client's tool is unknown here; no draft: a person
     assert webhook.requests == []
     assert "secret_lookup" not in llm.calls("assess")[0].prompt_text
 

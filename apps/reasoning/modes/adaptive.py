@@ -15,6 +15,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from apps.clients.modes import Mode
 from apps.conversations.models import Kind
@@ -26,13 +27,14 @@ from apps.reasoning.context import (
     minimal_context,
     pending_text,
 )
+from apps.reasoning.guards import param_problems, params_hash
 from apps.reasoning.llm import LLMError
 from apps.reasoning.steps import assess
 from apps.reasoning.steps import critique as critique_step
 from apps.reasoning.steps.assess import AssessOut
 from apps.reasoning.steps.critique import CritiqueOut
 from apps.reasoning.traces import pretty
-from apps.reasoning.turn import Escalate, Outcome, Turn, act_on_tool_call, schema_for
+from apps.reasoning.turn import Escalate, Outcome, Reply, Turn, act_on_tool_call, schema_for
 from apps.tools.models import ClientTool, ToolKind
 
 ADAPTIVE_HISTORY = 5
@@ -98,6 +100,10 @@ def decide(turn: Turn, assessment: AssessOut) -> Outcome:
             else EscalationReason.POLICY
         )
         raise Escalate(reason, critique.message or critique.reasoning)
+    if critique.decision == "PROCEED" and _below_floor(turn, assessment):
+        outcome = _floor_outcome(turn, assessment, tool)
+        outcome.confidence = assessment.confidence
+        return outcome
     outcome = act_on_tool_call(
         turn,
         name=name,
@@ -109,6 +115,65 @@ def decide(turn: Turn, assessment: AssessOut) -> Outcome:
     )
     outcome.confidence = assessment.confidence
     return outcome
+
+
+def _below_floor(turn: Turn, assessment: AssessOut) -> bool:
+    """The critique said PROCEED, but the draft's own confidence is at or below
+    `REASONING_CRITIQUE_FLOOR`: the checklist's "confidence below 6 → escalate or ask" then
+    holds in code. An action the customer has just confirmed (these exact params) is not held
+    back: their "yes" is the evidence, and the guards still decide."""
+    if assessment.confidence > settings.REASONING_CRITIQUE_FLOOR:
+        return False
+    confirmed = turn.confirmed
+    return not (
+        confirmed is not None
+        and assessment.tool_call == confirmed.tool.name
+        and params_hash(assessment.tool_params) == confirmed.params_hash
+    )
+
+
+def _floor_outcome(turn: Turn, assessment: AssessOut, tool: ClientTool | None) -> Outcome:
+    """Below the floor: a clarifying question when the draft lacks what is needed to act (its
+    tool's params, or any reply at all), else a hand-off. Recorded as the trace step
+    `critique_floor`; no tool runs."""
+    missing: list[str] = list(assessment.missing_params)
+    problems: list[str] = []
+    if tool is not None:
+        schema_missing, problems = param_problems(tool, assessment.tool_params)
+        missing = sorted(set(missing) | set(schema_missing))
+    no_intent = not assessment.tool_call and not assessment.response.strip()
+    action = "clarify" if missing or problems or no_intent else "handoff"
+    record = {
+        "decision": "PROCEED",
+        "confidence": assessment.confidence,
+        "floor": settings.REASONING_CRITIQUE_FLOOR,
+        "action": action,
+        "tool": assessment.tool_call,
+        "missing_params": missing,
+        "problems": problems,
+    }
+    turn.rec.step("critique_floor", output=record)
+    turn.rec.internal(
+        Kind.GUARD,
+        f"{action.upper()}: critique said PROCEED at confidence {assessment.confidence}/10 "
+        f"(floor {settings.REASONING_CRITIQUE_FLOOR})",
+        record,
+    )
+    if action == "handoff":
+        raise Escalate(
+            EscalationReason.LOW_CONFIDENCE,
+            f"the critique said PROCEED on a draft at confidence {assessment.confidence}/10 "
+            f"(floor {settings.REASONING_CRITIQUE_FLOOR})",
+        )
+    turn.verdicts.append("ask")
+    if tool is not None and missing:
+        needed = ", ".join(m.replace("_", " ") for m in missing)
+        question = _("To help with that I need a few details: %(needed)s. Could you tell me?") % {
+            "needed": needed
+        }
+    else:
+        question = _("Could you tell me a little more about what you need, so I get it right?")
+    return Outcome([Reply(question, kind=Kind.CLARIFICATION, data={"options": []})])
 
 
 def _assess_with_context(turn: Turn) -> AssessOut:

