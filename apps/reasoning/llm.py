@@ -767,6 +767,9 @@ def llm_complete[T](
                 # A capability, not a failure: the next form, in this same call.
                 refused.append(form)
                 _count_refusal()
+                # Remembered at once, not after a success: when the next form's call then times
+                # out on a slow server, the next call still starts past the refused form.
+                _remember(key, RESPONSE_FORMS[RESPONSE_FORMS.index(form) + 1])
                 logger.warning(
                     "LLM provider %s (%s) refused response_format %s; trying the next form",
                     key[0],
@@ -778,7 +781,6 @@ def llm_complete[T](
             error.details.update(details)
             raise _fail(error) from exc
         if refused:
-            _remember(key, form)
             logger.warning(
                 "LLM provider %s (%s) takes response_format %s (refused: %s)",
                 key[0],

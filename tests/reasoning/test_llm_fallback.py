@@ -184,8 +184,18 @@ def test_a_failure_after_the_fallback_carries_it_to_the_trace(auto: FakeLLMServe
 
     assert caught.value.kind == "server"
     assert caught.value.details["response_format"]["used"] == "json_object+schema"
-    # The format itself was not what failed: nothing is remembered for a server error.
-    assert remembered_response_format() is None
+    # The refusal is a fact about the provider, remembered at once: the next call (after a slow
+    # server timed the fallback out, say) does not ask for the refused form again.
+    assert remembered_response_format() == "json_object+schema"
+    auto.script("assess", Fail(status=503, message="overloaded"))
+    with pytest.raises(LLMError):
+        llm_complete(step="assess", messages=MESSAGES, output=AssessOut)
+    assert [r.form for r in auto.requests] == [
+        "json_schema",
+        "json_object+schema",
+        "json_object+schema",
+    ]
+    assert response_format_refusals() == 1
 
 
 def test_the_cache_key_is_shared_and_survives_a_cache_outage(
