@@ -335,7 +335,10 @@ def sandbox_turn(
     trace = ReasoningTrace.objects.create(
         client_id=case_run.client_id, kind=TraceKind.SIMULATION, case_run=case_run, mode=mode
     )
-    meter = Meter(client=side.client, mode=mode, purpose=UsagePurpose.SIMULATION, trace=trace)
+    # Not linked to the trace: billing counts a usage record with a trace as a customer turn
+    # (the plan's included turns, the monthly turn budget); a simulation's calls are usage only,
+    # reported on their own line (`group_by=purpose`).
+    meter = Meter(client=side.client, mode=mode, purpose=UsagePurpose.SIMULATION)
     owner.notes = []
     recorder = TurnRecorder(
         trace=trace,
