@@ -73,7 +73,8 @@ class UsageReportApi(BillingAPIView):
         description=(
             "Turns, LLM calls, tokens, provider cost, billed amount and critique rate for the "
             "days `start` … `end` (at most 366, in the server's time zone), grouped by `mode`, "
-            "`day`, `model` or `step`. A turn and its calls count on the day it started. "
+            "`day`, `model`, `step` or `purpose` (customer turns apart from playground runs, "
+            "simulations and batch jobs). A turn and its calls count on the day it started. "
             "`totals` count each turn once; with `group_by=model|step` a group's `turns` are the "
             "distinct turns with a call in it. `?format=csv` returns the same figures as CSV "
             "(header row, one row per group, a TOTAL row)."

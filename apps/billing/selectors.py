@@ -40,7 +40,7 @@ from apps.clients.models import Client
 
 ZERO = Decimal("0")
 CENTS = Decimal("0.01")
-GROUP_BYS = ("mode", "day", "model", "step")
+GROUP_BYS = ("mode", "day", "model", "step", "purpose")
 # What the evaluation layer made of a turn's answer (ReasoningTrace.evaluation_outcome; the
 # reasoning app's `evaluation.OUTCOMES` — billing reads it through the trace relation only).
 EVALUATION_OUTCOMES = ("validated", "questioned", "improved", "kept", "failed")
@@ -388,7 +388,61 @@ def usage_report(*, client: Client, start: date, end: date, group_by: str) -> Us
     if group_by not in GROUP_BYS:
         raise ValueError(f"group_by must be one of {', '.join(GROUP_BYS)}")
     cells = usage_cells(client=client, first=start, last=end)
+    if group_by == "purpose":
+        report = _report(client=client, start=start, end=end, group_by="mode", cells=cells)
+        report.group_by = group_by
+        report.groups = _purpose_groups(client=client, first=start, last=end)
+        return report
     return _report(client=client, start=start, end=end, group_by=group_by, cells=cells)
+
+
+def _purpose_groups(*, client: Client, first: date, last: date) -> list[UsageGroup]:
+    """One group per purpose (`turn`, `playground`, `simulation`, `insights`, `benchmark`):
+    what customers' turns cost apart from what staff's tests and batch jobs did. Computed from
+    the usage records themselves (the daily rollups keep no purpose). Only customer turns have
+    turns; the groups' calls, tokens and amounts add up to the totals."""
+    rows = (
+        records_started_between(client=client, first=first, last=last)
+        .values("purpose")
+        .annotate(
+            **_turn_counts(),
+            llm_calls=Count("id"),
+            prompt_tokens=Sum("prompt_tokens"),
+            completion_tokens=Sum("completion_tokens"),
+            cost_usd=Sum("cost_usd"),
+            billed_usd=Sum("billed_usd"),
+        )
+        .order_by("purpose")
+    )
+    groups: list[UsageGroup] = []
+    for row in _rows(rows):
+        group = UsageGroup(key=str(row["purpose"]))
+        group.add_calls(
+            UsageCell(
+                client_id=client.pk,
+                day=first,
+                grain=RollupGrain.CALLS,
+                mode="",
+                llm_calls=row["llm_calls"],
+                prompt_tokens=row["prompt_tokens"] or 0,
+                completion_tokens=row["completion_tokens"] or 0,
+                cost_usd=_usd(row["cost_usd"]),
+                billed_usd=_usd(row["billed_usd"]),
+            )
+        )
+        group.add_turns(
+            UsageCell(
+                client_id=client.pk,
+                day=first,
+                grain=RollupGrain.TURNS,
+                mode="",
+                turns=row["turns"],
+                critique_triggered=row["critique"],
+                **_evaluations(row),
+            )
+        )
+        groups.append(group)
+    return groups
 
 
 def _report(

@@ -375,3 +375,40 @@ def test_unknown_format_falls_back_to_json(key_a, client_a):
     assert response["Content-Type"].startswith("application/json")
     csv = api_for(key_a).get("/api/v1/billing/usage/?format=csv")
     assert csv["Content-Type"].startswith("text/csv")
+
+
+def test_purpose_groups_put_simulations_and_the_playground_on_their_own_lines(
+    api_a, acme, usage
+) -> None:
+    today = periods.today()
+    for purpose, step, tokens in (
+        ("simulation", "assess", (700, 70)),
+        ("simulation", "judge", (300, 30)),
+        ("playground", "assess", (500, 50)),
+    ):
+        usage_record_create(
+            client=acme,
+            mode="adaptive",
+            step=step,
+            model="gpt-4o-mini",
+            prompt_tokens=tokens[0],
+            completion_tokens=tokens[1],
+            purpose=purpose,
+        )
+    start, end = days_ago(30), today
+    want = expected(acme, start, end, lambda r, d: r.purpose)
+    body = api_a.get(URL, {"start": start, "end": end, "group_by": "purpose"}).json()
+    assert body["group_by"] == "purpose"
+    got = {g["key"]: g for g in body["groups"]}
+    assert set(got) == {"turn", "simulation", "playground"}
+    for key, group in got.items():
+        assert group["llm_calls"] == want[key]["llm_calls"]
+        assert group["prompt_tokens"] == want[key]["prompt_tokens"]
+        assert group["cost_usd"] == money(want[key]["cost_usd"])
+        assert group["billed_usd"] == money(want[key]["billed_usd"])
+    assert got["simulation"]["llm_calls"] == 2 and got["simulation"]["prompt_tokens"] == 1000
+    # Only customers' turns are turns: simulations and playground runs never use the plan's
+    # included turns or its turn budget.
+    assert got["simulation"]["turns"] == got["playground"]["turns"] == 0
+    assert got["turn"]["turns"] == body["totals"]["turns"] == 6
+    assert sum(g["llm_calls"] for g in body["groups"]) == body["totals"]["llm_calls"]
