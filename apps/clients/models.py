@@ -377,6 +377,15 @@ class Client(TimeStampedModel):
     name = models.CharField(max_length=200)
     plan = models.ForeignKey(Plan, on_delete=models.PROTECT, related_name="clients")
     language = models.CharField(max_length=16, default="en", help_text="Default reply language.")
+    languages = models.JSONField(
+        _("languages"),
+        default=list,
+        blank=True,
+        help_text=_(
+            'The languages the assistant answers in, e.g. ["en", "es", "he"]. Empty: only the '
+            "default language. A customer writing in another language is answered in the default."
+        ),
+    )
     business_info = models.JSONField(
         default=dict,
         blank=True,

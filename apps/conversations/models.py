@@ -119,6 +119,9 @@ class Message(TenantOwnedModel):
     kind = models.CharField(max_length=24, choices=Kind.choices, default=Kind.TEXT)
     text = models.TextField(blank=True)
     data = models.JSONField(default=dict, blank=True)
+    # The language the text is in (en, es, he, …), detected when a customer writes and set by
+    # the step that wrote an assistant reply; empty when unknown.
+    language = models.CharField(max_length=16, blank=True, default="")
     trace = models.ForeignKey(
         "reasoning.ReasoningTrace",
         null=True,

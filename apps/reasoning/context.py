@@ -8,6 +8,7 @@ from typing import Any
 
 from apps.clients.models import Client
 from apps.conversations.models import Message, Role
+from apps.knowledge.selectors import business_info_for
 from apps.reasoning.steps._data import neutralise
 from apps.tools.models import ClientTool, PendingAction
 
@@ -29,7 +30,7 @@ def available_keys(tools: list[ClientTool]) -> list[str]:
 
 
 def _info(client: Client) -> dict[str, Any]:
-    return client.business_info if isinstance(client.business_info, dict) else {}
+    return business_info_for(client)
 
 
 def tool_line(tool: ClientTool) -> str:

@@ -16,6 +16,7 @@ from apps.clients.models import Client, Plan
 from apps.conversations.models import Conversation, Kind, Message
 from apps.core.deadlines import DeadlineExceeded
 from apps.escalations.models import EscalationReason
+from apps.knowledge.selectors import business_info_for
 from apps.notes.selectors import notes_tokens, prompt_notes
 from apps.reasoning import evaluation, guards
 from apps.reasoning.context import tool_schema_text
@@ -160,6 +161,15 @@ class Turn:
                     output={"note_ids": ids, "tokens": notes_tokens(text)},
                 )
         return self._notes
+
+    _business_info: dict[str, Any] | None = field(default=None, repr=False)
+
+    @property
+    def business_info(self) -> dict[str, Any]:
+        """The business info document (basics and FAQs), read once per turn."""
+        if self._business_info is None:
+            self._business_info = business_info_for(self.client)
+        return self._business_info
 
     def progress(self, step: int, max_steps: int) -> None:
         """Deliberative mode reports how far it is (step 3 of 10): the widget's typing line

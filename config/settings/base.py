@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "apps.conversations",
     "apps.escalations",
     "apps.notes",
+    "apps.knowledge",
     "apps.reasoning",
     "apps.playground",
     "apps.simulations",

@@ -195,7 +195,7 @@ def _assess_with_context(turn: Turn) -> AssessOut:
         result = turn.llm(
             assess.STEP,
             messages,
-            business_info=turn.client.business_info,
+            business_info=turn.business_info,
             fetched=sorted(fetched),
             available_keys=keys,
         )

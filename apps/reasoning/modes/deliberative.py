@@ -169,7 +169,7 @@ def _synthesize(
         history=history_messages(turn.history),
         notes=notes,
     )
-    result = turn.llm(synthesize.STEP, messages, business_info=turn.client.business_info)
+    result = turn.llm(synthesize.STEP, messages, business_info=turn.business_info)
     assessment = result.parsed
     turn.rec.internal(
         "assessment",

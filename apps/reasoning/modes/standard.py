@@ -25,7 +25,7 @@ def run_standard(turn: Turn) -> Outcome:
         history=history_messages(turn.history),
         notes=turn.notes_prompt(),
     )
-    result = turn.llm(respond.STEP, messages, business_info=turn.client.business_info)
+    result = turn.llm(respond.STEP, messages, business_info=turn.business_info)
     out = result.parsed
     name, params = out.tool_call, out.tool_params
     if name is None and turn.confirmed is not None:

@@ -1,0 +1,184 @@
+"""What the assistant knows about a business, as content staff edit: sources (typed in, a URL,
+a sitemap, an uploaded file), articles and FAQs (an FAQ is an article whose title is the
+question), and the chunks retrieval searches. The business basics (about, contact, hours,
+policies, instructions) stay in `Client.business_info`, edited as form fields.
+
+Only a *published* and *enabled* article reaches a prompt (`Article.objects.usable()`)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Self
+
+from django.conf import settings
+from django.contrib.postgres.search import SearchVectorField
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+from apps.core.models import TenantOwnedModel, TenantQuerySet
+
+
+class SourceKind(models.TextChoices):
+    MANUAL = "manual", _("Typed in by staff")
+    URL = "url", _("A web page")
+    SITEMAP = "sitemap", _("A sitemap (every page it lists)")
+    FILE = "file", _("An uploaded file (Markdown, HTML, PDF, text)")
+
+
+class SourceStatus(models.TextChoices):
+    NEW = "new", _("Not synced yet")
+    QUEUED = "queued", _("Waiting to sync")
+    SYNCING = "syncing", _("Syncing")
+    SYNCED = "synced", _("Synced")
+    FAILED = "failed", _("Failed")
+
+
+class KnowledgeSource(TenantOwnedModel):
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    name = models.CharField(_("name"), max_length=200)
+    kind = models.CharField(_("kind"), max_length=10, choices=SourceKind.choices)
+    url = models.URLField(_("address"), max_length=2000, blank=True)
+    file = models.FileField(_("file"), upload_to="knowledge/%Y/%m/", blank=True)
+    language = models.CharField(
+        _("language"),
+        max_length=16,
+        blank=True,
+        default="",
+        help_text=_("The language of its articles (en, de, …). Empty: detected per article."),
+    )
+    enabled = models.BooleanField(
+        _("used by the assistant"),
+        default=True,
+        help_text=_("Off: none of this source's articles reach the assistant."),
+    )
+    resync_hours = models.PositiveIntegerField(
+        _("sync again every (hours)"),
+        default=24,
+        help_text=_("0 = only when asked. Applies to web addresses and sitemaps."),
+    )
+    status = models.CharField(
+        _("status"), max_length=10, choices=SourceStatus.choices, default=SourceStatus.NEW
+    )
+    last_synced_at = models.DateTimeField(_("last synced"), null=True, blank=True)
+    error = models.TextField(_("error"), blank=True)
+    # {"done": int, "total": int, "bytes": int, "created": int, "updated": int,
+    #  "unchanged": int, "failed": int, "message": str} — what the sync task reports as it goes.
+    progress = models.JSONField(_("progress"), default=dict, blank=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+        indexes = [models.Index(fields=["client", "status"], name="knowledge_source_status")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ArticleKind(models.TextChoices):
+    ARTICLE = "article", _("Article")
+    FAQ = "faq", _("FAQ")
+
+
+class ArticleStatus(models.TextChoices):
+    PUBLISHED = "published", _("Published")
+    DRAFT = "draft", _("Draft (waiting for approval)")
+
+
+class ArticleQuerySet(TenantQuerySet["Article"]):
+    def usable(self) -> Self:
+        """What may reach a prompt: published, switched on, and from a source switched on."""
+        return self.filter(status=ArticleStatus.PUBLISHED, enabled=True).exclude(
+            source__enabled=False
+        )
+
+
+class Article(TenantOwnedModel):
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    kind = models.CharField(
+        _("kind"), max_length=10, choices=ArticleKind.choices, default=ArticleKind.ARTICLE
+    )
+    title = models.CharField(_("title"), max_length=300, help_text=_("For an FAQ: the question."))
+    body = models.TextField(_("text"), help_text=_("Markdown. For an FAQ: the answer."))
+    language = models.CharField(
+        _("language"),
+        max_length=16,
+        blank=True,
+        default="",
+        help_text=_("en, de, … Empty: the client's default language."),
+    )
+    tags = models.JSONField(_("tags"), default=list, blank=True)
+    enabled = models.BooleanField(
+        _("used by the assistant"),
+        default=True,
+        help_text=_("Off: the assistant never sees this article."),
+    )
+    status = models.CharField(
+        _("status"),
+        max_length=10,
+        choices=ArticleStatus.choices,
+        default=ArticleStatus.PUBLISHED,
+        db_index=True,
+    )
+    source = models.ForeignKey(
+        KnowledgeSource,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="articles",
+        verbose_name=_("source"),
+    )
+    source_url = models.URLField(_("page"), max_length=2000, blank=True)
+    # sha256 of title + body: an import that finds the same hash leaves the article and its
+    # chunks alone; an edit changes it and the article is indexed again.
+    content_hash = models.CharField(max_length=64, blank=True, editable=False)
+    indexed_hash = models.CharField(
+        max_length=64,
+        blank=True,
+        editable=False,
+        help_text="The content_hash the chunks were built from.",
+    )
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    approved_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ArticleQuerySet.as_manager()  # type: ignore[misc]
+
+    class Meta:
+        ordering = ["title", "id"]
+        indexes = [
+            models.Index(fields=["client", "kind", "status"], name="knowledge_article_kind"),
+            models.Index(fields=["client", "source_url"], name="knowledge_article_url"),
+        ]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class ArticleChunk(TenantOwnedModel):
+    """A piece of an article (split by heading, bounded in tokens) that retrieval ranks."""
+
+    article = models.ForeignKey(Article, on_delete=models.CASCADE, related_name="chunks")
+    ordinal = models.PositiveIntegerField()
+    heading = models.CharField(max_length=300, blank=True)
+    text = models.TextField()
+    tokens = models.PositiveIntegerField(default=0)
+    language = models.CharField(max_length=16, blank=True, default="")
+    # PostgreSQL full-text search, filled by the indexer; GIN-indexed on PostgreSQL only.
+    search_vector = SearchVectorField(null=True, blank=True, editable=False)
+    # The provider's embedding (EMBEDDING_MODEL), when one is set.
+    embedding = models.JSONField(null=True, blank=True, editable=False)
+    embedding_model = models.CharField(max_length=100, blank=True, editable=False)
+
+    class Meta:
+        ordering = ["article", "ordinal"]
+        constraints = [
+            models.UniqueConstraint(fields=["article", "ordinal"], name="uniq_chunk_ordinal")
+        ]
+        indexes = [models.Index(fields=["client", "language"], name="knowledge_chunk_language")]
+
+    def __str__(self) -> str:
+        return f"{self.article_id}#{self.ordinal}"
