@@ -7,6 +7,7 @@ Only a *published* and *enabled* article reaches a prompt (`Article.objects.usab
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from typing import Self
 
@@ -156,6 +157,13 @@ class Article(TenantOwnedModel):
 
     def __str__(self) -> str:
         return self.title
+
+    def refresh_hash(self) -> str:
+        """Set and return `content_hash` (sha256 of the stripped title and body): what tells an
+        import or an edit whether the article's chunks must be built again."""
+        text = f"{self.title.strip()}\n{self.body.strip()}"
+        self.content_hash = hashlib.sha256(text.encode()).hexdigest()
+        return self.content_hash
 
 
 class ArticleChunk(TenantOwnedModel):

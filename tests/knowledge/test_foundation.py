@@ -11,10 +11,8 @@ pytestmark = pytest.mark.django_db
 
 
 def _article(client, title, body, **kw):
-    import hashlib
-
-    article = Article.objects.for_client(client).create(client=client, title=title, body=body, **kw)
-    article.content_hash = hashlib.sha256(f"{title}\n{body}".encode()).hexdigest()
+    article = Article(client=client, title=title, body=body, **kw)
+    article.refresh_hash()
     article.save()
     return article
 
