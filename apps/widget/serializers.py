@@ -37,6 +37,10 @@ class WidgetMessagePostOutSerializer(serializers.Serializer[Any]):
         choices=ConversationStatus.choices, required=False, help_text="Only on 201."
     )
     pending = serializers.BooleanField(required=False, help_text="Only on 202.")
+    language = serializers.CharField(
+        help_text="The conversation's current language (en, es, he, …): the language the "
+        "assistant replies in; the widget may switch its own words to it."
+    )
 
 
 class WidgetContactSerializer(serializers.Serializer[Any]):

@@ -93,4 +93,5 @@ STEP = Step(
     offline=offline,
     description="The reply after a tool ran, written from the tool's result.",
     example=EXAMPLE,
+    language="reply",
 )

@@ -122,4 +122,5 @@ STEP = Step(
     offline=offline,
     description="Validates a planned action: PROCEED, ASK_USER or ESCALATE.",
     example=EXAMPLE,
+    language="review",
 )
