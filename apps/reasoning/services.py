@@ -37,7 +37,7 @@ from apps.core.deadlines import DeadlineExceeded, deadline_scope
 from apps.core.languages import reply_language
 from apps.core.tenancy import tenant_scope
 from apps.escalations.models import EscalationReason
-from apps.escalations.services import HANDOFF_TEXT, escalation_create
+from apps.escalations.services import escalation_create
 from apps.reasoning import evaluation as _evaluation  # noqa: F401  (registers the `evaluate` hook)
 from apps.reasoning import guards
 from apps.reasoning.admission import (
@@ -74,10 +74,31 @@ USAGE_LIMIT_TEXT = gettext_lazy(
     "Thanks for your message! Our assistant is unavailable at the moment, so I've passed your "
     "conversation to our team — a person will reply here."
 )
+# The hand-off notice when the turn names none (the same msgid as the escalations' default).
+HANDOFF_NOTICE = gettext_lazy(
+    "I've passed your conversation to our support team — a person will reply here as soon as "
+    "possible."
+)
 _WANTS_HUMAN = re.compile(
     r"\b(human|real person|live (agent|person|chat)|(talk|speak|chat) (to|with) (a |an )?"
     r"(person|someone|agent|representative|human)|customer service rep|representative)\b",
     re.IGNORECASE,
+)
+# The same request in the other shipped languages (a customer asks for a person in their own).
+_WANTS_HUMAN_BY_LANGUAGE = {
+    "es": r"(hablar|habla) con (una persona|un humano|un agente|alguien)|agente humano|"
+    r"persona real",
+    "fr": r"parler (à|a|avec) (un humain|une personne|un conseiller|quelqu'un)|vrai humain|"
+    r"conseiller humain",
+    "de": r"(einem menschen|einer person|einem mitarbeiter) (sprechen|reden)|echten menschen",
+    "pt": r"falar com (uma pessoa|um humano|um atendente|alguém)|atendente humano",
+    "it": r"parlare con (una persona|un operatore|un umano|qualcuno)|operatore umano",
+    "nl": r"(met )?(een mens|een medewerker|iemand) (spreken|praten)|echte mens",
+    "he": r"נציג|לדבר עם (אדם|בן אדם|מישהו|בנאדם)|אדם אמיתי",
+    "ar": r"موظف|(التحدث|أتحدث) (مع|إلى) (شخص|إنسان|أحد)|شخص حقيقي",
+}
+_WANTS_HUMAN_OTHER = re.compile(
+    "|".join(f"(?:{pattern})" for pattern in _WANTS_HUMAN_BY_LANGUAGE.values()), re.IGNORECASE
 )
 
 
@@ -165,7 +186,7 @@ def _enqueue_turn_notes(trace_id: int, confidence: int | None, client_id: int) -
 
 
 def wants_human(text: str) -> bool:
-    return bool(_WANTS_HUMAN.search(text))
+    return bool(_WANTS_HUMAN.search(text) or _WANTS_HUMAN_OTHER.search(text))
 
 
 def _customer_message(message_id: int) -> Message | None:
@@ -540,7 +561,7 @@ def _finish(
                 reason=reason,
                 detail=detail,
                 trace=trace,
-                handoff_text=outcome.handoff_text or HANDOFF_TEXT,
+                handoff_text=outcome.handoff_text or str(HANDOFF_NOTICE),
             )
             trace.escalated = True
         conversation_changed(conversation.pk, client.pk)  # typing stops (event streams)

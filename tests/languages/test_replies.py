@@ -131,3 +131,30 @@ def test_message_json_carries_the_language(shop, llm, webhook):
     assert [r["language"] for r in body["replies"]] == ["es"]
     listed = widget.messages(conversation_id, token).json()["results"]
     assert [m["language"] for m in listed] == ["es", "es"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I want to talk to a human",
+        "Quiero hablar con una persona, por favor",
+        "Je voudrais parler à un conseiller",
+        "Ich möchte mit einem Menschen sprechen",
+        "Quero falar com um atendente",
+        "Vorrei parlare con un operatore",
+        "Ik wil met een medewerker spreken",
+        "אני רוצה לדבר עם נציג",
+        "أريد التحدث مع موظف",
+    ],
+)
+def test_a_person_is_asked_for_in_every_shipped_language(text):
+    from apps.reasoning.services import wants_human
+
+    assert wants_human(text)
+
+
+@pytest.mark.parametrize("text", ["¿Dónde está mi pedido?", "איפה ההזמנה שלי?", "Where is it?"])
+def test_an_ordinary_message_is_not_a_request_for_a_person(text):
+    from apps.reasoning.services import wants_human
+
+    assert not wants_human(text)
