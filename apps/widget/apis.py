@@ -290,6 +290,7 @@ class WidgetMessagesApi(WidgetConversationAPIView):
                 ),
                 "contact_confirmed": bool(self.conversation.contact_email)
                 and self.conversation.contact_email_confirmed_at is not None,
+                "language": self.conversation.language,
             }
         )
 

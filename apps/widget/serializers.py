@@ -66,3 +66,6 @@ class WidgetMessageListOutSerializer(serializers.Serializer[Any]):
         help_text="The customer left an address and confirmed it with the link we e-mailed "
         "(staff replies they miss are e-mailed there)."
     )
+    language = serializers.CharField(
+        help_text="The conversation's current language (the one the assistant replies in)."
+    )

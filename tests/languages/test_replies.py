@@ -129,8 +129,9 @@ def test_message_json_carries_the_language(shop, llm, webhook):
     assert body["language"] == "es"
     assert body["message"]["language"] == "es"
     assert [r["language"] for r in body["replies"]] == ["es"]
-    listed = widget.messages(conversation_id, token).json()["results"]
-    assert [m["language"] for m in listed] == ["es", "es"]
+    listed = widget.messages(conversation_id, token).json()
+    assert [m["language"] for m in listed["results"]] == ["es", "es"]
+    assert listed["language"] == "es"  # a returning customer's widget finds it too
 
 
 @pytest.mark.parametrize(
@@ -158,3 +159,20 @@ def test_an_ordinary_message_is_not_a_request_for_a_person(text):
     from apps.reasoning.services import wants_human
 
     assert not wants_human(text)
+
+
+@pytest.mark.django_db
+def test_the_staff_api_shows_each_messages_language(client_a, key_a, key_b):
+    from django.urls import reverse
+
+    from apps.conversations.services import message_append
+    from tests.conftest import api_for
+
+    conversation, _ = conversation_create(client=client_a)
+    message_append(
+        client=client_a, conversation=conversation, role=Role.USER, text="Hola", language="es"
+    )
+    url = reverse("api-conversation-detail", args=[conversation.public_id])
+    body = api_for(key_a).get(url).json()
+    assert [m["language"] for m in body["messages"]] == ["es"]
+    assert api_for(key_b).get(url).status_code == 404  # another client's key: nothing
