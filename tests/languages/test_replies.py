@@ -176,3 +176,18 @@ def test_the_staff_api_shows_each_messages_language(client_a, key_a, key_b):
     body = api_for(key_a).get(url).json()
     assert [m["language"] for m in body["messages"]] == ["es"]
     assert api_for(key_b).get(url).status_code == 404  # another client's key: nothing
+
+
+def test_the_demo_reads_either_language_line():
+    from apps.reasoning.steps._shared import review_line
+
+    system = {"role": "system", "content": f"Rules.\n\n{review_line('es')}"}
+    assert language_asked([system]) == "es"
+
+
+def test_every_demo_language_has_every_phrase():
+    from apps.reasoning.steps._demo import PHRASES
+
+    assert {"en", "es", "he"} <= set(PHRASES)
+    for code, phrases in PHRASES.items():
+        assert set(phrases) == set(PHRASES["en"]), code

@@ -179,6 +179,7 @@ PHRASES: dict[str, dict[str, str]] = {
         "address": "Done — order {order} will ship to {address}.",
         "done": "Done: {details}",
         "anything_else": " Anything else I can help with?",
+        "cannot": "Sorry, I can't do that here.",
     },
     "es": {
         "confirmed": "Gracias por confirmarlo; me pongo con ello.",
@@ -212,6 +213,7 @@ PHRASES: dict[str, dict[str, str]] = {
         "address": "Hecho: el pedido {order} se enviará a {address}.",
         "done": "Hecho: {details}",
         "anything_else": " ¿Puedo ayudarle en algo más?",
+        "cannot": "Lo siento, eso no lo puedo hacer aquí.",
     },
     "he": {
         "confirmed": "תודה על האישור, אני מטפל בזה.",
@@ -241,6 +243,7 @@ PHRASES: dict[str, dict[str, str]] = {
         "address": "בוצע: הזמנה {order} תישלח אל {address}.",
         "done": "בוצע: {details}",
         "anything_else": " אפשר לעזור במשהו נוסף?",
+        "cannot": "מצטער, את זה אני לא יכול לעשות כאן.",
     },
 }
 # How each language names the actions (tool names stay as they are in others).

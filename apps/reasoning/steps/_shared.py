@@ -83,12 +83,15 @@ def review_line(code: str) -> str:
     )
 
 
-_LANGUAGE_LINE = re.compile(r"^Reply in [A-Za-z ]+ \((?P<code>[a-z]{2,3})\)\.$")
+_LANGUAGE_LINE = re.compile(
+    r"^(?:Reply in|The reply to the customer must be in) [A-Za-z ]+ \((?P<code>[a-z]{2,3})\)[.;]"
+)
 
 
 def language_asked(messages: list[dict[str, str]]) -> str:
-    """The language code a prompt's system message asks the reply in ('' when none): what the
-    offline demo model reads, as a model would."""
+    """The language code a prompt's system message asks the reply in — its last line, either
+    line of `with_language` ('' when none): what the offline demo model reads, as a model
+    would."""
     if not messages or messages[0].get("role") != "system":
         return ""
     last = str(messages[0].get("content", "")).rstrip().rsplit("\n", 1)[-1]
