@@ -134,11 +134,9 @@ def allowed_languages(client: Any) -> list[str]:
 
 def reply_language(*, detected: str, client: Any, current: str = "") -> str:
     """The language a turn replies in: the customer message's detected language when the client
-    allows it, else the conversation's `current` language (a message too short to tell —
-    "12345", "ok" — keeps the conversation in the language it is in) when allowed, else the
-    client's default language."""
+    allows it, else the client's default language. A message too short to tell ("12345", "ok":
+    `detected` is '') keeps the conversation in its `current` language, when allowed."""
     allowed = allowed_languages(client)
-    for code in (normalise(detected), normalise(current)):
-        if code and code in allowed:
-            return code
-    return normalise(client.language) or "en"
+    default = normalise(client.language) or "en"
+    code = normalise(detected) or normalise(current)
+    return code if code in allowed else default

@@ -58,6 +58,8 @@ def test_reply_language_rule():
     # Unsure: the conversation keeps its language, if allowed.
     assert reply_language(detected="", client=client, current="es") == "es"
     assert reply_language(detected="", client=client, current="fr") == "en"
+    # A language the client does not serve, detected for sure: the default, not the current.
+    assert reply_language(detected="fr", client=client, current="es") == "en"
 
 
 @pytest.mark.django_db
