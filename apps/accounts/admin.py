@@ -45,6 +45,7 @@ class UserAdmin(SuperuserOnlyAdmin, DjangoUserAdmin):
     fieldsets = [
         (None, {"fields": ["email", "password"]}),
         ("Name", {"fields": ["first_name", "last_name"]}),
+        ("Preferences", {"fields": ["time_zone", "language"]}),
         (
             "Permissions",
             {"fields": ["is_active", "is_staff", "is_superuser", "groups", "user_permissions"]},

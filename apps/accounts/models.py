@@ -1,14 +1,44 @@
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
+import zoneinfo
 from typing import Any, ClassVar
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractUser, BaseUserManager
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from apps.core.models import TenantOwnedModel, TenantQuerySet
+
+
+def validate_time_zone(value: str) -> None:
+    """An IANA time zone name (Europe/Madrid, America/New_York, UTC)."""
+    if value and value not in available_time_zones():
+        raise ValidationError(
+            _("%(value)s is not a time zone name (e.g. Europe/Madrid)."),
+            params={"value": value},
+            code="time_zone",
+        )
+
+
+def validate_staff_language(value: str) -> None:
+    """One of the languages the staff pages are offered in (settings.LANGUAGES)."""
+    if value and value not in {code for code, _name in settings.LANGUAGES}:
+        raise ValidationError(
+            _("%(value)s is not one of the languages offered."),
+            params={"value": value},
+            code="language",
+        )
+
+
+@functools.cache
+def available_time_zones() -> frozenset[str]:
+    return frozenset(zoneinfo.available_timezones())
 
 
 class UserManager(BaseUserManager["User"]):
@@ -37,6 +67,25 @@ class User(AbstractUser):
 
     username = None  # type: ignore[assignment]
     email = models.EmailField("e-mail address", unique=True)
+    # How the admin and the console speak to this staff member (apps.accounts.middleware):
+    # times in their time zone, words in their language. Empty: the site's defaults.
+    time_zone = models.CharField(
+        "time zone",
+        max_length=64,
+        blank=True,
+        default="",
+        validators=[validate_time_zone],
+        help_text="e.g. Europe/Madrid. The admin and the console show times in this zone. "
+        "Empty: UTC.",
+    )
+    language = models.CharField(
+        "language",
+        max_length=16,
+        blank=True,
+        default="",
+        validators=[validate_staff_language],
+        help_text="The language of the admin and the console for you. Empty: the browser's.",
+    )
 
     USERNAME_FIELD = "email"
     REQUIRED_FIELDS: ClassVar[list[str]] = []

@@ -2,10 +2,18 @@ from __future__ import annotations
 
 import secrets
 
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from apps.accounts.models import ApiKey, Role, User, hash_api_secret
+from apps.accounts.models import (
+    ApiKey,
+    Role,
+    User,
+    hash_api_secret,
+    validate_staff_language,
+    validate_time_zone,
+)
 from apps.clients.models import Client
 
 API_KEY_PREFIX = "gd"
@@ -54,3 +62,24 @@ def parse_api_key(raw: str) -> tuple[str, str] | None:
     if any(c not in "0123456789abcdef" for c in parts[1]) or "\x00" in raw:
         return None
     return parts[1], raw
+
+
+@transaction.atomic
+def user_preferences_update(*, user: User, time_zone: str, language: str) -> User:
+    """Set how the admin and the console show things to `user`: their time zone and language
+    ('' = the site's defaults). Raises ValidationError naming the field for an unknown one."""
+    time_zone, language = time_zone.strip(), language.strip()
+    errors: dict[str, list[ValidationError]] = {}
+    for name, value, validate in (
+        ("time_zone", time_zone, validate_time_zone),
+        ("language", language, validate_staff_language),
+    ):
+        try:
+            validate(value)
+        except ValidationError as exc:
+            errors[name] = [exc]
+    if errors:
+        raise ValidationError(errors)
+    user.time_zone, user.language = time_zone, language
+    user.save(update_fields=["time_zone", "language"])
+    return user

@@ -14,6 +14,7 @@ from apps.clients import modes
 from apps.clients.business_info import business_info_errors
 from apps.clients.models import Client, Plan, Rubric
 from apps.core.admin import PlatformOnlyAdmin, TenantScopedAdmin
+from apps.core.languages import SHIPPED
 from apps.core.permissions import MANAGE, user_may
 from apps.reasoning.hooks import hook_names
 from apps.tools.models import ClientTool
@@ -298,6 +299,23 @@ class ClientAdminForm(forms.ModelForm):
         widget=forms.Textarea(attrs={"rows": 3, "cols": 60, "style": "font-family:monospace"}),
         help_text='A JSON list, e.g. ["https://shop.example"].',
     )
+    # The shipped languages only (apps.core.languages.SHIPPED): the widget, the confirmation
+    # phrasings and the translations exist for these.
+    language = forms.ChoiceField(
+        label=_("Default language"),
+        choices=[(code, name) for code, name in SHIPPED.items()],
+        help_text=_("The language the assistant replies in when the customer's is not allowed."),
+    )
+    languages = forms.MultipleChoiceField(
+        label=_("Allowed languages"),
+        choices=[(code, name) for code, name in SHIPPED.items()],
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text=_(
+            "The languages the assistant answers in (a customer is answered in theirs when it "
+            "is one of these). None ticked: only the default language."
+        ),
+    )
 
     class Meta:
         model = Client
@@ -307,6 +325,7 @@ class ClientAdminForm(forms.ModelForm):
             "plan",
             "is_active",
             "language",
+            "languages",
             "support_email",
             "business_info",
             "greeting",
@@ -326,6 +345,15 @@ class ClientAdminForm(forms.ModelForm):
 
     def clean_allowed_origins(self) -> Any:
         return self.cleaned_data.get("allowed_origins") or []
+
+    def clean(self) -> Any:
+        cleaned = super().clean() or {}
+        allowed = [code for code in SHIPPED if code in (cleaned.get("languages") or [])]
+        default = cleaned.get("language")
+        if allowed and default and default not in allowed:
+            allowed.insert(0, default)  # the default is always answered in
+        cleaned["languages"] = allowed
+        return cleaned
 
 
 class MembershipInline(admin.TabularInline):
@@ -387,7 +415,8 @@ class ClientAdmin(TenantScopedAdmin):
     list_select_related = ["plan"]
     inlines = [MembershipInline, ToolInline]
     fieldsets = [
-        (None, {"fields": ["name", "slug", "plan", "is_active", "language", "support_email"]}),
+        (None, {"fields": ["name", "slug", "plan", "is_active", "support_email"]}),
+        (_("Languages"), {"fields": ["language", "languages"]}),
         ("Staff sign-in", {"fields": ["require_mfa"]}),
         ("What the assistant knows", {"fields": ["business_info"]}),
         (

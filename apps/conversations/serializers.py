@@ -22,7 +22,17 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
 
     class Meta:
         model = Message
-        fields = ["id", "seq", "role", "visibility", "kind", "text", "data", "created_at"]
+        fields = [
+            "id",
+            "seq",
+            "role",
+            "visibility",
+            "kind",
+            "text",
+            "data",
+            "language",
+            "created_at",
+        ]
         read_only_fields = fields
 
 

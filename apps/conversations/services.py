@@ -24,6 +24,7 @@ from apps.clients.models import Client
 from apps.conversations.events import conversation_changed
 from apps.conversations.models import Conversation, Kind, Message, Role, Visibility
 from apps.core.exceptions import ApplicationError
+from apps.core.languages import allowed_languages, detect
 from apps.core.tenancy import tenant_scope
 
 logger = logging.getLogger(__name__)
@@ -56,6 +57,17 @@ def conversation_token_matches(*, conversation: Conversation, token: str) -> boo
     )
 
 
+def message_language(*, client: Client, text: str) -> str:
+    """The language a customer message is written in ('' when unsure), for
+    `Message.language`. Never raises: a failed detection leaves the language unknown and the
+    message is stored all the same."""
+    try:
+        return detect(text, candidates=allowed_languages(client))
+    except Exception:
+        logger.exception("language detection failed")
+        return ""
+
+
 def message_append(
     *,
     client: Client,
@@ -67,6 +79,7 @@ def message_append(
     data: dict[str, Any] | None = None,
     trace: Any = None,
     author: Any = None,
+    language: str = "",
 ) -> Message:
     """Append a message with the next `seq`. The conversation row is locked while the number is
     taken, so concurrent writers (a turn, a staff reply) never collide."""
@@ -92,6 +105,7 @@ def message_append(
             data=data or {},
             trace=trace,
             author=author,
+            language=language,
         )
 
 

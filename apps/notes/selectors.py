@@ -217,14 +217,19 @@ def format_notes_for_prompt(
     *,
     budget_tokens: int,
     now: datetime | None = None,
+    language: str | None = None,
 ) -> tuple[str, list[int]]:
     """The prompt block for `notes` (newest first), within `budget_tokens`.
 
-    Lines are kept newest first while the whole block (header and footer included) fits the
-    budget, so the oldest notes are the ones dropped. Returns the text ('' when no note fits)
+    With `language`, the notes of that language and the language-neutral ones ('') come first
+    (newest first), then the others (strategies and patterns written in another language).
+    Lines are kept in that order while the whole block (header and footer included) fits the
+    budget, so the last ones are the ones dropped. Returns the text ('' when no note fits)
     and the ids of the notes in it.
     """
     ordered = sorted(notes, key=lambda n: (n.created_at, n.pk or 0), reverse=True)
+    if language is not None:
+        ordered.sort(key=lambda n: n.language not in (language, ""))  # stable: newest first
     used = notes_tokens(PROMPT_HEADER + PROMPT_FOOTER)
     lines: list[str] = []
     ids: list[int] = []
@@ -248,12 +253,19 @@ def prompt_notes(
     (default: the client's) has notes off or no budget for them. Where the block goes in the
     messages is the caller's choice (apps/reasoning); what it says is decided here.
 
+    `language` is the turn's language (the customer message's, apps.core.languages): its notes
+    and the language-neutral ones come first, the strategies and patterns of other languages
+    after them (the first to go when the budget is short).
+
     No query when the notes cache is warm and the plan is loaded.
     """
     plan = plan or client.plan
     if not plan.notes_enabled or plan.notes_prompt_budget_tokens <= 0:
         return "", []
+    language = (language or "").strip().lower()
     notes = relevant_notes(client=client, language=language)
     if not notes:
         return "", []
-    return format_notes_for_prompt(notes, budget_tokens=plan.notes_prompt_budget_tokens)
+    return format_notes_for_prompt(
+        notes, budget_tokens=plan.notes_prompt_budget_tokens, language=language
+    )

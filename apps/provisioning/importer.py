@@ -30,6 +30,7 @@ from apps.clients.models import (
     validate_origin,
 )
 from apps.core.exceptions import ApplicationError
+from apps.core.languages import SHIPPED, normalise
 
 Slug = Annotated[str, Field(pattern=r"^[-a-zA-Z0-9_]+$", min_length=1, max_length=50)]
 Money = Annotated[Decimal, Field(ge=0, max_digits=12, decimal_places=6)]
@@ -146,6 +147,9 @@ class ClientIn(_Strict):
     name: str = Field(min_length=1, max_length=200)
     plan: Slug
     language: str = Field(default="en", min_length=2, max_length=16)
+    # The languages the assistant answers in (apps.core.languages.SHIPPED codes); [] = only
+    # `language`.
+    languages: list[str] = []
     support_email: str = Field(default="", max_length=254)
     business_info: dict[str, Any] = {}
     widget: WidgetIn = WidgetIn()
@@ -154,6 +158,24 @@ class ClientIn(_Strict):
     require_mfa: bool = False
     # Simulation test cases (docs/simulations.md), checked by `case_validate` (`_tests_errors`).
     tests: list[Any] = []
+
+    @field_validator("language")
+    @classmethod
+    def _language(cls, value: str) -> str:
+        code = normalise(value)
+        if code not in SHIPPED:
+            raise ValueError(f"not a shipped language (one of {', '.join(SHIPPED)})")
+        return code
+
+    @field_validator("languages")
+    @classmethod
+    def _languages(cls, value: list[str]) -> list[str]:
+        unknown = [code for code in value if normalise(code) not in SHIPPED]
+        if unknown:
+            raise ValueError(
+                f"not shipped languages: {', '.join(unknown)} (one of {', '.join(SHIPPED)})"
+            )
+        return list(dict.fromkeys(normalise(code) for code in value))
 
     @field_validator("support_email")
     @classmethod
@@ -172,6 +194,12 @@ class ClientIn(_Strict):
         if errors:
             raise ValueError("; ".join(f"{path}: {msg}" for path, msg in errors.items()))
         return value
+
+    @model_validator(mode="after")
+    def _default_is_allowed(self) -> ClientIn:
+        if self.languages and self.language not in self.languages:
+            self.languages.insert(0, self.language)  # the default is always answered in
+        return self
 
     @model_validator(mode="after")
     def _unique_tools(self) -> ClientIn:

@@ -100,6 +100,7 @@ def _import_client(*, spec: ClientIn, plan: Plan) -> ImportedClient:
             "name": spec.name,
             "plan": plan,
             "language": spec.language,
+            "languages": spec.languages,
             "support_email": spec.support_email,
             "business_info": spec.business_info,
             "allowed_origins": [normalize_origin(o) for o in spec.widget.allowed_origins],

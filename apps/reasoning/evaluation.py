@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 from apps.conversations.models import Kind
 from apps.core.deadlines import DeadlineExceeded
+from apps.core.languages import detect, language_name
 from apps.escalations.models import EscalationReason
 from apps.reasoning.context import TOOL_SCHEMA_PREFIX, tool_line, tool_schema_text
 from apps.reasoning.hooks import EVALUATE, Draft, post_draft_hook
@@ -218,6 +219,15 @@ def improvement_problem(
     return ""
 
 
+def wrong_language(text: str, *, expected: str) -> str:
+    """Why `text` is not in the `expected` language ('' = it is, or it is too short to tell):
+    detected with the same detector as the customer's messages."""
+    written = detect(text)
+    if not written or not expected or written == expected:
+        return ""
+    return f"written in {language_name(written)} ({written}), not {language_name(expected)}"
+
+
 def percent_from_draft(confidence: int | None) -> int:
     """A draft's 1–10 confidence in percent; a draft without one (standard mode) counts 70 %."""
     if confidence is None:
@@ -307,6 +317,12 @@ def evaluate(turn: Turn, draft: Draft) -> None:
             turn.rec.step(
                 "improvement_rejected", output={"reason": rejected, "improved_response": offered}
             )
+    if not rejected and result is not None and offered and offered != draft.text.strip():
+        rejected = wrong_language(offered, expected=turn.language)
+        if rejected:
+            turn.rec.step(
+                "improvement_rejected", output={"reason": rejected, "improved_response": offered}
+            )
     used = result
     if rejected and result is not None:
         # Judged as if no improvement had been offered; the offer stays on the record.
@@ -332,9 +348,16 @@ def evaluate(turn: Turn, draft: Draft) -> None:
         "error": error,
         "improvement_rejected": rejected,
     }
+    # The reply the customer gets, checked against the turn's language in code (the reviewer
+    # was told it too): a reply in another language is flagged for staff.
+    misworded = wrong_language(verdict.text, expected=turn.language)
+    data["expected_language"] = turn.language
+    data["wrong_language"] = misworded
     text = _message_text(verdict, result, error, escalated)
     if rejected:
         text += f" · improvement refused: {rejected}"
+    if misworded:
+        text += f" · {misworded}"
     turn.rec.internal(Kind.EVALUATION, text, data)
     _mark_trace(turn.rec.trace, verdict.outcome)
 

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone, translation
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_lazy
 
 from apps.billing.services.budgets import UsageLimitReached
 from apps.billing.services.visitors import (
@@ -27,12 +27,17 @@ from apps.billing.services.visitors import (
 from apps.clients.models import Client
 from apps.conversations.events import conversation_changed
 from apps.conversations.models import Conversation, ConversationStatus, Kind, Message, Role
-from apps.conversations.services import message_append, validate_customer_text
+from apps.conversations.services import (
+    message_append,
+    message_language,
+    validate_customer_text,
+)
 from apps.core import deadlines
 from apps.core.deadlines import DeadlineExceeded, deadline_scope
+from apps.core.languages import reply_language
 from apps.core.tenancy import tenant_scope
 from apps.escalations.models import EscalationReason
-from apps.escalations.services import HANDOFF_TEXT, escalation_create
+from apps.escalations.services import escalation_create
 from apps.reasoning import evaluation as _evaluation  # noqa: F401  (registers the `evaluate` hook)
 from apps.reasoning import guards
 from apps.reasoning.admission import (
@@ -59,18 +64,41 @@ from apps.tools.pending import pending_expire_open, pending_mark_shown, pending_
 
 logger = logging.getLogger(__name__)
 
-FALLBACK_TEXT = (
+# Fixed replies: msgids, rendered in the turn's reply language (`translation.override` around
+# the turn and its posting).
+FALLBACK_TEXT = gettext_lazy(
     "Sorry — I ran into a problem answering that. I've passed your conversation to our team so "
     "a person can help."
 )
-USAGE_LIMIT_TEXT = (
+USAGE_LIMIT_TEXT = gettext_lazy(
     "Thanks for your message! Our assistant is unavailable at the moment, so I've passed your "
     "conversation to our team — a person will reply here."
+)
+# The hand-off notice when the turn names none (the same msgid as the escalations' default).
+HANDOFF_NOTICE = gettext_lazy(
+    "I've passed your conversation to our support team — a person will reply here as soon as "
+    "possible."
 )
 _WANTS_HUMAN = re.compile(
     r"\b(human|real person|live (agent|person|chat)|(talk|speak|chat) (to|with) (a |an )?"
     r"(person|someone|agent|representative|human)|customer service rep|representative)\b",
     re.IGNORECASE,
+)
+# The same request in the other shipped languages (a customer asks for a person in their own).
+_WANTS_HUMAN_BY_LANGUAGE = {
+    "es": r"(hablar|habla) con (una persona|un humano|un agente|alguien)|agente humano|"
+    r"persona real",
+    "fr": r"parler (à|a|avec) (un humain|une personne|un conseiller|quelqu'un)|vrai humain|"
+    r"conseiller humain",
+    "de": r"(einem menschen|einer person|einem mitarbeiter) (sprechen|reden)|echten menschen",
+    "pt": r"falar com (uma pessoa|um humano|um atendente|alguém)|atendente humano",
+    "it": r"parlare con (una persona|un operatore|un umano|qualcuno)|operatore umano",
+    "nl": r"(met )?(een mens|een medewerker|iemand) (spreken|praten)|echte mens",
+    "he": r"נציג|לדבר עם (אדם|בן אדם|מישהו|בנאדם)|אדם אמיתי",
+    "ar": r"موظف|(التحدث|أتحدث) (مع|إلى) (شخص|إنسان|أحد)|شخص حقيقي",
+}
+_WANTS_HUMAN_OTHER = re.compile(
+    "|".join(f"(?:{pattern})" for pattern in _WANTS_HUMAN_BY_LANGUAGE.values()), re.IGNORECASE
 )
 
 
@@ -80,12 +108,25 @@ def handle_turn(*, client: Client, conversation: Conversation, text: str) -> Mes
     cleaned = validate_customer_text(text)
     if conversation.client_id != client.pk:
         raise ValueError("conversation belongs to another client")
+    # Detected before the row lock is taken (never raises: unknown is '').
+    detected = message_language(client=client, text=cleaned)
     with transaction.atomic():
         locked = Conversation.objects.for_client(client).select_for_update().get(pk=conversation.pk)
+        changed = []
         if locked.status == ConversationStatus.CLOSED:
             locked.status = ConversationStatus.OPEN  # a new message reopens a closed chat
-            locked.save(update_fields=["status", "updated_at"])
-        message = message_append(client=client, conversation=locked, role=Role.USER, text=cleaned)
+            changed.append("status")
+        if detected:
+            # The language the conversation is now held in (the widget follows it).
+            language = reply_language(detected=detected, client=client, current=locked.language)
+            if language != locked.language:
+                locked.language = language
+                changed.append("language")
+        if changed:
+            locked.save(update_fields=[*changed, "updated_at"])
+        message = message_append(
+            client=client, conversation=locked, role=Role.USER, text=cleaned, language=detected
+        )
         if locked.status != ConversationStatus.OPEN:
             # A person owns the conversation: no LLM runs; the turn is recorded as skipped.
             ReasoningTrace.objects.create(
@@ -97,6 +138,7 @@ def handle_turn(*, client: Client, conversation: Conversation, text: str) -> Mes
                 finished_at=timezone.now(),
             )
         conversation.status, conversation.last_seq = locked.status, locked.last_seq
+        conversation.language = locked.language
         if locked.status == ConversationStatus.OPEN:
             message_id, client_id = message.pk, client.pk
             transaction.on_commit(lambda: _enqueue(message_id, client_id))
@@ -144,7 +186,7 @@ def _enqueue_turn_notes(trace_id: int, confidence: int | None, client_id: int) -
 
 
 def wants_human(text: str) -> bool:
-    return bool(_WANTS_HUMAN.search(text))
+    return bool(_WANTS_HUMAN.search(text) or _WANTS_HUMAN_OTHER.search(text))
 
 
 def _customer_message(message_id: int) -> Message | None:
@@ -228,7 +270,6 @@ def _process_claimed(
     """`fresh`: the trace was created by this claim (no steps yet). The conversation's status
     is the one read with the message, just before the claim; it is re-checked before every LLM
     call and tool run (`TurnRecorder.ensure_open`) and under the row lock before posting."""
-    message_id = message.pk
     client, conversation = message.client, message.conversation
     recorder = TurnRecorder(
         trace=trace, client=client, conversation=conversation, next_index=0 if fresh else None
@@ -263,17 +304,26 @@ def _process_claimed(
             "confirmation", output={"pending_action": settled.pk, "status": settled.status}
         )
 
+    # The turn's fixed replies (questions, fallbacks, the hand-off notice) are rendered in the
+    # language it replies in; its prompts ask the model for that language (steps._shared).
+    with translation.override(turn.language):
+        _run_and_finish(turn, started, lock=lock)
+    return trace
+
+
+def _run_and_finish(turn: Turn, started: float, *, lock: TurnLock | None) -> None:
+    recorder, message_id = turn.rec, turn.user_message.pk
     try:
         outcome = _run(turn)
     except TurnAborted:
         _finish(recorder, Outcome(), started, status=TraceStatus.SKIPPED, lock=lock)
-        return trace
+        return
     except Escalate as exc:
         outcome = Outcome(escalate=(exc.reason, exc.detail), handoff_text=exc.handoff_text)
     except TokenCapExceeded:
         outcome = Outcome(
             escalate=(EscalationReason.USAGE_LIMIT, "per-turn token cap reached"),
-            handoff_text=USAGE_LIMIT_TEXT,
+            handoff_text=str(USAGE_LIMIT_TEXT),
         )
     except DeadlineExceeded:
         outcome = _deadline_outcome(recorder)
@@ -287,7 +337,7 @@ def _process_claimed(
                     f"{exc.step} failed{'' if exc.kind in NO_RETRY else ' twice'} "
                     f"({exc.kind}): {exc.message}",
                 ),
-                handoff_text=FALLBACK_TEXT,
+                handoff_text=str(FALLBACK_TEXT),
             )
     except DB_ERRORS:
         raise  # retried on a fresh connection (see _process_locked)
@@ -296,10 +346,9 @@ def _process_claimed(
         recorder.step("error", error=repr(exc))
         outcome = Outcome(
             escalate=(EscalationReason.LLM_FAILURE, f"internal error: {exc!r}"),
-            handoff_text=FALLBACK_TEXT,
+            handoff_text=str(FALLBACK_TEXT),
         )
-    _finish(recorder, outcome, started, lock=lock)
-    return trace
+    _finish(recorder, outcome, started, lock=lock, language=turn.language)
 
 
 def _progress_reporter(trace: ReasoningTrace, conversation_id: int) -> Any:
@@ -323,7 +372,7 @@ def _deadline_outcome(recorder: TurnRecorder) -> Outcome:
     recorder.step("deadline", output={"seconds": seconds}, error="the turn's deadline ran out")
     return Outcome(
         escalate=(EscalationReason.DEADLINE, f"the turn ran out of its {seconds} s deadline"),
-        handoff_text=FALLBACK_TEXT,
+        handoff_text=str(FALLBACK_TEXT),
     )
 
 
@@ -355,12 +404,13 @@ def turn_give_up(
         )
         recorder.step("gave_up", output={"reason": reason}, error=detail)
         trace.error = detail[:2000]
-        _finish(
-            recorder,
-            Outcome(escalate=(reason, detail), handoff_text=FALLBACK_TEXT),
-            time.perf_counter(),
-            status=TraceStatus.FAILED,
-        )
+        with translation.override(message.conversation.language):
+            _finish(
+                recorder,
+                Outcome(escalate=(reason, detail), handoff_text=str(FALLBACK_TEXT)),
+                time.perf_counter(),
+                status=TraceStatus.FAILED,
+            )
     return trace
 
 
@@ -392,10 +442,10 @@ def _run(turn: Turn) -> Outcome:
         if exc.metric == VISITOR_TOKENS:
             # A visitor over their day: a notice, no hand-off (one visitor must not be able to
             # fill the staff queue by opening conversations).
-            text = visitor_limit_text(turn.conversation.language)
+            text = visitor_limit_text(turn.language)
             return Outcome(replies=[Reply(text=text, data={"usage_limit": exc.metric})])
         raise Escalate(
-            EscalationReason.USAGE_LIMIT, exc.detail, handoff_text=USAGE_LIMIT_TEXT
+            EscalationReason.USAGE_LIMIT, exc.detail, handoff_text=str(USAGE_LIMIT_TEXT)
         ) from exc
     try:
         if limits.capped:
@@ -407,7 +457,7 @@ def _run(turn: Turn) -> Outcome:
             reservation = meter.turn_reserve()
         except UsageLimitReached as exc:
             raise Escalate(
-                EscalationReason.USAGE_LIMIT, exc.detail, handoff_text=USAGE_LIMIT_TEXT
+                EscalationReason.USAGE_LIMIT, exc.detail, handoff_text=str(USAGE_LIMIT_TEXT)
             ) from exc
         mode = runner(rec.trace.mode)
         try:
@@ -457,9 +507,11 @@ def _finish(
     status: str = TraceStatus.DONE,
     *,
     lock: TurnLock | None = None,
+    language: str = "",
 ) -> None:
     """Post the replies, escalate if asked and close the trace — one transaction. With the turn
-    `lock` this worker holds, the same transaction releases it."""
+    `lock` this worker holds, the same transaction releases it. The replies are recorded as
+    written in `language` (the turn's reply language)."""
     trace, client = rec.trace, rec.client
     with transaction.atomic():
         conversation = rec.conversation
@@ -493,6 +545,7 @@ def _finish(
                     "offline": rec.offline,
                 },
                 trace=trace,
+                language=language,
             )
             if reply.kind == Kind.CONFIRMATION_REQUEST and reply.data.get("pending_action"):
                 # Shown now: from this message on, the customer's next answer can settle it.
@@ -508,7 +561,7 @@ def _finish(
                 reason=reason,
                 detail=detail,
                 trace=trace,
-                handoff_text=outcome.handoff_text or HANDOFF_TEXT,
+                handoff_text=outcome.handoff_text or str(HANDOFF_NOTICE),
             )
             trace.escalated = True
         conversation_changed(conversation.pk, client.pk)  # typing stops (event streams)

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from apps.clients.models import Client, Plan
 from apps.conversations.models import Conversation, Kind, Message
 from apps.core.deadlines import DeadlineExceeded
+from apps.core.languages import reply_language
 from apps.escalations.models import EscalationReason
 from apps.knowledge.selectors import business_info_for
 from apps.notes.selectors import notes_tokens, prompt_notes
@@ -22,6 +23,7 @@ from apps.reasoning import evaluation, guards
 from apps.reasoning.context import tool_schema_text
 from apps.reasoning.llm import LLMError, LLMResult, correction_message
 from apps.reasoning.steps import Step, compose
+from apps.reasoning.steps._shared import with_language
 from apps.reasoning.traces import TokenCapExceeded, TurnRecorder, pretty
 from apps.tools import pending as pending_actions
 from apps.tools.models import ClientTool, ExecutionStatus, PendingAction, ToolExecution, ToolKind
@@ -131,6 +133,21 @@ class Turn:
             and all(kind == ToolKind.READ for kind in self.tools_run)
         )
 
+    _language: str | None = field(default=None, repr=False)
+
+    @property
+    def language(self) -> str:
+        """The language this turn replies in: the customer message's detected language when
+        the client allows it, else the conversation's, else the client's default
+        (`apps.core.languages.reply_language`)."""
+        if self._language is None:
+            self._language = reply_language(
+                detected=self.user_message.language,
+                client=self.client,
+                current=self.conversation.language,
+            )
+        return self._language
+
     _notes: str | None = field(default=None, repr=False)
 
     def notes_prompt(self) -> str:
@@ -148,7 +165,7 @@ class Turn:
                     text, ids = self.notes_reader()
                 else:
                     text, ids = prompt_notes(
-                        client=self.client, plan=self.plan, language=self.conversation.language
+                        client=self.client, plan=self.plan, language=self.language
                     )
             except Exception:
                 logger.exception("reading notes for trace %s failed", self.rec.trace.pk)
@@ -228,6 +245,7 @@ class Turn:
         model. `facts` are the step's own offline-demo facts (see its `hint`);
         `extra` is added to the recorded step's output."""
         hint = {**self.hint(), "step": step.name, **step.hint(**facts)}
+        messages = with_language(messages, step=step, code=self.language)
         kwargs: dict[str, Any] = {"extra": extra} if extra else {}
         if "tool_call" in step.schema.get("properties", {}):
             # The schema sent names only the client's enabled tools (constrained decoding
@@ -483,7 +501,7 @@ def run_tool(
             EscalationReason.TOOL_FAILURE,
             f"{tool.name} failed ({execution.failure_kind}) after {execution.attempts} "
             f"attempt(s): {execution.error}",
-            handoff_text=(
+            handoff_text=gettext(
                 "I couldn't complete that just now because of a problem on our side. I've "
                 "passed your request to our support team, who will follow up here."
             ),
@@ -528,8 +546,11 @@ def compose_reply(
         # The action already happened: never hide its outcome behind an outage, a limit or the
         # turn's deadline.
         if ok:
-            return f"Done — {tool.name.replace('_', ' ')} completed: {_flat(execution.result)}."
-        return f"Sorry, I couldn't complete that: {execution.error}"
+            return gettext("Done — %(action)s completed: %(result)s.") % {
+                "action": tool.name.replace("_", " "),
+                "result": _flat(execution.result),
+            }
+        return gettext("Sorry, I couldn't complete that: %(error)s") % {"error": execution.error}
 
 
 def _flat(result: Any) -> str:

@@ -386,7 +386,7 @@ def sandbox_turn(
         # As a live turn: the per-turn cap hands the conversation over.
         outcome = Outcome(
             escalate=(EscalationReason.USAGE_LIMIT, "per-turn token cap reached"),
-            handoff_text=USAGE_LIMIT_TEXT,
+            handoff_text=str(USAGE_LIMIT_TEXT),
         )
     except UsageLimitReached as exc:
         status, error = TraceStatus.FAILED, f"monthly budget reached: {exc.detail}"
@@ -394,12 +394,14 @@ def sandbox_turn(
     except DeadlineExceeded:
         seconds = settings.REASONING_TURN_DEADLINE_SECONDS
         error = f"the turn's deadline ({seconds} s) ran out"
-        outcome = Outcome(escalate=(EscalationReason.DEADLINE, error), handoff_text=FALLBACK_TEXT)
+        outcome = Outcome(
+            escalate=(EscalationReason.DEADLINE, error), handoff_text=str(FALLBACK_TEXT)
+        )
         status = TraceStatus.FAILED
     except LLMError as exc:
         error = f"{exc.step} failed ({exc.kind}): {exc.message}"
         outcome = Outcome(
-            escalate=(EscalationReason.LLM_FAILURE, error), handoff_text=FALLBACK_TEXT
+            escalate=(EscalationReason.LLM_FAILURE, error), handoff_text=str(FALLBACK_TEXT)
         )
         status = TraceStatus.FAILED
     except Exception as exc:  # a bug ends the case as an error, never the run

@@ -290,6 +290,7 @@ class WidgetMessagesApi(WidgetConversationAPIView):
                 ),
                 "contact_confirmed": bool(self.conversation.contact_email)
                 and self.conversation.contact_email_confirmed_at is not None,
+                "language": self.conversation.language,
             }
         )
 
@@ -327,7 +328,12 @@ class WidgetMessagesApi(WidgetConversationAPIView):
         # once it is stored, the customer gets 201/202 with it whatever happens next.
         message = handle_turn(client=self.client, conversation=self.conversation, text=text)
         pending = Response(
-            {"message": _serialize([message])[0], "replies": [], "pending": True},
+            {
+                "message": _serialize([message])[0],
+                "replies": [],
+                "pending": True,
+                "language": self.conversation.language,
+            },
             status=status.HTTP_202_ACCEPTED,
         )
         # handle_turn leaves the status the message was stored under on the instance: only an
@@ -356,6 +362,7 @@ class WidgetMessagesApi(WidgetConversationAPIView):
                 "message": _serialize([message])[0],
                 "replies": _serialize(replies),
                 "status": state.status if state else self.conversation.status,
+                "language": self.conversation.language,
             },
             status=status.HTTP_201_CREATED,
         )

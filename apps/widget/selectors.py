@@ -80,6 +80,7 @@ def widget_message_json(
     kind: str,
     text: str,
     data: dict[str, Any] | None,
+    language: str,
     created_at: datetime,
 ) -> dict[str, Any]:
     """A visible message as the widget gets it — exactly `WidgetMessageSerializer`'s JSON (a
@@ -93,6 +94,7 @@ def widget_message_json(
         "kind": kind,
         "text": text,
         "data": {k: v for k, v in (data or {}).items() if k in WIDGET_DATA_KEYS},
+        "language": language,
         "created_at": _DATETIME.to_representation(created_at),
     }
 
@@ -110,6 +112,7 @@ def widget_message_jsons(messages: list[Message]) -> list[dict[str, Any]]:
             kind=m.kind,
             text=m.text,
             data=m.data,
+            language=m.language,
             created_at=m.created_at,
         )
         for m in messages
@@ -136,9 +139,10 @@ def widget_message_events_after(
             kind=kind,
             text=text,
             data=_json_object(data),
+            language=language or "",
             created_at=_datetime(created_at),
         )
-        for public_id, seq, role, visibility, kind, text, data, created_at in rows
+        for public_id, seq, role, visibility, kind, text, data, language, created_at in rows
     ]
 
 
@@ -146,7 +150,7 @@ def widget_message_events_after(
 def _messages_after_sql() -> str:
     # Only the table name (from the model's metadata) is interpolated; values are parameters.
     return (
-        "SELECT public_id, seq, role, visibility, kind, text, data, created_at"  # noqa: S608
+        "SELECT public_id, seq, role, visibility, kind, text, data, language, created_at"  # noqa: S608
         f" FROM {Message._meta.db_table}"
         " WHERE client_id = %s AND conversation_id = %s AND visibility = %s AND seq > %s"
         " ORDER BY seq LIMIT %s"

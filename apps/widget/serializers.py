@@ -37,6 +37,10 @@ class WidgetMessagePostOutSerializer(serializers.Serializer[Any]):
         choices=ConversationStatus.choices, required=False, help_text="Only on 201."
     )
     pending = serializers.BooleanField(required=False, help_text="Only on 202.")
+    language = serializers.CharField(
+        help_text="The conversation's current language (en, es, he, …): the language the "
+        "assistant replies in; the widget may switch its own words to it."
+    )
 
 
 class WidgetContactSerializer(serializers.Serializer[Any]):
@@ -61,4 +65,7 @@ class WidgetMessageListOutSerializer(serializers.Serializer[Any]):
     contact_confirmed = serializers.BooleanField(
         help_text="The customer left an address and confirmed it with the link we e-mailed "
         "(staff replies they miss are e-mailed there)."
+    )
+    language = serializers.CharField(
+        help_text="The conversation's current language (the one the assistant replies in)."
     )

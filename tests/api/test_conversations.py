@@ -211,6 +211,7 @@ def test_detail_has_all_messages_turns_and_escalations(viewer_a, data_a):
         "kind": "assessment",
         "text": "Confidence 5/10",
         "data": {"confidence": 5},
+        "language": "",  # internal reasoning: no reply language
         "created_at": assessment["created_at"],
     }
     assert [m["kind"] for m in messages[3:]] == ["escalation", "handoff"]

@@ -207,7 +207,8 @@ def test_send_a_message_and_get_the_reply_in_the_response(widget, llm):
     response = widget.say(conversation_id, token, "  When are you open?  ")
     assert response.status_code == 201, response.content
     body = response.json()
-    assert set(body) == {"message", "replies", "status"}
+    assert set(body) == {"message", "replies", "status", "language"}
+    assert body["language"] == "en"
     assert body["status"] == "open"
     assert body["message"]["text"] == "When are you open?"
     assert body["message"]["role"] == "user" and body["message"]["seq"] == 1
@@ -249,7 +250,7 @@ def test_202_when_a_worker_will_run_the_turn(widget, settings, monkeypatch):
     with_commit = widget.say(conversation_id, token, "Where is my order?")
     assert with_commit.status_code == 202
     body = with_commit.json()
-    assert body == {"message": body["message"], "replies": [], "pending": True}
+    assert body == {"message": body["message"], "replies": [], "pending": True, "language": "en"}
     assert body["message"]["text"] == "Where is my order?"
     assert (
         Message.objects.unscoped("test checks the database directly")

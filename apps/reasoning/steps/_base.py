@@ -26,6 +26,8 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")  # fits ReasoningStep.name / Usage
 # The JSON Schema keywords a step's schema keeps: what OpenAI-compatible structured-output
 # endpoints accept (pydantic's `title`/`default`, and keywords such as `minLength` that strict
 # modes reject, are left out; the pydantic model still validates them on the reply).
+# What a step is told about the reply language (see `Step.language`).
+LANGUAGE_ROLES = frozenset({"", "reply", "review"})
 _KEEP = ("type", "enum", "description", "minimum", "maximum")
 
 
@@ -146,7 +148,11 @@ class Step[T: BaseModel]:
       common facts (real models read the prompt);
     * `offline(hint) -> dict` is the offline demo model's answer (the step's JSON);
     * `example` is a reply a model might give (a JSON object): docs/llm-protocol.md shows it
-      in the generated steps table, and a test validates it against `schema` and `output`.
+      in the generated steps table, and a test validates it against `schema` and `output`;
+    * `language` says what a turn tells the step about the reply language: `"reply"` (it
+      writes text the customer reads: its system message ends with "Reply in Hebrew (he)."),
+      `"review"` (it judges or guides such text: it is told the expected language) or `""`
+      (neither). `Turn.llm` adds the line (`steps._shared.with_language`).
     """
 
     name: str
@@ -158,6 +164,7 @@ class Step[T: BaseModel]:
     # No default in practice: an empty example is refused (StepDefinitionError), with a
     # clearer message than a missing argument.
     example: dict[str, Any] = field(default_factory=dict)
+    language: str = ""
     schema: dict[str, Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -176,4 +183,8 @@ class Step[T: BaseModel]:
             raise StepDefinitionError(f"step {self.name!r}: a description is required")
         if not (isinstance(self.example, dict) and self.example):
             raise StepDefinitionError(f"step {self.name!r}: an example reply is required")
+        if self.language not in LANGUAGE_ROLES:
+            raise StepDefinitionError(
+                f"step {self.name!r}: language must be one of {sorted(LANGUAGE_ROLES)}"
+            )
         object.__setattr__(self, "schema", response_schema(self.output))

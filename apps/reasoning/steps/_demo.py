@@ -1,6 +1,10 @@
-"""The offline demo model's knowledge, shared by the `respond` and `assess` answers: a small
-deterministic responder that recognises intents, order numbers, FAQs and policies from the
-structured hint the pipeline passes (it does not read the prompt)."""
+"""The offline demo model's knowledge, shared by the `respond`, `assess` and `compose` answers: a
+small deterministic responder that recognises intents, order numbers, FAQs and policies from the
+structured hint the pipeline passes. Like a model, it writes in the language the prompt asks for
+(`hint["language"]`, read from the system message's last line by apps.reasoning.offline):
+English, Spanish and Hebrew, from the per-language phrases below (`PHRASES`); any other
+language gets the English phrases. The business's own texts (policies, FAQs) are quoted as
+written."""
 
 from __future__ import annotations
 
@@ -11,27 +15,262 @@ ORDER_RE = re.compile(r"\b(?:TH-?\s?)?(\d{5})\b", re.IGNORECASE)
 # Written with its prefix: never mistaken for a postal code inside an address.
 PREFIXED_ORDER_RE = re.compile(r"\bTH-?\s?(\d{5})\b", re.IGNORECASE)
 
-# intent keywords -> tool name (first match wins, most specific first)
+# intent keywords (English, Spanish, Hebrew) -> tool name (first match wins, most specific first)
 INTENTS: list[tuple[tuple[str, ...], str]] = [
-    (("refund", "money back"), "request_refund"),
-    (("return", "send back", "send it back"), "request_refund"),  # only with an order number
-    (("cancel",), "cancel_order"),
-    (("address", "ship to", "deliver to"), "update_shipping_address"),
-    (("track", "tracking", "where is", "where's", "shipped yet"), "track_shipment"),
-    (("status", "my order", "order"), "get_order_status"),
+    (("refund", "money back", "reembolso", "החזר כספי", "זיכוי"), "request_refund"),
+    # only with an order number
+    (
+        ("return", "send back", "send it back", "devolver", "devolución", "להחזיר", "החזרה"),
+        "request_refund",
+    ),
+    (("cancel", "anular", "anula", "לבטל", "בטל", "ביטול"), "cancel_order"),
+    (("address", "ship to", "deliver to", "dirección", "כתובת"), "update_shipping_address"),
+    (
+        (
+            "track",
+            "tracking",
+            "where is",
+            "where's",
+            "shipped yet",
+            "dónde está",
+            "seguimiento",
+            "rastrear",
+            "איפה",
+            "מעקב",
+        ),
+        "track_shipment",
+    ),
+    (("status", "my order", "order", "estado", "pedido", "הזמנה", "סטטוס"), "get_order_status"),
 ]
+# Words that ask for an order's status outright (without an order number).
+STATUS_WORDS = ("status", "estado", "סטטוס")
+RETURN_WORDS = ("return", "send back", "send it back", "devolver", "devolución", "להחזיר", "החזרה")
 POLICY_WORDS = {
-    "policies.returns": ("return", "exchange", "refund policy", "send back"),
-    "policies.shipping": ("shipping", "delivery", "deliver", "ship ", "international"),
-    "policies.privacy": ("privacy", "personal data", "my data", "gdpr"),
-    "policies.terms": ("terms", "warranty", "liability", "price error"),
+    "policies.returns": (
+        "return",
+        "exchange",
+        "refund policy",
+        "send back",
+        "devoluci",
+        "devolver",
+        "cambio",
+        "החזרה",
+        "להחזיר",
+        "החזרות",
+    ),
+    "policies.shipping": (
+        "shipping",
+        "delivery",
+        "deliver",
+        "ship ",
+        "international",
+        "envío",
+        "entrega",
+        "משלוח",
+    ),
+    "policies.privacy": ("privacy", "personal data", "my data", "gdpr", "privacidad", "פרטיות"),
+    "policies.terms": ("terms", "warranty", "liability", "price error", "garantía", "אחריות"),
 }
 # A question about how something works ("When will I get my refund?") is answered from the
 # policies and FAQs, not by starting the action — unless it names an order.
-INFO_STARTS = ("when will", "how long", "how do i", "how does", "how can i", "how much")
+INFO_STARTS = (
+    "when will",
+    "how long",
+    "how do i",
+    "how does",
+    "how can i",
+    "how much",
+    "¿cuándo",
+    "cuándo",
+    "¿cuánto",
+    "cuánto",
+    "¿cómo",
+    "cómo",
+    "מתי",
+    "כמה זמן",
+    "איך",
+)
 # No exchange tool: an exchange is explained from the returns policy (it goes through a return).
-EXCHANGE_WORDS = ("exchange", "swap", "different size", "another size", "bigger size")
-GREETINGS = ("hi", "hello", "hey", "good morning", "good afternoon", "good evening")
+EXCHANGE_WORDS = ("exchange", "swap", "different size", "another size", "bigger size", "cambiar")
+GREETINGS = (
+    "hi",
+    "hello",
+    "hey",
+    "good morning",
+    "good afternoon",
+    "good evening",
+    "hola",
+    "buenos días",
+    "buenas tardes",
+    "שלום",
+    "היי",
+)
+CONTACT_WORDS = (
+    "hour",
+    "open",
+    "phone",
+    "call you",
+    "email",
+    "contact",
+    "horario",
+    "abren",
+    "teléfono",
+    "correo",
+    "contacto",
+    "שעות",
+    "פתוחים",
+    "טלפון",
+)
+# Words around an order number that do not make it a new request ("Order 12345").
+ORDER_FILLER = {
+    "order",
+    "number",
+    "it's",
+    "its",
+    "is",
+    "my",
+    "the",
+    "no",
+    "th",
+    "pedido",
+    "número",
+    "el",
+    "es",
+    "mi",
+    "de",
+    "הזמנה",
+    "ההזמנה",
+    "מספר",
+    "זה",
+    "שלי",
+    "היא",
+}
+_WORDS = re.compile(r"[a-zà-ÿ\u0590-\u05ff']+")
+
+# What the demo says, per language: {placeholders} are filled in by `say`.
+PHRASES: dict[str, dict[str, str]] = {
+    "en": {
+        "confirmed": "Thanks for confirming — on it.",
+        "declined": "No problem — I won't go ahead with that. Is there anything else I can help "
+        "you with?",
+        "greeting": "Hi! I'm {client} assistant (offline demo model). I can check an order, "
+        "track a parcel, cancel an order or request a refund, and answer questions about our "
+        "policies.",
+        "hours": "Our hours are {hours}. You can reach us at {phone} or {email}.",
+        "no_policy": "I don't have that policy.",
+        "policy": "{text}",
+        "fallback": "I'm the offline demo assistant, so I only know a few things: I can check "
+        "or track an order, cancel it, request a refund, and answer questions about returns, "
+        "shipping and our FAQs. What would you like to do?",
+        "need": "I'd be happy to help with that. Could you give me {need}?",
+        "need_order": "your order number (it looks like TH-12345)",
+        "need_other": "the {name}",
+        "and": " and ",
+        "can_do": "I can {action} for order {order}.",
+        "looking": "Let me look that up for you.",
+        "failed": "Sorry, I couldn't do that: {error}",
+        "cancelled": "Done! Order {order} has been cancelled. A refund of ${refund} will go "
+        "back to your original payment method within 5 business days.",
+        "refunded": "I've submitted refund {refund_id} for ${amount} on order {order}; expect "
+        "it within {days} business days.",
+        "status": "Order {order} (placed {placed_on}, {items} item(s), ${total}) is {status}.",
+        "tracking": "Order {order} is {status} with {carrier}, tracking number {tracking}.",
+        "no_tracking": "Order {order} is still {status}, so there's no tracking number yet.",
+        "address": "Done — order {order} will ship to {address}.",
+        "done": "Done: {details}",
+        "anything_else": " Anything else I can help with?",
+        "cannot": "Sorry, I can't do that here.",
+    },
+    "es": {
+        "confirmed": "Gracias por confirmarlo; me pongo con ello.",
+        "declined": "De acuerdo, no lo haré. ¿Hay algo más en lo que pueda ayudarle?",
+        "greeting": "¡Hola! Soy el asistente de {client} (modelo de demostración sin conexión). "
+        "Puedo consultar un pedido, seguir un paquete, cancelar un pedido o solicitar un "
+        "reembolso, y responder preguntas sobre nuestras políticas.",
+        "hours": "Nuestro horario es {hours}. Puede contactarnos en el {phone} o en {email}.",
+        "no_policy": "No tengo esa política.",
+        "policy": "Esto dice nuestra política: {text}",
+        "fallback": "Soy el asistente de demostración sin conexión y sé pocas cosas: puedo "
+        "consultar o seguir un pedido, cancelarlo, solicitar un reembolso y responder "
+        "preguntas sobre devoluciones, envíos y nuestras preguntas frecuentes. ¿Qué desea hacer?",
+        "need": "Con gusto le ayudo. ¿Me indica {need}?",
+        "need_order": "su número de pedido (tiene este aspecto: TH-12345)",
+        "need_other": "el dato «{name}»",
+        "and": " y ",
+        "can_do": "Puedo {action} el pedido {order}.",
+        "looking": "Un momento, lo consulto.",
+        "failed": "Lo siento, no he podido hacerlo: {error}",
+        "cancelled": "¡Hecho! El pedido {order} ha sido cancelado. El reembolso de ${refund} "
+        "volverá a su método de pago original en un plazo de 5 días hábiles.",
+        "refunded": "He solicitado el reembolso {refund_id} de ${amount} del pedido {order}; lo "
+        "recibirá en un plazo de {days} días hábiles.",
+        "status": "El pedido {order} (realizado el {placed_on}, {items} artículo(s), ${total}) "
+        "está en estado: {status}.",
+        "tracking": "El pedido {order} está en estado «{status}» con {carrier}; número de "
+        "seguimiento {tracking}.",
+        "no_tracking": "El pedido {order} sigue en estado «{status}», así que aún no tiene "
+        "número de seguimiento.",
+        "address": "Hecho: el pedido {order} se enviará a {address}.",
+        "done": "Hecho: {details}",
+        "anything_else": " ¿Puedo ayudarle en algo más?",
+        "cannot": "Lo siento, eso no lo puedo hacer aquí.",
+    },
+    "he": {
+        "confirmed": "תודה על האישור, אני מטפל בזה.",
+        "declined": "אין בעיה, לא אבצע את הפעולה. אפשר לעזור במשהו אחר?",
+        "greeting": "שלום! אני העוזר של {client} (מודל הדגמה לא מקוון). אני יכול לבדוק הזמנה, "
+        "לעקוב אחר משלוח, לבטל הזמנה או לבקש החזר כספי, ולענות על שאלות לגבי המדיניות שלנו.",
+        "hours": "שעות הפעילות שלנו: {hours}. אפשר להשיג אותנו בטלפון {phone} או במייל {email}.",
+        "no_policy": "אין לי את המדיניות הזאת.",
+        "policy": "כך כתוב במדיניות שלנו: {text}",
+        "fallback": "אני עוזר ההדגמה הלא מקוון, ואני יודע רק כמה דברים: אני יכול לבדוק הזמנה או "
+        "לעקוב אחריה, לבטל אותה, לבקש החזר כספי ולענות על שאלות לגבי החזרות, משלוחים ושאלות "
+        "נפוצות. במה אפשר לעזור?",
+        "need": "אשמח לעזור. תוכלו למסור לי {need}?",
+        "need_order": "את מספר ההזמנה (הוא נראה כך: TH-12345)",
+        "need_other": "את {name}",
+        "and": " וגם ",
+        "can_do": "אני יכול לבצע {action} להזמנה {order}.",
+        "looking": "רק רגע, אני בודק.",
+        "failed": "מצטער, לא הצלחתי לבצע את זה: {error}",
+        "cancelled": "בוצע! הזמנה {order} בוטלה. החזר של ${refund} יחזור לאמצעי התשלום המקורי "
+        "תוך 5 ימי עסקים.",
+        "refunded": "הגשתי את בקשת ההחזר {refund_id} על סך ${amount} להזמנה {order}; ההחזר "
+        "יתקבל תוך {days} ימי עסקים.",
+        "status": "הזמנה {order} (בוצעה ב-{placed_on}, {items} פריטים, ${total}) במצב: {status}.",
+        "tracking": "הזמנה {order} במצב {status} אצל {carrier}, מספר מעקב {tracking}.",
+        "no_tracking": "הזמנה {order} עדיין במצב {status}, ולכן אין לה מספר מעקב עדיין.",
+        "address": "בוצע: הזמנה {order} תישלח אל {address}.",
+        "done": "בוצע: {details}",
+        "anything_else": " אפשר לעזור במשהו נוסף?",
+        "cannot": "מצטער, את זה אני לא יכול לעשות כאן.",
+    },
+}
+# How each language names the actions (tool names stay as they are in others).
+ACTIONS: dict[str, dict[str, str]] = {
+    "es": {
+        "cancel_order": "cancelar",
+        "request_refund": "solicitar el reembolso de",
+        "update_shipping_address": "cambiar la dirección de envío de",
+    },
+    "he": {
+        "cancel_order": "ביטול",
+        "request_refund": "בקשת החזר",
+        "update_shipping_address": "שינוי כתובת משלוח",
+    },
+}
+
+
+def say(hint: dict[str, Any], key: str, **values: Any) -> str:
+    """The phrase `key` in the language the prompt asked for (English when it has none)."""
+    phrases = PHRASES.get(str(hint.get("language", "")), PHRASES["en"])
+    return phrases[key].format(**values)
+
+
+def action_name(hint: dict[str, Any], tool: str) -> str:
+    return ACTIONS.get(str(hint.get("language", "")), {}).get(tool, tool.replace("_", " "))
+
+
 STOP = {
     "the",
     "a",
@@ -82,7 +321,7 @@ def answer(hint: dict[str, Any], *, adaptive: bool) -> dict[str, Any]:
     if hint.get("confirmed"):
         confirmed = hint["confirmed"]
         return out | {
-            "response": "Thanks for confirming — on it.",
+            "response": say(hint, "confirmed"),
             "confidence": 9,
             "tool_call": confirmed["tool"],
             "tool_params": confirmed["params"],
@@ -90,8 +329,7 @@ def answer(hint: dict[str, Any], *, adaptive: bool) -> dict[str, Any]:
         }
     if hint.get("declined"):
         return out | {
-            "response": "No problem — I won't go ahead with that. Is there anything "
-            "else I can help you with?",
+            "response": say(hint, "declined"),
             "confidence": 9,
         }
 
@@ -105,21 +343,23 @@ def answer(hint: dict[str, Any], *, adaptive: bool) -> dict[str, Any]:
     if tool_name:
         return _tool_answer(out, tool_name, tools[tool_name], text, hint)
 
-    if low.strip(" !.") in GREETINGS or (
-        len(low.split()) <= 3 and low.split()[:1] and low.split()[0].strip("!,.") in GREETINGS
+    if low.strip(" !.¡") in GREETINGS or (
+        len(low.split()) <= 3 and low.split()[:1] and low.split()[0].strip("!,.¡") in GREETINGS
     ):
         return out | {
-            "response": f"Hi! I'm {hint.get('client_name', 'the')} assistant (offline "
-            "demo model). I can check an order, track a parcel, cancel an order or "
-            "request a refund, and answer questions about our policies.",
+            "response": say(hint, "greeting", client=hint.get("client_name", "the")),
             "confidence": 9,
         }
-    if any(w in low for w in ("hour", "open", "phone", "call you", "email", "contact")):
+    if any(w in low for w in CONTACT_WORDS):
         contact = hint.get("contact", {})
         return out | {
-            "response": f"Our hours are {contact.get('hours', 'on our website')}. "
-            f"You can reach us at {contact.get('phone', '')} or "
-            f"{contact.get('email', '')}.".replace(" or .", "."),
+            "response": say(
+                hint,
+                "hours",
+                hours=contact.get("hours", "—"),
+                phone=contact.get("phone", ""),
+                email=contact.get("email", ""),
+            ),
             "confidence": 9,
         }
 
@@ -132,8 +372,9 @@ def answer(hint: dict[str, Any], *, adaptive: bool) -> dict[str, Any]:
         return out | {"response": faq["answer"], "confidence": 8}
     if policy_key and (not adaptive or policy_key in fetched):
         policy = hint.get("policies", {}).get(policy_key.split(".", 1)[1], "")
+        relevant = _relevant_sentences(policy, low, 3)
         return out | {
-            "response": _relevant_sentences(policy, low, 3) or "I don't have that policy.",
+            "response": say(hint, "policy", text=relevant) if relevant else say(hint, "no_policy"),
             "confidence": 8,
         }
     if adaptive and faq is not None:
@@ -141,9 +382,7 @@ def answer(hint: dict[str, Any], *, adaptive: bool) -> dict[str, Any]:
     if adaptive and policy_key:
         return out | {"confidence": 5, "needs_more_context": [policy_key]}
     return out | {
-        "response": "I'm the offline demo assistant, so I only know a few things: I "
-        "can check or track an order, cancel it, request a refund, and answer "
-        "questions about returns, shipping and our FAQs. What would you like to do?",
+        "response": say(hint, "fallback"),
         "confidence": 7,
     }
 
@@ -151,9 +390,13 @@ def answer(hint: dict[str, Any], *, adaptive: bool) -> dict[str, Any]:
 def _intent(low: str, tools: dict[str, dict[str, Any]]) -> str | None:
     for words, name in INTENTS:
         if name in tools and any(w in low for w in words):
-            if name == "get_order_status" and not ORDER_RE.search(low) and "status" not in low:
+            if (
+                name == "get_order_status"
+                and not ORDER_RE.search(low)
+                and not any(w in low for w in STATUS_WORDS)
+            ):
                 continue
-            if "return" in words and not ORDER_RE.search(low):
+            if words[0] == RETURN_WORDS[0] and not ORDER_RE.search(low):
                 continue  # "Can I return boots?" is a policy question
             return name
     return None
@@ -161,11 +404,7 @@ def _intent(low: str, tools: dict[str, dict[str, Any]]) -> str | None:
 
 def _bare_order_number(low: str) -> bool:
     rest = ORDER_RE.sub(" ", low)
-    words = [
-        w
-        for w in re.findall(r"[a-z']+", rest)
-        if w not in {"order", "number", "it's", "its", "is", "my", "the", "no", "th"}
-    ]
+    words = [w for w in _WORDS.findall(rest) if w not in ORDER_FILLER]
     return bool(ORDER_RE.search(low)) and not words
 
 
@@ -211,17 +450,17 @@ def _tool_answer(
     missing = [p for p in tool["required"] if p not in params]
     destructive = tool["kind"] == "destructive"
     if missing:
-        need = " and ".join(
-            "your order number (it looks like TH-12345)"
+        need = say(hint, "and").join(
+            say(hint, "need_order")
             if p == "order_id"
-            else f"the {p.replace('_', ' ')}"
+            else say(hint, "need_other", name=p.replace("_", " "))
             for p in missing
         )
-        response = f"I'd be happy to help with that. Could you give me {need}?"
+        response = say(hint, "need", need=need)
     elif destructive:
-        response = f"I can {name.replace('_', ' ')} for order {params.get('order_id')}."
+        response = say(hint, "can_do", action=action_name(hint, name), order=params.get("order_id"))
     else:
-        response = "Let me look that up for you."
+        response = say(hint, "looking")
     return out | {
         "response": response,
         "confidence": 9 if not missing else 8,
@@ -281,3 +520,51 @@ def _relevant_sentences(text: str, low: str, n: int) -> str:
     if not any(scores[i] for i in ranked):
         return " ".join(sentences[:n])
     return " ".join(sentences[i] for i in sorted(ranked) if scores[i])
+
+
+def compose_answer(hint: dict[str, Any]) -> dict[str, Any]:
+    """The `compose` answer: the outcome of the tool that ran, in the language asked for."""
+    result = hint.get("result") or {}
+    if not hint.get("ok"):
+        return {"response": say(hint, "failed", error=hint.get("error", "unknown error"))}
+    order = result.get("order_id", "")
+    tool = hint.get("tool")
+    if tool == "cancel_order":
+        text = say(hint, "cancelled", order=order, refund=result.get("refund"))
+    elif tool == "request_refund":
+        text = say(
+            hint,
+            "refunded",
+            refund_id=result.get("refund_id"),
+            amount=result.get("amount"),
+            order=order,
+            days=result.get("eta_days", 5),
+        )
+    elif tool == "get_order_status":
+        text = say(
+            hint,
+            "status",
+            order=order,
+            placed_on=result.get("placed_on"),
+            items=result.get("items"),
+            total=result.get("total"),
+            status=result.get("status"),
+        )
+    elif tool == "track_shipment":
+        text = (
+            say(
+                hint,
+                "tracking",
+                order=order,
+                status=result.get("status"),
+                carrier=result.get("carrier"),
+                tracking=result.get("tracking_number"),
+            )
+            if result.get("tracking_number")
+            else say(hint, "no_tracking", order=order, status=result.get("status"))
+        )
+    elif tool == "update_shipping_address":
+        text = say(hint, "address", order=order, address=result.get("shipping_address"))
+    else:
+        text = say(hint, "done", details=", ".join(f"{k} {v}" for k, v in result.items()))
+    return {"response": text + say(hint, "anything_else")}

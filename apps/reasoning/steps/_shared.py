@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from apps.core.languages import language_name, normalise
 from apps.reasoning.steps import _data
-from apps.reasoning.steps._base import Prompt
+from apps.reasoning.steps._base import Prompt, Step
 
 RULES = """Rules:
 - Answer only from the business information given; if it is not there, say so or ask.
@@ -13,7 +15,7 @@ RULES = """Rules:
   if a required value is missing, ask for it.
 - Destructive actions (cancel, delete, refund) always need the customer's explicit confirmation
   of the exact details first; GuideDesk asks for it and runs the tool after a "yes".
-- Be friendly and concise. Reply in the customer's language."""
+- Be friendly and concise; write in the language the last line of this message names."""
 
 
 def business_facts(business_info: dict[str, Any] | None) -> dict[str, Any]:
@@ -63,3 +65,49 @@ def chat_messages(
     if pending:
         messages.append(_data.data_message(_data.block(_data.CONFIRMATION, pending)))
     return Prompt(messages, shrinkable=[*old_history, *notes_at])
+
+
+def language_line(code: str) -> str:
+    """The last line of a customer-facing step's system message: `Reply in Hebrew (he).` Our
+    own words from the shipped list — never customer text."""
+    code = normalise(code) or "en"
+    return f"Reply in {language_name(code)} ({code})."
+
+
+def review_line(code: str) -> str:
+    """What a step that judges or guides the reply (critique, evaluation) is told."""
+    code = normalise(code) or "en"
+    return (
+        f"The reply to the customer must be in {language_name(code)} ({code}); "
+        "a reply in another language is a mistake."
+    )
+
+
+_LANGUAGE_LINE = re.compile(
+    r"^(?:Reply in|The reply to the customer must be in) [A-Za-z ]+ \((?P<code>[a-z]{2,3})\)[.;]"
+)
+
+
+def language_asked(messages: list[dict[str, str]]) -> str:
+    """The language code a prompt's system message asks the reply in — its last line, either
+    line of `with_language` ('' when none): what the offline demo model reads, as a model
+    would."""
+    if not messages or messages[0].get("role") != "system":
+        return ""
+    last = str(messages[0].get("content", "")).rstrip().rsplit("\n", 1)[-1]
+    found = _LANGUAGE_LINE.match(last.strip())
+    return found.group("code") if found else ""
+
+
+def with_language(
+    messages: list[dict[str, str]], *, step: Step[Any], code: str
+) -> list[dict[str, str]]:
+    """`messages` with the step's language line at the end of its system message (see
+    `Step.language`); unchanged for a step that has none or a prompt with no system message.
+    A new list: what may be shrunk (`Prompt.shrinkable`) is kept."""
+    if not step.language or not code or not messages or messages[0].get("role") != "system":
+        return messages
+    line = language_line(code) if step.language == "reply" else review_line(code)
+    system = {**messages[0], "content": f"{messages[0]['content'].rstrip()}\n\n{line}"}
+    shrinkable = messages.shrinkable if isinstance(messages, Prompt) else ()
+    return Prompt([system, *messages[1:]], shrinkable=shrinkable)

@@ -115,4 +115,5 @@ STEP = Step(
     offline=offline,
     description="Adaptive mode: the reply plus a self-assessment, from a minimal context.",
     example=EXAMPLE,
+    language="reply",
 )

@@ -84,4 +84,5 @@ STEP = Step(
     offline=offline,
     description="Deliberative mode: one clarifying question with quick-reply options.",
     example=EXAMPLE,
+    language="reply",
 )

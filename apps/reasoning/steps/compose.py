@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from apps.reasoning.steps import _data
+from apps.reasoning.steps import _data, _demo
 from apps.reasoning.steps._base import Out, Step, required_text
 
 
@@ -18,8 +18,7 @@ class ComposeOut(Out):
 
 PROMPT = """You are the customer-support assistant of {business}. A tool has just run for the
 customer. Tell them the outcome in one or two friendly sentences, using only the tool result
-given. If it failed, say so plainly and offer what they can do next. Reply in the customer's
-language.
+given. If it failed, say so plainly and offer what they can do next.
 
 Return JSON: response."""
 
@@ -46,39 +45,7 @@ def hint(*, tool: str, params: dict[str, Any], ok: bool, result: Any, error: str
 
 
 def offline(hint: dict[str, Any]) -> dict[str, Any]:
-    result = hint.get("result") or {}
-    if not hint.get("ok"):
-        return {"response": f"Sorry, I couldn't do that: {hint.get('error', 'unknown error')}"}
-    order = result.get("order_id", "")
-    tool = hint.get("tool")
-    if tool == "cancel_order":
-        text = (
-            f"Done! Order {order} has been cancelled. A refund of ${result.get('refund')} "
-            "will go back to your original payment method within 5 business days."
-        )
-    elif tool == "request_refund":
-        text = (
-            f"I've submitted refund {result.get('refund_id')} for ${result.get('amount')} "
-            f"on order {order}; expect it within {result.get('eta_days', 5)} business days."
-        )
-    elif tool == "get_order_status":
-        text = (
-            f"Order {order} (placed {result.get('placed_on')}, {result.get('items')} "
-            f"item(s), ${result.get('total')}) is {result.get('status')}."
-        )
-    elif tool == "track_shipment":
-        text = (
-            f"Order {order} is {result.get('status')} with {result.get('carrier')}, "
-            f"tracking number {result.get('tracking_number')}."
-            if result.get("tracking_number")
-            else f"Order {order} is still {result.get('status')}, so there's no tracking "
-            "number yet."
-        )
-    elif tool == "update_shipping_address":
-        text = f"Done — order {order} will ship to {result.get('shipping_address')}."
-    else:
-        text = "Done: " + ", ".join(f"{k} {v}" for k, v in result.items())
-    return {"response": text + " Anything else I can help with?"}
+    return _demo.compose_answer(hint)
 
 
 # What a reply looks like (docs/llm-protocol.md shows it; a test validates it).
@@ -93,4 +60,5 @@ STEP = Step(
     offline=offline,
     description="The reply after a tool ran, written from the tool's result.",
     example=EXAMPLE,
+    language="reply",
 )

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import field_validator
 
-from apps.reasoning.steps import _data
+from apps.reasoning.steps import _data, _demo
 from apps.reasoning.steps._base import Out, Step
 
 Decision = Literal["PROCEED", "ASK_USER", "ESCALATE"]
@@ -88,7 +88,7 @@ def offline(hint: dict[str, Any]) -> dict[str, Any]:
         return {
             "decision": "ASK_USER",
             "reasoning": "The tool is not in the arsenal.",
-            "message": "Sorry, I can't do that here.",
+            "message": _demo.say(hint, "cannot"),
         }
     if assessment.get("missing_params"):
         missing = ", ".join(assessment["missing_params"])
@@ -122,4 +122,5 @@ STEP = Step(
     offline=offline,
     description="Validates a planned action: PROCEED, ASK_USER or ESCALATE.",
     example=EXAMPLE,
+    language="review",
 )

@@ -143,4 +143,5 @@ STEP = Step(
     offline=offline,
     description="Second opinion: checks a knowledge answer against the source text it used.",
     example=EXAMPLE,
+    language="review",
 )

@@ -112,4 +112,5 @@ STEP = Step(
     offline=offline,
     description="Deliberative mode: guidance for the next step from the whole score history.",
     example=EXAMPLE,
+    language="review",
 )

@@ -71,4 +71,5 @@ STEP = Step(
     offline=offline,
     description="Deliberative refinement: the latest version rewritten to fix the critique.",
     example=EXAMPLE,
+    language="reply",
 )

@@ -161,4 +161,5 @@ STEP = Step(
     offline=offline,
     description="Deliberative mode: one scored reasoning step of the server-controlled loop.",
     example=EXAMPLE,
+    language="review",
 )

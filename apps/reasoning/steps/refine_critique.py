@@ -143,4 +143,5 @@ STEP = Step(
     offline=offline,
     description="Deliberative refinement: score 0-100 and quoted issues of the latest version.",
     example=EXAMPLE,
+    language="review",
 )

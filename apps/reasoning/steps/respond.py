@@ -95,4 +95,5 @@ STEP = Step(
     offline=offline,
     description="Standard mode: the reply and a proposed tool call, from the full context.",
     example=EXAMPLE,
+    language="reply",
 )

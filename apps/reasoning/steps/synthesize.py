@@ -76,4 +76,5 @@ STEP = Step(
     offline=offline,
     description="Deliberative mode: the customer-facing answer written from the steps.",
     example=EXAMPLE,
+    language="reply",
 )

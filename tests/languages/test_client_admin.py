@@ -1,0 +1,60 @@
+"""The client's default and allowed languages in the admin: shipped codes only."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.urls import reverse
+
+from tests.factories import ClientFactory, PlanFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def admin_client(client):
+    client.force_login(UserFactory(is_superuser=True))
+    return client
+
+
+def _form(admin_client, shop, **fields):
+    url = reverse("admin:clients_client_change", args=[shop.pk])
+    page = admin_client.get(url).content.decode()
+    assert "Allowed languages" in page and "Default language" in page
+    data = {
+        "name": shop.name,
+        "slug": shop.slug,
+        "plan": shop.plan.pk,
+        "is_active": "on",
+        "support_email": shop.support_email,
+        "greeting": "Hi",
+        "business_info": "{}",
+        "allowed_origins": '["https://shop.example"]',
+        "remember_conversation_hours": "24",
+        "playground_max_iterations": "",
+        **fields,
+    }
+    for prefix in re.findall(r'name="([\w-]+)-TOTAL_FORMS"', page):
+        data[f"{prefix}-TOTAL_FORMS"] = "0"
+        data[f"{prefix}-INITIAL_FORMS"] = "0"
+    return admin_client.post(url, data)
+
+
+def test_languages_are_set_in_the_admin(admin_client):
+    shop = ClientFactory(plan=PlanFactory())
+    response = _form(admin_client, shop, language="es", languages=["he", "en"])
+    assert response.status_code == 302, response.content.decode()[:3000]
+    shop.refresh_from_db()
+    assert shop.language == "es"
+    assert shop.languages == ["es", "en", "he"]  # the default is always allowed
+
+
+def test_an_unshipped_language_is_refused(admin_client):
+    shop = ClientFactory(plan=PlanFactory())
+    response = _form(admin_client, shop, language="xx", languages=["en", "zz"])
+    assert response.status_code == 200
+    form = response.context["adminform"].form
+    assert "language" in form.errors and "languages" in form.errors
+    shop.refresh_from_db()
+    assert shop.language == "en"

@@ -1,0 +1,62 @@
+"""The evaluation is told the expected reply language and flags a reply written in another."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from apps.conversations.models import Kind, Message
+from apps.conversations.services import conversation_create
+from apps.reasoning.evaluation import wrong_language
+from tests.reasoning.conftest import Chat
+from tests.reasoning.test_evaluation import ev, evaluation_on, respond
+
+pytestmark = pytest.mark.django_db
+
+SPANISH = (
+    "Puede devolver cualquier artículo sin usar dentro de los 30 días siguientes a la entrega "
+    "y le enviamos una etiqueta de devolución por correo electrónico."
+)
+ENGLISH = (
+    "You can return any unused item within 30 days of delivery and we email you a free "
+    "return label straight away."
+)
+
+
+@pytest.fixture
+def std_chat(standard_shop: Any, django_capture_on_commit_callbacks: Any) -> Chat:
+    standard_shop.language, standard_shop.languages = "en", ["en", "es"]
+    standard_shop.save(update_fields=["language", "languages"])
+    conversation = conversation_create(client=standard_shop)[0]
+    return Chat(standard_shop, conversation, django_capture_on_commit_callbacks)
+
+
+def test_wrong_language_in_code():
+    assert wrong_language(SPANISH, expected="es") == ""
+    assert wrong_language(ENGLISH, expected="es") == "written in English (en), not Spanish"
+    assert wrong_language("OK", expected="es") == ""  # too short to tell: not flagged
+
+
+def test_a_reply_in_the_wrong_language_is_flagged(std_chat: Chat, llm: Any) -> None:
+    evaluation_on(std_chat)
+    llm.script("respond", respond(ENGLISH))
+    llm.script("evaluate", ev(True))
+    [reply] = std_chat.say("¿Cuánto tiempo tengo para devolver un artículo?")
+    assert reply.text == ENGLISH
+    system = llm.calls("evaluate")[0].messages[0]["content"]
+    assert "The reply to the customer must be in Spanish (es)" in system
+    evaluation = Message.objects.for_client(std_chat.client).get(kind=Kind.EVALUATION)
+    assert evaluation.data["expected_language"] == "es"
+    assert evaluation.data["wrong_language"] == "written in English (en), not Spanish"
+
+
+def test_an_improvement_in_the_wrong_language_is_refused(std_chat: Chat, llm: Any) -> None:
+    evaluation_on(std_chat)
+    llm.script("respond", respond(SPANISH))
+    llm.script("evaluate", ev(None, improved=ENGLISH, conf=10))
+    [reply] = std_chat.say("¿Cuánto tiempo tengo para devolver un artículo?")
+    assert reply.text == SPANISH  # the draft stays
+    evaluation = Message.objects.for_client(std_chat.client).get(kind=Kind.EVALUATION)
+    assert evaluation.data["improvement_rejected"].startswith("written in English")
+    assert evaluation.data["wrong_language"] == ""
