@@ -14,6 +14,7 @@ Pure functions only: no database access. The pending actions they judge are writ
 
 from __future__ import annotations
 
+import hmac
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -24,9 +25,10 @@ from django.conf import settings
 from jsonschema import Draft202012Validator
 
 from apps.tools.models import ClientTool, PendingAction, PendingActionStatus, ToolKind
-from apps.tools.pending import OpenQuestion, params_hash
+from apps.tools.pending import DIGEST_LENGTH, OpenQuestion, params_digest, params_hash
 
-__all__ = ["params_hash"]  # re-exported: the guards and their callers share one hash
+# re-exported: the guards and their callers share one hash (and its digest)
+__all__ = ["params_digest", "params_hash"]
 
 Action = Literal["none", "run", "ask", "confirm", "refuse"]
 
@@ -258,12 +260,29 @@ def confirmation_decision(question: OpenQuestion, text: str) -> str:
     - not shown before this message was written: it stays PENDING (this message cannot answer);
     - its time ran out, or another message came first, or a newer question was confirmed by
       this message: EXPIRED;
-    - otherwise the answer decides: yes -> CONFIRMED, no -> DECLINED, anything else -> EXPIRED
-      (the message then goes through the pipeline as a new request).
+    - the message came with a Yes/No button press (`question.structured`): it settles exactly
+      the question whose id and digest it names (yes -> CONFIRMED, no -> DECLINED, whatever the
+      text); a press for any other or changed question -> EXPIRED, never a yes, even when its
+      text ("Yes") would be one;
+    - otherwise the typed answer decides: yes -> CONFIRMED, no -> DECLINED, anything else ->
+      EXPIRED (the message then goes through the pipeline as a new request).
     """
     if not question.shown_before:
         return PendingActionStatus.PENDING
     if question.expired or question.another_confirmed or not question.first_reply:
+        return PendingActionStatus.EXPIRED
+    pressed = question.structured
+    if pressed is not None:
+        if (
+            question.action_id is not None
+            and pressed.action == question.action_id
+            and len(question.digest) == DIGEST_LENGTH
+            and hmac.compare_digest(pressed.digest, question.digest)
+            and pressed.answer in {"yes", "no"}
+        ):
+            if pressed.answer == "yes":
+                return PendingActionStatus.CONFIRMED
+            return PendingActionStatus.DECLINED
         return PendingActionStatus.EXPIRED
     answer = confirmation_answer(text, question.params)
     return {
