@@ -183,8 +183,7 @@ def confirmation_reading(text: str, params: Mapping[str, Any] | None = None) -> 
     if len(words) > MAX_ANSWER_WORDS:
         return Reading("other", "too long for a confirmation")
     longest = vocab.longest
-    multi_yes = frozenset(p for p in vocab.yes if len(p) > 1)
-    multi_echo = frozenset(p for p in vocab.echo if len(p) > 1)
+    multi_yes, multi_echo, one_word_yes = vocab.yes_phrases, vocab.echo_phrases, vocab.yes_words
 
     # 1. phrases of several words: "yes" or "echo" for each word they cover
     roles: list[list[str]] = []
@@ -222,9 +221,9 @@ def confirmation_reading(text: str, params: Mapping[str, Any] | None = None) -> 
     # 3. a question, a condition or a hedge
     if [confirmations.QUESTION] in clauses:
         return Reading("other", "a question")
-    one_word_yes = {p[0] for p in vocab.yes if len(p) == 1}
+    # a clause of nothing but yes words and polite phrases ("sì, per favore" without its comma)
     yes_only = [
-        all(roles[c][i] == "yes" or w in one_word_yes for i, w in enumerate(clause))
+        all(roles[c][i] or w in one_word_yes for i, w in enumerate(clause))
         for c, clause in enumerate(clauses)
     ]
     for c, clause in enumerate(clauses):

@@ -133,6 +133,9 @@ class Vocabulary:
     final_particles: frozenset[str]  # no hedge at the end of a clause after a verb (nl "maar")
     ambiguous: frozenset[str]  # one-word yes that means something else somewhere
     longest: int  # words in the longest phrase
+    yes_words: frozenset[str]  # the one-word yes phrases
+    yes_phrases: frozenset[Phrase]  # the yes phrases of several words
+    echo_phrases: frozenset[Phrase]  # the echo phrases of several words
     sources: dict[Phrase, tuple[str, ...]]
 
 
@@ -191,5 +194,8 @@ def vocabulary() -> Vocabulary:
         final_particles=frozenset(final_particles),
         ambiguous=frozenset(ambiguous),
         longest=max(len(p) for p in everything),
+        yes_words=frozenset(p[0] for p in yes if len(p) == 1),
+        yes_phrases=frozenset(p for p in yes if len(p) > 1),
+        echo_phrases=frozenset(p for p in echo if len(p) > 1),
         sources=sources,
     )

@@ -5,6 +5,8 @@ Words carry clitics (و "and", ف, ب, ل, ك, ال "the"): `PREFIXES` are tried
 echoes, hedges and negations ("ولا" is "لا")."""
 
 YES = (
+    "يا ريت",
+    "ياريت",
     "نعم",
     "نعم نعم",
     "ايوه",

@@ -1,6 +1,8 @@
 """German (de): how customers say yes and no to a confirmation question."""
 
 YES = (
+    "passt so",
+    "das passt so",
     "ja",
     "jap",
     "jo",

@@ -1,6 +1,7 @@
 """English (en): how customers say yes and no to a confirmation question."""
 
 YES = (
+    "sure thing",
     "yes",
     "yeah",
     "yea",

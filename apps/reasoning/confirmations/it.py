@@ -123,6 +123,10 @@ HEDGES = (
     "ancora",
 )
 ECHO = (
+    "annullarlo",
+    "annullarla",
+    "cancellarlo",
+    "cancellarla",
     "per favore",
     "per piacere",
     "per cortesia",
