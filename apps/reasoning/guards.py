@@ -423,20 +423,6 @@ def confirmation_text(tool: ClientTool, params: dict[str, Any]) -> str:
     )
 
 
-# A draft that only says what the assistant is about to do answers nothing ("Let me check…").
-_HOLDING_STARTS = (
-    "let me",
-    "one moment",
-    "just a moment",
-    "give me a moment",
-    "please wait",
-    "i'll",
-    "i will",
-    "i'm going to",
-    "i am going to",
-    "checking",
-    "looking",
-)
 _LETTER_WORD = re.compile(r"[^\W\d_]{3,}")
 
 
@@ -450,21 +436,26 @@ def unavailable_tool_draft_problem(
 ) -> str:
     """Why the model's draft may NOT be sent instead of a call to a tool this client does not
     have (or has switched off) — '' when it may. The tool never runs either way; the draft is
-    sent only when it reads as an answer in its own right:
+    sent only when it reads as an answer in its own right, in whatever shipped language it is
+    written (the phrasings are data: `apps.reasoning.confirmations`, `HOLDING` and `ACTIONS`):
 
-    - it has at least four words and does not open by announcing an action ("Let me check…");
+    - it has at least four words and does not open by announcing an action ("Let me check…",
+      "Déjame revisar…", "רגע, אני בודק…");
     - it names neither the unavailable tool's action (the leading word of its name:
       `delete_account` → "delete") nor an action of the client's action/destructive tools
-      ("cancel", "update" …), minus the words of its read tools — nothing ran, so the draft
-      must not say something was done.
+      ("cancel", "update" …), minus the words of its read tools — in English or in any shipped
+      language ("cancel" is also "anulado", "storniert", "בוטלה", "ألغيت"); nothing ran, so the
+      draft must not say something was done. A leading word with no translations in the data
+      is matched as written.
 
     Otherwise a person takes the conversation (`act_on_tool_call`)."""
     text = " ".join(draft.split())
-    words = [w.lower() for w in _LETTER_WORD.findall(text)]
+    normalised = confirmations.normalise(text)
+    words = _LETTER_WORD.findall(normalised)
     if len(text.split()) < 4 or not words:
         return "the draft holds no answer"
-    lowered = text.lower().replace("\u2019", "'")
-    if lowered.startswith(_HOLDING_STARTS):
+    drafts = confirmations.draft_vocabulary()
+    if normalised.startswith(drafts.holding):
         return "the draft only announces an action"
     read_words = {
         w.lower()
@@ -476,7 +467,16 @@ def unavailable_tool_draft_problem(
         _leading_word(t.name) for t in tools if t.kind in {ToolKind.ACTION, ToolKind.DESTRUCTIVE}
     } - read_words
     actions.add(_leading_word(tool_name or ""))
-    named = sorted({w for w in words for a in actions if a and w.startswith(a)})
+    stems = {stem for a in actions if a for stem in (a, *drafts.actions.get(a, ()))}
+    named = sorted(
+        {
+            w
+            for w in words
+            for form in _forms(w, drafts.prefixes)
+            if any(form.startswith(stem) for stem in stems if " " not in stem)
+        }
+        | {stem for stem in stems if " " in stem and stem in normalised}  # "mis a jour"
+    )
     if named:
         return "the draft names an action no tool performed: " + ", ".join(named)
     return ""

@@ -12,6 +12,11 @@ every language: "ok", 👍), each with five tuples of phrases:
 - `ECHO` — may stand beside a yes without changing it: the action echoed back ("cancel it",
   "cancélalo", "בטל את ההזמנה"), politeness ("please", "s'il vous plaît", "لو سمحت"), fillers.
 
+For the rule about drafts that stand in for an unavailable tool, each module also has
+`HOLDING` (openings of a draft that only announces an action: "let me", "déjame", "רגע") and
+`ACTIONS` (per English action word a tool name starts with, its stems in that language:
+"cancel" → "anul", "stornier", "ביטל", "الغ").
+
 and `PREFIXES` (clitics written onto words: Hebrew ו/ה/ש…, Arabic و/ال…),
 `HEDGE_PREFIXES` (a clitic that makes any word a hedge: Hebrew כש "when") and
 `FINAL_PARTICLES` (a hedge word that is only a softener at the end of a clause after a verb:
@@ -198,4 +203,32 @@ def vocabulary() -> Vocabulary:
         yes_phrases=frozenset(p for p in yes if len(p) > 1),
         echo_phrases=frozenset(p for p in echo if len(p) > 1),
         sources=sources,
+    )
+
+
+@dataclass(frozen=True)
+class DraftVocabulary:
+    """For the unavailable-tool rule (`guards.unavailable_tool_draft_problem`), every shipped
+    language at once: openings that only announce an action (`HOLDING`), and per English action
+    word a tool name starts with ("cancel", "delete", …) the stems of that action in each
+    language (`ACTIONS`), normalised."""
+
+    holding: tuple[str, ...]
+    actions: dict[str, frozenset[str]]
+    prefixes: tuple[str, ...]
+
+
+@lru_cache(maxsize=1)
+def draft_vocabulary() -> DraftVocabulary:
+    holding: set[str] = set()
+    actions: dict[str, set[str]] = {}
+    for code in LANGUAGE_MODULES:
+        module = language_data(code)
+        holding |= {normalise(h) for h in getattr(module, "HOLDING", ())}
+        for verb, stems in getattr(module, "ACTIONS", {}).items():
+            actions.setdefault(verb, set()).update(normalise(stem) for stem in stems)
+    return DraftVocabulary(
+        holding=tuple(sorted(holding, key=len, reverse=True)),
+        actions={verb: frozenset(stems) for verb, stems in actions.items()},
+        prefixes=vocabulary().prefixes,
     )

@@ -240,3 +240,28 @@ ECHO = (
     "na",
     "los",
 )
+
+# --- drafts (the unavailable-tool rule) ---------------------------------------------------------
+HOLDING = (
+    "einen moment",
+    "moment bitte",
+    "lassen sie mich",
+    "lass mich",
+    "ich werde",
+    "ich prüfe",
+    "ich schaue",
+    "ich sehe nach",
+    "ich kümmere mich",
+)
+ACTIONS: dict[str, tuple[str, ...]] = {
+    "cancel": ("stornier", "storno", "abbestell", "annullier", "gekundigt", "kundig"),
+    "delete": ("losch", "geloscht", "entfern"),
+    "remove": ("entfern", "losch"),
+    "update": ("aktualisier", "geandert", "anderung", "andern"),
+    "change": ("geandert", "anderung", "andern", "umgestellt"),
+    "refund": ("erstatt", "ruckerstatt", "zuruckerstatt", "zuruckgezahlt"),
+    "reset": ("zuruckgesetzt", "zurucksetz"),
+    "book": ("gebucht", "buchung", "reservier"),
+    "reschedule": ("verschob", "verleg"),
+    "close": ("geschlossen", "schliessung", "schliessen"),
+}

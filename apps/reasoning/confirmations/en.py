@@ -251,3 +251,28 @@ ECHO = (
     "thank you so much",
     "go",
 )
+
+# --- drafts (the unavailable-tool rule, `guards.unavailable_tool_draft_problem`) ---------------
+# Openings of a draft that only announces what the assistant is about to do.
+HOLDING = (
+    "let me",
+    "one moment",
+    "just a moment",
+    "give me a moment",
+    "please wait",
+    "i'll",
+    "i will",
+    "i'm going to",
+    "i am going to",
+    "checking",
+    "looking",
+)
+# English words are matched by the tool name's own leading word ("cancel" → "cancelled").
+ACTIONS: dict[str, tuple[str, ...]] = {
+    "delete": ("remov", "eras"),
+    "remove": ("delet", "eras"),
+    "change": ("updat", "modif"),
+    "update": ("chang", "modif"),
+    "book": ("reserv", "schedul"),
+    "reschedule": ("moved",),
+}

@@ -239,3 +239,31 @@ ECHO = (
     "gestionar",
     "porfi",
 )
+
+# --- drafts (the unavailable-tool rule) ---------------------------------------------------------
+HOLDING = (
+    "déjame",
+    "dejame",
+    "permíteme",
+    "un momento",
+    "un segundo",
+    "voy a",
+    "ahora mismo lo",
+    "estoy revisando",
+    "estoy comprobando",
+    "reviso",
+    "compruebo",
+    "espera",
+)
+ACTIONS: dict[str, tuple[str, ...]] = {
+    "cancel": ("cancel", "anul"),
+    "delete": ("elimin", "borr", "suprim"),
+    "remove": ("elimin", "quit", "borr"),
+    "update": ("actualiz", "modific", "cambi"),
+    "change": ("cambi", "modific", "actualiz"),
+    "refund": ("reembols", "devol", "devuelt"),
+    "reset": ("restablec", "reinici"),
+    "book": ("reserv", "agend"),
+    "reschedule": ("reprogram", "cambi"),
+    "close": ("cerr", "cierr"),
+}

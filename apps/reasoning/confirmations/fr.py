@@ -230,3 +230,28 @@ ECHO = (
     "ma réservation",
     "ma demande",
 )
+
+# --- drafts (the unavailable-tool rule) ---------------------------------------------------------
+HOLDING = (
+    "laissez-moi",
+    "laisse-moi",
+    "un instant",
+    "un moment",
+    "je vais",
+    "je vérifie",
+    "je regarde",
+    "je m'en occupe",
+    "patientez",
+)
+ACTIONS: dict[str, tuple[str, ...]] = {
+    "cancel": ("annul",),
+    "delete": ("supprim", "effac"),
+    "remove": ("supprim", "retir"),
+    "update": ("modifi", "actualis", "mis a jour", "mise a jour"),
+    "change": ("modifi", "chang"),
+    "refund": ("rembours",),
+    "reset": ("reinitialis",),
+    "book": ("reserv",),
+    "reschedule": ("deplac", "reprogramm"),
+    "close": ("ferm", "clotur"),
+}

@@ -218,3 +218,28 @@ ECHO = (
     "ordinazione",
     "l'ordine",
 )
+
+# --- drafts (the unavailable-tool rule) ---------------------------------------------------------
+HOLDING = (
+    "lasciami",
+    "mi lasci",
+    "un momento",
+    "un attimo",
+    "vado a",
+    "sto controllando",
+    "controllo subito",
+    "verifico",
+    "attendi",
+)
+ACTIONS: dict[str, tuple[str, ...]] = {
+    "cancel": ("annull", "cancell", "disdett"),
+    "delete": ("elimin", "cancell", "rimoss"),
+    "remove": ("rimoss", "rimuov", "elimin"),
+    "update": ("aggiorn", "modific"),
+    "change": ("cambi", "modific"),
+    "refund": ("rimbors",),
+    "reset": ("reimpost", "resett"),
+    "book": ("prenot",),
+    "reschedule": ("spostat", "riprogramm"),
+    "close": ("chius", "chiud"),
+}

@@ -202,3 +202,27 @@ ECHO = (
     "mag",
     "graag gedaan",
 )
+
+# --- drafts (the unavailable-tool rule) ---------------------------------------------------------
+HOLDING = (
+    "een moment",
+    "momentje",
+    "laat me",
+    "ik ga",
+    "ik zal",
+    "ik kijk",
+    "even kijken",
+    "ik controleer",
+)
+ACTIONS: dict[str, tuple[str, ...]] = {
+    "cancel": ("annuleer", "geannuleerd", "annulering"),
+    "delete": ("verwijder",),
+    "remove": ("verwijder",),
+    "update": ("bijgewerkt", "bijwerk", "gewijzigd", "wijzig"),
+    "change": ("gewijzigd", "wijzig", "veranderd", "verander"),
+    "refund": ("terugbetaal", "terugbetaald", "teruggestort", "terugstort", "restitu"),
+    "reset": ("gereset", "reset"),
+    "book": ("geboekt", "boeking", "gereserveerd", "reserveer"),
+    "reschedule": ("verplaatst", "verzet"),
+    "close": ("gesloten", "sluit"),
+}

@@ -224,3 +224,29 @@ ECHO = (
     "uma",
     "aí",
 )
+
+# --- drafts (the unavailable-tool rule) ---------------------------------------------------------
+HOLDING = (
+    "deixe-me",
+    "deixa eu",
+    "deixa-me",
+    "um momento",
+    "só um momento",
+    "um instante",
+    "vou ",
+    "estou verificando",
+    "estou a verificar",
+    "verificando",
+)
+ACTIONS: dict[str, tuple[str, ...]] = {
+    "cancel": ("cancel", "anul"),
+    "delete": ("exclu", "apag", "elimin"),
+    "remove": ("remov", "exclu", "apag"),
+    "update": ("atualiz", "alterad", "alterei", "modific"),
+    "change": ("alterad", "alterei", "alterar", "alteracao", "mud", "troc"),
+    "refund": ("reembols", "estorn", "devolv", "devolu"),
+    "reset": ("redefin", "reinici"),
+    "book": ("reserv", "agend"),
+    "reschedule": ("remarc", "reagend"),
+    "close": ("fech", "encerr"),
+}
