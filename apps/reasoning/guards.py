@@ -162,7 +162,7 @@ def confirmation_reading(text: str, params: Mapping[str, Any] | None = None) -> 
     (the phrasings are data: `apps.reasoning.confirmations`). In this order:
 
     1. phrases of several words that say yes or echo the action are found first ("no problem",
-       "doe maar", "s'il vous plaît", "לו סמחת"…): their words are not read alone;
+       "doe maar", "s'il vous plaît", "لو سمحت"…): their words are not read alone;
     2. a no — an answer opening with a no ("no", "wait", "mejor no") or a negation anywhere
        ("not", "nunca", "nicht", "לא", "لا") — is "no";
     3. a question ("?", "؟", "¿"), a condition ("if", "si", "wenn", "אם", "إذا"), a hedge
@@ -312,7 +312,7 @@ def confirmation_decision(question: OpenQuestion, text: str) -> str:
             question.action_id is not None
             and pressed.action == question.action_id
             and len(question.digest) == DIGEST_LENGTH
-            and hmac.compare_digest(pressed.digest, question.digest)
+            and hmac.compare_digest(pressed.digest.encode(), question.digest.encode())
             and pressed.answer in {"yes", "no"}
         ):
             if pressed.answer == "yes":

@@ -54,6 +54,7 @@ def test_the_digest_is_the_params_hash_prefix() -> None:
         ({"structured": press("yes", digest=DIGEST[:8])}, "yes", PendingActionStatus.EXPIRED),
         ({"structured": press("yes", digest="")}, "yes", PendingActionStatus.EXPIRED),
         ({"structured": press("maybe")}, "yes", PendingActionStatus.EXPIRED),
+        ({"structured": press("yes", digest="ü" * 16)}, "yes", PendingActionStatus.EXPIRED),
         ({"structured": press("yes"), "digest": ""}, "yes", PendingActionStatus.EXPIRED),
         ({"structured": press("yes"), "action_id": None}, "yes", PendingActionStatus.EXPIRED),
         # the question's own facts still come first
