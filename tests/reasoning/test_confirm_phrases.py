@@ -294,6 +294,16 @@ def test_no_problem_is_a_yes_phrase(text: str, answer: str) -> None:
         ("yes refund 1,000", REFUND, "other"),
         ("כן", None, "yes"),
         ("כן TH-12345", None, "other"),  # an identifier with nothing to compare it with
+        ("yes, order no. 12345", ORDER, "yes"),  # "no." before a number is "number"
+        ("Sí, pedido nº 12345", ORDER, "yes"),
+        ("oui, commande n° 12345", ORDER, "yes"),
+        ("sì, ordine n. 12345", ORDER, "yes"),
+        ("ja, Bestellung Nr. 12345", ORDER, "yes"),
+        ("כן, הזמנה מס' 12345", ORDER, "yes"),
+        ("Sí, pedido nº 54321", ORDER, "other"),
+        ("No. 12345", ORDER, "other"),
+        ("No, 12345", ORDER, "no"),
+        ("No", ORDER, "no"),
     ],
 )
 def test_identifiers_must_name_the_params_in_any_script(

@@ -70,6 +70,7 @@ _PUNCTUATION = str.maketrans(
     }
 )
 _INNER_QUOTE = re.compile(r'(?<=[^\W\d_])"(?=[^\W\d_])')
+_NUMBER_SIGN = re.compile(r"(?<!\w)(?:n[°o]?|nr|num)\.?\s*(?=#?\d)")
 _SKIN_TONES = re.compile("[\U0001f3fb-\U0001f3ff\ufe0e\ufe0f\u200d]")
 
 
@@ -86,7 +87,9 @@ def normalise(text: str) -> str:
     text = _INNER_QUOTE.sub("", text)  # אח"כ typed with an ASCII quote
     decomposed = unicodedata.normalize("NFKD", text)
     kept = "".join(ch for ch in decomposed if unicodedata.category(ch) not in {"Mn", "Cf"})
-    return unicodedata.normalize("NFC", kept).translate(_PUNCTUATION)
+    text = unicodedata.normalize("NFC", kept).translate(_PUNCTUATION)
+    # "nº 12345", "n° 12345", "No. 12345", "nr. 12345": "number", never the word "no"
+    return _NUMBER_SIGN.sub("#", text)
 
 
 # A word (letters, digits, ' - _ inside; "49.90" / "1,000" stay one word), a clause mark, or a

@@ -140,6 +140,7 @@ HEDGES = (
     "noch",
 )
 ECHO = (
+    "nummer",
     "bitte",
     "danke",
     "vielen dank",

@@ -159,6 +159,7 @@ HEDGES = (
     "assuming",
 )
 ECHO = (
+    "number",
     "please",
     "pls",
     "plz",

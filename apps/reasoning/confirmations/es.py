@@ -120,6 +120,7 @@ HEDGES = (
     "igual",
 )
 ECHO = (
+    "número",
     "por favor",
     "porfa",
     "porfis",

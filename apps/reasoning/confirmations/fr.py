@@ -135,6 +135,7 @@ HEDGES = (
     "sauf si",
 )
 ECHO = (
+    "numéro",
     "s'il vous plaît",
     "s'il te plaît",
     "svp",

@@ -123,6 +123,7 @@ HEDGES = (
     "ancora",
 )
 ECHO = (
+    "numero",
     "annullarlo",
     "annullarla",
     "cancellarlo",

@@ -119,6 +119,7 @@ HEDGES = (
 )
 FINAL_PARTICLES = ("maar",)
 ECHO = (
+    "nummer",
     "alsjeblieft",
     "alstublieft",
     "aub",

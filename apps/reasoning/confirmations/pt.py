@@ -126,6 +126,7 @@ HEDGES = (
     "desde que",
 )
 ECHO = (
+    "número",
     "por favor",
     "por gentileza",
     "se faz favor",
