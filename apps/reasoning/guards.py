@@ -14,6 +14,7 @@ Pure functions only: no database access. The pending actions they judge are writ
 
 from __future__ import annotations
 
+import hmac
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,10 +24,12 @@ from typing import Any, Literal
 from django.conf import settings
 from jsonschema import Draft202012Validator
 
+from apps.reasoning import confirmations
 from apps.tools.models import ClientTool, PendingAction, PendingActionStatus, ToolKind
-from apps.tools.pending import OpenQuestion, params_hash
+from apps.tools.pending import DIGEST_LENGTH, OpenQuestion, params_digest, params_hash
 
-__all__ = ["params_hash"]  # re-exported: the guards and their callers share one hash
+# re-exported: the guards and their callers share one hash (and its digest)
+__all__ = ["params_digest", "params_hash"]
 
 Action = Literal["none", "run", "ask", "confirm", "refuse"]
 
@@ -54,138 +57,28 @@ class GuardVerdict:
 
 # --- the customer's answer to a confirmation question ------------------------------------------
 
-_NEGATIVE_START = {
-    "no",
-    "nope",
-    "nah",
-    "stop",
-    "wait",
-    "abort",
-    "cancel that",
-    "never mind",
-    "nevermind",
-    "hold on",
-    "not now",
-    "no thanks",
-    "don't",
-    "dont",
-    "do not",
-}
-_NEGATIVE_ANYWHERE = {"don't", "dont", "do not", "not", "never", "stop"}
-# Any of these makes an answer conditional or a question: never a confirmation.
-_HEDGES = {
-    "wait",
-    "if",
-    "but",
-    "maybe",
-    "think",
-    "unless",
-    "which",
-    "what",
-    "why",
-    "how",
-    "when",
-    "hold",
-    "later",
-    "actually",
-    "perhaps",
-    "hmm",
-    "first",
-    "before",
-    "instead",
-}
-_AFFIRMATIVE_START = (
-    "yes please",
-    "yes",
-    "yeah",
-    "yep",
-    "yup",
-    "y",
-    "sure",
-    "ok",
-    "okay",
-    "confirm",
-    "confirmed",
-    "i confirm",
-    "go ahead",
-    "please do",
-    "do it",
-    "correct",
-    "that's right",
-    "thats right",
-    "right",
-    "absolutely",
-    "please proceed",
-    "proceed",
-)
-# Words that may follow the yes: echoing the action ("yes, cancel it") or politeness.
-_ECHO_WORDS = {
-    "please",
-    "cancel",
-    "it",
-    "that",
-    "this",
-    "do",
-    "go",
-    "ahead",
-    "proceed",
-    "confirm",
-    "confirmed",
-    "yes",
-    "sure",
-    "ok",
-    "okay",
-    "thanks",
-    "thank",
-    "you",
-    "refund",
-    "the",
-    "order",
-    "my",
-    "now",
-    "right",
-    "away",
-    "correct",
-    "absolutely",
-    "y",
-    "yep",
-    "yeah",
-    "yup",
-    "i",
-    "am",
-    "change",
-    "update",
-    "request",
-    "address",
-    "one",
-    "that's",
-    "thats",
-    "fine",
-    "great",
-    "perfect",
-    "good",
-    "for",
-}
+# Longer answers are never a yes: a confirmation is short.
+MAX_ANSWER_WORDS = 14
 # A word with a digit in it names something (an order number, an amount, a date): in a "yes" it
 # must name what the question was about.
 _HAS_DIGIT = re.compile(r"\d")
-_WORD_RE = re.compile(r"[a-z0-9'-]+(?:[.,]\d+)*")
 _NUMBER_RE = re.compile(r"^\d+(?:[.,]\d+)*$")
+_DECIMAL_COMMA = re.compile(r"^\d+,\d{1,2}$")  # "49,90": a decimal comma, not thousands
 
 Answer = Literal["yes", "no", "other"]
 
 
 def _words(text: str) -> list[str]:
-    lowered = text.strip().lower().replace("\u2019", "'")
-    return [w for w in (w.strip("'") for w in _WORD_RE.findall(lowered)) if w]
+    return [w for clause in confirmations.tokenise(text) for w in clause if w != "?"]
 
 
 def _canonical(word: str) -> str:
     """One spelling per identifier: "#W-1001", "w1001" and "W_1001" are the same order, and
     "50.00" is the amount 50."""
     if _NUMBER_RE.match(word):
+        number = word.replace(",", ".") if _DECIMAL_COMMA.match(word) else word.replace(",", "")
         try:
-            return format(Decimal(word.replace(",", "")).normalize(), "f")
+            return format(Decimal(number).normalize(), "f")
         except InvalidOperation:
             return word
     return re.sub(r"[^a-z0-9.]", "", word)
@@ -218,8 +111,173 @@ def _named_in(params: Mapping[str, Any] | None) -> tuple[set[str], set[str]]:
     return identifiers, words
 
 
+@dataclass(frozen=True)
+class Reading:
+    """What the rule read in a typed answer: the answer, why, and the languages of its yes."""
+
+    answer: Answer
+    reason: str
+    languages: tuple[str, ...] = ()
+
+
+def _forms(word: str, prefixes: tuple[str, ...]) -> list[str]:
+    """The word, and the word without one or two clitics written onto it (Hebrew "ו"+"ה"…,
+    Arabic "و"+"ال"…), as long as two letters stay."""
+    forms = [word]
+    for p in prefixes:
+        if word.startswith(p) and len(word) - len(p) >= 2:
+            stem = word[len(p) :]
+            forms.append(stem)
+            forms.extend(
+                stem[len(q) :] for q in prefixes if stem.startswith(q) and len(stem) - len(q) >= 2
+            )
+    return forms
+
+
+def _is(
+    word: str, phrases: frozenset[tuple[str, ...]], prefixes: tuple[str, ...], *, any_part: bool
+) -> bool:
+    """The word is a one-word phrase of `phrases`, also without clitics; a word joined with
+    ' or - ("l'ordine", "annulez-la") counts by its parts: any part (for a no or a hedge) or
+    every part (for an echo)."""
+    if any((form,) in phrases for form in _forms(word, prefixes)):
+        return True
+    parts = [p for p in re.split(r"['\-]", word) if p]
+    if len(parts) < 2:
+        return False
+    check = any if any_part else all
+    return check(any((f,) in phrases for f in _forms(p, prefixes)) for p in parts)
+
+
+def _match_at(words: list[str], i: int, phrases: frozenset[tuple[str, ...]], longest: int) -> int:
+    """Words in the longest phrase of `phrases` starting at words[i] (0: none)."""
+    for n in range(min(longest, len(words) - i), 0, -1):
+        if tuple(words[i : i + n]) in phrases:
+            return n
+    return 0
+
+
+def confirmation_reading(text: str, params: Mapping[str, Any] | None = None) -> Reading:
+    """Read a typed answer to the question about `params`, in any shipped language at once
+    (the phrasings are data: `apps.reasoning.confirmations`). In this order:
+
+    1. phrases of several words that say yes or echo the action are found first ("no problem",
+       "doe maar", "s'il vous plaît", "لو سمحت"…): their words are not read alone;
+    2. a no — an answer opening with a no ("no", "wait", "mejor no") or a negation anywhere
+       ("not", "nunca", "nicht", "לא", "لا") — is "no";
+    3. a question ("?", "؟", "¿"), a condition ("if", "si", "wenn", "אם", "إذا"), a hedge
+       ("maybe", "but", "later", "first", "other") anywhere is "other";
+    4. a yes needs a yes phrase ("yes", "sí", "oui", "ja", "sim", "כן", "نعم", 👍), and every
+       other word must echo the action, be polite, or repeat a parameter; every identifier (a
+       word with a digit: an order number, an amount) must be one of the params' values, in any
+       spelling ("#W1001", "w-1001", "order 1001", "49,90"). Anything else is "other".
+
+    A word that is a yes in one language and something else in another ("si": "if" in Spanish
+    and French) says yes only standing alone ("Si." / "si, cancélalo"); inside a clause ("si
+    cancelas…") it is what it is elsewhere. Ambiguity never confirms a destructive action."""
+    vocab = confirmations.vocabulary()
+    clauses = confirmations.tokenise(text)
+    words = [w for c in clauses for w in c if w != confirmations.QUESTION]
+    if not words:
+        return Reading("other", "empty")
+    if len(words) > MAX_ANSWER_WORDS:
+        return Reading("other", "too long for a confirmation")
+    longest = vocab.longest
+    multi_yes, multi_echo, one_word_yes = vocab.yes_phrases, vocab.echo_phrases, vocab.yes_words
+
+    # 1. phrases of several words: "yes" or "echo" for each word they cover
+    roles: list[list[str]] = []
+    for clause in clauses:
+        marks = [""] * len(clause)
+        i = 0
+        while i < len(clause):
+            n = _match_at(clause, i, multi_yes, longest)
+            role = "yes" if n > 1 else ""
+            if n < 2:
+                n = _match_at(clause, i, multi_echo, longest)
+                role = "echo" if n > 1 else ""
+            if n < 2:
+                i += 1
+                continue
+            marks[i : i + n] = [role] * n
+            i += n
+        roles.append(marks)
+
+    def free(c: int) -> list[tuple[int, str]]:
+        return [(i, w) for i, w in enumerate(clauses[c]) if not roles[c][i]]
+
+    # 2. a no
+    first = next(c for c, clause in enumerate(clauses) if clause != [confirmations.QUESTION])
+    if not roles[first][0] and _match_at(clauses[first], 0, vocab.no_start, longest):
+        return Reading("no", "opens with a no")
+    for c, clause in enumerate(clauses):
+        for i, word in free(c):
+            n = _match_at(clause, i, vocab.negations, longest)
+            if (n and not any(roles[c][i : i + n])) or _is(
+                word, vocab.negations, vocab.prefixes, any_part=True
+            ):
+                return Reading("no", f"a negation: {word}")
+
+    # 3. a question, a condition or a hedge
+    if [confirmations.QUESTION] in clauses:
+        return Reading("other", "a question")
+    # a clause of nothing but yes words and polite phrases ("sì, per favore" without its comma)
+    yes_only = [
+        all(roles[c][i] or w in one_word_yes for i, w in enumerate(clause))
+        for c, clause in enumerate(clauses)
+    ]
+    for c, clause in enumerate(clauses):
+        for i, word in free(c):
+            if yes_only[c] and word in vocab.ambiguous:
+                continue  # "Si." / "si, cancélalo": standing alone it says yes
+            if (
+                word in vocab.final_particles
+                and i == len(clause) - 1
+                and not all(w in one_word_yes or roles[c][j] for j, w in enumerate(clause[:i]))
+            ):
+                continue  # "annuleer hem maar": a softener, not "but"
+            n = _match_at(clause, i, vocab.hedges, longest)
+            if (
+                (n and not any(roles[c][i : i + n]))
+                or _is(word, vocab.hedges, vocab.prefixes, any_part=True)
+                or any(word.startswith(p) and len(word) - len(p) >= 2 for p in vocab.hedge_prefixes)
+            ):
+                return Reading("other", f"a condition or hedge: {word}")
+
+    # 4. a yes, and nothing but echoes, politeness and the params beside it
+    identifiers, param_words = _named_in(params)
+    languages: list[str] = []
+    for c, clause in enumerate(clauses):
+        i = 0
+        while i < len(clause):
+            if roles[c][i] == "yes":
+                n = _match_at(clause, i, multi_yes, longest)
+                languages.extend(vocab.sources.get(tuple(clause[i : i + n]), ()))
+                i += max(n, 1)
+                continue
+            word = clause[i]
+            i += 1
+            if roles[c][i - 1] or word == confirmations.QUESTION:
+                continue
+            if _HAS_DIGIT.search(word):
+                if _canonical(word) not in identifiers:
+                    return Reading("other", f"names something the question was not about: {word}")
+            elif word in one_word_yes and (yes_only[c] or word not in vocab.ambiguous):
+                languages.extend(vocab.sources.get((word,), ()))
+            elif not (
+                _is(word, vocab.echo, vocab.prefixes, any_part=False)
+                or word in param_words
+                or (word in vocab.final_particles and i == len(clause))
+            ):
+                return Reading("other", f"more than a yes: {word}")
+    if not languages:
+        return Reading("other", "no yes")
+    return Reading("yes", "an explicit yes", tuple(dict.fromkeys(languages)))
+
+
 def confirmation_answer(text: str, params: Mapping[str, Any] | None = None) -> Answer:
-    """An explicit yes or no to the question about `params`, nothing else.
+    """An explicit yes or no to the question about `params`, nothing else — in any shipped
+    language (`confirmation_reading`).
 
     A question, a condition or an extra clause makes it 'other' (the question expires and the
     message is handled as a new request): ambiguity never confirms a destructive action. Every
@@ -227,28 +285,7 @@ def confirmation_answer(text: str, params: Mapping[str, Any] | None = None) -> A
     params' values, in any spelling ("#W1001", "w-1001", "W1001", "order 1001"); any other
     identifier means the customer wants something else, so "yes, cancel #W2002" never confirms
     the question about #W1001."""
-    words = _words(text)
-    if not words or len(words) > 10:
-        return "other"
-    joined = " ".join(words)
-    if any(joined == n or joined.startswith(n + " ") for n in _NEGATIVE_START) or (
-        _NEGATIVE_ANYWHERE & set(words) or "do not" in joined
-    ):
-        return "no"
-    if "?" in text or _HEDGES & set(words):
-        return "other"
-    identifiers, param_words = _named_in(params)
-    for phrase in _AFFIRMATIVE_START:
-        if joined == phrase or joined.startswith(phrase + " "):
-            rest = joined[len(phrase) :].split()
-            for word in rest:
-                if _HAS_DIGIT.search(word):
-                    if _canonical(word) not in identifiers:
-                        return "other"  # names something the question was not about
-                elif word not in _ECHO_WORDS and word not in param_words:
-                    return "other"
-            return "yes"
-    return "other"
+    return confirmation_reading(text, params).answer
 
 
 def confirmation_decision(question: OpenQuestion, text: str) -> str:
@@ -258,12 +295,29 @@ def confirmation_decision(question: OpenQuestion, text: str) -> str:
     - not shown before this message was written: it stays PENDING (this message cannot answer);
     - its time ran out, or another message came first, or a newer question was confirmed by
       this message: EXPIRED;
-    - otherwise the answer decides: yes -> CONFIRMED, no -> DECLINED, anything else -> EXPIRED
-      (the message then goes through the pipeline as a new request).
+    - the message came with a Yes/No button press (`question.structured`): it settles exactly
+      the question whose id and digest it names (yes -> CONFIRMED, no -> DECLINED, whatever the
+      text); a press for any other or changed question -> EXPIRED, never a yes, even when its
+      text ("Yes") would be one;
+    - otherwise the typed answer decides: yes -> CONFIRMED, no -> DECLINED, anything else ->
+      EXPIRED (the message then goes through the pipeline as a new request).
     """
     if not question.shown_before:
         return PendingActionStatus.PENDING
     if question.expired or question.another_confirmed or not question.first_reply:
+        return PendingActionStatus.EXPIRED
+    pressed = question.structured
+    if pressed is not None:
+        if (
+            question.action_id is not None
+            and pressed.action == question.action_id
+            and len(question.digest) == DIGEST_LENGTH
+            and hmac.compare_digest(pressed.digest.encode(), question.digest.encode())
+            and pressed.answer in {"yes", "no"}
+        ):
+            if pressed.answer == "yes":
+                return PendingActionStatus.CONFIRMED
+            return PendingActionStatus.DECLINED
         return PendingActionStatus.EXPIRED
     answer = confirmation_answer(text, question.params)
     return {
@@ -369,20 +423,6 @@ def confirmation_text(tool: ClientTool, params: dict[str, Any]) -> str:
     )
 
 
-# A draft that only says what the assistant is about to do answers nothing ("Let me check…").
-_HOLDING_STARTS = (
-    "let me",
-    "one moment",
-    "just a moment",
-    "give me a moment",
-    "please wait",
-    "i'll",
-    "i will",
-    "i'm going to",
-    "i am going to",
-    "checking",
-    "looking",
-)
 _LETTER_WORD = re.compile(r"[^\W\d_]{3,}")
 
 
@@ -396,21 +436,26 @@ def unavailable_tool_draft_problem(
 ) -> str:
     """Why the model's draft may NOT be sent instead of a call to a tool this client does not
     have (or has switched off) — '' when it may. The tool never runs either way; the draft is
-    sent only when it reads as an answer in its own right:
+    sent only when it reads as an answer in its own right, in whatever shipped language it is
+    written (the phrasings are data: `apps.reasoning.confirmations`, `HOLDING` and `ACTIONS`):
 
-    - it has at least four words and does not open by announcing an action ("Let me check…");
+    - it has at least four words and does not open by announcing an action ("Let me check…",
+      "Déjame revisar…", "רגע, אני בודק…");
     - it names neither the unavailable tool's action (the leading word of its name:
       `delete_account` → "delete") nor an action of the client's action/destructive tools
-      ("cancel", "update" …), minus the words of its read tools — nothing ran, so the draft
-      must not say something was done.
+      ("cancel", "update" …), minus the words of its read tools — in English or in any shipped
+      language ("cancel" is also "anulado", "storniert", "בוטלה", "ألغيت"); nothing ran, so the
+      draft must not say something was done. A leading word with no translations in the data
+      is matched as written.
 
     Otherwise a person takes the conversation (`act_on_tool_call`)."""
     text = " ".join(draft.split())
-    words = [w.lower() for w in _LETTER_WORD.findall(text)]
+    normalised = confirmations.normalise(text)
+    words = _LETTER_WORD.findall(normalised)
     if len(text.split()) < 4 or not words:
         return "the draft holds no answer"
-    lowered = text.lower().replace("\u2019", "'")
-    if lowered.startswith(_HOLDING_STARTS):
+    drafts = confirmations.draft_vocabulary()
+    if normalised.startswith(drafts.holding):
         return "the draft only announces an action"
     read_words = {
         w.lower()
@@ -422,7 +467,16 @@ def unavailable_tool_draft_problem(
         _leading_word(t.name) for t in tools if t.kind in {ToolKind.ACTION, ToolKind.DESTRUCTIVE}
     } - read_words
     actions.add(_leading_word(tool_name or ""))
-    named = sorted({w for w in words for a in actions if a and w.startswith(a)})
+    stems = {stem for a in actions if a for stem in (a, *drafts.actions.get(a, ()))}
+    named = sorted(
+        {
+            w
+            for w in words
+            for form in _forms(w, drafts.prefixes)
+            if any(form.startswith(stem) for stem in stems if " " not in stem)
+        }
+        | {stem for stem in stems if " " in stem and stem in normalised}  # "mis a jour"
+    )
     if named:
         return "the draft names an action no tool performed: " + ", ".join(named)
     return ""

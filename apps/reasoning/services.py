@@ -102,9 +102,19 @@ _WANTS_HUMAN_OTHER = re.compile(
 )
 
 
-def handle_turn(*, client: Client, conversation: Conversation, text: str) -> Message:
+def handle_turn(
+    *,
+    client: Client,
+    conversation: Conversation,
+    text: str,
+    confirm: dict[str, Any] | None = None,
+) -> Message:
     """Store the customer's message and schedule its turn. The message is committed before any
-    LLM call; while a human owns the conversation it just waits for staff."""
+    LLM call; while a human owns the conversation it just waits for staff.
+
+    `confirm` is the widget's Yes/No button press (`{"action", "digest", "answer"}`), stored on
+    the message as `data["confirm"]`: the turn's confirmation rule settles exactly that question
+    with it (`guards.confirmation_decision`), or none."""
     cleaned = validate_customer_text(text)
     if conversation.client_id != client.pk:
         raise ValueError("conversation belongs to another client")
@@ -125,7 +135,12 @@ def handle_turn(*, client: Client, conversation: Conversation, text: str) -> Mes
         if changed:
             locked.save(update_fields=[*changed, "updated_at"])
         message = message_append(
-            client=client, conversation=locked, role=Role.USER, text=cleaned, language=detected
+            client=client,
+            conversation=locked,
+            role=Role.USER,
+            text=cleaned,
+            language=detected,
+            data={"confirm": dict(confirm)} if confirm is not None else None,
         )
         if locked.status != ConversationStatus.OPEN:
             # A person owns the conversation: no LLM runs; the turn is recorded as skipped.

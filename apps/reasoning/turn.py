@@ -338,6 +338,8 @@ def act_on_tool_call(
                     kind=Kind.CONFIRMATION_REQUEST,
                     data={
                         "pending_action": pending_id,
+                        # binds the widget's Yes/No buttons to exactly this question's params
+                        "digest": guards.params_digest(verdict.params),
                         "tool": verdict.tool.name,
                         "params": verdict.params,
                     },

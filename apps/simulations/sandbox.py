@@ -50,7 +50,7 @@ from apps.tools.models import (
     PendingActionStatus,
     ToolExecution,
 )
-from apps.tools.pending import OpenQuestion
+from apps.tools.pending import OpenQuestion, StructuredAnswer
 
 __all__ = [
     "BudgetExhausted",
@@ -152,8 +152,12 @@ class Sandbox:
         self.ran, self.proposed = [], []
 
     # -- confirmation questions ----------------------------------------------------------------
-    def settle(self, text: str) -> tuple[PendingAction | None, PendingAction | None]:
-        """The live rule, on the in-memory questions: (confirmed, declined) by this message."""
+    def settle(
+        self, text: str, confirm: StructuredAnswer | None = None
+    ) -> tuple[PendingAction | None, PendingAction | None]:
+        """The live rule, on the in-memory questions: (confirmed, declined) by this message
+        (`confirm`: a Yes/No button press naming a question's id and digest, as in the widget;
+        simulated customers type, so their turns pass none)."""
         confirmed = declined = None
         for question in sorted(self.questions, key=lambda q: -q.qid):
             pending = question.pending
@@ -165,6 +169,9 @@ class Sandbox:
                 expired=False,  # simulated time does not pass
                 first_reply=question.proposed_turn == self.index - 1,
                 another_confirmed=confirmed is not None,
+                action_id=question.qid,
+                digest=guards.params_digest(pending.params),
+                structured=confirm,
             )
             status = guards.confirmation_decision(facts, text)
             if status == PendingActionStatus.PENDING:

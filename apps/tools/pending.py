@@ -36,6 +36,44 @@ def params_hash(params: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+DIGEST_LENGTH = 16
+
+
+def params_digest(hash_or_params: str | dict[str, Any]) -> str:
+    """The digest a confirmation question carries (`data.digest`) and the widget's Yes/No
+    buttons send back: the first 16 hex characters of the params hash. With the action's id it
+    binds a button to exactly the question (and params) it was shown with."""
+    if isinstance(hash_or_params, dict):
+        hash_or_params = params_hash(hash_or_params)
+    return hash_or_params[:DIGEST_LENGTH]
+
+
+@dataclass(frozen=True)
+class StructuredAnswer:
+    """The widget's Yes/No button press: `{"action", "digest", "answer"}` sent beside the text.
+    It answers exactly one question; a press for any other (or changed) question is no yes."""
+
+    action: int | None
+    digest: str
+    answer: str  # "yes" | "no" (anything else is never a yes)
+
+    @classmethod
+    def from_data(cls, data: Any) -> StructuredAnswer | None:
+        """From a stored message's `data["confirm"]` (None when the message carried none). A
+        malformed value still counts as a button press — one that matches no question."""
+        if data is None:
+            return None
+        if not isinstance(data, dict):
+            return cls(action=None, digest="", answer="")
+        action = data.get("action")
+        valid_action = isinstance(action, int) and not isinstance(action, bool)
+        return cls(
+            action=action if valid_action else None,
+            digest=str(data.get("digest") or "").lower(),
+            answer=str(data.get("answer") or ""),
+        )
+
+
 @dataclass(frozen=True)
 class OpenQuestion:
     """What is known about one open confirmation question when a customer message arrives."""
@@ -45,6 +83,9 @@ class OpenQuestion:
     expired: bool  # its time ran out
     first_reply: bool  # no customer or staff message came between the question and this one
     another_confirmed: bool  # a newer open question was already confirmed by this message
+    action_id: int | None = None  # the pending action's id (as its question's data shows it)
+    digest: str = ""  # params_digest of its params (as its question's data shows it)
+    structured: StructuredAnswer | None = None  # the button pressed with this message, if any
 
 
 # The rule: the status this message gives the question (PENDING = leave it open).
@@ -116,6 +157,7 @@ def pending_resolve(
         .order_by("-created_at")
     )
     confirmed = None
+    structured = StructuredAnswer.from_data((user_message.data or {}).get("confirm"))
     for pending in open_actions:
         question = pending.question
         shown_before = question is not None and question.seq < user_message.seq
@@ -137,6 +179,9 @@ def pending_resolve(
             expired=pending.expires_at <= now,
             first_reply=first_reply,
             another_confirmed=confirmed is not None,
+            action_id=pending.pk,
+            digest=params_digest(pending.params_hash),
+            structured=structured,
         )
         status = decide(facts, user_message.text)
         if status == PendingActionStatus.PENDING:

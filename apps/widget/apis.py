@@ -1,7 +1,8 @@
 """The customer widget's HTTP API (docs/widget.md).
 
 POST conversations                   → 201 {"id", "token"}
-POST conversations/<id>/messages     → 201 {"message", "replies", "status"}
+POST conversations/<id>/messages     → 201 {"message", "replies", "status"}  (body: "text",
+                                       optional "confirm": the Yes/No buttons' answer)
                                        | 202 {"message", "replies": [], "pending": true}
 GET  conversations/<id>/messages     → {"results": [visible messages], …}  (?after=<seq>)
 GET  conversations/<id>/events       → text/event-stream: message, typing, status; bounded,
@@ -70,6 +71,7 @@ from apps.widget.selectors import (
     widget_messages_after,
 )
 from apps.widget.serializers import (
+    WidgetConfirmSerializer,
     WidgetContactOutSerializer,
     WidgetContactSerializer,
     WidgetConversationStartInSerializer,
@@ -206,6 +208,18 @@ def _seq_param(value: str | None, field: str) -> int:
     return int(value)
 
 
+def _confirm(value: Any) -> dict[str, Any] | None:
+    """The Yes/No buttons' structured answer, validated (None when absent). Whether it settles
+    anything is the confirmation rule's call (`guards.confirmation_decision`), in the turn."""
+    if value is None:
+        return None
+    body = WidgetConfirmSerializer(data=value)
+    if not body.is_valid():
+        raise exceptions.ValidationError({"confirm": body.errors})
+    data = body.validated_data
+    return {"action": data["action"], "digest": data["digest"].lower(), "answer": data["answer"]}
+
+
 def _serialize(messages: list[Message]) -> list[dict[str, Any]]:
     return widget_message_jsons(messages)  # = WidgetMessageSerializer's JSON, cheaper
 
@@ -318,6 +332,7 @@ class WidgetMessagesApi(WidgetConversationAPIView):
         if "text" not in data:
             raise exceptions.ValidationError({"text": ["This field is required."]})
         text = validate_customer_text(data["text"])  # 400 / 413, naming `text`
+        confirm = _confirm(data.get("confirm"))  # 400 naming `confirm`
         self.token_throttle(request)  # over the visitor's token window: 429, nothing stored
         self.throttle(request, WidgetKeyThrottle())  # real work: counts against the tenant
         # The turn charges this visitor's daily budget and token window (docs/billing.md).
@@ -326,7 +341,9 @@ class WidgetMessagesApi(WidgetConversationAPIView):
         )
         # A database error before the message is stored answers a JSON 503 (the shared handler);
         # once it is stored, the customer gets 201/202 with it whatever happens next.
-        message = handle_turn(client=self.client, conversation=self.conversation, text=text)
+        message = handle_turn(
+            client=self.client, conversation=self.conversation, text=text, confirm=confirm
+        )
         pending = Response(
             {
                 "message": _serialize([message])[0],

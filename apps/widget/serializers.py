@@ -26,8 +26,34 @@ class WidgetConversationStartOutSerializer(serializers.Serializer[Any]):
     token = serializers.CharField(help_text="The visitor token; shown once, keep it.")
 
 
+class WidgetConfirmSerializer(serializers.Serializer[Any]):
+    """The Yes/No buttons' answer to a confirmation question, bound to that question."""
+
+    action = serializers.IntegerField(
+        min_value=1,
+        max_value=2_147_483_647,
+        help_text="The question's `data.pending_action`.",
+    )
+    digest = serializers.RegexField(
+        r"^[0-9a-fA-F]{1,64}$",
+        help_text="The question's `data.digest` (16 hex characters).",
+    )
+    answer = serializers.ChoiceField(choices=["yes", "no"], help_text='"yes" or "no".')
+
+
 class WidgetMessageInSerializer(serializers.Serializer[Any]):
     text = serializers.CharField(help_text="1–4,000 characters.")
+    confirm = WidgetConfirmSerializer(
+        required=False,
+        allow_null=True,
+        help_text=(
+            "Optional: the customer pressed Yes or No under a confirmation question. It settles "
+            "exactly that question when `action` and `digest` match the one open in this "
+            "conversation and shown before (yes: the action runs; no: it is declined), whatever "
+            "`text` says. Otherwise it is never a yes: the question expires and `text` is "
+            "handled as a new message."
+        ),
+    )
 
 
 class WidgetMessagePostOutSerializer(serializers.Serializer[Any]):

@@ -99,6 +99,9 @@ def test_resolve_records_what_the_rule_decides(setup):
                 expired=False,
                 first_reply=True,
                 another_confirmed=False,
+                action_id=pending.pk,
+                digest=pending.params_hash[:16],
+                structured=None,
             ),
             "anything",
         )
