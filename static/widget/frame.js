@@ -136,6 +136,9 @@
     document.querySelectorAll("[data-i18n-aria-label]").forEach(function (el) {
       el.setAttribute("aria-label", t(el.getAttribute("data-i18n-aria-label")));
     });
+    document.querySelectorAll("[data-time]").forEach(function (el) {
+      el.textContent = timeLabel(el.getAttribute("data-time"));
+    });
     els.subtitle.textContent = t(state.status === "escalated" ? "subtitle_team" : "subtitle_assistant");
     updateTyping();
     if (!els.contact.hidden || !els.contactDone.hidden) updateContact();
@@ -346,7 +349,8 @@
   function timeLabel(iso) {
     const when = iso ? new Date(iso) : null;
     if (!when || isNaN(when.getTime())) return "";
-    return when.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    // In the chat's language (its own clock format), not the browser's.
+    return when.toLocaleTimeString([lang, "en"], { hour: "2-digit", minute: "2-digit" });
   }
 
   function dropQuickReplies() {
@@ -422,14 +426,18 @@
         who.appendChild(labelled("span", "", "who_team"));
         who.appendChild(labelled("span", "gd-badge", "badge_staff"));
       } else {
-        who.textContent = CLIENT_NAME;
-        who.setAttribute("dir", "auto");
+        // The business's name keeps its own direction without turning the label around.
+        who.appendChild(node("bdi", "", CLIENT_NAME));
         if (data.offline === true) who.appendChild(labelled("span", "gd-badge gd-badge--offline", "badge_offline"));
       }
       li.appendChild(who);
       li.appendChild(messageText(m.text));
       const when = timeLabel(m.created_at);
-      if (when) li.appendChild(node("span", "gd-meta", when));
+      if (when) {
+        const meta = node("span", "gd-meta", when);
+        meta.setAttribute("data-time", m.created_at);
+        li.appendChild(meta);
+      }
       if (kind === "confirmation_request") li.appendChild(confirmationReplies(data));
       if (kind === "clarification" && Array.isArray(data.options)) {
         // A clarifying question: its options are quick replies (sent as the customer's answer).
