@@ -355,3 +355,39 @@ def test_a_spanish_customer_confirms_by_typing(browser: Any, live_server, demo, 
     execution = ToolExecution.objects.unscoped("test checks the database directly").get()
     assert execution.status == "succeeded" and execution.params == {"order_id": ORDER}
     page.close()
+
+
+def server_tells_the_language() -> bool:
+    """The message JSON carries the language the server detected (the reply-language work)."""
+    selectors = importlib.import_module("apps.widget.selectors")
+    serializers = importlib.import_module("apps.widget.serializers")
+    return '"language"' in inspect.getsource(selectors) + inspect.getsource(serializers)
+
+
+@pytest.mark.skipif(
+    not server_tells_the_language(), reason="the server does not report languages yet"
+)
+def test_the_chat_switches_to_the_customer_language_mid_conversation(
+    browser: Any, live_server, demo, llm
+):
+    demo.languages = ["en", "es", "he"]
+    demo.save(update_fields=["languages"])
+    es = words("es")
+    page = browser.new_page(viewport={"width": 1280, "height": 860}, locale="en-US")
+    host_page(page, live_server.url, demo, "he")
+    frame = open_chat(page, "he")
+    expect(frame.locator("html")).to_have_attribute("dir", "rtl")
+
+    llm.script("assess", assess(response="¡Claro! Los pedidos salen el mismo día."))
+    send(frame, "he", "Hola, ¿cuándo enviáis los pedidos que hago hoy?")
+    expect(frame.get_by_text("Los pedidos salen el mismo día.")).to_be_visible()
+    # The customer writes Spanish: the whole chat follows, the labels already shown included.
+    expect(frame.locator("html")).to_have_attribute("lang", "es")
+    expect(frame.locator("html")).to_have_attribute("dir", "ltr")
+    expect(frame.locator("#gd-send")).to_have_text(es["send"])
+    expect(frame.locator("#gd-input")).to_have_attribute("placeholder", es["input_placeholder"])
+    expect(frame.locator("li.gd-msg--user .gd-who").last).to_have_text(es["who_you"])
+    expect(page.locator("#guidedesk-launcher")).to_have_attribute(
+        "aria-label", es["launcher_close"]
+    )
+    page.close()
