@@ -88,11 +88,15 @@
   }
 
   // "%(name)s" is filled in here; a key a catalogue lacks shows the page's own language's text.
+  // A filled-in name or address is a bidi isolate (U+2068…U+2069), so "noa@example.com." keeps
+  // its full stop at the end of a Hebrew sentence.
   function t(key, values) {
     const strings = catalogues[lang] || i18n.strings;
     const template = String(strings[key] || i18n.strings[key] || "");
     return template.replace(/%\((\w+)\)s/g, function (whole, name) {
-      return values && name in values ? String(values[name]) : whole;
+      if (!values || !(name in values)) return whole;
+      const value = String(values[name]);
+      return /^\d+$/.test(value) ? value : "\u2068" + value + "\u2069";
     });
   }
 

@@ -16,7 +16,8 @@ import pytest
 from playwright.sync_api import FrameLocator, Page, expect
 
 from apps.clients.models import Client
-from apps.conversations.models import Message
+from apps.conversations.models import Conversation, Message
+from apps.escalations.services import staff_reply
 from apps.tools.models import PendingAction, PendingActionStatus, ToolExecution
 from tests.browser.conftest import ROOT
 from tests.reasoning.conftest import assess, critique
@@ -59,6 +60,7 @@ def host_page(page: Page, base_url: str, client: Client, lang: str) -> str:
     direction = "rtl" if lang in ("he", "ar") else "ltr"
     html = (
         f'<!doctype html><html lang="{lang}" dir="{direction}"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>shop</title></head><body><h1>{client.name}</h1>"
         f'<script src="{base_url}/static/widget.js" data-widget-key="{client.widget_key}" async>'
         "</script></body></html>"
@@ -200,6 +202,51 @@ def test_the_page_language_gives_the_chat_its_words_and_direction(
     expect(frame.locator("li.gd-msg--user").last).to_contain_text(w["yes"])
     assert [e for e in errors if "favicon" not in e] == [], errors
     page.close()
+
+
+def test_a_hebrew_hand_off_on_a_phone(browser: Any, live_server, demo, db_lock, llm, screenshots):
+    w = words("he")
+    context = browser.new_context(
+        viewport={"width": 360, "height": 740}, is_mobile=True, has_touch=True, locale="en-US"
+    )
+    page = context.new_page()
+    host_page(page, live_server.url, demo, "he")
+    frame = open_chat(page, "he")
+    llm.script("assess", assess(response="Let me look into it."))
+    send(frame, "he", "המוט של האוהל הגיע שבור")
+    expect(frame.get_by_text("Let me look into it.")).to_be_visible()
+
+    # A person takes over: banner, subtitle, the staff label and the e-mail prompt in Hebrew.
+    with db_lock:
+        staff_reply(
+            client=demo,
+            conversation=Conversation.objects.get(client=demo),
+            text="שלום, כאן נועה מ-Trailhead — מוט חלופי יוצא היום.",
+        )
+    staff = frame.locator("li.gd-msg--staff")
+    expect(staff).to_contain_text("מוט חלופי יוצא היום")
+    expect(staff.locator(".gd-who")).to_contain_text(w["who_team"])
+    expect(staff.locator(".gd-badge")).to_have_text(w["badge_staff"])
+    expect(frame.locator("#gd-handoff")).to_contain_text(w["handoff_title"])
+    expect(frame.locator("#gd-subtitle")).to_have_text(w["subtitle_team"])
+    expect(frame.locator("#gd-contact")).to_contain_text(w["contact_label"])
+    frame.locator("#gd-email").fill("noa@example.com")
+    frame.get_by_role("button", name=w["contact_save"]).click()
+    pending = w["contact_pending"].replace("%(email)s", "\u2068noa@example.com\u2069")
+    expect(frame.locator("#gd-contact-done")).to_have_text(pending)
+
+    # The staff bubble is on the right, the customer's on the left; nothing sticks out.
+    customer = frame.locator("li.gd-msg--user .gd-text").last.bounding_box()
+    person = staff.locator(".gd-text").bounding_box()
+    assert customer and person and customer["x"] < person["x"]
+    overflow = frame.locator("body").evaluate(
+        "body => document.documentElement.scrollWidth - document.documentElement.clientWidth"
+    )
+    assert overflow == 0
+    path = screenshots / "widget-he-handoff-360.png"
+    page.screenshot(path=str(path))
+    assert path.stat().st_size > 5_000
+    context.close()
 
 
 @NEEDS_SERVER
