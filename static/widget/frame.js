@@ -562,8 +562,11 @@
       .then(function (result) {
         if (!result.ok || !result.data || !result.data.message) throw new Error(errorText(result));
         pending.remove();
-        // The conversation's language as the server now knows it (its reply language).
-        conversationLanguage(result.data.language || result.data.message.language);
+        // The customer's own language: the one the server detected in this message; a message
+        // too short to tell ("" — "ok", an order number) keeps the chat as it is. A server that
+        // reports no message language at all: the conversation's (reply) language.
+        const sent = result.data.message;
+        conversationLanguage("language" in sent ? sent.language : result.data.language);
         renderMessage(result.data.message);
         (result.data.replies || []).forEach(renderMessage);
         if (result.data.status) setStatus(result.data.status);
