@@ -79,9 +79,10 @@
     return el;
   }
 
-  function svg(path) {
+  function svg(path, mirror) {
     var ns = "http://www.w3.org/2000/svg";
     var icon = document.createElementNS(ns, "svg");
+    if (mirror) icon.style.transform = "scaleX(-1)"; // the speech bubble's tail, right to left
     icon.setAttribute("viewBox", "0 0 24 24");
     icon.setAttribute("width", "26");
     icon.setAttribute("height", "26");
@@ -115,7 +116,7 @@
   launcher.setAttribute("aria-label", label);
   launcher.setAttribute("aria-expanded", "false");
   launcher.setAttribute("aria-controls", panelId);
-  launcher.appendChild(svg(CHAT_ICON));
+  launcher.appendChild(svg(CHAT_ICON, pageRtl));
 
   var panel = css(document.createElement("div"), {
     position: "fixed", display: "none", background: "#fff", overflow: "hidden",
@@ -180,7 +181,7 @@
     panel.style.display = open ? "block" : "none";
     launcher.setAttribute("aria-expanded", open ? "true" : "false");
     launcher.setAttribute("aria-label", open ? words.close : label);
-    launcher.replaceChildren(svg(open ? CLOSE_ICON : CHAT_ICON));
+    launcher.replaceChildren(open ? svg(CLOSE_ICON) : svg(CHAT_ICON, pageRtl));
     if (open) showUnread(0);
     layout();
     remember(open);
