@@ -153,3 +153,37 @@ def test_the_confirmation_page_speaks_the_conversation_language(
         es["confirm_ok_text"], business=widget.client.name, email="ana@example.com"
     )
     assert thanks in html
+
+
+def test_every_key_the_widget_uses_is_in_the_catalogue_and_every_key_is_used():
+    """A typo in a key would show the customer an empty label; a key nothing uses is a
+    translation nobody sees."""
+    english = set(load("en"))
+    sources = {
+        "frame.js": (ROOT / "static" / "widget" / "frame.js").read_text(encoding="utf-8"),
+        "widget.js": (ROOT / "static" / "widget.js").read_text(encoding="utf-8"),
+        "frame.html": (ROOT / "templates" / "widget" / "frame.html").read_text(encoding="utf-8"),
+        "contact_confirm.html": (ROOT / "templates" / "widget" / "contact_confirm.html").read_text(
+            encoding="utf-8"
+        ),
+        "views.py": (ROOT / "apps" / "widget" / "views.py").read_text(encoding="utf-8"),
+    }
+    patterns = [
+        r'\bt\("(\w+)"',  # frame.js: t("key", …)
+        r'labelled\("\w+", "[^"]*", "(\w+)"\)',  # frame.js: a label that re-renders
+        r'data-i18n(?:-placeholder|-aria-label)?="(\w+)"',  # frame.html, frame.js
+        r"\{\{ t\.(\w+) \}\}",  # templates
+        r'strings\["(\w+)"\]',  # views.py
+        r"catalogue\.(\w+)",  # widget.js: the launcher's words
+        r'key: "(\w+)"',  # quick replies
+    ]
+    used: set[str] = set()
+    for text in sources.values():
+        for pattern in patterns:
+            used |= set(re.findall(pattern, text))
+    # Keys chosen at run time: "yes"/"no" (confirmation answers), the typing subtitle pair.
+    frame_js = sources["frame.js"]
+    used |= {k for k in ("yes", "no") if f'"{k}"' in frame_js}
+    used |= set(re.findall(r'"((?:subtitle|contact|typing)_\w+)"', frame_js))
+    assert used - english == set(), used - english
+    assert english - used == set(), english - used
