@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.templatetags.static import static
 from django.urls import path, reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.clickjacking import xframe_options_exempt
@@ -17,6 +18,7 @@ from apps.conversations.services import (
     ContactConfirmation,
     contact_email_confirm,
 )
+from apps.widget import catalogues
 from apps.widget.selectors import widget_client_by_key
 
 
@@ -56,6 +58,21 @@ def frame_csp(client: Client | None) -> str:
 def widget_frame(request: HttpRequest) -> HttpResponse:
     client = widget_client_by_key(key=request.GET.get("key", "").strip())
     available = client is not None and client.is_active
+    # The first screen's language (docs/widget.md "Languages"): the shop's explicit choice, the
+    # host page's <html lang>, the browser's, the client's default. The frame's script
+    # re-checks with navigator.languages and follows the customer's own language later.
+    explicit = request.GET.get("lang", "")[:16]
+    page = request.GET.get("page_lang", "")[:16]
+    language = catalogues.choose(
+        [
+            explicit,
+            page,
+            *catalogues.accept_language(request.headers.get("Accept-Language", "")),
+            client.language if available and client else "",
+        ]
+    )
+    strings = catalogues.catalogue(language)
+    name = client.name if available and client else ""
     response = render(
         request,
         "widget/frame.html",
@@ -63,6 +80,20 @@ def widget_frame(request: HttpRequest) -> HttpResponse:
             "client": client if available else None,
             "api_base": reverse("widget:conversations").rsplit("conversations", 1)[0],
             "max_chars": MAX_MESSAGE_CHARS,
+            "lang": language,
+            "dir": catalogues.direction(language),
+            "t": strings,
+            "page_title": catalogues.fill(strings["page_title"], name=name),
+            "log_label": catalogues.fill(strings["log_label"], name=name),
+            "i18n": {
+                "language": language,
+                "strings": strings,
+                # each catalogue's URL (content-hashed in production)
+                "urls": {c: static(f"widget/i18n/{c}.json") for c in catalogues.shipped()},
+                "explicit": explicit,
+                "page": page,
+                "client": client.language if available and client else "",
+            },
         },
         status=200 if available else 404,
     )
@@ -86,13 +117,27 @@ def widget_contact_confirm(request: HttpRequest, token: str) -> HttpResponse:
     """The link of the confirmation e-mail (docs/widget.md "The e-mail address"): one click
     confirms the address for the one conversation it was sent for, and says so."""
     outcome, conversation = contact_email_confirm(token=token)
-    context: dict[str, object] = {"outcome": outcome.value}
+    # In the conversation's language when it is known, else the browser's.
+    language = catalogues.choose(
+        [
+            conversation.language if conversation is not None else "",
+            *catalogues.accept_language(request.headers.get("Accept-Language", "")),
+            conversation.client.language if conversation is not None else "",
+        ]
+    )
+    strings = catalogues.catalogue(language)
+    context: dict[str, object] = {
+        "outcome": outcome.value,
+        "lang": language,
+        "dir": catalogues.direction(language),
+        "t": strings,
+    }
     if conversation is not None:
-        context |= {
-            "business": conversation.client.name,
-            "email": conversation.contact_email,
-            "language": conversation.language,
-        }
+        context["thanks"] = catalogues.fill(
+            strings["confirm_ok_text"],
+            business=conversation.client.name,
+            email=conversation.contact_email,
+        )
     response = render(
         request, "widget/contact_confirm.html", context, status=CONFIRM_STATUS[outcome]
     )

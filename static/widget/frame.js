@@ -47,14 +47,129 @@
     contactDone: document.getElementById("gd-contact-done"),
   };
 
-  // The frame's translated sentences (templates/widget/frame.html, #gd-strings): one place,
-  // translated on the server; "%(name)s" is filled in here.
-  const strings = document.getElementById("gd-strings");
-  function text(name, values) {
-    const template = (strings && strings.dataset[name]) || "";
-    return template.replace(/%\((\w+)\)s/g, function (whole, key) {
-      return values && key in values ? String(values[key]) : whole;
+  // ---------------------------------------------------------------- the widget's words
+  // One JSON catalogue per language (static/widget/i18n/<lang>.json). The page comes with the
+  // one the server chose (#gd-i18n); the language is chosen here, in this order (docs/widget.md
+  // "Languages"): the customer's own messages once the server has told us their language, the
+  // shop's data-language, the host page's <html lang>, the browser's languages, the client's
+  // default — each only if a catalogue ships for it.
+  const RTL = ["ar", "fa", "he", "ur", "yi"];
+  const i18n = readI18n();
+  const catalogues = {};
+  catalogues[i18n.language] = i18n.strings;
+  let lang = i18n.language;
+
+  function readI18n() {
+    const fallback = { language: "en", strings: {}, urls: {}, explicit: "", page: "", client: "" };
+    const el = document.getElementById("gd-i18n");
+    try {
+      const data = el ? JSON.parse(el.textContent) : null;
+      return data && typeof data === "object" ? Object.assign(fallback, data) : fallback;
+    } catch (e) { return fallback; }
+  }
+
+  function baseLanguage(code) {
+    return String(code || "").trim().toLowerCase().replace("_", "-").split("-")[0];
+  }
+
+  function shipped(code) {
+    return Object.prototype.hasOwnProperty.call(i18n.urls, code);
+  }
+
+  function chooseLanguage(conversationLanguage) {
+    const browser = navigator.languages && navigator.languages.length
+      ? Array.prototype.slice.call(navigator.languages) : [navigator.language];
+    const candidates = [conversationLanguage, i18n.explicit, i18n.page].concat(browser, [i18n.client]);
+    for (let i = 0; i < candidates.length; i++) {
+      const code = baseLanguage(candidates[i]);
+      if (code && shipped(code)) return code;
+    }
+    return i18n.language;
+  }
+
+  // "%(name)s" is filled in here; a key a catalogue lacks shows the page's own language's text.
+  // A filled-in name or address is a bidi isolate (U+2068…U+2069), so "noa@example.com." keeps
+  // its full stop at the end of a Hebrew sentence.
+  function t(key, values) {
+    const strings = catalogues[lang] || i18n.strings;
+    const template = String(strings[key] || i18n.strings[key] || "");
+    return template.replace(/%\((\w+)\)s/g, function (whole, name) {
+      if (!values || !(name in values)) return whole;
+      const value = String(values[name]);
+      return /^\d+$/.test(value) ? value : "\u2068" + value + "\u2069";
     });
+  }
+
+  function loadCatalogue(code) {
+    if (catalogues[code]) return Promise.resolve(catalogues[code]);
+    return fetch(i18n.urls[code], { credentials: "omit" })
+      .then(function (response) { return response.ok ? response.json() : null; })
+      .then(function (strings) {
+        if (!strings || typeof strings !== "object") throw new Error("no catalogue");
+        catalogues[code] = strings;
+        return strings;
+      });
+  }
+
+  // Switch the whole UI (also mid-conversation); a catalogue that fails to load keeps the
+  // current language.
+  let wanted = lang;
+  function useLanguage(code) {
+    code = baseLanguage(code);
+    if (!code || !shipped(code) || code === wanted) return Promise.resolve();
+    wanted = code;
+    return loadCatalogue(code).then(function () {
+      if (wanted !== code) return;
+      lang = code;
+      applyStrings();
+    }).catch(function () { wanted = lang; });
+  }
+
+  function applyStrings() {
+    const html = document.documentElement;
+    html.lang = lang;
+    html.dir = RTL.indexOf(lang) >= 0 ? "rtl" : "ltr";
+    document.title = t("page_title", { name: CLIENT_NAME });
+    els.log.setAttribute("aria-label", t("log_label", { name: CLIENT_NAME }));
+    document.querySelectorAll("[data-i18n]").forEach(function (el) {
+      el.textContent = t(el.getAttribute("data-i18n"));
+    });
+    document.querySelectorAll("[data-i18n-placeholder]").forEach(function (el) {
+      el.setAttribute("placeholder", t(el.getAttribute("data-i18n-placeholder")));
+    });
+    document.querySelectorAll("[data-i18n-aria-label]").forEach(function (el) {
+      el.setAttribute("aria-label", t(el.getAttribute("data-i18n-aria-label")));
+    });
+    document.querySelectorAll("[data-time]").forEach(function (el) {
+      el.textContent = timeLabel(el.getAttribute("data-time"));
+    });
+    els.subtitle.textContent = t(state.status === "escalated" ? "subtitle_team" : "subtitle_assistant");
+    updateTyping();
+    if (!els.contact.hidden || !els.contactDone.hidden) updateContact();
+    tellLanguage();
+  }
+
+  // The loader (widget.js) labels its launcher in the chat's language.
+  function tellLanguage() {
+    if (window.parent === window) return;
+    window.parent.postMessage({
+      type: "guidedesk:language",
+      language: lang,
+      dir: document.documentElement.dir,
+      labels: {
+        open: t("launcher_open"),
+        close: t("launcher_close"),
+        unreadOne: t("launcher_unread_one"),
+        unreadOther: t("launcher_unread_other"),
+      },
+    }, "*");
+  }
+
+  // Labels that are rendered by script carry their key, so a switch re-renders them too.
+  function labelled(tag, className, key) {
+    const el = node(tag, className, t(key));
+    el.setAttribute("data-i18n", key);
+    return el;
   }
 
   const state = {
@@ -68,7 +183,7 @@
     sending: false,
     localTyping: false,
     remoteTyping: false,
-    progressText: "", // a deliberative turn's "Thinking it through… step 3" (typing event)
+    progressStep: 0, // a deliberative turn's step: "Thinking it through… step 3" (typing event)
     awaitingAfter: 0, // a 202: waiting for a worker's reply to the message with this seq
     awaitingUntil: 0,
     pinned: true, // the log is scrolled to the end: keep it there as messages arrive
@@ -155,10 +270,9 @@
       const code = result.data && result.data.error && result.data.error.code;
       // The visitor's token window (docs/widget.md "Limits"): the server's own words.
       if (code === "token_limit" && message) return message;
-      return "You're sending messages quickly — please wait" +
-        (wait > 0 ? " " + wait + " seconds" : " a moment") + " and try again.";
+      return wait > 0 ? t("error_throttled_seconds", { seconds: wait }) : t("error_throttled");
     }
-    if (result.status >= 500 || !message) return "Something went wrong on our side. Please try again.";
+    if (result.status >= 500 || !message) return t("error_server");
     return message;
   }
 
@@ -185,6 +299,18 @@
     els.log.querySelectorAll("li[data-seq]").forEach(function (li) { li.remove(); });
     setStatus("open");
     updateTyping();
+  }
+
+  // The customer's own language, once the server has detected it, comes first; it is kept
+  // with the stored conversation so a reload opens in it.
+  function conversationLanguage(code) {
+    code = baseLanguage(code);
+    if (!code || !state.conversation) return;
+    if (state.conversation.language !== code) {
+      state.conversation.language = code;
+      saveConversation(state.conversation);
+    }
+    useLanguage(chooseLanguage(code));
   }
 
   // ---------------------------------------------------------------- rendering
@@ -227,27 +353,49 @@
   function timeLabel(iso) {
     const when = iso ? new Date(iso) : null;
     if (!when || isNaN(when.getTime())) return "";
-    return when.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    // In the chat's language (its own clock format), not the browser's.
+    return when.toLocaleTimeString([lang, "en"], { hour: "2-digit", minute: "2-digit" });
   }
 
   function dropQuickReplies() {
     els.log.querySelectorAll(".gd-quick").forEach(function (el) { el.remove(); });
   }
 
-  function quickReplies(words) {
+  // Quick replies: [{text}] sends that text; [{key, confirm}] sends the button's label in the
+  // current language plus, for a confirmation, the structured answer bound to the pending action.
+  function quickReplies(choices) {
     const box = node("div", "gd-quick");
     box.setAttribute("role", "group");
-    box.setAttribute("aria-label", "Quick replies");
-    words.forEach(function (word) {
-      const button = node("button", "", word);
+    box.setAttribute("aria-label", t("quick_replies"));
+    box.setAttribute("data-i18n-aria-label", "quick_replies");
+    choices.forEach(function (choice) {
+      const button = choice.key ? labelled("button", "", choice.key) : node("button", "", choice.text);
       button.type = "button";
+      if (choice.answer) button.setAttribute("data-answer", choice.answer);
       button.addEventListener("click", function () {
         box.querySelectorAll("button").forEach(function (b) { b.disabled = true; });
-        sendText(word).then(function () { els.input.focus(); });
+        const extra = choice.confirm ? { confirm: choice.confirm } : undefined;
+        sendText(button.textContent, extra).then(function () { els.input.focus(); });
       });
       box.appendChild(button);
     });
     return box;
+  }
+
+  // The confirmation's Yes / No: the answer names the pending action and the digest of its
+  // parameters, so it settles that question and nothing else, in any language. A message
+  // without both (an older server) gets buttons that send their label only.
+  function confirmationReplies(data) {
+    const action = data.pending_action;
+    const digest = typeof data.digest === "string" ? data.digest : "";
+    const bound = (typeof action === "number" || typeof action === "string") && action !== "" && digest;
+    return quickReplies(["yes", "no"].map(function (answer) {
+      return {
+        key: answer,
+        answer: answer,
+        confirm: bound ? { action: action, digest: digest, answer: answer } : null,
+      };
+    }));
   }
 
   function renderMessage(m) {
@@ -265,7 +413,7 @@
       // A turn posts its replies and finishes in one transaction: a reply means it is done
       // (the stream's own "typing: false" may come half a second later).
       state.remoteTyping = false;
-      state.progressText = "";
+      state.progressStep = 0;
       if (state.awaitingUntil && m.seq > state.awaitingAfter) state.awaitingUntil = 0;
     }
 
@@ -274,26 +422,33 @@
 
     if (role === "system") {
       li.classList.add("gd-notice");
-      li.appendChild(node("p", "gd-text", m.text));
+      li.appendChild(messageText(m.text));
     } else {
       const who = node("span", "gd-who");
-      if (role === "user") who.textContent = "You";
+      if (role === "user") who.appendChild(labelled("span", "", "who_you"));
       else if (role === "staff") {
-        who.textContent = "Support team";
-        who.appendChild(node("span", "gd-badge", "Staff"));
+        who.appendChild(labelled("span", "", "who_team"));
+        who.appendChild(labelled("span", "gd-badge", "badge_staff"));
       } else {
-        who.textContent = CLIENT_NAME;
-        if (data.offline === true) who.appendChild(node("span", "gd-badge gd-badge--offline", "Demo model — offline"));
+        // The business's name keeps its own direction without turning the label around.
+        who.appendChild(node("bdi", "", CLIENT_NAME));
+        if (data.offline === true) who.appendChild(labelled("span", "gd-badge gd-badge--offline", "badge_offline"));
       }
       li.appendChild(who);
-      li.appendChild(node("p", "gd-text", m.text));
+      li.appendChild(messageText(m.text));
       const when = timeLabel(m.created_at);
-      if (when) li.appendChild(node("span", "gd-meta", when));
-      if (kind === "confirmation_request") li.appendChild(quickReplies(["Yes", "No"]));
+      if (when) {
+        const meta = node("span", "gd-meta", when);
+        meta.setAttribute("data-time", m.created_at);
+        li.appendChild(meta);
+      }
+      if (kind === "confirmation_request") li.appendChild(confirmationReplies(data));
       if (kind === "clarification" && Array.isArray(data.options)) {
         // A clarifying question: its options are quick replies (sent as the customer's answer).
         const options = data.options.filter(function (o) { return typeof o === "string" && o; });
-        if (options.length) li.appendChild(quickReplies(options.slice(0, 4)));
+        if (options.length) {
+          li.appendChild(quickReplies(options.slice(0, 4).map(function (o) { return { text: o }; })));
+        }
       }
     }
     insertOrdered(li, m.seq);
@@ -305,12 +460,21 @@
     afterMessageShown(role);
   }
 
+  // A message's text runs in its own direction (an English order number in a Hebrew chat).
+  function messageText(text) {
+    const p = node("p", "gd-text", text);
+    p.setAttribute("dir", "auto");
+    return p;
+  }
+
   function addPending(text) {
     dropQuickReplies();
     const li = node("li", "gd-msg gd-msg--user gd-pending");
     li.setAttribute("aria-busy", "true");
-    li.appendChild(node("span", "gd-who", "You · sending…"));
-    li.appendChild(node("p", "gd-text", text));
+    const who = node("span", "gd-who");
+    who.appendChild(labelled("span", "", "who_you_sending"));
+    li.appendChild(who);
+    li.appendChild(messageText(text));
     els.log.appendChild(li);
     scrollToEnd(true);
     return li;
@@ -332,14 +496,14 @@
     state.status = status;
     const human = status === "escalated";
     els.handoff.hidden = !human;
-    els.subtitle.textContent = human ? "Our support team" : "Virtual assistant";
+    els.subtitle.textContent = t(human ? "subtitle_team" : "subtitle_assistant");
     updateTyping();
     updateContact();
   }
 
   function typingText() {
-    if (state.status === "escalated") return "Our team is typing…";
-    return state.progressText || "The assistant is typing…";
+    if (state.status === "escalated") return t("typing_team");
+    return state.progressStep ? t("thinking_step", { step: state.progressStep }) : t("typing_assistant");
   }
 
   function updateTyping() {
@@ -366,22 +530,24 @@
 
   // ---------------------------------------------------------------- sending
 
-  function postText(text, retried) {
-    return api("POST", conversationPath("messages"), { text: text }).then(function (result) {
+  function postText(text, extra, retried) {
+    const body = Object.assign({ text: text }, extra || {});
+    return api("POST", conversationPath("messages"), body).then(function (result) {
       if ((result.status === 404 || result.status === 401) && !retried) {
-        // The stored conversation is gone (or its token): start a fresh one, once.
+        // The stored conversation is gone (or its token): start a fresh one, once — without a
+        // confirmation meant for the old one.
         forgetConversation();
-        return ensureConversation().then(function () { return postText(text, true); });
+        return ensureConversation().then(function () { return postText(text, null, true); });
       }
       return result;
     });
   }
 
-  function sendText(raw) {
+  function sendText(raw, extra) {
     const text = String(raw || "").trim();
     if (!text || state.sending) return Promise.resolve();
     if (text.length > MAX_CHARS) {
-      showError("Your message is too long (at most " + MAX_CHARS + " characters).");
+      showError(t("error_too_long", { max: MAX_CHARS }));
       return Promise.resolve();
     }
     clearError();
@@ -392,10 +558,15 @@
     updateTyping();
 
     return ensureConversation()
-      .then(function () { return postText(text, false); })
+      .then(function () { return postText(text, extra, false); })
       .then(function (result) {
         if (!result.ok || !result.data || !result.data.message) throw new Error(errorText(result));
         pending.remove();
+        // The customer's own language: the one the server detected in this message; a message
+        // too short to tell ("" — "ok", an order number) keeps the chat as it is. A server that
+        // reports no message language at all: the conversation's (reply) language.
+        const sent = result.data.message;
+        conversationLanguage("language" in sent ? sent.language : result.data.language);
         renderMessage(result.data.message);
         (result.data.replies || []).forEach(renderMessage);
         if (result.data.status) setStatus(result.data.status);
@@ -412,7 +583,7 @@
         els.input.value = text + (now ? "\n" + now : "");
         resizeInput();
         const offline = error instanceof TypeError; // fetch's network failure
-        showError(offline ? "Couldn't reach the chat — check your connection and try again." : error.message);
+        showError(offline ? t("error_offline") : error.message);
       })
       .then(function () {
         state.sending = false;
@@ -461,7 +632,7 @@
       state.remoteTyping = !!(data && data.typing);
       // Deliberative turns add their progress (never their content); older servers send none.
       const progress = data && data.typing && data.progress;
-      state.progressText = progress && typeof progress.text === "string" ? progress.text : "";
+      state.progressStep = progress && typeof progress.step === "number" ? progress.step : 0;
       updateTyping();
     });
     source.addEventListener("error", function () {
@@ -505,7 +676,14 @@
         return null;
       }
       if (!result.ok || !result.data) return null;
-      (result.data.results || []).forEach(renderMessage);
+      const results = result.data.results || [];
+      results.forEach(renderMessage);
+      for (let i = results.length - 1; i >= 0; i--) {
+        if (results[i] && results[i].role === "user" && results[i].language) {
+          conversationLanguage(results[i].language);
+          break;
+        }
+      }
       setStatus(result.data.status);
       state.remoteTyping = !!result.data.typing;
       updateTyping();
@@ -594,7 +772,7 @@
     els.contact.hidden = !asking || confirmed;
     els.contactDone.hidden = !asking || !saved;
     if (asking && saved) {
-      els.contactDone.textContent = text(confirmed ? "contactConfirmed" : "contactPending", { email: saved });
+      els.contactDone.textContent = t(confirmed ? "contact_confirmed" : "contact_pending", { email: saved });
     }
     tellEmbedder();
   }
@@ -620,8 +798,7 @@
         updateContact();
       })
       .catch(function (error) {
-        els.contactError.textContent = error instanceof TypeError
-          ? "Couldn't reach the chat — check your connection and try again." : error.message;
+        els.contactError.textContent = error instanceof TypeError ? t("error_offline") : error.message;
         els.contactError.hidden = false;
         els.contactEmail.focus();
       })
@@ -696,6 +873,8 @@
 
   state.conversation = loadConversation();
   updateNewChat();
+  useLanguage(chooseLanguage(state.conversation && state.conversation.language));
+  tellLanguage();
   if (state.conversation) {
     fetchNew()
       .catch(function () { /* the live connection below retries */ })
