@@ -11,7 +11,10 @@ from apps.conversations.models import Message
 
 # The only `data` keys a customer's widget may see on a visible message.
 # `options`: a clarifying question's quick replies (deliberative mode).
-WIDGET_DATA_KEYS = frozenset({"offline", "mode", "escalation_id", "resolved", "options"})
+# `pending_action` and `digest`: what the Yes/No buttons send back to settle exactly their question.
+WIDGET_DATA_KEYS = frozenset(
+    {"offline", "mode", "escalation_id", "resolved", "options", "pending_action", "digest"}
+)
 
 
 class MessageSerializer(serializers.ModelSerializer[Message]):
