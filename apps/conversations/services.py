@@ -490,30 +490,54 @@ def _unseen_replies_message(
 ) -> EmailMessage:
     reply_to = client_reply_to_address(client)
     many = len(replies) > 1
-    lines = [
-        "Hello,",
-        "",
-        f"{client.name}'s support team replied to your chat while you were away:",
-        "",
-    ]
-    for reply in replies:
-        when = timezone.localtime(reply.created_at).strftime("%Y-%m-%d %H:%M %Z")
-        lines += [f"--- {when}", reply.text, ""]
-    lines += [
-        "---",
-        "",
-        "The conversation is waiting for you in the chat on our website, where you left it"
-        " (in the same browser).",
-    ]
-    if reply_to:
-        lines.append(f"You can also answer this e-mail; your answer goes to {reply_to}.")
-    lines += [
-        "",
-        f"You receive this e-mail once because you left this address in the chat with "
-        f"{client.name} and did not see {'these replies' if many else 'this reply'} there.",
-    ]
+    business = {"business": client.name}
+    # In the customer's language, like the confirmation e-mail.
+    with translation.override(conversation.language or client.language or None):
+        lines = [
+            gettext("Hello,"),
+            "",
+            gettext("%(business)s's support team replied to your chat while you were away:")
+            % business,
+            "",
+        ]
+        for reply in replies:
+            when = timezone.localtime(reply.created_at).strftime("%Y-%m-%d %H:%M %Z")
+            lines += [f"--- {when}", reply.text, ""]
+        lines += [
+            "---",
+            "",
+            gettext(
+                "The conversation is waiting for you in the chat on our website, where you left "
+                "it (in the same browser)."
+            ),
+        ]
+        if reply_to:
+            lines.append(
+                gettext("You can also answer this e-mail; your answer goes to %(address)s.")
+                % {"address": reply_to}
+            )
+        lines += [
+            "",
+            (
+                gettext(
+                    "You receive this e-mail once because you left this address in the chat "
+                    "with %(business)s and did not see these replies there."
+                )
+                if many
+                else gettext(
+                    "You receive this e-mail once because you left this address in the chat "
+                    "with %(business)s and did not see this reply there."
+                )
+            )
+            % business,
+        ]
+        subject = (
+            gettext("%(business)s: new replies to your chat")
+            if many
+            else gettext("%(business)s: a new reply to your chat")
+        ) % business
     return EmailMessage(
-        subject=f"{client.name}: {'new replies' if many else 'a new reply'} to your chat",
+        subject=subject,
         body="\n".join(lines),
         from_email=settings.DEFAULT_FROM_EMAIL,
         to=[conversation.contact_email],

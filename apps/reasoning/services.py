@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone, translation
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_noop
 
 from apps.billing.services.budgets import UsageLimitReached
 from apps.billing.services.visitors import (
@@ -59,11 +59,12 @@ from apps.tools.pending import pending_expire_open, pending_mark_shown, pending_
 
 logger = logging.getLogger(__name__)
 
-FALLBACK_TEXT = (
+# Customer-facing msgids: escalation_create renders them in the customer's language.
+FALLBACK_TEXT = gettext_noop(
     "Sorry — I ran into a problem answering that. I've passed your conversation to our team so "
     "a person can help."
 )
-USAGE_LIMIT_TEXT = (
+USAGE_LIMIT_TEXT = gettext_noop(
     "Thanks for your message! Our assistant is unavailable at the moment, so I've passed your "
     "conversation to our team — a person will reply here."
 )

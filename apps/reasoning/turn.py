@@ -483,7 +483,7 @@ def run_tool(
             EscalationReason.TOOL_FAILURE,
             f"{tool.name} failed ({execution.failure_kind}) after {execution.attempts} "
             f"attempt(s): {execution.error}",
-            handoff_text=(
+            handoff_text=gettext(
                 "I couldn't complete that just now because of a problem on our side. I've "
                 "passed your request to our support team, who will follow up here."
             ),
@@ -528,8 +528,11 @@ def compose_reply(
         # The action already happened: never hide its outcome behind an outage, a limit or the
         # turn's deadline.
         if ok:
-            return f"Done — {tool.name.replace('_', ' ')} completed: {_flat(execution.result)}."
-        return f"Sorry, I couldn't complete that: {execution.error}"
+            return gettext("Done — %(action)s completed: %(result)s.") % {
+                "action": tool.name.replace("_", " "),
+                "result": _flat(execution.result),
+            }
+        return gettext("Sorry, I couldn't complete that: %(error)s") % {"error": execution.error}
 
 
 def _flat(result: Any) -> str:
