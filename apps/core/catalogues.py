@@ -76,3 +76,33 @@ def catalogue_compile(entry: CatalogueFile, *, check: bool = False) -> bool:
     if not check:
         entry.mo.write_bytes(wanted)
     return True
+
+
+# What a customer can see: the files whose msgids must be translated into every shipped
+# language (a reference in any of them makes a msgid customer-facing). The staff side (admin,
+# console, playground, simulations, notes, insights) is complete in Spanish and may fall back
+# to English elsewhere.
+CUSTOMER_FACING = (
+    "apps/reasoning/guards.py",
+    "apps/reasoning/turn.py",
+    "apps/reasoning/replies.py",
+    "apps/reasoning/services.py",
+    "apps/reasoning/modes/",
+    "apps/tools/",
+    "apps/conversations/services.py",
+    "apps/escalations/services.py",
+    "apps/widget/apis.py",
+    "templates/widget/",
+)
+_STAFF_FILES_IN_CUSTOMER_DIRS = ("apps/tools/admin.py",)
+
+
+def is_customer_facing(reference: str) -> bool:
+    """`reference` is a .po location (`path` or `path:line`)."""
+    path = reference.rsplit(":", 1)[0] if reference[-1:].isdigit() else reference
+    if path in _STAFF_FILES_IN_CUSTOMER_DIRS:
+        return False
+    return any(
+        path == entry or (entry.endswith("/") and path.startswith(entry))
+        for entry in CUSTOMER_FACING
+    )
