@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 from django.contrib.auth.models import AbstractUser, BaseUserManager
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from apps.core.models import TenantOwnedModel, TenantQuerySet
 
@@ -48,10 +49,10 @@ class User(AbstractUser):
 
 
 class Role(models.TextChoices):
-    OWNER = "owner", "Owner"
-    ADMIN = "admin", "Admin"
-    AGENT = "agent", "Agent"
-    VIEWER = "viewer", "Viewer"
+    OWNER = "owner", _("Owner")
+    ADMIN = "admin", _("Admin")
+    AGENT = "agent", _("Agent")
+    VIEWER = "viewer", _("Viewer")
 
 
 # What each role may do; checked by services and API permissions.

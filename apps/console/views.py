@@ -38,6 +38,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.timesince import timesince
+from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
@@ -130,7 +131,7 @@ def console_view(minimum: str = READ) -> Callable[[ConsoleView], ConsoleView]:
             if isinstance(access, HttpResponse):
                 return access
             if not role_permits(access.role, minimum):
-                raise PermissionDenied(f"This needs the {minimum} role.")
+                raise PermissionDenied(_("This needs the %(role)s role.") % {"role": minimum})
             return view(request, access, *args, **kwargs)
 
         return login_required(never_cache(wrapper))
@@ -234,7 +235,7 @@ def queue_poll(request: HttpRequest, access: ConsoleAccess) -> HttpResponse:
 
 class ReplyForm(forms.Form):
     text = forms.CharField(
-        label="Reply to the customer",
+        label=_("Reply to the customer"),
         max_length=MAX_MESSAGE_CHARS,
         strip=True,
         widget=forms.Textarea(attrs={"rows": 3, "maxlength": MAX_MESSAGE_CHARS}),
@@ -350,7 +351,7 @@ def conversation_reply(request: HttpRequest, access: ConsoleAccess, public_id: s
     except ApplicationError as error:
         form.add_error("text", error.message)
         return _render_conversation(request, access, public_id, form=form, status=error.status)
-    messages.success(request, "Reply sent. You own this conversation until you resolve it.")
+    messages.success(request, _("Reply sent. You own this conversation until you resolve it."))
     return redirect(_conversation_url(access, conversation) + "#reply")
 
 
@@ -362,10 +363,12 @@ def conversation_resolve(
     conversation = _conversation_or_404(access, public_id)
     escalation = escalation_open_for_conversation(client=access.client, conversation=conversation)
     if escalation is None:
-        messages.info(request, "Nothing to resolve: the assistant already owns this conversation.")
+        messages.info(
+            request, _("Nothing to resolve: the assistant already owns this conversation.")
+        )
     else:
         escalation_hand_back(client=access.client, escalation=escalation, actor=request.user)
-        messages.success(request, "Resolved: the assistant answers this conversation again.")
+        messages.success(request, _("Resolved: the assistant answers this conversation again."))
     return redirect(_conversation_url(access, conversation))
 
 
