@@ -121,6 +121,11 @@ def test_every_customer_facing_msgid_is_translated_in_every_shipped_language():
     assert not any(missing.values()), report(missing)
 
 
+def test_the_staff_side_is_complete_in_spanish():
+    missing = {"es": [ids(m)[0] for m in catalogue("es") if m.id and untranslated(m)]}
+    assert not missing["es"], report(missing)
+
+
 @pytest.mark.parametrize("language", TRANSLATED)
 def test_translations_keep_every_placeholder(language):
     wrong = []
