@@ -39,6 +39,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.timesince import timesince
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
@@ -235,7 +236,7 @@ def queue_poll(request: HttpRequest, access: ConsoleAccess) -> HttpResponse:
 
 class ReplyForm(forms.Form):
     text = forms.CharField(
-        label=_("Reply to the customer"),
+        label=gettext_lazy("Reply to the customer"),
         max_length=MAX_MESSAGE_CHARS,
         strip=True,
         widget=forms.Textarea(attrs={"rows": 3, "maxlength": MAX_MESSAGE_CHARS}),
