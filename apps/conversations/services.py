@@ -120,21 +120,27 @@ def _take_seq(conversation_id: int, now: Any, *, visible: bool) -> tuple[int, st
 
 def validate_customer_text(text: Any) -> str:
     if not isinstance(text, str):
-        raise ApplicationError("text must be a string.", {"fields": {"text": "Must be a string."}})
+        raise ApplicationError(
+            "text must be a string.", {"fields": {"text": gettext("Must be a string.")}}
+        )
     if "\x00" in text:
         raise ApplicationError(
             "text must not contain NUL characters.",
-            {"fields": {"text": "Must not contain NUL characters."}},
+            {"fields": {"text": gettext("Must not contain NUL characters.")}},
         )
     cleaned = text.strip()
     if not cleaned:
         raise ApplicationError(
-            "text must not be empty.", {"fields": {"text": "Must not be empty."}}
+            "text must not be empty.", {"fields": {"text": gettext("Must not be empty.")}}
         )
     if len(cleaned) > MAX_MESSAGE_CHARS:
         raise ApplicationError(
             f"text is longer than {MAX_MESSAGE_CHARS} characters.",
-            {"fields": {"text": f"At most {MAX_MESSAGE_CHARS} characters."}},
+            {
+                "fields": {
+                    "text": gettext("At most %(count)d characters.") % {"count": MAX_MESSAGE_CHARS}
+                }
+            },
             status=413,
             code="too_long",
         )
@@ -161,7 +167,7 @@ def conversation_contact_set(
     already confirmed sends nothing."""
     if not isinstance(email, str):
         raise ApplicationError(
-            "email must be a string.", {"fields": {"email": "Must be a string."}}
+            "email must be a string.", {"fields": {"email": gettext("Must be a string.")}}
         )
     cleaned = email.strip()
     if cleaned:
@@ -172,7 +178,7 @@ def conversation_contact_set(
         except ValidationError:
             raise ApplicationError(
                 "email is not a valid e-mail address.",
-                {"fields": {"email": "Enter a valid e-mail address."}},
+                {"fields": {"email": gettext("Enter a valid e-mail address.")}},
             ) from None
     with transaction.atomic():
         locked = Conversation.objects.for_client(client).select_for_update().get(pk=conversation.pk)
