@@ -147,10 +147,10 @@ def json_view(view: ConsoleView) -> ConsoleView:
     @wraps(view)
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if not request.user.is_authenticated:
-            return _json_error(401, "not_authenticated", "Sign in again.")
+            return _json_error(401, "not_authenticated", _("Sign in again."))
         access = _resolve_access(request)
         if isinstance(access, HttpResponse):
-            return _json_error(403, "permission_denied", "No client is selected.")
+            return _json_error(403, "permission_denied", _("No client is selected."))
         return view(request, access, *args, **kwargs)
 
     return never_cache(wrapper)
@@ -382,7 +382,7 @@ def conversation_poll(request: HttpRequest, access: ConsoleAccess, public_id: st
         return _json_error(400, "invalid", "after must be a message seq (a whole number).")
     conversation = conversation_get(client=access.client, public_id=public_id)
     if conversation is None:
-        return _json_error(404, "not_found", "Not found.")
+        return _json_error(404, "not_found", _("Not found."))
     new_messages = message_list_after(
         client=access.client, conversation=conversation, after_seq=int(after_raw)
     )
@@ -478,7 +478,7 @@ def conversation_events(
     ending)."""
     conversation = conversation_get(client=access.client, public_id=public_id)
     if conversation is None:
-        return _json_error(404, "not_found", "Not found.")
+        return _json_error(404, "not_found", _("Not found."))
     return _doorbell(
         request,
         events.conversation_key(conversation.pk),
