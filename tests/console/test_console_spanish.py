@@ -4,8 +4,12 @@ conversation's language."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from django.conf import settings
+from django.contrib.staticfiles import finders
 from django.urls import reverse
 
 from apps.accounts.models import Role
@@ -64,3 +68,26 @@ def test_an_admin_page_is_in_spanish(client, data_a):
     assert "Resolve and hand back to the AI" not in body
     index = client.get(reverse("admin:index")).content.decode()
     assert "Clientes, conversaciones y facturación" in index
+
+
+def console_texts(body: str) -> dict[str, str]:
+    start = body.index('<script type="application/json" id="gd-console-texts">')
+    chunk = body[start:].split(">", 1)[1].split("</script>", 1)[0]
+    return json.loads(chunk)
+
+
+def test_the_live_updates_speak_the_page_language(browser_for, data_a):
+    """console.js draws rows and states from its own words, which the page hands it."""
+    english = console_texts(browser_for(Role.AGENT).get(reverse("console-queue")).content.decode())
+    assert english["Unassigned"] == "Unassigned"
+    assert english["%(age)s ago"] == "%(age)s ago"
+    texts = console_texts(
+        spanish(browser_for(Role.AGENT)).get(reverse("console-queue")).content.decode()
+    )
+    assert set(texts) == set(english)
+    assert texts["Unassigned"] == "Sin asignar"
+    assert texts["%(age)s ago"] == "hace %(age)s"
+    assert texts["Updates live."] == "Se actualiza en directo."
+    script = Path(finders.find("console/console.js")).read_text()
+    for english_text in texts:  # every word the script shows goes through the table
+        assert f'say("{english_text}"' in script
