@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 DEMO_TENANT := demo/tenant.json
 DEMO_CASES := demo/simulations/demo.json
 
-.PHONY: demo demo-reset simulate test lint typecheck check imports commits ci-checks serve worker clean lock \
+.PHONY: demo demo-reset simulate test lint typecheck check imports commits ci-checks serve worker clean lock messages \
 	llm-server-venv
 
 $(STAMP): requirements/base.txt requirements/production.txt requirements/dev.txt
@@ -53,6 +53,16 @@ test: $(STAMP)
 ## the tests call it themselves when it is missing
 llm-server-venv:
 	./scripts/llm-server-venv.sh
+
+## make messages — refresh the translation catalogues (locale/<lang>/LC_MESSAGES/django.po)
+## from the code and templates (needs GNU gettext's xgettext), then compile every .po to its .mo
+## with babel; `compile_catalogues` alone needs no gettext (docs/languages.md, "Catalogues")
+MESSAGE_LANGUAGES := es fr de pt it nl he ar
+messages: $(STAMP)
+	$(PY) manage.py makemessages $(foreach lang,$(MESSAGE_LANGUAGES),-l $(lang)) -e html,txt,py \
+		--ignore='.venv*' --ignore=tests --ignore=node_modules --ignore=staticfiles \
+		--ignore=ci-artifacts
+	$(PY) manage.py compile_catalogues
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

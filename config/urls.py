@@ -1,6 +1,7 @@
 from django.contrib import admin
 from django.contrib.auth.decorators import login_required
 from django.urls import include, path
+from django.utils.translation import gettext_lazy as _
 
 from apps.core import views as core_views
 from config.api_docs import docs_view, schema_view
@@ -9,8 +10,8 @@ from config.api_docs import docs_view, schema_view
 # so MFA cannot be bypassed via /admin/login/.
 admin.site.login = login_required(admin.site.login)  # type: ignore[method-assign]
 admin.site.site_header = "GuideDesk"
-admin.site.site_title = "GuideDesk admin"
-admin.site.index_title = "Clients, conversations and billing"
+admin.site.site_title = _("GuideDesk admin")
+admin.site.index_title = _("Clients, conversations and billing")
 
 # Under /api/ even Django's own error pages answer the JSON error shape (apps/core/error_views.py).
 handler400 = "apps.core.error_views.bad_request"

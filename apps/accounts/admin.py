@@ -9,6 +9,7 @@ from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.models import ApiKey, Membership, User
 from apps.accounts.services import api_key_issue, api_key_revoke
@@ -23,8 +24,8 @@ admin.site.unregister(EmailAddress)
 
 class EmailAddressInline(admin.TabularInline):
     model = EmailAddress
-    verbose_name = "sign-in e-mail address"
-    verbose_name_plural = "Sign-in e-mail addresses (django-allauth)"
+    verbose_name = _("sign-in e-mail address")
+    verbose_name_plural = _("Sign-in e-mail addresses (django-allauth)")
     fields = ["email", "primary", "verified"]
     readonly_fields = ["email", "primary"]  # the address is the user's e-mail, set above
     extra = 0
@@ -44,13 +45,13 @@ class UserAdmin(SuperuserOnlyAdmin, DjangoUserAdmin):
     search_fields = ["email", "first_name", "last_name"]
     fieldsets = [
         (None, {"fields": ["email", "password"]}),
-        ("Name", {"fields": ["first_name", "last_name"]}),
-        ("Preferences", {"fields": ["time_zone", "language"]}),
+        (_("Name"), {"fields": ["first_name", "last_name"]}),
+        (_("Preferences"), {"fields": ["time_zone", "language"]}),
         (
-            "Permissions",
+            _("Permissions"),
             {"fields": ["is_active", "is_staff", "is_superuser", "groups", "user_permissions"]},
         ),
-        ("Dates", {"fields": ["last_login", "date_joined"]}),
+        (_("Dates"), {"fields": ["last_login", "date_joined"]}),
     ]
     inlines = [EmailAddressInline]
     add_fieldsets = [
@@ -95,7 +96,7 @@ class ApiKeyAdmin(TenantScopedAdmin):
         # A key's role is fixed at creation: raising it later would bypass the grant check.
         return ["client", "role", "prefix", "last_used_at", "revoked_at", "created_by"]
 
-    @admin.display(boolean=True, description="Active")
+    @admin.display(boolean=True, description=_("Active"))
     def active(self, obj: ApiKey) -> bool:
         return obj.is_active
 
@@ -111,7 +112,8 @@ class ApiKeyAdmin(TenantScopedAdmin):
     def save_model(self, request: HttpRequest, obj: ApiKey, form: Any, change: bool) -> None:
         if not self._may_grant(request, obj.client_id, obj.role):
             raise PermissionDenied(
-                f"Your role cannot manage keys with the {obj.role} role in {obj.client}."
+                _("Your role cannot manage keys with the %(role)s role in %(client)s.")
+                % {"role": obj.role, "client": obj.client}
             )
         if change:
             super().save_model(request, obj, form, change)
@@ -126,16 +128,21 @@ class ApiKeyAdmin(TenantScopedAdmin):
         obj._state.adding = False
         messages.warning(
             request,
-            f"New API key for {key.client}: {secret} — copy it now, it will not be shown again.",
+            _("New API key for %(client)s: %(secret)s — copy it now, it will not be shown again.")
+            % {"client": key.client, "secret": secret},
         )
 
-    @admin.action(description="Revoke selected keys", permissions=["change"])
+    @admin.action(description=_("Revoke selected keys"), permissions=["change"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
         # (every key was checked against the rule before the action ran: get_actions)
         keys = list(queryset.select_related("client"))
         for key in keys:
             api_key_revoke(client=key.client, api_key=key)
-        self.message_user(request, f"Revoked {queryset.count()} key(s).")
+        count = queryset.count()
+        self.message_user(
+            request,
+            _("Revoked %(count)d key(s).") % {"count": count},
+        )
 
 
 admin.site.unregister(Authenticator)

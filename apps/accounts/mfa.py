@@ -18,6 +18,7 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.urls import reverse
+from django.utils.translation import gettext
 
 from apps.accounts.models import Membership
 
@@ -75,7 +76,7 @@ class RequireMfaMiddleware:
                 return JsonResponse(body, status=403)
             messages.warning(
                 request,
-                "Set up two-factor authentication (an authenticator app) to continue.",
+                gettext("Set up two-factor authentication (an authenticator app) to continue."),
             )
             return redirect("mfa_activate_totp")
         return self.get_response(request)

@@ -97,10 +97,10 @@ class User(AbstractUser):
 
 
 class Role(models.TextChoices):
-    OWNER = "owner", "Owner"
-    ADMIN = "admin", "Admin"
-    AGENT = "agent", "Agent"
-    VIEWER = "viewer", "Viewer"
+    OWNER = "owner", _("Owner")
+    ADMIN = "admin", _("Admin")
+    AGENT = "agent", _("Agent")
+    VIEWER = "viewer", _("Viewer")
 
 
 # What each role may do; checked by services and API permissions.
@@ -141,7 +141,7 @@ class ApiKey(TenantOwnedModel):
     """A back-office credential scoped to one client. The secret is shown once and stored hashed."""
 
     name = models.CharField(max_length=100)
-    prefix = models.CharField(max_length=16, unique=True, help_text="Shown to identify the key.")
+    prefix = models.CharField(max_length=16, unique=True, help_text=_("Shown to identify the key."))
     secret_hash = models.CharField(max_length=64, editable=False)
     role = models.CharField(max_length=10, choices=Role.choices, default=Role.ADMIN)
     created_by = models.ForeignKey(

@@ -11,6 +11,7 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext_lazy as _
 
 from apps.billing import periods
 from apps.billing.charts import MODE_COLORS, stacked_cost_chart, stacked_token_chart
@@ -82,7 +83,7 @@ class UsageRecordAdmin(ReadOnlyAdmin):
     date_hierarchy = "created_at"
     readonly_fields = [f.name for f in UsageRecord._meta.fields]
 
-    @admin.display(description="Client (usage page)", ordering="client__name")
+    @admin.display(description=_("Client (usage page)"), ordering="client__name")
     def client_usage(self, obj: UsageRecord) -> SafeString:
         return format_html('<a href="{}">{}</a>', client_usage_url(obj.client_id), obj.client)
 
@@ -182,14 +183,14 @@ class ClientUsageAdmin(TenantScopedAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    @admin.display(description="AI mode")
+    @admin.display(description=_("AI mode"))
     def mode(self, obj: Client) -> str:
         return obj.plan.get_ai_mode_display().split(" —")[0]
 
-    @admin.display(description="Usage")
+    @admin.display(description=_("Usage"))
     def usage_page(self, obj: Client) -> SafeString:
         return format_html(
-            '<a href="{}">Daily cost and critique rate</a>', client_usage_url(obj.pk)
+            '<a href="{}">{}</a>', client_usage_url(obj.pk), _("Daily cost and critique rate")
         )
 
     def get_urls(self) -> list[URLPattern]:
@@ -246,7 +247,7 @@ class ClientUsageAdmin(TenantScopedAdmin):
                     }
                     for day, row in overview.daily.items()
                 },
-                title=f"Tokens per day by mode — {client.name}",
+                title=_("Tokens per day by mode — %(client)s") % {"client": client.name},
             )
         else:
             chart = stacked_cost_chart(
@@ -255,7 +256,7 @@ class ClientUsageAdmin(TenantScopedAdmin):
                     day: {mode: figures.billed_usd for mode, figures in row.items()}
                     for day, row in overview.daily.items()
                 },
-                title=f"Billed cost per day by mode — {client.name}",
+                title=_("Billed cost per day by mode — %(client)s") % {"client": client.name},
             )
         plan = client.plan
         counter = overview.counter
@@ -267,7 +268,7 @@ class ClientUsageAdmin(TenantScopedAdmin):
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
-            "title": f"Usage — {client.name}",
+            "title": _("Usage — %(client)s") % {"client": client.name},
             "client": client,
             "plan": plan,
             "start": start,

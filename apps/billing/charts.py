@@ -11,6 +11,7 @@ from decimal import Decimal
 
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import gettext
 
 MODE_COLORS = {
     "standard": "#417690",
@@ -82,7 +83,7 @@ def stacked_cost_chart(
         days=days,
         by_day_mode=cost_by_day_mode,
         title=title,
-        axis_label="Billed cost (USD)",
+        axis_label=gettext("Billed cost (USD)"),
         tick_label=_money_label,
         tooltip=lambda amount: f"${amount:.8f}",
         box=box,
@@ -105,7 +106,7 @@ def stacked_token_chart(
             for day, row in tokens_by_day_mode.items()
         },
         title=title,
-        axis_label="Tokens",
+        axis_label=gettext("Tokens"),
         tick_label=_count_label,
         tooltip=lambda amount: f"{int(amount):,} tokens",
         box=box,

@@ -7,6 +7,7 @@ from typing import Any
 from django.core.cache import cache
 from django.core.validators import MinValueValidator
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from apps.clients.models import Client
 from apps.core.models import TenantOwnedModel, TimeStampedModel
@@ -29,8 +30,10 @@ class ModelPrice(TimeStampedModel):
         null=True,
         blank=True,
         validators=[MinValueValidator(1)],
-        help_text="The model's context window in tokens (prompt + reply). Empty: the "
-        "LLM_CONTEXT_TOKENS setting applies.",
+        help_text=_(
+            "The model's context window in tokens (prompt + reply). Empty: the "
+            "LLM_CONTEXT_TOKENS setting applies."
+        ),
     )
 
     class Meta:
@@ -57,11 +60,11 @@ class UsagePurpose(models.TextChoices):
     """What an LLM call was made for. Every call is metered (`apps.reasoning.meter`); only a
     customer turn has a conversation and a trace."""
 
-    TURN = "turn", "Customer turn"
-    PLAYGROUND = "playground", "Playground run"
-    SIMULATION = "simulation", "Simulation"
-    INSIGHTS = "insights", "Insights (batch job)"
-    BENCHMARK = "benchmark", "Benchmark"
+    TURN = "turn", _("Customer turn")
+    PLAYGROUND = "playground", _("Playground run")
+    SIMULATION = "simulation", _("Simulation")
+    INSIGHTS = "insights", _("Insights (batch job)")
+    BENCHMARK = "benchmark", _("Benchmark")
 
 
 class UsageRecord(TenantOwnedModel):
@@ -85,13 +88,13 @@ class UsageRecord(TenantOwnedModel):
     purpose = models.CharField(
         max_length=12, choices=UsagePurpose.choices, default=UsagePurpose.TURN
     )
-    mode = models.CharField(max_length=20, help_text="The mode that ran (and is billed).")
+    mode = models.CharField(max_length=20, help_text=_("The mode that ran (and is billed)."))
     step = models.CharField(max_length=40)
     model = models.CharField(max_length=100)
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
     tokens_estimated = models.BooleanField(
-        default=False, help_text="The provider reported no usage; tokens were estimated."
+        default=False, help_text=_("The provider reported no usage; tokens were estimated.")
     )
     cost_usd = models.DecimalField(max_digits=16, decimal_places=8, default=Decimal("0"))
     multiplier = models.DecimalField(max_digits=6, decimal_places=3, default=Decimal("1"))
@@ -123,7 +126,7 @@ class UsageCounter(TenantOwnedModel):
 
     `*_used` counts finished turns; `*_reserved` the turns in flight (their estimate)."""
 
-    month = models.DateField(help_text="First day of the month.")
+    month = models.DateField(help_text=_("First day of the month."))
     tokens_used = models.PositiveBigIntegerField(default=0)
     turns_used = models.PositiveIntegerField(default=0)
     tokens_reserved = models.PositiveBigIntegerField(default=0)
@@ -139,8 +142,8 @@ class UsageCounter(TenantOwnedModel):
 
 
 class ReservationState(models.TextChoices):
-    RESERVED = "reserved", "Reserved — the turn is running"
-    COMMITTED = "committed", "Committed — actual usage counted"
+    RESERVED = "reserved", _("Reserved — the turn is running")
+    COMMITTED = "committed", _("Committed — actual usage counted")
 
 
 class UsageReservation(TenantOwnedModel):
@@ -173,8 +176,8 @@ class UsageReservation(TenantOwnedModel):
 
 
 class AlertMetric(models.TextChoices):
-    TOKENS = "tokens", "Monthly token budget"
-    TURNS = "turns", "Monthly turn budget"
+    TOKENS = "tokens", _("Monthly token budget")
+    TURNS = "turns", _("Monthly turn budget")
 
 
 class UsageAlert(TenantOwnedModel):
@@ -182,7 +185,7 @@ class UsageAlert(TenantOwnedModel):
     threshold fire once per client and month."""
 
     month = models.DateField()
-    threshold = models.PositiveSmallIntegerField(help_text="Percent of the budget.")
+    threshold = models.PositiveSmallIntegerField(help_text=_("Percent of the budget."))
     metric = models.CharField(max_length=10, choices=AlertMetric.choices)
     used = models.PositiveBigIntegerField()
     budget = models.PositiveBigIntegerField()
@@ -277,9 +280,9 @@ class RollupGrain(models.TextChoices):
     (a turn with an assess and a critique call is one turn), so each grouping the reports offer
     has rows of its own; money and calls live in the finest rows only."""
 
-    TURNS = "turns", "Turns per mode (model and step blank)"
-    MODEL = "model", "Turns per mode and model (step blank)"
-    CALLS = "calls", "Calls, tokens and money per mode, model and step"
+    TURNS = "turns", _("Turns per mode (model and step blank)")
+    MODEL = "model", _("Turns per mode and model (step blank)")
+    CALLS = "calls", _("Calls, tokens and money per mode, model and step")
 
 
 class DailyUsage(TenantOwnedModel):

@@ -38,6 +38,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.timesince import timesince
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
@@ -130,7 +132,7 @@ def console_view(minimum: str = READ) -> Callable[[ConsoleView], ConsoleView]:
             if isinstance(access, HttpResponse):
                 return access
             if not role_permits(access.role, minimum):
-                raise PermissionDenied(f"This needs the {minimum} role.")
+                raise PermissionDenied(_("This needs the %(role)s role.") % {"role": minimum})
             return view(request, access, *args, **kwargs)
 
         return login_required(never_cache(wrapper))
@@ -145,10 +147,10 @@ def json_view(view: ConsoleView) -> ConsoleView:
     @wraps(view)
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if not request.user.is_authenticated:
-            return _json_error(401, "not_authenticated", "Sign in again.")
+            return _json_error(401, "not_authenticated", _("Sign in again."))
         access = _resolve_access(request)
         if isinstance(access, HttpResponse):
-            return _json_error(403, "permission_denied", "No client is selected.")
+            return _json_error(403, "permission_denied", _("No client is selected."))
         return view(request, access, *args, **kwargs)
 
     return never_cache(wrapper)
@@ -234,7 +236,7 @@ def queue_poll(request: HttpRequest, access: ConsoleAccess) -> HttpResponse:
 
 class ReplyForm(forms.Form):
     text = forms.CharField(
-        label="Reply to the customer",
+        label=gettext_lazy("Reply to the customer"),
         max_length=MAX_MESSAGE_CHARS,
         strip=True,
         widget=forms.Textarea(attrs={"rows": 3, "maxlength": MAX_MESSAGE_CHARS}),
@@ -350,7 +352,7 @@ def conversation_reply(request: HttpRequest, access: ConsoleAccess, public_id: s
     except ApplicationError as error:
         form.add_error("text", error.message)
         return _render_conversation(request, access, public_id, form=form, status=error.status)
-    messages.success(request, "Reply sent. You own this conversation until you resolve it.")
+    messages.success(request, _("Reply sent. You own this conversation until you resolve it."))
     return redirect(_conversation_url(access, conversation) + "#reply")
 
 
@@ -362,10 +364,12 @@ def conversation_resolve(
     conversation = _conversation_or_404(access, public_id)
     escalation = escalation_open_for_conversation(client=access.client, conversation=conversation)
     if escalation is None:
-        messages.info(request, "Nothing to resolve: the assistant already owns this conversation.")
+        messages.info(
+            request, _("Nothing to resolve: the assistant already owns this conversation.")
+        )
     else:
         escalation_hand_back(client=access.client, escalation=escalation, actor=request.user)
-        messages.success(request, "Resolved: the assistant answers this conversation again.")
+        messages.success(request, _("Resolved: the assistant answers this conversation again."))
     return redirect(_conversation_url(access, conversation))
 
 
@@ -378,7 +382,7 @@ def conversation_poll(request: HttpRequest, access: ConsoleAccess, public_id: st
         return _json_error(400, "invalid", "after must be a message seq (a whole number).")
     conversation = conversation_get(client=access.client, public_id=public_id)
     if conversation is None:
-        return _json_error(404, "not_found", "Not found.")
+        return _json_error(404, "not_found", _("Not found."))
     new_messages = message_list_after(
         client=access.client, conversation=conversation, after_seq=int(after_raw)
     )
@@ -474,7 +478,7 @@ def conversation_events(
     ending)."""
     conversation = conversation_get(client=access.client, public_id=public_id)
     if conversation is None:
-        return _json_error(404, "not_found", "Not found.")
+        return _json_error(404, "not_found", _("Not found."))
     return _doorbell(
         request,
         events.conversation_key(conversation.pk),

@@ -134,21 +134,27 @@ def _take_seq(conversation_id: int, now: Any, *, visible: bool) -> tuple[int, st
 
 def validate_customer_text(text: Any) -> str:
     if not isinstance(text, str):
-        raise ApplicationError("text must be a string.", {"fields": {"text": "Must be a string."}})
+        raise ApplicationError(
+            "text must be a string.", {"fields": {"text": gettext("Must be a string.")}}
+        )
     if "\x00" in text:
         raise ApplicationError(
             "text must not contain NUL characters.",
-            {"fields": {"text": "Must not contain NUL characters."}},
+            {"fields": {"text": gettext("Must not contain NUL characters.")}},
         )
     cleaned = text.strip()
     if not cleaned:
         raise ApplicationError(
-            "text must not be empty.", {"fields": {"text": "Must not be empty."}}
+            "text must not be empty.", {"fields": {"text": gettext("Must not be empty.")}}
         )
     if len(cleaned) > MAX_MESSAGE_CHARS:
         raise ApplicationError(
             f"text is longer than {MAX_MESSAGE_CHARS} characters.",
-            {"fields": {"text": f"At most {MAX_MESSAGE_CHARS} characters."}},
+            {
+                "fields": {
+                    "text": gettext("At most %(count)d characters.") % {"count": MAX_MESSAGE_CHARS}
+                }
+            },
             status=413,
             code="too_long",
         )
@@ -175,7 +181,7 @@ def conversation_contact_set(
     already confirmed sends nothing."""
     if not isinstance(email, str):
         raise ApplicationError(
-            "email must be a string.", {"fields": {"email": "Must be a string."}}
+            "email must be a string.", {"fields": {"email": gettext("Must be a string.")}}
         )
     cleaned = email.strip()
     if cleaned:
@@ -186,7 +192,7 @@ def conversation_contact_set(
         except ValidationError:
             raise ApplicationError(
                 "email is not a valid e-mail address.",
-                {"fields": {"email": "Enter a valid e-mail address."}},
+                {"fields": {"email": gettext("Enter a valid e-mail address.")}},
             ) from None
     with transaction.atomic():
         locked = Conversation.objects.for_client(client).select_for_update().get(pk=conversation.pk)
@@ -504,30 +510,54 @@ def _unseen_replies_message(
 ) -> EmailMessage:
     reply_to = client_reply_to_address(client)
     many = len(replies) > 1
-    lines = [
-        "Hello,",
-        "",
-        f"{client.name}'s support team replied to your chat while you were away:",
-        "",
-    ]
-    for reply in replies:
-        when = timezone.localtime(reply.created_at).strftime("%Y-%m-%d %H:%M %Z")
-        lines += [f"--- {when}", reply.text, ""]
-    lines += [
-        "---",
-        "",
-        "The conversation is waiting for you in the chat on our website, where you left it"
-        " (in the same browser).",
-    ]
-    if reply_to:
-        lines.append(f"You can also answer this e-mail; your answer goes to {reply_to}.")
-    lines += [
-        "",
-        f"You receive this e-mail once because you left this address in the chat with "
-        f"{client.name} and did not see {'these replies' if many else 'this reply'} there.",
-    ]
+    business = {"business": client.name}
+    # In the customer's language, like the confirmation e-mail.
+    with translation.override(conversation.language or client.language or None):
+        lines = [
+            gettext("Hello,"),
+            "",
+            gettext("%(business)s's support team replied to your chat while you were away:")
+            % business,
+            "",
+        ]
+        for reply in replies:
+            when = timezone.localtime(reply.created_at).strftime("%Y-%m-%d %H:%M %Z")
+            lines += [f"--- {when}", reply.text, ""]
+        lines += [
+            "---",
+            "",
+            gettext(
+                "The conversation is waiting for you in the chat on our website, where you left "
+                "it (in the same browser)."
+            ),
+        ]
+        if reply_to:
+            lines.append(
+                gettext("You can also answer this e-mail; your answer goes to %(address)s.")
+                % {"address": reply_to}
+            )
+        lines += [
+            "",
+            (
+                gettext(
+                    "You receive this e-mail once because you left this address in the chat "
+                    "with %(business)s and did not see these replies there."
+                )
+                if many
+                else gettext(
+                    "You receive this e-mail once because you left this address in the chat "
+                    "with %(business)s and did not see this reply there."
+                )
+            )
+            % business,
+        ]
+        subject = (
+            gettext("%(business)s: new replies to your chat")
+            if many
+            else gettext("%(business)s: a new reply to your chat")
+        ) % business
     return EmailMessage(
-        subject=f"{client.name}: {'new replies' if many else 'a new reply'} to your chat",
+        subject=subject,
         body="\n".join(lines),
         from_email=settings.DEFAULT_FROM_EMAIL,
         to=[conversation.contact_email],

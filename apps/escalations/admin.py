@@ -8,6 +8,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.models import User
 from apps.conversations.admin import conversation_link
@@ -55,11 +56,11 @@ class EscalationAdmin(ActionOnlyAdmin):
     fields = ESCALATION_FIELDS
     readonly_fields = ESCALATION_FIELDS
 
-    @admin.display(description="Conversation", ordering="conversation__created_at")
+    @admin.display(description=_("Conversation"), ordering="conversation__created_at")
     def conversation_short(self, obj: Escalation) -> SafeString | str:
         return conversation_link(obj.conversation)
 
-    @admin.action(description="Resolve and hand back to the AI", permissions=["support"])
+    @admin.action(description=_("Resolve and hand back to the AI"), permissions=["support"])
     def resolve_and_hand_back(self, request: HttpRequest, queryset: QuerySet[Escalation]) -> None:
         # Imported here: the reasoning layer imports the escalation models this admin registers.
         from apps.reasoning.handback import escalation_hand_back
@@ -81,12 +82,17 @@ class EscalationAdmin(ActionOnlyAdmin):
         if resolved:
             self.message_user(
                 request,
-                f"Resolved {resolved} escalation(s); the AI answers those conversations again.",
+                _("Resolved %(count)d escalation(s); the AI answers those conversations again.")
+                % {"count": resolved},
                 messages.SUCCESS,
             )
         if already:
             self.message_user(
-                request, f"{already} escalation(s) were already resolved.", messages.INFO
+                request,
+                _("%(count)d escalation(s) were already resolved.") % {"count": already},
+                messages.INFO,
             )
         for failure in failures:
-            self.message_user(request, f"Could not resolve {failure}", messages.ERROR)
+            self.message_user(
+                request, _("Could not resolve %(failure)s") % {"failure": failure}, messages.ERROR
+            )

@@ -3,25 +3,26 @@ from __future__ import annotations
 import uuid
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from apps.core.models import TenantOwnedModel
 
 
 class EscalationReason(models.TextChoices):
-    CUSTOMER_REQUEST = "customer_request", "Customer asked for a human"
-    LOW_CONFIDENCE = "low_confidence", "Assistant not confident"
-    POLICY = "policy", "Policy / safety decision"
-    TOOL_FAILURE = "tool_failure", "Tool failed"
-    LLM_FAILURE = "llm_failure", "LLM unavailable or invalid"
-    USAGE_LIMIT = "usage_limit", "Usage limit reached"
-    STAFF_TAKEOVER = "staff_takeover", "Staff took over"
-    DEADLINE = "deadline", "Turn ran out of time"
-    SYSTEM_FAILURE = "system_failure", "Turn could not run (database or worker failure)"
+    CUSTOMER_REQUEST = "customer_request", _("Customer asked for a human")
+    LOW_CONFIDENCE = "low_confidence", _("Assistant not confident")
+    POLICY = "policy", _("Policy / safety decision")
+    TOOL_FAILURE = "tool_failure", _("Tool failed")
+    LLM_FAILURE = "llm_failure", _("LLM unavailable or invalid")
+    USAGE_LIMIT = "usage_limit", _("Usage limit reached")
+    STAFF_TAKEOVER = "staff_takeover", _("Staff took over")
+    DEADLINE = "deadline", _("Turn ran out of time")
+    SYSTEM_FAILURE = "system_failure", _("Turn could not run (database or worker failure)")
 
 
 class EscalationStatus(models.TextChoices):
-    OPEN = "open", "Open — a human owns the conversation"
-    RESOLVED = "resolved", "Resolved — handed back to the AI"
+    OPEN = "open", _("Open — a human owns the conversation")
+    RESOLVED = "resolved", _("Resolved — handed back to the AI")
 
 
 class Escalation(TenantOwnedModel):

@@ -6,7 +6,8 @@ from typing import Any
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.translation import gettext, gettext_noop
 
 from apps.clients.models import Client
 from apps.conversations.models import (
@@ -27,11 +28,20 @@ from apps.tools.pending import pending_expire_open
 
 logger = logging.getLogger(__name__)
 
-HANDOFF_TEXT = (
+# Customer-facing msgids, rendered in the customer's language when the message is written
+# (`_customer_text`): a hand-off text passed in by a caller is translated the same way.
+HANDOFF_TEXT = gettext_noop(
     "I've passed your conversation to our support team — a person will reply here as soon as "
     "possible."
 )
-HANDBACK_TEXT = "Our team has finished here; the assistant is back to help you."
+HANDBACK_TEXT = gettext_noop("Our team has finished here; the assistant is back to help you.")
+
+
+def _customer_text(msgid: str, conversation: Conversation) -> str:
+    """`msgid` in the conversation's language (the default language when it is not known);
+    text that is no msgid (already translated) comes back unchanged."""
+    with translation.override(conversation.language or settings.LANGUAGE_CODE):
+        return gettext(msgid)
 
 
 @transaction.atomic
@@ -83,7 +93,7 @@ def escalation_create(
         conversation=conversation,
         role=Role.SYSTEM,
         kind=Kind.HANDOFF,
-        text=handoff_text,
+        text=_customer_text(handoff_text, locked),
         data={"escalation_id": str(escalation.public_id)},
         trace=trace,
     )
@@ -136,7 +146,7 @@ def escalation_notify(*, escalation_id: int, client_id: int) -> None:
     )
 
 
-STAFF_JOINED_TEXT = "A member of our team has joined the conversation."
+STAFF_JOINED_TEXT = gettext_noop("A member of our team has joined the conversation.")
 
 
 @transaction.atomic
@@ -207,7 +217,7 @@ def escalation_resolve(*, client: Client, escalation: Escalation, actor: Any = N
         conversation=conversation,
         role=Role.SYSTEM,
         kind=Kind.NOTICE,
-        text=HANDBACK_TEXT,
+        text=_customer_text(HANDBACK_TEXT, conversation),
         data={"escalation_id": str(locked.public_id), "resolved": True},
     )
     return locked

@@ -12,20 +12,21 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from apps.core.models import TenantOwnedModel
 
 
 class RunStatus(models.TextChoices):
-    RUNNING = "running", "Running"
-    DONE = "done", "Done"
-    STOPPED = "stopped", "Stopped by staff"
-    FAILED = "failed", "Failed"
+    RUNNING = "running", _("Running")
+    DONE = "done", _("Done")
+    STOPPED = "stopped", _("Stopped by staff")
+    FAILED = "failed", _("Failed")
 
 
 class RunSource(models.TextChoices):
-    CONSOLE = "console", "Console playground"
-    CLI = "cli", "manage.py reason"
+    CONSOLE = "console", _("Console playground")
+    CLI = "cli", _("manage.py reason")
 
 
 class PlaygroundRun(TenantOwnedModel):

@@ -231,15 +231,15 @@ def playground_run_create(
     if mode not in playground_modes():
         raise ApplicationError(
             f"Unknown mode {mode!r}; choose one of {', '.join(playground_modes())}.",
-            {"fields": {"mode": "Not a mode that can run."}},
+            {"fields": {"mode": _("Not a mode that can run.")}},
         )
     if conversation is not None and conversation.client_id != client.pk:
         raise ApplicationError(
-            "No such conversation.", {"fields": {"conversation": "Not found."}}, status=404
+            "No such conversation.", {"fields": {"conversation": _("Not found.")}}, status=404
         )
     if rubric and not Rubric.objects.filter(slug=rubric).exists():
         raise ApplicationError(
-            f"Unknown rubric {rubric!r}.", {"fields": {"rubric": "No rubric with this slug."}}
+            f"Unknown rubric {rubric!r}.", {"fields": {"rubric": _("No rubric with this slug.")}}
         )
     if iterations is not None and not 0 <= iterations <= MAX_ITERATIONS:
         raise ApplicationError(

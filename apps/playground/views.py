@@ -16,6 +16,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, Stream
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.clients.models import AIMode, Rubric
@@ -58,21 +59,21 @@ def run_target(run: PlaygroundRun) -> float:
 
 class RunForm(forms.Form):
     question = forms.CharField(
-        label="Customer question",
+        label=gettext_lazy("Customer question"),
         max_length=MAX_MESSAGE_CHARS,
         strip=True,
         widget=forms.Textarea(attrs={"rows": 3, "maxlength": MAX_MESSAGE_CHARS}),
     )
-    mode = forms.ChoiceField(label="Mode")
-    rubric = forms.ChoiceField(label="Rubric", required=False)
+    mode = forms.ChoiceField(label=gettext_lazy("Mode"))
+    rubric = forms.ChoiceField(label=gettext_lazy("Rubric"), required=False)
     iterations = forms.IntegerField(
-        label="Refinement iterations",
+        label=gettext_lazy("Refinement iterations"),
         required=False,
         min_value=0,
         max_value=MAX_ITERATIONS,
-        help_text="Deliberative runs; empty = the plan's setting.",
+        help_text=gettext_lazy("Deliberative runs; empty = the plan's setting."),
     )
-    conversation = forms.ChoiceField(label="In the context of", required=False)
+    conversation = forms.ChoiceField(label=gettext_lazy("In the context of"), required=False)
 
     def __init__(self, *args: Any, access: ConsoleAccess, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -87,12 +88,12 @@ class RunForm(forms.Form):
             "Deliberative runs; empty = the plan's setting; at most %(most)d."
         ) % {"most": playground_allowed_iterations(client=access.client)}
         cast(forms.ChoiceField, rubric).choices = [
-            ("", "The client's / plan's rubric"),
+            ("", _("The client's / plan's rubric")),
             *rubric_choices(),
         ]
         recent = Conversation.objects.for_client(access.client).order_by("-updated_at")[:20]
         cast(forms.ChoiceField, self.fields["conversation"]).choices = [
-            ("", "No conversation (a new customer)")
+            ("", _("No conversation (a new customer)"))
         ] + [
             (str(c.public_id), f"{str(c.public_id)[:8]} · {c.get_status_display()}") for c in recent
         ]
@@ -103,7 +104,7 @@ class RunForm(forms.Form):
             return None
         conversation = conversation_get(client=self.access.client, public_id=value)
         if conversation is None:
-            raise forms.ValidationError("No such conversation.")
+            raise forms.ValidationError(_("No such conversation."))
         return conversation
 
 

@@ -22,6 +22,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
 from django.conf import settings
+from django.utils.translation import gettext
 from jsonschema import Draft202012Validator
 
 from apps.reasoning import confirmations
@@ -405,22 +406,22 @@ def check_tool_call(
 def _ask_text(tool: ClientTool, missing: list[str], problems: list[str]) -> str:
     if missing:
         needed = ", ".join(_param_label(tool, m) for m in missing)
-        return f"To do that I need a few details: {needed}. Could you tell me?"
-    return (
-        "Some of the details don't look right ("
-        + "; ".join(problems[:3])
-        + "). Could you check them?"
-    )
+        return gettext("To do that I need a few details: %(needed)s. Could you tell me?") % {
+            "needed": needed
+        }
+    return gettext("Some of the details don't look right (%(problems)s). Could you check them?") % {
+        "problems": "; ".join(problems[:3])
+    }
 
 
 def confirmation_text(tool: ClientTool, params: dict[str, Any]) -> str:
     """The exact action, generated in code so the customer confirms what will really run."""
     details = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in sorted(params.items()))
     action = tool.name.replace("_", " ")
-    return (
-        f"Just to confirm — {action} ({details})? This can't be undone. "
+    return gettext(
+        "Just to confirm — %(action)s (%(details)s)? This can't be undone. "
         'Reply "yes" to go ahead or "no" to stop.'
-    )
+    ) % {"action": action, "details": details}
 
 
 _LETTER_WORD = re.compile(r"[^\W\d_]{3,}")
@@ -483,11 +484,15 @@ def unavailable_tool_draft_problem(
 
 
 def refusal_text(verdict: GuardVerdict, enabled_tools: list[ClientTool]) -> str:
-    can_do = ", ".join(t.name.replace("_", " ") for t in enabled_tools) or "answer questions"
+    can_do = ", ".join(t.name.replace("_", " ") for t in enabled_tools) or gettext(
+        "answer questions"
+    )
     if verdict.reason in {"unknown_tool", "tool_disabled"}:
-        return f"Sorry, I can't do that here. I can help with: {can_do}."
+        return gettext("Sorry, I can't do that here. I can help with: %(can_do)s.") % {
+            "can_do": can_do
+        }
     if verdict.reason == "tool_not_configured":
-        return "Sorry, that isn't available right now. Our team can help if you'd like."
+        return gettext("Sorry, that isn't available right now. Our team can help if you'd like.")
     if verdict.reason in {"too_many_tool_calls", "repeated_tool_call"}:
-        return "I've already done that for you in this conversation turn."
-    return "Sorry, I can't do that."
+        return gettext("I've already done that for you in this conversation turn.")
+    return gettext("Sorry, I can't do that.")

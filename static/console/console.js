@@ -5,6 +5,21 @@
 (function () {
   "use strict";
 
+  // The console's own words in the page's language (templates/console/base.html); English
+  // when a text is missing.
+  var TEXTS = (function () {
+    var node = document.getElementById("gd-console-texts");
+    try { return node ? JSON.parse(node.textContent) : {}; } catch (e) { return {}; }
+  })();
+
+  function say(english, values) {
+    var out = TEXTS[english] || english;
+    Object.keys(values || {}).forEach(function (key) {
+      out = out.split("%(" + key + ")s").join(String(values[key]));
+    });
+    return out;
+  }
+
   function el(tag, className, text) {
     var node = document.createElement(tag);
     if (className) node.className = className;
@@ -58,7 +73,7 @@
         .then(function (response) {
           if (response.status === 401) {
             stopped = true;
-            setState(false, "Signed out — reload the page to sign in again.");
+            setState(false, say("Signed out — reload the page to sign in again."));
             return null;
           }
           if (!response.ok) throw new Error("HTTP " + response.status);
@@ -68,10 +83,10 @@
           if (!data) return;
           var next = onData(data);
           if (next) url = next;
-          setState(true, "Updates live.");
+          setState(true, say("Updates live."));
         })
         .catch(function () {
-          setState(false, "Cannot reach the server; retrying…");
+          setState(false, say("Cannot reach the server; retrying…"));
         })
         .then(schedule);
     }
@@ -119,17 +134,17 @@
     tr.appendChild(reason);
 
     var age = el("td");
-    var time = el("time", null, row.age + (resolved ? " ago" : ""));
+    var time = el("time", null, resolved ? say("%(age)s ago", { age: row.age }) : row.age);
     time.setAttribute("datetime", row.created_at);
     age.appendChild(time);
     tr.appendChild(age);
 
     var last = el("td", null, row.last_customer_text ? truncate(row.last_customer_text, 120) : "—");
     if (row.last_customer_text && !resolved && row.last_customer_age) {
-      last.appendChild(el("div", "gd-sub", row.last_customer_age + " ago"));
+      last.appendChild(el("div", "gd-sub", say("%(age)s ago", { age: row.last_customer_age })));
     }
     tr.appendChild(last);
-    tr.appendChild(el("td", null, row.assigned_to || "Unassigned"));
+    tr.appendChild(el("td", null, row.assigned_to || say("Unassigned")));
     return tr;
   }
 
@@ -150,9 +165,9 @@
   function startQueue(root) {
     poller(root, root.dataset.pollUrl, Number(root.dataset.pollSeconds) || 5, function (data) {
       fillRows(root.querySelector('[data-rows="open"]'), data.open, false,
-        "Nothing waiting. The assistant is handling every conversation.");
+        say("Nothing waiting. The assistant is handling every conversation."));
       fillRows(root.querySelector('[data-rows="recently_resolved"]'), data.recently_resolved, true,
-        "None yet.");
+        say("None yet."));
       var count = root.querySelector("[data-open-count]");
       if (count) count.textContent = String(data.open.length);
     });
@@ -207,7 +222,7 @@
       "[data-esc-reason]": escalation.reason,
       "[data-esc-detail]": escalation.detail || "—",
       "[data-esc-age]": escalation.age,
-      "[data-esc-assignee]": escalation.assigned_to || "Unassigned",
+      "[data-esc-assignee]": escalation.assigned_to || say("Unassigned"),
     };
     Object.keys(fields).forEach(function (selector) {
       var node = panel.querySelector(selector);
@@ -232,7 +247,7 @@
         var open = toggle.dataset.open !== "true";
         root.querySelectorAll(".gd-internal details").forEach(function (d) { d.open = open; });
         toggle.dataset.open = String(open);
-        toggle.textContent = open ? "Collapse all internal" : "Expand all internal";
+        toggle.textContent = open ? say("Collapse all internal") : say("Expand all internal");
       });
     }
 

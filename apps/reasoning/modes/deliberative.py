@@ -23,6 +23,8 @@ import uuid
 from decimal import Decimal
 from typing import Any
 
+from django.utils.translation import gettext
+
 from apps.clients.modes import Mode
 from apps.conversations.models import Kind
 from apps.reasoning.context import full_context, history_messages, pending_text
@@ -280,7 +282,7 @@ def _clarify(turn: Turn, loop: LoopResult) -> Outcome:
         hypotheses=hypotheses,
     ).parsed
     options = out.options or [str(h["intent"])[:60] for h in hypotheses[:4]]
-    question = out.question or "Could you tell me a little more about what you need?"
+    question = out.question or gettext("Could you tell me a little more about what you need?")
     return Outcome([Reply(question, kind=Kind.CLARIFICATION, data={"options": options})])
 
 

@@ -1,0 +1,108 @@
+"""The translation catalogues (locale/<lang>/LC_MESSAGES/django.po) and their compiled .mo
+files, without GNU gettext: babel reads each .po and writes its .mo (`manage.py
+compile_catalogues`, `make messages`). A fresh machine may lack msgfmt; the .mo files are
+committed, and a test checks they match their .po files."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+from babel.messages.catalog import Catalog
+from babel.messages.mofile import write_mo
+from babel.messages.pofile import read_po
+from django.conf import settings
+
+# The gettext plural rule of every shipped language (the .po header must say exactly this).
+PLURAL_FORMS = {
+    "en": "nplurals=2; plural=(n != 1);",
+    "es": "nplurals=2; plural=(n != 1);",
+    "fr": "nplurals=2; plural=(n > 1);",
+    "de": "nplurals=2; plural=(n != 1);",
+    "pt": "nplurals=2; plural=(n != 1);",
+    "it": "nplurals=2; plural=(n != 1);",
+    "nl": "nplurals=2; plural=(n != 1);",
+    "he": "nplurals=4; plural=(n == 1 ? 0 : n == 2 ? 1 : (n > 10 && n % 10 == 0) ? 2 : 3);",
+    "ar": (
+        "nplurals=6; plural=(n == 0 ? 0 : n == 1 ? 1 : n == 2 ? 2 : "
+        "n % 100 >= 3 && n % 100 <= 10 ? 3 : n % 100 >= 11 ? 4 : 5);"
+    ),
+}
+
+
+@dataclass(frozen=True)
+class CatalogueFile:
+    language: str
+    po: Path
+
+    @property
+    def mo(self) -> Path:
+        return self.po.with_suffix(".mo")
+
+
+def locale_dir() -> Path:
+    return Path(settings.LOCALE_PATHS[0])
+
+
+def catalogue_files(root: Path | None = None) -> list[CatalogueFile]:
+    """Every locale/<lang>/LC_MESSAGES/*.po, sorted."""
+    base = root or locale_dir()
+    return [
+        CatalogueFile(language=po.parent.parent.name, po=po)
+        for po in sorted(base.glob("*/LC_MESSAGES/*.po"))
+    ]
+
+
+def catalogue_read(po: Path) -> Catalog:
+    with po.open("rb") as handle:
+        return read_po(handle, abort_invalid=True)
+
+
+def compiled_bytes(catalog: Catalog) -> bytes:
+    """The .mo for `catalog` (fuzzy entries left out, like msgfmt)."""
+    buffer = io.BytesIO()
+    write_mo(buffer, catalog, use_fuzzy=False)
+    return buffer.getvalue()
+
+
+def catalogue_compile(entry: CatalogueFile, *, check: bool = False) -> bool:
+    """Write `entry`'s .mo when it differs from its .po (or only report it with `check`).
+    Returns True when the .mo was (or, with `check`, would be) changed."""
+    wanted = compiled_bytes(catalogue_read(entry.po))
+    current = entry.mo.read_bytes() if entry.mo.exists() else None
+    if current == wanted:
+        return False
+    if not check:
+        entry.mo.write_bytes(wanted)
+    return True
+
+
+# What a customer can see: the files whose msgids must be translated into every shipped
+# language (a reference in any of them makes a msgid customer-facing). The staff side (admin,
+# console, playground, simulations, notes, insights) is complete in Spanish and may fall back
+# to English elsewhere.
+CUSTOMER_FACING = (
+    "apps/reasoning/guards.py",
+    "apps/reasoning/turn.py",
+    "apps/reasoning/replies.py",
+    "apps/reasoning/services.py",
+    "apps/reasoning/modes/",
+    "apps/tools/",
+    "apps/conversations/services.py",
+    "apps/escalations/services.py",
+    "apps/widget/apis.py",
+    "templates/widget/",
+)
+_STAFF_FILES_IN_CUSTOMER_DIRS = ("apps/tools/admin.py",)
+
+
+def is_customer_facing(reference: str) -> bool:
+    """`reference` is a .po location (`path` or `path:line`)."""
+    path = reference.rsplit(":", 1)[0] if reference[-1:].isdigit() else reference
+    if path in _STAFF_FILES_IN_CUSTOMER_DIRS:
+        return False
+    return any(
+        path == entry or (entry.endswith("/") and path.startswith(entry))
+        for entry in CUSTOMER_FACING
+    )
