@@ -87,13 +87,11 @@ def main() -> None:
         rows.append((code, n, right, buttons, m, false_yes))
 
     out = sys.stdout.write
-    out("| language | phrasings | read right | by the buttons | adversarial | read as a yes |\n")
-    out("|---|---:|---:|---:|---:|---:|\n")
-    for code, n, right, buttons, m, false_yes in rows:
-        out(
-            f"| {code} | {n} | {right} ({100 * right / n:.1f} %) | "
-            f"{buttons} ({100 * buttons / n:.0f} %) | {m} | {false_yes} |\n"
-        )
+    out("| | " + " | ".join(r[0] for r in rows) + " |\n")
+    out("|---|" + "---:|" * len(rows) + "\n")
+    out("| phrasings read right | " + " | ".join(f"{r[2]}/{r[1]}" for r in rows) + " |\n")
+    out("| by the buttons | " + " | ".join(f"{r[3]}/{r[1]}" for r in rows) + " |\n")
+    out("| adversarial read as a yes | " + " | ".join(f"{r[5]}/{r[4]}" for r in rows) + " |\n")
     total_n = sum(r[1] for r in rows)
     total_right = sum(r[2] for r in rows)
     out(
