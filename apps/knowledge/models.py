@@ -190,3 +190,12 @@ class ArticleChunk(TenantOwnedModel):
 
     def __str__(self) -> str:
         return f"{self.article_id}#{self.ordinal}"
+
+
+class FAQ(Article):
+    """The FAQs (articles of kind FAQ) as their own admin page: question and answer."""
+
+    class Meta:
+        proxy = True
+        verbose_name = _("FAQ")
+        verbose_name_plural = _("FAQs")
