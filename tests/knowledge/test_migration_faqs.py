@@ -12,7 +12,8 @@ from django.db.migrations.executor import MigrationExecutor
 
 from apps.clients.models import Client
 from apps.knowledge.models import Article, ArticleChunk, ArticleKind
-from apps.knowledge.selectors import business_info_for, search_chunks
+from apps.knowledge.selectors import business_info_for, faqs_for, search_chunks
+from apps.provisioning.services import tenant_import
 from tests.conftest import DEMO_TENANT
 from tests.factories import ClientFactory
 
@@ -71,3 +72,22 @@ def test_the_demo_tenants_faqs_become_articles_and_nothing_is_lost(at_latest):
     assert {k: v for k, v in info.items() if k != "faqs"} == client.business_info
     first = demo["faqs"][0]["question"]
     assert any(hit.article.title == first for hit in search_chunks(client=client, query=first))
+
+
+def test_the_reverse_puts_the_demo_faqs_back(at_latest):
+    """The demo tenant imported as it ships (its FAQs become articles), migrated back and
+    forward again: the same FAQs each time."""
+    tenant_import(data=json.loads(DEMO_TENANT.read_text()))
+    client = Client.objects.get(slug="trailhead")
+    imported = faqs_for(client=client)
+    assert imported and "faqs" not in client.business_info
+    old = migrate(BEFORE)
+    back = old.get_model("clients", "Client").objects.get(pk=client.pk).business_info
+    key = lambda faq: faq["question"]  # noqa: E731
+    assert sorted(back["faqs"], key=key) == sorted(imported, key=key)
+    assert not old.get_model("knowledge", "Article").objects.filter(client_id=client.pk).exists()
+
+    migrate(AFTER)
+    client.refresh_from_db()
+    assert "faqs" not in client.business_info
+    assert sorted(faqs_for(client=client), key=key) == sorted(imported, key=key)
