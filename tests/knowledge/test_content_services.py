@@ -175,3 +175,17 @@ def test_url_source_and_delete_takes_its_articles():
     svc.article_create(client=client, data={"title": "p", "body": "b", "source": source})
     svc.source_delete(source=source)
     assert not Article.objects.for_client(client).exists()
+
+
+def test_a_simulations_baseline_shows_the_faqs_the_turns_see():
+    from apps.simulations.config import live_config
+
+    client = ClientFactory(business_info={"about": {"description": "Boots."}})
+    svc.article_create(
+        client=client, data={"kind": "faq", "title": "Do you ship abroad?", "body": "Yes."}
+    )
+    info = live_config(client=client)["business_info"]
+    assert info == {
+        "about": {"description": "Boots."},
+        "faqs": [{"question": "Do you ship abroad?", "answer": "Yes."}],
+    }
