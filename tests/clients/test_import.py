@@ -12,6 +12,7 @@ from apps.clients.models import Client, Plan
 from apps.core.exceptions import ApplicationError
 from apps.knowledge.models import Article, ArticleChunk
 from apps.knowledge.selectors import business_info_for, faqs_for
+from apps.provisioning.files import load_tenant_file
 from apps.provisioning.services import tenant_import
 from apps.tools.models import ClientTool
 from tests.conftest import DEMO_TENANT
@@ -32,7 +33,7 @@ def run_import(path) -> dict:
 
 
 def demo_data() -> dict:
-    return json.loads(DEMO_TENANT.read_text())
+    return load_tenant_file(DEMO_TENANT)
 
 
 def test_demo_tenant_imports_everything():

@@ -4,8 +4,6 @@ graph: nothing lost either way."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
@@ -13,6 +11,7 @@ from django.db.migrations.executor import MigrationExecutor
 from apps.clients.models import Client
 from apps.knowledge.models import Article, ArticleChunk, ArticleKind
 from apps.knowledge.selectors import business_info_for, faqs_for, search_chunks
+from apps.provisioning.files import load_tenant_file
 from apps.provisioning.services import tenant_import
 from tests.conftest import DEMO_TENANT
 from tests.factories import ClientFactory
@@ -38,7 +37,7 @@ def at_latest():
 
 
 def demo_business_info() -> dict:
-    (client,) = json.loads(DEMO_TENANT.read_text())["clients"]
+    (client,) = load_tenant_file(DEMO_TENANT)["clients"]
     return client["business_info"]
 
 
@@ -77,7 +76,7 @@ def test_the_demo_tenants_faqs_become_articles_and_nothing_is_lost(at_latest):
 def test_the_reverse_puts_the_demo_faqs_back(at_latest):
     """The demo tenant imported as it ships (its FAQs become articles), migrated back and
     forward again: the same FAQs each time."""
-    tenant_import(data=json.loads(DEMO_TENANT.read_text()))
+    tenant_import(data=load_tenant_file(DEMO_TENANT))
     client = Client.objects.get(slug="trailhead")
     imported = faqs_for(client=client)
     assert imported and "faqs" not in client.business_info
