@@ -69,11 +69,21 @@ def test_plan_form_explains_modes(admin_client):
         assert text in body
 
 
-def test_client_admin_shows_business_info_field_errors(admin_client):
-    client = ClientFactory(plan=PlanFactory())
+def test_client_admin_edits_business_basics_as_form_fields(admin_client):
+    client = ClientFactory(
+        plan=PlanFactory(),
+        business_info={
+            "about": {"description": "Old.", "full": "The long story."},
+            "contact": {"phone": "+1 555"},
+            "faqs": [{"question": "Hours?", "answer": "9-5"}],
+        },
+    )
     url = reverse("admin:clients_client_change", args=[client.pk])
     page = admin_client.get(url)
     assert page.status_code == 200
+    body = page.content.decode()
+    assert 'name="about_description"' in body and "Old." in body
+    assert 'name="business_info"' not in body  # the JSON is shown read-only
     data = {
         "name": client.name,
         "slug": client.slug,
@@ -82,22 +92,31 @@ def test_client_admin_shows_business_info_field_errors(admin_client):
         "language": "en",
         "support_email": client.support_email,
         "greeting": "Hi",
-        "business_info": '{"faqs": [{"question": "Hours?"}], "polices": {}}',
+        "remember_conversation_hours": "24",
         "allowed_origins": '["https://shop.example"]',
-        "memberships-TOTAL_FORMS": "0",
-        "memberships-INITIAL_FORMS": "0",
+        "about_description": "x" * 1001,
+        "about_full": "The long story.",
+        "contact_phone": "",
+        "policy_returns": "30 days.",
     }
-    # inline management forms
-    for prefix in re.findall(r'name="([\w-]+)-TOTAL_FORMS"', page.content.decode()):
+    for prefix in re.findall(r'name="([\w-]+)-TOTAL_FORMS"', body):
         data[f"{prefix}-TOTAL_FORMS"] = "0"
         data[f"{prefix}-INITIAL_FORMS"] = "0"
     response = admin_client.post(url, data)
-    body = response.content.decode()
     assert response.status_code == 200
-    assert "faqs[0].answer: Required." in body
-    assert "polices: Unknown field." in body
+    assert "at most 1000 characters" in response.content.decode()
     client.refresh_from_db()
-    assert "polices" not in client.business_info
+    assert client.business_info["about"]["description"] == "Old."
+
+    response = admin_client.post(url, {**data, "about_description": "Hiking gear."})
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    client.refresh_from_db()
+    assert client.business_info == {
+        "about": {"description": "Hiking gear.", "full": "The long story."},
+        "policies": {"returns": "30 days."},
+        # a key the form does not show stays as it was
+        "faqs": [{"question": "Hours?", "answer": "9-5"}],
+    }
 
 
 def test_api_key_created_in_admin_shows_secret_once(admin_client):

@@ -41,6 +41,7 @@ from apps.billing.models import (
 from apps.core.admin import SuperuserOnlyAdmin, TenantScopedAdmin
 from apps.escalations.models import Escalation, EscalationStatus
 from apps.insights.models import InsightProposal, InsightRun, ProposalKind
+from apps.knowledge.services.articles import article_create, source_create
 from apps.notes.services import note_add
 from apps.simulations.models import SimCase, SimulationRun
 from apps.tools.models import ClientTool, ExecutorType, PendingAction, ToolKind
@@ -101,6 +102,11 @@ RULES: dict[str, dict[str, str]] = {
     # by the engine only (its page is the report).
     "simulations.simcase": {"view": VIEWER, "add": AGENT, "change": AGENT, "delete": AGENT},
     "simulations.simulationrun": {"view": VIEWER, "add": AGENT, "change": NEVER, "delete": NEVER},
+    # Knowledge content is written by agents, as notes are; sources make the server fetch
+    # addresses on a schedule, so they are configuration (admins).
+    "knowledge.article": {"view": VIEWER, "add": AGENT, "change": AGENT, "delete": AGENT},
+    "knowledge.faq": {"view": VIEWER, "add": AGENT, "change": AGENT, "delete": AGENT},
+    "knowledge.knowledgesource": {"view": VIEWER, "add": ADMIN, "change": ADMIN, "delete": ADMIN},
     # Third-party admins hold platform-wide rows.
     "auth.group": {"view": PLATFORM, "add": PLATFORM, "change": PLATFORM, "delete": PLATFORM},
     # An authenticator is set up by its user through allauth; an operator may only remove one.
@@ -131,6 +137,11 @@ ACTION_RULES = {
     ("notes.note", "archive"): AGENT,
     ("notes.note", "reject"): AGENT,
     ("simulations.simcase", "run_selected"): AGENT,
+    **{
+        (model, action): AGENT
+        for model in ("knowledge.article", "knowledge.faq")
+        for action in ("enable", "disable", "publish")
+    },
     ("django_celery_beat.periodictask", "enable_tasks"): PLATFORM,
     ("django_celery_beat.periodictask", "disable_tasks"): PLATFORM,
     ("django_celery_beat.periodictask", "toggle_tasks"): PLATFORM,
@@ -203,6 +214,14 @@ def world(db) -> dict[str, Any]:
     )
     SimCase.objects.create(client=acme, name="greeting", turns=[{"customer": "Hi", "expect": {}}])
     SimulationRun.objects.create(client=acme, name="A run", total=2, completed=1)
+    # Knowledge: an article and an FAQ, switched off drafts (so switching on, off and
+    # publishing each change them), and a source.
+    off_draft = {"status": "draft", "enabled": False}
+    article_create(client=acme, data={"title": "Returns", "body": "30 days.", **off_draft})
+    article_create(
+        client=acme, data={"kind": "faq", "title": "Hours?", "body": "9-5.", **off_draft}
+    )
+    source_create(client=acme, data={"name": "Help", "kind": "url", "url": "https://a.example"})
     # An AI proposal waiting for review: approve, archive and reject each change it in turn.
     for tenant in (acme, globex):
         note_add(client=tenant, type="pattern", content="Customers say hi.", source="ai")
@@ -481,7 +500,6 @@ def test_client_settings_need_the_admin_role(client, world, role, may):
         "name": acme.name,
         "language": acme.language,
         "support_email": acme.support_email,
-        "business_info": json.dumps(acme.business_info),
         "greeting": "Hijacked greeting",
         "remember_conversation_hours": acme.remember_conversation_hours,
         "allowed_origins": json.dumps(acme.allowed_origins),

@@ -28,7 +28,6 @@ a token), so they measure what GuideDesk sends, not a provider's tokenizer.
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import time
@@ -49,6 +48,7 @@ from apps.clients.models import AIMode, Client, Plan
 from apps.conversations.models import Role
 from apps.conversations.services import conversation_create, message_append
 from apps.core.tenancy import tenant_scope
+from apps.provisioning.files import load_tenant_file
 from apps.provisioning.services import tenant_import
 from apps.reasoning.models import ReasoningTrace
 from apps.reasoning.services import turn_process
@@ -375,7 +375,7 @@ def _bench_clients(
     token: str, prices: list[dict[str, Any]], evaluation: bool = False
 ) -> dict[str, Client]:
     """Two copies of the demo tenant, one per mode, on copies of its plan."""
-    data = json.loads(DEMO_TENANT.read_text(encoding="utf-8"))
+    data = load_tenant_file(DEMO_TENANT)  # with the demo's article directory read in
     demo = data["clients"][0]
     base_plan = next(p for p in data["plans"] if p["slug"] == demo["plan"])
     known = {p["model"] for p in prices} | set(ModelPrice.objects.values_list("model", flat=True))

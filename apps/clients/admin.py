@@ -13,7 +13,7 @@ from apps.accounts.models import Membership
 from apps.clients import modes
 from apps.clients.business_info import business_info_errors
 from apps.clients.models import Client, Plan, Rubric
-from apps.core.admin import PlatformOnlyAdmin, TenantScopedAdmin
+from apps.core.admin import PlatformOnlyAdmin, TenantScopedAdmin, pretty_json_block
 from apps.core.languages import SHIPPED
 from apps.core.permissions import MANAGE, user_may
 from apps.reasoning.hooks import hook_names
@@ -284,16 +284,95 @@ class PrettyJSONField(forms.JSONField):
         return json.dumps(value, indent=2, ensure_ascii=False)
 
 
-class ClientAdminForm(forms.ModelForm):
-    business_info = PrettyJSONField(
-        required=False,
-        widget=forms.Textarea(attrs={"rows": 24, "cols": 100, "style": "font-family:monospace"}),
-        help_text=(
-            "JSON with optional keys: about {description, full}, contact {hours, phone, email, "
-            "address}, policies {returns, shipping, privacy, terms}, faqs [{question, answer}], "
-            "ai_instructions. See docs/business-info.md."
-        ),
+# The business basics as form fields: (form field, path in business_info, limit, label, rows).
+# FAQs are articles of the knowledge base (admin → Knowledge → FAQs), not part of this form.
+BASICS: list[tuple[str, tuple[str, ...], int, Any, int]] = [
+    ("about_description", ("about", "description"), 1000, _("About: in short"), 2),
+    ("about_full", ("about", "full"), 20000, _("About: the full story"), 6),
+    ("contact_email", ("contact", "email"), 254, _("Contact e-mail"), 0),
+    ("contact_phone", ("contact", "phone"), 500, _("Contact phone"), 0),
+    ("contact_hours", ("contact", "hours"), 500, _("Opening hours"), 0),
+    ("contact_address", ("contact", "address"), 500, _("Address"), 2),
+    ("policy_returns", ("policies", "returns"), 20000, _("Returns policy"), 6),
+    ("policy_shipping", ("policies", "shipping"), 20000, _("Shipping policy"), 6),
+    ("policy_privacy", ("policies", "privacy"), 20000, _("Privacy policy"), 6),
+    ("policy_terms", ("policies", "terms"), 20000, _("Terms"), 6),
+    ("ai_instructions", ("ai_instructions",), 5000, _("Instructions for the assistant"), 4),
+]
+BASICS_HELP = {
+    "about_description": _("One or two sentences; always in the assistant's prompt."),
+    "about_full": _("Fetched by the assistant when a question needs it."),
+    "ai_instructions": _(
+        "Tone and rules for the assistant, e.g. 'Answer in two sentences at most.'"
+    ),
+}
+
+
+def basic_value(info: Any, path: tuple[str, ...]) -> str:
+    value: Any = info if isinstance(info, dict) else {}
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value if isinstance(value, str) else ""
+
+
+def with_basics(info: Any, values: dict[str, str]) -> dict[str, Any]:
+    """`info` with the basics set from the form (an emptied field removes its key, an emptied
+    section its object); every other key — FAQs of a document not yet migrated, anything the
+    form does not show — is kept as it was."""
+    out: dict[str, Any] = {
+        key: (dict(value) if isinstance(value, dict) else value)
+        for key, value in (info if isinstance(info, dict) else {}).items()
+    }
+    for name, path, _limit, _label, _rows in BASICS:
+        text = (values.get(name) or "").strip()
+        if len(path) == 1:
+            if text:
+                out[path[0]] = text
+            else:
+                out.pop(path[0], None)
+            continue
+        section, key = path
+        existing = out.get(section)
+        part: dict[str, Any] = existing if isinstance(existing, dict) else {}
+        if text:
+            part[key] = text
+        else:
+            part.pop(key, None)
+        if part:
+            out[section] = part
+        else:
+            out.pop(section, None)
+    return out
+
+
+def _basic_field(name: str) -> forms.CharField:
+    _name, _path, limit, label, rows = next(b for b in BASICS if b[0] == name)
+    widget = (
+        forms.Textarea(attrs={"rows": rows, "cols": 80})
+        if rows
+        else forms.TextInput(attrs={"size": 60})
     )
+    return forms.CharField(
+        label=label,
+        required=False,
+        max_length=limit,
+        widget=widget,
+        help_text=BASICS_HELP.get(name, ""),
+    )
+
+
+class ClientAdminForm(forms.ModelForm):
+    about_description = _basic_field("about_description")
+    about_full = _basic_field("about_full")
+    contact_email = _basic_field("contact_email")
+    contact_phone = _basic_field("contact_phone")
+    contact_hours = _basic_field("contact_hours")
+    contact_address = _basic_field("contact_address")
+    policy_returns = _basic_field("policy_returns")
+    policy_shipping = _basic_field("policy_shipping")
+    policy_privacy = _basic_field("policy_privacy")
+    policy_terms = _basic_field("policy_terms")
+    ai_instructions = _basic_field("ai_instructions")
     allowed_origins = PrettyJSONField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 3, "cols": 60, "style": "font-family:monospace"}),
@@ -327,7 +406,6 @@ class ClientAdminForm(forms.ModelForm):
             "language",
             "languages",
             "support_email",
-            "business_info",
             "greeting",
             "remember_conversation_hours",
             "allowed_origins",
@@ -336,24 +414,33 @@ class ClientAdminForm(forms.ModelForm):
             "playground_max_iterations",
         ]
 
-    def clean_business_info(self) -> Any:
-        value = self.cleaned_data.get("business_info") or {}
-        errors = business_info_errors(value)
-        if errors:
-            raise forms.ValidationError([f"{path}: {msg}" for path, msg in errors.items()])
-        return value
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        info = self.instance.business_info if self.instance else {}
+        for name, path, *_rest in BASICS:
+            if name in self.fields:
+                self.initial.setdefault(name, basic_value(info, path))
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        allowed = [code for code in SHIPPED if code in (data.get("languages") or [])]
+        default = data.get("language")
+        if allowed and default and default not in allowed:
+            allowed.insert(0, default)  # the default is always answered in
+        data["languages"] = allowed
+        if any(name in self.errors for name, *_rest in BASICS):
+            return data
+        info = with_basics(self.instance.business_info, data)
+        errors = business_info_errors(info)
+        by_path = {".".join(path): name for name, path, *_rest in BASICS}
+        for path, message in errors.items():
+            self.add_error(by_path.get(path), f"{path}: {message}")
+        if not errors:
+            self.instance.business_info = info
+        return data
 
     def clean_allowed_origins(self) -> Any:
         return self.cleaned_data.get("allowed_origins") or []
-
-    def clean(self) -> Any:
-        cleaned = super().clean() or {}
-        allowed = [code for code in SHIPPED if code in (cleaned.get("languages") or [])]
-        default = cleaned.get("language")
-        if allowed and default and default not in allowed:
-            allowed.insert(0, default)  # the default is always answered in
-        cleaned["languages"] = allowed
-        return cleaned
 
 
 class MembershipInline(admin.TabularInline):
@@ -411,14 +498,32 @@ class ClientAdmin(TenantScopedAdmin):
     list_display = ["name", "slug", "plan", "mode", "is_active", "support_email"]
     list_filter = ["is_active", "plan"]
     search_fields = ["name", "slug", "support_email"]
-    readonly_fields = ["widget_key", "embed_snippet", "created_at", "updated_at"]
+    readonly_fields = [
+        "widget_key",
+        "embed_snippet",
+        "business_info_json",
+        "created_at",
+        "updated_at",
+    ]
     list_select_related = ["plan"]
     inlines = [MembershipInline, ToolInline]
     fieldsets = [
         (None, {"fields": ["name", "slug", "plan", "is_active", "support_email"]}),
         (_("Languages"), {"fields": ["language", "languages"]}),
         ("Staff sign-in", {"fields": ["require_mfa"]}),
-        ("What the assistant knows", {"fields": ["business_info"]}),
+        (
+            _("What the assistant knows: the business basics"),
+            {
+                "fields": [name for name, *_rest in BASICS],
+                "description": _(
+                    "Articles and FAQs are edited under Knowledge (articles, FAQs, sources)."
+                ),
+            },
+        ),
+        (
+            _("Advanced: the business info document"),
+            {"fields": ["business_info_json"], "classes": ["collapse"]},
+        ),
         (
             "Deliberative mode",
             {
@@ -471,6 +576,15 @@ class ClientAdmin(TenantScopedAdmin):
             ]
         return readonly
 
+    # What a member who may not change the client sees of the basics (read-only).
+    def _basic(self, obj: Client, path: tuple[str, ...]) -> str:
+        return basic_value(obj.business_info, path) or "-"
+
+    @admin.display(description=_("Business info (JSON)"))
+    def business_info_json(self, obj: Client) -> Any:
+        """The stored document, read-only (the import/export format is the tenant file)."""
+        return pretty_json_block(obj.business_info)
+
     @admin.display(description="AI mode")
     def mode(self, obj: Client) -> str:
         return obj.plan.get_ai_mode_display().split(" —")[0]
@@ -484,3 +598,16 @@ class ClientAdmin(TenantScopedAdmin):
             'data-widget-key="{}" async&gt;&lt;/script&gt;</code>',
             obj.widget_key,
         )
+
+
+def _basic_display(name: str, path: tuple[str, ...], label: Any) -> Any:
+    @admin.display(description=label)
+    def show(self: ClientAdmin, obj: Client) -> str:
+        return self._basic(obj, path)
+
+    show.__name__ = name
+    return show
+
+
+for _name, _path, _limit, _label, _rows in BASICS:
+    setattr(ClientAdmin, _name, _basic_display(_name, _path, _label))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from typing import Self
+from typing import Self, cast
 
 from django.conf import settings
 from django.contrib.postgres.search import SearchVectorField
@@ -190,3 +190,20 @@ class ArticleChunk(TenantOwnedModel):
 
     def __str__(self) -> str:
         return f"{self.article_id}#{self.ordinal}"
+
+
+class FaqManager(models.Manager["FAQ"]):
+    def get_queryset(self) -> models.QuerySet[FAQ]:
+        faqs = ArticleQuerySet(self.model, using=self._db).filter(kind=ArticleKind.FAQ)
+        return cast("models.QuerySet[FAQ]", faqs)
+
+
+class FAQ(Article):
+    """The FAQs (articles of kind FAQ) as their own admin page: question and answer."""
+
+    objects = FaqManager.from_queryset(ArticleQuerySet)()  # type: ignore[misc,arg-type,assignment]
+
+    class Meta:
+        proxy = True
+        verbose_name = _("FAQ")
+        verbose_name_plural = _("FAQs")

@@ -6,9 +6,10 @@ from typing import Any
 
 from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.db import connection
+from django.db.models import Count, Q, QuerySet
 
 from apps.clients.models import Client
-from apps.knowledge.models import Article, ArticleChunk, ArticleKind
+from apps.knowledge.models import Article, ArticleChunk, ArticleKind, KnowledgeSource
 
 
 def faqs_for(*, client: Client) -> list[dict[str, str]]:
@@ -58,3 +59,67 @@ def search_chunks(*, client: Client, query: str, language: str = "", limit: int 
             chunk.score = score  # type: ignore[attr-defined]
             scored.append(chunk)
     return sorted(scored, key=lambda c: (-c.score, c.pk))[:limit]  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------------------------------------
+# Content lists (the admin and the staff API)
+# ---------------------------------------------------------------------------------------------
+
+
+def articles_list(
+    *,
+    client: Client,
+    kind: str | None = None,
+    status: str | None = None,
+    enabled: bool | None = None,
+    language: str | None = None,
+    tag: str | None = None,
+    source: KnowledgeSource | None = None,
+    q: str | None = None,
+) -> QuerySet[Article]:
+    """The client's articles (or FAQs with `kind="faq"`), filtered, by title."""
+    rows = Article.objects.for_client(client).select_related("source", "approved_by")
+    if kind:
+        rows = rows.filter(kind=kind)
+    if status:
+        rows = rows.filter(status=status)
+    if enabled is not None:
+        rows = rows.filter(enabled=enabled)
+    if language is not None:
+        rows = rows.filter(language=language)
+    if source is not None:
+        rows = rows.filter(source=source)
+    if q:
+        rows = rows.filter(Q(title__icontains=q) | Q(body__icontains=q))
+    if tag:
+        # JSON containment is not on SQLite: the (small) id list is found in Python there.
+        if connection.vendor == "postgresql":
+            rows = rows.filter(tags__contains=[tag])
+        else:
+            wanted = tag.casefold()
+            ids = [
+                pk
+                for pk, tags in rows.values_list("pk", "tags")
+                if any(str(t).casefold() == wanted for t in tags or [])
+            ]
+            rows = rows.filter(pk__in=ids)
+    return rows.order_by("title", "id")
+
+
+def article_get(*, client: Client, public_id: Any, kind: str | None = None) -> Article | None:
+    rows = Article.objects.for_client(client).select_related("source", "approved_by")
+    if kind:
+        rows = rows.filter(kind=kind)
+    return rows.filter(public_id=public_id).first()
+
+
+def sources_list(*, client: Client) -> QuerySet[KnowledgeSource]:
+    return (
+        KnowledgeSource.objects.for_client(client)
+        .annotate(article_count=Count("articles"))
+        .order_by("name", "id")
+    )
+
+
+def source_get(*, client: Client, public_id: Any) -> KnowledgeSource | None:
+    return sources_list(client=client).filter(public_id=public_id).first()

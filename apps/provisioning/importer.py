@@ -31,6 +31,13 @@ from apps.clients.models import (
 )
 from apps.core.exceptions import ApplicationError
 from apps.core.languages import SHIPPED, normalise
+from apps.knowledge.services.articles import (
+    MAX_BODY_CHARS,
+    MAX_FAQ_ANSWER_CHARS,
+    MAX_RESYNC_HOURS,
+    MAX_TITLE_CHARS,
+    is_http_url,
+)
 
 Slug = Annotated[str, Field(pattern=r"^[-a-zA-Z0-9_]+$", min_length=1, max_length=50)]
 Money = Annotated[Decimal, Field(ge=0, max_digits=12, decimal_places=6)]
@@ -142,6 +149,73 @@ class ToolIn(_Strict):
         return value
 
 
+class ArticleIn(_Strict):
+    """A knowledge article of the tenant file (or of a `*.md` file of `article_dir`)."""
+
+    title: str = Field(min_length=1, max_length=MAX_TITLE_CHARS)
+    body: str = Field(min_length=1, max_length=MAX_BODY_CHARS)
+    kind: Literal["article", "faq"] = "article"
+    language: str = Field(default="", max_length=16)
+    tags: list[Annotated[str, Field(max_length=50)]] = Field(default=[], max_length=20)
+    enabled: bool = True
+    status: Literal["published", "draft"] = "published"
+
+    @model_validator(mode="after")
+    def _faq_answer(self) -> ArticleIn:
+        if self.kind == "faq" and len(self.body) > MAX_FAQ_ANSWER_CHARS:
+            raise ValueError(
+                f"an FAQ's answer (body) has at most {MAX_FAQ_ANSWER_CHARS} characters"
+            )
+        return self
+
+
+class SourceIn(_Strict):
+    """A knowledge source: typed in by staff, a web page or a sitemap (synced by the import
+    task); an uploaded file is added in the admin or the API."""
+
+    name: str = Field(min_length=1, max_length=200)
+    kind: Literal["manual", "url", "sitemap"]
+    url: str = Field(default="", max_length=2000)
+    language: str = Field(default="", max_length=16)
+    enabled: bool = True
+    resync_hours: int = Field(default=24, ge=0, le=MAX_RESYNC_HOURS)
+
+    @model_validator(mode="after")
+    def _address(self) -> SourceIn:
+        if self.kind != "manual" and not is_http_url(self.url):
+            raise ValueError(f"a {self.kind} source needs an http:// or https:// url")
+        return self
+
+
+class KnowledgeIn(_Strict):
+    articles: list[ArticleIn] = []
+    # Read into `articles` by the file loader (apps/provisioning/files.py), relative to the file.
+    article_dir: str | None = None
+    sources: list[SourceIn] = []
+
+    @field_validator("article_dir")
+    @classmethod
+    def _read_by_the_loader(cls, value: str | None) -> str | None:
+        if value is not None:
+            raise ValueError(
+                "a directory is read relative to the tenant file: import the file with "
+                "manage.py import_client (or load it with load_tenant_file)"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _unique(self) -> KnowledgeIn:
+        titles = [(a.kind, a.title.casefold()) for a in self.articles]
+        dupes = sorted({t for k, t in titles if titles.count((k, t)) > 1})
+        if dupes:
+            raise ValueError(f"duplicate article titles: {', '.join(dupes)}")
+        names = [s.name for s in self.sources]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"duplicate source names: {', '.join(dupes)}")
+        return self
+
+
 class ClientIn(_Strict):
     slug: Slug
     name: str = Field(min_length=1, max_length=200)
@@ -158,6 +232,8 @@ class ClientIn(_Strict):
     require_mfa: bool = False
     # Simulation test cases (docs/simulations.md), checked by `case_validate` (`_tests_errors`).
     tests: list[Any] = []
+    # Knowledge articles and sources (FAQs come from `business_info.faqs`).
+    knowledge: KnowledgeIn | None = None
 
     @field_validator("language")
     @classmethod

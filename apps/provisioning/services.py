@@ -10,6 +10,14 @@ from apps.accounts.services import api_key_issue
 from apps.billing.models import ModelPrice, VisitorUsage
 from apps.clients.models import Client, Plan, normalize_origin
 from apps.core.exceptions import ApplicationError
+from apps.core.languages import normalise
+from apps.knowledge.models import Article, ArticleKind, ArticleStatus, KnowledgeSource, SourceKind
+from apps.knowledge.services.articles import (
+    article_create,
+    article_update,
+    source_create,
+    source_update,
+)
 from apps.provisioning.importer import ClientIn, executor_settings, parse_tenant_file
 from apps.simulations.cases import cases_import
 from apps.tools.executors import executor_for, settings_for
@@ -102,7 +110,8 @@ def _import_client(*, spec: ClientIn, plan: Plan) -> ImportedClient:
             "language": spec.language,
             "languages": spec.languages,
             "support_email": spec.support_email,
-            "business_info": spec.business_info,
+            # FAQs live as FAQ articles (`_import_knowledge`); the rest of the document here.
+            "business_info": {k: v for k, v in spec.business_info.items() if k != "faqs"},
             "allowed_origins": [normalize_origin(o) for o in spec.widget.allowed_origins],
             "greeting": spec.widget.greeting,
             "remember_conversation_hours": spec.widget.remember_conversation_hours,
@@ -127,6 +136,8 @@ def _import_client(*, spec: ClientIn, plan: Plan) -> ImportedClient:
             values["timeout_seconds"] = float(values["timeout_seconds"])
         _upsert(ClientTool, {"client": client, "name": tool.name}, values)
 
+    _import_knowledge(client=client, spec=spec)
+
     if spec.tests:
         # Validated with the file (parse_tenant_file); created or updated by name, never deleted.
         cases_import(client=client, data=spec.tests)
@@ -135,6 +146,153 @@ def _import_client(*, spec: ClientIn, plan: Plan) -> ImportedClient:
     if not ApiKey.objects.for_client(client).active().exists():
         _, secret = api_key_issue(client=client, name="Imported key")
     return ImportedClient(slug=client.slug, widget_key=client.widget_key, api_key=secret)
+
+
+# --------------------------------------------------------------------------------------------
+# Knowledge: `business_info.faqs` → FAQ articles, `knowledge.articles` and `knowledge.sources`
+# --------------------------------------------------------------------------------------------
+
+
+def _import_knowledge(*, client: Client, spec: ClientIn) -> None:
+    """Upsert the file's articles by title (FAQs by question), source-less only, through the
+    content services — an unchanged article is not written (nor indexed) again. The client's
+    source-less articles of a kind the file no longer lists are removed only when the file
+    speaks for that kind: FAQs when `business_info` has a `faqs` key, articles when the client
+    has a `knowledge` entry. Sources are upserted by name and never removed here."""
+    language = normalise(client.language)
+    wanted: list[dict[str, Any]] = []
+    faqs = spec.business_info.get("faqs")
+    for faq in faqs if isinstance(faqs, list) else []:
+        wanted.append(
+            {
+                "kind": ArticleKind.FAQ,
+                "title": faq["question"].strip(),
+                "body": faq["answer"].strip(),
+                "language": language,
+                "tags": [],
+                "enabled": True,
+                "status": ArticleStatus.PUBLISHED,
+            }
+        )
+    knowledge = spec.knowledge
+    for entry in knowledge.articles if knowledge else []:
+        wanted.append(
+            {
+                "kind": entry.kind,
+                "title": entry.title.strip(),
+                "body": entry.body.strip(),
+                "language": normalise(entry.language),
+                "tags": entry.tags,
+                "enabled": entry.enabled,
+                "status": entry.status,
+            }
+        )
+    existing = {
+        (a.kind, a.title.strip().casefold()): a
+        for a in Article.objects.for_client(client).filter(source__isnull=True).order_by("-pk")
+    }
+    kept: set[int] = set()
+    for values in wanted:
+        key = (values["kind"], values["title"].casefold())
+        article = existing.get(key)
+        if article is None:
+            article = article_create(client=client, data=values)
+            existing[key] = article
+        else:
+            changed = {name: v for name, v in values.items() if getattr(article, name) != v}
+            if changed:
+                article = article_update(article=article, data=changed)
+        kept.add(article.pk)
+    stale_kinds = []
+    if "faqs" in spec.business_info:
+        stale_kinds.append(ArticleKind.FAQ)
+    if knowledge is not None:
+        stale_kinds.append(ArticleKind.ARTICLE)
+    if stale_kinds:
+        stale = Article.objects.for_client(client).filter(source__isnull=True, kind__in=stale_kinds)
+        # an FAQ listed under knowledge.articles counts for the FAQs too
+        stale.exclude(pk__in=kept).delete()
+    for source in knowledge.sources if knowledge else []:
+        values = {
+            "kind": source.kind,
+            "url": source.url.strip() if source.kind != "manual" else "",
+            "language": normalise(source.language),
+            "enabled": source.enabled,
+            "resync_hours": source.resync_hours,
+        }
+        found = KnowledgeSource.objects.for_client(client).filter(name=source.name).first()
+        if found is None:
+            source_create(client=client, data={"name": source.name, **values})
+            continue
+        changed = {name: v for name, v in values.items() if getattr(found, name) != v}
+        if changed:
+            source_update(source=found, data=changed)
+
+
+def client_export(*, client: Client) -> dict[str, Any]:
+    """The client as a tenant file's `clients[]` entry (docs/tenant-import.md): its settings,
+    `business_info` with its FAQs (the usable FAQ articles), and `knowledge` — every other
+    source-less article (drafts, disabled FAQs and their state included) and the web sources.
+    Tools are left out: their secrets are write-only. Importing the entry again changes
+    nothing."""
+    info = dict(client.business_info) if isinstance(client.business_info, dict) else {}
+    faqs = []
+    articles = []
+    rows = Article.objects.for_client(client).filter(source__isnull=True).order_by("kind", "pk")
+    language = normalise(client.language)
+    for article in rows:
+        plain_faq = (
+            article.kind == ArticleKind.FAQ
+            and article.status == ArticleStatus.PUBLISHED
+            and article.enabled
+            and not article.tags
+            and article.language in ("", language)
+        )
+        if plain_faq:
+            faqs.append({"question": article.title, "answer": article.body})
+            continue
+        entry: dict[str, Any] = {"title": article.title, "body": article.body}
+        if article.kind != ArticleKind.ARTICLE:
+            entry["kind"] = article.kind
+        if article.language:
+            entry["language"] = article.language
+        if article.tags:
+            entry["tags"] = list(article.tags)
+        if not article.enabled:
+            entry["enabled"] = False
+        if article.status != ArticleStatus.PUBLISHED:
+            entry["status"] = article.status
+        articles.append(entry)
+    info["faqs"] = faqs
+    sources = [
+        {
+            "name": s.name,
+            "kind": s.kind,
+            **({"url": s.url} if s.url else {}),
+            **({"language": s.language} if s.language else {}),
+            "enabled": s.enabled,
+            "resync_hours": s.resync_hours,
+        }
+        for s in KnowledgeSource.objects.for_client(client)
+        .exclude(kind=SourceKind.FILE)
+        .order_by("name", "pk")
+    ]
+    return {
+        "slug": client.slug,
+        "name": client.name,
+        "plan": client.plan.slug,
+        "language": client.language,
+        "support_email": client.support_email,
+        "business_info": info,
+        "widget": {
+            "allowed_origins": list(client.allowed_origins or []),
+            "greeting": client.greeting,
+            "remember_conversation_hours": client.remember_conversation_hours,
+        },
+        "is_active": client.is_active,
+        "require_mfa": client.require_mfa,
+        "knowledge": {"articles": articles, "sources": sources},
+    }
 
 
 # --------------------------------------------------------------------------------------------

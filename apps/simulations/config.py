@@ -23,6 +23,7 @@ from django.utils.translation import gettext as _
 from apps.clients import modes
 from apps.clients.models import Client, Plan, Rubric, deliberation_errors
 from apps.core.exceptions import ApplicationError
+from apps.knowledge.selectors import business_info_for
 from apps.notes.models import Note, NoteStatus
 from apps.notes.selectors import format_notes_for_prompt, relevant_notes
 from apps.reasoning.deliberation.config import UnknownRubric, deliberation_config
@@ -63,7 +64,8 @@ def _describe(*, client: Client, plan: Plan, rubric: str, model: str, notes: Any
             "target": deliberation.target,
             "refinement_iterations": deliberation.refinement_iterations,
         },
-        "business_info": client.business_info if isinstance(client.business_info, dict) else {},
+        # the document the turns see: the basics with the FAQs from the knowledge base
+        "business_info": business_info_for(client),
         "notes": notes,
         "evaluation": bool(plan.evaluation_enabled),
     }

@@ -387,6 +387,7 @@ STAFF_URLCONFS = [
     "apps.accounts.urls",
     "apps.notes.urls",
     "apps.simulations.urls",
+    "apps.knowledge.urls",
 ]
 HANDLERS = ("get", "post", "put", "patch", "delete")
 

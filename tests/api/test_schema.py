@@ -34,7 +34,7 @@ pytestmark = pytest.mark.django_db
 # The staff / back-office operations this module owns. Widget and billing operations are built
 # and fuzzed by their own modules.
 STAFF_PATHS = re.compile(
-    r"^/api/v1/(conversations|escalations|tool-executions|tools|api-keys|notes|simulations)/"
+    r"^/api/v1/(conversations|escalations|tool-executions|tools|api-keys|notes|simulations|knowledge)/"
 )
 CHECKS = [
     not_a_server_error,
@@ -127,6 +127,12 @@ def test_every_staff_operation_is_documented():
         ("/api/v1/simulations/runs/{public_id}/", "get"),
         ("/api/v1/simulations/runs/{public_id}/stop", "post"),
         ("/api/v1/simulations/runs/{public_id}/cases/", "get"),
+        *{
+            (f"/api/v1/knowledge/{kind}/{suffix}", method)
+            for kind in ("articles", "faqs", "sources")
+            for suffix, methods in (("", "get post"), ("{public_id}/", "get put patch delete"))
+            for method in methods.split()
+        },
     }
     for path, method, operation in operations:
         label = f"{method.upper()} {path}"
@@ -149,8 +155,10 @@ def test_every_staff_operation_is_documented():
             media = jsonl if path.endswith("/export/") else "application/json"
             assert "examples" in responses[success[0]]["content"][media], label
         if "requestBody" in operation:
-            body_media = jsonl if path.endswith("/import/") else "application/json"
-            assert list(operation["requestBody"]["content"]) == [body_media], label
+            body_media = [jsonl if path.endswith("/import/") else "application/json"]
+            if path.startswith("/api/v1/knowledge/sources/"):  # a file is uploaded as a form
+                body_media.append("multipart/form-data")
+            assert list(operation["requestBody"]["content"]) == body_media, label
         parameters = {p["name"] for p in operation.get("parameters", [])}
         assert "client" in parameters, label
 

@@ -24,6 +24,7 @@ from django.db import connection
 from playwright.sync_api import expect
 
 from apps.conversations.models import Conversation
+from apps.provisioning.files import load_tenant_file
 from tests.browser.helpers import shot
 from tests.conftest import DEMO_TENANT, ROOT
 from tests.reasoning.conftest import assess
@@ -112,7 +113,7 @@ def _deployed(tmp_path: Path, llm: FakeLLMServer, **extra_env: str) -> Iterator[
     # The tenant's shop lives on another origin, which the tenant allows.
     shop = ThreadingHTTPServer(("127.0.0.1", 0), _ShopHandler)
     shop_url = f"http://127.0.0.1:{shop.server_address[1]}"
-    tenant = json.loads(DEMO_TENANT.read_text())
+    tenant = load_tenant_file(DEMO_TENANT)
     for client in tenant["clients"]:
         client["widget"]["allowed_origins"] = [shop_url]
     tenant_file = tmp_path / "tenant.json"

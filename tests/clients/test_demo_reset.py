@@ -15,6 +15,7 @@ from django.core.management import CommandError, call_command
 from apps.clients.models import Client
 from apps.conversations.models import Conversation, Message
 from apps.conversations.services import conversation_create, message_append
+from apps.provisioning.files import load_tenant_file
 from apps.reasoning.services import handle_turn
 from apps.tools.models import ToolExecution
 from tests.conftest import DEMO_TENANT
@@ -94,7 +95,7 @@ def test_other_clients_are_never_touched(demo, client_b, django_capture_on_commi
 
 
 def test_a_client_that_is_not_a_demo_shop_is_refused(demo, tmp_path: Path):
-    data = json.loads(Path(DEMO_TENANT).read_text(encoding="utf-8"))
+    data = load_tenant_file(DEMO_TENANT)
     real = ClientFactory(slug="real-shop", name="Real Shop")
     conversation_create(client=real)
     copy = json.loads(json.dumps(data["clients"][0]))

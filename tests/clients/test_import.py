@@ -10,13 +10,16 @@ from apps.accounts.models import ApiKey
 from apps.billing.models import ModelPrice
 from apps.clients.models import Client, Plan
 from apps.core.exceptions import ApplicationError
+from apps.knowledge.models import Article, ArticleChunk
+from apps.knowledge.selectors import business_info_for, faqs_for
+from apps.provisioning.files import load_tenant_file
 from apps.provisioning.services import tenant_import
 from apps.tools.models import ClientTool
 from tests.conftest import DEMO_TENANT
 
 pytestmark = pytest.mark.django_db
 
-MODELS: list[Any] = [ModelPrice, Plan, Client, ClientTool, ApiKey]
+MODELS: list[Any] = [ModelPrice, Plan, Client, ClientTool, ApiKey, Article, ArticleChunk]
 
 
 def snapshot():
@@ -30,7 +33,7 @@ def run_import(path) -> dict:
 
 
 def demo_data() -> dict:
-    return json.loads(DEMO_TENANT.read_text())
+    return load_tenant_file(DEMO_TENANT)
 
 
 def test_demo_tenant_imports_everything():
@@ -42,7 +45,10 @@ def test_demo_tenant_imports_everything():
     assert ApiKey.objects.get(client=client).matches(entry["api_key"])
     assert client.plan.slug == "pro"
     assert client.plan.ai_mode == "adaptive"
-    assert len(client.business_info["faqs"]) >= 10
+    # the FAQs became FAQ articles; the assistant's document still has them
+    assert "faqs" not in client.business_info
+    assert len(faqs_for(client=client)) == len(demo_data()["clients"][0]["business_info"]["faqs"])
+    assert len(business_info_for(client)["faqs"]) >= 10
     kinds = set(ClientTool.objects.for_client(client).values_list("kind", flat=True))
     assert kinds == {"read", "action", "destructive"}
     assert ModelPrice.objects.filter(model="gpt-4o-mini").exists()

@@ -27,6 +27,7 @@ import pytest
 from apps.clients.models import Client
 from apps.conversations.models import Message
 from apps.escalations.models import Escalation
+from apps.provisioning.files import load_tenant_file
 from apps.reasoning import llm as gateway
 from apps.reasoning.guards import confirmation_answer
 from apps.reasoning.models import ReasoningStep, ReasoningTrace, TraceStatus
@@ -136,7 +137,7 @@ def compact_business_info(info: dict[str, Any]) -> dict[str, Any]:
 def make_shop(mode: str, webhook: FakeWebhookServer) -> Client:
     """The demo shop (its tools as shipped, its business info compacted), its tools on the fake
     webhook server, on a plan of `mode`; deliberation bounded to 1–2 steps, no refinement."""
-    tenant = json.loads(DEMO_TENANT.read_text())
+    tenant = load_tenant_file(DEMO_TENANT)
     spec = tenant["clients"][0]
     plan = PlanFactory(
         slug=f"llm-{mode}",

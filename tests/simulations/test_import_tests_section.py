@@ -12,6 +12,7 @@ import yaml
 from django.core.management import CommandError, call_command
 
 from apps.clients.models import Client
+from apps.provisioning.files import load_tenant_file
 from apps.simulations.cases import cases_export
 from apps.simulations.models import SimCase
 from tests.conftest import DEMO_TENANT
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.django_db
 
 
 def tenant_with_tests(*cases) -> dict:
-    data = json.loads(DEMO_TENANT.read_text())
+    data = load_tenant_file(DEMO_TENANT)
     data["clients"][0]["tests"] = list(cases)
     return data
 

@@ -3,40 +3,27 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import yaml
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.core.exceptions import ApplicationError
+from apps.provisioning.files import load_tenant_file
 from apps.provisioning.services import tenant_import
 
 
 def read_tenant_file(path: Path | str) -> Any:
-    """The parsed tenant file (JSON; YAML when it is named *.yaml or *.yml), or a CommandError
-    that says what is wrong with it."""
-    path = Path(path)
+    """The parsed tenant file (JSON; YAML when it is named *.yaml or *.yml) with its article
+    directories read in, or a CommandError that says what is wrong with it."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CommandError(f"{path}: no such file") from None
-    if path.suffix.lower() in {".yaml", ".yml"}:
-        try:
-            return yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-            problem = getattr(exc, "problem", None) or str(exc)
-            raise CommandError(f"{path}: not valid YAML{where}: {problem}") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CommandError(
-            f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
-        ) from None
+        return load_tenant_file(path)
+    except ApplicationError as exc:
+        named = exc.message.startswith(str(path))
+        raise CommandError(exc.message if named else f"{path}: {exc.message}") from None
 
 
 class Command(BaseCommand):
     help = (
-        "Create or update model prices, plans and clients (business info, widget, tools) from a "
+        "Create or update model prices, plans and clients (business info, widget, tools, "
+        "knowledge articles and sources) from a "
         'tenant JSON file. Prints {"clients": [{slug, widget_key, api_key}]}; api_key is a new '
         "secret (shown once) when the client had none, else null."
     )

@@ -1,0 +1,583 @@
+"""Staff / back-office knowledge API (docs/api.md "Knowledge"): articles, FAQs and sources —
+list, read, create, replace, change and delete. Ids in URLs are public ids (UUIDs), looked up
+within the caller's client: another client's id answers 404. Viewers read; agents write
+articles and FAQs; admins manage sources (they make the server fetch addresses)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from rest_framework import exceptions, status
+from rest_framework.parsers import MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from apps.core.exceptions import ApplicationError
+from apps.core.parsers import JSONParser
+from apps.core.permissions import MANAGE, READ, SUPPORT, StaffAPIView, acting_user
+from apps.core.schema import (
+    AUTH_ERRORS,
+    CLIENT_PARAMETER,
+    enum_values,
+    error_responses,
+    invalid_example,
+    parse_uuid,
+    public_id_path_parameter,
+)
+from apps.knowledge.models import Article, ArticleKind, ArticleStatus, KnowledgeSource
+from apps.knowledge.selectors import article_get, articles_list, source_get, sources_list
+from apps.knowledge.serializers import (
+    ArticleFilterSerializer,
+    ArticleSerializer,
+    ArticleWriteSerializer,
+    FaqFilterSerializer,
+    FaqSerializer,
+    FaqWriteSerializer,
+    SourceSerializer,
+    SourceWriteSerializer,
+)
+from apps.knowledge.services.articles import (
+    article_create,
+    article_delete,
+    article_update,
+    source_create,
+    source_delete,
+    source_update,
+)
+
+ARTICLES_TAG = "knowledge articles"
+FAQS_TAG = "knowledge faqs"
+SOURCES_TAG = "knowledge sources"
+
+ARTICLE_EXAMPLE: dict[str, Any] = {
+    "id": "5b0e8f3c-2a71-4c55-9d1e-7f3a2b1c0d9e",
+    "kind": "article",
+    "title": "Returning an item",
+    "body": "You can return unworn items within 30 days.\n\n## How\nStart at /returns.",
+    "language": "en",
+    "tags": ["returns", "policy"],
+    "enabled": True,
+    "status": "published",
+    "source": None,
+    "source_url": "",
+    "approved_by": None,
+    "approved_at": None,
+    "created_at": "2026-03-02T09:15:30.000000Z",
+    "updated_at": "2026-03-02T09:15:30.000000Z",
+}
+FAQ_EXAMPLE: dict[str, Any] = {
+    "id": "0c7d9a1e-4b3f-4e2a-8c5d-6f7e8a9b0c1d",
+    "question": "Do you ship abroad?",
+    "answer": "Yes, to 30 countries.",
+    "language": "en",
+    "tags": [],
+    "enabled": True,
+    "status": "published",
+    "approved_by": None,
+    "approved_at": None,
+    "created_at": "2026-03-02T09:15:30.000000Z",
+    "updated_at": "2026-03-02T09:15:30.000000Z",
+}
+SOURCE_EXAMPLE: dict[str, Any] = {
+    "id": "7e6d5c4b-3a29-4817-9605-f4e3d2c1b0a9",
+    "name": "Help centre",
+    "kind": "sitemap",
+    "url": "https://shop.example/sitemap.xml",
+    "file": "",
+    "language": "en",
+    "enabled": True,
+    "resync_hours": 24,
+    "status": "synced",
+    "last_synced_at": "2026-03-02T09:20:00.000000Z",
+    "error": "",
+    "progress": {"done": 42, "total": 42},
+    "articles": 42,
+    "created_at": "2026-03-02T09:15:30.000000Z",
+    "updated_at": "2026-03-02T09:20:00.000000Z",
+}
+
+ARTICLE_ID = public_id_path_parameter("public_id", "The article's public id.")
+FAQ_ID = public_id_path_parameter("public_id", "The FAQ's public id.")
+SOURCE_ID = public_id_path_parameter("public_id", "The source's public id.")
+COMMON_FILTERS = [
+    OpenApiParameter("q", OpenApiTypes.STR, description="Words in the title or text."),
+    OpenApiParameter(
+        "status", OpenApiTypes.STR, enum=enum_values(ArticleStatus), description="Only this status."
+    ),
+    OpenApiParameter("enabled", OpenApiTypes.BOOL, description="Only switched on (or off)."),
+    OpenApiParameter("language", OpenApiTypes.STR, description="Only this language (exactly)."),
+]
+ARTICLE_FILTERS = [
+    *COMMON_FILTERS,
+    OpenApiParameter(
+        "kind", OpenApiTypes.STR, enum=enum_values(ArticleKind), description="Only this kind."
+    ),
+    OpenApiParameter("tag", OpenApiTypes.STR, description="Only articles with this tag."),
+    OpenApiParameter("source", OpenApiTypes.UUID, description="Only this source's articles."),
+    CLIENT_PARAMETER,
+]
+
+
+def _article_or_404(client: Any, public_id: str, kind: str | None = None) -> Article:
+    parsed = parse_uuid(public_id)
+    article = article_get(client=client, public_id=parsed, kind=kind) if parsed else None
+    if article is None:
+        raise exceptions.NotFound()
+    return article
+
+
+def _source_or_404(client: Any, public_id: str) -> KnowledgeSource:
+    parsed = parse_uuid(public_id)
+    source = source_get(client=client, public_id=parsed) if parsed else None
+    if source is None:
+        raise exceptions.NotFound()
+    return source
+
+
+def _article_body(request: Request, client: Any, *, partial: bool) -> dict[str, Any]:
+    body = ArticleWriteSerializer(data=request.data, partial=partial)
+    body.is_valid(raise_exception=True)
+    data = dict(body.validated_data)
+    if data.get("source") is not None:
+        source = source_get(client=client, public_id=data["source"])
+        if source is None:
+            raise ApplicationError(
+                "source: No such source for this client.",
+                {"fields": {"source": ["No such source for this client."]}},
+            )
+        data["source"] = source
+    return data
+
+
+def _faq_body(request: Request, *, partial: bool) -> dict[str, Any]:
+    body = FaqWriteSerializer(data=request.data, partial=partial)
+    body.is_valid(raise_exception=True)
+    return body.article_data()
+
+
+def _article_json(client: Any, article: Article) -> dict[str, Any]:
+    fresh = article_get(client=client, public_id=article.public_id)
+    return dict(ArticleSerializer(fresh).data)
+
+
+def _faq_json(client: Any, article: Article) -> dict[str, Any]:
+    fresh = article_get(client=client, public_id=article.public_id)
+    return dict(FaqSerializer(fresh).data)
+
+
+def _source_json(client: Any, source: KnowledgeSource) -> dict[str, Any]:
+    return dict(SourceSerializer(source_get(client=client, public_id=source.public_id)).data)
+
+
+# ------------------------------------------------------------------------------------ articles
+
+
+class ArticleListCreateApi(StaffAPIView):
+    required_roles = {"GET": READ, "POST": SUPPORT}
+
+    @extend_schema(
+        operation_id="knowledge_articles_list",
+        tags=[ARTICLES_TAG],
+        summary="List articles",
+        description="The client's knowledge articles and FAQs by title, one page at a time "
+        "(`kind=article` for articles only; the FAQ endpoints show FAQs as question and "
+        "answer). Only published, enabled articles of enabled sources reach the assistant. "
+        "Needs the viewer role.",
+        parameters=ARTICLE_FILTERS,
+        responses={
+            200: ArticleSerializer(many=True),
+            **error_responses(
+                400, *AUTH_ERRORS, 404, invalid=invalid_example("kind", '"poem" is not valid.')
+            ),
+        },
+        examples=[OpenApiExample("A page", value=ARTICLE_EXAMPLE, response_only=True)],
+    )
+    def get(self, request: Request) -> Response:
+        filters = self.validated_query(ArticleFilterSerializer)
+        if "source" in filters:
+            filters["source"] = source_get(client=self.client, public_id=filters["source"])
+            if filters["source"] is None:
+                raise ApplicationError(
+                    "source: No such source for this client.",
+                    {"fields": {"source": ["No such source for this client."]}},
+                )
+        queryset = articles_list(client=self.client, **filters)
+        return self.paginated_response(queryset, ArticleSerializer)
+
+    @extend_schema(
+        operation_id="knowledge_articles_create",
+        tags=[ARTICLES_TAG],
+        summary="Write an article",
+        description="Adds an article (Markdown text), published and enabled unless said "
+        "otherwise, and indexes it for retrieval. Needs the agent role.",
+        parameters=[CLIENT_PARAMETER],
+        request=ArticleWriteSerializer,
+        responses={
+            201: ArticleSerializer,
+            **error_responses(
+                400, *AUTH_ERRORS, 404, invalid=invalid_example("title", "A title is required.")
+            ),
+        },
+        examples=[
+            OpenApiExample(
+                "An article",
+                value={
+                    "title": "Returning an item",
+                    "body": "You can return unworn items within 30 days.",
+                    "tags": ["returns"],
+                },
+                request_only=True,
+            ),
+            OpenApiExample(
+                "Created", value=ARTICLE_EXAMPLE, response_only=True, status_codes=["201"]
+            ),
+        ],
+    )
+    def post(self, request: Request) -> Response:
+        data = _article_body(request, self.client, partial=False)
+        article = article_create(client=self.client, data=data, user=acting_user(request))
+        return Response(_article_json(self.client, article), status=status.HTTP_201_CREATED)
+
+
+class ArticleDetailApi(StaffAPIView):
+    required_roles = {"GET": READ, "PUT": SUPPORT, "PATCH": SUPPORT, "DELETE": SUPPORT}
+
+    @extend_schema(
+        operation_id="knowledge_articles_retrieve",
+        tags=[ARTICLES_TAG],
+        summary="Read an article",
+        description="One article (or FAQ). Needs the viewer role.",
+        parameters=[ARTICLE_ID, CLIENT_PARAMETER],
+        responses={200: ArticleSerializer, **error_responses(*AUTH_ERRORS, 404)},
+        examples=[OpenApiExample("An article", value=ARTICLE_EXAMPLE, response_only=True)],
+    )
+    def get(self, request: Request, public_id: str) -> Response:
+        return Response(ArticleSerializer(_article_or_404(self.client, public_id)).data)
+
+    @extend_schema(
+        operation_id="knowledge_articles_update",
+        tags=[ARTICLES_TAG],
+        summary="Replace an article",
+        description="Sets the article's title and text (both required) and the other given "
+        "fields; it is indexed again when its title or text changed. Publishing a draft "
+        "(`status: published`) records who approved it. Needs the agent role.",
+        parameters=[ARTICLE_ID, CLIENT_PARAMETER],
+        request=ArticleWriteSerializer,
+        responses={
+            200: ArticleSerializer,
+            **error_responses(
+                400, *AUTH_ERRORS, 404, invalid=invalid_example("body", "The text is required.")
+            ),
+        },
+        examples=[OpenApiExample("Updated", value=ARTICLE_EXAMPLE, response_only=True)],
+    )
+    def put(self, request: Request, public_id: str) -> Response:
+        article = _article_or_404(self.client, public_id)
+        data = _article_body(request, self.client, partial=False)
+        article = article_update(article=article, data=data, user=acting_user(request))
+        return Response(_article_json(self.client, article))
+
+    @extend_schema(
+        operation_id="knowledge_articles_partial_update",
+        tags=[ARTICLES_TAG],
+        summary="Change an article",
+        description='Changes the given fields only, e.g. `{"enabled": false}` to keep it '
+        'from the assistant or `{"status": "published"}` to approve a draft (who approved '
+        "is recorded). Needs the agent role.",
+        parameters=[ARTICLE_ID, CLIENT_PARAMETER],
+        request=ArticleWriteSerializer(partial=True),
+        responses={
+            200: ArticleSerializer,
+            **error_responses(
+                400,
+                *AUTH_ERRORS,
+                404,
+                invalid=invalid_example("content_hash", "This field cannot be set."),
+            ),
+        },
+        examples=[
+            OpenApiExample("Updated", value=ARTICLE_EXAMPLE, response_only=True),
+            OpenApiExample("Switch off", value={"enabled": False}, request_only=True),
+        ],
+    )
+    def patch(self, request: Request, public_id: str) -> Response:
+        article = _article_or_404(self.client, public_id)
+        data = _article_body(request, self.client, partial=True)
+        article = article_update(article=article, data=data, user=acting_user(request))
+        return Response(_article_json(self.client, article))
+
+    @extend_schema(
+        operation_id="knowledge_articles_destroy",
+        tags=[ARTICLES_TAG],
+        summary="Delete an article",
+        description="Deletes the article and its indexed chunks (switch it off instead to keep "
+        "it). An article of a source comes back at the source's next sync unless the page is "
+        "gone. Needs the agent role.",
+        parameters=[ARTICLE_ID, CLIENT_PARAMETER],
+        responses={204: None, **error_responses(*AUTH_ERRORS, 404)},
+    )
+    def delete(self, request: Request, public_id: str) -> Response:
+        article_delete(article=_article_or_404(self.client, public_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+# ---------------------------------------------------------------------------------------- FAQs
+
+
+class FaqListCreateApi(StaffAPIView):
+    required_roles = {"GET": READ, "POST": SUPPORT}
+
+    @extend_schema(
+        operation_id="knowledge_faqs_list",
+        tags=[FAQS_TAG],
+        summary="List FAQs",
+        description="The client's FAQs (question and answer) by question, one page at a time. "
+        "Needs the viewer role.",
+        parameters=[*COMMON_FILTERS, CLIENT_PARAMETER],
+        responses={200: FaqSerializer(many=True), **error_responses(400, *AUTH_ERRORS, 404)},
+        examples=[OpenApiExample("A page", value=FAQ_EXAMPLE, response_only=True)],
+    )
+    def get(self, request: Request) -> Response:
+        filters = self.validated_query(FaqFilterSerializer)
+        queryset = articles_list(client=self.client, kind=ArticleKind.FAQ, **filters)
+        return self.paginated_response(queryset, FaqSerializer)
+
+    @extend_schema(
+        operation_id="knowledge_faqs_create",
+        tags=[FAQS_TAG],
+        summary="Add an FAQ",
+        description="Adds a question and its answer (published and enabled unless said "
+        "otherwise). Needs the agent role.",
+        parameters=[CLIENT_PARAMETER],
+        request=FaqWriteSerializer,
+        responses={
+            201: FaqSerializer,
+            **error_responses(
+                400,
+                *AUTH_ERRORS,
+                404,
+                invalid=invalid_example("answer", "This field is required."),
+            ),
+        },
+        examples=[
+            OpenApiExample(
+                "An FAQ",
+                value={"question": "Do you ship abroad?", "answer": "Yes, to 30 countries."},
+                request_only=True,
+            ),
+            OpenApiExample("Created", value=FAQ_EXAMPLE, response_only=True, status_codes=["201"]),
+        ],
+    )
+    def post(self, request: Request) -> Response:
+        data = {**_faq_body(request, partial=False), "kind": ArticleKind.FAQ}
+        article = article_create(client=self.client, data=data, user=acting_user(request))
+        return Response(_faq_json(self.client, article), status=status.HTTP_201_CREATED)
+
+
+class FaqDetailApi(StaffAPIView):
+    required_roles = {"GET": READ, "PUT": SUPPORT, "PATCH": SUPPORT, "DELETE": SUPPORT}
+
+    @extend_schema(
+        operation_id="knowledge_faqs_retrieve",
+        tags=[FAQS_TAG],
+        summary="Read an FAQ",
+        description="One FAQ. Needs the viewer role.",
+        parameters=[FAQ_ID, CLIENT_PARAMETER],
+        responses={200: FaqSerializer, **error_responses(*AUTH_ERRORS, 404)},
+        examples=[OpenApiExample("An FAQ", value=FAQ_EXAMPLE, response_only=True)],
+    )
+    def get(self, request: Request, public_id: str) -> Response:
+        return Response(FaqSerializer(_article_or_404(self.client, public_id, "faq")).data)
+
+    @extend_schema(
+        operation_id="knowledge_faqs_update",
+        tags=[FAQS_TAG],
+        summary="Replace an FAQ",
+        description="Sets the question and answer (both required) and the other given fields. "
+        "Needs the agent role.",
+        parameters=[FAQ_ID, CLIENT_PARAMETER],
+        request=FaqWriteSerializer,
+        responses={200: FaqSerializer, **error_responses(400, *AUTH_ERRORS, 404)},
+        examples=[OpenApiExample("Updated", value=FAQ_EXAMPLE, response_only=True)],
+    )
+    def put(self, request: Request, public_id: str) -> Response:
+        article = _article_or_404(self.client, public_id, ArticleKind.FAQ)
+        data = _faq_body(request, partial=False)
+        article = article_update(article=article, data=data, user=acting_user(request))
+        return Response(_faq_json(self.client, article))
+
+    @extend_schema(
+        operation_id="knowledge_faqs_partial_update",
+        tags=[FAQS_TAG],
+        summary="Change an FAQ",
+        description="Changes the given fields only. Needs the agent role.",
+        parameters=[FAQ_ID, CLIENT_PARAMETER],
+        request=FaqWriteSerializer(partial=True),
+        responses={200: FaqSerializer, **error_responses(400, *AUTH_ERRORS, 404)},
+        examples=[
+            OpenApiExample("Updated", value=FAQ_EXAMPLE, response_only=True),
+            OpenApiExample("New answer", value={"answer": "Yes."}, request_only=True),
+        ],
+    )
+    def patch(self, request: Request, public_id: str) -> Response:
+        article = _article_or_404(self.client, public_id, ArticleKind.FAQ)
+        data = _faq_body(request, partial=True)
+        article = article_update(article=article, data=data, user=acting_user(request))
+        return Response(_faq_json(self.client, article))
+
+    @extend_schema(
+        operation_id="knowledge_faqs_destroy",
+        tags=[FAQS_TAG],
+        summary="Delete an FAQ",
+        description="Deletes the FAQ. Needs the agent role.",
+        parameters=[FAQ_ID, CLIENT_PARAMETER],
+        responses={204: None, **error_responses(*AUTH_ERRORS, 404)},
+    )
+    def delete(self, request: Request, public_id: str) -> Response:
+        article_delete(article=_article_or_404(self.client, public_id, ArticleKind.FAQ))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+# ------------------------------------------------------------------------------------- sources
+
+SOURCE_WRITE_DESCRIPTION = (
+    " JSON, or multipart/form-data to upload a file (`kind: file`; .md, .markdown, .html, "
+    ".htm, .pdf or .txt). A `url` or `sitemap` source needs an http(s) address."
+)
+
+
+class SourceListCreateApi(StaffAPIView):
+    required_roles = {"GET": READ, "POST": MANAGE}
+    parser_classes = [JSONParser, MultiPartParser]
+
+    @extend_schema(
+        operation_id="knowledge_sources_list",
+        tags=[SOURCES_TAG],
+        summary="List sources",
+        description="Where the client's articles come from — typed in by staff, a web page, a "
+        "sitemap or an uploaded file — each with its sync status, last sync and error. Needs "
+        "the viewer role.",
+        parameters=[CLIENT_PARAMETER],
+        responses={200: SourceSerializer(many=True), **error_responses(*AUTH_ERRORS, 404)},
+        examples=[OpenApiExample("A page", value=SOURCE_EXAMPLE, response_only=True)],
+    )
+    def get(self, request: Request) -> Response:
+        return self.paginated_response(sources_list(client=self.client), SourceSerializer)
+
+    @extend_schema(
+        operation_id="knowledge_sources_create",
+        tags=[SOURCES_TAG],
+        summary="Add a source",
+        description="Adds a source (status `new` until it is synced)."
+        + SOURCE_WRITE_DESCRIPTION
+        + " Needs the admin role.",
+        parameters=[CLIENT_PARAMETER],
+        request={
+            "application/json": SourceWriteSerializer,
+            "multipart/form-data": SourceWriteSerializer,
+        },
+        responses={
+            201: SourceSerializer,
+            **error_responses(
+                400,
+                *AUTH_ERRORS,
+                404,
+                invalid=invalid_example("url", "An http:// or https:// address."),
+            ),
+        },
+        examples=[
+            OpenApiExample(
+                "A sitemap",
+                value={
+                    "name": "Help centre",
+                    "kind": "sitemap",
+                    "url": "https://shop.example/sitemap.xml",
+                },
+                request_only=True,
+            ),
+            OpenApiExample(
+                "Created", value=SOURCE_EXAMPLE, response_only=True, status_codes=["201"]
+            ),
+        ],
+    )
+    def post(self, request: Request) -> Response:
+        body = SourceWriteSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        source = source_create(client=self.client, data=dict(body.validated_data))
+        return Response(_source_json(self.client, source), status=status.HTTP_201_CREATED)
+
+
+class SourceDetailApi(StaffAPIView):
+    required_roles = {"GET": READ, "PUT": MANAGE, "PATCH": MANAGE, "DELETE": MANAGE}
+    parser_classes = [JSONParser, MultiPartParser]
+
+    @extend_schema(
+        operation_id="knowledge_sources_retrieve",
+        tags=[SOURCES_TAG],
+        summary="Read a source",
+        description="One source with its sync status. Needs the viewer role.",
+        parameters=[SOURCE_ID, CLIENT_PARAMETER],
+        responses={200: SourceSerializer, **error_responses(*AUTH_ERRORS, 404)},
+        examples=[OpenApiExample("A source", value=SOURCE_EXAMPLE, response_only=True)],
+    )
+    def get(self, request: Request, public_id: str) -> Response:
+        return Response(SourceSerializer(_source_or_404(self.client, public_id)).data)
+
+    def _write(self, request: Request, public_id: str, *, partial: bool) -> Response:
+        source = _source_or_404(self.client, public_id)
+        body = SourceWriteSerializer(data=request.data, partial=partial)
+        body.is_valid(raise_exception=True)
+        source = source_update(source=source, data=dict(body.validated_data))
+        return Response(_source_json(self.client, source))
+
+    @extend_schema(
+        operation_id="knowledge_sources_update",
+        tags=[SOURCES_TAG],
+        summary="Replace a source",
+        description="Sets the source's name and kind (required) and the other given fields."
+        + SOURCE_WRITE_DESCRIPTION
+        + " Needs the admin role.",
+        parameters=[SOURCE_ID, CLIENT_PARAMETER],
+        request={
+            "application/json": SourceWriteSerializer,
+            "multipart/form-data": SourceWriteSerializer,
+        },
+        responses={200: SourceSerializer, **error_responses(400, *AUTH_ERRORS, 404)},
+        examples=[OpenApiExample("Updated", value=SOURCE_EXAMPLE, response_only=True)],
+    )
+    def put(self, request: Request, public_id: str) -> Response:
+        return self._write(request, public_id, partial=False)
+
+    @extend_schema(
+        operation_id="knowledge_sources_partial_update",
+        tags=[SOURCES_TAG],
+        summary="Change a source",
+        description='Changes the given fields only, e.g. `{"enabled": false}` to keep all of '
+        "its articles from the assistant. Needs the admin role.",
+        parameters=[SOURCE_ID, CLIENT_PARAMETER],
+        request={
+            "application/json": SourceWriteSerializer(partial=True),
+            "multipart/form-data": SourceWriteSerializer(partial=True),
+        },
+        responses={200: SourceSerializer, **error_responses(400, *AUTH_ERRORS, 404)},
+        examples=[
+            OpenApiExample("Updated", value=SOURCE_EXAMPLE, response_only=True),
+            OpenApiExample("Switch off", value={"enabled": False}, request_only=True),
+        ],
+    )
+    def patch(self, request: Request, public_id: str) -> Response:
+        return self._write(request, public_id, partial=True)
+
+    @extend_schema(
+        operation_id="knowledge_sources_destroy",
+        tags=[SOURCES_TAG],
+        summary="Delete a source",
+        description="Deletes the source and every article it brought in. Needs the admin role.",
+        parameters=[SOURCE_ID, CLIENT_PARAMETER],
+        responses={204: None, **error_responses(*AUTH_ERRORS, 404)},
+    )
+    def delete(self, request: Request, public_id: str) -> Response:
+        source_delete(source=_source_or_404(self.client, public_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,175 @@
+"""Knowledge in the staff API: articles, FAQs (an FAQ is an article whose title is the question
+and body the answer) and sources; what staff may send, and the list filters. Content rules
+(lengths, tags, a source's address or file) are the services' (`apps.knowledge.services.
+articles`); these check the shape and refuse fields the server owns."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from apps.core.schema import NamedChoiceField
+from apps.knowledge.models import ArticleKind, ArticleStatus, SourceKind, SourceStatus
+from apps.knowledge.services.articles import (
+    MAX_BODY_CHARS,
+    MAX_FAQ_ANSWER_CHARS,
+    MAX_LANGUAGE_CHARS,
+    MAX_TITLE_CHARS,
+)
+
+MAX_QUERY_CHARS = 200
+
+
+class _RefusesUnknownFields(serializers.Serializer):
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        initial = self.initial_data if hasattr(self.initial_data, "keys") else {}
+        unknown = sorted(set(initial) - set(self.fields))
+        if unknown:
+            raise serializers.ValidationError(
+                {name: ["This field cannot be set through the API."] for name in unknown}
+            )
+        return attrs
+
+
+# ----------------------------------------------------------------------------------- filters
+
+
+class ArticleFilterSerializer(serializers.Serializer):
+    q = serializers.CharField(
+        required=False, max_length=MAX_QUERY_CHARS, help_text="Words in the title or text."
+    )
+    kind = serializers.ChoiceField(choices=ArticleKind.choices, required=False)
+    status = serializers.ChoiceField(choices=ArticleStatus.choices, required=False)
+    enabled = serializers.BooleanField(required=False, allow_null=True, default=None)
+    language = serializers.CharField(required=False, max_length=MAX_LANGUAGE_CHARS)
+    tag = serializers.CharField(required=False, max_length=50)
+    source = serializers.UUIDField(  # type: ignore[assignment]
+        required=False, help_text="Only this source's articles."
+    )
+
+
+class FaqFilterSerializer(serializers.Serializer):
+    q = serializers.CharField(required=False, max_length=MAX_QUERY_CHARS)
+    status = serializers.ChoiceField(choices=ArticleStatus.choices, required=False)
+    enabled = serializers.BooleanField(required=False, allow_null=True, default=None)
+    language = serializers.CharField(required=False, max_length=MAX_LANGUAGE_CHARS)
+
+
+# ---------------------------------------------------------------------------------- articles
+
+
+class ArticleSerializer(serializers.Serializer):
+    id = serializers.UUIDField(source="public_id", help_text="The article's public id.")
+    kind = NamedChoiceField(choices=ArticleKind, enum_name="ArticleKind")
+    title = serializers.CharField(help_text="For an FAQ: the question.")
+    body = serializers.CharField(help_text="Markdown. For an FAQ: the answer.")
+    language = serializers.CharField(help_text="en, de, …; empty = the client's language.")
+    tags = serializers.ListField(child=serializers.CharField())
+    enabled = serializers.BooleanField(help_text="Off: the assistant never sees it.")
+    status = NamedChoiceField(
+        choices=ArticleStatus,
+        enum_name="ArticleStatus",
+        help_text="Only `published` (and enabled) articles reach the assistant.",
+    )
+    # (a field named `source` shadows Field.source in the type stubs only)
+    source = serializers.UUIDField(  # type: ignore[assignment]
+        source="source.public_id", allow_null=True, help_text="The source's public id, or null."
+    )
+    source_url = serializers.CharField(help_text="The page it was imported from, if any.")
+    approved_by = serializers.EmailField(source="approved_by.email", allow_null=True)
+    approved_at = serializers.DateTimeField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class ArticleWriteSerializer(_RefusesUnknownFields):
+    kind = NamedChoiceField(choices=ArticleKind, enum_name="ArticleKind", required=False)
+    title = serializers.CharField(max_length=MAX_TITLE_CHARS)
+    body = serializers.CharField(max_length=MAX_BODY_CHARS)
+    language = serializers.CharField(
+        max_length=MAX_LANGUAGE_CHARS, required=False, allow_blank=True
+    )
+    tags = serializers.ListField(child=serializers.CharField(max_length=50), required=False)
+    enabled = serializers.BooleanField(required=False)
+    status = NamedChoiceField(
+        choices=ArticleStatus,
+        enum_name="ArticleStatus",
+        required=False,
+        help_text="`draft` keeps it from the assistant until someone publishes it.",
+    )
+    source = serializers.UUIDField(  # type: ignore[assignment]
+        required=False, allow_null=True, help_text="A source of the client, or null."
+    )
+
+
+class FaqSerializer(serializers.Serializer):
+    id = serializers.UUIDField(source="public_id", help_text="The FAQ's public id.")
+    question = serializers.CharField(source="title")
+    answer = serializers.CharField(source="body", help_text="Markdown.")
+    language = serializers.CharField()
+    tags = serializers.ListField(child=serializers.CharField())
+    enabled = serializers.BooleanField()
+    status = NamedChoiceField(choices=ArticleStatus, enum_name="ArticleStatus")
+    approved_by = serializers.EmailField(source="approved_by.email", allow_null=True)
+    approved_at = serializers.DateTimeField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class FaqWriteSerializer(_RefusesUnknownFields):
+    question = serializers.CharField(max_length=MAX_TITLE_CHARS)
+    answer = serializers.CharField(max_length=MAX_FAQ_ANSWER_CHARS)
+    language = serializers.CharField(
+        max_length=MAX_LANGUAGE_CHARS, required=False, allow_blank=True
+    )
+    tags = serializers.ListField(child=serializers.CharField(max_length=50), required=False)
+    enabled = serializers.BooleanField(required=False)
+    status = NamedChoiceField(choices=ArticleStatus, enum_name="ArticleStatus", required=False)
+
+    def article_data(self) -> dict[str, Any]:
+        """The validated FAQ as article fields."""
+        data = dict(self.validated_data)
+        renamed = {"question": "title", "answer": "body"}
+        return {renamed.get(str(name), str(name)): value for name, value in data.items()}
+
+
+# ----------------------------------------------------------------------------------- sources
+
+
+class SourceSerializer(serializers.Serializer):
+    id = serializers.UUIDField(source="public_id", help_text="The source's public id.")
+    name = serializers.CharField()
+    kind = NamedChoiceField(choices=SourceKind, enum_name="SourceKind")
+    url = serializers.CharField(help_text="The page or sitemap address (url and sitemap kinds).")
+    file = serializers.SerializerMethodField(help_text="The uploaded file's name (file kind).")
+    language = serializers.CharField()
+    enabled = serializers.BooleanField(help_text="Off: none of its articles reach the assistant.")
+    resync_hours = serializers.IntegerField(help_text="0 = only when asked.")
+    status = NamedChoiceField(choices=SourceStatus, enum_name="SourceStatus")
+    last_synced_at = serializers.DateTimeField(allow_null=True)
+    error = serializers.CharField(help_text="Why the last sync failed; empty when it did not.")
+    progress = serializers.DictField(help_text="What the sync reported as it went.")
+    articles = serializers.IntegerField(
+        source="article_count", default=0, help_text="Articles it brought in."
+    )
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+    def get_file(self, obj: Any) -> str:
+        return obj.file.name.rsplit("/", 1)[-1] if obj.file else ""
+
+
+class SourceWriteSerializer(_RefusesUnknownFields):
+    name = serializers.CharField(max_length=200)
+    kind = NamedChoiceField(choices=SourceKind, enum_name="SourceKind")
+    url = serializers.CharField(max_length=2000, required=False, allow_blank=True)
+    file = serializers.FileField(
+        required=False,
+        help_text="multipart/form-data only: a .md, .markdown, .html, .htm, .pdf or .txt file.",
+    )
+    language = serializers.CharField(
+        max_length=MAX_LANGUAGE_CHARS, required=False, allow_blank=True
+    )
+    enabled = serializers.BooleanField(required=False)
+    resync_hours = serializers.IntegerField(required=False)
