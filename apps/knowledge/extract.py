@@ -125,8 +125,9 @@ def html_page(html: str, *, name: str) -> Page:
         found = tree.findtext(".//title") or tree.findtext(".//h1") or ""
         title = " ".join(found.split())
     title = title or name_of(name)
+    _drop_boilerplate(tree)
     text = trafilatura.extract(
-        html,
+        tree,
         output_format="markdown",
         include_links=False,
         include_comments=False,
@@ -137,11 +138,21 @@ def html_page(html: str, *, name: str) -> Page:
     return Page(title=title, body=body)
 
 
+def _drop_boilerplate(tree: lxml.html.HtmlElement) -> None:
+    """Remove what is navigation or page furniture by its own markup (<nav>, <footer>, a
+    page-level <header> …): on a short page trafilatura would otherwise keep the whole body.
+    A <header> inside <main> or <article> holds the article's own title and stays."""
+    for element in list(tree.iter(*_BOILERPLATE_TAGS)):
+        if element.tag == "header" and any(
+            ancestor.tag in ("main", "article") for ancestor in element.iterancestors()
+        ):
+            continue
+        if element.getparent() is not None:
+            element.drop_tree()
+
+
 def _plain_text(tree: lxml.html.HtmlElement) -> str:
     """The body's text without scripts, navigation, headers and footers: the fallback."""
-    for tag in _BOILERPLATE_TAGS:
-        for element in tree.iter(tag):
-            element.drop_tree()
     body = tree.find(".//body")
     text = (body if body is not None else tree).text_content()
     lines = (" ".join(line.split()) for line in text.splitlines())
