@@ -49,6 +49,7 @@ _BY_SUFFIX = {
 }
 TITLE_MAX = 300
 _FRONT_MATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*\n", re.DOTALL)
+_BLOCK_TAGS = ("p", "div", "li", "br", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section")
 _BOILERPLATE_TAGS = ("script", "style", "noscript", "nav", "header", "footer", "aside", "form")
 
 
@@ -153,6 +154,8 @@ def _drop_boilerplate(tree: lxml.html.HtmlElement) -> None:
 
 def _plain_text(tree: lxml.html.HtmlElement) -> str:
     """The body's text without scripts, navigation, headers and footers: the fallback."""
+    for element in tree.iter(*_BLOCK_TAGS):
+        element.tail = "\n" + (element.tail or "")
     body = tree.find(".//body")
     text = (body if body is not None else tree).text_content()
     lines = (" ".join(line.split()) for line in text.splitlines())
