@@ -12,4 +12,5 @@ urlpatterns = [
     path("", include("apps.notes.urls")),
     path("billing/", include("apps.billing.urls")),
     path("simulations/", include("apps.simulations.urls")),
+    path("knowledge/", include("apps.knowledge.urls")),
 ]

@@ -41,6 +41,7 @@ from apps.billing.models import (
 from apps.core.admin import SuperuserOnlyAdmin, TenantScopedAdmin
 from apps.escalations.models import Escalation, EscalationStatus
 from apps.insights.models import InsightProposal, InsightRun, ProposalKind
+from apps.knowledge.models import KnowledgeSource, SourceKind
 from apps.notes.services import note_add
 from apps.simulations.models import SimCase, SimulationRun
 from apps.tools.models import ClientTool, ExecutorType, PendingAction, ToolKind
@@ -101,6 +102,8 @@ RULES: dict[str, dict[str, str]] = {
     # by the engine only (its page is the report).
     "simulations.simcase": {"view": VIEWER, "add": AGENT, "change": AGENT, "delete": AGENT},
     "simulations.simulationrun": {"view": VIEWER, "add": AGENT, "change": NEVER, "delete": NEVER},
+    # Knowledge sources feed what reaches prompts: admins add, change and sync them.
+    "knowledge.knowledgesource": {"view": VIEWER, "add": ADMIN, "change": ADMIN, "delete": ADMIN},
     # Third-party admins hold platform-wide rows.
     "auth.group": {"view": PLATFORM, "add": PLATFORM, "change": PLATFORM, "delete": PLATFORM},
     # An authenticator is set up by its user through allauth; an operator may only remove one.
@@ -131,6 +134,7 @@ ACTION_RULES = {
     ("notes.note", "archive"): AGENT,
     ("notes.note", "reject"): AGENT,
     ("simulations.simcase", "run_selected"): AGENT,
+    ("knowledge.knowledgesource", "sync_now"): ADMIN,
     ("django_celery_beat.periodictask", "enable_tasks"): PLATFORM,
     ("django_celery_beat.periodictask", "disable_tasks"): PLATFORM,
     ("django_celery_beat.periodictask", "toggle_tasks"): PLATFORM,
@@ -203,6 +207,10 @@ def world(db) -> dict[str, Any]:
     )
     SimCase.objects.create(client=acme, name="greeting", turns=[{"customer": "Hi", "expect": {}}])
     SimulationRun.objects.create(client=acme, name="A run", total=2, completed=1)
+    # "Sync now" queues it (the task would run after the commit, which a test never reaches).
+    KnowledgeSource.objects.create(
+        client=acme, name="Help centre", kind=SourceKind.URL, url="http://127.0.0.1:9/help"
+    )
     # An AI proposal waiting for review: approve, archive and reject each change it in turn.
     for tenant in (acme, globex):
         note_add(client=tenant, type="pattern", content="Customers say hi.", source="ai")

@@ -34,7 +34,8 @@ pytestmark = pytest.mark.django_db
 # The staff / back-office operations this module owns. Widget and billing operations are built
 # and fuzzed by their own modules.
 STAFF_PATHS = re.compile(
-    r"^/api/v1/(conversations|escalations|tool-executions|tools|api-keys|notes|simulations)/"
+    r"^/api/v1/(conversations|escalations|tool-executions|tools|api-keys|notes|simulations"
+    r"|knowledge)/"
 )
 CHECKS = [
     not_a_server_error,
@@ -127,6 +128,7 @@ def test_every_staff_operation_is_documented():
         ("/api/v1/simulations/runs/{public_id}/", "get"),
         ("/api/v1/simulations/runs/{public_id}/stop", "post"),
         ("/api/v1/simulations/runs/{public_id}/cases/", "get"),
+        ("/api/v1/knowledge/sources/{public_id}/sync", "post"),
     }
     for path, method, operation in operations:
         label = f"{method.upper()} {path}"
