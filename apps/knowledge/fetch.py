@@ -22,6 +22,7 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 
 from apps.core import deadlines
+from apps.core.db import release_connection
 from apps.core.http import CONNECT_TO, wall_clock_client
 from apps.core.netguard import checked_addresses
 
@@ -95,6 +96,7 @@ class Fetcher:
     def get(self, url: str, *, accept: frozenset[str]) -> Fetched:
         """GET `url` (following checked redirects); the body if its type is in `accept`.
         Raises FetchError for this page, SyncBudgetExceeded when the sync must stop."""
+        release_connection()  # no database connection is held while a site answers
         for _hop in range(MAX_REDIRECTS + 1):
             pinned, refusal = checked_addresses(
                 url, allow_private=self.limits.allow_private, allow_http=True, http_refusal=""
