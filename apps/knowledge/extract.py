@@ -9,7 +9,7 @@
   name.
 - Plain text: as it is; the title from the file name.
 - Sitemaps: `urlset` (pages) and `sitemapindex` (more sitemaps), parsed without entities or
-  network access."""
+  network access; a text sitemap (`text/plain`) lists one URL per line."""
 
 from __future__ import annotations
 
@@ -219,3 +219,9 @@ def sitemap_entries(body: bytes) -> tuple[str, list[str]]:
         raise ExtractError(_("This is not a sitemap (<urlset> or <sitemapindex>)."))
     urls = [(loc.text or "").strip() for loc in locs]
     return kind, list(dict.fromkeys(u for u in urls if u))
+
+
+def text_sitemap_entries(text: str) -> list[str]:
+    """The page URLs of a text sitemap (one http(s) URL per line, as the protocol allows)."""
+    lines = (line.strip() for line in text.splitlines())
+    return list(dict.fromkeys(u for u in lines if u.startswith(("http://", "https://"))))

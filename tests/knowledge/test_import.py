@@ -18,6 +18,7 @@ from apps.knowledge.models import (
     SourceKind,
     SourceStatus,
 )
+from apps.knowledge.services.articles import article_save
 from apps.knowledge.services.sync import source_sync, source_sync_start
 from tests.factories import ClientFactory
 from tests.support.fake_site import FakeSite, pdf_bytes
@@ -318,3 +319,55 @@ def test_a_manual_source_has_nothing_to_sync():
     source = KnowledgeSource.objects.create(client=client, name="Typed", kind=SourceKind.MANUAL)
     with pytest.raises(ApplicationError):
         source_sync_start(source=source)
+
+
+def test_a_staff_edit_survives_a_resync_until_the_page_itself_changes(site):
+    client = ClientFactory()
+    source = _source(client, site, kind=SourceKind.URL, path="/returns")
+    source_sync(source=source)
+    article = Article.objects.for_client(client).get()
+    article.body += "\n\nStaff note: labels are printed at the counter."
+    article_save(article=article)
+
+    assert source_sync(source=source)["unchanged"] == 1
+    article.refresh_from_db()
+    assert "Staff note" in article.body
+
+    site.html("/returns", "Returning an item", RETURNS.replace("30 days", "14 days"))
+    assert source_sync(source=source)["updated"] == 1
+    article.refresh_from_db()
+    assert "14 days" in article.body and "Staff note" not in article.body  # the page wins
+
+
+def test_a_text_sitemap_lists_one_url_per_line(site):
+    client = ClientFactory()
+    site.pages["/sitemap.txt"] = (
+        "text/plain",
+        f"{site.url('/returns')}\n\n{site.url('/sizing')}\nnot a url\n".encode(),
+    )
+    progress = source_sync(source=_source(client, site, path="/sitemap.txt"))
+    assert (progress["total"], progress["created"]) == (2, 2)
+
+
+@override_settings(KNOWLEDGE_FETCH_TIMEOUT=0.5)
+def test_a_page_that_does_not_answer_in_time_fails_alone(site):
+    client = ClientFactory()
+    site.delays["/sizing"] = 3
+    progress = source_sync(source=_source(client, site))
+    assert (progress["created"], progress["failed"]) == (4, 1)
+    assert progress["errors"] == [
+        {"page": site.url("/sizing"), "error": "The page did not answer in time."}
+    ]
+
+
+@override_settings(KNOWLEDGE_SYNC_SECONDS=1)
+def test_the_sync_stops_at_its_time_limit(site):
+    client = ClientFactory()
+    site.delays["/shipping"] = 3
+    progress = source_sync(source=_source(client, site))
+    source = KnowledgeSource.objects.for_client(client).get()
+    assert source.status == SourceStatus.SYNCED
+    assert progress["created"] == 1  # /returns, before the slow page used up the time
+    assert progress["done"] < progress["total"]
+    assert "time limit" in source.error
+    assert "/sizing" not in site.requests

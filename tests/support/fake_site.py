@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
@@ -17,12 +18,15 @@ class FakeSite:
     def __init__(self) -> None:
         self.pages: dict[str, tuple[str, bytes]] = {}
         self.redirects: dict[str, str] = {}
+        self.delays: dict[str, float] = {}  # path -> seconds to wait before answering
         self.requests: list[str] = []
         site = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 site.requests.append(self.path)
+                if self.path in site.delays:
+                    time.sleep(site.delays[self.path])
                 if self.path in site.redirects:
                     self.send_response(302)
                     self.send_header("Location", site.redirects[self.path])
@@ -46,6 +50,8 @@ class FakeSite:
                 pass
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._server.block_on_close = False  # a delayed answer does not hold up the teardown
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     def url(self, path: str = "/") -> str:

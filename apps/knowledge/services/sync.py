@@ -8,9 +8,9 @@ article per page (docs/knowledge.md, "Importing").
   reported for KNOWLEDGE_SYNC_SECONDS + STALE_GRACE), writes its progress to `source.progress`
   after every page, and ends `synced` (some pages may have failed: counted, and listed in
   `progress["errors"]`) or `failed` (nothing could be imported), with `last_synced_at` set.
-- An article whose title and body hash the same as before is left alone (not saved, not
-  indexed again); a page no longer in the sitemap is switched off, not deleted, and switched
-  on again when it comes back.
+- A page whose title and text hash the same as when it was last imported leaves its article
+  alone (not saved, not indexed again, staff edits kept); a page no longer in the sitemap is
+  switched off, not deleted, and switched on again when it comes back.
 - `resync_due` starts the syncs of web sources whose `resync_hours` have passed (the beat)."""
 
 from __future__ import annotations
@@ -32,11 +32,13 @@ from apps.core.exceptions import ApplicationError
 from apps.knowledge.extract import (
     PAGE_TYPES,
     SITEMAP_TYPES,
+    TEXT_TYPES,
     ExtractError,
     Page,
     content_type_for_name,
     extract,
     sitemap_entries,
+    text_sitemap_entries,
 )
 from apps.knowledge.fetch import Fetcher, FetchError, SyncBudgetExceeded, url_refusal
 from apps.knowledge.models import (
@@ -297,8 +299,12 @@ class _Sync:
             sitemap = todo.pop(0)
             seen.add(sitemap)
             try:
-                fetched = fetcher.get(sitemap, accept=SITEMAP_TYPES)
-                kind, urls = sitemap_entries(fetched.body)
+                fetched = fetcher.get(sitemap, accept=SITEMAP_TYPES | TEXT_TYPES)
+                if fetched.content_type in TEXT_TYPES:
+                    text = fetched.body.decode(fetched.charset or "utf-8", errors="replace")
+                    kind, urls = "urlset", text_sitemap_entries(text)
+                else:
+                    kind, urls = sitemap_entries(fetched.body)
             except (FetchError, ExtractError) as exc:
                 if sitemap == self.source.url:
                     raise
@@ -326,6 +332,9 @@ class _Sync:
         return Article.objects.for_client(self.client).filter(source=self.source)
 
     def store(self, url: str, page: Page) -> None:
+        """Create or update the article of `url`. The page is compared with what was imported
+        last (`imported_hash`), so a page that did not change leaves the article alone — and
+        with it any edit staff made; a page that changed replaces the article's text."""
         article = self._articles().filter(source_url=url).order_by("pk").first()
         probe = Article(title=page.title, body=page.body)
         new_hash = probe.refresh_hash()
@@ -336,20 +345,24 @@ class _Sync:
                 source_url=url,
                 kind=ArticleKind.ARTICLE,
                 status=ArticleStatus.PUBLISHED,
-                language=self.source.language,
             )
-            counter = "created"
+            counter, same_page = "created", False
         else:
             counter = "updated"
+            same_page = new_hash in (article.imported_hash, article.content_hash)
         came_back = url in self.switched_off_urls and not article.enabled
-        if counter == "updated" and new_hash == article.content_hash and not came_back:
+        if same_page and not came_back:
             self.progress["unchanged"] += 1
+            if article.imported_hash != new_hash:  # imported before the hash was kept
+                self._articles().filter(pk=article.pk).update(imported_hash=new_hash)
             return
-        article.title, article.body = probe.title, probe.body
         if came_back:
             article.enabled = True
-        if self.source.language:
-            article.language = self.source.language
+        if not same_page:
+            article.title, article.body = probe.title, probe.body
+            if self.source.language:
+                article.language = self.source.language
+        article.imported_hash = new_hash
         try:
             article_save(article=article)
         except ValidationError as exc:
