@@ -51,6 +51,11 @@ def test_sources_due_are_the_web_sources_whose_hours_passed_oldest_first():
     _source(a, "", hours=1, kind=SourceKind.MANUAL)
     assert [s.pk for s in sources_due(limit=10)] == [never.pk, older.pk, old.pk]
     assert [s.pk for s in sources_due(limit=2)] == [never.pk, older.pk]
+    # a queued sync whose task message was lost is started again once it is stale
+    lost = _source(b, url, hours=0, synced_hours_ago=1, status=SourceStatus.QUEUED)
+    assert lost.pk not in [s.pk for s in sources_due(limit=10)]
+    later = timezone.now() + timedelta(seconds=settings.KNOWLEDGE_SYNC_SECONDS + 180)
+    assert lost.pk in [s.pk for s in sources_due(now=later, limit=10)]
 
 
 def test_the_beat_task_is_scheduled_and_syncs_what_is_due(site, django_capture_on_commit_callbacks):

@@ -392,8 +392,14 @@ class _Sync:
 
 def sources_due(*, now: datetime | None = None, limit: int) -> list[KnowledgeSource]:
     """Web sources (any client) whose `resync_hours` have passed since their last sync (or that
-    never synced), oldest first, at most `limit`."""
+    never synced), oldest first, and queued or syncing ones whose worker has not reported for
+    longer than a sync may take (a lost task message, a killed worker) — at most `limit`."""
     now = now or timezone.now()
+    idle_and_old = Q(
+        status__in=(SourceStatus.NEW, SourceStatus.SYNCED, SourceStatus.FAILED),
+        resync_hours__gt=0,
+    ) & (Q(last_synced_at__isnull=True) | Q(last_synced_at__lte=now - timedelta(hours=1)))
+    stuck = Q(status__in=BUSY, updated_at__lt=_stale_before(now))
     candidates = (
         KnowledgeSource.objects.unscoped("beat: the re-syncs due across clients")
         .select_related("client")
@@ -401,16 +407,18 @@ def sources_due(*, now: datetime | None = None, limit: int) -> list[KnowledgeSou
             client__is_active=True,
             enabled=True,
             kind__in=(SourceKind.URL, SourceKind.SITEMAP),
-            resync_hours__gt=0,
-            status__in=(SourceStatus.NEW, SourceStatus.SYNCED, SourceStatus.FAILED),
         )
-        .filter(Q(last_synced_at__isnull=True) | Q(last_synced_at__lte=now - timedelta(hours=1)))
+        .filter(idle_and_old | stuck)
         .order_by(F("last_synced_at").asc(nulls_first=True), "pk")
     )
     due: list[KnowledgeSource] = []
     for source in candidates[: limit * 20]:
         last = source.last_synced_at
-        if last is None or last + timedelta(hours=source.resync_hours) <= now:
+        if (
+            source.status in BUSY
+            or last is None
+            or last + timedelta(hours=source.resync_hours) <= now
+        ):
             due.append(source)
             if len(due) >= limit:
                 break
