@@ -48,6 +48,8 @@ _BY_SUFFIX = {
     ".text": "text/plain",
 }
 TITLE_MAX = 300
+# Pages of one PDF read at most: text extraction is CPU work no network deadline interrupts.
+MAX_PDF_PAGES = 500
 _FRONT_MATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*\n", re.DOTALL)
 _BLOCK_TAGS = ("p", "div", "li", "br", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section")
 _BOILERPLATE_TAGS = ("script", "style", "noscript", "nav", "header", "footer", "aside", "form")
@@ -165,7 +167,8 @@ def _plain_text(tree: lxml.html.HtmlElement) -> str:
 def pdf_page(data: bytes, *, name: str) -> Page:
     try:
         reader = PdfReader(io.BytesIO(data))
-        texts = [(page.extract_text() or "").strip() for page in reader.pages]
+        pages = list(reader.pages)[:MAX_PDF_PAGES]
+        texts = [(page.extract_text() or "").strip() for page in pages]
         title = (reader.metadata.title if reader.metadata else None) or ""
     except (PyPdfError, ValueError, KeyError, TypeError, OSError) as exc:
         raise ExtractError(_("The PDF could not be read (%(error)s).") % {"error": exc}) from exc
