@@ -88,3 +88,20 @@ def test_the_sync_task_runs_in_its_tenants_scope(site):
     gone = source.pk
     source.delete()
     assert sync_source.apply(kwargs={"client_id": client.pk, "source_id": gone}).get() == "gone"
+
+
+def test_the_command_syncs_a_clients_sources(site):
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    client = ClientFactory()
+    source = _source(client, site.url("/returns"))
+    out = StringIO()
+    call_command("knowledge_sync", "--client", client.slug, stdout=out)
+    assert f"{source.name}: synced — 1 of 1 pages: 1 new" in out.getvalue()
+    _source(client, site.url("/missing"))
+    with pytest.raises(CommandError, match="1 source"):
+        call_command("knowledge_sync", "--client", client.slug, stdout=StringIO())
+    with pytest.raises(CommandError, match="No source"):
+        call_command("knowledge_sync", "--client", client.slug, "--source", "nope")
