@@ -106,6 +106,7 @@ RULES: dict[str, dict[str, str]] = {
     # addresses on a schedule, so they are configuration (admins).
     "knowledge.article": {"view": VIEWER, "add": AGENT, "change": AGENT, "delete": AGENT},
     "knowledge.faq": {"view": VIEWER, "add": AGENT, "change": AGENT, "delete": AGENT},
+    # Knowledge sources feed what reaches prompts: admins add, change and sync them.
     "knowledge.knowledgesource": {"view": VIEWER, "add": ADMIN, "change": ADMIN, "delete": ADMIN},
     # Third-party admins hold platform-wide rows.
     "auth.group": {"view": PLATFORM, "add": PLATFORM, "change": PLATFORM, "delete": PLATFORM},
@@ -142,6 +143,7 @@ ACTION_RULES = {
         for model in ("knowledge.article", "knowledge.faq")
         for action in ("enable", "disable", "publish")
     },
+    ("knowledge.knowledgesource", "sync_now"): ADMIN,
     ("django_celery_beat.periodictask", "enable_tasks"): PLATFORM,
     ("django_celery_beat.periodictask", "disable_tasks"): PLATFORM,
     ("django_celery_beat.periodictask", "toggle_tasks"): PLATFORM,

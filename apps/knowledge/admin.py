@@ -13,7 +13,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
@@ -41,6 +41,7 @@ from apps.knowledge.services.articles import (
     source_errors,
     source_save,
 )
+from apps.knowledge.services.sync import source_sync_start
 
 PREVIEW_CHARS = 100_000
 
@@ -329,6 +330,63 @@ class FaqAdmin(_ContentAdmin):
 # ------------------------------------------------------------------------------------- sources
 
 
+# --- importing: "Sync now" and the sync's progress on sources -------------------------------
+
+
+class SourceSyncAdminMixin:
+    """The source admin's import part: the "Sync now" action and the progress columns and
+    fields (done of total, the message, the page errors). Refresh the page to follow a sync."""
+
+    sync_list_display = ("status", "sync_progress", "last_synced_at")
+    sync_readonly_fields = ("status", "last_synced_at", "error", "sync_progress", "sync_errors")
+
+    @admin.display(description=_("progress"))
+    def sync_progress(self, obj: KnowledgeSource) -> str:
+        progress = obj.progress or {}
+        if not progress:
+            return "—"
+        counts = gettext("%(done)s / %(total)s pages") % {
+            "done": progress.get("done", 0),
+            "total": progress.get("total", 0),
+        }
+        message = progress.get("message") or ""
+        return f"{counts} — {message}" if message else counts
+
+    @admin.display(description=_("page errors"))
+    def sync_errors(self, obj: KnowledgeSource) -> SafeString | str:
+        errors = [e for e in (obj.progress or {}).get("errors") or [] if isinstance(e, dict)]
+        if not errors:
+            return "—"
+        items = format_html_join(
+            "", "<li>{}: {}</li>", ((e.get("page", ""), e.get("error", "")) for e in errors)
+        )
+        return format_html("<ul>{}</ul>", items)
+
+    @admin.action(description=_("Sync now"), permissions=["change"])
+    def sync_now(self, request: HttpRequest, queryset: QuerySet[KnowledgeSource]) -> None:
+        queued = 0
+        for source in queryset.select_related("client"):
+            try:
+                source_sync_start(source=source, user=request.user)
+            except ApplicationError as exc:
+                self.message_user(  # type: ignore[attr-defined]
+                    request, f"{source.name}: {exc}", messages.ERROR
+                )
+            else:
+                queued += 1
+        if queued:
+            self.message_user(  # type: ignore[attr-defined]
+                request,
+                ngettext(
+                    "%(count)d source is syncing; refresh the page to see its progress.",
+                    "%(count)d sources are syncing; refresh the page to see their progress.",
+                    queued,
+                )
+                % {"count": queued},
+                messages.SUCCESS,
+            )
+
+
 class SourceForm(forms.ModelForm):
     class Meta:
         model = KnowledgeSource
@@ -341,13 +399,14 @@ class SourceForm(forms.ModelForm):
 
 
 @admin.register(KnowledgeSource)
-class KnowledgeSourceAdmin(TenantScopedAdmin):
+class KnowledgeSourceAdmin(SourceSyncAdminMixin, TenantScopedAdmin):
     change_need = MANAGE
     form = SourceForm
     list_display = [
         "name",
         "kind",
         "status",
+        "sync_progress",
         "last_synced_at",
         "short_error",
         "article_count",
@@ -358,11 +417,23 @@ class KnowledgeSourceAdmin(TenantScopedAdmin):
     list_select_related = ["client"]
     search_fields = ["name", "url"]
     ordering = ["name", "pk"]
-    readonly_fields = ["status", "last_synced_at", "error", "progress", "created_at", "updated_at"]
+    readonly_fields = [
+        "status",
+        "last_synced_at",
+        "error",
+        "sync_progress",
+        "sync_errors",
+        "created_at",
+        "updated_at",
+    ]
+    actions = ["sync_now", "delete_selected"]
     fieldsets = [
         (None, {"fields": ["client", "name", "kind", "url", "file", "language"]}),
         (_("For the assistant"), {"fields": ["enabled", "resync_hours"]}),
-        (_("Sync"), {"fields": ["status", "last_synced_at", "error", "progress"]}),
+        (
+            _("Sync"),
+            {"fields": ["status", "sync_progress", "last_synced_at", "error", "sync_errors"]},
+        ),
         (_("History"), {"fields": ["created_at", "updated_at"], "classes": ["collapse"]}),
     ]
 

@@ -137,6 +137,9 @@ class Article(TenantOwnedModel):
         editable=False,
         help_text="The content_hash the chunks were built from.",
     )
+    # For an imported article: the hash of the page's title and text as last imported. A sync
+    # that finds the same page again leaves the article alone, staff edits included.
+    imported_hash = models.CharField(max_length=64, blank=True, editable=False)
     approved_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,

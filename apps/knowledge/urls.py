@@ -9,6 +9,7 @@ from apps.knowledge.apis import (
     FaqListCreateApi,
     SourceDetailApi,
     SourceListCreateApi,
+    SourceSyncApi,
 )
 
 urlpatterns = [
@@ -18,4 +19,5 @@ urlpatterns = [
     path("faqs/<str:public_id>/", FaqDetailApi.as_view(), name="api-kb-faq-detail"),
     path("sources/", SourceListCreateApi.as_view(), name="api-kb-source-list"),
     path("sources/<str:public_id>/", SourceDetailApi.as_view(), name="api-kb-source-detail"),
+    path("sources/<str:public_id>/sync", SourceSyncApi.as_view(), name="api-knowledge-source-sync"),
 ]

@@ -403,6 +403,28 @@ TOOL_WEBHOOK_ALLOW_HTTP = env.bool("TOOL_WEBHOOK_ALLOW_HTTP", default=False)
 # deprecation window (docs/webhooks.md).
 TOOL_WEBHOOK_LEGACY_SIGNATURE = env.bool("TOOL_WEBHOOK_LEGACY_SIGNATURE", default=True)
 
+# Knowledge import (docs/knowledge.md, "Importing"): what one sync of a source may fetch. Pages
+# may only come from public addresses unless KNOWLEDGE_FETCH_ALLOW_PRIVATE_NETWORKS is on (the
+# webhooks' SSRF rule; local development and the tests serve their sites on 127.0.0.1).
+KNOWLEDGE_FETCH_ALLOW_PRIVATE_NETWORKS = env.bool(
+    "KNOWLEDGE_FETCH_ALLOW_PRIVATE_NETWORKS", default=False
+)
+KNOWLEDGE_MAX_PAGES = env.int("KNOWLEDGE_MAX_PAGES", default=200)
+KNOWLEDGE_MAX_PAGE_BYTES = env.int("KNOWLEDGE_MAX_PAGE_BYTES", default=2 * 1024 * 1024)
+KNOWLEDGE_MAX_SYNC_BYTES = env.int("KNOWLEDGE_MAX_SYNC_BYTES", default=50 * 1024 * 1024)
+KNOWLEDGE_SYNC_SECONDS = env.int("KNOWLEDGE_SYNC_SECONDS", default=300)
+KNOWLEDGE_FETCH_TIMEOUT = env.float("KNOWLEDGE_FETCH_TIMEOUT", default=15.0)
+# Nested sitemaps (a sitemap index) read per sync, at most.
+KNOWLEDGE_MAX_SITEMAPS = env.int("KNOWLEDGE_MAX_SITEMAPS", default=20)
+# The beat task starts at most this many due re-syncs per run, every CHECK_SECONDS.
+KNOWLEDGE_RESYNC_BATCH = env.int("KNOWLEDGE_RESYNC_BATCH", default=20)
+KNOWLEDGE_RESYNC_CHECK_SECONDS = env.int("KNOWLEDGE_RESYNC_CHECK_SECONDS", default=15 * 60)
+# Start the syncs of web sources whose `resync_hours` have passed (bounded per run); idempotent.
+CELERY_BEAT_SCHEDULE["knowledge-resync-due"] = {
+    "task": "knowledge.resync_due",
+    "schedule": KNOWLEDGE_RESYNC_CHECK_SECONDS,
+}
+
 # Reasoning guards.
 REASONING_MAX_TOOL_CALLS_PER_TURN = env.int("REASONING_MAX_TOOL_CALLS_PER_TURN", default=3)
 REASONING_MAX_CONTEXT_ROUNDS = env.int("REASONING_MAX_CONTEXT_ROUNDS", default=2)

@@ -7,6 +7,9 @@ from .base import INSTALLED_APPS, env
 DEBUG = env.bool("DEBUG", default=True)
 TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS = env.bool("TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS", default=True)
 TOOL_WEBHOOK_ALLOW_HTTP = env.bool("TOOL_WEBHOOK_ALLOW_HTTP", default=True)
+KNOWLEDGE_FETCH_ALLOW_PRIVATE_NETWORKS = env.bool(
+    "KNOWLEDGE_FETCH_ALLOW_PRIVATE_NETWORKS", default=True
+)
 # The demo: `/` is the first client's pretend shop; the API schema and docs need no sign-in.
 DEMO_PAGE = True
 API_DOCS_PUBLIC = env.bool("API_DOCS_PUBLIC", default=True)

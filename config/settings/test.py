@@ -23,6 +23,8 @@ SIMULATION_EAGER_THREAD = False
 # The fake tool servers listen on 127.0.0.1 (the SSRF guard itself is tested with this off).
 TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
 TOOL_WEBHOOK_ALLOW_HTTP = True
+# The knowledge import tests serve their small site on 127.0.0.1 too.
+KNOWLEDGE_FETCH_ALLOW_PRIVATE_NETWORKS = True
 # Tests read the schema anonymously (schemathesis); the staff-only gate is tested with this off.
 # `/` is the landing page, as in production; tests of the demo page turn DEMO_PAGE on.
 API_DOCS_PUBLIC = True

@@ -34,7 +34,8 @@ pytestmark = pytest.mark.django_db
 # The staff / back-office operations this module owns. Widget and billing operations are built
 # and fuzzed by their own modules.
 STAFF_PATHS = re.compile(
-    r"^/api/v1/(conversations|escalations|tool-executions|tools|api-keys|notes|simulations|knowledge)/"
+    r"^/api/v1/(conversations|escalations|tool-executions|tools|api-keys|notes|simulations"
+    r"|knowledge)/"
 )
 CHECKS = [
     not_a_server_error,
@@ -133,6 +134,7 @@ def test_every_staff_operation_is_documented():
             for suffix, methods in (("", "get post"), ("{public_id}/", "get put patch delete"))
             for method in methods.split()
         },
+        ("/api/v1/knowledge/sources/{public_id}/sync", "post"),
     }
     for path, method, operation in operations:
         label = f"{method.upper()} {path}"

@@ -18,16 +18,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import ipaddress
 import json
 import logging
 import secrets
-import socket
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 import httpx2
 from django.conf import settings
@@ -36,6 +33,8 @@ from standardwebhooks.webhooks import Webhook
 from apps.core import deadlines
 from apps.core.db import release_connection
 from apps.core.http import CONNECT_TO, wall_clock_client
+from apps.core.netguard import address_is_public as address_is_public  # re-exported
+from apps.core.netguard import checked_addresses
 from apps.tools.executors import TIMEOUT_SETTING, Executor, ExecutorOutcome, register
 
 if TYPE_CHECKING:
@@ -225,37 +224,6 @@ def sign_request(
 
 # --- where the request goes ---------------------------------------------------------------------
 
-_NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
-_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
-
-
-def _embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
-    """IPv4 addresses an IPv6 address carries and may be routed to: IPv4-mapped (::ffff:a.b.c.d),
-    IPv4-compatible (::a.b.c.d, deprecated), 6to4 (2002::/16), Teredo and NAT64."""
-    found = []
-    if address.ipv4_mapped is not None:
-        found.append(address.ipv4_mapped)
-    if address in _IPV4_COMPATIBLE:
-        found.append(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
-    if address.sixtofour is not None:
-        found.append(address.sixtofour)
-    if address.teredo is not None:
-        found.extend(address.teredo)
-    if any(address in network for network in _NAT64):
-        found.append(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
-    return found
-
-
-def address_is_public(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    """A globally routable unicast address, whatever form it is written in."""
-    if not address.is_global or address.is_multicast:
-        return False
-    if isinstance(address, ipaddress.IPv6Address):
-        if address in _IPV4_COMPATIBLE:
-            return False  # ::a.b.c.d: deprecated, never a real public destination
-        return all(address_is_public(v4) for v4 in _embedded_ipv4(address))
-    return True
-
 
 def resolve_destination(url: str) -> tuple[str | None, str]:
     """(the address to connect to, why GuideDesk will not call `url` or ""): the first of
@@ -273,25 +241,12 @@ def resolve_addresses(url: str) -> tuple[list[str], str]:
     addresses are the only ones the request may connect to (pinned), so DNS rebinding between
     this check and the call cannot send it elsewhere. https is required unless
     TOOL_WEBHOOK_ALLOW_HTTP is on."""
-    parts = urlsplit(url)
-    if parts.scheme not in {"http", "https"} or not parts.hostname:
-        return [], f"{url!r} is not an http(s) URL."
-    if parts.scheme != "https" and not settings.TOOL_WEBHOOK_ALLOW_HTTP:
-        return [], "webhooks must use https (plain http is refused in production)."
-    allow_private = settings.TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS
-    try:
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        infos = socket.getaddrinfo(parts.hostname, port, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError, ValueError):
-        if allow_private:
-            return [], ""  # development: let the connection attempt report it
-        return [], f"cannot resolve {parts.hostname!r}."
-    addresses = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
-    if not allow_private:
-        for address in addresses:
-            if not address_is_public(address):
-                return [], f"{parts.hostname!r} resolves to a non-public address ({address})."
-    return list(dict.fromkeys(str(a) for a in addresses)), ""
+    return checked_addresses(
+        url,
+        allow_private=settings.TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS,
+        allow_http=settings.TOOL_WEBHOOK_ALLOW_HTTP,
+        http_refusal="webhooks must use https (plain http is refused in production).",
+    )
 
 
 def destination_refusal(url: str) -> str:

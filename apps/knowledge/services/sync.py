@@ -1,0 +1,441 @@
+"""Importing a source: fetch its page(s) or read its file, extract the text, and keep one
+article per page (docs/knowledge.md, "Importing").
+
+- `source_sync_start` queues a sync (status `queued`; the Celery task runs after the commit).
+  A source already queued or syncing is left alone, so one source never syncs twice at once.
+- `source_sync` does the work. It claims the source with a compare-and-set of its status
+  (queued/new/synced/failed → syncing; a sync whose worker died is taken over once it has not
+  reported for KNOWLEDGE_SYNC_SECONDS + STALE_GRACE), writes its progress to `source.progress`
+  after every page, and ends `synced` (some pages may have failed: counted, and listed in
+  `progress["errors"]`) or `failed` (nothing could be imported), with `last_synced_at` set.
+- A page whose title and text hash the same as when it was last imported leaves its article
+  alone (not saved, not indexed again, staff edits kept); a page no longer in the sitemap is
+  switched off, not deleted, and switched on again when it comes back.
+- `resync_due` starts the syncs of web sources whose `resync_hours` have passed (the beat)."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from apps.core import deadlines
+from apps.core.exceptions import ApplicationError
+from apps.knowledge.extract import (
+    PAGE_TYPES,
+    SITEMAP_TYPES,
+    TEXT_TYPES,
+    ExtractError,
+    Page,
+    content_type_for_name,
+    extract,
+    sitemap_entries,
+    text_sitemap_entries,
+)
+from apps.knowledge.fetch import Fetcher, FetchError, SyncBudgetExceeded, url_refusal
+from apps.knowledge.models import (
+    Article,
+    ArticleKind,
+    ArticleStatus,
+    KnowledgeSource,
+    SourceKind,
+    SourceStatus,
+)
+from apps.knowledge.services.articles import article_save
+
+logger = logging.getLogger(__name__)
+
+STALE_GRACE = timedelta(minutes=2)
+# Page errors kept in the progress (the counts hold all of them).
+MAX_ERRORS_SHOWN = 20
+# Sitemap entries read in all (the sitemaps protocol allows 50,000 per file).
+MAX_SITEMAP_ENTRIES = 50_000
+# URLs of pages a sync switched off, remembered so they are switched on again if they return.
+MAX_SWITCHED_OFF_KEPT = 1000
+SYNCABLE = (SourceKind.URL, SourceKind.SITEMAP, SourceKind.FILE)
+BUSY = (SourceStatus.QUEUED, SourceStatus.SYNCING)
+
+
+def _stale_before(now: datetime) -> datetime:
+    return now - timedelta(seconds=int(settings.KNOWLEDGE_SYNC_SECONDS)) - STALE_GRACE
+
+
+def empty_progress(message: str = "") -> dict[str, Any]:
+    return {
+        "done": 0,
+        "total": 0,
+        "bytes": 0,
+        "created": 0,
+        "updated": 0,
+        "unchanged": 0,
+        "failed": 0,
+        "switched_off": 0,
+        "message": message,
+        "errors": [],
+    }
+
+
+def source_problem(source: KnowledgeSource) -> str:
+    """Why `source` cannot be synced, or ""."""
+    if source.kind not in SYNCABLE:
+        return _("A source typed in by staff has nothing to import.")
+    if source.kind == SourceKind.FILE:
+        return "" if source.file else _("The source has no file.")
+    if not source.url:
+        return _("The source has no address.")
+    refusal = url_refusal(source.url)
+    return _("The address is refused: %(reason)s") % {"reason": refusal} if refusal else ""
+
+
+def source_sync_start(*, source: KnowledgeSource, user: Any = None) -> KnowledgeSource:
+    """Queue a sync of `source` (the task runs once the transaction commits) and return the
+    source as it now is. Already queued or syncing: nothing more is queued."""
+    problem = source_problem(source)
+    if problem:
+        raise ApplicationError(problem)
+    now = timezone.now()
+    rows = KnowledgeSource.objects.for_client(source.client).filter(pk=source.pk)
+    queued = rows.filter(~Q(status__in=BUSY) | Q(updated_at__lt=_stale_before(now))).update(
+        status=SourceStatus.QUEUED,
+        progress=empty_progress(_("Waiting to sync.")) | _kept(source),
+        updated_at=now,
+    )
+    if queued:
+        from apps.knowledge.tasks import sync_source
+
+        source_id, client_id = source.pk, source.client_id
+        transaction.on_commit(lambda: sync_source.delay(client_id=client_id, source_id=source_id))
+        logger.info(
+            "knowledge sync queued",
+            extra={"source": source_id, "user": getattr(user, "pk", None)},
+        )
+    source.refresh_from_db()
+    return source
+
+
+def _kept(source: KnowledgeSource) -> dict[str, Any]:
+    """What a new sync carries over from the last one's progress."""
+    urls = (source.progress or {}).get("switched_off_urls") or []
+    return {"switched_off_urls": [u for u in urls if isinstance(u, str)]}
+
+
+def source_sync(*, source: KnowledgeSource) -> dict[str, Any]:
+    """Sync `source` now and return its final progress. When another sync holds the source,
+    returns `{"skipped": True, ...}` and changes nothing."""
+    now = timezone.now()
+    rows = KnowledgeSource.objects.for_client(source.client).filter(pk=source.pk)
+    claimable = ~Q(status=SourceStatus.SYNCING) | Q(updated_at__lt=_stale_before(now))
+    source.refresh_from_db()
+    progress = empty_progress(_("Starting.")) | _kept(source)
+    if not rows.filter(claimable).update(
+        status=SourceStatus.SYNCING, error="", progress=progress, updated_at=now
+    ):
+        return {"skipped": True, "message": _("Another sync of this source is running.")}
+    source.refresh_from_db()
+    return _Sync(source).run()
+
+
+class _Sync:
+    def __init__(self, source: KnowledgeSource) -> None:
+        self.source = source
+        self.client = source.client
+        self.rows = KnowledgeSource.objects.for_client(self.client).filter(pk=source.pk)
+        self.progress: dict[str, Any] = dict(source.progress)
+        self.switched_off_urls: set[str] = set(self.progress.pop("switched_off_urls", []))
+        self.max_pages = int(settings.KNOWLEDGE_MAX_PAGES)
+        self.stopped = ""  # why the sync stopped before the end
+
+    # --- bookkeeping ----------------------------------------------------------------------
+
+    def report(self, message: str | None = None, **fields: Any) -> None:
+        if message is not None:
+            self.progress["message"] = message
+        self.progress.update(fields)
+        self.rows.update(progress=self._stored_progress(), updated_at=timezone.now())
+
+    def _stored_progress(self) -> dict[str, Any]:
+        kept = sorted(self.switched_off_urls)[:MAX_SWITCHED_OFF_KEPT]
+        return self.progress | {"switched_off_urls": kept}
+
+    def page_failed(self, name: str, reason: str) -> None:
+        self.progress["failed"] += 1
+        if len(self.progress["errors"]) < MAX_ERRORS_SHOWN:
+            self.progress["errors"].append({"page": name, "error": reason})
+
+    # --- the run --------------------------------------------------------------------------
+
+    def run(self) -> dict[str, Any]:
+        error = ""
+        try:
+            seconds = float(settings.KNOWLEDGE_SYNC_SECONDS)
+            with deadlines.deadline_scope(seconds), Fetcher() as fetcher:
+                if self.source.kind == SourceKind.FILE:
+                    self.import_file()
+                else:
+                    self.import_web(fetcher)
+                self.progress["bytes"] = max(self.progress["bytes"], fetcher.bytes_read)
+        except (FetchError, ExtractError) as exc:  # the source itself (its sitemap) failed
+            error = str(exc)
+        except Exception as exc:  # nothing lost: the source says what went wrong
+            logger.exception("knowledge sync failed", extra={"source": self.source.pk})
+            error = _("The sync failed unexpectedly (%(error)s).") % {
+                "error": exc.__class__.__name__
+            }
+        return self.finish(error)
+
+    def finish(self, error: str) -> dict[str, Any]:
+        p = self.progress
+        imported = p["created"] + p["updated"] + p["unchanged"]
+        if not error and p["total"] and not imported:
+            error = _("No page could be imported.")
+        status = SourceStatus.FAILED if error else SourceStatus.SYNCED
+        summary = _(
+            "%(done)s of %(total)s pages: %(created)s new, %(updated)s updated, "
+            "%(unchanged)s unchanged, %(failed)s failed, %(off)s switched off."
+        ) % {
+            "done": p["done"],
+            "total": p["total"],
+            "created": p["created"],
+            "updated": p["updated"],
+            "unchanged": p["unchanged"],
+            "failed": p["failed"],
+            "off": p["switched_off"],
+        }
+        if error:
+            summary = f"{error} {summary}"
+        elif self.stopped:
+            summary = _("Stopped early: %(reason)s") % {"reason": self.stopped} + " " + summary
+        p["message"] = summary
+        now = timezone.now()
+        self.rows.update(
+            status=status,
+            error=error or self.stopped,
+            last_synced_at=now,
+            progress=self._stored_progress(),
+            updated_at=now,
+        )
+        self.source.refresh_from_db()
+        return dict(p)
+
+    def import_file(self) -> None:
+        name = self.source.file.name or ""
+        limit = int(settings.KNOWLEDGE_MAX_PAGE_BYTES)
+        self.report(_("Reading the file."), total=1)
+        with self.source.file.open("rb") as handle:
+            data = handle.read(limit + 1)
+        self.progress["bytes"] = len(data)
+        if len(data) > limit:
+            self.page_failed(name, _("The file is larger than %(limit)s bytes.") % {"limit": limit})
+        else:
+            content_type = content_type_for_name(name)
+            try:
+                page = extract(body=data, content_type=content_type, name=name)
+            except ExtractError as exc:
+                self.page_failed(name, str(exc))
+            else:
+                self.store("", page)
+        self.report(done=1)
+
+    def import_web(self, fetcher: Fetcher) -> None:
+        if self.source.kind == SourceKind.SITEMAP:
+            self.report(_("Reading the sitemap."))
+            listed = self.sitemap_pages(fetcher)
+        else:
+            listed = [self.source.url]
+        pages = listed[: self.max_pages]
+        if len(listed) > len(pages):
+            self.stopped = _(
+                "the sitemap lists %(listed)s pages; at most %(max)s are imported."
+            ) % {
+                "listed": len(listed),
+                "max": self.max_pages,
+            }
+        self.report(_("Fetching %(total)s pages.") % {"total": len(pages)}, total=len(pages))
+        for url in pages:
+            if deadlines.remaining() == 0:
+                self.stopped = _("the sync's time limit was reached.")
+                break
+            try:
+                fetched = fetcher.get(url, accept=PAGE_TYPES)
+                page = extract(
+                    body=fetched.body,
+                    content_type=fetched.content_type,
+                    name=url,
+                    charset=fetched.charset,
+                )
+            except SyncBudgetExceeded as exc:
+                self.stopped = str(exc)
+                self.page_failed(url, str(exc))
+                break
+            except (FetchError, ExtractError) as exc:
+                self.page_failed(url, str(exc))
+            else:
+                self.store(url, page)
+            self.report(
+                _("Fetched %(done)s of %(total)s pages.")
+                % {"done": self.progress["done"] + 1, "total": len(pages)},
+                done=self.progress["done"] + 1,
+                bytes=fetcher.bytes_read,
+            )
+        if self.source.kind == SourceKind.SITEMAP:
+            self.switch_off_missing(set(listed))
+
+    def sitemap_pages(self, fetcher: Fetcher) -> list[str]:
+        """The page URLs the source's sitemap lists (following a sitemap index, bounded), on
+        the sitemap's own host only. Raises FetchError / ExtractError when the first sitemap
+        cannot be read; a nested one that fails is skipped (and counted)."""
+        host = (urlsplit(self.source.url).hostname or "").lower()
+        todo, seen, pages = [self.source.url], set[str](), list[str]()
+        max_sitemaps = int(settings.KNOWLEDGE_MAX_SITEMAPS)
+        while todo and len(seen) < max_sitemaps and len(pages) < MAX_SITEMAP_ENTRIES:
+            sitemap = todo.pop(0)
+            seen.add(sitemap)
+            try:
+                fetched = fetcher.get(sitemap, accept=SITEMAP_TYPES | TEXT_TYPES)
+                if fetched.content_type in TEXT_TYPES:
+                    text = fetched.body.decode(fetched.charset or "utf-8", errors="replace")
+                    kind, urls = "urlset", text_sitemap_entries(text)
+                else:
+                    kind, urls = sitemap_entries(fetched.body)
+            except (FetchError, ExtractError) as exc:
+                if sitemap == self.source.url:
+                    raise
+                self.page_failed(sitemap, str(exc))
+                continue
+            same_host = [
+                u
+                for u in urls
+                if (urlsplit(u).hostname or "").lower() == host
+                and urlsplit(u).scheme in {"http", "https"}
+                and len(u) <= 2000
+            ]
+            if kind == "sitemapindex":
+                todo.extend(u for u in same_host if u not in seen and u not in todo)
+            else:
+                pages.extend(same_host)
+        pages = list(dict.fromkeys(pages))[:MAX_SITEMAP_ENTRIES]
+        if not pages:
+            raise ExtractError(_("The sitemap lists no pages on its own host."))
+        return pages
+
+    # --- articles -------------------------------------------------------------------------
+
+    def _articles(self) -> Any:
+        return Article.objects.for_client(self.client).filter(source=self.source)
+
+    def store(self, url: str, page: Page) -> None:
+        """Create or update the article of `url`. The page is compared with what was imported
+        last (`imported_hash`), so a page that did not change leaves the article alone — and
+        with it any edit staff made; a page that changed replaces the article's text."""
+        article = self._articles().filter(source_url=url).order_by("pk").first()
+        probe = Article(title=page.title, body=page.body)
+        new_hash = probe.refresh_hash()
+        if article is None:
+            article = Article(
+                client=self.client,
+                source=self.source,
+                source_url=url,
+                kind=ArticleKind.ARTICLE,
+                status=ArticleStatus.PUBLISHED,
+            )
+            counter, same_page = "created", False
+        else:
+            counter = "updated"
+            same_page = new_hash in (article.imported_hash, article.content_hash)
+        came_back = url in self.switched_off_urls and not article.enabled
+        if same_page and not came_back:
+            self.progress["unchanged"] += 1
+            if article.imported_hash != new_hash:  # imported before the hash was kept
+                self._articles().filter(pk=article.pk).update(imported_hash=new_hash)
+            return
+        if came_back:
+            article.enabled = True
+        if not same_page:
+            article.title, article.body = probe.title, probe.body
+            if self.source.language:
+                article.language = self.source.language
+        article.imported_hash = new_hash
+        try:
+            article_save(article=article)
+        except ValidationError as exc:
+            self.page_failed(url or self.source.file.name or "", "; ".join(exc.messages))
+            return
+        self.switched_off_urls.discard(url)
+        self.progress[counter] += 1
+
+    def switch_off_missing(self, listed: set[str]) -> None:
+        """Switch off this source's articles whose page the sitemap no longer lists."""
+        gone = [
+            (pk, url)
+            for pk, url in self._articles()
+            .filter(enabled=True)
+            .exclude(source_url="")
+            .values_list("pk", "source_url")
+            if url not in listed
+        ]
+        if gone:
+            self._articles().filter(pk__in=[pk for pk, _url in gone]).update(enabled=False)
+            self.switched_off_urls.update(url for _pk, url in gone)
+        self.progress["switched_off"] = len(gone)
+
+
+# --- the schedule ---------------------------------------------------------------------------
+
+
+def sources_due(*, now: datetime | None = None, limit: int) -> list[KnowledgeSource]:
+    """Web sources (any client) whose `resync_hours` have passed since their last sync (or that
+    never synced), oldest first, and queued or syncing ones whose worker has not reported for
+    longer than a sync may take (a lost task message, a killed worker) — at most `limit`."""
+    now = now or timezone.now()
+    idle_and_old = Q(
+        status__in=(SourceStatus.NEW, SourceStatus.SYNCED, SourceStatus.FAILED),
+        resync_hours__gt=0,
+    ) & (Q(last_synced_at__isnull=True) | Q(last_synced_at__lte=now - timedelta(hours=1)))
+    stuck = Q(status__in=BUSY, updated_at__lt=_stale_before(now))
+    candidates = (
+        KnowledgeSource.objects.unscoped("beat: the re-syncs due across clients")
+        .select_related("client")
+        .filter(
+            client__is_active=True,
+            enabled=True,
+            kind__in=(SourceKind.URL, SourceKind.SITEMAP),
+        )
+        .filter(idle_and_old | stuck)
+        .order_by(F("last_synced_at").asc(nulls_first=True), "pk")
+    )
+    due: list[KnowledgeSource] = []
+    for source in candidates[: limit * 20]:
+        last = source.last_synced_at
+        if (
+            source.status in BUSY
+            or last is None
+            or last + timedelta(hours=source.resync_hours) <= now
+        ):
+            due.append(source)
+            if len(due) >= limit:
+                break
+    return due
+
+
+def resync_due(*, limit: int | None = None) -> int:
+    """Queue the syncs that are due (at most KNOWLEDGE_RESYNC_BATCH); returns how many."""
+    started = 0
+    for source in sources_due(limit=limit or int(settings.KNOWLEDGE_RESYNC_BATCH)):
+        try:
+            with transaction.atomic():
+                source_sync_start(source=source)
+        except ApplicationError as exc:
+            KnowledgeSource.objects.for_client(source.client).filter(pk=source.pk).update(
+                status=SourceStatus.FAILED, error=str(exc), last_synced_at=timezone.now()
+            )
+        else:
+            started += 1
+    return started
