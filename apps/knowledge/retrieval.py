@@ -19,15 +19,17 @@ from collections import Counter
 from dataclasses import dataclass
 
 from django.contrib.postgres.search import SearchQuery, SearchRank
+from django.core.cache import cache
 from django.db import connection
 from django.db.models import F, QuerySet
 
 from apps.clients.models import Client
+from apps.knowledge import cache as knowledge_cache
 from apps.knowledge import embeddings
 from apps.knowledge.models import Article, ArticleChunk
 from apps.notes.textsearch import search_config_for
 
-__all__ = ["RRF_K", "Hit", "search", "topics"]
+__all__ = ["RRF_K", "Hit", "has_knowledge", "search", "topics"]
 
 RRF_K = 60
 MAX_QUERY_TERMS = 32
@@ -203,7 +205,30 @@ def search(
 def topics(*, client: Client, language: str = "") -> list[str]:
     """What the client's usable knowledge is about, for adaptive mode's minimal context: the
     most used tags, then article titles, at most `MAX_TOPICS` and `MAX_TOPIC_TOKENS` (estimated
-    at four characters a token) together. One query."""
+    at four characters a token) together. Without a language, from the cache when it is warm
+    (`apps.knowledge.cache`); otherwise one query."""
+    if language:
+        return _topics(client, language)[0]
+    return _summary(client)[0]
+
+
+def has_knowledge(*, client: Client) -> bool:
+    """The client has at least one usable article or FAQ (from the same cached summary as
+    `topics`: no query when it is warm). A turn skips searching a client with none."""
+    return _summary(client)[1]
+
+
+def _summary(client: Client) -> tuple[list[str], bool]:
+    key = knowledge_cache.topics_key(client.pk)
+    cached = cache.get(key)
+    if isinstance(cached, dict):
+        return list(cached["topics"]), bool(cached["any"])
+    found, any_usable = _topics(client, "")
+    cache.set(key, {"topics": found, "any": any_usable}, knowledge_cache.TOPICS_TTL_SECONDS)
+    return found, any_usable
+
+
+def _topics(client: Client, language: str) -> tuple[list[str], bool]:
     articles = Article.objects.for_client(client).usable()
     if language:
         articles = articles.filter(language__in=[language, ""])
@@ -224,4 +249,4 @@ def topics(*, client: Client, language: str = "") -> list[str]:
             continue
         chosen.append(topic)
         chars += cost
-    return chosen
+    return chosen, bool(rows)

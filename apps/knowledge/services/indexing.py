@@ -20,6 +20,7 @@ import re
 from django.contrib.postgres.search import SearchVector
 from django.db import connection, transaction
 
+from apps.knowledge import cache as knowledge_cache
 from apps.knowledge import embeddings
 from apps.knowledge.models import Article, ArticleChunk, ArticleKind
 from apps.notes.textsearch import search_config_for
@@ -150,5 +151,6 @@ def _rebuild(article: Article) -> int:
     Article.objects.for_client(article.client).filter(pk=article.pk).update(
         indexed_hash=article.content_hash
     )
+    knowledge_cache.invalidate(article.client_id)
     article.indexed_hash = article.content_hash
     return len(chunks)

@@ -57,6 +57,8 @@ class AssessOut(RespondOut):
 PROMPT = """You are the customer-support assistant of the business below. Minimal context is
 given; request more with needs_more_context when you need it, using keys from:
 {keys}
+A key kb:<search words> searches the business's knowledge base (articles and FAQs; e.g.
+kb:return window sale items); its excerpts arrive in a "knowledge base excerpts" block.
 {rules}
 {confirmation}
 
@@ -75,19 +77,34 @@ def prompt(
     pending: str,
     history: list[dict[str, str]],
     notes: str = "",
+    knowledge: list[dict[str, str]] | None = None,
 ) -> list[dict[str, str]]:
     """System: our rules and the business's context (minimal + fetched). Then the notes block
-    (`notes`, from apps.notes; '' for none), the conversation, and the confirmation state."""
+    (`notes`, from apps.notes; '' for none), the conversation, the knowledge-base excerpts
+    fetched with `kb:` keys (`knowledge`: a data message, `apps.reasoning.knowledge`), and the
+    confirmation state."""
     system = PROMPT.format(
         keys=keys, rules=RULES, confirmation=CONFIRMATION_RULE, context=context, fetched=fetched
     )
-    return chat_messages(system, history=history, notes=notes, pending=pending)
+    return chat_messages(system, history=history, notes=notes, pending=pending, after=knowledge)
 
 
 def hint(
-    *, business_info: dict[str, Any] | None, fetched: list[str], available_keys: list[str]
+    *,
+    business_info: dict[str, Any] | None,
+    fetched: list[str],
+    available_keys: list[str],
+    knowledge: list[dict[str, str]] | None = None,
+    kb: bool = False,
 ) -> dict[str, Any]:
-    return {**business_facts(business_info), "fetched": fetched, "available_keys": available_keys}
+    """`knowledge`: the chunks fetched so far; `kb`: the client has a knowledge base to search."""
+    return {
+        **business_facts(business_info),
+        "fetched": fetched,
+        "available_keys": available_keys,
+        "knowledge": knowledge or [],
+        "kb": kb,
+    }
 
 
 def offline(hint: dict[str, Any]) -> dict[str, Any]:
