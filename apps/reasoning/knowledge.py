@@ -45,7 +45,7 @@ def hit_record(hit: Hit) -> dict[str, Any]:
         "chunk": hit.ordinal,
         "chunk_id": hit.chunk_id,
         "heading": hit.heading,
-        "score": round(hit.score, 4),
+        "score": float(f"{hit.score:.4g}"),
         "tokens": hit.tokens,
         "source_url": hit.source_url,
     }

@@ -199,6 +199,7 @@ def _assess_with_context(turn: Turn) -> AssessOut:
             history=history,
             notes=turn.notes_prompt(),
             knowledge=knowledge.knowledge_message(turn.knowledge),
+            kb=has_kb,
         )
         result = turn.llm(
             assess.STEP,

@@ -54,12 +54,14 @@ class AssessOut(RespondOut):
         return super().may_be_blank() or bool(self.needs_more_context)
 
 
+KB_RULE = """A key kb:<search words> searches the business's knowledge base (articles and FAQs;
+e.g. kb:return window sale items); its excerpts arrive in a "knowledge base excerpts" block.
+"""
+
 PROMPT = """You are the customer-support assistant of the business below. Minimal context is
 given; request more with needs_more_context when you need it, using keys from:
 {keys}
-A key kb:<search words> searches the business's knowledge base (articles and FAQs; e.g.
-kb:return window sale items); its excerpts arrive in a "knowledge base excerpts" block.
-{rules}
+{kb}{rules}
 {confirmation}
 
 {context}
@@ -78,13 +80,19 @@ def prompt(
     history: list[dict[str, str]],
     notes: str = "",
     knowledge: list[dict[str, str]] | None = None,
+    kb: bool = False,
 ) -> list[dict[str, str]]:
     """System: our rules and the business's context (minimal + fetched). Then the notes block
     (`notes`, from apps.notes; '' for none), the conversation, the knowledge-base excerpts
     fetched with `kb:` keys (`knowledge`: a data message, `apps.reasoning.knowledge`), and the
-    confirmation state."""
+    confirmation state. `kb`: the business has a knowledge base (the prompt explains `kb:`)."""
     system = PROMPT.format(
-        keys=keys, rules=RULES, confirmation=CONFIRMATION_RULE, context=context, fetched=fetched
+        keys=keys,
+        kb=KB_RULE if kb else "",
+        rules=RULES,
+        confirmation=CONFIRMATION_RULE,
+        context=context,
+        fetched=fetched,
     )
     return chat_messages(system, history=history, notes=notes, pending=pending, after=knowledge)
 
