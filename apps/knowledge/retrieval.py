@@ -2,7 +2,8 @@
 
 - PostgreSQL: the chunk's `search_vector` (GIN-indexed) matched by `websearch_to_tsquery` of the
   query's words OR-combined — in the query language's configuration and in 'simple', so a
-  natural question matches — ranked with `ts_rank_cd`.
+  natural question matches — ranked with `ts_rank_cd` (among the best `PG_CANDIDATES` by
+  `ts_rank`).
 - SQLite (the demo): the FTS5 table `knowledge_chunk_fts` matched by the query's words (each
   quoted, OR-combined), ranked with bm25 (heading weighted twice the text).
 - With `EMBEDDING_MODEL` set: the text ranking and the cosine ranking of the chunks'
@@ -18,10 +19,9 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import F, QuerySet
+from django.db.models import QuerySet
 
 from apps.clients.models import Client
 from apps.knowledge import cache as knowledge_cache
@@ -72,20 +72,47 @@ def _usable_chunks(client: Client) -> QuerySet[ArticleChunk]:
     )
 
 
+# PostgreSQL ranks in two passes: every matching chunk by `ts_rank` against the query in its
+# language's configuration (cheap), then the best `PG_CANDIDATES` of them by `ts_rank_cd`
+# (cover density: terms close together count more) against the full query — so a question whose
+# words occur in thousands of chunks costs one cheap rank per chunk, not a cover-density one.
+PG_CANDIDATES = 200
+_PG_SQL = """
+    SELECT candidates.id,
+           ts_rank_cd(
+               candidates.search_vector,
+               (websearch_to_tsquery(%(config)s::regconfig, %(text)s)
+                || websearch_to_tsquery('simple'::regconfig, %(text)s))
+           ) AS score
+    FROM (
+        SELECT c.id, c.search_vector
+        FROM knowledge_articlechunk c
+        JOIN knowledge_article a ON a.id = c.article_id
+        LEFT JOIN knowledge_knowledgesource s ON s.id = a.source_id
+        WHERE c.client_id = %(client)s AND a.client_id = %(client)s
+          AND c.search_vector @@ (websearch_to_tsquery(%(config)s::regconfig, %(text)s)
+                || websearch_to_tsquery('simple'::regconfig, %(text)s))
+          AND a.status = 'published' AND a.enabled AND (s.id IS NULL OR s.enabled)
+        ORDER BY ts_rank(c.search_vector, websearch_to_tsquery(%(config)s::regconfig, %(text)s))
+            DESC, c.id
+        LIMIT %(candidates)s
+    ) AS candidates
+    ORDER BY score DESC, candidates.id
+    LIMIT %(n)s
+"""
+
+
 def _pg_ranking(client: Client, terms: list[str], language: str, n: int) -> list[tuple[int, float]]:
-    text = " or ".join(terms)
-    config = search_config_for(language or client.language)
-    query = SearchQuery(text, config=config, search_type="websearch")
-    if config != "simple":
-        query = query | SearchQuery(text, config="simple", search_type="websearch")
-    rows = (
-        _usable_chunks(client)
-        .filter(search_vector=query)
-        .annotate(score=SearchRank(F("search_vector"), query, cover_density=True))
-        .order_by("-score", "id")
-        .values_list("id", "score")[:n]
-    )
-    return [(pk, float(score)) for pk, score in rows]
+    params: dict[str, str | int] = {
+        "config": search_config_for(language or client.language),
+        "text": " or ".join(terms),
+        "client": client.pk,
+        "candidates": max(PG_CANDIDATES, n),
+        "n": n,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(_PG_SQL, params)
+        return [(pk, float(score)) for pk, score in cursor.fetchall() if score > 0]
 
 
 def _sqlite_ranking(client: Client, terms: list[str], n: int) -> list[tuple[int, float]]:
@@ -156,9 +183,10 @@ def search(
         ranking = fuse(ranking, _cosine_ranking(client, vector, candidates))
     if not ranking:
         return []
+    # The rankings only return chunks of usable articles; the rows are read client-scoped.
     rows = {
         row["id"]: row
-        for row in _usable_chunks(client)
+        for row in ArticleChunk.objects.for_client(client)
         .filter(pk__in=[pk for pk, _ in ranking])
         .values(
             "id",

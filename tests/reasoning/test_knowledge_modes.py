@@ -190,6 +190,8 @@ def test_deliberative_synthesis_may_ask_for_more(
     )
     [reply] = chat.say("Is there anything about boots?")
     assert reply.text == "Dry your tent fully before storing it."
+    # the reasoning steps read the chunks fetched for the message
+    assert any(knowledge_blocks(call) for call in llm.calls("reason_step"))
     first, second = llm.calls("synthesize")
     assert "Dry your tent" not in first.prompt_text
     assert any("Dry your tent" in b for b in knowledge_blocks(second))
