@@ -18,6 +18,7 @@ class Command(BaseCommand):
         parser.add_argument("--chunks", type=int, default=10_000)
         parser.add_argument("--queries", type=int, default=300)
         parser.add_argument("--articles", type=int, default=100)
+        parser.add_argument("--rounds", type=int, default=3, help="The quietest round counts.")
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["chunks"] < 1 or options["queries"] < 1:
@@ -26,6 +27,7 @@ class Command(BaseCommand):
             chunks=options["chunks"],
             queries=options["queries"],
             articles=options["articles"],
+            rounds=max(1, options["rounds"]),
             progress=lambda text: self.stderr.write(text),
         )
         self.stdout.write(markdown(result))
