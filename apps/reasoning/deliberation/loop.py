@@ -119,7 +119,8 @@ def step_messages(
     self-scores, and the server's feedback after it (the step's system message, notes and
     confirmation state are `reason_step.prompt`'s). The knowledge-base chunks fetched for the
     message (`apps.reasoning.knowledge`) come first, as a data block."""
-    messages = [*knowledge_message(turn.knowledge), *history_messages(turn.history)]
+    fetched = getattr(turn, "knowledge", [])  # a stand-in turn (tests, tools) may have none
+    messages = [*knowledge_message(fetched), *history_messages(turn.history)]
     for entry in steps:
         messages.append(
             {

@@ -295,7 +295,8 @@ def _critique(
 MODE = Mode(
     name="adaptive",
     label="Adaptive — self-assessment, critique only when needed",
-    summary="`assess` on a minimal context, more context on demand, a `critique` only when "
+    summary="`assess` on a minimal context (with the knowledge topics), more context on demand "
+    "(`kb:<query>` searches the knowledge base), a `critique` only when "
     "`critique_needed()` (code) says so, then the guards; `compose` after a tool ran.",
     steps=("assess", "critique", "compose"),
     default_multiplier=Decimal("1.5"),

@@ -54,8 +54,9 @@ def run_standard(turn: Turn) -> Outcome:
 MODE = Mode(
     name="standard",
     label="Standard — one call with the full context",
-    summary="One `respond` call with all business info, tool schemas and recent history; a tool "
-    "that ran gets a `compose` call (or its result template).",
+    summary="One `respond` call with all business info, tool schemas, recent history and the "
+    "knowledge-base chunks for the message; a tool that ran gets a `compose` call (or its "
+    "result template).",
     steps=("respond", "compose"),
     default_multiplier=Decimal("1.0"),
     cost_rank=10,
