@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.db import connection
 from django.db.models import Count, Q, QuerySet
 
 from apps.clients.models import Client
-from apps.knowledge.models import Article, ArticleChunk, ArticleKind, KnowledgeSource
+from apps.knowledge import retrieval
+from apps.knowledge.models import Article, ArticleKind, KnowledgeSource
 
 
 def faqs_for(*, client: Client) -> list[dict[str, str]]:
@@ -35,30 +35,11 @@ def business_info_for(client: Client) -> dict[str, Any]:
     return info
 
 
-def search_chunks(*, client: Client, query: str, language: str = "", limit: int = 5) -> list[Any]:
-    """A first cut of retrieval (PostgreSQL full-text rank; elsewhere word overlap) that the
-    retrieval work replaces with `apps.knowledge.retrieval.search`: usable articles' chunks,
-    best first, each with `.score`."""
-    from apps.notes.textsearch import search_config_for
-
-    chunks = ArticleChunk.objects.for_client(client).filter(
-        article__in=Article.objects.for_client(client).usable()
-    )
-    if connection.vendor == "postgresql":
-        config = search_config_for(language or client.language)
-        q = SearchQuery(query, config=config, search_type="websearch")
-        q = q | SearchQuery(" or ".join(query.split()), config=config, search_type="websearch")
-        ranked = chunks.annotate(score=SearchRank("search_vector", q)).filter(score__gt=0)
-        return list(ranked.order_by("-score", "id")[:limit])
-    words = {w for w in query.lower().split() if len(w) > 2}
-    scored = []
-    for chunk in chunks.select_related("article"):
-        text = f"{chunk.heading} {chunk.text}".lower()
-        score = sum(1 for w in words if w in text)
-        if score:
-            chunk.score = score  # type: ignore[attr-defined]
-            scored.append(chunk)
-    return sorted(scored, key=lambda c: (-c.score, c.pk))[:limit]  # type: ignore[attr-defined]
+def search_chunks(
+    *, client: Client, query: str, language: str = "", limit: int = 5
+) -> list[retrieval.Hit]:
+    """The best chunks of the client's usable articles for `query` (`retrieval.search`)."""
+    return retrieval.search(client=client, query=query, language=language, limit=limit)
 
 
 # ---------------------------------------------------------------------------------------------

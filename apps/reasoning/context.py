@@ -1,5 +1,7 @@
-"""What the model gets to see. Standard mode: everything. Adaptive mode: a minimal context
-(seed: ~500–800 tokens) plus keys fetched on demand."""
+"""What the model gets to see. Standard mode: everything the business configured, plus the
+knowledge-base chunks for the message. Adaptive mode: a minimal context (seed: ~500–800 tokens,
+with a bounded "Knowledge topics:" line) plus keys fetched on demand — a `kb:<query>` key
+searches the knowledge base (`apps.reasoning.knowledge`)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from typing import Any
 from apps.clients.models import Client
 from apps.conversations.models import Message, Role
 from apps.knowledge.selectors import business_info_for
+from apps.reasoning.knowledge import KB_PREFIX
 from apps.reasoning.steps._data import neutralise
 from apps.tools.models import ClientTool, PendingAction
 
@@ -21,16 +24,22 @@ STATIC_KEYS = (
     "about.full",
 )
 TOOL_SCHEMA_PREFIX = "tool_schema:"
+KB_KEY = f"{KB_PREFIX}<search words>"
 
 _ROLE_FOR_LLM = {Role.USER: "user", Role.ASSISTANT: "assistant", Role.STAFF: "assistant"}
 
 
-def available_keys(tools: list[ClientTool]) -> list[str]:
-    return [*STATIC_KEYS, *(f"{TOOL_SCHEMA_PREFIX}{t.name}" for t in tools)]
+def available_keys(tools: list[ClientTool], *, knowledge: bool = False) -> list[str]:
+    """The keys adaptive mode may ask for; with `knowledge`, `kb:<search words>` too."""
+    kb = [KB_KEY] if knowledge else []
+    return [*STATIC_KEYS, *kb, *(f"{TOOL_SCHEMA_PREFIX}{t.name}" for t in tools)]
 
 
-def _info(client: Client) -> dict[str, Any]:
-    return business_info_for(client)
+def _info(client: Client, *, faqs: bool = True) -> dict[str, Any]:
+    """The business info document; without `faqs`, only what the client row holds (no query)."""
+    if faqs:
+        return business_info_for(client)
+    return dict(client.business_info) if isinstance(client.business_info, dict) else {}
 
 
 def tool_line(tool: ClientTool) -> str:
@@ -42,8 +51,12 @@ def tool_schema_text(tool: ClientTool) -> str:
     return f"{tool.name} ({tool.kind}): {tool.description}\nparameters: {params}"
 
 
-def minimal_context(*, client: Client, tools: list[ClientTool]) -> str:
-    info = _info(client)
+def minimal_context(
+    *, client: Client, tools: list[ClientTool], topics: list[str] | None = None
+) -> str:
+    """The basics (name, about, hours, contact), the knowledge topics (`retrieval.topics`:
+    bounded) and the tools' names. Reads no FAQs: they are knowledge, fetched on demand."""
+    info = client.business_info if isinstance(client.business_info, dict) else {}
     about = info.get("about", {})
     contact = info.get("contact", {})
     lines = [f"Business: {client.name}"]
@@ -54,6 +67,8 @@ def minimal_context(*, client: Client, tools: list[ClientTool]) -> str:
     reach = ", ".join(v for v in (contact.get("phone"), contact.get("email")) if v)
     if reach:
         lines.append(f"Contact: {reach}")
+    if topics:
+        lines.append(f"Knowledge topics (search with {KB_KEY}): {'; '.join(topics)}")
     lines.append("Tools (names only; fetch tool_schema:<name> before calling one):")
     lines.extend(tool_line(t) for t in tools) if tools else lines.append("- none")
     return "\n".join(lines)
@@ -63,7 +78,7 @@ def fetch_context(
     *, client: Client, tools: list[ClientTool], keys: list[str]
 ) -> tuple[dict[str, str], list[str]]:
     """Resolve context keys to text. Returns (found, unknown keys)."""
-    info = _info(client)
+    info = _info(client, faqs="faqs" in keys)
     by_name = {t.name: t for t in tools}
     found: dict[str, str] = {}
     unknown: list[str] = []
@@ -94,14 +109,17 @@ def fetch_context(
 
 
 def full_context(*, client: Client, tools: list[ClientTool]) -> str:
-    """Everything the business told us, for standard mode."""
-    info = _info(client)
+    """Everything the business configured, for standard (and deliberative) mode: basics,
+    policies, instructions and tool schemas. FAQs that live as knowledge-base articles are not
+    dumped here: the chunks that match the message come separately, as a data block
+    (`apps.reasoning.knowledge`). A business info document that carries its own FAQs (one not
+    migrated, or a simulation's) still has them listed."""
+    info = own = _info(client, faqs=False)
     parts = [minimal_context(client=client, tools=[]).rsplit("\nTools", 1)[0]]
-    found, _ = fetch_context(
-        client=client,
-        tools=tools,
-        keys=[*STATIC_KEYS, *(f"{TOOL_SCHEMA_PREFIX}{t.name}" for t in tools)],
-    )
+    keys = [*STATIC_KEYS, *(f"{TOOL_SCHEMA_PREFIX}{t.name}" for t in tools)]
+    if "faqs" not in own:
+        keys.remove("faqs")
+    found, _ = fetch_context(client=client, tools=tools, keys=keys)
     for key, text in found.items():
         if key == "contact.full" or (key == "about.full" and not info.get("about", {}).get("full")):
             continue

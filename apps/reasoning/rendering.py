@@ -15,7 +15,9 @@ kind that says how:
 - `scores`: a mapping of name → 0..1 score, drawn as bars;
 - `issues`: a critique's issues (`kind`, `quote`, `problem`);
 - `options`: the choices offered to the customer;
-- `hypotheses`: intents with their confidence.
+- `hypotheses`: intents with their confidence;
+- `citations`: knowledge-base chunks (`title`, `chunk`, `score`, `tokens`), the title linked
+  to the article's admin page where a surface can link.
 
 A title or a label may name output fields in braces (`Step {step}/{max_steps}`). A step without
 a view (or an output field without one) is shown as its raw output. Every step of the step
@@ -28,6 +30,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from django.urls import NoReverseMatch, reverse
 from django.utils.functional import Promise
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
@@ -47,7 +50,17 @@ __all__ = [
 ]
 
 Kind = Literal[
-    "text", "fact", "badge", "progress", "list", "json", "scores", "issues", "options", "hypotheses"
+    "text",
+    "fact",
+    "badge",
+    "progress",
+    "list",
+    "json",
+    "scores",
+    "issues",
+    "options",
+    "hypotheses",
+    "citations",
 ]
 
 
@@ -194,7 +207,18 @@ STEP_VIEWS: dict[str, StepView] = {
         _("Context fetch"),
         (
             FieldView("fetched", _("Fetched"), "list"),
+            FieldView("kb", _("Knowledge searches"), "list"),
+            FieldView("chunks", _("Excerpts found"), "fact"),
             FieldView("unknown", _("Unknown keys"), "list"),
+        ),
+    ),
+    "knowledge": StepView(
+        _("Knowledge: {query}"),
+        (
+            FieldView("tokens", _("Tokens"), "fact"),
+            FieldView("budget", _("Budget"), "fact"),
+            FieldView("purpose", _("For"), "fact"),
+            FieldView("hits", _("Citations"), "citations"),
         ),
     ),
     "guard": StepView(
@@ -331,6 +355,42 @@ def _shown_keys(name: str) -> set[str]:
     return {f.key for f in view.fields} if view else set()
 
 
+def _citation(c: dict[str, Any]) -> str:
+    """`Title › heading` (chunk n, score s, t tokens)."""
+    heading = c.get("heading") or c.get("title")
+    return (
+        f"{heading} ({_('chunk')} {c.get('chunk')}, {_('score')} {c.get('score')}, "
+        f"{c.get('tokens')} {_('tokens')})"
+    )
+
+
+def article_admin_url(article_id: Any) -> str:
+    """The article's admin page ('' where the knowledge admin is not installed)."""
+    try:
+        return reverse("admin:knowledge_article_change", args=[article_id])
+    except NoReverseMatch:
+        return ""
+
+
+def _citation_html(c: dict[str, Any]) -> SafeString:
+    url = article_admin_url(c.get("article_id")) if c.get("article_id") else ""
+    title = c.get("title") or c.get("article") or "?"
+    linked = format_html('<a href="{}">{}</a>', url, title) if url else format_html("{}", title)
+    heading = c.get("heading") or ""
+    section = f" › {heading.split(' › ', 1)[1]}" if " › " in heading else ""
+    return format_html(
+        '<span class="gd-citation">{}{} ({} {}, {} {}, {} {})</span>',
+        linked,
+        section,
+        _("chunk"),
+        c.get("chunk"),
+        _("score"),
+        c.get("score"),
+        c.get("tokens"),
+        _("tokens"),
+    )
+
+
 # -- text (`manage.py reason`) ------------------------------------------------------------------
 def _bar(value: float, width: int = 10) -> str:
     value = min(max(value, 0.0), 1.0)
@@ -381,6 +441,10 @@ def step_lines(step: ReasoningStep, *, cut: Any = str) -> list[str]:
             for h in value:
                 if isinstance(h, dict):
                     lines.append(f"    hypothesis: {h.get('intent')} ({h.get('confidence')})")
+        elif f.kind == "citations" and isinstance(value, list):
+            for c in value:
+                if isinstance(c, dict):
+                    lines.append(f"    cited: {_citation(c)}")
         else:
             lines.append(f"    {_filled(f.label, output)}: {cut(_shown(f, value))}")
     return lines
@@ -417,6 +481,10 @@ def step_html(step: ReasoningStep) -> SafeString:
                 ", ",
                 "{} ({})",
                 ((h.get("intent"), h.get("confidence")) for h in value if isinstance(h, dict)),
+            )
+        elif f.kind == "citations" and isinstance(value, list):
+            body = format_html_join(
+                "", "<br>{}", ((_citation_html(c),) for c in value if isinstance(c, dict))
             )
         elif f.kind == "progress":
             body = format_html("{}/{}", value, output.get(f.total) or "?")

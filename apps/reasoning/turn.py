@@ -17,6 +17,7 @@ from apps.conversations.models import Conversation, Kind, Message
 from apps.core.deadlines import DeadlineExceeded
 from apps.core.languages import reply_language
 from apps.escalations.models import EscalationReason
+from apps.knowledge.retrieval import Hit
 from apps.knowledge.selectors import business_info_for
 from apps.notes.selectors import notes_tokens, prompt_notes
 from apps.reasoning import evaluation, guards
@@ -103,6 +104,9 @@ class Turn:
     # how the draft was made, and what the guards let the draft be (`none` = a plain answer;
     # `run`; `ask`; `refuse`; `confirm`) with the kinds of the tools that ran.
     sources: dict[str, str] = field(default_factory=dict)
+    # The knowledge-base chunks fetched in this turn, in the order fetched
+    # (`apps.reasoning.knowledge.fetch`; each is also one of `sources`).
+    knowledge: list[Hit] = field(default_factory=list)
     draft_reasoning: str = ""
     verdicts: list[str] = field(default_factory=list)
     tools_run: list[str] = field(default_factory=list)

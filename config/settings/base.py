@@ -433,6 +433,15 @@ REASONING_MAX_CONTEXT_ROUNDS = env.int("REASONING_MAX_CONTEXT_ROUNDS", default=2
 REASONING_CRITIQUE_FLOOR = env.int("REASONING_CRITIQUE_FLOOR", default=2)
 REASONING_CONFIRMATION_TTL_MINUTES = env.int("REASONING_CONFIRMATION_TTL_MINUTES", default=30)
 REASONING_HISTORY_MESSAGES = env.int("REASONING_HISTORY_MESSAGES", default=20)
+# Knowledge retrieval (docs/knowledge.md, "Retrieval"): the most tokens of article chunks one
+# `kb:` fetch adds (adaptive, deliberative), and standard mode's chunks for the message.
+REASONING_KB_TOKENS = env.int("REASONING_KB_TOKENS", default=700)
+REASONING_STANDARD_KB_TOKENS = env.int("REASONING_STANDARD_KB_TOKENS", default=1200)
+# Embeddings through the provider's /v1/embeddings (same OPENAI_BASE_URL / OPENAI_API_KEY);
+# empty = full-text search only.
+EMBEDDING_MODEL = env("EMBEDDING_MODEL", default="")
+EMBEDDING_BATCH = env.int("EMBEDDING_BATCH", default=64)
+EMBEDDING_TIMEOUT = env.float("EMBEDDING_TIMEOUT", default=10.0)
 # Playground runs with no broker (the demo) run in a background thread of the web process, so
 # the page's POST returns at once; off = in the request (docs/playground.md).
 PLAYGROUND_EAGER_THREAD = env.bool("PLAYGROUND_EAGER_THREAD", default=True)

@@ -134,6 +134,17 @@
       });
       return box;
     },
+    citations: function (field, value) {
+      var box = el("div", "gd-field");
+      box.appendChild(el("p", "gd-sub", field.label));
+      var list = el("ul", "gd-citations");
+      (value || []).forEach(function (c) {
+        list.appendChild(el("li", "gd-citation", (c.heading || c.title || "?") + " — chunk " +
+          c.chunk + ", score " + c.score + ", " + c.tokens + " tokens"));
+      });
+      box.appendChild(list);
+      return box;
+    },
     hypotheses: function (field, value) {
       var box = el("div", "gd-field");
       box.appendChild(el("p", "gd-sub", field.label));

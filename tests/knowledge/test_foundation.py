@@ -26,7 +26,7 @@ def test_index_splits_by_heading_and_skips_unchanged():
         .order_by("ordinal")
         .values_list("heading", flat=True)
     )
-    assert headings == ["Returns", "Window", "Cost"]
+    assert headings == ["Returns", "Returns › Window", "Returns › Cost"]
     assert article_index(article=article) == 0
 
 

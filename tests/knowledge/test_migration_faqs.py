@@ -76,7 +76,7 @@ def test_the_demo_tenants_faqs_become_articles_and_nothing_is_lost(at_latest):
     )
     assert {k: v for k, v in info.items() if k != "faqs"} == client.business_info
     first = demo["faqs"][0]["question"]
-    assert any(hit.article.title == first for hit in search_chunks(client=client, query=first))
+    assert any(hit.title == first for hit in search_chunks(client=client, query=first))
 
 
 def test_the_reverse_puts_the_demo_faqs_back(at_latest):

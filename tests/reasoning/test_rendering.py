@@ -27,6 +27,7 @@ KINDS = {
     "issues",
     "options",
     "hypotheses",
+    "citations",
 }
 
 
@@ -94,3 +95,22 @@ def test_titles_and_labels_are_marked_for_translation() -> None:
         if not isinstance(text, Promise) and not str(text).startswith("[Server Feedback")
     ]
     assert unmarked == []
+
+
+def test_knowledge_citations_are_drawn_with_chunk_and_score() -> None:
+    hit = {
+        "article": "0b6c",
+        "article_id": 7,
+        "title": "Returns <policy>",
+        "heading": "Returns <policy> › Refund window",
+        "chunk": 1,
+        "score": 0.42,
+        "tokens": 80,
+    }
+    step = sample_step("knowledge", query="refund", hits=[hit], tokens=80, budget=700)
+    lines = step_lines(step)
+    assert lines[0].startswith("[3] knowledge — Knowledge: refund")
+    assert "    cited: Returns <policy> › Refund window (chunk 1, score 0.42, 80 tokens)" in lines
+    html = str(step_html(step))
+    assert "Returns &lt;policy&gt;" in html and "<policy>" not in html
+    assert "chunk 1, score 0.42, 80 tokens" in html

@@ -3,7 +3,11 @@
 The server speaks just enough of the OpenAI REST API for the real ``openai`` SDK to talk to it:
 
 * ``POST /v1/chat/completions`` answers with the next scripted reply for the request's *step*;
-* ``GET /v1/models`` answers with a one-model list.
+* ``GET /v1/models`` answers with a one-model list;
+* ``POST /v1/embeddings`` answers with a deterministic vector per input: a hashed bag of
+  words (``embedding_vector``), so texts sharing words are close; ``llm.embedding_failures = n``
+  fails the next ``n`` embeddings requests with HTTP 500. Requests are kept in
+  ``llm.embedding_requests`` (their inputs).
 
 The step of a request comes from the ``X-GuideDesk-Step`` header, falling back to the
 ``response_format.json_schema.name`` and finally to ``"unknown"``.
@@ -30,11 +34,13 @@ import contextlib
 import dataclasses
 import json
 import math
+import re
 import socket
 import sys
 import threading
 import time
 import uuid
+import zlib
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -57,6 +63,7 @@ __all__ = [
     "WithUsage",
     "count_prompt_tokens",
     "count_tokens",
+    "embedding_vector",
     "message_text",
 ]
 
@@ -259,6 +266,19 @@ class BackgroundHTTPServer:
 # --------------------------------------------------------------------------------------------
 
 
+EMBEDDING_DIMENSIONS = 64
+
+
+def embedding_vector(text: str, dimensions: int = EMBEDDING_DIMENSIONS) -> list[float]:
+    """A deterministic, normalised hashed bag of words (lower-cased words of 3+ letters, each
+    adding 1 to the dimension its crc32 picks): texts sharing words point the same way."""
+    vector = [0.0] * dimensions
+    for word in re.findall(r"\w{3,}", text.lower()):
+        vector[zlib.crc32(word.encode()) % dimensions] += 1.0
+    norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+    return [v / norm for v in vector]
+
+
 def count_tokens(text: str) -> int:
     """Deterministic token approximation: ``max(1, ceil(len(text) / 4))``."""
     return max(1, math.ceil(len(text) / 4))
@@ -454,6 +474,8 @@ class FakeLLMServer(BackgroundHTTPServer):
         self._defaults: dict[str, LLMReply] = {}
         self._fallback: LLMFallback | None = None
         self._refused: dict[str, tuple[int, str]] = {}
+        self.embedding_requests: list[list[str]] = []
+        self.embedding_failures = 0
 
     @property
     def base_url(self) -> str:
@@ -514,6 +536,8 @@ class FakeLLMServer(BackgroundHTTPServer):
             self._defaults.clear()
             self._fallback = None
             self._refused.clear()
+            self.embedding_requests.clear()
+            self.embedding_failures = 0
 
     # -- HTTP --------------------------------------------------------------------------------
 
@@ -525,12 +549,44 @@ class FakeLLMServer(BackgroundHTTPServer):
             response = self._models()
         elif handler.command == "POST" and path == "/v1/chat/completions":
             response = self._chat_completion(body, handler.lower_headers)
+        elif handler.command == "POST" and path == "/v1/embeddings":
+            response = self._embeddings(body)
         else:
             response = _Response.error(404, f"{handler.command} {handler.path} is not faked")
         if response is None:
             handler.abandon()
         else:
             handler.send(response.status, response.body, response.headers)
+
+    def _embeddings(self, raw: bytes) -> _Response:
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            return _Response.error(400, "the body is not JSON")
+        inputs = body.get("input")
+        if isinstance(inputs, str):
+            inputs = [inputs]
+        if not isinstance(inputs, list) or not all(isinstance(i, str) for i in inputs):
+            return _Response.error(400, "input must be a string or a list of strings")
+        with self._lock:
+            self.embedding_requests.append(list(inputs))
+            if self.embedding_failures > 0:
+                self.embedding_failures -= 1
+                return _Response.error(500, "scripted embeddings failure")
+        data = [
+            {"object": "embedding", "index": i, "embedding": embedding_vector(text)}
+            for i, text in enumerate(inputs)
+        ]
+        tokens = sum(count_tokens(t) for t in inputs)
+        return _Response.json(
+            200,
+            {
+                "object": "list",
+                "data": data,
+                "model": body.get("model") or self.model,
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            },
+        )
 
     def _models(self) -> _Response:
         model = {"id": self.model, "object": "model", "created": 0, "owned_by": "guidedesk-fake"}

@@ -36,6 +36,7 @@ from apps.reasoning.context import history_messages
 from apps.reasoning.deliberation.config import DeliberationConfig
 from apps.reasoning.deliberation.telemetry import reasoning_step_event
 from apps.reasoning.deliberation.termination import Termination, termination_after
+from apps.reasoning.knowledge import knowledge_message
 from apps.reasoning.llm import TOKENS_PER_MESSAGE, LLMError, estimate_tokens
 from apps.reasoning.meter import TokenCapExceeded
 from apps.reasoning.steps import feedback as feedback_step
@@ -116,8 +117,10 @@ def step_messages(
 ) -> list[dict[str, str]]:
     """The next step's conversation: the chat history, every earlier step with its
     self-scores, and the server's feedback after it (the step's system message, notes and
-    confirmation state are `reason_step.prompt`'s)."""
-    messages = history_messages(turn.history)
+    confirmation state are `reason_step.prompt`'s). The knowledge-base chunks fetched for the
+    message (`apps.reasoning.knowledge`) come first, as a data block."""
+    fetched = getattr(turn, "knowledge", [])  # a stand-in turn (tests, tools) may have none
+    messages = [*knowledge_message(fetched), *history_messages(turn.history)]
     for entry in steps:
         messages.append(
             {

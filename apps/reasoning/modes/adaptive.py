@@ -1,7 +1,8 @@
 """Adaptive mode, exactly as the seed (guided-reasoning-plan) designs it.
 
-assess (minimal context + self-assessment)
-  └─ needs_more_context? fetch the keys, assess again (bounded rounds)
+assess (minimal context with the knowledge topics + self-assessment)
+  └─ needs_more_context? fetch the keys — `kb:<query>` searches the knowledge base within
+     REASONING_KB_TOKENS — and assess again (bounded rounds)
 critique_needed()? — code, not the LLM:
   trigger: action/destructive tool (by its configured kind), confidence < 7,
            missing params, needs_confirmation (or an unknown tool)
@@ -20,6 +21,8 @@ from django.utils.translation import gettext as _
 from apps.clients.modes import Mode
 from apps.conversations.models import Kind
 from apps.escalations.models import EscalationReason
+from apps.knowledge import retrieval
+from apps.reasoning import knowledge
 from apps.reasoning.context import (
     available_keys,
     fetch_context,
@@ -38,6 +41,7 @@ from apps.reasoning.turn import Escalate, Outcome, Reply, Turn, act_on_tool_call
 from apps.tools.models import ClientTool, ToolKind
 
 ADAPTIVE_HISTORY = 5
+MAX_KB_QUERIES_PER_ROUND = 2
 CONFIDENT = 7
 
 
@@ -177,11 +181,14 @@ def _floor_outcome(turn: Turn, assessment: AssessOut, tool: ClientTool | None) -
 
 
 def _assess_with_context(turn: Turn) -> AssessOut:
-    keys = available_keys(turn.enabled_tools)
+    topics = retrieval.topics(client=turn.client)
+    has_kb = retrieval.has_knowledge(client=turn.client)
+    keys = available_keys(turn.enabled_tools, knowledge=has_kb)
     fetched: dict[str, str] = {}
+    asked: set[str] = set()
     history = history_messages(turn.history[-ADAPTIVE_HISTORY:])
     rounds = 0
-    context = minimal_context(client=turn.client, tools=turn.enabled_tools)
+    context = minimal_context(client=turn.client, tools=turn.enabled_tools, topics=topics)
     turn.add_source("minimal context", context)
     while True:
         messages = assess.prompt(
@@ -191,13 +198,17 @@ def _assess_with_context(turn: Turn) -> AssessOut:
             pending=pending_text(turn.confirmed, turn.declined),
             history=history,
             notes=turn.notes_prompt(),
+            knowledge=knowledge.knowledge_message(turn.knowledge),
+            kb=has_kb,
         )
         result = turn.llm(
             assess.STEP,
             messages,
             business_info=turn.business_info,
-            fetched=sorted(fetched),
+            fetched=sorted([*fetched, *asked]),
             available_keys=keys,
+            knowledge=knowledge.demo_facts(turn),
+            kb=has_kb,
         )
         assessment = result.parsed
         turn.rec.internal(
@@ -206,27 +217,42 @@ def _assess_with_context(turn: Turn) -> AssessOut:
             f"{pretty(assessment.tool_params) if assessment.tool_call else ''}".strip(),
             assessment.model_dump(),
         )
-        wanted = [k for k in assessment.needs_more_context if k not in fetched]
+        wanted = [k for k in assessment.needs_more_context if k not in fetched and k not in asked]
         if not wanted or rounds >= settings.REASONING_MAX_CONTEXT_ROUNDS:
             return assessment
-        found, unknown = fetch_context(client=turn.client, tools=turn.enabled_tools, keys=wanted)
-        turn.rec.step(
-            "context_fetch",
-            input_summary=", ".join(wanted),
-            output={"fetched": sorted(found), "unknown": unknown},
-        )
+        kb_keys = [k for k in wanted if knowledge.is_kb_key(k)][:MAX_KB_QUERIES_PER_ROUND]
+        other = [k for k in wanted if not knowledge.is_kb_key(k)]
+        found, unknown = fetch_context(client=turn.client, tools=turn.enabled_tools, keys=other)
+        chunks = 0
+        for key in kb_keys:
+            asked.add(key)
+            hits = knowledge.fetch(
+                turn,
+                query=knowledge.kb_query(key),
+                token_budget=settings.REASONING_KB_TOKENS,
+                purpose="assess",
+            )
+            chunks += len(hits)
+        record = {
+            "fetched": sorted(found),
+            "unknown": unknown,
+            "kb": [knowledge.kb_query(k) for k in kb_keys],
+            "chunks": chunks,
+        }
+        turn.rec.step("context_fetch", input_summary=", ".join(wanted), output=record)
         turn.rec.internal(
             "context_fetch",
             f"fetched {', '.join(sorted(found)) or 'nothing'}"
+            + (f"; knowledge: {chunks} excerpt(s)" if kb_keys else "")
             + (f"; unknown keys: {', '.join(unknown)}" if unknown else ""),
-            {"fetched": sorted(found), "unknown": unknown},
+            record,
         )
-        if not found:
-            return assessment
+        if not found and not kb_keys:
+            return assessment  # nothing new to assess with (a search that found nothing is news)
         fetched.update(found)
         for key, text in found.items():
             turn.add_source(key, text)
-        turn.rec.trace.context_fetched = sorted(fetched)
+        turn.rec.trace.context_fetched = sorted([*fetched, *asked])
         rounds += 1
 
 
@@ -269,7 +295,8 @@ def _critique(
 MODE = Mode(
     name="adaptive",
     label="Adaptive — self-assessment, critique only when needed",
-    summary="`assess` on a minimal context, more context on demand, a `critique` only when "
+    summary="`assess` on a minimal context (with the knowledge topics), more context on demand "
+    "(`kb:<query>` searches the knowledge base), a `critique` only when "
     "`critique_needed()` (code) says so, then the guards; `compose` after a tool ran.",
     steps=("assess", "critique", "compose"),
     default_multiplier=Decimal("1.5"),

@@ -23,10 +23,12 @@ import uuid
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.utils.translation import gettext
 
 from apps.clients.modes import Mode
 from apps.conversations.models import Kind
+from apps.reasoning import knowledge
 from apps.reasoning.context import full_context, history_messages, pending_text
 from apps.reasoning.deliberation import refinement
 from apps.reasoning.deliberation.config import DeliberationConfig, deliberation_config
@@ -75,6 +77,13 @@ def run(turn: Turn) -> Outcome:
     notes = turn.notes_prompt()
     pending = pending_text(turn.confirmed, turn.declined)
     turn.add_source("full context (business info and tools)", context)  # for the evaluation
+    # The knowledge-base chunks for the message (the synthesis may ask for more with `kb:`).
+    knowledge.fetch(
+        turn,
+        query=turn.user_message.text,
+        token_budget=settings.REASONING_STANDARD_KB_TOKENS,
+        purpose="deliberate",
+    )
 
     if turn.confirmed is not None or turn.declined is not None:
         # The customer answered a confirmation: nothing to deliberate, the guards decide.
@@ -164,21 +173,51 @@ def _steps_text(steps: list[StepEntry]) -> str:
 def _synthesize(
     turn: Turn, *, context: str, pending: str, notes: str, steps: list[StepEntry]
 ) -> AssessOut:
-    messages = synthesize.prompt(
-        context=context,
-        pending=pending,
-        steps=_steps_text(steps),
-        history=history_messages(turn.history),
-        notes=notes,
-    )
-    result = turn.llm(synthesize.STEP, messages, business_info=turn.business_info)
-    assessment = result.parsed
-    turn.rec.internal(
-        "assessment",
-        f"synthesis · confidence {assessment.confidence}/10 · tool {assessment.tool_call or '—'}",
-        {**assessment.model_dump(), "step": "synthesize"},
-    )
-    return assessment
+    """The synthesis; when it asks for `kb:<query>` keys, the knowledge base is searched (at
+    most REASONING_MAX_CONTEXT_ROUNDS times, REASONING_KB_TOKENS each, within the turn's token
+    cap like every call) and the synthesis is written again with the new excerpts."""
+    asked: set[str] = set()
+    rounds = 0
+    while True:
+        messages = synthesize.prompt(
+            context=context,
+            pending=pending,
+            steps=_steps_text(steps),
+            history=history_messages(turn.history),
+            notes=notes,
+            knowledge=knowledge.knowledge_message(turn.knowledge),
+        )
+        result = turn.llm(
+            synthesize.STEP,
+            messages,
+            business_info=turn.business_info,
+            knowledge=knowledge.demo_facts(turn),
+        )
+        assessment = result.parsed
+        turn.rec.internal(
+            "assessment",
+            f"synthesis · confidence {assessment.confidence}/10 · "
+            f"tool {assessment.tool_call or '—'}",
+            {**assessment.model_dump(), "step": "synthesize"},
+        )
+        wanted = [
+            k for k in assessment.needs_more_context if knowledge.is_kb_key(k) and k not in asked
+        ][:2]
+        if not wanted or rounds >= settings.REASONING_MAX_CONTEXT_ROUNDS:
+            return assessment
+        chunks = 0
+        for key in wanted:
+            asked.add(key)
+            chunks += len(
+                knowledge.fetch(
+                    turn,
+                    query=knowledge.kb_query(key),
+                    token_budget=settings.REASONING_KB_TOKENS,
+                    purpose="synthesize",
+                )
+            )
+        turn.rec.trace.context_fetched = sorted({*turn.rec.trace.context_fetched, *asked})
+        rounds += 1
 
 
 def _refinable(outcome: Outcome, assessment: AssessOut) -> bool:

@@ -1,12 +1,17 @@
-"""Standard mode (seed: guided-reasoning-plan): one `respond` call with the full context — all
-business info, all tool schemas, recent history. The guards still decide what a tool call may do;
-a tool that ran gets a `compose` call (or its result template) for the reply."""
+"""Standard mode (seed: guided-reasoning-plan): one `respond` call with the full context — the
+business info, all tool schemas, recent history — and the knowledge-base chunks that best match
+the customer's message (within REASONING_STANDARD_KB_TOKENS, as a data block). The guards
+still decide what a tool call may do; a tool that ran gets a `compose` call (or its result
+template) for the reply."""
 
 from __future__ import annotations
 
 from decimal import Decimal
 
+from django.conf import settings
+
 from apps.clients.modes import Mode
+from apps.reasoning import knowledge
 from apps.reasoning.context import full_context, history_messages, pending_text
 from apps.reasoning.steps import respond
 from apps.reasoning.turn import Outcome, Turn, act_on_tool_call
@@ -15,6 +20,12 @@ from apps.reasoning.turn import Outcome, Turn, act_on_tool_call
 def run_standard(turn: Turn) -> Outcome:
     context = full_context(client=turn.client, tools=turn.enabled_tools)
     turn.add_source("full context (business info and tools)", context)
+    knowledge.fetch(
+        turn,
+        query=turn.user_message.text,
+        token_budget=settings.REASONING_STANDARD_KB_TOKENS,
+        purpose="respond",
+    )
     turn.draft_reasoning = (
         "Standard mode: one respond call with the full business info; the model gives no "
         "confidence of its own (counted as 70 %)."
@@ -24,8 +35,14 @@ def run_standard(turn: Turn) -> Outcome:
         pending=pending_text(turn.confirmed, turn.declined),
         history=history_messages(turn.history),
         notes=turn.notes_prompt(),
+        knowledge=knowledge.knowledge_message(turn.knowledge),
     )
-    result = turn.llm(respond.STEP, messages, business_info=turn.business_info)
+    result = turn.llm(
+        respond.STEP,
+        messages,
+        business_info=turn.business_info,
+        knowledge=knowledge.demo_facts(turn),
+    )
     out = result.parsed
     name, params = out.tool_call, out.tool_params
     if name is None and turn.confirmed is not None:
@@ -37,8 +54,9 @@ def run_standard(turn: Turn) -> Outcome:
 MODE = Mode(
     name="standard",
     label="Standard — one call with the full context",
-    summary="One `respond` call with all business info, tool schemas and recent history; a tool "
-    "that ran gets a `compose` call (or its result template).",
+    summary="One `respond` call with all business info, tool schemas, recent history and the "
+    "knowledge-base chunks for the message; a tool that ran gets a `compose` call (or its "
+    "result template).",
     steps=("respond", "compose"),
     default_multiplier=Decimal("1.0"),
     cost_rank=10,

@@ -4,7 +4,11 @@ structured hint the pipeline passes. Like a model, it writes in the language the
 (`hint["language"]`, read from the system message's last line by apps.reasoning.offline):
 English, Spanish and Hebrew, from the per-language phrases below (`PHRASES`); any other
 language gets the English phrases. The business's own texts (policies, FAQs) are quoted as
-written."""
+written.
+
+Knowledge questions the FAQs and policies do not answer go to the knowledge base: adaptive
+mode's `assess` asks for `kb:<the customer's question>`, and every step answers from the best
+fetched chunk that shares words with the question (the hint's `knowledge`)."""
 
 from __future__ import annotations
 
@@ -381,6 +385,12 @@ def answer(hint: dict[str, Any], *, adaptive: bool) -> dict[str, Any]:
         return out | {"confidence": 5, "needs_more_context": ["faqs"]}
     if adaptive and policy_key:
         return out | {"confidence": 5, "needs_more_context": [policy_key]}
+    from_kb = _knowledge_answer(low, hint.get("knowledge", []))
+    if from_kb:
+        return out | {"response": from_kb, "confidence": 8}
+    kb_key = f"kb:{text.strip()}"
+    if adaptive and hint.get("kb") and kb_key not in fetched and _content_words(low):
+        return out | {"confidence": 5, "needs_more_context": [kb_key]}
     return out | {
         "response": say(hint, "fallback"),
         "confidence": 7,
@@ -506,6 +516,21 @@ def _best_faq(low: str, faqs: list[dict[str, str]]) -> dict[str, str] | None:
     if best_score >= 2 or (best_score == 1 and len(words) == 1):
         return best  # "What is your warranty?" names one thing, and the FAQ has it
     return None
+
+
+def _content_words(low: str) -> set[str]:
+    return {w for w in re.findall(r"\w+", low) if w not in STOP and len(w) > 2}
+
+
+def _knowledge_answer(low: str, chunks: list[dict[str, str]]) -> str:
+    """The most relevant sentences of the best-ranked fetched chunk that shares a word with the
+    question ('' when none does)."""
+    words = _content_words(low)
+    for chunk in chunks:
+        text = f"{chunk.get('heading', '')} {chunk.get('text', '')}".lower()
+        if words & set(re.findall(r"\w+", text)):
+            return _relevant_sentences(chunk.get("text", ""), low, 3)
+    return ""
 
 
 def _relevant_sentences(text: str, low: str, n: int) -> str:

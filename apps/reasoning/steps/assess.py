@@ -54,10 +54,14 @@ class AssessOut(RespondOut):
         return super().may_be_blank() or bool(self.needs_more_context)
 
 
+KB_RULE = """A key kb:<search words> searches the business's knowledge base (articles and FAQs;
+e.g. kb:return window sale items); its excerpts arrive in a "knowledge base excerpts" block.
+"""
+
 PROMPT = """You are the customer-support assistant of the business below. Minimal context is
 given; request more with needs_more_context when you need it, using keys from:
 {keys}
-{rules}
+{kb}{rules}
 {confirmation}
 
 {context}
@@ -75,19 +79,40 @@ def prompt(
     pending: str,
     history: list[dict[str, str]],
     notes: str = "",
+    knowledge: list[dict[str, str]] | None = None,
+    kb: bool = False,
 ) -> list[dict[str, str]]:
     """System: our rules and the business's context (minimal + fetched). Then the notes block
-    (`notes`, from apps.notes; '' for none), the conversation, and the confirmation state."""
+    (`notes`, from apps.notes; '' for none), the conversation, the knowledge-base excerpts
+    fetched with `kb:` keys (`knowledge`: a data message, `apps.reasoning.knowledge`), and the
+    confirmation state. `kb`: the business has a knowledge base (the prompt explains `kb:`)."""
     system = PROMPT.format(
-        keys=keys, rules=RULES, confirmation=CONFIRMATION_RULE, context=context, fetched=fetched
+        keys=keys,
+        kb=KB_RULE if kb else "",
+        rules=RULES,
+        confirmation=CONFIRMATION_RULE,
+        context=context,
+        fetched=fetched,
     )
-    return chat_messages(system, history=history, notes=notes, pending=pending)
+    return chat_messages(system, history=history, notes=notes, pending=pending, after=knowledge)
 
 
 def hint(
-    *, business_info: dict[str, Any] | None, fetched: list[str], available_keys: list[str]
+    *,
+    business_info: dict[str, Any] | None,
+    fetched: list[str],
+    available_keys: list[str],
+    knowledge: list[dict[str, str]] | None = None,
+    kb: bool = False,
 ) -> dict[str, Any]:
-    return {**business_facts(business_info), "fetched": fetched, "available_keys": available_keys}
+    """`knowledge`: the chunks fetched so far; `kb`: the client has a knowledge base to search."""
+    return {
+        **business_facts(business_info),
+        "fetched": fetched,
+        "available_keys": available_keys,
+        "knowledge": knowledge or [],
+        "kb": kb,
+    }
 
 
 def offline(hint: dict[str, Any]) -> dict[str, Any]:

@@ -67,16 +67,24 @@ tool_params (object)."""
 
 
 def prompt(
-    *, context: str, pending: str, history: list[dict[str, str]], notes: str = ""
+    *,
+    context: str,
+    pending: str,
+    history: list[dict[str, str]],
+    notes: str = "",
+    knowledge: list[dict[str, str]] | None = None,
 ) -> list[dict[str, str]]:
     """System: our rules and the business's context. Then the notes block (`notes`, from
-    apps.notes; '' for none), the conversation, and the confirmation state — as data."""
+    apps.notes; '' for none), the conversation, the knowledge-base excerpts for the message
+    (`knowledge`: a data message) and the confirmation state — as data."""
     system = PROMPT.format(rules=RULES, confirmation=CONFIRMATION_RULE, context=context)
-    return chat_messages(system, history=history, notes=notes, pending=pending)
+    return chat_messages(system, history=history, notes=notes, pending=pending, after=knowledge)
 
 
-def hint(*, business_info: dict[str, Any] | None) -> dict[str, Any]:
-    return business_facts(business_info)
+def hint(
+    *, business_info: dict[str, Any] | None, knowledge: list[dict[str, str]] | None = None
+) -> dict[str, Any]:
+    return {**business_facts(business_info), "knowledge": knowledge or []}
 
 
 def offline(hint: dict[str, Any]) -> dict[str, Any]:

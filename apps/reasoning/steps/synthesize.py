@@ -28,7 +28,8 @@ from that reasoning.
 
 Return JSON: response (text for the customer), confidence (1-10), tool_call (name or null),
 tool_params, missing_params (required params you don't have), is_destructive,
-needs_confirmation, needs_more_context ([])."""
+needs_confirmation, needs_more_context ([] — or kb:<search words> keys to search the
+business's knowledge base once more before you answer)."""
 
 
 def prompt(
@@ -38,16 +39,21 @@ def prompt(
     steps: str,
     history: list[dict[str, str]],
     notes: str = "",
+    knowledge: list[dict[str, str]] | None = None,
 ) -> list[dict[str, str]]:
     """System: our rules and the business's context. Then the notes block, the conversation,
-    the reasoning steps (a model wrote them: data) and the confirmation state."""
+    the knowledge-base excerpts (`knowledge`: a data message), the reasoning steps (a model
+    wrote them: data) and the confirmation state."""
     system = PROMPT.format(rules=RULES, confirmation=CONFIRMATION_RULE, context=context)
     reasoning = _data.data_message(_data.block(_data.REASONING, steps))
-    return chat_messages(system, history=history, notes=notes, pending=pending, after=[reasoning])
+    after = [*(knowledge or []), reasoning]
+    return chat_messages(system, history=history, notes=notes, pending=pending, after=after)
 
 
-def hint(*, business_info: dict[str, Any] | None) -> dict[str, Any]:
-    return business_facts(business_info)
+def hint(
+    *, business_info: dict[str, Any] | None, knowledge: list[dict[str, str]] | None = None
+) -> dict[str, Any]:
+    return {**business_facts(business_info), "knowledge": knowledge or []}
 
 
 def offline(hint: dict[str, Any]) -> dict[str, Any]:

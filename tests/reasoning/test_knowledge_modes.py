@@ -1,0 +1,211 @@
+"""The knowledge base in the modes, through the real `openai` SDK against the scripted server:
+adaptive's topics line and `kb:` fetches, standard's chunks for the message, deliberative's
+synthesis asking for more; the trace's `knowledge` step and citations in the debug view; the
+evaluation reading exactly the fetched chunks; switched-off articles never reaching a prompt;
+and the offline demo model retrieving for real."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.urls import reverse
+
+from apps.clients.models import Plan
+from apps.conversations.services import conversation_create
+from apps.knowledge.models import Article, ArticleKind, ArticleStatus
+from apps.knowledge.services.indexing import article_index
+from apps.reasoning.models import ReasoningStep
+from apps.reasoning.steps import _data
+from tests.reasoning.conftest import Chat, assess, make_shop
+
+pytestmark = pytest.mark.django_db
+
+FIT = "Our Ridgeline hiking boots run half a size small, so order half a size up."
+OFF = "Ridgeline hiking boots secret sizing: always order two sizes up (draft, wrong)."
+DRAFT = "Ridgeline hiking boots sizing draft: order a full size down."
+
+
+def article(client: Any, title: str, body: str, **kw: Any) -> Article:
+    a = Article(client=client, title=title, body=body, **kw)
+    a.refresh_hash()
+    a.save()
+    article_index(article=a)
+    return a
+
+
+def load_knowledge(client: Any) -> Article:
+    boots = article(
+        client, "Boot sizing", f"## Fit\n{FIT}\n\n## Width\nWide sizes exist.", tags=["sizing"]
+    )
+    article(client, "Old sizing", OFF, enabled=False, tags=["secret"])
+    article(client, "New sizing", DRAFT, status=ArticleStatus.DRAFT)
+    article(client, "Tent care", "## Drying\nDry your tent fully before storing it.", tags=["care"])
+    article(client, "Do you ship to Canada?", "Yes, in 5 to 8 days.", kind=ArticleKind.FAQ)
+    return boots
+
+
+def system_of(call: Any) -> str:
+    return "\n".join(m["content"] for m in call.messages if m["role"] == "system")
+
+
+def knowledge_blocks(call: Any) -> list[str]:
+    return [
+        m["content"]
+        for m in call.messages
+        if m["role"] == "user" and f'label="{_data.KNOWLEDGE}"' in m["content"]
+    ]
+
+
+def steps_named(name: str) -> list[ReasoningStep]:
+    return list(
+        ReasoningStep.objects.unscoped("test reads the trace").filter(name=name).order_by("index")
+    )
+
+
+def test_adaptive_lists_topics_fetches_kb_and_cites(chat: Chat, llm: Any, client: Any) -> None:
+    boots = load_knowledge(chat.client)
+    Plan.objects.filter(pk=chat.client.plan_id).update(
+        evaluation_enabled=True, evaluation_min_chars=10
+    )
+    chat.client.plan.refresh_from_db()
+    llm.script(
+        "assess",
+        assess(confidence=5, needs_more_context=["kb:hiking boots sizing"]),
+        assess(response=FIT, confidence=8),
+    )
+    llm.script(
+        "evaluate",
+        {"valid": True, "improved_response": None, "improved_confidence": 0, "evaluation": "ok"},
+    )
+
+    [reply] = chat.say("Do the Ridgeline hiking boots run small? What size should I order?")
+
+    assert reply.text == FIT
+    first, second = llm.calls("assess")
+    # the minimal context names the topics (never a switched-off article's) and the kb: key
+    assert "Knowledge topics" in system_of(first) and "sizing" in system_of(first)
+    assert "secret" not in first.prompt_text and "kb:<search words>" in system_of(first)
+    assert knowledge_blocks(first) == []
+    # the fetched chunk comes as a data block, never in the system message
+    [block] = knowledge_blocks(second)
+    assert FIT in block and FIT not in system_of(second)
+    assert "hiking boots sizing" not in system_of(second)
+    for call in llm.requests:
+        assert OFF not in call.prompt_text and DRAFT not in call.prompt_text
+    # the trace: the fetch and the knowledge step with the hits
+    [fetch] = steps_named("context_fetch")
+    assert fetch.output["kb"] == ["hiking boots sizing"] and fetch.output["chunks"] >= 1
+    [knowledge] = steps_named("knowledge")
+    assert knowledge.output["query"] == "hiking boots sizing"
+    top = knowledge.output["hits"][0]
+    assert (top["article"], top["title"], top["chunk"]) == (str(boots.public_id), "Boot sizing", 0)
+    assert top["score"] > 0 and top["tokens"] > 0
+    assert knowledge.output["tokens"] <= 700
+    # the evaluation reads exactly the fetched chunks (and the minimal context) as sources
+    [evaluate] = llm.calls("evaluate")
+    assert FIT in evaluate.prompt_text and OFF not in evaluate.prompt_text
+    # the debug view shows the citation
+    from tests.factories import UserFactory
+
+    client.force_login(UserFactory(is_superuser=True))
+    url = reverse("admin:conversations_conversation_change", args=[chat.conversation.pk])
+    page = client.get(url).content.decode()
+    assert "Knowledge: hiking boots sizing" in page
+    assert 'class="gd-citation"' in page and "Boot sizing" in page
+
+
+def test_adaptive_without_knowledge_offers_no_kb_key(chat: Chat, llm: Any) -> None:
+    llm.script("assess", assess(response="Hi!"))
+    chat.say("hello")
+    [call] = llm.calls("assess")
+    assert "kb:" not in system_of(call) and "Knowledge topics" not in system_of(call)
+    assert steps_named("knowledge") == []
+
+
+def test_an_article_switched_off_after_indexing_never_reaches_a_prompt(
+    chat: Chat, llm: Any
+) -> None:
+    boots = load_knowledge(chat.client)
+    boots.enabled = False
+    boots.save()  # chunks stay (same content); the article is no longer usable
+    llm.script(
+        "assess",
+        assess(confidence=5, needs_more_context=["kb:hiking boots sizing"]),
+        assess(response="I don't know that one.", confidence=6),
+    )
+    chat.say("What size hiking boots should I order?")
+    for call in llm.requests:
+        assert FIT not in call.prompt_text and OFF not in call.prompt_text
+    [knowledge] = steps_named("knowledge")
+    assert "Boot sizing" not in [h["title"] for h in knowledge.output["hits"]]
+
+
+def test_standard_mode_gets_the_top_chunks_for_the_message(
+    standard_shop: Any, llm: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    standard_shop.business_info = {
+        k: v for k, v in standard_shop.business_info.items() if k != "faqs"
+    }  # FAQs live as articles
+    standard_shop.save()
+    load_knowledge(standard_shop)
+    chat = Chat(
+        standard_shop,
+        conversation_create(client=standard_shop)[0],
+        django_capture_on_commit_callbacks,
+    )
+    llm.script("respond", {"response": FIT, "tool_call": None, "tool_params": {}})
+    chat.say("What size hiking boots should I order?")
+    [call] = llm.calls("respond")
+    [block] = knowledge_blocks(call)
+    assert FIT in block and FIT not in system_of(call)
+    # no FAQ dump: the Canada FAQ does not match the message and is not in the prompt
+    assert "5 to 8 days" not in call.prompt_text
+    assert OFF not in call.prompt_text and DRAFT not in call.prompt_text
+    [knowledge] = steps_named("knowledge")
+    assert knowledge.output["purpose"] == "respond"
+    assert knowledge.output["tokens"] <= 1200
+
+
+def test_deliberative_synthesis_may_ask_for_more(
+    db: Any, webhook: Any, llm: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    shop = make_shop("deliberative", webhook.url(), slug="deep-kb")
+    Plan.objects.filter(pk=shop.plan_id).update(refinement_iterations=0, deliberation_min_steps=1)
+    shop.refresh_from_db()
+    load_knowledge(shop)
+    chat = Chat(shop, conversation_create(client=shop)[0], django_capture_on_commit_callbacks)
+    scores = dict.fromkeys(
+        ["grounded", "relevant", "safe", "clear", "complete", "helpful", "honest"], 0.95
+    )
+    llm.default(
+        "reason_step",
+        {"content": "think", "status": "final", "scores": scores, "rationale": "r"},
+    )
+    llm.default("feedback", {"feedback": "ok"})
+    llm.script(
+        "synthesize",
+        assess(confidence=6, response="Let me check.", needs_more_context=["kb:tent drying"]),
+        assess(response="Dry your tent fully before storing it.", confidence=8),
+    )
+    [reply] = chat.say("Is there anything about boots?")
+    assert reply.text == "Dry your tent fully before storing it."
+    # the reasoning steps read the chunks fetched for the message
+    assert any(knowledge_blocks(call) for call in llm.calls("reason_step"))
+    first, second = llm.calls("synthesize")
+    assert "Dry your tent" not in first.prompt_text
+    assert any("Dry your tent" in b for b in knowledge_blocks(second))
+    purposes = [s.output["purpose"] for s in steps_named("knowledge")]
+    assert purposes == ["deliberate", "synthesize"]
+
+
+def test_the_offline_demo_model_retrieves(
+    chat: Chat, settings: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    settings.OPENAI_API_KEY = ""
+    load_knowledge(chat.client)
+    [reply] = chat.say("Do the hiking boots run small?")
+    assert "half a size small" in reply.text
+    [knowledge] = steps_named("knowledge")
+    assert knowledge.output["query"] == "Do the hiking boots run small?"
+    assert knowledge.output["hits"][0]["title"] == "Boot sizing"
