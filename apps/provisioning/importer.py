@@ -154,6 +154,10 @@ class ClientIn(_Strict):
     require_mfa: bool = False
     # Simulation test cases (docs/simulations.md), checked by `case_validate` (`_tests_errors`).
     tests: list[Any] = []
+    # The client's knowledge base (docs/tenant-import.md): articles, an article directory
+    # relative to the tenant file, sources. Accepted here so the demo file carries its help
+    # centre; the knowledge import itself is the content work's.
+    knowledge: dict[str, Any] | None = None
 
     @field_validator("support_email")
     @classmethod
