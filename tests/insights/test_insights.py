@@ -18,10 +18,10 @@ from apps.billing.periods import month_start, today
 from apps.core.exceptions import ApplicationError
 from apps.insights.models import InsightProposal, InsightRun, ProposalStatus, RunStatus
 from apps.insights.selectors import insight_evidence
-from apps.knowledge.models import Article, ArticleKind, ArticleStatus
-from apps.knowledge.selectors import faqs_for
 from apps.insights.services import generate_insights, proposal_approve, proposal_reject
 from apps.insights.tasks import schedule_nightly
+from apps.knowledge.models import Article, ArticleKind, ArticleStatus
+from apps.knowledge.selectors import faqs_for
 from apps.reasoning import steps
 from apps.reasoning.steps import insights as insights_step
 from tests.insights.conftest import assess, escalated, questioned, ref, window
