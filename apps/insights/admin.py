@@ -16,6 +16,8 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from apps.conversations.admin import conversation_link
 from apps.core.admin import ReadOnlyAuditAdmin, TenantScopedAdmin
@@ -89,7 +91,7 @@ class InsightProposalAdmin(TenantScopedAdmin):
         others = {f for k, names in KIND_FIELDS.items() if k != kind for f in names}
         return [f for f in PROPOSAL_FIELDS if f not in others or f in KIND_FIELDS.get(kind, ())]
 
-    @admin.display(description="Customers asked")
+    @admin.display(description=gettext_lazy("Customers asked"))
     def asked(self, obj: InsightProposal) -> SafeString | str:
         questions = [str(q) for q in obj.questions or []]
         if not questions:
@@ -98,11 +100,11 @@ class InsightProposalAdmin(TenantScopedAdmin):
             "<ul>{}</ul>", format_html_join("", "<li>{}</li>", ((q,) for q in questions))
         )
 
-    @admin.display(description="Draft article")
+    @admin.display(description=gettext_lazy("Draft article"))
     def draft(self, obj: InsightProposal) -> SafeString | str:
         article = obj.article
         if article is None or article.client_id != obj.client_id:
-            return "- (use “Draft article” to create it)"
+            return _("- (use “Draft article” to create it)")
         try:
             url = reverse("admin:knowledge_article_change", args=[article.pk])
         except NoReverseMatch:  # the knowledge admin is not registered
@@ -157,7 +159,9 @@ class InsightProposalAdmin(TenantScopedAdmin):
                 done += 1
         return done
 
-    @admin.action(description="Draft the article of the selected missing-article proposals")
+    @admin.action(
+        description=gettext_lazy("Draft the article of the selected missing-article proposals")
+    )
     def draft_article_selected(
         self, request: HttpRequest, queryset: QuerySet[InsightProposal]
     ) -> None:
@@ -165,8 +169,11 @@ class InsightProposalAdmin(TenantScopedAdmin):
         if done:
             self.message_user(
                 request,
-                f"{done} draft article(s) ready in the knowledge base: write them there, then "
-                "approve the proposal to publish.",
+                _(
+                    "%(n)d draft article(s) ready in the knowledge base: write them there, then "
+                    "approve the proposal to publish."
+                )
+                % {"n": done},
                 messages.SUCCESS,
             )
 
@@ -224,7 +231,8 @@ class InsightProposalAdmin(TenantScopedAdmin):
             if self._draft(request, [obj]):
                 self.message_user(
                     request,
-                    f"Drafted “{obj.title}”: write it in the knowledge base, then approve.",
+                    _("Drafted “%(title)s”: write it in the knowledge base, then approve.")
+                    % {"title": obj.title},
                     messages.SUCCESS,
                 )
             return HttpResponseRedirect(request.path)

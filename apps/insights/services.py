@@ -26,6 +26,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from apps.billing.models import UsagePurpose
 from apps.clients.models import AIMode, Client
@@ -548,10 +549,10 @@ def proposal_reject(
 
 def _placeholder_error(text: str, field_name: str, what: str) -> ApplicationError | None:
     if PLACEHOLDER.search(text):
-        message = (
-            f"The draft {what} still has a [placeholder] for staff to fill in: write the {what} "
-            "before approving."
-        )
+        message = _(
+            "The draft %(what)s still has a [placeholder] for staff to fill in: write the "
+            "%(what)s before approving."
+        ) % {"what": what}
         return ApplicationError(message, {"fields": {field_name: message}})
     return None
 
@@ -656,7 +657,7 @@ def proposal_draft_article(
     locked = _locked(client, proposal)
     if locked.kind != ProposalKind.ARTICLE:
         raise ApplicationError(
-            "Only a missing-article proposal drafts an article.", code="not_an_article"
+            _("Only a missing-article proposal drafts an article."), code="not_an_article"
         )
     article = _proposal_article(client, locked)
     if article is not None:
@@ -684,9 +685,11 @@ def _article_publish(*, client: Client, proposal: InsightProposal, actor: Any) -
     article = _proposal_article(client, proposal)
     if article is None:
         raise ApplicationError(
-            "Draft the article first (Draft article), write it in the knowledge admin, "
-            "then approve.",
-            {"fields": {"article": "No draft article yet."}},
+            _(
+                "Draft the article first (Draft article), write it in the knowledge admin, "
+                "then approve."
+            ),
+            {"fields": {"article": _("No draft article yet.")}},
             code="no_draft",
         )
     placeholder = _placeholder_error(article.body, "article", "article")
