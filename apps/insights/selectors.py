@@ -29,6 +29,7 @@ KNOWLEDGE_ESCALATIONS = (
 # The trace step in which a turn records a knowledge search: {"query", "hits": [{"article",
 # "chunk", "score", …}], …} (apps/reasoning/knowledge.py). Absent when a turn never searched.
 KNOWLEDGE_STEP = "knowledge"
+KNOWLEDGE_SEARCHED = " (after a knowledge search)"
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,8 @@ class Evidence:
     at: datetime
     text: str  # the customer's words
     detail: str  # why it counts (the escalation reason, the confidence, the evaluation)
+    # The turn searched the knowledge base and still went wrong: the knowledge lacked the answer.
+    searched: bool = False
 
     def as_hint(self, ref: str) -> dict[str, Any]:
         return {"conversation": ref, "kind": self.kind, "text": self.text, "detail": self.detail}
@@ -64,6 +67,7 @@ def insight_evidence(*, client: Client, since: datetime, until: datetime) -> lis
         .order_by("-created_at")
     )
     last_user = _last_customer_messages(client, [e.conversation for e in escalations])
+    searched = _searched_traces(client, [e.trace_id for e in escalations])
     for escalation in escalations:
         turn_message = escalation.trace.user_message if escalation.trace else None
         message = turn_message or last_user.get(escalation.conversation_id)
@@ -75,7 +79,9 @@ def insight_evidence(*, client: Client, since: datetime, until: datetime) -> lis
                 conversation=str(escalation.conversation.public_id),
                 at=escalation.created_at,
                 text=_customer_words(message),
-                detail=f"{escalation.get_reason_display()}: {escalation.detail}".strip(": "),
+                detail=f"{escalation.get_reason_display()}: {escalation.detail}".strip(": ")
+                + (KNOWLEDGE_SEARCHED if escalation.trace_id in searched else ""),
+                searched=escalation.trace_id in searched,
             )
         )
 
@@ -90,6 +96,7 @@ def insight_evidence(*, client: Client, since: datetime, until: datetime) -> lis
     doubted = list(internal.filter(kind=Kind.EVALUATION, data__outcome="questioned"))
     untraced = [m.conversation for m in [*low, *doubted] if m.trace is None]
     last_user.update(_last_customer_messages(client, untraced))
+    searched |= _searched_traces(client, [m.trace_id for m in [*low, *doubted]])
 
     def words(message: Message) -> str:
         turn = message.trace.user_message if message.trace else None
@@ -102,7 +109,9 @@ def insight_evidence(*, client: Client, since: datetime, until: datetime) -> lis
                 conversation=str(message.conversation.public_id),
                 at=message.created_at,
                 text=words(message),
-                detail=f"confidence {message.data.get('confidence')}/10",
+                detail=f"confidence {message.data.get('confidence')}/10"
+                + (KNOWLEDGE_SEARCHED if message.trace_id in searched else ""),
+                searched=message.trace_id in searched,
             )
         )
     for message in doubted:
@@ -112,7 +121,9 @@ def insight_evidence(*, client: Client, since: datetime, until: datetime) -> lis
                 conversation=str(message.conversation.public_id),
                 at=message.created_at,
                 text=words(message),
-                detail=f"answer questioned: {message.data.get('evaluation') or message.text}",
+                detail=f"answer questioned: {message.data.get('evaluation') or message.text}"
+                + (KNOWLEDGE_SEARCHED if message.trace_id in searched else ""),
+                searched=message.trace_id in searched,
             )
         )
     items.extend(_failure_notes(client, window))
@@ -143,6 +154,15 @@ def _failure_notes(client: Client, window: dict[str, Any]) -> list[Evidence]:
         for note in notes
         if note.conversation is not None
     ]
+
+
+def _searched_traces(client: Client, trace_ids: list[int | None]) -> set[int]:
+    """Those of `trace_ids` whose turn searched the knowledge base (one query)."""
+    ids = {i for i in trace_ids if i is not None}
+    if not ids:
+        return set()
+    steps = ReasoningStep.objects.for_client(client).filter(name=KNOWLEDGE_STEP, trace_id__in=ids)
+    return set(steps.values_list("trace_id", flat=True))
 
 
 def _best_score(output: Any) -> float | None:

@@ -5,7 +5,8 @@ questioned answers, FAILURE notes), sends compact summaries — bounded in token
 `insights` LLM call through the meter (purpose `insights`, checked against the monthly budget),
 validates what comes back (only conversation ids it was given; counts recomputed from the data)
 and stores `pending_review` proposals. A topic whose conversations include turns where the
-knowledge search found nothing (`no_knowledge` evidence) is a knowledge gap: its FAQ proposal
+knowledge search found nothing useful (`no_knowledge` evidence), or turns that searched the
+knowledge base and still went wrong, is a knowledge gap: its FAQ proposal
 becomes a "missing article" proposal, carrying the customers' questions (from the data) and a
 drafted outline. `proposal_draft_article` turns one into a DRAFT article (which reaches no
 prompt). `proposal_approve` / `proposal_reject` are the only way a proposal goes anywhere: an
@@ -291,7 +292,9 @@ def _validated(
     conversations, proposals with the fields their kind needs, at least INSIGHTS_MIN_COUNT."""
     by_ref: dict[str, str] = {}
     newest: dict[str, datetime] = {}
-    gaps = {item.conversation for item in chosen if item.kind == "no_knowledge"}
+    # Conversations that show a knowledge gap: a search that found nothing useful, or a turn
+    # that searched the knowledge base and still went wrong.
+    gaps = {item.conversation for item in chosen if item.kind == "no_knowledge" or item.searched}
     for item in chosen:
         ref = refs[item.conversation]
         by_ref[ref] = item.conversation
@@ -316,7 +319,7 @@ def _validated(
         keys.add((made["kind"], key))
         ids.sort(key=lambda public: newest[public], reverse=True)
         if made["kind"] == ProposalKind.FAQ and gaps.intersection(ids):
-            # The knowledge base was searched and had nothing: an article is missing.
+            # The knowledge base was searched and did not have it: an article is missing.
             questions = _questions(chosen, ids)
             made = {
                 "kind": ProposalKind.ARTICLE,

@@ -14,6 +14,7 @@ from apps.accounts.models import Role as MemberRole
 from apps.conversations.models import Conversation, Role
 from apps.conversations.services import conversation_create, message_append
 from apps.core.exceptions import ApplicationError
+from apps.escalations.services import escalation_create
 from apps.insights.models import InsightProposal, ProposalKind, ProposalStatus
 from apps.insights.selectors import insight_evidence
 from apps.insights.services import (
@@ -239,3 +240,26 @@ def test_viewers_and_other_tenants_cannot_draft(client, llm, shop, webhook):
     proposal.refresh_from_db()
     assert proposal.article is None and proposal.outline != "hijacked"
     assert not Article.objects.unscoped("test checks the database directly").exists()
+
+
+def test_a_hand_off_after_a_knowledge_search_is_a_gap_too(llm, shop):
+    """The search found chunks (scores above the threshold) but the turn still ended with a
+    person: the knowledge did not answer it. A hand-off without a search is no such evidence."""
+    convs = [searched(shop, text, hit(3.5)) for text in RENTALS]
+    for conv in convs:
+        trace = ReasoningTrace.objects.for_client(shop).get(conversation=conv)
+        escalation_create(
+            client=shop, conversation=conv, reason="low_confidence", trace=trace, notify=False
+        )
+    plain = [escalated(shop, "Do you ship to Norway?"), escalated(shop, "Ship to Oslo?")]
+    llm.script(
+        "insights",
+        {"topics": [kayak_topic([ref(c) for c in convs]), norway_topic([ref(c) for c in plain])]},
+    )
+    result = generate_insights(client=shop, since=window()[0], until=window()[1])
+
+    assert result.run.found == {"escalation": 5}  # no `no_knowledge` item: the search found some
+    [call] = llm.calls("insights")
+    assert call.prompt_text.count("(after a knowledge search)") == 3
+    kinds = {p.title: p.kind for p in result.proposals}
+    assert kinds == {"Kayak rentals": ProposalKind.ARTICLE, "Shipping to Norway": ProposalKind.FAQ}
