@@ -134,6 +134,7 @@ ACTION_RULES = {
     ("accounts.apikey", "revoke"): ADMIN,
     ("insights.insightproposal", "approve_selected"): ADMIN,
     ("insights.insightproposal", "reject_selected"): ADMIN,
+    ("insights.insightproposal", "draft_article_selected"): ADMIN,
     ("notes.note", "approve"): AGENT,
     ("notes.note", "archive"): AGENT,
     ("notes.note", "reject"): AGENT,
@@ -214,6 +215,12 @@ def world(db) -> dict[str, Any]:
     spare_proposal = InsightProposal.objects.create(
         title="Abroad", topic_key="abroad", **proposal_fields
     )
+    # A missing-article proposal: drafting its article links a draft to it.
+    gap_proposal = InsightProposal.objects.create(
+        title="Kayak rentals",
+        topic_key="kayak rentals",
+        **(proposal_fields | {"kind": ProposalKind.ARTICLE, "outline": "We rent [what]."}),
+    )
     SimCase.objects.create(client=acme, name="greeting", turns=[{"customer": "Hi", "expect": {}}])
     SimulationRun.objects.create(client=acme, name="A run", total=2, completed=1)
     # Knowledge: an article and an FAQ, switched off drafts (so switching on, off and
@@ -255,6 +262,7 @@ def world(db) -> dict[str, Any]:
         "spare_client": ClientFactory(plan=plan),
         "spare_tool": ClientToolFactory(client=acme, name="spare_tool"),
         "spare_proposal": spare_proposal,
+        "gap_proposal": gap_proposal,
         "acme": acme,
         "globex": globex,
         "data": data,
@@ -368,6 +376,8 @@ def test_every_admin_action_follows_the_rule(client, world, role):
             obj = world["spare_tool"]
         if action == "reject_selected":
             obj = world["spare_proposal"]  # the other row is approved by then
+        if action == "draft_article_selected":
+            obj = world["gap_proposal"]
         assert obj is not None, (label(model), action)
         before = snapshot(obj)
         data = {"action": action, "_selected_action": [obj.pk], "post": "yes"}

@@ -2,8 +2,9 @@
 
 Proposals are tenant-scoped like every admin (`TenantScopedAdmin`): a client's staff see their
 own client's proposals (viewer role and up) and approve, reject or edit a pending one with the
-admin role (approving an FAQ changes the client's business info, a MANAGE-level setting).
-Approve / reject are list actions and buttons on the proposal's page; both call the services."""
+admin role (approving an FAQ or an article changes what the assistant knows, a MANAGE-level
+setting). Approve / reject — and, for a missing article, "draft article" — are list actions and
+buttons on the proposal's page; all call the services."""
 
 from __future__ import annotations
 
@@ -12,18 +13,30 @@ from typing import Any
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from apps.conversations.admin import conversation_link
 from apps.core.admin import ReadOnlyAuditAdmin, TenantScopedAdmin
 from apps.core.exceptions import ApplicationError
 from apps.insights.models import InsightProposal, InsightRun, ProposalKind, ProposalStatus
 from apps.insights.selectors import conversations_by_public_id
-from apps.insights.services import proposal_approve, proposal_reject
+from apps.insights.services import proposal_approve, proposal_draft_article, proposal_reject
 
 EVIDENCE_SHOWN = 10
-EDITABLE = {ProposalKind.FAQ: ("question", "answer"), ProposalKind.NOTE: ("content",)}
+EDITABLE = {
+    ProposalKind.FAQ: ("question", "answer"),
+    ProposalKind.NOTE: ("content",),
+    ProposalKind.ARTICLE: ("outline",),
+}
+KIND_FIELDS = {
+    ProposalKind.FAQ: ("question", "answer"),
+    ProposalKind.NOTE: ("note_type", "content", "note_state"),
+    ProposalKind.ARTICLE: ("asked", "outline", "draft"),
+}
 PROPOSAL_FIELDS: tuple[str, ...] = (
     "title",
     "kind",
@@ -33,6 +46,9 @@ PROPOSAL_FIELDS: tuple[str, ...] = (
     "evidence",
     "question",
     "answer",
+    "asked",
+    "outline",
+    "draft",
     "note_type",
     "content",
     "note_state",
@@ -50,10 +66,10 @@ class InsightProposalAdmin(TenantScopedAdmin):
     change_form_template = "admin/insights/insightproposal/change_form.html"
     list_display = ["title", "kind", "status", "count", "client", "created_at", "reviewed_by"]
     list_filter = ["status", "kind", ("client", admin.RelatedOnlyFieldListFilter), "created_at"]
-    list_select_related = ["client", "reviewed_by", "note"]
+    list_select_related = ["client", "reviewed_by", "note", "article"]
     search_fields = ["title", "question", "answer", "content"]
     ordering = ["-created_at"]
-    actions = ["approve_selected", "reject_selected"]
+    actions = ["approve_selected", "reject_selected", "draft_article_selected"]
     fields = PROPOSAL_FIELDS
 
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -71,9 +87,31 @@ class InsightProposalAdmin(TenantScopedAdmin):
         return [name for name in PROPOSAL_FIELDS if name not in editable]
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        if obj is not None and obj.kind == ProposalKind.NOTE:
-            return [f for f in PROPOSAL_FIELDS if f not in ("question", "answer")]
-        return [f for f in PROPOSAL_FIELDS if f not in ("note_type", "content", "note_state")]
+        kind = obj.kind if obj is not None else ProposalKind.FAQ
+        others = {f for k, names in KIND_FIELDS.items() if k != kind for f in names}
+        return [f for f in PROPOSAL_FIELDS if f not in others or f in KIND_FIELDS.get(kind, ())]
+
+    @admin.display(description=gettext_lazy("Customers asked"))
+    def asked(self, obj: InsightProposal) -> SafeString | str:
+        questions = [str(q) for q in obj.questions or []]
+        if not questions:
+            return "-"
+        return format_html(
+            "<ul>{}</ul>", format_html_join("", "<li>{}</li>", ((q,) for q in questions))
+        )
+
+    @admin.display(description=gettext_lazy("Draft article"))
+    def draft(self, obj: InsightProposal) -> SafeString | str:
+        article = obj.article
+        if article is None or article.client_id != obj.client_id:
+            return _("- (use “Draft article” to create it)")
+        try:
+            url = reverse("admin:knowledge_article_change", args=[article.pk])
+        except NoReverseMatch:  # the knowledge admin is not registered
+            return f"{article.title} ({article.get_status_display()})"
+        return format_html(
+            '<a href="{}">{}</a> ({})', url, article.title, article.get_status_display()
+        )
 
     @admin.display(description="Example conversations")
     def evidence(self, obj: InsightProposal) -> SafeString | str:
@@ -108,6 +146,37 @@ class InsightProposalAdmin(TenantScopedAdmin):
         )
 
     # -- approve / reject --------------------------------------------------------------------
+    def _draft(self, request: HttpRequest, proposals: list[InsightProposal]) -> int:
+        done = 0
+        for proposal in proposals:
+            try:
+                proposal_draft_article(
+                    client=proposal.client, proposal=proposal, actor=request.user
+                )
+            except ApplicationError as exc:
+                self.message_user(request, f"{proposal.title}: {exc.message}", messages.ERROR)
+            else:
+                done += 1
+        return done
+
+    @admin.action(
+        description=gettext_lazy("Draft the article of the selected missing-article proposals")
+    )
+    def draft_article_selected(
+        self, request: HttpRequest, queryset: QuerySet[InsightProposal]
+    ) -> None:
+        done = self._draft(request, list(queryset.select_related("client")))
+        if done:
+            self.message_user(
+                request,
+                _(
+                    "%(n)d draft article(s) ready in the knowledge base: write them there, then "
+                    "approve the proposal to publish."
+                )
+                % {"n": done},
+                messages.SUCCESS,
+            )
+
     def _review(self, request: HttpRequest, proposals: list[InsightProposal], approve: bool) -> int:
         done = 0
         for proposal in proposals:
@@ -128,7 +197,7 @@ class InsightProposalAdmin(TenantScopedAdmin):
         if done:
             self.message_user(
                 request,
-                f"Approved {done} proposal(s): FAQs are in the business info, notes are active.",
+                f"Approved {done} proposal(s): FAQs and articles are published, notes are active.",
                 messages.SUCCESS,
             )
 
@@ -147,11 +216,26 @@ class InsightProposalAdmin(TenantScopedAdmin):
             and obj.status == ProposalStatus.PENDING_REVIEW
             and self.has_change_permission(request, obj)
         )
+        context["can_draft"] = bool(
+            obj is not None
+            and context["can_review"]
+            and obj.kind == ProposalKind.ARTICLE
+            and obj.article_id is None
+        )
         return super().render_change_form(request, context, *args, **kwargs)
 
     def response_change(self, request: HttpRequest, obj: InsightProposal) -> HttpResponse:
         """ "Save and approve" / "Reject" on the proposal's page: the edits are saved first,
         then the service decides (an invalid FAQ stays pending, with the error shown)."""
+        if "_draft" in request.POST:
+            if self._draft(request, [obj]):
+                self.message_user(
+                    request,
+                    _("Drafted “%(title)s”: write it in the knowledge base, then approve.")
+                    % {"title": obj.title},
+                    messages.SUCCESS,
+                )
+            return HttpResponseRedirect(request.path)
         approve, reject = "_approve" in request.POST, "_reject" in request.POST
         if not (approve or reject):
             return super().response_change(request, obj)

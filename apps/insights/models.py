@@ -1,8 +1,11 @@
-"""Insights: what went wrong, grouped by topic, proposed as FAQ entries or notes for staff to
-approve (docs/architecture.md, "Insights").
+"""Insights: what went wrong, grouped by topic, proposed as FAQ entries, missing articles or
+notes for staff to approve (docs/architecture.md, "Insights"; docs/knowledge.md, "Knowledge
+gaps").
 
-`InsightProposal` is the one review item of both kinds, so the admin lists, shows the evidence of
-and approves them the same way: an FAQ proposal carries its question and draft answer; a note
+`InsightProposal` is the one review item of every kind, so the admin lists, shows the evidence of
+and approves them the same way: an FAQ proposal carries its question and draft answer (approved,
+it becomes an FAQ article); a missing-article proposal carries the customers' questions and a
+drafted outline, and once staff draft it, the DRAFT `Article` that approval publishes; a note
 proposal carries its type and content and, once created, the `Note` row (source `insight`,
 status `pending_review`) it activates on approval. `InsightRun` records each nightly run: its
 window, what it read, what it spent and how it ended."""
@@ -20,6 +23,7 @@ from apps.core.models import TenantOwnedModel
 class ProposalKind(models.TextChoices):
     FAQ = "faq", "FAQ entry"
     NOTE = "note", "Note"
+    ARTICLE = "article", "Missing article"
 
 
 class ProposalStatus(models.TextChoices):
@@ -78,7 +82,7 @@ class InsightProposal(TenantOwnedModel):
     run = models.ForeignKey(
         InsightRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="proposals"
     )
-    kind = models.CharField(max_length=4, choices=ProposalKind.choices)
+    kind = models.CharField(max_length=10, choices=ProposalKind.choices)
     status = models.CharField(
         max_length=16, choices=ProposalStatus.choices, default=ProposalStatus.PENDING_REVIEW
     )
@@ -95,6 +99,22 @@ class InsightProposal(TenantOwnedModel):
     answer = models.TextField(blank=True, help_text="Draft answer: check it before approving.")
     note_type = models.CharField(max_length=10, blank=True)
     content = models.TextField(blank=True)
+    questions = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Missing articles: the customers' questions, in their words (from the data).",
+    )
+    outline = models.TextField(
+        blank=True, help_text="Missing articles: a drafted outline (Markdown) to write from."
+    )
+    article = models.ForeignKey(
+        "knowledge.Article",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="Missing articles: the draft article staff made from it (published on approval).",
+    )
     note = models.ForeignKey(
         "notes.Note",
         null=True,

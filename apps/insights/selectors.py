@@ -14,6 +14,7 @@ from apps.conversations.models import Conversation, Kind, Message
 from apps.escalations.models import Escalation, EscalationReason
 from apps.insights.models import InsightProposal, ProposalStatus
 from apps.notes.models import Note, NoteStatus, NoteType
+from apps.reasoning.models import ReasoningStep
 
 # Escalations that say something about what customers ask. Operational ones (the model or a
 # worker failed, the budget ran out, staff took over on their own) say nothing about a topic.
@@ -25,15 +26,24 @@ KNOWLEDGE_ESCALATIONS = (
 )
 
 
+# The trace step in which a turn records a knowledge search: {"query", "hits": [{"article",
+# "chunk", "score", …}], …} (apps/reasoning/knowledge.py). Absent when a turn never searched.
+KNOWLEDGE_STEP = "knowledge"
+KNOWLEDGE_SEARCHED = " (after a knowledge search)"
+
+
 @dataclass(frozen=True)
 class Evidence:
     """One thing that went wrong, as the insights step reads it."""
 
-    kind: str  # escalation | low_confidence | questioned | failure_note | tool_failure
+    # escalation | low_confidence | questioned | failure_note | tool_failure | no_knowledge
+    kind: str
     conversation: str  # the conversation's public id
     at: datetime
     text: str  # the customer's words
     detail: str  # why it counts (the escalation reason, the confidence, the evaluation)
+    # The turn searched the knowledge base and still went wrong: the knowledge lacked the answer.
+    searched: bool = False
 
     def as_hint(self, ref: str) -> dict[str, Any]:
         return {"conversation": ref, "kind": self.kind, "text": self.text, "detail": self.detail}
@@ -57,6 +67,7 @@ def insight_evidence(*, client: Client, since: datetime, until: datetime) -> lis
         .order_by("-created_at")
     )
     last_user = _last_customer_messages(client, [e.conversation for e in escalations])
+    searched = _searched_traces(client, [e.trace_id for e in escalations])
     for escalation in escalations:
         turn_message = escalation.trace.user_message if escalation.trace else None
         message = turn_message or last_user.get(escalation.conversation_id)
@@ -68,7 +79,9 @@ def insight_evidence(*, client: Client, since: datetime, until: datetime) -> lis
                 conversation=str(escalation.conversation.public_id),
                 at=escalation.created_at,
                 text=_customer_words(message),
-                detail=f"{escalation.get_reason_display()}: {escalation.detail}".strip(": "),
+                detail=f"{escalation.get_reason_display()}: {escalation.detail}".strip(": ")
+                + (KNOWLEDGE_SEARCHED if escalation.trace_id in searched else ""),
+                searched=escalation.trace_id in searched,
             )
         )
 
@@ -83,6 +96,7 @@ def insight_evidence(*, client: Client, since: datetime, until: datetime) -> lis
     doubted = list(internal.filter(kind=Kind.EVALUATION, data__outcome="questioned"))
     untraced = [m.conversation for m in [*low, *doubted] if m.trace is None]
     last_user.update(_last_customer_messages(client, untraced))
+    searched |= _searched_traces(client, [m.trace_id for m in [*low, *doubted]])
 
     def words(message: Message) -> str:
         turn = message.trace.user_message if message.trace else None
@@ -95,7 +109,9 @@ def insight_evidence(*, client: Client, since: datetime, until: datetime) -> lis
                 conversation=str(message.conversation.public_id),
                 at=message.created_at,
                 text=words(message),
-                detail=f"confidence {message.data.get('confidence')}/10",
+                detail=f"confidence {message.data.get('confidence')}/10"
+                + (KNOWLEDGE_SEARCHED if message.trace_id in searched else ""),
+                searched=message.trace_id in searched,
             )
         )
     for message in doubted:
@@ -105,10 +121,13 @@ def insight_evidence(*, client: Client, since: datetime, until: datetime) -> lis
                 conversation=str(message.conversation.public_id),
                 at=message.created_at,
                 text=words(message),
-                detail=f"answer questioned: {message.data.get('evaluation') or message.text}",
+                detail=f"answer questioned: {message.data.get('evaluation') or message.text}"
+                + (KNOWLEDGE_SEARCHED if message.trace_id in searched else ""),
+                searched=message.trace_id in searched,
             )
         )
     items.extend(_failure_notes(client, window))
+    items.extend(_knowledge_gaps(client, window))
     items.sort(key=lambda item: item.at, reverse=True)
     return items
 
@@ -135,6 +154,67 @@ def _failure_notes(client: Client, window: dict[str, Any]) -> list[Evidence]:
         for note in notes
         if note.conversation is not None
     ]
+
+
+def _searched_traces(client: Client, trace_ids: list[int | None]) -> set[int]:
+    """Those of `trace_ids` whose turn searched the knowledge base (one query)."""
+    ids = {i for i in trace_ids if i is not None}
+    if not ids:
+        return set()
+    steps = ReasoningStep.objects.for_client(client).filter(name=KNOWLEDGE_STEP, trace_id__in=ids)
+    return set(steps.values_list("trace_id", flat=True))
+
+
+def _best_score(output: Any) -> float | None:
+    """The best score among a `knowledge` step's hits (None: it found nothing, or recorded no
+    hits in the shape the retrieval step writes)."""
+    hits = output.get("hits") if isinstance(output, dict) else None
+    scores = [
+        float(h["score"])
+        for h in hits or []
+        if isinstance(h, dict) and isinstance(h.get("score"), int | float)
+    ]
+    return max(scores) if scores else None
+
+
+def _knowledge_gaps(client: Client, window: dict[str, Any]) -> list[Evidence]:
+    """Conversation turns whose knowledge searches found no chunk scoring above
+    INSIGHTS_KNOWLEDGE_MIN_SCORE: what the help centre does not cover. One item per turn (its
+    best search counts); turns that never searched (no `knowledge` step) are not gaps."""
+    threshold = float(settings.INSIGHTS_KNOWLEDGE_MIN_SCORE)
+    steps = (
+        ReasoningStep.objects.for_client(client)
+        .filter(name=KNOWLEDGE_STEP, trace__conversation__isnull=False, **window)
+        .select_related("trace__conversation", "trace__user_message")
+        .order_by("-created_at", "-id")
+    )
+    best: dict[int, float | None] = {}
+    newest: dict[int, ReasoningStep] = {}
+    for step in steps:
+        score = _best_score(step.output)
+        known = best.get(step.trace_id)
+        best[step.trace_id] = max((s for s in (known, score) if s is not None), default=None)
+        newest.setdefault(step.trace_id, step)
+    items: list[Evidence] = []
+    for trace_id, step in newest.items():
+        score = best[trace_id]
+        if score is not None and score > threshold:
+            continue
+        trace = step.trace
+        if trace.conversation is None:
+            continue
+        query = str(step.output.get("query", "")) if isinstance(step.output, dict) else ""
+        found = "nothing" if score is None else f"nothing above {threshold:g} (best {score:g})"
+        items.append(
+            Evidence(
+                kind="no_knowledge",
+                conversation=str(trace.conversation.public_id),
+                at=step.created_at,
+                text=_customer_words(trace.user_message) or " ".join(query.split()),
+                detail=f"knowledge search found {found}" + (f" for: {query}" if query else ""),
+            )
+        )
+    return items
 
 
 def _last_customer_messages(

@@ -4,10 +4,15 @@
 questioned answers, FAILURE notes), sends compact summaries — bounded in tokens — to ONE
 `insights` LLM call through the meter (purpose `insights`, checked against the monthly budget),
 validates what comes back (only conversation ids it was given; counts recomputed from the data)
-and stores `pending_review` proposals. `proposal_approve` / `proposal_reject` are the only way a
-proposal goes anywhere: an approved FAQ is appended to the client's business info (validated
-like the importer does), an approved note becomes active. Nothing the model proposes reaches a
-customer before a person approves it.
+and stores `pending_review` proposals. A topic whose conversations include turns where the
+knowledge search found nothing useful (`no_knowledge` evidence), or turns that searched the
+knowledge base and still went wrong, is a knowledge gap: its FAQ proposal
+becomes a "missing article" proposal, carrying the customers' questions (from the data) and a
+drafted outline. `proposal_draft_article` turns one into a DRAFT article (which reaches no
+prompt). `proposal_approve` / `proposal_reject` are the only way a proposal goes anywhere: an
+approved FAQ becomes a published FAQ article, an approved missing article has its draft
+published, an approved note becomes active. Nothing the model proposes reaches a customer before
+a person approves it.
 """
 
 from __future__ import annotations
@@ -22,9 +27,9 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from apps.billing.models import UsagePurpose
-from apps.clients.business_info import business_info_errors
 from apps.clients.models import AIMode, Client
 from apps.core.exceptions import ApplicationError
 from apps.insights.models import (
@@ -35,6 +40,9 @@ from apps.insights.models import (
     RunStatus,
 )
 from apps.insights.selectors import Evidence, insight_evidence
+from apps.knowledge.models import Article, ArticleKind, ArticleStatus
+from apps.knowledge.selectors import business_info_for
+from apps.knowledge.services.articles import article_publish, article_save
 from apps.notes.models import NoteSource, NoteStatus, NoteType
 from apps.notes.services import note_add, note_set_status, note_update
 from apps.reasoning.llm import LLMError, estimate_tokens
@@ -47,12 +55,15 @@ __all__ = [
     "generate_insights",
     "insight_window",
     "proposal_approve",
+    "proposal_draft_article",
     "proposal_reject",
 ]
 
 logger = logging.getLogger(__name__)
 
 MAX_NOTE_CHARS = 2000
+MAX_GAP_QUESTIONS = 10  # customers' questions kept on a missing-article proposal
+GAP_TAG = "knowledge gap"
 REF_LENGTH = 8  # conversation ids are sent as the first 8 hex digits of their public id
 PLACEHOLDER = re.compile(r"\[[^\]]{3,}\]")  # "[write the refund window here]"
 
@@ -245,8 +256,8 @@ def _bounded(evidence: list[Evidence], refs: dict[str, str]) -> tuple[list[Evide
 
 
 def _known_faqs(client: Client) -> str:
-    info = client.business_info if isinstance(client.business_info, dict) else {}
-    questions = [f"- {_clip(str(f.get('question', '')), 120)}" for f in info.get("faqs", [])]
+    faqs = business_info_for(client).get("faqs") or []
+    questions = [f"- {_clip(str(f.get('question', '')), 120)}" for f in faqs]
     return "FAQ questions:\n" + "\n".join(questions[:50]) if questions else ""
 
 
@@ -264,6 +275,8 @@ class _Topic:
     answer: str = ""
     note_type: str = ""
     content: str = ""
+    questions: list[str] = field(default_factory=list)
+    outline: str = ""
 
 
 def topic_key(title: str) -> str:
@@ -279,6 +292,9 @@ def _validated(
     conversations, proposals with the fields their kind needs, at least INSIGHTS_MIN_COUNT."""
     by_ref: dict[str, str] = {}
     newest: dict[str, datetime] = {}
+    # Conversations that show a knowledge gap: a search that found nothing useful, or a turn
+    # that searched the knowledge base and still went wrong.
+    gaps = {item.conversation for item in chosen if item.kind == "no_knowledge" or item.searched}
     for item in chosen:
         ref = refs[item.conversation]
         by_ref[ref] = item.conversation
@@ -302,6 +318,21 @@ def _validated(
             continue
         keys.add((made["kind"], key))
         ids.sort(key=lambda public: newest[public], reverse=True)
+        if made["kind"] == ProposalKind.FAQ and gaps.intersection(ids):
+            # The knowledge base was searched and did not have it: an article is missing.
+            questions = _questions(chosen, ids)
+            made = {
+                "kind": ProposalKind.ARTICLE,
+                "question": made["question"],
+                "answer": made["answer"],
+                "questions": questions,
+                "outline": draft_outline(
+                    title=_clip(topic.title, 200), questions=questions, answer=made["answer"]
+                ),
+            }
+            if (made["kind"], key) in keys:
+                continue
+            keys.add((made["kind"], key))
         topics.append(
             _Topic(
                 title=_clip(topic.title, 200),
@@ -314,7 +345,34 @@ def _validated(
     return topics
 
 
-def _proposal_fields(topic: InsightTopicOut) -> dict[str, str] | None:
+def _questions(chosen: list[Evidence], ids: list[str]) -> list[str]:
+    """The customers' own words in the topic's conversations (newest first, distinct)."""
+    wanted = set(ids)
+    seen: dict[str, str] = {}
+    for item in chosen:
+        if item.conversation in wanted and item.kind != "failure_note":
+            text = _clip(item.text, 300)
+            if text and topic_key(text) not in seen:
+                seen[topic_key(text)] = text
+    return list(seen.values())[:MAX_GAP_QUESTIONS]
+
+
+def draft_outline(*, title: str, questions: list[str], answer: str) -> str:
+    """A Markdown draft for staff to write the missing article from: the model's draft answer
+    (to check against the policies), placeholders for what a help article usually covers, and
+    what customers asked. The placeholders keep it from being published unedited."""
+    asked = "\n".join(f"- {q}" for q in questions) or "- (see the example conversations)"
+    draft = answer.strip() or "[Write the answer: what applies, and to whom.]"
+    return (
+        f"{draft}\n\n"
+        "## Details\n[Conditions, costs, times and exceptions that apply.]\n\n"
+        "## Steps\n[What the customer does, step by step, if anything.]\n\n"
+        "## Customers asked\n[Remove this section before publishing.]\n"
+        f"{asked}\n"
+    )
+
+
+def _proposal_fields(topic: InsightTopicOut) -> dict[str, Any] | None:
     proposal = topic.proposal
     if proposal.kind == ProposalKind.FAQ:
         if not (proposal.question and proposal.answer):
@@ -368,6 +426,8 @@ def _new_proposal(
         answer=topic.answer,
         note_type=topic.note_type,
         content=topic.content,
+        questions=topic.questions,
+        outline=topic.outline,
     )
 
 
@@ -380,7 +440,11 @@ def _store_one(*, client: Client, run: InsightRun, topic: _Topic) -> InsightProp
             pending.conversation_ids = merged
             pending.count = len(merged)
             pending.run = run
-            pending.save(update_fields=["conversation_ids", "count", "run", "updated_at"])
+            asked = {topic_key(q): q for q in [*pending.questions, *topic.questions]}
+            pending.questions = list(asked.values())[:MAX_GAP_QUESTIONS]
+            pending.save(
+                update_fields=["conversation_ids", "count", "run", "questions", "updated_at"]
+            )
             run.proposals_updated += 1
         return pending
     decided = same.exclude(reviewed_at=None).order_by("-reviewed_at").first()
@@ -441,15 +505,18 @@ def proposal_approve(
     answer: str | None = None,
     content: str | None = None,
 ) -> InsightProposal:
-    """Approve a pending proposal. An FAQ (with the reviewer's edits, if any) is appended to
-    the client's business info — validated as the tenant importer validates it, refused with
-    the field's error otherwise, and refused while the draft still holds a `[placeholder]`.
-    A note proposal's note becomes active."""
+    """Approve a pending proposal. An FAQ (with the reviewer's edits, if any) becomes a
+    published FAQ article — validated as every article is, refused with the field's error
+    otherwise, and refused while the draft still holds a `[placeholder]`. A missing article's
+    draft (`proposal_draft_article`, edited by staff) is published — refused while there is
+    none or it still holds a `[placeholder]`. A note proposal's note becomes active."""
     locked = _locked(client, proposal)
     if locked.kind == ProposalKind.FAQ:
         locked.question = (question if question is not None else locked.question).strip()
         locked.answer = (answer if answer is not None else locked.answer).strip()
-        _faq_add(client=client, question=locked.question, answer=locked.answer)
+        _faq_add(client=client, question=locked.question, answer=locked.answer, actor=actor)
+    elif locked.kind == ProposalKind.ARTICLE:
+        _article_publish(client=client, proposal=locked, actor=actor)
     else:
         if content is not None:
             locked.content = content.strip()
@@ -483,13 +550,55 @@ def proposal_reject(
     return locked
 
 
-def _faq_add(*, client: Client, question: str, answer: str) -> None:
+def _placeholder_error(text: str, field_name: str, what: str) -> ApplicationError | None:
+    if PLACEHOLDER.search(text):
+        message = _(
+            "The draft %(what)s still has a [placeholder] for staff to fill in: write the "
+            "%(what)s before approving."
+        ) % {"what": what}
+        return ApplicationError(message, {"fields": {field_name: message}})
+    return None
+
+
+def _legacy_faqs_to_articles(client: Client) -> None:
+    """A client whose business info still carries its own `faqs` (not migrated yet) gets them
+    as FAQ articles first — otherwise that list would hide every FAQ article from prompts
+    (`business_info_for`)."""
+    locked = Client.objects.select_for_update().get(pk=client.pk)
+    info = dict(locked.business_info) if isinstance(locked.business_info, dict) else {}
+    if "faqs" not in info:
+        return
+    existing = {
+        topic_key(title)
+        for title in Article.objects.for_client(client)
+        .filter(kind=ArticleKind.FAQ)
+        .values_list("title", flat=True)
+    }
+    for faq in info.pop("faqs") or []:
+        question = str(faq.get("question", "")).strip() if isinstance(faq, dict) else ""
+        answer = str(faq.get("answer", "")).strip() if isinstance(faq, dict) else ""
+        if question and answer and topic_key(question) not in existing:
+            existing.add(topic_key(question))
+            article_save(
+                article=Article(
+                    client=client,
+                    kind=ArticleKind.FAQ,
+                    title=question,
+                    body=answer,
+                    language=client.language,
+                )
+            )
+    locked.business_info = info
+    locked.save(update_fields=["business_info", "updated_at"])
+    client.business_info = info
+
+
+def _faq_add(*, client: Client, question: str, answer: str, actor: Any = None) -> Article:
+    """A published FAQ article (title = the question, body = the answer)."""
     fields: dict[str, str] = {}
-    if PLACEHOLDER.search(answer):
-        fields["answer"] = (
-            "The draft answer still has a [placeholder] for staff to fill in: write the "
-            "answer before approving."
-        )
+    placeholder = _placeholder_error(answer, "answer", "answer")
+    if placeholder is not None:
+        fields.update(placeholder.extra["fields"])
     if not question:
         fields["question"] = "Must not be empty."
     if not answer:
@@ -500,27 +609,96 @@ def _faq_add(*, client: Client, question: str, answer: str) -> None:
             + "; ".join(f"{name}: {message}" for name, message in fields.items()),
             {"fields": fields},
         )
-    locked = Client.objects.select_for_update().get(pk=client.pk)
-    info = dict(locked.business_info) if isinstance(locked.business_info, dict) else {}
-    faqs = list(info.get("faqs", []))
+    _legacy_faqs_to_articles(client)
     wanted = topic_key(question)
-    if any(topic_key(str(f.get("question", ""))) == wanted for f in faqs):
+    faqs = Article.objects.for_client(client).filter(kind=ArticleKind.FAQ)
+    titles = faqs.values_list("title", flat=True)
+    if any(topic_key(title) == wanted for title in titles):
         raise ApplicationError(
-            "The FAQ cannot be added: the business info already has an FAQ with this question.",
-            {"fields": {"question": "Already in the business info's FAQs."}},
+            "The FAQ cannot be added: there is already an FAQ with this question.",
+            {"fields": {"question": "Already among the FAQs."}},
         )
-    faqs.append({"question": question, "answer": answer})
-    info["faqs"] = faqs
-    errors = business_info_errors(info)
-    if errors:
+    article = Article(
+        client=client,
+        kind=ArticleKind.FAQ,
+        status=ArticleStatus.PUBLISHED,
+        title=question,
+        body=answer,
+        language=client.language,
+        approved_by=_user(actor),
+        approved_at=timezone.now(),
+    )
+    try:
+        return article_save(article=article, user=_user(actor))
+    except ApplicationError as exc:
+        named = {"title": "question", "body": "answer"}
+        errors = (exc.extra or {}).get("fields") or {}
         raise ApplicationError(
-            "The FAQ cannot be added to the business info: "
-            + "; ".join(f"{path}: {message}" for path, message in errors.items()),
-            {"fields": errors},
+            f"The FAQ cannot be added: {exc.message}",
+            {"fields": {named.get(k, k): v for k, v in errors.items()}},
+        ) from None
+
+
+def _proposal_article(client: Client, proposal: InsightProposal) -> Article | None:
+    if proposal.article_id is None:
+        return None
+    return (
+        Article.objects.for_client(client)
+        .select_for_update()
+        .filter(pk=proposal.article_id)
+        .first()
+    )
+
+
+@transaction.atomic
+def proposal_draft_article(
+    *, client: Client, proposal: InsightProposal, actor: Any = None
+) -> Article:
+    """Make the DRAFT article of a pending missing-article proposal from its outline (once:
+    asked again, the existing draft is returned). A draft reaches no prompt; staff write it in
+    the knowledge admin, then approving the proposal publishes it."""
+    locked = _locked(client, proposal)
+    if locked.kind != ProposalKind.ARTICLE:
+        raise ApplicationError(
+            _("Only a missing-article proposal drafts an article."), code="not_an_article"
         )
-    locked.business_info = info
-    locked.save(update_fields=["business_info", "updated_at"])
-    client.business_info = info
+    article = _proposal_article(client, locked)
+    if article is not None:
+        return article
+    article = article_save(
+        article=Article(
+            client=client,
+            kind=ArticleKind.ARTICLE,
+            status=ArticleStatus.DRAFT,
+            title=locked.title,
+            body=locked.outline
+            or draft_outline(title=locked.title, questions=locked.questions, answer=locked.answer),
+            language=client.language,
+            tags=[GAP_TAG],
+        ),
+        user=_user(actor),
+    )
+    locked.article = article
+    locked.save(update_fields=["article", "updated_at"])
+    proposal.article = article
+    return article
+
+
+def _article_publish(*, client: Client, proposal: InsightProposal, actor: Any) -> None:
+    article = _proposal_article(client, proposal)
+    if article is None:
+        raise ApplicationError(
+            _(
+                "Draft the article first (Draft article), write it in the knowledge admin, "
+                "then approve."
+            ),
+            {"fields": {"article": _("No draft article yet.")}},
+            code="no_draft",
+        )
+    placeholder = _placeholder_error(article.body, "article", "article")
+    if placeholder is not None:
+        raise placeholder
+    article_publish(article=article, user=_user(actor))
 
 
 def _user(actor: Any) -> Any:

@@ -281,6 +281,10 @@ INSIGHTS_TOKEN_CAP = env.int("INSIGHTS_TOKEN_CAP", default=6000)
 INSIGHTS_MIN_COUNT = env.int("INSIGHTS_MIN_COUNT", default=2)
 INSIGHTS_MAX_TOPICS = env.int("INSIGHTS_MAX_TOPICS", default=5)
 INSIGHTS_LOW_CONFIDENCE_BELOW = env.int("INSIGHTS_LOW_CONFIDENCE_BELOW", default=5)
+# A turn whose knowledge search found no chunk scoring above this is a knowledge gap (the
+# score's scale is the search's: ts_rank on PostgreSQL, bm25 on SQLite, the fused rank with
+# embeddings). 0 = only searches that found nothing at all.
+INSIGHTS_KNOWLEDGE_MIN_SCORE = env.float("INSIGHTS_KNOWLEDGE_MIN_SCORE", default=0.0)
 INSIGHTS_RUN_STALE_SECONDS = 30 * 60
 CELERY_BEAT_SCHEDULE = {
     # Turns left unfinished past their lease (a killed worker, a lost task, a database outage):

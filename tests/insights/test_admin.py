@@ -12,6 +12,7 @@ from django.urls import reverse
 from apps.accounts.models import Role
 from apps.insights.models import InsightProposal, ProposalStatus
 from apps.insights.services import generate_insights
+from apps.knowledge.selectors import business_info_for, faqs_for
 from tests.factories import MembershipFactory
 from tests.insights.conftest import escalated, ref, window
 from tests.insights.test_insights import ANSWER, NORWAY, norway_topic
@@ -87,7 +88,11 @@ def test_save_and_approve_adds_the_edited_faq(client, two_shops):
     acme.refresh_from_db()
     assert proposal.status == ProposalStatus.APPROVED
     assert proposal.reviewed_by == two_shops["users"][Role.ADMIN]
-    assert {"question": "Do you ship to Norway?", "answer": edited} in acme.business_info["faqs"]
+    # An FAQ article now, which the business info document lists among its FAQs.
+    assert {"question": "Do you ship to Norway?", "answer": edited} in faqs_for(client=acme)
+    assert {"question": "Do you ship to Norway?", "answer": edited} in business_info_for(acme)[
+        "faqs"
+    ]
     assert 'name="_approve"' not in response.content.decode()
 
 
