@@ -28,6 +28,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from apps.billing.models import UsagePurpose
 from apps.clients.models import AIMode, Client
@@ -550,12 +551,21 @@ def proposal_reject(
     return locked
 
 
-def _placeholder_error(text: str, field_name: str, what: str) -> ApplicationError | None:
+_PLACEHOLDER_MESSAGES = {
+    "answer": gettext_lazy(
+        "The draft answer still has a [placeholder] for staff to fill in: write the answer "
+        "before approving."
+    ),
+    "article": gettext_lazy(
+        "The draft article still has a [placeholder] for staff to fill in: write the article "
+        "before approving."
+    ),
+}
+
+
+def _placeholder_error(text: str, field_name: str) -> ApplicationError | None:
     if PLACEHOLDER.search(text):
-        message = _(
-            "The draft %(what)s still has a [placeholder] for staff to fill in: write the "
-            "%(what)s before approving."
-        ) % {"what": what}
+        message = str(_PLACEHOLDER_MESSAGES[field_name])
         return ApplicationError(message, {"fields": {field_name: message}})
     return None
 
@@ -596,7 +606,7 @@ def _legacy_faqs_to_articles(client: Client) -> None:
 def _faq_add(*, client: Client, question: str, answer: str, actor: Any = None) -> Article:
     """A published FAQ article (title = the question, body = the answer)."""
     fields: dict[str, str] = {}
-    placeholder = _placeholder_error(answer, "answer", "answer")
+    placeholder = _placeholder_error(answer, "answer")
     if placeholder is not None:
         fields.update(placeholder.extra["fields"])
     if not question:
@@ -695,7 +705,7 @@ def _article_publish(*, client: Client, proposal: InsightProposal, actor: Any) -
             {"fields": {"article": _("No draft article yet.")}},
             code="no_draft",
         )
-    placeholder = _placeholder_error(article.body, "article", "article")
+    placeholder = _placeholder_error(article.body, "article")
     if placeholder is not None:
         raise placeholder
     article_publish(article=article, user=_user(actor))

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from apps.clients.models import Client
 from apps.core.exceptions import ApplicationError
+from apps.provisioning.files import load_tenant_file
 from apps.provisioning.services import tenant_import
 from tests.conftest import DEMO_TENANT
 
@@ -15,7 +14,7 @@ pytestmark = pytest.mark.django_db
 
 
 def _data(**client: object) -> dict:
-    data = json.loads(DEMO_TENANT.read_text())
+    data = load_tenant_file(DEMO_TENANT)
     data["clients"][0].update(client)
     return data
 
