@@ -1,4 +1,5 @@
 import re
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import Permission
@@ -106,7 +107,8 @@ def test_client_admin_edits_business_basics_as_form_fields(admin_client):
     assert response.status_code == 200
     assert "at most 1000 characters" in response.content.decode()
     client.refresh_from_db()
-    assert client.business_info["about"]["description"] == "Old."
+    info: Any = client.business_info
+    assert info["about"]["description"] == "Old."
 
     response = admin_client.post(url, {**data, "about_description": "Hiking gear."})
     assert response.status_code == 302, response.context["adminform"].form.errors

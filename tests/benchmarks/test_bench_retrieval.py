@@ -109,7 +109,7 @@ def test_the_figures_are_consistent_with_the_misses() -> None:
         assert miss.expected not in miss.top and len(miss.top) <= max(KS)
 
 
-def test_embeddings_need_a_model(settings) -> None:  # type: ignore[no-untyped-def]
+def test_embeddings_need_a_model(settings) -> None:
     settings.EMBEDDING_MODEL = ""
     with pytest.raises(CommandError, match="EMBEDDING_MODEL"):
         call_command("bench_retrieval", embeddings=True, no_progress=True, stdout=StringIO())

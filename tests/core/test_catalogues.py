@@ -44,11 +44,16 @@ def placeholders(text: str) -> Counter[str]:
 
 def strings(message: Message) -> list[str]:
     value = message.string
-    return list(value) if isinstance(value, tuple) else [value]
+    if isinstance(value, (tuple, list)):
+        return [str(v) for v in value]
+    return [str(value or "")]
 
 
 def ids(message: Message) -> list[str]:
-    return list(message.id) if isinstance(message.id, tuple) else [message.id]
+    value = message.id
+    if isinstance(value, (tuple, list)):
+        return [str(v) for v in value]
+    return [str(value)]
 
 
 def customer_messages(cat: Catalog) -> list[Message]:

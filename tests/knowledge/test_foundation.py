@@ -1,7 +1,10 @@
 """The first cut of indexing and search, and the business info document with FAQs as rows."""
 
+from typing import cast
+
 import pytest
 
+from apps.clients.models import Client
 from apps.knowledge.models import Article, ArticleChunk, ArticleKind
 from apps.knowledge.selectors import business_info_for, search_chunks
 from apps.knowledge.services.indexing import article_index
@@ -41,7 +44,7 @@ def test_search_finds_usable_articles_only():
 
 
 def test_business_info_for_adds_faq_rows_unless_the_document_has_its_own():
-    client = ClientFactory(business_info={"about": {"description": "Shop"}})
+    client = cast(Client, ClientFactory(business_info={"about": {"description": "Shop"}}))
     _article(client, "Do you ship abroad?", "Yes, to the EU.", kind=ArticleKind.FAQ)
     info = business_info_for(client)
     assert info["faqs"] == [{"question": "Do you ship abroad?", "answer": "Yes, to the EU."}]

@@ -87,7 +87,7 @@ def test_a_natural_question_finds_the_answering_chunk_first():
 @pytest.mark.parametrize("switch", ["disabled", "draft", "source_off"])
 def test_an_unusable_article_is_never_returned(switch):
     client = ClientFactory()
-    kw = {}
+    kw: dict[str, object] = {}
     if switch == "disabled":
         kw["enabled"] = False
     elif switch == "draft":
