@@ -77,12 +77,13 @@ def run(args: argparse.Namespace) -> None:
     from apps.clients.models import Client, Plan
     from apps.conversations.models import Message
     from apps.conversations.services import conversation_create
+    from apps.provisioning.files import load_tenant_file
     from apps.provisioning.services import tenant_import
     from apps.reasoning.models import ReasoningStep
     from apps.reasoning.services import handle_turn
 
     call_command("migrate", verbosity=0, interactive=False)
-    [imported] = tenant_import(data=json.loads((ROOT / "demo" / "tenant.json").read_text()))
+    [imported] = tenant_import(data=load_tenant_file(ROOT / "demo" / "tenant.json"))
     client = Client.objects.get(slug=imported.slug)
     Plan.objects.filter(pk=client.plan_id).update(ai_mode="adaptive", evaluation_enabled=False)
     client.refresh_from_db()

@@ -336,8 +336,11 @@ def setup_tenants(count: int) -> None:
 
     django.setup()
     from apps.clients.models import Client, Plan
+    from apps.provisioning.files import load_tenant_file
+    from apps.provisioning.services import tenant_import
 
-    tenant = json.loads((ROOT / "demo" / "tenant.json").read_text())
+    # Read as `import_client` reads it: the help centre's article directory included.
+    tenant = load_tenant_file(ROOT / "demo" / "tenant.json")
     template = tenant["clients"][0]
     keys = []
     for n in range(count):
@@ -346,11 +349,7 @@ def setup_tenants(count: int) -> None:
         if found is None:
             client = {**template, "slug": slug, "name": f"Load shop {n}"}
             client["widget"] = {**template["widget"], "allowed_origins": [ORIGIN]}
-            path = Path(tempfile.mkstemp(suffix=".json")[1])
-            path.write_text(json.dumps({**tenant, "clients": [client]}))
-            from django.core.management import call_command
-
-            call_command("import_client", str(path), stdout=open(os.devnull, "w"))  # noqa: SIM115
+            tenant_import(data={**tenant, "clients": [client]})
             found = Client.objects.get(slug=slug)
         # Every simulated customer is the same visitor (127.0.0.1): no per-visitor budget.
         Plan.objects.filter(pk=found.plan_id).update(visitor_daily_token_budget=0)

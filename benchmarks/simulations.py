@@ -107,20 +107,20 @@ def _django() -> None:
 def setup_sim(args: argparse.Namespace) -> None:
     """The simulated shop, its `bench` suite of cases and its saved conversations."""
     _django()
-    from django.core.management import call_command
 
     from apps.clients.models import Client, Plan
     from apps.conversations.models import Role
     from apps.conversations.services import conversation_create, message_append
+    from apps.provisioning.files import load_tenant_file
+    from apps.provisioning.services import tenant_import
     from apps.simulations.models import SimCase
     from apps.simulations.schema import case_validate
     from apps.tools.models import ClientTool
 
-    tenant = json.loads((ROOT / "demo" / "tenant.json").read_text())
+    # Read as `import_client` reads it: the help centre's article directory included.
+    tenant = load_tenant_file(ROOT / "demo" / "tenant.json")
     client_spec = {**tenant["clients"][0], "slug": SIM_SLUG, "name": "Simulated shop"}
-    path = Path(args.tmp) / "sim-tenant.json"
-    path.write_text(json.dumps({**tenant, "clients": [client_spec]}))
-    call_command("import_client", str(path), stdout=open(os.devnull, "w"))  # noqa: SIM115
+    tenant_import(data={**tenant, "clients": [client_spec]})
     client = Client.objects.get(slug=SIM_SLUG)
     Plan.objects.filter(pk=client.plan_id).update(visitor_daily_token_budget=0)
     # Every tool is a webhook to the counting server: a call that slipped through would count.
