@@ -103,21 +103,25 @@ class Rubric(TimeStampedModel):
     description = models.TextField(blank=True)
     principles = models.JSONField(
         default=list,
-        help_text='A JSON list of {"key", "label", "definition"}; each reasoning step scores '
-        "itself 0–1 on every key.",
+        help_text=_(
+            'A JSON list of {"key", "label", "definition"}; each reasoning step scores '
+            "itself 0–1 on every key."
+        ),
     )
     min_steps = models.PositiveSmallIntegerField(
-        default=4, help_text="The loop always runs at least this many reasoning steps (1–20)."
+        default=4, help_text=_("The loop always runs at least this many reasoning steps (1–20).")
     )
     max_steps = models.PositiveSmallIntegerField(
-        default=10, help_text="The loop never runs more than this many steps (MIN–20)."
+        default=10, help_text=_("The loop never runs more than this many steps (MIN–20).")
     )
     target = models.DecimalField(
         max_digits=4,
         decimal_places=3,
         default=Decimal("0.75"),
-        help_text="After the minimum, the loop stops as soon as the mean self-score reaches "
-        "this (0 < target ≤ 1).",
+        help_text=_(
+            "After the minimum, the loop stops as soon as the mean self-score reaches "
+            "this (0 < target ≤ 1)."
+        ),
     )
 
     class Meta:
@@ -153,8 +157,10 @@ class Plan(TimeStampedModel):
         default=dict,
         blank=True,
         validators=[validate_multipliers],
-        help_text="Mode name → decimal string: billed = provider cost × the multiplier of the "
-        "mode that ran. A mode not listed bills at its default.",
+        help_text=_(
+            "Mode name → decimal string: billed = provider cost × the multiplier of the "
+            "mode that ran. A mode not listed bills at its default."
+        ),
     )
     post_draft_hooks = models.JSONField(
         default=list,
@@ -168,10 +174,12 @@ class Plan(TimeStampedModel):
     evaluation_enabled = models.BooleanField(
         "second-opinion evaluation",
         default=False,
-        help_text="After a knowledge answer (no tool, or a read-only tool), a second LLM call "
-        "checks the draft against the source text it used, and may correct it, raise or lower "
-        "its confidence, or hand a questioned answer to a person. One extra call per evaluated "
-        "answer, billed as step `evaluate`. Off by default: turning it on raises cost.",
+        help_text=_(
+            "After a knowledge answer (no tool, or a read-only tool), a second LLM call "
+            "checks the draft against the source text it used, and may correct it, raise or lower "
+            "its confidence, or hand a questioned answer to a person. One extra call per evaluated "
+            "answer, billed as step `evaluate`. Off by default: turning it on raises cost."
+        ),
     )
     evaluation_min_chars = models.PositiveIntegerField(
         "evaluate drafts longer than (characters)",
@@ -191,21 +199,24 @@ class Plan(TimeStampedModel):
         "hand questioned answers to a person below (%)",
         default=50,
         validators=[MaxValueValidator(100)],
-        help_text="A questioned answer (confidence − 30 %) whose confidence falls below this goes "
-        "to a person instead of the customer; 0 = never.",
+        help_text=_(
+            "A questioned answer (confidence − 30 %) whose confidence falls below this goes "
+            "to a person instead of the customer; 0 = never."
+        ),
     )
     monthly_fee = models.DecimalField(
         max_digits=10, decimal_places=2, default=Decimal("0"), validators=[MinValueValidator(0)]
     )
     included_turns = models.PositiveIntegerField(default=0)
     monthly_token_budget = models.PositiveBigIntegerField(
-        default=0, help_text="Hard monthly LLM token limit for each client on this plan; 0 = none."
+        default=0,
+        help_text=_("Hard monthly LLM token limit for each client on this plan; 0 = none."),
     )
     monthly_turn_budget = models.PositiveIntegerField(
-        default=0, help_text="Hard monthly limit of customer turns; 0 = none."
+        default=0, help_text=_("Hard monthly limit of customer turns; 0 = none.")
     )
     per_turn_token_cap = models.PositiveIntegerField(
-        default=0, help_text="Most tokens one customer message may use; 0 = none."
+        default=0, help_text=_("Most tokens one customer message may use; 0 = none.")
     )
     # -- per-visitor limits (docs/billing.md "Per-conversation and per-visitor limits") -------
     # They bound what one anonymous visitor can spend, so that nobody can use up the client's
@@ -247,12 +258,14 @@ class Plan(TimeStampedModel):
     notes_retention_days = models.PositiveIntegerField(
         default=90,
         validators=[MinValueValidator(1)],
-        help_text="Notes older than this many days are removed by the nightly retention task.",
+        help_text=_("Notes older than this many days are removed by the nightly retention task."),
     )
     notes_prompt_budget_tokens = models.PositiveIntegerField(
         default=400,
-        help_text="Most tokens the notes block may add to a prompt; the oldest notes are dropped "
-        "first to fit. 0 = no notes in prompts.",
+        help_text=_(
+            "Most tokens the notes block may add to a prompt; the oldest notes are dropped "
+            "first to fit. 0 = no notes in prompts."
+        ),
     )
     # -- deliberative mode (apps/reasoning/deliberation) -----------------------------------------
     rubric = models.ForeignKey(
@@ -261,20 +274,22 @@ class Plan(TimeStampedModel):
         null=True,
         blank=True,
         related_name="plans",
-        help_text="What deliberative reasoning steps score themselves against; empty = the "
-        "'support' rubric. A client may choose its own.",
+        help_text=_(
+            "What deliberative reasoning steps score themselves against; empty = the "
+            "'support' rubric. A client may choose its own."
+        ),
     )
     deliberation_min_steps = models.PositiveSmallIntegerField(
         "minimum steps",
         null=True,
         blank=True,
-        help_text="Overrides the rubric's MIN (1–20); empty = the rubric's.",
+        help_text=_("Overrides the rubric's MIN (1–20); empty = the rubric's."),
     )
     deliberation_max_steps = models.PositiveSmallIntegerField(
         "maximum steps",
         null=True,
         blank=True,
-        help_text="Overrides the rubric's MAX (MIN–20); empty = the rubric's.",
+        help_text=_("Overrides the rubric's MAX (MIN–20); empty = the rubric's."),
     )
     deliberation_target = models.DecimalField(
         "target score",
@@ -282,18 +297,22 @@ class Plan(TimeStampedModel):
         decimal_places=3,
         null=True,
         blank=True,
-        help_text="Overrides the rubric's TARGET (0 < target ≤ 1); empty = the rubric's.",
+        help_text=_("Overrides the rubric's TARGET (0 < target ≤ 1); empty = the rubric's."),
     )
     refinement_iterations = models.PositiveSmallIntegerField(
         default=2,
         validators=[MaxValueValidator(5)],
-        help_text="Critique → improve rounds after the answer is written (0 = off, at most 5); "
-        "each round is two LLM calls.",
+        help_text=_(
+            "Critique → improve rounds after the answer is written (0 = off, at most 5); "
+            "each round is two LLM calls."
+        ),
     )
     refinement_stop_score = models.PositiveSmallIntegerField(
         default=90,
         validators=[MinValueValidator(1), MaxValueValidator(100)],
-        help_text="Refinement stops early once a critique scores the answer at least this (1–100).",
+        help_text=_(
+            "Refinement stops early once a critique scores the answer at least this (1–100)."
+        ),
     )
 
     class Meta:
@@ -376,7 +395,7 @@ class Client(TimeStampedModel):
     slug = models.SlugField(max_length=50, unique=True)
     name = models.CharField(max_length=200)
     plan = models.ForeignKey(Plan, on_delete=models.PROTECT, related_name="clients")
-    language = models.CharField(max_length=16, default="en", help_text="Default reply language.")
+    language = models.CharField(max_length=16, default="en", help_text=_("Default reply language."))
     languages = models.JSONField(
         _("languages"),
         default=list,
@@ -394,10 +413,12 @@ class Client(TimeStampedModel):
             "instructions for the assistant (the format is in docs/business-info.md)."
         ),
     )
-    support_email = models.EmailField(blank=True, help_text="Escalations and usage alerts go here.")
+    support_email = models.EmailField(
+        blank=True, help_text=_("Escalations and usage alerts go here.")
+    )
     widget_key = models.CharField(max_length=64, unique=True, default=new_widget_key)
     allowed_origins = models.JSONField(
-        default=list, blank=True, help_text="Sites allowed to embed the widget."
+        default=list, blank=True, help_text=_("Sites allowed to embed the widget.")
     )
     greeting = models.CharField(max_length=500, blank=True, default="Hi! How can I help?")
     remember_conversation_hours = models.PositiveIntegerField(
@@ -415,7 +436,7 @@ class Client(TimeStampedModel):
         null=True,
         blank=True,
         related_name="clients",
-        help_text="Deliberative mode's rubric for this client; empty = the plan's.",
+        help_text=_("Deliberative mode's rubric for this client; empty = the plan's."),
     )
     # What this client's staff may try in the console's playground beyond the plan (a platform
     # operator's grant; docs/playground.md): a run may use the plan's mode or a cheaper one, and
@@ -442,8 +463,10 @@ class Client(TimeStampedModel):
     require_mfa = models.BooleanField(
         "require two-factor authentication",
         default=False,
-        help_text="Staff of this client must set up an authenticator app (TOTP) before they can "
-        "use the admin, the console or the staff API with a session.",
+        help_text=_(
+            "Staff of this client must set up an authenticator app (TOTP) before they can "
+            "use the admin, the console or the staff API with a session."
+        ),
     )
 
     class Meta:

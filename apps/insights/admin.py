@@ -113,7 +113,7 @@ class InsightProposalAdmin(TenantScopedAdmin):
             '<a href="{}">{}</a> ({})', url, article.title, article.get_status_display()
         )
 
-    @admin.display(description="Example conversations")
+    @admin.display(description=gettext_lazy("Example conversations"))
     def evidence(self, obj: InsightProposal) -> SafeString | str:
         shown = [str(i) for i in obj.conversation_ids[:EVIDENCE_SHOWN]]
         # Looked up within the proposal's own client: another tenant's id would link nowhere.
@@ -128,14 +128,14 @@ class InsightProposalAdmin(TenantScopedAdmin):
             format_html(" … and {} more", more) if more > 0 else "",
         )
 
-    @admin.display(description="Note")
+    @admin.display(description=gettext_lazy("Note"))
     def note_state(self, obj: InsightProposal) -> str:
         note = obj.note
         if note is None or note.client_id != obj.client_id:
             return "-"
         return f"Note #{note.pk}: {note.get_status_display()} (source {note.source})"
 
-    @admin.display(description="Run")
+    @admin.display(description=gettext_lazy("Run"))
     def run_summary(self, obj: InsightProposal) -> str:
         run = obj.run
         if run is None:
@@ -191,7 +191,7 @@ class InsightProposalAdmin(TenantScopedAdmin):
                 done += 1
         return done
 
-    @admin.action(description="Approve the selected proposals")
+    @admin.action(description=gettext_lazy("Approve the selected proposals"))
     def approve_selected(self, request: HttpRequest, queryset: QuerySet[InsightProposal]) -> None:
         done = self._review(request, list(queryset.select_related("client")), approve=True)
         if done:
@@ -201,7 +201,7 @@ class InsightProposalAdmin(TenantScopedAdmin):
                 messages.SUCCESS,
             )
 
-    @admin.action(description="Reject the selected proposals")
+    @admin.action(description=gettext_lazy("Reject the selected proposals"))
     def reject_selected(self, request: HttpRequest, queryset: QuerySet[InsightProposal]) -> None:
         done = self._review(request, list(queryset.select_related("client")), approve=False)
         if done:
