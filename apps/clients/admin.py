@@ -175,8 +175,10 @@ class PlanAdmin(PlatformOnlyAdmin):
                     ("deliberation_min_steps", "deliberation_max_steps", "deliberation_target"),
                     ("refinement_iterations", "refinement_stop_score"),
                 ],
-                "description": "Used when the AI mode is deliberative. Empty step and target "
-                "fields inherit the rubric's (1 ≤ MIN ≤ MAX ≤ 20, 0 < target ≤ 1).",
+                "description": _(
+                    "Used when the AI mode is deliberative. Empty step and target "
+                    "fields inherit the rubric's (1 ≤ MIN ≤ MAX ≤ 20, 0 < target ≤ 1)."
+                ),
             },
         ),
         (_("Before a reply is sent"), {"fields": ["post_draft_hooks"]}),
@@ -184,10 +186,13 @@ class PlanAdmin(PlatformOnlyAdmin):
             _("Cross-session notes"),
             {
                 "fields": ["notes_enabled", "notes_prompt_budget_tokens", "notes_retention_days"],
-                "description": "What the assistant learned in earlier conversations (tool "
-                "failures, escalations, approved patterns) is added to its prompts, newest first, "
-                "within the token budget. AI-proposed patterns, strategies and tips wait for "
-                "staff approval before they reach a prompt.",
+                "description": _(
+                    "What the assistant learned in earlier conversations (tool "
+                    "failures, escalations, approved patterns) is added to its prompts, newest "
+                    "first, "
+                    "within the token budget. AI-proposed patterns, strategies and tips wait for "
+                    "staff approval before they reach a prompt."
+                ),
             },
         ),
         (
@@ -530,8 +535,10 @@ class ClientAdmin(TenantScopedAdmin):
             _("Deliberative mode"),
             {
                 "fields": ["rubric"],
-                "description": "The rubric the assistant's reasoning steps score themselves "
-                "against when the plan is deliberative; empty = the plan's.",
+                "description": _(
+                    "The rubric the assistant's reasoning steps score themselves "
+                    "against when the plan is deliberative; empty = the plan's."
+                ),
             },
         ),
         (

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from apps.clients import modes
@@ -52,15 +53,19 @@ def deliberation_errors(
     errors: dict[str, str] = {}
     limit = DELIBERATION_MAX_STEPS_LIMIT
     if min_steps is not None and not 1 <= min_steps <= limit:
-        errors["min_steps"] = f"The minimum number of steps must be between 1 and {limit}."
+        errors["min_steps"] = gettext(
+            "The minimum number of steps must be between 1 and %(limit)s."
+        ) % {"limit": limit}
     if max_steps is not None and not 1 <= max_steps <= limit:
-        errors["max_steps"] = f"The maximum number of steps must be between 1 and {limit}."
+        errors["max_steps"] = gettext(
+            "The maximum number of steps must be between 1 and %(limit)s."
+        ) % {"limit": limit}
     if min_steps is not None and max_steps is not None and not errors and min_steps > max_steps:
-        errors["max_steps"] = (
-            f"The maximum number of steps ({max_steps}) must be at least the minimum ({min_steps})."
-        )
+        errors["max_steps"] = gettext(
+            "The maximum number of steps (%(max)s) must be at least the minimum (%(min)s)."
+        ) % {"max": max_steps, "min": min_steps}
     if target is not None and not 0 < float(target) <= 1:
-        errors["target"] = "The target score must be above 0 and at most 1 (e.g. 0.75)."
+        errors["target"] = gettext("The target score must be above 0 and at most 1 (e.g. 0.75).")
     return errors
 
 
@@ -68,27 +73,39 @@ def rubric_principle_errors(principles: Any) -> list[str]:
     """What is wrong with a rubric's principles: a non-empty list of {key, label, definition},
     keys lower_snake_case/camelCase identifiers and unique."""
     if not isinstance(principles, list) or not principles:
-        return ["Give at least one principle: a list of {key, label, definition}."]
+        return [gettext("Give at least one principle: a list of {key, label, definition}.")]
     problems: list[str] = []
     seen: set[str] = set()
     for n, principle in enumerate(principles, start=1):
         if not isinstance(principle, dict):
-            problems.append(f"Principle {n} must be an object with key, label and definition.")
+            problems.append(
+                gettext("Principle %(n)s must be an object with key, label and definition.")
+                % {"n": n}
+            )
             continue
         key = principle.get("key")
         if not isinstance(key, str) or not key.isidentifier() or len(key) > RUBRIC_KEY_MAX:
             problems.append(
-                f"Principle {n}: key must be an identifier such as 'grounded' "
-                f"(letters, digits, _; at most {RUBRIC_KEY_MAX} characters)."
+                gettext(
+                    "Principle %(n)s: key must be an identifier such as 'grounded' "
+                    "(letters, digits, _; at most %(max)s characters)."
+                )
+                % {"n": n, "max": RUBRIC_KEY_MAX}
             )
         elif key in seen:
-            problems.append(f"Principle {n}: the key {key!r} is used twice.")
+            problems.append(
+                gettext("Principle %(n)s: the key %(key)s is used twice.")
+                % {"n": n, "key": repr(key)}
+            )
         else:
             seen.add(key)
         for part in ("label", "definition"):
             value = principle.get(part)
             if not isinstance(value, str) or not value.strip():
-                problems.append(f"Principle {n}: {part} must be a non-empty text.")
+                problems.append(
+                    gettext("Principle %(n)s: %(part)s must be a non-empty text.")
+                    % {"n": n, "part": part}
+                )
     return problems
 
 
@@ -153,7 +170,7 @@ class Plan(TimeStampedModel):
         max_length=20, choices=modes.mode_choices, default=AIMode.STANDARD.value
     )
     multipliers = models.JSONField(
-        "billing multipliers",
+        _("billing multipliers"),
         default=dict,
         blank=True,
         validators=[validate_multipliers],
@@ -172,7 +189,7 @@ class Plan(TimeStampedModel):
     )
     # The evaluation layer (apps/reasoning/evaluation.py).
     evaluation_enabled = models.BooleanField(
-        "second-opinion evaluation",
+        _("second-opinion evaluation"),
         default=False,
         help_text=_(
             "After a knowledge answer (no tool, or a read-only tool), a second LLM call "
@@ -280,19 +297,19 @@ class Plan(TimeStampedModel):
         ),
     )
     deliberation_min_steps = models.PositiveSmallIntegerField(
-        "minimum steps",
+        _("minimum steps"),
         null=True,
         blank=True,
         help_text=_("Overrides the rubric's MIN (1–20); empty = the rubric's."),
     )
     deliberation_max_steps = models.PositiveSmallIntegerField(
-        "maximum steps",
+        _("maximum steps"),
         null=True,
         blank=True,
         help_text=_("Overrides the rubric's MAX (MIN–20); empty = the rubric's."),
     )
     deliberation_target = models.DecimalField(
-        "target score",
+        _("target score"),
         max_digits=4,
         decimal_places=3,
         null=True,
@@ -354,7 +371,7 @@ class Plan(TimeStampedModel):
             field = overrides[key]
             if getattr(self, field) is None:  # the rubric's value clashes with an override
                 field = next(f for f in overrides.values() if getattr(self, f) is not None)
-                message += " (the other value comes from the rubric)"
+                message += gettext(" (the other value comes from the rubric)")
             errors.setdefault(field, []).append(message)
         if errors:
             raise ValidationError(errors)
@@ -374,10 +391,14 @@ def validate_origin(value: str) -> None:
     parts = urlsplit(value)
     if parts.scheme not in {"http", "https"} or not parts.netloc or parts.path not in {"", "/"}:
         raise ValidationError(
-            f"{value!r} is not an origin (expected scheme://host[:port], e.g. https://shop.example)."
+            gettext(
+                "%(value)s is not an origin (expected scheme://host[:port], e.g. "
+                "https://shop.example)."
+            )
+            % {"value": repr(value)}
         )
     if parts.query or parts.fragment or "@" in parts.netloc:
-        raise ValidationError(f"{value!r} is not an origin.")
+        raise ValidationError(gettext("%(value)s is not an origin.") % {"value": repr(value)})
 
 
 def normalize_origin(value: str) -> str:
@@ -461,7 +482,7 @@ class Client(TimeStampedModel):
         ),
     )
     require_mfa = models.BooleanField(
-        "require two-factor authentication",
+        _("require two-factor authentication"),
         default=False,
         help_text=_(
             "Staff of this client must set up an authenticator app (TOTP) before they can "
@@ -487,7 +508,7 @@ class Client(TimeStampedModel):
         if not isinstance(self.allowed_origins, list) or not all(
             isinstance(o, str) for o in self.allowed_origins
         ):
-            errors["allowed_origins"] = ["Must be a list of origins."]
+            errors["allowed_origins"] = [gettext("Must be a list of origins.")]
         else:
             bad = []
             for origin in self.allowed_origins:

@@ -125,7 +125,7 @@ class InsightProposalAdmin(TenantScopedAdmin):
         return format_html(
             "{}{}",
             format_html_join(" ", "{}", ((link,) for link in links)),
-            format_html(" … and {} more", more) if more > 0 else "",
+            format_html(_(" … and {} more"), more) if more > 0 else "",
         )
 
     @admin.display(description=gettext_lazy("Note"))
@@ -133,17 +133,26 @@ class InsightProposalAdmin(TenantScopedAdmin):
         note = obj.note
         if note is None or note.client_id != obj.client_id:
             return "-"
-        return f"Note #{note.pk}: {note.get_status_display()} (source {note.source})"
+        return _("Note #%(id)s: %(status)s (source %(source)s)") % {
+            "id": note.pk,
+            "status": note.get_status_display(),
+            "source": note.source,
+        }
 
     @admin.display(description=gettext_lazy("Run"))
     def run_summary(self, obj: InsightProposal) -> str:
         run = obj.run
         if run is None:
             return "-"
-        return (
-            f"{run.window_start:%Y-%m-%d} – {run.window_end:%Y-%m-%d}: read "
-            f"{sum(run.found.values())} item(s), {run.llm_calls} model call(s) ({run.model})"
-        )
+        return _(
+            "%(start)s – %(end)s: read %(items)s item(s), %(calls)s model call(s) (%(model)s)"
+        ) % {
+            "start": f"{run.window_start:%Y-%m-%d}",
+            "end": f"{run.window_end:%Y-%m-%d}",
+            "items": sum(run.found.values()),
+            "calls": run.llm_calls,
+            "model": run.model,
+        }
 
     # -- approve / reject --------------------------------------------------------------------
     def _draft(self, request: HttpRequest, proposals: list[InsightProposal]) -> int:
@@ -197,7 +206,8 @@ class InsightProposalAdmin(TenantScopedAdmin):
         if done:
             self.message_user(
                 request,
-                f"Approved {done} proposal(s): FAQs and articles are published, notes are active.",
+                _("Approved %(n)d proposal(s): FAQs and articles are published, notes are active.")
+                % {"n": done},
                 messages.SUCCESS,
             )
 
@@ -205,7 +215,9 @@ class InsightProposalAdmin(TenantScopedAdmin):
     def reject_selected(self, request: HttpRequest, queryset: QuerySet[InsightProposal]) -> None:
         done = self._review(request, list(queryset.select_related("client")), approve=False)
         if done:
-            self.message_user(request, f"Rejected {done} proposal(s).", messages.SUCCESS)
+            self.message_user(
+                request, _("Rejected %(n)d proposal(s).") % {"n": done}, messages.SUCCESS
+            )
 
     def render_change_form(
         self, request: HttpRequest, context: dict[str, Any], *args: Any, **kwargs: Any
@@ -240,8 +252,8 @@ class InsightProposalAdmin(TenantScopedAdmin):
         if not (approve or reject):
             return super().response_change(request, obj)
         if self._review(request, [obj], approve=approve):
-            verb = "Approved" if approve else "Rejected"
-            self.message_user(request, f"{verb} “{obj.title}”.", messages.SUCCESS)
+            done = _("Approved “%(title)s”.") if approve else _("Rejected “%(title)s”.")
+            self.message_user(request, done % {"title": obj.title}, messages.SUCCESS)
         return HttpResponseRedirect(request.path)
 
 
