@@ -154,9 +154,9 @@ class PlanAdmin(PlatformOnlyAdmin):
     prepopulated_fields = {"slug": ["name"]}
     fieldsets = [
         (None, {"fields": ["name", "slug"]}),
-        ("AI mode", {"fields": ["ai_mode"], "description": AI_MODE_HELP}),
+        (_("AI mode"), {"fields": ["ai_mode"], "description": AI_MODE_HELP}),
         (
-            "Evaluation — a second opinion on knowledge answers",
+            _("Evaluation — a second opinion on knowledge answers"),
             {
                 "fields": [
                     "evaluation_enabled",
@@ -168,34 +168,39 @@ class PlanAdmin(PlatformOnlyAdmin):
             },
         ),
         (
-            "Deliberative mode",
+            _("Deliberative mode"),
             {
                 "fields": [
                     "rubric",
                     ("deliberation_min_steps", "deliberation_max_steps", "deliberation_target"),
                     ("refinement_iterations", "refinement_stop_score"),
                 ],
-                "description": "Used when the AI mode is deliberative. Empty step and target "
-                "fields inherit the rubric's (1 ≤ MIN ≤ MAX ≤ 20, 0 < target ≤ 1).",
+                "description": _(
+                    "Used when the AI mode is deliberative. Empty step and target "
+                    "fields inherit the rubric's (1 ≤ MIN ≤ MAX ≤ 20, 0 < target ≤ 1)."
+                ),
             },
         ),
         (_("Before a reply is sent"), {"fields": ["post_draft_hooks"]}),
         (
-            "Cross-session notes",
+            _("Cross-session notes"),
             {
                 "fields": ["notes_enabled", "notes_prompt_budget_tokens", "notes_retention_days"],
-                "description": "What the assistant learned in earlier conversations (tool "
-                "failures, escalations, approved patterns) is added to its prompts, newest first, "
-                "within the token budget. AI-proposed patterns, strategies and tips wait for "
-                "staff approval before they reach a prompt.",
+                "description": _(
+                    "What the assistant learned in earlier conversations (tool "
+                    "failures, escalations, approved patterns) is added to its prompts, newest "
+                    "first, "
+                    "within the token budget. AI-proposed patterns, strategies and tips wait for "
+                    "staff approval before they reach a prompt."
+                ),
             },
         ),
         (
-            "Billing multipliers (billed = provider cost × multiplier of the mode that ran)",
+            _("Billing multipliers (billed = provider cost × multiplier of the mode that ran)"),
             {"fields": []},  # one row per registered mode: get_fieldsets
         ),
         (
-            "Price and limits",
+            _("Price and limits"),
             {
                 "fields": [
                     "monthly_fee",
@@ -246,7 +251,7 @@ class PlanAdmin(PlatformOnlyAdmin):
         kwargs["form"] = type("PlanAdminForm", (self.form,), multiplier_form_fields())
         return super().get_form(request, obj, change, **kwargs)
 
-    @admin.display(description="Clients")
+    @admin.display(description=_("Clients"))
     def client_count(self, obj: Plan) -> int:
         return obj.clients.count()
 
@@ -254,8 +259,10 @@ class PlanAdmin(PlatformOnlyAdmin):
 class RubricAdminForm(forms.ModelForm):
     principles = forms.JSONField(
         widget=forms.Textarea(attrs={"rows": 18, "cols": 100, "style": "font-family:monospace"}),
-        help_text='A JSON list of {"key", "label", "definition"}. Each reasoning step scores '
-        "itself 0–1 on every key; the definitions are given to the feedback call every time.",
+        help_text=_(
+            'A JSON list of {"key", "label", "definition"}. Each reasoning step scores '
+            "itself 0–1 on every key; the definitions are given to the feedback call every time."
+        ),
     )
 
     class Meta:
@@ -272,7 +279,7 @@ class RubricAdmin(PlatformOnlyAdmin):
     search_fields = ["name", "slug"]
     prepopulated_fields = {"slug": ["name"]}
 
-    @admin.display(description="Principles")
+    @admin.display(description=_("Principles"))
     def principle_keys(self, obj: Rubric) -> str:
         return ", ".join(p.get("key", "?") for p in obj.principles if isinstance(p, dict))
 
@@ -376,7 +383,7 @@ class ClientAdminForm(forms.ModelForm):
     allowed_origins = PrettyJSONField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 3, "cols": 60, "style": "font-family:monospace"}),
-        help_text='A JSON list, e.g. ["https://shop.example"].',
+        help_text=_('A JSON list, e.g. ["https://shop.example"].'),
     )
     # The shipped languages only (apps.core.languages.SHIPPED): the widget, the confirmation
     # phrasings and the translations exist for these.
@@ -510,7 +517,7 @@ class ClientAdmin(TenantScopedAdmin):
     fieldsets = [
         (None, {"fields": ["name", "slug", "plan", "is_active", "support_email"]}),
         (_("Languages"), {"fields": ["language", "languages"]}),
-        ("Staff sign-in", {"fields": ["require_mfa"]}),
+        (_("Staff sign-in"), {"fields": ["require_mfa"]}),
         (
             _("What the assistant knows: the business basics"),
             {
@@ -525,15 +532,17 @@ class ClientAdmin(TenantScopedAdmin):
             {"fields": ["business_info_json"], "classes": ["collapse"]},
         ),
         (
-            "Deliberative mode",
+            _("Deliberative mode"),
             {
                 "fields": ["rubric"],
-                "description": "The rubric the assistant's reasoning steps score themselves "
-                "against when the plan is deliberative; empty = the plan's.",
+                "description": _(
+                    "The rubric the assistant's reasoning steps score themselves "
+                    "against when the plan is deliberative; empty = the plan's."
+                ),
             },
         ),
         (
-            "Widget",
+            _("Widget"),
             {
                 "fields": [
                     "greeting",
@@ -554,7 +563,7 @@ class ClientAdmin(TenantScopedAdmin):
                 ),
             },
         ),
-        ("History", {"fields": ["created_at", "updated_at"], "classes": ["collapse"]}),
+        (_("History"), {"fields": ["created_at", "updated_at"], "classes": ["collapse"]}),
     ]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -585,11 +594,11 @@ class ClientAdmin(TenantScopedAdmin):
         """The stored document, read-only (the import/export format is the tenant file)."""
         return pretty_json_block(obj.business_info)
 
-    @admin.display(description="AI mode")
+    @admin.display(description=_("AI mode"))
     def mode(self, obj: Client) -> str:
         return obj.plan.get_ai_mode_display().split(" —")[0]
 
-    @admin.display(description="Embed snippet")
+    @admin.display(description=_("Embed snippet"))
     def embed_snippet(self, obj: Client) -> str:
         if not obj.pk:
             return "-"

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from apps.clients import modes
@@ -52,15 +53,19 @@ def deliberation_errors(
     errors: dict[str, str] = {}
     limit = DELIBERATION_MAX_STEPS_LIMIT
     if min_steps is not None and not 1 <= min_steps <= limit:
-        errors["min_steps"] = f"The minimum number of steps must be between 1 and {limit}."
+        errors["min_steps"] = gettext(
+            "The minimum number of steps must be between 1 and %(limit)s."
+        ) % {"limit": limit}
     if max_steps is not None and not 1 <= max_steps <= limit:
-        errors["max_steps"] = f"The maximum number of steps must be between 1 and {limit}."
+        errors["max_steps"] = gettext(
+            "The maximum number of steps must be between 1 and %(limit)s."
+        ) % {"limit": limit}
     if min_steps is not None and max_steps is not None and not errors and min_steps > max_steps:
-        errors["max_steps"] = (
-            f"The maximum number of steps ({max_steps}) must be at least the minimum ({min_steps})."
-        )
+        errors["max_steps"] = gettext(
+            "The maximum number of steps (%(max)s) must be at least the minimum (%(min)s)."
+        ) % {"max": max_steps, "min": min_steps}
     if target is not None and not 0 < float(target) <= 1:
-        errors["target"] = "The target score must be above 0 and at most 1 (e.g. 0.75)."
+        errors["target"] = gettext("The target score must be above 0 and at most 1 (e.g. 0.75).")
     return errors
 
 
@@ -68,27 +73,39 @@ def rubric_principle_errors(principles: Any) -> list[str]:
     """What is wrong with a rubric's principles: a non-empty list of {key, label, definition},
     keys lower_snake_case/camelCase identifiers and unique."""
     if not isinstance(principles, list) or not principles:
-        return ["Give at least one principle: a list of {key, label, definition}."]
+        return [gettext("Give at least one principle: a list of {key, label, definition}.")]
     problems: list[str] = []
     seen: set[str] = set()
     for n, principle in enumerate(principles, start=1):
         if not isinstance(principle, dict):
-            problems.append(f"Principle {n} must be an object with key, label and definition.")
+            problems.append(
+                gettext("Principle %(n)s must be an object with key, label and definition.")
+                % {"n": n}
+            )
             continue
         key = principle.get("key")
         if not isinstance(key, str) or not key.isidentifier() or len(key) > RUBRIC_KEY_MAX:
             problems.append(
-                f"Principle {n}: key must be an identifier such as 'grounded' "
-                f"(letters, digits, _; at most {RUBRIC_KEY_MAX} characters)."
+                gettext(
+                    "Principle %(n)s: key must be an identifier such as 'grounded' "
+                    "(letters, digits, _; at most %(max)s characters)."
+                )
+                % {"n": n, "max": RUBRIC_KEY_MAX}
             )
         elif key in seen:
-            problems.append(f"Principle {n}: the key {key!r} is used twice.")
+            problems.append(
+                gettext("Principle %(n)s: the key %(key)s is used twice.")
+                % {"n": n, "key": repr(key)}
+            )
         else:
             seen.add(key)
         for part in ("label", "definition"):
             value = principle.get(part)
             if not isinstance(value, str) or not value.strip():
-                problems.append(f"Principle {n}: {part} must be a non-empty text.")
+                problems.append(
+                    gettext("Principle %(n)s: %(part)s must be a non-empty text.")
+                    % {"n": n, "part": part}
+                )
     return problems
 
 
@@ -103,21 +120,25 @@ class Rubric(TimeStampedModel):
     description = models.TextField(blank=True)
     principles = models.JSONField(
         default=list,
-        help_text='A JSON list of {"key", "label", "definition"}; each reasoning step scores '
-        "itself 0–1 on every key.",
+        help_text=_(
+            'A JSON list of {"key", "label", "definition"}; each reasoning step scores '
+            "itself 0–1 on every key."
+        ),
     )
     min_steps = models.PositiveSmallIntegerField(
-        default=4, help_text="The loop always runs at least this many reasoning steps (1–20)."
+        default=4, help_text=_("The loop always runs at least this many reasoning steps (1–20).")
     )
     max_steps = models.PositiveSmallIntegerField(
-        default=10, help_text="The loop never runs more than this many steps (MIN–20)."
+        default=10, help_text=_("The loop never runs more than this many steps (MIN–20).")
     )
     target = models.DecimalField(
         max_digits=4,
         decimal_places=3,
         default=Decimal("0.75"),
-        help_text="After the minimum, the loop stops as soon as the mean self-score reaches "
-        "this (0 < target ≤ 1).",
+        help_text=_(
+            "After the minimum, the loop stops as soon as the mean self-score reaches "
+            "this (0 < target ≤ 1)."
+        ),
     )
 
     class Meta:
@@ -149,12 +170,14 @@ class Plan(TimeStampedModel):
         max_length=20, choices=modes.mode_choices, default=AIMode.STANDARD.value
     )
     multipliers = models.JSONField(
-        "billing multipliers",
+        _("billing multipliers"),
         default=dict,
         blank=True,
         validators=[validate_multipliers],
-        help_text="Mode name → decimal string: billed = provider cost × the multiplier of the "
-        "mode that ran. A mode not listed bills at its default.",
+        help_text=_(
+            "Mode name → decimal string: billed = provider cost × the multiplier of the "
+            "mode that ran. A mode not listed bills at its default."
+        ),
     )
     post_draft_hooks = models.JSONField(
         default=list,
@@ -166,12 +189,14 @@ class Plan(TimeStampedModel):
     )
     # The evaluation layer (apps/reasoning/evaluation.py).
     evaluation_enabled = models.BooleanField(
-        "second-opinion evaluation",
+        _("second-opinion evaluation"),
         default=False,
-        help_text="After a knowledge answer (no tool, or a read-only tool), a second LLM call "
-        "checks the draft against the source text it used, and may correct it, raise or lower "
-        "its confidence, or hand a questioned answer to a person. One extra call per evaluated "
-        "answer, billed as step `evaluate`. Off by default: turning it on raises cost.",
+        help_text=_(
+            "After a knowledge answer (no tool, or a read-only tool), a second LLM call "
+            "checks the draft against the source text it used, and may correct it, raise or lower "
+            "its confidence, or hand a questioned answer to a person. One extra call per evaluated "
+            "answer, billed as step `evaluate`. Off by default: turning it on raises cost."
+        ),
     )
     evaluation_min_chars = models.PositiveIntegerField(
         "evaluate drafts longer than (characters)",
@@ -191,21 +216,24 @@ class Plan(TimeStampedModel):
         "hand questioned answers to a person below (%)",
         default=50,
         validators=[MaxValueValidator(100)],
-        help_text="A questioned answer (confidence − 30 %) whose confidence falls below this goes "
-        "to a person instead of the customer; 0 = never.",
+        help_text=_(
+            "A questioned answer (confidence − 30 %) whose confidence falls below this goes "
+            "to a person instead of the customer; 0 = never."
+        ),
     )
     monthly_fee = models.DecimalField(
         max_digits=10, decimal_places=2, default=Decimal("0"), validators=[MinValueValidator(0)]
     )
     included_turns = models.PositiveIntegerField(default=0)
     monthly_token_budget = models.PositiveBigIntegerField(
-        default=0, help_text="Hard monthly LLM token limit for each client on this plan; 0 = none."
+        default=0,
+        help_text=_("Hard monthly LLM token limit for each client on this plan; 0 = none."),
     )
     monthly_turn_budget = models.PositiveIntegerField(
-        default=0, help_text="Hard monthly limit of customer turns; 0 = none."
+        default=0, help_text=_("Hard monthly limit of customer turns; 0 = none.")
     )
     per_turn_token_cap = models.PositiveIntegerField(
-        default=0, help_text="Most tokens one customer message may use; 0 = none."
+        default=0, help_text=_("Most tokens one customer message may use; 0 = none.")
     )
     # -- per-visitor limits (docs/billing.md "Per-conversation and per-visitor limits") -------
     # They bound what one anonymous visitor can spend, so that nobody can use up the client's
@@ -247,12 +275,14 @@ class Plan(TimeStampedModel):
     notes_retention_days = models.PositiveIntegerField(
         default=90,
         validators=[MinValueValidator(1)],
-        help_text="Notes older than this many days are removed by the nightly retention task.",
+        help_text=_("Notes older than this many days are removed by the nightly retention task."),
     )
     notes_prompt_budget_tokens = models.PositiveIntegerField(
         default=400,
-        help_text="Most tokens the notes block may add to a prompt; the oldest notes are dropped "
-        "first to fit. 0 = no notes in prompts.",
+        help_text=_(
+            "Most tokens the notes block may add to a prompt; the oldest notes are dropped "
+            "first to fit. 0 = no notes in prompts."
+        ),
     )
     # -- deliberative mode (apps/reasoning/deliberation) -----------------------------------------
     rubric = models.ForeignKey(
@@ -261,39 +291,45 @@ class Plan(TimeStampedModel):
         null=True,
         blank=True,
         related_name="plans",
-        help_text="What deliberative reasoning steps score themselves against; empty = the "
-        "'support' rubric. A client may choose its own.",
+        help_text=_(
+            "What deliberative reasoning steps score themselves against; empty = the "
+            "'support' rubric. A client may choose its own."
+        ),
     )
     deliberation_min_steps = models.PositiveSmallIntegerField(
-        "minimum steps",
+        _("minimum steps"),
         null=True,
         blank=True,
-        help_text="Overrides the rubric's MIN (1–20); empty = the rubric's.",
+        help_text=_("Overrides the rubric's MIN (1–20); empty = the rubric's."),
     )
     deliberation_max_steps = models.PositiveSmallIntegerField(
-        "maximum steps",
+        _("maximum steps"),
         null=True,
         blank=True,
-        help_text="Overrides the rubric's MAX (MIN–20); empty = the rubric's.",
+        help_text=_("Overrides the rubric's MAX (MIN–20); empty = the rubric's."),
     )
     deliberation_target = models.DecimalField(
-        "target score",
+        _("target score"),
         max_digits=4,
         decimal_places=3,
         null=True,
         blank=True,
-        help_text="Overrides the rubric's TARGET (0 < target ≤ 1); empty = the rubric's.",
+        help_text=_("Overrides the rubric's TARGET (0 < target ≤ 1); empty = the rubric's."),
     )
     refinement_iterations = models.PositiveSmallIntegerField(
         default=2,
         validators=[MaxValueValidator(5)],
-        help_text="Critique → improve rounds after the answer is written (0 = off, at most 5); "
-        "each round is two LLM calls.",
+        help_text=_(
+            "Critique → improve rounds after the answer is written (0 = off, at most 5); "
+            "each round is two LLM calls."
+        ),
     )
     refinement_stop_score = models.PositiveSmallIntegerField(
         default=90,
         validators=[MinValueValidator(1), MaxValueValidator(100)],
-        help_text="Refinement stops early once a critique scores the answer at least this (1–100).",
+        help_text=_(
+            "Refinement stops early once a critique scores the answer at least this (1–100)."
+        ),
     )
 
     class Meta:
@@ -335,7 +371,7 @@ class Plan(TimeStampedModel):
             field = overrides[key]
             if getattr(self, field) is None:  # the rubric's value clashes with an override
                 field = next(f for f in overrides.values() if getattr(self, f) is not None)
-                message += " (the other value comes from the rubric)"
+                message += gettext(" (the other value comes from the rubric)")
             errors.setdefault(field, []).append(message)
         if errors:
             raise ValidationError(errors)
@@ -355,10 +391,14 @@ def validate_origin(value: str) -> None:
     parts = urlsplit(value)
     if parts.scheme not in {"http", "https"} or not parts.netloc or parts.path not in {"", "/"}:
         raise ValidationError(
-            f"{value!r} is not an origin (expected scheme://host[:port], e.g. https://shop.example)."
+            gettext(
+                "%(value)s is not an origin (expected scheme://host[:port], e.g. "
+                "https://shop.example)."
+            )
+            % {"value": repr(value)}
         )
     if parts.query or parts.fragment or "@" in parts.netloc:
-        raise ValidationError(f"{value!r} is not an origin.")
+        raise ValidationError(gettext("%(value)s is not an origin.") % {"value": repr(value)})
 
 
 def normalize_origin(value: str) -> str:
@@ -376,7 +416,7 @@ class Client(TimeStampedModel):
     slug = models.SlugField(max_length=50, unique=True)
     name = models.CharField(max_length=200)
     plan = models.ForeignKey(Plan, on_delete=models.PROTECT, related_name="clients")
-    language = models.CharField(max_length=16, default="en", help_text="Default reply language.")
+    language = models.CharField(max_length=16, default="en", help_text=_("Default reply language."))
     languages = models.JSONField(
         _("languages"),
         default=list,
@@ -394,10 +434,12 @@ class Client(TimeStampedModel):
             "instructions for the assistant (the format is in docs/business-info.md)."
         ),
     )
-    support_email = models.EmailField(blank=True, help_text="Escalations and usage alerts go here.")
+    support_email = models.EmailField(
+        blank=True, help_text=_("Escalations and usage alerts go here.")
+    )
     widget_key = models.CharField(max_length=64, unique=True, default=new_widget_key)
     allowed_origins = models.JSONField(
-        default=list, blank=True, help_text="Sites allowed to embed the widget."
+        default=list, blank=True, help_text=_("Sites allowed to embed the widget.")
     )
     greeting = models.CharField(max_length=500, blank=True, default="Hi! How can I help?")
     remember_conversation_hours = models.PositiveIntegerField(
@@ -415,7 +457,7 @@ class Client(TimeStampedModel):
         null=True,
         blank=True,
         related_name="clients",
-        help_text="Deliberative mode's rubric for this client; empty = the plan's.",
+        help_text=_("Deliberative mode's rubric for this client; empty = the plan's."),
     )
     # What this client's staff may try in the console's playground beyond the plan (a platform
     # operator's grant; docs/playground.md): a run may use the plan's mode or a cheaper one, and
@@ -440,10 +482,12 @@ class Client(TimeStampedModel):
         ),
     )
     require_mfa = models.BooleanField(
-        "require two-factor authentication",
+        _("require two-factor authentication"),
         default=False,
-        help_text="Staff of this client must set up an authenticator app (TOTP) before they can "
-        "use the admin, the console or the staff API with a session.",
+        help_text=_(
+            "Staff of this client must set up an authenticator app (TOTP) before they can "
+            "use the admin, the console or the staff API with a session."
+        ),
     )
 
     class Meta:
@@ -464,7 +508,7 @@ class Client(TimeStampedModel):
         if not isinstance(self.allowed_origins, list) or not all(
             isinstance(o, str) for o in self.allowed_origins
         ):
-            errors["allowed_origins"] = ["Must be a list of origins."]
+            errors["allowed_origins"] = [gettext("Must be a list of origins.")]
         else:
             bad = []
             for origin in self.allowed_origins:

@@ -19,8 +19,11 @@ from django.db.models.functions import Coalesce
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.functional import Promise
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from apps.clients import modes
 from apps.clients.models import Plan
@@ -50,50 +53,82 @@ def conversation_link(conversation: Conversation | None) -> SafeString | str:
 # The debug legend: every message kind in plain words.
 # ---------------------------------------------------------------------------------------------
 
-KIND_EXPLANATIONS: dict[str, str] = {
-    Kind.TEXT: "An ordinary chat message the customer sees — from the customer, the assistant "
-    "or a staff member.",
-    Kind.CONFIRMATION_REQUEST: "The assistant asks the customer to confirm a risky action "
-    "(cancel, refund …) with its exact details. Nothing runs until the customer's next message "
-    "confirms it.",
-    Kind.HANDOFF: "The customer is told that a human is taking over the conversation.",
-    Kind.NOTICE: "An informational message shown to the customer, e.g. that a human will reply "
-    "soon or that the assistant could not answer.",
-    Kind.ASSESSMENT: "The assistant's self-check before answering: how confident it is (1–10), "
-    "which tool it plans to use, and which details are still missing.",
-    Kind.CONTEXT_FETCH: "Extra business information (a policy, the FAQs, a tool's details) loaded "
-    "on demand because the short starting context was not enough.",
-    Kind.CRITIQUE: "A second check before a risky action. It decides PROCEED (go ahead), "
-    "ASK_USER (ask the customer first) or ESCALATE (hand over to a human).",
-    Kind.GUARD: "A safety rule enforced in code, whatever the AI said: e.g. the tool is disabled, "
-    "its parameters are invalid, the customer has not confirmed, too many tool calls, or the "
-    "token budget is used up.",
-    Kind.TOOL_CALL: "The assistant runs one of the business's tools (order status, cancel order "
-    "…) with the parameters shown.",
-    Kind.TOOL_RESULT: "What the tool returned, or the error it reported.",
-    Kind.ESCALATION: "The conversation was handed to a human, and why. The AI stays silent "
-    "until staff hand it back.",
+KIND_EXPLANATIONS: dict[str, str | Promise] = {
+    Kind.TEXT: _(
+        "An ordinary chat message the customer sees — from the customer, the assistant "
+        "or a staff member."
+    ),
+    Kind.CONFIRMATION_REQUEST: _(
+        "The assistant asks the customer to confirm a risky action "
+        "(cancel, refund …) with its exact details. Nothing runs until the customer's next message "
+        "confirms it."
+    ),
+    Kind.HANDOFF: _("The customer is told that a human is taking over the conversation."),
+    Kind.NOTICE: _(
+        "An informational message shown to the customer, e.g. that a human will reply "
+        "soon or that the assistant could not answer."
+    ),
+    Kind.ASSESSMENT: _(
+        "The assistant's self-check before answering: how confident it is (1–10), "
+        "which tool it plans to use, and which details are still missing."
+    ),
+    Kind.CONTEXT_FETCH: _(
+        "Extra business information (a policy, the FAQs, a tool's details) loaded "
+        "on demand because the short starting context was not enough."
+    ),
+    Kind.CRITIQUE: _(
+        "A second check before a risky action. It decides PROCEED (go ahead), "
+        "ASK_USER (ask the customer first) or ESCALATE (hand over to a human)."
+    ),
+    Kind.GUARD: _(
+        "A safety rule enforced in code, whatever the AI said: e.g. the tool is disabled, "
+        "its parameters are invalid, the customer has not confirmed, too many tool calls, or the "
+        "token budget is used up."
+    ),
+    Kind.TOOL_CALL: _(
+        "The assistant runs one of the business's tools (order status, cancel order "
+        "…) with the parameters shown."
+    ),
+    Kind.TOOL_RESULT: _("What the tool returned, or the error it reported."),
+    Kind.ESCALATION: _(
+        "The conversation was handed to a human, and why. The AI stays silent "
+        "until staff hand it back."
+    ),
     # The legend shows each of these only where it can occur (`mode_kinds`, PLAN_SWITCHED_KINDS
     # below) or where the conversation holds one.
-    Kind.EVALUATION: "A second opinion (when the plan has evaluation on): another AI call "
-    "checked the answer against the business info and tool results it used — validated "
-    "(confidence +10 %), questioned (−30 %; handed to a human if too low), improved (a better "
-    "answer replaced it), undecided (kept) or failed (the answer was sent as it was).",
-    Kind.REASONING_STEP: "Deliberative mode: one step of the reasoning loop — what the assistant "
-    "thought, its self-scores on each rubric principle (0–1) with their mean, and why. The loop "
-    "runs at least MIN and at most MAX steps and stops once the mean reaches the target.",
-    Kind.FEEDBACK: "Deliberative mode: the server's feedback after a step — a second model call "
-    "that reads every step's scores and the rubric's definitions and says what the next step "
-    "should improve; the next step sees it as [Server Feedback from Step N].",
-    Kind.REFINEMENT: "Deliberative mode: the answer's refinement — the draft, each critique (a "
-    "score 0–100 and issues quoting the sentence they concern) and each improved version; the "
-    "best-scoring version is sent.",
-    Kind.CLARIFICATION: "The assistant asked the customer one clarifying question: deliberative "
-    "mode (with quick-reply buttons) when two readings of their message were too close to guess, "
-    "or any critique-using mode when the critique said PROCEED on a draft at or below the "
-    "confidence floor (REASONING_CRITIQUE_FLOOR) that lacked what it needed.",
-    Kind.ERROR: "A failure recorded as a message. (Failures are normally turn steps that end "
-    "in a fallback reply and an escalation — see the turn's steps below.)",
+    Kind.EVALUATION: _(
+        "A second opinion (when the plan has evaluation on): another AI call "
+        "checked the answer against the business info and tool results it used — validated "
+        "(confidence +10 %), questioned (−30 %; handed to a human if too low), improved (a better "
+        "answer replaced it), undecided (kept) or failed (the answer was sent as it was)."
+    ),
+    Kind.REASONING_STEP: _(
+        "Deliberative mode: one step of the reasoning loop — what the assistant "
+        "thought, its self-scores on each rubric principle (0–1) with their mean, and why. The "
+        "loop "
+        "runs at least MIN and at most MAX steps and stops once the mean reaches the target."
+    ),
+    Kind.FEEDBACK: _(
+        "Deliberative mode: the server's feedback after a step — a second model call "
+        "that reads every step's scores and the rubric's definitions and says what the next step "
+        "should improve; the next step sees it as [Server Feedback from Step N]."
+    ),
+    Kind.REFINEMENT: _(
+        "Deliberative mode: the answer's refinement — the draft, each critique (a "
+        "score 0–100 and issues quoting the sentence they concern) and each improved version; the "
+        "best-scoring version is sent."
+    ),
+    Kind.CLARIFICATION: _(
+        "The assistant asked the customer one clarifying question: deliberative "
+        "mode (with quick-reply buttons) when two readings of their message were too close to "
+        "guess, "
+        "or any critique-using mode when the critique said PROCEED on a draft at or below the "
+        "confidence floor (REASONING_CRITIQUE_FLOOR) that lacked what it needed."
+    ),
+    Kind.ERROR: _(
+        "A failure recorded as a message. (Failures are normally turn steps that end "
+        "in a fallback reply and an escalation — see the turn's steps below.)"
+    ),
 }
 
 # Kinds the customer can see; every other kind is internal (staff only).
@@ -162,8 +197,8 @@ def legend_entries(kinds: set[str] | None = None) -> list[LegendEntry]:
     return [
         LegendEntry(
             kind=value,
-            label=label,
-            explanation=KIND_EXPLANATIONS.get(value, ""),
+            label=str(label),
+            explanation=str(KIND_EXPLANATIONS.get(value, "")),
             customer_sees=value in VISIBLE_KINDS,
         )
         for value, label in Kind.choices
@@ -358,7 +393,7 @@ class ConversationAdmin(ActionOnlyAdmin):
     # A pasted public id is matched exactly in get_search_results (UUIDs are stored differently
     # per database, so a text search on them is unreliable).
     search_fields = ["visitor_id", "contact_email", "messages__text"]
-    search_help_text = (
+    search_help_text = _(
         "Search by conversation id, visitor id, the customer's e-mail or any message text."
     )
     fieldsets = [
@@ -377,7 +412,7 @@ class ConversationAdmin(ActionOnlyAdmin):
             },
         ),
         (
-            "Activity",
+            _("Activity"),
             {
                 "fields": [
                     "created_at",
@@ -438,22 +473,25 @@ class ConversationAdmin(ActionOnlyAdmin):
         matched = queryset.filter(Q(public_id=public_id) | Q(pk__in=results.values("pk")))
         return matched, False
 
-    @admin.display(description="Visitor", ordering="visitor_id")
+    @admin.display(description=_("Visitor"), ordering="visitor_id")
     def visitor(self, obj: Conversation) -> str:
-        return obj.visitor_id or "anonymous"
+        return obj.visitor_id or gettext("anonymous")
 
-    @admin.display(description="Seen by the customer")
+    @admin.display(description=_("Seen by the customer"))
     def customer_seen(self, obj: Conversation) -> str:
         if obj.customer_seen_at is None:
             return "—"
         when = timezone.localtime(obj.customer_seen_at).strftime("%Y-%m-%d %H:%M")
-        return f"up to message #{obj.customer_seen_seq}, {when}"
+        return gettext("up to message #%(seq)s, %(when)s") % {
+            "seq": obj.customer_seen_seq,
+            "when": when,
+        }
 
-    @admin.display(description="Messages", ordering="message_total")
+    @admin.display(description=_("Messages"), ordering="message_total")
     def message_count(self, obj: Conversation) -> int:
         return int(getattr(obj, "message_total", 0))
 
-    @admin.display(description="Open escalation", boolean=True, ordering="open_escalation")
+    @admin.display(description=_("Open escalation"), boolean=True, ordering="open_escalation")
     def has_open_escalation(self, obj: Conversation) -> bool:
         return bool(getattr(obj, "open_escalation", False))
 
@@ -469,7 +507,7 @@ class ConversationAdmin(ActionOnlyAdmin):
         if conversation is not None and self.has_view_permission(request, conversation):
             context.update(debug_context(conversation))
             # The page is read-only; say so plainly instead of "View conversation".
-            context["title"] = f"Conversation {conversation.public_id}"
+            context["title"] = gettext("Conversation %(id)s") % {"id": conversation.public_id}
             # The admin repeats the object's name under the title; here it is the title.
             context["subtitle"] = None
         return super().change_view(request, object_id, form_url, extra_context=context)

@@ -3,20 +3,21 @@ from __future__ import annotations
 import uuid
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from apps.core.models import TenantOwnedModel, TenantQuerySet
 
 
 class ConversationStatus(models.TextChoices):
-    OPEN = "open", "Open — the assistant answers"
-    ESCALATED = "escalated", "Escalated — a human owns it, no AI runs"
-    CLOSED = "closed", "Closed"
+    OPEN = "open", _("Open — the assistant answers")
+    ESCALATED = "escalated", _("Escalated — a human owns it, no AI runs")
+    CLOSED = "closed", _("Closed")
 
 
 class Conversation(TenantOwnedModel):
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     visitor_id = models.CharField(
-        max_length=128, blank=True, help_text="The visitor's identity as the client knows it."
+        max_length=128, blank=True, help_text=_("The visitor's identity as the client knows it.")
     )
     visitor_token_hash = models.CharField(max_length=64, blank=True, editable=False)
     status = models.CharField(
@@ -30,11 +31,14 @@ class Conversation(TenantOwnedModel):
     # Returning customers (docs/widget.md "Coming back"): an address the customer left during a
     # hand-off, what the widget has shown them, and which staff replies were e-mailed.
     contact_email = models.EmailField(
-        "customer's e-mail",
+        _("customer's e-mail"),
         blank=True,
         help_text=(
-            "Left by the customer in the widget; staff replies they miss are e-mailed here once "
-            "the customer has confirmed the address."
+            _(
+                "Left by the customer in the widget; staff replies they miss are e-mailed here "
+                "once "
+                "the customer has confirmed the address."
+            )
         ),
     )
     # When the customer clicked the confirmation link for `contact_email` (None: not yet).
@@ -65,38 +69,38 @@ class Conversation(TenantOwnedModel):
 
 
 class Role(models.TextChoices):
-    USER = "user", "Customer"
-    ASSISTANT = "assistant", "Assistant"
-    STAFF = "staff", "Staff"
-    SYSTEM = "system", "System"
-    TOOL = "tool", "Tool"
+    USER = "user", _("Customer")
+    ASSISTANT = "assistant", _("Assistant")
+    STAFF = "staff", _("Staff")
+    SYSTEM = "system", _("System")
+    TOOL = "tool", _("Tool")
 
 
 class Visibility(models.TextChoices):
-    VISIBLE = "visible", "Visible to the customer"
-    INTERNAL = "internal", "Internal (staff only)"
+    VISIBLE = "visible", _("Visible to the customer")
+    INTERNAL = "internal", _("Internal (staff only)")
 
 
 class Kind(models.TextChoices):
     # visible
-    TEXT = "text", "Message"
-    CONFIRMATION_REQUEST = "confirmation_request", "Confirmation request"
-    HANDOFF = "handoff", "Hand-off to a human"
-    NOTICE = "notice", "Notice"
-    CLARIFICATION = "clarification", "Clarifying question"  # data.options: quick replies
+    TEXT = "text", _("Message")
+    CONFIRMATION_REQUEST = "confirmation_request", _("Confirmation request")
+    HANDOFF = "handoff", _("Hand-off to a human")
+    NOTICE = "notice", _("Notice")
+    CLARIFICATION = "clarification", _("Clarifying question")  # data.options: quick replies
     # internal — staff only (the debug view's legend explains each)
-    ASSESSMENT = "assessment", "Assessment"
-    CONTEXT_FETCH = "context_fetch", "Context fetch"
-    CRITIQUE = "critique", "Critique"
-    GUARD = "guard", "Guard decision"
-    TOOL_CALL = "tool_call", "Tool call"
-    TOOL_RESULT = "tool_result", "Tool result"
-    ESCALATION = "escalation", "Escalation"
-    EVALUATION = "evaluation", "Evaluation"
-    REASONING_STEP = "reasoning_step", "Reasoning step"
-    FEEDBACK = "feedback", "Feedback"
-    REFINEMENT = "refinement", "Refinement"
-    ERROR = "error", "Error"
+    ASSESSMENT = "assessment", _("Assessment")
+    CONTEXT_FETCH = "context_fetch", _("Context fetch")
+    CRITIQUE = "critique", _("Critique")
+    GUARD = "guard", _("Guard decision")
+    TOOL_CALL = "tool_call", _("Tool call")
+    TOOL_RESULT = "tool_result", _("Tool result")
+    ESCALATION = "escalation", _("Escalation")
+    EVALUATION = "evaluation", _("Evaluation")
+    REASONING_STEP = "reasoning_step", _("Reasoning step")
+    FEEDBACK = "feedback", _("Feedback")
+    REFINEMENT = "refinement", _("Refinement")
+    ERROR = "error", _("Error")
 
 
 class MessageQuerySet(TenantQuerySet["Message"]):

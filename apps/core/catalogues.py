@@ -94,7 +94,8 @@ CUSTOMER_FACING = (
     "apps/widget/apis.py",
     "templates/widget/",
 )
-_STAFF_FILES_IN_CUSTOMER_DIRS = ("apps/tools/admin.py",)
+# Model labels and help texts of the tools app are shown in the admin and the staff API only.
+_STAFF_FILES_IN_CUSTOMER_DIRS = ("apps/tools/admin.py", "apps/tools/models.py")
 
 
 def is_customer_facing(reference: str) -> bool:

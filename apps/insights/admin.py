@@ -113,7 +113,7 @@ class InsightProposalAdmin(TenantScopedAdmin):
             '<a href="{}">{}</a> ({})', url, article.title, article.get_status_display()
         )
 
-    @admin.display(description="Example conversations")
+    @admin.display(description=gettext_lazy("Example conversations"))
     def evidence(self, obj: InsightProposal) -> SafeString | str:
         shown = [str(i) for i in obj.conversation_ids[:EVIDENCE_SHOWN]]
         # Looked up within the proposal's own client: another tenant's id would link nowhere.
@@ -125,25 +125,34 @@ class InsightProposalAdmin(TenantScopedAdmin):
         return format_html(
             "{}{}",
             format_html_join(" ", "{}", ((link,) for link in links)),
-            format_html(" … and {} more", more) if more > 0 else "",
+            format_html(_(" … and {} more"), more) if more > 0 else "",
         )
 
-    @admin.display(description="Note")
+    @admin.display(description=gettext_lazy("Note"))
     def note_state(self, obj: InsightProposal) -> str:
         note = obj.note
         if note is None or note.client_id != obj.client_id:
             return "-"
-        return f"Note #{note.pk}: {note.get_status_display()} (source {note.source})"
+        return _("Note #%(id)s: %(status)s (source %(source)s)") % {
+            "id": note.pk,
+            "status": note.get_status_display(),
+            "source": note.source,
+        }
 
-    @admin.display(description="Run")
+    @admin.display(description=gettext_lazy("Run"))
     def run_summary(self, obj: InsightProposal) -> str:
         run = obj.run
         if run is None:
             return "-"
-        return (
-            f"{run.window_start:%Y-%m-%d} – {run.window_end:%Y-%m-%d}: read "
-            f"{sum(run.found.values())} item(s), {run.llm_calls} model call(s) ({run.model})"
-        )
+        return _(
+            "%(start)s – %(end)s: read %(items)s item(s), %(calls)s model call(s) (%(model)s)"
+        ) % {
+            "start": f"{run.window_start:%Y-%m-%d}",
+            "end": f"{run.window_end:%Y-%m-%d}",
+            "items": sum(run.found.values()),
+            "calls": run.llm_calls,
+            "model": run.model,
+        }
 
     # -- approve / reject --------------------------------------------------------------------
     def _draft(self, request: HttpRequest, proposals: list[InsightProposal]) -> int:
@@ -191,21 +200,24 @@ class InsightProposalAdmin(TenantScopedAdmin):
                 done += 1
         return done
 
-    @admin.action(description="Approve the selected proposals")
+    @admin.action(description=gettext_lazy("Approve the selected proposals"))
     def approve_selected(self, request: HttpRequest, queryset: QuerySet[InsightProposal]) -> None:
         done = self._review(request, list(queryset.select_related("client")), approve=True)
         if done:
             self.message_user(
                 request,
-                f"Approved {done} proposal(s): FAQs and articles are published, notes are active.",
+                _("Approved %(n)d proposal(s): FAQs and articles are published, notes are active.")
+                % {"n": done},
                 messages.SUCCESS,
             )
 
-    @admin.action(description="Reject the selected proposals")
+    @admin.action(description=gettext_lazy("Reject the selected proposals"))
     def reject_selected(self, request: HttpRequest, queryset: QuerySet[InsightProposal]) -> None:
         done = self._review(request, list(queryset.select_related("client")), approve=False)
         if done:
-            self.message_user(request, f"Rejected {done} proposal(s).", messages.SUCCESS)
+            self.message_user(
+                request, _("Rejected %(n)d proposal(s).") % {"n": done}, messages.SUCCESS
+            )
 
     def render_change_form(
         self, request: HttpRequest, context: dict[str, Any], *args: Any, **kwargs: Any
@@ -240,8 +252,8 @@ class InsightProposalAdmin(TenantScopedAdmin):
         if not (approve or reject):
             return super().response_change(request, obj)
         if self._review(request, [obj], approve=approve):
-            verb = "Approved" if approve else "Rejected"
-            self.message_user(request, f"{verb} “{obj.title}”.", messages.SUCCESS)
+            done = _("Approved “%(title)s”.") if approve else _("Rejected “%(title)s”.")
+            self.message_user(request, done % {"title": obj.title}, messages.SUCCESS)
         return HttpResponseRedirect(request.path)
 
 

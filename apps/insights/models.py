@@ -16,26 +16,27 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from apps.core.models import TenantOwnedModel
 
 
 class ProposalKind(models.TextChoices):
-    FAQ = "faq", "FAQ entry"
-    NOTE = "note", "Note"
-    ARTICLE = "article", "Missing article"
+    FAQ = "faq", _("FAQ entry")
+    NOTE = "note", _("Note")
+    ARTICLE = "article", _("Missing article")
 
 
 class ProposalStatus(models.TextChoices):
-    PENDING_REVIEW = "pending_review", "Pending review"
-    APPROVED = "approved", "Approved"
-    REJECTED = "rejected", "Rejected"
+    PENDING_REVIEW = "pending_review", _("Pending review")
+    APPROVED = "approved", _("Approved")
+    REJECTED = "rejected", _("Rejected")
 
 
 class RunStatus(models.TextChoices):
-    RUNNING = "running", "Running"
-    DONE = "done", "Done"
-    FAILED = "failed", "Failed"
+    RUNNING = "running", _("Running")
+    DONE = "done", _("Done")
+    FAILED = "failed", _("Failed")
 
 
 class InsightRun(TenantOwnedModel):
@@ -49,15 +50,16 @@ class InsightRun(TenantOwnedModel):
     finished_at = models.DateTimeField(null=True, blank=True)
     # What was read: {"escalation": n, "low_confidence": n, "questioned": n, "failure_note": n}
     found = models.JSONField(default=dict, blank=True)
-    items_sent = models.PositiveIntegerField(default=0, help_text="Items in the model's prompt.")
+    items_sent = models.PositiveIntegerField(default=0, help_text=_("Items in the model's prompt."))
     items_left_out = models.PositiveIntegerField(
-        default=0, help_text="Items that did not fit the token bound (INSIGHTS_MAX_INPUT_TOKENS)."
+        default=0,
+        help_text=_("Items that did not fit the token bound (INSIGHTS_MAX_INPUT_TOKENS)."),
     )
     topics = models.PositiveIntegerField(default=0)
     proposals_created = models.PositiveIntegerField(default=0)
     proposals_updated = models.PositiveIntegerField(default=0)
     ids_dropped = models.PositiveIntegerField(
-        default=0, help_text="Conversation ids the model returned that it was not given."
+        default=0, help_text=_("Conversation ids the model returned that it was not given.")
     )
     llm_calls = models.PositiveSmallIntegerField(default=0)
     prompt_tokens = models.PositiveIntegerField(default=0)
@@ -86,26 +88,26 @@ class InsightProposal(TenantOwnedModel):
     status = models.CharField(
         max_length=16, choices=ProposalStatus.choices, default=ProposalStatus.PENDING_REVIEW
     )
-    title = models.CharField(max_length=200, help_text="The topic.")
+    title = models.CharField(max_length=200, help_text=_("The topic."))
     topic_key = models.CharField(max_length=200, editable=False)
     count = models.PositiveIntegerField(
         default=0,
-        help_text="Conversations about this topic (counted from the data, not the model).",
+        help_text=_("Conversations about this topic (counted from the data, not the model)."),
     )
     conversation_ids = models.JSONField(
-        default=list, blank=True, help_text="Public ids of the conversations about this topic."
+        default=list, blank=True, help_text=_("Public ids of the conversations about this topic.")
     )
     question = models.TextField(blank=True)
-    answer = models.TextField(blank=True, help_text="Draft answer: check it before approving.")
+    answer = models.TextField(blank=True, help_text=_("Draft answer: check it before approving."))
     note_type = models.CharField(max_length=10, blank=True)
     content = models.TextField(blank=True)
     questions = models.JSONField(
         default=list,
         blank=True,
-        help_text="Missing articles: the customers' questions, in their words (from the data).",
+        help_text=_("Missing articles: the customers' questions, in their words (from the data)."),
     )
     outline = models.TextField(
-        blank=True, help_text="Missing articles: a drafted outline (Markdown) to write from."
+        blank=True, help_text=_("Missing articles: a drafted outline (Markdown) to write from.")
     )
     article = models.ForeignKey(
         "knowledge.Article",
@@ -113,7 +115,9 @@ class InsightProposal(TenantOwnedModel):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
-        help_text="Missing articles: the draft article staff made from it (published on approval).",
+        help_text=_(
+            "Missing articles: the draft article staff made from it (published on approval)."
+        ),
     )
     note = models.ForeignKey(
         "notes.Note",
@@ -121,7 +125,7 @@ class InsightProposal(TenantOwnedModel):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
-        help_text="Note proposals: the note (source insight) approval activates.",
+        help_text=_("Note proposals: the note (source insight) approval activates."),
     )
     reviewed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,

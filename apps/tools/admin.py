@@ -12,6 +12,8 @@ from django.db.models import Field
 from django.http import HttpRequest
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
@@ -26,7 +28,7 @@ from apps.tools.models import ClientTool, PendingAction, ToolExecution
 
 TOOL_NAME_RE = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]{0,63}$")
 
-PARAMETERS_HELP = (
+PARAMETERS_HELP = _(
     "A JSON Schema object describing the details the assistant must collect before calling the "
     'tool, e.g. {"type": "object", "properties": {"order_id": {"type": "string"}}, '
     '"required": ["order_id"]}. The assistant asks the customer for anything required and '
@@ -35,6 +37,8 @@ PARAMETERS_HELP = (
 
 
 SECRET_FIELDS = ("signing_secret", "rotation_secret")
+# How save_model names a generated secret (the keys of ClientToolAdminForm.generated).
+SECRET_LABELS = {"signing secret": _("signing secret"), "rotation secret": _("rotation secret")}
 
 
 def schema_form_field(spec: dict[str, Any]) -> forms.Field:
@@ -82,23 +86,25 @@ class ClientToolAdminForm(forms.ModelForm):
     is shown once after saving."""
 
     generate_secret = forms.BooleanField(
-        label="Generate a new signing secret",
+        label=_("Generate a new signing secret"),
         required=False,
-        help_text="GuideDesk creates a whsec_ secret and shows it once after saving (a "
-        "secret typed above takes precedence).",
+        help_text=_(
+            "GuideDesk creates a whsec_ secret and shows it once after saving (a "
+            "secret typed above takes precedence)."
+        ),
     )
     generate_rotation_secret = forms.BooleanField(
-        label="Generate a rotation secret",
+        label=_("Generate a rotation secret"),
         required=False,
-        help_text="GuideDesk creates a whsec_ rotation secret and shows it once after saving.",
+        help_text=_("GuideDesk creates a whsec_ rotation secret and shows it once after saving."),
     )
     rotation = forms.ChoiceField(
-        label="Rotation",
+        label=_("Rotation"),
         required=False,
         choices=[
             ("", "—"),
-            ("promote", "End the rotation: the rotation secret becomes the only secret"),
-            ("drop", "Cancel the rotation: remove the rotation secret"),
+            ("promote", _("End the rotation: the rotation secret becomes the only secret")),
+            ("drop", _("Cancel the rotation: remove the rotation secret")),
         ],
     )
     parameters = PrettyJSONField(
@@ -124,9 +130,11 @@ class ClientToolAdminForm(forms.ModelForm):
             "kind": forms.RadioSelect,
         }
         help_texts = {
-            "name": "Letters, digits and underscores, e.g. get_order_status. The assistant calls "
-            "the tool by this name.",
-            "description": "Tells the assistant when to use the tool — write it for the AI.",
+            "name": _(
+                "Letters, digits and underscores, e.g. get_order_status. The assistant calls "
+                "the tool by this name."
+            ),
+            "description": _("Tells the assistant when to use the tool — write it for the AI."),
         }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -141,24 +149,30 @@ class ClientToolAdminForm(forms.ModelForm):
         name: str = self.cleaned_data["name"]
         if not TOOL_NAME_RE.match(name):
             raise forms.ValidationError(
-                "Use letters, digits and underscores only, starting with a letter or underscore."
+                gettext(
+                    "Use letters, digits and underscores only, starting with a letter or "
+                    "underscore."
+                )
             )
         return name
 
     def clean_parameters(self) -> Any:
         schema = self.cleaned_data.get("parameters")
         if not isinstance(schema, dict):
-            raise forms.ValidationError('Must be a JSON object, e.g. {"type": "object"}.')
+            raise forms.ValidationError(gettext('Must be a JSON object, e.g. {"type": "object"}.'))
         try:
             Draft202012Validator.check_schema(schema)
         except SchemaError as exc:
             where = json_path(exc.absolute_path)
+            values = {"where": where, "message": exc.message}
             raise forms.ValidationError(
-                f"Not a valid JSON Schema{f' at {where}' if where else ''}: {exc.message}"
+                gettext("Not a valid JSON Schema at %(where)s: %(message)s") % values
+                if where
+                else gettext("Not a valid JSON Schema: %(message)s") % values
             ) from None
         if schema.get("type") != "object":
             raise forms.ValidationError(
-                'The parameters must be a JSON Schema with "type": "object".'
+                gettext('The parameters must be a JSON Schema with "type": "object".')
             )
         return schema
 
@@ -176,7 +190,7 @@ class ClientToolAdminForm(forms.ModelForm):
         action = cleaned.get("rotation")
         if action == "promote":
             if not rotation:
-                self.add_error("rotation", "There is no rotation secret to promote.")
+                self.add_error("rotation", gettext("There is no rotation secret to promote."))
             else:
                 signing, rotation = rotation, ""
         elif action == "drop":
@@ -224,17 +238,19 @@ class ClientToolAdmin(TenantScopedAdmin):
     list_select_related = ["client"]
     fieldsets = [
         (
-            "What it does",
+            _("What it does"),
             {
                 "fields": ["client", "name", "description", "kind", "enabled"],
-                "description": "The kind decides the safety rules, whatever the AI says: "
-                "destructive tools (cancel, delete, refund) only run after the customer "
-                "confirmed these exact details in a later message.",
+                "description": _(
+                    "The kind decides the safety rules, whatever the AI says: "
+                    "destructive tools (cancel, delete, refund) only run after the customer "
+                    "confirmed these exact details in a later message."
+                ),
             },
         ),
-        ("Parameters (JSON Schema)", {"fields": ["parameters"]}),
+        (_("Parameters (JSON Schema)"), {"fields": ["parameters"]}),
         (
-            "How it runs",
+            _("How it runs"),
             {
                 "fields": [
                     "executor_type",
@@ -247,18 +263,22 @@ class ClientToolAdmin(TenantScopedAdmin):
                     "generate_rotation_secret",
                     "rotation",
                 ],
-                "description": "Webhook: GuideDesk sends a POST signed per Standard Webhooks "
-                'to your server and expects {"ok": true, "result": {…}}; needs the URL and a '
-                "signing secret (docs/webhooks.md). Built-in: one of GuideDesk's own handlers "
-                "runs the tool. Secrets are write-only: they are never shown once saved.",
+                "description": _(
+                    "Webhook: GuideDesk sends a POST signed per Standard Webhooks "
+                    'to your server and expects {"ok": true, "result": {…}}; needs the URL and a '
+                    "signing secret (docs/webhooks.md). Built-in: one of GuideDesk's own handlers "
+                    "runs the tool. Secrets are write-only: they are never shown once saved."
+                ),
             },
         ),
         (
-            "Reply template",
+            _("Reply template"),
             {
                 "fields": ["result_template"],
-                "description": "Optional. Leave empty to let the assistant word the reply "
-                "from the tool's result.",
+                "description": _(
+                    "Optional. Leave empty to let the assistant word the reply "
+                    "from the tool's result."
+                ),
             },
         ),
     ]
@@ -274,13 +294,15 @@ class ClientToolAdmin(TenantScopedAdmin):
         # A tool never moves to another tenant: its runs and pending actions stay with it.
         return ["client", "secrets_status"] if obj is not None else ["secrets_status"]
 
-    @admin.display(description="Secrets")
+    @admin.display(description=_("Secrets"))
     def secrets_status(self, obj: ClientTool | None) -> str:
         if obj is None or not obj.pk or not obj.signing_secret:
-            return "No signing secret yet."
+            return gettext("No signing secret yet.")
         if obj.rotation_secret:
-            return "Signing secret set; rotation under way (requests carry both signatures)."
-        return "Signing secret set."
+            return gettext(
+                "Signing secret set; rotation under way (requests carry both signatures)."
+            )
+        return gettext("Signing secret set.")
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         super().save_model(request, obj, form, change)
@@ -288,11 +310,15 @@ class ClientToolAdmin(TenantScopedAdmin):
             # Shown this once (like an API key): give it to your webhook's verifier now.
             self.message_user(
                 request,
-                f"New {what} for {obj.name}: {secret} — copy it now, it will not be shown again.",
+                gettext(
+                    "New %(what)s for %(name)s: %(secret)s — copy it now, it will not be shown "
+                    "again."
+                )
+                % {"what": SECRET_LABELS.get(what, what), "name": obj.name, "secret": secret},
                 messages.WARNING,
             )
 
-    @admin.display(description="Configured", boolean=True)
+    @admin.display(description=_("Configured"), boolean=True)
     def configured(self, obj: ClientTool) -> bool:
         return obj.is_configured
 
@@ -332,15 +358,15 @@ class PendingActionAdmin(ReadOnlyAuditAdmin):
     fields = PENDING_ACTION_FIELDS
     readonly_fields = PENDING_ACTION_FIELDS
 
-    @admin.display(description="Conversation", ordering="conversation__created_at")
+    @admin.display(description=_("Conversation"), ordering="conversation__created_at")
     def conversation_short(self, obj: PendingAction) -> SafeString | str:
         return conversation_link(obj.conversation)
 
-    @admin.display(description="Params")
+    @admin.display(description=_("Params"))
     def params_short(self, obj: PendingAction) -> str:
         return ", ".join(f"{k}={v}" for k, v in (obj.params or {}).items())[:80] or "-"
 
-    @admin.display(description="Params")
+    @admin.display(description=_("Params"))
     def params_pretty(self, obj: PendingAction) -> SafeString | str:
         return pretty_json_block(obj.params)
 
@@ -383,20 +409,20 @@ class ToolExecutionAdmin(ReadOnlyAuditAdmin):
     fields = TOOL_EXECUTION_FIELDS
     readonly_fields = TOOL_EXECUTION_FIELDS
 
-    @admin.display(description="Conversation")
+    @admin.display(description=_("Conversation"))
     def conversation_short(self, obj: ToolExecution) -> SafeString | str:
         return conversation_link(obj.conversation)
 
-    @admin.display(description="Error")
+    @admin.display(description=_("Error"))
     def error_short(self, obj: ToolExecution) -> SafeString | str:
         if not obj.error:
             return "-"
         return format_html('<span title="{}">{}</span>', obj.error, obj.error[:60])
 
-    @admin.display(description="Params")
+    @admin.display(description=_("Params"))
     def params_pretty(self, obj: ToolExecution) -> SafeString | str:
         return pretty_json_block(obj.params)
 
-    @admin.display(description="Result")
+    @admin.display(description=_("Result"))
     def result_pretty(self, obj: ToolExecution) -> SafeString | str:
         return pretty_json_block(obj.result)

@@ -1,14 +1,15 @@
 from __future__ import annotations
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from apps.core.models import TenantOwnedModel
 
 
 class ToolKind(models.TextChoices):
-    READ = "read", "Read — only retrieves information"
-    ACTION = "action", "Action — changes something, reversible"
-    DESTRUCTIVE = "destructive", "Destructive — cancel, delete, refund; needs confirmation"
+    READ = "read", _("Read — only retrieves information")
+    ACTION = "action", _("Action — changes something, reversible")
+    DESTRUCTIVE = "destructive", _("Destructive — cancel, delete, refund; needs confirmation")
 
 
 class ExecutorType:
@@ -32,7 +33,7 @@ class ClientTool(TenantOwnedModel):
     name = models.CharField(max_length=64)
     description = models.TextField()
     kind = models.CharField(max_length=12, choices=ToolKind.choices, default=ToolKind.READ)
-    parameters = models.JSONField(default=dict, help_text="JSON Schema of the tool's params.")
+    parameters = models.JSONField(default=dict, help_text=_("JSON Schema of the tool's params."))
     executor_type = models.CharField(
         max_length=10, choices=executor_type_choices, default=ExecutorType.WEBHOOK
     )
@@ -40,27 +41,33 @@ class ClientTool(TenantOwnedModel):
     signing_secret = models.CharField(
         max_length=200,
         blank=True,
-        help_text="Standard Webhooks signing secret (whsec_…, or any secret of 8+ characters). "
-        "Write-only: never shown after it is saved.",
+        help_text=_(
+            "Standard Webhooks signing secret (whsec_…, or any secret of 8+ characters). "
+            "Write-only: never shown after it is saved."
+        ),
     )
     rotation_secret = models.CharField(
         max_length=200,
         blank=True,
-        help_text="A second active secret during a rotation: every request carries a signature "
-        "with each. Write-only.",
+        help_text=_(
+            "A second active secret during a rotation: every request carries a signature "
+            "with each. Write-only."
+        ),
     )
     builtin_handler = models.CharField(max_length=100, blank=True)
     timeout_seconds = models.FloatField(default=10.0)
     max_retries = models.PositiveSmallIntegerField(default=2)
     result_template = models.TextField(
         blank=True,
-        help_text="Optional reply after the tool ran, e.g. 'Order {order_id}: {result[status]}'. "
-        "Empty = the assistant composes the reply.",
+        help_text=_(
+            "Optional reply after the tool ran, e.g. 'Order {order_id}: {result[status]}'. "
+            "Empty = the assistant composes the reply."
+        ),
     )
     enabled = models.BooleanField(default=True)
 
     class Meta:
-        verbose_name = "tool"
+        verbose_name = _("tool")
         ordering = ["client", "name"]
         constraints = [
             models.UniqueConstraint(fields=["client", "name"], name="uniq_tool_client_name")
@@ -83,12 +90,12 @@ class ClientTool(TenantOwnedModel):
 
 
 class PendingActionStatus(models.TextChoices):
-    PENDING = "pending", "Waiting for the customer's confirmation"
-    CONFIRMED = "confirmed", "Confirmed"
-    EXECUTED = "executed", "Executed"
-    DECLINED = "declined", "Declined by the customer"
-    EXPIRED = "expired", "Expired (ignored or timed out)"
-    SUPERSEDED = "superseded", "Superseded by a changed request"
+    PENDING = "pending", _("Waiting for the customer's confirmation")
+    CONFIRMED = "confirmed", _("Confirmed")
+    EXECUTED = "executed", _("Executed")
+    DECLINED = "declined", _("Declined by the customer")
+    EXPIRED = "expired", _("Expired (ignored or timed out)")
+    SUPERSEDED = "superseded", _("Superseded by a changed request")
 
 
 class PendingAction(TenantOwnedModel):
@@ -108,7 +115,7 @@ class PendingAction(TenantOwnedModel):
         "conversations.Message",
         on_delete=models.CASCADE,
         related_name="+",
-        help_text="The customer message whose turn proposed the action.",
+        help_text=_("The customer message whose turn proposed the action."),
     )
     question = models.ForeignKey(
         "conversations.Message",
@@ -116,7 +123,7 @@ class PendingAction(TenantOwnedModel):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
-        help_text="The assistant's confirmation question.",
+        help_text=_("The assistant's confirmation question."),
     )
     resolved_by = models.ForeignKey(
         "conversations.Message",
@@ -124,7 +131,7 @@ class PendingAction(TenantOwnedModel):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
-        help_text="The customer message that confirmed or declined it.",
+        help_text=_("The customer message that confirmed or declined it."),
     )
     expires_at = models.DateTimeField()
     idempotency_key = models.CharField(max_length=80, unique=True)
@@ -137,17 +144,17 @@ class PendingAction(TenantOwnedModel):
 
 
 class ExecutionStatus(models.TextChoices):
-    RUNNING = "running", "Running"
-    SUCCEEDED = "succeeded", "Succeeded"
-    FAILED = "failed", "Failed"
+    RUNNING = "running", _("Running")
+    SUCCEEDED = "succeeded", _("Succeeded")
+    FAILED = "failed", _("Failed")
 
 
 class FailureKind(models.TextChoices):
-    NONE = "", "—"
-    REFUSED = "refused", "Refused by the business (message is for the customer)"
-    ERROR = "error", "Integration error"
-    UNAVAILABLE = "unavailable", "Unreachable after retries"
-    TIMED_OUT = "timed_out", "Timed out (the tool's time limit or the turn's deadline)"
+    NONE = "", _("—")
+    REFUSED = "refused", _("Refused by the business (message is for the customer)")
+    ERROR = "error", _("Integration error")
+    UNAVAILABLE = "unavailable", _("Unreachable after retries")
+    TIMED_OUT = "timed_out", _("Timed out (the tool's time limit or the turn's deadline)")
 
 
 class ToolExecution(TenantOwnedModel):
