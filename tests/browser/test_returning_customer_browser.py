@@ -281,10 +281,18 @@ def test_start_a_new_conversation_and_stale_storage_at_360px(
 
     send(frame, "Hello again")
     expect(frame.locator("li.gd-msg--assistant[data-seq]").first).to_be_visible()
-    chat_frame(page).evaluate(
-        f"""() => localStorage.setItem({stored_key!r}, JSON.stringify(
-            {{...JSON.parse(localStorage.getItem({stored_key!r})), expires: Date.now() - 1}}))"""
-    )
+    # The widget stores the conversation again on each event of the reply; expire it once
+    # nothing overwrites the expiry any more (on a loaded machine events arrive late).
+    expire = f"""() => localStorage.setItem({stored_key!r}, JSON.stringify(
+        {{...JSON.parse(localStorage.getItem({stored_key!r})), expires: Date.now() - 1}}))"""
+    still_expired = f"() => JSON.parse(localStorage.getItem({stored_key!r})).expires < Date.now()"
+
+    def expired_for_good() -> bool:
+        chat_frame(page).evaluate(expire)
+        time.sleep(0.5)
+        return bool(chat_frame(page).evaluate(still_expired))
+
+    assert wait_for(expired_for_good)
     page.reload()
     frame = page.frame_locator("#guidedesk-panel iframe")
     expect(frame.get_by_text(demo.greeting)).to_be_visible()
