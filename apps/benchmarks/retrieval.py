@@ -17,7 +17,6 @@ and a provider.
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Callable, Iterable
 from contextlib import nullcontext
@@ -26,16 +25,17 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import yaml
 from django.conf import settings
 from django.db import connection
 from django.test.utils import override_settings
 
 from apps.benchmarks.modes import BenchmarkError, _temporary_database
 from apps.clients.models import AIMode, Client, Plan
+from apps.core.exceptions import ApplicationError
 from apps.knowledge.models import Article, ArticleChunk, ArticleKind, ArticleStatus
 from apps.knowledge.selectors import search_chunks
 from apps.knowledge.services.articles import article_save
+from apps.provisioning.files import parse_article_text
 
 DEMO_KNOWLEDGE = Path(settings.BASE_DIR) / "demo" / "knowledge"
 EVAL_FILE = DEMO_KNOWLEDGE / "eval.json"
@@ -44,7 +44,6 @@ MRR_DEPTH = 10
 # Chunks asked of the search per question: enough to fill MRR_DEPTH distinct articles when an
 # article contributes several chunks.
 CHUNKS_ASKED = 40
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(.*)\Z", re.DOTALL)
 
 
 # -- the demo files ------------------------------------------------------------------------------
@@ -67,26 +66,18 @@ class EvalQuestion:
 
 
 def parse_article(text: str, *, slug: str) -> DemoArticle:
-    """One Markdown file with YAML front matter (title required; tags, language optional) —
-    the rule of the tenant file's `knowledge.article_dir` (docs/tenant-import.md)."""
-    match = _FRONT_MATTER.match(text)
-    if match is None:
-        raise BenchmarkError(f"{slug}.md: no YAML front matter (--- … ---) at the top.")
+    """One Markdown file with YAML front matter, read by the tenant file's own rule
+    (`apps.provisioning.files.parse_article_text`: what `make demo` imports)."""
     try:
-        meta = yaml.safe_load(match.group(1)) or {}
-    except yaml.YAMLError as exc:
-        raise BenchmarkError(f"{slug}.md: the front matter is not valid YAML: {exc}") from None
-    if not isinstance(meta, dict) or not str(meta.get("title") or "").strip():
-        raise BenchmarkError(f"{slug}.md: the front matter needs a title.")
-    tags = meta.get("tags") or []
-    if not isinstance(tags, list):
-        raise BenchmarkError(f"{slug}.md: tags must be a list.")
+        article = parse_article_text(text, label=f"{slug}.md", where="article_dir")
+    except ApplicationError as exc:
+        raise BenchmarkError(str(exc)) from None
     return DemoArticle(
         slug=slug,
-        title=str(meta["title"]).strip(),
-        body=match.group(2).strip(),
-        tags=[str(t) for t in tags],
-        language=str(meta.get("language") or "").strip(),
+        title=str(article["title"]).strip(),
+        body=str(article["body"]),
+        tags=[str(t) for t in article.get("tags") or []],
+        language=str(article.get("language") or "").strip(),
     )
 
 

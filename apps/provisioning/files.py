@@ -92,14 +92,19 @@ def expand_article_dirs(data: Any, *, base_dir: Path) -> Any:
 def read_article_file(file: Path, *, label: str, where: str) -> dict[str, Any]:
     """One `*.md` article: YAML front matter (title, tags, language, kind, enabled, status)
     between `---` lines, then the Markdown body. Errors name `label` and the field."""
-    from apps.provisioning.importer import ArticleIn
-
     if file.stat().st_size > MAX_ARTICLE_FILE_BYTES:
         raise _invalid(where, f"{label}: larger than {MAX_ARTICLE_FILE_BYTES} bytes")
     try:
         text = file.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise _invalid(where, f"{label}: not UTF-8 text") from None
+    return parse_article_text(text, label=label, where=where)
+
+
+def parse_article_text(text: str, *, label: str, where: str) -> dict[str, Any]:
+    """An article file's text (front matter, then the Markdown body) as an `articles` entry."""
+    from apps.provisioning.importer import ArticleIn
+
     lines = text.lstrip("\ufeff").splitlines()
     if not lines or lines[0].strip() != FRONT_MATTER:
         raise _invalid(where, f"{label}: must start with YAML front matter (a --- line)")
