@@ -26,12 +26,11 @@ class StaffPreferencesMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
+        # The path first: a widget or API request never loads the session's user here.
+        if not request.path.startswith(staff_prefixes()):
+            return self.get_response(request)
         user = getattr(request, "user", None)
-        if (
-            user is None
-            or not user.is_authenticated
-            or not request.path.startswith(staff_prefixes())
-        ):
+        if user is None or not user.is_authenticated:
             return self.get_response(request)
         zone = _zone(getattr(user, "time_zone", ""))
         language = getattr(user, "language", "")
