@@ -223,7 +223,7 @@ def test_small_screen_offline_label_reload_and_a_failed_send(
     reply = frame.locator("li.gd-msg--assistant[data-seq]").first
     expect(reply).to_be_visible()
     expect(reply.locator(".gd-badge--offline")).to_have_text("Demo model — offline")
-    assert frame.locator("#gd-typing").is_hidden()
+    expect(frame.locator("#gd-typing")).to_be_hidden(timeout=2000)  # the reply ends the typing line
     overflow = frame.locator("body").evaluate(
         "body => document.documentElement.scrollWidth - document.documentElement.clientWidth"
     )
