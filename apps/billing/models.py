@@ -25,6 +25,20 @@ class ModelPrice(TimeStampedModel):
     output_per_million = models.DecimalField(
         max_digits=12, decimal_places=6, validators=[MinValueValidator(Decimal("0"))]
     )
+    # What the provider charges for prompt tokens served from its prompt cache; empty = the
+    # input price (no discount).
+    cached_input_per_million = models.DecimalField(
+        _("cached input per million"),
+        max_digits=12,
+        decimal_places=6,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal("0"))],
+        help_text=_(
+            "USD per million prompt tokens the provider served from its prompt cache (usually "
+            "50–90 % below the input price). Empty: cached tokens cost the input price."
+        ),
+    )
     # The model's context window (prompt + reply), in tokens; empty = LLM_CONTEXT_TOKENS.
     context_tokens = models.PositiveIntegerField(
         null=True,
@@ -41,6 +55,13 @@ class ModelPrice(TimeStampedModel):
 
     def __str__(self) -> str:
         return f"{self.model} (${self.input_per_million}/M in, ${self.output_per_million}/M out)"
+
+    @property
+    def cached_input_price(self) -> Decimal:
+        """USD per million cached prompt tokens (the input price when none is set)."""
+        if self.cached_input_per_million is None:
+            return Decimal(self.input_per_million)
+        return Decimal(self.cached_input_per_million)
 
     @staticmethod
     def context_cache_key(model: str) -> str:
@@ -93,6 +114,10 @@ class UsageRecord(TenantOwnedModel):
     model = models.CharField(max_length=100)
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
+    cached_tokens = models.PositiveIntegerField(
+        default=0,
+        help_text=_("Of the prompt tokens, those the provider served from its prompt cache."),
+    )
     tokens_estimated = models.BooleanField(
         default=False, help_text=_("The provider reported no usage; tokens were estimated.")
     )

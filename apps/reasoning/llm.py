@@ -137,6 +137,9 @@ class LLMResult[T]:
     # What the trace records beyond the reply: `response_format` (asked, used, refused) when a
     # provider refused a form, `context` when the prompt was shrunk or max_tokens capped.
     details: Mapping[str, Any] | None = None
+    # Of `prompt_tokens`, those the provider served from its prompt cache
+    # (`usage.prompt_tokens_details.cached_tokens`; 0 when it reports none).
+    cached_tokens: int = 0
 
 
 class LLMError(Exception):
@@ -160,6 +163,7 @@ class LLMError(Exception):
         model: str = "",
         status_code: int | None = None,
         details: Mapping[str, Any] | None = None,
+        cached_tokens: int = 0,
     ) -> None:
         super().__init__(f"LLM step {step!r} failed ({kind}): {message}")
         self.kind: LLMErrorKind = kind
@@ -170,6 +174,7 @@ class LLMError(Exception):
         self.prompt_tokens = prompt_tokens
         self.completion_tokens = completion_tokens
         self.tokens_estimated = tokens_estimated
+        self.cached_tokens = cached_tokens  # of prompt_tokens, served from the provider's cache
         self.model = model  # the model asked (or that answered, for invalid output)
         self.status_code = status_code
         # What the trace records beyond the error (see `LLMResult.details`).
@@ -193,6 +198,7 @@ _LLM_ERROR_FIELDS = (
     "model",
     "status_code",
     "details",
+    "cached_tokens",
 )
 
 
@@ -626,6 +632,19 @@ def _fail(error: LLMError) -> LLMError:
     return error
 
 
+def _cached_tokens(usage: Any, prompt_tokens: int) -> int:
+    """The prompt tokens the provider served from its prompt cache
+    (`usage.prompt_tokens_details.cached_tokens`, as OpenAI reports it), 0 when not reported."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    if isinstance(details, Mapping):
+        cached = details.get("cached_tokens")
+    else:
+        cached = getattr(details, "cached_tokens", None)
+    if not isinstance(cached, int) or isinstance(cached, bool) or cached < 0:
+        return 0
+    return min(cached, prompt_tokens)
+
+
 def _reported_usage(usage: Any) -> tuple[int, int] | None:
     """(prompt, completion) from the provider's `usage`, or None when it reported nothing."""
     if usage is None:
@@ -799,8 +818,10 @@ def llm_complete[T](
     usage = _reported_usage(getattr(completion, "usage", None))
     if usage is None:
         prompt_tokens, completion_tokens = _estimate_prompt_tokens(sent), estimate_tokens(raw)
+        cached_tokens = 0
     else:
         prompt_tokens, completion_tokens = usage
+        cached_tokens = _cached_tokens(getattr(completion, "usage", None), prompt_tokens)
     estimated = usage is None
 
     refusal = getattr(message, "refusal", None) if message is not None else None
@@ -822,19 +843,24 @@ def llm_complete[T](
                 tokens_estimated=estimated,
                 model=model,
                 details=details,
+                cached_tokens=cached_tokens,
             )
         )
-    parsed = _parse_spent(
-        step,
-        raw,
-        output,
-        started,
-        prompt_tokens,
-        completion_tokens,
-        estimated=estimated,
-        model=model,
-        details=details,
-    )
+    try:
+        parsed = _parse_spent(
+            step,
+            raw,
+            output,
+            started,
+            prompt_tokens,
+            completion_tokens,
+            estimated=estimated,
+            model=model,
+            details=details,
+        )
+    except LLMError as exc:
+        exc.cached_tokens = cached_tokens
+        raise
 
     return LLMResult(
         step=step,
@@ -847,6 +873,7 @@ def llm_complete[T](
         latency_ms=_elapsed_ms(started),
         offline=False,
         details=details or None,
+        cached_tokens=cached_tokens,
     )
 
 

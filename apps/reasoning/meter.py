@@ -169,6 +169,7 @@ class Meter:
                     prompt_tokens=exc.prompt_tokens,
                     completion_tokens=exc.completion_tokens,
                     estimated=exc.tokens_estimated,
+                    cached_tokens=exc.cached_tokens,
                 )
             raise
         self.llm_wait_ms += int((time.perf_counter() - started) * 1000)
@@ -180,12 +181,20 @@ class Meter:
             prompt_tokens=result.prompt_tokens,
             completion_tokens=result.completion_tokens,
             estimated=result.tokens_estimated,
+            cached_tokens=result.cached_tokens,
         )
         return result
 
     # -- after a call ----------------------------------------------------------------------------
     def record(
-        self, *, step: str, model: str, prompt_tokens: int, completion_tokens: int, estimated: bool
+        self,
+        *,
+        step: str,
+        model: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+        estimated: bool,
+        cached_tokens: int = 0,
     ) -> UsageRecord:
         tokens = prompt_tokens + completion_tokens
         if self.purpose != UsagePurpose.TURN:
@@ -201,6 +210,7 @@ class Meter:
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             tokens_estimated=estimated,
+            cached_tokens=cached_tokens,
         )
         self.tokens_used += tokens
         self.calls += 1

@@ -17,20 +17,32 @@ def money(value: Decimal) -> Decimal:
     return value.quantize(USD_PLACES, rounding=ROUND_HALF_UP)
 
 
-def usage_cost(*, model: str, prompt_tokens: int, completion_tokens: int) -> Decimal:
+def usage_cost(
+    *, model: str, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0
+) -> Decimal:
     """Provider cost in USD from today's ModelPrice; zero for a model with no price (logged by
     the admin's 'unpriced models' view rather than failing a customer's turn)."""
     price = ModelPrice.objects.filter(model=model).first()
     if price is None:
         return Decimal("0")
     return price_tokens(
-        price=price, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
+        price=price,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        cached_tokens=cached_tokens,
     )
 
 
-def price_tokens(*, price: ModelPrice, prompt_tokens: int, completion_tokens: int) -> Decimal:
+def price_tokens(
+    *, price: ModelPrice, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0
+) -> Decimal:
+    """Uncached input × input price + cached input × cached-input price + output × output
+    price (a model with no cached-input price bills cached tokens at the input price)."""
+    cached = max(0, min(cached_tokens, prompt_tokens))
+    cached_price = price.cached_input_price
     cost = (
-        Decimal(prompt_tokens) * price.input_per_million
+        Decimal(prompt_tokens - cached) * price.input_per_million
+        + Decimal(cached) * cached_price
         + Decimal(completion_tokens) * price.output_per_million
     ) / MILLION
     return money(cost)
@@ -49,6 +61,7 @@ def usage_record_create(
     prompt_tokens: int,
     completion_tokens: int,
     tokens_estimated: bool = False,
+    cached_tokens: int = 0,
     purpose: str = UsagePurpose.TURN,
     conversation: Any = None,
     trace: Any = None,
@@ -57,7 +70,13 @@ def usage_record_create(
     multiplier for the mode that ran, both rounded half up to 8 places. `conversation` and
     `trace` are set for a customer turn only. Callers go through the meter
     (`apps.reasoning.meter`), which also enforces caps and budgets."""
-    cost = usage_cost(model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+    cached_tokens = max(0, min(cached_tokens, prompt_tokens))
+    cost = usage_cost(
+        model=model,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        cached_tokens=cached_tokens,
+    )
     multiplier = client.plan.multiplier_for(mode)
     return UsageRecord.objects.create(
         client=client,
@@ -69,6 +88,7 @@ def usage_record_create(
         model=model,
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
+        cached_tokens=cached_tokens,
         tokens_estimated=tokens_estimated,
         cost_usd=cost,
         multiplier=multiplier,

@@ -25,6 +25,14 @@ llama-cpp-python does (HTTP 500 naming ``response_format``; pass ``status``/``me
 400 variant); refused requests are recorded with ``refused=True`` and consume no scripted reply.
 ``Truncated(reply)`` answers with ``finish_reason: "length"``.
 
+Prompt caching is emulated the way OpenAI documents it: a prompt of 1,024 tokens or more whose
+beginning matches a recent request of the same caller (the same API key and model, and the same
+``prompt_cache_key`` when one is sent) reports the matched prefix, in whole 128-token blocks, as
+``usage.prompt_tokens_details.cached_tokens``. Tokens are the server's own count
+(``count_prompt_tokens``): each message is its 4 framing tokens and its content in 4-character
+pieces. ``FakeLLMServer(prompt_caching=False)`` turns it off; ``llm.usage_log`` keeps each
+answered request's usage and ``llm.provider_cost(prices)`` prices it as a provider would.
+
 Only the standard library is used; Django is deliberately not imported.
 """
 
@@ -57,6 +65,7 @@ __all__ = [
     "LLMFallback",
     "LLMReply",
     "NoUsage",
+    "PromptCache",
     "RecordedRequest",
     "RequestHandler",
     "Truncated",
@@ -65,11 +74,17 @@ __all__ = [
     "count_tokens",
     "embedding_vector",
     "message_text",
+    "prompt_token_pieces",
 ]
 
 STEP_HEADER = "x-guidedesk-step"
 UNKNOWN_STEP = "unknown"
 TOKENS_PER_MESSAGE = 4
+# Prompt caching (OpenAI's documented behaviour): prompts of at least this many tokens, a cached
+# prefix counted in whole blocks of this size, remembered for this many block prefixes per server.
+CACHE_MIN_TOKENS = 1024
+CACHE_BLOCK_TOKENS = 128
+CACHE_CAPACITY = 200_000
 # Guard against reply callables that keep returning callables forever.
 _MAX_REPLY_UNWRAPS = 64
 
@@ -304,6 +319,61 @@ def count_prompt_tokens(messages: list[dict[str, Any]]) -> int:
     return sum(count_tokens(message_text(m)) + TOKENS_PER_MESSAGE for m in messages)
 
 
+def prompt_token_pieces(messages: list[dict[str, Any]]) -> list[str]:
+    """The prompt as the server's tokens, for prefix caching: per message 4 framing tokens (its
+    role) and its content in 4-character pieces (one empty piece for empty content), so
+    ``len(prompt_token_pieces(m)) == count_prompt_tokens(m)``."""
+    pieces: list[str] = []
+    for message in messages:
+        role = str(message.get("role", ""))
+        text = message_text(message)
+        pieces.extend(f"<{role}:{i}>" for i in range(TOKENS_PER_MESSAGE))
+        pieces.extend([text[i : i + 4] for i in range(0, len(text), 4)] or [""])
+    return pieces
+
+
+class PromptCache:
+    """Which prompt prefixes a caller sent recently, by the hash of every whole-block prefix
+    (the first 128 tokens, the first 256, ...). Bounded: the oldest prefixes are forgotten."""
+
+    def __init__(self, capacity: int = CACHE_CAPACITY) -> None:
+        self.capacity = capacity
+        self._seen: dict[tuple[str, str], None] = {}
+        self._lock = threading.Lock()
+
+    def lookup_and_store(self, caller: str, pieces: list[str]) -> int:
+        """The cached tokens of this prompt (0 below 1,024 tokens or without a 1,024-token
+        match), then remember its prefixes for the next requests."""
+        import hashlib
+
+        digest = hashlib.sha256()
+        prefixes: list[str] = []
+        for start in range(0, len(pieces) - len(pieces) % CACHE_BLOCK_TOKENS, CACHE_BLOCK_TOKENS):
+            for piece in pieces[start : start + CACHE_BLOCK_TOKENS]:
+                digest.update(piece.encode("utf-8", "surrogatepass"))
+                digest.update(b"\x00")
+            prefixes.append(digest.copy().hexdigest())
+        cached = 0
+        with self._lock:
+            if len(pieces) >= CACHE_MIN_TOKENS:
+                for blocks, key in enumerate(prefixes, start=1):
+                    if (caller, key) not in self._seen:
+                        break
+                    cached = blocks * CACHE_BLOCK_TOKENS
+                if cached < CACHE_MIN_TOKENS:
+                    cached = 0
+            for key in prefixes:
+                self._seen.pop((caller, key), None)
+                self._seen[(caller, key)] = None
+            while len(self._seen) > self.capacity:
+                self._seen.pop(next(iter(self._seen)))
+        return cached
+
+    def clear(self) -> None:
+        with self._lock:
+            self._seen.clear()
+
+
 # --------------------------------------------------------------------------------------------
 # Scripting vocabulary
 # --------------------------------------------------------------------------------------------
@@ -464,10 +534,16 @@ class _Response:
 class FakeLLMServer(BackgroundHTTPServer):
     """Scripted OpenAI-compatible server; see the module docstring."""
 
-    def __init__(self, *, latency: float = 0.0, model: str = "fake-model") -> None:
+    def __init__(
+        self, *, latency: float = 0.0, model: str = "fake-model", prompt_caching: bool = True
+    ) -> None:
         super().__init__()
         self.latency = latency
         self.model = model
+        self.prompt_caching = prompt_caching
+        self.prompt_cache = PromptCache()
+        # One entry per answered request that reported usage: model, prompt, cached, completion.
+        self.usage_log: list[dict[str, Any]] = []
         self.requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._queues: dict[str, deque[LLMReply]] = {}
@@ -538,6 +614,33 @@ class FakeLLMServer(BackgroundHTTPServer):
             self._refused.clear()
             self.embedding_requests.clear()
             self.embedding_failures = 0
+            self.usage_log.clear()
+        self.prompt_cache.clear()
+
+    def provider_cost(self, prices: Mapping[str, tuple[Any, Any, Any]]) -> Any:
+        """What this provider would invoice for the requests in ``usage_log``, in USD (a
+        ``Decimal``): per model ``(input, cached input, output)`` USD per million tokens; the
+        uncached prompt tokens at the input price, the cached ones at the cached price. Models
+        without a price cost nothing. Each request is rounded half up to 8 places, as a
+        provider's per-request ledger would be."""
+        from decimal import ROUND_HALF_UP, Decimal
+
+        total = Decimal(0)
+        with self._lock:
+            log = list(self.usage_log)
+        for entry in log:
+            price = prices.get(entry["model"])
+            if price is None:
+                continue
+            inp, cached, out = (Decimal(str(p)) for p in price)
+            uncached = entry["prompt_tokens"] - entry["cached_tokens"]
+            cost = (
+                Decimal(uncached) * inp
+                + Decimal(entry["cached_tokens"]) * cached
+                + Decimal(entry["completion_tokens"]) * out
+            ) / Decimal(1_000_000)
+            total += cost.quantize(Decimal("0.00000001"), rounding=ROUND_HALF_UP)
+        return total
 
     # -- HTTP --------------------------------------------------------------------------------
 
@@ -709,11 +812,28 @@ class FakeLLMServer(BackgroundHTTPServer):
             completion_tokens = (
                 count_tokens(content) if completion_override is None else completion_override
             )
+            cached_tokens = 0
+            if self.prompt_caching:
+                cached_tokens = self.prompt_cache.lookup_and_store(
+                    _cache_caller(request), prompt_token_pieces(request.messages)
+                )
+                cached_tokens = min(cached_tokens, prompt_tokens)
             completion["usage"] = {
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
                 "total_tokens": prompt_tokens + completion_tokens,
+                "prompt_tokens_details": {"cached_tokens": cached_tokens},
             }
+            with self._lock:
+                self.usage_log.append(
+                    {
+                        "step": request.step,
+                        "model": completion["model"],
+                        "prompt_tokens": prompt_tokens,
+                        "cached_tokens": cached_tokens,
+                        "completion_tokens": completion_tokens,
+                    }
+                )
         return _Response.json(200, completion)
 
 
@@ -724,6 +844,14 @@ def _refusal_message(form: str) -> str:
         "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
         "'msg': \"Input should be 'text' or 'json_object'\", "
         f"'input': '{kind}', 'ctx': {{'expected': \"'text' or 'json_object'\"}}}}]"
+    )
+
+
+def _cache_caller(request: RecordedRequest) -> str:
+    """Whose cache a request reads: its API key, model and ``prompt_cache_key``."""
+    key = request.body.get("prompt_cache_key")
+    return "\x00".join(
+        [request.headers.get("authorization", ""), request.model or "", str(key or "")]
     )
 
 
