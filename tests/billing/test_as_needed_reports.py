@@ -6,15 +6,19 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import Permission
+from django.urls import reverse
 
+from apps.accounts.models import Role as StaffRole
 from apps.accounts.services import api_key_issue
 from apps.billing import periods
-from apps.billing.models import DailyUsage, UsageRecord
+from apps.billing.models import DailyUsage, ModelPrice, UsageRecord
 from apps.billing.services import usage_record_create, usage_records_rebill
 from apps.billing.services.rollups import daily_usage_rollup
 from apps.billing.services.visitors import turn_limits_admit
@@ -22,7 +26,13 @@ from apps.conversations.models import Role
 from apps.conversations.services import conversation_create, message_append
 from apps.reasoning.models import ReasoningTrace, TraceStatus
 from tests.conftest import api_for
-from tests.factories import ClientFactory, ModelPriceFactory, PlanFactory
+from tests.factories import (
+    ClientFactory,
+    MembershipFactory,
+    ModelPriceFactory,
+    PlanFactory,
+    UserFactory,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -203,3 +213,92 @@ def test_a_conversation_past_its_hourly_deliberations_runs_adaptive(when_needed)
 
     assert limits.mode == "adaptive"
     assert limits.capped is not None and limits.capped["reason"] == "hourly_cap"
+
+
+def usage_page(when_needed: Any) -> str:
+    return reverse("admin:billing_client_usage", args=[when_needed.pk])
+
+
+def test_the_admin_usage_page_shows_the_cached_share_and_why_turns_deliberated(
+    client, when_needed, usage
+):
+    client.force_login(UserFactory(is_superuser=True))
+
+    page = client.get(usage_page(when_needed)).content.decode()
+
+    cached = re.search(r'id="cached-share">([^<]*)<', page)
+    assert cached is not None and cached.group(1) == "4,352 (37.5%)"
+    table = re.search(r'id="deliberation-table">.*?</table>', page, re.DOTALL)
+    assert table is not None
+    cells = re.findall(r'<td class="num">([^<]*)</td>', table.group(0))
+    # turns, deliberated (share), low confidence, complaint, critique, evaluation
+    assert cells == ["4", "2 (50.0%)", "1", "1", "0", "0"]
+
+
+def test_another_clients_staff_cannot_open_the_page(client, when_needed, other, usage):
+    member = MembershipFactory(client=other, role=StaffRole.ADMIN)
+    member.user.user_permissions.add(*Permission.objects.filter(codename="view_clientusage"))
+    client.force_login(member.user)
+
+    assert client.get(usage_page(when_needed)).status_code == 404
+
+
+def test_the_model_price_admin_edits_the_cached_price(client, when_needed):
+    client.force_login(UserFactory(is_superuser=True))
+    price = ModelPrice.objects.get(model="gpt-4o-mini")
+    change = reverse("admin:billing_modelprice_change", args=[price.pk])
+    assert 'name="cached_input_per_million"' in client.get(change).content.decode()
+
+    response = client.post(
+        change,
+        {
+            "model": "gpt-4o-mini",
+            "input_per_million": "0.15",
+            "cached_input_per_million": "0.03",
+            "output_per_million": "0.60",
+            "context_tokens": "",
+        },
+    )
+
+    assert response.status_code == 302
+    price.refresh_from_db()
+    assert price.cached_input_per_million == Decimal("0.03")
+    listing = client.get(reverse("admin:billing_modelprice_changelist")).content.decode()
+    assert "0.030000" in listing
+
+
+def test_client_staff_cannot_change_model_prices(client, when_needed):
+    member = MembershipFactory(client=when_needed, role=StaffRole.OWNER)
+    client.force_login(member.user)
+    price = ModelPrice.objects.get(model="gpt-4o-mini")
+    change = reverse("admin:billing_modelprice_change", args=[price.pk])
+
+    response = client.post(change, {"model": "gpt-4o-mini", "cached_input_per_million": "0"})
+
+    assert response.status_code in (302, 403, 404)
+    price.refresh_from_db()
+    assert price.cached_input_per_million == Decimal("0.075")
+
+
+def test_the_plan_admin_explains_the_option_and_edits_its_threshold(client, when_needed):
+    client.force_login(UserFactory(is_superuser=True))
+    change = reverse("admin:clients_plan_change", args=[when_needed.plan.pk])
+
+    page = client.get(change).content.decode()
+
+    assert "<strong>Deliberate when needed</strong>" in page
+    assert 'name="deliberate_below_confidence"' in page
+    assert 'value="as_needed"' in page
+
+
+def test_the_turns_list_says_why_a_turn_deliberated(when_needed, usage):
+    api = api_for(api_key_issue(client=when_needed, name="reports")[1])
+
+    rows = api.get("/api/v1/billing/turns/").json()["results"]
+
+    assert sorted(r["deliberation_trigger"] for r in rows) == [
+        "",
+        "",
+        "complaint",
+        "low_confidence",
+    ]

@@ -10,6 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.urls import reverse
 
 from apps.billing.models import UsageRecord
 from apps.billing.selectors import DELIBERATION_TRIGGERS
@@ -20,6 +21,7 @@ from apps.reasoning.models import ReasoningTrace
 from apps.reasoning.modes import mode_that_runs
 from apps.reasoning.modes.as_needed import TRIGGERS
 from apps.reasoning.rendering import step_html
+from tests.factories import UserFactory
 from tests.reasoning.conftest import Chat, assess, critique, make_shop
 from tests.reasoning.test_deliberative import rc, script_loop
 
@@ -194,3 +196,68 @@ def test_an_answer_to_a_confirmation_never_deliberates(chat, llm):
     assert "reason_step" not in steps
     traces = ReasoningTrace.objects.unscoped("test").order_by("pk")
     assert [t.deliberation_trigger for t in traces] == ["", ""]
+
+
+LONG = ANSWER + " Worn boots can be exchanged for store credit within the same 30 days."
+
+
+def evaluate(valid: bool) -> dict[str, Any]:
+    return {
+        "valid": valid,
+        "improved_response": None,
+        "improved_confidence": 0,
+        "evaluation": "checked against the policy",
+    }
+
+
+@pytest.fixture
+def evaluating(as_needed_shop):
+    plan = as_needed_shop.plan
+    plan.evaluation_enabled = True
+    plan.save()
+    return as_needed_shop
+
+
+def test_an_evaluation_that_questions_the_draft_deliberates(chat, llm, evaluating):
+    llm.script("assess", assess(response=LONG, confidence=9))
+    llm.script("evaluate", evaluate(False), evaluate(True))
+    script_deliberation(llm, response="After checking the policy: " + LONG)
+
+    [reply] = chat.say("Can I return boots I wore on a hike?")
+
+    assert reply.text == "After checking the policy: " + LONG
+    steps = [r.step for r in llm.requests]
+    assert steps[:2] == ["assess", "evaluate"]
+    assert steps[-1] == "evaluate"  # the deliberative answer is evaluated afresh
+    trace = the_trace()
+    assert trace.deliberation_trigger == "evaluation_questioned"
+    assert trace.evaluation_outcome == "validated"
+
+
+def test_a_validated_draft_is_evaluated_once_and_not_deliberated(chat, llm, evaluating):
+    llm.script("assess", assess(response=LONG, confidence=9))
+    llm.script("evaluate", evaluate(True))
+
+    [reply] = chat.say("Can I return boots I wore on a hike?")
+
+    assert reply.text == LONG
+    assert [r.step for r in llm.requests] == ["assess", "evaluate"]
+    trace = the_trace()
+    assert (trace.deliberation_trigger, trace.evaluation_outcome) == ("", "validated")
+    assert reply.data["evaluation"]["outcome"] == "validated"
+    assert reply.data["confidence"] == 10  # 90 % + 10 %
+
+
+def test_the_debug_view_says_why_the_turn_deliberated(client, chat, llm):
+    llm.script("assess", assess(response="Maybe 30 days?", confidence=4))
+    script_deliberation(llm)
+    chat.say("Can I return boots I wore outside after 40 days?")
+    client.force_login(UserFactory(is_superuser=True))
+
+    page = client.get(
+        reverse("admin:conversations_conversation_change", args=[chat.conversation.pk])
+    ).content.decode()
+
+    assert "Deliberated because:" in page
+    assert "Low confidence" in page
+    assert "Deliberating: adaptive" in page  # the trace step's card
