@@ -44,6 +44,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
+from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -300,6 +301,10 @@ class BenchResult:
     turns_per_mode: int
     evaluation: bool = False
     tallies: dict[tuple[str, str], Tally] = field(default_factory=dict)
+    # The usage report's provider cost (every mode's client) and what the scripted provider
+    # would invoice for the same requests, cached tokens priced at the cached rate.
+    reported_usd: Decimal = Decimal(0)
+    provider_usd: Decimal = Decimal(0)
 
     def evaluated(self, mode: str) -> tuple[int, int]:
         """(evaluated turns, turns) of the weighted mix's scenarios in `mode`."""
@@ -530,6 +535,7 @@ def run_benchmark(
                         _one_turn(result.tally(mode, scenario), client, mode, scenario, case)
                         if progress is not None:
                             progress(1)
+            result.reported_usd, result.provider_usd = _invoices(server, clients)
         finally:
             if in_current_database:
                 plans = [c.plan_id for c in clients.values()]
@@ -539,6 +545,28 @@ def run_benchmark(
                 Client.objects.filter(pk__in=[c.pk for c in clients.values()]).delete()
                 Plan.objects.filter(pk__in=plans).delete()
     return result
+
+
+def _invoices(server: Any, clients: dict[str, Client]) -> tuple[Decimal, Decimal]:
+    """(the usage reports' provider cost of the run, the scripted provider's own invoice)."""
+    from apps.billing import periods
+    from apps.billing.selectors import usage_report
+
+    today = periods.today()
+    reported = sum(
+        (
+            usage_report(
+                client=c, start=today - timedelta(days=1), end=today, group_by="mode"
+            ).totals.cost_usd
+            for c in clients.values()
+        ),
+        Decimal(0),
+    )
+    prices = {
+        p.model: (p.input_per_million, p.cached_input_price, p.output_per_million)
+        for p in ModelPrice.objects.all()
+    }
+    return reported, server.provider_cost(prices)
 
 
 def _one_turn(tally: Tally, client: Client, mode: str, scenario: str, case: Case) -> None:

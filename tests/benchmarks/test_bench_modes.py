@@ -91,6 +91,7 @@ def test_bench_modes_runs_deliberate_when_needed_and_reports_the_cached_share() 
     assert "| weighted mix (60/20/20) | as_needed |" in text
     line = text.split("deliberate when needed ÷ adaptive: ")[1]
     versus, deliberated = float(line.split(" ")[0]), int(line.split("(")[1].split(" ")[0])
+    assert "provider cost $" in text and " = the scripted provider's own invoice" in text
     # The scripted complaint (1 of the 3 risky cases) deliberates; the rest stays adaptive.
     assert deliberated >= 1
     assert 1 < versus <= 3

@@ -110,6 +110,12 @@ class Command(BaseCommand):
                 f"Weighted provider cost, deliberate when needed ÷ adaptive: {versus:.3f} "
                 f"({deliberated} of {mixed} turns of the mix deliberated)."
             )
+        match = "=" if round(result.reported_usd, 2) == round(result.provider_usd, 2) else "≠"
+        self.stdout.write(
+            f"Usage reports' provider cost ${result.reported_usd:.8f} {match} the scripted "
+            f"provider's own invoice ${result.provider_usd:.8f} (to the cent, cached tokens at "
+            "the cached rate)."
+        )
         if result.evaluation:
             for mode in MODES:
                 evaluated, mixed = result.evaluated(mode)
