@@ -261,3 +261,15 @@ def test_the_debug_view_says_why_the_turn_deliberated(client, chat, llm):
     assert "Deliberated because:" in page
     assert "Low confidence" in page
     assert "Deliberating: adaptive" in page  # the trace step's card
+
+
+def test_a_short_answer_is_not_evaluated_and_the_skip_is_recorded_once(chat, llm, evaluating):
+    llm.script("assess", assess(response="Yes, 30 days.", confidence=9))
+
+    [reply] = chat.say("Do you take returns?")
+
+    assert reply.text == "Yes, 30 days."
+    assert [r.step for r in llm.requests] == ["assess"]
+    trace = the_trace()
+    assert trace.steps.filter(name="evaluate_skipped").count() == 1
+    assert trace.deliberation_trigger == ""

@@ -96,6 +96,8 @@ def _questioned(turn: Turn, outcome: Outcome, assessment: AssessOut) -> bool:
         return False
     reply = outcome.replies[0]
     draft = Draft(text=reply.text, kind=reply.kind, confidence=outcome.confidence)
+    if evaluation.skip_reason(turn, draft):
+        return False  # not evaluated (too short, too unsure): the hook records why
     try:
         evaluation.evaluate(turn, draft)
     except TurnAborted:
@@ -105,7 +107,7 @@ def _questioned(turn: Turn, outcome: Outcome, assessment: AssessOut) -> bool:
         return False
     turn.evaluated = True
     if draft.evaluation is None:
-        turn.evaluated = False  # skipped (too short, too unsure): nothing was evaluated
+        turn.evaluated = False  # nothing was evaluated after all
         return False
     if draft.evaluation.get("outcome") == "questioned":
         turn.evaluated = False  # the deliberative answer is evaluated afresh by the hook
