@@ -17,6 +17,16 @@ A fourth, informational scenario ("risky, schema first") is a risky action where
 first fetches the tool's schema, as the adaptive prompt invites it to; it is measured but kept
 out of the weighted mix.
 
+The third mode, "deliberate when needed" (`as_needed`), runs the same mix: adaptive first, the
+deliberative loop only where adaptive's signals call for it. The scripted model flags one risky
+case as a complaint (the tent that arrived with a broken pole), so 1 in 15 turns of the mix
+deliberates; its deliberative steps are answered by `bench_deliberative`'s scripted model (a
+seeded trajectory of self-scores). Its cost is compared with adaptive's (target ≤ 3×).
+
+Cached prompt tokens are what the scripted server reports (OpenAI's rules: prompts of 1,024
+tokens or more, 128-token blocks, matched against the client's recent requests) and are priced
+at the model's cached-input price.
+
 With `evaluation=True` (`bench_modes --evaluation`) both plans have the evaluation layer on
 (`Plan.evaluation_enabled`, the seed's thresholds): knowledge answers over 100 characters get an
 `evaluate` call, scripted to validate them; actions and confirmation requests are not evaluated.
@@ -34,6 +44,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
+from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -52,9 +63,10 @@ from apps.provisioning.files import load_tenant_file
 from apps.provisioning.services import tenant_import
 from apps.reasoning.models import ReasoningTrace
 from apps.reasoning.services import turn_process
+from apps.tools.models import ToolExecution
 
 DEMO_TENANT = Path(settings.BASE_DIR) / "demo" / "tenant.json"
-MODES = (AIMode.STANDARD, AIMode.ADAPTIVE)
+MODES = (AIMode.STANDARD, AIMode.ADAPTIVE, AIMode.AS_NEEDED)
 MIX = {"simple": Decimal("0.6"), "context": Decimal("0.2"), "risky": Decimal("0.2")}
 EXTRA_SCENARIOS = ("risky_schema_first",)
 SCENARIO_LABELS = {
@@ -84,6 +96,7 @@ class Case:
     params: dict[str, Any] = field(default_factory=dict)
     critique: dict[str, str] = field(default_factory=dict)
     compose: str = ""
+    complaint: bool = False  # the model flags it (assess `complaint`): as_needed deliberates
 
 
 SIMPLE = [
@@ -190,6 +203,7 @@ RISKY = [
             "reasoning": "Destructive action (refund) without the customer's confirmation.",
             "message": "Just to confirm: should I request a full refund for TH-20417?",
         },
+        complaint=True,
     ),
 ]
 CASES = {"simple": SIMPLE, "context": CONTEXT, "risky": RISKY, "risky_schema_first": RISKY}
@@ -223,6 +237,7 @@ class ScriptedModel:
                     tool_params=case.params,
                     is_destructive=destructive,
                     needs_confirmation=destructive,
+                    complaint=case.complaint,
                 )
             return _assessment(case.answer, confidence=9)
         if request.step == "critique":
@@ -249,6 +264,7 @@ def _assessment(response: str, **fields: Any) -> dict[str, Any]:
         "is_destructive": False,
         "needs_confirmation": False,
         "needs_more_context": [],
+        "complaint": False,
         **fields,
     }
 
@@ -264,10 +280,12 @@ class Tally:
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0  # of the prompt tokens, served from the provider's prompt cache
     cost_usd: Decimal = Decimal(0)
     billed_usd: Decimal = Decimal(0)
     queries: int = 0
     evaluated: int = 0  # turns whose answer the evaluation step checked
+    deliberated: int = 0  # as_needed turns that ran the deliberative loop
     orchestration_ms: float = 0.0
     cpu_ms: float = 0.0
     unexpected: list[str] = field(default_factory=list)
@@ -283,6 +301,10 @@ class BenchResult:
     turns_per_mode: int
     evaluation: bool = False
     tallies: dict[tuple[str, str], Tally] = field(default_factory=dict)
+    # The usage report's provider cost (every mode's client) and what the scripted provider
+    # would invoice for the same requests, cached tokens priced at the cached rate.
+    reported_usd: Decimal = Decimal(0)
+    provider_usd: Decimal = Decimal(0)
 
     def evaluated(self, mode: str) -> tuple[int, int]:
         """(evaluated turns, turns) of the weighted mix's scenarios in `mode`."""
@@ -291,6 +313,30 @@ class BenchResult:
 
     def tally(self, mode: str, scenario: str) -> Tally:
         return self.tallies.setdefault((mode, scenario), Tally())
+
+    def cached_share(self, mode: str, scenario: str | None = None) -> Decimal:
+        """Cached ÷ prompt tokens (a scenario's, or the weighted mix's)."""
+        if scenario is None:
+            prompt = self.weighted(mode, "prompt_tokens")
+            cached = self.weighted(mode, "cached_tokens")
+        else:
+            tally = self.tally(mode, scenario)
+            prompt, cached = Decimal(tally.prompt_tokens), Decimal(tally.cached_tokens)
+        return cached / prompt if prompt else Decimal(0)
+
+    def versus_adaptive(self, mode: str, scenario: str | None = None) -> Decimal | None:
+        """`mode`'s provider cost per turn ÷ adaptive's (a scenario's, or the weighted mix's)."""
+        if scenario is None:
+            base, cost = self.weighted("adaptive", "cost_usd"), self.weighted(mode, "cost_usd")
+        else:
+            ada, other = self.tally("adaptive", scenario), self.tally(mode, scenario)
+            base, cost = ada.per_turn(ada.cost_usd), other.per_turn(other.cost_usd)
+        return cost / base if base else None
+
+    def deliberated(self, mode: str = AIMode.AS_NEEDED) -> tuple[int, int]:
+        """(turns that deliberated, turns) of the weighted mix's scenarios in `mode`."""
+        tallies = [self.tally(mode, scenario) for scenario in MIX]
+        return sum(t.deliberated for t in tallies), sum(t.turns for t in tallies)
 
     def weighted(self, mode: str, attribute: str) -> Decimal:
         """Per-turn value over the seed's mix (60/20/20), from each scenario's mean."""
@@ -364,6 +410,9 @@ def _current_prices() -> list[dict[str, Any]]:
                 "model": p.model,
                 "input_per_million": str(p.input_per_million),
                 "output_per_million": str(p.output_per_million),
+                "cached_input_per_million": None
+                if p.cached_input_per_million is None
+                else str(p.cached_input_per_million),
             }
             for p in ModelPrice.objects.all()
         ]
@@ -408,6 +457,8 @@ def _expected_steps(
     evaluate = ["evaluate"] if evaluation and not case.tool and len(case.answer) > min_chars else []
     if mode == AIMode.STANDARD:
         return ["respond"] + (["compose"] if case.compose else []) + evaluate
+    # as_needed: adaptive's steps when it does not deliberate (a deliberating turn is checked
+    # by its trigger instead, `_one_turn`).
     steps = ["assess"]
     if scenario == "context" or scenario == "risky_schema_first":
         steps.append("assess")
@@ -442,12 +493,20 @@ def run_benchmark(
         plan.extend((scenario, cases[i % len(cases)]) for i in range(count))
     rng.shuffle(plan)
 
-    scripted = ScriptedModel()
+    # bench_deliberative's scripted model answers adaptive's steps with `ScriptedModel` and the
+    # deliberative loop's like a plausible model (imported here: it imports this module).
+    from apps.benchmarks.deliberative import ScriptedDeliberation
+
+    scripted = ScriptedDeliberation(seed)
     prices = _current_prices()
     database = nullcontext() if in_current_database else _temporary_database()
     with FakeLLMServer() as server, database:
         server.fallback(scripted)
         clients = _bench_clients(token=f"{int(time.time())}", prices=prices, evaluation=evaluation)
+        # A deliberating turn runs the demo plan's loop: 2–4 steps, one refinement round.
+        Plan.objects.filter(pk=clients[AIMode.AS_NEEDED].plan_id).update(
+            deliberation_min_steps=2, deliberation_max_steps=4, refinement_iterations=1
+        )
         try:
             price = ModelPrice.objects.filter(model=model).first()
             if price is None:
@@ -465,20 +524,49 @@ def run_benchmark(
                 # Turns run in-process; nothing may be handed to a broker.
                 "CELERY_TASK_ALWAYS_EAGER": True,
             }
-            with override_settings(**overrides), _quiet("httpx", "httpx2", "openai"):
+            with (
+                override_settings(**overrides),
+                _quiet("httpx", "httpx2", "openai", "guidedesk.reasoning"),
+            ):
                 for mode in MODES:
                     client = clients[mode]
                     for scenario, case in plan:
-                        scripted.case, scripted.scenario = case, scenario
+                        scripted.new_turn(case, scenario)
                         _one_turn(result.tally(mode, scenario), client, mode, scenario, case)
                         if progress is not None:
                             progress(1)
+            result.reported_usd, result.provider_usd = _invoices(server, clients)
         finally:
             if in_current_database:
                 plans = [c.plan_id for c in clients.values()]
+                for bench_client in clients.values():
+                    # Tool runs keep their tool (a protected key): they go first.
+                    ToolExecution.objects.for_client(bench_client).delete()
                 Client.objects.filter(pk__in=[c.pk for c in clients.values()]).delete()
                 Plan.objects.filter(pk__in=plans).delete()
     return result
+
+
+def _invoices(server: Any, clients: dict[str, Client]) -> tuple[Decimal, Decimal]:
+    """(the usage reports' provider cost of the run, the scripted provider's own invoice)."""
+    from apps.billing import periods
+    from apps.billing.selectors import usage_report
+
+    today = periods.today()
+    reported = sum(
+        (
+            usage_report(
+                client=c, start=today - timedelta(days=1), end=today, group_by="mode"
+            ).totals.cost_usd
+            for c in clients.values()
+        ),
+        Decimal(0),
+    )
+    prices = {
+        p.model: (p.input_per_million, p.cached_input_price, p.output_per_million)
+        for p in ModelPrice.objects.all()
+    }
+    return reported, server.provider_cost(prices)
 
 
 def _one_turn(tally: Tally, client: Client, mode: str, scenario: str, case: Case) -> None:
@@ -488,9 +576,15 @@ def _one_turn(tally: Tally, client: Client, mode: str, scenario: str, case: Case
     expected = _expected_steps(
         mode, scenario, case, plan.evaluation_enabled, plan.evaluation_min_chars
     )
-    if steps != expected or turn.trace.escalated:
+    trigger = turn.trace.deliberation_trigger
+    if mode == AIMode.AS_NEEDED and case.complaint:
+        # Deliberated on the model's complaint flag: assess, then the loop and its synthesis.
+        if trigger != "complaint" or "synthesize" not in steps or turn.trace.escalated:
+            tally.unexpected.append(f"{mode}/{scenario}: {case.text!r} ran {steps} ({trigger})")
+    elif steps != expected or turn.trace.escalated or trigger:
         tally.unexpected.append(f"{mode}/{scenario}: {case.text!r} ran {steps}, wanted {expected}")
     tally.evaluated += bool(turn.trace.evaluation_outcome)
+    tally.deliberated += bool(trigger)
     turn.count_into(tally)
 
 
@@ -505,11 +599,14 @@ class MeasuredTurn:
     cpu_ms: float
 
     def count_into(self, tally: Tally) -> None:
-        money = self.records.aggregate(cost=Sum("cost_usd"), billed=Sum("billed_usd"))
+        money = self.records.aggregate(
+            cost=Sum("cost_usd"), billed=Sum("billed_usd"), cached=Sum("cached_tokens")
+        )
         tally.turns += 1
         tally.llm_calls += self.trace.llm_calls
         tally.prompt_tokens += self.trace.prompt_tokens
         tally.completion_tokens += self.trace.completion_tokens
+        tally.cached_tokens += money["cached"] or 0
         tally.cost_usd += money["cost"] or Decimal(0)
         tally.billed_usd += money["billed"] or Decimal(0)
         tally.queries += self.queries
@@ -552,10 +649,12 @@ HEADERS = (
     "mode",
     "LLM calls/turn",
     "prompt tok/turn",
+    "cached share",
     "completion tok/turn",
     "cost/turn (USD)",
     "billed/turn (USD)",
     "adaptive ÷ standard cost",
+    "× adaptive cost",
     "SQL/turn",
     "orchestration ms/turn",
     "pipeline CPU ms/turn",
@@ -573,6 +672,7 @@ def table_rows(result: BenchResult) -> list[list[str]]:
                     for name in (
                         "llm_calls",
                         "prompt_tokens",
+                        "cached_tokens",
                         "completion_tokens",
                         "cost_usd",
                         "billed_usd",
@@ -589,6 +689,7 @@ def table_rows(result: BenchResult) -> list[list[str]]:
                     for name in (
                         "llm_calls",
                         "prompt_tokens",
+                        "cached_tokens",
                         "completion_tokens",
                         "cost_usd",
                         "billed_usd",
@@ -598,16 +699,19 @@ def table_rows(result: BenchResult) -> list[list[str]]:
                     )
                 }
             ratio = result.ratio(scenario) if mode == AIMode.ADAPTIVE else None
+            versus = result.versus_adaptive(mode, scenario) if mode == AIMode.AS_NEEDED else None
             rows.append(
                 [
                     label,
                     mode,
                     f"{values['llm_calls']:.2f}",
                     f"{values['prompt_tokens']:,.0f}",
+                    f"{result.cached_share(mode, scenario):.0%}",
                     f"{values['completion_tokens']:,.0f}",
                     f"{values['cost_usd']:.7f}",
                     f"{values['billed_usd']:.7f}",
                     f"{ratio:.2f}" if ratio is not None else "",
+                    f"{versus:.2f}" if versus is not None else "",
                     f"{values['queries']:.1f}",
                     f"{values['orchestration_ms']:.1f}",
                     f"{values['cpu_ms']:.1f}",

@@ -24,7 +24,12 @@ from apps.billing.models import (
     UsageRecord,
     VisitorUsage,
 )
-from apps.billing.selectors import EVALUATION_FIELDS, UsageFigures, usage_overview
+from apps.billing.selectors import (
+    DELIBERATION_FIELDS,
+    EVALUATION_FIELDS,
+    UsageFigures,
+    usage_overview,
+)
 from apps.billing.serializers import UsageQuerySerializer
 from apps.clients.models import Client
 from apps.core.admin import PlatformOnlyAdmin, ReadOnlyAuditAdmin, TenantScopedAdmin
@@ -50,6 +55,7 @@ class ModelPriceAdmin(PlatformOnlyAdmin):
     list_display = [
         "model",
         "input_per_million",
+        "cached_input_per_million",
         "output_per_million",
         "context_tokens",
         "updated_at",
@@ -67,8 +73,10 @@ class UsageRecordAdmin(ReadOnlyAdmin):
         "step",
         "model",
         "prompt_tokens",
+        "cached_tokens",
         "completion_tokens",
         "cost_usd",
+        "multiplier",
         "billed_usd",
         "tokens_estimated",
     ]
@@ -287,11 +295,27 @@ class ClientUsageAdmin(TenantScopedAdmin):
             ),
             "alerts": overview.alerts,
             "evaluation_days": evaluation_days,
+            # Modes with turns that deliberated, or the as_needed mode: why they deliberated.
+            "deliberation": [
+                (group, [getattr(group, name) for name in DELIBERATION_FIELDS])
+                for group in overview.report.groups
+                if group.deliberated or group.key == "as_needed"
+            ],
+            "deliberation_labels": DELIBERATION_LABELS,
             "evaluation_enabled": plan.evaluation_enabled,
             "records_url": reverse("admin:billing_usagerecord_changelist")
             + f"?client__id__exact={client.pk}",
         }
         return TemplateResponse(request, "admin/billing/usage.html", context)
+
+
+# The usage page's column heads for `DELIBERATION_FIELDS`, in that order.
+DELIBERATION_LABELS = (
+    _("Low confidence"),
+    _("Complaint or dispute"),
+    _("Critique would hand over"),
+    _("Evaluation questioned"),
+)
 
 
 def _day_total(row: dict[str, UsageFigures]) -> UsageFigures:

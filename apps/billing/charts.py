@@ -17,6 +17,7 @@ MODE_COLORS = {
     "standard": "#417690",
     "adaptive": "#e39b2d",
     "deliberative": "#7b5ea7",
+    "as_needed": "#3f8f5b",
 }
 OTHER_COLOR = "#8a8a8a"
 

@@ -329,9 +329,16 @@ class DailyUsage(TenantOwnedModel):
     evaluation_improved = models.PositiveIntegerField(default=0)
     evaluation_kept = models.PositiveIntegerField(default=0)
     evaluation_failed = models.PositiveIntegerField(default=0)
+    # "Deliberate when needed" turns that deliberated, by why (ReasoningTrace.
+    # deliberation_trigger; apps/reasoning/modes/as_needed.py TRIGGERS).
+    deliberated_low_confidence = models.PositiveIntegerField(default=0)
+    deliberated_complaint = models.PositiveIntegerField(default=0)
+    deliberated_critique_escalate = models.PositiveIntegerField(default=0)
+    deliberated_evaluation_questioned = models.PositiveIntegerField(default=0)
     llm_calls = models.PositiveIntegerField(default=0)
     prompt_tokens = models.PositiveBigIntegerField(default=0)
     completion_tokens = models.PositiveBigIntegerField(default=0)
+    cached_tokens = models.PositiveBigIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=20, decimal_places=8, default=Decimal("0"))
     billed_usd = models.DecimalField(max_digits=20, decimal_places=8, default=Decimal("0"))
 

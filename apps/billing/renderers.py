@@ -24,6 +24,13 @@ FIGURES = (
     "evaluation_improved",
     "evaluation_kept",
     "evaluation_failed",
+    "cached_tokens",
+    "cached_share",
+    "deliberated",
+    "deliberated_low_confidence",
+    "deliberated_complaint",
+    "deliberated_critique_escalate",
+    "deliberated_evaluation_questioned",
 )
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 

@@ -45,6 +45,15 @@ GROUP_BYS = ("mode", "day", "model", "step", "purpose")
 # reasoning app's `evaluation.OUTCOMES` — billing reads it through the trace relation only).
 EVALUATION_OUTCOMES = ("validated", "questioned", "improved", "kept", "failed")
 EVALUATION_FIELDS = tuple(f"evaluation_{outcome}" for outcome in EVALUATION_OUTCOMES)
+# Why a "deliberate when needed" turn deliberated (ReasoningTrace.deliberation_trigger; the
+# reasoning app's `modes.as_needed.TRIGGERS` — read through the trace relation only).
+DELIBERATION_TRIGGERS = (
+    "low_confidence",
+    "complaint",
+    "critique_escalate",
+    "evaluation_questioned",
+)
+DELIBERATION_FIELDS = tuple(f"deliberated_{trigger}" for trigger in DELIBERATION_TRIGGERS)
 MAX_REPORT_DAYS = 366
 _MONEY = DecimalField(max_digits=20, decimal_places=8)
 UNKNOWN = "unknown"  # model or step of a record that has none (keeps grains apart)
@@ -80,6 +89,11 @@ class UsageCell:
     evaluation_improved: int = 0
     evaluation_kept: int = 0
     evaluation_failed: int = 0
+    cached_tokens: int = 0
+    deliberated_low_confidence: int = 0
+    deliberated_complaint: int = 0
+    deliberated_critique_escalate: int = 0
+    deliberated_evaluation_questioned: int = 0
 
     @property
     def key(self) -> tuple[int, date, str, str, str, str]:
@@ -147,11 +161,18 @@ def _turn_counts() -> dict[str, Count]:
     }
     for outcome, name in zip(EVALUATION_OUTCOMES, EVALUATION_FIELDS, strict=True):
         counts[name] = Count("trace", distinct=True, filter=Q(trace__evaluation_outcome=outcome))
+    for trigger, name in zip(DELIBERATION_TRIGGERS, DELIBERATION_FIELDS, strict=True):
+        counts[name] = Count("trace", distinct=True, filter=Q(trace__deliberation_trigger=trigger))
     return counts
 
 
+# The per-turn counts every cell carries besides `turns` and `critique_triggered`.
+TURN_COUNT_FIELDS = EVALUATION_FIELDS + DELIBERATION_FIELDS
+
+
 def _evaluations(row: dict[str, Any]) -> dict[str, Any]:
-    return {name: row[name] for name in EVALUATION_FIELDS}
+    """A grouped row's evaluation and deliberation counts."""
+    return {name: row[name] for name in TURN_COUNT_FIELDS}
 
 
 def _rows(values: Any) -> Iterator[dict[str, Any]]:
@@ -210,6 +231,7 @@ def usage_cells_raw(*, client: Client | None, first: date, last: date) -> list[U
             llm_calls=Count("id"),
             prompt_tokens=Sum("prompt_tokens"),
             completion_tokens=Sum("completion_tokens"),
+            cached_tokens=Sum("cached_tokens"),
             cost_usd=Sum("cost_usd"),
             billed_usd=Sum("billed_usd"),
         )
@@ -230,6 +252,7 @@ def usage_cells_raw(*, client: Client | None, first: date, last: date) -> list[U
                 llm_calls=call_row["llm_calls"],
                 prompt_tokens=call_row["prompt_tokens"] or 0,
                 completion_tokens=call_row["completion_tokens"] or 0,
+                cached_tokens=call_row["cached_tokens"] or 0,
                 cost_usd=_usd(call_row["cost_usd"]),
                 billed_usd=_usd(call_row["billed_usd"]),
             )
@@ -254,9 +277,10 @@ def _add(a: UsageCell, b: UsageCell) -> UsageCell:
         llm_calls=a.llm_calls + b.llm_calls,
         prompt_tokens=a.prompt_tokens + b.prompt_tokens,
         completion_tokens=a.completion_tokens + b.completion_tokens,
+        cached_tokens=a.cached_tokens + b.cached_tokens,
         cost_usd=a.cost_usd + b.cost_usd,
         billed_usd=a.billed_usd + b.billed_usd,
-        **{name: getattr(a, name) + getattr(b, name) for name in EVALUATION_FIELDS},
+        **{name: getattr(a, name) + getattr(b, name) for name in TURN_COUNT_FIELDS},
     )
 
 
@@ -273,9 +297,10 @@ def _cell_from_row(row: DailyUsage) -> UsageCell:
         llm_calls=row.llm_calls,
         prompt_tokens=row.prompt_tokens,
         completion_tokens=row.completion_tokens,
+        cached_tokens=row.cached_tokens,
         cost_usd=row.cost_usd,
         billed_usd=row.billed_usd,
-        **{name: getattr(row, name) for name in EVALUATION_FIELDS},
+        **{name: getattr(row, name) for name in TURN_COUNT_FIELDS},
     )
 
 
@@ -314,11 +339,53 @@ class UsageFigures:
     evaluation_improved: int = 0
     evaluation_kept: int = 0
     evaluation_failed: int = 0
+    cached_tokens: int = 0
+    deliberated_low_confidence: int = 0
+    deliberated_complaint: int = 0
+    deliberated_critique_escalate: int = 0
+    deliberated_evaluation_questioned: int = 0
 
     @property
     def evaluations(self) -> int:
         """Turns whose answer the evaluation layer checked (every outcome)."""
         return sum(getattr(self, name) for name in EVALUATION_FIELDS)
+
+    @property
+    def deliberated(self) -> int:
+        """ "Deliberate when needed" turns that deliberated (every reason)."""
+        return sum(getattr(self, name) for name in DELIBERATION_FIELDS)
+
+    @property
+    def deliberation_reasons(self) -> dict[str, int]:
+        """How many turns deliberated, by why (every trigger, 0 included)."""
+        return {
+            trigger: getattr(self, name)
+            for trigger, name in zip(DELIBERATION_TRIGGERS, DELIBERATION_FIELDS, strict=True)
+        }
+
+    @property
+    def cached_share(self) -> Decimal | None:
+        """Of the prompt tokens, the share the provider served from its prompt cache (None
+        without prompt tokens)."""
+        if not self.prompt_tokens:
+            return None
+        return (Decimal(self.cached_tokens) / Decimal(self.prompt_tokens)).quantize(
+            Decimal("0.0001"), rounding=ROUND_HALF_UP
+        )
+
+    @property
+    def cached_percent(self) -> Decimal | None:
+        share = self.cached_share
+        return None if share is None else (share * 100).quantize(Decimal("0.1"))
+
+    @property
+    def deliberated_percent(self) -> Decimal | None:
+        """Of the turns, the share that deliberated, in percent (None without turns)."""
+        if not self.turns:
+            return None
+        return (Decimal(100 * self.deliberated) / Decimal(self.turns)).quantize(
+            Decimal("0.1"), rounding=ROUND_HALF_UP
+        )
 
     @property
     def critique_rate(self) -> Decimal | None:
@@ -338,13 +405,14 @@ class UsageFigures:
         self.llm_calls += cell.llm_calls
         self.prompt_tokens += cell.prompt_tokens
         self.completion_tokens += cell.completion_tokens
+        self.cached_tokens += cell.cached_tokens
         self.cost_usd += cell.cost_usd
         self.billed_usd += cell.billed_usd
 
     def add_turns(self, cell: UsageCell) -> None:
         self.turns += cell.turns
         self.critique_triggered += cell.critique_triggered
-        for name in EVALUATION_FIELDS:
+        for name in TURN_COUNT_FIELDS:
             setattr(self, name, getattr(self, name) + getattr(cell, name))
 
 
@@ -409,6 +477,7 @@ def _purpose_groups(*, client: Client, first: date, last: date) -> list[UsageGro
             llm_calls=Count("id"),
             prompt_tokens=Sum("prompt_tokens"),
             completion_tokens=Sum("completion_tokens"),
+            cached_tokens=Sum("cached_tokens"),
             cost_usd=Sum("cost_usd"),
             billed_usd=Sum("billed_usd"),
         )
@@ -426,6 +495,7 @@ def _purpose_groups(*, client: Client, first: date, last: date) -> list[UsageGro
                 llm_calls=row["llm_calls"],
                 prompt_tokens=row["prompt_tokens"] or 0,
                 completion_tokens=row["completion_tokens"] or 0,
+                cached_tokens=row["cached_tokens"] or 0,
                 cost_usd=_usd(row["cost_usd"]),
                 billed_usd=_usd(row["billed_usd"]),
             )

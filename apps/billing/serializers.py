@@ -123,6 +123,33 @@ class UsageFiguresSerializer(serializers.Serializer):
     evaluation_failed = serializers.IntegerField(
         read_only=True, help_text="Turns where the evaluation call failed (answer sent as is)."
     )
+    cached_tokens = serializers.IntegerField(
+        read_only=True, help_text="Of the prompt tokens, those the provider served from its cache."
+    )
+    cached_share = serializers.DecimalField(
+        max_digits=6,
+        decimal_places=4,
+        coerce_to_string=False,
+        read_only=True,
+        allow_null=True,
+        help_text="cached_tokens / prompt_tokens (null: no prompt tokens).",
+    )
+    deliberated = serializers.IntegerField(
+        read_only=True,
+        help_text='"Deliberate when needed" turns that deliberated (the sum of the four below).',
+    )
+    deliberated_low_confidence = serializers.IntegerField(
+        read_only=True, help_text="… because adaptive's confidence was below the plan's threshold."
+    )
+    deliberated_complaint = serializers.IntegerField(
+        read_only=True, help_text="… because the model flagged a complaint or dispute."
+    )
+    deliberated_critique_escalate = serializers.IntegerField(
+        read_only=True, help_text="… because the critique would have handed over."
+    )
+    deliberated_evaluation_questioned = serializers.IntegerField(
+        read_only=True, help_text="… because the evaluation questioned adaptive's draft."
+    )
 
 
 class UsageGroupSerializer(UsageFiguresSerializer):
@@ -206,6 +233,11 @@ class TurnUsageSerializer(serializers.Serializer):
         read_only=True,
         help_text="What the evaluation step made of the answer: validated, questioned, "
         "improved, kept or failed; empty when it was not evaluated.",
+    )
+    deliberation_trigger = serializers.CharField(
+        read_only=True,
+        help_text='Why a "deliberate when needed" turn deliberated: low_confidence, complaint, '
+        "critique_escalate or evaluation_questioned; empty when it did not.",
     )
     duration_ms = serializers.IntegerField(read_only=True)
     llm_wait_ms = serializers.IntegerField(read_only=True)

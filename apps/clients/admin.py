@@ -47,6 +47,16 @@ critique and guards as adaptive.</td>
 <td>MIN–MAX steps × 2 (default 4–10) + 1 answer + 2 per refinement round (default 2)</td>
 <td>The most expensive mode (≈ 10–25 calls per message); billed at the deliberative
 multiplier.</td></tr>
+<tr><td><strong>Deliberate when needed</strong></td><td>Adaptive answers first; the deliberative
+loop runs only when that answer calls for depth: its confidence is below the plan's
+<em>deliberate below confidence</em> (default 7 of 10), the assistant flags a complaint or
+dispute, the critique would hand the conversation over, or the evaluation (when on) questions
+the answer. Everything else stays an adaptive answer. The usage page shows how often turns
+deliberated and why, and each turn's debug view says why it did.</td>
+<td>Like adaptive for most messages; like deliberative for the ones that deliberate</td>
+<td>Between the two: a turn that deliberates is billed at the deliberative multiplier (its
+adaptive pass included); the others at this mode's own multiplier (default 1.5, adaptive's).
+</td></tr>
 </tbody></table>
 <p>The <strong>multipliers</strong> set what the client is billed: provider cost × the multiplier
 of the mode that ran (e.g. 1.5 means a message that cost us $0.010 is billed $0.015).</p>
@@ -174,10 +184,12 @@ class PlanAdmin(PlatformOnlyAdmin):
                     "rubric",
                     ("deliberation_min_steps", "deliberation_max_steps", "deliberation_target"),
                     ("refinement_iterations", "refinement_stop_score"),
+                    "deliberate_below_confidence",
                 ],
                 "description": _(
-                    "Used when the AI mode is deliberative. Empty step and target "
-                    "fields inherit the rubric's (1 ≤ MIN ≤ MAX ≤ 20, 0 < target ≤ 1)."
+                    "Used when the AI mode is deliberative, or deliberate when needed (when a "
+                    "turn deliberates). Empty step and target fields inherit the rubric's "
+                    "(1 ≤ MIN ≤ MAX ≤ 20, 0 < target ≤ 1)."
                 ),
             },
         ),

@@ -25,6 +25,7 @@ class AIMode(StrEnum):
     STANDARD = "standard"
     ADAPTIVE = "adaptive"
     DELIBERATIVE = "deliberative"
+    AS_NEEDED = "as_needed"
 
 
 def validate_multipliers(value: Any) -> None:
@@ -262,6 +263,18 @@ class Plan(TimeStampedModel):
             "On a deliberative plan, at most this many messages of one conversation per hour "
             "get the deep (deliberative) treatment; the others are answered in adaptive mode. "
             "0 = no limit."
+        ),
+    )
+    # -- deliberate when needed (apps/reasoning/modes/as_needed.py) --------------------------
+    deliberate_below_confidence = models.PositiveSmallIntegerField(
+        _("deliberate below confidence"),
+        default=7,
+        validators=[MinValueValidator(1), MaxValueValidator(11)],
+        help_text=_(
+            "In “deliberate when needed” mode, an answer the assistant rates below this "
+            "(1–10) is thought through in deliberative mode; 11 = always, 1 = never on "
+            "confidence alone (a complaint, a critique that would hand over or an evaluation "
+            "that questions the answer still deliberate). Default: 7."
         ),
     )
     notes_enabled = models.BooleanField(

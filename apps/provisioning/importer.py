@@ -51,6 +51,8 @@ class ModelPriceIn(_Strict):
     model: str = Field(min_length=1, max_length=100)
     input_per_million: Money
     output_per_million: Money
+    # Prompt tokens served from the provider's prompt cache; null = the input price.
+    cached_input_per_million: Money | None = None
     context_tokens: int | None = Field(None, ge=1)
 
 
@@ -80,6 +82,8 @@ class PlanIn(_Strict):
     deliberative_turns_per_hour: int = Field(
         default=DEFAULT_DELIBERATIVE_TURNS_PER_HOUR, ge=0, le=32767
     )
+    # "Deliberate when needed": deliberate below this confidence (11 = always).
+    deliberate_below_confidence: int = Field(default=7, ge=1, le=11)
     notes: PlanNotesIn = PlanNotesIn()
 
     @field_validator("ai_mode")

@@ -62,6 +62,8 @@ def tenant_import(*, data: Any) -> list[ImportedClient]:
         }
         if "context_tokens" in price.model_fields_set:  # left out: what the admin set stays
             fields["context_tokens"] = price.context_tokens
+        if "cached_input_per_million" in price.model_fields_set:  # likewise
+            fields["cached_input_per_million"] = price.cached_input_per_million
         _upsert(ModelPrice, {"model": price.model}, fields)
 
     plans = {plan.slug: plan for plan in Plan.objects.all()}
@@ -81,6 +83,7 @@ def tenant_import(*, data: Any) -> list[ImportedClient]:
                 "conversation_token_budget": p.conversation_token_budget,
                 "visitor_daily_token_budget": p.visitor_daily_token_budget,
                 "deliberative_turns_per_hour": p.deliberative_turns_per_hour,
+                "deliberate_below_confidence": p.deliberate_below_confidence,
                 "notes_enabled": p.notes.enabled,
                 "notes_retention_days": p.notes.retention_days,
                 "notes_prompt_budget_tokens": p.notes.prompt_budget_tokens,

@@ -242,6 +242,8 @@ def tenths_from_percent(percent: int) -> int:
 
 def skip_reason(turn: Turn, draft: Draft) -> str:
     """Why this draft is not evaluated ('' = evaluate it)."""
+    if turn.evaluated:
+        return "already evaluated by the mode (deliberate when needed)"
     if draft.kind != Kind.TEXT:
         return f"a {draft.kind} reply is GuideDesk's own wording"
     if not turn.is_knowledge_answer:

@@ -23,7 +23,7 @@ from typing import Any
 from django.conf import settings
 
 from apps.billing.models import UsagePurpose, UsageRecord, UsageReservation
-from apps.billing.services import usage_record_create
+from apps.billing.services import usage_record_create, usage_records_rebill
 from apps.billing.services.budgets import (
     UsageLimitReached,
     plan_is_budgeted,
@@ -109,6 +109,8 @@ class Meter:
         self.llm_wait_ms = 0
         self.offline = False
         self.model = ""
+        # The mode whose multiplier the calls bill at, when not `mode`'s (`bill_as`).
+        self.billed_as: str | None = None
 
     def plan_cap_for(self, mode: str) -> None:
         """Run as `mode` with the plan's cap for it: its per-turn cap, or on a plan with a
@@ -121,6 +123,18 @@ class Meter:
             or (turn_token_estimate(plan, mode) if plan_is_budgeted(plan) else 0)
             or None
         )
+
+    def bill_as(self, mode: str) -> Decimal:
+        """From now on bill this unit's calls at the plan's multiplier for `mode`, and re-bill
+        the calls its trace already recorded likewise (a "deliberate when needed" turn that
+        deliberates is billed as a deliberative turn, its adaptive pass included). Returns the
+        change in the billed amount (already added to `billed_usd`)."""
+        self.billed_as = mode
+        if self.trace is None or self.purpose != UsagePurpose.TURN:
+            return Decimal(0)
+        delta = usage_records_rebill(client=self.client, trace=self.trace, billed_as=mode)
+        self.billed_usd += delta
+        return delta
 
     # -- before a call ---------------------------------------------------------------------------
     def check(self, *, step: str, messages: list[dict[str, str]]) -> None:
@@ -211,6 +225,7 @@ class Meter:
             completion_tokens=completion_tokens,
             tokens_estimated=estimated,
             cached_tokens=cached_tokens,
+            billed_as=self.billed_as,
         )
         self.tokens_used += tokens
         self.calls += 1

@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from apps.core.models import TenantOwnedModel
 
@@ -21,6 +22,15 @@ class TraceKind(models.TextChoices):
     TURN = "turn", "Conversation turn"
     PLAYGROUND = "playground", "Playground run"
     SIMULATION = "simulation", "Simulation turn"
+
+
+class DeliberationTrigger(models.TextChoices):
+    """Why a "deliberate when needed" turn deliberated (apps/reasoning/modes/as_needed.py)."""
+
+    LOW_CONFIDENCE = "low_confidence", _("Low confidence")
+    COMPLAINT = "complaint", _("A complaint or dispute")
+    CRITIQUE_ESCALATE = "critique_escalate", _("The critique would hand over")
+    EVALUATION_QUESTIONED = "evaluation_questioned", _("The evaluation questioned the draft")
 
 
 class ReasoningTrace(TenantOwnedModel):
@@ -77,6 +87,11 @@ class ReasoningTrace(TenantOwnedModel):
     escalated = models.BooleanField(default=False)
     # What the evaluation step did (apps/reasoning/evaluation.py); blank = not evaluated.
     evaluation_outcome = models.CharField(max_length=12, blank=True, default="")
+    # Why a "deliberate when needed" turn deliberated (apps/reasoning/modes/as_needed.py
+    # TRIGGERS); blank = it did not (or the mode was another).
+    deliberation_trigger = models.CharField(
+        max_length=24, blank=True, default="", choices=DeliberationTrigger.choices
+    )
     tool_calls = models.PositiveSmallIntegerField(default=0)
     llm_calls = models.PositiveSmallIntegerField(default=0)
     prompt_tokens = models.PositiveIntegerField(default=0)

@@ -184,6 +184,26 @@ STEP_VIEWS: dict[str, StepView] = {
             FieldView("issues", _("Issues"), "issues"),
         ),
     ),
+    "deliberation_trigger": StepView(
+        _("Deliberating: adaptive's answer called for depth"),
+        (
+            FieldView(
+                "trigger",
+                _("Why"),
+                "badge",
+                {
+                    "low_confidence": _("Low confidence"),
+                    "complaint": _("A complaint or dispute"),
+                    "critique_escalate": _("The critique would hand over"),
+                    "evaluation_questioned": _("The evaluation questioned the draft"),
+                },
+            ),
+            FieldView("confidence", _("Confidence"), "fact", suffix="/10"),
+            FieldView("threshold", _("Deliberates below"), "fact", suffix="/10"),
+            FieldView("signals", _("Signals"), "list"),
+            FieldView("detail", _("Critique"), "text"),
+        ),
+    ),
     "deliberation_end": StepView(
         _("End of deliberation"),
         (

@@ -265,6 +265,17 @@ class TurnRecorder:
     def tokens_used(self) -> int:
         return self.trace.prompt_tokens + self.trace.completion_tokens
 
+    def bill_as(self, mode: str) -> None:
+        """Bill the turn at the plan's multiplier for `mode` from now on, its calls so far
+        included (`Meter.bill_as`); the trace's billed amount follows at once."""
+        delta = self.meter.bill_as(mode)
+        self._counted_cost = (self._counted_cost[0], self._counted_cost[1] + delta)
+        if delta:
+            ReasoningTrace.objects.filter(pk=self.trace.pk, client_id=self.trace.client_id).update(
+                billed_usd=F("billed_usd") + delta
+            )
+            self.trace.billed_usd += delta
+
     def _count(self, prompt: int, completion: int) -> None:
         """Add one call (its tokens and what the meter recorded it cost) to the trace, in the
         same UPDATE."""

@@ -108,6 +108,9 @@ class Turn:
     # (`apps.reasoning.knowledge.fetch`; each is also one of `sources`).
     knowledge: list[Hit] = field(default_factory=list)
     draft_reasoning: str = ""
+    # The mode already evaluated the draft ("deliberate when needed" reads the evaluation's
+    # verdict as a signal): the post-draft `evaluate` hook does not call it again.
+    evaluated: bool = False
     verdicts: list[str] = field(default_factory=list)
     tools_run: list[str] = field(default_factory=list)
     # Where `progress()` reports to (the turn pipeline: the trace and the widget's stream).

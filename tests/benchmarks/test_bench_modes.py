@@ -72,3 +72,26 @@ def test_bench_modes_command_reports_how_often_evaluation_triggers() -> None:
     text = out.getvalue()
     assert "evaluation on" in text
     assert "Evaluation triggered in adaptive:" in text
+
+
+def test_bench_modes_runs_deliberate_when_needed_and_reports_the_cached_share() -> None:
+    out, err = StringIO(), StringIO()
+    call_command(
+        "bench_modes",
+        turns=15,
+        in_current_database=True,
+        no_progress=True,
+        markdown=True,
+        stdout=out,
+        stderr=err,
+    )
+    text = out.getvalue()
+    assert "did not run as scripted" not in err.getvalue()
+    assert "cached share" in text and "× adaptive cost" in text
+    assert "| weighted mix (60/20/20) | as_needed |" in text
+    line = text.split("deliberate when needed ÷ adaptive: ")[1]
+    versus, deliberated = float(line.split(" ")[0]), int(line.split("(")[1].split(" ")[0])
+    assert "provider cost $" in text and " = the scripted provider's own invoice" in text
+    # The scripted complaint (1 of the 3 risky cases) deliberates; the rest stays adaptive.
+    assert deliberated >= 1
+    assert 1 < versus <= 3

@@ -117,6 +117,13 @@ def test_totals_equal_the_sum_of_the_usage_records(api_a, acme, usage) -> None:
         "evaluation_improved": 0,
         "evaluation_kept": 0,
         "evaluation_failed": 0,
+        "cached_tokens": 0,
+        "cached_share": 0.0,
+        "deliberated": 0,
+        "deliberated_low_confidence": 0,
+        "deliberated_complaint": 0,
+        "deliberated_critique_escalate": 0,
+        "deliberated_evaluation_questioned": 0,
     }
     assert total["llm_calls"] == 9
     assert sum(g["llm_calls"] for g in body["groups"]) == total["llm_calls"]
@@ -200,12 +207,19 @@ def test_csv_has_the_same_numbers(api_a, usage) -> None:
         "evaluation_improved",
         "evaluation_kept",
         "evaluation_failed",
+        "cached_tokens",
+        "cached_share",
+        "deliberated",
+        "deliberated_low_confidence",
+        "deliberated_complaint",
+        "deliberated_critique_escalate",
+        "deliberated_evaluation_questioned",
     ]
     assert rows[0] == header
     for row, group in zip(rows[1:-1], as_json["groups"], strict=True):
         assert row[0] == group["key"]
         for name, value in zip(header[1:], row[1:], strict=True):
-            if name == "critique_rate":
+            if name in ("critique_rate", "cached_share"):
                 assert Decimal(value) == Decimal(str(group[name]))
             else:
                 assert value == str(group[name])

@@ -131,7 +131,9 @@ def test_the_ai_mode_help_of_the_plan_admin_covers_every_mode() -> None:
     from apps.clients.admin import AI_MODE_HELP
 
     for mode in modes.modes():
-        assert f"<strong>{mode.name.capitalize()}</strong>" in str(AI_MODE_HELP), mode.name
+        # The mode as people choose it: its label's lead ("Deliberate when needed — …").
+        name = mode.label.split(" — ")[0]
+        assert f"<strong>{name}</strong>" in str(AI_MODE_HELP), mode.name
 
 
 @pytest.mark.django_db

@@ -81,6 +81,12 @@ HAND_WRITTEN["assess"] = {
         "is_destructive": {"type": "boolean"},
         "needs_confirmation": {"type": "boolean"},
         "needs_more_context": {"type": "array", "items": {"type": "string"}},
+        # Added for "deliberate when needed" (the model's own complaint signal).
+        "complaint": {
+            "type": "boolean",
+            "description": "true when the customer complains, disputes a charge or a decision, "
+            "or is upset about how they were treated.",
+        },
     },
     "required": [
         "response",
@@ -91,6 +97,7 @@ HAND_WRITTEN["assess"] = {
         "is_destructive",
         "needs_confirmation",
         "needs_more_context",
+        "complaint",
     ],
 }
 

@@ -7,6 +7,14 @@ from apps.billing.services.usage import (
     price_tokens,
     usage_cost,
     usage_record_create,
+    usage_records_rebill,
 )
 
-__all__ = ["billed_amount", "money", "price_tokens", "usage_cost", "usage_record_create"]
+__all__ = [
+    "billed_amount",
+    "money",
+    "price_tokens",
+    "usage_cost",
+    "usage_record_create",
+    "usage_records_rebill",
+]

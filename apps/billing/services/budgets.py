@@ -63,7 +63,8 @@ def turn_token_estimate(plan: Plan, mode: str | None = None) -> int:
     plan's turn in adaptive mode)."""
     default = int(
         settings.BILLING_DELIBERATIVE_TURN_TOKEN_RESERVE
-        if (mode or plan.ai_mode) == "deliberative"
+        # A "deliberate when needed" turn may deliberate: it reserves as a deliberative one.
+        if (mode or plan.ai_mode) in ("deliberative", "as_needed")
         else settings.BILLING_TURN_TOKEN_RESERVE
     )
     return int(plan.per_turn_token_cap or default)

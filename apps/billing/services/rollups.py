@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from apps.billing import periods
 from apps.billing.models import DailyUsage, UsageRecord, UsageRollupDay
-from apps.billing.selectors import EVALUATION_FIELDS, usage_cells_raw
+from apps.billing.selectors import TURN_COUNT_FIELDS, usage_cells_raw
 
 DEFAULT_MAX_DAYS = 31
 DEFAULT_REFRESH_DAYS = 2
@@ -54,9 +54,10 @@ def daily_usage_rollup(*, day: date) -> int:
                 llm_calls=cell.llm_calls,
                 prompt_tokens=cell.prompt_tokens,
                 completion_tokens=cell.completion_tokens,
+                cached_tokens=cell.cached_tokens,
                 cost_usd=cell.cost_usd,
                 billed_usd=cell.billed_usd,
-                **{name: getattr(cell, name) for name in EVALUATION_FIELDS},
+                **{name: getattr(cell, name) for name in TURN_COUNT_FIELDS},
             )
             for cell in cells
         )

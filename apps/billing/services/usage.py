@@ -65,10 +65,12 @@ def usage_record_create(
     purpose: str = UsagePurpose.TURN,
     conversation: Any = None,
     trace: Any = None,
+    billed_as: str | None = None,
 ) -> UsageRecord:
     """Record one LLM call: cost from the model's price now, billed = cost × the plan's
-    multiplier for the mode that ran, both rounded half up to 8 places. `conversation` and
-    `trace` are set for a customer turn only. Callers go through the meter
+    multiplier for the mode that ran (or for `billed_as`: a "deliberate when needed" turn that
+    deliberated bills at the deliberative multiplier), both rounded half up to 8 places.
+    `conversation` and `trace` are set for a customer turn only. Callers go through the meter
     (`apps.reasoning.meter`), which also enforces caps and budgets."""
     cached_tokens = max(0, min(cached_tokens, prompt_tokens))
     cost = usage_cost(
@@ -77,7 +79,7 @@ def usage_record_create(
         completion_tokens=completion_tokens,
         cached_tokens=cached_tokens,
     )
-    multiplier = client.plan.multiplier_for(mode)
+    multiplier = client.plan.multiplier_for(billed_as or mode)
     return UsageRecord.objects.create(
         client=client,
         conversation=conversation,
@@ -94,3 +96,19 @@ def usage_record_create(
         multiplier=multiplier,
         billed_usd=billed_amount(cost=cost, multiplier=multiplier),
     )
+
+
+def usage_records_rebill(*, client: Client, trace: Any, billed_as: str) -> Decimal:
+    """Bill the turn's calls recorded so far at the plan's multiplier for `billed_as` (a
+    "deliberate when needed" turn that goes on to deliberate: its adaptive pass is billed as
+    the deliberative turn it became). Returns how much the billed amount changed. The cost is
+    untouched: it is what the provider charged."""
+    multiplier = client.plan.multiplier_for(billed_as)
+    records = list(UsageRecord.objects.for_client(client).filter(trace=trace))
+    delta = Decimal(0)
+    for record in records:
+        billed = billed_amount(cost=Decimal(record.cost_usd), multiplier=multiplier)
+        delta += billed - Decimal(record.billed_usd)
+        record.multiplier, record.billed_usd = multiplier, billed
+    UsageRecord.objects.bulk_update(records, ["multiplier", "billed_usd"])
+    return delta

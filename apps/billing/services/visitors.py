@@ -16,6 +16,8 @@ hand every other customer of the month to staff) on their own. Per plan:
 * `deliberative_turns_per_hour` — on a deliberative plan, how many turns of one conversation per
   hour may run deliberative. The others run adaptive, as does a deliberative turn whose whole
   reservation no longer fits in what is left of the conversation's or the visitor's budget.
+  A "deliberate when needed" plan's turns count when they deliberated, and a capped one runs
+  adaptive (it never deliberates).
 
 Every turn of a known visitor also charges the tokens it used to the visitor's token window
 (`apps.core.throttling.token_window_charge`), which the widget checks before it stores a message.
@@ -47,6 +49,8 @@ from apps.core.throttling import token_window_charge
 CONVERSATION_TOKENS = "conversation_tokens"
 VISITOR_TOKENS = "visitor_tokens"
 DELIBERATIVE_WINDOW = timedelta(hours=1)
+# The modes whose turns may deliberate (and reserve, and are capped, as deliberative ones).
+DEEP_MODES = (AIMode.DELIBERATIVE, AIMode.AS_NEEDED)
 
 
 @dataclass
@@ -104,7 +108,7 @@ def turn_limits_admit(*, client: Client, conversation: Any, trace: Any, mode: st
             CONVERSATION_TOKENS,
             f"conversation token budget {budget:,} reached ({used:,} used)",
         )
-    if mode == AIMode.DELIBERATIVE:
+    if mode in DEEP_MODES:
         per_hour = plan.deliberative_turns_per_hour
         if per_hour and so_far["deliberative"] >= per_hour:
             limits.capped = {
@@ -135,7 +139,11 @@ def _conversation_so_far(
     )
     tokens = records.annotate(total=Sum(F("prompt_tokens") + F("completion_tokens")))
     deliberative = (
-        records.filter(mode=AIMode.DELIBERATIVE, created_at__gte=now - DELIBERATIVE_WINDOW)
+        records.filter(
+            Q(mode=AIMode.DELIBERATIVE)
+            | Q(mode=AIMode.AS_NEEDED, trace__deliberation_trigger__gt=""),
+            created_at__gte=now - DELIBERATIVE_WINDOW,
+        )
         .exclude(trace=trace)
         .annotate(turns=Count("trace", distinct=True))
     )
@@ -196,7 +204,7 @@ def _admit_visitor(*, client: Client, trace: Any, limits: TurnLimits, now: Any) 
             )
         else:
             if (
-                limits.mode == AIMode.DELIBERATIVE
+                limits.mode in DEEP_MODES
                 and not limits.capped
                 and held + turn_token_estimate(plan, AIMode.DELIBERATIVE) > budget
             ):

@@ -45,6 +45,11 @@ MAX_KB_QUERIES_PER_ROUND = 2
 CONFIDENT = 7
 
 
+class CritiqueEscalated(Escalate):
+    """The critique said ESCALATE ("deliberate when needed" thinks such a turn through before
+    it hands over; every other caller treats it as any hand-off)."""
+
+
 def critique_needed(assessment: AssessOut, tool: ClientTool | None) -> list[str]:
     """Why a critique must run (empty list = skip). The tool's configured kind decides, never
     the model's `is_destructive` claim."""
@@ -103,7 +108,7 @@ def decide(turn: Turn, assessment: AssessOut) -> Outcome:
             if "low_confidence" in reasons
             else EscalationReason.POLICY
         )
-        raise Escalate(reason, critique.message or critique.reasoning)
+        raise CritiqueEscalated(reason, critique.message or critique.reasoning)
     if critique.decision == "PROCEED" and _below_floor(turn, assessment):
         outcome = _floor_outcome(turn, assessment, tool)
         outcome.confidence = assessment.confidence
@@ -254,6 +259,10 @@ def _assess_with_context(turn: Turn) -> AssessOut:
             turn.add_source(key, text)
         turn.rec.trace.context_fetched = sorted([*fetched, *asked])
         rounds += 1
+
+
+# "Deliberate when needed" (modes/as_needed.py) assesses as adaptive does, then decides itself.
+assess_with_context = _assess_with_context
 
 
 def _critique(

@@ -33,6 +33,13 @@ class AssessOut(RespondOut):
     is_destructive: bool = False
     needs_confirmation: bool = False
     needs_more_context: list[str] = Field(default_factory=list)
+    # Read by "deliberate when needed" (apps/reasoning/modes/as_needed.py): the model's own
+    # judgement, in any language — never a keyword rule.
+    complaint: bool = Field(
+        False,
+        description="true when the customer complains, disputes a charge or a decision, or "
+        "is upset about how they were treated.",
+    )
 
     _lists = field_validator("missing_params", "needs_more_context", mode="before")(_str_list)
 

@@ -20,6 +20,7 @@ from apps.benchmarks.modes import (
     scenario_counts,
     text_table,
 )
+from apps.clients.models import AIMode
 
 
 class Command(BaseCommand):
@@ -89,7 +90,8 @@ class Command(BaseCommand):
             f"GuideDesk bench_modes · {timezone.now():%Y-%m-%d %H:%M} UTC · "
             f"{platform.python_implementation()} {platform.python_version()} · "
             f"{platform.machine()}\n"
-            f"model {result.model} at ${price.input_per_million}/M in, "
+            f"model {result.model} at ${price.input_per_million}/M in "
+            f"(${price.cached_input_price}/M cached), "
             f"${price.output_per_million}/M out · per mode: {mix} (+ {extra}, informational)"
             f" · evaluation {'on' if result.evaluation else 'off'}\n"
         )
@@ -101,6 +103,19 @@ class Command(BaseCommand):
                 f"\nWeighted provider cost, adaptive ÷ standard: {ratio:.3f} — adaptive is "
                 f"{abs(1 - ratio) * 100:.1f}% {verdict} per turn."
             )
+        versus = result.versus_adaptive(AIMode.AS_NEEDED)
+        if versus is not None:
+            deliberated, mixed = result.deliberated()
+            self.stdout.write(
+                f"Weighted provider cost, deliberate when needed ÷ adaptive: {versus:.3f} "
+                f"({deliberated} of {mixed} turns of the mix deliberated)."
+            )
+        match = "=" if round(result.reported_usd, 2) == round(result.provider_usd, 2) else "≠"
+        self.stdout.write(
+            f"Usage reports' provider cost ${result.reported_usd:.8f} {match} the scripted "
+            f"provider's own invoice ${result.provider_usd:.8f} (to the cent, cached tokens at "
+            "the cached rate)."
+        )
         if result.evaluation:
             for mode in MODES:
                 evaluated, mixed = result.evaluated(mode)
