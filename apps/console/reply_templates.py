@@ -1,6 +1,6 @@
 """The console's reply-template picker: the client's templates filled in for one conversation
 and the signed-in staff member (static/console/templates.js asks for them when the picker opens;
-docs/console.md, "Reply templates")."""
+docs/api.md, "Reply templates")."""
 
 from __future__ import annotations
 

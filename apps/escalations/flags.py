@@ -1,5 +1,5 @@
 """Flags on the assistant's answers: staff mark a visible assistant reply as wrong, unhelpful or
-unsafe, with an optional correction (docs/console.md, "Flag and teach").
+unsafe, with an optional correction (docs/architecture.md, "Insights").
 
 A flag is a record, nothing more: it changes no prompt. What staff teach from it goes through
 the insights proposals (apps/insights/teach.py) and reaches prompts only once approved.

@@ -73,7 +73,7 @@ class Escalation(TenantOwnedModel):
 # -- staff tools: reply templates and flags on the assistant's answers ---------------------------
 
 # The variables a reply template may use, and where each value comes from
-# (apps/escalations/reply_templates.py, docs/console.md "Reply templates").
+# (apps/escalations/reply_templates.py, docs/api.md "Reply templates").
 TEMPLATE_VARIABLES = ("customer_name", "order_id", "agent_name")
 TEMPLATE_BODY_MAX_CHARS = 4000
 # `{{` and `}}` are literal braces; `{name}` is a variable; a lone brace is a mistake.

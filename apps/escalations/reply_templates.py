@@ -1,5 +1,5 @@
 """Reply templates: a client's canned staff replies, and filling in their variables for one
-conversation (docs/console.md, "Reply templates").
+conversation (docs/api.md, "Reply templates").
 
 Where each variable's value comes from:
 

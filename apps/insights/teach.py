@@ -1,6 +1,6 @@
 """Teach from staff: a flagged answer with a correction, or a staff reply after a hand-off,
-becomes an insights proposal — the same review item the nightly run makes (docs/console.md,
-"Flag and teach").
+becomes an insights proposal — the same review item the nightly run makes (docs/architecture.md,
+"Insights", *Flag and teach*).
 
 Nothing here reaches a prompt. An FAQ proposal becomes a published FAQ article, a note
 proposal's note (created `pending_review`) becomes active, and an article proposal's draft is

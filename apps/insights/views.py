@@ -1,5 +1,5 @@
 """The console's flag-and-teach actions on one conversation (static/console/flags.js; included
-by the console's URLconf; docs/console.md, "Flag and teach"): which replies can be flagged or
+by the console's URLconf; docs/architecture.md, "Insights"): which replies can be flagged or
 taught from and their flags, flag an assistant reply, propose a staff reply for review.
 
 JSON in and out, for the page's script. Reading needs the viewer role; flagging and teaching
