@@ -345,3 +345,22 @@ def test_the_conversation_page_includes_the_flag_tools(client_a):
     page = console_as(client_a, StaffRole.VIEWER).get(f"/console/conversations/{conv.public_id}/")
     assert page.status_code == 200
     assert b"data-flag-dialog" in page.content and b"console/flags.js" in page.content
+
+
+def test_flagged_answers_are_evidence_for_the_nightly_run(client_a, client_b):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from apps.insights.selectors import insight_evidence
+
+    conv, message = answered(client_a)
+    flag_and_teach(client=client_a, message=message, reason="unsafe")
+    _, other = answered(client_b)
+    flag_and_teach(client=client_b, message=other, reason="wrong")
+    now = timezone.now()
+    items = insight_evidence(client=client_a, since=now - timedelta(hours=1), until=now)
+    [item] = [i for i in items if i.kind == "flagged"]
+    assert item.conversation == str(conv.public_id)
+    assert item.text == QUESTION  # the customer's words the flagged reply answered
+    assert item.detail == f"staff flagged the answer as unsafe: {BAD}"
