@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 from django.utils.translation import gettext as _
 
 from apps.clients.models import Client
-from apps.conversations.models import Message, Role, Visibility
+from apps.conversations.models import Conversation, Message, Role, Visibility
 from apps.core.exceptions import ApplicationError
 from apps.core.schema import parse_uuid
 from apps.escalations.models import FlagReason, MessageFlag
@@ -29,6 +29,16 @@ def flag_list(*, client: Client, conversation: Any = None) -> QuerySet[MessageFl
     if conversation is not None:
         queryset = queryset.filter(conversation=conversation)
     return queryset.order_by("-created_at", "-pk")
+
+
+def conversations_flagged(
+    *, client: Client, queryset: QuerySet[Conversation], flagged: bool = True
+) -> QuerySet[Conversation]:
+    """`queryset` (the client's conversations) narrowed to those with at least one flagged
+    reply (`flagged=False`: those with none) — the inbox's "flagged" filter. One EXISTS
+    subquery on the (client, conversation) index, whatever the page size."""
+    has_flag = Exists(MessageFlag.objects.for_client(client).filter(conversation=OuterRef("pk")))
+    return queryset.filter(has_flag if flagged else ~has_flag)
 
 
 def flag_get(*, client: Client, flag_id: str) -> MessageFlag | None:

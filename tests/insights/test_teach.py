@@ -364,3 +364,18 @@ def test_flagged_answers_are_evidence_for_the_nightly_run(client_a, client_b):
     assert item.conversation == str(conv.public_id)
     assert item.text == QUESTION  # the customer's words the flagged reply answered
     assert item.detail == f"staff flagged the answer as unsafe: {BAD}"
+
+
+def test_the_flagged_filter_keeps_the_conversations_with_a_flag(client_a, client_b):
+    from apps.conversations.models import Conversation
+    from apps.escalations.flags import conversations_flagged
+
+    flagged, message = answered(client_a)
+    quiet, _ = answered(client_a)
+    flag_and_teach(client=client_a, message=message, reason="wrong")
+    flag_and_teach(client=client_a, message=message, reason="unsafe")  # twice: listed once
+    _, other = answered(client_b)
+    flag_and_teach(client=client_b, message=other, reason="wrong")
+    mine = Conversation.objects.for_client(client_a)
+    assert list(conversations_flagged(client=client_a, queryset=mine)) == [flagged]
+    assert list(conversations_flagged(client=client_a, queryset=mine, flagged=False)) == [quiet]
