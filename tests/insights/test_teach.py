@@ -379,3 +379,34 @@ def test_the_flagged_filter_keeps_the_conversations_with_a_flag(client_a, client
     mine = Conversation.objects.for_client(client_a)
     assert list(conversations_flagged(client=client_a, queryset=mine)) == [flagged]
     assert list(conversations_flagged(client=client_a, queryset=mine, flagged=False)) == [quiet]
+
+
+@pytest.mark.parametrize("bad_id", ["not-a-uuid", "0", "%00", "a" * 300])
+def test_malformed_ids_answer_404_never_500(client_a, bad_id):
+    conv, _ = answered(client_a)
+    agent = key_for(client_a, StaffRole.AGENT)
+    assert_error(agent.get(f"/api/v1/flags/{bad_id}/"), 404)
+    assert_error(agent.post(f"/api/v1/flags/{bad_id}/simulation-case"), 404)
+    console = console_as(client_a, StaffRole.AGENT)
+    base = f"/console/conversations/{conv.public_id}/messages/{bad_id}/"
+    assert console.post(base + "flag", {"reason": "wrong"}).status_code == 404
+    assert console.post(base + "teach").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"reason": "rude"}, "reason"),
+        ({"reason": "wrong", "teach_as": "poem", "correction": "x"}, "teach_as"),
+        ({"reason": "wrong", "correction": "x" * 2001}, "correction"),
+        ({"reason": "wrong", "message": "nope"}, "message"),
+    ],
+)
+def test_the_api_names_the_bad_field(client_a, body, field):
+    _, message = answered(client_a)
+    agent = key_for(client_a, StaffRole.AGENT)
+    response = agent.post(
+        "/api/v1/flags/", {"message": str(message.public_id)} | body, format="json"
+    )
+    assert field in assert_error(response, 400, "invalid")["fields"]
+    assert not unscoped(MessageFlag).exists()
