@@ -14,6 +14,7 @@ from django.db.models import Exists, OuterRef, QuerySet
 from django.utils.translation import gettext as _
 
 from apps.clients.models import Client
+from apps.conversations.events import conversation_changed
 from apps.conversations.models import Conversation, Message, Role, Visibility
 from apps.core.exceptions import ApplicationError
 from apps.core.schema import parse_uuid
@@ -84,7 +85,7 @@ def message_flag(
             "correction",
             _("At most %(count)d characters.") % {"count": MAX_CORRECTION_CHARS},
         )
-    return MessageFlag.objects.create(
+    flag = MessageFlag.objects.create(
         client=client,
         conversation_id=message.conversation_id,
         message=message,
@@ -92,3 +93,6 @@ def message_flag(
         correction=correction,
         flagged_by=actor if getattr(actor, "pk", None) else None,
     )
+    # Open consoles (the inbox's "flagged" filter) hear of it once committed.
+    conversation_changed(message.conversation_id, client.pk)
+    return flag

@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import pytest
+from django.conf import settings as django_settings
 from django.test import Client as DjangoClient
 
 from apps.accounts.models import Role as StaffRole
@@ -410,3 +411,27 @@ def test_the_api_names_the_bad_field(client_a, body, field):
     )
     assert field in assert_error(response, 400, "invalid")["fields"]
     assert not unscoped(MessageFlag).exists()
+
+
+@pytest.mark.skipif(
+    not str(django_settings.TEST_BROKER_URL).startswith("redis://"),
+    reason="needs Redis (CELERY_BROKER_URL=redis://…)",
+)
+def test_a_flag_rings_the_conversations_and_the_clients_doorbells(
+    client_a, settings, django_capture_on_commit_callbacks
+):
+    import redis
+
+    settings.REDIS_URL = settings.TEST_BROKER_URL
+    conv, message = answered(client_a)
+    listener = redis.Redis.from_url(settings.REDIS_URL).pubsub()
+    listener.psubscribe("*")
+    listener.get_message(timeout=1)  # the subscription confirmation
+    with django_capture_on_commit_callbacks(execute=True):
+        flag_and_teach(client=client_a, message=message, reason="wrong")
+    heard = [listener.get_message(timeout=2) for _ in range(3)]
+    payloads = {(m["channel"].decode(), m["data"]) for m in heard if m and m["type"] == "pmessage"}
+    assert any(
+        channel.endswith(str(conv.pk)) and data == f"c{client_a.pk}".encode()
+        for channel, data in payloads
+    )
