@@ -80,7 +80,7 @@ class InsightProposalAdmin(TenantScopedAdmin):
     fields = PROPOSAL_FIELDS
 
     def has_add_permission(self, request: HttpRequest) -> bool:
-        return False  # proposals come from the insights job
+        return False  # proposals come from the insights job and from staff (flag and teach)
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # the review trail stays; reject what is not wanted
