@@ -55,7 +55,7 @@ def asked_before(message: Message) -> str:
                 break
         elif asked:
             break
-    return "\n".join(reversed(asked))
+    return " ".join(reversed(asked))  # one line: it may become an FAQ title
 
 
 def _invalid(field: str, message: str) -> ApplicationError:

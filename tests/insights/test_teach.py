@@ -435,3 +435,15 @@ def test_a_flag_rings_the_conversations_and_the_clients_doorbells(
         channel.endswith(str(conv.pk)) and data == f"c{client_a.pk}".encode()
         for channel, data in payloads
     )
+
+
+def test_a_staff_reply_to_several_messages_is_approved_as_one_faq(client_a):
+    conv, _ = conversation_create(client=client_a)
+    for text in ("Hi, I bought boots 40 days ago.", QUESTION):
+        message_append(client=client_a, conversation=conv, role=Role.USER, text=text)
+    reply = message_append(client=client_a, conversation=conv, role=Role.STAFF, text=FIX)
+    proposal = staff_reply_teach(client=client_a, message=reply)
+    assert proposal.question == f"Hi, I bought boots 40 days ago. {QUESTION}"
+    proposal_approve(client=client_a, proposal=proposal)
+    article = unscoped(Article).get(body=FIX)
+    assert article.title == proposal.question and article.status == ArticleStatus.PUBLISHED
