@@ -65,6 +65,8 @@ def _proposal_json(proposal: InsightProposal | None) -> dict[str, Any] | None:
         "kind": proposal.kind,
         "kind_label": proposal.get_kind_display(),
         "title": proposal.title,
+        # Where it is reviewed (the admin checks the role: viewers see it, admins decide).
+        "review_url": reverse("admin:insights_insightproposal_change", args=[proposal.pk]),
     }
 
 

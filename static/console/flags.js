@@ -56,6 +56,18 @@
     });
   }
 
+  // "Proposed for review: <title>", the title linking to the proposal's review page.
+  function proposed(proposal) {
+    var line = el("div", "gd-help");
+    var parts = say("Proposed for review: %(title)s", { title: "\u0000" }).split("\u0000");
+    line.appendChild(document.createTextNode(parts[0] || ""));
+    var link = el("a", null, proposal.title);
+    link.href = proposal.review_url;
+    line.appendChild(link);
+    line.appendChild(document.createTextNode(parts[1] || ""));
+    return line;
+  }
+
   function flagLine(li, flag) {
     var line = el("div", "gd-flag gd-flag-" + flag.reason);
     line.dataset.flag = flag.id;
@@ -98,7 +110,7 @@
       button.addEventListener("click", function () {
         button.disabled = true;
         post(root.dataset.teachUrl.replace(PLACEHOLDER, message.id), { teach_as: "faq" }).then(function (data) {
-          button.replaceWith(el("span", "gd-help", say("Proposed for review: %(title)s", { title: data.proposal.title })));
+          button.replaceWith(proposed(data.proposal));
         }, function (error) {
           button.disabled = false;
           button.after(el("span", "gd-errors", say("Could not save: %(message)s", { message: error.message })));
@@ -134,7 +146,7 @@
         (state.flags[seq] = state.flags[seq] || []).push(body.flag);
         flagLine(current.li, body.flag);
         if (body.proposal) {
-          current.li.appendChild(el("div", "gd-help", say("Proposed for review: %(title)s", { title: body.proposal.title })));
+          current.li.appendChild(proposed(body.proposal));
         }
       }, function (error) {
         var node = dialog.querySelector("[data-flag-error]");

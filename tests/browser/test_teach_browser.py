@@ -93,6 +93,8 @@ def test_an_agent_replies_with_a_template_and_flags_an_answer(
     expect(dialog).to_be_hidden()
     expect(answer.get_by_text("Flagged: Unhelpful")).to_be_visible()
     expect(answer.get_by_text("Proposed for review:")).to_be_visible()
+    review = answer.get_by_role("link", name="Flagged answer: Where is my order?")
+    assert "/admin/insights/insightproposal/" in (review.get_attribute("href") or "")
     flag = unscoped(MessageFlag).get()
     assert (flag.reason, flag.correction, flag.flagged_by) == ("unhelpful", FIX, page.staff_user)
     proposal = unscoped(InsightProposal).get()

@@ -300,7 +300,9 @@ def test_the_console_lists_replies_and_flags_them(client_a):
     ]
     created = agent.post(urls["flag"], {"reason": "unsafe", "correction": FIX, "teach_as": "note"})
     assert created.status_code == 201, created.content
-    assert created.json()["proposal"]["kind"] == "note"
+    proposal = created.json()["proposal"]
+    assert proposal["kind"] == "note"
+    assert proposal["review_url"].startswith("/admin/insights/insightproposal/")
     [flag] = agent.get(urls["flags"]).json()["flags"]
     assert (flag["seq"], flag["reason"], flag["correction"]) == (message.seq, "unsafe", FIX)
     saved = agent.post(flag["case_url"])
