@@ -13,4 +13,8 @@ urlpatterns = [
     path("billing/", include("apps.billing.urls")),
     path("simulations/", include("apps.simulations.urls")),
     path("knowledge/", include("apps.knowledge.urls")),
+    # Reply templates, flags on the assistant's answers and teaching from them.
+    path("", include("apps.escalations.template_urls")),
+    path("", include("apps.insights.urls")),
+    path("", include("apps.simulations.flag_urls")),
 ]

@@ -39,7 +39,7 @@ from apps.billing.models import (
     VisitorUsage,
 )
 from apps.core.admin import SuperuserOnlyAdmin, TenantScopedAdmin
-from apps.escalations.models import Escalation, EscalationStatus
+from apps.escalations.models import Escalation, EscalationStatus, MessageFlag, ReplyTemplate
 from apps.insights.models import InsightProposal, InsightRun, ProposalKind
 from apps.knowledge.services.articles import article_create, source_create
 from apps.notes.services import note_add
@@ -93,6 +93,10 @@ RULES: dict[str, dict[str, str]] = {
     "tools.pendingaction": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
     "tools.toolexecution": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
     "escalations.escalation": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
+    # Reply templates are the team's shared words: admins write them, everyone uses them. Flags
+    # are made in the console and the API; the admin lists them for the record.
+    "escalations.replytemplate": {"view": VIEWER, "add": ADMIN, "change": ADMIN, "delete": ADMIN},
+    "escalations.messageflag": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
     "reasoning.reasoningtrace": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
     # Approving a proposal changes the client's business info (MANAGE); the trail stays.
     "insights.insightproposal": {"view": VIEWER, "add": NEVER, "change": ADMIN, "delete": NEVER},
@@ -222,6 +226,11 @@ def world(db) -> dict[str, Any]:
         **(proposal_fields | {"kind": ProposalKind.ARTICLE, "outline": "We rent [what]."}),
     )
     SimCase.objects.create(client=acme, name="greeting", turns=[{"customer": "Hi", "expect": {}}])
+    ReplyTemplate.objects.create(client=acme, name="Thanks", shortcut="thanks", body="Thanks!")
+    reply = data.conversation.messages.filter(role="assistant", visibility="visible").first()
+    MessageFlag.objects.create(
+        client=acme, conversation=data.conversation, message=reply, reason="wrong"
+    )
     SimulationRun.objects.create(client=acme, name="A run", total=2, completed=1)
     # Knowledge: an article and an FAQ, switched off drafts (so switching on, off and
     # publishing each change them), and a source.
@@ -580,3 +589,18 @@ def test_an_admin_of_one_client_and_viewer_of_another_acts_only_in_the_first(cli
         .count()
         == 2
     )
+
+
+def test_an_admin_writes_a_reply_template_and_a_bad_variable_is_refused(client, world):
+    client.force_login(world["users"][ADMIN])
+    acme = world["acme"]
+    form = {"client": acme.pk, "name": "Shipped", "shortcut": "shipped"}
+    refused = client.post(url(ReplyTemplate, "add"), form | {"body": "Your {order} shipped"})
+    assert refused.status_code == 200 and "Unknown variable {order}" in refused.content.decode()
+    saved = client.post(url(ReplyTemplate, "add"), form | {"body": "Order {order_id} shipped"})
+    assert saved.status_code == 302
+    template = ReplyTemplate.objects.for_client(acme).get(shortcut="shipped")
+    assert template.body == "Order {order_id} shipped"
+    taken = client.post(url(ReplyTemplate, "add"), form | {"body": "Again"})
+    assert taken.status_code == 200
+    assert ReplyTemplate.objects.for_client(acme).filter(shortcut="shipped").count() == 1

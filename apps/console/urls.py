@@ -2,7 +2,7 @@
 
 from django.urls import include, path
 
-from apps.console import profile, views
+from apps.console import profile, reply_templates, views
 
 urlpatterns = [
     path("", views.queue, name="console-queue"),
@@ -35,4 +35,12 @@ urlpatterns = [
         views.conversation_resolve,
         name="console-conversation-resolve",
     ),
+    # Reply templates, flags on the assistant's answers and teaching from them.
+    path(
+        "conversations/<str:public_id>/reply-templates.json",
+        reply_templates.conversation_templates,
+        name="console-reply-templates",
+    ),
+    path("", include("apps.insights.console_urls")),
+    path("", include("apps.simulations.console_urls")),
 ]

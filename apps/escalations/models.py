@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import re
 import uuid
 
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
@@ -66,3 +68,122 @@ class Escalation(TenantOwnedModel):
 
     def __str__(self) -> str:
         return f"{self.get_reason_display()} ({self.status})"
+
+
+# -- staff tools: reply templates and flags on the assistant's answers ---------------------------
+
+# The variables a reply template may use, and where each value comes from
+# (apps/escalations/reply_templates.py, docs/api.md "Reply templates").
+TEMPLATE_VARIABLES = ("customer_name", "order_id", "agent_name")
+TEMPLATE_BODY_MAX_CHARS = 4000
+# `{{` and `}}` are literal braces; `{name}` is a variable; a lone brace is a mistake.
+TEMPLATE_TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
+
+
+def template_variables(body: str) -> list[str]:
+    """The variables `body` uses, in order; ValidationError for an unknown variable or a lone
+    brace (so a typo like `{order}` is caught when the template is saved, not when a customer
+    would read it)."""
+    found: list[str] = []
+    unknown: list[str] = []
+    for match in TEMPLATE_TOKEN.finditer(body):
+        token = match.group(0)
+        if token in ("{{", "}}"):
+            continue
+        name = match.group(1)
+        if name is None:
+            raise ValidationError(
+                _("A lone “%(brace)s”: write %(double)s for a literal brace."),
+                code="brace",
+                params={"brace": token, "double": token * 2},
+            )
+        if name.strip() in TEMPLATE_VARIABLES:
+            found.append(name.strip())
+        else:
+            unknown.append("{" + name + "}")
+    if unknown:
+        raise ValidationError(
+            _("Unknown variable %(names)s. Known: %(known)s."),
+            code="unknown_variable",
+            params={
+                "names": ", ".join(unknown),
+                "known": ", ".join("{" + v + "}" for v in TEMPLATE_VARIABLES),
+            },
+        )
+    return found
+
+
+def validate_template_body(body: str) -> None:
+    template_variables(body)
+
+
+class ReplyTemplate(TenantOwnedModel):
+    """A canned staff reply of one client, picked in the console by name or shortcut. Its body
+    may hold `{customer_name}`, `{order_id}` and `{agent_name}`; any other `{name}` is refused
+    when it is saved (`{{` and `}}` write literal braces)."""
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    name = models.CharField(_("name"), max_length=80)
+    shortcut = models.SlugField(
+        _("shortcut"),
+        max_length=40,
+        help_text=_("Typed after “/” in the console's reply box, e.g. refund-sent."),
+    )
+    body = models.TextField(
+        _("body"),
+        max_length=TEMPLATE_BODY_MAX_CHARS,
+        validators=[validate_template_body],
+        help_text=_(
+            "The reply. Variables: {customer_name}, {order_id}, {agent_name}; "
+            "write {{ and }} for literal braces."
+        ),
+    )
+
+    class Meta:
+        verbose_name = _("reply template")
+        verbose_name_plural = _("reply templates")
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["client", "shortcut"], name="uniq_reply_template_shortcut"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"/{self.shortcut} — {self.name}"
+
+
+class FlagReason(models.TextChoices):
+    WRONG = "wrong", _("Wrong")
+    UNHELPFUL = "unhelpful", _("Unhelpful")
+    UNSAFE = "unsafe", _("Unsafe")
+
+
+class MessageFlag(TenantOwnedModel):
+    """Staff marked one of the assistant's visible replies as wrong, unhelpful or unsafe,
+    optionally with what it should have said. The correction reaches no prompt by itself: it
+    becomes a proposal staff approve (apps/insights/teach.py)."""
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    conversation = models.ForeignKey(
+        "conversations.Conversation", on_delete=models.CASCADE, related_name="flags"
+    )
+    message = models.ForeignKey(
+        "conversations.Message", on_delete=models.CASCADE, related_name="flags"
+    )
+    reason = models.CharField(_("reason"), max_length=10, choices=FlagReason.choices)
+    correction = models.TextField(
+        _("correction"), blank=True, max_length=2000, help_text=_("What it should have said.")
+    )
+    flagged_by = models.ForeignKey(
+        "accounts.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        verbose_name = _("flagged answer")
+        verbose_name_plural = _("flagged answers")
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["client", "conversation"])]
+
+    def __str__(self) -> str:
+        return f"{self.get_reason_display()}: #{self.message_id}"

@@ -41,6 +41,7 @@ PROPOSAL_FIELDS: tuple[str, ...] = (
     "title",
     "kind",
     "status",
+    "origin",
     "client",
     "count",
     "evidence",
@@ -65,7 +66,13 @@ PROPOSAL_FIELDS: tuple[str, ...] = (
 class InsightProposalAdmin(TenantScopedAdmin):
     change_form_template = "admin/insights/insightproposal/change_form.html"
     list_display = ["title", "kind", "status", "count", "client", "created_at", "reviewed_by"]
-    list_filter = ["status", "kind", ("client", admin.RelatedOnlyFieldListFilter), "created_at"]
+    list_filter = [
+        "status",
+        "kind",
+        "origin",
+        ("client", admin.RelatedOnlyFieldListFilter),
+        "created_at",
+    ]
     list_select_related = ["client", "reviewed_by", "note", "article"]
     search_fields = ["title", "question", "answer", "content"]
     ordering = ["-created_at"]
@@ -73,7 +80,7 @@ class InsightProposalAdmin(TenantScopedAdmin):
     fields = PROPOSAL_FIELDS
 
     def has_add_permission(self, request: HttpRequest) -> bool:
-        return False  # proposals come from the insights job
+        return False  # proposals come from the insights job and from staff (flag and teach)
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # the review trail stays; reject what is not wanted

@@ -33,6 +33,12 @@ class ProposalStatus(models.TextChoices):
     REJECTED = "rejected", _("Rejected")
 
 
+class ProposalOrigin(models.TextChoices):
+    RUN = "run", _("Insights run")
+    FLAG = "flag", _("Flagged answer")
+    STAFF_REPLY = "staff_reply", _("Staff reply")
+
+
 class RunStatus(models.TextChoices):
     RUNNING = "running", _("Running")
     DONE = "done", _("Done")
@@ -87,6 +93,27 @@ class InsightProposal(TenantOwnedModel):
     kind = models.CharField(max_length=10, choices=ProposalKind.choices)
     status = models.CharField(
         max_length=16, choices=ProposalStatus.choices, default=ProposalStatus.PENDING_REVIEW
+    )
+    # Where it came from: the nightly run, a staff member's flag with a correction, or a staff
+    # reply they chose to teach from (apps/insights/teach.py).
+    origin = models.CharField(
+        max_length=12, choices=ProposalOrigin.choices, default=ProposalOrigin.RUN
+    )
+    flag = models.ForeignKey(
+        "escalations.MessageFlag",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text=_("Flagged answers: the flag it was made from."),
+    )
+    source_message = models.ForeignKey(
+        "conversations.Message",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text=_("Staff replies: the reply it was made from."),
     )
     title = models.CharField(max_length=200, help_text=_("The topic."))
     topic_key = models.CharField(max_length=200, editable=False)

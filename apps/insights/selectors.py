@@ -11,7 +11,7 @@ from django.db.models import QuerySet
 
 from apps.clients.models import Client
 from apps.conversations.models import Conversation, Kind, Message
-from apps.escalations.models import Escalation, EscalationReason
+from apps.escalations.models import Escalation, EscalationReason, MessageFlag
 from apps.insights.models import InsightProposal, ProposalStatus
 from apps.notes.models import Note, NoteStatus, NoteType
 from apps.reasoning.models import ReasoningStep
@@ -37,6 +37,7 @@ class Evidence:
     """One thing that went wrong, as the insights step reads it."""
 
     # escalation | low_confidence | questioned | failure_note | tool_failure | no_knowledge
+    # | flagged
     kind: str
     conversation: str  # the conversation's public id
     at: datetime
@@ -55,7 +56,8 @@ def _customer_words(message: Message | None) -> str:
 
 def insight_evidence(*, client: Client, since: datetime, until: datetime) -> list[Evidence]:
     """Everything that went wrong in `client`'s conversations in [since, until), newest first:
-    knowledge escalations, low-confidence assessments, questioned answers and FAILURE notes.
+    knowledge escalations, low-confidence assessments, questioned answers, FAILURE notes,
+    knowledge gaps and the answers staff flagged.
     A handful of queries whatever the volume (each source one query, joins decided here)."""
     items: list[Evidence] = []
     window = {"created_at__gte": since, "created_at__lt": until}
@@ -128,6 +130,7 @@ def insight_evidence(*, client: Client, since: datetime, until: datetime) -> lis
         )
     items.extend(_failure_notes(client, window))
     items.extend(_knowledge_gaps(client, window))
+    items.extend(_flagged_answers(client, window))
     items.sort(key=lambda item: item.at, reverse=True)
     return items
 
@@ -154,6 +157,33 @@ def _failure_notes(client: Client, window: dict[str, Any]) -> list[Evidence]:
         for note in notes
         if note.conversation is not None
     ]
+
+
+def _flagged_answers(client: Client, window: dict[str, Any]) -> list[Evidence]:
+    """Assistant replies staff flagged (wrong, unhelpful, unsafe) in the window — also those
+    flagged without a correction, which no proposal was made from. Two queries."""
+    flags = list(
+        MessageFlag.objects.for_client(client)
+        .filter(**window)
+        .select_related("conversation", "message__trace__user_message")
+        .order_by("-created_at")
+    )
+    untraced = [f.conversation for f in flags if f.message.trace is None]
+    last_user = _last_customer_messages(client, untraced)
+    items = []
+    for flag in flags:
+        turn = flag.message.trace.user_message if flag.message.trace else None
+        reply = " ".join(flag.message.text.split())[:200]
+        items.append(
+            Evidence(
+                kind="flagged",
+                conversation=str(flag.conversation.public_id),
+                at=flag.created_at,
+                text=_customer_words(turn or last_user.get(flag.conversation_id)),
+                detail=f"staff flagged the answer as {flag.reason}: {reply}",
+            )
+        )
+    return items
 
 
 def _searched_traces(client: Client, trace_ids: list[int | None]) -> set[int]:

@@ -13,9 +13,11 @@ from typing import TYPE_CHECKING, Any
 from django.db import transaction
 from django.utils.translation import gettext as _
 
+from apps.conversations.models import Message, Role, Visibility
 from apps.core.exceptions import ApplicationError
+from apps.escalations.models import MessageFlag
 from apps.simulations.models import SimCase
-from apps.simulations.schema import case_validate
+from apps.simulations.schema import MAX_HISTORY, MAX_TEXT, case_validate
 
 if TYPE_CHECKING:
     from apps.clients.models import Client
@@ -195,3 +197,58 @@ def cases_export(*, client: Client, suite: str | None = None) -> list[dict[str, 
 def simcase_get(*, client: Client, public_id: Any) -> SimCase | None:
     """One of the client's cases by its public id (None: not the client's, or no such case)."""
     return SimCase.objects.for_client(client).filter(public_id=public_id).first()
+
+
+FLAGGED_SUITE = "flagged"
+
+
+@transaction.atomic
+def simcase_from_flag(*, client: Client, flag: MessageFlag) -> SimCase:
+    """A test case from a flagged answer: the conversation's visible history up to the
+    customer's message the flagged reply answered, that message as the one turn, and — when
+    staff wrote a correction — a judged criterion that the reply agrees with it, plus one that
+    it does not repeat the flagged answer. Saved again, the same flag gives the same case
+    (updated, not duplicated)."""
+    if flag.client_id != client.pk:
+        raise ApplicationError(_("Not found."), status=404, code="not_found")
+    earlier = list(
+        Message.objects.for_client(client)
+        .filter(
+            conversation_id=flag.conversation_id,
+            seq__lt=flag.message.seq,
+            visibility=Visibility.VISIBLE,
+            role__in=[Role.USER, Role.ASSISTANT],
+        )
+        .exclude(text="")
+        .order_by("seq")
+    )
+    last_user = max((i for i, m in enumerate(earlier) if m.role == Role.USER), default=None)
+    if last_user is None:
+        raise ApplicationError(
+            _("The customer wrote nothing before the flagged answer: there is no turn to test."),
+            code="invalid",
+        )
+    history = [{"role": str(m.role), "text": m.text[:MAX_TEXT]} for m in earlier[:last_user]][
+        -MAX_HISTORY:
+    ]
+    reply = " ".join(flag.message.text.split())[:500]
+    criteria = [_("The reply does not say again: “%(reply)s”") % {"reply": reply}]
+    if flag.correction:
+        criteria.insert(
+            0, _("The reply agrees with this correction: %(fix)s") % {"fix": flag.correction}
+        )
+    name = f"flagged-{str(flag.public_id)[:8]}"
+    data = {
+        "name": name,
+        "suite": FLAGGED_SUITE,
+        "description": _("Made from an answer staff flagged as %(reason)s.")
+        % {"reason": flag.get_reason_display().lower()},
+        "tags": ["flagged", str(flag.reason)],
+        "history": history,
+        "turns": [{"customer": earlier[last_user].text[:MAX_TEXT]}],
+        "criteria": [c[:MAX_TEXT] for c in criteria],
+    }
+    existing = SimCase.objects.for_client(client).filter(name=name).first()
+    if existing is not None:
+        return simcase_update(client=client, case=existing, data=data)
+    return simcase_create(client=client, data=data)

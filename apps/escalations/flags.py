@@ -1,0 +1,98 @@
+"""Flags on the assistant's answers: staff mark a visible assistant reply as wrong, unhelpful or
+unsafe, with an optional correction (docs/architecture.md, "Insights").
+
+A flag is a record, nothing more: it changes no prompt. What staff teach from it goes through
+the insights proposals (apps/insights/teach.py) and reaches prompts only once approved.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Exists, OuterRef, QuerySet
+from django.utils.translation import gettext as _
+
+from apps.clients.models import Client
+from apps.conversations.events import conversation_changed
+from apps.conversations.models import Conversation, Message, Role, Visibility
+from apps.core.exceptions import ApplicationError
+from apps.core.schema import parse_uuid
+from apps.escalations.models import FlagReason, MessageFlag
+
+MAX_CORRECTION_CHARS = 2000
+
+
+def flag_list(*, client: Client, conversation: Any = None) -> QuerySet[MessageFlag]:
+    queryset = MessageFlag.objects.for_client(client).select_related(
+        "conversation", "message", "flagged_by"
+    )
+    if conversation is not None:
+        queryset = queryset.filter(conversation=conversation)
+    return queryset.order_by("-created_at", "-pk")
+
+
+def conversations_flagged(
+    *, client: Client, queryset: QuerySet[Conversation], flagged: bool = True
+) -> QuerySet[Conversation]:
+    """`queryset` (the client's conversations) narrowed to those with at least one flagged
+    reply (`flagged=False`: those with none) — the inbox's "flagged" filter. One EXISTS
+    subquery on the (client, conversation) index, whatever the page size."""
+    has_flag = Exists(MessageFlag.objects.for_client(client).filter(conversation=OuterRef("pk")))
+    return queryset.filter(has_flag if flagged else ~has_flag)
+
+
+def flag_get(*, client: Client, flag_id: str) -> MessageFlag | None:
+    public_id = parse_uuid(flag_id)
+    if public_id is None:
+        return None
+    return flag_list(client=client).filter(public_id=public_id).first()
+
+
+def flaggable_message_get(*, client: Client, message_id: str) -> Message | None:
+    """One of the client's messages by public id (None: malformed, unknown, another
+    client's)."""
+    public_id = parse_uuid(message_id)
+    if public_id is None:
+        return None
+    return (
+        Message.objects.for_client(client)
+        .select_related("conversation")
+        .filter(public_id=public_id)
+        .first()
+    )
+
+
+def _field_error(field: str, message: str) -> ApplicationError:
+    return ApplicationError(message, {"fields": {field: message}}, code="invalid")
+
+
+@transaction.atomic
+def message_flag(
+    *, client: Client, message: Message, reason: str, correction: str = "", actor: Any = None
+) -> MessageFlag:
+    """Flag one of the assistant's visible replies. Only the assistant's replies the customer
+    saw can be flagged (not a customer's, staff's or internal message)."""
+    if message.client_id != client.pk:
+        raise ApplicationError(_("Not found."), status=404, code="not_found")
+    if message.role != Role.ASSISTANT or message.visibility != Visibility.VISIBLE:
+        raise _field_error("message", _("Only the assistant's replies can be flagged."))
+    if reason not in FlagReason.values:
+        raise _field_error("reason", _("Choose wrong, unhelpful or unsafe."))
+    correction = (correction or "").strip()
+    if len(correction) > MAX_CORRECTION_CHARS:
+        raise _field_error(
+            "correction",
+            _("At most %(count)d characters.") % {"count": MAX_CORRECTION_CHARS},
+        )
+    flag = MessageFlag.objects.create(
+        client=client,
+        conversation_id=message.conversation_id,
+        message=message,
+        reason=reason,
+        correction=correction,
+        flagged_by=actor if getattr(actor, "pk", None) else None,
+    )
+    # Open consoles (the inbox's "flagged" filter) hear of it once committed.
+    conversation_changed(message.conversation_id, client.pk)
+    return flag

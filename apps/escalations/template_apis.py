@@ -1,0 +1,224 @@
+"""Staff / back-office reply templates API (docs/api.md, "Reply templates"): list them (filled in
+for one conversation when asked), and create, change and delete them (the admin role)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from rest_framework import exceptions, serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from apps.conversations.selectors import conversation_get
+from apps.core.permissions import MANAGE, READ, StaffAPIView, acting_user
+from apps.core.schema import (
+    AUTH_ERRORS,
+    CLIENT_PARAMETER,
+    error_responses,
+    invalid_example,
+    public_id_path_parameter,
+)
+from apps.escalations.models import TEMPLATE_BODY_MAX_CHARS, ReplyTemplate
+from apps.escalations.reply_templates import (
+    reply_template_create,
+    reply_template_delete,
+    reply_template_get,
+    reply_template_list,
+    reply_template_update,
+    template_render,
+    template_values,
+)
+
+TAG = "reply-templates"
+
+
+class ReplyTemplateSerializer(serializers.Serializer):
+    id = serializers.UUIDField(source="public_id", read_only=True)
+    name = serializers.CharField(max_length=80)
+    shortcut = serializers.SlugField(max_length=40)
+    body = serializers.CharField(max_length=TEMPLATE_BODY_MAX_CHARS, trim_whitespace=False)
+    created_at = serializers.DateTimeField(read_only=True)
+    updated_at = serializers.DateTimeField(read_only=True)
+
+
+class FilledTemplateSerializer(ReplyTemplateSerializer):
+    text = serializers.CharField(
+        read_only=True,
+        help_text="The body filled in for the conversation asked for (`?conversation=`); "
+        "absent without one.",
+    )
+    missing = serializers.ListField(
+        child=serializers.CharField(),
+        read_only=True,
+        help_text="Variables with no value for that conversation, left in `text` as {name}.",
+    )
+
+
+class TemplateFilterSerializer(serializers.Serializer):
+    conversation = serializers.UUIDField(required=False)
+
+
+TEMPLATE_EXAMPLE: dict[str, Any] = {
+    "id": "5f0e7a52-3c1d-4d8e-9b6a-0a1b2c3d4e5f",
+    "name": "Refund sent",
+    "shortcut": "refund-sent",
+    "body": "Hi {customer_name}, the refund for order {order_id} is on its way. — {agent_name}",
+    "created_at": "2026-03-02T09:16:40.004000Z",
+    "updated_at": "2026-03-02T09:16:40.004000Z",
+}
+TEMPLATE_ID_PARAMETER = public_id_path_parameter("template_id", "The template's public id.")
+
+
+def _template_or_404(view: StaffAPIView, template_id: str) -> ReplyTemplate:
+    template = reply_template_get(client=view.client, template_id=template_id)
+    if template is None:
+        raise exceptions.NotFound("No such reply template.")
+    return template
+
+
+class ReplyTemplateListApi(StaffAPIView):
+    required_roles = {"GET": READ, "POST": MANAGE}
+
+    @extend_schema(
+        operation_id="reply_templates_list",
+        tags=[TAG],
+        summary="List reply templates",
+        description="The client's reply templates by name. With `?conversation=<id>` each also "
+        "carries `text`, its body filled in for that conversation and for the caller "
+        "(`{agent_name}`), and `missing`, the variables that had no value. Needs the viewer "
+        "role.",
+        parameters=[
+            OpenApiParameter(
+                "conversation",
+                OpenApiTypes.UUID,
+                description="Fill the templates in for this conversation.",
+            ),
+            CLIENT_PARAMETER,
+        ],
+        responses={
+            200: FilledTemplateSerializer(many=True),
+            **error_responses(400, *AUTH_ERRORS, 404),
+        },
+        examples=[
+            OpenApiExample(
+                "A page",
+                value={
+                    **TEMPLATE_EXAMPLE,
+                    "text": "Hi {customer_name}, the refund for order TH-10042 is on its way. "
+                    "— Sam",
+                    "missing": ["customer_name"],
+                },
+                response_only=True,
+            )
+        ],
+    )
+    def get(self, request: Request) -> Response:
+        filters = self.validated_query(TemplateFilterSerializer)
+        templates = reply_template_list(client=self.client)
+        if "conversation" not in filters:
+            return self.paginated_response(templates, ReplyTemplateSerializer)
+        conversation = conversation_get(client=self.client, public_id=str(filters["conversation"]))
+        if conversation is None:
+            raise exceptions.NotFound("No such conversation.")
+        values = template_values(
+            client=self.client, conversation=conversation, user=acting_user(request)
+        )
+        rows = []
+        for template in templates:
+            rendered = template_render(body=template.body, values=values)
+            template.text, template.missing = rendered.text, rendered.missing  # type: ignore[attr-defined]
+            rows.append(template)
+        return self.paginated_response(rows, FilledTemplateSerializer)
+
+    @extend_schema(
+        operation_id="reply_templates_create",
+        tags=[TAG],
+        summary="Create a reply template",
+        description="A new template. The body may use {customer_name}, {order_id} and "
+        "{agent_name}; any other {name}, or a lone brace, is refused (400 naming `body`); "
+        "`{{` and `}}` are literal braces. The shortcut is unique within the client. Needs the "
+        "admin role.",
+        parameters=[CLIENT_PARAMETER],
+        request=ReplyTemplateSerializer,
+        responses={
+            201: ReplyTemplateSerializer,
+            **error_responses(
+                400,
+                *AUTH_ERRORS,
+                404,
+                invalid=invalid_example(
+                    "body",
+                    "Unknown variable {order}. Known: {customer_name}, {order_id}, {agent_name}.",
+                ),
+            ),
+        },
+        examples=[
+            OpenApiExample(
+                "New",
+                value={k: TEMPLATE_EXAMPLE[k] for k in ("name", "shortcut", "body")},
+                request_only=True,
+            ),
+            OpenApiExample("Created", value=TEMPLATE_EXAMPLE, response_only=True),
+        ],
+    )
+    def post(self, request: Request) -> Response:
+        body = ReplyTemplateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        template = reply_template_create(client=self.client, **body.validated_data)
+        return Response(ReplyTemplateSerializer(template).data, status=status.HTTP_201_CREATED)
+
+
+class ReplyTemplateDetailApi(StaffAPIView):
+    required_roles = {"GET": READ, "PATCH": MANAGE, "DELETE": MANAGE}
+
+    @extend_schema(
+        operation_id="reply_templates_retrieve",
+        tags=[TAG],
+        summary="Read a reply template",
+        description="One template. Needs the viewer role.",
+        parameters=[TEMPLATE_ID_PARAMETER, CLIENT_PARAMETER],
+        responses={200: ReplyTemplateSerializer, **error_responses(*AUTH_ERRORS, 404)},
+        examples=[OpenApiExample("A template", value=TEMPLATE_EXAMPLE, response_only=True)],
+    )
+    def get(self, request: Request, template_id: str) -> Response:
+        return Response(ReplyTemplateSerializer(_template_or_404(self, template_id)).data)
+
+    @extend_schema(
+        operation_id="reply_templates_partial_update",
+        tags=[TAG],
+        summary="Change a reply template",
+        description="Changes the given fields, validated as on create. Needs the admin role.",
+        parameters=[TEMPLATE_ID_PARAMETER, CLIENT_PARAMETER],
+        request=ReplyTemplateSerializer(partial=True),
+        responses={
+            200: ReplyTemplateSerializer,
+            **error_responses(400, *AUTH_ERRORS, 404),
+        },
+        examples=[
+            OpenApiExample("Rename", value={"name": "Refund on its way"}, request_only=True),
+            OpenApiExample("Changed", value=TEMPLATE_EXAMPLE, response_only=True),
+        ],
+    )
+    def patch(self, request: Request, template_id: str) -> Response:
+        template = _template_or_404(self, template_id)
+        body = ReplyTemplateSerializer(data=request.data, partial=True)
+        body.is_valid(raise_exception=True)
+        template = reply_template_update(
+            client=self.client, template=template, changes=dict(body.validated_data)
+        )
+        return Response(ReplyTemplateSerializer(template).data)
+
+    @extend_schema(
+        operation_id="reply_templates_destroy",
+        tags=[TAG],
+        summary="Delete a reply template",
+        description="Deletes the template. Replies already sent with it stay as they are. "
+        "Needs the admin role.",
+        parameters=[TEMPLATE_ID_PARAMETER, CLIENT_PARAMETER],
+        responses={204: None, **error_responses(*AUTH_ERRORS, 404)},
+    )
+    def delete(self, request: Request, template_id: str) -> Response:
+        reply_template_delete(client=self.client, template=_template_or_404(self, template_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
