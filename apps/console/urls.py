@@ -2,7 +2,7 @@
 
 from django.urls import include, path
 
-from apps.console import profile, views
+from apps.console import approvals, profile, views
 
 urlpatterns = [
     path("", views.queue, name="console-queue"),
@@ -34,5 +34,17 @@ urlpatterns = [
         "conversations/<str:public_id>/resolve",
         views.conversation_resolve,
         name="console-conversation-resolve",
+    ),
+    # tool calls held for a teammate's approval (apps/console/approvals.py)
+    path("approvals/", approvals.approvals_page, name="console-approvals"),
+    path(
+        "approvals/<str:approval_id>/approve",
+        approvals.approval_approve_view,
+        name="console-approval-approve",
+    ),
+    path(
+        "approvals/<str:approval_id>/deny",
+        approvals.approval_deny_view,
+        name="console-approval-deny",
     ),
 ]
