@@ -242,9 +242,10 @@ def test_a_request_nobody_decides_becomes_a_hand_off(chat, llm, webhook):
 
 
 def test_the_customer_is_told_in_their_language(chat, llm, webhook):
+    confirmed_refund(chat, llm, 150)
+    # the conversation is now held in Spanish (as a turn would set it from the customer's words)
     chat.conversation.language = "es"
     chat.conversation.save(update_fields=["language"])
-    confirmed_refund(chat, llm, 150)
     approval = ApprovalRequest.objects.unscoped(ALL).get()
     approval_deny(client=chat.client, approval=approval, actor=UserFactory(), reason="Ya pagado.")
     approval.refresh_from_db()
