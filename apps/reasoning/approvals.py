@@ -86,10 +86,10 @@ EXPIRE_BATCH = 200
 
 
 def action_words(tool: ClientTool, params: dict[str, Any]) -> str:
-    """The action as the customer confirmed it: "refund order (amount: 150, order id: TH-1)"."""
+    """The action as the customer confirmed it: "refund order — amount: 150, order id: TH-1"."""
     details = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in sorted(params.items()))
     action = tool.name.replace("_", " ")
-    return f"{action} ({details})" if details else action
+    return f"{action} — {details}" if details else action
 
 
 def pending_text(tool: ClientTool, params: dict[str, Any]) -> str:
