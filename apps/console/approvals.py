@@ -57,6 +57,8 @@ def approvals_page(request: HttpRequest, access: ConsoleAccess) -> HttpResponse:
             "status": status,
             "statuses": ApprovalStatus.choices,
             "max_reason": MAX_REASON_CHARS,
+            # the client's doorbell: rings when any of its conversations changes
+            "events_url": reverse("console-queue-events") + access.query,
         },
     )
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from apps.conversations.models import Message
+from apps.conversations.models import Conversation, Message
 from apps.tools.models import ApprovalRequest, ApprovalStatus, ClientTool, ToolExecution
 from tests.browser.conftest import SCREENSHOTS
 from tests.browser.helpers import open_widget, send
@@ -48,6 +48,14 @@ def test_a_refund_above_the_threshold_waits_for_a_teammate_and_runs_once(
     send(frame, f"My order {ORDER} arrived damaged, please refund $150")
     confirmation = frame.locator("li.gd-kind--confirmation_request")
     expect(confirmation).to_contain_text(ORDER)
+    # An agent watches the conversation in the console meanwhile.
+    with db_lock:
+        conversation = Conversation.objects.for_client(demo).get()
+    agent = agent_page(browser, live_server, demo, monkeypatch)
+    agent.goto(
+        f"{live_server.url}/console/conversations/{conversation.public_id}/?client={demo.slug}"
+    )
+    expect(agent.locator("#approvals")).to_be_hidden()
 
     # Yes → every guard passes, but the rule holds the call for a teammate.
     llm.script(
@@ -70,9 +78,12 @@ def test_a_refund_above_the_threshold_waits_for_a_teammate_and_runs_once(
         approval = ApprovalRequest.objects.unscoped(ALL).get()
     assert approval.status == ApprovalStatus.PENDING and approval.params == PARAMS
 
-    # An agent sees the exact call in the console and approves it.
-    agent = agent_page(browser, live_server, demo, monkeypatch)
-    agent.goto(f"{live_server.url}/console/?client={demo.slug}")
+    # The open conversation page shows the request without a reload; the agent opens the
+    # Approvals page from the nav and approves the exact call there.
+    live_box = agent.locator("#approvals")
+    expect(live_box).to_be_visible()
+    expect(live_box).to_contain_text("request_refund")
+    expect(live_box).to_contain_text(ORDER)
     agent.get_by_role("link", name="Approvals").click()
     row = agent.locator(f'[data-approval="{approval.public_id}"]')
     expect(row).to_contain_text("request_refund")
