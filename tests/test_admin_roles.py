@@ -44,7 +44,7 @@ from apps.insights.models import InsightProposal, InsightRun, ProposalKind
 from apps.knowledge.services.articles import article_create, source_create
 from apps.notes.services import note_add
 from apps.simulations.models import SimCase, SimulationRun
-from apps.tools.models import ClientTool, ExecutorType, PendingAction, ToolKind
+from apps.tools.models import ApprovalRequest, ClientTool, ExecutorType, PendingAction, ToolKind
 from tests.api.conftest import make_tenant_data
 from tests.factories import (
     ClientFactory,
@@ -91,6 +91,7 @@ RULES: dict[str, dict[str, str]] = {
     "conversations.conversation": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
     "tools.clienttool": {"view": ADMIN, "add": ADMIN, "change": ADMIN, "delete": ADMIN},
     "tools.pendingaction": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
+    "tools.approvalrequest": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
     "tools.toolexecution": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
     "escalations.escalation": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
     # Reply templates are the team's shared words: admins write them, everyone uses them. Flags
@@ -194,6 +195,16 @@ def world(db) -> dict[str, Any]:
         proposed_in=data.trace.user_message,
         expires_at=data.trace.created_at,
         idempotency_key="pa-1",
+    )
+    ApprovalRequest.objects.create(
+        client=acme,
+        conversation=data.conversation,
+        tool=data.tool,
+        params={"order_id": "TH-12345"},
+        params_hash="x" * 64,
+        idempotency_key="approval-1",
+        requested_in=data.trace.user_message,
+        expires_at=data.trace.created_at,
     )
     month = date.today().replace(day=1)
     UsageRecord.objects.create(client=acme, mode="adaptive", step="assess", model="gpt-4o-mini")

@@ -2,7 +2,7 @@
 
 from django.urls import include, path
 
-from apps.console import profile, reply_templates, views
+from apps.console import approvals, profile, reply_templates, views
 
 urlpatterns = [
     path("", views.queue, name="console-queue"),
@@ -43,4 +43,16 @@ urlpatterns = [
     ),
     path("", include("apps.insights.console_urls")),
     path("", include("apps.simulations.console_urls")),
+    # tool calls held for a teammate's approval (apps/console/approvals.py)
+    path("approvals/", approvals.approvals_page, name="console-approvals"),
+    path(
+        "approvals/<str:approval_id>/approve",
+        approvals.approval_approve_view,
+        name="console-approval-approve",
+    ),
+    path(
+        "approvals/<str:approval_id>/deny",
+        approvals.approval_deny_view,
+        name="console-approval-deny",
+    ),
 ]

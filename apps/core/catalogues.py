@@ -87,6 +87,7 @@ CUSTOMER_FACING = (
     "apps/reasoning/turn.py",
     "apps/reasoning/replies.py",
     "apps/reasoning/services.py",
+    "apps/reasoning/approvals.py",
     "apps/reasoning/modes/",
     "apps/tools/",
     "apps/conversations/services.py",

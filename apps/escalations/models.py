@@ -20,6 +20,7 @@ class EscalationReason(models.TextChoices):
     STAFF_TAKEOVER = "staff_takeover", _("Staff took over")
     DEADLINE = "deadline", _("Turn ran out of time")
     SYSTEM_FAILURE = "system_failure", _("Turn could not run (database or worker failure)")
+    APPROVAL_TIMEOUT = "approval_timeout", _("No teammate approved the action in time")
 
 
 class EscalationStatus(models.TextChoices):

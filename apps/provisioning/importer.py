@@ -38,6 +38,7 @@ from apps.knowledge.services.articles import (
     MAX_TITLE_CHARS,
     is_http_url,
 )
+from apps.tools.approval_rules import approval_rule_problems
 
 Slug = Annotated[str, Field(pattern=r"^[-a-zA-Z0-9_]+$", min_length=1, max_length=50)]
 Money = Annotated[Decimal, Field(ge=0, max_digits=12, decimal_places=6)]
@@ -137,6 +138,15 @@ class ToolIn(_Strict):
     # Checked against the executor's settings schema (`executor_errors`, parse_tenant_file).
     executor: dict[str, Any]
     result_template: str = Field(default="", max_length=2000)
+    # When a call waits for a teammate's approval (apps/tools/approval_rules.py): {} = never.
+    approval_rule: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _approval_rule(self) -> ToolIn:
+        problems = approval_rule_problems(self.approval_rule, self.parameters)
+        if problems:
+            raise ValueError("approval_rule: " + "; ".join(problems))
+        return self
 
     @field_validator("parameters")
     @classmethod

@@ -133,6 +133,7 @@ def _import_client(*, spec: ClientIn, plan: Plan) -> ImportedClient:
             "enabled": tool.enabled,
             "executor_type": executor.type,
             "result_template": tool.result_template,
+            "approval_rule": tool.approval_rule,
             **settings_for(executor.type, executor.column_values(settings)),
         }
         if "timeout_seconds" in values:

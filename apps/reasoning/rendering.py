@@ -249,6 +249,34 @@ STEP_VIEWS: dict[str, StepView] = {
             FieldView("reason", _("Reason"), "text"),
         ),
     ),
+    "approval_requested": StepView(
+        _("Waiting for a teammate's approval: {tool}"),
+        (
+            FieldView("params", _("Parameters"), "json"),
+            FieldView("rule", _("Rule"), "json"),
+            FieldView("expires_at", _("Expires"), "fact"),
+            FieldView("idempotency_key", _("Idempotency key"), "fact"),
+        ),
+    ),
+    "approval_approved": StepView(_("Approved by a teammate"), (FieldView("by", _("By"), "fact"),)),
+    "approval_denied": StepView(
+        _("Denied by a teammate"),
+        (FieldView("by", _("By"), "fact"), FieldView("reason", _("Reason"), "text")),
+    ),
+    "approval_run": StepView(
+        _("Approved action ran: {tool}"),
+        (
+            FieldView("ok", _("Succeeded"), "badge"),
+            FieldView("params", _("Parameters"), "json"),
+            FieldView("result", _("Result"), "json"),
+            FieldView("error", _("Error"), "text"),
+            FieldView("idempotency_key", _("Idempotency key"), "fact"),
+        ),
+    ),
+    "approval_expired": StepView(
+        _("No teammate decided in time: handed to a person"),
+        (FieldView("minutes", _("Waited (minutes)"), "fact"),),
+    ),
     "unavailable_tool": StepView(
         _("A tool the client does not have"),
         (

@@ -27,6 +27,7 @@ from apps.reasoning.steps import Step, compose
 from apps.reasoning.steps._shared import with_language
 from apps.reasoning.traces import TokenCapExceeded, TurnRecorder, pretty
 from apps.tools import pending as pending_actions
+from apps.tools.approval_rules import approval_needed
 from apps.tools.models import ClientTool, ExecutionStatus, PendingAction, ToolExecution, ToolKind
 from apps.tools.services import tool_execute, tool_render_result
 
@@ -355,7 +356,58 @@ def act_on_tool_call(
         )
     if not may_run:
         return Outcome([Reply(hold_message or draft or verdict.message)])
+    if turn.sandbox is None and approval_needed(verdict.tool.approval_rule, verdict.params):
+        # Every guard (and the customer's confirmation) passed: the client's rule still wants a
+        # teammate to approve this call before it runs (apps/reasoning/approvals.py).
+        return hold_for_approval(
+            turn, tool=verdict.tool, params=verdict.params, pending=verdict.pending
+        )
     return run_tool(turn, tool=verdict.tool, params=verdict.params, pending=verdict.pending)
+
+
+def _run_key(turn: Turn, tool: ClientTool, phash: str, pending: PendingAction | None) -> str:
+    """The idempotency key of a run: the confirmed action's, else this turn's call's."""
+    if pending is not None:
+        return pending.idempotency_key
+    return f"turn-{turn.rec.trace.pk}-{tool.name}-{phash[:20]}"
+
+
+def hold_for_approval(
+    turn: Turn, *, tool: ClientTool, params: dict[str, Any], pending: PendingAction | None
+) -> Outcome:
+    """The call waits for a teammate: an `ApprovalRequest` with the exact tool, params and the
+    idempotency key the run will use; the customer is told it is being checked. Nothing runs."""
+    from apps.reasoning.approvals import approval_request_create, pending_text
+
+    phash = guards.params_hash(params)
+    turn.calls.append((tool.name, phash))
+    turn.verdicts.append("approval")  # not a knowledge answer: the evaluation leaves it alone
+    key = _run_key(turn, tool, phash, pending)
+    turn.rec.ensure_open()  # never act for a customer a person has taken over
+    approval, created = approval_request_create(
+        client=turn.client,
+        conversation=turn.conversation,
+        tool=tool,
+        params=params,
+        idempotency_key=key,
+        requested_in=turn.user_message,
+        trace=turn.rec.trace,
+        pending=pending,
+    )
+    data = {
+        "approval": str(approval.public_id),
+        "tool": tool.name,
+        "params": params,
+        "rule": approval.rule,
+        "idempotency_key": approval.idempotency_key,
+        "expires_at": approval.expires_at.isoformat(),
+        "new": created,
+    }
+    turn.rec.step("approval_requested", input_summary=f"{tool.name} {pretty(params)}", output=data)
+    turn.rec.internal(
+        Kind.GUARD, f"APPROVAL: {tool.name} {pretty(params)} waits for a teammate", data
+    )
+    return Outcome([Reply(pending_text(tool, params), data={"approval": str(approval.public_id)})])
 
 
 # Guard refusals for a tool the client does not have or has switched off.
@@ -442,9 +494,7 @@ def run_tool(
     phash = guards.params_hash(params)
     turn.calls.append((tool.name, phash))
     turn.tools_run.append(str(tool.kind))
-    key = (
-        pending.idempotency_key if pending else f"turn-{turn.rec.trace.pk}-{tool.name}-{phash[:20]}"
-    )
+    key = _run_key(turn, tool, phash, pending)
     turn.rec.ensure_open()  # never act for a customer a person has taken over
     turn.rec.internal(
         Kind.TOOL_CALL,

@@ -68,6 +68,7 @@ ESCALATION_REASONS = (
     "staff_takeover",
     "deadline",
     "system_failure",
+    "approval_timeout",
 )
 
 # Every expectation key, in the order checks are reported.

@@ -22,9 +22,10 @@ from apps.clients.business_info import json_path
 from apps.conversations.admin import conversation_link
 from apps.core.admin import ReadOnlyAuditAdmin, TenantScopedAdmin, pretty_json_block
 from apps.core.permissions import MANAGE
+from apps.tools.approval_rules import approval_rule_problems, approval_rule_text
 from apps.tools.executors import executor_for, executors, settings_fields, settings_for
 from apps.tools.executors import webhook as webhook_executor
-from apps.tools.models import ClientTool, PendingAction, ToolExecution
+from apps.tools.models import ApprovalRequest, ClientTool, PendingAction, ToolExecution
 
 TOOL_NAME_RE = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]{0,63}$")
 
@@ -111,6 +112,17 @@ class ClientToolAdminForm(forms.ModelForm):
         widget=forms.Textarea(attrs={"rows": 16, "cols": 90, "style": "font-family:monospace"}),
         help_text=PARAMETERS_HELP,
     )
+    approval_rule = PrettyJSONField(
+        label=_("Needs a teammate's approval"),
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 90, "style": "font-family:monospace"}),
+        help_text=_(
+            'Empty = never. {"always": true} = every call; {"param": "amount", "above": 100} = '
+            "calls whose amount (a number parameter) is above 100. Optional "
+            '"timeout_minutes": undecided after that long, a person takes the conversation. '
+            "The approval comes after the customer's confirmation and every safety check."
+        ),
+    )
 
     class Meta:
         model = ClientTool
@@ -121,6 +133,7 @@ class ClientToolAdminForm(forms.ModelForm):
             "kind",
             "enabled",
             "parameters",
+            "approval_rule",
             "executor_type",
             *settings_fields(),
             "result_template",
@@ -200,6 +213,11 @@ class ClientToolAdminForm(forms.ModelForm):
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         self._secrets(cleaned)
+        rule = cleaned.get("approval_rule") or {}
+        cleaned["approval_rule"] = rule
+        if "parameters" in cleaned and "approval_rule" not in self.errors:
+            for problem in approval_rule_problems(rule, cleaned["parameters"]):
+                self.add_error("approval_rule", problem)
         executor = executor_for(cleaned.get("executor_type") or "")
         if executor is None:
             return cleaned
@@ -227,7 +245,15 @@ class ClientToolAdmin(TenantScopedAdmin):
     view_need = MANAGE
     change_need = MANAGE
     form = ClientToolAdminForm
-    list_display = ["name", "client", "kind", "executor_type", "enabled", "configured"]
+    list_display = [
+        "name",
+        "client",
+        "kind",
+        "executor_type",
+        "enabled",
+        "configured",
+        "approval",
+    ]
     list_filter = [
         "kind",
         "executor_type",
@@ -249,6 +275,17 @@ class ClientToolAdmin(TenantScopedAdmin):
             },
         ),
         (_("Parameters (JSON Schema)"), {"fields": ["parameters"]}),
+        (
+            _("Teammate's approval"),
+            {
+                "fields": ["approval_rule"],
+                "description": _(
+                    "High-impact actions (a large refund) can wait for a teammate: the customer "
+                    "is told the request is being checked, and staff approve or deny it in the "
+                    "console (Approvals)."
+                ),
+            },
+        ),
         (
             _("How it runs"),
             {
@@ -293,6 +330,10 @@ class ClientToolAdmin(TenantScopedAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         # A tool never moves to another tenant: its runs and pending actions stay with it.
         return ["client", "secrets_status"] if obj is not None else ["secrets_status"]
+
+    @admin.display(description=_("Approval"))
+    def approval(self, obj: ClientTool) -> str:
+        return approval_rule_text(obj.approval_rule) or "—"
 
     @admin.display(description=_("Secrets"))
     def secrets_status(self, obj: ClientTool | None) -> str:
@@ -426,3 +467,63 @@ class ToolExecutionAdmin(ReadOnlyAuditAdmin):
     @admin.display(description=_("Result"))
     def result_pretty(self, obj: ToolExecution) -> SafeString | str:
         return pretty_json_block(obj.result)
+
+
+APPROVAL_FIELDS: tuple[str, ...] = (
+    "client",
+    "public_id",
+    "conversation_short",
+    "trace",
+    "tool",
+    "params_pretty",
+    "rule",
+    "status",
+    "pending_action",
+    "idempotency_key",
+    "requested_in",
+    "expires_at",
+    "decided_by",
+    "decided_at",
+    "reason",
+    "execution",
+    "outcome_message",
+    "finished_at",
+    "created_at",
+    "updated_at",
+)
+
+
+@admin.register(ApprovalRequest)
+class ApprovalRequestAdmin(ReadOnlyAuditAdmin):
+    """Tool calls held for a teammate's approval. Decided in the console (Approvals) or the
+    API, where the run and the customer's message happen; the admin keeps the record."""
+
+    list_display = [
+        "created_at",
+        "tool",
+        "client",
+        "conversation_short",
+        "status",
+        "params_short",
+        "expires_at",
+        "decided_by",
+    ]
+    list_filter = ["status", ("client", admin.RelatedOnlyFieldListFilter)]
+    list_select_related = ["client", "tool", "conversation", "decided_by"]
+    search_fields = ["tool__name", "idempotency_key", "reason"]
+    date_hierarchy = "created_at"
+    ordering = ["-created_at"]
+    fields = APPROVAL_FIELDS
+    readonly_fields = APPROVAL_FIELDS
+
+    @admin.display(description=_("Conversation"), ordering="conversation__created_at")
+    def conversation_short(self, obj: ApprovalRequest) -> SafeString | str:
+        return conversation_link(obj.conversation)
+
+    @admin.display(description=_("Params"))
+    def params_short(self, obj: ApprovalRequest) -> str:
+        return ", ".join(f"{k}={v}" for k, v in (obj.params or {}).items())[:80] or "-"
+
+    @admin.display(description=_("Params"))
+    def params_pretty(self, obj: ApprovalRequest) -> SafeString | str:
+        return pretty_json_block(obj.params)

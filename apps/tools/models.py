@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import uuid
+
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
@@ -65,6 +67,15 @@ class ClientTool(TenantOwnedModel):
         ),
     )
     enabled = models.BooleanField(default=True)
+    approval_rule = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text=_(
+            "When a call needs a teammate's approval before it runs (after the customer's "
+            'confirmation and every guard): empty = never, {"always": true}, or a threshold '
+            'such as {"param": "amount", "above": 100}; optional "timeout_minutes".'
+        ),
+    )
 
     class Meta:
         verbose_name = _("tool")
@@ -197,3 +208,82 @@ class ToolExecution(TenantOwnedModel):
 
     def __str__(self) -> str:
         return f"{self.tool.name} {self.status}"
+
+
+class ApprovalStatus(models.TextChoices):
+    PENDING = "pending", _("Waiting for a teammate")
+    APPROVED = "approved", _("Approved")
+    DENIED = "denied", _("Denied")
+    EXPIRED = "expired", _("Timed out (handed to a person)")
+
+
+class ApprovalRequest(TenantOwnedModel):
+    """A tool call the guards let run that the client's rule holds for a teammate's approval:
+    this exact tool, these exact params, run (once approved) under this idempotency key."""
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    conversation = models.ForeignKey(
+        "conversations.Conversation", on_delete=models.CASCADE, related_name="approval_requests"
+    )
+    tool = models.ForeignKey(ClientTool, on_delete=models.PROTECT, related_name="+")
+    params = models.JSONField(default=dict)
+    params_hash = models.CharField(max_length=64)
+    rule = models.JSONField(default=dict, help_text=_("The tool's approval rule when asked."))
+    pending_action = models.ForeignKey(
+        PendingAction,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="approval_requests",
+        help_text=_("The customer's confirmation, for a destructive tool."),
+    )
+    idempotency_key = models.CharField(max_length=80, unique=True)
+    requested_in = models.ForeignKey(
+        "conversations.Message",
+        on_delete=models.CASCADE,
+        related_name="+",
+        help_text=_("The customer message whose turn asked for the approval."),
+    )
+    trace = models.ForeignKey(
+        "reasoning.ReasoningTrace",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    status = models.CharField(
+        max_length=10, choices=ApprovalStatus.choices, default=ApprovalStatus.PENDING
+    )
+    expires_at = models.DateTimeField()
+    decided_by = models.ForeignKey(
+        "accounts.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    reason = models.TextField(blank=True, help_text=_("Why it was denied (the customer is told)."))
+    execution = models.ForeignKey(
+        ToolExecution, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    outcome_message = models.ForeignKey(
+        "conversations.Message",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text=_("The message that told the customer the result (posted once)."),
+    )
+    finished_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text=_("When the outcome was settled and the customer told: set once."),
+    )
+
+    class Meta:
+        verbose_name = _("approval request")
+        indexes = [
+            models.Index(fields=["client", "status", "-created_at"]),
+            models.Index(fields=["client", "conversation"]),
+            models.Index(fields=["status", "expires_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool.name}({self.params}) — {self.status}"

@@ -233,3 +233,11 @@ def pending_expire_open(*, client: Client, conversation: Conversation) -> int:
         .filter(conversation=conversation, status=PendingActionStatus.PENDING)
         .update(status=PendingActionStatus.EXPIRED, updated_at=timezone.now())
     )
+
+
+def pending_close(*, client: Client, pending: PendingAction) -> None:
+    """A confirmed action that will never run (a teammate denied it, or no one approved it in
+    time): it can never be confirmed or run later."""
+    PendingAction.objects.for_client(client).filter(
+        pk=pending.pk, status__in=[PendingActionStatus.PENDING, PendingActionStatus.CONFIRMED]
+    ).update(status=PendingActionStatus.EXPIRED, updated_at=timezone.now())

@@ -310,6 +310,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "insights.schedule_nightly",
         "schedule": crontab(minute=INSIGHTS_MINUTE, hour=INSIGHTS_HOUR),
     },
+    # Tool calls left waiting for a teammate's approval past their time become hand-offs.
+    "reasoning-expire-approvals": {
+        "task": "reasoning.expire_approvals",
+        "schedule": 60,
+    },
     # Delete each client's notes older than its plan's notes_retention_days; idempotent.
     "notes-apply-retention": {
         "task": "notes.apply_retention",
@@ -436,6 +441,9 @@ REASONING_MAX_CONTEXT_ROUNDS = env.int("REASONING_MAX_CONTEXT_ROUNDS", default=2
 # the turn asks a clarifying question or hands off (docs/architecture.md, "Safety rules, in code").
 REASONING_CRITIQUE_FLOOR = env.int("REASONING_CRITIQUE_FLOOR", default=2)
 REASONING_CONFIRMATION_TTL_MINUTES = env.int("REASONING_CONFIRMATION_TTL_MINUTES", default=30)
+# A tool call that waits for a teammate's approval becomes a hand-off after this long (a tool's
+# approval rule may set its own `timeout_minutes`); the beat task checks every minute.
+TOOL_APPROVAL_TIMEOUT_MINUTES = env.int("TOOL_APPROVAL_TIMEOUT_MINUTES", default=30)
 REASONING_HISTORY_MESSAGES = env.int("REASONING_HISTORY_MESSAGES", default=20)
 # Knowledge retrieval (docs/knowledge.md, "Retrieval"): the most tokens of article chunks one
 # `kb:` fetch adds (adaptive, deliberative), and standard mode's chunks for the message.

@@ -388,6 +388,7 @@ STAFF_URLCONFS = [
     "apps.notes.urls",
     "apps.simulations.urls",
     "apps.knowledge.urls",
+    "apps.reasoning.urls",
 ]
 HANDLERS = ("get", "post", "put", "patch", "delete")
 

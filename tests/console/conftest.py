@@ -12,6 +12,9 @@ from apps.clients.models import Client
 from tests.api.conftest import TenantData, make_tenant_data
 from tests.factories import MembershipFactory
 
+# A real webhook server, for the console actions that run a tool (approving a held call).
+from tests.reasoning.conftest import webhook, webhook_server  # noqa: F401
+
 
 @pytest.fixture
 def browser_for(client_a: Client) -> Callable[..., DjangoClient]:

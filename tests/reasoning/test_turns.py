@@ -160,7 +160,8 @@ def test_query_count_of_an_adaptive_turn_is_flat(shop, llm, django_capture_on_co
     small = _queries_for_one_turn(shop, llm, django_capture_on_commit_callbacks, history=2)
     large = _queries_for_one_turn(shop, llm, django_capture_on_commit_callbacks, history=60)
     assert small == large
-    assert small <= 38  # (+1: the trace's TurnAllowance row, deleted with it)
+    # (+1: the trace's TurnAllowance row, deleted with it; +1: its approval requests, unlinked)
+    assert small <= 39
 
 
 def test_adaptive_turn_query_budget(chat, llm, django_assert_max_num_queries):

@@ -1,0 +1,118 @@
+"""The console's approval pages: the tool calls the client's rules hold for a teammate's
+approval (waiting ones first), and deciding one — approve (the call runs once, in a worker) or
+deny with a reason the customer is told (apps/reasoning/approvals.py). The conversation page
+shows the same box for its own requests (`templatetags/approvals.py`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_POST
+
+from apps.console.views import ConsoleAccess, console_view
+from apps.core.admin import pretty_json
+from apps.core.exceptions import ApplicationError
+from apps.core.permissions import SUPPORT
+from apps.reasoning.approvals import MAX_REASON_CHARS, approval_approve, approval_deny
+from apps.tools.approval_rules import approval_rule_text
+from apps.tools.models import ApprovalRequest, ApprovalStatus
+from apps.tools.selectors import approval_get, approval_list
+
+PAGE_ROWS = 100
+
+
+def approval_row(access: ConsoleAccess, approval: ApprovalRequest) -> dict[str, Any]:
+    """What the list and the conversation page show of one request."""
+    base = reverse("console-approval-approve", args=[approval.public_id])
+    return {
+        "approval": approval,
+        "params_json": pretty_json(approval.params),
+        "rule": approval_rule_text(approval.rule),
+        "pending": approval.status == ApprovalStatus.PENDING,
+        "conversation_url": reverse("console-conversation", args=[approval.conversation.public_id])
+        + access.query,
+        "approve_url": base + access.query,
+        "deny_url": reverse("console-approval-deny", args=[approval.public_id]) + access.query,
+    }
+
+
+@require_GET
+@console_view()
+def approvals_page(request: HttpRequest, access: ConsoleAccess) -> HttpResponse:
+    status = request.GET.get("status") or ""
+    if status not in {"", *ApprovalStatus.values}:
+        status = ""
+    rows = approval_list(client=access.client, status=status or None)[:PAGE_ROWS]
+    return render(
+        request,
+        "console/approvals.html",
+        {
+            "access": access,
+            "rows": [approval_row(access, a) for a in rows],
+            "status": status,
+            "statuses": ApprovalStatus.choices,
+            "max_reason": MAX_REASON_CHARS,
+            # the client's doorbell: rings when any of its conversations changes
+            "events_url": reverse("console-queue-events") + access.query,
+        },
+    )
+
+
+def _approval_or_404(access: ConsoleAccess, approval_id: str) -> ApprovalRequest:
+    approval = approval_get(client=access.client, approval_id=approval_id)
+    if approval is None:
+        raise Http404("No such approval request.")
+    return approval
+
+
+def _back(request: HttpRequest, access: ConsoleAccess, approval: ApprovalRequest) -> HttpResponse:
+    """Back to the page the decision was made on: the conversation or the list (never a URL
+    taken from the request)."""
+    if request.POST.get("back") == "conversation":
+        path = reverse("console-conversation", args=[approval.conversation.public_id])
+        return redirect(path + access.query + "#approvals")
+    return redirect(reverse("console-approvals") + access.query)
+
+
+@require_POST
+@console_view(minimum=SUPPORT)
+def approval_approve_view(
+    request: HttpRequest, access: ConsoleAccess, approval_id: str
+) -> HttpResponse:
+    approval = _approval_or_404(access, approval_id)
+    try:
+        approval_approve(client=access.client, approval=approval, actor=request.user)
+    except ApplicationError as error:
+        messages.error(request, error.message)
+    else:
+        messages.success(
+            request,
+            _("Approved: %(tool)s runs now and the customer is told the result.")
+            % {"tool": approval.tool.name},
+        )
+    return _back(request, access, approval)
+
+
+@require_POST
+@console_view(minimum=SUPPORT)
+def approval_deny_view(
+    request: HttpRequest, access: ConsoleAccess, approval_id: str
+) -> HttpResponse:
+    approval = _approval_or_404(access, approval_id)
+    try:
+        approval_deny(
+            client=access.client,
+            approval=approval,
+            actor=request.user,
+            reason=request.POST.get("reason", "")[: MAX_REASON_CHARS * 2],
+        )
+    except ApplicationError as error:
+        messages.error(request, error.message)
+    else:
+        messages.success(request, _("Denied: the customer is told your reason."))
+    return _back(request, access, approval)

@@ -1,0 +1,229 @@
+"""Staff / back-office approval API: tool calls held for a teammate's approval, and deciding
+them (apps/reasoning/approvals.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+)
+from rest_framework import exceptions, serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from apps.core.permissions import READ, SUPPORT, StaffAPIView, acting_user
+from apps.core.schema import (
+    AUTH_ERRORS,
+    CLIENT_PARAMETER,
+    ErrorSerializer,
+    NamedChoiceField,
+    enum_values,
+    error_responses,
+    invalid_example,
+    public_id_path_parameter,
+)
+from apps.reasoning.approvals import MAX_REASON_CHARS, approval_approve, approval_deny
+from apps.tools.models import ApprovalStatus
+from apps.tools.selectors import approval_get, approval_list
+
+TAG = "approvals"
+
+
+class ApprovalFilterSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=ApprovalStatus.choices, required=False)
+
+
+class ApprovalSerializer(serializers.Serializer):
+    id = serializers.UUIDField(source="public_id", help_text="The request's public id.")
+    conversation = serializers.UUIDField(
+        source="conversation.public_id", help_text="The conversation's public id."
+    )
+    tool = serializers.CharField(source="tool.name", help_text="The tool that would run.")
+    params = serializers.JSONField(help_text="The exact parameters it runs with once approved.")
+    rule = serializers.JSONField(help_text="The tool's approval rule when it was asked.")
+    status = NamedChoiceField(choices=ApprovalStatus, enum_name="ApprovalStatus")
+    idempotency_key = serializers.CharField(
+        help_text="The key the run uses (the customer's confirmation's): one run per key."
+    )
+    created_at = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField(
+        help_text="Undecided by then, the conversation is handed to a person."
+    )
+    decided_by = serializers.EmailField(
+        source="decided_by.email", allow_null=True, help_text="Who decided; null if nobody."
+    )
+    decided_at = serializers.DateTimeField(allow_null=True)
+    reason = serializers.CharField(help_text="Why it was denied (the customer is told).")
+    execution_status = serializers.CharField(
+        source="execution.status",
+        allow_null=True,
+        help_text="The run's status once approved (succeeded / failed); null before.",
+    )
+
+
+class ApprovalDenySerializer(serializers.Serializer):
+    reason = serializers.CharField(
+        max_length=MAX_REASON_CHARS, help_text="Why: the customer is told these words."
+    )
+
+
+EXAMPLE: dict[str, Any] = {
+    "id": "3c9b7c1e-1d2f-4e5a-9b8c-7d6e5f4a3b2c",
+    "conversation": "7d0b1c8e-2f0a-4b8e-9a51-3c4f2b9e6d10",
+    "tool": "refund_order",
+    "params": {"order_id": "TH-12345", "amount": 150},
+    "rule": {"param": "amount", "above": 100},
+    "status": "pending",
+    "idempotency_key": "pa-5f1c2b7e",
+    "created_at": "2026-03-02T09:15:30.000000Z",
+    "expires_at": "2026-03-02T09:45:30.000000Z",
+    "decided_by": None,
+    "decided_at": None,
+    "reason": "",
+    "execution_status": None,
+}
+APPROVAL_ID_PARAMETER = public_id_path_parameter("approval_id", "The request's public id.")
+CONFLICT = {
+    409: OpenApiResponse(
+        ErrorSerializer,
+        "The request is no longer waiting (decided, or past `expires_at`): nothing changed.",
+        examples=[
+            OpenApiExample(
+                "Already decided",
+                value={
+                    "error": {
+                        "code": "approval_decided",
+                        "message": "This request was already decided (Approved).",
+                    }
+                },
+                status_codes=["409"],
+            )
+        ],
+    )
+}
+
+
+class ApprovalListApi(StaffAPIView):
+    required_roles = {"GET": READ}
+
+    @extend_schema(
+        operation_id="approvals_list",
+        tags=[TAG],
+        summary="List approval requests",
+        description="Tool calls the client's rules hold for a teammate's approval: waiting "
+        "ones first (oldest first), then decided ones, newest first. Needs the viewer role.",
+        parameters=[
+            OpenApiParameter(
+                "status",
+                OpenApiTypes.STR,
+                enum=enum_values(ApprovalStatus),
+                description="Only requests in this status.",
+            ),
+            CLIENT_PARAMETER,
+        ],
+        responses={
+            200: ApprovalSerializer(many=True),
+            **error_responses(
+                400,
+                *AUTH_ERRORS,
+                404,
+                invalid=invalid_example("status", '"open" is not a valid choice.'),
+            ),
+        },
+        examples=[OpenApiExample("A page", value=EXAMPLE, response_only=True)],
+    )
+    def get(self, request: Request) -> Response:
+        filters = self.validated_query(ApprovalFilterSerializer)
+        return self.paginated_response(
+            approval_list(client=self.client, status=filters.get("status")), ApprovalSerializer
+        )
+
+
+class ApprovalDetailApi(StaffAPIView):
+    required_roles = {"GET": READ}
+
+    @extend_schema(
+        operation_id="approvals_retrieve",
+        tags=[TAG],
+        summary="One approval request",
+        parameters=[APPROVAL_ID_PARAMETER, CLIENT_PARAMETER],
+        responses={200: ApprovalSerializer, **error_responses(*AUTH_ERRORS, 404)},
+    )
+    def get(self, request: Request, approval_id: str) -> Response:
+        approval = approval_get(client=self.client, approval_id=approval_id)
+        if approval is None:
+            raise exceptions.NotFound()
+        return Response(ApprovalSerializer(approval).data)
+
+
+class ApprovalApproveApi(StaffAPIView):
+    required_roles = {"POST": SUPPORT}
+
+    @extend_schema(
+        operation_id="approvals_approve",
+        tags=[TAG],
+        summary="Approve: run the held tool call",
+        description="The call runs once, in a worker, with the exact params and idempotency "
+        "key shown, and the customer is told the result. A request that is no longer waiting "
+        "(decided, or past `expires_at`) answers 409 and nothing runs; of two concurrent "
+        "approvals exactly one succeeds. No request body. Needs the agent role.",
+        parameters=[APPROVAL_ID_PARAMETER, CLIENT_PARAMETER],
+        request=None,
+        responses={200: ApprovalSerializer, **error_responses(*AUTH_ERRORS, 404), **CONFLICT},
+        examples=[
+            OpenApiExample("Approved", value={**EXAMPLE, "status": "approved"}, response_only=True),
+        ],
+    )
+    def post(self, request: Request, approval_id: str) -> Response:
+        approval = approval_get(client=self.client, approval_id=approval_id)
+        if approval is None:
+            raise exceptions.NotFound()
+        approval_approve(client=self.client, approval=approval, actor=acting_user(request))
+        return Response(
+            ApprovalSerializer(approval_get(client=self.client, approval_id=approval.pk)).data
+        )
+
+
+class ApprovalDenyApi(StaffAPIView):
+    required_roles = {"POST": SUPPORT}
+
+    @extend_schema(
+        operation_id="approvals_deny",
+        tags=[TAG],
+        summary="Deny: the call never runs, the customer is told why",
+        description='Body `{"reason": "…"}` (required, at most 500 characters): the '
+        "customer is told these words. 409 when the request is no longer waiting. Needs the "
+        "agent role.",
+        parameters=[APPROVAL_ID_PARAMETER, CLIENT_PARAMETER],
+        request=ApprovalDenySerializer,
+        responses={
+            200: ApprovalSerializer,
+            **error_responses(
+                400,
+                *AUTH_ERRORS,
+                404,
+                invalid=invalid_example("reason", "This field is required."),
+            ),
+            **CONFLICT,
+        },
+    )
+    def post(self, request: Request, approval_id: str) -> Response:
+        approval = approval_get(client=self.client, approval_id=approval_id)
+        if approval is None:
+            raise exceptions.NotFound()
+        body = ApprovalDenySerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        approval_deny(
+            client=self.client,
+            approval=approval,
+            actor=acting_user(request),
+            reason=body.validated_data["reason"],
+        )
+        return Response(
+            ApprovalSerializer(approval_get(client=self.client, approval_id=approval.pk)).data
+        )
