@@ -13,4 +13,5 @@ urlpatterns = [
     path("billing/", include("apps.billing.urls")),
     path("simulations/", include("apps.simulations.urls")),
     path("knowledge/", include("apps.knowledge.urls")),
+    path("privacy/", include("apps.privacy.urls")),
 ]
