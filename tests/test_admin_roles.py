@@ -43,6 +43,7 @@ from apps.escalations.models import Escalation, EscalationStatus
 from apps.insights.models import InsightProposal, InsightRun, ProposalKind
 from apps.knowledge.services.articles import article_create, source_create
 from apps.notes.services import note_add
+from apps.privacy.models import DataSubjectRequest
 from apps.simulations.models import SimCase, SimulationRun
 from apps.tools.models import ClientTool, ExecutorType, PendingAction, ToolKind
 from tests.api.conftest import make_tenant_data
@@ -98,6 +99,7 @@ RULES: dict[str, dict[str, str]] = {
     "insights.insightproposal": {"view": VIEWER, "add": NEVER, "change": ADMIN, "delete": NEVER},
     "insights.insightrun": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
     "notes.note": {"view": VIEWER, "add": AGENT, "change": AGENT, "delete": AGENT},
+    "privacy.datasubjectrequest": {"view": ADMIN, "add": NEVER, "change": NEVER, "delete": NEVER},
     # Test cases are edited and runs started by agents, as in the playground; a run is written
     # by the engine only (its page is the report).
     "simulations.simcase": {"view": VIEWER, "add": AGENT, "change": AGENT, "delete": AGENT},
@@ -222,6 +224,9 @@ def world(db) -> dict[str, Any]:
         **(proposal_fields | {"kind": ProposalKind.ARTICLE, "outline": "We rent [what]."}),
     )
     SimCase.objects.create(client=acme, name="greeting", turns=[{"customer": "Hi", "expect": {}}])
+    DataSubjectRequest.objects.create(
+        client=acme, kind="erase", match_kind="email", channel="api", keep_until=date.today()
+    )
     SimulationRun.objects.create(client=acme, name="A run", total=2, completed=1)
     # Knowledge: an article and an FAQ, switched off drafts (so switching on, off and
     # publishing each change them), and a source.

@@ -451,7 +451,7 @@ def conversations_erase(*, client: Client, conversation_ids: list[int]) -> dict[
         counts,
         _label(Message),
         Message.objects.for_client(client)
-        .filter(pk__in=message_ids)
+        .filter(conversation_id__in=ids)
         .update(**_blank_updates(Message)),
     )
 
@@ -645,7 +645,7 @@ def subject_export_document(
                 {
                     "kind": "address_confirmation",
                     "to": c.contact_email,
-                    "confirmed_at": _iso(c.contact_email_confirmed_at),
+                    "at": _iso(c.contact_email_confirmed_at),
                 }
             )
         if c.reply_emailed_at and c.contact_email:
@@ -653,7 +653,7 @@ def subject_export_document(
                 {
                     "kind": "staff_replies",
                     "to": c.contact_email,
-                    "sent_at": _iso(c.reply_emailed_at),
+                    "at": _iso(c.reply_emailed_at),
                     "replies_up_to_seq": c.reply_emailed_seq,
                 }
             )
