@@ -80,6 +80,8 @@ class PlanIn(_Strict):
     deliberative_turns_per_hour: int = Field(
         default=DEFAULT_DELIBERATIVE_TURNS_PER_HOUR, ge=0, le=32767
     )
+    # Days a conversation is kept after its last message; 0 = kept (docs/privacy.md).
+    conversation_retention_days: int = Field(default=0, ge=0)
     notes: PlanNotesIn = PlanNotesIn()
 
     @field_validator("ai_mode")
