@@ -39,7 +39,7 @@ from django.conf import settings
 from django.db import models, transaction
 from django.db.models import Q
 from django.template.loader import render_to_string
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from apps.accounts.models import User
 from apps.billing.models import UsageRecord, UsageReservation
@@ -716,9 +716,13 @@ def subject_export(
     return ExportResult(document=document, counts=counts, request=request)
 
 
-def subject_export_html(document: dict[str, Any]) -> str:
-    """A readable rendering of an export document (the same content)."""
-    return render_to_string("privacy/export.html", {"document": document})
+def subject_export_html(document: dict[str, Any], *, language: str | None = None) -> str:
+    """A readable rendering of an export document (the same content), for the customer: in
+    `language`, else the language of their first conversation."""
+    conversations = document.get("conversations") or []
+    language = language or (conversations[0].get("language") if conversations else None)
+    with translation.override(language or None):
+        return render_to_string("privacy/export.html", {"document": document})
 
 
 # ---------------------------------------------------------------------------------------------
