@@ -328,7 +328,7 @@ CELERY_BEAT_SCHEDULE = {
 # run continues), and how long the record of an export or erasure is kept (3 years: the usual
 # limitation period for a claim about it).
 PRIVACY_RETENTION_BATCH = env.int("PRIVACY_RETENTION_BATCH", default=500)
-PRIVACY_RECORD_KEEP_DAYS = env.int("PRIVACY_RECORD_KEEP_DAYS", default=3 * 365)
+PRIVACY_RECORD_KEEP_DAYS = env.int("PRIVACY_RECORD_KEEP_DAYS", default=1095)
 
 # Billing: tokens reserved per turn before it runs (when the plan sets no per-turn cap), when an
 # uncommitted reservation counts as abandoned, and how long after midnight a day may change.
