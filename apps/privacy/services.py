@@ -37,7 +37,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models, transaction
-from django.db.models import Q
+from django.db.models import ForeignObjectRel, Q
 from django.template.loader import render_to_string
 from django.utils import timezone, translation
 
@@ -86,6 +86,19 @@ KEEP_FIELDS: dict[type[models.Model], frozenset[str]] = {
 # Rows attached to an erased conversation that stay as they are: figures only, for billing.
 KEEP_ROWS: frozenset[type[models.Model]] = frozenset(
     {UsageRecord, UsageReservation, ErasedConversation}
+)
+
+
+# The rows an erasure starts from: what points at one of them is the customer's too.
+ROOT_MODELS: tuple[type[models.Model], ...] = (
+    Conversation,
+    Message,
+    ReasoningTrace,
+    ToolExecution,
+    PendingAction,
+    Escalation,
+    PlaygroundRun,
+    CaseRun,
 )
 
 
@@ -274,6 +287,15 @@ def _scrub_rows(
     return changed
 
 
+def dependents(model: type[models.Model]) -> list[ForeignObjectRel]:
+    """Every relation pointing at `model` from another row, `related_name="+"` ones included."""
+    return [
+        rel
+        for rel in model._meta.get_fields(include_hidden=True)
+        if isinstance(rel, ForeignObjectRel) and not rel.many_to_many
+    ]
+
+
 def _unknown_dependents(
     roots: dict[type[models.Model], list[int]], handled: set[type[models.Model]]
 ) -> dict[str, int]:
@@ -282,7 +304,7 @@ def _unknown_dependents(
     for root, ids in roots.items():
         if not ids:
             continue
-        for rel in root._meta.related_objects:
+        for rel in dependents(root):
             related = rel.related_model
             if (
                 not isinstance(related, type)
@@ -359,6 +381,11 @@ def conversations_erase(*, client: Client, conversation_ids: list[int]) -> dict[
         .filter(Q(conversation_id__in=ids) | Q(trace_id__in=trace_ids))
         .values_list("pk", flat=True)
     )
+    pending_ids = list(
+        PendingAction.objects.for_client(client)
+        .filter(conversation_id__in=ids)
+        .values_list("pk", flat=True)
+    )
     escalation_ids = list(
         Escalation.objects.for_client(client)
         .filter(conversation_id__in=ids)
@@ -383,6 +410,7 @@ def conversations_erase(*, client: Client, conversation_ids: list[int]) -> dict[
         Message: message_ids,
         ReasoningTrace: trace_ids,
         ToolExecution: execution_ids,
+        PendingAction: pending_ids,
         Escalation: escalation_ids,
         PlaygroundRun: playground_ids,
         CaseRun: case_run_ids,

@@ -20,7 +20,7 @@ from apps.insights.models import InsightProposal
 from apps.notes.models import Note
 from apps.privacy.models import DataSubjectRequest, ErasedConversation, MatchKind, RequestKind
 from apps.privacy.selectors import SubjectMatch
-from apps.privacy.services import SubjectNotFound, subject_erase
+from apps.privacy.services import ROOT_MODELS, SubjectNotFound, dependents, subject_erase
 from apps.reasoning.models import ReasoningStep, ReasoningTrace
 from apps.tools.models import PendingAction, ToolExecution
 from tests.privacy.conftest import EMAIL, NAME, VISITOR, Customer, rows_holding, walked_models
@@ -188,3 +188,30 @@ def test_the_walk_covers_every_app() -> None:
         "knowledge",
         "accounts",
     } <= labels
+
+
+# What erasure does to each model pointing at a conversation, message, trace, tool run, pending
+# action, escalation, playground run or case run. A model added later fails the test below until
+# it is listed here — after checking what erasure does to it (rows it does not handle are
+# deleted; a model that must keep its rows, like usage for billing, goes in KEEP_ROWS).
+DEPENDENTS = {
+    "billing.ConversationVisitor": "deleted (a keyed hash of the visitor's address)",
+    "billing.TurnAllowance": "deleted (a turn's hold on the visitor's daily budget)",
+    "billing.UsageRecord": "kept: codes and figures only, for billing",
+    "billing.UsageReservation": "kept: figures only",
+    "conversations.Message": "text and data emptied",
+    "escalations.Escalation": "detail emptied, resolved",
+    "notes.Note": "deleted",
+    "playground.PlaygroundRun": "question, result and notes emptied",
+    "privacy.ErasedConversation": "the erasure's own mark",
+    "reasoning.ReasoningStep": "input summary, output and error emptied",
+    "reasoning.ReasoningTrace": "payloads emptied, counters kept",
+    "simulations.CaseRun": "transcript, checks and judge results emptied",
+    "tools.PendingAction": "deleted",
+    "tools.ToolExecution": "params, result and error emptied",
+}
+
+
+def test_every_model_pointing_at_a_customer_row_is_accounted_for() -> None:
+    found = {rel.related_model._meta.label for root in ROOT_MODELS for rel in dependents(root)}
+    assert found == set(DEPENDENTS), sorted(found ^ set(DEPENDENTS))
