@@ -18,4 +18,5 @@ urlpatterns = [
     path("", include("apps.escalations.template_urls")),
     path("", include("apps.insights.urls")),
     path("", include("apps.simulations.flag_urls")),
+    path("privacy/", include("apps.privacy.urls")),
 ]

@@ -43,6 +43,7 @@ from apps.escalations.models import Escalation, EscalationStatus, MessageFlag, R
 from apps.insights.models import InsightProposal, InsightRun, ProposalKind
 from apps.knowledge.services.articles import article_create, source_create
 from apps.notes.services import note_add
+from apps.privacy.models import DataSubjectRequest
 from apps.simulations.models import SimCase, SimulationRun
 from apps.tools.models import ApprovalRequest, ClientTool, ExecutorType, PendingAction, ToolKind
 from tests.api.conftest import make_tenant_data
@@ -103,6 +104,7 @@ RULES: dict[str, dict[str, str]] = {
     "insights.insightproposal": {"view": VIEWER, "add": NEVER, "change": ADMIN, "delete": NEVER},
     "insights.insightrun": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
     "notes.note": {"view": VIEWER, "add": AGENT, "change": AGENT, "delete": AGENT},
+    "privacy.datasubjectrequest": {"view": ADMIN, "add": NEVER, "change": NEVER, "delete": NEVER},
     # Test cases are edited and runs started by agents, as in the playground; a run is written
     # by the engine only (its page is the report).
     "simulations.simcase": {"view": VIEWER, "add": AGENT, "change": AGENT, "delete": AGENT},
@@ -241,6 +243,9 @@ def world(db) -> dict[str, Any]:
     reply = data.conversation.messages.filter(role="assistant", visibility="visible").first()
     MessageFlag.objects.create(
         client=acme, conversation=data.conversation, message=reply, reason="wrong"
+    )
+    DataSubjectRequest.objects.create(
+        client=acme, kind="erase", match_kind="email", channel="api", keep_until=date.today()
     )
     SimulationRun.objects.create(client=acme, name="A run", total=2, completed=1)
     # Knowledge: an article and an FAQ, switched off drafts (so switching on, off and

@@ -195,6 +195,16 @@ class PlanAdmin(PlatformOnlyAdmin):
         ),
         (_("Before a reply is sent"), {"fields": ["post_draft_hooks"]}),
         (
+            _("Privacy"),
+            {
+                "fields": ["retention_days"],
+                "description": _(
+                    "How long customers' conversations are kept (docs/privacy.md). Exports and "
+                    "erasures on a customer's request: Privacy → Privacy requests."
+                ),
+            },
+        ),
+        (
             _("Cross-session notes"),
             {
                 "fields": ["notes_enabled", "notes_prompt_budget_tokens", "notes_retention_days"],

@@ -290,6 +290,15 @@ class Plan(TimeStampedModel):
         validators=[MinValueValidator(1)],
         help_text=_("Notes older than this many days are removed by the nightly retention task."),
     )
+    retention_days = models.PositiveIntegerField(
+        _("keep conversations for (days)"),
+        default=0,
+        help_text=_(
+            "Conversations with no activity for this many days are erased by the daily "
+            "retention task: their messages, reasoning, tool calls and the notes drawn from "
+            "them; usage figures stay for billing (docs/privacy.md). 0 = keep them."
+        ),
+    )
     notes_prompt_budget_tokens = models.PositiveIntegerField(
         default=400,
         help_text=_(

@@ -94,6 +94,7 @@ CUSTOMER_FACING = (
     "apps/escalations/services.py",
     "apps/widget/apis.py",
     "templates/widget/",
+    "templates/privacy/",  # the export a customer receives
 )
 # Model labels and help texts of the tools app are shown in the admin and the staff API only.
 _STAFF_FILES_IN_CUSTOMER_DIRS = ("apps/tools/admin.py", "apps/tools/models.py")

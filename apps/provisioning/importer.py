@@ -85,6 +85,8 @@ class PlanIn(_Strict):
     )
     # "Deliberate when needed": deliberate below this confidence (11 = always).
     deliberate_below_confidence: int = Field(default=7, ge=1, le=11)
+    # Days a conversation is kept after its last message; 0 = kept (docs/privacy.md).
+    conversation_retention_days: int = Field(default=0, ge=0)
     notes: PlanNotesIn = PlanNotesIn()
 
     @field_validator("ai_mode")

@@ -87,6 +87,7 @@ def tenant_import(*, data: Any) -> list[ImportedClient]:
                 "notes_enabled": p.notes.enabled,
                 "notes_retention_days": p.notes.retention_days,
                 "notes_prompt_budget_tokens": p.notes.prompt_budget_tokens,
+                "retention_days": p.conversation_retention_days,
             },
         )
 

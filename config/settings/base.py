@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "apps.simulations",
     "apps.insights",
     "apps.provisioning",
+    "apps.privacy",
     "apps.widget",
     "apps.console",
 ]
@@ -320,7 +321,19 @@ CELERY_BEAT_SCHEDULE = {
         "task": "notes.apply_retention",
         "schedule": 24 * 60 * 60,
     },
+    # Erase conversations idle longer than their plan's retention_days (a bounded batch per
+    # run) and drop privacy records past their keeping period; idempotent (docs/privacy.md).
+    "privacy-apply-retention": {
+        "task": "privacy.apply_retention",
+        "schedule": 24 * 60 * 60,
+    },
 }
+
+# Privacy (docs/privacy.md): conversations the retention task erases per run at most (the next
+# run continues), and how long the record of an export or erasure is kept (3 years: the usual
+# limitation period for a claim about it).
+PRIVACY_RETENTION_BATCH = env.int("PRIVACY_RETENTION_BATCH", default=500)
+PRIVACY_RECORD_KEEP_DAYS = env.int("PRIVACY_RECORD_KEEP_DAYS", default=1095)
 
 # Billing: tokens reserved per turn before it runs (when the plan sets no per-turn cap), when an
 # uncommitted reservation counts as abandoned, and how long after midnight a day may change.

@@ -1,0 +1,170 @@
+"""Data-subject requests over the REST API (docs/api.md "Privacy", docs/privacy.md): export
+or erase what the client holds about one customer, and read the record of past requests.
+Client-scoped like every staff endpoint, and for admins only."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import exceptions, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from apps.core.permissions import MANAGE, StaffAPIView, acting_user
+from apps.core.schema import AUTH_ERRORS, CLIENT_PARAMETER, error_responses
+from apps.privacy.models import RequestChannel, RequestKind
+from apps.privacy.selectors import SubjectMatch, privacy_request_get, privacy_requests
+from apps.privacy.serializers import (
+    PrivacyDryRunSerializer,
+    PrivacyRequestCreateSerializer,
+    PrivacyRequestSerializer,
+)
+from apps.privacy.services import subject_erase, subject_export, subject_export_html
+
+TAG = "privacy"
+
+
+def _requester(request: Request) -> tuple[Any, str]:
+    user = acting_user(request)
+    if user is not None:
+        return user, ""
+    key = request.auth
+    name = getattr(key, "name", "") or "API key"
+    prefix = getattr(key, "prefix", "")
+    return None, f"API key {name} ({prefix})" if prefix else f"API key {name}"
+
+
+class PrivacyRequestListCreateApi(StaffAPIView):
+    required_roles = {"GET": MANAGE, "POST": MANAGE}
+
+    @extend_schema(
+        operation_id="privacy_requests_list",
+        tags=[TAG],
+        summary="The record of exports and erasures",
+        description="Every export, erasure and retention run of the client, newest first: who "
+        "asked, when, how the customer was found (a keyed digest, never the address), and how "
+        "many rows of each kind went. Kept PRIVACY_RECORD_KEEP_DAYS. Needs the admin role.",
+        parameters=[CLIENT_PARAMETER],
+        responses={200: PrivacyRequestSerializer(many=True), **error_responses(*AUTH_ERRORS)},
+    )
+    def get(self, request: Request) -> Response:
+        return self.paginated_response(
+            privacy_requests(client=self.client), PrivacyRequestSerializer
+        )
+
+    @extend_schema(
+        operation_id="privacy_requests_create",
+        tags=[TAG],
+        summary="Export or erase a customer's data",
+        description="Find the customer by exactly one of `email` (the address they left in "
+        "the chat), `conversation` (a conversation id) or `visitor` (the visitor id your site "
+        "gave the widget), in this client's conversations only.\n\n"
+        "`kind: export` answers with everything held about them as one JSON file "
+        "(`format: html`: the same as a readable page); `kind: erase` erases it "
+        "(docs/privacy.md says what goes and what stays) and answers 201 with the record. "
+        "`dry_run: true` changes and records nothing and answers with the counts that would "
+        "go. No matching conversation: 404. Needs the admin role.",
+        parameters=[CLIENT_PARAMETER],
+        request=PrivacyRequestCreateSerializer,
+        responses={
+            200: OpenApiResponse(
+                OpenApiTypes.OBJECT, description="The export (or a dry run's counts)."
+            ),
+            201: PrivacyRequestSerializer,
+            **error_responses(400, *AUTH_ERRORS, 404),
+        },
+        examples=[
+            OpenApiExample(
+                "Erase by e-mail",
+                value={"kind": "erase", "email": "ana@example.com"},
+                request_only=True,
+            ),
+            OpenApiExample(
+                "What an export would hold",
+                value={"kind": "export", "conversation": "3f0c…", "dry_run": True},
+                request_only=True,
+            ),
+        ],
+    )
+    def post(self, request: Request) -> Response | HttpResponse:
+        body = PrivacyRequestCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        match = SubjectMatch(data["match_kind"], data["match_value"])
+        user, label = _requester(request)
+        common: dict[str, Any] = {
+            "client": self.client,
+            "match": match,
+            "channel": RequestChannel.API,
+            "requested_by": user,
+            "requested_by_label": label,
+            "dry_run": data["dry_run"],
+        }
+        if data["kind"] == RequestKind.ERASE:
+            erased = subject_erase(**common)
+            if erased.request is None:
+                return Response(
+                    PrivacyDryRunSerializer(
+                        {
+                            "dry_run": True,
+                            "kind": RequestKind.ERASE,
+                            "conversations": erased.conversations,
+                            "counts": erased.counts,
+                        }
+                    ).data
+                )
+            return Response(
+                PrivacyRequestSerializer(erased.request).data, status=status.HTTP_201_CREATED
+            )
+        exported = subject_export(**common)
+        if exported.request is None:
+            return Response(
+                PrivacyDryRunSerializer(
+                    {
+                        "dry_run": True,
+                        "kind": RequestKind.EXPORT,
+                        "conversations": exported.counts["conversations"],
+                        "counts": exported.counts,
+                    }
+                ).data
+            )
+        name = f"customer-data-{self.client.slug}-{exported.request.public_id.hex[:8]}"
+        if data["format"] == "html":
+            page = HttpResponse(
+                subject_export_html(exported.document), content_type="text/html; charset=utf-8"
+            )
+            page["Content-Disposition"] = f'attachment; filename="{name}.html"'
+            return page
+        file = HttpResponse(
+            json.dumps(exported.document, ensure_ascii=False, indent=2),
+            content_type="application/json; charset=utf-8",
+        )
+        file["Content-Disposition"] = f'attachment; filename="{name}.json"'
+        return file
+
+
+REQUEST_ID_PARAMETER = OpenApiParameter(
+    "request_id", OpenApiTypes.UUID, OpenApiParameter.PATH, description="The record's id."
+)
+
+
+class PrivacyRequestDetailApi(StaffAPIView):
+    required_roles = {"GET": MANAGE}
+
+    @extend_schema(
+        operation_id="privacy_requests_retrieve",
+        tags=[TAG],
+        summary="One record of an export or erasure",
+        description="Needs the admin role.",
+        parameters=[REQUEST_ID_PARAMETER, CLIENT_PARAMETER],
+        responses={200: PrivacyRequestSerializer, **error_responses(*AUTH_ERRORS, 404)},
+    )
+    def get(self, request: Request, request_id: str) -> Response:
+        record = privacy_request_get(client=self.client, public_id=request_id)
+        if record is None:
+            raise exceptions.NotFound()
+        return Response(PrivacyRequestSerializer(record).data)

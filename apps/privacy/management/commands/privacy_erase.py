@@ -1,0 +1,47 @@
+"""`manage.py privacy_erase --client SLUG --email ADDRESS [--dry-run]`"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from apps.core.exceptions import ApplicationError
+from apps.privacy.management.commands._subject import (
+    add_subject_arguments,
+    counts_lines,
+    subject_from,
+)
+from apps.privacy.models import RequestChannel
+from apps.privacy.services import subject_erase
+
+
+class Command(BaseCommand):
+    help = (
+        "Erase everything a client holds about one customer (found by e-mail, conversation id "
+        "or visitor id) and record it; usage figures stay for billing. --dry-run shows what "
+        "would go and changes nothing (docs/privacy.md)."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        add_subject_arguments(parser)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        client, match = subject_from(options)
+        try:
+            result = subject_erase(
+                client=client,
+                match=match,
+                channel=RequestChannel.COMMAND,
+                requested_by_label="manage.py privacy_erase",
+                dry_run=options["dry_run"],
+            )
+        except ApplicationError as exc:
+            raise CommandError(exc.message) from None
+        verb = "Would erase" if result.request is None else "Erased"
+        self.stdout.write(f"{verb} {result.conversations} conversation(s) of {client.slug}:")
+        self.stdout.write("\n".join(counts_lines(result.counts)))
+        if result.request is None:
+            self.stdout.write("Dry run: nothing was changed or recorded.")
+        else:
+            self.stdout.write(f"Recorded as {result.request.public_id}.")

@@ -1,0 +1,62 @@
+"""`manage.py privacy_export --client SLUG --email ADDRESS [--format html] [--output FILE]`"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from apps.core.exceptions import ApplicationError
+from apps.privacy.management.commands._subject import (
+    add_subject_arguments,
+    counts_lines,
+    subject_from,
+)
+from apps.privacy.models import RequestChannel
+from apps.privacy.services import subject_export, subject_export_html
+
+
+class Command(BaseCommand):
+    help = (
+        "Export everything a client holds about one customer (found by e-mail, conversation id "
+        "or visitor id) as one JSON file, or a readable HTML page, and record the export. "
+        "--dry-run only counts (docs/privacy.md)."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        add_subject_arguments(parser)
+        parser.add_argument("--format", choices=["json", "html"], default="json")
+        parser.add_argument(
+            "--output", metavar="FILE", help="Write the export here (default: standard output)."
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        client, match = subject_from(options)
+        try:
+            result = subject_export(
+                client=client,
+                match=match,
+                channel=RequestChannel.COMMAND,
+                requested_by_label="manage.py privacy_export",
+                dry_run=options["dry_run"],
+            )
+        except ApplicationError as exc:
+            raise CommandError(exc.message) from None
+        if result.request is None:
+            self.stdout.write("Would export (dry run: nothing was recorded):")
+            self.stdout.write("\n".join(counts_lines(result.counts)))
+            return
+        if options["format"] == "html":
+            text = subject_export_html(result.document)
+        else:
+            text = json.dumps(result.document, ensure_ascii=False, indent=2)
+        if options["output"]:
+            Path(options["output"]).write_text(text, encoding="utf-8")
+            self.stderr.write(
+                f"Exported {result.counts['conversations']} conversation(s) to "
+                f"{options['output']} (record {result.request.public_id})."
+            )
+        else:
+            self.stdout.write(text)

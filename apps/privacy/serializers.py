@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from apps.core.schema import NamedChoiceField
+from apps.privacy.models import DataSubjectRequest, MatchKind, RequestChannel, RequestKind
+
+MATCH_FIELDS = ("email", "conversation", "visitor")
+
+
+class PrivacyRequestSerializer(serializers.ModelSerializer[DataSubjectRequest]):
+    """A record of an export, erasure or retention run: counts, never content."""
+
+    id = serializers.UUIDField(source="public_id", read_only=True)
+    kind = NamedChoiceField(choices=RequestKind, enum_name="PrivacyRequestKind")
+    match_kind = NamedChoiceField(choices=MatchKind, enum_name="PrivacyMatchKind")
+    channel = NamedChoiceField(choices=RequestChannel, enum_name="PrivacyRequestChannel")
+    requested_by = serializers.SerializerMethodField()
+
+    class Meta:
+        model = DataSubjectRequest
+        fields = [
+            "id",
+            "kind",
+            "match_kind",
+            "match_digest",
+            "channel",
+            "requested_by",
+            "conversations",
+            "counts",
+            "created_at",
+            "keep_until",
+        ]
+        read_only_fields = fields
+
+    def get_requested_by(self, obj: DataSubjectRequest) -> str:
+        if obj.requested_by_id is not None and obj.requested_by is not None:
+            return obj.requested_by.email
+        return obj.requested_by_label
+
+
+class PrivacyRequestCreateSerializer(serializers.Serializer[dict[str, Any]]):
+    """Who the request is about (exactly one of `email`, `conversation`, `visitor`) and what to
+    do."""
+
+    kind = NamedChoiceField(
+        choices=[(RequestKind.EXPORT, "Export"), (RequestKind.ERASE, "Erasure")],
+        enum_name="PrivacyRequestAction",
+    )
+    email = serializers.EmailField(required=False, max_length=254)
+    conversation = serializers.UUIDField(required=False)
+    visitor = serializers.CharField(required=False, max_length=128, trim_whitespace=True)
+    dry_run = serializers.BooleanField(required=False, default=False)
+    format = NamedChoiceField(
+        choices=[("json", "JSON"), ("html", "HTML")],
+        enum_name="PrivacyExportFormat",
+        required=False,
+        default="json",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        given = [name for name in MATCH_FIELDS if attrs.get(name) not in (None, "")]
+        if len(given) != 1:
+            raise serializers.ValidationError(
+                {"email": "Give exactly one of email, conversation or visitor."}
+            )
+        attrs["match_kind"] = given[0]
+        attrs["match_value"] = str(attrs[given[0]])
+        return attrs
+
+
+class PrivacyDryRunSerializer(serializers.Serializer[dict[str, Any]]):
+    dry_run = serializers.BooleanField()
+    kind = serializers.CharField()
+    conversations = serializers.IntegerField()
+    counts = serializers.DictField(child=serializers.IntegerField())

@@ -1,0 +1,831 @@
+"""Exports and erasures of a customer's data, the retention task, and their record
+(docs/privacy.md).
+
+What an erasure does to the conversations it is given (by request or by retention):
+
+- the conversation row stays, anonymized (no e-mail address, visitor id or token; closed), so
+  the usage records that point at it and at its turns keep counting: billing and every usage
+  report add up exactly as before;
+- its messages stay as empty shells (seq, role, kind, time): text and data are blanked;
+- its turns' traces keep their counters (calls, tokens, cost) and lose every payload: each
+  reasoning step's input summary, output and error; the trace's error and fetched context;
+- tool executions keep tool, status and timing, and lose params, result and error; pending
+  actions (the params put to the customer for confirmation) are deleted;
+- escalations lose their detail (open ones are resolved: nobody is waiting any more);
+- notes written from the conversation (or one of its turns), and notes naming the customer's
+  e-mail address, are deleted;
+- insights proposals forget the conversation (its id, the customer's questions quoted in them);
+  simulation replays of it, playground runs that read it and saved simulation cases quoting it
+  lose that text;
+- any other row attached to the conversation, its messages, turns or tool executions — a model
+  this module does not know — is deleted (`_unknown_dependents`): an erasure never leaves a new
+  kind of row behind.
+
+Usage records keep their counts and amounts and hold no text (purpose, mode, step and model
+are codes). Everything runs in one transaction; a dry run does the same work and rolls it back,
+so the counts it shows are exactly what the real run would do.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import models, transaction
+from django.db.models import ForeignObjectRel, Q
+from django.template.loader import render_to_string
+from django.utils import timezone, translation
+
+from apps.accounts.models import User
+from apps.billing.models import UsageRecord, UsageReservation
+from apps.clients.models import Client
+from apps.conversations.models import Conversation, ConversationStatus, Message, Visibility
+from apps.core.exceptions import ApplicationError
+from apps.escalations.models import Escalation, EscalationStatus
+from apps.insights.models import InsightProposal
+from apps.notes import cache as notes_cache
+from apps.notes.models import Note
+from apps.playground.models import PlaygroundRun
+from apps.privacy.models import (
+    DataSubjectRequest,
+    ErasedConversation,
+    MatchKind,
+    RequestChannel,
+    RequestKind,
+)
+from apps.privacy.selectors import SubjectMatch, retention_due, subject_conversations
+from apps.reasoning.models import ReasoningStep, ReasoningTrace
+from apps.simulations.models import CaseRun, SimCase, SimulationRun
+from apps.tools.models import PendingAction, ToolExecution
+
+logger = logging.getLogger(__name__)
+
+EXPORT_FORMAT = "guidedesk.subject-export/1"
+ERASED = "[erased]"
+# Customer texts shorter than this ("yes", "ok", "thanks") identify nobody and appear everywhere:
+# they are not searched for outside the conversation's own rows (which are blanked whole).
+NEEDLE_MIN_CHARS = 8
+
+# Fields an erasure keeps on the rows it anonymizes: codes and figures, never free text.
+# Fields with choices, keys and numbers are always kept (`_blank_updates`).
+KEEP_FIELDS: dict[type[models.Model], frozenset[str]] = {
+    Conversation: frozenset({"language"}),
+    Message: frozenset({"language"}),
+    ReasoningTrace: frozenset({"mode", "model", "evaluation_outcome"}),
+    ReasoningStep: frozenset({"name"}),
+    ToolExecution: frozenset({"idempotency_key"}),
+    Escalation: frozenset(),
+    PlaygroundRun: frozenset({"mode", "rubric"}),
+    CaseRun: frozenset(),
+}
+# Rows attached to an erased conversation that stay as they are: figures only, for billing.
+KEEP_ROWS: frozenset[type[models.Model]] = frozenset(
+    {UsageRecord, UsageReservation, ErasedConversation}
+)
+
+
+# The rows an erasure starts from: what points at one of them is the customer's too.
+ROOT_MODELS: tuple[type[models.Model], ...] = (
+    Conversation,
+    Message,
+    ReasoningTrace,
+    ToolExecution,
+    PendingAction,
+    Escalation,
+    PlaygroundRun,
+    CaseRun,
+)
+
+
+class SubjectNotFound(ApplicationError):
+    status = 404
+    code = "not_found"
+
+
+@dataclass
+class ErasureResult:
+    conversations: int
+    counts: dict[str, int] = field(default_factory=dict)
+    request: DataSubjectRequest | None = None
+    dry_run: bool = False
+
+
+@dataclass
+class ExportResult:
+    document: dict[str, Any]
+    counts: dict[str, int]
+    request: DataSubjectRequest | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# The record
+# ---------------------------------------------------------------------------------------------
+
+
+def privacy_request_record(
+    *,
+    client: Client,
+    kind: str,
+    match_kind: str,
+    match_digest: str,
+    channel: str,
+    requested_by: User | None,
+    requested_by_label: str,
+    conversations: int,
+    counts: dict[str, int],
+) -> DataSubjectRequest:
+    keep_days = int(settings.PRIVACY_RECORD_KEEP_DAYS)
+    return DataSubjectRequest.objects.create(
+        client=client,
+        kind=kind,
+        match_kind=match_kind,
+        match_digest=match_digest,
+        channel=channel,
+        requested_by=requested_by,
+        requested_by_label=requested_by_label[:200],
+        conversations=conversations,
+        counts=counts,
+        keep_until=timezone.localdate() + timedelta(days=keep_days),
+    )
+
+
+def privacy_records_purge(*, today: date | None = None) -> int:
+    """Delete the records whose keeping period is over (every client)."""
+    today = today or timezone.localdate()
+    deleted, _ = (
+        DataSubjectRequest.objects.unscoped("privacy records past their keeping period")
+        .filter(keep_until__lt=today)
+        .delete()
+    )
+    return deleted
+
+
+# ---------------------------------------------------------------------------------------------
+# Erasure
+# ---------------------------------------------------------------------------------------------
+
+
+def _blank_updates(model: type[models.Model]) -> dict[str, Any]:
+    """The UPDATE that empties every free-text field of `model` (char, text, e-mail, URL and
+    JSON fields without choices), except the ones KEEP_FIELDS lists and unique keys."""
+    keep = KEEP_FIELDS.get(model, frozenset())
+    updates: dict[str, Any] = {}
+    for f in model._meta.concrete_fields:
+        if f.name in keep or f.choices or f.primary_key or f.is_relation or f.unique:
+            continue
+        if isinstance(f, models.JSONField):
+            updates[f.name] = f.get_default()
+        elif isinstance(f, (models.CharField, models.TextField)):
+            updates[f.name] = None if f.null else ""
+    return updates
+
+
+def _label(model: type[models.Model]) -> str:
+    return model._meta.label
+
+
+def _needles(client: Client, conversation_ids: list[int]) -> set[str]:
+    """What identifies the customer outside their conversations' own rows: their longer
+    messages, e-mail addresses and visitor ids."""
+    found: set[str] = set()
+    texts = Message.objects.for_client(client).filter(
+        conversation_id__in=conversation_ids, role="user"
+    )
+    for text in texts.values_list("text", flat=True).iterator():
+        text = (text or "").strip()
+        if len(text) >= NEEDLE_MIN_CHARS:
+            found.add(text)
+    for email, visitor in (
+        Conversation.objects.for_client(client)
+        .filter(pk__in=conversation_ids)
+        .values_list("contact_email", "visitor_id")
+    ):
+        for value in (email, visitor):
+            if value and len(value) >= NEEDLE_MIN_CHARS:
+                found.add(value)
+    return found
+
+
+def _mentions(text: str, needles: set[str]) -> bool:
+    if not text:
+        return False
+    lowered = text.lower()
+    return any(
+        n.lower() in lowered or (len(text) >= NEEDLE_MIN_CHARS and lowered in n.lower())
+        for n in needles
+    )
+
+
+def _scrub_text(text: str, needles: set[str]) -> str:
+    if not text or not _mentions(text, needles):
+        return text
+    for needle in sorted(needles, key=len, reverse=True):
+        start = text.lower().find(needle.lower())
+        while start >= 0:
+            text = text[:start] + ERASED + text[start + len(needle) :]
+            start = text.lower().find(needle.lower(), start + len(ERASED))
+    if _mentions(text, needles):  # the whole text is a quote of part of a message
+        return ERASED
+    return text
+
+
+def _scrub_json(value: Any, needles: set[str], ids: set[str]) -> Any:
+    """`value` with every string that quotes the customer blanked and every list entry that is
+    one of `ids` (conversation public ids) removed."""
+    if isinstance(value, str):
+        if value in ids:
+            return ERASED
+        return _scrub_text(value, needles)
+    if isinstance(value, list):
+        return [
+            _scrub_json(v, needles, ids) for v in value if not (isinstance(v, str) and v in ids)
+        ]
+    if isinstance(value, dict):
+        return {k: _scrub_json(v, needles, ids) for k, v in value.items()}
+    return value
+
+
+def _json_mentions(value: Any, needles: set[str], ids: set[str]) -> bool:
+    text = json.dumps(value, ensure_ascii=False, default=str) if value else ""
+    return bool(text) and (_mentions(text, needles) or any(i in text for i in ids))
+
+
+def _scrub_rows(
+    rows: Iterable[models.Model],
+    fields: list[str],
+    needles: set[str],
+    ids: set[str],
+) -> int:
+    """Scrub the given text/JSON fields of `rows` in Python (rows with free text about many
+    conversations: insights proposals, simulation cases and reports); returns the rows changed."""
+    changed = 0
+    for row in rows:
+        dirty: list[str] = []
+        for name in fields:
+            value = getattr(row, name)
+            if isinstance(value, str):
+                new: Any = _scrub_text(value, needles)
+            else:
+                new = (
+                    _scrub_json(value, needles, ids)
+                    if _json_mentions(value, needles, ids)
+                    else value
+                )
+            if new != value:
+                setattr(row, name, new)
+                dirty.append(name)
+        if dirty:
+            type(row)._base_manager.filter(pk=row.pk).update(
+                **{name: getattr(row, name) for name in dirty}
+            )
+            changed += 1
+    return changed
+
+
+def dependents(model: type[models.Model]) -> list[ForeignObjectRel]:
+    """Every relation pointing at `model` from another row, `related_name="+"` ones included."""
+    return [
+        rel
+        for rel in model._meta.get_fields(include_hidden=True)
+        if isinstance(rel, ForeignObjectRel) and not rel.many_to_many
+    ]
+
+
+def _unknown_dependents(
+    roots: dict[type[models.Model], list[int]], handled: set[type[models.Model]]
+) -> dict[str, int]:
+    """Delete the rows of models this module does not know that point at an erased row."""
+    counts: dict[str, int] = {}
+    for root, ids in roots.items():
+        if not ids:
+            continue
+        for rel in dependents(root):
+            related = rel.related_model
+            if (
+                not isinstance(related, type)
+                or related in handled
+                or related in KEEP_ROWS
+                or rel.many_to_many
+                or not hasattr(rel.field, "attname")
+            ):
+                continue
+            _, per_model = related._base_manager.filter(**{f"{rel.field.name}__in": ids}).delete()
+            for label, n in per_model.items():
+                if n:
+                    counts[label] = counts.get(label, 0) + n
+    return counts
+
+
+def _add(counts: dict[str, int], label: str, n: int) -> None:
+    if n:
+        counts[label] = counts.get(label, 0) + n
+
+
+def conversations_erase(*, client: Client, conversation_ids: list[int]) -> dict[str, int]:
+    """Erase the customer data of the client's conversations `conversation_ids` (module
+    docstring); returns the rows touched per model. Call inside a transaction."""
+    ids = list(
+        Conversation.objects.for_client(client)
+        .filter(pk__in=conversation_ids)
+        .values_list("pk", flat=True)
+    )
+    counts: dict[str, int] = {}
+    if not ids:
+        return counts
+    public_ids = {
+        str(p)
+        for p in Conversation.objects.for_client(client)
+        .filter(pk__in=ids)
+        .values_list("public_id", flat=True)
+    }
+    needles = _needles(client, ids)
+    emails = {
+        e
+        for e in Conversation.objects.for_client(client)
+        .filter(pk__in=ids)
+        .values_list("contact_email", flat=True)
+        if e
+    }
+
+    message_ids = list(
+        Message.objects.for_client(client)
+        .filter(conversation_id__in=ids)
+        .values_list("pk", flat=True)
+    )
+    playground_ids = list(
+        PlaygroundRun.objects.for_client(client)
+        .filter(conversation_id__in=ids)
+        .values_list("pk", flat=True)
+    )
+    case_run_ids = list(
+        CaseRun.objects.for_client(client)
+        .filter(conversation_id__in=ids)
+        .values_list("pk", flat=True)
+    )
+    trace_ids = list(
+        ReasoningTrace.objects.for_client(client)
+        .filter(
+            Q(conversation_id__in=ids)
+            | Q(playground_run_id__in=playground_ids)
+            | Q(case_run_id__in=case_run_ids)
+        )
+        .values_list("pk", flat=True)
+    )
+    execution_ids = list(
+        ToolExecution.objects.for_client(client)
+        .filter(Q(conversation_id__in=ids) | Q(trace_id__in=trace_ids))
+        .values_list("pk", flat=True)
+    )
+    pending_ids = list(
+        PendingAction.objects.for_client(client)
+        .filter(conversation_id__in=ids)
+        .values_list("pk", flat=True)
+    )
+    escalation_ids = list(
+        Escalation.objects.for_client(client)
+        .filter(conversation_id__in=ids)
+        .values_list("pk", flat=True)
+    )
+
+    # Rows of models nobody told us about first, while their parents still exist.
+    handled: set[type[models.Model]] = {
+        Conversation,
+        Message,
+        ReasoningTrace,
+        ReasoningStep,
+        ToolExecution,
+        PendingAction,
+        Escalation,
+        Note,
+        PlaygroundRun,
+        CaseRun,
+    }
+    roots: dict[type[models.Model], list[int]] = {
+        Conversation: ids,
+        Message: message_ids,
+        ReasoningTrace: trace_ids,
+        ToolExecution: execution_ids,
+        PendingAction: pending_ids,
+        Escalation: escalation_ids,
+        PlaygroundRun: playground_ids,
+        CaseRun: case_run_ids,
+    }
+    for label, n in _unknown_dependents(roots, handled).items():
+        _add(counts, label, n)
+
+    _, deleted = PendingAction.objects.for_client(client).filter(conversation_id__in=ids).delete()
+    for label, n in deleted.items():
+        _add(counts, label, n)
+
+    notes = Note.objects.for_client(client).filter(
+        Q(conversation_id__in=ids) | Q(trace_id__in=trace_ids)
+    )
+    _add(counts, _label(Note), notes.delete()[0])
+    for email in emails:
+        _add(
+            counts,
+            _label(Note),
+            Note.objects.for_client(client).filter(content__icontains=email).delete()[0],
+        )
+    notes_cache.invalidate(client.pk)
+
+    _add(
+        counts,
+        _label(ReasoningStep),
+        ReasoningStep.objects.for_client(client)
+        .filter(trace_id__in=trace_ids)
+        .update(**_blank_updates(ReasoningStep)),
+    )
+    _add(
+        counts,
+        _label(ReasoningTrace),
+        ReasoningTrace.objects.for_client(client)
+        .filter(pk__in=trace_ids)
+        .update(**_blank_updates(ReasoningTrace)),
+    )
+    _add(
+        counts,
+        _label(ToolExecution),
+        ToolExecution.objects.for_client(client)
+        .filter(pk__in=execution_ids)
+        .update(**_blank_updates(ToolExecution)),
+    )
+    now = timezone.now()
+    escalations = Escalation.objects.for_client(client).filter(pk__in=escalation_ids)
+    escalations.filter(status=EscalationStatus.OPEN).update(
+        status=EscalationStatus.RESOLVED, resolved_at=now
+    )
+    _add(counts, _label(Escalation), escalations.update(**_blank_updates(Escalation)))
+    _add(
+        counts,
+        _label(PlaygroundRun),
+        PlaygroundRun.objects.for_client(client)
+        .filter(pk__in=playground_ids)
+        .update(**_blank_updates(PlaygroundRun)),
+    )
+    _add(
+        counts,
+        _label(CaseRun),
+        CaseRun.objects.for_client(client)
+        .filter(pk__in=case_run_ids)
+        .update(**_blank_updates(CaseRun)),
+    )
+    _add(
+        counts,
+        _label(Message),
+        Message.objects.for_client(client)
+        .filter(conversation_id__in=ids)
+        .update(**_blank_updates(Message)),
+    )
+
+    # Free text about many conversations: proposals, saved cases, simulation reports.
+    proposals = [
+        p
+        for p in InsightProposal.objects.for_client(client)
+        if public_ids & {str(i) for i in (p.conversation_ids or [])}
+        or _json_mentions(
+            [p.title, p.question, p.answer, p.content, p.outline, p.questions, p.review_comment],
+            needles,
+            set(),
+        )
+    ]
+    for proposal in proposals:
+        kept = [i for i in (proposal.conversation_ids or []) if str(i) not in public_ids]
+        removed = len(proposal.conversation_ids or []) - len(kept)
+        proposal.questions = [
+            q for q in (proposal.questions or []) if not _mentions(json.dumps(q), needles)
+        ]
+        InsightProposal._base_manager.filter(pk=proposal.pk).update(
+            conversation_ids=kept,
+            count=max(0, proposal.count - removed),
+            questions=proposal.questions,
+        )
+    _scrub_rows(
+        proposals,
+        ["title", "question", "answer", "content", "outline", "review_comment"],
+        needles,
+        public_ids,
+    )
+    _add(counts, _label(InsightProposal), len(proposals))
+    cases = [
+        case
+        for case in SimCase.objects.for_client(client)
+        if _json_mentions(
+            [case.description, case.history, case.turns, case.simulated, case.expect],
+            needles,
+            public_ids,
+        )
+    ]
+    _add(
+        counts,
+        _label(SimCase),
+        _scrub_rows(
+            cases, ["description", "history", "turns", "simulated", "expect"], needles, public_ids
+        ),
+    )
+    run_ids = set(
+        CaseRun.objects.for_client(client)
+        .filter(pk__in=case_run_ids)
+        .values_list("run_id", flat=True)
+    )
+    runs = list(SimulationRun.objects.for_client(client).filter(pk__in=run_ids))
+    _add(
+        counts,
+        _label(SimulationRun),
+        _scrub_rows(runs, ["name", "selection", "report", "error"], needles, public_ids),
+    )
+
+    # Last, the conversations themselves: anonymized shells the usage records still count.
+    conversations = Conversation.objects.for_client(client).filter(pk__in=ids)
+    _add(
+        counts,
+        _label(Conversation),
+        conversations.update(
+            status=ConversationStatus.CLOSED,
+            contact_email_confirmed_at=None,
+            **_blank_updates(Conversation),
+        ),
+    )
+    ErasedConversation.objects.bulk_create(
+        [ErasedConversation(client=client, conversation_id=pk) for pk in ids],
+        ignore_conflicts=True,
+    )
+    return counts
+
+
+def _requester_label(requested_by: User | None, label: str) -> str:
+    if label:
+        return label
+    return requested_by.email if requested_by is not None else ""
+
+
+def subject_erase(
+    *,
+    client: Client,
+    match: SubjectMatch,
+    channel: str,
+    requested_by: User | None = None,
+    requested_by_label: str = "",
+    dry_run: bool = False,
+) -> ErasureResult:
+    """Erase everything held about the customer `match` identifies in `client`'s data, and
+    record it. A dry run does the same work, rolls it back and records nothing. Raises
+    SubjectNotFound when no conversation of the client matches."""
+    ids = list(subject_conversations(client=client, match=match).values_list("pk", flat=True))
+    if not ids:
+        raise SubjectNotFound("No conversation of this client matches.")
+    with transaction.atomic():
+        counts = conversations_erase(client=client, conversation_ids=ids)
+        if dry_run:
+            transaction.set_rollback(True)
+            return ErasureResult(conversations=len(ids), counts=counts, dry_run=True)
+        request = privacy_request_record(
+            client=client,
+            kind=RequestKind.ERASE,
+            match_kind=match.kind,
+            match_digest=match.digest(),
+            channel=channel,
+            requested_by=requested_by,
+            requested_by_label=_requester_label(requested_by, requested_by_label),
+            conversations=len(ids),
+            counts=counts,
+        )
+        ErasedConversation.objects.for_client(client).filter(conversation_id__in=ids).update(
+            request=request
+        )
+    logger.info(
+        "privacy: erased %d conversations of client %s (request %s)",
+        len(ids),
+        client.slug,
+        request.public_id,
+    )
+    return ErasureResult(conversations=len(ids), counts=counts, request=request)
+
+
+# ---------------------------------------------------------------------------------------------
+# Export
+# ---------------------------------------------------------------------------------------------
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def subject_export_document(
+    *, client: Client, conversations: list[Conversation]
+) -> tuple[dict[str, Any], dict[str, int]]:
+    """The export of `conversations` (one JSON document) and its counts."""
+    ids = [c.pk for c in conversations]
+    messages: dict[int, list[dict[str, Any]]] = {pk: [] for pk in ids}
+    for m in (
+        Message.objects.for_client(client)
+        .filter(conversation_id__in=ids, visibility=Visibility.VISIBLE)
+        .order_by("conversation_id", "seq")
+    ):
+        item: dict[str, Any] = {
+            "seq": m.seq,
+            "role": m.role,
+            "kind": m.kind,
+            "text": m.text,
+            "created_at": _iso(m.created_at),
+        }
+        if isinstance(m.data, dict) and m.data.get("options"):
+            item["options"] = m.data["options"]
+        messages[m.conversation_id].append(item)
+    tools: dict[int, list[dict[str, Any]]] = {pk: [] for pk in ids}
+    for ex in (
+        ToolExecution.objects.for_client(client)
+        .filter(conversation_id__in=ids)
+        .select_related("tool")
+        .order_by("created_at", "pk")
+    ):
+        if ex.conversation_id is None:
+            continue
+        tools[ex.conversation_id].append(
+            {
+                "tool": ex.tool.name,
+                "status": ex.status,
+                "params": ex.params,
+                "result": ex.result,
+                "created_at": _iso(ex.created_at),
+            }
+        )
+    escalations: dict[int, list[dict[str, Any]]] = {pk: [] for pk in ids}
+    for esc in (
+        Escalation.objects.for_client(client)
+        .filter(conversation_id__in=ids)
+        .order_by("created_at", "pk")
+    ):
+        escalations[esc.conversation_id].append(
+            {"reason": esc.reason, "status": esc.status, "created_at": _iso(esc.created_at)}
+        )
+    items = []
+    counts = {"conversations": len(ids), "messages": 0, "tool_calls": 0, "emails": 0}
+    for c in conversations:
+        emails: list[dict[str, Any]] = []
+        if c.contact_email:
+            emails.append(
+                {
+                    "kind": "address_confirmation",
+                    "to": c.contact_email,
+                    "at": _iso(c.contact_email_confirmed_at),
+                }
+            )
+        if c.reply_emailed_at and c.contact_email:
+            emails.append(
+                {
+                    "kind": "staff_replies",
+                    "to": c.contact_email,
+                    "at": _iso(c.reply_emailed_at),
+                    "replies_up_to_seq": c.reply_emailed_seq,
+                }
+            )
+        counts["messages"] += len(messages[c.pk])
+        counts["tool_calls"] += len(tools[c.pk])
+        counts["emails"] += len(emails)
+        items.append(
+            {
+                "id": str(c.public_id),
+                "created_at": _iso(c.created_at),
+                "last_message_at": _iso(c.last_message_at),
+                "status": c.status,
+                "language": c.language,
+                "visitor_id": c.visitor_id,
+                "contact_email": c.contact_email,
+                "messages": messages[c.pk],
+                "tool_calls": tools[c.pk],
+                "escalations": escalations[c.pk],
+                "emails": emails,
+            }
+        )
+    document = {
+        "format": EXPORT_FORMAT,
+        "business": client.name,
+        "generated_at": _iso(timezone.now()),
+        "conversations": items,
+    }
+    return document, counts
+
+
+def subject_export(
+    *,
+    client: Client,
+    match: SubjectMatch,
+    channel: str,
+    requested_by: User | None = None,
+    requested_by_label: str = "",
+    dry_run: bool = False,
+) -> ExportResult:
+    """Everything held about the customer `match` identifies, as one JSON document; recorded
+    unless `dry_run`. Raises SubjectNotFound when no conversation of the client matches."""
+    conversations = list(subject_conversations(client=client, match=match))
+    if not conversations:
+        raise SubjectNotFound("No conversation of this client matches.")
+    document, counts = subject_export_document(client=client, conversations=conversations)
+    if dry_run:
+        return ExportResult(document={}, counts=counts)
+    request = privacy_request_record(
+        client=client,
+        kind=RequestKind.EXPORT,
+        match_kind=match.kind,
+        match_digest=match.digest(),
+        channel=channel,
+        requested_by=requested_by,
+        requested_by_label=_requester_label(requested_by, requested_by_label),
+        conversations=len(conversations),
+        counts=counts,
+    )
+    document["request"] = str(request.public_id)
+    return ExportResult(document=document, counts=counts, request=request)
+
+
+def subject_export_html(document: dict[str, Any], *, language: str | None = None) -> str:
+    """A readable rendering of an export document (the same content), for the customer: in
+    `language`, else the language of their first conversation."""
+    conversations = document.get("conversations") or []
+    language = language or (conversations[0].get("language") if conversations else None)
+    with translation.override(language or None):
+        return render_to_string("privacy/export.html", {"document": document})
+
+
+# ---------------------------------------------------------------------------------------------
+# Retention
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class RetentionReport:
+    erased: int = 0
+    remaining: int = 0
+    clients: dict[str, int] = field(default_factory=dict)
+    records_purged: int = 0
+
+
+def retention_apply(
+    *,
+    now: datetime | None = None,
+    limit: int | None = None,
+    client: Client | None = None,
+    dry_run: bool = False,
+) -> RetentionReport:
+    """Erase, for every client whose plan keeps conversations a limited time, the
+    conversations idle longer than that — at most `limit` (PRIVACY_RETENTION_BATCH) in all per
+    run, oldest first; the next run continues. Logs one progress line per client. Idempotent:
+    an erased conversation is never picked again."""
+    now = now or timezone.now()
+    budget = int(limit if limit is not None else settings.PRIVACY_RETENTION_BATCH)
+    report = RetentionReport()
+    clients = (
+        [client]
+        if client is not None
+        else list(
+            Client.objects.filter(plan__retention_days__gt=0).select_related("plan").order_by("pk")
+        )
+    )
+    for each in clients:
+        days = int(each.plan.retention_days or 0)
+        if days <= 0:
+            continue
+        due = retention_due(client=each, cutoff=now - timedelta(days=days))
+        total = due.count()
+        take = min(total, max(budget, 0))
+        ids = list(due.values_list("pk", flat=True)[:take])
+        if ids:
+            with transaction.atomic():
+                counts = conversations_erase(client=each, conversation_ids=ids)
+                if dry_run:
+                    transaction.set_rollback(True)
+                else:
+                    privacy_request_record(
+                        client=each,
+                        kind=RequestKind.RETENTION,
+                        match_kind=MatchKind.AGE,
+                        match_digest="",
+                        channel=RequestChannel.SCHEDULE,
+                        requested_by=None,
+                        requested_by_label=f"retention: {days} days",
+                        conversations=len(ids),
+                        counts=counts,
+                    )
+        budget -= len(ids)
+        report.erased += len(ids)
+        report.remaining += total - len(ids)
+        report.clients[each.slug] = len(ids)
+        logger.info(
+            "privacy retention: client %s: %s %d of %d conversations idle > %d days "
+            "(%d left for the next run)",
+            each.slug,
+            "would erase" if dry_run else "erased",
+            len(ids),
+            total,
+            days,
+            total - len(ids),
+        )
+    if not dry_run and client is None:
+        report.records_purged = privacy_records_purge(today=now.date())
+    return report
