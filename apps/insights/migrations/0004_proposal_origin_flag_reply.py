@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('conversations', '0009_message_language'),
-        ('escalations', '0006_reply_templates_and_flags'),
+        ('escalations', '0007_reply_templates_and_flags'),
         ('insights', '0003_proposal_missing_article'),
     ]
 

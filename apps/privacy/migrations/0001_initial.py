@@ -11,7 +11,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('clients', '0014_plan_retention_days'),
+        ('clients', '0015_plan_retention_days'),
         ('conversations', '0009_message_language'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

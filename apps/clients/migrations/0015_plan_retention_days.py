@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('clients', '0013_client_languages'),
+        ('clients', '0014_plan_deliberate_below_confidence'),
     ]
 
     operations = [

@@ -12,7 +12,7 @@ class Migration(migrations.Migration):
     dependencies = [
         ('clients', '0013_client_languages'),
         ('conversations', '0009_message_language'),
-        ('escalations', '0005_escalation_public_id_unique'),
+        ('escalations', '0006_approval_timeout_reason'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
