@@ -313,6 +313,10 @@ def run_loop(
         if gain is not None and (previous is None or entry.mean - previous.mean >= gain):
             entry.feedback = server_note(entry, previous, config)
             entry.feedback_by = "server"
+            # A trace step like the feedback call's own row (no usage: no call was made).
+            turn.rec.step(
+                "feedback", output={"step": index, "feedback": entry.feedback, "by": "server"}
+            )
             turn.rec.internal(
                 "feedback",
                 f"[Server Feedback from Step {index}]: {entry.feedback}",

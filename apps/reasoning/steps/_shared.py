@@ -9,13 +9,11 @@ from apps.core.languages import language_name, normalise
 from apps.reasoning.steps import _data
 from apps.reasoning.steps._base import Prompt, Step
 
-RULES = """Rules:
-- Answer only from the business information given; if it is not there, say so or ask.
-- Use a tool only when the customer asked for what it does. Never invent parameter values:
-  if a required value is missing, ask for it.
-- Destructive actions (cancel, delete, refund) always need the customer's explicit confirmation
-  of the exact details first; GuideDesk asks for it and runs the tool after a "yes".
-- Be friendly and concise; write in the language named at the end of our instructions."""
+RULES = """Rules: answer only from the business information given (if it is not there, say so or
+ask). Use a tool only for what the customer asked; never invent parameter values, ask for a
+missing one. Destructive actions (cancel, delete, refund) need the customer's explicit
+confirmation of the exact details: GuideDesk asks, and runs the tool after a "yes". Be friendly
+and concise, in the language named at the end of our instructions."""
 
 
 def business_facts(business_info: dict[str, Any] | None) -> dict[str, Any]:
@@ -31,9 +29,9 @@ def business_facts(business_info: dict[str, Any] | None) -> dict[str, Any]:
 # What a `confirmation state` block means (the block itself is data: the params in it may hold
 # what the customer typed). Always in the system message of the chat steps, so that message
 # stays the same from turn to turn (providers cache a stable prefix).
-CONFIRMATION_RULE = """A "confirmation state" block, when present, says which action the customer
-has just confirmed (call it with exactly those params if that is still what they want) or declined
-(do not call it; acknowledge and ask what they would like instead)."""
+CONFIRMATION_RULE = """A "confirmation state" block says which action the customer just confirmed
+(call it with exactly those params if still wanted) or declined (do not call it; ask what they
+would like instead)."""
 
 
 def chat_messages(
