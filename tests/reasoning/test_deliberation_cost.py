@@ -134,7 +134,12 @@ def test_a_step_on_course_gets_the_servers_note_instead_of_a_feedback_call(deep_
         t.startswith("[Server Feedback from Step 2]: On course: mean 0.60, up 0.10") for t in sent
     )
     assert "[Server Feedback from Step 3]: Acknowledge the delay before the facts." in sent
-    notes = list(trace().steps.filter(name="feedback").values_list("output", flat=True))
+    notes = list(
+        trace()
+        .steps.filter(name__in=["feedback", "feedback_note"])
+        .order_by("index")
+        .values_list("output", flat=True)
+    )
     # Every step but the last has its feedback on the trace, saying who wrote it.
     assert [(n["step"], n.get("by", "llm")) for n in notes] == [
         (1, "server"),

@@ -315,7 +315,8 @@ def run_loop(
             entry.feedback_by = "server"
             # A trace step like the feedback call's own row (no usage: no call was made).
             turn.rec.step(
-                "feedback", output={"step": index, "feedback": entry.feedback, "by": "server"}
+                "feedback_note",
+                output={"step": index, "feedback": entry.feedback, "by": "server"},
             )
             turn.rec.internal(
                 "feedback",
