@@ -11,7 +11,12 @@ way a plausible model would: per turn a seeded random trajectory of self-scores 
 to MAX), feedback of 2–3 sentences, the same final answer as adaptive for `synthesize`, and
 refinement critiques scoring 60–95 (so some refinements stop early). The result: calls, tokens,
 cost, SQL queries and orchestration time per turn for both modes, and the distribution of
-termination reasons and of steps per turn."""
+termination reasons and of steps per turn.
+
+The scripted server emulates the provider's prompt caching (`fake_llm.PromptCache`), and the
+model is priced with its cached-input rate (`CACHED_PRICES` when the database has none), so the
+cost columns are what the provider would invoice; the cached share is reported per mode and per
+step, and the usage records' total is checked against the server's own invoice."""
 
 from __future__ import annotations
 
@@ -47,6 +52,12 @@ from apps.clients.models import AIMode, Client, Plan
 from apps.clients.rubrics import SUPPORT
 
 MODES = (AIMode.ADAPTIVE, AIMode.DELIBERATIVE)
+# Public list prices, USD per million tokens (input, cached input, output): the bench prices a
+# model with its cached rate when the database's price has none.
+CACHED_PRICES: dict[str, tuple[str, str, str]] = {
+    "gpt-4o-mini": ("0.15", "0.075", "0.60"),
+    "gpt-4.1-mini": ("0.40", "0.10", "1.60"),
+}
 KEYS = [p["key"] for p in SUPPORT["principles"]]
 _STEP = re.compile(r"Take reasoning step (\d+) of")
 
@@ -148,6 +159,20 @@ class DeliberativeResult:
     terminations: Counter[str] = field(default_factory=Counter)
     steps: Counter[int] = field(default_factory=Counter)
     refinement_calls: Counter[int] = field(default_factory=Counter)
+    # (mode, scenario) -> cached prompt tokens; (mode, step) -> [calls, prompt, cached tokens].
+    cached: Counter[tuple[str, str]] = field(default_factory=Counter)
+    per_step: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+    # mode -> (the usage records' cost, the scripted provider's own invoice), USD.
+    invoices: dict[str, tuple[Decimal, Decimal]] = field(default_factory=dict)
+
+    def cached_share(self, mode: str) -> Decimal:
+        """The weighted mix's cached share of prompt tokens."""
+        prompt = cached = Decimal(0)
+        for scenario, weight in MIX.items():
+            tally = self.tally(mode, scenario)
+            prompt += weight * tally.per_turn(tally.prompt_tokens)
+            cached += weight * tally.per_turn(self.cached[(mode, scenario)])
+        return cached / prompt if prompt else Decimal(0)
 
     def tally(self, mode: str, scenario: str) -> Tally:
         return self.tallies.setdefault((mode, scenario), Tally())
@@ -179,6 +204,7 @@ def run_deliberative_benchmark(
     rng.shuffle(plan)
 
     prices = _current_prices()
+    restore: Callable[[], Any] | None = None
     database = nullcontext() if in_current_database else _temporary_database()
     with FakeLLMServer() as server, database:
         clients = _bench_clients(token=f"{int(time.time())}", prices=prices)
@@ -188,9 +214,7 @@ def run_deliberative_benchmark(
         deliberative.plan.refresh_from_db()
         by_mode = {AIMode.ADAPTIVE: clients[AIMode.ADAPTIVE], AIMode.DELIBERATIVE: deliberative}
         try:
-            price = ModelPrice.objects.filter(model=model).first()
-            if price is None:
-                raise BenchmarkError(f"No ModelPrice for {model!r}.")
+            price, restore = _priced(model, restore=in_current_database)
             result = DeliberativeResult(model=model, price=price, turns_per_mode=turns)
             overrides = {
                 "OPENAI_API_KEY": "bench-key",
@@ -206,12 +230,19 @@ def run_deliberative_benchmark(
                 for mode in MODES:
                     scripted = ScriptedDeliberation(seed)
                     server.fallback(scripted)
+                    server.usage_log.clear()
+                    recorded = Decimal(0)
                     for scenario, case in plan:
                         scripted.new_turn(case, scenario)
-                        _one_turn(result, by_mode[mode], mode, scenario, case)
+                        recorded += _one_turn(result, by_mode[mode], mode, scenario, case)
                         if progress is not None:
                             progress(1)
+                    rates = (price.input_per_million, price.cached_input_price)
+                    invoice = server.provider_cost({model: (*rates, price.output_per_million)})
+                    result.invoices[mode] = (recorded, invoice)
         finally:
+            if restore is not None:
+                restore()
             if in_current_database:
                 plans = [c.plan_id for c in clients.values()]
                 Client.objects.filter(pk__in=[c.pk for c in clients.values()]).delete()
@@ -219,9 +250,39 @@ def run_deliberative_benchmark(
     return result
 
 
+def _priced(model: str, *, restore: bool) -> tuple[ModelPrice, Callable[[], Any] | None]:
+    """The model's price, with its cached-input rate from `CACHED_PRICES` when it has none
+    (a model missing from the database but listed there is added). With `restore`, the
+    returned callable puts the database back as it was."""
+    listed = CACHED_PRICES.get(model)
+    price = ModelPrice.objects.filter(model=model).first()
+    if price is None and listed is None:
+        raise BenchmarkError(f"No ModelPrice for {model!r}.")
+    undo: Callable[[], Any] | None = None
+    if price is None:
+        assert listed is not None
+        price = ModelPrice.objects.create(
+            model=model,
+            input_per_million=Decimal(listed[0]),
+            cached_input_per_million=Decimal(listed[1]),
+            output_per_million=Decimal(listed[2]),
+        )
+        created = price.pk
+        undo = lambda: ModelPrice.objects.filter(pk=created).delete()  # noqa: E731
+    elif price.cached_input_per_million is None and listed is not None:
+        price.cached_input_per_million = Decimal(listed[1])
+        price.save(update_fields=["cached_input_per_million"])
+        pk = price.pk
+        undo = lambda: ModelPrice.objects.filter(pk=pk).update(  # noqa: E731
+            cached_input_per_million=None
+        )
+    return price, undo if restore else None
+
+
 def _one_turn(
     result: DeliberativeResult, client: Client, mode: str, scenario: str, case: Case
-) -> None:
+) -> Decimal:
+    """Run and count one turn; returns the cost its usage records say."""
     tally = result.tally(mode, scenario)
     turn = measure_turn(client, case.text)
     trace = turn.trace
@@ -236,6 +297,13 @@ def _one_turn(
             turn.records.filter(step__in=["refine_critique", "improve"]).count()
         ] += 1
     turn.count_into(tally)
+    for row in turn.records.values("step", "prompt_tokens", "cached_tokens", "cost_usd"):
+        result.cached[(mode, scenario)] += row["cached_tokens"]
+        calls = result.per_step.setdefault((mode, row["step"]), [0, 0, 0])
+        calls[0] += 1
+        calls[1] += row["prompt_tokens"]
+        calls[2] += row["cached_tokens"]
+    return sum((r.cost_usd for r in turn.records), Decimal(0))
 
 
 COLUMNS = (
@@ -251,7 +319,13 @@ COLUMNS = (
 
 
 def markdown_tables(result: DeliberativeResult) -> str:
-    head = ["scenario", "mode", *(label for _, label, _ in COLUMNS), "× adaptive cost"]
+    head = [
+        "scenario",
+        "mode",
+        *(label for _, label, _ in COLUMNS),
+        "cached share",
+        "× adaptive cost",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|---|---|" + "---:|" * (len(head) - 2)]
     for scenario in [*MIX, None]:
         base: Decimal | None = None
@@ -259,18 +333,36 @@ def markdown_tables(result: DeliberativeResult) -> str:
             if scenario is None:
                 label = "weighted mix (60/20/20)"
                 values = {name: result.weighted(mode, name) for name, _, _ in COLUMNS}
+                share = result.cached_share(mode)
             else:
                 label = SCENARIO_LABELS[scenario]
                 tally = result.tally(mode, scenario)
                 values = {name: tally.per_turn(getattr(tally, name)) for name, _, _ in COLUMNS}
+                cached = result.cached[(mode, scenario)]
+                share = Decimal(cached) / tally.prompt_tokens if tally.prompt_tokens else Decimal(0)
             cost = values["cost_usd"]
             if mode == AIMode.ADAPTIVE:
                 base = cost
             ratio = f"{cost / base:.1f}" if base and mode == AIMode.DELIBERATIVE else ""
             cells = [fmt.format(values[name]) for name, _, fmt in COLUMNS]
-            lines.append("| " + " | ".join([label, mode, *cells, ratio]) + " |")
+            lines.append("| " + " | ".join([label, mode, *cells, f"{share:.0%}", ratio]) + " |")
     total = sum(result.terminations.values()) or 1
     lines += [
+        "",
+        "| mode | step | calls | prompt tok/call | cached share |",
+        "|---|---|---:|---:|---:|",
+        *(
+            f"| {mode} | `{step}` | {calls} | {prompt / calls:,.0f} | "
+            f"{(cached / prompt if prompt else 0):.0%} |"
+            for (mode, step), (calls, prompt, cached) in sorted(result.per_step.items())
+        ),
+        "",
+        "| mode | usage records' cost (USD) | scripted provider's invoice (USD) |",
+        "|---|---:|---:|",
+        *(
+            f"| {mode} | {recorded:.8f} | {invoice:.8f} |"
+            for mode, (recorded, invoice) in result.invoices.items()
+        ),
         "",
         "| termination (deliberative) | turns | share |",
         "|---|---:|---:|",

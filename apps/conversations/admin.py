@@ -256,7 +256,7 @@ def deliberation_view(steps: list[ReasoningStep]) -> DeliberationView | None:
     feedback = {
         s.output.get("step"): str(s.output.get("feedback", ""))
         for s in steps
-        if s.name == "feedback" and not s.error
+        if s.name in ("feedback", "feedback_note") and not s.error
     }
     cards = [
         ReasoningCard(

@@ -35,6 +35,28 @@ def available_keys(tools: list[ClientTool], *, knowledge: bool = False) -> list[
     return [*STATIC_KEYS, *kb, *(f"{TOOL_SCHEMA_PREFIX}{t.name}" for t in tools)]
 
 
+def keys_text(keys: list[str]) -> str:
+    """The keys adaptive mode may ask for, as its prompt lists them: the policies and the tool
+    schemas folded (`policies.<returns|shipping>`, `tool_schema:<tool name>` — the tools are
+    listed by name in the context), so the line does not grow with every tool."""
+    policies = [k.removeprefix("policies.") for k in keys if k.startswith("policies.")]
+    out: list[str] = []
+    for key in keys:
+        if key.startswith("policies."):
+            if policies:
+                out.append(f"policies.<{'|'.join(policies)}>")
+                policies = []
+        elif key.startswith(TOOL_SCHEMA_PREFIX):
+            folded = f"{TOOL_SCHEMA_PREFIX}<tool name>"
+            if folded not in out:
+                out.append(folded)
+        elif key.startswith(KB_PREFIX):
+            out.append(f"{key} (searches the knowledge base)")
+        else:
+            out.append(key)
+    return ", ".join(out)
+
+
 def _info(client: Client, *, faqs: bool = True) -> dict[str, Any]:
     """The business info document; without `faqs`, only what the client row holds (no query)."""
     if faqs:
@@ -68,8 +90,8 @@ def minimal_context(
     if reach:
         lines.append(f"Contact: {reach}")
     if topics:
-        lines.append(f"Knowledge topics (search with {KB_KEY}): {'; '.join(topics)}")
-    lines.append("Tools (names only; fetch tool_schema:<name> before calling one):")
+        lines.append(f"Knowledge topics: {'; '.join(topics)}")
+    lines.append("Tools (fetch tool_schema:<name> before calling one):")
     lines.extend(tool_line(t) for t in tools) if tools else lines.append("- none")
     return "\n".join(lines)
 

@@ -153,6 +153,11 @@ STEP_VIEWS: dict[str, StepView] = {
         # the prompt has them: protocol text, not interface text, so not translated.
         (FieldView("feedback", "[Server Feedback from Step {step}]", "text"),),
     ),
+    # The deliberative loop's own note on a step on course (no LLM call; loop.server_note).
+    "feedback_note": StepView(
+        _("Feedback"),
+        (FieldView("feedback", "[Server Feedback from Step {step}]", "text"),),
+    ),
     "refine_critique": StepView(
         _("Critique call (iteration {iteration})"),
         (

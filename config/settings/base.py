@@ -462,6 +462,11 @@ REASONING_HISTORY_MESSAGES = env.int("REASONING_HISTORY_MESSAGES", default=20)
 # `kb:` fetch adds (adaptive, deliberative), and standard mode's chunks for the message.
 REASONING_KB_TOKENS = env.int("REASONING_KB_TOKENS", default=700)
 REASONING_STANDARD_KB_TOKENS = env.int("REASONING_STANDARD_KB_TOKENS", default=1200)
+# Deliberative loop (docs/llm-protocol.md, "feedback"): the feedback LLM runs only when the mean
+# rose by less than this since the step before (negative: after every step, as the seed does);
+# after MIN steps a loop that cannot reach TARGET by MAX at its pace ends `stalled`.
+REASONING_FEEDBACK_ON_COURSE_GAIN = env.float("REASONING_FEEDBACK_ON_COURSE_GAIN", default=0.03)
+REASONING_DELIBERATION_STOP_STALLED = env.bool("REASONING_DELIBERATION_STOP_STALLED", default=True)
 # Embeddings through the provider's /v1/embeddings (same OPENAI_BASE_URL / OPENAI_API_KEY);
 # empty = full-text search only.
 EMBEDDING_MODEL = env("EMBEDDING_MODEL", default="")

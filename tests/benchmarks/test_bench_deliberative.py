@@ -39,5 +39,18 @@ def test_bench_deliberative_compares_the_modes_and_counts_terminations() -> None
     ]
     assert sum(turns_by_reason) == 5
     assert "Unexpected turns" not in text
+    # The cached share per step: the loop's calls re-use the previous call's prompt.
+    per_step = {
+        tuple(c.strip() for c in line.strip("|").split("|")[:2]): line.split("|")
+        for line in text.splitlines()
+        if line.startswith("| deliberative | `")
+    }
+    reason = per_step[("deliberative", "`reason_step`")]
+    assert int(reason[3]) >= 4 * 5 and int(reason[5].strip().rstrip("%")) >= 80
+    # The usage records' cost equals the scripted provider's own invoice, cached tokens in.
+    invoices = [
+        line.split("|")[2:4] for line in text.splitlines() if line.startswith("| deliberative | 0.")
+    ]
+    assert len(invoices) == 1 and invoices[0][0].strip() == invoices[0][1].strip()
     assert not Client.objects.filter(slug__startswith="bench-").exists()
     assert not UsageRecord.objects.unscoped("test checks the database directly").exists()

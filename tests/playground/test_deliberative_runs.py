@@ -37,8 +37,9 @@ def shop_on_adaptive(db, webhook):
 
 
 def test_a_deliberative_run_through_the_real_sdk_prints_steps_feedback_and_refinement(
-    shop_on_adaptive, llm
+    shop_on_adaptive, llm, settings
 ):
+    settings.REASONING_FEEDBACK_ON_COURSE_GAIN = -1  # the seed's feedback call after every step
     script_loop(llm, [0.5, 0.6, 0.7, 0.8])  # the target (0.75) is reached at step 4
     draft = "Returns are accepted within 30 days. We always refund shipping."
     llm.script(
@@ -135,5 +136,5 @@ def test_the_offline_demo_model_runs_a_deliberative_turn(shop_on_adaptive, setti
     assert run.status == RunStatus.DONE and run.offline
     assert names.count("reason_step") >= 4 and "feedback" in names and "synthesize" in names
     assert names[-1] == "deliberation_end" or "tool_not_run" in names
-    assert "Server feedback (LLM-generated) after step 1" in out and "offline demo model" in out
+    assert "Server feedback (LLM-generated) after step 3" in out and "offline demo model" in out
     assert run.progress_step == names.count("reason_step")

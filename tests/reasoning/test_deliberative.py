@@ -49,6 +49,15 @@ def rc(score: int, quote: str = "", kind: str = "missing_info") -> dict[str, Any
     return {"score": score, "issues": issues, "critique": f"critique scoring {score}"}
 
 
+@pytest.fixture(autouse=True)
+def seed_policy(settings):
+    """These tests pin the seed's exact loop: feedback from the LLM after every step but the
+    last, no stall rule. The cheaper defaults (the server's note on a step on course, the
+    `stalled` stop) have their own tests (test_deliberation_cost.py)."""
+    settings.REASONING_FEEDBACK_ON_COURSE_GAIN = None
+    settings.REASONING_DELIBERATION_STOP_STALLED = False
+
+
 @pytest.fixture
 def deliberative_shop(db, webhook):
     client = make_shop("deliberative", webhook.url(), slug="deep-shop")

@@ -8,10 +8,21 @@
          principle definitions (every time) and writes guidance …
       5. … injected into the next step's context as "[Server Feedback from Step N]: …"
 
-There is no feedback after the last step (nothing would read it). Each event is journalled as a
-trace step right after it happens — the `reason_step` and `feedback` calls' own rows, with the
-step number and the mean added — so observers see the loop live; one structured telemetry event
-is logged per step.
+The messages are append-only (docs/llm-protocol.md, "Message layout"): every call begins with
+the same shared prefix (our rules, the business's context, the conversation), then the loop's
+transcript (the protocol and rubric once, then each step and the feedback after it), then the
+step's short request — so each call re-uses the previous call's prompt as the provider's cached
+prefix, and the synthesis re-uses the whole loop.
+
+There is no feedback after the last step (nothing would read it), and the feedback LLM is
+called only when its guidance can change the next step: when the mean did not rise by
+`REASONING_FEEDBACK_ON_COURSE_GAIN` (0.03) since the step before. Step 1 (no trend yet) and a
+step on course get the server's own note instead (its mean, the gain, the distance to the
+target and the weakest principle with its definition — numbers and our rubric's words only).
+
+Each event is journalled as a trace step right after it happens — the `reason_step` and
+`feedback` calls' own rows, with the step number and the mean added — so observers see the loop
+live; one structured telemetry event is logged per step.
 
 Before each call the loop checks there is room for it AND for the synthesis after it (per-turn
 token cap; the turn's deadline): when there is not, it ends with `budget` and the synthesis
@@ -32,11 +43,9 @@ from django.conf import settings
 from apps.billing.services.budgets import UsageLimitReached
 from apps.core import deadlines
 from apps.core.deadlines import DeadlineExceeded
-from apps.reasoning.context import history_messages
 from apps.reasoning.deliberation.config import DeliberationConfig
 from apps.reasoning.deliberation.telemetry import reasoning_step_event
 from apps.reasoning.deliberation.termination import Termination, termination_after
-from apps.reasoning.knowledge import knowledge_message
 from apps.reasoning.llm import TOKENS_PER_MESSAGE, LLMError, estimate_tokens
 from apps.reasoning.meter import TokenCapExceeded
 from apps.reasoning.steps import feedback as feedback_step
@@ -62,6 +71,7 @@ class StepEntry:
     rationale: str
     hypotheses: list[dict[str, Any]] = field(default_factory=list)
     feedback: str = ""
+    feedback_by: str = "llm"  # or "server": the step was on course (no feedback call)
 
     def history(self) -> dict[str, Any]:
         return {
@@ -77,6 +87,9 @@ class LoopResult:
     steps: list[StepEntry]
     termination: Termination | None  # None: stopped after step 1 to ask a clarifying question
     detail: str = ""
+    # What the loop sent after the shared prefix (the protocol, each step and its feedback):
+    # the synthesis appends to it.
+    transcript: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def final_mean(self) -> float | None:
@@ -112,37 +125,51 @@ def no_room(turn: Turn, messages: list[dict[str, str]]) -> str:
     return ""
 
 
-def step_messages(
-    turn: Turn, *, steps: list[StepEntry], index: int, max_steps: int
-) -> list[dict[str, str]]:
-    """The next step's conversation: the chat history, every earlier step with its
-    self-scores, and the server's feedback after it (the step's system message, notes and
-    confirmation state are `reason_step.prompt`'s). The knowledge-base chunks fetched for the
-    message (`apps.reasoning.knowledge`) come first, as a data block."""
-    fetched = getattr(turn, "knowledge", [])  # a stand-in turn (tests, tools) may have none
-    messages = [*knowledge_message(fetched), *history_messages(turn.history)]
-    for entry in steps:
+def entry_messages(entry: StepEntry) -> list[dict[str, str]]:
+    """One step as the later calls see it: the step with its self-scores, then the feedback
+    after it. The model's own words (which may echo the customer's) with data tags defused."""
+    messages = [
+        {
+            "role": "assistant",
+            "content": f"[Step {entry.step}] {neutralise(entry.content)}\nSelf-scores: "
+            f"{json.dumps(entry.scores, sort_keys=True)} (mean {entry.mean:.3f}). "
+            f"Rationale: {neutralise(entry.rationale)}",
+        }
+    ]
+    if entry.feedback:
         messages.append(
             {
                 "role": "assistant",
-                # The model's own words, which may echo the customer's: data tags defused.
-                "content": f"[Step {entry.step}] {neutralise(entry.content)}\nSelf-scores: "
-                f"{json.dumps(entry.scores, sort_keys=True)} (mean {entry.mean:.3f}). "
-                f"Rationale: {neutralise(entry.rationale)}",
+                "content": f"[Server Feedback from Step {entry.step}]: "
+                f"{neutralise(entry.feedback)}",
             }
         )
-        if entry.feedback:
-            messages.append(
-                {
-                    "role": "assistant",
-                    "content": f"[Server Feedback from Step {entry.step}]: "
-                    f"{neutralise(entry.feedback)}",
-                }
-            )
-    messages.append(
-        {"role": "user", "content": f"(server) Take reasoning step {index} of at most {max_steps}."}
-    )
     return messages
+
+
+def on_course_gain() -> float | None:
+    """The rise of the mean that counts as on course (no feedback call); None: always call."""
+    gain = getattr(settings, "REASONING_FEEDBACK_ON_COURSE_GAIN", 0.03)
+    return None if gain is None or gain < 0 else float(gain)
+
+
+def server_note(entry: StepEntry, previous: StepEntry | None, config: DeliberationConfig) -> str:
+    """The server's own feedback on step 1 or a step on course: numbers and the rubric's
+    words."""
+    weakest = min(entry.scores, key=entry.scores.__getitem__) if entry.scores else ""
+    definition = next(
+        (f" ({p['label']}): {p['definition']}" for p in config.principles if p["key"] == weakest),
+        "",
+    )
+    gap = config.target - entry.mean
+    where = f"{gap:.2f} below the target {config.target:.2f}" if gap > 0 else "at the target"
+    trend = (
+        f"On course: mean {entry.mean:.2f}, up {entry.mean - previous.mean:.2f} from step "
+        f"{previous.step}"
+        if previous is not None
+        else f"Mean {entry.mean:.2f}"
+    )
+    return f"{trend}, {where}." + (f" Weakest: {weakest}{definition}" if weakest else "")
 
 
 def run_loop(
@@ -150,17 +177,25 @@ def run_loop(
     config: DeliberationConfig,
     *,
     run_id: str,
-    context: str,
-    pending: str,
-    notes: str = "",
+    prefix: list[dict[str, str]],
     ask_first: Callable[[StepEntry], bool] = lambda entry: False,
 ) -> LoopResult:
-    """Run the loop. `ask_first(step 1)` True stops it right after the first step (the mode
-    then asks a clarifying question)."""
+    """Run the loop after `prefix` (`steps._shared.shared_prefix`). `ask_first(step 1)` True
+    stops it right after the first step (the mode then asks a clarifying question)."""
     steps: list[StepEntry] = []
     keys = config.keys
     client_id = getattr(turn.client, "pk", None)
     conversation_id = getattr(turn.conversation, "pk", None) if turn.conversation else None
+    transcript = [
+        reason_step.protocol(
+            principles=config.principles,
+            min_steps=config.min_steps,
+            max_steps=config.max_steps,
+            target=config.target,
+        )
+    ]
+    stop_stalled = bool(getattr(settings, "REASONING_DELIBERATION_STOP_STALLED", True))
+    gain = on_course_gain()
 
     def log(entry: StepEntry, termination: str | None, latency_ms: int) -> None:
         reasoning_step_event(
@@ -177,23 +212,25 @@ def run_loop(
             conversation_id=conversation_id,
         )
 
-    def end(termination: Termination, detail: str = "") -> LoopResult:
-        return LoopResult(steps, termination, detail)
+    written = 0  # how many steps the transcript holds
+
+    def write() -> None:
+        nonlocal written
+        for entry in steps[written:]:
+            transcript.extend(entry_messages(entry))
+        written = len(steps)
+
+    def end(termination: Termination | None, detail: str = "") -> LoopResult:
+        write()  # the last step too, as the synthesis reads it (no feedback after it)
+        return LoopResult(steps, termination, detail, transcript)
 
     index = 0
     while True:
         index += 1
         turn.progress(index, config.max_steps)
+        write()  # the previous step, with its feedback, joins the transcript
         messages = reason_step.prompt(
-            context=context,
-            pending=pending,
-            principles=config.principles,
-            min_steps=config.min_steps,
-            max_steps=config.max_steps,
-            target=config.target,
-            first=index == 1,
-            conversation=step_messages(turn, steps=steps, index=index, max_steps=config.max_steps),
-            notes=notes,
+            prefix=prefix, transcript=transcript, index=index, max_steps=config.max_steps
         )
         started = time.perf_counter()
         why = no_room(turn, messages)
@@ -258,7 +295,7 @@ def run_loop(
         )
         if index == 1 and ask_first(entry):
             log(entry, None, result.latency_ms)
-            return LoopResult(steps, None, "two readings of the message are too close to guess")
+            return end(None, "two readings of the message are too close to guess")
 
         termination = termination_after(
             step=index,
@@ -266,10 +303,28 @@ def run_loop(
             min_steps=config.min_steps,
             max_steps=config.max_steps,
             target=config.target,
+            means=[s.mean for s in steps] if stop_stalled else None,
         )
         if termination is not None:
             log(entry, termination, result.latency_ms)
             return end(termination)
+
+        previous = steps[-2] if len(steps) > 1 else None
+        if gain is not None and (previous is None or entry.mean - previous.mean >= gain):
+            entry.feedback = server_note(entry, previous, config)
+            entry.feedback_by = "server"
+            # A trace step like the feedback call's own row (no usage: no call was made).
+            turn.rec.step(
+                "feedback_note",
+                output={"step": index, "feedback": entry.feedback, "by": "server"},
+            )
+            turn.rec.internal(
+                "feedback",
+                f"[Server Feedback from Step {index}]: {entry.feedback}",
+                {"step": index, "feedback": entry.feedback, "by": "server"},
+            )
+            log(entry, None, int((time.perf_counter() - started) * 1000))
+            continue
 
         history = [s.history() for s in steps]
         fb_messages = feedback_step.prompt(

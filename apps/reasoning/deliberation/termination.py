@@ -1,7 +1,9 @@
-"""The dharma seed's termination policy, exactly: at least MIN steps, at most MAX, and after
-MIN stop as soon as the mean self-score reaches TARGET. No convergence detection. The model's
-own `final` does not end the loop (the server controls it); budget, errors and a staff
-takeover end it from outside (`Termination`)."""
+"""The dharma seed's termination policy: at least MIN steps, at most MAX, and after MIN stop as
+soon as the mean self-score reaches TARGET. One addition, on by default
+(`REASONING_DELIBERATION_STOP_STALLED`): after MIN, a loop whose mean cannot reach TARGET by MAX
+at the pace it has kept since step 1 stops (`stalled`) — the remaining steps would cost their
+tokens without reaching the target. The model's own `final` does not end the loop (the server
+controls it); budget, errors and a staff takeover end it from outside (`Termination`)."""
 
 from __future__ import annotations
 
@@ -14,14 +16,33 @@ class Termination(StrEnum):
     BUDGET = "budget"
     ERROR = "error"
     STAFF_TAKEOVER = "staff_takeover"
+    STALLED = "stalled"
+
+
+def projected(means: list[float], max_steps: int) -> float:
+    """The mean at step MAX if the loop keeps the pace it has had since step 1 (a falling pace
+    counts as none)."""
+    if len(means) < 2:
+        return means[-1] if means else 0.0
+    pace = max(0.0, (means[-1] - means[0]) / (len(means) - 1))
+    return means[-1] + pace * max(0, max_steps - len(means))
 
 
 def termination_after(
-    *, step: int, mean: float, min_steps: int, max_steps: int, target: float
+    *,
+    step: int,
+    mean: float,
+    min_steps: int,
+    max_steps: int,
+    target: float,
+    means: list[float] | None = None,
 ) -> Termination | None:
-    """Why the loop ends after step `step` (1-based) with this mean, or None to continue."""
+    """Why the loop ends after step `step` (1-based) with this mean, or None to continue.
+    `means` (every step's mean so far, this one last) turns on the stall rule."""
     if step >= min_steps and mean >= target:
         return Termination.TARGET_REACHED
     if step >= max_steps:
         return Termination.MAX_STEPS
+    if means and step >= min_steps and projected(means, max_steps) < target:
+        return Termination.STALLED
     return None

@@ -27,6 +27,7 @@ from apps.reasoning.context import (
     available_keys,
     fetch_context,
     history_messages,
+    keys_text,
     minimal_context,
     pending_text,
 )
@@ -197,7 +198,7 @@ def _assess_with_context(turn: Turn) -> AssessOut:
     turn.add_source("minimal context", context)
     while True:
         messages = assess.prompt(
-            keys=", ".join(keys),
+            keys=keys_text(keys),
             context=context,
             fetched="".join(f"\n## {k}\n{v}\n" for k, v in fetched.items()),
             pending=pending_text(turn.confirmed, turn.declined),

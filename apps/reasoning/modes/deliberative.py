@@ -18,8 +18,8 @@ the plan's deliberative multiplier); a limit ends the loop with the best answer 
 
 from __future__ import annotations
 
-import json
 import uuid
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -32,13 +32,14 @@ from apps.reasoning import knowledge
 from apps.reasoning.context import full_context, history_messages, pending_text
 from apps.reasoning.deliberation import refinement
 from apps.reasoning.deliberation.config import DeliberationConfig, deliberation_config
-from apps.reasoning.deliberation.loop import BUDGET_ERRORS, LoopResult, StepEntry, run_loop
+from apps.reasoning.deliberation.loop import BUDGET_ERRORS, LoopResult, run_loop
 from apps.reasoning.deliberation.termination import Termination
 from apps.reasoning.llm import LLMError
 from apps.reasoning.modes.adaptive import decide
 from apps.reasoning.steps import clarify as clarify_step
 from apps.reasoning.steps import improve as improve_step
 from apps.reasoning.steps import refine_critique, synthesize
+from apps.reasoning.steps._shared import shared_prefix
 from apps.reasoning.steps.assess import AssessOut
 from apps.reasoning.traces import TurnAborted
 from apps.reasoning.turn import Escalate, Outcome, Reply, Turn
@@ -85,12 +86,20 @@ def run(turn: Turn) -> Outcome:
         purpose="deliberate",
     )
 
+    # Every call of the turn begins with this prefix (docs/llm-protocol.md, "Message layout").
+    def prefix() -> list[dict[str, str]]:
+        return shared_prefix(
+            context=context,
+            history=history_messages(turn.history),
+            notes=notes,
+            pending=pending,
+            knowledge=knowledge.knowledge_message(turn.knowledge),
+        )
+
     if turn.confirmed is not None or turn.declined is not None:
         # The customer answered a confirmation: nothing to deliberate, the guards decide.
         turn.rec.step("deliberation_skipped", output={"reason": "answer to a confirmation"})
-        return decide(
-            turn, _synthesize(turn, context=context, pending=pending, notes=notes, steps=[])
-        )
+        return decide(turn, _synthesize(turn, prefix=prefix, transcript=[]))
 
     loop = LoopResult(steps=[], termination=Termination.ERROR)
     try:
@@ -99,16 +108,12 @@ def run(turn: Turn) -> Outcome:
             turn,
             config,
             run_id=run_id,
-            context=context,
-            pending=pending,
-            notes=notes,
+            prefix=prefix(),
             ask_first=lambda entry: may_ask and hypotheses_too_close(entry.hypotheses),
         )
         if loop.termination is None:
             return _clarify(turn, loop)
-        assessment = _synthesize(
-            turn, context=context, pending=pending, notes=notes, steps=loop.steps
-        )
+        assessment = _synthesize(turn, prefix=prefix, transcript=loop.transcript)
         outcome = decide(turn, assessment)
         turn.draft_reasoning = (
             f"Deliberative mode: {len(loop.steps)} reasoning step(s) scored against the "
@@ -117,7 +122,7 @@ def run(turn: Turn) -> Outcome:
         )
         refined = None
         if _refinable(outcome, assessment) and config.refinement_iterations > 0:
-            refined = _refine(turn, config, context=context, draft=assessment.response)
+            refined = _refine(turn, config, prefix=prefix(), draft=assessment.response)
             outcome.replies[0] = Reply(refined.text, data=outcome.replies[0].data)
             if refined.failure is not None and refined.failure.budget:
                 loop.termination = Termination.BUDGET
@@ -160,18 +165,8 @@ def _end(
     )
 
 
-def _steps_text(steps: list[StepEntry]) -> str:
-    if not steps:
-        return "(none: answer directly)"
-    return "\n".join(
-        f"{s.step}. {s.content} (self-scores {json.dumps(s.scores, sort_keys=True)})"
-        + (f"\n   [Server Feedback from Step {s.step}]: {s.feedback}" if s.feedback else "")
-        for s in steps
-    )
-
-
 def _synthesize(
-    turn: Turn, *, context: str, pending: str, notes: str, steps: list[StepEntry]
+    turn: Turn, *, prefix: Callable[[], list[dict[str, str]]], transcript: list[dict[str, str]]
 ) -> AssessOut:
     """The synthesis; when it asks for `kb:<query>` keys, the knowledge base is searched (at
     most REASONING_MAX_CONTEXT_ROUNDS times, REASONING_KB_TOKENS each, within the turn's token
@@ -179,14 +174,8 @@ def _synthesize(
     asked: set[str] = set()
     rounds = 0
     while True:
-        messages = synthesize.prompt(
-            context=context,
-            pending=pending,
-            steps=_steps_text(steps),
-            history=history_messages(turn.history),
-            notes=notes,
-            knowledge=knowledge.knowledge_message(turn.knowledge),
-        )
+        # `prefix()` carries the knowledge-base excerpts fetched so far (more after a `kb:` ask).
+        messages = synthesize.prompt(prefix=prefix(), transcript=transcript)
         result = turn.llm(
             synthesize.STEP,
             messages,
@@ -234,16 +223,12 @@ def _refinable(outcome: Outcome, assessment: AssessOut) -> bool:
 
 
 def _refine(
-    turn: Turn, config: DeliberationConfig, *, context: str, draft: str
+    turn: Turn, config: DeliberationConfig, *, prefix: list[dict[str, str]], draft: str
 ) -> refinement.Refined:
-    user_text = turn.user_message.text
-
     def critic(
         state: refinement.Draft | refinement.FinalSpec, iteration: int
     ) -> refinement.Verdict:
-        messages = refine_critique.prompt(
-            context=context, user_text=user_text, text=state.text, iteration=iteration
-        )
+        messages = refine_critique.prompt(prefix=prefix, text=state.text, iteration=iteration)
         out = turn.llm(
             refine_critique.STEP,
             messages,
@@ -262,8 +247,7 @@ def _refine(
             f'- [{i["kind"]}] "{i["quote"]}": {i["problem"]}' for i in critique.issues
         )
         messages = improve_step.prompt(
-            context=context,
-            user_text=user_text,
+            prefix=prefix,
             text=state.text,
             score=critique.score,
             critique=critique.text,

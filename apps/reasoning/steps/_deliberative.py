@@ -53,8 +53,11 @@ STEP_FOCUS = [
 
 
 def demo_scores(keys: list[str], step: int) -> dict[str, float]:
-    """Scores that climb step by step (0.55 → 0.85), the weakest principle a little behind."""
-    base = min(0.55 + 0.07 * (step - 1), 0.85)
+    """Scores that climb step by step (0.55 → 0.85), the weakest principle a little behind;
+    step 3 does not rise, so the demo shows the feedback call as well as the server's notes
+    (apps/reasoning/deliberation/loop.py)."""
+    rises = step - 1 - (1 if step >= 3 else 0)
+    base = min(0.55 + 0.07 * rises, 0.85)
     return {
         k: round(max(0.0, base - (0.05 if n == len(keys) - 1 else 0.0)), 2)
         for n, k in enumerate(keys)

@@ -9,13 +9,11 @@ from apps.core.languages import language_name, normalise
 from apps.reasoning.steps import _data
 from apps.reasoning.steps._base import Prompt, Step
 
-RULES = """Rules:
-- Answer only from the business information given; if it is not there, say so or ask.
-- Use a tool only when the customer asked for what it does. Never invent parameter values:
-  if a required value is missing, ask for it.
-- Destructive actions (cancel, delete, refund) always need the customer's explicit confirmation
-  of the exact details first; GuideDesk asks for it and runs the tool after a "yes".
-- Be friendly and concise; write in the language the last line of this message names."""
+RULES = """Rules: answer only from the business information given (if it is not there, say so or
+ask). Use a tool only for what the customer asked; never invent parameter values, ask for a
+missing one. Destructive actions (cancel, delete, refund) need the customer's explicit
+confirmation of the exact details: GuideDesk asks, and runs the tool after a "yes". Be friendly
+and concise, in the language named at the end of our instructions."""
 
 
 def business_facts(business_info: dict[str, Any] | None) -> dict[str, Any]:
@@ -31,9 +29,9 @@ def business_facts(business_info: dict[str, Any] | None) -> dict[str, Any]:
 # What a `confirmation state` block means (the block itself is data: the params in it may hold
 # what the customer typed). Always in the system message of the chat steps, so that message
 # stays the same from turn to turn (providers cache a stable prefix).
-CONFIRMATION_RULE = """A "confirmation state" block, when present, says which action the customer
-has just confirmed (call it with exactly those params if that is still what they want) or declined
-(do not call it; acknowledge and ask what they would like instead)."""
+CONFIRMATION_RULE = """A "confirmation state" block says which action the customer just confirmed
+(call it with exactly those params if still wanted) or declined (do not call it; ask what they
+would like instead)."""
 
 
 def chat_messages(
@@ -44,10 +42,11 @@ def chat_messages(
     pending: str = "",
     after: list[dict[str, str]] | None = None,
     keep_from: int | None = None,
+    tail: list[dict[str, str]] | None = None,
 ) -> Prompt:
     """A chat step's messages, longest-shared first: the system message (our rules and the
     business's context), the notes block, the conversation in its own roles, `after` (e.g.
-    deliberation steps), then the turn's confirmation state.
+    deliberation steps), the turn's confirmation state, then `tail` (the step's own part).
 
     To fit a small context window the gateway may leave out the history before `keep_from`
     (default: all but its last message, the current customer message), oldest first, and then
@@ -64,7 +63,45 @@ def chat_messages(
     messages.extend(after or [])
     if pending:
         messages.append(_data.data_message(_data.block(_data.CONFIRMATION, pending)))
+    messages.extend(tail or [])
     return Prompt(messages, shrinkable=[*old_history, *notes_at])
+
+
+# The system message every deliberative step begins with: identical across the steps and turns
+# of one client, so the provider serves it (and the conversation after it) from its prompt
+# cache. Each step's own instructions follow the conversation, in a trailing system message
+# (docs/llm-protocol.md, "Message layout").
+SHARED_SYSTEM = """You are the customer-support assistant of the business below. Each request
+ends with a system message saying what to do now and in which format; the customer sees only
+the answers written for them.
+{rules}
+{confirmation}
+
+{context}"""
+
+
+def shared_prefix(
+    *,
+    context: str,
+    history: list[dict[str, str]],
+    notes: str = "",
+    pending: str = "",
+    knowledge: list[dict[str, str]] | None = None,
+) -> Prompt:
+    """The stable prefix of every deliberative step (`reason_step`, `synthesize`,
+    `refine_critique`, `improve`): our rules and the business's full context (system), the
+    notes block, the conversation, the knowledge-base excerpts for the message and the
+    confirmation state. A step appends its own messages and ends with its instructions
+    (`_data.instructions_message`); the language line goes at the end of those
+    (`with_language`)."""
+    system = SHARED_SYSTEM.format(rules=RULES, confirmation=CONFIRMATION_RULE, context=context)
+    return chat_messages(system, history=history, notes=notes, pending=pending, after=knowledge)
+
+
+def extend(prompt: list[dict[str, str]], *messages: dict[str, str]) -> Prompt:
+    """`prompt` with `messages` appended; what may be shrunk is kept."""
+    shrinkable = prompt.shrinkable if isinstance(prompt, Prompt) else ()
+    return Prompt([*prompt, *messages], shrinkable=shrinkable)
 
 
 def language_line(code: str) -> str:
@@ -88,13 +125,25 @@ _LANGUAGE_LINE = re.compile(
 )
 
 
+def _language_at(messages: list[dict[str, str]]) -> int | None:
+    """Where `with_language` puts the line: the trailing system message (a step's own
+    instructions, after the shared prefix) when the prompt ends with one, else the first
+    message when it is a system message."""
+    if not messages:
+        return None
+    if len(messages) > 1 and messages[-1].get("role") == "system":
+        return len(messages) - 1
+    return 0 if messages[0].get("role") == "system" else None
+
+
 def language_asked(messages: list[dict[str, str]]) -> str:
-    """The language code a prompt's system message asks the reply in — its last line, either
-    line of `with_language` ('' when none): what the offline demo model reads, as a model
-    would."""
-    if not messages or messages[0].get("role") != "system":
+    """The language code a prompt asks the reply in — the last line of the system message
+    `with_language` writes to, either line ('' when none): what the offline demo model reads,
+    as a model would."""
+    at = _language_at(messages)
+    if at is None:
         return ""
-    last = str(messages[0].get("content", "")).rstrip().rsplit("\n", 1)[-1]
+    last = str(messages[at].get("content", "")).rstrip().rsplit("\n", 1)[-1]
     found = _LANGUAGE_LINE.match(last.strip())
     return found.group("code") if found else ""
 
@@ -102,12 +151,15 @@ def language_asked(messages: list[dict[str, str]]) -> str:
 def with_language(
     messages: list[dict[str, str]], *, step: Step[Any], code: str
 ) -> list[dict[str, str]]:
-    """`messages` with the step's language line at the end of its system message (see
-    `Step.language`); unchanged for a step that has none or a prompt with no system message.
+    """`messages` with the step's language line (see `Step.language`) at the end of the
+    prompt's trailing system message when it ends with one (the step's own instructions, so the
+    shared prefix before them stays the same in every language), else at the end of its first
+    system message; unchanged for a step that has none or a prompt with no system message.
     A new list: what may be shrunk (`Prompt.shrinkable`) is kept."""
-    if not step.language or not code or not messages or messages[0].get("role") != "system":
+    at = _language_at(messages)
+    if not step.language or not code or at is None:
         return messages
     line = language_line(code) if step.language == "reply" else review_line(code)
-    system = {**messages[0], "content": f"{messages[0]['content'].rstrip()}\n\n{line}"}
+    system = {**messages[at], "content": f"{messages[at]['content'].rstrip()}\n\n{line}"}
     shrinkable = messages.shrinkable if isinstance(messages, Prompt) else ()
-    return Prompt([system, *messages[1:]], shrinkable=shrinkable)
+    return Prompt([*messages[:at], system, *messages[at + 1 :]], shrinkable=shrinkable)

@@ -61,21 +61,19 @@ class AssessOut(RespondOut):
         return super().may_be_blank() or bool(self.needs_more_context)
 
 
-KB_RULE = """A key kb:<search words> searches the business's knowledge base (articles and FAQs;
-e.g. kb:return window sale items); its excerpts arrive in a "knowledge base excerpts" block.
-"""
+KB_RULE = ""  # the key says it: kb:<search words> (see `context.keys_text`)
 
-PROMPT = """You are the customer-support assistant of the business below. Minimal context is
-given; request more with needs_more_context when you need it, using keys from:
-{keys}
+# Kept short: this is every adaptive turn's first call (docs/benchmarks.md, "Cost per turn by
+# mode"); the fields' meaning is in the requested schema too.
+PROMPT = """You are the support assistant of the business below. Context is minimal: ask for more
+with needs_more_context keys: {keys}
 {kb}{rules}
 {confirmation}
 
 {context}
 {fetched}
-Self-assessment: return JSON with response (text for the customer), confidence (1-10),
-tool_call (name or null), tool_params, missing_params (required params you don't have),
-is_destructive, needs_confirmation, needs_more_context (keys; [] when you have enough)."""
+JSON: response, confidence (1-10), tool_call, tool_params, missing_params, is_destructive,
+needs_confirmation, needs_more_context."""
 
 
 def prompt(

@@ -9,7 +9,7 @@ from pydantic import Field, field_validator
 
 from apps.reasoning.steps import _data
 from apps.reasoning.steps._base import Out, Step, required_text
-from apps.reasoning.steps._shared import RULES
+from apps.reasoning.steps._shared import extend
 from apps.reasoning.steps.refine_critique import CLOSING
 
 
@@ -19,31 +19,24 @@ class ImproveOut(Out):
     _text = field_validator("response")(required_text)
 
 
-PROMPT = """You are improving a customer-support reply before the customer sees it. The customer's
-message, the current reply and its review are given as data blocks in the user message.
-{rules}
-
-Business information:
-{context}
-
-Rewrite the reply so every issue in the review is fixed; keep what was right; do not add facts
-that are not in the business information. Return JSON: response (the improved reply)."""
+INSTRUCTIONS = """Now improve the reply to the customer's last message in the "draft to review"
+block above, before the customer sees it: rewrite it so every issue in the "review of the draft"
+block is fixed; keep what was right; do not add facts that are not in the business information.
+Return JSON: response (the improved reply)."""
 
 
 def prompt(
-    *, context: str, user_text: str, text: str, score: int, critique: str, issues: str
+    *, prefix: list[dict[str, str]], text: str, score: int, critique: str, issues: str
 ) -> list[dict[str, str]]:
-    """System: the task, our rules and the business information. Data: the customer's
-    message, the current reply and the review (models wrote both)."""
+    """The shared prefix (`_shared.shared_prefix`: our rules, the business's context, the
+    conversation …), the current reply and its review (data blocks: models wrote both), then
+    the task — a trailing system message."""
     review = f"score {score}/100\n{critique}\nissues:\n{issues or '(none)'}"
-    return [
-        _data.system_message(PROMPT.format(rules=RULES, context=context)),
-        _data.data_message(
-            _data.block(_data.CUSTOMER, user_text),
-            _data.block(_data.DRAFT, text),
-            _data.block(_data.REVIEW, review),
-        ),
-    ]
+    return extend(
+        prefix,
+        _data.data_message(_data.block(_data.DRAFT, text), _data.block(_data.REVIEW, review)),
+        _data.instructions_message(INSTRUCTIONS),
+    )
 
 
 def hint(*, text: str, issues: list[dict[str, Any]]) -> dict[str, Any]:

@@ -8,9 +8,10 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from apps.reasoning.steps import _data
 from apps.reasoning.steps import _deliberative as d
 from apps.reasoning.steps._base import Out, Step, required_text
-from apps.reasoning.steps._shared import CONFIRMATION_RULE, RULES, chat_messages
+from apps.reasoning.steps._shared import extend
 
 
 class ReasonStepOut(Out):
@@ -53,64 +54,54 @@ class ReasonStepOut(Out):
         return {k: self.scores.get(k, 0.0) for k in keys}
 
 
-PROMPT = """You are the customer-support assistant of the business below, reasoning step by
-step before you answer (the customer does not see these steps). The server runs the loop: at
-least {min_steps} and at most {max_steps} steps; it stops once your mean self-score reaches
-{target}. Take one step of reasoning now — build on the earlier steps and the server's feedback.
-{rules}
-{confirmation}
+PROTOCOL = """Before you answer, reason about the customer's last message in steps (the customer
+does not see them). The server runs the loop: at least {min_steps} and at most {max_steps} steps;
+it stops once your mean self-score reaches {target}. Each step builds on the earlier ones and on
+the server's feedback after them.
 
-{context}
-
-Rubric — score this step 0-1 on each principle honestly (a high score you have not earned
+Rubric — score each step 0-1 on each principle honestly (a high score you have not earned
 only wastes a step):
 {rubric}
 
-Return JSON: content (this step's reasoning), status ("continue" or "final"), scores (object:
-{keys} -> 0-1), rationale (why these scores){hypotheses}."""
+Each step returns JSON: content (this step's reasoning), status ("continue" or "final"),
+scores (object: {keys} -> 0-1), rationale (why these scores), hypotheses ([] except on the
+first step)."""
 
-HYPOTHESES = """, hypotheses (this first step only: 2-4 readings of what the customer wants,
-each {"intent": text, "confidence": 0-1}; [] when the request is unambiguous)"""
+REQUEST = "(server) Take reasoning step {index} of at most {max_steps}."
+
+HYPOTHESES = """ This first step also returns hypotheses: 2-4 readings of what the customer
+wants, each {"intent": text, "confidence": 0-1}; [] when the request is unambiguous."""
+
+
+def protocol(
+    *, principles: list[dict[str, str]], min_steps: int, max_steps: int, target: float
+) -> dict[str, str]:
+    """The loop's rules and the rubric: a system message of our words, sent once after the
+    shared prefix (`_shared.shared_prefix`) and kept in place by every later step, so each step
+    re-uses the previous one's prompt as a cached prefix."""
+    return _data.instructions_message(
+        PROTOCOL.format(
+            min_steps=min_steps,
+            max_steps=max_steps,
+            target=target,
+            rubric=d.rubric_text(principles),
+            keys=", ".join(p["key"] for p in principles),
+        )
+    )
 
 
 def prompt(
-    *,
-    context: str,
-    pending: str,
-    principles: list[dict[str, str]],
-    min_steps: int,
-    max_steps: int,
-    target: float,
-    first: bool,
-    conversation: list[dict[str, str]],
-    notes: str = "",
+    *, prefix: list[dict[str, str]], transcript: list[dict[str, str]], index: int, max_steps: int
 ) -> list[dict[str, str]]:
-    """System: our rules, the business's context and the rubric. Then the notes block, the
-    `conversation` (the chat history, the earlier steps and the server's feedback, and the
-    server's request for this step) and the confirmation state."""
-    system = PROMPT.format(
-        min_steps=min_steps,
-        max_steps=max_steps,
-        target=target,
-        rules=RULES,
-        confirmation=CONFIRMATION_RULE,
-        context=context,
-        rubric=d.rubric_text(principles),
-        keys=", ".join(p["key"] for p in principles),
-        hypotheses=HYPOTHESES if first else "",
-    )
-    # The conversation ends with the earlier steps and the server's request: of it only the
-    # chat history before the current customer message (the last one not from the server) may
-    # be left out to fit a small context window.
-    customer = [
-        i
-        for i, message in enumerate(conversation)
-        if message.get("role") == "user" and not message.get("content", "").startswith("(server)")
-    ]
-    keep_from = customer[-1] if customer else len(conversation) - 1
-    return chat_messages(
-        system, history=conversation, notes=notes, pending=pending, keep_from=keep_from
-    )
+    """The shared prefix (`_shared.shared_prefix`: our rules, the business's context, the
+    notes, the conversation, the knowledge-base excerpts, the confirmation state), then the
+    loop's `transcript` (the protocol message, then every earlier step and the server's
+    feedback after it — append-only), then this step's request: a trailing system message
+    (the language line goes at its end)."""
+    request = REQUEST.format(index=index, max_steps=max_steps)
+    if index == 1:
+        request += HYPOTHESES.replace("\n", " ")
+    return extend(prefix, *transcript, _data.instructions_message(request))
 
 
 def hint(*, index: int, max_steps: int, keys: list[str], target: float) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from pydantic import Field, field_validator
 from apps.reasoning.steps import _data
 from apps.reasoning.steps import _deliberative as d
 from apps.reasoning.steps._base import Out, Step
+from apps.reasoning.steps._shared import extend
 
 IssueKind = Literal[
     "unsupported_claim",
@@ -62,12 +63,9 @@ class RefineCritiqueOut(Out):
         return out
 
 
-PROMPT = """You are a strict reviewer of a customer-support reply, before the customer sees it. The
-customer's message and the reply to review (iteration {iteration}) are given as data blocks in
-the user message.
-
-Business information (the only source of truth):
-{context}
+INSTRUCTIONS = """Now review, strictly, the reply to the customer's last message in the "draft to
+review" block above (iteration {iteration}), before the customer sees it. The business
+information above is the only source of truth; do not write a new reply.
 
 Check, and report each problem as an issue that quotes the exact sentence it concerns:
 1. Claims against the business information: unsupported_claim (not in the information),
@@ -81,14 +79,16 @@ Return JSON: score (0-100, how good the reply is now), issues ([{{"quote", "prob
 kind one of {kinds}; [] if none), critique (a few sentences)."""
 
 
-def prompt(*, context: str, user_text: str, text: str, iteration: int) -> list[dict[str, str]]:
-    """System: the task and the business information. Data: the customer's message and the
-    reply under review."""
-    system = PROMPT.format(context=context, iteration=iteration, kinds=", ".join(ISSUE_KINDS))
-    return [
-        _data.system_message(system),
-        _data.data_message(_data.block(_data.CUSTOMER, user_text), _data.block(_data.DRAFT, text)),
-    ]
+def prompt(*, prefix: list[dict[str, str]], text: str, iteration: int) -> list[dict[str, str]]:
+    """The shared prefix (`_shared.shared_prefix`: our rules, the business's context, the
+    conversation …), the reply under review (a data block: a model wrote it), then the task —
+    a trailing system message."""
+    task = INSTRUCTIONS.format(iteration=iteration, kinds=", ".join(ISSUE_KINDS))
+    return extend(
+        prefix,
+        _data.data_message(_data.block(_data.DRAFT, text)),
+        _data.instructions_message(task),
+    )
 
 
 def hint(*, text: str, iteration: int) -> dict[str, Any]:

@@ -9,45 +9,26 @@ from typing import Any
 from apps.reasoning.steps import _data
 from apps.reasoning.steps import _deliberative as d
 from apps.reasoning.steps._base import Step
-from apps.reasoning.steps._shared import (
-    CONFIRMATION_RULE,
-    RULES,
-    business_facts,
-    chat_messages,
-)
+from apps.reasoning.steps._shared import business_facts, extend
 from apps.reasoning.steps.assess import AssessOut
 
-PROMPT = """You are the customer-support assistant of the business below. You have reasoned
-about the customer's message in steps (the "reasoning steps so far" block after the
-conversation; the customer has not seen them). Write the answer the customer will read now,
-from that reasoning.
-{rules}
-{confirmation}
-
-{context}
-
-Return JSON: response (text for the customer), confidence (1-10), tool_call (name or null),
-tool_params, missing_params (required params you don't have), is_destructive,
-needs_confirmation, needs_more_context ([] — or kb:<search words> keys to search the
-business's knowledge base once more before you answer)."""
+INSTRUCTIONS = """Now write the answer the customer will read, from your reasoning steps above
+(none: answer directly; the customer has not seen them). Return JSON: response (text for the
+customer), confidence (1-10), tool_call (name or null), tool_params, missing_params (required
+params you don't have), is_destructive, needs_confirmation, needs_more_context ([] — or
+kb:<search words> keys to search the business's knowledge base once more before you
+answer)."""
 
 
 def prompt(
-    *,
-    context: str,
-    pending: str,
-    steps: str,
-    history: list[dict[str, str]],
-    notes: str = "",
-    knowledge: list[dict[str, str]] | None = None,
+    *, prefix: list[dict[str, str]], transcript: list[dict[str, str]]
 ) -> list[dict[str, str]]:
-    """System: our rules and the business's context. Then the notes block, the conversation,
-    the knowledge-base excerpts (`knowledge`: a data message), the reasoning steps (a model
-    wrote them: data) and the confirmation state."""
-    system = PROMPT.format(rules=RULES, confirmation=CONFIRMATION_RULE, context=context)
-    reasoning = _data.data_message(_data.block(_data.REASONING, steps))
-    after = [*(knowledge or []), reasoning]
-    return chat_messages(system, history=history, notes=notes, pending=pending, after=after)
+    """The shared prefix (`_shared.shared_prefix`: our rules, the business's context, the
+    notes, the conversation, the knowledge-base excerpts, the confirmation state), the
+    reasoning loop's `transcript` (the protocol, the steps and the feedback — as the loop sent
+    them, so the whole loop is a cached prefix), then the instructions: a trailing system
+    message."""
+    return extend(prefix, *transcript, _data.instructions_message(INSTRUCTIONS))
 
 
 def hint(

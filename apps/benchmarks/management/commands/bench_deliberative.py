@@ -64,7 +64,8 @@ class Command(BaseCommand):
         self.stdout.write(
             f"bench_deliberative — {timezone.now():%Y-%m-%d %H:%M} UTC, Python "
             f"{platform.python_version()}, model {result.model} at "
-            f"${result.price.input_per_million}/M in, ${result.price.output_per_million}/M out; "
+            f"${result.price.input_per_million}/M in, ${result.price.cached_input_price}/M cached, "
+            f"${result.price.output_per_million}/M out; "
             f"{sum(counts.values())} turns per mode ("
             + " / ".join(f"{counts[s]} {s}" for s in MIX)
             + f"); load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}\n"
