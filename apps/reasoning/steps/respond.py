@@ -34,7 +34,10 @@ def _obj(value: Any) -> dict[str, Any]:
 class RespondOut(Out):
     """Tolerant on purpose: "null"/"" mean no tool, a non-object tool_params is empty. Strict
     where a reply would be empty: a blank `response` with no tool call, or a `tool_call` that
-    is not a string, fails the step's contract."""
+    is not a string, fails the step's contract. `response` is asked for last: the tool call
+    decides whether the reply may be shown while it is written (streaming)."""
+
+    written_last = "response"
 
     response: str = Field("", description="The reply shown to the customer.")
     tool_call: str | None = Field(None, description="Name of the tool to call, or null.")
@@ -92,7 +95,7 @@ def offline(hint: dict[str, Any]) -> dict[str, Any]:
 
 
 # What a reply looks like (docs/llm-protocol.md shows it; a test validates it).
-EXAMPLE: dict[str, Any] = {"response": "Hi!", "tool_call": None, "tool_params": {}}
+EXAMPLE: dict[str, Any] = {"tool_call": None, "tool_params": {}, "response": "Hi!"}
 
 
 STEP = Step(
