@@ -1053,6 +1053,9 @@ def _offline_complete[T](
             model=OFFLINE_MODEL,
         ) from exc
 
+    sink = _STREAM_SINK.get()
+    if sink is not None:
+        raw = _offline_stream(raw, output, sink)
     completion_tokens = estimate_tokens(raw)
     parsed = _parse_spent(
         step,
@@ -1076,3 +1079,22 @@ def _offline_complete[T](
         latency_ms=_elapsed_ms(started),
         offline=True,
     )
+
+
+def _offline_stream(raw: str, output: type[Any], sink: StreamSink) -> str:
+    """The offline demo model writes as a real one does when streamed: its JSON in the order the
+    schema asks for (the reply text last), four characters at a time, one piece every
+    `LLM_OFFLINE_STREAM_SECONDS` (0: all at once), each piece told to the sink."""
+    last = getattr(output, "written_last", None)
+    with contextlib.suppress(ValueError):
+        value = json.loads(raw)
+        if isinstance(value, dict) and last in value:
+            value[last] = value.pop(last)
+            raw = json.dumps(value, ensure_ascii=False)
+    pause = float(getattr(settings, "LLM_OFFLINE_STREAM_SECONDS", 0) or 0)
+    text_from = raw.rfind(f'"{last}"') if last else 0  # the deciding fields come at once
+    for end in range(4, len(raw) + 4, 4):
+        if pause > 0 and end > text_from:
+            time.sleep(pause)
+        _tell(sink, raw[:end])
+    return raw

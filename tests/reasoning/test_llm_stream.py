@@ -3,6 +3,7 @@ server streaming its reply, the partial JSON handed to the sink as it arrives.""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from typing import Any
 
@@ -50,7 +51,7 @@ def test_a_streamed_reply_reaches_the_sink_piece_by_piece_and_parses_as_usual(
     # The sink saw the reply grow: the deciding fields first, then the words of `response`.
     texts = [p["response"] for p in seen if "response" in p]
     assert len(texts) > 5
-    assert all(b.startswith(a) for a, b in zip(texts, texts[1:], strict=False))
+    assert all(b.startswith(a) for a, b in itertools.pairwise(texts))
     assert texts[-1] == REPLY["response"]
     first = next(p for p in seen if "response" in p)
     assert first["tool_call"] is None

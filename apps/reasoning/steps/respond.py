@@ -59,6 +59,17 @@ class RespondOut(Out):
         return self
 
 
+def final_as_written(partial: dict[str, Any]) -> bool:
+    """A reply (parsed so far) whose `tool_call` is known and none: its text goes out as
+    written (streamed to the widget; `apps.reasoning.turn.Turn.llm`)."""
+    if "tool_call" not in partial:
+        return False
+    try:
+        return _tool_name(partial["tool_call"]) is None
+    except ValueError:
+        return False
+
+
 PROMPT = """You are the customer-support assistant of the business below.
 {rules}
 {confirmation}

@@ -1,0 +1,89 @@
+"""The widget's `delta` events: while a turn runs, the reply so far (kept by the turn in
+apps.conversations.reply_drafts) reaches the conversation's event stream — the whole text each
+time, once per change, never another tenant's and never after the turn is over."""
+
+from __future__ import annotations
+
+import json
+
+from apps.conversations import reply_drafts
+from apps.conversations.models import Conversation, Role
+from apps.conversations.services import message_append
+from apps.reasoning.models import ReasoningTrace
+from apps.widget import streams as widget_streams
+from tests.widget.conftest import Widget, sse
+
+# ---------------------------------------------------------------------------- the event stream
+
+
+def _running_turn(widget: Widget) -> tuple[str, str, Conversation, ReasoningTrace]:
+    conversation_id, token = widget.conversation()
+    conversation = Conversation.objects.unscoped("test checks the database directly").get(
+        public_id=conversation_id
+    )
+    user = message_append(
+        client=widget.client, conversation=conversation, role=Role.USER, text="Hours?"
+    )
+    trace = ReasoningTrace.objects.create(
+        client=widget.client, conversation=conversation, user_message=user, mode="adaptive"
+    )
+    return conversation_id, token, conversation, trace
+
+
+def test_the_event_stream_sends_the_reply_so_far_as_delta_events(widget, monkeypatch):
+    monkeypatch.setattr(widget_streams, "STREAM_SECONDS", 0)
+    monkeypatch.setattr(widget_streams, "POLL_SECONDS", 0)
+    conversation_id, token, conversation, trace = _running_turn(widget)
+    reply_drafts.reply_draft_write(
+        conversation_id=conversation.pk, turn_id=trace.pk, text="We're open from"
+    )
+
+    events = sse(widget.events(conversation_id, f"?key={widget.key}&token={token}"))
+
+    deltas = [json.loads(e["data"]) for e in events if e.get("event") == "delta"]
+    assert deltas == [{"turn": trace.pk, "text": "We're open from"}]
+    # A delta carries no id: the browser's Last-Event-ID stays the last message's seq.
+    assert all("id" not in e for e in events if e.get("event") == "delta")
+
+
+def test_a_cursor_sends_each_draft_once_and_none_once_the_turn_is_over(widget):
+    _, _, conversation, trace = _running_turn(widget)
+    cursor = widget_streams._StreamCursor(sent_seq=0)
+
+    def read() -> list[str]:
+        chunks = cursor.poll(client=widget.client, conversation_id=conversation.pk) or []
+        return [chunk for chunk in chunks if "event: delta" in chunk]
+
+    assert read() == []
+    reply_drafts.reply_draft_write(conversation_id=conversation.pk, turn_id=trace.pk, text="We")
+    assert read() == [f'event: delta\ndata: {{"turn":{trace.pk},"text":"We"}}\n\n']
+    assert read() == []  # unchanged: nothing again
+    reply_drafts.reply_draft_write(
+        conversation_id=conversation.pk, turn_id=trace.pk, text="We open"
+    )
+    assert len(read()) == 1
+    trace.status = "done"
+    trace.save()
+    assert read() == []  # no turn runs: a leftover draft is not shown
+
+
+def test_another_tenants_widget_cannot_read_a_draft(client_a, client_b):
+    a, b = Widget(client_a), Widget(client_b)
+    conversation_id, token, conversation, trace = _running_turn(a)
+    reply_drafts.reply_draft_write(
+        conversation_id=conversation.pk, turn_id=trace.pk, text="secret draft"
+    )
+    _, token_b = b.conversation()
+    for token_used in (token, token_b):
+        response = b.events(conversation_id, f"?key={b.key}&token={token_used}")
+        assert response.status_code == 404
+        assert b"secret draft" not in response.content
+
+
+def test_a_draft_is_bounded(widget):
+    _, _, conversation, trace = _running_turn(widget)
+    reply_drafts.reply_draft_write(
+        conversation_id=conversation.pk, turn_id=trace.pk, text="x" * 100_000
+    )
+    draft = reply_drafts.reply_draft_read(conversation.pk)
+    assert draft is not None and len(draft["text"]) == reply_drafts.MAX_CHARS
