@@ -184,6 +184,7 @@
     localTyping: false,
     remoteTyping: false,
     progressStep: 0, // a deliberative turn's step: "Thinking it through… step 3" (typing event)
+    progressMax: 0, // …and the most steps it may take ("of up to 10")
     draft: null, // the reply being written (`delta` events): a bubble the posted reply replaces
     awaitingAfter: 0, // a 202: waiting for a worker's reply to the message with this seq
     awaitingUntil: 0,
@@ -539,7 +540,12 @@
 
   function typingText() {
     if (state.status === "escalated") return t("typing_team");
-    return state.progressStep ? t("thinking_step", { step: state.progressStep }) : t("typing_assistant");
+    if (!state.progressStep) return t("typing_assistant");
+    // "step 3 of up to 10": the loop may end before its last step, never after it.
+    if (state.progressMax > state.progressStep) {
+      return t("thinking_step_of", { step: state.progressStep, max: state.progressMax });
+    }
+    return t("thinking_step", { step: state.progressStep });
   }
 
   function updateTyping() {
@@ -670,6 +676,7 @@
       // Deliberative turns add their progress (never their content); older servers send none.
       const progress = data && data.typing && data.progress;
       state.progressStep = progress && typeof progress.step === "number" ? progress.step : 0;
+      state.progressMax = progress && typeof progress.max_steps === "number" ? progress.max_steps : 0;
       // The turn ended without posting what it was writing (a person took over): it goes.
       if (!state.remoteTyping) dropDraft();
       updateTyping();
