@@ -132,3 +132,13 @@ def test_streaming_can_be_switched_off(chat: Chat, llm, drafts, settings):
     [reply] = chat.say("When are you open?")
     assert reply.text == ANSWER
     assert drafts == [] and "stream" not in llm.requests[0].body
+
+
+def test_the_offline_demo_model_writes_word_by_word_too(chat: Chat, drafts, settings):
+    settings.OPENAI_API_KEY = ""  # the offline demo model answers
+    replies = chat.say("Hello! Who are you?")
+
+    texts = [text for _, _, text in drafts]
+    assert len(texts) > 3
+    assert all(later.startswith(earlier) for earlier, later in itertools.pairwise(texts))
+    assert texts[-1] == replies[-1].text
