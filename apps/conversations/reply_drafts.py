@@ -3,9 +3,10 @@ events").
 
 While the model writes a reply that nothing after it can change (`apps.reasoning.turn`
 decides), the turn's worker keeps the text written so far under one key per conversation and
-wakes the conversation's event streams (`events.publish`), which read it with everything else
-(`apps.widget.streams`). Like every other push, the wake-up carries no data: a lost one costs
-a late update, never a wrong one.
+wakes the conversation's event streams on a channel of their own (`DRAFT_CHANNEL_PREFIX`): a
+stream woken there reads only the text, not the conversation's state (`apps.widget.streams`).
+Like every other push, the wake-up carries no data: a lost one costs a late update, never a
+wrong one.
 
 Where the text is kept: in Redis when the streams are pushed (`REDIS_URL`: the worker and the
 web processes are different processes), else in Django's cache (the demo: the turn runs in the
@@ -30,6 +31,9 @@ from apps.conversations import events
 logger = logging.getLogger(__name__)
 
 KEY_PREFIX = "guidedesk:reply-draft:"
+# Where a writer wakes the streams (`events.Hub` with this prefix): a stream woken here reads
+# only the draft, not the conversation's state (no database).
+DRAFT_CHANNEL_PREFIX = "guidedesk:reply-draft-changed:"
 KEEP_SECONDS = 120
 MAX_CHARS = 8000
 MIN_INTERVAL_SECONDS = 0.05  # ≤ 20 updates a second per turn
@@ -46,7 +50,7 @@ def reply_draft_write(*, conversation_id: int, turn_id: int, text: str) -> None:
     try:
         if events.push_enabled():
             events._redis_publisher().set(_key(conversation_id), value, ex=KEEP_SECONDS)
-            events.publish(conversation_id)
+            events.publish(conversation_id, prefix=DRAFT_CHANNEL_PREFIX)
         else:
             cache.set(_key(conversation_id), value, KEEP_SECONDS)
     except Exception:

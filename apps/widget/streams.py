@@ -14,7 +14,7 @@ from typing import Any
 from apps.clients.models import Client
 from apps.conversations import events
 from apps.conversations.models import ConversationStatus
-from apps.conversations.reply_drafts import reply_draft_read
+from apps.conversations.reply_drafts import DRAFT_CHANNEL_PREFIX, reply_draft_read
 from apps.core import sse
 from apps.core.sse import sse_event
 from apps.reasoning.selectors import conversation_live_state
@@ -94,9 +94,15 @@ class _StreamCursor:
                 payload["progress"] = progress
             chunks.append(sse_event("typing", payload))
             self.typing, self.progress = typing, progress
-        # The reply being written, while its turn runs (apps.conversations.reply_drafts): the
-        # whole text so far each time, so a repeated or missed `delta` is harmless.
-        draft = reply_draft_read(conversation_id) if typing else None
+        chunks.extend(self.poll_draft(conversation_id=conversation_id))
+        return chunks
+
+    def poll_draft(self, *, conversation_id: int) -> list[str]:
+        """The reply being written, while a turn runs (apps.conversations.reply_drafts): the
+        whole text so far each time, so a repeated or missed `delta` is harmless. No database:
+        a stream woken only because the text grew runs just this."""
+        draft = reply_draft_read(conversation_id) if self.typing else None
+        chunks = []
         if draft is not None and draft["text"] and draft != self.draft:
             chunks.append(sse_event("delta", draft))
         self.draft = draft
@@ -131,6 +137,8 @@ async def event_stream_async(
         name="widget event stream",
         hub=hub,
         wake_id=conversation_id,
+        side_hub=events.hub(prefix=DRAFT_CHANNEL_PREFIX) if hub is not None else None,
+        side_poll=lambda: cursor.poll_draft(conversation_id=conversation_id),
         retry_ms=RETRY_MS,
         poll_seconds=POLL_SECONDS,
         heartbeat_seconds=HEARTBEAT_SECONDS,

@@ -4,14 +4,21 @@ time, once per change, never another tenant's and never after the turn is over."
 
 from __future__ import annotations
 
+import asyncio
 import json
+from typing import Any
 
-from apps.conversations import reply_drafts
+import pytest
+from asgiref.sync import async_to_sync, sync_to_async
+from django.conf import settings as django_settings
+
+from apps.conversations import events, reply_drafts
 from apps.conversations.models import Conversation, Role
 from apps.conversations.services import message_append
 from apps.reasoning.models import ReasoningTrace
 from apps.widget import streams as widget_streams
 from tests.widget.conftest import Widget, sse
+from tests.widget.test_push import next_events, open_stream
 
 # ---------------------------------------------------------------------------- the event stream
 
@@ -87,3 +94,62 @@ def test_a_draft_is_bounded(widget):
     )
     draft = reply_drafts.reply_draft_read(conversation.pk)
     assert draft is not None and len(draft["text"]) == reply_drafts.MAX_CHARS
+
+
+# ------------------------------------------------------------------------------ push (Redis)
+
+REDIS_URL = django_settings.TEST_BROKER_URL
+DRAFTS = ("We", "We ship", "We ship within", "We ship within a", "We ship within a day")
+
+
+@pytest.mark.skipif(
+    not REDIS_URL.startswith("redis://"), reason="needs Redis (CELERY_BROKER_URL=redis://…)"
+)
+@pytest.mark.django_db(transaction=True)  # the stream reads in other threads
+def test_a_growing_draft_is_pushed_to_the_open_stream_without_a_state_read(
+    widget, settings, monkeypatch
+):
+    """With Redis a draft's writer wakes the stream on the drafts' own channel; the stream then
+    reads only the draft, not the conversation's state (no database)."""
+    settings.REDIS_URL = REDIS_URL
+    monkeypatch.setattr(widget_streams, "PUSH_STREAM_SECONDS", 30)
+    monkeypatch.setattr(widget_streams, "POLL_SECONDS", 3600)
+    conversation_id, token, conversation, trace = _running_turn(widget)
+    state_reads = [0]
+    live_state = widget_streams.conversation_live_state
+
+    def counting(**kwargs: Any) -> Any:
+        state_reads[0] += 1
+        return live_state(**kwargs)
+
+    monkeypatch.setattr(widget_streams, "conversation_live_state", counting)
+
+    before: list[int] = []
+
+    async def scenario() -> list[dict[str, Any]]:
+        response = await open_stream(widget, conversation_id, token)
+        stream = aiter(response.streaming_content)
+        await next_events(stream)  # retry
+        await next_events(stream)  # status, the message, typing
+        for hub in (events.hub(), events.hub(prefix=reply_drafts.DRAFT_CHANNEL_PREFIX)):
+            assert hub is not None
+            await asyncio.wait_for(hub.connected.wait(), 10)
+        await asyncio.sleep(0.5)  # a hub that connects wakes its streams for one full read
+        before.append(state_reads[0])
+        seen: list[dict[str, Any]] = []
+        for text in DRAFTS:
+            await sync_to_async(reply_drafts.reply_draft_write, thread_sensitive=False)(
+                conversation_id=conversation.pk, turn_id=trace.pk, text=text
+            )
+            seen += [json.loads(e["data"]) for e in await next_events(stream)]
+        await response.streaming_content.aclose()
+        await events.close_hub()
+        return seen
+
+    try:
+        seen = async_to_sync(scenario)()
+    finally:
+        reply_drafts.reply_draft_clear(conversation.pk)
+    assert seen == [{"turn": trace.pk, "text": text} for text in DRAFTS]
+    # Five drafts, no state read of their own (at most the one a hub's late connect causes).
+    assert state_reads[0] - before[0] <= 1
