@@ -287,6 +287,7 @@ def _env(args: argparse.Namespace, model_url: str, port: int) -> dict[str, str]:
             "LLM_MODEL": "gpt-4o-mini",
             "LLM_MAX_RETRIES": "0",
             "LLM_TIMEOUT": "60",
+            "LLM_STREAM_REPLIES": "false" if args.no_stream_replies else "true",
             "LOG_LEVEL": "WARNING",
             "WEB_CONCURRENCY": str(args.web_processes),
             "CELERY_CONCURRENCY": str(args.worker_threads),
@@ -655,6 +656,11 @@ def main() -> None:
     )
     parser.add_argument(
         "--token-seconds", type=float, default=0.0, help="a streamed reply's next tokens' pace"
+    )
+    parser.add_argument(
+        "--no-stream-replies",
+        action="store_true",
+        help="LLM_STREAM_REPLIES=false: replies are shown only once posted (the comparison)",
     )
     parser.add_argument("--tenants", type=int, default=10)
     parser.add_argument("--web-processes", type=int, default=2)

@@ -49,8 +49,11 @@ def reply_draft_write(*, conversation_id: int, turn_id: int, text: str) -> None:
     value = json.dumps({"turn": turn_id, "text": text[:MAX_CHARS]})
     try:
         if events.push_enabled():
-            events._redis_publisher().set(_key(conversation_id), value, ex=KEEP_SECONDS)
-            events.publish(conversation_id, prefix=DRAFT_CHANNEL_PREFIX)
+            # One round trip: the text, then the wake-up (in this order, on one connection).
+            pipe = events._redis_publisher().pipeline(transaction=False)
+            pipe.set(_key(conversation_id), value, ex=KEEP_SECONDS)
+            pipe.publish(f"{DRAFT_CHANNEL_PREFIX}{conversation_id}", b"1")
+            pipe.execute()
         else:
             cache.set(_key(conversation_id), value, KEEP_SECONDS)
     except Exception:
