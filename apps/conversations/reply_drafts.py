@@ -98,7 +98,8 @@ def reply_draft_clear(conversation_id: int) -> None:
 
 class ReplyDraftWriter:
     """A throttled writer for one turn: `update(text)` as the text grows, `flush()` at the end
-    of the call (the last text written, even if the throttle held it back)."""
+    of the call (the last text written, even if the throttle held it back), `retract()` when
+    the call failed after its text was shown."""
 
     def __init__(self, *, conversation_id: int, turn_id: int) -> None:
         self.conversation_id = conversation_id
@@ -122,6 +123,13 @@ class ReplyDraftWriter:
         if self.held is not None and self.held != self.written:
             self._write(self.held, time.monotonic())
         self.held = None
+
+    def retract(self) -> None:
+        """What was shown is not the reply after all (the call failed): an empty text, which
+        the widget takes as "remove it" (docs/widget.md, `delta`)."""
+        self.held = None
+        if self.written:
+            self._write("", time.monotonic())
 
     def _write(self, text: str, now: float) -> None:
         reply_draft_write(conversation_id=self.conversation_id, turn_id=self.turn_id, text=text)

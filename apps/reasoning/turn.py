@@ -3,9 +3,10 @@ tool call through the guards (run, ask, confirm or refuse)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -299,13 +300,26 @@ class Turn:
         `extra` is added to the recorded step's output. `shown_when`: the reply (its
         `response`) goes out exactly as written when this holds of its deciding fields, so the
         customer may read it while it is written (`may_stream`)."""
-        sink = self._reply_sink(shown_when) if shown_when and self.may_stream() else None
+        shown = shown_when if shown_when is not None and self.may_stream() else None
+        return self._llm(step, messages, retry=retry, extra=extra, shown_when=shown, **facts)
+
+    @contextlib.contextmanager
+    def _streamed(self, shown_when: ShownWhen | None) -> Iterator[None]:
+        """One attempt's stream: its own decision; the text held back by the throttle is
+        written when it ends, and a reply shown while written that then failed is taken back
+        (the retry writes its own)."""
+        writer = self.reply_writer
+        sink = self._reply_sink(shown_when) if shown_when is not None else None
         with streaming(sink):
+            if sink is None or writer is None:
+                yield
+                return
             try:
-                return self._llm(step, messages, retry=retry, extra=extra, **facts)
-            finally:
-                if sink is not None and self.reply_writer is not None:
-                    self.reply_writer.flush()
+                yield
+            except BaseException:
+                writer.retract()
+                raise
+            writer.flush()
 
     def _llm[T: BaseModel](
         self,
@@ -314,6 +328,7 @@ class Turn:
         *,
         retry: bool,
         extra: dict[str, Any] | Callable[[T], dict[str, Any]] | None,
+        shown_when: ShownWhen | None,
         **facts: Any,
     ) -> LLMResult[T]:
         hint = {**self.hint(), "step": step.name, **step.hint(**facts)}
@@ -324,23 +339,25 @@ class Turn:
             # cannot invent one); the guards still check whatever comes back.
             kwargs["tool_names"] = [tool.name for tool in self.enabled_tools]
         try:
-            return self.rec.llm(
-                step=step.name, messages=messages, output=step.output, hint=hint, **kwargs
-            )
+            with self._streamed(shown_when):
+                return self.rec.llm(
+                    step=step.name, messages=messages, output=step.output, hint=hint, **kwargs
+                )
         except LLMError as exc:
             if exc.kind in NO_RETRY or not retry:
                 raise
             # A reply that broke the step's contract (or was cut off) is retried with the
             # reason quoted back to the model.
             correction = correction_message(exc)
-        return self.rec.llm(
-            step=step.name,
-            messages=messages,
-            output=step.output,
-            hint=hint,
-            correction=correction,
-            **kwargs,
-        )
+        with self._streamed(shown_when):
+            return self.rec.llm(
+                step=step.name,
+                messages=messages,
+                output=step.output,
+                hint=hint,
+                correction=correction,
+                **kwargs,
+            )
 
 
 def act_on_tool_call(

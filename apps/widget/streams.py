@@ -103,7 +103,10 @@ class _StreamCursor:
         a stream woken only because the text grew runs just this."""
         draft = reply_draft_read(conversation_id) if self.typing else None
         chunks = []
-        if draft is not None and draft["text"] and draft != self.draft:
+        # An empty text takes back what was shown (the call that wrote it failed); it is sent
+        # only to a stream that showed something of that turn.
+        shown = self.draft is not None and self.draft["turn"] == (draft or {}).get("turn")
+        if draft is not None and draft != self.draft and (draft["text"] or shown):
             chunks.append(sse_event("delta", draft))
         self.draft = draft
         return chunks

@@ -468,7 +468,12 @@
   // a repeated, late or missed one is harmless. It fills one bubble at the end of the log,
   // hidden from screen readers (the posted reply, which replaces it, is announced once).
   function showDraft(data) {
-    if (!data || typeof data.text !== "string" || !data.text) return;
+    if (!data || typeof data.text !== "string") return;
+    if (!data.text) { // taken back: that text will not be the reply
+      dropDraft();
+      updateTyping();
+      return;
+    }
     if (state.status === "escalated") return;
     const turn = String(data.turn);
     let li = state.draft;

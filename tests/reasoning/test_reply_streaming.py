@@ -5,6 +5,7 @@ for the widget's `delta` events (apps.conversations.reply_drafts)."""
 from __future__ import annotations
 
 import itertools
+import json
 from typing import Any
 
 import pytest
@@ -13,6 +14,8 @@ from apps.conversations import reply_drafts
 from apps.conversations.services import conversation_create
 from apps.reasoning.models import ReasoningTrace
 from tests.reasoning.conftest import Chat
+from tests.support.fake_llm import Truncated
+from tests.support.fake_webhook import Reply
 
 ANSWER = "We're open from eight to six on weekdays and from ten to four on Saturdays."
 
@@ -100,7 +103,7 @@ def test_a_reply_something_may_still_change_is_not_shown_early(
         "critique", {"decision": "ASK_USER", "reasoning": "check", "message": "Which order?"}
     )
     llm.default("compose", {"response": "Your order is on its way."})
-    webhook.default({"ok": True, "result": {"status": "shipped"}})
+    webhook.default(Reply.ok({"status": "shipped"}))
 
     replies = chat.say("When are you open?")
 
@@ -142,3 +145,27 @@ def test_the_offline_demo_model_writes_word_by_word_too(chat: Chat, drafts, sett
     assert len(texts) > 3
     assert all(later.startswith(earlier) for earlier, later in itertools.pairwise(texts))
     assert texts[-1] == replies[-1].text
+
+
+def test_a_reply_shown_by_an_attempt_that_failed_is_taken_back(chat: Chat, llm, webhook, drafts):
+    """The first attempt is cut off after its text was shown: the text is taken back (an empty
+    draft) and the retry, which calls a tool, shows none of its own."""
+    written = json.dumps(ordered_assess())
+    llm.script(
+        "assess",
+        Truncated(written[:-20]),
+        ordered_assess(
+            response="Let me look.",
+            tool_call="get_order_status",
+            tool_params={"order_id": "TH-12345"},
+        ),
+    )
+    llm.default("compose", {"response": "Order TH-12345 has shipped."})
+    webhook.default(Reply.ok({"status": "shipped"}))
+
+    [reply] = chat.say("Where is TH-12345?")
+
+    assert reply.text == "Order TH-12345 has shipped."
+    texts = [text for _, _, text in drafts]
+    assert texts and texts[-1] == ""
+    assert all(ANSWER.startswith(text) for text in texts)

@@ -153,3 +153,18 @@ def test_a_growing_draft_is_pushed_to_the_open_stream_without_a_state_read(
     assert seen == [{"turn": trace.pk, "text": text} for text in DRAFTS]
     # Five drafts, no state read of their own (at most the one a hub's late connect causes).
     assert state_reads[0] - before[0] <= 1
+
+
+def test_a_taken_back_draft_reaches_only_a_stream_that_showed_it(widget):
+    _, _, conversation, trace = _running_turn(widget)
+    showed = widget_streams._StreamCursor(sent_seq=0)
+    late = widget_streams._StreamCursor(sent_seq=0)
+    showed.poll(client=widget.client, conversation_id=conversation.pk)
+    reply_drafts.reply_draft_write(conversation_id=conversation.pk, turn_id=trace.pk, text="We")
+    showed.poll(client=widget.client, conversation_id=conversation.pk)
+    reply_drafts.reply_draft_write(conversation_id=conversation.pk, turn_id=trace.pk, text="")
+
+    taken_back = showed.poll(client=widget.client, conversation_id=conversation.pk) or []
+    assert f'event: delta\ndata: {{"turn":{trace.pk},"text":""}}\n\n' in taken_back
+    first_read = late.poll(client=widget.client, conversation_id=conversation.pk) or []
+    assert not [chunk for chunk in first_read if "delta" in chunk]
