@@ -123,7 +123,9 @@ class model_override:
 # the calls made inside it ask the provider to stream (`stream=True`) and hand the sink the
 # reply's JSON object as parsed so far (`jiter`'s partial mode: the fields complete up to now,
 # the last string as far as it arrived), once per chunk. The result is the same as without it.
-StreamSink = Callable[[dict[str, Any]], None]
+# A sink that returns False wants no more (e.g. the reply will not be shown): the gateway stops
+# parsing the partial JSON for it and just collects the rest.
+StreamSink = Callable[[dict[str, Any]], bool | None]
 _STREAM_SINK: ContextVar[StreamSink | None] = ContextVar("llm_stream_sink", default=None)
 
 
@@ -978,7 +980,7 @@ def _streamed_completion(
             return ChatCompletion.model_validate(json.loads(http_response.read()))
         parts: list[str] = []
         model, usage, finish_reason, refusal = "", None, None, None
-        shown = 0
+        shown, listening = 0, True
         for chunk in response.parse():
             model = model or str(getattr(chunk, "model", "") or "")
             if getattr(chunk, "usage", None) is not None:
@@ -991,9 +993,9 @@ def _streamed_completion(
                     refusal = (refusal or "") + str(delta.refusal)
                 if choice.finish_reason:
                     finish_reason = choice.finish_reason
-            if len(parts) > shown:
+            if listening and len(parts) > shown:
                 shown = len(parts)
-                _tell(sink, "".join(parts))
+                listening = _tell(sink, "".join(parts))
     except (httpx.TimeoutException, TimeoutError) as exc:
         raise openai.APITimeoutError(request=http_response.request) from exc
     except httpx.HTTPError as exc:
@@ -1008,22 +1010,23 @@ def _streamed_completion(
     )
 
 
-def _tell(sink: StreamSink, text: str) -> None:
+def _tell(sink: StreamSink, text: str) -> bool:
     """The reply so far, parsed as far as it goes, to the sink (which must never break the
-    call: a failing sink is logged and the call goes on)."""
+    call: a failing sink is logged and hears no more). False: the sink wants no more."""
     start = text.find("{")
     if start < 0:
-        return
+        return True
     try:
         partial = jiter.from_json(text[start:].encode(), partial_mode="trailing-strings")
     except ValueError:
-        return  # not JSON (yet, or at all): nothing to tell
+        return True  # not JSON (yet, or at all): nothing to tell
     if not isinstance(partial, dict):
-        return
+        return True
     try:
-        sink(partial)
+        return sink(partial) is not False
     except Exception:
         logger.exception("LLM stream sink failed")
+        return False
 
 
 def _corrected(messages: list[dict[str, str]], correction: str) -> list[dict[str, str]]:
@@ -1096,5 +1099,6 @@ def _offline_stream(raw: str, output: type[Any], sink: StreamSink) -> str:
     for end in range(4, len(raw) + 4, 4):
         if pause > 0 and end > text_from:
             time.sleep(pause)
-        _tell(sink, raw[:end])
+        if not _tell(sink, raw[:end]):
+            break  # not shown: the demo need not write it out
     return raw

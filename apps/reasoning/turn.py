@@ -158,14 +158,17 @@ class Turn:
             return None
         decided: list[bool] = []
 
-        def sink(partial: dict[str, Any]) -> None:
+        def sink(partial: dict[str, Any]) -> bool:
             text = partial.get("response")
             if not isinstance(text, str):
-                return
+                return True
             if not decided:
                 decided.append(bool(shown_when(partial)))
-            if decided[0] and text:
+            if not decided[0]:
+                return False  # not shown: the gateway need not parse the rest
+            if text:
                 writer.update(text)
+            return True
 
         return sink
 
