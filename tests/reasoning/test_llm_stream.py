@@ -139,3 +139,19 @@ def test_the_stream_keeps_its_timing(settings: Settings, db: None) -> None:
             llm_complete(step="respond", messages=MESSAGES, output=RespondOut)
     assert stamps[0] >= 0.2
     assert stamps[-1] - stamps[0] >= 0.01 * (len(stamps) - 1) * 0.8
+
+
+def test_a_streamed_call_reports_the_providers_cached_tokens(llm: FakeLLMServer) -> None:
+    """The scripted server's prompt cache works for streamed requests too: the second call with
+    the same long prefix reports cached tokens in the stream's usage chunk."""
+    long_rules = "Our shop's rules, repeated so the prompt is long enough to cache. " * 80
+    messages = [{"role": "system", "content": long_rules}, *MESSAGES[1:]]
+    llm.script("respond", REPLY, REPLY)
+    results = []
+    with streaming(lambda partial: None):
+        for _ in range(2):
+            results.append(llm_complete(step="respond", messages=messages, output=RespondOut))
+    first, second = results
+    assert first.cached_tokens == 0
+    assert second.cached_tokens >= 1024 and second.cached_tokens % 128 == 0
+    assert [entry["cached_tokens"] for entry in llm.usage_log] == [0, second.cached_tokens]
