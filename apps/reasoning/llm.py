@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, Literal, cast
 
-import httpx
+import httpx2
 import jiter
 import openai
 from django.conf import settings
@@ -996,9 +996,9 @@ def _streamed_completion(
             if listening and len(parts) > shown:
                 shown = len(parts)
                 listening = _tell(sink, "".join(parts))
-    except (httpx.TimeoutException, TimeoutError) as exc:
+    except (httpx2.TimeoutException, TimeoutError) as exc:
         raise openai.APITimeoutError(request=http_response.request) from exc
-    except httpx.HTTPError as exc:
+    except (httpx2.HTTPError, OSError) as exc:
         raise openai.APIConnectionError(request=http_response.request) from exc
     finally:
         http_response.close()
