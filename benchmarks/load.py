@@ -29,6 +29,10 @@ One tenant's flash sale (100 customers of one shop writing at the same moment):
 (`--together`: the customers open the widget over `--ramp` seconds, then all send their first
 message at the same moment; `--ramp 0` without it makes them also open it at the same moment.)
 
+With `--first-token 0.3 --token-seconds 0.02 --latency 0` the model streams (0.3 s to its first
+token, 20 ms per token) and each level also reports the time from the POST to the reply's first
+word on the stream (the first `delta` event) against the model's own time to write that word.
+
 Per level it reports: turns/s, reply time p50/p95 and ÷ model time, POST p50/p95, first event
 after the POST (p50/p95), errors, unanswered messages, CPU ms per turn of the web and worker
 process groups (from /proc), and the load average. Every customer comes from 127.0.0.1, so the
@@ -98,6 +102,7 @@ class Stats:
     post: list[float] = field(default_factory=list)
     first_event: list[float] = field(default_factory=list)
     typing: list[float] = field(default_factory=list)
+    first_word: list[float] = field(default_factory=list)  # POST → the first `delta` event
     commit_to_stream: list[float] = field(default_factory=list)
     gets: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -210,7 +215,7 @@ async def customer(
                 stats.errors.append(f"post {posted.status_code}")
                 return
             user_seq = posted.json()["message"]["seq"]
-            first = typing = None
+            first = typing = word = None
             deadline = sent + reply_timeout
             answered = False
             while time.time() < deadline:
@@ -223,12 +228,16 @@ async def customer(
                 first = first or at
                 if event == "typing" and data.get("typing") and typing is None:
                     typing = at
+                if event == "delta" and word is None:
+                    word = at
                 if event == "message" and data["seq"] > user_seq and data["role"] != "user":
                     if not slow:
                         stats.reply.append(at - sent)
                         stats.first_event.append((first or at) - sent)
                         if typing is not None:
                             stats.typing.append(typing - sent)
+                        if word is not None:
+                            stats.first_word.append(word - sent)
                         created = datetime.fromisoformat(data["created_at"]).timestamp()
                         stats.commit_to_stream.append(at - created)
                         stats.turns += 1
@@ -278,6 +287,7 @@ def _env(args: argparse.Namespace, model_url: str, port: int) -> dict[str, str]:
             "LLM_MODEL": "gpt-4o-mini",
             "LLM_MAX_RETRIES": "0",
             "LLM_TIMEOUT": "60",
+            "LLM_STREAM_REPLIES": "false" if args.no_stream_replies else "true",
             "LOG_LEVEL": "WARNING",
             "WEB_CONCURRENCY": str(args.web_processes),
             "CELERY_CONCURRENCY": str(args.worker_threads),
@@ -290,7 +300,13 @@ def deploy(args: argparse.Namespace) -> Deployment:
     logs = Path(tempfile.mkdtemp(prefix="guidedesk-load-"))
     model_log = logs / "model.log"
     model = subprocess.Popen(  # noqa: S603 (our own script)
-        [sys.executable, str(Path(__file__).with_name("fake_model.py")), str(args.latency)],
+        [
+            sys.executable,
+            str(Path(__file__).with_name("fake_model.py")),
+            str(args.latency),
+            str(args.first_token),
+            str(args.token_seconds),
+        ],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=model_log.open("ab"),
@@ -415,8 +431,10 @@ async def run_customers(args: argparse.Namespace, deployment: Deployment) -> dic
         ]
         await asyncio.gather(*tasks)
         wall, web_ms, worker_ms = _cpu_ms(deployment, started, stats.turns)
-    model_time = args.latency
+    model_time = _model_seconds(args)
+    streamed = _first_word(args, stats)
     return {
+        **streamed,
         "worker_processes": args.worker_processes,
         "scenario": f"{args.customers} customers × {args.messages} msgs, think {args.think} s"
         + (", first messages all at once" if together else "")
@@ -440,6 +458,36 @@ async def run_customers(args: argparse.Namespace, deployment: Deployment) -> dic
         "wall_s": round(wall, 1),
         "load_before": load_before,
         "load_after": loadavg(),
+    }
+
+
+def _model_seconds(args: argparse.Namespace) -> float:
+    """The model's time for one whole call: its latency, and when it streams, the reply's
+    tokens."""
+    if not args.first_token and not args.token_seconds:
+        return float(args.latency)
+    sys.path.insert(0, str(Path(__file__).parent))
+    from fake_model import reply_tokens
+
+    return args.latency + args.first_token + (reply_tokens() - 1) * args.token_seconds
+
+
+def _first_word(args: argparse.Namespace, stats: Stats) -> dict[str, Any]:
+    """With a streaming model: the time from the POST to the reply's first word on the stream
+    (the first `delta` event), against the model's own time to that word (its latency, first
+    token, then the deciding fields' tokens)."""
+    if not args.first_token and not args.token_seconds:
+        return {}
+    sys.path.insert(0, str(Path(__file__).parent))
+    from fake_model import tokens_before_first_word
+
+    model = args.latency + args.first_token + tokens_before_first_word() * args.token_seconds
+    return {
+        "streamed_turns": len(stats.first_word),
+        "model_first_word_ms": round(model * 1000),
+        "first_word_p50_ms": round(pct(stats.first_word, 50) * 1000),
+        "first_word_p95_ms": round(pct(stats.first_word, 95) * 1000),
+        "first_word_p95_over_model_ms": round((pct(stats.first_word, 95) - model) * 1000),
     }
 
 
@@ -566,7 +614,7 @@ async def run_flood(args: argparse.Namespace, deployment: Deployment) -> dict[st
         ]
         await asyncio.gather(*flooders, *probes)
         wall, web_ms, worker_ms = _cpu_ms(deployment, started, flood.turns + probe.turns)
-    model_time = args.latency
+    model_time = _model_seconds(args)
     capacity = args.worker_processes * args.worker_threads
     return {
         "scenario": f"{args.flood_tenants} tenants × {args.flood_customers} customers flooding "
@@ -600,6 +648,20 @@ def main() -> None:
     parser.add_argument("--redis-url", required=True, help="broker and pub/sub")
     parser.add_argument("--cache-url", required=True)
     parser.add_argument("--latency", type=float, default=1.0, help="model seconds per call")
+    parser.add_argument(
+        "--first-token",
+        type=float,
+        default=0.0,
+        help="a streamed reply's first token after this many seconds (after --latency)",
+    )
+    parser.add_argument(
+        "--token-seconds", type=float, default=0.0, help="a streamed reply's next tokens' pace"
+    )
+    parser.add_argument(
+        "--no-stream-replies",
+        action="store_true",
+        help="LLM_STREAM_REPLIES=false: replies are shown only once posted (the comparison)",
+    )
     parser.add_argument("--tenants", type=int, default=10)
     parser.add_argument("--web-processes", type=int, default=2)
     parser.add_argument("--worker-threads", type=int, default=100)

@@ -92,23 +92,35 @@ async def push_stream(
     stream_seconds: float,
     finished: Callable[[], bool] = _never,
     recheck_seconds: float | None = None,
+    side_hub: Any = None,
+    side_poll: Callable[[], list[str]] | None = None,
 ) -> AsyncGenerator[str, None]:
     """From the event loop (ASGI): with a hub (`apps.conversations.events.Hub`, Redis) sleep
     until a writer publishes a change of `wake_id`, then read; without one, poll. Each read
     borrows a thread of the loop's pool and gives its connection back at once; in between the
     stream holds neither. With `recheck_seconds` the stream also re-reads that often, so a
-    publish lost with a Redis hiccup costs a short delay, never a stuck page."""
+    publish lost with a Redis hiccup costs a short delay, never a stuck page.
+
+    `side_hub` / `side_poll`: a second channel for frequent, small changes (a reply being
+    written): a publish there runs only `side_poll` (no database), a full read covers it too."""
     started = last_sent = time.monotonic()
     read = sync_to_async(_poll_released, thread_sensitive=False)
     await sync_to_async(release_connection, thread_sensitive=True)(without_pool=True)  # the view's
     yield f"retry: {retry_ms}\n\n"
     woken = hub.register(wake_id) if hub is not None else None
+    side = (
+        side_hub.register(wake_id)
+        if woken is not None and side_hub is not None and side_poll is not None
+        else None
+    )
     try:
         changed = True
         while True:
             if changed:
                 if woken is not None:
                     woken.clear()  # before reading: a change during the read wakes us again
+                if side is not None:
+                    side.clear()  # the full read covers the side channel's changes
                 try:
                     chunks = await read(poll)
                 except DatabaseError:
@@ -121,6 +133,12 @@ async def push_stream(
                     yield "".join(chunks)
                 if finished():
                     return
+            elif side is not None and side_poll is not None and side.is_set():
+                side.clear()
+                chunks = await sync_to_async(side_poll, thread_sensitive=False)()
+                if chunks:
+                    last_sent = time.monotonic()
+                    yield "".join(chunks)
             now = time.monotonic()
             if now - last_sent >= heartbeat_seconds:
                 last_sent = now
@@ -134,12 +152,36 @@ async def push_stream(
             if woken is None:
                 await asyncio.sleep(min(wait, poll_seconds))
                 changed = True
-            else:
+            elif side is None:
                 try:
                     await asyncio.wait_for(woken.wait(), timeout=wait)
                     changed = True
                 except TimeoutError:
                     changed = recheck_seconds is not None
+            else:
+                changed = await _either(woken, side, wait, recheck=recheck_seconds is not None)
     finally:
         if hub is not None and woken is not None:
             hub.unregister(wake_id, woken)
+        if side is not None:
+            side_hub.unregister(wake_id, side)
+
+
+async def _either(
+    main: asyncio.Event, side: asyncio.Event, timeout: float, *, recheck: bool
+) -> bool:
+    """Wait until `main` or `side` is set (or `timeout`); True when a full read is due: `main`
+    was set, or the time ran out with `recheck`. `side` stays set for the caller to see."""
+    if main.is_set():
+        return True
+    if side.is_set():
+        return False
+    waits = [asyncio.ensure_future(main.wait()), asyncio.ensure_future(side.wait())]
+    try:
+        await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiting in waits:
+            waiting.cancel()
+    if main.is_set():
+        return True
+    return recheck and not side.is_set()

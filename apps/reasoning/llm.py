@@ -19,11 +19,14 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, Literal, cast
 
+import httpx2
+import jiter
 import openai
 from django.conf import settings
 from django.core.cache import cache
@@ -55,6 +58,7 @@ __all__ = [
     "parse_reply",
     "remembered_response_format",
     "response_format_refusals",
+    "streaming",
 ]
 
 logger = logging.getLogger(__name__)
@@ -113,6 +117,32 @@ class model_override:
 
     def __exit__(self, *exc: object) -> None:
         _MODEL_OVERRIDE.reset(self._token)
+
+
+# A caller that can show a reply while it is written (the widget) sets a sink with `streaming`:
+# the calls made inside it ask the provider to stream (`stream=True`) and hand the sink the
+# reply's JSON object as parsed so far (`jiter`'s partial mode: the fields complete up to now,
+# the last string as far as it arrived), once per chunk. The result is the same as without it.
+# A sink that returns False wants no more (e.g. the reply will not be shown): the gateway stops
+# parsing the partial JSON for it and just collects the rest.
+StreamSink = Callable[[dict[str, Any]], bool | None]
+_STREAM_SINK: ContextVar[StreamSink | None] = ContextVar("llm_stream_sink", default=None)
+
+
+class streaming:
+    """`with streaming(sink):` — the model calls made inside stream their reply to `sink`
+    (None = no streaming). What the gateway returns or raises does not change; a provider that
+    cannot stream is answered without it (the sink then hears nothing)."""
+
+    def __init__(self, sink: StreamSink | None) -> None:
+        self.sink = sink
+        self._token: Any = None
+
+    def __enter__(self) -> None:
+        self._token = _STREAM_SINK.set(self.sink)
+
+    def __exit__(self, *exc: object) -> None:
+        _STREAM_SINK.reset(self._token)
 
 
 # --------------------------------------------------------------------------------------------
@@ -771,17 +801,41 @@ def llm_complete[T](
         # that starts gets LLM_TIMEOUT or what is left of the deadline, whichever is shorter.
         allowed = deadlines.time_for(float(settings.LLM_TIMEOUT))
         release_connection()  # no database connection is held while the model thinks
+        sink = _STREAM_SINK.get() if key not in _no_stream else None
         try:
-            completion = _client().chat.completions.create(
-                model=llm_model(),
-                messages=cast(Any, sent),
-                temperature=TEMPERATURE,
-                max_tokens=max_tokens,
-                extra_headers={STEP_HEADER: step},
-                timeout=allowed,
-                **kwargs,
-            )
+            if sink is None:
+                completion = _client().chat.completions.create(
+                    model=llm_model(),
+                    messages=cast(Any, sent),
+                    temperature=TEMPERATURE,
+                    max_tokens=max_tokens,
+                    extra_headers={STEP_HEADER: step},
+                    timeout=allowed,
+                    **kwargs,
+                )
+            else:
+                completion = _streamed_completion(
+                    sent, max_tokens=max_tokens, step=step, timeout=allowed, sink=sink, **kwargs
+                )
         except openai.OpenAIError as exc:
+            if sink is not None and _refuses_stream(exc):
+                # Streaming is a nicety: a provider that refuses it answers without it.
+                _no_stream.add(key)
+                logger.warning("LLM provider %s (%s) refused stream=True", key[0], key[1])
+                try:
+                    completion = _client().chat.completions.create(
+                        model=llm_model(),
+                        messages=cast(Any, sent),
+                        temperature=TEMPERATURE,
+                        max_tokens=max_tokens,
+                        extra_headers={STEP_HEADER: step},
+                        timeout=deadlines.time_for(float(settings.LLM_TIMEOUT)),
+                        **kwargs,
+                    )
+                except openai.OpenAIError as retry_exc:
+                    exc = retry_exc
+                else:
+                    break
             if form != "text" and _refuses_format(exc):
                 # A capability, not a failure: the next form, in this same call.
                 refused.append(form)
@@ -877,6 +931,104 @@ def llm_complete[T](
     )
 
 
+# Providers (base URL, model) that refused `stream=True` in this process: asked without it.
+_no_stream: set[_ProviderKey] = set()
+
+
+def _refuses_stream(exc: openai.OpenAIError) -> bool:
+    """A 400/422 that names `stream`: the provider does not stream (a refused response_format
+    is told apart first, by `_refuses_format`)."""
+    if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (400, 422):
+        return False
+    if _refuses_format(exc):
+        return False
+    return "stream" in str(exc.message or "").lower()
+
+
+def _streamed_completion(
+    sent: list[dict[str, str]],
+    *,
+    max_tokens: int,
+    step: str,
+    timeout: float | None,
+    sink: StreamSink,
+    **kwargs: Any,
+) -> Any:
+    """One call with `stream=True`: each chunk's text is added to the reply and the reply's
+    JSON as parsed so far goes to `sink`. Returns what `create` would have returned (the
+    reply, its finish reason, model and usage — the last chunk's, asked for with
+    `stream_options.include_usage`). A provider that answers with one JSON completion instead
+    of a stream is read as such. Transport failures mid-stream raise the SDK's errors, as a
+    call without streaming would."""
+    response = _client().chat.completions.with_raw_response.create(
+        model=llm_model(),
+        messages=cast(Any, sent),
+        temperature=TEMPERATURE,
+        max_tokens=max_tokens,
+        extra_headers={STEP_HEADER: step},
+        timeout=timeout,
+        stream=True,
+        stream_options={"include_usage": True},
+        **kwargs,
+    )
+    http_response = response.http_response
+    try:
+        if "event-stream" not in http_response.headers.get("content-type", ""):
+            # A provider that ignores `stream`: one ordinary completion.
+            from openai.types.chat import ChatCompletion
+
+            return ChatCompletion.model_validate(json.loads(http_response.read()))
+        parts: list[str] = []
+        model, usage, finish_reason, refusal = "", None, None, None
+        shown, listening = 0, True
+        for chunk in response.parse():
+            model = model or str(getattr(chunk, "model", "") or "")
+            if getattr(chunk, "usage", None) is not None:
+                usage = chunk.usage
+            for choice in chunk.choices or ():
+                delta = choice.delta
+                if delta is not None and delta.content:
+                    parts.append(delta.content)
+                if delta is not None and getattr(delta, "refusal", None):
+                    refusal = (refusal or "") + str(delta.refusal)
+                if choice.finish_reason:
+                    finish_reason = choice.finish_reason
+            if listening and len(parts) > shown:
+                shown = len(parts)
+                listening = _tell(sink, "".join(parts))
+    except (httpx2.TimeoutException, TimeoutError) as exc:
+        raise openai.APITimeoutError(request=http_response.request) from exc
+    except (httpx2.HTTPError, OSError) as exc:
+        raise openai.APIConnectionError(request=http_response.request) from exc
+    finally:
+        http_response.close()
+    message = SimpleNamespace(content="".join(parts), refusal=refusal)
+    return SimpleNamespace(
+        model=model or llm_model(),
+        usage=usage,
+        choices=[SimpleNamespace(message=message, finish_reason=finish_reason)],
+    )
+
+
+def _tell(sink: StreamSink, text: str) -> bool:
+    """The reply so far, parsed as far as it goes, to the sink (which must never break the
+    call: a failing sink is logged and hears no more). False: the sink wants no more."""
+    start = text.find("{")
+    if start < 0:
+        return True
+    try:
+        partial = jiter.from_json(text[start:].encode(), partial_mode="trailing-strings")
+    except ValueError:
+        return True  # not JSON (yet, or at all): nothing to tell
+    if not isinstance(partial, dict):
+        return True
+    try:
+        return sink(partial) is not False
+    except Exception:
+        logger.exception("LLM stream sink failed")
+        return False
+
+
 def _corrected(messages: list[dict[str, str]], correction: str) -> list[dict[str, str]]:
     """`messages` plus the correction as a last user message, keeping what may be shrunk."""
     return steps.Prompt(
@@ -904,6 +1056,9 @@ def _offline_complete[T](
             model=OFFLINE_MODEL,
         ) from exc
 
+    sink = _STREAM_SINK.get()
+    if sink is not None:
+        raw = _offline_stream(raw, output, sink)
     completion_tokens = estimate_tokens(raw)
     parsed = _parse_spent(
         step,
@@ -927,3 +1082,23 @@ def _offline_complete[T](
         latency_ms=_elapsed_ms(started),
         offline=True,
     )
+
+
+def _offline_stream(raw: str, output: type[Any], sink: StreamSink) -> str:
+    """The offline demo model writes as a real one does when streamed: its JSON in the order the
+    schema asks for (the reply text last), four characters at a time, one piece every
+    `LLM_OFFLINE_STREAM_SECONDS` (0: all at once), each piece told to the sink."""
+    last = getattr(output, "written_last", None)
+    with contextlib.suppress(ValueError):
+        value = json.loads(raw)
+        if isinstance(value, dict) and last in value:
+            value[last] = value.pop(last)
+            raw = json.dumps(value, ensure_ascii=False)
+    pause = float(getattr(settings, "LLM_OFFLINE_STREAM_SECONDS", 0) or 0)
+    text_from = raw.rfind(f'"{last}"') if last else 0  # the deciding fields come at once
+    for end in range(4, len(raw) + 4, 4):
+        if pause > 0 and end > text_from:
+            time.sleep(pause)
+        if not _tell(sink, raw[:end]):
+            break  # not shown: the demo need not write it out
+    return raw

@@ -27,6 +27,7 @@ from apps.billing.services.visitors import (
 from apps.clients.models import Client
 from apps.conversations.events import conversation_changed
 from apps.conversations.models import Conversation, ConversationStatus, Kind, Message, Role
+from apps.conversations.reply_drafts import ReplyDraftWriter, reply_draft_clear
 from apps.conversations.services import (
     message_append,
     message_language,
@@ -306,6 +307,7 @@ def _process_claimed(
         history=_history(client=client, conversation=conversation, upto=message),
     )
     turn.on_progress = _progress_reporter(trace, conversation.pk)
+    turn.reply_writer = ReplyDraftWriter(conversation_id=conversation.pk, turn_id=trace.pk)
     turn.confirmed, turn.declined = pending_settle(
         client=client,
         conversation=conversation,
@@ -332,6 +334,7 @@ def _run_and_finish(turn: Turn, started: float, *, lock: TurnLock | None) -> Non
         outcome = _run(turn)
     except TurnAborted:
         _finish(recorder, Outcome(), started, status=TraceStatus.SKIPPED, lock=lock)
+        _forget_reply_draft(turn)
         return
     except Escalate as exc:
         outcome = Outcome(escalate=(exc.reason, exc.detail), handoff_text=exc.handoff_text)
@@ -364,6 +367,14 @@ def _run_and_finish(turn: Turn, started: float, *, lock: TurnLock | None) -> Non
             handoff_text=str(FALLBACK_TEXT),
         )
     _finish(recorder, outcome, started, lock=lock, language=turn.language)
+    _forget_reply_draft(turn)
+
+
+def _forget_reply_draft(turn: Turn) -> None:
+    """The reply shown while it was written has been posted (or replaced): its draft goes."""
+    writer = turn.reply_writer
+    if writer is not None and writer.writes:
+        reply_draft_clear(writer.conversation_id)
 
 
 def _progress_reporter(trace: ReasoningTrace, conversation_id: int) -> Any:

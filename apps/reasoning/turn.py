@@ -3,17 +3,20 @@ tool call through the guards (run, ask, confirm or refuse)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from django.conf import settings
 from django.utils.translation import gettext
 from pydantic import BaseModel
 
 from apps.clients.models import Client, Plan
 from apps.conversations.models import Conversation, Kind, Message
+from apps.conversations.reply_drafts import ReplyDraftWriter
 from apps.core.deadlines import DeadlineExceeded
 from apps.core.languages import reply_language
 from apps.escalations.models import EscalationReason
@@ -22,7 +25,7 @@ from apps.knowledge.selectors import business_info_for
 from apps.notes.selectors import notes_tokens, prompt_notes
 from apps.reasoning import evaluation, guards
 from apps.reasoning.context import tool_schema_text
-from apps.reasoning.llm import LLMError, LLMResult, correction_message
+from apps.reasoning.llm import LLMError, LLMResult, StreamSink, correction_message, streaming
 from apps.reasoning.steps import Step, compose
 from apps.reasoning.steps._shared import with_language
 from apps.reasoning.traces import TokenCapExceeded, TurnRecorder, pretty
@@ -36,6 +39,14 @@ logger = logging.getLogger(__name__)
 # Failures a second identical call cannot fix (a prompt too big for the model's window stays
 # too big). A provider's refusal of a response_format never gets here: the gateway falls back.
 NO_RETRY = {"auth", "bad_request", "context_window"}
+
+# The modes whose draft can be final as the model writes it: a draft with no tool call (and, in
+# adaptive mode, confident and wanting nothing more) goes out as written. Deliberative turns
+# (and modes that may deliberate after a first pass) show their progress instead.
+STREAMING_MODES = frozenset({"standard", "adaptive"})
+
+# Whether a reply, from its deciding fields (parsed so far), goes out exactly as written.
+type ShownWhen = Callable[[dict[str, Any]], bool]
 
 
 @dataclass
@@ -123,6 +134,47 @@ class Turn:
     # Reads the notes block and its note ids in place of the client's live notes (a
     # simulation's candidate: no notes, or the live ones plus notes it approves).
     notes_reader: Callable[[], tuple[str, list[int]]] | None = None
+    # A live conversation turn (the turn pipeline): where the reply so far goes while the model
+    # writes it, for the widget's `delta` event (None: playground, simulations, benchmarks).
+    reply_writer: ReplyDraftWriter | None = None
+
+    def may_stream(self) -> bool:
+        """Nothing after the draft can change it — no post-draft hook or evaluation, no action
+        the customer has just confirmed (it replaces a tool-less draft) — and the mode decides
+        from one call: its reply may be shown while it is written (`llm(shown_when=…)`)."""
+        return (
+            self.reply_writer is not None
+            and bool(settings.LLM_STREAM_REPLIES)
+            and not self.dry_run
+            and self.sandbox is None
+            and self.confirmed is None
+            and self.rec.trace.mode in STREAMING_MODES
+            and not self.plan.evaluation_enabled
+            and not self.plan.post_draft_hooks
+        )
+
+    def _reply_sink(self, shown_when: ShownWhen) -> StreamSink | None:
+        """The sink of a call whose reply may be shown as written: once `response` has begun,
+        its deciding fields (asked for before it) say whether it goes out as written; if so,
+        each later piece of it goes to the reply writer."""
+        writer = self.reply_writer
+        if writer is None:
+            return None
+        decided: list[bool] = []
+
+        def sink(partial: dict[str, Any]) -> bool:
+            text = partial.get("response")
+            if not isinstance(text, str):
+                return True
+            if not decided:
+                decided.append(bool(shown_when(partial)))
+            if not decided[0]:
+                return False  # not shown: the gateway need not parse the rest
+            if text:
+                writer.update(text)
+            return True
+
+        return sink
 
     def add_source(self, label: str, text: str) -> None:
         """Record source text the draft may rely on (a later text under the same label wins)."""
@@ -246,12 +298,46 @@ class Turn:
         *,
         retry: bool = True,
         extra: dict[str, Any] | Callable[[T], dict[str, Any]] | None = None,
+        shown_when: ShownWhen | None = None,
         **facts: Any,
     ) -> LLMResult[T]:
         """One LLM call of `step`, retried once on failure (unless `retry=False`); a second
         failure is raised. A retry after an invalid or truncated reply quotes the reason to the
         model. `facts` are the step's own offline-demo facts (see its `hint`);
-        `extra` is added to the recorded step's output."""
+        `extra` is added to the recorded step's output. `shown_when`: the reply (its
+        `response`) goes out exactly as written when this holds of its deciding fields, so the
+        customer may read it while it is written (`may_stream`)."""
+        shown = shown_when if shown_when is not None and self.may_stream() else None
+        return self._llm(step, messages, retry=retry, extra=extra, shown_when=shown, **facts)
+
+    @contextlib.contextmanager
+    def _streamed(self, shown_when: ShownWhen | None) -> Iterator[None]:
+        """One attempt's stream: its own decision; the text held back by the throttle is
+        written when it ends, and a reply shown while written that then failed is taken back
+        (the retry writes its own)."""
+        writer = self.reply_writer
+        sink = self._reply_sink(shown_when) if shown_when is not None else None
+        with streaming(sink):
+            if sink is None or writer is None:
+                yield
+                return
+            try:
+                yield
+            except BaseException:
+                writer.retract()
+                raise
+            writer.flush()
+
+    def _llm[T: BaseModel](
+        self,
+        step: Step[T],
+        messages: list[dict[str, str]],
+        *,
+        retry: bool,
+        extra: dict[str, Any] | Callable[[T], dict[str, Any]] | None,
+        shown_when: ShownWhen | None,
+        **facts: Any,
+    ) -> LLMResult[T]:
         hint = {**self.hint(), "step": step.name, **step.hint(**facts)}
         messages = with_language(messages, step=step, code=self.language)
         kwargs: dict[str, Any] = {"extra": extra} if extra else {}
@@ -260,23 +346,25 @@ class Turn:
             # cannot invent one); the guards still check whatever comes back.
             kwargs["tool_names"] = [tool.name for tool in self.enabled_tools]
         try:
-            return self.rec.llm(
-                step=step.name, messages=messages, output=step.output, hint=hint, **kwargs
-            )
+            with self._streamed(shown_when):
+                return self.rec.llm(
+                    step=step.name, messages=messages, output=step.output, hint=hint, **kwargs
+                )
         except LLMError as exc:
             if exc.kind in NO_RETRY or not retry:
                 raise
             # A reply that broke the step's contract (or was cut off) is retried with the
             # reason quoted back to the model.
             correction = correction_message(exc)
-        return self.rec.llm(
-            step=step.name,
-            messages=messages,
-            output=step.output,
-            hint=hint,
-            correction=correction,
-            **kwargs,
-        )
+        with self._streamed(shown_when):
+            return self.rec.llm(
+                step=step.name,
+                messages=messages,
+                output=step.output,
+                hint=hint,
+                correction=correction,
+                **kwargs,
+            )
 
 
 def act_on_tool_call(

@@ -1,7 +1,8 @@
 """The widget's live events: a conversation's messages, typing and status as server-sent events
 (`GET /api/v1/widget/conversations/<id>/events`, docs/widget.md). The same events under WSGI
 (`event_stream`, polling) and under ASGI (`event_stream_async`, woken by `events.py`); what one
-stream has told its browser is its `_StreamCursor`."""
+stream has told its browser is its `_StreamCursor`. While a turn writes a reply that nothing can
+change any more, `delta` events carry the text so far (`apps.conversations.reply_drafts`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 from apps.clients.models import Client
 from apps.conversations import events
 from apps.conversations.models import ConversationStatus
+from apps.conversations.reply_drafts import DRAFT_CHANNEL_PREFIX, reply_draft_read
 from apps.core import sse
 from apps.core.sse import sse_event
 from apps.reasoning.selectors import conversation_live_state
@@ -60,6 +62,7 @@ class _StreamCursor:
     status: str | None = None
     typing: bool | None = None
     progress: dict[str, Any] | None = None
+    draft: dict[str, Any] | None = None  # the last `delta` sent: the reply so far
 
     def poll(self, *, client: Client, conversation_id: int) -> list[str] | None:
         """The events since the last poll; None when the conversation is gone."""
@@ -91,6 +94,21 @@ class _StreamCursor:
                 payload["progress"] = progress
             chunks.append(sse_event("typing", payload))
             self.typing, self.progress = typing, progress
+        chunks.extend(self.poll_draft(conversation_id=conversation_id))
+        return chunks
+
+    def poll_draft(self, *, conversation_id: int) -> list[str]:
+        """The reply being written, while a turn runs (apps.conversations.reply_drafts): the
+        whole text so far each time, so a repeated or missed `delta` is harmless. No database:
+        a stream woken only because the text grew runs just this."""
+        draft = reply_draft_read(conversation_id) if self.typing else None
+        chunks = []
+        # An empty text takes back what was shown (the call that wrote it failed); it is sent
+        # only to a stream that showed something of that turn.
+        shown = self.draft is not None and self.draft["turn"] == (draft or {}).get("turn")
+        if draft is not None and draft != self.draft and (draft["text"] or shown):
+            chunks.append(sse_event("delta", draft))
+        self.draft = draft
         return chunks
 
 
@@ -122,6 +140,8 @@ async def event_stream_async(
         name="widget event stream",
         hub=hub,
         wake_id=conversation_id,
+        side_hub=events.hub(prefix=DRAFT_CHANNEL_PREFIX) if hub is not None else None,
+        side_poll=lambda: cursor.poll_draft(conversation_id=conversation_id),
         retry_ms=RETRY_MS,
         poll_seconds=POLL_SECONDS,
         heartbeat_seconds=HEARTBEAT_SECONDS,

@@ -415,6 +415,11 @@ LLM_RESPONSE_FORMAT = env("LLM_RESPONSE_FORMAT", default="auto")
 LLM_CONTEXT_TOKENS = env.int("LLM_CONTEXT_TOKENS", default=0)
 # Most tokens one reply may have (sent as max_tokens); also what the per-turn cap budgets for it.
 LLM_MAX_COMPLETION_TOKENS = env.int("LLM_MAX_COMPLETION_TOKENS", default=800)
+# Show a reply in the widget while the model writes it, when nothing after it can change it
+# (the SSE `delta` event, docs/widget.md); the calls that may be shown ask with stream=True.
+LLM_STREAM_REPLIES = env.bool("LLM_STREAM_REPLIES", default=True)
+# The offline demo model's pace when it streams a reply: seconds per 4-character piece.
+LLM_OFFLINE_STREAM_SECONDS = env.float("LLM_OFFLINE_STREAM_SECONDS", default=0.02)
 
 # Tool webhooks may only reach public addresses unless this is on (SSRF protection); local
 # development and the tests run their tool servers on 127.0.0.1.

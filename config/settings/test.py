@@ -14,6 +14,7 @@ OPENAI_API_KEY = "test-key"
 OPENAI_BASE_URL = "http://127.0.0.1:9/v1"
 LLM_MODEL = "gpt-4o-mini"
 LLM_TIMEOUT = 5.0
+LLM_OFFLINE_STREAM_SECONDS = 0.0  # the demo's typing pace; a test that wants it sets it
 # Task publishing is exercised against the broker in CI, but tests run tasks in-process.
 CELERY_TASK_ALWAYS_EAGER = True
 # Playground runs execute in the test's thread (and transaction); the browser tests turn the

@@ -184,6 +184,8 @@
     localTyping: false,
     remoteTyping: false,
     progressStep: 0, // a deliberative turn's step: "Thinking it through… step 3" (typing event)
+    progressMax: 0, // …and the most steps it may take ("of up to 10")
+    draft: null, // the reply being written (`delta` events): a bubble the posted reply replaces
     awaitingAfter: 0, // a 202: waiting for a worker's reply to the message with this seq
     awaitingUntil: 0,
     pinned: true, // the log is scrolled to the end: keep it there as messages arrive
@@ -411,7 +413,9 @@
       dropQuickReplies();
     } else {
       // A turn posts its replies and finishes in one transaction: a reply means it is done
-      // (the stream's own "typing: false" may come half a second later).
+      // (the stream's own "typing: false" may come half a second later). The reply shown as it
+      // was written gives way to the posted one.
+      dropDraft();
       state.remoteTyping = false;
       state.progressStep = 0;
       if (state.awaitingUntil && m.seq > state.awaitingAfter) state.awaitingUntil = 0;
@@ -460,6 +464,44 @@
     afterMessageShown(role);
   }
 
+  // The reply being written: a `delta` event carries {turn, text} — the whole text so far, so
+  // a repeated, late or missed one is harmless. It fills one bubble at the end of the log,
+  // hidden from screen readers (the posted reply, which replaces it, is announced once).
+  function showDraft(data) {
+    if (!data || typeof data.text !== "string") return;
+    if (!data.text) { // taken back: that text will not be the reply
+      dropDraft();
+      updateTyping();
+      return;
+    }
+    if (state.status === "escalated") return;
+    const turn = String(data.turn);
+    let li = state.draft;
+    if (!li || li.getAttribute("data-turn") !== turn) {
+      dropDraft();
+      li = node("li", "gd-msg gd-msg--assistant gd-kind--text gd-draft");
+      li.setAttribute("data-turn", turn);
+      li.setAttribute("aria-hidden", "true");
+      const who = node("span", "gd-who");
+      who.appendChild(node("bdi", "", CLIENT_NAME));
+      li.appendChild(who);
+      li.appendChild(messageText(""));
+      els.log.appendChild(li);
+      state.draft = li;
+    }
+    const p = li.querySelector(".gd-text");
+    if (p.textContent !== data.text) p.textContent = data.text;
+    updateTyping();
+    scrollToEnd(false);
+  }
+
+  function dropDraft() {
+    if (state.draft) {
+      state.draft.remove();
+      state.draft = null;
+    }
+  }
+
   // A message's text runs in its own direction (an English order number in a Hebrew chat).
   function messageText(text) {
     const p = node("p", "gd-text", text);
@@ -503,13 +545,19 @@
 
   function typingText() {
     if (state.status === "escalated") return t("typing_team");
-    return state.progressStep ? t("thinking_step", { step: state.progressStep }) : t("typing_assistant");
+    if (!state.progressStep) return t("typing_assistant");
+    // "step 3 of up to 10": the loop may end before its last step, never after it.
+    if (state.progressMax > state.progressStep) {
+      return t("thinking_step_of", { step: state.progressStep, max: state.progressMax });
+    }
+    return t("thinking_step", { step: state.progressStep });
   }
 
   function updateTyping() {
     if (state.awaitingUntil && Date.now() > state.awaitingUntil) state.awaitingUntil = 0;
     const typing = state.localTyping || state.remoteTyping || state.awaitingUntil > 0;
-    const show = typing && state.status !== "escalated";
+    // While the reply's own words arrive, they say the assistant is writing.
+    const show = typing && state.status !== "escalated" && !state.draft;
     const label = typingText();
     if (els.typingLabel.textContent !== label) els.typingLabel.textContent = label;
     if (els.typing.hidden === show) {
@@ -633,8 +681,12 @@
       // Deliberative turns add their progress (never their content); older servers send none.
       const progress = data && data.typing && data.progress;
       state.progressStep = progress && typeof progress.step === "number" ? progress.step : 0;
+      state.progressMax = progress && typeof progress.max_steps === "number" ? progress.max_steps : 0;
+      // The turn ended without posting what it was writing (a person took over): it goes.
+      if (!state.remoteTyping) dropDraft();
       updateTyping();
     });
+    source.addEventListener("delta", function (event) { showDraft(parse(event.data)); });
     source.addEventListener("error", function () {
       // CONNECTING: the stream ended on schedule or the network blipped; EventSource reconnects
       // by itself (with Last-Event-ID). CLOSED: refused (throttled, gone…): poll instead, and
@@ -686,6 +738,7 @@
       }
       setStatus(result.data.status);
       state.remoteTyping = !!result.data.typing;
+      if (!state.remoteTyping) dropDraft();
       updateTyping();
       if (result.data.contact_confirmed && state.conversation.contact && !state.conversation.contactConfirmed) {
         state.conversation.contactConfirmed = true; // confirmed with the e-mailed link

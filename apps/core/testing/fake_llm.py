@@ -33,6 +33,14 @@ beginning matches a recent request of the same caller (the same API key and mode
 pieces. ``FakeLLMServer(prompt_caching=False)`` turns it off; ``llm.usage_log`` keeps each
 answered request's usage and ``llm.provider_cost(prices)`` prices it as a provider would.
 
+A request with ``stream: true`` is answered as OpenAI streams: server-sent ``data:`` chunks
+(``chat.completion.chunk``, the content in 4-character tokens), ``data: [DONE]`` at the end, and
+with ``stream_options.include_usage`` a last chunk with no choices and the ``usage`` (cached
+tokens included). The first token comes after ``first_token_seconds`` and each next one after
+``token_seconds`` (both 0 by default; the load benchmark uses 0.3 s and 20 ms).
+``ignore_stream=True`` answers a streamed request with one JSON completion, as a provider
+without streaming would.
+
 Only the standard library is used; Django is deliberately not imported.
 """
 
@@ -50,7 +58,7 @@ import time
 import uuid
 import zlib
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -168,6 +176,26 @@ class RequestHandler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(body)
         self.wfile.flush()
+
+    def send_chunked(
+        self, status: int, chunks: Iterator[bytes], headers: Mapping[str, str]
+    ) -> None:
+        """Send a response whose body is written piece by piece (chunked transfer encoding),
+        each piece flushed as soon as it is produced (server-sent events)."""
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            for chunk in chunks:
+                if chunk:
+                    self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+                    self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except OSError:  # the client went away mid-stream
+            self.close_connection = True
 
     def send_json(
         self, status: int, payload: Any, headers: Mapping[str, str] | None = None
@@ -512,6 +540,7 @@ class _Response:
     status: int
     body: bytes
     headers: dict[str, str]
+    stream: Iterator[bytes] | None = None  # a body written as it is produced (SSE)
 
     @classmethod
     def json(cls, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> _Response:
@@ -535,10 +564,21 @@ class FakeLLMServer(BackgroundHTTPServer):
     """Scripted OpenAI-compatible server; see the module docstring."""
 
     def __init__(
-        self, *, latency: float = 0.0, model: str = "fake-model", prompt_caching: bool = True
+        self,
+        *,
+        latency: float = 0.0,
+        model: str = "fake-model",
+        prompt_caching: bool = True,
+        first_token_seconds: float = 0.0,
+        token_seconds: float = 0.0,
+        ignore_stream: bool = False,
     ) -> None:
         super().__init__()
         self.latency = latency
+        # Streamed replies (``stream: true``): the first token after this, each next after that.
+        self.first_token_seconds = first_token_seconds
+        self.token_seconds = token_seconds
+        self.ignore_stream = ignore_stream
         self.model = model
         self.prompt_caching = prompt_caching
         self.prompt_cache = PromptCache()
@@ -658,6 +698,8 @@ class FakeLLMServer(BackgroundHTTPServer):
             response = _Response.error(404, f"{handler.command} {handler.path} is not faked")
         if response is None:
             handler.abandon()
+        elif response.stream is not None:
+            handler.send_chunked(response.status, response.stream, response.headers)
         else:
             handler.send(response.status, response.body, response.headers)
 
@@ -723,8 +765,6 @@ class FakeLLMServer(BackgroundHTTPServer):
             return None
         if refusal is not None:
             return _Response.error(*refusal)
-        if body.get("stream"):
-            return _Response.error(400, "FakeLLMServer does not support stream=True")
 
         reply = self._next_reply(request)
         if reply is None:
@@ -834,7 +874,44 @@ class FakeLLMServer(BackgroundHTTPServer):
                         "completion_tokens": completion_tokens,
                     }
                 )
+        if request.body.get("stream") and not self.ignore_stream:
+            return self._streamed(request, completion, content)
         return _Response.json(200, completion)
+
+    def _streamed(
+        self, request: RecordedRequest, completion: dict[str, Any], content: str
+    ) -> _Response:
+        """``completion`` as OpenAI streams it: a role chunk, the content token by token (each
+        a 4-character piece, as ``count_tokens`` counts them), a chunk with the finish reason,
+        the usage chunk when ``stream_options.include_usage`` asks for it, then ``[DONE]``."""
+        options = request.body.get("stream_options")
+        with_usage = isinstance(options, dict) and bool(options.get("include_usage"))
+        choice = completion["choices"][0]
+        head = {k: completion[k] for k in ("id", "created", "model")}
+        head["object"] = "chat.completion.chunk"
+
+        def event(payload: dict[str, Any]) -> bytes:
+            return b"data: " + json.dumps({**head, **payload}).encode() + b"\n\n"
+
+        def chunks() -> Iterator[bytes]:
+            yield event(
+                {"choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]}
+            )
+            pieces = [content[i : i + 4] for i in range(0, len(content), 4)]
+            for index, piece in enumerate(pieces):
+                wait = self.first_token_seconds if index == 0 else self.token_seconds
+                if not self.sleep(wait):
+                    return
+                delta = {"content": piece}
+                yield event({"choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+            finish = {"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}
+            yield event({"choices": [finish]})
+            if with_usage and "usage" in completion:
+                yield event({"choices": [], "usage": completion["usage"]})
+            yield b"data: [DONE]\n\n"
+
+        headers = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        return _Response(200, b"", headers, stream=chunks())
 
 
 def _refusal_message(form: str) -> str:

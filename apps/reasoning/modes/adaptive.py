@@ -14,6 +14,7 @@ guards (code) → run / ask / confirm / refuse;  a tool that ran → compose the
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 from django.utils.translation import gettext as _
@@ -33,7 +34,7 @@ from apps.reasoning.context import (
 )
 from apps.reasoning.guards import param_problems, params_hash
 from apps.reasoning.llm import LLMError
-from apps.reasoning.steps import assess
+from apps.reasoning.steps import assess, respond
 from apps.reasoning.steps import critique as critique_step
 from apps.reasoning.steps.assess import AssessOut
 from apps.reasoning.steps.critique import CritiqueOut
@@ -66,6 +67,36 @@ def critique_needed(assessment: AssessOut, tool: ClientTool | None) -> list[str]
     if assessment.needs_confirmation:
         reasons.append("needs_confirmation")
     return reasons
+
+
+def _final_as_written(partial: dict[str, Any]) -> bool:
+    """An assessment (its deciding fields, read before its `response`) whose reply goes out
+    exactly as written: no tool, nothing missing or wanted, confident enough that no critique
+    runs. Fields the model has not given (yet) decide nothing: the reply is then not streamed."""
+    return (
+        all(key in partial for key in _DECIDING)
+        and respond.final_as_written(partial)
+        and _confidence(partial["confidence"]) >= CONFIDENT
+        and not partial["missing_params"]
+        and not partial["needs_more_context"]
+        and not partial["needs_confirmation"]
+    )
+
+
+_DECIDING = (
+    "tool_call",
+    "confidence",
+    "missing_params",
+    "needs_more_context",
+    "needs_confirmation",
+)
+
+
+def _confidence(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0
 
 
 def run_adaptive(turn: Turn) -> Outcome:
@@ -210,6 +241,7 @@ def _assess_with_context(turn: Turn) -> AssessOut:
         result = turn.llm(
             assess.STEP,
             messages,
+            shown_when=_final_as_written,
             business_info=turn.business_info,
             fetched=sorted([*fetched, *asked]),
             available_keys=keys,

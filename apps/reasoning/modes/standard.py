@@ -40,6 +40,7 @@ def run_standard(turn: Turn) -> Outcome:
     result = turn.llm(
         respond.STEP,
         messages,
+        shown_when=respond.final_as_written,
         business_info=turn.business_info,
         knowledge=knowledge.demo_facts(turn),
     )

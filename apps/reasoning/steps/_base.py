@@ -8,7 +8,7 @@ import inspect
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -56,9 +56,14 @@ class Prompt(list[dict[str, str]]):
 
 
 class Out(BaseModel):
-    """Base of every step's output model: tolerant of extra keys, because models drift."""
+    """Base of every step's output model: tolerant of extra keys, because models drift.
+
+    `written_last` names the field the requested schema puts last (the text the customer reads,
+    for the steps whose reply may be streamed): the fields that decide what happens to it come
+    first, so they are known before its first word arrives (docs/llm-protocol.md)."""
 
     model_config = ConfigDict(extra="ignore")
+    written_last: ClassVar[str | None] = None
 
 
 def required_text(value: str) -> str:
@@ -131,6 +136,11 @@ def response_schema(model: type[BaseModel]) -> dict[str, Any]:
     raw = model.model_json_schema()
     schema = _object(raw, model.__name__, raw.get("$defs", {}))
     schema.pop("description", None)  # the model's docstring is for readers of the code
+    last = getattr(model, "written_last", None)
+    if last and last in schema["properties"]:
+        properties = schema["properties"]
+        properties[last] = properties.pop(last)
+        schema["required"] = list(properties)
     return schema
 
 

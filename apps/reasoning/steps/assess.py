@@ -126,14 +126,14 @@ def offline(hint: dict[str, Any]) -> dict[str, Any]:
 
 # What a reply looks like (docs/llm-protocol.md shows it; a test validates it).
 EXAMPLE: dict[str, Any] = {
-    "response": "I can cancel order 123 for you.",
-    "confidence": 7,
     "tool_call": "cancel_order",
     "tool_params": {"order_id": "123"},
+    "confidence": 7,
     "missing_params": [],
     "is_destructive": True,
     "needs_confirmation": True,
     "needs_more_context": [],
+    "response": "I can cancel order 123 for you.",
 }
 
 

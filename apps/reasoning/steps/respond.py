@@ -34,7 +34,10 @@ def _obj(value: Any) -> dict[str, Any]:
 class RespondOut(Out):
     """Tolerant on purpose: "null"/"" mean no tool, a non-object tool_params is empty. Strict
     where a reply would be empty: a blank `response` with no tool call, or a `tool_call` that
-    is not a string, fails the step's contract."""
+    is not a string, fails the step's contract. `response` is asked for last: the tool call
+    decides whether the reply may be shown while it is written (streaming)."""
+
+    written_last = "response"
 
     response: str = Field("", description="The reply shown to the customer.")
     tool_call: str | None = Field(None, description="Name of the tool to call, or null.")
@@ -54,6 +57,17 @@ class RespondOut(Out):
         if not self.response.strip() and not self.may_be_blank():
             raise ValueError("response is empty and there is no tool_call")
         return self
+
+
+def final_as_written(partial: dict[str, Any]) -> bool:
+    """A reply (parsed so far) whose `tool_call` is known and none: its text goes out as
+    written (streamed to the widget; `apps.reasoning.turn.Turn.llm`)."""
+    if "tool_call" not in partial:
+        return False
+    try:
+        return _tool_name(partial["tool_call"]) is None
+    except ValueError:
+        return False
 
 
 PROMPT = """You are the customer-support assistant of the business below.
@@ -92,7 +106,7 @@ def offline(hint: dict[str, Any]) -> dict[str, Any]:
 
 
 # What a reply looks like (docs/llm-protocol.md shows it; a test validates it).
-EXAMPLE: dict[str, Any] = {"response": "Hi!", "tool_call": None, "tool_params": {}}
+EXAMPLE: dict[str, Any] = {"tool_call": None, "tool_params": {}, "response": "Hi!"}
 
 
 STEP = Step(

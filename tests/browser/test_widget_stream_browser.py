@@ -1,0 +1,98 @@
+"""A reply shown word by word in a real browser: while the scripted model streams a confident,
+tool-free answer, the widget's `delta` events grow one bubble; the posted reply then replaces
+it. A turn that calls a tool shows the typing line and no words before its reply."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection
+from playwright.sync_api import expect
+
+from apps.widget import streams as widget_streams
+from tests.browser.helpers import open_widget, send, shot
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+ANSWER = (
+    "Orders placed before noon mountain time ship the same day, and every order over fifty "
+    "dollars ships for free. Tracking arrives by e-mail as soon as the parcel leaves our "
+    "warehouse in Boulder."
+)
+
+
+def streamed_assess(**fields: Any) -> dict[str, Any]:
+    """An assessment in the order the schema asks for it: the reply text last."""
+    base: dict[str, Any] = {
+        "tool_call": None,
+        "tool_params": {},
+        "confidence": 9,
+        "missing_params": [],
+        "is_destructive": False,
+        "needs_confirmation": False,
+        "needs_more_context": [],
+    }
+    response = fields.pop("response")
+    return base | fields | {"response": response}
+
+
+def test_the_widget_shows_an_answer_word_by_word(
+    browser: Any, live_server, demo, llm, screenshots, monkeypatch, settings
+):
+    settings.LLM_TIMEOUT = 20.0  # the whole streamed reply takes a few seconds
+    monkeypatch.setattr(llm, "first_token_seconds", 0.3)
+    monkeypatch.setattr(llm, "token_seconds", 0.04)
+    monkeypatch.setattr(widget_streams, "POLL_SECONDS", 0.1)
+    page = browser.new_page(viewport={"width": 1280, "height": 860})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    frame = open_widget(page, live_server.url, demo)
+
+    llm.script("assess", streamed_assess(response=ANSWER))
+    send(frame, "When do you ship?")
+    draft = frame.locator("li.gd-draft .gd-text")
+    if connection.vendor != "sqlite":
+        # (SQLite's in-memory test database serializes the live server's requests, so the
+        # stream cannot read while the turn runs; CI runs PostgreSQL.)
+        expect(draft).to_be_visible(timeout=10_000)
+        seen: list[str] = []
+        for _ in range(40):
+            if not draft.count():
+                break
+            text = draft.first.text_content() or ""
+            if text and (not seen or text != seen[-1]):
+                seen.append(text)
+                if len(seen) == 3:
+                    shot(page, screenshots, "widget-streaming.png")
+            page.wait_for_timeout(100)
+        # The visible text grew over several observations, each the start of the answer.
+        assert len(seen) >= 3, seen
+        assert all(ANSWER.startswith(text) for text in seen), seen
+        assert len(seen[-1]) > len(seen[0])
+    reply = frame.locator("li.gd-msg--assistant[data-seq]").last
+    expect(reply).to_contain_text(ANSWER, timeout=15_000)
+    expect(frame.locator("li.gd-draft")).to_have_count(0)  # the posted reply replaced it
+    expect(frame.locator("#gd-typing")).to_be_hidden()
+
+    # A turn that calls a tool: the typing line, never a word before the reply.
+    llm.script(
+        "assess",
+        streamed_assess(
+            response="Let me look that order up.",
+            tool_call="get_order_status",
+            tool_params={"order_id": "TH-10043"},
+        ),
+    )
+    llm.script("compose", {"response": "Order TH-10043 is being packed right now."})
+    send(frame, "Where is TH-10043?")
+    drafts_seen = 0
+    answer = frame.get_by_text("Order TH-10043 is being packed right now.")
+    for _ in range(100):
+        drafts_seen += frame.locator("li.gd-draft").count()
+        if answer.count():
+            break
+        page.wait_for_timeout(100)
+    expect(answer).to_be_visible(timeout=15_000)
+    assert drafts_seen == 0
+    assert not errors
