@@ -11,6 +11,7 @@ urlpatterns = [
     path("", include("apps.tools.urls")),
     path("", include("apps.notes.urls")),
     path("billing/", include("apps.billing.urls")),
+    path("outcomes/", include("apps.outcomes.urls")),
     path("simulations/", include("apps.simulations.urls")),
     path("knowledge/", include("apps.knowledge.urls")),
 ]

@@ -182,6 +182,7 @@ class PlanAdmin(PlatformOnlyAdmin):
             },
         ),
         (_("Before a reply is sent"), {"fields": ["post_draft_hooks"]}),
+        (_("Outcomes"), {"fields": ["resolution_window_hours"]}),
         (
             _("Cross-session notes"),
             {

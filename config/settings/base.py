@@ -43,6 +43,7 @@ INSTALLED_APPS = [
     "apps.notes",
     "apps.knowledge",
     "apps.reasoning",
+    "apps.outcomes",
     "apps.playground",
     "apps.simulations",
     "apps.insights",
