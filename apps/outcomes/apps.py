@@ -4,3 +4,4 @@ from django.apps import AppConfig
 class OutcomesConfig(AppConfig):
     name = "apps.outcomes"
     label = "outcomes"
+    verbose_name = "Outcomes"

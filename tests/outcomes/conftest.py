@@ -18,6 +18,7 @@ from apps.conversations.models import (
     Visibility,
 )
 from apps.escalations.models import Escalation
+from tests.console.conftest import browser_for  # noqa: F401  (fixture, re-exported)
 
 # A fixed "now" well after every hand-made conversation, so "idle for the window" is exact.
 NOW = datetime(2026, 3, 20, 12, 0, tzinfo=timezone.get_fixed_timezone(0))
