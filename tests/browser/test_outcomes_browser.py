@@ -101,3 +101,72 @@ def test_the_customer_can_rate_from_the_footer_in_another_language(
     frame.get_by_role("button", name="Enviar valoración").click()
     expect(frame.get_by_text("¡Gracias por tu valoración!")).to_be_visible()
     assert ConversationRating.objects.for_client(demo).get().score == 2
+
+
+# The browser's Notification API, recorded: headless Chromium shows nothing to look at.
+FAKE_NOTIFICATIONS = """
+window.__notes = [];
+window.__asked = 0;
+class FakeNotification {
+  constructor(title, options) { window.__notes.push({ title, ...options }); }
+}
+// A browser remembers the permission per site: so does the fake.
+FakeNotification.permission = localStorage.getItem("fake:granted") ? "granted" : "default";
+FakeNotification.requestPermission = () => {
+  window.__asked += 1;
+  localStorage.setItem("fake:granted", "1");
+  FakeNotification.permission = "granted";
+  return Promise.resolve("granted");
+};
+window.Notification = FakeNotification;
+"""
+
+
+def test_opt_in_browser_notification_for_a_new_handoff(
+    browser: Any, live_server, db_lock, client_a, monkeypatch
+):
+    from apps.conversations.services import conversation_create, message_append
+    from apps.escalations.services import escalation_create
+
+    waiting, _ = conversation_create(client=client_a)
+    escalation_create(client=client_a, conversation=waiting, reason="policy", notify=False)
+    page = agent_page(browser, live_server, client_a, monkeypatch)
+    page.context.add_init_script(FAKE_NOTIFICATIONS)
+    try:
+        page.goto(f"{live_server.url}/console/?client={client_a.slug}")
+        toggle = page.locator("[data-notify-toggle]")
+        expect(toggle).to_have_text("Notify me of new hand-offs")
+        expect(toggle).to_have_attribute("aria-pressed", "false")
+
+        # Off: a new hand-off raises nothing.
+        with db_lock:
+            first, _ = conversation_create(client=client_a)
+            escalation_create(client=client_a, conversation=first, reason="policy", notify=False)
+        page.wait_for_timeout(11_000)  # one poll
+        assert page.evaluate("window.__notes.length") == 0
+
+        toggle.click()
+        expect(toggle).to_have_text("Hand-off notifications on")
+        assert page.evaluate("window.__asked") == 1
+        with db_lock:
+            customer, _ = conversation_create(client=client_a)
+            message_append(
+                client=client_a, conversation=customer, role="user", text="A human, please"
+            )
+            escalation_create(
+                client=client_a, conversation=customer, reason="customer_request", notify=False
+            )
+        page.wait_for_function("window.__notes.length === 1", timeout=15_000)
+        note = page.evaluate("window.__notes[0]")
+        assert note["title"] == "A conversation needs a person"
+        assert "A human, please" in note["body"]
+        # The hand-offs already open (and the one seen while off) never notify.
+        page.wait_for_timeout(1000)
+        assert page.evaluate("window.__notes.length") == 1
+
+        # The choice is remembered on the next page.
+        page.goto(f"{live_server.url}/console/outcomes/?client={client_a.slug}")
+        expect(page.locator("[data-notify-toggle]")).to_have_text("Hand-off notifications on")
+        assert page.errors == []
+    finally:
+        page.context.close()
