@@ -84,3 +84,21 @@ def test_admin_outcomes_page_for_members_and_404_for_others(client_a, client_b, 
     assert "0.75000000" in admin_page  # billed per resolved: 1.5 over 2 resolved
     listing = viewer.get(reverse("admin:outcomes_clientoutcomes_changelist")).content.decode()
     assert "Acme" in listing and "Globex" not in listing
+
+
+def test_the_conversation_page_shows_the_customers_rating_as_text(browser_for, client_a):
+    rated = make_conversation(client_a, score=2)
+    from apps.conversations.models import ConversationRating
+
+    ConversationRating.objects.for_client(client_a).filter(conversation=rated).update(
+        comment="<b>Too slow</b>"
+    )
+    unrated = make_conversation(client_a)
+    viewer = browser_for(Role.VIEWER)
+    page = viewer.get(
+        reverse("console-conversation", args=[rated.public_id]) + "?client=acme"
+    ).content.decode()
+    assert "data-rating" in page and "2/5" in page
+    assert "&lt;b&gt;Too slow&lt;/b&gt;" in page  # the customer's words are data, escaped
+    other = viewer.get(reverse("console-conversation", args=[unrated.public_id]) + "?client=acme")
+    assert "data-rating" not in other.content.decode()
