@@ -12,6 +12,7 @@ urlpatterns = [
     path("", include("apps.reasoning.urls")),
     path("", include("apps.notes.urls")),
     path("billing/", include("apps.billing.urls")),
+    path("outcomes/", include("apps.outcomes.urls")),
     path("simulations/", include("apps.simulations.urls")),
     path("knowledge/", include("apps.knowledge.urls")),
     # Reply templates, flags on the assistant's answers and teaching from them.

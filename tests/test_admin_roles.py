@@ -89,6 +89,8 @@ RULES: dict[str, dict[str, str]] = {
     "billing.usagecounter": {"view": ADMIN, "add": NEVER, "change": NEVER, "delete": NEVER},
     "billing.visitorusage": {"view": ADMIN, "add": NEVER, "change": NEVER, "delete": NEVER},
     "billing.clientusage": {"view": ADMIN, "add": NEVER, "change": NEVER, "delete": NEVER},
+    # Outcomes are read by every member (the money figures only by admins, on the page).
+    "outcomes.clientoutcomes": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
     "conversations.conversation": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
     "tools.clienttool": {"view": ADMIN, "add": ADMIN, "change": ADMIN, "delete": ADMIN},
     "tools.pendingaction": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
@@ -299,7 +301,7 @@ def world(db) -> dict[str, Any]:
 def row_of(model: type[Any], world: dict[str, Any]) -> Any:
     """A row of `model` belonging to the first tenant (or a platform row)."""
     acme = world["acme"]
-    if label(model) in {"clients.client", "billing.clientusage"}:
+    if label(model) in {"clients.client", "billing.clientusage", "outcomes.clientoutcomes"}:
         return model.objects.get(pk=acme.pk)
     if label(model) == "clients.plan":
         return world["spare_plan"]
@@ -338,6 +340,8 @@ def test_every_admin_page_follows_the_rule(client, world, role):
         ]
         if label(model) == "billing.clientusage":  # its "change" page is the usage chart
             pages[2] = ("view", reverse("admin:billing_client_usage", args=[obj.pk]))
+        if label(model) == "outcomes.clientoutcomes":  # likewise the outcomes page
+            pages[2] = ("view", reverse("admin:outcomes_client_outcomes", args=[obj.pk]))
         pages.append(("delete", url(model, "delete", obj.pk)))
         for index, (need_of, page) in enumerate(pages):
             response = client.get(page)
@@ -357,7 +361,10 @@ def test_every_admin_page_follows_the_rule(client, world, role):
                 assert response.status_code in {302, 403, 404}, (page, response.status_code)
         # The change page offers saving exactly when the rule allows changing.
         change_page = client.get(url(model, "change", obj.pk))
-        if change_page.status_code == 200 and label(model) != "billing.clientusage":
+        if change_page.status_code == 200 and label(model) not in {
+            "billing.clientusage",
+            "outcomes.clientoutcomes",
+        }:
             can_save = 'name="_save"' in change_page.content.decode()
             if can_save != allowed(role, rules["change"]):
                 problems.append(f"{label(model)} change page: save button={can_save}")
@@ -369,7 +376,12 @@ def test_every_admin_page_follows_the_rule(client, world, role):
 
 
 # Deleted last, in this order: deleting a client (or a user) takes other rows with it.
-DELETED_LAST = ["billing.clientusage", "clients.client", "accounts.user"]
+DELETED_LAST = [
+    "billing.clientusage",
+    "outcomes.clientoutcomes",
+    "clients.client",
+    "accounts.user",
+]
 
 
 @pytest.mark.parametrize("role", ROLES)

@@ -194,6 +194,7 @@ class PlanAdmin(PlatformOnlyAdmin):
             },
         ),
         (_("Before a reply is sent"), {"fields": ["post_draft_hooks"]}),
+        (_("Outcomes"), {"fields": ["resolution_window_hours"]}),
         (
             _("Privacy"),
             {

@@ -354,6 +354,17 @@ class Plan(TimeStampedModel):
         ),
     )
 
+    # -- outcomes (apps/outcomes, docs/outcomes.md) ----------------------------------------------
+    resolution_window_hours = models.PositiveIntegerField(
+        _("resolution window (hours)"),
+        default=24,
+        validators=[MinValueValidator(1), MaxValueValidator(24 * 30)],
+        help_text=_(
+            "A conversation quiet for this long has ended; the assistant resolved it only if "
+            "the customer did not come back within this window (or rated it 4 or 5)."
+        ),
+    )
+
     class Meta:
         ordering = ["monthly_fee", "slug"]
 

@@ -2,13 +2,15 @@
 
 from django.urls import include, path
 
-from apps.console import approvals, profile, reply_templates, views
+from apps.console import approvals, outcomes, profile, reply_templates, views
 
 urlpatterns = [
     path("", views.queue, name="console-queue"),
     path("playground/", include("apps.playground.urls")),
     path("queue.json", views.queue_poll, name="console-queue-poll"),
     path("profile/", profile.profile, name="console-profile"),
+    # Outcomes, links and notifications
+    path("outcomes/", outcomes.outcomes_page, name="console-outcomes"),
     path("events", views.queue_events, name="console-queue-events"),
     path(
         "conversations/<str:public_id>/",

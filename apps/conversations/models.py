@@ -148,3 +148,36 @@ class Message(TenantOwnedModel):
 
     def __str__(self) -> str:
         return f"#{self.seq} {self.role}/{self.kind}: {self.text[:60]}"
+
+
+# The customer's rating of a conversation (docs/outcomes.md, "CSAT"): one per conversation,
+# changeable for a short while after it was first given.
+RATING_MIN = 1
+RATING_MAX = 5
+RATING_COMMENT_MAX_CHARS = 1000
+
+
+class ConversationRating(TenantOwnedModel):
+    conversation = models.OneToOneField(
+        Conversation, on_delete=models.CASCADE, related_name="rating"
+    )
+    score = models.PositiveSmallIntegerField(
+        _("score"), help_text=_("1 (very unhappy) to 5 (very happy).")
+    )
+    comment = models.TextField(_("comment"), blank=True, max_length=RATING_COMMENT_MAX_CHARS)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(score__gte=RATING_MIN, score__lte=RATING_MAX),
+                name="rating_score_range",
+            )
+        ]
+        indexes = [models.Index(fields=["client", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.score}/5 for {self.conversation_id}"
+
+    @property
+    def positive(self) -> bool:
+        return self.score >= 4

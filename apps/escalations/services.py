@@ -2,10 +2,12 @@ from __future__ import annotations
 
 import logging
 from typing import Any
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
+from django.urls import reverse
 from django.utils import timezone, translation
 from django.utils.translation import gettext, gettext_noop
 
@@ -23,6 +25,7 @@ from apps.conversations.services import (
     unseen_replies_email_schedule,
     validate_customer_text,
 )
+from apps.core.links import absolute_url
 from apps.escalations.models import Escalation, EscalationReason, EscalationStatus
 from apps.tools.pending import pending_expire_open
 
@@ -128,7 +131,8 @@ def escalation_notify(*, escalation_id: int, client_id: int) -> None:
             f"Reason: {escalation.detail or escalation.get_reason_display()}",
             f"Customer's last message: {last or '-'}",
             "",
-            "Open the escalation queue in the GuideDesk admin to reply.",
+            gettext("Open the conversation in the staff console to reply:"),
+            console_conversation_link(conversation),
         ]
     )
     try:
@@ -144,6 +148,12 @@ def escalation_notify(*, escalation_id: int, client_id: int) -> None:
     Escalation.objects.filter(pk=escalation_id, client_id=client_id).update(
         notified_at=timezone.now()
     )
+
+
+def console_conversation_link(conversation: Conversation) -> str:
+    """The absolute link to the conversation's console page, its client selected."""
+    path = reverse("console-conversation", args=[conversation.public_id])
+    return absolute_url(path + "?" + urlencode({"client": conversation.client.slug}))
 
 
 STAFF_JOINED_TEXT = gettext_noop("A member of our team has joined the conversation.")

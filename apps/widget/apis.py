@@ -10,6 +10,8 @@ GET  conversations/<id>/events       → text/event-stream: message, typing, sta
 POST conversations/<id>/contact      → 200 {"email", "confirmed"}  (the customer's address for
                                        missed staff replies, used once confirmed by the link
                                        we e-mail; "" forgets it)
+POST conversations/<id>/rating       → 201 | 200 {"score", "comment"}  (1–5 and an optional
+                                       comment; once, changeable for 10 minutes)
 (all under /api/v1/widget/)
 
 Authentication, origin rules and throttles live in `auth.py`, the request and response shapes
@@ -48,7 +50,8 @@ from apps.conversations.services import (
 )
 from apps.core.parsers import JSONParser
 from apps.core.resolver import resolver
-from apps.core.schema import error_responses
+from apps.core.schema import ErrorSerializer, error_responses
+from apps.outcomes.services import conversation_rate
 from apps.reasoning.models import TraceStatus
 from apps.reasoning.selectors import turn_in_progress as widget_turn_in_progress
 from apps.reasoning.selectors import turn_status as widget_turn_status
@@ -79,6 +82,8 @@ from apps.widget.serializers import (
     WidgetMessageInSerializer,
     WidgetMessageListOutSerializer,
     WidgetMessagePostOutSerializer,
+    WidgetRatingInSerializer,
+    WidgetRatingOutSerializer,
 )
 from apps.widget.streams import (
     MESSAGES_PAGE_LIMIT,
@@ -488,3 +493,45 @@ class WidgetEventsApi(WidgetConversationAPIView):
         response["Cache-Control"] = "no-cache, no-store"
         response["X-Accel-Buffering"] = "no"  # nginx: pass each event through at once
         return response
+
+
+class WidgetRatingApi(WidgetConversationAPIView):
+    """The customer's rating of the conversation (CSAT, docs/outcomes.md): a 1–5 score and an
+    optional comment, once per conversation; changeable for 10 minutes after it was given."""
+
+    @extend_schema(
+        summary="Rate the conversation",
+        description=(
+            'Body: `{"score": 1-5, "comment": "optional, at most 1000 characters"}`. 201 the '
+            "first time, 200 when the rating is changed within 10 minutes; 409 `already_rated` "
+            "after that, 409 `nothing_to_rate` before the customer has written anything."
+        ),
+        tags=["widget"],
+        auth=[],
+        parameters=[KEY_PARAMETER, TOKEN_PARAMETER],
+        request=WidgetRatingInSerializer,
+        responses={
+            200: WidgetRatingOutSerializer,
+            201: WidgetRatingOutSerializer,
+            **error_responses(400, 401, 403, 404, 413, 429),
+            409: OpenApiResponse(
+                ErrorSerializer, description="Already rated, or nothing to rate yet."
+            ),
+        },
+    )
+    def post(self, request: Request, conversation_id: str) -> Response:
+        self.throttle(request, WidgetMessageThrottle())
+        data = _json_object(request)
+        if "score" not in data:
+            raise exceptions.ValidationError({"score": ["This field is required."]})
+        self.throttle(request, WidgetKeyThrottle())  # real work: counts against the tenant
+        rating, created = conversation_rate(
+            client=self.client,
+            conversation=self.conversation,
+            score=data["score"],
+            comment=data.get("comment"),
+        )
+        return Response(
+            {"score": rating.score, "comment": rating.comment},
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )

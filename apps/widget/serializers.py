@@ -95,3 +95,13 @@ class WidgetMessageListOutSerializer(serializers.Serializer[Any]):
     language = serializers.CharField(
         help_text="The conversation's current language (the one the assistant replies in)."
     )
+
+
+class WidgetRatingInSerializer(serializers.Serializer):
+    score = serializers.IntegerField(min_value=1, max_value=5)
+    comment = serializers.CharField(required=False, allow_blank=True, max_length=1000)
+
+
+class WidgetRatingOutSerializer(serializers.Serializer):
+    score = serializers.IntegerField()
+    comment = serializers.CharField()

@@ -20,6 +20,11 @@ urlpatterns: list[URLPattern | URLResolver] = [
         name="contact",
     ),
     path(
+        "conversations/<str:conversation_id>/rating",
+        apis.WidgetRatingApi.as_view(),
+        name="rating",
+    ),
+    path(
         "conversations/<str:conversation_id>/events",
         apis.WidgetEventsApi.as_view(),
         name="events",

@@ -922,6 +922,123 @@
     if (!document.hidden && state.conversation && !state.source && seen.panelOpen) startLive();
   });
 
+  // ---------------------------------------------------------------- rating (CSAT)
+  // When the conversation has gone quiet after an answer (data-idle-seconds on #gd-rating), or
+  // when the customer presses "Rate this chat", the widget asks for a 1–5 rating with an optional
+  // comment (POST …/rating; docs/outcomes.md). Once rated or dismissed it does not ask again for
+  // that conversation. It watches the log instead of hooking into the message code.
+  const rating = {
+    form: document.getElementById("gd-rating"),
+    open: document.getElementById("gd-rate-open"),
+    comment: document.getElementById("gd-rating-comment"),
+    error: document.getElementById("gd-rating-error"),
+    send: document.getElementById("gd-rating-send"),
+    dismiss: document.getElementById("gd-rating-dismiss"),
+    done: document.getElementById("gd-rating-done"),
+    timer: null,
+    answered: false,
+  };
+  rating.idleMs = Math.max(1, parseInt(rating.form.getAttribute("data-idle-seconds") || "120", 10) || 120) * 1000;
+
+  function ratingKey() {
+    return state.conversation ? "guidedesk:rating:" + state.conversation.id : "";
+  }
+
+  function ratingDecided() {
+    try { return !!ratingKey() && !!window.localStorage.getItem(ratingKey()); } catch (e) { return false; }
+  }
+
+  function ratingRemember(outcome) {
+    try { if (ratingKey()) window.localStorage.setItem(ratingKey(), outcome); } catch (e) { /* ignore */ }
+  }
+
+  function ratingUpdate() {
+    const offered = rating.answered && !!state.conversation && !ratingDecided();
+    rating.open.hidden = !offered || !rating.form.hidden;
+    if (!offered) rating.form.hidden = true;
+  }
+
+  function ratingShow() {
+    clearTimeout(rating.timer);
+    if (!rating.answered || !state.conversation || ratingDecided()) return ratingUpdate();
+    rating.form.hidden = false;
+    rating.done.hidden = true;
+    ratingUpdate();
+    scrollToEnd(false);
+  }
+
+  function ratingStars() {
+    rating.error.hidden = true;
+    rating.form.querySelectorAll(".gd-star").forEach(function (star, index) {
+      const picked = rating.form.querySelector("input[name=score]:checked");
+      star.classList.toggle("gd-star--on", !!picked && index < Number(picked.value));
+    });
+  }
+
+  function ratingSend(event) {
+    event.preventDefault();
+    const picked = rating.form.querySelector("input[name=score]:checked");
+    rating.error.hidden = true;
+    if (!picked || !state.conversation) {
+      rating.error.textContent = t("rate_pick");
+      rating.error.hidden = false;
+      return;
+    }
+    rating.send.disabled = true;
+    const body = { score: Number(picked.value), comment: rating.comment.value.trim() };
+    api("POST", conversationPath("rating"), body)
+      .then(function (result) {
+        const code = result.data && result.data.error && result.data.error.code;
+        if (!result.ok && code !== "already_rated") throw new Error(errorText(result));
+        ratingRemember("rated");
+        rating.form.hidden = true;
+        rating.done.hidden = false;
+        ratingUpdate();
+      })
+      .catch(function (error) {
+        rating.error.textContent = error instanceof TypeError ? t("error_offline") : error.message;
+        rating.error.hidden = false;
+      })
+      .then(function () { rating.send.disabled = false; });
+  }
+
+  function ratingOnMessages(mutations) {
+    let last = null;
+    mutations.forEach(function (mutation) {
+      mutation.addedNodes.forEach(function (li) {
+        if (li.nodeType === 1 && li.hasAttribute("data-seq")) last = li;
+      });
+    });
+    if (!last) return;
+    clearTimeout(rating.timer);
+    const fromUs = last.classList.contains("gd-msg--assistant") || last.classList.contains("gd-msg--staff");
+    if (fromUs) rating.answered = true;
+    if (fromUs && state.status === "open") rating.timer = setTimeout(ratingShow, rating.idleMs);
+    ratingUpdate();
+  }
+
+  function ratingReset() {
+    clearTimeout(rating.timer);
+    rating.answered = false;
+    rating.form.reset();
+    ratingStars();
+    rating.form.hidden = true;
+    rating.done.hidden = true;
+    ratingUpdate();
+  }
+
+  new MutationObserver(ratingOnMessages).observe(els.log, { childList: true });
+  rating.form.addEventListener("submit", ratingSend);
+  rating.form.addEventListener("change", ratingStars);
+  rating.open.addEventListener("click", ratingShow);
+  rating.dismiss.addEventListener("click", function () {
+    ratingRemember("dismissed");
+    rating.form.hidden = true;
+    ratingUpdate();
+  });
+  els.newChat.addEventListener("click", ratingReset);
+  els.input.addEventListener("input", function () { clearTimeout(rating.timer); });
+
   // ---------------------------------------------------------------- start
 
   state.conversation = loadConversation();

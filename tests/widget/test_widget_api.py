@@ -809,6 +809,7 @@ def test_widget_endpoints_are_in_the_openapi_schema(db):
         "/api/v1/widget/conversations/{conversation_id}/messages",
         "/api/v1/widget/conversations/{conversation_id}/events",
         "/api/v1/widget/conversations/{conversation_id}/contact",
+        "/api/v1/widget/conversations/{conversation_id}/rating",
     }
     post = paths["/api/v1/widget/conversations/{conversation_id}/messages"]["post"]
     assert {"201", "202", "413", "429"} <= set(post["responses"])
