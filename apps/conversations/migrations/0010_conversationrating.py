@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('clients', '0014_plan_resolution_window_hours'),
+        ('clients', '0016_plan_resolution_window_hours'),
         ('conversations', '0009_message_language'),
     ]
 

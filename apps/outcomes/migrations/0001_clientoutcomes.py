@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('clients', '0014_plan_resolution_window_hours'),
+        ('clients', '0016_plan_resolution_window_hours'),
     ]
 
     operations = [

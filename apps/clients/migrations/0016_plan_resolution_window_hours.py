@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('clients', '0013_client_languages'),
+        ('clients', '0015_plan_retention_days'),
     ]
 
     operations = [
