@@ -302,11 +302,18 @@ def _render_conversation(
     escalations = list(conversation.escalations.all())
     open_escalation = next((e for e in escalations if e.status == "open"), None)
     base = reverse("console-conversation", args=[conversation.public_id])
+    from apps.console.inbox import conversation_actions_context  # (it imports this module)
+
     return render(
         request,
         "console/conversation.html",
         {
             "access": access,
+            "inbox": conversation_actions_context(
+                access,
+                conversation,
+                first_customer_text=next((m.text for m in all_messages if m.role == "user"), ""),
+            ),
             "conversation": conversation,
             "rows": _message_rows(all_messages),
             "internal_count": sum(1 for m in all_messages if m.visibility == Visibility.INTERNAL),
