@@ -8,7 +8,7 @@ States (`InboxState`, docs/console.md "The inbox"):
 - **resolved** — closed, or the assistant's and idle for `RESOLVED_AFTER_IDLE`.
 
 Search matches the customer's e-mail or any message text (`icontains`; on PostgreSQL the
-trigram indexes of migration conversations 0010 serve both)."""
+trigram indexes of migration conversations 0010 serve both; `_search` picks the plan)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from apps.accounts.models import Membership
+from apps.accounts.models import Membership, User
 from apps.accounts.models import Role as StaffRole
 from apps.clients.models import Client
 from apps.conversations.models import (
@@ -40,6 +40,8 @@ PAGE_SIZE = 50
 # An assistant conversation nobody wrote in for this long counts as resolved in the inbox.
 RESOLVED_AFTER_IDLE = timedelta(hours=24)
 MAX_SEARCH_CHARS = 200
+SEARCH_RARE_LIMIT = 2000
+SEARCH_CHUNK = 500
 TITLE_WORDS = 8
 TITLE_CHARS = 60
 
@@ -143,18 +145,58 @@ def inbox_queryset(*, client: Client, filters: InboxFilters, user: Any = None) -
     if filters.flagged:
         flagged = flagged_q()
         queryset = queryset.filter(flagged) if flagged is not None else queryset.none()
-    if filters.q:
-        term = filters.q[:MAX_SEARCH_CHARS]
-        # `pk__in` (not a per-row EXISTS): PostgreSQL finds the matching messages through the
-        # trigram index first, then their conversations.
-        matching = (
-            Message.objects.for_client(client)
-            .filter(text__icontains=term)
-            .filter(Q(visibility=Visibility.VISIBLE) | Q(kind=Kind.STAFF_NOTE))
-            .values("conversation_id")
-        )
-        queryset = queryset.filter(Q(contact_email__icontains=term) | Q(pk__in=matching))
     return queryset.order_by("-last_message_at", "-pk")
+
+
+def _searchable_messages(client: Client, term: str) -> QuerySet:
+    """The client's messages whose text holds `term`: what the customer, the assistant and
+    staff wrote (visible messages and staff notes), not the internal reasoning."""
+    return (
+        Message.objects.for_client(client)
+        .filter(text__icontains=term)
+        .filter(Q(visibility=Visibility.VISIBLE) | Q(kind=Kind.STAFF_NOTE))
+        .order_by()  # no (conversation, seq) sort: a LIMIT may stop early
+    )
+
+
+def _search(client: Client, queryset: QuerySet, term: str, need: int) -> QuerySet:
+    """`queryset` narrowed to conversations whose customer e-mail or message text holds
+    `term`, in the same order, at least its first `need` rows.
+
+    Two plans, chosen by how common the term is. A rare term (at most SEARCH_RARE_LIMIT
+    matching messages; an order id, an address) is found through the messages — on PostgreSQL
+    the trigram index — and its conversations are then listed. A common word matches most
+    conversations, so walking the inbox in its order, SEARCH_CHUNK conversations at a time,
+    fills the page after a chunk or two instead of reading every matching message."""
+    term = term[:MAX_SEARCH_CHARS]
+    matched = list(
+        _searchable_messages(client, term).values_list("conversation_id", flat=True)[
+            : SEARCH_RARE_LIMIT + 1
+        ]
+    )
+    if len(matched) <= SEARCH_RARE_LIMIT:
+        return queryset.filter(Q(contact_email__icontains=term) | Q(pk__in=set(matched)))
+    found: list[int] = []
+    offset = 0
+    ordered = queryset.values_list("pk", "contact_email")
+    lowered = term.lower()
+    while len(found) < need:
+        chunk = list(ordered[offset : offset + SEARCH_CHUNK])
+        if not chunk:
+            break
+        offset += SEARCH_CHUNK
+        # Matched here, not in SQL: with the text condition PostgreSQL reaches for the
+        # trigram index, which for a common word reads every match of the whole client.
+        texts = (
+            Message.objects.for_client(client)
+            .filter(conversation_id__in=[pk for pk, _ in chunk])
+            .filter(Q(visibility=Visibility.VISIBLE) | Q(kind=Kind.STAFF_NOTE))
+            .order_by()
+            .values_list("conversation_id", "text")
+        )
+        hits = {pk for pk, text in texts if lowered in text.lower()}
+        found += [pk for pk, email in chunk if pk in hits or lowered in (email or "").lower()]
+    return queryset.filter(pk__in=found[:need])
 
 
 def _annotated(queryset: QuerySet) -> QuerySet:
@@ -164,7 +206,7 @@ def _annotated(queryset: QuerySet) -> QuerySet:
     latest = Message.objects.filter(
         conversation=OuterRef("pk"), visibility=Visibility.VISIBLE
     ).order_by("-seq")
-    return queryset.select_related("assignee").annotate(
+    return queryset.annotate(
         first_customer_text=Subquery(customer.values("text")[:1]),
         last_text=Subquery(latest.values("text")[:1]),
         last_role=Subquery(latest.values("role")[:1]),
@@ -176,8 +218,18 @@ def inbox_page(*, client: Client, filters: InboxFilters, user: Any = None) -> In
     the whole inbox), with the number of conversations waiting for staff."""
     page = max(1, filters.page)
     start = (page - 1) * PAGE_SIZE
-    queryset = _annotated(inbox_queryset(client=client, filters=filters, user=user))
-    rows = list(queryset[start : start + PAGE_SIZE + 1])
+    queryset = inbox_queryset(client=client, filters=filters, user=user)
+    if filters.q:
+        queryset = _search(client, queryset, filters.q, start + PAGE_SIZE + 1)
+    rows = list(_annotated(queryset)[start : start + PAGE_SIZE + 1])
+    # Assignees in one query (a join would keep PostgreSQL from reading the activity index
+    # in order and stopping after the page).
+    assignee_ids = {c.assignee_id for c in rows if c.assignee_id}
+    if assignee_ids:
+        users = {u.pk: u for u in User.objects.filter(pk__in=assignee_ids)}
+        for conversation in rows:
+            if conversation.assignee_id:
+                conversation.assignee = users.get(conversation.assignee_id)
     waiting = (
         Conversation.objects.for_client(client).filter(_state_q("waiting", timezone.now())).count()
     )

@@ -68,7 +68,7 @@ POLL_SECONDS = 4
 # With a live doorbell stream open the page still fetches this often, as a safety net.
 PUSHED_POLL_SECONDS = 60
 # A doorbell rings at most once per this many seconds (a turn writes several times at once).
-DOORBELL_COALESCE_SECONDS = {"conversation": 0.15, "queue": 1.0}
+DOORBELL_COALESCE_SECONDS = {"conversation": 0.15, "queue": 0.3}
 DOORBELL_STREAM_SECONDS = 300
 DOORBELL_HEARTBEAT_SECONDS = 15
 DOORBELL_RETRY_MS = 3000

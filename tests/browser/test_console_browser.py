@@ -65,7 +65,7 @@ def test_an_agent_follows_a_conversation_live_replies_and_resolves(
 ):
     page = signed_in_page
     data = make_tenant_data(client_a)
-    page.goto(f"{live_server.url}/console/")
+    page.goto(f"{live_server.url}/console/escalations/")
     page.get_by_role("link", name=str(data.conversation.public_id)[:8]).click()
     page.wait_for_selector("#gd-conversation")
 
@@ -115,7 +115,7 @@ def test_an_agent_follows_a_conversation_live_replies_and_resolves(
     assert page.locator("[data-escalation]").is_hidden()
 
     # the queue page refreshes itself too: a new escalation appears without a reload
-    page.goto(f"{live_server.url}/console/")
+    page.goto(f"{live_server.url}/console/escalations/")
     assert page.locator("[data-open-count]").inner_text() == "0"
     escalation_create(
         client=client_a, conversation=data.quiet_conversation, reason="policy", notify=False

@@ -315,3 +315,19 @@ def test_another_clients_staff_get_404_and_nothing_changes(
     assert (snapshot(client_a), Message.objects.for_client(client_a).count()) == before
     assert data_a.conversation.public_id.hex not in b_admin.get(POLL).content.decode()
     assert rows(b_admin) == []
+
+
+def test_a_common_word_is_searched_by_walking_the_inbox(agent, client_a, monkeypatch):
+    """Past SEARCH_RARE_LIMIT matching messages the search walks the inbox in order, a chunk
+    at a time: the same rows, in the same order, e-mail matches included."""
+    monkeypatch.setattr("apps.console.inbox_selectors.SEARCH_RARE_LIMIT", 1)
+    monkeypatch.setattr("apps.console.inbox_selectors.SEARCH_CHUNK", 2)
+    chat(client_a, "My kettle is blue")
+    chat(client_a, "Nothing to see")
+    chat(client_a, "Hello", email="kettle-fan@example.com")
+    chat(client_a, "Another KETTLE question")
+    assert titles(agent, q="kettle") == [
+        "Another KETTLE question",
+        "kettle-fan@example.com",
+        "My kettle is blue",
+    ]
