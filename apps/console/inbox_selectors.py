@@ -40,8 +40,8 @@ PAGE_SIZE = 50
 # An assistant conversation nobody wrote in for this long counts as resolved in the inbox.
 RESOLVED_AFTER_IDLE = timedelta(hours=24)
 MAX_SEARCH_CHARS = 200
-SEARCH_RARE_LIMIT = 2000
-SEARCH_CHUNK = 500
+SEARCH_RARE_LIMIT = 300
+SEARCH_CHUNK = 200  # the first chunk; each next one is twice as long
 TITLE_WORDS = 8
 TITLE_CHARS = 60
 
@@ -166,8 +166,8 @@ def _search(client: Client, queryset: QuerySet, term: str, need: int) -> QuerySe
     Two plans, chosen by how common the term is. A rare term (at most SEARCH_RARE_LIMIT
     matching messages; an order id, an address) is found through the messages — on PostgreSQL
     the trigram index — and its conversations are then listed. A common word matches most
-    conversations, so walking the inbox in its order, SEARCH_CHUNK conversations at a time,
-    fills the page after a chunk or two instead of reading every matching message."""
+    conversations, so walking the inbox in its order, in chunks from SEARCH_CHUNK conversations
+    up, fills the page after a chunk or two instead of reading every matching message."""
     term = term[:MAX_SEARCH_CHARS]
     matched = list(
         _searchable_messages(client, term).values_list("conversation_id", flat=True)[
@@ -180,11 +180,13 @@ def _search(client: Client, queryset: QuerySet, term: str, need: int) -> QuerySe
     offset = 0
     ordered = queryset.values_list("pk", "contact_email")
     lowered = term.lower()
+    size = SEARCH_CHUNK
     while len(found) < need:
-        chunk = list(ordered[offset : offset + SEARCH_CHUNK])
+        chunk = list(ordered[offset : offset + size])
         if not chunk:
             break
-        offset += SEARCH_CHUNK
+        offset += size
+        size *= 2  # a rarer word than it looked: fewer, longer rounds
         # Matched here, not in SQL: with the text condition PostgreSQL reaches for the
         # trigram index, which for a common word reads every match of the whole client.
         texts = (
