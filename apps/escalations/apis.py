@@ -171,14 +171,29 @@ class ConversationOwnershipSerializer(serializers.Serializer):
     )
 
 
-class AssignSerializer(serializers.Serializer):
+class _NoUnknownFields(serializers.Serializer):
+    """Refuses a key the operation does not read (`400` naming it) rather than ignoring it: a
+    misspelt `answer_waiting` must not silently hand back with the default."""
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        unknown = (
+            sorted(set(self.initial_data) - set(self.fields))
+            if isinstance(self.initial_data, dict)
+            else []
+        )
+        if unknown:
+            raise serializers.ValidationError({key[:64]: ["Unknown field."] for key in unknown})
+        return attrs
+
+
+class AssignSerializer(_NoUnknownFields):
     assignee = serializers.EmailField(
         allow_null=True,
         help_text="E-mail of a teammate of this client (agent role or above); null unassigns.",
     )
 
 
-class HandBackSerializer(serializers.Serializer):
+class HandBackSerializer(_NoUnknownFields):
     answer_waiting = serializers.BooleanField(
         required=False,
         default=True,
@@ -188,7 +203,7 @@ class HandBackSerializer(serializers.Serializer):
     )
 
 
-class StaffNoteSerializer(serializers.Serializer):
+class StaffNoteSerializer(_NoUnknownFields):
     id = serializers.UUIDField(source="public_id", read_only=True)
     text = serializers.CharField(
         allow_blank=True,

@@ -302,3 +302,17 @@ def test_another_clients_staff_cannot_be_assigned_by_email_of_a_member(client_a,
     assert_error(response, 400)
     assert Conversation.objects.for_client(client_b).get(pk=data_b.conversation.pk).assignee is None
     assert EscalationReason.STAFF_TAKEOVER  # the enum the takeover writes exists
+
+
+@pytest.mark.parametrize(
+    ("name", "body"),
+    [("handback", {"answer_wating": False}), ("assign", {"assignee": None, "x": 1e-400})],
+)
+def test_an_unknown_field_is_refused_not_ignored(client_a, data_a, name, body):
+    before = state(data_a.conversation)
+    response = session_for(client_a, Role.AGENT).post(
+        url(name, data_a.conversation), body, format="json"
+    )
+    assert_error(response, 400)
+    assert "Unknown field." in response.content.decode()
+    assert state(data_a.conversation) == before
