@@ -2,10 +2,15 @@
 
 from django.urls import include, path
 
-from apps.console import approvals, outcomes, profile, reply_templates, views
+from apps.console import approvals, inbox, outcomes, profile, reply_templates, views
 
 urlpatterns = [
-    path("", views.queue, name="console-queue"),
+    # The entry point is the inbox of every conversation (the name is the console's root, which
+    # the MFA and staff middleware protect by prefix); the escalation queue is one of its
+    # filters and keeps its own page.
+    path("", inbox.inbox, name="console-queue"),
+    path("inbox.json", inbox.inbox_poll, name="console-inbox-poll"),
+    path("escalations/", views.queue, name="console-escalations"),
     path("playground/", include("apps.playground.urls")),
     path("queue.json", views.queue_poll, name="console-queue-poll"),
     path("profile/", profile.profile, name="console-profile"),
@@ -56,5 +61,26 @@ urlpatterns = [
         "approvals/<str:approval_id>/deny",
         approvals.approval_deny_view,
         name="console-approval-deny",
+    ),
+    # The inbox's actions on one conversation (apps/console/inbox.py).
+    path(
+        "conversations/<str:public_id>/takeover",
+        inbox.conversation_takeover_view,
+        name="console-conversation-takeover",
+    ),
+    path(
+        "conversations/<str:public_id>/assign",
+        inbox.conversation_assign_view,
+        name="console-conversation-assign",
+    ),
+    path(
+        "conversations/<str:public_id>/handback",
+        inbox.conversation_handback_view,
+        name="console-conversation-handback",
+    ),
+    path(
+        "conversations/<str:public_id>/note",
+        inbox.conversation_note_view,
+        name="console-conversation-note",
     ),
 ]

@@ -68,7 +68,7 @@ POLL_SECONDS = 4
 # With a live doorbell stream open the page still fetches this often, as a safety net.
 PUSHED_POLL_SECONDS = 60
 # A doorbell rings at most once per this many seconds (a turn writes several times at once).
-DOORBELL_COALESCE_SECONDS = {"conversation": 0.15, "queue": 1.0}
+DOORBELL_COALESCE_SECONDS = {"conversation": 0.15, "queue": 0.3}
 DOORBELL_STREAM_SECONDS = 300
 DOORBELL_HEARTBEAT_SECONDS = 15
 DOORBELL_RETRY_MS = 3000
@@ -302,11 +302,18 @@ def _render_conversation(
     escalations = list(conversation.escalations.all())
     open_escalation = next((e for e in escalations if e.status == "open"), None)
     base = reverse("console-conversation", args=[conversation.public_id])
+    from apps.console.inbox import conversation_actions_context  # (it imports this module)
+
     return render(
         request,
         "console/conversation.html",
         {
             "access": access,
+            "inbox": conversation_actions_context(
+                access,
+                conversation,
+                first_customer_text=next((m.text for m in all_messages if m.role == "user"), ""),
+            ),
             "conversation": conversation,
             "rows": _message_rows(all_messages),
             "internal_count": sum(1 for m in all_messages if m.visibility == Visibility.INTERNAL),

@@ -94,6 +94,10 @@ KIND_EXPLANATIONS: dict[str, str | Promise] = {
         "The conversation was handed to a human, and why. The AI stays silent "
         "until staff hand it back."
     ),
+    Kind.STAFF_NOTE: _(
+        "A note a staff member left for the team. The customer never sees it and the "
+        "assistant never reads it."
+    ),
     # The legend shows each of these only where it can occur (`mode_kinds`, PLAN_SWITCHED_KINDS
     # below) or where the conversation holds one.
     Kind.EVALUATION: _(

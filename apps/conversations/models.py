@@ -3,6 +3,7 @@ from __future__ import annotations
 import uuid
 
 from django.db import models
+from django.db.models import F
 from django.utils.translation import gettext_lazy as _
 
 from apps.core.models import TenantOwnedModel, TenantQuerySet
@@ -53,11 +54,28 @@ class Conversation(TenantOwnedModel):
     # Staff replies up to this seq have been e-mailed (or were seen): never mailed twice.
     reply_emailed_seq = models.PositiveIntegerField(default=0, editable=False)
     reply_emailed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # The staff member who owns the conversation in the console's inbox (claimed or assigned);
+    # None: nobody — the assistant's, or waiting for staff when escalated.
+    assignee = models.ForeignKey(
+        "accounts.User",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("assigned to"),
+    )
 
     class Meta:
         indexes = [
             models.Index(fields=["client", "status", "-created_at"]),
             models.Index(fields=["client", "-created_at"]),
+            # The inbox: the client's conversations, latest activity first.
+            models.Index(
+                F("client"),
+                F("last_message_at").desc(),
+                F("id").desc(),
+                name="conv_client_activity_idx",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -101,6 +119,7 @@ class Kind(models.TextChoices):
     FEEDBACK = "feedback", _("Feedback")
     REFINEMENT = "refinement", _("Refinement")
     ERROR = "error", _("Error")
+    STAFF_NOTE = "staff_note", _("Staff note")  # a teammate's note, never shown to the customer
 
 
 class MessageQuerySet(TenantQuerySet["Message"]):

@@ -6,10 +6,12 @@ from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
-from rest_framework import exceptions, serializers
+from rest_framework import exceptions, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from apps.conversations.models import Conversation, ConversationStatus
+from apps.conversations.selectors import conversation_get
 from apps.core.permissions import READ, SUPPORT, StaffAPIView, acting_user
 from apps.core.schema import (
     AUTH_ERRORS,
@@ -21,8 +23,20 @@ from apps.core.schema import (
     public_id_path_parameter,
 )
 from apps.escalations.models import EscalationReason, EscalationStatus
-from apps.escalations.selectors import escalation_get, escalation_list
-from apps.reasoning.handback import escalation_hand_back
+from apps.escalations.selectors import (
+    escalation_get,
+    escalation_list,
+    escalation_open_for_conversation,
+    staff_note_list,
+)
+from apps.escalations.services import (
+    MAX_NOTE_CHARS,
+    assignable_member,
+    conversation_assign,
+    conversation_note_add,
+    conversation_takeover,
+)
+from apps.reasoning.handback import conversation_hand_back, escalation_hand_back
 
 TAG = "escalations"
 
@@ -132,3 +146,274 @@ class EscalationResolveApi(StaffAPIView):
         escalation_hand_back(client=self.client, escalation=escalation, actor=acting_user(request))
         resolved = escalation_get(client=self.client, escalation_id=escalation.pk)
         return Response(EscalationSerializer(resolved).data)
+
+
+# ---------------------------------------------------------------------------------------------
+# The inbox: step in, assign / claim, hand back, staff notes — per conversation
+# ---------------------------------------------------------------------------------------------
+
+CONVERSATION_ID_PARAMETER = public_id_path_parameter("public_id", "The conversation's public id.")
+INBOX_TAG = "conversations"
+
+
+class ConversationOwnershipSerializer(serializers.Serializer):
+    id = serializers.UUIDField(source="public_id", help_text="The conversation's public id.")
+    status = NamedChoiceField(choices=ConversationStatus, enum_name="ConversationStatus")
+    assignee = serializers.EmailField(
+        source="assignee.email",
+        allow_null=True,
+        help_text="E-mail of the teammate who owns it in the inbox; null if nobody.",
+    )
+    open_escalation = EscalationSerializer(
+        allow_null=True,
+        help_text="The open hand-off (a person owns the conversation); null when the "
+        "assistant does.",
+    )
+
+
+class _NoUnknownFields(serializers.Serializer):
+    """Refuses a key the operation does not read (`400` naming it) rather than ignoring it: a
+    misspelt `answer_waiting` must not silently hand back with the default."""
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        unknown = (
+            sorted(set(self.initial_data) - set(self.fields))
+            if isinstance(self.initial_data, dict)
+            else []
+        )
+        if unknown:
+            raise serializers.ValidationError({key[:64]: ["Unknown field."] for key in unknown})
+        return attrs
+
+
+class AssignSerializer(_NoUnknownFields):
+    assignee = serializers.EmailField(
+        allow_null=True,
+        help_text="E-mail of a teammate of this client (agent role or above); null unassigns.",
+    )
+
+
+class HandBackSerializer(_NoUnknownFields):
+    answer_waiting = serializers.BooleanField(
+        required=False,
+        default=True,
+        help_text="true (default): the assistant answers the customer's message staff left "
+        "unanswered; false: hand back without answering (the assistant waits for the "
+        "customer's next message).",
+    )
+
+
+class StaffNoteSerializer(_NoUnknownFields):
+    id = serializers.UUIDField(source="public_id", read_only=True)
+    text = serializers.CharField(
+        allow_blank=True,
+        trim_whitespace=False,
+        help_text=f"The note (1–{MAX_NOTE_CHARS} characters after trimming). Internal: the "
+        "customer never sees it and no prompt reads it.",
+    )
+    author = serializers.EmailField(source="author.email", allow_null=True, read_only=True)
+    created_at = serializers.DateTimeField(read_only=True)
+
+
+OWNERSHIP_EXAMPLE: dict[str, Any] = {
+    "id": ESCALATION_EXAMPLE["conversation"],
+    "status": "escalated",
+    "assignee": "sam@shop.example",
+    "open_escalation": {**ESCALATION_EXAMPLE, "reason": "staff_takeover"},
+}
+NOTE_EXAMPLE: dict[str, Any] = {
+    "id": "5f1c2d3e-4a5b-4c6d-8e7f-9a0b1c2d3e4f",
+    "text": "Customer is a wholesale buyer; check their account before refunding.",
+    "author": "sam@shop.example",
+    "created_at": "2026-03-02T09:20:00.000000Z",
+}
+
+
+class _ConversationApi(StaffAPIView):
+    def conversation(self, public_id: str) -> Conversation:
+        conversation = conversation_get(client=self.client, public_id=public_id)
+        if conversation is None:
+            raise exceptions.NotFound()
+        return conversation
+
+    def ownership(self, conversation: Conversation) -> Response:
+        fresh = (
+            Conversation.objects.for_client(self.client)
+            .select_related("assignee")
+            .get(pk=conversation.pk)
+        )
+        fresh.open_escalation = escalation_open_for_conversation(  # type: ignore[attr-defined]
+            client=self.client, conversation=fresh
+        )
+        return Response(ConversationOwnershipSerializer(fresh).data)
+
+
+class ConversationTakeoverApi(_ConversationApi):
+    required_roles = {"POST": SUPPORT}
+
+    @extend_schema(
+        operation_id="conversations_takeover",
+        tags=[INBOX_TAG],
+        summary="Take over a conversation",
+        description="Staff step in: the assistant goes silent at once (a reply it was still "
+        "writing is not posted), the customer sees that a person joined, and the caller (a "
+        "staff session) owns the conversation. Taking over a conversation already with staff "
+        "only claims it. No request body. Needs the agent role.",
+        parameters=[CONVERSATION_ID_PARAMETER, CLIENT_PARAMETER],
+        request=None,
+        responses={
+            200: ConversationOwnershipSerializer,
+            **error_responses(*AUTH_ERRORS, 404),
+        },
+        examples=[OpenApiExample("Taken over", value=OWNERSHIP_EXAMPLE, response_only=True)],
+    )
+    def post(self, request: Request, public_id: str) -> Response:
+        conversation = self.conversation(public_id)
+        conversation_takeover(
+            client=self.client, conversation=conversation, actor=acting_user(request)
+        )
+        return self.ownership(conversation)
+
+
+class ConversationAssignApi(_ConversationApi):
+    required_roles = {"POST": SUPPORT}
+
+    @extend_schema(
+        operation_id="conversations_assign",
+        tags=[INBOX_TAG],
+        summary="Assign a conversation to a teammate",
+        description="Gives the conversation to a teammate (agent role or above) by e-mail — "
+        "your own address claims it — or to nobody (`null`). Assigning does not take over: a "
+        "conversation the assistant handles stays the assistant's. Needs the agent role.",
+        parameters=[CONVERSATION_ID_PARAMETER, CLIENT_PARAMETER],
+        request=AssignSerializer,
+        responses={
+            200: ConversationOwnershipSerializer,
+            **error_responses(
+                400,
+                *AUTH_ERRORS,
+                404,
+                invalid=invalid_example(
+                    "assignee",
+                    "No teammate of this client (agent or above) has this e-mail address.",
+                ),
+            ),
+        },
+        examples=[
+            OpenApiExample("Assign", value={"assignee": "sam@shop.example"}, request_only=True),
+            OpenApiExample("Assigned", value=OWNERSHIP_EXAMPLE, response_only=True),
+        ],
+    )
+    def post(self, request: Request, public_id: str) -> Response:
+        conversation = self.conversation(public_id)
+        body = AssignSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        email = body.validated_data["assignee"]
+        assignee = assignable_member(client=self.client, email=email) if email is not None else None
+        conversation_assign(
+            client=self.client,
+            conversation=conversation,
+            assignee=assignee,
+            actor=acting_user(request),
+        )
+        return self.ownership(conversation)
+
+
+class ConversationHandBackApi(_ConversationApi):
+    required_roles = {"POST": SUPPORT}
+
+    @extend_schema(
+        operation_id="conversations_handback",
+        tags=[INBOX_TAG],
+        summary="Hand a conversation back to the assistant",
+        description="Resolves the open hand-off: the assistant owns the conversation again and "
+        "the customer is told. With `answer_waiting` (default true) the assistant answers the "
+        "customer's message staff left unanswered; false hands back without answering. A "
+        "conversation the assistant already owns is answered as it is. Needs the agent role.",
+        parameters=[CONVERSATION_ID_PARAMETER, CLIENT_PARAMETER],
+        request=HandBackSerializer,
+        responses={
+            200: ConversationOwnershipSerializer,
+            **error_responses(
+                400,
+                *AUTH_ERRORS,
+                404,
+                invalid=invalid_example("answer_waiting", "Must be a valid boolean."),
+            ),
+        },
+        examples=[
+            OpenApiExample("Without answering", value={"answer_waiting": False}, request_only=True),
+            OpenApiExample(
+                "Handed back",
+                value={
+                    **OWNERSHIP_EXAMPLE,
+                    "status": "open",
+                    "assignee": None,
+                    "open_escalation": None,
+                },
+                response_only=True,
+            ),
+        ],
+    )
+    def post(self, request: Request, public_id: str) -> Response:
+        conversation = self.conversation(public_id)
+        body = HandBackSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        conversation_hand_back(
+            client=self.client,
+            conversation=conversation,
+            actor=acting_user(request),
+            answer_waiting=body.validated_data["answer_waiting"],
+        )
+        return self.ownership(conversation)
+
+
+class ConversationNotesApi(_ConversationApi):
+    required_roles = {"GET": READ, "POST": SUPPORT}
+
+    @extend_schema(
+        operation_id="conversations_notes_list",
+        tags=[INBOX_TAG],
+        summary="List a conversation's staff notes",
+        description="The team's internal notes on the conversation, oldest first, one page at "
+        "a time. Needs the viewer role.",
+        parameters=[CONVERSATION_ID_PARAMETER, CLIENT_PARAMETER],
+        responses={200: StaffNoteSerializer(many=True), **error_responses(*AUTH_ERRORS, 404)},
+        examples=[OpenApiExample("A page", value=NOTE_EXAMPLE, response_only=True)],
+    )
+    def get(self, request: Request, public_id: str) -> Response:
+        conversation = self.conversation(public_id)
+        notes = staff_note_list(client=self.client, conversation=conversation)
+        return self.paginated_response(notes, StaffNoteSerializer)
+
+    @extend_schema(
+        operation_id="conversations_notes_create",
+        tags=[INBOX_TAG],
+        summary="Add a staff note",
+        description="An internal note for the team: the customer never sees it, and no "
+        "prompt reads it. The author is the signed-in staff user (none for API keys). Needs "
+        "the agent role.",
+        parameters=[CONVERSATION_ID_PARAMETER, CLIENT_PARAMETER],
+        request=StaffNoteSerializer,
+        responses={
+            201: StaffNoteSerializer,
+            **error_responses(
+                400, *AUTH_ERRORS, 404, invalid=invalid_example("text", "Write the note first.")
+            ),
+        },
+        examples=[
+            OpenApiExample("Note", value={"text": NOTE_EXAMPLE["text"]}, request_only=True),
+            OpenApiExample("Created", value=NOTE_EXAMPLE, response_only=True, status_codes=["201"]),
+        ],
+    )
+    def post(self, request: Request, public_id: str) -> Response:
+        conversation = self.conversation(public_id)
+        body = StaffNoteSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        note = conversation_note_add(
+            client=self.client,
+            conversation=conversation,
+            text=body.validated_data["text"],
+            author=acting_user(request),
+        )
+        return Response(StaffNoteSerializer(note).data, status=status.HTTP_201_CREATED)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from django.db.models import OuterRef, QuerySet, Subquery
 
 from apps.clients.models import Client
-from apps.conversations.models import Conversation, Message
+from apps.conversations.models import Conversation, Kind, Message
 from apps.conversations.models import Role as MessageRole
 from apps.core.schema import parse_uuid
 from apps.escalations.models import Escalation, EscalationStatus
@@ -82,4 +82,14 @@ def escalation_queue(*, client: Client) -> EscalationQueue:
     return EscalationQueue(
         open=list(open_[:OPEN_QUEUE_LIMIT]),
         recently_resolved=list(resolved[:RECENTLY_RESOLVED_LIMIT]),
+    )
+
+
+def staff_note_list(*, client: Client, conversation: Conversation) -> QuerySet[Message]:
+    """The conversation's staff notes (internal), oldest first, with their authors."""
+    return (
+        Message.objects.for_client(client)
+        .select_related("author")
+        .filter(conversation=conversation, kind=Kind.STAFF_NOTE)
+        .order_by("seq")
     )

@@ -11,7 +11,10 @@ from django.urls import reverse
 from django.utils import timezone, translation
 from django.utils.translation import gettext, gettext_noop
 
+from apps.accounts.models import Membership
+from apps.accounts.models import Role as StaffRole
 from apps.clients.models import Client
+from apps.conversations.events import conversation_changed
 from apps.conversations.models import (
     Conversation,
     ConversationStatus,
@@ -25,6 +28,7 @@ from apps.conversations.services import (
     unseen_replies_email_schedule,
     validate_customer_text,
 )
+from apps.core.exceptions import ApplicationError
 from apps.core.links import absolute_url
 from apps.escalations.models import Escalation, EscalationReason, EscalationStatus
 from apps.tools.pending import pending_expire_open
@@ -185,6 +189,10 @@ def staff_reply(
     if open_escalation is not None and open_escalation.assigned_to_id is None and author:
         open_escalation.assigned_to = author
         open_escalation.save(update_fields=["assigned_to", "updated_at"])
+    if locked.assignee_id is None and getattr(author, "pk", None):
+        # The first to reply owns it in the inbox too ("with a teammate").
+        locked.assignee = author
+        locked.save(update_fields=["assignee", "updated_at"])
     message = message_append(
         client=client,
         conversation=locked,
@@ -221,7 +229,8 @@ def escalation_resolve(*, client: Client, escalation: Escalation, actor: Any = N
     )
     if conversation.status == ConversationStatus.ESCALATED:
         conversation.status = ConversationStatus.OPEN
-        conversation.save(update_fields=["status", "updated_at"])
+        conversation.assignee = None  # the assistant's again: nobody's in the inbox
+        conversation.save(update_fields=["status", "assignee", "updated_at"])
     message_append(
         client=client,
         conversation=conversation,
@@ -231,3 +240,135 @@ def escalation_resolve(*, client: Client, escalation: Escalation, actor: Any = N
         data={"escalation_id": str(locked.public_id), "resolved": True},
     )
     return locked
+
+
+# ---------------------------------------------------------------------------------------------
+# The inbox: step in, assign / claim, staff notes (the console and the staff API call these;
+# hand-back is apps.reasoning.handback.conversation_hand_back, which may queue a turn)
+# ---------------------------------------------------------------------------------------------
+
+MAX_NOTE_CHARS = 4000
+
+
+def _name(user: Any) -> str:
+    return str(getattr(user, "email", "") or user) if user is not None else ""
+
+
+def _internal_note(
+    *, client: Client, conversation: Conversation, text: str, data: dict[str, Any]
+) -> Message:
+    """An internal system line on the staff timeline (never shown to the customer), and a
+    doorbell for the open consoles: internal messages ring no stream by themselves."""
+    message = message_append(
+        client=client,
+        conversation=conversation,
+        role=Role.SYSTEM,
+        kind=Kind.NOTICE,
+        visibility=Visibility.INTERNAL,
+        text=text,
+        data=data,
+    )
+    conversation_changed(conversation.pk, client.pk)
+    return message
+
+
+@transaction.atomic
+def conversation_takeover(
+    *, client: Client, conversation: Conversation, actor: Any = None
+) -> Escalation:
+    """A staff member steps into a conversation: from this commit on no assistant reply is
+    posted (an in-flight turn re-reads the status under the same row lock before posting and is
+    suppressed), the customer sees that a person joined, and the actor owns it in the inbox.
+    Taking over a conversation that is already with staff claims it (no second hand-off)."""
+    locked = Conversation.objects.select_for_update().get(pk=conversation.pk, client=client)
+    escalation = escalation_create(
+        client=client,
+        conversation=locked,
+        reason=EscalationReason.STAFF_TAKEOVER,
+        detail=f"Taken over by {_name(actor)}" if actor else "Taken over by staff",
+        handoff_text=STAFF_JOINED_TEXT,
+        notify=False,
+    )
+    if getattr(actor, "pk", None):
+        conversation_assign(client=client, conversation=locked, assignee=actor, actor=actor)
+        escalation.refresh_from_db()
+    conversation.status, conversation.last_seq = locked.status, locked.last_seq
+    conversation.assignee_id = locked.assignee_id
+    return escalation
+
+
+def assignable_member(*, client: Client, email: str) -> Any:
+    """The client's staff member (agent or above) with this e-mail; an ApplicationError naming
+    the field otherwise — an address of another client's staff answers the same."""
+    membership = (
+        Membership.objects.for_client(client)
+        .select_related("user")
+        .filter(user__email__iexact=email.strip(), user__is_active=True)
+        .exclude(role=StaffRole.VIEWER)
+        .first()
+    )
+    if membership is None:
+        message = gettext("No teammate of this client (agent or above) has this e-mail address.")
+        raise ApplicationError(message, {"fields": {"assignee": [message]}})
+    return membership.user
+
+
+@transaction.atomic
+def conversation_assign(
+    *, client: Client, conversation: Conversation, assignee: Any, actor: Any = None
+) -> Conversation:
+    """Give the conversation to a teammate (`assignee`, a member of the client — see
+    `assignable_member`), or to nobody (None). The open escalation, if any, follows. Assigning
+    does not take over: a conversation the assistant handles stays the assistant's until
+    someone steps in."""
+    locked = Conversation.objects.select_for_update().get(pk=conversation.pk, client=client)
+    new_id = getattr(assignee, "pk", None)
+    if locked.assignee_id == new_id:
+        return locked
+    locked.assignee = assignee
+    locked.save(update_fields=["assignee", "updated_at"])
+    Escalation.objects.for_client(client).filter(
+        conversation=locked, status=EscalationStatus.OPEN
+    ).update(assigned_to=assignee, updated_at=timezone.now())
+    if assignee is None:
+        text = f"Unassigned by {_name(actor) or 'staff'}"
+    elif new_id == getattr(actor, "pk", None):
+        text = f"Claimed by {_name(actor)}"
+    else:
+        text = f"Assigned to {_name(assignee)} by {_name(actor) or 'staff'}"
+    _internal_note(
+        client=client,
+        conversation=locked,
+        text=text,
+        data={"assignee": _name(assignee) or None, "by": _name(actor) or None},
+    )
+    conversation.assignee_id = locked.assignee_id
+    return locked
+
+
+@transaction.atomic
+def conversation_note_add(
+    *, client: Client, conversation: Conversation, text: Any, author: Any = None
+) -> Message:
+    """A staff note: internal (the widget, the customer's e-mails and the model's history read
+    visible messages only), on the conversation's timeline for the team."""
+    if not isinstance(text, str) or not text.strip():
+        message = gettext("Write the note first.")
+        raise ApplicationError(message, {"fields": {"text": [message]}})
+    cleaned = text.strip()
+    if len(cleaned) > MAX_NOTE_CHARS:
+        message = gettext("A note holds at most %(n)d characters.") % {"n": MAX_NOTE_CHARS}
+        raise ApplicationError(message, {"fields": {"text": [message]}})
+    locked = Conversation.objects.select_for_update().get(pk=conversation.pk, client=client)
+    note = message_append(
+        client=client,
+        conversation=locked,
+        role=Role.STAFF,
+        kind=Kind.STAFF_NOTE,
+        visibility=Visibility.INTERNAL,
+        text=cleaned,
+        author=author if getattr(author, "pk", None) else None,
+        data={"author": _name(author) or None},
+    )
+    conversation_changed(locked.pk, client.pk)
+    return note

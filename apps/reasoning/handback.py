@@ -88,3 +88,23 @@ def handoff_message_unanswered(
     if turn is not None and turn.status != TraceStatus.SKIPPED:
         return None
     return latest
+
+
+def conversation_hand_back(
+    *, client: Client, conversation: Conversation, actor: Any = None, answer_waiting: bool = True
+) -> Escalation | None:
+    """Staff give the conversation back to the assistant. With `answer_waiting` (the default)
+    the customer's message staff left unanswered gets a turn (`escalation_hand_back`); without,
+    the assistant simply owns the conversation again and waits for the customer's next
+    message. None when no escalation is open (the assistant already owns it): nothing
+    changes."""
+    escalation = (
+        Escalation.objects.for_client(client)
+        .filter(conversation=conversation, status=EscalationStatus.OPEN)
+        .first()
+    )
+    if escalation is None:
+        return None
+    if answer_waiting:
+        return escalation_hand_back(client=client, escalation=escalation, actor=actor)
+    return escalation_resolve(client=client, escalation=escalation, actor=actor)

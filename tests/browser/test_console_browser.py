@@ -65,7 +65,7 @@ def test_an_agent_follows_a_conversation_live_replies_and_resolves(
 ):
     page = signed_in_page
     data = make_tenant_data(client_a)
-    page.goto(f"{live_server.url}/console/")
+    page.goto(f"{live_server.url}/console/escalations/")
     page.get_by_role("link", name=str(data.conversation.public_id)[:8]).click()
     page.wait_for_selector("#gd-conversation")
 
@@ -115,7 +115,7 @@ def test_an_agent_follows_a_conversation_live_replies_and_resolves(
     assert page.locator("[data-escalation]").is_hidden()
 
     # the queue page refreshes itself too: a new escalation appears without a reload
-    page.goto(f"{live_server.url}/console/")
+    page.goto(f"{live_server.url}/console/escalations/")
     assert page.locator("[data-open-count]").inner_text() == "0"
     escalation_create(
         client=client_a, conversation=data.quiet_conversation, reason="policy", notify=False
@@ -140,7 +140,8 @@ def test_staff_reply_in_the_console_shows_in_the_customers_widget(
     conversation = Conversation.objects.get(client=demo)
     agent = agent_page(browser, live_server, demo, monkeypatch)
     agent.goto(f"{live_server.url}/console/conversations/{conversation.public_id}/")
-    expect(agent.get_by_text("My stove arrived with a dent", exact=True)).to_be_visible()
+    thread = agent.locator("[data-messages]")
+    expect(thread.get_by_text("My stove arrived with a dent", exact=True)).to_be_visible()
     agent.get_by_label("Reply to the customer").fill("Hi, I'm Alex — a replacement is on its way.")
     agent.get_by_role("button", name="Send reply").click()
     expect(agent.get_by_text("Reply sent.")).to_be_visible()

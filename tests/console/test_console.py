@@ -24,7 +24,8 @@ from tests.factories import ClientFactory, MembershipFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
-QUEUE = reverse("console-queue")
+# The escalation queue: the inbox (the console's root) filtered to hand-offs, on its own page.
+QUEUE = reverse("console-escalations")
 
 
 def page_url(conversation: Conversation, suffix: str = "") -> str:

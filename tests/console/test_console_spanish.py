@@ -26,7 +26,7 @@ def spanish(browser):
 
 def test_the_console_queue_and_a_conversation_are_in_spanish(browser_for, data_a):
     agent = spanish(browser_for(Role.AGENT))
-    queue = agent.get(reverse("console-queue")).content.decode()
+    queue = agent.get(reverse("console-escalations")).content.decode()
     assert '<html lang="es">' in queue
     for text in ("Cola de escalados", "Último mensaje del cliente", "Cerrar sesión"):
         assert text in queue

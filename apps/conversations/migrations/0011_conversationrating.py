@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('clients', '0016_plan_resolution_window_hours'),
-        ('conversations', '0009_message_language'),
+        ('conversations', '0010_conversation_assignee_inbox'),
     ]
 
     operations = [

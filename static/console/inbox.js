@@ -1,0 +1,134 @@
+/* GuideDesk console inbox: re-renders the table from `inbox.json` (same filters as the page)
+ * when the client's doorbell stream rings (server-sent events, any change to any of its
+ * conversations), and polls when there is no doorbell (no Redis, runserver). Everything from
+ * the server is inserted as text, never HTML. */
+(function () {
+  "use strict";
+
+  var TEXTS = (function () {
+    var node = document.getElementById("gd-inbox-texts");
+    try { return node ? JSON.parse(node.textContent) : {}; } catch (e) { return {}; }
+  })();
+
+  function say(english, values) {
+    var out = TEXTS[english] || english;
+    Object.keys(values || {}).forEach(function (key) {
+      out = out.split("%(" + key + ")s").join(String(values[key]));
+    });
+    return out;
+  }
+
+  function el(tag, className, text) {
+    var node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+
+  function truncate(text, max) {
+    text = text || "";
+    return text.length > max ? text.slice(0, max - 1) + "…" : text;
+  }
+
+  function row(r) {
+    var tr = el("tr");
+    tr.dataset.conversation = r.id;
+    tr.dataset.state = r.state;
+    var title = el("td");
+    var link = el("a", null, r.title);
+    link.href = r.url;
+    title.appendChild(link);
+    tr.appendChild(title);
+    var state = el("td");
+    state.appendChild(el("span", "gd-state gd-state-" + r.state, r.state_label));
+    tr.appendChild(state);
+    tr.appendChild(el("td", null, r.assignee || say("Unassigned")));
+    var last = el("td");
+    if (r.last_role_label) {
+      last.appendChild(el("span", "gd-sub", r.last_role_label + ":"));
+      last.appendChild(document.createTextNode(" "));
+    }
+    last.appendChild(document.createTextNode(truncate(r.last_text, 120)));
+    tr.appendChild(last);
+    var age = el("td");
+    if (r.last_at) {
+      var time = el("time", null, say("%(age)s ago", { age: r.age }));
+      time.setAttribute("datetime", r.last_at);
+      age.appendChild(time);
+    }
+    tr.appendChild(age);
+    return tr;
+  }
+
+  function render(root, data) {
+    var tbody = root.querySelector("[data-rows]");
+    tbody.replaceChildren();
+    if (!data.rows.length) {
+      var tr = el("tr", "gd-empty-row");
+      var td = el("td", null, say("No conversation matches these filters."));
+      td.colSpan = 5;
+      tr.appendChild(td);
+      tbody.appendChild(tr);
+      return;
+    }
+    data.rows.forEach(function (r) { tbody.appendChild(row(r)); });
+  }
+
+  function start(root) {
+    var url = root.dataset.pollUrl;
+    var seconds = Number(root.dataset.pollSeconds) || 5;
+    var slow = Number(root.dataset.pushedPollSeconds) || 60;
+    var live = root.querySelector("[data-live]");
+    var timer = null;
+    var pushed = false;
+    var stopped = false;
+    var inFlight = false;
+    var again = false;
+
+    function schedule() {
+      if (stopped) return;
+      clearTimeout(timer);
+      timer = setTimeout(tick, (pushed ? slow : seconds) * 1000);
+    }
+
+    function tick() {
+      if (document.hidden) return schedule();
+      if (inFlight) { again = true; return; }
+      inFlight = true;
+      fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
+        .then(function (response) {
+          if (response.status === 401) { stopped = true; return null; }
+          if (!response.ok) throw new Error("HTTP " + response.status);
+          return response.json();
+        })
+        .then(function (data) {
+          if (!data) return;
+          render(root, data);
+          root.dataset.refreshedAt = String(Date.now());
+          if (live) live.classList.remove("gd-stale");
+        })
+        .catch(function () { if (live) live.classList.add("gd-stale"); })
+        .then(function () {
+          inFlight = false;
+          if (again) { again = false; tick(); } else { schedule(); }
+        });
+    }
+
+    document.addEventListener("visibilitychange", function () {
+      if (!document.hidden && !stopped) tick();
+    });
+    schedule();
+    var eventsUrl = root.dataset.eventsUrl;
+    if (eventsUrl && window.EventSource) {
+      var source = new EventSource(eventsUrl, { withCredentials: true });
+      source.onopen = function () { pushed = true; root.dataset.pushed = "true"; };
+      source.addEventListener("changed", function () { pushed = true; clearTimeout(timer); tick(); });
+      source.onerror = function () { pushed = false; root.dataset.pushed = "false"; schedule(); };
+    }
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var root = document.getElementById("gd-inbox");
+    if (root) start(root);
+  });
+})();
