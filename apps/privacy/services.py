@@ -44,7 +44,13 @@ from django.utils import timezone, translation
 from apps.accounts.models import User
 from apps.billing.models import UsageRecord, UsageReservation
 from apps.clients.models import Client
-from apps.conversations.models import Conversation, ConversationStatus, Message, Visibility
+from apps.conversations.models import (
+    Conversation,
+    ConversationRating,
+    ConversationStatus,
+    Message,
+    Visibility,
+)
 from apps.core.exceptions import ApplicationError
 from apps.escalations.models import Escalation, EscalationStatus
 from apps.insights.models import InsightProposal
@@ -85,7 +91,7 @@ KEEP_FIELDS: dict[type[models.Model], frozenset[str]] = {
 }
 # Rows attached to an erased conversation that stay as they are: figures only, for billing.
 KEEP_ROWS: frozenset[type[models.Model]] = frozenset(
-    {UsageRecord, UsageReservation, ErasedConversation}
+    {UsageRecord, UsageReservation, ErasedConversation, ConversationRating}
 )
 
 
@@ -461,6 +467,15 @@ def conversations_erase(*, client: Client, conversation_ids: list[int]) -> dict[
         status=EscalationStatus.RESOLVED, resolved_at=now
     )
     _add(counts, _label(Escalation), escalations.update(**_blank_updates(Escalation)))
+    # The rating's score stays (the outcome figures of past periods do not move); its comment,
+    # in the customer's words, goes.
+    _add(
+        counts,
+        _label(ConversationRating),
+        ConversationRating.objects.for_client(client)
+        .filter(conversation_id__in=ids)
+        .update(comment=""),
+    )
     _add(
         counts,
         _label(PlaygroundRun),
@@ -664,6 +679,14 @@ def subject_export_document(
         escalations[esc.conversation_id].append(
             {"reason": esc.reason, "status": esc.status, "created_at": _iso(esc.created_at)}
         )
+    ratings = {
+        r.conversation_id: {
+            "score": r.score,
+            "comment": r.comment,
+            "created_at": _iso(r.created_at),
+        }
+        for r in ConversationRating.objects.for_client(client).filter(conversation_id__in=ids)
+    }
     items = []
     counts = {"conversations": len(ids), "messages": 0, "tool_calls": 0, "emails": 0}
     for c in conversations:
@@ -701,6 +724,7 @@ def subject_export_document(
                 "tool_calls": tools[c.pk],
                 "escalations": escalations[c.pk],
                 "emails": emails,
+                "rating": ratings.get(c.pk),
             }
         )
     document = {

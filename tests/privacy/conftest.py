@@ -19,8 +19,9 @@ from django.utils import timezone
 from apps.accounts.models import Role as StaffRole
 from apps.accounts.services import api_key_issue
 from apps.clients.models import Client
-from apps.conversations.models import Conversation, Role
+from apps.conversations.models import Conversation, ConversationRating, Role
 from apps.conversations.services import conversation_create, message_append
+from apps.escalations.models import MessageFlag
 from apps.escalations.services import escalation_create
 from apps.insights.models import InsightProposal, ProposalKind
 from apps.notes.models import NoteSource, NoteType
@@ -118,6 +119,20 @@ def build_customer(client: Client, llm: Any, webhook: Any, capture: Any) -> Cust
     )
     customer.texts.append(text)
     customer.conversations.append(second)
+
+    # What staff and the customer add around a conversation: a rating with a comment, a flag
+    # with a correction quoting the customer.
+    ConversationRating.objects.create(
+        client=client, conversation=second, score=5, comment=f"Thanks! {NAME}, {EMAIL}"
+    )
+    reply = second.messages.filter(role=Role.ASSISTANT).first()
+    MessageFlag.objects.create(
+        client=client,
+        conversation=second,
+        message=reply,
+        reason="wrong",
+        correction=f"Say: yes {NAME}, we ship poles to Lisbon",
+    )
 
     note_add(
         client=client,

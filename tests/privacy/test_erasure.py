@@ -199,6 +199,7 @@ DEPENDENTS = {
     "billing.TurnAllowance": "deleted (a turn's hold on the visitor's daily budget)",
     "billing.UsageRecord": "kept: codes and figures only, for billing",
     "billing.UsageReservation": "kept: figures only",
+    "conversations.ConversationRating": "comment emptied, score kept for past outcomes",
     "conversations.Message": "text and data emptied",
     "escalations.Escalation": "detail emptied, resolved",
     "escalations.MessageFlag": "deleted (its correction may quote the customer)",
