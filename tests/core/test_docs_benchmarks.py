@@ -17,7 +17,7 @@ def _sections() -> list[tuple[str, str]]:
 
 def test_the_page_is_current_figures_not_a_lab_notebook() -> None:
     lines = PAGE.read_text(encoding="utf-8").splitlines()
-    assert len(lines) <= 425, f"docs/benchmarks.md has {len(lines)} lines; keep the history in git"
+    assert len(lines) <= 500, f"docs/benchmarks.md has {len(lines)} lines; keep the history in git"
 
 
 def test_every_section_shows_the_command_that_produced_its_figures() -> None:
