@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import date, timedelta
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -23,12 +24,16 @@ from django.core.signals import request_finished
 from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections, transaction
 from django.test import Client as DjangoClient
+from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from apps.accounts.models import Role
 from apps.accounts.services import api_key_issue
 from apps.conversations.services import conversation_create
+from apps.escalations.models import MessageFlag, ReplyTemplate
+from apps.privacy.models import DataSubjectRequest
+from apps.tools.models import ApprovalRequest
 from tests.api.conftest import make_tenant_data
 from tests.api.test_schema import generated_schema, make_note
 from tests.factories import ClientFactory
@@ -118,6 +123,21 @@ def tenant(db: Any) -> dict[str, Any]:
     make_tenant_data(ClientFactory(slug="other-tenant"))
     widget_conversation, token = conversation_create(client=client)
     secret = api_key_issue(client=client, name="fuzzer", role=Role.OWNER)[1]
+    reply = data.conversation.messages.filter(role="assistant", visibility="visible").first()
+    template = ReplyTemplate.objects.create(client=client, name="Thanks", shortcut="t", body="Hi")
+    approval = ApprovalRequest.objects.create(
+        client=client,
+        conversation=data.conversation,
+        tool=data.tool,
+        params={"order_id": "TH-10042"},
+        params_hash="0" * 64,
+        idempotency_key="fuzz-approval",
+        requested_in=data.conversation.messages.filter(role="user").first(),
+        expires_at=timezone.now() + timedelta(minutes=30),
+    )
+    privacy_request = DataSubjectRequest.objects.create(
+        client=client, kind="erase", match_kind="email", channel="api", keep_until=date.today()
+    )
     to_revoke = api_key_issue(client=client, name="to revoke", role=Role.VIEWER)[0]
     return {
         "ids": {
@@ -127,6 +147,14 @@ def tenant(db: Any) -> dict[str, Any]:
             "key_id": str(to_revoke.pk),
             "conversation_id": str(widget_conversation.public_id),
             "note_id": str(make_note(client).pk),
+            "template_id": str(template.public_id),
+            "approval_id": str(approval.public_id),
+            "request_id": str(privacy_request.public_id),
+            "flag_id": str(
+                MessageFlag.objects.create(
+                    client=client, conversation=data.conversation, message=reply, reason="wrong"
+                ).public_id
+            ),
         },
         "staff": {"HTTP_AUTHORIZATION": f"Api-Key {secret}"},
         "widget": {
