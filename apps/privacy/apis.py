@@ -49,7 +49,11 @@ class PrivacyRequestListCreateApi(StaffAPIView):
         "asked, when, how the customer was found (a keyed digest, never the address), and how "
         "many rows of each kind went. Kept PRIVACY_RECORD_KEEP_DAYS. Needs the admin role.",
         parameters=[CLIENT_PARAMETER],
-        responses={200: PrivacyRequestSerializer(many=True), **error_responses(*AUTH_ERRORS)},
+        # 404: a page past the last one.
+        responses={
+            200: PrivacyRequestSerializer(many=True),
+            **error_responses(*AUTH_ERRORS, 404),
+        },
     )
     def get(self, request: Request) -> Response:
         return self.paginated_response(

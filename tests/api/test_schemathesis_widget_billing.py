@@ -27,7 +27,11 @@ from tests.factories import ClientFactory
 pytestmark = pytest.mark.django_db
 
 ORIGIN = "https://fuzzed.example"
-OTHER_PATHS = r"^/api/v1/(widget/|billing/|client/$)"
+# The widget, billing and current client, and the staff workspace's and privacy operations.
+OTHER_PATHS = (
+    r"^/api/v1/(widget/|billing/|client/$|outcomes/|approvals/|flags/|reply-templates/|privacy/"
+    r"|teach/)"
+)
 
 fuzzed_schema = schemathesis.openapi.from_wsgi("/api/schema/", get_wsgi_application()).include(
     path_regex=OTHER_PATHS
