@@ -36,6 +36,7 @@ TOOL_ROWS = {
     "parameters",
     "executor_type",
     "result_template",
+    "approval_rule",
     "generate_secret",
     "generate_rotation_secret",
     "rotation",
