@@ -321,6 +321,7 @@ def answer(hint: dict[str, Any], *, adaptive: bool) -> dict[str, Any]:
         "is_destructive": False,
         "needs_confirmation": False,
         "needs_more_context": [],
+        "complaint": False,
     }
     if hint.get("confirmed"):
         confirmed = hint["confirmed"]

@@ -133,6 +133,7 @@ EXAMPLE: dict[str, Any] = {
     "is_destructive": True,
     "needs_confirmation": True,
     "needs_more_context": [],
+    "complaint": False,
     "response": "I can cancel order 123 for you.",
 }
 

@@ -52,6 +52,7 @@ EXAMPLE: dict[str, Any] = {
     "is_destructive": False,
     "needs_confirmation": False,
     "needs_more_context": [],
+    "complaint": False,
 }
 
 
