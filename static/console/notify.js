@@ -4,9 +4,10 @@
  * escalation that appears in the client's queue while a console page is open raises one
  * notification; clicking it opens the conversation. The choice is kept in localStorage.
  *
- * It listens to the same live doorbell as the queue page (…/console/events, server-sent events)
- * and fetches the queue (…/console/queue.json) when it rings; without push (runserver, no Redis)
- * it polls. Escalations already open when the page loads never notify. Plain JS, no build.
+ * Only while notifications are on, it listens to the same live doorbell as the queue page
+ * (…/console/events, server-sent events) and fetches the queue (…/console/queue.json) when it
+ * rings; without push (runserver, no Redis) it polls. Off, it opens no stream and polls nothing.
+ * Escalations already open when it starts listening never notify. Plain JS, no build.
  */
 (function () {
   "use strict";
@@ -27,6 +28,8 @@
   var known = null; // open escalation ids seen so far (null: not loaded yet)
   var timer = null;
   var pushed = false;
+  var listening = false;
+  var source = null;
 
   function supported() {
     return "Notification" in window;
@@ -62,6 +65,7 @@
   button.addEventListener("click", function () {
     if (active()) {
       remember(false);
+      stop();
       return render();
     }
     remember(true);
@@ -69,7 +73,7 @@
     Promise.resolve(asked).then(function (permission) {
       if (permission !== "granted") remember(false);
       render();
-      if (permission === "granted") refresh();
+      if (permission === "granted") listen();
     });
   });
 
@@ -102,7 +106,34 @@
 
   function schedule() {
     clearTimeout(timer);
+    if (!listening) return;
     timer = setTimeout(function () { refresh().then(schedule); }, pushed ? PUSHED_POLL_MS : POLL_MS);
+  }
+
+  function listen() {
+    if (listening) return;
+    listening = true;
+    known = null; // what is open now is the baseline: it never notifies
+    refresh().then(schedule);
+    if (eventsUrl && window.EventSource) {
+      source = new EventSource(eventsUrl, { withCredentials: true });
+      source.onopen = function () { pushed = true; };
+      source.addEventListener("changed", function () { pushed = true; refresh(); });
+      source.onerror = function () {
+        pushed = false;
+        if (source && source.readyState === 2) schedule();
+      };
+    }
+  }
+
+  function stop() {
+    listening = false;
+    pushed = false;
+    clearTimeout(timer);
+    if (source) {
+      source.close();
+      source = null;
+    }
   }
 
   function start() {
@@ -110,16 +141,7 @@
     if (!header || !pollUrl) return;
     header.appendChild(button);
     render();
-    refresh().then(schedule);
-    if (eventsUrl && window.EventSource) {
-      var source = new EventSource(eventsUrl, { withCredentials: true });
-      source.onopen = function () { pushed = true; };
-      source.addEventListener("changed", function () { pushed = true; refresh(); });
-      source.onerror = function () {
-        pushed = false;
-        if (source.readyState === 2) schedule();
-      };
-    }
+    if (active()) listen();
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
