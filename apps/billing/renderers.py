@@ -35,18 +35,27 @@ FIGURES = (
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
-def _cell(value: Any) -> str:
+def csv_cell(value: Any) -> str:
+    """One CSV cell: empty for None, `key:count;…` for a mapping (e.g. hand-off reasons), and
+    a text that a spreadsheet would run as a formula quoted with a leading apostrophe."""
     if value is None:
         return ""
+    if isinstance(value, Mapping):
+        return ";".join(f"{key}:{count}" for key, count in value.items())
     text = str(value)
-    # A group key (a model name) must never run as a spreadsheet formula.
     return "'" + text if text.startswith(_FORMULA_START) else text
 
 
-class UsageCSVRenderer(BaseRenderer):
+class ReportCSVRenderer(BaseRenderer):
+    """A report (`{"client", "start", "end", "group_by", "groups": […], "totals": {…}}`) as
+    CSV: a header row, one row per group, a TOTAL row, downloaded as
+    `<name>-<client>-<start>-<end>-<group_by>.csv`. Subclasses name the report and its figures."""
+
     media_type = "text/csv"
     format = "csv"
     charset = "utf-8"
+    name = "usage"
+    figures: tuple[str, ...] = FIGURES
 
     def render(
         self,
@@ -55,15 +64,19 @@ class UsageCSVRenderer(BaseRenderer):
         renderer_context: Mapping[str, Any] | None = None,
     ) -> bytes:
         if not isinstance(data, Mapping) or "groups" not in data:
-            raise TypeError("UsageCSVRenderer renders usage reports only")
+            raise TypeError(f"{type(self).__name__} renders {self.name} reports only")
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\r\n")
-        writer.writerow([data["group_by"], *FIGURES])
+        writer.writerow([data["group_by"], *self.figures])
         for group in data["groups"]:
-            writer.writerow([_cell(group["key"]), *(_cell(group[name]) for name in FIGURES)])
-        writer.writerow(["TOTAL", *(_cell(data["totals"][name]) for name in FIGURES)])
+            writer.writerow([csv_cell(group["key"]), *(csv_cell(group[f]) for f in self.figures)])
+        writer.writerow(["TOTAL", *(csv_cell(data["totals"][f]) for f in self.figures)])
         response = (renderer_context or {}).get("response")
         if response is not None:
-            name = f"usage-{data['client']}-{data['start']}-{data['end']}-{data['group_by']}.csv"
-            response["Content-Disposition"] = f'attachment; filename="{name}"'
+            name = f"{self.name}-{data['client']}-{data['start']}-{data['end']}-{data['group_by']}"
+            response["Content-Disposition"] = f'attachment; filename="{name}.csv"'
         return out.getvalue().encode(self.charset)
+
+
+class UsageCSVRenderer(ReportCSVRenderer):
+    """The usage report (`/api/v1/billing/usage/?format=csv`)."""
