@@ -296,6 +296,9 @@ def _assess_with_context(turn: Turn) -> AssessOut:
 
 # "Deliberate when needed" (modes/as_needed.py) assesses as adaptive does, then decides itself.
 assess_with_context = _assess_with_context
+# Deliberative mode's synthesis (assess-shaped, through `decide`) goes out as written on the
+# same deciding fields, when no refinement follows it.
+final_as_written = _final_as_written
 
 
 def _critique(
