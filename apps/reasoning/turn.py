@@ -41,9 +41,10 @@ logger = logging.getLogger(__name__)
 NO_RETRY = {"auth", "bad_request", "context_window"}
 
 # The modes whose draft can be final as the model writes it: a draft with no tool call (and, in
-# adaptive mode, confident and wanting nothing more) goes out as written. A mode that may
-# deliberate after a first pass ("deliberate when needed") never shows that pass's draft.
-STREAMING_MODES = frozenset({"standard", "adaptive"})
+# adaptive mode, confident and wanting nothing more) goes out as written. "Deliberate when
+# needed" shows its adaptive draft only when nothing in it can send the turn into deliberation
+# (`modes.as_needed._stays_as_written`: no complaint, confidence not below the threshold).
+STREAMING_MODES = frozenset({"standard", "adaptive", "as_needed"})
 # The modes whose deliberation (`Turn.deliberating`) may end in an answer shown as written: the
 # loop shows its progress, then the call after which nothing can replace the answer streams it
 # — the synthesis when no refinement follows, the last improvement when it is the one kept

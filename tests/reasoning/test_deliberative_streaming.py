@@ -258,7 +258,7 @@ def test_when_needed_the_adaptive_draft_that_deliberates_is_never_shown_its_answ
     chat.client.plan.deliberate_below_confidence = 8
     chat.client.plan.save()
     first = "Probably thirty days, I think."
-    llm.script("assess", ordered_assess(response=first, confidence=7))
+    llm.script("assess", ordered_assess(response=first, confidence=7, complaint=False))
     llm.script("synthesize", ordered_assess(response=SYNTHESIS))
 
     [reply] = chat.say("Can I still return my boots?")
@@ -266,19 +266,48 @@ def test_when_needed_the_adaptive_draft_that_deliberates_is_never_shown_its_answ
     assert reply.text == SYNTHESIS
     assert not [text for text in drafts if first.startswith(text)]
     assert grows_into(drafts, SYNTHESIS), drafts
-    assert streamed_steps(llm) == ["synthesize"]
+    # (The assessment was asked as a stream too: its deciding fields said not to show it.)
+    assert streamed_steps(llm) == ["assess", "synthesize"]
 
 
-def test_when_needed_a_confident_answer_is_not_shown_early(when_needed, llm, drafts):
-    """Its adaptive pass could still deliberate (a complaint, a critique's ESCALATE): the
-    draft of a turn that may deliberate is not shown while written."""
+def test_when_needed_an_answer_nothing_can_send_into_deliberation_is_written_word_by_word(
+    when_needed, llm, drafts
+):
     chat = when_needed(0)
-    llm.script("assess", ordered_assess(response=SYNTHESIS, confidence=9))
+    llm.script("assess", ordered_assess(response=SYNTHESIS, confidence=9, complaint=False))
 
     [reply] = chat.say("How long do I have to return boots?")
 
     assert reply.text == SYNTHESIS
-    assert drafts == [] and streamed_steps(llm) == []
+    assert grows_into(drafts, SYNTHESIS), drafts
+    assert [r.step for r in llm.requests] == ["assess"]
+    assert streamed_steps(llm) == ["assess"]
+
+
+@pytest.mark.parametrize(
+    ("why", "fields"),
+    [
+        ("a complaint: it deliberates", {"confidence": 9, "complaint": True}),
+        ("no word on a complaint: it may deliberate", {"confidence": 9}),
+        ("below the plan's threshold: it deliberates", {"confidence": 8, "complaint": False}),
+    ],
+)
+def test_when_needed_a_draft_that_may_deliberate_is_not_shown(
+    when_needed, llm, drafts, why, fields
+):
+    chat = when_needed(1)
+    chat.client.plan.deliberate_below_confidence = 9
+    chat.client.plan.save()
+    first = "Probably thirty days, I think."
+    llm.script("assess", ordered_assess(response=first, **fields))
+    llm.default("synthesize", ordered_assess(response=SYNTHESIS))
+    llm.default("refine_critique", rc(95))
+
+    replies = chat.say("Can I still return my boots?")
+
+    assert replies, why
+    assert not [text for text in drafts if text and first.startswith(text)], why
+    assert drafts == [], why
 
 
 def test_when_needed_with_refinement_only_the_kept_last_improvement_is_shown(
@@ -294,7 +323,7 @@ def test_when_needed_with_refinement_only_the_kept_last_improvement_is_shown(
 
     assert reply.text == BETTER
     assert grows_into(drafts, BETTER), drafts
-    assert streamed_steps(llm) == ["improve"]
+    assert streamed_steps(llm) == ["assess", "improve"]
 
 
 # -- the rule, in plain Python ------------------------------------------------------------------
