@@ -87,7 +87,8 @@ def watch_draft(page: Page, frame: FrameLocator, *, until: Any) -> list[str]:
     for _ in range(600):
         if until.count():
             break
-        text = (draft.first.text_content() or "") if draft.count() else ""
+        # (Read without waiting: the bubble may go away between two looks.)
+        text = "".join(draft.all_text_contents()[:1])
         if (text or seen) and (not seen or text != seen[-1]):
             seen.append(text)
         page.wait_for_timeout(50)
