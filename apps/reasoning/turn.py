@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from apps.clients.models import Client, Plan
 from apps.conversations.models import Conversation, Kind, Message
-from apps.conversations.reply_drafts import ReplyDraftWriter
+from apps.conversations.reply_drafts import MAX_CHARS, ReplyDraftWriter
 from apps.core.deadlines import DeadlineExceeded
 from apps.core.languages import reply_language
 from apps.escalations.models import EscalationReason
@@ -41,9 +41,15 @@ logger = logging.getLogger(__name__)
 NO_RETRY = {"auth", "bad_request", "context_window"}
 
 # The modes whose draft can be final as the model writes it: a draft with no tool call (and, in
-# adaptive mode, confident and wanting nothing more) goes out as written. Deliberative turns
-# (and modes that may deliberate after a first pass) show their progress instead.
-STREAMING_MODES = frozenset({"standard", "adaptive"})
+# adaptive mode, confident and wanting nothing more) goes out as written. "Deliberate when
+# needed" shows its adaptive draft only when nothing in it can send the turn into deliberation
+# (`modes.as_needed._stays_as_written`: no complaint, confidence not below the threshold).
+STREAMING_MODES = frozenset({"standard", "adaptive", "as_needed"})
+# The modes whose deliberation (`Turn.deliberating`) may end in an answer shown as written: the
+# loop shows its progress, then the call after which nothing can replace the answer streams it
+# — the synthesis when no refinement follows, the last improvement when it is the one kept
+# (`apps.reasoning.modes.deliberative`). No other deliberative call passes `shown_when`.
+DELIBERATING_MODES = frozenset({"deliberative", "as_needed"})
 
 # Whether a reply, from its deciding fields (parsed so far), goes out exactly as written.
 type ShownWhen = Callable[[dict[str, Any]], bool]
@@ -137,21 +143,35 @@ class Turn:
     # A live conversation turn (the turn pipeline): where the reply so far goes while the model
     # writes it, for the widget's `delta` event (None: playground, simulations, benchmarks).
     reply_writer: ReplyDraftWriter | None = None
+    # Deliberative mode's `run` has begun (in "deliberate when needed", after adaptive's pass):
+    # from now on only the deliberation's final answer may be shown as written.
+    deliberating: bool = False
 
     def may_stream(self) -> bool:
         """Nothing after the draft can change it — no post-draft hook or evaluation, no action
         the customer has just confirmed (it replaces a tool-less draft) — and the mode decides
-        from one call: its reply may be shown while it is written (`llm(shown_when=…)`)."""
+        from one call (or, deliberating, the call is the one that writes the final answer): its
+        reply may be shown while it is written (`llm(shown_when=…)`)."""
+        modes = DELIBERATING_MODES if self.deliberating else STREAMING_MODES
         return (
             self.reply_writer is not None
             and bool(settings.LLM_STREAM_REPLIES)
             and not self.dry_run
             and self.sandbox is None
             and self.confirmed is None
-            and self.rec.trace.mode in STREAMING_MODES
+            and self.rec.trace.mode in modes
             and not self.plan.evaluation_enabled
             and not self.plan.post_draft_hooks
         )
+
+    def take_back_shown(self, final: str) -> None:
+        """A mode replaced the answer it let the customer read while it was written (the
+        final text is not what was shown): the shown text is taken back (`delta` with no text)
+        before the turn goes on, so the widget shows the typing line again, then only the
+        posted reply."""
+        writer = self.reply_writer
+        if writer is not None and writer.written and writer.written != final[:MAX_CHARS]:
+            writer.retract()
 
     def _reply_sink(self, shown_when: ShownWhen) -> StreamSink | None:
         """The sink of a call whose reply may be shown as written: once `response` has begun,

@@ -184,6 +184,17 @@ def best_version(events: Events) -> tuple[Draft | FinalSpec, int | None]:
     return versions[best], scores[best]
 
 
+def improvement_sent(events: Events, iteration: int) -> bool:
+    """Whether the improvement `iteration` about to be made of the most recent version is the
+    version sent when nothing follows it (the loop's last iteration): `best_version` keeps an
+    unscored last improvement only when it improves the best-scoring version. Known before the
+    improve call, so that call's reply may be shown while it is written."""
+    if most_recent_reasoning_state(events) is None:
+        return False
+    chosen, _ = best_version((*events, FinalSpec(text="", iteration=iteration)))
+    return chosen.iteration == iteration
+
+
 def refine(
     draft: str,
     *,
@@ -192,10 +203,13 @@ def refine(
     critic: Critic,
     improver: Improver,
     on_event: Callable[[ReasoningState | Failure, int], None] = lambda state, it: None,
+    final_improver: Improver | None = None,
 ) -> Refined:
     """Draft, then `iterations` × (critique → improve), each on the most recent version.
     LLM calls: 2 per iteration (the draft's call is the caller's); an early stop saves the
-    improve call of its iteration and everything after it."""
+    improve call of its iteration and everything after it. `final_improver` (if given) makes
+    the last improvement when it is sure to be the version sent (`improvement_sent`): the
+    caller may show that one to the customer while it is written."""
     events: Events = (Draft(text=draft),)
     on_event(events[0], 0)
     failure: Failure | None = None
@@ -213,7 +227,14 @@ def refine(
         if critique.score >= stop_score:
             stopped_early = True
             break
-        result = improve_step(events, iteration=iteration, improver=improver)
+        rewrite = improver
+        if (
+            final_improver is not None
+            and iteration == iterations
+            and improvement_sent(events, iteration)
+        ):
+            rewrite = final_improver
+        result = improve_step(events, iteration=iteration, improver=rewrite)
         if isinstance(result, Failure):
             failure = result
             on_event(result, iteration)

@@ -39,7 +39,15 @@ from apps.reasoning.steps import critique as critique_step
 from apps.reasoning.steps.assess import AssessOut
 from apps.reasoning.steps.critique import CritiqueOut
 from apps.reasoning.traces import pretty
-from apps.reasoning.turn import Escalate, Outcome, Reply, Turn, act_on_tool_call, schema_for
+from apps.reasoning.turn import (
+    Escalate,
+    Outcome,
+    Reply,
+    ShownWhen,
+    Turn,
+    act_on_tool_call,
+    schema_for,
+)
 from apps.tools.models import ClientTool, ToolKind
 
 ADAPTIVE_HISTORY = 5
@@ -217,7 +225,9 @@ def _floor_outcome(turn: Turn, assessment: AssessOut, tool: ClientTool | None) -
     return Outcome([Reply(question, kind=Kind.CLARIFICATION, data={"options": []})])
 
 
-def _assess_with_context(turn: Turn) -> AssessOut:
+def _assess_with_context(turn: Turn, shown_when: ShownWhen | None = None) -> AssessOut:
+    """`shown_when`: when an assessment goes out as written (adaptive's own rule by default;
+    "deliberate when needed" asks for more — nothing that would make it deliberate)."""
     topics = retrieval.topics(client=turn.client)
     has_kb = retrieval.has_knowledge(client=turn.client)
     keys = available_keys(turn.enabled_tools, knowledge=has_kb)
@@ -241,7 +251,7 @@ def _assess_with_context(turn: Turn) -> AssessOut:
         result = turn.llm(
             assess.STEP,
             messages,
-            shown_when=_final_as_written,
+            shown_when=shown_when or _final_as_written,
             business_info=turn.business_info,
             fetched=sorted([*fetched, *asked]),
             available_keys=keys,
@@ -296,6 +306,9 @@ def _assess_with_context(turn: Turn) -> AssessOut:
 
 # "Deliberate when needed" (modes/as_needed.py) assesses as adaptive does, then decides itself.
 assess_with_context = _assess_with_context
+# Deliberative mode's synthesis (assess-shaped, through `decide`) goes out as written on the
+# same deciding fields, when no refinement follows it.
+final_as_written = _final_as_written
 
 
 def _critique(

@@ -10,6 +10,10 @@ assess (adaptive's, with its context rounds)
        ├─ a plain knowledge answer, the plan evaluates it, the evaluation questions it
        │                                                                           → deliberate
        └─ otherwise: adaptive's outcome is the turn's
+Shown while written (docs/widget.md, `delta`): the assessment's reply only when nothing of the
+above can deliberate or change it (adaptive's rule, no complaint, confidence at or above the
+threshold, no evaluation); once it deliberates, only the deliberation's final answer.
+
 deliberate: trace step `deliberation_trigger` (why, with the signals), the trace's
   `deliberation_trigger`, the turn billed as deliberative from the start, then deliberative
   mode's `run` — whose own critique and guards decide what finally happens.
@@ -39,7 +43,7 @@ from apps.reasoning.models import DeliberationTrigger, ReasoningTrace
 from apps.reasoning.modes import adaptive, deliberative
 from apps.reasoning.steps.assess import AssessOut
 from apps.reasoning.traces import TurnAborted
-from apps.reasoning.turn import Outcome, Turn
+from apps.reasoning.turn import Outcome, ShownWhen, Turn
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +64,7 @@ def run(turn: Turn) -> Outcome:
     if turn.confirmed is not None or turn.declined is not None:
         # The customer answered a confirmation: the guards decide, as in deliberative mode.
         return adaptive.run_adaptive(turn)
-    assessment = adaptive.assess_with_context(turn)
+    assessment = adaptive.assess_with_context(turn, shown_when=_stays_as_written(turn))
     found = assessment_triggers(turn, assessment)
     if found:
         return _deliberate(turn, found[0], assessment, signals=found)
@@ -82,6 +86,31 @@ def run(turn: Turn) -> Outcome:
             signals=[DeliberationTrigger.EVALUATION_QUESTIONED.value],
         )
     return outcome
+
+
+def _stays_as_written(turn: Turn) -> ShownWhen:
+    """An assessment (its deciding fields, read before its `response`) whose reply goes out
+    exactly as written in this mode: adaptive's rule (no tool, nothing missing or wanted,
+    confident enough that no critique runs) and nothing that deliberates — the model said it is
+    no complaint, and its confidence is not below the plan's threshold. An evaluation could
+    still question it: a plan that evaluates streams nothing (`Turn.may_stream`)."""
+    threshold = turn.plan.deliberate_below_confidence
+
+    def shown(partial: dict[str, Any]) -> bool:
+        return (
+            adaptive.final_as_written(partial)
+            and partial.get("complaint") is False
+            and _number(partial["confidence"]) >= threshold
+        )
+
+    return shown
+
+
+def _number(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0  # unreadable: the least confident
 
 
 def _questioned(turn: Turn, outcome: Outcome, assessment: AssessOut) -> bool:

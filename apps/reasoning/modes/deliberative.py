@@ -18,6 +18,7 @@ the plan's deliberative multiplier); a limit ends the loop with the best answer 
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Callable
 from decimal import Decimal
@@ -35,7 +36,7 @@ from apps.reasoning.deliberation.config import DeliberationConfig, deliberation_
 from apps.reasoning.deliberation.loop import BUDGET_ERRORS, LoopResult, run_loop
 from apps.reasoning.deliberation.termination import Termination
 from apps.reasoning.llm import LLMError
-from apps.reasoning.modes.adaptive import decide
+from apps.reasoning.modes.adaptive import decide, final_as_written
 from apps.reasoning.steps import clarify as clarify_step
 from apps.reasoning.steps import improve as improve_step
 from apps.reasoning.steps import refine_critique, synthesize
@@ -71,6 +72,9 @@ def run(turn: Turn) -> Outcome:
         refinement_iterations=getattr(turn, "refinement_iterations", None),
     )
     run_id = str(uuid.uuid4())
+    # Only this deliberation's final answer may now be shown as it is written (`_synthesize`
+    # with `final`, the kept last improvement): everything else shows progress.
+    turn.deliberating = True
     context = full_context(client=turn.client, tools=turn.enabled_tools)
     # The client's cross-session notes (apps.notes), if any: a data block of the loop's steps
     # and the synthesis, never part of the context (which is the business's own word, and what
@@ -99,7 +103,7 @@ def run(turn: Turn) -> Outcome:
     if turn.confirmed is not None or turn.declined is not None:
         # The customer answered a confirmation: nothing to deliberate, the guards decide.
         turn.rec.step("deliberation_skipped", output={"reason": "answer to a confirmation"})
-        return decide(turn, _synthesize(turn, prefix=prefix, transcript=[]))
+        return decide(turn, _synthesize(turn, prefix=prefix, transcript=[], final=True))
 
     loop = LoopResult(steps=[], termination=Termination.ERROR)
     try:
@@ -113,7 +117,12 @@ def run(turn: Turn) -> Outcome:
         )
         if loop.termination is None:
             return _clarify(turn, loop)
-        assessment = _synthesize(turn, prefix=prefix, transcript=loop.transcript)
+        assessment = _synthesize(
+            turn,
+            prefix=prefix,
+            transcript=loop.transcript,
+            final=config.refinement_iterations <= 0,  # no refinement can replace it
+        )
         outcome = decide(turn, assessment)
         turn.draft_reasoning = (
             f"Deliberative mode: {len(loop.steps)} reasoning step(s) scored against the "
@@ -126,6 +135,8 @@ def run(turn: Turn) -> Outcome:
             outcome.replies[0] = Reply(refined.text, data=outcome.replies[0].data)
             if refined.failure is not None and refined.failure.budget:
                 loop.termination = Termination.BUDGET
+        # What the customer read as it was written is the answer; if not, it is taken back.
+        turn.take_back_shown(outcome.replies[0].text if outcome.replies else "")
     except TurnAborted:
         _end(turn, config, loop, Termination.STAFF_TAKEOVER, None)
         raise
@@ -166,11 +177,17 @@ def _end(
 
 
 def _synthesize(
-    turn: Turn, *, prefix: Callable[[], list[dict[str, str]]], transcript: list[dict[str, str]]
+    turn: Turn,
+    *,
+    prefix: Callable[[], list[dict[str, str]]],
+    transcript: list[dict[str, str]],
+    final: bool = False,
 ) -> AssessOut:
     """The synthesis; when it asks for `kb:<query>` keys, the knowledge base is searched (at
     most REASONING_MAX_CONTEXT_ROUNDS times, REASONING_KB_TOKENS each, within the turn's token
-    cap like every call) and the synthesis is written again with the new excerpts."""
+    cap like every call) and the synthesis is written again with the new excerpts. `final`: no
+    refinement follows, so a synthesis whose deciding fields (read before its `response`) mean
+    no critique, tool or context round is the answer, shown while it is written."""
     asked: set[str] = set()
     rounds = 0
     while True:
@@ -179,6 +196,7 @@ def _synthesize(
         result = turn.llm(
             synthesize.STEP,
             messages,
+            shown_when=final_as_written if final else None,
             business_info=turn.business_info,
             knowledge=knowledge.demo_facts(turn),
         )
@@ -242,6 +260,7 @@ def _refine(
         state: refinement.Draft | refinement.FinalSpec,
         critique: refinement.Critique,
         iteration: int,
+        shown: bool = False,
     ) -> str:
         issues = "\n".join(
             f'- [{i["kind"]}] "{i["quote"]}": {i["problem"]}' for i in critique.issues
@@ -256,6 +275,7 @@ def _refine(
         out = turn.llm(
             improve_step.STEP,
             messages,
+            shown_when=_as_written if shown else None,
             extra={"iteration": iteration},
             text=state.text,
             issues=list(critique.issues),
@@ -290,7 +310,15 @@ def _refine(
         critic=critic,
         improver=improver,
         on_event=journal,
+        # The last improvement, when it is the version kept: shown while it is written.
+        final_improver=functools.partial(improver, shown=True),
     )
+
+
+def _as_written(partial: dict[str, Any]) -> bool:
+    """An improvement has no deciding fields: when it is made to be sent, it goes out as
+    written."""
+    return True
 
 
 def _clarify(turn: Turn, loop: LoopResult) -> Outcome:

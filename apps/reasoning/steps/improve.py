@@ -14,6 +14,10 @@ from apps.reasoning.steps.refine_critique import CLOSING
 
 
 class ImproveOut(Out):
+    # The reply text, all there is: the last improvement, when it is the version kept, is shown
+    # while it is written (apps/reasoning/modes/deliberative.py).
+    written_last = "response"
+
     response: str = Field("", description="The improved reply.", validate_default=True)
 
     _text = field_validator("response")(required_text)

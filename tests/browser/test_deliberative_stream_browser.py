@@ -1,0 +1,162 @@
+"""A deliberative answer shown word by word in a real browser: while the loop reasons, the
+typing line counts its steps; then the call that writes the final answer (here the last
+refinement round, which refinement keeps) streams it — one bubble grows, and the posted reply
+replaces it. An answer shown and then taken back (its call failed twice) leaves only the posted
+reply: the text that was shown is nowhere in the log."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from django.db import connection
+from playwright.sync_api import FrameLocator, Page, expect
+
+from apps.clients.models import Plan
+from apps.clients.rubrics import SUPPORT
+from apps.widget import streams as widget_streams
+from tests.browser.helpers import open_widget, send, shot
+from tests.support.fake_llm import Delay, Truncated
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+KEYS = [p["key"] for p in SUPPORT["principles"]]
+
+SYNTHESIS = "Boots can be returned within 30 days of delivery, unworn and with the receipt."
+ANSWER = (
+    "Boots can be returned within 30 days of delivery as long as they are unworn and you "
+    "still have the receipt. Reply here with your order number and we will e-mail you a "
+    "prepaid label for the parcel the same day."
+)
+SANDALS = "Sandals can be returned within 30 days too, unworn and with the receipt."
+TAKEN_BACK = (
+    "Sandals can be returned within 30 days as well, and we add a voucher for free shipping "
+    "on your next order when you send them back with the receipt."
+)
+
+
+def synthesis(response: str) -> dict[str, Any]:
+    """The synthesis in the order the schema asks for it: the reply text last."""
+    return {
+        "tool_call": None,
+        "tool_params": {},
+        "confidence": 9,
+        "missing_params": [],
+        "is_destructive": False,
+        "needs_confirmation": False,
+        "needs_more_context": [],
+        "complaint": False,
+        "response": response,
+    }
+
+
+def script_loop(llm: Any, synthesized: str) -> None:
+    """Two reasoning steps, each taking a moment (the typing line counts them), the synthesis,
+    and a critique that asks for one improvement."""
+    llm.default(
+        "reason_step",
+        Delay(
+            1.2,
+            then={
+                "content": "internal reasoning",
+                "status": "continue",
+                "scores": dict.fromkeys(KEYS, 0.85),
+                "rationale": "r",
+                "hypotheses": [],
+            },
+        ),
+    )
+    llm.default("feedback", {"feedback": "keep it grounded"})
+    llm.script("synthesize", synthesis(synthesized))
+    llm.script(
+        "refine_critique",
+        {
+            "score": 60,
+            "issues": [{"quote": "with the receipt", "problem": "no next step", "kind": "tone"}],
+            "critique": "say what to do next",
+        },
+    )
+
+
+def watch_draft(page: Page, frame: FrameLocator, *, until: Any) -> list[str]:
+    """The texts the growing bubble showed, in order, until `until` is visible; "" where a
+    bubble that was shown went away before then (taken back)."""
+    draft = frame.locator("li.gd-draft .gd-text")
+    seen: list[str] = []
+    for _ in range(600):
+        if until.count():
+            break
+        # (Read without waiting: the bubble may go away between two looks.)
+        text = "".join(draft.all_text_contents()[:1])
+        if (text or seen) and (not seen or text != seen[-1]):
+            seen.append(text)
+        page.wait_for_timeout(50)
+    return seen
+
+
+def test_a_deliberative_answer_streams_after_its_progress(
+    browser: Any, live_server, demo, llm, screenshots, monkeypatch, settings
+):
+    settings.LLM_TIMEOUT = 20.0  # the whole streamed reply takes a few seconds
+    monkeypatch.setattr(llm, "first_token_seconds", 0.3)
+    monkeypatch.setattr(llm, "token_seconds", 0.04)
+    monkeypatch.setattr(widget_streams, "POLL_SECONDS", 0.1)
+    Plan.objects.filter(clients=demo).update(
+        ai_mode="deliberative",
+        deliberation_min_steps=2,
+        deliberation_max_steps=2,
+        refinement_iterations=1,
+        evaluation_enabled=False,
+    )
+    page = browser.new_page(viewport={"width": 1280, "height": 860})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    frame = open_widget(page, live_server.url, demo)
+    typing = frame.locator("#gd-typing")
+    reply = frame.locator("li.gd-msg--assistant[data-seq]")
+
+    script_loop(llm, SYNTHESIS)
+    llm.script("improve", {"response": ANSWER})
+    send(frame, "Can I still return boots I bought three weeks ago?")
+    if connection.vendor != "sqlite":
+        # (SQLite's in-memory test database serializes the live server's requests, so the
+        # stream cannot read while the turn runs; CI runs PostgreSQL.)
+        expect(typing).to_contain_text("Thinking it through… step", timeout=15_000)
+        expect(frame.locator("li.gd-draft")).to_have_count(0)  # no words while it reasons
+        shot(page, screenshots, "widget-deliberative-stream-progress.png")
+        expect(frame.locator("li.gd-draft .gd-text")).to_be_visible(timeout=20_000)
+        expect(typing).to_be_hidden()  # the growing answer stands in for the typing line
+        seen = watch_draft(page, frame, until=frame.get_by_text(ANSWER, exact=True))
+        shot(page, screenshots, "widget-deliberative-stream.png")
+        # The visible text grew over several observations, each the start of the answer.
+        assert len(seen) >= 3, seen
+        assert all(ANSWER.startswith(text) for text in seen), seen
+        assert len(seen[-1]) > len(seen[0])
+    expect(reply.last).to_contain_text(ANSWER, timeout=30_000)
+    expect(frame.locator("li.gd-draft")).to_have_count(0)  # the posted reply replaced it
+    expect(typing).to_be_hidden()
+    expect(frame.get_by_text("internal reasoning")).to_have_count(0)
+    expect(frame.get_by_text(SYNTHESIS)).to_have_count(0)  # refined, so never shown
+
+    # The last improvement is cut off twice after its words were shown: they are taken back,
+    # and refinement's best version (the synthesis) is the reply.
+    script_loop(llm, SANDALS)
+    cut = json.dumps({"response": TAKEN_BACK})[:-40]
+    # (The retry takes a moment to begin: the widget shows the typing line again meanwhile.)
+    llm.script("improve", Truncated(cut), Delay(1.5, then=Truncated(cut)))
+    send(frame, "And sandals?")
+    final = frame.locator("li.gd-msg--assistant[data-seq]", has_text=SANDALS)
+    if connection.vendor != "sqlite":
+        seen = watch_draft(page, frame, until=final)
+        assert [text for text in seen if text], "the improvement was shown while written"
+        assert all(TAKEN_BACK.startswith(text) for text in seen), seen
+        # Taken back before the turn went on: the bubble went away before the reply came.
+        assert "" in seen, seen
+    expect(final).to_have_count(1, timeout=30_000)
+    shot(page, screenshots, "widget-deliberative-taken-back.png")
+    expect(frame.locator("li.gd-draft")).to_have_count(0)
+    # Only the posted reply: nothing of the taken-back text is left on screen.
+    expect(frame.locator("#gd-log")).not_to_contain_text("as well, and we add a voucher")
+    expect(typing).to_be_hidden()
+    assert not errors
