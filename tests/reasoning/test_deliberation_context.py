@@ -201,3 +201,33 @@ def test_a_key_the_context_did_not_name_is_not_fetched(chat, llm):
 
     assert [r.step for r in llm.requests].count("synthesize") == 1
     assert end_of(trace())["context_asked"] == []
+
+
+def test_sections_adaptive_fetched_are_kept_when_it_escalates(
+    db, webhook, llm, django_capture_on_commit_callbacks
+):
+    """ "Deliberate when needed": the keys adaptive's assess asked for are in the deliberative
+    context whatever their score."""
+    client = make_shop("as_needed", webhook.url(), slug="ctx-when-needed")
+    client.business_info = shop_info(
+        {"returns": RETURNS, "shipping": SHIPPING, "privacy": PRIVACY, "terms": TERMS}
+    )
+    client.save(update_fields=["business_info"])
+    Plan.objects.filter(pk=client.plan_id).update(refinement_iterations=0)
+    client.plan.refresh_from_db()
+    conversation = conversation_create(client=client)[0]
+    chat = Chat(client, conversation, django_capture_on_commit_callbacks)
+    llm.script(
+        "assess",
+        assess(response="Let me check.", confidence=5, needs_more_context=["policies.privacy"]),
+        assess(response="Maybe 60 days?", confidence=5),
+    )
+    script_rising_loop(llm)
+    llm.script("synthesize", assess(response="Returns take 60 days.", confidence=9))
+
+    chat.say("How many days do I have to return unused boots?")
+
+    first_step = next(r for r in llm.requests if r.step == "reason_step")
+    system = message_text(first_step.messages[0])
+    assert PRIVACY in system and RETURNS in system
+    assert end_of(trace())["context"][0] == "policies.privacy"
