@@ -27,14 +27,28 @@ pytestmark = pytest.mark.django_db
 
 RETURNS = (
     "Items can be returned within 60 days of delivery, unused and with their tags. Refunds go "
-    "to the original payment method within 5 business days of the return arriving."
+    "to the original payment method within 5 business days of the return arriving. Footwear "
+    "must be tried on indoors only; boots with dirt or wear on the soles cannot be returned. "
+    "Tents go back in their stuff sacks with all poles and stakes. A prepaid label comes with "
+    "every US return and $7.95 is deducted unless the item is defective."
 )
 SHIPPING = (
     "Orders placed before noon ship the same day. Standard delivery takes 3-7 business days; "
-    "overnight delivery costs $29.95."
+    "overnight delivery costs $29.95 and arrives the next business day. International parcels "
+    "take 7-21 business days, duties collected at checkout for Canada, the UK and the EU. Fuel "
+    "canisters cannot be shipped abroad. Tracking numbers arrive by email."
 )
-PRIVACY = "We keep order records for 7 years. Ask privacy@shop.example to see or erase your data."
-TERMS = "Our own label carries a 2-year warranty against defects in materials and workmanship."
+PRIVACY = (
+    "We keep order records for 7 years and support conversations for 2 years. Ask "
+    "privacy@shop.example to see, correct or erase your personal data; card details are never "
+    "stored by us. We do not sell personal information and share it only with carriers and "
+    "payment processors."
+)
+TERMS = (
+    "Our own label carries a 2-year warranty against defects in materials and workmanship; "
+    "other brands are covered by their maker's warranty and we help file the claim. Warranties "
+    "do not cover normal wear, misuse or accidents. Obvious pricing errors may be cancelled."
+)
 # The same business in Spanish: the scoring knows no language's words.
 ES = {
     "returns": "Puede devolver los artículos en un plazo de 60 días desde la entrega, sin usar y "
@@ -231,3 +245,11 @@ def test_sections_adaptive_fetched_are_kept_when_it_escalates(
     system = message_text(first_step.messages[0])
     assert PRIVACY in system and RETURNS in system
     assert end_of(trace())["context"][0] == "policies.privacy"
+
+
+def test_a_small_business_info_is_sent_whole(shop) -> None:
+    shop.business_info = shop_info({"returns": "30-day returns.", "shipping": "Ships in 2 days."})
+    shop.save(update_fields=["business_info"])
+    scope = deliberative_context(client=shop, tools=tools_of(shop), query="Can I return it?")
+    assert scope.available == [] and set(scope.included) == set(scope.listed)
+    assert "Ships in 2 days." in scope.text

@@ -14,11 +14,12 @@ Relevance is a retrieval score over the sections, with no word list of any langu
 trigrams of the message and of each section (the key and its text), weighted by how few sections
 hold them (tf-idf, the idf squared), cosine similarity. A section is included when it stands
 out — at least `STANDOUT` × the mean score of all sections — and at most `MAX_SECTIONS` of them.
-The keys the turn already fetched (adaptive's `needs_more_context` when "deliberate when needed"
-escalates) are always included. A section left out is still named, and the synthesis may ask for
-it by key in `needs_more_context` (modes/deliberative.py fetches it and writes the answer again),
-as adaptive asks for its keys — so a message in another language than the business's texts costs
-a round, never the facts."""
+Sections of `SMALL_SECTIONS_TOKENS` or fewer in all are all sent. The keys the turn already
+fetched (adaptive's `needs_more_context` when "deliberate when needed" escalates) are always
+included. A section left out is still named, and the synthesis may ask for it by key in
+`needs_more_context` (modes/deliberative.py fetches it and writes the answer again), as adaptive
+asks for its keys — so a message in another language than the business's texts costs a round,
+never the facts."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ from apps.reasoning.context import (
     fetch_context,
     minimal_context,
 )
+from apps.reasoning.llm import estimate_tokens
 from apps.tools.models import ClientTool
 
 # Always in the context (short, and they apply to every answer): not scored.
@@ -45,6 +47,8 @@ ALWAYS = ("ai_instructions",)
 NOT_SECTIONS = ("contact.full",)
 STANDOUT = 1.8
 MAX_SECTIONS = 2
+# Sections this short in all are sent in full: choosing would save next to nothing.
+SMALL_SECTIONS_TOKENS = 400
 GRAM = 3
 _WORD = re.compile(r"[^\W_]+")
 
@@ -166,7 +170,10 @@ def deliberative_context(
     messages); `wanted`: keys to include whatever their score."""
     sections, instructions = sections_of(client=client, tools=tools)
     scores = relevance(query, sections)
-    included = select(scores, wanted=[k for k in wanted if k in sections])
+    if sum(estimate_tokens(text) for text in sections.values()) <= SMALL_SECTIONS_TOKENS:
+        included = list(sections)
+    else:
+        included = select(scores, wanted=[k for k in wanted if k in sections])
     parts = [minimal_context(client=client, tools=[]).rsplit("\nTools", 1)[0]]
     if instructions:
         parts.append(f"## ai_instructions\n{instructions}")
