@@ -14,7 +14,12 @@ from apps.billing.models import UsageRecord
 from apps.clients.models import Plan
 from apps.conversations.services import conversation_create
 from apps.reasoning.context import keys_text
-from apps.reasoning.deliberation.termination import Termination, projected, termination_after
+from apps.reasoning.deliberation.termination import (
+    Termination,
+    projected,
+    repeats,
+    termination_after,
+)
 from apps.reasoning.models import ReasoningTrace
 from apps.reasoning.steps import get as get_step
 from apps.reasoning.steps._shared import language_asked, with_language
@@ -237,3 +242,64 @@ def test_the_adaptive_keys_line_does_not_grow_with_the_tools() -> None:
         "policies.<returns|shipping>, faqs, kb:<search words> (searches the knowledge base), "
         "tool_schema:<tool name>"
     )
+
+
+RISING = [0.5, 0.55, 0.6, 0.65, 0.7, 0.8]  # on course: would reach the target at step 6
+THOUGHTS = [
+    "The customer asks how long the returns window is for boots.",
+    "The returns policy gives 60 days from delivery, unused, tags attached.",
+    "Worn soles cannot be accepted; say so kindly and offer an exchange for size.",
+    "A prepaid label is included; $7.95 is deducted unless the item is defective.",
+    "Next step for the customer: start the return on the Returns page with the order number.",
+    "Tone: warm, brief, no promises beyond the written policy.",
+]
+
+
+def loop_steps(contents: list[str]) -> list[dict[str, Any]]:
+    return [
+        {**step(n, score), "content": content}
+        for n, (score, content) in enumerate(zip(RISING, contents, strict=False), 1)
+    ]
+
+
+def test_a_loop_that_repeats_itself_stops_after_min(deep_chat, llm):
+    Plan.objects.filter(pk=deep_chat.client.plan_id).update(refinement_iterations=0)
+    # Steps 3 and 4 say the same (the step number aside): converged, nothing left to add.
+    same = "Weighing the returns policy against what the customer asked."
+    llm.script("reason_step", *loop_steps([*THOUGHTS[:2], f"Step 3: {same}", f"Step 4: {same}"]))
+    llm.script("synthesize", assess(response="Answer."))
+
+    deep_chat.say("A question that needs thought")
+
+    end = end_of(trace())
+    assert (end["steps"], end["termination"]) == (4, "stalled")
+    assert end["detail"].startswith("repeated")
+    assert len(llm.calls("reason_step")) == 4
+
+
+def test_a_loop_whose_steps_move_on_runs_to_its_target(deep_chat, llm):
+    Plan.objects.filter(pk=deep_chat.client.plan_id).update(refinement_iterations=0)
+    llm.script("reason_step", *loop_steps(THOUGHTS))
+    llm.script("synthesize", assess(response="Answer."))
+
+    deep_chat.say("A question that needs thought")
+
+    end = end_of(trace())
+    assert (end["steps"], end["termination"]) == (6, "target_reached")
+
+
+def test_a_repeat_stops_only_after_min_and_in_any_language() -> None:
+    args = {"min_steps": 4, "max_steps": 10, "target": 0.75}
+    rising = [0.5, 0.55, 0.6]
+    assert termination_after(step=3, mean=0.6, means=rising, repeated=True, **args) is None
+    on_course = [*rising, 0.65]
+    assert termination_after(step=4, mean=0.65, means=on_course, **args) is None
+    assert (
+        termination_after(step=4, mean=0.65, means=on_course, repeated=True, **args)
+        == Termination.STALLED
+    )
+    spanish = "Paso 4: la política de devoluciones da 60 días desde la entrega."
+    assert repeats(spanish.replace("4", "5"), spanish)
+    assert not repeats("Paso 5: falta decir cómo empezar la devolución en la web.", spanish)
+    hebrew = "שלב 4: מדיניות ההחזרות נותנת 60 יום מיום המסירה."
+    assert repeats(hebrew.replace("4", "5"), hebrew)

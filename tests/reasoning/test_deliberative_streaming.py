@@ -223,6 +223,9 @@ def test_a_shown_answer_the_mode_then_replaced_is_taken_back(deep, llm, drafts, 
     """If a shown improvement were not the version kept after all, the mode takes it back
     before the turn goes on (the widget then shows only the posted reply)."""
     monkeypatch.setattr(refinement, "improvement_sent", lambda events, iteration: True)
+    # …and the last improvement is asked for although its version scored lower (refinement
+    # normally skips it: `_worse_than_best`).
+    monkeypatch.setattr(refinement, "_worse_than_best", lambda events, critique: False)
     chat = deep(2)
     llm.script("synthesize", ordered_assess(response=SYNTHESIS))
     llm.script("refine_critique", rc(70, "with the receipt"), rc(60, "start yours"))
@@ -393,6 +396,6 @@ def test_refine_uses_the_final_improver_only_for_a_last_improvement_it_keeps():
         final_improver=improver("final"),
     )
     # Critiques 60, 70, 65: version 2 scored below version 1, so the last improvement (of
-    # version 2) is dropped and was made as any other.
-    assert calls == [("plain", 1), ("plain", 2), ("plain", 3)]
+    # version 2) would be dropped: it is not asked for, and the final improver is never used.
+    assert calls == [("plain", 1), ("plain", 2)]
     assert dropped.text == "v1"

@@ -183,6 +183,30 @@ def test_refinement_stops_early_at_the_threshold() -> None:
     assert len(seen.critiqued) + len(seen.improved) == 3  # not 2N = 6
 
 
+@pytest.mark.parametrize(
+    ("scores", "improvements", "expected_text"),
+    [
+        ([70, 60], 1, "draft"),  # the last critique scored below the draft's: no improve 2
+        ([50, 80, 60], 2, "improved 1"),  # below iteration 1's version: no improve 3
+        ([70, 70], 2, "improved 2"),  # a tie goes to the later version: improve 2 is kept
+        ([70, 80], 2, "improved 2"),  # rising: improve 2 is kept
+    ],
+)
+def test_the_last_improvement_is_not_asked_for_when_it_would_be_dropped(
+    scores, improvements, expected_text
+):
+    seen = Recorder(scores=scores)
+    refined = refine(
+        "draft",
+        iterations=len(scores),
+        stop_score=100,
+        critic=seen.critic,
+        improver=seen.improver,
+    )
+    assert len(seen.improved) == improvements
+    assert refined.text == expected_text and refined.failure is None
+
+
 def test_zero_iterations_is_just_the_draft() -> None:
     seen = Recorder()
     refined = refine(

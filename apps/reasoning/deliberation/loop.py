@@ -45,7 +45,11 @@ from apps.core import deadlines
 from apps.core.deadlines import DeadlineExceeded
 from apps.reasoning.deliberation.config import DeliberationConfig
 from apps.reasoning.deliberation.telemetry import reasoning_step_event
-from apps.reasoning.deliberation.termination import Termination, termination_after
+from apps.reasoning.deliberation.termination import (
+    Termination,
+    repeats,
+    termination_after,
+)
 from apps.reasoning.llm import TOKENS_PER_MESSAGE, LLMError, estimate_tokens
 from apps.reasoning.meter import TokenCapExceeded
 from apps.reasoning.steps import feedback as feedback_step
@@ -154,13 +158,11 @@ def on_course_gain() -> float | None:
 
 
 def server_note(entry: StepEntry, previous: StepEntry | None, config: DeliberationConfig) -> str:
-    """The server's own feedback on step 1 or a step on course: numbers and the rubric's
-    words."""
+    """The server's own feedback on step 1 or a step on course: numbers and the weakest
+    principle's key and label (its definition is in the loop's protocol message)."""
     weakest = min(entry.scores, key=entry.scores.__getitem__) if entry.scores else ""
-    definition = next(
-        (f" ({p['label']}): {p['definition']}" for p in config.principles if p["key"] == weakest),
-        "",
-    )
+    # The label only: the definition is in the protocol message, once, before every step.
+    definition = next((f" ({p['label']})" for p in config.principles if p["key"] == weakest), "")
     gap = config.target - entry.mean
     where = f"{gap:.2f} below the target {config.target:.2f}" if gap > 0 else "at the target"
     trend = (
@@ -297,6 +299,7 @@ def run_loop(
             log(entry, None, result.latency_ms)
             return end(None, "two readings of the message are too close to guess")
 
+        repeated = stop_stalled and len(steps) > 1 and repeats(entry.content, steps[-2].content)
         termination = termination_after(
             step=index,
             mean=entry.mean,
@@ -304,10 +307,20 @@ def run_loop(
             max_steps=config.max_steps,
             target=config.target,
             means=[s.mean for s in steps] if stop_stalled else None,
+            repeated=repeated,
         )
         if termination is not None:
             log(entry, termination, result.latency_ms)
-            return end(termination)
+            by_scores = termination_after(
+                step=index,
+                mean=entry.mean,
+                min_steps=config.min_steps,
+                max_steps=config.max_steps,
+                target=config.target,
+                means=[s.mean for s in steps] if stop_stalled else None,
+            )
+            detail = "repeated: the step says what the step before it said" if not by_scores else ""
+            return end(termination, detail)
 
         previous = steps[-2] if len(steps) > 1 else None
         if gain is not None and (previous is None or entry.mean - previous.mean >= gain):

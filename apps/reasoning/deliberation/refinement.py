@@ -13,8 +13,9 @@ naming it, and `refine` stops there and keeps the best version it has.
 Beyond the seed (Self-Refine's findings): each critique scores the version it reads (0–100);
 refinement stops early when a score reaches the plan's threshold, and the answer is the
 best-scoring version, not blindly the last. The last improvement cannot have a score without an
-extra call (calls stay 1 + 2N, as the seed counts): it is kept when it improves the best-scoring
-version, and dropped when the critiques showed the improvements going downhill.
+extra call (calls stay at most 1 + 2N, as the seed counts): it is kept when it improves the
+best-scoring version, and when the last critique showed the improvements going downhill (its
+version scored below an earlier one) it is not asked for at all — it would be dropped.
 """
 
 from __future__ import annotations
@@ -195,6 +196,12 @@ def improvement_sent(events: Events, iteration: int) -> bool:
     return chosen.iteration == iteration
 
 
+def _worse_than_best(events: Events, critique: Critique) -> bool:
+    """The version `critique` read scored below an earlier version."""
+    earlier = [c.score for c in events if isinstance(c, Critique) and c is not critique]
+    return bool(earlier) and critique.score < max(earlier)
+
+
 def refine(
     draft: str,
     *,
@@ -226,6 +233,10 @@ def refine(
         assert isinstance(critique, Critique)
         if critique.score >= stop_score:
             stopped_early = True
+            break
+        if iteration == iterations and _worse_than_best(events, critique):
+            # The last improvement is never scored: `best_version` would drop one built on a
+            # version that scored below an earlier one, so it is not asked for.
             break
         rewrite = improver
         if (

@@ -28,11 +28,16 @@ from django.conf import settings
 from django.utils.translation import gettext
 
 from apps.clients.modes import Mode
-from apps.conversations.models import Kind
+from apps.conversations.models import Kind, Role
 from apps.reasoning import knowledge
-from apps.reasoning.context import full_context, history_messages, pending_text
+from apps.reasoning.context import fetch_context, history_messages, pending_text
 from apps.reasoning.deliberation import refinement
 from apps.reasoning.deliberation.config import DeliberationConfig, deliberation_config
+from apps.reasoning.deliberation.context import (
+    DeliberativeContext,
+    deliberative_context,
+    fetched_message,
+)
 from apps.reasoning.deliberation.loop import BUDGET_ERRORS, LoopResult, run_loop
 from apps.reasoning.deliberation.termination import Termination
 from apps.reasoning.llm import LLMError
@@ -46,6 +51,9 @@ from apps.reasoning.traces import TurnAborted
 from apps.reasoning.turn import Escalate, Outcome, Reply, Turn
 
 CLOSE_HYPOTHESES = 0.15
+# The customer messages the context's sections are chosen for (the last one and the one before,
+# for a short follow-up such as "and for boots?").
+CONTEXT_QUERY_MESSAGES = 2
 
 
 def hypotheses_too_close(hypotheses: list[dict[str, Any]]) -> bool:
@@ -75,13 +83,25 @@ def run(turn: Turn) -> Outcome:
     # Only this deliberation's final answer may now be shown as it is written (`_synthesize`
     # with `final`, the kept last improvement): everything else shows progress.
     turn.deliberating = True
-    context = full_context(client=turn.client, tools=turn.enabled_tools)
+    # Only the sections the message needs (deliberation/context.py), the others named and asked
+    # for by key; keys adaptive already fetched ("deliberate when needed") are kept.
+    fetched_before = getattr(getattr(turn.rec, "trace", None), "context_fetched", None) or []
+    scope = deliberative_context(
+        client=turn.client,
+        tools=turn.enabled_tools,
+        query=_context_query(turn),
+        wanted=[k for k in fetched_before if not knowledge.is_kb_key(k)],
+    )
+    context = scope.text
+    # Sections the synthesis asked for (`needs_more_context`): after the loop, in every later
+    # call (the refinement's critic judges against them too).
+    extra: dict[str, str] = {}
     # The client's cross-session notes (apps.notes), if any: a data block of the loop's steps
     # and the synthesis, never part of the context (which is the business's own word, and what
     # the refinement's critic judges against).
     notes = turn.notes_prompt()
     pending = pending_text(turn.confirmed, turn.declined)
-    turn.add_source("full context (business info and tools)", context)  # for the evaluation
+    turn.add_source("deliberative context (business info and tools)", context)  # evaluation
     # The knowledge-base chunks for the message (the synthesis may ask for more with `kb:`).
     knowledge.fetch(
         turn,
@@ -103,7 +123,9 @@ def run(turn: Turn) -> Outcome:
     if turn.confirmed is not None or turn.declined is not None:
         # The customer answered a confirmation: nothing to deliberate, the guards decide.
         turn.rec.step("deliberation_skipped", output={"reason": "answer to a confirmation"})
-        return decide(turn, _synthesize(turn, prefix=prefix, transcript=[], final=True))
+        return decide(
+            turn, _synthesize(turn, scope, extra, prefix=prefix, transcript=[], final=True)
+        )
 
     loop = LoopResult(steps=[], termination=Termination.ERROR)
     try:
@@ -119,6 +141,8 @@ def run(turn: Turn) -> Outcome:
             return _clarify(turn, loop)
         assessment = _synthesize(
             turn,
+            scope,
+            extra,
             prefix=prefix,
             transcript=loop.transcript,
             final=config.refinement_iterations <= 0,  # no refinement can replace it
@@ -131,27 +155,39 @@ def run(turn: Turn) -> Outcome:
         )
         refined = None
         if _refinable(outcome, assessment) and config.refinement_iterations > 0:
-            refined = _refine(turn, config, prefix=prefix(), draft=assessment.response)
+            more = [fetched_message(extra)] if extra else []
+            refined = _refine(turn, config, prefix=[*prefix(), *more], draft=assessment.response)
             outcome.replies[0] = Reply(refined.text, data=outcome.replies[0].data)
             if refined.failure is not None and refined.failure.budget:
                 loop.termination = Termination.BUDGET
         # What the customer read as it was written is the answer; if not, it is taken back.
         turn.take_back_shown(outcome.replies[0].text if outcome.replies else "")
     except TurnAborted:
-        _end(turn, config, loop, Termination.STAFF_TAKEOVER, None)
+        _end(turn, config, loop, Termination.STAFF_TAKEOVER, None, scope, extra)
         raise
     except BUDGET_ERRORS:
-        _end(turn, config, loop, Termination.BUDGET, None)  # the synthesis could not be made
+        # The synthesis could not be made.
+        _end(turn, config, loop, Termination.BUDGET, None, scope, extra)
         raise
     except Escalate:
         # The critique (or a tool's failure) hands over: the loop itself ended as recorded.
-        _end(turn, config, loop, loop.termination or Termination.ERROR, None)
+        _end(turn, config, loop, loop.termination or Termination.ERROR, None, scope, extra)
         raise
     except LLMError:
-        _end(turn, config, loop, Termination.ERROR, None)
+        _end(turn, config, loop, Termination.ERROR, None, scope, extra)
         raise
-    _end(turn, config, loop, loop.termination, refined)
+    _end(turn, config, loop, loop.termination, refined, scope, extra)
     return outcome
+
+
+def _context_query(turn: Turn) -> str:
+    """The conversation's last customer messages (this one last): what the context's
+    sections are scored against."""
+    texts = [m.text for m in turn.history if m.role == Role.USER and m.text]
+    current = turn.user_message.text
+    if not texts or texts[-1] != current:
+        texts.append(current)
+    return "\n".join(texts[-CONTEXT_QUERY_MESSAGES:])
 
 
 def _end(
@@ -160,6 +196,8 @@ def _end(
     loop: LoopResult,
     termination: Termination,
     refined: refinement.Refined | None,
+    scope: DeliberativeContext | None = None,
+    extra: dict[str, str] | None = None,
 ) -> None:
     turn.rec.step(
         "deliberation_end",
@@ -171,6 +209,8 @@ def _end(
             "stopped_early": refined.stopped_early if refined else False,
             "final_score": loop.final_mean,
             "refinement_score": refined.best_score if refined else None,
+            "context": scope.included if scope else [],
+            "context_asked": sorted(extra or {}),
             **config.as_data(),
         },
     )
@@ -178,21 +218,27 @@ def _end(
 
 def _synthesize(
     turn: Turn,
+    scope: DeliberativeContext,
+    extra: dict[str, str],
     *,
     prefix: Callable[[], list[dict[str, str]]],
     transcript: list[dict[str, str]],
     final: bool = False,
 ) -> AssessOut:
-    """The synthesis; when it asks for `kb:<query>` keys, the knowledge base is searched (at
-    most REASONING_MAX_CONTEXT_ROUNDS times, REASONING_KB_TOKENS each, within the turn's token
-    cap like every call) and the synthesis is written again with the new excerpts. `final`: no
-    refinement follows, so a synthesis whose deciding fields (read before its `response`) mean
-    no critique, tool or context round is the answer, shown while it is written."""
+    """The synthesis; when it asks for keys in `needs_more_context` — `kb:<query>` (the
+    knowledge base is searched, REASONING_KB_TOKENS each) or a section the context named but did
+    not give (`policies.shipping`, `tool_schema:<name>`: added to `extra`, sent after the loop's
+    transcript so the loop stays a cached prefix) — the synthesis is written again with them, at
+    most REASONING_MAX_CONTEXT_ROUNDS times, within the turn's token cap like every call.
+    `final`: no refinement follows, so a synthesis whose deciding fields (read before its
+    `response`) mean no critique, tool or context round is the answer, shown while it is
+    written."""
     asked: set[str] = set()
     rounds = 0
     while True:
         # `prefix()` carries the knowledge-base excerpts fetched so far (more after a `kb:` ask).
-        messages = synthesize.prompt(prefix=prefix(), transcript=transcript)
+        more = [fetched_message(extra)] if extra else []
+        messages = synthesize.prompt(prefix=prefix(), transcript=[*transcript, *more])
         result = turn.llm(
             synthesize.STEP,
             messages,
@@ -207,22 +253,25 @@ def _synthesize(
             f"tool {assessment.tool_call or '—'}",
             {**assessment.model_dump(), "step": "synthesize"},
         )
-        wanted = [
-            k for k in assessment.needs_more_context if knowledge.is_kb_key(k) and k not in asked
-        ][:2]
-        if not wanted or rounds >= settings.REASONING_MAX_CONTEXT_ROUNDS:
+        wanted = [k.strip() for k in assessment.needs_more_context if k.strip() not in asked]
+        kb_keys = [k for k in wanted if knowledge.is_kb_key(k)][:2]
+        sections = [k for k in wanted if k in scope.available and k not in extra]
+        if not (kb_keys or sections) or rounds >= settings.REASONING_MAX_CONTEXT_ROUNDS:
             return assessment
-        chunks = 0
-        for key in wanted:
+        for key in kb_keys:
             asked.add(key)
-            chunks += len(
-                knowledge.fetch(
-                    turn,
-                    query=knowledge.kb_query(key),
-                    token_budget=settings.REASONING_KB_TOKENS,
-                    purpose="synthesize",
-                )
+            knowledge.fetch(
+                turn,
+                query=knowledge.kb_query(key),
+                token_budget=settings.REASONING_KB_TOKENS,
+                purpose="synthesize",
             )
+        if sections:
+            asked.update(sections)
+            found, _ = fetch_context(client=turn.client, tools=turn.enabled_tools, keys=sections)
+            extra.update(found)
+            for key, text in found.items():
+                turn.add_source(key, text)
         turn.rec.trace.context_fetched = sorted({*turn.rec.trace.context_fetched, *asked})
         rounds += 1
 

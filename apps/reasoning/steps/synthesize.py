@@ -16,8 +16,8 @@ INSTRUCTIONS = """Now write the answer the customer will read, from your reasoni
 (none: answer directly; the customer has not seen them). Return JSON: response (text for the
 customer), confidence (1-10), tool_call (name or null), tool_params, missing_params (required
 params you don't have), is_destructive, needs_confirmation, needs_more_context ([] — or
-kb:<search words> keys to search the business's knowledge base once more before you
-answer)."""
+the keys of sections listed but not given above, or kb:<search words> keys to search the
+business's knowledge base, to read them before you answer)."""
 
 
 def prompt(
