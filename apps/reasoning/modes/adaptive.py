@@ -225,8 +225,11 @@ def _assess_with_context(turn: Turn) -> AssessOut:
     asked: set[str] = set()
     history = history_messages(turn.history[-ADAPTIVE_HISTORY:])
     rounds = 0
-    context = minimal_context(client=turn.client, tools=turn.enabled_tools, topics=topics)
-    turn.add_source("minimal context", context)
+    context = minimal_context(
+        client=turn.client, tools=turn.enabled_tools, topics=topics, name=False
+    )
+    # What the model reads, its first line's business name included (the evaluation's sources).
+    turn.add_source("minimal context", f"Business: {turn.client.name}\n{context}")
     while True:
         messages = assess.prompt(
             keys=keys_text(keys),
@@ -237,6 +240,7 @@ def _assess_with_context(turn: Turn) -> AssessOut:
             notes=turn.notes_prompt(),
             knowledge=knowledge.knowledge_message(turn.knowledge),
             kb=has_kb,
+            business=turn.client.name,
         )
         result = turn.llm(
             assess.STEP,
