@@ -207,6 +207,8 @@ RISKY = [
     ),
 ]
 CASES = {"simple": SIMPLE, "context": CONTEXT, "risky": RISKY, "risky_schema_first": RISKY}
+# The question whose first call is compared across modes (docs/benchmarks.md).
+FIRST_CALL_CASE = SIMPLE[0]
 
 
 class ScriptedModel:
@@ -305,6 +307,31 @@ class BenchResult:
     # would invoice for the same requests, cached tokens priced at the cached rate.
     reported_usd: Decimal = Decimal(0)
     provider_usd: Decimal = Decimal(0)
+    # Prompt tokens of each mode's first call on `FIRST_CALL_CASE`, its last turn of the run
+    # (so with the notes the run has written by then): adaptive's `assess`, standard's
+    # `respond`.
+    first_call: dict[str, int] = field(default_factory=dict)
+
+    def first_call_ratio(self) -> Decimal | None:
+        """Adaptive's first call ÷ standard's prompt, on `FIRST_CALL_CASE`."""
+        ada, std = self.first_call.get("adaptive"), self.first_call.get("standard")
+        return Decimal(ada) / Decimal(std) if ada and std else None
+
+    def uncached_cost(self, mode: str) -> Decimal:
+        """Weighted provider cost per turn as if nothing were served from a prompt cache:
+        every prompt token at the input price."""
+        prompt, completion = (
+            self.weighted(mode, "prompt_tokens"),
+            self.weighted(mode, "completion_tokens"),
+        )
+        return (
+            prompt * self.price.input_per_million + completion * self.price.output_per_million
+        ) / Decimal(1_000_000)
+
+    def uncached_ratio(self) -> Decimal | None:
+        """Adaptive ÷ standard weighted cost per turn without prompt caching."""
+        std = self.uncached_cost("standard")
+        return self.uncached_cost("adaptive") / std if std else None
 
     def evaluated(self, mode: str) -> tuple[int, int]:
         """(evaluated turns, turns) of the weighted mix's scenarios in `mode`."""
@@ -532,7 +559,14 @@ def run_benchmark(
                     client = clients[mode]
                     for scenario, case in plan:
                         scripted.new_turn(case, scenario)
-                        _one_turn(result.tally(mode, scenario), client, mode, scenario, case)
+                        _one_turn(
+                            result.tally(mode, scenario),
+                            client,
+                            mode,
+                            scenario,
+                            case,
+                            result.first_call,
+                        )
                         if progress is not None:
                             progress(1)
             result.reported_usd, result.provider_usd = _invoices(server, clients)
@@ -569,7 +603,14 @@ def _invoices(server: Any, clients: dict[str, Client]) -> tuple[Decimal, Decimal
     return reported, server.provider_cost(prices)
 
 
-def _one_turn(tally: Tally, client: Client, mode: str, scenario: str, case: Case) -> None:
+def _one_turn(
+    tally: Tally,
+    client: Client,
+    mode: str,
+    scenario: str,
+    case: Case,
+    first_call: dict[str, int] | None = None,
+) -> None:
     turn = measure_turn(client, case.text)
     steps = list(turn.records.order_by("pk").values_list("step", flat=True))
     plan = client.plan
@@ -586,6 +627,9 @@ def _one_turn(tally: Tally, client: Client, mode: str, scenario: str, case: Case
     tally.evaluated += bool(turn.trace.evaluation_outcome)
     tally.deliberated += bool(trigger)
     turn.count_into(tally)
+    if case is FIRST_CALL_CASE and first_call is not None:
+        record = turn.records.order_by("pk").first()
+        first_call[mode] = record.prompt_tokens if record else 0
 
 
 @dataclass

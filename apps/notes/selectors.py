@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -269,3 +269,47 @@ def prompt_notes(
     return format_notes_for_prompt(
         notes, budget_tokens=plan.notes_prompt_budget_tokens, language=language
     )
+
+
+def waits_for_its_tool(note: Note, tool_names: Collection[str]) -> bool:
+    """An automatic SUCCESS record about one of `tool_names` (written by the system after a
+    turn, `apps.reasoning.turn_notes`: source AI, active without review, its ref the tool's
+    name). It says the tool worked as expected: worth reading once the model looks at that
+    tool, not in every first call. Failure records (a tool failed, a hand-off) are warnings and
+    staff-written or staff-approved notes are the business's own word: they never wait."""
+    return (
+        note.type == NoteType.SUCCESS
+        and note.source == NoteSource.AI
+        and note.reviewed_at is None
+        and note.ref in tool_names
+    )
+
+
+def prompt_notes_for_tools(
+    *,
+    client: Client,
+    language: str,
+    tool_names: Collection[str],
+    in_play: Collection[str],
+    budget_tokens: int,
+    plan: Plan | None = None,
+) -> tuple[str, list[int]]:
+    """A smaller notes block for a prompt that names the tools but has not chosen one yet
+    (adaptive mode's `assess`): `prompt_notes`'s notes, except the success records of a tool
+    that is not `in_play` (`waits_for_its_tool`) — they matter once the model looks at the tool
+    (fetches its schema) or the customer answers a confirmation question about it. Within
+    `budget_tokens` (and the plan's budget). What the notes say and how they are quoted is
+    `format_notes_for_prompt`'s, unchanged."""
+    plan = plan or client.plan
+    budget = min(budget_tokens, plan.notes_prompt_budget_tokens)
+    if not plan.notes_enabled or budget <= 0:
+        return "", []
+    language = (language or "").strip().lower()
+    notes = [
+        note
+        for note in relevant_notes(client=client, language=language)
+        if note.ref in in_play or not waits_for_its_tool(note, tool_names)
+    ]
+    if not notes:
+        return "", []
+    return format_notes_for_prompt(notes, budget_tokens=budget, language=language)

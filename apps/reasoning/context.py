@@ -1,6 +1,6 @@
 """What the model gets to see. Standard mode: everything the business configured, plus the
 knowledge-base chunks for the message. Adaptive mode: a minimal context (seed: ~500–800 tokens,
-with a bounded "Knowledge topics:" line) plus keys fetched on demand — a `kb:<query>` key
+with a bounded "Knowledge base topics:" line) plus keys fetched on demand — a `kb:<query>` key
 searches the knowledge base (`apps.reasoning.knowledge`)."""
 
 from __future__ import annotations
@@ -36,9 +36,10 @@ def available_keys(tools: list[ClientTool], *, knowledge: bool = False) -> list[
 
 
 def keys_text(keys: list[str]) -> str:
-    """The keys adaptive mode may ask for, as its prompt lists them: the policies and the tool
-    schemas folded (`policies.<returns|shipping>`, `tool_schema:<tool name>` — the tools are
-    listed by name in the context), so the line does not grow with every tool."""
+    """The keys adaptive mode may ask for, as its prompt lists them: the policies folded
+    (`policies.<returns|shipping>`); the tool schemas left to the minimal context's Tools line,
+    which names the tools and the key (`tool_schema:<name>`); `kb:<search words>` next to the
+    knowledge base's topics line. So the line does not grow with every tool."""
     policies = [k.removeprefix("policies.") for k in keys if k.startswith("policies.")]
     out: list[str] = []
     for key in keys:
@@ -46,13 +47,7 @@ def keys_text(keys: list[str]) -> str:
             if policies:
                 out.append(f"policies.<{'|'.join(policies)}>")
                 policies = []
-        elif key.startswith(TOOL_SCHEMA_PREFIX):
-            folded = f"{TOOL_SCHEMA_PREFIX}<tool name>"
-            if folded not in out:
-                out.append(folded)
-        elif key.startswith(KB_PREFIX):
-            out.append(f"{key} (searches the knowledge base)")
-        else:
+        elif not key.startswith(TOOL_SCHEMA_PREFIX):
             out.append(key)
     return ", ".join(out)
 
@@ -65,7 +60,8 @@ def _info(client: Client, *, faqs: bool = True) -> dict[str, Any]:
 
 
 def tool_line(tool: ClientTool) -> str:
-    return f"- {tool.name} ({tool.kind})"
+    """One tool as the minimal context lists it (the lines are joined with ", ")."""
+    return f"{tool.name} ({tool.kind})"
 
 
 def tool_schema_text(tool: ClientTool) -> str:
@@ -74,14 +70,19 @@ def tool_schema_text(tool: ClientTool) -> str:
 
 
 def minimal_context(
-    *, client: Client, tools: list[ClientTool], topics: list[str] | None = None
+    *,
+    client: Client,
+    tools: list[ClientTool],
+    topics: list[str] | None = None,
+    name: bool = True,
 ) -> str:
     """The basics (name, about, hours, contact), the knowledge topics (`retrieval.topics`:
-    bounded) and the tools' names. Reads no FAQs: they are knowledge, fetched on demand."""
+    bounded) and the tools' names. Reads no FAQs: they are knowledge, fetched on demand.
+    Without `name`, no "Business:" line (`assess` names the business in its first line)."""
     info = client.business_info if isinstance(client.business_info, dict) else {}
     about = info.get("about", {})
     contact = info.get("contact", {})
-    lines = [f"Business: {client.name}"]
+    lines = [f"Business: {client.name}"] if name else []
     if about.get("description"):
         lines.append(f"About: {about['description']}")
     if contact.get("hours"):
@@ -90,9 +91,9 @@ def minimal_context(
     if reach:
         lines.append(f"Contact: {reach}")
     if topics:
-        lines.append(f"Knowledge topics: {'; '.join(topics)}")
-    lines.append("Tools (fetch tool_schema:<name> before calling one):")
-    lines.extend(tool_line(t) for t in tools) if tools else lines.append("- none")
+        lines.append(f"Knowledge base topics: {'; '.join(topics)}")
+    listed = ", ".join(tool_line(t) for t in tools) or "none"
+    lines.append(f"Tools (fetch tool_schema:<name> before calling one): {listed}")
     return "\n".join(lines)
 
 

@@ -30,6 +30,12 @@ def test_bench_modes_runs_the_mix_through_both_modes_and_cleans_up() -> None:
         assert label in text
     ratio = text.split("adaptive ÷ standard: ")[1].split(" ")[0]
     assert 0 < float(ratio) < 1  # adaptive is cheaper on the demo tenant
+    uncached = text.split("without prompt caching, adaptive ÷ standard: ")[1].split(" ")[0]
+    assert 0 < float(uncached) < 1
+    # adaptive's first call on the opening-hours question against standard's prompt
+    first = text.split("adaptive ÷ standard prompt tokens: ")[1].split(" (")[0]
+    adaptive, standard = (int(n.replace(",", "")) for n in first.split(" = ")[0].split(" ÷ "))
+    assert 0 < adaptive < standard
     assert "did not run as scripted" not in err.getvalue()
     # the two throwaway tenants are gone
     assert not Client.objects.filter(slug__startswith="bench-").exists()

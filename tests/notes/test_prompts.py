@@ -8,10 +8,11 @@ from django.test.utils import CaptureQueriesContext
 
 from apps.conversations.services import conversation_create
 from apps.core.tenancy import tenant_scope
-from apps.notes.models import NoteSource, NoteType
+from apps.notes.models import NoteSource, NoteStatus, NoteType
 from apps.notes.selectors import PROMPT_BEGIN, PROMPT_HEADER, notes_tokens
 from apps.notes.services import note_add
 from apps.reasoning.models import ReasoningStep
+from apps.reasoning.modes.adaptive import ADAPTIVE_NOTES_TOKENS
 from apps.reasoning.services import handle_turn, turn_process
 from tests.reasoning.conftest import Chat, assess
 
@@ -135,3 +136,70 @@ def test_notes_add_at_most_two_queries_per_turn_with_a_warm_cache(
     )
     assert with_notes - without <= 2
     assert notes_tokens(llm.calls("assess")[-1].prompt_text) > 0
+
+
+def _outcome_record(client, tool, content, type=NoteType.SUCCESS):
+    """An automatic outcome record as `apps.reasoning.turn_notes` writes it."""
+    return note_add(
+        client=client,
+        type=type,
+        ref=tool,
+        content=content,
+        source=NoteSource.AI,
+        status=NoteStatus.ACTIVE,
+    )
+
+
+def test_assess_gets_a_tools_success_records_once_the_tool_is_in_play(chat, llm, shop):
+    failure = _outcome_record(
+        shop, "get_order_status", "Tool get_order_status: it failed.", type=NoteType.FAILURE
+    )
+    success = _outcome_record(shop, "cancel_order", "Tool cancel_order: it succeeded.")
+    tip = _note(
+        shop, "Offer an exchange before a cancellation", type=NoteType.TIP, ref="cancel_order"
+    )
+    llm.script(
+        "assess",
+        assess(confidence=6, needs_more_context=["tool_schema:cancel_order"]),
+        assess(response="Which order?", tool_call="cancel_order", missing_params=["order_id"]),
+    )
+    llm.script("critique", {"decision": "ASK_USER", "reasoning": "no id", "message": "Which?"})
+    chat.say("cancel please")
+    first, second = llm.calls("assess")
+    # staff-written notes and failures always; the system's success record about cancel_order
+    # once its schema is fetched
+    assert "Offer an exchange before a cancellation" in first.prompt_text
+    assert "Tool get_order_status: it failed." in first.prompt_text
+    assert "Tool cancel_order: it succeeded." not in first.prompt_text
+    assert "Tool cancel_order: it succeeded." in second.prompt_text
+    assert "tool_schema:<name>" in first.messages[0]["content"]
+    steps = ReasoningStep.objects.unscoped("test checks the database directly").filter(
+        trace__conversation=chat.conversation, name="notes"
+    )
+    assert [s.output["note_ids"] for s in steps.order_by("index")] == [
+        [tip.pk, failure.pk],
+        [tip.pk, success.pk, failure.pk],  # newest first
+    ]
+
+
+def test_standard_gets_every_outcome_record(standard_shop, llm, django_capture_on_commit_callbacks):
+    _outcome_record(standard_shop, "cancel_order", "Cancelling via cancel_order succeeded.")
+    chat = Chat(
+        standard_shop,
+        conversation_create(client=standard_shop)[0],
+        django_capture_on_commit_callbacks,
+    )
+    llm.script("respond", {"response": "Hello", "tool_call": None, "tool_params": {}})
+    chat.say("hi")
+    assert "Cancelling via cancel_order succeeded." in llm.calls("respond")[0].prompt_text
+
+
+def test_assess_keeps_the_notes_block_small(chat, llm, shop):
+    for i in range(30):
+        _note(shop, f"Note number {i}: " + "details " * 10, type=NoteType.TIP)
+    assert shop.plan.notes_prompt_budget_tokens > ADAPTIVE_NOTES_TOKENS
+    llm.script("assess", assess(response="Hello!"))
+    chat.say("hi")
+    step = ReasoningStep.objects.unscoped("test checks the database directly").get(name="notes")
+    assert 0 < step.output["tokens"] <= ADAPTIVE_NOTES_TOKENS
+    assert "Note number 29" in llm.calls("assess")[0].prompt_text  # the newest first

@@ -7,6 +7,7 @@ import pytest
 
 from apps.reasoning.models import ReasoningTrace
 from apps.reasoning.modes.adaptive import critique_needed
+from apps.reasoning.steps._shared import CONFIRMATION_RULE
 from apps.reasoning.steps.assess import AssessOut
 from apps.tools.models import ClientTool, ToolKind
 from tests.reasoning.conftest import assess, critique
@@ -182,3 +183,41 @@ def test_minimal_context_is_much_smaller_than_full(
     std.say("Hello")
     standard_tokens = count_prompt_tokens(llm.calls("respond")[0].messages)
     assert adaptive_tokens < standard_tokens
+
+
+def test_the_confirmation_rule_comes_with_a_confirmation_state(chat, llm, webhook):
+    llm.script(
+        "assess",
+        assess(
+            response="I can cancel order TH-12345.",
+            tool_call="cancel_order",
+            tool_params={"order_id": "TH-12345"},
+            is_destructive=True,
+            needs_confirmation=True,
+        ),
+        assess(
+            response="Cancelling now.",
+            tool_call="cancel_order",
+            tool_params={"order_id": "TH-12345"},
+            is_destructive=True,
+        ),
+    )
+    llm.script(
+        "critique",
+        critique("ASK_USER", "Do you want to cancel order TH-12345?"),
+        critique("PROCEED", reasoning="User explicitly confirmed"),
+    )
+    webhook.script(Reply.ok({"order_id": "TH-12345", "status": "cancelled"}))
+    llm.script("compose", {"response": "Done! Order TH-12345 has been cancelled."})
+    chat.say("Please cancel order TH-12345")
+    [reply] = chat.say("Yes, cancel it")
+    assert reply.text == "Done! Order TH-12345 has been cancelled."
+
+    asked, confirmed = (call.messages for call in llm.calls("assess"))
+    # No confirmation state, no rule for reading one (it costs every first call ≈ 45 tokens).
+    assert CONFIRMATION_RULE not in asked[0]["content"]
+    assert "confirmation state" not in "".join(m["content"] for m in asked)
+    # With one, the system message says how to read the block, which is data.
+    assert CONFIRMATION_RULE in confirmed[0]["content"]
+    [state] = [m for m in confirmed if 'label="confirmation state"' in m["content"]]
+    assert state["role"] == "user" and "confirmed: cancel_order" in state["content"]

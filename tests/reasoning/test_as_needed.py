@@ -6,7 +6,7 @@ multiplier."""
 
 from __future__ import annotations
 
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 import pytest
@@ -87,7 +87,10 @@ def test_a_confident_answer_stays_adaptive_and_bills_at_the_plan_multiplier(chat
     [record] = records()
     assert record.mode == "as_needed"
     assert record.multiplier == Decimal("1.500")
-    assert record.billed_usd == (record.cost_usd * Decimal("1.5")).quantize(Decimal("1e-8"))
+    # usage money is rounded half up to 8 places (`billing.services.usage.money`)
+    assert record.billed_usd == (record.cost_usd * Decimal("1.5")).quantize(
+        Decimal("1e-8"), rounding=ROUND_HALF_UP
+    )
 
 
 def test_low_confidence_deliberates_and_the_whole_turn_bills_as_deliberative(chat, llm):

@@ -137,14 +137,14 @@ def test_per_turn_token_cap_stops_llm_calls(chat, llm, settings):
     """The cap is a ceiling: a call is not made if its prompt plus the largest possible reply
     could take the turn past it."""
     settings.LLM_MAX_COMPLETION_TOKENS = 100
-    chat.client.plan.per_turn_token_cap = 800
+    chat.client.plan.per_turn_token_cap = 700
     chat.client.plan.save()
     llm.script("assess", assess(confidence=5, needs_more_context=["faqs"]))
     chat.say("What are your FAQs?")
     assert len(llm.requests) == 1  # the second assess (with the FAQs) could exceed the cap
     assert llm.requests[0].body["max_tokens"] == 100
     trace = ReasoningTrace.objects.unscoped("test checks the database directly").get()
-    assert trace.prompt_tokens + trace.completion_tokens <= 800
+    assert trace.prompt_tokens + trace.completion_tokens <= 700
     assert_escalated(chat, "usage_limit")
 
 

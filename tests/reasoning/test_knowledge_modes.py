@@ -84,7 +84,7 @@ def test_adaptive_lists_topics_fetches_kb_and_cites(chat: Chat, llm: Any, client
     assert reply.text == FIT
     first, second = llm.calls("assess")
     # the minimal context names the topics (never a switched-off article's) and the kb: key
-    assert "Knowledge topics" in system_of(first) and "sizing" in system_of(first)
+    assert "Knowledge base topics" in system_of(first) and "sizing" in system_of(first)
     assert "secret" not in first.prompt_text and "kb:<search words>" in system_of(first)
     assert knowledge_blocks(first) == []
     # the fetched chunk comes as a data block, never in the system message
@@ -119,7 +119,7 @@ def test_adaptive_without_knowledge_offers_no_kb_key(chat: Chat, llm: Any) -> No
     llm.script("assess", assess(response="Hi!"))
     chat.say("hello")
     [call] = llm.calls("assess")
-    assert "kb:" not in system_of(call) and "Knowledge topics" not in system_of(call)
+    assert "kb:" not in system_of(call) and "Knowledge base topics" not in system_of(call)
     assert steps_named("knowledge") == []
 
 

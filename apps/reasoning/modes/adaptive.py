@@ -13,6 +13,7 @@ guards (code) → run / ask / confirm / refuse;  a tool that ran → compose the
 
 from __future__ import annotations
 
+import logging
 from decimal import Decimal
 from typing import Any
 
@@ -23,8 +24,10 @@ from apps.clients.modes import Mode
 from apps.conversations.models import Kind
 from apps.escalations.models import EscalationReason
 from apps.knowledge import retrieval
+from apps.notes.selectors import notes_tokens, prompt_notes_for_tools
 from apps.reasoning import knowledge
 from apps.reasoning.context import (
+    TOOL_SCHEMA_PREFIX,
     available_keys,
     fetch_context,
     history_messages,
@@ -50,7 +53,12 @@ from apps.reasoning.turn import (
 )
 from apps.tools.models import ClientTool, ToolKind
 
+logger = logging.getLogger(__name__)
+
 ADAPTIVE_HISTORY = 5
+# The notes block's budget in `assess` (the plan's, when smaller): about 4 lines after the
+# block's header. The first call is every adaptive turn's cost (docs/benchmarks.md).
+ADAPTIVE_NOTES_TOKENS = 250
 MAX_KB_QUERIES_PER_ROUND = 2
 CONFIDENT = 7
 
@@ -235,8 +243,12 @@ def _assess_with_context(turn: Turn, shown_when: ShownWhen | None = None) -> Ass
     asked: set[str] = set()
     history = history_messages(turn.history[-ADAPTIVE_HISTORY:])
     rounds = 0
-    context = minimal_context(client=turn.client, tools=turn.enabled_tools, topics=topics)
-    turn.add_source("minimal context", context)
+    notes = _AssessNotes()
+    context = minimal_context(
+        client=turn.client, tools=turn.enabled_tools, topics=topics, name=False
+    )
+    # What the model reads, its first line's business name included (the evaluation's sources).
+    turn.add_source("minimal context", f"Business: {turn.client.name}\n{context}")
     while True:
         messages = assess.prompt(
             keys=keys_text(keys),
@@ -244,9 +256,10 @@ def _assess_with_context(turn: Turn, shown_when: ShownWhen | None = None) -> Ass
             fetched="".join(f"\n## {k}\n{v}\n" for k, v in fetched.items()),
             pending=pending_text(turn.confirmed, turn.declined),
             history=history,
-            notes=turn.notes_prompt(),
+            notes=notes.read(turn, fetched),
             knowledge=knowledge.knowledge_message(turn.knowledge),
             kb=has_kb,
+            business=turn.client.name,
         )
         result = turn.llm(
             assess.STEP,
@@ -302,6 +315,46 @@ def _assess_with_context(turn: Turn, shown_when: ShownWhen | None = None) -> Ass
             turn.add_source(key, text)
         turn.rec.trace.context_fetched = sorted([*fetched, *asked])
         rounds += 1
+
+
+class _AssessNotes:
+    """The notes block of each `assess` call of a turn (`prompt_notes_for_tools`): within
+    `ADAPTIVE_NOTES_TOKENS`, and the automatic success records about a tool only once that tool
+    is in play — its schema fetched, or a confirmation about it being answered. Recorded as the
+    trace step `notes` (note ids, tokens) whenever the block changes. A simulation's own notes
+    (`Turn.notes_reader`) are used as they are."""
+
+    def __init__(self) -> None:
+        self.ids: list[int] | None = None
+        self.text = ""
+
+    def read(self, turn: Turn, fetched: dict[str, str]) -> str:
+        if turn.notes_reader is not None:
+            return turn.notes_prompt()
+        in_play = {
+            k.removeprefix(TOOL_SCHEMA_PREFIX) for k in fetched if k.startswith(TOOL_SCHEMA_PREFIX)
+        }
+        in_play |= {p.tool.name for p in (turn.confirmed, turn.declined) if p is not None}
+        try:
+            text, ids = prompt_notes_for_tools(
+                client=turn.client,
+                plan=turn.plan,
+                language=turn.language,
+                tool_names={t.name for t in turn.enabled_tools},
+                in_play=in_play,
+                budget_tokens=ADAPTIVE_NOTES_TOKENS,
+            )
+        except Exception:  # notes are an aid: the turn goes on without them
+            logger.exception("reading notes for trace %s failed", turn.rec.trace.pk)
+            text, ids = "", []
+        if ids and ids != self.ids:
+            turn.rec.step(
+                "notes",
+                input_summary=f"{len(ids)} notes",
+                output={"note_ids": ids, "tokens": notes_tokens(text)},
+            )
+        self.ids, self.text = ids, text
+        return text
 
 
 # "Deliberate when needed" (modes/as_needed.py) assesses as adaptive does, then decides itself.

@@ -61,19 +61,18 @@ class AssessOut(RespondOut):
         return super().may_be_blank() or bool(self.needs_more_context)
 
 
-KB_RULE = ""  # the key says it: kb:<search words> (see `context.keys_text`)
+# The key and the minimal context's "Knowledge base topics:" line say it (`context.keys_text`).
+KB_RULE = ""
 
 # Kept short: this is every adaptive turn's first call (docs/benchmarks.md, "Cost per turn by
-# mode"); the fields' meaning is in the requested schema too.
-PROMPT = """You are the support assistant of the business below. Context is minimal: ask for more
-with needs_more_context keys: {keys}
-{kb}{rules}
-{confirmation}
+# mode"). The reply's fields are not listed: the schema is the request's `response_format`, or
+# the gateway's format line where a provider takes no schema (`llm.format_instruction`).
+PROMPT = """You are the support assistant of {business}. Ask for more context with
+needs_more_context keys: {keys}
+{kb}{rules}{confirmation}
 
 {context}
-{fetched}
-JSON: response, confidence (1-10), tool_call, tool_params, missing_params, is_destructive,
-needs_confirmation, needs_more_context."""
+{fetched}"""
 
 
 def prompt(
@@ -86,16 +85,22 @@ def prompt(
     notes: str = "",
     knowledge: list[dict[str, str]] | None = None,
     kb: bool = False,
+    business: str = "",
 ) -> list[dict[str, str]]:
     """System: our rules and the business's context (minimal + fetched). Then the notes block
     (`notes`, from apps.notes; '' for none), the conversation, the knowledge-base excerpts
     fetched with `kb:` keys (`knowledge`: a data message, `apps.reasoning.knowledge`), and the
-    confirmation state. `kb`: the business has a knowledge base (the prompt explains `kb:`)."""
+    confirmation state (`pending`; with one, the system message says how to read it). `kb`: the
+    business has a knowledge base (the prompt explains `kb:`). `business`: the business's name,
+    for a `context` without its "Business:" line (the first line names it)."""
     system = PROMPT.format(
+        business=business or "the business below",
         keys=keys,
         kb=KB_RULE if kb else "",
         rules=RULES,
-        confirmation=CONFIRMATION_RULE,
+        # Only with a confirmation state to read: adaptive's prompts are under the providers'
+        # cache minimum (1,024 tokens), so a prefix kept stable by it would save nothing.
+        confirmation=f"\n{CONFIRMATION_RULE}" if pending else "",
         context=context,
         fetched=fetched,
     )

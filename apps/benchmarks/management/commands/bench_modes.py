@@ -12,6 +12,7 @@ from tqdm import tqdm
 
 from apps.benchmarks.modes import (
     EXTRA_SCENARIOS,
+    FIRST_CALL_CASE,
     MIX,
     MODES,
     BenchmarkError,
@@ -102,6 +103,22 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"\nWeighted provider cost, adaptive ÷ standard: {ratio:.3f} — adaptive is "
                 f"{abs(1 - ratio) * 100:.1f}% {verdict} per turn."
+            )
+        uncached = result.uncached_ratio()
+        if uncached is not None:
+            prompts = result.weighted("adaptive", "prompt_tokens") / result.weighted(
+                "standard", "prompt_tokens"
+            )
+            self.stdout.write(
+                f"Weighted provider cost without prompt caching, adaptive ÷ standard: "
+                f"{uncached:.3f} (prompt tokens {prompts:.3f})."
+            )
+        first = result.first_call_ratio()
+        if first is not None:
+            self.stdout.write(
+                f"First call on {FIRST_CALL_CASE.text!r}, adaptive ÷ standard prompt tokens: "
+                f"{result.first_call['adaptive']:,} ÷ {result.first_call['standard']:,} = "
+                f"{first:.3f} (notes included)."
             )
         versus = result.versus_adaptive(AIMode.AS_NEEDED)
         if versus is not None:
