@@ -34,7 +34,7 @@ from django.core.cache import cache
 from apps.billing.selectors import model_context_tokens
 from apps.core import deadlines
 from apps.core.db import release_connection
-from apps.core.http import wall_clock_client
+from apps.core.http import rest_of_body_within, wall_clock_client
 from apps.reasoning import replies, steps
 from apps.reasoning.offline import offline_complete
 
@@ -983,8 +983,10 @@ def _streamed_completion(
         shown, listening = 0, True
         # The chunks are read as plain JSON, not as the SDK's pydantic chunk objects (which
         # cost ~40 ms of CPU per streamed reply): only the few fields below are needed.
-        for data in _sse_data(http_response):
+        events = _sse_data(http_response)
+        for data in events:
             if data.startswith("[DONE]"):
+                _drain(events)
                 break
             chunk = _stream_chunk(data, http_response)
             model = model or str(chunk.get("model") or "")
@@ -1016,6 +1018,19 @@ def _streamed_completion(
         usage=_stream_usage(usage),
         choices=[SimpleNamespace(message=message, finish_reason=finish_reason)],
     )
+
+
+# After `[DONE]` the body is read to its end, so that its connection goes back to the pool: a
+# response closed half-read drops its connection, and the next call would connect (and with
+# TLS, handshake) again before its first token. A provider that holds the body open after
+# `[DONE]` costs at most this much.
+DRAIN_SECONDS = 0.1
+
+
+def _drain(events: Iterator[str]) -> None:
+    with contextlib.suppress(httpx2.HTTPError, OSError), rest_of_body_within(DRAIN_SECONDS):
+        for _ in events:
+            pass
 
 
 def _sse_data(http_response: httpx2.Response) -> Iterator[str]:

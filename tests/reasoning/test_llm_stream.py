@@ -231,3 +231,59 @@ def test_a_refusal_streamed_instead_of_a_reply_is_kept_as_its_text(mid_stream: A
     with streaming(lambda partial: None), pytest.raises(LLMError) as caught:
         llm_complete(step="respond", messages=MESSAGES, output=RespondOut)
     assert caught.value.raw == "I cannot help with that."
+
+
+class _CountingServer(_MidStreamServer):
+    """Counts the TCP connections its clients open."""
+
+    def __init__(self, tail: bytes = b"", hold_open: float = 0.0) -> None:
+        super().__init__(tail)
+        self.connections = 0
+        self.hold_open = hold_open
+
+    def _track(self, connection: Any) -> None:
+        self.connections += 1
+        super()._track(connection)
+
+    def _streamed(self, request: Any, completion: dict[str, Any], content: str) -> Any:
+        response = super()._streamed(request, completion, content)
+        if not self.hold_open:
+            return response
+        assert response.stream is not None
+
+        def held(body: Iterator[bytes]) -> Iterator[bytes]:
+            yield from body
+            self.sleep(self.hold_open)  # `[DONE]` sent, the body not ended
+
+        return dataclasses.replace(response, stream=held(response.stream))
+
+
+def test_streamed_calls_keep_their_connection(settings: Settings, db: None) -> None:
+    """The body is read to its end after `[DONE]`: the next call reuses the connection instead
+    of connecting (with TLS: handshaking) again before its first token."""
+    with _CountingServer() as server:
+        settings.OPENAI_API_KEY = "test-key"
+        settings.OPENAI_BASE_URL = server.base_url
+        server.script("respond", REPLY, REPLY, REPLY)
+        for _ in range(3):
+            with streaming(lambda partial: None):
+                result = llm_complete(step="respond", messages=MESSAGES, output=RespondOut)
+            assert result.parsed.response == REPLY["response"]
+    assert server.connections == 1
+
+
+def test_a_provider_holding_the_body_open_after_done_still_answers(
+    settings: Settings, db: None
+) -> None:
+    """The drain after `[DONE]` is bounded: the reply is complete, so the call returns it
+    without waiting for the body to end (which would take the call's whole 5 s limit: a
+    behaviour bound, far from any timing the box could blur)."""
+    with _CountingServer(hold_open=30) as server:
+        settings.OPENAI_API_KEY = "test-key"
+        settings.OPENAI_BASE_URL = server.base_url
+        settings.LLM_TIMEOUT = 5
+        server.script("respond", REPLY)
+        with streaming(lambda partial: None):
+            result = llm_complete(step="respond", messages=MESSAGES, output=RespondOut)
+        assert result.parsed.response == REPLY["response"]
+        assert result.latency_ms < 5000
