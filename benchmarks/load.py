@@ -434,6 +434,18 @@ def _workers_cpu(deployment: Deployment) -> float:
     return sum(cpu_seconds(worker.pid) for worker in deployment.workers)
 
 
+def _others_cpu(deployment: Deployment) -> tuple[float, float]:
+    """CPU seconds so far of this load generator (the customers) and of the fake model."""
+    return time.process_time(), cpu_seconds(deployment.model.pid)
+
+
+def box_cpu() -> tuple[float, float]:
+    """(busy, total) CPU ticks of the whole machine so far (/proc/stat)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return float(sum(fields) - idle), float(sum(fields))
+
+
 def _measure_start(deployment: Deployment) -> tuple[float, float, float]:
     return time.monotonic(), cpu_seconds(deployment.web.pid), _workers_cpu(deployment)
 
@@ -454,6 +466,8 @@ async def run_customers(args: argparse.Namespace, deployment: Deployment) -> dic
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
     async with httpx.AsyncClient(limits=limits, timeout=120) as http:
         started = _measure_start(deployment)
+        others_before = _others_cpu(deployment)
+        box_before = box_cpu()
         load_before = loadavg()
         together = getattr(args, "together", False)
         send_at = time.time() + args.ramp + 2.0 if together else None
@@ -485,6 +499,11 @@ async def run_customers(args: argparse.Namespace, deployment: Deployment) -> dic
         ]
         await asyncio.gather(*tasks)
         wall, web_ms, worker_ms = _cpu_ms(deployment, started, stats.turns)
+        loadgen_s, model_s = (
+            after - before
+            for after, before in zip(_others_cpu(deployment), others_before, strict=True)
+        )
+        box = box_cpu()
     model_time = _model_seconds(args)
     streamed = _first_word(args, stats, deployment)
     return {
@@ -509,6 +528,12 @@ async def run_customers(args: argparse.Namespace, deployment: Deployment) -> dic
         "unanswered": stats.unanswered + slow.unanswered,
         "web_cpu_ms_per_turn": round(web_ms, 1),
         "worker_cpu_ms_per_turn": round(worker_ms, 1),
+        "loadgen_cpu_ms_per_turn": round(loadgen_s * 1000 / max(stats.turns, 1), 1),
+        "model_cpu_ms_per_turn": round(model_s * 1000 / max(stats.turns, 1), 1),
+        # The whole box (every process, other users' included): how near it was to its cores.
+        "box_cpu_busy_pct": round(
+            100 * (box[0] - box_before[0]) / max(box[1] - box_before[1], 1e-9), 1
+        ),
         "wall_s": round(wall, 1),
         "load_before": load_before,
         "load_after": loadavg(),
