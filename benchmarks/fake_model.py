@@ -6,14 +6,22 @@ first token after FIRST_TOKEN seconds and each next (4 characters) after TOKEN s
 reply is written in the order the schema asks for (the text last). Prints its base URL, then
 serves until killed.
 
-    .venv/bin/python benchmarks/fake_model.py 1.0 [FIRST_TOKEN TOKEN]
+With MARKS (a file), each streamed reply appends one JSON line: the customer message it
+answers, when its request arrived and when the token holding the reply text's first character
+was written (wall clock), so `load.py` can tell the model's own lateness from ours.
+
+    .venv/bin/python benchmarks/fake_model.py 1.0 [FIRST_TOKEN TOKEN [MARKS]]
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import signal
 import sys
 import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,14 +56,71 @@ def tokens_before_first_word() -> int:
     return (text.index(opening) + len(opening)) // 4
 
 
+class MarkedServer(fake_llm.FakeLLMServer):
+    """The scripted server noting, per streamed reply, when its request arrived and when the
+    reply text's first character went out (`MARKS`). Its waits keep to a schedule counted from
+    the request's arrival (latency, first token, then one token each TOKEN seconds), as a
+    provider's would: each relative sleep overshoots a little on a busy box, and 40 of them
+    would make the model itself ~20 ms late to its first word."""
+
+    def __init__(self, marks: Path, **options: Any) -> None:
+        super().__init__(**options)
+        self.marks = marks
+        self.arrived = threading.local()
+        self.marks_lock = threading.Lock()
+
+    def _chat_completion(self, raw: bytes, headers: dict[str, str]) -> Any:
+        self.arrived.at = time.time()
+        self.arrived.due = time.monotonic()
+        return super()._chat_completion(raw, headers)
+
+    def sleep(self, seconds: float) -> bool:
+        """Until `seconds` after the previous wait of this request was due (not after now)."""
+        due = getattr(self.arrived, "due", None)
+        if due is None:
+            return super().sleep(seconds)
+        self.arrived.due = due = due + max(seconds, 0.0)
+        return super().sleep(due - time.monotonic())
+
+    def _streamed(self, request: Any, completion: dict[str, Any], content: str) -> Any:
+        response = super()._streamed(request, completion, content)
+        arrived = getattr(self.arrived, "at", None)
+        last_user = [m for m in request.messages if m.get("role") == "user"]
+        message = fake_llm.message_text(last_user[-1]) if last_user else ""
+        # The role chunk, then one chunk per token: the first word is in chunk 1 + this.
+        first_word_chunk = 1 + tokens_before_first_word() if content == _ANSWER_TEXT else None
+
+        def marked(chunks: Iterator[bytes]) -> Iterator[bytes]:
+            word_at = None
+            for index, chunk in enumerate(chunks):
+                yield chunk  # resumes once it has been written
+                if index == first_word_chunk:
+                    word_at = time.time()
+            line = json.dumps({"message": message, "arrived": arrived, "word_sent": word_at})
+            with self.marks_lock, self.marks.open("a") as out:
+                out.write(line + "\n")
+
+        assert response.stream is not None
+        return dataclasses.replace(response, stream=marked(response.stream))
+
+
+_ANSWER_TEXT = fake_llm.json.dumps(ANSWER, ensure_ascii=False)
+
+
 def main() -> None:
     latency = float(sys.argv[1]) if len(sys.argv) > 1 else 1.0
     first_token = float(sys.argv[2]) if len(sys.argv) > 2 else 0.0
     token = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
+    marks = Path(sys.argv[4]) if len(sys.argv) > 4 else None
     # 100+ turns connect at once: a deeper accept queue than socketserver's default of 5.
     fake_llm._ThreadingServer.request_queue_size = 1024
-    server = fake_llm.FakeLLMServer(
-        latency=latency, first_token_seconds=first_token, token_seconds=token
+    options: dict[str, Any] = {
+        "latency": latency,
+        "first_token_seconds": first_token,
+        "token_seconds": token,
+    }
+    server = (
+        MarkedServer(marks, **options) if marks is not None else fake_llm.FakeLLMServer(**options)
     )
 
     def answer(request: fake_llm.RecordedRequest) -> fake_llm.LLMReply:

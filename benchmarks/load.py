@@ -48,11 +48,13 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -67,6 +69,7 @@ from tests.support.procfile import cpu_seconds  # noqa: E402
 ORIGIN = "https://bench.example"
 QUESTIONS = ["When do you ship?", "Do you ship to Canada?", "How do returns work?"]
 SLOW_MARK = "[slow]"
+REFERENCE = re.compile(r"ref-[0-9a-f]{10}")
 
 
 # ------------------------------------------------------------------------------ measurement
@@ -103,6 +106,9 @@ class Stats:
     first_event: list[float] = field(default_factory=list)
     typing: list[float] = field(default_factory=list)
     first_word: list[float] = field(default_factory=list)  # POST → the first `delta` event
+    # Per streamed turn, by its message's reference: (POST sent, first `delta` seen), joined
+    # afterwards with the model's own marks (fake_model.py MARKS).
+    word_marks: dict[str, tuple[float, float]] = field(default_factory=dict)
     commit_to_stream: list[float] = field(default_factory=list)
     gets: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -202,6 +208,8 @@ async def customer(
             if until is not None and time.time() > until:
                 break
             text = QUESTIONS[n % len(QUESTIONS)] + (f" {SLOW_MARK}" if slow else "")
+            reference = f"ref-{uuid.uuid4().hex[:10]}"
+            text += f" ({reference})"  # joins this turn with the model's marks
             while not stream.events.empty():
                 stream.events.get_nowait()
             sent = time.time()
@@ -238,6 +246,7 @@ async def customer(
                             stats.typing.append(typing - sent)
                         if word is not None:
                             stats.first_word.append(word - sent)
+                            stats.word_marks[reference] = (sent, word)
                         created = datetime.fromisoformat(data["created_at"]).timestamp()
                         stats.commit_to_stream.append(at - created)
                         stats.turns += 1
@@ -262,6 +271,8 @@ class Deployment:
     workers: list[subprocess.Popen[bytes]]
     model: subprocess.Popen[bytes]
     logs: Path
+    marks: Path  # the model's marks of each streamed reply (fake_model.py MARKS)
+    env: dict[str, str]  # the processes' environment (`load.py _marks` reads their database)
 
 
 def _env(args: argparse.Namespace, model_url: str, port: int) -> dict[str, str]:
@@ -299,6 +310,7 @@ def _env(args: argparse.Namespace, model_url: str, port: int) -> dict[str, str]:
 def deploy(args: argparse.Namespace) -> Deployment:
     logs = Path(tempfile.mkdtemp(prefix="guidedesk-load-"))
     model_log = logs / "model.log"
+    marks = logs / "model-marks.jsonl"
     model = subprocess.Popen(  # noqa: S603 (our own script)
         [
             sys.executable,
@@ -306,6 +318,7 @@ def deploy(args: argparse.Namespace) -> Deployment:
             str(args.latency),
             str(args.first_token),
             str(args.token_seconds),
+            str(marks),
         ],
         cwd=ROOT,
         stdout=subprocess.PIPE,
@@ -337,7 +350,16 @@ def deploy(args: argparse.Namespace) -> Deployment:
             for n in range(args.worker_processes)
         ]
         time.sleep(8)  # the workers connect to the broker
-    return Deployment(base=base, keys=keys, web=web, workers=workers, model=model, logs=logs)
+    return Deployment(
+        base=base,
+        keys=keys,
+        web=web,
+        workers=workers,
+        model=model,
+        logs=logs,
+        marks=marks,
+        env=env,
+    )
 
 
 def undeploy(deployment: Deployment) -> None:
@@ -373,11 +395,55 @@ def setup_tenants(count: int) -> None:
     sys.stdout.write(json.dumps({"keys": keys}))
 
 
+def stored_marks() -> None:
+    """(Runs as `load.py _marks` inside the deployment's settings.) For the message references
+    read from stdin (a JSON list): when the web process stored the message and when a worker
+    started its turn (its trace), as Unix times; prints {reference: [message, trace]}."""
+    import django
+
+    django.setup()
+    from apps.conversations.models import Message
+    from apps.reasoning.models import ReasoningTrace
+
+    wanted = set(json.load(sys.stdin))
+    why = "the load benchmark times its own turns"
+    stored: dict[int, tuple[str, float]] = {}
+    for pk, text, created in (
+        Message.objects.unscoped(why)
+        .filter(role="user", text__contains="(ref-")
+        .values_list("pk", "text", "created_at")
+    ):
+        found = REFERENCE.findall(text)
+        if found and found[-1] in wanted:
+            stored[pk] = (found[-1], created.timestamp())
+    result: dict[str, list[float]] = {}
+    for message_id, started in (
+        ReasoningTrace.objects.unscoped(why)
+        .filter(user_message_id__in=list(stored))
+        .values_list("user_message_id", "created_at")
+    ):
+        reference, stored_at = stored[message_id]
+        result[reference] = [stored_at, started.timestamp()]
+    sys.stdout.write(json.dumps(result))
+
+
 # ------------------------------------------------------------------------------- scenarios
 
 
 def _workers_cpu(deployment: Deployment) -> float:
     return sum(cpu_seconds(worker.pid) for worker in deployment.workers)
+
+
+def _others_cpu(deployment: Deployment) -> tuple[float, float]:
+    """CPU seconds so far of this load generator (the customers) and of the fake model."""
+    return time.process_time(), cpu_seconds(deployment.model.pid)
+
+
+def box_cpu() -> tuple[float, float]:
+    """(busy, total) CPU ticks of the whole machine so far (/proc/stat)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return float(sum(fields) - idle), float(sum(fields))
 
 
 def _measure_start(deployment: Deployment) -> tuple[float, float, float]:
@@ -400,6 +466,8 @@ async def run_customers(args: argparse.Namespace, deployment: Deployment) -> dic
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
     async with httpx.AsyncClient(limits=limits, timeout=120) as http:
         started = _measure_start(deployment)
+        others_before = _others_cpu(deployment)
+        box_before = box_cpu()
         load_before = loadavg()
         together = getattr(args, "together", False)
         send_at = time.time() + args.ramp + 2.0 if together else None
@@ -431,8 +499,13 @@ async def run_customers(args: argparse.Namespace, deployment: Deployment) -> dic
         ]
         await asyncio.gather(*tasks)
         wall, web_ms, worker_ms = _cpu_ms(deployment, started, stats.turns)
+        loadgen_s, model_s = (
+            after - before
+            for after, before in zip(_others_cpu(deployment), others_before, strict=True)
+        )
+        box = box_cpu()
     model_time = _model_seconds(args)
-    streamed = _first_word(args, stats)
+    streamed = _first_word(args, stats, deployment)
     return {
         **streamed,
         "worker_processes": args.worker_processes,
@@ -455,6 +528,12 @@ async def run_customers(args: argparse.Namespace, deployment: Deployment) -> dic
         "unanswered": stats.unanswered + slow.unanswered,
         "web_cpu_ms_per_turn": round(web_ms, 1),
         "worker_cpu_ms_per_turn": round(worker_ms, 1),
+        "loadgen_cpu_ms_per_turn": round(loadgen_s * 1000 / max(stats.turns, 1), 1),
+        "model_cpu_ms_per_turn": round(model_s * 1000 / max(stats.turns, 1), 1),
+        # The whole box (every process, other users' included): how near it was to its cores.
+        "box_cpu_busy_pct": round(
+            100 * (box[0] - box_before[0]) / max(box[1] - box_before[1], 1e-9), 1
+        ),
         "wall_s": round(wall, 1),
         "load_before": load_before,
         "load_after": loadavg(),
@@ -472,22 +551,72 @@ def _model_seconds(args: argparse.Namespace) -> float:
     return args.latency + args.first_token + (reply_tokens() - 1) * args.token_seconds
 
 
-def _first_word(args: argparse.Namespace, stats: Stats) -> dict[str, Any]:
+def _first_word(args: argparse.Namespace, stats: Stats, deployment: Deployment) -> dict[str, Any]:
     """With a streaming model: the time from the POST to the reply's first word on the stream
     (the first `delta` event), against the model's own time to that word (its latency, first
-    token, then the deciding fields' tokens)."""
+    token, then the deciding fields' tokens). Where the difference goes, from the model's marks
+    of each turn: POST → the model's request arrives (web, queue, worker, the turn up to its
+    call; split at the message's and the turn's rows: the web process until the message is
+    stored, then the queue until a worker starts the turn, then the turn until its call
+    reaches the model), the model's own lateness (its first word written later than
+    scheduled), and the first word written → its `delta` on the stream (worker, Redis, web)."""
     if not args.first_token and not args.token_seconds:
         return {}
     sys.path.insert(0, str(Path(__file__).parent))
     from fake_model import tokens_before_first_word
 
     model = args.latency + args.first_token + tokens_before_first_word() * args.token_seconds
+    seen: dict[str, tuple[float, float]] = {}
+    with contextlib.suppress(OSError):
+        for line in deployment.marks.read_text().splitlines():
+            mark = json.loads(line)
+            found = REFERENCE.findall(mark["message"])
+            if found and mark["arrived"] and mark["word_sent"]:
+                seen[found[-1]] = (mark["arrived"], mark["word_sent"])
+    rows = json.loads(
+        subprocess.run(  # noqa: S603 (our own script)
+            [sys.executable, str(Path(__file__)), "_marks"],
+            input=json.dumps(list(stats.word_marks)),
+            cwd=ROOT,
+            env=deployment.env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    to_model, late, to_screen, web, queue, turn = [], [], [], [], [], []
+    for reference, (sent, word) in stats.word_marks.items():
+        if reference in seen:
+            arrived, word_sent = seen[reference]
+            to_model.append(arrived - sent)
+            late.append(word_sent - arrived - model)
+            to_screen.append(word - word_sent)
+            if reference in rows:
+                stored, started = rows[reference]
+                web.append(stored - sent)
+                queue.append(started - stored)
+                turn.append(arrived - started)
+    breakdown = {
+        "marked_turns": len(to_model),
+        "post_to_model_p50_ms": round(pct(to_model, 50) * 1000),
+        "post_to_model_p95_ms": round(pct(to_model, 95) * 1000),
+        **{
+            f"{name}_p{p}_ms": round(pct(samples, p) * 1000)
+            for name, samples in (("web", web), ("queue", queue), ("turn", turn))
+            for p in (50, 95)
+        },
+        "model_late_p50_ms": round(pct(late, 50) * 1000),
+        "model_late_p95_ms": round(pct(late, 95) * 1000),
+        "word_to_screen_p50_ms": round(pct(to_screen, 50) * 1000),
+        "word_to_screen_p95_ms": round(pct(to_screen, 95) * 1000),
+    }
     return {
         "streamed_turns": len(stats.first_word),
         "model_first_word_ms": round(model * 1000),
         "first_word_p50_ms": round(pct(stats.first_word, 50) * 1000),
         "first_word_p95_ms": round(pct(stats.first_word, 95) * 1000),
         "first_word_p95_over_model_ms": round((pct(stats.first_word, 95) - model) * 1000),
+        **breakdown,
     }
 
 
@@ -642,6 +771,9 @@ async def run_flood(args: argparse.Namespace, deployment: Deployment) -> dict[st
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "_setup":
         setup_tenants(int(sys.argv[3]))
+        return
+    if len(sys.argv) > 1 and sys.argv[1] == "_marks":
+        stored_marks()
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--database-url", required=True)

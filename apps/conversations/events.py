@@ -177,7 +177,32 @@ def hub(prefix: str = CHANNEL_PREFIX) -> Hub | None:
     return found
 
 
+_readers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[str, Any]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def async_reader() -> Any:
+    """This event loop's Redis client (`redis.asyncio`) for the small reads a stream makes
+    when woken (a reply draft): read on the loop itself, without borrowing a thread (the
+    loop's few threads may all be busy with database reads)."""
+    loop = asyncio.get_running_loop()
+    url = str(settings.REDIS_URL)
+    found = _readers.get(loop)
+    if found is None or found[0] != url:
+        import redis.asyncio as aioredis
+
+        found = _readers[loop] = (url, aioredis.Redis.from_url(url, socket_timeout=2))
+    return found[1]
+
+
 async def close_hub() -> None:
-    """Stop this event loop's subscriptions (tests: before their loop closes)."""
-    for found in _hubs.pop(asyncio.get_running_loop(), {}).values():
+    """Stop this event loop's subscriptions and close its reader (tests: before their loop
+    closes)."""
+    loop = asyncio.get_running_loop()
+    for found in _hubs.pop(loop, {}).values():
         await found.close()
+    reader = _readers.pop(loop, None)
+    if reader is not None:
+        with contextlib.suppress(Exception):
+            await reader[1].aclose()

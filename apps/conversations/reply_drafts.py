@@ -24,6 +24,7 @@ import logging
 import time
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.core.cache import cache
 
 from apps.conversations import events
@@ -70,6 +71,24 @@ def reply_draft_read(conversation_id: int) -> dict[str, Any] | None:
     except Exception:
         logger.warning("reply draft: could not read it", exc_info=True)
         return None
+    return _decoded(raw)
+
+
+async def reply_draft_read_async(conversation_id: int) -> dict[str, Any] | None:
+    """`reply_draft_read` from an event loop: with Redis read on the loop itself (a stream
+    woken because the text grew sends it without waiting for a thread); without, in a thread
+    (Django's cache is synchronous)."""
+    if not events.push_enabled():
+        return await sync_to_async(reply_draft_read, thread_sensitive=False)(conversation_id)
+    try:
+        raw = await events.async_reader().get(_key(conversation_id))
+    except Exception:
+        logger.warning("reply draft: could not read it", exc_info=True)
+        return None
+    return _decoded(raw)
+
+
+def _decoded(raw: Any) -> dict[str, Any] | None:
     if raw is None:
         return None
     try:

@@ -36,6 +36,10 @@ from apps.core import deadlines
 _request_end: ContextVar[float | None] = ContextVar("guidedesk_http_end", default=None)
 _request_pin: ContextVar[str | None] = ContextVar("guidedesk_http_pin", default=None)
 
+# A tighter end for the body reads made inside `rest_of_body_within` (a drain after the content
+# that matters).
+_body_end: ContextVar[float | None] = ContextVar("guidedesk_http_body_end", default=None)
+
 WALL_CLOCK = "wall_clock"  # request extension: this request's limit in seconds
 CONNECT_TO = "connect_to"  # request extension: the IP address to connect to
 
@@ -122,6 +126,19 @@ def _limits(end: float | None, pin: str | None) -> Iterator[None]:
         _request_end.reset(end_token)
 
 
+@contextmanager
+def rest_of_body_within(seconds: float) -> Iterator[None]:
+    """Body reads (of responses from a `WallClockTransport`) made inside this block end within
+    `seconds`: reading a response to its end only so that its connection can be kept costs at
+    most that against a peer that holds the body open (the read then times out and the
+    connection is dropped)."""
+    token = _body_end.set(time.monotonic() + seconds)
+    try:
+        yield
+    finally:
+        _body_end.reset(token)
+
+
 class _LimitedBody(httpx2.SyncByteStream):
     """The response body, read under the same limit as the headers were."""
 
@@ -131,7 +148,10 @@ class _LimitedBody(httpx2.SyncByteStream):
     def __iter__(self) -> Iterator[bytes]:
         iterator = iter(self._inner)
         while True:
-            with _limits(self._end, self._pin):
+            end, tighter = self._end, _body_end.get()
+            if tighter is not None:
+                end = tighter if end is None else min(end, tighter)
+            with _limits(end, self._pin):
                 chunk = next(iterator, None)
             if chunk is None:
                 return

@@ -11,7 +11,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncGenerator, Callable, Iterator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -93,7 +93,7 @@ async def push_stream(
     finished: Callable[[], bool] = _never,
     recheck_seconds: float | None = None,
     side_hub: Any = None,
-    side_poll: Callable[[], list[str]] | None = None,
+    side_poll: Callable[[], Awaitable[list[str]]] | None = None,
 ) -> AsyncGenerator[str, None]:
     """From the event loop (ASGI): with a hub (`apps.conversations.events.Hub`, Redis) sleep
     until a writer publishes a change of `wake_id`, then read; without one, poll. Each read
@@ -102,7 +102,8 @@ async def push_stream(
     publish lost with a Redis hiccup costs a short delay, never a stuck page.
 
     `side_hub` / `side_poll`: a second channel for frequent, small changes (a reply being
-    written): a publish there runs only `side_poll` (no database), a full read covers it too."""
+    written): a publish there runs only `side_poll` (no database; a coroutine, run on the loop
+    without borrowing a thread), a full read covers it too."""
     started = last_sent = time.monotonic()
     read = sync_to_async(_poll_released, thread_sensitive=False)
     await sync_to_async(release_connection, thread_sensitive=True)(without_pool=True)  # the view's
@@ -135,7 +136,7 @@ async def push_stream(
                     return
             elif side is not None and side_poll is not None and side.is_set():
                 side.clear()
-                chunks = await sync_to_async(side_poll, thread_sensitive=False)()
+                chunks = await side_poll()
                 if chunks:
                     last_sent = time.monotonic()
                     yield "".join(chunks)

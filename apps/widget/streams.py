@@ -14,7 +14,11 @@ from typing import Any
 from apps.clients.models import Client
 from apps.conversations import events
 from apps.conversations.models import ConversationStatus
-from apps.conversations.reply_drafts import DRAFT_CHANNEL_PREFIX, reply_draft_read
+from apps.conversations.reply_drafts import (
+    DRAFT_CHANNEL_PREFIX,
+    reply_draft_read,
+    reply_draft_read_async,
+)
 from apps.core import sse
 from apps.core.sse import sse_event
 from apps.reasoning.selectors import conversation_live_state
@@ -102,6 +106,14 @@ class _StreamCursor:
         whole text so far each time, so a repeated or missed `delta` is harmless. No database:
         a stream woken only because the text grew runs just this."""
         draft = reply_draft_read(conversation_id) if self.typing else None
+        return self._draft_events(draft)
+
+    async def poll_draft_async(self, *, conversation_id: int) -> list[str]:
+        """`poll_draft` on the event loop (a stream woken because the text grew)."""
+        draft = await reply_draft_read_async(conversation_id) if self.typing else None
+        return self._draft_events(draft)
+
+    def _draft_events(self, draft: dict[str, Any] | None) -> list[str]:
         chunks = []
         # An empty text takes back what was shown (the call that wrote it failed); it is sent
         # only to a stream that showed something of that turn.
@@ -141,7 +153,7 @@ async def event_stream_async(
         hub=hub,
         wake_id=conversation_id,
         side_hub=events.hub(prefix=DRAFT_CHANNEL_PREFIX) if hub is not None else None,
-        side_poll=lambda: cursor.poll_draft(conversation_id=conversation_id),
+        side_poll=lambda: cursor.poll_draft_async(conversation_id=conversation_id),
         retry_ms=RETRY_MS,
         poll_seconds=POLL_SECONDS,
         heartbeat_seconds=HEARTBEAT_SECONDS,

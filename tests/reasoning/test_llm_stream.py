@@ -3,6 +3,7 @@ server streaming its reply, the partial JSON handed to the sink as it arrives.""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Iterator
 from typing import Any
@@ -155,3 +156,134 @@ def test_a_streamed_call_reports_the_providers_cached_tokens(llm: FakeLLMServer)
     assert first.cached_tokens == 0
     assert second.cached_tokens >= 1024 and second.cached_tokens % 128 == 0
     assert [entry["cached_tokens"] for entry in llm.usage_log] == [0, second.cached_tokens]
+
+
+class _MidStreamServer(FakeLLMServer):
+    """The scripted server whose streamed reply is followed by `tail`: raw SSE bytes sent
+    before `[DONE]` (what a provider sends when it fails, or refuses, mid-stream)."""
+
+    def __init__(self, tail: bytes) -> None:
+        super().__init__()
+        self.tail = tail
+
+    def _streamed(self, request: Any, completion: dict[str, Any], content: str) -> Any:
+        response = super()._streamed(request, completion, content)
+        body = list(response.stream)
+        return dataclasses.replace(response, stream=iter([*body[:-1], self.tail, body[-1]]))
+
+
+@pytest.fixture
+def mid_stream(settings: Settings, db: None) -> Iterator[Any]:
+    servers: list[FakeLLMServer] = []
+
+    def start(tail: bytes, reply: Any = REPLY) -> FakeLLMServer:
+        server = _MidStreamServer(tail).start()
+        servers.append(server)
+        settings.OPENAI_API_KEY = "test-key"
+        settings.OPENAI_BASE_URL = server.base_url
+        settings.LLM_RESPONSE_FORMAT = "json_schema"
+        server.script("respond", reply)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def test_an_error_event_mid_stream_fails_the_call_with_its_message(mid_stream: Any) -> None:
+    mid_stream(b'data: {"error": {"message": "the model overloaded", "type": "server"}}\n\n')
+    seen: list[dict[str, Any]] = []
+    with streaming(seen.append), pytest.raises(LLMError) as caught:
+        llm_complete(step="respond", messages=MESSAGES, output=RespondOut)
+    assert caught.value.kind == "server"
+    assert "the model overloaded" in caught.value.message
+    assert seen  # the reply had been shown while written: the caller takes it back
+
+
+def test_a_stream_chunk_that_is_not_json_fails_the_call_as_a_provider_error(
+    mid_stream: Any,
+) -> None:
+    mid_stream(b"data: {not json\n\n")
+    with streaming(lambda partial: None), pytest.raises(LLMError) as caught:
+        llm_complete(step="respond", messages=MESSAGES, output=RespondOut)
+    assert caught.value.kind == "server"
+
+
+def test_stream_comments_and_other_fields_are_skipped(mid_stream: Any) -> None:
+    """SSE framing as the SDK reads it: comment lines, `event:`/`id:` fields and CRLF line
+    ends change nothing; a `data` split over two lines is one chunk."""
+    chunk = b'{"choices": [{"index": 0, "delta": {},\r\ndata: "finish_reason": "stop"}]}'
+    mid_stream(b": keep-alive\r\n\r\nevent: chunk\r\nid: 7\r\ndata: " + chunk + b"\r\n\r\n")
+    seen: list[dict[str, Any]] = []
+    with streaming(seen.append):
+        result = llm_complete(step="respond", messages=MESSAGES, output=RespondOut)
+    assert result.parsed.response == REPLY["response"]
+    assert seen[-1]["response"] == REPLY["response"]
+    assert not result.tokens_estimated and result.prompt_tokens > 0
+
+
+def test_a_refusal_streamed_instead_of_a_reply_is_kept_as_its_text(mid_stream: Any) -> None:
+    mid_stream(
+        b'data: {"choices": [{"index": 0, "delta": {"refusal": "I cannot help with that."},'
+        b' "finish_reason": null}]}\n\n',
+        reply="",
+    )
+    with streaming(lambda partial: None), pytest.raises(LLMError) as caught:
+        llm_complete(step="respond", messages=MESSAGES, output=RespondOut)
+    assert caught.value.raw == "I cannot help with that."
+
+
+class _CountingServer(_MidStreamServer):
+    """Counts the TCP connections its clients open."""
+
+    def __init__(self, tail: bytes = b"", hold_open: float = 0.0) -> None:
+        super().__init__(tail)
+        self.connections = 0
+        self.hold_open = hold_open
+
+    def _track(self, connection: Any) -> None:
+        self.connections += 1
+        super()._track(connection)
+
+    def _streamed(self, request: Any, completion: dict[str, Any], content: str) -> Any:
+        response = super()._streamed(request, completion, content)
+        if not self.hold_open:
+            return response
+        assert response.stream is not None
+
+        def held(body: Iterator[bytes]) -> Iterator[bytes]:
+            yield from body
+            self.sleep(self.hold_open)  # `[DONE]` sent, the body not ended
+
+        return dataclasses.replace(response, stream=held(response.stream))
+
+
+def test_streamed_calls_keep_their_connection(settings: Settings, db: None) -> None:
+    """The body is read to its end after `[DONE]`: the next call reuses the connection instead
+    of connecting (with TLS: handshaking) again before its first token."""
+    with _CountingServer() as server:
+        settings.OPENAI_API_KEY = "test-key"
+        settings.OPENAI_BASE_URL = server.base_url
+        server.script("respond", REPLY, REPLY, REPLY)
+        for _ in range(3):
+            with streaming(lambda partial: None):
+                result = llm_complete(step="respond", messages=MESSAGES, output=RespondOut)
+            assert result.parsed.response == REPLY["response"]
+    assert server.connections == 1
+
+
+def test_a_provider_holding_the_body_open_after_done_still_answers(
+    settings: Settings, db: None
+) -> None:
+    """The drain after `[DONE]` is bounded: the reply is complete, so the call returns it
+    without waiting for the body to end (which would take the call's whole 5 s limit: a
+    behaviour bound, far from any timing the box could blur)."""
+    with _CountingServer(hold_open=30) as server:
+        settings.OPENAI_API_KEY = "test-key"
+        settings.OPENAI_BASE_URL = server.base_url
+        settings.LLM_TIMEOUT = 5
+        server.script("respond", REPLY)
+        with streaming(lambda partial: None):
+            result = llm_complete(step="respond", messages=MESSAGES, output=RespondOut)
+        assert result.parsed.response == REPLY["response"]
+        assert result.latency_ms < 5000

@@ -168,3 +168,37 @@ def test_a_taken_back_draft_reaches_only_a_stream_that_showed_it(widget):
     assert f'event: delta\ndata: {{"turn":{trace.pk},"text":""}}\n\n' in taken_back
     first_read = late.poll(client=widget.client, conversation_id=conversation.pk) or []
     assert not [chunk for chunk in first_read if "delta" in chunk]
+
+
+@pytest.mark.django_db(transaction=True)  # without Redis the read runs in another thread
+def test_a_woken_stream_reads_the_same_draft_from_its_event_loop(widget):
+    """The event loop's read (`reply_draft_read_async`, what a stream woken on the drafts'
+    channel runs) gives what the synchronous read gives: the draft, then nothing once cleared."""
+    _, _, conversation, trace = _running_turn(widget)
+    reply_drafts.reply_draft_write(conversation_id=conversation.pk, turn_id=trace.pk, text="We")
+    read = async_to_sync(reply_drafts.reply_draft_read_async)
+    assert read(conversation.pk) == {"turn": trace.pk, "text": "We"}
+    assert read(conversation.pk) == reply_drafts.reply_draft_read(conversation.pk)
+    reply_drafts.reply_draft_clear(conversation.pk)
+    assert read(conversation.pk) is None
+
+
+@pytest.mark.skipif(
+    not REDIS_URL.startswith("redis://"), reason="needs Redis (CELERY_BROKER_URL=redis://…)"
+)
+def test_with_redis_the_event_loop_reads_the_draft_the_worker_wrote(widget, settings):
+    settings.REDIS_URL = REDIS_URL
+    _, _, conversation, trace = _running_turn(widget)
+    reply_drafts.reply_draft_write(conversation_id=conversation.pk, turn_id=trace.pk, text="We")
+
+    async def scenario() -> list[dict[str, Any] | None]:
+        seen = [await reply_drafts.reply_draft_read_async(conversation.pk)]
+        await sync_to_async(reply_drafts.reply_draft_clear)(conversation.pk)
+        seen.append(await reply_drafts.reply_draft_read_async(conversation.pk))
+        await events.close_hub()  # closes the loop's reader too
+        return seen
+
+    try:
+        assert async_to_sync(scenario)() == [{"turn": trace.pk, "text": "We"}, None]
+    finally:
+        reply_drafts.reply_draft_clear(conversation.pk)
