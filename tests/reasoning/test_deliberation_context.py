@@ -253,3 +253,25 @@ def test_a_small_business_info_is_sent_whole(shop) -> None:
     scope = deliberative_context(client=shop, tools=tools_of(shop), query="Can I return it?")
     assert scope.available == [] and set(scope.included) == set(scope.listed)
     assert "Ships in 2 days." in scope.text
+
+
+def test_a_question_the_basics_answer_gets_no_section(shop) -> None:
+    """A section is sent only when it matches the message better than the basics (always sent)
+    do — not merely because it is the best of a bad lot; every section stays named."""
+    tools = tools_of(shop)
+    for query in ("Hi! What are your opening hours?", "¿Cuál es su horario?"):
+        scope = deliberative_context(client=shop, tools=tools, query=query)
+        assert scope.included == [], (query, scope.as_data())
+        assert "Hours: Mon-Fri 9-17" in scope.text
+        for key in ("policies.returns", "policies.privacy", "tool_schema:cancel_order"):
+            assert key in scope.available and key in scope.text
+        assert RETURNS not in scope.text and PRIVACY not in scope.text
+    # A question the basics do not answer still gets its section.
+    scope = deliberative_context(client=shop, tools=tools, query="Can I return my boots?")
+    assert scope.included[0] == "policies.returns" and scope.scores["policies.returns"] > scope.floor
+
+
+def test_a_section_must_score_above_the_floor() -> None:
+    assert select({"a": 0.5, "b": 0.05, "c": 0.05, "d": 0.04}, floor=0.6) == []
+    assert select({"a": 0.5, "b": 0.05, "c": 0.05, "d": 0.04}, floor=0.4) == ["a"]
+    assert select({"a": 0.5, "b": 0.0}, wanted=["b"], floor=0.9) == ["b"]  # wanted: kept
