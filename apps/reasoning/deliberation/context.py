@@ -65,7 +65,6 @@ class DeliberativeContext:
     scores: dict[str, float] = field(default_factory=dict)
     floor: float = 0.0  # the basics' score: a section scoring no higher is not sent
 
-
     @property
     def available(self) -> list[str]:
         """The sections the synthesis may still ask for."""
