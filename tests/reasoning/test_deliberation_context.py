@@ -140,9 +140,13 @@ def test_the_context_names_every_section_and_gives_the_relevant_ones(shop) -> No
     assert "policies.returns" in scope.included
     assert RETURNS in scope.text
     assert PRIVACY not in scope.text and "A long story" not in scope.text
-    # Every section is named, so the synthesis can ask for the others.
-    for key in ("policies.shipping", "policies.privacy", "about.full", "tool_schema:cancel_order"):
+    # Every section is named, so the synthesis can ask for the others; the tools' schemas as
+    # `tool_schema:<name>` after the tools' own lines.
+    for key in ("policies.shipping", "policies.privacy", "about.full"):
         assert key in scope.listed and key in scope.text
+    assert "tool_schema:<name>" in scope.text.split("## sections", 1)[1]
+    for tool in tools_of(shop):
+        assert f"tool_schema:{tool.name}" in scope.available
     assert set(scope.available) == set(scope.listed) - set(scope.included)
     # Always there: the basics, the business's instructions, one line per enabled tool.
     assert "Business: Trail Shop" in scope.text and "Be brief." in scope.text
@@ -263,8 +267,9 @@ def test_a_question_the_basics_answer_gets_no_section(shop) -> None:
         scope = deliberative_context(client=shop, tools=tools, query=query)
         assert scope.included == [], (query, scope.as_data())
         assert "Hours: Mon-Fri 9-17" in scope.text
-        for key in ("policies.returns", "policies.privacy", "tool_schema:cancel_order"):
+        for key in ("policies.returns", "policies.privacy"):
             assert key in scope.available and key in scope.text
+        assert "tool_schema:cancel_order" in scope.available
         assert RETURNS not in scope.text and PRIVACY not in scope.text
     # A question the basics do not answer still gets its section.
     scope = deliberative_context(client=shop, tools=tools, query="Can I return my boots?")
@@ -276,3 +281,15 @@ def test_a_section_must_score_above_the_floor() -> None:
     assert select({"a": 0.5, "b": 0.05, "c": 0.05, "d": 0.04}, floor=0.6) == []
     assert select({"a": 0.5, "b": 0.05, "c": 0.05, "d": 0.04}, floor=0.4) == ["a"]
     assert select({"a": 0.5, "b": 0.0}, wanted=["b"], floor=0.9) == ["b"]  # wanted: kept
+
+
+def test_a_tool_schema_section_does_not_repeat_the_tools_line(shop) -> None:
+    tools = tools_of(shop)
+    scope = deliberative_context(
+        client=shop, tools=tools, query="Change the shipping address of TH-12345 to 1 Main St"
+    )
+    assert "tool_schema:update_shipping_address" in scope.included
+    tool = next(t for t in tools if t.name == "update_shipping_address")
+    body = scope.text.split("## tool_schema:update_shipping_address\n", 1)[1]
+    assert body.startswith("parameters: {") and '"address"' in body
+    assert scope.text.count(str(tool.description)) == 1  # in the tool's line only

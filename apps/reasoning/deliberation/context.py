@@ -191,13 +191,9 @@ def deliberative_context(
         parts.append(f"## ai_instructions\n{instructions}")
     parts.append("## tools\n" + ("\n".join(tool_signature(t) for t in tools) if tools else "none"))
     if sections:
-        parts.append(
-            "## sections\n"
-            + ", ".join(sections)
-            + "\nThose not given below can be asked for by key in needs_more_context."
-        )
+        parts.append("## sections\n" + section_names(list(sections), tools))
     # The part above is the same in every turn of the client; the turn's own sections follow.
-    parts.extend(f"## {key}\n{sections[key]}" for key in included)
+    parts.extend(f"## {key}\n{section_body(key, sections[key])}" for key in included)
     return DeliberativeContext(
         text="\n\n".join(parts),
         included=included,
@@ -205,6 +201,26 @@ def deliberative_context(
         scores=scores,
         floor=floor,
     )
+
+
+def section_names(keys: list[str], tools: list[ClientTool]) -> str:
+    """The `## sections` list: every key, the tools' schemas as one `tool_schema:<name>` (the
+    tools are listed just above), and how to ask for one."""
+    schemas = {f"{TOOL_SCHEMA_PREFIX}{t.name}" for t in tools}
+    names = [k for k in keys if k not in schemas]
+    if schemas & set(keys):
+        names.append(f"{TOOL_SCHEMA_PREFIX}<name> (each tool's JSON Schema)")
+    return (
+        ", ".join(names) + "\nThose not given below can be asked for by key in needs_more_context."
+    )
+
+
+def section_body(key: str, text: str) -> str:
+    """A section as the context gives it: a tool's schema without its first line (name, kind
+    and description: the tool's line under `## tools` says them)."""
+    if key.startswith(TOOL_SCHEMA_PREFIX) and "\n" in text:
+        return text.split("\n", 1)[1]
+    return text
 
 
 def sections_text(found: dict[str, str]) -> str:
