@@ -64,7 +64,7 @@ only wastes a step):
 {rubric}
 
 Each step returns JSON: content (this step's reasoning), status ("continue" or "final"),
-scores (object: {keys} -> 0-1), rationale (why these scores), hypotheses ([] except on the
+scores ({keys} -> 0-1), rationale (why these scores), hypotheses ([] except on the
 first step)."""
 
 REQUEST = "(server) Take reasoning step {index} of at most {max_steps}."
