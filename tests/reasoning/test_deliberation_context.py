@@ -293,3 +293,23 @@ def test_a_tool_schema_section_does_not_repeat_the_tools_line(shop) -> None:
     body = scope.text.split("## tool_schema:update_shipping_address\n", 1)[1]
     assert body.startswith("parameters: {") and '"address"' in body
     assert scope.text.count(str(tool.description)) == 1  # in the tool's line only
+
+
+def test_the_knowledge_block_gives_each_chunk_under_its_heading_without_its_id() -> None:
+    from apps.knowledge.retrieval import Hit
+    from apps.reasoning.deliberation.context import knowledge_message
+    from apps.reasoning.knowledge import source_label
+
+    hits = [
+        Hit(1, "a1b2c3d4-0000-4000-8000-000000000001", "Boot sizing", "faq", 7, 0, "Boot sizing",
+            "Our boots run half a size small.", 9, 3.2, ""),
+        Hit(2, "a1b2c3d4-0000-4000-8000-000000000002", "Tents", "article", 8, 2,
+            "Tents › Drying", "Dry your tent fully before storing it.", 10, 2.1, ""),
+    ]  # fmt: skip
+    [message] = knowledge_message(hits)
+    text = message_text(message)
+    assert message["role"] == "user" and "knowledge base excerpts" in text
+    assert "## Boot sizing\nOur boots run half a size small." in text
+    assert "## Tents › Drying\nDry your tent fully before storing it." in text
+    assert "a1b2c3d4" not in text and source_label(hits[0]).startswith("kb a1b2c3d4")
+    assert knowledge_message([]) == []

@@ -31,7 +31,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from apps.clients.models import Client
 from apps.reasoning.context import (
@@ -41,7 +41,11 @@ from apps.reasoning.context import (
     minimal_context,
 )
 from apps.reasoning.llm import estimate_tokens
+from apps.reasoning.steps import _data
 from apps.tools.models import ClientTool
+
+if TYPE_CHECKING:
+    from apps.knowledge.retrieval import Hit
 
 # Always in the context (short, and they apply to every answer): not scored.
 ALWAYS = ("ai_instructions",)
@@ -235,3 +239,17 @@ def fetched_message(found: dict[str, str]) -> dict[str, str]:
         "role": "system",
         "content": "More business information (asked for):\n\n" + sections_text(found),
     }
+
+
+def knowledge_message(hits: list[Hit]) -> list[dict[str, str]]:
+    """The knowledge-base chunks for the shared prefix: the same data block as
+    `knowledge.knowledge_message`, each chunk under its heading only. The chunk's id in
+    `knowledge.source_label` (the trace and the turn's sources keep it) tells the model nothing
+    and would be re-sent in every call of the turn; the synthesis asks for more by search words
+    (`kb:<words>`), never by id."""
+    if not hits:
+        return []
+    text = "\n\n".join(
+        f"## {h.heading if h.heading and h.heading != h.title else h.title}\n{h.text}" for h in hits
+    )
+    return [_data.data_message(_data.block(_data.KNOWLEDGE, text))]
