@@ -140,9 +140,13 @@ def test_the_context_names_every_section_and_gives_the_relevant_ones(shop) -> No
     assert "policies.returns" in scope.included
     assert RETURNS in scope.text
     assert PRIVACY not in scope.text and "A long story" not in scope.text
-    # Every section is named, so the synthesis can ask for the others.
-    for key in ("policies.shipping", "policies.privacy", "about.full", "tool_schema:cancel_order"):
+    # Every section is named, so the synthesis can ask for the others; the tools' schemas as
+    # `tool_schema:<name>` after the tools' own lines.
+    for key in ("policies.shipping", "policies.privacy", "about.full"):
         assert key in scope.listed and key in scope.text
+    assert "tool_schema:<name>" in scope.text.split("## sections", 1)[1]
+    for tool in tools_of(shop):
+        assert f"tool_schema:{tool.name}" in scope.available
     assert set(scope.available) == set(scope.listed) - set(scope.included)
     # Always there: the basics, the business's instructions, one line per enabled tool.
     assert "Business: Trail Shop" in scope.text and "Be brief." in scope.text
@@ -253,3 +257,59 @@ def test_a_small_business_info_is_sent_whole(shop) -> None:
     scope = deliberative_context(client=shop, tools=tools_of(shop), query="Can I return it?")
     assert scope.available == [] and set(scope.included) == set(scope.listed)
     assert "Ships in 2 days." in scope.text
+
+
+def test_a_question_the_basics_answer_gets_no_section(shop) -> None:
+    """A section is sent only when it matches the message better than the basics (always sent)
+    do — not merely because it is the best of a bad lot; every section stays named."""
+    tools = tools_of(shop)
+    for query in ("Hi! What are your opening hours?", "¿Cuál es su horario?"):
+        scope = deliberative_context(client=shop, tools=tools, query=query)
+        assert scope.included == [], (query, scope.as_data())
+        assert "Hours: Mon-Fri 9-17" in scope.text
+        for key in ("policies.returns", "policies.privacy"):
+            assert key in scope.available and key in scope.text
+        assert "tool_schema:cancel_order" in scope.available
+        assert RETURNS not in scope.text and PRIVACY not in scope.text
+    # A question the basics do not answer still gets its section.
+    scope = deliberative_context(client=shop, tools=tools, query="Can I return my boots?")
+    assert scope.included[0] == "policies.returns"
+    assert scope.scores["policies.returns"] > scope.floor
+
+
+def test_a_section_must_score_above_the_floor() -> None:
+    assert select({"a": 0.5, "b": 0.05, "c": 0.05, "d": 0.04}, floor=0.6) == []
+    assert select({"a": 0.5, "b": 0.05, "c": 0.05, "d": 0.04}, floor=0.4) == ["a"]
+    assert select({"a": 0.5, "b": 0.0}, wanted=["b"], floor=0.9) == ["b"]  # wanted: kept
+
+
+def test_a_tool_schema_section_does_not_repeat_the_tools_line(shop) -> None:
+    tools = tools_of(shop)
+    scope = deliberative_context(
+        client=shop, tools=tools, query="Change the shipping address of TH-12345 to 1 Main St"
+    )
+    assert "tool_schema:update_shipping_address" in scope.included
+    tool = next(t for t in tools if t.name == "update_shipping_address")
+    body = scope.text.split("## tool_schema:update_shipping_address\n", 1)[1]
+    assert body.startswith("parameters: {") and '"address"' in body
+    assert scope.text.count(str(tool.description)) == 1  # in the tool's line only
+
+
+def test_the_knowledge_block_gives_each_chunk_under_its_heading_without_its_id() -> None:
+    from apps.knowledge.retrieval import Hit
+    from apps.reasoning.deliberation.context import knowledge_message
+    from apps.reasoning.knowledge import source_label
+
+    hits = [
+        Hit(1, "a1b2c3d4-0000-4000-8000-000000000001", "Boot sizing", "faq", 7, 0, "Boot sizing",
+            "Our boots run half a size small.", 9, 3.2, ""),
+        Hit(2, "a1b2c3d4-0000-4000-8000-000000000002", "Tents", "article", 8, 2,
+            "Tents › Drying", "Dry your tent fully before storing it.", 10, 2.1, ""),
+    ]  # fmt: skip
+    [message] = knowledge_message(hits)
+    text = message_text(message)
+    assert message["role"] == "user" and "knowledge base excerpts" in text
+    assert "## Boot sizing\nOur boots run half a size small." in text
+    assert "## Tents › Drying\nDry your tent fully before storing it." in text
+    assert "a1b2c3d4" not in text and source_label(hits[0]).startswith("kb a1b2c3d4")
+    assert knowledge_message([]) == []

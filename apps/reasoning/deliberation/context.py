@@ -13,7 +13,9 @@ deliberative mode sends
 Relevance is a retrieval score over the sections, with no word list of any language: character
 trigrams of the message and of each section (the key and its text), weighted by how few sections
 hold them (tf-idf, the idf squared), cosine similarity. A section is included when it stands
-out — at least `STANDOUT` × the mean score of all sections — and at most `MAX_SECTIONS` of them.
+out — at least `STANDOUT` × the mean score of all sections — and matches the message better than
+the basics do (scored alongside the sections: a question the basics answer, "what are your opening
+hours?", gets no section however the sections rank among themselves), at most `MAX_SECTIONS`.
 Sections of `SMALL_SECTIONS_TOKENS` or fewer in all are all sent. The keys the turn already
 fetched (adaptive's `needs_more_context` when "deliberate when needed" escalates) are always
 included. A section left out is still named, and the synthesis may ask for it by key in
@@ -29,7 +31,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from apps.clients.models import Client
 from apps.reasoning.context import (
@@ -39,7 +41,11 @@ from apps.reasoning.context import (
     minimal_context,
 )
 from apps.reasoning.llm import estimate_tokens
+from apps.reasoning.steps import _data
 from apps.tools.models import ClientTool
+
+if TYPE_CHECKING:
+    from apps.knowledge.retrieval import Hit
 
 # Always in the context (short, and they apply to every answer): not scored.
 ALWAYS = ("ai_instructions",)
@@ -50,6 +56,8 @@ MAX_SECTIONS = 2
 # Sections this short in all are sent in full: choosing would save next to nothing.
 SMALL_SECTIONS_TOKENS = 400
 GRAM = 3
+# The basics' key when they are scored with the sections (never a section's key).
+BASICS = " basics"
 _WORD = re.compile(r"[^\W_]+")
 
 
@@ -59,6 +67,7 @@ class DeliberativeContext:
     included: list[str]  # the sections sent in full, most relevant first
     listed: list[str]  # every section's key (the ones not included may be asked for)
     scores: dict[str, float] = field(default_factory=dict)
+    floor: float = 0.0  # the basics' score: a section scoring no higher is not sent
 
     @property
     def available(self) -> list[str]:
@@ -70,6 +79,7 @@ class DeliberativeContext:
             "included": self.included,
             "available": self.available,
             "scores": {k: round(v, 3) for k, v in self.scores.items()},
+            "floor": round(self.floor, 3),
         }
 
 
@@ -110,17 +120,19 @@ def relevance(query: str, sections: dict[str, str]) -> dict[str, float]:
     return scores
 
 
-def select(scores: dict[str, float], *, wanted: Iterable[str] = ()) -> list[str]:
+def select(
+    scores: dict[str, float], *, wanted: Iterable[str] = (), floor: float = 0.0
+) -> list[str]:
     """The sections to send in full: those already `wanted`, then the ones that stand out
-    (≥ STANDOUT × the mean score, > 0), best first, MAX_SECTIONS in all (`wanted` beyond it
-    are kept)."""
+    (≥ STANDOUT × the mean score) and score above `floor` (and 0), best first, MAX_SECTIONS in
+    all (`wanted` beyond it are kept)."""
     chosen = [k for k in wanted if k in scores]
     if scores:
         mean = sum(scores.values()) / len(scores)
         for key, score in sorted(scores.items(), key=lambda item: (-item[1], item[0])):
             if len(chosen) >= MAX_SECTIONS:
                 break
-            if score > 0 and score >= STANDOUT * mean and key not in chosen:
+            if score > max(floor, 0.0) and score >= STANDOUT * mean and key not in chosen:
                 chosen.append(key)
     return chosen
 
@@ -169,26 +181,50 @@ def deliberative_context(
     """The context of a deliberative turn about `query` (the conversation's last customer
     messages); `wanted`: keys to include whatever their score."""
     sections, instructions = sections_of(client=client, tools=tools)
-    scores = relevance(query, sections)
+    basics = minimal_context(client=client, tools=[]).rsplit("\nTools", 1)[0]
+    # The basics are scored with the sections (a key no section has): the reference a section
+    # must beat — what the context says anyway.
+    scores = relevance(query, {**sections, BASICS: basics})
+    floor = scores.pop(BASICS, 0.0)
     if sum(estimate_tokens(text) for text in sections.values()) <= SMALL_SECTIONS_TOKENS:
         included = list(sections)
     else:
-        included = select(scores, wanted=[k for k in wanted if k in sections])
-    parts = [minimal_context(client=client, tools=[]).rsplit("\nTools", 1)[0]]
+        included = select(scores, wanted=[k for k in wanted if k in sections], floor=floor)
+    parts = [basics]
     if instructions:
         parts.append(f"## ai_instructions\n{instructions}")
     parts.append("## tools\n" + ("\n".join(tool_signature(t) for t in tools) if tools else "none"))
     if sections:
-        parts.append(
-            "## sections\n"
-            + ", ".join(sections)
-            + "\nThose not given below can be asked for by key in needs_more_context."
-        )
+        parts.append("## sections\n" + section_names(list(sections), tools))
     # The part above is the same in every turn of the client; the turn's own sections follow.
-    parts.extend(f"## {key}\n{sections[key]}" for key in included)
+    parts.extend(f"## {key}\n{section_body(key, sections[key])}" for key in included)
     return DeliberativeContext(
-        text="\n\n".join(parts), included=included, listed=list(sections), scores=scores
+        text="\n\n".join(parts),
+        included=included,
+        listed=list(sections),
+        scores=scores,
+        floor=floor,
     )
+
+
+def section_names(keys: list[str], tools: list[ClientTool]) -> str:
+    """The `## sections` list: every key, the tools' schemas as one `tool_schema:<name>` (the
+    tools are listed just above), and how to ask for one."""
+    schemas = {f"{TOOL_SCHEMA_PREFIX}{t.name}" for t in tools}
+    names = [k for k in keys if k not in schemas]
+    if schemas & set(keys):
+        names.append(f"{TOOL_SCHEMA_PREFIX}<name> (each tool's JSON Schema)")
+    return (
+        ", ".join(names) + "\nThose not given below can be asked for by key in needs_more_context."
+    )
+
+
+def section_body(key: str, text: str) -> str:
+    """A section as the context gives it: a tool's schema without its first line (name, kind
+    and description: the tool's line under `## tools` says them)."""
+    if key.startswith(TOOL_SCHEMA_PREFIX) and "\n" in text:
+        return text.split("\n", 1)[1]
+    return text
 
 
 def sections_text(found: dict[str, str]) -> str:
@@ -203,3 +239,17 @@ def fetched_message(found: dict[str, str]) -> dict[str, str]:
         "role": "system",
         "content": "More business information (asked for):\n\n" + sections_text(found),
     }
+
+
+def knowledge_message(hits: list[Hit]) -> list[dict[str, str]]:
+    """The knowledge-base chunks for the shared prefix: the same data block as
+    `knowledge.knowledge_message`, each chunk under its heading only. The chunk's id in
+    `knowledge.source_label` (the trace and the turn's sources keep it) tells the model nothing
+    and would be re-sent in every call of the turn; the synthesis asks for more by search words
+    (`kb:<words>`), never by id."""
+    if not hits:
+        return []
+    text = "\n\n".join(
+        f"## {h.heading if h.heading and h.heading != h.title else h.title}\n{h.text}" for h in hits
+    )
+    return [_data.data_message(_data.block(_data.KNOWLEDGE, text))]

@@ -37,6 +37,7 @@ from apps.reasoning.deliberation.context import (
     DeliberativeContext,
     deliberative_context,
     fetched_message,
+    knowledge_message,
 )
 from apps.reasoning.deliberation.loop import BUDGET_ERRORS, LoopResult, run_loop
 from apps.reasoning.deliberation.termination import Termination
@@ -117,7 +118,7 @@ def run(turn: Turn) -> Outcome:
             history=history_messages(turn.history),
             notes=notes,
             pending=pending,
-            knowledge=knowledge.knowledge_message(turn.knowledge),
+            knowledge=knowledge_message(turn.knowledge),
         )
 
     if turn.confirmed is not None or turn.declined is not None:

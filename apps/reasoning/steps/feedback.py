@@ -23,21 +23,18 @@ class FeedbackOut(Out):
     _text = field_validator("feedback")(required_text)
 
 
-PROMPT = """You are the reasoning coach of a customer-support assistant. The assistant reasons
-in scored steps toward a target mean self-score of {target}; it has taken {step} of at most
-{max_steps} steps.
+PROMPT = """You coach a customer-support assistant that reasons in scored steps toward a target
+mean self-score of {target}. Current step {step} of at most {max_steps}: scores {scores}, mean
+{mean}.
 
-Principles (definitions — judge by these, not by keywords):
+Principles (judge by these definitions, not by keywords):
 {rubric}
 
-The customer's message and the score history (oldest first: step, scores, mean, content) are
-given as data blocks in the user message.
+The data blocks hold the customer's message and the score history (oldest first).
 
-Current step {step}: scores {scores}, mean {mean}.
-
-Analyse: is the trajectory moving toward the target? Which principles are weakest? What should
-the next step do? Return JSON: feedback (2-3 sentences of specific, actionable guidance for the
-next step; not a template)."""
+Is the trajectory moving toward the target? Which principles are weakest? What should the next
+step do? Return JSON: feedback (2-3 sentences of specific, actionable guidance for the next
+step; not a template)."""
 
 
 def history_text(history: list[dict[str, Any]]) -> str:

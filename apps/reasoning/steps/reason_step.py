@@ -55,16 +55,15 @@ class ReasonStepOut(Out):
 
 
 PROTOCOL = """Before you answer, reason about the customer's last message in steps (the customer
-does not see them). The server runs the loop: at least {min_steps} and at most {max_steps} steps;
-it stops once your mean self-score reaches {target}. Each step builds on the earlier ones and on
-the server's feedback after them.
+does not see them), each building on the earlier ones and the server's feedback. The server runs
+at least {min_steps} and at most {max_steps} steps and stops once your mean self-score reaches
+{target}.
 
-Rubric — score each step 0-1 on each principle honestly (a high score you have not earned
-only wastes a step):
+Rubric — score each step 0-1 on each principle honestly (an unearned score wastes a step):
 {rubric}
 
 Each step returns JSON: content (this step's reasoning), status ("continue" or "final"),
-scores (object: {keys} -> 0-1), rationale (why these scores), hypotheses ([] except on the
+scores ({keys} -> 0-1), rationale (why these scores), hypotheses ([] except on the
 first step)."""
 
 REQUEST = "(server) Take reasoning step {index} of at most {max_steps}."

@@ -63,18 +63,16 @@ class RefineCritiqueOut(Out):
         return out
 
 
-INSTRUCTIONS = """Now review, strictly, the reply to the customer's last message in the "draft to
-review" block above (iteration {iteration}), before the customer sees it. The business
-information above is the only source of truth; do not write a new reply.
-
-Check, and report each problem as an issue that quotes the exact sentence it concerns:
-1. Claims against the business information: unsupported_claim (not in the information),
-   policy_conflict (contradicts a policy), false_promise (promises what the business does not).
-2. Reasoning errors (kind reasoning_error): unsupported generalisation, false dilemma, appeal to
-   authority, circular reasoning.
-3. Perspectives, in this one review: the customer's (is their need met? tone, missing_info),
-   the business's (cost, commitments) and the policy's (is it within the written rules?).
-
+INSTRUCTIONS = """Now review strictly, before the customer sees it, the reply to the customer's last
+message in the "draft to review" block above (iteration {iteration}). The business information
+above is the only source of truth; do not write a new reply. Report each problem as an issue
+quoting the exact sentence it concerns:
+1. unsupported_claim (not in the information), policy_conflict (contradicts a policy),
+   false_promise (promises what the business does not);
+2. reasoning_error: unsupported generalisation, false dilemma, appeal to authority, circular
+   reasoning;
+3. the customer's view (need met? tone, missing_info), the business's (cost, commitments) and
+   the policy's (within the written rules?).
 Return JSON: score (0-100, how good the reply is now), issues ([{{"quote", "problem", "kind"}}],
 kind one of {kinds}; [] if none), critique (a few sentences)."""
 
