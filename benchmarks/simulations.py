@@ -246,7 +246,10 @@ def deploy(
     ]
     time.sleep(8)  # the workers connect to the broker
     keys = json.loads(setup.stdout)["keys"]
-    deployment = load.Deployment(base, keys, web, workers, model, logs)
+    # No streamed replies to mark here: the model's marks file stays empty.
+    deployment = load.Deployment(
+        base, keys, web, workers, model, logs, marks=logs / "model-marks.jsonl", env=env
+    )
     return deployment, env
 
 
