@@ -32,6 +32,7 @@ goes to the turn pipeline: fallback reply and hand-off)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Callable
@@ -300,25 +301,19 @@ def run_loop(
             return end(None, "two readings of the message are too close to guess")
 
         repeated = stop_stalled and len(steps) > 1 and repeats(entry.content, steps[-2].content)
-        termination = termination_after(
+        scored = functools.partial(
+            termination_after,
             step=index,
             mean=entry.mean,
             min_steps=config.min_steps,
             max_steps=config.max_steps,
             target=config.target,
             means=[s.mean for s in steps] if stop_stalled else None,
-            repeated=repeated,
         )
+        termination = scored(repeated=repeated)
         if termination is not None:
             log(entry, termination, result.latency_ms)
-            by_scores = termination_after(
-                step=index,
-                mean=entry.mean,
-                min_steps=config.min_steps,
-                max_steps=config.max_steps,
-                target=config.target,
-                means=[s.mean for s in steps] if stop_stalled else None,
-            )
+            by_scores = scored()  # would the scores alone have ended it?
             detail = "repeated: the step says what the step before it said" if not by_scores else ""
             return end(termination, detail)
 
