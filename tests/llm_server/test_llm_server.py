@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from apps.billing.models import UsageRecord
 from apps.clients.models import Client
 from apps.conversations.models import Message
 from apps.escalations.models import Escalation
@@ -31,6 +32,7 @@ from apps.provisioning.files import load_tenant_file
 from apps.reasoning import llm as gateway
 from apps.reasoning.guards import confirmation_answer
 from apps.reasoning.models import ReasoningStep, ReasoningTrace, TraceStatus
+from apps.reasoning.steps.respond import RespondOut
 from apps.tools.models import ClientTool, PendingAction, ToolExecution, ToolKind
 from tests.conftest import DEMO_TENANT
 from tests.factories import ClientFactory, ClientToolFactory, ModelPriceFactory, PlanFactory
@@ -167,7 +169,11 @@ def make_shop(mode: str, webhook: FakeWebhookServer) -> Client:
 
 
 @pytest.fixture
-def real_llm(llama_server: LlamaServer, settings: Any) -> LlamaServer:
+def real_llm(llama_server: LlamaServer, settings: Any) -> Iterator[LlamaServer]:
+    """The server, for one test: the test fails loudly when the server is not running before or
+    after it (a crash would otherwise show only as hand-offs for `llm_failure`)."""
+    if (died := llama_server.death()) is not None:
+        pytest.fail(died)
     settings.OPENAI_API_KEY = "local-llama-server"  # any key: the server does not check it
     settings.OPENAI_BASE_URL = llama_server.base_url
     settings.LLM_MODEL = llama_server.model
@@ -177,10 +183,17 @@ def real_llm(llama_server: LlamaServer, settings: Any) -> LlamaServer:
     settings.REASONING_TURN_DEADLINE_SECONDS = 420
     settings.LLM_MAX_COMPLETION_TOKENS = 192
     settings.LLM_CONTEXT_TOKENS = 4096  # the server's n_ctx (read where the gateway fits prompts)
+    # llama-cpp-python's server sends no `usage` in a stream (it ignores
+    # `stream_options.include_usage`), so a streamed call's tokens are estimated. The flows run
+    # unstreamed, where every call carries the server's own counts; streaming against this server
+    # has its own test (`test_the_gateway_reads_the_real_server_s_stream_piece_by_piece`).
+    settings.LLM_STREAM_REPLIES = False
     ModelPriceFactory(
         model=llama_server.model, input_per_million=Decimal("0"), output_per_million=Decimal("0")
     )
-    return llama_server
+    yield llama_server
+    if (died := llama_server.death()) is not None:
+        pytest.fail(died)
 
 
 def drive(widget: Widget, flows: list[list[str]]) -> Run:
@@ -238,16 +251,34 @@ def assert_every_turn_ended(run: Run, client: Client) -> None:
 
 
 def assert_usage_from_the_server(client: Client) -> None:
-    from apps.billing.models import UsageRecord
-
     usage = UsageRecord.objects.unscoped("test checks the database directly").filter(client=client)
     llm_steps = ReasoningStep.objects.unscoped("test checks the database directly").filter(
         client=client, name__in=LLM_STEPS, error=""
     )
     if llm_steps.exists():  # a turn that answered from a model call recorded its usage
         assert usage.exists()
-    assert not usage.filter(tokens_estimated=True).exists(), "usage was estimated, not reported"
+    # A call the server never answered (a timeout on a busy machine) is recorded with estimated
+    # prompt tokens — the provider may bill it; every answered call carries the server's counts.
+    unanswered = (
+        ReasoningStep.objects.unscoped("test checks the database directly")
+        .filter(client=client, name__in=LLM_STEPS, error__regex=r"^(timeout|connection):")
+        .count()
+    )
+    estimated = usage.filter(tokens_estimated=True).count()
+    assert estimated <= unanswered, f"{estimated} usage records estimated, {unanswered} unanswered"
     assert all(u.prompt_tokens > 0 for u in usage), "a call without the server's prompt tokens"
+
+
+def turns_the_model_answered(client: Client) -> int:
+    """Turns with at least one model call that met its step's contract: the server really
+    answered (a turn can end in a reply, a question or a hand-off without any model reply)."""
+    return (
+        ReasoningStep.objects.unscoped("test checks the database directly")
+        .filter(client=client, name__in=LLM_STEPS, error="")
+        .values("trace")
+        .distinct()
+        .count()
+    )
 
 
 def unconfirmed_destructive_runs(client: Client, webhook: FakeWebhookServer) -> list[str]:
@@ -302,6 +333,11 @@ def test_readme_flows_and_risky_messages(mode, real_llm, tool_server, record_pro
     assert_every_turn_ended(run, client)
     assert_usage_from_the_server(client)
     assert unconfirmed_destructive_runs(client, tool_server) == []
+    # The model itself answered: a run whose turns all end in hand-offs for `llm_failure` (a
+    # server that died, a protocol no reply meets) proves nothing. A 135M model meets adaptive's
+    # `assess` contract about one time in three, so one answered turn is the bar.
+    answered = turns_the_model_answered(client)
+    assert answered >= 1, (answered, len(run.turns), contract_outcomes(client))
 
     escalations = Escalation.objects.unscoped("test checks the database directly").filter(
         client=client
@@ -317,6 +353,7 @@ def test_readme_flows_and_risky_messages(mode, real_llm, tool_server, record_pro
         "slowest_turn_seconds": round(max(t.seconds for t in run.turns), 1),
         "flow_messages_skipped_after_a_handoff": run.skipped_after_handoff,
         "handoffs": reasons,
+        "turns_the_model_answered": answered,
         "reply_kinds": [t.kinds for t in run.turns],
     }
     summary["contract"] = contract_outcomes(client)
@@ -355,12 +392,6 @@ def _refused_formats(client: Client) -> list[dict[str, Any]]:
 # first call, remembered per base URL and model) and these turns. Until the gateway has it,
 # this says so instead of failing.
 @pytest.mark.timeout(600)
-# Known failure on the 2026-11-27 machine, also at the commit that passed CI before it: after
-# llama-cpp-python's server refuses json_schema (HTTP 500), the next request (answered 200 in
-# the server's log) and every later one end in the SDK's "Connection error" within 3 ms, so no
-# refusal is counted. The server venv's unpinned dependencies are the suspects; under
-# investigation — recorded here rather than hidden.
-@pytest.mark.xfail(reason="connection errors after the server's 500 on this machine", strict=False)
 @pytest.mark.skipif(
     not hasattr(gateway, "response_format_refusals"),
     reason="needs the gateway's response_format fallback (llm.response_format_refusals)",
@@ -389,3 +420,35 @@ def test_the_response_format_fallback_is_chosen_and_remembered(real_llm, tool_se
         "test checks the database directly"
     ).filter(client=client, reason="llm_failure", detail__icontains="response_format")
     assert not handed_off_for_the_protocol.exists()
+
+
+@pytest.mark.timeout(300)
+def test_the_gateway_reads_the_real_server_s_stream_piece_by_piece(real_llm):
+    """The streamed path against the real server, at the gateway (a 135M model's answers are
+    too erratic for a turn to be shown as written reliably; the widget's word-by-word path is
+    tested in Chromium against the scripted server): the reply arrives in pieces, each parsed
+    as far as it goes, and the last is the reply. The server sends no `usage` in a stream (it
+    ignores `stream_options.include_usage`), so the call's tokens are estimated — and flagged."""
+    pieces: list[dict[str, Any]] = []
+
+    def sink(partial: dict[str, Any]) -> bool:
+        pieces.append(dict(partial))
+        return True
+
+    messages = [
+        {"role": "system", "content": "You are a shop's assistant. Answer in JSON."},
+        {"role": "user", "content": "Say hello to me in one short sentence."},
+    ]
+    failed: gateway.LLMError | None = None
+    try:
+        with gateway.streaming(sink):
+            result = gateway.llm_complete(step="respond", messages=messages, output=RespondOut)
+    except gateway.LLMError as exc:  # the model broke the step's contract: still streamed
+        failed = exc
+    if failed is not None:
+        assert failed.kind in {"invalid_output", "truncated"}, failed
+        assert failed.tokens_estimated and failed.prompt_tokens > 0
+    else:
+        assert result.tokens_estimated and result.prompt_tokens > 0
+        assert pieces and pieces[-1].get("response") == result.parsed.response
+    assert len(pieces) > 1, pieces  # piece by piece, not at once
