@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -247,7 +247,12 @@ def format_notes_for_prompt(
 
 
 def prompt_notes(
-    *, client: Client, language: str, plan: Plan | None = None
+    *,
+    client: Client,
+    language: str,
+    plan: Plan | None = None,
+    budget_tokens: int | None = None,
+    keep: Callable[[Note], bool] | None = None,
 ) -> tuple[str, list[int]]:
     """The notes block for one turn's prompts and the note ids in it — ('', []) when the plan
     (default: the client's) has notes off or no budget for them. Where the block goes in the
@@ -257,18 +262,22 @@ def prompt_notes(
     and the language-neutral ones come first, the strategies and patterns of other languages
     after them (the first to go when the budget is short).
 
-    No query when the notes cache is warm and the plan is loaded.
+    No query when the notes cache is warm and the plan is loaded. `budget_tokens` lowers the
+    plan's budget; `keep` leaves out the notes it rejects.
     """
     plan = plan or client.plan
-    if not plan.notes_enabled or plan.notes_prompt_budget_tokens <= 0:
+    budget = plan.notes_prompt_budget_tokens
+    if budget_tokens is not None:
+        budget = min(budget, budget_tokens)
+    if not plan.notes_enabled or budget <= 0:
         return "", []
     language = (language or "").strip().lower()
     notes = relevant_notes(client=client, language=language)
+    if keep is not None:
+        notes = [note for note in notes if keep(note)]
     if not notes:
         return "", []
-    return format_notes_for_prompt(
-        notes, budget_tokens=plan.notes_prompt_budget_tokens, language=language
-    )
+    return format_notes_for_prompt(notes, budget_tokens=budget, language=language)
 
 
 def waits_for_its_tool(note: Note, tool_names: Collection[str]) -> bool:
@@ -300,16 +309,10 @@ def prompt_notes_for_tools(
     (fetches its schema) or the customer answers a confirmation question about it. Within
     `budget_tokens` (and the plan's budget). What the notes say and how they are quoted is
     `format_notes_for_prompt`'s, unchanged."""
-    plan = plan or client.plan
-    budget = min(budget_tokens, plan.notes_prompt_budget_tokens)
-    if not plan.notes_enabled or budget <= 0:
-        return "", []
-    language = (language or "").strip().lower()
-    notes = [
-        note
-        for note in relevant_notes(client=client, language=language)
-        if note.ref in in_play or not waits_for_its_tool(note, tool_names)
-    ]
-    if not notes:
-        return "", []
-    return format_notes_for_prompt(notes, budget_tokens=budget, language=language)
+    return prompt_notes(
+        client=client,
+        language=language,
+        plan=plan,
+        budget_tokens=budget_tokens,
+        keep=lambda note: note.ref in in_play or not waits_for_its_tool(note, tool_names),
+    )

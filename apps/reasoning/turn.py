@@ -251,13 +251,17 @@ class Turn:
                 logger.exception("reading notes for trace %s failed", self.rec.trace.pk)
                 text, ids = "", []
             self._notes = text
-            if ids:
-                self.rec.step(
-                    "notes",
-                    input_summary=f"{len(ids)} notes",
-                    output={"note_ids": ids, "tokens": notes_tokens(text)},
-                )
+            self.record_notes(text, ids)
         return self._notes
+
+    def record_notes(self, text: str, ids: list[int]) -> None:
+        """The trace step `notes` of a notes block that reached a prompt."""
+        if ids:
+            self.rec.step(
+                "notes",
+                input_summary=f"{len(ids)} notes",
+                output={"note_ids": ids, "tokens": notes_tokens(text)},
+            )
 
     _business_info: dict[str, Any] | None = field(default=None, repr=False)
 

@@ -24,7 +24,7 @@ from apps.clients.modes import Mode
 from apps.conversations.models import Kind
 from apps.escalations.models import EscalationReason
 from apps.knowledge import retrieval
-from apps.notes.selectors import notes_tokens, prompt_notes_for_tools
+from apps.notes.selectors import prompt_notes_for_tools
 from apps.reasoning import knowledge
 from apps.reasoning.context import (
     TOOL_SCHEMA_PREFIX,
@@ -347,12 +347,8 @@ class _AssessNotes:
         except Exception:  # notes are an aid: the turn goes on without them
             logger.exception("reading notes for trace %s failed", turn.rec.trace.pk)
             text, ids = "", []
-        if ids and ids != self.ids:
-            turn.rec.step(
-                "notes",
-                input_summary=f"{len(ids)} notes",
-                output={"note_ids": ids, "tokens": notes_tokens(text)},
-            )
+        if ids != self.ids:
+            turn.record_notes(text, ids)
         self.ids, self.text = ids, text
         return text
 
