@@ -18,6 +18,7 @@ from apps.conversations.models import ConversationStatus, Kind, Message
 from apps.conversations.services import conversation_create
 from apps.reasoning.models import ReasoningStep, ReasoningTrace, TraceKind
 from apps.reasoning.modes import mode_that_runs
+from apps.reasoning.steps._shared import CONFIRMATION_RULE
 from apps.tools.models import PendingAction
 from tests.reasoning.conftest import Chat, assess, critique, make_shop
 from tests.support.fake_llm import Fail, message_text
@@ -390,6 +391,12 @@ def test_a_lying_model_cannot_run_a_destructive_tool_unconfirmed(deep_chat, llm,
     assert done.text == "Order TH-12345 is cancelled."
     assert len(webhook.requests) == 1
     assert len(llm.calls("reason_step")) == 1  # only the first turn's
+    # The rule for reading a confirmation state is in the system message only with a state.
+    [looped] = llm.calls("reason_step")
+    after_yes = llm.calls("synthesize")[-1]
+    assert CONFIRMATION_RULE not in looped.messages[0]["content"]
+    assert CONFIRMATION_RULE in after_yes.messages[0]["content"]
+    assert any('label="confirmation state"' in m["content"] for m in after_yes.messages)
 
 
 def test_a_token_cap_ends_the_loop_with_budget_and_still_answers(deep_chat, llm, settings):

@@ -74,8 +74,7 @@ def chat_messages(
 SHARED_SYSTEM = """You are the customer-support assistant of the business below. Each request
 ends with a system message saying what to do now and in which format; the customer sees only
 the answers written for them.
-{rules}
-{confirmation}
+{rules}{confirmation}
 
 {context}"""
 
@@ -94,7 +93,10 @@ def shared_prefix(
     confirmation state. A step appends its own messages and ends with its instructions
     (`_data.instructions_message`); the language line goes at the end of those
     (`with_language`)."""
-    system = SHARED_SYSTEM.format(rules=RULES, confirmation=CONFIRMATION_RULE, context=context)
+    # The rule for reading a confirmation state only with one to read, as in `assess`: it would
+    # cost every call of every other turn ≈ 45 tokens (the first call at the uncached rate).
+    confirmation = f"\n{CONFIRMATION_RULE}" if pending else ""
+    system = SHARED_SYSTEM.format(rules=RULES, confirmation=confirmation, context=context)
     return chat_messages(system, history=history, notes=notes, pending=pending, after=knowledge)
 
 
