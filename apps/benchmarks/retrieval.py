@@ -36,6 +36,7 @@ from apps.knowledge.models import Article, ArticleChunk, ArticleKind, ArticleSta
 from apps.knowledge.selectors import search_chunks
 from apps.knowledge.services.articles import article_save
 from apps.provisioning.files import parse_article_text
+from apps.reasoning.knowledge import HITS_PER_FETCH
 
 DEMO_KNOWLEDGE = Path(settings.BASE_DIR) / "demo" / "knowledge"
 EVAL_FILE = DEMO_KNOWLEDGE / "eval.json"
@@ -44,6 +45,9 @@ MRR_DEPTH = 10
 # Chunks asked of the search per question: enough to fill MRR_DEPTH distinct articles when an
 # article contributes several chunks.
 CHUNKS_ASKED = 40
+# The relevance cuts measured on the fetch a turn makes (`retrieval.search` with the fetch's
+# limit and standard/deliberative budget; docs/knowledge.md, "Relevance cut").
+CUT_SHARES = (0.0, 0.3, 0.4, 0.5, 0.6)
 
 
 # -- the demo files ------------------------------------------------------------------------------
@@ -151,6 +155,8 @@ class RetrievalResult:
     by_language: dict[str, Figures] = field(default_factory=dict)
     misses: list[Miss] = field(default_factory=list)
     seconds: float = 0.0
+    # share → [questions whose article is in the fetch, chunks, tokens] over all questions
+    cuts: dict[float, list[int]] = field(default_factory=dict)
 
 
 def _ranked_slugs(hits: Iterable[Any], slugs: dict[int, str]) -> list[str]:
@@ -260,6 +266,7 @@ def run_retrieval_benchmark(
                             top=ranked[: max(KS)],
                         )
                     )
+                _measure_cuts(result, client, item, slugs)
                 if progress is not None:
                     progress(1)
             result.seconds = time.perf_counter() - started
@@ -269,6 +276,26 @@ def run_retrieval_benchmark(
                 Client.objects.filter(pk=client.pk).delete()
                 Plan.objects.filter(pk=plan_id).delete()
     return result
+
+
+def _measure_cuts(
+    result: RetrievalResult, client: Client, item: EvalQuestion, slugs: dict[int, str]
+) -> None:
+    """The fetch a turn makes for the question (5 chunks within the standard budget), once per
+    relevance cut: is the answering article still in it, and how many chunks and tokens."""
+    for share in CUT_SHARES:
+        hits = search_chunks(
+            client=client,
+            query=item.question,
+            language=item.language,
+            limit=HITS_PER_FETCH,
+            token_budget=settings.REASONING_STANDARD_KB_TOKENS,
+            min_share_of_best=share,
+        )
+        row = result.cuts.setdefault(share, [0, 0, 0])
+        row[0] += any(slugs.get(h.article_id) == item.article for h in hits)
+        row[1] += len(hits)
+        row[2] += sum(h.tokens for h in hits)
 
 
 # -- the report ----------------------------------------------------------------------------------
@@ -302,4 +329,20 @@ def markdown_report(result: RetrievalResult) -> str:
             lines.append(f"- “{miss.question}” → {miss.expected} ({where}); got: {got}")
     else:
         lines.append(f"No misses: every expected article is in the top {max(KS)}.")
+    if result.cuts:
+        n = result.overall.questions or 1
+        lines += [
+            "",
+            f"The fetch a turn makes ({HITS_PER_FETCH} chunks, "
+            f"{settings.REASONING_STANDARD_KB_TOKENS} tokens), by relevance cut "
+            "(chunks below the share × the best chunk's score left out):",
+            "",
+            "| cut | answering article kept | chunks / question | tokens / question |",
+            "|---|---|---:|---:|",
+        ]
+        for share, (kept, chunks, tokens) in sorted(result.cuts.items()):
+            lines.append(
+                f"| {share:.1f} | {kept} / {result.overall.questions} | {chunks / n:.2f} "
+                f"| {tokens / n:,.0f} |"
+            )
     return "\n".join(lines)

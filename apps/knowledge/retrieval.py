@@ -171,8 +171,11 @@ def search(
     language: str = "",
     limit: int = 5,
     token_budget: int | None = None,
+    min_share_of_best: float = 0.0,
 ) -> list[Hit]:
-    """The best chunks of the client's usable articles for `query`, best first."""
+    """The best chunks of the client's usable articles for `query`, best first. With
+    `min_share_of_best` (0–1), a chunk scoring below that share of the best chunk's score is
+    left out: a weak match that only fills the budget (docs/knowledge.md, "Relevance cut")."""
     terms = query_terms(query)
     if not terms or limit <= 0:
         return []
@@ -203,7 +206,11 @@ def search(
     }
     hits: list[Hit] = []
     spent = 0
+    best = ranking[0][1]
+    floor = best * min_share_of_best if best > 0 else float("-inf")
     for pk, score in ranking:
+        if score < floor:
+            break  # the ranking is best first: every later chunk scores lower still
         row = rows.get(pk)
         if row is None:
             continue

@@ -59,11 +59,15 @@ def _language(turn: Turn) -> str:
     )
 
 
-def fetch(turn: Turn, *, query: str, token_budget: int, purpose: str) -> list[Hit]:
+def fetch(
+    turn: Turn, *, query: str, token_budget: int, purpose: str, min_share_of_best: float = 0.0
+) -> list[Hit]:
     """Search the client's usable knowledge for `query` within `token_budget` tokens; record
     the hits (a `knowledge` trace step, even when nothing was found) and add each chunk to the
-    turn's sources. Chunks already fetched in this turn are not fetched twice. A client with no
-    usable knowledge is not searched (and nothing is recorded)."""
+    turn's sources. Chunks already fetched in this turn are not fetched twice; with
+    `min_share_of_best`, chunks scoring below that share of the best one are left out
+    (`retrieval.search`). A client with no usable knowledge is not searched (and nothing is
+    recorded)."""
     query = query.strip()[:MAX_QUERY_CHARS]
     if not retrieval.has_knowledge(client=turn.client):
         return []
@@ -76,6 +80,7 @@ def fetch(turn: Turn, *, query: str, token_budget: int, purpose: str) -> list[Hi
             language=_language(turn),
             limit=HITS_PER_FETCH + len(seen),
             token_budget=token_budget,
+            min_share_of_best=min_share_of_best,
         )
         if h.chunk_id not in seen
     ][:HITS_PER_FETCH]
@@ -88,6 +93,7 @@ def fetch(turn: Turn, *, query: str, token_budget: int, purpose: str) -> list[Hi
             "hits": [hit_record(h) for h in hits],
             "tokens": sum(h.tokens for h in hits),
             "budget": token_budget,
+            **({"min_share_of_best": min_share_of_best} if min_share_of_best else {}),
         },
     )
     for hit in hits:

@@ -472,6 +472,10 @@ REASONING_HISTORY_MESSAGES = env.int("REASONING_HISTORY_MESSAGES", default=20)
 # `kb:` fetch adds (adaptive, deliberative), and standard mode's chunks for the message.
 REASONING_KB_TOKENS = env.int("REASONING_KB_TOKENS", default=700)
 REASONING_STANDARD_KB_TOKENS = env.int("REASONING_STANDARD_KB_TOKENS", default=1200)
+# Deliberative fetches leave out chunks scoring below this share of the best one (0 keeps all):
+# its excerpts are re-sent in every call of the turn. 0.4 lost no answer of the demo help
+# centre's evaluation set (docs/benchmarks.md, "Relevance cut").
+REASONING_DELIBERATIVE_KB_MIN_SHARE = env.float("REASONING_DELIBERATIVE_KB_MIN_SHARE", default=0.4)
 # Deliberative loop (docs/llm-protocol.md, "feedback"): the feedback LLM runs only when the mean
 # rose by less than this since the step before (negative: after every step, as the seed does);
 # after MIN steps a loop that cannot reach TARGET by MAX at its pace ends `stalled`.

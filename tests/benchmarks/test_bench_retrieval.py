@@ -3,6 +3,7 @@ files: the shape the tenant file's article directory and the benchmark rely on."
 
 from __future__ import annotations
 
+import itertools
 import json
 from io import StringIO
 from pathlib import Path
@@ -13,6 +14,7 @@ from django.core.management.base import CommandError
 
 from apps.benchmarks.modes import BenchmarkError
 from apps.benchmarks.retrieval import (
+    CUT_SHARES,
     DEMO_KNOWLEDGE,
     EVAL_FILE,
     KS,
@@ -107,6 +109,13 @@ def test_the_figures_are_consistent_with_the_misses() -> None:
     assert overall.recall(1) <= overall.mrr <= 1
     for miss in result.misses:
         assert miss.expected not in miss.top and len(miss.top) <= max(KS)
+    # The relevance cuts on the fetch a turn makes: a higher share keeps no more chunks, tokens
+    # or answering articles than a lower one, and the cut-free fetch holds at most 5 chunks.
+    rows = [result.cuts[share] for share in sorted(result.cuts)]
+    assert sorted(result.cuts) == list(CUT_SHARES) and rows[0][1] <= 5 * 10
+    for lower, higher in itertools.pairwise(rows):
+        assert all(h <= lo for h, lo in zip(higher, lower, strict=True))
+    assert rows[0][0] >= 1 and rows[0][2] > rows[-1][2]
 
 
 def test_embeddings_need_a_model(settings) -> None:

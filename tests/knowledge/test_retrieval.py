@@ -120,6 +120,25 @@ def test_the_token_budget_takes_hits_in_rank_order_while_they_fit():
     assert capped[:2] == hits[:2]
 
 
+def test_a_chunk_far_below_the_best_is_left_out_with_a_minimum_share():
+    client = ClientFactory()
+    _article(client, "Stove fuel", "Stove fuel canisters: stove fuel for every camping stove.")
+    _article(client, "Packing list", "Bring a map, water, a jacket and fuel.")
+    hits = retrieval.search(client=client, query="stove fuel canister", limit=5)
+    assert [h.title for h in hits] == ["Stove fuel", "Packing list"]
+    share = hits[1].score / hits[0].score
+    assert 0 < share < 0.9
+    cut = retrieval.search(
+        client=client, query="stove fuel canister", limit=5, min_share_of_best=share + 0.05
+    )
+    assert [h.title for h in cut] == ["Stove fuel"]
+    # under the weaker chunk's share it stays: the cut is relative, not a fixed score
+    kept = retrieval.search(
+        client=client, query="stove fuel canister", limit=5, min_share_of_best=share - 0.05
+    )
+    assert [h.title for h in kept] == ["Stove fuel", "Packing list"]
+
+
 def test_query_syntax_is_escaped():
     client = ClientFactory()
     _article(client, "Gift cards", "Gift cards never expire.")

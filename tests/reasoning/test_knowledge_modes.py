@@ -197,6 +197,38 @@ def test_deliberative_synthesis_may_ask_for_more(
     assert any("Dry your tent" in b for b in knowledge_blocks(second))
     purposes = [s.output["purpose"] for s in steps_named("knowledge")]
     assert purposes == ["deliberate", "synthesize"]
+    # Deliberative fetches leave out chunks far below the best (their excerpts are re-sent in
+    # every call of the turn), and the trace says by which share.
+    assert {s.output["min_share_of_best"] for s in steps_named("knowledge")} == {0.4}
+
+
+def test_deliberative_fetches_cut_chunks_below_the_share_of_the_best(
+    db: Any, webhook: Any, llm: Any, settings: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    settings.REASONING_DELIBERATIVE_KB_MIN_SHARE = 1.0  # only chunks as good as the best
+    shop = make_shop("deliberative", webhook.url(), slug="deep-cut")
+    Plan.objects.filter(pk=shop.plan_id).update(refinement_iterations=0, deliberation_min_steps=1)
+    shop.refresh_from_db()
+    load_knowledge(shop)
+    chat = Chat(shop, conversation_create(client=shop)[0], django_capture_on_commit_callbacks)
+    scores = dict.fromkeys(
+        ["grounded", "relevant", "safe", "clear", "complete", "helpful", "honest"], 0.95
+    )
+    llm.default(
+        "reason_step", {"content": "t", "status": "final", "scores": scores, "rationale": "r"}
+    )
+    llm.default("feedback", {"feedback": "ok"})
+    llm.default("synthesize", assess(response="Dry your tent fully.", confidence=8))
+    chat.say("How do I dry my tent and store my boots?")
+    [fetched] = steps_named("knowledge")
+    best = [h["score"] for h in fetched.output["hits"]]
+    assert best and set(best) == {best[0]}
+    settings.REASONING_DELIBERATIVE_KB_MIN_SHARE = 0.0
+    chat.say("How do I dry my tent and store my boots?")
+    again = ReasoningStep.objects.unscoped("test reads the trace").filter(name="knowledge").last()
+    assert again is not None and again.pk != fetched.pk
+    assert len(again.output["hits"]) > len(best)
+    assert "min_share_of_best" not in again.output
 
 
 def test_the_offline_demo_model_retrieves(

@@ -109,6 +109,7 @@ def run(turn: Turn) -> Outcome:
         query=turn.user_message.text,
         token_budget=settings.REASONING_STANDARD_KB_TOKENS,
         purpose="deliberate",
+        min_share_of_best=settings.REASONING_DELIBERATIVE_KB_MIN_SHARE,
     )
 
     # Every call of the turn begins with this prefix (docs/llm-protocol.md, "Message layout").
@@ -266,6 +267,7 @@ def _synthesize(
                 query=knowledge.kb_query(key),
                 token_budget=settings.REASONING_KB_TOKENS,
                 purpose="synthesize",
+                min_share_of_best=settings.REASONING_DELIBERATIVE_KB_MIN_SHARE,
             )
         if sections:
             asked.update(sections)
