@@ -167,14 +167,13 @@ def test_standard_mode_gets_the_top_chunks_for_the_message(
     assert knowledge.output["tokens"] <= 1200
 
 
-def test_deliberative_synthesis_may_ask_for_more(
-    db: Any, webhook: Any, llm: Any, django_capture_on_commit_callbacks: Any
-) -> None:
-    shop = make_shop("deliberative", webhook.url(), slug="deep-kb")
+def deep_kb_chat(slug: str, webhook: Any, llm: Any, on_commit: Any) -> Chat:
+    """A deliberative shop with the knowledge loaded, one loop step that ends it, no
+    refinement."""
+    shop = make_shop("deliberative", webhook.url(), slug=slug)
     Plan.objects.filter(pk=shop.plan_id).update(refinement_iterations=0, deliberation_min_steps=1)
     shop.refresh_from_db()
     load_knowledge(shop)
-    chat = Chat(shop, conversation_create(client=shop)[0], django_capture_on_commit_callbacks)
     scores = dict.fromkeys(
         ["grounded", "relevant", "safe", "clear", "complete", "helpful", "honest"], 0.95
     )
@@ -183,6 +182,13 @@ def test_deliberative_synthesis_may_ask_for_more(
         {"content": "think", "status": "final", "scores": scores, "rationale": "r"},
     )
     llm.default("feedback", {"feedback": "ok"})
+    return Chat(shop, conversation_create(client=shop)[0], on_commit)
+
+
+def test_deliberative_synthesis_may_ask_for_more(
+    db: Any, webhook: Any, llm: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    chat = deep_kb_chat("deep-kb", webhook, llm, django_capture_on_commit_callbacks)
     llm.script(
         "synthesize",
         assess(confidence=6, response="Let me check.", needs_more_context=["kb:tent drying"]),
@@ -206,18 +212,7 @@ def test_deliberative_fetches_cut_chunks_below_the_share_of_the_best(
     db: Any, webhook: Any, llm: Any, settings: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
     settings.REASONING_DELIBERATIVE_KB_MIN_SHARE = 1.0  # only chunks as good as the best
-    shop = make_shop("deliberative", webhook.url(), slug="deep-cut")
-    Plan.objects.filter(pk=shop.plan_id).update(refinement_iterations=0, deliberation_min_steps=1)
-    shop.refresh_from_db()
-    load_knowledge(shop)
-    chat = Chat(shop, conversation_create(client=shop)[0], django_capture_on_commit_callbacks)
-    scores = dict.fromkeys(
-        ["grounded", "relevant", "safe", "clear", "complete", "helpful", "honest"], 0.95
-    )
-    llm.default(
-        "reason_step", {"content": "t", "status": "final", "scores": scores, "rationale": "r"}
-    )
-    llm.default("feedback", {"feedback": "ok"})
+    chat = deep_kb_chat("deep-cut", webhook, llm, django_capture_on_commit_callbacks)
     llm.default("synthesize", assess(response="Dry your tent fully.", confidence=8))
     chat.say("How do I dry my tent and store my boots?")
     [fetched] = steps_named("knowledge")
