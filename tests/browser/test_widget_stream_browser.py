@@ -58,9 +58,12 @@ def test_the_widget_shows_an_answer_word_by_word(
         expect(draft).to_be_visible(timeout=10_000)
         seen: list[str] = []
         for _ in range(40):
-            if not draft.count():
+            # Read without waiting: the posted reply may replace the draft between a count and
+            # a read, and a locator's read would then wait 30 s for it in vain.
+            texts = draft.all_text_contents()
+            if not texts:
                 break
-            text = draft.first.text_content() or ""
+            text = texts[0]
             if text and (not seen or text != seen[-1]):
                 seen.append(text)
                 if len(seen) == 3:
