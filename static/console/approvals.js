@@ -22,7 +22,12 @@
     if (busy) { again = true; return; }
     if (typing()) return;
     busy = true;
-    fetch(window.location.href, { credentials: "same-origin", headers: { Accept: "text/html" } })
+    // Marked partial: the page rendered for it leaves the flash messages unread, for the page
+    // the browser loads next (templates/console/base.html).
+    fetch(window.location.href, {
+      credentials: "same-origin",
+      headers: { Accept: "text/html", "X-GuideDesk-Partial": "approvals" },
+    })
       .then(function (response) { return response.ok ? response.text() : null; })
       .then(function (html) {
         if (!html || typing()) return;

@@ -273,6 +273,19 @@ def test_hand_back_answers_or_not(agent, client_a, data_a, django_capture_on_com
     )
 
 
+def test_a_partial_refresh_leaves_the_flash_for_the_next_page(agent, client_a, data_a):
+    # approvals.js re-fetches the conversation page as HTML when a message arrives — as one
+    # does right after a hand-back. That render must not eat the flash the redirect will show.
+    conv = data_a.conversation
+    page = reverse("console-conversation", args=[conv.public_id])
+    agent.post(action(conv, "handback"), {"answer_waiting": "0"})
+    partial = agent.get(page, headers={"X-GuideDesk-Partial": "approvals"})
+    assert partial.status_code == 200 and b"gd-flash" not in partial.content
+    shown = agent.get(page).content.decode()
+    assert 'class="gd-flash-success"' in shown and "Handed back" in shown
+    assert 'class="gd-flash-success"' not in agent.get(page).content.decode()  # shown once
+
+
 def test_a_staff_note_is_internal(agent, client_a, data_a):
     conv = data_a.quiet_conversation
     agent.post(action(conv, "note"), {"text": "Regular customer, be kind"})
