@@ -15,6 +15,12 @@ class ConversationStatus(models.TextChoices):
     CLOSED = "closed", _("Closed")
 
 
+class CustomerVerification(models.TextChoices):
+    HMAC = "hmac", _("Signed id (HMAC)")
+    JWT = "jwt", _("Signed token (JWT)")
+    EMAIL_CODE = "email_code", _("One-time code by e-mail")
+
+
 class Conversation(TenantOwnedModel):
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     visitor_id = models.CharField(
@@ -54,6 +60,19 @@ class Conversation(TenantOwnedModel):
     # Staff replies up to this seq have been e-mailed (or were seen): never mailed twice.
     reply_emailed_seq = models.PositiveIntegerField(default=0, editable=False)
     reply_emailed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # Verified customer identity (docs/widget.md "Identity verification"): set only from a
+    # signature made by the business's backend (an HMAC of the id, or a short-lived JWT) or a
+    # correct one-time code sent to an address a tool returned — never from the visitor's word.
+    # Empty customer_id: an anonymous visitor; `customer_scoped` tools never run for them.
+    customer_id = models.CharField(_("verified customer id"), max_length=255, blank=True)
+    customer_email = models.EmailField(_("verified customer e-mail"), blank=True)
+    customer_name = models.CharField(_("verified customer name"), max_length=200, blank=True)
+    customer_verified_via = models.CharField(
+        _("verified by"), max_length=16, choices=CustomerVerification.choices, blank=True
+    )
+    customer_verified_at = models.DateTimeField(
+        _("customer verified at"), null=True, blank=True, editable=False
+    )
     # The staff member who owns the conversation in the console's inbox (claimed or assigned);
     # None: nobody — the assistant's, or waiting for staff when escalated.
     assignee = models.ForeignKey(
@@ -69,6 +88,8 @@ class Conversation(TenantOwnedModel):
         indexes = [
             models.Index(fields=["client", "status", "-created_at"]),
             models.Index(fields=["client", "-created_at"]),
+            # A verified customer's conversations, across devices (console, privacy).
+            models.Index(fields=["client", "customer_id"], name="conv_client_customer_idx"),
             # The inbox: the client's conversations, latest activity first.
             models.Index(
                 F("client"),
@@ -80,6 +101,10 @@ class Conversation(TenantOwnedModel):
 
     def __str__(self) -> str:
         return f"Conversation {self.public_id}"
+
+    @property
+    def customer_verified(self) -> bool:
+        return bool(self.customer_id and self.customer_verified_at)
 
     @property
     def ai_may_reply(self) -> bool:

@@ -67,6 +67,14 @@ class ClientTool(TenantOwnedModel):
         ),
     )
     enabled = models.BooleanField(default=True)
+    customer_scoped = models.BooleanField(
+        _("customer scoped"),
+        default=False,
+        help_text=_(
+            "Acts on or reveals one customer's data: runs only in a conversation whose customer "
+            "is verified, and its webhook receives that customer's id and e-mail."
+        ),
+    )
     approval_rule = models.JSONField(
         default=dict,
         blank=True,
