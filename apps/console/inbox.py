@@ -178,7 +178,9 @@ def conversation_assign_view(
     request: HttpRequest, access: ConsoleAccess, public_id: str
 ) -> HttpResponse:
     conversation = _conversation_or_404(access, public_id)
-    choice = request.POST.get("assignee", "")
+    # The Claim button and the "Assign to" select share one form: a click on Claim posts the
+    # select's value too, so Claim has a name of its own and wins.
+    choice = "me" if request.POST.get("claim") == "me" else request.POST.get("assignee", "")
     if choice == "me":
         assignee: Any = request.user
     elif choice == "":

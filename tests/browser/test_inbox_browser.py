@@ -76,3 +76,27 @@ def test_watch_take_over_reply_and_hand_back_with_the_waiting_message_answered(
     assert agent.errors == []
     agent.context.close()
     customer.close()
+
+
+def test_claim_on_the_conversation_page_assigns_it_to_me(
+    browser, live_server, demo, db_lock, llm, monkeypatch
+):
+    """Claim and the "Assign to" select share one form; clicking Claim must claim (issue 39,
+    item 7: it used to post the select's "Nobody" too and unassign)."""
+    customer = browser.new_page(viewport={"width": 1280, "height": 860})
+    frame = open_widget(customer, live_server.url, demo)
+    llm.script("assess", assess(response="We deliver across the UK in 2–3 days."))
+    send(frame, "Do you deliver to Leeds?")
+    expect(frame.get_by_text("We deliver across the UK in 2–3 days.")).to_be_visible()
+    conversation = Conversation.objects.get(client=demo)
+
+    agent = agent_page(browser, live_server, demo, monkeypatch)
+    agent.goto(f"{live_server.url}/console/conversations/{conversation.public_id}/")
+    agent.get_by_role("button", name="Claim").click()
+    expect(agent.locator("[data-inbox-assignee]")).to_have_text(agent.staff_user.email)
+    expect(agent.get_by_text("Nobody is assigned now.")).to_have_count(0)
+    conversation.refresh_from_db()
+    assert conversation.assignee == agent.staff_user
+    assert agent.errors == []
+    agent.context.close()
+    customer.close()

@@ -222,6 +222,18 @@ def test_claim_and_assign_from_the_conversation_page(agent, client_a, data_a):
     assert conv.assignee is None
 
 
+def test_claim_posts_with_the_assign_select_and_still_claims(agent, data_a):
+    """The page's form sends the Claim button and the "Assign to" select together: the select's
+    "Nobody" must not undo the claim (issue 39, item 7)."""
+    conv = data_a.conversation
+    page = agent.get(reverse("console-conversation", args=[conv.public_id])).content.decode()
+    assert 'name="claim" value="me"' in page and '<select name="assignee"' in page
+    response = agent.post(action(conv, "assign"), {"claim": "me", "assignee": ""}, follow=True)
+    conv.refresh_from_db()
+    assert conv.assignee == agent.staff_user
+    assert "Nobody is assigned now." not in response.content.decode()
+
+
 def test_a_viewer_or_another_clients_member_cannot_be_assigned(agent, client_a, client_b, data_a):
     conv = data_a.conversation
     viewer_user = MembershipFactory(client=client_a, role=Role.VIEWER).user
