@@ -175,7 +175,7 @@ def test_ratings_are_limited_per_visitor_across_their_conversations(shop_a, shop
     assert rate(other_shop, b_id, b_token, {"score": 4}, address=visitor).status_code == 201
 
 
-def test_the_outcome_figures_count_each_rated_conversation_once(shop_a, shop_b):
+def test_the_outcome_figures_count_each_rated_conversation_once(shop_a, shop_b, browser_for):
     widget = Widget(shop_a)
     first, second = started(widget), started(widget)
     for score in (1, 1, 2, 5):  # the same conversation rated four times: the last one counts
@@ -190,6 +190,13 @@ def test_the_outcome_figures_count_each_rated_conversation_once(shop_a, shop_b):
     totals = api.get(f"/api/v1/outcomes/?start={today}&end={today}").json()["totals"]
     assert (totals["conversations"], totals["ratings"]) == (2, 2)
     assert (totals["positive_ratings"], totals["rating_average"]) == (1, 4.0)
+    # The console's outcomes page shows the same figures.
+    page = browser_for(AccountRole.VIEWER, client=shop_a).get(
+        f"/console/outcomes/?client={shop_a.slug}&start={today}&end={today}"
+    )
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert 'data-conversations="2"' in html and 'data-ratings="2"' in html
 
 
 def test_another_visitors_token_or_another_clients_key_cannot_rate(shop_a, shop_b):
