@@ -93,6 +93,7 @@ CUSTOMER_FACING = (
     "apps/conversations/services.py",
     "apps/escalations/services.py",
     "apps/widget/apis.py",
+    "apps/outcomes/services.py",  # the widget's rating answers
     "templates/widget/",
     "templates/privacy/",  # the export a customer receives
 )

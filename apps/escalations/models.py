@@ -75,7 +75,7 @@ class Escalation(TenantOwnedModel):
 
 # The variables a reply template may use, and where each value comes from
 # (apps/escalations/reply_templates.py, docs/api.md "Reply templates").
-TEMPLATE_VARIABLES = ("customer_name", "order_id", "agent_name")
+TEMPLATE_VARIABLES = ("customer_name", "customer_email", "order_id", "agent_name")
 TEMPLATE_BODY_MAX_CHARS = 4000
 # `{{` and `}}` are literal braces; `{name}` is a variable; a lone brace is a mistake.
 TEMPLATE_TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
@@ -120,8 +120,8 @@ def validate_template_body(body: str) -> None:
 
 class ReplyTemplate(TenantOwnedModel):
     """A canned staff reply of one client, picked in the console by name or shortcut. Its body
-    may hold `{customer_name}`, `{order_id}` and `{agent_name}`; any other `{name}` is refused
-    when it is saved (`{{` and `}}` write literal braces)."""
+    may hold `{customer_name}`, `{customer_email}`, `{order_id}` and `{agent_name}`; any other
+    `{name}` is refused when it is saved (`{{` and `}}` write literal braces)."""
 
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     name = models.CharField(_("name"), max_length=80)
@@ -135,8 +135,9 @@ class ReplyTemplate(TenantOwnedModel):
         max_length=TEMPLATE_BODY_MAX_CHARS,
         validators=[validate_template_body],
         help_text=_(
-            "The reply. Variables: {customer_name}, {order_id}, {agent_name}; "
-            "write {{ and }} for literal braces."
+            "The reply. Variables: {customer_name}, {customer_email}, {order_id}, "
+            "{agent_name}; write {{ and }} for literal braces. A variable with no verified value "
+            "must be filled in by hand before the reply can be sent."
         ),
     )
 

@@ -31,6 +31,7 @@ from apps.conversations.services import (
 from apps.core.exceptions import ApplicationError
 from apps.core.links import absolute_url
 from apps.escalations.models import Escalation, EscalationReason, EscalationStatus
+from apps.escalations.reply_templates import reply_check_filled
 from apps.tools.pending import pending_expire_open
 
 logger = logging.getLogger(__name__)
@@ -169,8 +170,10 @@ def staff_reply(
 ) -> Message:
     """A staff member answers the customer. Replying takes ownership: if the assistant still
     owned the conversation, it is escalated (reason staff_takeover) so no LLM answers over them.
+    A text that still holds a reply template's variable (`{order_id}` …) is refused, naming it.
     """
     cleaned = validate_customer_text(text)
+    reply_check_filled(cleaned)  # no "Hi {customer_name}" reaches a customer (400, named)
     locked = Conversation.objects.select_for_update().get(pk=conversation.pk, client=client)
     if locked.status != ConversationStatus.ESCALATED:
         escalation_create(

@@ -11,7 +11,8 @@ POST conversations/<id>/contact      → 200 {"email", "confirmed"}  (the custom
                                        missed staff replies, used once confirmed by the link
                                        we e-mail; "" forgets it)
 POST conversations/<id>/rating       → 201 | 200 {"score", "comment"}  (1–5 and an optional
-                                       comment; once, changeable for 10 minutes)
+                                       comment; one per conversation, a later one replaces it;
+                                       only once the assistant or staff answered)
 (all under /api/v1/widget/)
 
 Authentication, origin rules and throttles live in `auth.py`, the request and response shapes
@@ -64,6 +65,7 @@ from apps.widget.auth import (
     WidgetKeyThrottle,
     WidgetMessageThrottle,
     WidgetNewConversationThrottle,
+    WidgetRatingThrottle,
     WidgetTokenThrottle,
     widget_conversation_resolve,
     widget_visitor,
@@ -497,14 +499,17 @@ class WidgetEventsApi(WidgetConversationAPIView):
 
 class WidgetRatingApi(WidgetConversationAPIView):
     """The customer's rating of the conversation (CSAT, docs/outcomes.md): a 1–5 score and an
-    optional comment, once per conversation; changeable for 10 minutes after it was given."""
+    optional comment. One per conversation (a later one replaces it), only once the assistant
+    or staff answered, and at most THROTTLE_WIDGET_RATINGS per visitor."""
 
     @extend_schema(
         summary="Rate the conversation",
         description=(
             'Body: `{"score": 1-5, "comment": "optional, at most 1000 characters"}`. 201 the '
-            "first time, 200 when the rating is changed within 10 minutes; 409 `already_rated` "
-            "after that, 409 `nothing_to_rate` before the customer has written anything."
+            "first time, 200 when it replaces the conversation's earlier rating (the stored "
+            "rating is returned); 409 `nothing_to_rate` before the assistant or staff answered. "
+            "429 with Retry-After past `widget_ratings` ratings per visitor (all their "
+            "conversations of this client together)."
         ),
         tags=["widget"],
         auth=[],
@@ -514,9 +519,7 @@ class WidgetRatingApi(WidgetConversationAPIView):
             200: WidgetRatingOutSerializer,
             201: WidgetRatingOutSerializer,
             **error_responses(400, 401, 403, 404, 413, 429),
-            409: OpenApiResponse(
-                ErrorSerializer, description="Already rated, or nothing to rate yet."
-            ),
+            409: OpenApiResponse(ErrorSerializer, description="Nothing to rate yet."),
         },
     )
     def post(self, request: Request, conversation_id: str) -> Response:
@@ -524,6 +527,8 @@ class WidgetRatingApi(WidgetConversationAPIView):
         data = _json_object(request)
         if "score" not in data:
             raise exceptions.ValidationError({"score": ["This field is required."]})
+        # Per visitor over all their conversations, so starting many cannot stuff the figures.
+        self.throttle(request, WidgetRatingThrottle())
         self.throttle(request, WidgetKeyThrottle())  # real work: counts against the tenant
         rating, created = conversation_rate(
             client=self.client,

@@ -303,3 +303,18 @@ class WidgetMessageThrottle(_WidgetThrottle):
         if conversation is None:
             return None
         return self.cache_format % {"scope": self.scope, "ident": conversation.pk}
+
+
+class WidgetRatingThrottle(_WidgetThrottle):
+    """Ratings per visitor (the keyed hash of the client address) and client, across all their
+    conversations: a visitor who starts many conversations cannot stuff the outcome figures
+    with ratings (docs/outcomes.md, "CSAT")."""
+
+    scope = "widget_ratings"
+
+    def get_cache_key(self, request: Request, view: APIView) -> str | None:
+        client = getattr(view, "client", None)
+        if client is None:
+            return None
+        ident = f"{client.pk}:{widget_visitor(request)}"
+        return self.cache_format % {"scope": self.scope, "ident": ident}

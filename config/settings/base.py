@@ -207,6 +207,9 @@ REST_FRAMEWORK = {
         "widget_key": env("THROTTLE_WIDGET_KEY", default="3000/min"),
         "widget_conversations": env("THROTTLE_WIDGET_CONVERSATIONS", default="10/min"),
         "widget_messages": env("THROTTLE_WIDGET_MESSAGES", default="20/min"),
+        # Ratings per visitor (client address) and client, over all their conversations: a
+        # visitor cannot stuff the outcome figures by starting and rating many conversations.
+        "widget_ratings": env("THROTTLE_WIDGET_RATINGS", default="20/hour"),
         # Tokens, not requests: what the turns of one visitor (client address) used in the
         # window. Over it, their next message is refused with 429 before it is stored
         # (docs/widget.md "Limits"); a turn admitted under it may take them past it.

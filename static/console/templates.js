@@ -1,8 +1,10 @@
 /* GuideDesk console: the reply-template picker (templates/console/_reply_templates.html).
  * "/" at the start of an empty reply box (then type to filter) or Ctrl+K (Cmd+K) anywhere in the
  * reply box opens it; ↑ ↓ choose, Enter inserts, Esc closes. The templates come filled in for
- * this conversation and this staff member; a variable without a value stays as {name} and is
- * selected, so staff type it before sending. Everything is inserted as text, never HTML. */
+ * this conversation and this staff member from verified data only; a variable without a value
+ * stays as {name} and is selected, and the form refuses to send while any {name} is left (the
+ * message next to the reply box names it; the server refuses such a reply too). Everything is
+ * inserted as text, never HTML. */
 (function () {
   "use strict";
 
@@ -13,6 +15,7 @@
   if (!box) return;
   var filter = root.querySelector("[data-template-filter]");
   var list = root.querySelector("[data-template-list]");
+  var unfilled = form.querySelector("[data-template-unfilled]");
 
   var TEXTS = (function () {
     var node = document.getElementById("gd-templates-texts");
@@ -131,13 +134,49 @@
     });
     if (at !== -1) {
       box.setSelectionRange(at, at + token.length);
-      box.title = say("Fill in: %(names)s", { names: missing.join(", ") });
     } else {
       var end = before.length + t.text.length;
       box.setSelectionRange(end, end);
     }
     box.dispatchEvent(new Event("input", { bubbles: true }));
+    warn(placeholders());
   }
+
+  // {name} left in the reply (not {{ }}, a template's literal braces): these block sending.
+  function placeholders() {
+    var found = [];
+    var re = /(^|[^{])\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}(?!\})/g;
+    var m;
+    while ((m = re.exec(box.value)) !== null) {
+      var token = "{" + m[2] + "}";
+      if (found.indexOf(token) === -1) found.push(token);
+      re.lastIndex = m.index + m[0].length - 1;
+    }
+    return found;
+  }
+
+  function warn(found) {
+    if (!unfilled) return;
+    if (!found.length) { unfilled.hidden = true; unfilled.textContent = ""; return; }
+    unfilled.textContent = say(
+      "Fill in %(names)s before sending: the reply still has a template variable.",
+      { names: found.join(", ") });
+    unfilled.hidden = false;
+  }
+
+  form.addEventListener("submit", function (event) {
+    var found = placeholders();
+    warn(found);
+    if (!found.length) return;
+    event.preventDefault();
+    if (unfilled) unfilled.dataset.refused = String(Number(unfilled.dataset.refused || 0) + 1);
+    var at = box.value.search(/(^|[^{])\{\s*[A-Za-z_][A-Za-z0-9_]*\s*\}(?!\})/);
+    if (at !== -1) {
+      var start = box.value.indexOf("{", at);
+      box.focus();
+      box.setSelectionRange(start, box.value.indexOf("}", start) + 1);
+    }
+  });
 
   function keys(event) {
     if (!mode) return false;
@@ -159,6 +198,7 @@
     keys(event);
   });
   box.addEventListener("input", function () {
+    if (unfilled && !unfilled.hidden) warn(placeholders());
     if (box.value.charAt(0) === "/" && !/\s/.test(box.value)) {
       if (mode !== "slash") open("slash");
       else if (templates) { active = 0; render(query()); }

@@ -74,7 +74,12 @@ def test_values_come_from_the_conversation_and_the_staff_member(client_a):
         )
     user = UserFactory(email="sam.lee@acme.example", first_name="Sam")
     values = template_values(client=client_a, conversation=conversation, user=user)
-    assert values == {"customer_name": "", "order_id": "TH-10042", "agent_name": "Sam"}
+    assert values == {
+        "customer_name": "",
+        "customer_email": "",
+        "order_id": "TH-10042",
+        "agent_name": "Sam",
+    }
     rendered = template_render(body=BODY + " {{ok}}", values=values)
     assert rendered.text == "Hi {customer_name}, your order TH-10042 is on its way. — Sam {ok}"
     assert rendered.missing == ["customer_name"]
