@@ -96,7 +96,7 @@ def test_the_email_and_the_reply_speak_the_conversations_language(shop):
     offer = otp_offer(client=shop, conversation=conversation, params={"order_id": "TH-12345"})
     assert "He enviado un código de 6 dígitos a j***@example.com" in offer.message
     assert mail.outbox[0].subject == f"{shop.name}: tu código de verificación"
-    assert "Hola," in mail.outbox[0].body
+    assert "Tu código para confirmar que eres tú en el chat con" in mail.outbox[0].body
 
 
 def test_the_correct_code_typed_in_the_chat_verifies_without_any_llm_call(
