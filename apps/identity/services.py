@@ -58,8 +58,8 @@ logger = logging.getLogger(__name__)
 CODE_DIGITS = 6
 CODE_TTL = timedelta(minutes=10)
 MAX_WRONG_CODES = 5
-# Challenges older than this are deleted when the client's next code is sent (the rate-limit
-# windows are one hour); an erased conversation takes its challenges with it (apps/privacy).
+# Challenges older than this are deleted by the hourly `identity.purge_email_codes` task (the
+# rate-limit windows are one hour); an erased conversation takes its challenges with it.
 CHALLENGE_KEEP = timedelta(hours=24)
 _HOUR = timedelta(hours=1)
 # Six digits, optionally split in two by a space or a hyphen ("123 456"), in any script's
@@ -392,9 +392,6 @@ def _otp_offer(*, client: Client, conversation: Conversation, params: dict[str, 
         EmailCodeChallenge.objects.for_client(client).filter(
             conversation=conversation, status=ChallengeStatus.OPEN
         ).update(status=ChallengeStatus.REPLACED, updated_at=now)
-        EmailCodeChallenge.objects.for_client(client).filter(
-            created_at__lt=now - CHALLENGE_KEEP
-        ).delete()
         public_id = uuid.uuid4()
         challenge = EmailCodeChallenge.objects.create(
             client=client,
@@ -535,3 +532,15 @@ def otp_check(*, client: Client, conversation: Conversation, code: str) -> OtpCh
         if challenge.status == ChallengeStatus.EXHAUSTED:
             return _checked(CheckStatus.EXHAUSTED)
         return _checked(CheckStatus.WRONG, tries_left=MAX_WRONG_CODES - challenge.attempts)
+
+
+def email_codes_purge() -> int:
+    """Delete every client's challenges older than CHALLENGE_KEEP (the hourly task). Returns
+    how many went."""
+    cutoff = timezone.now() - CHALLENGE_KEEP
+    deleted, _ = (
+        EmailCodeChallenge.objects.unscoped("the hourly purge of old codes spans every client")
+        .filter(created_at__lt=cutoff)
+        .delete()
+    )
+    return deleted

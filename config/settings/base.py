@@ -458,6 +458,11 @@ KNOWLEDGE_MAX_SITEMAPS = env.int("KNOWLEDGE_MAX_SITEMAPS", default=20)
 KNOWLEDGE_RESYNC_BATCH = env.int("KNOWLEDGE_RESYNC_BATCH", default=20)
 KNOWLEDGE_RESYNC_CHECK_SECONDS = env.int("KNOWLEDGE_RESYNC_CHECK_SECONDS", default=15 * 60)
 # Start the syncs of web sources whose `resync_hours` have passed (bounded per run); idempotent.
+# E-mail one-time codes older than 24 hours are deleted (apps/identity; docs/privacy.md).
+CELERY_BEAT_SCHEDULE["identity-purge-email-codes"] = {
+    "task": "identity.purge_email_codes",
+    "schedule": 60 * 60,
+}
 CELERY_BEAT_SCHEDULE["knowledge-resync-due"] = {
     "task": "knowledge.resync_due",
     "schedule": KNOWLEDGE_RESYNC_CHECK_SECONDS,

@@ -294,3 +294,18 @@ def test_erasing_the_conversation_deletes_its_challenges(shop, conversation):
     assert EmailCodeChallenge.objects.for_client(shop).count() == 1
     conversations_erase(client=shop, conversation_ids=[conversation.pk])
     assert EmailCodeChallenge.objects.for_client(shop).count() == 0
+
+
+def test_the_hourly_task_deletes_codes_older_than_a_day(shop, other_shop, conversation, settings):
+    from apps.identity.tasks import purge_email_codes
+
+    entry = settings.CELERY_BEAT_SCHEDULE["identity-purge-email-codes"]
+    assert (entry["task"], entry["schedule"]) == (purge_email_codes.name, 3600)
+    otp_offer(client=shop, conversation=conversation, params={"order_id": "TH-12345"})
+    theirs = conversation_create(client=other_shop)[0]
+    otp_offer(client=other_shop, conversation=theirs, params={"order_id": "TH-22222"})
+    old = EmailCodeChallenge.objects.for_client(other_shop)
+    old.update(created_at=timezone.now() - timedelta(hours=24, minutes=1))
+    assert purge_email_codes.apply().get() == 1
+    assert not EmailCodeChallenge.objects.for_client(other_shop).exists()
+    assert EmailCodeChallenge.objects.for_client(shop).count() == 1  # a fresh one stays
