@@ -12,6 +12,12 @@ def email_code_setting(*, client: Client) -> EmailCodeSetting | None:
     return EmailCodeSetting.objects.for_client(client).first()
 
 
+def email_code_enabled(*, client: Client) -> bool:
+    """Whether this client can verify a customer by e-mail code (for the guard's refusal: offer
+    a code, or ask the customer to sign in)."""
+    return EmailCodeSetting.objects.for_client(client).filter(enabled=True).exists()
+
+
 def challenge_open(*, client: Client, conversation: Conversation) -> EmailCodeChallenge | None:
     """The conversation's code that is waiting to be typed (the newest; older ones are
     replaced when a new one is sent). An expired one still counts: typing it says so."""

@@ -4,6 +4,7 @@ checked before any LLM call, limited, per tenant, and never shown to the model."
 from __future__ import annotations
 
 import re
+import threading
 from datetime import timedelta
 
 import pytest
@@ -47,6 +48,9 @@ def other_code(code: str) -> str:
 def test_the_code_goes_to_the_address_on_file_not_to_the_one_the_visitor_typed(
     shop, conversation, hook
 ):
+    from apps.identity.selectors import email_code_enabled
+
+    assert email_code_enabled(client=shop)
     offer = otp_offer(
         client=shop,
         conversation=conversation,
@@ -82,9 +86,11 @@ def test_no_code_without_an_address_on_file_or_for_an_unknown_order(shop, conver
 
 
 def test_a_shop_without_the_setting_sends_nothing(db, hook):
+    from apps.identity.selectors import email_code_enabled
     from tests.identity.conftest import make_shop
 
     bare = make_shop("bare", hook.url(), configure=False)
+    assert not email_code_enabled(client=bare)
     conversation = conversation_create(client=bare)[0]
     offer = otp_offer(client=bare, conversation=conversation, params={"order_id": "TH-12345"})
     assert offer.status == OfferStatus.NOT_CONFIGURED
@@ -309,3 +315,76 @@ def test_the_hourly_task_deletes_codes_older_than_a_day(shop, other_shop, conver
     assert purge_email_codes.apply().get() == 1
     assert not EmailCodeChallenge.objects.for_client(other_shop).exists()
     assert EmailCodeChallenge.objects.for_client(shop).count() == 1  # a fresh one stays
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_requests_cannot_slip_past_the_address_limit(hook):
+    from django.db import close_old_connections, connection
+
+    from tests.identity.conftest import make_shop
+
+    if connection.vendor == "sqlite":
+        pytest.skip("SQLite locks the whole database: two writers cannot race (run on PostgreSQL)")
+    shop = make_shop("race", hook.url())
+    for n in range(2):  # one code left for this address this hour
+        conversation = conversation_create(client=shop, visitor_id=f"early-{n}")[0]
+        assert otp_offer(
+            client=shop, conversation=conversation, params={"order_id": "TH-12345"}
+        ).sent
+    racers = [conversation_create(client=shop, visitor_id=f"racer-{n}")[0] for n in range(4)]
+    barrier = threading.Barrier(len(racers))
+    statuses: list[str] = []
+
+    def ask(conversation: Conversation) -> None:
+        try:
+            barrier.wait()
+            offer = otp_offer(
+                client=shop, conversation=conversation, params={"order_id": "TH-12345"}
+            )
+            statuses.append(offer.status)
+        finally:
+            close_old_connections()
+
+    threads = [threading.Thread(target=ask, args=(c,)) for c in racers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(20)
+    assert sorted(statuses) == [OfferStatus.ADDRESS_LIMIT] * 3 + [OfferStatus.SENT]
+    assert EmailCodeChallenge.objects.for_client(shop).count() == 3
+    assert len(mail.outbox) == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_wrong_codes_each_use_a_try(hook):
+    from django.db import close_old_connections, connection
+
+    from tests.identity.conftest import make_shop
+
+    if connection.vendor == "sqlite":
+        pytest.skip("SQLite locks the whole database: two writers cannot race (run on PostgreSQL)")
+    shop = make_shop("guess", hook.url())
+    conversation = conversation_create(client=shop)[0]
+    otp_offer(client=shop, conversation=conversation, params={"order_id": "TH-12345"})
+    wrong = other_code(sent_code("jane@example.com"))
+    barrier = threading.Barrier(8)
+    statuses: list[str] = []
+
+    def guess() -> None:
+        try:
+            barrier.wait()
+            statuses.append(otp_check(client=shop, conversation=conversation, code=wrong).status)
+        finally:
+            close_old_connections()
+
+    threads = [threading.Thread(target=guess) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(20)
+    # Five tries in all, however fast they come: four "wrong", one "exhausted", then nothing.
+    assert sorted(statuses) == sorted(
+        [CheckStatus.WRONG] * 4 + [CheckStatus.EXHAUSTED] + [CheckStatus.NO_CODE] * 3
+    )
+    challenge = EmailCodeChallenge.objects.for_client(shop).get()
+    assert (challenge.status, challenge.attempts) == (ChallengeStatus.EXHAUSTED, 5)
