@@ -416,6 +416,22 @@ class ConversationAdmin(ActionOnlyAdmin):
             },
         ),
         (
+            _("Verified customer"),
+            {
+                "fields": [
+                    "customer_id",
+                    "customer_email",
+                    "customer_name",
+                    "customer_verified_via",
+                    "customer_verified_at",
+                ],
+                "description": _(
+                    "Who the customer proved to be (a signed id from the business's site, or a "
+                    "one-time code sent to the address on file). Empty: not verified."
+                ),
+            },
+        ),
+        (
             _("Activity"),
             {
                 "fields": [
@@ -436,6 +452,11 @@ class ConversationAdmin(ActionOnlyAdmin):
         "contact_email",
         "contact_email_confirmed_at",
         "language",
+        "customer_id",
+        "customer_email",
+        "customer_name",
+        "customer_verified_via",
+        "customer_verified_at",
         "created_at",
         "last_message_at",
         "message_count",

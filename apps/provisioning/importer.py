@@ -31,6 +31,7 @@ from apps.clients.models import (
 )
 from apps.core.exceptions import ApplicationError
 from apps.core.languages import SHIPPED, normalise
+from apps.identity.models import FIELD_PATH
 from apps.knowledge.services.articles import (
     MAX_BODY_CHARS,
     MAX_FAQ_ANSWER_CHARS,
@@ -232,6 +233,16 @@ class KnowledgeIn(_Strict):
         return self
 
 
+class EmailCodeIn(_Strict):
+    """The e-mail one-time code (docs/widget.md): the read tool that finds the customer's
+    address on file, and where its result holds the address and the customer's id."""
+
+    tool: str = Field(pattern=r"^[a-zA-Z_][a-zA-Z0-9_]{0,63}$")
+    email_field: str = Field(pattern=FIELD_PATH.pattern, max_length=200)
+    id_field: str = Field(default="", pattern=f"^$|{FIELD_PATH.pattern}", max_length=200)
+    enabled: bool = True
+
+
 class ClientIn(_Strict):
     slug: Slug
     name: str = Field(min_length=1, max_length=200)
@@ -250,6 +261,8 @@ class ClientIn(_Strict):
     tests: list[Any] = []
     # Knowledge articles and sources (FAQs come from `business_info.faqs`).
     knowledge: KnowledgeIn | None = None
+    # The e-mail one-time code; left out: the setting stays as it is.
+    email_code: EmailCodeIn | None = None
 
     @field_validator("language")
     @classmethod
@@ -291,6 +304,20 @@ class ClientIn(_Strict):
     def _default_is_allowed(self) -> ClientIn:
         if self.languages and self.language not in self.languages:
             self.languages.insert(0, self.language)  # the default is always answered in
+        return self
+
+    @model_validator(mode="after")
+    def _email_code_tool(self) -> ClientIn:
+        # A tool of this file must be a read tool; one not in the file is checked against the
+        # client's stored tools when the file is imported (services._import_email_code).
+        if self.email_code is not None:
+            kinds = {tool.name: tool.kind for tool in self.tools}
+            kind = kinds.get(self.email_code.tool)
+            if kind is not None and kind != "read":
+                raise ValueError(
+                    f"email_code.tool: {self.email_code.tool!r} is a {kind} tool; the address "
+                    "is looked up with a read tool"
+                )
         return self
 
     @model_validator(mode="after")

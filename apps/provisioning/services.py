@@ -11,6 +11,8 @@ from apps.billing.models import ModelPrice, VisitorUsage
 from apps.clients.models import Client, Plan, normalize_origin
 from apps.core.exceptions import ApplicationError
 from apps.core.languages import normalise
+from apps.identity.selectors import email_code_setting
+from apps.identity.services import email_code_setting_save
 from apps.knowledge.models import Article, ArticleKind, ArticleStatus, KnowledgeSource, SourceKind
 from apps.knowledge.services.articles import (
     article_create,
@@ -100,11 +102,11 @@ def tenant_import(*, data: Any) -> list[ImportedClient]:
                 {"fields": {f"clients[{index}].plan": f"unknown plan {c.plan!r}"}},
                 code="invalid_file",
             )
-        results.append(_import_client(spec=c, plan=plan))
+        results.append(_import_client(spec=c, plan=plan, index=index))
     return results
 
 
-def _import_client(*, spec: ClientIn, plan: Plan) -> ImportedClient:
+def _import_client(*, spec: ClientIn, plan: Plan, index: int = 0) -> ImportedClient:
     client, _ = _upsert(
         Client,
         {"slug": spec.slug},
@@ -141,6 +143,9 @@ def _import_client(*, spec: ClientIn, plan: Plan) -> ImportedClient:
             values["timeout_seconds"] = float(values["timeout_seconds"])
         _upsert(ClientTool, {"client": client, "name": tool.name}, values)
 
+    if spec.email_code is not None:
+        _import_email_code(client=client, spec=spec, index=index)
+
     _import_knowledge(client=client, spec=spec)
 
     if spec.tests:
@@ -151,6 +156,28 @@ def _import_client(*, spec: ClientIn, plan: Plan) -> ImportedClient:
     if not ApiKey.objects.for_client(client).active().exists():
         _, secret = api_key_issue(client=client, name="Imported key")
     return ImportedClient(slug=client.slug, widget_key=client.widget_key, api_key=secret)
+
+
+def _import_email_code(*, client: Client, spec: ClientIn, index: int) -> None:
+    code = spec.email_code
+    assert code is not None
+    try:
+        email_code_setting_save(
+            client=client,
+            tool_name=code.tool,
+            email_field=code.email_field,
+            id_field=code.id_field,
+            enabled=code.enabled,
+        )
+    except ApplicationError as exc:
+        fields = {
+            f"clients[{index}].email_code.{name}": message
+            for name, message in ((exc.extra or {}).get("fields") or {}).items()
+        }
+        lines = "\n".join(f"  {path}: {message}" for path, message in fields.items())
+        raise ApplicationError(
+            f"Invalid tenant file:\n{lines}", {"fields": fields}, code="invalid_file"
+        ) from None
 
 
 # --------------------------------------------------------------------------------------------
@@ -297,6 +324,21 @@ def client_export(*, client: Client) -> dict[str, Any]:
         "is_active": client.is_active,
         "require_mfa": client.require_mfa,
         "knowledge": {"articles": articles, "sources": sources},
+        **_email_code_export(client),
+    }
+
+
+def _email_code_export(client: Client) -> dict[str, Any]:
+    setting = email_code_setting(client=client)
+    if setting is None:
+        return {}
+    return {
+        "email_code": {
+            "tool": setting.tool_name,
+            "email_field": setting.email_field,
+            "id_field": setting.id_field,
+            "enabled": setting.enabled,
+        }
     }
 
 

@@ -39,6 +39,13 @@ from apps.core.languages import reply_language
 from apps.core.tenancy import tenant_scope
 from apps.escalations.models import EscalationReason
 from apps.escalations.services import escalation_create
+from apps.identity.services import (
+    CheckStatus,
+    email_code_in,
+    otp_check,
+    otp_check_text,
+    redact_codes,
+)
 from apps.reasoning import evaluation as _evaluation  # noqa: F401  (registers the `evaluate` hook)
 from apps.reasoning import guards
 from apps.reasoning.admission import (
@@ -135,14 +142,22 @@ def handle_turn(
                 changed.append("language")
         if changed:
             locked.save(update_fields=[*changed, "updated_at"])
+        # A code typed while the conversation waits for one (apps/identity): stored masked,
+        # so no prompt ever carries it, and checked here — before any LLM call; the turn
+        # replies from `data["email_code"]` without a model.
+        code = email_code_in(client=client, conversation=locked, text=cleaned)
+        data: dict[str, Any] = {"confirm": dict(confirm)} if confirm is not None else {}
         message = message_append(
             client=client,
             conversation=locked,
             role=Role.USER,
-            text=cleaned,
+            text=redact_codes(cleaned) if code else cleaned,
             language=detected,
-            data={"confirm": dict(confirm)} if confirm is not None else None,
+            data=data or None,
         )
+        if code is not None:
+            message.data = {**data, "email_code": _email_code_check(client, locked, code)}
+            message.save(update_fields=["data", "updated_at"])
         if locked.status != ConversationStatus.OPEN:
             # A person owns the conversation: no LLM runs; the turn is recorded as skipped.
             ReasoningTrace.objects.create(
@@ -159,6 +174,18 @@ def handle_turn(
             message_id, client_id = message.pk, client.pk
             transaction.on_commit(lambda: _enqueue(message_id, client_id))
     return message
+
+
+def _email_code_check(client: Client, conversation: Conversation, code: str) -> dict[str, Any]:
+    """`otp_check`'s outcome as stored on the message (no code, the address masked). A failure
+    must not lose the message: it is recorded as an error the turn answers."""
+    try:  # otp_check is atomic: a failure rolls back its savepoint, not the message
+        return otp_check(client=client, conversation=conversation, code=code).data
+    except DB_ERRORS:
+        raise
+    except Exception:
+        logger.exception("checking an e-mail code failed", extra={"conversation": conversation.pk})
+        return {"result": CheckStatus.ERROR}
 
 
 def _enqueue(message_id: int, client_id: int) -> None:
@@ -451,6 +478,12 @@ def visitor_limit_text(language: str) -> str:
 
 
 def _run(turn: Turn) -> Outcome:
+    checked = (turn.user_message.data or {}).get("email_code")
+    if isinstance(checked, dict):
+        # A typed one-time code, checked when the message was stored: a fixed reply, no LLM.
+        turn.rec.step("email_code", output={"result": checked.get("result")})
+        reply = Reply(text=otp_check_text(checked), data={"email_code": checked.get("result")})
+        return Outcome(replies=[reply])
     if wants_human(turn.user_message.text):
         raise Escalate(EscalationReason.CUSTOMER_REQUEST, "The customer asked for a person.")
     rec, meter = turn.rec, turn.rec.meter

@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "apps.tools",
     "apps.conversations",
     "apps.escalations",
+    "apps.identity",
     "apps.notes",
     "apps.knowledge",
     "apps.reasoning",
@@ -246,6 +247,11 @@ WIDGET_REPLY_EMAIL_DELAY_SECONDS = env.float("WIDGET_REPLY_EMAIL_DELAY_SECONDS",
 # conversation, per hour (docs/widget.md "The e-mail address").
 WIDGET_CONTACT_CONFIRM_MAX_AGE_HOURS = env.int("WIDGET_CONTACT_CONFIRM_MAX_AGE_HOURS", default=48)
 WIDGET_CONTACT_CONFIRMATIONS_PER_HOUR = env.int("WIDGET_CONTACT_CONFIRMATIONS_PER_HOUR", default=3)
+# The e-mail one-time code (apps/identity; docs/widget.md "E-mail one-time code"): at most this
+# many codes per address, and per visitor (their conversation, or their widget visitor id), per
+# hour. A code lives 10 minutes and dies after 5 wrong tries (fixed: docs/privacy.md).
+EMAIL_CODES_PER_ADDRESS_PER_HOUR = env.int("EMAIL_CODES_PER_ADDRESS_PER_HOUR", default=3)
+EMAIL_CODES_PER_VISITOR_PER_HOUR = env.int("EMAIL_CODES_PER_VISITOR_PER_HOUR", default=5)
 
 # Celery: with no broker configured, tasks run eagerly in-process (the demo needs no Redis).
 CELERY_TASK_ALWAYS_EAGER = not env("CELERY_BROKER_URL", default="")
@@ -455,6 +461,11 @@ KNOWLEDGE_MAX_SITEMAPS = env.int("KNOWLEDGE_MAX_SITEMAPS", default=20)
 KNOWLEDGE_RESYNC_BATCH = env.int("KNOWLEDGE_RESYNC_BATCH", default=20)
 KNOWLEDGE_RESYNC_CHECK_SECONDS = env.int("KNOWLEDGE_RESYNC_CHECK_SECONDS", default=15 * 60)
 # Start the syncs of web sources whose `resync_hours` have passed (bounded per run); idempotent.
+# E-mail one-time codes older than 24 hours are deleted (apps/identity; docs/privacy.md).
+CELERY_BEAT_SCHEDULE["identity-purge-email-codes"] = {
+    "task": "identity.purge_email_codes",
+    "schedule": 60 * 60,
+}
 CELERY_BEAT_SCHEDULE["knowledge-resync-due"] = {
     "task": "knowledge.resync_due",
     "schedule": KNOWLEDGE_RESYNC_CHECK_SECONDS,

@@ -203,6 +203,7 @@ DEPENDENTS = {
     "conversations.Message": "text and data emptied",
     "escalations.Escalation": "detail emptied, resolved",
     "escalations.MessageFlag": "deleted (its correction may quote the customer)",
+    "identity.EmailCodeChallenge": "deleted (the address a one-time code was sent to)",
     "insights.InsightProposal": "deleted when taught from the customer's message or flag",
     "notes.Note": "deleted",
     "playground.PlaygroundRun": "question, result and notes emptied",
