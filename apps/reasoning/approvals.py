@@ -675,27 +675,46 @@ def _answer(message: Message, approval: ApprovalRequest) -> str:
     return confirmation_answer(message.text, approval.params)
 
 
+def approvals_open(*, client: Client, conversation: Conversation) -> list[ApprovalRequest]:
+    """The conversation's requests a customer message may touch: waiting ones, and approved
+    ones whose result the customer has not been told yet. One query; `handle_turn` asks it for
+    every customer message and marks the message when there are some (`data["approvals"]`), so
+    the turns of the others pay nothing."""
+    return list(
+        ApprovalRequest.objects.for_client(client)
+        .select_related("tool", "pending_action", "trace", "requested_in")
+        .filter(conversation=conversation)
+        .filter(
+            Q(status=ApprovalStatus.PENDING)
+            | Q(status=ApprovalStatus.APPROVED, finished_at__isnull=True)
+        )
+        .order_by("pk")
+    )
+
+
 def approvals_withdraw(
-    *, client: Client, conversation: Conversation, message: Message
+    *,
+    client: Client,
+    conversation: Conversation,
+    message: Message,
+    candidates: list[ApprovalRequest] | None = None,
 ) -> list[ApprovalRequest]:
     """The customer's new `message` withdraws every request of the conversation that was asked
-    before it and is still waiting — unless the message is an explicit yes to that request
+    before it and is still waiting — unless the message is an explicit yes to it
     (`guards.confirmation_answer`: "yes", "yes please", "sí" … with no other identifier). A no
     is `declined`; anything else (a new request, a question, thanks) is `new_message`.
 
     Called by `handle_turn` in the transaction that stores the message, with `conversation`
     locked: the same lock a teammate's decision takes first (`_decide`), so a decision and a
-    withdrawal never interleave, and the conditional UPDATE lets exactly one of them win."""
-    waiting = list(
-        ApprovalRequest.objects.for_client(client)
-        .select_related("tool", "pending_action", "trace")
-        .filter(
-            conversation=conversation,
-            status=ApprovalStatus.PENDING,
-            requested_in__seq__lt=message.seq,
-        )
-        .order_by("pk")
-    )
+    withdrawal never interleave, and the conditional UPDATE lets exactly one of them win.
+    `candidates`: `approvals_open`, when the caller has it."""
+    if candidates is None:
+        candidates = approvals_open(client=client, conversation=conversation)
+    waiting = [
+        a
+        for a in candidates
+        if a.status == ApprovalStatus.PENDING and a.requested_in.seq < message.seq
+    ]
     withdrawn = []
     for approval in waiting:
         answer = _answer(message, approval)

@@ -477,7 +477,11 @@ APPROVAL_FIELDS: tuple[str, ...] = (
     "tool",
     "params_pretty",
     "rule",
+    "basis_pretty",
     "status",
+    "withdrawn_at",
+    "withdrawn_in",
+    "withdrawn_because",
     "pending_action",
     "idempotency_key",
     "requested_in",
@@ -527,3 +531,9 @@ class ApprovalRequestAdmin(ReadOnlyAuditAdmin):
     @admin.display(description=_("Params"))
     def params_pretty(self, obj: ApprovalRequest) -> SafeString | str:
         return pretty_json_block(obj.params)
+
+    @admin.display(description=_("Sums that held it"))
+    def basis_pretty(self, obj: ApprovalRequest) -> SafeString | str:
+        """Per scope, the sum and the calls it is made of, and `tripped` (the scopes over the
+        threshold)."""
+        return pretty_json_block(obj.basis) if obj.basis else "-"

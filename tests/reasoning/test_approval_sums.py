@@ -298,3 +298,25 @@ def test_two_racing_calls_cannot_both_slip_under_the_threshold(webhook):
     assert sorted(held) == [False, True]  # one runs, the other waits for a teammate
     assert ToolExecution.objects.unscoped(ALL).count() == 1
     assert ApprovalRequest.objects.unscoped(ALL).get().status == ApprovalStatus.PENDING
+
+
+def test_the_approval_card_shows_the_sum_and_its_calls(shop, refund):
+    from django.urls import reverse
+
+    from apps.accounts.models import Role as StaffRole
+    from tests.api.conftest import session_for
+
+    assert gate(_conversation(shop, visitor="a"), refund, order_id="TH-00001", amount=100) is None
+    approval = gate(_conversation(shop, visitor="b"), refund, order_id="TH-00001", amount=99.99)
+    assert approval is not None
+    agent = session_for(shop, StaffRole.AGENT)
+
+    body = agent.get(reverse("api-approval-detail", args=[approval.public_id])).json()
+    assert body["basis"]["tripped"] == ["order"]
+    assert [c["amount"] for c in body["basis"]["scopes"]["order"]["calls"]] == ["100", "99.99"]
+
+    page = agent.get(reverse("console-approvals") + f"?client={shop.slug}").content.decode()
+    assert "Over the threshold for this order: 199.99" in page
+    assert 'data-approval-scope="order" data-tripped' in page
+    assert "For this conversation: 99.99" in page
+    assert "Sums over the last 24 h (threshold 100)" in page
