@@ -118,7 +118,9 @@ class ClientToolAdminForm(forms.ModelForm):
         widget=forms.Textarea(attrs={"rows": 3, "cols": 90, "style": "font-family:monospace"}),
         help_text=_(
             'Empty = never. {"always": true} = every call; {"param": "amount", "above": 100} = '
-            "calls whose amount (a number parameter) is above 100. Optional "
+            "a call when the sum of its amount (a number parameter) and the amounts of the "
+            "earlier calls within 24 h, per conversation, per customer or per order, is above "
+            '100 ("per", "order_param", "window_hours" and "group" change that). Optional '
             '"timeout_minutes": undecided after that long, a person takes the conversation. '
             "The approval comes after the customer's confirmation and every safety check."
         ),
