@@ -656,12 +656,9 @@ def approval_expire(*, client_id: int, approval_id: int, now: Any = None) -> boo
 
 
 def withdrawn_words(approval: ApprovalRequest) -> str:
-    """ "Withdrawn by the customer at 2026-03-02 09:20 (message #7)." — for the approver."""
-    when = (
-        timezone.localtime(approval.withdrawn_at).strftime("%Y-%m-%d %H:%M")
-        if (approval.withdrawn_at)
-        else "?"
-    )
+    """'Withdrawn by the customer at 2026-03-02 09:20 (message #7).' — for the approver."""
+    at = approval.withdrawn_at
+    when = timezone.localtime(at).strftime("%Y-%m-%d %H:%M") if at is not None else "?"
     seq = approval.withdrawn_in.seq if approval.withdrawn_in is not None else "?"
     return gettext("Withdrawn by the customer at %(when)s (message #%(seq)s).") % {
         "when": when,
