@@ -1,7 +1,10 @@
 """The console's approval pages: the tool calls the client's rules hold for a teammate's
 approval (waiting ones first), and deciding one — approve (the call runs once, in a worker) or
-deny with a reason the customer is told (apps/reasoning/approvals.py). The conversation page
-shows the same box for its own requests (`templatetags/approvals.py`)."""
+deny with a reason the customer is told (apps/reasoning/approvals.py). The card shows the sums a
+threshold rule held the call on (which scope tripped it, and the calls each sum is made of), and
+a request the customer withdrew ("withdrawn by the customer", when and which message; Approve
+then does nothing and says so). The conversation page shows the same box for its own requests
+(`templatetags/approvals.py`)."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.console.views import ConsoleAccess, console_view
@@ -26,11 +30,44 @@ from apps.tools.selectors import approval_get, approval_list
 PAGE_ROWS = 100
 
 
+SCOPE_LABELS = {
+    "conversation": gettext_lazy("this conversation"),
+    "customer": gettext_lazy("this customer"),
+    "order": gettext_lazy("this order"),
+}
+
+
+def approval_sums(approval: ApprovalRequest) -> list[dict[str, Any]]:
+    """The sums a threshold rule held the call on (`ApprovalRequest.basis`), tripped scopes
+    first: the scope, its total and the calls it is made of."""
+    basis = approval.basis if isinstance(approval.basis, dict) else {}
+    raw = basis.get("scopes")
+    scopes: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    tripped = basis.get("tripped") or []
+    rows = [
+        {
+            "scope": scope,
+            "label": SCOPE_LABELS.get(scope, scope),
+            "key": value.get("key", ""),
+            "total": value.get("total", ""),
+            "tripped": scope in tripped,
+            "calls": value.get("calls", []),
+        }
+        for scope, value in scopes.items()
+        if isinstance(value, dict)
+    ]
+    return sorted(rows, key=lambda row: not row["tripped"])
+
+
 def approval_row(access: ConsoleAccess, approval: ApprovalRequest) -> dict[str, Any]:
     """What the list and the conversation page show of one request."""
     base = reverse("console-approval-approve", args=[approval.public_id])
     return {
         "approval": approval,
+        "sums": approval_sums(approval),
+        "above": (approval.basis or {}).get("above", ""),
+        "window_hours": (approval.basis or {}).get("window_hours", ""),
+        "withdrawn": approval.status == ApprovalStatus.WITHDRAWN,
         "params_json": pretty_json(approval.params),
         "rule": approval_rule_text(approval.rule),
         "pending": approval.status == ApprovalStatus.PENDING,

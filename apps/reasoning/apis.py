@@ -64,6 +64,25 @@ class ApprovalSerializer(serializers.Serializer):
         allow_null=True,
         help_text="The run's status once approved (succeeded / failed); null before.",
     )
+    basis = serializers.JSONField(
+        help_text="Why a threshold rule held it: `amount` (this call), `above`, `window_hours`, "
+        "`group_tools`, `scopes` ({conversation|customer|order: {`key`, `total`, `calls`: "
+        "[{`tool`, `amount`, `at`, `status`, `kind`, `ref`, `conversation`} | the new call "
+        "with `this: true`]}}) and `tripped` (the scopes whose sum is over the threshold). "
+        "`{}` for an `always` rule."
+    )
+    withdrawn_at = serializers.DateTimeField(
+        allow_null=True, help_text="When the customer's message withdrew it; null if it did not."
+    )
+    withdrawn_by_message = serializers.IntegerField(
+        source="withdrawn_in.seq",
+        allow_null=True,
+        help_text="The `seq` of the customer message that withdrew it.",
+    )
+    withdrawn_because = serializers.CharField(
+        help_text="`declined` (the customer said no), `new_message` (they wrote about something "
+        "else) or empty."
+    )
 
 
 class ApprovalDenySerializer(serializers.Serializer):
@@ -86,12 +105,50 @@ EXAMPLE: dict[str, Any] = {
     "decided_at": None,
     "reason": "",
     "execution_status": None,
+    "basis": {
+        "param": "amount",
+        "above": "100",
+        "window_hours": 24,
+        "group": "",
+        "group_tools": ["refund_order"],
+        "amount": "99.99",
+        "customer_from": "customer_id",
+        "scopes": {
+            "order": {
+                "key": "order_id=TH-12345",
+                "total": "199.99",
+                "calls": [
+                    {
+                        "kind": "execution",
+                        "ref": "812",
+                        "tool": "refund_order",
+                        "amount": "100",
+                        "at": "2026-03-02T08:40:00+00:00",
+                        "status": "succeeded",
+                        "conversation": "0b6c2f0e-5d8a-4f47-9a51-8c1d2e3f4a5b",
+                    },
+                    {
+                        "this": True,
+                        "tool": "refund_order",
+                        "amount": "99.99",
+                        "at": "2026-03-02T09:15:30+00:00",
+                        "status": "new",
+                    },
+                ],
+            }
+        },
+        "tripped": ["order"],
+    },
+    "withdrawn_at": None,
+    "withdrawn_by_message": None,
+    "withdrawn_because": "",
 }
 APPROVAL_ID_PARAMETER = public_id_path_parameter("approval_id", "The request's public id.")
 CONFLICT = {
     409: OpenApiResponse(
         ErrorSerializer,
-        "The request is no longer waiting (decided, or past `expires_at`): nothing changed.",
+        "The request is no longer waiting (decided, withdrawn by the customer, or past "
+        "`expires_at`): nothing changed.",
         examples=[
             OpenApiExample(
                 "Already decided",
@@ -102,7 +159,18 @@ CONFLICT = {
                     }
                 },
                 status_codes=["409"],
-            )
+            ),
+            OpenApiExample(
+                "Withdrawn by the customer",
+                value={
+                    "error": {
+                        "code": "approval_withdrawn",
+                        "message": "Withdrawn by the customer at 2026-03-02 09:20 (message #7). "
+                        "Nothing was run.",
+                    }
+                },
+                status_codes=["409"],
+            ),
         ],
     )
 }

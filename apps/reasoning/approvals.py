@@ -13,22 +13,36 @@ and the customer is told the request is being checked. Then, outside any turn:
   same idempotency key (`tool_execute`: at most once per key) and tells the customer the result;
 - `approval_deny`: pending → denied with the teammate's reason, which the customer is told;
 - `approvals_expire` (beat, `reasoning.expire_approvals`): a request nobody decided before its
-  `expires_at` becomes a hand-off to a person (reason `approval_timeout`).
+  `expires_at` becomes a hand-off to a person (reason `approval_timeout`);
+- `approvals_withdraw` (the customer's next message, stored by `handle_turn`): a later customer
+  message withdraws every request of the conversation still waiting, unless the message is an
+  explicit yes to it (`guards.confirmation_answer`) — a no, or anything else (a new request, a
+  question, thanks), withdraws it. Deterministic: no model decides it. Pending → withdrawn is
+  the same conditional UPDATE under the conversation's row lock as a teammate's decision, so of
+  an approve and a withdrawal at the same moment exactly one wins; a withdrawn request never
+  runs, and a later Approve is refused (409, `approval_withdrawn`). The turn of that message
+  tells the customer (`withdrawal_outcome`).
+
+A threshold rule is checked against sums, not single calls (`approval_gate`,
+apps/tools/approval_sums.py): under a lock on the tool rows of the rule's group, so two racing
+calls cannot both slip under it.
 
 Every step is on the turn's trace (`approval_requested`, `approval_approved`, `approval_run`,
-`approval_denied`, `approval_expired`) and in the conversation's internal messages.
+`approval_denied`, `approval_expired`, `approval_withdrawn`) and in the conversation's internal
+messages (which also ring the console's live views).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Max, Q
 from django.utils import timezone, translation
 from django.utils.translation import gettext, gettext_lazy
 
@@ -47,7 +61,8 @@ from apps.core.tenancy import tenant_scope
 from apps.escalations.models import EscalationReason
 from apps.escalations.services import escalation_create
 from apps.reasoning.models import ReasoningStep, ReasoningTrace
-from apps.tools.approval_rules import approval_timeout_minutes
+from apps.tools.approval_rules import approval_needed, approval_timeout_minutes, sum_rule
+from apps.tools.approval_sums import approval_basis, group_tools
 from apps.tools.models import (
     ApprovalRequest,
     ApprovalStatus,
@@ -56,9 +71,10 @@ from apps.tools.models import (
     FailureKind,
     PendingAction,
     ToolExecution,
+    WithdrawnBecause,
 )
 from apps.tools.pending import params_hash, pending_close, pending_mark_executed
-from apps.tools.services import tool_execute, tool_render_result
+from apps.tools.services import tool_execute, tool_execution_reserve, tool_render_result
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +96,21 @@ REFUSED_TEXT = gettext_lazy("Sorry, I couldn't complete that: %(error)s")
 FAILED_TEXT = gettext_lazy(
     "I couldn't complete that just now because of a problem on our side. I've passed your "
     "request to our support team, who will follow up here."
+)
+WITHDRAWN_TEXT = gettext_lazy(
+    "Understood — I've withdrawn your request (%(action)s). It will not be carried out."
+)
+WITHDRAWN_NOTE_TEXT = gettext_lazy(
+    "Your earlier request (%(action)s) has been withdrawn and will not be carried out. If you "
+    "still want it, just ask again."
+)
+STILL_WAITING_TEXT = gettext_lazy(
+    "Your request (%(action)s) is still waiting for a member of our team to check it. I'll let "
+    "you know here as soon as it has been checked."
+)
+TOO_LATE_TEXT = gettext_lazy(
+    "A member of our team had already approved your request (%(action)s) before your message "
+    "arrived, so it is going ahead. I'll tell you the result here."
 )
 MAX_REASON_CHARS = 500
 EXPIRE_BATCH = 200
@@ -153,6 +184,7 @@ def approval_request_create(
     requested_in: Message,
     trace: ReasoningTrace | None,
     pending: PendingAction | None = None,
+    basis: dict[str, Any] | None = None,
 ) -> tuple[ApprovalRequest, bool]:
     """Hold this call for a teammate. Returns (the request, whether it is new). A turn that is
     run again finds the request its key already has; the same call (tool and params) still
@@ -181,6 +213,7 @@ def approval_request_create(
             params=params,
             params_hash=phash,
             rule=rule,
+            basis=basis or {},
             pending_action=pending,
             idempotency_key=idempotency_key,
             requested_in=requested_in,
@@ -190,6 +223,92 @@ def approval_request_create(
     return approval, True
 
 
+def approval_gate(
+    *,
+    client: Client,
+    conversation: Conversation,
+    tool: ClientTool,
+    params: dict[str, Any],
+    idempotency_key: str,
+    requested_in: Message,
+    trace: ReasoningTrace | None,
+    pending: PendingAction | None = None,
+) -> tuple[ApprovalRequest | None, bool]:
+    """The last gate of a call every guard let run: (the request it is held in, whether it is
+    new), or (None, False) when it may run now.
+
+    A threshold rule is checked against the sums of `approval_sums.approval_basis` under a lock
+    on the rows of the rule's group of tools (`select_for_update`, in primary-key order): a call
+    that may run gets its `running` execution row before the lock is released
+    (`tool_execution_reserve`), so a call racing it waits, then counts it."""
+    rule = tool.approval_rule
+    if sum_rule(rule) is None:  # no rule, `always`, or one that cannot be read (fails closed)
+        if not approval_needed(rule, params):
+            return None, False
+        return approval_request_create(
+            client=client,
+            conversation=conversation,
+            tool=tool,
+            params=params,
+            idempotency_key=idempotency_key,
+            requested_in=requested_in,
+            trace=trace,
+            pending=pending,
+        )
+    members = group_tools(client=client, tool=tool)
+    with transaction.atomic():
+        locked = list(
+            ClientTool.objects.for_client(client)
+            .select_for_update()
+            .filter(pk__in=[t.pk for t in members])
+            .order_by("pk")
+        )
+        asked = (
+            ApprovalRequest.objects.for_client(client)
+            .select_related("tool")
+            .filter(idempotency_key=idempotency_key)
+            .first()
+        )
+        if asked is not None:  # a turn run again: the request its key already has
+            return asked, False
+        if (
+            ToolExecution.objects.for_client(client)
+            .filter(idempotency_key=idempotency_key)
+            .exists()
+        ):
+            return None, False  # let through before (a turn run again): it runs under its key
+        basis = approval_basis(
+            client=client,
+            conversation=conversation,
+            tool=tool,
+            params=params,
+            exclude_key=idempotency_key,
+            tools=locked or members,
+        )
+        if approval_needed(rule, params) or basis["tripped"]:
+            return approval_request_create(
+                client=client,
+                conversation=conversation,
+                tool=tool,
+                params=params,
+                idempotency_key=idempotency_key,
+                requested_in=requested_in,
+                trace=trace,
+                pending=pending,
+                basis=basis,
+            )
+        tool_execution_reserve(
+            client=client,
+            tool=tool,
+            params=params,
+            idempotency_key=idempotency_key,
+            conversation=conversation,
+            trace=trace,
+            pending_action=pending,
+        )
+    return None, False
+
+
 # --- decided by a teammate -----------------------------------------------------------------------
 
 
@@ -197,7 +316,12 @@ def _decide(
     *, client: Client, approval: ApprovalRequest, status: str, actor: Any, reason: str = ""
 ) -> ApprovalRequest:
     """pending → `status`, if it is still pending and not past its time (one conditional UPDATE:
-    of two concurrent decisions, exactly one changes the row). Raises 409 otherwise."""
+    of two concurrent decisions, exactly one changes the row). Raises 409 otherwise.
+
+    The conversation's row is locked first, as the customer's message that may withdraw the
+    request locks it (`handle_turn` → `approvals_withdraw`): one order of locks, no deadlock,
+    and a decision and a withdrawal are strictly one after the other."""
+    _locked_conversation(client, approval)
     now = timezone.now()
     changed = (
         ApprovalRequest.objects.for_client(client)
@@ -212,6 +336,12 @@ def _decide(
     )
     current = approval_reload(client=client, approval=approval)
     if not changed:
+        if current.status == ApprovalStatus.WITHDRAWN:
+            raise ApplicationError(
+                withdrawn_words(current) + " " + gettext("Nothing was run."),
+                status=409,
+                code="approval_withdrawn",
+            )
         if current.status == ApprovalStatus.PENDING:  # past its time: the sweeper hands it off
             raise ApplicationError(
                 gettext("This request timed out and is being handed to a person."),
@@ -479,8 +609,17 @@ def approvals_expire(*, now: Any = None, limit: int = EXPIRE_BATCH) -> int:
 @transaction.atomic
 def approval_expire(*, client_id: int, approval_id: int, now: Any = None) -> bool:
     """One request past its time: expired, and the conversation handed to a person (reason
-    `approval_timeout`). False when it was decided meanwhile."""
+    `approval_timeout`). False when it was decided (or withdrawn) meanwhile."""
     now = now or timezone.now()
+    conversation_id = (
+        ApprovalRequest.objects.filter(client_id=client_id, pk=approval_id)
+        .values_list("conversation_id", flat=True)
+        .first()
+    )
+    if conversation_id is None:
+        return False
+    # The conversation's row first, as every decision and withdrawal takes it (`_decide`).
+    Conversation.objects.filter(client_id=client_id, pk=conversation_id).select_for_update().first()
     changed = ApprovalRequest.objects.filter(
         client_id=client_id, pk=approval_id, status=ApprovalStatus.PENDING, expires_at__lte=now
     ).update(status=ApprovalStatus.EXPIRED, updated_at=timezone.now())
@@ -511,3 +650,177 @@ def approval_expire(*, client_id: int, approval_id: int, now: Any = None) -> boo
     )
     _finished(approval, None)
     return True
+
+
+# --- withdrawn by the customer (their next message) ----------------------------------------------
+
+
+def withdrawn_words(approval: ApprovalRequest) -> str:
+    """'Withdrawn by the customer at 2026-03-02 09:20 (message #7).' — for the approver."""
+    at = approval.withdrawn_at
+    when = timezone.localtime(at).strftime("%Y-%m-%d %H:%M") if at is not None else "?"
+    seq = approval.withdrawn_in.seq if approval.withdrawn_in is not None else "?"
+    return gettext("Withdrawn by the customer at %(when)s (message #%(seq)s).") % {
+        "when": when,
+        "seq": seq,
+    }
+
+
+def _answer(message: Message, approval: ApprovalRequest) -> str:
+    from apps.reasoning.guards import confirmation_answer
+
+    return confirmation_answer(message.text, approval.params)
+
+
+def approvals_open(*, client: Client, conversation: Conversation) -> list[ApprovalRequest]:
+    """The conversation's requests a customer message may touch: waiting ones, and approved
+    ones whose result the customer has not been told yet. One query; `handle_turn` asks it for
+    every customer message and marks the message when there are some (`data["approvals"]`), so
+    the turns of the others pay nothing."""
+    return list(
+        ApprovalRequest.objects.for_client(client)
+        .select_related("tool", "pending_action", "trace", "requested_in")
+        .filter(conversation=conversation)
+        .filter(
+            Q(status=ApprovalStatus.PENDING)
+            | Q(status=ApprovalStatus.APPROVED, finished_at__isnull=True)
+        )
+        .order_by("pk")
+    )
+
+
+def approvals_withdraw(
+    *,
+    client: Client,
+    conversation: Conversation,
+    message: Message,
+    candidates: list[ApprovalRequest] | None = None,
+) -> list[ApprovalRequest]:
+    """The customer's new `message` withdraws every request of the conversation that was asked
+    before it and is still waiting — unless the message is an explicit yes to it
+    (`guards.confirmation_answer`: "yes", "yes please", "sí" … with no other identifier). A no
+    is `declined`; anything else (a new request, a question, thanks) is `new_message`.
+
+    Called by `handle_turn` in the transaction that stores the message, with `conversation`
+    locked: the same lock a teammate's decision takes first (`_decide`), so a decision and a
+    withdrawal never interleave, and the conditional UPDATE lets exactly one of them win.
+    `candidates`: `approvals_open`, when the caller has it."""
+    if candidates is None:
+        candidates = approvals_open(client=client, conversation=conversation)
+    waiting = [
+        a
+        for a in candidates
+        if a.status == ApprovalStatus.PENDING and a.requested_in.seq < message.seq
+    ]
+    withdrawn = []
+    for approval in waiting:
+        answer = _answer(message, approval)
+        if answer == "yes":
+            continue
+        because = WithdrawnBecause.DECLINED if answer == "no" else WithdrawnBecause.NEW_MESSAGE
+        now = timezone.now()
+        changed = (
+            ApprovalRequest.objects.for_client(client)
+            .filter(pk=approval.pk, status=ApprovalStatus.PENDING)
+            .update(
+                status=ApprovalStatus.WITHDRAWN,
+                withdrawn_at=now,
+                withdrawn_in=message,
+                withdrawn_because=because,
+                finished_at=now,
+                updated_at=now,
+            )
+        )
+        if not changed:
+            continue
+        approval.status, approval.withdrawn_at, approval.withdrawn_in = (
+            ApprovalStatus.WITHDRAWN,
+            now,
+            message,
+        )
+        approval.withdrawn_because, approval.finished_at = because, now
+        approval.conversation = conversation
+        if approval.pending_action is not None:
+            pending_close(client=client, pending=approval.pending_action)
+        _trace_step(
+            approval,
+            "approval_withdrawn",
+            {"message": message.pk, "seq": message.seq, "because": because},
+        )
+        _internal(
+            approval,
+            client,
+            f"WITHDRAWN by the customer (message #{message.seq}, {because}): "
+            f"{approval.tool.name} {json.dumps(approval.params, ensure_ascii=False)}",
+            message=message.pk,
+            because=because,
+            outcome="withdrawn",
+        )
+        withdrawn.append(approval)
+    return withdrawn
+
+
+@dataclass
+class WithdrawalReplies:
+    """What the turn of a customer message tells them about the requests it touched."""
+
+    replies: list[str] = field(default_factory=list)
+    # The message only answered waiting requests (an explicit no, or a yes): these fixed
+    # replies are the whole answer, and no model runs.
+    answer_only: bool = False
+    withdrawn: list[str] = field(default_factory=list)  # public ids
+
+    def as_data(self) -> dict[str, Any]:
+        return {"answer_only": self.answer_only, "withdrawn": self.withdrawn}
+
+
+def withdrawal_replies(
+    *, client: Client, conversation: Conversation, message: Message, confirmed: bool = False
+) -> WithdrawalReplies:
+    """The fixed replies of the turn of `message` about the conversation's approval requests,
+    in the active language — never a promise the requests' state does not keep:
+
+    - a request it withdrew on a no: "I've withdrawn your request … it will not be carried out"
+      (the whole answer);
+    - a request it withdrew as a new message: a note before the model's answer to that message;
+    - a request a teammate approved before the message arrived, when the message says no: "it
+      had already been approved and is going ahead" (the whole answer);
+    - a request still waiting after an explicit yes (and no other question was confirmed by
+      it): "still waiting for a check" (the whole answer)."""
+    result = WithdrawalReplies()
+    touched = (
+        ApprovalRequest.objects.for_client(client)
+        .select_related("tool")
+        .filter(conversation=conversation, requested_in__seq__lt=message.seq)
+        .filter(
+            Q(withdrawn_in=message)
+            | Q(status=ApprovalStatus.PENDING)
+            | Q(
+                status=ApprovalStatus.APPROVED,
+                decided_at__lte=message.created_at,
+            )
+            & (Q(finished_at__isnull=True) | Q(finished_at__gte=message.created_at))
+        )
+        .order_by("pk")
+    )
+    declined, notes, waiting, too_late = [], [], [], []
+    for approval in touched:
+        action = action_words(approval.tool, approval.params)
+        if approval.withdrawn_in_id == message.pk:
+            result.withdrawn.append(str(approval.public_id))
+            if approval.withdrawn_because == WithdrawnBecause.DECLINED:
+                declined.append(str(WITHDRAWN_TEXT) % {"action": action})
+            else:
+                notes.append(str(WITHDRAWN_NOTE_TEXT) % {"action": action})
+        elif approval.status == ApprovalStatus.PENDING:
+            if _answer(message, approval) == "yes":
+                waiting.append(str(STILL_WAITING_TEXT) % {"action": action})
+        elif approval.status == ApprovalStatus.APPROVED and _answer(message, approval) == "no":
+            too_late.append(str(TOO_LATE_TEXT) % {"action": action})
+    if declined or too_late:
+        result.replies, result.answer_only = [*declined, *too_late, *notes], True
+    elif waiting and not notes and not confirmed:
+        result.replies, result.answer_only = waiting, True
+    else:
+        result.replies = notes
+    return result

@@ -259,6 +259,7 @@ STEP_VIEWS: dict[str, StepView] = {
         (
             FieldView("params", _("Parameters"), "json"),
             FieldView("rule", _("Rule"), "json"),
+            FieldView("tripped", _("Sums over the threshold"), "json"),
             FieldView("expires_at", _("Expires"), "fact"),
             FieldView("idempotency_key", _("Idempotency key"), "fact"),
         ),
@@ -281,6 +282,20 @@ STEP_VIEWS: dict[str, StepView] = {
     "approval_expired": StepView(
         _("No teammate decided in time: handed to a person"),
         (FieldView("minutes", _("Waited (minutes)"), "fact"),),
+    ),
+    "approval_withdrawn": StepView(
+        _("Withdrawn by the customer"),
+        (
+            FieldView("because", _("Withdrawn because"), "badge"),
+            FieldView("seq", _("Message #"), "fact"),
+        ),
+    ),
+    "approval_answer": StepView(
+        _("Told the customer about a held action"),
+        (
+            FieldView("withdrawn", _("Withdrawn"), "json"),
+            FieldView("answer_only", _("Whole answer (no model call)"), "badge"),
+        ),
     ),
     "unavailable_tool": StepView(
         _("A tool the client does not have"),

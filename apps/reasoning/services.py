@@ -60,6 +60,12 @@ from apps.reasoning.admission import (
     turn_lock_release,
     turn_lock_take,
 )
+from apps.reasoning.approvals import (
+    WithdrawalReplies,
+    approvals_open,
+    approvals_withdraw,
+    withdrawal_replies,
+)
 from apps.reasoning.hooks import run_post_draft_hooks
 from apps.reasoning.llm import LLMError
 from apps.reasoning.models import ReasoningStep, ReasoningTrace, TraceStatus
@@ -146,7 +152,15 @@ def handle_turn(
         # so no prompt ever carries it, and checked here — before any LLM call; the turn
         # replies from `data["email_code"]` without a model.
         code = email_code_in(client=client, conversation=locked, text=cleaned)
-        data: dict[str, Any] = {"confirm": dict(confirm)} if confirm is not None else {}
+        # Approval requests this message may touch (apps/reasoning/approvals.py): marked on the
+        # message, so the turn looks at them only when there are some. A typed e-mail code is
+        # an identity step, not a new request: it withdraws nothing.
+        open_approvals = approvals_open(client=client, conversation=locked) if code is None else []
+        data: dict[str, Any] = {}
+        if confirm is not None:
+            data["confirm"] = dict(confirm)
+        if open_approvals:
+            data["approvals"] = [str(a.public_id) for a in open_approvals]
         message = message_append(
             client=client,
             conversation=locked,
@@ -158,6 +172,12 @@ def handle_turn(
         if code is not None:
             message.data = {**data, "email_code": _email_code_check(client, locked, code)}
             message.save(update_fields=["data", "updated_at"])
+        if open_approvals:
+            # A later customer message withdraws the waiting ones unless it is an explicit yes
+            # to them — before any model runs.
+            approvals_withdraw(
+                client=client, conversation=locked, message=message, candidates=open_approvals
+            )
         if locked.status != ConversationStatus.OPEN:
             # A person owns the conversation: no LLM runs; the turn is recorded as skipped.
             ReasoningTrace.objects.create(
@@ -487,6 +507,22 @@ def _run(turn: Turn) -> Outcome:
     if wants_human(turn.user_message.text):
         raise Escalate(EscalationReason.CUSTOMER_REQUEST, "The customer asked for a person.")
     rec, meter = turn.rec, turn.rec.meter
+    # What this message did to the conversation's approval requests (withdrawn by a no or a new
+    # request, still waiting after a yes): fixed words, never left to the model.
+    approval_words = (
+        withdrawal_replies(
+            client=turn.client,
+            conversation=turn.conversation,
+            message=turn.user_message,
+            confirmed=turn.confirmed is not None,
+        )
+        if (turn.user_message.data or {}).get("approvals")
+        else WithdrawalReplies()
+    )
+    if approval_words.replies:
+        rec.step("approval_answer", output=approval_words.as_data())
+    if approval_words.answer_only:
+        return Outcome(replies=[Reply(text=text) for text in approval_words.replies])
     # Per-conversation and per-visitor limits (billing/services/visitors.py): the mode the turn
     # may run in, and its hold on the visitor's day — before any LLM call.
     try:
@@ -523,7 +559,10 @@ def _run(turn: Turn) -> Outcome:
             draft = mode(turn)
             # After the draft, before the reply is stored and sent (a no-op unless the plan has
             # hooks).
-            return run_post_draft_hooks(turn, draft)
+            outcome = run_post_draft_hooks(turn, draft)
+            notes = [Reply(text=text) for text in approval_words.replies]
+            outcome.replies[:0] = notes  # the withdrawal first, then the answer
+            return outcome
         finally:
             if reservation is not None:
                 meter.turn_commit(reservation, llm_calls=rec.trace.llm_calls)

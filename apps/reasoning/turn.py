@@ -30,7 +30,6 @@ from apps.reasoning.steps import Step, compose
 from apps.reasoning.steps._shared import with_language
 from apps.reasoning.traces import TokenCapExceeded, TurnRecorder, pretty
 from apps.tools import pending as pending_actions
-from apps.tools.approval_rules import approval_needed
 from apps.tools.models import ClientTool, ExecutionStatus, PendingAction, ToolExecution, ToolKind
 from apps.tools.services import tool_execute, tool_render_result
 
@@ -468,12 +467,15 @@ def act_on_tool_call(
         )
     if not may_run:
         return Outcome([Reply(hold_message or draft or verdict.message)])
-    if turn.sandbox is None and approval_needed(verdict.tool.approval_rule, verdict.params):
-        # Every guard (and the customer's confirmation) passed: the client's rule still wants a
-        # teammate to approve this call before it runs (apps/reasoning/approvals.py).
-        return hold_for_approval(
+    if turn.sandbox is None and verdict.tool.approval_rule:
+        # Every guard (and the customer's confirmation) passed: the client's rule may still want
+        # a teammate to approve this call — alone, or summed with earlier ones — before it runs
+        # (apps/reasoning/approvals.py).
+        held = hold_for_approval(
             turn, tool=verdict.tool, params=verdict.params, pending=verdict.pending
         )
+        if held is not None:
+            return held
     return run_tool(turn, tool=verdict.tool, params=verdict.params, pending=verdict.pending)
 
 
@@ -486,17 +488,17 @@ def _run_key(turn: Turn, tool: ClientTool, phash: str, pending: PendingAction | 
 
 def hold_for_approval(
     turn: Turn, *, tool: ClientTool, params: dict[str, Any], pending: PendingAction | None
-) -> Outcome:
-    """The call waits for a teammate: an `ApprovalRequest` with the exact tool, params and the
+) -> Outcome | None:
+    """The client's approval rule, checked at the last gate (`approvals.approval_gate`): None
+    when the call may run now (its run is already counted), else the call waits for a teammate:
+    an `ApprovalRequest` with the exact tool, params, the sums that tripped the rule and the
     idempotency key the run will use; the customer is told it is being checked. Nothing runs."""
-    from apps.reasoning.approvals import approval_request_create, pending_text
+    from apps.reasoning.approvals import approval_gate, pending_text
 
     phash = guards.params_hash(params)
-    turn.calls.append((tool.name, phash))
-    turn.verdicts.append("approval")  # not a knowledge answer: the evaluation leaves it alone
     key = _run_key(turn, tool, phash, pending)
     turn.rec.ensure_open()  # never act for a customer a person has taken over
-    approval, created = approval_request_create(
+    approval, created = approval_gate(
         client=turn.client,
         conversation=turn.conversation,
         tool=tool,
@@ -506,11 +508,16 @@ def hold_for_approval(
         trace=turn.rec.trace,
         pending=pending,
     )
+    if approval is None:
+        return None
+    turn.calls.append((tool.name, phash))
+    turn.verdicts.append("approval")  # not a knowledge answer: the evaluation leaves it alone
     data = {
         "approval": str(approval.public_id),
         "tool": tool.name,
         "params": params,
         "rule": approval.rule,
+        "tripped": (approval.basis or {}).get("tripped", []),
         "idempotency_key": approval.idempotency_key,
         "expires_at": approval.expires_at.isoformat(),
         "new": created,

@@ -118,7 +118,9 @@ class ClientToolAdminForm(forms.ModelForm):
         widget=forms.Textarea(attrs={"rows": 3, "cols": 90, "style": "font-family:monospace"}),
         help_text=_(
             'Empty = never. {"always": true} = every call; {"param": "amount", "above": 100} = '
-            "calls whose amount (a number parameter) is above 100. Optional "
+            "a call when the sum of its amount (a number parameter) and the amounts of the "
+            "earlier calls within 24 h, per conversation, per customer or per order, is above "
+            '100 ("per", "order_param", "window_hours" and "group" change that). Optional '
             '"timeout_minutes": undecided after that long, a person takes the conversation. '
             "The approval comes after the customer's confirmation and every safety check."
         ),
@@ -477,7 +479,11 @@ APPROVAL_FIELDS: tuple[str, ...] = (
     "tool",
     "params_pretty",
     "rule",
+    "basis_pretty",
     "status",
+    "withdrawn_at",
+    "withdrawn_in",
+    "withdrawn_because",
     "pending_action",
     "idempotency_key",
     "requested_in",
@@ -527,3 +533,9 @@ class ApprovalRequestAdmin(ReadOnlyAuditAdmin):
     @admin.display(description=_("Params"))
     def params_pretty(self, obj: ApprovalRequest) -> SafeString | str:
         return pretty_json_block(obj.params)
+
+    @admin.display(description=_("Sums that held it"))
+    def basis_pretty(self, obj: ApprovalRequest) -> SafeString | str:
+        """Per scope, the sum and the calls it is made of, and `tripped` (the scopes over the
+        threshold)."""
+        return pretty_json_block(obj.basis) if obj.basis else "-"

@@ -223,6 +223,15 @@ class ApprovalStatus(models.TextChoices):
     APPROVED = "approved", _("Approved")
     DENIED = "denied", _("Denied")
     EXPIRED = "expired", _("Timed out (handed to a person)")
+    WITHDRAWN = "withdrawn", _("Withdrawn by the customer")
+
+
+class WithdrawnBecause(models.TextChoices):
+    """Why the customer's message withdrew a waiting request (apps/reasoning/approvals.py)."""
+
+    NONE = "", _("—")
+    DECLINED = "declined", _("The customer said no")
+    NEW_MESSAGE = "new_message", _("The customer wrote about something else")
 
 
 class ApprovalRequest(TenantOwnedModel):
@@ -237,6 +246,14 @@ class ApprovalRequest(TenantOwnedModel):
     params = models.JSONField(default=dict)
     params_hash = models.CharField(max_length=64)
     rule = models.JSONField(default=dict, help_text=_("The tool's approval rule when asked."))
+    basis = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text=_(
+            "Why a threshold rule asked: per scope, the sum and the calls it is made of, and "
+            "which scopes went over the threshold."
+        ),
+    )
     pending_action = models.ForeignKey(
         PendingAction,
         null=True,
@@ -268,6 +285,18 @@ class ApprovalRequest(TenantOwnedModel):
     )
     decided_at = models.DateTimeField(null=True, blank=True)
     reason = models.TextField(blank=True, help_text=_("Why it was denied (the customer is told)."))
+    withdrawn_at = models.DateTimeField(null=True, blank=True)
+    withdrawn_in = models.ForeignKey(
+        "conversations.Message",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text=_("The customer message that withdrew the request."),
+    )
+    withdrawn_because = models.CharField(
+        max_length=12, choices=WithdrawnBecause.choices, default=WithdrawnBecause.NONE, blank=True
+    )
     execution = models.ForeignKey(
         ToolExecution, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -88,7 +88,7 @@ def approval_list(
     """The client's approval requests — waiting ones first (oldest first: the next to expire),
     then the decided ones, newest first — with what the console and the API show loaded."""
     queryset = ApprovalRequest.objects.for_client(client).select_related(
-        "tool", "conversation", "decided_by", "execution"
+        "tool", "conversation", "decided_by", "execution", "withdrawn_in"
     )
     if status:
         queryset = queryset.filter(status=status)
@@ -102,7 +102,7 @@ def approval_get(*, client: Client, approval_id: str | int) -> ApprovalRequest |
     """The client's approval request with this public id (a UUID string) or, from our own code,
     primary key; None for a malformed, unknown or another client's id alike."""
     queryset = ApprovalRequest.objects.for_client(client).select_related(
-        "tool", "conversation", "decided_by", "execution"
+        "tool", "conversation", "decided_by", "execution", "withdrawn_in"
     )
     if isinstance(approval_id, int):
         return queryset.filter(pk=approval_id).first()

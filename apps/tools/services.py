@@ -71,6 +71,35 @@ def tool_execute(
     return _execution_run(client=client, tool=tool, execution=execution)
 
 
+def tool_execution_reserve(
+    *,
+    client: Client,
+    tool: ClientTool,
+    params: dict[str, Any],
+    idempotency_key: str,
+    conversation: Conversation | None = None,
+    trace: TenantOwnedModel | None = None,
+    pending_action: PendingAction | None = None,
+) -> ToolExecution:
+    """The `running` row of a call about to run, written inside the caller's transaction: an
+    approval threshold check that holds its lock (apps/reasoning/approvals.py, `approval_gate`)
+    counts the call before it is made, so a racing call sees it. `tool_execute` then finds the
+    row and runs the tool under the same key."""
+    execution, _ = ToolExecution.objects.for_client(client).get_or_create(
+        idempotency_key=idempotency_key,
+        defaults={
+            "client": client,
+            "tool": tool,
+            "params": params,
+            "conversation": conversation,
+            "trace_id": None if trace is None else trace.pk,
+            "pending_action": pending_action,
+            "status": ExecutionStatus.RUNNING,
+        },
+    )
+    return execution
+
+
 def _execution_claim(
     *,
     client: Client,

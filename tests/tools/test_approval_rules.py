@@ -14,7 +14,9 @@ from apps.provisioning.services import tenant_import
 from apps.tools.approval_rules import (
     approval_needed,
     approval_rule_problems,
+    approval_rule_text,
     approval_timeout_minutes,
+    sum_rule,
 )
 from apps.tools.models import ClientTool
 
@@ -60,6 +62,17 @@ def test_when_a_call_needs_approval(rule, params, needed):
         ({"always": True, "timeout_minutes": 0}, "timeout_minutes"),
         ({"always": True, "when": "late"}, "when: unknown key"),
         ([1], "must be an object"),
+        ({"always": True, "per": ["order"]}, "cannot be combined"),
+        ({"param": "amount", "above": 1, "per": []}, "per: must be a non-empty list"),
+        ({"param": "amount", "above": 1, "per": "order"}, "per: must be a non-empty list"),
+        ({"param": "amount", "above": 1, "per": ["visitor"]}, "'visitor' is not a scope"),
+        ({"param": "amount", "above": 1, "per": ["order", "order"]}, "named twice"),
+        ({"param": "amount", "above": 1, "order_param": "sku"}, "'sku' is not one of"),
+        ({"param": "amount", "above": 1, "order_param": "amount"}, "string or integer"),
+        ({"param": "amount", "above": 1, "window_hours": 0}, "window_hours: must be"),
+        ({"param": "amount", "above": 1, "window_hours": 1000}, "window_hours: must be"),
+        ({"param": "amount", "above": 1, "window_hours": 1.5}, "window_hours: must be"),
+        ({"param": "amount", "above": 1, "group": "two words"}, "group: must be a name"),
     ],
 )
 def test_a_rule_that_does_not_fit_the_schema_is_refused(rule, problem):
@@ -73,6 +86,36 @@ def test_valid_rules_and_their_timeout(settings):
         assert approval_rule_problems(rule, SCHEMA) == []
     assert approval_timeout_minutes({"always": True}) == 30
     assert approval_timeout_minutes({"always": True, "timeout_minutes": 5}) == 5
+
+
+def test_the_order_scope_needs_an_order_parameter():
+    no_order = {"type": "object", "properties": {"amount": {"type": "number"}}}
+    # the old form: the order scope is simply not there without an order_id parameter
+    assert approval_rule_problems({"param": "amount", "above": 1}, no_order) == []
+    problems = approval_rule_problems({"param": "amount", "above": 1, "per": ["order"]}, no_order)
+    assert any("order_param: needed" in p for p in problems), problems
+
+
+def test_the_old_form_sums_over_every_scope_for_24_hours():
+    summed = sum_rule({"param": "amount", "above": 100})
+    assert summed is not None
+    assert summed.scopes == ("conversation", "customer", "order")
+    assert (summed.window_hours, summed.order_param, summed.group) == (24, "order_id", "")
+    rule = {
+        "param": "amount",
+        "above": 100,
+        "per": ["order", "customer"],
+        "order_param": "order_id",
+        "window_hours": 48,
+        "group": "money-out",
+    }
+    assert approval_rule_problems(rule, SCHEMA) == []
+    summed = sum_rule(rule)
+    assert summed is not None and summed.scopes == ("customer", "order")
+    assert (
+        approval_rule_text(rule) == "amount > 100 (sum per customer/order, 48 h, group money-out)"
+    )
+    assert sum_rule({"always": True}) is None
 
 
 def tenant(rule: Any) -> dict[str, Any]:
@@ -110,6 +153,9 @@ def test_the_tenant_file_sets_and_checks_the_rule():
     with pytest.raises(ApplicationError) as refused:
         tenant_import(data=tenant({"param": "order_id", "above": 100}))
     assert "approval_rule" in str(refused.value.extra or refused.value.message)
+    with pytest.raises(ApplicationError) as refused:
+        tenant_import(data=tenant({"param": "amount", "above": 100, "per": ["week"]}))
+    assert "'week' is not a scope" in str(refused.value.extra or refused.value.message)
     tool.refresh_from_db()
     assert tool.approval_rule == {"param": "amount", "above": 100}
 
@@ -125,6 +171,14 @@ def test_the_admin_form_checks_the_rule_against_the_schema(admin_client, client_
     response = admin_client.post(reverse("admin:tools_clienttool_add"), bad)
     assert response.status_code == 200
     assert "is not one of the tool" in response.content.decode()
+    assert not ClientTool.objects.unscoped(ALL).exists()
+    bad_window = tool_form(
+        client_a,
+        parameters=schema,
+        approval_rule='{"param": "amount", "above": 100, "window_hours": 0}',
+    )
+    response = admin_client.post(reverse("admin:tools_clienttool_add"), bad_window)
+    assert "window_hours: must be a whole number from 1 to 720" in response.content.decode()
     assert not ClientTool.objects.unscoped(ALL).exists()
 
     good = tool_form(client_a, parameters=schema, approval_rule='{"param": "amount", "above": 100}')
