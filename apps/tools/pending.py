@@ -86,6 +86,7 @@ class OpenQuestion:
     action_id: int | None = None  # the pending action's id (as its question's data shows it)
     digest: str = ""  # params_digest of its params (as its question's data shows it)
     structured: StructuredAnswer | None = None  # the button pressed with this message, if any
+    tool: str | None = None  # the tool's name: a typed yes may echo its action only
 
 
 # The rule: the status this message gives the question (PENDING = leave it open).
@@ -182,6 +183,7 @@ def pending_resolve(
             action_id=pending.pk,
             digest=params_digest(pending.params_hash),
             structured=structured,
+            tool=pending.tool.name,
         )
         status = decide(facts, user_message.text)
         if status == PendingActionStatus.PENDING:
