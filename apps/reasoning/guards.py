@@ -218,6 +218,15 @@ def confirmation_text(tool: ClientTool, params: dict[str, Any]) -> str:
     ) % {"action": action, "details": details}
 
 
+def reask_text(tool: ClientTool, params: dict[str, Any]) -> str:
+    """Asked again, with the buttons, after a typed answer that was no clear yes or no."""
+    details = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in sorted(params.items()))
+    action = tool.name.replace("_", " ")
+    return gettext(
+        "I didn't take that as a yes — please press Yes to %(action)s (%(details)s), or No."
+    ) % {"action": action, "details": details}
+
+
 _LETTER_WORD = re.compile(r"[^\W\d_]{3,}")
 
 

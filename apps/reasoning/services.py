@@ -57,6 +57,7 @@ from apps.reasoning.hooks import run_post_draft_hooks
 from apps.reasoning.llm import LLMError
 from apps.reasoning.models import ReasoningStep, ReasoningTrace, TraceStatus
 from apps.reasoning.modes import mode_that_runs, runner
+from apps.reasoning.reask import reask_outcome, record_settled
 from apps.reasoning.traces import TokenCapExceeded, TurnAborted, TurnRecorder
 from apps.reasoning.turn import NO_RETRY, Escalate, Outcome, Reply, Turn
 from apps.reasoning.turn_notes import turn_notes_write
@@ -314,12 +315,9 @@ def _process_claimed(
         user_message=message,
         decide=guards.confirmation_decision,
     )
-    if turn.confirmed or turn.declined:
-        settled = turn.confirmed or turn.declined
-        assert settled is not None
-        recorder.step(
-            "confirmation", output={"pending_action": settled.pk, "status": settled.status}
-        )
+    settled = turn.confirmed or turn.declined
+    if settled is not None:
+        record_settled(turn, settled)  # how the question was settled, and why
 
     # The turn's fixed replies (questions, fallbacks, the hand-off notice) are rendered in the
     # language it replies in; its prompts ask the model for that language (steps._shared).
@@ -453,6 +451,11 @@ def visitor_limit_text(language: str) -> str:
 def _run(turn: Turn) -> Outcome:
     if wants_human(turn.user_message.text):
         raise Escalate(EscalationReason.CUSTOMER_REQUEST, "The customer asked for a person.")
+    # A typed answer to a confirmation that was no clear yes or no: the question again, with
+    # its buttons, before any model runs (apps/reasoning/reask.py).
+    asked_again = reask_outcome(turn)
+    if asked_again is not None:
+        return asked_again
     rec, meter = turn.rec, turn.rec.meter
     # Per-conversation and per-visitor limits (billing/services/visitors.py): the mode the turn
     # may run in, and its hold on the visitor's day — before any LLM call.

@@ -196,6 +196,7 @@ POLITE = (
     "thank you kindly",
 )
 ECHO = (
+    "for",
     "go ahead and",
     "please go ahead and",
     "i'm sure",
