@@ -41,7 +41,7 @@ def confirm_flow(chat, llm, params=ORDER):
         ("Confirm", "yes"),
         ("no", "no"),
         ("No, don't", "no"),
-        ("yes but don't cancel it", "other"),  # a hedge with a no in it: asked again
+        ("yes but don't cancel it", "no"),
         ("wait", "no"),
         ("what's your return policy?", "other"),
         ("order TH-55555 instead", "other"),

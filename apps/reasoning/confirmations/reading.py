@@ -206,10 +206,12 @@ def _phrase_veto(words: list[str], vocab: Vocabulary) -> tuple[str, str]:
     return "", ""
 
 
-def _word_veto(clauses: list[list[Segment]], vocab: Vocabulary) -> tuple[str, str]:
-    """The first single word that vetoes: every word except those inside an idiom ("no
-    problem"), a word that says yes in one language standing in a clause of yeses ("Si."), and
-    a softener closing a clause after its verb (Dutch "annuleer hem maar")."""
+def _word_vetoes(clauses: list[list[Segment]], vocab: Vocabulary) -> dict[str, str]:
+    """Each veto a single word carries (veto -> the first word carrying it): every word except
+    those inside an idiom ("no problem"), a word that says yes in one language standing in a
+    clause of yeses ("Si."), and a softener closing a clause after its verb (Dutch "annuleer hem
+    maar")."""
+    found: dict[str, str] = {}
     for segments in clauses:
         yes_only = _yes_only(segments)
         for k, segment in enumerate(segments):
@@ -226,8 +228,8 @@ def _word_veto(clauses: list[list[Segment]], vocab: Vocabulary) -> tuple[str, st
                 in_phrase = len(segment.words) > 1
                 veto = "" if softener else _veto_of_word(word, vocab, in_phrase=in_phrase)
                 if veto:
-                    return veto, word
-    return "", ""
+                    found.setdefault(veto, word)
+    return found
 
 
 # --- the reading ---------------------------------------------------------------------------------
@@ -307,19 +309,23 @@ def _not_yes(
         "no_start" in vocab.roles.get(tuple(first[:n]), ()) for n in range(1, 4)
     )
     phrase_veto, phrase = _phrase_veto(words, vocab)
-    word_veto, word = _word_veto(segments, vocab)
-    if phrase_veto == "reversal" or word_veto == "reversal":
-        return Reading("other", f"a reversed action: {phrase or word}", reask=True)
+    vetoes = _word_vetoes(segments, vocab)
+    if phrase_veto:
+        vetoes = {phrase_veto: phrase, **vetoes}
+    if "reversal" in vetoes:
+        return Reading("other", f"a reversed action: {vetoes['reversal']}", reask=True)
     if opens_with_no:
         return Reading("no", "opens with a no")
-    if phrase_veto == "sarcasm" or word_veto == "sarcasm":
-        return Reading("other", f"sarcasm: {phrase or word}", reask=True)
+    if "sarcasm" in vetoes:
+        return Reading("other", f"sarcasm: {vetoes['sarcasm']}", reask=True)
     if [QUESTION] in clauses:
         return Reading("other", "a question", reask=answer_like)
-    if phrase_veto in {"no_start", "negation"} or word_veto in {"negation", "no_start"}:
-        return Reading("no", f"a negation: {phrase or word}")
-    if phrase_veto or word_veto:
-        return Reading("other", f"a condition or hedge: {phrase or word}", reask=answer_like)
+    if "no_start" in vetoes:  # "wait", "don't", "never mind" anywhere
+        return Reading("no", f"a no: {vetoes['no_start']}")
+    if "hedge" in vetoes:  # a condition before a negation: "yes if it hasn't shipped"
+        return Reading("other", f"a condition or hedge: {vetoes['hedge']}", reask=answer_like)
+    if "negation" in vetoes:
+        return Reading("no", f"a negation: {vetoes['negation']}")
     return Reading("other", why, reask=answer_like)
 
 
@@ -344,9 +350,7 @@ def read(
     if foreign:
         return Reading("other", f"names something the question was not about: {foreign}")
     segments = [_segments(c, vocab) for c in clauses if c != [QUESTION]]
-    vetoed = (
-        [QUESTION] in clauses or _phrase_veto(words, vocab)[0] or _word_veto(segments, vocab)[0]
-    )
+    vetoed = [QUESTION] in clauses or _phrase_veto(words, vocab)[0] or _word_vetoes(segments, vocab)
     if not vetoed:
         flat = [s for c in segments for s in c]
         reading, why = _yes(flat, params, _action_of(tool, vocab), vocab)
