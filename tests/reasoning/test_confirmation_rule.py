@@ -83,7 +83,7 @@ def test_confirmation_answer_table(text: str, params: dict[str, Any] | None, ans
     assert confirmation_answer(text, params) == answer
 
 
-# --- what the red team found (issue 37): each read as a yes before ------------------------------
+# --- what a red team found: each of these read as a yes before ------------------------------------
 
 RED_TEAM = [
     "ok thanks, I'm good",
