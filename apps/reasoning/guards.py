@@ -18,7 +18,6 @@ import hmac
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
 from django.conf import settings
@@ -26,6 +25,8 @@ from django.utils.translation import gettext
 from jsonschema import Draft202012Validator
 
 from apps.reasoning import confirmations
+from apps.reasoning.confirmations.reading import Answer, Reading, read
+from apps.reasoning.confirmations.reading import forms as _forms
 from apps.tools.models import ClientTool, PendingAction, PendingActionStatus, ToolKind
 from apps.tools.pending import DIGEST_LENGTH, OpenQuestion, params_digest, params_hash
 
@@ -57,236 +58,28 @@ class GuardVerdict:
 
 
 # --- the customer's answer to a confirmation question ------------------------------------------
-
-# Longer answers are never a yes: a confirmation is short.
-MAX_ANSWER_WORDS = 14
-# A word with a digit in it names something (an order number, an amount, a date): in a "yes" it
-# must name what the question was about.
-_HAS_DIGIT = re.compile(r"\d")
-_NUMBER_RE = re.compile(r"^\d+(?:[.,]\d+)*$")
-_DECIMAL_COMMA = re.compile(r"^\d+,\d{1,2}$")  # "49,90": a decimal comma, not thousands
-
-Answer = Literal["yes", "no", "other"]
+# The grammar lives with its data (`apps.reasoning.confirmations.reading`); re-exported here.
 
 
-def _words(text: str) -> list[str]:
-    return [w for clause in confirmations.tokenise(text) for w in clause if w != "?"]
+def confirmation_reading(
+    text: str, params: Mapping[str, Any] | None = None, tool: str | None = None
+) -> Reading:
+    """Read a typed answer to the question about `tool` with `params`, in every shipped
+    language at once: yes only when the language data describes every word of it — a strong
+    assent, optionally the question's own action echoed back once ("cancélalo", "בטל את
+    ההזמנה"), its params, politeness — and no veto (a reversal, sarcasm, a no, a condition, a
+    question, another identifier). The reading says why (`reason`, `assent`, `echoes`) and
+    whether to ask again with the buttons (`reask`)."""
+    return read(text, params, tool)
 
 
-def _canonical(word: str) -> str:
-    """One spelling per identifier: "#W-1001", "w1001" and "W_1001" are the same order, and
-    "50.00" is the amount 50."""
-    if _NUMBER_RE.match(word):
-        number = word.replace(",", ".") if _DECIMAL_COMMA.match(word) else word.replace(",", "")
-        try:
-            return format(Decimal(number).normalize(), "f")
-        except InvalidOperation:
-            return word
-    return re.sub(r"[^a-z0-9.]", "", word)
-
-
-def _leaf_values(value: Any) -> list[str]:
-    if isinstance(value, bool) or value is None:
-        return []
-    if isinstance(value, dict):
-        return [leaf for v in value.values() for leaf in _leaf_values(v)]
-    if isinstance(value, list | tuple):
-        return [leaf for v in value for leaf in _leaf_values(v)]
-    return [str(value)]
-
-
-def _named_in(params: Mapping[str, Any] | None) -> tuple[set[str], set[str]]:
-    """(identifiers, plain words) a customer may repeat back when confirming these params."""
-    identifiers: set[str] = set()
-    words: set[str] = set()
-    for leaf in _leaf_values(dict(params or {})):
-        for word in _words(leaf):
-            if _HAS_DIGIT.search(word):
-                canonical = _canonical(word)
-                identifiers.add(canonical)
-                digits = re.sub(r"\D", "", canonical)
-                if digits != canonical and not _NUMBER_RE.match(canonical):
-                    identifiers.add(digits)  # "order 1001" for W1001
-            else:
-                words.add(word)
-    return identifiers, words
-
-
-@dataclass(frozen=True)
-class Reading:
-    """What the rule read in a typed answer: the answer, why, and the languages of its yes."""
-
-    answer: Answer
-    reason: str
-    languages: tuple[str, ...] = ()
-
-
-def _forms(word: str, prefixes: tuple[str, ...]) -> list[str]:
-    """The word, and the word without one or two clitics written onto it (Hebrew "ו"+"ה"…,
-    Arabic "و"+"ال"…), as long as two letters stay."""
-    forms = [word]
-    for p in prefixes:
-        if word.startswith(p) and len(word) - len(p) >= 2:
-            stem = word[len(p) :]
-            forms.append(stem)
-            forms.extend(
-                stem[len(q) :] for q in prefixes if stem.startswith(q) and len(stem) - len(q) >= 2
-            )
-    return forms
-
-
-def _is(
-    word: str, phrases: frozenset[tuple[str, ...]], prefixes: tuple[str, ...], *, any_part: bool
-) -> bool:
-    """The word is a one-word phrase of `phrases`, also without clitics; a word joined with
-    ' or - ("l'ordine", "annulez-la") counts by its parts: any part (for a no or a hedge) or
-    every part (for an echo)."""
-    if any((form,) in phrases for form in _forms(word, prefixes)):
-        return True
-    parts = [p for p in re.split(r"['\-]", word) if p]
-    if len(parts) < 2:
-        return False
-    check = any if any_part else all
-    return check(any((f,) in phrases for f in _forms(p, prefixes)) for p in parts)
-
-
-def _match_at(words: list[str], i: int, phrases: frozenset[tuple[str, ...]], longest: int) -> int:
-    """Words in the longest phrase of `phrases` starting at words[i] (0: none)."""
-    for n in range(min(longest, len(words) - i), 0, -1):
-        if tuple(words[i : i + n]) in phrases:
-            return n
-    return 0
-
-
-def confirmation_reading(text: str, params: Mapping[str, Any] | None = None) -> Reading:
-    """Read a typed answer to the question about `params`, in any shipped language at once
-    (the phrasings are data: `apps.reasoning.confirmations`). In this order:
-
-    1. phrases of several words that say yes or echo the action are found first ("no problem",
-       "doe maar", "s'il vous plaît", "لو سمحت"…): their words are not read alone;
-    2. a no — an answer opening with a no ("no", "wait", "mejor no") or a negation anywhere
-       ("not", "nunca", "nicht", "לא", "لا") — is "no";
-    3. a question ("?", "؟", "¿"), a condition ("if", "si", "wenn", "אם", "إذا"), a hedge
-       ("maybe", "but", "later", "first", "other") anywhere is "other";
-    4. a yes needs a yes phrase ("yes", "sí", "oui", "ja", "sim", "כן", "نعم", 👍), and every
-       other word must echo the action, be polite, or repeat a parameter; every identifier (a
-       word with a digit: an order number, an amount) must be one of the params' values, in any
-       spelling ("#W1001", "w-1001", "order 1001", "49,90"). Anything else is "other".
-
-    A word that is a yes in one language and something else in another ("si": "if" in Spanish
-    and French) says yes only standing alone ("Si." / "si, cancélalo"); inside a clause ("si
-    cancelas…") it is what it is elsewhere. Ambiguity never confirms a destructive action."""
-    vocab = confirmations.vocabulary()
-    clauses = confirmations.tokenise(text)
-    words = [w for c in clauses for w in c if w != confirmations.QUESTION]
-    if not words:
-        return Reading("other", "empty")
-    if len(words) > MAX_ANSWER_WORDS:
-        return Reading("other", "too long for a confirmation")
-    longest = vocab.longest
-    multi_yes, multi_echo, one_word_yes = vocab.yes_phrases, vocab.echo_phrases, vocab.yes_words
-
-    # 1. phrases of several words: "yes" or "echo" for each word they cover
-    roles: list[list[str]] = []
-    for clause in clauses:
-        marks = [""] * len(clause)
-        i = 0
-        while i < len(clause):
-            n = _match_at(clause, i, multi_yes, longest)
-            role = "yes" if n > 1 else ""
-            if n < 2:
-                n = _match_at(clause, i, multi_echo, longest)
-                role = "echo" if n > 1 else ""
-            if n < 2:
-                i += 1
-                continue
-            marks[i : i + n] = [role] * n
-            i += n
-        roles.append(marks)
-
-    def free(c: int) -> list[tuple[int, str]]:
-        return [(i, w) for i, w in enumerate(clauses[c]) if not roles[c][i]]
-
-    # 2. a no
-    first = next(c for c, clause in enumerate(clauses) if clause != [confirmations.QUESTION])
-    if not roles[first][0] and _match_at(clauses[first], 0, vocab.no_start, longest):
-        return Reading("no", "opens with a no")
-    for c, clause in enumerate(clauses):
-        for i, word in free(c):
-            n = _match_at(clause, i, vocab.negations, longest)
-            if (n and not any(roles[c][i : i + n])) or _is(
-                word, vocab.negations, vocab.prefixes, any_part=True
-            ):
-                return Reading("no", f"a negation: {word}")
-
-    # 3. a question, a condition or a hedge
-    if [confirmations.QUESTION] in clauses:
-        return Reading("other", "a question")
-    # a clause of nothing but yes words and polite phrases ("sì, per favore" without its comma)
-    yes_only = [
-        all(roles[c][i] or w in one_word_yes for i, w in enumerate(clause))
-        for c, clause in enumerate(clauses)
-    ]
-    for c, clause in enumerate(clauses):
-        for i, word in free(c):
-            if yes_only[c] and word in vocab.ambiguous:
-                continue  # "Si." / "si, cancélalo": standing alone it says yes
-            if (
-                word in vocab.final_particles
-                and i == len(clause) - 1
-                and not all(w in one_word_yes or roles[c][j] for j, w in enumerate(clause[:i]))
-            ):
-                continue  # "annuleer hem maar": a softener, not "but"
-            n = _match_at(clause, i, vocab.hedges, longest)
-            if (
-                (n and not any(roles[c][i : i + n]))
-                or _is(word, vocab.hedges, vocab.prefixes, any_part=True)
-                or any(word.startswith(p) and len(word) - len(p) >= 2 for p in vocab.hedge_prefixes)
-            ):
-                return Reading("other", f"a condition or hedge: {word}")
-
-    # 4. a yes, and nothing but echoes, politeness and the params beside it
-    identifiers, param_words = _named_in(params)
-    languages: list[str] = []
-    for c, clause in enumerate(clauses):
-        i = 0
-        while i < len(clause):
-            if roles[c][i] == "yes":
-                n = _match_at(clause, i, multi_yes, longest)
-                languages.extend(vocab.sources.get(tuple(clause[i : i + n]), ()))
-                i += max(n, 1)
-                continue
-            word = clause[i]
-            i += 1
-            if roles[c][i - 1] or word == confirmations.QUESTION:
-                continue
-            if _HAS_DIGIT.search(word):
-                if _canonical(word) not in identifiers:
-                    return Reading("other", f"names something the question was not about: {word}")
-            elif word in one_word_yes and (yes_only[c] or word not in vocab.ambiguous):
-                languages.extend(vocab.sources.get((word,), ()))
-            elif not (
-                _is(word, vocab.echo, vocab.prefixes, any_part=False)
-                or word in param_words
-                or (word in vocab.final_particles and i == len(clause))
-            ):
-                return Reading("other", f"more than a yes: {word}")
-    if not languages:
-        return Reading("other", "no yes")
-    return Reading("yes", "an explicit yes", tuple(dict.fromkeys(languages)))
-
-
-def confirmation_answer(text: str, params: Mapping[str, Any] | None = None) -> Answer:
-    """An explicit yes or no to the question about `params`, nothing else — in any shipped
-    language (`confirmation_reading`).
-
-    A question, a condition or an extra clause makes it 'other' (the question expires and the
-    message is handled as a new request): ambiguity never confirms a destructive action. Every
-    identifier in a yes (a word with a digit: an order number, an amount) must be one of the
-    params' values, in any spelling ("#W1001", "w-1001", "W1001", "order 1001"); any other
-    identifier means the customer wants something else, so "yes, cancel #W2002" never confirms
-    the question about #W1001."""
-    return confirmation_reading(text, params).answer
+def confirmation_answer(
+    text: str, params: Mapping[str, Any] | None = None, tool: str | None = None
+) -> Answer:
+    """ "yes", "no" or "other" (`confirmation_reading`). Ambiguity never confirms: every
+    identifier in a yes must be one of the params' values, in any spelling ("#W1001",
+    "w-1001", "order 1001"), so "yes, cancel #W2002" never confirms the question about #W1001."""
+    return read(text, params, tool).answer
 
 
 def confirmation_decision(question: OpenQuestion, text: str) -> str:
@@ -301,7 +94,8 @@ def confirmation_decision(question: OpenQuestion, text: str) -> str:
       text); a press for any other or changed question -> EXPIRED, never a yes, even when its
       text ("Yes") would be one;
     - otherwise the typed answer decides: yes -> CONFIRMED, no -> DECLINED, anything else ->
-      EXPIRED (the message then goes through the pipeline as a new request).
+      EXPIRED — never a yes. The turn then asks again with the buttons when the answer looked
+      like one but was not clear (`Reading.reask`), else handles it as a new request.
     """
     if not question.shown_before:
         return PendingActionStatus.PENDING
@@ -320,7 +114,7 @@ def confirmation_decision(question: OpenQuestion, text: str) -> str:
                 return PendingActionStatus.CONFIRMED
             return PendingActionStatus.DECLINED
         return PendingActionStatus.EXPIRED
-    answer = confirmation_answer(text, question.params)
+    answer = confirmation_answer(text, question.params, question.tool)
     return {
         "yes": PendingActionStatus.CONFIRMED,
         "no": PendingActionStatus.DECLINED,
@@ -421,6 +215,15 @@ def confirmation_text(tool: ClientTool, params: dict[str, Any]) -> str:
     return gettext(
         "Just to confirm — %(action)s (%(details)s)? This can't be undone. "
         'Reply "yes" to go ahead or "no" to stop.'
+    ) % {"action": action, "details": details}
+
+
+def reask_text(tool: ClientTool, params: dict[str, Any]) -> str:
+    """Asked again, with the buttons, after a typed answer that was no clear yes or no."""
+    details = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in sorted(params.items()))
+    action = tool.name.replace("_", " ")
+    return gettext(
+        "I didn't take that as a yes — please press Yes to %(action)s (%(details)s), or No."
     ) % {"action": action, "details": details}
 
 

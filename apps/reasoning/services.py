@@ -70,6 +70,7 @@ from apps.reasoning.hooks import run_post_draft_hooks
 from apps.reasoning.llm import LLMError
 from apps.reasoning.models import ReasoningStep, ReasoningTrace, TraceStatus
 from apps.reasoning.modes import mode_that_runs, runner
+from apps.reasoning.reask import reask_outcome, record_settled
 from apps.reasoning.traces import TokenCapExceeded, TurnAborted, TurnRecorder
 from apps.reasoning.turn import NO_RETRY, Escalate, Outcome, Reply, Turn
 from apps.reasoning.turn_notes import turn_notes_write
@@ -361,12 +362,9 @@ def _process_claimed(
         user_message=message,
         decide=guards.confirmation_decision,
     )
-    if turn.confirmed or turn.declined:
-        settled = turn.confirmed or turn.declined
-        assert settled is not None
-        recorder.step(
-            "confirmation", output={"pending_action": settled.pk, "status": settled.status}
-        )
+    settled = turn.confirmed or turn.declined
+    if settled is not None:
+        record_settled(turn, settled)  # how the question was settled, and why
 
     # The turn's fixed replies (questions, fallbacks, the hand-off notice) are rendered in the
     # language it replies in; its prompts ask the model for that language (steps._shared).
@@ -506,6 +504,11 @@ def _run(turn: Turn) -> Outcome:
         return Outcome(replies=[reply])
     if wants_human(turn.user_message.text):
         raise Escalate(EscalationReason.CUSTOMER_REQUEST, "The customer asked for a person.")
+    # A typed answer to a confirmation that was no clear yes or no: the question again, with
+    # its buttons, before any model runs (apps/reasoning/reask.py).
+    asked_again = reask_outcome(turn)
+    if asked_again is not None:
+        return asked_again
     rec, meter = turn.rec, turn.rec.meter
     # What this message did to the conversation's approval requests (withdrawn by a no or a new
     # request, still waiting after a yes): fixed words, never left to the model.

@@ -172,6 +172,7 @@ class Sandbox:
                 action_id=question.qid,
                 digest=guards.params_digest(pending.params),
                 structured=confirm,
+                tool=pending.tool.name,
             )
             status = guards.confirmation_decision(facts, text)
             if status == PendingActionStatus.PENDING:

@@ -14,7 +14,7 @@ import json
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -86,10 +86,16 @@ class OpenQuestion:
     action_id: int | None = None  # the pending action's id (as its question's data shows it)
     digest: str = ""  # params_digest of its params (as its question's data shows it)
     structured: StructuredAnswer | None = None  # the button pressed with this message, if any
+    tool: str | None = None  # the tool's name: a typed yes may echo its action only
 
 
 # The rule: the status this message gives the question (PENDING = leave it open).
 Decide = Callable[[OpenQuestion, str], str]
+
+
+def _deadline(at_the_latest: datetime | None) -> datetime:
+    deadline = timezone.now() + timedelta(minutes=settings.REASONING_CONFIRMATION_TTL_MINUTES)
+    return deadline if at_the_latest is None else min(deadline, at_the_latest)
 
 
 @transaction.atomic
@@ -100,8 +106,13 @@ def pending_create(
     tool: ClientTool,
     params: dict[str, Any],
     proposed_in: Message,
+    expires_at: datetime | None = None,
 ) -> PendingAction:
-    """Put a destructive call to the customer. Any older open question is superseded."""
+    """Put a destructive call to the customer. Any older open question is superseded.
+
+    It expires `REASONING_CONFIRMATION_TTL_MINUTES` from now, or at `expires_at` when that is
+    sooner: a question asked again keeps the first one's deadline, so asking again never
+    extends the time a "yes" can run the action."""
     PendingAction.objects.for_client(client).filter(
         conversation=conversation,
         status__in=[PendingActionStatus.PENDING, PendingActionStatus.CONFIRMED],
@@ -113,7 +124,7 @@ def pending_create(
         params=params,
         params_hash=params_hash(params),
         proposed_in=proposed_in,
-        expires_at=timezone.now() + timedelta(minutes=settings.REASONING_CONFIRMATION_TTL_MINUTES),
+        expires_at=_deadline(expires_at),
         idempotency_key=f"pa-{uuid.uuid4().hex}",
     )
 
@@ -135,8 +146,6 @@ def pending_resolve(
     `decide` is the confirmation rule (pure); this function only gathers its facts and records
     the statuses it gives. A turn that is re-run (its worker died) finds the action its message
     already confirmed, with the same idempotency key."""
-    from apps.conversations.models import Message, Role
-
     already = (
         PendingAction.objects.for_client(client)
         .select_related("tool")
@@ -161,17 +170,8 @@ def pending_resolve(
     for pending in open_actions:
         question = pending.question
         shown_before = question is not None and question.seq < user_message.seq
-        first_reply = (
-            shown_before
-            and question is not None
-            and not Message.objects.for_client(client)
-            .filter(
-                conversation_id=question.conversation_id,
-                role__in=[Role.USER, Role.STAFF],
-                seq__gt=question.seq,
-                seq__lt=user_message.seq,
-            )
-            .exists()
+        first_reply = shown_before and _first_reply(
+            client=client, question=question, user_message=user_message
         )
         facts = OpenQuestion(
             params=pending.params,
@@ -182,6 +182,7 @@ def pending_resolve(
             action_id=pending.pk,
             digest=params_digest(pending.params_hash),
             structured=structured,
+            tool=pending.tool.name,
         )
         status = decide(facts, user_message.text)
         if status == PendingActionStatus.PENDING:
@@ -192,6 +193,44 @@ def pending_resolve(
         if status == PendingActionStatus.CONFIRMED:
             confirmed = pending
     return confirmed
+
+
+def _first_reply(*, client: Client, question: Message | None, user_message: Message) -> bool:
+    """No customer or staff message came between the question and this answer."""
+    from apps.conversations.models import Message, Role
+
+    return question is not None and not (
+        Message.objects.for_client(client)
+        .filter(
+            conversation_id=question.conversation_id,
+            role__in=[Role.USER, Role.STAFF],
+            seq__gt=question.seq,
+            seq__lt=user_message.seq,
+        )
+        .exists()
+    )
+
+
+def pending_expired_by_answer(*, client: Client, user_message: Message) -> PendingAction | None:
+    """The open question this typed message closed by not being a clear yes or no — still in
+    time, answered first, with no button pressed — so the turn may ask it again (with the
+    buttons). None when the message closed none that way."""
+    if (user_message.data or {}).get("confirm") is not None:
+        return None
+    expired = (
+        PendingAction.objects.for_client(client)
+        .select_related("tool", "question")
+        .filter(resolved_by=user_message, status=PendingActionStatus.EXPIRED)
+        .order_by("-created_at")
+        .first()
+    )
+    if expired is None or expired.expires_at <= timezone.now() or expired.question is None:
+        return None
+    if expired.question.seq >= user_message.seq:
+        return None
+    if not _first_reply(client=client, question=expired.question, user_message=user_message):
+        return None
+    return expired
 
 
 def pending_settle(

@@ -13,7 +13,11 @@ from typing import Any
 import pytest
 
 from apps.conversations.services import conversation_create
-from apps.reasoning.guards import confirmation_answer, confirmation_decision
+from apps.reasoning.guards import (
+    confirmation_answer,
+    confirmation_decision,
+    confirmation_reading,
+)
 from apps.tools.models import ClientTool, PendingAction, PendingActionStatus
 from apps.tools.pending import OpenQuestion
 from tests.reasoning.conftest import Chat, assess, critique
@@ -69,13 +73,68 @@ REFUND = {"order_id": "#W1001", "amount": 50}
         # an identifier without any params to compare with never confirms
         ("yes W1001", None, "other"),
         ("yes", None, "yes"),
+        # another order: a new request (the question expires, the turn handles it)
+        ("no, cancel W2002 instead", W1001, "other"),
         # no stays no
-        ("no, cancel W2002 instead", W1001, "no"),
         ("don't cancel W1001", W1001, "no"),
     ],
 )
 def test_confirmation_answer_table(text: str, params: dict[str, Any] | None, answer: str) -> None:
     assert confirmation_answer(text, params) == answer
+
+
+# --- what a red team found: each of these read as a yes before ------------------------------------
+
+RED_TEAM = [
+    "ok thanks, I'm good",
+    "Okay, cancel the cancellation",
+    "OK, delete the cancel request",
+    "Yes, I want to change the address",
+    "Yeah, right.",
+    "Great. Just great.",
+    "Sí, cancela la cancelación",
+    "Oui, annulez l'annulation",
+    "Ja, stornieren Sie die Stornierung",
+    "Ja, annuleer de annulering",
+    "Sì, annulla l'annullamento",
+    "Sim, cancela o cancelamento",
+    "כן, בטל את הביטול",
+    "نعم، ألغِ الإلغاء",
+]
+
+
+@pytest.mark.parametrize("text", RED_TEAM)
+@pytest.mark.parametrize("tool", ["cancel_order", None])
+def test_what_the_red_team_found_is_no_yes(text: str, tool: str | None) -> None:
+    reading = confirmation_reading(text, {"order_id": "TH-12345"}, tool)
+    assert reading.answer != "yes"
+    assert reading.reask  # it looked like an answer: asked again, with the buttons
+
+
+@pytest.mark.parametrize(
+    ("text", "tool", "answer"),
+    [
+        ("yes, cancel it", "cancel_order", "yes"),
+        ("yes, refund it", "cancel_order", "other"),  # another action than the question's
+        ("yes, refund it", "request_refund", "yes"),
+        ("yes, cancel it", "request_refund", "other"),
+        ("yes, go ahead", "close_account", "yes"),  # no listed action: only a plain go-ahead
+        ("yes, cancel it and refund it", None, "other"),  # two actions
+    ],
+)
+def test_a_yes_may_echo_only_the_questions_own_action(text: str, tool: str, answer: str) -> None:
+    assert confirmation_answer(text, W1001, tool) == answer
+
+
+def test_the_reading_names_its_assent_and_echoes() -> None:
+    reading = confirmation_reading("Sí, cancélalo por favor", W1001, "cancel_order")
+    assert (reading.answer, reading.assent, reading.echoes) == (
+        "yes",
+        "si",
+        ("cancelalo", "por favor"),
+    )
+    assert reading.reason == "assent 'si' with cancelalo, por favor"
+    assert reading.as_data()["languages"] == ["es", "fr", "it"]
 
 
 def open_question(**facts: Any) -> OpenQuestion:

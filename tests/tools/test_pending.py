@@ -19,6 +19,7 @@ from apps.tools.pending import (
     params_hash,
     pending_create,
     pending_expire_open,
+    pending_expired_by_answer,
     pending_mark_executed,
     pending_mark_shown,
     pending_resolve,
@@ -102,6 +103,7 @@ def test_resolve_records_what_the_rule_decides(setup):
                 action_id=pending.pk,
                 digest=pending.params_hash[:16],
                 structured=None,
+                tool=pending.tool.name,
             ),
             "anything",
         )
@@ -181,3 +183,53 @@ def test_writes_stay_within_the_client(setup, client_b):
     pending.refresh_from_db()
     assert pending.status == PendingActionStatus.PENDING
     assert pending.question is not None and pending.question.conversation_id != other.pk
+
+
+# --- a bounded time to answer -------------------------------------------------------------------
+
+
+def test_a_question_expires_after_the_configured_minutes(setup, settings):
+    settings.REASONING_CONFIRMATION_TTL_MINUTES = 5
+    before = timezone.now()
+    pending = ask(setup)
+    assert before + timedelta(minutes=5) <= pending.expires_at
+    assert pending.expires_at <= timezone.now() + timedelta(minutes=5)
+
+
+def test_a_stale_yes_never_confirms(setup):
+    """The time ran out: a typed yes expires the question, it never confirms it."""
+    pending = ask(setup)
+    PendingAction.objects.for_client(setup["client"]).filter(pk=pending.pk).update(
+        expires_at=timezone.now() - timedelta(seconds=1)
+    )
+    _, confirmed = resolve(setup, "yes, cancel it")
+    pending.refresh_from_db()
+    assert confirmed is None and pending.status == PendingActionStatus.EXPIRED
+    assert (
+        pending_expired_by_answer(client=setup["client"], user_message=pending.resolved_by) is None
+    )
+
+
+def test_asking_again_never_extends_the_deadline(setup, settings):
+    first = ask(setup)
+    message, _ = resolve(setup, "Yeah, right.")
+    first.refresh_from_db()
+    assert first.status == PendingActionStatus.EXPIRED
+    assert pending_expired_by_answer(client=setup["client"], user_message=message) == first
+    settings.REASONING_CONFIRMATION_TTL_MINUTES = 60 * 24
+    again = pending_create(
+        client=setup["client"],
+        conversation=setup["conversation"],
+        tool=setup["tool"],
+        params=first.params,
+        proposed_in=message,
+        expires_at=first.expires_at,
+    )
+    assert again.expires_at == first.expires_at
+
+
+def test_a_button_press_or_a_clear_answer_is_not_asked_again(setup):
+    ask(setup)
+    message, confirmed = resolve(setup, "yes")
+    assert confirmed is not None
+    assert pending_expired_by_answer(client=setup["client"], user_message=message) is None

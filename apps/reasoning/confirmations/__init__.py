@@ -1,16 +1,25 @@
 """How customers say yes and no to a confirmation question, in every shipped language — data,
-read by the confirmation rule (`apps.reasoning.guards.confirmation_answer`).
+read by the confirmation grammar (`reading.read`, behind `guards.confirmation_reading`).
 
 One module per language (`en.py`, `es.py`, … `ar.py`, plus `common.py` for what is the same in
-every language: "ok", 👍), each with five tuples of phrases:
+every language: "ok", 👍). The grammar reads an answer as yes only when these tables describe
+every word of it:
 
-- `YES` — says yes ("sí", "vale", "go ahead", "כן", "نعم");
-- `NO_START` — opens a no ("no", "wait", "mejor no");
-- `NEGATIONS` — a no wherever it stands ("not", "nunca", "לא");
-- `HEDGES` — never a yes, wherever it stands: conditions ("if", "si", "wenn", "אם"), question
-  words, doubt, "but", time ("later", "first"), another thing ("other", "also");
-- `ECHO` — may stand beside a yes without changing it: the action echoed back ("cancel it",
-  "cancélalo", "בטל את ההזמנה"), politeness ("please", "s'il vous plaît", "لو سمحت"), fillers.
+- `ASSENT` — a strong yes ("yes", "sí", "go ahead", "כן", "نعم"); one is needed;
+- `IDIOMS` — a yes with a negation in it, matched whole ("no problem", "אין בעיה");
+- `WEAK` — sarcasm-prone ("great", "perfect", "fine"): only beside a strong assent;
+- `POLITE`, `FORMULAS` — politeness ("please", "merci"); FORMULAS may hold a hedge word
+  ("s'il vous plaît", "لو سمحت");
+- `ECHO`, `OBJECTS` — the go-ahead and what it is about ("right away", "the order", "ההזמנה");
+- `CONFIRM_VERBS` — per action (the word a tool's name holds: "cancel", "refund" …) its verbs
+  ("cancélalo", "stornieren", "בטל"); at most one, and only the question's own action;
+- `AMBIGUOUS` — one-word assents that are something else elsewhere ("si": "if").
+
+and what vetoes a yes wherever it stands, in any language: `REVERSALS` ("undo", "cancel the
+cancellation"), `SARCASM` ("yeah right", "just great"), `NO_START` (opens a no: "no", "wait"),
+`NEGATIONS` ("not", "nunca", "לא"), `HEDGES` (conditions, question words, "but", "later",
+"other"). A veto is found before the yes grammar runs and no accepting table can hide one
+(`build_vocabulary` leaves out phrases that would); see `reading` for the grammar.
 
 For the rule about drafts that stand in for an unavailable tool, each module also has
 `HOLDING` (openings of a draft that only announces an action: "let me", "déjame", "רגע") and
@@ -25,10 +34,7 @@ Dutch "annuleer hem maar").
 Everything is normalised the same way (`normalise`): case folded, accents and diacritics
 dropped (Hebrew niqqud, Arabic harakat and hamza seats), digits of every script made ASCII,
 Hebrew and Arabic punctuation mapped to ASCII, emoji skin tones dropped. The vocabulary of all
-shipped languages is built once (`vocabulary()`); the rule tries every language at once, and a
-word that means yes in one language and something else in another ("si": yes in Spanish and
-Italian, "if" in Spanish and French) is `ambiguous`: it can only say yes standing alone
-("Si." / "si, cancélalo"), never inside a clause ("si cancelas …").
+shipped languages is built once (`vocabulary()`); the rule tries every language at once.
 """
 
 from __future__ import annotations
@@ -126,25 +132,42 @@ def _phrases(items: tuple[str, ...]) -> set[Phrase]:
     return found
 
 
+# The tables of a language module and the role each gives its phrases. A verb is
+# "verb:<action>" (CONFIRM_VERBS maps an action — the leading word of a tool's name — to its
+# phrases).
+ACCEPTING = {
+    "ASSENT": "assent",
+    "IDIOMS": "idiom",
+    "WEAK": "weak",
+    "POLITE": "polite",
+    "FORMULAS": "formula",
+    "ECHO": "echo",
+    "OBJECTS": "object",
+}
+VETOING = {
+    "REVERSALS": "reversal",
+    "SARCASM": "sarcasm",
+    "NO_START": "no_start",
+    "NEGATIONS": "negation",
+    "HEDGES": "hedge",
+}
+_HARD_VETOES = frozenset({"reversal", "sarcasm", "no_start", "negation"})
+
+
 @dataclass(frozen=True)
 class Vocabulary:
-    """Every shipped language's phrases, normalised. `sources[phrase]` names the languages a
-    YES phrase comes from (for the benchmark and the trace)."""
+    """Every shipped language's phrases, normalised: `roles[phrase]` is what the phrase may
+    be ("assent", "polite", "verb:cancel", "negation", …) in any language; `sources[phrase]`
+    names the languages an assent comes from (for the trace and the benchmark)."""
 
-    yes: frozenset[Phrase]
-    no_start: frozenset[Phrase]
-    negations: frozenset[Phrase]
-    hedges: frozenset[Phrase]
-    echo: frozenset[Phrase]
+    roles: dict[Phrase, frozenset[str]]
+    sources: dict[Phrase, tuple[str, ...]]
+    yes_words: frozenset[str]  # the one-word assents
+    actions: frozenset[str]  # the actions CONFIRM_VERBS knows ("cancel", "refund", …)
     prefixes: tuple[str, ...]  # longest first
     hedge_prefixes: tuple[str, ...]
     final_particles: frozenset[str]  # no hedge at the end of a clause after a verb (nl "maar")
-    ambiguous: frozenset[str]  # one-word yes that means something else somewhere
     longest: int  # words in the longest phrase
-    yes_words: frozenset[str]  # the one-word yes phrases
-    yes_phrases: frozenset[Phrase]  # the yes phrases of several words
-    echo_phrases: frozenset[Phrase]  # the echo phrases of several words
-    sources: dict[Phrase, tuple[str, ...]]
 
 
 LANGUAGE_MODULES = ("common", *SHIPPED)
@@ -154,58 +177,103 @@ def language_data(code: str) -> ModuleType:
     return importlib.import_module(f"{__name__}.{code}")
 
 
+def _tables(module: ModuleType) -> list[tuple[str, set[Phrase]]]:
+    """(role, phrases) for each table of one language module."""
+    tables = [
+        (role, _phrases(tuple(getattr(module, name, ()))))
+        for name, role in (ACCEPTING | VETOING).items()
+    ]
+    for action, phrases in getattr(module, "CONFIRM_VERBS", {}).items():
+        tables.append((f"verb:{action}", _phrases(tuple(phrases))))
+    return tables
+
+
+def _safe(
+    phrase: Phrase,
+    role: str,
+    vetoes: dict[str, set[str]],
+    own: dict[str, set[str]],
+    ambiguous: frozenset[str],
+) -> bool:
+    """Whether an accepting phrase may stand in the vocabulary (`vetoes`: every language's
+    one-word vetoes; `own`: its own language's, less its own one-word assents and softeners).
+    Never one that could hide a veto:
+
+    - a one-word assent that vetoes in any language, unless its module lists it in AMBIGUOUS
+      (Spanish "sí" is "si", "if", once accents are dropped): such a word says yes only
+      standing in a clause of nothing but yeses and politeness ("Si." / "si, cancélalo");
+    - a phrase of several words holding a no, a reversal or sarcasm of any language, or a hedge
+      of its own ("yes if" can never be listed; English "thank you so much" may hold Portuguese
+      "só").
+
+    Three small tables, read word by word in review, are the exceptions: AMBIGUOUS (above),
+    IDIOMS (a yes with a negation in it: "no problem") and FORMULAS (politeness with a hedge in
+    it: "s'il vous plaît", "لو سمحت"); neither may hold a reversal or sarcasm."""
+    if role in {"idiom", "formula"}:
+        return len(phrase) > 1 and not any(
+            vetoes.get(w, set()) & {"reversal", "sarcasm"} for w in phrase
+        )
+    if len(phrase) == 1:
+        return role != "assent" or not vetoes.get(phrase[0]) or phrase[0] in ambiguous
+    return not any(vetoes.get(w, set()) & _HARD_VETOES or own.get(w) for w in phrase)
+
+
 @lru_cache(maxsize=1)
 def vocabulary() -> Vocabulary:
     """Built once per process from every language module."""
-    parts: dict[str, dict[str, set[Phrase]]] = {}
+    return build_vocabulary({code: language_data(code) for code in LANGUAGE_MODULES})
+
+
+def build_vocabulary(modules: dict[str, ModuleType]) -> Vocabulary:
+    """The vocabulary of these language modules (`vocabulary()`: the shipped ones)."""
+    roles: dict[Phrase, set[str]] = {}
+    sources: dict[Phrase, tuple[str, ...]] = {}
     prefixes: set[str] = set()
     hedge_prefixes: set[str] = set()
     final_particles: set[str] = set()
-    for code in LANGUAGE_MODULES:
-        module = language_data(code)
-        parts[code] = {
-            name: _phrases(tuple(getattr(module, name.upper(), ())))
-            for name in ("yes", "no_start", "negations", "hedges", "echo")
-        }
+    tables = {code: _tables(module) for code, module in modules.items()}
+    own: dict[str, dict[str, set[str]]] = {}
+    for code, parts in tables.items():
+        for role, phrases in parts:
+            if role in VETOING.values():
+                for word in (p[0] for p in phrases if len(p) == 1):
+                    own.setdefault(code, {}).setdefault(word, set()).add(role)
+    vetoes: dict[str, set[str]] = {}
+    for words in own.values():
+        for word, found in words.items():
+            vetoes.setdefault(word, set()).update(found)
+    for code, module in modules.items():
+        # its own ambiguous assents ("si") and softeners ("maar") may stand inside its phrases
+        spared = {normalise(w) for w in getattr(module, "AMBIGUOUS", ())}
+        spared |= {normalise(p) for p in getattr(module, "FINAL_PARTICLES", ())}
+        for word in spared:
+            own.get(code, {}).pop(word, None)
+    for code, parts in tables.items():
+        module = modules[code]
+        ambiguous = frozenset(normalise(w) for w in getattr(module, "AMBIGUOUS", ()))
+        for role, phrases in parts:
+            for phrase in phrases:
+                if role in VETOING.values() or _safe(
+                    phrase, role, vetoes, own.get(code, {}), ambiguous
+                ):
+                    roles.setdefault(phrase, set()).add(role)
+                    if role in {"assent", "idiom"}:
+                        sources[phrase] = (*sources.get(phrase, ()), code)
         prefixes |= {normalise(p) for p in getattr(module, "PREFIXES", ())}
         hedge_prefixes |= {normalise(p) for p in getattr(module, "HEDGE_PREFIXES", ())}
         final_particles |= {normalise(p) for p in getattr(module, "FINAL_PARTICLES", ())}
-
-    def union(name: str) -> set[Phrase]:
-        return set().union(*(p[name] for p in parts.values()))
-
-    yes, hedges, negations = union("yes"), union("hedges"), union("negations")
-    no_start, echo = union("no_start"), union("echo")
-    # A one-word yes that is a hedge, a no or (in a language where it is no yes) an echo word
-    # somewhere means different things in different languages: it may only stand alone.
-    stop = {p[0] for p in hedges | negations | no_start if len(p) == 1}
-    ambiguous = {p[0] for p in yes if len(p) == 1 and p[0] in stop}
-    for part in parts.values():
-        own_yes = {p[0] for p in part["yes"] if len(p) == 1}
-        for phrase in part["echo"]:
-            if len(phrase) == 1 and phrase[0] not in own_yes and (phrase in yes):
-                ambiguous.add(phrase[0])
-    sources: dict[Phrase, tuple[str, ...]] = {}
-    for code, part in parts.items():
-        for phrase in part["yes"]:
-            sources[phrase] = (*sources.get(phrase, ()), code)
-    everything = yes | hedges | negations | no_start | echo
+    for particle in final_particles:  # a softener after a verb ("annuleer hem maar")
+        roles.setdefault((particle,), set()).add("polite")
+    actions = {r.split(":", 1)[1] for rs in roles.values() for r in rs if r.startswith("verb:")}
     return Vocabulary(
-        yes=frozenset(yes),
-        no_start=frozenset(no_start),
-        negations=frozenset(negations),
-        hedges=frozenset(hedges),
-        # A one-word echo that is a hedge or a no anywhere is that, not an echo.
-        echo=frozenset(p for p in echo if len(p) > 1 or p[0] not in stop),
+        roles={phrase: frozenset(r) for phrase, r in roles.items()},
+        sources=sources,
+        yes_words=frozenset(p[0] for p, r in roles.items() if len(p) == 1 and "assent" in r),
+        actions=frozenset(actions),
         prefixes=tuple(sorted(prefixes, key=len, reverse=True)),
         hedge_prefixes=tuple(sorted(hedge_prefixes, key=len, reverse=True)),
         final_particles=frozenset(final_particles),
-        ambiguous=frozenset(ambiguous),
-        longest=max(len(p) for p in everything),
-        yes_words=frozenset(p[0] for p in yes if len(p) == 1),
-        yes_phrases=frozenset(p for p in yes if len(p) > 1),
-        echo_phrases=frozenset(p for p in echo if len(p) > 1),
-        sources=sources,
+        longest=max(len(p) for p in roles),
     )
 
 

@@ -12,7 +12,8 @@ from apps.reasoning.steps._base import Prompt, Step
 RULES = """Rules: answer only from the business information given (if it is not there, say so or
 ask). Use a tool only for what the customer asked; never invent parameter values, ask for a
 missing one. Destructive actions (cancel, delete, refund) need the customer's explicit
-confirmation of the exact details: GuideDesk asks, and runs the tool after a "yes". Be friendly
+confirmation of the exact details: GuideDesk asks (with Yes/No buttons) and runs the tool only
+after a clear yes; anything unclear is asked again, never taken as a yes. Be friendly
 and concise, in the language named at the end of our instructions."""
 
 
