@@ -78,7 +78,7 @@ UNSUPPORTED_ES = (
 
 
 def test_an_ungrounded_improvement_is_refused_in_spanish_too(std_chat: Chat, llm: Any) -> None:
-    """The grounding rule holds in the customer's language (issue 37 §3.1): a Spanish source,
+    """The grounding rule holds in the customer's language: a Spanish source,
     a Spanish "improvement" that says "at any time" and adds a voucher → the draft stays, the
     claim is named; a Spanish correction the policy states replaces the draft."""
     evaluation_on(std_chat, evaluation_escalate_below=0, evaluation_min_chars=10)

@@ -601,7 +601,7 @@ RED_TEAM_IMPROVEMENT = (
 def test_the_red_teams_unsupported_improvement_does_not_replace_a_correct_draft(
     chat: Chat, llm: Any
 ) -> None:
-    """Issue 37 §3.1: the source says 30 days; the reviewer's "improvement" (no figures, no
+    """The red team's case: the source says 30 days; the reviewer's "improvement" (no figures, no
     links) says "at any time" and adds a store voucher. The correct draft is sent; the
     evaluation message and the trace say which claim the source does not support."""
     evaluation_on(chat, evaluation_escalate_below=0)

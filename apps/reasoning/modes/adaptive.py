@@ -1,6 +1,6 @@
 """Adaptive mode, exactly as the seed (guided-reasoning-plan) designs it.
 
-assess (minimal context with the knowledge topics + self-assessment)
+assess (minimal context, the knowledge topics as data + self-assessment)
   └─ needs_more_context? fetch the keys — `kb:<query>` searches the knowledge base within
      REASONING_KB_TOKENS — and assess again (bounded rounds)
 critique_needed()? — code, not the LLM:
@@ -406,7 +406,7 @@ def _critique(
 MODE = Mode(
     name="adaptive",
     label="Adaptive — self-assessment, critique only when needed",
-    summary="`assess` on a minimal context (with the knowledge topics), more context on demand "
+    summary="`assess` on a minimal context (the knowledge topics as data), more context on demand "
     "(`kb:<query>` searches the knowledge base), a `critique` only when "
     "`critique_needed()` (code) says so, then the guards; `compose` after a tool ran.",
     steps=("assess", "critique", "compose"),

@@ -61,9 +61,10 @@ class AssessOut(RespondOut):
         return super().may_be_blank() or bool(self.needs_more_context)
 
 
-# The topics are data (a block after this message: `knowledge.topics_message`); the key is in
-# the keys line (`context.keys_text`).
-KB_RULE = "A data block lists the knowledge base's topics; search it with kb:<search words>.\n"
+# The topics are data (a "knowledge base topics" block after this message:
+# `knowledge.topics_message`); the keys line lists `kb:<search words>` (`context.keys_text`).
+# Nothing more to say: this is every adaptive turn's first call.
+KB_RULE = ""
 
 # Kept short: this is every adaptive turn's first call (docs/benchmarks.md, "Cost per turn by
 # mode"). The reply's fields are not listed: the schema is the request's `response_format`, or
