@@ -599,7 +599,7 @@ RED_TEAM_IMPROVEMENT = (
 
 
 def test_the_red_teams_unsupported_improvement_does_not_replace_a_correct_draft(
-    chat: Chat, llm: Any
+    chat: Chat, llm: Any, client: Any
 ) -> None:
     """The red team's case: the source says 30 days; the reviewer's "improvement" (no figures, no
     links) says "at any time" and adds a store voucher. The correct draft is sent; the
@@ -627,6 +627,18 @@ def test_the_red_teams_unsupported_improvement_does_not_replace_a_correct_draft(
     assert not ReasoningStep.objects.unscoped("test checks the database directly").filter(
         name="hook", output__changes__0__replace__isnull=False
     )
+
+    # staff see the refusal and the claim in the conversation's debug view
+    from django.urls import reverse
+
+    from tests.factories import UserFactory
+
+    client.force_login(UserFactory(is_superuser=True))
+    url = reverse("admin:conversations_conversation_change", args=[chat.conversation.pk])
+    page = client.get(url).content.decode()
+    block = page.split('class="gd-evaluation" data-outcome="validated"')[1].split("</div>")[0]
+    assert "Improvement refused, the draft was kept:" in block
+    assert "«Returns are accepted at any time»" in block
 
     # the same reviewer offering a correction the policy states is still taken
     fetch_returns_then(chat, llm, WRONG, confidence=7)
