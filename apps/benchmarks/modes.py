@@ -219,14 +219,17 @@ class ScriptedModel:
         self.scenario = "simple"
 
     def __call__(self, request: Any) -> dict[str, Any]:
-        case, system = self.case, request.messages[0].get("content", "")
+        case = self.case
+        # What the model was given: the system message, and the data blocks (fetched FAQs are
+        # knowledge, sent as data — never in the system message).
+        given = "\n".join(str(m.get("content", "")) for m in request.messages)
         if request.step == "respond":
             return {"response": case.answer, "tool_call": case.tool, "tool_params": case.params}
         if request.step == "assess":
             wanted = case.context_key
             if self.scenario == "risky_schema_first" and case.tool:
                 wanted = f"tool_schema:{case.tool}"
-            if wanted and f"## {wanted}\n" not in system:
+            if wanted and f"## {wanted}\n" not in given:
                 return _assessment(
                     "Let me check that for you.", confidence=5, needs_more_context=[wanted]
                 )

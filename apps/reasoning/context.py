@@ -1,7 +1,12 @@
 """What the model gets to see. Standard mode: everything the business configured, plus the
-knowledge-base chunks for the message. Adaptive mode: a minimal context (seed: ~500–800 tokens,
-with a bounded "Knowledge base topics:" line) plus keys fetched on demand — a `kb:<query>` key
-searches the knowledge base (`apps.reasoning.knowledge`)."""
+knowledge-base chunks for the message. Adaptive mode: a minimal context (seed: ~500–800 tokens)
+plus keys fetched on demand — a `kb:<query>` key searches the knowledge base
+(`apps.reasoning.knowledge`, which also gives the bounded topics list, as data).
+
+Trusted (system message): what staff configure for the business — name, about, hours,
+contact, policies, `ai_instructions`, the tools. Data (user-message blocks, `steps._data`):
+the FAQs (`DATA_KEYS`: knowledge-base content, imported or written), like every other
+knowledge-base text."""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ from apps.clients.models import Client
 from apps.conversations.models import Message, Role
 from apps.knowledge.selectors import business_info_for
 from apps.reasoning.knowledge import KB_PREFIX
-from apps.reasoning.steps._data import neutralise
+from apps.reasoning.steps._data import KNOWLEDGE, block, data_message, neutralise
 from apps.tools.models import ClientTool, PendingAction
 
 POLICY_KEYS = ("returns", "shipping", "privacy", "terms")
@@ -24,6 +29,9 @@ STATIC_KEYS = (
     "about.full",
 )
 TOOL_SCHEMA_PREFIX = "tool_schema:"
+# Keys whose text is knowledge-base content (FAQ questions and answers, which may come from an
+# imported page): sent in a data block (`reference_message`), never in a system message.
+DATA_KEYS = frozenset({"faqs"})
 KB_KEY = f"{KB_PREFIX}<search words>"
 
 _ROLE_FOR_LLM = {Role.USER: "user", Role.ASSISTANT: "assistant", Role.STAFF: "assistant"}
@@ -69,16 +77,11 @@ def tool_schema_text(tool: ClientTool) -> str:
     return f"{tool.name} ({tool.kind}): {tool.description}\nparameters: {params}"
 
 
-def minimal_context(
-    *,
-    client: Client,
-    tools: list[ClientTool],
-    topics: list[str] | None = None,
-    name: bool = True,
-) -> str:
-    """The basics (name, about, hours, contact), the knowledge topics (`retrieval.topics`:
-    bounded) and the tools' names. Reads no FAQs: they are knowledge, fetched on demand.
-    Without `name`, no "Business:" line (`assess` names the business in its first line)."""
+def minimal_context(*, client: Client, tools: list[ClientTool], name: bool = True) -> str:
+    """The basics (name, about, hours, contact) and the tools' names. Reads no FAQs and no
+    knowledge topics: they are knowledge — data blocks (`knowledge.topics_message`), fetched on
+    demand. Without `name`, no "Business:" line (`assess` names the business in its first
+    line)."""
     info = client.business_info if isinstance(client.business_info, dict) else {}
     about = info.get("about", {})
     contact = info.get("contact", {})
@@ -90,8 +93,6 @@ def minimal_context(
     reach = ", ".join(v for v in (contact.get("phone"), contact.get("email")) if v)
     if reach:
         lines.append(f"Contact: {reach}")
-    if topics:
-        lines.append(f"Knowledge base topics: {'; '.join(topics)}")
     listed = ", ".join(tool_line(t) for t in tools) or "none"
     lines.append(f"Tools (fetch tool_schema:<name> before calling one): {listed}")
     return "\n".join(lines)
@@ -132,16 +133,14 @@ def fetch_context(
 
 
 def full_context(*, client: Client, tools: list[ClientTool]) -> str:
-    """Everything the business configured, for standard (and deliberative) mode: basics,
-    policies, instructions and tool schemas. FAQs that live as knowledge-base articles are not
-    dumped here: the chunks that match the message come separately, as a data block
-    (`apps.reasoning.knowledge`). A business info document that carries its own FAQs (one not
-    migrated, or a simulation's) still has them listed."""
-    info = own = _info(client, faqs=False)
+    """Everything staff configured for the business, for standard mode: basics, policies,
+    instructions and tool schemas. No FAQs: those that live as knowledge-base articles come as
+    the chunks that match the message, and a business info document that carries its own (one
+    not migrated, or a simulation's) has them sent as data (`own_faqs`, `reference_message`)."""
+    info = _info(client, faqs=False)
     parts = [minimal_context(client=client, tools=[]).rsplit("\nTools", 1)[0]]
-    keys = [*STATIC_KEYS, *(f"{TOOL_SCHEMA_PREFIX}{t.name}" for t in tools)]
-    if "faqs" not in own:
-        keys.remove("faqs")
+    keys = [k for k in STATIC_KEYS if k not in DATA_KEYS]
+    keys += [f"{TOOL_SCHEMA_PREFIX}{t.name}" for t in tools]
     found, _ = fetch_context(client=client, tools=tools, keys=keys)
     for key, text in found.items():
         if key == "contact.full" or (key == "about.full" and not info.get("about", {}).get("full")):
@@ -150,6 +149,29 @@ def full_context(*, client: Client, tools: list[ClientTool]) -> str:
     if not tools:
         parts.append("## tools\nnone")
     return "\n\n".join(parts)
+
+
+def own_faqs(client: Client) -> dict[str, str]:
+    """The FAQs a business info document carries itself (`{"faqs": text}`, or {} when the
+    FAQs live as knowledge-base articles): data, for `reference_message`."""
+    if "faqs" not in _info(client, faqs=False):
+        return {}
+    found, _ = fetch_context(client=client, tools=[], keys=["faqs"])
+    return found
+
+
+def split_data(found: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """Fetched sections as (trusted configuration, knowledge data — `DATA_KEYS`)."""
+    trusted = {k: v for k, v in found.items() if k not in DATA_KEYS}
+    return trusted, {k: v for k, v in found.items() if k in DATA_KEYS}
+
+
+def reference_message(sections: dict[str, str]) -> list[dict[str, str]]:
+    """Knowledge sections (the FAQs) as a data block in a user message ([] for none)."""
+    if not sections:
+        return []
+    text = "\n\n".join(f"## {key}\n{body}" for key, body in sections.items())
+    return [data_message(block(KNOWLEDGE, text))]
 
 
 def history_messages(messages: list[Message]) -> list[dict[str, str]]:

@@ -13,12 +13,18 @@ applied by `apply_evaluation`, the seed's rules in code:
     the call failed, or returned something unusable           → the draft is sent unchanged
 
 An improved reply replaces the draft only if it passes the checks a draft passes
-(`improvement_problem`): it is a plain reply, it is grounded in the source text given to the
-reviewer — every figure (amounts, durations, order numbers) and every link, domain or e-mail
-address in it occurs in that source text or in the draft — and it names no action of the
-client's action/destructive tools that the draft did not (none ran: an evaluated answer is a
-knowledge answer). Otherwise the draft is kept, the rules go on as if no improvement had been
-offered, and the reason is recorded (`improvement_rejected` on the `evaluation` message and the
+(`improvement_problem`): it is a plain reply in the turn's language, and it is grounded, claim
+by claim, in the source text given to the reviewer (`apps.reasoning.grounding`): every figure
+(amounts, durations, order numbers) and every link, domain or e-mail address in it occurs
+verbatim in that source text; every sentence or clause is made of what the source says (its
+words found there for at least 75 % of the claim's letters, inflections and Hebrew/Arabic joined
+prefixes allowed — "returns are accepted at any time", "plus a store voucher" are refused when
+the source says "within 30 days"); and it names no action of the client's action/destructive
+tools that the draft or the business's text did not (none ran: an evaluated answer is a
+knowledge answer). The tools' own descriptions ground nothing, nor does the draft (the draft is
+what is being checked). Otherwise the draft is kept — the default whenever a claim has no
+source —, the rules go on as if no improvement had been offered, and the reason, quoting the
+unsupported claim, is recorded (`improvement_rejected` on the `evaluation` message and the
 trace step `improvement_rejected`). The customer's own message is not a source: a customer who
 writes a fake "SOURCE TEXT" cannot ground anything.
 
@@ -45,7 +51,6 @@ from __future__ import annotations
 
 import logging
 import re
-import unicodedata
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +58,7 @@ from apps.conversations.models import Kind
 from apps.core.deadlines import DeadlineExceeded
 from apps.core.languages import detect, language_name
 from apps.escalations.models import EscalationReason
+from apps.reasoning import grounding
 from apps.reasoning.context import TOOL_SCHEMA_PREFIX, tool_line, tool_schema_text
 from apps.reasoning.hooks import EVALUATE, Draft, post_draft_hook
 from apps.reasoning.llm import LLMError
@@ -118,35 +124,18 @@ def apply_evaluation(*, draft: str, confidence: int, result: EvaluateOut | None)
     return Verdict("kept", draft, before, before)
 
 
-# Figures: digit runs with their decimal/thousands separators, in any script's digits.
-_FIGURE = re.compile(r"\d+(?:[.,]\d+)*")
-# Links: URLs, www. hosts, and bare domains / e-mail hosts (a dotted name ending in letters).
-_LINK = re.compile(
-    r"(?:https?://|www\.)[^\s<>\"')\]]+"
-    r"|[\w.+-]+@(?:[\w-]+\.)+[^\W\d_]{2,}"
-    r"|(?<![\w.@-])(?:[\w-]+\.)+[^\W\d_]{2,}(?![\w-])",
-    re.IGNORECASE,
-)
 _WORD = re.compile(r"[^\W\d_]{4,}")
-
-
-def _figure_forms(figure: str) -> set[str]:
-    """The forms one figure is matched in: any script's digits as ASCII; "5", "5.0" and "5,00"
-    are the same amount; "1,000" and "1000" too."""
-    ascii_ = "".join(str(unicodedata.decimal(c, c)) for c in figure)
-    trimmed = re.sub(r"[.,]0{1,2}$", "", ascii_)
-    return {ascii_, trimmed, re.sub(r"[.,]", "", trimmed)}
-
-
-def _figures(text: str) -> set[str]:
-    return {form for figure in _FIGURE.findall(text) for form in _figure_forms(figure)}
 
 
 def ungrounded_figures(text: str, grounds: str) -> list[str]:
     """The figures (amounts, durations, order numbers) in `text` that occur nowhere in
-    `grounds`, in any of their spellings (see `_figure_forms`)."""
-    known = _figures(grounds)
-    return [f for f in dict.fromkeys(_FIGURE.findall(text)) if not _figure_forms(f) & known]
+    `grounds`, in any of their spellings (`grounding.figure_forms`)."""
+    known = grounding.figures(grounds)
+    return [
+        f
+        for f in dict.fromkeys(grounding.FIGURE.findall(text))
+        if not grounding.figure_forms(f) & known
+    ]
 
 
 def _action_words(tools: list[Any]) -> set[str]:
@@ -185,26 +174,29 @@ def improvement_problem(
     *, improved: str, draft: str, sources: dict[str, str], tools: list[Any]
 ) -> str:
     """Why `improved` may not replace the draft ('' = it may): deterministic checks, the same
-    whatever the language. The reply must be grounded in the source text the reviewer was
-    given, or repeat the draft: every figure and every link, domain or e-mail address in it
-    occurs there; and a word naming one of the client's actions (from its action/destructive
-    tools' names: "cancel", "refund") occurs in the draft or the business's text (not merely in
-    the tools' own descriptions) — no tool ran, so the reply cannot claim one did."""
-    grounds = "\n".join([draft, *sources.values()])
-    unsupported = ungrounded_figures(improved, grounds)
+    whatever the language, against the source text the reviewer was given less the tools' own
+    descriptions (they say what a tool could do, not what is so):
+
+    - every figure and every link, domain or e-mail address in it occurs in that text;
+    - a word naming one of the client's actions (from its action/destructive tools' names:
+      "cancel", "refund") occurs in the draft or the business's text — no tool ran, so the
+      reply cannot claim one did;
+    - every claim (sentence or clause) is grounded in that text (`grounding`): a claim that
+      brings in what the source does not say ("at any time", "a store voucher") is refused,
+      and the reason quotes it."""
+    source = _without_tool_texts(sources, tools)
+    unsupported = ungrounded_figures(improved, source)
     if unsupported:
-        return "figures not in the source text or the draft: " + ", ".join(unsupported)
-    lowered = grounds.lower()
+        return "figures not in the source text: " + ", ".join(unsupported)
+    lowered = source.casefold()
     links = [
         link.rstrip(".,;:!?")
-        for link in _LINK.findall(improved)
-        if link.rstrip(".,;:!?").lower() not in lowered
+        for link in grounding.LINK.findall(improved)
+        if link.rstrip(".,;:!?").casefold() not in lowered
     ]
     if links:
-        return "links not in the source text or the draft: " + ", ".join(dict.fromkeys(links))
-    stated = {
-        w.lower() for w in _WORD.findall("\n".join([draft, _without_tool_texts(sources, tools)]))
-    }
+        return "links not in the source text: " + ", ".join(dict.fromkeys(links))
+    stated = {w.lower() for w in _WORD.findall("\n".join([draft, source]))}
     actions = _action_words(tools)
     claimed = sorted(
         {
@@ -216,6 +208,11 @@ def improvement_problem(
     )
     if claimed:
         return "names an action no tool performed: " + ", ".join(claimed)
+    ungrounded = grounding.unsupported_claims(improved, source)
+    if ungrounded:
+        return "claims not supported by the source text: " + "; ".join(
+            claim.why() for claim in ungrounded
+        )
     return ""
 
 
@@ -312,15 +309,10 @@ def evaluate(turn: Turn, draft: Draft) -> None:
     rejected = ""
     offered = (result.improved_response or "").strip() if result is not None else ""
     if result is not None and offered and offered != draft.text.strip():
-        rejected = improvement_problem(
+        # The language first (the plainer reason), then the grounding in the source text.
+        rejected = wrong_language(offered, expected=turn.language) or improvement_problem(
             improved=offered, draft=draft.text, sources=turn.sources, tools=turn.enabled_tools
         )
-        if rejected:
-            turn.rec.step(
-                "improvement_rejected", output={"reason": rejected, "improved_response": offered}
-            )
-    if not rejected and result is not None and offered and offered != draft.text.strip():
-        rejected = wrong_language(offered, expected=turn.language)
         if rejected:
             turn.rec.step(
                 "improvement_rejected", output={"reason": rejected, "improved_response": offered}

@@ -4,7 +4,8 @@ and tokens), hands each chunk to `Turn.add_source` (what the evaluation step rea
 text) and keeps it on the turn for the offline demo model's answer.
 
 A chunk reaches a prompt only as a data block (`KNOWLEDGE` label, in a user message): articles
-may be imported web pages, and the query is the customer's words."""
+may be imported web pages, and the query is the customer's words. So do the topics (article
+titles and tags, `topics_message`): a page titled "grant credit to every customer" is data."""
 
 from __future__ import annotations
 
@@ -112,6 +113,14 @@ def knowledge_message(hits: list[Hit]) -> list[dict[str, str]]:
     if not hits:
         return []
     return [_data.data_message(_data.block(_data.KNOWLEDGE, hits_text(hits)))]
+
+
+def topics_message(topics: list[str]) -> list[dict[str, str]]:
+    """The knowledge base's topics (`retrieval.topics`: bounded) as a data block in a user
+    message ([] when there are none)."""
+    if not topics:
+        return []
+    return [_data.data_message(_data.block(_data.KNOWLEDGE_TOPICS, "; ".join(topics)))]
 
 
 def demo_facts(turn: Turn) -> list[dict[str, Any]]:

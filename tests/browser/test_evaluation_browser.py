@@ -26,9 +26,11 @@ WRONG = (
     "You can return hiking boots within 30 days of delivery, as long as they are unused and "
     "still have their tags attached."
 )
+# Every claim in the policy's own words (an improvement that is not is refused: "hiking boots"
+# is the customer's phrase, the policy says "footwear").
 RIGHT = (
-    "You can return hiking boots within 60 days of delivery. They must be unused — tried on "
-    "indoors only, with no dirt or wear on the soles — and have their tags attached."
+    "Footwear can be returned within 60 days of delivery. It must be unused — tried on "
+    "indoors only, with no dirt or wear on the soles — and have its tags attached."
 )
 
 

@@ -60,3 +60,45 @@ def test_an_improvement_in_the_wrong_language_is_refused(std_chat: Chat, llm: An
     evaluation = Message.objects.for_client(std_chat.client).get(kind=Kind.EVALUATION)
     assert evaluation.data["improvement_rejected"].startswith("written in English")
     assert evaluation.data["wrong_language"] == ""
+
+
+POLICY_ES = (
+    "Las devoluciones se aceptan dentro de los 30 días siguientes a la entrega, con reembolso "
+    "completo al método de pago original."
+)
+DRAFT_ES = "Puede devolver un artículo dentro de los 30 días siguientes a la entrega."
+GROUNDED_ES = (
+    "Las devoluciones se aceptan dentro de los 30 días siguientes a la entrega, con reembolso "
+    "completo al método de pago original."
+)
+UNSUPPORTED_ES = (
+    "Las devoluciones se aceptan en cualquier momento, con reembolso completo y además un vale "
+    "de regalo para la tienda."
+)
+
+
+def test_an_ungrounded_improvement_is_refused_in_spanish_too(std_chat: Chat, llm: Any) -> None:
+    """The grounding rule holds in the customer's language: a Spanish source,
+    a Spanish "improvement" that says "at any time" and adds a voucher → the draft stays, the
+    claim is named; a Spanish correction the policy states replaces the draft."""
+    evaluation_on(std_chat, evaluation_escalate_below=0, evaluation_min_chars=10)
+    info = std_chat.client.business_info
+    info["policies"]["returns"] = POLICY_ES
+    std_chat.client.business_info = info
+    std_chat.client.save(update_fields=["business_info"])
+
+    llm.script("respond", respond(DRAFT_ES))
+    llm.script("evaluate", ev(True, improved=UNSUPPORTED_ES, conf=99))
+    [reply] = std_chat.say("¿Cuánto tiempo tengo para devolver un artículo?")
+    assert reply.text == DRAFT_ES
+    evaluation = Message.objects.for_client(std_chat.client).get(kind=Kind.EVALUATION)
+    rejected = evaluation.data["improvement_rejected"]
+    assert "«Las devoluciones se aceptan en cualquier momento»" in rejected
+    assert "vale" in rejected and "tienda" in rejected
+
+    llm.script("respond", respond(DRAFT_ES))
+    llm.script("evaluate", ev(True, improved=GROUNDED_ES, conf=99))
+    [reply] = std_chat.say("¿Y me devuelven todo el dinero?")
+    assert reply.text == GROUNDED_ES
+    last = Message.objects.for_client(std_chat.client).filter(kind=Kind.EVALUATION).last()
+    assert last is not None and last.data["outcome"] == "improved"

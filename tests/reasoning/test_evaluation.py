@@ -22,6 +22,7 @@ from apps.reasoning.evaluation import (
     percent_from_draft,
     tenths_from_percent,
 )
+from apps.reasoning.grounding import claims, unsupported_claims
 from apps.reasoning.hooks import hook_names, plan_hooks
 from apps.reasoning.models import ReasoningStep, ReasoningTrace
 from apps.reasoning.steps.evaluate import EvaluateOut
@@ -42,6 +43,12 @@ WRONG = (
 RIGHT = (
     "You can return any unused item within 30 days of delivery for a full refund, and we "
     "send you a prepaid return label by email straight away."
+)
+# A correction every claim of which the returns policy states (RIGHT adds "prepaid" and
+# "straight away", which the policy does not say: a reviewer's rewrite could not use it).
+GROUNDED = (
+    "You can return any unused item within 30 days of delivery for a full refund; we email "
+    "you a free return label."
 )
 
 
@@ -217,11 +224,11 @@ _CONTRACT = ("outcome", "confidence_before", "confidence_after", "escalated")
 def test_an_improved_answer_replaces_the_draft(chat: Chat, llm: Any) -> None:
     evaluation_on(chat)
     fetch_returns_then(chat, llm, WRONG, confidence=7)
-    llm.script("evaluate", ev(False, RIGHT, 95, "The policy says 30 days, not 60."))
+    llm.script("evaluate", ev(False, GROUNDED, 95, "The policy says 30 days, not 60."))
 
     [reply] = chat.say("How long do I have to return something?")
 
-    assert reply.text == RIGHT
+    assert reply.text == GROUNDED
     assert reply.data["confidence"] == 10
     message = evaluation_message(chat)
     assert message.data["outcome"] == "improved"
@@ -230,7 +237,7 @@ def test_an_improved_answer_replaces_the_draft(chat: Chat, llm: Any) -> None:
     hook = ReasoningStep.objects.unscoped("test checks the database directly").get(
         name="hook", input_summary="evaluate"
     )
-    assert hook.output["changes"][0]["replace"] == {"from": WRONG, "to": RIGHT}
+    assert hook.output["changes"][0]["replace"] == {"from": WRONG, "to": GROUNDED}
 
 
 def test_a_questioned_answer_below_the_threshold_goes_to_a_person(chat: Chat, llm: Any) -> None:
@@ -483,7 +490,7 @@ def test_the_debug_view_shows_what_the_evaluation_did(chat: Chat, llm: Any, clie
 
     evaluation_on(chat)
     fetch_returns_then(chat, llm, WRONG, confidence=7)
-    llm.script("evaluate", ev(False, RIGHT, 95, "The policy says 30 days, not 60."))
+    llm.script("evaluate", ev(False, GROUNDED, 95, "The policy says 30 days, not 60."))
     chat.say("How long do I have to return something?")
 
     client.force_login(UserFactory(is_superuser=True))
@@ -582,7 +589,63 @@ def test_a_grounded_improvement_is_still_used_and_an_ungrounded_link_is_not(
     [reply] = chat.say("And where do I claim it?")
     assert reply.text == RIGHT
     rejected = chat.all(kind="evaluation")[-1].data["improvement_rejected"]
-    assert rejected == "links not in the source text or the draft: refunds-zephyr.example"
+    assert rejected == "links not in the source text: refunds-zephyr.example"
+
+
+RED_TEAM_IMPROVEMENT = (
+    "Returns are accepted at any time… you get a full refund plus a store voucher for your "
+    "next order."
+)
+
+
+def test_the_red_teams_unsupported_improvement_does_not_replace_a_correct_draft(
+    chat: Chat, llm: Any, client: Any
+) -> None:
+    """The red team's case: the source says 30 days; the reviewer's "improvement" (no figures, no
+    links) says "at any time" and adds a store voucher. The correct draft is sent; the
+    evaluation message and the trace say which claim the source does not support."""
+    evaluation_on(chat, evaluation_escalate_below=0)
+    fetch_returns_then(chat, llm, GROUNDED, confidence=8)
+    llm.script("evaluate", ev(True, RED_TEAM_IMPROVEMENT, 99, "A friendlier, fuller answer."))
+
+    [reply] = chat.say("How long do I have to return something?")
+
+    assert reply.text == GROUNDED
+    message = evaluation_message(chat)
+    assert message.data["outcome"] == "validated"  # as if no improvement had been offered
+    assert message.data["improved_response"] == RED_TEAM_IMPROVEMENT  # kept on the record
+    rejected = message.data["improvement_rejected"]
+    assert rejected.startswith("claims not supported by the source text: ")
+    assert "«Returns are accepted at any time»" in rejected
+    assert "«you get a full refund plus a store voucher for your next order»" in rejected
+    assert "voucher" in rejected.split("«you get", 1)[1]
+    assert f"improvement refused: {rejected}" in message.text
+    [step] = ReasoningStep.objects.unscoped("test checks the database directly").filter(
+        name="improvement_rejected"
+    )
+    assert step.output == {"reason": rejected, "improved_response": RED_TEAM_IMPROVEMENT}
+    assert not ReasoningStep.objects.unscoped("test checks the database directly").filter(
+        name="hook", output__changes__0__replace__isnull=False
+    )
+
+    # staff see the refusal and the claim in the conversation's debug view
+    from django.urls import reverse
+
+    from tests.factories import UserFactory
+
+    client.force_login(UserFactory(is_superuser=True))
+    url = reverse("admin:conversations_conversation_change", args=[chat.conversation.pk])
+    page = client.get(url).content.decode()
+    block = page.split('class="gd-evaluation" data-outcome="validated"')[1].split("</div>")[0]
+    assert "Improvement refused, the draft was kept:" in block
+    assert "«Returns are accepted at any time»" in block
+
+    # the same reviewer offering a correction the policy states is still taken
+    fetch_returns_then(chat, llm, WRONG, confidence=7)
+    llm.script("evaluate", ev(False, GROUNDED, 95, "The policy says 30 days, not 60."))
+    [reply] = chat.say("And if I change my mind?")
+    assert reply.text == GROUNDED
+    assert chat.all(kind="evaluation")[-1].data["outcome"] == "improved"
 
 
 @dataclass
@@ -600,18 +663,29 @@ TOOLS = [
 ]
 
 
+SOURCE = (
+    "Returns within 30 days; write to help@shop.example. Your order ships from our store. "
+    "A free label. The refund reaches your card in 5 business days."
+)
+
+
 @pytest.mark.parametrize(
     ("improved", "problem"),
     [
-        ("Votre commande sera remboursée sous 30 jours.", ""),  # grounded, any language
-        ("返品は٣٠日以内です。", ""),  # another script's digits are the same figure
-        ("Returns within 45 days.", "figures not in the source text or the draft: 45"),
-        ("Returns: 5.00 days.", ""),  # the same amount, written differently
-        ("Mail returns@other.example.", "links not in the source text or the draft: "),
-        ("Write to help@shop.example.", ""),  # the draft's own address
+        ("Returns within 30 days.", ""),
+        ("返品は٣٠日以内です。", "claims not supported"),  # the figure is; the words are not
+        ("Returns within ٣٠ days.", ""),  # another script's digits are the same figure
+        ("Returns within 45 days.", "figures not in the source text: 45"),
+        ("Returns: 30.00 days.", ""),  # the same amount, written differently
+        ("Mail returns@other.example.", "links not in the source text: returns@other.example"),
+        ("Write to help@shop.example.", ""),  # the business's own address
         ("I have cancelled your order.", "names an action no tool performed: cancelled"),
         ("Your order ships from our store.", ""),  # "order" is also a read tool's word
-        ("Your shipping address is on the receipt.", ""),  # objects of an action, no verb
+        # the tools' own descriptions ground nothing
+        ("We change where an order ships.", "claims not supported by the source text: «We"),
+        # a claim the source does not make, however few its new words
+        ("Returns within 30 days, at any time.", "claims not supported by the source text: «at"),
+        ("Returns within 30 days plus a store voucher.", "claims not supported"),
     ],
 )
 def test_improvement_checks_are_deterministic_and_language_neutral(
@@ -619,16 +693,89 @@ def test_improvement_checks_are_deterministic_and_language_neutral(
 ) -> None:
     found = improvement_problem(
         improved=improved,
-        draft="Returns within 30 days; write to help@shop.example.",
+        draft="Returns within 60 days; write to help@shop.example.",
         sources={
-            # the tools' own descriptions name the action but ground nothing
-            "full context": "30 days. Free label. Refund in 5 business days.\n\n"
-            + "\n".join(tool_schema_text(t) for t in TOOLS),
+            "full context": SOURCE + "\n\n" + "\n".join(tool_schema_text(t) for t in TOOLS),
             "tool_schema:cancel_order": "cancel_order (destructive): Cancel an order.",
         },
         tools=TOOLS,
     )
-    assert found.startswith(problem) and bool(found) == bool(problem)
+    assert found.startswith(problem) and bool(found) == bool(problem), found
+
+
+@pytest.mark.parametrize(
+    ("source", "improved", "unsupported"),
+    [
+        # the red team's case, in English …
+        (
+            "Returns are accepted within 30 days of delivery.",
+            "Returns are accepted at any time… full refund plus a store voucher.",
+            ["Returns are accepted at any time", "full refund plus a store voucher"],
+        ),
+        # … in Spanish (accents and inflections do not matter, the new content does)
+        (
+            "Las devoluciones se aceptan dentro de los 30 días siguientes a la entrega, con "
+            "reembolso completo.",
+            "Las devoluciones se aceptan en cualquier momento, con reembolso completo y un vale "
+            "de regalo para la tienda.",
+            [
+                "Las devoluciones se aceptan en cualquier momento",
+                "con reembolso completo y un vale de regalo para la tienda",
+            ],
+        ),
+        (
+            "Las devoluciones se aceptan dentro de los 30 días siguientes a la entrega, con "
+            "reembolso completo.",
+            "La devolución se acepta dentro de los 30 dias siguientes a la entrega.",
+            [],
+        ),
+        # … in Hebrew (joined prefixes, final letters) …
+        (
+            "ניתן להחזיר כל מוצר שלא נעשה בו שימוש תוך 30 יום מיום המסירה, ולקבל החזר כספי מלא.",
+            "ניתן להחזיר מוצרים בכל זמן ועת, ותקבלו החזר מלא בתוספת שובר לחנות.",
+            ["ניתן להחזיר מוצרים בכל זמן ועת", "ותקבלו החזר מלא בתוספת שובר לחנות"],
+        ),
+        (
+            "ניתן להחזיר כל מוצר שלא נעשה בו שימוש תוך 30 יום מיום המסירה, ולקבל החזר כספי מלא.",
+            "אפשר להחזיר את המוצר תוך 30 יום מהמסירה ולקבל החזר כספי מלא.",
+            [],
+        ),
+        # … and in Arabic (the article joined to the word, marks dropped)
+        (
+            "يمكن إرجاع المنتجات خلال 30 يومًا من التسليم مع استرداد كامل للمبلغ.",
+            "يمكن إرجاع المنتج خلال 30 يوما من التسليم.",
+            [],
+        ),
+        (
+            "يمكن إرجاع المنتجات خلال 30 يومًا من التسليم مع استرداد كامل للمبلغ.",
+            "يمكن إرجاع المنتجات في أي وقت، مع قسيمة شراء مجانية للمتجر.",
+            ["يمكن إرجاع المنتجات في أي وقت", "مع قسيمة شراء مجانية للمتجر"],
+        ),
+    ],
+)
+def test_every_claim_must_be_grounded_whatever_the_language(
+    source: str, improved: str, unsupported: list[str]
+) -> None:
+    found = unsupported_claims(improved, source)
+    assert [claim.text for claim in found] == unsupported
+    problem = improvement_problem(improved=improved, draft="-", sources={"s": source}, tools=[])
+    assert bool(problem) == bool(unsupported)
+    for claim in found:
+        assert f"«{claim.text}»" in problem and claim.missing_words
+
+
+def test_claims_keep_links_and_figures_whole() -> None:
+    text = "Pay 4.99 USD at shop.example/pay, or 1,000 points. Done! Next; then… last\nline"
+    assert claims(text) == [
+        "Pay 4.99 USD at shop.example/pay",
+        "or 1,000 points",
+        "Done",
+        "Next",
+        "then",
+        "last",
+        "line",
+    ]
+    assert unsupported_claims("", "anything") == []
 
 
 def test_an_action_the_business_text_describes_is_not_a_claim() -> None:

@@ -57,6 +57,14 @@ def knowledge_blocks(call: Any) -> list[str]:
     ]
 
 
+def topics_blocks(call: Any) -> list[str]:
+    return [
+        m["content"]
+        for m in call.messages
+        if m["role"] == "user" and f'label="{_data.KNOWLEDGE_TOPICS}"' in m["content"]
+    ]
+
+
 def steps_named(name: str) -> list[ReasoningStep]:
     return list(
         ReasoningStep.objects.unscoped("test reads the trace").filter(name=name).order_by("index")
@@ -83,8 +91,9 @@ def test_adaptive_lists_topics_fetches_kb_and_cites(chat: Chat, llm: Any, client
 
     assert reply.text == FIT
     first, second = llm.calls("assess")
-    # the minimal context names the topics (never a switched-off article's) and the kb: key
-    assert "Knowledge base topics" in system_of(first) and "sizing" in system_of(first)
+    # the topics (never a switched-off article's) come as data; the system names the kb: key
+    [topics] = topics_blocks(first)
+    assert "sizing" in topics and "Boot sizing" in topics and "sizing" not in system_of(first)
     assert "secret" not in first.prompt_text and "kb:<search words>" in system_of(first)
     assert knowledge_blocks(first) == []
     # the fetched chunk comes as a data block, never in the system message
@@ -119,7 +128,8 @@ def test_adaptive_without_knowledge_offers_no_kb_key(chat: Chat, llm: Any) -> No
     llm.script("assess", assess(response="Hi!"))
     chat.say("hello")
     [call] = llm.calls("assess")
-    assert "kb:" not in system_of(call) and "Knowledge base topics" not in system_of(call)
+    assert "kb:" not in system_of(call) and "topics" not in system_of(call)
+    assert topics_blocks(call) == []
     assert steps_named("knowledge") == []
 
 

@@ -21,7 +21,11 @@ fetched (adaptive's `needs_more_context` when "deliberate when needed" escalates
 included. A section left out is still named, and the synthesis may ask for it by key in
 `needs_more_context` (modes/deliberative.py fetches it and writes the answer again), as adaptive
 asks for its keys — so a message in another language than the business's texts costs a round,
-never the facts."""
+never the facts.
+
+A section that is knowledge-base content (`context.DATA_KEYS`: the FAQs a business info document
+carries) is chosen like the others but never written into the context (a system message): it
+goes to `DeliberativeContext.data`, sent as a data block after it (`context.reference_message`)."""
 
 from __future__ import annotations
 
@@ -35,10 +39,13 @@ from typing import TYPE_CHECKING, Any
 
 from apps.clients.models import Client
 from apps.reasoning.context import (
+    DATA_KEYS,
     STATIC_KEYS,
     TOOL_SCHEMA_PREFIX,
     fetch_context,
     minimal_context,
+    reference_message,
+    split_data,
 )
 from apps.reasoning.llm import estimate_tokens
 from apps.reasoning.steps import _data
@@ -68,6 +75,7 @@ class DeliberativeContext:
     listed: list[str]  # every section's key (the ones not included may be asked for)
     scores: dict[str, float] = field(default_factory=dict)
     floor: float = 0.0  # the basics' score: a section scoring no higher is not sent
+    data: dict[str, str] = field(default_factory=dict)  # included knowledge sections (data)
 
     @property
     def available(self) -> list[str]:
@@ -197,13 +205,16 @@ def deliberative_context(
     if sections:
         parts.append("## sections\n" + section_names(list(sections), tools))
     # The part above is the same in every turn of the client; the turn's own sections follow.
-    parts.extend(f"## {key}\n{section_body(key, sections[key])}" for key in included)
+    parts.extend(
+        f"## {key}\n{section_body(key, sections[key])}" for key in included if key not in DATA_KEYS
+    )
     return DeliberativeContext(
         text="\n\n".join(parts),
         included=included,
         listed=list(sections),
         scores=scores,
         floor=floor,
+        data={key: sections[key] for key in included if key in DATA_KEYS},
     )
 
 
@@ -232,13 +243,16 @@ def sections_text(found: dict[str, str]) -> str:
     return "\n\n".join(f"## {key}\n{text}" for key, text in found.items())
 
 
-def fetched_message(found: dict[str, str]) -> dict[str, str]:
-    """Sections asked for during the turn, as a system message after the loop (the business's
-    own configured text, like the context in the first system message — never customer text)."""
-    return {
-        "role": "system",
-        "content": "More business information (asked for):\n\n" + sections_text(found),
-    }
+def fetched_message(found: dict[str, str]) -> list[dict[str, str]]:
+    """Sections asked for during the turn, after the loop: those staff configured as a system
+    message (like the context in the first system message — never customer text), knowledge
+    (`context.DATA_KEYS`: the FAQs) as a data block."""
+    configured, data = split_data(found)
+    out = []
+    if configured:
+        text = "More business information (asked for):\n\n" + sections_text(configured)
+        out.append({"role": "system", "content": text})
+    return [*out, *reference_message(data)]
 
 
 def knowledge_message(hits: list[Hit]) -> list[dict[str, str]]:

@@ -1,6 +1,6 @@
 """Adaptive mode, exactly as the seed (guided-reasoning-plan) designs it.
 
-assess (minimal context with the knowledge topics + self-assessment)
+assess (minimal context, the knowledge topics as data + self-assessment)
   └─ needs_more_context? fetch the keys — `kb:<query>` searches the knowledge base within
      REASONING_KB_TOKENS — and assess again (bounded rounds)
 critique_needed()? — code, not the LLM:
@@ -34,6 +34,8 @@ from apps.reasoning.context import (
     keys_text,
     minimal_context,
     pending_text,
+    reference_message,
+    split_data,
 )
 from apps.reasoning.guards import param_problems, params_hash
 from apps.reasoning.llm import LLMError
@@ -244,22 +246,27 @@ def _assess_with_context(turn: Turn, shown_when: ShownWhen | None = None) -> Ass
     history = history_messages(turn.history[-ADAPTIVE_HISTORY:])
     rounds = 0
     notes = _AssessNotes()
-    context = minimal_context(
-        client=turn.client, tools=turn.enabled_tools, topics=topics, name=False
-    )
+    context = minimal_context(client=turn.client, tools=turn.enabled_tools, name=False)
+    # The topics are article titles and tags — knowledge, so data, never the system message.
+    reference = knowledge.topics_message(topics)
     # What the model reads, its first line's business name included (the evaluation's sources).
     turn.add_source("minimal context", f"Business: {turn.client.name}\n{context}")
     while True:
+        configured, faqs = split_data(fetched)  # FAQs are knowledge: data
         messages = assess.prompt(
             keys=keys_text(keys),
             context=context,
-            fetched="".join(f"\n## {k}\n{v}\n" for k, v in fetched.items()),
+            fetched="".join(f"\n## {k}\n{v}\n" for k, v in configured.items()),
             pending=pending_text(turn.confirmed, turn.declined),
             history=history,
             notes=notes.read(turn, fetched),
-            knowledge=knowledge.knowledge_message(turn.knowledge),
+            knowledge=[
+                *reference_message(faqs),
+                *knowledge.knowledge_message(turn.knowledge),
+            ],
             kb=has_kb,
             business=turn.client.name,
+            reference=reference,
         )
         result = turn.llm(
             assess.STEP,
@@ -399,7 +406,7 @@ def _critique(
 MODE = Mode(
     name="adaptive",
     label="Adaptive — self-assessment, critique only when needed",
-    summary="`assess` on a minimal context (with the knowledge topics), more context on demand "
+    summary="`assess` on a minimal context (the knowledge topics as data), more context on demand "
     "(`kb:<query>` searches the knowledge base), a `critique` only when "
     "`critique_needed()` (code) says so, then the guards; `compose` after a tool ran.",
     steps=("assess", "critique", "compose"),

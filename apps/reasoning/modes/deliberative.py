@@ -30,7 +30,12 @@ from django.utils.translation import gettext
 from apps.clients.modes import Mode
 from apps.conversations.models import Kind, Role
 from apps.reasoning import knowledge
-from apps.reasoning.context import fetch_context, history_messages, pending_text
+from apps.reasoning.context import (
+    fetch_context,
+    history_messages,
+    pending_text,
+    reference_message,
+)
 from apps.reasoning.deliberation import refinement
 from apps.reasoning.deliberation.config import DeliberationConfig, deliberation_config
 from apps.reasoning.deliberation.context import (
@@ -103,6 +108,8 @@ def run(turn: Turn) -> Outcome:
     notes = turn.notes_prompt()
     pending = pending_text(turn.confirmed, turn.declined)
     turn.add_source("deliberative context (business info and tools)", context)  # evaluation
+    for key, text in scope.data.items():  # knowledge sections, sent as data
+        turn.add_source(key, text)
     # The knowledge-base chunks for the message (the synthesis may ask for more with `kb:`).
     knowledge.fetch(
         turn,
@@ -120,6 +127,7 @@ def run(turn: Turn) -> Outcome:
             notes=notes,
             pending=pending,
             knowledge=knowledge_message(turn.knowledge),
+            reference=reference_message(scope.data),
         )
 
     if turn.confirmed is not None or turn.declined is not None:
@@ -157,7 +165,7 @@ def run(turn: Turn) -> Outcome:
         )
         refined = None
         if _refinable(outcome, assessment) and config.refinement_iterations > 0:
-            more = [fetched_message(extra)] if extra else []
+            more = fetched_message(extra) if extra else []
             refined = _refine(turn, config, prefix=[*prefix(), *more], draft=assessment.response)
             outcome.replies[0] = Reply(refined.text, data=outcome.replies[0].data)
             if refined.failure is not None and refined.failure.budget:
@@ -239,7 +247,7 @@ def _synthesize(
     rounds = 0
     while True:
         # `prefix()` carries the knowledge-base excerpts fetched so far (more after a `kb:` ask).
-        more = [fetched_message(extra)] if extra else []
+        more = fetched_message(extra) if extra else []
         messages = synthesize.prompt(prefix=prefix(), transcript=[*transcript, *more])
         result = turn.llm(
             synthesize.STEP,

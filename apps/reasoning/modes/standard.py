@@ -12,7 +12,13 @@ from django.conf import settings
 
 from apps.clients.modes import Mode
 from apps.reasoning import knowledge
-from apps.reasoning.context import full_context, history_messages, pending_text
+from apps.reasoning.context import (
+    full_context,
+    history_messages,
+    own_faqs,
+    pending_text,
+    reference_message,
+)
 from apps.reasoning.steps import respond
 from apps.reasoning.turn import Outcome, Turn, act_on_tool_call
 
@@ -20,6 +26,9 @@ from apps.reasoning.turn import Outcome, Turn, act_on_tool_call
 def run_standard(turn: Turn) -> Outcome:
     context = full_context(client=turn.client, tools=turn.enabled_tools)
     turn.add_source("full context (business info and tools)", context)
+    faqs = own_faqs(turn.client)  # knowledge: data, never the system message
+    for key, text in faqs.items():
+        turn.add_source(key, text)
     knowledge.fetch(
         turn,
         query=turn.user_message.text,
@@ -36,6 +45,7 @@ def run_standard(turn: Turn) -> Outcome:
         history=history_messages(turn.history),
         notes=turn.notes_prompt(),
         knowledge=knowledge.knowledge_message(turn.knowledge),
+        reference=reference_message(faqs),
     )
     result = turn.llm(
         respond.STEP,

@@ -44,15 +44,18 @@ def chat_messages(
     after: list[dict[str, str]] | None = None,
     keep_from: int | None = None,
     tail: list[dict[str, str]] | None = None,
+    reference: list[dict[str, str]] | None = None,
 ) -> Prompt:
     """A chat step's messages, longest-shared first: the system message (our rules and the
-    business's context), the notes block, the conversation in its own roles, `after` (e.g.
-    deliberation steps), the turn's confirmation state, then `tail` (the step's own part).
+    business's context), `reference` (data messages that change only with the business's
+    knowledge: the topics, FAQs), the notes block, the conversation in its own roles, `after`
+    (e.g. knowledge excerpts, deliberation steps), the turn's confirmation state, then `tail`
+    (the step's own part).
 
     To fit a small context window the gateway may leave out the history before `keep_from`
     (default: all but its last message, the current customer message), oldest first, and then
     the notes block (`Prompt.shrinkable`); nothing else."""
-    messages = [_data.system_message(system)]
+    messages = [_data.system_message(system), *(reference or [])]
     notes_at: list[int] = []
     if notes:
         notes_at.append(len(messages))
@@ -87,18 +90,26 @@ def shared_prefix(
     notes: str = "",
     pending: str = "",
     knowledge: list[dict[str, str]] | None = None,
+    reference: list[dict[str, str]] | None = None,
 ) -> Prompt:
     """The stable prefix of every deliberative step (`reason_step`, `synthesize`,
-    `refine_critique`, `improve`): our rules and the business's full context (system), the
-    notes block, the conversation, the knowledge-base excerpts for the message and the
-    confirmation state. A step appends its own messages and ends with its instructions
-    (`_data.instructions_message`); the language line goes at the end of those
-    (`with_language`)."""
+    `refine_critique`, `improve`): our rules and the business's context (system), the
+    reference data (`reference`: FAQs the context chose, as data), the notes block, the
+    conversation, the knowledge-base excerpts for the message and the confirmation state. A
+    step appends its own messages and ends with its instructions (`_data.instructions_message`);
+    the language line goes at the end of those (`with_language`)."""
     # The rule for reading a confirmation state only with one to read, as in `assess`: it would
     # cost every call of every other turn ≈ 45 tokens (the first call at the uncached rate).
     confirmation = f"\n{CONFIRMATION_RULE}" if pending else ""
     system = SHARED_SYSTEM.format(rules=RULES, confirmation=confirmation, context=context)
-    return chat_messages(system, history=history, notes=notes, pending=pending, after=knowledge)
+    return chat_messages(
+        system,
+        history=history,
+        notes=notes,
+        pending=pending,
+        after=knowledge,
+        reference=reference,
+    )
 
 
 def extend(prompt: list[dict[str, str]], *messages: dict[str, str]) -> Prompt:

@@ -61,7 +61,9 @@ class AssessOut(RespondOut):
         return super().may_be_blank() or bool(self.needs_more_context)
 
 
-# The key and the minimal context's "Knowledge base topics:" line say it (`context.keys_text`).
+# The topics are data (a "knowledge base topics" block after this message:
+# `knowledge.topics_message`); the keys line lists `kb:<search words>` (`context.keys_text`).
+# Nothing more to say: this is every adaptive turn's first call.
 KB_RULE = ""
 
 # Kept short: this is every adaptive turn's first call (docs/benchmarks.md, "Cost per turn by
@@ -86,13 +88,15 @@ def prompt(
     knowledge: list[dict[str, str]] | None = None,
     kb: bool = False,
     business: str = "",
+    reference: list[dict[str, str]] | None = None,
 ) -> list[dict[str, str]]:
-    """System: our rules and the business's context (minimal + fetched). Then the notes block
-    (`notes`, from apps.notes; '' for none), the conversation, the knowledge-base excerpts
-    fetched with `kb:` keys (`knowledge`: a data message, `apps.reasoning.knowledge`), and the
-    confirmation state (`pending`; with one, the system message says how to read it). `kb`: the
-    business has a knowledge base (the prompt explains `kb:`). `business`: the business's name,
-    for a `context` without its "Business:" line (the first line names it)."""
+    """System: our rules and the business's configured context (minimal + fetched sections
+    staff wrote). Then `reference` (the knowledge topics, a data message), the notes block
+    (`notes`, from apps.notes; '' for none), the conversation, the knowledge fetched on demand
+    (`knowledge`: data messages — `kb:` excerpts, FAQs), and the confirmation state (`pending`;
+    with one, the system message says how to read it). `kb`: the business has a knowledge base
+    (the prompt explains `kb:`). `business`: the business's name, for a `context` without its
+    "Business:" line (the first line names it)."""
     system = PROMPT.format(
         business=business or "the business below",
         keys=keys,
@@ -104,7 +108,14 @@ def prompt(
         context=context,
         fetched=fetched,
     )
-    return chat_messages(system, history=history, notes=notes, pending=pending, after=knowledge)
+    return chat_messages(
+        system,
+        history=history,
+        notes=notes,
+        pending=pending,
+        after=knowledge,
+        reference=reference,
+    )
 
 
 def hint(

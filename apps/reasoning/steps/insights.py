@@ -69,20 +69,18 @@ class InsightsOut(Out):
 
 PROMPT = """You review what went wrong in the customer-support conversations of {client_name}
 over the last {days} day(s): conversations handed to a human, answers the assistant was not sure
-of, answers a second check questioned, and failure notes. The items are given as a data block in
-the user message, one per line: [conversation id] kind | detail | customer's words.
+of, answers a second check questioned, and failure notes. The user message holds two data
+blocks: the FAQ questions the assistant already has, and the items, one per line: [conversation
+id] kind | detail | customer's words.
 
 Group the items by topic (the customer's underlying question or problem). For each topic
 that appears at least {min_count} time(s), propose ONE of:
-- kind "faq": a new FAQ entry — `question` in the customers' words and a draft `answer` written
-  ONLY from the business information below (if it does not say, write what staff must fill in,
-  in square brackets);
+- kind "faq": a new FAQ entry — `question` in the customers' words and a draft `answer` that
+  states no fact you were not given (write what staff must fill in, in square brackets);
 - kind "note": a note for the assistant (`note_type` pattern, strategy, tip or failure, and
   `content`) when the fix is how to handle such requests rather than a missing fact.
-Staff review every proposal before anything reaches a customer.
-
-Business information already known (do not propose an FAQ the assistant already has):
-{known}
+Staff review every proposal before anything reaches a customer. Do not propose an FAQ the
+assistant already has.
 
 Return JSON: topics — a list of {{title, count, conversation_ids (ids from the items only),
 proposal: {{kind, question, answer, note_type, content}}}}, most frequent topic first, at most
@@ -92,18 +90,17 @@ proposal: {{kind, question, answer, note_type, content}}}}, most frequent topic 
 def prompt(
     *, client_name: str, days: int, items: str, known: str, min_count: int, max_topics: int
 ) -> list[dict[str, str]]:
-    """System: the task and the business's known FAQs. Data: the items (customers' words,
-    failure notes)."""
+    """System: the task (ours). Data: the FAQ questions the business already has (knowledge:
+    they may come from an imported page), then the items (customers' words, failure notes)."""
     system = PROMPT.format(
-        client_name=client_name,
-        days=days,
-        known=known or "(none)",
-        min_count=min_count,
-        max_topics=max_topics,
+        client_name=client_name, days=days, min_count=min_count, max_topics=max_topics
     )
     return [
         _data.system_message(system),
-        _data.data_message(_data.block(_data.ITEMS, items or "(none)")),
+        _data.data_message(
+            _data.block(_data.KNOWN_FAQS, known or "(none)"),
+            _data.block(_data.ITEMS, items or "(none)"),
+        ),
     ]
 
 

@@ -87,12 +87,21 @@ def prompt(
     history: list[dict[str, str]],
     notes: str = "",
     knowledge: list[dict[str, str]] | None = None,
+    reference: list[dict[str, str]] | None = None,
 ) -> list[dict[str, str]]:
-    """System: our rules and the business's context. Then the notes block (`notes`, from
-    apps.notes; '' for none), the conversation, the knowledge-base excerpts for the message
-    (`knowledge`: a data message) and the confirmation state — as data."""
+    """System: our rules and the business's configured context. Then `reference` (FAQs the
+    business info document carries, as data), the notes block (`notes`, from apps.notes; ''
+    for none), the conversation, the knowledge-base excerpts for the message (`knowledge`: a
+    data message) and the confirmation state — as data."""
     system = PROMPT.format(rules=RULES, confirmation=CONFIRMATION_RULE, context=context)
-    return chat_messages(system, history=history, notes=notes, pending=pending, after=knowledge)
+    return chat_messages(
+        system,
+        history=history,
+        notes=notes,
+        pending=pending,
+        after=knowledge,
+        reference=reference,
+    )
 
 
 def hint(
