@@ -81,8 +81,8 @@ def test_watch_take_over_reply_and_hand_back_with_the_waiting_message_answered(
 def test_claim_on_the_conversation_page_assigns_it_to_me(
     browser, live_server, demo, db_lock, llm, monkeypatch
 ):
-    """Claim and the "Assign to" select share one form; clicking Claim must claim (issue 39,
-    item 7: it used to post the select's "Nobody" too and unassign)."""
+    """Claim and the "Assign to" select share one form; clicking Claim must claim
+    (it used to post the select's "Nobody" too and unassign)."""
     customer = browser.new_page(viewport={"width": 1280, "height": 860})
     frame = open_widget(customer, live_server.url, demo)
     llm.script("assess", assess(response="We deliver across the UK in 2–3 days."))

@@ -224,7 +224,7 @@ def test_claim_and_assign_from_the_conversation_page(agent, client_a, data_a):
 
 def test_claim_posts_with_the_assign_select_and_still_claims(agent, data_a):
     """The page's form sends the Claim button and the "Assign to" select together: the select's
-    "Nobody" must not undo the claim (issue 39, item 7)."""
+    "Nobody" must not undo the claim."""
     conv = data_a.conversation
     page = agent.get(reverse("console-conversation", args=[conv.public_id])).content.decode()
     assert 'name="claim" value="me"' in page and '<select name="assignee"' in page

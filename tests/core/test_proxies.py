@@ -117,6 +117,7 @@ def test_proxy_count_rates_and_login_limits_come_from_the_environment():
         "widget_conversations": "10/min",
         "widget_messages": "20/min",
         "widget_tokens": "100000/hour",
+        "widget_ratings": "20/hour",
     }
     assert defaults["login"] == {
         "login": "30/m/ip",
@@ -131,6 +132,7 @@ def test_proxy_count_rates_and_login_limits_come_from_the_environment():
         THROTTLE_WIDGET_CONVERSATIONS="3/min",
         THROTTLE_WIDGET_MESSAGES="4/min",
         THROTTLE_WIDGET_TOKENS="5000/hour",
+        THROTTLE_WIDGET_RATINGS="6/hour",
         ACCOUNT_RATE_LIMIT_LOGIN="9/m/ip",
         ACCOUNT_RATE_LIMIT_LOGIN_FAILED="3/m/ip,2/5m/key",
         ACCOUNT_RATE_LIMIT_RESET_PASSWORD="1/m/ip",
@@ -143,6 +145,7 @@ def test_proxy_count_rates_and_login_limits_come_from_the_environment():
         "widget_conversations": "3/min",
         "widget_messages": "4/min",
         "widget_tokens": "5000/hour",
+        "widget_ratings": "6/hour",
     }
     assert configured["login"] == {
         "login": "9/m/ip",

@@ -1,4 +1,4 @@
-"""A customer's no withdraws a refund waiting for a teammate's approval (issue 37 §3.4): real
+"""A customer's no withdraws a refund waiting for a teammate's approval: real
 turns (the openai SDK against the scripted model server, the tool behind the local webhook
 server, which must never be called), then the console's and the API's Approve on the withdrawn
 request. The rule: a later customer message withdraws every request still waiting unless it is
