@@ -40,12 +40,13 @@ from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
 from apps.billing.services.visitors import conversation_visitor_record
+from apps.clients.identity import IdentityError, identity_verify
 from apps.clients.models import Client
 from apps.conversations.models import Conversation, ConversationStatus, Message
 from apps.conversations.services import (
     conversation_contact_set,
-    conversation_create,
     conversation_seen_record,
+    conversation_start,
     validate_customer_text,
 )
 from apps.core.parsers import JSONParser
@@ -254,11 +255,35 @@ class WidgetConversationStartApi(WidgetAPIView):
         body = WidgetConversationStartInSerializer(data=_json_object(request))
         body.is_valid(raise_exception=True)
         self.throttle(request, WidgetKeyThrottle())  # real work: counts against the tenant
-        conversation, token = conversation_create(
-            client=self.client, visitor_id=body.validated_data.get("visitor_id", "")
+        data = body.validated_data
+        identity, error = None, None
+        if data.get("identity_token") or data.get("customer_id") or data.get("user_hash"):
+            try:
+                identity = identity_verify(
+                    client=self.client,
+                    customer_id=data.get("customer_id", ""),
+                    user_hash_hex=data.get("user_hash", ""),
+                    token=data.get("identity_token", ""),
+                )
+            except IdentityError as exc:
+                # Never trusted, never a 500: the visitor chats as an anonymous one.
+                error = exc.code
+                logger.info("widget: identity not verified (%s)", exc.detail)
+        conversation, token, resumed = conversation_start(
+            client=self.client, visitor_id=data.get("visitor_id", ""), identity=identity
         )
         return Response(
-            {"id": str(conversation.public_id), "token": token}, status=status.HTTP_201_CREATED
+            {
+                "id": str(conversation.public_id),
+                "token": token,
+                "resumed": resumed,
+                "identity": {
+                    "verified": conversation.customer_verified,
+                    "customer_id": conversation.customer_id,
+                    "error": error,
+                },
+            },
+            status=status.HTTP_201_CREATED,
         )
 
 
