@@ -75,6 +75,7 @@ def minimal_context(
     tools: list[ClientTool],
     topics: list[str] | None = None,
     name: bool = True,
+    signin_tools: list[ClientTool] | None = None,
 ) -> str:
     """The basics (name, about, hours, contact), the knowledge topics (`retrieval.topics`:
     bounded) and the tools' names. Reads no FAQs: they are knowledge, fetched on demand.
@@ -94,7 +95,19 @@ def minimal_context(
         lines.append(f"Knowledge base topics: {'; '.join(topics)}")
     listed = ", ".join(tool_line(t) for t in tools) or "none"
     lines.append(f"Tools (fetch tool_schema:<name> before calling one): {listed}")
+    if signin_tools:
+        lines.append(signin_line(signin_tools))
     return "\n".join(lines)
+
+
+def signin_line(tools: list[ClientTool]) -> str:
+    """The tools that need a signed-in customer, while this one is not: named (no schema) so
+    the model explains instead of calling them; the guards refuse them anyway."""
+    names = ", ".join(t.name for t in tools)
+    return (
+        f"Only for signed-in customers (this visitor is NOT signed in, so these cannot run; "
+        f"if they ask for one, explain that they need to sign in first): {names}"
+    )
 
 
 def fetch_context(
@@ -131,7 +144,9 @@ def fetch_context(
     return found, unknown
 
 
-def full_context(*, client: Client, tools: list[ClientTool]) -> str:
+def full_context(
+    *, client: Client, tools: list[ClientTool], signin_tools: list[ClientTool] | None = None
+) -> str:
     """Everything the business configured, for standard (and deliberative) mode: basics,
     policies, instructions and tool schemas. FAQs that live as knowledge-base articles are not
     dumped here: the chunks that match the message come separately, as a data block
@@ -149,6 +164,8 @@ def full_context(*, client: Client, tools: list[ClientTool]) -> str:
         parts.append(f"## {key}\n{text}")
     if not tools:
         parts.append("## tools\nnone")
+    if signin_tools:
+        parts.append(f"## sign-in\n{signin_line(signin_tools)}")
     return "\n\n".join(parts)
 
 

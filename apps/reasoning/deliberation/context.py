@@ -39,6 +39,7 @@ from apps.reasoning.context import (
     TOOL_SCHEMA_PREFIX,
     fetch_context,
     minimal_context,
+    signin_line,
 )
 from apps.reasoning.llm import estimate_tokens
 from apps.reasoning.steps import _data
@@ -177,6 +178,7 @@ def deliberative_context(
     tools: list[ClientTool],
     query: str,
     wanted: Iterable[str] = (),
+    signin_tools: list[ClientTool] | None = None,
 ) -> DeliberativeContext:
     """The context of a deliberative turn about `query` (the conversation's last customer
     messages); `wanted`: keys to include whatever their score."""
@@ -194,6 +196,8 @@ def deliberative_context(
     if instructions:
         parts.append(f"## ai_instructions\n{instructions}")
     parts.append("## tools\n" + ("\n".join(tool_signature(t) for t in tools) if tools else "none"))
+    if signin_tools:
+        parts.append(f"## sign-in\n{signin_line(signin_tools)}")
     if sections:
         parts.append("## sections\n" + section_names(list(sections), tools))
     # The part above is the same in every turn of the client; the turn's own sections follow.

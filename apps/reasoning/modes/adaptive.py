@@ -245,7 +245,11 @@ def _assess_with_context(turn: Turn, shown_when: ShownWhen | None = None) -> Ass
     rounds = 0
     notes = _AssessNotes()
     context = minimal_context(
-        client=turn.client, tools=turn.enabled_tools, topics=topics, name=False
+        client=turn.client,
+        tools=turn.enabled_tools,
+        topics=topics,
+        name=False,
+        signin_tools=turn.signin_tools,
     )
     # What the model reads, its first line's business name included (the evaluation's sources).
     turn.add_source("minimal context", f"Business: {turn.client.name}\n{context}")
