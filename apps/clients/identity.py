@@ -30,6 +30,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import jwt
+from django.core import signing
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -95,6 +96,44 @@ def active_identity_secrets(client: Client, *, now: datetime | None = None) -> l
     if client.identity_previous_secret and expires is not None and now < expires:
         found.append(client.identity_previous_secret)
     return found
+
+
+# The widget's grant: what the chat frame shows for later conversations of the same page view
+# (a "New chat"; the first one after a resume check), so a single-use JWT is used once.
+GRANT_MAX_AGE = timedelta(hours=1)
+_GRANT_SALT = "guidedesk.identity-grant"
+
+
+def identity_grant_issue(*, client: Client, identity: Identity) -> str:
+    """A short-lived grant of a verified identity, signed with the server's SECRET_KEY and
+    bound to the client: never to be accepted for another client."""
+    payload = [client.pk, identity.customer_id, identity.email, identity.name, identity.via]
+    return signing.dumps(payload, salt=_GRANT_SALT, compress=True)
+
+
+def identity_grant_verify(*, client: Client, grant: str) -> Identity:
+    try:
+        payload = signing.loads(grant, salt=_GRANT_SALT, max_age=GRANT_MAX_AGE)
+    except signing.SignatureExpired:
+        raise IdentityError("expired", "the identity grant has expired") from None
+    except signing.BadSignature:
+        raise IdentityError("bad_signature", "the identity grant does not verify") from None
+    if not isinstance(payload, list) or len(payload) != 5 or payload[0] != client.pk:
+        raise IdentityError("bad_signature", "the identity grant is for another client")
+    _, customer_id, email, name, via = payload
+    return Identity(customer_id=customer_id, email=email, name=name, via=via)
+
+
+def public_key_problem(pem: str) -> str:
+    """What is wrong with a configured RS256 public key ('' = nothing)."""
+    from cryptography.hazmat.primitives.asymmetric.rsa import RSAPublicKey
+    from cryptography.hazmat.primitives.serialization import load_pem_public_key
+
+    try:
+        key = load_pem_public_key(pem.strip().encode())
+    except (ValueError, TypeError) as exc:
+        return f"not a PEM public key: {exc}"
+    return "" if isinstance(key, RSAPublicKey) else "not an RSA key"
 
 
 def identity_verify(

@@ -110,14 +110,19 @@ def conversation_customer_verify(
 
 @transaction.atomic
 def conversation_start(
-    *, client: Client, visitor_id: str = "", identity: Identity | None = None
+    *,
+    client: Client,
+    visitor_id: str = "",
+    identity: Identity | None = None,
+    resume: bool = True,
 ) -> tuple[Conversation, str, bool]:
     """The widget's "start a conversation": returns the conversation, its token and whether
     it was resumed. An anonymous visitor always gets a new conversation. A verified customer
     resumes their open conversation (`customer_open_conversation`: not closed, active within
-    the client's "remember the conversation" window) from any device, with the customer token;
-    otherwise a new conversation is started and marked verified."""
-    if identity is not None:
+    the client's "remember the conversation" window) from any device, with the customer token,
+    unless `resume` is off ("New chat"); otherwise a new conversation is started and marked
+    verified."""
+    if identity is not None and resume:
         found = customer_open_conversation(client=client, customer_id=identity.customer_id)
         if found is not None:
             conversation_customer_verify(client=client, conversation=found, identity=identity)

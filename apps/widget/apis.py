@@ -40,13 +40,19 @@ from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
 from apps.billing.services.visitors import conversation_visitor_record
-from apps.clients.identity import IdentityError, identity_verify
+from apps.clients.identity import (
+    IdentityError,
+    identity_grant_issue,
+    identity_grant_verify,
+    identity_verify,
+)
 from apps.clients.models import Client
 from apps.conversations.models import Conversation, ConversationStatus, Message
 from apps.conversations.services import (
     conversation_contact_set,
     conversation_seen_record,
     conversation_start,
+    customer_open_conversation,
     validate_customer_text,
 )
 from apps.core.parsers import JSONParser
@@ -257,31 +263,53 @@ class WidgetConversationStartApi(WidgetAPIView):
         self.throttle(request, WidgetKeyThrottle())  # real work: counts against the tenant
         data = body.validated_data
         identity, error = None, None
-        if data.get("identity_token") or data.get("customer_id") or data.get("user_hash"):
+        signed = ("identity_token", "customer_id", "user_hash", "identity_grant")
+        if any(data.get(name) for name in signed):
             try:
-                identity = identity_verify(
-                    client=self.client,
-                    customer_id=data.get("customer_id", ""),
-                    user_hash_hex=data.get("user_hash", ""),
-                    token=data.get("identity_token", ""),
-                )
+                if data.get("identity_grant"):
+                    identity = identity_grant_verify(
+                        client=self.client, grant=data["identity_grant"]
+                    )
+                else:
+                    identity = identity_verify(
+                        client=self.client,
+                        customer_id=data.get("customer_id", ""),
+                        user_hash_hex=data.get("user_hash", ""),
+                        token=data.get("identity_token", ""),
+                    )
             except IdentityError as exc:
                 # Never trusted, never a 500: the visitor chats as an anonymous one.
                 error = exc.code
                 logger.info("widget: identity not verified (%s)", exc.detail)
+        identity_out: dict[str, Any] = {
+            "verified": identity is not None,
+            "customer_id": identity.customer_id if identity else "",
+            "error": error,
+        }
+        if identity is not None:
+            identity_out["grant"] = identity_grant_issue(client=self.client, identity=identity)
+        if data.get("resume_only"):
+            found = (
+                customer_open_conversation(client=self.client, customer_id=identity.customer_id)
+                if identity is not None
+                else None
+            )
+            if found is None:  # nothing to resume: nothing is created
+                return Response(
+                    {"id": None, "token": None, "resumed": False, "identity": identity_out}
+                )
         conversation, token, resumed = conversation_start(
-            client=self.client, visitor_id=data.get("visitor_id", ""), identity=identity
+            client=self.client,
+            visitor_id=data.get("visitor_id", ""),
+            identity=identity,
+            resume=not data.get("new"),
         )
         return Response(
             {
                 "id": str(conversation.public_id),
                 "token": token,
                 "resumed": resumed,
-                "identity": {
-                    "verified": conversation.customer_verified,
-                    "customer_id": conversation.customer_id,
-                    "error": error,
-                },
+                "identity": identity_out,
             },
             status=status.HTTP_201_CREATED,
         )

@@ -40,6 +40,25 @@ class WidgetConversationStartInSerializer(serializers.Serializer[Any]):
         "or RS256) with `sub`, optional `email` and `name`, and `exp` at most 24 h ahead.",
     )
 
+    identity_grant = serializers.CharField(
+        max_length=2048,
+        required=False,
+        allow_blank=True,
+        help_text="Instead of a signature: the `identity.grant` an earlier call of this page "
+        "view returned (valid 1 hour).",
+    )
+    resume_only = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Only resume the verified customer's open conversation: nothing is created "
+        "(200 with `id` null when there is none).",
+    )
+    new = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Start a new conversation even when the verified customer has an open one.",
+    )
+
 
 class WidgetIdentityOutSerializer(serializers.Serializer[Any]):
     verified = serializers.BooleanField(help_text="The conversation's customer is verified.")
@@ -50,11 +69,20 @@ class WidgetIdentityOutSerializer(serializers.Serializer[Any]):
         "not_configured, missing_signature, bad_signature, malformed, alg_not_allowed, "
         "missing_claim, expired, lifetime_too_long, replayed.",
     )
+    grant = serializers.CharField(
+        required=False,
+        help_text="Only when verified: pass it as `identity_grant` for this page view's later "
+        "conversations (a JWT is accepted once).",
+    )
 
 
 class WidgetConversationStartOutSerializer(serializers.Serializer[Any]):
-    id = serializers.UUIDField(help_text="The conversation's public id.")
-    token = serializers.CharField(help_text="The visitor token; shown once, keep it.")
+    id = serializers.UUIDField(
+        allow_null=True, help_text="The conversation's public id (null: `resume_only`, none)."
+    )
+    token = serializers.CharField(
+        allow_null=True, help_text="The visitor token; shown once, keep it."
+    )
     resumed = serializers.BooleanField(
         help_text="A verified customer's open conversation was resumed (another device)."
     )

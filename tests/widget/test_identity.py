@@ -43,10 +43,14 @@ def token(secret: str, **claims: Any) -> str:
     return jwt.encode({k: v for k, v in body.items() if v is not None}, secret, algorithm="HS256")
 
 
-def start(widget: Widget, body: dict[str, Any]) -> dict[str, Any]:
+def start(widget: Widget, body: dict[str, Any], status: int = 201) -> dict[str, Any]:
     response = widget.start(body)
-    assert response.status_code == 201, response.content
-    return response.json()
+    assert response.status_code == status, response.content
+    answer = response.json()
+    grant = answer["identity"].pop("grant", None)  # only when verified
+    assert (grant is not None) == answer["identity"]["verified"]
+    answer["grant"] = grant
+    return answer
 
 
 def test_a_signed_id_verifies_the_customer(widget, secret):
@@ -242,3 +246,39 @@ def test_start_with_identity_fields_of_the_wrong_type_is_a_400(widget):
         headers=widget.headers(),
     )
     assert response.status_code == 400
+
+
+def test_resume_only_creates_nothing_and_the_grant_starts_the_conversation_later(widget, secret):
+    signed = token(secret, sub="cust-5", jti="one-page-view")
+    check = start(widget, {"identity_token": signed, "resume_only": True}, status=200)
+    assert check["id"] is None and check["token"] is None
+    assert check["identity"]["verified"] is True and check["grant"]
+    assert not Conversation.objects.for_client(widget.client).exists()
+    # The single-use token is spent; the grant starts the conversation when the customer writes.
+    first = start(widget, {"identity_grant": check["grant"]})
+    assert first["identity"] == {"verified": True, "customer_id": "cust-5", "error": None}
+    assert stored(first).customer_verified_via == "jwt"
+    # …and, on another device's check, the open conversation is resumed.
+    other = start(widget, {"identity_token": token(secret, sub="cust-5"), "resume_only": True})
+    assert other["id"] == first["id"] and other["resumed"] is True
+    # "New chat" starts another one for the same customer.
+    fresh = start(widget, {"identity_grant": check["grant"], "new": True})
+    assert fresh["id"] != first["id"] and stored(fresh).customer_id == "cust-5"
+
+
+def test_a_forged_or_foreign_grant_is_refused(widget, shop, secret, client_b):
+    from apps.clients.identity import Identity, identity_grant_issue
+
+    for_b = identity_grant_issue(
+        client=client_b, identity=Identity(customer_id="x", email="", name="", via="hmac")
+    )
+    body = start(widget, {"identity_grant": for_b})
+    assert body["identity"] == {"verified": False, "customer_id": "", "error": "bad_signature"}
+    body = start(widget, {"identity_grant": "not-a-grant"})
+    assert body["identity"]["error"] == "bad_signature"
+
+
+def test_resume_only_for_an_anonymous_visitor_creates_nothing(widget, secret):
+    body = start(widget, {"customer_id": "c", "user_hash": "0" * 64, "resume_only": True}, 200)
+    assert body["id"] is None and body["identity"]["error"] == "bad_signature"
+    assert not Conversation.objects.for_client(widget.client).exists()
