@@ -318,7 +318,9 @@ class Turn:
                     "properties": list(t.parameters.get("properties", {})),
                     "required": t.required_params,
                 }
-                for t in self.enabled_tools
+                # The offline model stands in for a model that read the sign-in line: it may
+                # name a sign-in-only tool, which the guards answer with the sign-in text.
+                for t in [*self.enabled_tools, *self.signin_tools]
             ],
             "confirmed": (
                 {"tool": self.confirmed.tool.name, "params": self.confirmed.params}
