@@ -17,7 +17,7 @@ from apps.reasoning import guards
 from apps.tools.executors.webhook import generate_secret
 from apps.tools.models import ClientTool, ExecutionStatus, ToolExecution
 from apps.tools.services import tool_execute
-from tests.reasoning.conftest import Chat, assess, critique
+from tests.reasoning.conftest import Chat, assess
 from tests.support.fake_webhook import Reply
 
 pytestmark = pytest.mark.django_db
@@ -86,9 +86,9 @@ def test_a_second_visitor_with_the_order_number_gets_nothing(
                 is_destructive=True,
             ),
         )
-        llm.script("critique", critique("PROCEED"))
         [reply] = stranger.say(text)
         assert "sign in" in reply.text
+    assert llm.calls("critique") == []  # the guards decide: no critique call for it
     assert webhook.requests == []
     assert ToolExecution.objects.for_client(shop).count() == 0
 

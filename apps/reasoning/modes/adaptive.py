@@ -130,6 +130,10 @@ def decide(turn: Turn, assessment: AssessOut) -> Outcome:
     tool = turn.tools_by_name.get(name) if name else None
 
     reasons = critique_needed(assessment, tool)
+    if tool is not None and tool.customer_scoped and not turn.customer_verified:
+        # The guards refuse it for an unverified customer whatever a critique would say: no
+        # critique call (nor its possible hand-off), the sign-in reply.
+        reasons = []
     turn.rec.trace.critique_reasons = reasons
     turn.draft_reasoning = (
         f"Adaptive mode: self-assessed confidence {assessment.confidence}/10; context fetched: "
