@@ -90,9 +90,13 @@ def conversation_customer_verify(
     `apps.clients.identity.identity_verify` returned (a signature made by the business)."""
     if conversation.client_id != client.pk:
         raise ValueError("conversation belongs to another client")
+    same_customer = conversation.customer_id == identity.customer_id
     conversation.customer_id = identity.customer_id[:255]
-    conversation.customer_email = identity.email[:254]
-    conversation.customer_name = identity.name[:200]
+    # An HMAC signs the id alone: resuming with one keeps the e-mail and name a JWT vouched for.
+    if identity.email or not same_customer:
+        conversation.customer_email = identity.email[:254]
+    if identity.name or not same_customer:
+        conversation.customer_name = identity.name[:200]
     conversation.customer_verified_via = identity.via
     conversation.customer_verified_at = timezone.now()
     conversation.save(

@@ -282,3 +282,12 @@ def test_resume_only_for_an_anonymous_visitor_creates_nothing(widget, secret):
     body = start(widget, {"customer_id": "c", "user_hash": "0" * 64, "resume_only": True}, 200)
     assert body["id"] is None and body["identity"]["error"] == "bad_signature"
     assert not Conversation.objects.for_client(widget.client).exists()
+
+
+def test_resuming_with_an_hmac_keeps_the_email_a_jwt_vouched_for(widget, secret):
+    first = start(widget, {"identity_token": token(secret, sub="c9", email="c9@example.com")})
+    again = start(widget, {"customer_id": "c9", "user_hash": user_hash(secret, "c9")})
+    assert again["id"] == first["id"] and again["resumed"] is True
+    conversation = stored(first)
+    assert conversation.customer_email == "c9@example.com"
+    assert conversation.customer_verified_via == "hmac"
