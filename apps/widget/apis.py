@@ -247,11 +247,19 @@ class WidgetConversationStartApi(WidgetAPIView):
 
     @extend_schema(
         summary="Start a conversation",
+        description=(
+            "201 with the conversation and its token. With a signed identity (`customer_id` + "
+            "`user_hash`, `identity_token` or `identity_grant`) a verified customer's open "
+            "conversation may be resumed (`resumed: true`); a bad signature starts an "
+            "unverified one and says why in `identity.error`. `resume_only: true` creates "
+            "nothing: 200 with `id` null when there is nothing to resume."
+        ),
         tags=["widget"],
         auth=[],
         parameters=[KEY_PARAMETER],
         request=WidgetConversationStartInSerializer,
         responses={
+            200: WidgetConversationStartOutSerializer,
             201: WidgetConversationStartOutSerializer,
             **error_responses(400, 401, 403, 429),
         },
