@@ -137,16 +137,14 @@ def conversation_start(
     return conversation, token, False
 
 
-# A verified customer's conversation is resumed on another device while it was active this
-# recently (the client's `remember_conversation_hours`; this when that is 0).
-CUSTOMER_RESUME_FALLBACK_HOURS = 24
-
-
 def customer_open_conversation(*, client: Client, customer_id: str) -> Conversation | None:
     """The verified customer's conversation a widget should resume: their most recently active
     conversation that is not closed and had activity within the client's "remember the
-    conversation" window (24 h when that is 0)."""
-    hours = client.remember_conversation_hours or CUSTOMER_RESUME_FALLBACK_HOURS
+    conversation" window. None when that is 0: the client keeps a conversation only while its
+    tab is open, and a verified customer's is no exception."""
+    hours = client.remember_conversation_hours
+    if not hours:
+        return None
     since = timezone.now() - timedelta(hours=hours)
     return (
         Conversation.objects.for_client(client)

@@ -291,3 +291,14 @@ def test_resuming_with_an_hmac_keeps_the_email_a_jwt_vouched_for(widget, secret)
     conversation = stored(first)
     assert conversation.customer_email == "c9@example.com"
     assert conversation.customer_verified_via == "hmac"
+
+
+def test_no_resume_when_the_client_keeps_conversations_only_while_the_tab_is_open(
+    widget, shop, secret
+):
+    shop.remember_conversation_hours = 0
+    shop.save(update_fields=["remember_conversation_hours"])
+    signed = {"customer_id": "c0", "user_hash": user_hash(secret, "c0")}
+    first = start(widget, signed)
+    again = start(widget, signed)
+    assert again["id"] != first["id"] and again["resumed"] is False
