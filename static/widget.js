@@ -10,6 +10,10 @@
  * readers; default: the widget catalogue's "Chat with us" in the chat's language),
  * data-language (the chat's language, e.g. "es"; default: the customer's own, then this page's
  * <html lang>, the browser's, the client's — docs/widget.md "Languages").
+ * A signed-in customer (docs/widget.md "Identity verification"): data-customer-id +
+ * data-user-hash (an HMAC your backend computed), or data-identity-token (a short-lived JWT your
+ * backend signed) — or the same as window.GuideDeskIdentity = {customer_id, user_hash} /
+ * {identity_token}, set before this script runs. Never computed in the browser.
  */
 (function () {
   "use strict";
@@ -34,6 +38,32 @@
     (explicitLanguage ? "&lang=" + encodeURIComponent(explicitLanguage.slice(0, 16)) : "") +
     (pageLanguage ? "&page_lang=" + encodeURIComponent(pageLanguage.slice(0, 16)) : "");
   var shopLabel = script.getAttribute("data-label") || "";
+
+  // The signed identity of the page's signed-in customer, if any: handed to the chat frame by
+  // postMessage once it has loaded (never in its URL, which servers and proxies log).
+  function readIdentity() {
+    var given = window.GuideDeskIdentity;
+    var raw = given && typeof given === "object" ? given : {
+      customer_id: script.getAttribute("data-customer-id") || "",
+      user_hash: script.getAttribute("data-user-hash") || "",
+      identity_token: script.getAttribute("data-identity-token") || "",
+    };
+    if (raw.identity_token) return { identity_token: String(raw.identity_token) };
+    if (raw.customer_id || raw.user_hash) {
+      if (!raw.customer_id || !raw.user_hash) {
+        if (window.console) {
+          window.console.error(
+            "GuideDesk widget: a signed identity needs both customer_id and user_hash " +
+            "(docs/widget.md, \"Identity verification\"); the visitor stays anonymous."
+          );
+        }
+      }
+      return { customer_id: String(raw.customer_id || ""), user_hash: String(raw.user_hash || "") };
+    }
+    return null;
+  }
+  var identity = readIdentity();
+  if (identity) frameUrl += "&identified=1";
   // English until the catalogue of the chat's language has arrived (or if it cannot).
   var words = {
     open: "Chat with us",
@@ -156,6 +186,9 @@
     frame.title = label;
     frame.setAttribute("allow", "clipboard-write");
     frame.addEventListener("load", function () {
+      if (identity && frame.contentWindow) {
+        frame.contentWindow.postMessage({ type: "guidedesk:identify", identity: identity }, origin);
+      }
       if (open) focusChat();
     });
     panel.appendChild(frame);

@@ -1,17 +1,26 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.http import HttpRequest
+from django.utils import timezone
+from django.utils.formats import date_format
 from django.utils.html import format_html
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.models import Membership
 from apps.clients import modes
 from apps.clients.business_info import business_info_errors
+from apps.clients.identity import (
+    ROTATION_GRACE,
+    client_identity_secret_rotate,
+    public_key_problem,
+)
 from apps.clients.models import Client, Plan, Rubric
 from apps.core.admin import PlatformOnlyAdmin, TenantScopedAdmin, pretty_json_block
 from apps.core.languages import SHIPPED
@@ -426,6 +435,23 @@ class ClientAdminForm(forms.ModelForm):
         ),
     )
 
+    identity_secret_action = forms.ChoiceField(
+        label=_("Identity secret"),
+        required=False,
+        choices=[
+            ("", "—"),
+            (
+                "rotate",
+                _("Generate a new secret (the current one keeps working for 24 hours)"),
+            ),
+            ("rotate_now", _("Generate a new secret (the current one stops working now)")),
+        ],
+        help_text=_(
+            "Your site's backend signs the signed-in customer's id with it (docs/widget.md, "
+            "“Identity verification”). Shown once after saving; never shown again."
+        ),
+    )
+
     class Meta:
         model = Client
         fields = [
@@ -442,6 +468,8 @@ class ClientAdminForm(forms.ModelForm):
             "rubric",
             "playground_modes",
             "playground_max_iterations",
+            "identity_public_key",
+            "signin_url",
         ]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -471,6 +499,14 @@ class ClientAdminForm(forms.ModelForm):
 
     def clean_allowed_origins(self) -> Any:
         return self.cleaned_data.get("allowed_origins") or []
+
+    def clean_identity_public_key(self) -> str:
+        pem = (self.cleaned_data.get("identity_public_key") or "").strip()
+        if pem and public_key_problem(pem):
+            raise forms.ValidationError(
+                gettext("Paste an RSA public key in PEM form (-----BEGIN PUBLIC KEY-----).")
+            )
+        return pem
 
 
 class MembershipInline(admin.TabularInline):
@@ -532,6 +568,7 @@ class ClientAdmin(TenantScopedAdmin):
         "widget_key",
         "embed_snippet",
         "business_info_json",
+        "identity_status",
         "created_at",
         "updated_at",
     ]
@@ -577,6 +614,22 @@ class ClientAdmin(TenantScopedAdmin):
             },
         ),
         (
+            _("Identity verification"),
+            {
+                "fields": [
+                    "identity_status",
+                    "identity_secret_action",
+                    "identity_public_key",
+                    "signin_url",
+                ],
+                "description": _(
+                    "Let the widget know which of your customers is chatting: your site signs "
+                    "the signed-in customer's id (or a short-lived token) with the identity "
+                    "secret. Tools marked “customer scoped” run only for a verified customer."
+                ),
+            },
+        ),
+        (
             _("Playground"),
             {
                 "fields": ["playground_modes", "playground_max_iterations"],
@@ -616,6 +669,34 @@ class ClientAdmin(TenantScopedAdmin):
     def business_info_json(self, obj: Client) -> Any:
         """The stored document, read-only (the import/export format is the tenant file)."""
         return pretty_json_block(obj.business_info)
+
+    @admin.display(description=_("Identity secret status"))
+    def identity_status(self, obj: Client) -> str:
+        if not obj.pk or not obj.identity_secret:
+            return gettext("No identity secret yet: no customer can be verified.")
+        previous = obj.identity_previous_secret_expires_at
+        if obj.identity_previous_secret and previous and previous > timezone.now():
+            return gettext("Identity secret set; the previous one also works until %(until)s.") % {
+                "until": date_format(timezone.localtime(previous), "DATETIME_FORMAT")
+            }
+        return gettext("Identity secret set.")
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        action = form.cleaned_data.get("identity_secret_action")
+        if action in {"rotate", "rotate_now"}:
+            grace = ROTATION_GRACE if action == "rotate" else timedelta(0)
+            secret = client_identity_secret_rotate(client=obj, grace=grace)
+            # Shown this once (like an API key): the business's backend needs it now.
+            self.message_user(
+                request,
+                gettext(
+                    "New identity secret for %(name)s: %(secret)s — copy it now, it will not "
+                    "be shown again."
+                )
+                % {"name": obj.name, "secret": secret},
+                messages.WARNING,
+            )
 
     @admin.display(description=_("AI mode"))
     def mode(self, obj: Client) -> str:

@@ -14,7 +14,7 @@ from django.utils.translation import gettext_lazy as _
 
 from apps.clients import modes
 from apps.clients.business_info import business_info_errors
-from apps.core.models import TimeStampedModel
+from apps.core.models import TenantOwnedModel, TimeStampedModel
 
 
 class AIMode(StrEnum):
@@ -514,6 +514,36 @@ class Client(TimeStampedModel):
             "plan's setting."
         ),
     )
+    # -- identity verification (apps/clients/identity.py, docs/widget.md) -------------------
+    # The business's backend signs its signed-in customer's id with this secret (an HMAC of
+    # the id, or an HS256 JWT) so the widget's visitor is a verified customer. Write-only:
+    # generated and shown once in the admin; a rotation keeps the previous secret valid until
+    # `identity_previous_secret_expires_at`.
+    identity_secret = models.CharField(
+        _("identity secret"), max_length=100, blank=True, editable=False
+    )
+    identity_previous_secret = models.CharField(max_length=100, blank=True, editable=False)
+    identity_previous_secret_expires_at = models.DateTimeField(
+        null=True, blank=True, editable=False
+    )
+    identity_public_key = models.TextField(
+        _("identity public key (RS256)"),
+        blank=True,
+        help_text=_(
+            "Optional: a PEM public key (RSA). Identity tokens signed RS256 with its private key "
+            "are accepted as well as those signed with the identity secret."
+        ),
+    )
+    signin_url = models.URLField(
+        _("sign-in page"),
+        max_length=500,
+        blank=True,
+        help_text=_(
+            "Where customers sign in to your site. A visitor who is not signed in and asks for "
+            "something that needs it (a tool marked “customer scoped”) is sent here; empty: "
+            "they are told to sign in to your site or to ask for a person."
+        ),
+    )
     require_mfa = models.BooleanField(
         _("require two-factor authentication"),
         default=False,
@@ -560,3 +590,17 @@ class Client(TimeStampedModel):
             ]
         if errors:
             raise ValidationError(errors)
+
+
+class IdentityTokenUse(TenantOwnedModel):
+    """A JWT id (`jti`) already accepted for a client: an identity token is accepted once.
+    Kept until the token expires (rows past it are pruned when the next one is stored)."""
+
+    jti = models.CharField(max_length=255)
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["client", "jti"], name="uniq_identity_jti_client")
+        ]
+        indexes = [models.Index(fields=["client", "expires_at"], name="identity_jti_expiry_idx")]

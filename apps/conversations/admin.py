@@ -384,6 +384,7 @@ class ConversationAdmin(ActionOnlyAdmin):
         "client",
         "status",
         "visitor",
+        "customer",
         "message_count",
         "last_message_at",
         "has_open_escalation",
@@ -396,9 +397,10 @@ class ConversationAdmin(ActionOnlyAdmin):
     ordering = ["-created_at"]
     # A pasted public id is matched exactly in get_search_results (UUIDs are stored differently
     # per database, so a text search on them is unreliable).
-    search_fields = ["visitor_id", "contact_email", "messages__text"]
+    search_fields = ["visitor_id", "customer_id", "contact_email", "messages__text"]
     search_help_text = _(
-        "Search by conversation id, visitor id, the customer's e-mail or any message text."
+        "Search by conversation id, visitor id, verified customer id, the customer's e-mail or "
+        "any message text."
     )
     fieldsets = [
         (
@@ -501,6 +503,12 @@ class ConversationAdmin(ActionOnlyAdmin):
     @admin.display(description=_("Visitor"), ordering="visitor_id")
     def visitor(self, obj: Conversation) -> str:
         return obj.visitor_id or gettext("anonymous")
+
+    @admin.display(description=_("Customer"))
+    def customer(self, obj: Conversation) -> str:
+        if not obj.customer_verified:
+            return "—"
+        return gettext("%(id)s (verified)") % {"id": obj.customer_id}
 
     @admin.display(description=_("Seen by the customer"))
     def customer_seen(self, obj: Conversation) -> str:

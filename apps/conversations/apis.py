@@ -53,6 +53,19 @@ class ConversationFilterSerializer(serializers.Serializer):
         return attrs
 
 
+class CustomerSerializer(serializers.Serializer):
+    """The conversation's customer as the business's site vouched for them (docs/widget.md
+    "Identity verification"); an anonymous visitor: id "" and verified false."""
+
+    id = serializers.CharField(source="customer_id", help_text='Verified customer id ("" if none).')
+    email = serializers.CharField(source="customer_email", help_text="Signed e-mail, if any.")
+    name = serializers.CharField(source="customer_name", help_text="Signed name, if any.")
+    verified = serializers.BooleanField(source="customer_verified")
+    verified_via = serializers.CharField(
+        source="customer_verified_via", help_text='"hmac", "jwt" or "" (not verified).'
+    )
+
+
 class ConversationSummarySerializer(serializers.Serializer):
     id = serializers.UUIDField(source="public_id", help_text="The conversation's public id.")
     status = NamedChoiceField(choices=ConversationStatus, enum_name="ConversationStatus")
@@ -66,6 +79,7 @@ class ConversationSummarySerializer(serializers.Serializer):
     open_escalation = serializers.BooleanField(
         source="has_open_escalation", help_text="A human currently owns the conversation."
     )
+    customer = CustomerSerializer(source="*", help_text="The verified customer, if any.")
 
 
 class TurnStepSerializer(serializers.Serializer):
@@ -139,6 +153,13 @@ SUMMARY_EXAMPLE: dict[str, Any] = {
     "last_message_at": "2026-03-02T09:16:40.004000Z",
     "message_count": 9,
     "open_escalation": True,
+    "customer": {
+        "id": "customer-4711",
+        "email": "ann@shop.example",
+        "name": "Ann",
+        "verified": True,
+        "verified_via": "jwt",
+    },
 }
 MESSAGE_EXAMPLE: dict[str, Any] = {
     "id": "c2d9a7e4-5b1f-4e8a-9c3d-7f6e5d4c3b2a",

@@ -6,6 +6,7 @@ import logging
 import secrets
 import threading
 import uuid
+from datetime import timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -16,13 +17,22 @@ from django.core.exceptions import ValidationError
 from django.core.mail import EmailMessage
 from django.core.validators import validate_email
 from django.db import connection, connections, transaction
+from django.db.models.functions import Coalesce
 from django.urls import reverse
 from django.utils import timezone, translation
 from django.utils.translation import gettext
 
+from apps.clients.identity import Identity
 from apps.clients.models import Client
 from apps.conversations.events import conversation_changed
-from apps.conversations.models import Conversation, Kind, Message, Role, Visibility
+from apps.conversations.models import (
+    Conversation,
+    ConversationStatus,
+    Kind,
+    Message,
+    Role,
+    Visibility,
+)
 from apps.core.exceptions import ApplicationError
 from apps.core.languages import allowed_languages, detect
 from apps.core.tenancy import tenant_scope
@@ -52,8 +62,98 @@ def conversation_create(
 
 
 def conversation_token_matches(*, conversation: Conversation, token: str) -> bool:
-    return bool(conversation.visitor_token_hash) and hmac.compare_digest(
+    """The visitor token issued when the conversation started, or — for a verified
+    customer's conversation — the customer token any of their devices gets with a valid
+    signature (`conversation_customer_token`)."""
+    if conversation.visitor_token_hash and hmac.compare_digest(
         conversation.visitor_token_hash, _hash_token(token)
+    ):
+        return True
+    return conversation.customer_verified and hmac.compare_digest(
+        conversation_customer_token(conversation), token
+    )
+
+
+def conversation_customer_token(conversation: Conversation) -> str:
+    """The widget token of a verified customer's conversation on every device they sign in
+    on: derived (never stored) from the conversation and the customer id, so a second device
+    that proves the same identity gets it without logging the first one out."""
+    message = f"guidedesk.customer-token:{conversation.public_id}:{conversation.customer_id}"
+    digest = hmac.new(settings.SECRET_KEY.encode(), message.encode(), hashlib.sha256)
+    return "ct_" + digest.hexdigest()
+
+
+def conversation_customer_verify(
+    *, client: Client, conversation: Conversation, identity: Identity
+) -> Conversation:
+    """Mark the conversation's customer as verified: only ever called with an `Identity` that
+    `apps.clients.identity.identity_verify` returned (a signature made by the business)."""
+    if conversation.client_id != client.pk:
+        raise ValueError("conversation belongs to another client")
+    same_customer = conversation.customer_id == identity.customer_id
+    conversation.customer_id = identity.customer_id[:255]
+    # An HMAC signs the id alone: resuming with one keeps the e-mail and name a JWT vouched for.
+    if identity.email or not same_customer:
+        conversation.customer_email = identity.email[:254]
+    if identity.name or not same_customer:
+        conversation.customer_name = identity.name[:200]
+    conversation.customer_verified_via = identity.via
+    conversation.customer_verified_at = timezone.now()
+    conversation.save(
+        update_fields=[
+            "customer_id",
+            "customer_email",
+            "customer_name",
+            "customer_verified_via",
+            "customer_verified_at",
+            "updated_at",
+        ]
+    )
+    return conversation
+
+
+@transaction.atomic
+def conversation_start(
+    *,
+    client: Client,
+    visitor_id: str = "",
+    identity: Identity | None = None,
+    resume: bool = True,
+) -> tuple[Conversation, str, bool]:
+    """The widget's "start a conversation": returns the conversation, its token and whether
+    it was resumed. An anonymous visitor always gets a new conversation. A verified customer
+    resumes their open conversation (`customer_open_conversation`: not closed, active within
+    the client's "remember the conversation" window) from any device, with the customer token,
+    unless `resume` is off ("New chat"); otherwise a new conversation is started and marked
+    verified."""
+    if identity is not None and resume:
+        found = customer_open_conversation(client=client, customer_id=identity.customer_id)
+        if found is not None:
+            conversation_customer_verify(client=client, conversation=found, identity=identity)
+            return found, conversation_customer_token(found), True
+    conversation, token = conversation_create(client=client, visitor_id=visitor_id)
+    if identity is not None:
+        conversation_customer_verify(client=client, conversation=conversation, identity=identity)
+    return conversation, token, False
+
+
+def customer_open_conversation(*, client: Client, customer_id: str) -> Conversation | None:
+    """The verified customer's conversation a widget should resume: their most recently active
+    conversation that is not closed and had activity within the client's "remember the
+    conversation" window. None when that is 0: the client keeps a conversation only while its
+    tab is open, and a verified customer's is no exception."""
+    hours = client.remember_conversation_hours
+    if not hours:
+        return None
+    since = timezone.now() - timedelta(hours=hours)
+    return (
+        Conversation.objects.for_client(client)
+        .filter(customer_id=customer_id, customer_verified_at__isnull=False)
+        .exclude(status=ConversationStatus.CLOSED)
+        .annotate(active_at=Coalesce("last_message_at", "created_at"))
+        .filter(active_at__gte=since)
+        .order_by("-active_at", "-pk")
+        .first()
     )
 
 

@@ -4,6 +4,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.templatetags.static import static
 
+from apps.clients.identity import user_hash
 from apps.clients.models import Client
 
 DEMO_PRODUCTS = [
@@ -34,14 +35,31 @@ DEMO_PRODUCTS = [
 ]
 
 
+# The demo shop's signed-in customer (docs/widget.md "Identity verification").
+DEMO_CUSTOMER_ID = "demo-customer"
+
+
 def home(request: HttpRequest) -> HttpResponse:
     """`/`: a plain landing page with the staff sign-in links, which shows no tenant data. Only
     the demo/local settings (`DEMO_PAGE`) make it the demo instead: a pretend shop of the first
-    active client with its chat widget embedded."""
+    active client with its chat widget embedded — for a signed-in demo customer whose id the
+    page signs here, server-side, with the client's identity secret, as a real shop's backend
+    would (`?as=anonymous`: an anonymous visitor)."""
     if not settings.DEMO_PAGE:
         return render(request, "landing.html")
     client = Client.objects.filter(is_active=True).select_related("plan").order_by("pk").first()
-    return render(request, "home.html", {"client": client, "products": DEMO_PRODUCTS})
+    anonymous = request.GET.get("as") == "anonymous"
+    signed = None
+    if client is not None and client.identity_secret and not anonymous:
+        signed = {
+            "customer_id": DEMO_CUSTOMER_ID,
+            "user_hash": user_hash(client.identity_secret, DEMO_CUSTOMER_ID),
+        }
+    return render(
+        request,
+        "home.html",
+        {"client": client, "products": DEMO_PRODUCTS, "signed": signed, "anonymous": anonymous},
+    )
 
 
 def healthz(request: HttpRequest) -> JsonResponse:

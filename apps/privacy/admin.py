@@ -50,6 +50,7 @@ class FindCustomerForm(forms.Form):
             (MatchKind.EMAIL, _("Customer's e-mail address")),
             (MatchKind.CONVERSATION, _("Conversation id")),
             (MatchKind.VISITOR, _("Visitor id")),
+            (MatchKind.CUSTOMER, _("Verified customer id")),
         ],
     )
     value = forms.CharField(label=_("Value"), max_length=254)

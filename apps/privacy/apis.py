@@ -65,8 +65,9 @@ class PrivacyRequestListCreateApi(StaffAPIView):
         tags=[TAG],
         summary="Export or erase a customer's data",
         description="Find the customer by exactly one of `email` (the address they left in "
-        "the chat), `conversation` (a conversation id) or `visitor` (the visitor id your site "
-        "gave the widget), in this client's conversations only.\n\n"
+        "the chat), `conversation` (a conversation id), `visitor` (the visitor id your site "
+        "gave the widget) or `customer` (a verified customer id: conversations whose customer "
+        "your site signed), in this client's conversations only.\n\n"
         "`kind: export` answers with everything held about them as one JSON file "
         "(`format: html`: the same as a readable page); `kind: erase` erases it "
         "(docs/privacy.md says what goes and what stays) and answers 201 with the record. "

@@ -33,6 +33,7 @@ class MatchKind(models.TextChoices):
     EMAIL = "email", _("Customer's e-mail address")
     CONVERSATION = "conversation", _("Conversation id")
     VISITOR = "visitor", _("Visitor id")
+    CUSTOMER = "customer", _("Verified customer id")
     AGE = "age", _("Conversation age (retention)")
 
 

@@ -21,9 +21,10 @@ from apps.privacy.models import DataSubjectRequest, ErasedConversation, MatchKin
 @dataclass(frozen=True)
 class SubjectMatch:
     """How the customer is identified: by the e-mail address they left, one conversation's
-    public id, or the visitor id the business's site gave the widget."""
+    public id, the visitor id the business's site gave the widget, or the verified customer id
+    its backend signed."""
 
-    kind: str  # MatchKind.EMAIL | CONVERSATION | VISITOR
+    kind: str  # MatchKind.EMAIL | CONVERSATION | VISITOR | CUSTOMER
     value: str
 
     def normalized(self) -> str:
@@ -55,6 +56,9 @@ def subject_conversations(*, client: Client, match: SubjectMatch) -> QuerySet[Co
         conversations = conversations.filter(public_id=public_id)
     elif match.kind == MatchKind.VISITOR:
         conversations = conversations.filter(visitor_id=value)
+    elif match.kind == MatchKind.CUSTOMER:
+        # Only conversations whose customer the business's site verified (docs/widget.md).
+        conversations = conversations.filter(customer_id=value, customer_verified_at__isnull=False)
     else:
         raise ValueError(f"unknown match kind {match.kind!r}")
     return conversations.order_by("created_at", "pk")

@@ -7,7 +7,7 @@ from rest_framework import serializers
 from apps.core.schema import NamedChoiceField
 from apps.privacy.models import DataSubjectRequest, MatchKind, RequestChannel, RequestKind
 
-MATCH_FIELDS = ("email", "conversation", "visitor")
+MATCH_FIELDS = ("email", "conversation", "visitor", "customer")
 
 
 class PrivacyRequestSerializer(serializers.ModelSerializer[DataSubjectRequest]):
@@ -42,8 +42,8 @@ class PrivacyRequestSerializer(serializers.ModelSerializer[DataSubjectRequest]):
 
 
 class PrivacyRequestCreateSerializer(serializers.Serializer[dict[str, Any]]):
-    """Who the request is about (exactly one of `email`, `conversation`, `visitor`) and what to
-    do."""
+    """Who the request is about (exactly one of `email`, `conversation`, `visitor`,
+    `customer`) and what to do."""
 
     kind = NamedChoiceField(
         choices=[(RequestKind.EXPORT, "Export"), (RequestKind.ERASE, "Erasure")],
@@ -52,6 +52,12 @@ class PrivacyRequestCreateSerializer(serializers.Serializer[dict[str, Any]]):
     email = serializers.EmailField(required=False, max_length=254)
     conversation = serializers.UUIDField(required=False)
     visitor = serializers.CharField(required=False, max_length=128, trim_whitespace=True)
+    customer = serializers.CharField(
+        required=False,
+        max_length=255,
+        trim_whitespace=True,
+        help_text="A verified customer id (the id your site signed for the widget).",
+    )
     dry_run = serializers.BooleanField(required=False, default=False)
     format = NamedChoiceField(
         choices=[("json", "JSON"), ("html", "HTML")],
@@ -64,7 +70,7 @@ class PrivacyRequestCreateSerializer(serializers.Serializer[dict[str, Any]]):
         given = [name for name in MATCH_FIELDS if attrs.get(name) not in (None, "")]
         if len(given) != 1:
             raise serializers.ValidationError(
-                {"email": "Give exactly one of email, conversation or visitor."}
+                {"email": "Give exactly one of email, conversation, visitor or customer."}
             )
         attrs["match_kind"] = given[0]
         attrs["match_value"] = str(attrs[given[0]])

@@ -720,6 +720,13 @@ def subject_export_document(
                 "language": c.language,
                 "visitor_id": c.visitor_id,
                 "contact_email": c.contact_email,
+                "customer": {
+                    "id": c.customer_id,
+                    "email": c.customer_email,
+                    "name": c.customer_name,
+                    "verified_via": c.customer_verified_via,
+                    "verified_at": _iso(c.customer_verified_at),
+                },
                 "messages": messages[c.pk],
                 "tool_calls": tools[c.pk],
                 "escalations": escalations[c.pk],

@@ -21,6 +21,7 @@ from pydantic import (
 
 from apps.clients import modes
 from apps.clients.business_info import business_info_errors, json_path
+from apps.clients.identity import public_key_problem
 from apps.clients.models import (
     DEFAULT_CONVERSATION_TOKEN_BUDGET,
     DEFAULT_DELIBERATIVE_TURNS_PER_HOUR,
@@ -132,6 +133,23 @@ class WidgetIn(_Strict):
         return value
 
 
+class IdentityIn(_Strict):
+    """Identity verification (docs/widget.md): the secret is never in the file — GuideDesk
+    generates it (printed once) when `generate_secret` is true and the client has none."""
+
+    generate_secret: bool = False
+    public_key: str = Field(default="", max_length=10_000)
+    signin_url: str = Field(default="", max_length=500, pattern=r"^(https?://\S+)?$")
+
+    @field_validator("public_key")
+    @classmethod
+    def _public_key(cls, value: str) -> str:
+        problem = public_key_problem(value) if value.strip() else ""
+        if problem:
+            raise ValueError(problem)
+        return value.strip()
+
+
 class ToolIn(_Strict):
     name: str = Field(pattern=r"^[a-zA-Z_][a-zA-Z0-9_]{0,63}$")
     description: str = Field(min_length=1, max_length=2000)
@@ -143,6 +161,8 @@ class ToolIn(_Strict):
     result_template: str = Field(default="", max_length=2000)
     # When a call waits for a teammate's approval (apps/tools/approval_rules.py): {} = never.
     approval_rule: dict[str, Any] = Field(default_factory=dict)
+    # Runs only for a verified customer, whose id its webhook receives (docs/widget.md).
+    customer_scoped: bool = False
 
     @model_validator(mode="after")
     def _approval_rule(self) -> ToolIn:
@@ -255,6 +275,7 @@ class ClientIn(_Strict):
     business_info: dict[str, Any] = {}
     widget: WidgetIn = WidgetIn()
     tools: list[ToolIn] = []
+    identity: IdentityIn = IdentityIn()
     is_active: bool = True
     require_mfa: bool = False
     # Simulation test cases (docs/simulations.md), checked by `case_validate` (`_tests_errors`).

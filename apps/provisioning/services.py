@@ -8,6 +8,7 @@ from django.db import models, transaction
 from apps.accounts.models import ApiKey
 from apps.accounts.services import api_key_issue
 from apps.billing.models import ModelPrice, VisitorUsage
+from apps.clients.identity import client_identity_secret_rotate
 from apps.clients.models import Client, Plan, normalize_origin
 from apps.core.exceptions import ApplicationError
 from apps.core.languages import normalise
@@ -31,6 +32,8 @@ class ImportedClient:
     slug: str
     widget_key: str
     api_key: str | None  # a newly issued secret, shown once; None when the client had a key
+    # A newly generated identity secret (`identity.generate_secret`), shown once; else None.
+    identity_secret: str | None = None
 
 
 def _upsert[M: models.Model](
@@ -123,6 +126,8 @@ def _import_client(*, spec: ClientIn, plan: Plan, index: int = 0) -> ImportedCli
             "remember_conversation_hours": spec.widget.remember_conversation_hours,
             "is_active": spec.is_active,
             "require_mfa": spec.require_mfa,
+            "identity_public_key": spec.identity.public_key,
+            "signin_url": spec.identity.signin_url,
         },
     )
     for tool in spec.tools:
@@ -137,6 +142,7 @@ def _import_client(*, spec: ClientIn, plan: Plan, index: int = 0) -> ImportedCli
             "executor_type": executor.type,
             "result_template": tool.result_template,
             "approval_rule": tool.approval_rule,
+            "customer_scoped": tool.customer_scoped,
             **settings_for(executor.type, executor.column_values(settings)),
         }
         if "timeout_seconds" in values:
@@ -155,7 +161,15 @@ def _import_client(*, spec: ClientIn, plan: Plan, index: int = 0) -> ImportedCli
     secret = None
     if not ApiKey.objects.for_client(client).active().exists():
         _, secret = api_key_issue(client=client, name="Imported key")
-    return ImportedClient(slug=client.slug, widget_key=client.widget_key, api_key=secret)
+    identity_secret = None
+    if spec.identity.generate_secret and not client.identity_secret:
+        identity_secret = client_identity_secret_rotate(client=client)
+    return ImportedClient(
+        slug=client.slug,
+        widget_key=client.widget_key,
+        api_key=secret,
+        identity_secret=identity_secret,
+    )
 
 
 def _import_email_code(*, client: Client, spec: ClientIn, index: int) -> None:
@@ -323,6 +337,17 @@ def client_export(*, client: Client) -> dict[str, Any]:
         },
         "is_active": client.is_active,
         "require_mfa": client.require_mfa,
+        # The identity secret is write-only: never exported (the public key is public).
+        **(
+            {
+                "identity": {
+                    "public_key": client.identity_public_key,
+                    "signin_url": client.signin_url,
+                }
+            }
+            if client.identity_public_key or client.signin_url
+            else {}
+        ),
         "knowledge": {"articles": articles, "sources": sources},
         **_email_code_export(client),
     }

@@ -77,11 +77,17 @@ def tool_schema_text(tool: ClientTool) -> str:
     return f"{tool.name} ({tool.kind}): {tool.description}\nparameters: {params}"
 
 
-def minimal_context(*, client: Client, tools: list[ClientTool], name: bool = True) -> str:
+def minimal_context(
+    *,
+    client: Client,
+    tools: list[ClientTool],
+    name: bool = True,
+    signin_tools: list[ClientTool] | None = None,
+) -> str:
     """The basics (name, about, hours, contact) and the tools' names. Reads no FAQs and no
     knowledge topics: they are knowledge — data blocks (`knowledge.topics_message`), fetched on
     demand. Without `name`, no "Business:" line (`assess` names the business in its first
-    line)."""
+    line). `signin_tools`: tools only a verified customer may use, named so the model explains."""
     info = client.business_info if isinstance(client.business_info, dict) else {}
     about = info.get("about", {})
     contact = info.get("contact", {})
@@ -95,7 +101,19 @@ def minimal_context(*, client: Client, tools: list[ClientTool], name: bool = Tru
         lines.append(f"Contact: {reach}")
     listed = ", ".join(tool_line(t) for t in tools) or "none"
     lines.append(f"Tools (fetch tool_schema:<name> before calling one): {listed}")
+    if signin_tools:
+        lines.append(signin_line(signin_tools))
     return "\n".join(lines)
+
+
+def signin_line(tools: list[ClientTool]) -> str:
+    """The tools that need a signed-in customer, while this one is not: named (no schema) so
+    the model explains instead of calling them; the guards refuse them anyway."""
+    names = ", ".join(t.name for t in tools)
+    return (
+        f"Only for signed-in customers (this visitor is NOT signed in, so these cannot run; "
+        f"if they ask for one, explain that they need to sign in first): {names}"
+    )
 
 
 def fetch_context(
@@ -132,7 +150,9 @@ def fetch_context(
     return found, unknown
 
 
-def full_context(*, client: Client, tools: list[ClientTool]) -> str:
+def full_context(
+    *, client: Client, tools: list[ClientTool], signin_tools: list[ClientTool] | None = None
+) -> str:
     """Everything staff configured for the business, for standard mode: basics, policies,
     instructions and tool schemas. No FAQs: those that live as knowledge-base articles come as
     the chunks that match the message, and a business info document that carries its own (one
@@ -148,6 +168,8 @@ def full_context(*, client: Client, tools: list[ClientTool]) -> str:
         parts.append(f"## {key}\n{text}")
     if not tools:
         parts.append("## tools\nnone")
+    if signin_tools:
+        parts.append(f"## sign-in\n{signin_line(signin_tools)}")
     return "\n\n".join(parts)
 
 

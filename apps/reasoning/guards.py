@@ -7,6 +7,9 @@ critique is a second line, never the only one.
    was put to the customer and their *next* message confirmed it. Changed params -> a new
    question; a declined or ignored confirmation expires; never in the turn it was proposed.
 4. At most N tool calls per turn and no identical repeats (runaway guard).
+5. A `customer_scoped` tool runs only in a conversation whose customer is verified (a signature
+   from the business's site, docs/widget.md "Identity verification") — in every mode, the
+   playground and simulations too; unverified, the customer is told how to sign in.
 
 Pure functions only: no database access. The pending actions they judge are written by
 `apps.tools.pending` (which asks `confirmation_decision` how to settle an open question).
@@ -152,10 +155,13 @@ def check_tool_call(
     params: dict[str, Any],
     confirmed: PendingAction | None,
     calls_this_turn: list[tuple[str, str]],
+    customer_verified: bool = False,
 ) -> GuardVerdict:
     """Decide, in code, what may happen with a tool call the model proposed.
 
-    `tools_by_name` holds every tool of this client (enabled or not) and nothing else."""
+    `tools_by_name` holds every tool of this client (enabled or not) and nothing else;
+    `customer_verified`: the conversation's customer is verified (unverified by default, so a
+    caller that forgets it fails closed)."""
     if not name:
         return GuardVerdict("none")
     tool = tools_by_name.get(name)
@@ -165,6 +171,9 @@ def check_tool_call(
         return GuardVerdict("refuse", "tool_disabled", tool=tool, params=params)
     if not tool.is_configured:
         return GuardVerdict("refuse", "tool_not_configured", tool=tool, params=params)
+    if tool.customer_scoped and not customer_verified:
+        # Before the params are looked at: nothing is asked for, nothing is revealed.
+        return GuardVerdict("refuse", "customer_not_verified", tool=tool, params=params)
 
     missing, problems = param_problems(tool, params)
     if missing or problems:
@@ -286,7 +295,26 @@ def unavailable_tool_draft_problem(
     return ""
 
 
-def refusal_text(verdict: GuardVerdict, enabled_tools: list[ClientTool]) -> str:
+def sign_in_text(signin_url: str = "") -> str:
+    """What an unverified visitor is told when they ask for a `customer_scoped` tool."""
+    if signin_url:
+        return gettext(
+            "I can only do that for a signed-in customer, so I can be sure it's your account. "
+            "Please sign in at %(url)s and open this chat again from there. If you can't sign "
+            "in, ask for a person and our team will help."
+        ) % {"url": signin_url}
+    return gettext(
+        "I can only do that for a signed-in customer, so I can be sure it's your account. "
+        "Please sign in to your account on our website and open this chat again from there. "
+        "If you can't sign in, ask for a person and our team will help."
+    )
+
+
+def refusal_text(
+    verdict: GuardVerdict, enabled_tools: list[ClientTool], *, signin_url: str = ""
+) -> str:
+    if verdict.reason == "customer_not_verified":
+        return sign_in_text(signin_url)
     can_do = ", ".join(t.name.replace("_", " ") for t in enabled_tools) or gettext(
         "answer questions"
     )

@@ -278,8 +278,25 @@ class Turn:
             self.on_progress(step, max_steps)
 
     @property
+    def customer_verified(self) -> bool:
+        """The conversation's customer is verified (a playground run's or simulation's stand-in
+        conversation is, when staff or the case gave it a verified customer)."""
+        return self.conversation.customer_verified
+
+    @property
     def enabled_tools(self) -> list[ClientTool]:
-        return [t for t in self.tools if t.enabled]
+        """The tools the model is offered: enabled ones, minus `customer_scoped` ones while
+        the customer is not verified (their schemas stay out of the prompt; `signin_tools`
+        names them so the model can say why). The guards check every call regardless."""
+        verified = self.customer_verified
+        return [t for t in self.tools if t.enabled and (verified or not t.customer_scoped)]
+
+    @property
+    def signin_tools(self) -> list[ClientTool]:
+        """Enabled tools that need a verified customer, while this one is not."""
+        if self.customer_verified:
+            return []
+        return [t for t in self.tools if t.enabled and t.customer_scoped]
 
     @property
     def tools_by_name(self) -> dict[str, ClientTool]:
@@ -300,7 +317,9 @@ class Turn:
                     "properties": list(t.parameters.get("properties", {})),
                     "required": t.required_params,
                 }
-                for t in self.enabled_tools
+                # The offline model stands in for a model that read the sign-in line: it may
+                # name a sign-in-only tool, which the guards answer with the sign-in text.
+                for t in [*self.enabled_tools, *self.signin_tools]
             ],
             "confirmed": (
                 {"tool": self.confirmed.tool.name, "params": self.confirmed.params}
@@ -410,6 +429,7 @@ def act_on_tool_call(
         params=params,
         confirmed=turn.confirmed,
         calls_this_turn=turn.calls,
+        customer_verified=turn.customer_verified,
     )
     turn.verdicts.append(verdict.action)
     if verdict.action != "none":
@@ -425,7 +445,15 @@ def act_on_tool_call(
     if verdict.action == "refuse":
         if verdict.reason in UNAVAILABLE_TOOL:
             return unavailable_tool_outcome(turn, verdict, name=name, draft=draft)
-        return Outcome([Reply(guards.refusal_text(verdict, turn.enabled_tools))])
+        return Outcome(
+            [
+                Reply(
+                    guards.refusal_text(
+                        verdict, turn.enabled_tools, signin_url=_signin_url(turn, verdict)
+                    )
+                )
+            ]
+        )
     if verdict.action == "ask":
         # The critique's question, or the model's own when it noticed the gap itself, reads
         # better than the schema-derived one.
@@ -575,6 +603,13 @@ def unavailable_tool_outcome(
     )
 
 
+def _signin_url(turn: Turn, verdict: guards.GuardVerdict) -> str:
+    """The client's sign-in page, for the reply to an unverified customer's call."""
+    if verdict.reason != "customer_not_verified":
+        return ""
+    return turn.client.signin_url
+
+
 def _dry_run_outcome(
     turn: Turn, verdict: guards.GuardVerdict, *, name: str | None, draft: str, hold_message: str
 ) -> Outcome:
@@ -582,7 +617,9 @@ def _dry_run_outcome(
     reply shows what the customer would have been told — no tool runs, no pending action is
     created."""
     tool = verdict.tool.name if verdict.tool is not None else None
-    refusal = guards.refusal_text(verdict, turn.enabled_tools)
+    refusal = guards.refusal_text(
+        verdict, turn.enabled_tools, signin_url=_signin_url(turn, verdict)
+    )
     if verdict.reason in UNAVAILABLE_TOOL:
         problem = unavailable_tool_problem(turn, draft=draft, name=name)
         refusal = (

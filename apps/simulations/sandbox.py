@@ -267,6 +267,17 @@ class Sandbox:
         pending.status = PendingActionStatus.EXECUTED
 
 
+# The verified customer a simulated conversation has unless its case is tagged `anonymous`.
+SANDBOX_CUSTOMER = "sandbox-customer"
+ANONYMOUS_TAG = "anonymous"
+
+
+def case_customer(case: Any) -> str | None:
+    """The simulated customer of a case: the verified sandbox customer, or None (anonymous)
+    when the case is tagged `anonymous`."""
+    return None if ANONYMOUS_TAG in (case.tags or []) else SANDBOX_CUSTOMER
+
+
 @dataclass
 class SandboxConversation:
     """The in-memory conversation: unsaved rows the modes read, never written."""
@@ -275,8 +286,26 @@ class SandboxConversation:
     messages: list[Message] = field(default_factory=list)
 
     @classmethod
-    def start(cls, *, client: Any, history: list[dict[str, Any]]) -> SandboxConversation:
+    def start(
+        cls,
+        *,
+        client: Any,
+        history: list[dict[str, Any]],
+        customer: Conversation | str | None = SANDBOX_CUSTOMER,
+    ) -> SandboxConversation:
+        """`customer`: who the simulated customer is — by default a verified sandbox customer
+        (so `customer_scoped` tools run as they would for a signed-in customer); None: an
+        anonymous visitor (a case tagged `anonymous`); a conversation: its customer, as it was
+        (a replay)."""
         conversation = Conversation(client=client, language=client.language or "en")
+        if isinstance(customer, Conversation):
+            for name in ("customer_id", "customer_email", "customer_name"):
+                setattr(conversation, name, getattr(customer, name))
+            conversation.customer_verified_via = customer.customer_verified_via
+            conversation.customer_verified_at = customer.customer_verified_at
+        elif customer:
+            conversation.customer_id = customer
+            conversation.customer_verified_at = timezone.now()
         conv = cls(conversation=conversation)
         for item in history or []:
             role = Role.USER if item.get("role") == "user" else Role.ASSISTANT

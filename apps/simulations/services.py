@@ -63,6 +63,7 @@ from apps.simulations.sandbox import (
     Sandbox,
     SandboxConversation,
     SimulationOwner,
+    case_customer,
     sandbox_turn,
 )
 from apps.simulations.schema import MAX_SIMULATED_TURNS
@@ -484,7 +485,9 @@ class _CaseRunner:
 
     def _scripted(self, case: SimCase) -> None:
         sandbox = Sandbox(stubs=dict(case.tools or {}))
-        conv = SandboxConversation.start(client=self.side.client, history=case.history or [])
+        conv = SandboxConversation.start(
+            client=self.side.client, history=case.history or [], customer=case_customer(case)
+        )
         turns = list(case.turns or [])
         for index, turn in enumerate(turns):
             entry = self._turn(sandbox, conv, index, str(turn.get("customer", "")))
@@ -505,7 +508,9 @@ class _CaseRunner:
         most = max(1, min(most, MAX_SIMULATED_TURNS))
         persona, goal = str(spec.get("persona", "")), str(spec.get("goal", ""))
         sandbox = Sandbox(stubs=dict(case.tools or {}))
-        conv = SandboxConversation.start(client=self.side.client, history=case.history or [])
+        conv = SandboxConversation.start(
+            client=self.side.client, history=case.history or [], customer=case_customer(case)
+        )
         for index in range(most):
             messages = step.prompt(
                 persona=persona, goal=goal, transcript=self.transcript, business=self.client.name
@@ -530,7 +535,10 @@ class _CaseRunner:
         original = replay_turns(client=self.client, conversation=conversation)
         sandbox = Sandbox(recorded=original["recorded"])
         for index, turn in enumerate(original["turns"]):
-            conv = SandboxConversation.start(client=self.side.client, history=[])
+            # The original conversation's customer, verified or not, as it was.
+            conv = SandboxConversation.start(
+                client=self.side.client, history=[], customer=conversation
+            )
             conv.conversation.language = original["language"] or conv.conversation.language
             for item in turn["history"][-200:]:
                 conv.add(item["role"], item["text"], kind=item["kind"])

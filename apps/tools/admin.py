@@ -134,6 +134,7 @@ class ClientToolAdminForm(forms.ModelForm):
             "description",
             "kind",
             "enabled",
+            "customer_scoped",
             "parameters",
             "approval_rule",
             "executor_type",
@@ -253,6 +254,7 @@ class ClientToolAdmin(TenantScopedAdmin):
         "kind",
         "executor_type",
         "enabled",
+        "customer_scoped",
         "configured",
         "approval",
     ]
@@ -260,6 +262,7 @@ class ClientToolAdmin(TenantScopedAdmin):
         "kind",
         "executor_type",
         "enabled",
+        "customer_scoped",
         ("client", admin.RelatedOnlyFieldListFilter),
     ]
     search_fields = ["name", "description", "client__name"]
@@ -273,6 +276,21 @@ class ClientToolAdmin(TenantScopedAdmin):
                     "The kind decides the safety rules, whatever the AI says: "
                     "destructive tools (cancel, delete, refund) only run after the customer "
                     "confirmed these exact details in a later message."
+                ),
+            },
+        ),
+        (
+            _("Whose data"),
+            {
+                "fields": ["customer_scoped"],
+                "description": _(
+                    "Tick it for a tool that acts on or shows one customer's data (their "
+                    "orders, address, refunds): it then runs only when your site has verified "
+                    "who the customer is, and its webhook receives the customer's id to check "
+                    "ownership against. Left unticked, anyone chatting can call the tool with "
+                    "any value they type, so it must reveal only what you would show a "
+                    "stranger who knows that value (say, an order's status but not its "
+                    "address)."
                 ),
             },
         ),

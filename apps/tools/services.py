@@ -221,6 +221,18 @@ def _failure_kind(outcome: ExecutorOutcome) -> str:
 
 
 def _run(*, client: Client, tool: ClientTool, execution: ToolExecution) -> ExecutorOutcome:
+    if tool.customer_scoped:
+        # The second line behind the guards (`guards.check_tool_call`): a customer-scoped tool
+        # never runs without a verified customer to act for.
+        conversation = execution.conversation if execution.conversation_id else None
+        if conversation is None or not conversation.customer_verified:
+            return ExecutorOutcome(
+                ok=False,
+                result=None,
+                error=f"Tool {tool.name!r} is customer scoped and the customer is not verified.",
+                attempts=0,
+                latency_ms=0,
+            )
     executor = executor_for(tool.executor_type)
     if executor is None:
         return ExecutorOutcome(

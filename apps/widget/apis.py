@@ -41,12 +41,19 @@ from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
 from apps.billing.services.visitors import conversation_visitor_record
+from apps.clients.identity import (
+    IdentityError,
+    identity_grant_issue,
+    identity_grant_verify,
+    identity_verify,
+)
 from apps.clients.models import Client
 from apps.conversations.models import Conversation, ConversationStatus, Message
 from apps.conversations.services import (
     conversation_contact_set,
-    conversation_create,
     conversation_seen_record,
+    conversation_start,
+    customer_open_conversation,
     validate_customer_text,
 )
 from apps.core.parsers import JSONParser
@@ -242,11 +249,19 @@ class WidgetConversationStartApi(WidgetAPIView):
 
     @extend_schema(
         summary="Start a conversation",
+        description=(
+            "201 with the conversation and its token. With a signed identity (`customer_id` + "
+            "`user_hash`, `identity_token` or `identity_grant`) a verified customer's open "
+            "conversation may be resumed (`resumed: true`); a bad signature starts an "
+            "unverified one and says why in `identity.error`. `resume_only: true` creates "
+            "nothing: 200 with `id` null when there is nothing to resume."
+        ),
         tags=["widget"],
         auth=[],
         parameters=[KEY_PARAMETER],
         request=WidgetConversationStartInSerializer,
         responses={
+            200: WidgetConversationStartOutSerializer,
             201: WidgetConversationStartOutSerializer,
             **error_responses(400, 401, 403, 429),
         },
@@ -256,11 +271,57 @@ class WidgetConversationStartApi(WidgetAPIView):
         body = WidgetConversationStartInSerializer(data=_json_object(request))
         body.is_valid(raise_exception=True)
         self.throttle(request, WidgetKeyThrottle())  # real work: counts against the tenant
-        conversation, token = conversation_create(
-            client=self.client, visitor_id=body.validated_data.get("visitor_id", "")
+        data = body.validated_data
+        identity, error = None, None
+        signed = ("identity_token", "customer_id", "user_hash", "identity_grant")
+        if any(data.get(name) for name in signed):
+            try:
+                if data.get("identity_grant"):
+                    identity = identity_grant_verify(
+                        client=self.client, grant=data["identity_grant"]
+                    )
+                else:
+                    identity = identity_verify(
+                        client=self.client,
+                        customer_id=data.get("customer_id", ""),
+                        user_hash_hex=data.get("user_hash", ""),
+                        token=data.get("identity_token", ""),
+                    )
+            except IdentityError as exc:
+                # Never trusted, never a 500: the visitor chats as an anonymous one.
+                error = exc.code
+                logger.info("widget: identity not verified (%s)", exc.detail)
+        identity_out: dict[str, Any] = {
+            "verified": identity is not None,
+            "customer_id": identity.customer_id if identity else "",
+            "error": error,
+        }
+        if identity is not None:
+            identity_out["grant"] = identity_grant_issue(client=self.client, identity=identity)
+        if data.get("resume_only"):
+            found = (
+                customer_open_conversation(client=self.client, customer_id=identity.customer_id)
+                if identity is not None
+                else None
+            )
+            if found is None:  # nothing to resume: nothing is created
+                return Response(
+                    {"id": None, "token": None, "resumed": False, "identity": identity_out}
+                )
+        conversation, token, resumed = conversation_start(
+            client=self.client,
+            visitor_id=data.get("visitor_id", ""),
+            identity=identity,
+            resume=not data.get("new"),
         )
         return Response(
-            {"id": str(conversation.public_id), "token": token}, status=status.HTTP_201_CREATED
+            {
+                "id": str(conversation.public_id),
+                "token": token,
+                "resumed": resumed,
+                "identity": identity_out,
+            },
+            status=status.HTTP_201_CREATED,
         )
 
 

@@ -17,13 +17,76 @@ class WidgetConversationStartInSerializer(serializers.Serializer[Any]):
         max_length=128,
         required=False,
         allow_blank=True,
-        help_text="The visitor's identity as your site knows it (optional).",
+        help_text="The visitor's identity as your site knows it (optional, unverified).",
+    )
+    # Identity verification (docs/widget.md): a signed customer id, or a signed JWT.
+    customer_id = serializers.CharField(
+        max_length=255,
+        required=False,
+        allow_blank=True,
+        help_text="Your signed-in customer's id; needs `user_hash`.",
+    )
+    user_hash = serializers.CharField(
+        max_length=128,
+        required=False,
+        allow_blank=True,
+        help_text="Hex HMAC-SHA256 of `customer_id` with the client's identity secret.",
+    )
+    identity_token = serializers.CharField(
+        max_length=8192,
+        required=False,
+        allow_blank=True,
+        help_text="Instead of customer_id + user_hash: a JWT (HS256 with the identity secret, "
+        "or RS256) with `sub`, optional `email` and `name`, and `exp` at most 24 h ahead.",
+    )
+
+    identity_grant = serializers.CharField(
+        max_length=2048,
+        required=False,
+        allow_blank=True,
+        help_text="Instead of a signature: the `identity.grant` an earlier call of this page "
+        "view returned (valid 1 hour).",
+    )
+    resume_only = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Only resume the verified customer's open conversation: nothing is created "
+        "(200 with `id` null when there is none).",
+    )
+    new = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Start a new conversation even when the verified customer has an open one.",
+    )
+
+
+class WidgetIdentityOutSerializer(serializers.Serializer[Any]):
+    verified = serializers.BooleanField(help_text="The conversation's customer is verified.")
+    customer_id = serializers.CharField(help_text='The verified customer id ("" if none).')
+    error = serializers.CharField(
+        allow_null=True,
+        help_text="Why the identity sent was not accepted (null: accepted, or none sent): "
+        "not_configured, missing_signature, bad_signature, malformed, alg_not_allowed, "
+        "missing_claim, expired, lifetime_too_long, replayed.",
+    )
+    grant = serializers.CharField(
+        required=False,
+        help_text="Only when verified: pass it as `identity_grant` for this page view's later "
+        "conversations (a JWT is accepted once).",
     )
 
 
 class WidgetConversationStartOutSerializer(serializers.Serializer[Any]):
-    id = serializers.UUIDField(help_text="The conversation's public id.")
-    token = serializers.CharField(help_text="The visitor token; shown once, keep it.")
+    id = serializers.UUIDField(
+        allow_null=True, help_text="The conversation's public id (null: `resume_only`, none)."
+    )
+    token = serializers.CharField(
+        allow_null=True, help_text="The visitor token; shown once, keep it."
+    )
+    resumed = serializers.BooleanField(
+        help_text="A verified customer's open conversation was resumed (another device)."
+    )
+    identity = WidgetIdentityOutSerializer()
 
 
 class WidgetConfirmSerializer(serializers.Serializer[Any]):

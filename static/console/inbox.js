@@ -38,6 +38,12 @@
     var link = el("a", null, r.title);
     link.href = r.url;
     title.appendChild(link);
+    if (r.customer_label) {
+      title.appendChild(document.createTextNode(" "));
+      var customer = el("span", "gd-sub gd-verified", "✓ " + r.customer_label);
+      customer.dataset.customer = "";
+      title.appendChild(customer);
+    }
     tr.appendChild(title);
     var state = el("td");
     state.appendChild(el("span", "gd-state gd-state-" + r.state, r.state_label));

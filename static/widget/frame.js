@@ -24,6 +24,10 @@
   // Loaded in the background by widget.js for a returning visitor (the panel is closed): show
   // nothing as seen and hold no live connection until the panel opens ("guidedesk:open").
   const PRELOADED = new URLSearchParams(window.location.search).get("preload") === "1";
+  // The page signs its signed-in customer (docs/widget.md "Identity verification"): widget.js
+  // posts the signature once this frame has loaded ("guidedesk:identify"); until then, no
+  // stored conversation is resumed — it may be another customer's.
+  const IDENTIFIED = new URLSearchParams(window.location.search).get("identified") === "1";
   const POLL_MS = 3000;
   const SSE_RETRY_MS = 30000;
   const PENDING_TIMEOUT_MS = 120000;
@@ -173,7 +177,10 @@
   }
 
   const state = {
-    conversation: null, // {id, token}
+    conversation: null, // {id, token, customer?}
+    identity: null, // {customer_id, user_hash} | {identity_token}: the page's signature
+    grant: "", // the server's grant of that identity, for this page view's conversations
+    newChat: false, // "New chat" was pressed: the next conversation is a new one
     lastSeq: 0,
     seen: new Set(),
     status: "open",
@@ -278,15 +285,103 @@
     return message;
   }
 
+  function identityBody(extra) {
+    const body = state.grant ? { identity_grant: state.grant } : Object.assign({}, state.identity || {});
+    return Object.assign(body, extra || {});
+  }
+
+  function noteIdentity(result) {
+    const identity = (result.data && result.data.identity) || {};
+    if (identity.grant) state.grant = identity.grant;
+    if ((state.identity || state.grant) && identity.error) {
+      // Never trusted without a valid signature: this visitor chats as an anonymous one.
+      console.warn(
+        "GuideDesk widget: the signed customer identity was not accepted (" + identity.error +
+        "); chatting as an anonymous visitor. See docs/widget.md, \"Identity verification\"."
+      );
+      state.identity = null;
+      state.grant = "";
+    }
+    return identity;
+  }
+
+  function adopt(result) {
+    const identity = noteIdentity(result);
+    state.conversation = {
+      id: result.data.id,
+      token: result.data.token,
+      customer: identity.verified ? identity.customer_id : "",
+    };
+    saveConversation(state.conversation);
+    return state.conversation;
+  }
+
   function ensureConversation() {
     if (state.conversation) return Promise.resolve(state.conversation);
-    return api("POST", "conversations", {}).then(function (result) {
+    const body = identityBody(state.newChat ? { new: true } : {});
+    return api("POST", "conversations", body).then(function (result) {
       if (!result.ok || !result.data || !result.data.id) throw new Error(errorText(result));
-      state.conversation = { id: result.data.id, token: result.data.token };
-      saveConversation(state.conversation);
+      state.newChat = false;
+      adopt(result);
       startLive();
       return state.conversation;
     });
+  }
+
+  // ---------------------------------------------------------------- identity
+
+  // The customer id a signature claims (a JWT's `sub`, read without checking it: only to tell
+  // whether the stored conversation is this customer's; the server checks the signature).
+  function claimedCustomer(identity) {
+    if (!identity) return "";
+    if (identity.customer_id) return identity.customer_id;
+    try {
+      const part = identity.identity_token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
+      const claims = JSON.parse(atob(part + "===".slice((part.length + 3) % 4)));
+      return typeof claims.sub === "string" ? claims.sub : "";
+    } catch (e) { return ""; }
+  }
+
+  function cleanIdentity(raw) {
+    if (!raw || typeof raw !== "object") return null;
+    const text = function (value, max) {
+      return typeof value === "string" && value.length <= max ? value : "";
+    };
+    if (text(raw.identity_token, 8192)) return { identity_token: raw.identity_token };
+    if (text(raw.customer_id, 255) && text(raw.user_hash, 128)) {
+      return { customer_id: raw.customer_id, user_hash: raw.user_hash };
+    }
+    return null;
+  }
+
+  // The page told us who its customer is: resume the stored conversation only when it is
+  // theirs; otherwise start (or, from another device, resume) theirs on the server.
+  function identify(raw) {
+    state.identity = cleanIdentity(raw);
+    if (!state.identity) {
+      console.error(
+        "GuideDesk widget: the identity needs customer_id + user_hash, or identity_token; " +
+        "chatting as an anonymous visitor."
+      );
+    }
+    const saved = loadConversation();
+    const customer = claimedCustomer(state.identity);
+    if (saved && customer && saved.customer === customer) {
+      state.conversation = saved;
+      return resumeStored();
+    }
+    if (saved) saveConversation(null);
+    state.conversation = null;
+    if (!state.identity) return resumeStored();
+    // Their open conversation from another device, if any; nothing is created until they write.
+    api("POST", "conversations", identityBody({ resume_only: true }))
+      .then(function (result) {
+        if (!result.ok || !result.data) return;
+        if (!result.data.id) return noteIdentity(result);
+        adopt(result);
+        resumeStored();
+      })
+      .catch(function () { /* offline: the first message starts the conversation */ });
   }
 
   function forgetConversation() {
@@ -811,6 +906,7 @@
   function startNewConversation() {
     // Forget it here only: the old conversation stays as it is for the staff.
     forgetConversation();
+    state.newChat = true; // a verified customer's open conversation is not resumed
     clearError();
     els.contactEmail.value = "";
     updateContact();
@@ -1041,11 +1137,9 @@
 
   // ---------------------------------------------------------------- start
 
-  state.conversation = loadConversation();
-  updateNewChat();
-  useLanguage(chooseLanguage(state.conversation && state.conversation.language));
-  tellLanguage();
-  if (state.conversation) {
+  function resumeStored() {
+    updateNewChat();
+    if (!state.conversation) return;
     fetchNew()
       .catch(function () { /* the live connection below retries */ })
       .then(function () {
@@ -1053,6 +1147,29 @@
         scrollToEnd(true);
         startLive();
       });
+  }
+
+  state.conversation = loadConversation();
+  if (state.conversation && state.conversation.customer && !IDENTIFIED) {
+    // A verified customer's conversation, and the page no longer signs anyone in (signed out,
+    // or another person on this device): never show it to this visitor.
+    saveConversation(null);
+    state.conversation = null;
+  }
+  updateNewChat();
+  useLanguage(chooseLanguage(state.conversation && state.conversation.language));
+  tellLanguage();
+  if (IDENTIFIED && framed) {
+    state.conversation = null; // until the page's signature says whose it is
+    window.addEventListener("message", function (event) {
+      if (event.source === window.parent && event.data && event.data.type === "guidedesk:identify") {
+        if (state.identityReceived) return; // once per page view
+        state.identityReceived = true;
+        identify(event.data.identity);
+      }
+    });
+  } else {
+    resumeStored();
   }
   if (!framed) els.input.focus();
 })();

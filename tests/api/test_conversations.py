@@ -58,6 +58,14 @@ def test_list_items_have_the_documented_fields(viewer_a, data_a):
         "last_message_at",
         "message_count",
         "open_escalation",
+        "customer",
+    }
+    assert escalated["customer"] == {
+        "id": "",
+        "email": "",
+        "name": "",
+        "verified": False,
+        "verified_via": "",
     }
     assert escalated["status"] == "escalated"
     assert escalated["visitor_id"] == "visitor-1"
@@ -370,3 +378,30 @@ def test_staff_reply_to_an_unknown_conversation_is_404(agent_a, data_a):
     response = agent_a.post(messages_url(str(uuid.uuid4())), {"text": "hi"}, format="json")
     assert_error(response, 404, "not_found")
     assert Message.objects.unscoped("test checks the database directly").count() == before
+
+
+def test_a_verified_customer_shows_in_list_and_detail(viewer_a, owner_b, client_a):
+    from apps.clients.identity import Identity
+    from apps.conversations.services import conversation_customer_verify
+
+    conversation = conversation_create(client=client_a)[0]
+    conversation_customer_verify(
+        client=client_a,
+        conversation=conversation,
+        identity=Identity(customer_id="cust-9", email="ann@example.com", name="Ann", via="jwt"),
+    )
+    expected = {
+        "id": "cust-9",
+        "email": "ann@example.com",
+        "name": "Ann",
+        "verified": True,
+        "verified_via": "jwt",
+    }
+    listed = {item["id"]: item for item in viewer_a.get(LIST_URL).json()["results"]}
+    assert listed[str(conversation.public_id)]["customer"] == expected
+    assert viewer_a.get(detail_url(conversation)).json()["customer"] == expected
+    # Tenant B sees neither the conversation nor its customer.
+    assert owner_b.get(detail_url(conversation)).status_code == 404
+    assert str(conversation.public_id) not in {
+        item["id"] for item in owner_b.get(LIST_URL).json()["results"]
+    }

@@ -9,8 +9,9 @@ from playwright.sync_api import FrameLocator, Page, expect
 from apps.clients.models import Client
 
 
-def open_widget(page: Page, base_url: str, demo: Client) -> FrameLocator:
-    page.goto(base_url + "/")
+def open_widget(page: Page, base_url: str, demo: Client, path: str = "/") -> FrameLocator:
+    """The demo shop at `path`: `/` signs in its demo customer, `/?as=anonymous` does not."""
+    page.goto(base_url + path)
     expect(page.get_by_role("heading", name="Gear for the long way round.")).to_be_visible()
     launcher = page.locator("#guidedesk-launcher")
     expect(launcher).to_have_accessible_name("Chat with us")

@@ -24,6 +24,7 @@ from tests.reasoning.conftest import assess, critique
 from tests.widget.contact import LINK, confirmation_links
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+ANONYMOUS = "/?as=anonymous"  # the demo shop page, signed out
 
 CUSTOMER = "ann.walker@example.com"
 DELAY = 2.0  # WIDGET_REPLY_EMAIL_DELAY_SECONDS for these tests
@@ -223,7 +224,9 @@ def test_start_a_new_conversation_and_stale_storage_at_360px(
         viewport={"width": 360, "height": 740}, is_mobile=True, has_touch=True
     )
     page = context.new_page()
-    frame = open_widget(page, live_server.url, demo)
+    # An anonymous visitor's browser storage (a signed-in customer's open conversation is
+    # resumed from the server whatever the browser holds: tests/browser/test_identity_browser.py).
+    frame = open_widget(page, live_server.url, demo, path=ANONYMOUS)
     send(frame, "Do you ship internationally?")
     expect(frame.locator("li.gd-msg--assistant[data-seq]").first).to_be_visible()
     new_chat = frame.get_by_role("button", name="Start a new conversation")
@@ -249,7 +252,7 @@ def test_start_a_new_conversation_and_stale_storage_at_360px(
 
     # Another tab of the same browser finds the new conversation, not the old one.
     other = context.new_page()
-    other.goto(live_server.url + "/")
+    other.goto(live_server.url + ANONYMOUS)
     other.locator("#guidedesk-launcher").click()
     other_frame = other.frame_locator("#guidedesk-panel iframe")
     expect(other_frame.get_by_text("What are your opening hours?")).to_be_visible()

@@ -15,8 +15,10 @@ from typing import Any
 import pytest
 from playwright.sync_api import FrameLocator, Page, expect
 
+from apps.clients.identity import user_hash
 from apps.clients.models import Client
 from apps.conversations.models import Conversation, Message
+from apps.core.views import DEMO_CUSTOMER_ID
 from apps.escalations.services import staff_reply
 from apps.tools.models import PendingAction, PendingActionStatus, ToolExecution
 from tests.browser.conftest import ROOT
@@ -55,14 +57,18 @@ NEEDS_SERVER = pytest.mark.skipif(
 
 def host_page(page: Page, base_url: str, client: Client, lang: str) -> str:
     """A shop's own page in `lang`, embedding the widget exactly as docs/widget.md says (served
-    at the GuideDesk origin, which the frame's frame-ancestors allows)."""
+    at the GuideDesk origin, which the frame's frame-ancestors allows), for its signed-in demo
+    customer: the id signed with the client's identity secret, as the shop's backend would
+    (docs/widget.md "Identity verification"; the demo's cancel tool is customer scoped)."""
     url = f"{base_url}/shop-{lang}/"
+    signed = user_hash(client.identity_secret, DEMO_CUSTOMER_ID)
     direction = "rtl" if lang in ("he", "ar") else "ltr"
     html = (
         f'<!doctype html><html lang="{lang}" dir="{direction}"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>shop</title></head><body><h1>{client.name}</h1>"
-        f'<script src="{base_url}/static/widget.js" data-widget-key="{client.widget_key}" async>'
+        f'<script src="{base_url}/static/widget.js" data-widget-key="{client.widget_key}" '
+        f'data-customer-id="{DEMO_CUSTOMER_ID}" data-user-hash="{signed}" async>'
         "</script></body></html>"
     )
     page.route(url, lambda route: route.fulfill(body=html, content_type="text/html"))

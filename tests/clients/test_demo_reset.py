@@ -12,9 +12,15 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
+from apps.clients.identity import Identity
 from apps.clients.models import Client
 from apps.conversations.models import Conversation, Message
-from apps.conversations.services import conversation_create, message_append
+from apps.conversations.services import (
+    conversation_create,
+    conversation_customer_verify,
+    message_append,
+)
+from apps.core.views import DEMO_CUSTOMER_ID
 from apps.provisioning.files import load_tenant_file
 from apps.reasoning.services import handle_turn
 from apps.tools.models import ToolExecution
@@ -33,9 +39,17 @@ def demo(settings) -> Client:
     return Client.objects.get(slug="trailhead")
 
 
-def cancel_as_in_the_readme(client: Client, capture: Any) -> str:
-    """The README's three turns in a new conversation; the last visible reply."""
+def cancel_as_in_the_readme(client: Client, capture: Any, *, signed_in: bool = True) -> str:
+    """The README's three turns in a new conversation — the demo shop page's signed-in demo
+    customer's, as the page signs it (docs/widget.md "Identity verification"); the last
+    visible reply."""
     conversation = conversation_create(client=client)[0]
+    if signed_in:
+        conversation_customer_verify(
+            client=client,
+            conversation=conversation,
+            identity=Identity(customer_id=DEMO_CUSTOMER_ID, email="", name="", via="hmac"),
+        )
     for text in README_CANCELLATION:
         with capture(execute=True):
             message = handle_turn(client=client, conversation=conversation, text=text)
@@ -126,3 +140,22 @@ def test_the_reset_gives_the_demo_visitor_a_fresh_daily_budget(demo):
     )
     demo_reset()
     assert not VisitorUsage.objects.for_client(demo).exists()
+
+
+def test_an_anonymous_visitor_cannot_cancel_in_the_demo(demo, django_capture_on_commit_callbacks):
+    """The demo's cancel tool is customer scoped: signed out (`/?as=anonymous`), the visitor is
+    told to sign in and nothing runs, whatever they answer."""
+    conversation = conversation_create(client=demo)[0]
+    replies = []
+    for text in README_CANCELLATION:
+        with django_capture_on_commit_callbacks(execute=True):
+            message = handle_turn(client=demo, conversation=conversation, text=text)
+        replies += [
+            m.text
+            for m in Message.objects.filter(conversation=conversation, seq__gt=message.seq)
+            .visible()
+            .order_by("seq")
+        ]
+    assert "sign in at http://127.0.0.1:8000/" in replies[0]
+    assert not any("has been cancelled" in r for r in replies)
+    assert ToolExecution.objects.filter(client=demo).count() == 0

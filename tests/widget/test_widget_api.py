@@ -58,7 +58,8 @@ def test_start_a_conversation(widget):
     response = widget.start({"visitor_id": "cust-42"})
     assert response.status_code == 201
     body = response.json()
-    assert set(body) == {"id", "token"}
+    assert set(body) == {"id", "token", "resumed", "identity"}
+    assert body["identity"] == {"verified": False, "customer_id": "", "error": None}
     conversation = Conversation.objects.unscoped("test checks the database directly").get(
         public_id=body["id"]
     )

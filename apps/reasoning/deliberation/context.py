@@ -45,6 +45,7 @@ from apps.reasoning.context import (
     fetch_context,
     minimal_context,
     reference_message,
+    signin_line,
     split_data,
 )
 from apps.reasoning.llm import estimate_tokens
@@ -185,6 +186,7 @@ def deliberative_context(
     tools: list[ClientTool],
     query: str,
     wanted: Iterable[str] = (),
+    signin_tools: list[ClientTool] | None = None,
 ) -> DeliberativeContext:
     """The context of a deliberative turn about `query` (the conversation's last customer
     messages); `wanted`: keys to include whatever their score."""
@@ -202,6 +204,8 @@ def deliberative_context(
     if instructions:
         parts.append(f"## ai_instructions\n{instructions}")
     parts.append("## tools\n" + ("\n".join(tool_signature(t) for t in tools) if tools else "none"))
+    if signin_tools:
+        parts.append(f"## sign-in\n{signin_line(signin_tools)}")
     if sections:
         parts.append("## sections\n" + section_names(list(sections), tools))
     # The part above is the same in every turn of the client; the turn's own sections follow.

@@ -132,6 +132,10 @@ def decide(turn: Turn, assessment: AssessOut) -> Outcome:
     tool = turn.tools_by_name.get(name) if name else None
 
     reasons = critique_needed(assessment, tool)
+    if tool is not None and tool.customer_scoped and not turn.customer_verified:
+        # The guards refuse it for an unverified customer whatever a critique would say: no
+        # critique call (nor its possible hand-off), the sign-in reply.
+        reasons = []
     turn.rec.trace.critique_reasons = reasons
     turn.draft_reasoning = (
         f"Adaptive mode: self-assessed confidence {assessment.confidence}/10; context fetched: "
@@ -246,7 +250,9 @@ def _assess_with_context(turn: Turn, shown_when: ShownWhen | None = None) -> Ass
     history = history_messages(turn.history[-ADAPTIVE_HISTORY:])
     rounds = 0
     notes = _AssessNotes()
-    context = minimal_context(client=turn.client, tools=turn.enabled_tools, name=False)
+    context = minimal_context(
+        client=turn.client, tools=turn.enabled_tools, name=False, signin_tools=turn.signin_tools
+    )
     # The topics are article titles and tags — knowledge, so data, never the system message.
     reference = knowledge.topics_message(topics)
     # What the model reads, its first line's business name included (the evaluation's sources).

@@ -95,6 +95,7 @@ def run(turn: Turn) -> Outcome:
     scope = deliberative_context(
         client=turn.client,
         tools=turn.enabled_tools,
+        signin_tools=turn.signin_tools,
         query=_context_query(turn),
         wanted=[k for k in fetched_before if not knowledge.is_kb_key(k)],
     )

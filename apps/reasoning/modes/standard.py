@@ -24,7 +24,9 @@ from apps.reasoning.turn import Outcome, Turn, act_on_tool_call
 
 
 def run_standard(turn: Turn) -> Outcome:
-    context = full_context(client=turn.client, tools=turn.enabled_tools)
+    context = full_context(
+        client=turn.client, tools=turn.enabled_tools, signin_tools=turn.signin_tools
+    )
     turn.add_source("full context (business info and tools)", context)
     faqs = own_faqs(turn.client)  # knowledge: data, never the system message
     for key, text in faqs.items():

@@ -270,6 +270,7 @@ def run_webhook(
     params: dict[str, Any],
     conversation_id: str | None,
     idempotency_key: str,
+    customer: dict[str, Any] | None = None,
 ) -> ExecutorOutcome:
     """POST the signed call to the tool's webhook, retrying transient failures with the same
     idempotency key (and `webhook-id`) so the client can deduplicate. Every request ends within
@@ -288,6 +289,10 @@ def run_webhook(
         "conversation_id": conversation_id,
         "idempotency_key": idempotency_key,
     }
+    if customer is not None:
+        # The verified customer (docs/webhooks.md): inside the signed body, so the client's
+        # backend can check that the order (or account) it is asked about is theirs.
+        payload["customer"] = customer
     try:
         # Serialised once: the signatures cover exactly the bytes that are sent.
         body = json.dumps(payload, separators=(",", ":"), sort_keys=True).encode()
@@ -438,13 +443,21 @@ class WebhookExecutor(Executor):
 
     def run(self, *, client: Client, tool: ClientTool, execution: ToolExecution) -> ExecutorOutcome:
         conversation_id = None
+        customer = None
         if execution.conversation_id is not None:
             # The public UUID, never our internal primary key, goes to the client's endpoint.
             conversation = execution.conversation
             conversation_id = str(conversation.public_id) if conversation is not None else None
+            if conversation is not None and conversation.customer_verified:
+                customer = {
+                    "id": conversation.customer_id,
+                    "email": conversation.customer_email,
+                    "verified": True,
+                }
         return run_webhook(
             tool=tool,
             params=execution.params,
             conversation_id=conversation_id,
             idempotency_key=execution.idempotency_key,
+            customer=customer,
         )

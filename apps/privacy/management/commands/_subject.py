@@ -17,6 +17,9 @@ def add_subject_arguments(parser: CommandParser) -> None:
     found_by.add_argument("--email", help="The e-mail address the customer left in the chat.")
     found_by.add_argument("--conversation", metavar="ID", help="A conversation's id.")
     found_by.add_argument("--visitor", metavar="ID", help="The visitor id the site gave.")
+    found_by.add_argument(
+        "--customer", metavar="ID", help="The verified customer id the site signed."
+    )
     parser.add_argument(
         "--dry-run", action="store_true", help="Show what would go; change and record nothing."
     )
@@ -26,10 +29,10 @@ def subject_from(options: dict[str, Any]) -> tuple[Client, SubjectMatch]:
     client = Client.objects.filter(slug=options["client"]).first()
     if client is None:
         raise CommandError(f"--client: no client with the slug {options['client']!r}.")
-    for kind in (MatchKind.EMAIL, MatchKind.CONVERSATION, MatchKind.VISITOR):
+    for kind in (MatchKind.EMAIL, MatchKind.CONVERSATION, MatchKind.VISITOR, MatchKind.CUSTOMER):
         if options.get(kind):
             return client, SubjectMatch(kind, options[kind])
-    raise CommandError("Give one of --email, --conversation or --visitor.")
+    raise CommandError("Give one of --email, --conversation, --visitor or --customer.")
 
 
 def counts_lines(counts: dict[str, int]) -> list[str]:

@@ -24,8 +24,9 @@ class Command(BaseCommand):
     help = (
         "Create or update model prices, plans and clients (business info, widget, tools, "
         "knowledge articles and sources) from a "
-        'tenant JSON file. Prints {"clients": [{slug, widget_key, api_key}]}; api_key is a new '
-        "secret (shown once) when the client had none, else null."
+        'tenant JSON file. Prints {"clients": [{slug, widget_key, api_key, identity_secret}]}; '
+        "api_key is a new secret (shown once) when the client had none, else null; "
+        "identity_secret likewise, when the file asks identity.generate_secret."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
