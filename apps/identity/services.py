@@ -341,6 +341,11 @@ def _otp_offer(*, client: Client, conversation: Conversation, params: dict[str, 
         return _offer(OfferStatus.UNAVAILABLE)
     if not isinstance(params, dict):
         return _offer(OfferStatus.INVALID_PARAMS)
+    # The details come from the call the customer asked for (a cancel's order id and reason):
+    # the lookup takes only those its own schema names.
+    named = tool.parameters.get("properties")
+    if isinstance(named, dict):
+        params = {k: v for k, v in params.items() if k in named}
     try:
         if next(Draft202012Validator(tool.parameters).iter_errors(params), None) is not None:
             return _offer(OfferStatus.INVALID_PARAMS)

@@ -20,6 +20,8 @@ from apps.conversations.reply_drafts import MAX_CHARS, ReplyDraftWriter
 from apps.core.deadlines import DeadlineExceeded
 from apps.core.languages import reply_language
 from apps.escalations.models import EscalationReason
+from apps.identity.selectors import email_code_enabled
+from apps.identity.services import OfferStatus, otp_offer
 from apps.knowledge.retrieval import Hit
 from apps.knowledge.selectors import business_info_for
 from apps.notes.selectors import notes_tokens, prompt_notes
@@ -445,6 +447,9 @@ def act_on_tool_call(
     if verdict.action == "refuse":
         if verdict.reason in UNAVAILABLE_TOOL:
             return unavailable_tool_outcome(turn, verdict, name=name, draft=draft)
+        offered = _email_code_offer(turn, verdict)
+        if offered:
+            return Outcome([Reply(offered)])
         return Outcome(
             [
                 Reply(
@@ -601,6 +606,31 @@ def unavailable_tool_outcome(
             "who will follow up here."
         ),
     )
+
+
+def _email_code_offer(turn: Turn, verdict: guards.GuardVerdict) -> str:
+    """For a shop without a login (apps/identity, docs/widget.md "E-mail one-time code"): a
+    customer_scoped call by an unverified customer gets a 6-digit code sent to the address on
+    file for the details they gave (the client's lookup tool decides the address, never the
+    visitor), instead of "please sign in". '' when the client has no e-mail code, the details
+    name nothing the lookup tool takes, or the turn is a sandbox (a simulation calls no tool)."""
+    if (
+        verdict.reason != "customer_not_verified"
+        or not verdict.params
+        or turn.sandbox is not None
+        or not email_code_enabled(client=turn.client)
+    ):
+        return ""
+    offer = otp_offer(client=turn.client, conversation=turn.conversation, params=verdict.params)
+    tool = verdict.tool.name if verdict.tool is not None else None
+    turn.rec.step("email_code_offer", output={"status": offer.status, "tool": tool})
+    if offer.status in {
+        OfferStatus.NOT_CONFIGURED,
+        OfferStatus.UNAVAILABLE,
+        OfferStatus.INVALID_PARAMS,
+    }:
+        return ""  # the sign-in reply instead
+    return offer.message
 
 
 def _signin_url(turn: Turn, verdict: guards.GuardVerdict) -> str:
