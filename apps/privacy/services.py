@@ -30,14 +30,14 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import models, transaction
-from django.db.models import ForeignObjectRel, Q
+from django.db.models import Count, ForeignObjectRel, Q
 from django.template.loader import render_to_string
 from django.utils import timezone, translation
 
@@ -64,7 +64,12 @@ from apps.privacy.models import (
     RequestChannel,
     RequestKind,
 )
-from apps.privacy.selectors import SubjectMatch, retention_due, subject_conversations
+from apps.privacy.selectors import (
+    SubjectMatch,
+    retention_due,
+    subject_conversations,
+    subject_unconfirmed_conversations,
+)
 from apps.reasoning.models import ReasoningStep, ReasoningTrace
 from apps.simulations.models import CaseRun, SimCase, SimulationRun
 from apps.tools.models import PendingAction, ToolExecution
@@ -113,12 +118,56 @@ class SubjectNotFound(ApplicationError):
     code = "not_found"
 
 
+class UnconfirmedOnly(ApplicationError):
+    """Only conversations whose address the customer never confirmed match the e-mail: staff
+    must look at them (`unconfirmed`) and include the customer's own by id."""
+
+    status = 409
+    code = "unconfirmed_only"
+
+    def __init__(self, unconfirmed: list[dict[str, Any]]) -> None:
+        super().__init__(
+            "Only conversations whose e-mail address was never confirmed match. Check that they "
+            "are this customer's and include them by id (include_unconfirmed).",
+            {"unconfirmed": unconfirmed},
+        )
+        self.unconfirmed = unconfirmed
+
+
+def unconfirmed_matches(
+    *, client: Client, match: SubjectMatch, include_unconfirmed: Collection[str] = ()
+) -> list[dict[str, Any]]:
+    """The conversations with the e-mail address that the customer never confirmed and staff
+    did not include: what staff need to decide (id, times, how many messages the customer
+    wrote) — never their content."""
+    found = (
+        subject_unconfirmed_conversations(
+            client=client, match=match, include_unconfirmed=include_unconfirmed
+        )
+        .annotate(customer_messages=Count("messages", filter=Q(messages__role="user")))
+        .values("public_id", "created_at", "last_message_at", "customer_messages")
+    )
+    return [
+        {
+            "id": str(row["public_id"]),
+            "created_at": _iso(row["created_at"]),
+            "last_message_at": _iso(row["last_message_at"]),
+            "customer_messages": row["customer_messages"],
+        }
+        for row in found
+    ]
+
+
 @dataclass
 class ErasureResult:
     conversations: int
     counts: dict[str, int] = field(default_factory=dict)
     request: DataSubjectRequest | None = None
     dry_run: bool = False
+    # By e-mail: the matches never confirmed that staff did not include (left untouched).
+    unconfirmed: list[dict[str, Any]] = field(default_factory=list)
+    # What could not be erased, where and why ({"where", "what", "why", "rows"}).
+    not_erased: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -126,6 +175,7 @@ class ExportResult:
     document: dict[str, Any]
     counts: dict[str, int]
     request: DataSubjectRequest | None = None
+    unconfirmed: list[dict[str, Any]] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -144,6 +194,8 @@ def privacy_request_record(
     requested_by_label: str,
     conversations: int,
     counts: dict[str, int],
+    unconfirmed_left_out: int = 0,
+    not_erased: list[dict[str, Any]] | None = None,
 ) -> DataSubjectRequest:
     keep_days = int(settings.PRIVACY_RECORD_KEEP_DAYS)
     return DataSubjectRequest.objects.create(
@@ -156,6 +208,8 @@ def privacy_request_record(
         requested_by_label=requested_by_label[:200],
         conversations=conversations,
         counts=counts,
+        unconfirmed_left_out=unconfirmed_left_out,
+        not_erased=not_erased or [],
         keep_until=timezone.localdate() + timedelta(days=keep_days),
     )
 
@@ -587,18 +641,33 @@ def subject_erase(
     requested_by: User | None = None,
     requested_by_label: str = "",
     dry_run: bool = False,
+    include_unconfirmed: Collection[str] = (),
 ) -> ErasureResult:
     """Erase everything held about the customer `match` identifies in `client`'s data, and
-    record it. A dry run does the same work, rolls it back and records nothing. Raises
-    SubjectNotFound when no conversation of the client matches."""
-    ids = list(subject_conversations(client=client, match=match).values_list("pk", flat=True))
+    record it. A dry run does the same work, rolls it back and records nothing. By e-mail, the
+    conversations whose address was never confirmed are left alone and listed
+    (`ErasureResult.unconfirmed`) unless staff include them by id (`include_unconfirmed`).
+    Raises SubjectNotFound when no conversation of the client matches, UnconfirmedOnly when
+    only unconfirmed ones do."""
+    ids = list(
+        subject_conversations(
+            client=client, match=match, include_unconfirmed=include_unconfirmed
+        ).values_list("pk", flat=True)
+    )
+    unconfirmed = unconfirmed_matches(
+        client=client, match=match, include_unconfirmed=include_unconfirmed
+    )
     if not ids:
+        if unconfirmed:
+            raise UnconfirmedOnly(unconfirmed)
         raise SubjectNotFound("No conversation of this client matches.")
     with transaction.atomic():
         counts = conversations_erase(client=client, conversation_ids=ids)
         if dry_run:
             transaction.set_rollback(True)
-            return ErasureResult(conversations=len(ids), counts=counts, dry_run=True)
+            return ErasureResult(
+                conversations=len(ids), counts=counts, dry_run=True, unconfirmed=unconfirmed
+            )
         request = privacy_request_record(
             client=client,
             kind=RequestKind.ERASE,
@@ -609,6 +678,7 @@ def subject_erase(
             requested_by_label=_requester_label(requested_by, requested_by_label),
             conversations=len(ids),
             counts=counts,
+            unconfirmed_left_out=len(unconfirmed),
         )
         ErasedConversation.objects.for_client(client).filter(conversation_id__in=ids).update(
             request=request
@@ -619,7 +689,9 @@ def subject_erase(
         client.slug,
         request.public_id,
     )
-    return ErasureResult(conversations=len(ids), counts=counts, request=request)
+    return ErasureResult(
+        conversations=len(ids), counts=counts, request=request, unconfirmed=unconfirmed
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -720,6 +792,7 @@ def subject_export_document(
                 "language": c.language,
                 "visitor_id": c.visitor_id,
                 "contact_email": c.contact_email,
+                "contact_email_confirmed": c.contact_email_confirmed_at is not None,
                 "messages": messages[c.pk],
                 "tool_calls": tools[c.pk],
                 "escalations": escalations[c.pk],
@@ -744,15 +817,27 @@ def subject_export(
     requested_by: User | None = None,
     requested_by_label: str = "",
     dry_run: bool = False,
+    include_unconfirmed: Collection[str] = (),
 ) -> ExportResult:
     """Everything held about the customer `match` identifies, as one JSON document; recorded
-    unless `dry_run`. Raises SubjectNotFound when no conversation of the client matches."""
-    conversations = list(subject_conversations(client=client, match=match))
+    unless `dry_run`. By e-mail, conversations whose address was never confirmed are not in it
+    unless staff include them by id (`include_unconfirmed`); the document lists them apart
+    (`unconfirmed_matches`: ids and times, no content). Raises SubjectNotFound when no
+    conversation of the client matches, UnconfirmedOnly when only unconfirmed ones do."""
+    conversations = list(
+        subject_conversations(client=client, match=match, include_unconfirmed=include_unconfirmed)
+    )
+    unconfirmed = unconfirmed_matches(
+        client=client, match=match, include_unconfirmed=include_unconfirmed
+    )
     if not conversations:
+        if unconfirmed:
+            raise UnconfirmedOnly(unconfirmed)
         raise SubjectNotFound("No conversation of this client matches.")
     document, counts = subject_export_document(client=client, conversations=conversations)
+    document["unconfirmed_matches"] = unconfirmed
     if dry_run:
-        return ExportResult(document={}, counts=counts)
+        return ExportResult(document={}, counts=counts, unconfirmed=unconfirmed)
     request = privacy_request_record(
         client=client,
         kind=RequestKind.EXPORT,
@@ -763,9 +848,10 @@ def subject_export(
         requested_by_label=_requester_label(requested_by, requested_by_label),
         conversations=len(conversations),
         counts=counts,
+        unconfirmed_left_out=len(unconfirmed),
     )
     document["request"] = str(request.public_id)
-    return ExportResult(document=document, counts=counts, request=request)
+    return ExportResult(document=document, counts=counts, request=request, unconfirmed=unconfirmed)
 
 
 def subject_export_html(document: dict[str, Any], *, language: str | None = None) -> str:

@@ -11,9 +11,10 @@ from apps.privacy.management.commands._subject import (
     add_subject_arguments,
     counts_lines,
     subject_from,
+    unconfirmed_lines,
 )
 from apps.privacy.models import RequestChannel
-from apps.privacy.services import subject_erase
+from apps.privacy.services import UnconfirmedOnly, subject_erase
 
 
 class Command(BaseCommand):
@@ -35,12 +36,23 @@ class Command(BaseCommand):
                 channel=RequestChannel.COMMAND,
                 requested_by_label="manage.py privacy_erase",
                 dry_run=options["dry_run"],
+                include_unconfirmed=options["include_unconfirmed"],
             )
+        except UnconfirmedOnly as exc:
+            raise CommandError(
+                "\n".join([exc.message, *unconfirmed_lines(exc.unconfirmed)])
+            ) from None
         except ApplicationError as exc:
             raise CommandError(exc.message) from None
         verb = "Would erase" if result.request is None else "Erased"
         self.stdout.write(f"{verb} {result.conversations} conversation(s) of {client.slug}:")
         self.stdout.write("\n".join(counts_lines(result.counts)))
+        for line in unconfirmed_lines(result.unconfirmed):
+            self.stdout.write(line)
+        for item in result.not_erased:
+            self.stdout.write(
+                f"Not erased: {item['where']} ({item['rows']}): {item['what']} — {item['why']}"
+            )
         if result.request is None:
             self.stdout.write("Dry run: nothing was changed or recorded.")
         else:
