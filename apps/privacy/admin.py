@@ -13,6 +13,7 @@ from django.db.models import Count, Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html_join
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
@@ -25,6 +26,7 @@ from apps.core.resolver import resolver
 from apps.privacy.models import DataSubjectRequest, MatchKind, RequestChannel
 from apps.privacy.selectors import SubjectMatch, subject_conversations
 from apps.privacy.services import (
+    NOT_ERASED,
     subject_erase,
     subject_export,
     subject_export_html,
@@ -47,6 +49,24 @@ RECORD_FIELDS: tuple[str, ...] = (
     "created_at",
     "keep_until",
 )
+
+
+def extra_identifiers(text: str) -> list[str]:
+    """The erase form's "also erase" box: one identifier a line."""
+    return [line.strip() for line in text.splitlines() if len(line.strip()) >= 3][:50]
+
+
+def not_erased_shown(items: list[dict[str, Any]]) -> list[str]:
+    """What an erasure could not reach, in the staff member's language."""
+    shown = []
+    for item in items or []:
+        texts = NOT_ERASED.get(str(item.get("code")))
+        where, what, why = texts if texts else (item["where"], item["what"], item["why"])
+        shown.append(
+            gettext("%(where)s — %(what)s (%(rows)d): %(why)s")
+            % {"where": where, "what": what, "rows": int(item.get("rows", 0)), "why": why}
+        )
+    return shown
 
 
 class FindCustomerForm(forms.Form):
@@ -101,7 +121,14 @@ class DataSubjectRequestAdmin(ReadOnlyAuditAdmin):
 
     @admin.display(description=_("not erased"))
     def not_erased_list(self, obj: DataSubjectRequest) -> Any:
-        return pretty_json_block(obj.not_erased) if obj.not_erased else "—"
+        items = not_erased_shown(obj.not_erased)
+        if not items:
+            return "—"
+        return format_html_join(
+            "\n",
+            "<p>{}</p>",
+            ((item,) for item in items),
+        )
 
     def get_urls(self) -> list[URLPattern]:
         own = [
@@ -160,6 +187,7 @@ class DataSubjectRequestAdmin(ReadOnlyAuditAdmin):
             else []
         )
         context["would_erase"] = None
+        context["not_erased"] = []
         if conversations:
             context["would_erase"] = subject_erase(
                 client=client,
@@ -168,6 +196,7 @@ class DataSubjectRequestAdmin(ReadOnlyAuditAdmin):
                 dry_run=True,
                 include_unconfirmed=include,
             )
+            context["not_erased"] = not_erased_shown(context["would_erase"].not_erased)
         return TemplateResponse(request, "admin/privacy/find.html", context)
 
     def _act(
@@ -215,6 +244,7 @@ class DataSubjectRequestAdmin(ReadOnlyAuditAdmin):
                     channel=RequestChannel.ADMIN,
                     requested_by=user,
                     include_unconfirmed=include,
+                    identifiers=extra_identifiers(request.POST.get("identifiers", "")),
                 )
                 assert erased.request is not None
                 messages.success(

@@ -128,7 +128,7 @@ class PrivacyRequestListCreateApi(StaffAPIView):
         }
         try:
             if data["kind"] == RequestKind.ERASE:
-                erased = subject_erase(**common)
+                erased = subject_erase(**common, identifiers=data["identifiers"])
             else:
                 exported = subject_export(**common)
         except UnconfirmedOnly as exc:

@@ -64,6 +64,14 @@ class PrivacyRequestCreateSerializer(serializers.Serializer[dict[str, Any]]):
         help_text="By e-mail: ids of conversations whose address was never confirmed that staff "
         "checked are this customer's, to include (see `unconfirmed` in the answer).",
     )
+    identifiers = serializers.ListField(
+        child=serializers.CharField(min_length=3, max_length=200, trim_whitespace=True),
+        required=False,
+        default=list,
+        max_length=50,
+        help_text="Erasure: words that identify the customer and that no shape recognises (a "
+        "name or an address they typed), redacted wherever they appear.",
+    )
     format = NamedChoiceField(
         choices=[("json", "JSON"), ("html", "HTML")],
         enum_name="PrivacyExportFormat",
@@ -93,6 +101,7 @@ class UnconfirmedMatchSerializer(serializers.Serializer[dict[str, Any]]):
 
 
 class NotErasedSerializer(serializers.Serializer[dict[str, Any]]):
+    code = serializers.CharField()
     where = serializers.CharField()
     what = serializers.CharField()
     why = serializers.CharField()

@@ -13,8 +13,12 @@ import pickle
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import Permission
 from django.core.cache import cache
+from django.test import Client as WebClient
+from django.urls import reverse
 
+from apps.accounts.models import Role as StaffRole
 from apps.conversations.models import Conversation, Role
 from apps.conversations.services import conversation_create, message_append
 from apps.escalations.models import ReplyTemplate
@@ -27,11 +31,13 @@ from apps.notes.selectors import relevant_notes
 from apps.notes.services import note_add
 from apps.playground.models import PlaygroundRun
 from apps.privacy.identifiers import MARKER
-from apps.privacy.models import MatchKind
+from apps.privacy.models import DataSubjectRequest, MatchKind
 from apps.privacy.selectors import SubjectMatch
 from apps.privacy.services import subject_erase
 from apps.simulations.models import CaseRun, SimCase, SimulationRun
-from tests.privacy.conftest import EMAIL, NAME, VISITOR, Customer, rows_holding
+from tests.conftest import api_for
+from tests.factories import MembershipFactory
+from tests.privacy.conftest import EMAIL, NAME, VISITOR, Customer, rows_holding, staff_key
 from tests.reasoning.conftest import Chat, assess
 
 pytestmark = pytest.mark.django_db
@@ -275,3 +281,49 @@ def test_a_prompt_built_after_the_erasure_holds_none_of_it(
     for needle in IDENTIFIERS:
         assert needle.lower() not in after.lower(), needle
     assert "system:" in after
+
+
+def test_api_and_admin_say_what_was_not_erased_and_take_extra_identifiers(
+    customer_a: Customer, customer_b: Customer
+) -> None:
+    client = customer_a.client
+    SimCase.objects.create(client=client, name="nick", description="Ask Zee Quillie about poles")
+    api = api_for(staff_key(client))
+    dry = api.post(
+        "/api/v1/privacy/requests/",
+        {"kind": "erase", "email": EMAIL, "dry_run": True},
+        format="json",
+    )
+    assert {i["code"] for i in dry.json()["not_erased"]} == {
+        "emails_sent",
+        "llm_provider",
+        "tool_backends",
+    }
+
+    # Another client's key with the same address and identifier: its own customer only.
+    other = api_for(staff_key(customer_b.client)).post(
+        "/api/v1/privacy/requests/",
+        {"kind": "erase", "email": EMAIL, "identifiers": ["Zee Quillie"]},
+        format="json",
+    )
+    assert other.status_code == 201
+    assert SimCase.objects.for_client(client).get(name="nick").description.startswith("Ask Zee")
+    assert rows_holding([NAME], skip_client=customer_b.client)
+
+    user = MembershipFactory(client=client, role=StaffRole.ADMIN).user
+    user.user_permissions.add(*Permission.objects.all())
+    web = WebClient()
+    web.force_login(user)
+    find = reverse("admin:privacy_datasubjectrequest_find")
+    form = {"client": client.pk, "match_kind": "email", "value": EMAIL}
+    page = web.post(find, form, headers={"Accept-Language": "es"}).content.decode()
+    assert 'id="privacy-not-erased"' in page and "el proveedor del LLM" in page
+    web.post(find, {**form, "action": "erase", "confirm": "yes", "identifiers": "Zee Quillie\n"})
+    assert SimCase.objects.for_client(client).get(name="nick").description == (
+        f"Ask {MARKER} about poles"
+    )
+    record = DataSubjectRequest.objects.for_client(client).get()
+    shown = web.get(
+        reverse("admin:privacy_datasubjectrequest_change", args=[record.pk])
+    ).content.decode()
+    assert "your back-office (the tools&#x27; webhooks)" in shown

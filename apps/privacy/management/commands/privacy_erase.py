@@ -26,6 +26,14 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         add_subject_arguments(parser)
+        parser.add_argument(
+            "--identifier",
+            action="append",
+            default=[],
+            metavar="TEXT",
+            help="Also redact this (a name or address the customer typed) wherever it appears. "
+            "Repeatable.",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         client, match = subject_from(options)
@@ -37,6 +45,7 @@ class Command(BaseCommand):
                 requested_by_label="manage.py privacy_erase",
                 dry_run=options["dry_run"],
                 include_unconfirmed=options["include_unconfirmed"],
+                identifiers=options["identifier"],
             )
         except UnconfirmedOnly as exc:
             raise CommandError(
