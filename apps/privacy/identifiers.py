@@ -27,6 +27,7 @@ alone (an unconfirmed match of the same address: someone else's).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Collection, Iterable
@@ -36,6 +37,7 @@ from typing import Any
 from django.apps import apps
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Cast
 
 from apps.clients.models import Client
 from apps.conversations.models import Conversation, Message, Role
@@ -147,21 +149,56 @@ def subject_identifiers(
     return sorted(found, key=lambda i: (-len(i.text), i.text))
 
 
-def redact(text: str, identifiers: list[Identifier]) -> str:
+class Redactor:
+    """Replaces every whole-word occurrence of the identifiers with `MARKER` (case-insensitive;
+    the name parts case-sensitively). A text is first checked for which identifiers it holds
+    at all (a plain substring search), so the pattern applied is small even when the customer
+    has hundreds of order numbers."""
+
+    def __init__(self, identifiers: list[Identifier]) -> None:
+        self.identifiers = identifiers
+        self._lowered = [(i, i.text.lower()) for i in identifiers]
+
+    @staticmethod
+    @functools.lru_cache(maxsize=256)
+    def _pattern(found: tuple[Identifier, ...], case_sensitive: bool) -> re.Pattern[str]:
+        flags = 0 if case_sensitive else re.IGNORECASE
+        return re.compile(rf"(?<!\w)(?:{_alternation(found)})(?!\w)", flags)
+
+    def text(self, value: str) -> str:
+        lowered = value.lower()
+        present = tuple(i for i, low in self._lowered if low in lowered)
+        if not present:
+            return value
+        for case_sensitive in (False, True):
+            found = tuple(i for i in present if i.case_sensitive is case_sensitive)
+            if found:
+                value = self._pattern(found, case_sensitive).sub(MARKER, value)
+        return value
+
+    def json(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, list):
+            return [self.json(v) for v in value]
+        if isinstance(value, dict):
+            return {self.text(str(k)): self.json(v) for k, v in value.items()}
+        return value
+
+
+def _alternation(identifiers: Iterable[Identifier], *, json_escaped: bool = False) -> str:
+    """`a|b|c` of the identifiers (longest first), regex-escaped; with `json_escaped`, also
+    each one as JSON stores it with non-ASCII characters escaped (some databases do)."""
+    texts: set[str] = set()
     for identifier in identifiers:
-        if identifier.text.lower() in text.lower():
-            text = identifier.pattern().sub(MARKER, text)
-    return text
+        texts.add(identifier.text)
+        if json_escaped:
+            texts.add(json.dumps(identifier.text)[1:-1])
+    return "|".join(re.escape(t) for t in sorted(texts, key=lambda t: (-len(t), t)))
 
 
-def redact_json(value: Any, identifiers: list[Identifier]) -> Any:
-    if isinstance(value, str):
-        return redact(value, identifiers)
-    if isinstance(value, list):
-        return [redact_json(v, identifiers) for v in value]
-    if isinstance(value, dict):
-        return {redact(str(k), identifiers): redact_json(v, identifiers) for k, v in value.items()}
-    return value
+def redact(text: str, identifiers: list[Identifier]) -> str:
+    return Redactor(identifiers).text(text)
 
 
 def swept_fields(model: type[models.Model]) -> list[models.Field[Any, Any]]:
@@ -193,18 +230,6 @@ def swept_models(skip: Collection[type[models.Model]] = ()) -> list[type[models.
     return found
 
 
-def _contains(field: models.Field[Any, Any], identifiers: list[Identifier]) -> Q:
-    q = Q()
-    for identifier in identifiers:
-        q |= Q(**{f"{field.name}__icontains": identifier.text})
-        if isinstance(field, models.JSONField):
-            # JSON is stored with non-ASCII characters escaped on some databases.
-            escaped = json.dumps(identifier.text)[1:-1]
-            if escaped != identifier.text:
-                q |= Q(**{f"{field.name}__icontains": escaped})
-    return q
-
-
 def identifiers_sweep(
     *,
     client: Client,
@@ -217,12 +242,22 @@ def identifiers_sweep(
     changed: dict[type[models.Model], list[int]] = {}
     if not identifiers:
         return changed
+    redactor = Redactor(identifiers)
+    # One case-insensitive regular expression per field finds the candidate rows in the
+    # database (JSON read as text); the redactor then rewrites them whole-word in Python.
+    plain = f"(?:{_alternation(identifiers)})"
+    escaped = f"(?:{_alternation(identifiers, json_escaped=True)})"
     for model in swept_models(skip):
         fields = swept_fields(model)
+        rows = model._base_manager.filter(client=client)
         where = Q()
         for f in fields:
-            where |= _contains(f, identifiers)
-        rows = model._base_manager.filter(client=client).filter(where)
+            if isinstance(f, models.JSONField):
+                rows = rows.annotate(**{f"_swept_{f.name}": Cast(f.name, models.TextField())})
+                where |= Q(**{f"_swept_{f.name}__iregex": escaped})
+            else:
+                where |= Q(**{f"{f.name}__iregex": plain})
+        rows = rows.filter(where)
         if leave_conversations and any(
             f.name == "conversation" for f in model._meta.concrete_fields
         ):
@@ -233,17 +268,10 @@ def identifiers_sweep(
                 value = row[f.attname]
                 if value in (None, "", [], {}):
                     continue
-                new = (
-                    redact(value, identifiers)
-                    if isinstance(value, str)
-                    else redact_json(value, identifiers)
-                )
+                new = redactor.text(value) if isinstance(value, str) else redactor.json(value)
                 if new != value:
-                    updates[f.attname] = (
-                        new[: f.max_length]
-                        if isinstance(new, str) and getattr(f, "max_length", None)
-                        else new
-                    )
+                    limit = getattr(f, "max_length", None)
+                    updates[f.attname] = new[:limit] if isinstance(new, str) and limit else new
             if updates:
                 model._base_manager.filter(pk=row["pk"]).update(**updates)
                 changed.setdefault(model, []).append(row["pk"])
