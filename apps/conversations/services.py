@@ -343,8 +343,10 @@ class ContactConfirmation(StrEnum):
 def contact_confirmation_target(*, token: str) -> tuple[ContactConfirmation, Conversation | None]:
     """What the link's token names, changing nothing (the page a GET shows): INVALID for a
     tampered token or one for an address the conversation no longer has, EXPIRED past
-    WIDGET_CONTACT_CONFIRM_MAX_AGE_HOURS, else CONFIRMED with the conversation (whose
-    `contact_email_confirmed_at` says whether it is confirmed already)."""
+    WIDGET_CONTACT_CONFIRM_MAX_AGE_HOURS (with the conversation, for its language), else
+    CONFIRMED with the conversation (whose `contact_email_confirmed_at` says whether it is
+    confirmed already)."""
+    outcome = ContactConfirmation.CONFIRMED
     try:
         payload = signing.loads(
             token,
@@ -352,7 +354,9 @@ def contact_confirmation_target(*, token: str) -> tuple[ContactConfirmation, Con
             max_age=int(settings.WIDGET_CONTACT_CONFIRM_MAX_AGE_HOURS) * _HOUR,
         )
     except signing.SignatureExpired:
-        return ContactConfirmation.EXPIRED, None
+        # Genuine but too old: read it only to answer in the conversation's language.
+        outcome = ContactConfirmation.EXPIRED
+        payload = signing.loads(token, salt=CONTACT_CONFIRM_SALT)
     except signing.BadSignature:
         return ContactConfirmation.INVALID, None
     if not isinstance(payload, dict):
@@ -375,7 +379,7 @@ def contact_confirmation_target(*, token: str) -> tuple[ContactConfirmation, Con
     )
     if conversation is None:
         return ContactConfirmation.INVALID, None
-    return ContactConfirmation.CONFIRMED, conversation
+    return outcome, conversation
 
 
 def contact_email_confirm(*, token: str) -> tuple[ContactConfirmation, Conversation | None]:
@@ -385,8 +389,8 @@ def contact_email_confirm(*, token: str) -> tuple[ContactConfirmation, Conversat
     longer has, a tampered or expired link confirm nothing. Confirming twice changes nothing.
     Staff replies already waiting are checked for the e-mail right away."""
     outcome, conversation = contact_confirmation_target(token=token)
-    if conversation is None:
-        return outcome, None
+    if outcome != ContactConfirmation.CONFIRMED or conversation is None:
+        return outcome, conversation
     client = conversation.client
     if conversation.contact_email_confirmed_at is None:
         confirmed = (

@@ -165,7 +165,11 @@ def widget_contact_confirm(request: HttpRequest, token: str) -> HttpResponse:
     changes nothing — mail scanners open every link — it shows a page whose button POSTs the
     token (`widget_contact_confirm_post`), in the conversation's language."""
     outcome, conversation = contact_confirmation_target(token=token)
-    ask = conversation is not None and conversation.contact_email_confirmed_at is None
+    ask = (
+        outcome == ContactConfirmation.CONFIRMED
+        and conversation is not None
+        and conversation.contact_email_confirmed_at is None
+    )
     return _confirm_page(request, outcome, conversation, token=token, ask=ask)
 
 
