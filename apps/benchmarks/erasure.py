@@ -43,12 +43,17 @@ def _customer(client: Client, tool: ClientTool, email: str, conversations: int, 
     now = timezone.now()
     for c in range(conversations):
         conv = Conversation.objects.create(
-            client=client, contact_email=email, visitor_id=f"v-{email}", last_message_at=now
+            client=client,
+            contact_email=email,
+            contact_email_confirmed_at=now,  # a search by e-mail takes confirmed ones only
+            visitor_id=f"v-{email}",
+            last_message_at=now,
         )
         messages: list[Message] = []
         seq = 0
         for t in range(turns):
-            order = f"TH-{c:03d}{t:02d}"
+            # Each customer's own order numbers (the erasure redacts them wherever they appear).
+            order = f"TH-{email[:5].upper()}{c:03d}{t:02d}"
             for role, visibility, kind, text in (
                 (Role.USER, Visibility.VISIBLE, Kind.TEXT, f"Order {order}, {email}"),
                 (Role.ASSISTANT, Visibility.INTERNAL, Kind.ASSESSMENT, "assessment"),
@@ -118,7 +123,7 @@ def _customer(client: Client, tool: ClientTool, email: str, conversations: int, 
             client=client,
             conversation=conv,
             tool=tool,
-            params={"order_id": f"TH-{c:03d}00"},
+            params={"order_id": f"TH-{email[:5].upper()}{c:03d}00"},
             params_hash="0" * 64,
             proposed_in=users[0],
             expires_at=now + timedelta(minutes=10),

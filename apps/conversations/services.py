@@ -440,11 +440,13 @@ class ContactConfirmation(StrEnum):
     INVALID = "invalid"
 
 
-def contact_email_confirm(*, token: str) -> tuple[ContactConfirmation, Conversation | None]:
-    """The customer clicked the link: confirm that address for that conversation of that client
-    and nothing else. A link for an address the conversation no longer has, a tampered or
-    expired link confirm nothing. Confirming twice is harmless. Staff replies already waiting
-    are checked for the e-mail right away."""
+def contact_confirmation_target(*, token: str) -> tuple[ContactConfirmation, Conversation | None]:
+    """What the link's token names, changing nothing (the page a GET shows): INVALID for a
+    tampered token or one for an address the conversation no longer has, EXPIRED past
+    WIDGET_CONTACT_CONFIRM_MAX_AGE_HOURS (with the conversation, for its language), else
+    CONFIRMED with the conversation (whose `contact_email_confirmed_at` says whether it is
+    confirmed already)."""
+    outcome = ContactConfirmation.CONFIRMED
     try:
         payload = signing.loads(
             token,
@@ -452,7 +454,9 @@ def contact_email_confirm(*, token: str) -> tuple[ContactConfirmation, Conversat
             max_age=int(settings.WIDGET_CONTACT_CONFIRM_MAX_AGE_HOURS) * _HOUR,
         )
     except signing.SignatureExpired:
-        return ContactConfirmation.EXPIRED, None
+        # Genuine but too old: read it only to answer in the conversation's language.
+        outcome = ContactConfirmation.EXPIRED
+        payload = signing.loads(token, salt=CONTACT_CONFIRM_SALT)
     except signing.BadSignature:
         return ContactConfirmation.INVALID, None
     if not isinstance(payload, dict):
@@ -475,10 +479,27 @@ def contact_email_confirm(*, token: str) -> tuple[ContactConfirmation, Conversat
     )
     if conversation is None:
         return ContactConfirmation.INVALID, None
+    return outcome, conversation
+
+
+def contact_email_confirm(*, token: str) -> tuple[ContactConfirmation, Conversation | None]:
+    """The customer pressed the confirmation page's button (a POST: opening the link alone
+    confirms nothing, so a mail scanner following it does not): confirm that address for that
+    conversation of that client and nothing else. A link for an address the conversation no
+    longer has, a tampered or expired link confirm nothing. Confirming twice changes nothing.
+    Staff replies already waiting are checked for the e-mail right away."""
+    outcome, conversation = contact_confirmation_target(token=token)
+    if outcome != ContactConfirmation.CONFIRMED or conversation is None:
+        return outcome, conversation
+    client = conversation.client
     if conversation.contact_email_confirmed_at is None:
         confirmed = (
             Conversation.objects.for_client(client)
-            .filter(pk=conversation.pk, contact_email=email, contact_email_confirmed_at=None)
+            .filter(
+                pk=conversation.pk,
+                contact_email=conversation.contact_email,
+                contact_email_confirmed_at=None,
+            )
             .update(contact_email_confirmed_at=timezone.now())
         )
         if confirmed:

@@ -13,6 +13,7 @@ from django.db.models import Count, Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html_join
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
@@ -24,7 +25,13 @@ from apps.core.permissions import MANAGE
 from apps.core.resolver import resolver
 from apps.privacy.models import DataSubjectRequest, MatchKind, RequestChannel
 from apps.privacy.selectors import SubjectMatch, subject_conversations
-from apps.privacy.services import subject_erase, subject_export, subject_export_html
+from apps.privacy.services import (
+    NOT_ERASED,
+    subject_erase,
+    subject_export,
+    subject_export_html,
+    unconfirmed_matches,
+)
 
 SHOWN_CONVERSATIONS = 50
 RECORD_FIELDS: tuple[str, ...] = (
@@ -37,9 +44,29 @@ RECORD_FIELDS: tuple[str, ...] = (
     "requester",
     "conversations",
     "rows",
+    "unconfirmed_left_out",
+    "not_erased_list",
     "created_at",
     "keep_until",
 )
+
+
+def extra_identifiers(text: str) -> list[str]:
+    """The erase form's "also erase" box: one identifier a line."""
+    return [line.strip() for line in text.splitlines() if len(line.strip()) >= 3][:50]
+
+
+def not_erased_shown(items: list[dict[str, Any]]) -> list[str]:
+    """What an erasure could not reach, in the staff member's language."""
+    shown = []
+    for item in items or []:
+        texts = NOT_ERASED.get(str(item.get("code")))
+        where, what, why = texts if texts else (item["where"], item["what"], item["why"])
+        shown.append(
+            gettext("%(where)s — %(what)s (%(rows)d): %(why)s")
+            % {"where": where, "what": what, "rows": int(item.get("rows", 0)), "why": why}
+        )
+    return shown
 
 
 class FindCustomerForm(forms.Form):
@@ -93,6 +120,17 @@ class DataSubjectRequestAdmin(ReadOnlyAuditAdmin):
     def rows(self, obj: DataSubjectRequest) -> Any:
         return pretty_json_block(obj.counts)
 
+    @admin.display(description=_("not erased"))
+    def not_erased_list(self, obj: DataSubjectRequest) -> Any:
+        items = not_erased_shown(obj.not_erased)
+        if not items:
+            return "—"
+        return format_html_join(
+            "\n",
+            "<p>{}</p>",
+            ((item,) for item in items),
+        )
+
     def get_urls(self) -> list[URLPattern]:
         own = [
             path(
@@ -129,31 +167,56 @@ class DataSubjectRequestAdmin(ReadOnlyAuditAdmin):
         client: Client = form.cleaned_data["client"]
         match = SubjectMatch(form.cleaned_data["match_kind"], form.cleaned_data["value"])
         action = request.POST.get("action", "find")
+        # Conversations whose address was never confirmed that staff ticked to include.
+        include = [str(i) for i in request.POST.getlist("include_unconfirmed")][:500]
         if action != "find":
-            acted = self._act(request, client, match, action)
+            acted = self._act(request, client, match, action, include)
             if acted is not None:
                 return acted
-        found = subject_conversations(client=client, match=match).annotate(
-            visible_messages=Count("messages", filter=Q(messages__visibility="visible"))
-        )
+        found = subject_conversations(
+            client=client, match=match, include_unconfirmed=include
+        ).annotate(visible_messages=Count("messages", filter=Q(messages__visibility="visible")))
         conversations = list(found.select_related("erasure")[:SHOWN_CONVERSATIONS])
         context["conversations"] = conversations
         context["total"] = found.count()
+        context["unconfirmed"] = unconfirmed_matches(
+            client=client, match=match, include_unconfirmed=include
+        )
+        context["included"] = (
+            sorted(str(c.public_id) for c in found.filter(contact_email_confirmed_at__isnull=True))
+            if match.kind == MatchKind.EMAIL
+            else []
+        )
         context["would_erase"] = None
+        context["not_erased"] = []
         if conversations:
             context["would_erase"] = subject_erase(
-                client=client, match=match, channel=RequestChannel.ADMIN, dry_run=True
+                client=client,
+                match=match,
+                channel=RequestChannel.ADMIN,
+                dry_run=True,
+                include_unconfirmed=include,
             )
+            context["not_erased"] = not_erased_shown(context["would_erase"].not_erased)
         return TemplateResponse(request, "admin/privacy/find.html", context)
 
     def _act(
-        self, request: HttpRequest, client: Client, match: SubjectMatch, action: str
+        self,
+        request: HttpRequest,
+        client: Client,
+        match: SubjectMatch,
+        action: str,
+        include: list[str],
     ) -> HttpResponse | None:
         user = request.user if isinstance(request.user, User) else None
         try:
             if action in ("export_json", "export_html"):
                 result = subject_export(
-                    client=client, match=match, channel=RequestChannel.ADMIN, requested_by=user
+                    client=client,
+                    match=match,
+                    channel=RequestChannel.ADMIN,
+                    requested_by=user,
+                    include_unconfirmed=include,
                 )
                 assert result.request is not None
                 name = f"customer-data-{client.slug}-{result.request.public_id.hex[:8]}"
@@ -177,7 +240,12 @@ class DataSubjectRequestAdmin(ReadOnlyAuditAdmin):
                     )
                     return None
                 erased = subject_erase(
-                    client=client, match=match, channel=RequestChannel.ADMIN, requested_by=user
+                    client=client,
+                    match=match,
+                    channel=RequestChannel.ADMIN,
+                    requested_by=user,
+                    include_unconfirmed=include,
+                    identifiers=extra_identifiers(request.POST.get("identifiers", "")),
                 )
                 assert erased.request is not None
                 messages.success(

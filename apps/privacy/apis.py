@@ -20,10 +20,17 @@ from apps.privacy.models import RequestChannel, RequestKind
 from apps.privacy.selectors import SubjectMatch, privacy_request_get, privacy_requests
 from apps.privacy.serializers import (
     PrivacyDryRunSerializer,
+    PrivacyErasedSerializer,
     PrivacyRequestCreateSerializer,
     PrivacyRequestSerializer,
+    UnconfirmedOnlySerializer,
 )
-from apps.privacy.services import subject_erase, subject_export, subject_export_html
+from apps.privacy.services import (
+    UnconfirmedOnly,
+    subject_erase,
+    subject_export,
+    subject_export_html,
+)
 
 TAG = "privacy"
 
@@ -68,6 +75,11 @@ class PrivacyRequestListCreateApi(StaffAPIView):
         "the chat), `conversation` (a conversation id), `visitor` (the visitor id your site "
         "gave the widget) or `customer` (a verified customer id: conversations whose customer "
         "your site signed), in this client's conversations only.\n\n"
+        "By e-mail, only conversations whose address is the customer's own match: confirmed "
+        "with the e-mailed link, or the verified customer's e-mail. The others (anyone can type "
+        "an address) are listed apart in `unconfirmed` (ids and times, no content) and left "
+        "alone unless you include them by id in `include_unconfirmed`; when only such "
+        "conversations match, the answer is 409 `unconfirmed_only` with the list.\n\n"
         "`kind: export` answers with everything held about them as one JSON file "
         "(`format: html`: the same as a readable page); `kind: erase` erases it "
         "(docs/privacy.md says what goes and what stays) and answers 201 with the record. "
@@ -79,7 +91,12 @@ class PrivacyRequestListCreateApi(StaffAPIView):
             200: OpenApiResponse(
                 OpenApiTypes.OBJECT, description="The export (or a dry run's counts)."
             ),
-            201: PrivacyRequestSerializer,
+            201: PrivacyErasedSerializer,
+            409: OpenApiResponse(
+                UnconfirmedOnlySerializer,
+                description="By e-mail, only conversations whose address was never confirmed "
+                "match: check them (`unconfirmed`) and include the customer's own by id.",
+            ),
             **error_responses(400, *AUTH_ERRORS, 404),
         },
         examples=[
@@ -108,9 +125,24 @@ class PrivacyRequestListCreateApi(StaffAPIView):
             "requested_by": user,
             "requested_by_label": label,
             "dry_run": data["dry_run"],
+            "include_unconfirmed": [str(i) for i in data["include_unconfirmed"]],
         }
+        try:
+            if data["kind"] == RequestKind.ERASE:
+                erased = subject_erase(**common, identifiers=data["identifiers"])
+            else:
+                exported = subject_export(**common)
+        except UnconfirmedOnly as exc:
+            return Response(
+                UnconfirmedOnlySerializer(
+                    {
+                        "error": {"code": exc.code, "message": exc.message},
+                        "unconfirmed": exc.unconfirmed,
+                    }
+                ).data,
+                status=exc.status,
+            )
         if data["kind"] == RequestKind.ERASE:
-            erased = subject_erase(**common)
             if erased.request is None:
                 return Response(
                     PrivacyDryRunSerializer(
@@ -119,13 +151,17 @@ class PrivacyRequestListCreateApi(StaffAPIView):
                             "kind": RequestKind.ERASE,
                             "conversations": erased.conversations,
                             "counts": erased.counts,
+                            "unconfirmed": erased.unconfirmed,
+                            "not_erased": erased.not_erased,
                         }
                     ).data
                 )
             return Response(
-                PrivacyRequestSerializer(erased.request).data, status=status.HTTP_201_CREATED
+                PrivacyErasedSerializer(
+                    erased.request, context={"unconfirmed": erased.unconfirmed}
+                ).data,
+                status=status.HTTP_201_CREATED,
             )
-        exported = subject_export(**common)
         if exported.request is None:
             return Response(
                 PrivacyDryRunSerializer(
@@ -134,6 +170,7 @@ class PrivacyRequestListCreateApi(StaffAPIView):
                         "kind": RequestKind.EXPORT,
                         "conversations": exported.counts["conversations"],
                         "counts": exported.counts,
+                        "unconfirmed": exported.unconfirmed,
                     }
                 ).data
             )

@@ -75,6 +75,20 @@ class DataSubjectRequest(TenantOwnedModel):
         blank=True,
         help_text=_("How many rows of each kind were exported or erased."),
     )
+    unconfirmed_left_out = models.PositiveIntegerField(
+        _("unconfirmed matches left out"),
+        default=0,
+        help_text=_(
+            "Conversations with the e-mail address that the customer never confirmed, left out "
+            "of this request (staff did not include them)."
+        ),
+    )
+    not_erased = models.JSONField(
+        _("not erased"),
+        default=list,
+        blank=True,
+        help_text=_("What the erasure could not remove, where, and why."),
+    )
     keep_until = models.DateField(
         _("kept until"),
         help_text=_("The record itself is deleted after this day (PRIVACY_RECORD_KEEP_DAYS)."),

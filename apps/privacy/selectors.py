@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -39,15 +40,46 @@ class SubjectMatch:
         return hmac.new(key, message, hashlib.sha256).hexdigest()
 
 
-def subject_conversations(*, client: Client, match: SubjectMatch) -> QuerySet[Conversation]:
+def _email_owned(value: str) -> Q:
+    """Conversations where `value` is shown to be the customer's own address: they confirmed
+    it with the e-mailed link, or it is the verified customer's e-mail."""
+    return Q(contact_email__iexact=value, contact_email_confirmed_at__isnull=False) | Q(
+        customer_email__iexact=value, customer_verified_at__isnull=False
+    )
+
+
+def _public_ids(values: Collection[str]) -> list[uuid.UUID]:
+    ids = []
+    for value in values:
+        try:
+            ids.append(uuid.UUID(str(value)))
+        except ValueError:
+            continue
+    return ids
+
+
+def subject_conversations(
+    *, client: Client, match: SubjectMatch, include_unconfirmed: Collection[str] = ()
+) -> QuerySet[Conversation]:
     """The client's conversations the request is about, oldest first. Another client's
-    conversations never match, whatever the address: each business answers for its own."""
+    conversations never match, whatever the address: each business answers for its own.
+
+    By e-mail, only conversations whose address is the customer's own match: confirmed with
+    the e-mailed link, or the verified customer's e-mail. Anyone can type an address into a
+    chat, so the others (`subject_unconfirmed_conversations`) are left to staff, who may add
+    some by id (`include_unconfirmed`: public ids; ids of other conversations are ignored)."""
     conversations = Conversation.objects.for_client(client)
     value = match.normalized()
     if not value:
         return conversations.none()
     if match.kind == MatchKind.EMAIL:
-        conversations = conversations.filter(contact_email__iexact=value)
+        owned = _email_owned(value)
+        chosen = _public_ids(include_unconfirmed)
+        if chosen:
+            owned |= Q(contact_email__iexact=value, public_id__in=chosen) | Q(
+                customer_email__iexact=value, public_id__in=chosen
+            )
+        conversations = conversations.filter(owned)
     elif match.kind == MatchKind.CONVERSATION:
         try:
             public_id = uuid.UUID(value)
@@ -62,6 +94,27 @@ def subject_conversations(*, client: Client, match: SubjectMatch) -> QuerySet[Co
     else:
         raise ValueError(f"unknown match kind {match.kind!r}")
     return conversations.order_by("created_at", "pk")
+
+
+def subject_unconfirmed_conversations(
+    *, client: Client, match: SubjectMatch, include_unconfirmed: Collection[str] = ()
+) -> QuerySet[Conversation]:
+    """By e-mail: the client's conversations with that address that the customer never
+    confirmed (a stranger may have typed it), except those staff chose to include — for staff
+    to decide, listed apart and never exported or erased on their own. Empty for the other
+    kinds of match."""
+    conversations = Conversation.objects.for_client(client)
+    value = match.normalized()
+    if match.kind != MatchKind.EMAIL or not value:
+        return conversations.none()
+    taken = subject_conversations(
+        client=client, match=match, include_unconfirmed=include_unconfirmed
+    )
+    return (
+        conversations.filter(Q(contact_email__iexact=value) | Q(customer_email__iexact=value))
+        .exclude(pk__in=taken.values("pk"))
+        .order_by("created_at", "pk")
+    )
 
 
 def retention_due(*, client: Client, cutoff: datetime) -> QuerySet[Conversation]:

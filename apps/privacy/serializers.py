@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.core.schema import NamedChoiceField
@@ -30,6 +31,8 @@ class PrivacyRequestSerializer(serializers.ModelSerializer[DataSubjectRequest]):
             "requested_by",
             "conversations",
             "counts",
+            "unconfirmed_left_out",
+            "not_erased",
             "created_at",
             "keep_until",
         ]
@@ -59,6 +62,22 @@ class PrivacyRequestCreateSerializer(serializers.Serializer[dict[str, Any]]):
         help_text="A verified customer id (the id your site signed for the widget).",
     )
     dry_run = serializers.BooleanField(required=False, default=False)
+    include_unconfirmed = serializers.ListField(
+        child=serializers.UUIDField(),
+        required=False,
+        default=list,
+        max_length=500,
+        help_text="By e-mail: ids of conversations whose address was never confirmed that staff "
+        "checked are this customer's, to include (see `unconfirmed` in the answer).",
+    )
+    identifiers = serializers.ListField(
+        child=serializers.CharField(min_length=3, max_length=200, trim_whitespace=True),
+        required=False,
+        default=list,
+        max_length=50,
+        help_text="Erasure: words that identify the customer and that no shape recognises (a "
+        "name or an address they typed), redacted wherever they appear.",
+    )
     format = NamedChoiceField(
         choices=[("json", "JSON"), ("html", "HTML")],
         enum_name="PrivacyExportFormat",
@@ -77,8 +96,47 @@ class PrivacyRequestCreateSerializer(serializers.Serializer[dict[str, Any]]):
         return attrs
 
 
+class UnconfirmedMatchSerializer(serializers.Serializer[dict[str, Any]]):
+    """A conversation with the address that the customer never confirmed: for staff to check
+    before including it by id. No content."""
+
+    id = serializers.UUIDField()
+    created_at = serializers.DateTimeField()
+    last_message_at = serializers.DateTimeField(allow_null=True)
+    customer_messages = serializers.IntegerField()
+
+
+class NotErasedSerializer(serializers.Serializer[dict[str, Any]]):
+    code = serializers.CharField()
+    where = serializers.CharField()
+    what = serializers.CharField()
+    why = serializers.CharField()
+    rows = serializers.IntegerField()
+
+
 class PrivacyDryRunSerializer(serializers.Serializer[dict[str, Any]]):
     dry_run = serializers.BooleanField()
     kind = serializers.CharField()
     conversations = serializers.IntegerField()
     counts = serializers.DictField(child=serializers.IntegerField())
+    unconfirmed = UnconfirmedMatchSerializer(many=True)
+    not_erased = NotErasedSerializer(many=True, required=False)
+
+
+class PrivacyErasedSerializer(PrivacyRequestSerializer):
+    """An erasure's record, with the unconfirmed matches it left out listed."""
+
+    unconfirmed = serializers.SerializerMethodField()
+
+    class Meta(PrivacyRequestSerializer.Meta):
+        fields = [*PrivacyRequestSerializer.Meta.fields, "unconfirmed"]
+        read_only_fields = fields
+
+    @extend_schema_field(UnconfirmedMatchSerializer(many=True))
+    def get_unconfirmed(self, obj: DataSubjectRequest) -> list[dict[str, Any]]:
+        return list(self.context.get("unconfirmed", []))
+
+
+class UnconfirmedOnlySerializer(serializers.Serializer[dict[str, Any]]):
+    error = serializers.DictField()
+    unconfirmed = UnconfirmedMatchSerializer(many=True)

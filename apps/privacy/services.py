@@ -30,19 +30,20 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import models, transaction
-from django.db.models import ForeignObjectRel, Q
+from django.db.models import Count, ForeignObjectRel, Q
 from django.template.loader import render_to_string
 from django.utils import timezone, translation
+from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.models import User
-from apps.billing.models import UsageRecord, UsageReservation
+from apps.billing.models import DailyUsage, UsageRecord, UsageReservation
 from apps.clients.models import Client
 from apps.conversations.models import (
     Conversation,
@@ -54,9 +55,14 @@ from apps.conversations.models import (
 from apps.core.exceptions import ApplicationError
 from apps.escalations.models import Escalation, EscalationStatus
 from apps.insights.models import InsightProposal
+from apps.knowledge import cache as knowledge_cache
+from apps.knowledge.models import FAQ, Article, ArticleChunk
+from apps.knowledge.services.indexing import article_index
 from apps.notes import cache as notes_cache
 from apps.notes.models import Note
+from apps.notes.services import note_content_hash
 from apps.playground.models import PlaygroundRun
+from apps.privacy.identifiers import Identifier, identifiers_sweep, subject_identifiers
 from apps.privacy.models import (
     DataSubjectRequest,
     ErasedConversation,
@@ -64,7 +70,12 @@ from apps.privacy.models import (
     RequestChannel,
     RequestKind,
 )
-from apps.privacy.selectors import SubjectMatch, retention_due, subject_conversations
+from apps.privacy.selectors import (
+    SubjectMatch,
+    retention_due,
+    subject_conversations,
+    subject_unconfirmed_conversations,
+)
 from apps.reasoning.models import ReasoningStep, ReasoningTrace
 from apps.simulations.models import CaseRun, SimCase, SimulationRun
 from apps.tools.models import PendingAction, ToolExecution
@@ -113,12 +124,56 @@ class SubjectNotFound(ApplicationError):
     code = "not_found"
 
 
+class UnconfirmedOnly(ApplicationError):
+    """Only conversations whose address the customer never confirmed match the e-mail: staff
+    must look at them (`unconfirmed`) and include the customer's own by id."""
+
+    status = 409
+    code = "unconfirmed_only"
+
+    def __init__(self, unconfirmed: list[dict[str, Any]]) -> None:
+        super().__init__(
+            "Only conversations whose e-mail address was never confirmed match. Check that they "
+            "are this customer's and include them by id (include_unconfirmed).",
+            {"unconfirmed": unconfirmed},
+        )
+        self.unconfirmed = unconfirmed
+
+
+def unconfirmed_matches(
+    *, client: Client, match: SubjectMatch, include_unconfirmed: Collection[str] = ()
+) -> list[dict[str, Any]]:
+    """The conversations with the e-mail address that the customer never confirmed and staff
+    did not include: what staff need to decide (id, times, how many messages the customer
+    wrote) — never their content."""
+    found = (
+        subject_unconfirmed_conversations(
+            client=client, match=match, include_unconfirmed=include_unconfirmed
+        )
+        .annotate(customer_messages=Count("messages", filter=Q(messages__role="user")))
+        .values("public_id", "created_at", "last_message_at", "customer_messages")
+    )
+    return [
+        {
+            "id": str(row["public_id"]),
+            "created_at": _iso(row["created_at"]),
+            "last_message_at": _iso(row["last_message_at"]),
+            "customer_messages": row["customer_messages"],
+        }
+        for row in found
+    ]
+
+
 @dataclass
 class ErasureResult:
     conversations: int
     counts: dict[str, int] = field(default_factory=dict)
     request: DataSubjectRequest | None = None
     dry_run: bool = False
+    # By e-mail: the matches never confirmed that staff did not include (left untouched).
+    unconfirmed: list[dict[str, Any]] = field(default_factory=list)
+    # What could not be erased, where and why ({"where", "what", "why", "rows"}).
+    not_erased: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -126,6 +181,49 @@ class ExportResult:
     document: dict[str, Any]
     counts: dict[str, int]
     request: DataSubjectRequest | None = None
+    unconfirmed: list[dict[str, Any]] = field(default_factory=list)
+
+
+# What an erasure cannot reach, by code: where the copy is, what it is, why GuideDesk cannot
+# erase it. Stored in English in the record (the API's words); the admin shows it translated.
+NOT_ERASED: dict[str, tuple[Any, Any, Any]] = {
+    "emails_sent": (
+        _("the customer's mailbox and your mail provider's logs"),
+        _("e-mails GuideDesk sent the customer (address confirmation, missed staff replies)"),
+        _("they left GuideDesk when they were sent; ask your mail provider to delete its copies"),
+    ),
+    "llm_provider": (
+        _("the LLM provider"),
+        _("the prompts of the customer's turns"),
+        _("kept under the provider's own retention policy; GuideDesk cannot delete them"),
+    ),
+    "tool_backends": (
+        _("your back-office (the tools' webhooks)"),
+        _("the parameters of the tool calls made for the customer"),
+        _("your own systems received them; erase them there"),
+    ),
+}
+
+
+def not_erased_item(code: str, rows: int) -> dict[str, Any]:
+    where, what, why = NOT_ERASED[code]
+    with translation.override("en"):
+        return {"code": code, "where": str(where), "what": str(what), "why": str(why), "rows": rows}
+
+
+def _not_erased(*, client: Client, ids: list[int]) -> list[dict[str, Any]]:
+    """What the erasure of `ids` cannot reach (read before the erasure)."""
+    conversations = Conversation.objects.for_client(client).filter(pk__in=ids)
+    found = {
+        "emails_sent": conversations.exclude(contact_email="").count(),
+        "llm_provider": UsageRecord.objects.for_client(client)
+        .filter(conversation_id__in=ids)
+        .count(),
+        "tool_backends": ToolExecution.objects.for_client(client)
+        .filter(conversation_id__in=ids)
+        .count(),
+    }
+    return [not_erased_item(code, rows) for code, rows in found.items() if rows]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -144,6 +242,8 @@ def privacy_request_record(
     requested_by_label: str,
     conversations: int,
     counts: dict[str, int],
+    unconfirmed_left_out: int = 0,
+    not_erased: list[dict[str, Any]] | None = None,
 ) -> DataSubjectRequest:
     keep_days = int(settings.PRIVACY_RECORD_KEEP_DAYS)
     return DataSubjectRequest.objects.create(
@@ -156,6 +256,8 @@ def privacy_request_record(
         requested_by_label=requested_by_label[:200],
         conversations=conversations,
         counts=counts,
+        unconfirmed_left_out=unconfirmed_left_out,
+        not_erased=not_erased or [],
         keep_until=timezone.localdate() + timedelta(days=keep_days),
     )
 
@@ -573,6 +675,52 @@ def conversations_erase(*, client: Client, conversation_ids: list[int]) -> dict[
     return counts
 
 
+# Not swept for identifiers: the conversation rows (blanked by `conversations_erase`), the
+# erasure's own record, knowledge chunks (rebuilt from their redacted article), and billing
+# rows (codes and figures).
+SWEEP_SKIP: frozenset[type[models.Model]] = frozenset(
+    {
+        Conversation,
+        ArticleChunk,
+        DataSubjectRequest,
+        ErasedConversation,
+        UsageRecord,
+        UsageReservation,
+        DailyUsage,
+    }
+)
+
+
+def shared_content_redact(
+    *, client: Client, identifiers: list[Identifier], leave_conversations: Collection[int] = ()
+) -> dict[str, int]:
+    """Replace the customer's identifiers with `[erased]` in every row of the client that still
+    quotes them, and index again the knowledge articles that changed (their chunks, full-text
+    vectors and embeddings come from the redacted text; the topics cache is invalidated).
+    Returns the rows redacted per model (labels end in " redacted")."""
+    changed = identifiers_sweep(
+        client=client,
+        identifiers=identifiers,
+        skip=SWEEP_SKIP,
+        leave_conversations=leave_conversations,
+    )
+    for article in Article.objects.for_client(client).filter(
+        pk__in=changed.get(Article, []) + changed.get(FAQ, [])
+    ):
+        article.refresh_hash()
+        Article.objects.for_client(client).filter(pk=article.pk).update(
+            content_hash=article.content_hash
+        )
+        article_index(article=article)
+    for note in Note.objects.for_client(client).filter(pk__in=changed.get(Note, [])):
+        Note.objects.for_client(client).filter(pk=note.pk).update(
+            content_hash=note_content_hash(type=note.type, ref=note.ref, content=note.content)
+        )
+    knowledge_cache.invalidate(client.pk)
+    notes_cache.invalidate(client.pk)
+    return {f"{_label(model)} redacted": len(pks) for model, pks in changed.items() if pks}
+
+
 def _requester_label(requested_by: User | None, label: str) -> str:
     if label:
         return label
@@ -587,18 +735,52 @@ def subject_erase(
     requested_by: User | None = None,
     requested_by_label: str = "",
     dry_run: bool = False,
+    include_unconfirmed: Collection[str] = (),
+    identifiers: Collection[str] = (),
 ) -> ErasureResult:
     """Erase everything held about the customer `match` identifies in `client`'s data, and
-    record it. A dry run does the same work, rolls it back and records nothing. Raises
-    SubjectNotFound when no conversation of the client matches."""
-    ids = list(subject_conversations(client=client, match=match).values_list("pk", flat=True))
+    record it. A dry run does the same work, rolls it back and records nothing. By e-mail, the
+    conversations whose address was never confirmed are left alone and listed
+    (`ErasureResult.unconfirmed`) unless staff include them by id (`include_unconfirmed`).
+    The customer's identifiers (`apps.privacy.identifiers`, plus what staff add in
+    `identifiers`) are then redacted from every other row of the client that quotes them —
+    knowledge articles (indexed again), proposals, cases, notes, … What it cannot reach is
+    listed (`ErasureResult.not_erased`, the record). Raises SubjectNotFound when no
+    conversation of the client matches, UnconfirmedOnly when only unconfirmed ones do."""
+    ids = list(
+        subject_conversations(
+            client=client, match=match, include_unconfirmed=include_unconfirmed
+        ).values_list("pk", flat=True)
+    )
+    unconfirmed = unconfirmed_matches(
+        client=client, match=match, include_unconfirmed=include_unconfirmed
+    )
     if not ids:
+        if unconfirmed:
+            raise UnconfirmedOnly(unconfirmed)
         raise SubjectNotFound("No conversation of this client matches.")
+    left_alone = list(
+        subject_unconfirmed_conversations(
+            client=client, match=match, include_unconfirmed=include_unconfirmed
+        ).values_list("pk", flat=True)
+    )
     with transaction.atomic():
+        found = subject_identifiers(client=client, conversation_ids=ids, extra=identifiers)
+        not_erased = _not_erased(client=client, ids=ids)
         counts = conversations_erase(client=client, conversation_ids=ids)
+        for label, n in shared_content_redact(
+            client=client, identifiers=found, leave_conversations=left_alone
+        ).items():
+            _add(counts, label, n)
         if dry_run:
             transaction.set_rollback(True)
-            return ErasureResult(conversations=len(ids), counts=counts, dry_run=True)
+            return ErasureResult(
+                conversations=len(ids),
+                counts=counts,
+                dry_run=True,
+                unconfirmed=unconfirmed,
+                not_erased=not_erased,
+            )
         request = privacy_request_record(
             client=client,
             kind=RequestKind.ERASE,
@@ -609,6 +791,8 @@ def subject_erase(
             requested_by_label=_requester_label(requested_by, requested_by_label),
             conversations=len(ids),
             counts=counts,
+            unconfirmed_left_out=len(unconfirmed),
+            not_erased=not_erased,
         )
         ErasedConversation.objects.for_client(client).filter(conversation_id__in=ids).update(
             request=request
@@ -619,7 +803,13 @@ def subject_erase(
         client.slug,
         request.public_id,
     )
-    return ErasureResult(conversations=len(ids), counts=counts, request=request)
+    return ErasureResult(
+        conversations=len(ids),
+        counts=counts,
+        request=request,
+        unconfirmed=unconfirmed,
+        not_erased=not_erased,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -727,6 +917,7 @@ def subject_export_document(
                     "verified_via": c.customer_verified_via,
                     "verified_at": _iso(c.customer_verified_at),
                 },
+                "contact_email_confirmed": c.contact_email_confirmed_at is not None,
                 "messages": messages[c.pk],
                 "tool_calls": tools[c.pk],
                 "escalations": escalations[c.pk],
@@ -751,15 +942,27 @@ def subject_export(
     requested_by: User | None = None,
     requested_by_label: str = "",
     dry_run: bool = False,
+    include_unconfirmed: Collection[str] = (),
 ) -> ExportResult:
     """Everything held about the customer `match` identifies, as one JSON document; recorded
-    unless `dry_run`. Raises SubjectNotFound when no conversation of the client matches."""
-    conversations = list(subject_conversations(client=client, match=match))
+    unless `dry_run`. By e-mail, conversations whose address was never confirmed are not in it
+    unless staff include them by id (`include_unconfirmed`); the document lists them apart
+    (`unconfirmed_matches`: ids and times, no content). Raises SubjectNotFound when no
+    conversation of the client matches, UnconfirmedOnly when only unconfirmed ones do."""
+    conversations = list(
+        subject_conversations(client=client, match=match, include_unconfirmed=include_unconfirmed)
+    )
+    unconfirmed = unconfirmed_matches(
+        client=client, match=match, include_unconfirmed=include_unconfirmed
+    )
     if not conversations:
+        if unconfirmed:
+            raise UnconfirmedOnly(unconfirmed)
         raise SubjectNotFound("No conversation of this client matches.")
     document, counts = subject_export_document(client=client, conversations=conversations)
+    document["unconfirmed_matches"] = unconfirmed
     if dry_run:
-        return ExportResult(document={}, counts=counts)
+        return ExportResult(document={}, counts=counts, unconfirmed=unconfirmed)
     request = privacy_request_record(
         client=client,
         kind=RequestKind.EXPORT,
@@ -770,9 +973,10 @@ def subject_export(
         requested_by_label=_requester_label(requested_by, requested_by_label),
         conversations=len(conversations),
         counts=counts,
+        unconfirmed_left_out=len(unconfirmed),
     )
     document["request"] = str(request.public_id)
-    return ExportResult(document=document, counts=counts, request=request)
+    return ExportResult(document=document, counts=counts, request=request, unconfirmed=unconfirmed)
 
 
 def subject_export_html(document: dict[str, Any], *, language: str | None = None) -> str:

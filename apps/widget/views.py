@@ -10,12 +10,15 @@ from django.templatetags.static import static
 from django.urls import path, reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.clickjacking import xframe_options_exempt
-from django.views.decorators.http import require_GET
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_POST
 
 from apps.clients.models import Client, normalize_origin
+from apps.conversations.models import Conversation
 from apps.conversations.services import (
     MAX_MESSAGE_CHARS,
     ContactConfirmation,
+    contact_confirmation_target,
     contact_email_confirm,
 )
 from apps.widget import catalogues
@@ -111,12 +114,20 @@ CONFIRM_STATUS = {
 }
 
 
-@require_GET
-@never_cache
-def widget_contact_confirm(request: HttpRequest, token: str) -> HttpResponse:
-    """The link of the confirmation e-mail (docs/widget.md "The e-mail address"): one click
-    confirms the address for the one conversation it was sent for, and says so."""
-    outcome, conversation = contact_email_confirm(token=token)
+CONFIRM_CSP = (
+    "default-src 'none'; style-src 'self'; img-src 'self' data:; base-uri 'none'; "
+    "form-action 'self'; frame-ancestors 'none'"
+)
+
+
+def _confirm_page(
+    request: HttpRequest,
+    outcome: ContactConfirmation,
+    conversation: Conversation | None,
+    *,
+    token: str = "",
+    ask: bool = False,
+) -> HttpResponse:
     # In the conversation's language when it is known, else the browser's.
     language = catalogues.choose(
         [
@@ -127,30 +138,56 @@ def widget_contact_confirm(request: HttpRequest, token: str) -> HttpResponse:
     )
     strings = catalogues.catalogue(language)
     context: dict[str, object] = {
-        "outcome": outcome.value,
+        "outcome": "ask" if ask else outcome.value,
         "lang": language,
         "dir": catalogues.direction(language),
         "t": strings,
     }
     if conversation is not None:
-        context["thanks"] = catalogues.fill(
-            strings["confirm_ok_text"],
-            business=conversation.client.name,
-            email=conversation.contact_email,
-        )
+        values = {"business": conversation.client.name, "email": conversation.contact_email}
+        context["thanks"] = catalogues.fill(strings["confirm_ok_text"], **values)
+        context["question"] = catalogues.fill(strings["confirm_ask_text"], **values)
+    if ask:
+        context["token"] = token
+        context["action"] = reverse("widget-contact-confirm-post")
     response = render(
         request, "widget/contact_confirm.html", context, status=CONFIRM_STATUS[outcome]
     )
-    response["Content-Security-Policy"] = (
-        "default-src 'none'; style-src 'self'; img-src 'self' data:; base-uri 'none'; "
-        "form-action 'none'; frame-ancestors 'none'"
-    )
+    response["Content-Security-Policy"] = CONFIRM_CSP
     response["Referrer-Policy"] = "no-referrer"  # the link carries the token
     return response
+
+
+@require_GET
+@never_cache
+def widget_contact_confirm(request: HttpRequest, token: str) -> HttpResponse:
+    """The link of the confirmation e-mail (docs/widget.md "The e-mail address"). Opening it
+    changes nothing — mail scanners open every link — it shows a page whose button POSTs the
+    token (`widget_contact_confirm_post`), in the conversation's language."""
+    outcome, conversation = contact_confirmation_target(token=token)
+    ask = (
+        outcome == ContactConfirmation.CONFIRMED
+        and conversation is not None
+        and conversation.contact_email_confirmed_at is None
+    )
+    return _confirm_page(request, outcome, conversation, token=token, ask=ask)
+
+
+@require_POST
+@never_cache
+@csrf_exempt  # the signed token in the form is the authorisation; there is no session
+def widget_contact_confirm_post(request: HttpRequest) -> HttpResponse:
+    """The confirmation page's button: confirms the address the token names for the one
+    conversation it was sent for, and says so. A tampered, expired or stale token confirms
+    nothing; pressing it again changes nothing."""
+    token = request.POST.get("token", "")[:2000]
+    outcome, conversation = contact_email_confirm(token=token)
+    return _confirm_page(request, outcome, conversation)
 
 
 # Included by config/urls.py at /widget/ (kept here so the page and its route stay together).
 urlpatterns = [
     path("frame/", widget_frame, name="widget-frame"),
+    path("confirm-email/", widget_contact_confirm_post, name="widget-contact-confirm-post"),
     path("confirm-email/<str:token>/", widget_contact_confirm, name="widget-contact-confirm"),
 ]

@@ -66,7 +66,10 @@ def test_a_support_lead_exports_and_erases_a_customer(
     with db_lock:
         conv, _ = make_conversation_with_turn(client_a, text="Marta here, my parcel is late")
         add_turn(client_a, conv, text="Please answer to marta.lind@example.net")
-        Conversation.objects.for_client(client_a).filter(pk=conv.pk).update(contact_email=EMAIL)
+        # The customer confirmed the address: only then does a search by e-mail take it.
+        Conversation.objects.for_client(client_a).filter(pk=conv.pk).update(
+            contact_email=EMAIL, contact_email_confirmed_at=timezone.now()
+        )
         for t in conv.traces.all():
             UsageRecord.objects.create(
                 client=client_a,
@@ -81,7 +84,9 @@ def test_a_support_lead_exports_and_erases_a_customer(
                 billed_usd=Decimal("0.000225"),
             )
         other, _ = make_conversation_with_turn(client_b, text="Marta at the other shop")
-        Conversation.objects.for_client(client_b).filter(pk=other.pk).update(contact_email=EMAIL)
+        Conversation.objects.for_client(client_b).filter(pk=other.pk).update(
+            contact_email=EMAIL, contact_email_confirmed_at=timezone.now()
+        )
         before = report(client_a)
         page = admin_page(browser, live_server, client_a)
 

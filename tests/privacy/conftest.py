@@ -109,8 +109,17 @@ def build_customer(client: Client, llm: Any, webhook: Any, capture: Any) -> Cust
     message_append(client=client, conversation=conv, role=Role.USER, text=text)
     customer.texts.append(text)
 
+    # The second conversation's address was never confirmed with the link, but it is the
+    # verified customer's own e-mail (signed by the business's site): it is theirs too.
     second, _ = conversation_create(client=client)
-    Conversation.objects.filter(pk=second.pk, client=client).update(contact_email=EMAIL)
+    Conversation.objects.filter(pk=second.pk, client=client).update(
+        contact_email=EMAIL,
+        customer_id="cust-zq-77",
+        customer_email=EMAIL,
+        customer_name=NAME,
+        customer_verified_via="hmac",
+        customer_verified_at=timezone.now(),
+    )
     second.refresh_from_db()
     text = "Second chat from Zora: do you ship hiking poles to Lisbon?"
     message_append(client=client, conversation=second, role=Role.USER, text=text)
@@ -197,7 +206,9 @@ def customer_a(shop_a, llm, webhook, django_capture_on_commit_callbacks) -> Cust
 def customer_b(shop_b, customer_a) -> Customer:
     """The same person at another business: same address, same visitor id, own texts."""
     conv, _ = conversation_create(client=shop_b, visitor_id=VISITOR)
-    Conversation.objects.filter(pk=conv.pk, client=shop_b).update(contact_email=EMAIL)
+    Conversation.objects.filter(pk=conv.pk, client=shop_b).update(
+        contact_email=EMAIL, contact_email_confirmed_at=timezone.now()
+    )
     conv.refresh_from_db()
     text = "Zora Quill at shop B: is my tent in stock again?"
     message_append(client=shop_b, conversation=conv, role=Role.USER, text=text)

@@ -112,9 +112,19 @@ def test_the_daily_task_is_scheduled_and_purges_old_records(kept_30: Client) -> 
 
 def test_commands(kept_30: Client, tmp_path: Path) -> None:
     conv = chat(kept_30, "where is my parcel to Porto?", idle_days=1, email="ana@example.com")
+    # Nobody confirmed the address: the command lists the conversation instead of erasing it …
+    with pytest.raises(CommandError, match="never confirmed") as refused:
+        call_command("privacy_erase", client="thirty", email="ANA@example.com", dry_run=True)
+    assert str(conv.public_id) in str(refused.value)
+    # … until staff include it by id.
     out = io.StringIO()
     call_command(
-        "privacy_erase", client="thirty", email="ANA@example.com", dry_run=True, stdout=out
+        "privacy_erase",
+        client="thirty",
+        email="ANA@example.com",
+        dry_run=True,
+        include_unconfirmed=[str(conv.public_id)],
+        stdout=out,
     )
     assert "Would erase 1 conversation(s) of thirty" in out.getvalue()
     assert "conversations.Message: 1" in out.getvalue()
@@ -132,7 +142,13 @@ def test_commands(kept_30: Client, tmp_path: Path) -> None:
     assert document["conversations"][0]["messages"][0]["text"] == "where is my parcel to Porto?"
 
     out = io.StringIO()
-    call_command("privacy_erase", client="thirty", email="ana@example.com", stdout=out)
+    call_command(
+        "privacy_erase",
+        client="thirty",
+        email="ana@example.com",
+        include_unconfirmed=[str(conv.public_id)],
+        stdout=out,
+    )
     assert "Erased 1 conversation(s)" in out.getvalue()
     assert texts(kept_30) == set()
     kinds = set(DataSubjectRequest.objects.for_client(kept_30).values_list("kind", flat=True))

@@ -35,8 +35,28 @@ def confirmation_links(address: str) -> list[str]:
     ]
 
 
-def open_link(link: str) -> Any:
-    return DjangoClient().get(urlsplit(link).path)
+FORM = re.compile(
+    r'<form method="post" action="(?P<action>[^"]+)"[^>]*>\s*'
+    r'<input type="hidden" name="token" value="(?P<token>[^"]+)">'
+)
+
+
+def confirm_form(page: Any) -> tuple[str, str] | None:
+    """The action and hidden token of the confirmation page's form (None: no form)."""
+    match = FORM.search(page.content.decode())
+    return (match.group("action"), match.group("token")) if match else None
+
+
+def open_link(link: str, **headers: str) -> Any:
+    """Open the link as the customer does: the page (a GET, which confirms nothing), then its
+    button when it shows one (the form's POST). Returns the last page."""
+    http = DjangoClient()
+    page = http.get(urlsplit(link).path, headers=headers)
+    form = confirm_form(page)
+    if form is None:
+        return page
+    action, token = form
+    return http.post(action, {"token": token}, headers=headers)
 
 
 def leave_confirmed_address(widget: Widget, conversation_id: str, token: str, address: str):

@@ -19,7 +19,7 @@ from apps.conversations.services import unseen_replies_email
 from apps.core.tenancy import tenant_scope
 from apps.escalations.services import staff_reply
 from tests.widget.conftest import API, Widget
-from tests.widget.contact import confirmation_links, contact, open_link
+from tests.widget.contact import confirm_form, confirmation_links, contact, open_link
 
 pytestmark = pytest.mark.django_db
 
@@ -255,3 +255,90 @@ def test_confirmation_emails_are_limited_per_conversation(
         == "visitor2@example.com"
     )
     assert not confirmation_links("visitor9@example.com")
+
+
+def stored(cid: str) -> Conversation:
+    return Conversation.objects.unscoped("test checks the database directly").get(public_id=cid)
+
+
+def test_opening_the_link_confirms_nothing_only_the_pages_button_does(
+    widget, django_capture_on_commit_callbacks
+):
+    """Mail scanners open every link in an e-mail: the GET only shows a page; its form's POST
+    (the token as a hidden field) confirms."""
+    cid, token = widget.conversation()
+    leave(widget, cid, token, ANN, django_capture_on_commit_callbacks)
+    (link,) = confirmation_links(ANN)
+    mail.outbox.clear()
+    reply(cid, "Hi, Sam here — your refund is on its way.")
+    http = DjangoClient()
+    for _ in range(3):  # a scanner, a preview, the customer: all GETs
+        page = http.get(urlsplit(link).path)
+        assert page.status_code == 200
+        html = page.content.decode()
+        assert "Confirm your e-mail address" in html and ANN in html
+        assert "E-mail address confirmed" not in html
+        assert "form-action 'self'" in page["Content-Security-Policy"]
+    assert stored(cid).contact_email_confirmed_at is None
+    with tenant_scope(stored(cid).client_id):
+        assert unseen_replies_email(conversation_id=stored(cid).pk) == 0
+    assert mail.outbox == []
+
+    action, form_token = confirm_form(page)
+    assert http.get(action).status_code == 405  # the POST's own address does nothing on a GET
+    with django_capture_on_commit_callbacks(execute=True):
+        confirmed = http.post(action, {"token": form_token})
+    assert confirmed.status_code == 200
+    assert "E-mail address confirmed" in confirmed.content.decode()
+    assert confirm_form(confirmed) is None
+    first = stored(cid).contact_email_confirmed_at
+    assert first is not None
+    with tenant_scope(stored(cid).client_id):
+        assert unseen_replies_email(conversation_id=stored(cid).pk) == 1
+
+    # Reused: the page now says it is confirmed (no button); posting again changes nothing.
+    again = http.get(urlsplit(link).path)
+    assert again.status_code == 200 and confirm_form(again) is None
+    assert http.post(action, {"token": form_token}).status_code == 200
+    assert stored(cid).contact_email_confirmed_at == first
+
+
+def test_the_button_of_a_stale_expired_or_forged_token_confirms_nothing(
+    client_a, client_b, settings, monkeypatch, django_capture_on_commit_callbacks
+):
+    a, b = Widget(client_a), Widget(client_b)
+    x, token_x = a.conversation()
+    z, token_z = b.conversation()  # another client, same address
+    leave(a, x, token_x, ANN, django_capture_on_commit_callbacks)
+    leave(b, z, token_z, ANN, django_capture_on_commit_callbacks)
+    link_x, link_z = confirmation_links(ANN)
+    http = DjangoClient()
+    action, token = confirm_form(http.get(urlsplit(link_x).path))
+
+    # Expired between opening the page and pressing its button.
+    later = time.time() + (settings.WIDGET_CONTACT_CONFIRM_MAX_AGE_HOURS + 1) * 3600
+    with monkeypatch.context() as patch:
+        patch.setattr(signing, "time", SimpleNamespace(time=lambda: later))
+        expired = http.post(action, {"token": token})
+    assert expired.status_code == 410 and "expired" in expired.content.decode()
+
+    # Forged: client B's conversation id spliced into client A's token, a bad signature,
+    # garbage, nothing.
+    payload, stamp, signature = token.rsplit(":", 2)
+    claims = signing.b64_decode(payload.encode())
+    spliced = signing.b64_encode(claims.replace(x.encode(), z.encode())).decode()
+    for forged in (f"{spliced}:{stamp}:{signature}", token[:-2] + "xx", "not-a-token", ""):
+        response = http.post(action, {"token": forged})
+        assert response.status_code == 404, forged
+        assert "does not work" in response.content.decode()
+
+    # Stale: the address changed after the e-mail went out.
+    leave(a, x, token_x, "bo@example.com", django_capture_on_commit_callbacks)
+    assert http.post(action, {"token": token}).status_code == 404
+    assert not Conversation.objects.unscoped("test checks the database directly").filter(
+        contact_email_confirmed_at__isnull=False
+    )
+    # Client B's own link still works, for client B's conversation only.
+    assert open_link(link_z).status_code == 200
+    assert stored(z).contact_email_confirmed_at is not None
+    assert stored(x).contact_email_confirmed_at is None

@@ -15,7 +15,7 @@ from apps.conversations.models import Conversation
 from apps.core.languages import RTL, SHIPPED
 from apps.widget import catalogues
 from tests.conftest import ROOT
-from tests.widget.contact import confirmation_links, contact
+from tests.widget.contact import confirmation_links, contact, open_link
 
 I18N = ROOT / "static" / "widget" / "i18n"
 PLACEHOLDER = re.compile(r"%\((\w+)\)s")
@@ -143,11 +143,21 @@ def test_the_confirmation_page_speaks_the_conversation_language(
     Conversation.objects.unscoped("test sets the detected language").filter(public_id=cid).update(
         language="es"
     )
+    # The page the link opens asks, in Spanish, before anything is confirmed …
+    asked = DjangoClient().get(urlsplit(link).path, headers={"Accept-Language": "de"})
+    assert asked.status_code == 200
+    html = asked.content.decode()
+    es = load("es")
+    assert '<html lang="es" dir="ltr">' in html and es["confirm_ask_title"] in html
+    question = catalogues.fill(
+        es["confirm_ask_text"], business=widget.client.name, email="ana@example.com"
+    )
+    assert question in html and es["confirm_ask_button"] in html
+    # … and its button's answer is Spanish too.
     with django_capture_on_commit_callbacks(execute=True):
-        page = DjangoClient().get(urlsplit(link).path, headers={"Accept-Language": "de"})
+        page = open_link(link, **{"Accept-Language": "de"})
     assert page.status_code == 200
     html = page.content.decode()
-    es = load("es")
     assert '<html lang="es" dir="ltr">' in html and es["confirm_ok_title"] in html
     thanks = catalogues.fill(
         es["confirm_ok_text"], business=widget.client.name, email="ana@example.com"

@@ -21,6 +21,14 @@ def add_subject_arguments(parser: CommandParser) -> None:
         "--customer", metavar="ID", help="The verified customer id the site signed."
     )
     parser.add_argument(
+        "--include-unconfirmed",
+        action="append",
+        default=[],
+        metavar="CONVERSATION_ID",
+        help="With --email: also this conversation whose address was never confirmed (listed "
+        "by a first run), once you have checked it is this customer's. Repeatable.",
+    )
+    parser.add_argument(
         "--dry-run", action="store_true", help="Show what would go; change and record nothing."
     )
 
@@ -37,3 +45,17 @@ def subject_from(options: dict[str, Any]) -> tuple[Client, SubjectMatch]:
 
 def counts_lines(counts: dict[str, int]) -> list[str]:
     return [f"  {label}: {n}" for label, n in sorted(counts.items())]
+
+
+def unconfirmed_lines(unconfirmed: list[dict[str, Any]]) -> list[str]:
+    """The matches left out because the address was never confirmed, for staff to check."""
+    if not unconfirmed:
+        return []
+    return [
+        f"Left out: {len(unconfirmed)} conversation(s) with this address, never confirmed "
+        "(add one with --include-unconfirmed ID once you have checked it is this customer's):",
+        *(
+            f"  {u['id']} started {u['created_at']}, {u['customer_messages']} customer message(s)"
+            for u in unconfirmed
+        ),
+    ]

@@ -11,9 +11,10 @@ from apps.privacy.management.commands._subject import (
     add_subject_arguments,
     counts_lines,
     subject_from,
+    unconfirmed_lines,
 )
 from apps.privacy.models import RequestChannel
-from apps.privacy.services import subject_erase
+from apps.privacy.services import UnconfirmedOnly, subject_erase
 
 
 class Command(BaseCommand):
@@ -25,6 +26,14 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         add_subject_arguments(parser)
+        parser.add_argument(
+            "--identifier",
+            action="append",
+            default=[],
+            metavar="TEXT",
+            help="Also redact this (a name or address the customer typed) wherever it appears. "
+            "Repeatable.",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         client, match = subject_from(options)
@@ -35,12 +44,24 @@ class Command(BaseCommand):
                 channel=RequestChannel.COMMAND,
                 requested_by_label="manage.py privacy_erase",
                 dry_run=options["dry_run"],
+                include_unconfirmed=options["include_unconfirmed"],
+                identifiers=options["identifier"],
             )
+        except UnconfirmedOnly as exc:
+            raise CommandError(
+                "\n".join([exc.message, *unconfirmed_lines(exc.unconfirmed)])
+            ) from None
         except ApplicationError as exc:
             raise CommandError(exc.message) from None
         verb = "Would erase" if result.request is None else "Erased"
         self.stdout.write(f"{verb} {result.conversations} conversation(s) of {client.slug}:")
         self.stdout.write("\n".join(counts_lines(result.counts)))
+        for line in unconfirmed_lines(result.unconfirmed):
+            self.stdout.write(line)
+        for item in result.not_erased:
+            self.stdout.write(
+                f"Not erased: {item['where']} ({item['rows']}): {item['what']} — {item['why']}"
+            )
         if result.request is None:
             self.stdout.write("Dry run: nothing was changed or recorded.")
         else:

@@ -13,9 +13,10 @@ from apps.privacy.management.commands._subject import (
     add_subject_arguments,
     counts_lines,
     subject_from,
+    unconfirmed_lines,
 )
 from apps.privacy.models import RequestChannel
-from apps.privacy.services import subject_export, subject_export_html
+from apps.privacy.services import UnconfirmedOnly, subject_export, subject_export_html
 
 
 class Command(BaseCommand):
@@ -41,17 +42,25 @@ class Command(BaseCommand):
                 channel=RequestChannel.COMMAND,
                 requested_by_label="manage.py privacy_export",
                 dry_run=options["dry_run"],
+                include_unconfirmed=options["include_unconfirmed"],
             )
+        except UnconfirmedOnly as exc:
+            raise CommandError(
+                "\n".join([exc.message, *unconfirmed_lines(exc.unconfirmed)])
+            ) from None
         except ApplicationError as exc:
             raise CommandError(exc.message) from None
         if result.request is None:
             self.stdout.write("Would export (dry run: nothing was recorded):")
             self.stdout.write("\n".join(counts_lines(result.counts)))
+            self.stdout.write("\n".join(unconfirmed_lines(result.unconfirmed)))
             return
         if options["format"] == "html":
             text = subject_export_html(result.document)
         else:
             text = json.dumps(result.document, ensure_ascii=False, indent=2)
+        for line in unconfirmed_lines(result.unconfirmed):
+            self.stderr.write(line)
         if options["output"]:
             Path(options["output"]).write_text(text, encoding="utf-8")
             self.stderr.write(
