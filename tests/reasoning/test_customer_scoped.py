@@ -7,6 +7,7 @@ to sign in; the verified customer's call carries `customer` inside the signed bo
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from standardwebhooks.webhooks import Webhook
@@ -138,7 +139,7 @@ def test_an_anonymous_call_to_an_unscoped_tool_has_no_customer(
 
 def test_the_guard_refuses_a_customer_scoped_tool_for_an_unverified_customer(shop, scoped):
     tools = {t.name: t for t in ClientTool.objects.for_client(shop)}
-    call = {
+    call: dict[str, Any] = {
         "tools_by_name": tools,
         "name": "get_order_status",
         "params": {"order_id": "TH-12345"},
