@@ -21,6 +21,7 @@ from django.contrib import admin
 from django.contrib.auth.models import Group, Permission
 from django.forms.models import model_to_dict
 from django.urls import reverse
+from django.utils import timezone
 from django_celery_beat.models import (
     ClockedSchedule,
     CrontabSchedule,
@@ -40,6 +41,7 @@ from apps.billing.models import (
 )
 from apps.core.admin import SuperuserOnlyAdmin, TenantScopedAdmin
 from apps.escalations.models import Escalation, EscalationStatus, MessageFlag, ReplyTemplate
+from apps.identity.models import EmailCodeChallenge, EmailCodeSetting
 from apps.insights.models import InsightProposal, InsightRun, ProposalKind
 from apps.knowledge.services.articles import article_create, source_create
 from apps.notes.services import note_add
@@ -107,6 +109,10 @@ RULES: dict[str, dict[str, str]] = {
     "insights.insightrun": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
     "notes.note": {"view": VIEWER, "add": AGENT, "change": AGENT, "delete": AGENT},
     "privacy.datasubjectrequest": {"view": ADMIN, "add": NEVER, "change": NEVER, "delete": NEVER},
+    # The e-mail code decides who may act for a customer: configuration (admins); the codes
+    # sent are an audit trail of addresses (admins read it, the product writes it).
+    "identity.emailcodesetting": {"view": ADMIN, "add": ADMIN, "change": ADMIN, "delete": ADMIN},
+    "identity.emailcodechallenge": {"view": ADMIN, "add": NEVER, "change": NEVER, "delete": NEVER},
     # Test cases are edited and runs started by agents, as in the playground; a run is written
     # by the engine only (its page is the report).
     "simulations.simcase": {"view": VIEWER, "add": AGENT, "change": AGENT, "delete": AGENT},
@@ -250,6 +256,17 @@ def world(db) -> dict[str, Any]:
         client=acme, kind="erase", match_kind="email", channel="api", keep_until=date.today()
     )
     SimulationRun.objects.create(client=acme, name="A run", total=2, completed=1)
+    EmailCodeSetting.objects.create(
+        client=acme, tool_name="order_status", email_field="customer.email", id_field=""
+    )
+    EmailCodeChallenge.objects.create(
+        client=acme,
+        conversation=data.conversation,
+        email="jane@example.com",
+        tool_name="order_status",
+        code_hash="0" * 64,
+        expires_at=timezone.now(),
+    )
     # Knowledge: an article and an FAQ, switched off drafts (so switching on, off and
     # publishing each change them), and a source.
     off_draft = {"status": "draft", "enabled": False}

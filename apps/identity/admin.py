@@ -78,6 +78,8 @@ CHALLENGE_FIELDS = (
 
 @admin.register(EmailCodeChallenge)
 class EmailCodeChallengeAdmin(ReadOnlyAuditAdmin):
+    # Addresses customers are verified by: personal data, read by admins (as privacy requests).
+    view_need = MANAGE
     list_display = [
         "created_at",
         "client",
