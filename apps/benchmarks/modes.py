@@ -55,9 +55,14 @@ from django.db.models import QuerySet, Sum
 from django.test.utils import CaptureQueriesContext, override_settings
 
 from apps.billing.models import ModelPrice, UsageRecord
+from apps.clients.identity import Identity
 from apps.clients.models import AIMode, Client, Plan
 from apps.conversations.models import Role
-from apps.conversations.services import conversation_create, message_append
+from apps.conversations.services import (
+    conversation_create,
+    conversation_customer_verify,
+    message_append,
+)
 from apps.core.tenancy import tenant_scope
 from apps.provisioning.files import load_tenant_file
 from apps.provisioning.services import tenant_import
@@ -665,6 +670,13 @@ def measure_turn(client: Client, text: str) -> MeasuredTurn:
     """Store a customer message (as the widget does, without enqueueing) and run its turn the
     way a worker does, measuring the turn only (`bench_modes`, `bench_deliberative`)."""
     conversation, _ = conversation_create(client=client)
+    # A signed-in customer, as on the demo shop: the mix's cancels and refunds are
+    # customer-scoped tools, which an anonymous visitor is only told to sign in for.
+    conversation_customer_verify(
+        client=client,
+        conversation=conversation,
+        identity=Identity(customer_id="bench-customer", email="", name="", via="jwt"),
+    )
     message = message_append(client=client, conversation=conversation, role=Role.USER, text=text)
     # CaptureQueriesContext slices a log capped at 9,000 queries: start each turn empty.
     connection.queries_log.clear()

@@ -35,7 +35,12 @@ def record_settled(turn: Turn, settled: PendingAction) -> None:
 def reask_outcome(turn: Turn) -> Outcome | None:
     """The question asked again (a CONFIRMATION_REQUEST reply carrying the buttons' action and
     digest), or None when this message should go through the pipeline."""
-    if turn.confirmed is not None or turn.declined is not None or turn.dry_run:
+    if (
+        turn.confirmed is not None
+        or turn.declined is not None
+        or turn.dry_run
+        or not turn.question_touched
+    ):
         return None
     closed = pending_expired_by_answer(client=turn.client, user_message=turn.user_message)
     if closed is None:

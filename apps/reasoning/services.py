@@ -75,7 +75,12 @@ from apps.reasoning.traces import TokenCapExceeded, TurnAborted, TurnRecorder
 from apps.reasoning.turn import NO_RETRY, Escalate, Outcome, Reply, Turn
 from apps.reasoning.turn_notes import turn_notes_write
 from apps.tools.models import ClientTool
-from apps.tools.pending import pending_expire_open, pending_mark_shown, pending_settle
+from apps.tools.pending import (
+    pending_expire_open,
+    pending_mark_shown,
+    pending_settle,
+    pending_touched,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -356,11 +361,15 @@ def _process_claimed(
     )
     turn.on_progress = _progress_reporter(trace, conversation.pk)
     turn.reply_writer = ReplyDraftWriter(conversation_id=conversation.pk, turn_id=trace.pk)
+    turn.question_touched = pending_touched(
+        client=client, conversation=conversation, user_message=message
+    )
     turn.confirmed, turn.declined = pending_settle(
         client=client,
         conversation=conversation,
         user_message=message,
         decide=guards.confirmation_decision,
+        touched=turn.question_touched,
     )
     settled = turn.confirmed or turn.declined
     if settled is not None:

@@ -113,6 +113,9 @@ class Turn:
     history: list[Message]  # recent visible messages, oldest first, ending with user_message
     confirmed: PendingAction | None = None
     declined: PendingAction | None = None
+    # Whether a confirmation question was open or settled by this message (`pending_touched`):
+    # when not, no question can be asked again — and no query needs to say so.
+    question_touched: bool = True
     calls: list[tuple[str, str]] = field(default_factory=list)
     # A playground run (apps.playground): the guards decide as in a real turn, but no tool
     # runs and nothing is proposed to a customer (see `act_on_tool_call`).

@@ -233,14 +233,10 @@ def pending_expired_by_answer(*, client: Client, user_message: Message) -> Pendi
     return expired
 
 
-def pending_settle(
-    *, client: Client, conversation: Conversation, user_message: Message, decide: Decide
-) -> tuple[PendingAction | None, PendingAction | None]:
-    """At the start of a turn: (the action this message confirmed, the one it declined) —
-    exactly what `pending_resolve` and then `pending_declined_by` answer. One cheap query when
-    the conversation has no open question and this message settled none (the common case):
-    then neither can answer anything."""
-    open_or_settled = (
+def pending_touched(*, client: Client, conversation: Conversation, user_message: Message) -> bool:
+    """Whether the conversation has an open question or this message settled one: one cheap
+    query; when it says no (the common case) nothing about questions can change in this turn."""
+    return (
         PendingAction.objects.for_client(client)
         .filter(
             Q(resolved_by=user_message)
@@ -248,7 +244,25 @@ def pending_settle(
         )
         .exists()
     )
-    if not open_or_settled:
+
+
+def pending_settle(
+    *,
+    client: Client,
+    conversation: Conversation,
+    user_message: Message,
+    decide: Decide,
+    touched: bool | None = None,
+) -> tuple[PendingAction | None, PendingAction | None]:
+    """At the start of a turn: (the action this message confirmed, the one it declined) —
+    exactly what `pending_resolve` and then `pending_declined_by` answer. `touched`: what
+    `pending_touched` said (asked here when not given); when no question is open and this
+    message settled none, neither can answer anything."""
+    if touched is None:
+        touched = pending_touched(
+            client=client, conversation=conversation, user_message=user_message
+        )
+    if not touched:
         return None, None
     confirmed = pending_resolve(
         client=client, conversation=conversation, user_message=user_message, decide=decide
