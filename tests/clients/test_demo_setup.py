@@ -42,6 +42,8 @@ def test_the_block_names_the_port_served_and_keys_that_work(client, settings):
     assert f"Sign in:     {DEMO_EMAIL} / {DEMO_PASSWORD}" in output
     trailhead = Client.objects.get(slug="trailhead")
     assert field(output, "Widget key") == trailhead.widget_key
+    # an unverified visitor is sent to sign in on the shop actually served
+    assert trailhead.signin_url == "http://127.0.0.1:27011/"
     api_key = field(output, "API key")
     assert "shown only now" in output
     assert "OFFLINE DEMO MODEL" in output

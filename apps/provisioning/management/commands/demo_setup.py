@@ -16,6 +16,10 @@ DEMO_PASSWORD = "guidedesk-demo"  # noqa: S105 - the local demo's published cred
 WILDCARD_HOSTS = {"", "0.0.0.0", "::", "[::]"}  # noqa: S104 - compared, never bound
 
 
+# The sign-in page demo/tenant.json names: the demo shop on the default host and port.
+DEFAULT_SIGNIN_URL = "http://127.0.0.1:8000/"
+
+
 def base_url(host: str, port: int) -> str:
     """The address to open in a browser for a server bound to `host:port`."""
     if host in WILDCARD_HOSTS:
@@ -60,6 +64,13 @@ class Command(BaseCommand):
                 raise CommandError(
                     f"{options['tenant']}: {exc.message}\nNothing was changed."
                 ) from None
+        served = base_url(options["host"], options["port"])
+        # The demo shop is its own sign-in page: point the tenant file's default at the address
+        # the demo is served on (PORT=8011 make demo).
+        for done in imported:
+            Client.objects.filter(slug=done.slug, signin_url=DEFAULT_SIGNIN_URL).exclude(
+                signin_url=served
+            ).update(signin_url=served)
         simulations = self.import_cases(options["simulations"]) if options["simulations"] else ""
         user = User.objects.filter(email=DEMO_EMAIL).first()
         if user is None:
@@ -68,7 +79,7 @@ class Command(BaseCommand):
             Membership.objects.get_or_create(
                 client=client, user=user, defaults={"role": Role.OWNER}
             )
-        self.stdout.write(self.summary(imported, base_url(options["host"], options["port"])))
+        self.stdout.write(self.summary(imported, served))
         if simulations:
             self.stdout.write(simulations)
 
