@@ -218,7 +218,15 @@ def test_confidence_is_coerced(llm: FakeLLMServer, confidence: object, expected:
     assert result.parsed.confidence == expected
 
 
-@pytest.mark.parametrize("confidence", [15, 0, -3])
+def test_a_zero_confidence_counts_as_the_lowest(llm: FakeLLMServer) -> None:
+    llm.script("assess", {**ASSESS_REPLY, "confidence": 0})
+
+    result = llm_complete(step="assess", messages=MESSAGES, output=AssessOut)
+
+    assert result.parsed.confidence == 1
+
+
+@pytest.mark.parametrize("confidence", [15, 11, -3])
 def test_out_of_range_confidence_breaks_the_contract(
     llm: FakeLLMServer, confidence: object
 ) -> None:

@@ -52,6 +52,10 @@ class AssessOut(RespondOut):
             number = round(float(value))
         except (TypeError, ValueError):
             return 1  # unreadable confidence counts as low confidence
+        if number == 0:
+            # A zero on a 1–10 scale (small models start scales at 0) says "not confident":
+            # the lowest, which triggers the critique — never a reason to trust the reply more.
+            return 1
         if not 1 <= number <= 10:
             raise ValueError(f"must be between 1 and 10, not {value!r}")
         return number
