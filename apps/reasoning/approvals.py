@@ -38,6 +38,7 @@ import json
 import logging
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -242,19 +243,21 @@ def approval_gate(
     that may run gets its `running` execution row before the lock is released
     (`tool_execution_reserve`), so a call racing it waits, then counts it."""
     rule = tool.approval_rule
+    request = partial(
+        approval_request_create,
+        client=client,
+        conversation=conversation,
+        tool=tool,
+        params=params,
+        idempotency_key=idempotency_key,
+        requested_in=requested_in,
+        trace=trace,
+        pending=pending,
+    )
     if sum_rule(rule) is None:  # no rule, `always`, or one that cannot be read (fails closed)
         if not approval_needed(rule, params):
             return None, False
-        return approval_request_create(
-            client=client,
-            conversation=conversation,
-            tool=tool,
-            params=params,
-            idempotency_key=idempotency_key,
-            requested_in=requested_in,
-            trace=trace,
-            pending=pending,
-        )
+        return request()
     members = group_tools(client=client, tool=tool)
     with transaction.atomic():
         locked = list(
@@ -286,17 +289,7 @@ def approval_gate(
             tools=locked or members,
         )
         if approval_needed(rule, params) or basis["tripped"]:
-            return approval_request_create(
-                client=client,
-                conversation=conversation,
-                tool=tool,
-                params=params,
-                idempotency_key=idempotency_key,
-                requested_in=requested_in,
-                trace=trace,
-                pending=pending,
-                basis=basis,
-            )
+            return request(basis=basis)
         tool_execution_reserve(
             client=client,
             tool=tool,
