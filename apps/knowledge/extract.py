@@ -2,9 +2,10 @@
 
 - HTML: the main text as Markdown by trafilatura (navigation, footers and other boilerplate
   left out; no links), the title from the page's metadata; a plain lxml text of the body when
-  trafilatura finds nothing.
+  trafilatura finds nothing. A page over KNOWLEDGE_EXTRACT_HTML_INLINE_BYTES is read in a
+  child process with hard limits (apps/knowledge/sandbox.py), a smaller one in this process.
 - PDF: the text of each page (pypdf), one `## Page n` section per page; the title from the
-  document's metadata or the file name.
+  document's metadata or the file name. Always read in a child process with hard limits.
 - Markdown: kept as it is; the title from YAML front matter, the first `# ` heading or the file
   name.
 - Plain text: as it is; the title from the file name.
@@ -13,21 +14,21 @@
 
 from __future__ import annotations
 
-import io
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import lxml.etree
-import lxml.html
-import trafilatura
 import yaml
+from django.conf import settings
 from django.utils.translation import gettext as _
 from markdown_it import MarkdownIt
-from pypdf import PdfReader
-from pypdf.errors import PyPdfError
+
+from apps.knowledge import extract_child, sandbox
 
 logger = logging.getLogger(__name__)
 
@@ -48,15 +49,12 @@ _BY_SUFFIX = {
     ".text": "text/plain",
 }
 TITLE_MAX = 300
-# Pages of one PDF read at most: text extraction is CPU work no network deadline interrupts.
-MAX_PDF_PAGES = 500
+MAX_PDF_PAGES = extract_child.MAX_PDF_PAGES
 _FRONT_MATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*\n", re.DOTALL)
-_BLOCK_TAGS = ("p", "div", "li", "br", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section")
-_BOILERPLATE_TAGS = ("script", "style", "noscript", "nav", "header", "footer", "aside", "form")
 
 
 class ExtractError(Exception):
-    """Nothing usable in this page or file."""
+    """Nothing usable in this page or file (the message, translated, says why)."""
 
 
 @dataclass(frozen=True)
@@ -77,31 +75,26 @@ def name_of(url_or_name: str) -> str:
     return (stem.replace("-", " ").replace("_", " ").strip() or url_or_name)[:TITLE_MAX]
 
 
-def _decode(body: bytes, charset: str = "") -> str:
-    for encoding in (charset, "utf-8"):
-        if encoding:
-            try:
-                return body.decode(encoding)
-            except (LookupError, UnicodeDecodeError):
-                continue
-    return body.decode("utf-8", errors="replace")
+_decode = extract_child.decode
+_without_title_heading = extract_child.without_title_heading
 
 
-def _without_title_heading(body: str, title: str) -> str:
-    """The body without a leading `# <title>` line (the article's title says it already)."""
-    lines = body.lstrip().split("\n", 1)
-    if lines and lines[0].startswith("# ") and lines[0][2:].strip() == title.strip():
-        return lines[1].strip() if len(lines) > 1 else ""
-    return body.strip()
-
-
-def extract(*, body: bytes, content_type: str, name: str, charset: str = "") -> Page:
+def extract(
+    *,
+    body: bytes,
+    content_type: str,
+    name: str,
+    charset: str = "",
+    still_wanted: Callable[[], bool] | None = None,
+) -> Page:
     """The title and Markdown body of a page or file of `content_type`; `name` is its URL or
-    file name (for a title of last resort). Raises ExtractError when there is no text."""
+    file name (for a title of last resort). Raises ExtractError when there is no text (or a
+    child's limit was hit), ExtractionStopped when `still_wanted()` turned false while a child
+    process read it."""
     if content_type in HTML_TYPES:
-        page = html_page(_decode(body, charset), name=name)
+        page = html_page(body, charset=charset, name=name, still_wanted=still_wanted)
     elif content_type in PDF_TYPES:
-        page = pdf_page(body, name=name)
+        page = pdf_page(body, name=name, still_wanted=still_wanted)
     elif content_type in MARKDOWN_TYPES:
         page = markdown_page(_decode(body, charset), name=name)
     elif content_type in TEXT_TYPES:
@@ -113,65 +106,44 @@ def extract(*, body: bytes, content_type: str, name: str, charset: str = "") -> 
     return Page(title=page.title.strip()[:TITLE_MAX] or name_of(name), body=page.body.strip())
 
 
-def html_page(html: str, *, name: str) -> Page:
-    if not html.strip():
-        raise ExtractError(_("No text was found."))
+def _read(
+    kind: str, data: bytes, *, charset: str, child: bool, still_wanted: Callable[[], bool] | None
+) -> dict[str, Any]:
+    """The reader's result, read in a child process or (`child` false) in this one."""
     try:
-        tree = lxml.html.fromstring(html)
-    except (lxml.etree.ParserError, ValueError) as exc:
-        raise ExtractError(_("The page is not readable HTML.")) from exc
-    title = ""
-    metadata = trafilatura.extract_metadata(tree)
-    if metadata is not None and metadata.title:
-        title = metadata.title
-    if not title:
-        found = tree.findtext(".//title") or tree.findtext(".//h1") or ""
-        title = " ".join(found.split())
-    title = title or name_of(name)
-    _drop_boilerplate(tree)
-    text = trafilatura.extract(
-        tree,
-        output_format="markdown",
-        include_links=False,
-        include_comments=False,
-        include_images=False,
-        include_tables=True,
-    )
-    body = _without_title_heading(text, title) if text else _plain_text(tree)
-    return Page(title=title, body=body)
+        if not child:
+            return extract_child.read(kind, data, charset)
+        result = sandbox.read_in_child(kind, data, charset=charset, still_wanted=still_wanted)
+    except extract_child.ReadError as exc:
+        raise _read_error(exc.code, exc.detail) from exc
+    except sandbox.ReaderError as exc:
+        raise ExtractError(str(exc)) from exc
+    if not result.get("ok"):
+        raise _read_error(str(result.get("code", "")), str(result.get("detail", "")))
+    return result
 
 
-def _drop_boilerplate(tree: lxml.html.HtmlElement) -> None:
-    """Remove what is navigation or page furniture by its own markup (<nav>, <footer>, a
-    page-level <header> …): on a short page trafilatura would otherwise keep the whole body.
-    A <header> inside <main> or <article> holds the article's own title and stays."""
-    for element in list(tree.iter(*_BOILERPLATE_TAGS)):
-        if element.tag == "header" and any(
-            ancestor.tag in ("main", "article") for ancestor in element.iterancestors()
-        ):
-            continue
-        if element.getparent() is not None:
-            element.drop_tree()
+def _read_error(code: str, detail: str) -> ExtractError:
+    if code == "bad_html":
+        return ExtractError(_("The page is not readable HTML."))
+    if code == "bad_pdf":
+        return ExtractError(_("The PDF could not be read (%(error)s).") % {"error": detail})
+    return ExtractError(_("No text was found."))
 
 
-def _plain_text(tree: lxml.html.HtmlElement) -> str:
-    """The body's text without scripts, navigation, headers and footers: the fallback."""
-    for element in tree.iter(*_BLOCK_TAGS):
-        element.tail = "\n" + (element.tail or "")
-    body = tree.find(".//body")
-    text = (body if body is not None else tree).text_content()
-    lines = (" ".join(line.split()) for line in text.splitlines())
-    return "\n\n".join(line for line in lines if line)
+def html_page(
+    body: bytes, *, name: str, charset: str = "", still_wanted: Callable[[], bool] | None = None
+) -> Page:
+    """A large page is read in a child process; a small one here, where starting a child
+    would cost more than reading it."""
+    child = len(body) > int(settings.KNOWLEDGE_EXTRACT_HTML_INLINE_BYTES)
+    result = _read("html", body, charset=charset, child=child, still_wanted=still_wanted)
+    return Page(title=str(result.get("title") or "") or name_of(name), body=str(result["body"]))
 
 
-def pdf_page(data: bytes, *, name: str) -> Page:
-    try:
-        reader = PdfReader(io.BytesIO(data))
-        pages = list(reader.pages)[:MAX_PDF_PAGES]
-        texts = [(page.extract_text() or "").strip() for page in pages]
-        title = (reader.metadata.title if reader.metadata else None) or ""
-    except (PyPdfError, ValueError, KeyError, TypeError, OSError) as exc:
-        raise ExtractError(_("The PDF could not be read (%(error)s).") % {"error": exc}) from exc
+def pdf_page(data: bytes, *, name: str, still_wanted: Callable[[], bool] | None = None) -> Page:
+    result = _read("pdf", data, charset="", child=True, still_wanted=still_wanted)
+    texts = [str(text) for text in result["pages"]]
     if len(texts) == 1:
         body = texts[0]
     else:
@@ -180,7 +152,7 @@ def pdf_page(data: bytes, *, name: str) -> Page:
             for n, text in enumerate(texts, start=1)
             if text
         )
-    return Page(title=str(title).strip() or name_of(name), body=body)
+    return Page(title=str(result.get("title") or "") or name_of(name), body=body)
 
 
 def markdown_page(text: str, *, name: str) -> Page:

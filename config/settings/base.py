@@ -457,6 +457,16 @@ KNOWLEDGE_SYNC_SECONDS = env.int("KNOWLEDGE_SYNC_SECONDS", default=300)
 KNOWLEDGE_FETCH_TIMEOUT = env.float("KNOWLEDGE_FETCH_TIMEOUT", default=15.0)
 # Nested sitemaps (a sitemap index) read per sync, at most.
 KNOWLEDGE_MAX_SITEMAPS = env.int("KNOWLEDGE_MAX_SITEMAPS", default=20)
+# PDFs, and HTML pages over EXTRACT_HTML_INLINE_BYTES, are read in a child process with these
+# hard limits (apps/knowledge/sandbox.py): CPU seconds, address space, the text it may return,
+# and a wall-clock kill.
+KNOWLEDGE_EXTRACT_CPU_SECONDS = env.int("KNOWLEDGE_EXTRACT_CPU_SECONDS", default=20)
+KNOWLEDGE_EXTRACT_MEMORY_MB = env.int("KNOWLEDGE_EXTRACT_MEMORY_MB", default=512)
+KNOWLEDGE_EXTRACT_OUTPUT_BYTES = env.int("KNOWLEDGE_EXTRACT_OUTPUT_BYTES", default=8 * 1024 * 1024)
+KNOWLEDGE_EXTRACT_SECONDS = env.float("KNOWLEDGE_EXTRACT_SECONDS", default=40.0)
+KNOWLEDGE_EXTRACT_HTML_INLINE_BYTES = env.int(
+    "KNOWLEDGE_EXTRACT_HTML_INLINE_BYTES", default=256 * 1024
+)
 # The beat task starts at most this many due re-syncs per run, every CHECK_SECONDS.
 KNOWLEDGE_RESYNC_BATCH = env.int("KNOWLEDGE_RESYNC_BATCH", default=20)
 KNOWLEDGE_RESYNC_CHECK_SECONDS = env.int("KNOWLEDGE_RESYNC_CHECK_SECONDS", default=15 * 60)

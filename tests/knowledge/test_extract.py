@@ -14,9 +14,9 @@ from apps.knowledge.extract import (
 
 
 def test_html_without_main_text_falls_back_to_the_body_text_without_navigation(monkeypatch):
-    import apps.knowledge.extract as module
+    import trafilatura
 
-    monkeypatch.setattr(module.trafilatura, "extract", lambda *a, **k: None)
+    monkeypatch.setattr(trafilatura, "extract", lambda *a, **k: None)
     html = (
         b"<html><head><title>Opening hours</title><script>var x = 1;</script></head><body>"
         b"<nav>Menu</nav><div><p>Mon to Fri 9 to 5.</p><p>Closed on Sundays.</p></div>"

@@ -49,6 +49,7 @@ from apps.knowledge.models import (
     SourceKind,
     SourceStatus,
 )
+from apps.knowledge.sandbox import ExtractionStopped
 from apps.knowledge.services.articles import article_save
 
 logger = logging.getLogger(__name__)
@@ -152,6 +153,10 @@ class _Sync:
         self.switched_off_urls: set[str] = set(self.progress.pop("switched_off_urls", []))
         self.max_pages = int(settings.KNOWLEDGE_MAX_PAGES)
         self.stopped = ""  # why the sync stopped before the end
+        self.cancelled = False  # the source changed under the sync
+        # What this sync imports: while a child process reads a document, the sync stops when
+        # the source is deleted or these change (`still_wanted`).
+        self.imports = {"kind": source.kind, "url": source.url, "file": source.file.name or ""}
 
     # --- bookkeeping ----------------------------------------------------------------------
 
@@ -170,6 +175,10 @@ class _Sync:
         if len(self.progress["errors"]) < MAX_ERRORS_SHOWN:
             self.progress["errors"].append({"page": name, "error": reason})
 
+    def still_wanted(self) -> bool:
+        """The source is still there and still names what this sync is importing."""
+        return self.rows.filter(**self.imports).exists()
+
     # --- the run --------------------------------------------------------------------------
 
     def run(self) -> dict[str, Any]:
@@ -184,6 +193,14 @@ class _Sync:
                 self.progress["bytes"] = max(self.progress["bytes"], fetcher.bytes_read)
         except (FetchError, ExtractError) as exc:  # the source itself (its sitemap) failed
             error = str(exc)
+        except ExtractionStopped:  # deleted or changed while a document was read: stop quietly
+            if not self.rows.exists():
+                logger.info(
+                    "knowledge sync stopped: source deleted", extra={"source": self.source.pk}
+                )
+                return dict(self.progress, stopped=True)
+            self.cancelled = True
+            self.stopped = _("the source was changed while it was being read; sync it again.")
         except Exception as exc:  # nothing lost: the source says what went wrong
             logger.exception("knowledge sync failed", extra={"source": self.source.pk})
             error = _("The sync failed unexpectedly (%(error)s).") % {
@@ -194,8 +211,10 @@ class _Sync:
     def finish(self, error: str) -> dict[str, Any]:
         p = self.progress
         imported = p["created"] + p["updated"] + p["unchanged"]
-        if not error and p["total"] and not imported:
-            error = _("No page could be imported.")
+        if not error and p["total"] and not imported and not self.cancelled:
+            # One page (a file, a web page): its own reason is the source's.
+            single = p["total"] == 1 and p["errors"]
+            error = p["errors"][0]["error"] if single else _("No page could be imported.")
         status = SourceStatus.FAILED if error else SourceStatus.SYNCED
         summary = _(
             "%(done)s of %(total)s pages: %(created)s new, %(updated)s updated, "
@@ -237,7 +256,9 @@ class _Sync:
         else:
             content_type = content_type_for_name(name)
             try:
-                page = extract(body=data, content_type=content_type, name=name)
+                page = extract(
+                    body=data, content_type=content_type, name=name, still_wanted=self.still_wanted
+                )
             except ExtractError as exc:
                 self.page_failed(name, str(exc))
             else:
@@ -270,6 +291,7 @@ class _Sync:
                     content_type=fetched.content_type,
                     name=url,
                     charset=fetched.charset,
+                    still_wanted=self.still_wanted,
                 )
             except SyncBudgetExceeded as exc:
                 self.stopped = str(exc)
