@@ -20,6 +20,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env.int
     # a turn or an event stream gives its connection back while it waits on the network
     # (apps/core/db.py). Pooling replaces persistent connections (CONN_MAX_AGE must be 0).
     DATABASES["default"]["CONN_MAX_AGE"] = 0
+    # Django's backend whose pool drops every dead connection at once (below).
+    DATABASES["default"]["ENGINE"] = "apps.core.postgresql"
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": env.int("DB_POOL_MIN_SIZE", default=2),
         "max_size": env.int("DB_POOL_MAX_SIZE", default=20),
@@ -30,8 +32,10 @@ else:
 # Connections are checked before use, so one the database dropped while it sat idle (a restart,
 # a failover, pg_terminate_backend) is replaced instead of failing the request that got it:
 # a persistent connection before its reuse; a pooled one as it leaves the pool (an empty query,
-# ~0.1 ms) — with a pool, Django turns CONN_HEALTH_CHECKS into the pool's
-# `check=ConnectionPool.check_connection` (and refuses a `check` among the pool options).
+# ~0.1 ms): with a pool, CONN_HEALTH_CHECKS gives the pool a `check`
+# (apps.core.db.SweepOnFailedCheck) — and the first connection that fails it makes the pool
+# test and replace every connection it holds at once, so after the database dropped them all
+# the next request waits only for one new connection, not a back-off per dead one.
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("CONN_HEALTH_CHECKS", default=True)
 SESSION_COOKIE_SECURE = True
 CSRF_COOKIE_SECURE = True

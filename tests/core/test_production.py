@@ -105,15 +105,18 @@ def test_production_refuses_to_start_without_a_broker():
 
 def test_the_production_pool_checks_each_connection_it_hands_out():
     """A connection the database dropped while it sat in the pool is discarded, not handed to a
-    request: the pool's `check` is psycopg's `check_connection`."""
+    request: the pool's `check` runs psycopg's `check_connection`, and one that fails it makes
+    this pool drop every other dead connection at once (apps/core/db.py). The shipped sizes."""
     done = run_django(
         "config.settings.production",
-        "from django.db import connection; from psycopg_pool import ConnectionPool; "
-        "print(connection.pool._check == ConnectionPool.check_connection)",
+        "from django.db import connection; from apps.core.db import SweepOnFailedCheck; "
+        "p = connection.pool; "
+        "print(type(p._check) is SweepOnFailedCheck and p._check.pool is p, "
+        "p.min_size, p.max_size, p.timeout, connection.vendor)",
         **PRODUCTION_ENV,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip().splitlines()[-1] == "True"
+    assert done.stdout.strip().splitlines()[-1] == "True 2 20 30.0 postgresql"
 
 
 def test_production_sends_e_mail_through_email_url(production):

@@ -7,6 +7,7 @@ to seconds."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -35,6 +36,7 @@ from tests.reasoning.conftest import (  # noqa: F401  (fixtures, re-exported)
     webhook,
     webhook_server,
 )
+from tests.support import procfile
 from tests.widget.conftest import Widget
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,6 +88,41 @@ def database_url() -> str:
         auth += f":{dsn['password']}"
     host = f"{dsn['host'] or '127.0.0.1'}:{dsn['port'] or 5432}"
     return f"postgres://{auth}@{host}/{dsn['dbname']}"
+
+
+@contextlib.contextmanager
+def production_web(tmp_path: Path, **extra: str) -> Iterator[str]:
+    """The Procfile's `web` command under production settings on the test database (migrated by
+    the test run; nothing served here needs collected static files). Yields its base URL; its
+    output goes to `tmp_path / "web.log"`. `extra` overrides the environment."""
+    port = procfile.free_port()
+    env = procfile.process_env(
+        {
+            "DJANGO_SETTINGS_MODULE": "config.settings.production",
+            "SECRET_KEY": "pool-fault-test-secret-key-0123456789-abcdefghijklmnopqrstuv",
+            "ALLOWED_HOSTS": "127.0.0.1",
+            "DATABASE_URL": database_url(),
+            # Required in production. Nothing listens there: a turn cannot be queued and runs
+            # in the web process (the broker-down path).
+            "CELERY_BROKER_URL": "redis://127.0.0.1:9/0",
+            "STATIC_ROOT": str(tmp_path / "static"),
+            "SECURE_SSL_REDIRECT": "False",
+            "SECURE_HSTS_SECONDS": "0",
+            "EMAIL_URL": "smtp://127.0.0.1:1",
+            "WEB_CONCURRENCY": "1",
+            "PORT": str(port),
+            **extra,
+        }
+    )
+    log = tmp_path / "web.log"
+    web = procfile.start("web", env, log)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        procfile.wait_for_http(url + "/healthz", web, log)
+        yield url
+    finally:
+        procfile.stop(web)
+        print(log.read_text()[-6000:])  # noqa: T201  (shown when the test fails)
 
 
 def child_env(**extra: str) -> dict[str, str]:

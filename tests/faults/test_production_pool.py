@@ -6,10 +6,7 @@ is retried on a fresh connection and answered."""
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -17,8 +14,7 @@ import pytest
 from django.db import connection
 
 from apps.conversations.models import Message
-from tests.faults.conftest import assess, database_url, needs_postgres, terminate_backends
-from tests.support import procfile
+from tests.faults.conftest import assess, needs_postgres, production_web, terminate_backends
 
 pytestmark = [
     pytest.mark.faults,
@@ -29,43 +25,9 @@ pytestmark = [
 REQUESTS = 60
 
 
-@contextlib.contextmanager
-def _production_web(tmp_path: Path, **extra: str) -> Iterator[str]:
-    """The Procfile's `web` command under production settings on the test database (migrated by
-    the test run; nothing served here needs collected static files)."""
-    port = procfile.free_port()
-    env = procfile.process_env(
-        {
-            "DJANGO_SETTINGS_MODULE": "config.settings.production",
-            "SECRET_KEY": "pool-fault-test-secret-key-0123456789-abcdefghijklmnopqrstuv",
-            "ALLOWED_HOSTS": "127.0.0.1",
-            "DATABASE_URL": database_url(),
-            # Required in production. Nothing listens there: a turn cannot be queued and runs
-            # in the web process (the broker-down path).
-            "CELERY_BROKER_URL": "redis://127.0.0.1:9/0",
-            "STATIC_ROOT": str(tmp_path / "static"),
-            "SECURE_SSL_REDIRECT": "False",
-            "SECURE_HSTS_SECONDS": "0",
-            "EMAIL_URL": "smtp://127.0.0.1:1",
-            "WEB_CONCURRENCY": "1",
-            "PORT": str(port),
-            **extra,
-        }
-    )
-    log = tmp_path / "web.log"
-    web = procfile.start("web", env, log)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        procfile.wait_for_http(url + "/healthz", web, log)
-        yield url
-    finally:
-        procfile.stop(web)
-        print(log.read_text()[-6000:])  # noqa: T201  (shown when the test fails)
-
-
 def test_requests_after_the_pools_connections_are_terminated_all_succeed(widget, tmp_path):
     conversation_id, token = widget.conversation()
-    with _production_web(tmp_path) as base:
+    with production_web(tmp_path) as base:
         url = f"{base}/api/v1/widget/conversations/{conversation_id}/messages"
         headers = widget.headers(token)
         # The pool holds connections now (min_size 2, plus the ones these requests opened).
@@ -89,7 +51,7 @@ def test_a_turn_in_the_web_process_survives_its_connections_being_terminated(wid
         return assess(response="Your parcel ships today.")
 
     llm.script("assess", answer_after_a_database_drop, answer_after_a_database_drop)
-    with _production_web(
+    with production_web(
         tmp_path,
         OPENAI_API_KEY="test-key",
         OPENAI_BASE_URL=llm.base_url,
