@@ -34,3 +34,48 @@ def shot(page: Page, folder: Path, name: str) -> Path:
     path = folder / name
     page.screenshot(path=str(path))
     return path
+
+
+# Every text the growing reply bubble (`li.gd-draft`) shows, in order, recorded in the chat
+# frame by a MutationObserver as the widget changes it ("" where a bubble that was shown went
+# away), and where in that record each posted reply appeared. The record is the page's own
+# events, however slowly the test gets round to reading it.
+_DRAFT_RECORDER = """(body) => {
+  const r = window.__gdDrafts;
+  if (r) { r.texts.length = 0; r.replies.length = 0; r.bubbles = 0; r.known = r.count(); return; }
+  const rec = window.__gdDrafts = { texts: [], replies: [], bubbles: 0, bubble: null };
+  rec.count = () => document.querySelectorAll("li.gd-msg--assistant[data-seq]").length;
+  rec.known = rec.count();
+  const look = () => {
+    const li = document.querySelector("li.gd-draft");
+    if (li && li !== rec.bubble) rec.bubbles += 1;
+    rec.bubble = li;
+    const text = li ? (li.querySelector(".gd-text") || { textContent: "" }).textContent : "";
+    const last = rec.texts[rec.texts.length - 1];
+    const posted = document.querySelectorAll("li.gd-msg--assistant[data-seq]");
+    for (let i = rec.known; i < posted.length; i += 1) {
+      rec.replies.push([rec.texts.length, posted[i].textContent]);
+    }
+    rec.known = posted.length;
+    if ((text || rec.texts.length) && text !== last) rec.texts.push(text);
+  };
+  new MutationObserver(look).observe(body, { subtree: true, childList: true, characterData: true });
+}"""
+
+
+def record_drafts(frame: FrameLocator) -> None:
+    """Start (or restart) recording what the chat frame's reply bubble shows."""
+    frame.locator("body").evaluate(_DRAFT_RECORDER)
+
+
+def drafts(frame: FrameLocator, *, until: str = "") -> tuple[list[str], int]:
+    """The bubble's texts recorded since `record_drafts` — only those shown before a posted
+    reply containing `until` appeared, when given — and how many bubbles were shown."""
+    texts, replies, bubbles = frame.locator("body").evaluate(
+        "() => { const r = window.__gdDrafts; return [r.texts, r.replies, r.bubbles]; }"
+    )
+    if until:
+        ends = [at for at, text in replies if until in text]
+        assert ends, f"no reply containing {until!r} was posted: {replies}"
+        texts = texts[: ends[0]]
+    return list(texts), int(bubbles)

@@ -80,7 +80,7 @@ def test_an_agent_follows_a_conversation_live_replies_and_resolves(
     message_append(
         client=client_a, conversation=data.conversation, role="user", text="Anyone there?"
     )
-    page.get_by_text("Anyone there?").wait_for(timeout=8000)
+    page.get_by_text("Anyone there?").wait_for()
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "console-conversation.png"), full_page=True)
 
@@ -97,12 +97,12 @@ def test_an_agent_follows_a_conversation_live_replies_and_resolves(
     from apps.escalations.services import escalation_create, escalation_resolve
 
     escalation_resolve(client=client_a, escalation=data.escalation)
-    page.locator("[data-escalation]").wait_for(state="hidden", timeout=8000)
+    page.locator("[data-escalation]").wait_for(state="hidden")
     assert page.locator("[data-status]").inner_text().startswith("Open")
     again = escalation_create(
         client=client_a, conversation=data.conversation, reason="policy", notify=False
     )
-    page.locator("[data-escalation]").wait_for(state="visible", timeout=8000)
+    page.locator("[data-escalation]").wait_for(state="visible")
     assert page.locator("[data-esc-reason]").inner_text() == "Policy / safety decision"
 
     # resolve with the button
@@ -120,7 +120,7 @@ def test_an_agent_follows_a_conversation_live_replies_and_resolves(
     escalation_create(
         client=client_a, conversation=data.quiet_conversation, reason="policy", notify=False
     )
-    page.get_by_role("link", name=str(data.quiet_conversation.public_id)[:8]).wait_for(timeout=8000)
+    page.get_by_role("link", name=str(data.quiet_conversation.public_id)[:8]).wait_for()
     assert page.locator("[data-open-count]").inner_text() == "1"
     page.screenshot(path=str(SCREENSHOTS / "console-queue.png"), full_page=True)
     assert page.errors == []

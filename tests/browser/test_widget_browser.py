@@ -223,7 +223,7 @@ def test_small_screen_offline_label_reload_and_a_failed_send(
     reply = frame.locator("li.gd-msg--assistant[data-seq]").first
     expect(reply).to_be_visible()
     expect(reply.locator(".gd-badge--offline")).to_have_text("Demo model — offline")
-    expect(frame.locator("#gd-typing")).to_be_hidden(timeout=2000)  # the reply ends the typing line
+    expect(frame.locator("#gd-typing")).to_be_hidden()  # the reply ends the typing line
     overflow = frame.locator("body").evaluate(
         "body => document.documentElement.scrollWidth - document.documentElement.clientWidth"
     )
@@ -283,7 +283,7 @@ def test_without_eventsource_the_chat_falls_back_to_polling(
             conversation=Conversation.objects.get(client=demo),
             text="Hi, Alex here — go half a size up.",
         )
-    expect(frame.locator("li.gd-msg--staff")).to_contain_text("go half a size up", timeout=10_000)
+    expect(frame.locator("li.gd-msg--staff")).to_contain_text("go half a size up")
     expect(frame.locator("#gd-handoff")).to_be_visible()
     assert [url for method, url in requests if method == "GET" and "/messages?after=" in url]
     assert not [url for _, url in requests if "/events" in url]
