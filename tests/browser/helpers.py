@@ -7,6 +7,7 @@ from pathlib import Path
 from playwright.sync_api import FrameLocator, Page, expect
 
 from apps.clients.models import Client
+from apps.conversations.models import Conversation
 
 
 def open_widget(page: Page, base_url: str, demo: Client, path: str = "/") -> FrameLocator:
@@ -22,6 +23,25 @@ def open_widget(page: Page, base_url: str, demo: Client, path: str = "/") -> Fra
     expect(frame.get_by_text(demo.greeting)).to_be_visible()
     expect(frame.get_by_label("Your message")).to_be_focused()
     return frame
+
+
+_KEPT_CONVERSATION = """() => {
+  for (const store of [window.localStorage, window.sessionStorage]) {
+    for (let i = 0; i < store.length; i += 1) {
+      const key = store.key(i);
+      if (key.startsWith("guidedesk:conversation:")) return JSON.parse(store.getItem(key)).id;
+    }
+  }
+  return null;
+}"""
+
+
+def shown_conversation(frame: FrameLocator, client: Client) -> Conversation:
+    """The conversation the chat frame shows — the id the widget keeps for it — never "the"
+    conversation of the client in the database, which a test must not assume is the only one."""
+    public_id = frame.locator("body").evaluate(_KEPT_CONVERSATION)
+    assert public_id, "the chat keeps no conversation"
+    return Conversation.objects.for_client(client).get(public_id=public_id)
 
 
 def send(frame: FrameLocator, text: str) -> None:

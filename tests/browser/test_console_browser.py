@@ -15,12 +15,12 @@ from playwright.sync_api import expect
 
 from apps.accounts.models import Role
 from apps.console import views as console_views
-from apps.conversations.models import Conversation, Message
+from apps.conversations.models import Message
 from apps.conversations.services import message_append
 from apps.escalations.models import Escalation
 from tests.api.conftest import make_tenant_data
 from tests.browser.conftest import SCREENSHOTS
-from tests.browser.helpers import open_widget, send
+from tests.browser.helpers import open_widget, send, shown_conversation
 from tests.factories import MembershipFactory
 from tests.reasoning.conftest import assess
 
@@ -137,7 +137,7 @@ def test_staff_reply_in_the_console_shows_in_the_customers_widget(
     send(frame, "My stove arrived with a dent")
     expect(frame.get_by_text("Let me see what I can find.")).to_be_visible()
 
-    conversation = Conversation.objects.get(client=demo)
+    conversation = shown_conversation(frame, demo)
     agent = agent_page(browser, live_server, demo, monkeypatch)
     agent.goto(f"{live_server.url}/console/conversations/{conversation.public_id}/")
     thread = agent.locator("[data-messages]")

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from apps.conversations.models import Conversation, Message
+from apps.conversations.models import Message
 from tests.browser.conftest import SCREENSHOTS
-from tests.browser.helpers import open_widget, send
+from tests.browser.helpers import open_widget, send, shown_conversation
 from tests.browser.test_console_browser import agent_page
 from tests.reasoning.conftest import assess
 
@@ -24,7 +24,7 @@ def test_watch_take_over_reply_and_hand_back_with_the_waiting_message_answered(
     llm.script("assess", assess(response="We deliver across the UK in 2–3 days."))
     send(frame, "Do you deliver to Leeds?")
     expect(frame.get_by_text("We deliver across the UK in 2–3 days.")).to_be_visible()
-    conversation = Conversation.objects.get(client=demo)
+    conversation = shown_conversation(frame, demo)
 
     # The inbox lists it by the customer's first words, handled by the assistant.
     agent = agent_page(browser, live_server, demo, monkeypatch)
@@ -84,7 +84,7 @@ def test_claim_on_the_conversation_page_assigns_it_to_me(
     llm.script("assess", assess(response="We deliver across the UK in 2–3 days."))
     send(frame, "Do you deliver to Leeds?")
     expect(frame.get_by_text("We deliver across the UK in 2–3 days.")).to_be_visible()
-    conversation = Conversation.objects.get(client=demo)
+    conversation = shown_conversation(frame, demo)
 
     agent = agent_page(browser, live_server, demo, monkeypatch)
     agent.goto(f"{live_server.url}/console/conversations/{conversation.public_id}/")

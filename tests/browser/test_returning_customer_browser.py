@@ -19,7 +19,7 @@ from apps.conversations import services as conversation_services
 from apps.conversations.models import Conversation, Message, Role
 from apps.escalations.services import staff_reply
 from tests.browser.conftest import TIMEOUT_MS, _holding
-from tests.browser.helpers import open_widget, send, shot
+from tests.browser.helpers import open_widget, send, shot, shown_conversation
 from tests.reasoning.conftest import assess, critique
 from tests.widget.contact import LINK, confirmation_links
 
@@ -100,7 +100,7 @@ def test_leave_during_a_handoff_come_back_to_the_reply_and_one_email(
     expect(notice).to_contain_text(CUSTOMER)
     expect(notice).to_contain_text("only after you confirm it")
     expect(frame.locator("#gd-contact")).to_be_visible()  # to fix a typo or send it again
-    conversation = Conversation.objects.get(client=demo)
+    conversation = shown_conversation(frame, demo)
     assert conversation.contact_email == CUSTOMER
     assert conversation.contact_email_confirmed_at is None
     taken.append(shot(page, screenshots, "widget-handoff-email.png"))
@@ -259,7 +259,7 @@ def test_start_a_new_conversation_and_stale_storage_at_360px(
     )
     assert overflow == 0  # nothing sticks out sideways at 360 px
     taken = [shot(page, screenshots, "widget-360-new-conversation.png")]
-    first = Conversation.objects.get(client=demo)
+    first = shown_conversation(frame, demo)
 
     # A fresh start: the log empties (the greeting stays), the next message opens a new one.
     new_chat.click()
@@ -269,7 +269,8 @@ def test_start_a_new_conversation_and_stale_storage_at_360px(
     expect(frame.get_by_label("Your message")).to_be_focused()
     send(frame, "What are your opening hours?")
     expect(frame.locator("li.gd-msg--assistant[data-seq]").first).to_be_visible()
-    second = Conversation.objects.exclude(pk=first.pk).get(client=demo)
+    second = shown_conversation(frame, demo)
+    assert second.pk != first.pk
     assert first.messages.filter(role=Role.USER, text="Do you ship internationally?").exists()
     assert not second.messages.filter(text="Do you ship internationally?").exists()
 
