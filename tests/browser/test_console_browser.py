@@ -15,12 +15,12 @@ from playwright.sync_api import expect
 
 from apps.accounts.models import Role
 from apps.console import views as console_views
-from apps.conversations.models import Conversation, Message
+from apps.conversations.models import Message
 from apps.conversations.services import message_append
 from apps.escalations.models import Escalation
 from tests.api.conftest import make_tenant_data
 from tests.browser.conftest import SCREENSHOTS
-from tests.browser.helpers import open_widget, send
+from tests.browser.helpers import open_widget, send, shown_conversation
 from tests.factories import MembershipFactory
 from tests.reasoning.conftest import assess
 
@@ -80,7 +80,7 @@ def test_an_agent_follows_a_conversation_live_replies_and_resolves(
     message_append(
         client=client_a, conversation=data.conversation, role="user", text="Anyone there?"
     )
-    page.get_by_text("Anyone there?").wait_for(timeout=8000)
+    page.get_by_text("Anyone there?").wait_for()
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "console-conversation.png"), full_page=True)
 
@@ -97,12 +97,12 @@ def test_an_agent_follows_a_conversation_live_replies_and_resolves(
     from apps.escalations.services import escalation_create, escalation_resolve
 
     escalation_resolve(client=client_a, escalation=data.escalation)
-    page.locator("[data-escalation]").wait_for(state="hidden", timeout=8000)
+    page.locator("[data-escalation]").wait_for(state="hidden")
     assert page.locator("[data-status]").inner_text().startswith("Open")
     again = escalation_create(
         client=client_a, conversation=data.conversation, reason="policy", notify=False
     )
-    page.locator("[data-escalation]").wait_for(state="visible", timeout=8000)
+    page.locator("[data-escalation]").wait_for(state="visible")
     assert page.locator("[data-esc-reason]").inner_text() == "Policy / safety decision"
 
     # resolve with the button
@@ -120,7 +120,7 @@ def test_an_agent_follows_a_conversation_live_replies_and_resolves(
     escalation_create(
         client=client_a, conversation=data.quiet_conversation, reason="policy", notify=False
     )
-    page.get_by_role("link", name=str(data.quiet_conversation.public_id)[:8]).wait_for(timeout=8000)
+    page.get_by_role("link", name=str(data.quiet_conversation.public_id)[:8]).wait_for()
     assert page.locator("[data-open-count]").inner_text() == "1"
     page.screenshot(path=str(SCREENSHOTS / "console-queue.png"), full_page=True)
     assert page.errors == []
@@ -137,7 +137,7 @@ def test_staff_reply_in_the_console_shows_in_the_customers_widget(
     send(frame, "My stove arrived with a dent")
     expect(frame.get_by_text("Let me see what I can find.")).to_be_visible()
 
-    conversation = Conversation.objects.get(client=demo)
+    conversation = shown_conversation(frame, demo)
     agent = agent_page(browser, live_server, demo, monkeypatch)
     agent.goto(f"{live_server.url}/console/conversations/{conversation.public_id}/")
     thread = agent.locator("[data-messages]")

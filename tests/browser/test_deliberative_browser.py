@@ -53,12 +53,10 @@ def test_the_widget_shows_progress_and_clarifying_quick_replies(
     if connection.vendor != "sqlite":
         # (SQLite's in-memory test database serializes the live server's requests, so the
         # stream cannot read the turn's progress while the turn runs; CI runs PostgreSQL.)
-        expect(typing).to_contain_text("Thinking it through… step 2", timeout=15_000)
+        expect(typing).to_contain_text("Thinking it through… step 2")
         shot(page, screenshots, "widget-deliberative-progress.png")
     reply = frame.locator("li.gd-msg--assistant[data-seq]").last
-    expect(reply).to_contain_text(
-        "Returns are accepted within 30 days of delivery.", timeout=30_000
-    )
+    expect(reply).to_contain_text("Returns are accepted within 30 days of delivery.")
     expect(typing).to_be_hidden()
     expect(frame.get_by_text("internal reasoning 1")).to_have_count(0)
 
@@ -74,7 +72,7 @@ def test_the_widget_shows_progress_and_clarifying_quick_replies(
     )
     send(frame, "I want to send these back")
     question = frame.locator("li.gd-kind--clarification").last
-    expect(question).to_contain_text("Would you like a refund or an exchange?", timeout=15_000)
+    expect(question).to_contain_text("Would you like a refund or an exchange?")
     buttons = question.locator(".gd-quick button")
     expect(buttons).to_have_text(["Refund", "Exchange"])
     shot(page, screenshots, "widget-clarify.png")
@@ -86,7 +84,7 @@ def test_the_widget_shows_progress_and_clarifying_quick_replies(
     question.get_by_role("button", name="Exchange").click()
     expect(frame.locator("li.gd-msg--user").last).to_contain_text("Exchange")
     expect(frame.locator("li.gd-msg--assistant[data-seq]").last).to_contain_text(
-        "Happy to exchange them", timeout=15_000
+        "Happy to exchange them"
     )
     expect(frame.locator(".gd-quick")).to_have_count(0)  # answered: the buttons go
     assert (

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 from django.db import connection
-from playwright.sync_api import FrameLocator, Page, expect
+from playwright.sync_api import expect
 
 from apps.clients.models import Plan
 from apps.clients.rubrics import SUPPORT
 from apps.widget import streams as widget_streams
-from tests.browser.helpers import open_widget, send, shot
+from tests.browser.helpers import drafts, open_widget, record_drafts, send, shot
 from tests.support.fake_llm import Delay, Truncated
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -79,22 +79,6 @@ def script_loop(llm: Any, synthesized: str) -> None:
     )
 
 
-def watch_draft(page: Page, frame: FrameLocator, *, until: Any) -> list[str]:
-    """The texts the growing bubble showed, in order, until `until` is visible; "" where a
-    bubble that was shown went away before then (taken back)."""
-    draft = frame.locator("li.gd-draft .gd-text")
-    seen: list[str] = []
-    for _ in range(600):
-        if until.count():
-            break
-        # (Read without waiting: the bubble may go away between two looks.)
-        text = "".join(draft.all_text_contents()[:1])
-        if (text or seen) and (not seen or text != seen[-1]):
-            seen.append(text)
-        page.wait_for_timeout(50)
-    return seen
-
-
 def test_a_deliberative_answer_streams_after_its_progress(
     browser: Any, live_server, demo, llm, screenshots, monkeypatch, settings
 ):
@@ -118,22 +102,24 @@ def test_a_deliberative_answer_streams_after_its_progress(
 
     script_loop(llm, SYNTHESIS)
     llm.script("improve", {"response": ANSWER})
+    record_drafts(frame)
     send(frame, "Can I still return boots I bought three weeks ago?")
     if connection.vendor != "sqlite":
         # (SQLite's in-memory test database serializes the live server's requests, so the
         # stream cannot read while the turn runs; CI runs PostgreSQL.)
-        expect(typing).to_contain_text("Thinking it through… step", timeout=15_000)
+        expect(typing).to_contain_text("Thinking it through… step")
         expect(frame.locator("li.gd-draft")).to_have_count(0)  # no words while it reasons
         shot(page, screenshots, "widget-deliberative-stream-progress.png")
-        expect(frame.locator("li.gd-draft .gd-text")).to_be_visible(timeout=20_000)
+        expect(frame.locator("li.gd-draft .gd-text")).to_be_visible()
         expect(typing).to_be_hidden()  # the growing answer stands in for the typing line
-        seen = watch_draft(page, frame, until=frame.get_by_text(ANSWER, exact=True))
         shot(page, screenshots, "widget-deliberative-stream.png")
-        # The visible text grew over several observations, each the start of the answer.
+    expect(reply.last).to_contain_text(ANSWER)
+    if connection.vendor != "sqlite":
+        # The visible text grew over several changes, each the start of the answer.
+        seen = [text for text in drafts(frame, until=ANSWER)[0] if text]
         assert len(seen) >= 3, seen
         assert all(ANSWER.startswith(text) for text in seen), seen
         assert len(seen[-1]) > len(seen[0])
-    expect(reply.last).to_contain_text(ANSWER, timeout=30_000)
     expect(frame.locator("li.gd-draft")).to_have_count(0)  # the posted reply replaced it
     expect(typing).to_be_hidden()
     expect(frame.get_by_text("internal reasoning")).to_have_count(0)
@@ -145,15 +131,16 @@ def test_a_deliberative_answer_streams_after_its_progress(
     cut = json.dumps({"response": TAKEN_BACK})[:-40]
     # (The retry takes a moment to begin: the widget shows the typing line again meanwhile.)
     llm.script("improve", Truncated(cut), Delay(1.5, then=Truncated(cut)))
+    record_drafts(frame)
     send(frame, "And sandals?")
     final = frame.locator("li.gd-msg--assistant[data-seq]", has_text=SANDALS)
+    expect(final).to_have_count(1)
     if connection.vendor != "sqlite":
-        seen = watch_draft(page, frame, until=final)
+        seen, _ = drafts(frame, until=SANDALS)
         assert [text for text in seen if text], "the improvement was shown while written"
         assert all(TAKEN_BACK.startswith(text) for text in seen), seen
         # Taken back before the turn went on: the bubble went away before the reply came.
         assert "" in seen, seen
-    expect(final).to_have_count(1, timeout=30_000)
     shot(page, screenshots, "widget-deliberative-taken-back.png")
     expect(frame.locator("li.gd-draft")).to_have_count(0)
     # Only the posted reply: nothing of the taken-back text is left on screen.

@@ -15,8 +15,7 @@ from django.test import Client as DjangoClient
 from playwright.sync_api import expect
 
 from apps.clients.models import Plan
-from apps.conversations.models import Conversation
-from tests.browser.helpers import open_widget, send, shot
+from tests.browser.helpers import open_widget, send, shot, shown_conversation
 from tests.factories import UserFactory
 from tests.reasoning.conftest import assess
 
@@ -63,7 +62,7 @@ def test_an_answer_corrected_by_the_evaluation_in_the_widget_and_the_debug_view(
     assert policy in call.prompt_text  # checked against the real policy text
 
     # staff: the debug view of the conversation
-    conversation = Conversation.objects.get(client=demo)
+    conversation = shown_conversation(frame, demo)
     staff = DjangoClient()
     staff.force_login(UserFactory(is_superuser=True))
     context = browser.new_context(viewport={"width": 1280, "height": 1000})

@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 from apps.conversations.models import Conversation
 from apps.core.views import DEMO_CUSTOMER_ID
 from apps.tools.models import ToolExecution
-from tests.browser.helpers import open_widget, send, shot
+from tests.browser.helpers import open_widget, send, shot, shown_conversation
 from tests.reasoning.conftest import assess, critique
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -83,6 +83,7 @@ def test_the_signed_in_customer_runs_the_tool_and_an_anonymous_visitor_is_refuse
     expect(reply).to_contain_text("sign in at http://127.0.0.1:8000/")
     shot(page, screenshots, "identity-anonymous.png")
     assert ToolExecution.objects.filter(client=demo).count() == 1  # never ran for them
-    stranger = Conversation.objects.filter(client=demo).exclude(pk=conversation.pk).get()
+    stranger = shown_conversation(frame, demo)
+    assert stranger.pk != conversation.pk
     assert not stranger.customer_verified
     anonymous.close()

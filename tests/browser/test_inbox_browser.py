@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from apps.conversations.models import Conversation, Message
+from apps.conversations.models import Message
 from tests.browser.conftest import SCREENSHOTS
-from tests.browser.helpers import open_widget, send
+from tests.browser.helpers import open_widget, send, shown_conversation
 from tests.browser.test_console_browser import agent_page
 from tests.reasoning.conftest import assess
 
@@ -24,7 +24,7 @@ def test_watch_take_over_reply_and_hand_back_with_the_waiting_message_answered(
     llm.script("assess", assess(response="We deliver across the UK in 2–3 days."))
     send(frame, "Do you deliver to Leeds?")
     expect(frame.get_by_text("We deliver across the UK in 2–3 days.")).to_be_visible()
-    conversation = Conversation.objects.get(client=demo)
+    conversation = shown_conversation(frame, demo)
 
     # The inbox lists it by the customer's first words, handled by the assistant.
     agent = agent_page(browser, live_server, demo, monkeypatch)
@@ -40,9 +40,7 @@ def test_watch_take_over_reply_and_hand_back_with_the_waiting_message_answered(
     # Watching live: the assistant's next exchange arrives without a reload.
     llm.script("assess", assess(response="Leeds orders ship from our York depot."))
     send(frame, "Which depot ships it?")
-    expect(agent.get_by_text("Leeds orders ship from our York depot.", exact=True)).to_be_visible(
-        timeout=8000
-    )
+    expect(agent.get_by_text("Leeds orders ship from our York depot.", exact=True)).to_be_visible()
 
     # Take over: the customer sees that a person joined; the assistant is silent.
     agent.get_by_role("button", name="Take over").click()
@@ -63,12 +61,10 @@ def test_watch_take_over_reply_and_hand_back_with_the_waiting_message_answered(
     llm.script("assess", assess(response="Done — order TH-10042 is booked for Leeds."))
     agent.get_by_role("button", name="Hand back to the assistant", exact=True).click()
     expect(agent.locator(".gd-flash-success")).to_contain_text("Handed back")
-    expect(frame.get_by_text("Done — order TH-10042 is booked for Leeds.")).to_be_visible(
-        timeout=10000
-    )
+    expect(frame.get_by_text("Done — order TH-10042 is booked for Leeds.")).to_be_visible()
     expect(
         agent.get_by_text("Done — order TH-10042 is booked for Leeds.", exact=True)
-    ).to_be_visible(timeout=8000)
+    ).to_be_visible()
     answer = Message.objects.filter(conversation=conversation, role="assistant").last()
     assert answer is not None and "TH-10042" in answer.text
     customer.screenshot(path=str(SCREENSHOTS / "widget-handback-answered.png"))
@@ -88,7 +84,7 @@ def test_claim_on_the_conversation_page_assigns_it_to_me(
     llm.script("assess", assess(response="We deliver across the UK in 2–3 days."))
     send(frame, "Do you deliver to Leeds?")
     expect(frame.get_by_text("We deliver across the UK in 2–3 days.")).to_be_visible()
-    conversation = Conversation.objects.get(client=demo)
+    conversation = shown_conversation(frame, demo)
 
     agent = agent_page(browser, live_server, demo, monkeypatch)
     agent.goto(f"{live_server.url}/console/conversations/{conversation.public_id}/")

@@ -49,7 +49,7 @@ def test_the_customer_rates_and_the_outcomes_page_counts_it(
 
     # The conversation goes quiet: the widget asks how it went.
     rating_form = frame.locator("#gd-rating")
-    expect(rating_form).to_be_visible(timeout=5000)
+    expect(rating_form).to_be_visible()
     expect(rating_form).to_contain_text("How did we do?")
     frame.get_by_role("button", name="Send rating").click()
     expect(frame.get_by_role("alert")).to_contain_text("Choose 1 to 5 stars first.")
@@ -139,10 +139,15 @@ def test_opt_in_browser_notification_for_a_new_handoff(
         expect(toggle).to_have_attribute("aria-pressed", "false")
 
         # Off: a new hand-off raises nothing.
+        before = page.evaluate("Date.now()")
         with db_lock:
             first, _ = conversation_create(client=client_a)
             escalation_create(client=client_a, conversation=first, reason="policy", notify=False)
-        page.wait_for_timeout(11_000)  # one poll
+        # The inbox on this page has fetched the conversations since (its own doorbell or
+        # poll): a console page listening for hand-offs would have had this one too.
+        page.wait_for_function(
+            f"Number(document.getElementById('gd-inbox').dataset.refreshedAt || 0) > {before}"
+        )
         assert page.evaluate("window.__notes.length") == 0
 
         toggle.click()
@@ -156,12 +161,12 @@ def test_opt_in_browser_notification_for_a_new_handoff(
             escalation_create(
                 client=client_a, conversation=customer, reason="customer_request", notify=False
             )
-        page.wait_for_function("window.__notes.length === 1", timeout=15_000)
+        page.wait_for_function("window.__notes.length === 1")
         note = page.evaluate("window.__notes[0]")
         assert note["title"] == "A conversation needs a person"
         assert "A human, please" in note["body"]
-        # The hand-offs already open (and the one seen while off) never notify.
-        page.wait_for_timeout(1000)
+        # The hand-offs already open (and the one seen while off) never notify: they were in
+        # the first fetch after the toggle, before the customer's, so they would have come first.
         assert page.evaluate("window.__notes.length") == 1
 
         # The choice is remembered on the next page.

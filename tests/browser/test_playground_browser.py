@@ -149,7 +149,7 @@ def test_a_run_started_from_the_form_is_watched_live_and_stopped(
     page.get_by_role("button", name="Stop the run").click()
     expect(page.get_by_role("button", name="Stopping at the next step…")).to_be_visible()
     expect(page.locator("[data-steps] > li").first).to_contain_text("Assess")
-    expect(page.locator("[data-status]")).to_have_text("Stopped by staff", timeout=15_000)
+    expect(page.locator("[data-status]")).to_have_text("Stopped by staff")
     expect(page.locator("[data-steps] > li").last).to_contain_text("Stopped")
     expect(page.get_by_role("link", name="Replay from the stored trace")).to_be_visible()
 

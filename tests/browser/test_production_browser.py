@@ -206,16 +206,12 @@ def test_the_widget_loads_and_chats_under_production_settings(
     frame = page.frame_locator("#guidedesk-panel iframe")
     expect(frame.get_by_text("Hi! I'm Trailhead's assistant.")).to_be_visible()
     box = frame.get_by_label("Your message")
-    expect(box).to_be_focused(timeout=20_000)  # the frame's script has loaded and taken over
+    expect(box).to_be_focused()  # the frame's script has loaded and taken over
     box.fill("When do you ship?")
     box.press("Enter")
     # A fresh worker imports the API on its first request: allow the first answer some time.
-    expect(frame.locator("li.gd-msg--user").last).to_contain_text(
-        "When do you ship?", timeout=20_000
-    )
-    expect(frame.locator("li.gd-msg--assistant[data-seq]").last).to_contain_text(
-        REPLY, timeout=20_000
-    )
+    expect(frame.locator("li.gd-msg--user").last).to_contain_text("When do you ship?")
+    expect(frame.locator("li.gd-msg--assistant[data-seq]").last).to_contain_text(REPLY)
     expect(frame.locator("#gd-typing")).to_be_hidden()
     shot(page, screenshots, "widget-production.png")
     assert llm.calls(), "the reply came from the (fake) model through the production server"
@@ -237,13 +233,11 @@ Membership.objects.create(user=user, client=Client.objects.get(), role=Role.AGEN
 def _chat(page: Any, text: str, reply: str) -> None:
     frame = page.frame_locator("#guidedesk-panel iframe")
     box = frame.get_by_label("Your message")
-    expect(box).to_be_focused(timeout=20_000)
+    expect(box).to_be_focused()
     box.fill(text)
     box.press("Enter")
-    expect(frame.locator("li.gd-msg--user").last).to_contain_text(text, timeout=20_000)
-    expect(frame.locator("li.gd-msg--assistant[data-seq]").last).to_contain_text(
-        reply, timeout=20_000
-    )
+    expect(frame.locator("li.gd-msg--user").last).to_contain_text(text)
+    expect(frame.locator("li.gd-msg--assistant[data-seq]").last).to_contain_text(reply)
 
 
 @pytest.mark.skipif(
@@ -289,18 +283,19 @@ def test_the_console_follows_a_conversation_live_through_its_doorbell(
         console.goto(f"{deployment.url}/console/conversations/{public_id}/")
         console.fill("input[name=login]", STAFF_EMAIL)
         console.fill("input[name=password]", STAFF_PASSWORD)
-        console.locator("form [type=submit]").first.click()
-        console.wait_for_selector("#gd-conversation")
+        # The conversation page opens its doorbell (and catches up once) as it loads.
+        with console.expect_response(lambda r: r.url.split("?")[0].endswith("/events")):
+            console.locator("form [type=submit]").first.click()
+            console.wait_for_selector("#gd-conversation")
         visible = console.locator("li.gd-msg:not(.gd-internal)")
         expect(visible.filter(has_text=REPLY)).to_have_count(1)
-        console.wait_for_timeout(1_500)  # the doorbell opens (and catches up once)
         assert streams and streams[0][0] == 200
         assert streams[0][1].startswith("text/event-stream")
 
         _chat(shop, "Do you ship to Canada?", REPLY)
         # Seen well before the once-a-minute safety-net poll: the doorbell rang.
-        expect(visible.filter(has_text="Do you ship to Canada?")).to_have_count(1, timeout=15_000)
-        expect(visible.filter(has_text=REPLY)).to_have_count(2, timeout=15_000)
+        expect(visible.filter(has_text="Do you ship to Canada?")).to_have_count(1)
+        expect(visible.filter(has_text=REPLY)).to_have_count(2)
         shot(console, screenshots, "console-doorbell.png")
         assert len(streams) == 1, streams  # one doorbell, never dropped and reopened
         context.close()

@@ -18,8 +18,8 @@ from playwright.sync_api import Frame, Page, expect
 from apps.conversations import services as conversation_services
 from apps.conversations.models import Conversation, Message, Role
 from apps.escalations.services import staff_reply
-from tests.browser.conftest import _holding
-from tests.browser.helpers import open_widget, send, shot
+from tests.browser.conftest import TIMEOUT_MS, _holding
+from tests.browser.helpers import open_widget, send, shot, shown_conversation
 from tests.reasoning.conftest import assess, critique
 from tests.widget.contact import LINK, confirmation_links
 
@@ -31,14 +31,21 @@ DELAY = 2.0  # WIDGET_REPLY_EMAIL_DELAY_SECONDS for these tests
 
 
 @pytest.fixture
-def quick_emails(settings, db_lock, monkeypatch) -> None:
+def quick_emails(settings, db_lock, monkeypatch) -> list[int]:
+    """The unseen-reply checks that have run (a countdown after each staff reply, and after the
+    customer confirms an address), in order: how many replies each one e-mailed."""
     settings.WIDGET_REPLY_EMAIL_DELAY_SECONDS = DELAY
+    checks: list[int] = []
     # The in-process timer reads the database from its own thread (see db_lock on SQLite).
-    monkeypatch.setattr(
-        conversation_services,
-        "unseen_replies_email",
-        _holding(db_lock, conversation_services.unseen_replies_email),
-    )
+    check = _holding(db_lock, conversation_services.unseen_replies_email)
+
+    def counted(**kwargs: Any) -> int:
+        sent = check(**kwargs)
+        checks.append(sent)
+        return sent
+
+    monkeypatch.setattr(conversation_services, "unseen_replies_email", counted)
+    return checks
 
 
 def mails_to(address: str) -> list[Any]:
@@ -46,7 +53,8 @@ def mails_to(address: str) -> list[Any]:
     return [m for m in mail.outbox if address in m.to and not LINK.search(m.body)]
 
 
-def wait_for(condition: Callable[[], Any], seconds: float = 15.0) -> Any:
+def wait_for(condition: Callable[[], Any], seconds: float = TIMEOUT_MS / 1000) -> Any:
+    """`condition()` once it is true (checked every 0.1 s), else its last value."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         value = condition()
@@ -92,7 +100,7 @@ def test_leave_during_a_handoff_come_back_to_the_reply_and_one_email(
     expect(notice).to_contain_text(CUSTOMER)
     expect(notice).to_contain_text("only after you confirm it")
     expect(frame.locator("#gd-contact")).to_be_visible()  # to fix a typo or send it again
-    conversation = Conversation.objects.get(client=demo)
+    conversation = shown_conversation(frame, demo)
     assert conversation.contact_email == CUSTOMER
     assert conversation.contact_email_confirmed_at is None
     taken.append(shot(page, screenshots, "widget-handoff-email.png"))
@@ -132,7 +140,10 @@ def test_leave_during_a_handoff_come_back_to_the_reply_and_one_email(
         )
     assert mails_to(CUSTOMER) == []  # not at once: the customer may still see it
     assert wait_for(lambda: mails_to(CUSTOMER)), "no e-mail after the countdown"
-    time.sleep(DELAY / 2)  # a second check (or a doubled task) would have sent by now
+    # Both checks scheduled so far (the address's confirmation, the reply) have run: the reply
+    # went out once, in one e-mail.
+    assert wait_for(lambda: len(quick_emails) == 2), quick_emails
+    assert sorted(quick_emails) == [0, 1]
     sent = mails_to(CUSTOMER)
     assert len(sent) == 1
     assert "Trailhead Outfitters" in sent[0].subject
@@ -202,7 +213,9 @@ def test_leave_during_a_handoff_come_back_to_the_reply_and_one_email(
             >= second.seq
         )
     )
-    time.sleep(DELAY + 1.5)  # past the countdown of the second reply
+    # The second reply's countdown has run its check, which found it seen: no e-mail.
+    assert wait_for(lambda: len(quick_emails) == 3), quick_emails
+    assert quick_emails[2] == 0
     assert len(mails_to(CUSTOMER)) == 1
 
     # The chat closed, the page still open: a reply is not seen — the badge counts it, and it
@@ -246,7 +259,7 @@ def test_start_a_new_conversation_and_stale_storage_at_360px(
     )
     assert overflow == 0  # nothing sticks out sideways at 360 px
     taken = [shot(page, screenshots, "widget-360-new-conversation.png")]
-    first = Conversation.objects.get(client=demo)
+    first = shown_conversation(frame, demo)
 
     # A fresh start: the log empties (the greeting stays), the next message opens a new one.
     new_chat.click()
@@ -256,7 +269,8 @@ def test_start_a_new_conversation_and_stale_storage_at_360px(
     expect(frame.get_by_label("Your message")).to_be_focused()
     send(frame, "What are your opening hours?")
     expect(frame.locator("li.gd-msg--assistant[data-seq]").first).to_be_visible()
-    second = Conversation.objects.exclude(pk=first.pk).get(client=demo)
+    second = shown_conversation(frame, demo)
+    assert second.pk != first.pk
     assert first.messages.filter(role=Role.USER, text="Do you ship internationally?").exists()
     assert not second.messages.filter(text="Do you ship internationally?").exists()
 

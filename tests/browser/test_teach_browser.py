@@ -92,8 +92,8 @@ def test_an_agent_replies_with_a_template_and_flags_an_answer(
     dialog.get_by_role("button", name="Flag").click()
     # The flag's POST makes the proposal in the request: on a loaded 2-core CI box that can take
     # longer than the default 5 s.
-    expect(dialog).to_be_hidden(timeout=30_000)
-    expect(answer.get_by_text("Flagged: Unhelpful")).to_be_visible(timeout=30_000)
+    expect(dialog).to_be_hidden()
+    expect(answer.get_by_text("Flagged: Unhelpful")).to_be_visible()
     expect(answer.get_by_text("Proposed for review:")).to_be_visible()
     review = answer.get_by_role("link", name="Flagged answer: Where is my order?")
     assert "/admin/insights/insightproposal/" in (review.get_attribute("href") or "")

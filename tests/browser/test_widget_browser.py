@@ -11,10 +11,10 @@ from django.conf import settings as django_settings
 from playwright.sync_api import expect
 
 from apps.clients.models import Client
-from apps.conversations.models import Conversation, Message
+from apps.conversations.models import Message
 from apps.escalations.services import staff_reply
 from apps.tools.models import PendingAction, PendingActionStatus, ToolExecution
-from tests.browser.helpers import open_widget, send, shot
+from tests.browser.helpers import open_widget, send, shot, shown_conversation
 from tests.reasoning.conftest import assess, critique
 from tests.support.fake_llm import Delay
 
@@ -171,7 +171,7 @@ def test_staff_reply_and_handoff_show_in_the_open_widget(
     expect(frame.locator("#gd-handoff")).to_be_hidden()
 
     # A person replies from the back office while the customer has the chat open.
-    conversation = Conversation.objects.get(client=demo)
+    conversation = shown_conversation(frame, demo)
     with db_lock:
         staff_reply(
             client=demo,
@@ -223,7 +223,7 @@ def test_small_screen_offline_label_reload_and_a_failed_send(
     reply = frame.locator("li.gd-msg--assistant[data-seq]").first
     expect(reply).to_be_visible()
     expect(reply.locator(".gd-badge--offline")).to_have_text("Demo model — offline")
-    expect(frame.locator("#gd-typing")).to_be_hidden(timeout=2000)  # the reply ends the typing line
+    expect(frame.locator("#gd-typing")).to_be_hidden()  # the reply ends the typing line
     overflow = frame.locator("body").evaluate(
         "body => document.documentElement.scrollWidth - document.documentElement.clientWidth"
     )
@@ -280,10 +280,10 @@ def test_without_eventsource_the_chat_falls_back_to_polling(
     with db_lock:
         staff_reply(
             client=demo,
-            conversation=Conversation.objects.get(client=demo),
+            conversation=shown_conversation(frame, demo),
             text="Hi, Alex here — go half a size up.",
         )
-    expect(frame.locator("li.gd-msg--staff")).to_contain_text("go half a size up", timeout=10_000)
+    expect(frame.locator("li.gd-msg--staff")).to_contain_text("go half a size up")
     expect(frame.locator("#gd-handoff")).to_be_visible()
     assert [url for method, url in requests if method == "GET" and "/messages?after=" in url]
     assert not [url for _, url in requests if "/events" in url]

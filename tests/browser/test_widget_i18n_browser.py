@@ -17,11 +17,12 @@ from playwright.sync_api import FrameLocator, Page, expect
 
 from apps.clients.identity import user_hash
 from apps.clients.models import Client
-from apps.conversations.models import Conversation, Message
+from apps.conversations.models import Message
 from apps.core.views import DEMO_CUSTOMER_ID
 from apps.escalations.services import staff_reply
 from apps.tools.models import PendingAction, PendingActionStatus, ToolExecution
 from tests.browser.conftest import ROOT
+from tests.browser.helpers import shown_conversation
 from tests.reasoning.conftest import assess, critique
 from tests.support.fake_llm import RecordedRequest
 
@@ -226,7 +227,7 @@ def test_a_hebrew_hand_off_on_a_phone(browser: Any, live_server, demo, db_lock, 
     with db_lock:
         staff_reply(
             client=demo,
-            conversation=Conversation.objects.get(client=demo),
+            conversation=shown_conversation(frame, demo),
             text="שלום, כאן נועה מ-Trailhead — מוט חלופי יוצא היום.",
         )
     staff = frame.locator("li.gd-msg--staff")

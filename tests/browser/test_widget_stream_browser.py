@@ -11,7 +11,7 @@ from django.db import connection
 from playwright.sync_api import expect
 
 from apps.widget import streams as widget_streams
-from tests.browser.helpers import open_widget, send, shot
+from tests.browser.helpers import drafts, open_widget, record_drafts, send, shot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -50,31 +50,23 @@ def test_the_widget_shows_an_answer_word_by_word(
     frame = open_widget(page, live_server.url, demo)
 
     llm.script("assess", streamed_assess(response=ANSWER))
+    record_drafts(frame)
     send(frame, "When do you ship?")
     draft = frame.locator("li.gd-draft .gd-text")
     if connection.vendor != "sqlite":
         # (SQLite's in-memory test database serializes the live server's requests, so the
         # stream cannot read while the turn runs; CI runs PostgreSQL.)
-        expect(draft).to_be_visible(timeout=10_000)
-        seen: list[str] = []
-        for _ in range(40):
-            # Read without waiting: the posted reply may replace the draft between a count and
-            # a read, and a locator's read would then wait 30 s for it in vain.
-            texts = draft.all_text_contents()
-            if not texts:
-                break
-            text = texts[0]
-            if text and (not seen or text != seen[-1]):
-                seen.append(text)
-                if len(seen) == 3:
-                    shot(page, screenshots, "widget-streaming.png")
-            page.wait_for_timeout(100)
-        # The visible text grew over several observations, each the start of the answer.
-        assert len(seen) >= 3, seen
-        assert all(ANSWER.startswith(text) for text in seen), seen
-        assert len(seen[-1]) > len(seen[0])
+        expect(draft).to_be_visible()
+        shot(page, screenshots, "widget-streaming.png")
     reply = frame.locator("li.gd-msg--assistant[data-seq]").last
-    expect(reply).to_contain_text(ANSWER, timeout=15_000)
+    expect(reply).to_contain_text(ANSWER)
+    if connection.vendor != "sqlite":
+        # The visible text grew over several changes, each the start of the answer.
+        seen, _ = drafts(frame, until=ANSWER)
+        grown = [text for text in seen if text]
+        assert len(grown) >= 3, seen
+        assert all(ANSWER.startswith(text) for text in grown), seen
+        assert len(grown[-1]) > len(grown[0])
     expect(frame.locator("li.gd-draft")).to_have_count(0)  # the posted reply replaced it
     expect(frame.locator("#gd-typing")).to_be_hidden()
 
@@ -88,14 +80,8 @@ def test_the_widget_shows_an_answer_word_by_word(
         ),
     )
     llm.script("compose", {"response": "Order TH-10043 is being packed right now."})
+    record_drafts(frame)
     send(frame, "Where is TH-10043?")
-    drafts_seen = 0
-    answer = frame.get_by_text("Order TH-10043 is being packed right now.")
-    for _ in range(100):
-        drafts_seen += frame.locator("li.gd-draft").count()
-        if answer.count():
-            break
-        page.wait_for_timeout(100)
-    expect(answer).to_be_visible(timeout=15_000)
-    assert drafts_seen == 0
+    expect(frame.get_by_text("Order TH-10043 is being packed right now.")).to_be_visible()
+    assert drafts(frame) == ([], 0)  # no bubble was ever shown
     assert not errors

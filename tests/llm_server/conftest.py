@@ -32,6 +32,11 @@ SCRIPT = ROOT / "scripts" / "llm-server-venv.sh"
 REQUIREMENTS = ROOT / "requirements" / "llm-server.txt"
 MODEL_ALIAS = "smollm2-135m-instruct"
 LOG = ROOT / "ci-artifacts" / "llm-server.log"
+MEMORY = LOG.with_name("llm-server-memory.json")  # its peak RSS over the run, written at the end
+# The most memory the server may hold (its peak RSS) at the end of any test: the model (≈100 MB),
+# its context (n_ctx 4096) and buffers. A prompt cache that grows without bound fails the test
+# during which it passed this.
+MAX_RSS_BYTES = 1 << 30
 BUILD_TOOLS = ("cmake", "gcc", "g++")
 STARTUP_SECONDS = 180
 
@@ -57,11 +62,22 @@ class LlamaServer:
         tail = LOG.read_bytes()[-3000:].decode(errors="replace") if LOG.exists() else ""
         return f"{why}); the end of {LOG}:\n{tail}"
 
+    def peak_rss_bytes(self) -> int:
+        return peak_rss_bytes(self.pid)
+
     def cpu_seconds(self) -> float:
         """CPU time the server has used so far (user + system): what its work costs whatever
         else the machine is running, unlike wall time."""
         fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def peak_rss_bytes(pid: int) -> int:
+    """The most memory a process has held so far (VmHWM: its resident set's high-water mark)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmHWM in /proc/{pid}/status")
 
 
 def _venv_ready() -> bool:
@@ -138,12 +154,13 @@ def llama_server() -> Iterator[LlamaServer]:
                 "4096",
                 "--n_threads",
                 str(min(2, os.cpu_count() or 1)),
-                # Keep the evaluated prompts' states (RAM) so each step's long, unchanging
-                # system message is evaluated once, not on every call (it dominates the time).
+                # No prompt cache: llama-cpp-python's RAM cache keeps, with every entry, a copy
+                # of the logits buffer (n_batch × n_vocab floats: ≈100 MB for this model) that
+                # its `--cache_size` does not count, so the server grew by gigabytes over a run.
+                # Without it the server still reuses the evaluated prefix a call shares with the
+                # one before (the system message and business info every step starts with).
                 "--cache",
-                "True",
-                "--cache_size",
-                str(1 << 30),
+                "False",
                 "--verbose",
                 "False",
             ],
@@ -173,6 +190,9 @@ def llama_server() -> Iterator[LlamaServer]:
                 process=process,
             )
         finally:
+            if process.poll() is None:  # its memory's high-water mark over the whole run
+                peak = peak_rss_bytes(process.pid)
+                MEMORY.write_text(json.dumps({"peak_rss_bytes": peak, "pid": process.pid}))
             process.terminate()
             try:
                 process.wait(timeout=20)
