@@ -398,7 +398,8 @@ SLOTS_REDIS_URL = REDIS_URL
 # The fleet's turn slots (apps/core/slots.py, docs/deployment.md "Fairness"): capacity = the
 # worker threads registered by every worker process (TURN_SLOTS_CAPACITY > 0 overrides it; the
 # fallback counts while no worker has registered); one tenant may hold capacity − reserve slots,
-# the reserve goes only to tenants below their fair share; TURNS_PER_CLIENT_MAX > 0 adds a fixed
+# and the reserve goes only to tenants holding less than their share of it (tenants already
+# running turns stop at capacity − reserve together); TURNS_PER_CLIENT_MAX > 0 adds a fixed
 # per-tenant cap (0 = none).
 TURN_SLOTS_CAPACITY = env.int("TURN_SLOTS_CAPACITY", default=0)
 TURN_SLOTS_FALLBACK_CAPACITY = 100  # the Procfile's CELERY_CONCURRENCY, until a worker registers
