@@ -1,5 +1,5 @@
 """Sync flood: one tenant's 100 slow-sitemap knowledge sources against another tenant's replies
-(docs/benchmarks.md, "Sync flood").
+(docs/benchmarks.md, "Fairness").
 
 It deploys what benchmarks/load.py deploys — the Procfile's `release`, `web` and `worker`
 under production settings on PostgreSQL and Redis, with the local OpenAI-compatible model — plus
