@@ -1,37 +1,45 @@
 """The fleet's turn slots, shared by every worker process through Redis: a work-conserving, fair
-scheduler for live turns and, at a lower priority, playground runs.
+scheduler for live turns and, at lower priorities, playground runs, simulation jobs and
+background jobs (knowledge syncs).
 
-*Capacity* is the fleet's worker threads: each worker process registers its thread count in
-Redis and renews it every few seconds (`worker_register`, started from the worker's
-`worker_ready` signal); `TURN_SLOTS_CAPACITY` overrides the sum. One slot = one thread running
-one job.
+*Capacity* is the fleet's worker threads: each worker process that runs turns (it consumes the
+default queue) registers its thread count in Redis and renews it every few seconds
+(`worker_register`, started from the worker's `worker_ready` signal); `TURN_SLOTS_CAPACITY`
+overrides the sum. One slot = one thread running one job.
 
-*Admission* (one Lua script, atomic across the fleet):
-- a live turn runs at once while the fleet has a free slot and its tenant holds fewer than
-  capacity − reserve (`TURN_SLOTS_RESERVE_PERCENT`, default 10 %; `TURNS_PER_CLIENT_MAX` > 0 adds
-  a fixed cap): a tenant alone uses (nearly) the whole fleet;
-- the last `reserve` slots go only to tenants below their fair share (capacity ÷ tenants
-  running turns, the asking tenant counted): a newcomer always finds room that no flooding
-  tenant can take;
+*Admission* (one Lua script, atomic across the fleet; C = capacity, R = reserve =
+`TURN_SLOTS_RESERVE_PERCENT` of C, default 10 %):
+- a live turn runs at once while the fleet holds fewer than C − R slots and its tenant holds
+  fewer than C − R (`TURNS_PER_CLIENT_MAX` > 0 adds a fixed cap): a tenant alone uses C − R;
+- the last R slots go only to a tenant holding fewer live slots than its share of the reserve
+  (R ÷ tenants running turns, the asking tenant counted; at least 1). Tenants that already run
+  their share stop at C − R slots together, however many they are, so a tenant that runs no
+  turn (a newcomer) always finds a free slot while fewer than R newcomers arrive at once;
 - a playground run takes a slot only when no live turn could use it: the fleet is below
-  capacity − reserve and no admissible live turn waits; playground runs hold less than a
-  quarter of the capacity (a run is long: live bursts must find the fleet free); and its tenant
-  runs fewer than `PLAYGROUND_RUNS_PER_CLIENT` runs;
-- a simulation job (one case run, apps/simulations) comes last: it takes a slot only when no
+  C − R and no admissible live turn waits; playground runs hold less than a quarter of the
+  capacity (a run is long: live bursts must find the fleet free); and its tenant runs fewer
+  than `PLAYGROUND_RUNS_PER_CLIENT` runs;
+- a simulation job (one case run, apps/simulations) comes next: it takes a slot only when no
   live turn and no playground run could use it, under the same fleet condition; simulation jobs
   hold at most `SIMULATION_SLOTS_PERCENT` of the capacity (default 50 %) and its tenant runs
-  fewer than `SIMULATION_JOBS_PER_CLIENT` of them.
+  fewer than `SIMULATION_JOBS_PER_CLIENT` of them;
+- a background job (a knowledge sync) comes last, and only in a worker that also runs turns
+  (one started without `-Q`): it takes a slot (`acquire`) only when no live turn, playground run
+  or simulation job waiting could use it, under the same fleet condition; background jobs hold
+  at most `BACKGROUND_SLOTS_PERCENT` of the capacity (default 10 %), a tenant at most
+  `KNOWLEDGE_SYNCS_PER_CLIENT`. A background job is never parked: refused, its task asks again
+  later. A worker of the `background` queue alone runs its jobs on its own threads, no slot.
 
 A job that cannot run now is *parked* in its tenant's FIFO list in Redis and its Celery task
 returns at once (its thread is free for other tenants' work). Queued turns are parked by the
 web process as it sends their task (`park`), so the scheduler sees every waiting turn, not only
 those a worker thread has fetched from the broker; the task then just wakes a thread.
 Whenever a job ends, the thread that ran it takes the next admissible parked job — live before
-playground, the tenant holding fewest slots first, first come first served within a tenant —
-and runs it right away: no Celery countdown, no polling. Each worker's heartbeat (every
-`HEARTBEAT_SECONDS`) also asks a free thread to run parked work that became admissible without a
-job ending (e.g. a dead worker's slots expired), and the sweeper still answers any turn whose
-job was lost.
+playground before simulation, the tenant holding fewest slots first, first come first served
+within a tenant — and runs it right away: no Celery countdown, no polling. Each worker's
+heartbeat (every `HEARTBEAT_SECONDS`) also asks a free thread to run parked work that became
+admissible without a job ending (e.g. a dead worker's slots expired), and the sweeper still
+answers any turn whose job was lost.
 
 A slot is a member of a sorted set scored by when it was taken; slots older than the lease (a
 worker that died mid-job) stop counting. Without Redis (the demo runs turns in-process) every job
@@ -58,7 +66,8 @@ logger = logging.getLogger(__name__)
 LIVE = "live"
 PLAYGROUND = "pg"
 SIMULATION = "sim"
-KINDS = (LIVE, PLAYGROUND, SIMULATION)
+BACKGROUND = "bg"
+KINDS = (LIVE, PLAYGROUND, SIMULATION)  # the kinds that may be parked (BACKGROUND never is)
 PREFIX = "guidedesk:sched:"
 HEARTBEAT_SECONDS = 5.0
 WORKER_TTL_SECONDS = 20.0
@@ -69,7 +78,8 @@ _runners: dict[str, Callable[[str], None]] = {}
 
 # ARGV: 1 op, 2 now, 3 lease, 4 capacity override, 5 reserve %, 6 tenant cap, 7 playground runs
 # per tenant, 8 fallback capacity, 9 a fresh slot id, 10 simulation jobs per tenant, 11 the
-# simulations' share of the capacity (%); then the op's own arguments.
+# simulations' share of the capacity (%), 12 background jobs per tenant, 13 the background
+# jobs' share of the capacity (%); then the op's own arguments.
 _SCRIPT = """
 local P = KEYS[1]
 local op = ARGV[1]
@@ -83,6 +93,8 @@ local fallback_cap = tonumber(ARGV[8])
 local fresh = ARGV[9]
 local sim_max = tonumber(ARGV[10])
 local sim_pct = tonumber(ARGV[11])
+local bg_max = tonumber(ARGV[12])
+local bg_pct = tonumber(ARGV[13])
 
 local function count(kind, t)
   return tonumber(redis.call('HGET', P .. 'n:' .. kind, t)) or 0
@@ -125,9 +137,12 @@ local function live_ok(t, C, R, used)
   if mine >= C - R then return false end
   if tenant_max > 0 and mine >= tenant_max then return false end
   if used >= C - R then
+    -- the last R slots: only for a tenant holding less than its share of the reserve
+    -- (R / tenants running turns, the asking tenant counted; at least 1), so tenants that
+    -- already run turns stop at C - R together and a newcomer finds a free slot
     local n = redis.call('HLEN', P .. 'n:live')
     if mine == 0 then n = n + 1 end
-    if mine >= math.max(1, math.floor(C / n)) then return false end
+    if mine >= math.max(1, math.floor(R / n)) then return false end
   end
   return true
 end
@@ -146,6 +161,14 @@ local function sim_ok(t, C, R, used)
   for _, v in ipairs(redis.call('HVALS', P .. 'n:sim')) do all = all + tonumber(v) end
   if all >= math.max(1, math.floor(C * sim_pct / 100)) then return false end
   return count('sim', t) < sim_max
+end
+
+local function bg_ok(t, C, R, used)
+  if used >= C - R then return false end
+  local all = 0
+  for _, v in ipairs(redis.call('HVALS', P .. 'n:bg')) do all = all + tonumber(v) end
+  if all >= math.max(1, math.floor(C * bg_pct / 100)) then return false end
+  return bg_max <= 0 or count('bg', t) < bg_max
 end
 
 local function best_of(kind, C, R, used)
@@ -201,13 +224,29 @@ local function pick()
 end
 
 if op == 'submit' or op == 'park' then
-  local t, kind, job = ARGV[12], ARGV[13], ARGV[14]
+  local t, kind, job = ARGV[14], ARGV[15], ARGV[16]
   redis.call('RPUSH', P .. 'q:' .. kind .. ':' .. t, string.format('%.6f', now) .. '|' .. job)
   redis.call('SADD', P .. 'w:' .. kind, t)
   if op == 'park' then return 1 end
   return pick()
+elseif op == 'acquire' then
+  -- a background job takes a slot now or not at all (its task waits and asks again): only
+  -- when no parked live turn, playground run or simulation job could use it
+  purge()
+  local t, job = ARGV[14], ARGV[15]
+  local C = capacity()
+  local R = reserve(C)
+  local used = redis.call('ZCARD', P .. 'held')
+  for _, kind in ipairs({'live', 'pg', 'sim'}) do
+    if best_of(kind, C, R, used) ~= nil then return false end
+  end
+  if not bg_ok(t, C, R, used) then return false end
+  local member = t .. '|bg|' .. fresh
+  redis.call('ZADD', P .. 'held', now, member)
+  redis.call('HINCRBY', P .. 'n:bg', t, 1)
+  return {t, 'bg', job, member}
 elseif op == 'release' then
-  drop(ARGV[12])
+  drop(ARGV[14])
   return pick()
 elseif op == 'pick' then
   return pick()
@@ -278,6 +317,8 @@ def _call(op: str, *args: str) -> Any:
             uuid.uuid4().hex,
             str(int(settings.SIMULATION_JOBS_PER_CLIENT)),
             str(float(settings.SIMULATION_SLOTS_PERCENT)),
+            str(int(settings.KNOWLEDGE_SYNCS_PER_CLIENT)),
+            str(float(settings.BACKGROUND_SLOTS_PERCENT)),
             *args,
         ],
     )
@@ -355,6 +396,66 @@ def status() -> Status | None:
         return None
     capacity, reserve, running, waiting = (int(v) for v in _call("status"))
     return Status(capacity=capacity, reserve=reserve, running=running, waiting=waiting)
+
+
+def acquire(*, tenant: str, job: str) -> Grant | None:
+    """Take a slot for a background job (`BACKGROUND`) now, or None: no slot it may take (the
+    caller's task waits and asks again later; a background job is never parked). Without Redis,
+    or on a Redis error, a slotless grant: the job runs."""
+    if not tenant or "|" in tenant or "|" in job:
+        raise ValueError(f"bad job {BACKGROUND}:{tenant}:{job}")
+    if _redis() is None:
+        return Grant(tenant=tenant, kind=BACKGROUND, job=job, member="")
+    try:
+        return _grant(_call("acquire", tenant, job))
+    except Exception:
+        logger.warning("slots: Redis unavailable, running %s now", job, exc_info=True)
+        return Grant(tenant=tenant, kind=BACKGROUND, job=job, member="")
+
+
+# Whether this process's threads also run live turns (it consumes the default queue). A worker
+# that consumes only the background queue says so at start (`set_serves_live`): its threads are
+# no turn's, so its background jobs take no slot and it adds nothing to the capacity.
+_serves_live = True
+
+
+def set_serves_live(serves: bool) -> None:
+    global _serves_live
+    _serves_live = bool(serves)
+
+
+def serves_live() -> bool:
+    return _serves_live
+
+
+def consumes_live_queue(consumer: Any) -> bool:
+    """Whether a starting Celery worker (`worker_ready`'s sender) consumes the default queue,
+    where turns go: true unless its queues (`-Q`) leave that one out."""
+    try:
+        app = consumer.app
+        names = {str(name) for name in app.amqp.queues.consume_from}
+        return not names or str(app.conf.task_default_queue) in names
+    except Exception:
+        return True
+
+
+def run_background[T](*, tenant: str, job: str, work: Callable[[], T]) -> tuple[bool, T | None]:
+    """Run one background job of `tenant` in this thread when it may run now: at once in a
+    background-only worker; in a worker that also runs live turns, only with a slot at the
+    lowest priority (`acquire`), and once it is done the slot goes to the next parked job, run
+    here too. (False, None): it may not run now — the caller re-queues it."""
+    if not _serves_live:
+        return True, work()
+    grant = acquire(tenant=tenant, job=job)
+    if grant is None:
+        return False, None
+    try:
+        result = work()
+    finally:
+        nxt = release(grant)
+        if nxt is not None:
+            run_granted(nxt)
+    return True, result
 
 
 def register_runner(kind: str, runner: Callable[[str], None]) -> None:

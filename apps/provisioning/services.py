@@ -152,7 +152,7 @@ def _import_client(*, spec: ClientIn, plan: Plan, index: int = 0) -> ImportedCli
     if spec.email_code is not None:
         _import_email_code(client=client, spec=spec, index=index)
 
-    _import_knowledge(client=client, spec=spec)
+    _import_knowledge(client=client, spec=spec, index=index)
 
     if spec.tests:
         # Validated with the file (parse_tenant_file); created or updated by name, never deleted.
@@ -170,6 +170,18 @@ def _import_client(*, spec: ClientIn, plan: Plan, index: int = 0) -> ImportedCli
         api_key=secret,
         identity_secret=identity_secret,
     )
+
+
+def _raise_invalid(exc: ApplicationError, path: str) -> None:
+    """Re-raise a service's refusal as the tenant file's error, each field under `path`."""
+    fields = {
+        f"{path}.{name}": message if isinstance(message, str) else "; ".join(message)
+        for name, message in ((exc.extra or {}).get("fields") or {}).items()
+    } or {path: str(exc)}
+    lines = "\n".join(f"  {p}: {message}" for p, message in fields.items())
+    raise ApplicationError(
+        f"Invalid tenant file:\n{lines}", {"fields": fields}, code="invalid_file"
+    ) from None
 
 
 def _import_email_code(*, client: Client, spec: ClientIn, index: int) -> None:
@@ -199,7 +211,7 @@ def _import_email_code(*, client: Client, spec: ClientIn, index: int) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def _import_knowledge(*, client: Client, spec: ClientIn) -> None:
+def _import_knowledge(*, client: Client, spec: ClientIn, index: int = 0) -> None:
     """Upsert the file's articles by title (FAQs by question), source-less only, through the
     content services — an unchanged article is not written (nor indexed) again. The client's
     source-less articles of a kind the file no longer lists are removed only when the file
@@ -258,7 +270,7 @@ def _import_knowledge(*, client: Client, spec: ClientIn) -> None:
         stale = Article.objects.for_client(client).filter(source__isnull=True, kind__in=stale_kinds)
         # an FAQ listed under knowledge.articles counts for the FAQs too
         stale.exclude(pk__in=kept).delete()
-    for source in knowledge.sources if knowledge else []:
+    for number, source in enumerate(knowledge.sources if knowledge else []):
         values = {
             "kind": source.kind,
             "url": source.url.strip() if source.kind != "manual" else "",
@@ -268,7 +280,10 @@ def _import_knowledge(*, client: Client, spec: ClientIn) -> None:
         }
         found = KnowledgeSource.objects.for_client(client).filter(name=source.name).first()
         if found is None:
-            source_create(client=client, data={"name": source.name, **values})
+            try:
+                source_create(client=client, data={"name": source.name, **values})
+            except ApplicationError as exc:
+                _raise_invalid(exc, f"clients[{index}].knowledge.sources[{number}]")
             continue
         changed = {name: v for name, v in values.items() if getattr(found, name) != v}
         if changed:

@@ -166,8 +166,11 @@ _heartbeat_stop = threading.Event()
 
 @signals.worker_ready.connect
 def start_slot_heartbeat(sender: Any = None, **kwargs: Any) -> None:
-    """Register this worker process's threads as fleet capacity, renewed every few seconds."""
-    if not slots.enabled():
+    """Register this worker process's threads as fleet capacity, renewed every few seconds. A
+    worker that consumes only the background queue runs no turn: its threads are not counted."""
+    serves = slots.consumes_live_queue(sender)
+    slots.set_serves_live(serves)
+    if not slots.enabled() or not serves:
         return
     threads = int(getattr(getattr(sender, "controller", None), "concurrency", 0) or 0)
     if threads <= 0:

@@ -6,6 +6,7 @@ from pathlib import Path
 import environ
 from celery.schedules import crontab
 from corsheaders.defaults import default_headers
+from kombu import Queue
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 env = environ.Env()
@@ -284,6 +285,30 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 # left unfinished past their lease.
 REASONING_SWEEP_INTERVAL_SECONDS = env.int("REASONING_SWEEP_INTERVAL_SECONDS", default=30)
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Two lanes (docs/deployment.md, "Background work"): turns and everything a customer waits for
+# go to the default queue; long housekeeping (knowledge syncs and their beat, the nightly
+# insights, billing rollups, retention runs) goes to the `background` queue, which the
+# Procfile's `background` process consumes, so it never takes a thread a live turn needs. A
+# worker started without `-Q` consumes both (the Makefile's): there a knowledge sync takes a
+# slot at the lowest priority (apps/core/slots.py).
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+BACKGROUND_QUEUE = "background"
+CELERY_TASK_QUEUES = (  # each queue its own routing key: a message lands in one queue only
+    Queue(CELERY_TASK_DEFAULT_QUEUE, routing_key=CELERY_TASK_DEFAULT_QUEUE),
+    Queue(BACKGROUND_QUEUE, routing_key=BACKGROUND_QUEUE),
+)
+BACKGROUND_TASKS = (
+    "knowledge.sync_source",
+    "knowledge.resync_due",
+    "insights.schedule_nightly",
+    "insights.generate_for_client",
+    "billing.rollup_daily_usage",
+    "billing.reconcile_usage_counters",
+    "notes.apply_retention",
+    "privacy.apply_retention",
+    "identity.purge_email_codes",
+)
+CELERY_TASK_ROUTES = {name: {"queue": BACKGROUND_QUEUE} for name in BACKGROUND_TASKS}
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # Insights (docs/architecture.md, "Insights"): when the nightly run starts (server time zone),
 # how many whole days it reads, and the bounds of its one model call.
@@ -373,7 +398,8 @@ SLOTS_REDIS_URL = REDIS_URL
 # The fleet's turn slots (apps/core/slots.py, docs/deployment.md "Fairness"): capacity = the
 # worker threads registered by every worker process (TURN_SLOTS_CAPACITY > 0 overrides it; the
 # fallback counts while no worker has registered); one tenant may hold capacity − reserve slots,
-# the reserve goes only to tenants below their fair share; TURNS_PER_CLIENT_MAX > 0 adds a fixed
+# and the reserve goes only to tenants holding less than their share of it (tenants already
+# running turns stop at capacity − reserve together); TURNS_PER_CLIENT_MAX > 0 adds a fixed
 # per-tenant cap (0 = none).
 TURN_SLOTS_CAPACITY = env.int("TURN_SLOTS_CAPACITY", default=0)
 TURN_SLOTS_FALLBACK_CAPACITY = 100  # the Procfile's CELERY_CONCURRENCY, until a worker registers
@@ -392,6 +418,10 @@ PLAYGROUND_RUNS_QUEUED_PER_CLIENT = env.int("PLAYGROUND_RUNS_QUEUED_PER_CLIENT",
 SIMULATION_JOBS_PER_CLIENT = env.int("SIMULATION_JOBS_PER_CLIENT", default=16)
 SIMULATION_SLOTS_PERCENT = env.float("SIMULATION_SLOTS_PERCENT", default=50.0)
 SIMULATION_EAGER_THREAD = env.bool("SIMULATION_EAGER_THREAD", default=True)
+# Background jobs (knowledge syncs) come after everything else in a worker that also runs
+# turns: they take a slot only while nothing else waits for it, and hold at most this share of
+# the fleet's slots (a worker of the `background` queue alone runs them on its own threads).
+BACKGROUND_SLOTS_PERCENT = env.float("BACKGROUND_SLOTS_PERCENT", default=10.0)
 # Threads per web process for the synchronous part of API requests and stream set-ups served by
 # apps/core/asgi.StreamingPaths (they give their database connection back when done).
 WEB_THREADS = env.int("WEB_THREADS", default=32)
@@ -467,9 +497,16 @@ KNOWLEDGE_EXTRACT_SECONDS = env.float("KNOWLEDGE_EXTRACT_SECONDS", default=40.0)
 KNOWLEDGE_EXTRACT_HTML_INLINE_BYTES = env.int(
     "KNOWLEDGE_EXTRACT_HTML_INLINE_BYTES", default=256 * 1024
 )
-# The beat task starts at most this many due re-syncs per run, every CHECK_SECONDS.
+# The beat task starts at most this many due re-syncs per run, every CHECK_SECONDS, spaced
+# SPACING_SECONDS apart (keep BATCH × SPACING under the broker's visibility timeout).
 KNOWLEDGE_RESYNC_BATCH = env.int("KNOWLEDGE_RESYNC_BATCH", default=20)
 KNOWLEDGE_RESYNC_CHECK_SECONDS = env.int("KNOWLEDGE_RESYNC_CHECK_SECONDS", default=15 * 60)
+KNOWLEDGE_RESYNC_SPACING_SECONDS = env.float("KNOWLEDGE_RESYNC_SPACING_SECONDS", default=3.0)
+# Per client: at most SYNCS_PER_CLIENT syncs run at once (more wait, queued, and are tried
+# again about every SYNC_WAIT_SECONDS), and at most SOURCES_PER_CLIENT sources exist.
+KNOWLEDGE_SYNCS_PER_CLIENT = env.int("KNOWLEDGE_SYNCS_PER_CLIENT", default=2)
+KNOWLEDGE_SYNC_WAIT_SECONDS = env.float("KNOWLEDGE_SYNC_WAIT_SECONDS", default=30.0)
+KNOWLEDGE_SOURCES_PER_CLIENT = env.int("KNOWLEDGE_SOURCES_PER_CLIENT", default=50)
 # Start the syncs of web sources whose `resync_hours` have passed (bounded per run); idempotent.
 # E-mail one-time codes older than 24 hours are deleted (apps/identity; docs/privacy.md).
 CELERY_BEAT_SCHEDULE["identity-purge-email-codes"] = {

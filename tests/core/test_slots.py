@@ -91,27 +91,43 @@ def test_a_newcomer_gets_a_slot_at_once_while_one_tenant_floods(fleet):
     assert grant is not None and grant.job == "2-0"
 
 
-def test_with_four_tenants_flooding_a_newcomer_gets_the_next_free_slot(fleet):
-    held: dict[str, list[slots.Grant]] = {}
-    for n in range(60):  # four shops' customers, arriving interleaved
-        for tenant in "1234":
+def _flooding(tenants: list[str], each: int) -> dict[str, list[slots.Grant]]:
+    """`tenants` flood the fleet, their customers arriving interleaved."""
+    held: dict[str, list[slots.Grant]] = {t: [] for t in tenants}
+    for n in range(each):
+        for tenant in tenants:
             grant = slots.submit(tenant=tenant, kind=slots.LIVE, job=f"{tenant}-{n}")
             if grant is not None:
-                held.setdefault(grant.tenant, []).append(grant)
-    assert sum(len(g) for g in held.values()) == 100  # the fleet is full
-    assert slots.submit(tenant="5", kind=slots.LIVE, job="5-0") is None  # nothing free yet
+                held[grant.tenant].append(grant)
+    return held
 
-    # a flooding tenant's turn ends: the newcomer's turn runs next, not the flood's 141st
-    after = slots.release(held["1"].pop())
-    assert after is not None and (after.tenant, after.job) == ("5", "5-0")
 
-    # every flooding tenant holds its fair share (100 ÷ 5 = 20 or more): a slot freed in the
-    # reserve stays free for the next newcomer, who gets it at once
-    assert sorted(len(g) for g in held.values()) == [24, 25, 25, 25]
-    assert slots.release(held["2"].pop()) is None
-    assert slots.status().running == 99
-    newcomer = slots.submit(tenant="6", kind=slots.LIVE, job="6-0")
-    assert newcomer is not None and newcomer.job == "6-0"
+@pytest.mark.parametrize("flooding", [4, 5, 10])
+def test_with_tenants_flooding_the_reserve_holds_for_a_newcomer(fleet, flooding):
+    """Tenants that already run turns stop at capacity − reserve together (the old script let
+    n tenants at capacity ÷ n each fill every slot, the reserve included), so a newcomer's
+    first turn — and a second newcomer's — runs at once, not after a flooding turn ends."""
+    tenants = [str(n) for n in range(1, flooding + 1)]
+    held = _flooding(tenants, 60)
+    assert sum(len(g) for g in held.values()) == 90  # capacity − reserve
+    counts = sorted(len(g) for g in held.values())
+    assert counts[-1] - counts[0] <= 1  # shared evenly
+    # a flooding turn ends: the fleet is below capacity − reserve, the flood takes the slot
+    refill = slots.release(held["1"].pop())
+    assert refill is not None and refill.tenant in tenants
+    assert slots.status().running == 90
+    for newcomer in ("new-1", "new-2", "new-3"):
+        grant = slots.submit(tenant=newcomer, kind=slots.LIVE, job=f"{newcomer}-0")
+        assert grant is not None and grant.job == f"{newcomer}-0"
+    assert slots.status().running == 93
+
+
+def test_a_newcomer_takes_no_more_than_its_share_of_the_reserve(fleet):
+    _flooding(["1", "2", "3", "4"], 60)
+    first = running(flood("new", 10))
+    assert len(first) == 2  # 10 reserve slots ÷ 5 tenants running turns
+    assert running(flood("other", 3))  # the next newcomer still finds room
+    assert slots.status().running < 100
 
 
 def test_parked_turns_of_a_tenant_run_in_arrival_order(fleet, settings):
@@ -270,3 +286,74 @@ def test_a_playground_run_waits_for_a_slot_live_turns_leave_idle(fleet, settings
         PlaygroundRun.objects.unscoped("test checks the database directly").get(pk=run.pk).status
         == RunStatus.DONE
     )
+
+
+# --------------------------------------------------------------------- the background lane
+
+
+@pytest.fixture
+def background(fleet, settings):
+    settings.KNOWLEDGE_SYNCS_PER_CLIENT = 2
+    settings.BACKGROUND_SLOTS_PERCENT = 10
+    slots.set_serves_live(True)
+    yield
+    slots.set_serves_live(True)
+
+
+def test_background_jobs_hold_their_share_and_two_per_tenant(background):
+    mine = [slots.acquire(tenant="1", job=f"sync:{n}") for n in range(3)]
+    assert [g is not None and g.kind == slots.BACKGROUND for g in mine] == [True, True, False]
+    others = [slots.acquire(tenant=str(t), job=f"sync:{t}") for t in range(2, 12)]
+    assert len(running(others)) == 8  # 10 % of 100 slots, two of them tenant 1's
+    assert slots.status().waiting == 0  # refused, not parked: the task asks again later
+
+
+def test_while_background_jobs_run_a_live_turn_is_admitted_at_once(background):
+    jobs = running([slots.acquire(tenant=str(t), job=f"sync:{t}") for t in range(1, 6)])
+    assert len(jobs) == 5
+    held = _flooding(["7", "8"], 60)  # live turns take every slot left below the reserve
+    assert sum(len(g) for g in held.values()) == 85
+    # background work never takes a slot a waiting live turn could use: a sync that ends hands
+    # its slot to a parked turn, and a new sync is refused
+    nxt = slots.release(jobs[0])
+    assert nxt is not None and nxt.kind == slots.LIVE
+    assert slots.acquire(tenant="1", job="sync:again") is None
+    newcomer = slots.submit(tenant="9", kind=slots.LIVE, job="9-0")  # the reserve is free
+    assert newcomer is not None and newcomer.kind == slots.LIVE
+
+
+def test_a_background_job_waits_while_a_parked_live_turn_could_run(background, settings):
+    settings.TURN_SLOTS_CAPACITY = 4
+    settings.TURN_SLOTS_RESERVE_PERCENT = 0
+    assert slots.park(tenant="1", kind=slots.LIVE, job="1-0")  # no thread has asked yet
+    assert slots.acquire(tenant="2", job="sync:1") is None
+    assert slots.pick() is not None
+    assert slots.acquire(tenant="2", job="sync:1") is not None
+
+
+def test_run_background_runs_the_parked_turn_that_its_slot_frees(background, settings):
+    settings.TURN_SLOTS_CAPACITY = 2
+    settings.TURN_SLOTS_RESERVE_PERCENT = 0
+    ran: list[str] = []
+    slots.register_runner(slots.PLAYGROUND, ran.append)
+    other = slots.submit(tenant="3", kind=slots.LIVE, job="3-0")
+    assert other is not None
+
+    def sync() -> str:  # while the sync runs, a playground run arrives and finds no slot
+        assert slots.submit(tenant="4", kind=slots.PLAYGROUND, job="run-1") is None
+        return "synced"
+
+    assert slots.run_background(tenant="2", job="sync:1", work=sync) == (True, "synced")
+    assert ran == ["run-1"]  # the sync's thread ran it next
+    slots.release(other)
+    assert slots.status().running == 0
+
+
+def test_a_background_only_worker_runs_its_jobs_without_a_slot(background, settings):
+    settings.TURN_SLOTS_CAPACITY = 1
+    settings.TURN_SLOTS_RESERVE_PERCENT = 0
+    assert slots.submit(tenant="3", kind=slots.LIVE, job="3-0") is not None  # the fleet is full
+    assert slots.run_background(tenant="2", job="sync:1", work=lambda: 1) == (False, None)
+    slots.set_serves_live(False)
+    assert slots.run_background(tenant="2", job="sync:1", work=lambda: 1) == (True, 1)
+    assert slots.status().running == 1

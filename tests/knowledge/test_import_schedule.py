@@ -38,7 +38,8 @@ def _source(client, url, *, hours=24, synced_hours_ago=None, **kw):
     )
 
 
-def test_sources_due_are_the_web_sources_whose_hours_passed_oldest_first():
+def test_sources_due_are_the_web_sources_whose_hours_passed_oldest_first(settings):
+    settings.KNOWLEDGE_SYNCS_PER_CLIENT = 5  # the per-client share: test_sync_lanes.py
     a, b = ClientFactory(), ClientFactory()
     url = "https://shop.example/help"
     old = _source(a, url, hours=24, synced_hours_ago=30)

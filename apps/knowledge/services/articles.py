@@ -11,6 +11,7 @@ from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -175,6 +176,13 @@ def is_http_url(value: str) -> bool:
 def source_errors(source: KnowledgeSource) -> dict[str, str]:
     """Field → message for each problem with `source` (empty when valid)."""
     errors: dict[str, str] = {}
+    if source.pk is None and source.client_id is not None:
+        cap = int(settings.KNOWLEDGE_SOURCES_PER_CLIENT)
+        if cap > 0 and KnowledgeSource.objects.for_client(source.client).count() >= cap:
+            errors["sources"] = _(
+                "This client already has %(n)d knowledge sources, the most allowed: delete one "
+                "before adding another."
+            ) % {"n": cap}
     if not source.name.strip():
         errors["name"] = _("A name is required.")
     elif len(source.name) > 200:
@@ -226,6 +234,9 @@ def source_save(*, source: KnowledgeSource) -> KnowledgeSource:
     source.language = normalise(source.language)
     if source.kind == SourceKind.MANUAL:
         source.url = ""
+    if source.pk is None and source.client_id is not None:
+        # one new source per client at a time, so KNOWLEDGE_SOURCES_PER_CLIENT holds
+        Client.objects.select_for_update().filter(pk=source.client_id).first()
     errors = source_errors(source)
     if errors:
         raise _invalid(errors)

@@ -23,10 +23,11 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Count, F, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from apps.clients.models import Client
 from apps.core import deadlines
 from apps.core.exceptions import ApplicationError
 from apps.knowledge.extract import (
@@ -96,9 +97,12 @@ def source_problem(source: KnowledgeSource) -> str:
     return _("The address is refused: %(reason)s") % {"reason": refusal} if refusal else ""
 
 
-def source_sync_start(*, source: KnowledgeSource, user: Any = None) -> KnowledgeSource:
-    """Queue a sync of `source` (the task runs once the transaction commits) and return the
-    source as it now is. Already queued or syncing: nothing more is queued."""
+def source_sync_start(
+    *, source: KnowledgeSource, user: Any = None, countdown: float = 0.0
+) -> KnowledgeSource:
+    """Queue a sync of `source` (the task runs once the transaction commits, `countdown`
+    seconds later) and return the source as it now is. Already queued or syncing: nothing more
+    is queued."""
     problem = source_problem(source)
     if problem:
         raise ApplicationError(problem)
@@ -113,7 +117,12 @@ def source_sync_start(*, source: KnowledgeSource, user: Any = None) -> Knowledge
         from apps.knowledge.tasks import sync_source
 
         source_id, client_id = source.pk, source.client_id
-        transaction.on_commit(lambda: sync_source.delay(client_id=client_id, source_id=source_id))
+        transaction.on_commit(
+            lambda: sync_source.apply_async(
+                kwargs={"client_id": client_id, "source_id": source_id},
+                countdown=countdown or None,
+            )
+        )
         logger.info(
             "knowledge sync queued",
             extra={"source": source_id, "user": getattr(user, "pk", None)},
@@ -130,18 +139,58 @@ def _kept(source: KnowledgeSource) -> dict[str, Any]:
 
 def source_sync(*, source: KnowledgeSource) -> dict[str, Any]:
     """Sync `source` now and return its final progress. When another sync holds the source,
-    returns `{"skipped": True, ...}` and changes nothing."""
+    returns `{"skipped": True, ...}` and changes nothing. When its client already runs
+    KNOWLEDGE_SYNCS_PER_CLIENT syncs, returns `{"waiting": True, ...}`: the source stays queued
+    (its progress says why) and the caller tries again later."""
     now = timezone.now()
     rows = KnowledgeSource.objects.for_client(source.client).filter(pk=source.pk)
     claimable = ~Q(status=SourceStatus.SYNCING) | Q(updated_at__lt=_stale_before(now))
-    source.refresh_from_db()
-    progress = empty_progress(_("Starting.")) | _kept(source)
-    if not rows.filter(claimable).update(
-        status=SourceStatus.SYNCING, error="", progress=progress, updated_at=now
-    ):
-        return {"skipped": True, "message": _("Another sync of this source is running.")}
+    with transaction.atomic():
+        # one claim per client at a time, so the cap on its concurrent syncs holds
+        Client.objects.select_for_update().filter(pk=source.client_id).first()
+        source.refresh_from_db()
+        if syncs_running(client=source.client, now=now, besides=source.pk) >= _syncs_cap():
+            message = _("Waiting: this client's other syncs run first.")
+            rows.exclude(status=SourceStatus.SYNCING).update(
+                status=SourceStatus.QUEUED,
+                progress=empty_progress(message) | _kept(source),
+                updated_at=now,
+            )
+            return {"waiting": True, "message": message}
+        progress = empty_progress(_("Starting.")) | _kept(source)
+        if not rows.filter(claimable).update(
+            status=SourceStatus.SYNCING, error="", progress=progress, updated_at=now
+        ):
+            return {"skipped": True, "message": _("Another sync of this source is running.")}
     source.refresh_from_db()
     return _Sync(source).run()
+
+
+def source_sync_wait(*, source: KnowledgeSource) -> None:
+    """Keep a sync that may not run yet queued, with its progress saying so (and fresh, so the
+    beat does not take it for a lost one)."""
+    KnowledgeSource.objects.for_client(source.client).filter(
+        pk=source.pk, status=SourceStatus.QUEUED
+    ).update(
+        progress=empty_progress(_("Waiting for a free worker.")) | _kept(source),
+        updated_at=timezone.now(),
+    )
+
+
+def _syncs_cap() -> int:
+    cap = int(settings.KNOWLEDGE_SYNCS_PER_CLIENT)
+    return cap if cap > 0 else 1_000_000
+
+
+def syncs_running(*, client: Client, now: datetime | None = None, besides: int = 0) -> int:
+    """How many of `client`'s sources sync now (a sync whose worker stopped reporting for longer
+    than a sync may take no longer counts)."""
+    return (
+        KnowledgeSource.objects.for_client(client)
+        .filter(status=SourceStatus.SYNCING, updated_at__gte=_stale_before(now or timezone.now()))
+        .exclude(pk=besides)
+        .count()
+    )
 
 
 class _Sync:
@@ -412,17 +461,39 @@ class _Sync:
 # --- the schedule ---------------------------------------------------------------------------
 
 
+# A source is due a little before its `resync_hours` have passed: up to this share of the
+# period earlier, by its id, so sources synced together (a sitemap import of many sources) drift
+# apart instead of falling due in the same beat run forever.
+RESYNC_JITTER = 0.25
+
+
+def _jitter(source_id: int) -> float:
+    """A fraction in [0, RESYNC_JITTER), the same for a source on every run."""
+    return ((source_id * 0.6180339887498949) % 1.0) * RESYNC_JITTER
+
+
+def resync_at(source: KnowledgeSource) -> datetime | None:
+    """When `source` is next due for a re-sync (None: never by the schedule)."""
+    if source.resync_hours <= 0 or source.last_synced_at is None:
+        return None
+    period = timedelta(hours=source.resync_hours)
+    return source.last_synced_at + period * (1.0 - _jitter(source.pk))
+
+
 def sources_due(*, now: datetime | None = None, limit: int) -> list[KnowledgeSource]:
-    """Web sources (any client) whose `resync_hours` have passed since their last sync (or that
-    never synced), oldest first, and queued or syncing ones whose worker has not reported for
-    longer than a sync may take (a lost task message, a killed worker) — at most `limit`."""
+    """Web sources (any client) whose `resync_hours` have passed since their last sync (less
+    the source's jitter; or that never synced), oldest first, and queued or syncing ones whose
+    worker has not reported for longer than a sync may take (a lost task message, a killed
+    worker) — at most `limit`, and per client no more than KNOWLEDGE_SYNCS_PER_CLIENT less the
+    syncs it has queued or running already."""
     now = now or timezone.now()
+    soonest = timedelta(hours=1) * (1.0 - RESYNC_JITTER)
     idle_and_old = Q(
         status__in=(SourceStatus.NEW, SourceStatus.SYNCED, SourceStatus.FAILED),
         resync_hours__gt=0,
-    ) & (Q(last_synced_at__isnull=True) | Q(last_synced_at__lte=now - timedelta(hours=1)))
+    ) & (Q(last_synced_at__isnull=True) | Q(last_synced_at__lte=now - soonest))
     stuck = Q(status__in=BUSY, updated_at__lt=_stale_before(now))
-    candidates = (
+    web = (
         KnowledgeSource.objects.unscoped("beat: the re-syncs due across clients")
         .select_related("client")
         .filter(
@@ -430,30 +501,41 @@ def sources_due(*, now: datetime | None = None, limit: int) -> list[KnowledgeSou
             enabled=True,
             kind__in=(SourceKind.URL, SourceKind.SITEMAP),
         )
-        .filter(idle_and_old | stuck)
-        .order_by(F("last_synced_at").asc(nulls_first=True), "pk")
     )
+    candidates = web.filter(idle_and_old | stuck).order_by(
+        F("last_synced_at").asc(nulls_first=True), "pk"
+    )
+    busy: dict[int, int] = dict(
+        KnowledgeSource.objects.unscoped("beat: each client's syncs in flight")
+        .filter(status__in=BUSY, updated_at__gte=_stale_before(now))
+        .values("client_id")
+        .annotate(n=Count("pk"))
+        .values_list("client_id", "n")
+    )
+    cap = _syncs_cap()
     due: list[KnowledgeSource] = []
     for source in candidates[: limit * 20]:
-        last = source.last_synced_at
-        if (
-            source.status in BUSY
-            or last is None
-            or last + timedelta(hours=source.resync_hours) <= now
-        ):
+        if busy.get(source.client_id, 0) >= cap:
+            continue
+        at = resync_at(source)
+        if source.status in BUSY or at is None or at <= now:
             due.append(source)
+            busy[source.client_id] = busy.get(source.client_id, 0) + 1
             if len(due) >= limit:
                 break
     return due
 
 
 def resync_due(*, limit: int | None = None) -> int:
-    """Queue the syncs that are due (at most KNOWLEDGE_RESYNC_BATCH); returns how many."""
+    """Queue the syncs that are due (at most KNOWLEDGE_RESYNC_BATCH, and a client's share,
+    `sources_due`), spaced KNOWLEDGE_RESYNC_SPACING_SECONDS apart rather than all at once;
+    returns how many."""
     started = 0
+    spacing = float(settings.KNOWLEDGE_RESYNC_SPACING_SECONDS)
     for source in sources_due(limit=limit or int(settings.KNOWLEDGE_RESYNC_BATCH)):
         try:
             with transaction.atomic():
-                source_sync_start(source=source)
+                source_sync_start(source=source, countdown=started * spacing)
         except ApplicationError as exc:
             KnowledgeSource.objects.for_client(source.client).filter(pk=source.pk).update(
                 status=SourceStatus.FAILED, error=str(exc), last_synced_at=timezone.now()
