@@ -8,10 +8,12 @@ rise, the `stalled` stop, refinement)."""
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 from typing import Any
 
 import pytest
 
+from apps.billing.models import UsageRecord
 from apps.clients.models import Client, Plan
 from apps.conversations.models import Kind
 from apps.conversations.services import conversation_create
@@ -133,3 +135,45 @@ def test_a_context_round_the_cap_refuses_leaves_the_synthesis_written(
     budget = trace.steps.filter(name="budget").order_by("index").last()
     assert budget.output["before_synthesis_round"] == 1
     assert trace.prompt_tokens + trace.completion_tokens <= 7000
+
+
+def test_no_room_for_a_step_answers_adaptive_and_bills_as_adaptive(
+    shop, llm, django_capture_on_commit_callbacks
+):
+    script(llm)
+    plan = shop.plan
+    plan.multipliers = {**plan.multipliers, "adaptive": "1.5", "deliberative": "2.5"}
+    plan.save()
+
+    replies, trace = turn_under(shop, 3000, django_capture_on_commit_callbacks)
+
+    assert [r.text for r in replies] == [ADAPTIVE]
+    assert [r.step for r in llm.requests] == ["assess"]
+    budget = trace.steps.get(name="budget").output
+    assert budget["before_step"] == 1 and budget["token_cap"] == 3000
+    assert budget["tokens_used"] + budget["call_tokens"] + budget["answer_tokens"] > 3000
+    [record] = UsageRecord.objects.unscoped("test checks the database directly").all()
+    assert (record.mode, record.multiplier) == ("deliberative", Decimal("1.500"))
+
+
+def test_deliberate_when_needed_keeps_its_adaptive_outcome_when_no_step_fits(
+    db, webhook, llm, django_capture_on_commit_callbacks
+):
+    client = make_shop("as_needed", webhook.url(), slug="caps-when-needed")
+    client.business_info = {**client.business_info, "ai_instructions": INSTRUCTIONS}
+    client.save()
+    Plan.objects.filter(pk=client.plan_id).update(
+        multipliers={"adaptive": "1.5", "as_needed": "1.5", "deliberative": "2.5"}
+    )
+    client.plan.refresh_from_db()
+    script(llm)
+    llm.script("assess", assess(response=ADAPTIVE, confidence=9, complaint=True))
+
+    replies, trace = turn_under(client, 3000, django_capture_on_commit_callbacks)
+
+    assert [r.text for r in replies] == [ADAPTIVE]
+    assert [r.step for r in llm.requests] == ["assess"]  # no second assess
+    assert trace.steps.filter(name="deliberation_trigger").exists()
+    assert trace.steps.get(name="deliberation_end").output["steps"] == 0
+    [record] = UsageRecord.objects.unscoped("test checks the database directly").all()
+    assert (record.mode, record.multiplier) == ("as_needed", Decimal("1.500"))
