@@ -288,7 +288,7 @@ def _call(turn: Turn, draft: Draft, percent: int) -> tuple[EvaluateOut | None, s
     except LLMError as exc:
         return None, f"{exc.kind}: {exc.message}"
     except TokenCapExceeded as exc:
-        return None, f"token cap: {exc}"
+        return None, exc.detail or f"token cap: {exc}"
     except DeadlineExceeded:
         return None, "the turn's deadline ran out"
     except Exception as exc:  # never lose the reply over the second opinion

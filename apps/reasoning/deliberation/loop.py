@@ -24,11 +24,14 @@ Each event is journalled as a trace step right after it happens — the `reason_
 `feedback` calls' own rows, with the step number and the mean added — so observers see the loop
 live; one structured telemetry event is logged per step.
 
-Before each call the loop checks there is room for it AND for the synthesis after it (per-turn
-token cap; the turn's deadline): when there is not, it ends with `budget` and the synthesis
-writes the answer from the steps so far. A call refused by the meter ends it the same way; a
-call that fails twice ends it with `error` (with at least one step done; with none, the failure
-goes to the turn pipeline: fallback reply and hand-off)."""
+Before each call — the first step's too — the loop checks there is room for it AND for the
+synthesis after it (per-turn token cap; the turn's deadline): the synthesis is sized by the
+prompt it will really have (the shared prefix, the transcript so far and what the call may add
+to it: `Room`) plus its completion cap. When there is no room, the loop ends with `budget` and
+the synthesis writes the answer from the steps so far; with no room even for the first step it
+ends with no step, and the mode answers without the loop (its adaptive path). A call refused by
+the token cap ends it the same way; a call that fails twice ends it with `error` (with at least
+one step done; with none, the failure goes to the turn pipeline: fallback reply and hand-off)."""
 
 from __future__ import annotations
 
@@ -54,8 +57,10 @@ from apps.reasoning.deliberation.termination import (
 from apps.reasoning.llm import TOKENS_PER_MESSAGE, LLMError, estimate_tokens
 from apps.reasoning.meter import TokenCapExceeded
 from apps.reasoning.steps import feedback as feedback_step
-from apps.reasoning.steps import reason_step
+from apps.reasoning.steps import reason_step, synthesize
+from apps.reasoning.steps._base import Step
 from apps.reasoning.steps._data import neutralise
+from apps.reasoning.steps._shared import with_language
 from apps.reasoning.steps.reason_step import ReasonStepOut
 from apps.reasoning.turn import Turn
 
@@ -109,25 +114,105 @@ def mean(scores: dict[str, float]) -> float:
     return round(sum(scores.values()) / len(scores), 3) if scores else 0.0
 
 
+def _prompt_tokens(messages: list[dict[str, str]]) -> int:
+    """A prompt's tokens as the meter estimates them before a call."""
+    return sum(estimate_tokens(m.get("content", "")) + TOKENS_PER_MESSAGE for m in messages)
+
+
 def _worst_case(messages: list[dict[str, str]]) -> int:
-    prompt = sum(estimate_tokens(m.get("content", "")) + TOKENS_PER_MESSAGE for m in messages)
-    return prompt + int(settings.LLM_MAX_COMPLETION_TOKENS)
+    """What one call may take at most: its prompt plus `LLM_MAX_COMPLETION_TOKENS` (the
+    meter's check)."""
+    return _prompt_tokens(messages) + int(settings.LLM_MAX_COMPLETION_TOKENS)
 
 
-def no_room(turn: Turn, messages: list[dict[str, str]]) -> str:
-    """Why this call plus the synthesis after it would not fit (empty when they fit)."""
+def as_sent(turn: Turn, step: Step[Any], messages: list[dict[str, str]]) -> list[dict[str, str]]:
+    """`messages` as the meter will see them: with the step's language line (`Turn.llm`)."""
+    return with_language(messages, step=step, code=turn.language)
+
+
+@dataclass(frozen=True)
+class Room:
+    """What the loop keeps for the answer after each call: the synthesis (the call that writes
+    the answer from the steps so far), sized by the prompt it would really have — the shared
+    prefix, the transcript so far and what the next call may add to it — plus its completion
+    cap. What a call may add is bounded by the completion cap: a step's entry (its content and
+    rationale come from one reply) with the server's note after it, or the feedback."""
+
+    turn: Turn
+    prefix: list[dict[str, str]]
+    entry_overhead: int  # a step's entry beyond the model's words: labels, scores, the mean
+    note_tokens: int  # the server's note on a step (its longest form), with its label
+
+    @classmethod
+    def of(cls, turn: Turn, config: DeliberationConfig, prefix: list[dict[str, str]]) -> Room:
+        scores = dict.fromkeys(config.keys, 1 / 3)  # the longest a score prints
+        blank = StepEntry(
+            step=config.max_steps, scores=scores, mean=0.0, content="", status="", rationale=""
+        )
+        overhead = _prompt_tokens(entry_messages(blank)) + 2  # + the content's rounding
+        previous = StepEntry(
+            step=config.max_steps, scores=scores, mean=1.0, content="", status="", rationale=""
+        )
+        notes = [
+            server_note(
+                StepEntry(
+                    step=config.max_steps,
+                    scores={**dict.fromkeys(config.keys, 1.0), key: 0.0},
+                    mean=0.0,
+                    content="",
+                    status="",
+                    rationale="",
+                ),
+                previous,
+                config,
+            )
+            for key in config.keys or [""]
+        ]
+        note = max(
+            _prompt_tokens([{"content": f"[Server Feedback from Step {config.max_steps}]: {text}"}])
+            for text in notes
+        )
+        return cls(turn=turn, prefix=prefix, entry_overhead=overhead, note_tokens=note + 2)
+
+    def answer(self, transcript: list[dict[str, str]], *, adds: int = 0) -> int:
+        """The synthesis's worst case after `transcript` and `adds` tokens more of it."""
+        messages = synthesize.prompt(prefix=self.prefix, transcript=transcript)
+        return _worst_case(as_sent(self.turn, synthesize.STEP, messages)) + adds
+
+    def after_step(self, transcript: list[dict[str, str]]) -> int:
+        """The answer after the next step: its entry (at most a whole reply) and a note."""
+        reply = int(settings.LLM_MAX_COMPLETION_TOKENS)
+        return self.answer(transcript, adds=self.entry_overhead + reply + self.note_tokens)
+
+    def after_feedback(self, transcript: list[dict[str, str]], step: int) -> int:
+        """The answer after a feedback call on `step` (its entry is in `transcript`)."""
+        label = _prompt_tokens([{"content": f"[Server Feedback from Step {step}]: "}]) + 1
+        return self.answer(transcript, adds=label + int(settings.LLM_MAX_COMPLETION_TOKENS))
+
+
+def no_room(turn: Turn, messages: list[dict[str, str]], *, answer: int) -> dict[str, Any]:
+    """Why this call (`messages`, as sent) plus the answer after it (`answer` tokens at most)
+    would not fit — with the figures, for the trace's `budget` step; empty when they fit."""
     meter = getattr(turn.rec, "meter", None)
     cap = getattr(meter, "token_cap", None)
     if meter is not None and cap:
-        needed = meter.tokens_used + 2 * _worst_case(messages)
+        call = _worst_case(messages)
+        needed = meter.tokens_used + call + answer
         if needed > cap:
-            return f"token cap {cap}: the next step and the synthesis could reach {needed}"
+            return {
+                "reason": f"token cap {cap}: the next call and the answer after it could "
+                f"reach {needed}",
+                "token_cap": cap,
+                "tokens_used": meter.tokens_used,
+                "call_tokens": call,
+                "answer_tokens": answer,
+            }
     left = deadlines.remaining()
     if left is not None:
         reserve = DEADLINE_RESERVE_SHARE * float(settings.REASONING_TURN_DEADLINE_SECONDS)
         if left < reserve:
-            return f"{left:.0f} s of the turn's deadline left; kept for the answer"
-    return ""
+            return {"reason": f"{left:.0f} s of the turn's deadline left; kept for the answer"}
+    return {}
 
 
 def entry_messages(entry: StepEntry) -> list[dict[str, str]]:
@@ -198,6 +283,7 @@ def run_loop(
         )
     ]
     stop_stalled = bool(getattr(settings, "REASONING_DELIBERATION_STOP_STALLED", True))
+    room = Room.of(turn, config, prefix)
     gain = on_course_gain()
 
     def log(entry: StepEntry, termination: str | None, latency_ms: int) -> None:
@@ -236,10 +322,14 @@ def run_loop(
             prefix=prefix, transcript=transcript, index=index, max_steps=config.max_steps
         )
         started = time.perf_counter()
-        why = no_room(turn, messages)
-        if why and steps:
-            turn.rec.step("budget", output={"before_step": index, "reason": why})
-            return end(Termination.BUDGET, why)
+        # Room for this step and for the answer after it — step 1 too: with no room even for
+        # it the loop makes no step, and the mode answers without it (its adaptive path).
+        why = no_room(
+            turn, as_sent(turn, reason_step.STEP, messages), answer=room.after_step(transcript)
+        )
+        if why:
+            turn.rec.step("budget", output={"before_step": index, **why})
+            return end(Termination.BUDGET, why["reason"])
 
         def canonical(out: ReasonStepOut, index: int = index) -> dict[str, Any]:
             # The reason_step event as observers read it (scores over the rubric's keys).
@@ -262,9 +352,9 @@ def run_loop(
                 keys=keys,
                 target=config.target,
             )
-        except BUDGET_ERRORS:
-            if not steps:
-                raise
+        except BUDGET_ERRORS as exc:
+            if not steps and not isinstance(exc, TokenCapExceeded):
+                raise  # the monthly budget or the deadline: nothing else can answer either
             return end(Termination.BUDGET, "a limit refused the next step")
         except LLMError as exc:
             if not steps:
@@ -342,11 +432,17 @@ def run_loop(
             max_steps=config.max_steps,
             user_text=turn.user_message.text,
         )
-        why = no_room(turn, fb_messages)
+        # Room for the feedback and for the answer after it: the synthesis's own prompt (the
+        # loop so far, this step, the feedback), not the feedback's short one.
+        why = no_room(
+            turn,
+            as_sent(turn, feedback_step.STEP, fb_messages),
+            answer=room.after_feedback([*transcript, *entry_messages(entry)], index),
+        )
         if why:
-            turn.rec.step("budget", output={"before_feedback_of_step": index, "reason": why})
+            turn.rec.step("budget", output={"before_feedback_of_step": index, **why})
             log(entry, Termination.BUDGET, result.latency_ms)
-            return end(Termination.BUDGET, why)
+            return end(Termination.BUDGET, why["reason"])
         try:
             fb = turn.llm(
                 feedback_step.STEP,

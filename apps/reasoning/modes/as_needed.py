@@ -31,6 +31,7 @@ why (ReasoningTrace.deliberation_trigger)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -67,16 +68,28 @@ def run(turn: Turn) -> Outcome:
     assessment = adaptive.assess_with_context(turn, shown_when=_stays_as_written(turn))
     found = assessment_triggers(turn, assessment)
     if found:
-        return _deliberate(turn, found[0], assessment, signals=found)
+        return _deliberate(
+            turn,
+            found[0],
+            assessment,
+            signals=found,
+            adaptive_answer=lambda: adaptive.decide(turn, assessment),
+        )
     try:
         outcome = adaptive.decide(turn, assessment)
     except adaptive.CritiqueEscalated as exc:
+        escalated = exc
+
+        def hand_over() -> Outcome:
+            raise escalated
+
         return _deliberate(
             turn,
             DeliberationTrigger.CRITIQUE_ESCALATE.value,
             assessment,
             signals=[DeliberationTrigger.CRITIQUE_ESCALATE.value],
             detail=exc.detail,
+            adaptive_answer=hand_over,
         )
     if _questioned(turn, outcome, assessment):
         return _deliberate(
@@ -84,6 +97,7 @@ def run(turn: Turn) -> Outcome:
             DeliberationTrigger.EVALUATION_QUESTIONED.value,
             assessment,
             signals=[DeliberationTrigger.EVALUATION_QUESTIONED.value],
+            adaptive_answer=lambda: outcome,
         )
     return outcome
 
@@ -155,8 +169,11 @@ def _deliberate(
     assessment: AssessOut,
     *,
     signals: list[str],
+    adaptive_answer: Callable[[], Outcome],
     detail: str = "",
 ) -> Outcome:
+    """`adaptive_answer`: the turn's answer when the token cap leaves no room for even one step
+    of the loop and its synthesis (the adaptive pass's own: no second `assess`)."""
     record: dict[str, Any] = {
         "trigger": trigger,
         "signals": signals,
@@ -176,7 +193,13 @@ def _deliberate(
     turn.rec.bill_as(AIMode.DELIBERATIVE)
     turn.draft_reasoning = ""
     turn.verdicts.clear()
-    return deliberative.run(turn)
+
+    def undeliberated() -> Outcome:
+        # No step could be made: the turn did not deliberate, and bills as such.
+        turn.rec.bill_as(AIMode.AS_NEEDED)
+        return adaptive_answer()
+
+    return deliberative.run(turn, fallback=undeliberated)
 
 
 MODE = Mode(

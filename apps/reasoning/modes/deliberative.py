@@ -27,6 +27,7 @@ from typing import Any
 from django.conf import settings
 from django.utils.translation import gettext
 
+from apps.clients.models import AIMode
 from apps.clients.modes import Mode
 from apps.conversations.models import Kind, Role
 from apps.reasoning import knowledge
@@ -47,7 +48,8 @@ from apps.reasoning.deliberation.context import (
 from apps.reasoning.deliberation.loop import BUDGET_ERRORS, LoopResult, run_loop
 from apps.reasoning.deliberation.termination import Termination
 from apps.reasoning.llm import LLMError
-from apps.reasoning.modes.adaptive import decide, final_as_written
+from apps.reasoning.meter import TokenCapExceeded
+from apps.reasoning.modes.adaptive import decide, final_as_written, run_adaptive
 from apps.reasoning.steps import clarify as clarify_step
 from apps.reasoning.steps import improve as improve_step
 from apps.reasoning.steps import refine_critique, synthesize
@@ -77,7 +79,10 @@ def _just_clarified(turn: Turn) -> bool:
     return False
 
 
-def run(turn: Turn) -> Outcome:
+def run(turn: Turn, *, fallback: Callable[[], Outcome] | None = None) -> Outcome:
+    """`fallback`: the answer when the turn's token cap leaves no room even for the loop's
+    first step and the synthesis after it — by default adaptive mode's (`run_adaptive`);
+    "deliberate when needed" passes the outcome its adaptive pass already has."""
     # A playground run may choose the rubric and the refinement iterations (PlaygroundTurn).
     config = deliberation_config(
         client=turn.client,
@@ -139,6 +144,9 @@ def run(turn: Turn) -> Outcome:
         )
 
     loop = LoopResult(steps=[], termination=Termination.ERROR)
+    no_step = False
+    refined: refinement.Refined | None = None
+    outcome = Outcome()
     try:
         may_ask = not _just_clarified(turn)
         loop = run_loop(
@@ -150,29 +158,34 @@ def run(turn: Turn) -> Outcome:
         )
         if loop.termination is None:
             return _clarify(turn, loop)
-        assessment = _synthesize(
-            turn,
-            scope,
-            extra,
-            prefix=prefix,
-            transcript=loop.transcript,
-            final=config.refinement_iterations <= 0,  # no refinement can replace it
-        )
-        outcome = decide(turn, assessment)
-        turn.draft_reasoning = (
-            f"Deliberative mode: {len(loop.steps)} reasoning step(s) scored against the "
-            f"{config.rubric} rubric (final mean {loop.final_mean}, {loop.termination}); "
-            f"synthesis confidence {assessment.confidence}/10. " + turn.draft_reasoning
-        )
-        refined = None
-        if _refinable(outcome, assessment) and config.refinement_iterations > 0:
-            more = fetched_message(extra) if extra else []
-            refined = _refine(turn, config, prefix=[*prefix(), *more], draft=assessment.response)
-            outcome.replies[0] = Reply(refined.text, data=outcome.replies[0].data)
-            if refined.failure is not None and refined.failure.budget:
-                loop.termination = Termination.BUDGET
-        # What the customer read as it was written is the answer; if not, it is taken back.
-        turn.take_back_shown(outcome.replies[0].text if outcome.replies else "")
+        if not loop.steps:
+            # No room for one step and the answer after it: answered without the loop.
+            no_step = True
+        else:
+            assessment = _synthesize(
+                turn,
+                scope,
+                extra,
+                prefix=prefix,
+                transcript=loop.transcript,
+                final=config.refinement_iterations <= 0,  # no refinement can replace it
+            )
+            outcome = decide(turn, assessment)
+            turn.draft_reasoning = (
+                f"Deliberative mode: {len(loop.steps)} reasoning step(s) scored against the "
+                f"{config.rubric} rubric (final mean {loop.final_mean}, {loop.termination}); "
+                f"synthesis confidence {assessment.confidence}/10. " + turn.draft_reasoning
+            )
+            if _refinable(outcome, assessment) and config.refinement_iterations > 0:
+                more = fetched_message(extra) if extra else []
+                refined = _refine(
+                    turn, config, prefix=[*prefix(), *more], draft=assessment.response
+                )
+                outcome.replies[0] = Reply(refined.text, data=outcome.replies[0].data)
+                if refined.failure is not None and refined.failure.budget:
+                    loop.termination = Termination.BUDGET
+            # What the customer read as it was written is the answer; if not, it is taken back.
+            turn.take_back_shown(outcome.replies[0].text if outcome.replies else "")
     except TurnAborted:
         _end(turn, config, loop, Termination.STAFF_TAKEOVER, None, scope, extra)
         raise
@@ -187,6 +200,19 @@ def run(turn: Turn) -> Outcome:
     except LLMError:
         _end(turn, config, loop, Termination.ERROR, None, scope, extra)
         raise
+    if no_step:
+        # The adaptive path answers (the loop has ended as recorded; its failures are the
+        # adaptive path's own).
+        turn.rec.step(
+            "deliberation_skipped",
+            output={"reason": "no room for a reasoning step", "detail": loop.detail},
+        )
+        _end(turn, config, loop, Termination.BUDGET, None, scope, extra)
+        if fallback is not None:
+            return fallback()
+        # Billed as adaptive, as a turn the limits run adaptive (`deliberative_cap`).
+        turn.rec.bill_as(AIMode.ADAPTIVE)
+        return run_adaptive(turn)
     _end(turn, config, loop, loop.termination, refined, scope, extra)
     return outcome
 
@@ -240,24 +266,33 @@ def _synthesize(
     knowledge base is searched, REASONING_KB_TOKENS each) or a section the context named but did
     not give (`policies.shipping`, `tool_schema:<name>`: added to `extra`, sent after the loop's
     transcript so the loop stays a cached prefix) — the synthesis is written again with them, at
-    most REASONING_MAX_CONTEXT_ROUNDS times, within the turn's token cap like every call.
+    most REASONING_MAX_CONTEXT_ROUNDS times, within the turn's token cap like every call (a
+    round the cap refuses leaves the synthesis already written as the answer, when it has one).
     `final`: no refinement follows, so a synthesis whose deciding fields (read before its
     `response`) mean no critique, tool or context round is the answer, shown while it is
     written."""
     asked: set[str] = set()
     rounds = 0
+    written: AssessOut | None = None  # the synthesis before this round's
     while True:
         # `prefix()` carries the knowledge-base excerpts fetched so far (more after a `kb:` ask).
         more = fetched_message(extra) if extra else []
         messages = synthesize.prompt(prefix=prefix(), transcript=[*transcript, *more])
-        result = turn.llm(
-            synthesize.STEP,
-            messages,
-            shown_when=final_as_written if final else None,
-            business_info=turn.business_info,
-            knowledge=knowledge.demo_facts(turn),
-        )
-        assessment = result.parsed
+        try:
+            result = turn.llm(
+                synthesize.STEP,
+                messages,
+                shown_when=final_as_written if final else None,
+                business_info=turn.business_info,
+                knowledge=knowledge.demo_facts(turn),
+            )
+        except TokenCapExceeded as exc:
+            if written is None or not (written.response.strip() or written.tool_call):
+                raise
+            # No room to write it again with what it asked for: the answer it wrote stands.
+            turn.rec.step("budget", output={"before_synthesis_round": rounds, "reason": exc.detail})
+            return written
+        assessment = written = result.parsed
         turn.rec.internal(
             "assessment",
             f"synthesis · confidence {assessment.confidence}/10 · "
