@@ -1,6 +1,6 @@
 """Denial of wallet: the red team's "100 messages from 10 addresses on a deliberative plan",
 replayed through the widget API — Django's test client → widget API
-(throttles, token window) → the turn pipeline run eagerly → the real `openai` SDK → a local
+(throttles, token windows) → the turn pipeline run eagerly → the real `openai` SDK → a local
 fake OpenAI-compatible server — once with the per-visitor limits off (as on 2f408a3: only the
 tenant's 3 M monthly budget) and once with the plan's defaults.
 
@@ -108,7 +108,7 @@ def run(*, limits: bool, sized: bool, slug: str) -> dict[str, Any]:
     rest: dict[str, Any] = dict(settings.REST_FRAMEWORK)
     rates = dict(rest["DEFAULT_THROTTLE_RATES"])
     if not limits:
-        rates["widget_tokens"] = None
+        rates["widget_tokens"] = rates["widget_address_tokens"] = None
     rest["DEFAULT_THROTTLE_RATES"] = rates
     http = HttpClient(headers={"Origin": ORIGIN, "X-Widget-Key": client.widget_key})
     api = "/api/v1/widget/conversations"
@@ -138,7 +138,9 @@ def run(*, limits: bool, sized: bool, slug: str) -> dict[str, Any]:
             t=Sum(F("prompt_tokens") + F("completion_tokens"))
         )
         traces = ReasoningTrace.objects.filter(client=client)
-        handoffs = Escalation.objects.filter(client=client, reason="usage_limit").count()
+        limit_handoffs = Escalation.objects.filter(client=client, reason="usage_limit")
+        window_handoffs = limit_handoffs.filter(detail__startswith="token window").count()
+        handoffs = limit_handoffs.count() - window_handoffs
         deliberative = traces.filter(mode="deliberative", llm_calls__gt=0).count()
         adaptive = traces.filter(mode="adaptive", llm_calls__gt=0).count()
         # Then one more customer, from another address.
@@ -152,6 +154,7 @@ def run(*, limits: bool, sized: bool, slug: str) -> dict[str, Any]:
         "refused_429": statuses.get(429, 0),
         "notices": notices,
         "handoffs": handoffs,
+        "window_handoffs": window_handoffs,
         "customer": "answered"
         if reply and reply["kind"] == "text" and not reply["data"].get("usage_limit")
         else f"{reply['kind'] if reply else 'refused'}",
@@ -201,7 +204,8 @@ def main() -> None:
         ("adaptive turns", "adaptive"),
         ("messages refused (429, not stored)", "refused_429"),
         ("visitor-limit notices", "notices"),
-        ("usage-limit hand-offs", "handoffs"),
+        ("usage-limit hand-offs (budgets)", "handoffs"),
+        ("token-window hand-offs (stored)", "window_handoffs"),
         ("the next customer (another address)", "customer"),
     ]
     width = max(len(name) for name, _ in rows)

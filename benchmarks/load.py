@@ -284,6 +284,7 @@ def _env(args: argparse.Namespace, model_url: str, port: int) -> dict[str, str]:
             "THROTTLE_WIDGET_KEY": "1000000/min",
             "THROTTLE_WIDGET_CONVERSATIONS": "1000000/min",
             "THROTTLE_WIDGET_TOKENS": "",  # off: one "visitor" here is every customer
+            "THROTTLE_WIDGET_ADDRESS_TOKENS": "",
             "SECRET_KEY": "load-benchmark-secret-key-0123456789-abcdefghijklmnop",
             "ALLOWED_HOSTS": "127.0.0.1",
             "DATABASE_URL": args.database_url,

@@ -35,6 +35,8 @@ from apps.clients.models import Client
 from apps.core.admin import PlatformOnlyAdmin, ReadOnlyAuditAdmin, TenantScopedAdmin
 from apps.core.permissions import MANAGE
 from apps.core.schema import parse_pk
+from apps.reasoning.rendering import DELIBERATIVE_CAP_REASONS
+from apps.reasoning.selectors import deliberative_downgrades
 
 DEFAULT_DAYS = 30
 
@@ -305,6 +307,14 @@ class ClientUsageAdmin(TenantScopedAdmin):
             "evaluation_enabled": plan.evaluation_enabled,
             "records_url": reverse("admin:billing_usagerecord_changelist")
             + f"?client__id__exact={client.pk}",
+            # Turns a per-conversation or per-visitor limit ran adaptive instead of
+            # deliberative, by reason: never a silent downgrade.
+            "downgrades": [
+                (count, DELIBERATIVE_CAP_REASONS.get(reason, reason))
+                for reason, count in deliberative_downgrades(
+                    client=client, first=start, last=end
+                ).items()
+            ],
         }
         return TemplateResponse(request, "admin/billing/usage.html", context)
 

@@ -33,7 +33,7 @@ from apps.escalations.models import Escalation, EscalationStatus
 from apps.notes.debug import InjectedNote, injected_notes
 from apps.reasoning.models import ReasoningStep, ReasoningTrace
 from apps.reasoning.modes import mode_that_runs
-from apps.reasoning.rendering import step_html
+from apps.reasoning.rendering import DELIBERATIVE_CAP_STEP, deliberative_cap_text, step_html
 
 
 def conversation_link(conversation: Conversation | None) -> SafeString | str:
@@ -294,6 +294,8 @@ class TurnRow:
     total_tokens: int
     deliberation: DeliberationView | None = None
     notes: list[InjectedNote] = field(default_factory=list)  # the notes its prompt carried
+    # Why a limit ran the turn adaptive instead of deliberative, in words ('' when none did).
+    downgraded: str = ""
 
 
 def debug_context(conversation: Conversation) -> dict[str, Any]:
@@ -329,6 +331,14 @@ def debug_context(conversation: Conversation) -> dict[str, Any]:
                 total_tokens=trace.prompt_tokens + trace.completion_tokens,
                 deliberation=deliberation_view(list(trace.steps.all())),
                 notes=notes.get(trace.pk, []),
+                downgraded=next(
+                    (
+                        deliberative_cap_text(s.output or {})
+                        for s in trace.steps.all()
+                        if s.name == DELIBERATIVE_CAP_STEP
+                    ),
+                    "",
+                ),
             )
         )
 

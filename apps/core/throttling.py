@@ -22,6 +22,7 @@ import logging
 import secrets
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -145,19 +146,33 @@ def visitor_key(address: str) -> str:
     return digest.hexdigest()[:32]
 
 
+# Two token windows (docs/widget.md "Limits and throttles"): one per conversation — a widget
+# session: its id travels with the visitor token, so it is one customer's, not one address's —
+# and a much larger ceiling per client address (`visitor_key`), which bounds what anyone can
+# spend by starting new conversations. One office or carrier address is then many customers,
+# each with their own window, not one.
 TOKEN_WINDOW_SCOPE = "widget_tokens"  # noqa: S105 (a throttle scope)
+ADDRESS_TOKEN_WINDOW_SCOPE = "widget_address_tokens"  # noqa: S105 (a throttle scope)
+CONVERSATION_WINDOW = "conversation"
+ADDRESS_WINDOW = "address"
 
-# KEYS[1]: the window; ARGV: now (s), duration (s), tokens to add (0: only read), member.
-# Returns the window's entries as {member, score, …}; a member is "<random>:<tokens>".
+# KEYS: the windows; ARGV: now (s), a member prefix, then per window: duration (s), tokens to
+# add (0: only read). Returns per window its entries as {member, score, …}; a member is
+# "<random>:<n>:<tokens>". One round trip for both windows.
 _USAGE_WINDOW = """
 local now = tonumber(ARGV[1])
-local duration = tonumber(ARGV[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - duration)
-if tonumber(ARGV[3]) > 0 then
-  redis.call('ZADD', KEYS[1], now, ARGV[4] .. ':' .. ARGV[3])
-  redis.call('PEXPIRE', KEYS[1], math.ceil(duration * 1000))
+local out = {}
+for i, key in ipairs(KEYS) do
+  local duration = tonumber(ARGV[1 + 2 * i])
+  local add = tonumber(ARGV[2 + 2 * i])
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - duration)
+  if add > 0 then
+    redis.call('ZADD', key, now, ARGV[2] .. ':' .. i .. ':' .. add)
+    redis.call('PEXPIRE', key, math.ceil(duration * 1000))
+  end
+  out[i] = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
 end
-return redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+return out
 """
 _token_script: tuple[str, Any] | None = None
 _local_lock = threading.Lock()  # the local-memory cache's read-modify-write (demo, tests)
@@ -177,11 +192,12 @@ def _redis_token_script() -> Any | None:
         return _token_script[1]
 
 
-def token_window_rate() -> tuple[int, int] | None:
-    """(tokens, seconds) of the per-visitor token window (`THROTTLE_WIDGET_TOKENS`), or None
-    when it is off."""
+def token_window_rate(scope: str = TOKEN_WINDOW_SCOPE) -> tuple[int, int] | None:
+    """(tokens, seconds) of a token window — `widget_tokens` (`THROTTLE_WIDGET_TOKENS`, per
+    conversation) or `widget_address_tokens` (`THROTTLE_WIDGET_ADDRESS_TOKENS`, per client
+    address) — or None when it is off."""
     rates = api_settings.DEFAULT_THROTTLE_RATES or {}
-    rate = rates.get(TOKEN_WINDOW_SCOPE)
+    rate = rates.get(scope)
     if not rate:
         return None
     num, period = str(rate).split("/")
@@ -189,70 +205,125 @@ def token_window_rate() -> tuple[int, int] | None:
     return int(num), seconds
 
 
-def token_window_key(*, client_id: int, visitor: str) -> str:
-    """One window per visitor and client: what a visitor spent on one tenant's widget never
-    holds them back on another's."""
-    return f"throttle_{TOKEN_WINDOW_SCOPE}_{client_id}_{visitor}"
+def token_window_key(*, client_id: int, conversation_id: int) -> str:
+    """A conversation's window (conversations belong to one client)."""
+    return f"throttle_{TOKEN_WINDOW_SCOPE}_{client_id}_c{conversation_id}"
 
 
-def _token_window(key: str, *, add: int, duration: int) -> list[tuple[float, int]]:
-    """Trim the window to the last `duration` seconds, add `add` tokens now, and return its
-    entries (time, tokens), oldest first."""
+def address_token_window_key(*, client_id: int, visitor: str) -> str:
+    """One window per address and client: what an address spent on one tenant's widget never
+    holds it back on another's."""
+    return f"throttle_{ADDRESS_TOKEN_WINDOW_SCOPE}_{client_id}_{visitor}"
+
+
+@dataclass(frozen=True)
+class TokenWindowReached:
+    """A window a new message found at or over its rate: which one, its rate, what the turns
+    in it used, and the seconds until enough of that has aged out."""
+
+    window: str  # CONVERSATION_WINDOW | ADDRESS_WINDOW
+    limit: int
+    seconds: int
+    used: int
+    wait: float
+
+    def as_data(self) -> dict[str, Any]:
+        return {
+            "window": self.window,
+            "limit": self.limit,
+            "seconds": self.seconds,
+            "used": self.used,
+            "wait": round(self.wait),
+        }
+
+
+def _windows(
+    *, client_id: int, conversation_id: int | None, visitor: str
+) -> list[tuple[str, str, tuple[int, int]]]:
+    """(name, key, rate) of the windows that apply and are on."""
+    found = []
+    rate = token_window_rate(TOKEN_WINDOW_SCOPE)
+    if rate is not None and conversation_id:
+        key = token_window_key(client_id=client_id, conversation_id=conversation_id)
+        found.append((CONVERSATION_WINDOW, key, rate))
+    rate = token_window_rate(ADDRESS_TOKEN_WINDOW_SCOPE)
+    if rate is not None and visitor:
+        key = address_token_window_key(client_id=client_id, visitor=visitor)
+        found.append((ADDRESS_WINDOW, key, rate))
+    return found
+
+
+def _token_windows(
+    windows: list[tuple[str, int, int]],
+) -> list[list[tuple[float, int]]]:
+    """For each (key, duration, add): trim the window to the last `duration` seconds, add `add`
+    tokens now, and return its entries (time, tokens), oldest first."""
     now = time.time()
     script = _redis_token_script()
     if script is not None:
-        raw = script(
-            keys=[cache.make_key(key)],
-            args=[repr(now), duration, int(add), secrets.token_hex(8)],
-        )
-        members = raw[0::2]
-        scores = raw[1::2]
+        args: list[Any] = [repr(now), secrets.token_hex(8)]
+        for _key, duration, add in windows:
+            args += [duration, int(add)]
+        raw = script(keys=[cache.make_key(key) for key, _d, _a in windows], args=args)
         return [
-            (float(score), int(member.decode().rsplit(":", 1)[1]))
-            for member, score in zip(members, scores, strict=True)
+            [
+                (float(score), int(member.decode().rsplit(":", 1)[1]))
+                for member, score in zip(entries[0::2], entries[1::2], strict=True)
+            ]
+            for entries in raw
         ]
+    found = []
     with _local_lock:
-        entries = [e for e in cache.get(key, []) if e[0] > now - duration]
-        if add > 0:
-            entries.append((now, int(add)))
-            cache.set(key, entries, duration)
-        return entries
+        for key, duration, add in windows:
+            entries = [e for e in cache.get(key, []) if e[0] > now - duration]
+            if add > 0:
+                entries.append((now, int(add)))
+                cache.set(key, entries, duration)
+            found.append(entries)
+    return found
 
 
-def token_window_charge(*, client_id: int, visitor: str, tokens: int) -> None:
-    """Count `tokens` a visitor's turn used in their token window. Never raises: a window that
-    cannot be written must not fail the turn (it is logged)."""
-    rate = token_window_rate()
-    if not visitor or tokens <= 0 or rate is None:
+def token_window_charge(
+    *, client_id: int, conversation_id: int | None, visitor: str, tokens: int
+) -> None:
+    """Count `tokens` a turn used in its conversation's and its address's windows. Never
+    raises: a window that cannot be written must not fail the turn (it is logged)."""
+    if tokens <= 0:
+        return
+    windows = _windows(client_id=client_id, conversation_id=conversation_id, visitor=visitor)
+    if not windows:
         return
     try:
-        key = token_window_key(client_id=client_id, visitor=visitor)
-        _token_window(key, add=tokens, duration=rate[1])
+        _token_windows([(key, rate[1], tokens) for _name, key, rate in windows])
     except Exception:
-        logger.warning("token window: could not charge a visitor", exc_info=True)
+        logger.warning("token window: could not charge a turn", exc_info=True)
 
 
-def token_window_wait(*, client_id: int, visitor: str) -> float | None:
-    """Seconds until the visitor may send again — None while the tokens their turns used in
-    the window are under the limit. A turn admitted under it may take them past it; then they
-    wait until enough of the window's tokens have aged out. If the cache cannot be read the
-    visitor is let through (and it is logged)."""
-    rate = token_window_rate()
-    if not visitor or rate is None:
+def token_window_reached(
+    *, client_id: int, conversation_id: int | None, visitor: str
+) -> TokenWindowReached | None:
+    """The window a new message of this conversation and address finds at or over its rate
+    (the conversation's first), or None while both are under it. A turn admitted under a rate
+    may take its windows past it; they stay reached until enough of their tokens have aged
+    out. If the cache cannot be read, None (and it is logged)."""
+    windows = _windows(client_id=client_id, conversation_id=conversation_id, visitor=visitor)
+    if not windows:
         return None
-    limit, duration = rate
     try:
-        key = token_window_key(client_id=client_id, visitor=visitor)
-        entries = _token_window(key, add=0, duration=duration)
+        found = _token_windows([(key, rate[1], 0) for _name, key, rate in windows])
     except Exception:
-        logger.warning("token window: cache unreachable, request allowed", exc_info=True)
-        return None
-    total = sum(tokens for _, tokens in entries)
-    if total < limit:
+        logger.warning("token window: cache unreachable, message let through", exc_info=True)
         return None
     now = time.time()
-    for at, tokens in entries:  # oldest first: when has enough aged out?
-        total -= tokens
+    for (name, _key, (limit, duration)), entries in zip(windows, found, strict=True):
+        total = used = sum(tokens for _, tokens in entries)
         if total < limit:
-            return max(1.0, at + duration - now)
-    return float(duration)
+            continue
+        wait = float(duration)
+        for at, tokens in entries:  # oldest first: when has enough aged out?
+            total -= tokens
+            if total < limit:
+                wait = max(1.0, at + duration - now)
+                break
+        return TokenWindowReached(window=name, limit=limit, seconds=duration, used=used, wait=wait)
+    return None

@@ -575,3 +575,54 @@ def step_html(step: ReasoningStep) -> SafeString:
             )
         )
     return format_html_join("", "{}", ((p,) for p in parts))
+
+
+# ---------------------------------------------------------------------------------------------
+# A deliberative plan's turn that the per-conversation or per-visitor limits ran adaptive
+# (`deliberative_cap`, apps/billing/services/visitors.py), in words: the debug view says so on
+# the turn and the usage page counts them by reason — never a silent downgrade.
+# ---------------------------------------------------------------------------------------------
+
+DELIBERATIVE_CAP_STEP = "deliberative_cap"
+DELIBERATIVE_CAP_REASONS: dict[str, Text] = {
+    "visitor_budget": _("visitor budget"),
+    "conversation_budget": _("conversation budget"),
+    "hourly_cap": _("deliberative turns per hour"),
+}
+
+
+def deliberative_cap_text(output: dict[str, Any]) -> str:
+    """Why the turn ran adaptive instead of deliberative, for staff."""
+    reason = str(output.get("reason") or "")
+
+    def number(name: str) -> str:
+        value = output.get(name)
+        return f"{int(value):,}" if isinstance(value, int | float) else "?"
+
+    if reason == "visitor_budget":
+        return str(
+            _(
+                "The visitor's daily token budget had %(used)s of %(budget)s tokens used or "
+                "held, too little left for a deliberative turn, so this turn ran adaptive."
+            )
+            % {"used": number("used"), "budget": number("budget")}
+        )
+    if reason == "conversation_budget":
+        return str(
+            _(
+                "The conversation's token budget had %(used)s of %(budget)s tokens used, too "
+                "little left for a deliberative turn, so this turn ran adaptive."
+            )
+            % {"used": number("used"), "budget": number("budget")}
+        )
+    if reason == "hourly_cap":
+        return str(
+            _(
+                "The plan allows %(limit)s deliberative turns per conversation an hour and "
+                "%(count)s had run, so this turn ran adaptive."
+            )
+            % {"limit": number("limit"), "count": number("deliberative_last_hour")}
+        )
+    return str(_("A limit ran this turn adaptive instead of deliberative (%(reason)s).")) % {
+        "reason": reason or "?"
+    }

@@ -14,12 +14,14 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 from django.db.models import (
+    Count,
     DecimalField,
     Prefetch,
     QuerySet,
     Sum,
     Value,
 )
+from django.db.models.fields.json import KT
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -158,3 +160,21 @@ def turn_usage_list(
     if conversation is not None:
         turns = turns.filter(conversation__public_id=conversation)
     return turns
+
+
+def deliberative_downgrades(*, client: Client, first: date, last: date) -> dict[str, int]:
+    """How many of the client's turns that started on `first` … `last` (both included) a limit
+    ran adaptive instead of deliberative, by reason (`visitor_budget`, `conversation_budget`,
+    `hourly_cap`: the `deliberative_cap` step's). One query."""
+    rows = (
+        ReasoningStep.objects.for_client(client)
+        .filter(
+            name="deliberative_cap",
+            trace__created_at__gte=periods.day_start(first),
+            trace__created_at__lt=periods.day_start(last + timedelta(days=1)),
+        )
+        .values(reason=KT("output__reason"))
+        .annotate(turns=Count("trace", distinct=True))
+        .order_by("reason")
+    )
+    return {str(row["reason"] or ""): int(row["turns"]) for row in rows}

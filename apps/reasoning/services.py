@@ -94,6 +94,13 @@ USAGE_LIMIT_TEXT = gettext_lazy(
     "Thanks for your message! Our assistant is unavailable at the moment, so I've passed your "
     "conversation to our team — a person will reply here."
 )
+# Over the widget's token window (apps/core/throttling.py): the message is kept and handed to
+# staff — never a bare refusal. The widget then offers the e-mail field for their reply.
+TOKEN_WINDOW_TEXT = gettext_lazy(
+    "Thanks for your message! You've sent a lot in a short time, so I've passed your "
+    "conversation to our team — a person will reply here. You can also leave your e-mail "
+    "address to get their reply by e-mail."
+)
 # The hand-off notice when the turn names none (the same msgid as the escalations' default).
 HANDOFF_NOTICE = gettext_lazy(
     "I've passed your conversation to our support team — a person will reply here as soon as "
@@ -128,9 +135,14 @@ def handle_turn(
     conversation: Conversation,
     text: str,
     confirm: dict[str, Any] | None = None,
+    token_window: dict[str, Any] | None = None,
 ) -> Message:
     """Store the customer's message and schedule its turn. The message is committed before any
     LLM call; while a human owns the conversation it just waits for staff.
+
+    `token_window` is the widget's token window the message found reached
+    (`TokenWindowReached.as_data()`), stored as `data["token_window"]`: its turn hands the
+    conversation to staff without calling the model.
 
     `confirm` is the widget's Yes/No button press (`{"action", "digest", "answer"}`), stored on
     the message as `data["confirm"]`: the turn's confirmation rule settles exactly that question
@@ -167,6 +179,8 @@ def handle_turn(
             data["confirm"] = dict(confirm)
         if open_approvals:
             data["approvals"] = [str(a.public_id) for a in open_approvals]
+        if token_window:
+            data["token_window"] = dict(token_window)
         message = message_append(
             client=client,
             conversation=locked,
@@ -513,6 +527,18 @@ def _run(turn: Turn) -> Outcome:
         return Outcome(replies=[reply])
     if wants_human(turn.user_message.text):
         raise Escalate(EscalationReason.CUSTOMER_REQUEST, "The customer asked for a person.")
+    window = (turn.user_message.data or {}).get("token_window")
+    if isinstance(window, dict):
+        # Over the widget's token window (the message was stored anyway): a person answers it,
+        # no model call (docs/widget.md "Limits and throttles").
+        turn.rec.step("token_window", output=window)
+        raise Escalate(
+            EscalationReason.USAGE_LIMIT,
+            f"token window of the {window.get('window', '')} reached: "
+            f"{int(window.get('used') or 0):,} tokens used in the last "
+            f"{int(window.get('seconds') or 0):,} s (limit {int(window.get('limit') or 0):,})",
+            handoff_text=str(TOKEN_WINDOW_TEXT),
+        )
     # A typed answer to a confirmation that was no clear yes or no: the question again, with
     # its buttons, before any model runs (apps/reasoning/reask.py).
     asked_again = reask_outcome(turn)

@@ -29,8 +29,6 @@ from typing import Any
 from django.core.handlers.asgi import ASGIRequest
 from django.db import InterfaceError, OperationalError
 from django.http import StreamingHttpResponse
-from django.utils import translation
-from django.utils.translation import gettext
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, status
@@ -67,14 +65,13 @@ from apps.reasoning.services import handle_turn
 from apps.widget.auth import (
     CORS_EXPOSE_HEADERS,
     WIDGET_KEY_HEADER,
-    TokenLimitThrottled,
     WidgetIPThrottle,
     WidgetKeyThrottle,
     WidgetMessageThrottle,
     WidgetNewConversationThrottle,
     WidgetRatingThrottle,
-    WidgetTokenThrottle,
     widget_conversation_resolve,
+    widget_token_window,
     widget_visitor,
 )
 from apps.widget.selectors import (
@@ -401,16 +398,22 @@ class WidgetMessagesApi(WidgetConversationAPIView):
             raise exceptions.ValidationError({"text": ["This field is required."]})
         text = validate_customer_text(data["text"])  # 400 / 413, naming `text`
         confirm = _confirm(data.get("confirm"))  # 400 naming `confirm`
-        self.token_throttle(request)  # over the visitor's token window: 429, nothing stored
         self.throttle(request, WidgetKeyThrottle())  # real work: counts against the tenant
-        # The turn charges this visitor's daily budget and token window (docs/billing.md).
+        # Over its conversation's or address's token window the message is still stored, and
+        # its turn hands it to staff with a notice instead of calling the model (docs/widget.md).
+        reached = widget_token_window(request, client=self.client, conversation=self.conversation)
+        # The turn charges this visitor's daily budget and token windows (docs/billing.md).
         conversation_visitor_record(
             client=self.client, conversation=self.conversation, visitor=widget_visitor(request)
         )
         # A database error before the message is stored answers a JSON 503 (the shared handler);
         # once it is stored, the customer gets 201/202 with it whatever happens next.
         message = handle_turn(
-            client=self.client, conversation=self.conversation, text=text, confirm=confirm
+            client=self.client,
+            conversation=self.conversation,
+            text=text,
+            confirm=confirm,
+            token_window=reached.as_data() if reached is not None else None,
         )
         pending = Response(
             {
@@ -451,18 +454,6 @@ class WidgetMessagesApi(WidgetConversationAPIView):
             },
             status=status.HTTP_201_CREATED,
         )
-
-    def token_throttle(self, request: Request) -> None:
-        throttle = WidgetTokenThrottle()
-        if throttle.allow_request(request, self):
-            return
-        wait = throttle.wait()
-        with translation.override(self.conversation.language):
-            detail = gettext(
-                "You have sent a lot of messages in a short time. Please wait a little before "
-                "you send the next one."
-            )
-        raise TokenLimitThrottled(wait, detail=detail)
 
 
 class WidgetContactApi(WidgetConversationAPIView):

@@ -22,6 +22,9 @@
   widget key is public: anything that counted failed requests against it would let anyone lock
   the tenant's widget. The client address is the socket's unless `TRUSTED_PROXY_COUNT` (DRF's
   `NUM_PROXIES`) says how many of our proxies appended to `X-Forwarded-For`.
+* **Token windows** (`widget_tokens` per conversation, `widget_address_tokens` per address):
+  tokens, not requests. Reaching one never refuses a message: it is stored and handed to staff
+  (`widget_token_window` below; docs/widget.md "Limits and throttles").
 """
 
 from __future__ import annotations
@@ -40,7 +43,12 @@ from rest_framework.throttling import BaseThrottle
 
 from apps.clients.models import Client, normalize_origin
 from apps.conversations.services import conversation_token_matches
-from apps.core.throttling import SlidingWindowThrottle, token_window_wait, visitor_key
+from apps.core.throttling import (
+    SlidingWindowThrottle,
+    TokenWindowReached,
+    token_window_reached,
+    visitor_key,
+)
 from apps.widget.selectors import (
     widget_client_by_key,
     widget_conversation_get,
@@ -239,28 +247,16 @@ def client_address(request: Request) -> str:
     return BaseThrottle().get_ident(request)
 
 
-class WidgetTokenThrottle(_WidgetThrottle):
-    """Tokens, not requests: per visitor (client address, `visitor_key`) and client, what their
-    turns used in the window of `THROTTLE_WIDGET_TOKENS` — charged by each turn when it ends
-    (apps.billing.services.visitors). Checked before a message is stored: over it, the message
-    is refused (429 with Retry-After), never stored unanswered."""
-
-    scope = "widget_tokens"
-    _wait: float | None = None
-
-    def allow_request(self, request: Request, view: APIView) -> bool:
-        client = getattr(view, "client", None)
-        if client is None:
-            return True
-        self._wait = token_window_wait(client_id=client.pk, visitor=widget_visitor(request))
-        return self._wait is None
-
-    def wait(self) -> float | None:
-        return self._wait
-
-
-class TokenLimitThrottled(exceptions.Throttled):
-    default_code = "token_limit"
+def widget_token_window(
+    request: Request, *, client: Client, conversation: Conversation
+) -> TokenWindowReached | None:
+    """The token window a new message finds reached — its conversation's (`widget_tokens`) or
+    its client address's (`widget_address_tokens`), charged by each turn when it ends
+    (apps.billing.services.visitors) — or None. Not a refusal: over a window the message is
+    still stored, and handed to staff with a short notice instead of a model's answer."""
+    return token_window_reached(
+        client_id=client.pk, conversation_id=conversation.pk, visitor=widget_visitor(request)
+    )
 
 
 def widget_visitor(request: Request) -> str:

@@ -212,10 +212,15 @@ REST_FRAMEWORK = {
         # Ratings per visitor (client address) and client, over all their conversations: a
         # visitor cannot stuff the outcome figures by starting and rating many conversations.
         "widget_ratings": env("THROTTLE_WIDGET_RATINGS", default="20/hour"),
-        # Tokens, not requests: what the turns of one visitor (client address) used in the
-        # window. Over it, their next message is refused with 429 before it is stored
-        # (docs/widget.md "Limits"); a turn admitted under it may take them past it.
-        "widget_tokens": env("THROTTLE_WIDGET_TOKENS", default="100000/hour"),
+        # Tokens, not requests: what the turns of one conversation (a widget session: one
+        # customer), and of one client address (an office or a carrier's NAT: many), used in
+        # the window. Over either, the next message is stored and handed to staff with a short
+        # notice, no model call (docs/widget.md "Limits"); a turn admitted under it may take
+        # them past it. Sized from the README's demo conversation (benchmarks/demo_tokens.py:
+        # ≈ 40k tokens, ≈ 144k were every turn deliberative): a conversation gets more than
+        # that, an address ten times it.
+        "widget_tokens": env("THROTTLE_WIDGET_TOKENS", default="200000/hour"),
+        "widget_address_tokens": env("THROTTLE_WIDGET_ADDRESS_TOKENS", default="2000000/hour"),
     },
 }
 SPECTACULAR_SETTINGS = {

@@ -276,9 +276,6 @@
     const message = result.data && result.data.error && result.data.error.message;
     if (result.status === 429) {
       const wait = parseInt(result.headers.get("Retry-After") || "", 10);
-      const code = result.data && result.data.error && result.data.error.code;
-      // The visitor's token window (docs/widget.md "Limits"): the server's own words.
-      if (code === "token_limit" && message) return message;
       return wait > 0 ? t("error_throttled_seconds", { seconds: wait }) : t("error_throttled");
     }
     if (result.status >= 500 || !message) return t("error_server");

@@ -388,11 +388,12 @@ def test_a_taken_over_turn_keeps_its_hold_and_a_dead_workers_is_settled(shop, se
 
 
 def test_an_empty_token_window_rate_turns_the_window_off(shop, settings):
-    from apps.core.throttling import token_window_charge, token_window_wait
+    from apps.core.throttling import token_window_charge, token_window_reached
     from tests.widget.test_widget_api import rates
 
-    rates(settings, widget_tokens="")
-    token_window_charge(client_id=shop.pk, visitor="v1", tokens=10**9)
-    assert token_window_wait(client_id=shop.pk, visitor="v1") is None
-    rates(settings, widget_tokens="10/hour")
-    assert token_window_wait(client_id=shop.pk, visitor="v1") is None  # nothing was charged
+    rates(settings, widget_tokens="", widget_address_tokens="")
+    token_window_charge(client_id=shop.pk, conversation_id=1, visitor="v1", tokens=10**9)
+    assert token_window_reached(client_id=shop.pk, conversation_id=1, visitor="v1") is None
+    rates(settings, widget_tokens="10/hour", widget_address_tokens="10/hour")
+    # nothing was charged
+    assert token_window_reached(client_id=shop.pk, conversation_id=1, visitor="v1") is None

@@ -116,7 +116,8 @@ def test_proxy_count_rates_and_login_limits_come_from_the_environment():
         "widget_key": "3000/min",
         "widget_conversations": "10/min",
         "widget_messages": "20/min",
-        "widget_tokens": "100000/hour",
+        "widget_tokens": "200000/hour",
+        "widget_address_tokens": "2000000/hour",
         "widget_ratings": "20/hour",
     }
     assert defaults["login"] == {
@@ -132,6 +133,7 @@ def test_proxy_count_rates_and_login_limits_come_from_the_environment():
         THROTTLE_WIDGET_CONVERSATIONS="3/min",
         THROTTLE_WIDGET_MESSAGES="4/min",
         THROTTLE_WIDGET_TOKENS="5000/hour",
+        THROTTLE_WIDGET_ADDRESS_TOKENS="50000/hour",
         THROTTLE_WIDGET_RATINGS="6/hour",
         ACCOUNT_RATE_LIMIT_LOGIN="9/m/ip",
         ACCOUNT_RATE_LIMIT_LOGIN_FAILED="3/m/ip,2/5m/key",
@@ -145,6 +147,7 @@ def test_proxy_count_rates_and_login_limits_come_from_the_environment():
         "widget_conversations": "3/min",
         "widget_messages": "4/min",
         "widget_tokens": "5000/hour",
+        "widget_address_tokens": "50000/hour",
         "widget_ratings": "6/hour",
     }
     assert configured["login"] == {

@@ -19,8 +19,9 @@ hand every other customer of the month to staff) on their own. Per plan:
   A "deliberate when needed" plan's turns count when they deliberated, and a capped one runs
   adaptive (it never deliberates).
 
-Every turn of a known visitor also charges the tokens it used to the visitor's token window
-(`apps.core.throttling.token_window_charge`), which the widget checks before it stores a message.
+Every turn of a known visitor also charges the tokens it used to its conversation's and its
+address's token windows (`apps.core.throttling.token_window_charge`), which the widget checks
+before it stores a message (over one, the message is handed to staff).
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class TurnLimits:
 
     mode: str
     visitor: str = ""
+    conversation_id: int | None = None
     allowance: TurnAllowance | None = None
     capped: dict[str, Any] | None = None
     spent: dict[str, int] = field(default_factory=dict)
@@ -101,7 +103,7 @@ def turn_limits_admit(*, client: Client, conversation: Any, trace: Any, mode: st
     now = timezone.now()
     so_far = _conversation_so_far(client=client, conversation=conversation, trace=trace, now=now)
     used = int(so_far["tokens"] or 0)
-    limits = TurnLimits(mode=mode, spent={"conversation": used})
+    limits = TurnLimits(mode=mode, conversation_id=conversation.pk, spent={"conversation": used})
     budget = plan.conversation_token_budget
     if budget and used >= budget:
         raise UsageLimitReached(
@@ -226,8 +228,8 @@ def _admit_visitor(*, client: Client, trace: Any, limits: TurnLimits, now: Any) 
 
 def turn_limits_commit(*, client: Client, limits: TurnLimits, tokens: int) -> None:
     """After the turn (also when it failed): swap its hold on the visitor's day for the tokens
-    it used (`tokens`: all its calls, an earlier attempt's included) and charge the visitor's
-    token window. Idempotent for the budget."""
+    it used (`tokens`: all its calls, an earlier attempt's included) and charge the widget's
+    token windows (its conversation's and its address's). Idempotent for the budget."""
     charged = tokens
     allowance = limits.allowance
     if allowance is not None and allowance.visitor_usage_id is not None:
@@ -245,7 +247,13 @@ def turn_limits_commit(*, client: Client, limits: TurnLimits, tokens: int) -> No
             charged = max(0, tokens - current.tokens_committed)
             _settle(usage, current, tokens)
             _save(usage)
-    token_window_charge(client_id=client.pk, visitor=limits.visitor, tokens=charged)
+    if limits.visitor:  # a widget conversation: the windows the widget checks
+        token_window_charge(
+            client_id=client.pk,
+            conversation_id=limits.conversation_id,
+            visitor=limits.visitor,
+            tokens=charged,
+        )
 
 
 def _settle(usage: VisitorUsage, allowance: TurnAllowance, tokens: int) -> None:
