@@ -181,7 +181,6 @@ class WidgetConversationAPIView(WidgetAPIView):
     """A widget endpoint about one conversation: also needs the visitor token."""
 
     token_in_query = False  # only the event stream (EventSource cannot send headers)
-    visitor_on_post = False  # a POST records the visitor: read the recorded one with the row
     conversation: Conversation
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
@@ -191,7 +190,6 @@ class WidgetConversationAPIView(WidgetAPIView):
             client=self.client,
             conversation_id=str(kwargs.get("conversation_id", "")),
             allow_query=self.token_in_query,
-            with_visitor=self.visitor_on_post and request.method == "POST",
         )
 
 
@@ -330,8 +328,6 @@ class WidgetConversationStartApi(WidgetAPIView):
 class WidgetMessagesApi(WidgetConversationAPIView):
     """A conversation's visible messages, and the customer's new ones."""
 
-    visitor_on_post = True
-
     @extend_schema(
         summary="Visible messages after a sequence number",
         tags=["widget"],
@@ -408,12 +404,9 @@ class WidgetMessagesApi(WidgetConversationAPIView):
         self.token_throttle(request)  # over the visitor's token window: 429, nothing stored
         self.throttle(request, WidgetKeyThrottle())  # real work: counts against the tenant
         # The turn charges this visitor's daily budget and token window (docs/billing.md).
-        # Written only when it changed: the same visitor's next message costs no upsert.
-        visitor = widget_visitor(request)
-        if visitor != getattr(self.conversation, "recorded_visitor", None):
-            conversation_visitor_record(
-                client=self.client, conversation=self.conversation, visitor=visitor
-            )
+        conversation_visitor_record(
+            client=self.client, conversation=self.conversation, visitor=widget_visitor(request)
+        )
         # A database error before the message is stored answers a JSON 503 (the shared handler);
         # once it is stored, the customer gets 201/202 with it whatever happens next.
         message = handle_turn(

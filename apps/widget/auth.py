@@ -97,17 +97,11 @@ def widget_client_resolve(request: Request) -> Client:
 
 
 def widget_conversation_resolve(
-    request: Request,
-    *,
-    client: Client,
-    conversation_id: str,
-    allow_query: bool = False,
-    with_visitor: bool = False,
+    request: Request, *, client: Client, conversation_id: str, allow_query: bool = False
 ) -> Conversation:
     """The conversation, looked up within the client. A malformed id, another client's
     conversation and a wrong token all answer 404 exactly like a missing one, so ids cannot be
-    probed; only a missing token says so (401), whatever the id. `with_visitor`: see
-    `widget_conversation_get`."""
+    probed; only a missing token says so (401), whatever the id."""
     token = visitor_token_from(request, allow_query=allow_query)
     if not token:
         raise exceptions.NotAuthenticated(
@@ -118,9 +112,7 @@ def widget_conversation_resolve(
         public_id = UUID(conversation_id)
     except ValueError:
         raise not_found from None
-    conversation = widget_conversation_get(
-        client=client, public_id=public_id, with_visitor=with_visitor
-    )
+    conversation = widget_conversation_get(client=client, public_id=public_id)
     if conversation is None or not conversation_token_matches(
         conversation=conversation, token=token
     ):

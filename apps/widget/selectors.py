@@ -11,11 +11,9 @@ from uuid import UUID
 
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import OuterRef, Subquery
 from django.utils.dateparse import parse_datetime
 from rest_framework import serializers
 
-from apps.billing.models import ConversationVisitor
 from apps.clients.models import Client, normalize_origin
 from apps.conversations.models import Conversation, Message, Visibility
 from apps.conversations.serializers import WIDGET_DATA_KEYS
@@ -46,17 +44,8 @@ def _client_by_key_sql() -> str:
     return f"SELECT * FROM {Client._meta.db_table} WHERE widget_key = %s"  # noqa: S608
 
 
-def widget_conversation_get(
-    *, client: Client, public_id: UUID, with_visitor: bool = False
-) -> Conversation | None:
-    """The client's conversation by its public id. `with_visitor`: also the visitor its latest
-    message came from (`recorded_visitor`, None when none is recorded), in the same query, so a
-    new message from the same visitor needs no write (the messages POST)."""
-    found = Conversation.objects.for_client(client).filter(public_id=public_id)
-    if not with_visitor:
-        return found.first()
-    recorded = ConversationVisitor.objects.filter(client=client, conversation=OuterRef("pk"))
-    return found.annotate(recorded_visitor=Subquery(recorded.values("visitor")[:1])).first()
+def widget_conversation_get(*, client: Client, public_id: UUID) -> Conversation | None:
+    return Conversation.objects.for_client(client).filter(public_id=public_id).first()
 
 
 def widget_conversation_state(*, client: Client, conversation_id: int) -> ConversationState | None:
