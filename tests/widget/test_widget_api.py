@@ -243,6 +243,17 @@ def test_a_confirmation_request_and_handoff_reach_the_widget_with_their_kind(wid
     assert response.json()["replies"] == [] and response.json()["status"] == "escalated"
 
 
+def test_a_message_post_runs_a_fixed_number_of_queries(widget, django_assert_num_queries):
+    """The web's share of every customer message (the turn is queued on commit, which a test's
+    transaction never reaches): key, conversation, visitor, the stored message, its status.
+    benchmarks/turn_profile.py measures the same POST."""
+    conversation_id, token = widget.conversation()
+    assert widget.say(conversation_id, token, "Hello").status_code == 202
+    with django_assert_num_queries(10):
+        response = widget.say(conversation_id, token, "Where is my order?")
+    assert response.status_code == 202
+
+
 def test_202_when_a_worker_will_run_the_turn(widget, settings, monkeypatch):
     settings.CELERY_TASK_ALWAYS_EAGER = False
     queued: list[int] = []
