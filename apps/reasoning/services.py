@@ -101,6 +101,13 @@ TOKEN_WINDOW_TEXT = gettext_lazy(
     "conversation to our team — a person will reply here. You can also leave your e-mail "
     "address to get their reply by e-mail."
 )
+# Over the plan's daily budget of one visitor (an address: an office or a mobile carrier may be
+# many customers): the message is kept and handed to staff, like the token window.
+VISITOR_LIMIT_TEXT = gettext_lazy(
+    "Thanks for your message! This chat has reached today's limit of automatic answers, so "
+    "I've passed your conversation to our team — a person will reply here. You can also leave "
+    "your e-mail address to get their reply by e-mail."
+)
 # The hand-off notice when the turn names none (the same msgid as the escalations' default).
 HANDOFF_NOTICE = gettext_lazy(
     "I've passed your conversation to our support team — a person will reply here as soon as "
@@ -508,16 +515,6 @@ def turn_give_up(
     return trace
 
 
-def visitor_limit_text(language: str) -> str:
-    """The notice a visitor gets once they used up their daily token budget."""
-    with translation.override(language):
-        return gettext(
-            "Thanks for your message! You have reached today's limit of automatic answers in "
-            "this chat, so I can't answer this one. Please come back tomorrow — or, if it's "
-            "urgent, contact us directly."
-        )
-
-
 def _run(turn: Turn) -> Outcome:
     checked = (turn.user_message.data or {}).get("email_code")
     if isinstance(checked, dict):
@@ -573,10 +570,12 @@ def _run(turn: Turn) -> Outcome:
     except UsageLimitReached as exc:
         rec.step("usage_limit", output={"limit": exc.metric}, error=exc.detail)
         if exc.metric == VISITOR_TOKENS:
-            # A visitor over their day: a notice, no hand-off (one visitor must not be able to
-            # fill the staff queue by opening conversations).
-            text = visitor_limit_text(turn.language)
-            return Outcome(replies=[Reply(text=text, data={"usage_limit": exc.metric})])
+            # A visitor over their day is handed to a person, never left without one: behind one
+            # address may be a whole office. Starting conversations is throttled per address,
+            # so this fills the staff queue no faster than asking for a person does.
+            raise Escalate(
+                EscalationReason.USAGE_LIMIT, exc.detail, handoff_text=str(VISITOR_LIMIT_TEXT)
+            ) from exc
         raise Escalate(
             EscalationReason.USAGE_LIMIT, exc.detail, handoff_text=str(USAGE_LIMIT_TEXT)
         ) from exc

@@ -190,7 +190,7 @@ def start_from(widget: Widget, address: str) -> tuple[str, str]:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_visitor_past_their_daily_budget_is_stopped_and_another_still_gets_answers(
+def test_a_visitor_past_their_daily_budget_is_handed_to_a_person_and_another_still_gets_answers(
     shop_widget, llm
 ):
     widget = shop_widget
@@ -209,19 +209,15 @@ def test_a_visitor_past_their_daily_budget_is_stopped_and_another_still_gets_ans
     refused = say_from(widget, attacker, again, "hours??")
     assert refused.status_code == 201
     assert len(llm.requests) == calls  # refused before any call
-    from apps.reasoning.services import visitor_limit_text
+    from apps.reasoning.services import VISITOR_LIMIT_TEXT
 
     [notice] = refused.json()["replies"]
-    assert notice["text"] == visitor_limit_text("en")
-    assert refused.json()["status"] == "open"
-    assert (
-        Message.objects.unscoped("test checks the database directly")
-        .filter(text="hours??")
-        .exists()
-    )  # stored, and answered
-    assert not Escalation.objects.unscoped(
-        "test checks the database directly"
-    ).exists()  # one visitor cannot fill the staff queue
+    assert notice["text"] == str(VISITOR_LIMIT_TEXT)
+    assert refused.json()["status"] == "escalated"  # a person answers: never locked out
+    stored = Message.objects.unscoped("test checks the database directly").get(text="hours??")
+    [handoff] = Escalation.objects.unscoped("test checks the database directly").all()
+    assert handoff.conversation_id == stored.conversation_id  # stored, for the person
+    assert handoff.reason == "usage_limit"
     trace = ReasoningTrace.objects.unscoped("test checks the database directly").get(
         user_message__text="hours??"
     )
