@@ -99,6 +99,9 @@ def test_run_selected_cases_opens_the_new_simulation_form(agent, client_a):
 
 def test_the_new_simulation_form_starts_a_replay_of_last_weeks_escalations(agent, client_a):
     make_tenant_data(client_a)  # a conversation with an escalation, today
+    # The plan is adaptive: a platform operator granted deliberative (as for the playground).
+    client_a.playground_modes = ["deliberative"]
+    client_a.save(update_fields=["playground_modes"])
     response = agent.post(
         reverse("admin:simulations_simulationrun_add"),
         {
