@@ -10,8 +10,7 @@ from django.urls import reverse
 
 from apps.accounts.models import Role
 from apps.billing import periods
-from apps.billing.models import SimulationUsageCounter, UsageCounter, UsagePurpose, UsageRecord
-from apps.billing.selectors import simulation_budget_status
+from apps.billing.models import UsageCounter, UsagePurpose, UsageRecord
 from apps.conversations.services import conversation_create
 from apps.simulations import services
 from apps.simulations.models import RunStatus, SimulationRun
@@ -23,7 +22,7 @@ pytestmark = pytest.mark.django_db
 
 HOURS = assess(response="We're open Mon-Fri 9-17.", confidence=9)
 RUNS = reverse("api-simrun-list")
-ESTIMATE = reverse("api-simrun-estimate")
+ESTIMATE = RUNS + "estimate"  # POST /api/v1/simulations/runs/estimate
 
 
 def runs() -> int:
@@ -166,6 +165,9 @@ def test_runs_in_flight_hold_their_estimate(shop, webhook):
 def test_a_simulation_never_spends_the_live_budget_and_live_turns_still_answer(
     shop, llm, webhook, django_capture_on_commit_callbacks
 ):
+    from apps.billing.models import SimulationUsageCounter
+    from apps.billing.selectors import simulation_budget_status
+
     shop.plan.monthly_token_budget = 50  # the live budget: less than one call's tokens
     shop.plan.save(update_fields=["monthly_token_budget"])
     make_case(shop, "a", turns=[{"customer": "When are you open?"}])
