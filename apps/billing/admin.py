@@ -296,6 +296,7 @@ class ClientUsageAdmin(TenantScopedAdmin):
                 counter.turns_used if counter else 0, plan.monthly_turn_budget
             ),
             "alerts": overview.alerts,
+            "simulation_budget": overview.simulation_budget,
             "evaluation_days": evaluation_days,
             # Modes with turns that deliberated, or the as_needed mode: why they deliberated.
             "deliberation": [

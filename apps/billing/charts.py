@@ -18,6 +18,7 @@ MODE_COLORS = {
     "adaptive": "#e39b2d",
     "deliberative": "#7b5ea7",
     "as_needed": "#3f8f5b",
+    "simulation": "#c0504d",  # simulations' calls: their own line, not a mode's
 }
 OTHER_COLOR = "#8a8a8a"
 

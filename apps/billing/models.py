@@ -166,6 +166,25 @@ class UsageCounter(TenantOwnedModel):
         return f"{self.client_id} {self.month:%Y-%m}: {self.tokens_used} tokens"
 
 
+class SimulationUsageCounter(TenantOwnedModel):
+    """What a client's simulations used this month — their own budget, apart from the live
+    `UsageCounter` (a simulation never takes tokens from the customers' budget). Locked
+    (`select_for_update`) by each simulation call's check and record."""
+
+    month = models.DateField(help_text=_("First day of the month."))
+    tokens_used = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["client", "month"], name="uniq_simulation_counter_month"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.client_id} {self.month:%Y-%m}: {self.tokens_used} simulation tokens"
+
+
 class ReservationState(models.TextChoices):
     RESERVED = "reserved", _("Reserved — the turn is running")
     COMMITTED = "committed", _("Committed — actual usage counted")

@@ -48,7 +48,8 @@ def csv_cell(value: Any) -> str:
 
 class ReportCSVRenderer(BaseRenderer):
     """A report (`{"client", "start", "end", "group_by", "groups": […], "totals": {…}}`) as
-    CSV: a header row, one row per group, a TOTAL row, downloaded as
+    CSV: a header row, one row per group, a TOTAL row (and, when simulations made calls, a
+    SIMULATIONS row: their share of the total), downloaded as
     `<name>-<client>-<start>-<end>-<group_by>.csv`. Subclasses name the report and its figures."""
 
     media_type = "text/csv"
@@ -71,6 +72,10 @@ class ReportCSVRenderer(BaseRenderer):
         for group in data["groups"]:
             writer.writerow([csv_cell(group["key"]), *(csv_cell(group[f]) for f in self.figures)])
         writer.writerow(["TOTAL", *(csv_cell(data["totals"][f]) for f in self.figures)])
+        simulations = data.get("simulations")
+        if isinstance(simulations, Mapping) and simulations.get("llm_calls"):
+            # Of the total, simulations' calls (their own budget; never a mode's row).
+            writer.writerow(["SIMULATIONS", *(csv_cell(simulations[f]) for f in self.figures)])
         response = (renderer_context or {}).get("response")
         if response is not None:
             name = f"{self.name}-{data['client']}-{data['start']}-{data['end']}-{data['group_by']}"

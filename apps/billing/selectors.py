@@ -21,7 +21,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from django.core.cache import cache
-from django.db.models import Count, DecimalField, F, Q, QuerySet, Sum
+from django.db.models import Case, CharField, Count, DecimalField, F, Q, QuerySet, Sum, Value, When
 from django.db.models.functions import Coalesce, TruncDate
 
 from apps.billing import periods
@@ -30,8 +30,10 @@ from apps.billing.models import (
     ModelPrice,
     ReservationState,
     RollupGrain,
+    SimulationUsageCounter,
     UsageAlert,
     UsageCounter,
+    UsagePurpose,
     UsageRecord,
     UsageRollupDay,
 )
@@ -57,6 +59,10 @@ DELIBERATION_FIELDS = tuple(f"deliberated_{trigger}" for trigger in DELIBERATION
 MAX_REPORT_DAYS = 366
 _MONEY = DecimalField(max_digits=20, decimal_places=8)
 UNKNOWN = "unknown"  # model or step of a record that has none (keeps grains apart)
+# The line simulations' calls are reported on, in place of the mode their sandboxed turns ran:
+# a simulation's deliberative calls are not customers' deliberative turns (reports, the usage
+# page, rollups and invoices all read records through `_line()`).
+SIMULATION_LINE = "simulation"
 # A turn's calls are made within the task time limit; records are looked up by their own
 # (indexed) created_at up to this long after the last day of a range.
 _RECORD_SLACK = timedelta(days=1)
@@ -123,6 +129,15 @@ def _usd(value: Any) -> Decimal:
 
 def _turn_start() -> Coalesce:
     return Coalesce(F("trace__created_at"), F("created_at"))
+
+
+def _line() -> Case:
+    """The record's line in reports: its mode, or `simulation` for a simulation's call."""
+    return Case(
+        When(purpose=UsagePurpose.SIMULATION, then=Value(SIMULATION_LINE)),
+        default=F("mode"),
+        output_field=CharField(),
+    )
 
 
 def records_started_between(
@@ -206,10 +221,10 @@ def usage_cells_raw(*, client: Client | None, first: date, last: date) -> list[U
             )
         )
     records = records_started_between(client=client, first=first, last=last).annotate(
-        day=TruncDate("turn_start")
+        day=TruncDate("turn_start"), line=_line()
     )
     per_model = (
-        records.values("client_id", "day", "mode", "model").annotate(**_turn_counts()).order_by()
+        records.values("client_id", "day", "line", "model").annotate(**_turn_counts()).order_by()
     )
     for model_row in _rows(per_model):
         cells.append(
@@ -217,7 +232,7 @@ def usage_cells_raw(*, client: Client | None, first: date, last: date) -> list[U
                 client_id=model_row["client_id"],
                 day=model_row["day"],
                 grain=RollupGrain.MODEL,
-                mode=model_row["mode"],
+                mode=model_row["line"],
                 model=model_row["model"] or UNKNOWN,
                 turns=model_row["turns"],
                 critique_triggered=model_row["critique"],
@@ -225,7 +240,7 @@ def usage_cells_raw(*, client: Client | None, first: date, last: date) -> list[U
             )
         )
     per_step = (
-        records.values("client_id", "day", "mode", "model", "step")
+        records.values("client_id", "day", "line", "model", "step")
         .annotate(
             **_turn_counts(),
             llm_calls=Count("id"),
@@ -243,7 +258,7 @@ def usage_cells_raw(*, client: Client | None, first: date, last: date) -> list[U
                 client_id=call_row["client_id"],
                 day=call_row["day"],
                 grain=RollupGrain.CALLS,
-                mode=call_row["mode"],
+                mode=call_row["line"],
                 model=call_row["model"] or UNKNOWN,
                 step=call_row["step"] or UNKNOWN,
                 turns=call_row["turns"],
@@ -429,6 +444,9 @@ class UsageReport:
     group_by: str
     totals: UsageFigures = field(default_factory=UsageFigures)
     groups: list[UsageGroup] = field(default_factory=list)
+    # Of the totals, what simulations' calls used (whatever the grouping; with group_by=mode
+    # they are also the `simulation` group, never in a mode's row).
+    simulations: UsageFigures = field(default_factory=UsageFigures)
 
 
 # Which grain holds the turn counts of each grouping (money always comes from CALLS).
@@ -524,6 +542,8 @@ def _report(
         if cell.grain == RollupGrain.CALLS:
             report.totals.add_calls(cell)
             groups[_group_key(cell, group_by)].add_calls(cell)
+            if cell.mode == SIMULATION_LINE:
+                report.simulations.add_calls(cell)
         if cell.grain == RollupGrain.TURNS:
             report.totals.add_turns(cell)
         if cell.grain == _TURN_GRAIN[group_by]:
@@ -554,6 +574,7 @@ class UsageOverview:
     daily: dict[date, dict[str, UsageFigures]]  # every day of the range, by mode
     counter: UsageCounter | None  # this month's budget counter (None: no budgeted turn yet)
     alerts: list[UsageAlert]  # alerts fired this month
+    simulation_budget: SimulationBudget  # simulations' own budget this month
 
 
 def usage_overview(*, client: Client, start: date, end: date) -> UsageOverview:
@@ -566,6 +587,7 @@ def usage_overview(*, client: Client, start: date, end: date) -> UsageOverview:
         alerts=list(
             UsageAlert.objects.for_client(client).filter(month=month).order_by("threshold")
         ),
+        simulation_budget=simulation_budget_status(client=client),
     )
 
 
@@ -586,12 +608,76 @@ def month_usage_totals(
     """Tokens and turns of the month so far, from raw records (for seeding and reconciling
     the budget counter). `exclude_running` leaves out turns holding a reservation."""
     last = periods.month_end(month)
-    records = records_started_between(client=client, first=month, last=last)
+    # Simulations have their own budget (`simulation_month_tokens`): never the live one's.
+    records = records_started_between(client=client, first=month, last=last).exclude(
+        purpose=UsagePurpose.SIMULATION
+    )
     if exclude_running:
         records = records.exclude(trace__usage_reservation__state=ReservationState.RESERVED)
     totals = records.aggregate(p=Sum("prompt_tokens"), c=Sum("completion_tokens"))
     turns = records.filter(trace__isnull=False).values("trace").distinct().count()
     return MonthTotals(tokens=(totals["p"] or 0) + (totals["c"] or 0), turns=turns)
+
+
+# ---------------------------------------------------------------------------------------------
+# Simulations' own budget (apps.billing.services.simulations)
+# ---------------------------------------------------------------------------------------------
+
+
+def simulation_token_budget(*, client: Client) -> int:
+    """The client's monthly token budget for simulations: its own when a platform operator set
+    one, else its plan's; 0 = no limit."""
+    own = client.simulation_monthly_tokens
+    return int(own if own is not None else client.plan.simulation_monthly_tokens)
+
+
+def simulation_month_tokens(*, client: Client, month: date) -> int:
+    """Tokens the client's simulation calls used in `month`, from the usage records (they
+    belong to no customer turn: each counts at its own time)."""
+    start = periods.day_start(month)
+    stop = periods.day_start(periods.month_end(month) + timedelta(days=1))
+    totals = (
+        UsageRecord.objects.for_client(client)
+        .filter(purpose=UsagePurpose.SIMULATION, created_at__gte=start, created_at__lt=stop)
+        .aggregate(p=Sum("prompt_tokens"), c=Sum("completion_tokens"))
+    )
+    return int((totals["p"] or 0) + (totals["c"] or 0))
+
+
+@dataclass(frozen=True)
+class SimulationBudget:
+    """This month's simulation budget: `monthly_tokens` (0 = no limit) and what is used."""
+
+    month: date
+    monthly_tokens: int
+    used: int
+
+    @property
+    def left(self) -> int | None:
+        """Tokens left this month (None: no limit)."""
+        if not self.monthly_tokens:
+            return None
+        return max(0, self.monthly_tokens - self.used)
+
+    @property
+    def percent(self) -> Decimal | None:
+        if not self.monthly_tokens:
+            return None
+        return (Decimal(self.used) * 100 / Decimal(self.monthly_tokens)).quantize(Decimal("0.1"))
+
+
+def simulation_budget_status(*, client: Client) -> SimulationBudget:
+    """The client's simulation budget this month and what its simulations used so far."""
+    month = periods.month_start(periods.today())
+    counter = SimulationUsageCounter.objects.for_client(client).filter(month=month).first()
+    used = (
+        counter.tokens_used
+        if counter is not None
+        else simulation_month_tokens(client=client, month=month)
+    )
+    return SimulationBudget(
+        month=month, monthly_tokens=simulation_token_budget(client=client), used=int(used)
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -653,9 +739,10 @@ def invoice_for_month(*, client: Client, month: date) -> Invoice:
                 Q(trace__created_at__lt=cut_at) | Q(trace__created_at=cut_at, trace__pk__lte=cut_pk)
             )
     by_mode = (
-        beyond.values("mode")
+        beyond.annotate(line=_line())
+        .values("line")
         .annotate(billed=Sum("billed_usd"), turns=Count("trace", distinct=True))
-        .order_by("mode")
+        .order_by("line")
     )
     lines = [
         InvoiceLine(
@@ -671,7 +758,11 @@ def invoice_for_month(*, client: Client, month: date) -> Invoice:
         overage += billed
         lines.append(
             InvoiceLine(
-                description=f"AI usage beyond the included turns — {row['mode']} mode",
+                description=(
+                    "AI usage beyond the included turns — simulations"
+                    if row["line"] == SIMULATION_LINE
+                    else f"AI usage beyond the included turns — {row['line']} mode"
+                ),
                 quantity=row["turns"],
                 amount_usd=cents(billed),
                 exact_usd=billed,

@@ -154,7 +154,9 @@ class UsageFiguresSerializer(serializers.Serializer):
 
 class UsageGroupSerializer(UsageFiguresSerializer):
     key = serializers.CharField(
-        read_only=True, help_text="The mode, day (YYYY-MM-DD), model or step."
+        read_only=True,
+        help_text="The mode (or `simulation` for simulations' calls), day (YYYY-MM-DD), model, "
+        "step or purpose.",
     )
 
     def get_fields(self) -> dict[str, serializers.Field]:
@@ -169,6 +171,12 @@ class UsageReportSerializer(serializers.Serializer):
     group_by = serializers.CharField(read_only=True)
     totals = UsageFiguresSerializer(read_only=True)
     groups = UsageGroupSerializer(many=True, read_only=True)
+    simulations = UsageFiguresSerializer(
+        read_only=True,
+        help_text="Of the totals, what simulations used (their own line: with group_by=mode "
+        "they are the `simulation` group, never in a mode's row). Simulations have their own "
+        "monthly token budget and never use the live one.",
+    )
 
 
 class InvoiceLineSerializer(serializers.Serializer):

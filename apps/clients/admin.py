@@ -240,6 +240,7 @@ class PlanAdmin(PlatformOnlyAdmin):
                     "monthly_turn_budget",
                     "monthly_token_budget",
                     "per_turn_token_cap",
+                    "simulation_monthly_tokens",
                 ]
             },
         ),
@@ -632,7 +633,11 @@ class ClientAdmin(TenantScopedAdmin):
         (
             _("Playground"),
             {
-                "fields": ["playground_modes", "playground_max_iterations"],
+                "fields": [
+                    "playground_modes",
+                    "playground_max_iterations",
+                    "simulation_monthly_tokens",
+                ],
                 "description": _(
                     "What this client's staff may try in the playground beyond the plan "
                     "(granted by the platform): extra modes, and more refinement rounds."
@@ -658,6 +663,7 @@ class ClientAdmin(TenantScopedAdmin):
                 "is_active",
                 "playground_modes",
                 "playground_max_iterations",
+                "simulation_monthly_tokens",
             ]
         return readonly
 

@@ -43,6 +43,8 @@ DELIBERATION_MAX_STEPS_LIMIT = 20
 DEFAULT_CONVERSATION_TOKEN_BUDGET = 150_000
 DEFAULT_VISITOR_DAILY_TOKEN_BUDGET = 150_000
 DEFAULT_DELIBERATIVE_TURNS_PER_HOUR = 3
+# Simulations' own monthly token budget (docs/simulations.md "Budget"): apart from the live one.
+DEFAULT_SIMULATION_MONTHLY_TOKENS = 2_000_000
 RUBRIC_KEY_MAX = 40
 
 
@@ -235,6 +237,15 @@ class Plan(TimeStampedModel):
     )
     per_turn_token_cap = models.PositiveIntegerField(
         default=0, help_text=_("Most tokens one customer message may use; 0 = none.")
+    )
+    simulation_monthly_tokens = models.PositiveBigIntegerField(
+        _("simulation tokens per month"),
+        default=DEFAULT_SIMULATION_MONTHLY_TOKENS,
+        help_text=_(
+            "Simulations' own monthly token budget for each client on this plan, apart from the "
+            "live budget: a run that would go past it is refused, one that reaches it stops. "
+            "0 = no limit."
+        ),
     )
     # -- per-visitor limits (docs/billing.md "Per-conversation and per-visitor limits") -------
     # They bound what one anonymous visitor can spend, so that nobody can use up the client's
@@ -512,6 +523,15 @@ class Client(TimeStampedModel):
         help_text=_(
             "Most refinement rounds a playground run may ask for (at most 10); empty = the "
             "plan's setting."
+        ),
+    )
+    simulation_monthly_tokens = models.PositiveBigIntegerField(
+        _("simulation tokens per month"),
+        null=True,
+        blank=True,
+        help_text=_(
+            "This client's own monthly token budget for simulations (granted by the platform); "
+            "empty = the plan's."
         ),
     )
     # -- identity verification (apps/clients/identity.py, docs/widget.md) -------------------

@@ -32,11 +32,12 @@ from apps.conversations.services import validate_customer_text
 from apps.core.deadlines import DeadlineExceeded, deadline_scope
 from apps.core.exceptions import ApplicationError
 from apps.playground.models import PlaygroundRun, RunSource, RunStatus
+from apps.reasoning.grants import allowed_modes, allowed_refinement_rounds
 from apps.reasoning.hooks import run_post_draft_hooks
 from apps.reasoning.llm import LLMError
 from apps.reasoning.meter import Meter, TokenCapExceeded
 from apps.reasoning.models import ReasoningStep, ReasoningTrace, TraceKind, TraceStatus
-from apps.reasoning.modes import mode_that_runs, runner
+from apps.reasoning.modes import runner
 from apps.reasoning.traces import StepListener, TurnAborted, TurnRecorder
 from apps.reasoning.turn import Escalate, Outcome, Turn
 from apps.tools.models import ClientTool
@@ -142,19 +143,14 @@ def playground_modes() -> list[str]:
 
 def playground_allowed_modes(*, client: Client) -> list[str]:
     """The modes this client's staff may run in the console's playground: the plan's mode and
-    the cheaper ones, plus what a platform operator granted the client (`playground_modes`)."""
-    plan_mode = mode_that_runs(client.plan.ai_mode)
-    # A plan's playground may use its own mode and the cheaper ones (the registry's cost rank).
-    most = modes.get(plan_mode).cost_rank
-    granted = set(client.playground_modes or [])
-    return [m.name for m in modes.modes() if m.cost_rank <= most or m.name in granted]
+    the cheaper ones, plus what a platform operator granted the client (`playground_modes`;
+    `apps.reasoning.grants`, shared with simulations)."""
+    return allowed_modes(client=client)
 
 
 def playground_allowed_iterations(*, client: Client) -> int:
     """The most refinement rounds a console run may ask for: the plan's, unless granted more."""
-    if client.playground_max_iterations is not None:
-        return min(int(client.playground_max_iterations), MAX_ITERATIONS)
-    return min(int(client.plan.refinement_iterations), MAX_ITERATIONS)
+    return allowed_refinement_rounds(client=client, ceiling=MAX_ITERATIONS)
 
 
 def _check_plan_allows(*, client: Client, mode: str, iterations: int | None) -> None:

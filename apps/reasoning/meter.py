@@ -6,7 +6,8 @@ benchmark run. Before each call it checks the caps (the worst case of this call 
 after it, it records the `UsageRecord` (client, purpose, mode that ran, step, model, tokens, cost,
 billed amount), also for a call that failed but spent tokens. It needs neither a conversation nor
 a trace: a turn passes both (and holds its monthly-budget reservation through `turn_reserve` /
-`turn_commit`), anything else gets one budget check per call instead.
+`turn_commit`), anything else gets one budget check per call instead — a simulation's against
+the simulations' own monthly budget (`apps.billing.services.simulations`), never the live one.
 
 A meter belongs to one unit of work and one thread; it keeps no module-level state, so units
 can run concurrently.
@@ -33,6 +34,7 @@ from apps.billing.services.budgets import (
     usage_budget_add,
     usage_budget_check,
 )
+from apps.billing.services.simulations import simulation_budget_add, simulation_budget_check
 from apps.clients.models import Client
 from apps.reasoning.llm import (
     TOKENS_PER_MESSAGE,
@@ -146,7 +148,10 @@ class Meter:
                     step,
                     f"token cap {self.token_cap}: this call could reach {worst}; not made",
                 )
-        if self.purpose != UsagePurpose.TURN:
+        if self.purpose == UsagePurpose.SIMULATION:
+            # Simulations have their own monthly budget and never touch the live one.
+            simulation_budget_check(client=self.client)
+        elif self.purpose != UsagePurpose.TURN:
             # A turn is admitted once, by its reservation (turn_reserve); other work per call.
             usage_budget_check(client=self.client)
 
@@ -211,7 +216,9 @@ class Meter:
         cached_tokens: int = 0,
     ) -> UsageRecord:
         tokens = prompt_tokens + completion_tokens
-        if self.purpose != UsagePurpose.TURN:
+        if self.purpose == UsagePurpose.SIMULATION:
+            simulation_budget_add(client=self.client, tokens=tokens)  # not the live counter
+        elif self.purpose != UsagePurpose.TURN:
             usage_budget_add(client=self.client, tokens=tokens)  # a turn counts at commit
         record = usage_record_create(
             client=self.client,

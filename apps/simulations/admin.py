@@ -26,6 +26,7 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from apps.billing.selectors import simulation_budget_status
 from apps.clients import modes
 from apps.clients.models import Client, Rubric
 from apps.core.admin import TenantScopedAdmin, pretty_json
@@ -43,7 +44,12 @@ from apps.simulations.models import (
 )
 from apps.simulations.schema import case_validate
 from apps.simulations.serializers import run_progress
-from apps.simulations.services import simulation_run_create, simulation_run_stop
+from apps.simulations.services import (
+    RunEstimate,
+    simulation_run_create,
+    simulation_run_estimate,
+    simulation_run_stop,
+)
 
 JSON_FIELDS = ("tags", "history", "turns", "simulated", "expect", "criteria", "tools")
 
@@ -386,23 +392,33 @@ class SimulationRunAdmin(TenantScopedAdmin):
         if not self.has_add_permission(request):
             raise PermissionDenied
         clients = self._startable_clients(request)
+        estimate: RunEstimate | None = None
+        chosen_client: Client | None = None
         if request.method == "POST":
             form = NewSimulationForm(request.POST, clients=clients)
             if form.is_valid():
                 client = form.cleaned_data["client"]
+                chosen_client = client
                 if not self.role_permits_on(request, SimulationRun(client=client), SUPPORT):
                     raise PermissionDenied
+                run_settings: dict[str, Any] = {
+                    "client": client,
+                    "source": RunSource.ADMIN,
+                    "kind": form.cleaned_data["kind"],
+                    "selection": form.selection(),
+                    "overrides": form.overrides(),
+                    "compare": form.cleaned_data["compare"],
+                }
                 try:
-                    run = simulation_run_create(
-                        client=client,
-                        created_by=request.user,
-                        source=RunSource.ADMIN,
-                        kind=form.cleaned_data["kind"],
-                        selection=form.selection(),
-                        overrides=form.overrides(),
-                        compare=form.cleaned_data["compare"],
-                        name=form.cleaned_data["name"],
-                    )
+                    # "Estimate" shows what the run would use against the simulation budget
+                    # (the same checks as a start; nothing is saved); a start is refused when
+                    # it does not fit.
+                    if "_estimate" in request.POST:
+                        estimate = simulation_run_estimate(**run_settings)
+                    else:
+                        run = simulation_run_create(
+                            **run_settings, created_by=request.user, name=form.cleaned_data["name"]
+                        )
                 except ApplicationError as exc:
                     fields = (exc.extra or {}).get("fields") or {}
                     for where, message in fields.items():
@@ -412,10 +428,13 @@ class SimulationRunAdmin(TenantScopedAdmin):
                     if not fields:
                         form.add_error(None, exc.message)
                 else:
-                    self.message_user(request, _("The simulation has started."), messages.SUCCESS)
-                    return HttpResponseRedirect(
-                        reverse("admin:simulations_simulationrun_change", args=[run.pk])
-                    )
+                    if estimate is None:
+                        self.message_user(
+                            request, _("The simulation has started."), messages.SUCCESS
+                        )
+                        return HttpResponseRedirect(
+                            reverse("admin:simulations_simulationrun_change", args=[run.pk])
+                        )
         else:
             initial: dict[str, Any] = {"compare": True}
             for key in ("client", "cases", "suite", "kind", "preset"):
@@ -424,12 +443,27 @@ class SimulationRunAdmin(TenantScopedAdmin):
             if clients.count() == 1 and "client" not in initial:
                 initial["client"] = clients.first()
             form = NewSimulationForm(initial=initial, clients=clients)
+            picked = initial.get("client")
+            if isinstance(picked, Client):
+                chosen_client = picked
+            elif str(picked or "").isdigit():
+                chosen_client = clients.filter(pk=int(str(picked))).first()
         chosen = form["cases"].value() or ""
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
             "title": _("New simulation"),
             "form": form,
+            "estimate": estimate,
+            # The chosen client's simulation budget this month, shown before a run starts.
+            "budget": (
+                estimate.budget
+                if estimate is not None
+                else simulation_budget_status(client=chosen_client)
+                if chosen_client is not None
+                else None
+            ),
+            "held": estimate.held if estimate is not None else None,
             "chosen_cases": [c for c in str(chosen).split(",") if c],
             **(extra_context or {}),
         }

@@ -30,11 +30,16 @@ from apps.simulations.serializers import (
     SimCaseFilterSerializer,
     SimCaseSerializer,
     SimCaseWriteSerializer,
+    SimulationEstimateSerializer,
     SimulationRunCreateSerializer,
     SimulationRunDetailSerializer,
     SimulationRunSerializer,
 )
-from apps.simulations.services import simulation_run_create, simulation_run_stop
+from apps.simulations.services import (
+    simulation_run_create,
+    simulation_run_estimate,
+    simulation_run_stop,
+)
 
 CASES_TAG = "simulation cases"
 RUNS_TAG = "simulation runs"
@@ -88,11 +93,27 @@ RUN_EXAMPLE: dict[str, Any] = {
     "started_at": "2026-03-02T09:15:31.000000Z",
     "finished_at": None,
 }
+ESTIMATE_EXAMPLE: dict[str, Any] = {
+    "case_runs": 64,
+    "turns": 128,
+    "tokens": 8448000,
+    "cost_usd": "5.06880000",
+    "billed_usd": "11.40480000",
+    "fits": False,
+    "budget": {
+        "month": "2026-03-01",
+        "monthly_tokens": 2000000,
+        "used": 350000,
+        "held_by_runs_in_flight": 0,
+        "left": 1650000,
+    },
+}
 RUN_DETAIL_EXAMPLE: dict[str, Any] = {
     **RUN_EXAMPLE,
     "status": "done",
     "progress": {"total": 64, "completed": 64, "percent": 100},
     "finished_at": "2026-03-02T09:17:02.000000Z",
+    "estimate": {k: v for k, v in ESTIMATE_EXAMPLE.items() if k != "fits"} | {"fits": True},
     "baseline": {"mode": "standard", "model": "gpt-4o-mini", "evaluation": True},
     "candidate": {"mode": "deliberative", "rubric": "support", "model": "gpt-4o-mini"},
     "report": {
@@ -333,8 +354,11 @@ class SimulationRunListCreateApi(StaffAPIView):
         "a tool call) in a sandbox — nothing reaches a customer and no tool webhook is called — "
         "against the live configuration (the baseline, unless `compare` is false) and a "
         "candidate with `overrides`. The run queues behind live turns on the workers; follow "
-        "its `progress` on the run. Metered as `simulation` against the client's budget. "
-        "Needs the agent role.",
+        "its `progress` on the run. Metered as `simulation` against the client's simulation "
+        "budget, never the live one: a mode, model or loop setting the plan does not allow, an "
+        "unpriced model, or a run whose estimate does not fit the budget answers 400; more "
+        "than SIMULATION_RUNS_IN_FLIGHT_PER_CLIENT runs in flight answer 429. Needs the agent "
+        "role.",
         parameters=[CLIENT_PARAMETER],
         request=SimulationRunCreateSerializer,
         responses={
@@ -343,6 +367,7 @@ class SimulationRunListCreateApi(StaffAPIView):
                 400,
                 *AUTH_ERRORS,
                 404,
+                429,
                 invalid=invalid_example("overrides.mode", "unknown mode 'fast'"),
             ),
         },
@@ -391,6 +416,56 @@ class SimulationRunListCreateApi(StaffAPIView):
         )
         fresh = simulation_run_get(client=self.client, public_id=run.public_id)
         return Response(SimulationRunDetailSerializer(fresh).data, status=status.HTTP_201_CREATED)
+
+
+class SimulationRunEstimateApi(StaffAPIView):
+    required_roles = {"POST": SUPPORT}
+
+    @extend_schema(
+        operation_id="simulation_runs_estimate",
+        tags=[RUNS_TAG],
+        summary="Estimate a simulation run",
+        description="What a run with this body (the body of `POST /runs/`) would use — case "
+        "runs, customer turns, tokens (turns × the per-turn estimate of each side's mode) and "
+        "dollars — against the client's simulation budget for the month. Validated as a start "
+        "is (a mode, model or loop setting the plan does not allow answers 400); nothing is "
+        "started or saved. Needs the agent role.",
+        parameters=[CLIENT_PARAMETER],
+        request=SimulationRunCreateSerializer,
+        responses={
+            200: SimulationEstimateSerializer,
+            **error_responses(
+                400,
+                *AUTH_ERRORS,
+                404,
+                invalid=invalid_example(
+                    "overrides.mode",
+                    "the deliberative mode is not included in the plan; choose one of: "
+                    "standard, adaptive.",
+                ),
+            ),
+        },
+        examples=[
+            OpenApiExample(
+                "Estimate",
+                value=ESTIMATE_EXAMPLE,
+                response_only=True,
+            )
+        ],
+    )
+    def post(self, request: Request) -> Response:
+        body = SimulationRunCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        estimate = simulation_run_estimate(
+            client=self.client,
+            source=RunSource.API,
+            kind=data["kind"],
+            selection=data["selection"],
+            overrides=data["overrides"],
+            compare=data["compare"],
+        )
+        return Response(SimulationEstimateSerializer(estimate.as_dict()).data)
 
 
 class SimulationRunDetailApi(StaffAPIView):

@@ -20,6 +20,7 @@ from typing import Any
 from django.conf import settings
 from django.utils.translation import gettext as _
 
+from apps.billing.models import ModelPrice
 from apps.clients import modes
 from apps.clients.models import Client, Plan, Rubric, deliberation_errors
 from apps.core.exceptions import ApplicationError
@@ -27,10 +28,18 @@ from apps.knowledge.selectors import business_info_for
 from apps.notes.models import Note, NoteStatus
 from apps.notes.selectors import format_notes_for_prompt, relevant_notes
 from apps.reasoning.deliberation.config import UnknownRubric, deliberation_config
+from apps.reasoning.grants import allowed_modes, allowed_refinement_rounds
 from apps.reasoning.llm import OFFLINE_MODEL
 from apps.reasoning.modes import mode_that_runs
 
-__all__ = ["OVERRIDE_KEYS", "Side", "config_validate_overrides", "live_config", "side_for"]
+__all__ = [
+    "OVERRIDE_KEYS",
+    "Side",
+    "config_validate_overrides",
+    "live_config",
+    "plan_limits_check",
+    "side_for",
+]
 
 OVERRIDE_KEYS = (
     "mode",
@@ -89,9 +98,14 @@ def _int(key: str, value: Any, low: int, high: int) -> int:
     return value
 
 
-def config_validate_overrides(*, client: Client, overrides: dict[str, Any]) -> dict[str, Any]:
+def config_validate_overrides(
+    *, client: Client, overrides: dict[str, Any], within_plan: bool = True
+) -> dict[str, Any]:
     """The candidate's overrides, checked and normalized (raises `ApplicationError` with the
-    bad field). Nothing is saved."""
+    bad field). Nothing is saved. A model must have a price (a call is never billed at 0);
+    `within_plan` (every source but `manage.py simulate`, the platform operator's) also keeps
+    the mode, refinement rounds and deliberation steps to what the plan allows, or what a
+    platform operator granted the client (`plan_limits_check`)."""
     if not isinstance(overrides, dict):
         raise _fail("", _("Overrides must be an object."))
     unknown = sorted(set(overrides) - set(OVERRIDE_KEYS))
@@ -117,6 +131,15 @@ def config_validate_overrides(*, client: Client, overrides: dict[str, Any]) -> d
         if not isinstance(model, str) or not model.strip() or len(model) > 100:
             raise _fail("model", _("A model name of at most 100 characters."))
         clean["model"] = model.strip()
+        if not ModelPrice.objects.filter(model=clean["model"]).exists():
+            raise _fail(
+                "model",
+                _(
+                    "The model %(model)s has no price, so its calls could not be billed; "
+                    "choose a model from the price list."
+                )
+                % {"model": clean["model"]},
+            )
     if "refinement_iterations" in overrides:
         clean["refinement_iterations"] = _int(
             "refinement_iterations",
@@ -157,7 +180,54 @@ def config_validate_overrides(*, client: Client, overrides: dict[str, Any]) -> d
         if not isinstance(overrides["evaluation"], bool):
             raise _fail("evaluation", _("true or false."))
         clean["evaluation"] = overrides["evaluation"]
+    if within_plan:
+        plan_limits_check(client=client, overrides=clean)
     return clean
+
+
+def _refuse(key: str, message: str) -> ApplicationError:
+    return ApplicationError(
+        _("Your plan does not allow this simulation: %(problem)s") % {"problem": message},
+        {"fields": {f"overrides.{key}": message}},
+        code="not_in_plan",
+    )
+
+
+def plan_limits_check(*, client: Client, overrides: dict[str, Any]) -> None:
+    """Refuse what the client's plan does not allow in a simulation (checked overrides): a mode
+    dearer than the plan's and not granted, more refinement rounds than the plan's (or the
+    granted number), more deliberation steps than the live configuration's. The grants are the
+    playground's (`apps.reasoning.grants`)."""
+    if "mode" in overrides:
+        allowed = allowed_modes(client=client)
+        if overrides["mode"] not in allowed:
+            raise _refuse(
+                "mode",
+                _("the %(mode)s mode is not included in the plan; choose one of: %(allowed)s.")
+                % {"mode": overrides["mode"], "allowed": ", ".join(allowed)},
+            )
+    rounds = overrides.get("refinement_iterations")
+    most_rounds = allowed_refinement_rounds(client=client, ceiling=MAX_REFINEMENT_ITERATIONS)
+    if rounds is not None and rounds > most_rounds:
+        raise _refuse(
+            "refinement_iterations",
+            _("at most %(most)d refinement rounds (asked for %(asked)d).")
+            % {"most": most_rounds, "asked": rounds},
+        )
+    live = deliberation_config(client=client, plan=client.plan)
+    side = side_for(client=client, overrides=overrides)
+    candidate = deliberation_config(client=side.client, plan=side.plan, rubric=side.rubric or None)
+    for key, asked in (
+        ("deliberation_min_steps", overrides.get("deliberation_min_steps")),
+        ("deliberation_max_steps", candidate.max_steps),
+    ):
+        if asked is not None and asked > live.max_steps:
+            field = key if key in overrides or key.endswith("min_steps") else "rubric"
+            raise _refuse(
+                field,
+                _("at most %(most)d deliberation steps (asked for %(asked)d).")
+                % {"most": live.max_steps, "asked": asked},
+            )
 
 
 def _notes(client: Client, value: Any) -> Any:

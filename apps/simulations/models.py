@@ -112,6 +112,10 @@ class SimulationRun(TenantOwnedModel):
     total = models.PositiveIntegerField(default=0)  # case runs to do
     completed = models.PositiveIntegerField(default=0)  # case runs done
     report = models.JSONField(default=dict, blank=True)
+    # What the run was estimated to use when it started (`simulation_run_estimate`): its
+    # tokens are held against the client's simulation budget while it runs.
+    estimated_tokens = models.PositiveBigIntegerField(default=0)
+    estimate = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -27,6 +27,7 @@ from django.utils import timezone
 
 from apps.billing.models import UsagePurpose
 from apps.billing.services.budgets import UsageLimitReached
+from apps.billing.services.simulations import SimulationBudgetReached
 from apps.conversations.models import Conversation, Kind, Message, Role
 from apps.core.deadlines import DeadlineExceeded, deadline_scope
 from apps.escalations.models import EscalationReason
@@ -60,6 +61,7 @@ __all__ = [
     "SandboxConversation",
     "SimulationOwner",
     "SimulationTurn",
+    "budget_reached_message",
     "sandbox_turn",
     "stub_answer",
 ]
@@ -74,7 +76,15 @@ class RunStopped(Exception):
 
 
 class BudgetExhausted(Exception):
-    """The client's monthly budget ran out: the run ends with an error."""
+    """The client's simulation budget ran out: the run ends with an error."""
+
+
+def budget_reached_message(exc: UsageLimitReached) -> str:
+    """Why a case (and the run's remaining cases) stopped: the simulations' own monthly budget
+    ran out (`SimulationBudgetReached`), or — for older callers — the client's."""
+    if isinstance(exc, SimulationBudgetReached):
+        return f"simulation budget reached: {exc.detail}; the remaining cases were not run"
+    return f"monthly budget reached: {exc.detail}"
 
 
 class SimulationOwner:
@@ -365,7 +375,7 @@ def sandbox_turn(
     text: str,
 ) -> dict[str, Any]:
     """One customer message through the real pipeline in the sandbox; returns its transcript
-    entry. Raises `RunStopped` (staff pressed stop) and `BudgetExhausted` (the monthly budget)
+    entry. Raises `RunStopped` (staff pressed stop) and `BudgetExhausted` (the simulation budget)
     after closing the turn's trace."""
     started = time.perf_counter()
     mode = mode_that_runs(side.plan.ai_mode)
@@ -426,7 +436,7 @@ def sandbox_turn(
             handoff_text=str(USAGE_LIMIT_TEXT),
         )
     except UsageLimitReached as exc:
-        status, error = TraceStatus.FAILED, f"monthly budget reached: {exc.detail}"
+        status, error = TraceStatus.FAILED, budget_reached_message(exc)
         stop = BudgetExhausted(error)
     except DeadlineExceeded:
         seconds = settings.REASONING_TURN_DEADLINE_SECONDS

@@ -4,26 +4,30 @@ replay can use with what happened in each of their turns."""
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Count, Exists, OuterRef, QuerySet, Sum
+from django.utils import timezone
 
 from apps.clients.models import Client
 from apps.conversations.models import Conversation, Kind, Message, Role
 from apps.escalations.models import Escalation
 from apps.reasoning.models import ReasoningTrace, TraceKind
-from apps.simulations.models import CaseRun, SimCase, SimulationRun
+from apps.simulations.models import CaseRun, RunStatus, SimCase, SimulationRun
 from apps.tools.models import ExecutionStatus, PendingAction, ToolExecution
 from apps.tools.pending import params_hash
 
 __all__ = [
     "case_runs_of",
     "replay_conversations",
+    "replay_customer_messages",
     "replay_turns",
+    "runs_in_flight",
     "simcase_list",
     "simulation_run_get",
     "simulation_run_list",
+    "tokens_held_by_runs_in_flight",
 ]
 
 
@@ -207,3 +211,46 @@ def replay_turns(*, client: Client, conversation: Conversation) -> dict[str, Any
         if e.status != ExecutionStatus.RUNNING
     ]
     return {"language": conversation.language, "turns": turns, "recorded": recorded}
+
+
+def replay_customer_messages(
+    *, client: Client, conversations: list[Conversation]
+) -> dict[int, int]:
+    """How many customer messages each conversation has (what a replay replays), by its pk."""
+    rows = (
+        Message.objects.for_client(client)
+        .visible()
+        .filter(conversation__in=[c.pk for c in conversations], role=Role.USER)
+        .values("conversation")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    return {int(row["conversation"]): int(row["n"]) for row in rows}
+
+
+# A run queued or running but not changed for this long (its workers died) is not counted in
+# flight: it holds no place and no budget (docs/simulations.md "Budget").
+IN_FLIGHT_WINDOW = timedelta(hours=1)
+
+
+def runs_in_flight(*, client: Client) -> QuerySet[SimulationRun]:
+    """The client's runs still queued or running (and alive within `IN_FLIGHT_WINDOW`)."""
+    return SimulationRun.objects.for_client(client).filter(
+        status__in=(RunStatus.QUEUED, RunStatus.RUNNING),
+        updated_at__gte=timezone.now() - IN_FLIGHT_WINDOW,
+    )
+
+
+def tokens_held_by_runs_in_flight(*, client: Client) -> int:
+    """What the runs in flight may still use of the simulation budget: their estimates less
+    what their finished case runs used (never below 0)."""
+    runs = runs_in_flight(client=client)
+    estimated = runs.aggregate(t=Sum("estimated_tokens"))["t"] or 0
+    if not estimated:
+        return 0
+    spent = (
+        CaseRun.objects.for_client(client)
+        .filter(run__in=runs)
+        .aggregate(p=Sum("prompt_tokens"), c=Sum("completion_tokens"))
+    )
+    return max(0, int(estimated) - int((spent["p"] or 0) + (spent["c"] or 0)))

@@ -104,9 +104,46 @@ class SimulationRunSerializer(serializers.Serializer):
         return run_progress(run)
 
 
+class SimulationBudgetSerializer(serializers.Serializer):
+    month = serializers.DateField(help_text="The month (its first day).")
+    monthly_tokens = serializers.IntegerField(
+        help_text="The client's simulation budget this month (0 = no limit); apart from the "
+        "live budget, which simulations never use."
+    )
+    used = serializers.IntegerField(help_text="Tokens simulations used this month.")
+    held_by_runs_in_flight = serializers.IntegerField(
+        help_text="What the client's queued and running runs may still use."
+    )
+    left = serializers.IntegerField(
+        allow_null=True, help_text="What a new run may use (null: no limit)."
+    )
+
+
+class SimulationEstimateSerializer(serializers.Serializer):
+    case_runs = serializers.IntegerField(help_text="Cases × sides × attempts.")
+    turns = serializers.IntegerField(help_text="Customer turns, every side together.")
+    tokens = serializers.IntegerField(
+        help_text="Turns × the per-turn estimate of each side's mode (what a live turn of that "
+        "mode reserves)."
+    )
+    cost_usd = serializers.CharField(
+        help_text="Provider cost, USD: an upper bound (every token at the model's dearer price)."
+    )
+    billed_usd = serializers.CharField(help_text="cost_usd × the plan's multiplier for the mode.")
+    fits = serializers.BooleanField(
+        help_text="Whether the run fits what is left of the simulation budget (a run that "
+        "does not is refused)."
+    )
+    budget = SimulationBudgetSerializer()
+
+
 class SimulationRunDetailSerializer(SimulationRunSerializer):
     baseline = serializers.DictField(help_text="The live configuration the baseline ran with.")
     candidate = serializers.DictField(help_text="The candidate's configuration.")
+    estimate = serializers.DictField(
+        help_text="What the run was estimated to use when it started (the shape of "
+        "POST /api/v1/simulations/runs/estimate)."
+    )
     report = serializers.DictField(
         help_text="The side-by-side report (docs/simulations.md, 'The report'); empty until "
         "the run has finished."

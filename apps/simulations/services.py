@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -32,8 +33,11 @@ from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 from django.utils.translation import gettext as _
 
-from apps.billing.models import UsagePurpose
-from apps.billing.services.budgets import UsageLimitReached
+from apps.billing.models import ModelPrice, UsagePurpose
+from apps.billing.selectors import SimulationBudget, simulation_budget_status
+from apps.billing.services import billed_amount, money
+from apps.billing.services.budgets import UsageLimitReached, turn_token_estimate
+from apps.billing.services.usage import MILLION
 from apps.clients.models import Client
 from apps.conversations.models import Conversation
 from apps.core.exceptions import ApplicationError
@@ -63,18 +67,28 @@ from apps.simulations.sandbox import (
     Sandbox,
     SandboxConversation,
     SimulationOwner,
+    budget_reached_message,
     case_customer,
     sandbox_turn,
 )
 from apps.simulations.schema import MAX_SIMULATED_TURNS
-from apps.simulations.selectors import replay_conversations, replay_turns, simcase_list
+from apps.simulations.selectors import (
+    replay_conversations,
+    replay_customer_messages,
+    replay_turns,
+    runs_in_flight,
+    simcase_list,
+    tokens_held_by_runs_in_flight,
+)
 from apps.tools.models import ClientTool
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "RunEstimate",
     "caserun_execute",
     "simulation_run_create",
+    "simulation_run_estimate",
     "simulation_run_execute",
     "simulation_run_stop",
 ]
@@ -165,29 +179,33 @@ def _is_uuid(value: str) -> bool:
     return True
 
 
-@transaction.atomic
-def simulation_run_create(
+@dataclass
+class _Plan:
+    """What a run would do: its validated overrides, sides and case runs to create."""
+
+    clean: dict[str, Any]
+    sides: list[SideName]
+    rows: list[tuple[str, SimCase | None, Conversation | None, int]]
+    total: int
+
+
+def _run_plan(
     *,
     client: Client,
-    created_by: Any = None,
-    source: str = RunSource.ADMIN,
-    kind: str = RunKind.CASES,
-    selection: dict[str, Any] | None = None,
-    overrides: dict[str, Any] | None = None,
-    compare: bool = True,
-    name: str = "",
-    enqueue: bool = True,
-) -> SimulationRun:
-    """Validate and store a run with its case runs; with `enqueue` they start on the workers
-    once the transaction commits."""
-    selection = dict(selection or {})
+    source: str,
+    kind: str,
+    selection: dict[str, Any],
+    overrides: dict[str, Any] | None,
+    compare: bool,
+) -> _Plan:
     if kind not in RunKind.values:
         raise _fail("kind", _("Choose one of: %s.") % ", ".join(RunKind.values))
     if source not in RunSource.values:
         raise _fail("source", _("Choose one of: %s.") % ", ".join(RunSource.values))
-    clean = config_validate_overrides(client=client, overrides=overrides or {})
-    if not compare and not clean:
-        pass  # the candidate alone is the live configuration: allowed (a plain regression run)
+    # `manage.py simulate` is the platform operator's, at a shell: not held to the plan.
+    clean = config_validate_overrides(
+        client=client, overrides=overrides or {}, within_plan=source != RunSource.CLI
+    )
     sides = [SideName.BASELINE, SideName.CANDIDATE] if compare else [SideName.CANDIDATE]
     rows: list[tuple[str, SimCase | None, Conversation | None, int]] = []
     if kind == RunKind.CASES:
@@ -207,6 +225,195 @@ def simulation_run_create(
             _("This run would need %(n)d case runs; at most %(most)d.")
             % {"n": total, "most": MAX_CASE_RUNS},
         )
+    return _Plan(clean=clean, sides=sides, rows=rows, total=total)
+
+
+def _case_turns(case: SimCase) -> int:
+    """Customer turns a case runs at most (a simulated customer: its `max_turns`)."""
+    if case.simulated:
+        spec = dict(case.simulated or {})
+        most = int(spec.get("max_turns") or DEFAULT_MAX_TURNS)
+        return max(1, min(most, MAX_SIMULATED_TURNS))
+    return max(1, len(case.turns or []))
+
+
+@dataclass
+class RunEstimate:
+    """What a run is expected to use — its customer turns × the per-turn estimate of each
+    side's mode (`turn_token_estimate`, what a live turn of that mode reserves) — and the
+    client's simulation budget it must fit in. `cost_usd` is an upper bound: every token at the
+    dearer of the model's input and output prices; `billed_usd` that × the plan's multiplier."""
+
+    case_runs: int
+    turns: int
+    tokens: int
+    cost_usd: Decimal
+    billed_usd: Decimal
+    budget: SimulationBudget
+    held: int  # tokens the client's runs in flight may still use
+
+    @property
+    def left(self) -> int | None:
+        """Budget left for this run (None: no limit)."""
+        if not self.budget.monthly_tokens:
+            return None
+        return max(0, self.budget.monthly_tokens - self.budget.used - self.held)
+
+    @property
+    def fits(self) -> bool:
+        left = self.left
+        return left is None or self.tokens <= left
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "case_runs": self.case_runs,
+            "turns": self.turns,
+            "tokens": self.tokens,
+            "cost_usd": str(self.cost_usd),
+            "billed_usd": str(self.billed_usd),
+            "fits": self.fits,
+            "budget": {
+                "month": self.budget.month.isoformat(),
+                "monthly_tokens": self.budget.monthly_tokens,
+                "used": self.budget.used,
+                "held_by_runs_in_flight": self.held,
+                "left": self.left,
+            },
+        }
+
+
+def _estimate(*, client: Client, plan: _Plan) -> RunEstimate:
+    replayed: dict[int, int] = {}
+    conversations = [c for _n, _c, c, _a in plan.rows if c is not None]
+    if conversations:
+        replayed = replay_customer_messages(client=client, conversations=conversations)
+    turns_per_side = sum(
+        attempts
+        * (
+            _case_turns(case)
+            if case is not None
+            else max(1, replayed.get(conv.pk, 0) if conv else 1)
+        )
+        for _name, case, conv, attempts in plan.rows
+    )
+    tokens, cost, billed = 0, Decimal(0), Decimal(0)
+    for side_name in plan.sides:
+        side = side_for(
+            client=client, overrides=plan.clean if side_name == SideName.CANDIDATE else {}
+        )
+        mode = mode_that_runs(side.plan.ai_mode)
+        side_tokens = turns_per_side * turn_token_estimate(side.plan, mode)
+        price = ModelPrice.objects.filter(model=side.model or side.config["model"]).first()
+        side_cost = Decimal(0)
+        if price is not None:
+            dearer = max(price.input_per_million, price.output_per_million)
+            side_cost = money(Decimal(side_tokens) * dearer / MILLION)
+        tokens += side_tokens
+        cost += side_cost
+        billed += billed_amount(cost=side_cost, multiplier=side.plan.multiplier_for(mode))
+    return RunEstimate(
+        case_runs=plan.total,
+        turns=turns_per_side * len(plan.sides),
+        tokens=tokens,
+        cost_usd=money(cost),
+        billed_usd=money(billed),
+        budget=simulation_budget_status(client=client),
+        held=tokens_held_by_runs_in_flight(client=client),
+    )
+
+
+def simulation_run_estimate(
+    *,
+    client: Client,
+    source: str = RunSource.ADMIN,
+    kind: str = RunKind.CASES,
+    selection: dict[str, Any] | None = None,
+    overrides: dict[str, Any] | None = None,
+    compare: bool = True,
+) -> RunEstimate:
+    """What a run with these settings would use, against the client's simulation budget;
+    validated as `simulation_run_create` validates it. Nothing is written."""
+    plan = _run_plan(
+        client=client,
+        source=source,
+        kind=kind,
+        selection=dict(selection or {}),
+        overrides=overrides,
+        compare=compare,
+    )
+    return _estimate(client=client, plan=plan)
+
+
+def _check_room(*, client: Client) -> None:
+    """At most SIMULATION_RUNS_IN_FLIGHT_PER_CLIENT runs queued or running per client; a run
+    beyond is refused (429)."""
+    most = int(settings.SIMULATION_RUNS_IN_FLIGHT_PER_CLIENT)
+    # Lock the client's row so two simultaneous starts cannot both take the last place.
+    Client.objects.select_for_update().filter(pk=client.pk).first()
+    active = runs_in_flight(client=client).count()
+    if active >= most:
+        raise ApplicationError(
+            _(
+                "%(active)d simulation runs are already queued or running for this client (at "
+                "most %(most)d at once). Wait for one to finish, or stop one, then start this "
+                "run again."
+            )
+            % {"active": active, "most": most},
+            status=429,
+            code="simulations_busy",
+        )
+
+
+def _check_budget(estimate: RunEstimate) -> None:
+    if estimate.fits:
+        return
+    message = _(
+        "This simulation would use about %(tokens)s tokens, but only %(left)s of this month's "
+        "simulation budget of %(budget)s tokens are left. Choose fewer cases or a cheaper mode, "
+        "or ask the platform to raise the simulation budget."
+    ) % {
+        "tokens": f"{estimate.tokens:,}",
+        "left": f"{estimate.left or 0:,}",
+        "budget": f"{estimate.budget.monthly_tokens:,}",
+    }
+    raise ApplicationError(
+        message,
+        {"fields": {"selection": message}, "estimate": estimate.as_dict()},
+        code="simulation_budget",
+    )
+
+
+@transaction.atomic
+def simulation_run_create(
+    *,
+    client: Client,
+    created_by: Any = None,
+    source: str = RunSource.ADMIN,
+    kind: str = RunKind.CASES,
+    selection: dict[str, Any] | None = None,
+    overrides: dict[str, Any] | None = None,
+    compare: bool = True,
+    name: str = "",
+    enqueue: bool = True,
+) -> SimulationRun:
+    """Validate and store a run with its case runs; with `enqueue` they start on the workers
+    once the transaction commits. Refused when the plan does not allow its overrides, when the
+    client has SIMULATION_RUNS_IN_FLIGHT_PER_CLIENT runs in flight, or when its estimate does
+    not fit the client's simulation budget for the month."""
+    selection = dict(selection or {})
+    plan = _run_plan(
+        client=client,
+        source=source,
+        kind=kind,
+        selection=selection,
+        overrides=overrides,
+        compare=compare,
+    )
+    if source != RunSource.CLI:  # `manage.py simulate`: the platform operator's, at a shell
+        _check_room(client=client)
+    estimate = _estimate(client=client, plan=plan)
+    _check_budget(estimate)
+    clean, sides, rows, total = plan.clean, plan.sides, plan.rows, plan.total
     run = SimulationRun.objects.create(
         client=client,
         created_by=created_by if getattr(created_by, "pk", None) else None,
@@ -219,6 +426,8 @@ def simulation_run_create(
         candidate_overrides=clean,
         compare=compare,
         total=total,
+        estimated_tokens=estimate.tokens,
+        estimate=estimate.as_dict(),
     )
     CaseRun.objects.bulk_create(
         [
@@ -449,7 +658,7 @@ class _CaseRunner:
             return
         except UsageLimitReached as exc:  # the simulated customer's call: the budget ran out
             self.status = CaseStatus.ERROR
-            self.error = self.budget_error = f"monthly budget reached: {exc.detail}"
+            self.error = self.budget_error = budget_reached_message(exc)
             return
         finally:
             self.close_recorder()
@@ -459,7 +668,7 @@ class _CaseRunner:
             self.status = CaseStatus.STOPPED
         except UsageLimitReached as exc:
             self.status = CaseStatus.ERROR
-            self.error = self.budget_error = f"monthly budget reached: {exc.detail}"
+            self.error = self.budget_error = budget_reached_message(exc)
 
     def _keep(self, exc: Exception) -> None:
         if exc.args and isinstance(exc.args[0], dict):

@@ -421,6 +421,8 @@ PLAYGROUND_RUNS_QUEUED_PER_CLIENT = env.int("PLAYGROUND_RUNS_QUEUED_PER_CLIENT",
 # (the demo) a run goes through a background thread of the web process
 # (SIMULATION_EAGER_THREAD), or the caller's thread with that off (tests).
 SIMULATION_JOBS_PER_CLIENT = env.int("SIMULATION_JOBS_PER_CLIENT", default=16)
+# At most this many simulation runs queued or running per client; a run beyond is refused (429).
+SIMULATION_RUNS_IN_FLIGHT_PER_CLIENT = env.int("SIMULATION_RUNS_IN_FLIGHT_PER_CLIENT", default=2)
 SIMULATION_SLOTS_PERCENT = env.float("SIMULATION_SLOTS_PERCENT", default=50.0)
 SIMULATION_EAGER_THREAD = env.bool("SIMULATION_EAGER_THREAD", default=True)
 # Background jobs (knowledge syncs) come after everything else in a worker that also runs

@@ -130,6 +130,7 @@ def test_every_staff_operation_is_documented():
         ("/api/v1/simulations/cases/{public_id}/", "delete"),
         ("/api/v1/simulations/runs/", "get"),
         ("/api/v1/simulations/runs/", "post"),
+        ("/api/v1/simulations/runs/estimate", "post"),
         ("/api/v1/simulations/runs/{public_id}/", "get"),
         ("/api/v1/simulations/runs/{public_id}/stop", "post"),
         ("/api/v1/simulations/runs/{public_id}/cases/", "get"),

@@ -99,6 +99,9 @@ def test_run_selected_cases_opens_the_new_simulation_form(agent, client_a):
 
 def test_the_new_simulation_form_starts_a_replay_of_last_weeks_escalations(agent, client_a):
     make_tenant_data(client_a)  # a conversation with an escalation, today
+    # The plan is adaptive: a platform operator granted deliberative (as for the playground).
+    client_a.playground_modes = ["deliberative"]
+    client_a.save(update_fields=["playground_modes"])
     response = agent.post(
         reverse("admin:simulations_simulationrun_add"),
         {
@@ -207,3 +210,48 @@ def test_a_cases_client_cannot_be_changed_on_its_page(agent, client_a):
     case = make_case(client_a, "one")
     page = agent.get(reverse("admin:simulations_simcase_change", args=[case.pk]))
     assert 'name="client"' not in page.content.decode()
+
+
+def new_simulation_form(client_a: Any, **fields: Any) -> dict[str, Any]:
+    return {
+        "client": client_a.pk,
+        "kind": "cases",
+        "preset": "last_week_escalated",
+        "limit": 50,
+        "evaluation": "",
+        "notes": "live",
+        "compare": "on",
+        **fields,
+    }
+
+
+def test_the_new_simulation_form_shows_the_budget_and_the_estimate(agent, client_a):
+    make_case(client_a, "one")  # two customer turns
+    url = reverse("admin:simulations_simulationrun_add")
+    page = agent.get(url).content.decode()
+    assert 'id="simulation-budget"' in page
+    assert "0 of 2,000,000 tokens used" in page
+    estimated = agent.post(url, new_simulation_form(client_a, _estimate="1"))
+    assert estimated.status_code == 200
+    page = estimated.content.decode()
+    # 2 turns × 2 sides × an adaptive turn's 12,000-token estimate
+    assert 'id="simulation-estimate"' in page and "about 48,000 tokens" in page
+    assert not SimulationRun.objects.unscoped("test checks the database directly").exists()
+
+
+def test_the_new_simulation_form_refuses_what_the_plan_does_not_allow(agent, client_a):
+    make_case(client_a, "one")
+    url = reverse("admin:simulations_simulationrun_add")
+    response = agent.post(url, new_simulation_form(client_a, mode="deliberative"))
+    assert response.status_code == 200
+    errors = " ".join(response.context["form"].non_field_errors())
+    assert "deliberative mode is not included in the plan" in errors
+    unpriced = agent.post(url, new_simulation_form(client_a, model="gpt-rt-premium-unpriced"))
+    assert "gpt-rt-premium-unpriced has no price" in " ".join(
+        unpriced.context["form"].non_field_errors()
+    )
+    client_a.plan.simulation_monthly_tokens = 1_000
+    client_a.plan.save(update_fields=["simulation_monthly_tokens"])
+    too_big = agent.post(url, new_simulation_form(client_a))
+    assert "simulation budget" in " ".join(too_big.context["form"].non_field_errors())
+    assert not SimulationRun.objects.unscoped("test checks the database directly").exists()

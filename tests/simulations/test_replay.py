@@ -9,6 +9,7 @@ import pytest
 from apps.conversations.models import Message
 from apps.simulations.models import CaseRun, CaseStatus, RunStatus
 from apps.simulations.selectors import replay_conversations
+from tests.factories import ModelPriceFactory
 from tests.reasoning.conftest import assess, critique
 from tests.simulations.conftest import UNSCOPED, live_rows, run_now
 from tests.support.fake_webhook import Reply
@@ -38,6 +39,7 @@ def test_replay_of_a_saved_conversation(chat, shop, llm, webhook):
     llm.script("assess", STATUS_CALL)
     llm.script("compose", {"response": "It shipped with UPS."})
     llm.script("assess", assess(response="Happy to help!", confidence=9))
+    ModelPriceFactory(model="gpt-next")  # a model without a price is refused
     run = run_now(
         shop,
         kind="replay",

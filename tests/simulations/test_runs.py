@@ -7,7 +7,7 @@ import copy
 
 import pytest
 
-from apps.billing.services.budgets import usage_budget_add
+from apps.billing.services.simulations import simulation_budget_add
 from apps.core.exceptions import ApplicationError
 from apps.core.tenancy import tenant_scope
 from apps.notes.models import Note, NoteStatus, NoteType
@@ -15,7 +15,7 @@ from apps.reasoning.models import ReasoningTrace
 from apps.simulations import services
 from apps.simulations.config import config_validate_overrides, live_config
 from apps.simulations.models import CaseRun, CaseStatus, RunStatus, Side
-from tests.factories import ClientFactory
+from tests.factories import ClientFactory, ModelPriceFactory
 from tests.reasoning.conftest import assess, make_shop
 from tests.simulations.conftest import UNSCOPED, live_rows, make_case, run_now
 
@@ -27,6 +27,7 @@ HOURS = assess(response="We're open Mon-Fri 9-17.", confidence=9)
 def test_the_model_override_reaches_the_server_for_the_candidate_only(shop, llm, webhook):
     make_case(shop, "hours", turns=[{"customer": "When are you open?"}])
     llm.default("assess", HOURS)
+    ModelPriceFactory(model="gpt-candidate-x")  # a model without a price is refused
     run = run_now(shop, overrides={"model": "gpt-candidate-x"})
     assert run.status == RunStatus.DONE
     models = [call.model for call in llm.calls("assess")]
@@ -110,15 +111,19 @@ def test_notes_approved_only_for_the_candidate(shop, llm, webhook):
     assert note.status == NoteStatus.PENDING_REVIEW  # never approved for real
 
 
-def test_an_exhausted_budget_ends_the_run_with_an_error(shop, llm, webhook):
-    shop.plan.monthly_token_budget = 1000
-    shop.plan.save()
-    usage_budget_add(client=shop, tokens=1000)
+def test_an_exhausted_simulation_budget_ends_the_run_with_an_error(shop, llm, webhook):
     make_case(shop, "a", turns=[{"customer": "When are you open?"}])
     make_case(shop, "b", turns=[{"customer": "Do you ship abroad?"}])
-    run = run_now(shop)
+    run = services.simulation_run_create(
+        client=shop, source="cli", selection={}, enqueue=False
+    )  # admitted: its estimate fits the simulation budget
+    # Meanwhile another run used up the month's simulation budget.
+    simulation_budget_add(client=shop, tokens=shop.plan.simulation_monthly_tokens)
+    with tenant_scope(shop.pk):
+        services.simulation_run_execute(run_id=run.pk)
+    run.refresh_from_db()
     assert run.status == RunStatus.FAILED
-    assert "monthly budget" in run.error
+    assert "simulation budget reached" in run.error
     assert llm.calls() == []
     statuses = set(CaseRun.objects.unscoped(UNSCOPED).values_list("status", flat=True))
     assert statuses == {CaseStatus.ERROR}
