@@ -254,10 +254,9 @@ class PlanAdmin(PlatformOnlyAdmin):
                 ],
                 "description": _(
                     "So that no single visitor can use up the monthly budget: past the "
-                    "conversation budget the conversation goes to your team; past the daily "
-                    "visitor budget the visitor is asked to come back tomorrow; past the hourly "
-                    "number of deliberative answers, the conversation is answered in adaptive "
-                    "mode."
+                    "conversation budget or the daily visitor budget the conversation goes to "
+                    "your team; past the hourly number of deliberative answers, the conversation "
+                    "is answered in adaptive mode."
                 ),
             },
         ),

@@ -263,8 +263,8 @@ class Plan(TimeStampedModel):
         default=DEFAULT_VISITOR_DAILY_TOKEN_BUDGET,
         help_text=_(
             "The most tokens the assistant may spend per day on one visitor (one network "
-            "address), across all their conversations. Past it, the visitor's new messages get "
-            "a short notice to come back tomorrow instead of an answer. 0 = no limit."
+            "address), across all their conversations. Past it, the visitor's conversations are "
+            "handed to your team instead of answered by the assistant. 0 = no limit."
         ),
     )
     deliberative_turns_per_hour = models.PositiveSmallIntegerField(

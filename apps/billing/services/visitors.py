@@ -12,7 +12,7 @@ hand every other customer of the month to staff) on their own. Per plan:
   (`apps.core.throttling.visitor_key`: a keyed hash; IPv6 per /64); a new conversation does not
   make a new visitor. Their turns run concurrently, so this one is reserve → run → commit on a
   locked `VisitorUsage` row, like the monthly budget: concurrent turns together pass it by at
-  most the one turn admitted just under it. At the limit the visitor gets a short notice.
+  most the one turn admitted just under it. At the limit the conversation is handed to staff.
 * `deliberative_turns_per_hour` — on a deliberative plan, how many turns of one conversation per
   hour may run deliberative. The others run adaptive, as does a deliberative turn whose whole
   reservation no longer fits in what is left of the conversation's or the visitor's budget.
