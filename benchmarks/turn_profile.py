@@ -36,8 +36,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))  # its sibling, as mypy names it (no package)
 
-from benchmarks.turn_overhead import BUSINESS_INFO, throwaway_postgres  # noqa: E402
+from turn_overhead import BUSINESS_INFO, throwaway_postgres  # noqa: E402
 
 ORIGIN = "https://bench.example"
 MESSAGES_PER_CONVERSATION = 6
