@@ -251,9 +251,14 @@ def test_the_red_team_flood_is_bounded_per_address_and_the_tenant_keeps_answerin
         for m in range(10):
             assert say_from(widget, address, conversation, f"flood {n}.{m}").status_code == 201
 
-    assert len(llm.requests) == 10  # one answer per address, then the notice
+    assert len(llm.requests) == 10  # one answer per address, then a person
     assert spent() == 10 * 2_000 < 30_000
-    assert not Escalation.objects.unscoped("test checks the database directly").exists()
+    # past its day an address is handed to a person once per conversation — its later
+    # messages wait for staff without a model call — so the flood fills the staff queue by
+    # one hand-off per conversation, no faster than asking for a person does
+    handoffs = Escalation.objects.unscoped("test checks the database directly")
+    assert handoffs.count() == 10
+    assert set(handoffs.values_list("reason", flat=True)) == {"usage_limit"}
     customer = start_from(widget, "203.0.113.50")
     reply = say_from(widget, "203.0.113.50", customer, "Where is my order?")
     assert reply.json()["replies"][0]["text"] == "Answer."
@@ -261,7 +266,7 @@ def test_the_red_team_flood_is_bounded_per_address_and_the_tenant_keeps_answerin
         Conversation.objects.unscoped("test checks the database directly")
         .filter(status="escalated")
         .count()
-        == 0
+        == 10  # the flooding addresses' conversations; the next customer's is answered
     )
 
 
@@ -332,7 +337,10 @@ def test_concurrent_messages_of_one_visitor_overspend_by_at_most_one_reservation
     assert spent(client=client) == 3 * (reservation - 100) <= budget + reservation
     row.refresh_from_db()
     assert (row.tokens_used, row.tokens_reserved) == (3 * (reservation - 100), 0)
-    assert not Escalation.objects.unscoped("test checks the database directly").exists()
+    # the turns refused the visitor's day went to a person: one hand-off each, none lost
+    handoffs = Escalation.objects.unscoped("test checks the database directly")
+    assert handoffs.count() == n - 3
+    assert set(handoffs.values_list("reason", flat=True)) == {"usage_limit"}
 
 
 # -- the visitor's hold: taken-over turns, dead workers, the window switched off ----------------
