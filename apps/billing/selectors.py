@@ -23,6 +23,7 @@ from typing import Any
 from django.core.cache import cache
 from django.db.models import Case, CharField, Count, DecimalField, F, Q, QuerySet, Sum, Value, When
 from django.db.models.functions import Coalesce, TruncDate
+from django.utils import timezone
 
 from apps.billing import periods
 from apps.billing.models import (
@@ -678,6 +679,25 @@ def simulation_budget_status(*, client: Client) -> SimulationBudget:
     return SimulationBudget(
         month=month, monthly_tokens=simulation_token_budget(client=client), used=int(used)
     )
+
+
+def recent_calls_by_step(
+    *, client: Client, steps: Iterable[str], days: int = 30
+) -> dict[str, tuple[int, int]]:
+    """{step: (calls, tokens)} of the client's simulation calls of these steps in the last
+    `days` days (a simulation's simulated customer and judge: calls outside a customer turn),
+    one aggregate query."""
+    rows = (
+        UsageRecord.objects.for_client(client)
+        .filter(
+            created_at__gte=timezone.now() - timedelta(days=days),
+            purpose=UsagePurpose.SIMULATION,
+            step__in=list(steps),
+        )
+        .values("step")
+        .annotate(calls=Count("id"), tokens=Sum(F("prompt_tokens") + F("completion_tokens")))
+    )
+    return {str(r["step"]): (int(r["calls"]), int(r["tokens"] or 0)) for r in rows}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -96,16 +96,22 @@ RUN_EXAMPLE: dict[str, Any] = {
 ESTIMATE_EXAMPLE: dict[str, Any] = {
     "case_runs": 64,
     "turns": 128,
-    "tokens": 8448000,
-    "cost_usd": "5.06880000",
-    "billed_usd": "11.40480000",
+    "tokens": 1173952,
+    "cost_usd": "0.70437120",
+    "billed_usd": "1.72974720",
     "fits": False,
+    "basis": "adaptive: 812 tokens a turn, from 214 recent turns; deliberative: 17,531 tokens a "
+    "turn, typical figures",
+    "per_turn": {
+        "adaptive": {"tokens": 812, "basis": "recent", "recent": 214},
+        "deliberative": {"tokens": 17531, "basis": "typical", "recent": 0},
+    },
     "budget": {
         "month": "2026-03-01",
         "monthly_tokens": 2000000,
-        "used": 350000,
+        "used": 1200000,
         "held_by_runs_in_flight": 0,
-        "left": 1650000,
+        "left": 800000,
     },
 }
 RUN_DETAIL_EXAMPLE: dict[str, Any] = {
@@ -426,10 +432,12 @@ class SimulationRunEstimateApi(StaffAPIView):
         tags=[RUNS_TAG],
         summary="Estimate a simulation run",
         description="What a run with this body (the body of `POST /runs/`) would use — case "
-        "runs, customer turns, tokens (turns × the per-turn estimate of each side's mode) and "
-        "dollars — against the client's simulation budget for the month. Validated as a start "
-        "is (a mode, model or loop setting the plan does not allow answers 400); nothing is "
-        "started or saved. Needs the agent role.",
+        "runs, customer turns, expected tokens (turns × each side's expected tokens a turn of "
+        "its mode: the client's average over its recent turns of that mode, or typical figures; "
+        "plus a simulated customer's and the judge's calls), their basis and dollars — against "
+        "the client's simulation budget for the month. Validated as a start is (a mode, "
+        "model or loop setting the plan does not allow answers 400); nothing is started or "
+        "saved. Needs the agent role.",
         parameters=[CLIENT_PARAMETER],
         request=SimulationRunCreateSerializer,
         responses={

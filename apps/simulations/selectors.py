@@ -7,13 +7,13 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Count, Exists, OuterRef, QuerySet, Sum
+from django.db.models import Count, Exists, F, OuterRef, QuerySet, Sum
 from django.utils import timezone
 
 from apps.clients.models import Client
 from apps.conversations.models import Conversation, Kind, Message, Role
 from apps.escalations.models import Escalation
-from apps.reasoning.models import ReasoningTrace, TraceKind
+from apps.reasoning.models import ReasoningStep, ReasoningTrace, TraceKind
 from apps.simulations.models import CaseRun, RunStatus, SimCase, SimulationRun
 from apps.tools.models import ExecutionStatus, PendingAction, ToolExecution
 from apps.tools.pending import params_hash
@@ -254,3 +254,26 @@ def tokens_held_by_runs_in_flight(*, client: Client) -> int:
         .aggregate(p=Sum("prompt_tokens"), c=Sum("completion_tokens"))
     )
     return max(0, int(estimated) - int((spent["p"] or 0) + (spent["c"] or 0)))
+
+
+def recent_turn_tokens_by_mode(
+    *, client: Client, days: int = 30, calls_apart: tuple[str, ...] = ()
+) -> dict[str, tuple[int, int]]:
+    """{mode: (turns, tokens)} of the client's turns of the last `days` days — live customer
+    turns and simulations' sandboxed turns, each turn one trace with the tokens its calls used
+    (a simulation's usage records are not linked to its traces: billing would count them as
+    customer turns; the trace sums them). A trace with a step in `calls_apart` (a case run's
+    own simulated-customer and judge calls) is not a turn. One aggregate query."""
+    apart = ReasoningStep.objects.filter(trace=OuterRef("pk"), name__in=list(calls_apart))
+    rows = (
+        ReasoningTrace.objects.for_client(client)
+        .filter(
+            kind__in=[TraceKind.TURN, TraceKind.SIMULATION],
+            created_at__gte=timezone.now() - timedelta(days=days),
+            llm_calls__gt=0,
+        )
+        .exclude(Exists(apart))
+        .values("mode")
+        .annotate(turns=Count("id"), tokens=Sum(F("prompt_tokens") + F("completion_tokens")))
+    )
+    return {str(r["mode"]): (int(r["turns"]), int(r["tokens"] or 0)) for r in rows}

@@ -119,20 +119,39 @@ class SimulationBudgetSerializer(serializers.Serializer):
     )
 
 
+class SimulationPerTurnSerializer(serializers.Serializer):
+    tokens = serializers.IntegerField(help_text="Expected tokens a turn (or a call).")
+    basis = serializers.ChoiceField(
+        choices=["recent", "typical"],
+        help_text="`recent`: the client's average; `typical`: the shipped typical figures.",
+    )
+    recent = serializers.IntegerField(help_text="Recent turns (or calls) averaged; 0: typical.")
+
+
 class SimulationEstimateSerializer(serializers.Serializer):
     case_runs = serializers.IntegerField(help_text="Cases × sides × attempts.")
     turns = serializers.IntegerField(help_text="Customer turns, every side together.")
     tokens = serializers.IntegerField(
-        help_text="Turns × the per-turn estimate of each side's mode (what a live turn of that "
-        "mode reserves)."
+        help_text="Expected tokens: turns × each side's expected tokens a turn of its mode (the "
+        "client's average over its recent turns of that mode, or typical figures), plus the "
+        "simulated customer's and the judge's calls."
     )
     cost_usd = serializers.CharField(
-        help_text="Provider cost, USD: an upper bound (every token at the model's dearer price)."
+        help_text="Provider cost, USD, of the expected tokens, each at the model's dearer price."
     )
     billed_usd = serializers.CharField(help_text="cost_usd × the plan's multiplier for the mode.")
     fits = serializers.BooleanField(
         help_text="Whether the run fits what is left of the simulation budget (a run that "
         "does not is refused)."
+    )
+    basis = serializers.CharField(
+        help_text="Where the per-turn figures come from, in words: per mode, 'from N recent "
+        "turns' (the client's last 30 days) or 'typical figures' (too little history)."
+    )
+    per_turn = serializers.DictField(
+        child=SimulationPerTurnSerializer(),
+        help_text="By mode (and `customer`, `judge` for a simulated customer's and the judge's "
+        "calls): the expected tokens and their basis.",
     )
     budget = SimulationBudgetSerializer()
 

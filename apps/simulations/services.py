@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -34,7 +34,11 @@ from django.utils.dateparse import parse_date, parse_datetime
 from django.utils.translation import gettext as _
 
 from apps.billing.models import ModelPrice, UsagePurpose
-from apps.billing.selectors import SimulationBudget, simulation_budget_status
+from apps.billing.selectors import (
+    SimulationBudget,
+    recent_calls_by_step,
+    simulation_budget_status,
+)
 from apps.billing.services import billed_amount, money
 from apps.billing.services.budgets import UsageLimitReached, turn_token_estimate
 from apps.billing.services.usage import MILLION
@@ -73,6 +77,7 @@ from apps.simulations.sandbox import (
 )
 from apps.simulations.schema import MAX_SIMULATED_TURNS
 from apps.simulations.selectors import (
+    recent_turn_tokens_by_mode,
     replay_conversations,
     replay_customer_messages,
     replay_turns,
@@ -237,12 +242,54 @@ def _case_turns(case: SimCase) -> int:
     return max(1, len(case.turns or []))
 
 
+# What a turn of each mode typically uses (prompt + completion tokens), when the client has too
+# little history of its own: docs/benchmarks.md, "Cost per turn by mode" (`bench_modes --turns
+# 100`, the demo tenant's weighted mix; `bench_deliberative` for deliberative), evaluation off /
+# on. Deliberative evaluates within its own loop: one figure.
+TYPICAL_TURN_TOKENS: dict[str, tuple[int, int]] = {
+    "standard": (3_011 + 54, 5_537 + 80),
+    "adaptive": (691 + 109, 1_261 + 135),
+    "as_needed": (1_132 + 131, 1_703 + 157),
+    "deliberative": (16_732 + 799, 16_732 + 799),
+}
+# A simulation's own calls on the live model, per call: the simulated customer writes one
+# message (its prompt: persona, goal and the transcript so far) and the judge reads the whole
+# transcript once per case run. Not benchmarked on their own; sized from their prompts over a
+# six-turn transcript, with room to spare.
+TYPICAL_CUSTOMER_CALL_TOKENS = 1_500
+TYPICAL_JUDGE_CALL_TOKENS = 2_500
+# Turns (or calls) of the last HISTORY_DAYS days a mode needs before the client's own average
+# replaces the typical figure.
+HISTORY_DAYS = 30
+MIN_HISTORY = 20
+CUSTOMER_STEP, JUDGE_STEP = "simulate_customer", "judge"
+
+
+@dataclass
+class PerTurn:
+    """The tokens one turn (or one simulated-customer / judge call) is expected to use, and
+    where the figure comes from: the client's recent turns of that mode (`recent` of them) or,
+    with too few, the typical figures (`recent` = 0)."""
+
+    tokens: int
+    recent: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "tokens": self.tokens,
+            "basis": "recent" if self.recent else "typical",
+            "recent": self.recent,
+        }
+
+
 @dataclass
 class RunEstimate:
-    """What a run is expected to use — its customer turns × the per-turn estimate of each
-    side's mode (`turn_token_estimate`, what a live turn of that mode reserves) — and the
-    client's simulation budget it must fit in. `cost_usd` is an upper bound: every token at the
-    dearer of the model's input and output prices; `billed_usd` that × the plan's multiplier."""
+    """What a run is expected to use — its customer turns × each side's expected tokens a turn
+    of its mode (the client's average over its recent turns of that mode, or typical figures),
+    plus the simulated customer's and the judge's calls — and the client's simulation budget it
+    must fit in. An expectation, not a worst case: a run that reaches the budget midway stops
+    there. `cost_usd` prices every expected token at the dearer of the model's input and output
+    prices; `billed_usd` that × the plan's multiplier."""
 
     case_runs: int
     turns: int
@@ -251,6 +298,7 @@ class RunEstimate:
     billed_usd: Decimal
     budget: SimulationBudget
     held: int  # tokens the client's runs in flight may still use
+    per_turn: dict[str, PerTurn] = field(default_factory=dict)  # by mode, "customer", "judge"
 
     @property
     def left(self) -> int | None:
@@ -264,6 +312,22 @@ class RunEstimate:
         left = self.left
         return left is None or self.tokens <= left
 
+    @property
+    def basis(self) -> str:
+        """Where the per-turn figures come from, in words (the API's `basis`, the admin)."""
+        parts = []
+        for mode, figure in self.per_turn.items():
+            if mode in ("customer", "judge"):
+                continue
+            values = {"mode": mode, "tokens": f"{figure.tokens:,}", "turns": f"{figure.recent:,}"}
+            if figure.recent:
+                parts.append(
+                    _("%(mode)s: %(tokens)s tokens a turn, from %(turns)s recent turns") % values
+                )
+            else:
+                parts.append(_("%(mode)s: %(tokens)s tokens a turn, typical figures") % values)
+        return "; ".join(parts)
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "case_runs": self.case_runs,
@@ -272,6 +336,8 @@ class RunEstimate:
             "cost_usd": str(self.cost_usd),
             "billed_usd": str(self.billed_usd),
             "fits": self.fits,
+            "basis": self.basis,
+            "per_turn": {key: figure.as_dict() for key, figure in self.per_turn.items()},
             "budget": {
                 "month": self.budget.month.isoformat(),
                 "monthly_tokens": self.budget.monthly_tokens,
@@ -280,6 +346,20 @@ class RunEstimate:
                 "left": self.left,
             },
         }
+
+
+def _expected(recent: tuple[int, int] | None, typical: int, *, cap: int | None = None) -> PerTurn:
+    """The client's own average ((count, tokens) of its recent turns or calls) when it has
+    MIN_HISTORY of them, else the typical figure; never above `cap` (what a turn may use at
+    most: its reserve or the plan's per-turn cap)."""
+    count, spent = recent or (0, 0)
+    if count >= MIN_HISTORY:
+        figure = PerTurn(tokens=round(spent / count), recent=count)
+    else:
+        figure = PerTurn(tokens=typical, recent=0)
+    if cap:
+        figure.tokens = min(figure.tokens, cap)
+    return figure
 
 
 def _estimate(*, client: Client, plan: _Plan) -> RunEstimate:
@@ -296,13 +376,46 @@ def _estimate(*, client: Client, plan: _Plan) -> RunEstimate:
         )
         for _name, case, conv, attempts in plan.rows
     )
+    # The simulated customer writes each of its customer's messages; the judge reads a case run
+    # with criteria once.
+    customer_calls = sum(
+        attempts * _case_turns(case)
+        for _name, case, _conv, attempts in plan.rows
+        if case is not None and case.simulated
+    )
+    judge_calls = sum(
+        attempts
+        for _name, case, _conv, attempts in plan.rows
+        if case is not None and any(str(c).strip() for c in case.criteria or [])
+    )
+    apart = (CUSTOMER_STEP, JUDGE_STEP)
+    history = recent_turn_tokens_by_mode(client=client, days=HISTORY_DAYS, calls_apart=apart)
+    calls = recent_calls_by_step(client=client, steps=apart, days=HISTORY_DAYS)
+    customer = _expected(calls.get(CUSTOMER_STEP), TYPICAL_CUSTOMER_CALL_TOKENS)
+    judge = _expected(calls.get(JUDGE_STEP), TYPICAL_JUDGE_CALL_TOKENS)
+    per_turn: dict[str, PerTurn] = {}
     tokens, cost, billed = 0, Decimal(0), Decimal(0)
     for side_name in plan.sides:
         side = side_for(
             client=client, overrides=plan.clean if side_name == SideName.CANDIDATE else {}
         )
         mode = mode_that_runs(side.plan.ai_mode)
-        side_tokens = turns_per_side * turn_token_estimate(side.plan, mode)
+        typical = TYPICAL_TURN_TOKENS.get(mode, TYPICAL_TURN_TOKENS["deliberative"])
+        figure = _expected(
+            history.get(mode),
+            typical[1 if side.plan.evaluation_enabled else 0],
+            cap=turn_token_estimate(side.plan, mode),
+        )
+        per_turn.setdefault(mode, figure)
+        if customer_calls:
+            per_turn.setdefault("customer", customer)
+        if judge_calls:
+            per_turn.setdefault("judge", judge)
+        side_tokens = (
+            turns_per_side * figure.tokens
+            + customer_calls * customer.tokens
+            + judge_calls * judge.tokens
+        )
         price = ModelPrice.objects.filter(model=side.model or side.config["model"]).first()
         side_cost = Decimal(0)
         if price is not None:
@@ -319,6 +432,7 @@ def _estimate(*, client: Client, plan: _Plan) -> RunEstimate:
         billed_usd=money(billed),
         budget=simulation_budget_status(client=client),
         held=tokens_held_by_runs_in_flight(client=client),
+        per_turn=per_turn,
     )
 
 

@@ -12,6 +12,7 @@ import pytest
 from django.urls import reverse
 
 from apps.accounts.models import Role
+from apps.simulations import services
 from apps.simulations.models import RunStatus, SimCase, SimulationRun
 from apps.simulations.schema import case_validate
 from tests.api.conftest import make_tenant_data
@@ -226,7 +227,7 @@ def new_simulation_form(client_a: Any, **fields: Any) -> dict[str, Any]:
 
 
 def test_the_new_simulation_form_shows_the_budget_and_the_estimate(agent, client_a):
-    make_case(client_a, "one")  # two customer turns
+    case = make_case(client_a, "one")  # two customer turns, judged criteria
     url = reverse("admin:simulations_simulationrun_add")
     page = agent.get(url).content.decode()
     assert 'id="simulation-budget"' in page
@@ -234,8 +235,13 @@ def test_the_new_simulation_form_shows_the_budget_and_the_estimate(agent, client
     estimated = agent.post(url, new_simulation_form(client_a, _estimate="1"))
     assert estimated.status_code == 200
     page = estimated.content.decode()
-    # 2 turns × 2 sides × an adaptive turn's 12,000-token estimate
-    assert 'id="simulation-estimate"' in page and "about 48,000 tokens" in page
+    # 2 turns × 2 sides × an adaptive turn's typical tokens (no history yet; the form's
+    # evaluation is off), and the judge's call per case run; the basis is said
+    assert case.criteria
+    typical = services.TYPICAL_TURN_TOKENS["adaptive"][0]
+    expected = 4 * typical + 2 * services.TYPICAL_JUDGE_CALL_TOKENS
+    assert 'id="simulation-estimate"' in page and f"about {expected:,} tokens" in page
+    assert f"Expected per turn — adaptive: {typical:,} tokens a turn, typical figures." in page
     assert not SimulationRun.objects.unscoped("test checks the database directly").exists()
 
 

@@ -118,11 +118,15 @@ def test_the_estimate_shows_tokens_dollars_and_the_budget(shop, webhook, setting
     response = agent.post(ESTIMATE, {"selection": {}}, format="json")
     assert response.status_code == 200, response.content
     body = response.json()
-    # (2 turns + 2 attempts × 1 turn) × 2 sides, each an adaptive turn's reserve
-    per_turn = settings.BILLING_TURN_TOKEN_RESERVE
+    # (2 turns + 2 attempts × 1 turn) × 2 sides, each an adaptive turn's typical tokens (no
+    # history yet), never above a turn's reserve
+    typical = services.TYPICAL_TURN_TOKENS["adaptive"][1 if shop.plan.evaluation_enabled else 0]
+    per_turn = min(typical, settings.BILLING_TURN_TOKEN_RESERVE)
     assert body["case_runs"] == 6
     assert body["turns"] == 8
     assert body["tokens"] == 8 * per_turn
+    assert body["per_turn"] == {"adaptive": {"tokens": per_turn, "basis": "typical", "recent": 0}}
+    assert body["basis"] == f"adaptive: {per_turn:,} tokens a turn, typical figures"
     # gpt-4o-mini: $0.60 per million output tokens, the dearer price; adaptive bills × 1.5
     assert body["cost_usd"] == f"{8 * per_turn * 0.60 / 1_000_000:.8f}"
     assert float(body["billed_usd"]) >= float(body["cost_usd"]) > 0
@@ -136,12 +140,12 @@ def test_the_estimate_shows_tokens_dollars_and_the_budget(shop, webhook, setting
 
 def test_a_run_beyond_the_simulation_budget_is_refused_up_front(shop, webhook, llm):
     make_case(shop, "hours", turns=[{"customer": "When are you open?"}])
-    shop.plan.simulation_monthly_tokens = 10_000  # less than two adaptive turns' estimate
+    shop.plan.simulation_monthly_tokens = 1_000  # less than two adaptive turns' estimate
     shop.plan.save(update_fields=["simulation_monthly_tokens"])
     agent = key_for(shop, Role.AGENT)
     error = assert_error(agent.post(RUNS, {"selection": {}}, format="json"), 400)
     assert error["code"] == "simulation_budget"
-    assert "10,000" in error["message"]
+    assert "1,000" in error["message"]
     assert runs() == 0
     assert llm.calls() == []
     # An operator's grant for this client lifts it.
@@ -152,9 +156,10 @@ def test_a_run_beyond_the_simulation_budget_is_refused_up_front(shop, webhook, l
 
 def test_runs_in_flight_hold_their_estimate(shop, webhook):
     make_case(shop, "hours", turns=[{"customer": "When are you open?"}])
-    shop.plan.simulation_monthly_tokens = 60_000
+    each = services.simulation_run_estimate(client=shop, source="cli", selection={}).tokens
+    shop.plan.simulation_monthly_tokens = 2 * each + each // 2
     shop.plan.save(update_fields=["simulation_monthly_tokens"])
-    # Each run: 2 sides × 1 turn × 12,000 = 24,000 tokens; two fit, a third does not.
+    # Each run holds its estimate (2 sides × 1 turn); two fit, a third does not.
     for _ in range(2):
         services.simulation_run_create(client=shop, source="cli", selection={}, enqueue=False)
     with pytest.raises(services.ApplicationError) as caught:
