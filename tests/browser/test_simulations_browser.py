@@ -65,6 +65,10 @@ def test_a_lead_replays_escalations_against_deliberative_and_reads_the_report(
         Rubric.objects.get_or_create(
             slug=SUPPORT["slug"], defaults={k: v for k, v in SUPPORT.items() if k in fields}
         )
+        # Deliberative is beyond the demo's adaptive plan: a platform operator grants it
+        # (simulations stay within the plan otherwise).
+        demo.playground_modes = ["deliberative"]
+        demo.save(update_fields=["playground_modes"])
         for text in ("Where is my order TH-10042?", "I want to talk to a human"):
             conversation, _trace = make_conversation_with_turn(demo, text)
             escalation_create(
