@@ -1,6 +1,8 @@
 """The languages GuideDesk ships for customers: codes, names and writing direction.
 
-Detection (which language a customer wrote in) and the reply-language rule build on this."""
+Detection (which language a text is written in), the evidence that moves a conversation to
+another language (`language_evidence`: the conversation's language is sticky) and the
+reply-language rule build on this."""
 
 from __future__ import annotations
 
@@ -51,10 +53,11 @@ def language_name(code: str | None) -> str:
 # A text shorter than `SHORT_LETTERS` is judged among the client's allowed languages only
 # (fewer candidates: "gracias" cannot come out Portuguese for a client that serves en and es);
 # a longer one among all shipped languages. The best language must reach `MIN_CONFIDENCE`
-# and be `MIN_RATIO` times as likely as the second; otherwise the answer is "" (unsure: the
-# conversation keeps its language). Chosen on the shipped set of short customer messages
-# (docs/benchmarks.md, "Language detection"): no setting tried there gave a wrong language, only
-# more or fewer "unsure".
+# and be `MIN_RATIO` times as likely as the second; otherwise the answer is "" (unsure). A
+# conversation's language does not follow this guess (see `language_evidence` below); the
+# evaluation checks the assistant's replies with it. Chosen on the shipped set of short
+# customer messages (docs/benchmarks.md, "Language detection"): no setting tried there gave a
+# wrong language, only more or fewer "unsure".
 MIN_LETTERS = 3
 SHORT_LETTERS = 30
 MIN_CONFIDENCE = 0.25
