@@ -200,22 +200,16 @@ _SMALL_TALK = frozenset(
 _SENTENCE_END = ".!?¿¡:;…\n"
 
 
-def _content_words(text: str) -> list[str]:
-    """The words of `text` less `_SMALL_TALK`, each capitalised one that does not start a
-    sentence marked by a leading "^" (a name, or a German noun): "Wo ist Hans?" → Wo ist ^Hans."""
+def _words(text: str) -> list[str]:
+    """The words of `text` but names: capitalised words that do not start a sentence (in a
+    script with capitals; in German also nouns) — "My name is Hans Müller" → My name is."""
     words = []
     for match in _WORD.finditer(text):
         word = match.group()
-        if word.lower().replace("’", "'") in _SMALL_TALK:
-            continue
         before = text[: match.start()].rstrip()
-        starts_sentence = not before or before[-1] in _SENTENCE_END
-        words.append(word if starts_sentence or not word[0].isupper() else "^" + word)
+        if not word[0].isupper() or not before or before[-1] in _SENTENCE_END:
+            words.append(word)
     return words
-
-
-def _capitalised(word: str) -> bool:
-    return word.startswith("^")
 
 
 def clear_language(text: str) -> str:
@@ -226,15 +220,17 @@ def clear_language(text: str) -> str:
     cased = [ch for ch in _LETTER.findall(text) if ch.lower() != ch.upper()]
     if cased and all(ch.isupper() for ch in cased):
         text = text.lower()  # "WHERE IS MY ORDER": shouted, not a run of names
-    words = [word for word in _content_words(text) if not _capitalised(word)]
-    if len(words) < SWITCH_WORDS or len("".join(words)) < SWITCH_LETTERS:
+    words = _words(text)
+    # What counts towards "long enough": not the answers and courtesies ("Nein, vielen Dank").
+    counted = [word for word in words if word.lower().replace("’", "'") not in _SMALL_TALK]
+    if len(counted) < SWITCH_WORDS or len("".join(counted)) < SWITCH_LETTERS:
         return ""
-    if not any(len(word) >= 4 and not word[0].isupper() for word in words):
+    if not any(len(word) >= 4 and not word[0].isupper() for word in counted):
         return ""  # only names and short particles: "Jean-Pierre de la Fontaine"
     scripts_only = _single_script_language(text)
     if scripts_only:
         return scripts_only
-    return _confident(" ".join(words))  # judged without names: "My name is Hans Müller"
+    return _confident(" ".join(words))  # judged without the names
 
 
 def _confident(text: str) -> str:

@@ -424,3 +424,10 @@ def test_the_shipped_short_messages_never_give_a_wrong_language():
     assert wrong == []
     clear = sum(1 for code, got in results if got == code)
     assert clear >= 0.85 * len(results), (clear, len(results))
+
+
+def test_courtesy_words_do_not_make_a_message_long_but_tell_its_language():
+    # "please" does not count towards "long enough", yet it is English: without it "refund on
+    # order" reads German to the detector.
+    assert clear_language("Please refund 150 on order TH-12345") == "en"
+    assert _talk("en", ["Please refund 150 on order TH-12345", "Nein, bitte nicht"]) == "en"
