@@ -8,8 +8,8 @@
  * inline styles in markup (styles are set through the CSSOM, which a strict CSP allows).
  * Options (data attributes): data-widget-key (required), data-label (launcher text for screen
  * readers; default: the widget catalogue's "Chat with us" in the chat's language),
- * data-language (the chat's language, e.g. "es"; default: the customer's own, then this page's
- * <html lang>, the browser's, the client's — docs/widget.md "Languages").
+ * data-language or data-lang (the chat's language, e.g. "es"; default: the customer's own, then
+ * this page's <html lang>, the browser's, the client's — docs/widget.md "Languages").
  * A signed-in customer (docs/widget.md "Identity verification"): data-customer-id +
  * data-user-hash (an HMAC your backend computed), or data-identity-token (a short-lived JWT your
  * backend signed) — or the same as window.GuideDeskIdentity = {customer_id, user_hash} /
@@ -32,7 +32,7 @@
   // The languages with a catalogue in static/widget/i18n/ (a test keeps this list true).
   var SHIPPED = ["en", "es", "fr", "de", "pt", "it", "nl", "he", "ar"];
   var RTL = ["ar", "fa", "he", "ur", "yi"];
-  var explicitLanguage = script.getAttribute("data-language") || "";
+  var explicitLanguage = script.getAttribute("data-language") || script.getAttribute("data-lang") || "";
   var pageLanguage = document.documentElement.getAttribute("lang") || "";
   var frameUrl = origin + "/widget/frame/?key=" + encodeURIComponent(key) +
     (explicitLanguage ? "&lang=" + encodeURIComponent(explicitLanguage.slice(0, 16)) : "") +

@@ -34,7 +34,7 @@ from apps.conversations.models import (
     Visibility,
 )
 from apps.core.exceptions import ApplicationError
-from apps.core.languages import allowed_languages, detect
+from apps.core.languages import language_evidence, reply_language
 from apps.core.tenancy import tenant_scope
 
 logger = logging.getLogger(__name__)
@@ -119,19 +119,28 @@ def conversation_start(
     visitor_id: str = "",
     identity: Identity | None = None,
     resume: bool = True,
+    language: str = "",
 ) -> tuple[Conversation, str, bool]:
     """The widget's "start a conversation": returns the conversation, its token and whether
     it was resumed. An anonymous visitor always gets a new conversation. A verified customer
     resumes their open conversation (`customer_open_conversation`: not closed, active within
     the client's "remember the conversation" window) from any device, with the customer token,
     unless `resume` is off ("New chat"); otherwise a new conversation is started and marked
-    verified."""
+    verified.
+
+    A new conversation starts in `language` (the widget's: the shop's data-language, the page's
+    <html lang>, the browser's) when the client serves it, else in the client's default; a
+    resumed one keeps its own (docs/languages.md)."""
     if identity is not None and resume:
         found = customer_open_conversation(client=client, customer_id=identity.customer_id)
         if found is not None:
             conversation_customer_verify(client=client, conversation=found, identity=identity)
             return found, conversation_customer_token(found), True
-    conversation, token = conversation_create(client=client, visitor_id=visitor_id)
+    conversation, token = conversation_create(
+        client=client,
+        visitor_id=visitor_id,
+        language=reply_language(detected=language, client=client),
+    )
     if identity is not None:
         conversation_customer_verify(client=client, conversation=conversation, identity=identity)
     return conversation, token, False
@@ -158,11 +167,13 @@ def customer_open_conversation(*, client: Client, customer_id: str) -> Conversat
 
 
 def message_language(*, client: Client, text: str) -> str:
-    """The language a customer message is written in ('' when unsure), for
-    `Message.language`. Never raises: a failed detection leaves the language unknown and the
-    message is stored all the same."""
+    """The language a customer message gives clear evidence of ('' when none: an order number,
+    a name, "ok"), for `Message.language`: the language the customer asks for, or the one a
+    long enough message is clearly written in (`apps.core.languages.language_evidence`; the
+    conversation's language changes only on it). Never raises: a failed detection leaves the
+    language unknown and the message is stored all the same."""
     try:
-        return detect(text, candidates=allowed_languages(client))
+        return language_evidence(text)
     except Exception:
         logger.exception("language detection failed")
         return ""

@@ -221,8 +221,9 @@ class Turn:
 
     @property
     def language(self) -> str:
-        """The language this turn replies in: the customer message's detected language when
-        the client allows it, else the conversation's, else the client's default
+        """The language this turn replies in: the language the customer message gave clear
+        evidence of (`Message.language`, `apps.core.languages.language_evidence`) when the
+        client allows it; without evidence the conversation's; else the client's default
         (`apps.core.languages.reply_language`)."""
         if self._language is None:
             self._language = reply_language(

@@ -310,6 +310,7 @@ class WidgetConversationStartApi(WidgetAPIView):
             visitor_id=data.get("visitor_id", ""),
             identity=identity,
             resume=not data.get("new"),
+            language=data.get("language", ""),
         )
         return Response(
             {

@@ -19,6 +19,14 @@ class WidgetConversationStartInSerializer(serializers.Serializer[Any]):
         allow_blank=True,
         help_text="The visitor's identity as your site knows it (optional, unverified).",
     )
+    language = serializers.CharField(
+        max_length=16,
+        required=False,
+        allow_blank=True,
+        help_text="The widget's language (en, es, pt-BR…: the shop's data-language, the page's "
+        "<html lang>, the browser's): a new conversation starts in it when the client serves "
+        "it, else in the client's default.",
+    )
     # Identity verification (docs/widget.md): a signed customer id, or a signed JWT.
     customer_id = serializers.CharField(
         max_length=255,

@@ -315,7 +315,9 @@
 
   function ensureConversation() {
     if (state.conversation) return Promise.resolve(state.conversation);
-    const body = identityBody(state.newChat ? { new: true } : {});
+    // The conversation starts in the chat's language (data-language, the page's <html lang>,
+    // the browser's…) and keeps it until the customer clearly writes in, or asks for, another.
+    const body = identityBody(Object.assign({ language: lang }, state.newChat ? { new: true } : {}));
     return api("POST", "conversations", body).then(function (result) {
       if (!result.ok || !result.data || !result.data.id) throw new Error(errorText(result));
       state.newChat = false;
@@ -702,8 +704,9 @@
       .then(function (result) {
         if (!result.ok || !result.data || !result.data.message) throw new Error(errorText(result));
         pending.remove();
-        // The customer's own language: the one the server detected in this message; a message
-        // too short to tell ("" — "ok", an order number) keeps the chat as it is. A server that
+        // The customer's own language, sticky like the conversation's: the server reports one
+        // only on clear evidence (a long clear message, or the customer asking for a language);
+        // "" — an order number, a name, "ok", "Ja" — keeps the chat as it is. A server that
         // reports no message language at all: the conversation's (reply) language.
         const sent = result.data.message;
         conversationLanguage("language" in sent ? sent.language : result.data.language);

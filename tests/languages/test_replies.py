@@ -111,7 +111,7 @@ def test_a_failing_detector_never_loses_the_message(shop, llm, webhook, monkeypa
     def broken(*args: Any, **kwargs: Any) -> str:
         raise RuntimeError("detector down")
 
-    monkeypatch.setattr("apps.conversations.services.detect", broken)
+    monkeypatch.setattr("apps.conversations.services.language_evidence", broken)
     llm.script("assess", assess(response="We open at 9.", confidence=9))
     conversation, _ = conversation_create(client=shop)
     message = handle_turn(client=shop, conversation=conversation, text="When do you open?")
