@@ -41,6 +41,7 @@ from apps.knowledge.services.articles import (
     is_http_url,
 )
 from apps.tools.approval_rules import approval_rule_problems
+from apps.tools.preconditions import precondition_problems
 
 Slug = Annotated[str, Field(pattern=r"^[-a-zA-Z0-9_]+$", min_length=1, max_length=50)]
 Money = Annotated[Decimal, Field(ge=0, max_digits=12, decimal_places=6)]
@@ -163,12 +164,24 @@ class ToolIn(_Strict):
     approval_rule: dict[str, Any] = Field(default_factory=dict)
     # Runs only for a verified customer, whose id its webhook receives (docs/widget.md).
     customer_scoped: bool = False
+    # A destructive tool's read before its question (apps/tools/preconditions.py): {} = none.
+    precondition: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _approval_rule(self) -> ToolIn:
         problems = approval_rule_problems(self.approval_rule, self.parameters)
         if problems:
             raise ValueError("approval_rule: " + "; ".join(problems))
+        return self
+
+    @model_validator(mode="after")
+    def _precondition(self) -> ToolIn:
+        # Its read tool is checked with the client's other tools (ClientIn._preconditions).
+        problems = precondition_problems(
+            self.precondition, kind=self.kind, parameters=self.parameters, read_tools=None
+        )
+        if problems:
+            raise ValueError("precondition: " + "; ".join(problems))
         return self
 
     @field_validator("parameters")
@@ -339,6 +352,23 @@ class ClientIn(_Strict):
                     f"email_code.tool: {self.email_code.tool!r} is a {kind} tool; the address "
                     "is looked up with a read tool"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _preconditions(self) -> ClientIn:
+        # A read tool of this file is checked here; one not in the file against the client's
+        # stored tools when the file is imported (services._check_preconditions).
+        tools = {tool.name: (tool.kind, tool.parameters) for tool in self.tools}
+        problems = [
+            f"tools[{index}].precondition: {problem}"
+            for index, tool in enumerate(self.tools)
+            if tool.precondition and tool.precondition.get("tool") in tools
+            for problem in precondition_problems(
+                tool.precondition, kind=tool.kind, parameters=tool.parameters, read_tools=tools
+            )
+        ]
+        if problems:
+            raise ValueError("; ".join(problems))
         return self
 
     @model_validator(mode="after")

@@ -25,6 +25,7 @@ from apps.provisioning.importer import ClientIn, executor_settings, parse_tenant
 from apps.simulations.cases import cases_import
 from apps.tools.executors import executor_for, settings_for
 from apps.tools.models import ClientTool
+from apps.tools.preconditions import precondition_problems
 
 
 @dataclass
@@ -142,12 +143,14 @@ def _import_client(*, spec: ClientIn, plan: Plan, index: int = 0) -> ImportedCli
             "executor_type": executor.type,
             "result_template": tool.result_template,
             "approval_rule": tool.approval_rule,
+            "precondition": tool.precondition,
             "customer_scoped": tool.customer_scoped,
             **settings_for(executor.type, executor.column_values(settings)),
         }
         if "timeout_seconds" in values:
             values["timeout_seconds"] = float(values["timeout_seconds"])
         _upsert(ClientTool, {"client": client, "name": tool.name}, values)
+    _check_preconditions(client=client, spec=spec, index=index)
 
     if spec.email_code is not None:
         _import_email_code(client=client, spec=spec, index=index)
@@ -170,6 +173,27 @@ def _import_client(*, spec: ClientIn, plan: Plan, index: int = 0) -> ImportedCli
         api_key=secret,
         identity_secret=identity_secret,
     )
+
+
+def _check_preconditions(*, client: Client, spec: ClientIn, index: int) -> None:
+    """A precondition's read tool that is not in the file must be one of the client's stored
+    tools (the file's own were checked with the file: `ClientIn._preconditions`)."""
+    stored = {t.name: (t.kind, t.parameters) for t in ClientTool.objects.for_client(client)}
+    fields = {
+        f"clients[{index}].tools[{i}].precondition": "; ".join(problems)
+        for i, tool in enumerate(spec.tools)
+        if tool.precondition
+        and (
+            problems := precondition_problems(
+                tool.precondition, kind=tool.kind, parameters=tool.parameters, read_tools=stored
+            )
+        )
+    }
+    if fields:
+        lines = "\n".join(f"  {path}: {message}" for path, message in fields.items())
+        raise ApplicationError(
+            f"Invalid tenant file:\n{lines}", {"fields": fields}, code="invalid_file"
+        )
 
 
 def _raise_invalid(exc: ApplicationError, path: str) -> None:

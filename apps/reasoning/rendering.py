@@ -297,6 +297,25 @@ STEP_VIEWS: dict[str, StepView] = {
             FieldView("answer_only", _("Whole answer (no model call)"), "badge"),
         ),
     ),
+    "precondition": StepView(
+        _("Checked before asking: {tool}"),
+        (
+            FieldView(
+                "outcome",
+                _("Outcome"),
+                "badge",
+                {
+                    "allowed": _("Possible: asked"),
+                    "not_possible": _("Not possible: not asked"),
+                    "unknown": _("Unknown: asked as usual"),
+                },
+            ),
+            FieldView("read_tool", _("Read with"), "fact"),
+            FieldView("state", _("State"), "fact"),
+            FieldView("allowed", _("Allowed states"), "list"),
+            FieldView("reason", _("Reason"), "fact"),
+        ),
+    ),
     "unavailable_tool": StepView(
         _("A tool the client does not have"),
         (

@@ -28,6 +28,7 @@ from apps.notes.selectors import notes_tokens, prompt_notes
 from apps.reasoning import evaluation, guards
 from apps.reasoning.context import tool_schema_text
 from apps.reasoning.llm import LLMError, LLMResult, StreamSink, correction_message, streaming
+from apps.reasoning.preconditions import check_before_asking
 from apps.reasoning.steps import Step, compose
 from apps.reasoning.steps._shared import with_language
 from apps.reasoning.traces import TokenCapExceeded, TurnRecorder, pretty
@@ -477,6 +478,11 @@ def act_on_tool_call(
             guards.confirmation_text(verdict.tool, verdict.params),
         )
     if verdict.action == "confirm":
+        # The object's state first, where the tool declares how to read it: a question about
+        # an action that is not possible (an order already delivered) is never asked.
+        not_possible = check_before_asking(turn, tool=verdict.tool, params=verdict.params)
+        if not_possible:
+            return Outcome([Reply(not_possible, data={"not_possible": verdict.tool.name})])
         if turn.sandbox is not None:
             pending_id = turn.sandbox.propose(turn, tool=verdict.tool, params=verdict.params)
         else:

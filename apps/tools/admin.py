@@ -26,6 +26,7 @@ from apps.tools.approval_rules import approval_rule_problems, approval_rule_text
 from apps.tools.executors import executor_for, executors, settings_fields, settings_for
 from apps.tools.executors import webhook as webhook_executor
 from apps.tools.models import ApprovalRequest, ClientTool, PendingAction, ToolExecution
+from apps.tools.preconditions import precondition_problems
 
 TOOL_NAME_RE = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]{0,63}$")
 
@@ -125,6 +126,12 @@ class ClientToolAdminForm(forms.ModelForm):
             "The approval comes after the customer's confirmation and every safety check."
         ),
     )
+    precondition = PrettyJSONField(
+        label=ClientTool._meta.get_field("precondition").verbose_name,
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4, "cols": 90, "style": "font-family:monospace"}),
+        help_text=ClientTool._meta.get_field("precondition").help_text,
+    )
 
     class Meta:
         model = ClientTool
@@ -137,6 +144,7 @@ class ClientToolAdminForm(forms.ModelForm):
             "customer_scoped",
             "parameters",
             "approval_rule",
+            "precondition",
             "executor_type",
             *settings_fields(),
             "result_template",
@@ -192,6 +200,30 @@ class ClientToolAdminForm(forms.ModelForm):
             )
         return schema
 
+    def _precondition(self, cleaned: dict[str, Any]) -> None:
+        """Checked like the tenant file's (apps/tools/preconditions.py), against this client's
+        other tools."""
+        value = cleaned.get("precondition") or {}
+        cleaned["precondition"] = value
+        if not value or "precondition" in self.errors or "parameters" not in cleaned:
+            return
+        client = cleaned.get("client") or getattr(self.instance, "client", None)
+        tools = (
+            {
+                t.name: (t.kind, t.parameters)
+                for t in ClientTool.objects.for_client(client).exclude(pk=self.instance.pk)
+            }
+            if client is not None
+            else {}
+        )
+        for problem in precondition_problems(
+            value,
+            kind=cleaned.get("kind") or "",
+            parameters=cleaned["parameters"],
+            read_tools=tools,
+        ):
+            self.add_error("precondition", problem)
+
     def _secrets(self, cleaned: dict[str, Any]) -> None:
         """Turn the write-only fields into the secrets to store (empty = keep)."""
         stored = self.instance if self.instance.pk else None
@@ -221,6 +253,7 @@ class ClientToolAdminForm(forms.ModelForm):
         if "parameters" in cleaned and "approval_rule" not in self.errors:
             for problem in approval_rule_problems(rule, cleaned["parameters"]):
                 self.add_error("approval_rule", problem)
+        self._precondition(cleaned)
         executor = executor_for(cleaned.get("executor_type") or "")
         if executor is None:
             return cleaned
@@ -306,6 +339,7 @@ class ClientToolAdmin(TenantScopedAdmin):
                 ),
             },
         ),
+        (_("Check before asking"), {"fields": ["precondition"]}),
         (
             _("How it runs"),
             {

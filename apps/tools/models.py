@@ -6,6 +6,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from apps.core.models import TenantOwnedModel
+from apps.tools import preconditions
 
 
 class ToolKind(models.TextChoices):
@@ -83,6 +84,11 @@ class ClientTool(TenantOwnedModel):
             'confirmation and every guard): empty = never, {"always": true}, or a threshold '
             'such as {"param": "amount", "above": 100}; optional "timeout_minutes".'
         ),
+    )
+    # What a destructive call's object must be like before its question is asked
+    # (apps/tools/preconditions.py); {} = always ask.
+    precondition = models.JSONField(
+        preconditions.LABEL, default=dict, blank=True, help_text=preconditions.HELP
     )
 
     class Meta:

@@ -74,7 +74,7 @@ def test_a_refund_above_the_threshold_waits_for_a_teammate_and_runs_once(
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     customer.screenshot(path=str(SCREENSHOTS / "approval-widget-waiting.png"))
     with db_lock:
-        assert ToolExecution.objects.unscoped(ALL).count() == 0
+        assert ToolExecution.objects.unscoped(ALL).filter(tool__name="request_refund").count() == 0
         approval = ApprovalRequest.objects.unscoped(ALL).get()
     assert approval.status == ApprovalStatus.PENDING and approval.params == PARAMS
 
@@ -101,7 +101,7 @@ def test_a_refund_above_the_threshold_waits_for_a_teammate_and_runs_once(
     # approving again (a second click from a stale page) runs nothing
     agent.go_back()
     with db_lock:
-        executions = list(ToolExecution.objects.unscoped(ALL).all())
+        executions = list(ToolExecution.objects.unscoped(ALL).filter(tool__name="request_refund"))
         told = Message.objects.unscoped(ALL).filter(data__outcome="succeeded").count()
     assert len(executions) == 1 and executions[0].idempotency_key == approval.idempotency_key
     assert told == 1

@@ -96,7 +96,10 @@ def test_chat_typing_indicator_and_the_three_turn_cancel(
     expect(confirmation.get_by_role("button", name="No")).to_be_visible()
     taken.append(shot(page, screenshots, "widget-confirm.png"))
     assert (
-        ToolExecution.objects.unscoped("test checks the database directly").count() == 0
+        ToolExecution.objects.unscoped("test checks the database directly")
+        .filter(tool__name="cancel_order")
+        .count()
+        == 0
     )  # nothing runs before the customer confirms
 
     # Turn 3: "Yes" (the button sends the word) → the tool runs once → the result.
@@ -122,7 +125,9 @@ def test_chat_typing_indicator_and_the_three_turn_cancel(
     expect(frame.get_by_label("Your message")).to_be_focused()
     taken.append(shot(page, screenshots, "widget-confirm-done.png"))
 
-    execution = ToolExecution.objects.unscoped("test checks the database directly").get()
+    execution = ToolExecution.objects.unscoped("test checks the database directly").get(
+        tool__name="cancel_order"
+    )
     assert execution.status == "succeeded" and execution.params == {"order_id": ORDER}
     assert (
         PendingAction.objects.unscoped("test checks the database directly").get().status

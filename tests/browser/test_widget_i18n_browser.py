@@ -316,7 +316,9 @@ def test_a_hebrew_customer_cancels_in_three_turns(
     yes = confirmation.get_by_role("button", name=w["yes"], exact=True)
     expect(yes).to_have_text("כן")
     expect(confirmation.get_by_role("button", name=w["no"], exact=True)).to_have_text("לא")
-    assert ToolExecution.objects.unscoped("test checks the database directly").count() == 0
+    assert not ToolExecution.objects.unscoped("test checks the database directly").filter(
+        tool__name="cancel_order"
+    )
 
     # Turn 3: "כן" → the tool runs once → the result, in Hebrew.
     llm.script(
@@ -342,7 +344,9 @@ def test_a_hebrew_customer_cancels_in_three_turns(
     expect(frame.locator(".gd-quick")).to_have_count(0)
     page.screenshot(path=str(screenshots / "widget-he-cancelled.png"))
 
-    execution = ToolExecution.objects.unscoped("test checks the database directly").get()
+    execution = ToolExecution.objects.unscoped("test checks the database directly").get(
+        tool__name="cancel_order"
+    )
     assert execution.status == "succeeded" and execution.params == {"order_id": ORDER}
     assert (
         PendingAction.objects.unscoped("test checks the database directly").get().status
@@ -406,7 +410,9 @@ def test_a_spanish_customer_confirms_by_typing(browser: Any, live_server, demo, 
     )
     send(frame, "es", "sí, cancélalo")
     expect(frame.get_by_text(f"El pedido {ORDER} está cancelado")).to_be_visible()
-    execution = ToolExecution.objects.unscoped("test checks the database directly").get()
+    execution = ToolExecution.objects.unscoped("test checks the database directly").get(
+        tool__name="cancel_order"
+    )
     assert execution.status == "succeeded" and execution.params == {"order_id": ORDER}
     page.close()
 

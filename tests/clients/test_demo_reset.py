@@ -39,7 +39,9 @@ def demo(settings) -> Client:
     return Client.objects.get(slug="trailhead")
 
 
-def cancel_as_in_the_readme(client: Client, capture: Any, *, signed_in: bool = True) -> str:
+def cancel_as_in_the_readme(
+    client: Client, capture: Any, *, signed_in: bool = True, texts: list[str] = README_CANCELLATION
+) -> str:
     """The README's three turns in a new conversation — the demo shop page's signed-in demo
     customer's, as the page signs it (docs/widget.md "Identity verification"); the last
     visible reply."""
@@ -50,7 +52,7 @@ def cancel_as_in_the_readme(client: Client, capture: Any, *, signed_in: bool = T
             conversation=conversation,
             identity=Identity(customer_id=DEMO_CUSTOMER_ID, email="", name="", via="hmac"),
         )
-    for text in README_CANCELLATION:
+    for text in texts:
         with capture(execute=True):
             message = handle_turn(client=client, conversation=conversation, text=text)
     reply = (
@@ -72,11 +74,16 @@ def demo_reset(*args: str) -> str:
 def test_the_cancellation_runs_again_after_a_reset(demo, django_capture_on_commit_callbacks):
     first = cancel_as_in_the_readme(demo, django_capture_on_commit_callbacks)
     assert "TH-12345 has been cancelled" in first
-    again = cancel_as_in_the_readme(demo, django_capture_on_commit_callbacks)
-    assert "already cancelled" in again  # the demo's order book remembers
+    # The demo's order book remembers: the order is read before the question, and the customer
+    # is told it is cancelled already instead of being asked to confirm.
+    again = cancel_as_in_the_readme(
+        demo, django_capture_on_commit_callbacks, texts=README_CANCELLATION[:2]
+    )
+    assert "isn't possible for order id TH-12345: its status is cancelled" in again
 
     output = demo_reset()
-    assert "trailhead: removed 2 conversation(s), 2 tool run(s)" in output
+    # the first time: the status read and the cancellation; the second: the status read
+    assert "trailhead: removed 2 conversation(s), 3 tool run(s)" in output
     assert Conversation.objects.filter(client=demo).count() == 0
     assert ToolExecution.objects.filter(client=demo).count() == 0
 

@@ -37,6 +37,7 @@ TOOL_ROWS = {
     "executor_type",
     "result_template",
     "approval_rule",
+    "precondition",
     "customer_scoped",
     "generate_secret",
     "generate_rotation_secret",

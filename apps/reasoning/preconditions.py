@@ -1,0 +1,165 @@
+"""Read the object's state before a destructive action is put to the customer.
+
+A destructive tool may name a precondition (`ClientTool.precondition`,
+apps/tools/preconditions.py): a read tool of the client that looks the object up, the result
+field holding its state, and the states in which the action is possible. Right before the turn
+would ask "this can't be undone — reply yes", `check_before_asking` runs that read tool:
+
+- in an allowed state the question is asked as before;
+- in any other state the customer is told plainly, in their language, that the action is not
+  possible (and why: the state) — no question, no pending action, no destructive call;
+- when nothing can be read (no precondition, a value the read needs is missing, the read tool
+  is unknown, switched off, not a read tool or refused by the guards, the call budget is spent,
+  the read fails, its result has no such field) the question is asked as before. Never a 500.
+
+The read is a tool call like any other: the guards decide whether it may run (enabled,
+configured, customer_scoped, JSON Schema, the per-turn call budget and no repeats); it is
+recorded as `tool_call` / `tool_result` internal messages and a `tool` trace step, and what
+was decided as the trace step `precondition` (and, when not possible, a `guard` message). A
+read is never destructive, so it needs no confirmation; the destructive tool itself still runs
+only after a later message confirmed its exact params.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from apps.conversations.models import Kind
+from apps.reasoning import guards
+from apps.reasoning.traces import pretty
+from apps.tools.models import ClientTool, ExecutionStatus, ToolKind
+from apps.tools.preconditions import Precondition, not_possible_text, precondition_of
+from apps.tools.services import tool_execute
+
+if TYPE_CHECKING:
+    from apps.reasoning.turn import Turn
+
+STEP = "precondition"
+
+
+def check_before_asking(turn: Turn, *, tool: ClientTool, params: dict[str, Any]) -> str:
+    """'' when the confirmation question about `tool` with `params` is to be asked; else the
+    reply that says the action is not possible in the object's current state."""
+    precondition = precondition_of(tool.precondition)
+    if precondition is None:
+        return ""  # nothing declared: nothing recorded, the question as always
+    record: dict[str, Any] = {"tool": tool.name, "read_tool": precondition.tool}
+    read_params = precondition.read_params(params)
+    if read_params is None:
+        return _ask(turn, record, "read_params_missing")
+    record["params"] = read_params
+    read_tool = turn.tools_by_name.get(precondition.tool)
+    if read_tool is None or read_tool.kind != ToolKind.READ:
+        return _ask(turn, record, "read_tool_unavailable")
+    verdict = guards.check_tool_call(
+        tools_by_name=turn.tools_by_name,
+        name=read_tool.name,
+        params=read_params,
+        confirmed=None,
+        calls_this_turn=turn.calls,
+        customer_verified=turn.customer_verified,
+    )
+    if verdict.action != "run":
+        return _ask(turn, record, verdict.reason or verdict.action)
+    ok, result, error = _read(turn, tool=read_tool, params=read_params)
+    if not ok:
+        record["error"] = error
+        return _ask(turn, record, "read_failed")
+    return _decide(turn, record, precondition, tool=tool, result=result)
+
+
+def _decide(
+    turn: Turn,
+    record: dict[str, Any],
+    precondition: Precondition,
+    *,
+    tool: ClientTool,
+    result: Any,
+) -> str:
+    state = precondition.state(result)
+    record |= {"field": precondition.field, "allowed": list(precondition.allowed)}
+    if state is None:
+        return _ask(turn, record, "no_state")
+    record["state"] = state
+    if precondition.allows(state):
+        record["outcome"] = "allowed"
+        turn.rec.step(STEP, input_summary=f"{tool.name} {pretty(record['params'])}", output=record)
+        return ""
+    record["outcome"] = "not_possible"
+    turn.rec.step(STEP, input_summary=f"{tool.name} {pretty(record['params'])}", output=record)
+    turn.rec.internal(
+        Kind.GUARD,
+        f"NOT POSSIBLE: {tool.name} — {precondition.field} is {state!r} "
+        f"(allowed: {', '.join(map(str, precondition.allowed))}); nothing asked, nothing run",
+        record,
+    )
+    # The details the customer recognises the object by: the params the read was made with,
+    # under the destructive tool's own names.
+    details = {own: record["params"][read] for read, own in precondition.params.items()}
+    return not_possible_text(action=tool.name, details=details, state=state)
+
+
+def _ask(turn: Turn, record: dict[str, Any], reason: str) -> str:
+    """Nothing could be read: the question is asked as it always was."""
+    turn.rec.step(STEP, output={**record, "outcome": "unknown", "reason": reason})
+    return ""
+
+
+def _read(turn: Turn, *, tool: ClientTool, params: dict[str, Any]) -> tuple[bool, Any, str]:
+    """Run the read tool once, recorded like every tool call (`turn.run_tool` does the same for
+    the call the model proposed); (ok, result, error). A failure is a value, never raised."""
+    phash = guards.params_hash(params)
+    turn.calls.append((tool.name, phash))
+    turn.tools_run.append(str(tool.kind))
+    key = f"turn-{turn.rec.trace.pk}-{tool.name}-{phash[:20]}"
+    turn.rec.ensure_open()  # never act for a customer a person has taken over
+    turn.rec.internal(
+        Kind.TOOL_CALL,
+        f"{tool.name} {pretty(params)}",
+        {
+            "tool": tool.name,
+            "kind": tool.kind,
+            "params": params,
+            "idempotency_key": key,
+            "purpose": STEP,
+        },
+    )
+    if turn.sandbox is not None:
+        # A simulation: the case's stub answers (no stub: an empty result, so nothing is known
+        # and the question is asked); no webhook is called.
+        execution = turn.sandbox.execute(turn, tool=tool, params=params, pending=None)
+    else:
+        execution = tool_execute(
+            client=turn.client,
+            tool=tool,
+            params=params,
+            idempotency_key=key,
+            conversation=turn.conversation,
+            trace=turn.rec.trace,
+        )
+    turn.rec.trace.tool_calls += 1
+    ok = execution.status == ExecutionStatus.SUCCEEDED
+    outcome = {"ok": ok, "result": execution.result, "error": execution.error}
+    sandboxed = {"sandbox": True, "params": params} if turn.sandbox is not None else {}
+    turn.rec.step(
+        "tool",
+        input_summary=f"{tool.name} {pretty(params)}",
+        output={
+            **outcome,
+            "attempts": execution.attempts,
+            "execution": execution.pk,
+            **sandboxed,
+        },
+        latency_ms=execution.latency_ms,
+        error=execution.error,
+    )
+    turn.rec.internal(
+        Kind.TOOL_RESULT,
+        pretty(execution.result) if ok else f"failed: {execution.error}",
+        {"execution": execution.pk, **outcome},
+    )
+    turn.add_source(
+        f"tool result: {tool.name}",
+        pretty(execution.result) if ok else f"failed: {execution.error}",
+    )
+    return ok, execution.result, execution.error
