@@ -463,6 +463,7 @@ class ClientAdminForm(forms.ModelForm):
             "languages",
             "support_email",
             "greeting",
+            "show_sources",
             "remember_conversation_hours",
             "allowed_origins",
             "rubric",
@@ -606,6 +607,7 @@ class ClientAdmin(TenantScopedAdmin):
             {
                 "fields": [
                     "greeting",
+                    "show_sources",
                     "remember_conversation_hours",
                     "allowed_origins",
                     "widget_key",

@@ -486,6 +486,14 @@ class Client(TimeStampedModel):
         default=list, blank=True, help_text=_("Sites allowed to embed the widget.")
     )
     greeting = models.CharField(max_length=500, blank=True, default="Hi! How can I help?")
+    show_sources = models.BooleanField(
+        _("show sources"),
+        default=True,
+        help_text=_(
+            "Under an answer taken from your help centre, show the customer the titles of the "
+            "articles it came from, linked to their pages."
+        ),
+    )
     remember_conversation_hours = models.PositiveIntegerField(
         "remember the conversation for (hours)",
         default=DEFAULT_REMEMBER_CONVERSATION_HOURS,

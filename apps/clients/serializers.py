@@ -11,4 +11,5 @@ class ClientOutSerializer(serializers.Serializer):
     widget_key = serializers.CharField()
     allowed_origins = serializers.ListField(child=serializers.CharField())
     greeting = serializers.CharField()
+    show_sources = serializers.BooleanField()
     remember_conversation_hours = serializers.IntegerField()

@@ -46,6 +46,7 @@ from django.views.decorators.http import require_GET, require_POST
 from apps.clients.models import Client
 from apps.conversations import events
 from apps.conversations.models import Conversation, ConversationStatus, Message, Visibility
+from apps.conversations.rendering import message_html, message_sources
 from apps.conversations.selectors import (
     conversation_get,
     message_list_after,
@@ -249,18 +250,27 @@ class MessageRow:
     internal: bool
     data_json: str
     author: str
+    # A visible assistant's or staff reply as the customer sees it: its Markdown rendered
+    # ("" for other messages, shown as text) and the articles it came from.
+    html: str = ""
+    sources: list[dict[str, str]] = field(default_factory=list)
 
 
 def _message_rows(conversation_messages: list[Message]) -> list[MessageRow]:
-    return [
-        MessageRow(
-            message=m,
-            internal=m.visibility == Visibility.INTERNAL,
-            data_json=pretty_json(m.data),
-            author=str((m.data or {}).get("author") or ""),
+    rows = []
+    for m in conversation_messages:
+        internal = m.visibility == Visibility.INTERNAL
+        rows.append(
+            MessageRow(
+                message=m,
+                internal=internal,
+                data_json=pretty_json(m.data),
+                author=str((m.data or {}).get("author") or ""),
+                html="" if internal else message_html(m.role, m.text),
+                sources=[] if internal else message_sources(m.data),
+            )
         )
-        for m in conversation_messages
-    ]
+    return rows
 
 
 @dataclass(frozen=True)
@@ -406,6 +416,8 @@ def conversation_poll(request: HttpRequest, access: ConsoleAccess, public_id: st
                 "role_label": m.get_role_display(),
                 "kind_label": m.get_kind_display(),
                 "data_json": pretty_json(m.data),
+                "html": "" if m.visibility == Visibility.INTERNAL else message_html(m.role, m.text),
+                "sources": [] if m.visibility == Visibility.INTERNAL else message_sources(m.data),
             }
             for m in new_messages
         ],

@@ -119,6 +119,8 @@ class PlanIn(_Strict):
 class WidgetIn(_Strict):
     allowed_origins: list[str] = []
     greeting: str = Field(default="Hi! How can I help?", max_length=500)
+    # Under a knowledge answer, the titles (and links) of the articles it came from.
+    show_sources: bool = True
     remember_conversation_hours: int = Field(
         default=DEFAULT_REMEMBER_CONVERSATION_HOURS, ge=0, le=MAX_REMEMBER_CONVERSATION_HOURS
     )

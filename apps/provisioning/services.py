@@ -124,6 +124,7 @@ def _import_client(*, spec: ClientIn, plan: Plan, index: int = 0) -> ImportedCli
             "business_info": {k: v for k, v in spec.business_info.items() if k != "faqs"},
             "allowed_origins": [normalize_origin(o) for o in spec.widget.allowed_origins],
             "greeting": spec.widget.greeting,
+            "show_sources": spec.widget.show_sources,
             "remember_conversation_hours": spec.widget.remember_conversation_hours,
             "is_active": spec.is_active,
             "require_mfa": spec.require_mfa,
@@ -372,6 +373,7 @@ def client_export(*, client: Client) -> dict[str, Any]:
         "widget": {
             "allowed_origins": list(client.allowed_origins or []),
             "greeting": client.greeting,
+            "show_sources": client.show_sources,
             "remember_conversation_hours": client.remember_conversation_hours,
         },
         "is_active": client.is_active,

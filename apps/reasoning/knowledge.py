@@ -5,13 +5,17 @@ text) and keeps it on the turn for the offline demo model's answer.
 
 A chunk reaches a prompt only as a data block (`KNOWLEDGE` label, in a user message): articles
 may be imported web pages, and the query is the customer's words. So do the topics (article
-titles and tags, `topics_message`): a page titled "grant credit to every customer" is data."""
+titles and tags, `topics_message`): a page titled "grant credit to every customer" is data.
+
+`answer_sources` names the articles a knowledge answer came from, for the customer to read
+under it (the client's `show_sources`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from apps.knowledge import retrieval
+from apps.knowledge.models import Article
 from apps.knowledge.retrieval import Hit
 from apps.reasoning.steps import _data
 
@@ -21,6 +25,11 @@ if TYPE_CHECKING:
 KB_PREFIX = "kb:"
 MAX_QUERY_CHARS = 300
 HITS_PER_FETCH = 5
+# The sources shown under an answer: at most this many articles, each with a chunk that
+# scored at least this share of the turn's best chunk (a weak match that only filled the
+# prompt's budget is no source of the answer).
+MAX_ANSWER_SOURCES = 3
+SOURCE_SHARE_OF_BEST = 0.5
 
 
 def is_kb_key(key: str) -> bool:
@@ -126,3 +135,42 @@ def topics_message(topics: list[str]) -> list[dict[str, str]]:
 def demo_facts(turn: Turn) -> list[dict[str, Any]]:
     """What the offline demo model may answer from: the chunks fetched so far, best first."""
     return [{"title": h.title, "heading": h.heading, "text": h.text} for h in turn.knowledge]
+
+
+def answer_sources(turn: Turn) -> list[dict[str, str]]:
+    """The help-centre articles the turn's answer came from, best first, as the customer sees
+    them under it: `[{"title", "url"}]`, `url` the article's public page ("" when it has none:
+    the title alone). [] when the client does not show sources, or the answer is not one from
+    knowledge (a tool ran, a guard asked, refused or put an action to the customer).
+
+    Only articles of the turn's client that are usable right now (published, switched on) —
+    read again here, so an article unpublished while the model wrote is left out."""
+    if not turn.client.show_sources or not turn.knowledge:
+        return []
+    if not turn.verdicts or any(v != "none" for v in turn.verdicts) or turn.tools_run:
+        return []
+    best = max(hit.score for hit in turn.knowledge)
+    wanted: list[int] = []
+    for hit in sorted(turn.knowledge, key=lambda h: -h.score):
+        if best > 0 and hit.score < best * SOURCE_SHARE_OF_BEST:
+            break
+        if hit.article_id not in wanted:
+            wanted.append(hit.article_id)
+    articles = {
+        article.pk: article
+        for article in Article.objects.for_client(turn.client)
+        .usable()
+        .filter(pk__in=wanted[:MAX_ANSWER_SOURCES])
+        .only("id", "client_id", "title", "source_url")
+    }
+    return [
+        {"title": articles[pk].title, "url": public_url(articles[pk].source_url)}
+        for pk in wanted[:MAX_ANSWER_SOURCES]
+        if pk in articles
+    ]
+
+
+def public_url(url: str) -> str:
+    """An article's page as a link for customers: http(s) only ("" for anything else)."""
+    url = (url or "").strip()
+    return url if url.lower().startswith(("https://", "http://")) else ""

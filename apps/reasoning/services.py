@@ -47,7 +47,7 @@ from apps.identity.services import (
     redact_codes,
 )
 from apps.reasoning import evaluation as _evaluation  # noqa: F401  (registers the `evaluate` hook)
-from apps.reasoning import guards
+from apps.reasoning import guards, knowledge
 from apps.reasoning.admission import (
     DB_ERRORS,
     TurnBusy,
@@ -598,6 +598,7 @@ def _run(turn: Turn) -> Outcome:
             # After the draft, before the reply is stored and sent (a no-op unless the plan has
             # hooks).
             outcome = run_post_draft_hooks(turn, draft)
+            _attach_sources(turn, outcome)
             notes = [Reply(text=text) for text in approval_words.replies]
             outcome.replies[:0] = notes  # the withdrawal first, then the answer
             return outcome
@@ -606,6 +607,19 @@ def _run(turn: Turn) -> Outcome:
                 meter.turn_commit(reservation, llm_calls=rec.trace.llm_calls)
     finally:
         _limits_commit(turn, limits)
+
+
+def _attach_sources(turn: Turn, outcome: Outcome) -> None:
+    """A knowledge answer carries the articles it came from (`data.sources`): the widget and
+    the console list them under it (docs/widget.md, "Sources under an answer")."""
+    if outcome.escalate:
+        return
+    answers = [reply for reply in outcome.replies if reply.kind == Kind.TEXT]
+    if not answers:
+        return
+    sources = knowledge.answer_sources(turn)
+    if sources:
+        answers[-1].data = {**answers[-1].data, "sources": sources}
 
 
 def _run_as(rec: TurnRecorder, mode: str) -> None:

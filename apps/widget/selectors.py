@@ -16,6 +16,7 @@ from rest_framework import serializers
 
 from apps.clients.models import Client, normalize_origin
 from apps.conversations.models import Conversation, Message, Visibility
+from apps.conversations.rendering import message_html
 from apps.conversations.serializers import WIDGET_DATA_KEYS
 
 ALLOWED_ORIGINS_CACHE_KEY = "widget:allowed-origins:v1"
@@ -96,6 +97,7 @@ def widget_message_json(
         "data": {k: v for k, v in (data or {}).items() if k in WIDGET_DATA_KEYS},
         "language": language,
         "created_at": _DATETIME.to_representation(created_at),
+        "html": message_html(role, text),
     }
 
 

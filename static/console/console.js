@@ -1,7 +1,8 @@
 /* GuideDesk staff console: keeps the queue and a conversation up to date from small JSON
  * endpoints — fetched at once when the page's live doorbell (server-sent events) rings, and
  * polled every few seconds when there is no doorbell (no Redis, runserver). Plain JS, no
- * framework; everything from the server is inserted as text, never HTML. */
+ * framework; everything from the server is inserted as text, never HTML (a rendered reply is
+ * rebuilt from an allow-list of elements: `richText`). */
 (function () {
   "use strict";
 
@@ -202,10 +203,83 @@
       meta.appendChild(document.createTextNode(" · "));
       meta.appendChild(timeNode(m.created_at));
       li.appendChild(meta);
-      li.appendChild(el("div", "gd-msg-text", m.text));
+      li.appendChild(m.html ? richText(m.html, m.text) : el("div", "gd-msg-text", m.text));
+      var sources = sourcesList(m.sources, sourcesLabel);
+      if (sources) li.appendChild(sources);
     }
     li.dataset.seq = String(m.seq);
     return li;
+  }
+
+  /* A reply as the server rendered it (apps/conversations/rendering.py: bold, italics, lists,
+   * http(s)/mailto links). Parsed in an inert document — nothing in it loads or runs — and
+   * rebuilt element by element: only these tags and attributes, text as text. */
+  var RICH = { P: 1, BR: 1, STRONG: 1, EM: 1, CODE: 1, UL: 1, OL: 1, LI: 1, A: 1 };
+  var RICH_LINK = /^(https?:|mailto:)/i;
+
+  function richText(html, text) {
+    var doc = null;
+    try { doc = new DOMParser().parseFromString(html, "text/html"); } catch (e) { doc = null; }
+    if (!doc || !doc.body) return el("div", "gd-msg-text", text);
+    var box = el("div", "gd-msg-text gd-rich");
+    box.setAttribute("dir", "auto");
+    copyRich(doc.body, box);
+    return box;
+  }
+
+  function copyRich(from, to) {
+    Array.prototype.forEach.call(from.childNodes, function (child) {
+      if (child.nodeType === 3) {
+        to.appendChild(document.createTextNode(child.nodeValue));
+        return;
+      }
+      if (child.nodeType !== 1) return;
+      var tag = child.tagName.toUpperCase();
+      var href = tag === "A" ? String(child.getAttribute("href") || "") : "";
+      if (!RICH[tag] || (tag === "A" && !RICH_LINK.test(href))) {
+        copyRich(child, to);  // not ours: its text only
+        return;
+      }
+      var node = document.createElement(tag.toLowerCase());
+      if (tag === "A") {
+        node.setAttribute("href", href);
+        node.setAttribute("target", "_blank");
+        node.setAttribute("rel", "noopener noreferrer nofollow");
+      } else if (tag === "OL") {
+        var start = parseInt(child.getAttribute("start") || "", 10);
+        if (start > 0) node.setAttribute("start", String(start));
+      }
+      copyRich(child, node);
+      to.appendChild(node);
+    });
+  }
+
+  /* The help-centre articles a knowledge answer came from, as the customer sees them. */
+  var sourcesLabel = "";
+
+  function sourcesList(sources, label) {
+    if (!Array.isArray(sources) || !sources.length) return null;
+    var box = el("div", "gd-sources");
+    box.setAttribute("role", "group");
+    box.setAttribute("aria-label", label);
+    box.appendChild(el("span", "gd-sources-label", label));
+    var list = el("ul");
+    sources.forEach(function (source) {
+      if (!source || typeof source.title !== "string" || !source.title) return;
+      var url = typeof source.url === "string" && /^https?:\/\//i.test(source.url) ? source.url : "";
+      var title = el(url ? "a" : "span", null, source.title);
+      title.setAttribute("dir", "auto");
+      if (url) {
+        title.setAttribute("href", url);
+        title.setAttribute("target", "_blank");
+        title.setAttribute("rel", "noopener noreferrer");
+      }
+      var item = el("li");
+      item.appendChild(title);
+      list.appendChild(item);
+    });
+    box.appendChild(list);
+    return box;
   }
 
   function updateEscalation(root, escalation, data) {
@@ -232,6 +306,7 @@
 
   function startConversation(root) {
     var list = root.querySelector("[data-messages]");
+    sourcesLabel = list.dataset.sourcesLabel || "Sources";
     var lastSeq = Number(root.dataset.lastSeq) || 0;
     var base = root.dataset.pollUrl;
 

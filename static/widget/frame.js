@@ -533,7 +533,12 @@
         if (data.offline === true) who.appendChild(labelled("span", "gd-badge gd-badge--offline", "badge_offline"));
       }
       li.appendChild(who);
-      li.appendChild(messageText(m.text));
+      // An assistant's or staff reply comes rendered (`html`); anything else is its text.
+      li.appendChild(m.html && typeof m.html === "string" ? richText(m.html, m.text) : messageText(m.text));
+      if (role !== "user") {
+        const sources = sourcesList(data.sources);
+        if (sources) li.appendChild(sources);
+      }
       const when = timeLabel(m.created_at);
       if (when) {
         const meta = node("span", "gd-meta", when);
@@ -601,6 +606,81 @@
     const p = node("p", "gd-text", text);
     p.setAttribute("dir", "auto");
     return p;
+  }
+
+  // A reply as the server rendered it (its safe Markdown subset: docs/widget.md, "How replies
+  // are shown"). The HTML is parsed in an inert document — nothing in it loads or runs — and
+  // rebuilt here element by element: only these tags and attributes, links only to http(s) and
+  // mailto addresses, every text as text. Whatever a model or a person wrote, nothing else
+  // reaches this page.
+  const RICH = { P: [], BR: [], STRONG: [], EM: [], CODE: [], UL: [], OL: ["start"], LI: [], A: ["href"] };
+  const RICH_LINK = /^(https?:|mailto:)/i;
+
+  function richText(html, text) {
+    let doc = null;
+    try { doc = new DOMParser().parseFromString(html, "text/html"); } catch (e) { doc = null; }
+    if (!doc || !doc.body) return messageText(text);
+    const box = node("div", "gd-text gd-rich");
+    box.setAttribute("dir", "auto");
+    copyRich(doc.body, box);
+    return box;
+  }
+
+  function copyRich(from, to) {
+    Array.prototype.forEach.call(from.childNodes, function (child) {
+      if (child.nodeType === 3) {
+        to.appendChild(document.createTextNode(child.nodeValue));
+        return;
+      }
+      if (child.nodeType !== 1) return;
+      const tag = child.tagName.toUpperCase();
+      const href = tag === "A" ? String(child.getAttribute("href") || "") : "";
+      if (!Object.prototype.hasOwnProperty.call(RICH, tag) || (tag === "A" && !RICH_LINK.test(href))) {
+        copyRich(child, to); // not ours: its text only
+        return;
+      }
+      const el = document.createElement(tag.toLowerCase());
+      if (tag === "A") {
+        el.setAttribute("href", href);
+        el.setAttribute("target", "_blank");
+        el.setAttribute("rel", "noopener noreferrer nofollow");
+      } else if (tag === "OL") {
+        const start = parseInt(child.getAttribute("start") || "", 10);
+        if (start > 0) el.setAttribute("start", String(start));
+      }
+      copyRich(child, el);
+      to.appendChild(el);
+    });
+  }
+
+  // The help-centre articles a knowledge answer came from (`data.sources`: [{title, url}]),
+  // one tap away under it; an article without a public page is its title alone.
+  function sourcesList(sources) {
+    const items = (Array.isArray(sources) ? sources : []).filter(function (s) {
+      return s && typeof s.title === "string" && s.title;
+    });
+    if (!items.length) return null;
+    const box = node("div", "gd-sources");
+    box.setAttribute("role", "group");
+    box.setAttribute("aria-label", t("sources"));
+    box.setAttribute("data-i18n-aria-label", "sources");
+    box.appendChild(labelled("span", "gd-sources-label", "sources"));
+    const list = node("ul");
+    items.slice(0, 5).forEach(function (s) {
+      const item = node("li");
+      const url = typeof s.url === "string" && /^https?:\/\//i.test(s.url) ? s.url : "";
+      const title = node(url ? "a" : "span", "", s.title);
+      title.setAttribute("dir", "auto");
+      if (url) {
+        title.setAttribute("href", url);
+        title.setAttribute("target", "_blank");
+        title.setAttribute("rel", "noopener noreferrer");
+      }
+      item.appendChild(title);
+      list.appendChild(item);
+    });
+    box.appendChild(list);
+    return box;
   }
 
   function addPending(text) {

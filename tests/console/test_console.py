@@ -242,7 +242,8 @@ def test_an_agent_replies(agent, data_a):
     assert data_a.escalation.assigned_to == agent.staff_user
     followed = agent.get(response["Location"])
     assert "Reply sent." in html(followed)
-    assert "I&#x27;m on it." in html(followed)
+    # A staff reply is shown as the customer sees it: its Markdown rendered (plain text here).
+    assert '<div class="gd-msg-text gd-rich" dir="auto"><p>I\'m on it.</p></div>' in html(followed)
 
 
 def test_replying_to_a_conversation_the_assistant_owns_takes_it_over(agent, data_a):
