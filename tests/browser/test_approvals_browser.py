@@ -14,7 +14,13 @@ from apps.conversations.models import Message
 from apps.conversations.services import conversation_create, message_append
 from apps.reasoning.approvals import approval_request_create
 from apps.tools.approval_sums import approval_basis
-from apps.tools.models import ApprovalRequest, ApprovalStatus, ClientTool, ToolExecution
+from apps.tools.models import (
+    ApprovalRequest,
+    ApprovalStatus,
+    ClientTool,
+    ExecutionStatus,
+    ToolExecution,
+)
 from tests.browser.conftest import SCREENSHOTS
 from tests.browser.helpers import open_widget, send, shown_conversation
 from tests.browser.test_console_browser import agent_page
@@ -116,6 +122,21 @@ def test_a_refund_above_the_threshold_waits_for_a_teammate_and_runs_once(
     customer.close()
 
 
+def assert_fits(card: Any) -> None:
+    """Nothing in the card sticks out of it, and the card is inside the window."""
+    fits = card.evaluate(
+        """card => {
+          const box = card.getBoundingClientRect();
+          const inside = [...card.querySelectorAll('*')].every(
+            el => el.getBoundingClientRect().right <= box.right + 0.5);
+          return {inside, right: box.right, width: window.innerWidth,
+                  scrolls: card.scrollWidth > card.clientWidth};
+        }"""
+    )
+    assert fits["inside"] and not fits["scrolls"], fits
+    assert fits["right"] <= fits["width"], fits
+
+
 def test_an_approval_card_reads_in_words_and_fits_a_360_px_screen(
     browser: Any, live_server: Any, demo: Any, db_lock: Any, monkeypatch: Any
 ) -> None:
@@ -126,6 +147,18 @@ def test_an_approval_card_reads_in_words_and_fits_a_360_px_screen(
         tool = ClientTool.objects.for_client(demo).get(name="request_refund")
         tool.approval_rule = {"param": "amount", "above": 100}
         tool.save(update_fields=["approval_rule"])
+        earlier, _ = conversation_create(client=demo, visitor_id="v-360-before")
+        earlier.customer_id = "demo-customer"
+        earlier.customer_verified_at = timezone.now()
+        earlier.save()
+        ToolExecution.objects.create(
+            client=demo,
+            conversation=earlier,
+            tool=tool,
+            params={"order_id": "TH-10042", "amount": 60, "reason": "late"},
+            idempotency_key="card-360-earlier",
+            status=ExecutionStatus.SUCCEEDED,
+        )
         conversation, _ = conversation_create(client=demo, visitor_id="v-360")
         conversation.customer_id = "demo-customer"
         conversation.customer_name = "Ana Lima"
@@ -156,21 +189,17 @@ def test_an_approval_card_reads_in_words_and_fits_a_360_px_screen(
         "Request refund: 425.76 on order TH-12346"
     )
     expect(card.locator("[data-approval-customer]")).to_contain_text("Ana Lima")
-    expect(card.locator("[data-approval-total]")).to_contain_text("425.76")
+    expect(card.locator("[data-approval-total]")).to_contain_text("485.76")  # 425.76 + 60
     expect(card.locator("[data-approval-messages]")).to_contain_text("Yes please")
     expect(card).not_to_contain_text('"amount"')
     expect(card).not_to_contain_text(approval.idempotency_key)
-    fits = card.evaluate(
-        """card => {
-          const box = card.getBoundingClientRect();
-          const inside = [...card.querySelectorAll('*')].every(
-            el => el.getBoundingClientRect().right <= box.right + 0.5);
-          return {inside, right: box.right, width: window.innerWidth,
-                  scrolls: card.scrollWidth > card.clientWidth};
-        }"""
+    assert_fits(card)
+    # the same card on the conversation page fits as well
+    agent.goto(
+        f"{live_server.url}/console/conversations/{conversation.public_id}/?client={demo.slug}"
     )
-    assert fits["inside"] and not fits["scrolls"], fits
-    assert fits["right"] <= fits["width"], fits
+    assert_fits(agent.locator(f'#approvals [data-approval="{approval.public_id}"]'))
+    agent.goto(f"{live_server.url}/console/approvals/?client={demo.slug}")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     card.screenshot(path=str(SCREENSHOTS / "approval-card-360.png"))
     agent.screenshot(path=str(SCREENSHOTS / "approval-page-360.png"), full_page=True)
