@@ -4,10 +4,13 @@ deny with a reason the customer is told (apps/reasoning/approvals.py). The card 
 threshold rule held the call on (which scope tripped it, and the calls each sum is made of), and
 a request the customer withdrew ("withdrawn by the customer", when and which message; Approve
 then does nothing and says so). The conversation page shows the same box for its own requests
-(`templatetags/approvals.py`)."""
+(`templatetags/approvals.py`). Each card says the action in words, the customer, the
+conversation's last messages and the customer's running total (apps/console/approval_cards.py).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.contrib import messages
@@ -18,13 +21,22 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 
+from apps.console.approval_cards import (
+    action_text,
+    customer_text,
+    format_amount,
+    humanise_name,
+    last_messages,
+    param_rows,
+    rule_text,
+    running_total,
+    tool_label,
+)
 from apps.console.views import ConsoleAccess, console_view
-from apps.core.admin import pretty_json
 from apps.core.exceptions import ApplicationError
 from apps.core.permissions import SUPPORT
 from apps.reasoning.approvals import MAX_REASON_CHARS, approval_approve, approval_deny
-from apps.tools.approval_rules import approval_rule_text
-from apps.tools.models import ApprovalRequest, ApprovalStatus
+from apps.tools.models import ApprovalRequest, ApprovalStatus, ExecutionStatus
 from apps.tools.selectors import approval_get, approval_list
 
 PAGE_ROWS = 100
@@ -37,9 +49,14 @@ SCOPE_LABELS = {
 }
 
 
+# What a listed call's status reads as (a run's or a request's; "new" is this call).
+CALL_STATUS_LABELS = {**dict(ExecutionStatus.choices), **dict(ApprovalStatus.choices)}
+
+
 def approval_sums(approval: ApprovalRequest) -> list[dict[str, Any]]:
     """The sums a threshold rule held the call on (`ApprovalRequest.basis`), tripped scopes
-    first: the scope, its total and the calls it is made of."""
+    first: the scope, its total and the calls it is made of — in words (the tool's label, the
+    status's label), without the internal references the basis keeps."""
     basis = approval.basis if isinstance(approval.basis, dict) else {}
     raw = basis.get("scopes")
     scopes: dict[str, Any] = raw if isinstance(raw, dict) else {}
@@ -48,10 +65,9 @@ def approval_sums(approval: ApprovalRequest) -> list[dict[str, Any]]:
         {
             "scope": scope,
             "label": SCOPE_LABELS.get(scope, scope),
-            "key": value.get("key", ""),
-            "total": value.get("total", ""),
+            "total": format_amount(value.get("total", "")),
             "tripped": scope in tripped,
-            "calls": value.get("calls", []),
+            "calls": [_sum_call(approval, call) for call in value.get("calls", [])],
         }
         for scope, value in scopes.items()
         if isinstance(value, dict)
@@ -59,23 +75,53 @@ def approval_sums(approval: ApprovalRequest) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda row: not row["tripped"])
 
 
-def approval_row(access: ConsoleAccess, approval: ApprovalRequest) -> dict[str, Any]:
-    """What the list and the conversation page show of one request."""
+def _sum_call(approval: ApprovalRequest, call: Any) -> dict[str, Any]:
+    call = call if isinstance(call, dict) else {}
+    name = str(call.get("tool") or "")
+    status = str(call.get("status") or "")
+    return {
+        "this": bool(call.get("this")),
+        "tool": tool_label(approval.tool)
+        if name == approval.tool.name
+        else humanise_name(name),  # another tool of its group
+        "status": CALL_STATUS_LABELS.get(status, status),
+        "amount": format_amount(call.get("amount")) if call.get("amount") is not None else "—",
+        "at": call.get("at") or "",
+    }
+
+
+def approval_row(
+    access: ConsoleAccess,
+    approval: ApprovalRequest,
+    recent: dict[int, list[dict[str, str]]] | None = None,
+) -> dict[str, Any]:
+    """What the list and the conversation page show of one request (`recent`: the last
+    messages of the cards' conversations, `approval_rows` loads them for a page at once)."""
     base = reverse("console-approval-approve", args=[approval.public_id])
     return {
         "approval": approval,
+        "action": action_text(approval.tool, approval.params, approval.rule),
+        "params": param_rows(approval.tool, approval.params, approval.rule),
+        "customer": customer_text(approval.conversation),
+        "total": running_total(approval),
+        "messages": (recent or {}).get(approval.conversation_id, []),
         "sums": approval_sums(approval),
-        "above": (approval.basis or {}).get("above", ""),
-        "window_hours": (approval.basis or {}).get("window_hours", ""),
         "withdrawn": approval.status == ApprovalStatus.WITHDRAWN,
-        "params_json": pretty_json(approval.params),
-        "rule": approval_rule_text(approval.rule),
+        "rule": rule_text(approval.rule),
         "pending": approval.status == ApprovalStatus.PENDING,
         "conversation_url": reverse("console-conversation", args=[approval.conversation.public_id])
         + access.query,
         "approve_url": base + access.query,
         "deny_url": reverse("console-approval-deny", args=[approval.public_id]) + access.query,
     }
+
+
+def approval_rows(
+    access: ConsoleAccess, approvals: Iterable[ApprovalRequest]
+) -> list[dict[str, Any]]:
+    approvals = list(approvals)
+    recent = last_messages(client=access.client, conversations=[a.conversation for a in approvals])
+    return [approval_row(access, a, recent) for a in approvals]
 
 
 @require_GET
@@ -90,7 +136,7 @@ def approvals_page(request: HttpRequest, access: ConsoleAccess) -> HttpResponse:
         "console/approvals.html",
         {
             "access": access,
-            "rows": [approval_row(access, a) for a in rows],
+            "rows": approval_rows(access, rows),
             "status": status,
             "statuses": ApprovalStatus.choices,
             "max_reason": MAX_REASON_CHARS,
@@ -130,7 +176,7 @@ def approval_approve_view(
         messages.success(
             request,
             _("Approved: %(tool)s runs now and the customer is told the result.")
-            % {"tool": approval.tool.name},
+            % {"tool": tool_label(approval.tool)},
         )
     return _back(request, access, approval)
 

@@ -32,6 +32,7 @@ from apps.clients.models import (
 )
 from apps.core.exceptions import ApplicationError
 from apps.core.languages import SHIPPED, normalise
+from apps.escalations.models import TEMPLATE_BODY_MAX_CHARS, template_variables
 from apps.identity.models import FIELD_PATH
 from apps.knowledge.services.articles import (
     MAX_BODY_CHARS,
@@ -278,6 +279,23 @@ class EmailCodeIn(_Strict):
     enabled: bool = True
 
 
+class ReplyTemplateIn(_Strict):
+    """A staff reply template (docs/api.md, "Reply templates"), matched by `shortcut`."""
+
+    name: str = Field(min_length=1, max_length=80)
+    shortcut: str = Field(pattern=r"^[-a-zA-Z0-9_]+$", min_length=1, max_length=40)
+    body: str = Field(min_length=1, max_length=TEMPLATE_BODY_MAX_CHARS)
+
+    @field_validator("body")
+    @classmethod
+    def _variables(cls, value: str) -> str:
+        try:
+            template_variables(value)
+        except DjangoValidationError as exc:
+            raise ValueError("; ".join(exc.messages)) from None
+        return value
+
+
 class ClientIn(_Strict):
     slug: Slug
     name: str = Field(min_length=1, max_length=200)
@@ -299,6 +317,8 @@ class ClientIn(_Strict):
     knowledge: KnowledgeIn | None = None
     # The e-mail one-time code; left out: the setting stays as it is.
     email_code: EmailCodeIn | None = None
+    # Staff reply templates: created or updated by shortcut, never deleted.
+    reply_templates: list[ReplyTemplateIn] = []
 
     @field_validator("language")
     @classmethod
@@ -371,6 +391,14 @@ class ClientIn(_Strict):
         ]
         if problems:
             raise ValueError("; ".join(problems))
+        return self
+
+    @model_validator(mode="after")
+    def _unique_shortcuts(self) -> ClientIn:
+        shortcuts = [t.shortcut for t in self.reply_templates]
+        dupes = sorted({s for s in shortcuts if shortcuts.count(s) > 1})
+        if dupes:
+            raise ValueError(f"reply_templates: shortcut used twice: {', '.join(dupes)}")
         return self
 
     @model_validator(mode="after")

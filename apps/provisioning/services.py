@@ -12,6 +12,11 @@ from apps.clients.identity import client_identity_secret_rotate
 from apps.clients.models import Client, Plan, normalize_origin
 from apps.core.exceptions import ApplicationError
 from apps.core.languages import normalise
+from apps.escalations.reply_templates import (
+    reply_template_create,
+    reply_template_list,
+    reply_template_update,
+)
 from apps.identity.selectors import email_code_setting
 from apps.identity.services import email_code_setting_save
 from apps.knowledge.models import Article, ArticleKind, ArticleStatus, KnowledgeSource, SourceKind
@@ -162,6 +167,8 @@ def _import_client(*, spec: ClientIn, plan: Plan, index: int = 0) -> ImportedCli
         # Validated with the file (parse_tenant_file); created or updated by name, never deleted.
         cases_import(client=client, data=spec.tests)
 
+    _import_reply_templates(client=client, spec=spec, index=index)
+
     secret = None
     if not ApiKey.objects.for_client(client).active().exists():
         _, secret = api_key_issue(client=client, name="Imported key")
@@ -195,6 +202,28 @@ def _check_preconditions(*, client: Client, spec: ClientIn, index: int) -> None:
         raise ApplicationError(
             f"Invalid tenant file:\n{lines}", {"fields": fields}, code="invalid_file"
         )
+
+
+def _import_reply_templates(*, client: Client, spec: ClientIn, index: int) -> None:
+    """The file's reply templates, created or updated by shortcut (one unchanged is not written
+    again); the client's other templates are left alone."""
+    existing = {t.shortcut: t for t in reply_template_list(client=client)}
+    for j, item in enumerate(spec.reply_templates):
+        path = f"clients[{index}].reply_templates[{j}]"
+        template = existing.get(item.shortcut)
+        try:
+            if template is None:
+                reply_template_create(
+                    client=client, name=item.name, shortcut=item.shortcut, body=item.body
+                )
+            elif (template.name, template.body) != (item.name.strip(), item.body):
+                reply_template_update(
+                    client=client,
+                    template=template,
+                    changes={"name": item.name, "body": item.body},
+                )
+        except ApplicationError as exc:
+            _raise_invalid(exc, path)
 
 
 def _raise_invalid(exc: ApplicationError, path: str) -> None:
@@ -391,7 +420,16 @@ def client_export(*, client: Client) -> dict[str, Any]:
         ),
         "knowledge": {"articles": articles, "sources": sources},
         **_email_code_export(client),
+        **_reply_templates_export(client),
     }
+
+
+def _reply_templates_export(client: Client) -> dict[str, Any]:
+    rows = [
+        {"name": t.name, "shortcut": t.shortcut, "body": t.body}
+        for t in reply_template_list(client=client)
+    ]
+    return {"reply_templates": rows} if rows else {}
 
 
 def _email_code_export(client: Client) -> dict[str, Any]:

@@ -7,10 +7,13 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
+from apps.accounts.models import Role as StaffRole
 from apps.conversations.models import Message
+from apps.conversations.services import conversation_create, message_append
 from tests.browser.conftest import SCREENSHOTS
 from tests.browser.helpers import open_widget, send, shown_conversation
 from tests.browser.test_console_browser import agent_page
+from tests.factories import MembershipFactory
 from tests.reasoning.conftest import assess
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -96,3 +99,33 @@ def test_claim_on_the_conversation_page_assigns_it_to_me(
     assert agent.errors == []
     agent.context.close()
     customer.close()
+
+
+def test_the_assign_to_select_assigns_a_teammate_and_nobody_unassigns(
+    browser, live_server, client_a, monkeypatch
+):
+    """The other half of the shared form: picking a teammate in "Assign to" and pressing
+    Assign assigns them (Claim's own field is not posted then); "Nobody" unassigns."""
+    colleague = MembershipFactory(client=client_a, role=StaffRole.AGENT).user
+    conversation, _ = conversation_create(client=client_a)
+    message_append(client=client_a, conversation=conversation, role="user", text="Hello?")
+    agent = agent_page(browser, live_server, client_a, monkeypatch)
+    agent.goto(f"{live_server.url}/console/conversations/{conversation.public_id}/")
+
+    agent.get_by_label("Assign to").select_option(label=colleague.email)
+    agent.get_by_role("button", name="Assign", exact=True).click()
+    expect(agent.locator(".gd-flash-success")).to_contain_text(f"Assigned to {colleague.email}")
+    expect(agent.locator("[data-inbox-assignee]")).to_have_text(colleague.email)
+    conversation.refresh_from_db()
+    assert conversation.assignee == colleague
+
+    # Claim is offered again (it is not mine); "Nobody" + Assign unassigns, not claims.
+    expect(agent.get_by_role("button", name="Claim")).to_be_visible()
+    agent.get_by_label("Assign to").select_option(label="Nobody")
+    agent.get_by_role("button", name="Assign", exact=True).click()
+    expect(agent.locator(".gd-flash-success")).to_contain_text("Nobody is assigned now.")
+    expect(agent.locator("[data-inbox-assignee]")).to_have_text("Unassigned")
+    conversation.refresh_from_db()
+    assert conversation.assignee is None
+    assert agent.errors == []
+    agent.context.close()

@@ -319,4 +319,6 @@ def test_the_approval_card_shows_the_sum_and_its_calls(shop, refund):
     assert "Over the threshold for this order: 199.99" in page
     assert 'data-approval-scope="order" data-tripped' in page
     assert "For this conversation: 99.99" in page
-    assert "Sums over the last 24 h (threshold 100)" in page
+    assert "How the sums add up" in page
+    # the card's running total is the customer's sum (visitor "b": only this call)
+    assert "approval above 100.00" in page

@@ -7,7 +7,7 @@ from typing import Any
 
 from django import template
 
-from apps.console.approvals import approval_row
+from apps.console.approvals import approval_rows
 from apps.reasoning.approvals import MAX_REASON_CHARS
 from apps.tools.selectors import approval_list
 
@@ -16,8 +16,7 @@ register = template.Library()
 
 @register.inclusion_tag("console/_approvals.html")
 def conversation_approvals(conversation: Any, access: Any) -> dict[str, Any]:
-    rows = [
-        approval_row(access, a)
-        for a in approval_list(client=access.client, conversation=conversation)[:20]
-    ]
+    rows = approval_rows(
+        access, approval_list(client=access.client, conversation=conversation)[:20]
+    )
     return {"rows": rows, "access": access, "back": "conversation", "max_reason": MAX_REASON_CHARS}

@@ -1,0 +1,229 @@
+"""What an approval card says, in words: the action and its amount ("Request refund: 425.76 on
+order TH-12346"), the other parameters under their labels, the customer, the conversation's last
+messages and the customer's running total from the sums the rule held the call on. No JSON, no
+internal ids (idempotency keys, public ids): a teammate decides from what a person reads.
+
+A tool's name as staff read it comes from one function, `tool_label`: the tool definition's
+optional `display_name` (a string, or a map keyed by language) when it has one, else its name
+humanised ("request_refund" → "Request refund"). `param_label` does the same for a parameter
+with the optional `labels`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from django.db.models import F, Window
+from django.db.models.functions import RowNumber
+from django.utils import formats
+from django.utils.translation import get_language
+from django.utils.translation import gettext as _
+
+from apps.clients.models import Client
+from apps.conversations.models import Conversation, Message, Role, Visibility
+from apps.tools.approval_rules import DEFAULT_ORDER_PARAM, sum_rule
+from apps.tools.models import ClientTool
+
+# How many of the conversation's last messages a card shows, and how much of each.
+LAST_MESSAGES = 3
+MESSAGE_CHARS = 200
+_SHOWN_ROLES = (Role.USER, Role.ASSISTANT, Role.STAFF)
+
+
+def _in_language(value: Any, language: str) -> str:
+    """`value` when it is a text, or its entry for `language` (then the base language, then
+    English, then any) when it is a map keyed by language; "" otherwise."""
+    if isinstance(value, str):
+        return value.strip()
+    if not isinstance(value, dict) or not value:
+        return ""
+    for key in (language, language.split("-")[0], "en"):
+        text = value.get(key)
+        if isinstance(text, str) and text.strip():
+            return text.strip()
+    return next((v.strip() for v in value.values() if isinstance(v, str) and v.strip()), "")
+
+
+def humanise_name(name: str) -> str:
+    words = " ".join(name.replace("_", " ").replace("-", " ").split())
+    return words[:1].upper() + words[1:] if words else name
+
+
+def tool_label(tool: ClientTool, language: str | None = None) -> str:
+    """The tool's name for staff: its definition's `display_name` in `language` (the active
+    one by default) when it has one, else its name humanised."""
+    language = language or get_language() or "en"
+    return _in_language(getattr(tool, "display_name", None), language) or humanise_name(tool.name)
+
+
+def param_label(tool: ClientTool, name: str, language: str | None = None) -> str:
+    """A parameter's label: the tool definition's `labels` — `{param: label}`, `{param: {lang:
+    label}}` or `{lang: {param: label}}` — else the parameter's name humanised."""
+    language = language or get_language() or "en"
+    labels = getattr(tool, "labels", None)
+    if isinstance(labels, dict):
+        text = _in_language(labels.get(name), language)
+        if not text:
+            by_language = labels.get(language) or labels.get(language.split("-")[0])
+            if isinstance(by_language, dict):
+                text = _in_language(by_language.get(name), language)
+        if text:
+            return text
+    return humanise_name(name)
+
+
+def _number(value: Any) -> Decimal | None:
+    if isinstance(value, bool) or not isinstance(value, int | float | str | Decimal):
+        return None
+    try:
+        number = Decimal(str(value))
+    except InvalidOperation:
+        return None
+    return number if number.is_finite() else None
+
+
+def format_amount(value: Any) -> str:
+    """An amount with two decimals and the active language's separators ("425.76", "425,76")."""
+    number = _number(value)
+    if number is None:
+        return str(value)
+    return formats.number_format(number, decimal_pos=2, use_l10n=True, force_grouping=True)
+
+
+def format_value(value: Any) -> str:
+    """A parameter's value as a person reads it: text as it is, numbers with the language's
+    separators, yes/no, lists joined; nested objects as "label: value" pairs, never JSON."""
+    if isinstance(value, bool):
+        return _("yes") if value else _("no")
+    if isinstance(value, int | float | Decimal):
+        return formats.number_format(value, use_l10n=True, force_grouping=True)
+    if isinstance(value, list):
+        return ", ".join(format_value(v) for v in value)
+    if isinstance(value, dict):
+        return "; ".join(f"{humanise_name(str(k))}: {format_value(v)}" for k, v in value.items())
+    if value is None:
+        return "—"
+    return str(value)
+
+
+def _amount_param(rule: Any, params: dict[str, Any]) -> str:
+    """The parameter that is the call's amount: the threshold rule's `param`, else `amount`."""
+    summed = sum_rule(rule)
+    if summed is not None and summed.param in params:
+        return summed.param
+    return "amount" if _number(params.get("amount")) is not None else ""
+
+
+def _order_param(rule: Any, params: dict[str, Any]) -> str:
+    summed = sum_rule(rule)
+    name = summed.order_param if summed is not None else DEFAULT_ORDER_PARAM
+    value = params.get(name)
+    return name if isinstance(value, str | int) and not isinstance(value, bool) else ""
+
+
+def action_text(tool: ClientTool, params: Any, rule: Any) -> str:
+    """The action in words, with its amount and order when it has them."""
+    params = params if isinstance(params, dict) else {}
+    action = tool_label(tool)
+    amount_name = _amount_param(rule, params)
+    order_name = _order_param(rule, params)
+    values = {
+        "action": action,
+        "amount": format_amount(params.get(amount_name)) if amount_name else "",
+        "order": str(params.get(order_name)) if order_name else "",
+    }
+    if amount_name and order_name:
+        return _("%(action)s: %(amount)s on order %(order)s") % values
+    if amount_name:
+        return _("%(action)s: %(amount)s") % values
+    if order_name:
+        return _("%(action)s: order %(order)s") % values
+    return action
+
+
+def param_rows(tool: ClientTool, params: Any, rule: Any) -> list[dict[str, str]]:
+    """The parameters the action's sentence does not already say (its amount and order), each
+    under its label."""
+    params = params if isinstance(params, dict) else {}
+    said = {_amount_param(rule, params), _order_param(rule, params)}
+    return [
+        {"name": name, "label": param_label(tool, name), "value": format_value(value)}
+        for name, value in params.items()
+        if name not in said
+    ]
+
+
+def customer_text(conversation: Conversation) -> str:
+    """Who the customer is: the verified customer's name and e-mail (else the shop's id for
+    them), or that nobody verified the visitor."""
+    if not conversation.customer_verified:
+        return _("not verified (anonymous visitor)")
+    parts = [p for p in (conversation.customer_name, conversation.customer_email) if p]
+    who = " · ".join(parts) or conversation.customer_id
+    return _("%(who)s (verified)") % {"who": who}
+
+
+def running_total(approval: Any) -> dict[str, str] | None:
+    """The customer's total of the calls the rule adds up (running, approved or waiting, this
+    one included) over the rule's window, from the sums the call was held on; the conversation's
+    when no customer is known. None when the rule sums nothing (e.g. "always")."""
+    basis = approval.basis if isinstance(approval.basis, dict) else {}
+    raw = basis.get("scopes")
+    scopes: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    for scope in ("customer", "conversation"):
+        value = scopes.get(scope)
+        if isinstance(value, dict) and _number(value.get("total")) is not None:
+            tripped = scope in (basis.get("tripped") or [])
+            return {
+                "scope": scope,
+                "total": format_amount(value["total"]),
+                "above": format_amount(basis.get("above")) if basis.get("above") else "",
+                "hours": str(basis.get("window_hours") or ""),
+                "tripped": "1" if tripped else "",
+            }
+    return None
+
+
+def rule_text(rule: Any) -> str:
+    """Why the call waits, in words."""
+    if not isinstance(rule, dict) or not rule:
+        return ""
+    if rule.get("always") is True:
+        return _("Every call of this tool needs a teammate's approval.")
+    summed = sum_rule(rule)
+    if summed is None:
+        return _("The tool's approval rule cannot be read, so every call waits.")
+    return _("Needs approval when the sum over %(hours)s h is above %(above)s.") % {
+        "hours": summed.window_hours,
+        "above": format_amount(summed.above),
+    }
+
+
+def last_messages(
+    *, client: Client, conversations: Iterable[Conversation], count: int = LAST_MESSAGES
+) -> dict[int, list[dict[str, str]]]:
+    """Each conversation's last `count` messages the customer saw (theirs, the assistant's and
+    staff's), oldest first — one query for all the cards of a page."""
+    ids = {c.pk for c in conversations}
+    if not ids:
+        return {}
+    rows = (
+        Message.objects.for_client(client)
+        .filter(conversation_id__in=ids, visibility=Visibility.VISIBLE, role__in=_SHOWN_ROLES)
+        .annotate(
+            recent=Window(
+                RowNumber(), partition_by=[F("conversation_id")], order_by=F("seq").desc()
+            )
+        )
+        .filter(recent__lte=count)
+        .order_by("conversation_id", "seq")
+        .values_list("conversation_id", "role", "text")
+    )
+    found: dict[int, list[dict[str, str]]] = {pk: [] for pk in ids}
+    for conversation_id, role, text in rows:
+        shown = text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 1] + "…"
+        found[conversation_id].append(
+            {"role": role, "role_label": str(Role(role).label), "text": shown}
+        )
+    return found
