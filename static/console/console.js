@@ -272,7 +272,20 @@
     });
   }
 
+  /* The navigation menu (templates/console/base.html) needs no script; where a browser cannot
+   * show a closed <details>' content at wide widths (no `::details-content`), open it there. */
+  function wideMenu() {
+    var menu = document.querySelector("[data-menu]");
+    if (!menu || !window.matchMedia) return;
+    if (window.CSS && CSS.supports && CSS.supports("selector(::details-content)")) return;
+    var wide = window.matchMedia("(min-width: 56rem)");
+    var sync = function () { if (wide.matches) menu.open = true; };
+    sync();
+    if (wide.addEventListener) wide.addEventListener("change", sync);
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    wideMenu();
     document.querySelectorAll("time[datetime]").forEach(function (node) {
       if (/^\d\d:\d\d$/.test(node.textContent.trim())) node.textContent = localTime(node.getAttribute("datetime"));
     });
