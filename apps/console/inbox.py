@@ -26,6 +26,7 @@ from apps.console.inbox_selectors import (
     STATES,
     InboxFilters,
     InboxPage,
+    conversation_customer,
     conversation_state,
     conversation_title,
     flagged_q,
@@ -93,8 +94,9 @@ def _row(access: ConsoleAccess, conversation: Conversation, now: Any) -> dict[st
         "url": _conversation_url(access, conversation),
         "title": conversation_title(conversation),
         "email": conversation.contact_email,
-        "customer_label": customer_label(conversation),
+        "customer": conversation_customer(conversation),
         "state": state,
+        "waiting": state == "waiting",
         "state_label": str(STATES[state]),
         "assignee": conversation.assignee.email if conversation.assignee else None,
         "last_text": getattr(conversation, "last_text", "") or "",
@@ -103,13 +105,6 @@ def _row(access: ConsoleAccess, conversation: Conversation, now: Any) -> dict[st
         "last_at": last_at.isoformat() if last_at else None,
         "age": timesince(last_at, now) if last_at else "",
     }
-
-
-def customer_label(conversation: Conversation) -> str:
-    """ "Verified customer: <id>" for a verified customer's conversation, else ""."""
-    if not conversation.customer_verified:
-        return ""
-    return _("Verified customer: %(id)s") % {"id": conversation.customer_id}
 
 
 def _page_json(access: ConsoleAccess, page: InboxPage) -> dict[str, Any]:

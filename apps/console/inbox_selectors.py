@@ -7,6 +7,9 @@ States (`InboxState`, docs/console.md "The inbox"):
 - **teammate** — escalated and assigned to a teammate;
 - **resolved** — closed, or the assistant's and idle for `RESOLVED_AFTER_IDLE`.
 
+Conversations waiting for staff are pinned above the rest on the first page (longest waiting
+first), so the team sees them before any assistant conversation with newer activity.
+
 Search matches the customer's e-mail or any message text (`icontains`; on PostgreSQL the
 trigram indexes of migration conversations 0010 serve both; `_search` picks the plan)."""
 
@@ -19,10 +22,12 @@ from typing import Any
 
 from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.models import Membership, User
 from apps.accounts.models import Role as StaffRole
+from apps.clients import modes as mode_registry
 from apps.clients.models import Client
 from apps.conversations.models import (
     Conversation,
@@ -66,7 +71,7 @@ class InboxFilters:
 
 @dataclass(frozen=True)
 class InboxPage:
-    rows: list[Conversation]
+    rows: list[Conversation]  # the pinned waiting ones first (page 1), then the page
     page: int
     has_next: bool
     filters: InboxFilters
@@ -210,26 +215,37 @@ def _annotated(queryset: QuerySet) -> QuerySet:
 
 def inbox_page(*, client: Client, filters: InboxFilters, user: Any = None) -> InboxPage:
     """One page of the inbox (PAGE_SIZE rows; `has_next` from one extra row, no COUNT over
-    the whole inbox), with the number of conversations waiting for staff."""
+    the whole inbox), with the number of conversations waiting for staff.
+
+    On the first page the conversations waiting for staff that match the filters come first,
+    longest waiting first (at most PAGE_SIZE of them; the "waiting for staff" filter lists
+    them all, page by page); the pages below list the others, latest activity first."""
     page = max(1, filters.page)
     start = (page - 1) * PAGE_SIZE
+    now = timezone.now()
     queryset = inbox_queryset(client=client, filters=filters, user=user)
     if filters.q:
         queryset = _search(client, queryset, filters.q, start + PAGE_SIZE + 1)
+    pinned: list[Conversation] = []
+    if filters.state != "waiting":
+        waiting_q = _state_q("waiting", now)
+        if page == 1:
+            pinned = list(
+                _annotated(queryset.filter(waiting_q)).order_by("last_message_at", "pk")[:PAGE_SIZE]
+            )
+        queryset = queryset.exclude(waiting_q)
     rows = list(_annotated(queryset)[start : start + PAGE_SIZE + 1])
     # Assignees in one query (a join would keep PostgreSQL from reading the activity index
-    # in order and stopping after the page).
+    # in order and stopping after the page). Waiting conversations have none.
     assignee_ids = {c.assignee_id for c in rows if c.assignee_id}
     if assignee_ids:
         users = {u.pk: u for u in User.objects.filter(pk__in=assignee_ids)}
         for conversation in rows:
             if conversation.assignee_id:
                 conversation.assignee = users.get(conversation.assignee_id)
-    waiting = (
-        Conversation.objects.for_client(client).filter(_state_q("waiting", timezone.now())).count()
-    )
+    waiting = Conversation.objects.for_client(client).filter(_state_q("waiting", now)).count()
     return InboxPage(
-        rows=rows[:PAGE_SIZE],
+        rows=pinned + rows[:PAGE_SIZE],
         page=page,
         has_next=len(rows) > PAGE_SIZE,
         filters=filters,
@@ -241,12 +257,9 @@ _SPACE = re.compile(r"\s+")
 
 
 def conversation_title(conversation: Conversation, first_customer_text: str | None = None) -> str:
-    """A readable title: the customer's e-mail if they left one (or the client identifies
-    the visitor by an address), else the first words of their first message."""
-    if conversation.contact_email:
-        return conversation.contact_email
-    if "@" in (conversation.visitor_id or ""):
-        return conversation.visitor_id
+    """A readable title, its subject: the first words of the customer's first message; the
+    customer's e-mail while they have written nothing, else "Conversation <id>". (Who the
+    customer is has a column of its own, `conversation_customer`.)"""
     text = first_customer_text
     if text is None:
         text = getattr(conversation, "first_customer_text", None)
@@ -263,7 +276,45 @@ def conversation_title(conversation: Conversation, first_customer_text: str | No
         title = title[: TITLE_CHARS - 1].rstrip() + "…"
     elif len(words) > TITLE_WORDS:
         title += "…"
-    return title or str(_("Conversation %(id)s") % {"id": str(conversation.public_id)[:8]})
+    return (
+        title
+        or customer_email(conversation)
+        or str(_("Conversation %(id)s") % {"id": str(conversation.public_id)[:8]})
+    )
+
+
+def customer_email(conversation: Conversation) -> str:
+    """The customer's address: the verified one, else the one they left in the chat, else the
+    visitor id when the client identifies visitors by e-mail."""
+    if conversation.customer_verified and conversation.customer_email:
+        return conversation.customer_email
+    if conversation.contact_email:
+        return conversation.contact_email
+    if "@" in (conversation.visitor_id or ""):
+        return conversation.visitor_id
+    return ""
+
+
+def conversation_customer(conversation: Conversation) -> dict[str, Any]:
+    """Who the customer is, for the inbox's customer column: name (verified customers only),
+    e-mail and whether the client verified them."""
+    verified = conversation.customer_verified
+    return {
+        "name": conversation.customer_name if verified else "",
+        "email": customer_email(conversation),
+        "verified": verified,
+    }
+
+
+def mode_label(name: str) -> str:
+    """A reasoning mode in plain words, in the active language: the registry's label up to its
+    " — " (the name, without the summary after it), e.g. "Adaptive"; an unknown (retired)
+    mode's name with its underscores as spaces."""
+    try:
+        label = mode_registry.get(name).label
+    except mode_registry.UnknownMode:
+        return name.replace("_", " ").capitalize()
+    return gettext(label.split(" — ", 1)[0].strip())
 
 
 def inbox_teammates(*, client: Client) -> list[Any]:
@@ -278,8 +329,9 @@ def inbox_teammates(*, client: Client) -> list[Any]:
     return [m.user for m in memberships]
 
 
-def inbox_filter_choices(*, client: Client) -> dict[str, list[str]]:
-    """The modes and tools the filters offer: the ones this client's conversations used."""
+def inbox_filter_choices(*, client: Client) -> dict[str, list[Any]]:
+    """The modes (name, label in plain words) and tools the filters offer: the ones this
+    client's conversations used."""
     modes = (
         ReasoningTrace.objects.for_client(client)
         .filter(conversation__isnull=False)
@@ -294,4 +346,13 @@ def inbox_filter_choices(*, client: Client) -> dict[str, list[str]]:
         .values_list("tool__name", flat=True)
         .distinct()
     )
-    return {"modes": sorted(set(modes) - {""}), "tools": sorted(set(tools))}
+    return {
+        "modes": [(name, mode_label(name)) for name in sorted(set(modes) - {""})],
+        "tools": [(name, tool_label(name)) for name in sorted(set(tools))],
+    }
+
+
+def tool_label(name: str) -> str:
+    """A tool's name as words: `lookup_order` reads "Lookup order"."""
+    words = name.replace("_", " ").strip()
+    return words[:1].upper() + words[1:]

@@ -44,6 +44,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.clients.models import Client
+from apps.console.inbox_selectors import conversation_title
 from apps.conversations import events
 from apps.conversations.models import Conversation, ConversationStatus, Message, Visibility
 from apps.conversations.rendering import message_html, message_sources
@@ -184,6 +185,9 @@ def _queue_row(access: ConsoleAccess, escalation: Any) -> dict[str, Any]:
     return {
         "id": str(escalation.public_id),
         "conversation": str(escalation.conversation.public_id),
+        "title": conversation_title(
+            escalation.conversation, getattr(escalation, "first_customer_text", None) or ""
+        ),
         "url": _conversation_url(access, escalation.conversation),
         "status": escalation.status,
         "reason": escalation.get_reason_display(),

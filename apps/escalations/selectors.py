@@ -65,15 +65,23 @@ def _with_last_customer_message(queryset: QuerySet[Escalation]) -> QuerySet[Esca
         .order_by("-seq")
         .values("created_at")[:1]
     )
+    # The first one is the conversation's subject (the console titles the queue's rows by it).
+    first_text = (
+        Message.objects.filter(conversation=OuterRef("conversation"), role=MessageRole.USER)
+        .order_by("seq")
+        .values("text")[:1]
+    )
     return queryset.annotate(
-        last_customer_text=Subquery(last_text), last_customer_at=Subquery(last_at)
+        last_customer_text=Subquery(last_text),
+        last_customer_at=Subquery(last_at),
+        first_customer_text=Subquery(first_text),
     )
 
 
 def escalation_queue(*, client: Client) -> EscalationQueue:
     """The staff console's queue in two queries: every open escalation, longest waiting first,
     then the most recently resolved ones — each with its conversation, assignee and the
-    customer's last message."""
+    customer's first and last messages."""
     base = _with_last_customer_message(
         Escalation.objects.for_client(client).select_related("conversation", "assigned_to")
     )

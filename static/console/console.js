@@ -121,11 +121,12 @@
 
   /* ------------------------------------------------------------------ the queue */
 
-  function queueRow(row, resolved) {
+  /* One row, as templates/console/queue.html renders it; `labels` are the column headings
+   * (each cell's data-label, shown beside the value when rows are stacked at narrow widths). */
+  function queueRow(row, resolved, labels) {
     var tr = el("tr");
-    var link = el("a");
+    var link = el("a", null, row.title);
     link.href = row.url;
-    link.appendChild(el("code", null, truncate(row.conversation, 9)));
     var first = el("td");
     first.appendChild(link);
     tr.appendChild(first);
@@ -146,11 +147,16 @@
     }
     tr.appendChild(last);
     tr.appendChild(el("td", null, row.assigned_to || say("Unassigned")));
+    Array.prototype.forEach.call(tr.children, function (td, i) {
+      if (labels[i]) td.dataset.label = labels[i];
+    });
     return tr;
   }
 
   function fillRows(tbody, rows, resolved, emptyText) {
     if (!tbody) return;
+    var labels = Array.prototype.map.call(
+      tbody.closest("table").querySelectorAll("thead th"), function (th) { return th.textContent; });
     tbody.replaceChildren();
     if (!rows.length) {
       var tr = el("tr", "gd-empty-row");
@@ -160,7 +166,7 @@
       tbody.appendChild(tr);
       return;
     }
-    rows.forEach(function (row) { tbody.appendChild(queueRow(row, resolved)); });
+    rows.forEach(function (row) { tbody.appendChild(queueRow(row, resolved, labels)); });
   }
 
   function startQueue(root) {
@@ -341,7 +347,20 @@
     });
   }
 
+  /* The navigation menu (templates/console/base.html) needs no script; where a browser cannot
+   * show a closed <details>' content at wide widths (no `::details-content`), open it there. */
+  function wideMenu() {
+    var menu = document.querySelector("[data-menu]");
+    if (!menu || !window.matchMedia) return;
+    if (window.CSS && CSS.supports && CSS.supports("selector(::details-content)")) return;
+    var wide = window.matchMedia("(min-width: 56rem)");
+    var sync = function () { if (wide.matches) menu.open = true; };
+    sync();
+    if (wide.addEventListener) wide.addEventListener("change", sync);
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    wideMenu();
     document.querySelectorAll("time[datetime]").forEach(function (node) {
       if (/^\d\d:\d\d$/.test(node.textContent.trim())) node.textContent = localTime(node.getAttribute("datetime"));
     });

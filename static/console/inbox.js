@@ -30,21 +30,37 @@
     return text.length > max ? text.slice(0, max - 1) + "…" : text;
   }
 
-  function row(r) {
-    var tr = el("tr");
+  /* One row, as templates/console/inbox.html renders it; `labels` are the column headings
+   * (each cell's data-label, shown beside the value when rows are stacked at narrow widths). */
+  function row(r, labels) {
+    var tr = el("tr", r.waiting ? "gd-row-waiting" : null);
     tr.dataset.conversation = r.id;
     tr.dataset.state = r.state;
     var title = el("td");
     var link = el("a", null, r.title);
     link.href = r.url;
     title.appendChild(link);
-    if (r.customer_label) {
-      title.appendChild(document.createTextNode(" "));
-      var customer = el("span", "gd-sub gd-verified", "✓ " + r.customer_label);
-      customer.dataset.customer = "";
-      title.appendChild(customer);
-    }
     tr.appendChild(title);
+    var customer = el("td");
+    customer.dataset.customer = "";
+    var who = r.customer || {};
+    if (who.name) {
+      customer.appendChild(el("strong", null, who.name));
+      customer.appendChild(document.createTextNode(" "));
+    }
+    if (who.email) {
+      customer.appendChild(el("span", "gd-email", who.email));
+      customer.appendChild(document.createTextNode(" "));
+    }
+    if (!who.name && !who.email) customer.appendChild(document.createTextNode(say("anonymous") + " "));
+    if (who.verified) {
+      var badge = el("span", "gd-sub gd-verified", "✓ " + say("Verified"));
+      badge.dataset.verified = "";
+      customer.appendChild(badge);
+    } else {
+      customer.appendChild(el("span", "gd-sub", say("Not verified")));
+    }
+    tr.appendChild(customer);
     var state = el("td");
     state.appendChild(el("span", "gd-state gd-state-" + r.state, r.state_label));
     tr.appendChild(state);
@@ -63,21 +79,26 @@
       age.appendChild(time);
     }
     tr.appendChild(age);
+    Array.prototype.forEach.call(tr.children, function (td, i) {
+      if (labels[i]) td.dataset.label = labels[i];
+    });
     return tr;
   }
 
   function render(root, data) {
     var tbody = root.querySelector("[data-rows]");
+    var labels = Array.prototype.map.call(
+      root.querySelectorAll("table.gd-inbox thead th"), function (th) { return th.textContent; });
     tbody.replaceChildren();
     if (!data.rows.length) {
       var tr = el("tr", "gd-empty-row");
       var td = el("td", null, say("No conversation matches these filters."));
-      td.colSpan = 5;
+      td.colSpan = labels.length || 6;
       tr.appendChild(td);
       tbody.appendChild(tr);
       return;
     }
-    data.rows.forEach(function (r) { tbody.appendChild(row(r)); });
+    data.rows.forEach(function (r) { tbody.appendChild(row(r, labels)); });
   }
 
   function start(root) {

@@ -66,7 +66,7 @@ def test_an_agent_follows_a_conversation_live_replies_and_resolves(
     page = signed_in_page
     data = make_tenant_data(client_a)
     page.goto(f"{live_server.url}/console/escalations/")
-    page.get_by_role("link", name=str(data.conversation.public_id)[:8]).click()
+    page.get_by_role("link", name="Where is my order?").click()  # titled by its subject
     page.wait_for_selector("#gd-conversation")
 
     # internal reasoning is there but collapsed
@@ -105,9 +105,10 @@ def test_an_agent_follows_a_conversation_live_replies_and_resolves(
     page.locator("[data-escalation]").wait_for(state="visible")
     assert page.locator("[data-esc-reason]").inner_text() == "Policy / safety decision"
 
-    # resolve with the button
-    page.get_by_role("button", name="Resolve — hand back to the assistant").click()
-    page.get_by_text("the assistant answers this conversation again").wait_for()
+    # hand back with the page's one hand-back control (shown for an escalated conversation)
+    page.reload()
+    page.get_by_role("button", name="Hand back to the assistant").click()
+    page.get_by_text("Handed back: the assistant answers").wait_for()
     assert (
         Escalation.objects.unscoped("test checks the database directly").get(pk=again.pk).status
         == "resolved"
@@ -120,7 +121,7 @@ def test_an_agent_follows_a_conversation_live_replies_and_resolves(
     escalation_create(
         client=client_a, conversation=data.quiet_conversation, reason="policy", notify=False
     )
-    page.get_by_role("link", name=str(data.quiet_conversation.public_id)[:8]).wait_for()
+    page.get_by_role("link", name="Do you ship abroad?").wait_for()
     assert page.locator("[data-open-count]").inner_text() == "1"
     page.screenshot(path=str(SCREENSHOTS / "console-queue.png"), full_page=True)
     assert page.errors == []

@@ -156,6 +156,21 @@ def test_the_queue_lists_open_escalations_first_with_what_an_agent_needs(
     assert str(data_b.conversation.public_id)[:8] not in page  # another tenant's
 
 
+def test_the_queue_titles_each_row_by_its_subject_not_its_id(viewer, client_a, data_a):
+    """A row reads as the customer's first words, linked to the conversation; no `6a08b19a…`
+    id is shown (it stays in the link's address only)."""
+    message_append(
+        client=client_a, conversation=data_a.conversation, role="user", text="Anyone there?"
+    )
+    (row,) = viewer.get(reverse("console-queue-poll")).json()["open"]
+    assert row["title"] == "Where is my order?"  # the first message, not the latest
+    page = html(viewer.get(QUEUE))
+    link = re.search(rf'<a href="{page_url(data_a.conversation)}[^"]*">(.*?)</a>', page)
+    assert link and link.group(1) == "Where is my order?"
+    short_id = str(data_a.conversation.public_id)[:8]
+    assert f"<code>{short_id}" not in page and f">{short_id}" not in page
+
+
 def test_the_queue_poll_returns_the_same_rows_as_json(viewer, client_a, data_a, data_b):
     response = viewer.get(reverse("console-queue-poll"))
     assert response.status_code == 200
@@ -208,7 +223,10 @@ def test_the_page_shows_everything_with_internal_reasoning_collapsed(agent, data
     assert "1. assess" in page
     # actions for an agent
     assert "Send reply" in page
-    assert "Resolve — hand back to the assistant" in page
+    # one hand-back control, not three that read alike
+    assert page.count('data-action="handback"') == 1
+    assert page.count("Hand back to the assistant") == 1
+    assert "Resolve — hand back" not in page and "handback-quiet" not in page
     assert 'name="csrfmiddlewaretoken"' in page
     # live updates
     assert 'src="/static/console/console.js"' in page
@@ -219,7 +237,7 @@ def test_a_viewer_reads_but_sees_no_actions(viewer, data_a):
     page = html(viewer.get(page_url(data_a.conversation)))
     assert "Where is my order?" in page
     assert "Send reply" not in page
-    assert "Resolve — hand back" not in page
+    assert 'data-action="handback"' not in page
     assert "viewer" in page
 
 

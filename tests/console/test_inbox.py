@@ -4,6 +4,7 @@ and search, and the actions on one conversation (take over, assign / claim, hand
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -72,9 +73,10 @@ def test_the_inbox_lists_every_conversation_latest_first_with_readable_titles(
     second = chat(client_a, "Cancel order TH-1", email="ana@example.com")
     chat(client_b, "Globex's secret question")
     assert titles(agent) == [
-        "ana@example.com",
+        "Cancel order TH-1",  # the subject; who wrote it is the customer column's
         "Where is my parcel? It was due on…",
     ]
+    assert [r["customer"]["email"] for r in rows(agent)] == ["ana@example.com", ""]
     page = agent.get(INBOX).content.decode()
     assert "ana@example.com" in page and "Where is my parcel?" in page
     assert "Globex" not in page.split("<main", 1)[1]
@@ -142,9 +144,9 @@ def test_search_by_email_and_message_text(agent, client_a, client_b):
     chat(client_a, "My blue kettle leaks", email="kettle@example.com")
     chat(client_a, "Refund for order TH-10042 please")
     chat(client_b, "Another tenant's kettle")
-    assert titles(agent, q="KETTLE@example") == ["kettle@example.com"]
+    assert titles(agent, q="KETTLE@example") == ["My blue kettle leaks"]
     assert titles(agent, q="th-10042") == ["Refund for order TH-10042 please"]
-    assert titles(agent, q="kettle") == ["kettle@example.com"]  # B's never
+    assert titles(agent, q="kettle") == ["My blue kettle leaks"]  # B's never
     assert titles(agent, q="nothing like this") == []
 
 
@@ -202,7 +204,7 @@ def test_take_over_from_the_conversation_page(agent, client_a, data_a):
     joined = Message.objects.for_client(client_a).get(conversation=quiet, kind=Kind.HANDOFF)
     assert joined.visibility == Visibility.VISIBLE and "joined" in joined.text
     body = response.content.decode()
-    assert 'data-action="handback"' in body and 'data-action="handback-quiet"' in body
+    assert body.count('data-action="handback"') == 1 and "handback-quiet" not in body
 
 
 def test_claim_and_assign_from_the_conversation_page(agent, client_a, data_a):
@@ -353,6 +355,118 @@ def test_a_common_word_is_searched_by_walking_the_inbox(agent, client_a, monkeyp
     chat(client_a, "Another KETTLE question")
     assert titles(agent, q="kettle") == [
         "Another KETTLE question",
-        "kettle-fan@example.com",
+        "Hello",  # found by its customer's e-mail
         "My kettle is blue",
     ]
+
+
+# --------------------------------------------------------------------------- what a team works from
+
+
+def test_conversations_waiting_for_staff_are_pinned_first_and_stand_out(agent, client_a):
+    """A customer waiting for a person comes before any newer assistant conversation, longest
+    waiting first, only on the first page; the row is marked for the highlight."""
+    first_waiting = chat(client_a, "I need a person please")
+    second_waiting = chat(client_a, "Agent! Now!")
+    for conversation in (first_waiting, second_waiting):
+        escalation_create(
+            client=client_a, conversation=conversation, reason="customer_request", notify=False
+        )
+    for n in range(3):
+        chat(client_a, f"Newer assistant chat {n}")
+    listed = rows(agent)
+    assert [r["title"] for r in listed] == [
+        "I need a person please",
+        "Agent! Now!",
+        "Newer assistant chat 2",
+        "Newer assistant chat 1",
+        "Newer assistant chat 0",
+    ]
+    assert [r["waiting"] for r in listed] == [True, True, False, False, False]
+    page = agent.get(INBOX).content.decode()
+    pinned = re.search(rf'<tr data-conversation="{first_waiting.public_id}"[^>]*>', page)
+    assert pinned and 'class="gd-row-waiting"' in pinned.group(0)
+    assert page.index("I need a person please") < page.index("Newer assistant chat 2")
+    # the state filter still lists the others alone
+    assert titles(agent, state="assistant")[0] == "Newer assistant chat 2"
+
+
+def test_pinned_rows_are_not_repeated_on_later_pages(agent, client_a, monkeypatch):
+    monkeypatch.setattr("apps.console.inbox_selectors.PAGE_SIZE", 2)
+    waiting = chat(client_a, "Waiting one")
+    escalation_create(client=client_a, conversation=waiting, reason="policy", notify=False)
+    for n in range(3):
+        chat(client_a, f"Chat {n}")
+    first = agent.get(POLL).json()
+    assert [r["title"] for r in first["rows"]] == ["Waiting one", "Chat 2", "Chat 1"]
+    assert first["has_next"] is True
+    second = agent.get(POLL, {"page": "2"}).json()
+    assert [r["title"] for r in second["rows"]] == ["Chat 0"] and not second["has_next"]
+
+
+def test_the_customer_column_names_the_customer_and_says_if_verified(agent, client_a):
+    verified = chat(client_a, "Where is order TH-7?")
+    Conversation.objects.for_client(client_a).filter(pk=verified.pk).update(
+        customer_id="cust-7",
+        customer_name="Ana Ruiz",
+        customer_email="ana@example.com",
+        customer_verified_at=timezone.now(),
+    )
+    chat(client_a, "Do you ship to Oslo?", email="ola@example.no")
+    chat(client_a, "Just browsing")
+    customers = {r["title"]: r["customer"] for r in rows(agent)}
+    assert customers == {
+        "Where is order TH-7?": {"name": "Ana Ruiz", "email": "ana@example.com", "verified": True},
+        "Do you ship to Oslo?": {"name": "", "email": "ola@example.no", "verified": False},
+        "Just browsing": {"name": "", "email": "", "verified": False},
+    }
+    page = agent.get(INBOX).content.decode()
+    assert "<th>Customer</th>" in page
+    cells = re.findall(r"<td data-label=\"Customer\" data-customer>(.*?)</td>", page, re.S)
+    assert len(cells) == 3
+    ana = next(c for c in cells if "Ana Ruiz" in c)
+    assert "ana@example.com" in ana and "Verified" in ana and "Not verified" not in ana
+    ola = next(c for c in cells if "ola@example.no" in c)
+    assert "Not verified" in ola
+
+
+def test_filters_offer_modes_and_tools_in_plain_translated_words(agent, client_a, data_a, settings):
+    ReasoningTrace.objects.for_client(client_a).filter(
+        conversation=data_a.quiet_conversation
+    ).update(mode="as_needed")
+    page = agent.get(INBOX).content.decode()
+    assert '<option value="adaptive">Adaptive</option>' in page
+    assert '<option value="as_needed">Deliberate when needed</option>' in page
+    assert '<option value="lookup_order">Lookup order</option>' in page
+    assert ">adaptive<" not in page and "As_needed" not in page and ">as_needed<" not in page
+    agent.cookies[settings.LANGUAGE_COOKIE_NAME] = "es"
+    spanish = agent.get(INBOX).content.decode()
+    assert '<option value="adaptive">Adaptativo</option>' in spanish
+    assert '<option value="as_needed">Deliberar cuando haga falta</option>' in spanish
+
+
+def test_the_hand_back_form_answers_unless_its_box_is_cleared(
+    agent, client_a, data_a, django_capture_on_commit_callbacks
+):
+    """The page's one hand-back form posts a hidden "0" and, while its box is ticked (the
+    default), a "1" after it: ticked answers the waiting message, cleared does not."""
+    conv = data_a.conversation
+    page = agent.get(reverse("console-conversation", args=[conv.public_id])).content.decode()
+    form = re.search(r'<form[^>]*class="gd-handback".*?</form>', page, re.S)
+    assert form, page
+    assert re.findall(r'name="answer_waiting" value="(\d)"', form.group(0)) == ["0", "1"]
+    assert re.search(r'type="checkbox" name="answer_waiting" value="1" checked', form.group(0))
+    waiting = _waiting(client_a, conv)
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        agent.post(action(conv, "handback"), {"answer_waiting": ["0", "1"]})  # ticked
+    assert queued
+    assert not ReasoningTrace.objects.for_client(client_a).filter(user_message=waiting).exists()
+
+    other, _ = make_conversation_with_turn(client_a, "Help")
+    escalation_create(client=client_a, conversation=other, reason="policy", notify=False)
+    waiting_too = _waiting(client_a, other)
+    with django_capture_on_commit_callbacks(execute=False):
+        agent.post(action(other, "handback"), {"answer_waiting": ["0"]})  # cleared
+    assert ReasoningTrace.objects.for_client(client_a).get(user_message=waiting_too).status == (
+        TraceStatus.SKIPPED
+    )
