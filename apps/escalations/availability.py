@@ -138,7 +138,8 @@ def availability_text(*, availability: Availability, conversation: Conversation)
             if not conversation.contact_email:
                 parts.append(
                     gettext(
-                        "Leave your e-mail address below and we'll also send their reply there."
+                        "Leave your e-mail address in this chat's e-mail field and we'll also "
+                        "send their reply there."
                     )
                 )
     return " ".join(parts)

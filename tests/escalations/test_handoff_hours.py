@@ -121,7 +121,7 @@ def test_a_customer_who_left_an_email_is_not_asked_again(client_a):
     client_a.save()
     text = hand_off(client_a, email="ana@example.com").text
     assert "9:30" in text
-    assert "e-mail address below" not in text
+    assert "e-mail field" not in text
 
 
 def test_inside_the_hours_it_gives_the_median_wait_of_the_last_7_days(client_a):
