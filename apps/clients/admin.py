@@ -507,6 +507,9 @@ class ClientAdminForm(forms.ModelForm):
     def clean_allowed_origins(self) -> Any:
         return self.cleaned_data.get("allowed_origins") or []
 
+    def clean_business_hours(self) -> Any:
+        return self.cleaned_data.get("business_hours") or {}  # emptied: no business hours
+
     def clean_identity_public_key(self) -> str:
         pem = (self.cleaned_data.get("identity_public_key") or "").strip()
         if pem and public_key_problem(pem):

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from babel import Locale, UnknownLocaleError
 from babel.dates import format_date, format_time, format_timedelta, get_timezone_name
 from django.conf import settings
 from django.db.models import Min, OuterRef, Subquery
@@ -103,7 +104,13 @@ def handoff_availability(*, client: Client, now: datetime | None = None) -> Avai
 
 
 def _locale(language: str) -> str:
-    return (language or settings.LANGUAGE_CODE).replace("-", "_")
+    """Babel's locale for a language code; the default language's for one it does not know."""
+    for code in (language, settings.LANGUAGE_CODE, "en"):
+        try:
+            return str(Locale.parse((code or "").replace("-", "_")))
+        except (ValueError, TypeError, UnknownLocaleError):
+            continue
+    return "en"
 
 
 def availability_text(*, availability: Availability, conversation: Conversation) -> str:

@@ -100,12 +100,17 @@ def escalation_create(
     text = _customer_text(handoff_text, locked)
     data: dict[str, Any] = {"escalation_id": str(escalation.public_id)}
     if escalation.reason != EscalationReason.STAFF_TAKEOVER:  # else a person is already here
-        # When a person answers, from the client's business hours (nothing without them).
-        availability = handoff_availability(client=client)
-        if availability is not None:
-            said = availability_text(availability=availability, conversation=locked)
-            text = f"{text} {said}" if said else text
-            data["availability"] = availability.data()
+        # When a person answers, from the client's business hours (nothing without them). The
+        # hand-off itself must never fail for it: a problem leaves the text as it was.
+        try:
+            with transaction.atomic():
+                availability = handoff_availability(client=client)
+                if availability is not None:
+                    said = availability_text(availability=availability, conversation=locked)
+                    text = f"{text} {said}" if said else text
+                    data["availability"] = availability.data()
+        except Exception:
+            logger.exception("hand-off availability failed", extra={"client": client.pk})
     message_append(
         client=client,
         conversation=conversation,

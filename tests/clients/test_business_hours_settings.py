@@ -139,3 +139,9 @@ def test_the_admin_edits_and_validates_business_hours(admin_client):
     assert response.status_code == 302, response.context["adminform"].form.errors
     shop.refresh_from_db()
     assert shop.business_hours == HOURS
+
+    # emptied: no business hours (the hand-off as before), never a failed save
+    response = admin_client.post(url, {**data, "business_hours": ""})
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    shop.refresh_from_db()
+    assert shop.business_hours == {}

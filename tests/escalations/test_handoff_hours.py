@@ -124,6 +124,14 @@ def test_a_customer_who_left_an_email_is_not_asked_again(client_a):
     assert "e-mail field" not in text
 
 
+def test_a_language_the_formats_do_not_know_gets_the_default_ones(client_a):
+    client_a.business_hours, opening = closed_for_two_days()
+    client_a.save()
+    message = hand_off(client_a, language="zz")  # e.g. an old conversation's stray code
+    assert message.text.startswith(HANDOFF_TEXT)
+    assert f"{opening.day}, {opening.year} at 9:30" in message.text
+
+
 def test_inside_the_hours_it_gives_the_median_wait_of_the_last_7_days(client_a):
     client_a.business_hours = ALWAYS_OPEN
     client_a.save()
