@@ -19,7 +19,8 @@ $(STAMP): requirements/base.txt requirements/production.txt requirements/dev.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements/dev.txt
 	@touch $(STAMP)
 
-## make demo — migrate, load the demo tenant, create the demo admin, print the addresses and
+## make demo — migrate, load the demo tenant when it is absent (what staff changed is never
+## overwritten; `make demo-reset` restores it), create the demo admin, print the addresses and
 ## keys, serve on http://$(HOST):$(PORT)  (e.g. PORT=8011 make demo)
 demo: $(STAMP)
 	$(PY) manage.py migrate --noinput
@@ -27,11 +28,12 @@ demo: $(STAMP)
 	$(PY) manage.py runserver $(HOST):$(PORT)
 
 ## make demo-reset — the demo shop as first shipped (its conversations, tool runs and notes
-## removed; the tenant file imported again), so the README's flows run again; then serve it
+## removed; the tenant file and the test suite imported again over staff's changes), so the
+## README's flows run again; then serve it
 demo-reset: $(STAMP)
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py demo_reset --tenant $(DEMO_TENANT)
-	$(PY) manage.py demo_setup --tenant $(DEMO_TENANT) --simulations $(DEMO_CASES) --host $(HOST) --port $(PORT)
+	$(PY) manage.py demo_setup --overwrite --tenant $(DEMO_TENANT) --simulations $(DEMO_CASES) --host $(HOST) --port $(PORT)
 	$(PY) manage.py runserver $(HOST):$(PORT)
 
 ## make simulate — the demo shop's test suite (demo/simulations/demo.json) in the sandbox, on the

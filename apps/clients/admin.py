@@ -417,6 +417,12 @@ class ClientAdminForm(forms.ModelForm):
         widget=forms.Textarea(attrs={"rows": 3, "cols": 60, "style": "font-family:monospace"}),
         help_text=_('A JSON list, e.g. ["https://shop.example"].'),
     )
+    business_hours = PrettyJSONField(
+        label=_("Business hours"),
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 8, "cols": 60, "style": "font-family:monospace"}),
+        help_text=Client._meta.get_field("business_hours").help_text,
+    )
     # The shipped languages only (apps.core.languages.SHIPPED): the widget, the confirmation
     # phrasings and the translations exist for these.
     language = forms.ChoiceField(
@@ -462,6 +468,7 @@ class ClientAdminForm(forms.ModelForm):
             "language",
             "languages",
             "support_email",
+            "business_hours",
             "greeting",
             "show_sources",
             "remember_conversation_hours",
@@ -500,6 +507,9 @@ class ClientAdminForm(forms.ModelForm):
 
     def clean_allowed_origins(self) -> Any:
         return self.cleaned_data.get("allowed_origins") or []
+
+    def clean_business_hours(self) -> Any:
+        return self.cleaned_data.get("business_hours") or {}  # emptied: no business hours
 
     def clean_identity_public_key(self) -> str:
         pem = (self.cleaned_data.get("identity_public_key") or "").strip()
@@ -591,6 +601,17 @@ class ClientAdmin(TenantScopedAdmin):
         (
             _("Advanced: the business info document"),
             {"fields": ["business_info_json"], "classes": ["collapse"]},
+        ),
+        (
+            _("Business hours"),
+            {
+                "fields": ["business_hours"],
+                "description": _(
+                    "When a person answers a hand-off: outside these hours the customer is told "
+                    "when the team is back and asked for an e-mail address; inside them, the "
+                    "team's typical wait (the last 7 days' median) when there is enough data."
+                ),
+            },
         ),
         (
             _("Deliberative mode"),

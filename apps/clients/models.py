@@ -13,6 +13,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from apps.clients import modes
+from apps.clients.business_hours import business_hours_errors
 from apps.clients.business_info import business_info_errors
 from apps.core.models import TenantOwnedModel, TimeStampedModel
 
@@ -481,6 +482,18 @@ class Client(TimeStampedModel):
     support_email = models.EmailField(
         blank=True, help_text=_("Escalations and usage alerts go here.")
     )
+    # When a person answers a hand-off (apps/clients/business_hours.py); {} = not configured.
+    business_hours = models.JSONField(
+        _("business hours"),
+        default=dict,
+        blank=True,
+        help_text=_(
+            'When your team answers hand-offs, e.g. {"time_zone": "Europe/Berlin", "weekly": '
+            '{"mon": ["09:00-17:00"], "sat": ["10:00-14:00"]}, "holidays": ["2026-12-25"]}. '
+            "Outside them a hand-off tells the customer when a person will answer; empty = it "
+            "says nothing about hours."
+        ),
+    )
     widget_key = models.CharField(max_length=64, unique=True, default=new_widget_key)
     allowed_origins = models.JSONField(
         default=list, blank=True, help_text=_("Sites allowed to embed the widget.")
@@ -611,6 +624,11 @@ class Client(TimeStampedModel):
                 errors["allowed_origins"] = bad
             else:
                 self.allowed_origins = [normalize_origin(o) for o in self.allowed_origins]
+        hours_errors = business_hours_errors(self.business_hours)
+        if hours_errors:
+            errors["business_hours"] = [
+                f"{path}: {msg}" if path else msg for path, msg in hours_errors.items()
+            ]
         granted = self.playground_modes
         if not isinstance(granted, list) or not all(m in modes.names() for m in granted):
             errors["playground_modes"] = [

@@ -92,6 +92,7 @@ CUSTOMER_FACING = (
     "apps/tools/",
     "apps/conversations/services.py",
     "apps/escalations/services.py",
+    "apps/escalations/availability.py",  # when a person answers a hand-off
     "apps/identity/services.py",  # the e-mail one-time code: its replies and e-mail
     "apps/widget/apis.py",
     "apps/outcomes/services.py",  # the widget's rating answers

@@ -30,6 +30,7 @@ from apps.conversations.services import (
 )
 from apps.core.exceptions import ApplicationError
 from apps.core.links import absolute_url
+from apps.escalations.availability import availability_text, handoff_availability
 from apps.escalations.models import Escalation, EscalationReason, EscalationStatus
 from apps.escalations.reply_templates import reply_check_filled
 from apps.tools.pending import pending_expire_open
@@ -96,13 +97,27 @@ def escalation_create(
         data={"escalation_id": str(escalation.public_id), "reason": reason},
         trace=trace,
     )
+    text = _customer_text(handoff_text, locked)
+    data: dict[str, Any] = {"escalation_id": str(escalation.public_id)}
+    if escalation.reason != EscalationReason.STAFF_TAKEOVER:  # else a person is already here
+        # When a person answers, from the client's business hours (nothing without them). The
+        # hand-off itself must never fail for it: a problem leaves the text as it was.
+        try:
+            with transaction.atomic():
+                availability = handoff_availability(client=client)
+                if availability is not None:
+                    said = availability_text(availability=availability, conversation=locked)
+                    text = f"{text} {said}" if said else text
+                    data["availability"] = availability.data()
+        except Exception:
+            logger.exception("hand-off availability failed", extra={"client": client.pk})
     message_append(
         client=client,
         conversation=conversation,
         role=Role.SYSTEM,
         kind=Kind.HANDOFF,
-        text=_customer_text(handoff_text, locked),
-        data={"escalation_id": str(escalation.public_id)},
+        text=text,
+        data=data,
         trace=trace,
     )
     escalation_id = escalation.pk

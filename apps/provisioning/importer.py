@@ -319,6 +319,9 @@ class ClientIn(_Strict):
     email_code: EmailCodeIn | None = None
     # Staff reply templates: created or updated by shortcut, never deleted.
     reply_templates: list[ReplyTemplateIn] = []
+    # When a person answers a hand-off (apps/clients/business_hours.py), checked by
+    # `_business_hours_errors`; left out: the setting stays as it is; {} clears it.
+    business_hours: dict[str, Any] | None = None
 
     @field_validator("language")
     @classmethod
@@ -458,6 +461,22 @@ def _executors_errors(data: dict[str, Any]) -> dict[str, str]:
     return errors
 
 
+def _business_hours_errors(data: dict[str, Any]) -> dict[str, str]:
+    """Problems with each client's `business_hours`, by path
+    (`clients[0].business_hours.weekly.mon[1]`)."""
+    from apps.clients.business_hours import business_hours_errors
+
+    errors: dict[str, str] = {}
+    clients = data.get("clients")
+    for i, client in enumerate(clients if isinstance(clients, list) else []):
+        if not isinstance(client, dict) or client.get("business_hours") is None:
+            continue
+        for path, message in business_hours_errors(client["business_hours"]).items():
+            prefix = json_path(["clients", i, "business_hours"])
+            errors[f"{prefix}.{path}" if path else prefix] = message
+    return errors
+
+
 def _tests_errors(data: dict[str, Any]) -> dict[str, str]:
     """Problems with each client's simulation test cases, by path
     (`clients[0].tests[2].turns[1].expect.tool_called`), and repeated case names."""
@@ -503,6 +522,7 @@ def parse_tenant_file(data: Any) -> TenantFile:
         }
     fields |= _executors_errors(data)
     fields |= _tests_errors(data)
+    fields |= _business_hours_errors(data)
     if fields or spec is None:
         lines = "\n".join(f"  {path}: {msg}" for path, msg in fields.items())
         raise ApplicationError(

@@ -161,6 +161,9 @@ def _import_client(*, spec: ClientIn, plan: Plan, index: int = 0) -> ImportedCli
     if spec.email_code is not None:
         _import_email_code(client=client, spec=spec, index=index)
 
+    if spec.business_hours is not None:
+        _upsert(Client, {"pk": client.pk}, {"business_hours": spec.business_hours})
+
     _import_knowledge(client=client, spec=spec, index=index)
 
     if spec.tests:
@@ -421,6 +424,7 @@ def client_export(*, client: Client) -> dict[str, Any]:
         "knowledge": {"articles": articles, "sources": sources},
         **_email_code_export(client),
         **_reply_templates_export(client),
+        **({"business_hours": client.business_hours} if client.business_hours else {}),
     }
 
 

@@ -107,7 +107,7 @@ def test_demo_setup_again_and_demo_reset_keep_the_suite(demo):
         "demo_setup", "--tenant", str(DEMO_TENANT), "--simulations", str(DEMO_CASES), stdout=out
     )
     assert f"{len(SUITE)} test case(s) for trailhead" in out.getvalue()
-    assert "0 new, 0 updated, 0 removed" in out.getvalue()
+    assert "kept as they are" in out.getvalue()  # staff's edits to the suite are never undone
     reason = "test checks the database directly"
     assert SimCase.objects.unscoped(reason).filter(client=demo).count() == len(SUITE)
 

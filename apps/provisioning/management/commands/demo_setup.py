@@ -4,11 +4,14 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.accounts.models import Membership, Role, User
-from apps.clients.models import Client
+from apps.billing.models import ModelPrice
+from apps.clients.models import Client, Plan
 from apps.core.exceptions import ApplicationError
+from apps.provisioning.importer import parse_tenant_file
 from apps.provisioning.management.commands.import_client import read_tenant_file
 from apps.provisioning.services import ImportedClient, tenant_import
 from apps.simulations.cases import cases_import
+from apps.simulations.models import SimCase
 
 DEMO_EMAIL = "admin@guidedesk.example"
 DEMO_PASSWORD = "guidedesk-demo"  # noqa: S105 - the local demo's published credential
@@ -18,6 +21,21 @@ WILDCARD_HOSTS = {"", "0.0.0.0", "::", "[::]"}  # noqa: S104 - compared, never b
 
 # The sign-in page demo/tenant.json names: the demo shop on the default host and port.
 DEFAULT_SIGNIN_URL = "http://127.0.0.1:8000/"
+
+
+def absent_part(data: dict[str, Any]) -> dict[str, Any]:
+    """The part of a (validated) tenant file that is not in the database yet: its model prices,
+    plans and clients that do not exist. What exists — and whatever staff changed in it since
+    (a plan's mode and budgets, a tool's approval rule, an article) — is left as it is."""
+    prices = {p.model for p in ModelPrice.objects.all()}
+    plans = set(Plan.objects.values_list("slug", flat=True))
+    clients = set(Client.objects.values_list("slug", flat=True))
+    return {
+        **data,
+        "model_prices": [p for p in data.get("model_prices", []) if p.get("model") not in prices],
+        "plans": [p for p in data.get("plans", []) if p.get("slug") not in plans],
+        "clients": [c for c in data.get("clients", []) if c.get("slug") not in clients],
+    }
 
 
 def base_url(host: str, port: int) -> str:
@@ -31,9 +49,12 @@ def base_url(host: str, port: int) -> str:
 
 class Command(BaseCommand):
     help = (
-        "The local demo (`make demo`): optionally import a tenant file, create the demo "
-        "superuser (idempotent) and print one block with the addresses (for the host and port "
-        "the demo is served on), the sign-in and the widget and API keys. Local demo only."
+        "The local demo (`make demo`, `make simulate`): optionally create the clients, plans and "
+        "model prices of a tenant file that do not exist yet (what exists is never overwritten: "
+        "staff's changes stay; --overwrite, as `make demo-reset` does, imports the whole file), "
+        "create the demo superuser (idempotent) and print one block with the addresses (for the "
+        "host and port the demo is served on), the sign-in and the widget and API keys. Local "
+        "demo only."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -49,6 +70,12 @@ class Command(BaseCommand):
             "[cases]}, e.g. demo/simulations/demo.json) into that client; each suite of the file "
             "becomes exactly the file's cases (`manage.py simulate --suite demo` runs them).",
         )
+        parser.add_argument(
+            "--overwrite",
+            action="store_true",
+            help="Import the whole tenant file and the simulations file over what is there "
+            "(`make demo-reset`), instead of creating only what is absent.",
+        )
         parser.add_argument("--host", default="127.0.0.1", help="The host the demo is served on.")
         parser.add_argument(
             "--port", type=int, default=8000, help="The port the demo is served on."
@@ -56,14 +83,10 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         imported: list[ImportedClient] = []
+        created: set[str] = set()
+        overwrite = bool(options["overwrite"])
         if options["tenant"]:
-            data = read_tenant_file(options["tenant"])
-            try:
-                imported = tenant_import(data=data)
-            except ApplicationError as exc:
-                raise CommandError(
-                    f"{options['tenant']}: {exc.message}\nNothing was changed."
-                ) from None
+            imported, created = self.import_tenant(options["tenant"], overwrite=overwrite)
         served = base_url(options["host"], options["port"])
         # The demo shop is its own sign-in page: point the tenant file's default at the address
         # the demo is served on (PORT=8011 make demo).
@@ -71,7 +94,11 @@ class Command(BaseCommand):
             Client.objects.filter(slug=done.slug, signin_url=DEFAULT_SIGNIN_URL).exclude(
                 signin_url=served
             ).update(signin_url=served)
-        simulations = self.import_cases(options["simulations"]) if options["simulations"] else ""
+        simulations = (
+            self.import_cases(options["simulations"], overwrite=overwrite, created=created)
+            if options["simulations"]
+            else ""
+        )
         user = User.objects.filter(email=DEMO_EMAIL).first()
         if user is None:
             user = User.objects.create_superuser(DEMO_EMAIL, DEMO_PASSWORD)
@@ -83,8 +110,31 @@ class Command(BaseCommand):
         if simulations:
             self.stdout.write(simulations)
 
-    def import_cases(self, path: str) -> str:
-        """Import a simulations file's cases into its client; one line saying what changed."""
+    def import_tenant(self, path: str, *, overwrite: bool) -> tuple[list[ImportedClient], set[str]]:
+        """Import the tenant file (all of it with `overwrite`, else only what is absent); the
+        file's clients with their keys, and the slugs of the clients created now."""
+        data = read_tenant_file(path)
+        try:
+            parse_tenant_file(data)  # a broken file fails here, whatever exists
+            before = set(Client.objects.values_list("slug", flat=True))
+            part = data if overwrite else absent_part(data)
+            anything = part["clients"] or part["plans"] or part["model_prices"]
+            done = {c.slug: c for c in tenant_import(data=part)} if anything else {}
+        except ApplicationError as exc:
+            raise CommandError(f"{path}: {exc.message}\nNothing was changed.") from None
+        imported = []
+        for entry in data.get("clients", []):
+            slug = entry["slug"]
+            found = done.get(slug)
+            if found is None:  # there already, kept as staff left it
+                client = Client.objects.get(slug=slug)
+                found = ImportedClient(slug=slug, widget_key=client.widget_key, api_key=None)
+            imported.append(found)
+        return imported, {c.slug for c in imported} - before
+
+    def import_cases(self, path: str, *, overwrite: bool, created: set[str]) -> str:
+        """Import a simulations file's cases into its client — only when the client was created
+        now or has no cases yet, unless `overwrite`; one line saying what changed."""
         data = read_tenant_file(path)
         slug = data.get("client") if isinstance(data, dict) else None
         client = Client.objects.filter(slug=slug).first() if isinstance(slug, str) else None
@@ -92,6 +142,12 @@ class Command(BaseCommand):
             raise CommandError(
                 f'{path}: names no imported client ("client": {slug!r}); import its tenant '
                 "file first.\nNothing was changed."
+            )
+        kept = SimCase.objects.for_client(client).count()
+        if kept and not overwrite and client.slug not in created:
+            return (
+                f"  Simulations: {kept} test case(s) for {client.slug}, kept as they are "
+                "(`make demo-reset` restores the shipped ones); run them with `make simulate`.\n"
             )
         try:
             counts = cases_import(client=client, data=data.get("tests", []), replace_suite=True)
