@@ -12,7 +12,8 @@ from typing import Any, ClassVar, cast
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import Count, QuerySet
-from django.http import HttpRequest
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.urls import URLPattern, path
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext, ngettext
@@ -30,6 +31,7 @@ from apps.knowledge.models import (
     ArticleStatus,
     KnowledgeSource,
 )
+from apps.knowledge.selectors import source_progress_json
 from apps.knowledge.services.articles import (
     article_delete,
     article_errors,
@@ -41,7 +43,7 @@ from apps.knowledge.services.articles import (
     source_errors,
     source_save,
 )
-from apps.knowledge.services.sync import source_sync_start
+from apps.knowledge.services.sync import source_problem, source_sync_start
 
 PREVIEW_CHARS = 100_000
 
@@ -441,6 +443,8 @@ class KnowledgeSourceAdmin(SourceSyncAdminMixin, TenantScopedAdmin):
         fixed = list(self.readonly_fields)
         return fixed if obj is None else ["client", *fixed]
 
+    change_form_template = "admin/knowledge/knowledgesource/change_form.html"
+
     def save_model(
         self, request: HttpRequest, obj: KnowledgeSource, form: Any, change: bool
     ) -> None:
@@ -449,6 +453,56 @@ class KnowledgeSourceAdmin(SourceSyncAdminMixin, TenantScopedAdmin):
 
             raise PermissionDenied
         source_save(source=obj)
+        # A new source, one whose address or file changed, or "Sync now" on its page: its sync
+        # starts now (a source typed in by staff has nothing to import).
+        changed = {"kind", "url", "file"} & set(form.changed_data if change else ())
+        if (not change or changed or "_syncnow" in request.POST) and not source_problem(obj):
+            try:
+                source_sync_start(source=obj, user=request.user)
+            except ApplicationError as exc:
+                self.message_user(request, f"{obj.name}: {exc}", messages.ERROR)
+            else:
+                self.message_user(
+                    request,
+                    gettext("%(name)s is syncing; its page shows the progress.")
+                    % {"name": obj.name},
+                    messages.SUCCESS,
+                )
+
+    def response_change(self, request: HttpRequest, obj: KnowledgeSource) -> HttpResponse:
+        if "_syncnow" in request.POST:  # back to the page, which shows the sync's progress
+            return HttpResponseRedirect(request.path)
+        return super().response_change(request, obj)
+
+    def get_urls(self) -> list[URLPattern]:
+        own = [
+            path(
+                "<int:source_id>/progress/",
+                self.admin_site.admin_view(self.progress_view),
+                name="knowledge_knowledgesource_progress",
+            )
+        ]
+        return own + super().get_urls()
+
+    def progress_view(self, request: HttpRequest, source_id: int) -> JsonResponse:
+        """The sync's state for the change page's progress bar (polled while it syncs)."""
+        source = self.get_queryset(request).filter(pk=source_id).first()
+        # Another tenant's source (or a role too low to view it) looks like a missing one.
+        if source is None or not self.has_view_permission(request, source):
+            raise Http404
+        return JsonResponse(source_progress_json(source))
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
+    ) -> HttpResponse:
+        source = self.get_object(request, object_id)
+        context = dict(extra_context or {})
+        if source is not None:
+            context["sync"] = source_progress_json(source)
+            context["can_sync"] = not source_problem(source) and self.has_change_permission(
+                request, source
+            )
+        return super().change_view(request, object_id, form_url, context)
 
     def delete_model(self, request: HttpRequest, obj: KnowledgeSource) -> None:
         source_delete(source=obj)

@@ -1,9 +1,10 @@
 """Retrieval: the chunks of a client's usable articles that best match a query.
 
+- Both: the query is its words less its language's stop words (`query_terms`).
 - PostgreSQL: the chunk's `search_vector` (GIN-indexed) matched by `websearch_to_tsquery` of the
   query's words OR-combined — in the query language's configuration and in 'simple', so a
-  natural question matches — ranked with `ts_rank_cd` (among the best `PG_CANDIDATES` by
-  `ts_rank`).
+  natural question matches — ranked by Σ idf(word) × `ts_rank` (among the best `PG_CANDIDATES`
+  by `ts_rank`).
 - SQLite (the demo): the FTS5 table `knowledge_chunk_fts` matched by the query's words (each
   quoted, OR-combined), ranked with bm25 (heading weighted twice the text).
 - With `EMBEDDING_MODEL` set: the text ranking and the cosine ranking of the chunks'
@@ -15,9 +16,12 @@ client are ever returned. With a `token_budget`, hits are taken in rank order wh
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass
+from functools import cache as memoized
+from pathlib import Path
 
 from django.core.cache import cache
 from django.db import connection
@@ -39,6 +43,8 @@ MAX_TOPIC_TOKENS = 60
 EMBEDDING_SCAN = 5000
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+# One file of stop words per shipped language (`<code>.txt`, one word a line, `#` comments).
+STOP_WORDS_DIR = Path(__file__).resolve().parent / "stopwords"
 
 
 @dataclass(frozen=True)
@@ -56,14 +62,36 @@ class Hit:
     source_url: str
 
 
-def query_terms(query: str) -> list[str]:
-    """The query's distinct words (lower-cased, in order, at most `MAX_QUERY_TERMS`)."""
+def stop_words(language: str) -> frozenset[str]:
+    """The stop words of `language` (a code such as `es` or `pt-BR`): its grammar words
+    (articles, pronouns, prepositions, auxiliaries, question words), which a help centre's text
+    rarely uses but a customer's question always does. Empty for a language without a file."""
+    return _stop_words(language.split("-")[0].lower())
+
+
+@memoized
+def _stop_words(code: str) -> frozenset[str]:
+    path = STOP_WORDS_DIR / f"{code}.txt"
+    if not code.isalpha() or not path.is_file():
+        return frozenset()
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return frozenset(w.strip().lower() for w in lines if w.strip() and not w.startswith("#"))
+
+
+def query_terms(query: str, language: str = "") -> list[str]:
+    """The query's distinct words (lower-cased, in order, at most `MAX_QUERY_TERMS`), less the
+    stop words of its language — unless nothing else is left. Without this, a question's
+    "do", "I", "where" (rare in articles, so weighted high) rank a short chunk that happens to
+    hold them above the article about the question's subject."""
     seen: dict[str, None] = {}
     for word in _WORD.findall(query.lower()):
         word = word.strip("_")
         if word and word not in seen:
             seen[word] = None
-    return list(seen)[:MAX_QUERY_TERMS]
+    words = list(seen)
+    stop = stop_words(language) if language else frozenset()
+    content = [w for w in words if w not in stop]
+    return (content or words)[:MAX_QUERY_TERMS]
 
 
 def _usable_chunks(client: Client) -> QuerySet[ArticleChunk]:
@@ -72,26 +100,36 @@ def _usable_chunks(client: Client) -> QuerySet[ArticleChunk]:
     )
 
 
-# PostgreSQL ranks in two passes: every matching chunk by `ts_rank` against the query in its
-# language's configuration (cheap), then the best `PG_CANDIDATES` of them by `ts_rank_cd`
-# (cover density: terms close together count more) against the full query — so a question whose
-# words occur in thousands of chunks costs one cheap rank per chunk, not a cover-density one.
+# PostgreSQL ranks in two passes: every chunk matching one of the query's words by `ts_rank`
+# against the query in its language's configuration (cheap), then the best `PG_CANDIDATES` of
+# them by the sum over the words of idf(word) × `ts_rank(chunk, word)` (normalised by the
+# chunk's length, 1 + log) — `ts_rank` alone weighs every word alike, so "order", in half the
+# help centre, counted as much as "germany" (docs/knowledge.md, "Full-text search"). The idf is
+# BM25's, log(1 + (N − n + 0.5) / (n + 0.5)) over the client's N chunks, n of them holding the
+# word, counted first (one query; each count an index scan).
 PG_CANDIDATES = 200
+PG_RANK_NORMALISATION = 1  # ts_rank's: divide by 1 + the logarithm of the chunk's length
+_PG_WORD = (
+    "(websearch_to_tsquery(%(config)s::regconfig, %(w{i})s)"
+    " || websearch_to_tsquery('simple'::regconfig, %(w{i})s))"
+)
+_PG_COUNTS = """
+    SELECT (SELECT count(*) FROM knowledge_articlechunk WHERE client_id = %(client)s) AS total,
+           {counts}
+"""
+_PG_COUNT = (
+    "(SELECT count(*) FROM knowledge_articlechunk"
+    " WHERE client_id = %(client)s AND search_vector @@ {word}) AS n{i}"
+)
 _PG_SQL = """
-    SELECT candidates.id,
-           ts_rank_cd(
-               candidates.search_vector,
-               (websearch_to_tsquery(%(config)s::regconfig, %(text)s)
-                || websearch_to_tsquery('simple'::regconfig, %(text)s))
-           ) AS score
+    SELECT candidates.id, ({score}) AS score
     FROM (
         SELECT c.id, c.search_vector
         FROM knowledge_articlechunk c
         JOIN knowledge_article a ON a.id = c.article_id
         LEFT JOIN knowledge_knowledgesource s ON s.id = a.source_id
         WHERE c.client_id = %(client)s AND a.client_id = %(client)s
-          AND c.search_vector @@ (websearch_to_tsquery(%(config)s::regconfig, %(text)s)
-                || websearch_to_tsquery('simple'::regconfig, %(text)s))
+          AND c.search_vector @@ ({any_word})
           AND a.status = 'published' AND a.enabled AND (s.id IS NULL OR s.enabled)
         ORDER BY ts_rank(c.search_vector, websearch_to_tsquery(%(config)s::regconfig, %(text)s))
             DESC, c.id
@@ -102,6 +140,10 @@ _PG_SQL = """
 """
 
 
+def _idf(total: int, holding: int) -> float:
+    return math.log(1 + (total - holding + 0.5) / (holding + 0.5)) if holding else 0.0
+
+
 def _pg_ranking(client: Client, terms: list[str], language: str, n: int) -> list[tuple[int, float]]:
     params: dict[str, str | int] = {
         "config": search_config_for(language or client.language),
@@ -110,9 +152,26 @@ def _pg_ranking(client: Client, terms: list[str], language: str, n: int) -> list
         "candidates": max(PG_CANDIDATES, n),
         "n": n,
     }
+    params.update({f"w{i}": term for i, term in enumerate(terms)})
+    words = [_PG_WORD.format(i=i) for i in range(len(terms))]
+    counts = ", ".join(_PG_COUNT.format(word=word, i=i) for i, word in enumerate(words))
     with connection.cursor() as cursor:
-        cursor.execute(_PG_SQL, params)
-        return [(pk, float(score)) for pk, score in cursor.fetchall() if score > 0]
+        cursor.execute(_PG_COUNTS.format(counts=counts), params)
+        total, *holding = cursor.fetchone()
+        weighted = [
+            (word, _idf(int(total), int(count)))
+            for word, count in zip(words, holding, strict=True)
+            if count
+        ]
+        if not weighted:
+            return []
+        score = " + ".join(
+            f"{weight:.6f} * ts_rank(candidates.search_vector, {word}, {PG_RANK_NORMALISATION})"
+            for word, weight in weighted
+        )
+        any_word = " || ".join(word for word, _ in weighted)
+        cursor.execute(_PG_SQL.format(score=score, any_word=any_word), params)
+        return [(pk, float(value)) for pk, value in cursor.fetchall() if value > 0]
 
 
 def _sqlite_ranking(client: Client, terms: list[str], n: int) -> list[tuple[int, float]]:
@@ -176,7 +235,7 @@ def search(
     """The best chunks of the client's usable articles for `query`, best first. With
     `min_share_of_best` (0–1), a chunk scoring below that share of the best chunk's score is
     left out: a weak match that only fills the budget (docs/knowledge.md, "Relevance cut")."""
-    terms = query_terms(query)
+    terms = query_terms(query, language or client.language)
     if not terms or limit <= 0:
         return []
     candidates = max(limit * 4, 20)

@@ -9,7 +9,7 @@ from django.db.models import Count, Q, QuerySet
 
 from apps.clients.models import Client
 from apps.knowledge import retrieval
-from apps.knowledge.models import Article, ArticleKind, KnowledgeSource
+from apps.knowledge.models import Article, ArticleKind, KnowledgeSource, SourceStatus
 
 
 def faqs_for(*, client: Client) -> list[dict[str, str]]:
@@ -117,3 +117,22 @@ def sources_list(*, client: Client) -> QuerySet[KnowledgeSource]:
 
 def source_get(*, client: Client, public_id: Any) -> KnowledgeSource | None:
     return sources_list(client=client).filter(public_id=public_id).first()
+
+
+def source_progress_json(source: KnowledgeSource) -> dict[str, Any]:
+    """A source's sync as its admin page shows it (and polls it while it runs): the status in
+    words, pages done of the total known so far, the sync's message and whether it is still
+    running."""
+    progress = source.progress or {}
+    done, total = int(progress.get("done") or 0), int(progress.get("total") or 0)
+    return {
+        "status": source.status,
+        "status_label": str(source.get_status_display()),
+        "busy": source.status in (SourceStatus.QUEUED, SourceStatus.SYNCING),
+        "done": done,
+        "total": total,
+        "percent": round(100 * done / total) if total else None,
+        "message": str(progress.get("message") or ""),
+        "error": source.error,
+        "last_synced_at": source.last_synced_at.isoformat() if source.last_synced_at else None,
+    }

@@ -126,3 +126,87 @@ def test_admin_sync_now_reports_a_source_that_cannot_sync(client, client_a):
         follow=True,
     )
     assert "Typed: A source typed in by staff has nothing to import." in response.content.decode()
+
+
+def _admin_user(client_, role=Role.ADMIN):
+    from django.contrib.auth.models import Permission
+
+    user = MembershipFactory(client=client_, role=role).user
+    user.user_permissions.add(*Permission.objects.filter(content_type__app_label="knowledge"))
+    return user
+
+
+def test_saving_a_new_source_in_the_admin_starts_its_first_sync(
+    client, client_a, site, django_capture_on_commit_callbacks
+):
+    client.force_login(_admin_user(client_a))
+    add = reverse("admin:knowledge_knowledgesource_add")
+    form = {
+        "client": client_a.pk,
+        "name": "Help centre",
+        "kind": SourceKind.URL,
+        "url": site.url("/returns"),
+        "language": "en",
+        "enabled": "on",
+        "resync_hours": 0,
+    }
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(add, form, follow=True)
+    assert response.status_code == 200
+    assert "Help centre is syncing" in response.content.decode()
+    source = KnowledgeSource.objects.for_client(client_a).get(name="Help centre")
+    assert source.status == SourceStatus.SYNCED  # not "Not synced yet" until Sync now is found
+    assert Article.objects.for_client(client_a).filter(source=source).count() == 1
+
+
+def test_a_manual_source_saves_without_a_sync(client, client_a):
+    client.force_login(_admin_user(client_a))
+    form = {"client": client_a.pk, "name": "Typed", "kind": SourceKind.MANUAL, "language": "en",
+            "enabled": "on", "resync_hours": 0}  # fmt: skip
+    response = client.post(reverse("admin:knowledge_knowledgesource_add"), form, follow=True)
+    assert response.status_code == 200
+    source = KnowledgeSource.objects.for_client(client_a).get(name="Typed")
+    assert source.status == SourceStatus.NEW
+    assert "is syncing" not in response.content.decode()
+
+
+def test_the_source_page_has_sync_now_and_shows_its_progress(
+    client, client_a, site, django_capture_on_commit_callbacks
+):
+    source = _source(client_a, site.url("/returns"))
+    client.force_login(_admin_user(client_a))
+    change = reverse("admin:knowledge_knowledgesource_change", args=[source.pk])
+    page = client.get(change).content.decode()
+    assert 'name="_syncnow"' in page and 'id="sync-status"' in page
+    assert "Not synced yet" in page
+    # A sync waiting to run: the page shows a progress bar and polls the progress URL.
+    KnowledgeSource.objects.for_client(client_a).filter(pk=source.pk).update(
+        status=SourceStatus.SYNCING, progress={"done": 2, "total": 8, "message": "Reading pages."}
+    )
+    page = client.get(change).content.decode()
+    assert "<progress" in page and "2 of 8 pages" in page and "Reading pages." in page
+    progress_url = reverse("admin:knowledge_knowledgesource_progress", args=[source.pk])
+    assert progress_url in page
+    state = client.get(progress_url).json()
+    assert (state["busy"], state["done"], state["total"], state["percent"]) == (True, 2, 8, 25)
+    # "Sync now" on the page: saved, synced, back on the same page.
+    KnowledgeSource.objects.for_client(client_a).filter(pk=source.pk).update(
+        status=SourceStatus.NEW, progress={}
+    )
+    form = {"name": "Help", "kind": SourceKind.URL, "url": source.url, "language": "",
+            "enabled": "on", "resync_hours": 0, "_syncnow": "Sync now"}  # fmt: skip
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(change, form)
+    assert response.status_code == 302 and response["Location"] == change
+    source.refresh_from_db()
+    assert source.status == SourceStatus.SYNCED
+    assert client.get(progress_url).json()["busy"] is False
+
+
+def test_another_clients_source_progress_is_not_found(client, client_a, client_b):
+    theirs = _source(client_b, "https://example.com/help")
+    client.force_login(_admin_user(client_a))
+    url = reverse("admin:knowledge_knowledgesource_progress", args=[theirs.pk])
+    assert client.get(url).status_code == 404
+    theirs.refresh_from_db()
+    assert theirs.status == SourceStatus.NEW
