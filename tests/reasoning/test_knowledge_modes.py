@@ -246,3 +246,31 @@ def test_the_offline_demo_model_retrieves(
     [knowledge] = steps_named("knowledge")
     assert knowledge.output["query"] == "Do the hiking boots run small?"
     assert knowledge.output["hits"][0]["title"] == "Boot sizing"
+
+
+RENTAL_PRICES = (
+    "What does it cost to rent gear? Rentals are priced per night, with a two-night minimum.\n\n"
+    "| Item | Per night |\n|---|---|\n| 2-person tent | $18 |\n| Snowshoes | $12 |\n\n"
+    "We place a deposit hold of $100 per item on your credit card at pickup."
+)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How much does it cost to rent snowshoes?",
+        "¿Cuánto cuesta alquilar snowshoes?",
+        "Wie viel kosten Snowshoes zur Miete?",
+    ],
+)
+def test_the_offline_demo_model_answers_how_much_with_the_amount(
+    chat: Chat, settings: Any, question: str
+) -> None:
+    """A question about an amount gets the sentence (or table row) that states it, not the
+    text's own question or a chunk without any price."""
+    settings.OPENAI_API_KEY = ""
+    article(chat.client, "Gear rentals", "Rent tents and snowshoes at our Denver showroom.")
+    article(chat.client, "Rental prices and deposits", RENTAL_PRICES, tags=["rentals"])
+    [reply] = chat.say(question)
+    assert "$12" in reply.text, reply.text
+    assert "What does it cost" not in reply.text

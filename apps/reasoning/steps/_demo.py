@@ -523,25 +523,67 @@ def _content_words(low: str) -> set[str]:
     return {w for w in re.findall(r"\w+", low) if w not in STOP and len(w) > 2}
 
 
+# A question that asks for an amount (a price, a fee, how much), in each shipped language: its
+# answer is the sentence that holds one, not the one that shares the most words with it.
+AMOUNT_CUES = (
+    "how much", "cost", "price", "fee", "charge",  # en
+    "cuánto", "cuanto", "precio", "cuesta", "tarifa",  # es
+    "wie viel", "wieviel", "kostet", "preis", "gebühr",  # de
+    "combien", "prix", "coûte", "tarif", "frais",  # fr
+    "quanto", "prezzo", "costa",  # it
+    "hoeveel", "prijs", "kost",  # nl
+    "preço", "custa",  # pt
+    "كم", "سعر", "تكلفة", "رسوم",  # ar
+    "כמה", "מחיר", "עולה", "עלות",  # he
+)  # fmt: skip
+_AMOUNT = re.compile(r"[$€£₪]\s?\d|\d\s?(?:€|\$|£|₪|usd|eur|gbp)\b", re.IGNORECASE)
+
+
+def _asks_amount(low: str) -> bool:
+    return any(cue in low for cue in AMOUNT_CUES)
+
+
 def _knowledge_answer(low: str, chunks: list[dict[str, str]]) -> str:
     """The most relevant sentences of the best-ranked fetched chunk that shares a word with the
-    question ('' when none does)."""
+    question ('' when none does); for a question about an amount, of the best-ranked such chunk
+    that states one, with the sentences that state it first in line."""
     words = _content_words(low)
-    for chunk in chunks:
-        text = f"{chunk.get('heading', '')} {chunk.get('text', '')}".lower()
-        if words & set(re.findall(r"\w+", text)):
-            return _relevant_sentences(chunk.get("text", ""), low, 3)
-    return ""
+    sharing = [
+        chunk
+        for chunk in chunks
+        if words
+        & set(re.findall(r"\w+", f"{chunk.get('heading', '')} {chunk.get('text', '')}".lower()))
+    ]
+    if not sharing:
+        return ""
+    amount = _asks_amount(low)
+    if amount:
+        stated = [c for c in sharing if _AMOUNT.search(c.get("text", ""))]
+        sharing = stated or sharing
+    return _relevant_sentences(sharing[0].get("text", ""), low, 3, amount=amount)
 
 
-def _relevant_sentences(text: str, low: str, n: int) -> str:
+def _relevant_sentences(text: str, low: str, n: int, *, amount: bool = False) -> str:
     """The `n` sentences of a policy that share the most (and rarest) words with the question,
-    in the policy's order; the first `n` when none does."""
-    sentences = re.split(r"(?<=[.!?])\s+", text.strip())
+    in the policy's order; the first `n` when none does. With `amount`, a sentence (or a table
+    row: lines count as sentences) that states an amount and shares a word outranks the rest."""
+    sentences = [
+        part.strip(" |")
+        for line in text.strip().splitlines()
+        for part in re.split(r"(?<=[.!?])\s+", line.strip())
+        if part.strip(" |-")
+    ]
     words = {w for w in re.findall(r"[a-z']+", low) if w not in STOP and len(w) > 2}
     lowered = [s.lower() for s in sentences]
     df = {w: sum(w in s for s in lowered) for w in words}
     scores = [sum(1 / df[w] for w in words if df[w] and w in s) for s in lowered]
+    if amount:
+        scores = [
+            0
+            if sentence.endswith("?")
+            else score + (10 if score and _AMOUNT.search(sentence) else 0)
+            for score, sentence in zip(scores, sentences, strict=True)
+        ]  # a question in the text is never the answer to one
     ranked = sorted(range(len(sentences)), key=lambda i: (-scores[i], i))[:n]
     if not any(scores[i] for i in ranked):
         return " ".join(sentences[:n])
