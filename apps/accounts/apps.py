@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class AccountsConfig(AppConfig):
@@ -7,4 +8,4 @@ class AccountsConfig(AppConfig):
     # One admin section for staff and access. (django-allauth's own app is also called
     # "Accounts"; its only admin page, e-mail addresses, is an inline on the user instead —
     # see admin.py.)
-    verbose_name = "Staff accounts and API keys"
+    verbose_name = _("Staff accounts and API keys")

@@ -66,31 +66,36 @@ class User(AbstractUser):
     """A staff user (client staff or platform operator). Logs in with e-mail."""
 
     username = None  # type: ignore[assignment]
-    email = models.EmailField("e-mail address", unique=True)
+    email = models.EmailField(_("e-mail address"), unique=True)
     # How the admin and the console speak to this staff member (apps.accounts.middleware):
     # times in their time zone, words in their language. Empty: the site's defaults.
     time_zone = models.CharField(
-        "time zone",
+        _("time zone"),
         max_length=64,
         blank=True,
         default="",
         validators=[validate_time_zone],
-        help_text="e.g. Europe/Madrid. The admin and the console show times in this zone. "
-        "Empty: UTC.",
+        help_text=_(
+            "e.g. Europe/Madrid. The admin and the console show times in this zone. Empty: UTC."
+        ),
     )
     language = models.CharField(
-        "language",
+        _("language"),
         max_length=16,
         blank=True,
         default="",
         validators=[validate_staff_language],
-        help_text="The language of the admin and the console for you. Empty: the browser's.",
+        help_text=_("The language of the admin and the console for you. Empty: the browser's."),
     )
 
     USERNAME_FIELD = "email"
     REQUIRED_FIELDS: ClassVar[list[str]] = []
 
     objects: ClassVar[UserManager] = UserManager()  # type: ignore[assignment]
+
+    class Meta:
+        verbose_name = _("user")
+        verbose_name_plural = _("users")
 
     def __str__(self) -> str:
         return self.email
@@ -114,10 +119,16 @@ def role_at_least(role: str, minimum: str) -> bool:
 class Membership(TenantOwnedModel):
     """A staff user's access to one client, with a role."""
 
-    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="memberships")
-    role = models.CharField(max_length=10, choices=Role.choices, default=Role.AGENT)
+    user = models.ForeignKey(
+        User, on_delete=models.CASCADE, related_name="memberships", verbose_name=_("user")
+    )
+    role = models.CharField(
+        max_length=10, choices=Role.choices, default=Role.AGENT, verbose_name=_("role")
+    )
 
     class Meta:
+        verbose_name = _("membership")
+        verbose_name_plural = _("memberships")
         constraints = [
             models.UniqueConstraint(fields=["client", "user"], name="uniq_membership_client_user")
         ]
@@ -140,20 +151,35 @@ class ApiKeyQuerySet(TenantQuerySet["ApiKey"]):
 class ApiKey(TenantOwnedModel):
     """A back-office credential scoped to one client. The secret is shown once and stored hashed."""
 
-    name = models.CharField(max_length=100)
-    prefix = models.CharField(max_length=16, unique=True, help_text=_("Shown to identify the key."))
-    secret_hash = models.CharField(max_length=64, editable=False)
-    role = models.CharField(max_length=10, choices=Role.choices, default=Role.ADMIN)
-    created_by = models.ForeignKey(
-        User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    name = models.CharField(max_length=100, verbose_name=_("name"))
+    prefix = models.CharField(
+        max_length=16,
+        unique=True,
+        help_text=_("Shown to identify the key."),
+        verbose_name=_("prefix"),
     )
-    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
-    revoked_at = models.DateTimeField(null=True, blank=True)
+    secret_hash = models.CharField(max_length=64, editable=False, verbose_name=_("secret hash"))
+    role = models.CharField(
+        max_length=10, choices=Role.choices, default=Role.ADMIN, verbose_name=_("role")
+    )
+    created_by = models.ForeignKey(
+        User,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("created by"),
+    )
+    last_used_at = models.DateTimeField(
+        null=True, blank=True, editable=False, verbose_name=_("last used at")
+    )
+    revoked_at = models.DateTimeField(null=True, blank=True, verbose_name=_("revoked at"))
 
     objects = ApiKeyQuerySet.as_manager()  # type: ignore[misc]
 
     class Meta:
-        verbose_name = "API key"
+        verbose_name_plural = _("API keys")
+        verbose_name = _("API key")
         indexes = [models.Index(fields=["client", "revoked_at"])]
 
     def __str__(self) -> str:

@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class BenchmarksConfig(AppConfig):
@@ -6,4 +7,6 @@ class BenchmarksConfig(AppConfig):
     pipeline and may import every app; no app imports it."""
 
     name = "apps.benchmarks"
+
+    verbose_name = _("Benchmarks")
     label = "benchmarks"

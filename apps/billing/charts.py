@@ -198,7 +198,7 @@ def _stacked_chart(
         format_html(
             '<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" class="axis"/>'
             '<line x1="{0}" y1="{2}" x2="{3}" y2="{2}" class="axis"/>'
-            '<text x="{4}" y="{5}" class="axis-label" text-anchor="middle">Day</text>'
+            '<text x="{4}" y="{5}" class="axis-label" text-anchor="middle">{8}</text>'
             '<text x="16" y="{6}" class="axis-label" text-anchor="middle" '
             'transform="rotate(-90 16 {6})">{7}</text>',
             box.left,
@@ -209,6 +209,7 @@ def _stacked_chart(
             box.height - 12,
             _n(box.top + box.plot_height / 2),
             axis_label,
+            gettext("Day"),
         )
     )
     # legend

@@ -18,12 +18,18 @@ class ModelPrice(TimeStampedModel):
     the time of each call and stored on the UsageRecord, so a later price change never rewrites
     history."""
 
-    model = models.CharField(max_length=100, unique=True)
+    model = models.CharField(max_length=100, unique=True, verbose_name=_("model"))
     input_per_million = models.DecimalField(
-        max_digits=12, decimal_places=6, validators=[MinValueValidator(Decimal("0"))]
+        max_digits=12,
+        decimal_places=6,
+        validators=[MinValueValidator(Decimal("0"))],
+        verbose_name=_("input per million"),
     )
     output_per_million = models.DecimalField(
-        max_digits=12, decimal_places=6, validators=[MinValueValidator(Decimal("0"))]
+        max_digits=12,
+        decimal_places=6,
+        validators=[MinValueValidator(Decimal("0"))],
+        verbose_name=_("output per million"),
     )
     # What the provider charges for prompt tokens served from its prompt cache; empty = the
     # input price (no discount).
@@ -48,9 +54,12 @@ class ModelPrice(TimeStampedModel):
             "The model's context window in tokens (prompt + reply). Empty: the "
             "LLM_CONTEXT_TOKENS setting applies."
         ),
+        verbose_name=_("context tokens"),
     )
 
     class Meta:
+        verbose_name = _("model price")
+        verbose_name_plural = _("model prices")
         ordering = ["model"]
 
     def __str__(self) -> str:
@@ -98,6 +107,7 @@ class UsageRecord(TenantOwnedModel):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
+        verbose_name=_("conversation"),
     )
     trace = models.ForeignKey(
         "reasoning.ReasoningTrace",
@@ -105,27 +115,44 @@ class UsageRecord(TenantOwnedModel):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="usage_records",
+        verbose_name=_("trace"),
     )
     purpose = models.CharField(
-        max_length=12, choices=UsagePurpose.choices, default=UsagePurpose.TURN
+        max_length=12,
+        choices=UsagePurpose.choices,
+        default=UsagePurpose.TURN,
+        verbose_name=_("purpose"),
     )
-    mode = models.CharField(max_length=20, help_text=_("The mode that ran (and is billed)."))
-    step = models.CharField(max_length=40)
-    model = models.CharField(max_length=100)
-    prompt_tokens = models.PositiveIntegerField(default=0)
-    completion_tokens = models.PositiveIntegerField(default=0)
+    mode = models.CharField(
+        max_length=20, help_text=_("The mode that ran (and is billed)."), verbose_name=_("mode")
+    )
+    step = models.CharField(max_length=40, verbose_name=_("step"))
+    model = models.CharField(max_length=100, verbose_name=_("model"))
+    prompt_tokens = models.PositiveIntegerField(default=0, verbose_name=_("prompt tokens"))
+    completion_tokens = models.PositiveIntegerField(default=0, verbose_name=_("completion tokens"))
     cached_tokens = models.PositiveIntegerField(
         default=0,
         help_text=_("Of the prompt tokens, those the provider served from its prompt cache."),
+        verbose_name=_("cached tokens"),
     )
     tokens_estimated = models.BooleanField(
-        default=False, help_text=_("The provider reported no usage; tokens were estimated.")
+        default=False,
+        help_text=_("The provider reported no usage; tokens were estimated."),
+        verbose_name=_("tokens estimated"),
     )
-    cost_usd = models.DecimalField(max_digits=16, decimal_places=8, default=Decimal("0"))
-    multiplier = models.DecimalField(max_digits=6, decimal_places=3, default=Decimal("1"))
-    billed_usd = models.DecimalField(max_digits=16, decimal_places=8, default=Decimal("0"))
+    cost_usd = models.DecimalField(
+        max_digits=16, decimal_places=8, default=Decimal("0"), verbose_name=_("cost usd")
+    )
+    multiplier = models.DecimalField(
+        max_digits=6, decimal_places=3, default=Decimal("1"), verbose_name=_("multiplier")
+    )
+    billed_usd = models.DecimalField(
+        max_digits=16, decimal_places=8, default=Decimal("0"), verbose_name=_("billed usd")
+    )
 
     class Meta:
+        verbose_name = _("usage record")
+        verbose_name_plural = _("usage records")
         indexes = [
             models.Index(fields=["client", "created_at"]),
             models.Index(fields=["client", "mode", "created_at"]),
@@ -151,13 +178,15 @@ class UsageCounter(TenantOwnedModel):
 
     `*_used` counts finished turns; `*_reserved` the turns in flight (their estimate)."""
 
-    month = models.DateField(help_text=_("First day of the month."))
-    tokens_used = models.PositiveBigIntegerField(default=0)
-    turns_used = models.PositiveIntegerField(default=0)
-    tokens_reserved = models.PositiveBigIntegerField(default=0)
-    turns_reserved = models.PositiveIntegerField(default=0)
+    month = models.DateField(help_text=_("First day of the month."), verbose_name=_("month"))
+    tokens_used = models.PositiveBigIntegerField(default=0, verbose_name=_("tokens used"))
+    turns_used = models.PositiveIntegerField(default=0, verbose_name=_("turns used"))
+    tokens_reserved = models.PositiveBigIntegerField(default=0, verbose_name=_("tokens reserved"))
+    turns_reserved = models.PositiveIntegerField(default=0, verbose_name=_("turns reserved"))
 
     class Meta:
+        verbose_name = _("usage counter")
+        verbose_name_plural = _("usage counters")
         constraints = [
             models.UniqueConstraint(fields=["client", "month"], name="uniq_usage_counter_month")
         ]
@@ -171,10 +200,12 @@ class SimulationUsageCounter(TenantOwnedModel):
     `UsageCounter` (a simulation never takes tokens from the customers' budget). Locked
     (`select_for_update`) by each simulation call's check and record."""
 
-    month = models.DateField(help_text=_("First day of the month."))
-    tokens_used = models.PositiveBigIntegerField(default=0)
+    month = models.DateField(help_text=_("First day of the month."), verbose_name=_("month"))
+    tokens_used = models.PositiveBigIntegerField(default=0, verbose_name=_("tokens used"))
 
     class Meta:
+        verbose_name = _("simulation usage counter")
+        verbose_name_plural = _("simulation usage counters")
         constraints = [
             models.UniqueConstraint(
                 fields=["client", "month"], name="uniq_simulation_counter_month"
@@ -202,17 +233,23 @@ class UsageReservation(TenantOwnedModel):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="usage_reservation",
+        verbose_name=_("trace"),
     )
-    month = models.DateField()
+    month = models.DateField(verbose_name=_("month"))
     state = models.CharField(
-        max_length=10, choices=ReservationState.choices, default=ReservationState.RESERVED
+        max_length=10,
+        choices=ReservationState.choices,
+        default=ReservationState.RESERVED,
+        verbose_name=_("state"),
     )
-    tokens_reserved = models.PositiveIntegerField(default=0)
-    tokens_committed = models.PositiveBigIntegerField(default=0)
-    turn_counted = models.BooleanField(default=False)
-    committed_at = models.DateTimeField(null=True, blank=True)
+    tokens_reserved = models.PositiveIntegerField(default=0, verbose_name=_("tokens reserved"))
+    tokens_committed = models.PositiveBigIntegerField(default=0, verbose_name=_("tokens committed"))
+    turn_counted = models.BooleanField(default=False, verbose_name=_("turn counted"))
+    committed_at = models.DateTimeField(null=True, blank=True, verbose_name=_("committed at"))
 
     class Meta:
+        verbose_name = _("usage reservation")
+        verbose_name_plural = _("usage reservations")
         indexes = [models.Index(fields=["client", "month", "state", "updated_at"])]
 
     def __str__(self) -> str:
@@ -228,15 +265,19 @@ class UsageAlert(TenantOwnedModel):
     """A usage alert that fired (80 % or 100 % of a monthly budget). The unique key makes each
     threshold fire once per client and month."""
 
-    month = models.DateField()
-    threshold = models.PositiveSmallIntegerField(help_text=_("Percent of the budget."))
-    metric = models.CharField(max_length=10, choices=AlertMetric.choices)
-    used = models.PositiveBigIntegerField()
-    budget = models.PositiveBigIntegerField()
-    emailed_to = models.EmailField(blank=True)
-    emailed_at = models.DateTimeField(null=True, blank=True)
+    month = models.DateField(verbose_name=_("month"))
+    threshold = models.PositiveSmallIntegerField(
+        help_text=_("Percent of the budget."), verbose_name=_("threshold")
+    )
+    metric = models.CharField(max_length=10, choices=AlertMetric.choices, verbose_name=_("metric"))
+    used = models.PositiveBigIntegerField(verbose_name=_("used"))
+    budget = models.PositiveBigIntegerField(verbose_name=_("budget"))
+    emailed_to = models.EmailField(blank=True, verbose_name=_("emailed to"))
+    emailed_at = models.DateTimeField(null=True, blank=True, verbose_name=_("emailed at"))
 
     class Meta:
+        verbose_name = _("usage alert")
+        verbose_name_plural = _("usage alerts")
         constraints = [
             models.UniqueConstraint(
                 fields=["client", "month", "threshold"], name="uniq_usage_alert_threshold"
@@ -260,9 +301,16 @@ class ConversationVisitor(TenantOwnedModel):
     turn of that message charges this visitor's daily budget and token window."""
 
     conversation = models.OneToOneField(
-        "conversations.Conversation", on_delete=models.CASCADE, related_name="+"
+        "conversations.Conversation",
+        on_delete=models.CASCADE,
+        related_name="+",
+        verbose_name=_("conversation"),
     )
-    visitor = models.CharField(max_length=64)
+    visitor = models.CharField(max_length=64, verbose_name=_("visitor"))
+
+    class Meta:
+        verbose_name = _("conversation visitor")
+        verbose_name_plural = _("conversation visitors")
 
     def __str__(self) -> str:
         return f"{self.conversation_id}: {self.visitor}"
@@ -272,14 +320,15 @@ class VisitorUsage(TenantOwnedModel):
     """What one visitor of a client used and holds in reserve on one day — the row every turn of
     that visitor locks (`select_for_update`) before it may call the model."""
 
-    day = models.DateField()
-    visitor = models.CharField(max_length=64)
-    tokens_used = models.PositiveBigIntegerField(default=0)
-    tokens_reserved = models.PositiveBigIntegerField(default=0)
-    turns = models.PositiveIntegerField(default=0)
+    day = models.DateField(verbose_name=_("day"))
+    visitor = models.CharField(max_length=64, verbose_name=_("visitor"))
+    tokens_used = models.PositiveBigIntegerField(default=0, verbose_name=_("tokens used"))
+    tokens_reserved = models.PositiveBigIntegerField(default=0, verbose_name=_("tokens reserved"))
+    turns = models.PositiveIntegerField(default=0, verbose_name=_("turns"))
 
     class Meta:
-        verbose_name_plural = "visitor usage"
+        verbose_name = _("visitor usage")
+        verbose_name_plural = _("visitor usage")
         constraints = [
             models.UniqueConstraint(
                 fields=["client", "day", "visitor"], name="uniq_visitor_usage_day"
@@ -295,19 +344,32 @@ class TurnAllowance(TenantOwnedModel):
     mode the limits let it run in."""
 
     trace = models.OneToOneField(
-        "reasoning.ReasoningTrace", on_delete=models.CASCADE, related_name="allowance"
+        "reasoning.ReasoningTrace",
+        on_delete=models.CASCADE,
+        related_name="allowance",
+        verbose_name=_("trace"),
     )
     visitor_usage = models.ForeignKey(
-        VisitorUsage, null=True, blank=True, on_delete=models.SET_NULL, related_name="allowances"
+        VisitorUsage,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="allowances",
+        verbose_name=_("visitor usage"),
     )
-    visitor = models.CharField(max_length=64, blank=True)
+    visitor = models.CharField(max_length=64, blank=True, verbose_name=_("visitor"))
     state = models.CharField(
-        max_length=10, choices=ReservationState.choices, default=ReservationState.RESERVED
+        max_length=10,
+        choices=ReservationState.choices,
+        default=ReservationState.RESERVED,
+        verbose_name=_("state"),
     )
-    tokens_reserved = models.PositiveIntegerField(default=0)
-    tokens_committed = models.PositiveBigIntegerField(default=0)
+    tokens_reserved = models.PositiveIntegerField(default=0, verbose_name=_("tokens reserved"))
+    tokens_committed = models.PositiveBigIntegerField(default=0, verbose_name=_("tokens committed"))
 
     class Meta:
+        verbose_name = _("turn allowance")
+        verbose_name_plural = _("turn allowances")
         indexes = [models.Index(fields=["client", "state", "updated_at"])]
 
     def __str__(self) -> str:
@@ -334,35 +396,58 @@ class DailyUsage(TenantOwnedModel):
 
     A turn and all its calls count on the day the turn started (its trace's `created_at`)."""
 
-    day = models.DateField()
-    grain = models.CharField(max_length=8, choices=RollupGrain.choices)
-    mode = models.CharField(max_length=20)
-    model = models.CharField(max_length=100, blank=True)
-    step = models.CharField(max_length=40, blank=True)
-    turns = models.PositiveIntegerField(default=0)
-    critique_triggered = models.PositiveIntegerField(default=0)
+    day = models.DateField(verbose_name=_("day"))
+    grain = models.CharField(max_length=8, choices=RollupGrain.choices, verbose_name=_("grain"))
+    mode = models.CharField(max_length=20, verbose_name=_("mode"))
+    model = models.CharField(max_length=100, blank=True, verbose_name=_("model"))
+    step = models.CharField(max_length=40, blank=True, verbose_name=_("step"))
+    turns = models.PositiveIntegerField(default=0, verbose_name=_("turns"))
+    critique_triggered = models.PositiveIntegerField(
+        default=0, verbose_name=_("critique triggered")
+    )
     # Turns whose answer the evaluation layer checked, by outcome (ReasoningTrace.
     # evaluation_outcome; see apps/reasoning/evaluation.py).
-    evaluation_validated = models.PositiveIntegerField(default=0)
-    evaluation_questioned = models.PositiveIntegerField(default=0)
-    evaluation_improved = models.PositiveIntegerField(default=0)
-    evaluation_kept = models.PositiveIntegerField(default=0)
-    evaluation_failed = models.PositiveIntegerField(default=0)
+    evaluation_validated = models.PositiveIntegerField(
+        default=0, verbose_name=_("evaluation validated")
+    )
+    evaluation_questioned = models.PositiveIntegerField(
+        default=0, verbose_name=_("evaluation questioned")
+    )
+    evaluation_improved = models.PositiveIntegerField(
+        default=0, verbose_name=_("evaluation improved")
+    )
+    evaluation_kept = models.PositiveIntegerField(default=0, verbose_name=_("evaluation kept"))
+    evaluation_failed = models.PositiveIntegerField(default=0, verbose_name=_("evaluation failed"))
     # "Deliberate when needed" turns that deliberated, by why (ReasoningTrace.
     # deliberation_trigger; apps/reasoning/modes/as_needed.py TRIGGERS).
-    deliberated_low_confidence = models.PositiveIntegerField(default=0)
-    deliberated_complaint = models.PositiveIntegerField(default=0)
-    deliberated_critique_escalate = models.PositiveIntegerField(default=0)
-    deliberated_evaluation_questioned = models.PositiveIntegerField(default=0)
-    llm_calls = models.PositiveIntegerField(default=0)
-    prompt_tokens = models.PositiveBigIntegerField(default=0)
-    completion_tokens = models.PositiveBigIntegerField(default=0)
-    cached_tokens = models.PositiveBigIntegerField(default=0)
-    cost_usd = models.DecimalField(max_digits=20, decimal_places=8, default=Decimal("0"))
-    billed_usd = models.DecimalField(max_digits=20, decimal_places=8, default=Decimal("0"))
+    deliberated_low_confidence = models.PositiveIntegerField(
+        default=0, verbose_name=_("deliberated low confidence")
+    )
+    deliberated_complaint = models.PositiveIntegerField(
+        default=0, verbose_name=_("deliberated complaint")
+    )
+    deliberated_critique_escalate = models.PositiveIntegerField(
+        default=0, verbose_name=_("deliberated critique escalate")
+    )
+    deliberated_evaluation_questioned = models.PositiveIntegerField(
+        default=0, verbose_name=_("deliberated evaluation questioned")
+    )
+    llm_calls = models.PositiveIntegerField(default=0, verbose_name=_("llm calls"))
+    prompt_tokens = models.PositiveBigIntegerField(default=0, verbose_name=_("prompt tokens"))
+    completion_tokens = models.PositiveBigIntegerField(
+        default=0, verbose_name=_("completion tokens")
+    )
+    cached_tokens = models.PositiveBigIntegerField(default=0, verbose_name=_("cached tokens"))
+    cost_usd = models.DecimalField(
+        max_digits=20, decimal_places=8, default=Decimal("0"), verbose_name=_("cost usd")
+    )
+    billed_usd = models.DecimalField(
+        max_digits=20, decimal_places=8, default=Decimal("0"), verbose_name=_("billed usd")
+    )
 
     class Meta:
-        verbose_name_plural = "daily usage"
+        verbose_name = _("daily usage")
+        verbose_name_plural = _("daily usage")
         constraints = [
             models.UniqueConstraint(
                 fields=["client", "day", "grain", "mode", "model", "step"],
@@ -379,11 +464,13 @@ class UsageRollupDay(TimeStampedModel):
     """Marks a day whose DailyUsage rows are complete (for every client). Platform data: one
     row per day, locked while the day is re-aggregated so two workers never interleave."""
 
-    day = models.DateField(unique=True)
-    rolled_up_at = models.DateTimeField()
-    rows = models.PositiveIntegerField(default=0)
+    day = models.DateField(unique=True, verbose_name=_("day"))
+    rolled_up_at = models.DateTimeField(verbose_name=_("rolled up at"))
+    rows = models.PositiveIntegerField(default=0, verbose_name=_("rows"))
 
     class Meta:
+        verbose_name = _("usage rollup day")
+        verbose_name_plural = _("usage rollup days")
         ordering = ["-day"]
 
     def __str__(self) -> str:
@@ -395,5 +482,5 @@ class ClientUsage(Client):
 
     class Meta:
         proxy = True
-        verbose_name = "usage by client"
-        verbose_name_plural = "usage by client"
+        verbose_name = _("usage by client")
+        verbose_name_plural = _("usage by client")

@@ -290,6 +290,7 @@ class PlanAdmin(PlatformOnlyAdmin):
 
 class RubricAdminForm(forms.ModelForm):
     principles = forms.JSONField(
+        label=_("Principles"),
         widget=forms.Textarea(attrs={"rows": 18, "cols": 100, "style": "font-family:monospace"}),
         help_text=_(
             'A JSON list of {"key", "label", "definition"}. Each reasoning step scores '
@@ -413,6 +414,7 @@ class ClientAdminForm(forms.ModelForm):
     policy_terms = _basic_field("policy_terms")
     ai_instructions = _basic_field("ai_instructions")
     allowed_origins = PrettyJSONField(
+        label=_("Allowed origins"),
         required=False,
         widget=forms.Textarea(attrs={"rows": 3, "cols": 60, "style": "font-family:monospace"}),
         help_text=_('A JSON list, e.g. ["https://shop.example"].'),

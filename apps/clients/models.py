@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.utils.text import format_lazy
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
@@ -119,21 +120,26 @@ class Rubric(TimeStampedModel):
     the loop's thresholds. Platform data, chosen per plan (and optionally per client); two ship
     with GuideDesk: `support` (the default) and `contemplative` (apps/clients/rubrics.py)."""
 
-    slug = models.SlugField(max_length=50, unique=True)
-    name = models.CharField(max_length=100)
-    description = models.TextField(blank=True)
+    slug = models.SlugField(max_length=50, unique=True, verbose_name=_("slug"))
+    name = models.CharField(max_length=100, verbose_name=_("name"))
+    description = models.TextField(blank=True, verbose_name=_("description"))
     principles = models.JSONField(
         default=list,
         help_text=_(
             'A JSON list of {"key", "label", "definition"}; each reasoning step scores '
             "itself 0–1 on every key."
         ),
+        verbose_name=_("principles"),
     )
     min_steps = models.PositiveSmallIntegerField(
-        default=4, help_text=_("The loop always runs at least this many reasoning steps (1–20).")
+        default=4,
+        help_text=_("The loop always runs at least this many reasoning steps (1–20)."),
+        verbose_name=_("min steps"),
     )
     max_steps = models.PositiveSmallIntegerField(
-        default=10, help_text=_("The loop never runs more than this many steps (MIN–20).")
+        default=10,
+        help_text=_("The loop never runs more than this many steps (MIN–20)."),
+        verbose_name=_("max steps"),
     )
     target = models.DecimalField(
         max_digits=4,
@@ -143,9 +149,12 @@ class Rubric(TimeStampedModel):
             "After the minimum, the loop stops as soon as the mean self-score reaches "
             "this (0 < target ≤ 1)."
         ),
+        verbose_name=_("target"),
     )
 
     class Meta:
+        verbose_name = _("rubric")
+        verbose_name_plural = _("rubrics")
         ordering = ["name"]
 
     def __str__(self) -> str:
@@ -168,10 +177,13 @@ class Rubric(TimeStampedModel):
 class Plan(TimeStampedModel):
     """What a client pays for: the reasoning mode its assistant runs in and the billing terms."""
 
-    slug = models.SlugField(max_length=50, unique=True)
-    name = models.CharField(max_length=100)
+    slug = models.SlugField(max_length=50, unique=True, verbose_name=_("slug"))
+    name = models.CharField(max_length=100, verbose_name=_("name"))
     ai_mode = models.CharField(
-        max_length=20, choices=modes.mode_choices, default=AIMode.STANDARD.value
+        max_length=20,
+        choices=modes.mode_choices,
+        default=AIMode.STANDARD.value,
+        verbose_name=_("ai mode"),
     )
     multipliers = models.JSONField(
         _("billing multipliers"),
@@ -190,6 +202,7 @@ class Plan(TimeStampedModel):
             "Extra checks that run, in this order, after the assistant has written a reply and "
             "before the customer sees it; empty = none."
         ),
+        verbose_name=_("post draft hooks"),
     )
     # The evaluation layer (apps/reasoning/evaluation.py).
     evaluation_enabled = models.BooleanField(
@@ -203,12 +216,12 @@ class Plan(TimeStampedModel):
         ),
     )
     evaluation_min_chars = models.PositiveIntegerField(
-        "evaluate drafts longer than (characters)",
+        _("evaluate drafts longer than (characters)"),
         default=100,
         help_text=_("Short replies (greetings, one-liners) are not checked. Default: 100."),
     )
     evaluation_min_confidence = models.PositiveSmallIntegerField(
-        "evaluate from confidence (%)",
+        _("evaluate from confidence (%)"),
         default=30,
         validators=[MaxValueValidator(100)],
         help_text=_(
@@ -217,7 +230,7 @@ class Plan(TimeStampedModel):
         ),
     )
     evaluation_escalate_below = models.PositiveSmallIntegerField(
-        "hand questioned answers to a person below (%)",
+        _("hand questioned answers to a person below (%)"),
         default=50,
         validators=[MaxValueValidator(100)],
         help_text=_(
@@ -226,18 +239,27 @@ class Plan(TimeStampedModel):
         ),
     )
     monthly_fee = models.DecimalField(
-        max_digits=10, decimal_places=2, default=Decimal("0"), validators=[MinValueValidator(0)]
+        max_digits=10,
+        decimal_places=2,
+        default=Decimal("0"),
+        validators=[MinValueValidator(0)],
+        verbose_name=_("monthly fee"),
     )
-    included_turns = models.PositiveIntegerField(default=0)
+    included_turns = models.PositiveIntegerField(default=0, verbose_name=_("included turns"))
     monthly_token_budget = models.PositiveBigIntegerField(
         default=0,
         help_text=_("Hard monthly LLM token limit for each client on this plan; 0 = none."),
+        verbose_name=_("monthly token budget"),
     )
     monthly_turn_budget = models.PositiveIntegerField(
-        default=0, help_text=_("Hard monthly limit of customer turns; 0 = none.")
+        default=0,
+        help_text=_("Hard monthly limit of customer turns; 0 = none."),
+        verbose_name=_("monthly turn budget"),
     )
     per_turn_token_cap = models.PositiveIntegerField(
-        default=0, help_text=_("Most tokens one customer message may use; 0 = none.")
+        default=0,
+        help_text=_("Most tokens one customer message may use; 0 = none."),
+        verbose_name=_("per turn token cap"),
     )
     simulation_monthly_tokens = models.PositiveBigIntegerField(
         _("simulation tokens per month"),
@@ -296,11 +318,13 @@ class Plan(TimeStampedModel):
             "answering and writes notes after conversations. Off: it neither reads nor writes "
             "them."
         ),
+        verbose_name=_("notes enabled"),
     )
     notes_retention_days = models.PositiveIntegerField(
         default=90,
         validators=[MinValueValidator(1)],
         help_text=_("Notes older than this many days are removed by the nightly retention task."),
+        verbose_name=_("notes retention days"),
     )
     retention_days = models.PositiveIntegerField(
         _("keep conversations for (days)"),
@@ -317,6 +341,7 @@ class Plan(TimeStampedModel):
             "Most tokens the notes block may add to a prompt; the oldest notes are dropped "
             "first to fit. 0 = no notes in prompts."
         ),
+        verbose_name=_("notes prompt budget tokens"),
     )
     # -- deliberative mode (apps/reasoning/deliberation) -----------------------------------------
     rubric = models.ForeignKey(
@@ -329,6 +354,7 @@ class Plan(TimeStampedModel):
             "What deliberative reasoning steps score themselves against; empty = the "
             "'support' rubric. A client may choose its own."
         ),
+        verbose_name=_("rubric"),
     )
     deliberation_min_steps = models.PositiveSmallIntegerField(
         _("minimum steps"),
@@ -357,6 +383,7 @@ class Plan(TimeStampedModel):
             "Critique → improve rounds after the answer is written (0 = off, at most 5); "
             "each round is two LLM calls."
         ),
+        verbose_name=_("refinement iterations"),
     )
     refinement_stop_score = models.PositiveSmallIntegerField(
         default=90,
@@ -364,6 +391,7 @@ class Plan(TimeStampedModel):
         help_text=_(
             "Refinement stops early once a critique scores the answer at least this (1–100)."
         ),
+        verbose_name=_("refinement stop score"),
     )
 
     # -- outcomes (apps/outcomes, docs/outcomes.md) ----------------------------------------------
@@ -378,6 +406,8 @@ class Plan(TimeStampedModel):
     )
 
     class Meta:
+        verbose_name = _("plan")
+        verbose_name_plural = _("plans")
         ordering = ["monthly_fee", "slug"]
 
     def __str__(self) -> str:
@@ -458,10 +488,17 @@ MAX_REMEMBER_CONVERSATION_HOURS = 24 * 30
 class Client(TimeStampedModel):
     """A business using GuideDesk: the tenant. Everything else hangs off a client."""
 
-    slug = models.SlugField(max_length=50, unique=True)
-    name = models.CharField(max_length=200)
-    plan = models.ForeignKey(Plan, on_delete=models.PROTECT, related_name="clients")
-    language = models.CharField(max_length=16, default="en", help_text=_("Default reply language."))
+    slug = models.SlugField(max_length=50, unique=True, verbose_name=_("slug"))
+    name = models.CharField(max_length=200, verbose_name=_("name"))
+    plan = models.ForeignKey(
+        Plan, on_delete=models.PROTECT, related_name="clients", verbose_name=_("plan")
+    )
+    language = models.CharField(
+        max_length=16,
+        default="en",
+        help_text=_("Default reply language."),
+        verbose_name=_("language"),
+    )
     languages = models.JSONField(
         _("languages"),
         default=list,
@@ -478,9 +515,15 @@ class Client(TimeStampedModel):
             "What the assistant knows about the business: about, contact, policies, FAQs and "
             "instructions for the assistant (the format is in docs/business-info.md)."
         ),
+        verbose_name=_("business info"),
     )
     support_email = models.EmailField(
-        blank=True, help_text=_("Escalations and usage alerts go here.")
+        blank=True,
+        help_text=_("Escalations and usage alerts go here."),
+        verbose_name=_("support email"),
+    )
+    widget_key = models.CharField(
+        max_length=64, unique=True, default=new_widget_key, verbose_name=_("widget key")
     )
     # When a person answers a hand-off (apps/clients/business_hours.py); {} = not configured.
     business_hours = models.JSONField(
@@ -494,11 +537,15 @@ class Client(TimeStampedModel):
             "says nothing about hours."
         ),
     )
-    widget_key = models.CharField(max_length=64, unique=True, default=new_widget_key)
     allowed_origins = models.JSONField(
-        default=list, blank=True, help_text=_("Sites allowed to embed the widget.")
+        default=list,
+        blank=True,
+        help_text=_("Sites allowed to embed the widget."),
+        verbose_name=_("allowed origins"),
     )
-    greeting = models.CharField(max_length=500, blank=True, default="Hi! How can I help?")
+    greeting = models.CharField(
+        max_length=500, blank=True, default="Hi! How can I help?", verbose_name=_("greeting")
+    )
     show_sources = models.BooleanField(
         _("show sources"),
         default=True,
@@ -508,14 +555,19 @@ class Client(TimeStampedModel):
         ),
     )
     remember_conversation_hours = models.PositiveIntegerField(
-        "remember the conversation for (hours)",
+        _("remember the conversation for (hours)"),
         default=DEFAULT_REMEMBER_CONVERSATION_HOURS,
         validators=[MaxValueValidator(MAX_REMEMBER_CONVERSATION_HOURS)],
-        help_text="How long a visitor's browser keeps their conversation after its last activity, "
-        "so a returning visitor finds it (and staff replies sent while they were away). "
-        f"0 = only while the tab is open. At most {MAX_REMEMBER_CONVERSATION_HOURS}.",
+        help_text=format_lazy(
+            _(
+                "How long a visitor's browser keeps their conversation after its last activity, "
+                "so a returning visitor finds it (and staff replies sent while they were away). "
+                "0 = only while the tab is open. At most {hours}."
+            ),
+            hours=MAX_REMEMBER_CONVERSATION_HOURS,
+        ),
     )
-    is_active = models.BooleanField(default=True)
+    is_active = models.BooleanField(default=True, verbose_name=_("is active"))
     rubric = models.ForeignKey(
         Rubric,
         on_delete=models.PROTECT,
@@ -523,6 +575,7 @@ class Client(TimeStampedModel):
         blank=True,
         related_name="clients",
         help_text=_("Deliberative mode's rubric for this client; empty = the plan's."),
+        verbose_name=_("rubric"),
     )
     # What this client's staff may try in the console's playground beyond the plan (a platform
     # operator's grant; docs/playground.md): a run may use the plan's mode or a cheaper one, and
@@ -563,9 +616,11 @@ class Client(TimeStampedModel):
     identity_secret = models.CharField(
         _("identity secret"), max_length=100, blank=True, editable=False
     )
-    identity_previous_secret = models.CharField(max_length=100, blank=True, editable=False)
+    identity_previous_secret = models.CharField(
+        max_length=100, blank=True, editable=False, verbose_name=_("identity previous secret")
+    )
     identity_previous_secret_expires_at = models.DateTimeField(
-        null=True, blank=True, editable=False
+        null=True, blank=True, editable=False, verbose_name=_("identity previous secret expires at")
     )
     identity_public_key = models.TextField(
         _("identity public key (RS256)"),
@@ -595,6 +650,8 @@ class Client(TimeStampedModel):
     )
 
     class Meta:
+        verbose_name = _("client")
+        verbose_name_plural = _("clients")
         ordering = ["name"]
 
     def __str__(self) -> str:
@@ -642,10 +699,12 @@ class IdentityTokenUse(TenantOwnedModel):
     """A JWT id (`jti`) already accepted for a client: an identity token is accepted once.
     Kept until the token expires (rows past it are pruned when the next one is stored)."""
 
-    jti = models.CharField(max_length=255)
-    expires_at = models.DateTimeField()
+    jti = models.CharField(max_length=255, verbose_name=_("jti"))
+    expires_at = models.DateTimeField(verbose_name=_("expires at"))
 
     class Meta:
+        verbose_name = _("identity token use")
+        verbose_name_plural = _("identity token uses")
         constraints = [
             models.UniqueConstraint(fields=["client", "jti"], name="uniq_identity_jti_client")
         ]

@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from django.utils.functional import Promise
+from django.utils.translation import gettext_lazy
+
 from apps.core.registry import Registry
 
 __all__ = [
@@ -131,9 +134,10 @@ def discover(package: str) -> list[Mode]:
     return _registry.discover(package, "MODE", register)
 
 
-def mode_choices() -> list[tuple[str, str]]:
-    """The choices of `Plan.ai_mode` (a callable, so a new mode module is picked up)."""
-    return [(m.name, m.label) for m in modes()]
+def mode_choices() -> list[tuple[str, str | Promise]]:
+    """The choices of `Plan.ai_mode` (a callable, so a new mode module is picked up), in the
+    page's language (each mode marks its label with gettext_noop)."""
+    return [(m.name, gettext_lazy(m.label)) for m in modes()]
 
 
 def default_multipliers() -> dict[str, Decimal]:

@@ -22,19 +22,31 @@ class CustomerVerification(models.TextChoices):
 
 
 class Conversation(TenantOwnedModel):
-    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    public_id = models.UUIDField(
+        default=uuid.uuid4, unique=True, editable=False, verbose_name=_("public id")
+    )
     visitor_id = models.CharField(
-        max_length=128, blank=True, help_text=_("The visitor's identity as the client knows it.")
+        max_length=128,
+        blank=True,
+        help_text=_("The visitor's identity as the client knows it."),
+        verbose_name=_("visitor id"),
     )
-    visitor_token_hash = models.CharField(max_length=64, blank=True, editable=False)
+    visitor_token_hash = models.CharField(
+        max_length=64, blank=True, editable=False, verbose_name=_("visitor token hash")
+    )
     status = models.CharField(
-        max_length=12, choices=ConversationStatus.choices, default=ConversationStatus.OPEN
+        max_length=12,
+        choices=ConversationStatus.choices,
+        default=ConversationStatus.OPEN,
+        verbose_name=_("status"),
     )
-    language = models.CharField(max_length=16, default="en")
-    last_seq = models.PositiveIntegerField(default=0, editable=False)
+    language = models.CharField(max_length=16, default="en", verbose_name=_("language"))
+    last_seq = models.PositiveIntegerField(default=0, editable=False, verbose_name=_("last seq"))
     # Turns of one conversation run one at a time, in message order (apps.reasoning.services).
-    turn_lock_until = models.DateTimeField(null=True, blank=True, editable=False)
-    last_message_at = models.DateTimeField(null=True, blank=True)
+    turn_lock_until = models.DateTimeField(
+        null=True, blank=True, editable=False, verbose_name=_("turn lock until")
+    )
+    last_message_at = models.DateTimeField(null=True, blank=True, verbose_name=_("last message at"))
     # Returning customers (docs/widget.md "Coming back"): an address the customer left during a
     # hand-off, what the widget has shown them, and which staff replies were e-mailed.
     contact_email = models.EmailField(
@@ -51,15 +63,23 @@ class Conversation(TenantOwnedModel):
     # When the customer clicked the confirmation link for `contact_email` (None: not yet).
     # Staff replies are e-mailed only to a confirmed address (docs/widget.md "Coming back").
     contact_email_confirmed_at = models.DateTimeField(
-        "e-mail confirmed at", null=True, blank=True, editable=False
+        _("e-mail confirmed at"), null=True, blank=True, editable=False
     )
     # The highest seq the customer's widget has displayed (it reports it with GET …/messages
     # ?after=<seq>), and when it last did so.
-    customer_seen_seq = models.PositiveIntegerField(default=0, editable=False)
-    customer_seen_at = models.DateTimeField(null=True, blank=True, editable=False)
+    customer_seen_seq = models.PositiveIntegerField(
+        default=0, editable=False, verbose_name=_("customer seen seq")
+    )
+    customer_seen_at = models.DateTimeField(
+        null=True, blank=True, editable=False, verbose_name=_("customer seen at")
+    )
     # Staff replies up to this seq have been e-mailed (or were seen): never mailed twice.
-    reply_emailed_seq = models.PositiveIntegerField(default=0, editable=False)
-    reply_emailed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    reply_emailed_seq = models.PositiveIntegerField(
+        default=0, editable=False, verbose_name=_("reply emailed seq")
+    )
+    reply_emailed_at = models.DateTimeField(
+        null=True, blank=True, editable=False, verbose_name=_("reply emailed at")
+    )
     # Verified customer identity (docs/widget.md "Identity verification"): set only from a
     # signature made by the business's backend (an HMAC of the id, or a short-lived JWT) or a
     # correct one-time code sent to an address a tool returned — never from the visitor's word.
@@ -85,6 +105,8 @@ class Conversation(TenantOwnedModel):
     )
 
     class Meta:
+        verbose_name = _("conversation")
+        verbose_name_plural = _("conversations")
         indexes = [
             models.Index(fields=["client", "status", "-created_at"]),
             models.Index(fields=["client", "-created_at"]),
@@ -154,36 +176,54 @@ class MessageQuerySet(TenantQuerySet["Message"]):
 
 class Message(TenantOwnedModel):
     conversation = models.ForeignKey(
-        Conversation, on_delete=models.CASCADE, related_name="messages"
+        Conversation,
+        on_delete=models.CASCADE,
+        related_name="messages",
+        verbose_name=_("conversation"),
     )
     # The id the APIs show (widget and staff): opaque, so it tells nobody how many messages
     # other tenants have. `seq` numbers the messages within their conversation.
-    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
-    seq = models.PositiveIntegerField()
-    role = models.CharField(max_length=10, choices=Role.choices)
-    visibility = models.CharField(
-        max_length=10, choices=Visibility.choices, default=Visibility.VISIBLE
+    public_id = models.UUIDField(
+        default=uuid.uuid4, unique=True, editable=False, verbose_name=_("public id")
     )
-    kind = models.CharField(max_length=24, choices=Kind.choices, default=Kind.TEXT)
-    text = models.TextField(blank=True)
-    data = models.JSONField(default=dict, blank=True)
+    seq = models.PositiveIntegerField(verbose_name=_("seq"))
+    role = models.CharField(max_length=10, choices=Role.choices, verbose_name=_("role"))
+    visibility = models.CharField(
+        max_length=10,
+        choices=Visibility.choices,
+        default=Visibility.VISIBLE,
+        verbose_name=_("visibility"),
+    )
+    kind = models.CharField(
+        max_length=24, choices=Kind.choices, default=Kind.TEXT, verbose_name=_("kind")
+    )
+    text = models.TextField(blank=True, verbose_name=_("text"))
+    data = models.JSONField(default=dict, blank=True, verbose_name=_("data"))
     # The language the text is in (en, es, he, …), detected when a customer writes and set by
     # the step that wrote an assistant reply; empty when unknown.
-    language = models.CharField(max_length=16, blank=True, default="")
+    language = models.CharField(max_length=16, blank=True, default="", verbose_name=_("language"))
     trace = models.ForeignKey(
         "reasoning.ReasoningTrace",
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
         related_name="messages",
+        verbose_name=_("trace"),
     )
     author = models.ForeignKey(
-        "accounts.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "accounts.User",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("author"),
     )
 
     objects = MessageQuerySet.as_manager()  # type: ignore[misc]
 
     class Meta:
+        verbose_name = _("message")
+        verbose_name_plural = _("messages")
         ordering = ["conversation", "seq"]
         constraints = [
             models.UniqueConstraint(fields=["conversation", "seq"], name="uniq_message_seq")
@@ -203,7 +243,10 @@ RATING_COMMENT_MAX_CHARS = 1000
 
 class ConversationRating(TenantOwnedModel):
     conversation = models.OneToOneField(
-        Conversation, on_delete=models.CASCADE, related_name="rating"
+        Conversation,
+        on_delete=models.CASCADE,
+        related_name="rating",
+        verbose_name=_("conversation"),
     )
     score = models.PositiveSmallIntegerField(
         _("score"), help_text=_("1 (very unhappy) to 5 (very happy).")
@@ -211,6 +254,8 @@ class ConversationRating(TenantOwnedModel):
     comment = models.TextField(_("comment"), blank=True, max_length=RATING_COMMENT_MAX_CHARS)
 
     class Meta:
+        verbose_name = _("conversation rating")
+        verbose_name_plural = _("conversation ratings")
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(score__gte=RATING_MIN, score__lte=RATING_MAX),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from apps.core.tenancy import TenantQuerySet
 
@@ -10,8 +11,10 @@ __all__ = ["TenantOwnedModel", "TenantQuerySet", "TimeStampedModel"]
 
 
 class TimeStampedModel(models.Model):
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    created_at = models.DateTimeField(
+        auto_now_add=True, db_index=True, verbose_name=_("created at")
+    )
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
     class Meta:
         abstract = True
@@ -24,7 +27,9 @@ class TenantOwnedModel(TimeStampedModel):
     `objects` fails closed: a query must be scoped to a client (apps/core/tenancy.py).
     `_base_manager` stays Django's plain manager, for cascades, FK access and refresh_from_db."""
 
-    client = models.ForeignKey("clients.Client", on_delete=models.CASCADE, related_name="+")
+    client = models.ForeignKey(
+        "clients.Client", on_delete=models.CASCADE, related_name="+", verbose_name=_("client")
+    )
 
     objects = TenantQuerySet.as_manager()
 

@@ -31,14 +31,24 @@ class EscalationStatus(models.TextChoices):
 class Escalation(TenantOwnedModel):
     # The id the APIs and the customer's widget see: opaque, never a count of every tenant's
     # escalations.
-    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
-    conversation = models.ForeignKey(
-        "conversations.Conversation", on_delete=models.CASCADE, related_name="escalations"
+    public_id = models.UUIDField(
+        default=uuid.uuid4, unique=True, editable=False, verbose_name=_("public id")
     )
-    reason = models.CharField(max_length=20, choices=EscalationReason.choices)
-    detail = models.TextField(blank=True)
+    conversation = models.ForeignKey(
+        "conversations.Conversation",
+        on_delete=models.CASCADE,
+        related_name="escalations",
+        verbose_name=_("conversation"),
+    )
+    reason = models.CharField(
+        max_length=20, choices=EscalationReason.choices, verbose_name=_("reason")
+    )
+    detail = models.TextField(blank=True, verbose_name=_("detail"))
     status = models.CharField(
-        max_length=10, choices=EscalationStatus.choices, default=EscalationStatus.OPEN
+        max_length=10,
+        choices=EscalationStatus.choices,
+        default=EscalationStatus.OPEN,
+        verbose_name=_("status"),
     )
     trace = models.ForeignKey(
         "reasoning.ReasoningTrace",
@@ -46,17 +56,30 @@ class Escalation(TenantOwnedModel):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
+        verbose_name=_("trace"),
     )
     assigned_to = models.ForeignKey(
-        "accounts.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "accounts.User",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("assigned to"),
     )
-    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolved_at = models.DateTimeField(null=True, blank=True, verbose_name=_("resolved at"))
     resolved_by = models.ForeignKey(
-        "accounts.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "accounts.User",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("resolved by"),
     )
-    notified_at = models.DateTimeField(null=True, blank=True)
+    notified_at = models.DateTimeField(null=True, blank=True, verbose_name=_("notified at"))
 
     class Meta:
+        verbose_name = _("escalation")
+        verbose_name_plural = _("escalations")
         indexes = [models.Index(fields=["client", "status", "-created_at"])]
         constraints = [
             # At most one open escalation per conversation.
@@ -123,7 +146,9 @@ class ReplyTemplate(TenantOwnedModel):
     may hold `{customer_name}`, `{customer_email}`, `{order_id}` and `{agent_name}`; any other
     `{name}` is refused when it is saved (`{{` and `}}` write literal braces)."""
 
-    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    public_id = models.UUIDField(
+        default=uuid.uuid4, unique=True, editable=False, verbose_name=_("public id")
+    )
     name = models.CharField(_("name"), max_length=80)
     shortcut = models.SlugField(
         _("shortcut"),
@@ -166,19 +191,32 @@ class MessageFlag(TenantOwnedModel):
     optionally with what it should have said. The correction reaches no prompt by itself: it
     becomes a proposal staff approve (apps/insights/teach.py)."""
 
-    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    public_id = models.UUIDField(
+        default=uuid.uuid4, unique=True, editable=False, verbose_name=_("public id")
+    )
     conversation = models.ForeignKey(
-        "conversations.Conversation", on_delete=models.CASCADE, related_name="flags"
+        "conversations.Conversation",
+        on_delete=models.CASCADE,
+        related_name="flags",
+        verbose_name=_("conversation"),
     )
     message = models.ForeignKey(
-        "conversations.Message", on_delete=models.CASCADE, related_name="flags"
+        "conversations.Message",
+        on_delete=models.CASCADE,
+        related_name="flags",
+        verbose_name=_("message"),
     )
     reason = models.CharField(_("reason"), max_length=10, choices=FlagReason.choices)
     correction = models.TextField(
         _("correction"), blank=True, max_length=2000, help_text=_("What it should have said.")
     )
     flagged_by = models.ForeignKey(
-        "accounts.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "accounts.User",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("flagged by"),
     )
 
     class Meta:

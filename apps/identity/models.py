@@ -85,22 +85,30 @@ class EmailCodeChallenge(TenantOwnedModel):
     """One code sent to an address on file. `code_hash` is an HMAC (SECRET_KEY) of the code with
     this row's `public_id`: the code itself is never stored."""
 
-    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    public_id = models.UUIDField(
+        default=uuid.uuid4, unique=True, editable=False, verbose_name=_("public id")
+    )
     conversation = models.ForeignKey(
-        "conversations.Conversation", on_delete=models.CASCADE, related_name="+"
+        "conversations.Conversation",
+        on_delete=models.CASCADE,
+        related_name="+",
+        verbose_name=_("conversation"),
     )
     # Copied from the conversation: the per-visitor limit counts across their conversations.
-    visitor_id = models.CharField(max_length=128, blank=True)
+    visitor_id = models.CharField(max_length=128, blank=True, verbose_name=_("visitor id"))
     email = models.EmailField(_("sent to"))
     customer_ref = models.CharField(_("customer id from the tool"), max_length=255, blank=True)
     tool_name = models.CharField(_("lookup tool"), max_length=64)
-    code_hash = models.CharField(max_length=64, editable=False)
+    code_hash = models.CharField(max_length=64, editable=False, verbose_name=_("code hash"))
     status = models.CharField(
-        max_length=16, choices=ChallengeStatus.choices, default=ChallengeStatus.OPEN
+        max_length=16,
+        choices=ChallengeStatus.choices,
+        default=ChallengeStatus.OPEN,
+        verbose_name=_("status"),
     )
     attempts = models.PositiveSmallIntegerField(_("wrong codes"), default=0)
-    expires_at = models.DateTimeField()
-    verified_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(verbose_name=_("expires at"))
+    verified_at = models.DateTimeField(null=True, blank=True, verbose_name=_("verified at"))
 
     class Meta:
         verbose_name = _("e-mail code")

@@ -49,31 +49,43 @@ class InsightRun(TenantOwnedModel):
     """One run of the insights job for one client and window. Unique per (client, window): a
     run that finished is not repeated, a failed one is retried by the next attempt."""
 
-    window_start = models.DateTimeField()
-    window_end = models.DateTimeField()
-    status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.RUNNING)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
+    window_start = models.DateTimeField(verbose_name=_("window start"))
+    window_end = models.DateTimeField(verbose_name=_("window end"))
+    status = models.CharField(
+        max_length=10,
+        choices=RunStatus.choices,
+        default=RunStatus.RUNNING,
+        verbose_name=_("status"),
+    )
+    started_at = models.DateTimeField(null=True, blank=True, verbose_name=_("started at"))
+    finished_at = models.DateTimeField(null=True, blank=True, verbose_name=_("finished at"))
     # What was read: {"escalation": n, "low_confidence": n, "questioned": n, "failure_note": n}
-    found = models.JSONField(default=dict, blank=True)
-    items_sent = models.PositiveIntegerField(default=0, help_text=_("Items in the model's prompt."))
+    found = models.JSONField(default=dict, blank=True, verbose_name=_("found"))
+    items_sent = models.PositiveIntegerField(
+        default=0, help_text=_("Items in the model's prompt."), verbose_name=_("items sent")
+    )
     items_left_out = models.PositiveIntegerField(
         default=0,
         help_text=_("Items that did not fit the token bound (INSIGHTS_MAX_INPUT_TOKENS)."),
+        verbose_name=_("items left out"),
     )
-    topics = models.PositiveIntegerField(default=0)
-    proposals_created = models.PositiveIntegerField(default=0)
-    proposals_updated = models.PositiveIntegerField(default=0)
+    topics = models.PositiveIntegerField(default=0, verbose_name=_("topics"))
+    proposals_created = models.PositiveIntegerField(default=0, verbose_name=_("proposals created"))
+    proposals_updated = models.PositiveIntegerField(default=0, verbose_name=_("proposals updated"))
     ids_dropped = models.PositiveIntegerField(
-        default=0, help_text=_("Conversation ids the model returned that it was not given.")
+        default=0,
+        help_text=_("Conversation ids the model returned that it was not given."),
+        verbose_name=_("ids dropped"),
     )
-    llm_calls = models.PositiveSmallIntegerField(default=0)
-    prompt_tokens = models.PositiveIntegerField(default=0)
-    completion_tokens = models.PositiveIntegerField(default=0)
-    model = models.CharField(max_length=100, blank=True)
-    error = models.TextField(blank=True)
+    llm_calls = models.PositiveSmallIntegerField(default=0, verbose_name=_("llm calls"))
+    prompt_tokens = models.PositiveIntegerField(default=0, verbose_name=_("prompt tokens"))
+    completion_tokens = models.PositiveIntegerField(default=0, verbose_name=_("completion tokens"))
+    model = models.CharField(max_length=100, blank=True, verbose_name=_("model"))
+    error = models.TextField(blank=True, verbose_name=_("error"))
 
     class Meta:
+        verbose_name = _("insight run")
+        verbose_name_plural = _("insight runs")
         ordering = ["-window_end", "-created_at"]
         constraints = [
             models.UniqueConstraint(
@@ -86,18 +98,31 @@ class InsightRun(TenantOwnedModel):
 
 
 class InsightProposal(TenantOwnedModel):
-    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
-    run = models.ForeignKey(
-        InsightRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="proposals"
+    public_id = models.UUIDField(
+        default=uuid.uuid4, unique=True, editable=False, verbose_name=_("public id")
     )
-    kind = models.CharField(max_length=10, choices=ProposalKind.choices)
+    run = models.ForeignKey(
+        InsightRun,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="proposals",
+        verbose_name=_("run"),
+    )
+    kind = models.CharField(max_length=10, choices=ProposalKind.choices, verbose_name=_("kind"))
     status = models.CharField(
-        max_length=16, choices=ProposalStatus.choices, default=ProposalStatus.PENDING_REVIEW
+        max_length=16,
+        choices=ProposalStatus.choices,
+        default=ProposalStatus.PENDING_REVIEW,
+        verbose_name=_("status"),
     )
     # Where it came from: the nightly run, a staff member's flag with a correction, or a staff
     # reply they chose to teach from (apps/insights/teach.py).
     origin = models.CharField(
-        max_length=12, choices=ProposalOrigin.choices, default=ProposalOrigin.RUN
+        max_length=12,
+        choices=ProposalOrigin.choices,
+        default=ProposalOrigin.RUN,
+        verbose_name=_("origin"),
     )
     flag = models.ForeignKey(
         "escalations.MessageFlag",
@@ -106,6 +131,7 @@ class InsightProposal(TenantOwnedModel):
         on_delete=models.SET_NULL,
         related_name="+",
         help_text=_("Flagged answers: the flag it was made from."),
+        verbose_name=_("flag"),
     )
     source_message = models.ForeignKey(
         "conversations.Message",
@@ -114,27 +140,39 @@ class InsightProposal(TenantOwnedModel):
         on_delete=models.SET_NULL,
         related_name="+",
         help_text=_("Staff replies: the reply it was made from."),
+        verbose_name=_("source message"),
     )
-    title = models.CharField(max_length=200, help_text=_("The topic."))
-    topic_key = models.CharField(max_length=200, editable=False)
+    title = models.CharField(max_length=200, help_text=_("The topic."), verbose_name=_("title"))
+    topic_key = models.CharField(max_length=200, editable=False, verbose_name=_("topic key"))
     count = models.PositiveIntegerField(
         default=0,
         help_text=_("Conversations about this topic (counted from the data, not the model)."),
+        verbose_name=_("count"),
     )
     conversation_ids = models.JSONField(
-        default=list, blank=True, help_text=_("Public ids of the conversations about this topic.")
+        default=list,
+        blank=True,
+        help_text=_("Public ids of the conversations about this topic."),
+        verbose_name=_("conversation ids"),
     )
-    question = models.TextField(blank=True)
-    answer = models.TextField(blank=True, help_text=_("Draft answer: check it before approving."))
-    note_type = models.CharField(max_length=10, blank=True)
-    content = models.TextField(blank=True)
+    question = models.TextField(blank=True, verbose_name=_("question"))
+    answer = models.TextField(
+        blank=True,
+        help_text=_("Draft answer: check it before approving."),
+        verbose_name=_("answer"),
+    )
+    note_type = models.CharField(max_length=10, blank=True, verbose_name=_("note type"))
+    content = models.TextField(blank=True, verbose_name=_("content"))
     questions = models.JSONField(
         default=list,
         blank=True,
         help_text=_("Missing articles: the customers' questions, in their words (from the data)."),
+        verbose_name=_("questions"),
     )
     outline = models.TextField(
-        blank=True, help_text=_("Missing articles: a drafted outline (Markdown) to write from.")
+        blank=True,
+        help_text=_("Missing articles: a drafted outline (Markdown) to write from."),
+        verbose_name=_("outline"),
     )
     article = models.ForeignKey(
         "knowledge.Article",
@@ -145,6 +183,7 @@ class InsightProposal(TenantOwnedModel):
         help_text=_(
             "Missing articles: the draft article staff made from it (published on approval)."
         ),
+        verbose_name=_("article"),
     )
     note = models.ForeignKey(
         "notes.Note",
@@ -153,6 +192,7 @@ class InsightProposal(TenantOwnedModel):
         on_delete=models.SET_NULL,
         related_name="+",
         help_text=_("Note proposals: the note (source insight) approval activates."),
+        verbose_name=_("note"),
     )
     reviewed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -160,11 +200,14 @@ class InsightProposal(TenantOwnedModel):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
+        verbose_name=_("reviewed by"),
     )
-    reviewed_at = models.DateTimeField(null=True, blank=True)
-    review_comment = models.TextField(blank=True)
+    reviewed_at = models.DateTimeField(null=True, blank=True, verbose_name=_("reviewed at"))
+    review_comment = models.TextField(blank=True, verbose_name=_("review comment"))
 
     class Meta:
+        verbose_name = _("insight proposal")
+        verbose_name_plural = _("insight proposals")
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["client", "status", "-created_at"])]
         constraints = [

@@ -35,7 +35,9 @@ class SourceStatus(models.TextChoices):
 
 
 class KnowledgeSource(TenantOwnedModel):
-    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    public_id = models.UUIDField(
+        default=uuid.uuid4, unique=True, editable=False, verbose_name=_("public id")
+    )
     name = models.CharField(_("name"), max_length=200)
     kind = models.CharField(_("kind"), max_length=10, choices=SourceKind.choices)
     url = models.URLField(_("address"), max_length=2000, blank=True)
@@ -67,6 +69,8 @@ class KnowledgeSource(TenantOwnedModel):
     progress = models.JSONField(_("progress"), default=dict, blank=True)
 
     class Meta:
+        verbose_name = _("knowledge source")
+        verbose_name_plural = _("knowledge sources")
         ordering = ["name", "id"]
         indexes = [models.Index(fields=["client", "status"], name="knowledge_source_status")]
 
@@ -93,7 +97,9 @@ class ArticleQuerySet(TenantQuerySet["Article"]):
 
 
 class Article(TenantOwnedModel):
-    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    public_id = models.UUIDField(
+        default=uuid.uuid4, unique=True, editable=False, verbose_name=_("public id")
+    )
     kind = models.CharField(
         _("kind"), max_length=10, choices=ArticleKind.choices, default=ArticleKind.ARTICLE
     )
@@ -130,28 +136,36 @@ class Article(TenantOwnedModel):
     source_url = models.URLField(_("page"), max_length=2000, blank=True)
     # sha256 of title + body: an import that finds the same hash leaves the article and its
     # chunks alone; an edit changes it and the article is indexed again.
-    content_hash = models.CharField(max_length=64, blank=True, editable=False)
+    content_hash = models.CharField(
+        max_length=64, blank=True, editable=False, verbose_name=_("content hash")
+    )
     indexed_hash = models.CharField(
         max_length=64,
         blank=True,
         editable=False,
-        help_text="The content_hash the chunks were built from.",
+        help_text=_("The content_hash the chunks were built from."),
+        verbose_name=_("indexed hash"),
     )
     # For an imported article: the hash of the page's title and text as last imported. A sync
     # that finds the same page again leaves the article alone, staff edits included.
-    imported_hash = models.CharField(max_length=64, blank=True, editable=False)
+    imported_hash = models.CharField(
+        max_length=64, blank=True, editable=False, verbose_name=_("imported hash")
+    )
     approved_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
+        verbose_name=_("approved by"),
     )
-    approved_at = models.DateTimeField(null=True, blank=True)
+    approved_at = models.DateTimeField(null=True, blank=True, verbose_name=_("approved at"))
 
     objects = ArticleQuerySet.as_manager()  # type: ignore[misc]
 
     class Meta:
+        verbose_name = _("article")
+        verbose_name_plural = _("articles")
         ordering = ["title", "id"]
         indexes = [
             models.Index(fields=["client", "kind", "status"], name="knowledge_article_kind"),
@@ -172,19 +186,25 @@ class Article(TenantOwnedModel):
 class ArticleChunk(TenantOwnedModel):
     """A piece of an article (split by heading, bounded in tokens) that retrieval ranks."""
 
-    article = models.ForeignKey(Article, on_delete=models.CASCADE, related_name="chunks")
-    ordinal = models.PositiveIntegerField()
-    heading = models.CharField(max_length=300, blank=True)
-    text = models.TextField()
-    tokens = models.PositiveIntegerField(default=0)
-    language = models.CharField(max_length=16, blank=True, default="")
+    article = models.ForeignKey(
+        Article, on_delete=models.CASCADE, related_name="chunks", verbose_name=_("article")
+    )
+    ordinal = models.PositiveIntegerField(verbose_name=_("ordinal"))
+    heading = models.CharField(max_length=300, blank=True, verbose_name=_("heading"))
+    text = models.TextField(verbose_name=_("text"))
+    tokens = models.PositiveIntegerField(default=0, verbose_name=_("tokens"))
+    language = models.CharField(max_length=16, blank=True, default="", verbose_name=_("language"))
     # PostgreSQL full-text search, filled by the indexer; GIN-indexed on PostgreSQL only.
     search_vector = SearchVectorField(null=True, blank=True, editable=False)
     # The provider's embedding (EMBEDDING_MODEL), when one is set.
-    embedding = models.JSONField(null=True, blank=True, editable=False)
-    embedding_model = models.CharField(max_length=100, blank=True, editable=False)
+    embedding = models.JSONField(null=True, blank=True, editable=False, verbose_name=_("embedding"))
+    embedding_model = models.CharField(
+        max_length=100, blank=True, editable=False, verbose_name=_("embedding model")
+    )
 
     class Meta:
+        verbose_name = _("article chunk")
+        verbose_name_plural = _("article chunks")
         ordering = ["article", "ordinal"]
         constraints = [
             models.UniqueConstraint(fields=["article", "ordinal"], name="uniq_chunk_ordinal")

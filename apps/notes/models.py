@@ -102,6 +102,7 @@ class Note(TenantOwnedModel):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
+        verbose_name=_("conversation"),
     )
     trace = models.ForeignKey(
         "reasoning.ReasoningTrace",
@@ -109,10 +110,15 @@ class Note(TenantOwnedModel):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
+        verbose_name=_("trace"),
     )
-    source = models.CharField(max_length=16, choices=NoteSource.choices)
+    source = models.CharField(max_length=16, choices=NoteSource.choices, verbose_name=_("source"))
     status = models.CharField(
-        max_length=16, choices=NoteStatus.choices, default=NoteStatus.ACTIVE, db_index=True
+        max_length=16,
+        choices=NoteStatus.choices,
+        default=NoteStatus.ACTIVE,
+        db_index=True,
+        verbose_name=_("status"),
     )
     hits = models.PositiveIntegerField(
         _("times written"),
@@ -134,8 +140,9 @@ class Note(TenantOwnedModel):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
+        verbose_name=_("reviewed by"),
     )
-    reviewed_at = models.DateTimeField(null=True, blank=True)
+    reviewed_at = models.DateTimeField(null=True, blank=True, verbose_name=_("reviewed at"))
     rejected = models.BooleanField(
         default=False,
         verbose_name=_("rejected"),
@@ -151,6 +158,8 @@ class Note(TenantOwnedModel):
     objects = NoteQuerySet.as_manager()  # type: ignore[misc]
 
     class Meta:
+        verbose_name = _("note")
+        verbose_name_plural = _("notes")
         ordering = ["-created_at", "-id"]
         indexes = [
             models.Index(fields=["client", "language"], name="notes_client_language"),

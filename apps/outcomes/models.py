@@ -3,6 +3,8 @@ escalations, ratings and usage records (docs/outcomes.md). The one model is the 
 
 from __future__ import annotations
 
+from django.utils.translation import gettext_lazy as _
+
 from apps.clients.models import Client
 
 
@@ -11,5 +13,5 @@ class ClientOutcomes(Client):
 
     class Meta:
         proxy = True
-        verbose_name = "outcomes by client"
-        verbose_name_plural = "outcomes by client"
+        verbose_name = _("outcomes by client")
+        verbose_name_plural = _("outcomes by client")

@@ -30,23 +30,37 @@ class RunSource(models.TextChoices):
 
 
 class PlaygroundRun(TenantOwnedModel):
-    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    public_id = models.UUIDField(
+        default=uuid.uuid4, unique=True, editable=False, verbose_name=_("public id")
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
+        verbose_name=_("created by"),
     )
-    source = models.CharField(max_length=10, choices=RunSource.choices, default=RunSource.CONSOLE)
-    mode = models.CharField(max_length=20)
+    source = models.CharField(
+        max_length=10,
+        choices=RunSource.choices,
+        default=RunSource.CONSOLE,
+        verbose_name=_("source"),
+    )
+    mode = models.CharField(max_length=20, verbose_name=_("mode"))
     rubric = models.CharField(
-        max_length=100, blank=True, help_text="The rubric chosen for a deliberative run."
+        max_length=100,
+        blank=True,
+        help_text=_("The rubric chosen for a deliberative run."),
+        verbose_name=_("rubric"),
     )
     iterations = models.PositiveSmallIntegerField(
-        null=True, blank=True, help_text="Refinement iterations (empty: the plan's setting)."
+        null=True,
+        blank=True,
+        help_text=_("Refinement iterations (empty: the plan's setting)."),
+        verbose_name=_("iterations"),
     )
-    question = models.TextField()
+    question = models.TextField(verbose_name=_("question"))
     # Optional: the run reads this conversation's recent messages as its history (read only).
     conversation = models.ForeignKey(
         "conversations.Conversation",
@@ -54,20 +68,30 @@ class PlaygroundRun(TenantOwnedModel):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
+        verbose_name=_("conversation"),
     )
-    status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.RUNNING)
-    stop_requested = models.BooleanField(default=False)
-    offline = models.BooleanField(default=False)
-    progress_step = models.PositiveSmallIntegerField(default=0)
-    progress_max = models.PositiveSmallIntegerField(default=0)
+    status = models.CharField(
+        max_length=10,
+        choices=RunStatus.choices,
+        default=RunStatus.RUNNING,
+        verbose_name=_("status"),
+    )
+    stop_requested = models.BooleanField(default=False, verbose_name=_("stop requested"))
+    offline = models.BooleanField(default=False, verbose_name=_("offline"))
+    progress_step = models.PositiveSmallIntegerField(default=0, verbose_name=_("progress step"))
+    progress_max = models.PositiveSmallIntegerField(default=0, verbose_name=_("progress max"))
     # What the customer would have been sent: {"replies": [{text, kind, data}], "escalate":
     # [reason, detail] | null, "confidence": int | null}.
-    final = models.JSONField(default=dict, blank=True)
-    notes = models.JSONField(default=list, blank=True)  # the internal notes a turn would post
-    error = models.TextField(blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
+    final = models.JSONField(default=dict, blank=True, verbose_name=_("final"))
+    notes = models.JSONField(
+        default=list, blank=True, verbose_name=_("notes")
+    )  # the internal notes a turn would post
+    error = models.TextField(blank=True, verbose_name=_("error"))
+    finished_at = models.DateTimeField(null=True, blank=True, verbose_name=_("finished at"))
 
     class Meta:
+        verbose_name = _("playground run")
+        verbose_name_plural = _("playground runs")
         indexes = [models.Index(fields=["client", "-created_at"], name="playground_client_recent")]
 
     def __str__(self) -> str:

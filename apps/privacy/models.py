@@ -45,7 +45,9 @@ class RequestChannel(models.TextChoices):
 
 
 class DataSubjectRequest(TenantOwnedModel):
-    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    public_id = models.UUIDField(
+        default=uuid.uuid4, unique=True, editable=False, verbose_name=_("public id")
+    )
     kind = models.CharField(_("kind"), max_length=10, choices=RequestKind.choices)
     match_kind = models.CharField(_("found by"), max_length=12, choices=MatchKind.choices)
     match_digest = models.CharField(
@@ -109,13 +111,22 @@ class DataSubjectRequest(TenantOwnedModel):
 
 class ErasedConversation(TenantOwnedModel):
     conversation = models.OneToOneField(
-        "conversations.Conversation", on_delete=models.CASCADE, related_name="erasure"
+        "conversations.Conversation",
+        on_delete=models.CASCADE,
+        related_name="erasure",
+        verbose_name=_("conversation"),
     )
     request = models.ForeignKey(
-        DataSubjectRequest, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        DataSubjectRequest,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("request"),
     )
 
     class Meta:
+        verbose_name_plural = _("erased conversations")
         verbose_name = _("erased conversation")
 
     def __str__(self) -> str:

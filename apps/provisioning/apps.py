@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class ProvisioningConfig(AppConfig):
@@ -6,4 +7,6 @@ class ProvisioningConfig(AppConfig):
     It writes into clients, accounts, billing and tools, so it sits above them (no models)."""
 
     name = "apps.provisioning"
+
+    verbose_name = _("Provisioning")
     label = "provisioning"

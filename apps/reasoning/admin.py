@@ -12,6 +12,7 @@ from django.http import HttpRequest
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.text import Truncator
+from django.utils.translation import gettext_lazy as _
 
 from apps.conversations.admin import conversation_link
 from apps.core.admin import ReadOnlyAuditAdmin, pretty_json_block
@@ -49,13 +50,13 @@ class ReasoningStepInline(admin.TabularInline):
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    @admin.display(description="Step")
+    @admin.display(description=_("Step"))
     def output_view(self, obj: ReasoningStep) -> SafeString:
         """The step as its view says (apps/reasoning/rendering.py), like the playground page
         and `manage.py reason` show it."""
         return step_html(obj)
 
-    @admin.display(description="Output")
+    @admin.display(description=_("Output"))
     def output_pretty(self, obj: ReasoningStep) -> SafeString | str:
         return pretty_json_block(obj.output)
 
@@ -119,22 +120,22 @@ class ReasoningTraceAdmin(ReadOnlyAuditAdmin):
     fields = REASONING_TRACE_FIELDS
     readonly_fields = REASONING_TRACE_FIELDS
 
-    @admin.display(description="Belongs to")
+    @admin.display(description=_("Belongs to"))
     def owner(self, obj: ReasoningTrace) -> SafeString | str:
         """The conversation of a turn; the question of a playground run."""
         if obj.kind == TraceKind.PLAYGROUND and obj.playground_run is not None:
             run = obj.playground_run
-            return format_html("Playground run “{}”", Truncator(run.question).chars(60))
+            return format_html(str(_("Playground run “{}”")), Truncator(run.question).chars(60))
         return conversation_link(obj.conversation)
 
-    @admin.display(description="Tokens", ordering=F("prompt_tokens") + F("completion_tokens"))
+    @admin.display(description=_("Tokens"), ordering=F("prompt_tokens") + F("completion_tokens"))
     def total_tokens(self, obj: ReasoningTrace) -> int:
         return obj.prompt_tokens + obj.completion_tokens
 
-    @admin.display(description="Critique reasons")
+    @admin.display(description=_("Critique reasons"))
     def critique_reasons_pretty(self, obj: ReasoningTrace) -> str:
         return ", ".join(str(r) for r in obj.critique_reasons or []) or "-"
 
-    @admin.display(description="Context fetched")
+    @admin.display(description=_("Context fetched"))
     def context_fetched_pretty(self, obj: ReasoningTrace) -> str:
         return ", ".join(str(c) for c in obj.context_fetched or []) or "-"

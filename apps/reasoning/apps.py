@@ -1,8 +1,10 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class ReasoningConfig(AppConfig):
     name = "apps.reasoning"
+    verbose_name = _("Reasoning")
     label = "reasoning"
 
     def ready(self) -> None:

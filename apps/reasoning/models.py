@@ -9,19 +9,19 @@ from apps.core.models import TenantOwnedModel
 
 
 class TraceStatus(models.TextChoices):
-    PROCESSING = "processing", "Processing"
-    DONE = "done", "Done"
-    SKIPPED = "skipped", "Skipped — a human owns the conversation"
-    FAILED = "failed", "Failed — fallback posted"
-    STOPPED = "stopped", "Stopped by staff (playground)"
+    PROCESSING = "processing", _("Processing")
+    DONE = "done", _("Done")
+    SKIPPED = "skipped", _("Skipped — a human owns the conversation")
+    FAILED = "failed", _("Failed — fallback posted")
+    STOPPED = "stopped", _("Stopped by staff (playground)")
 
 
 class TraceKind(models.TextChoices):
     """What a trace belongs to; exactly that owner's link is set (a check constraint)."""
 
-    TURN = "turn", "Conversation turn"
-    PLAYGROUND = "playground", "Playground run"
-    SIMULATION = "simulation", "Simulation turn"
+    TURN = "turn", _("Conversation turn")
+    PLAYGROUND = "playground", _("Playground run")
+    SIMULATION = "simulation", _("Simulation turn")
 
 
 class DeliberationTrigger(models.TextChoices):
@@ -45,13 +45,16 @@ class ReasoningTrace(TenantOwnedModel):
     Its steps (`ReasoningStep`) and its counters — LLM calls, tokens, cost, latency — are kept
     here for every owner, once."""
 
-    kind = models.CharField(max_length=12, choices=TraceKind.choices, default=TraceKind.TURN)
+    kind = models.CharField(
+        max_length=12, choices=TraceKind.choices, default=TraceKind.TURN, verbose_name=_("kind")
+    )
     conversation = models.ForeignKey(
         "conversations.Conversation",
         null=True,
         blank=True,
         on_delete=models.CASCADE,
         related_name="traces",
+        verbose_name=_("conversation"),
     )
     user_message = models.OneToOneField(
         "conversations.Message",
@@ -59,6 +62,7 @@ class ReasoningTrace(TenantOwnedModel):
         blank=True,
         on_delete=models.CASCADE,
         related_name="turn",
+        verbose_name=_("user message"),
     )
     # A string reference: the playground sits above reasoning and is never imported from here.
     playground_run = models.OneToOneField(
@@ -67,6 +71,7 @@ class ReasoningTrace(TenantOwnedModel):
         blank=True,
         on_delete=models.CASCADE,
         related_name="trace",
+        verbose_name=_("playground run"),
     )
     # A string reference, as above: simulations sit above reasoning.
     case_run = models.ForeignKey(
@@ -75,39 +80,57 @@ class ReasoningTrace(TenantOwnedModel):
         blank=True,
         on_delete=models.CASCADE,
         related_name="traces",
+        verbose_name=_("case run"),
     )
-    mode = models.CharField(max_length=20)
-    model = models.CharField(max_length=100, blank=True)
+    mode = models.CharField(max_length=20, verbose_name=_("mode"))
+    model = models.CharField(max_length=100, blank=True, verbose_name=_("model"))
     status = models.CharField(
-        max_length=12, choices=TraceStatus.choices, default=TraceStatus.PROCESSING
+        max_length=12,
+        choices=TraceStatus.choices,
+        default=TraceStatus.PROCESSING,
+        verbose_name=_("status"),
     )
-    critique_triggered = models.BooleanField(default=False)
-    critique_reasons = models.JSONField(default=list, blank=True)
-    context_fetched = models.JSONField(default=list, blank=True)
-    escalated = models.BooleanField(default=False)
+    critique_triggered = models.BooleanField(default=False, verbose_name=_("critique triggered"))
+    critique_reasons = models.JSONField(
+        default=list, blank=True, verbose_name=_("critique reasons")
+    )
+    context_fetched = models.JSONField(default=list, blank=True, verbose_name=_("context fetched"))
+    escalated = models.BooleanField(default=False, verbose_name=_("escalated"))
     # What the evaluation step did (apps/reasoning/evaluation.py); blank = not evaluated.
-    evaluation_outcome = models.CharField(max_length=12, blank=True, default="")
+    evaluation_outcome = models.CharField(
+        max_length=12, blank=True, default="", verbose_name=_("evaluation outcome")
+    )
     # Why a "deliberate when needed" turn deliberated (apps/reasoning/modes/as_needed.py
     # TRIGGERS); blank = it did not (or the mode was another).
     deliberation_trigger = models.CharField(
-        max_length=24, blank=True, default="", choices=DeliberationTrigger.choices
+        max_length=24,
+        blank=True,
+        default="",
+        choices=DeliberationTrigger.choices,
+        verbose_name=_("deliberation trigger"),
     )
-    tool_calls = models.PositiveSmallIntegerField(default=0)
-    llm_calls = models.PositiveSmallIntegerField(default=0)
-    prompt_tokens = models.PositiveIntegerField(default=0)
-    completion_tokens = models.PositiveIntegerField(default=0)
+    tool_calls = models.PositiveSmallIntegerField(default=0, verbose_name=_("tool calls"))
+    llm_calls = models.PositiveSmallIntegerField(default=0, verbose_name=_("llm calls"))
+    prompt_tokens = models.PositiveIntegerField(default=0, verbose_name=_("prompt tokens"))
+    completion_tokens = models.PositiveIntegerField(default=0, verbose_name=_("completion tokens"))
     # What the calls cost (provider) and what they bill, summed as each call is recorded.
-    cost_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
-    billed_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    duration_ms = models.PositiveIntegerField(default=0)
-    llm_wait_ms = models.PositiveIntegerField(default=0)
-    error = models.TextField(blank=True)
+    cost_usd = models.DecimalField(
+        max_digits=14, decimal_places=8, default=0, verbose_name=_("cost usd")
+    )
+    billed_usd = models.DecimalField(
+        max_digits=14, decimal_places=8, default=0, verbose_name=_("billed usd")
+    )
+    finished_at = models.DateTimeField(null=True, blank=True, verbose_name=_("finished at"))
+    duration_ms = models.PositiveIntegerField(default=0, verbose_name=_("duration ms"))
+    llm_wait_ms = models.PositiveIntegerField(default=0, verbose_name=_("llm wait ms"))
+    error = models.TextField(blank=True, verbose_name=_("error"))
     # While a deliberative turn runs: {"step": 3, "max_steps": 10} (the widget's "Thinking it
     # through… step 3"); never the reasoning itself.
-    progress = models.JSONField(default=dict, blank=True)
+    progress = models.JSONField(default=dict, blank=True, verbose_name=_("progress"))
 
     class Meta:
+        verbose_name = _("reasoning trace")
+        verbose_name_plural = _("reasoning traces")
         indexes = [models.Index(fields=["client", "conversation", "created_at"])]
         constraints = [
             models.CheckConstraint(
@@ -150,17 +173,21 @@ class ReasoningTrace(TenantOwnedModel):
 class ReasoningStep(TenantOwnedModel):
     """An append-only event of a trace, in order: each LLM call, guard decision, tool run."""
 
-    trace = models.ForeignKey(ReasoningTrace, on_delete=models.CASCADE, related_name="steps")
-    index = models.PositiveSmallIntegerField()
-    name = models.CharField(max_length=40)
-    input_summary = models.TextField(blank=True)
-    output = models.JSONField(default=dict, blank=True)
-    latency_ms = models.PositiveIntegerField(default=0)
-    prompt_tokens = models.PositiveIntegerField(default=0)
-    completion_tokens = models.PositiveIntegerField(default=0)
-    error = models.TextField(blank=True)
+    trace = models.ForeignKey(
+        ReasoningTrace, on_delete=models.CASCADE, related_name="steps", verbose_name=_("trace")
+    )
+    index = models.PositiveSmallIntegerField(verbose_name=_("index"))
+    name = models.CharField(max_length=40, verbose_name=_("name"))
+    input_summary = models.TextField(blank=True, verbose_name=_("input summary"))
+    output = models.JSONField(default=dict, blank=True, verbose_name=_("output"))
+    latency_ms = models.PositiveIntegerField(default=0, verbose_name=_("latency ms"))
+    prompt_tokens = models.PositiveIntegerField(default=0, verbose_name=_("prompt tokens"))
+    completion_tokens = models.PositiveIntegerField(default=0, verbose_name=_("completion tokens"))
+    error = models.TextField(blank=True, verbose_name=_("error"))
 
     class Meta:
+        verbose_name = _("reasoning step")
+        verbose_name_plural = _("reasoning steps")
         ordering = ["trace", "index"]
         constraints = [models.UniqueConstraint(fields=["trace", "index"], name="uniq_step_index")]
 

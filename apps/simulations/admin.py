@@ -8,7 +8,6 @@ start or stop runs, as in the playground and the API."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -42,6 +41,7 @@ from apps.simulations.models import (
     SimCase,
     SimulationRun,
 )
+from apps.simulations.report_words import comparisons, side_table, what_changed
 from apps.simulations.schema import case_validate
 from apps.simulations.serializers import run_progress
 from apps.simulations.services import (
@@ -324,10 +324,6 @@ class NewSimulationForm(forms.Form):
         return overrides
 
 
-def _percent(value: Any) -> str:
-    return "—" if value is None else f"{100 * float(value):.0f} %"
-
-
 @admin.register(SimulationRun)
 class SimulationRunAdmin(TenantScopedAdmin):
     """Runs: listed with status and progress; "add" is the New simulation form and a run's page
@@ -372,7 +368,7 @@ class SimulationRunAdmin(TenantScopedAdmin):
             progress["total"],
         )
 
-    @admin.display(description=gettext_lazy("fixed / broke"))
+    @admin.display(description=gettext_lazy("would pass / would fail"))
     def changes(self, obj: SimulationRun) -> str:
         summary = (obj.report or {}).get("summary")
         if not summary or not obj.compare:
@@ -509,34 +505,7 @@ class SimulationRunAdmin(TenantScopedAdmin):
                     }
                 )
             rows.append({"case": case, "cells": cells})
-        metrics: list[tuple[str, str, Callable[[Any], str]]] = [
-            (_("Cases"), "cases", str),
-            (_("Passed (code checks)"), "passed", str),
-            (_("Failed"), "failed", str),
-            (_("Errors"), "errors", str),
-            (_("Pass rate (code checks)"), "pass_rate", _percent),
-            (_("pass^k (every attempt passed)"), "pass_hat_k", _percent),
-            (_("pass@1 (mean per attempt)"), "pass_at_1", _percent),
-            (_("Turns"), "turns", str),
-            (_("LLM calls per turn"), "llm_calls_per_turn", str),
-            (_("Tokens per turn"), "tokens_per_turn", str),
-            (_("Cost per turn (USD)"), "cost_per_turn_usd", str),
-            (_("Cost (USD)"), "cost_usd", str),
-            (_("Latency p50 (ms)"), "latency_p50_ms", str),
-            (_("Latency p95 (ms)"), "latency_p95_ms", str),
-            (_("Escalations"), "escalations", str),
-            (_("Tools ran"), "tools_ran", str),
-        ]
-        table = [
-            (
-                label,
-                [
-                    fmt(sides[s].get(key)) if sides[s].get(key) is not None else "—"
-                    for s in side_names
-                ],
-            )
-            for label, key, fmt in metrics
-        ]
+        table = side_table(side_names, sides)
         side_labels = {"baseline": _("Baseline (live)"), "candidate": _("Candidate")}
         judged = [(side_labels[s], sides[s].get("judged") or {}) for s in side_names]
         context = {
@@ -550,8 +519,8 @@ class SimulationRunAdmin(TenantScopedAdmin):
             "side_names": side_names,
             "metrics": table,
             "judged": judged,
-            "ratio": report.get("ratio") or {},
-            "summary": report.get("summary") or {},
+            "comparisons": comparisons(sides, report.get("ratio") or {}),
+            "what_changed": what_changed(report) if len(side_names) == 2 else [],
             "rows": rows,
             "configs": {
                 "baseline": pretty_json(run.baseline),

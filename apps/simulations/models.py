@@ -27,7 +27,9 @@ from apps.core.models import TenantOwnedModel
 class SimCase(TenantOwnedModel):
     """A test conversation with expectations (one of the client's suites)."""
 
-    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    public_id = models.UUIDField(
+        default=uuid.uuid4, unique=True, editable=False, verbose_name=_("public id")
+    )
     name = models.SlugField(
         _("name"), max_length=100, help_text=_("Unique within the client, e.g. cancel-confirmed.")
     )
@@ -88,37 +90,56 @@ class RunSource(models.TextChoices):
 class SimulationRun(TenantOwnedModel):
     """Cases (or replayed conversations) run against a baseline and a candidate configuration."""
 
-    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    public_id = models.UUIDField(
+        default=uuid.uuid4, unique=True, editable=False, verbose_name=_("public id")
+    )
     name = models.CharField(_("name"), max_length=200, blank=True)
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("created by"),
     )
-    source = models.CharField(max_length=8, choices=RunSource.choices, default=RunSource.ADMIN)
-    kind = models.CharField(max_length=8, choices=RunKind.choices, default=RunKind.CASES)
+    source = models.CharField(
+        max_length=8, choices=RunSource.choices, default=RunSource.ADMIN, verbose_name=_("source")
+    )
+    kind = models.CharField(
+        max_length=8, choices=RunKind.choices, default=RunKind.CASES, verbose_name=_("kind")
+    )
     # Which cases: {"suite": "demo", "tags": [...], "cases": [public ids]}; or for a replay
     # {"since", "until", "escalated_only", "with_tool", "flagged_only", "limit"}.
-    selection = models.JSONField(default=dict, blank=True)
+    selection = models.JSONField(default=dict, blank=True, verbose_name=_("selection"))
     # The resolved configurations each side ran with (what decides behaviour; see
     # apps.simulations.config): {"mode", "model", "rubric", "deliberation", "business_info",
     # "notes", "evaluation"}. `candidate_overrides` is what the run changed.
-    baseline = models.JSONField(default=dict, blank=True)
-    candidate = models.JSONField(default=dict, blank=True)
-    candidate_overrides = models.JSONField(default=dict, blank=True)
-    compare = models.BooleanField(
-        default=True, help_text=_("Run the baseline too (off: the candidate alone).")
+    baseline = models.JSONField(default=dict, blank=True, verbose_name=_("baseline"))
+    candidate = models.JSONField(default=dict, blank=True, verbose_name=_("candidate"))
+    candidate_overrides = models.JSONField(
+        default=dict, blank=True, verbose_name=_("candidate overrides")
     )
-    status = models.CharField(max_length=8, choices=RunStatus.choices, default=RunStatus.QUEUED)
-    stop_requested = models.BooleanField(default=False)
-    total = models.PositiveIntegerField(default=0)  # case runs to do
-    completed = models.PositiveIntegerField(default=0)  # case runs done
-    report = models.JSONField(default=dict, blank=True)
+    compare = models.BooleanField(
+        default=True,
+        help_text=_("Run the baseline too (off: the candidate alone)."),
+        verbose_name=_("compare"),
+    )
+    status = models.CharField(
+        max_length=8, choices=RunStatus.choices, default=RunStatus.QUEUED, verbose_name=_("status")
+    )
+    stop_requested = models.BooleanField(default=False, verbose_name=_("stop requested"))
+    total = models.PositiveIntegerField(default=0, verbose_name=_("total"))  # case runs to do
+    completed = models.PositiveIntegerField(
+        default=0, verbose_name=_("completed")
+    )  # case runs done
+    report = models.JSONField(default=dict, blank=True, verbose_name=_("report"))
     # What the run was estimated to use when it started (`simulation_run_estimate`): its
     # tokens are held against the client's simulation budget while it runs.
-    estimated_tokens = models.PositiveBigIntegerField(default=0)
-    estimate = models.JSONField(default=dict, blank=True)
-    error = models.TextField(blank=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
+    estimated_tokens = models.PositiveBigIntegerField(default=0, verbose_name=_("estimated tokens"))
+    estimate = models.JSONField(default=dict, blank=True, verbose_name=_("estimate"))
+    error = models.TextField(blank=True, verbose_name=_("error"))
+    started_at = models.DateTimeField(null=True, blank=True, verbose_name=_("started at"))
+    finished_at = models.DateTimeField(null=True, blank=True, verbose_name=_("finished at"))
 
     class Meta:
         verbose_name = _("simulation run")
@@ -151,9 +172,16 @@ class CaseStatus(models.TextChoices):
 class CaseRun(TenantOwnedModel):
     """One case or replayed conversation × one side × one attempt, and what it did."""
 
-    run = models.ForeignKey(SimulationRun, on_delete=models.CASCADE, related_name="case_runs")
+    run = models.ForeignKey(
+        SimulationRun, on_delete=models.CASCADE, related_name="case_runs", verbose_name=_("run")
+    )
     case = models.ForeignKey(
-        SimCase, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        SimCase,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("case"),
     )
     # A replay: the saved conversation replayed (read only; never written).
     conversation = models.ForeignKey(
@@ -162,27 +190,41 @@ class CaseRun(TenantOwnedModel):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
+        verbose_name=_("conversation"),
     )
-    case_name = models.CharField(max_length=200)  # kept if the case is deleted
-    side = models.CharField(max_length=10, choices=Side.choices)
-    attempt = models.PositiveSmallIntegerField(default=1)
-    status = models.CharField(max_length=8, choices=CaseStatus.choices, default=CaseStatus.QUEUED)
+    case_name = models.CharField(
+        max_length=200, verbose_name=_("case name")
+    )  # kept if the case is deleted
+    side = models.CharField(max_length=10, choices=Side.choices, verbose_name=_("side"))
+    attempt = models.PositiveSmallIntegerField(default=1, verbose_name=_("attempt"))
+    status = models.CharField(
+        max_length=8,
+        choices=CaseStatus.choices,
+        default=CaseStatus.QUEUED,
+        verbose_name=_("status"),
+    )
     # Code-checked expectations: True / False; None = nothing to check.
-    passed = models.BooleanField(null=True)
+    passed = models.BooleanField(null=True, verbose_name=_("passed"))
     # The model's opinion on the criteria, kept apart: True / False / None (no criteria).
-    judged_passed = models.BooleanField(null=True)
+    judged_passed = models.BooleanField(null=True, verbose_name=_("judged passed"))
     # Per turn: {"customer", "replies", "tools": {"ran", "proposed", "refused"}, "escalated",
     # "calls", "tokens", "cost_usd", "latency_ms", "checks": [...], "original": {...}}.
-    transcript = models.JSONField(default=list, blank=True)
-    checks = models.JSONField(default=list, blank=True)  # [{"expect", "turn", "passed", "detail"}]
-    judged = models.JSONField(default=list, blank=True)  # the judge step's results
-    llm_calls = models.PositiveIntegerField(default=0)
-    prompt_tokens = models.PositiveIntegerField(default=0)
-    completion_tokens = models.PositiveIntegerField(default=0)
-    cost_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
-    duration_ms = models.PositiveIntegerField(default=0)
-    error = models.TextField(blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
+    transcript = models.JSONField(default=list, blank=True, verbose_name=_("transcript"))
+    checks = models.JSONField(
+        default=list, blank=True, verbose_name=_("checks")
+    )  # [{"expect", "turn", "passed", "detail"}]
+    judged = models.JSONField(
+        default=list, blank=True, verbose_name=_("judged")
+    )  # the judge step's results
+    llm_calls = models.PositiveIntegerField(default=0, verbose_name=_("llm calls"))
+    prompt_tokens = models.PositiveIntegerField(default=0, verbose_name=_("prompt tokens"))
+    completion_tokens = models.PositiveIntegerField(default=0, verbose_name=_("completion tokens"))
+    cost_usd = models.DecimalField(
+        max_digits=14, decimal_places=8, default=0, verbose_name=_("cost usd")
+    )
+    duration_ms = models.PositiveIntegerField(default=0, verbose_name=_("duration ms"))
+    error = models.TextField(blank=True, verbose_name=_("error"))
+    finished_at = models.DateTimeField(null=True, blank=True, verbose_name=_("finished at"))
 
     class Meta:
         verbose_name = _("case run")

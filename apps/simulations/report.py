@@ -159,6 +159,10 @@ def _side(
     side = {
         "config": config,
         "cases": cases,
+        # every attempt of every case is one simulated conversation
+        "conversations": sum(len(attempts) for attempts in by_case.values()),
+        # every turn ran on the offline demo model (which costs nothing)
+        "offline": bool(ran) and all(t.get("offline") for t in ran),
         "passed": passed,
         "failed": failed,
         "errors": errors,

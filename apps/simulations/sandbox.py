@@ -521,6 +521,7 @@ def sandbox_turn(
         "prompt_tokens": trace.prompt_tokens,
         "completion_tokens": trace.completion_tokens,
         "cost_usd": str(meter.cost_usd),
+        "offline": meter.offline,
         "latency_ms": duration,
         "trace": trace.pk,
         "error": error,

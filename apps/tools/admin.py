@@ -48,8 +48,9 @@ def schema_form_field(spec: dict[str, Any]) -> forms.Field:
     the chosen executor's schema decides in `clean`, since the other executors' rows stay on
     the page. A `writeOnly` property is a secret: empty = keep, never shown back."""
     common: dict[str, Any] = {
-        "label": spec.get("title"),
-        "help_text": spec.get("description", ""),
+        # the executors mark their titles and descriptions with gettext_noop
+        "label": _(spec["title"]) if spec.get("title") else None,
+        "help_text": _(spec["description"]) if spec.get("description") else "",
         "required": False,
     }
     if spec.get("writeOnly"):
@@ -110,6 +111,7 @@ class ClientToolAdminForm(forms.ModelForm):
         ],
     )
     parameters = PrettyJSONField(
+        label=_("Parameters"),
         widget=forms.Textarea(attrs={"rows": 16, "cols": 90, "style": "font-family:monospace"}),
         help_text=PARAMETERS_HELP,
     )

@@ -3,6 +3,7 @@ from __future__ import annotations
 import uuid
 
 from django.db import models
+from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
 from apps.core.models import TenantOwnedModel
@@ -23,24 +24,32 @@ class ExecutorType:
     BUILTIN = "builtin"
 
 
-def executor_type_choices() -> list[tuple[str, str]]:
+def executor_type_choices() -> list[tuple[str, str | Promise]]:
+    """The admin's choices, in the page's language (executors mark labels with gettext_noop)."""
     from apps.tools.executors import executor_choices
 
-    return executor_choices()
+    return [(value, _(label)) for value, label in executor_choices()]
 
 
 class ClientTool(TenantOwnedModel):
     """A tool the assistant may call for one client: its contract (JSON Schema parameters) and
     how it runs. Whatever the model claims, `kind` decides the safety rules."""
 
-    name = models.CharField(max_length=64)
-    description = models.TextField()
-    kind = models.CharField(max_length=12, choices=ToolKind.choices, default=ToolKind.READ)
-    parameters = models.JSONField(default=dict, help_text=_("JSON Schema of the tool's params."))
-    executor_type = models.CharField(
-        max_length=10, choices=executor_type_choices, default=ExecutorType.WEBHOOK
+    name = models.CharField(max_length=64, verbose_name=_("name"))
+    description = models.TextField(verbose_name=_("description"))
+    kind = models.CharField(
+        max_length=12, choices=ToolKind.choices, default=ToolKind.READ, verbose_name=_("kind")
     )
-    webhook_url = models.URLField(max_length=500, blank=True)
+    parameters = models.JSONField(
+        default=dict, help_text=_("JSON Schema of the tool's params."), verbose_name=_("parameters")
+    )
+    executor_type = models.CharField(
+        max_length=10,
+        choices=executor_type_choices,
+        default=ExecutorType.WEBHOOK,
+        verbose_name=_("executor type"),
+    )
+    webhook_url = models.URLField(max_length=500, blank=True, verbose_name=_("webhook url"))
     signing_secret = models.CharField(
         max_length=200,
         blank=True,
@@ -48,6 +57,7 @@ class ClientTool(TenantOwnedModel):
             "Standard Webhooks signing secret (whsec_…, or any secret of 8+ characters). "
             "Write-only: never shown after it is saved."
         ),
+        verbose_name=_("signing secret"),
     )
     rotation_secret = models.CharField(
         max_length=200,
@@ -56,18 +66,22 @@ class ClientTool(TenantOwnedModel):
             "A second active secret during a rotation: every request carries a signature "
             "with each. Write-only."
         ),
+        verbose_name=_("rotation secret"),
     )
-    builtin_handler = models.CharField(max_length=100, blank=True)
-    timeout_seconds = models.FloatField(default=10.0)
-    max_retries = models.PositiveSmallIntegerField(default=2)
+    builtin_handler = models.CharField(
+        max_length=100, blank=True, verbose_name=_("builtin handler")
+    )
+    timeout_seconds = models.FloatField(default=10.0, verbose_name=_("timeout seconds"))
+    max_retries = models.PositiveSmallIntegerField(default=2, verbose_name=_("max retries"))
     result_template = models.TextField(
         blank=True,
         help_text=_(
             "Optional reply after the tool ran, e.g. 'Order {order_id}: {result[status]}'. "
             "Empty = the assistant composes the reply."
         ),
+        verbose_name=_("result template"),
     )
-    enabled = models.BooleanField(default=True)
+    enabled = models.BooleanField(default=True, verbose_name=_("enabled"))
     customer_scoped = models.BooleanField(
         _("customer scoped"),
         default=False,
@@ -84,6 +98,7 @@ class ClientTool(TenantOwnedModel):
             'confirmation and every guard): empty = never, {"always": true}, or a threshold '
             'such as {"param": "amount", "above": 100}; optional "timeout_minutes".'
         ),
+        verbose_name=_("approval rule"),
     )
     # What a destructive call's object must be like before its question is asked
     # (apps/tools/preconditions.py); {} = always ask.
@@ -92,6 +107,7 @@ class ClientTool(TenantOwnedModel):
     )
 
     class Meta:
+        verbose_name_plural = _("tools")
         verbose_name = _("tool")
         ordering = ["client", "name"]
         constraints = [
@@ -128,19 +144,28 @@ class PendingAction(TenantOwnedModel):
     params. Only the customer's *next* message can confirm it."""
 
     conversation = models.ForeignKey(
-        "conversations.Conversation", on_delete=models.CASCADE, related_name="pending_actions"
+        "conversations.Conversation",
+        on_delete=models.CASCADE,
+        related_name="pending_actions",
+        verbose_name=_("conversation"),
     )
-    tool = models.ForeignKey(ClientTool, on_delete=models.CASCADE, related_name="+")
-    params = models.JSONField(default=dict)
-    params_hash = models.CharField(max_length=64)
+    tool = models.ForeignKey(
+        ClientTool, on_delete=models.CASCADE, related_name="+", verbose_name=_("tool")
+    )
+    params = models.JSONField(default=dict, verbose_name=_("params"))
+    params_hash = models.CharField(max_length=64, verbose_name=_("params hash"))
     status = models.CharField(
-        max_length=12, choices=PendingActionStatus.choices, default=PendingActionStatus.PENDING
+        max_length=12,
+        choices=PendingActionStatus.choices,
+        default=PendingActionStatus.PENDING,
+        verbose_name=_("status"),
     )
     proposed_in = models.ForeignKey(
         "conversations.Message",
         on_delete=models.CASCADE,
         related_name="+",
         help_text=_("The customer message whose turn proposed the action."),
+        verbose_name=_("proposed in"),
     )
     question = models.ForeignKey(
         "conversations.Message",
@@ -149,6 +174,7 @@ class PendingAction(TenantOwnedModel):
         on_delete=models.SET_NULL,
         related_name="+",
         help_text=_("The assistant's confirmation question."),
+        verbose_name=_("question"),
     )
     resolved_by = models.ForeignKey(
         "conversations.Message",
@@ -157,11 +183,16 @@ class PendingAction(TenantOwnedModel):
         on_delete=models.SET_NULL,
         related_name="+",
         help_text=_("The customer message that confirmed or declined it."),
+        verbose_name=_("resolved by"),
     )
-    expires_at = models.DateTimeField()
-    idempotency_key = models.CharField(max_length=80, unique=True)
+    expires_at = models.DateTimeField(verbose_name=_("expires at"))
+    idempotency_key = models.CharField(
+        max_length=80, unique=True, verbose_name=_("idempotency key")
+    )
 
     class Meta:
+        verbose_name = _("pending action")
+        verbose_name_plural = _("pending actions")
         indexes = [models.Index(fields=["client", "conversation", "status"])]
 
     def __str__(self) -> str:
@@ -192,6 +223,7 @@ class ToolExecution(TenantOwnedModel):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
+        verbose_name=_("conversation"),
     )
     trace = models.ForeignKey(
         "reasoning.ReasoningTrace",
@@ -199,25 +231,44 @@ class ToolExecution(TenantOwnedModel):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="tool_executions",
+        verbose_name=_("trace"),
     )
-    tool = models.ForeignKey(ClientTool, on_delete=models.PROTECT, related_name="executions")
+    tool = models.ForeignKey(
+        ClientTool, on_delete=models.PROTECT, related_name="executions", verbose_name=_("tool")
+    )
     pending_action = models.OneToOneField(
-        PendingAction, null=True, blank=True, on_delete=models.SET_NULL, related_name="execution"
+        PendingAction,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="execution",
+        verbose_name=_("pending action"),
     )
-    params = models.JSONField(default=dict)
-    idempotency_key = models.CharField(max_length=80, unique=True)
+    params = models.JSONField(default=dict, verbose_name=_("params"))
+    idempotency_key = models.CharField(
+        max_length=80, unique=True, verbose_name=_("idempotency key")
+    )
     status = models.CharField(
-        max_length=10, choices=ExecutionStatus.choices, default=ExecutionStatus.RUNNING
+        max_length=10,
+        choices=ExecutionStatus.choices,
+        default=ExecutionStatus.RUNNING,
+        verbose_name=_("status"),
     )
-    result = models.JSONField(null=True, blank=True)
-    error = models.TextField(blank=True)
+    result = models.JSONField(null=True, blank=True, verbose_name=_("result"))
+    error = models.TextField(blank=True, verbose_name=_("error"))
     failure_kind = models.CharField(
-        max_length=12, choices=FailureKind.choices, default=FailureKind.NONE, blank=True
+        max_length=12,
+        choices=FailureKind.choices,
+        default=FailureKind.NONE,
+        blank=True,
+        verbose_name=_("failure kind"),
     )
-    attempts = models.PositiveSmallIntegerField(default=0)
-    latency_ms = models.PositiveIntegerField(default=0)
+    attempts = models.PositiveSmallIntegerField(default=0, verbose_name=_("attempts"))
+    latency_ms = models.PositiveIntegerField(default=0, verbose_name=_("latency ms"))
 
     class Meta:
+        verbose_name = _("tool execution")
+        verbose_name_plural = _("tool executions")
         indexes = [models.Index(fields=["client", "-created_at"])]
 
     def __str__(self) -> str:
@@ -244,14 +295,23 @@ class ApprovalRequest(TenantOwnedModel):
     """A tool call the guards let run that the client's rule holds for a teammate's approval:
     this exact tool, these exact params, run (once approved) under this idempotency key."""
 
-    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
-    conversation = models.ForeignKey(
-        "conversations.Conversation", on_delete=models.CASCADE, related_name="approval_requests"
+    public_id = models.UUIDField(
+        default=uuid.uuid4, unique=True, editable=False, verbose_name=_("public id")
     )
-    tool = models.ForeignKey(ClientTool, on_delete=models.PROTECT, related_name="+")
-    params = models.JSONField(default=dict)
-    params_hash = models.CharField(max_length=64)
-    rule = models.JSONField(default=dict, help_text=_("The tool's approval rule when asked."))
+    conversation = models.ForeignKey(
+        "conversations.Conversation",
+        on_delete=models.CASCADE,
+        related_name="approval_requests",
+        verbose_name=_("conversation"),
+    )
+    tool = models.ForeignKey(
+        ClientTool, on_delete=models.PROTECT, related_name="+", verbose_name=_("tool")
+    )
+    params = models.JSONField(default=dict, verbose_name=_("params"))
+    params_hash = models.CharField(max_length=64, verbose_name=_("params hash"))
+    rule = models.JSONField(
+        default=dict, help_text=_("The tool's approval rule when asked."), verbose_name=_("rule")
+    )
     basis = models.JSONField(
         default=dict,
         blank=True,
@@ -259,6 +319,7 @@ class ApprovalRequest(TenantOwnedModel):
             "Why a threshold rule asked: per scope, the sum and the calls it is made of, and "
             "which scopes went over the threshold."
         ),
+        verbose_name=_("basis"),
     )
     pending_action = models.ForeignKey(
         PendingAction,
@@ -267,13 +328,17 @@ class ApprovalRequest(TenantOwnedModel):
         on_delete=models.SET_NULL,
         related_name="approval_requests",
         help_text=_("The customer's confirmation, for a destructive tool."),
+        verbose_name=_("pending action"),
     )
-    idempotency_key = models.CharField(max_length=80, unique=True)
+    idempotency_key = models.CharField(
+        max_length=80, unique=True, verbose_name=_("idempotency key")
+    )
     requested_in = models.ForeignKey(
         "conversations.Message",
         on_delete=models.CASCADE,
         related_name="+",
         help_text=_("The customer message whose turn asked for the approval."),
+        verbose_name=_("requested in"),
     )
     trace = models.ForeignKey(
         "reasoning.ReasoningTrace",
@@ -281,17 +346,30 @@ class ApprovalRequest(TenantOwnedModel):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
+        verbose_name=_("trace"),
     )
     status = models.CharField(
-        max_length=10, choices=ApprovalStatus.choices, default=ApprovalStatus.PENDING
+        max_length=10,
+        choices=ApprovalStatus.choices,
+        default=ApprovalStatus.PENDING,
+        verbose_name=_("status"),
     )
-    expires_at = models.DateTimeField()
+    expires_at = models.DateTimeField(verbose_name=_("expires at"))
     decided_by = models.ForeignKey(
-        "accounts.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "accounts.User",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("decided by"),
     )
-    decided_at = models.DateTimeField(null=True, blank=True)
-    reason = models.TextField(blank=True, help_text=_("Why it was denied (the customer is told)."))
-    withdrawn_at = models.DateTimeField(null=True, blank=True)
+    decided_at = models.DateTimeField(null=True, blank=True, verbose_name=_("decided at"))
+    reason = models.TextField(
+        blank=True,
+        help_text=_("Why it was denied (the customer is told)."),
+        verbose_name=_("reason"),
+    )
+    withdrawn_at = models.DateTimeField(null=True, blank=True, verbose_name=_("withdrawn at"))
     withdrawn_in = models.ForeignKey(
         "conversations.Message",
         null=True,
@@ -299,12 +377,22 @@ class ApprovalRequest(TenantOwnedModel):
         on_delete=models.SET_NULL,
         related_name="+",
         help_text=_("The customer message that withdrew the request."),
+        verbose_name=_("withdrawn in"),
     )
     withdrawn_because = models.CharField(
-        max_length=12, choices=WithdrawnBecause.choices, default=WithdrawnBecause.NONE, blank=True
+        max_length=12,
+        choices=WithdrawnBecause.choices,
+        default=WithdrawnBecause.NONE,
+        blank=True,
+        verbose_name=_("withdrawn because"),
     )
     execution = models.ForeignKey(
-        ToolExecution, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        ToolExecution,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("execution"),
     )
     outcome_message = models.ForeignKey(
         "conversations.Message",
@@ -313,14 +401,17 @@ class ApprovalRequest(TenantOwnedModel):
         on_delete=models.SET_NULL,
         related_name="+",
         help_text=_("The message that told the customer the result (posted once)."),
+        verbose_name=_("outcome message"),
     )
     finished_at = models.DateTimeField(
         null=True,
         blank=True,
         help_text=_("When the outcome was settled and the customer told: set once."),
+        verbose_name=_("finished at"),
     )
 
     class Meta:
+        verbose_name_plural = _("approval requests")
         verbose_name = _("approval request")
         indexes = [
             models.Index(fields=["client", "status", "-created_at"]),

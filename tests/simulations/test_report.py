@@ -209,6 +209,8 @@ def test_both_sides_by_hand() -> None:
         "latency_p95_ms": 2000,  # rank ceil(5.7) = 6
         "escalations": 1,
         "tools_ran": 2,
+        "conversations": 4,  # a twice, b, c
+        "offline": False,
     }
     assert cand == {
         "config": CAND_CONFIG,
@@ -229,6 +231,8 @@ def test_both_sides_by_hand() -> None:
         "latency_p95_ms": 3000,
         "escalations": 0,
         "tools_ran": 3,
+        "conversations": 4,  # a twice, b, c
+        "offline": False,
     }
     assert report["ratio"] == {
         "llm_calls_per_turn": 1.375,  # 11 / 8

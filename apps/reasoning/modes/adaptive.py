@@ -19,6 +19,7 @@ from typing import Any
 
 from django.conf import settings
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from apps.clients.modes import Mode
 from apps.conversations.models import Kind
@@ -411,7 +412,7 @@ def _critique(
 
 MODE = Mode(
     name="adaptive",
-    label="Adaptive — self-assessment, critique only when needed",
+    label=gettext_noop("Adaptive — self-assessment, critique only when needed"),
     summary="`assess` on a minimal context (the knowledge topics as data), more context on demand "
     "(`kb:<query>` searches the knowledge base), a `critique` only when "
     "`critique_needed()` (code) says so, then the guards; `compose` after a tool ran.",

@@ -35,6 +35,8 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
+from django.utils.translation import gettext_noop
+
 from apps.clients.models import AIMode
 from apps.clients.modes import Mode
 from apps.conversations.models import Kind
@@ -204,7 +206,7 @@ def _deliberate(
 
 MODE = Mode(
     name="as_needed",
-    label="Deliberate when needed — adaptive, deliberative only when it helps",
+    label=gettext_noop("Deliberate when needed — adaptive, deliberative only when it helps"),
     summary="Adaptive first (`assess`, `critique` when needed, the guards); the deliberative "
     "loop (`reason_step`, `feedback`, `synthesize`, refinement) runs only when adaptive's own "
     "signals call for depth — confidence below the plan's threshold, a `complaint` the model "

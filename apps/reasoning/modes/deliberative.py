@@ -25,7 +25,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_noop
 
 from apps.clients.models import AIMode
 from apps.clients.modes import Mode
@@ -435,7 +435,7 @@ def _clarify(turn: Turn, loop: LoopResult) -> Outcome:
 
 MODE = Mode(
     name="deliberative",
-    label="Deliberative — scored reasoning steps, feedback and refinement",
+    label=gettext_noop("Deliberative — scored reasoning steps, feedback and refinement"),
     summary="A server-controlled loop of scored `reason_step`s with `feedback` (or one `clarify` "
     "question), a `synthesize`d answer through adaptive's critique and guards, then "
     "`refine_critique` → `improve` rounds.",

@@ -9,6 +9,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from django.conf import settings
+from django.utils.translation import gettext_noop
 
 from apps.clients.modes import Mode
 from apps.reasoning import knowledge
@@ -66,7 +67,7 @@ def run_standard(turn: Turn) -> Outcome:
 
 MODE = Mode(
     name="standard",
-    label="Standard — one call with the full context",
+    label=gettext_noop("Standard — one call with the full context"),
     summary="One `respond` call with all business info, tool schemas, recent history and the "
     "knowledge-base chunks for the message; a tool that ran gets a `compose` call (or its "
     "result template).",

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from django.utils.translation import gettext_noop
 from jsonschema import Draft202012Validator
 
 from apps.core.registry import Registry
@@ -40,8 +41,8 @@ TIMEOUT_SETTING: dict[str, Any] = {
     "exclusiveMinimum": 0,
     "maximum": 60,
     "default": 10,
-    "title": "Timeout (seconds)",
-    "description": "How long to wait for your server (at most 60 seconds).",
+    "title": gettext_noop("Timeout (seconds)"),
+    "description": gettext_noop("How long to wait for your server (at most 60 seconds)."),
     "x-column": "timeout_seconds",
 }
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
+from django.utils.translation import gettext_noop
 
 from apps.tools.builtins import BUILTIN_HANDLERS, ToolError
 from apps.tools.executors import TIMEOUT_SETTING, Executor, ExecutorOutcome, register
@@ -35,7 +36,7 @@ def _clip(text: str) -> str:
 @register
 class BuiltinExecutor(Executor):
     type = "builtin"
-    label = "Built-in (runs inside GuideDesk)"
+    label = gettext_noop("Built-in (runs inside GuideDesk)")
 
     def settings_schema(self) -> dict[str, Any]:
         return {
@@ -44,9 +45,10 @@ class BuiltinExecutor(Executor):
                 "handler": {
                     "type": "string",
                     "enum": sorted(BUILTIN_HANDLERS),
-                    "title": "Builtin handler",
-                    "description": "Only for built-in tools: the GuideDesk function that runs "
-                    "the tool.",
+                    "title": gettext_noop("Builtin handler"),
+                    "description": gettext_noop(
+                        "Only for built-in tools: the GuideDesk function that runs the tool."
+                    ),
                     "x-column": "builtin_handler",
                 },
                 "timeout": TIMEOUT_SETTING,

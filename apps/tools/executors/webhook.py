@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx2
 from django.conf import settings
+from django.utils.translation import gettext_noop
 from standardwebhooks.webhooks import Webhook
 
 from apps.core import deadlines
@@ -377,7 +378,7 @@ def run_webhook(
 @register
 class WebhookExecutor(Executor):
     type = "webhook"
-    label = "Webhook (the client's HTTPS endpoint)"
+    label = gettext_noop("Webhook (the client's HTTPS endpoint)")
 
     def settings_schema(self) -> dict[str, Any]:
         return {
@@ -387,9 +388,10 @@ class WebhookExecutor(Executor):
                     "type": "string",
                     "pattern": "^https?://",
                     "maxLength": 500,
-                    "title": "Webhook URL",
-                    "description": "GuideDesk POSTs the call as JSON to this https address "
-                    "(docs/webhooks.md).",
+                    "title": gettext_noop("Webhook URL"),
+                    "description": gettext_noop(
+                        "GuideDesk POSTs the call as JSON to this https address (docs/webhooks.md)."
+                    ),
                     "x-column": "webhook_url",
                     "x-missing": "the URL to call",
                 },
@@ -398,10 +400,12 @@ class WebhookExecutor(Executor):
                     "minLength": 8,
                     "maxLength": 200,
                     "writeOnly": True,
-                    "title": "Replace signing secret",
-                    "description": "Leave empty to keep the current secret. A whsec_… secret "
-                    "(Standard Webhooks) or any secret of at least 8 characters. Never shown "
-                    "again once saved.",
+                    "title": gettext_noop("Replace signing secret"),
+                    "description": gettext_noop(
+                        "Leave empty to keep the current secret. A whsec_… secret (Standard "
+                        "Webhooks) or any secret of at least 8 characters. Never shown again once"
+                        " saved."
+                    ),
                     "x-column": "signing_secret",
                     "x-missing": "a signing secret",
                 },
@@ -410,10 +414,12 @@ class WebhookExecutor(Executor):
                     "maxLength": 200,
                     "writeOnly": True,
                     "default": "",
-                    "title": "Add rotation secret",
-                    "description": "A second active secret: while both are set, every request "
-                    "carries a signature with each, so your server can switch to the new one "
-                    "at its own pace.",
+                    "title": gettext_noop("Add rotation secret"),
+                    "description": gettext_noop(
+                        "A second active secret: while both are set, every request carries a "
+                        "signature with each, so your server can switch to the new one at its own"
+                        " pace."
+                    ),
                     "x-column": "rotation_secret",
                 },
                 "timeout": TIMEOUT_SETTING,
@@ -422,9 +428,11 @@ class WebhookExecutor(Executor):
                     "minimum": 0,
                     "maximum": 5,
                     "default": 2,
-                    "title": "Retries",
-                    "description": "Retries after a timeout or a 5xx answer, with the same "
-                    "idempotency key (at most 5).",
+                    "title": gettext_noop("Retries"),
+                    "description": gettext_noop(
+                        "Retries after a timeout or a 5xx answer, with the same idempotency key "
+                        "(at most 5)."
+                    ),
                     "x-column": "max_retries",
                 },
             },
