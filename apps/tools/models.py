@@ -66,6 +66,22 @@ class ClientTool(TenantOwnedModel):
             "Empty = the assistant composes the reply."
         ),
     )
+    display_name = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text=_(
+            'What the customer reads for this tool, per language: {"en": "Cancel order", '
+            '"es": "Cancelar pedido"}. Empty = the name, humanised.'
+        ),
+    )
+    labels = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text=_(
+            "What the customer reads for each parameter or result field, per language: "
+            '{"es": {"order_id": "número de pedido"}}. Missing = the field name, humanised.'
+        ),
+    )
     enabled = models.BooleanField(default=True)
     customer_scoped = models.BooleanField(
         _("customer scoped"),
@@ -205,6 +221,9 @@ class ToolExecution(TenantOwnedModel):
     )
     result = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
+    # What the business's refusal was, as a code the customer is told in their own language
+    # (apps/tools/wording.py, ERROR_CODES); '' when it gave none.
+    error_code = models.CharField(max_length=64, blank=True)
     failure_kind = models.CharField(
         max_length=12, choices=FailureKind.choices, default=FailureKind.NONE, blank=True
     )
