@@ -100,3 +100,34 @@ def test_the_check_finds_tu_forms(text):
 )
 def test_the_check_leaves_usted_and_third_person_alone(text):
     assert tu_forms(text) == []
+
+
+# The other languages' registers: German and French formal (Sie, vous), Dutch informal (je) as
+# its catalogue has always been; a form of the other register fails with its sentence.
+OTHER_REGISTER = {
+    "de": re.compile(r"(?<![\w-])(?:du|dich|dir|dein|deine|deinen|deinem|deiner|deines)(?![\w-])"),
+    "fr": re.compile(r"(?<![\w-])(?:tu|toi|ton|tes|te|t')(?![\w-])", re.IGNORECASE),
+    "nl": re.compile(r"(?<![\w-])(?:u|uw)(?![\w-])", re.IGNORECASE),
+}
+
+
+def catalogue_texts(language: str) -> list[str]:
+    [entry] = [e for e in catalogue_files() if e.language == language]
+    texts = []
+    for message in catalogue_read(entry.po):
+        if message.id:
+            strings = (
+                message.string if isinstance(message.string, list | tuple) else [message.string]
+            )
+            texts += [str(s) for s in strings if s]
+    path = settings.BASE_DIR / "static" / "widget" / "i18n" / f"{language}.json"
+    return texts + list(json.loads(path.read_text(encoding="utf-8")).values())
+
+
+@pytest.mark.parametrize("language", sorted(OTHER_REGISTER))
+def test_each_language_keeps_one_register(language):
+    pattern = OTHER_REGISTER[language]
+    # "24 u" is Dutch for "24 h": an hour, not a pronoun.
+    hours = re.compile(r"(?:\d+|%\(\w+\)s) u\b")
+    found = [t for t in catalogue_texts(language) if pattern.search(hours.sub("", t))]
+    assert not found, "\n".join(found)
