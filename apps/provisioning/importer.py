@@ -43,6 +43,7 @@ from apps.knowledge.services.articles import (
 )
 from apps.tools.approval_rules import approval_rule_problems
 from apps.tools.preconditions import precondition_problems
+from apps.tools.wording import naming_problems
 
 Slug = Annotated[str, Field(pattern=r"^[-a-zA-Z0-9_]+$", min_length=1, max_length=50)]
 Money = Annotated[Decimal, Field(ge=0, max_digits=12, decimal_places=6)]
@@ -163,12 +164,23 @@ class ToolIn(_Strict):
     # Checked against the executor's settings schema (`executor_errors`, parse_tenant_file).
     executor: dict[str, Any]
     result_template: str = Field(default="", max_length=2000)
+    # What the customer reads, per language (apps/tools/wording.py): {"es": "Cancelar pedido"}
+    # and {"es": {"order_id": "número de pedido"}}.
+    display_name: dict[str, Any] = Field(default_factory=dict)
+    labels: dict[str, Any] = Field(default_factory=dict)
     # When a call waits for a teammate's approval (apps/tools/approval_rules.py): {} = never.
     approval_rule: dict[str, Any] = Field(default_factory=dict)
     # Runs only for a verified customer, whose id its webhook receives (docs/widget.md).
     customer_scoped: bool = False
     # A destructive tool's read before its question (apps/tools/preconditions.py): {} = none.
     precondition: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _naming(self) -> ToolIn:
+        problems = naming_problems(self.display_name, self.labels)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
     @model_validator(mode="after")
     def _approval_rule(self) -> ToolIn:

@@ -148,6 +148,8 @@ def _import_client(*, spec: ClientIn, plan: Plan, index: int = 0) -> ImportedCli
             "enabled": tool.enabled,
             "executor_type": executor.type,
             "result_template": tool.result_template,
+            "display_name": tool.display_name,
+            "labels": tool.labels,
             "approval_rule": tool.approval_rule,
             "precondition": tool.precondition,
             "customer_scoped": tool.customer_scoped,

@@ -62,6 +62,7 @@ from apps.core.tenancy import tenant_scope
 from apps.escalations.models import EscalationReason
 from apps.escalations.services import escalation_create
 from apps.reasoning.models import ReasoningStep, ReasoningTrace
+from apps.tools import wording
 from apps.tools.approval_rules import approval_needed, approval_timeout_minutes, sum_rule
 from apps.tools.approval_sums import approval_basis, group_tools
 from apps.tools.models import (
@@ -91,9 +92,7 @@ TIMEOUT_TEXT = gettext_lazy(
     "Your request (%(action)s) is still waiting for a check, so I've passed your conversation "
     "to our support team — a person will follow up here."
 )
-# The same words (and msgids) as a tool run inside a turn (apps/reasoning/turn.py).
-DONE_TEXT = gettext_lazy("Done — %(action)s completed: %(result)s.")
-REFUSED_TEXT = gettext_lazy("Sorry, I couldn't complete that: %(error)s")
+# A result or a refusal is worded as for a tool run inside a turn (apps/tools/wording.py).
 FAILED_TEXT = gettext_lazy(
     "I couldn't complete that just now because of a problem on our side. I've passed your "
     "request to our support team, who will follow up here."
@@ -118,9 +117,11 @@ EXPIRE_BATCH = 200
 
 
 def action_words(tool: ClientTool, params: dict[str, Any]) -> str:
-    """The action as the customer confirmed it: "refund order — amount: 150, order id: TH-1"."""
-    details = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in sorted(params.items()))
-    action = tool.name.replace("_", " ")
+    """The action as the customer confirmed it, in the active language: "Request a refund —
+    amount: 150, order number: TH-1" (the tool's display name and labels, apps/tools/wording.py).
+    """
+    details = wording.action_details(tool, params)
+    action = wording.display_name(tool)
     return f"{action} — {details}" if details else action
 
 
@@ -532,7 +533,6 @@ def _report_run(
     )
     conversation = _locked_conversation(client, approval)
     language = _language(conversation)
-    action = approval.tool.name.replace("_", " ")
     technical = not ok and execution.failure_kind != FailureKind.REFUSED
     if conversation.status != ConversationStatus.OPEN:
         # A person owns the conversation: the result is theirs to tell (internal message above).
@@ -554,9 +554,15 @@ def _report_run(
         if ok:
             text = tool_render_result(
                 tool=approval.tool, params=approval.params, execution=execution
-            ) or str(DONE_TEXT) % {"action": action, "result": _flat(execution.result)}
+            ) or wording.result_text(approval.tool, approval.params, execution.result)
         else:
-            text = str(REFUSED_TEXT) % {"error": execution.error}
+            text = wording.error_text(
+                approval.tool,
+                approval.params,
+                error=execution.error,
+                code=execution.error_code,
+                business_language=client.language,
+            )
     told = _tell(
         client,
         approval,
@@ -567,12 +573,6 @@ def _report_run(
         execution=execution.pk,
     )
     return _finished(approval, told)
-
-
-def _flat(result: Any) -> str:
-    if isinstance(result, dict):
-        return ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in result.items())
-    return json.dumps(result, ensure_ascii=False)
 
 
 # --- nobody decided in time (beat) ---------------------------------------------------------------

@@ -30,6 +30,7 @@ from jsonschema import Draft202012Validator
 from apps.reasoning import confirmations
 from apps.reasoning.confirmations.reading import Answer, Reading, read
 from apps.reasoning.confirmations.reading import forms as _forms
+from apps.tools import wording
 from apps.tools.models import ClientTool, PendingAction, PendingActionStatus, ToolKind
 from apps.tools.pending import DIGEST_LENGTH, OpenQuestion, params_digest, params_hash
 
@@ -129,9 +130,9 @@ def confirmation_decision(question: OpenQuestion, text: str) -> str:
 
 
 def _param_label(tool: ClientTool, name: str) -> str:
-    spec = tool.parameters.get("properties", {}).get(name, {})
-    description = spec.get("description") if isinstance(spec, dict) else None
-    return f"{name.replace('_', ' ')} ({description})" if description else name.replace("_", " ")
+    # The tool's label in the customer's language (apps/tools/wording.py); the schema's
+    # description is written for the model, in the business's language, so it is not shown.
+    return wording.field_label(tool, name)
 
 
 def param_problems(tool: ClientTool, params: dict[str, Any]) -> tuple[list[str], list[str]]:
@@ -218,22 +219,45 @@ def _ask_text(tool: ClientTool, missing: list[str], problems: list[str]) -> str:
 
 
 def confirmation_text(tool: ClientTool, params: dict[str, Any]) -> str:
-    """The exact action, generated in code so the customer confirms what will really run."""
-    details = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in sorted(params.items()))
-    action = tool.name.replace("_", " ")
-    return gettext(
-        "Just to confirm — %(action)s (%(details)s)? This can't be undone. "
-        'Reply "yes" to go ahead or "no" to stop.'
-    ) % {"action": action, "details": details}
+    """The exact action, generated in code so the customer confirms what will really run: the
+    tool's display name and its parameters' labels in the customer's language
+    (apps/tools/wording.py)."""
+    values = {"action": wording.display_name(tool), "details": wording.action_details(tool, params)}
+    if not values["details"]:
+        return (
+            gettext(
+                "Just to confirm: shall I go ahead with “%(action)s”? This can't be undone. "
+                'Reply "yes" to go ahead or "no" to stop.'
+            )
+            % values
+        )
+    return (
+        gettext(
+            "Just to confirm: shall I go ahead with “%(action)s” (%(details)s)? This can't be "
+            'undone. Reply "yes" to go ahead or "no" to stop.'
+        )
+        % values
+    )
 
 
 def reask_text(tool: ClientTool, params: dict[str, Any]) -> str:
     """Asked again, with the buttons, after a typed answer that was no clear yes or no."""
-    details = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in sorted(params.items()))
-    action = tool.name.replace("_", " ")
-    return gettext(
-        "I didn't take that as a yes — please press Yes to %(action)s (%(details)s), or No."
-    ) % {"action": action, "details": details}
+    values = {"action": wording.display_name(tool), "details": wording.action_details(tool, params)}
+    if not values["details"]:
+        return (
+            gettext(
+                "I didn't take that as a yes. Please press Yes to go ahead with “%(action)s”, "
+                "or No to stop."
+            )
+            % values
+        )
+    return (
+        gettext(
+            "I didn't take that as a yes. Please press Yes to go ahead with “%(action)s” "
+            "(%(details)s), or No to stop."
+        )
+        % values
+    )
 
 
 _LETTER_WORD = re.compile(r"[^\W\d_]{3,}")
@@ -315,7 +339,7 @@ def refusal_text(
 ) -> str:
     if verdict.reason == "customer_not_verified":
         return sign_in_text(signin_url)
-    can_do = ", ".join(t.name.replace("_", " ") for t in enabled_tools) or gettext(
+    can_do = ", ".join(wording.display_name(t) for t in enabled_tools) or gettext(
         "answer questions"
     )
     if verdict.reason in {"unknown_tool", "tool_disabled"}:

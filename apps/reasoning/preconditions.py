@@ -96,7 +96,7 @@ def _decide(
     # The details the customer recognises the object by: the params the read was made with,
     # under the destructive tool's own names.
     details = {own: record["params"][read] for read, own in precondition.params.items()}
-    return not_possible_text(action=tool.name, details=details, state=state)
+    return not_possible_text(action=tool.name, details=details, state=state, tool=tool)
 
 
 def _ask(turn: Turn, record: dict[str, Any], reason: str) -> str:

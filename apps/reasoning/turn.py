@@ -4,7 +4,6 @@ tool call through the guards (run, ask, confirm or refuse)."""
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from apps.reasoning.steps import Step, compose
 from apps.reasoning.steps._shared import with_language
 from apps.reasoning.traces import TokenCapExceeded, TurnRecorder, pretty
 from apps.tools import pending as pending_actions
+from apps.tools import wording
 from apps.tools.models import ClientTool, ExecutionStatus, PendingAction, ToolExecution, ToolKind
 from apps.tools.services import tool_execute, tool_render_result
 
@@ -778,10 +778,26 @@ def compose_reply(
     if templated:
         return templated
     ok = execution.status == ExecutionStatus.SUCCEEDED
+    # What GuideDesk says itself when no model writes the reply, in the customer's language
+    # (apps/tools/wording.py): the offline demo model answers with it, and so does this turn
+    # when the model fails.
+    worded = (
+        wording.result_text(tool, params, execution.result)
+        if ok
+        else wording.error_text(
+            tool,
+            params,
+            error=execution.error,
+            code=execution.error_code,
+            business_language=turn.client.language,
+        )
+    )
     outcome = pretty(execution.result) if ok else f"FAILED: {execution.error}"
+    if not ok and execution.error_code:
+        outcome += f" (code: {execution.error_code})"
     messages = compose.prompt(
         business=turn.client.name,
-        tool_name=tool.name,
+        tool_name=f"{tool.name} ({wording.display_name(tool)})",
         params=pretty(params),
         outcome=outcome,
         user_message=turn.user_message.text,
@@ -795,23 +811,14 @@ def compose_reply(
             ok=ok,
             result=execution.result,
             error=execution.error,
+            worded=worded,
+            shown=wording.shown_values(tool, execution.result, params) if ok else {},
         )
         return result.parsed.response
     except (LLMError, TokenCapExceeded, DeadlineExceeded):
         # The action already happened: never hide its outcome behind an outage, a limit or the
         # turn's deadline.
-        if ok:
-            return gettext("Done — %(action)s completed: %(result)s.") % {
-                "action": tool.name.replace("_", " "),
-                "result": _flat(execution.result),
-            }
-        return gettext("Sorry, I couldn't complete that: %(error)s") % {"error": execution.error}
-
-
-def _flat(result: Any) -> str:
-    if isinstance(result, dict):
-        return ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in result.items())
-    return json.dumps(result)
+        return worded
 
 
 def schema_for(tool: ClientTool | None) -> str:

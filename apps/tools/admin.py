@@ -27,6 +27,7 @@ from apps.tools.executors import executor_for, executors, settings_fields, setti
 from apps.tools.executors import webhook as webhook_executor
 from apps.tools.models import ApprovalRequest, ClientTool, PendingAction, ToolExecution
 from apps.tools.preconditions import precondition_problems
+from apps.tools.wording import naming_problems
 
 TOOL_NAME_RE = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]{0,63}$")
 
@@ -115,6 +116,25 @@ class ClientToolAdminForm(forms.ModelForm):
         widget=forms.Textarea(attrs={"rows": 16, "cols": 90, "style": "font-family:monospace"}),
         help_text=PARAMETERS_HELP,
     )
+    display_name = PrettyJSONField(
+        label=_("Display name"),
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4, "cols": 90, "style": "font-family:monospace"}),
+        help_text=_(
+            'Per language, e.g. {"en": "Cancel order", "es": "Cancelar pedido"}. Customers read '
+            "it in confirmation questions and replies; a language without one gets English, "
+            "else the name humanised."
+        ),
+    )
+    labels = PrettyJSONField(
+        label=_("Labels"),
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 6, "cols": 90, "style": "font-family:monospace"}),
+        help_text=_(
+            'Per language, a label for each parameter or result field, e.g. {"es": {"order_id": '
+            '"número de pedido"}}.'
+        ),
+    )
     approval_rule = PrettyJSONField(
         label=_("Needs a teammate's approval"),
         required=False,
@@ -145,6 +165,8 @@ class ClientToolAdminForm(forms.ModelForm):
             "enabled",
             "customer_scoped",
             "parameters",
+            "display_name",
+            "labels",
             "approval_rule",
             "precondition",
             "executor_type",
@@ -250,6 +272,12 @@ class ClientToolAdminForm(forms.ModelForm):
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         self._secrets(cleaned)
+        cleaned["display_name"] = cleaned.get("display_name") or {}
+        cleaned["labels"] = cleaned.get("labels") or {}
+        if "display_name" not in self.errors and "labels" not in self.errors:
+            for problem in naming_problems(cleaned["display_name"], cleaned["labels"]):
+                field = "labels" if problem.startswith("labels") else "display_name"
+                self.add_error(field, problem)
         rule = cleaned.get("approval_rule") or {}
         cleaned["approval_rule"] = rule
         if "parameters" in cleaned and "approval_rule" not in self.errors:
@@ -330,6 +358,17 @@ class ClientToolAdmin(TenantScopedAdmin):
             },
         ),
         (_("Parameters (JSON Schema)"), {"fields": ["parameters"]}),
+        (
+            _("What the customer reads"),
+            {
+                "fields": ["display_name", "labels"],
+                "description": _(
+                    "The tool's name and its fields' labels in each language your customers "
+                    "write in: GuideDesk uses them in confirmation questions, results and "
+                    "errors (docs/tenant-import.md)."
+                ),
+            },
+        ),
         (
             _("Teammate's approval"),
             {

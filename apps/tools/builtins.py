@@ -13,7 +13,12 @@ from apps.clients.models import Client
 
 
 class ToolError(Exception):
-    """A tool refused or failed; the message is safe to show the customer."""
+    """A tool refused or failed; the message is safe to show the customer. `code` (one of
+    apps.tools.wording.ERROR_CODES) has the customer told in their own language."""
+
+    def __init__(self, message: str, *, code: str = "") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 BuiltinHandler = Callable[..., dict[str, Any]]
@@ -27,7 +32,9 @@ def _order(client: Client, order_id: str) -> dict[str, Any]:
 
     digest = int(hashlib.sha256(order_id.encode()).hexdigest(), 16)
     if order_id.endswith("0000"):
-        raise ToolError(f"We couldn't find order {order_id}. Please check the number.")
+        raise ToolError(
+            f"We couldn't find order {order_id}. Please check the number.", code="not_found"
+        )
     status = _STATUSES[digest % len(_STATUSES)]
     placed = date(2026, 11, 1) + timedelta(days=digest % 18)
     order: dict[str, Any] = {
@@ -51,6 +58,20 @@ def _order(client: Client, order_id: str) -> dict[str, Any]:
     return order
 
 
+# How an order that is past the point of an action is described, and its refusal code.
+_PAST = {
+    "shipped": ("has already shipped", "already_shipped"),
+    "delivered": ("has already been delivered", "already_delivered"),
+    "cancelled": ("has already been cancelled", "already_cancelled"),
+}
+
+
+def _too_late(order: dict[str, Any], consequence: str) -> ToolError:
+    """'Order TH-12346 has already been delivered. It can't be cancelled.'"""
+    state, code = _PAST.get(order["status"], (f"is {order['status']}", "not_allowed"))
+    return ToolError(f"Order {order['order_id']} {state}. {consequence}.", code=code)
+
+
 def get_order_status(*, client: Client, params: dict[str, Any], **_: Any) -> dict[str, Any]:
     return _order(client, params["order_id"])
 
@@ -71,20 +92,24 @@ def track_shipment(*, client: Client, params: dict[str, Any], **_: Any) -> dict[
 def update_shipping_address(*, client: Client, params: dict[str, Any], **_: Any) -> dict[str, Any]:
     order = _order(client, params["order_id"])
     if order["status"] != "processing":
-        raise ToolError(f"Order {order['order_id']} has already {order['status']}.")
+        raise _too_late(order, "The address can't be changed")
     return {"order_id": order["order_id"], "shipping_address": params["address"], "updated": True}
 
 
 def cancel_order(*, client: Client, params: dict[str, Any], **_: Any) -> dict[str, Any]:
     order = _order(client, params["order_id"])
     if order["status"] == "cancelled":
-        raise ToolError(f"Order {order['order_id']} is already cancelled.")
-    if order["status"] != "processing":
         raise ToolError(
-            f"Order {order['order_id']} has already {order['status']} and can't be cancelled; "
-            "you can return it within 60 days instead."
+            f"Order {order['order_id']} has already been cancelled.", code="already_cancelled"
         )
-    return {"order_id": order["order_id"], "status": "cancelled", "refund": order["total"]}
+    if order["status"] != "processing":
+        raise _too_late(order, "It can't be cancelled, but you can return it within 60 days")
+    return {
+        "order_id": order["order_id"],
+        "status": "cancelled",
+        "refund": order["total"],
+        "currency": order["currency"],
+    }
 
 
 def request_refund(*, client: Client, params: dict[str, Any], **_: Any) -> dict[str, Any]:
@@ -95,6 +120,7 @@ def request_refund(*, client: Client, params: dict[str, Any], **_: Any) -> dict[
         "order_id": order["order_id"],
         "refund_id": f"RF-{digest % 10**6:06d}",
         "amount": str(amount),
+        "currency": order["currency"],
         "status": "submitted",
         "eta_days": 5,
     }

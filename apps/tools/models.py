@@ -81,6 +81,24 @@ class ClientTool(TenantOwnedModel):
         ),
         verbose_name=_("result template"),
     )
+    display_name = models.JSONField(
+        _("display name"),
+        default=dict,
+        blank=True,
+        help_text=_(
+            'What the customer reads for this tool, per language: {"en": "Cancel order", '
+            '"es": "Cancelar pedido"}. Empty = the name, humanised.'
+        ),
+    )
+    labels = models.JSONField(
+        _("labels"),
+        default=dict,
+        blank=True,
+        help_text=_(
+            "What the customer reads for each parameter or result field, per language: "
+            '{"es": {"order_id": "número de pedido"}}. Missing = the field name, humanised.'
+        ),
+    )
     enabled = models.BooleanField(default=True, verbose_name=_("enabled"))
     customer_scoped = models.BooleanField(
         _("customer scoped"),
@@ -256,6 +274,9 @@ class ToolExecution(TenantOwnedModel):
     )
     result = models.JSONField(null=True, blank=True, verbose_name=_("result"))
     error = models.TextField(blank=True, verbose_name=_("error"))
+    # What the business's refusal was, as a code the customer is told in their own language
+    # (apps/tools/wording.py, ERROR_CODES); '' when it gave none.
+    error_code = models.CharField(_("error code"), max_length=64, blank=True)
     failure_kind = models.CharField(
         max_length=12,
         choices=FailureKind.choices,

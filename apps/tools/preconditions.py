@@ -213,14 +213,22 @@ def state_words(state: Any) -> str:
     return str(known) if known is not None else text.replace("_", " ")
 
 
-def not_possible_text(*, action: str, details: dict[str, Any], state: Any) -> str:
+def not_possible_text(*, action: str, details: dict[str, Any], state: Any, tool: Any = None) -> str:
     """What the customer is told, in the active language, instead of a confirmation question
-    when the object's state does not allow the action: nothing was asked, nothing ran."""
+    when the object's state does not allow the action: nothing was asked, nothing ran. With
+    `tool`, its display name and parameter labels (apps/tools/wording.py) name the action and
+    the details, as the confirmation question would."""
+    if tool is not None:
+        from apps.tools.wording import display_name, field_label, shown_value
+
+        named = display_name(tool)
+        shown = ", ".join(
+            f"{field_label(tool, k)} {shown_value(tool, k, v)}" for k, v in sorted(details.items())
+        )
+    else:
+        named = action.replace("_", " ")
+        shown = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sorted(details.items()))
     return gettext(
         "Sorry, “%(action)s” isn't possible for %(details)s: its status is %(state)s. "
         "Nothing has been changed."
-    ) % {
-        "action": action.replace("_", " "),
-        "details": ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sorted(details.items())),
-        "state": state_words(state),
-    }
+    ) % {"action": named, "details": shown, "state": state_words(state)}

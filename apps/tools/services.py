@@ -183,6 +183,7 @@ def _execution_run(*, client: Client, tool: ClientTool, execution: ToolExecution
         locked.status = ExecutionStatus.SUCCEEDED if outcome.ok else ExecutionStatus.FAILED
         locked.result = outcome.result
         locked.error = outcome.error
+        locked.error_code = outcome.error_code
         locked.failure_kind = _failure_kind(outcome)
         locked.attempts = min(locked.attempts + outcome.attempts, _MAX_ATTEMPTS_STORED)
         locked.latency_ms = outcome.latency_ms
@@ -191,6 +192,7 @@ def _execution_run(*, client: Client, tool: ClientTool, execution: ToolExecution
                 "status",
                 "result",
                 "error",
+                "error_code",
                 "failure_kind",
                 "attempts",
                 "latency_ms",

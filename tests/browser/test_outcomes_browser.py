@@ -99,7 +99,7 @@ def test_the_customer_can_rate_from_the_footer_in_another_language(
     frame.get_by_role("button", name="Valorar este chat").click()
     frame.get_by_label("2 de 5: insatisfecho").check(force=True)
     frame.get_by_role("button", name="Enviar valoración").click()
-    expect(frame.get_by_text("¡Gracias por tu valoración!")).to_be_visible()
+    expect(frame.get_by_text("¡Gracias por su valoración!")).to_be_visible()
     assert ConversationRating.objects.for_client(demo).get().score == 2
 
 

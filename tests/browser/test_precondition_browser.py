@@ -30,7 +30,7 @@ def test_a_delivered_order_is_refused_plainly_instead_of_a_question(
 
     send(frame, f"please cancel order {DELIVERED}")
     reply = frame.locator("li.gd-msg--assistant[data-seq]").last
-    expect(reply).to_contain_text(f"isn't possible for order id {DELIVERED}")
+    expect(reply).to_contain_text(f"isn't possible for order number {DELIVERED}")
     expect(reply).to_contain_text("its status is delivered")
     expect(frame.locator("li.gd-kind--confirmation_request")).to_have_count(0)
     expect(frame.get_by_role("button", name="Yes")).to_have_count(0)

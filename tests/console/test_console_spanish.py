@@ -47,7 +47,7 @@ def test_a_spanish_reply_tells_the_customer_in_the_conversations_language(browse
     conversation.save(update_fields=["language"])
     url = reverse("console-conversation-reply", args=[conversation.public_id])
     response = agent.post(url, {"text": "Hola, te ayudo yo."}, follow=True)
-    assert "Respuesta enviada. Esta conversación es tuya hasta que la resuelvas." in (
+    assert "Respuesta enviada. Esta conversación es suya hasta que la resuelva." in (
         response.content.decode()
     )
     joined = (

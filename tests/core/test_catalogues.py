@@ -104,8 +104,8 @@ def test_the_customer_facing_set_holds_the_fixed_customer_texts():
     # the confirmation question, a clarifying question, the fallback and hand-off replies and
     # the customers' e-mails: if the definition or the marking breaks, this notices
     for expected in (
-        "Just to confirm — %(action)s (%(details)s)? This can't be undone. "
-        'Reply "yes" to go ahead or "no" to stop.',
+        "Just to confirm: shall I go ahead with “%(action)s” (%(details)s)? This can't be "
+        'undone. Reply "yes" to go ahead or "no" to stop.',
         "Could you tell me a little more about what you need?",
         "Sorry — I ran into a problem answering that. I've passed your conversation to our team "
         "so a person can help.",
@@ -183,7 +183,10 @@ def test_the_confirmation_question_is_rendered_in_the_active_language():
         spanish = _confirmation()
     with translation.override("en"):
         english = _confirmation()
-    assert english.startswith("Just to confirm — cancel order (order id: TH-12345)?")
+    # No display name or labels: the name humanised, inside each language's sentence.
+    assert english.startswith(
+        "Just to confirm: shall I go ahead with “Cancel order” (order id: TH-12345)?"
+    )
     assert re.search(r"[\u0590-\u05FF]{3}", hebrew) and "Just to confirm" not in hebrew
     assert "כן" in hebrew and "TH-12345" in hebrew
     assert spanish.startswith("Solo para confirmar") and "«sí»" in spanish

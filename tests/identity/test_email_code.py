@@ -101,8 +101,8 @@ def test_the_email_and_the_reply_speak_the_conversations_language(shop):
     conversation = conversation_create(client=shop, language="es")[0]
     offer = otp_offer(client=shop, conversation=conversation, params={"order_id": "TH-12345"})
     assert "He enviado un código de 6 dígitos a j***@example.com" in offer.message
-    assert mail.outbox[0].subject == f"{shop.name}: tu código de verificación"
-    assert "Tu código para confirmar que eres tú en el chat con" in mail.outbox[0].body
+    assert mail.outbox[0].subject == f"{shop.name}: su código de verificación"
+    assert "Su código para confirmar que es usted en el chat con" in mail.outbox[0].body
 
 
 def test_the_correct_code_typed_in_the_chat_verifies_without_any_llm_call(

@@ -106,7 +106,7 @@ def test_a_new_request_withdraws_it_and_the_reply_says_so_first(chat, llm, webho
     replies = chat.say("When do you open tomorrow?")
 
     assert [r.text for r in replies][1] == "We open at 9."
-    assert "has been withdrawn" in replies[0].text and "refund order" in replies[0].text
+    assert "has been withdrawn" in replies[0].text and "Refund order" in replies[0].text
     approval.refresh_from_db()
     assert approval.status == ApprovalStatus.WITHDRAWN
     assert approval.withdrawn_because == WithdrawnBecause.NEW_MESSAGE

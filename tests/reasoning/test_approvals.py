@@ -95,7 +95,7 @@ def test_a_refund_above_the_threshold_waits_after_the_confirmation(chat, llm, we
     [reply] = confirmed_refund(chat, llm, 150)
 
     assert webhook.requests == []  # confirmed and every guard passed, yet nothing ran
-    assert "member of our team" in reply.text and "refund order" in reply.text
+    assert "member of our team" in reply.text and "Refund order" in reply.text
     approval = ApprovalRequest.objects.unscoped(ALL).get()
     assert approval.status == ApprovalStatus.PENDING
     assert approval.tool.name == "refund_order"
@@ -175,7 +175,9 @@ def test_approve_runs_the_tool_once_with_the_same_key_and_tells_the_customer(
     assert PendingAction.objects.unscoped(ALL).get().status == PendingActionStatus.EXECUTED
     told = approval.outcome_message
     assert told is not None and told.visibility == "visible" and told.role == "assistant"
-    assert "refund order completed" in told.text and "R-9" in told.text
+    # a sentence naming the action, not a log of the result's keys
+    assert told.text.startswith("Done: I've completed “Refund order” for you.")
+    assert "R-9" in told.text
 
     # a second run of the task (a redelivery) neither calls the tool nor tells the customer again
     approval_run(client_id=chat.client.pk, approval_id=approval.pk)

@@ -109,7 +109,8 @@ def test_asked_again_in_the_customers_language(shop, chat, llm, webhook):
     [again] = chat.say("Sí, cancela la cancelación")
     assert again.language == "es"
     assert again.text == (
-        "No lo he entendido como un sí. Pulsa «Sí» para cancel order (order id: TH-12345) o «No»."
+        "No lo he entendido como un sí. Pulse «Sí» para realizar la acción «Cancel order» "
+        "(order id: TH-12345) o «No» para detenerla."
     )
 
 

@@ -129,7 +129,10 @@ def test_compose_failure_still_reports_the_result(chat, llm, webhook):
     webhook.script(Reply.ok({"status": "shipped"}))
     llm.script("compose", Fail(500), Fail(500))
     [reply] = chat.say("status of TH-12345")
-    assert "status shipped" in reply.text
+    assert (
+        reply.text
+        == "Done: I've completed “Get order status” for you. The details: status: shipped."
+    )
     assert not Escalation.objects.unscoped("test checks the database directly").exists()
 
 
@@ -164,7 +167,7 @@ def test_cap_reached_after_a_tool_ran_still_reports_the_result(chat, llm, webhoo
     webhook.script(Reply.ok({"status": "shipped"}))
     [reply] = chat.say("status of TH-12345")
     assert len(webhook.requests) == 1
-    assert "status shipped" in reply.text  # compose would pass the cap: the result still shows
+    assert "status: shipped" in reply.text  # compose would pass the cap: the result still shows
     assert not Escalation.objects.unscoped("test checks the database directly").exists()
 
 

@@ -34,6 +34,8 @@ TOOL_ROWS = {
     "kind",
     "enabled",
     "parameters",
+    "display_name",
+    "labels",
     "executor_type",
     "result_template",
     "approval_rule",

@@ -241,7 +241,8 @@ def test_builtin_runs_through_the_same_bookkeeping(client_a: Client) -> None:
     assert cancelled.attempts == 1
     # The recorded success is what the demo order book reads: the second cancel is refused.
     assert again.status == ExecutionStatus.FAILED
-    assert again.error == f"Order {order_id} is already cancelled."
+    assert again.error == f"Order {order_id} has already been cancelled."
+    assert again.error_code == "already_cancelled"  # told in the customer's language
 
 
 # -- concurrency (needs PostgreSQL row locks) ------------------------------------------------

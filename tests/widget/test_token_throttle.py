@@ -120,7 +120,7 @@ def test_the_notice_is_in_the_customers_language(widget, shop, llm, settings):
         say_from(widget, visitor, conversation, "Hola, ¿dónde está mi pedido, por favor?")
     )
 
-    assert "he pasado tu conversación a nuestro equipo" in notice
+    assert "he pasado su conversación a nuestro equipo" in notice
     assert NOTICE not in notice
 
 

@@ -173,11 +173,11 @@ PHRASES: dict[str, dict[str, str]] = {
         "can_do": "I can {action} for order {order}.",
         "looking": "Let me look that up for you.",
         "failed": "Sorry, I couldn't do that: {error}",
-        "cancelled": "Done! Order {order} has been cancelled. A refund of ${refund} will go "
+        "cancelled": "Done! Order {order} has been cancelled. A refund of {refund} will go "
         "back to your original payment method within 5 business days.",
-        "refunded": "I've submitted refund {refund_id} for ${amount} on order {order}; expect "
+        "refunded": "I've submitted refund {refund_id} for {amount} on order {order}; expect "
         "it within {days} business days.",
-        "status": "Order {order} (placed {placed_on}, {items} item(s), ${total}) is {status}.",
+        "status": "Order {order} (placed {placed_on}, {items} item(s), {total}) is {status}.",
         "tracking": "Order {order} is {status} with {carrier}, tracking number {tracking}.",
         "no_tracking": "Order {order} is still {status}, so there's no tracking number yet.",
         "address": "Done — order {order} will ship to {address}.",
@@ -204,11 +204,11 @@ PHRASES: dict[str, dict[str, str]] = {
         "can_do": "Puedo {action} el pedido {order}.",
         "looking": "Un momento, lo consulto.",
         "failed": "Lo siento, no he podido hacerlo: {error}",
-        "cancelled": "¡Hecho! El pedido {order} ha sido cancelado. El reembolso de ${refund} "
+        "cancelled": "¡Hecho! El pedido {order} ha sido cancelado. El reembolso de {refund} "
         "volverá a su método de pago original en un plazo de 5 días hábiles.",
-        "refunded": "He solicitado el reembolso {refund_id} de ${amount} del pedido {order}; lo "
+        "refunded": "He solicitado el reembolso {refund_id} de {amount} del pedido {order}; lo "
         "recibirá en un plazo de {days} días hábiles.",
-        "status": "El pedido {order} (realizado el {placed_on}, {items} artículo(s), ${total}) "
+        "status": "El pedido {order} (realizado el {placed_on}, {items} artículo(s), {total}) "
         "está en estado: {status}.",
         "tracking": "El pedido {order} está en estado «{status}» con {carrier}; número de "
         "seguimiento {tracking}.",
@@ -237,11 +237,11 @@ PHRASES: dict[str, dict[str, str]] = {
         "can_do": "אני יכול לבצע {action} להזמנה {order}.",
         "looking": "רק רגע, אני בודק.",
         "failed": "מצטער, לא הצלחתי לבצע את זה: {error}",
-        "cancelled": "בוצע! הזמנה {order} בוטלה. החזר של ${refund} יחזור לאמצעי התשלום המקורי "
+        "cancelled": "בוצע! הזמנה {order} בוטלה. החזר של {refund} יחזור לאמצעי התשלום המקורי "
         "תוך 5 ימי עסקים.",
-        "refunded": "הגשתי את בקשת ההחזר {refund_id} על סך ${amount} להזמנה {order}; ההחזר "
+        "refunded": "הגשתי את בקשת ההחזר {refund_id} על סך {amount} להזמנה {order}; ההחזר "
         "יתקבל תוך {days} ימי עסקים.",
-        "status": "הזמנה {order} (בוצעה ב-{placed_on}, {items} פריטים, ${total}) במצב: {status}.",
+        "status": "הזמנה {order} (בוצעה ב-{placed_on}, {items} פריטים, {total}) במצב: {status}.",
         "tracking": "הזמנה {order} במצב {status} אצל {carrier}, מספר מעקב {tracking}.",
         "no_tracking": "הזמנה {order} עדיין במצב {status}, ולכן אין לה מספר מעקב עדיין.",
         "address": "בוצע: הזמנה {order} תישלח אל {address}.",
@@ -591,20 +591,34 @@ def _relevant_sentences(text: str, low: str, n: int, *, amount: bool = False) ->
 
 
 def compose_answer(hint: dict[str, Any]) -> dict[str, Any]:
-    """The `compose` answer: the outcome of the tool that ran, in the language asked for."""
+    """The `compose` answer: the outcome of the tool that ran, in the language asked for. A
+    refusal, a tool the demo has no phrase for, or a language it has no phrases in is told in
+    GuideDesk's own translated words (`hint["worded"]`, apps/tools/wording.py); amounts are
+    written by the language's rules."""
     result = hint.get("result") or {}
+    worded = str(hint.get("worded") or "")
+    language = str(hint.get("language", "")) or "en"
     if not hint.get("ok"):
-        return {"response": say(hint, "failed", error=hint.get("error", "unknown error"))}
+        return {"response": worded or say(hint, "failed", error=hint.get("error", "?"))}
+    if worded and language not in PHRASES:
+        return {"response": worded}
     order = result.get("order_id", "")
     tool = hint.get("tool")
+    shown = hint.get("shown") or {}
+
+    def value(key: str) -> Any:
+        """The value as the customer reads it (a status in their words, an amount by their
+        language's rules) where the pipeline passed it, else as the tool returned it."""
+        return shown.get(key, result.get(key))
+
     if tool == "cancel_order":
-        text = say(hint, "cancelled", order=order, refund=result.get("refund"))
+        text = say(hint, "cancelled", order=order, refund=value("refund"))
     elif tool == "request_refund":
         text = say(
             hint,
             "refunded",
             refund_id=result.get("refund_id"),
-            amount=result.get("amount"),
+            amount=value("amount"),
             order=order,
             days=result.get("eta_days", 5),
         )
@@ -615,8 +629,8 @@ def compose_answer(hint: dict[str, Any]) -> dict[str, Any]:
             order=order,
             placed_on=result.get("placed_on"),
             items=result.get("items"),
-            total=result.get("total"),
-            status=result.get("status"),
+            total=value("total"),
+            status=value("status"),
         )
     elif tool == "track_shipment":
         text = (
@@ -624,15 +638,17 @@ def compose_answer(hint: dict[str, Any]) -> dict[str, Any]:
                 hint,
                 "tracking",
                 order=order,
-                status=result.get("status"),
+                status=value("status"),
                 carrier=result.get("carrier"),
                 tracking=result.get("tracking_number"),
             )
             if result.get("tracking_number")
-            else say(hint, "no_tracking", order=order, status=result.get("status"))
+            else say(hint, "no_tracking", order=order, status=value("status"))
         )
     elif tool == "update_shipping_address":
         text = say(hint, "address", order=order, address=result.get("shipping_address"))
+    elif worded:
+        return {"response": worded}
     else:
         text = say(hint, "done", details=", ".join(f"{k} {v}" for k, v in result.items()))
     return {"response": text + say(hint, "anything_else")}

@@ -40,8 +40,28 @@ def prompt(
     ]
 
 
-def hint(*, tool: str, params: dict[str, Any], ok: bool, result: Any, error: str) -> dict[str, Any]:
-    return {"tool": tool, "params": params, "ok": ok, "result": result, "error": error}
+def hint(
+    *,
+    tool: str,
+    params: dict[str, Any],
+    ok: bool,
+    result: Any,
+    error: str,
+    worded: str = "",
+    shown: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """`worded`: the outcome as GuideDesk words it itself in the customer's language
+    (apps/tools/wording.py) — what the offline demo model says when it has no phrase of its
+    own; `shown`: the result's values as the customer reads them (amounts, statuses)."""
+    return {
+        "tool": tool,
+        "params": params,
+        "ok": ok,
+        "result": result,
+        "error": error,
+        "worded": worded,
+        "shown": shown or {},
+    }
 
 
 def offline(hint: dict[str, Any]) -> dict[str, Any]:

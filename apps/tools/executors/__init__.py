@@ -62,6 +62,9 @@ class ExecutorOutcome:
     # True when the tool answered and said no (`{"ok": false}` or a builtin's ToolError): a
     # business refusal whose message is meant for the customer, not a technical failure.
     refused: bool = False
+    # The refusal's code (`{"ok": false, "code": …}` or `ToolError(code=…)`), which the customer
+    # is told in their language (apps/tools/wording.py); '' when none was given.
+    error_code: str = ""
     # True when the run ended because its time ran out (the tool's own limit or the turn's).
     timed_out: bool = False
 

@@ -102,6 +102,7 @@ def run_builtin(
             attempts=1,
             latency_ms=_elapsed_ms(started),
             refused=True,
+            error_code=exc.code,
         )
     except Exception:
         logger.exception(

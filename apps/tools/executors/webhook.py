@@ -37,6 +37,7 @@ from apps.core.http import CONNECT_TO, wall_clock_client
 from apps.core.netguard import address_is_public as address_is_public  # re-exported
 from apps.core.netguard import checked_addresses
 from apps.tools.executors import TIMEOUT_SETTING, Executor, ExecutorOutcome, register
+from apps.tools.wording import ERROR_CODE_RE
 
 if TYPE_CHECKING:
     from apps.clients.models import Client
@@ -108,8 +109,10 @@ def _read_limited(response: httpx2.Response) -> bytes:
     return b"".join(chunks)
 
 
-def _parse_reply(body: bytes) -> tuple[bool, dict[str, Any] | None, str]:
-    """Decode a 2xx body into (ok, result, error); raise `_FinalError` when it breaks protocol."""
+def _parse_reply(body: bytes) -> tuple[bool, dict[str, Any] | None, str, str]:
+    """Decode a 2xx body into (ok, result, error, error code); raise `_FinalError` when it
+    breaks protocol. An unknown or malformed `code` is ignored (the error is worded as one
+    without a code)."""
     try:
         data = json.loads(body)
     except ValueError:
@@ -120,14 +123,16 @@ def _parse_reply(body: bytes) -> tuple[bool, dict[str, Any] | None, str]:
         # An action may have nothing to report: a missing or null result is an empty one.
         result = data.get("result")
         if result is None:
-            return True, {}, ""
+            return True, {}, "", ""
         if not isinstance(result, dict):
             raise _FinalError('Webhook reply "result" is not a JSON object.')
-        return True, result, ""
+        return True, result, "", ""
+    code = data.get("code")
+    code = code if isinstance(code, str) and ERROR_CODE_RE.match(code) else ""
     error = data.get("error")
     if not isinstance(error, str) or not error.strip():
-        return False, None, "The tool reported a failure without a message."
-    return False, None, _clip(error)
+        return False, None, "The tool reported a failure without a message.", code
+    return False, None, _clip(error), code
 
 
 def _post_once(
@@ -136,7 +141,7 @@ def _post_once(
     body: bytes,
     headers: Mapping[str, str],
     extensions: dict[str, Any],
-) -> tuple[bool, dict[str, Any] | None, str]:
+) -> tuple[bool, dict[str, Any] | None, str, str]:
     """One request. Returns the protocol reply or raises `_TransientError` / `_FinalError`."""
     try:
         request = http.build_request(
@@ -333,7 +338,9 @@ def run_webhook(
             # first address is unreachable from here still gets its call).
             extensions = {CONNECT_TO: pinned[(attempts - 1) % len(pinned)]} if pinned else {}
             try:
-                ok, result, error = _post_once(http, tool.webhook_url, body, headers, extensions)
+                ok, result, error, code = _post_once(
+                    http, tool.webhook_url, body, headers, extensions
+                )
             except _FinalError as exc:
                 return ExecutorOutcome(
                     ok=False,
@@ -361,6 +368,7 @@ def run_webhook(
                 attempts=attempts,
                 latency_ms=_elapsed_ms(started),
                 refused=not ok,
+                error_code=code,
             )
     if attempts == 0:
         error, timed_out = "No time was left to call the webhook.", True

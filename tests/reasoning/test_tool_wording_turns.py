@@ -1,0 +1,94 @@
+"""Whole turns on the demo shop with the offline demo model (as in the README), in Spanish: the
+confirmation names the demo tool by its Spanish display name and label, and a refusal from the
+demo's order book reaches the customer as a Spanish sentence, never the tool's English error."""
+
+from __future__ import annotations
+
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+
+from apps.clients.identity import Identity
+from apps.clients.models import Client
+from apps.conversations.models import Kind, Message
+from apps.conversations.services import conversation_create, conversation_customer_verify
+from apps.core.views import DEMO_CUSTOMER_ID
+from apps.reasoning.services import handle_turn
+from apps.tools.builtins import get_order_status
+from apps.tools.models import ToolExecution
+from tests.conftest import DEMO_TENANT
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def demo(settings) -> Client:
+    settings.OPENAI_API_KEY = ""  # the offline demo model
+    call_command("demo_setup", "--tenant", str(DEMO_TENANT), stdout=StringIO())
+    return Client.objects.get(slug="trailhead")
+
+
+def order_in(client: Client, status: str) -> str:
+    return next(
+        order_id
+        for order_id in (f"TH-{n:05d}" for n in range(10001, 10200))
+        if get_order_status(client=client, params={"order_id": order_id})["status"] == status
+    )
+
+
+def turns(client: Client, capture: Any, *texts: str) -> list[Message]:
+    """The customer's messages, one turn each, in a conversation of the demo's signed-in
+    customer; every visible reply, in order."""
+    conversation = conversation_create(client=client)[0]
+    conversation_customer_verify(
+        client=client,
+        conversation=conversation,
+        identity=Identity(customer_id=DEMO_CUSTOMER_ID, email="", name="", via="hmac"),
+    )
+    for text in texts:
+        with capture(execute=True):
+            handle_turn(client=client, conversation=conversation, text=text)
+    return list(
+        Message.objects.filter(conversation=conversation, role="assistant")
+        .visible()
+        .order_by("seq")
+    )
+
+
+def test_a_delivered_order_is_refused_in_spanish(demo, django_capture_on_commit_callbacks):
+    order = order_in(demo, "delivered")
+    question, refusal = turns(
+        demo,
+        django_capture_on_commit_callbacks,
+        f"Quiero cancelar mi pedido {order}",
+        "Sí, cancélelo por favor",
+    )
+    assert question.kind == Kind.CONFIRMATION_REQUEST
+    assert f"«Cancelar el pedido» (número de pedido: {order})" in question.text
+    execution = ToolExecution.objects.for_client(demo).get()
+    assert execution.status == "failed" and execution.error_code == "already_delivered"
+    assert execution.error == (
+        f"Order {order} has already been delivered. It can't be cancelled, but you can return "
+        "it within 60 days."
+    )
+    assert refusal.language == "es"
+    assert refusal.text == "Eso ya no es posible: el pedido ya se ha entregado."
+    assert execution.error not in refusal.text and "has already" not in refusal.text
+
+
+def test_a_cancellation_is_told_with_a_spanish_amount(demo, django_capture_on_commit_callbacks):
+    order = order_in(demo, "processing")
+    *_, done = turns(
+        demo,
+        django_capture_on_commit_callbacks,
+        f"Quiero cancelar mi pedido {order}",
+        "Sí, cancélelo por favor",
+    )
+    execution = ToolExecution.objects.for_client(demo).get()
+    assert execution.status == "succeeded" and execution.result is not None
+    amount = execution.result["refund"].replace(".", ",")
+    assert done.text.startswith(f"¡Hecho! El pedido {order} ha sido cancelado.")
+    assert f"El reembolso de {amount}\xa0US$ volverá" in done.text
+    assert "$" + execution.result["refund"] not in done.text  # not the English "$123.45"
