@@ -76,6 +76,7 @@ def test_the_cancellation_runs_again_after_a_reset(demo, django_capture_on_commi
     # conversation settled on (apps/core/languages.py), which the README's turns leave open.
     first = cancel_as_in_the_readme(demo, django_capture_on_commit_callbacks)
     cancelled = ToolExecution.objects.filter(client=demo).latest("created_at")
+    assert cancelled.result is not None
     assert cancelled.status == "succeeded" and cancelled.result["status"] == "cancelled"
     assert cancelled.result["refund"].replace(".", ",")[-5:] in first.replace(".", ",")
     # The demo's order book remembers: the order is read before the question, and the customer

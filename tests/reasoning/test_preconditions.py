@@ -239,7 +239,7 @@ def test_the_refusal_is_in_the_customers_language(chat, llm, webhook):
 
     assert reply.language == "es"
     assert reply.text == (
-        "Lo siento, «cancel order» no es posible para order id TH-12345: su estado es "
+        "Lo siento, «Cancel order» no es posible para order id TH-12345: su estado es "
         "entregado. No se ha cambiado nada."
     )
     assert not PendingAction.objects.unscoped(ALL).exists()
