@@ -4,27 +4,48 @@ Proposals are tenant-scoped like every admin (`TenantScopedAdmin`): a client's s
 own client's proposals (viewer role and up) and approve, reject or edit a pending one with the
 admin role (approving an FAQ or an article changes what the assistant knows, a MANAGE-level
 setting). Approve / reject — and, for a missing article, "draft article" — are list actions and
-buttons on the proposal's page; all call the services."""
+buttons on the proposal's page; all call the services.
+
+The proposals list also carries, per client the user may see, a status block for "Run insights
+now" (queued / running with its steps / finished with its counts / failed with the reason; the
+page refreshes itself while a run is in flight), its button for the admin role, and in a
+client's first week a summary of what exists so far."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.urls import NoReverseMatch, reverse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import NoReverseMatch, URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from apps.clients.models import Client
 from apps.conversations.admin import conversation_link
 from apps.core.admin import ReadOnlyAuditAdmin, TenantScopedAdmin
 from apps.core.exceptions import ApplicationError
-from apps.insights.models import InsightProposal, InsightRun, ProposalKind, ProposalStatus
-from apps.insights.selectors import conversations_by_public_id
-from apps.insights.services import proposal_approve, proposal_draft_article, proposal_reject
+from apps.core.permissions import MANAGE, READ
+from apps.core.resolver import resolver
+from apps.insights.models import (
+    InsightProposal,
+    InsightRun,
+    ProposalKind,
+    ProposalStatus,
+    RunStatus,
+)
+from apps.insights.selectors import conversations_by_public_id, first_week_summary, latest_run_now
+from apps.insights.services import (
+    RUN_STEPS,
+    insights_run_now,
+    proposal_approve,
+    proposal_draft_article,
+    proposal_reject,
+)
 
 EVIDENCE_SHOWN = 10
 EDITABLE = {
@@ -65,6 +86,7 @@ PROPOSAL_FIELDS: tuple[str, ...] = (
 @admin.register(InsightProposal)
 class InsightProposalAdmin(TenantScopedAdmin):
     change_form_template = "admin/insights/insightproposal/change_form.html"
+    change_list_template = "admin/insights/insightproposal/change_list.html"
     list_display = ["title", "kind", "status", "count", "client", "created_at", "reviewed_by"]
     list_filter = [
         "status",
@@ -81,6 +103,73 @@ class InsightProposalAdmin(TenantScopedAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # proposals come from the insights job and from staff (flag and teach)
+
+    # -- run insights now, and the first week ----------------------------------------------
+    SHOWN_CLIENTS = 20
+
+    def get_urls(self) -> list[URLPattern]:
+        run_now = path(
+            "run-now/",
+            self.admin_site.admin_view(self.run_now_view),
+            name="insights_insightproposal_run_now",
+        )
+        return [run_now, *super().get_urls()]
+
+    def _clients(self, request: HttpRequest, need: str) -> QuerySet[Client]:
+        allowed = resolver.admin_client_ids(request, need)
+        clients = Client.objects.filter(is_active=True).order_by("name")
+        return clients if allowed is None else clients.filter(pk__in=allowed)
+
+    def run_now_view(self, request: HttpRequest) -> HttpResponse:
+        """POST only: queue "Run insights now" for one client the user manages (any other
+        client, another tenant's included, answers 404)."""
+        if request.method != "POST":
+            raise PermissionDenied
+        raw = str(request.POST.get("client", "")).strip()
+        client = (
+            self._clients(request, MANAGE).filter(pk=int(raw)).first() if raw.isdigit() else None
+        )
+        if client is None:
+            raise Http404
+        try:
+            insights_run_now(client=client, actor=request.user)
+        except ApplicationError as exc:
+            self.message_user(request, exc.message, messages.WARNING)
+        else:
+            self.message_user(
+                request,
+                _(
+                    "Insights for %(client)s are queued: this page shows their progress and "
+                    "the new proposals when they are done."
+                )
+                % {"client": client.name},
+                messages.SUCCESS,
+            )
+        return HttpResponseRedirect(reverse("admin:insights_insightproposal_changelist"))
+
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> Any:
+        managed = set(self._clients(request, MANAGE).values_list("pk", flat=True))
+        blocks: list[dict[str, Any]] = []
+        for client in self._clients(request, READ)[: self.SHOWN_CLIENTS]:
+            run = latest_run_now(client=client)
+            blocks.append(
+                {
+                    "client": client,
+                    "can_run": client.pk in managed,
+                    "run": run,
+                    "run_text": run_status_text(run) if run is not None else "",
+                    "first_week": first_week_summary(client=client),
+                }
+            )
+        context = {
+            **(extra_context or {}),
+            "insight_blocks": blocks,
+            "insights_in_flight": any(
+                b["run"] is not None and b["run"].status in (RunStatus.QUEUED, RunStatus.RUNNING)
+                for b in blocks
+            ),
+        }
+        return super().changelist_view(request, extra_context=context)
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # the review trail stays; reject what is not wanted
@@ -264,6 +353,31 @@ class InsightProposalAdmin(TenantScopedAdmin):
         return HttpResponseRedirect(request.path)
 
 
+def run_status_text(run: InsightRun) -> str:
+    """One sentence a support lead reads: where a "Run insights now" run is."""
+    if run.status == RunStatus.QUEUED:
+        return _("Queued: the run starts as soon as a background worker is free.")
+    if run.status == RunStatus.RUNNING:
+        return _("Running: %(done)d of %(total)d steps done.") % {
+            "done": run.steps_done,
+            "total": RUN_STEPS,
+        }
+    if run.status == RunStatus.FAILED:
+        return _(
+            "Failed: the run stopped before it finished; you can run it again. Details: %(reason)s"
+        ) % {"reason": run.error or "-"}
+    return _(
+        "Finished: read %(items)d item(s) from %(start)s to %(end)s, "
+        "%(created)d new proposal(s), %(updated)d updated."
+    ) % {
+        "items": sum(run.found.values()),
+        "start": f"{run.window_start:%Y-%m-%d %H:%M}",
+        "end": f"{run.window_end:%Y-%m-%d %H:%M}",
+        "created": run.proposals_created,
+        "updated": run.proposals_updated,
+    }
+
+
 RUN_FIELDS: tuple[str, ...] = (
     "client",
     "window_start",
@@ -283,6 +397,9 @@ RUN_FIELDS: tuple[str, ...] = (
     "completion_tokens",
     "model",
     "error",
+    "on_demand",
+    "requested_by",
+    "steps_done",
 )
 
 

@@ -7,8 +7,9 @@ and approves them the same way: an FAQ proposal carries its question and draft a
 it becomes an FAQ article); a missing-article proposal carries the customers' questions and a
 drafted outline, and once staff draft it, the DRAFT `Article` that approval publishes; a note
 proposal carries its type and content and, once created, the `Note` row (source `insight`,
-status `pending_review`) it activates on approval. `InsightRun` records each nightly run: its
-window, what it read, what it spent and how it ended."""
+status `pending_review`) it activates on approval. `InsightRun` records each run (nightly, or
+"Run insights now" from the admin): its window, its progress, what it read, what it spent and how
+it ended."""
 
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ class ProposalOrigin(models.TextChoices):
 
 
 class RunStatus(models.TextChoices):
+    QUEUED = "queued", _("Queued")
     RUNNING = "running", _("Running")
     DONE = "done", _("Done")
     FAILED = "failed", _("Failed")
@@ -82,6 +84,18 @@ class InsightRun(TenantOwnedModel):
     completion_tokens = models.PositiveIntegerField(default=0, verbose_name=_("completion tokens"))
     model = models.CharField(max_length=100, blank=True, verbose_name=_("model"))
     error = models.TextField(blank=True, verbose_name=_("error"))
+    # "Run insights now" (staff asked, window up to the moment they asked) vs the nightly job.
+    on_demand = models.BooleanField(default=False, verbose_name=_("on demand"))
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("requested by"),
+    )
+    # Progress: steps done of RUN_STEPS (read the evidence, ask the model, store proposals).
+    steps_done = models.PositiveSmallIntegerField(default=0, verbose_name=_("steps done"))
 
     class Meta:
         verbose_name = _("insight run")

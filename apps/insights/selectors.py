@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db.models import QuerySet
+from django.utils import timezone
 
 from apps.clients.models import Client
 from apps.conversations.models import Conversation, Kind, Message
 from apps.escalations.models import Escalation, EscalationReason, MessageFlag
-from apps.insights.models import InsightProposal, ProposalStatus
+from apps.insights.models import InsightProposal, InsightRun, ProposalStatus
 from apps.notes.models import Note, NoteStatus, NoteType
 from apps.reasoning.models import ReasoningStep
 
@@ -279,3 +280,54 @@ def conversations_by_public_id(*, client: Client, public_ids: list[str]) -> dict
     """The client's conversations among `public_ids` (another tenant's id finds nothing)."""
     found = Conversation.objects.for_client(client).filter(public_id__in=public_ids)
     return {str(c.public_id): c for c in found}
+
+
+FIRST_WEEK_DAYS = 7
+TOP_UNANSWERED = 5
+
+
+@dataclass(frozen=True)
+class FirstWeek:
+    """What a client's first week holds so far, counted from the data (no full day needed)."""
+
+    since: datetime
+    conversations: int
+    handoffs: int
+    flagged: int
+    pending_proposals: int
+    unanswered: list[
+        tuple[str, int]
+    ]  # the customers' questions the knowledge lacked, and how often
+
+
+def first_week_summary(*, client: Client, now: datetime | None = None) -> FirstWeek | None:
+    """The first-week view of `client`, or None once its first week is over."""
+    now = now or timezone.now()
+    since = client.created_at
+    if since is None or now - since > timedelta(days=FIRST_WEEK_DAYS):
+        return None
+    counts: dict[str, int] = {}
+    shown: dict[str, str] = {}
+    for item in insight_evidence(client=client, since=since, until=now):
+        if item.kind != "no_knowledge" and not item.searched:
+            continue
+        key = " ".join(item.text.casefold().split())
+        if key:
+            counts[key] = counts.get(key, 0) + 1
+            shown.setdefault(key, item.text)
+    top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_UNANSWERED]
+    return FirstWeek(
+        since=since,
+        conversations=Conversation.objects.for_client(client).filter(created_at__gte=since).count(),
+        handoffs=Escalation.objects.for_client(client).filter(created_at__gte=since).count(),
+        flagged=MessageFlag.objects.for_client(client).filter(created_at__gte=since).count(),
+        pending_proposals=proposals_for_client(client=client).count(),
+        unanswered=[(shown[key], n) for key, n in top],
+    )
+
+
+def latest_run_now(*, client: Client) -> InsightRun | None:
+    """The client's latest "Run insights now" run, for the status block."""
+    return (
+        InsightRun.objects.for_client(client).filter(on_demand=True).order_by("-created_at").first()
+    )

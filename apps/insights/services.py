@@ -55,6 +55,8 @@ __all__ = [
     "InsightsResult",
     "generate_insights",
     "insight_window",
+    "insights_run_now",
+    "insights_run_queued",
     "proposal_approve",
     "proposal_draft_article",
     "proposal_reject",
@@ -67,6 +69,7 @@ MAX_GAP_QUESTIONS = 10  # customers' questions kept on a missing-article proposa
 GAP_TAG = "knowledge gap"
 REF_LENGTH = 8  # conversation ids are sent as the first 8 hex digits of their public id
 PLACEHOLDER = re.compile(r"\[[^\]]{3,}\]")  # "[write the refund window here]"
+RUN_STEPS = 3  # a run's progress: read the evidence, ask the model, store the proposals
 
 
 @dataclass
@@ -111,6 +114,7 @@ def generate_insights(
     run.found = found
     if not evidence:
         return InsightsResult(run=_finish(run, dry_run=dry_run))
+    _step(run, 1, dry_run=dry_run)
 
     refs = _refs(evidence)
     chosen, left_out = _bounded(evidence, refs)
@@ -148,6 +152,7 @@ def generate_insights(
             _spent(run, meter, exc.prompt_tokens, exc.completion_tokens)
         return InsightsResult(run=_fail(run, _why(exc), dry_run=dry_run))
     _spent(run, meter, result.prompt_tokens, result.completion_tokens)
+    _step(run, 2, dry_run=dry_run)
 
     topics = _validated(result.parsed, chosen, refs, run)
     proposals = _store(client=client, run=run, topics=topics, dry_run=dry_run)
@@ -183,6 +188,13 @@ def _claim_run(
     return run
 
 
+def _step(run: InsightRun, done: int, *, dry_run: bool) -> None:
+    """Record progress, so the admin's status block shows how far a run got."""
+    run.steps_done = done
+    if not dry_run:
+        run.save()
+
+
 def _spent(run: InsightRun, meter: Meter, prompt_tokens: int, completion_tokens: int) -> None:
     run.llm_calls += meter.calls
     run.prompt_tokens += prompt_tokens
@@ -203,6 +215,7 @@ def _why(exc: Exception) -> str:
 def _finish(run: InsightRun, *, dry_run: bool) -> InsightRun:
     run.status = RunStatus.DONE
     run.finished_at = timezone.now()
+    run.steps_done = RUN_STEPS
     if not dry_run:
         run.save()
     return run
@@ -216,6 +229,70 @@ def _fail(run: InsightRun, error: str, *, dry_run: bool) -> InsightRun:
     if not dry_run:
         run.save()
     return run
+
+
+# -- "Run insights now" ------------------------------------------------------------------------
+
+
+def insights_run_now(*, client: Client, actor: Any = None, days: int | None = None) -> InsightRun:
+    """Queue the nightly analysis for `client` over the last `days` (INSIGHTS_DAYS) up to now,
+    today so far included, on the background queue. At most one such run in flight per client
+    (one older than INSIGHTS_RUN_STALE_SECONDS counts as abandoned); the nightly job's bounds
+    apply (INSIGHTS_MAX_INPUT_TOKENS on what is sent, INSIGHTS_TOKEN_CAP on the call)."""
+    from apps.insights.tasks import run_now  # the task module imports this one
+
+    days = int(days or settings.INSIGHTS_DAYS)
+    if days < 1:
+        raise ApplicationError(_("Choose at least one day."))
+    now = timezone.now()
+    stale = now - timedelta(seconds=int(settings.INSIGHTS_RUN_STALE_SECONDS))
+    with transaction.atomic():
+        # The client row is the lock: two clicks at once cannot both pass the check below.
+        Client.objects.select_for_update().filter(pk=client.pk).first()
+        in_flight = (
+            InsightRun.objects.for_client(client)
+            .filter(
+                on_demand=True,
+                status__in=[RunStatus.QUEUED, RunStatus.RUNNING],
+                updated_at__gt=stale,
+            )
+            .exists()
+        )
+        if in_flight:
+            raise ApplicationError(
+                _("Insights are already running for %(client)s: wait for that run to finish.")
+                % {"client": client.name}
+            )
+        run = InsightRun.objects.create(
+            client=client,
+            window_start=now - timedelta(days=days),
+            window_end=now,
+            status=RunStatus.QUEUED,
+            on_demand=True,
+            requested_by=_user(actor),
+        )
+        transaction.on_commit(
+            lambda: run_now.apply_async(
+                kwargs={"client_id": client.pk, "run_id": run.pk},
+                queue=settings.BACKGROUND_QUEUE,
+            )
+        )
+    return run
+
+
+def insights_run_queued(*, client: Client, run_id: int) -> InsightRun:
+    """Do a queued "Run insights now" run. Whatever goes wrong, the run ends failed with the
+    reason, never stuck as queued or running."""
+    run = InsightRun.objects.for_client(client).get(pk=run_id)
+    if run.status not in (RunStatus.QUEUED, RunStatus.RUNNING):
+        return run  # done or failed already: a redelivered task does nothing
+    try:
+        result = generate_insights(client=client, since=run.window_start, until=run.window_end)
+    except Exception as exc:
+        logger.exception("insights run now failed for client %s", client.pk)
+        run.refresh_from_db()
+        return _fail(run, _why(exc), dry_run=False)
+    return result.run
 
 
 # -- the model's input: compact, bounded ---------------------------------------------------------

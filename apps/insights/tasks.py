@@ -11,7 +11,7 @@ from django.conf import settings
 
 from apps.clients.models import Client
 from apps.core.tasks import TenantTask
-from apps.insights.services import generate_insights, insight_window
+from apps.insights.services import generate_insights, insight_window, insights_run_queued
 
 logger = logging.getLogger(__name__)
 
@@ -53,3 +53,18 @@ def generate_for_client(client_id: int, days: int | None = None) -> str:
     if result.run.error:
         logger.warning("insights for %s: %s", client.slug, result.run.error)
     return str(result.run.status)
+
+
+@shared_task(
+    name="insights.run_now",
+    base=TenantTask,
+    tenant_from=("clients.Client", "client_id"),
+    acks_late=True,
+    ignore_result=True,
+)
+def run_now(client_id: int, run_id: int) -> str:
+    """Do one "Run insights now" run (queued by `insights_run_now` on the background queue)."""
+    client = Client.objects.select_related("plan").filter(pk=client_id).first()
+    if client is None:
+        return "skipped"
+    return str(insights_run_queued(client=client, run_id=run_id).status)
