@@ -17,11 +17,11 @@ from typing import Any
 from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 from django.utils import formats
-from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 
 from apps.clients.models import Client
 from apps.conversations.models import Conversation, Message, Role, Visibility
+from apps.tools import wording
 from apps.tools.approval_rules import DEFAULT_ORDER_PARAM, sum_rule
 from apps.tools.models import ClientTool
 
@@ -31,46 +31,22 @@ MESSAGE_CHARS = 200
 _SHOWN_ROLES = (Role.USER, Role.ASSISTANT, Role.STAFF)
 
 
-def _in_language(value: Any, language: str) -> str:
-    """`value` when it is a text, or its entry for `language` (then the base language, then
-    English, then any) when it is a map keyed by language; "" otherwise."""
-    if isinstance(value, str):
-        return value.strip()
-    if not isinstance(value, dict) or not value:
-        return ""
-    for key in (language, language.split("-")[0], "en"):
-        text = value.get(key)
-        if isinstance(text, str) and text.strip():
-            return text.strip()
-    return next((v.strip() for v in value.values() if isinstance(v, str) and v.strip()), "")
-
-
 def humanise_name(name: str) -> str:
     words = " ".join(name.replace("_", " ").replace("-", " ").split())
     return words[:1].upper() + words[1:] if words else name
 
 
 def tool_label(tool: ClientTool, language: str | None = None) -> str:
-    """The tool's name for staff: its definition's `display_name` in `language` (the active
-    one by default) when it has one, else its name humanised."""
-    language = language or get_language() or "en"
-    return _in_language(getattr(tool, "display_name", None), language) or humanise_name(tool.name)
+    """The tool's name for staff: as the customer reads it (its definition's `display_name` in
+    `language`, the active one by default, else its name humanised; apps/tools/wording.py)."""
+    return wording.display_name(tool, language)
 
 
 def param_label(tool: ClientTool, name: str, language: str | None = None) -> str:
-    """A parameter's label: the tool definition's `labels` — `{param: label}`, `{param: {lang:
-    label}}` or `{lang: {param: label}}` — else the parameter's name humanised."""
-    language = language or get_language() or "en"
-    labels = getattr(tool, "labels", None)
-    if isinstance(labels, dict):
-        text = _in_language(labels.get(name), language)
-        if not text:
-            by_language = labels.get(language) or labels.get(language.split("-")[0])
-            if isinstance(by_language, dict):
-                text = _in_language(by_language.get(name), language)
-        if text:
-            return text
-    return humanise_name(name)
+    """A parameter's label, as the customer reads it (the definition's `labels`), capitalised
+    for a row of the card."""
+    label = wording.field_label(tool, name, language)
+    return label[:1].upper() + label[1:]
 
 
 def _number(value: Any) -> Decimal | None:

@@ -6,7 +6,6 @@ and labels when it has them."""
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import pytest
 from django.db import connection
@@ -146,15 +145,14 @@ def test_a_tool_definitions_display_name_and_labels_are_used_when_it_has_them(cl
     tool = refund_tool(client_a)
     assert tool_label(tool) == "Refund order"
     assert param_label(tool, "order_id") == "Order id"
-    definition: Any = tool  # another helper adds the fields; until then they are attributes
-    definition.display_name = {"en": "Refund", "es": "Reembolso"}
-    definition.labels = {"order_id": {"en": "Order", "es": "Pedido"}}
+    tool.display_name = {"en": "Refund", "es": "Reembolso"}
+    tool.labels = {"en": {"order_id": "order"}, "es": {"order_id": "pedido"}}
     assert tool_label(tool) == "Refund"
     assert param_label(tool, "order_id") == "Order"
     with translation.override("es"):
         assert tool_label(tool) == "Reembolso"
         assert param_label(tool, "order_id") == "Pedido"
-    definition.labels = {"es": {"amount": "Importe"}}
+    tool.labels = {"es": {"amount": "importe"}}
     assert param_label(tool, "amount", "es") == "Importe"
     assert param_label(tool, "amount", "de") == "Amount"
 
