@@ -50,6 +50,7 @@ from apps.benchmarks.modes import (
 from apps.billing.models import ModelPrice
 from apps.clients.models import AIMode, Client, Plan
 from apps.clients.rubrics import SUPPORT
+from apps.tools.models import ToolExecution
 
 MODES = (AIMode.ADAPTIVE, AIMode.DELIBERATIVE)
 # Public list prices, USD per million tokens (input, cached input, output): the bench prices a
@@ -245,6 +246,10 @@ def run_deliberative_benchmark(
                 restore()
             if in_current_database:
                 plans = [c.plan_id for c in clients.values()]
+                # Tool runs protect their tool (the audit trail): they go first, as in
+                # `demo_reset` (the scenarios read an order's state before asking to confirm).
+                for bench_client in clients.values():
+                    ToolExecution.objects.for_client(bench_client).delete()
                 Client.objects.filter(pk__in=[c.pk for c in clients.values()]).delete()
                 Plan.objects.filter(pk__in=plans).delete()
     return result
