@@ -5,6 +5,7 @@ from datetime import timedelta
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.http import HttpRequest
 from django.utils import timezone
@@ -401,6 +402,11 @@ def _basic_field(name: str) -> forms.CharField:
     )
 
 
+_SHIPPED_CHOICES = [
+    (code, dict(settings.LANGUAGES).get(code, name)) for code, name in SHIPPED.items()
+]
+
+
 class ClientAdminForm(forms.ModelForm):
     about_description = _basic_field("about_description")
     about_full = _basic_field("about_full")
@@ -426,15 +432,16 @@ class ClientAdminForm(forms.ModelForm):
         help_text=Client._meta.get_field("business_hours").help_text,
     )
     # The shipped languages only (apps.core.languages.SHIPPED): the widget, the confirmation
-    # phrasings and the translations exist for these.
+    # phrasings and the translations exist for these. Each is named in itself ("Español"), as
+    # language pickers do and as settings.LANGUAGES names them for the staff's own choice.
     language = forms.ChoiceField(
         label=_("Default language"),
-        choices=[(code, name) for code, name in SHIPPED.items()],
+        choices=_SHIPPED_CHOICES,
         help_text=_("The language the assistant replies in when the customer's is not allowed."),
     )
     languages = forms.MultipleChoiceField(
         label=_("Allowed languages"),
-        choices=[(code, name) for code, name in SHIPPED.items()],
+        choices=_SHIPPED_CHOICES,
         required=False,
         widget=forms.CheckboxSelectMultiple,
         help_text=_(

@@ -27,6 +27,8 @@ from django.utils import translation
 
 from apps.accounts.models import Role
 from apps.core.catalogues import catalogue_files, catalogue_read
+from apps.tools import wording
+from apps.tools.models import ClientTool
 from tests.factories import MembershipFactory
 from tests.test_admin_roles import RULES, SUPERUSER, allowed, label, row_of, url
 from tests.test_admin_roles import world as world  # the fixture, used by name
@@ -36,6 +38,7 @@ pytestmark = pytest.mark.django_db
 # Proper names, product and technical terms a Spanish page may show as they are.
 ALLOWED = {
     "guidedesk",
+    "english",  # the language picker names each language in itself ("English", "Español")
     "stripe",
     "json",
     "url",
@@ -193,6 +196,10 @@ def data_strings() -> list[str]:
                         with contextlib.suppress(ValueError):
                             value = json.loads(value)
                     found.update(s for s in _leaves(value) if s.strip())
+    # A tool without a display name is named by its own name, humanised (apps/tools/wording.py):
+    # the business's word, not ours.
+    for tool in ClientTool.objects.unscoped("the walk reads every tool's name").all():
+        found.add(wording.humanised(tool.name))
     return sorted(found, key=len, reverse=True)
 
 
