@@ -99,7 +99,9 @@ def escalation_create(
     )
     text = _customer_text(handoff_text, locked)
     data: dict[str, Any] = {"escalation_id": str(escalation.public_id)}
-    if escalation.reason != EscalationReason.STAFF_TAKEOVER:  # else a person is already here
+    if (  # a staff take-over: a person is already here; no hours: nothing to say
+        escalation.reason != EscalationReason.STAFF_TAKEOVER and client.business_hours
+    ):
         # When a person answers, from the client's business hours (nothing without them). The
         # hand-off itself must never fail for it: a problem leaves the text as it was.
         try:
