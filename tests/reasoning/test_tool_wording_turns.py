@@ -58,24 +58,20 @@ def turns(client: Client, capture: Any, *texts: str) -> list[Message]:
 
 
 def test_a_delivered_order_is_refused_in_spanish(demo, django_capture_on_commit_callbacks):
+    # The demo's cancel tool declares a precondition: the order's state is read first, and a
+    # delivered order is refused in the customer's words before any question is asked.
     order = order_in(demo, "delivered")
-    question, refusal = turns(
-        demo,
-        django_capture_on_commit_callbacks,
-        f"Quiero cancelar mi pedido {order}",
-        "Sí, cancélelo por favor",
+    [refusal] = turns(
+        demo, django_capture_on_commit_callbacks, f"Quiero cancelar mi pedido {order}"
     )
-    assert question.kind == Kind.CONFIRMATION_REQUEST
-    assert f"«Cancelar el pedido» (número de pedido: {order})" in question.text
-    execution = ToolExecution.objects.for_client(demo).get()
-    assert execution.status == "failed" and execution.error_code == "already_delivered"
-    assert execution.error == (
-        f"Order {order} has already been delivered. It can't be cancelled, but you can return "
-        "it within 60 days."
-    )
+    assert refusal.kind != Kind.CONFIRMATION_REQUEST
     assert refusal.language == "es"
-    assert refusal.text == "Eso ya no es posible: el pedido ya se ha entregado."
-    assert execution.error not in refusal.text and "has already" not in refusal.text
+    assert refusal.text == (
+        f"Lo siento, «Cancelar el pedido» no es posible para número de pedido {order}: su "
+        "estado es entregado. No se ha cambiado nada."
+    )
+    [read] = ToolExecution.objects.for_client(demo)
+    assert read.tool.name == "get_order_status"  # the cancel tool never ran
 
 
 def test_a_cancellation_is_told_with_a_spanish_amount(demo, django_capture_on_commit_callbacks):
@@ -86,7 +82,7 @@ def test_a_cancellation_is_told_with_a_spanish_amount(demo, django_capture_on_co
         f"Quiero cancelar mi pedido {order}",
         "Sí, cancélelo por favor",
     )
-    execution = ToolExecution.objects.for_client(demo).get()
+    execution = ToolExecution.objects.for_client(demo).get(tool__name="cancel_order")
     assert execution.status == "succeeded" and execution.result is not None
     amount = execution.result["refund"].replace(".", ",")
     assert done.text.startswith(f"¡Hecho! El pedido {order} ha sido cancelado.")
