@@ -92,21 +92,23 @@ def test_a_refund_above_the_threshold_waits_for_a_teammate_and_runs_once(
     # Approvals page from the nav and approves the exact call there.
     live_box = agent.locator("#approvals")
     expect(live_box).to_be_visible()
-    expect(live_box).to_contain_text("Request refund")
+    expect(live_box).to_contain_text("Request a refund")
     expect(live_box).to_contain_text(ORDER)
     agent.get_by_role("link", name="Approvals").click()
     row = agent.locator(f'[data-approval="{approval.public_id}"]')
     expect(row.locator("[data-approval-action]")).to_have_text(
-        f"Request refund: 150.00 on order {ORDER}"
+        f"Request a refund: 150.00 on order {ORDER}"
     )
     expect(row.locator("[data-approval-params]")).to_contain_text("damaged item")
     agent.screenshot(path=str(SCREENSHOTS / "approval-console.png"), full_page=True)
     row.get_by_role("button", name="Approve and run").click()
-    expect(agent.get_by_text("Approved: Request refund runs now")).to_be_visible()
+    expect(agent.get_by_text("Approved: Request a refund runs now")).to_be_visible()
     expect(agent.locator(f'[data-approval="{approval.public_id}"]')).to_contain_text("Approved")
 
     # The customer's open widget shows the result, once.
-    result = frame.locator("li.gd-msg--assistant").filter(has_text="request refund completed")
+    result = frame.locator("li.gd-msg--assistant").filter(
+        has_text="I've completed “Request a refund”"
+    )
     expect(result).to_have_count(1)
     expect(result).to_contain_text("RF-")
     customer.screenshot(path=str(SCREENSHOTS / "approval-widget-done.png"))
@@ -186,7 +188,7 @@ def test_an_approval_card_reads_in_words_and_fits_a_360_px_screen(
     agent.goto(f"{live_server.url}/console/approvals/?client={demo.slug}")
     card = agent.locator(f'[data-approval="{approval.public_id}"]')
     expect(card.locator("[data-approval-action]")).to_have_text(
-        "Request refund: 425.76 on order TH-12346"
+        "Request a refund: 425.76 on order TH-12346"
     )
     expect(card.locator("[data-approval-customer]")).to_contain_text("Ana Lima")
     expect(card.locator("[data-approval-total]")).to_contain_text("485.76")  # 425.76 + 60
@@ -205,7 +207,9 @@ def test_an_approval_card_reads_in_words_and_fits_a_360_px_screen(
     agent.screenshot(path=str(SCREENSHOTS / "approval-page-360.png"), full_page=True)
 
     card.get_by_role("button", name="Approve and run").click()
-    expect(agent.locator(".gd-flash-success")).to_contain_text("Approved: Request refund runs now")
+    expect(agent.locator(".gd-flash-success")).to_contain_text(
+        "Approved: Request a refund runs now"
+    )
     with db_lock:
         approval.refresh_from_db()
     assert approval.status == ApprovalStatus.APPROVED

@@ -96,7 +96,7 @@ def test_a_lead_replays_escalations_against_deliberative_and_reads_the_report(
     expect(sides).to_contain_text("Baseline (live)")
     expect(sides).to_contain_text("Candidate")
     expect(sides).to_contain_text("Cost per conversation")
-    expect(page.locator("#report-ratio")).to_contain_text("Model calls per turn: from")
+    expect(page.locator("#report-ratio")).to_contain_text("Model calls per turn")
     expect(page.locator("#report-judged")).to_contain_text("the model's opinion")
     rows = page.locator("#report-cases tbody tr[data-case]")
     expect(rows).to_have_count(2)

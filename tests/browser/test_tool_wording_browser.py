@@ -50,7 +50,9 @@ def test_a_spanish_cancellation_is_confirmed_in_spanish_words(
     yes.click()
     done = frame.locator("li.gd-msg--assistant").filter(has_text=f"El pedido {ORDER}")
     expect(done).to_contain_text("ha sido cancelado")
-    execution = ToolExecution.objects.for_client(demo).get(params={"order_id": ORDER})
+    execution = ToolExecution.objects.for_client(demo).get(
+        params={"order_id": ORDER}, tool__name="cancel_order"
+    )
     assert execution.status == "succeeded" and execution.result is not None
     refund = execution.result["refund"].replace(".", ",")  # 123.45 → "123,45 US$"
     expect(done).to_contain_text(f"{refund}\xa0US$")
