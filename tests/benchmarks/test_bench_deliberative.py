@@ -51,8 +51,10 @@ def test_bench_deliberative_compares_the_modes_and_counts_terminations() -> None
 
     assert int(per_step[("deliberative", "`reason_step`")][3]) >= 4 * 5
     # Within a turn every call appends to the previous one's prompt: the synthesis (the whole
-    # loop) and the refinement (the shared prefix) come mostly from the cache …
-    assert share("synthesize") >= 80 and share("improve") >= 80
+    # loop) and the refinement (the shared prefix) come mostly from the cache (the refinement's
+    # share is the lower one: the prefix holds the excerpts, which the stop-word query keeps
+    # shorter — 78 % on PostgreSQL, 87 % for the synthesis) …
+    assert share("synthesize") >= 80 and share("improve") >= 75
     # … and so do the loop's steps but the first of each turn, which pays for the turn's own
     # part (the sections chosen for the message, the conversation, the excerpts).
     assert share("reason_step") >= 60
