@@ -31,11 +31,6 @@ MESSAGE_CHARS = 200
 _SHOWN_ROLES = (Role.USER, Role.ASSISTANT, Role.STAFF)
 
 
-def humanise_name(name: str) -> str:
-    words = " ".join(name.replace("_", " ").replace("-", " ").split())
-    return words[:1].upper() + words[1:] if words else name
-
-
 def tool_label(tool: ClientTool, language: str | None = None) -> str:
     """The tool's name for staff: as the customer reads it (its definition's `display_name` in
     `language`, the active one by default, else its name humanised; apps/tools/wording.py)."""
@@ -77,7 +72,9 @@ def format_value(value: Any) -> str:
     if isinstance(value, list):
         return ", ".join(format_value(v) for v in value)
     if isinstance(value, dict):
-        return "; ".join(f"{humanise_name(str(k))}: {format_value(v)}" for k, v in value.items())
+        return "; ".join(
+            f"{wording.humanised(str(k))}: {format_value(v)}" for k, v in value.items()
+        )
     if value is None:
         return "—"
     return str(value)

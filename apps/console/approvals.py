@@ -25,7 +25,6 @@ from apps.console.approval_cards import (
     action_text,
     customer_text,
     format_amount,
-    humanise_name,
     last_messages,
     param_rows,
     rule_text,
@@ -36,6 +35,7 @@ from apps.console.views import ConsoleAccess, console_view
 from apps.core.exceptions import ApplicationError
 from apps.core.permissions import SUPPORT
 from apps.reasoning.approvals import MAX_REASON_CHARS, approval_approve, approval_deny
+from apps.tools import wording
 from apps.tools.models import ApprovalRequest, ApprovalStatus, ExecutionStatus
 from apps.tools.selectors import approval_get, approval_list
 
@@ -83,7 +83,7 @@ def _sum_call(approval: ApprovalRequest, call: Any) -> dict[str, Any]:
         "this": bool(call.get("this")),
         "tool": tool_label(approval.tool)
         if name == approval.tool.name
-        else humanise_name(name),  # another tool of its group
+        else wording.humanised(name),  # another tool of its group
         "status": CALL_STATUS_LABELS.get(status, status),
         "amount": format_amount(call.get("amount")) if call.get("amount") is not None else "—",
         "at": call.get("at") or "",

@@ -39,6 +39,7 @@ from apps.conversations.models import (
 )
 from apps.escalations.models import MessageFlag
 from apps.reasoning.models import ReasoningTrace
+from apps.tools import wording
 from apps.tools.models import ToolExecution
 
 PAGE_SIZE = 50
@@ -353,6 +354,5 @@ def inbox_filter_choices(*, client: Client) -> dict[str, list[Any]]:
 
 
 def tool_label(name: str) -> str:
-    """A tool's name as words: `lookup_order` reads "Lookup order"."""
-    words = name.replace("_", " ").strip()
-    return words[:1].upper() + words[1:]
+    """A tool's name as words: `lookup_order` reads "Lookup order" (apps/tools/wording.py)."""
+    return wording.humanised(name)
