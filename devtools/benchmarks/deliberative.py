@@ -45,12 +45,12 @@ from devtools.benchmarks.modes import (
     Case,
     ScriptedModel,
     Tally,
-    _bench_clients,
-    _current_prices,
-    _quiet,
-    _temporary_database,
+    bench_clients,
+    current_prices,
     measure_turn,
+    quiet,
     scenario_counts,
+    temporary_database,
 )
 
 MODES = (AIMode.ADAPTIVE, AIMode.DELIBERATIVE)
@@ -205,12 +205,12 @@ def run_deliberative_benchmark(
         plan.extend((scenario, cases[i % len(cases)]) for i in range(count))
     rng.shuffle(plan)
 
-    prices = _current_prices()
+    prices = current_prices()
     restore: Callable[[], Any] | None = None
-    database = nullcontext() if in_current_database else _temporary_database()
+    database = nullcontext() if in_current_database else temporary_database()
     with FakeLLMServer() as server, database:
-        clients = _bench_clients(token=f"{int(time.time())}", prices=prices)
-        # _bench_clients makes standard + adaptive copies; turn the standard one deliberative.
+        clients = bench_clients(token=f"{int(time.time())}", prices=prices)
+        # bench_clients makes standard + adaptive copies; turn the standard one deliberative.
         deliberative = clients[AIMode.STANDARD]
         Plan.objects.filter(pk=deliberative.plan_id).update(ai_mode=AIMode.DELIBERATIVE)
         deliberative.plan.refresh_from_db()
@@ -227,7 +227,7 @@ def run_deliberative_benchmark(
             }
             with (
                 override_settings(**overrides),
-                _quiet("httpx", "httpx2", "openai", "guidedesk.reasoning"),
+                quiet("httpx", "httpx2", "openai", "guidedesk.reasoning"),
             ):
                 for mode in MODES:
                     scripted = ScriptedDeliberation(seed)

@@ -27,7 +27,7 @@ from apps.privacy.selectors import SubjectMatch
 from apps.privacy.services import subject_erase
 from apps.reasoning.models import ReasoningStep, ReasoningTrace
 from apps.tools.models import ClientTool, PendingAction, ToolExecution
-from devtools.benchmarks.modes import _temporary_database
+from devtools.benchmarks.modes import temporary_database
 
 
 @dataclass
@@ -158,7 +158,7 @@ def run(
 ) -> ErasureResult:
     seconds: list[float] = []
     queries = rows = 0
-    with _temporary_database():
+    with temporary_database():
         plan = Plan.objects.create(slug="bench", name="Bench")
         for r in range(rounds):
             client = Client.objects.create(slug=f"bench-{r}", name=f"Bench {r}", plan=plan)

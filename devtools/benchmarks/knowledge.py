@@ -30,11 +30,11 @@ from apps.knowledge.services.indexing import article_index
 from devtools.benchmarks.modes import (
     SIMPLE,
     ScriptedModel,
-    _bench_clients,
-    _current_prices,
-    _quiet,
-    _temporary_database,
+    bench_clients,
+    current_prices,
     measure_turn,
+    quiet,
+    temporary_database,
 )
 
 PRODUCTS = [
@@ -191,13 +191,13 @@ def run(
 
     say = progress or (lambda _text: None)
     result = KnowledgeResult()
-    prices = _current_prices()
-    with FakeLLMServer() as server, _temporary_database():
+    prices = current_prices()
+    with FakeLLMServer() as server, temporary_database():
         result.vendor = connection.vendor
         scripted = ScriptedModel()
         scripted.case, scripted.scenario = SIMPLE[0], "simple"
         server.fallback(scripted)
-        clients = _bench_clients(token=f"k{int(time.time())}", prices=prices)
+        clients = bench_clients(token=f"k{int(time.time())}", prices=prices)
         overrides = {
             "OPENAI_API_KEY": "bench-key",
             "OPENAI_BASE_URL": server.base_url,
@@ -205,7 +205,7 @@ def run(
             "CELERY_TASK_ALWAYS_EAGER": True,
             "EMBEDDING_MODEL": "",
         }
-        with override_settings(**overrides), _quiet("httpx", "httpx2", "openai"):
+        with override_settings(**overrides), quiet("httpx", "httpx2", "openai"):
             # 2. turns with `articles` articles loaded (before the big client exists).
             for client in clients.values():
                 have = Article.objects.for_client(client).usable().count()

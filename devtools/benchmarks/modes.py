@@ -409,7 +409,7 @@ def scenario_counts(turns: int) -> dict[str, int]:
 
 
 @contextmanager
-def _temporary_database() -> Iterator[None]:
+def temporary_database() -> Iterator[None]:
     """Switch the default connection to a fresh, migrated database for the duration — Django's
     own test-database machinery: in memory for SQLite, `test_<name>` for PostgreSQL — and drop
     it afterwards. The configured database is never written to."""
@@ -423,7 +423,7 @@ def _temporary_database() -> Iterator[None]:
 
 
 @contextmanager
-def _quiet(*names: str) -> Iterator[None]:
+def quiet(*names: str) -> Iterator[None]:
     """No per-request INFO lines from the HTTP client while hundreds of turns run."""
     loggers = [logging.getLogger(name) for name in names]
     levels = [logger.level for logger in loggers]
@@ -436,7 +436,7 @@ def _quiet(*names: str) -> Iterator[None]:
             logger.setLevel(level)
 
 
-def _current_prices() -> list[dict[str, Any]]:
+def current_prices() -> list[dict[str, Any]]:
     """The configured database's model prices (the benchmark prices calls as production
     would); empty when it has none or is not migrated."""
     try:
@@ -455,7 +455,7 @@ def _current_prices() -> list[dict[str, Any]]:
         return []
 
 
-def _bench_clients(
+def bench_clients(
     token: str, prices: list[dict[str, Any]], evaluation: bool = False
 ) -> dict[str, Client]:
     """Two copies of the demo tenant, one per mode, on copies of its plan."""
@@ -533,11 +533,11 @@ def run_benchmark(
     from devtools.benchmarks.deliberative import ScriptedDeliberation
 
     scripted = ScriptedDeliberation(seed)
-    prices = _current_prices()
-    database = nullcontext() if in_current_database else _temporary_database()
+    prices = current_prices()
+    database = nullcontext() if in_current_database else temporary_database()
     with FakeLLMServer() as server, database:
         server.fallback(scripted)
-        clients = _bench_clients(token=f"{int(time.time())}", prices=prices, evaluation=evaluation)
+        clients = bench_clients(token=f"{int(time.time())}", prices=prices, evaluation=evaluation)
         # A deliberating turn runs the demo plan's loop: 2–4 steps, one refinement round.
         Plan.objects.filter(pk=clients[AIMode.AS_NEEDED].plan_id).update(
             deliberation_min_steps=2, deliberation_max_steps=4, refinement_iterations=1
@@ -561,7 +561,7 @@ def run_benchmark(
             }
             with (
                 override_settings(**overrides),
-                _quiet("httpx", "httpx2", "openai", "guidedesk.reasoning"),
+                quiet("httpx", "httpx2", "openai", "guidedesk.reasoning"),
             ):
                 for mode in MODES:
                     client = clients[mode]

@@ -36,7 +36,7 @@ from apps.knowledge.selectors import search_chunks
 from apps.knowledge.services.articles import article_save
 from apps.provisioning.files import parse_article_text
 from apps.reasoning.knowledge import HITS_PER_FETCH
-from devtools.benchmarks.modes import BenchmarkError, _temporary_database
+from devtools.benchmarks.modes import BenchmarkError, temporary_database
 
 DEMO_KNOWLEDGE = Path(settings.BASE_DIR) / "demo" / "knowledge"
 EVAL_FILE = DEMO_KNOWLEDGE / "eval.json"
@@ -233,7 +233,7 @@ def run_retrieval_benchmark(
     if unknown:
         raise BenchmarkError(f"The evaluation set names articles that do not exist: {unknown}")
 
-    database = nullcontext() if in_current_database else _temporary_database()
+    database = nullcontext() if in_current_database else temporary_database()
     # Full-text alone unless embeddings are asked for: an EMBEDDING_MODEL in the environment
     # must not change what the full-text figures measure.
     overrides = {"EMBEDDING_MODEL": model if embeddings else ""}

@@ -1,4 +1,4 @@
-"""No module of `apps/` imports another module's private names.
+"""No module of `apps/` (nor of `devtools/`) imports another module's private names.
 
 A name that starts with `_` is private to the module that defines it, or, for a module of a
 package (`apps/reasoning/steps/_data.py`), to that package: code inside the package may import
@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import ROOT
 
-APPS = ROOT / "apps"
+CHECKED = (ROOT / "apps", ROOT / "devtools")
 
 
 def module_name(path: Path) -> str:
@@ -62,7 +62,8 @@ def private_imports(path: Path, source: str) -> list[str]:
 def test_no_module_in_apps_imports_another_module_s_private_names() -> None:
     found = [
         hit
-        for path in sorted(APPS.rglob("*.py"))
+        for folder in CHECKED
+        for path in sorted(folder.rglob("*.py"))
         for hit in private_imports(path, path.read_text(encoding="utf-8"))
     ]
 
