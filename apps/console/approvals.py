@@ -21,6 +21,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 
+from apps.console.access import ConsoleAccess, console_view
 from apps.console.approval_cards import (
     action_text,
     customer_text,
@@ -31,7 +32,6 @@ from apps.console.approval_cards import (
     running_total,
     tool_label,
 )
-from apps.console.views import ConsoleAccess, console_view
 from apps.core.exceptions import ApplicationError
 from apps.core.permissions import SUPPORT
 from apps.reasoning.approvals import MAX_REASON_CHARS, approval_approve, approval_deny

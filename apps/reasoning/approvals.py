@@ -61,6 +61,7 @@ from apps.core.exceptions import ApplicationError
 from apps.core.tenancy import tenant_scope
 from apps.escalations.models import EscalationReason
 from apps.escalations.services import escalation_create
+from apps.reasoning import dispatch
 from apps.reasoning.models import ReasoningStep, ReasoningTrace
 from apps.tools import wording
 from apps.tools.approval_rules import approval_needed, approval_timeout_minutes, sum_rule
@@ -376,17 +377,13 @@ def approval_approve(*, client: Client, approval: ApprovalRequest, actor: Any) -
 
 def _enqueue_run(approval_id: int, client_id: int) -> None:
     """Queue the approved call. Never raises: with no broker (or it is down) it runs here."""
-    from apps.reasoning.tasks import run_approved_action
-
     with tenant_scope(client_id):
-        if run_approved_action.app.conf.task_always_eager:
-            approval_run(client_id=client_id, approval_id=approval_id)
-            return
-        try:
-            run_approved_action.delay(approval_id, client_id=client_id)
-        except Exception:
-            logger.exception("could not queue the approved action; running it in-process")
-            approval_run(client_id=client_id, approval_id=approval_id)
+        dispatch.queue_or_run_here(
+            dispatch.APPROVED_ACTION,
+            approval_id,
+            client_id=client_id,
+            here=lambda: approval_run(client_id=client_id, approval_id=approval_id),
+        )
 
 
 @transaction.atomic
@@ -672,7 +669,7 @@ def approvals_open(*, client: Client, conversation: Conversation) -> list[Approv
     the turns of the others pay nothing.
 
     Almost every conversation has none, so whether there are any is asked first: building the
-    query that joins four tables costs more CPU than the whole probe (benchmarks/
+    query that joins four tables costs more CPU than the whole probe (devtools/benchmarks/
     turn_profile.py); it runs only when there are some."""
     found = ApprovalRequest.objects.for_client(client).filter(
         Q(status=ApprovalStatus.PENDING)
