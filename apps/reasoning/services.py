@@ -25,6 +25,7 @@ from apps.billing.services.visitors import (
     turn_limits_commit,
 )
 from apps.clients.models import Client
+from apps.clients.rowcache import client_cached
 from apps.conversations.events import conversation_changed
 from apps.conversations.models import Conversation, ConversationStatus, Kind, Message, Role
 from apps.conversations.reply_drafts import ReplyDraftWriter, reply_draft_clear
@@ -220,7 +221,11 @@ def handle_turn(
         conversation.language = locked.language
         if locked.status == ConversationStatus.OPEN:
             message_id, client_id = message.pk, client.pk
-            transaction.on_commit(lambda: _enqueue(message_id, client_id))
+
+            def enqueue() -> None:
+                message.turn_queued = _enqueue(message_id, client_id)
+
+            transaction.on_commit(enqueue)
     return message
 
 
@@ -236,17 +241,19 @@ def _email_code_check(client: Client, conversation: Conversation, code: str) -> 
         return {"result": CheckStatus.ERROR}
 
 
-def _enqueue(message_id: int, client_id: int) -> None:
-    """Queue the turn of a stored message. Never raises: the message is committed, and a turn
-    that cannot run now is answered later (in-process here, or by the sweeper)."""
+def _enqueue(message_id: int, client_id: int) -> bool:
+    """Queue the turn of a stored message: True when a worker will run it, False when it ran
+    here. Never raises: the message is committed, and a turn that cannot run now is answered
+    later (in-process here, or by the sweeper)."""
     from apps.reasoning.tasks import process_turn, run_turn_in_process
 
     with tenant_scope(client_id):
         if process_turn.app.conf.task_always_eager:
             run_turn_in_process(message_id)
-            return
+            return False
         try:
             process_turn.delay(message_id, client_id=client_id)
+            return True
         except Exception:
             # The broker is unreachable. The message is stored; answer it in this process
             # rather than leave the customer waiting for a turn that was never queued.
@@ -283,13 +290,20 @@ def wants_human(text: str) -> bool:
 def _customer_message(message_id: int) -> Message | None:
     """The customer message a turn is about, with what every turn reads of it — and the status
     of its trace, None when it has none yet (`turn_status`)."""
-    return (
+    message = (
         Message.objects.for_current_client()  # a turn's task runs in its client's scope
-        .select_related("conversation", "client", "client__plan")
+        .select_related("conversation")
         .annotate(turn_status=F("turn__status"))
         .filter(pk=message_id, role=Role.USER)
         .first()
     )
+    if message is not None:
+        # The client and its plan from the process's row cache (apps/clients/rowcache.py).
+        client = client_cached(pk=message.client_id)
+        if client is None:
+            return None
+        message.client = message.conversation.client = client
+    return message
 
 
 def turn_process(*, message_id: int) -> ReasoningTrace | None:
