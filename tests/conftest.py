@@ -10,6 +10,7 @@ from hypothesis import settings as hypothesis_settings
 from rest_framework.test import APIClient
 
 from apps.accounts.services import api_key_issue
+from apps.clients import rowcache
 from apps.clients.models import Client
 from apps.reasoning.llm import forget_response_formats
 from tests.factories import ClientFactory, ModelPriceFactory, PlanFactory
@@ -29,9 +30,11 @@ def _fresh_cache():
     SQLite a later test can reuse the same client id."""
     cache.clear()
     forget_response_formats()  # what the LLM gateway learnt about a provider, in this process
+    rowcache.forget_all()  # client rows a rolled-back test left in this process
     yield
     cache.clear()
     forget_response_formats()
+    rowcache.forget_all()
 
 
 @pytest.fixture

@@ -17,9 +17,9 @@ from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
-from django.urls import reverse
 from django.utils.translation import gettext
 
+from apps.accounts.middleware import staff_prefixes
 from apps.accounts.models import Membership
 
 MFA_REQUIRED_CODE = "mfa_required"
@@ -55,10 +55,6 @@ def mfa_missing(user: Any) -> bool:
     return cached
 
 
-def _gated_prefixes() -> tuple[str, ...]:
-    return (reverse("admin:index"), reverse("console-queue"))
-
-
 class RequireMfaMiddleware:
     """Staff pages (admin, console) are closed to a user who must set up MFA first. (The staff
     API checks the same rule in its session authentication, apps/accounts/authentication.py.)"""
@@ -67,7 +63,7 @@ class RequireMfaMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.path.startswith(_gated_prefixes()) and mfa_missing(request.user):
+        if request.path.startswith(staff_prefixes()) and mfa_missing(request.user):
             wants_json = request.path.endswith(".json") or "application/json" in (
                 request.headers.get("Accept", "")
             )

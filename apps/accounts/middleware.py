@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+import functools
 import zoneinfo
 from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse
-from django.urls import reverse
+from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils import timezone, translation
 
 
 def staff_prefixes() -> tuple[str, ...]:
     """The staff pages: the admin and the console (the widget and the APIs are never among
-    them — a customer's words follow the customer, not a signed-in browser's owner)."""
-    return (reverse("admin:index"), reverse("console-queue"))
+    them — a customer's words follow the customer, not a signed-in browser's owner). Every
+    request asks (this middleware and the MFA one), so the two reversals are kept per URL
+    configuration and script prefix."""
+    return _staff_prefixes(get_urlconf(), get_script_prefix())
+
+
+@functools.lru_cache(maxsize=16)
+def _staff_prefixes(urlconf: str | None, script_prefix: str) -> tuple[str, ...]:
+    return (reverse("admin:index", urlconf), reverse("console-queue", urlconf))
 
 
 class StaffPreferencesMiddleware:

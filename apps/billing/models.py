@@ -73,16 +73,16 @@ class ModelPrice(TimeStampedModel):
         return Decimal(self.cached_input_per_million)
 
     @staticmethod
-    def context_cache_key(model: str) -> str:
-        """Where `selectors.model_context_tokens` caches the model's context window."""
-        return "billing:context-tokens:" + hashlib.sha256(model.encode()).hexdigest()[:32]
+    def cache_key(model: str) -> str:
+        """Where `services.usage.model_price` caches the model's price row."""
+        return "billing:model-price:v1:" + hashlib.sha256(model.encode()).hexdigest()[:32]
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         super().save(*args, **kwargs)
-        cache.delete(self.context_cache_key(self.model))
+        cache.delete(self.cache_key(self.model))
 
     def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
-        cache.delete(self.context_cache_key(self.model))
+        cache.delete(self.cache_key(self.model))
         return super().delete(*args, **kwargs)
 
 

@@ -20,7 +20,6 @@ from datetime import date, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from django.core.cache import cache
 from django.db.models import Case, CharField, Count, DecimalField, F, Q, QuerySet, Sum, Value, When
 from django.db.models.functions import Coalesce, TruncDate
 from django.utils import timezone
@@ -28,7 +27,6 @@ from django.utils import timezone
 from apps.billing import periods
 from apps.billing.models import (
     DailyUsage,
-    ModelPrice,
     ReservationState,
     RollupGrain,
     SimulationUsageCounter,
@@ -38,7 +36,7 @@ from apps.billing.models import (
     UsageRecord,
     UsageRollupDay,
 )
-from apps.billing.services.usage import money
+from apps.billing.services.usage import model_price, money
 from apps.clients.models import Client
 
 ZERO = Decimal("0")
@@ -107,19 +105,11 @@ class UsageCell:
         return (self.client_id, self.day, self.grain, self.mode, self.model, self.step)
 
 
-_CONTEXT_CACHE_SECONDS = 60
-
-
 def model_context_tokens(model: str) -> int | None:
     """The context window (tokens) the model prices table gives `model`, or None. Read once a
     minute at most (the LLM gateway asks before every call); saving a price forgets it."""
-    key = ModelPrice.context_cache_key(model)
-    cached = cache.get(key)
-    if cached is None:
-        found = ModelPrice.objects.filter(model=model).values_list("context_tokens", flat=True)
-        cached = found.first() or 0
-        cache.set(key, cached, _CONTEXT_CACHE_SECONDS)
-    return int(cached) or None
+    price = model_price(model)
+    return (price.context_tokens or None) if price is not None else None
 
 
 def _usd(value: Any) -> Decimal:

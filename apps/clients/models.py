@@ -16,6 +16,7 @@ from django.utils.translation import gettext_lazy as _
 from apps.clients import modes
 from apps.clients.business_hours import business_hours_errors
 from apps.clients.business_info import business_info_errors
+from apps.clients.rowcache import RowCacheQuerySet
 from apps.core.models import TenantOwnedModel, TimeStampedModel
 
 
@@ -176,6 +177,8 @@ class Rubric(TimeStampedModel):
 
 class Plan(TimeStampedModel):
     """What a client pays for: the reasoning mode its assistant runs in and the billing terms."""
+
+    objects = RowCacheQuerySet.as_manager()
 
     slug = models.SlugField(max_length=50, unique=True, verbose_name=_("slug"))
     name = models.CharField(max_length=100, verbose_name=_("name"))
@@ -487,6 +490,8 @@ MAX_REMEMBER_CONVERSATION_HOURS = 24 * 30
 
 class Client(TimeStampedModel):
     """A business using GuideDesk: the tenant. Everything else hangs off a client."""
+
+    objects = RowCacheQuerySet.as_manager()
 
     slug = models.SlugField(max_length=50, unique=True, verbose_name=_("slug"))
     name = models.CharField(max_length=200, verbose_name=_("name"))

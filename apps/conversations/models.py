@@ -220,6 +220,9 @@ class Message(TenantOwnedModel):
     )
 
     objects = MessageQuerySet.as_manager()  # type: ignore[misc]
+    # Not a column: set on the instance `handle_turn` returns once the commit has queued its
+    # turn for a worker (the widget's POST then answers 202 without reading the turn again).
+    turn_queued: bool = False
 
     class Meta:
         verbose_name = _("message")

@@ -35,16 +35,18 @@ def queue(task: str, *args: Any, client_id: int) -> None:
     current_app.tasks[task].delay(*args, client_id=client_id)
 
 
-def queue_or_run_here(task: str, *args: Any, client_id: int, here: Callable[[], object]) -> None:
-    """Queue task `task` for a worker; with no broker configured, or one that refuses the
-    message, call `here` instead, in this process (what it raises propagates)."""
+def queue_or_run_here(task: str, *args: Any, client_id: int, here: Callable[[], object]) -> bool:
+    """Queue task `task` for a worker: True. With no broker configured, or one that refuses the
+    message, call `here` instead, in this process (what it raises propagates): False."""
     if current_app.conf.task_always_eager:
         here()
-        return
+        return False
     try:
         queue(task, *args, client_id=client_id)
+        return True
     except Exception:
         # The broker is unreachable. The row is stored; do its work here rather than leave the
         # customer waiting for a job that was never queued.
         logger.exception("could not queue %s; running it in-process", task, extra={"job": args})
         here()
+        return False

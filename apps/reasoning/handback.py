@@ -44,7 +44,7 @@ def escalation_hand_back(
             ReasoningTrace.objects.for_client(client).filter(
                 user_message=message, status=TraceStatus.SKIPPED
             ).delete()
-            turn_queue_on_commit(message_id=message.pk, client_id=client.pk)
+            turn_queue_on_commit(message=message, client_id=client.pk)
     return resolved
 
 

@@ -26,6 +26,7 @@ from apps.billing.services.visitors import (
     turn_limits_commit,
 )
 from apps.clients.models import Client
+from apps.clients.rowcache import client_cached
 from apps.conversations.events import conversation_changed
 from apps.conversations.models import Conversation, ConversationStatus, Kind, Message, Role
 from apps.conversations.reply_drafts import ReplyDraftWriter, reply_draft_clear
@@ -225,7 +226,7 @@ def handle_turn(
         conversation.status, conversation.last_seq = locked.status, locked.last_seq
         conversation.language = locked.language
         if locked.status == ConversationStatus.OPEN:
-            turn_queue_on_commit(message_id=message.pk, client_id=client.pk)
+            turn_queue_on_commit(message=message, client_id=client.pk)
     return message
 
 
@@ -241,16 +242,23 @@ def _email_code_check(client: Client, conversation: Conversation, code: str) -> 
         return {"result": CheckStatus.ERROR}
 
 
-def turn_queue_on_commit(*, message_id: int, client_id: int) -> None:
-    """Queue the turn of a stored customer message once the transaction commits."""
-    transaction.on_commit(lambda: _enqueue(message_id, client_id))
+def turn_queue_on_commit(*, message: Message, client_id: int) -> None:
+    """Queue the turn of a stored customer message once the transaction commits; then
+    `message.turn_queued` says whether a worker took it (False: it ran in this process)."""
+    message_id = message.pk
+
+    def enqueue() -> None:
+        message.turn_queued = _enqueue(message_id, client_id)
+
+    transaction.on_commit(enqueue)
 
 
-def _enqueue(message_id: int, client_id: int) -> None:
-    """Queue the turn of a stored message. Never raises: the message is committed, and a turn
-    that cannot run now is answered later (in-process here, or by the sweeper)."""
+def _enqueue(message_id: int, client_id: int) -> bool:
+    """Queue the turn of a stored message: True when a worker will run it, False when it ran
+    here. Never raises: the message is committed, and a turn that cannot run now is answered
+    later (in-process here, or by the sweeper)."""
     with tenant_scope(client_id):
-        dispatch.queue_or_run_here(
+        return dispatch.queue_or_run_here(
             dispatch.TURN,
             message_id,
             client_id=client_id,
@@ -328,13 +336,20 @@ def wants_human(text: str) -> bool:
 def _customer_message(message_id: int) -> Message | None:
     """The customer message a turn is about, with what every turn reads of it — and the status
     of its trace, None when it has none yet (`turn_status`)."""
-    return (
+    message = (
         Message.objects.for_current_client()  # a turn's task runs in its client's scope
-        .select_related("conversation", "client", "client__plan")
+        .select_related("conversation")
         .annotate(turn_status=F("turn__status"))
         .filter(pk=message_id, role=Role.USER)
         .first()
     )
+    if message is not None:
+        # The client and its plan from the process's row cache (apps/clients/rowcache.py).
+        client = client_cached(pk=message.client_id)
+        if client is None:
+            return None
+        message.client = message.conversation.client = client
+    return message
 
 
 def turn_process(*, message_id: int) -> ReasoningTrace | None:

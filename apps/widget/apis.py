@@ -428,6 +428,8 @@ class WidgetMessagesApi(WidgetConversationAPIView):
         # handle_turn leaves the status the message was stored under on the instance: only an
         # open conversation's message is queued for the assistant.
         queued = self.conversation.status == ConversationStatus.OPEN
+        if queued and message.turn_queued:
+            return pending  # a worker has it: its replies arrive on the event stream
         try:
             turn_status = widget_turn_status(client=self.client, message=message)
             if queued and turn_status in (None, TraceStatus.PROCESSING):

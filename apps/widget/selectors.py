@@ -15,6 +15,7 @@ from django.utils.dateparse import parse_datetime
 from rest_framework import serializers
 
 from apps.clients.models import Client, normalize_origin
+from apps.clients.rowcache import client_cached
 from apps.conversations.models import Conversation, Message, Visibility
 from apps.conversations.rendering import message_html
 from apps.conversations.serializers import WIDGET_DATA_KEYS
@@ -29,20 +30,12 @@ class ConversationState(NamedTuple):
 
 
 def widget_client_by_key(*, key: str) -> Client | None:
-    """The client a public widget key belongs to (active or not: the caller decides)."""
+    """The client a public widget key belongs to (active or not: the caller decides), with its
+    plan. Every widget request runs this first: the row comes from the per-process row cache
+    (apps/clients/rowcache.py: a few seconds, forgotten on any change in this process)."""
     if not key or len(key) > 64 or "\x00" in key:
         return None  # (PostgreSQL refuses NUL in text: never send it a query with one)
-    # Every widget request runs this first: a raw statement spares the ORM's query building
-    # (≈ 3× the statement's own cost, docs/benchmarks.md). The plan loads if something asks.
-    for client in Client.objects.raw(_client_by_key_sql(), [key]):
-        return client
-    return None
-
-
-@functools.cache
-def _client_by_key_sql() -> str:
-    # Only the table name (from the model's metadata) is interpolated; the key is a parameter.
-    return f"SELECT * FROM {Client._meta.db_table} WHERE widget_key = %s"  # noqa: S608
+    return client_cached(widget_key=key)
 
 
 def widget_conversation_get(*, client: Client, public_id: UUID) -> Conversation | None:

@@ -121,7 +121,12 @@ def run(args: argparse.Namespace) -> None:
     # The web process queues the turn for a worker; here the queueing is captured so the POST
     # and the turn are measured apart.
     queued: list[int] = []
-    reasoning_services._enqueue = lambda message_id, client_id: queued.append(message_id)
+
+    def enqueue(message_id: int, client_id: int) -> bool:
+        queued.append(message_id)
+        return True  # queued for a worker, as the broker answers
+
+    reasoning_services._enqueue = enqueue
 
     http = HttpClient(headers={"Origin": ORIGIN, "X-Widget-Key": client.widget_key})
     api = "/api/v1/widget/conversations"

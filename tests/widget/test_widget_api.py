@@ -245,13 +245,36 @@ def test_a_confirmation_request_and_handoff_reach_the_widget_with_their_kind(wid
 
 def test_a_message_post_runs_a_fixed_number_of_queries(widget, django_assert_num_queries):
     """The web's share of every customer message (the turn is queued on commit, which a test's
-    transaction never reaches): key, conversation, visitor, the stored message, its status.
+    transaction never reaches): conversation, visitor, the stored message, its status; the
+    key's client comes from the process's row cache (apps/clients/rowcache.py).
     devtools/benchmarks/turn_profile.py measures the same POST."""
     conversation_id, token = widget.conversation()
     assert widget.say(conversation_id, token, "Hello").status_code == 202
-    with django_assert_num_queries(10):
+    with django_assert_num_queries(9):
         response = widget.say(conversation_id, token, "Where is my order?")
     assert response.status_code == 202
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_turn_queued_for_a_worker_is_not_read_again(widget, settings, monkeypatch):
+    """Once the commit has queued the turn for a worker, the POST answers 202 at once: reading
+    the turn's status (or its replies) would only find it queued."""
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    queued: list[int] = []
+
+    def enqueue(message_id: int, client_id: int) -> bool:
+        queued.append(message_id)
+        return True  # the broker took it
+
+    def not_again(**kwargs: Any) -> None:
+        raise AssertionError("the POST read the queued turn's status")
+
+    monkeypatch.setattr("apps.reasoning.services._enqueue", enqueue)
+    monkeypatch.setattr(widget_apis, "widget_turn_status", not_again)
+    conversation_id, token = widget.conversation()
+    response = widget.say(conversation_id, token, "Where is my order?")
+    assert response.status_code == 202 and response.json()["pending"] is True
+    assert len(queued) == 1
 
 
 def test_202_when_a_worker_will_run_the_turn(widget, settings, monkeypatch):

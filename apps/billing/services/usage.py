@@ -5,10 +5,23 @@ from __future__ import annotations
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
+from django.core.cache import cache
+
 from apps.billing.models import ModelPrice, UsagePurpose, UsageRecord
 from apps.clients.models import Client
 
 MILLION = Decimal(1_000_000)
+# Every LLM call is priced, and the gateway reads the model's context window before each one:
+# the price row is cached this long (shared through the cache; saving or deleting a price
+# forgets it at once, `ModelPrice.save`).
+PRICE_CACHE_SECONDS = 60
+PRICE_FIELDS = (
+    "model",
+    "input_per_million",
+    "output_per_million",
+    "cached_input_per_million",
+    "context_tokens",
+)
 USD_PLACES = Decimal("0.00000001")  # UsageRecord stores money with 8 decimal places
 
 
@@ -22,7 +35,7 @@ def usage_cost(
 ) -> Decimal:
     """Provider cost in USD from today's ModelPrice; zero for a model with no price (logged by
     the admin's 'unpriced models' view rather than failing a customer's turn)."""
-    price = ModelPrice.objects.filter(model=model).first()
+    price = model_price(model)
     if price is None:
         return Decimal("0")
     return price_tokens(
@@ -31,6 +44,16 @@ def usage_cost(
         completion_tokens=completion_tokens,
         cached_tokens=cached_tokens,
     )
+
+
+def model_price(model: str) -> ModelPrice | None:
+    """Today's price of `model` (None: it has none), read at most once a minute."""
+    key = ModelPrice.cache_key(model)
+    values = cache.get(key)
+    if values is None:
+        values = ModelPrice.objects.filter(model=model).values(*PRICE_FIELDS).first() or {}
+        cache.set(key, values, PRICE_CACHE_SECONDS)
+    return ModelPrice(**values) if values else None
 
 
 def price_tokens(

@@ -101,7 +101,9 @@ def turn_limits_admit(*, client: Client, conversation: Any, trace: Any, mode: st
     it may not call the model. A turn taken over from a worker that died keeps its hold."""
     plan = client.plan
     now = timezone.now()
-    so_far = _conversation_so_far(client=client, conversation=conversation, trace=trace, now=now)
+    so_far = _conversation_so_far(
+        client=client, conversation=conversation, trace=trace, now=now, deep=mode in DEEP_MODES
+    )
     used = int(so_far["tokens"] or 0)
     limits = TurnLimits(mode=mode, conversation_id=conversation.pk, spent={"conversation": used})
     budget = plan.conversation_token_budget
@@ -129,36 +131,39 @@ def turn_limits_admit(*, client: Client, conversation: Any, trace: Any, mode: st
 
 
 def _conversation_so_far(
-    *, client: Client, conversation: Any, trace: Any, now: Any
+    *, client: Client, conversation: Any, trace: Any, now: Any, deep: bool
 ) -> dict[str, Any]:
     """In one query: the tokens the conversation used (this turn's earlier attempt included),
-    its other deliberative turns of the last hour, and its visitor. Its turns run one at a time
-    (the conversation's turn lock), so nothing else of it is in flight."""
+    its other deliberative turns of the last hour (only asked for a turn that may deliberate,
+    `deep`), and its visitor. Its turns run one at a time (the conversation's turn lock), so
+    nothing else of it is in flight."""
     records = (
         UsageRecord.objects.filter(client=client, conversation=OuterRef("pk"))
         .order_by()
         .values("conversation")
     )
     tokens = records.annotate(total=Sum(F("prompt_tokens") + F("completion_tokens")))
-    deliberative = (
-        records.filter(
-            Q(mode=AIMode.DELIBERATIVE)
-            | Q(mode=AIMode.AS_NEEDED, trace__deliberation_trigger__gt=""),
-            created_at__gte=now - DELIBERATIVE_WINDOW,
-        )
-        .exclude(trace=trace)
-        .annotate(turns=Count("trace", distinct=True))
-    )
     visitor = ConversationVisitor.objects.filter(client=client, conversation=OuterRef("pk"))
+    asked: dict[str, Any] = {
+        "so_far_tokens": Subquery(tokens.values("total")),
+        "so_far_visitor": Subquery(visitor.values("visitor")[:1]),
+    }
+    if deep:
+        deliberative = (
+            records.filter(
+                Q(mode=AIMode.DELIBERATIVE)
+                | Q(mode=AIMode.AS_NEEDED, trace__deliberation_trigger__gt=""),
+                created_at__gte=now - DELIBERATIVE_WINDOW,
+            )
+            .exclude(trace=trace)
+            .annotate(turns=Count("trace", distinct=True))
+        )
+        asked["so_far_deliberative"] = Subquery(deliberative.values("turns"))
     found = (
         Conversation.objects.for_client(client)
         .filter(pk=conversation.pk)
-        .annotate(
-            so_far_tokens=Subquery(tokens.values("total")),
-            so_far_deliberative=Subquery(deliberative.values("turns")),
-            so_far_visitor=Subquery(visitor.values("visitor")[:1]),
-        )
-        .values("so_far_tokens", "so_far_deliberative", "so_far_visitor")
+        .annotate(**asked)
+        .values(*asked)
         .first()
     )
     row: dict[str, Any] = dict(found) if found else {}
