@@ -180,15 +180,15 @@ def test_adaptive_turn_query_budget(chat, llm, django_assert_max_num_queries):
 @pytest.mark.parametrize(
     ("mode", "script", "queries"),
     [
-        ("standard", [("respond", {"response": "Sure.", "tool_call": None})], 17),
-        ("adaptive", [("assess", assess(response="Sure."))], 21),
+        ("standard", [("respond", {"response": "Sure.", "tool_call": None})], 16),
+        ("adaptive", [("assess", assess(response="Sure."))], 20),
         (
             "adaptive",
             [
                 ("assess", assess(confidence=5, needs_more_context=["policies.returns"])),
                 ("assess", assess(response="Sure.")),
             ],
-            35,
+            33,
         ),
     ],
     ids=["standard-one-call", "adaptive-one-call", "adaptive-two-calls"],
@@ -197,10 +197,11 @@ def test_query_count_of_a_turn_as_a_worker_runs_it(
     mode, script, queries, llm, webhook, django_assert_num_queries
 ):
     """What a worker runs per turn, outside any transaction as in production (devtools/benchmarks/
-    turn_overhead.py measures the same turns): the message with its conversation, client and
-    plan; the turn lock; the trace; tools, history and the pending-action check; the
-    conversation's usage so far and its visitor (the per-visitor limits); per LLM call
-    the status re-check (not before the first), price, usage record, trace counts and step;
+    turn_overhead.py measures the same turns): the message with its conversation (its client
+    and plan from the row cache, apps/clients/rowcache.py); the turn lock; the trace; tools,
+    history and the pending-action check; the conversation's usage so far and its visitor (the
+    per-visitor limits); per LLM call the status re-check (not before the first), usage record,
+    trace counts and step (the price is cached);
     the assessment (adaptive); the finish — reply, trace, lock release — in one transaction."""
     shop = make_shop(mode, webhook.url())
 
