@@ -61,8 +61,9 @@ llm-server-venv:
 
 ## make messages — refresh the translation catalogues (locale/<lang>/LC_MESSAGES/django.po)
 ## from the code and templates (needs GNU gettext's xgettext), then compile every .po to its .mo
-## with babel; `compile_catalogues` alone needs no gettext (docs/languages.md, "Catalogues")
-MESSAGE_LANGUAGES := es fr de pt it nl he ar
+## with babel; `compile_catalogues` alone needs no gettext (docs/languages.md, "Catalogues").
+## One catalogue per language pack but English (apps/core/language_packs/), read when it runs.
+MESSAGE_LANGUAGES = $(shell $(PY) -m apps.core.language_packs --catalogues)
 messages: $(STAMP)
 	$(PY) manage.py makemessages $(foreach lang,$(MESSAGE_LANGUAGES),-l $(lang)) -e html,txt,py \
 		--ignore='.venv*' --ignore=tests --ignore=node_modules --ignore=staticfiles \

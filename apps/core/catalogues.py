@@ -14,21 +14,13 @@ from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from django.conf import settings
 
-# The gettext plural rule of every shipped language (the .po header must say exactly this).
-PLURAL_FORMS = {
-    "en": "nplurals=2; plural=(n != 1);",
-    "es": "nplurals=2; plural=(n != 1);",
-    "fr": "nplurals=2; plural=(n > 1);",
-    "de": "nplurals=2; plural=(n != 1);",
-    "pt": "nplurals=2; plural=(n != 1);",
-    "it": "nplurals=2; plural=(n != 1);",
-    "nl": "nplurals=2; plural=(n != 1);",
-    "he": "nplurals=4; plural=(n == 1 ? 0 : n == 2 ? 1 : (n > 10 && n % 10 == 0) ? 2 : 3);",
-    "ar": (
-        "nplurals=6; plural=(n == 0 ? 0 : n == 1 ? 1 : n == 2 ? 2 : "
-        "n % 100 >= 3 && n % 100 <= 10 ? 3 : n % 100 >= 11 ? 4 : 5);"
-    ),
-}
+from apps.core import language_packs
+
+
+def plural_forms() -> dict[str, str]:
+    """The gettext plural rule of every language pack (its `PLURAL_FORMS`): a catalogue's .po
+    header must say exactly this."""
+    return {pack.code: pack.plural_forms for pack in language_packs.packs()}
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""The languages GuideDesk ships for customers: codes, names and writing direction.
+"""The languages GuideDesk ships for customers — codes, names and writing direction, read from
+the language packs (`apps.core.language_packs`, one module per language).
 
 Detection (which language a text is written in), the evidence that moves a conversation to
 another language (`language_evidence`: the conversation's language is sticky) and the
@@ -8,26 +9,50 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-# Code → English name (the name goes into prompts: "Reply in Hebrew (he)."). The widget, the
-# confirmation phrasings and the catalogues ship for each of these.
-SHIPPED = {
-    "en": "English",
-    "es": "Spanish",
-    "fr": "French",
-    "de": "German",
-    "pt": "Portuguese",
-    "it": "Italian",
-    "nl": "Dutch",
-    "he": "Hebrew",
-    "ar": "Arabic",
-}
+from apps.core import language_packs
+from apps.core.language_packs import RequestWords
 
-# Written right to left (the widget mirrors its layout for these).
-RTL = frozenset({"he", "ar", "fa", "ur", "yi"})
+
+# Code → English name of every language pack (`apps.core.language_packs`), in the packs' order:
+# the name goes into prompts ("Reply in Hebrew (he)."). A live view: a pack registered later
+# (a test's) is in it.
+class _Shipped(Mapping[str, str]):
+    def __getitem__(self, code: str) -> str:
+        pack = language_packs.get(code)
+        if pack is None:
+            raise KeyError(code)
+        return pack.name
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(language_packs.codes())
+
+    def __len__(self) -> int:
+        return len(language_packs.codes())
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+SHIPPED: Mapping[str, str] = _Shipped()
+
+# Right-to-left languages a page may be written in that no pack ships (the widget mirrors its
+# layout for these too).
+_OTHER_RTL = frozenset({"fa", "ur", "yi"})
+
+
+@language_packs.derived
+def rtl_codes() -> frozenset[str]:
+    """Written right to left: the packs that say so, and `_OTHER_RTL`."""
+    return _OTHER_RTL | {pack.code for pack in language_packs.packs() if pack.rtl}
+
+
+@language_packs.derived
+def shipped_codes() -> frozenset[str]:
+    """The detector's set: every pack's code."""
+    return frozenset(language_packs.codes())
 
 
 def normalise(code: str | None) -> str:
@@ -36,7 +61,7 @@ def normalise(code: str | None) -> str:
 
 
 def is_rtl(code: str | None) -> bool:
-    return normalise(code) in RTL
+    return normalise(code) in rtl_codes()
 
 
 def language_name(code: str | None) -> str:
@@ -88,7 +113,7 @@ def _detector(codes: frozenset[str]) -> Any:
 
 def _candidate_set(candidates: Iterable[str] | None) -> frozenset[str]:
     codes = frozenset(normalise(c) for c in candidates or ()).intersection(SHIPPED)
-    return codes if len(codes) >= 2 else frozenset(SHIPPED)
+    return codes if len(codes) >= 2 else shipped_codes()
 
 
 def detect(text: str, *, candidates: Iterable[str] | None = None) -> str:
@@ -104,7 +129,7 @@ def detect(text: str, *, candidates: Iterable[str] | None = None) -> str:
         return scripts_only
     if letters < MIN_LETTERS:
         return ""
-    codes = _candidate_set(candidates) if letters < SHORT_LETTERS else frozenset(SHIPPED)
+    codes = _candidate_set(candidates) if letters < SHORT_LETTERS else shipped_codes()
     values = _detector(codes).compute_language_confidence_values(text)
     if not values:
         return ""
@@ -159,7 +184,7 @@ def reply_language(*, detected: str, client: Any, current: str = "") -> str:
 #
 # A message is long enough with at least `SWITCH_WORDS` words of at least two letters and
 # `SWITCH_LETTERS` letters in them, not counting words with a digit (order ids, numbers) nor
-# the answers and courtesies of `_SMALL_TALK` ("Sí, muchas gracias", "Nein, vielen Dank", "כן,
+# the answers and courtesies of `_small_talk` ("Sí, muchas gracias", "Nein, vielen Dank", "כן,
 # בבקשה" say nothing about the conversation's language); and one of its words must have four
 # letters or more and not be capitalised (in a script with capitals): a name — "Jean-Pierre de
 # la Fontaine", "Maria dos Santos Silva" — has none. It is then judged among all shipped
@@ -172,29 +197,14 @@ SWITCH_RATIO = 1.5
 
 _WORD = re.compile(r"[^\W\d_]{2,}(?:['’\-][^\W\d_]+)*", re.UNICODE)
 
-# Per shipped language: yes and no, thanks, please, greetings and one-word acknowledgements.
-_SMALL_TALK_BY_LANGUAGE = {
-    "en": "yes yeah yep no nope ok okay thanks thank thx you please pls hi hello hey bye goodbye "
-    "sure great perfect fine cool good nice very much lot",
-    "es": "sí si no vale ok gracias muchas muchísimas por favor hola adiós buenas buenos días "
-    "tardes noches perfecto bien muy claro genial de nada",
-    "fr": "oui non ok merci beaucoup bien sûr d'accord bonjour bonsoir salut au revoir parfait "
-    "super très s'il plaît vous",
-    "de": "ja nein ok okay danke dank vielen schön bitte sehr gerne gern hallo tschüss genau "
-    "super perfekt gut klar guten tag morgen",
-    "pt": "sim não nao ok obrigado obrigada muito por favor olá ola oi tchau perfeito beleza bom "
-    "boa dia tarde claro certo tá",
-    "it": "sì si no ok grazie mille tante per favore ciao salve perfetto bene va certo buongiorno "
-    "arrivederci molto",
-    "nl": "ja nee ok oké dank bedankt je wel graag heel alstublieft alsjeblieft hallo hoi doei "
-    "prima perfect goed top prima",
-    "he": "כן לא אוקיי תודה רבה בבקשה שלום היי ביי בסדר מעולה סבבה אחלה מצוין",
-    "ar": "نعم لا أوكي اوكي شكرا شكراً جزيلا جزيلاً من فضلك لو سمحت مرحبا أهلا اهلا السلام عليكم "
-    "حسنا حسناً تمام ممتاز طيب",
-}
-_SMALL_TALK = frozenset(
-    word.replace("’", "'") for words in _SMALL_TALK_BY_LANGUAGE.values() for word in words.split()
-)
+
+# Yes and no, thanks, please, greetings and one-word acknowledgements of every pack
+# (`SMALL_TALK`): they say nothing about a conversation's language.
+@language_packs.derived
+def _small_talk() -> frozenset[str]:
+    return frozenset(
+        word.replace("’", "'") for pack in language_packs.packs() for word in pack.small_talk
+    )
 
 
 _SENTENCE_END = ".!?¿¡:;…\n"
@@ -221,8 +231,9 @@ def clear_language(text: str) -> str:
     if cased and all(ch.isupper() for ch in cased):
         text = text.lower()  # "WHERE IS MY ORDER": shouted, not a run of names
     words = _words(text)
+    small_talk = _small_talk()
     # What counts towards "long enough": not the answers and courtesies ("Nein, vielen Dank").
-    counted = [word for word in words if word.lower().replace("’", "'") not in _SMALL_TALK]
+    counted = [word for word in words if word.lower().replace("’", "'") not in small_talk]
     if len(counted) < SWITCH_WORDS or len("".join(counted)) < SWITCH_LETTERS:
         return ""
     if not any(len(word) >= 4 and not word[0].isupper() for word in counted):
@@ -235,7 +246,7 @@ def clear_language(text: str) -> str:
 
 def _confident(text: str) -> str:
     """The shipped language lingua finds `text` clearly in (see `SWITCH_CONFIDENCE`), or ''."""
-    values = _detector(frozenset(SHIPPED)).compute_language_confidence_values(text)
+    values = _detector(shipped_codes()).compute_language_confidence_values(text)
     if not values:
         return ""
     best = values[0]
@@ -260,194 +271,26 @@ def language_evidence(text: str) -> str:
 # asks for nothing). A request is: a language name after "in" or "speak", no negation, and a
 # request verb (or "speak" itself) — or a short message of the name and "please" ("Spanish
 # please", "auf Deutsch bitte"). A request naming two languages is ambiguous: nothing changes.
-@dataclass(frozen=True)
-class _RequestWords:
-    names: dict[str, str]
-    before: str  # what puts a language name after "in" / "speak" (regex, right before the name)
-    verbs: str
-    please: str
-    negation: str
+# Per pack (`REQUEST`, `apps.core.language_packs.RequestWords`): code of the language the
+# request is written in → its words.
+@language_packs.derived
+def _request_words() -> dict[str, RequestWords]:
+    return {pack.code: pack.request for pack in language_packs.packs()}
 
 
-_REQUEST_WORDS: dict[str, _RequestWords] = {
-    "en": _RequestWords(
-        names={
-            "en": "english",
-            "es": "spanish",
-            "fr": "french",
-            "de": "german",
-            "pt": "portuguese",
-            "it": "italian",
-            "nl": "dutch",
-            "he": "hebrew",
-            "ar": "arabic",
-        },
-        before=r"\b(?:in|speak|speaks|speaking|talk)\s+",
-        verbs=r"\b(?:answer\w*|repl\w*|respond\w*|writ\w*|wrote|speak\w*|talk\w*|continu\w*|"
-        r"switch\w*|chat\w*|help\w*|communicat\w*)\b",
-        please=r"\b(?:please|pls|plz|thanks?)\b",
-        negation=r"\b(?:not|never|cannot)\b|n['’]t\b|\bno\b(?!\s*[,.!;:])",
-    ),
-    "es": _RequestWords(
-        names={
-            "en": "ingl[eé]s",
-            "es": "español|espanol|castellano",
-            "fr": "franc[eé]s",
-            "de": "alem[aá]n",
-            "pt": "portugu[eé]s",
-            "it": "italiano",
-            "nl": "neerland[eé]s|holand[eé]s",
-            "he": "hebreo",
-            "ar": "[aá]rabe",
-        },
-        before=r"\b(?:en|habl\w*(?:\s+usted)?)\s+",
-        verbs=r"\b(?:respond\w*|resp[oó]nd\w*|contest\w*|escrib\w*|habl\w*|continu\w*|"
-        r"segu\w*|sigamos|cambi\w*|atiend\w*|ayud\w*)\b",
-        please=r"\bpor\s+favor\b|\bgracias\b",
-        negation=r"\b(?:nunca|tampoco)\b|\bno\b(?!\s*[,.!;:])",
-    ),
-    "fr": _RequestWords(
-        names={
-            "en": "anglais",
-            "es": "espagnol",
-            "fr": "fran[cç]ais",
-            "de": "allemand",
-            "pt": "portugais",
-            "it": "italien",
-            "nl": "n[ée]erlandais|hollandais",
-            "he": "h[ée]breu",
-            "ar": "arabe",
-        },
-        before=r"\b(?:en|parl\w*(?:-vous)?)\s+",
-        verbs=r"(?:\b|^)(?:r[ée]pond\w*|[ée]cri\w*|parl\w*|continu\w*|pass\w*|chang\w*|"
-        r"aid\w*)\b",
-        please=r"\bs['’]il\s+(?:vous|te)\s+pla[iî]t\b|\bsvp\b|\bstp\b|\bmerci\b",
-        negation=r"\b(?:ne|pas|jamais)\b|\bn['’]",
-    ),
-    "de": _RequestWords(
-        names={
-            "en": "englisch",
-            "es": "spanisch",
-            "fr": "französisch|franzoesisch",
-            "de": "deutsch",
-            "pt": "portugiesisch",
-            "it": "italienisch",
-            "nl": "niederländisch|holländisch",
-            "he": "hebräisch",
-            "ar": "arabisch",
-        },
-        before=r"\b(?:auf|in|sprechen(?:\s+sie)?|sprichst(?:\s+du)?)\s+",
-        verbs=r"\b(?:antwort\w*|beantwort\w*|schreib\w*|sprech\w*|sprich\w*|rede\w*|redet|"
-        r"weiter\w*|wechs\w*|helf\w*|hilf\w*)\b",
-        please=r"\bbitte\b|\bdanke\b",
-        negation=r"\b(?:nicht|nie|niemals|kein\w*)\b",
-    ),
-    "pt": _RequestWords(
-        names={
-            "en": "ingl[eê]s",
-            "es": "espanhol",
-            "fr": "franc[eê]s",
-            "de": "alem[aã]o",
-            "pt": "portugu[eê]s",
-            "it": "italiano",
-            "nl": "holand[eê]s|neerland[eê]s",
-            "he": "hebraico",
-            "ar": "[aá]rabe",
-        },
-        before=r"\b(?:em|fal\w*)\s+",
-        verbs=r"\b(?:respond\w*|escrev\w*|fal\w*|continu\w*|mud\w*|atend\w*|ajud\w*)\b",
-        please=r"\bpor\s+favor\b|\bobrigad[oa]\b",
-        negation=r"\b(?:nunca|n[aã]o)\b(?!\s*[,.!;:])",
-    ),
-    "it": _RequestWords(
-        names={
-            "en": "inglese",
-            "es": "spagnolo",
-            "fr": "francese",
-            "de": "tedesco",
-            "pt": "portoghese",
-            "it": "italiano",
-            "nl": "olandese|neerlandese",
-            "he": "ebraico",
-            "ar": "arabo",
-        },
-        before=r"\b(?:in|parl\w*)\s+",
-        verbs=r"\b(?:rispond\w*|scriv\w*|parl\w*|continu\w*|cambi\w*|aiut\w*)\b",
-        please=r"\bper\s+(?:favore|piacere|cortesia)\b|\bgrazie\b",
-        negation=r"\bmai\b|\bnon\b(?!\s*[,.!;:])",
-    ),
-    "nl": _RequestWords(
-        names={
-            "en": "engels",
-            "es": "spaans",
-            "fr": "frans",
-            "de": "duits",
-            "pt": "portugees",
-            "it": "italiaans",
-            "nl": "nederlands|vlaams",
-            "he": "hebreeuws",
-            "ar": "arabisch",
-        },
-        before=r"\b(?:in\s+het|in|(?:spreek\w*|spreken|praat\w*)(?:\s+(?:u|je|jij|jullie))?)\s+",
-        verbs=r"\b(?:antwoord\w*|beantwoord\w*|schrij\w*|spre\w*|praat\w*|praten|verder|"
-        r"overschakel\w*|help\w*)\b",
-        please=r"\b(?:alstublieft|alsjeblieft|aub|graag|bedankt|dank)\b",
-        negation=r"\b(?:niet|geen|nooit)\b",
-    ),
-    "he": _RequestWords(
-        names={
-            "en": "אנגלית",
-            "es": "ספרדית",
-            "fr": "צרפתית",
-            "de": "גרמנית",
-            "pt": "פורטוגזית|פורטוגלית",
-            "it": "איטלקית",
-            "nl": "הולנדית",
-            "he": "עברית",
-            "ar": "ערבית",
-        },
-        # "ב" is written onto the name: "בעברית" (in Hebrew).
-        before=r"(?:(?<!\w)ב|(?<!\w)(?:מדבר|מדברת|מדברים|לדבר|דבר|דברי)\s+)",
-        verbs=r"(?<!\w)(?:לענות|תענה|תעני|ענה|עני|לכתוב|תכתוב|תכתבי|כתוב|לדבר|מדבר|מדברת|"
-        r"מדברים|דבר|דברי|להמשיך|נמשיך|תמשיך|תמשיכי|לעזור|לעבור|נעבור)(?!\w)",
-        please=r"(?<!\w)(?:בבקשה|תודה)(?!\w)",
-        negation=r"(?<!\w)(?:לא|אין|אינני|איני)(?!\w)",
-    ),
-    "ar": _RequestWords(
-        names={
-            "en": "الإنجليزية|الانجليزية|الإنكليزية|الانكليزية|انجليزي|إنجليزي",
-            "es": "الإسبانية|الاسبانية|اسباني|إسباني",
-            "fr": "الفرنسية|فرنسي",
-            "de": "الألمانية|الالمانية|ألماني|الماني",
-            "pt": "البرتغالية|برتغالي",
-            "it": "الإيطالية|الايطالية|إيطالي|ايطالي",
-            "nl": "الهولندية|هولندي",
-            "he": "العبرية|عبري",
-            "ar": "العربية|عربي",
-        },
-        # "ب" is written onto the name: "بالعربية" (in Arabic); or "باللغة العربية".
-        before=r"(?:(?<!\w)ب(?=ال)|(?<!\w)باللغة\s+|(?<!\w)(?:تتكلم|تتحدث|تحكي|نتكلم|نتحدث|"
-        r"التحدث|التكلم|تكلم|تحدث|يتكلم|يتحدث)\s+)",
-        verbs=r"(?<!\w)(?:الرد|ترد|رد|ردوا|أجب|اجب|أجيبوا|تجيب|الإجابة|الاجابة|تكتب|اكتب|الكتابة|"
-        r"تتحدث|التحدث|تتكلم|التكلم|تحدث|تكلم|نكمل|أكمل|اكمل|نتابع|تساعد|المساعدة|نتحدث|نتكلم)"
-        r"(?!\w)",
-        please=r"(?<!\w)(?:من\s+فضلك|لو\s+سمحت|رجاء|شكرا)(?!\w)",
-        negation=r"(?<!\w)(?:لا|لست|ليس|لن|لم)(?!\w)",
-    ),
-}
 # "Spanish please": the name and "please" with at most this many words in all.
 _PLEASE_WORDS = 5
 
 
 def requested_language(text: str) -> str:
     """The shipped language the customer asks the conversation to continue in, or '' when the
-    message asks for none (see `_REQUEST_WORDS`)."""
+    message asks for none (see `_request_words`)."""
     text = (text or "").strip()
     if not text:
         return ""
     words = len(_WORD.findall(text))
     asked: set[str] = set()
-    for table in _REQUEST_WORDS.values():
+    for table in _request_words().values():
         if re.search(table.negation, text, re.IGNORECASE):
             continue
         verb = re.search(table.verbs, text, re.IGNORECASE)

@@ -20,14 +20,13 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
-from functools import cache as memoized
-from pathlib import Path
 
 from django.core.cache import cache
 from django.db import connection
 from django.db.models import QuerySet
 
 from apps.clients.models import Client
+from apps.core import language_packs
 from apps.knowledge import cache as knowledge_cache
 from apps.knowledge import embeddings
 from apps.knowledge.models import Article, ArticleChunk
@@ -43,8 +42,6 @@ MAX_TOPIC_TOKENS = 60
 EMBEDDING_SCAN = 5000
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-# One file of stop words per shipped language (`<code>.txt`, one word a line, `#` comments).
-STOP_WORDS_DIR = Path(__file__).resolve().parent / "stopwords"
 
 
 @dataclass(frozen=True)
@@ -65,14 +62,16 @@ class Hit:
 def stop_words(language: str) -> frozenset[str]:
     """The stop words of `language` (a code such as `es` or `pt-BR`): its grammar words
     (articles, pronouns, prepositions, auxiliaries, question words), which a help centre's text
-    rarely uses but a customer's question always does. Empty for a language without a file."""
+    rarely uses but a customer's question always does (its pack's `STOP_WORDS` file). Empty
+    for a language no pack ships."""
     return _stop_words(language.split("-")[0].lower())
 
 
-@memoized
+@language_packs.derived
 def _stop_words(code: str) -> frozenset[str]:
-    path = STOP_WORDS_DIR / f"{code}.txt"
-    if not code.isalpha() or not path.is_file():
+    pack = language_packs.get(code)
+    path = pack.stop_words if pack is not None else None
+    if path is None or not path.is_file():
         return frozenset()
     lines = path.read_text(encoding="utf-8").splitlines()
     return frozenset(w.strip().lower() for w in lines if w.strip() and not w.startswith("#"))

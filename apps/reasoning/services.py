@@ -35,7 +35,7 @@ from apps.conversations.services import (
     message_language,
     validate_customer_text,
 )
-from apps.core import deadlines
+from apps.core import deadlines, language_packs
 from apps.core.deadlines import DeadlineExceeded, deadline_scope
 from apps.core.languages import reply_language
 from apps.core.tenancy import tenant_scope
@@ -120,27 +120,13 @@ HANDOFF_NOTICE = gettext_lazy(
     "I've passed your conversation to our support team — a person will reply here as soon as "
     "possible."
 )
-_WANTS_HUMAN = re.compile(
-    r"\b(human|real person|live (agent|person|chat)|(talk|speak|chat) (to|with) (a |an )?"
-    r"(person|someone|agent|representative|human)|customer service rep|representative)\b",
-    re.IGNORECASE,
-)
-# The same request in the other shipped languages (a customer asks for a person in their own).
-_WANTS_HUMAN_BY_LANGUAGE = {
-    "es": r"(hablar|habla) con (una persona|un humano|un agente|alguien)|agente humano|"
-    r"persona real",
-    "fr": r"parler (à|a|avec) (un humain|une personne|un conseiller|quelqu'un)|vrai humain|"
-    r"conseiller humain",
-    "de": r"(einem menschen|einer person|einem mitarbeiter) (sprechen|reden)|echten menschen",
-    "pt": r"falar com (uma pessoa|um humano|um atendente|alguém)|atendente humano",
-    "it": r"parlare con (una persona|un operatore|un umano|qualcuno)|operatore umano",
-    "nl": r"(met )?(een mens|een medewerker|iemand) (spreken|praten)|echte mens",
-    "he": r"נציג|לדבר עם (אדם|בן אדם|מישהו|בנאדם)|אדם אמיתי",
-    "ar": r"موظف|(التحدث|أتحدث) (مع|إلى) (شخص|إنسان|أحد)|شخص حقيقي",
-}
-_WANTS_HUMAN_OTHER = re.compile(
-    "|".join(f"(?:{pattern})" for pattern in _WANTS_HUMAN_BY_LANGUAGE.values()), re.IGNORECASE
-)
+
+
+@language_packs.derived
+def _wants_human() -> re.Pattern[str]:
+    """A customer asking for a person, in any pack's language (`WANTS_HUMAN`): built once."""
+    patterns = (pack.wants_human for pack in language_packs.packs())
+    return re.compile("|".join(f"(?:{pattern})" for pattern in patterns), re.IGNORECASE)
 
 
 def handle_turn(
@@ -330,7 +316,7 @@ def turn_give_up_after_error(message_id: int, detail: str) -> None:
 
 
 def wants_human(text: str) -> bool:
-    return bool(_WANTS_HUMAN.search(text) or _WANTS_HUMAN_OTHER.search(text))
+    return bool(_wants_human().search(text))
 
 
 def _customer_message(message_id: int) -> Message | None:

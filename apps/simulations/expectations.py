@@ -32,12 +32,17 @@ from typing import Any
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from apps.simulations.language import UNKNOWN, detect_language
+from apps.core.languages import detect
 from apps.simulations.schema import EXPECTATIONS, expect_normalize
 
 __all__ = ["case_check", "expect_check", "params_match", "replay_check"]
 
 _EXCERPT = 160
+# A reply with fewer letters than this is too short to tell its language ("OK!"): the
+# `reply_language` check fails with that detail rather than guessing. Longer ones are judged
+# by the one detector (`apps.core.languages.detect`) among every shipped language.
+REPLY_LANGUAGE_LETTERS = 12
+_LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
 
 
 def params_match(expected: Any, actual: Any) -> bool:
@@ -235,8 +240,8 @@ def _language(code: str, turns: list[dict[str, Any]]) -> tuple[bool, str]:
     reply = _reply(turns)
     if not reply.strip():
         return False, _("no reply to tell the language of, expected %(code)s") % {"code": code}
-    found = detect_language(reply)
-    if found == UNKNOWN:
+    found = detect(reply) if len(_LETTER.findall(reply)) >= REPLY_LANGUAGE_LETTERS else ""
+    if not found:
         return False, _(
             "the reply's language cannot be told (too short or ambiguous), expected %(code)s"
         ) % {"code": code}

@@ -29,7 +29,7 @@ from jsonschema.exceptions import ValidationError
 
 from apps.clients.business_info import json_path
 from apps.core.exceptions import ApplicationError
-from apps.simulations.language import LANGUAGES
+from apps.core.languages import SHIPPED
 
 __all__ = [
     "CASE_JSON_SCHEMA",
@@ -192,7 +192,7 @@ EXPECT_SCHEMA: dict[str, Any] = {
         },
         "reply_language": {
             "type": "string",
-            "enum": list(LANGUAGES),
+            "enum": list(SHIPPED),
             "description": "The reply's language (ISO 639-1).",
         },
         "max_llm_calls": {**_NON_NEGATIVE_INT, "description": "At most this many LLM calls."},

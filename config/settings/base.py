@@ -8,6 +8,8 @@ from celery.schedules import crontab
 from corsheaders.defaults import default_headers
 from kombu import Queue
 
+from apps.core import language_packs
+
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 env = environ.Env()
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
@@ -148,19 +150,10 @@ MFA_REQUIRED_FOR_SUPERUSERS = env.bool("MFA_REQUIRED_FOR_SUPERUSERS", default=Tr
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
-# The shipped languages (apps/core/languages.py), each named in its own language. Catalogues:
-# locale/<code>/LC_MESSAGES/django.po, compiled with `make messages` (docs/languages.md).
-LANGUAGES = [
-    ("en", "English"),
-    ("es", "Español"),
-    ("fr", "Français"),
-    ("de", "Deutsch"),
-    ("pt", "Português"),
-    ("it", "Italiano"),
-    ("nl", "Nederlands"),
-    ("he", "עברית"),
-    ("ar", "العربية"),
-]
+# The shipped languages, each named in its own language: one per language pack
+# (apps/core/language_packs/). Catalogues: locale/<code>/LC_MESSAGES/django.po, compiled with
+# `make messages` (docs/languages.md).
+LANGUAGES = language_packs.settings_languages()
 LOCALE_PATHS = [BASE_DIR / "locale"]
 USE_TZ = True
 

@@ -3,11 +3,11 @@
 It starts the Procfile's processes — `release` (migrate + collectstatic), `web` (gunicorn +
 uvicorn workers, ASGI) and `worker` (Celery, thread pool) — under production settings against
 PostgreSQL and Redis, with a local OpenAI-compatible model answering after `--latency` seconds
-(apps/core/testing/fake_llm.py in its own process), and drives the widget API exactly like the
+(devtools/fake_llm.py in its own process), and drives the widget API exactly like the
 widget: start a conversation, open its event stream, send a message, wait for the reply **on
 the stream**, think, send the next one.
 
-    .venv/bin/python benchmarks/load.py \\
+    .venv/bin/python devtools/benchmarks/load.py \\
         --database-url postgres://postgres@127.0.0.1:5432/gd_h5 \\
         --redis-url redis://127.0.0.1:6379/5 --cache-url rediscache://127.0.0.1:6379/13 \\
         customers --customers 100 --messages 3 --think 5
@@ -23,7 +23,7 @@ Scenarios (sub-commands):
 
 One tenant's flash sale (100 customers of one shop writing at the same moment):
 
-    .venv/bin/python benchmarks/load.py --tenants 1 --messages 3 --database-url … \\
+    .venv/bin/python devtools/benchmarks/load.py --tenants 1 --messages 3 --database-url … \\
         --redis-url … --cache-url … customers --customers 100 --together --think 5
 
 (`--together`: the customers open the widget over `--ramp` seconds, then all send their first

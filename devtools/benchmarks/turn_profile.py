@@ -12,8 +12,8 @@ functions by own time and by cumulative time are printed.
 
 Run from the project root:
 
-    .venv/bin/python benchmarks/turn_profile.py [--messages 200] [--top 25]
-    .venv/bin/python benchmarks/turn_profile.py --database-url postgres://postgres@127.0.0.1:5432/postgres
+    .venv/bin/python devtools/benchmarks/turn_profile.py [--messages 200] [--top 25]
+    .venv/bin/python devtools/benchmarks/turn_profile.py --database-url postgres://postgres@127.0.0.1:5432/postgres
 
 SQLite (a throwaway file) by default; with `--database-url` a throwaway database is created on
 that PostgreSQL server and dropped at the end (as in turn_overhead.py). With

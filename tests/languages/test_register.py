@@ -12,7 +12,7 @@ import pytest
 from django.conf import settings
 
 from apps.core.catalogues import catalogue_files, catalogue_read
-from apps.reasoning.steps._demo import PHRASES
+from apps.reasoning.steps._demo import phrases
 
 # Pronouns and possessives of tú, and second-person singular verbs (never usted's).
 TU_WORDS = (
@@ -58,7 +58,7 @@ def widget_strings() -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize(
     "source",
-    [spanish_catalogue, widget_strings, lambda: list(PHRASES["es"].items())],
+    [spanish_catalogue, widget_strings, lambda: list(phrases()["es"].items())],
     ids=["catalogue", "widget", "offline-demo-model"],
 )
 def test_spanish_uses_usted_everywhere(source):

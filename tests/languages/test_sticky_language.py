@@ -315,9 +315,9 @@ def test_asking_for_a_language_switches_the_conversation(written_in, text, asked
 
 @pytest.mark.parametrize("code", sorted(SHIPPED))
 def test_asking_in_english_for_each_shipped_language(code):
-    from apps.core.languages import _REQUEST_WORDS
+    from apps.core import language_packs
 
-    name = _REQUEST_WORDS["en"].names[code].capitalize()
+    name = language_packs.require("en").request.names[code].capitalize()
     assert requested_language(f"Please answer in {name}") == code
     assert requested_language(f"Can we continue in {name}?") == code
 

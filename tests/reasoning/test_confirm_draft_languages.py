@@ -1,7 +1,7 @@
 """The unavailable-tool draft rule (`guards.unavailable_tool_draft_problem`) in every shipped
 language: a draft that only announces an action, or that says an action was done which no tool
 performed, is never sent in place of a tool the client does not have — whatever its language.
-The phrasings are per-language data (`apps/reasoning/confirmations/<lang>.py`: HOLDING,
+The phrasings are per-language data (`apps/core/language_packs/<lang>.py`: HOLDING,
 ACTIONS)."""
 
 from __future__ import annotations

@@ -242,7 +242,7 @@ def test_listing_more_words_never_turns_a_veto_into_a_yes() -> None:
             if reading.answer != "yes" and reading.reason.startswith(VETOED):
                 vetoed.append((item["text"], item.get("params", data["params"]), data["tool"]))
     words = {w for text, _, _ in vetoed for clause in confirmations.tokenise(text) for w in clause}
-    shipped = {code: confirmations.language_data(code) for code in confirmations.LANGUAGE_MODULES}
+    shipped = {code: confirmations.language_data(code) for code in confirmations.language_modules()}
     for module in shipped.values():
         for name in confirmations.VETOING:
             words |= {

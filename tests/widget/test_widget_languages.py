@@ -12,7 +12,7 @@ import pytest
 from django.test import Client as DjangoClient
 
 from apps.conversations.models import Conversation
-from apps.core.languages import RTL, SHIPPED
+from apps.core.languages import SHIPPED, rtl_codes
 from apps.widget import catalogues
 from tests.conftest import ROOT
 from tests.widget.contact import confirmation_links, contact, open_link
@@ -69,7 +69,7 @@ def test_fill_and_accept_language():
     assert catalogues.accept_language("") == []
     assert catalogues.choose(["ru", "", "pt-BR", "en"]) == "pt"
     assert catalogues.choose(["ru", None]) == "en"
-    assert {c for c in SHIPPED if catalogues.direction(c) == "rtl"} == set(SHIPPED) & RTL
+    assert {c for c in SHIPPED if catalogues.direction(c) == "rtl"} == set(SHIPPED) & rtl_codes()
 
 
 def frame(shop, query: str = "", **headers: str) -> tuple[int, str]:
@@ -109,7 +109,7 @@ def test_the_frame_language_order(shop, query, accept, client_language, expected
     shop.language = client_language
     shop.save(update_fields=["language"])
     _, html = frame(shop, query, **{"Accept-Language": accept})
-    direction = "rtl" if expected in RTL else "ltr"
+    direction = "rtl" if expected in rtl_codes() else "ltr"
     assert f'<html lang="{expected}" dir="{direction}">' in html
     assert f">{load(expected)['send']}</button>" in html
 

@@ -1,9 +1,9 @@
 """How customers say yes and no to a confirmation question, in every shipped language — data,
 read by the confirmation grammar (`reading.read`, behind `guards.confirmation_reading`).
 
-One module per language (`en.py`, `es.py`, … `ar.py`, plus `common.py` for what is the same in
-every language: "ok", 👍). The grammar reads an answer as yes only when these tables describe
-every word of it:
+The tables live in each language's pack (`apps/core/language_packs/<code>.py`, its
+confirmation section), plus `common.py` here for what is the same in every language: "ok", 👍.
+The grammar reads an answer as yes only when these tables describe every word of it:
 
 - `ASSENT` — a strong yes ("yes", "sí", "go ahead", "כן", "نعم"); one is needed;
 - `IDIOMS` — a yes with a negation in it, matched whole ("no problem", "אין בעיה");
@@ -21,7 +21,7 @@ cancellation"), `SARCASM` ("yeah right", "just great"), `NO_START` (opens a no: 
 "other"). A veto is found before the yes grammar runs and no accepting table can hide one
 (`build_vocabulary` leaves out phrases that would); see `reading` for the grammar.
 
-For the rule about drafts that stand in for an unavailable tool, each module also has
+For the rule about drafts that stand in for an unavailable tool, each pack also has
 `HOLDING` (openings of a draft that only announces an action: "let me", "déjame", "רגע") and
 `ACTIONS` (per English action word a tool name starts with, its stems in that language:
 "cancel" → "anul", "stornier", "ביטל", "الغ").
@@ -43,10 +43,9 @@ import importlib
 import re
 import unicodedata
 from dataclasses import dataclass
-from functools import lru_cache
 from types import ModuleType
 
-from apps.core.languages import SHIPPED
+from apps.core import language_packs
 
 Phrase = tuple[str, ...]
 
@@ -170,10 +169,17 @@ class Vocabulary:
     longest: int  # words in the longest phrase
 
 
-LANGUAGE_MODULES = ("common", *SHIPPED)
+@language_packs.derived
+def language_modules() -> tuple[str, ...]:
+    """ "common" and every pack's code: whose tables the vocabulary is built from."""
+    return ("common", *language_packs.codes())
 
 
 def language_data(code: str) -> ModuleType:
+    """The module that holds the tables of `code` ("common": this package's `common`)."""
+    pack = language_packs.get(code)
+    if pack is not None:
+        return pack.module
     return importlib.import_module(f"{__name__}.{code}")
 
 
@@ -218,10 +224,10 @@ def _safe(
     return not any(vetoes.get(w, set()) & _HARD_VETOES or own.get(w) for w in phrase)
 
 
-@lru_cache(maxsize=1)
+@language_packs.derived
 def vocabulary() -> Vocabulary:
-    """Built once per process from every language module."""
-    return build_vocabulary({code: language_data(code) for code in LANGUAGE_MODULES})
+    """Built once per process from every language's tables (again when a pack is registered)."""
+    return build_vocabulary({code: language_data(code) for code in language_modules()})
 
 
 def build_vocabulary(modules: dict[str, ModuleType]) -> Vocabulary:
@@ -289,11 +295,11 @@ class DraftVocabulary:
     prefixes: tuple[str, ...]
 
 
-@lru_cache(maxsize=1)
+@language_packs.derived
 def draft_vocabulary() -> DraftVocabulary:
     holding: set[str] = set()
     actions: dict[str, set[str]] = {}
-    for code in LANGUAGE_MODULES:
+    for code in language_modules():
         module = language_data(code)
         holding |= {normalise(h) for h in getattr(module, "HOLDING", ())}
         for verb, stems in getattr(module, "ACTIONS", {}).items():

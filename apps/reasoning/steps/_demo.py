@@ -2,8 +2,9 @@
 small deterministic responder that recognises intents, order numbers, FAQs and policies from the
 structured hint the pipeline passes. Like a model, it writes in the language the prompt asks for
 (`hint["language"]`, read from the system message's last line by apps.reasoning.offline):
-English, Spanish and Hebrew, from the per-language phrases below (`PHRASES`); any other
-language gets the English phrases. The business's own texts (policies, FAQs) are quoted as
+English, Spanish and Hebrew, from the phrases of their language packs (`DEMO.phrases`,
+apps/core/language_packs/); any other language gets the English phrases. It recognises the cue
+words of every pack (`cues`). The business's own texts (policies, FAQs) are quoted as
 written.
 
 Knowledge questions the FAQs and policies do not answer go to the knowledge base: adaptive
@@ -13,266 +14,98 @@ fetched chunk that shares words with the question (the hint's `knowledge`)."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
+
+from apps.core import language_packs
 
 ORDER_RE = re.compile(r"\b(?:TH-?\s?)?(\d{5})\b", re.IGNORECASE)
 # Written with its prefix: never mistaken for a postal code inside an address.
 PREFIXED_ORDER_RE = re.compile(r"\bTH-?\s?(\d{5})\b", re.IGNORECASE)
 
-# intent keywords (English, Spanish, Hebrew) -> tool name (first match wins, most specific first)
-INTENTS: list[tuple[tuple[str, ...], str]] = [
-    (("refund", "money back", "reembolso", "החזר כספי", "זיכוי"), "request_refund"),
-    # only with an order number
-    (
-        ("return", "send back", "send it back", "devolver", "devolución", "להחזיר", "החזרה"),
-        "request_refund",
-    ),
-    (("cancel", "anular", "anula", "לבטל", "בטל", "ביטול"), "cancel_order"),
-    (("address", "ship to", "deliver to", "dirección", "כתובת"), "update_shipping_address"),
-    (
-        (
-            "track",
-            "tracking",
-            "where is",
-            "where's",
-            "shipped yet",
-            "dónde está",
-            "seguimiento",
-            "rastrear",
-            "איפה",
-            "מעקב",
-        ),
-        "track_shipment",
-    ),
-    (("status", "my order", "order", "estado", "pedido", "הזמנה", "סטטוס"), "get_order_status"),
-]
-# Words that ask for an order's status outright (without an order number).
-STATUS_WORDS = ("status", "estado", "סטטוס")
-RETURN_WORDS = ("return", "send back", "send it back", "devolver", "devolución", "להחזיר", "החזרה")
-POLICY_WORDS = {
-    "policies.returns": (
-        "return",
-        "exchange",
-        "refund policy",
-        "send back",
-        "devoluci",
-        "devolver",
-        "cambio",
-        "החזרה",
-        "להחזיר",
-        "החזרות",
-    ),
-    "policies.shipping": (
-        "shipping",
-        "delivery",
-        "deliver",
-        "ship ",
-        "international",
-        "envío",
-        "entrega",
-        "משלוח",
-    ),
-    "policies.privacy": ("privacy", "personal data", "my data", "gdpr", "privacidad", "פרטיות"),
-    "policies.terms": ("terms", "warranty", "liability", "price error", "garantía", "אחריות"),
-}
-# A question about how something works ("When will I get my refund?") is answered from the
-# policies and FAQs, not by starting the action — unless it names an order.
-INFO_STARTS = (
-    "when will",
-    "how long",
-    "how do i",
-    "how does",
-    "how can i",
-    "how much",
-    "¿cuándo",
-    "cuándo",
-    "¿cuánto",
-    "cuánto",
-    "¿cómo",
-    "cómo",
-    "מתי",
-    "כמה זמן",
-    "איך",
-)
-# No exchange tool: an exchange is explained from the returns policy (it goes through a return).
-EXCHANGE_WORDS = ("exchange", "swap", "different size", "another size", "bigger size", "cambiar")
-GREETINGS = (
-    "hi",
-    "hello",
-    "hey",
-    "good morning",
-    "good afternoon",
-    "good evening",
-    "hola",
-    "buenos días",
-    "buenas tardes",
-    "שלום",
-    "היי",
-)
-CONTACT_WORDS = (
-    "hour",
-    "open",
-    "phone",
-    "call you",
-    "email",
-    "contact",
-    "horario",
-    "abren",
-    "teléfono",
-    "correo",
-    "contacto",
-    "שעות",
-    "פתוחים",
-    "טלפון",
-)
-# Words around an order number that do not make it a new request ("Order 12345").
-ORDER_FILLER = {
-    "order",
-    "number",
-    "it's",
-    "its",
-    "is",
-    "my",
-    "the",
-    "no",
-    "th",
-    "pedido",
-    "número",
-    "el",
-    "es",
-    "mi",
-    "de",
-    "הזמנה",
-    "ההזמנה",
-    "מספר",
-    "זה",
-    "שלי",
-    "היא",
-}
-_WORDS = re.compile(r"[a-zà-ÿ\u0590-\u05ff']+")
 
-# What the demo says, per language: {placeholders} are filled in by `say`.
-PHRASES: dict[str, dict[str, str]] = {
-    "en": {
-        "confirmed": "Thanks for confirming — on it.",
-        "declined": "No problem — I won't go ahead with that. Is there anything else I can help "
-        "you with?",
-        "greeting": "Hi! I'm {client} assistant (offline demo model). I can check an order, "
-        "track a parcel, cancel an order or request a refund, and answer questions about our "
-        "policies.",
-        "hours": "Our hours are {hours}. You can reach us at {phone} or {email}.",
-        "no_policy": "I don't have that policy.",
-        "policy": "{text}",
-        "fallback": "I'm the offline demo assistant, so I only know a few things: I can check "
-        "or track an order, cancel it, request a refund, and answer questions about returns, "
-        "shipping and our FAQs. What would you like to do?",
-        "need": "I'd be happy to help with that. Could you give me {need}?",
-        "need_order": "your order number (it looks like TH-12345)",
-        "need_other": "the {name}",
-        "and": " and ",
-        "can_do": "I can {action} for order {order}.",
-        "looking": "Let me look that up for you.",
-        "failed": "Sorry, I couldn't do that: {error}",
-        "cancelled": "Done! Order {order} has been cancelled. A refund of {refund} will go "
-        "back to your original payment method within 5 business days.",
-        "refunded": "I've submitted refund {refund_id} for {amount} on order {order}; expect "
-        "it within {days} business days.",
-        "status": "Order {order} (placed {placed_on}, {items} item(s), {total}) is {status}.",
-        "tracking": "Order {order} is {status} with {carrier}, tracking number {tracking}.",
-        "no_tracking": "Order {order} is still {status}, so there's no tracking number yet.",
-        "address": "Done — order {order} will ship to {address}.",
-        "done": "Done: {details}",
-        "anything_else": " Anything else I can help with?",
-        "cannot": "Sorry, I can't do that here.",
-    },
-    "es": {
-        "confirmed": "Gracias por confirmarlo; me pongo con ello.",
-        "declined": "De acuerdo, no lo haré. ¿Hay algo más en lo que pueda ayudarle?",
-        "greeting": "¡Hola! Soy el asistente de {client} (modelo de demostración sin conexión). "
-        "Puedo consultar un pedido, seguir un paquete, cancelar un pedido o solicitar un "
-        "reembolso, y responder preguntas sobre nuestras políticas.",
-        "hours": "Nuestro horario es {hours}. Puede contactarnos en el {phone} o en {email}.",
-        "no_policy": "No tengo esa política.",
-        "policy": "Esto dice nuestra política: {text}",
-        "fallback": "Soy el asistente de demostración sin conexión y sé pocas cosas: puedo "
-        "consultar o seguir un pedido, cancelarlo, solicitar un reembolso y responder "
-        "preguntas sobre devoluciones, envíos y nuestras preguntas frecuentes. ¿Qué desea hacer?",
-        "need": "Con gusto le ayudo. ¿Me indica {need}?",
-        "need_order": "su número de pedido (tiene este aspecto: TH-12345)",
-        "need_other": "el dato «{name}»",
-        "and": " y ",
-        "can_do": "Puedo {action} el pedido {order}.",
-        "looking": "Un momento, lo consulto.",
-        "failed": "Lo siento, no he podido hacerlo: {error}",
-        "cancelled": "¡Hecho! El pedido {order} ha sido cancelado. El reembolso de {refund} "
-        "volverá a su método de pago original en un plazo de 5 días hábiles.",
-        "refunded": "He solicitado el reembolso {refund_id} de {amount} del pedido {order}; lo "
-        "recibirá en un plazo de {days} días hábiles.",
-        "status": "El pedido {order} (realizado el {placed_on}, {items} artículo(s), {total}) "
-        "está en estado: {status}.",
-        "tracking": "El pedido {order} está en estado «{status}» con {carrier}; número de "
-        "seguimiento {tracking}.",
-        "no_tracking": "El pedido {order} sigue en estado «{status}», así que aún no tiene "
-        "número de seguimiento.",
-        "address": "Hecho: el pedido {order} se enviará a {address}.",
-        "done": "Hecho: {details}",
-        "anything_else": " ¿Puedo ayudarle en algo más?",
-        "cannot": "Lo siento, eso no lo puedo hacer aquí.",
-    },
-    "he": {
-        "confirmed": "תודה על האישור, אני מטפל בזה.",
-        "declined": "אין בעיה, לא אבצע את הפעולה. אפשר לעזור במשהו אחר?",
-        "greeting": "שלום! אני העוזר של {client} (מודל הדגמה לא מקוון). אני יכול לבדוק הזמנה, "
-        "לעקוב אחר משלוח, לבטל הזמנה או לבקש החזר כספי, ולענות על שאלות לגבי המדיניות שלנו.",
-        "hours": "שעות הפעילות שלנו: {hours}. אפשר להשיג אותנו בטלפון {phone} או במייל {email}.",
-        "no_policy": "אין לי את המדיניות הזאת.",
-        "policy": "כך כתוב במדיניות שלנו: {text}",
-        "fallback": "אני עוזר ההדגמה הלא מקוון, ואני יודע רק כמה דברים: אני יכול לבדוק הזמנה או "
-        "לעקוב אחריה, לבטל אותה, לבקש החזר כספי ולענות על שאלות לגבי החזרות, משלוחים ושאלות "
-        "נפוצות. במה אפשר לעזור?",
-        "need": "אשמח לעזור. תוכלו למסור לי {need}?",
-        "need_order": "את מספר ההזמנה (הוא נראה כך: TH-12345)",
-        "need_other": "את {name}",
-        "and": " וגם ",
-        "can_do": "אני יכול לבצע {action} להזמנה {order}.",
-        "looking": "רק רגע, אני בודק.",
-        "failed": "מצטער, לא הצלחתי לבצע את זה: {error}",
-        "cancelled": "בוצע! הזמנה {order} בוטלה. החזר של {refund} יחזור לאמצעי התשלום המקורי "
-        "תוך 5 ימי עסקים.",
-        "refunded": "הגשתי את בקשת ההחזר {refund_id} על סך {amount} להזמנה {order}; ההחזר "
-        "יתקבל תוך {days} ימי עסקים.",
-        "status": "הזמנה {order} (בוצעה ב-{placed_on}, {items} פריטים, {total}) במצב: {status}.",
-        "tracking": "הזמנה {order} במצב {status} אצל {carrier}, מספר מעקב {tracking}.",
-        "no_tracking": "הזמנה {order} עדיין במצב {status}, ולכן אין לה מספר מעקב עדיין.",
-        "address": "בוצע: הזמנה {order} תישלח אל {address}.",
-        "done": "בוצע: {details}",
-        "anything_else": " אפשר לעזור במשהו נוסף?",
-        "cannot": "מצטער, את זה אני לא יכול לעשות כאן.",
-    },
-}
-# How each language names the actions (tool names stay as they are in others).
-ACTIONS: dict[str, dict[str, str]] = {
-    "es": {
-        "cancel_order": "cancelar",
-        "request_refund": "solicitar el reembolso de",
-        "update_shipping_address": "cambiar la dirección de envío de",
-    },
-    "he": {
-        "cancel_order": "ביטול",
-        "request_refund": "בקשת החזר",
-        "update_shipping_address": "שינוי כתובת משלוח",
-    },
-}
+@dataclass(frozen=True)
+class Cues:
+    """The demo's words of every language pack (`DEMO`: `apps.core.language_packs.DemoCues`),
+    joined: the demo recognises a cue in any language and answers in the one asked for."""
+
+    # intent keywords -> tool name (first match wins, most specific first)
+    intents: tuple[tuple[tuple[str, ...], str], ...]
+    returns: tuple[str, ...]  # a return: only with an order number
+    status_words: tuple[str, ...]  # ask for an order's status outright (no order number)
+    policies: dict[str, tuple[str, ...]]
+    # A question about how something works ("When will I get my refund?") is answered from
+    # the policies and FAQs, not by starting the action — unless it names an order.
+    info_starts: tuple[str, ...]
+    # No exchange tool: an exchange is explained from the returns policy (it goes through a
+    # return).
+    exchange: tuple[str, ...]
+    greetings: tuple[str, ...]
+    contact: tuple[str, ...]
+    # Words around an order number that do not make it a new request ("Order 12345").
+    order_filler: frozenset[str]
+    # A question that asks for an amount (a price, a fee, how much): its answer is the
+    # sentence that holds one, not the one that shares the most words with it.
+    amount: tuple[str, ...]
+    phrases: dict[str, dict[str, str]]  # what the demo says, per language it speaks
+    actions: dict[str, dict[str, str]]  # how each language names the actions
+
+
+_POLICY_KEYS = ("policies.returns", "policies.shipping", "policies.privacy", "policies.terms")
+
+
+@language_packs.derived
+def cues() -> Cues:
+    demos = [pack.demo for pack in language_packs.packs()]
+
+    def joined(name: str) -> tuple[str, ...]:
+        return tuple(word for demo in demos for word in getattr(demo, name))
+
+    returns = joined("returns")
+    return Cues(
+        intents=(
+            (joined("refund"), "request_refund"),
+            (returns, "request_refund"),
+            (joined("cancel"), "cancel_order"),
+            (joined("address"), "update_shipping_address"),
+            (joined("track"), "track_shipment"),
+            (joined("status"), "get_order_status"),
+        ),
+        returns=returns,
+        status_words=joined("status_words"),
+        policies={
+            key: tuple(w for demo in demos for w in demo.policies.get(key, ()))
+            for key in _POLICY_KEYS
+        },
+        info_starts=joined("info_starts"),
+        exchange=joined("exchange"),
+        greetings=joined("greetings"),
+        contact=joined("contact"),
+        order_filler=frozenset(joined("order_filler")),
+        amount=joined("amount"),
+        phrases={p.code: p.demo.phrases for p in language_packs.packs() if p.demo.phrases},
+        actions={p.code: p.demo.actions for p in language_packs.packs() if p.demo.actions},
+    )
+
+
+def phrases() -> dict[str, dict[str, str]]:
+    """What the demo says, per language it speaks (a pack's `DEMO.phrases`): {placeholders}
+    are filled in by `say`."""
+    return cues().phrases
+
+
+_WORDS = re.compile(r"[a-zà-ÿ\u0590-\u05ff']+")
 
 
 def say(hint: dict[str, Any], key: str, **values: Any) -> str:
     """The phrase `key` in the language the prompt asked for (English when it has none)."""
-    phrases = PHRASES.get(str(hint.get("language", "")), PHRASES["en"])
-    return phrases[key].format(**values)
+    spoken = phrases()
+    return spoken.get(str(hint.get("language", "")), spoken["en"])[key].format(**values)
 
 
 def action_name(hint: dict[str, Any], tool: str) -> str:
-    return ACTIONS.get(str(hint.get("language", "")), {}).get(tool, tool.replace("_", " "))
+    named = cues().actions.get(str(hint.get("language", "")), {})
+    return named.get(tool, tool.replace("_", " "))
 
 
 STOP = {
@@ -338,24 +171,26 @@ def answer(hint: dict[str, Any], *, adaptive: bool) -> dict[str, Any]:
             "confidence": 9,
         }
 
-    informational = not ORDER_RE.search(low) and low.strip().startswith(INFO_STARTS)
+    informational = not ORDER_RE.search(low) and low.strip().startswith(cues().info_starts)
     if _bare_order_number(low):  # "Order 12345" answers the previous question
         tool_name = _continued_intent(hint, tools)
-    elif informational or any(w in low for w in EXCHANGE_WORDS):
+    elif informational or any(w in low for w in cues().exchange):
         tool_name = None
     else:
         tool_name = _intent(low, tools) or _continued_intent(hint, tools)
     if tool_name:
         return _tool_answer(out, tool_name, tools[tool_name], text, hint)
 
-    if low.strip(" !.¡") in GREETINGS or (
-        len(low.split()) <= 3 and low.split()[:1] and low.split()[0].strip("!,.¡") in GREETINGS
+    if low.strip(" !.¡") in cues().greetings or (
+        len(low.split()) <= 3
+        and low.split()[:1]
+        and low.split()[0].strip("!,.¡") in cues().greetings
     ):
         return out | {
             "response": say(hint, "greeting", client=hint.get("client_name", "the")),
             "confidence": 9,
         }
-    if any(w in low for w in CONTACT_WORDS):
+    if any(w in low for w in cues().contact):
         contact = hint.get("contact", {})
         return out | {
             "response": say(
@@ -369,9 +204,9 @@ def answer(hint: dict[str, Any], *, adaptive: bool) -> dict[str, Any]:
         }
 
     policy_key = next(
-        (k for k, words in POLICY_WORDS.items() if any(w in low for w in words)), None
+        (k for k, words in cues().policies.items() if any(w in low for w in words)), None
     )
-    faq = None if any(w in low for w in EXCHANGE_WORDS) else _best_faq(low, hint.get("faqs", []))
+    faq = None if any(w in low for w in cues().exchange) else _best_faq(low, hint.get("faqs", []))
     fetched = set(hint.get("fetched", []))
     if faq is not None and (not adaptive or "faqs" in fetched):
         return out | {"response": faq["answer"], "confidence": 8}
@@ -399,15 +234,15 @@ def answer(hint: dict[str, Any], *, adaptive: bool) -> dict[str, Any]:
 
 
 def _intent(low: str, tools: dict[str, dict[str, Any]]) -> str | None:
-    for words, name in INTENTS:
+    for words, name in cues().intents:
         if name in tools and any(w in low for w in words):
             if (
                 name == "get_order_status"
                 and not ORDER_RE.search(low)
-                and not any(w in low for w in STATUS_WORDS)
+                and not any(w in low for w in cues().status_words)
             ):
                 continue
-            if words[0] == RETURN_WORDS[0] and not ORDER_RE.search(low):
+            if words is cues().returns and not ORDER_RE.search(low):
                 continue  # "Can I return boots?" is a policy question
             return name
     return None
@@ -415,7 +250,7 @@ def _intent(low: str, tools: dict[str, dict[str, Any]]) -> str | None:
 
 def _bare_order_number(low: str) -> bool:
     rest = ORDER_RE.sub(" ", low)
-    words = [w for w in _WORDS.findall(rest) if w not in ORDER_FILLER]
+    words = [w for w in _WORDS.findall(rest) if w not in cues().order_filler]
     return bool(ORDER_RE.search(low)) and not words
 
 
@@ -523,24 +358,11 @@ def _content_words(low: str) -> set[str]:
     return {w for w in re.findall(r"\w+", low) if w not in STOP and len(w) > 2}
 
 
-# A question that asks for an amount (a price, a fee, how much), in each shipped language: its
-# answer is the sentence that holds one, not the one that shares the most words with it.
-AMOUNT_CUES = (
-    "how much", "cost", "price", "fee", "charge",  # en
-    "cuánto", "cuanto", "precio", "cuesta", "tarifa",  # es
-    "wie viel", "wieviel", "kostet", "preis", "gebühr",  # de
-    "combien", "prix", "coûte", "tarif", "frais",  # fr
-    "quanto", "prezzo", "costa",  # it
-    "hoeveel", "prijs", "kost",  # nl
-    "preço", "custa",  # pt
-    "كم", "سعر", "تكلفة", "رسوم",  # ar
-    "כמה", "מחיר", "עולה", "עלות",  # he
-)  # fmt: skip
 _AMOUNT = re.compile(r"[$€£₪]\s?\d|\d\s?(?:€|\$|£|₪|usd|eur|gbp)\b", re.IGNORECASE)
 
 
 def _asks_amount(low: str) -> bool:
-    return any(cue in low for cue in AMOUNT_CUES)
+    return any(cue in low for cue in cues().amount)
 
 
 def _knowledge_answer(low: str, chunks: list[dict[str, str]]) -> str:
@@ -600,7 +422,7 @@ def compose_answer(hint: dict[str, Any]) -> dict[str, Any]:
     language = str(hint.get("language", "")) or "en"
     if not hint.get("ok"):
         return {"response": worded or say(hint, "failed", error=hint.get("error", "?"))}
-    if worded and language not in PHRASES:
+    if worded and language not in phrases():
         return {"response": worded}
     order = result.get("order_id", "")
     tool = hint.get("tool")

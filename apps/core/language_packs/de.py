@@ -1,5 +1,52 @@
-"""German (de): how customers say yes and no to a confirmation question."""
+"""German (de): its language pack (apps.core.language_packs)."""
 
+from __future__ import annotations
+
+from apps.core.language_packs._pack import DemoCues, RequestWords
+
+NAME = "German"
+NATIVE_NAME = "Deutsch"
+RTL = False
+ORDER = 3
+PLURAL_FORMS = "nplurals=2; plural=(n != 1);"
+STOP_WORDS = "apps/knowledge/stopwords/de.txt"
+
+# --- the conversation's language (apps.core.languages) -----------------------------------------
+# Yes and no, thanks, please, greetings and one-word acknowledgements: no evidence of a language.
+SMALL_TALK = (
+    "ja nein ok okay danke dank vielen schön bitte sehr gerne gern hallo tschüss genau "
+    "super perfekt gut klar guten tag morgen"
+)
+# Asking for a language in German: how it names each shipped language, what puts a name after
+# "in" / "speak", the request verbs, its "please" and its negations.
+REQUEST = RequestWords(
+    names={
+        "en": "englisch",
+        "es": "spanisch",
+        "fr": "französisch|franzoesisch",
+        "de": "deutsch",
+        "pt": "portugiesisch",
+        "it": "italienisch",
+        "nl": "niederländisch|holländisch",
+        "he": "hebräisch",
+        "ar": "arabisch",
+    },
+    before=r"\b(?:auf|in|sprechen(?:\s+sie)?|sprichst(?:\s+du)?)\s+",
+    verbs=r"\b(?:antwort\w*|beantwort\w*|schreib\w*|sprech\w*|sprich\w*|rede\w*|redet|"
+    r"weiter\w*|wechs\w*|helf\w*|hilf\w*)\b",
+    please=r"\bbitte\b|\bdanke\b",
+    negation=r"\b(?:nicht|nie|niemals|kein\w*)\b",
+)
+
+# --- asking for a person (apps.reasoning.services.wants_human) ---------------------------------
+WANTS_HUMAN = r"(einem menschen|einer person|einem mitarbeiter) (sprechen|reden)|echten menschen"
+
+# --- the offline demo model (apps.reasoning.steps._demo) ---------------------------------------
+DEMO = DemoCues(
+    amount=("wie viel", "wieviel", "kostet", "preis", "gebühr"),
+)
+
+# --- confirmations (apps.reasoning.confirmations) ------------------------------------------------
 NO_START = (
     "nein",
     "nee",

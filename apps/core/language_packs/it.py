@@ -1,5 +1,51 @@
-"""Italian (it): how customers say yes and no to a confirmation question."""
+"""Italian (it): its language pack (apps.core.language_packs)."""
 
+from __future__ import annotations
+
+from apps.core.language_packs._pack import DemoCues, RequestWords
+
+NAME = "Italian"
+NATIVE_NAME = "Italiano"
+RTL = False
+ORDER = 5
+PLURAL_FORMS = "nplurals=2; plural=(n != 1);"
+STOP_WORDS = "apps/knowledge/stopwords/it.txt"
+
+# --- the conversation's language (apps.core.languages) -----------------------------------------
+# Yes and no, thanks, please, greetings and one-word acknowledgements: no evidence of a language.
+SMALL_TALK = (
+    "sì si no ok grazie mille tante per favore ciao salve perfetto bene va certo buongiorno "
+    "arrivederci molto"
+)
+# Asking for a language in Italian: how it names each shipped language, what puts a name after
+# "in" / "speak", the request verbs, its "please" and its negations.
+REQUEST = RequestWords(
+    names={
+        "en": "inglese",
+        "es": "spagnolo",
+        "fr": "francese",
+        "de": "tedesco",
+        "pt": "portoghese",
+        "it": "italiano",
+        "nl": "olandese|neerlandese",
+        "he": "ebraico",
+        "ar": "arabo",
+    },
+    before=r"\b(?:in|parl\w*)\s+",
+    verbs=r"\b(?:rispond\w*|scriv\w*|parl\w*|continu\w*|cambi\w*|aiut\w*)\b",
+    please=r"\bper\s+(?:favore|piacere|cortesia)\b|\bgrazie\b",
+    negation=r"\bmai\b|\bnon\b(?!\s*[,.!;:])",
+)
+
+# --- asking for a person (apps.reasoning.services.wants_human) ---------------------------------
+WANTS_HUMAN = r"parlare con (una persona|un operatore|un umano|qualcuno)|operatore umano"
+
+# --- the offline demo model (apps.reasoning.steps._demo) ---------------------------------------
+DEMO = DemoCues(
+    amount=("quanto", "prezzo", "costa"),
+)
+
+# --- confirmations (apps.reasoning.confirmations) ------------------------------------------------
 NO_START = (
     "no",
     "nono",

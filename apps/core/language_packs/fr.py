@@ -1,5 +1,55 @@
-"""French (fr): how customers say yes and no to a confirmation question."""
+"""French (fr): its language pack (apps.core.language_packs)."""
 
+from __future__ import annotations
+
+from apps.core.language_packs._pack import DemoCues, RequestWords
+
+NAME = "French"
+NATIVE_NAME = "Français"
+RTL = False
+ORDER = 2
+PLURAL_FORMS = "nplurals=2; plural=(n > 1);"
+STOP_WORDS = "apps/knowledge/stopwords/fr.txt"
+
+# --- the conversation's language (apps.core.languages) -----------------------------------------
+# Yes and no, thanks, please, greetings and one-word acknowledgements: no evidence of a language.
+SMALL_TALK = (
+    "oui non ok merci beaucoup bien sûr d'accord bonjour bonsoir salut au revoir parfait "
+    "super très s'il plaît vous"
+)
+# Asking for a language in French: how it names each shipped language, what puts a name after
+# "in" / "speak", the request verbs, its "please" and its negations.
+REQUEST = RequestWords(
+    names={
+        "en": "anglais",
+        "es": "espagnol",
+        "fr": "fran[cç]ais",
+        "de": "allemand",
+        "pt": "portugais",
+        "it": "italien",
+        "nl": "n[ée]erlandais|hollandais",
+        "he": "h[ée]breu",
+        "ar": "arabe",
+    },
+    before=r"\b(?:en|parl\w*(?:-vous)?)\s+",
+    verbs=r"(?:\b|^)(?:r[ée]pond\w*|[ée]cri\w*|parl\w*|continu\w*|pass\w*|chang\w*|"
+    r"aid\w*)\b",
+    please=r"\bs['’]il\s+(?:vous|te)\s+pla[iî]t\b|\bsvp\b|\bstp\b|\bmerci\b",
+    negation=r"\b(?:ne|pas|jamais)\b|\bn['’]",
+)
+
+# --- asking for a person (apps.reasoning.services.wants_human) ---------------------------------
+WANTS_HUMAN = (
+    r"parler (à|a|avec) (un humain|une personne|un conseiller|quelqu'un)|vrai humain|"
+    r"conseiller humain"
+)
+
+# --- the offline demo model (apps.reasoning.steps._demo) ---------------------------------------
+DEMO = DemoCues(
+    amount=("combien", "prix", "coûte", "tarif", "frais"),
+)
+
+# --- confirmations (apps.reasoning.confirmations) ------------------------------------------------
 NO_START = (
     "non",
     "nan",

@@ -1,5 +1,105 @@
-"""English (en): how customers say yes and no to a confirmation question."""
+"""English (en): its language pack (apps.core.language_packs)."""
 
+from __future__ import annotations
+
+from apps.core.language_packs._pack import DemoCues, RequestWords
+
+NAME = "English"
+NATIVE_NAME = "English"
+RTL = False
+ORDER = 0
+PLURAL_FORMS = "nplurals=2; plural=(n != 1);"
+STOP_WORDS = "apps/knowledge/stopwords/en.txt"
+
+# --- the conversation's language (apps.core.languages) -----------------------------------------
+# Yes and no, thanks, please, greetings and one-word acknowledgements: no evidence of a language.
+SMALL_TALK = (
+    "yes yeah yep no nope ok okay thanks thank thx you please pls hi hello hey bye goodbye "
+    "sure great perfect fine cool good nice very much lot"
+)
+# Asking for a language in English: how it names each shipped language, what puts a name after
+# "in" / "speak", the request verbs, its "please" and its negations.
+REQUEST = RequestWords(
+    names={
+        "en": "english",
+        "es": "spanish",
+        "fr": "french",
+        "de": "german",
+        "pt": "portuguese",
+        "it": "italian",
+        "nl": "dutch",
+        "he": "hebrew",
+        "ar": "arabic",
+    },
+    before=r"\b(?:in|speak|speaks|speaking|talk)\s+",
+    verbs=r"\b(?:answer\w*|repl\w*|respond\w*|writ\w*|wrote|speak\w*|talk\w*|continu\w*|"
+    r"switch\w*|chat\w*|help\w*|communicat\w*)\b",
+    please=r"\b(?:please|pls|plz|thanks?)\b",
+    negation=r"\b(?:not|never|cannot)\b|n['’]t\b|\bno\b(?!\s*[,.!;:])",
+)
+
+# --- asking for a person (apps.reasoning.services.wants_human) ---------------------------------
+WANTS_HUMAN = (
+    r"\b(human|real person|live (agent|person|chat)|(talk|speak|chat) (to|with) (a |an )?"
+    r"(person|someone|agent|representative|human)|customer service rep|representative)\b"
+)
+
+# --- the offline demo model (apps.reasoning.steps._demo) ---------------------------------------
+DEMO = DemoCues(
+    amount=("how much", "cost", "price", "fee", "charge"),
+    refund=("refund", "money back"),
+    returns=("return", "send back", "send it back"),
+    cancel=("cancel",),
+    address=("address", "ship to", "deliver to"),
+    track=("track", "tracking", "where is", "where's", "shipped yet"),
+    status=("status", "my order", "order"),
+    status_words=("status",),
+    policies={
+        "policies.returns": ("return", "exchange", "refund policy", "send back"),
+        "policies.shipping": ("shipping", "delivery", "deliver", "ship ", "international"),
+        "policies.privacy": ("privacy", "personal data", "my data", "gdpr"),
+        "policies.terms": ("terms", "warranty", "liability", "price error"),
+    },
+    info_starts=("when will", "how long", "how do i", "how does", "how can i", "how much"),
+    exchange=("exchange", "swap", "different size", "another size", "bigger size"),
+    greetings=("hi", "hello", "hey", "good morning", "good afternoon", "good evening"),
+    contact=("hour", "open", "phone", "call you", "email", "contact"),
+    order_filler=("order", "number", "it's", "its", "is", "my", "the", "no", "th"),
+    phrases={
+        "confirmed": "Thanks for confirming — on it.",
+        "declined": "No problem — I won't go ahead with that. Is there anything else I can help "
+        "you with?",
+        "greeting": "Hi! I'm {client} assistant (offline demo model). I can check an order, "
+        "track a parcel, cancel an order or request a refund, and answer questions about our "
+        "policies.",
+        "hours": "Our hours are {hours}. You can reach us at {phone} or {email}.",
+        "no_policy": "I don't have that policy.",
+        "policy": "{text}",
+        "fallback": "I'm the offline demo assistant, so I only know a few things: I can check "
+        "or track an order, cancel it, request a refund, and answer questions about returns, "
+        "shipping and our FAQs. What would you like to do?",
+        "need": "I'd be happy to help with that. Could you give me {need}?",
+        "need_order": "your order number (it looks like TH-12345)",
+        "need_other": "the {name}",
+        "and": " and ",
+        "can_do": "I can {action} for order {order}.",
+        "looking": "Let me look that up for you.",
+        "failed": "Sorry, I couldn't do that: {error}",
+        "cancelled": "Done! Order {order} has been cancelled. A refund of {refund} will go "
+        "back to your original payment method within 5 business days.",
+        "refunded": "I've submitted refund {refund_id} for {amount} on order {order}; expect "
+        "it within {days} business days.",
+        "status": "Order {order} (placed {placed_on}, {items} item(s), {total}) is {status}.",
+        "tracking": "Order {order} is {status} with {carrier}, tracking number {tracking}.",
+        "no_tracking": "Order {order} is still {status}, so there's no tracking number yet.",
+        "address": "Done — order {order} will ship to {address}.",
+        "done": "Done: {details}",
+        "anything_else": " Anything else I can help with?",
+        "cannot": "Sorry, I can't do that here.",
+    },
+)
+
+# --- confirmations (apps.reasoning.confirmations) ------------------------------------------------
 NO_START = (
     "no",
     "nope",

@@ -1,7 +1,53 @@
-"""Portuguese (pt): how customers say yes and no to a confirmation question.
+"""Portuguese (pt): its language pack (apps.core.language_packs).
 
 "já" (already) is left out on purpose: without its accent it is German "ja" (yes)."""
 
+from __future__ import annotations
+
+from apps.core.language_packs._pack import DemoCues, RequestWords
+
+NAME = "Portuguese"
+NATIVE_NAME = "Português"
+RTL = False
+ORDER = 4
+PLURAL_FORMS = "nplurals=2; plural=(n != 1);"
+STOP_WORDS = "apps/knowledge/stopwords/pt.txt"
+
+# --- the conversation's language (apps.core.languages) -----------------------------------------
+# Yes and no, thanks, please, greetings and one-word acknowledgements: no evidence of a language.
+SMALL_TALK = (
+    "sim não nao ok obrigado obrigada muito por favor olá ola oi tchau perfeito beleza bom "
+    "boa dia tarde claro certo tá"
+)
+# Asking for a language in Portuguese: how it names each shipped language, what puts a name after
+# "in" / "speak", the request verbs, its "please" and its negations.
+REQUEST = RequestWords(
+    names={
+        "en": "ingl[eê]s",
+        "es": "espanhol",
+        "fr": "franc[eê]s",
+        "de": "alem[aã]o",
+        "pt": "portugu[eê]s",
+        "it": "italiano",
+        "nl": "holand[eê]s|neerland[eê]s",
+        "he": "hebraico",
+        "ar": "[aá]rabe",
+    },
+    before=r"\b(?:em|fal\w*)\s+",
+    verbs=r"\b(?:respond\w*|escrev\w*|fal\w*|continu\w*|mud\w*|atend\w*|ajud\w*)\b",
+    please=r"\bpor\s+favor\b|\bobrigad[oa]\b",
+    negation=r"\b(?:nunca|n[aã]o)\b(?!\s*[,.!;:])",
+)
+
+# --- asking for a person (apps.reasoning.services.wants_human) ---------------------------------
+WANTS_HUMAN = r"falar com (uma pessoa|um humano|um atendente|alguém)|atendente humano"
+
+# --- the offline demo model (apps.reasoning.steps._demo) ---------------------------------------
+DEMO = DemoCues(
+    amount=("preço", "custa"),
+)
+
+# --- confirmations (apps.reasoning.confirmations) ------------------------------------------------
 NO_START = (
     "não",
     "nao",

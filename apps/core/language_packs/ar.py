@@ -4,6 +4,59 @@ the common spoken forms. Hamza seats, harakat and tatweel are normalised away.
 Words carry clitics (و "and", ف, ب, ل, ك, ال "the"): `PREFIXES` are tried off a word for
 echoes, hedges and negations ("ولا" is "لا")."""
 
+from __future__ import annotations
+
+from apps.core.language_packs._pack import DemoCues, RequestWords
+
+NAME = "Arabic"
+NATIVE_NAME = "العربية"
+RTL = True
+ORDER = 8
+PLURAL_FORMS = (
+    "nplurals=6; plural=(n == 0 ? 0 : n == 1 ? 1 : n == 2 ? 2 : "
+    "n % 100 >= 3 && n % 100 <= 10 ? 3 : n % 100 >= 11 ? 4 : 5);"
+)
+STOP_WORDS = "apps/knowledge/stopwords/ar.txt"
+
+# --- the conversation's language (apps.core.languages) -----------------------------------------
+# Yes and no, thanks, please, greetings and one-word acknowledgements: no evidence of a language.
+SMALL_TALK = (
+    "نعم لا أوكي اوكي شكرا شكراً جزيلا جزيلاً من فضلك لو سمحت مرحبا أهلا اهلا السلام عليكم "
+    "حسنا حسناً تمام ممتاز طيب"
+)
+# Asking for a language in Arabic: how it names each shipped language, what puts a name after
+# "in" / "speak", the request verbs, its "please" and its negations.
+REQUEST = RequestWords(
+    names={
+        "en": "الإنجليزية|الانجليزية|الإنكليزية|الانكليزية|انجليزي|إنجليزي",
+        "es": "الإسبانية|الاسبانية|اسباني|إسباني",
+        "fr": "الفرنسية|فرنسي",
+        "de": "الألمانية|الالمانية|ألماني|الماني",
+        "pt": "البرتغالية|برتغالي",
+        "it": "الإيطالية|الايطالية|إيطالي|ايطالي",
+        "nl": "الهولندية|هولندي",
+        "he": "العبرية|عبري",
+        "ar": "العربية|عربي",
+    },
+    # "ب" is written onto the name: "بالعربية" (in Arabic); or "باللغة العربية".
+    before=r"(?:(?<!\w)ب(?=ال)|(?<!\w)باللغة\s+|(?<!\w)(?:تتكلم|تتحدث|تحكي|نتكلم|نتحدث|"
+    r"التحدث|التكلم|تكلم|تحدث|يتكلم|يتحدث)\s+)",
+    verbs=r"(?<!\w)(?:الرد|ترد|رد|ردوا|أجب|اجب|أجيبوا|تجيب|الإجابة|الاجابة|تكتب|اكتب|الكتابة|"
+    r"تتحدث|التحدث|تتكلم|التكلم|تحدث|تكلم|نكمل|أكمل|اكمل|نتابع|تساعد|المساعدة|نتحدث|نتكلم)"
+    r"(?!\w)",
+    please=r"(?<!\w)(?:من\s+فضلك|لو\s+سمحت|رجاء|شكرا)(?!\w)",
+    negation=r"(?<!\w)(?:لا|لست|ليس|لن|لم)(?!\w)",
+)
+
+# --- asking for a person (apps.reasoning.services.wants_human) ---------------------------------
+WANTS_HUMAN = r"موظف|(التحدث|أتحدث) (مع|إلى) (شخص|إنسان|أحد)|شخص حقيقي"
+
+# --- the offline demo model (apps.reasoning.steps._demo) ---------------------------------------
+DEMO = DemoCues(
+    amount=("كم", "سعر", "تكلفة", "رسوم"),
+)
+
+# --- confirmations (apps.reasoning.confirmations) ------------------------------------------------
 NO_START = (
     "لا",
     "لأ",

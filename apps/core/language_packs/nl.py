@@ -1,8 +1,55 @@
-"""Dutch (nl): how customers say yes and no to a confirmation question.
+"""Dutch (nl): its language pack (apps.core.language_packs).
 
 "maar" is "but", except at the end of a clause after a verb: "annuleer hem maar" is a
 go-ahead (`FINAL_PARTICLES`)."""
 
+from __future__ import annotations
+
+from apps.core.language_packs._pack import DemoCues, RequestWords
+
+NAME = "Dutch"
+NATIVE_NAME = "Nederlands"
+RTL = False
+ORDER = 6
+PLURAL_FORMS = "nplurals=2; plural=(n != 1);"
+STOP_WORDS = "apps/knowledge/stopwords/nl.txt"
+
+# --- the conversation's language (apps.core.languages) -----------------------------------------
+# Yes and no, thanks, please, greetings and one-word acknowledgements: no evidence of a language.
+SMALL_TALK = (
+    "ja nee ok oké dank bedankt je wel graag heel alstublieft alsjeblieft hallo hoi doei "
+    "prima perfect goed top prima"
+)
+# Asking for a language in Dutch: how it names each shipped language, what puts a name after
+# "in" / "speak", the request verbs, its "please" and its negations.
+REQUEST = RequestWords(
+    names={
+        "en": "engels",
+        "es": "spaans",
+        "fr": "frans",
+        "de": "duits",
+        "pt": "portugees",
+        "it": "italiaans",
+        "nl": "nederlands|vlaams",
+        "he": "hebreeuws",
+        "ar": "arabisch",
+    },
+    before=r"\b(?:in\s+het|in|(?:spreek\w*|spreken|praat\w*)(?:\s+(?:u|je|jij|jullie))?)\s+",
+    verbs=r"\b(?:antwoord\w*|beantwoord\w*|schrij\w*|spre\w*|praat\w*|praten|verder|"
+    r"overschakel\w*|help\w*)\b",
+    please=r"\b(?:alstublieft|alsjeblieft|aub|graag|bedankt|dank)\b",
+    negation=r"\b(?:niet|geen|nooit)\b",
+)
+
+# --- asking for a person (apps.reasoning.services.wants_human) ---------------------------------
+WANTS_HUMAN = r"(met )?(een mens|een medewerker|iemand) (spreken|praten)|echte mens"
+
+# --- the offline demo model (apps.reasoning.steps._demo) ---------------------------------------
+DEMO = DemoCues(
+    amount=("hoeveel", "prijs", "kost"),
+)
+
+# --- confirmations (apps.reasoning.confirmations) ------------------------------------------------
 NO_START = (
     "nee",
     "neen",
