@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 import logging
 from datetime import timedelta
-from functools import partial
+from functools import cache, partial
 from typing import Any
 
 from django.conf import settings
@@ -135,6 +135,7 @@ def trace_step(approval: ApprovalRequest, name: str, output: dict[str, Any]) -> 
         )
 
 
+@cache  # the model class, looked up once per process
 def _trace_model() -> type[Model]:
     related = ApprovalRequest._meta.get_field("trace").related_model
     assert isinstance(related, type)
@@ -204,7 +205,7 @@ def approval_request_create(
             pending_action=pending,
             idempotency_key=idempotency_key,
             requested_in=requested_in,
-            trace=trace,
+            trace_id=None if trace is None else trace.pk,
             expires_at=timezone.now() + timedelta(minutes=approval_timeout_minutes(rule)),
         )
     return approval, True

@@ -21,9 +21,9 @@ def flag_list(*, client: Client, conversation: Any = None) -> QuerySet[MessageFl
     return queryset.order_by("-created_at", "-pk")
 
 
-def conversations_flagged(
-    *, client: Client, queryset: QuerySet[Conversation], flagged: bool = True
-) -> QuerySet[Conversation]:
+def conversations_flagged[Q: QuerySet[Conversation]](
+    *, client: Client, queryset: Q, flagged: bool = True
+) -> Q:
     """`queryset` (the client's conversations) narrowed to those with at least one flagged
     reply (`flagged=False`: those with none) — the inbox's "flagged" filter. One EXISTS
     subquery on the (client, conversation) index, whatever the page size."""
