@@ -3,9 +3,9 @@
 
 Prints:
 - the pairs of apps that import each other, counting every module, and again counting only
-  the modules below the surfaces (admin, HTTP APIs and views, URLconfs, management commands,
-  the staff console and the widget are left out); both for the imports that run and with the
-  imports under `if TYPE_CHECKING:` counted too;
+  the modules below the surfaces (admin, the HTTP API's views and serializers, and views are
+  left out; nothing else is); both for the imports that run and with the imports under
+  `if TYPE_CHECKING:` counted too;
 - how many direct imports the ignore_imports of pyproject.toml's import-linter contracts hide,
   each pattern expanded over the graph the way import-linter expands it;
 - the number of import-linter contracts.
@@ -27,14 +27,11 @@ import grimp
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-# A module is a surface (admin, HTTP APIs and views with their DRF permission plumbing, URLconfs,
-# management commands) when one of the parts of its name after the app is one of these, or
-# starts with one of the prefixes, or when it lives in an app that is a surface as a whole.
-SURFACE_PARTS = frozenset(
-    {"admin", "apis", "api", "views", "urls", "management", "permissions", "resolver"}
-)
-SURFACE_PREFIXES = ("console_", "widget_")
-SURFACE_APPS = frozenset({"apps.console", "apps.widget"})
+# A module is a surface — an admin page, the HTTP API (its views and the serializers that shape
+# its bodies) or a view — when one of the parts of its name after the app is one of these. Only
+# these: a whole app (the console, the widget), a URLconf, a management command, a permission
+# check or a resolver is not a surface, so its imports count like any other module's.
+SURFACE_PARTS = frozenset({"admin", "apis", "api", "serializers", "views"})
 
 
 def build_graph(*, type_checking: bool = False) -> grimp.ImportGraph:
@@ -52,13 +49,9 @@ def app_of(module: str) -> str | None:
 
 
 def is_surface(module: str) -> bool:
-    app = app_of(module)
-    if app is None:
+    if app_of(module) is None:
         return False
-    if app in SURFACE_APPS:
-        return True
-    rest = module.split(".")[2:]
-    return any(part in SURFACE_PARTS or part.startswith(SURFACE_PREFIXES) for part in rest)
+    return any(part in SURFACE_PARTS for part in module.split(".")[2:])
 
 
 def direct_imports(graph: grimp.ImportGraph) -> Iterable[tuple[str, str]]:

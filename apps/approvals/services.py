@@ -39,6 +39,7 @@ from datetime import timedelta
 from functools import cache, partial
 from typing import Any
 
+from celery import current_app
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Max, Model
@@ -89,6 +90,7 @@ FAILED_TEXT = gettext_lazy(
 )
 MAX_REASON_CHARS = 500
 EXPIRE_BATCH = 200
+RUN_APPROVED_ACTION = "reasoning.run_approved_action"  # the task's stable name (tasks.py)
 
 
 def action_words(tool: ClientTool, params: dict[str, Any]) -> str:
@@ -361,15 +363,15 @@ def approval_approve(*, client: Client, approval: ApprovalRequest, actor: Any) -
 
 
 def _enqueue_run(approval_id: int, client_id: int) -> None:
-    """Queue the approved call. Never raises: with no broker (or it is down) it runs here."""
-    from apps.approvals.tasks import run_approved_action
-
+    """Queue the approved call by its task's name (`tasks.py` imports this module, so this one
+    never imports it; the app config registers the task in every process). Never raises: with
+    no broker configured (tasks run eagerly) or one that refuses the message, it runs here."""
     with tenant_scope(client_id):
-        if run_approved_action.app.conf.task_always_eager:
+        if current_app.conf.task_always_eager:
             approval_run(client_id=client_id, approval_id=approval_id)
             return
         try:
-            run_approved_action.delay(approval_id, client_id=client_id)
+            current_app.tasks[RUN_APPROVED_ACTION].delay(approval_id, client_id=client_id)
         except Exception:
             logger.exception("could not queue the approved action; running it in-process")
             approval_run(client_id=client_id, approval_id=approval_id)

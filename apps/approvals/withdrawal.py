@@ -54,7 +54,7 @@ def approvals_open(*, client: Client, conversation: Conversation) -> list[Approv
     the turns of the others pay nothing.
 
     Almost every conversation has none, so whether there are any is asked first: building the
-    query that joins four tables costs more CPU than the whole probe (benchmarks/
+    query that joins four tables costs more CPU than the whole probe (devtools/benchmarks/
     turn_profile.py); it runs only when there are some."""
     found = ApprovalRequest.objects.for_client(client).filter(
         Q(status=ApprovalStatus.PENDING)

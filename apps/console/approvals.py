@@ -32,7 +32,7 @@ from apps.approvals.cards import (
 from apps.approvals.models import ApprovalRequest, ApprovalStatus
 from apps.approvals.selectors import approval_get, approval_list, last_messages
 from apps.approvals.services import MAX_REASON_CHARS, approval_approve, approval_deny
-from apps.console.views import ConsoleAccess, console_view
+from apps.console.access import ConsoleAccess, console_view
 from apps.core.exceptions import ApplicationError
 from apps.core.permissions import SUPPORT
 

@@ -21,6 +21,15 @@ from django.utils.timesince import timesince
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
+from apps.console.access import (
+    POLL_SECONDS,
+    PUSHED_POLL_SECONDS,
+    ConsoleAccess,
+    console_view,
+    conversation_or_404,
+    conversation_url,
+    json_view,
+)
 from apps.console.inbox_selectors import (
     MAX_SEARCH_CHARS,
     STATES,
@@ -32,15 +41,6 @@ from apps.console.inbox_selectors import (
     inbox_filter_choices,
     inbox_page,
     inbox_teammates,
-)
-from apps.console.views import (
-    POLL_SECONDS,
-    PUSHED_POLL_SECONDS,
-    ConsoleAccess,
-    _conversation_or_404,
-    _conversation_url,
-    console_view,
-    json_view,
 )
 from apps.conversations.models import Conversation, Role
 from apps.core.exceptions import ApplicationError
@@ -90,7 +90,7 @@ def _row(access: ConsoleAccess, conversation: Conversation, now: Any) -> dict[st
     last_role = getattr(conversation, "last_role", "") or ""
     return {
         "id": str(conversation.public_id),
-        "url": _conversation_url(access, conversation),
+        "url": conversation_url(access, conversation),
         "title": conversation_title(conversation),
         "email": conversation.contact_email,
         "customer": conversation_customer(conversation),
@@ -165,12 +165,12 @@ def inbox_poll(request: HttpRequest, access: ConsoleAccess) -> HttpResponse:
 def conversation_takeover_view(
     request: HttpRequest, access: ConsoleAccess, public_id: str
 ) -> HttpResponse:
-    conversation = _conversation_or_404(access, public_id)
+    conversation = conversation_or_404(access, public_id)
     conversation_takeover(client=access.client, conversation=conversation, actor=request.user)
     messages.success(
         request, _("You took over: the assistant is silent and the customer sees you joined.")
     )
-    return redirect(_conversation_url(access, conversation) + "#reply")
+    return redirect(conversation_url(access, conversation) + "#reply")
 
 
 @require_POST
@@ -178,7 +178,7 @@ def conversation_takeover_view(
 def conversation_assign_view(
     request: HttpRequest, access: ConsoleAccess, public_id: str
 ) -> HttpResponse:
-    conversation = _conversation_or_404(access, public_id)
+    conversation = conversation_or_404(access, public_id)
     # The Claim button and the "Assign to" select share one form: a click on Claim posts the
     # select's value too, so Claim has a name of its own and wins.
     choice = "me" if request.POST.get("claim") == "me" else request.POST.get("assignee", "")
@@ -192,7 +192,7 @@ def conversation_assign_view(
         )
         if assignee is None:
             messages.error(request, _("Pick a teammate of this client."))
-            return redirect(_conversation_url(access, conversation))
+            return redirect(conversation_url(access, conversation))
     conversation_assign(
         client=access.client, conversation=conversation, assignee=assignee, actor=request.user
     )
@@ -200,7 +200,7 @@ def conversation_assign_view(
         messages.success(request, _("Nobody is assigned now."))
     else:
         messages.success(request, _("Assigned to %(who)s.") % {"who": assignee.email})
-    return redirect(_conversation_url(access, conversation))
+    return redirect(conversation_url(access, conversation))
 
 
 @require_POST
@@ -208,7 +208,7 @@ def conversation_assign_view(
 def conversation_handback_view(
     request: HttpRequest, access: ConsoleAccess, public_id: str
 ) -> HttpResponse:
-    conversation = _conversation_or_404(access, public_id)
+    conversation = conversation_or_404(access, public_id)
     answer_waiting = request.POST.get("answer_waiting", "1") != "0"
     escalation = conversation_hand_back(
         client=access.client,
@@ -229,7 +229,7 @@ def conversation_handback_view(
         messages.success(
             request, _("Handed back without answering: the assistant waits for the customer.")
         )
-    return redirect(_conversation_url(access, conversation))
+    return redirect(conversation_url(access, conversation))
 
 
 @require_POST
@@ -237,7 +237,7 @@ def conversation_handback_view(
 def conversation_note_view(
     request: HttpRequest, access: ConsoleAccess, public_id: str
 ) -> HttpResponse:
-    conversation = _conversation_or_404(access, public_id)
+    conversation = conversation_or_404(access, public_id)
     try:
         conversation_note_add(
             client=access.client,
@@ -249,7 +249,7 @@ def conversation_note_view(
         messages.error(request, error.message)
     else:
         messages.success(request, _("Note added. Only your team sees it."))
-    return redirect(_conversation_url(access, conversation) + "#notes")
+    return redirect(conversation_url(access, conversation) + "#notes")
 
 
 def conversation_actions_context(

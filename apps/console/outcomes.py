@@ -18,7 +18,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
 from apps.billing import periods
-from apps.console.views import ConsoleAccess, console_view
+from apps.console.access import ConsoleAccess, console_view
 from apps.core.permissions import MANAGE, READ, role_permits
 from apps.outcomes.selectors import HANDOFF_REASON_LABELS, OutcomeFigures, outcome_report
 from apps.outcomes.serializers import OutcomeQuerySerializer

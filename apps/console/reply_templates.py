@@ -8,7 +8,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
-from apps.console.views import ConsoleAccess, _json_error, json_view
+from apps.console.access import ConsoleAccess, json_error, json_view
 from apps.conversations.selectors import conversation_get
 from apps.escalations.reply_templates import reply_template_list, template_render, template_values
 
@@ -20,7 +20,7 @@ def conversation_templates(
 ) -> HttpResponse:
     conversation = conversation_get(client=access.client, public_id=public_id)
     if conversation is None:
-        return _json_error(404, "not_found", _("Not found."))
+        return json_error(404, "not_found", _("Not found."))
     values = template_values(client=access.client, conversation=conversation, user=request.user)
     rows = []
     for template in reply_template_list(client=access.client):

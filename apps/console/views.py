@@ -1,9 +1,8 @@
 """The staff console: the escalation queue and one conversation, where an agent reads everything
 (internal reasoning collapsed), replies to the customer and hands the conversation back to the AI.
 
-Plain Django views with session login (allauth). The tenant and the role are resolved exactly as
-the API resolves them for a staff session (the one resolver, apps/core/resolver.py, with
-`?client=<slug>` choosing among several memberships). Pages refresh themselves from two small
+Plain Django views with session login (allauth); who is acting for which client is resolved by
+`access.py`, as for every console page. Pages refresh themselves from two small
 JSON endpoints (static/console/console.js): when Redis is configured and the app is served over
 ASGI (the Procfile's `web`), a live doorbell stream (`…/events`, server-sent events fed by the
 same Redis pub/sub as the widget's streams, `apps.conversations.events`) tells the page to fetch
@@ -15,16 +14,12 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from functools import wraps
 from typing import Any
-from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.core.handlers.asgi import ASGIRequest
 from django.http import (
     Http404,
@@ -40,25 +35,32 @@ from django.utils import timezone
 from django.utils.timesince import timesince
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
-from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
-from apps.clients.models import Client
+from apps.console.access import (
+    POLL_SECONDS,
+    PUSHED_POLL_SECONDS,
+    ConsoleAccess,
+    console_view,
+    conversation_or_404,
+    conversation_url,
+    json_error,
+    json_view,
+)
+from apps.console.inbox import conversation_actions_context
 from apps.console.inbox_selectors import conversation_title
 from apps.conversations import events
-from apps.conversations.models import Conversation, ConversationStatus, Message, Visibility
+from apps.conversations.models import ConversationStatus, Message, Visibility
 from apps.conversations.rendering import message_html, message_sources
 from apps.conversations.selectors import (
     conversation_get,
     message_list_after,
-    staff_client_choices,
 )
 from apps.conversations.serializers import MessageSerializer
 from apps.conversations.services import MAX_MESSAGE_CHARS
 from apps.core.admin import pretty_json
 from apps.core.exceptions import ApplicationError
-from apps.core.permissions import READ, SUPPORT, role_permits, slug_is_usable
-from apps.core.resolver import resolver
+from apps.core.permissions import SUPPORT
 from apps.escalations.models import Escalation
 from apps.escalations.selectors import escalation_open_for_conversation, escalation_queue
 from apps.escalations.services import staff_reply
@@ -66,113 +68,11 @@ from apps.reasoning.handback import escalation_hand_back
 from apps.reasoning.models import ReasoningStep, ReasoningTrace
 from apps.reasoning.selectors import conversation_detail
 
-POLL_SECONDS = 4
-# With a live doorbell stream open the page still fetches this often, as a safety net.
-PUSHED_POLL_SECONDS = 60
 # A doorbell rings at most once per this many seconds (a turn writes several times at once).
 DOORBELL_COALESCE_SECONDS = {"conversation": 0.15, "queue": 0.3}
 DOORBELL_STREAM_SECONDS = 300
 DOORBELL_HEARTBEAT_SECONDS = 15
 DOORBELL_RETRY_MS = 3000
-
-# ---------------------------------------------------------------------------------------------
-# Who is acting, for which client
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ConsoleAccess:
-    client: Client
-    role: str
-    choices: list[Client] = field(default_factory=list)
-
-    @property
-    def can_act(self) -> bool:
-        """Agents and above reply and resolve; viewers only read."""
-        return role_permits(self.role, SUPPORT)
-
-    @property
-    def query(self) -> str:
-        """The query string that keeps this client selected on every link and form."""
-        return "?" + urlencode({"client": self.client.slug})
-
-
-def _resolve_access(request: HttpRequest) -> ConsoleAccess | HttpResponse:
-    choices = staff_client_choices(user=request.user)
-    if not choices:
-        return render(request, "console/no_access.html", status=403)
-    if not slug_is_usable(request.GET.get("client")):
-        raise Http404("No such client.")
-    client = resolver.client(request)
-    if client is None and not request.GET.get("client") and len(choices) == 1:
-        # One client (the usual case, and the demo's superuser): nothing to choose, so straight
-        # to its conversations, the client kept in every link as if it had been picked.
-        client = resolver.client(request, slug=choices[0].slug)
-    if client is None:
-        if request.GET.get("client"):
-            # A slug the user is no member of answers like an unknown one.
-            raise Http404("No such client.")
-        return render(request, "console/pick_client.html", {"choices": choices})
-    role = resolver.role(request, client)
-    if role is None:  # pragma: no cover - the resolver only returns member clients
-        raise PermissionDenied
-    return ConsoleAccess(client=client, role=role, choices=choices)
-
-
-# A console view takes the request, the resolved access and the URL's arguments.
-ConsoleView = Callable[..., HttpResponseBase]
-
-
-def console_view(minimum: str = READ) -> Callable[[ConsoleView], ConsoleView]:
-    """Signed-in staff only; resolves the client and role and refuses (403) a role below
-    `minimum`."""
-
-    def decorate(view: ConsoleView) -> ConsoleView:
-        @wraps(view)
-        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-            access = _resolve_access(request)
-            if isinstance(access, HttpResponse):
-                return access
-            if not role_permits(access.role, minimum):
-                raise PermissionDenied(_("This needs the %(role)s role.") % {"role": minimum})
-            return view(request, access, *args, **kwargs)
-
-        return login_required(never_cache(wrapper))
-
-    return decorate
-
-
-def json_view(view: ConsoleView) -> ConsoleView:
-    """For the polling endpoints: JSON errors instead of a redirect to the login page, so the
-    page's script can tell "signed out" from "no access"."""
-
-    @wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        if not request.user.is_authenticated:
-            return _json_error(401, "not_authenticated", _("Sign in again."))
-        access = _resolve_access(request)
-        if isinstance(access, HttpResponse):
-            return _json_error(403, "permission_denied", _("No client is selected."))
-        return view(request, access, *args, **kwargs)
-
-    return never_cache(wrapper)
-
-
-def _json_error(status: int, code: str, message: str) -> JsonResponse:
-    return JsonResponse({"error": {"code": code, "message": message}}, status=status)
-
-
-def _conversation_or_404(access: ConsoleAccess, public_id: str) -> Conversation:
-    conversation = conversation_get(client=access.client, public_id=public_id)
-    if conversation is None:
-        raise Http404("No such conversation.")
-    return conversation
-
-
-def _conversation_url(access: ConsoleAccess, conversation: Conversation) -> str:
-    path = reverse("console-conversation", args=[conversation.public_id])
-    return path + access.query
-
 
 # ---------------------------------------------------------------------------------------------
 # The queue
@@ -188,7 +88,7 @@ def _queue_row(access: ConsoleAccess, escalation: Any) -> dict[str, Any]:
         "title": conversation_title(
             escalation.conversation, getattr(escalation, "first_customer_text", None) or ""
         ),
-        "url": _conversation_url(access, escalation.conversation),
+        "url": conversation_url(access, escalation.conversation),
         "status": escalation.status,
         "reason": escalation.get_reason_display(),
         "detail": escalation.detail,
@@ -316,8 +216,6 @@ def _render_conversation(
     escalations = list(conversation.escalations.all())
     open_escalation = next((e for e in escalations if e.status == "open"), None)
     base = reverse("console-conversation", args=[conversation.public_id])
-    from apps.console.inbox import conversation_actions_context  # (it imports this module)
-
     return render(
         request,
         "console/conversation.html",
@@ -359,7 +257,7 @@ def conversation_page(request: HttpRequest, access: ConsoleAccess, public_id: st
 @require_POST
 @console_view(minimum=SUPPORT)
 def conversation_reply(request: HttpRequest, access: ConsoleAccess, public_id: str) -> HttpResponse:
-    conversation = _conversation_or_404(access, public_id)
+    conversation = conversation_or_404(access, public_id)
     form = ReplyForm(request.POST)
     if not form.is_valid():
         return _render_conversation(request, access, public_id, form=form, status=400)
@@ -374,7 +272,7 @@ def conversation_reply(request: HttpRequest, access: ConsoleAccess, public_id: s
         form.add_error("text", error.message)
         return _render_conversation(request, access, public_id, form=form, status=error.status)
     messages.success(request, _("Reply sent. You own this conversation until you resolve it."))
-    return redirect(_conversation_url(access, conversation) + "#reply")
+    return redirect(conversation_url(access, conversation) + "#reply")
 
 
 @require_POST
@@ -382,7 +280,7 @@ def conversation_reply(request: HttpRequest, access: ConsoleAccess, public_id: s
 def conversation_resolve(
     request: HttpRequest, access: ConsoleAccess, public_id: str
 ) -> HttpResponse:
-    conversation = _conversation_or_404(access, public_id)
+    conversation = conversation_or_404(access, public_id)
     escalation = escalation_open_for_conversation(client=access.client, conversation=conversation)
     if escalation is None:
         messages.info(
@@ -391,7 +289,7 @@ def conversation_resolve(
     else:
         escalation_hand_back(client=access.client, escalation=escalation, actor=request.user)
         messages.success(request, _("Resolved: the assistant answers this conversation again."))
-    return redirect(_conversation_url(access, conversation))
+    return redirect(conversation_url(access, conversation))
 
 
 @require_GET
@@ -400,10 +298,10 @@ def conversation_poll(request: HttpRequest, access: ConsoleAccess, public_id: st
     """New messages after `?after=<seq>` plus the conversation's current state."""
     after_raw = request.GET.get("after", "0")
     if not after_raw.isascii() or not after_raw.isdigit() or len(after_raw) > 9:
-        return _json_error(400, "invalid", "after must be a message seq (a whole number).")
+        return json_error(400, "invalid", "after must be a message seq (a whole number).")
     conversation = conversation_get(client=access.client, public_id=public_id)
     if conversation is None:
-        return _json_error(404, "not_found", _("Not found."))
+        return json_error(404, "not_found", _("Not found."))
     new_messages = message_list_after(
         client=access.client, conversation=conversation, after_seq=int(after_raw)
     )
@@ -501,7 +399,7 @@ def conversation_events(
     ending)."""
     conversation = conversation_get(client=access.client, public_id=public_id)
     if conversation is None:
-        return _json_error(404, "not_found", _("Not found."))
+        return json_error(404, "not_found", _("Not found."))
     return _doorbell(
         request,
         events.conversation_key(conversation.pk),

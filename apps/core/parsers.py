@@ -112,7 +112,7 @@ class JSONParser(parsers.JSONParser):
     def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
         parser_context = parser_context or {}
         encoding = parser_context.get("encoding", settings.DEFAULT_CHARSET)
-        raw = _read(stream)
+        raw = read_body(stream)
         try:
             text = raw.decode(encoding)
         except (UnicodeDecodeError, LookupError) as exc:
@@ -126,7 +126,7 @@ class JSONParser(parsers.JSONParser):
             raise ParseError(f"JSON parse error - {exc}") from exc
 
 
-def _read(stream: Any) -> bytes:
+def read_body(stream: Any) -> bytes:
     """The whole body, at most DATA_UPLOAD_MAX_MEMORY_SIZE bytes (Django checks the declared
     Content-Length when the body is read through `request.body`; a stream read directly, as DRF
     does, is checked here — also when the length was not declared)."""

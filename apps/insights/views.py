@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
-from apps.console.views import ConsoleAccess, _json_error, json_view
+from apps.console.access import ConsoleAccess, json_error, json_view
 from apps.conversations.models import Conversation, Message, Role, Visibility
 from apps.conversations.selectors import conversation_get
 from apps.core.exceptions import ApplicationError
@@ -72,7 +72,7 @@ def _proposal_json(proposal: InsightProposal | None) -> dict[str, Any] | None:
 
 def _refused(access: ConsoleAccess) -> JsonResponse | None:
     if not role_permits(access.role, SUPPORT):
-        return _json_error(
+        return json_error(
             403, "permission_denied", _("This needs the %(role)s role.") % {"role": SUPPORT}
         )
     return None
@@ -105,7 +105,7 @@ def conversation_flags(request: HttpRequest, access: ConsoleAccess, public_id: s
     """The replies staff can flag (the assistant's) or teach from (staff's), and the flags."""
     conversation = conversation_get(client=access.client, public_id=public_id)
     if conversation is None:
-        return _json_error(404, "not_found", _("Not found."))
+        return json_error(404, "not_found", _("Not found."))
     flags = flag_list(client=access.client, conversation=conversation)
     return JsonResponse(
         {
@@ -127,10 +127,10 @@ def message_flag_view(
         return refused
     message = _message_or_none(access, public_id, message_id)
     if message is None:
-        return _json_error(404, "not_found", _("Not found."))
+        return json_error(404, "not_found", _("Not found."))
     teach_as = request.POST.get("teach_as", "")
     if teach_as not in TEACH_KINDS:
-        return _json_error(400, "invalid", _("Choose note, faq or article."))
+        return json_error(400, "invalid", _("Choose note, faq or article."))
     try:
         flag, proposal = flag_and_teach(
             client=access.client,
@@ -157,10 +157,10 @@ def message_teach_view(
         return refused
     message = _message_or_none(access, public_id, message_id)
     if message is None:
-        return _json_error(404, "not_found", _("Not found."))
+        return json_error(404, "not_found", _("Not found."))
     teach_as = request.POST.get("teach_as") or ProposalKind.FAQ
     if teach_as not in TEACH_KINDS - {""}:
-        return _json_error(400, "invalid", _("Choose note, faq or article."))
+        return json_error(400, "invalid", _("Choose note, faq or article."))
     try:
         proposal = staff_reply_teach(client=access.client, message=message, teach_as=teach_as)
     except ApplicationError as error:

@@ -16,7 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from apps.core.exceptions import ApplicationError
-from apps.core.parsers import _read
+from apps.core.parsers import read_body
 from apps.core.permissions import MANAGE, READ, SUPPORT, StaffAPIView, acting_user
 from apps.core.schema import (
     AUTH_ERRORS,
@@ -59,7 +59,7 @@ class JSONLinesParser(BaseParser):
     def parse(  # type: ignore[override]  # the text, not a mapping: the import parses lines
         self, stream: Any, media_type: str | None = None, parser_context: Any = None
     ) -> str:
-        raw = _read(stream) if stream is not None else b""
+        raw = read_body(stream) if stream is not None else b""
         try:
             return raw.decode("utf-8")
         except UnicodeDecodeError as exc:

@@ -31,9 +31,9 @@ from apps.notes.selectors import notes_search
 from apps.notes.services import (
     MAX_CONTENT_CHARS,
     PROPOSED_SOURCES,
-    _update_search_vector,
     note_content_hash,
     notes_delete,
+    update_search_vector,
 )
 from apps.notes.sessions import current_session_id
 
@@ -474,7 +474,7 @@ def notes_import(*, client: Client, lines: Iterable[NoteLine]) -> ImportResult:
     if dated:
         Note.objects.bulk_update(dated, ["created_at"])
     for note in notes:
-        _update_search_vector(note)  # what note_add does for each new note (PostgreSQL FTS)
+        update_search_vector(note)  # what note_add does for each new note (PostgreSQL FTS)
     if notes:
         notes_cache.invalidate(client.pk)
     return ImportResult(created=len(notes), skipped=skipped)

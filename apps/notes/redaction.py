@@ -164,7 +164,7 @@ def _identifier(match: re.Match[str]) -> str:
 
 # In order: the most specific shapes first, so "jo@shop.example" is an e-mail, not a domain,
 # and a card number is a card, not a phone.
-_RULES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
+RULES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
     (_URL, LINK),
     (_EMAIL, EMAIL),
     (_IBAN, IBAN),
@@ -187,7 +187,7 @@ def mask_personal_data(text: str) -> str:
 
     Newlines are kept; use `inert_line` for text that goes into a prompt line.
     """
-    for pattern, replacement in _RULES:
+    for pattern, replacement in RULES:
         text = pattern.sub(replacement, text)
     return text
 

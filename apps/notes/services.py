@@ -96,7 +96,7 @@ def _validate(
     return errors
 
 
-def _update_search_vector(note: Note) -> None:
+def update_search_vector(note: Note) -> None:
     """PostgreSQL only: the note's language configuration plus 'simple' (exact words, refs)."""
     if connection.vendor != "postgresql":
         return
@@ -184,7 +184,7 @@ def note_add(
     )
     note.full_clean(exclude=["client", "conversation", "trace", "reviewed_by"])
     note.save()
-    _update_search_vector(note)
+    update_search_vector(note)
     notes_cache.invalidate(client.pk)
     return note
 
@@ -207,7 +207,7 @@ def note_update(*, note: Note, **fields: Any) -> Note:
         setattr(note, name, value)
     note.content_hash = note_content_hash(type=note.type, ref=note.ref, content=note.content)
     note.save()
-    _update_search_vector(note)
+    update_search_vector(note)
     notes_cache.invalidate(note.client_id)
     return note
 

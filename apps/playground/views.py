@@ -20,7 +20,7 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.clients.models import AIMode, Rubric
-from apps.console.views import ConsoleAccess, console_view, json_view
+from apps.console.access import ConsoleAccess, console_view, json_view
 from apps.conversations.models import Conversation
 from apps.conversations.selectors import conversation_get
 from apps.conversations.services import MAX_MESSAGE_CHARS

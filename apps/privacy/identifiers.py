@@ -43,7 +43,7 @@ from apps.approvals.models import ApprovalRequest
 from apps.clients.models import Client
 from apps.conversations.models import Conversation, Message, Role
 from apps.notes import cache as notes_cache
-from apps.notes.redaction import _RULES, LINK  # the shapes notes are masked with
+from apps.notes.redaction import LINK, RULES  # the shapes notes are masked with
 from apps.tools.models import PendingAction, ToolExecution
 
 MARKER = "[erased]"
@@ -75,7 +75,7 @@ class Identifier:
 def shapes(text: str) -> set[str]:
     """The personal-data shapes in `text` (the notes' masking rules; links excepted)."""
     found: set[str] = set()
-    for pattern, replacement in _RULES:
+    for pattern, replacement in RULES:
 
         def keep(match: re.Match[str], replacement: Any = replacement) -> str:
             original = match.group(0)

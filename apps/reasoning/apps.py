@@ -8,6 +8,9 @@ class ReasoningConfig(AppConfig):
     label = "reasoning"
 
     def ready(self) -> None:
-        # Registers every mode module (apps/reasoning/modes/) in the mode registry that plans,
-        # the admin and the tenant import read (apps.clients.modes).
-        from apps.reasoning import modes  # noqa: F401
+        # Imported for what importing does: every mode module (apps/reasoning/modes/) registers
+        # in the mode registry that plans, the admin and the tenant import read
+        # (apps.clients.modes); the Celery tasks register under their names in every process,
+        # for the pipeline queues them by name (apps/reasoning/dispatch.py) and never imports
+        # the task module.
+        from apps.reasoning import modes, tasks  # noqa: F401

@@ -17,7 +17,7 @@ from apps.clients.models import Client
 from apps.conversations.models import Message, Role
 from apps.knowledge.selectors import business_info_for
 from apps.reasoning.knowledge import KB_PREFIX
-from apps.reasoning.steps._data import KNOWLEDGE, block, data_message, neutralise
+from apps.reasoning.steps import data_blocks
 from apps.tools.models import ClientTool, PendingAction
 
 POLICY_KEYS = ("returns", "shipping", "privacy", "terms")
@@ -193,7 +193,7 @@ def reference_message(sections: dict[str, str]) -> list[dict[str, str]]:
     if not sections:
         return []
     text = "\n\n".join(f"## {key}\n{body}" for key, body in sections.items())
-    return [data_message(block(KNOWLEDGE, text))]
+    return [data_blocks.data_message(data_blocks.block(data_blocks.KNOWLEDGE, text))]
 
 
 def history_messages(messages: list[Message]) -> list[dict[str, str]]:
@@ -206,7 +206,7 @@ def history_messages(messages: list[Message]) -> list[dict[str, str]]:
         role = _ROLE_FOR_LLM.get(Role(message.role))
         if role and message.text:
             text = message.text if message.role != Role.STAFF else f"[staff] {message.text}"
-            out.append({"role": role, "content": neutralise(text)})
+            out.append({"role": role, "content": data_blocks.neutralise(text)})
     return out
 
 

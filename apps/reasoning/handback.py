@@ -17,7 +17,7 @@ from apps.conversations.models import Conversation, Message, Role, Visibility
 from apps.escalations.models import Escalation, EscalationStatus
 from apps.escalations.services import escalation_resolve
 from apps.reasoning.models import ReasoningTrace, TraceStatus
-from apps.reasoning.services import _enqueue
+from apps.reasoning.services import turn_queue_on_commit
 
 
 def escalation_hand_back(
@@ -44,8 +44,7 @@ def escalation_hand_back(
             ReasoningTrace.objects.for_client(client).filter(
                 user_message=message, status=TraceStatus.SKIPPED
             ).delete()
-            message_id, client_id = message.pk, client.pk
-            transaction.on_commit(lambda: _enqueue(message_id, client_id))
+            turn_queue_on_commit(message_id=message.pk, client_id=client.pk)
     return resolved
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from apps.knowledge import retrieval
 from apps.knowledge.models import Article
 from apps.knowledge.retrieval import Hit
-from apps.reasoning.steps import _data
+from apps.reasoning.steps import data_blocks
 
 if TYPE_CHECKING:
     from apps.reasoning.turn import Turn
@@ -121,7 +121,7 @@ def knowledge_message(hits: list[Hit]) -> list[dict[str, str]]:
     """The chunks as a data block in a user message ([] when there are none)."""
     if not hits:
         return []
-    return [_data.data_message(_data.block(_data.KNOWLEDGE, hits_text(hits)))]
+    return [data_blocks.data_message(data_blocks.block(data_blocks.KNOWLEDGE, hits_text(hits)))]
 
 
 def topics_message(topics: list[str]) -> list[dict[str, str]]:
@@ -129,7 +129,9 @@ def topics_message(topics: list[str]) -> list[dict[str, str]]:
     message ([] when there are none)."""
     if not topics:
         return []
-    return [_data.data_message(_data.block(_data.KNOWLEDGE_TOPICS, "; ".join(topics)))]
+    return [
+        data_blocks.data_message(data_blocks.block(data_blocks.KNOWLEDGE_TOPICS, "; ".join(topics)))
+    ]
 
 
 def demo_facts(turn: Turn) -> list[dict[str, Any]]:

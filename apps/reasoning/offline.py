@@ -16,7 +16,7 @@ import json
 from typing import Any
 
 from apps.reasoning import steps
-from apps.reasoning.steps._shared import language_asked
+from apps.reasoning.steps import language_asked
 
 
 def offline_complete(step: str, messages: list[dict[str, str]], hint: dict[str, Any]) -> str:

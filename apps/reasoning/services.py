@@ -5,6 +5,7 @@ turn; `turn_process` runs it — from a Celery task, or eagerly when no broker i
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import time
@@ -52,8 +53,8 @@ from apps.identity.services import (
     otp_check_text,
     redact_codes,
 )
+from apps.reasoning import dispatch, guards, knowledge
 from apps.reasoning import evaluation as _evaluation  # noqa: F401  (registers the `evaluate` hook)
-from apps.reasoning import guards, knowledge
 from apps.reasoning.admission import (
     DB_ERRORS,
     TurnBusy,
@@ -65,6 +66,7 @@ from apps.reasoning.admission import (
     turn_lease,
     turn_lock_release,
     turn_lock_take,
+    turn_waiting_before,
 )
 from apps.reasoning.hooks import run_post_draft_hooks
 from apps.reasoning.llm import LLMError
@@ -86,6 +88,10 @@ logger = logging.getLogger(__name__)
 
 # Fixed replies: msgids, rendered in the turn's reply language (`translation.override` around
 # the turn and its posting).
+# With no broker, a later message of a conversation whose earlier turn still runs in another
+# request waits for it, looking again this often (`run_turn_in_process`).
+EAGER_WAIT_STEP_SECONDS = 0.2
+
 FALLBACK_TEXT = gettext_lazy(
     "Sorry — I ran into a problem answering that. I've passed your conversation to our team so "
     "a person can help."
@@ -223,8 +229,7 @@ def handle_turn(
         conversation.status, conversation.last_seq = locked.status, locked.last_seq
         conversation.language = locked.language
         if locked.status == ConversationStatus.OPEN:
-            message_id, client_id = message.pk, client.pk
-            transaction.on_commit(lambda: _enqueue(message_id, client_id))
+            turn_queue_on_commit(message_id=message.pk, client_id=client.pk)
     return message
 
 
@@ -240,44 +245,84 @@ def _email_code_check(client: Client, conversation: Conversation, code: str) -> 
         return {"result": CheckStatus.ERROR}
 
 
+def turn_queue_on_commit(*, message_id: int, client_id: int) -> None:
+    """Queue the turn of a stored customer message once the transaction commits."""
+    transaction.on_commit(lambda: _enqueue(message_id, client_id))
+
+
 def _enqueue(message_id: int, client_id: int) -> None:
     """Queue the turn of a stored message. Never raises: the message is committed, and a turn
     that cannot run now is answered later (in-process here, or by the sweeper)."""
-    from apps.reasoning.tasks import process_turn, run_turn_in_process
-
     with tenant_scope(client_id):
-        if process_turn.app.conf.task_always_eager:
-            run_turn_in_process(message_id)
-            return
-        try:
-            process_turn.delay(message_id, client_id=client_id)
-        except Exception:
-            # The broker is unreachable. The message is stored; answer it in this process
-            # rather than leave the customer waiting for a turn that was never queued.
-            logger.exception(
-                "could not queue the turn; running it in-process", extra={"message_id": message_id}
-            )
-            run_turn_in_process(message_id)
+        dispatch.queue_or_run_here(
+            dispatch.TURN,
+            message_id,
+            client_id=client_id,
+            here=lambda: run_turn_in_process(message_id),
+        )
 
 
 def _enqueue_turn_notes(trace_id: int, confidence: int | None, client_id: int) -> None:
     """Queue the automatic notes of a committed turn. Never raises: notes are an aid, the turn
     is done. No broker (or it is down): written here, in-process, after the commit."""
-    from apps.reasoning.tasks import write_turn_notes
+
+    def here() -> None:
+        with tenant_scope(client_id):
+            turn_notes_write(trace_id=trace_id, confidence=confidence)
 
     try:
-        if write_turn_notes.app.conf.task_always_eager:
-            with tenant_scope(client_id):
-                turn_notes_write(trace_id=trace_id, confidence=confidence)
-            return
-        try:
-            write_turn_notes.delay(trace_id, confidence, client_id=client_id)
-        except Exception:
-            logger.warning("could not queue the turn's notes; writing them in-process")
-            with tenant_scope(client_id):
-                turn_notes_write(trace_id=trace_id, confidence=confidence)
+        dispatch.queue_or_run_here(
+            dispatch.TURN_NOTES, trace_id, confidence, client_id=client_id, here=here
+        )
     except Exception:
         logger.exception("writing the turn's notes failed", extra={"trace_id": trace_id})
+
+
+def run_turn_in_process(message_id: int) -> None:
+    """No broker (the demo, or the broker is down): run the turn in this thread. Waits for the
+    earlier turn of another request; a database error reconnects and retries once, then the
+    customer gets the fallback reply and a hand-off. Never raises: the message is stored, and
+    what cannot be answered now is left to the sweeper."""
+    waited_until = time.monotonic() + settings.REASONING_TURN_LEASE_SECONDS
+    db_retried = False
+    while True:
+        try:
+            turn_process(message_id=message_id)
+            return
+        except TurnBusy:
+            if time.monotonic() > waited_until:
+                logger.warning("turn still busy after the lease", extra={"message_id": message_id})
+                return
+            # An earlier message waits for a turn no one may run (queued on a broker that went
+            # down): run it first, here. If another thread is on it, it stays busy for us.
+            earlier = turn_waiting_before(message_id)
+            if earlier is not None:
+                with contextlib.suppress(TurnBusy):
+                    turn_process(message_id=earlier)
+                    continue
+            time.sleep(EAGER_WAIT_STEP_SECONDS)
+        except DB_ERRORS as exc:
+            fresh_connection()
+            if db_retried:
+                turn_give_up_after_error(message_id, f"database error, retried once: {exc!r}")
+                return
+            db_retried = True
+            logger.warning("turn hit a database error; retrying once", exc_info=True)
+        except Exception:  # a turn must never turn a stored message into an error page
+            logger.exception("turn failed outside the pipeline", extra={"message_id": message_id})
+            return
+
+
+def turn_give_up_after_error(message_id: int, detail: str) -> None:
+    """`turn_give_up` (a system failure) on a fresh database connection, after the database
+    failed the turn through its retries."""
+    on_fresh_connection(
+        "turn give-up",
+        turn_give_up,
+        message_id=message_id,
+        reason=EscalationReason.SYSTEM_FAILURE,
+        detail=detail,
+    )
 
 
 def wants_human(text: str) -> bool:
@@ -338,10 +383,10 @@ def _release_claim(trace: ReasoningTrace, error: str) -> None:
     ReasoningTrace.objects.filter(
         pk=trace.pk, client_id=trace.client_id, status=TraceStatus.PROCESSING
     ).update(updated_at=timezone.now() - turn_lease() - timedelta(seconds=1))
-    _trace_note(trace, "interrupted", {"reason": "database error; the turn is retried"}, error)
+    trace_note(trace, "interrupted", {"reason": "database error; the turn is retried"}, error)
 
 
-def _trace_note(trace: ReasoningTrace, name: str, output: dict[str, Any], error: str = "") -> None:
+def trace_note(trace: ReasoningTrace, name: str, output: dict[str, Any], error: str = "") -> None:
     """Append a step to a trace outside a running turn (sweeper, recovery)."""
     last = trace.steps.order_by("-index").values_list("index", flat=True).first()
     ReasoningStep.objects.create(

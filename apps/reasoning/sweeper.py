@@ -24,9 +24,10 @@ from django.utils import timezone
 from apps.conversations.models import ConversationStatus, Message, Role
 from apps.core.tenancy import tenant_scope
 from apps.escalations.models import EscalationReason
+from apps.reasoning import dispatch
 from apps.reasoning.models import ReasoningTrace, TraceKind, TraceStatus
 from apps.reasoning.modes import mode_that_runs
-from apps.reasoning.services import _trace_note, turn_give_up
+from apps.reasoning.services import trace_note, turn_give_up
 
 logger = logging.getLogger(__name__)
 
@@ -110,12 +111,10 @@ def _adopt_lost(message_id: int, stale_before: datetime) -> None:
         ReasoningTrace.objects.filter(pk=trace.pk, client_id=trace.client_id).update(
             updated_at=stale_before - timedelta(seconds=1)
         )
-        _trace_note(trace, "lost", {"reason": "no worker picked this turn up within its lease"})
+        trace_note(trace, "lost", {"reason": "no worker picked this turn up within its lease"})
 
 
 def _sweep_trace(trace_id: int, stale_before: datetime) -> str:
-    from apps.reasoning.tasks import process_turn
-
     with transaction.atomic():
         trace = (
             ReasoningTrace.objects.for_current_client()
@@ -127,7 +126,7 @@ def _sweep_trace(trace_id: int, stale_before: datetime) -> str:
             return ""  # finished or taken over meanwhile (only turns are swept)
         requeued_before = trace.steps.filter(name=REQUEUED_STEP).exists()
         if not requeued_before:
-            _trace_note(trace, REQUEUED_STEP, {"reason": "unfinished past its lease"})
+            trace_note(trace, REQUEUED_STEP, {"reason": "unfinished past its lease"})
         message_id = trace.user_message_id
     if requeued_before:
         turn_give_up(
@@ -139,7 +138,7 @@ def _sweep_trace(trace_id: int, stale_before: datetime) -> str:
         )
         return "given_up"
     try:
-        process_turn.delay(message_id, client_id=trace.client_id)
+        dispatch.queue(dispatch.TURN, message_id, client_id=trace.client_id)
     except Exception:  # no broker: nobody would run it — answer the customer now
         logger.exception("sweeper could not re-queue a turn", extra={"trace": trace_id})
         turn_give_up(

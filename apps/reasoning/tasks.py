@@ -12,22 +12,18 @@ from apps.conversations.models import Message
 from apps.core import slots
 from apps.core.tasks import TenantTask
 from apps.core.tenancy import current_tenant
-from apps.escalations.models import EscalationReason
 from apps.reasoning.admission import (
     DB_ERRORS,
     TurnBusy,
     fresh_connection,
-    on_fresh_connection,
-    turn_waiting_before,
 )
-from apps.reasoning.services import turn_give_up, turn_process
+from apps.reasoning.services import run_turn_in_process, turn_give_up_after_error, turn_process
 from apps.reasoning.turn_notes import turn_notes_write
 
 logger = logging.getLogger(__name__)
 
 # A later message of a conversation whose earlier turn still runs is tried again this soon.
 BUSY_RETRY_SECONDS = 0.5
-EAGER_WAIT_STEP_SECONDS = 0.2
 # A turn interrupted by a database error is retried after 1, 2, 4, 8 s (± jitter); after the
 # last retry the customer gets the fallback reply and a hand-off (docs/operations.md).
 DB_MAX_RETRIES = 4
@@ -132,7 +128,9 @@ def run_turn_job(job: str) -> None:
     except DB_ERRORS as exc:
         fresh_connection()
         if attempt >= DB_MAX_RETRIES:
-            _give_up(message_id, f"database unavailable through {DB_MAX_RETRIES} retries: {exc!r}")
+            turn_give_up_after_error(
+                message_id, f"database unavailable through {DB_MAX_RETRIES} retries: {exc!r}"
+            )
             return
         logger.warning("turn hit a database error; retrying", exc_info=True)
         backoff = min(2**attempt, DB_RETRY_BACKOFF_MAX)
@@ -189,51 +187,6 @@ def stop_slot_heartbeat(**kwargs: Any) -> None:
     _heartbeat_stop.set()
     with contextlib.suppress(Exception):
         slots.worker_unregister(worker_id=slots.worker_id())
-
-
-def run_turn_in_process(message_id: int) -> None:
-    """No broker (the demo, or the broker is down): run the turn in this thread. Waits for the
-    earlier turn of another request; a database error reconnects and retries once, then the
-    customer gets the fallback reply and a hand-off. Never raises: the message is stored, and
-    what cannot be answered now is left to the sweeper."""
-    waited_until = time.monotonic() + settings.REASONING_TURN_LEASE_SECONDS
-    db_retried = False
-    while True:
-        try:
-            turn_process(message_id=message_id)
-            return
-        except TurnBusy:
-            if time.monotonic() > waited_until:
-                logger.warning("turn still busy after the lease", extra={"message_id": message_id})
-                return
-            # An earlier message waits for a turn no one may run (queued on a broker that went
-            # down): run it first, here. If another thread is on it, it stays busy for us.
-            earlier = turn_waiting_before(message_id)
-            if earlier is not None:
-                with contextlib.suppress(TurnBusy):
-                    turn_process(message_id=earlier)
-                    continue
-            time.sleep(EAGER_WAIT_STEP_SECONDS)
-        except DB_ERRORS as exc:
-            fresh_connection()
-            if db_retried:
-                _give_up(message_id, f"database error, retried once: {exc!r}")
-                return
-            db_retried = True
-            logger.warning("turn hit a database error; retrying once", exc_info=True)
-        except Exception:  # a turn must never turn a stored message into an error page
-            logger.exception("turn failed outside the pipeline", extra={"message_id": message_id})
-            return
-
-
-def _give_up(message_id: int, detail: str) -> None:
-    on_fresh_connection(
-        "turn give-up",
-        turn_give_up,
-        message_id=message_id,
-        reason=EscalationReason.SYSTEM_FAILURE,
-        detail=detail,
-    )
 
 
 @shared_task(name="reasoning.sweep_turns", ignore_result=True)

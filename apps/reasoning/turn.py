@@ -28,8 +28,7 @@ from apps.reasoning import evaluation, guards
 from apps.reasoning.context import tool_schema_text
 from apps.reasoning.llm import LLMError, LLMResult, StreamSink, correction_message, streaming
 from apps.reasoning.preconditions import check_before_asking
-from apps.reasoning.steps import Step, compose
-from apps.reasoning.steps._shared import with_language
+from apps.reasoning.steps import Step, compose, with_language
 from apps.reasoning.traces import TokenCapExceeded, TurnRecorder, pretty
 from apps.tools import pending as pending_actions
 from apps.tools import wording

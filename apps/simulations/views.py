@@ -7,7 +7,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from apps.console.views import ConsoleAccess, _json_error, json_view
+from apps.console.access import ConsoleAccess, json_error, json_view
 from apps.core.exceptions import ApplicationError
 from apps.core.permissions import SUPPORT, role_permits
 from apps.flags.selectors import flag_get
@@ -18,16 +18,16 @@ from apps.simulations.cases import simcase_from_flag
 @json_view
 def flag_simulation_case(request: HttpRequest, access: ConsoleAccess, flag_id: str) -> HttpResponse:
     if not role_permits(access.role, SUPPORT):
-        return _json_error(
+        return json_error(
             403, "permission_denied", _("This needs the %(role)s role.") % {"role": SUPPORT}
         )
     flag = flag_get(client=access.client, flag_id=flag_id)
     if flag is None:
-        return _json_error(404, "not_found", _("Not found."))
+        return json_error(404, "not_found", _("Not found."))
     try:
         case = simcase_from_flag(client=access.client, flag=flag)
     except ApplicationError as error:
-        return _json_error(error.status, error.code, error.message)
+        return json_error(error.status, error.code, error.message)
     return JsonResponse(
         {"case": {"id": str(case.public_id), "name": case.name, "suite": case.suite}}, status=201
     )

@@ -218,9 +218,9 @@ REST_FRAMEWORK = {
         # customer), and of one client address (an office or a carrier's NAT: many), used in
         # the window. Over either, the next message is stored and handed to staff with a short
         # notice, no model call (docs/widget.md "Limits"); a turn admitted under it may take
-        # them past it. Sized from the README's demo conversation (benchmarks/demo_tokens.py:
-        # ≈ 40k tokens, ≈ 144k were every turn deliberative): a conversation gets more than
-        # that, an address ten times it.
+        # them past it. Sized from the README's demo conversation
+        # (devtools/benchmarks/demo_tokens.py: ≈ 40k tokens, ≈ 144k were every turn
+        # deliberative): a conversation gets more than that, an address ten times it.
         "widget_tokens": env("THROTTLE_WIDGET_TOKENS", default="200000/hour"),
         "widget_address_tokens": env("THROTTLE_WIDGET_ADDRESS_TOKENS", default="2000000/hour"),
     },

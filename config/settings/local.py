@@ -17,4 +17,4 @@ API_DOCS_PUBLIC = env.bool("API_DOCS_PUBLIC", default=True)
 MFA_REQUIRED_FOR_SUPERUSERS = env.bool("MFA_REQUIRED_FOR_SUPERUSERS", default=False)
 # The cost benchmarks (`manage.py bench_modes`, `bench_deliberative`; docs/benchmarks.md) run
 # here and in the tests, never in production.
-INSTALLED_APPS = [*INSTALLED_APPS, "apps.benchmarks"]
+INSTALLED_APPS = [*INSTALLED_APPS, "devtools.benchmarks"]

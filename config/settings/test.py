@@ -41,4 +41,4 @@ REDIS_URL = ""
 SLOTS_REDIS_URL = ""
 
 # The benchmark commands are tested too (local and test settings only; docs/benchmarks.md).
-INSTALLED_APPS = [*INSTALLED_APPS, "apps.benchmarks"]
+INSTALLED_APPS = [*INSTALLED_APPS, "devtools.benchmarks"]

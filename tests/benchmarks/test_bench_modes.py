@@ -43,7 +43,7 @@ def test_bench_modes_runs_the_mix_through_both_modes_and_cleans_up() -> None:
 
 
 def test_bench_modes_with_evaluation_adds_evaluate_calls_to_knowledge_answers_only() -> None:
-    from apps.benchmarks.modes import run_benchmark
+    from devtools.benchmarks.modes import run_benchmark
 
     off = run_benchmark(turns=5, model="gpt-4o-mini", in_current_database=True)
     on = run_benchmark(turns=5, model="gpt-4o-mini", in_current_database=True, evaluation=True)

@@ -12,8 +12,10 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from apps.benchmarks.modes import BenchmarkError
-from apps.benchmarks.retrieval import (
+from apps.clients.models import Client
+from apps.knowledge.models import Article
+from devtools.benchmarks.modes import BenchmarkError
+from devtools.benchmarks.retrieval import (
     CUT_SHARES,
     DEMO_KNOWLEDGE,
     EVAL_FILE,
@@ -24,8 +26,6 @@ from apps.benchmarks.retrieval import (
     parse_article,
     run_retrieval_benchmark,
 )
-from apps.clients.models import Client
-from apps.knowledge.models import Article
 
 
 def test_the_demo_help_centre_is_complete_and_well_formed() -> None:

@@ -35,9 +35,9 @@ from apps.core.tenancy import tenant_scope
 from apps.escalations.models import Escalation
 from apps.reasoning.models import ReasoningTrace
 from apps.reasoning.services import USAGE_LIMIT_TEXT, turn_process
+from devtools.fake_llm import Fail, WithUsage
 from tests.billing.conftest import Call, make_turn
 from tests.reasoning.conftest import assess, make_shop
-from tests.support.fake_llm import Fail, WithUsage
 
 pytestmark = pytest.mark.django_db
 TODAY = periods.today

@@ -114,7 +114,7 @@ def test_standard_and_adaptive_turns_record_exact_usage_with_their_multipliers(
     price = ModelPrice.objects.get(model="gpt-4o-mini")
     for client, call in zip((standard_shop, shop), llm.requests, strict=True):
         record = UsageRecord.objects.get(client=client)
-        from tests.support.fake_llm import count_prompt_tokens
+        from devtools.fake_llm import count_prompt_tokens
 
         assert record.prompt_tokens == count_prompt_tokens(call.messages)
         expected = money(

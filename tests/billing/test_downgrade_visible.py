@@ -13,9 +13,9 @@ from apps.billing.services.visitors import conversation_visitor_record
 from apps.clients.models import Plan
 from apps.conversations.services import conversation_create
 from apps.reasoning.models import ReasoningTrace
+from devtools.fake_llm import WithUsage
 from tests.billing.test_visitor_limits import limits, reason_step
 from tests.reasoning.conftest import Chat, assess, make_shop
-from tests.support.fake_llm import WithUsage
 
 pytestmark = pytest.mark.django_db
 

@@ -14,17 +14,18 @@ from django.conf import LazySettings
 
 from apps.billing.models import UsageRecord
 from apps.billing.services import price_tokens, usage_cost
-from apps.core.testing.fake_llm import CACHE_BLOCK_TOKENS, CACHE_MIN_TOKENS
 from apps.reasoning.llm import llm_complete
 from apps.reasoning.meter import Meter
 from apps.reasoning.steps.respond import RespondOut
-from tests.factories import ClientFactory, ModelPriceFactory
-from tests.support.fake_llm import (
+from devtools.fake_llm import (
+    CACHE_BLOCK_TOKENS,
+    CACHE_MIN_TOKENS,
     FakeLLMServer,
     PromptCache,
     count_prompt_tokens,
     prompt_token_pieces,
 )
+from tests.factories import ClientFactory, ModelPriceFactory
 
 REPLY: dict[str, Any] = {"response": "Hi!", "tool_call": None, "tool_params": {}}
 

@@ -25,8 +25,8 @@ from apps.conversations.services import conversation_create
 from apps.escalations.models import Escalation
 from apps.reasoning.models import ReasoningTrace
 from apps.reasoning.services import USAGE_LIMIT_TEXT
+from devtools.fake_llm import WithUsage
 from tests.reasoning.conftest import Chat, assess, make_shop
-from tests.support.fake_llm import WithUsage
 from tests.widget.conftest import Widget
 
 pytestmark = pytest.mark.django_db

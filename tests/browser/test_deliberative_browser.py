@@ -13,9 +13,9 @@ from playwright.sync_api import expect
 from apps.clients.models import Plan
 from apps.clients.rubrics import SUPPORT
 from apps.conversations.models import Message
+from devtools.fake_llm import Delay
 from tests.browser.helpers import open_widget, send, shot
 from tests.reasoning.conftest import assess
-from tests.support.fake_llm import Delay
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

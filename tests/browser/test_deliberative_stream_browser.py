@@ -16,8 +16,8 @@ from playwright.sync_api import expect
 from apps.clients.models import Plan
 from apps.clients.rubrics import SUPPORT
 from apps.widget import streams as widget_streams
+from devtools.fake_llm import Delay, Truncated
 from tests.browser.helpers import drafts, open_widget, record_drafts, send, shot
-from tests.support.fake_llm import Delay, Truncated
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

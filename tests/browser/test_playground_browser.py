@@ -15,11 +15,11 @@ from apps.clients.models import Client
 from apps.playground import streams
 from apps.playground.models import PlaygroundRun, RunStatus
 from apps.reasoning.models import ReasoningTrace
+from devtools.fake_llm import Delay
 from tests.browser.conftest import SCREENSHOTS, _holding
 from tests.browser.test_console_browser import agent_page
 from tests.playground.fixtures import add_step, deliberative_steps, make_run
 from tests.reasoning.conftest import assess, make_shop
-from tests.support.fake_llm import Delay
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

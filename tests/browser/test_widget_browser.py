@@ -14,9 +14,9 @@ from apps.clients.models import Client
 from apps.conversations.models import Message
 from apps.escalations.services import staff_reply
 from apps.tools.models import PendingAction, PendingActionStatus, ToolExecution
+from devtools.fake_llm import Delay
 from tests.browser.helpers import open_widget, send, shot, shown_conversation
 from tests.reasoning.conftest import assess, critique
-from tests.support.fake_llm import Delay
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -21,10 +21,10 @@ from apps.conversations.models import Message
 from apps.core.views import DEMO_CUSTOMER_ID
 from apps.escalations.services import staff_reply
 from apps.tools.models import PendingAction, PendingActionStatus, ToolExecution
+from devtools.fake_llm import RecordedRequest
 from tests.browser.conftest import ROOT
 from tests.browser.helpers import shown_conversation
 from tests.reasoning.conftest import assess, critique
-from tests.support.fake_llm import RecordedRequest
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

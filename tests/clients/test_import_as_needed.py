@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from apps.benchmarks.modes import DEMO_TENANT
 from apps.billing.models import ModelPrice
 from apps.clients.models import Plan
 from apps.core.exceptions import ApplicationError
 from apps.provisioning.files import load_tenant_file
 from apps.provisioning.services import tenant_import
+from devtools.benchmarks.modes import DEMO_TENANT
 
 pytestmark = pytest.mark.django_db
 

@@ -21,7 +21,7 @@ FOLDERS = [
     "templates",
     "static",
     "tests",
-    "benchmarks",
+    "devtools",
     "scripts",
     "demo",
 ]

@@ -23,6 +23,20 @@ def graph() -> grimp.ImportGraph:
     return import_graph.build_graph()
 
 
+# Pairs of apps that import each other below the surfaces today: all of them through the
+# request plumbing that still lives in core (`core.resolver` finds the client from an API key,
+# a staff session or a widget key; `core.permissions` reads memberships). The set may only
+# shrink: a new pair fails, and a pair that goes must go from here too.
+REMAINING_PAIRS = {
+    "runtime": {"apps.accounts <-> apps.core", "apps.core <-> apps.widget"},
+    "with-annotations": {
+        "apps.accounts <-> apps.core",
+        "apps.clients <-> apps.core",
+        "apps.core <-> apps.widget",
+    },
+}
+
+
 @pytest.mark.parametrize("type_checking", [False, True], ids=["runtime", "with-annotations"])
 def test_no_two_apps_import_each_other_outside_the_surfaces(type_checking: bool) -> None:
     """Annotation-only imports (`if TYPE_CHECKING:`) count too: a type that names a higher app
@@ -34,8 +48,33 @@ def test_no_two_apps_import_each_other_outside_the_surfaces(type_checking: bool)
         f"{a} <-> {b}": sorted(edges[(a, b)] + edges[(b, a)])
         for a, b in import_graph.mutual_pairs(edges)
     }
+    remaining = REMAINING_PAIRS["with-annotations" if type_checking else "runtime"]
 
-    assert cycles == {}
+    assert {pair: cycles[pair] for pair in cycles if pair not in remaining} == {}
+    assert set(cycles) == remaining
+
+
+@pytest.mark.parametrize(
+    ("module", "surface"),
+    [
+        ("apps.clients.admin", True),
+        ("apps.tools.apis", True),
+        ("apps.core.api", True),
+        ("apps.widget.serializers", True),
+        ("apps.console.views", True),
+        ("apps.playground.views", True),
+        # Only admin, API and view modules: not a whole app, not the request plumbing.
+        ("apps.console.access", False),
+        ("apps.widget.auth", False),
+        ("apps.core.resolver", False),
+        ("apps.core.permissions", False),
+        ("apps.clients.urls", False),
+        ("apps.provisioning.management.commands.import_client", False),
+        ("apps.reasoning.services", False),
+    ],
+)
+def test_only_admin_api_and_view_modules_are_surfaces(module: str, surface: bool) -> None:
+    assert import_graph.is_surface(module) is surface
 
 
 def test_the_product_never_imports_the_tests(graph: grimp.ImportGraph) -> None:

@@ -296,8 +296,19 @@ def test_production_home_is_a_landing_page_without_tenant_data(settings):
 # ---------------------------------------------------------------------------- benchmarks
 
 
-def test_the_benchmark_commands_are_not_installed_in_production(production):
-    """`bench_modes` and `bench_deliberative` run a fake model server: local and test only."""
-    assert "apps.benchmarks" not in production["INSTALLED_APPS"]
+def test_production_has_none_of_the_development_scaffolding(production):
+    """devtools/ (the scripted fake model, the `bench_*` commands): installed by the local and
+    test settings, never by production, and not one of its modules is loaded when a production
+    process starts (its URLconf and admin included)."""
+    assert [app for app in production["INSTALLED_APPS"] if app.split(".")[0] == "devtools"] == []
     assert "apps.widget" in production["INSTALLED_APPS"]
-    assert "apps.benchmarks" in settings_of("config.settings.local")["INSTALLED_APPS"]
+    assert "devtools.benchmarks" in settings_of("config.settings.local")["INSTALLED_APPS"]
+    loaded = run_django(
+        "config.settings.production",
+        "import sys; from django.urls import get_resolver; get_resolver().url_patterns; "
+        "from django.contrib import admin; admin.autodiscover(); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'devtools'))",
+        **PRODUCTION_ENV,
+    )
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
+    assert loaded.stdout.strip().splitlines()[-1] == "[]"

@@ -1,5 +1,5 @@
-"""`core.ping`: the no-op task that benchmarks/celery_overhead.py sends (and an operator may send
-by hand to check a worker consumes). Its name is what both use, so it must not drift."""
+"""`core.ping`: the no-op task that devtools/benchmarks/celery_overhead.py sends (and an operator
+may send by hand to check a worker consumes). Its name is what both use, so it must not drift."""
 
 from apps.core.tasks import ping
 from config.celery import app

@@ -15,6 +15,7 @@ from django.db import connection
 
 from apps.conversations.models import Conversation, Message
 from apps.reasoning.models import ReasoningTrace
+from devtools.fake_llm import Delay
 from tests.faults import settings as fault_settings
 from tests.faults.conftest import (
     BROKER_URL,
@@ -26,7 +27,6 @@ from tests.faults.conftest import (
     wait_for,
     worker_args,
 )
-from tests.support.fake_llm import Delay
 
 pytestmark = [pytest.mark.faults, needs_broker, pytest.mark.django_db(transaction=True)]
 

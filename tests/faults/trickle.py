@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from tests.support.fake_llm import BackgroundHTTPServer, RequestHandler
+from devtools.fake_llm import BackgroundHTTPServer, RequestHandler
 
 
 class TrickleServer(BackgroundHTTPServer):

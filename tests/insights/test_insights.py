@@ -24,9 +24,9 @@ from apps.knowledge.models import Article, ArticleKind, ArticleStatus
 from apps.knowledge.selectors import faqs_for
 from apps.reasoning import steps
 from apps.reasoning.steps import insights as insights_step
+from devtools.fake_llm import Fail, RecordedRequest
 from tests.insights.conftest import assess, escalated, questioned, ref, window
 from tests.reasoning.conftest import make_shop
-from tests.support.fake_llm import Fail, RecordedRequest
 
 pytestmark = pytest.mark.django_db
 

@@ -18,12 +18,12 @@ from apps.flags.models import MessageFlag
 from apps.insights import services
 from apps.insights.models import InsightProposal, InsightRun, RunStatus
 from apps.insights.services import RUN_STEPS, insights_run_now
+from devtools.fake_llm import Fail
 from tests.factories import MembershipFactory
 from tests.insights.conftest import escalated, ref
 from tests.insights.test_gaps import searched
 from tests.insights.test_insights import NORWAY, norway_topic
 from tests.reasoning.conftest import make_shop
-from tests.support.fake_llm import Fail
 
 pytestmark = pytest.mark.django_db
 

@@ -12,8 +12,8 @@ import pytest
 from apps.knowledge import embeddings, retrieval
 from apps.knowledge.models import Article, ArticleChunk
 from apps.knowledge.services.indexing import article_index
+from devtools.fake_llm import FakeLLMServer, embedding_vector
 from tests.factories import ClientFactory
-from tests.support.fake_llm import FakeLLMServer, embedding_vector
 
 pytestmark = pytest.mark.django_db
 

@@ -9,11 +9,11 @@ from collections import Counter
 
 import pytest
 
-from apps.benchmarks.retrieval import run_retrieval_benchmark
 from apps.core.languages import SHIPPED
 from apps.knowledge import retrieval
 from apps.knowledge.models import Article, ArticleStatus
 from apps.knowledge.services.indexing import article_index
+from devtools.benchmarks.retrieval import run_retrieval_benchmark
 from tests.factories import ClientFactory
 
 # One question per shipped language: its grammar words go, its subject stays.

@@ -10,8 +10,8 @@ import pytest
 
 from apps.conversations.models import Conversation, ConversationStatus
 from apps.core.languages import detect
+from devtools.fake_llm import RecordedRequest
 from tests.reasoning.conftest import assess, critique
-from tests.support.fake_llm import RecordedRequest
 from tests.support.fake_webhook import Reply
 from tests.widget.conftest import Widget
 

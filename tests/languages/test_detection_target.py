@@ -8,8 +8,8 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from apps.benchmarks.languages import TARGET, detection_figures, load_messages
 from apps.core.languages import SHIPPED
+from devtools.benchmarks.languages import TARGET, detection_figures, load_messages
 
 
 def test_the_set_is_what_the_target_names():

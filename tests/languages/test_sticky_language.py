@@ -21,7 +21,7 @@ from apps.core.languages import (
 from tests.conftest import ROOT
 from tests.widget.conftest import Widget
 
-BENCHMARK = ROOT / "apps" / "benchmarks" / "data" / "language_detection.json"
+BENCHMARK = ROOT / "devtools" / "benchmarks" / "data" / "language_detection.json"
 
 # Per shipped language: messages that say nothing about the conversation's language.
 SHORT: dict[str, list[str]] = {

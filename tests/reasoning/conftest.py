@@ -13,8 +13,8 @@ from apps.conversations.services import conversation_create
 from apps.reasoning.services import handle_turn
 from apps.tools.executors import webhook as executors
 from apps.tools.models import ToolKind
+from devtools.fake_llm import FakeLLMServer
 from tests.factories import ClientFactory, ClientToolFactory, ModelPriceFactory, PlanFactory
-from tests.support.fake_llm import FakeLLMServer
 from tests.support.fake_webhook import FakeWebhookServer
 
 ORDER_SCHEMA: dict[str, Any] = {

@@ -10,8 +10,8 @@ from apps.reasoning.modes.adaptive import critique_needed
 from apps.reasoning.steps._shared import CONFIRMATION_RULE
 from apps.reasoning.steps.assess import AssessOut
 from apps.tools.models import ClientTool, ToolKind
+from devtools.fake_llm import count_prompt_tokens
 from tests.reasoning.conftest import assess, critique
-from tests.support.fake_llm import count_prompt_tokens
 from tests.support.fake_webhook import Reply
 
 pytestmark = pytest.mark.django_db

@@ -13,8 +13,8 @@ from apps.billing.models import UsageRecord
 from apps.conversations.models import Kind
 from apps.reasoning.models import ReasoningTrace
 from apps.tools.models import PendingAction, PendingActionStatus, ToolExecution
+from devtools.fake_llm import count_prompt_tokens, count_tokens
 from tests.reasoning.conftest import SECRET, assess, critique
-from tests.support.fake_llm import count_prompt_tokens, count_tokens
 from tests.support.fake_webhook import Reply
 
 pytestmark = pytest.mark.django_db

@@ -4,7 +4,8 @@ yes read as yes, ≥ 95 % of the clear yes accepted, most clear no read as no, 1
 buttons. Plus the normalisation, the cross-language ambiguity rule, the identifier rule in other
 scripts and the grammar's own guarantees (a listed word never hides a veto).
 
-The per-language figures are printed by `benchmarks/confirm_phrases.py` (docs/benchmarks.md)."""
+The per-language figures are printed by `devtools/benchmarks/confirm_phrases.py`
+(docs/benchmarks.md)."""
 
 from __future__ import annotations
 

@@ -20,9 +20,9 @@ from apps.reasoning.llm import (
 from apps.reasoning.models import ReasoningTrace
 from apps.reasoning.steps import respond
 from apps.reasoning.steps.respond import RespondOut
+from devtools.fake_llm import FakeLLMServer
 from tests.factories import ModelPriceFactory
 from tests.reasoning.conftest import assess
-from tests.support.fake_llm import FakeLLMServer
 
 pytestmark = pytest.mark.django_db
 

@@ -19,9 +19,9 @@ from apps.reasoning.deliberation.context import (
 )
 from apps.reasoning.models import ReasoningTrace
 from apps.tools.models import ClientTool
+from devtools.fake_llm import message_text
 from tests.reasoning.conftest import Chat, assess, make_shop
 from tests.reasoning.test_deliberative import end_of, rc, step
-from tests.support.fake_llm import message_text
 
 pytestmark = pytest.mark.django_db
 

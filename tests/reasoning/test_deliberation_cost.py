@@ -23,9 +23,9 @@ from apps.reasoning.deliberation.termination import (
 from apps.reasoning.models import ReasoningTrace
 from apps.reasoning.steps import get as get_step
 from apps.reasoning.steps._shared import language_asked, with_language
+from devtools.fake_llm import message_text
 from tests.reasoning.conftest import Chat, assess, make_shop
 from tests.reasoning.test_deliberative import end_of, rc, step
-from tests.support.fake_llm import message_text
 
 pytestmark = pytest.mark.django_db
 

@@ -20,8 +20,8 @@ from apps.reasoning.models import ReasoningStep, ReasoningTrace, TraceKind
 from apps.reasoning.modes import mode_that_runs
 from apps.reasoning.steps._shared import CONFIRMATION_RULE
 from apps.tools.models import PendingAction
+from devtools.fake_llm import Fail, message_text
 from tests.reasoning.conftest import Chat, assess, critique, make_shop
-from tests.support.fake_llm import Fail, message_text
 
 pytestmark = pytest.mark.django_db
 

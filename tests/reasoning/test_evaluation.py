@@ -26,8 +26,8 @@ from apps.reasoning.grounding import claims, unsupported_claims
 from apps.reasoning.hooks import hook_names, plan_hooks
 from apps.reasoning.models import ReasoningStep, ReasoningTrace
 from apps.reasoning.steps.evaluate import EvaluateOut
+from devtools.fake_llm import Fail
 from tests.reasoning.conftest import Chat, assess, critique
-from tests.support.fake_llm import Fail
 from tests.support.fake_webhook import Reply
 
 pytestmark = pytest.mark.django_db

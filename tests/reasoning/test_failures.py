@@ -10,8 +10,8 @@ from apps.conversations.models import Message
 from apps.escalations.models import Escalation
 from apps.reasoning.models import ReasoningTrace
 from apps.tools.models import ToolExecution
+from devtools.fake_llm import Delay, Fail
 from tests.reasoning.conftest import assess, critique
-from tests.support.fake_llm import Delay, Fail
 from tests.support.fake_webhook import Reply
 
 pytestmark = pytest.mark.django_db

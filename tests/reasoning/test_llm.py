@@ -26,7 +26,7 @@ from apps.reasoning.steps.assess import AssessOut
 from apps.reasoning.steps.compose import ComposeOut
 from apps.reasoning.steps.critique import CritiqueOut
 from apps.reasoning.steps.respond import RespondOut
-from tests.support.fake_llm import (
+from devtools.fake_llm import (
     Delay,
     Fail,
     FakeLLMServer,

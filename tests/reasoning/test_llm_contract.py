@@ -18,8 +18,8 @@ from apps.reasoning.steps.feedback import FeedbackOut
 from apps.reasoning.steps.improve import ImproveOut
 from apps.reasoning.steps.reason_step import ReasonStepOut
 from apps.reasoning.steps.respond import RespondOut
+from devtools.fake_llm import FakeLLMServer, Truncated
 from tests.reasoning.conftest import assess
-from tests.support.fake_llm import FakeLLMServer, Truncated
 
 pytestmark = pytest.mark.django_db
 

@@ -20,7 +20,7 @@ from apps.reasoning.llm import (
 from apps.reasoning.steps import SCHEMAS
 from apps.reasoning.steps.assess import AssessOut
 from apps.reasoning.steps.respond import RespondOut
-from tests.support.fake_llm import Fail, FakeLLMServer
+from devtools.fake_llm import Fail, FakeLLMServer
 
 MESSAGES: list[dict[str, str]] = [
     {"role": "system", "content": "You are the support assistant for Acme."},

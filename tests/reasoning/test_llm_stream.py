@@ -14,7 +14,7 @@ from pytest_django.fixtures import Settings
 from apps.reasoning.llm import LLMError, llm_complete, streaming
 from apps.reasoning.steps.assess import AssessOut
 from apps.reasoning.steps.respond import RespondOut
-from tests.support.fake_llm import Fail, FakeLLMServer, Truncated
+from devtools.fake_llm import Fail, FakeLLMServer, Truncated
 
 MESSAGES: list[dict[str, str]] = [
     {"role": "system", "content": "You are the support assistant for Acme."},

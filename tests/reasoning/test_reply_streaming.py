@@ -13,8 +13,8 @@ import pytest
 from apps.conversations import reply_drafts
 from apps.conversations.services import conversation_create
 from apps.reasoning.models import ReasoningTrace
+from devtools.fake_llm import Truncated
 from tests.reasoning.conftest import Chat
-from tests.support.fake_llm import Truncated
 from tests.support.fake_webhook import Reply
 
 ANSWER = "We're open from eight to six on weekdays and from ten to four on Saturdays."

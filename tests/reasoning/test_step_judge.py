@@ -20,8 +20,8 @@ from apps.reasoning.steps.judge import JudgeOut
 from apps.reasoning.traces import TurnRecorder
 from apps.simulations.judge import judge_criteria
 from apps.simulations.models import CaseRun, SimulationRun
+from devtools.fake_llm import Fail, FakeLLMServer
 from tests.factories import ClientFactory, ModelPriceFactory
-from tests.support.fake_llm import Fail, FakeLLMServer
 
 STEP = steps.get("judge")
 TRANSCRIPT: list[dict[str, Any]] = [

@@ -12,7 +12,7 @@ from apps.reasoning import steps
 from apps.reasoning.llm import llm_complete
 from apps.reasoning.steps import _data
 from apps.reasoning.steps.simulate_customer import CONFIRM, NEXT, START, SimulateCustomerOut
-from tests.support.fake_llm import FakeLLMServer
+from devtools.fake_llm import FakeLLMServer
 
 STEP = steps.get("simulate_customer")
 GOAL = "Cancel order TH-10042 because it is late."

@@ -196,7 +196,7 @@ def test_adaptive_turn_query_budget(chat, llm, django_assert_max_num_queries):
 def test_query_count_of_a_turn_as_a_worker_runs_it(
     mode, script, queries, llm, webhook, django_assert_num_queries
 ):
-    """What a worker runs per turn, outside any transaction as in production (benchmarks/
+    """What a worker runs per turn, outside any transaction as in production (devtools/benchmarks/
     turn_overhead.py measures the same turns): the message with its conversation, client and
     plan; the turn lock; the trace; tools, history and the pending-action check; the
     conversation's usage so far and its visitor (the per-visitor limits); per LLM call

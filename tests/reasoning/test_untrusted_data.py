@@ -42,9 +42,9 @@ from apps.reasoning.traces import TurnRecorder
 from apps.simulations.judge import judge_criteria
 from apps.simulations.models import CaseRun, SimulationRun
 from apps.tools.models import ClientTool
+from devtools.fake_llm import FakeLLMServer, RecordedRequest, message_text
 from tests.insights.conftest import escalated, window
 from tests.reasoning.conftest import Chat, assess, critique, make_shop
-from tests.support.fake_llm import FakeLLMServer, RecordedRequest, message_text
 from tests.support.fake_webhook import Reply
 
 pytestmark = pytest.mark.django_db

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .fake_llm import BackgroundHTTPServer, RequestHandler
+from devtools.fake_llm import BackgroundHTTPServer, RequestHandler
 
 __all__ = [
     "FakeWebhookServer",

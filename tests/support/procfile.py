@@ -1,5 +1,5 @@
 """Start the Procfile's process types exactly as docs/deployment.md tells an operator to, for
-the production browser test and the load benchmark (benchmarks/load.py).
+the production browser test and the load benchmark (devtools/benchmarks/load.py).
 
 Only the standard library is used; Django is not imported (the processes are separate)."""
 

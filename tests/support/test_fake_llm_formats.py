@@ -9,7 +9,7 @@ from typing import Any
 import openai
 import pytest
 
-from .fake_llm import FakeLLMServer, Truncated
+from devtools.fake_llm import FakeLLMServer, Truncated
 
 MESSAGES: list[Any] = [{"role": "user", "content": "hello"}]
 SCHEMA = {"type": "object", "properties": {"response": {"type": "string"}}}

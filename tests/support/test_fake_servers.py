@@ -13,7 +13,7 @@ from typing import Any
 import openai
 import pytest
 
-from .fake_llm import (
+from devtools.fake_llm import (
     Delay,
     Fail,
     FakeLLMServer,
@@ -22,6 +22,7 @@ from .fake_llm import (
     WithUsage,
     count_tokens,
 )
+
 from .fake_webhook import FakeWebhookServer, Reply, WebhookRequest, sign, verify_signature
 
 MODEL = "gpt-test-mini"

@@ -16,8 +16,8 @@ from django.core.cache import cache
 from apps.conversations.models import Conversation, ConversationStatus, Kind, Message
 from apps.escalations.models import Escalation, EscalationReason, EscalationStatus
 from apps.reasoning.models import ReasoningTrace
+from devtools.fake_llm import WithUsage
 from tests.reasoning.conftest import assess
-from tests.support.fake_llm import WithUsage
 from tests.widget.conftest import API, Widget
 from tests.widget.test_widget_api import rates
 

@@ -246,7 +246,7 @@ def test_a_confirmation_request_and_handoff_reach_the_widget_with_their_kind(wid
 def test_a_message_post_runs_a_fixed_number_of_queries(widget, django_assert_num_queries):
     """The web's share of every customer message (the turn is queued on commit, which a test's
     transaction never reaches): key, conversation, visitor, the stored message, its status.
-    benchmarks/turn_profile.py measures the same POST."""
+    devtools/benchmarks/turn_profile.py measures the same POST."""
     conversation_id, token = widget.conversation()
     assert widget.say(conversation_id, token, "Hello").status_code == 202
     with django_assert_num_queries(10):

@@ -70,7 +70,7 @@ def turn_token_estimate(plan: Plan, mode: str | None = None) -> int:
     return int(plan.per_turn_token_cap or default)
 
 
-def _stale_after() -> timedelta:
+def stale_after() -> timedelta:
     """A reservation not committed after this long belongs to a worker that died."""
     default = 2 * int(settings.CELERY_TASK_TIME_LIMIT)
     return timedelta(seconds=int(getattr(settings, "BILLING_RESERVATION_STALE_SECONDS", default)))
@@ -136,7 +136,7 @@ def turn_budget_reserve(*, client: Client, trace: Any) -> UsageReservation | Non
                     client=client,
                     month=month,
                     state=ReservationState.RESERVED,
-                    updated_at__lt=now - _stale_after(),
+                    updated_at__lt=now - stale_after(),
                 )
             )
         )

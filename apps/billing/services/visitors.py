@@ -42,7 +42,7 @@ from apps.billing.models import (
     UsageRecord,
     VisitorUsage,
 )
-from apps.billing.services.budgets import UsageLimitReached, _stale_after, turn_token_estimate
+from apps.billing.services.budgets import UsageLimitReached, stale_after, turn_token_estimate
 from apps.clients.models import AIMode, Client
 from apps.conversations.models import Conversation
 from apps.core.throttling import token_window_charge
@@ -184,7 +184,7 @@ def _admit_visitor(*, client: Client, trace: Any, limits: TurnLimits, now: Any) 
                     client=client,
                     visitor_usage=usage,
                     state=ReservationState.RESERVED,
-                    updated_at__lt=now - _stale_after(),
+                    updated_at__lt=now - stale_after(),
                 )
             )
         )

@@ -49,7 +49,7 @@ from apps.reasoning.context import (
     split_data,
 )
 from apps.reasoning.llm import estimate_tokens
-from apps.reasoning.steps import _data
+from apps.reasoning.steps import data_blocks
 from apps.tools.models import ClientTool
 
 if TYPE_CHECKING:
@@ -270,4 +270,4 @@ def knowledge_message(hits: list[Hit]) -> list[dict[str, str]]:
     text = "\n\n".join(
         f"## {h.heading if h.heading and h.heading != h.title else h.title}\n{h.text}" for h in hits
     )
-    return [_data.data_message(_data.block(_data.KNOWLEDGE, text))]
+    return [data_blocks.data_message(data_blocks.block(data_blocks.KNOWLEDGE, text))]

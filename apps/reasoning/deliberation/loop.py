@@ -56,11 +56,8 @@ from apps.reasoning.deliberation.termination import (
 )
 from apps.reasoning.llm import TOKENS_PER_MESSAGE, LLMError, estimate_tokens
 from apps.reasoning.meter import TokenCapExceeded
+from apps.reasoning.steps import Step, data_blocks, reason_step, synthesize, with_language
 from apps.reasoning.steps import feedback as feedback_step
-from apps.reasoning.steps import reason_step, synthesize
-from apps.reasoning.steps._base import Step
-from apps.reasoning.steps._data import neutralise
-from apps.reasoning.steps._shared import with_language
 from apps.reasoning.steps.reason_step import ReasonStepOut
 from apps.reasoning.turn import Turn
 
@@ -221,9 +218,9 @@ def entry_messages(entry: StepEntry) -> list[dict[str, str]]:
     messages = [
         {
             "role": "assistant",
-            "content": f"[Step {entry.step}] {neutralise(entry.content)}\nSelf-scores: "
+            "content": f"[Step {entry.step}] {data_blocks.neutralise(entry.content)}\nSelf-scores: "
             f"{json.dumps(entry.scores, sort_keys=True)} (mean {entry.mean:.3f}). "
-            f"Rationale: {neutralise(entry.rationale)}",
+            f"Rationale: {data_blocks.neutralise(entry.rationale)}",
         }
     ]
     if entry.feedback:
@@ -231,7 +228,7 @@ def entry_messages(entry: StepEntry) -> list[dict[str, str]]:
             {
                 "role": "assistant",
                 "content": f"[Server Feedback from Step {entry.step}]: "
-                f"{neutralise(entry.feedback)}",
+                f"{data_blocks.neutralise(entry.feedback)}",
             }
         )
     return messages

@@ -52,8 +52,7 @@ from apps.reasoning.meter import TokenCapExceeded
 from apps.reasoning.modes.adaptive import decide, final_as_written, run_adaptive
 from apps.reasoning.steps import clarify as clarify_step
 from apps.reasoning.steps import improve as improve_step
-from apps.reasoning.steps import refine_critique, synthesize
-from apps.reasoning.steps._shared import shared_prefix
+from apps.reasoning.steps import refine_critique, shared_prefix, synthesize
 from apps.reasoning.steps.assess import AssessOut
 from apps.reasoning.traces import TurnAborted
 from apps.reasoning.turn import Escalate, Outcome, Reply, Turn

@@ -6,7 +6,9 @@ its name, prompt builder, output model (the requested JSON Schema is derived fro
 facts for the offline demo model and the offline demo's answer. Modules whose name starts with
 `_` are helpers, not steps. Every other module is imported when this package is, and one that
 does not define a complete `STEP` fails that import. The gateway (`apps.reasoning.llm`) and the
-offline demo model look steps up here; an unknown step is an error."""
+offline demo model look steps up here; an unknown step is an error. `data_blocks` (`_data.py`:
+untrusted text as delimited data) and the language and prefix helpers of `_shared.py` are public
+for the prompt builders outside this package."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from apps.core.registry import Registry
+from apps.reasoning.steps import _data as data_blocks
 from apps.reasoning.steps._base import (
     Out,
     Prompt,
@@ -22,6 +25,7 @@ from apps.reasoning.steps._base import (
     UnknownStep,
     response_schema,
 )
+from apps.reasoning.steps._shared import language_asked, shared_prefix, with_language
 
 __all__ = [
     "SCHEMAS",
@@ -30,12 +34,16 @@ __all__ = [
     "Step",
     "StepDefinitionError",
     "UnknownStep",
+    "data_blocks",
     "discover",
     "get",
+    "language_asked",
     "names",
     "register",
     "response_schema",
+    "shared_prefix",
     "unregister",
+    "with_language",
 ]
 
 _registry: Registry[Step[Any]] = Registry(

@@ -1,0 +1,244 @@
+"""Where the CPU of a widget message goes: the web's `POST …/messages` and the worker's adaptive
+turn, measured apart, in one process, and profiled.
+
+Each message is POSTed through Django's test client (widget key, origin, visitor token,
+throttles, the serializer, the message stored) with the turn's queueing captured instead of
+run, so the POST returns its 202 like the web process does; the turn then runs through
+`turn_process` (what a worker thread runs) with the real `openai` SDK against the test suite's
+fake OpenAI-compatible server answering an adaptive `assess` at once. CPU is the calling
+thread's own (`time.thread_time`: the fake server's threads are not in it). SQL queries are
+counted per POST and per turn. Then one more batch of each runs under cProfile and the top
+functions by own time and by cumulative time are printed.
+
+Run from the project root:
+
+    .venv/bin/python benchmarks/turn_profile.py [--messages 200] [--top 25]
+    .venv/bin/python benchmarks/turn_profile.py --database-url postgres://postgres@127.0.0.1:5432/postgres
+
+SQLite (a throwaway file) by default; with `--database-url` a throwaway database is created on
+that PostgreSQL server and dropped at the end (as in turn_overhead.py). With
+`--profile-out <dir>` the two profiles are also written there (`post.prof`, `turn.prof`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "devtools" / "benchmarks"))  # its sibling
+
+from turn_overhead import BUSINESS_INFO, throwaway_postgres  # noqa: E402
+
+ORIGIN = "https://bench.example"
+MESSAGES_PER_CONVERSATION = 6
+ANSWER = {
+    "response": "We ship within one business day; standard delivery takes 3-7 days.",
+    "confidence": 9,
+    "tool_call": None,
+    "tool_params": {},
+    "missing_params": [],
+    "is_destructive": False,
+    "needs_confirmation": False,
+    "needs_more_context": [],
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--messages", type=int, default=200, help="Measured messages.")
+    parser.add_argument("--profiled", type=int, default=20, help="Profiled messages.")
+    parser.add_argument("--top", type=int, default=25, help="Rows of each profile table.")
+    parser.add_argument("--database-url", default="", help="A PostgreSQL server (throwaway db).")
+    parser.add_argument("--profile-out", default="", help="Write post.prof / turn.prof here.")
+    parser.add_argument("--no-profile", action="store_true", help="Only the CPU/SQL table.")
+    parser.add_argument(
+        "--show-queries", action="store_true", help="Print one POST's and one turn's SQL."
+    )
+    args = parser.parse_args()
+
+    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.test"
+    os.environ.pop("CELERY_BROKER_URL", None)
+    if not args.database_url:
+        workdir = tempfile.TemporaryDirectory(prefix="guidedesk-profile-")
+        os.environ["DATABASE_URL"] = f"sqlite:///{workdir.name}/bench.sqlite3"
+        run(args)
+        return
+    with throwaway_postgres(args.database_url) as url:
+        os.environ["DATABASE_URL"] = url
+        run(args)
+
+
+def run(args: argparse.Namespace) -> None:
+    import django
+
+    django.setup()
+
+    from django.conf import settings
+    from django.core.management import call_command
+    from django.db import connection
+    from django.test import Client as HttpClient
+    from django.test.utils import (
+        CaptureQueriesContext,
+        override_settings,
+        setup_test_environment,
+    )
+
+    from apps.clients.models import AIMode, Client, Plan
+    from apps.core.tenancy import tenant_scope
+    from apps.reasoning import services as reasoning_services
+    from apps.reasoning.models import ReasoningTrace, TraceStatus
+    from devtools.fake_llm import FakeLLMServer
+
+    setup_test_environment()
+    call_command("migrate", verbosity=0, interactive=False)
+    plan = Plan.objects.create(
+        slug="bench", name="Bench", ai_mode=AIMode.ADAPTIVE, visitor_daily_token_budget=0
+    )
+    client = Client.objects.create(
+        slug="bench",
+        name="Bench Outfitters",
+        plan=plan,
+        allowed_origins=[ORIGIN],
+        business_info=BUSINESS_INFO,
+    )
+    rest: dict[str, Any] = dict(settings.REST_FRAMEWORK)
+    # Throttles still run (their cost is part of the number); they just never refuse.
+    rates = dict.fromkeys(rest["DEFAULT_THROTTLE_RATES"], "1000000/min")
+    rates["widget_tokens"] = ""  # the token window off, as load.py runs it
+    rest["DEFAULT_THROTTLE_RATES"] = rates
+
+    # The web process queues the turn for a worker; here the queueing is captured so the POST
+    # and the turn are measured apart.
+    queued: list[int] = []
+    reasoning_services._enqueue = lambda message_id, client_id: queued.append(message_id)
+
+    http = HttpClient(headers={"Origin": ORIGIN, "X-Widget-Key": client.widget_key})
+    api = "/api/v1/widget/conversations"
+    state: dict[str, str] = {}
+
+    def post(n: int) -> int:
+        if n % MESSAGES_PER_CONVERSATION == 0:
+            state.update(http.post(api, {}, content_type="application/json").json())
+        response = http.post(
+            f"{api}/{state['id']}/messages",
+            {"text": f"When will order TH-{10000 + n} ship?"},
+            content_type="application/json",
+            headers={"Authorization": f"Bearer {state['token']}"},
+        )
+        if response.status_code != 202:
+            raise SystemExit(f"unexpected answer {response.status_code}: {response.content!r}")
+        return queued.pop()
+
+    def turn(message_id: int) -> None:
+        with tenant_scope(client.pk):
+            reasoning_services.turn_process(message_id=message_id)
+
+    def check(message_id: int) -> None:
+        trace = ReasoningTrace.objects.unscoped("bench").get(user_message_id=message_id)
+        if trace.status != TraceStatus.DONE or trace.llm_calls != 1 or trace.escalated:
+            raise SystemExit(f"turn did not run as scripted: {trace.status} {trace.llm_calls}")
+
+    with (
+        FakeLLMServer(latency=0) as llm,
+        override_settings(
+            OPENAI_API_KEY="bench-key",
+            OPENAI_BASE_URL=llm.base_url,
+            CELERY_TASK_ALWAYS_EAGER=True,
+            REST_FRAMEWORK=rest,
+        ),
+    ):
+        llm.default("assess", ANSWER)
+        n = 0
+        for _ in range(10):  # warm-up
+            message_id = post(n)
+            turn(message_id)
+            check(message_id)
+            n += 1
+        if n % MESSAGES_PER_CONVERSATION == 0:
+            n += 1  # measure the queries of a message of a started conversation
+        with CaptureQueriesContext(connection) as captured:
+            message_id = post(n)
+        post_queries = len(captured)
+        if args.show_queries:
+            sys.stderr.write(f"\n## POST: {post_queries} queries\n")
+            for query in captured.captured_queries:
+                sys.stderr.write(f"{query['sql'][:300]}\n")
+        with CaptureQueriesContext(connection) as captured:
+            turn(message_id)
+        check(message_id)
+        turn_queries = len(captured)
+        if args.show_queries:
+            sys.stderr.write(f"\n## turn: {turn_queries} queries\n")
+            for query in captured.captured_queries:
+                sys.stderr.write(f"{query['sql'][:300]}\n")
+        n += 1
+
+        post_cpu, turn_cpu = [], []
+        for _ in range(args.messages):
+            started = time.thread_time()
+            message_id = post(n)
+            post_cpu.append((time.thread_time() - started) * 1000)
+            started = time.thread_time()
+            turn(message_id)
+            turn_cpu.append((time.thread_time() - started) * 1000)
+            check(message_id)
+            n += 1
+
+        # (Wall clock: cProfile's times include the wait for the fake model, `poll`.)
+        profiles = {"post": cProfile.Profile(), "turn": cProfile.Profile()}
+        if not args.no_profile:
+            for _ in range(args.profiled):
+                profiles["post"].enable()
+                message_id = post(n)
+                profiles["post"].disable()
+                profiles["turn"].enable()
+                turn(message_id)
+                profiles["turn"].disable()
+                check(message_id)
+                n += 1
+
+    out = sys.stdout.write
+    out(f"database: {connection.vendor}; {args.messages} messages (adaptive, one `assess`)\n\n")
+    out("| part | SQL queries | CPU ms median | CPU ms mean | CPU ms p90 | Python calls |\n")
+    out("|---|---:|---:|---:|---:|---:|\n")
+    for label, name, sql, cpu in (
+        ("POST …/messages (web)", "post", post_queries, post_cpu),
+        ("turn (worker)", "turn", turn_queries, turn_cpu),
+    ):
+        p90 = sorted(cpu)[int(len(cpu) * 0.9) - 1]
+        calls = (
+            "—"
+            if args.no_profile
+            else f"{pstats.Stats(profiles[name]).total_calls / args.profiled:,.0f}"  # type: ignore[attr-defined]
+        )
+        out(
+            f"| {label} | {sql} | {statistics.median(cpu):.2f} | "
+            f"{statistics.fmean(cpu):.2f} | {p90:.2f} | {calls} |\n"
+        )
+    if args.no_profile:
+        return
+    for name, profile in profiles.items():
+        if args.profile_out:
+            Path(args.profile_out).mkdir(parents=True, exist_ok=True)
+            profile.dump_stats(f"{args.profile_out}/{name}.prof")
+        for order in ("tottime", "cumulative"):
+            buffer = io.StringIO()
+            stats = pstats.Stats(profile, stream=buffer)
+            stats.strip_dirs().sort_stats(order).print_stats(args.top)
+            out(f"\n## {name}: top {args.top} by {order} ({args.profiled} messages)\n")
+            out(buffer.getvalue().split("\n", 4)[-1])
+
+
+if __name__ == "__main__":
+    main()

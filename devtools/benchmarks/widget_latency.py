@@ -1,0 +1,186 @@
+"""Latency of the widget's `POST /api/v1/widget/conversations/<id>/messages`, end to end in one
+process: Django's test client → widget API (key, origin, token, throttles) → the turn pipeline
+run eagerly (adaptive plan, one `assess` call, no tool) → the real `openai` SDK → a local fake
+OpenAI-compatible server answering with zero added latency. So the numbers are GuideDesk's own
+overhead per customer message, not a model's.
+
+Run from the project root:
+
+    .venv/bin/python devtools/benchmarks/widget_latency.py [--requests 200] [--warmup 10]
+
+It uses a throwaway SQLite file (never the project's database) and prints a small table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+MESSAGES_PER_CONVERSATION = 10  # keeps the history (and so the prompt) at a realistic size
+ORIGIN = "https://bench.example"
+ANSWER = {
+    "response": "We ship within one business day; standard delivery takes 3-7 days.",
+    "confidence": 9,
+    "tool_call": None,
+    "tool_params": {},
+    "missing_params": [],
+    "is_destructive": False,
+    "needs_confirmation": False,
+    "needs_more_context": [],
+}
+
+
+def percentile(samples: list[float], pct: float) -> float:
+    """Nearest-rank percentile."""
+    ordered = sorted(samples)
+    rank = max(1, round(pct / 100 * len(ordered)))
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+def progress(done: int, total: int) -> None:
+    width = 30
+    filled = width * done // total
+    sys.stderr.write(f"\r  [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+    if done == total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--warmup", type=int, default=10)
+    args = parser.parse_args()
+
+    workdir = tempfile.TemporaryDirectory(prefix="guidedesk-bench-")
+    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.test"
+    os.environ["DATABASE_URL"] = f"sqlite:///{workdir.name}/bench.sqlite3"
+    os.environ.pop("CELERY_BROKER_URL", None)
+
+    import django
+
+    django.setup()
+
+    from django.conf import settings
+    from django.core.management import call_command
+    from django.db import connection
+    from django.test import Client as HttpClient
+    from django.test.utils import (
+        CaptureQueriesContext,
+        override_settings,
+        setup_test_environment,
+    )
+
+    from apps.clients.models import AIMode, Client, Plan
+    from apps.conversations.models import Message
+    from apps.reasoning.models import ReasoningTrace
+    from devtools.fake_llm import FakeLLMServer
+
+    setup_test_environment()
+    call_command("migrate", verbosity=0, interactive=False)
+    # Every request comes from one address: one visitor, so no per-visitor daily budget.
+    plan = Plan.objects.create(
+        slug="bench", name="Bench", ai_mode=AIMode.ADAPTIVE, visitor_daily_token_budget=0
+    )
+    client = Client.objects.create(
+        slug="bench", name="Bench Outfitters", plan=plan, allowed_origins=[ORIGIN]
+    )
+    rest: dict[str, Any] = dict(settings.REST_FRAMEWORK)
+    # Throttles still run (their cost is part of the number); they just never refuse.
+    rest["DEFAULT_THROTTLE_RATES"] = dict.fromkeys(rest["DEFAULT_THROTTLE_RATES"], "1000000/min")
+
+    http = HttpClient(headers={"Origin": ORIGIN, "X-Widget-Key": client.widget_key})
+    api = "/api/v1/widget/conversations"
+
+    with (
+        FakeLLMServer(latency=0) as llm,
+        override_settings(
+            OPENAI_API_KEY="bench-key",
+            OPENAI_BASE_URL=llm.base_url,
+            CELERY_TASK_ALWAYS_EAGER=True,
+            REST_FRAMEWORK=rest,
+        ),
+    ):
+        llm.default("assess", ANSWER)
+        state: dict[str, str] = {}
+
+        def post(n: int) -> tuple[float, int]:
+            """Send message number n (every 10th starts a new conversation first)."""
+            if n % MESSAGES_PER_CONVERSATION == 0:
+                started = http.post(api, {}, content_type="application/json").json()
+                state.update(started)
+            url = f"{api}/{state['id']}/messages"
+            begin = time.perf_counter()
+            response = http.post(
+                url,
+                {"text": f"When will order TH-{10000 + n} ship?"},
+                content_type="application/json",
+                headers={"Authorization": f"Bearer {state['token']}"},
+            )
+            elapsed = (time.perf_counter() - begin) * 1000
+            if response.status_code != 201 or len(response.json()["replies"]) != 1:
+                raise SystemExit(f"unexpected answer {response.status_code}: {response.content!r}")
+            return elapsed, response.status_code
+
+        sys.stderr.write(f"Warming up ({args.warmup} requests)…\n")
+        for n in range(args.warmup):
+            post(n)
+        # The queries of one message (the conversation already started), read before the next
+        # request resets Django's query log.
+        n = args.warmup + (1 if args.warmup % MESSAGES_PER_CONVERSATION == 0 else 0)
+        with CaptureQueriesContext(connection) as captured:
+            post(n)
+        queries_per_message = len(captured)
+        llm_calls_before = len(llm.requests)
+
+        sys.stderr.write(f"Measuring {args.requests} × POST …/messages\n")
+        samples: list[float] = []
+        wall = time.perf_counter()
+        for i in range(args.requests):
+            samples.append(post(n + 1 + i)[0])
+            progress(i + 1, args.requests)
+        wall = time.perf_counter() - wall
+        llm_calls = len(llm.requests) - llm_calls_before
+
+    turns = (
+        ReasoningTrace.objects.unscoped("the benchmark counts what it stored")
+        .filter(status="done")
+        .count()
+    )
+    rows = [
+        ("requests", f"{len(samples)}"),
+        ("LLM calls per message", f"{llm_calls / len(samples):.1f}"),
+        ("DB queries per message", f"{queries_per_message}"),
+        ("p50", f"{percentile(samples, 50):.1f} ms"),
+        ("p95", f"{percentile(samples, 95):.1f} ms"),
+        ("p99", f"{percentile(samples, 99):.1f} ms"),
+        ("mean", f"{statistics.fmean(samples):.1f} ms"),
+        ("max", f"{max(samples):.1f} ms"),
+        ("throughput (1 thread)", f"{len(samples) / wall:.0f} msg/s"),
+    ]
+    sys.stderr.flush()
+    out = sys.stdout
+    out.write("\nPOST /api/v1/widget/conversations/<id>/messages — eager adaptive turn, fake LLM\n")
+    out.write(
+        f"(Python {sys.version.split()[0]}, SQLite, {turns} turns, "
+        f"{Message.objects.unscoped('the benchmark counts what it stored').count()} "
+        "messages stored)\n\n"
+    )
+    width = max(len(name) for name, _ in rows)
+    out.write(f"  {'metric'.ljust(width)}  value\n  {'-' * width}  {'-' * 12}\n")
+    for name, value in rows:
+        out.write(f"  {name.ljust(width)}  {value}\n")
+    workdir.cleanup()
+
+
+if __name__ == "__main__":
+    main()
