@@ -9,7 +9,7 @@ urlpatterns = [
     path("", include("apps.conversations.urls")),
     path("", include("apps.escalations.urls")),
     path("", include("apps.tools.urls")),
-    path("", include("apps.reasoning.urls")),
+    path("", include("apps.approvals.urls")),
     path("", include("apps.notes.urls")),
     path("billing/", include("apps.billing.urls")),
     path("outcomes/", include("apps.outcomes.urls")),

@@ -32,6 +32,7 @@ from django_celery_beat.models import (
 
 from apps.accounts.models import ApiKey, Membership, Role
 from apps.accounts.services import api_key_issue
+from apps.approvals.models import ApprovalRequest
 from apps.billing.models import (
     DailyUsage,
     UsageAlert,
@@ -40,14 +41,15 @@ from apps.billing.models import (
     VisitorUsage,
 )
 from apps.core.admin import SuperuserOnlyAdmin, TenantScopedAdmin
-from apps.escalations.models import Escalation, EscalationStatus, MessageFlag, ReplyTemplate
+from apps.escalations.models import Escalation, EscalationStatus, ReplyTemplate
+from apps.flags.models import MessageFlag
 from apps.identity.models import EmailCodeChallenge, EmailCodeSetting
 from apps.insights.models import InsightProposal, InsightRun, ProposalKind
 from apps.knowledge.services.articles import article_create, source_create
 from apps.notes.services import note_add
 from apps.privacy.models import DataSubjectRequest
 from apps.simulations.models import SimCase, SimulationRun
-from apps.tools.models import ApprovalRequest, ClientTool, ExecutorType, PendingAction, ToolKind
+from apps.tools.models import ClientTool, ExecutorType, PendingAction, ToolKind
 from tests.api.conftest import make_tenant_data
 from tests.factories import (
     ClientFactory,
@@ -96,13 +98,13 @@ RULES: dict[str, dict[str, str]] = {
     "conversations.conversation": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
     "tools.clienttool": {"view": ADMIN, "add": ADMIN, "change": ADMIN, "delete": ADMIN},
     "tools.pendingaction": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
-    "tools.approvalrequest": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
+    "approvals.approvalrequest": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
     "tools.toolexecution": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
     "escalations.escalation": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
     # Reply templates are the team's shared words: admins write them, everyone uses them. Flags
     # are made in the console and the API; the admin lists them for the record.
     "escalations.replytemplate": {"view": VIEWER, "add": ADMIN, "change": ADMIN, "delete": ADMIN},
-    "escalations.messageflag": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
+    "flags.messageflag": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
     "reasoning.reasoningtrace": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
     # Approving a proposal changes the client's business info (MANAGE); the trail stays.
     "insights.insightproposal": {"view": VIEWER, "add": NEVER, "change": ADMIN, "delete": NEVER},

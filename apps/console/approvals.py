@@ -1,11 +1,11 @@
 """The console's approval pages: the tool calls the client's rules hold for a teammate's
 approval (waiting ones first), and deciding one — approve (the call runs once, in a worker) or
-deny with a reason the customer is told (apps/reasoning/approvals.py). The card shows the sums a
+deny with a reason the customer is told (apps/approvals/services.py). The card shows the sums a
 threshold rule held the call on (which scope tripped it, and the calls each sum is made of), and
 a request the customer withdrew ("withdrawn by the customer", when and which message; Approve
 then does nothing and says so). The conversation page shows the same box for its own requests
 (`templatetags/approvals.py`). Each card says the action in words, the customer, the
-conversation's last messages and the customer's running total (apps/console/approval_cards.py).
+conversation's last messages and the customer's running total (apps/approvals/cards.py).
 """
 
 from __future__ import annotations
@@ -18,76 +18,25 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 
-from apps.console.access import ConsoleAccess, console_view
-from apps.console.approval_cards import (
+from apps.approvals.cards import (
     action_text,
+    approval_sums,
     customer_text,
-    format_amount,
-    last_messages,
     param_rows,
     rule_text,
     running_total,
     tool_label,
 )
+from apps.approvals.models import ApprovalRequest, ApprovalStatus
+from apps.approvals.selectors import approval_get, approval_list, last_messages
+from apps.approvals.services import MAX_REASON_CHARS, approval_approve, approval_deny
+from apps.console.access import ConsoleAccess, console_view
 from apps.core.exceptions import ApplicationError
 from apps.core.permissions import SUPPORT
-from apps.reasoning.approvals import MAX_REASON_CHARS, approval_approve, approval_deny
-from apps.tools import wording
-from apps.tools.models import ApprovalRequest, ApprovalStatus, ExecutionStatus
-from apps.tools.selectors import approval_get, approval_list
 
 PAGE_ROWS = 100
-
-
-SCOPE_LABELS = {
-    "conversation": gettext_lazy("this conversation"),
-    "customer": gettext_lazy("this customer"),
-    "order": gettext_lazy("this order"),
-}
-
-
-# What a listed call's status reads as (a run's or a request's; "new" is this call).
-CALL_STATUS_LABELS = {**dict(ExecutionStatus.choices), **dict(ApprovalStatus.choices)}
-
-
-def approval_sums(approval: ApprovalRequest) -> list[dict[str, Any]]:
-    """The sums a threshold rule held the call on (`ApprovalRequest.basis`), tripped scopes
-    first: the scope, its total and the calls it is made of — in words (the tool's label, the
-    status's label), without the internal references the basis keeps."""
-    basis = approval.basis if isinstance(approval.basis, dict) else {}
-    raw = basis.get("scopes")
-    scopes: dict[str, Any] = raw if isinstance(raw, dict) else {}
-    tripped = basis.get("tripped") or []
-    rows = [
-        {
-            "scope": scope,
-            "label": SCOPE_LABELS.get(scope, scope),
-            "total": format_amount(value.get("total", "")),
-            "tripped": scope in tripped,
-            "calls": [_sum_call(approval, call) for call in value.get("calls", [])],
-        }
-        for scope, value in scopes.items()
-        if isinstance(value, dict)
-    ]
-    return sorted(rows, key=lambda row: not row["tripped"])
-
-
-def _sum_call(approval: ApprovalRequest, call: Any) -> dict[str, Any]:
-    call = call if isinstance(call, dict) else {}
-    name = str(call.get("tool") or "")
-    status = str(call.get("status") or "")
-    return {
-        "this": bool(call.get("this")),
-        "tool": tool_label(approval.tool)
-        if name == approval.tool.name
-        else wording.humanised(name),  # another tool of its group
-        "status": CALL_STATUS_LABELS.get(status, status),
-        "amount": format_amount(call.get("amount")) if call.get("amount") is not None else "—",
-        "at": call.get("at") or "",
-    }
 
 
 def approval_row(

@@ -37,7 +37,7 @@ from apps.conversations.models import (
     Role,
     Visibility,
 )
-from apps.escalations.models import MessageFlag
+from apps.flags.selectors import conversations_flagged
 from apps.reasoning.models import ReasoningTrace
 from apps.tools import wording
 from apps.tools.models import ToolExecution
@@ -107,11 +107,6 @@ def conversation_state(conversation: Conversation, now: Any = None) -> str:
     return "assistant"
 
 
-def flagged_q() -> Q | None:
-    """Conversations with a flagged assistant reply (`escalations.MessageFlag`)."""
-    return Q(Exists(MessageFlag.objects.filter(conversation=OuterRef("pk"))))
-
-
 def inbox_queryset(*, client: Client, filters: InboxFilters, user: Any = None) -> QuerySet:
     """The client's conversations matching `filters`, latest activity first (conversations
     with no visible message yet have nothing to show and are left out)."""
@@ -142,8 +137,7 @@ def inbox_queryset(*, client: Client, filters: InboxFilters, user: Any = None) -
             )
         )
     if filters.flagged:
-        flagged = flagged_q()
-        queryset = queryset.filter(flagged) if flagged is not None else queryset.none()
+        queryset = conversations_flagged(client=client, queryset=queryset)
     return queryset.order_by("-last_message_at", "-pk")
 
 

@@ -12,9 +12,9 @@ from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.models import User
 from apps.conversations.admin import conversation_link
-from apps.core.admin import ActionOnlyAdmin, ReadOnlyAuditAdmin, TenantScopedAdmin
+from apps.core.admin import ActionOnlyAdmin, TenantScopedAdmin
 from apps.core.exceptions import ApplicationError
-from apps.escalations.models import Escalation, EscalationStatus, MessageFlag, ReplyTemplate
+from apps.escalations.models import Escalation, EscalationStatus, ReplyTemplate
 
 ESCALATION_FIELDS: tuple[str, ...] = (
     "conversation_short",
@@ -109,26 +109,3 @@ class ReplyTemplateAdmin(TenantScopedAdmin):
     search_fields = ["name", "shortcut", "body"]
     ordering = ["client", "name"]
     fields = ["client", "name", "shortcut", "body"]
-
-
-@admin.register(MessageFlag)
-class MessageFlagAdmin(ReadOnlyAuditAdmin):
-    """Staff's flags on the assistant's replies (made in the console or the API), for the
-    record; what they teach is reviewed under Insights → proposals."""
-
-    list_display = ["flagged_reply", "reason", "client", "flagged_by", "created_at"]
-    list_filter = ["reason", ("client", admin.RelatedOnlyFieldListFilter), "created_at"]
-    list_select_related = ["client", "conversation", "message", "flagged_by"]
-    search_fields = ["correction", "message__text"]
-    ordering = ["-created_at"]
-    fields = ("conversation_short", "flagged_reply", "reason", "correction", "flagged_by")
-    readonly_fields = fields
-
-    @admin.display(description=_("Conversation"))
-    def conversation_short(self, obj: MessageFlag) -> SafeString | str:
-        return conversation_link(obj.conversation)
-
-    @admin.display(description=_("Flagged reply"))
-    def flagged_reply(self, obj: MessageFlag) -> str:
-        text = " ".join(obj.message.text.split())
-        return text if len(text) <= 120 else text[:119] + "…"

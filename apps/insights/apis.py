@@ -22,13 +22,9 @@ from apps.core.schema import (
     invalid_example,
     public_id_path_parameter,
 )
-from apps.escalations.flags import (
-    MAX_CORRECTION_CHARS,
-    flag_get,
-    flag_list,
-    flaggable_message_get,
-)
-from apps.escalations.models import FlagReason, MessageFlag
+from apps.flags.models import FlagReason, MessageFlag
+from apps.flags.selectors import flag_get, flag_list, flaggable_message_get
+from apps.flags.services import MAX_CORRECTION_CHARS
 from apps.insights.models import InsightProposal, ProposalKind
 from apps.insights.teach import flag_and_teach, staff_reply_teach
 

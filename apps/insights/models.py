@@ -139,7 +139,7 @@ class InsightProposal(TenantOwnedModel):
         verbose_name=_("origin"),
     )
     flag = models.ForeignKey(
-        "escalations.MessageFlag",
+        "flags.MessageFlag",
         null=True,
         blank=True,
         on_delete=models.SET_NULL,

@@ -12,7 +12,8 @@ from django.utils import timezone
 
 from apps.clients.models import Client
 from apps.conversations.models import Conversation, Kind, Message
-from apps.escalations.models import Escalation, EscalationReason, MessageFlag
+from apps.escalations.models import Escalation, EscalationReason
+from apps.flags.models import MessageFlag
 from apps.insights.models import InsightProposal, InsightRun, ProposalStatus
 from apps.notes.models import Note, NoteStatus, NoteType
 from apps.reasoning.models import ReasoningStep

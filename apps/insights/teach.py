@@ -17,8 +17,8 @@ from django.utils.translation import gettext as _
 from apps.clients.models import Client
 from apps.conversations.models import Message, Role, Visibility
 from apps.core.exceptions import ApplicationError
-from apps.escalations.flags import message_flag
-from apps.escalations.models import MessageFlag
+from apps.flags.models import MessageFlag
+from apps.flags.services import message_flag
 from apps.insights.models import InsightProposal, ProposalKind, ProposalOrigin, ProposalStatus
 from apps.insights.services import MAX_NOTE_CHARS, draft_outline
 from apps.notes.models import NoteSource, NoteStatus, NoteType

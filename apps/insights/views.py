@@ -21,8 +21,8 @@ from apps.conversations.selectors import conversation_get
 from apps.core.exceptions import ApplicationError
 from apps.core.permissions import SUPPORT, role_permits
 from apps.core.schema import parse_uuid
-from apps.escalations.flags import flag_list
-from apps.escalations.models import FlagReason, MessageFlag
+from apps.flags.models import FlagReason, MessageFlag
+from apps.flags.selectors import flag_list
 from apps.insights.models import InsightProposal, ProposalKind
 from apps.insights.teach import flag_and_teach, staff_reply_teach
 

@@ -39,11 +39,12 @@ from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Cast
 
+from apps.approvals.models import ApprovalRequest
 from apps.clients.models import Client
 from apps.conversations.models import Conversation, Message, Role
 from apps.notes import cache as notes_cache
 from apps.notes.redaction import LINK, RULES  # the shapes notes are masked with
-from apps.tools.models import ApprovalRequest, PendingAction, ToolExecution
+from apps.tools.models import PendingAction, ToolExecution
 
 MARKER = "[erased]"
 # Shorter identifiers ("Al", "12") match too much; a name part shorter than this is not used

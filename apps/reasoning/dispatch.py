@@ -1,7 +1,7 @@
 """Queueing reasoning work: the one way the pipeline hands a job to a Celery worker.
 
 The task module (`tasks.py`) is an entry point, like a view: Celery calls it, and it calls the
-pipeline (a turn, the turn's notes, an approved action, the sweeper). The pipeline queues those
+pipeline (a turn, the turn's notes, the sweeper). The pipeline queues those
 same tasks. Were the pipeline to import `tasks.py`, the two would import each other; so nothing
 in `apps` imports it but the app config, which loads it at start-up and so registers every
 task under its stable name in every process, and the pipeline queues here, by that name.
@@ -26,7 +26,6 @@ logger = logging.getLogger(__name__)
 # The tasks' stable names (apps/reasoning/tasks.py).
 TURN = "reasoning.process_turn"
 TURN_NOTES = "reasoning.turn_notes"
-APPROVED_ACTION = "reasoning.run_approved_action"
 
 
 def queue(task: str, *args: Any, client_id: int) -> None:

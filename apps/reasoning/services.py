@@ -18,6 +18,12 @@ from django.db.models import F
 from django.utils import timezone, translation
 from django.utils.translation import gettext_lazy
 
+from apps.approvals.withdrawal import (
+    WithdrawalReplies,
+    approvals_open,
+    approvals_withdraw,
+    withdrawal_replies,
+)
 from apps.billing.services.budgets import UsageLimitReached
 from apps.billing.services.visitors import (
     VISITOR_TOKENS,
@@ -62,12 +68,6 @@ from apps.reasoning.admission import (
     turn_lock_release,
     turn_lock_take,
     turn_waiting_before,
-)
-from apps.reasoning.approvals import (
-    WithdrawalReplies,
-    approvals_open,
-    approvals_withdraw,
-    withdrawal_replies,
 )
 from apps.reasoning.hooks import run_post_draft_hooks
 from apps.reasoning.llm import LLMError
@@ -171,7 +171,7 @@ def handle_turn(
         # so no prompt ever carries it, and checked here — before any LLM call; the turn
         # replies from `data["email_code"]` without a model.
         code = email_code_in(client=client, conversation=locked, text=cleaned)
-        # Approval requests this message may touch (apps/reasoning/approvals.py): marked on the
+        # Approval requests this message may touch (apps/approvals/withdrawal.py): marked on the
         # message, so the turn looks at them only when there are some. A typed e-mail code is
         # an identity step, not a new request: it withdraws nothing.
         open_approvals = approvals_open(client=client, conversation=locked) if code is None else []
@@ -197,7 +197,11 @@ def handle_turn(
             # A later customer message withdraws the waiting ones unless it is an explicit yes
             # to them — before any model runs.
             approvals_withdraw(
-                client=client, conversation=locked, message=message, candidates=open_approvals
+                client=client,
+                conversation=locked,
+                message=message,
+                answer=guards.confirmation_answer,
+                candidates=open_approvals,
             )
         if locked.status != ConversationStatus.OPEN:
             # A person owns the conversation: no LLM runs; the turn is recorded as skipped.
@@ -596,6 +600,7 @@ def _run(turn: Turn) -> Outcome:
             client=turn.client,
             conversation=turn.conversation,
             message=turn.user_message,
+            answer=guards.confirmation_answer,
             confirmed=turn.confirmed is not None,
         )
         if (turn.user_message.data or {}).get("approvals")

@@ -210,32 +210,3 @@ def sweep_turns() -> None:
 def write_turn_notes(trace_id: int, confidence: int | None = None) -> None:
     """The automatic notes of a finished turn (apps/reasoning/turn_notes.py), after its commit."""
     turn_notes_write(trace_id=trace_id, confidence=confidence)
-
-
-@shared_task(
-    name="reasoning.run_approved_action",
-    base=TenantTask,
-    tenant_from=("tools.ApprovalRequest", "approval_id"),
-    ignore_result=True,
-    acks_late=True,
-    autoretry_for=DB_ERRORS,
-    max_retries=3,
-    retry_backoff=True,
-)
-def run_approved_action(approval_id: int) -> None:
-    """A teammate approved a held tool call: run it once and tell the customer
-    (apps/reasoning/approvals.py). Safe to run twice."""
-    from apps.reasoning.approvals import approval_run
-
-    client_id = current_tenant()
-    if client_id is None:
-        return
-    approval_run(client_id=client_id, approval_id=approval_id)
-
-
-@shared_task(name="reasoning.expire_approvals", ignore_result=True)
-def expire_approvals() -> None:
-    """Beat: held tool calls nobody decided in time become hand-offs to a person."""
-    from apps.reasoning.approvals import approvals_expire
-
-    approvals_expire()

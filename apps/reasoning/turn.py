@@ -512,7 +512,7 @@ def act_on_tool_call(
     if turn.sandbox is None and verdict.tool.approval_rule:
         # Every guard (and the customer's confirmation) passed: the client's rule may still want
         # a teammate to approve this call — alone, or summed with earlier ones — before it runs
-        # (apps/reasoning/approvals.py).
+        # (apps/approvals/services.py).
         held = hold_for_approval(
             turn, tool=verdict.tool, params=verdict.params, pending=verdict.pending
         )
@@ -535,7 +535,7 @@ def hold_for_approval(
     when the call may run now (its run is already counted), else the call waits for a teammate:
     an `ApprovalRequest` with the exact tool, params, the sums that tripped the rule and the
     idempotency key the run will use; the customer is told it is being checked. Nothing runs."""
-    from apps.reasoning.approvals import approval_gate, pending_text
+    from apps.approvals.services import approval_gate, pending_text
 
     phash = guards.params_hash(params)
     key = _run_key(turn, tool, phash, pending)

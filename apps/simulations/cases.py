@@ -15,7 +15,7 @@ from django.utils.translation import gettext as _
 
 from apps.conversations.models import Message, Role, Visibility
 from apps.core.exceptions import ApplicationError
-from apps.escalations.models import MessageFlag
+from apps.flags.models import MessageFlag
 from apps.simulations.models import SimCase
 from apps.simulations.schema import MAX_HISTORY, MAX_TEXT, case_validate
 

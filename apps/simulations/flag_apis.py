@@ -15,7 +15,7 @@ from apps.core.schema import (
     error_responses,
     public_id_path_parameter,
 )
-from apps.escalations.flags import flag_get
+from apps.flags.selectors import flag_get
 from apps.simulations.apis import CASE_EXAMPLE
 from apps.simulations.cases import simcase_from_flag
 from apps.simulations.serializers import SimCaseSerializer

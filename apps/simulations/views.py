@@ -10,7 +10,7 @@ from django.views.decorators.http import require_POST
 from apps.console.access import ConsoleAccess, json_error, json_view
 from apps.core.exceptions import ApplicationError
 from apps.core.permissions import SUPPORT, role_permits
-from apps.escalations.flags import flag_get
+from apps.flags.selectors import flag_get
 from apps.simulations.cases import simcase_from_flag
 
 

@@ -25,7 +25,7 @@ from apps.core.permissions import MANAGE
 from apps.tools.approval_rules import approval_rule_problems, approval_rule_text
 from apps.tools.executors import executor_for, executors, settings_fields, settings_for
 from apps.tools.executors import webhook as webhook_executor
-from apps.tools.models import ApprovalRequest, ClientTool, PendingAction, ToolExecution
+from apps.tools.models import ClientTool, PendingAction, ToolExecution
 from apps.tools.preconditions import precondition_problems
 from apps.tools.wording import naming_problems
 
@@ -562,73 +562,3 @@ class ToolExecutionAdmin(ReadOnlyAuditAdmin):
     @admin.display(description=_("Result"))
     def result_pretty(self, obj: ToolExecution) -> SafeString | str:
         return pretty_json_block(obj.result)
-
-
-APPROVAL_FIELDS: tuple[str, ...] = (
-    "client",
-    "public_id",
-    "conversation_short",
-    "trace",
-    "tool",
-    "params_pretty",
-    "rule",
-    "basis_pretty",
-    "status",
-    "withdrawn_at",
-    "withdrawn_in",
-    "withdrawn_because",
-    "pending_action",
-    "idempotency_key",
-    "requested_in",
-    "expires_at",
-    "decided_by",
-    "decided_at",
-    "reason",
-    "execution",
-    "outcome_message",
-    "finished_at",
-    "created_at",
-    "updated_at",
-)
-
-
-@admin.register(ApprovalRequest)
-class ApprovalRequestAdmin(ReadOnlyAuditAdmin):
-    """Tool calls held for a teammate's approval. Decided in the console (Approvals) or the
-    API, where the run and the customer's message happen; the admin keeps the record."""
-
-    list_display = [
-        "created_at",
-        "tool",
-        "client",
-        "conversation_short",
-        "status",
-        "params_short",
-        "expires_at",
-        "decided_by",
-    ]
-    list_filter = ["status", ("client", admin.RelatedOnlyFieldListFilter)]
-    list_select_related = ["client", "tool", "conversation", "decided_by"]
-    search_fields = ["tool__name", "idempotency_key", "reason"]
-    date_hierarchy = "created_at"
-    ordering = ["-created_at"]
-    fields = APPROVAL_FIELDS
-    readonly_fields = APPROVAL_FIELDS
-
-    @admin.display(description=_("Conversation"), ordering="conversation__created_at")
-    def conversation_short(self, obj: ApprovalRequest) -> SafeString | str:
-        return conversation_link(obj.conversation)
-
-    @admin.display(description=_("Params"))
-    def params_short(self, obj: ApprovalRequest) -> str:
-        return ", ".join(f"{k}={v}" for k, v in (obj.params or {}).items())[:80] or "-"
-
-    @admin.display(description=_("Params"))
-    def params_pretty(self, obj: ApprovalRequest) -> SafeString | str:
-        return pretty_json_block(obj.params)
-
-    @admin.display(description=_("Sums that held it"))
-    def basis_pretty(self, obj: ApprovalRequest) -> SafeString | str:
-        """Per scope, the sum and the calls it is made of, and `tripped` (the scopes over the
-        threshold)."""
-        return pretty_json_block(obj.basis) if obj.basis else "-"

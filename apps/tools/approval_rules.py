@@ -12,10 +12,10 @@ A rule is a small JSON object (`ClientTool.approval_rule`):
 
 A threshold is over SUMS, not single calls (three refunds of 50 are 150): the new call's amount
 plus the amounts of the calls that ran, or are waiting for or got an approval, within a window,
-per scope (apps/tools/approval_sums.py). Optional keys of a threshold rule:
+per scope (apps/approvals/sums.py). Optional keys of a threshold rule:
 
 - `"per"`: the scopes, a non-empty list of `"conversation"`, `"customer"` (the verified
-  customer, else the visitor: `approval_sums.customer_key`) and `"order"` — default all three;
+  customer, else the visitor: `apps.approvals.sums.customer_key`) and `"order"` — default all three;
 - `"order_param"`: the parameter naming the order (a string or integer property) — default
   `"order_id"` when the tool has one (without one, and unnamed, there is no order scope);
 - `"window_hours"`: how far back calls count (1–720) — default 24;
@@ -23,7 +23,7 @@ per scope (apps/tools/approval_sums.py). Optional keys of a threshold rule:
   names the same group count together, each with its own `param` and `order_param`.
 
 The rule is one more gate *after* the customer's confirmation and every guard, never instead of
-them (apps/reasoning/approvals.py)."""
+them (apps/approvals/services.py)."""
 
 from __future__ import annotations
 

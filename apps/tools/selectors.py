@@ -3,20 +3,12 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from django.db.models import Case, QuerySet, Value, When
+from django.db.models import QuerySet
 
 from apps.clients.models import Client
-from apps.core.schema import parse_uuid
-from apps.tools.models import (
-    ApprovalRequest,
-    ApprovalStatus,
-    ClientTool,
-    PendingAction,
-    PendingActionStatus,
-    ToolExecution,
-)
+from apps.tools.models import ClientTool, PendingAction, PendingActionStatus, ToolExecution
 
 if TYPE_CHECKING:
     from apps.conversations.models import Message
@@ -80,37 +72,3 @@ def pending_declined_by(*, client: Client, user_message: Message) -> PendingActi
         .filter(resolved_by=user_message, status=PendingActionStatus.DECLINED)
         .first()
     )
-
-
-def approval_list(
-    *, client: Client, status: str | None = None, conversation: Any = None
-) -> QuerySet[ApprovalRequest]:
-    """The client's approval requests — waiting ones first (oldest first: the next to expire),
-    then the decided ones, newest first — with what the console and the API show loaded."""
-    queryset = ApprovalRequest.objects.for_client(client).select_related(
-        "tool", "conversation", "decided_by", "execution", "withdrawn_in"
-    )
-    if status:
-        queryset = queryset.filter(status=status)
-    if conversation is not None:
-        queryset = queryset.filter(conversation=conversation)
-    pending_first = Case(When(status=ApprovalStatus.PENDING, then=Value(0)), default=Value(1))
-    return queryset.order_by(pending_first, "-created_at", "-pk")
-
-
-def approval_get(*, client: Client, approval_id: str | int) -> ApprovalRequest | None:
-    """The client's approval request with this public id (a UUID string) or, from our own code,
-    primary key; None for a malformed, unknown or another client's id alike."""
-    queryset = ApprovalRequest.objects.for_client(client).select_related(
-        "tool", "conversation", "decided_by", "execution", "withdrawn_in"
-    )
-    if isinstance(approval_id, int):
-        return queryset.filter(pk=approval_id).first()
-    public_id = parse_uuid(approval_id)
-    if public_id is None:
-        return None
-    return queryset.filter(public_id=public_id).first()
-
-
-def approval_pending_count(*, client: Client) -> int:
-    return ApprovalRequest.objects.for_client(client).filter(status=ApprovalStatus.PENDING).count()

@@ -82,7 +82,7 @@ def tool_execution_reserve(
     pending_action: PendingAction | None = None,
 ) -> ToolExecution:
     """The `running` row of a call about to run, written inside the caller's transaction: an
-    approval threshold check that holds its lock (apps/reasoning/approvals.py, `approval_gate`)
+    approval threshold check that holds its lock (apps/approvals/services.py, `approval_gate`)
     counts the call before it is made, so a racing call sees it. `tool_execute` then finds the
     row and runs the tool under the same key."""
     execution, _ = ToolExecution.objects.for_client(client).get_or_create(

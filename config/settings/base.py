@@ -47,6 +47,8 @@ INSTALLED_APPS = [
     "apps.notes",
     "apps.knowledge",
     "apps.reasoning",
+    "apps.approvals",
+    "apps.flags",
     "apps.outcomes",
     "apps.playground",
     "apps.simulations",

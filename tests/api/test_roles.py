@@ -426,7 +426,7 @@ STAFF_URLCONFS = [
     "apps.notes.urls",
     "apps.simulations.urls",
     "apps.knowledge.urls",
-    "apps.reasoning.urls",
+    "apps.approvals.urls",
 ]
 HANDLERS = ("get", "post", "put", "patch", "delete")
 

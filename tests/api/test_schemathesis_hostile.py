@@ -30,10 +30,11 @@ from hypothesis import strategies as st
 
 from apps.accounts.models import Role
 from apps.accounts.services import api_key_issue
+from apps.approvals.models import ApprovalRequest
 from apps.conversations.services import conversation_create
-from apps.escalations.models import MessageFlag, ReplyTemplate
+from apps.escalations.models import ReplyTemplate
+from apps.flags.models import MessageFlag
 from apps.privacy.models import DataSubjectRequest
-from apps.tools.models import ApprovalRequest
 from tests.api.conftest import make_tenant_data
 from tests.api.test_schema import generated_schema, make_note
 from tests.factories import ClientFactory

@@ -10,17 +10,12 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
+from apps.approvals.models import ApprovalRequest, ApprovalStatus
+from apps.approvals.services import approval_request_create
+from apps.approvals.sums import approval_basis
 from apps.conversations.models import Message
 from apps.conversations.services import conversation_create, message_append
-from apps.reasoning.approvals import approval_request_create
-from apps.tools.approval_sums import approval_basis
-from apps.tools.models import (
-    ApprovalRequest,
-    ApprovalStatus,
-    ClientTool,
-    ExecutionStatus,
-    ToolExecution,
-)
+from apps.tools.models import ClientTool, ExecutionStatus, ToolExecution
 from tests.browser.conftest import SCREENSHOTS
 from tests.browser.helpers import open_widget, send, shown_conversation
 from tests.browser.test_console_browser import agent_page

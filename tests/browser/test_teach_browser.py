@@ -11,8 +11,8 @@ import pytest
 from playwright.sync_api import expect
 
 from apps.conversations.models import Message
-from apps.escalations.models import MessageFlag
 from apps.escalations.reply_templates import reply_template_create
+from apps.flags.models import MessageFlag
 from apps.insights.models import InsightProposal, ProposalStatus
 from apps.simulations.models import SimCase
 from tests.api.conftest import make_tenant_data

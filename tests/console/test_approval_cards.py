@@ -14,13 +14,14 @@ from django.urls import reverse
 from django.utils import timezone, translation
 
 from apps.accounts.models import Role as StaffRole
+from apps.approvals.cards import param_label, tool_label
+from apps.approvals.models import ApprovalRequest
+from apps.approvals.services import approval_request_create
+from apps.approvals.sums import approval_basis
 from apps.clients.models import Client
-from apps.console.approval_cards import param_label, tool_label
 from apps.conversations.models import Role, Visibility
 from apps.conversations.services import conversation_create, message_append
-from apps.reasoning.approvals import approval_request_create
-from apps.tools.approval_sums import approval_basis
-from apps.tools.models import ApprovalRequest, ExecutionStatus, ToolExecution
+from apps.tools.models import ExecutionStatus, ToolExecution
 from tests.support.approvals import refund_tool
 
 pytestmark = pytest.mark.django_db

@@ -7,8 +7,9 @@ import pytest
 from django.urls import reverse
 
 from apps.accounts.models import Role
+from apps.approvals.models import ApprovalRequest, ApprovalStatus
 from apps.conversations.models import Message
-from apps.tools.models import ApprovalRequest, ApprovalStatus, ToolExecution
+from apps.tools.models import ToolExecution
 from tests.support.approvals import pending_approval
 from tests.support.fake_webhook import Reply
 

@@ -14,7 +14,7 @@ from django.utils import timezone
 from apps.accounts.models import Role
 from apps.clients.models import Client
 from apps.core.exceptions import ApplicationError
-from apps.escalations.models import MessageFlag
+from apps.flags.models import MessageFlag
 from apps.insights import services
 from apps.insights.models import InsightProposal, InsightRun, RunStatus
 from apps.insights.services import RUN_STEPS, insights_run_now

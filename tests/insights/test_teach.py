@@ -15,7 +15,7 @@ from apps.accounts.models import Role as StaffRole
 from apps.conversations.models import Kind, Message, Role, Visibility
 from apps.conversations.services import conversation_create, message_append
 from apps.core.exceptions import ApplicationError
-from apps.escalations.models import MessageFlag
+from apps.flags.models import MessageFlag
 from apps.insights.models import InsightProposal, ProposalKind, ProposalOrigin, ProposalStatus
 from apps.insights.services import proposal_approve
 from apps.insights.teach import flag_and_teach, staff_reply_teach
@@ -371,7 +371,7 @@ def test_flagged_answers_are_evidence_for_the_nightly_run(client_a, client_b):
 
 def test_the_flagged_filter_keeps_the_conversations_with_a_flag(client_a, client_b):
     from apps.conversations.models import Conversation
-    from apps.escalations.flags import conversations_flagged
+    from apps.flags.selectors import conversations_flagged
 
     flagged, message = answered(client_a)
     quiet, _ = answered(client_a)

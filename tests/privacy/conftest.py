@@ -21,8 +21,8 @@ from apps.accounts.services import api_key_issue
 from apps.clients.models import Client
 from apps.conversations.models import Conversation, ConversationRating, Role
 from apps.conversations.services import conversation_create, message_append
-from apps.escalations.models import MessageFlag
 from apps.escalations.services import escalation_create
+from apps.flags.models import MessageFlag
 from apps.insights.models import InsightProposal, ProposalKind
 from apps.notes.models import NoteSource, NoteType
 from apps.notes.services import note_add

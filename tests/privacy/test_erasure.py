@@ -202,7 +202,7 @@ DEPENDENTS = {
     "conversations.ConversationRating": "comment emptied, score kept for past outcomes",
     "conversations.Message": "text and data emptied",
     "escalations.Escalation": "detail emptied, resolved",
-    "escalations.MessageFlag": "deleted (its correction may quote the customer)",
+    "flags.MessageFlag": "deleted (its correction may quote the customer)",
     "identity.EmailCodeChallenge": "deleted (the address a one-time code was sent to)",
     "insights.InsightProposal": "deleted when taught from the customer's message or flag",
     "notes.Note": "deleted",
@@ -211,7 +211,7 @@ DEPENDENTS = {
     "reasoning.ReasoningStep": "input summary, output and error emptied",
     "reasoning.ReasoningTrace": "payloads emptied, counters kept",
     "simulations.CaseRun": "transcript, checks and judge results emptied",
-    "tools.ApprovalRequest": "deleted (the exact params the customer confirmed)",
+    "approvals.ApprovalRequest": "deleted (the exact params the customer confirmed)",
     "tools.PendingAction": "deleted",
     "tools.ToolExecution": "params, result and error emptied",
 }

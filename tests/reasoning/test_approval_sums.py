@@ -15,18 +15,12 @@ import pytest
 from django.db import close_old_connections, connection
 from django.utils import timezone
 
+from apps.approvals.models import ApprovalRequest, ApprovalStatus
+from apps.approvals.services import approval_deny, approval_gate
+from apps.approvals.sums import customer_key
 from apps.conversations.models import Conversation, Kind, Role
 from apps.conversations.services import conversation_create, message_append
-from apps.reasoning.approvals import approval_deny, approval_gate
-from apps.tools.approval_sums import customer_key
-from apps.tools.models import (
-    ApprovalRequest,
-    ApprovalStatus,
-    ClientTool,
-    ExecutionStatus,
-    ToolExecution,
-    ToolKind,
-)
+from apps.tools.models import ClientTool, ExecutionStatus, ToolExecution, ToolKind
 from tests.factories import ClientToolFactory, UserFactory
 from tests.reasoning.conftest import Chat, make_shop
 from tests.reasoning.test_approvals import REFUND_SCHEMA, add_refund_tool

@@ -14,20 +14,14 @@ from django.db import close_old_connections, connection
 from django.urls import reverse
 
 from apps.accounts.models import Role
+from apps.approvals.models import ApprovalRequest, ApprovalStatus, WithdrawnBecause
+from apps.approvals.services import approval_approve, approval_run, approvals_expire
 from apps.conversations.models import Kind, Message, Visibility
 from apps.conversations.services import conversation_create
 from apps.core.exceptions import ApplicationError
-from apps.reasoning.approvals import approval_approve, approval_run, approvals_expire
 from apps.reasoning.models import ReasoningStep
 from apps.reasoning.services import handle_turn
-from apps.tools.models import (
-    ApprovalRequest,
-    ApprovalStatus,
-    PendingAction,
-    PendingActionStatus,
-    ToolExecution,
-    WithdrawnBecause,
-)
+from apps.tools.models import PendingAction, PendingActionStatus, ToolExecution
 from tests.api.conftest import assert_error, session_for
 from tests.factories import UserFactory
 from tests.reasoning.conftest import Chat, make_shop

@@ -13,20 +13,14 @@ import pytest
 from django.db import close_old_connections, connection
 from django.utils import timezone
 
+from apps.approvals.models import ApprovalRequest, ApprovalStatus
+from apps.approvals.services import approval_approve, approval_deny, approval_run, approvals_expire
 from apps.conversations.models import ConversationStatus, Kind, Message
 from apps.conversations.services import conversation_create
 from apps.core.exceptions import ApplicationError
 from apps.escalations.models import Escalation, EscalationReason
-from apps.reasoning.approvals import (
-    approval_approve,
-    approval_deny,
-    approval_run,
-    approvals_expire,
-)
 from apps.reasoning.models import ReasoningStep
 from apps.tools.models import (
-    ApprovalRequest,
-    ApprovalStatus,
     ClientTool,
     PendingAction,
     PendingActionStatus,

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from apps.approvals.models import ApprovalRequest
+from apps.approvals.services import approval_request_create
 from apps.clients.models import Client
 from apps.conversations.models import Role
 from apps.conversations.services import conversation_create, message_append
-from apps.reasoning.approvals import approval_request_create
-from apps.tools.models import ApprovalRequest, ClientTool, ToolKind
+from apps.tools.models import ClientTool, ToolKind
 from tests.factories import ClientToolFactory
 
 REFUND_SCHEMA: dict[str, Any] = {

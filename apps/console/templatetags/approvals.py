@@ -7,9 +7,9 @@ from typing import Any
 
 from django import template
 
+from apps.approvals.selectors import approval_list
+from apps.approvals.services import MAX_REASON_CHARS
 from apps.console.approvals import approval_rows
-from apps.reasoning.approvals import MAX_REASON_CHARS
-from apps.tools.selectors import approval_list
 
 register = template.Library()
 

@@ -1,6 +1,7 @@
 """What an approval card says, in words: the action and its amount ("Request refund: 425.76 on
-order TH-12346"), the other parameters under their labels, the customer, the conversation's last
-messages and the customer's running total from the sums the rule held the call on. No JSON, no
+order TH-12346"), the other parameters under their labels, the customer, the sums a threshold rule
+held the call on and the customer's running total (the conversation's last messages come from
+`selectors.last_messages`). No JSON, no
 internal ids (idempotency keys, public ids): a teammate decides from what a person reads.
 
 A tool's name as staff read it comes from one function, `tool_label`: the tool definition's
@@ -10,25 +11,26 @@ with the optional `labels`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from django.db.models import F, Window
-from django.db.models.functions import RowNumber
 from django.utils import formats
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
-from apps.clients.models import Client
-from apps.conversations.models import Conversation, Message, Role, Visibility
+from apps.approvals.models import ApprovalRequest, ApprovalStatus
+from apps.conversations.models import Conversation
 from apps.tools import wording
 from apps.tools.approval_rules import DEFAULT_ORDER_PARAM, sum_rule
-from apps.tools.models import ClientTool
+from apps.tools.models import ClientTool, ExecutionStatus
 
-# How many of the conversation's last messages a card shows, and how much of each.
-LAST_MESSAGES = 3
-MESSAGE_CHARS = 200
-_SHOWN_ROLES = (Role.USER, Role.ASSISTANT, Role.STAFF)
+SCOPE_LABELS = {
+    "conversation": gettext_lazy("this conversation"),
+    "customer": gettext_lazy("this customer"),
+    "order": gettext_lazy("this order"),
+}
+# What a listed call's status reads as (a run's or a request's; "new" is this call).
+CALL_STATUS_LABELS = {**dict(ExecutionStatus.choices), **dict(ApprovalStatus.choices)}
 
 
 def tool_label(tool: ClientTool, language: str | None = None) -> str:
@@ -158,6 +160,43 @@ def running_total(approval: Any) -> dict[str, str] | None:
     return None
 
 
+def approval_sums(approval: ApprovalRequest) -> list[dict[str, Any]]:
+    """The sums a threshold rule held the call on (`ApprovalRequest.basis`), tripped scopes
+    first: the scope, its total and the calls it is made of — in words (the tool's label, the
+    status's label), without the internal references the basis keeps."""
+    basis = approval.basis if isinstance(approval.basis, dict) else {}
+    raw = basis.get("scopes")
+    scopes: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    tripped = basis.get("tripped") or []
+    rows = [
+        {
+            "scope": scope,
+            "label": SCOPE_LABELS.get(scope, scope),
+            "total": format_amount(value.get("total", "")),
+            "tripped": scope in tripped,
+            "calls": [_sum_call(approval, call) for call in value.get("calls", [])],
+        }
+        for scope, value in scopes.items()
+        if isinstance(value, dict)
+    ]
+    return sorted(rows, key=lambda row: not row["tripped"])
+
+
+def _sum_call(approval: ApprovalRequest, call: Any) -> dict[str, Any]:
+    call = call if isinstance(call, dict) else {}
+    name = str(call.get("tool") or "")
+    status = str(call.get("status") or "")
+    return {
+        "this": bool(call.get("this")),
+        "tool": tool_label(approval.tool)
+        if name == approval.tool.name
+        else wording.humanised(name),  # another tool of its group
+        "status": CALL_STATUS_LABELS.get(status, status),
+        "amount": format_amount(call.get("amount")) if call.get("amount") is not None else "—",
+        "at": call.get("at") or "",
+    }
+
+
 def rule_text(rule: Any) -> str:
     """Why the call waits, in words."""
     if not isinstance(rule, dict) or not rule:
@@ -171,32 +210,3 @@ def rule_text(rule: Any) -> str:
         "hours": summed.window_hours,
         "above": format_amount(summed.above),
     }
-
-
-def last_messages(
-    *, client: Client, conversations: Iterable[Conversation], count: int = LAST_MESSAGES
-) -> dict[int, list[dict[str, str]]]:
-    """Each conversation's last `count` messages the customer saw (theirs, the assistant's and
-    staff's), oldest first — one query for all the cards of a page."""
-    ids = {c.pk for c in conversations}
-    if not ids:
-        return {}
-    rows = (
-        Message.objects.for_client(client)
-        .filter(conversation_id__in=ids, visibility=Visibility.VISIBLE, role__in=_SHOWN_ROLES)
-        .annotate(
-            recent=Window(
-                RowNumber(), partition_by=[F("conversation_id")], order_by=F("seq").desc()
-            )
-        )
-        .filter(recent__lte=count)
-        .order_by("conversation_id", "seq")
-        .values_list("conversation_id", "role", "text")
-    )
-    found: dict[int, list[dict[str, str]]] = {pk: [] for pk in ids}
-    for conversation_id, role, text in rows:
-        shown = text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 1] + "…"
-        found[conversation_id].append(
-            {"role": role, "role_label": str(Role(role).label), "text": shown}
-        )
-    return found

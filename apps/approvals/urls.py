@@ -1,6 +1,8 @@
+"""/api/v1/approvals/ (included by config/api_urls.py)."""
+
 from django.urls import path
 
-from apps.reasoning.apis import (
+from apps.approvals.apis import (
     ApprovalApproveApi,
     ApprovalDenyApi,
     ApprovalDetailApi,

@@ -14,39 +14,40 @@ and the customer is told the request is being checked. Then, outside any turn:
 - `approval_deny`: pending → denied with the teammate's reason, which the customer is told;
 - `approvals_expire` (beat, `reasoning.expire_approvals`): a request nobody decided before its
   `expires_at` becomes a hand-off to a person (reason `approval_timeout`);
-- `approvals_withdraw` (the customer's next message, stored by `handle_turn`): a later customer
-  message withdraws every request of the conversation still waiting, unless the message is an
-  explicit yes to it (`guards.confirmation_answer`) — a no, or anything else (a new request, a
-  question, thanks), withdraws it. Deterministic: no model decides it. Pending → withdrawn is
-  the same conditional UPDATE under the conversation's row lock as a teammate's decision, so of
-  an approve and a withdrawal at the same moment exactly one wins; a withdrawn request never
-  runs, and a later Approve is refused (409, `approval_withdrawn`). The turn of that message
-  tells the customer (`withdrawal_outcome`).
+- `approvals_withdraw` (apps/approvals/withdrawal.py; the customer's next message, stored by
+  `handle_turn`): a later customer message withdraws every request of the conversation still
+  waiting, unless the message is an explicit yes to it. Pending → withdrawn is the same
+  conditional UPDATE under the conversation's row lock as a teammate's decision, so of an
+  approve and a withdrawal at the same moment exactly one wins; a withdrawn request never runs,
+  and a later Approve is refused (409, `approval_withdrawn`).
 
 A threshold rule is checked against sums, not single calls (`approval_gate`,
-apps/tools/approval_sums.py): under a lock on the tool rows of the rule's group, so two racing
-calls cannot both slip under it.
+apps/approvals/sums.py): under a lock on the tool rows of the rule's group, so two racing calls
+cannot both slip under it.
 
 Every step is on the turn's trace (`approval_requested`, `approval_approved`, `approval_run`,
 `approval_denied`, `approval_expired`, `approval_withdrawn`) and in the conversation's internal
-messages (which also ring the console's live views).
+messages (which also ring the console's live views). The task names (`reasoning.…`) are the
+ones queued before this app existed: renaming them would strand queued tasks.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, field
 from datetime import timedelta
-from functools import partial
+from functools import cache, partial
 from typing import Any
 
+from celery import current_app
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Max, Q
+from django.db.models import Max, Model
 from django.utils import timezone, translation
 from django.utils.translation import gettext, gettext_lazy
 
+from apps.approvals.models import ApprovalRequest, ApprovalStatus
+from apps.approvals.sums import approval_basis, group_tools
 from apps.clients.models import Client
 from apps.conversations.models import (
     Conversation,
@@ -58,24 +59,13 @@ from apps.conversations.models import (
 )
 from apps.conversations.services import message_append
 from apps.core.exceptions import ApplicationError
+from apps.core.models import TenantOwnedModel
 from apps.core.tenancy import tenant_scope
 from apps.escalations.models import EscalationReason
 from apps.escalations.services import escalation_create
-from apps.reasoning import dispatch
-from apps.reasoning.models import ReasoningStep, ReasoningTrace
 from apps.tools import wording
 from apps.tools.approval_rules import approval_needed, approval_timeout_minutes, sum_rule
-from apps.tools.approval_sums import approval_basis, group_tools
-from apps.tools.models import (
-    ApprovalRequest,
-    ApprovalStatus,
-    ClientTool,
-    ExecutionStatus,
-    FailureKind,
-    PendingAction,
-    ToolExecution,
-    WithdrawnBecause,
-)
+from apps.tools.models import ClientTool, ExecutionStatus, FailureKind, PendingAction, ToolExecution
 from apps.tools.pending import params_hash, pending_close, pending_mark_executed
 from apps.tools.services import tool_execute, tool_execution_reserve, tool_render_result
 
@@ -98,23 +88,9 @@ FAILED_TEXT = gettext_lazy(
     "I couldn't complete that just now because of a problem on our side. I've passed your "
     "request to our support team, who will follow up here."
 )
-WITHDRAWN_TEXT = gettext_lazy(
-    "Understood — I've withdrawn your request (%(action)s). It will not be carried out."
-)
-WITHDRAWN_NOTE_TEXT = gettext_lazy(
-    "Your earlier request (%(action)s) has been withdrawn and will not be carried out. If you "
-    "still want it, just ask again."
-)
-STILL_WAITING_TEXT = gettext_lazy(
-    "Your request (%(action)s) is still waiting for a member of our team to check it. I'll let "
-    "you know here as soon as it has been checked."
-)
-TOO_LATE_TEXT = gettext_lazy(
-    "A member of our team had already approved your request (%(action)s) before your message "
-    "arrived, so it is going ahead. I'll tell you the result here."
-)
 MAX_REASON_CHARS = 500
 EXPIRE_BATCH = 200
+RUN_APPROVED_ACTION = "reasoning.run_approved_action"  # the task's stable name (tasks.py)
 
 
 def action_words(tool: ClientTool, params: dict[str, Any]) -> str:
@@ -135,29 +111,40 @@ def _language(conversation: Conversation) -> str:
     return conversation.language or settings.LANGUAGE_CODE
 
 
-def _trace_step(approval: ApprovalRequest, name: str, output: dict[str, Any]) -> None:
-    """Append a step to the trace of the turn that asked (outside that turn: it is closed)."""
+def trace_step(approval: ApprovalRequest, name: str, output: dict[str, Any]) -> None:
+    """Append a step to the trace of the turn that asked (outside that turn: it is closed).
+
+    Through the request's own relation to its trace (the model it points to, and the trace's
+    `steps`): this app sits below the reasoning layer, which calls it in every turn, so it never
+    imports it (pyproject.toml, `apps-layers`)."""
     if approval.trace_id is None:
         return
+    traces: Any = _trace_model()
     with transaction.atomic():
         trace = (
-            ReasoningTrace.objects.select_for_update()
+            traces.objects.select_for_update()
             .filter(pk=approval.trace_id, client_id=approval.client_id)
             .first()
         )
         if trace is None:
             return
         last = trace.steps.aggregate(last=Max("index"))["last"]
-        ReasoningStep.objects.create(
+        trace.steps.create(
             client_id=approval.client_id,
-            trace=trace,
             index=0 if last is None else last + 1,
             name=name,
             output={"approval": str(approval.public_id), **output},
         )
 
 
-def _internal(approval: ApprovalRequest, client: Client, text: str, **data: Any) -> None:
+@cache  # the model class, looked up once per process
+def _trace_model() -> type[Model]:
+    related = ApprovalRequest._meta.get_field("trace").related_model
+    assert isinstance(related, type)
+    return related
+
+
+def internal_note(approval: ApprovalRequest, client: Client, text: str, **data: Any) -> None:
     message_append(
         client=client,
         conversation=approval.conversation,
@@ -185,7 +172,7 @@ def approval_request_create(
     params: dict[str, Any],
     idempotency_key: str,
     requested_in: Message,
-    trace: ReasoningTrace | None,
+    trace: TenantOwnedModel | None,
     pending: PendingAction | None = None,
     basis: dict[str, Any] | None = None,
 ) -> tuple[ApprovalRequest, bool]:
@@ -220,7 +207,7 @@ def approval_request_create(
             pending_action=pending,
             idempotency_key=idempotency_key,
             requested_in=requested_in,
-            trace=trace,
+            trace_id=None if trace is None else trace.pk,
             expires_at=timezone.now() + timedelta(minutes=approval_timeout_minutes(rule)),
         )
     return approval, True
@@ -234,7 +221,7 @@ def approval_gate(
     params: dict[str, Any],
     idempotency_key: str,
     requested_in: Message,
-    trace: ReasoningTrace | None,
+    trace: TenantOwnedModel | None,
     pending: PendingAction | None = None,
 ) -> tuple[ApprovalRequest | None, bool]:
     """The last gate of a call every guard let run: (the request it is held in, whether it is
@@ -368,22 +355,26 @@ def approval_approve(*, client: Client, approval: ApprovalRequest, actor: Any) -
         client=client, approval=approval, status=ApprovalStatus.APPROVED, actor=actor
     )
     by = _actor_email(actor)
-    _trace_step(approved, "approval_approved", {"by": by})
-    _internal(approved, client, f"APPROVED by {by or 'an API key'}: {approved.tool.name}")
+    trace_step(approved, "approval_approved", {"by": by})
+    internal_note(approved, client, f"APPROVED by {by or 'an API key'}: {approved.tool.name}")
     approval_id, client_id = approved.pk, client.pk
     transaction.on_commit(lambda: _enqueue_run(approval_id, client_id))
     return approved
 
 
 def _enqueue_run(approval_id: int, client_id: int) -> None:
-    """Queue the approved call. Never raises: with no broker (or it is down) it runs here."""
+    """Queue the approved call by its task's name (`tasks.py` imports this module, so this one
+    never imports it; the app config registers the task in every process). Never raises: with
+    no broker configured (tasks run eagerly) or one that refuses the message, it runs here."""
     with tenant_scope(client_id):
-        dispatch.queue_or_run_here(
-            dispatch.APPROVED_ACTION,
-            approval_id,
-            client_id=client_id,
-            here=lambda: approval_run(client_id=client_id, approval_id=approval_id),
-        )
+        if current_app.conf.task_always_eager:
+            approval_run(client_id=client_id, approval_id=approval_id)
+            return
+        try:
+            current_app.tasks[RUN_APPROVED_ACTION].delay(approval_id, client_id=client_id)
+        except Exception:
+            logger.exception("could not queue the approved action; running it in-process")
+            approval_run(client_id=client_id, approval_id=approval_id)
 
 
 @transaction.atomic
@@ -407,8 +398,8 @@ def approval_deny(
     if denied.pending_action is not None:
         pending_close(client=client, pending=denied.pending_action)
     by = _actor_email(actor)
-    _trace_step(denied, "approval_denied", {"by": by, "reason": reason})
-    _internal(denied, client, f"DENIED by {by or 'an API key'}: {reason}")
+    trace_step(denied, "approval_denied", {"by": by, "reason": reason})
+    internal_note(denied, client, f"DENIED by {by or 'an API key'}: {reason}")
     conversation = _locked_conversation(client, denied)
     told: Message | None = None
     if conversation.status == ConversationStatus.OPEN:
@@ -504,7 +495,7 @@ def _report_run(
     if approval.pending_action is not None:
         pending_mark_executed(client=client, pending=approval.pending_action)
     outcome = {"ok": ok, "result": execution.result, "error": execution.error}
-    _trace_step(
+    trace_step(
         approval,
         "approval_run",
         {
@@ -624,8 +615,8 @@ def approval_expire(*, client_id: int, approval_id: int, now: Any = None) -> boo
     if approval.pending_action is not None:
         pending_close(client=client, pending=approval.pending_action)
     minutes = approval_timeout_minutes(approval.rule)
-    _trace_step(approval, "approval_expired", {"minutes": minutes})
-    _internal(approval, client, f"EXPIRED: no teammate decided within {minutes} min")
+    trace_step(approval, "approval_expired", {"minutes": minutes})
+    internal_note(approval, client, f"EXPIRED: no teammate decided within {minutes} min")
     conversation = _locked_conversation(client, approval)
     with translation.override(_language(conversation)):
         handoff = str(TIMEOUT_TEXT) % {"action": action_words(approval.tool, approval.params)}
@@ -642,9 +633,6 @@ def approval_expire(*, client_id: int, approval_id: int, now: Any = None) -> boo
     return True
 
 
-# --- withdrawn by the customer (their next message) ----------------------------------------------
-
-
 def withdrawn_words(approval: ApprovalRequest) -> str:
     """'Withdrawn by the customer at 2026-03-02 09:20 (message #7).' — for the approver."""
     at = approval.withdrawn_at
@@ -654,167 +642,3 @@ def withdrawn_words(approval: ApprovalRequest) -> str:
         "when": when,
         "seq": seq,
     }
-
-
-def _answer(message: Message, approval: ApprovalRequest) -> str:
-    from apps.reasoning.guards import confirmation_answer
-
-    return confirmation_answer(message.text, approval.params)
-
-
-def approvals_open(*, client: Client, conversation: Conversation) -> list[ApprovalRequest]:
-    """The conversation's requests a customer message may touch: waiting ones, and approved
-    ones whose result the customer has not been told yet. One query; `handle_turn` asks it for
-    every customer message and marks the message when there are some (`data["approvals"]`), so
-    the turns of the others pay nothing.
-
-    Almost every conversation has none, so whether there are any is asked first: building the
-    query that joins four tables costs more CPU than the whole probe (devtools/benchmarks/
-    turn_profile.py); it runs only when there are some."""
-    found = ApprovalRequest.objects.for_client(client).filter(
-        Q(status=ApprovalStatus.PENDING)
-        | Q(status=ApprovalStatus.APPROVED, finished_at__isnull=True),
-        conversation=conversation,
-    )
-    if not found.exists():
-        return []
-    return list(
-        found.select_related("tool", "pending_action", "trace", "requested_in").order_by("pk")
-    )
-
-
-def approvals_withdraw(
-    *,
-    client: Client,
-    conversation: Conversation,
-    message: Message,
-    candidates: list[ApprovalRequest] | None = None,
-) -> list[ApprovalRequest]:
-    """The customer's new `message` withdraws every request of the conversation that was asked
-    before it and is still waiting — unless the message is an explicit yes to it
-    (`guards.confirmation_answer`: "yes", "yes please", "sí" … with no other identifier). A no
-    is `declined`; anything else (a new request, a question, thanks) is `new_message`.
-
-    Called by `handle_turn` in the transaction that stores the message, with `conversation`
-    locked: the same lock a teammate's decision takes first (`_decide`), so a decision and a
-    withdrawal never interleave, and the conditional UPDATE lets exactly one of them win.
-    `candidates`: `approvals_open`, when the caller has it."""
-    if candidates is None:
-        candidates = approvals_open(client=client, conversation=conversation)
-    waiting = [
-        a
-        for a in candidates
-        if a.status == ApprovalStatus.PENDING and a.requested_in.seq < message.seq
-    ]
-    withdrawn = []
-    for approval in waiting:
-        answer = _answer(message, approval)
-        if answer == "yes":
-            continue
-        because = WithdrawnBecause.DECLINED if answer == "no" else WithdrawnBecause.NEW_MESSAGE
-        now = timezone.now()
-        changed = (
-            ApprovalRequest.objects.for_client(client)
-            .filter(pk=approval.pk, status=ApprovalStatus.PENDING)
-            .update(
-                status=ApprovalStatus.WITHDRAWN,
-                withdrawn_at=now,
-                withdrawn_in=message,
-                withdrawn_because=because,
-                finished_at=now,
-                updated_at=now,
-            )
-        )
-        if not changed:
-            continue
-        approval.status, approval.withdrawn_at, approval.withdrawn_in = (
-            ApprovalStatus.WITHDRAWN,
-            now,
-            message,
-        )
-        approval.withdrawn_because, approval.finished_at = because, now
-        approval.conversation = conversation
-        if approval.pending_action is not None:
-            pending_close(client=client, pending=approval.pending_action)
-        _trace_step(
-            approval,
-            "approval_withdrawn",
-            {"message": message.pk, "seq": message.seq, "because": because},
-        )
-        _internal(
-            approval,
-            client,
-            f"WITHDRAWN by the customer (message #{message.seq}, {because}): "
-            f"{approval.tool.name} {json.dumps(approval.params, ensure_ascii=False)}",
-            message=message.pk,
-            because=because,
-            outcome="withdrawn",
-        )
-        withdrawn.append(approval)
-    return withdrawn
-
-
-@dataclass
-class WithdrawalReplies:
-    """What the turn of a customer message tells them about the requests it touched."""
-
-    replies: list[str] = field(default_factory=list)
-    # The message only answered waiting requests (an explicit no, or a yes): these fixed
-    # replies are the whole answer, and no model runs.
-    answer_only: bool = False
-    withdrawn: list[str] = field(default_factory=list)  # public ids
-
-    def as_data(self) -> dict[str, Any]:
-        return {"answer_only": self.answer_only, "withdrawn": self.withdrawn}
-
-
-def withdrawal_replies(
-    *, client: Client, conversation: Conversation, message: Message, confirmed: bool = False
-) -> WithdrawalReplies:
-    """The fixed replies of the turn of `message` about the conversation's approval requests,
-    in the active language — never a promise the requests' state does not keep:
-
-    - a request it withdrew on a no: "I've withdrawn your request … it will not be carried out"
-      (the whole answer);
-    - a request it withdrew as a new message: a note before the model's answer to that message;
-    - a request a teammate approved before the message arrived, when the message says no: "it
-      had already been approved and is going ahead" (the whole answer);
-    - a request still waiting after an explicit yes (and no other question was confirmed by
-      it): "still waiting for a check" (the whole answer)."""
-    result = WithdrawalReplies()
-    touched = (
-        ApprovalRequest.objects.for_client(client)
-        .select_related("tool")
-        .filter(conversation=conversation, requested_in__seq__lt=message.seq)
-        .filter(
-            Q(withdrawn_in=message)
-            | Q(status=ApprovalStatus.PENDING)
-            | Q(
-                status=ApprovalStatus.APPROVED,
-                decided_at__lte=message.created_at,
-            )
-            & (Q(finished_at__isnull=True) | Q(finished_at__gte=message.created_at))
-        )
-        .order_by("pk")
-    )
-    declined, notes, waiting, too_late = [], [], [], []
-    for approval in touched:
-        action = action_words(approval.tool, approval.params)
-        if approval.withdrawn_in_id == message.pk:
-            result.withdrawn.append(str(approval.public_id))
-            if approval.withdrawn_because == WithdrawnBecause.DECLINED:
-                declined.append(str(WITHDRAWN_TEXT) % {"action": action})
-            else:
-                notes.append(str(WITHDRAWN_NOTE_TEXT) % {"action": action})
-        elif approval.status == ApprovalStatus.PENDING:
-            if _answer(message, approval) == "yes":
-                waiting.append(str(STILL_WAITING_TEXT) % {"action": action})
-        elif approval.status == ApprovalStatus.APPROVED and _answer(message, approval) == "no":
-            too_late.append(str(TOO_LATE_TEXT) % {"action": action})
-    if declined or too_late:
-        result.replies, result.answer_only = [*declined, *too_late, *notes], True
-    elif waiting and not notes and not confirmed:
-        result.replies, result.answer_only = waiting, True
-    else:
-        result.replies = notes
-    return result

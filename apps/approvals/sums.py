@@ -9,7 +9,7 @@ fail) — not a denied, withdrawn, expired or failed one — plus the new call i
 counted once (its idempotency key: an approved request and its run share it).
 
 Read-only; the caller holds the lock that keeps two racing calls from both slipping under the
-threshold (`apps.reasoning.approvals.approval_gate`)."""
+threshold (`apps.approvals.services.approval_gate`)."""
 
 from __future__ import annotations
 
@@ -21,16 +21,11 @@ from typing import Any
 from django.db.models import Q
 from django.utils import timezone
 
+from apps.approvals.models import ApprovalRequest, ApprovalStatus
 from apps.clients.models import Client
 from apps.conversations.models import Conversation
 from apps.tools.approval_rules import SumRule, amount_of, sum_rule
-from apps.tools.models import (
-    ApprovalRequest,
-    ApprovalStatus,
-    ClientTool,
-    ExecutionStatus,
-    ToolExecution,
-)
+from apps.tools.models import ClientTool, ExecutionStatus, ToolExecution
 
 
 def customer_key(conversation: Conversation) -> tuple[str, str] | None:

@@ -1,5 +1,7 @@
 """Flags on the assistant's answers: staff mark a visible assistant reply as wrong, unhelpful or
-unsafe, with an optional correction (docs/architecture.md, "Insights").
+unsafe, with an optional correction (docs/architecture.md, "Flags"). The one place a flag is
+made; the console, the API, insights (teaching from a flag) and simulations (a test case from a
+flag) call it and read flags through `apps.flags.selectors`.
 
 A flag is a record, nothing more: it changes no prompt. What staff teach from it goes through
 the insights proposals (apps/insights/teach.py) and reaches prompts only once approved.
@@ -10,57 +12,15 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Exists, OuterRef, QuerySet
 from django.utils.translation import gettext as _
 
 from apps.clients.models import Client
 from apps.conversations.events import conversation_changed
-from apps.conversations.models import Conversation, Message, Role, Visibility
+from apps.conversations.models import Message, Role, Visibility
 from apps.core.exceptions import ApplicationError
-from apps.core.schema import parse_uuid
-from apps.escalations.models import FlagReason, MessageFlag
+from apps.flags.models import FlagReason, MessageFlag
 
 MAX_CORRECTION_CHARS = 2000
-
-
-def flag_list(*, client: Client, conversation: Any = None) -> QuerySet[MessageFlag]:
-    queryset = MessageFlag.objects.for_client(client).select_related(
-        "conversation", "message", "flagged_by"
-    )
-    if conversation is not None:
-        queryset = queryset.filter(conversation=conversation)
-    return queryset.order_by("-created_at", "-pk")
-
-
-def conversations_flagged(
-    *, client: Client, queryset: QuerySet[Conversation], flagged: bool = True
-) -> QuerySet[Conversation]:
-    """`queryset` (the client's conversations) narrowed to those with at least one flagged
-    reply (`flagged=False`: those with none) — the inbox's "flagged" filter. One EXISTS
-    subquery on the (client, conversation) index, whatever the page size."""
-    has_flag = Exists(MessageFlag.objects.for_client(client).filter(conversation=OuterRef("pk")))
-    return queryset.filter(has_flag if flagged else ~has_flag)
-
-
-def flag_get(*, client: Client, flag_id: str) -> MessageFlag | None:
-    public_id = parse_uuid(flag_id)
-    if public_id is None:
-        return None
-    return flag_list(client=client).filter(public_id=public_id).first()
-
-
-def flaggable_message_get(*, client: Client, message_id: str) -> Message | None:
-    """One of the client's messages by public id (None: malformed, unknown, another
-    client's)."""
-    public_id = parse_uuid(message_id)
-    if public_id is None:
-        return None
-    return (
-        Message.objects.for_client(client)
-        .select_related("conversation")
-        .filter(public_id=public_id)
-        .first()
-    )
 
 
 def _field_error(field: str, message: str) -> ApplicationError:

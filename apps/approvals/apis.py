@@ -1,5 +1,5 @@
 """Staff / back-office approval API: tool calls held for a teammate's approval, and deciding
-them (apps/reasoning/approvals.py)."""
+them (apps/approvals/services.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,9 @@ from rest_framework import exceptions, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from apps.approvals.models import ApprovalStatus
+from apps.approvals.selectors import approval_get, approval_list
+from apps.approvals.services import MAX_REASON_CHARS, approval_approve, approval_deny
 from apps.core.permissions import READ, SUPPORT, StaffAPIView, acting_user
 from apps.core.schema import (
     AUTH_ERRORS,
@@ -27,9 +30,6 @@ from apps.core.schema import (
     invalid_example,
     public_id_path_parameter,
 )
-from apps.reasoning.approvals import MAX_REASON_CHARS, approval_approve, approval_deny
-from apps.tools.models import ApprovalStatus
-from apps.tools.selectors import approval_get, approval_list
 
 TAG = "approvals"
 
