@@ -202,7 +202,7 @@ def reviewed_sites() -> set[str]:
         if isinstance(target, ast.Name) and target.id in {"CLIENT_SQL", "PLATFORM_SQL"}:
             assert isinstance(node, ast.AnnAssign)
             assert isinstance(node.value, ast.Dict)
-            names |= {k.value for k in node.value.keys if isinstance(k, ast.Constant)}
+            names |= {str(k.value) for k in node.value.keys if isinstance(k, ast.Constant)}
     return names
 
 
