@@ -10,7 +10,8 @@ PYTEST_ARGS ?=
 DEMO_TENANT := demo/tenant.json
 DEMO_CASES := demo/simulations/demo.json
 
-.PHONY: demo demo-reset simulate test lint typecheck check imports commits ci-checks serve worker clean lock messages \
+.PHONY: demo demo-reset simulate test lint typecheck check imports commits tenancy ci-checks serve worker \
+	clean lock messages \
 	llm-server-venv
 
 $(STAMP): requirements/base.txt requirements/production.txt requirements/dev.txt
@@ -90,7 +91,12 @@ imports: $(STAMP)
 commits: $(STAMP)
 	$(PY) scripts/check_commit_messages.py
 
-ci-checks: lint typecheck check imports commits
+## Tenancy: every query on a tenant-owned model scoped, every raw SQL statement a reviewed site
+## of apps/core/tenant_sql.py (scripts/tenancy_audit.py; docs/architecture.md, "Tenancy")
+tenancy: $(STAMP)
+	$(PY) scripts/tenancy_audit.py
+
+ci-checks: lint typecheck check imports commits tenancy
 
 worker: $(STAMP)
 	$(VENV)/bin/celery -A config worker -B -l info

@@ -36,6 +36,7 @@ from apps.conversations.models import (
 from apps.core.exceptions import ApplicationError
 from apps.core.languages import language_evidence, reply_language
 from apps.core.tenancy import tenant_scope
+from apps.core.tenant_sql import sql_rows
 
 logger = logging.getLogger(__name__)
 
@@ -200,7 +201,7 @@ def message_append(
     # an error here fails the caller's transaction as it would fail this one.
     with transaction.atomic(savepoint=False):
         now = timezone.now()
-        seq, status = _take_seq(conversation.pk, now, visible=visibility == Visibility.VISIBLE)
+        seq, status = _take_seq(conversation, now, visible=visibility == Visibility.VISIBLE)
         conversation.last_seq = seq
         conversation.status = status
         if visibility == Visibility.VISIBLE:
@@ -220,7 +221,7 @@ def message_append(
         )
 
 
-def _take_seq(conversation_id: int, now: Any, *, visible: bool) -> tuple[int, str]:
+def _take_seq(conversation: Conversation, now: Any, *, visible: bool) -> tuple[int, str]:
     """Take the conversation's next `seq` (and read its status) in one statement: the UPDATE
     locks the row until the caller's transaction ends, RETURNING gives what a locking read
     would have (PostgreSQL and SQLite ≥ 3.35 both have it; the ORM's update() cannot return)."""
@@ -231,16 +232,17 @@ def _take_seq(conversation_id: int, now: Any, *, visible: bool) -> tuple[int, st
     if visible:
         sets += f", {qn('last_message_at')} = %s"
         params.append(stamp)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {qn(Conversation._meta.db_table)} SET {sets} WHERE {qn('id')} = %s "  # noqa: S608
-            f"RETURNING {qn('last_seq')}, {qn('status')}",
-            [*params, conversation_id],
-        )
-        row = cursor.fetchone()
-    if row is None:
-        raise Conversation.DoesNotExist(f"conversation {conversation_id} does not exist")
-    return int(row[0]), str(row[1])
+    rows = sql_rows(
+        "conversations.take_seq",
+        f"UPDATE {qn(Conversation._meta.db_table)} SET {sets} "  # noqa: S608
+        f"WHERE {qn('id')} = %s AND {qn('client_id')} = %s "
+        f"RETURNING {qn('last_seq')}, {qn('status')}",
+        [*params, conversation.pk, conversation.client_id],
+        client_id=conversation.client_id,
+    )
+    if not rows:
+        raise Conversation.DoesNotExist(f"conversation {conversation.pk} does not exist")
+    return int(rows[0][0]), str(rows[0][1])
 
 
 def validate_customer_text(text: Any) -> str:

@@ -7,9 +7,13 @@ deleted only when it is *scoped*:
 
 - its WHERE clause pins it (at the top level, not under OR-with-unscoped or NOT) by `exact` or
   `in` on a foreign key to `Client` (`for_client(c)`, `filter(client=c)`, `client_id=…`,
-  `client__in=…`, `conversation__client=c`), or on a foreign key to another tenant-owned row
-  (`Message.objects.filter(conversation=conv)`, `conversation.messages.all()`, prefetches): that
-  parent was itself loaded in scope. A subquery given to such an `in` must be scoped too;
+  `client__in=…`, `conversation__client=c`), or on a foreign key to another tenant-owned model
+  given *loaded rows* (`Message.objects.filter(conversation=conv)`,
+  `conversation__in=[a, b]`, `conversation.messages.all()`, prefetches: each parent was itself
+  loaded in scope) or a scoped queryset or subquery (`conversation__in=<scoped queryset>`).
+  A bare parent id is no scope: `filter(conversation_id=999)`, `conversation=999`,
+  `conversation__in=[1, 2]` and `conversation__id=999` could name any client's row, so they
+  need a client filter beside them;
 - or it runs inside `tenant_scope(client_id)`: then the client's filter is added when it is
   evaluated, whatever else it filters on (a query there sees one client's rows only);
 - or it says `unscoped("why")`: platform operators, the sweeper, rollups, commands.
@@ -30,6 +34,7 @@ from typing import Any, Self
 from django.core.exceptions import ImproperlyConfigured
 from django.db import models
 from django.db.models.expressions import Col
+from django.db.models.fields.related_lookups import RelatedExact, RelatedIn
 from django.db.models.lookups import Lookup
 from django.db.models.sql.where import AND, WhereNode
 
@@ -76,25 +81,90 @@ def _is_tenant_model(model: Any) -> bool:
     return isinstance(model, type) and issubclass(model, TenantOwnedModel)
 
 
-def _is_scope_field(field: Any) -> bool:
+# --- parent rows versus parent ids ---------------------------------------------------------------
+# By the time a filter reaches the WHERE clause Django has turned a parent row into its id, so the
+# guard cannot tell `conversation=conv` from `conversation=999` there. The lookups below, put on
+# each foreign key from a tenant-owned model to another (`register_parent_lookups`, at start-up),
+# note which of the two they were given when the filter is built: once per filter, never per row.
+
+
+class ParentRowExact(RelatedExact):
+    """`parent=…` on a foreign key to a tenant-owned model; `parent_row` says a loaded row was
+    given (a scope), not a bare id (no scope)."""
+
+    parent_row = False
+
+    def get_prep_lookup(self) -> Any:
+        self.parent_row = isinstance(self.rhs, models.Model)
+        return super().get_prep_lookup()
+
+
+class ParentRowIn(RelatedIn):
+    """`parent__in=…` on a foreign key to a tenant-owned model; `parent_row` says every item is
+    a loaded row (a queryset or subquery given here is checked by the guard itself)."""
+
+    parent_row = False
+
+    def get_prep_lookup(self) -> Any:
+        if self.rhs_is_direct_value():
+            self.rhs = list(self.rhs)  # (RelatedIn makes a list of it too; a generator once)
+            self.parent_row = all(isinstance(value, models.Model) for value in self.rhs)
+        return super().get_prep_lookup()
+
+
+def register_parent_lookups(model_list: Any) -> int:
+    """Put the parent-row lookups on every foreign key from a tenant-owned model to another
+    tenant-owned model (CoreConfig.ready). Returns how many foreign keys got them."""
+    count = 0
+    for model in model_list:
+        if not _is_tenant_model(model):
+            continue
+        for field in model._meta.concrete_fields:
+            if isinstance(field, models.ForeignKey) and _is_tenant_model(field.related_model):
+                field.register_lookup(ParentRowExact)
+                field.register_lookup(ParentRowIn)
+                count += 1
+    return count
+
+
+def _scope_field_kind(field: Any) -> str:
+    """ "client" for a foreign key to Client, "parent" for one to another tenant-owned model,
+    "" for any other column."""
     if not isinstance(field, models.ForeignKey):
-        return False
+        return ""
     related = field.related_model
     if _is_tenant_model(related):
-        return True
-    return bool(related._meta.label == "clients.Client")
+        return "parent"
+    return "client" if related._meta.label == "clients.Client" else ""
+
+
+def _subquery_scoped(rhs: Any) -> bool | None:
+    """Whether a queryset or subquery given to a lookup is scoped; None when `rhs` is neither
+    (or not of a tenant-owned model, which needs no scope)."""
+    query = rhs if hasattr(rhs, "where") else getattr(rhs, "query", None)
+    if query is None or not hasattr(query, "where"):
+        return None
+    return query_is_scoped(query) if _is_tenant_model(getattr(query, "model", None)) else True
 
 
 def _lookup_scoped(lookup: Lookup) -> bool:
     if lookup.lookup_name not in ("exact", "in"):
         return False
     lhs = lookup.lhs
-    if not isinstance(lhs, Col) or not _is_scope_field(lhs.target):
+    if not isinstance(lhs, Col):
+        return False
+    kind = _scope_field_kind(lhs.target)
+    if not kind:
         return False
     rhs = lookup.rhs
-    if hasattr(rhs, "where") and _is_tenant_model(getattr(rhs, "model", None)):
-        return query_is_scoped(rhs)  # `parent__in=<a queryset>`: that queryset must be scoped
-    return True
+    subquery = _subquery_scoped(rhs)
+    if subquery is not None:
+        return subquery  # `parent__in=<a queryset>`: that queryset must be scoped
+    if kind == "client":
+        return True
+    # A parent: loaded rows scope, bare ids do not; an expression (`OuterRef("pk")`) ties the
+    # row to the enclosing query's rows, which that query's own scope covers.
+    return bool(getattr(lookup, "parent_row", False)) or hasattr(rhs, "resolve_expression")
 
 
 def _node_scoped(node: Any) -> bool:

@@ -1,11 +1,11 @@
 from django.conf import settings
-from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.templatetags.static import static
 
 from apps.clients.identity import user_hash
 from apps.clients.models import Client
+from apps.core.tenant_sql import sql_rows
 
 DEMO_PRODUCTS = [
     {
@@ -63,8 +63,7 @@ def home(request: HttpRequest) -> HttpResponse:
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1")
+    sql_rows("core.healthz", "SELECT 1", client_id=None)
     return JsonResponse({"ok": True})
 
 

@@ -27,6 +27,7 @@ from django.db.models import QuerySet
 
 from apps.clients.models import Client
 from apps.core import language_packs
+from apps.core.tenant_sql import sql_rows
 from apps.knowledge import cache as knowledge_cache
 from apps.knowledge import embeddings
 from apps.knowledge.models import Article, ArticleChunk
@@ -154,23 +155,23 @@ def _pg_ranking(client: Client, terms: list[str], language: str, n: int) -> list
     params.update({f"w{i}": term for i, term in enumerate(terms)})
     words = [_PG_WORD.format(i=i) for i in range(len(terms))]
     counts = ", ".join(_PG_COUNT.format(word=word, i=i) for i, word in enumerate(words))
-    with connection.cursor() as cursor:
-        cursor.execute(_PG_COUNTS.format(counts=counts), params)
-        total, *holding = cursor.fetchone()
-        weighted = [
-            (word, _idf(int(total), int(count)))
-            for word, count in zip(words, holding, strict=True)
-            if count
-        ]
-        if not weighted:
-            return []
-        score = " + ".join(
-            f"{weight:.6f} * ts_rank(candidates.search_vector, {word}, {PG_RANK_NORMALISATION})"
-            for word, weight in weighted
-        )
-        any_word = " || ".join(word for word, _ in weighted)
-        cursor.execute(_PG_SQL.format(score=score, any_word=any_word), params)
-        return [(pk, float(value)) for pk, value in cursor.fetchall() if value > 0]
+    sql = _PG_COUNTS.format(counts=counts)
+    total, *holding = sql_rows("knowledge.pg_counts", sql, params, client_id=client.pk)[0]
+    weighted = [
+        (word, _idf(int(total), int(count)))
+        for word, count in zip(words, holding, strict=True)
+        if count
+    ]
+    if not weighted:
+        return []
+    score = " + ".join(
+        f"{weight:.6f} * ts_rank(candidates.search_vector, {word}, {PG_RANK_NORMALISATION})"
+        for word, weight in weighted
+    )
+    any_word = " || ".join(word for word, _ in weighted)
+    sql = _PG_SQL.format(score=score, any_word=any_word)
+    rows = sql_rows("knowledge.pg_ranking", sql, params, client_id=client.pk)
+    return [(pk, float(value)) for pk, value in rows if value > 0]
 
 
 def _sqlite_ranking(client: Client, terms: list[str], n: int) -> list[tuple[int, float]]:
@@ -186,9 +187,10 @@ def _sqlite_ranking(client: Client, terms: list[str], n: int) -> list[tuple[int,
         ORDER BY rank, f.rowid
         LIMIT %s
     """
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [match, client.pk, client.pk, n])
-        return [(pk, -float(rank)) for pk, rank in cursor.fetchall()]
+    rows = sql_rows(
+        "knowledge.sqlite_ranking", sql, [match, client.pk, client.pk, n], client_id=client.pk
+    )
+    return [(pk, -float(rank)) for pk, rank in rows]
 
 
 def _text_ranking(

@@ -250,7 +250,7 @@ def identifiers_sweep(
     escaped = f"(?:{_alternation(identifiers, json_escaped=True)})"
     for model in swept_models(skip):
         fields = swept_fields(model)
-        rows = model._base_manager.filter(client=client)
+        rows = model._default_manager.filter(client=client)
         where = Q()
         for f in fields:
             if isinstance(f, models.JSONField):
@@ -274,7 +274,7 @@ def identifiers_sweep(
                     limit = getattr(f, "max_length", None)
                     updates[f.attname] = new[:limit] if isinstance(new, str) and limit else new
             if updates:
-                model._base_manager.filter(pk=row["pk"]).update(**updates)
+                model._default_manager.filter(client=client, pk=row["pk"]).update(**updates)
                 changed.setdefault(model, []).append(row["pk"])
     notes_cache.invalidate(client.pk)
     return changed

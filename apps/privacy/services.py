@@ -368,6 +368,8 @@ def _scrub_rows(
     fields: list[str],
     needles: set[str],
     ids: set[str],
+    *,
+    client: Client,
 ) -> int:
     """Scrub the given text/JSON fields of `rows` in Python (rows with free text about many
     conversations: insights proposals, simulation cases and reports); returns the rows changed."""
@@ -388,7 +390,7 @@ def _scrub_rows(
                 setattr(row, name, new)
                 dirty.append(name)
         if dirty:
-            type(row)._base_manager.filter(pk=row.pk).update(
+            type(row)._default_manager.filter(client=client, pk=row.pk).update(
                 **{name: getattr(row, name) for name in dirty}
             )
             changed += 1
@@ -405,9 +407,13 @@ def dependents(model: type[models.Model]) -> list[ForeignObjectRel]:
 
 
 def _unknown_dependents(
-    roots: dict[type[models.Model], list[int]], handled: set[type[models.Model]]
+    roots: dict[type[models.Model], list[int]],
+    handled: set[type[models.Model]],
+    *,
+    client: Client,
 ) -> dict[str, int]:
-    """Delete the rows of models this module does not know that point at an erased row."""
+    """Delete the rows of models this module does not know that point at an erased row (of
+    `client`: a tenant-owned one is matched on the client too, as the tenant guard asks)."""
     counts: dict[str, int] = {}
     for root, ids in roots.items():
         if not ids:
@@ -422,7 +428,10 @@ def _unknown_dependents(
                 or not hasattr(rel.field, "attname")
             ):
                 continue
-            _, per_model = related._base_manager.filter(**{f"{rel.field.name}__in": ids}).delete()
+            rows = related._default_manager.filter(**{f"{rel.field.name}__in": ids})
+            if any(f.name == "client" for f in related._meta.concrete_fields):
+                rows = rows.filter(client=client)
+            _, per_model = rows.delete()
             for label, n in per_model.items():
                 if n:
                     counts[label] = counts.get(label, 0) + n
@@ -523,7 +532,7 @@ def conversations_erase(*, client: Client, conversation_ids: list[int]) -> dict[
         PlaygroundRun: playground_ids,
         CaseRun: case_run_ids,
     }
-    for label, n in _unknown_dependents(roots, handled).items():
+    for label, n in _unknown_dependents(roots, handled, client=client).items():
         _add(counts, label, n)
 
     _, deleted = PendingAction.objects.for_client(client).filter(conversation_id__in=ids).delete()
@@ -617,7 +626,7 @@ def conversations_erase(*, client: Client, conversation_ids: list[int]) -> dict[
         proposal.questions = [
             q for q in (proposal.questions or []) if not _mentions(json.dumps(q), needles)
         ]
-        InsightProposal._base_manager.filter(pk=proposal.pk).update(
+        InsightProposal.objects.for_client(client).filter(pk=proposal.pk).update(
             conversation_ids=kept,
             count=max(0, proposal.count - removed),
             questions=proposal.questions,
@@ -627,6 +636,7 @@ def conversations_erase(*, client: Client, conversation_ids: list[int]) -> dict[
         ["title", "question", "answer", "content", "outline", "review_comment"],
         needles,
         public_ids,
+        client=client,
     )
     _add(counts, _label(InsightProposal), len(proposals))
     cases = [
@@ -642,7 +652,11 @@ def conversations_erase(*, client: Client, conversation_ids: list[int]) -> dict[
         counts,
         _label(SimCase),
         _scrub_rows(
-            cases, ["description", "history", "turns", "simulated", "expect"], needles, public_ids
+            cases,
+            ["description", "history", "turns", "simulated", "expect"],
+            needles,
+            public_ids,
+            client=client,
         ),
     )
     run_ids = set(
@@ -654,7 +668,9 @@ def conversations_erase(*, client: Client, conversation_ids: list[int]) -> dict[
     _add(
         counts,
         _label(SimulationRun),
-        _scrub_rows(runs, ["name", "selection", "report", "error"], needles, public_ids),
+        _scrub_rows(
+            runs, ["name", "selection", "report", "error"], needles, public_ids, client=client
+        ),
     )
 
     # Last, the conversations themselves: anonymized shells the usage records still count.

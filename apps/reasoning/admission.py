@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from apps.conversations.events import conversation_changed
 from apps.conversations.models import Conversation, Message, Role
+from apps.core.tenant_sql import sql_rows
 from apps.reasoning.models import ReasoningTrace, TraceStatus
 from apps.reasoning.modes import mode_that_runs
 
@@ -120,6 +121,7 @@ def turn_lock_take(message: Message) -> bool:
     now = timezone.now()
     lease = turn_lease()
     earlier_waiting = Message.objects.filter(
+        client_id=message.client_id,
         conversation_id=message.conversation_id,
         role=Role.USER,
         seq__lt=message.seq,
@@ -147,7 +149,8 @@ def turn_waiting_before(message_id: int) -> int | None:
     if message is None:
         return None
     return (
-        Message.objects.filter(
+        Message.objects.for_current_client()
+        .filter(
             conversation_id=message["conversation_id"],
             role=Role.USER,
             seq__lt=message["seq"],
@@ -176,17 +179,17 @@ class TurnLock:
     held: bool = True
 
 
-def lock_row_releasing_turn(conversation_id: int) -> str:
+def lock_row_releasing_turn(conversation: Conversation) -> str:
     """In `_finish`'s transaction: lock the conversation's row, read its status and release the
     turn lock, in one statement (the ORM's update() cannot return the status)."""
     qn = connection.ops.quote_name
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {qn(Conversation._meta.db_table)} SET {qn('turn_lock_until')} = NULL "  # noqa: S608
-            f"WHERE {qn('id')} = %s RETURNING {qn('status')}",
-            [conversation_id],
-        )
-        row = cursor.fetchone()
-    if row is None:
-        raise Conversation.DoesNotExist(f"conversation {conversation_id} does not exist")
-    return str(row[0])
+    rows = sql_rows(
+        "reasoning.release_turn_lock",
+        f"UPDATE {qn(Conversation._meta.db_table)} SET {qn('turn_lock_until')} = NULL "  # noqa: S608
+        f"WHERE {qn('id')} = %s AND {qn('client_id')} = %s RETURNING {qn('status')}",
+        [conversation.pk, conversation.client_id],
+        client_id=conversation.client_id,
+    )
+    if not rows:
+        raise Conversation.DoesNotExist(f"conversation {conversation.pk} does not exist")
+    return str(rows[0][0])

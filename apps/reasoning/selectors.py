@@ -29,6 +29,7 @@ from apps.billing import periods
 from apps.clients.models import Client
 from apps.conversations.models import Conversation, Message
 from apps.conversations.selectors import conversation_detail_queryset
+from apps.core.tenant_sql import sql_rows
 from apps.reasoning.models import ReasoningStep, ReasoningTrace, TraceKind, TraceStatus
 
 ZERO = Decimal("0")
@@ -78,21 +79,22 @@ def conversation_live_state(
     time against ≈ 0.2 ms for the statement itself (docs/benchmarks.md). Same tenancy rule as
     everywhere: the conversation and its traces are matched on the client too."""
     lease_start = timezone.now() - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _live_state_sql(),
-            [
-                TraceStatus.PROCESSING,
-                connection.ops.adapt_datetimefield_value(lease_start),
-                TraceStatus.PROCESSING,
-                connection.ops.adapt_datetimefield_value(lease_start),
-                conversation_id,
-                client.pk,
-            ],
-        )
-        row = cursor.fetchone()
-    if not row:
+    rows = sql_rows(
+        "reasoning.live_state",
+        _live_state_sql(),
+        [
+            TraceStatus.PROCESSING,
+            connection.ops.adapt_datetimefield_value(lease_start),
+            TraceStatus.PROCESSING,
+            connection.ops.adapt_datetimefield_value(lease_start),
+            conversation_id,
+            client.pk,
+        ],
+        client_id=client.pk,
+    )
+    if not rows:
         return None
+    row = rows[0]
     progress = _json_value(row[3])
     return (str(row[0]), int(row[1]), bool(row[2]), progress if isinstance(progress, dict) else {})
 

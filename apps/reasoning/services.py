@@ -718,7 +718,7 @@ def _finish(
         conversation = rec.conversation
         # Re-read under the row lock: a person may have taken over while the model was thinking.
         if lock is not None:
-            conversation.status = lock_row_releasing_turn(conversation.pk)
+            conversation.status = lock_row_releasing_turn(conversation)
         else:
             conversation.status = (
                 Conversation.objects.for_client(client)

@@ -10,7 +10,6 @@ from typing import Any, NamedTuple
 from uuid import UUID
 
 from django.core.cache import cache
-from django.db import connection
 from django.utils.dateparse import parse_datetime
 from rest_framework import serializers
 
@@ -19,6 +18,7 @@ from apps.clients.rowcache import client_cached
 from apps.conversations.models import Conversation, Message, Visibility
 from apps.conversations.rendering import message_html
 from apps.conversations.serializers import WIDGET_DATA_KEYS
+from apps.core.tenant_sql import sql_rows
 
 ALLOWED_ORIGINS_CACHE_KEY = "widget:allowed-origins:v1"
 ALLOWED_ORIGINS_CACHE_SECONDS = 60
@@ -120,11 +120,12 @@ def widget_message_events_after(
     """`widget_messages_after` as the widget's JSON, in plain SQL: what an event stream reads
     each time its conversation gets a message (docs/benchmarks.md: the ORM's query building and
     model instances cost ≈ 5× the statement). Scoped to the client like every widget read."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _messages_after_sql(), [client.pk, conversation_id, Visibility.VISIBLE, after, limit]
-        )
-        rows = cursor.fetchall()
+    rows = sql_rows(
+        "widget.messages_after",
+        _messages_after_sql(),
+        [client.pk, conversation_id, Visibility.VISIBLE, after, limit],
+        client_id=client.pk,
+    )
     return [
         widget_message_json(
             public_id=_uuid(public_id),

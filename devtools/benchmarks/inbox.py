@@ -35,6 +35,7 @@ from apps.conversations import events
 from apps.conversations.models import Conversation, ConversationStatus, Message
 from apps.conversations.models import Role as MessageRole
 from apps.core.tenancy import tenant_scope
+from apps.core.tenant_sql import sql_rows
 
 SLUG = "bench-inbox"
 AGENT_EMAIL = "bench-inbox-agent@guidedesk.example"
@@ -133,9 +134,8 @@ def seed(client: Client, count: int, *, seed_value: int = 7, batch: int = 1000) 
                     )
             Message.objects.bulk_create(messages)
     if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE conversations_conversation")
-            cursor.execute("ANALYZE conversations_message")
+        for table in ("conversations_conversation", "conversations_message"):
+            sql_rows("benchmarks.analyze_conversations", f"ANALYZE {table}", client_id=None)
 
 
 def _timed(call: Callable[[], Any], rounds: int) -> list[float]:

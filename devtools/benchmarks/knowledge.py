@@ -24,6 +24,7 @@ from django.test.utils import override_settings
 
 from apps.billing.models import UsageRecord
 from apps.clients.models import AIMode, Client
+from apps.core.tenant_sql import sql_rows
 from apps.knowledge import retrieval
 from apps.knowledge.models import Article, ArticleChunk
 from apps.knowledge.services.indexing import article_index
@@ -237,9 +238,10 @@ def run(
             result.chunks = ArticleChunk.objects.for_client(big).count()
             if connection.vendor == "postgresql":
                 # What autovacuum does after a bulk load: the indexer's updates leave dead rows.
-                with connection.cursor() as cursor:
-                    cursor.execute("VACUUM ANALYZE knowledge_articlechunk")
-                    cursor.execute("VACUUM ANALYZE knowledge_article")
+                for table in ("knowledge_articlechunk", "knowledge_article"):
+                    sql_rows(
+                        "benchmarks.vacuum_knowledge", f"VACUUM ANALYZE {table}", client_id=None
+                    )
             rng = random.Random(seed)  # noqa: S311
             asked = _questions(rng, queries)
             for q in asked[:10]:  # warm-up

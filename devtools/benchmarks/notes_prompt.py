@@ -204,7 +204,9 @@ def main() -> None:
                         tenant_scope(message.client_id),
                     ):
                         turn_process(message_id=message.pk)
-                    trace = ReasoningTrace.objects.get(user_message_id=message.pk)
+                    trace = ReasoningTrace.objects.for_client(client).get(
+                        user_message_id=message.pk
+                    )
                     if trace.llm_calls != 1 or trace.escalated:
                         raise SystemExit(f"turn did not run as scripted ({trace.llm_calls} calls)")
                     return len(captured)

@@ -1,6 +1,7 @@
 import pytest
 from django.apps import apps as django_apps
-from django.db.models import Count, Q
+from django.db import models
+from django.db.models import Count, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from apps.accounts.models import ApiKey, Membership
@@ -101,6 +102,91 @@ def test_a_tenant_owned_parent_scopes_the_query(client_a, client_b):
     # Prefetching a tenant-owned relation is scoped by its parents.
     loaded = Conversation.objects.for_client(client_a).prefetch_related("messages").get()
     assert sorted(m.pk for m in loaded.messages.all()) == sorted(m.pk for m in mine)
+
+
+# ---------------------------------------------------------------------------------------------
+# A bare parent id is no scope: it could name any client's row.
+# ---------------------------------------------------------------------------------------------
+
+PARENT_KEYS = sorted(
+    (
+        (model, field)
+        for model in TENANT_MODELS
+        for field in model._meta.concrete_fields
+        if isinstance(field, models.ForeignKey)
+        and issubclass(field.related_model, TenantOwnedModel)
+    ),
+    key=lambda pair: (pair[0]._meta.label, pair[1].name),
+)
+
+
+def test_every_parent_key_is_walked():
+    names = {f"{model._meta.label}.{field.name}" for model, field in PARENT_KEYS}
+    assert {"conversations.Message.conversation", "reasoning.ReasoningStep.trace"} <= names
+    assert len(PARENT_KEYS) >= 20
+
+
+@pytest.mark.parametrize(
+    ("model", "field"), PARENT_KEYS, ids=lambda x: getattr(x, "name", getattr(x, "__name__", ""))
+)
+def test_a_bare_parent_id_does_not_scope(model, field, client_a):
+    bare_ids = [
+        {field.attname: 999},
+        {field.name: 999},
+        {f"{field.name}__in": [998, 999]},
+        {f"{field.name}__id": 999},
+        {f"{field.name}__pk__in": [999]},
+    ]
+    for lookup in bare_ids:
+        with pytest.raises(TenantScopeError, match=model.__name__):
+            model.objects.filter(**lookup).exists()
+        # Beside a client filter the same id is fine.
+        assert model.objects.for_client(client_a).filter(**lookup).exists() is False
+    parent = field.related_model(pk=999)  # a row as loaded: its pk set
+    assert model.objects.filter(**{field.name: parent}).exists() is False
+    assert model.objects.filter(**{f"{field.name}__in": [parent]}).exists() is False
+
+
+def test_another_tenants_conversation_id_reads_nothing(client_a, client_b):
+    """The case the guard once let through: tenant B's code holding the id of tenant A's
+    conversation. Unscoped it raises; scoped to B (explicitly or by tenant_scope) it finds
+    nothing; A's messages are untouched."""
+    theirs = make_conversation_with_turn(client_a)[0]
+    before = sorted(
+        Message.objects.for_client(client_a).values_list("pk", "text", "conversation_id")
+    )
+    assert before
+    for leak in (
+        lambda: list(Message.objects.filter(conversation_id=theirs.pk)),
+        lambda: Message.objects.filter(conversation=theirs.pk).count(),
+        lambda: Message.objects.filter(conversation__in=[theirs.pk]).update(text="stolen"),
+        lambda: Message.objects.filter(conversation__id=theirs.pk).delete(),
+        lambda: Message.objects.filter(
+            conversation__in=Subquery(Conversation.objects.filter(pk=theirs.pk).values("pk"))
+        ).count(),
+    ):
+        with pytest.raises(TenantScopeError, match="Message"):
+            leak()
+    assert list(Message.objects.for_client(client_b).filter(conversation_id=theirs.pk)) == []
+    with tenant_scope(client_b.pk):
+        assert list(Message.objects.filter(conversation_id=theirs.pk)) == []
+        assert Message.objects.filter(conversation_id=theirs.pk).update(text="stolen") == 0
+    after = sorted(
+        Message.objects.for_client(client_a).values_list("pk", "text", "conversation_id")
+    )
+    assert after == before
+
+
+def test_a_scoped_subquery_or_outer_row_scopes(client_a, client_b):
+    mine = make_conversation_with_turn(client_a)[0]
+    make_conversation_with_turn(client_b)
+    mine_ids = Subquery(Conversation.objects.for_client(client_a).values("pk"))
+    count = Message.objects.filter(conversation__in=mine_ids).count()
+    assert count == Message.objects.for_client(client_a).count() > 0
+    # A correlated subquery is bound to the enclosing (scoped) query's rows.
+    latest = Message.objects.filter(conversation=OuterRef("pk")).order_by("-seq").values("seq")
+    annotated = Conversation.objects.for_client(client_a).annotate(last=Subquery(latest[:1]))
+    assert annotated.get().last == max(m.seq for m in mine.messages.all())
 
 
 def test_django_internals_need_no_scope(client_a):

@@ -218,7 +218,7 @@ def test_query_count_of_a_turn_as_a_worker_runs_it(
     message_id = stored_message()
     with django_assert_num_queries(queries), tenant_scope(shop.pk):
         turn_process(message_id=message_id)
-    trace = ReasoningTrace.objects.get(user_message_id=message_id)
+    trace = ReasoningTrace.objects.for_client(shop).get(user_message_id=message_id)
     assert (trace.status, trace.llm_calls, trace.escalated) == ("done", len(script), False)
 
 
