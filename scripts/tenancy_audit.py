@@ -1,4 +1,4 @@
-"""The tenancy audit: every query site on a tenant-owned model's `objects` in apps/ (or given
+"""The tenancy audit: every query site on a tenant-owned model's `objects` in apps/ and devtools/ (or given
 paths), by scope, and every raw SQL site. `make ci-checks` runs it; it exits 1 on a gap.
 
     python scripts/tenancy_audit.py [--list] [paths...]
@@ -248,7 +248,7 @@ def raw_sql_gaps(paths: list[Path], *, whole_tree: bool) -> tuple[list[str], set
 def main(argv: list[str]) -> int:
     listing = "--list" in argv
     args = [a for a in argv if a != "--list"]
-    paths = [Path(a) for a in args] or [ROOT / "apps"]
+    paths = [Path(a) for a in args] or [ROOT / "apps", ROOT / "devtools"]
     sites = audit(paths)
     totals = Counter(kind for *_, kind in sites)
     per_file: dict[str, Counter[str]] = {}

@@ -44,6 +44,7 @@ CLIENT_SQL: dict[str, str] = {
 PLATFORM_SQL: dict[str, str] = {
     "core.healthz": "SELECT 1: the database answers; no table",
     "benchmarks.analyze_conversations": "ANALYZE of the benchmark's tables: planner statistics",
+    "benchmarks.analyze_all": "ANALYZE of the whole database after a bulk load; no rows read",
     "benchmarks.vacuum_knowledge": "VACUUM ANALYZE of the benchmark's tables after a bulk load",
 }
 

@@ -49,6 +49,7 @@ def main() -> None:
     from apps.billing.models import UsageRecord
     from apps.clients.models import Client, Plan
     from apps.conversations.models import Conversation, ConversationRating, Message
+    from apps.core.tenant_sql import sql_rows
     from apps.escalations.models import Escalation
     from apps.outcomes.selectors import outcome_report
 
@@ -110,8 +111,7 @@ def main() -> None:
         ConversationRating.objects.bulk_create(ratings)
         UsageRecord.objects.bulk_create(usage, batch_size=5000)
         if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("ANALYZE")
+            sql_rows("benchmarks.analyze_all", "ANALYZE", client_id=None)
         timings = []
         for _ in range(args.runs):
             began = time.perf_counter()

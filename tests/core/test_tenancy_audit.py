@@ -80,6 +80,6 @@ def test_accounted_for_sites_pass(code, tmp_path):
 def test_a_reviewed_site_nothing_runs_fails(monkeypatch):
     listed = audit.reviewed_sites() | {"nobody.runs"}
     monkeypatch.setattr(audit, "reviewed_sites", lambda: listed)
-    gaps, used = audit.raw_sql_gaps([ROOT / "apps"], whole_tree=True)
+    gaps, used = audit.raw_sql_gaps([ROOT / "apps", ROOT / "devtools"], whole_tree=True)
     assert "core.healthz" in used
     assert gaps == [f"{audit.REVIEWED_MODULE}: reviewed SQL site 'nobody.runs' is run nowhere"]
