@@ -1,10 +1,12 @@
 """How a tool runs: one `Executor` per type, collected in a registry.
 
-Every executor type lives in one module of this package and registers itself with `@register`;
-the package imports its modules on first use, so adding a type = adding a module (the choices
-of `ClientTool.executor_type` are a callable over the registry: no migration). Everything
-that used to branch on the type — `ClientTool.is_configured`, `tool_execute`, the admin form, the
-tenant importer, the API's enum — asks the registry instead.
+Every executor type lives in one module of this package that declares `EXECUTOR = …Executor()`;
+the package discovers its modules when it is imported (`discover`, as the steps and the modes
+are; `ToolsConfig.ready` imports it at start-up), so adding a type = adding a module (the
+choices of `ClientTool.executor_type` are a callable over the registry: no migration). Modules
+whose name starts with `_` are helpers; any other module without an `EXECUTOR` fails the
+import. Everything that used to branch on the type — `ClientTool.is_configured`,
+`tool_execute`, the admin form, the tenant importer, the API's enum — asks the registry.
 
 An executor declares its settings once, as a JSON Schema (`settings_schema`): the object of the
 tenant file's `tools[].executor` (without its `type`), each property naming the `ClientTool`
@@ -18,8 +20,6 @@ An executor never raises for a tool failure and never touches `ToolExecution`: `
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -70,7 +70,8 @@ class ExecutorOutcome:
 
 
 class Executor(ABC):
-    """One way to run a tool. Subclasses set the class attributes and register themselves."""
+    """One way to run a tool. Subclasses set the class attributes; their module declares
+    `EXECUTOR = TheExecutor()`."""
 
     type: ClassVar[str]  # the value of ClientTool.executor_type (≤ 10 characters)
     label: ClassVar[str]  # shown in the admin
@@ -174,31 +175,35 @@ class Executor(ABC):
 
 
 # In registration order (module name order): the order of the admin's choices and columns.
-# Registering the same class again (its module imported twice) replaces its instance.
+# Registering another instance of the same class (its module imported twice) replaces it.
 _REGISTRY: Registry[Executor] = Registry(
     error=ValueError,
     duplicate="executor type {name} is registered twice",
     kind=Executor,
     same=lambda known, new: type(known) is type(new),
 )
-_loaded = False
 
 
-def register[E: type[Executor]](cls: E) -> E:
-    """Add an executor type (a class decorator); every module of this package uses it."""
-    if len(cls.type) > 10:
-        raise ValueError(f"executor type {cls.type!r} is longer than 10 characters")
-    if not getattr(cls, "label", ""):
-        raise TypeError(f"executor {cls.__name__} does not set label")
-    executor = cls()
+def register[E: Executor](executor: E) -> E:
+    """Add an executor type (discovery does this for every module of this package)."""
+    if not isinstance(executor, Executor):
+        raise ValueError(f"{executor!r} is not an Executor")
+    if len(executor.type) > 10:
+        raise ValueError(f"executor type {executor.type!r} is longer than 10 characters")
+    if not getattr(executor, "label", ""):
+        raise TypeError(f"executor {type(executor).__name__} does not set label")
     schema_problem(executor)
-    _REGISTRY.register(cls.type, executor)
-    return cls
+    return _REGISTRY.register(executor.type, executor)
 
 
 def unregister(executor_type: str) -> None:
     """Remove an executor type (for tests that register one of their own)."""
     _REGISTRY.unregister(executor_type)
+
+
+def discover(package: str) -> list[Executor]:
+    """Import every non-underscore module of `package` and register its `EXECUTOR`."""
+    return _REGISTRY.discover(package, "EXECUTOR", register)
 
 
 def schema_problem(executor: Executor) -> None:
@@ -220,23 +225,12 @@ def schema_problem(executor: Executor) -> None:
             raise TypeError(f"executor {executor.type!r}: property {name!r} has no x-column")
 
 
-def _load() -> None:
-    global _loaded
-    if _loaded:
-        return
-    for module in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{module.name}")
-    _loaded = True
-
-
 def executors() -> dict[str, Executor]:
     """Every registered executor, by type."""
-    _load()
     return dict(_REGISTRY.items())
 
 
 def executor_for(executor_type: str) -> Executor | None:
-    _load()
     return _REGISTRY.get(executor_type)
 
 
@@ -261,3 +255,6 @@ def settings_for(executor_type: str, values: Mapping[str, Any]) -> dict[str, Any
         if other.type != executor_type:
             blanks |= other.settings_blank()
     return blanks | dict(values)
+
+
+discover(__name__)
