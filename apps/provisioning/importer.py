@@ -20,7 +20,7 @@ from pydantic import (
 )
 
 from apps.clients import modes
-from apps.clients.business_info import business_info_errors, json_path
+from apps.clients.business_info import business_info_errors
 from apps.clients.identity import public_key_problem
 from apps.clients.models import (
     DEFAULT_CONVERSATION_TOKEN_BUDGET,
@@ -32,6 +32,7 @@ from apps.clients.models import (
 )
 from apps.core.exceptions import ApplicationError
 from apps.core.languages import SHIPPED, normalise
+from apps.core.schema_errors import json_path
 from apps.escalations.models import TEMPLATE_BODY_MAX_CHARS, template_variables
 from apps.identity.models import FIELD_PATH
 from apps.knowledge.services.articles import (

@@ -29,6 +29,7 @@ from django.utils.translation import gettext_noop
 from jsonschema import Draft202012Validator
 
 from apps.core.registry import Registry
+from apps.core.schema_errors import SchemaProblem, errors_by_path
 
 if TYPE_CHECKING:
     from apps.clients.models import Client
@@ -118,29 +119,31 @@ class Executor(ABC):
         """Problems with these settings (property -> message, '' for the whole object);
         empty when valid."""
         schema = {**self.settings_schema(), "additionalProperties": False}
-        errors: dict[str, str] = {}
-        for error in Draft202012Validator(schema).iter_errors(dict(settings)):
-            if error.validator == "required":
-                for missing in (n for n in schema["required"] if n not in settings):
-                    errors.setdefault(missing, self._missing_message(missing))
-            elif error.validator == "additionalProperties":
-                errors.setdefault("", error.message)
-            else:
-                name = str(error.absolute_path[0]) if error.absolute_path else ""
-                spec = schema.get("properties", {}).get(name, {})
-                message = error.message
-                if error.validator == "enum":
-                    message = f"must be one of: {', '.join(map(str, spec['enum']))}"
-                elif error.validator == "minLength":
-                    message = f"must be at least {error.validator_value} characters"
-                elif error.validator == "maxLength":
-                    message = f"must be at most {error.validator_value} characters"
-                elif spec.get("writeOnly"):  # never echo a secret back
-                    message = f"invalid ({error.validator})"
-                errors.setdefault(name, message)
+        errors = errors_by_path(
+            Draft202012Validator(schema),
+            dict(settings),
+            words={"*": self._words},
+            where=_setting_named,
+        )
         if not errors:
             errors = self.check(settings)
         return errors
+
+    def _words(self, problem: SchemaProblem) -> str:
+        """An executor's own words for a settings problem (the tenant import's, in English)."""
+        if problem.keyword == "required":
+            return self._missing_message(str(problem.key))
+        if problem.keyword == "additionalProperties":
+            return problem.error.message
+        spec = self.properties().get(_setting_named(problem), {})
+        if problem.keyword == "enum":
+            return f"must be one of: {', '.join(map(str, spec['enum']))}"
+        if problem.keyword in ("minLength", "maxLength"):
+            least = "least" if problem.keyword == "minLength" else "most"
+            return f"must be at {least} {problem.value} characters"
+        if spec.get("writeOnly"):  # never echo a secret back
+            return f"invalid ({problem.keyword})"
+        return problem.error.message
 
     def _missing_message(self, name: str) -> str:
         spec = self.properties()[name]
@@ -172,6 +175,13 @@ class Executor(ABC):
         columns = self.columns()
         errors = self.settings_errors(self.settings_from_columns(values))
         return {columns.get(name, "executor_type"): message for name, message in errors.items()}
+
+
+def _setting_named(problem: SchemaProblem) -> str:
+    """The setting a problem is about ('' = the whole object, for an unknown setting)."""
+    if problem.keyword == "additionalProperties" or not problem.path:
+        return ""
+    return str(problem.path[0])
 
 
 # In registration order (module name order): the order of the admin's choices and columns.
