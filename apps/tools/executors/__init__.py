@@ -203,7 +203,8 @@ def register[E: Executor](executor: E) -> E:
     if not getattr(executor, "label", ""):
         raise TypeError(f"executor {type(executor).__name__} does not set label")
     schema_problem(executor)
-    return _REGISTRY.register(executor.type, executor)
+    _REGISTRY.register(executor.type, executor)
+    return executor
 
 
 def unregister(executor_type: str) -> None:
