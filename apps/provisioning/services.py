@@ -333,7 +333,7 @@ def _import_knowledge(*, client: Client, spec: ClientIn, index: int = 0) -> None
     for number, source in enumerate(knowledge.sources if knowledge else []):
         values = {
             "kind": source.kind,
-            "url": source.url.strip() if "url" in sources.kind_of(source.kind).fields else "",
+            "url": source.url.strip() if sources.kind_of(source.kind).reads("url") else "",
             "language": normalise(source.language),
             "enabled": source.enabled,
             "resync_hours": source.resync_hours,

@@ -35,20 +35,19 @@ KINDS = sources.names()
 
 
 class Inline(SourceKind):
-    """A kind a test adds: its "page" is the text after `inline:` in its address."""
+    """A kind a test adds: its one page is the text of its name after "Inline: "."""
 
     name = "inline"
     label = "Inline text (tests)"
-    fields = ("url",)
     syncs = True
     resyncs = True
 
     def errors(self, source: KnowledgeSource) -> dict[str, str]:
-        return {} if source.url.startswith("inline:") else {"url": "Starts with inline:."}
+        return {} if source.name.startswith("Inline: ") else {"name": "Starts with Inline:."}
 
     def run(self, sync: Any, fetcher: Any) -> None:
         sync.report("Reading the text.", total=1)
-        sync.store(sync.source.url, Page(title=sync.source.name, body=sync.source.url[7:]))
+        sync.store("", Page(title="Inline", body=sync.source.name[8:]))
         sync.report(done=1)
 
 
@@ -82,18 +81,18 @@ def test_a_kind_added_in_one_module_is_picked_up_everywhere(
     # the model, the services' validation (the kind's own rules) and the API
     assert ("inline", "Inline text (tests)") in KnowledgeSource._meta.get_field("kind").choices
     with pytest.raises(ApplicationError) as refused:
-        source_create(client=client_a, data={"name": "Bad", "kind": "inline", "url": "x"})
-    assert refused.value.extra["fields"] == {"url": ["Starts with inline:."]}
+        source_create(client=client_a, data={"name": "Bad", "kind": "inline"})
+    assert refused.value.extra["fields"] == {"name": ["Starts with Inline:."]}
     key = api_for(api_key_issue(client=client_a, name="k", role=Role.ADMIN)[1])
     with django_capture_on_commit_callbacks(execute=True):
         created = key.post(
             reverse("api-kb-source-list"),
-            {"name": "Api", "kind": "inline", "url": "inline:From the API."},
+            {"name": "Inline: From the API.", "kind": "inline"},
             format="json",
         )
     assert created.status_code == 201, created.content
     assert created.json()["kind"] == "inline"
-    by_api = KnowledgeSource.objects.for_client(client_a).get(name="Api")
+    by_api = KnowledgeSource.objects.for_client(client_a).get(name="Inline: From the API.")
     assert source_problem(by_api) == ""
 
     # the admin: the form offers it, saving starts its sync, the sync runs the kind's import
@@ -104,19 +103,18 @@ def test_a_kind_added_in_one_module_is_picked_up_everywhere(
     client.force_login(user)
     add = reverse("admin:knowledge_knowledgesource_add")
     assert 'value="inline"' in client.get(add).content.decode()
-    form = {"client": client_a.pk, "name": "Admin", "kind": "inline",
-            "url": "inline:Returns take 30 days.", "language": "en", "enabled": "on",
-            "resync_hours": 1}  # fmt: skip
+    form = {"client": client_a.pk, "name": "Inline: Returns take 30 days.", "kind": "inline",
+            "language": "en", "enabled": "on", "resync_hours": 1}  # fmt: skip
     with django_capture_on_commit_callbacks(execute=True):
         assert client.post(add, form, follow=True).status_code == 200
-    source = KnowledgeSource.objects.for_client(client_a).get(name="Admin")
+    source = KnowledgeSource.objects.for_client(client_a).get(name__endswith="30 days.")
     assert source.status == SourceStatus.SYNCED
     article = Article.objects.for_client(client_a).get(source=source)
-    assert (article.title, article.body) == ("Admin", "Returns take 30 days.")
+    assert (article.title, article.body) == ("Inline", "Returns take 30 days.")
 
     # the sync service, the command and the beat's schedule
     assert source_sync(source=by_api)["created"] == 1
-    call_command("knowledge_sync", "--client", client_a.slug, "--source", "Api")
+    call_command("knowledge_sync", "--client", client_a.slug, "--source", by_api.name)
     KnowledgeSource.objects.for_client(client_a).filter(pk=source.pk).update(last_synced_at=None)
     assert source in sources_due(limit=10)
 
@@ -130,16 +128,14 @@ def test_the_tenant_file_takes_and_exports_a_kind_that_allows_it(inline):
                 "slug": "c",
                 "name": "C",
                 "plan": "p",
-                "knowledge": {
-                    "sources": [{"name": "Text", "kind": "inline", "url": "inline:Hello."}]
-                },
+                "knowledge": {"sources": [{"name": "Inline: Hello.", "kind": "inline"}]},
             }
         ],
     }
     tenant_import(data=tenant)
     client = Client.objects.get(slug="c")
     exported = client_export(client=client)["knowledge"]["sources"]
-    assert [(s["kind"], s["url"]) for s in exported] == [("inline", "inline:Hello.")]
+    assert [(s["name"], s["kind"]) for s in exported] == [("Inline: Hello.", "inline")]
     Inline.in_tenant_file = False
     try:
         with pytest.raises(ApplicationError, match="Input should be"):

@@ -43,6 +43,10 @@ class SourceKind:
     # Whether a tenant file may declare such a source (an uploaded file cannot be).
     in_tenant_file: ClassVar[bool] = True
 
+    def reads(self, column: str) -> bool:
+        """Whether this kind reads the KnowledgeSource column `column` (`url`, `file`)."""
+        return column in self.fields
+
     def prepare(self, source: KnowledgeSource) -> None:
         """Normalise the source before it is validated and saved (nothing by default)."""
 
