@@ -9,6 +9,8 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from apps.core.schema_errors import Words, errors_by_path
+
 _TEXT = {"type": "string", "maxLength": 20000}
 _SHORT = {"type": "string", "maxLength": 500}
 
@@ -55,43 +57,14 @@ BUSINESS_INFO_SCHEMA: dict[str, Any] = {
 
 _validator = Draft202012Validator(BUSINESS_INFO_SCHEMA)
 
-
-def json_path(parts: Any) -> str:
-    """['faqs', 2, 'answer'] -> 'faqs[2].answer'"""
-    out = ""
-    for part in parts:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
+# Where its words differ from the shared ones (apps.core.schema_errors.WORDS).
+_WORDS: Words = {
+    "required": lambda p: "Required.",
+    "type": lambda p: f"Must be a {p.value}.",
+    "maxItems": lambda p: f"At most {p.value} entries.",
+}
 
 
 def business_info_errors(value: Any) -> dict[str, str]:
     """Field path -> message for every problem, empty when valid."""
-    errors: dict[str, str] = {}
-    for error in sorted(_validator.iter_errors(value), key=lambda e: list(e.absolute_path)):
-        path = json_path(error.absolute_path) or "business_info"
-        if error.validator == "additionalProperties":
-            extra = set(error.instance) - set(error.schema.get("properties", {}))
-            allowed = ", ".join(sorted(error.schema.get("properties", {})))
-            for key in sorted(extra):
-                key_path = f"{path}.{key}" if path != "business_info" else key
-                errors[key_path] = f"Unknown field. Allowed here: {allowed}."
-            continue
-        if error.validator == "required":
-            missing = error.message.split("'")[1] if "'" in error.message else error.message
-            errors[f"{path}.{missing}" if path != "business_info" else missing] = "Required."
-            continue
-        errors.setdefault(path, _human(error))
-    return errors
-
-
-def _human(error: Any) -> str:
-    kind = error.validator
-    if kind == "type":
-        return f"Must be a {error.validator_value}."
-    if kind == "maxLength":
-        return f"At most {error.validator_value} characters."
-    if kind == "minLength":
-        return "Must not be empty."
-    if kind == "maxItems":
-        return f"At most {error.validator_value} entries."
-    return str(error.message)
+    return errors_by_path(_validator, value, words=_WORDS, root="business_info")

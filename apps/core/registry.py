@@ -1,5 +1,5 @@
 """A registry of named entries: the one shape behind the LLM steps, the reasoning modes, the tool
-executors and the post-draft hooks.
+executors, the knowledge source kinds and the post-draft hooks.
 
 Each registry keeps its own words: the error class a bad or duplicate entry raises (e.g.
 `StepDefinitionError`), the error an unknown name raises (or `None` where a missing entry is

@@ -347,7 +347,7 @@ def _otp_offer(*, client: Client, conversation: Conversation, params: dict[str, 
     if isinstance(named, dict):
         params = {k: v for k, v in params.items() if k in named}
     try:
-        if next(Draft202012Validator(tool.parameters).iter_errors(params), None) is not None:
+        if not Draft202012Validator(tool.parameters).is_valid(params):
             return _offer(OfferStatus.INVALID_PARAMS)
     except SchemaError:
         return _offer(OfferStatus.UNAVAILABLE)

@@ -24,6 +24,7 @@ from apps.accounts.models import User
 from apps.core.admin import TenantScopedAdmin
 from apps.core.exceptions import ApplicationError
 from apps.core.permissions import MANAGE, SUPPORT
+from apps.knowledge import sources
 from apps.knowledge.models import (
     FAQ,
     Article,
@@ -453,9 +454,11 @@ class KnowledgeSourceAdmin(SourceSyncAdminMixin, TenantScopedAdmin):
 
             raise PermissionDenied
         source_save(source=obj)
-        # A new source, one whose address or file changed, or "Sync now" on its page: its sync
-        # starts now (a source typed in by staff has nothing to import).
-        changed = {"kind", "url", "file"} & set(form.changed_data if change else ())
+        # A new source, one whose kind or what its kind reads (an address, a file) changed, or
+        # "Sync now" on its page: its sync starts now (a kind with nothing to import does not).
+        changed = {"kind", *sources.kind_of(obj.kind).fields} & set(
+            form.changed_data if change else ()
+        )
         if (not change or changed or "_syncnow" in request.POST) and not source_problem(obj):
             try:
                 source_sync_start(source=obj, user=request.user)

@@ -10,7 +10,9 @@ class KnowledgeConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_delete, post_save
 
-        from apps.knowledge import cache
+        # Registers every source kind module (apps/knowledge/sources/): the model's choices,
+        # the admin, the API and the tenant import read the registry.
+        from apps.knowledge import cache, sources  # noqa: F401
         from apps.knowledge.models import Article, KnowledgeSource
 
         # A saved or deleted article or source changes the client's knowledge topics.

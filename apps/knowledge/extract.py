@@ -176,6 +176,10 @@ def markdown_page(text: str, *, name: str) -> Page:
     return Page(title=title, body=_without_title_heading(text, title))
 
 
+# A sitemap's root element → where its entries' addresses are.
+_SITEMAP_ENTRIES = {"urlset": "{*}url/{*}loc", "sitemapindex": "{*}sitemap/{*}loc"}
+
+
 def sitemap_entries(body: bytes) -> tuple[str, list[str]]:
     """("urlset", page URLs) or ("sitemapindex", sitemap URLs). Raises ExtractError."""
     parser = lxml.etree.XMLParser(
@@ -185,15 +189,12 @@ def sitemap_entries(body: bytes) -> tuple[str, list[str]]:
         root = lxml.etree.fromstring(body, parser=parser)
     except lxml.etree.XMLSyntaxError as exc:
         raise ExtractError(_("The sitemap is not valid XML.")) from exc
-    kind = lxml.etree.QName(root).localname
-    if kind == "urlset":
-        locs = root.iterfind("{*}url/{*}loc")
-    elif kind == "sitemapindex":
-        locs = root.iterfind("{*}sitemap/{*}loc")
-    else:
+    name = lxml.etree.QName(root).localname
+    entries = _SITEMAP_ENTRIES.get(name)
+    if entries is None:
         raise ExtractError(_("This is not a sitemap (<urlset> or <sitemapindex>)."))
-    urls = [(loc.text or "").strip() for loc in locs]
-    return kind, list(dict.fromkeys(u for u in urls if u))
+    urls = [(loc.text or "").strip() for loc in root.iterfind(entries)]
+    return name, list(dict.fromkeys(u for u in urls if u))
 
 
 def text_sitemap_entries(text: str) -> list[str]:

@@ -14,16 +14,18 @@ from typing import Self, cast
 from django.conf import settings
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
+from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
 from apps.core.models import TenantOwnedModel, TenantQuerySet
 
 
-class SourceKind(models.TextChoices):
-    MANUAL = "manual", _("Typed in by staff")
-    URL = "url", _("A web page")
-    SITEMAP = "sitemap", _("A sitemap (every page it lists)")
-    FILE = "file", _("An uploaded file (Markdown, HTML, PDF, text)")
+def source_kind_choices() -> list[tuple[str, str | Promise]]:
+    """The kinds of source (`apps/knowledge/sources/`, one module each): a callable, so a new
+    kind module needs no migration."""
+    from apps.knowledge import sources
+
+    return sources.choices()
 
 
 class SourceStatus(models.TextChoices):
@@ -39,7 +41,7 @@ class KnowledgeSource(TenantOwnedModel):
         default=uuid.uuid4, unique=True, editable=False, verbose_name=_("public id")
     )
     name = models.CharField(_("name"), max_length=200)
-    kind = models.CharField(_("kind"), max_length=10, choices=SourceKind.choices)
+    kind = models.CharField(_("kind"), max_length=10, choices=source_kind_choices)
     url = models.URLField(_("address"), max_length=2000, blank=True)
     file = models.FileField(_("file"), upload_to="knowledge/%Y/%m/", blank=True)
     language = models.CharField(

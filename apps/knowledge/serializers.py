@@ -10,7 +10,8 @@ from typing import Any
 from rest_framework import serializers
 
 from apps.core.schema import NamedChoiceField
-from apps.knowledge.models import ArticleKind, ArticleStatus, SourceKind, SourceStatus
+from apps.knowledge import sources
+from apps.knowledge.models import ArticleKind, ArticleStatus, SourceStatus
 from apps.knowledge.services.articles import (
     MAX_BODY_CHARS,
     MAX_FAQ_ANSWER_CHARS,
@@ -19,6 +20,14 @@ from apps.knowledge.services.articles import (
 )
 
 MAX_QUERY_CHARS = 200
+
+
+class SourceKindField(NamedChoiceField):
+    """A source's kind: one of the registered kinds (apps/knowledge/sources/), read when the
+    serializer is made, so a kind module added later is accepted and documented."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(choices=sources.choices(), enum_name="SourceKind", **kwargs)
 
 
 class _RefusesUnknownFields(serializers.Serializer):
@@ -173,7 +182,7 @@ SOURCE_SYNC_FIELDS = ("status", "last_synced_at", "error", "progress")
 class SourceSyncSerializer(serializers.Serializer):
     id = serializers.UUIDField(source="public_id", help_text="The source's public id.")
     name = serializers.CharField()
-    kind = NamedChoiceField(choices=SourceKind, enum_name="SourceKind")
+    kind = SourceKindField()
     status = NamedChoiceField(choices=SourceStatus, enum_name="SourceStatus")
     last_synced_at = serializers.DateTimeField(allow_null=True)
     error = serializers.CharField(help_text="Why the last sync failed or stopped early.")
@@ -183,7 +192,7 @@ class SourceSyncSerializer(serializers.Serializer):
 class SourceSerializer(serializers.Serializer):
     id = serializers.UUIDField(source="public_id", help_text="The source's public id.")
     name = serializers.CharField()
-    kind = NamedChoiceField(choices=SourceKind, enum_name="SourceKind")
+    kind = SourceKindField()
     url = serializers.CharField(help_text="The page or sitemap address (url and sitemap kinds).")
     file = serializers.SerializerMethodField(help_text="The uploaded file's name (file kind).")
     language = serializers.CharField()
@@ -205,7 +214,7 @@ class SourceSerializer(serializers.Serializer):
 
 class SourceWriteSerializer(_RefusesUnknownFields):
     name = serializers.CharField(max_length=200)
-    kind = NamedChoiceField(choices=SourceKind, enum_name="SourceKind")
+    kind = SourceKindField()
     url = serializers.CharField(max_length=2000, required=False, allow_blank=True)
     file = serializers.FileField(
         required=False,

@@ -12,8 +12,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from apps.clients.business_info import json_path
 from apps.core.exceptions import ApplicationError
+from apps.core.schema_errors import json_path
 
 FRONT_MATTER = "---"
 # An article directory is read in full: bound it like the rest of the file.

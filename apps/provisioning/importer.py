@@ -18,9 +18,10 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from apps.clients import modes
-from apps.clients.business_info import business_info_errors, json_path
+from apps.clients.business_info import business_info_errors
 from apps.clients.identity import public_key_problem
 from apps.clients.models import (
     DEFAULT_CONVERSATION_TOKEN_BUDGET,
@@ -32,8 +33,10 @@ from apps.clients.models import (
 )
 from apps.core.exceptions import ApplicationError
 from apps.core.languages import SHIPPED, normalise
+from apps.core.schema_errors import json_path
 from apps.escalations.models import TEMPLATE_BODY_MAX_CHARS, template_variables
 from apps.identity.models import FIELD_PATH
+from apps.knowledge import sources
 from apps.knowledge.services.articles import (
     MAX_BODY_CHARS,
     MAX_FAQ_ANSWER_CHARS,
@@ -239,15 +242,32 @@ class SourceIn(_Strict):
     task); an uploaded file is added in the admin or the API."""
 
     name: str = Field(min_length=1, max_length=200)
-    kind: Literal["manual", "url", "sitemap"]
+    # One of the kinds a tenant file may declare (apps/knowledge/sources/: not a file).
+    kind: str
     url: str = Field(default="", max_length=2000)
     language: str = Field(default="", max_length=16)
     enabled: bool = True
     resync_hours: int = Field(default=24, ge=0, le=MAX_RESYNC_HOURS)
 
+    @field_validator("kind")
+    @classmethod
+    def _registered_kind(cls, value: str) -> str:
+        allowed = sources.tenant_file_names()
+        if value not in allowed:
+            expected = " or ".join(
+                filter(None, [", ".join(map(repr, allowed[:-1])), repr(allowed[-1])])
+            )
+            raise PydanticCustomError(
+                "literal_error", "Input should be {expected}", {"expected": expected}
+            )
+        return value
+
     @model_validator(mode="after")
     def _address(self) -> SourceIn:
-        if self.kind != "manual" and not is_http_url(self.url):
+        # A web kind's address is checked here, where the error can name the entry; every
+        # kind's own rules run again when the source is saved (`source_errors`).
+        web = isinstance(sources.get(self.kind), sources.WebSourceKind)
+        if web and not is_http_url(self.url):
             raise ValueError(f"a {self.kind} source needs an http:// or https:// url")
         return self
 

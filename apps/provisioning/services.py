@@ -19,7 +19,8 @@ from apps.escalations.reply_templates import (
 )
 from apps.identity.selectors import email_code_setting
 from apps.identity.services import email_code_setting_save
-from apps.knowledge.models import Article, ArticleKind, ArticleStatus, KnowledgeSource, SourceKind
+from apps.knowledge import sources
+from apps.knowledge.models import Article, ArticleKind, ArticleStatus, KnowledgeSource
 from apps.knowledge.services.articles import (
     article_create,
     article_update,
@@ -332,7 +333,7 @@ def _import_knowledge(*, client: Client, spec: ClientIn, index: int = 0) -> None
     for number, source in enumerate(knowledge.sources if knowledge else []):
         values = {
             "kind": source.kind,
-            "url": source.url.strip() if source.kind != "manual" else "",
+            "url": source.url.strip() if sources.kind_of(source.kind).reads("url") else "",
             "language": normalise(source.language),
             "enabled": source.enabled,
             "resync_hours": source.resync_hours,
@@ -384,17 +385,17 @@ def client_export(*, client: Client) -> dict[str, Any]:
             entry["status"] = article.status
         articles.append(entry)
     info["faqs"] = faqs
-    sources = [
+    source_entries = [
         {
             "name": s.name,
             "kind": s.kind,
-            **({"url": s.url} if s.url else {}),
+            **sources.kind_of(s.kind).tenant_file_entry(s),
             **({"language": s.language} if s.language else {}),
             "enabled": s.enabled,
             "resync_hours": s.resync_hours,
         }
         for s in KnowledgeSource.objects.for_client(client)
-        .exclude(kind=SourceKind.FILE)
+        .filter(kind__in=sources.tenant_file_names())
         .order_by("name", "pk")
     ]
     return {
@@ -423,7 +424,7 @@ def client_export(*, client: Client) -> dict[str, Any]:
             if client.identity_public_key or client.signin_url
             else {}
         ),
-        "knowledge": {"articles": articles, "sources": sources},
+        "knowledge": {"articles": articles, "sources": source_entries},
         **_email_code_export(client),
         **_reply_templates_export(client),
         **({"business_hours": client.business_hours} if client.business_hours else {}),

@@ -27,6 +27,7 @@ from django.conf import settings
 from django.utils.translation import gettext
 from jsonschema import Draft202012Validator
 
+from apps.core.schema_errors import schema_problems
 from apps.reasoning import confirmations
 from apps.reasoning.confirmations.reading import Answer, Reading, read
 from apps.reasoning.confirmations.reading import forms as _forms
@@ -140,13 +141,19 @@ def param_problems(tool: ClientTool, params: dict[str, Any]) -> tuple[list[str],
     missing: list[str] = []
     problems: list[str] = []
     validator = Draft202012Validator(tool.parameters)
-    for error in validator.iter_errors(params):
-        if error.validator == "required" and not error.absolute_path:
-            missing.extend(r for r in error.validator_value if r not in params)
-        else:
-            where = ".".join(str(p) for p in error.absolute_path) or "params"
-            problems.append(f"{where}: {error.message}")
-    return sorted(set(missing)), problems
+    for problem in schema_problems(validator, params, in_path_order=False):
+        if problem.keyword == "required" and not problem.at:
+            missing.append(str(problem.key))
+            continue
+        # jsonschema's own words, as the model wrote the params against the raw schema
+        message = (
+            f"{problem.key!r} is a required property"
+            if problem.keyword == "required"
+            else problem.error.message
+        )
+        where = ".".join(str(p) for p in problem.at) or "params"
+        problems.append(f"{where}: {message}")
+    return sorted(set(missing)), list(dict.fromkeys(problems))
 
 
 def check_tool_call(

@@ -25,11 +25,17 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
 
-from apps.clients.business_info import json_path
 from apps.core.exceptions import ApplicationError
 from apps.core.languages import SHIPPED
+from apps.core.schema_errors import (
+    WORDS,
+    SchemaProblem,
+    Words,
+    errors_by_path,
+    json_path,
+    type_label,
+)
 
 __all__ = [
     "CASE_JSON_SCHEMA",
@@ -314,27 +320,6 @@ CASE_JSON_SCHEMA: dict[str, Any] = {
 }
 
 _validator = Draft202012Validator(CASE_JSON_SCHEMA)
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "object": (dict,),
-    "array": (list,),
-    "string": (str,),
-    "boolean": (bool,),
-    "integer": (int,),
-    "number": (int, float),
-    "null": (type(None),),
-}
-
-
-def _type_label(name: str) -> str:
-    return {
-        "object": _("an object"),
-        "array": _("a list"),
-        "string": _("a text"),
-        "boolean": _("true or false"),
-        "integer": _("a whole number"),
-        "number": _("a number"),
-        "null": _("null"),
-    }.get(name, name)
 
 
 def _resolve(schema: Any) -> dict[str, Any]:
@@ -343,77 +328,50 @@ def _resolve(schema: Any) -> dict[str, Any]:
     return schema if isinstance(schema, dict) else {}
 
 
-def _fits_type(instance: Any, kind: Any) -> bool:
-    if not isinstance(kind, str):
-        return True  # a branch with no type (any JSON) fits anything
-    types = _JSON_TYPES.get(kind, ())
-    if isinstance(instance, bool) and kind in ("integer", "number"):
-        return False
-    return isinstance(instance, types)
+def _tool_name(problem: SchemaProblem) -> str:
+    return _("%(name)r is not a valid tool name.") % {"name": problem.error.instance}
 
 
-def _messages(error: ValidationError) -> list[tuple[str, str]]:
-    """(field path, message) for one schema error, in words people read."""
-    path = json_path(list(error.absolute_path))
-    kind = error.validator
-    if kind == "anyOf":
-        # Explain the branch the value was meant for (same JSON type), not all of them.
-        branches = [_resolve(b) for b in error.validator_value]
-        fitting = [i for i, b in enumerate(branches) if _fits_type(error.instance, b.get("type"))]
-        if len(fitting) == 1 and error.context:
-            inner = [e for e in error.context if e.relative_schema_path[0] == fitting[0]]
-            if inner:
-                return [m for e in inner for m in _messages(e)]
-        labels = []
-        for branch in branches:
-            label = _type_label(str(branch.get("type", "")))
-            if label not in labels:
-                labels.append(label)
-        return [(path, _("Must be %(options)s.") % {"options": _(" or ").join(labels)})]
-    if kind == "additionalProperties":
-        allowed = sorted(error.schema.get("properties", {}))
-        is_expect = error.schema is EXPECT_SCHEMA
-        out = []
-        for key in sorted(set(error.instance) - set(allowed)):
-            message = (
-                _("Unknown expectation. Known: %(allowed)s.")
-                if is_expect
-                else _("Unknown field. Allowed here: %(allowed)s.")
-            )
-            out.append(
-                (f"{path}.{key}" if path else key, message % {"allowed": ", ".join(allowed)})
-            )
-        return out
-    if kind == "required":
-        missing = [key for key in error.validator_value if key not in error.instance]
-        return [(f"{path}.{key}" if path else key, _("This field is required.")) for key in missing]
-    if "propertyNames" in error.relative_schema_path:
-        where = f"{path}.{error.instance}" if path else str(error.instance)
-        return [(where, _("%(name)r is not a valid tool name.") % {"name": error.instance})]
-    if kind == "type":
-        return [(path, _("Must be %(type)s.") % {"type": _type_label(str(error.validator_value))})]
-    if kind == "maxLength":
-        return [(path, _("At most %(n)d characters.") % {"n": error.validator_value})]
-    if kind == "minLength" or (kind == "pattern" and error.validator_value == NOT_BLANK):
-        return [(path, _("Must not be empty."))]
-    if kind == "maxItems":
-        return [(path, _("At most %(n)d items.") % {"n": error.validator_value})]
-    if kind == "minItems":
-        return [(path, _("At least %(n)d item(s).") % {"n": error.validator_value})]
-    if kind == "minimum":
-        return [(path, _("At least %(n)s.") % {"n": error.validator_value})]
-    if kind == "maximum":
-        return [(path, _("At most %(n)s.") % {"n": error.validator_value})]
-    if kind == "enum":
-        options = ", ".join(repr(v) for v in error.validator_value)
-        return [(path, _("Must be one of %(options)s.") % {"options": options})]
-    if kind == "pattern":
-        if error.validator_value == SLUG:
-            return [(path, _("Letters, digits, hyphens and underscores only."))]
-        if error.validator_value in (TOOL_NAME,) or "tool" in path:
-            return [(path, _("%(name)r is not a valid tool name.") % {"name": error.instance})]
-        return [(path, _("Not in the expected form."))]
-    return [(path, error.message)]
+def _any_of(problem: SchemaProblem) -> str:
+    labels: list[str] = []
+    for branch in problem.value:
+        label = type_label(str(_resolve(branch).get("type", "")))
+        if label not in labels:
+            labels.append(label)
+    return _("Must be %(options)s.") % {"options": _(" or ").join(labels)}
+
+
+def _unknown(problem: SchemaProblem) -> str:
+    if problem.error.schema is not EXPECT_SCHEMA:
+        return WORDS["additionalProperties"](problem) or ""
+    allowed = ", ".join(sorted(problem.error.schema.get("properties", {})))
+    return _("Unknown expectation. Known: %(allowed)s.") % {"allowed": allowed}
+
+
+def _pattern(problem: SchemaProblem) -> str:
+    if problem.value == NOT_BLANK:
+        return _("Must not be empty.")
+    if problem.value == SLUG:
+        return _("Letters, digits, hyphens and underscores only.")
+    if problem.value == TOOL_NAME or "tool" in json_path(problem.path):
+        return _tool_name(problem)
+    return _("Not in the expected form.")
+
+
+# A case's words where they differ from the shared ones (apps.core.schema_errors.WORDS).
+_WORDS: Words = {
+    "*": lambda p: _tool_name(p) if "propertyNames" in p.error.relative_schema_path else None,
+    "anyOf": _any_of,
+    "additionalProperties": _unknown,
+    "pattern": _pattern,
+}
+
+
+def _where(problem: SchemaProblem) -> str:
+    """A tool name that is not one is reported at that name."""
+    if "propertyNames" in problem.error.relative_schema_path:
+        return json_path([*problem.path, str(problem.error.instance)])
+    return json_path(problem.path)
 
 
 def _listed(value: Any) -> list[Any]:
@@ -498,12 +456,9 @@ def case_validate(data: Any) -> dict[str, Any]:
         raise ApplicationError(
             _("Invalid simulation case."), {"fields": {"case": _("Must be an object.")}}
         )
-    errors: dict[str, str] = {}
-    for error in sorted(
-        _validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path))
-    ):
-        for path, message in _messages(error):
-            errors.setdefault(path or "case", message)
+    errors = errors_by_path(
+        _validator, data, words=_WORDS, root="case", where=_where, resolve=_resolve
+    )
     if errors:
         raise ApplicationError(_("Invalid simulation case."), {"fields": errors})
 

@@ -18,10 +18,10 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from apps.clients.admin import PrettyJSONField
-from apps.clients.business_info import json_path
 from apps.conversations.admin import conversation_link
 from apps.core.admin import ReadOnlyAuditAdmin, TenantScopedAdmin, pretty_json_block
 from apps.core.permissions import MANAGE
+from apps.core.schema_errors import json_path
 from apps.tools.approval_rules import approval_rule_problems, approval_rule_text
 from apps.tools.executors import executor_for, executors, settings_fields, settings_for
 from apps.tools.executors import webhook as webhook_executor

@@ -21,7 +21,7 @@ from django.test import override_settings
 
 from apps.core import deadlines
 from apps.knowledge.extract import ExtractError, extract
-from apps.knowledge.models import Article, KnowledgeSource, SourceKind, SourceStatus
+from apps.knowledge.models import Article, KnowledgeSource, SourceStatus
 from apps.knowledge.services.sync import source_sync
 from tests.factories import ClientFactory
 from tests.support.fake_site import pdf_bytes
@@ -43,7 +43,7 @@ def _children_cpu() -> float:
 
 def _file_source(client, name: str, data: bytes) -> KnowledgeSource:
     return KnowledgeSource.objects.create(
-        client=client, name="Manual", kind=SourceKind.FILE, file=SimpleUploadedFile(name, data)
+        client=client, name="Manual", kind="file", file=SimpleUploadedFile(name, data)
     )
 
 

@@ -15,7 +15,6 @@ from apps.knowledge.models import (
     Article,
     ArticleChunk,
     KnowledgeSource,
-    SourceKind,
     SourceStatus,
 )
 from apps.knowledge.services.articles import article_save
@@ -49,7 +48,7 @@ def site():
         yield s
 
 
-def _source(client, site, kind=SourceKind.SITEMAP, path="/sitemap.xml", **kw):
+def _source(client, site, kind="sitemap", path="/sitemap.xml", **kw):
     return KnowledgeSource.objects.create(
         client=client, name="Help centre", kind=kind, url=site.url(path), language="en", **kw
     )
@@ -226,7 +225,7 @@ def test_an_unreadable_sitemap_fails_the_source_and_keeps_its_articles(site):
 
 def test_a_single_url_source(site):
     client = ClientFactory()
-    source = _source(client, site, kind=SourceKind.URL, path="/returns")
+    source = _source(client, site, kind="url", path="/returns")
     source_sync(source=source)
     [article] = Article.objects.for_client(client)
     assert (article.title, article.source_url) == ("Returning an item", site.url("/returns"))
@@ -235,7 +234,7 @@ def test_a_single_url_source(site):
 @override_settings(KNOWLEDGE_FETCH_ALLOW_PRIVATE_NETWORKS=False)
 def test_a_private_address_is_refused_in_production(site):
     client = ClientFactory()
-    source = _source(client, site, kind=SourceKind.URL, path="/returns")
+    source = _source(client, site, kind="url", path="/returns")
     with pytest.raises(ApplicationError, match="non-public address"):
         source_sync_start(source=source)
     progress = source_sync(source=source)
@@ -273,13 +272,13 @@ def test_file_sources_markdown_and_pdf(settings, tmp_path):
     md = KnowledgeSource.objects.create(
         client=client,
         name="Care",
-        kind=SourceKind.FILE,
+        kind="file",
         file=SimpleUploadedFile("care-guide.md", CARE_MD, content_type="text/markdown"),
     )
     pdf = KnowledgeSource.objects.create(
         client=client,
         name="Warranty",
-        kind=SourceKind.FILE,
+        kind="file",
         file=SimpleUploadedFile("warranty.pdf", pdf_bytes("", "Two years on tents.")),
     )
     source_sync(source=md)
@@ -292,7 +291,7 @@ def test_file_sources_markdown_and_pdf(settings, tmp_path):
 
 def test_sync_start_queues_the_task_after_commit(site, django_capture_on_commit_callbacks):
     client = ClientFactory()
-    source = _source(client, site, kind=SourceKind.URL, path="/returns")
+    source = _source(client, site, kind="url", path="/returns")
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         queued = source_sync_start(source=source)
         assert queued.status == SourceStatus.QUEUED
@@ -306,7 +305,7 @@ def test_sync_start_queues_the_task_after_commit(site, django_capture_on_commit_
 
 def test_a_source_being_synced_is_not_synced_twice(site):
     client = ClientFactory()
-    source = _source(client, site, kind=SourceKind.URL, path="/returns")
+    source = _source(client, site, kind="url", path="/returns")
     KnowledgeSource.objects.for_client(client).filter(pk=source.pk).update(
         status=SourceStatus.SYNCING
     )
@@ -317,14 +316,14 @@ def test_a_source_being_synced_is_not_synced_twice(site):
 
 def test_a_manual_source_has_nothing_to_sync():
     client = ClientFactory()
-    source = KnowledgeSource.objects.create(client=client, name="Typed", kind=SourceKind.MANUAL)
+    source = KnowledgeSource.objects.create(client=client, name="Typed", kind="manual")
     with pytest.raises(ApplicationError):
         source_sync_start(source=source)
 
 
 def test_a_staff_edit_survives_a_resync_until_the_page_itself_changes(site):
     client = ClientFactory()
-    source = _source(client, site, kind=SourceKind.URL, path="/returns")
+    source = _source(client, site, kind="url", path="/returns")
     source_sync(source=source)
     article = Article.objects.for_client(client).get()
     article.body += "\n\nStaff note: labels are printed at the counter."

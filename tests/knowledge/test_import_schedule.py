@@ -8,7 +8,7 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from apps.knowledge.models import Article, KnowledgeSource, SourceKind, SourceStatus
+from apps.knowledge.models import Article, KnowledgeSource, SourceStatus
 from apps.knowledge.services.sync import sources_due
 from apps.knowledge.tasks import resync_due, sync_source
 from tests.factories import ClientFactory
@@ -29,7 +29,7 @@ def _source(client, url, *, hours=24, synced_hours_ago=None, **kw):
     return KnowledgeSource.objects.create(
         client=client,
         name=f"src {hours} {synced_hours_ago}",
-        kind=kw.pop("kind", SourceKind.URL),
+        kind=kw.pop("kind", "url"),
         url=url,
         resync_hours=hours,
         last_synced_at=last,
@@ -49,7 +49,7 @@ def test_sources_due_are_the_web_sources_whose_hours_passed_oldest_first(setting
     _source(a, url, hours=0, synced_hours_ago=99)  # only when asked
     _source(a, url, hours=1, synced_hours_ago=5, enabled=False)
     _source(a, url, hours=1, synced_hours_ago=5, status=SourceStatus.SYNCING)
-    _source(a, "", hours=1, kind=SourceKind.MANUAL)
+    _source(a, "", hours=1, kind="manual")
     assert [s.pk for s in sources_due(limit=10)] == [never.pk, older.pk, old.pk]
     assert [s.pk for s in sources_due(limit=2)] == [never.pk, older.pk]
     # a queued sync whose task message was lost is started again once it is stale

@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from apps.accounts.models import Role
 from apps.accounts.services import api_key_issue
-from apps.knowledge.models import Article, KnowledgeSource, SourceKind, SourceStatus
+from apps.knowledge.models import Article, KnowledgeSource, SourceStatus
 from tests.conftest import api_for
 from tests.factories import MembershipFactory
 from tests.support.fake_site import FakeSite
@@ -29,7 +29,7 @@ def _key(client, role=Role.ADMIN):
     return api_for(api_key_issue(client=client, name=f"{role}", role=role)[1])
 
 
-def _source(client, url, kind=SourceKind.URL):
+def _source(client, url, kind="url"):
     return KnowledgeSource.objects.create(client=client, name="Help", kind=kind, url=url)
 
 
@@ -66,7 +66,7 @@ def test_sync_endpoint_needs_the_admin_role(client_a):
 
 
 def test_sync_endpoint_refuses_what_cannot_be_synced(client_a):
-    manual = KnowledgeSource.objects.create(client=client_a, name="Typed", kind=SourceKind.MANUAL)
+    manual = KnowledgeSource.objects.create(client=client_a, name="Typed", kind="manual")
     response = _key(client_a).post(_sync_url(manual))
     assert response.status_code == 400
     assert "nothing to import" in response.json()["error"]["message"]
@@ -114,7 +114,7 @@ def test_admin_sync_now_and_progress(client, client_a, site, django_capture_on_c
 
 
 def test_admin_sync_now_reports_a_source_that_cannot_sync(client, client_a):
-    manual = KnowledgeSource.objects.create(client=client_a, name="Typed", kind=SourceKind.MANUAL)
+    manual = KnowledgeSource.objects.create(client=client_a, name="Typed", kind="manual")
     user = MembershipFactory(client=client_a, role=Role.ADMIN).user
     from django.contrib.auth.models import Permission
 
@@ -144,7 +144,7 @@ def test_saving_a_new_source_in_the_admin_starts_its_first_sync(
     form = {
         "client": client_a.pk,
         "name": "Help centre",
-        "kind": SourceKind.URL,
+        "kind": "url",
         "url": site.url("/returns"),
         "language": "en",
         "enabled": "on",
@@ -161,7 +161,7 @@ def test_saving_a_new_source_in_the_admin_starts_its_first_sync(
 
 def test_a_manual_source_saves_without_a_sync(client, client_a):
     client.force_login(_admin_user(client_a))
-    form = {"client": client_a.pk, "name": "Typed", "kind": SourceKind.MANUAL, "language": "en",
+    form = {"client": client_a.pk, "name": "Typed", "kind": "manual", "language": "en",
             "enabled": "on", "resync_hours": 0}  # fmt: skip
     response = client.post(reverse("admin:knowledge_knowledgesource_add"), form, follow=True)
     assert response.status_code == 200
@@ -193,7 +193,7 @@ def test_the_source_page_has_sync_now_and_shows_its_progress(
     KnowledgeSource.objects.for_client(client_a).filter(pk=source.pk).update(
         status=SourceStatus.NEW, progress={}
     )
-    form = {"name": "Help", "kind": SourceKind.URL, "url": source.url, "language": "",
+    form = {"name": "Help", "kind": "url", "url": source.url, "language": "",
             "enabled": "on", "resync_hours": 0, "_syncnow": "Sync now"}  # fmt: skip
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(change, form)

@@ -22,7 +22,7 @@ from django.utils import timezone
 from apps.accounts.models import Role
 from apps.core import slots
 from apps.core.exceptions import ApplicationError
-from apps.knowledge.models import KnowledgeSource, SourceKind, SourceStatus
+from apps.knowledge.models import KnowledgeSource, SourceStatus
 from apps.knowledge.services.articles import source_create
 from apps.knowledge.services.sync import resync_at, source_sync, sources_due
 from apps.knowledge.tasks import sync_source
@@ -46,7 +46,7 @@ def site():
 
 def _source(client: Any, url: str, name: str = "Help", **kw: Any) -> KnowledgeSource:
     return KnowledgeSource.objects.create(
-        client=client, name=name, kind=kw.pop("kind", SourceKind.URL), url=url, **kw
+        client=client, name=name, kind=kw.pop("kind", "url"), url=url, **kw
     )
 
 
@@ -264,7 +264,7 @@ def test_a_flood_of_due_sources_is_started_a_clients_share_at_a_time(client_a, c
             client_a,
             f"https://slow.example/{n}.xml",
             name=f"flood {n}",
-            kind=SourceKind.SITEMAP,
+            kind="sitemap",
             resync_hours=1,
             last_synced_at=long_ago,
             status=SourceStatus.SYNCED,

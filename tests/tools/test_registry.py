@@ -7,7 +7,9 @@ form's executor rows."""
 from __future__ import annotations
 
 import copy
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -183,7 +185,7 @@ class EchoExecutor(Executor):
 
 @pytest.fixture
 def echo() -> Iterator[type[EchoExecutor]]:
-    registry.register(EchoExecutor)
+    registry.register(EchoExecutor())
     yield EchoExecutor
     registry.unregister(EchoExecutor.type)
     EchoExecutor.raises = None
@@ -223,9 +225,9 @@ def test_an_executor_that_raises_never_leaves_the_execution_running(echo, client
 
 def test_registering_an_incomplete_or_duplicate_type_fails(echo):
     with pytest.raises(ValueError, match="registered twice"):
-        registry.register(type("Webhook2", (EchoExecutor,), {"type": "webhook"}))
+        registry.register(type("Webhook2", (EchoExecutor,), {"type": "webhook"})())
     with pytest.raises(ValueError, match="longer than 10"):
-        registry.register(type("Long", (EchoExecutor,), {"type": "x" * 11}))
+        registry.register(type("Long", (EchoExecutor,), {"type": "x" * 11})())
     no_column = {"type": "object", "properties": {"x": {"type": "string"}}}
     with pytest.raises(TypeError, match="no x-column"):
         registry.register(
@@ -233,7 +235,7 @@ def test_registering_an_incomplete_or_duplicate_type_fails(echo):
                 "NoColumn",
                 (EchoExecutor,),
                 {"type": "nocol", "settings_schema": lambda s: no_column},
-            )
+            )()
         )
     invalid = {"type": "object", "properties": {"x": {"type": "strange", "x-column": "name"}}}
     with pytest.raises(TypeError, match="invalid settings schema"):
@@ -242,5 +244,54 @@ def test_registering_an_incomplete_or_duplicate_type_fails(echo):
                 "Invalid",
                 (EchoExecutor,),
                 {"type": "invalid", "settings_schema": lambda s: invalid},
-            )
+            )()
         )
+
+
+def _package(tmp_path: Path, name: str, modules: dict[str, str]) -> None:
+    package = tmp_path / name
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    for module, text in modules.items():
+        (package / f"{module}.py").write_text(text)
+
+
+@pytest.fixture
+def on_path(tmp_path: Path) -> Iterator[Path]:
+    sys.path.insert(0, str(tmp_path))
+    yield tmp_path
+    sys.path.remove(str(tmp_path))
+    for name in [m for m in sys.modules if m.startswith("extra_executors_")]:
+        del sys.modules[name]
+
+
+@pytest.mark.django_db
+def test_an_executor_module_added_to_a_package_is_discovered_and_runs_its_tools(on_path, client_a):
+    """Executors are discovered like steps and modes: a module that declares `EXECUTOR` is
+    registered (an underscore module is a helper), and a tool whose executor type names it
+    runs through it."""
+    _package(
+        on_path,
+        "extra_executors_pkg",
+        {
+            "_helpers": "VALUE = 1\n",
+            "echo": "from tests.tools.test_registry import EchoExecutor\n"
+            "EXECUTOR = EchoExecutor()\n",
+        },
+    )
+    try:
+        found = registry.discover("extra_executors_pkg")
+        assert [e.type for e in found] == ["echo"]
+        assert registry.executor_for("echo") is found[0]
+        assert ("echo", "Echo (tests)") in ClientTool._meta.get_field("executor_type").choices
+        tool = ClientToolFactory(client=client_a, executor_type="echo", webhook_url="")
+        execution = tool_execute(client=client_a, tool=tool, params={"b": 2}, idempotency_key="k")
+        assert execution.result == {"echo": {"b": 2}}
+    finally:
+        registry.unregister("echo")
+
+
+def test_an_executor_module_without_an_executor_fails_discovery(on_path):
+    _package(on_path, "extra_executors_broken", {"half": "LABEL = 'no EXECUTOR here'\n"})
+    with pytest.raises(ValueError, match="defines no EXECUTOR"):
+        registry.discover("extra_executors_broken")

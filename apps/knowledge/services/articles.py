@@ -7,9 +7,7 @@ Errors are `ApplicationError`s whose `extra["fields"]` names each bad field (the
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
 from typing import Any
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
@@ -19,14 +17,15 @@ from django.utils.translation import gettext as _
 from apps.clients.models import Client
 from apps.core.exceptions import ApplicationError
 from apps.core.languages import normalise
+from apps.knowledge import sources
 from apps.knowledge.models import (
     Article,
     ArticleKind,
     ArticleStatus,
     KnowledgeSource,
-    SourceKind,
 )
 from apps.knowledge.services.indexing import article_index
+from apps.knowledge.sources import is_http_url as is_http_url  # re-exported
 
 MAX_TITLE_CHARS = 300
 MAX_BODY_CHARS = 100_000
@@ -34,9 +33,6 @@ MAX_FAQ_ANSWER_CHARS = 5_000
 MAX_TAGS = 20
 MAX_TAG_CHARS = 50
 MAX_LANGUAGE_CHARS = 16
-# What a file source may be (kb-import extracts each of these) and how large.
-ALLOWED_FILE_SUFFIXES = (".md", ".markdown", ".html", ".htm", ".pdf", ".txt")
-MAX_SOURCE_FILE_BYTES = 20 * 1024 * 1024
 MAX_RESYNC_HOURS = 24 * 365
 # The article fields a caller may set (the rest are the server's).
 ARTICLE_FIELDS = ("kind", "title", "body", "language", "tags", "enabled", "status", "source")
@@ -168,11 +164,6 @@ def article_delete(*, article: Article) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def is_http_url(value: str) -> bool:
-    parts = urlsplit(value or "")
-    return parts.scheme in {"http", "https"} and bool(parts.hostname)
-
-
 def source_errors(source: KnowledgeSource) -> dict[str, str]:
     """Field → message for each problem with `source` (empty when valid)."""
     errors: dict[str, str] = {}
@@ -187,30 +178,11 @@ def source_errors(source: KnowledgeSource) -> dict[str, str]:
         errors["name"] = _("A name is required.")
     elif len(source.name) > 200:
         errors["name"] = _("At most %(n)d characters.") % {"n": 200}
-    if source.kind not in SourceKind.values:
-        errors["kind"] = _("One of: %(values)s.") % {"values": ", ".join(SourceKind.values)}
-    elif source.kind in (SourceKind.URL, SourceKind.SITEMAP):
-        if not source.url:
-            errors["url"] = _("A web address is required for this kind of source.")
-        elif not is_http_url(source.url):
-            errors["url"] = _("An http:// or https:// address.")
-        elif len(source.url) > 2000:
-            errors["url"] = _("At most %(n)d characters.") % {"n": 2000}
-    elif source.kind == SourceKind.FILE:
-        if not source.file:
-            errors["file"] = _("A file is required for this kind of source.")
-        else:
-            suffix = PurePosixPath(source.file.name or "").suffix.lower()
-            if suffix not in ALLOWED_FILE_SUFFIXES:
-                errors["file"] = _("The file must be one of: %(types)s.") % {
-                    "types": ", ".join(ALLOWED_FILE_SUFFIXES)
-                }
-            else:
-                size = _file_size(source.file)
-                if size is not None and size > MAX_SOURCE_FILE_BYTES:
-                    errors["file"] = _("The file is larger than %(mb)d MB.") % {
-                        "mb": MAX_SOURCE_FILE_BYTES // (1024 * 1024)
-                    }
+    kind = sources.get(source.kind)
+    if kind is None:
+        errors["kind"] = _("One of: %(values)s.") % {"values": ", ".join(sources.names())}
+    else:
+        errors.update(kind.errors(source))
     if len(source.language) > MAX_LANGUAGE_CHARS:
         errors["language"] = _("A language code such as en or de.")
     if not isinstance(source.resync_hours, int) or not (
@@ -220,20 +192,12 @@ def source_errors(source: KnowledgeSource) -> dict[str, str]:
     return errors
 
 
-def _file_size(file: Any) -> int | None:
-    try:
-        return int(file.size)
-    except (OSError, ValueError, TypeError, AttributeError):
-        return None
-
-
 @transaction.atomic
 def source_save(*, source: KnowledgeSource) -> KnowledgeSource:
     source.name = source.name.strip()
     source.url = (source.url or "").strip()
     source.language = normalise(source.language)
-    if source.kind == SourceKind.MANUAL:
-        source.url = ""
+    sources.kind_of(source.kind).prepare(source)
     if source.pk is None and source.client_id is not None:
         # one new source per client at a time, so KNOWLEDGE_SOURCES_PER_CLIENT holds
         Client.objects.select_for_update().filter(pk=source.client_id).first()
@@ -245,7 +209,7 @@ def source_save(*, source: KnowledgeSource) -> KnowledgeSource:
 
 
 def source_create(*, client: Client, data: dict[str, Any]) -> KnowledgeSource:
-    """A new source of `client` (typed in, a URL, a sitemap or a file); kb-import syncs it."""
+    """A new source of `client`, of any registered kind (apps/knowledge/sources/)."""
     return source_update(source=KnowledgeSource(client=client), data=data)
 
 

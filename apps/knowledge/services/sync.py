@@ -1,5 +1,7 @@
 """Importing a source: fetch its page(s) or read its file, extract the text, and keep one
-article per page (docs/knowledge.md, "Importing").
+article per page (docs/knowledge.md, "Importing"). What is imported is the source's kind's
+(`apps/knowledge/sources/`: `kind.run(sync, fetcher)`); the claim, the progress, the storing
+of pages and the schedule are here, the same for every kind.
 
 - `source_sync_start` queues a sync (status `queued`; the Celery task runs after the commit).
   A source already queued or syncing is left alone, so one source never syncs twice at once.
@@ -18,7 +20,6 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -30,24 +31,14 @@ from django.utils.translation import gettext as _
 from apps.clients.models import Client
 from apps.core import deadlines
 from apps.core.exceptions import ApplicationError
-from apps.knowledge.extract import (
-    PAGE_TYPES,
-    SITEMAP_TYPES,
-    TEXT_TYPES,
-    ExtractError,
-    Page,
-    content_type_for_name,
-    extract,
-    sitemap_entries,
-    text_sitemap_entries,
-)
-from apps.knowledge.fetch import Fetcher, FetchError, SyncBudgetExceeded, url_refusal
+from apps.knowledge import sources
+from apps.knowledge.extract import PAGE_TYPES, ExtractError, Page, extract
+from apps.knowledge.fetch import Fetcher, FetchError, SyncBudgetExceeded
 from apps.knowledge.models import (
     Article,
     ArticleKind,
     ArticleStatus,
     KnowledgeSource,
-    SourceKind,
     SourceStatus,
 )
 from apps.knowledge.sandbox import ExtractionStopped
@@ -58,11 +49,8 @@ logger = logging.getLogger(__name__)
 STALE_GRACE = timedelta(minutes=2)
 # Page errors kept in the progress (the counts hold all of them).
 MAX_ERRORS_SHOWN = 20
-# Sitemap entries read in all (the sitemaps protocol allows 50,000 per file).
-MAX_SITEMAP_ENTRIES = 50_000
 # URLs of pages a sync switched off, remembered so they are switched on again if they return.
 MAX_SWITCHED_OFF_KEPT = 1000
-SYNCABLE = (SourceKind.URL, SourceKind.SITEMAP, SourceKind.FILE)
 BUSY = (SourceStatus.QUEUED, SourceStatus.SYNCING)
 
 
@@ -86,15 +74,8 @@ def empty_progress(message: str = "") -> dict[str, Any]:
 
 
 def source_problem(source: KnowledgeSource) -> str:
-    """Why `source` cannot be synced, or ""."""
-    if source.kind not in SYNCABLE:
-        return _("A source typed in by staff has nothing to import.")
-    if source.kind == SourceKind.FILE:
-        return "" if source.file else _("The source has no file.")
-    if not source.url:
-        return _("The source has no address.")
-    refusal = url_refusal(source.url)
-    return _("The address is refused: %(reason)s") % {"reason": refusal} if refusal else ""
+    """Why `source` cannot be synced, or "" (its kind decides)."""
+    return sources.kind_of(source.kind).sync_problem(source)
 
 
 def source_sync_start(
@@ -163,7 +144,7 @@ def source_sync(*, source: KnowledgeSource) -> dict[str, Any]:
         ):
             return {"skipped": True, "message": _("Another sync of this source is running.")}
     source.refresh_from_db()
-    return _Sync(source).run()
+    return SourceImport(source).run()
 
 
 def source_sync_wait(*, source: KnowledgeSource) -> None:
@@ -193,7 +174,10 @@ def syncs_running(*, client: Client, now: datetime | None = None, besides: int =
     )
 
 
-class _Sync:
+class SourceImport:
+    """One sync of one source: its progress, and the storing of what its kind imports (the
+    kind calls `report`, `page_failed`, `store`, `import_pages`, `switch_off_missing`)."""
+
     def __init__(self, source: KnowledgeSource) -> None:
         self.source = source
         self.client = source.client
@@ -235,10 +219,7 @@ class _Sync:
         try:
             seconds = float(settings.KNOWLEDGE_SYNC_SECONDS)
             with deadlines.deadline_scope(seconds), Fetcher() as fetcher:
-                if self.source.kind == SourceKind.FILE:
-                    self.import_file()
-                else:
-                    self.import_web(fetcher)
+                sources.kind_of(self.source.kind).run(self, fetcher)
                 self.progress["bytes"] = max(self.progress["bytes"], fetcher.bytes_read)
         except (FetchError, ExtractError) as exc:  # the source itself (its sitemap) failed
             error = str(exc)
@@ -293,33 +274,9 @@ class _Sync:
         self.source.refresh_from_db()
         return dict(p)
 
-    def import_file(self) -> None:
-        name = self.source.file.name or ""
-        limit = int(settings.KNOWLEDGE_MAX_PAGE_BYTES)
-        self.report(_("Reading the file."), total=1)
-        with self.source.file.open("rb") as handle:
-            data = handle.read(limit + 1)
-        self.progress["bytes"] = len(data)
-        if len(data) > limit:
-            self.page_failed(name, _("The file is larger than %(limit)s bytes.") % {"limit": limit})
-        else:
-            content_type = content_type_for_name(name)
-            try:
-                page = extract(
-                    body=data, content_type=content_type, name=name, still_wanted=self.still_wanted
-                )
-            except ExtractError as exc:
-                self.page_failed(name, str(exc))
-            else:
-                self.store("", page)
-        self.report(done=1)
-
-    def import_web(self, fetcher: Fetcher) -> None:
-        if self.source.kind == SourceKind.SITEMAP:
-            self.report(_("Reading the sitemap."))
-            listed = self.sitemap_pages(fetcher)
-        else:
-            listed = [self.source.url]
+    def import_pages(self, fetcher: Fetcher, listed: list[str]) -> None:
+        """Fetch the pages at `listed` (at most KNOWLEDGE_MAX_PAGES of them, within the sync's
+        time) and store each as one article."""
         pages = listed[: self.max_pages]
         if len(listed) > len(pages):
             self.stopped = _(
@@ -356,46 +313,6 @@ class _Sync:
                 done=self.progress["done"] + 1,
                 bytes=fetcher.bytes_read,
             )
-        if self.source.kind == SourceKind.SITEMAP:
-            self.switch_off_missing(set(listed))
-
-    def sitemap_pages(self, fetcher: Fetcher) -> list[str]:
-        """The page URLs the source's sitemap lists (following a sitemap index, bounded), on
-        the sitemap's own host only. Raises FetchError / ExtractError when the first sitemap
-        cannot be read; a nested one that fails is skipped (and counted)."""
-        host = (urlsplit(self.source.url).hostname or "").lower()
-        todo, seen, pages = [self.source.url], set[str](), list[str]()
-        max_sitemaps = int(settings.KNOWLEDGE_MAX_SITEMAPS)
-        while todo and len(seen) < max_sitemaps and len(pages) < MAX_SITEMAP_ENTRIES:
-            sitemap = todo.pop(0)
-            seen.add(sitemap)
-            try:
-                fetched = fetcher.get(sitemap, accept=SITEMAP_TYPES | TEXT_TYPES)
-                if fetched.content_type in TEXT_TYPES:
-                    text = fetched.body.decode(fetched.charset or "utf-8", errors="replace")
-                    kind, urls = "urlset", text_sitemap_entries(text)
-                else:
-                    kind, urls = sitemap_entries(fetched.body)
-            except (FetchError, ExtractError) as exc:
-                if sitemap == self.source.url:
-                    raise
-                self.page_failed(sitemap, str(exc))
-                continue
-            same_host = [
-                u
-                for u in urls
-                if (urlsplit(u).hostname or "").lower() == host
-                and urlsplit(u).scheme in {"http", "https"}
-                and len(u) <= 2000
-            ]
-            if kind == "sitemapindex":
-                todo.extend(u for u in same_host if u not in seen and u not in todo)
-            else:
-                pages.extend(same_host)
-        pages = list(dict.fromkeys(pages))[:MAX_SITEMAP_ENTRIES]
-        if not pages:
-            raise ExtractError(_("The sitemap lists no pages on its own host."))
-        return pages
 
     # --- articles -------------------------------------------------------------------------
 
@@ -499,7 +416,7 @@ def sources_due(*, now: datetime | None = None, limit: int) -> list[KnowledgeSou
         .filter(
             client__is_active=True,
             enabled=True,
-            kind__in=(SourceKind.URL, SourceKind.SITEMAP),
+            kind__in=sources.names(resyncs=True),
         )
     )
     candidates = web.filter(idle_and_old | stuck).order_by(

@@ -1,10 +1,12 @@
 """How a tool runs: one `Executor` per type, collected in a registry.
 
-Every executor type lives in one module of this package and registers itself with `@register`;
-the package imports its modules on first use, so adding a type = adding a module (the choices
-of `ClientTool.executor_type` are a callable over the registry: no migration). Everything
-that used to branch on the type — `ClientTool.is_configured`, `tool_execute`, the admin form, the
-tenant importer, the API's enum — asks the registry instead.
+Every executor type lives in one module of this package that declares `EXECUTOR = …Executor()`;
+the package discovers its modules when it is imported (`discover`, as the steps and the modes
+are; `ToolsConfig.ready` imports it at start-up), so adding a type = adding a module (the
+choices of `ClientTool.executor_type` are a callable over the registry: no migration). Modules
+whose name starts with `_` are helpers; any other module without an `EXECUTOR` fails the
+import. Everything that used to branch on the type — `ClientTool.is_configured`,
+`tool_execute`, the admin form, the tenant importer, the API's enum — asks the registry.
 
 An executor declares its settings once, as a JSON Schema (`settings_schema`): the object of the
 tenant file's `tools[].executor` (without its `type`), each property naming the `ClientTool`
@@ -18,8 +20,6 @@ An executor never raises for a tool failure and never touches `ToolExecution`: `
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -29,6 +29,7 @@ from django.utils.translation import gettext_noop
 from jsonschema import Draft202012Validator
 
 from apps.core.registry import Registry
+from apps.core.schema_errors import SchemaProblem, errors_by_path
 
 if TYPE_CHECKING:
     from apps.clients.models import Client
@@ -70,7 +71,8 @@ class ExecutorOutcome:
 
 
 class Executor(ABC):
-    """One way to run a tool. Subclasses set the class attributes and register themselves."""
+    """One way to run a tool. Subclasses set the class attributes; their module declares
+    `EXECUTOR = TheExecutor()`."""
 
     type: ClassVar[str]  # the value of ClientTool.executor_type (≤ 10 characters)
     label: ClassVar[str]  # shown in the admin
@@ -117,29 +119,31 @@ class Executor(ABC):
         """Problems with these settings (property -> message, '' for the whole object);
         empty when valid."""
         schema = {**self.settings_schema(), "additionalProperties": False}
-        errors: dict[str, str] = {}
-        for error in Draft202012Validator(schema).iter_errors(dict(settings)):
-            if error.validator == "required":
-                for missing in (n for n in schema["required"] if n not in settings):
-                    errors.setdefault(missing, self._missing_message(missing))
-            elif error.validator == "additionalProperties":
-                errors.setdefault("", error.message)
-            else:
-                name = str(error.absolute_path[0]) if error.absolute_path else ""
-                spec = schema.get("properties", {}).get(name, {})
-                message = error.message
-                if error.validator == "enum":
-                    message = f"must be one of: {', '.join(map(str, spec['enum']))}"
-                elif error.validator == "minLength":
-                    message = f"must be at least {error.validator_value} characters"
-                elif error.validator == "maxLength":
-                    message = f"must be at most {error.validator_value} characters"
-                elif spec.get("writeOnly"):  # never echo a secret back
-                    message = f"invalid ({error.validator})"
-                errors.setdefault(name, message)
+        errors = errors_by_path(
+            Draft202012Validator(schema),
+            dict(settings),
+            words={"*": self._words},
+            where=_setting_named,
+        )
         if not errors:
             errors = self.check(settings)
         return errors
+
+    def _words(self, problem: SchemaProblem) -> str:
+        """An executor's own words for a settings problem (the tenant import's, in English)."""
+        if problem.keyword == "required":
+            return self._missing_message(str(problem.key))
+        if problem.keyword == "additionalProperties":
+            return problem.error.message
+        spec = self.properties().get(_setting_named(problem), {})
+        if problem.keyword == "enum":
+            return f"must be one of: {', '.join(map(str, spec['enum']))}"
+        if problem.keyword in ("minLength", "maxLength"):
+            least = "least" if problem.keyword == "minLength" else "most"
+            return f"must be at {least} {problem.value} characters"
+        if spec.get("writeOnly"):  # never echo a secret back
+            return f"invalid ({problem.keyword})"
+        return problem.error.message
 
     def _missing_message(self, name: str) -> str:
         spec = self.properties()[name]
@@ -173,32 +177,44 @@ class Executor(ABC):
         return {columns.get(name, "executor_type"): message for name, message in errors.items()}
 
 
+def _setting_named(problem: SchemaProblem) -> str:
+    """The setting a problem is about ('' = the whole object, for an unknown setting)."""
+    if problem.keyword == "additionalProperties" or not problem.path:
+        return ""
+    return str(problem.path[0])
+
+
 # In registration order (module name order): the order of the admin's choices and columns.
-# Registering the same class again (its module imported twice) replaces its instance.
+# Registering another instance of the same class (its module imported twice) replaces it.
 _REGISTRY: Registry[Executor] = Registry(
     error=ValueError,
     duplicate="executor type {name} is registered twice",
     kind=Executor,
     same=lambda known, new: type(known) is type(new),
 )
-_loaded = False
 
 
-def register[E: type[Executor]](cls: E) -> E:
-    """Add an executor type (a class decorator); every module of this package uses it."""
-    if len(cls.type) > 10:
-        raise ValueError(f"executor type {cls.type!r} is longer than 10 characters")
-    if not getattr(cls, "label", ""):
-        raise TypeError(f"executor {cls.__name__} does not set label")
-    executor = cls()
+def register[E: Executor](executor: E) -> E:
+    """Add an executor type (discovery does this for every module of this package)."""
+    if not isinstance(executor, Executor):
+        raise ValueError(f"{executor!r} is not an Executor")
+    if len(executor.type) > 10:
+        raise ValueError(f"executor type {executor.type!r} is longer than 10 characters")
+    if not getattr(executor, "label", ""):
+        raise TypeError(f"executor {type(executor).__name__} does not set label")
     schema_problem(executor)
-    _REGISTRY.register(cls.type, executor)
-    return cls
+    _REGISTRY.register(executor.type, executor)
+    return executor
 
 
 def unregister(executor_type: str) -> None:
     """Remove an executor type (for tests that register one of their own)."""
     _REGISTRY.unregister(executor_type)
+
+
+def discover(package: str) -> list[Executor]:
+    """Import every non-underscore module of `package` and register its `EXECUTOR`."""
+    return _REGISTRY.discover(package, "EXECUTOR", register)
 
 
 def schema_problem(executor: Executor) -> None:
@@ -220,23 +236,12 @@ def schema_problem(executor: Executor) -> None:
             raise TypeError(f"executor {executor.type!r}: property {name!r} has no x-column")
 
 
-def _load() -> None:
-    global _loaded
-    if _loaded:
-        return
-    for module in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{module.name}")
-    _loaded = True
-
-
 def executors() -> dict[str, Executor]:
     """Every registered executor, by type."""
-    _load()
     return dict(_REGISTRY.items())
 
 
 def executor_for(executor_type: str) -> Executor | None:
-    _load()
     return _REGISTRY.get(executor_type)
 
 
@@ -261,3 +266,6 @@ def settings_for(executor_type: str, values: Mapping[str, Any]) -> dict[str, Any
         if other.type != executor_type:
             blanks |= other.settings_blank()
     return blanks | dict(values)
+
+
+discover(__name__)

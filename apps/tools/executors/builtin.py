@@ -12,7 +12,7 @@ from django.db import transaction
 from django.utils.translation import gettext_noop
 
 from apps.tools.builtins import BUILTIN_HANDLERS, ToolError
-from apps.tools.executors import TIMEOUT_SETTING, Executor, ExecutorOutcome, register
+from apps.tools.executors import TIMEOUT_SETTING, Executor, ExecutorOutcome
 
 if TYPE_CHECKING:
     from apps.clients.models import Client
@@ -33,7 +33,6 @@ def _clip(text: str) -> str:
     return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"
 
 
-@register
 class BuiltinExecutor(Executor):
     type = "builtin"
     label = gettext_noop("Built-in (runs inside GuideDesk)")
@@ -132,3 +131,6 @@ def run_builtin(
     return ExecutorOutcome(
         ok=True, result=result, error="", attempts=1, latency_ms=_elapsed_ms(started)
     )
+
+
+EXECUTOR = BuiltinExecutor()

@@ -36,7 +36,7 @@ from apps.core.db import release_connection
 from apps.core.http import CONNECT_TO, wall_clock_client
 from apps.core.netguard import address_is_public as address_is_public  # re-exported
 from apps.core.netguard import checked_addresses
-from apps.tools.executors import TIMEOUT_SETTING, Executor, ExecutorOutcome, register
+from apps.tools.executors import TIMEOUT_SETTING, Executor, ExecutorOutcome
 from apps.tools.wording import ERROR_CODE_RE
 
 if TYPE_CHECKING:
@@ -383,7 +383,6 @@ def run_webhook(
     )
 
 
-@register
 class WebhookExecutor(Executor):
     type = "webhook"
     label = gettext_noop("Webhook (the client's HTTPS endpoint)")
@@ -477,3 +476,6 @@ class WebhookExecutor(Executor):
             idempotency_key=execution.idempotency_key,
             customer=customer,
         )
+
+
+EXECUTOR = WebhookExecutor()

@@ -9,7 +9,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.clients.models import Client
-from apps.knowledge.models import KnowledgeSource, SourceKind
+from apps.knowledge import sources
+from apps.knowledge.models import KnowledgeSource
 from apps.knowledge.services.sync import source_problem, source_sync
 
 
@@ -26,17 +27,17 @@ class Command(BaseCommand):
         client = Client.objects.filter(slug=options["client"]).first()
         if client is None:
             raise CommandError(f"No client with the slug {options['client']!r}.")
-        sources = KnowledgeSource.objects.for_client(client).exclude(kind=SourceKind.MANUAL)
+        rows = KnowledgeSource.objects.for_client(client).filter(kind__in=sources.names(syncs=True))
         wanted = options["source"]
         if wanted:
             try:
-                sources = sources.filter(public_id=uuid.UUID(wanted))
+                rows = rows.filter(public_id=uuid.UUID(wanted))
             except ValueError:
-                sources = sources.filter(name=wanted)
-        if not sources.exists():
+                rows = rows.filter(name=wanted)
+        if not rows.exists():
             raise CommandError("No source to sync.")
         failed = 0
-        for source in sources.order_by("name", "pk"):
+        for source in rows.order_by("name", "pk"):
             problem = source_problem(source)
             if problem:
                 failed += 1
