@@ -93,3 +93,40 @@ def test_the_checker_finds_each_form() -> None:
     assert dynamic_reads(source) == [3, 4, 5]
     assert attribute_reads(source) == {"D"}
 
+
+def names_set(source: str) -> set[str]:
+    """The module-level names a settings module assigns (not the ones it imports)."""
+    names: set[str] = set()
+    for node in ast.parse(source).body:
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if isinstance(node, ast.AnnAssign):
+            targets = [node.target]
+        names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return names
+
+
+def test_no_setting_is_set_by_two_parts() -> None:
+    """base.py star-imports every part: a name set in two of them would depend on the order."""
+    seen: dict[str, str] = {}
+    clashes = []
+    for path in sorted((ROOT / "config" / "settings" / "parts").glob("*.py")):
+        for name in names_set(path.read_text()):
+            if name in seen:
+                clashes.append(f"{name}: {seen[name]} and {path.name}")
+            seen[name] = path.name
+    assert seen, "no settings parts found"
+    assert not clashes, clashes
+    assert names_set("A = 1\nB: int = 2\nfrom x import C\nD['k'] = 3\n") == {"A", "B"}
+
+
+def test_base_is_the_parts_and_nothing_else() -> None:
+    """Every part is imported by base.py, and base.py sets nothing itself."""
+    base = (ROOT / "config" / "settings" / "base.py").read_text()
+    parts = {p.stem for p in (ROOT / "config" / "settings" / "parts").glob("*.py")} - {"__init__"}
+    imported = {
+        node.module.rsplit(".", 1)[-1]
+        for node in ast.parse(base).body
+        if isinstance(node, ast.ImportFrom) and node.module
+    }
+    assert imported == parts
+    assert not names_set(base)
