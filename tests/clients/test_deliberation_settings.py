@@ -46,7 +46,7 @@ def test_a_copy_of_the_plan_never_shares_the_live_settings() -> None:
     """A simulation's side changes its in-memory copy of the plan only."""
     live = Plan(slug="p", name="P")
     side = copy.copy(live)
-    deliberation_settings_set(side, refinement_iterations=0, target=Decimal("0.8755"))
+    deliberation_settings_set(side, refinement_iterations=0, target=Decimal("0.8756"))
     assert deliberation_settings(live).refinement_iterations == 2
     assert deliberation_settings(side).refinement_iterations == 0
     assert deliberation_settings(side).target == 0.876  # three places, as the column had
