@@ -7,7 +7,7 @@ from celery import Celery, signals
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
 
 app = Celery("guidedesk")
-# All CELERY_* settings live in Django settings (config/settings/base.py).
+# All CELERY_* settings live in Django settings (config/settings/parts/celery.py).
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 

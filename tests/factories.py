@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 import factory
 
 from apps.accounts.models import Membership, Role, User
 from apps.billing.models import ModelPrice
+from apps.clients.deliberation import deliberation_settings_set
 from apps.clients.models import Client, Plan
 from apps.tools.models import ClientTool, ExecutorType, ToolKind
 
@@ -20,6 +22,16 @@ class PlanFactory(factory.django.DjangoModelFactory[Plan]):
     ai_mode = "adaptive"
     monthly_fee = Decimal("99.00")
     included_turns = 5000
+
+
+def set_deliberation(plan: Plan | int, **changes: Any) -> Plan:
+    """Change a plan's deliberative-mode settings (`min_steps`, `max_steps`, `target`,
+    `refinement_iterations`, `refinement_stop_score`) and save them."""
+    if not isinstance(plan, Plan):
+        plan = Plan.objects.get(pk=plan)
+    deliberation_settings_set(plan, **changes)
+    plan.save(update_fields=["deliberation"])
+    return plan
 
 
 class ClientFactory(factory.django.DjangoModelFactory[Client]):

@@ -52,8 +52,7 @@ def day_runs(wanted: list[date]) -> list[tuple[date, date]]:
 def rollup_grace() -> timedelta:
     """How long after midnight a day still changes: a turn that started just before midnight
     may run for up to the task time limit, and its calls count on the day it started."""
-    default = int(settings.CELERY_TASK_TIME_LIMIT) + 60
-    return timedelta(seconds=int(getattr(settings, "BILLING_ROLLUP_GRACE_SECONDS", default)))
+    return timedelta(seconds=int(settings.BILLING_ROLLUP_GRACE_SECONDS))
 
 
 def last_closed_day(now: datetime | None = None) -> date:

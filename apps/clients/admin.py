@@ -11,12 +11,19 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.formats import date_format
 from django.utils.html import format_html
+from django.utils.text import capfirst
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.models import Membership
 from apps.clients import modes
 from apps.clients.business_info import business_info_errors
+from apps.clients.deliberation import (
+    DELIBERATION_ROWS,
+    MAX_REFINEMENT_ITERATIONS,
+    deliberation_settings,
+    deliberation_settings_set,
+)
 from apps.clients.identity import (
     ROTATION_GRACE,
     client_identity_secret_rotate,
@@ -101,6 +108,50 @@ def _hook_choices() -> list[tuple[str, Any]]:
     return [(name, HOOK_LABELS.get(name, name)) for name in hook_names()]
 
 
+def _step_row(label: Any, help_text: Any) -> forms.IntegerField:
+    """MIN or MAX: empty inherits the rubric's; 0 and above 20 are refused by `Plan.clean`."""
+    return forms.IntegerField(
+        label=capfirst(label), min_value=0, required=False, help_text=help_text
+    )
+
+
+def _deliberation_rows() -> dict[str, forms.Field]:
+    """One form row per deliberative setting (`Plan.deliberation`, apps/clients/deliberation.py);
+    the step and target bounds against the rubric are checked by `Plan.clean`."""
+    return {
+        "deliberation_min_steps": _step_row(
+            _("minimum steps"), _("Overrides the rubric's MIN (1–20); empty = the rubric's.")
+        ),
+        "deliberation_max_steps": _step_row(
+            _("maximum steps"), _("Overrides the rubric's MAX (MIN–20); empty = the rubric's.")
+        ),
+        "deliberation_target": forms.DecimalField(
+            label=capfirst(_("target score")),
+            max_digits=4,
+            decimal_places=3,
+            required=False,
+            help_text=_("Overrides the rubric's TARGET (0 < target ≤ 1); empty = the rubric's."),
+        ),
+        "refinement_iterations": forms.IntegerField(
+            label=capfirst(_("refinement iterations")),
+            min_value=0,
+            max_value=MAX_REFINEMENT_ITERATIONS,
+            help_text=_(
+                "Critique → improve rounds after the answer is written (0 = off, at most 5); "
+                "each round is two LLM calls."
+            ),
+        ),
+        "refinement_stop_score": forms.IntegerField(
+            label=capfirst(_("refinement stop score")),
+            min_value=1,
+            max_value=100,
+            help_text=_(
+                "Refinement stops early once a critique scores the answer at least this (1–100)."
+            ),
+        ),
+    }
+
+
 class PlanAdminForm(forms.ModelForm):
     post_draft_hooks = forms.MultipleChoiceField(
         choices=_hook_choices,
@@ -124,6 +175,9 @@ class PlanAdminForm(forms.ModelForm):
         for name in modes.names():
             if multiplier_field(name) in self.fields:
                 self.initial.setdefault(multiplier_field(name), current[name])
+        own = deliberation_settings(self.instance).model_dump()
+        for key, row in DELIBERATION_ROWS.items():
+            self.initial.setdefault(row, own[key])
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -139,6 +193,9 @@ class PlanAdminForm(forms.ModelForm):
             else:
                 multipliers[name] = modes.multiplier_text(value)
         self.instance.multipliers = multipliers
+        # The deliberative rows → Plan.deliberation (a row that failed its own check is left).
+        changes = {key: cleaned[row] for key, row in DELIBERATION_ROWS.items() if row in cleaned}
+        deliberation_settings_set(self.instance, **changes)
         return cleaned
 
 
@@ -280,8 +337,10 @@ class PlanAdmin(PlatformOnlyAdmin):
     def get_form(
         self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
     ) -> Any:
-        # The multiplier rows are declared per registered mode, when the page is built.
-        kwargs["form"] = type("PlanAdminForm", (self.form,), multiplier_form_fields())
+        # The multiplier rows are declared per registered mode, when the page is built; the
+        # deliberative rows stand for keys of one JSON field.
+        rows = {**multiplier_form_fields(), **_deliberation_rows()}
+        kwargs["form"] = type("PlanAdminForm", (self.form,), rows)
         return super().get_form(request, obj, change, **kwargs)
 
     @admin.display(description=_("Clients"))

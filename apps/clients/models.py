@@ -12,10 +12,18 @@ from django.db import models
 from django.utils.text import format_lazy
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
+from pydantic import ValidationError as PydanticValidationError
 
 from apps.clients import modes
 from apps.clients.business_hours import business_hours_errors
 from apps.clients.business_info import business_info_errors
+from apps.clients.deliberation import (
+    DELIBERATION_ROWS,
+    default_deliberation,
+    deliberation_errors,
+    deliberation_settings,
+    settings_errors,
+)
 from apps.clients.rowcache import RowCacheQuerySet
 from apps.core.models import TenantOwnedModel, TimeStampedModel
 
@@ -39,7 +47,6 @@ def validate_multipliers(value: Any) -> None:
         )
 
 
-DELIBERATION_MAX_STEPS_LIMIT = 20
 # Per-visitor limits' defaults (docs/billing.md): a conversation and a visitor's day each get
 # about one deliberative answer (~85k tokens) plus a dozen adaptive ones; a deliberative
 # answer runs only when its whole reservation still fits in both.
@@ -49,30 +56,6 @@ DEFAULT_DELIBERATIVE_TURNS_PER_HOUR = 3
 # Simulations' own monthly token budget (docs/simulations.md "Budget"): apart from the live one.
 DEFAULT_SIMULATION_MONTHLY_TOKENS = 2_000_000
 RUBRIC_KEY_MAX = 40
-
-
-def deliberation_errors(
-    *, min_steps: int | None, max_steps: int | None, target: Decimal | float | None
-) -> dict[str, str]:
-    """What is wrong with a loop's MIN / MAX / TARGET (1 ≤ MIN ≤ MAX ≤ 20, 0 < TARGET ≤ 1),
-    by field; None values are not checked (they are inherited)."""
-    errors: dict[str, str] = {}
-    limit = DELIBERATION_MAX_STEPS_LIMIT
-    if min_steps is not None and not 1 <= min_steps <= limit:
-        errors["min_steps"] = gettext(
-            "The minimum number of steps must be between 1 and %(limit)s."
-        ) % {"limit": limit}
-    if max_steps is not None and not 1 <= max_steps <= limit:
-        errors["max_steps"] = gettext(
-            "The maximum number of steps must be between 1 and %(limit)s."
-        ) % {"limit": limit}
-    if min_steps is not None and max_steps is not None and not errors and min_steps > max_steps:
-        errors["max_steps"] = gettext(
-            "The maximum number of steps (%(max)s) must be at least the minimum (%(min)s)."
-        ) % {"max": max_steps, "min": min_steps}
-    if target is not None and not 0 < float(target) <= 1:
-        errors["target"] = gettext("The target score must be above 0 and at most 1 (e.g. 0.75).")
-    return errors
 
 
 def rubric_principle_errors(principles: Any) -> list[str]:
@@ -359,42 +342,13 @@ class Plan(TimeStampedModel):
         ),
         verbose_name=_("rubric"),
     )
-    deliberation_min_steps = models.PositiveSmallIntegerField(
-        _("minimum steps"),
-        null=True,
+    # MIN / MAX / TARGET over the rubric's, refinement rounds and early-stop score: one JSON
+    # object, read through apps.clients.deliberation.deliberation_settings(plan).
+    deliberation = models.JSONField(
+        _("Deliberative mode"),
+        default=default_deliberation,
         blank=True,
-        help_text=_("Overrides the rubric's MIN (1–20); empty = the rubric's."),
-    )
-    deliberation_max_steps = models.PositiveSmallIntegerField(
-        _("maximum steps"),
-        null=True,
-        blank=True,
-        help_text=_("Overrides the rubric's MAX (MIN–20); empty = the rubric's."),
-    )
-    deliberation_target = models.DecimalField(
-        _("target score"),
-        max_digits=4,
-        decimal_places=3,
-        null=True,
-        blank=True,
-        help_text=_("Overrides the rubric's TARGET (0 < target ≤ 1); empty = the rubric's."),
-    )
-    refinement_iterations = models.PositiveSmallIntegerField(
-        default=2,
-        validators=[MaxValueValidator(5)],
-        help_text=_(
-            "Critique → improve rounds after the answer is written (0 = off, at most 5); "
-            "each round is two LLM calls."
-        ),
-        verbose_name=_("refinement iterations"),
-    )
-    refinement_stop_score = models.PositiveSmallIntegerField(
-        default=90,
-        validators=[MinValueValidator(1), MaxValueValidator(100)],
-        help_text=_(
-            "Refinement stops early once a critique scores the answer at least this (1–100)."
-        ),
-        verbose_name=_("refinement stop score"),
+        editable=False,  # the admin's form has one row per setting
     )
 
     # -- outcomes (apps/outcomes, docs/outcomes.md) ----------------------------------------------
@@ -425,14 +379,15 @@ class Plan(TimeStampedModel):
         }
 
     def clean(self) -> None:
-        """MIN / MAX / TARGET as they will apply (this plan's overrides over its rubric's)
-        must satisfy 1 ≤ MIN ≤ MAX ≤ 20 and 0 < TARGET ≤ 1; errors name the override."""
-        overrides = {
-            "min_steps": "deliberation_min_steps",
-            "max_steps": "deliberation_max_steps",
-            "target": "deliberation_target",
-        }
-        if all(getattr(self, f) is None for f in overrides.values()):
+        """The deliberative settings are well formed, and MIN / MAX / TARGET as they will apply
+        (this plan's overrides over its rubric's) satisfy 1 ≤ MIN ≤ MAX ≤ 20 and
+        0 < TARGET ≤ 1; errors name the admin's row (`DELIBERATION_ROWS`)."""
+        try:
+            chosen = deliberation_settings(self)
+        except PydanticValidationError as exc:
+            raise ValidationError(settings_errors(exc)) from None
+        overrides = {key: getattr(chosen, key) for key in ("min_steps", "max_steps", "target")}
+        if all(value is None for value in overrides.values()):
             return
         rubric = self.rubric if self.rubric_id else None
         inherited: dict[str, Any] = {
@@ -440,17 +395,15 @@ class Plan(TimeStampedModel):
             "max_steps": rubric.max_steps if rubric else 10,
             "target": rubric.target if rubric else Decimal("0.75"),
         }
-        effective: dict[str, Any] = {
-            key: getattr(self, field) if getattr(self, field) is not None else inherited[key]
-            for key, field in overrides.items()
+        effective = {
+            key: inherited[key] if value is None else value for key, value in overrides.items()
         }
         errors: dict[str, list[str]] = {}
         for key, message in deliberation_errors(**effective).items():
-            field = overrides[key]
-            if getattr(self, field) is None:  # the rubric's value clashes with an override
-                field = next(f for f in overrides.values() if getattr(self, f) is not None)
+            if overrides[key] is None:  # the rubric's value clashes with an override
+                key = next(k for k, value in overrides.items() if value is not None)
                 message += gettext(" (the other value comes from the rubric)")
-            errors.setdefault(field, []).append(message)
+            errors.setdefault(DELIBERATION_ROWS[key], []).append(message)
         if errors:
             raise ValidationError(errors)
 

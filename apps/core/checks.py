@@ -20,7 +20,7 @@ UNDELIVERED_EMAIL_BACKENDS = {
 def check_email_is_delivered(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     """Hand-off e-mails carry the customer's words and password-reset e-mails a sign-in link:
     in production they must go to a mail server, never to the log."""
-    backend = getattr(settings, "EMAIL_BACKEND", "")
+    backend = settings.EMAIL_BACKEND
     what = UNDELIVERED_EMAIL_BACKENDS.get(backend)
     if what is None:
         return []

@@ -9,7 +9,7 @@ LOCAL_HOSTS = {"localhost", "127.0.0.1", "[::1]"}
 
 
 def site_url() -> str:
-    configured = str(getattr(settings, "SITE_URL", "") or "").strip().rstrip("/")
+    configured = str(settings.SITE_URL or "").strip().rstrip("/")
     if configured:
         return configured
     hosts = [h for h in settings.ALLOWED_HOSTS if h and h != "*" and not h.startswith(".")]

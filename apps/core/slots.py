@@ -286,7 +286,7 @@ class Status:
 def _redis() -> Any | None:
     """A Redis client for the slots (thread-safe, one per process), or None without Redis."""
     global _client
-    url = str(getattr(settings, "SLOTS_REDIS_URL", "") or "")
+    url = str(settings.SLOTS_REDIS_URL or "")
     if not url.startswith(("redis://", "rediss://", "unix://")):
         return None
     with _lock:

@@ -25,18 +25,18 @@ EMBEDDING_INPUT_CHARS = 8000  # one chunk is ≤ ~1,400 characters; a query is c
 
 
 def enabled() -> bool:
-    return bool(getattr(settings, "EMBEDDING_MODEL", "")) and bool(settings.OPENAI_API_KEY)
+    return bool(settings.EMBEDDING_MODEL) and bool(settings.OPENAI_API_KEY)
 
 
 def model_name() -> str:
-    return str(getattr(settings, "EMBEDDING_MODEL", ""))
+    return str(settings.EMBEDDING_MODEL)
 
 
 def _sdk() -> openai.OpenAI:
     return openai.OpenAI(
         api_key=str(settings.OPENAI_API_KEY),
         base_url=settings.OPENAI_BASE_URL or None,
-        timeout=float(getattr(settings, "EMBEDDING_TIMEOUT", 10.0)),
+        timeout=float(settings.EMBEDDING_TIMEOUT),
         max_retries=0,
     )
 
@@ -74,7 +74,7 @@ def fill_chunks(*, client: Client, chunk_ids: Sequence[int]) -> int:
     if not enabled() or not chunk_ids:
         return 0
     model = model_name()
-    batch_size = max(1, int(getattr(settings, "EMBEDDING_BATCH", 64)))
+    batch_size = max(1, int(settings.EMBEDDING_BATCH))
     chunks = list(ArticleChunk.objects.for_client(client).filter(pk__in=chunk_ids).order_by("pk"))
     done = 0
     for start in range(0, len(chunks), batch_size):

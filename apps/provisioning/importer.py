@@ -22,6 +22,7 @@ from pydantic_core import PydanticCustomError
 
 from apps.clients import modes
 from apps.clients.business_info import business_info_errors
+from apps.clients.deliberation import DeliberationSettings, deliberation_errors
 from apps.clients.identity import public_key_problem
 from apps.clients.models import (
     DEFAULT_CONVERSATION_TOKEN_BUDGET,
@@ -96,6 +97,19 @@ class PlanIn(_Strict):
     # Days a conversation is kept after its last message; 0 = kept (docs/privacy.md).
     conversation_retention_days: int = Field(default=0, ge=0)
     notes: PlanNotesIn = PlanNotesIn()
+    # Deliberative mode (apps/clients/deliberation.py); left out: what the admin set stays.
+    deliberation: DeliberationSettings | None = None
+
+    @field_validator("deliberation")
+    @classmethod
+    def _deliberation_bounds(cls, value: DeliberationSettings | None) -> Any:
+        if value is not None:
+            errors = deliberation_errors(
+                min_steps=value.min_steps, max_steps=value.max_steps, target=value.target
+            )
+            if errors:
+                raise ValueError("; ".join(f"{key}: {text}" for key, text in errors.items()))
+        return value
 
     @field_validator("ai_mode")
     @classmethod

@@ -80,10 +80,13 @@ def tenant_import(*, data: Any) -> list[ImportedClient]:
 
     plans = {plan.slug: plan for plan in Plan.objects.all()}
     for p in spec.plans:
+        # Left out of the file, the plan's deliberative settings stay as the admin set them.
+        deliberation = {"deliberation": p.deliberation.model_dump()} if p.deliberation else {}
         plans[p.slug], _ = _upsert(
             Plan,
             {"slug": p.slug},
             {
+                **deliberation,
                 "name": p.name,
                 "ai_mode": p.ai_mode,
                 "multipliers": p.multipliers(),

@@ -9,6 +9,7 @@ import each other)."""
 from __future__ import annotations
 
 from apps.clients import modes
+from apps.clients.deliberation import deliberation_settings
 from apps.clients.models import Client
 from apps.reasoning.modes import mode_that_runs
 
@@ -29,4 +30,4 @@ def allowed_refinement_rounds(*, client: Client, ceiling: int) -> int:
     above `ceiling` (the surface's own hard limit)."""
     if client.playground_max_iterations is not None:
         return min(int(client.playground_max_iterations), ceiling)
-    return min(int(client.plan.refinement_iterations), ceiling)
+    return min(deliberation_settings(client.plan).refinement_iterations, ceiling)

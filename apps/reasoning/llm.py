@@ -359,7 +359,7 @@ def _with_instruction(messages: list[dict[str, str]], line: str) -> list[dict[st
 
 def _configured_form() -> ResponseForm:
     """The form to start from: LLM_RESPONSE_FORMAT, `auto` (the default) being json_schema."""
-    mode = str(getattr(settings, "LLM_RESPONSE_FORMAT", AUTO) or AUTO).strip().lower()
+    mode = str(settings.LLM_RESPONSE_FORMAT or AUTO).strip().lower()
     if mode == AUTO:
         return RESPONSE_FORMS[0]
     if mode not in RESPONSE_FORMS:
@@ -509,7 +509,7 @@ def context_window(model: str | None = None) -> int | None:
     except Exception:  # a price table that cannot be read must not fail the call
         logger.warning("reading the context window of %s failed", model, exc_info=True)
         per_model = None
-    window = per_model or int(getattr(settings, "LLM_CONTEXT_TOKENS", 0) or 0)
+    window = per_model or int(settings.LLM_CONTEXT_TOKENS or 0)
     return window if window > 0 else None
 
 
@@ -1203,7 +1203,7 @@ def _offline_stream(raw: str, output: type[Any], sink: StreamSink) -> str:
         if isinstance(value, dict) and last in value:
             value[last] = value.pop(last)
             raw = json.dumps(value, ensure_ascii=False)
-    pause = float(getattr(settings, "LLM_OFFLINE_STREAM_SECONDS", 0) or 0)
+    pause = float(settings.LLM_OFFLINE_STREAM_SECONDS or 0)
     text_from = raw.rfind(f'"{last}"') if last else 0  # the deciding fields come at once
     for end in range(4, len(raw) + 4, 4):
         if pause > 0 and end > text_from:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -22,7 +21,13 @@ from django.utils.translation import gettext as _
 
 from apps.billing.models import ModelPrice
 from apps.clients import modes
-from apps.clients.models import Client, Plan, Rubric, deliberation_errors
+from apps.clients.deliberation import (
+    DELIBERATION_ROWS,
+    MAX_REFINEMENT_ITERATIONS,
+    deliberation_errors,
+    deliberation_settings_set,
+)
+from apps.clients.models import Client, Plan, Rubric
 from apps.core.exceptions import ApplicationError
 from apps.knowledge.selectors import business_info_for
 from apps.notes.models import Note, NoteStatus
@@ -53,7 +58,6 @@ OVERRIDE_KEYS = (
     "notes",
     "evaluation",
 )
-MAX_REFINEMENT_ITERATIONS = 5
 MAX_APPROVED_NOTES = 200
 
 
@@ -299,14 +303,9 @@ def side_for(*, client: Client, overrides: dict[str, Any] | None) -> Side:
         plan.ai_mode = overrides["mode"]
     if "evaluation" in overrides:
         plan.evaluation_enabled = overrides["evaluation"]
-    if "deliberation_min_steps" in overrides:
-        plan.deliberation_min_steps = overrides["deliberation_min_steps"]
-    if "deliberation_max_steps" in overrides:
-        plan.deliberation_max_steps = overrides["deliberation_max_steps"]
-    if "deliberation_target" in overrides:
-        plan.deliberation_target = Decimal(str(overrides["deliberation_target"]))
-    if "refinement_iterations" in overrides:
-        plan.refinement_iterations = overrides["refinement_iterations"]
+    changes = {key: overrides[row] for key, row in DELIBERATION_ROWS.items() if row in overrides}
+    if changes:
+        deliberation_settings_set(plan, **changes)  # a new dict: the live plan's is untouched
     if "business_info" in overrides:
         side_client.business_info = overrides["business_info"]
     rubric = str(overrides.get("rubric", ""))

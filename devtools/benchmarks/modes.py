@@ -55,6 +55,7 @@ from django.db.models import QuerySet, Sum
 from django.test.utils import CaptureQueriesContext, override_settings
 
 from apps.billing.models import ModelPrice, UsageRecord
+from apps.clients.deliberation import default_deliberation
 from apps.clients.identity import Identity
 from apps.clients.models import AIMode, Client, Plan
 from apps.conversations.models import Role
@@ -540,7 +541,12 @@ def run_benchmark(
         clients = bench_clients(token=f"{int(time.time())}", prices=prices, evaluation=evaluation)
         # A deliberating turn runs the demo plan's loop: 2–4 steps, one refinement round.
         Plan.objects.filter(pk=clients[AIMode.AS_NEEDED].plan_id).update(
-            deliberation_min_steps=2, deliberation_max_steps=4, refinement_iterations=1
+            deliberation={
+                **default_deliberation(),
+                "min_steps": 2,
+                "max_steps": 4,
+                "refinement_iterations": 1,
+            }
         )
         try:
             price = ModelPrice.objects.filter(model=model).first()

@@ -218,7 +218,7 @@ def run_retrieval_benchmark(
     By default everything happens in a temporary database that is dropped at the end;
     `in_current_database=True` (for the test suite) works in the current one and deletes the
     benchmark client afterwards."""
-    model = str(getattr(settings, "EMBEDDING_MODEL", "") or "")
+    model = str(settings.EMBEDDING_MODEL or "")
     if embeddings and not model:
         raise BenchmarkError(
             "--embeddings needs EMBEDDING_MODEL (and OPENAI_API_KEY / OPENAI_BASE_URL of a "

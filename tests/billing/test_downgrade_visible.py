@@ -10,11 +10,11 @@ import pytest
 from django.urls import reverse
 
 from apps.billing.services.visitors import conversation_visitor_record
-from apps.clients.models import Plan
 from apps.conversations.services import conversation_create
 from apps.reasoning.models import ReasoningTrace
 from devtools.fake_llm import WithUsage
 from tests.billing.test_visitor_limits import limits, reason_step
+from tests.factories import set_deliberation
 from tests.reasoning.conftest import Chat, assess, make_shop
 
 pytestmark = pytest.mark.django_db
@@ -27,9 +27,7 @@ CAPPED_WORDS = (
 
 def deep(webhook: Any, slug: str) -> Any:
     client = make_shop("deliberative", webhook.url(), slug=slug)
-    Plan.objects.filter(pk=client.plan_id).update(
-        deliberation_min_steps=1, deliberation_max_steps=1, refinement_iterations=0
-    )
+    set_deliberation(client.plan_id, min_steps=1, max_steps=1, refinement_iterations=0)
     client.refresh_from_db()
     return client
 

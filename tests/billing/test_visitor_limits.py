@@ -18,7 +18,6 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from apps.billing.models import UsageRecord
-from apps.clients.models import Plan
 from apps.clients.rubrics import SUPPORT
 from apps.conversations.models import Conversation, Message
 from apps.conversations.services import conversation_create
@@ -26,6 +25,7 @@ from apps.escalations.models import Escalation
 from apps.reasoning.models import ReasoningTrace
 from apps.reasoning.services import USAGE_LIMIT_TEXT
 from devtools.fake_llm import WithUsage
+from tests.factories import set_deliberation
 from tests.reasoning.conftest import Chat, assess, make_shop
 from tests.widget.conftest import Widget
 
@@ -67,9 +67,7 @@ def reason_step() -> dict[str, Any]:
 @pytest.fixture
 def deep_shop(db, webhook) -> Any:
     client = make_shop("deliberative", webhook.url(), slug="deep-shop")
-    Plan.objects.filter(pk=client.plan_id).update(
-        deliberation_min_steps=1, deliberation_max_steps=1, refinement_iterations=0
-    )
+    set_deliberation(client.plan_id, min_steps=1, max_steps=1, refinement_iterations=0)
     client.refresh_from_db()
     return client
 

@@ -10,6 +10,7 @@ import pytest
 from django.db import connection
 from playwright.sync_api import expect
 
+from apps.clients.deliberation import default_deliberation
 from apps.clients.models import Plan
 from apps.clients.rubrics import SUPPORT
 from apps.conversations.models import Message
@@ -36,7 +37,8 @@ def test_the_widget_shows_progress_and_clarifying_quick_replies(
     browser: Any, live_server, demo, llm, screenshots
 ):
     Plan.objects.filter(clients=demo).update(
-        ai_mode="deliberative", deliberation_min_steps=3, refinement_iterations=1
+        ai_mode="deliberative",
+        deliberation={**default_deliberation(), "min_steps": 3, "refinement_iterations": 1},
     )
     page = browser.new_page(viewport={"width": 1280, "height": 860})
     errors: list[str] = []

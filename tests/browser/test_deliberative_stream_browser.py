@@ -13,6 +13,7 @@ import pytest
 from django.db import connection
 from playwright.sync_api import expect
 
+from apps.clients.deliberation import default_deliberation
 from apps.clients.models import Plan
 from apps.clients.rubrics import SUPPORT
 from apps.widget import streams as widget_streams
@@ -88,9 +89,12 @@ def test_a_deliberative_answer_streams_after_its_progress(
     monkeypatch.setattr(widget_streams, "POLL_SECONDS", 0.1)
     Plan.objects.filter(clients=demo).update(
         ai_mode="deliberative",
-        deliberation_min_steps=2,
-        deliberation_max_steps=2,
-        refinement_iterations=1,
+        deliberation={
+            **default_deliberation(),
+            "min_steps": 2,
+            "max_steps": 2,
+            "refinement_iterations": 1,
+        },
         evaluation_enabled=False,
     )
     page = browser.new_page(viewport={"width": 1280, "height": 860})

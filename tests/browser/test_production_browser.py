@@ -41,7 +41,7 @@ pytestmark = [
 
 REPLY = "Orders placed before noon MT ship the same day."
 # Production needs a broker (turns run in the Procfile's `worker`): the test's Redis.
-REDIS_URL = str(getattr(django_settings, "TEST_BROKER_URL", ""))
+REDIS_URL = str(django_settings.TEST_BROKER_URL)
 
 
 class _ShopHandler(BaseHTTPRequestHandler):

@@ -8,6 +8,7 @@ from django.core.management import CommandError, call_command
 
 from apps.accounts.models import ApiKey
 from apps.billing.models import ModelPrice
+from apps.clients.deliberation import deliberation_settings
 from apps.clients.models import Client, Plan
 from apps.core.exceptions import ApplicationError
 from apps.knowledge.models import Article, ArticleChunk
@@ -217,3 +218,33 @@ def test_plan_notes_retention_must_be_at_least_a_day():
     with pytest.raises(ApplicationError) as exc:
         tenant_import(data=data)
     assert "plans[0].notes.retention_days" in exc.value.extra["fields"]
+
+
+def test_plan_deliberation_settings_import_and_stay_when_left_out():
+    data = load_tenant_file(DEMO_TENANT)
+    data["plans"][0]["deliberation"] = {"max_steps": 6, "refinement_iterations": 1}
+    tenant_import(data=data)
+    plan = Plan.objects.get(slug=data["plans"][0]["slug"])
+    own = deliberation_settings(plan)
+    assert (own.min_steps, own.max_steps, own.refinement_iterations) == (None, 6, 1)
+    assert own.refinement_stop_score == 90
+    del data["plans"][0]["deliberation"]
+    tenant_import(data=data)
+    plan.refresh_from_db()
+    assert deliberation_settings(plan).max_steps == 6  # what was set stays
+
+
+@pytest.mark.parametrize(
+    ("deliberation", "field"),
+    [
+        ({"refinement_iterations": 6}, "plans[0].deliberation.refinement_iterations"),
+        ({"rounds": 1}, "plans[0].deliberation.rounds"),
+        ({"min_steps": 6, "max_steps": 5}, "plans[0].deliberation"),
+    ],
+)
+def test_plan_deliberation_settings_are_validated(deliberation, field):
+    data = load_tenant_file(DEMO_TENANT)
+    data["plans"][0]["deliberation"] = deliberation
+    with pytest.raises(ApplicationError) as exc:
+        tenant_import(data=data)
+    assert field in exc.value.extra["fields"]

@@ -62,3 +62,52 @@ def test_the_multiplier_columns_move_to_the_json_field_and_back() -> None:
         _migrate(
             [(app, name) for app, name in MigrationExecutor(connection).loader.graph.leaf_nodes()]
         )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_deliberation_columns_move_to_the_json_field_and_back() -> None:
+    """Migration 0023: the five deliberative-mode columns become `Plan.deliberation`."""
+    before = [("clients", "0022_merge_names")]
+    after = [("clients", "0023_plan_deliberation_settings")]
+    try:
+        old = _migrate(before).get_model("clients", "Plan")
+        old.objects.create(
+            slug="deep",
+            name="Deep",
+            deliberation_min_steps=2,
+            deliberation_max_steps=6,
+            deliberation_target=Decimal("0.875"),
+            refinement_iterations=3,
+            refinement_stop_score=85,
+        )
+        old.objects.create(slug="defaults", name="Defaults")
+
+        new = _migrate(after).get_model("clients", "Plan")
+        assert new.objects.get(slug="deep").deliberation == {
+            "min_steps": 2,
+            "max_steps": 6,
+            "target": 0.875,
+            "refinement_iterations": 3,
+            "refinement_stop_score": 85,
+        }
+        assert new.objects.get(slug="defaults").deliberation == {
+            "min_steps": None,
+            "max_steps": None,
+            "target": None,
+            "refinement_iterations": 2,
+            "refinement_stop_score": 90,
+        }
+        new.objects.filter(slug="defaults").update(deliberation={"refinement_iterations": 0})
+
+        back = _migrate(before).get_model("clients", "Plan")
+        deep = back.objects.get(slug="deep")
+        assert (deep.deliberation_min_steps, deep.deliberation_max_steps) == (2, 6)
+        assert deep.deliberation_target == Decimal("0.875")
+        assert (deep.refinement_iterations, deep.refinement_stop_score) == (3, 85)
+        defaults = back.objects.get(slug="defaults")
+        assert defaults.deliberation_target is None
+        assert (defaults.refinement_iterations, defaults.refinement_stop_score) == (0, 90)
+    finally:
+        _migrate(
+            [(app, name) for app, name in MigrationExecutor(connection).loader.graph.leaf_nodes()]
+        )

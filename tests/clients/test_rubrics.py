@@ -35,7 +35,7 @@ def test_support_and_the_seeds_contemplative_preset_ship() -> None:
 
 def test_the_client_rubric_wins_over_the_plans_and_plan_overrides_win_over_the_rubric() -> None:
     contemplative = Rubric.objects.get(slug="contemplative")
-    plan = PlanFactory(ai_mode="deliberative", deliberation_max_steps=6)
+    plan = PlanFactory(ai_mode="deliberative", deliberation={"max_steps": 6})
     client = ClientFactory(plan=plan)
     config = deliberation_config(client=client, plan=plan)
     assert (config.rubric, config.min_steps, config.max_steps, config.target) == (
@@ -53,20 +53,20 @@ def test_the_client_rubric_wins_over_the_plans_and_plan_overrides_win_over_the_r
 @pytest.mark.parametrize(
     ("fields", "field", "message"),
     [
-        ({"deliberation_min_steps": 0}, "deliberation_min_steps", "between 1 and 20"),
-        ({"deliberation_max_steps": 21}, "deliberation_max_steps", "between 1 and 20"),
+        ({"min_steps": 0}, "deliberation_min_steps", "between 1 and 20"),
+        ({"max_steps": 21}, "deliberation_max_steps", "between 1 and 20"),
         (
-            {"deliberation_min_steps": 6, "deliberation_max_steps": 5},
+            {"min_steps": 6, "max_steps": 5},
             "deliberation_max_steps",
             "at least the minimum",
         ),
-        ({"deliberation_min_steps": 12}, "deliberation_min_steps", "at least the minimum"),
-        ({"deliberation_target": Decimal("0")}, "deliberation_target", "above 0"),
-        ({"deliberation_target": Decimal("1.2")}, "deliberation_target", "at most 1"),
+        ({"min_steps": 12}, "deliberation_min_steps", "at least the minimum"),
+        ({"target": 0.0}, "deliberation_target", "above 0"),
+        ({"target": 1.2}, "deliberation_target", "at most 1"),
     ],
 )
 def test_plan_overrides_are_validated_with_clear_errors(fields, field, message) -> None:
-    plan = PlanFactory.build(slug="p", name="P", **fields)
+    plan = PlanFactory.build(slug="p", name="P", deliberation=fields)
     with pytest.raises(ValidationError) as caught:
         plan.full_clean()
     assert field in caught.value.message_dict
@@ -77,9 +77,7 @@ def test_valid_overrides_pass() -> None:
     plan = PlanFactory.build(
         slug="p",
         name="P",
-        deliberation_min_steps=1,
-        deliberation_max_steps=20,
-        deliberation_target=Decimal("1"),
+        deliberation={"min_steps": 1, "max_steps": 20, "target": 1.0},
     )
     plan.full_clean()
 

@@ -1,5 +1,5 @@
 """A worker logs failures and retries, not a line per received and per succeeded task
-(config/settings/base.py LOGGING, config/celery.py; docs/deployment.md)."""
+(config/settings/parts/core.py LOGGING, config/celery.py; docs/deployment.md)."""
 
 import logging
 from types import SimpleNamespace

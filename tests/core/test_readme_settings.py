@@ -67,7 +67,12 @@ def _default_of(node: ast.expr | None) -> Any:
 
 def env_reads(path: Path) -> list[EnvRead]:
     tree = ast.parse(path.read_text(), filename=str(path))
-    module = path.stem
+    # parts/<area> for the shared parts, <module> for the environments
+    module = (
+        path.relative_to(SETTINGS).with_suffix("").as_posix()
+        if SETTINGS in path.parents
+        else path.stem
+    )
     found: list[EnvRead] = []
     for node in ast.walk(tree):
         name: str | None = None
@@ -109,7 +114,7 @@ def env_reads(path: Path) -> list[EnvRead]:
 
 
 def all_env_reads() -> list[EnvRead]:
-    reads = [read for path in sorted(SETTINGS.glob("*.py")) for read in env_reads(path)]
+    reads = [read for path in sorted(SETTINGS.rglob("*.py")) for read in env_reads(path)]
     assert reads, "no env reads found: has the settings layout changed?"
     return reads
 

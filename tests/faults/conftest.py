@@ -41,7 +41,7 @@ from tests.widget.conftest import Widget
 
 ROOT = Path(__file__).resolve().parents[2]
 ON_POSTGRES = settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
-BROKER_URL = getattr(settings, "TEST_BROKER_URL", "")
+BROKER_URL = settings.TEST_BROKER_URL
 
 needs_postgres = pytest.mark.skipif(
     not ON_POSTGRES, reason="fault suite: needs PostgreSQL (DATABASE_URL), as in CI"

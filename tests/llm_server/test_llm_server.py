@@ -171,9 +171,7 @@ def make_shop(mode: str, webhook: FakeWebhookServer) -> Client:
     plan = PlanFactory(
         slug=f"llm-{mode}",
         ai_mode=mode,
-        deliberation_min_steps=1,
-        deliberation_max_steps=1,
-        refinement_iterations=0,
+        deliberation={"min_steps": 1, "max_steps": 1, "refinement_iterations": 0},
         evaluation_enabled=False,
     )
     client = ClientFactory(

@@ -17,6 +17,7 @@ from apps.clients.models import Client, Plan
 from apps.core.exceptions import ApplicationError
 from apps.playground.models import PlaygroundRun, RunSource, RunStatus
 from apps.playground.services import playground_run_create, playground_run_stop
+from tests.factories import set_deliberation
 
 pytestmark = pytest.mark.django_db
 
@@ -51,7 +52,8 @@ def test_the_console_says_why_a_mode_beyond_the_plan_is_refused(agent, client_a)
 
 
 def test_refinement_rounds_beyond_the_plan_are_refused(client_a):
-    Plan.objects.filter(pk=client_a.plan_id).update(ai_mode="deliberative", refinement_iterations=2)
+    Plan.objects.filter(pk=client_a.plan_id).update(ai_mode="deliberative")
+    set_deliberation(client_a.plan_id, refinement_iterations=2)
     client_a.refresh_from_db()
     with pytest.raises(ApplicationError) as refused:
         playground_run_create(client=client_a, question="Hi", mode="deliberative", iterations=10)

@@ -14,6 +14,7 @@ from django.urls import reverse
 
 from apps.billing.models import UsageRecord
 from apps.billing.selectors import DELIBERATION_TRIGGERS
+from apps.clients.deliberation import deliberation_settings_set
 from apps.clients.modes import get as get_mode
 from apps.conversations.models import ConversationStatus
 from apps.conversations.services import conversation_create
@@ -35,9 +36,7 @@ def as_needed_shop(db, webhook):
     client = make_shop("as_needed", webhook.url(), slug="when-needed-shop")
     plan = client.plan
     plan.multipliers = {"adaptive": "1.5", "as_needed": "1.5", "deliberative": "2.5"}
-    plan.refinement_iterations = 1
-    plan.deliberation_min_steps = 2
-    plan.deliberation_max_steps = 2
+    deliberation_settings_set(plan, refinement_iterations=1, min_steps=2, max_steps=2)
     plan.save()
     return client
 

@@ -21,7 +21,7 @@ from tests.reasoning.conftest import assess
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(
-        not getattr(settings, "TEST_BROKER_URL", ""),
+        not settings.TEST_BROKER_URL,
         reason="no CELERY_BROKER_URL: the broker round-trip runs in CI (Redis)",
     ),
 ]

@@ -20,6 +20,7 @@ from apps.conversations.services import conversation_create
 from apps.escalations.models import Escalation
 from apps.reasoning.models import ReasoningTrace
 from apps.reasoning.services import USAGE_LIMIT_TEXT
+from tests.factories import set_deliberation
 from tests.reasoning.conftest import Chat, assess, make_shop
 from tests.reasoning.test_deliberative import KEYS, rc
 
@@ -124,7 +125,7 @@ def test_a_context_round_the_cap_refuses_leaves_the_synthesis_written(
         "synthesize",
         assess(response=FROM_STEPS, confidence=9, needs_more_context=["kb:torn jacket refund"]),
     )
-    Plan.objects.filter(pk=shop.plan_id).update(refinement_iterations=0)
+    set_deliberation(shop.plan_id, refinement_iterations=0)
 
     replies, trace = turn_under(shop, 7000, django_capture_on_commit_callbacks)
 

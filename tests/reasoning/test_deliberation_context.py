@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from apps.clients.models import Client, Plan
+from apps.clients.models import Client
 from apps.conversations.services import conversation_create
 from apps.reasoning.deliberation.context import (
     MAX_SECTIONS,
@@ -20,6 +20,7 @@ from apps.reasoning.deliberation.context import (
 from apps.reasoning.models import ReasoningTrace
 from apps.tools.models import ClientTool
 from devtools.fake_llm import message_text
+from tests.factories import set_deliberation
 from tests.reasoning.conftest import Chat, assess, make_shop
 from tests.reasoning.test_deliberative import end_of, rc, step
 
@@ -77,7 +78,7 @@ def shop(db, webhook) -> Client:
         {"returns": RETURNS, "shipping": SHIPPING, "privacy": PRIVACY, "terms": TERMS}
     )
     client.save(update_fields=["business_info"])
-    Plan.objects.filter(pk=client.plan_id).update(refinement_iterations=1)
+    set_deliberation(client.plan_id, refinement_iterations=1)
     client.plan.refresh_from_db()
     return client
 
@@ -231,7 +232,7 @@ def test_sections_adaptive_fetched_are_kept_when_it_escalates(
         {"returns": RETURNS, "shipping": SHIPPING, "privacy": PRIVACY, "terms": TERMS}
     )
     client.save(update_fields=["business_info"])
-    Plan.objects.filter(pk=client.plan_id).update(refinement_iterations=0)
+    set_deliberation(client.plan_id, refinement_iterations=0)
     client.plan.refresh_from_db()
     conversation = conversation_create(client=client)[0]
     chat = Chat(client, conversation, django_capture_on_commit_callbacks)

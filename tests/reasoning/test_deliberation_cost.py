@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from apps.billing.models import UsageRecord
-from apps.clients.models import Plan
 from apps.conversations.services import conversation_create
 from apps.reasoning.context import keys_text
 from apps.reasoning.deliberation.termination import (
@@ -24,6 +23,7 @@ from apps.reasoning.models import ReasoningTrace
 from apps.reasoning.steps import get as get_step
 from apps.reasoning.steps._shared import language_asked, with_language
 from devtools.fake_llm import message_text
+from tests.factories import set_deliberation
 from tests.reasoning.conftest import Chat, assess, make_shop
 from tests.reasoning.test_deliberative import end_of, rc, step
 
@@ -35,7 +35,7 @@ CHAINED = ("reason_step", "synthesize")
 @pytest.fixture
 def deep_chat(db, webhook, django_capture_on_commit_callbacks) -> Chat:
     client = make_shop("deliberative", webhook.url(), slug="deep-shop")
-    Plan.objects.filter(pk=client.plan_id).update(refinement_iterations=2)
+    set_deliberation(client.plan_id, refinement_iterations=2)
     client.plan.refresh_from_db()
     conversation = conversation_create(client=client)[0]
     return Chat(client, conversation, django_capture_on_commit_callbacks)
@@ -93,7 +93,7 @@ def test_the_scripted_provider_serves_the_repeated_prefix_from_its_cache(deep_ch
     client.save(update_fields=["business_info"])
     llm.script("reason_step", *[step(n, s) for n, s in enumerate([0.6, 0.7, 0.8, 0.9], 1)])
     llm.script("synthesize", assess(response="Returns are accepted within 30 days.", confidence=9))
-    Plan.objects.filter(pk=client.plan_id).update(refinement_iterations=0)
+    set_deliberation(client.plan_id, refinement_iterations=0)
 
     deep_chat.say("Can I still return my jacket?")
 
@@ -112,7 +112,7 @@ def test_the_scripted_provider_serves_the_repeated_prefix_from_its_cache(deep_ch
 
 
 def test_a_step_on_course_gets_the_servers_note_instead_of_a_feedback_call(deep_chat, llm):
-    Plan.objects.filter(pk=deep_chat.client.plan_id).update(refinement_iterations=0)
+    set_deliberation(deep_chat.client.plan_id, refinement_iterations=0)
     # +0.1 after step 1 (on course), +0.0 after step 2 (the coach is asked), then +0.2
     llm.script("reason_step", *[step(n, s) for n, s in enumerate([0.5, 0.6, 0.6, 0.8], 1)])
     llm.script("feedback", {"feedback": "Acknowledge the delay before the facts."})
@@ -160,7 +160,7 @@ def test_a_step_on_course_gets_the_servers_note_instead_of_a_feedback_call(deep_
 
 
 def test_a_loop_that_cannot_reach_the_target_stops_stalled(deep_chat, llm):
-    Plan.objects.filter(pk=deep_chat.client.plan_id).update(refinement_iterations=0)
+    set_deliberation(deep_chat.client.plan_id, refinement_iterations=0)
     llm.script("reason_step", *[step(n, s) for n, s in enumerate([0.4, 0.4, 0.42, 0.43], 1)])
     llm.script("feedback", *[{"feedback": f"feedback {n}"} for n in range(2, 4)])
     llm.script("synthesize", assess(response="Answer."))
@@ -176,9 +176,7 @@ def test_a_loop_that_cannot_reach_the_target_stops_stalled(deep_chat, llm):
 def test_the_stall_rule_and_the_feedback_rule_can_be_turned_off(deep_chat, llm, settings):
     settings.REASONING_DELIBERATION_STOP_STALLED = False
     settings.REASONING_FEEDBACK_ON_COURSE_GAIN = -1
-    Plan.objects.filter(pk=deep_chat.client.plan_id).update(
-        refinement_iterations=0, deliberation_max_steps=5
-    )
+    set_deliberation(deep_chat.client.plan_id, refinement_iterations=0, max_steps=5)
     llm.script("reason_step", *[step(n, 0.4) for n in range(1, 6)])
     llm.script("feedback", *[{"feedback": f"feedback {n}"} for n in range(1, 5)])
     llm.script("synthesize", assess(response="Answer."))
@@ -261,7 +259,7 @@ def loop_steps(contents: list[str]) -> list[dict[str, Any]]:
 
 
 def test_a_loop_that_repeats_itself_stops_after_min(deep_chat, llm):
-    Plan.objects.filter(pk=deep_chat.client.plan_id).update(refinement_iterations=0)
+    set_deliberation(deep_chat.client.plan_id, refinement_iterations=0)
     # Steps 3 and 4 say the same (the step number aside): converged, nothing left to add.
     same = "Weighing the returns policy against what the customer asked."
     llm.script("reason_step", *loop_steps([*THOUGHTS[:2], f"Step 3: {same}", f"Step 4: {same}"]))
@@ -276,7 +274,7 @@ def test_a_loop_that_repeats_itself_stops_after_min(deep_chat, llm):
 
 
 def test_a_loop_whose_steps_move_on_runs_to_its_target(deep_chat, llm):
-    Plan.objects.filter(pk=deep_chat.client.plan_id).update(refinement_iterations=0)
+    set_deliberation(deep_chat.client.plan_id, refinement_iterations=0)
     llm.script("reason_step", *loop_steps(THOUGHTS))
     llm.script("synthesize", assess(response="Answer."))
 

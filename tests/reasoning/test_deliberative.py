@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from apps.billing.models import UsageRecord
+from apps.clients.deliberation import deliberation_settings_set
 from apps.clients.models import Plan
 from apps.clients.rubrics import SUPPORT
 from apps.conversations.models import ConversationStatus, Kind, Message
@@ -21,6 +22,7 @@ from apps.reasoning.modes import mode_that_runs
 from apps.reasoning.steps._shared import CONFIRMATION_RULE
 from apps.tools.models import PendingAction
 from devtools.fake_llm import Fail, message_text
+from tests.factories import set_deliberation
 from tests.reasoning.conftest import Chat, assess, critique, make_shop
 
 pytestmark = pytest.mark.django_db
@@ -64,7 +66,7 @@ def deliberative_shop(db, webhook):
     client = make_shop("deliberative", webhook.url(), slug="deep-shop")
     plan = client.plan
     plan.multipliers = {**plan.multipliers, "deliberative": "2.5"}
-    plan.refinement_iterations = 2
+    deliberation_settings_set(plan, refinement_iterations=2)
     plan.save()
     return client
 
@@ -146,20 +148,20 @@ def test_the_loop_runs_min_steps_then_stops_at_target_and_refines(deep_chat, llm
     ("plan_fields", "scores", "expected_steps", "termination"),
     [
         ({}, [0.2] * 10, 10, "max_steps"),  # MAX
-        ({"deliberation_max_steps": 6}, [0.2] * 6, 6, "max_steps"),
+        ({"max_steps": 6}, [0.2] * 6, 6, "max_steps"),
         ({}, [0.8, 0.8, 0.8, 0.8], 4, "target_reached"),  # MIN holds a high first score
-        ({"deliberation_min_steps": 1}, [0.8], 1, "target_reached"),
+        ({"min_steps": 1}, [0.8], 1, "target_reached"),
         (
-            {"deliberation_min_steps": 2, "deliberation_target": Decimal("0.9")},
+            {"min_steps": 2, "target": 0.9},
             [0.5, 0.85, 0.95],
             3,
             "target_reached",
         ),
-        ({"deliberation_min_steps": 2, "deliberation_max_steps": 2}, [0.1, 0.1], 2, "max_steps"),
+        ({"min_steps": 2, "max_steps": 2}, [0.1, 0.1], 2, "max_steps"),
     ],
 )
 def test_termination_table(deep_chat, llm, plan_fields, scores, expected_steps, termination):
-    Plan.objects.filter(pk=deep_chat.client.plan_id).update(refinement_iterations=0, **plan_fields)
+    set_deliberation(deep_chat.client.plan_id, refinement_iterations=0, **plan_fields)
     deep_chat.client.plan.refresh_from_db()
     script_loop(llm, scores)
     llm.script("synthesize", assess(response="Answer."))
@@ -174,7 +176,7 @@ def test_termination_table(deep_chat, llm, plan_fields, scores, expected_steps, 
 
 
 def test_the_models_own_final_does_not_end_the_loop_before_min(deep_chat, llm):
-    Plan.objects.filter(pk=deep_chat.client.plan_id).update(refinement_iterations=0)
+    set_deliberation(deep_chat.client.plan_id, refinement_iterations=0)
     llm.script("reason_step", *[step(n, 0.9, status="final") for n in range(1, 5)])
     llm.script("feedback", *[fb(n) for n in range(1, 4)])
     llm.script("synthesize", assess(response="Answer."))
@@ -186,7 +188,7 @@ def test_the_models_own_final_does_not_end_the_loop_before_min(deep_chat, llm):
 
 
 def test_feedback_sees_the_whole_history_and_the_definitions_every_time(deep_chat, llm):
-    Plan.objects.filter(pk=deep_chat.client.plan_id).update(refinement_iterations=0)
+    set_deliberation(deep_chat.client.plan_id, refinement_iterations=0)
     script_loop(llm, [0.3, 0.4, 0.5, 0.8])
     llm.script("synthesize", assess(response="Answer."))
     deep_chat.say("question")
@@ -204,7 +206,7 @@ def test_feedback_sees_the_whole_history_and_the_definitions_every_time(deep_cha
 
 
 def test_feedback_reaches_the_next_steps_messages(deep_chat, llm):
-    Plan.objects.filter(pk=deep_chat.client.plan_id).update(refinement_iterations=0)
+    set_deliberation(deep_chat.client.plan_id, refinement_iterations=0)
     script_loop(llm, [0.3, 0.4, 0.5, 0.8])
     llm.script("synthesize", assess(response="Answer."))
     deep_chat.say("question")
@@ -222,9 +224,7 @@ def test_feedback_reaches_the_next_steps_messages(deep_chat, llm):
 
 
 def test_refinement_builds_on_the_latest_state_in_event_order(deep_chat, llm):
-    Plan.objects.filter(pk=deep_chat.client.plan_id).update(
-        refinement_iterations=3, deliberation_min_steps=1
-    )
+    set_deliberation(deep_chat.client.plan_id, refinement_iterations=3, min_steps=1)
     script_loop(llm, [0.9])
     llm.script("synthesize", assess(response="Version zero."))
     llm.script("refine_critique", rc(50, "Version zero."), rc(60), rc(70))
@@ -261,9 +261,7 @@ def test_refinement_builds_on_the_latest_state_in_event_order(deep_chat, llm):
 
 
 def test_the_best_scoring_version_is_kept_not_blindly_the_last(deep_chat, llm):
-    Plan.objects.filter(pk=deep_chat.client.plan_id).update(
-        refinement_iterations=2, deliberation_min_steps=1
-    )
+    set_deliberation(deep_chat.client.plan_id, refinement_iterations=2, min_steps=1)
     script_loop(llm, [0.9])
     llm.script("synthesize", assess(response="The good draft."))
     llm.script("refine_critique", rc(80), rc(40))  # the improvement made it worse
@@ -281,8 +279,8 @@ def test_the_best_scoring_version_is_kept_not_blindly_the_last(deep_chat, llm):
 
 
 def test_refinement_stops_early_at_the_plans_score(deep_chat, llm):
-    Plan.objects.filter(pk=deep_chat.client.plan_id).update(
-        refinement_iterations=3, refinement_stop_score=85, deliberation_min_steps=1
+    set_deliberation(
+        deep_chat.client.plan_id, refinement_iterations=3, refinement_stop_score=85, min_steps=1
     )
     script_loop(llm, [0.9])
     llm.script("synthesize", assess(response="Draft."))
@@ -330,9 +328,7 @@ def test_close_hypotheses_ask_one_clarifying_question_instead_of_the_loop(deep_c
 
     # the answer is reasoned on, not asked about again
     llm.reset()
-    Plan.objects.filter(pk=deep_chat.client.plan_id).update(
-        refinement_iterations=0, deliberation_min_steps=1
-    )
+    set_deliberation(deep_chat.client.plan_id, refinement_iterations=0, min_steps=1)
     llm.script("reason_step", step(1, 0.9, hypotheses=hypotheses))
     llm.script("synthesize", assess(response="Here is how a refund works."))
     [answer] = deep_chat.say("Refund")
@@ -340,9 +336,7 @@ def test_close_hypotheses_ask_one_clarifying_question_instead_of_the_loop(deep_c
 
 
 def test_distinct_hypotheses_do_not_ask(deep_chat, llm):
-    Plan.objects.filter(pk=deep_chat.client.plan_id).update(
-        refinement_iterations=0, deliberation_min_steps=1
-    )
+    set_deliberation(deep_chat.client.plan_id, refinement_iterations=0, min_steps=1)
     hypotheses = [{"intent": "a refund", "confidence": 0.7}, {"intent": "x", "confidence": 0.54}]
     llm.script("reason_step", step(1, 0.9, hypotheses=hypotheses))
     llm.script("synthesize", assess(response="Answer."))
@@ -351,7 +345,7 @@ def test_distinct_hypotheses_do_not_ask(deep_chat, llm):
 
 
 def test_a_lying_model_cannot_run_a_destructive_tool_unconfirmed(deep_chat, llm, webhook):
-    Plan.objects.filter(pk=deep_chat.client.plan_id).update(deliberation_min_steps=1)
+    set_deliberation(deep_chat.client.plan_id, min_steps=1)
     script_loop(llm, [0.95])
     llm.script(
         "synthesize",
@@ -401,9 +395,8 @@ def test_a_lying_model_cannot_run_a_destructive_tool_unconfirmed(deep_chat, llm,
 
 def test_a_token_cap_ends_the_loop_with_budget_and_still_answers(deep_chat, llm, settings):
     settings.LLM_MAX_COMPLETION_TOKENS = 200
-    Plan.objects.filter(pk=deep_chat.client.plan_id).update(
-        per_turn_token_cap=4000, refinement_iterations=1
-    )
+    Plan.objects.filter(pk=deep_chat.client.plan_id).update(per_turn_token_cap=4000)
+    set_deliberation(deep_chat.client.plan_id, refinement_iterations=1)
     llm.default("reason_step", step(0, 0.2))
     llm.default("feedback", fb(0))
     llm.script("synthesize", assess(response="Best answer so far."))
@@ -421,7 +414,7 @@ def test_a_token_cap_ends_the_loop_with_budget_and_still_answers(deep_chat, llm,
 
 
 def test_a_failing_step_ends_the_loop_with_error_and_the_steps_so_far(deep_chat, llm):
-    Plan.objects.filter(pk=deep_chat.client.plan_id).update(refinement_iterations=0)
+    set_deliberation(deep_chat.client.plan_id, refinement_iterations=0)
     llm.script("reason_step", step(1, 0.3), step(2, 0.4), Fail(status=500), Fail(status=500))
     llm.script("feedback", fb(1), fb(2))
     llm.script("synthesize", assess(response="Answer from two steps."))
@@ -490,7 +483,7 @@ def test_usage_is_recorded_per_step_at_the_deliberative_multiplier(deep_chat, ll
 
 
 def test_one_telemetry_event_per_step(deep_chat, llm, caplog):
-    Plan.objects.filter(pk=deep_chat.client.plan_id).update(refinement_iterations=0)
+    set_deliberation(deep_chat.client.plan_id, refinement_iterations=0)
     script_loop(llm, [0.5, 0.6, 0.7, 0.8])
     llm.script("synthesize", assess(response="Answer."))
 
@@ -515,7 +508,7 @@ def test_one_telemetry_event_per_step(deep_chat, llm, caplog):
 
 @pytest.mark.django_db(transaction=True)
 def test_progress_is_reported_before_each_step(deep_chat, llm):
-    Plan.objects.filter(pk=deep_chat.client.plan_id).update(refinement_iterations=0)
+    set_deliberation(deep_chat.client.plan_id, refinement_iterations=0)
     seen: list[Any] = []
 
     def record_progress(request):

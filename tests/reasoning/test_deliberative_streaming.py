@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from apps.clients.deliberation import deliberation_settings_set
 from apps.conversations import reply_drafts
 from apps.conversations.services import conversation_create
 from apps.reasoning.deliberation import refinement
@@ -47,9 +48,7 @@ def drafts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def shop_chat(mode: str, capture: Any, webhook: Any, *, iterations: int) -> Chat:
     client = make_shop(mode, webhook.url(), slug=f"{mode.replace('_', '-')}-stream-shop")
     plan = client.plan
-    plan.refinement_iterations = iterations
-    plan.deliberation_min_steps = 2
-    plan.deliberation_max_steps = 2
+    deliberation_settings_set(plan, refinement_iterations=iterations, min_steps=2, max_steps=2)
     plan.save()
     return Chat(client, conversation_create(client=client)[0], capture)
 

@@ -17,6 +17,7 @@ from apps.knowledge.models import Article, ArticleKind, ArticleStatus
 from apps.knowledge.services.indexing import article_index
 from apps.reasoning.models import ReasoningStep
 from apps.reasoning.steps import _data, _demo
+from tests.factories import set_deliberation
 from tests.reasoning.conftest import Chat, assess, make_shop
 
 pytestmark = pytest.mark.django_db
@@ -181,7 +182,7 @@ def deep_kb_chat(slug: str, webhook: Any, llm: Any, on_commit: Any) -> Chat:
     """A deliberative shop with the knowledge loaded, one loop step that ends it, no
     refinement."""
     shop = make_shop("deliberative", webhook.url(), slug=slug)
-    Plan.objects.filter(pk=shop.plan_id).update(refinement_iterations=0, deliberation_min_steps=1)
+    set_deliberation(shop.plan_id, refinement_iterations=0, min_steps=1)
     shop.refresh_from_db()
     load_knowledge(shop)
     scores = dict.fromkeys(

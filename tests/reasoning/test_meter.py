@@ -13,6 +13,7 @@ from apps.billing.models import UsageCounter, UsagePurpose, UsageRecord
 from apps.billing.selectors import usage_report
 from apps.billing.services import billed_amount
 from apps.billing.services.budgets import UsageLimitReached
+from apps.clients.deliberation import deliberation_settings_set
 from apps.conversations.models import Message
 from apps.conversations.services import conversation_create
 from apps.reasoning.meter import Meter, TokenCapExceeded
@@ -119,7 +120,7 @@ def test_a_deliberative_plan_is_recorded_and_billed_as_deliberative(
     shop = make_shop("deliberative", webhook.url())
     plan = shop.plan
     plan.multipliers = {"adaptive": "1.5", "deliberative": "2.5"}
-    plan.deliberation_min_steps, plan.refinement_iterations = 1, 0
+    deliberation_settings_set(plan, min_steps=1, refinement_iterations=0)
     plan.save()
     chat = Chat(shop, conversation_create(client=shop)[0], django_capture_on_commit_callbacks)
     llm.script(

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from apps.clients.models import Plan
 from apps.conversations.models import Kind
 from apps.conversations.services import conversation_create
 from apps.escalations.models import Escalation, EscalationReason
 from apps.reasoning.guards import unavailable_tool_draft_problem
 from apps.reasoning.models import ReasoningStep
 from apps.tools.models import ClientTool, ToolExecution
+from tests.factories import set_deliberation
 from tests.reasoning.conftest import Chat, assess, critique, make_shop
 from tests.support.fake_webhook import Reply
 
@@ -50,7 +50,7 @@ def std_chat(standard_shop, django_capture_on_commit_callbacks) -> Chat:
 @pytest.fixture
 def deep_chat(db, webhook, django_capture_on_commit_callbacks) -> Chat:
     client = make_shop("deliberative", webhook.url(), slug="deep-shop")
-    Plan.objects.filter(pk=client.plan_id).update(deliberation_min_steps=1, refinement_iterations=0)
+    set_deliberation(client.plan_id, min_steps=1, refinement_iterations=0)
     client.refresh_from_db()
     return Chat(client, conversation_create(client=client)[0], django_capture_on_commit_callbacks)
 

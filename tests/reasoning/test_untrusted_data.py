@@ -43,6 +43,7 @@ from apps.simulations.judge import judge_criteria
 from apps.simulations.models import CaseRun, SimulationRun
 from apps.tools.models import ClientTool
 from devtools.fake_llm import FakeLLMServer, RecordedRequest, message_text
+from tests.factories import set_deliberation
 from tests.insights.conftest import escalated, window
 from tests.reasoning.conftest import Chat, assess, critique, make_shop
 from tests.support.fake_webhook import Reply
@@ -200,7 +201,8 @@ def deliberative_turns(llm: FakeLLMServer, webhook: Any, capture: Any) -> None:
     """reason_step ⇄ feedback → synthesize → refine_critique → improve; then a message read two
     ways → clarify."""
     client = make_shop("deliberative", webhook.url(), slug="deep-canary")
-    setup_client(client, refinement_iterations=1, multipliers={"deliberative": "2.5"})
+    setup_client(client, multipliers={"deliberative": "2.5"})
+    set_deliberation(client.plan, refinement_iterations=1)
     # Step 2 does not rise: the feedback LLM is called for it (the others get the server's note).
     llm.script("reason_step", *[_reason(n, s) for n, s in enumerate([0.5, 0.5, 0.6, 0.9], 1)])
     llm.script("feedback", {"feedback": "feedback 2"})

@@ -15,6 +15,7 @@ from apps.conversations.services import conversation_create
 from apps.simulations import services
 from apps.simulations.models import RunStatus, SimulationRun
 from tests.api.conftest import assert_error, key_for
+from tests.factories import set_deliberation
 from tests.reasoning.conftest import Chat, assess
 from tests.simulations.conftest import UNSCOPED, make_case, run_now
 
@@ -64,8 +65,7 @@ def test_a_mode_granted_by_a_platform_operator_runs(shop, webhook):
 )
 def test_loop_settings_are_capped_to_the_plans(shop, webhook, overrides, field):
     make_case(shop, "hours", turns=[{"customer": "When are you open?"}])
-    shop.plan.refinement_iterations = 2
-    shop.plan.save(update_fields=["refinement_iterations"])
+    set_deliberation(shop.plan, refinement_iterations=2)
     agent = key_for(shop, Role.AGENT)
     error = assert_error(
         agent.post(RUNS, {"selection": {}, "overrides": overrides}, format="json"),

@@ -65,7 +65,7 @@ def test_a_candidate_run_never_changes_the_live_client_or_plan(shop, llm, webhoo
     assert shop.business_info == info_before
     assert shop.plan.ai_mode == plan_before["ai_mode"] == "adaptive"
     assert shop.plan.evaluation_enabled == plan_before["evaluation_enabled"]
-    assert shop.plan.refinement_iterations == plan_before["refinement_iterations"]
+    assert shop.plan.deliberation == plan_before["deliberation"]
     # The candidate's standard turn ran `respond`; the baseline's adaptive one `assess`.
     assert len(llm.calls("respond")) == 1 and len(llm.calls("assess")) == 1
     assert live_config(client=shop)["mode"] == "adaptive"

@@ -72,8 +72,7 @@ def turn_token_estimate(plan: Plan, mode: str | None = None) -> int:
 
 def stale_after() -> timedelta:
     """A reservation not committed after this long belongs to a worker that died."""
-    default = 2 * int(settings.CELERY_TASK_TIME_LIMIT)
-    return timedelta(seconds=int(getattr(settings, "BILLING_RESERVATION_STALE_SECONDS", default)))
+    return timedelta(seconds=int(settings.BILLING_RESERVATION_STALE_SECONDS))
 
 
 # ---------------------------------------------------------------------------------------------

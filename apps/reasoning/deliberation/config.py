@@ -9,6 +9,7 @@ from typing import Any
 
 from django.db.models import Q
 
+from apps.clients.deliberation import deliberation_settings
 from apps.clients.models import Client, Plan, Rubric
 from apps.clients.rubrics import BUILTIN, DEFAULT_RUBRIC
 
@@ -79,6 +80,7 @@ def deliberation_config(
     """`rubric` (a slug or a name) and `refinement_iterations` override the client's and plan's
     choice (the playground and `manage.py reason` use them)."""
     chosen = _rubric(client, plan, rubric)
+    own = deliberation_settings(plan)  # read once: one JSON column of the plan's row
 
     def pick(override: Any, inherited: Any) -> Any:
         return inherited if override is None else override
@@ -87,9 +89,9 @@ def deliberation_config(
         rubric=chosen["slug"],
         rubric_name=chosen["name"],
         principles=list(chosen["principles"]),
-        min_steps=int(pick(plan.deliberation_min_steps, chosen["min_steps"])),
-        max_steps=int(pick(plan.deliberation_max_steps, chosen["max_steps"])),
-        target=float(pick(plan.deliberation_target, chosen["target"])),
-        refinement_iterations=int(pick(refinement_iterations, plan.refinement_iterations)),
-        refinement_stop_score=int(plan.refinement_stop_score),
+        min_steps=int(pick(own.min_steps, chosen["min_steps"])),
+        max_steps=int(pick(own.max_steps, chosen["max_steps"])),
+        target=float(pick(own.target, chosen["target"])),
+        refinement_iterations=int(pick(refinement_iterations, own.refinement_iterations)),
+        refinement_stop_score=own.refinement_stop_score,
     )

@@ -236,7 +236,7 @@ def entry_messages(entry: StepEntry) -> list[dict[str, str]]:
 
 def on_course_gain() -> float | None:
     """The rise of the mean that counts as on course (no feedback call); None: always call."""
-    gain = getattr(settings, "REASONING_FEEDBACK_ON_COURSE_GAIN", 0.03)
+    gain = settings.REASONING_FEEDBACK_ON_COURSE_GAIN
     return None if gain is None or gain < 0 else float(gain)
 
 
@@ -279,7 +279,7 @@ def run_loop(
             target=config.target,
         )
     ]
-    stop_stalled = bool(getattr(settings, "REASONING_DELIBERATION_STOP_STALLED", True))
+    stop_stalled = bool(settings.REASONING_DELIBERATION_STOP_STALLED)
     room = Room.of(turn, config, prefix)
     gain = on_course_gain()
 
