@@ -1,5 +1,5 @@
-"""The tenancy audit: every query site on a tenant-owned model's `objects` in apps/ and devtools/ (or given
-paths), by scope, and every raw SQL site. `make ci-checks` runs it; it exits 1 on a gap.
+"""The tenancy audit: every query site on a tenant-owned model's `objects` in apps/ and devtools/
+(or given paths), by scope, and every raw SQL site. `make ci-checks` runs it; it exits 1 on a gap.
 
     python scripts/tenancy_audit.py [--list] [paths...]
 
