@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from django.db import models
@@ -35,28 +36,27 @@ def forget_all(*args: Any, **kwargs: Any) -> None:
 
 
 class RowCacheQuerySet(models.QuerySet):
-    """The client's and the plan's queryset: bulk writes forget the cached rows too."""
+    """The client's and the plan's queryset: bulk writes forget the cached rows too (before,
+    and after, so a read racing the write cannot keep the old row)."""
 
     def update(self, **kwargs: Any) -> int:
-        forget_all()
-        try:
-            return super().update(**kwargs)
-        finally:
-            forget_all()
+        return _forgetting(lambda: super(RowCacheQuerySet, self).update(**kwargs))
 
     def delete(self) -> tuple[int, dict[str, int]]:
-        forget_all()
-        try:
-            return super().delete()
-        finally:
-            forget_all()
+        return _forgetting(lambda: super(RowCacheQuerySet, self).delete())
 
     def bulk_update(self, objs: Any, fields: Any, batch_size: int | None = None) -> int:
+        return _forgetting(
+            lambda: super(RowCacheQuerySet, self).bulk_update(objs, fields, batch_size=batch_size)
+        )
+
+
+def _forgetting[T](write: Callable[[], T]) -> T:
+    forget_all()
+    try:
+        return write()
+    finally:
         forget_all()
-        try:
-            return super().bulk_update(objs, fields, batch_size=batch_size)
-        finally:
-            forget_all()
 
 
 def client_cached(**lookup: Any) -> Client | None:
