@@ -58,8 +58,9 @@ def test_a_platform_site_takes_no_client(reviewed, client_a):
 
 
 def test_the_reviewed_sites_still_answer(client_a, client_b):
-    """Two of the converted call sites, end to end: the widget's key lookup (platform) and its
-    message read (one client's rows: tenant B asking for A's conversation gets nothing)."""
+    """A converted call site end to end, the widget's message read (one client's rows: tenant B
+    asking for A's conversation gets nothing); beside it the widget's key lookup, which was a
+    platform site and now reads the client row cache (apps/clients/rowcache.py)."""
     conversation = make_conversation_with_turn(client_a)[0]
     assert widget_client_by_key(key=client_a.widget_key) == client_a
     assert widget_client_by_key(key="no-such-key") is None
