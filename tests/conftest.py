@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from django.core.cache import cache
+from django.utils import translation
 from hypothesis import settings as hypothesis_settings
 from rest_framework.test import APIClient
 
@@ -24,6 +25,16 @@ ROOT = Path(__file__).resolve().parent.parent
 DEMO_TENANT = ROOT / "demo" / "tenant.json"
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under `make test`'s parallel workers (pytest-xdist, `--dist loadgroup`) the tests against
+    the real llama.cpp server all run in one worker, so one server is started, not one per
+    worker (each holds up to 1.5 GiB and compiles nothing twice)."""
+    for item in items:
+        if item.get_closest_marker("llm_server"):
+            item.add_marker(pytest.mark.xdist_group("llm_server"))
+
+
 @pytest.fixture(autouse=True)
 def _fresh_cache():
     """Cached rows (the notes' recent-notes list) must not outlive the test's database: on
@@ -31,10 +42,14 @@ def _fresh_cache():
     cache.clear()
     forget_response_formats()  # what the LLM gateway learnt about a provider, in this process
     rowcache.forget_all()  # client rows a rolled-back test left in this process
+    # A request through the test client leaves its language (LocaleMiddleware) active in the
+    # test's thread; the next test in this worker must start in the default language.
+    translation.deactivate()
     yield
     cache.clear()
     forget_response_formats()
     rowcache.forget_all()
+    translation.deactivate()
 
 
 @pytest.fixture

@@ -1,8 +1,23 @@
 """Test settings: fast hashing, in-memory e-mail and cache. DATABASE_URL and CELERY_BROKER_URL
 still come from the environment so CI runs against the real PostgreSQL."""
 
-from .base import *  # noqa: F403
-from .base import INSTALLED_APPS, env
+import os
+import re
+
+# `make test` runs the suite in parallel (pytest-xdist, `TEST_WORKERS`). Each worker process
+# gets its own Redis database, so one worker's slot, throttle, queue and draft keys (and a
+# test's clean-up of them) never meet another's: gw0 uses database 1, gw1 database 2, … Set
+# before the settings read CELERY_BROKER_URL, and inherited by the servers a test starts.
+_XDIST_WORKER = re.fullmatch(r"gw(\d+)", os.environ.get("PYTEST_XDIST_WORKER", ""))
+if _XDIST_WORKER and os.environ.get("CELERY_BROKER_URL", "").startswith("redis://"):
+    os.environ["CELERY_BROKER_URL"] = re.sub(
+        r"(redis://[^/]*)(/\d*)?$",
+        rf"\g<1>/{int(_XDIST_WORKER[1]) % 15 + 1}",
+        os.environ["CELERY_BROKER_URL"],
+    )
+
+from .base import *  # noqa: E402, F403
+from .base import INSTALLED_APPS, env  # noqa: E402
 
 DEBUG = False
 SECRET_KEY = "test-secret-key-not-for-production"  # noqa: S105
