@@ -293,7 +293,9 @@ def test_detail_query_count_does_not_grow_with_the_conversation(
     assert len(big_body["escalations"]) == 2
 
 
-@pytest.mark.parametrize("public_id", [str(uuid.uuid4()), "not-a-uuid", "123", "%00"])
+@pytest.mark.parametrize(
+    "public_id", ["3f2b8c1e-7d4a-4e5b-9c6d-0a1b2c3d4e5f", "not-a-uuid", "123", "%00"]
+)
 def test_detail_of_an_unknown_or_malformed_id_is_404(viewer_a, data_a, public_id):
     assert_error(viewer_a.get(detail_url(public_id)), 404, "not_found")
 
