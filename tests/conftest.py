@@ -25,16 +25,6 @@ ROOT = Path(__file__).resolve().parent.parent
 DEMO_TENANT = ROOT / "demo" / "tenant.json"
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under `make test`'s parallel workers (pytest-xdist, `--dist loadgroup`) the tests against
-    the real llama.cpp server all run in one worker, so one server is started, not one per
-    worker (each holds up to 1.5 GiB and compiles nothing twice)."""
-    for item in items:
-        if item.get_closest_marker("llm_server"):
-            item.add_marker(pytest.mark.xdist_group("llm_server"))
-
-
 @pytest.fixture(autouse=True)
 def _fresh_cache():
     """Cached rows (the notes' recent-notes list) must not outlive the test's database: on

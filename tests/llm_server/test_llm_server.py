@@ -42,6 +42,9 @@ from tests.llm_server.conftest import LOG, MAX_RSS_BYTES, LlamaServer
 from tests.support.fake_webhook import FakeWebhookServer
 from tests.widget.conftest import Widget
 
+# Under `make test`'s parallel workers (pytest-xdist, `--dist loadfile`) one worker runs this
+# whole module, so one llama.cpp server is started, not one per worker: keep these tests in
+# this file.
 pytestmark = [pytest.mark.llm_server, pytest.mark.django_db(transaction=True)]
 
 SECRET = "llm-server-test-secret"
