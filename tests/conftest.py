@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
+from typing import Any
 
 import pytest
+from django.apps import AppConfig
+from django.apps import apps as django_apps
 from django.core.cache import cache
+from django.db.models.signals import post_migrate
 from django.utils import translation
 from hypothesis import settings as hypothesis_settings
 from rest_framework.test import APIClient
@@ -23,6 +28,24 @@ hypothesis_settings.load_profile("guidedesk")
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_TENANT = ROOT / "demo" / "tenant.json"
+
+
+def _shipped_rubrics_again(sender: AppConfig, **kwargs: Any) -> None:
+    """A transactional test ends by flushing every table, the rubrics that migrations
+    `clients.0008`/`0009` ship included; Django then sends `post_migrate` (as it does to recreate
+    content types). Under `make test`'s parallel workers a later test in the same worker can
+    rely on those rubrics, so they are installed again here exactly as the migrations leave
+    them. Tests only: in production a rubric staff deleted stays deleted."""
+    if sender.label != "clients":
+        return
+    for module, installs in (
+        ("apps.clients.migrations.0008_rubrics_deliberation", "install_rubrics"),
+        ("apps.clients.migrations.0009_plan_help_for_support_leads", "rename_rubric"),
+    ):
+        getattr(importlib.import_module(module), installs)(django_apps, None)
+
+
+post_migrate.connect(_shipped_rubrics_again, dispatch_uid="tests-shipped-rubrics")
 
 
 @pytest.fixture(autouse=True)
