@@ -56,6 +56,54 @@ def _interval(text: Any) -> tuple[int, int] | str:
     return start, end
 
 
+def _day_intervals(day: str, intervals: Any, errors: dict[str, str]) -> list[tuple[int, int]]:
+    """The valid intervals of `day`, sorted; what is wrong with them goes into `errors`."""
+    if not isinstance(intervals, list) or len(intervals) > MAX_INTERVALS_PER_DAY:
+        errors[f"weekly.{day}"] = _("must be a list of at most %(n)d intervals") % {
+            "n": MAX_INTERVALS_PER_DAY
+        }
+        return []
+    parsed: list[tuple[int, int]] = []
+    for index, text in enumerate(intervals):
+        found = _interval(text)
+        if isinstance(found, str):
+            errors[f"weekly.{day}[{index}]"] = found
+        else:
+            parsed.append(found)
+    parsed.sort()
+    if any(a[1] > b[0] for a, b in pairwise(parsed)):
+        errors[f"weekly.{day}"] = _("the intervals of one day overlap")
+    return parsed
+
+
+def _weekly_errors(weekly: Any, errors: dict[str, str]) -> None:
+    """Add what is wrong with the `weekly` part to `errors`."""
+    if not isinstance(weekly, dict):
+        errors["weekly"] = _("must be an object")
+        return
+    for day in sorted(set(weekly) - set(DAYS)):
+        errors[f"weekly.{day}"] = _("unknown key (known: %(keys)s)") % {"keys": ", ".join(DAYS)}
+    opened = False
+    for day in DAYS:
+        opened = bool(_day_intervals(day, weekly.get(day, []), errors)) or opened
+    if not opened and not any(k.startswith("weekly") for k in errors):
+        errors["weekly"] = _("at least one day needs opening hours")
+
+
+def _holidays_errors(holidays: Any, errors: dict[str, str]) -> None:
+    """Add what is wrong with the `holidays` part to `errors`."""
+    if not isinstance(holidays, list) or len(holidays) > MAX_HOLIDAYS:
+        errors["holidays"] = _("must be a list of at most %(n)d dates") % {"n": MAX_HOLIDAYS}
+        return
+    for index, text in enumerate(holidays):
+        try:
+            if not isinstance(text, str) or not _DATE.match(text):
+                raise ValueError(text)
+            date.fromisoformat(text)
+        except ValueError:
+            errors[f"holidays[{index}]"] = _("a date is written YYYY-MM-DD, e.g. 2026-12-25")
+
+
 def business_hours_errors(value: Any) -> dict[str, str]:
     """What is wrong with a business hours document, by path (`weekly.mon[1]`); {} = valid."""
     if value in (None, {}):
@@ -68,44 +116,8 @@ def business_hours_errors(value: Any) -> dict[str, str]:
     zone = value.get("time_zone")
     if not isinstance(zone, str) or zone not in available_timezones():
         errors["time_zone"] = _("not a time zone of the IANA database, e.g. Europe/Berlin")
-    weekly = value.get("weekly")
-    if not isinstance(weekly, dict):
-        errors["weekly"] = _("must be an object")
-    else:
-        for day in sorted(set(weekly) - set(DAYS)):
-            errors[f"weekly.{day}"] = _("unknown key (known: %(keys)s)") % {"keys": ", ".join(DAYS)}
-        opened = False
-        for day in DAYS:
-            intervals = weekly.get(day, [])
-            if not isinstance(intervals, list) or len(intervals) > MAX_INTERVALS_PER_DAY:
-                errors[f"weekly.{day}"] = _("must be a list of at most %(n)d intervals") % {
-                    "n": MAX_INTERVALS_PER_DAY
-                }
-                continue
-            parsed: list[tuple[int, int]] = []
-            for index, text in enumerate(intervals):
-                found = _interval(text)
-                if isinstance(found, str):
-                    errors[f"weekly.{day}[{index}]"] = found
-                else:
-                    parsed.append(found)
-            parsed.sort()
-            if any(a[1] > b[0] for a, b in pairwise(parsed)):
-                errors[f"weekly.{day}"] = _("the intervals of one day overlap")
-            opened = opened or bool(parsed)
-        if not opened and not any(k.startswith("weekly") for k in errors):
-            errors["weekly"] = _("at least one day needs opening hours")
-    holidays = value.get("holidays", [])
-    if not isinstance(holidays, list) or len(holidays) > MAX_HOLIDAYS:
-        errors["holidays"] = _("must be a list of at most %(n)d dates") % {"n": MAX_HOLIDAYS}
-    else:
-        for index, text in enumerate(holidays):
-            try:
-                if not isinstance(text, str) or not _DATE.match(text):
-                    raise ValueError(text)
-                date.fromisoformat(text)
-            except ValueError:
-                errors[f"holidays[{index}]"] = _("a date is written YYYY-MM-DD, e.g. 2026-12-25")
+    _weekly_errors(value.get("weekly"), errors)
+    _holidays_errors(value.get("holidays", []), errors)
     return errors
 
 

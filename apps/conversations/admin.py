@@ -298,50 +298,40 @@ class TurnRow:
     downgraded: str = ""
 
 
-def debug_context(conversation: Conversation) -> dict[str, Any]:
-    """Everything the debug view shows, in five queries whatever the conversation's size:
-    messages (+ author), turns (+ customer message), their steps, escalations (+ users) — and
-    one more for the notes the turns' prompts carried, when any did."""
-    traces = list(
-        ReasoningTrace.objects.filter(conversation=conversation)
-        .select_related("user_message")
-        .prefetch_related("steps")
-        .order_by("created_at", "pk")
+def _turn_row(number: int, trace: ReasoningTrace, notes: list[InjectedNote]) -> TurnRow:
+    """The debug view's row for the turn `trace` (its steps prefetched)."""
+    steps = [
+        StepRow(step=s, output_json=pretty_json(s.output), rendered=step_html(s))
+        for s in trace.steps.all()
+    ]
+    return TurnRow(
+        number=number,
+        anchor=f"turn-{trace.pk}",
+        trace=trace,
+        steps=steps,
+        total_tokens=trace.prompt_tokens + trace.completion_tokens,
+        deliberation=deliberation_view(list(trace.steps.all())),
+        notes=notes,
+        downgraded=next(
+            (
+                deliberative_cap_text(s.output or {})
+                for s in trace.steps.all()
+                if s.name == DELIBERATIVE_CAP_STEP
+            ),
+            "",
+        ),
     )
-    notes = injected_notes(
-        client=conversation.client, steps_by_trace={t.pk: t.steps.all() for t in traces}
-    )
-    turns: list[TurnRow] = []
-    number_by_trace: dict[int, int] = {}
-    trace_by_user_message: dict[int, int] = {}
-    for number, trace in enumerate(traces, start=1):
-        steps = [
-            StepRow(step=s, output_json=pretty_json(s.output), rendered=step_html(s))
-            for s in trace.steps.all()
-        ]
-        number_by_trace[trace.pk] = number
-        if trace.user_message_id is not None:  # a conversation's traces are its turns
-            trace_by_user_message[trace.user_message_id] = trace.pk
-        turns.append(
-            TurnRow(
-                number=number,
-                anchor=f"turn-{trace.pk}",
-                trace=trace,
-                steps=steps,
-                total_tokens=trace.prompt_tokens + trace.completion_tokens,
-                deliberation=deliberation_view(list(trace.steps.all())),
-                notes=notes.get(trace.pk, []),
-                downgraded=next(
-                    (
-                        deliberative_cap_text(s.output or {})
-                        for s in trace.steps.all()
-                        if s.name == DELIBERATIVE_CAP_STEP
-                    ),
-                    "",
-                ),
-            )
-        )
 
+
+def _message_rows(conversation: Conversation, traces: list[ReasoningTrace]) -> list[MessageRow]:
+    """The conversation's messages, each linked to the turn that wrote it or that it started."""
+    number_by_trace = {trace.pk: number for number, trace in enumerate(traces, start=1)}
+    trace_by_user_message = {
+        # A conversation's traces are its turns.
+        trace.user_message_id: trace.pk
+        for trace in traces
+        if trace.user_message_id is not None
+    }
     rows: list[MessageRow] = []
     messages = (
         Message.objects.filter(conversation=conversation).select_related("author").order_by("seq")
@@ -357,7 +347,27 @@ def debug_context(conversation: Conversation) -> dict[str, Any]:
                 turn_anchor=f"turn-{trace_pk}" if trace_pk else "",
             )
         )
+    return rows
 
+
+def debug_context(conversation: Conversation) -> dict[str, Any]:
+    """Everything the debug view shows, in five queries whatever the conversation's size:
+    messages (+ author), turns (+ customer message), their steps, escalations (+ users) — and
+    one more for the notes the turns' prompts carried, when any did."""
+    traces = list(
+        ReasoningTrace.objects.filter(conversation=conversation)
+        .select_related("user_message")
+        .prefetch_related("steps")
+        .order_by("created_at", "pk")
+    )
+    notes = injected_notes(
+        client=conversation.client, steps_by_trace={t.pk: t.steps.all() for t in traces}
+    )
+    turns = [
+        _turn_row(number, trace, notes.get(trace.pk, []))
+        for number, trace in enumerate(traces, start=1)
+    ]
+    rows = _message_rows(conversation, traces)
     escalations = list(
         Escalation.objects.filter(conversation=conversation)
         .select_related("assigned_to", "resolved_by")

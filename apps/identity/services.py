@@ -50,7 +50,7 @@ from apps.identity.models import (
     validate_field_path,
 )
 from apps.identity.selectors import challenge_open, email_code_setting
-from apps.tools.models import ClientTool, ExecutionStatus, FailureKind, ToolKind
+from apps.tools.models import ClientTool, ExecutionStatus, FailureKind, ToolExecution, ToolKind
 from apps.tools.services import tool_execute
 
 logger = logging.getLogger(__name__)
@@ -324,10 +324,8 @@ def otp_offer(*, client: Client, conversation: Conversation, params: dict[str, A
         return _otp_offer(client=client, conversation=conversation, params=params)
 
 
-def _otp_offer(*, client: Client, conversation: Conversation, params: dict[str, Any]) -> OtpOffer:
-    setting = email_code_setting(client=client)
-    if setting is None or not setting.enabled:
-        return _offer(OfferStatus.NOT_CONFIGURED)
+def _lookup_tool(*, client: Client, setting: EmailCodeSetting) -> ClientTool | None:
+    """The enabled read tool the setting names, or None (logged: the set-up is broken)."""
     tool = (
         ClientTool.objects.for_client(client)
         .filter(name=setting.tool_name, enabled=True, kind=ToolKind.READ)
@@ -338,9 +336,13 @@ def _otp_offer(*, client: Client, conversation: Conversation, params: dict[str, 
             "e-mail code: the lookup tool is missing, disabled or not a read tool",
             extra={"client": client.pk, "tool": setting.tool_name},
         )
-        return _offer(OfferStatus.UNAVAILABLE)
+    return tool
+
+
+def _lookup_params(tool: ClientTool, params: Any) -> dict[str, Any] | str:
+    """The details the lookup is called with, or the offer status that says why it cannot be."""
     if not isinstance(params, dict):
-        return _offer(OfferStatus.INVALID_PARAMS)
+        return OfferStatus.INVALID_PARAMS
     # The details come from the call the customer asked for (a cancel's order id and reason):
     # the lookup takes only those its own schema names.
     named = tool.parameters.get("properties")
@@ -348,38 +350,44 @@ def _otp_offer(*, client: Client, conversation: Conversation, params: dict[str, 
         params = {k: v for k, v in params.items() if k in named}
     try:
         if not Draft202012Validator(tool.parameters).is_valid(params):
-            return _offer(OfferStatus.INVALID_PARAMS)
+            return OfferStatus.INVALID_PARAMS
     except SchemaError:
-        return _offer(OfferStatus.UNAVAILABLE)
-    since = timezone.now() - _HOUR
-    limit_visitor = int(settings.EMAIL_CODES_PER_VISITOR_PER_HOUR)
-    # Checked before the lookup too, so a visitor over the limit cannot use it to probe.
-    if _visitor_sends(client=client, conversation=conversation, since=since) >= limit_visitor:
-        return _offer(OfferStatus.VISITOR_LIMIT)
+        return OfferStatus.UNAVAILABLE
+    return params
 
-    execution = tool_execute(
-        client=client,
-        tool=tool,
-        params=params,
-        idempotency_key=f"email-code-{uuid.uuid4().hex}",
-        conversation=conversation,
-    )
+
+def _address_on_file(setting: EmailCodeSetting, execution: ToolExecution) -> tuple[str, str] | str:
+    """(the e-mail address, the customer reference) the lookup found, or the offer status that
+    says why there is no address to send to."""
     if execution.status != ExecutionStatus.SUCCEEDED:
         refused = execution.failure_kind == FailureKind.REFUSED  # e.g. "no such order"
-        return _offer(OfferStatus.NOT_FOUND if refused else OfferStatus.UNAVAILABLE)
+        return OfferStatus.NOT_FOUND if refused else OfferStatus.UNAVAILABLE
     email = result_field(execution.result, setting.email_field)
     email = email.strip() if isinstance(email, str) else ""
     try:
         validate_email(email)
     except ValidationError:
-        return _offer(OfferStatus.NOT_FOUND)
+        return OfferStatus.NOT_FOUND
     customer_ref = ""
     if setting.id_field:
         found = result_field(execution.result, setting.id_field)
         if isinstance(found, str | int) and not isinstance(found, bool):
             customer_ref = str(found).strip()[:255]
+    return email, customer_ref
 
-    code = f"{secrets.randbelow(10**CODE_DIGITS):0{CODE_DIGITS}d}"
+
+def _challenge_create(
+    *,
+    client: Client,
+    conversation: Conversation,
+    setting: EmailCodeSetting,
+    tool: ClientTool,
+    email: str,
+    customer_ref: str,
+    code: str,
+) -> EmailCodeChallenge | str:
+    """The new open challenge for `code` (replacing the conversation's open one), or the limit
+    status when the visitor or the address has had enough codes this hour."""
     with transaction.atomic():
         # One offer of this client at a time from here to the insert: the limits are counted
         # and the new challenge written under the same lock, so two concurrent requests cannot
@@ -389,16 +397,17 @@ def _otp_offer(*, client: Client, conversation: Conversation, params: dict[str, 
         ).first()
         now = timezone.now()
         since = now - _HOUR
+        limit_visitor = int(settings.EMAIL_CODES_PER_VISITOR_PER_HOUR)
         if _visitor_sends(client=client, conversation=conversation, since=since) >= limit_visitor:
-            return _offer(OfferStatus.VISITOR_LIMIT)
+            return OfferStatus.VISITOR_LIMIT
         limit_address = int(settings.EMAIL_CODES_PER_ADDRESS_PER_HOUR)
         if _address_sends(client=client, email=email, since=since) >= limit_address:
-            return _offer(OfferStatus.ADDRESS_LIMIT)
+            return OfferStatus.ADDRESS_LIMIT
         EmailCodeChallenge.objects.for_client(client).filter(
             conversation=conversation, status=ChallengeStatus.OPEN
         ).update(status=ChallengeStatus.REPLACED, updated_at=now)
         public_id = uuid.uuid4()
-        challenge = EmailCodeChallenge.objects.create(
+        return EmailCodeChallenge.objects.create(
             client=client,
             public_id=public_id,
             conversation=conversation,
@@ -409,6 +418,48 @@ def _otp_offer(*, client: Client, conversation: Conversation, params: dict[str, 
             code_hash=_code_hash(public_id, code),
             expires_at=now + CODE_TTL,
         )
+
+
+def _otp_offer(*, client: Client, conversation: Conversation, params: dict[str, Any]) -> OtpOffer:
+    setting = email_code_setting(client=client)
+    if setting is None or not setting.enabled:
+        return _offer(OfferStatus.NOT_CONFIGURED)
+    tool = _lookup_tool(client=client, setting=setting)
+    if tool is None:
+        return _offer(OfferStatus.UNAVAILABLE)
+    lookup_params = _lookup_params(tool, params)
+    if isinstance(lookup_params, str):
+        return _offer(lookup_params)
+    since = timezone.now() - _HOUR
+    limit_visitor = int(settings.EMAIL_CODES_PER_VISITOR_PER_HOUR)
+    # Checked before the lookup too, so a visitor over the limit cannot use it to probe.
+    if _visitor_sends(client=client, conversation=conversation, since=since) >= limit_visitor:
+        return _offer(OfferStatus.VISITOR_LIMIT)
+
+    execution = tool_execute(
+        client=client,
+        tool=tool,
+        params=lookup_params,
+        idempotency_key=f"email-code-{uuid.uuid4().hex}",
+        conversation=conversation,
+    )
+    found = _address_on_file(setting, execution)
+    if isinstance(found, str):
+        return _offer(found)
+    email, customer_ref = found
+
+    code = f"{secrets.randbelow(10**CODE_DIGITS):0{CODE_DIGITS}d}"
+    challenge = _challenge_create(
+        client=client,
+        conversation=conversation,
+        setting=setting,
+        tool=tool,
+        email=email,
+        customer_ref=customer_ref,
+        code=code,
+    )
+    if isinstance(challenge, str):
+        return _offer(challenge)
     if not _send_code(client=client, email=email, code=code):
         EmailCodeChallenge.objects.for_client(client).filter(pk=challenge.pk).update(
             status=ChallengeStatus.UNSENT, updated_at=timezone.now()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
@@ -150,15 +150,12 @@ def resolution_window(client: Client) -> timedelta:
     return timedelta(hours=int(client.plan.resolution_window_hours or 24))
 
 
-def conversation_facts(
-    *, client: Client, start: date, end: date, now: datetime | None = None
-) -> list[ConversationFacts]:
-    """Every conversation started on the days `start` … `end` (included) in which the customer
-    wrote at least once, with what the metrics need."""
-    now = now or timezone.now()
-    window = resolution_window(client)
-    since, until = day_start(start), day_start(end + timedelta(days=1))
-    rows = (
+def _conversation_rows(
+    *, client: Client, since: datetime, until: datetime
+) -> Iterable[Mapping[str, Any]]:
+    """The conversations started in [since, until) in which the customer wrote, with the times
+    of their first customer message, first reply, last answer and last visible message."""
+    return (
         Conversation.objects.for_client(client)
         .filter(created_at__gte=since, created_at__lt=until)
         .annotate(
@@ -191,27 +188,30 @@ def conversation_facts(
             "last_visible_at",
         )
     )
-    facts: dict[int, ConversationFacts] = {}
-    for row in rows:
-        first_reply = row["first_reply_at"]
-        facts[row["pk"]] = ConversationFacts(
-            pk=row["pk"],
-            day=timezone.localtime(row["created_at"]).date(),
-            status=row["status"],
-            first_customer_at=row["first_customer_at"],
-            # A staff line written before the customer's first message is no response to it.
-            first_reply_at=first_reply
-            if first_reply and first_reply >= row["first_customer_at"]
-            else None,
-            last_assistant_at=row["last_assistant_at"],
-            last_activity_at=row["last_visible_at"] or row["created_at"],
-            visitor_id=row["visitor_id"],
-            contact_email=row["contact_email"].lower(),
-        )
-    if not facts:
-        return []
-    in_period = Q(conversation__created_at__gte=since, conversation__created_at__lt=until)
-    # The first hand-off of each conversation gives its reason.
+
+
+def _facts_of(row: Mapping[str, Any]) -> ConversationFacts:
+    first_reply = row["first_reply_at"]
+    return ConversationFacts(
+        pk=row["pk"],
+        day=timezone.localtime(row["created_at"]).date(),
+        status=row["status"],
+        first_customer_at=row["first_customer_at"],
+        # A staff line written before the customer's first message is no response to it.
+        first_reply_at=first_reply
+        if first_reply and first_reply >= row["first_customer_at"]
+        else None,
+        last_assistant_at=row["last_assistant_at"],
+        last_activity_at=row["last_visible_at"] or row["created_at"],
+        visitor_id=row["visitor_id"],
+        contact_email=row["contact_email"].lower(),
+    )
+
+
+def _mark_handoffs_and_scores(
+    *, client: Client, facts: dict[int, ConversationFacts], in_period: Q
+) -> None:
+    """Each conversation's hand-off reason (its first escalation's) and rating score."""
     for conversation_id, reason in (
         Escalation.objects.for_client(client)
         .filter(in_period)
@@ -228,6 +228,10 @@ def conversation_facts(
     ):
         if conversation_id in facts:
             facts[conversation_id].score = score
+
+
+def _mark_costs(*, client: Client, facts: dict[int, ConversationFacts], in_period: Q) -> None:
+    """Each conversation's cost and billed amount (its usage records')."""
     for usage in (
         UsageRecord.objects.for_client(client)
         .filter(in_period)
@@ -238,6 +242,25 @@ def conversation_facts(
         if fact is not None:
             fact.cost_usd = usage["cost"] or Decimal("0")
             fact.billed_usd = usage["billed"] or Decimal("0")
+
+
+def conversation_facts(
+    *, client: Client, start: date, end: date, now: datetime | None = None
+) -> list[ConversationFacts]:
+    """Every conversation started on the days `start` … `end` (included) in which the customer
+    wrote at least once, with what the metrics need."""
+    now = now or timezone.now()
+    window = resolution_window(client)
+    since, until = day_start(start), day_start(end + timedelta(days=1))
+    facts = {
+        row["pk"]: _facts_of(row)
+        for row in _conversation_rows(client=client, since=since, until=until)
+    }
+    if not facts:
+        return []
+    in_period = Q(conversation__created_at__gte=since, conversation__created_at__lt=until)
+    _mark_handoffs_and_scores(client=client, facts=facts, in_period=in_period)
+    _mark_costs(client=client, facts=facts, in_period=in_period)
     _mark_returns(client=client, facts=list(facts.values()), until=until + window, window=window)
     return list(facts.values())
 

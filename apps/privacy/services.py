@@ -443,74 +443,83 @@ def _add(counts: dict[str, int], label: str, n: int) -> None:
         counts[label] = counts.get(label, 0) + n
 
 
-def conversations_erase(*, client: Client, conversation_ids: list[int]) -> dict[str, int]:
-    """Erase the customer data of the client's conversations `conversation_ids` (module
-    docstring); returns the rows touched per model. Call inside a transaction."""
-    ids = list(
-        Conversation.objects.for_client(client)
-        .filter(pk__in=conversation_ids)
-        .values_list("pk", flat=True)
-    )
-    counts: dict[str, int] = {}
-    if not ids:
-        return counts
-    public_ids = {
-        str(p)
-        for p in Conversation.objects.for_client(client)
-        .filter(pk__in=ids)
-        .values_list("public_id", flat=True)
-    }
-    needles = _needles(client, ids)
-    emails = {
-        e
-        for e in Conversation.objects.for_client(client)
-        .filter(pk__in=ids)
-        .values_list("contact_email", flat=True)
-        if e
-    }
+def _pks(rows: models.QuerySet[Any]) -> list[int]:
+    return list(rows.values_list("pk", flat=True))
 
-    message_ids = list(
-        Message.objects.for_client(client)
-        .filter(conversation_id__in=ids)
-        .values_list("pk", flat=True)
-    )
-    playground_ids = list(
-        PlaygroundRun.objects.for_client(client)
-        .filter(conversation_id__in=ids)
-        .values_list("pk", flat=True)
-    )
-    case_run_ids = list(
-        CaseRun.objects.for_client(client)
-        .filter(conversation_id__in=ids)
-        .values_list("pk", flat=True)
-    )
-    trace_ids = list(
-        ReasoningTrace.objects.for_client(client)
-        .filter(
+
+@dataclass(frozen=True)
+class _ErasureScope:
+    """What an erasure of some conversations reaches, read before anything changes: the
+    conversations (`ids`), the texts that identify their customer, and every row the customer's
+    turns left (ids per model)."""
+
+    client: Client
+    ids: list[int]
+    public_ids: set[str]
+    needles: set[str]
+    emails: set[str]
+    message_ids: list[int]
+    playground_ids: list[int]
+    case_run_ids: list[int]
+    trace_ids: list[int]
+    execution_ids: list[int]
+    pending_ids: list[int]
+    escalation_ids: list[int]
+
+    def roots(self) -> dict[type[models.Model], list[int]]:
+        """The erased rows per ROOT_MODELS entry: what points at them is the customer's too."""
+        return {
+            Conversation: self.ids,
+            Message: self.message_ids,
+            ReasoningTrace: self.trace_ids,
+            ToolExecution: self.execution_ids,
+            PendingAction: self.pending_ids,
+            Escalation: self.escalation_ids,
+            PlaygroundRun: self.playground_ids,
+            CaseRun: self.case_run_ids,
+        }
+
+
+def _erasure_scope(client: Client, ids: list[int]) -> _ErasureScope:
+    conversations = Conversation.objects.for_client(client).filter(pk__in=ids)
+    public_ids = {str(p) for p in conversations.values_list("public_id", flat=True)}
+    needles = _needles(client, ids)
+    emails = {e for e in conversations.values_list("contact_email", flat=True) if e}
+    message_ids = _pks(Message.objects.for_client(client).filter(conversation_id__in=ids))
+    playground_ids = _pks(PlaygroundRun.objects.for_client(client).filter(conversation_id__in=ids))
+    case_run_ids = _pks(CaseRun.objects.for_client(client).filter(conversation_id__in=ids))
+    trace_ids = _pks(
+        ReasoningTrace.objects.for_client(client).filter(
             Q(conversation_id__in=ids)
             | Q(playground_run_id__in=playground_ids)
             | Q(case_run_id__in=case_run_ids)
         )
-        .values_list("pk", flat=True)
     )
-    execution_ids = list(
-        ToolExecution.objects.for_client(client)
-        .filter(Q(conversation_id__in=ids) | Q(trace_id__in=trace_ids))
-        .values_list("pk", flat=True)
+    execution_ids = _pks(
+        ToolExecution.objects.for_client(client).filter(
+            Q(conversation_id__in=ids) | Q(trace_id__in=trace_ids)
+        )
     )
-    pending_ids = list(
-        PendingAction.objects.for_client(client)
-        .filter(conversation_id__in=ids)
-        .values_list("pk", flat=True)
-    )
-    escalation_ids = list(
-        Escalation.objects.for_client(client)
-        .filter(conversation_id__in=ids)
-        .values_list("pk", flat=True)
+    return _ErasureScope(
+        client=client,
+        ids=ids,
+        public_ids=public_ids,
+        needles=needles,
+        emails=emails,
+        message_ids=message_ids,
+        playground_ids=playground_ids,
+        case_run_ids=case_run_ids,
+        trace_ids=trace_ids,
+        execution_ids=execution_ids,
+        pending_ids=_pks(PendingAction.objects.for_client(client).filter(conversation_id__in=ids)),
+        escalation_ids=_pks(Escalation.objects.for_client(client).filter(conversation_id__in=ids)),
     )
 
-    # Rows of models nobody told us about first, while their parents still exist.
-    handled: set[type[models.Model]] = {
+
+# The models `conversations_erase` erases by name; rows of any other model that point at an
+# erased row go whole (`_unknown_dependents`).
+ERASE_HANDLED: frozenset[type[models.Model]] = frozenset(
+    {
         Conversation,
         Message,
         ReasoningTrace,
@@ -522,28 +531,25 @@ def conversations_erase(*, client: Client, conversation_ids: list[int]) -> dict[
         PlaygroundRun,
         CaseRun,
     }
-    roots: dict[type[models.Model], list[int]] = {
-        Conversation: ids,
-        Message: message_ids,
-        ReasoningTrace: trace_ids,
-        ToolExecution: execution_ids,
-        PendingAction: pending_ids,
-        Escalation: escalation_ids,
-        PlaygroundRun: playground_ids,
-        CaseRun: case_run_ids,
-    }
-    for label, n in _unknown_dependents(roots, handled, client=client).items():
-        _add(counts, label, n)
+)
 
-    _, deleted = PendingAction.objects.for_client(client).filter(conversation_id__in=ids).delete()
+
+def _delete_dependent_rows(scope: _ErasureScope, counts: dict[str, int]) -> None:
+    """Delete the rows that go whole: those of models nobody told us about (first, while their
+    parents still exist), pending actions, and the notes written from or naming the customer."""
+    client = scope.client
+    for label, n in _unknown_dependents(scope.roots(), set(ERASE_HANDLED), client=client).items():
+        _add(counts, label, n)
+    _, deleted = (
+        PendingAction.objects.for_client(client).filter(conversation_id__in=scope.ids).delete()
+    )
     for label, n in deleted.items():
         _add(counts, label, n)
-
     notes = Note.objects.for_client(client).filter(
-        Q(conversation_id__in=ids) | Q(trace_id__in=trace_ids)
+        Q(conversation_id__in=scope.ids) | Q(trace_id__in=scope.trace_ids)
     )
     _add(counts, _label(Note), notes.delete()[0])
-    for email in emails:
+    for email in scope.emails:
         _add(
             counts,
             _label(Note),
@@ -551,65 +557,61 @@ def conversations_erase(*, client: Client, conversation_ids: list[int]) -> dict[
         )
     notes_cache.invalidate(client.pk)
 
-    _add(
+
+def _blank(counts: dict[str, int], model: type[models.Model], rows: models.QuerySet[Any]) -> None:
+    _add(counts, _label(model), rows.update(**_blank_updates(model)))
+
+
+def _blank_conversation_rows(scope: _ErasureScope, counts: dict[str, int]) -> None:
+    """Empty the free text of the rows the conversations' turns left (they stay as shells)."""
+    client = scope.client
+    _blank(
         counts,
-        _label(ReasoningStep),
-        ReasoningStep.objects.for_client(client)
-        .filter(trace_id__in=trace_ids)
-        .update(**_blank_updates(ReasoningStep)),
+        ReasoningStep,
+        ReasoningStep.objects.for_client(client).filter(trace_id__in=scope.trace_ids),
     )
-    _add(
+    _blank(
         counts,
-        _label(ReasoningTrace),
-        ReasoningTrace.objects.for_client(client)
-        .filter(pk__in=trace_ids)
-        .update(**_blank_updates(ReasoningTrace)),
+        ReasoningTrace,
+        ReasoningTrace.objects.for_client(client).filter(pk__in=scope.trace_ids),
     )
-    _add(
+    _blank(
         counts,
-        _label(ToolExecution),
-        ToolExecution.objects.for_client(client)
-        .filter(pk__in=execution_ids)
-        .update(**_blank_updates(ToolExecution)),
+        ToolExecution,
+        ToolExecution.objects.for_client(client).filter(pk__in=scope.execution_ids),
     )
-    now = timezone.now()
-    escalations = Escalation.objects.for_client(client).filter(pk__in=escalation_ids)
+    escalations = Escalation.objects.for_client(client).filter(pk__in=scope.escalation_ids)
     escalations.filter(status=EscalationStatus.OPEN).update(
-        status=EscalationStatus.RESOLVED, resolved_at=now
+        status=EscalationStatus.RESOLVED, resolved_at=timezone.now()
     )
-    _add(counts, _label(Escalation), escalations.update(**_blank_updates(Escalation)))
+    _blank(counts, Escalation, escalations)
     # The rating's score stays (the outcome figures of past periods do not move); its comment,
     # in the customer's words, goes.
     _add(
         counts,
         _label(ConversationRating),
         ConversationRating.objects.for_client(client)
-        .filter(conversation_id__in=ids)
+        .filter(conversation_id__in=scope.ids)
         .update(comment=""),
     )
-    _add(
+    _blank(
         counts,
-        _label(PlaygroundRun),
-        PlaygroundRun.objects.for_client(client)
-        .filter(pk__in=playground_ids)
-        .update(**_blank_updates(PlaygroundRun)),
+        PlaygroundRun,
+        PlaygroundRun.objects.for_client(client).filter(pk__in=scope.playground_ids),
     )
-    _add(
-        counts,
-        _label(CaseRun),
-        CaseRun.objects.for_client(client)
-        .filter(pk__in=case_run_ids)
-        .update(**_blank_updates(CaseRun)),
-    )
-    _add(
-        counts,
-        _label(Message),
-        Message.objects.for_client(client)
-        .filter(conversation_id__in=ids)
-        .update(**_blank_updates(Message)),
+    _blank(counts, CaseRun, CaseRun.objects.for_client(client).filter(pk__in=scope.case_run_ids))
+    _blank(
+        counts, Message, Message.objects.for_client(client).filter(conversation_id__in=scope.ids)
     )
 
-    # Free text about many conversations: proposals, saved cases, simulation reports.
+
+PROPOSAL_TEXT_FIELDS = ["title", "question", "answer", "content", "outline", "review_comment"]
+
+
+def _scrub_proposals(scope: _ErasureScope, counts: dict[str, int]) -> None:
+    """Make the insights proposals forget the conversations: their ids, the questions quoting
+    the customer, and the customer's words anywhere in their text."""
+    client, needles, public_ids = scope.client, scope.needles, scope.public_ids
     proposals = [
         p
         for p in InsightProposal.objects.for_client(client)
@@ -631,37 +633,28 @@ def conversations_erase(*, client: Client, conversation_ids: list[int]) -> dict[
             count=max(0, proposal.count - removed),
             questions=proposal.questions,
         )
-    _scrub_rows(
-        proposals,
-        ["title", "question", "answer", "content", "outline", "review_comment"],
-        needles,
-        public_ids,
-        client=client,
-    )
+    _scrub_rows(proposals, PROPOSAL_TEXT_FIELDS, needles, public_ids, client=client)
     _add(counts, _label(InsightProposal), len(proposals))
+
+
+def _scrub_simulations(scope: _ErasureScope, counts: dict[str, int]) -> None:
+    """Blank the customer's words in saved simulation cases and in the reports of the
+    simulation runs that replayed the conversations."""
+    client, needles, public_ids = scope.client, scope.needles, scope.public_ids
+    case_fields = ["description", "history", "turns", "simulated", "expect"]
     cases = [
         case
         for case in SimCase.objects.for_client(client)
-        if _json_mentions(
-            [case.description, case.history, case.turns, case.simulated, case.expect],
-            needles,
-            public_ids,
-        )
+        if _json_mentions([getattr(case, name) for name in case_fields], needles, public_ids)
     ]
     _add(
         counts,
         _label(SimCase),
-        _scrub_rows(
-            cases,
-            ["description", "history", "turns", "simulated", "expect"],
-            needles,
-            public_ids,
-            client=client,
-        ),
+        _scrub_rows(cases, case_fields, needles, public_ids, client=client),
     )
     run_ids = set(
         CaseRun.objects.for_client(client)
-        .filter(pk__in=case_run_ids)
+        .filter(pk__in=scope.case_run_ids)
         .values_list("run_id", flat=True)
     )
     runs = list(SimulationRun.objects.for_client(client).filter(pk__in=run_ids))
@@ -673,21 +666,42 @@ def conversations_erase(*, client: Client, conversation_ids: list[int]) -> dict[
         ),
     )
 
-    # Last, the conversations themselves: anonymized shells the usage records still count.
-    conversations = Conversation.objects.for_client(client).filter(pk__in=ids)
+
+def _anonymize_conversations(scope: _ErasureScope, counts: dict[str, int]) -> None:
+    """Last, the conversations themselves: anonymized, closed shells the usage records still
+    count, each listed as erased."""
+    client = scope.client
     _add(
         counts,
         _label(Conversation),
-        conversations.update(
+        Conversation.objects.for_client(client)
+        .filter(pk__in=scope.ids)
+        .update(
             status=ConversationStatus.CLOSED,
             contact_email_confirmed_at=None,
             **_blank_updates(Conversation),
         ),
     )
     ErasedConversation.objects.bulk_create(
-        [ErasedConversation(client=client, conversation_id=pk) for pk in ids],
+        [ErasedConversation(client=client, conversation_id=pk) for pk in scope.ids],
         ignore_conflicts=True,
     )
+
+
+def conversations_erase(*, client: Client, conversation_ids: list[int]) -> dict[str, int]:
+    """Erase the customer data of the client's conversations `conversation_ids` (module
+    docstring); returns the rows touched per model. Call inside a transaction."""
+    ids = _pks(Conversation.objects.for_client(client).filter(pk__in=conversation_ids))
+    counts: dict[str, int] = {}
+    if not ids:
+        return counts
+    scope = _erasure_scope(client, ids)
+    _delete_dependent_rows(scope, counts)
+    _blank_conversation_rows(scope, counts)
+    # Free text about many conversations: proposals, saved cases, simulation reports.
+    _scrub_proposals(scope, counts)
+    _scrub_simulations(scope, counts)
+    _anonymize_conversations(scope, counts)
     return counts
 
 
@@ -743,6 +757,32 @@ def _requester_label(requested_by: User | None, label: str) -> str:
     return requested_by.email if requested_by is not None else ""
 
 
+def _erasure_targets(
+    *, client: Client, match: SubjectMatch, include_unconfirmed: Collection[str]
+) -> tuple[list[int], list[dict[str, Any]], list[int]]:
+    """The conversations an erasure of `match` erases, the unconfirmed matches staff must look
+    at (`unconfirmed_matches`) and the ids of those it leaves alone. Raises SubjectNotFound or
+    UnconfirmedOnly when there is nothing to erase."""
+    ids = list(
+        subject_conversations(
+            client=client, match=match, include_unconfirmed=include_unconfirmed
+        ).values_list("pk", flat=True)
+    )
+    unconfirmed = unconfirmed_matches(
+        client=client, match=match, include_unconfirmed=include_unconfirmed
+    )
+    if not ids:
+        if unconfirmed:
+            raise UnconfirmedOnly(unconfirmed)
+        raise SubjectNotFound("No conversation of this client matches.")
+    left_alone = list(
+        subject_unconfirmed_conversations(
+            client=client, match=match, include_unconfirmed=include_unconfirmed
+        ).values_list("pk", flat=True)
+    )
+    return ids, unconfirmed, left_alone
+
+
 def subject_erase(
     *,
     client: Client,
@@ -763,22 +803,8 @@ def subject_erase(
     knowledge articles (indexed again), proposals, cases, notes, … What it cannot reach is
     listed (`ErasureResult.not_erased`, the record). Raises SubjectNotFound when no
     conversation of the client matches, UnconfirmedOnly when only unconfirmed ones do."""
-    ids = list(
-        subject_conversations(
-            client=client, match=match, include_unconfirmed=include_unconfirmed
-        ).values_list("pk", flat=True)
-    )
-    unconfirmed = unconfirmed_matches(
+    ids, unconfirmed, left_alone = _erasure_targets(
         client=client, match=match, include_unconfirmed=include_unconfirmed
-    )
-    if not ids:
-        if unconfirmed:
-            raise UnconfirmedOnly(unconfirmed)
-        raise SubjectNotFound("No conversation of this client matches.")
-    left_alone = list(
-        subject_unconfirmed_conversations(
-            client=client, match=match, include_unconfirmed=include_unconfirmed
-        ).values_list("pk", flat=True)
     )
     with transaction.atomic():
         found = subject_identifiers(client=client, conversation_ids=ids, extra=identifiers)
@@ -837,11 +863,8 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
-def subject_export_document(
-    *, client: Client, conversations: list[Conversation]
-) -> tuple[dict[str, Any], dict[str, int]]:
-    """The export of `conversations` (one JSON document) and its counts."""
-    ids = [c.pk for c in conversations]
+def _export_messages(client: Client, ids: list[int]) -> dict[int, list[dict[str, Any]]]:
+    """The visible messages of each conversation, in order."""
     messages: dict[int, list[dict[str, Any]]] = {pk: [] for pk in ids}
     for m in (
         Message.objects.for_client(client)
@@ -858,6 +881,10 @@ def subject_export_document(
         if isinstance(m.data, dict) and m.data.get("options"):
             item["options"] = m.data["options"]
         messages[m.conversation_id].append(item)
+    return messages
+
+
+def _export_tool_calls(client: Client, ids: list[int]) -> dict[int, list[dict[str, Any]]]:
     tools: dict[int, list[dict[str, Any]]] = {pk: [] for pk in ids}
     for ex in (
         ToolExecution.objects.for_client(client)
@@ -876,6 +903,10 @@ def subject_export_document(
                 "created_at": _iso(ex.created_at),
             }
         )
+    return tools
+
+
+def _export_escalations(client: Client, ids: list[int]) -> dict[int, list[dict[str, Any]]]:
     escalations: dict[int, list[dict[str, Any]]] = {pk: [] for pk in ids}
     for esc in (
         Escalation.objects.for_client(client)
@@ -885,7 +916,11 @@ def subject_export_document(
         escalations[esc.conversation_id].append(
             {"reason": esc.reason, "status": esc.status, "created_at": _iso(esc.created_at)}
         )
-    ratings = {
+    return escalations
+
+
+def _export_ratings(client: Client, ids: list[int]) -> dict[int, dict[str, Any]]:
+    return {
         r.conversation_id: {
             "score": r.score,
             "comment": r.comment,
@@ -893,47 +928,71 @@ def subject_export_document(
         }
         for r in ConversationRating.objects.for_client(client).filter(conversation_id__in=ids)
     }
+
+
+def _export_emails(c: Conversation) -> list[dict[str, Any]]:
+    """The e-mails GuideDesk sent the customer of `c`."""
+    emails: list[dict[str, Any]] = []
+    if c.contact_email:
+        emails.append(
+            {
+                "kind": "address_confirmation",
+                "to": c.contact_email,
+                "at": _iso(c.contact_email_confirmed_at),
+            }
+        )
+    if c.reply_emailed_at and c.contact_email:
+        emails.append(
+            {
+                "kind": "staff_replies",
+                "to": c.contact_email,
+                "at": _iso(c.reply_emailed_at),
+                "replies_up_to_seq": c.reply_emailed_seq,
+            }
+        )
+    return emails
+
+
+def _export_conversation(c: Conversation) -> dict[str, Any]:
+    """The conversation's own fields in the export (its rows are added by the caller)."""
+    return {
+        "id": str(c.public_id),
+        "created_at": _iso(c.created_at),
+        "last_message_at": _iso(c.last_message_at),
+        "status": c.status,
+        "language": c.language,
+        "visitor_id": c.visitor_id,
+        "contact_email": c.contact_email,
+        "customer": {
+            "id": c.customer_id,
+            "email": c.customer_email,
+            "name": c.customer_name,
+            "verified_via": c.customer_verified_via,
+            "verified_at": _iso(c.customer_verified_at),
+        },
+        "contact_email_confirmed": c.contact_email_confirmed_at is not None,
+    }
+
+
+def subject_export_document(
+    *, client: Client, conversations: list[Conversation]
+) -> tuple[dict[str, Any], dict[str, int]]:
+    """The export of `conversations` (one JSON document) and its counts."""
+    ids = [c.pk for c in conversations]
+    messages = _export_messages(client, ids)
+    tools = _export_tool_calls(client, ids)
+    escalations = _export_escalations(client, ids)
+    ratings = _export_ratings(client, ids)
     items = []
     counts = {"conversations": len(ids), "messages": 0, "tool_calls": 0, "emails": 0}
     for c in conversations:
-        emails: list[dict[str, Any]] = []
-        if c.contact_email:
-            emails.append(
-                {
-                    "kind": "address_confirmation",
-                    "to": c.contact_email,
-                    "at": _iso(c.contact_email_confirmed_at),
-                }
-            )
-        if c.reply_emailed_at and c.contact_email:
-            emails.append(
-                {
-                    "kind": "staff_replies",
-                    "to": c.contact_email,
-                    "at": _iso(c.reply_emailed_at),
-                    "replies_up_to_seq": c.reply_emailed_seq,
-                }
-            )
+        emails = _export_emails(c)
         counts["messages"] += len(messages[c.pk])
         counts["tool_calls"] += len(tools[c.pk])
         counts["emails"] += len(emails)
         items.append(
             {
-                "id": str(c.public_id),
-                "created_at": _iso(c.created_at),
-                "last_message_at": _iso(c.last_message_at),
-                "status": c.status,
-                "language": c.language,
-                "visitor_id": c.visitor_id,
-                "contact_email": c.contact_email,
-                "customer": {
-                    "id": c.customer_id,
-                    "email": c.customer_email,
-                    "name": c.customer_name,
-                    "verified_via": c.customer_verified_via,
-                    "verified_at": _iso(c.customer_verified_at),
-                },
-                "contact_email_confirmed": c.contact_email_confirmed_at is not None,
+                **_export_conversation(c),
                 "messages": messages[c.pk],
                 "tool_calls": tools[c.pk],
                 "escalations": escalations[c.pk],

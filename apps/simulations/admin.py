@@ -382,6 +382,63 @@ class SimulationRunAdmin(TenantScopedAdmin):
         clients = Client.objects.order_by("name")
         return clients if allowed is None else clients.filter(pk__in=allowed)
 
+    def _new_run_submit(
+        self, request: HttpRequest, form: NewSimulationForm, client: Client
+    ) -> RunEstimate | HttpResponse | None:
+        """Estimate or start the run the valid `form` describes for `client`: the estimate, the
+        redirect to the started run, or None when it is refused (the form then says why)."""
+        if not self.role_permits_on(request, SimulationRun(client=client), SUPPORT):
+            raise PermissionDenied
+        run_settings: dict[str, Any] = {
+            "client": client,
+            "source": RunSource.ADMIN,
+            "kind": form.cleaned_data["kind"],
+            "selection": form.selection(),
+            "overrides": form.overrides(),
+            "compare": form.cleaned_data["compare"],
+        }
+        try:
+            # "Estimate" shows what the run would use against the simulation budget
+            # (the same checks as a start; nothing is saved); a start is refused when
+            # it does not fit.
+            if "_estimate" in request.POST:
+                return simulation_run_estimate(**run_settings)
+            run = simulation_run_create(
+                **run_settings, created_by=request.user, name=form.cleaned_data["name"]
+            )
+        except ApplicationError as exc:
+            fields = (exc.extra or {}).get("fields") or {}
+            for where, message in fields.items():
+                top = str(where).split(".")[0]
+                target = top if top in form.fields else None
+                form.add_error(target, f"{where}: {message}")
+            if not fields:
+                form.add_error(None, exc.message)
+            return None
+        self.message_user(request, _("The simulation has started."), messages.SUCCESS)
+        return HttpResponseRedirect(
+            reverse("admin:simulations_simulationrun_change", args=[run.pk])
+        )
+
+    def _new_run_form(
+        self, request: HttpRequest, clients: QuerySet[Client]
+    ) -> tuple[NewSimulationForm, Client | None]:
+        """The empty New simulation form, filled in from the query string (a link from a case
+        or a suite), and the client it names (or the only client staff may start runs for)."""
+        initial: dict[str, Any] = {"compare": True}
+        for key in ("client", "cases", "suite", "kind", "preset"):
+            if request.GET.get(key):
+                initial[key] = request.GET[key]
+        if clients.count() == 1 and "client" not in initial:
+            initial["client"] = clients.first()
+        form = NewSimulationForm(initial=initial, clients=clients)
+        picked = initial.get("client")
+        if isinstance(picked, Client):
+            return form, picked
+        if str(picked or "").isdigit():
+            return form, clients.filter(pk=int(str(picked))).first()
+        return form, None
+
     def add_view(
         self, request: HttpRequest, form_url: str = "", extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
@@ -393,57 +450,13 @@ class SimulationRunAdmin(TenantScopedAdmin):
         if request.method == "POST":
             form = NewSimulationForm(request.POST, clients=clients)
             if form.is_valid():
-                client = form.cleaned_data["client"]
-                chosen_client = client
-                if not self.role_permits_on(request, SimulationRun(client=client), SUPPORT):
-                    raise PermissionDenied
-                run_settings: dict[str, Any] = {
-                    "client": client,
-                    "source": RunSource.ADMIN,
-                    "kind": form.cleaned_data["kind"],
-                    "selection": form.selection(),
-                    "overrides": form.overrides(),
-                    "compare": form.cleaned_data["compare"],
-                }
-                try:
-                    # "Estimate" shows what the run would use against the simulation budget
-                    # (the same checks as a start; nothing is saved); a start is refused when
-                    # it does not fit.
-                    if "_estimate" in request.POST:
-                        estimate = simulation_run_estimate(**run_settings)
-                    else:
-                        run = simulation_run_create(
-                            **run_settings, created_by=request.user, name=form.cleaned_data["name"]
-                        )
-                except ApplicationError as exc:
-                    fields = (exc.extra or {}).get("fields") or {}
-                    for where, message in fields.items():
-                        top = str(where).split(".")[0]
-                        target = top if top in form.fields else None
-                        form.add_error(target, f"{where}: {message}")
-                    if not fields:
-                        form.add_error(None, exc.message)
-                else:
-                    if estimate is None:
-                        self.message_user(
-                            request, _("The simulation has started."), messages.SUCCESS
-                        )
-                        return HttpResponseRedirect(
-                            reverse("admin:simulations_simulationrun_change", args=[run.pk])
-                        )
+                chosen_client = form.cleaned_data["client"]
+                submitted = self._new_run_submit(request, form, chosen_client)
+                if isinstance(submitted, HttpResponse):
+                    return submitted
+                estimate = submitted
         else:
-            initial: dict[str, Any] = {"compare": True}
-            for key in ("client", "cases", "suite", "kind", "preset"):
-                if request.GET.get(key):
-                    initial[key] = request.GET[key]
-            if clients.count() == 1 and "client" not in initial:
-                initial["client"] = clients.first()
-            form = NewSimulationForm(initial=initial, clients=clients)
-            picked = initial.get("client")
-            if isinstance(picked, Client):
-                chosen_client = picked
-            elif str(picked or "").isdigit():
-                chosen_client = clients.filter(pk=int(str(picked))).first()
+            form, chosen_client = self._new_run_form(request, clients)
         chosen = form["cases"].value() or ""
         context = {
             **self.admin_site.each_context(request),

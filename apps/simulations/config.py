@@ -102,62 +102,68 @@ def _int(key: str, value: Any, low: int, high: int) -> int:
     return value
 
 
-def config_validate_overrides(
-    *, client: Client, overrides: dict[str, Any], within_plan: bool = True
-) -> dict[str, Any]:
-    """The candidate's overrides, checked and normalized (raises `ApplicationError` with the
-    bad field). Nothing is saved. A model must have a price (a call is never billed at 0);
-    `within_plan` (every source but `manage.py simulate`, the platform operator's) also keeps
-    the mode, refinement rounds and deliberation steps to what the plan allows, or what a
-    platform operator granted the client (`plan_limits_check`)."""
-    if not isinstance(overrides, dict):
-        raise _fail("", _("Overrides must be an object."))
-    unknown = sorted(set(overrides) - set(OVERRIDE_KEYS))
-    if unknown:
-        raise _fail(unknown[0], _("Unknown setting; use one of: %s.") % ", ".join(OVERRIDE_KEYS))
-    clean: dict[str, Any] = {}
-    if "mode" in overrides:
-        mode = overrides["mode"]
-        if mode not in modes.names():
-            raise _fail("mode", _("Choose one of: %s.") % ", ".join(modes.names()))
-        clean["mode"] = str(mode)
-    if "rubric" in overrides:
-        rubric = str(overrides["rubric"] or "")
-        try:
-            deliberation_config(client=client, plan=client.plan, rubric=rubric or None)
-        except UnknownRubric:
-            raise _fail("rubric", _("No rubric with this slug or name.")) from None
-        if rubric:
-            found = Rubric.objects.filter(slug=rubric).values_list("slug", flat=True).first()
-            clean["rubric"] = found or rubric
-    if "model" in overrides:
-        model = overrides["model"]
-        if not isinstance(model, str) or not model.strip() or len(model) > 100:
-            raise _fail("model", _("A model name of at most 100 characters."))
-        clean["model"] = model.strip()
-        if not ModelPrice.objects.filter(model=clean["model"]).exists():
-            raise _fail(
-                "model",
-                _(
-                    "The model %(model)s has no price, so its calls could not be billed; "
-                    "choose a model from the price list."
-                )
-                % {"model": clean["model"]},
+# A cleaner checks and normalizes the overrides it knows: what goes into the clean overrides
+# (nothing when they are not given), or raises `_fail` with the bad field.
+_Cleaner = Callable[[Client, dict[str, Any]], dict[str, Any]]
+
+
+def _given(key: str, clean: Callable[[Client, Any], Any]) -> _Cleaner:
+    """The cleaner of the single override `key`, checked by `clean` when it is given."""
+
+    def cleaner(client: Client, overrides: dict[str, Any]) -> dict[str, Any]:
+        return {key: clean(client, overrides[key])} if key in overrides else {}
+
+    return cleaner
+
+
+def _clean_mode(client: Client, mode: Any) -> str:
+    if mode not in modes.names():
+        raise _fail("mode", _("Choose one of: %s.") % ", ".join(modes.names()))
+    return str(mode)
+
+
+def _clean_rubric(client: Client, overrides: dict[str, Any]) -> dict[str, Any]:
+    """The rubric by slug (a name is looked up); an empty one (the plan's) is left out."""
+    if "rubric" not in overrides:
+        return {}
+    rubric = str(overrides["rubric"] or "")
+    try:
+        deliberation_config(client=client, plan=client.plan, rubric=rubric or None)
+    except UnknownRubric:
+        raise _fail("rubric", _("No rubric with this slug or name.")) from None
+    if not rubric:
+        return {}
+    found = Rubric.objects.filter(slug=rubric).values_list("slug", flat=True).first()
+    return {"rubric": found or rubric}
+
+
+def _clean_model(client: Client, model: Any) -> str:
+    if not isinstance(model, str) or not model.strip() or len(model) > 100:
+        raise _fail("model", _("A model name of at most 100 characters."))
+    model = model.strip()
+    if not ModelPrice.objects.filter(model=model).exists():
+        raise _fail(
+            "model",
+            _(
+                "The model %(model)s has no price, so its calls could not be billed; "
+                "choose a model from the price list."
             )
-    if "refinement_iterations" in overrides:
-        clean["refinement_iterations"] = _int(
-            "refinement_iterations",
-            overrides["refinement_iterations"],
-            0,
-            MAX_REFINEMENT_ITERATIONS,
+            % {"model": model},
         )
-    steps = {
-        key: overrides[f"deliberation_{key}"]
-        for key in ("min_steps", "max_steps")
-        if overrides.get(f"deliberation_{key}") is not None
-    }
-    for key, value in steps.items():
-        clean[f"deliberation_{key}"] = _int(f"deliberation_{key}", value, 1, 1000)
+    return model
+
+
+def _clean_refinement_iterations(client: Client, value: Any) -> int:
+    return _int("refinement_iterations", value, 0, MAX_REFINEMENT_ITERATIONS)
+
+
+def _clean_deliberation(client: Client, overrides: dict[str, Any]) -> dict[str, Any]:
+    """The deliberation steps and target (each left out when null), checked together."""
+    clean: dict[str, Any] = {}
+    for key in ("min_steps", "max_steps"):
+        value = overrides.get(f"deliberation_{key}")
+        if value is not None:
+            clean[f"deliberation_{key}"] = _int(f"deliberation_{key}", value, 1, 1000)
     target = overrides.get("deliberation_target")
     if target is not None:
         if isinstance(target, bool) or not isinstance(target, int | float | str):
@@ -173,17 +179,50 @@ def config_validate_overrides(
     )
     for key, message in errors.items():
         raise _fail(f"deliberation_{key}", message)
-    if "business_info" in overrides:
-        info = overrides["business_info"]
-        if not isinstance(info, dict):
-            raise _fail("business_info", _("A business info document (an object)."))
-        clean["business_info"] = info
-    if "notes" in overrides:
-        clean["notes"] = _notes(client, overrides["notes"])
-    if "evaluation" in overrides:
-        if not isinstance(overrides["evaluation"], bool):
-            raise _fail("evaluation", _("true or false."))
-        clean["evaluation"] = overrides["evaluation"]
+    return clean
+
+
+def _clean_business_info(client: Client, info: Any) -> dict[str, Any]:
+    if not isinstance(info, dict):
+        raise _fail("business_info", _("A business info document (an object)."))
+    return info
+
+
+def _clean_evaluation(client: Client, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _fail("evaluation", _("true or false."))
+    return value
+
+
+# In this order: the first bad override is the one reported.
+_CLEANERS: tuple[_Cleaner, ...] = (
+    _given("mode", _clean_mode),
+    _clean_rubric,
+    _given("model", _clean_model),
+    _given("refinement_iterations", _clean_refinement_iterations),
+    _clean_deliberation,
+    _given("business_info", _clean_business_info),
+    _given("notes", lambda client, notes: _notes(client, notes)),
+    _given("evaluation", _clean_evaluation),
+)
+
+
+def config_validate_overrides(
+    *, client: Client, overrides: dict[str, Any], within_plan: bool = True
+) -> dict[str, Any]:
+    """The candidate's overrides, checked and normalized (raises `ApplicationError` with the
+    bad field). Nothing is saved. A model must have a price (a call is never billed at 0);
+    `within_plan` (every source but `manage.py simulate`, the platform operator's) also keeps
+    the mode, refinement rounds and deliberation steps to what the plan allows, or what a
+    platform operator granted the client (`plan_limits_check`)."""
+    if not isinstance(overrides, dict):
+        raise _fail("", _("Overrides must be an object."))
+    unknown = sorted(set(overrides) - set(OVERRIDE_KEYS))
+    if unknown:
+        raise _fail(unknown[0], _("Unknown setting; use one of: %s.") % ", ".join(OVERRIDE_KEYS))
+    clean: dict[str, Any] = {}
+    for cleaner in _CLEANERS:
+        clean.update(cleaner(client, overrides))
     if within_plan:
         plan_limits_check(client=client, overrides=clean)
     return clean

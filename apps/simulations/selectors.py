@@ -4,6 +4,7 @@ replay can use with what happened in each of their turns."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -111,93 +112,120 @@ def replay_conversations(
     return list(conversations.order_by("-created_at", "-id")[: max(0, int(limit))])
 
 
+@dataclass(frozen=True)
+class _SavedConversation:
+    """What a saved conversation recorded, read once for all its turns."""
+
+    messages: list[Message]  # visible ones, in order
+    traces: dict[int | None, ReasoningTrace]  # by the customer message that started the turn
+    executions: list[ToolExecution]
+    proposed: list[PendingAction]
+    escalated_traces: set[int | None]
+
+
+def _saved_conversation(*, client: Client, conversation: Conversation) -> _SavedConversation:
+    return _SavedConversation(
+        messages=list(
+            Message.objects.for_client(client)
+            .visible()
+            .filter(conversation=conversation)
+            .order_by("seq")
+        ),
+        traces={
+            t.user_message_id: t
+            for t in ReasoningTrace.objects.for_client(client).filter(
+                kind=TraceKind.TURN, conversation=conversation
+            )
+        },
+        executions=list(
+            ToolExecution.objects.for_client(client)
+            .filter(conversation=conversation)
+            .select_related("tool", "trace")
+            .order_by("created_at", "id")
+        ),
+        proposed=list(
+            PendingAction.objects.for_client(client)
+            .filter(conversation=conversation)
+            .select_related("tool")
+            .order_by("created_at", "id")
+        ),
+        escalated_traces=set(
+            Escalation.objects.for_client(client)
+            .filter(conversation=conversation, trace__isnull=False)
+            .values_list("trace_id", flat=True)
+        ),
+    )
+
+
+def _answers(messages: list[Message], position: int) -> list[Message]:
+    """The assistant messages that answered the customer message at `position`."""
+    answers = []
+    for other in messages[position + 1 :]:
+        if other.role == Role.USER:
+            break
+        if other.role == Role.ASSISTANT:
+            answers.append(other)
+    return answers
+
+
+def _replay_turn(
+    *, client: Client, conversation: Conversation, saved: _SavedConversation, position: int
+) -> dict[str, Any]:
+    """The customer message at `position`, the history before it and what its turn did."""
+    messages = saved.messages
+    message = messages[position]
+    answers = _answers(messages, position)
+    trace = saved.traces.get(message.pk)
+    ran = [
+        {
+            "name": e.tool.name,
+            "params": e.params,
+            "ok": e.status == ExecutionStatus.SUCCEEDED,
+            "result": e.result,
+            "error": e.error,
+        }
+        for e in saved.executions
+        if trace is not None and e.trace_id == trace.pk
+    ]
+    asked = [
+        {"name": p.tool.name, "params": p.params}
+        for p in saved.proposed
+        if p.proposed_in_id == message.pk
+    ]
+    escalated = bool(
+        trace is not None and (trace.escalated or trace.pk in saved.escalated_traces)
+    ) or any(a.kind == Kind.HANDOFF for a in answers)
+    reason = None
+    if escalated:
+        reason = (
+            Escalation.objects.for_client(client)
+            .filter(conversation=conversation, trace=trace)
+            .values_list("reason", flat=True)
+            .first()
+        )
+    return {
+        "customer": message.text,
+        "history": [{"role": m.role, "kind": m.kind, "text": m.text} for m in messages[:position]],
+        "original": {
+            "reply": "\n".join(a.text for a in answers),
+            "tools_ran": ran,
+            "tools_proposed": asked,
+            "escalated": escalated,
+            "escalation_reason": reason,
+        },
+    }
+
+
 def replay_turns(*, client: Client, conversation: Conversation) -> dict[str, Any]:
     """A saved conversation as a replay reads it: each customer message with the visible
     history before it and what happened in its turn (`original`), and the tool results the
     conversation recorded (a replayed call with the same tool and params gets the same one)."""
-    messages = list(
-        Message.objects.for_client(client)
-        .visible()
-        .filter(conversation=conversation)
-        .order_by("seq")
-    )
-    traces = {
-        t.user_message_id: t
-        for t in ReasoningTrace.objects.for_client(client).filter(
-            kind=TraceKind.TURN, conversation=conversation
-        )
-    }
-    executions = list(
-        ToolExecution.objects.for_client(client)
-        .filter(conversation=conversation)
-        .select_related("tool", "trace")
-        .order_by("created_at", "id")
-    )
-    proposed = list(
-        PendingAction.objects.for_client(client)
-        .filter(conversation=conversation)
-        .select_related("tool")
-        .order_by("created_at", "id")
-    )
-    escalated_traces = set(
-        Escalation.objects.for_client(client)
-        .filter(conversation=conversation, trace__isnull=False)
-        .values_list("trace_id", flat=True)
-    )
-    turns: list[dict[str, Any]] = []
-    for position, message in enumerate(messages):
-        if message.role != Role.USER:
-            continue
-        later = messages[position + 1 :]
-        answers = []
-        for other in later:
-            if other.role == Role.USER:
-                break
-            if other.role == Role.ASSISTANT:
-                answers.append(other)
-        trace = traces.get(message.pk)
-        ran = [
-            {
-                "name": e.tool.name,
-                "params": e.params,
-                "ok": e.status == ExecutionStatus.SUCCEEDED,
-                "result": e.result,
-                "error": e.error,
-            }
-            for e in executions
-            if trace is not None and e.trace_id == trace.pk
-        ]
-        asked = [
-            {"name": p.tool.name, "params": p.params}
-            for p in proposed
-            if p.proposed_in_id == message.pk
-        ]
-        escalated = bool(
-            trace is not None and (trace.escalated or trace.pk in escalated_traces)
-        ) or any(a.kind == Kind.HANDOFF for a in answers)
-        reason = None
-        if escalated:
-            reason = (
-                Escalation.objects.for_client(client)
-                .filter(conversation=conversation, trace=trace)
-                .values_list("reason", flat=True)
-                .first()
-            )
-        turns.append(
-            {
-                "customer": message.text,
-                "history": [
-                    {"role": m.role, "kind": m.kind, "text": m.text} for m in messages[:position]
-                ],
-                "original": {
-                    "reply": "\n".join(a.text for a in answers),
-                    "tools_ran": ran,
-                    "tools_proposed": asked,
-                    "escalated": escalated,
-                    "escalation_reason": reason,
-                },
-            }
-        )
+    saved = _saved_conversation(client=client, conversation=conversation)
+    turns = [
+        _replay_turn(client=client, conversation=conversation, saved=saved, position=position)
+        for position, message in enumerate(saved.messages)
+        if message.role == Role.USER
+    ]
     recorded = [
         {
             "name": e.tool.name,
@@ -207,7 +235,7 @@ def replay_turns(*, client: Client, conversation: Conversation) -> dict[str, Any
             "error": e.error,
             "failure_kind": e.failure_kind,
         }
-        for e in executions
+        for e in saved.executions
         if e.status != ExecutionStatus.RUNNING
     ]
     return {"language": conversation.language, "turns": turns, "recorded": recorded}

@@ -23,6 +23,7 @@ import logging
 import secrets
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -270,6 +271,108 @@ def attempts_budget(tool: ClientTool) -> float:
     return tool.timeout_seconds * (1 + retries) + sum(_backoff(n) for n in range(1, retries + 1))
 
 
+def _request_body(
+    *,
+    tool: ClientTool,
+    params: dict[str, Any],
+    conversation_id: str | None,
+    idempotency_key: str,
+    customer: dict[str, Any] | None,
+) -> bytes:
+    """The call's JSON body, serialised once: the signatures cover exactly the bytes that are
+    sent. Raises TypeError or ValueError when the params are not JSON-serialisable."""
+    payload = {
+        "tool": tool.name,
+        "params": params,
+        "conversation_id": conversation_id,
+        "idempotency_key": idempotency_key,
+    }
+    if customer is not None:
+        # The verified customer (docs/webhooks.md): inside the signed body, so the client's
+        # backend can check that the order (or account) it is asked about is theirs.
+        payload["customer"] = customer
+    return json.dumps(payload, separators=(",", ":"), sort_keys=True).encode()
+
+
+def _base_headers(tool: ClientTool, body: bytes, idempotency_key: str) -> dict[str, str]:
+    """The headers every attempt sends (the per-attempt signature is added to them)."""
+    headers = {
+        "Content-Type": "application/json",
+        IDEMPOTENCY_HEADER: idempotency_key,
+        "User-Agent": USER_AGENT,
+    }
+    if settings.TOOL_WEBHOOK_LEGACY_SIGNATURE:
+        headers[SIGNATURE_HEADER] = sign_body(body, tool.signing_secret)
+    return headers
+
+
+@dataclass
+class _Call:
+    """One webhook call: what every attempt sends, and how its attempts went so far."""
+
+    tool: ClientTool
+    body: bytes
+    base_headers: dict[str, str]
+    idempotency_key: str
+    pinned: list[str]
+    started: float
+    attempts: int = 0
+    error: str = ""
+    timed_out: bool = False
+
+    def outcome(self, **fields: Any) -> ExecutorOutcome:
+        return ExecutorOutcome(
+            attempts=self.attempts, latency_ms=_elapsed_ms(self.started), **fields
+        )
+
+
+def _attempt(http: httpx2.Client, call: _Call) -> tuple[bool, dict[str, Any] | None, str, str]:
+    """Send attempt number `call.attempts` (freshly signed); see `_post_once`."""
+    headers = call.base_headers | sign_request(
+        body=call.body,
+        message_id=call.idempotency_key,
+        timestamp=datetime.now(UTC),  # per attempt: a retry is not a stale replay
+        secrets_=active_secrets(call.tool),
+    )
+    # Pinned to a checked address; a retry tries the next one (a dual-stack host whose
+    # first address is unreachable from here still gets its call).
+    pinned = call.pinned
+    extensions = {CONNECT_TO: pinned[(call.attempts - 1) % len(pinned)]} if pinned else {}
+    return _post_once(http, call.tool.webhook_url, call.body, headers, extensions)
+
+
+def _attempt_until_answered(http: httpx2.Client, call: _Call) -> ExecutorOutcome | None:
+    """Attempt the call until the webhook answers or fails for good, as far as the retries and
+    the deadline allow; None when every attempt made failed transiently (`call` says how)."""
+    max_attempts = 1 + call.tool.max_retries
+    while call.attempts < max_attempts:
+        if call.attempts:
+            pause = _backoff(call.attempts)
+            left = deadlines.remaining()
+            if left is not None and left <= pause:
+                break  # no time for another attempt: stop here, recorded as it stands
+            time.sleep(pause)
+        call.attempts += 1
+        try:
+            ok, result, error, code = _attempt(http, call)
+        except _FinalError as exc:
+            return call.outcome(ok=False, result=None, error=str(exc))
+        except _TransientError as exc:
+            call.error, call.timed_out = str(exc), exc.timed_out
+            logger.warning(
+                "tool webhook attempt failed",
+                extra={
+                    "tool": call.tool.name,
+                    "idempotency_key": call.idempotency_key,
+                    "attempt": call.attempts,
+                    "error": call.error,
+                },
+            )
+            continue
+        return call.outcome(ok=ok, result=result, error=error, refused=not ok, error_code=code)
+    return None
+
+
 def run_webhook(
     *,
     tool: ClientTool,
@@ -289,97 +392,41 @@ def run_webhook(
     pinned, refusal = resolve_addresses(tool.webhook_url)
     if refusal:
         return _not_sent(f"Tool {tool.name!r}: {refusal}")
-    payload = {
-        "tool": tool.name,
-        "params": params,
-        "conversation_id": conversation_id,
-        "idempotency_key": idempotency_key,
-    }
-    if customer is not None:
-        # The verified customer (docs/webhooks.md): inside the signed body, so the client's
-        # backend can check that the order (or account) it is asked about is theirs.
-        payload["customer"] = customer
     try:
-        # Serialised once: the signatures cover exactly the bytes that are sent.
-        body = json.dumps(payload, separators=(",", ":"), sort_keys=True).encode()
+        body = _request_body(
+            tool=tool,
+            params=params,
+            conversation_id=conversation_id,
+            idempotency_key=idempotency_key,
+            customer=customer,
+        )
     except (TypeError, ValueError) as exc:
         return _not_sent(f"Tool params are not JSON-serialisable: {exc}")
-    base_headers = {
-        "Content-Type": "application/json",
-        IDEMPOTENCY_HEADER: idempotency_key,
-        "User-Agent": USER_AGENT,
-    }
-    if settings.TOOL_WEBHOOK_LEGACY_SIGNATURE:
-        base_headers[SIGNATURE_HEADER] = sign_body(body, tool.signing_secret)
-    max_attempts = 1 + tool.max_retries
-    attempts = 0
-    error = ""
-    timed_out = False
+    call = _Call(
+        tool=tool,
+        body=body,
+        base_headers=_base_headers(tool, body, idempotency_key),
+        idempotency_key=idempotency_key,
+        pinned=pinned,
+        started=started,
+    )
     release_connection()  # no database connection is held while the webhook answers
     with (
         deadlines.deadline_scope(attempts_budget(tool)),
         wall_clock_client(limit=tool.timeout_seconds, follow_redirects=False) as http,
     ):
-        while attempts < max_attempts:
-            if attempts:
-                pause = _backoff(attempts)
-                left = deadlines.remaining()
-                if left is not None and left <= pause:
-                    break  # no time for another attempt: stop here, recorded as it stands
-                time.sleep(pause)
-            attempts += 1
-            headers = base_headers | sign_request(
-                body=body,
-                message_id=idempotency_key,
-                timestamp=datetime.now(UTC),  # per attempt: a retry is not a stale replay
-                secrets_=active_secrets(tool),
-            )
-            # Pinned to a checked address; a retry tries the next one (a dual-stack host whose
-            # first address is unreachable from here still gets its call).
-            extensions = {CONNECT_TO: pinned[(attempts - 1) % len(pinned)]} if pinned else {}
-            try:
-                ok, result, error, code = _post_once(
-                    http, tool.webhook_url, body, headers, extensions
-                )
-            except _FinalError as exc:
-                return ExecutorOutcome(
-                    ok=False,
-                    result=None,
-                    error=str(exc),
-                    attempts=attempts,
-                    latency_ms=_elapsed_ms(started),
-                )
-            except _TransientError as exc:
-                error, timed_out = str(exc), exc.timed_out
-                logger.warning(
-                    "tool webhook attempt failed",
-                    extra={
-                        "tool": tool.name,
-                        "idempotency_key": idempotency_key,
-                        "attempt": attempts,
-                        "error": error,
-                    },
-                )
-                continue
-            return ExecutorOutcome(
-                ok=ok,
-                result=result,
-                error=error,
-                attempts=attempts,
-                latency_ms=_elapsed_ms(started),
-                refused=not ok,
-                error_code=code,
-            )
-    if attempts == 0:
-        error, timed_out = "No time was left to call the webhook.", True
-    return ExecutorOutcome(
+        answered = _attempt_until_answered(http, call)
+        if answered is not None:
+            return answered
+    if call.attempts == 0:
+        call.error, call.timed_out = "No time was left to call the webhook.", True
+    attempts = call.attempts
+    return call.outcome(
         ok=False,
         result=None,
-        error=f"{error} Gave up after {attempts} attempt{'s' if attempts != 1 else ''}.",
-        attempts=attempts,
-        latency_ms=_elapsed_ms(started),
+        error=f"{call.error} Gave up after {attempts} attempt{'s' if attempts != 1 else ''}.",
         retryable_failure=True,
-        timed_out=timed_out,
+        timed_out=call.timed_out,
     )
 
 
