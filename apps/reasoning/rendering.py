@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -66,6 +67,8 @@ Kind = Literal[
 
 # Titles and labels are marked for translation (lazy: resolved in the reader's language).
 type Text = str | Promise
+# Shortens a long value for a line of text (`step_lines`).
+type Cut = Callable[[Any], str]
 
 
 @dataclass(frozen=True)
@@ -485,15 +488,65 @@ def _bar(value: float, width: int = 10) -> str:
     return f"{'█' * filled}{'·' * (width - filled)} {value:.2f}"
 
 
-def step_lines(step: ReasoningStep, *, cut: Any = str) -> list[str]:
-    """The step as lines of text: a head line, then one line per field shown (indented).
-    `cut` shortens long text (the command's --step-by-step shows it whole)."""
-    output = step.output or {}
+def _score_lines(value: dict[str, Any], cut: Cut) -> list[str]:
+    return [
+        f"      {key:<22} {_bar(float(score))}"
+        for key, score in value.items()
+        if isinstance(score, int | float)
+    ]
+
+
+def _issue_lines(value: list[Any], cut: Cut) -> list[str]:
+    return [
+        f"    - [{issue.get('kind')}] “{cut(issue.get('quote'))}”: {cut(issue.get('problem'))}"
+        for issue in value
+        if isinstance(issue, dict)
+    ]
+
+
+def _hypothesis_lines(value: list[Any], cut: Cut) -> list[str]:
+    return [
+        f"    hypothesis: {h.get('intent')} ({h.get('confidence')})"
+        for h in value
+        if isinstance(h, dict)
+    ]
+
+
+def _citation_lines(value: list[Any], cut: Cut) -> list[str]:
+    return [f"    cited: {_citation(c)}" for c in value if isinstance(c, dict)]
+
+
+# The field kinds shown as lines of their own, each with the type of value it draws: a value of
+# another type, and every other kind, is one `label: value` line.
+_LINES_BY_KIND: dict[Kind, tuple[type, Callable[[Any, Cut], list[str]]]] = {
+    "scores": (dict, _score_lines),
+    "issues": (list, _issue_lines),
+    "hypotheses": (list, _hypothesis_lines),
+    "citations": (list, _citation_lines),
+}
+
+
+def _field_lines(f: FieldView, value: Any, output: dict[str, Any], cut: Cut) -> list[str]:
+    drawn = _LINES_BY_KIND.get(f.kind)
+    if drawn is not None and isinstance(value, drawn[0]):
+        return drawn[1](value, cut)
+    return [f"    {_filled(f.label, output)}: {cut(_shown(f, value))}"]
+
+
+def _head_line(step: ReasoningStep, output: dict[str, Any]) -> str:
+    """`[index] name — title · tokens, latency` (the title only where it says more)."""
     tokens = step.prompt_tokens + step.completion_tokens
     meta = f" · {tokens} tokens, {step.latency_ms} ms" if tokens else ""
     title = step_title(step.name, output)
     named = f" — {title}" if title.lower() != step.name.replace("_", " ") else ""
-    lines = [f"[{step.index}] {step.name}{named}{meta}"]
+    return f"[{step.index}] {step.name}{named}{meta}"
+
+
+def step_lines(step: ReasoningStep, *, cut: Cut = str) -> list[str]:
+    """The step as lines of text: a head line, then one line per field shown (indented).
+    `cut` shortens long text (the command's --step-by-step shows it whole)."""
+    output = step.output or {}
+    lines = [_head_line(step, output)]
     if step.error:
         lines.append(f"    error: {cut(step.error)}")
     rows = _field_rows(step.name, output)
@@ -511,29 +564,8 @@ def step_lines(step: ReasoningStep, *, cut: Any = str) -> list[str]:
     if facts:
         lines.append("    " + " · ".join(facts))
     for f, value in rows:
-        if f.kind in INLINE:
-            continue
-        if f.kind == "scores" and isinstance(value, dict):
-            for key, score in value.items():
-                if isinstance(score, int | float):
-                    lines.append(f"      {key:<22} {_bar(float(score))}")
-        elif f.kind == "issues" and isinstance(value, list):
-            for issue in value:
-                if isinstance(issue, dict):
-                    lines.append(
-                        f"    - [{issue.get('kind')}] “{cut(issue.get('quote'))}”: "
-                        f"{cut(issue.get('problem'))}"
-                    )
-        elif f.kind == "hypotheses" and isinstance(value, list):
-            for h in value:
-                if isinstance(h, dict):
-                    lines.append(f"    hypothesis: {h.get('intent')} ({h.get('confidence')})")
-        elif f.kind == "citations" and isinstance(value, list):
-            for c in value:
-                if isinstance(c, dict):
-                    lines.append(f"    cited: {_citation(c)}")
-        else:
-            lines.append(f"    {_filled(f.label, output)}: {cut(_shown(f, value))}")
+        if f.kind not in INLINE:
+            lines.extend(_field_lines(f, value, output, cut))
     return lines
 
 

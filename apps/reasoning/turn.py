@@ -429,6 +429,37 @@ def act_on_tool_call(
 
     `may_run=False` (the critique said ASK_USER) still lets a destructive call be put to the
     customer for confirmation, but nothing runs."""
+    verdict = _guard_verdict(turn, name=name, params=params)
+    if verdict.action == "none":
+        return Outcome([Reply(draft)])
+    if turn.dry_run:
+        return _dry_run_outcome(turn, verdict, name=name, draft=draft, hold_message=hold_message)
+    if verdict.action == "refuse":
+        return _refusal_outcome(turn, verdict, name=name, draft=draft)
+    if verdict.action == "ask":
+        # The critique's question, or the model's own when it noticed the gap itself, reads
+        # better than the schema-derived one.
+        text = hold_message or (draft if asked_by_model else "") or verdict.message
+        return Outcome([Reply(text)])
+    tool = verdict.tool
+    assert tool is not None
+    if verdict.action == "run" and not may_run and verdict.pending is not None:
+        # Confirmed, but the critique still wants to ask: put the exact action to the customer
+        # again so their next "yes" can settle it.
+        verdict.action, verdict.message = (
+            "confirm",
+            guards.confirmation_text(tool, verdict.params),
+        )
+    if verdict.action == "confirm":
+        return _confirmation_outcome(turn, verdict, tool=tool)
+    if not may_run:
+        return Outcome([Reply(hold_message or draft or verdict.message)])
+    return _run_unless_held(turn, verdict, tool=tool)
+
+
+def _guard_verdict(turn: Turn, *, name: str | None, params: dict[str, Any]) -> guards.GuardVerdict:
+    """The guards' verdict on the proposed call, recorded on the trace (a step and an internal
+    message) unless there was no call at all."""
     verdict = guards.check_tool_call(
         tools_by_name=turn.tools_by_name,
         name=name,
@@ -443,82 +474,76 @@ def act_on_tool_call(
         turn.rec.internal(
             Kind.GUARD, f"{verdict.action.upper()}: {verdict.reason}", verdict.as_data()
         )
+    return verdict
 
-    if verdict.action == "none":
-        return Outcome([Reply(draft)])
-    if turn.dry_run:
-        return _dry_run_outcome(turn, verdict, name=name, draft=draft, hold_message=hold_message)
-    if verdict.action == "refuse":
-        if verdict.reason in UNAVAILABLE_TOOL:
-            return unavailable_tool_outcome(turn, verdict, name=name, draft=draft)
-        offered = _email_code_offer(turn, verdict)
-        if offered:
-            return Outcome([Reply(offered)])
-        return Outcome(
-            [
-                Reply(
-                    guards.refusal_text(
-                        verdict, turn.enabled_tools, signin_url=_signin_url(turn, verdict)
-                    )
+
+def _refusal_outcome(
+    turn: Turn, verdict: guards.GuardVerdict, *, name: str | None, draft: str
+) -> Outcome:
+    """What the customer is told when the guards refuse the call: the model's own answer (or a
+    hand-off) for a tool the client does not have, an e-mail code for an unverified customer
+    where the shop offers one, else the guards' refusal."""
+    if verdict.reason in UNAVAILABLE_TOOL:
+        return unavailable_tool_outcome(turn, verdict, name=name, draft=draft)
+    offered = _email_code_offer(turn, verdict)
+    if offered:
+        return Outcome([Reply(offered)])
+    return Outcome(
+        [
+            Reply(
+                guards.refusal_text(
+                    verdict, turn.enabled_tools, signin_url=_signin_url(turn, verdict)
                 )
-            ]
-        )
-    if verdict.action == "ask":
-        # The critique's question, or the model's own when it noticed the gap itself, reads
-        # better than the schema-derived one.
-        text = hold_message or (draft if asked_by_model else "") or verdict.message
-        return Outcome([Reply(text)])
-    assert verdict.tool is not None
-    if verdict.action == "run" and not may_run and verdict.pending is not None:
-        # Confirmed, but the critique still wants to ask: put the exact action to the customer
-        # again so their next "yes" can settle it.
-        verdict.action, verdict.message = (
-            "confirm",
-            guards.confirmation_text(verdict.tool, verdict.params),
-        )
-    if verdict.action == "confirm":
-        # The object's state first, where the tool declares how to read it: a question about
-        # an action that is not possible (an order already delivered) is never asked.
-        not_possible = check_before_asking(turn, tool=verdict.tool, params=verdict.params)
-        if not_possible:
-            return Outcome([Reply(not_possible, data={"not_possible": verdict.tool.name})])
-        if turn.sandbox is not None:
-            pending_id = turn.sandbox.propose(turn, tool=verdict.tool, params=verdict.params)
-        else:
-            pending_id = pending_actions.pending_create(
-                client=turn.client,
-                conversation=turn.conversation,
-                tool=verdict.tool,
-                params=verdict.params,
-                proposed_in=turn.user_message,
-            ).pk
-        return Outcome(
-            [
-                Reply(
-                    verdict.message,
-                    kind=Kind.CONFIRMATION_REQUEST,
-                    data={
-                        "pending_action": pending_id,
-                        # binds the widget's Yes/No buttons to exactly this question's params
-                        "digest": guards.params_digest(verdict.params),
-                        "tool": verdict.tool.name,
-                        "params": verdict.params,
-                    },
-                )
-            ]
-        )
-    if not may_run:
-        return Outcome([Reply(hold_message or draft or verdict.message)])
-    if turn.sandbox is None and verdict.tool.approval_rule:
+            )
+        ]
+    )
+
+
+def _confirmation_outcome(turn: Turn, verdict: guards.GuardVerdict, *, tool: ClientTool) -> Outcome:
+    """Put the exact destructive action to the customer: a pending action (or the sandbox's
+    question) and a confirmation request bound to its params."""
+    # The object's state first, where the tool declares how to read it: a question about
+    # an action that is not possible (an order already delivered) is never asked.
+    not_possible = check_before_asking(turn, tool=tool, params=verdict.params)
+    if not_possible:
+        return Outcome([Reply(not_possible, data={"not_possible": tool.name})])
+    if turn.sandbox is not None:
+        pending_id = turn.sandbox.propose(turn, tool=tool, params=verdict.params)
+    else:
+        pending_id = pending_actions.pending_create(
+            client=turn.client,
+            conversation=turn.conversation,
+            tool=tool,
+            params=verdict.params,
+            proposed_in=turn.user_message,
+        ).pk
+    return Outcome(
+        [
+            Reply(
+                verdict.message,
+                kind=Kind.CONFIRMATION_REQUEST,
+                data={
+                    "pending_action": pending_id,
+                    # binds the widget's Yes/No buttons to exactly this question's params
+                    "digest": guards.params_digest(verdict.params),
+                    "tool": tool.name,
+                    "params": verdict.params,
+                },
+            )
+        ]
+    )
+
+
+def _run_unless_held(turn: Turn, verdict: guards.GuardVerdict, *, tool: ClientTool) -> Outcome:
+    """Run a call every guard allowed, unless the client's approval rule holds it."""
+    if turn.sandbox is None and tool.approval_rule:
         # Every guard (and the customer's confirmation) passed: the client's rule may still want
         # a teammate to approve this call — alone, or summed with earlier ones — before it runs
         # (apps/approvals/services.py).
-        held = hold_for_approval(
-            turn, tool=verdict.tool, params=verdict.params, pending=verdict.pending
-        )
+        held = hold_for_approval(turn, tool=tool, params=verdict.params, pending=verdict.pending)
         if held is not None:
             return held
-    return run_tool(turn, tool=verdict.tool, params=verdict.params, pending=verdict.pending)
+    return run_tool(turn, tool=tool, params=verdict.params, pending=verdict.pending)
 
 
 def _run_key(turn: Turn, tool: ClientTool, phash: str, pending: PendingAction | None) -> str:
@@ -701,52 +726,14 @@ def run_tool(
             "idempotency_key": key,
         },
     )
-    if turn.sandbox is not None:
-        # Would run: the sandbox answers (a stub or a recorded result); no webhook is called.
-        execution = turn.sandbox.execute(turn, tool=tool, params=params, pending=pending)
-    else:
-        execution = tool_execute(
-            client=turn.client,
-            tool=tool,
-            params=params,
-            idempotency_key=key,
-            conversation=turn.conversation,
-            trace=turn.rec.trace,
-            pending_action=pending,
-        )
-    turn.rec.trace.tool_calls += 1
-    outcome = {
-        "ok": execution.status == ExecutionStatus.SUCCEEDED,
-        "result": execution.result,
-        "error": execution.error,
-    }
-    sandboxed = {"sandbox": True, "params": params} if turn.sandbox is not None else {}
-    turn.rec.step(
-        "tool",
-        input_summary=f"{tool.name} {pretty(params)}",
-        output={
-            **outcome,
-            "attempts": execution.attempts,
-            "execution": execution.pk,
-            **sandboxed,
-        },
-        latency_ms=execution.latency_ms,
-        error=execution.error,
-    )
-    turn.rec.internal(
-        Kind.TOOL_RESULT,
-        pretty(execution.result) if outcome["ok"] else f"failed: {execution.error}",
-        {"execution": execution.pk, **outcome},
-    )
+    execution = _execute(turn, tool=tool, params=params, pending=pending, key=key)
+    result_text = _record_result(turn, tool=tool, params=params, execution=execution)
     if pending is not None:
         if turn.sandbox is not None:
             turn.sandbox.executed(turn, pending=pending)
         else:
             pending_actions.pending_mark_executed(client=turn.client, pending=pending)
-    turn.add_source(
-        f"tool result: {tool.name}",
-        pretty(execution.result) if outcome["ok"] else f"failed: {execution.error}",
-    )
+    turn.add_source(f"tool result: {tool.name}", result_text)
 
     if execution.status == ExecutionStatus.FAILED and execution.failure_kind != "refused":
         # A technical failure (unreachable, broken integration): its error text is not for the
@@ -768,6 +755,58 @@ def run_tool(
             )
         ]
     )
+
+
+def _execute(
+    turn: Turn,
+    *,
+    tool: ClientTool,
+    params: dict[str, Any],
+    pending: PendingAction | None,
+    key: str,
+) -> ToolExecution:
+    """Run the call under its idempotency key, or let the sandbox answer it."""
+    if turn.sandbox is not None:
+        # Would run: the sandbox answers (a stub or a recorded result); no webhook is called.
+        return turn.sandbox.execute(turn, tool=tool, params=params, pending=pending)
+    return tool_execute(
+        client=turn.client,
+        tool=tool,
+        params=params,
+        idempotency_key=key,
+        conversation=turn.conversation,
+        trace=turn.rec.trace,
+        pending_action=pending,
+    )
+
+
+def _record_result(
+    turn: Turn, *, tool: ClientTool, params: dict[str, Any], execution: ToolExecution
+) -> str:
+    """Count the call and record its result on the trace (the `tool` step and an internal
+    message); returns the result as the turn's sources quote it."""
+    turn.rec.trace.tool_calls += 1
+    outcome = {
+        "ok": execution.status == ExecutionStatus.SUCCEEDED,
+        "result": execution.result,
+        "error": execution.error,
+    }
+    sandboxed = {"sandbox": True, "params": params} if turn.sandbox is not None else {}
+    turn.rec.step(
+        "tool",
+        input_summary=f"{tool.name} {pretty(params)}",
+        output={
+            **outcome,
+            "attempts": execution.attempts,
+            "execution": execution.pk,
+            **sandboxed,
+        },
+        latency_ms=execution.latency_ms,
+        error=execution.error,
+    )
+    result_text = pretty(execution.result) if outcome["ok"] else f"failed: {execution.error}"
+    turn.rec.internal(Kind.TOOL_RESULT, result_text, {"execution": execution.pk, **outcome})
+    return result_text
 
 
 def compose_reply(

@@ -23,6 +23,7 @@ note (`apps.notes.selectors.format_note_line`).
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from django.core.cache import cache
 
@@ -91,9 +92,44 @@ def handoff_text(*, reason: str, tool: ClientTool | None) -> str:
     return f"Handed to a person because {why}; {ran}."
 
 
+@dataclass(frozen=True)
+class NoteDraft:
+    """One automatic note, before it is written (`_note_add`)."""
+
+    type: str
+    ref: str
+    content: str
+    confidence: float | None = None
+
+
 def turn_notes_write(*, trace_id: int, confidence: int | None = None) -> list[Note]:
     """Write the automatic notes of one finished turn; returns them. Safe to run twice: a turn
     that already has notes gets none again."""
+    trace = _trace_to_note(trace_id)
+    if trace is None:
+        return []
+    # Run before? The same system-worded note of an earlier turn is deduplicated (its `hits`
+    # goes up, its trace stays the earlier one), so a marker in the shared cache says this turn
+    # was noted; a note this turn created itself also says so.
+    done_key = f"notes:turn-noted:{trace.pk}:{trace.created_at.timestamp()}"
+    if cache.get(done_key) or _has_own_notes(trace):
+        return []
+    executions = _noted_executions(trace)
+    written = [
+        _note_add(trace, draft)
+        for draft in (_execution_note(e, confidence=confidence) for e in executions)
+        if draft is not None
+    ]
+    handoff = _handoff_note(trace, executions)
+    if handoff is not None:
+        written.append(_note_add(trace, handoff))
+    if written:
+        cache.set(done_key, 1, NOTED_MARKER_SECONDS)
+    return written
+
+
+def _trace_to_note(trace_id: int) -> ReasoningTrace | None:
+    """The finished turn's trace, when it is a conversation's and its plan keeps notes."""
     trace = (
         ReasoningTrace.objects.for_current_client()  # the task's client (TenantTask)
         .select_related("client__plan", "conversation")
@@ -101,17 +137,17 @@ def turn_notes_write(*, trace_id: int, confidence: int | None = None) -> list[No
         .first()
     )
     if trace is None or trace.status == TraceStatus.PROCESSING or trace.conversation is None:
-        return []  # unfinished, or not a conversation's turn (a playground run's trace)
-    client, conversation = trace.client, trace.conversation
-    if not client.plan.notes_enabled:
-        return []
-    # Run before? The same system-worded note of an earlier turn is deduplicated (its `hits`
-    # goes up, its trace stays the earlier one), so a marker in the shared cache says this turn
-    # was noted; a note this turn created itself also says so. (Notes the model added with
-    # `add_note` during the turn predate finished_at.)
-    done_key = f"notes:turn-noted:{trace.pk}:{trace.created_at.timestamp()}"
-    if cache.get(done_key) or (
-        Note.objects.for_client(client)
+        return None  # unfinished, or not a conversation's turn (a playground run's trace)
+    if not trace.client.plan.notes_enabled:
+        return None
+    return trace
+
+
+def _has_own_notes(trace: ReasoningTrace) -> bool:
+    """Whether this turn already wrote its automatic notes. (Notes the model added with
+    `add_note` during the turn predate finished_at.)"""
+    return (
+        Note.objects.for_client(trace.client)
         .filter(
             trace=trace,
             source=NoteSource.AI,
@@ -119,70 +155,75 @@ def turn_notes_write(*, trace_id: int, confidence: int | None = None) -> list[No
             created_at__gte=trace.finished_at,
         )
         .exists()
-    ):
-        return []
+    )
 
-    def add(*, type: str, ref: str, content: str, confidence: float | None = None) -> Note:
-        return note_add(
-            client=client,
-            type=type,
-            ref=ref,
-            content=content,
-            confidence=confidence,
-            language=conversation.language,
-            source=NoteSource.AI,
-            status=NoteStatus.ACTIVE,  # system words only: see the module docstring
-            conversation=conversation,
-            trace=trace,
-        )
 
-    written: list[Note] = []
-    executions = list(
-        ToolExecution.objects.for_client(client)
+def _noted_executions(trace: ReasoningTrace) -> list[ToolExecution]:
+    """The turn's tool runs, in order, but for the notes tools themselves: searching or adding
+    notes is not itself worth a note."""
+    executions = (
+        ToolExecution.objects.for_client(trace.client)
         .filter(trace=trace)
         .select_related("tool")
         .order_by("created_at", "pk")
     )
-    # searching or adding notes is not itself worth a note
-    executions = [e for e in executions if not e.tool.builtin_handler.startswith("notes.")]
-    for execution in executions:
-        tool = execution.tool
-        if execution.status == ExecutionStatus.FAILED:
-            written.append(
-                add(
-                    type=NoteType.FAILURE,
-                    ref=tool.name,
-                    content=tool_failure_text(tool=tool, failure_kind=execution.failure_kind),
-                )
-            )
-        elif (
-            execution.status == ExecutionStatus.SUCCEEDED
-            and confidence is not None
-            and confidence >= SUCCESS_MIN_CONFIDENCE
-        ):
-            written.append(
-                add(
-                    type=NoteType.SUCCESS,
-                    ref=tool.name,
-                    confidence=confidence / 10,
-                    content=success_text(tool=tool, confidence=confidence),
-                )
-            )
+    return [e for e in executions if not e.tool.builtin_handler.startswith("notes.")]
 
+
+def _execution_note(execution: ToolExecution, *, confidence: int | None) -> NoteDraft | None:
+    """The note a tool run is worth: a failure always, a success only after a confident
+    draft; None for anything else."""
+    tool = execution.tool
+    if execution.status == ExecutionStatus.FAILED:
+        return NoteDraft(
+            type=NoteType.FAILURE,
+            ref=tool.name,
+            content=tool_failure_text(tool=tool, failure_kind=execution.failure_kind),
+        )
+    if (
+        execution.status == ExecutionStatus.SUCCEEDED
+        and confidence is not None
+        and confidence >= SUCCESS_MIN_CONFIDENCE
+    ):
+        return NoteDraft(
+            type=NoteType.SUCCESS,
+            ref=tool.name,
+            confidence=confidence / 10,
+            content=success_text(tool=tool, confidence=confidence),
+        )
+    return None
+
+
+def _handoff_note(trace: ReasoningTrace, executions: list[ToolExecution]) -> NoteDraft | None:
+    """The note a hand-off is worth, unless its reason says nothing
+    about the conversation; None when the turn was not handed off."""
     escalation = (
-        Escalation.objects.for_client(client).filter(trace=trace).order_by("pk").first()
+        Escalation.objects.for_client(trace.client).filter(trace=trace).order_by("pk").first()
         if trace.escalated
         else None
     )
-    if escalation is not None and escalation.reason not in NOT_NOTED_REASONS:
-        last_tool = executions[-1].tool if executions else None
-        written.append(
-            add(
-                type=NoteType.FAILURE,
-                ref=last_tool.name if last_tool else escalation.reason,
-                content=handoff_text(reason=escalation.reason, tool=last_tool),
-            )
-        )
-    if written:
-        cache.set(done_key, 1, NOTED_MARKER_SECONDS)
-    return written
+    if escalation is None or escalation.reason in NOT_NOTED_REASONS:
+        return None
+    last_tool = executions[-1].tool if executions else None
+    return NoteDraft(
+        type=NoteType.FAILURE,
+        ref=last_tool.name if last_tool else escalation.reason,
+        content=handoff_text(reason=escalation.reason, tool=last_tool),
+    )
+
+
+def _note_add(trace: ReasoningTrace, draft: NoteDraft) -> Note:
+    conversation = trace.conversation
+    assert conversation is not None  # `_trace_to_note` keeps only a conversation's turns
+    return note_add(
+        client=trace.client,
+        type=draft.type,
+        ref=draft.ref,
+        content=draft.content,
+        confidence=draft.confidence,
+        language=conversation.language,
+        source=NoteSource.AI,
+        status=NoteStatus.ACTIVE,  # system words only: see the module docstring
+        conversation=conversation,
+        trace=trace,
+    )

@@ -156,9 +156,22 @@ def answer(hint: dict[str, Any], *, adaptive: bool) -> dict[str, Any]:
         "needs_more_context": [],
         "complaint": False,
     }
+    settled = _settled_answer(hint)
+    if settled is not None:
+        return out | settled
+    tool_name = _requested_tool(hint, low, tools)
+    if tool_name:
+        return _tool_answer(out, tool_name, tools[tool_name], text, hint)
+    return out | (
+        _small_talk_answer(hint, low) or _knowledge_answer_or_need(hint, text, adaptive=adaptive)
+    )
+
+
+def _settled_answer(hint: dict[str, Any]) -> dict[str, Any] | None:
+    """The answer to a confirmation the customer settled (yes: run it; no: it is dropped)."""
     if hint.get("confirmed"):
         confirmed = hint["confirmed"]
-        return out | {
+        return {
             "response": say(hint, "confirmed"),
             "confidence": 9,
             "tool_call": confirmed["tool"],
@@ -166,33 +179,38 @@ def answer(hint: dict[str, Any], *, adaptive: bool) -> dict[str, Any]:
             "is_destructive": True,
         }
     if hint.get("declined"):
-        return out | {
+        return {
             "response": say(hint, "declined"),
             "confidence": 9,
         }
+    return None
 
+
+def _requested_tool(hint: dict[str, Any], low: str, tools: dict[str, dict[str, Any]]) -> str | None:
+    """The tool the message asks for, if any: a question about how something works, or about
+    an exchange, asks for none."""
     informational = not ORDER_RE.search(low) and low.strip().startswith(cues().info_starts)
     if _bare_order_number(low):  # "Order 12345" answers the previous question
-        tool_name = _continued_intent(hint, tools)
-    elif informational or any(w in low for w in cues().exchange):
-        tool_name = None
-    else:
-        tool_name = _intent(low, tools) or _continued_intent(hint, tools)
-    if tool_name:
-        return _tool_answer(out, tool_name, tools[tool_name], text, hint)
+        return _continued_intent(hint, tools)
+    if informational or any(w in low for w in cues().exchange):
+        return None
+    return _intent(low, tools) or _continued_intent(hint, tools)
 
+
+def _small_talk_answer(hint: dict[str, Any], low: str) -> dict[str, Any] | None:
+    """A greeting back, or the business's opening hours and contact details."""
     if low.strip(" !.¡") in cues().greetings or (
         len(low.split()) <= 3
         and low.split()[:1]
         and low.split()[0].strip("!,.¡") in cues().greetings
     ):
-        return out | {
+        return {
             "response": say(hint, "greeting", client=hint.get("client_name", "the")),
             "confidence": 9,
         }
     if any(w in low for w in cues().contact):
         contact = hint.get("contact", {})
-        return out | {
+        return {
             "response": say(
                 hint,
                 "hours",
@@ -202,32 +220,38 @@ def answer(hint: dict[str, Any], *, adaptive: bool) -> dict[str, Any]:
             ),
             "confidence": 9,
         }
+    return None
 
+
+def _knowledge_answer_or_need(hint: dict[str, Any], text: str, *, adaptive: bool) -> dict[str, Any]:
+    """An answer from an FAQ, a policy or the knowledge base; in adaptive mode, a request for
+    the context that would answer it when it has not been fetched yet; else the fallback."""
+    low = text.lower()
     policy_key = next(
         (k for k, words in cues().policies.items() if any(w in low for w in words)), None
     )
     faq = None if any(w in low for w in cues().exchange) else _best_faq(low, hint.get("faqs", []))
     fetched = set(hint.get("fetched", []))
     if faq is not None and (not adaptive or "faqs" in fetched):
-        return out | {"response": faq["answer"], "confidence": 8}
+        return {"response": faq["answer"], "confidence": 8}
     if policy_key and (not adaptive or policy_key in fetched):
         policy = hint.get("policies", {}).get(policy_key.split(".", 1)[1], "")
         relevant = _relevant_sentences(policy, low, 3)
-        return out | {
+        return {
             "response": say(hint, "policy", text=relevant) if relevant else say(hint, "no_policy"),
             "confidence": 8,
         }
     if adaptive and faq is not None:
-        return out | {"confidence": 5, "needs_more_context": ["faqs"]}
+        return {"confidence": 5, "needs_more_context": ["faqs"]}
     if adaptive and policy_key:
-        return out | {"confidence": 5, "needs_more_context": [policy_key]}
+        return {"confidence": 5, "needs_more_context": [policy_key]}
     from_kb = _knowledge_answer(low, hint.get("knowledge", []))
     if from_kb:
-        return out | {"response": from_kb, "confidence": 8}
+        return {"response": from_kb, "confidence": 8}
     kb_key = f"kb:{text.strip()}"
     if adaptive and hint.get("kb") and kb_key not in fetched and _content_words(low):
-        return out | {"confidence": 5, "needs_more_context": [kb_key]}
-    return out | {
+        return {"confidence": 5, "needs_more_context": [kb_key]}
+    return {
         "response": say(hint, "fallback"),
         "confidence": 7,
     }
