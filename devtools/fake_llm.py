@@ -782,41 +782,49 @@ class FakeLLMServer(BackgroundHTTPServer):
         return fallback(request) if fallback is not None else None
 
     def _render(self, request: RecordedRequest, reply: LLMReply) -> _Response | None:
-        prompt_override: int | None = None
-        completion_override: int | None = None
-        include_usage = True
-        finish_reason = "stop"
+        settled = self._settle(request, reply)
+        if not isinstance(settled, _Settled):
+            return settled
+        completion: dict[str, Any] = {
+            "id": f"chatcmpl-{uuid.uuid4().hex}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request.model or self.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": settled.content, "refusal": None},
+                    "logprobs": None,
+                    "finish_reason": settled.finish_reason,
+                }
+            ],
+        }
+        if settled.include_usage:
+            completion["usage"] = self._usage(request, settled, completion["model"])
+        if request.body.get("stream") and not self.ignore_stream:
+            return self._streamed(request, completion, settled.content)
+        return _Response.json(200, completion)
+
+    def _settle(self, request: RecordedRequest, reply: LLMReply) -> _Settled | _Response | None:
+        """Unwrap the scripted reply (delays, usage overrides, truncation, callables) down to
+        its text; an error response for a failure, None when the server is stopping."""
+        settled = _Settled()
         current: LLMReply = reply
         for _ in range(_MAX_REPLY_UNWRAPS):
             if isinstance(current, Fail):
                 return _fail_response(current)
+            if isinstance(current, dict):
+                settled.content = json.dumps(current, ensure_ascii=False)
+                return settled
+            if isinstance(current, str):
+                settled.content = current
+                return settled
             if isinstance(current, Delay):
                 if not self.sleep(current.seconds):
                     return None
                 current = current.then
-            elif isinstance(current, WithUsage):
-                if current.prompt_tokens is not None:
-                    prompt_override = current.prompt_tokens
-                if current.completion_tokens is not None:
-                    completion_override = current.completion_tokens
-                current = current.reply
-            elif isinstance(current, NoUsage):
-                include_usage = False
-                current = current.reply
-            elif isinstance(current, Truncated):
-                finish_reason = "length"
-                max_tokens = request.body.get("max_tokens")
-                if current.completion_tokens is not None:
-                    completion_override = current.completion_tokens
-                elif isinstance(max_tokens, int):
-                    completion_override = max_tokens
-                current = current.reply
-            elif isinstance(current, dict):
-                content = json.dumps(current, ensure_ascii=False)
-                break
-            elif isinstance(current, str):
-                content = current
-                break
+            elif isinstance(current, WithUsage | NoUsage | Truncated):
+                current = settled.unwrap(current, request)
             elif callable(current):
                 try:
                     current = current(request)
@@ -826,57 +834,42 @@ class FakeLLMServer(BackgroundHTTPServer):
                     )
             else:
                 return _Response.error(500, f"unsupported scripted reply: {current!r}")
-        else:
-            return _Response.error(500, "scripted reply callables did not settle on a reply")
+        return _Response.error(500, "scripted reply callables did not settle on a reply")
 
-        completion: dict[str, Any] = {
-            "id": f"chatcmpl-{uuid.uuid4().hex}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": request.model or self.model,
-            "choices": [
+    def _usage(self, request: RecordedRequest, settled: _Settled, model: str) -> dict[str, Any]:
+        """The completion's `usage` (overrides first), logged for the test to read."""
+        prompt_tokens = (
+            count_prompt_tokens(request.messages)
+            if settled.prompt_tokens is None
+            else settled.prompt_tokens
+        )
+        completion_tokens = (
+            count_tokens(settled.content)
+            if settled.completion_tokens is None
+            else settled.completion_tokens
+        )
+        cached_tokens = 0
+        if self.prompt_caching:
+            cached_tokens = self.prompt_cache.lookup_and_store(
+                _cache_caller(request), prompt_token_pieces(request.messages)
+            )
+            cached_tokens = min(cached_tokens, prompt_tokens)
+        with self._lock:
+            self.usage_log.append(
                 {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": content, "refusal": None},
-                    "logprobs": None,
-                    "finish_reason": finish_reason,
+                    "step": request.step,
+                    "model": model,
+                    "prompt_tokens": prompt_tokens,
+                    "cached_tokens": cached_tokens,
+                    "completion_tokens": completion_tokens,
                 }
-            ],
+            )
+        return {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": cached_tokens},
         }
-        if include_usage:
-            prompt_tokens = (
-                count_prompt_tokens(request.messages)
-                if prompt_override is None
-                else prompt_override
-            )
-            completion_tokens = (
-                count_tokens(content) if completion_override is None else completion_override
-            )
-            cached_tokens = 0
-            if self.prompt_caching:
-                cached_tokens = self.prompt_cache.lookup_and_store(
-                    _cache_caller(request), prompt_token_pieces(request.messages)
-                )
-                cached_tokens = min(cached_tokens, prompt_tokens)
-            completion["usage"] = {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-                "prompt_tokens_details": {"cached_tokens": cached_tokens},
-            }
-            with self._lock:
-                self.usage_log.append(
-                    {
-                        "step": request.step,
-                        "model": completion["model"],
-                        "prompt_tokens": prompt_tokens,
-                        "cached_tokens": cached_tokens,
-                        "completion_tokens": completion_tokens,
-                    }
-                )
-        if request.body.get("stream") and not self.ignore_stream:
-            return self._streamed(request, completion, content)
-        return _Response.json(200, completion)
 
     def _streamed(
         self, request: RecordedRequest, completion: dict[str, Any], content: str
@@ -942,6 +935,35 @@ def _resolve_step(body: Mapping[str, Any], headers: Mapping[str, str]) -> str:
         if isinstance(name, str) and name:
             return name
     return UNKNOWN_STEP
+
+
+@dataclass
+class _Settled:
+    """A scripted reply unwrapped to its text, with what its wrappers said about usage."""
+
+    content: str = ""
+    finish_reason: str = "stop"
+    include_usage: bool = True
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+    def unwrap(self, wrapper: WithUsage | NoUsage | Truncated, request: RecordedRequest) -> Any:
+        """Take what `wrapper` says; the reply it wraps."""
+        if isinstance(wrapper, NoUsage):
+            self.include_usage = False
+        elif isinstance(wrapper, WithUsage):
+            if wrapper.prompt_tokens is not None:
+                self.prompt_tokens = wrapper.prompt_tokens
+            if wrapper.completion_tokens is not None:
+                self.completion_tokens = wrapper.completion_tokens
+        else:
+            self.finish_reason = "length"
+            max_tokens = request.body.get("max_tokens")
+            if wrapper.completion_tokens is not None:
+                self.completion_tokens = wrapper.completion_tokens
+            elif isinstance(max_tokens, int):
+                self.completion_tokens = max_tokens
+        return wrapper.reply
 
 
 def _fail_response(fail: Fail) -> _Response:
