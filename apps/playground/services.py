@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -23,23 +22,20 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from apps.billing.models import UsagePurpose
-from apps.billing.services.budgets import UsageLimitReached, plan_is_budgeted
+from apps.billing.services.budgets import plan_is_budgeted
 from apps.clients import modes
 from apps.clients.models import AIMode, Client, Rubric
 from apps.conversations.events import publish, push_enabled
 from apps.conversations.models import Conversation, Message, Role
 from apps.conversations.services import validate_customer_text
-from apps.core.deadlines import DeadlineExceeded, deadline_scope
 from apps.core.exceptions import ApplicationError
 from apps.playground.models import PlaygroundRun, RunSource, RunStatus
 from apps.reasoning.grants import allowed_modes, allowed_refinement_rounds
-from apps.reasoning.hooks import run_post_draft_hooks
-from apps.reasoning.llm import LLMError
-from apps.reasoning.meter import Meter, TokenCapExceeded
+from apps.reasoning.meter import Meter
 from apps.reasoning.models import ReasoningStep, ReasoningTrace, TraceKind, TraceStatus
-from apps.reasoning.modes import runner
+from apps.reasoning.run import ChosenTurn, Failure, TurnResult, run_turn, trace_finish
 from apps.reasoning.traces import StepListener, TurnAborted, TurnRecorder
-from apps.reasoning.turn import Escalate, Outcome, Turn
+from apps.reasoning.turn import Outcome
 from apps.tools.models import ClientTool
 
 logger = logging.getLogger(__name__)
@@ -53,7 +49,6 @@ ACTIVE_RUN_WINDOW = timedelta(minutes=15)
 __all__ = [
     "CHANNEL_PREFIX",
     "PlaygroundOwner",
-    "PlaygroundTurn",
     "playground_allowed_iterations",
     "playground_allowed_modes",
     "playground_modes",
@@ -62,14 +57,6 @@ __all__ = [
     "playground_run_stop",
     "run_changed",
 ]
-
-# How a finished run's status reads on its trace.
-TRACE_STATUS = {
-    RunStatus.RUNNING: TraceStatus.PROCESSING,
-    RunStatus.DONE: TraceStatus.DONE,
-    RunStatus.STOPPED: TraceStatus.STOPPED,
-    RunStatus.FAILED: TraceStatus.FAILED,
-}
 
 
 def run_changed(run_id: int) -> None:
@@ -200,15 +187,6 @@ def _check_room(*, client: Client) -> None:
         )
 
 
-@dataclass
-class PlaygroundTurn(Turn):
-    """A turn of a playground run. `dry_run` is always on: no tool runs."""
-
-    run: PlaygroundRun | None = None
-    rubric_name: str = ""  # the rubric a deliberative run should use ("" = the plan's)
-    refinement_iterations: int | None = None  # refinement iterations (None = the plan's)
-
-
 @transaction.atomic
 def playground_run_create(
     *,
@@ -334,7 +312,7 @@ def _recorder(
     )
 
 
-def _turn(run: PlaygroundRun, recorder: TurnRecorder, owner: PlaygroundOwner) -> PlaygroundTurn:
+def _turn(run: PlaygroundRun, recorder: TurnRecorder, owner: PlaygroundOwner) -> ChosenTurn:
     client = run.client
     # An unsaved conversation and message stand for the customer's side: they are read (the
     # question, the history) and never written — a dry run posts nothing.
@@ -346,7 +324,9 @@ def _turn(run: PlaygroundRun, recorder: TurnRecorder, owner: PlaygroundOwner) ->
         text=run.question,
         seq=conversation.last_seq + 1,
     )
-    return PlaygroundTurn(
+    # `dry_run` is always on: no tool runs. The run may choose the rubric and the refinement
+    # rounds of a deliberative run ("" / None: the plan's).
+    return ChosenTurn(
         client=client,
         plan=client.plan,
         conversation=conversation,
@@ -355,7 +335,6 @@ def _turn(run: PlaygroundRun, recorder: TurnRecorder, owner: PlaygroundOwner) ->
         tools=list(ClientTool.objects.for_client(client).order_by("name")),
         history=_history(run, question),
         dry_run=True,
-        run=run,
         rubric_name=run.rubric,
         refinement_iterations=run.iterations,
         on_progress=owner.progress,
@@ -375,91 +354,51 @@ def playground_run_execute(
     *, run_id: int, listeners: list[StepListener] | None = None
 ) -> PlaygroundRun | None:
     """Run a stored run to its end (done, stopped or failed). Never raises for what a model,
-    a cap or a budget does: that ends the run with its reason. Safe to call twice."""
+    a cap or a budget does: that ends the run with its reason (`run_turn`). Safe to call twice."""
     run = _claim(run_id)
     if run is None:
         return None
     started = time.perf_counter()
     owner = PlaygroundOwner(run)
     recorder = _recorder(run, owner, listeners)
-    status, error, outcome = RunStatus.DONE, "", Outcome()
-    try:
-        turn = _turn(run, recorder, owner)
-        run_mode = runner(run.mode)
-        with deadline_scope(settings.REASONING_TURN_DEADLINE_SECONDS):
-            outcome = run_post_draft_hooks(turn, run_mode(turn))
-    except TurnAborted:
-        status = RunStatus.STOPPED  # the last step says so (`stopped`)
-    except Escalate as exc:
+    turn = _turn(run, recorder, owner)
+    result = run_turn(turn, deadline=settings.REASONING_TURN_DEADLINE_SECONDS)
+    if result.outcome.escalate:
         # A turn would hand the conversation to a person here: shown, not done.
-        outcome = Outcome(escalate=(exc.reason, exc.detail), handoff_text=exc.handoff_text)
-        recorder.step("escalate", output={"reason": exc.reason, "detail": exc.detail})
-    except TokenCapExceeded as exc:
-        status, error = RunStatus.FAILED, f"per-turn token cap reached at {exc.step}: {exc.detail}"
-    except UsageLimitReached as exc:
-        status, error = RunStatus.FAILED, f"monthly budget reached: {exc.detail}"
-    except DeadlineExceeded:
-        seconds = settings.REASONING_TURN_DEADLINE_SECONDS
-        status, error = RunStatus.FAILED, f"the turn's deadline ({seconds} s) ran out"
-    except LLMError as exc:
-        status, error = RunStatus.FAILED, f"{exc.step} failed ({exc.kind}): {exc.message}"
-    except Exception as exc:  # a bug ends the run as failed, with the error for staff
-        logger.exception("playground run failed", extra={"run": run.pk})
-        status, error = RunStatus.FAILED, f"internal error: {exc!r}"
-    if (
-        status == RunStatus.DONE
-        and PlaygroundRun.objects.for_client(run.client)
-        .filter(pk=run.pk, stop_requested=True)
-        .exists()
-    ):
-        status = RunStatus.STOPPED  # the mode ended on the stop flag itself (e.g. its loop)
-    _finish(run, recorder, outcome, status=status, error=error, started=started)
+        reason, detail = result.outcome.escalate
+        recorder.step("escalate", output={"reason": reason, "detail": detail})
+    _finish(run, recorder, result, status=_run_status(run, result), started=started)
     return run
+
+
+def _run_status(run: PlaygroundRun, result: TurnResult) -> str:
+    """Stopped (the stop button), failed (what failed is the run's error) or done."""
+    if result.failure == Failure.ABORTED:
+        return RunStatus.STOPPED  # the last step says so (`stopped`)
+    if result.error:
+        return RunStatus.FAILED
+    if PlaygroundRun.objects.for_client(run.client).filter(pk=run.pk, stop_requested=True).exists():
+        return RunStatus.STOPPED  # the mode ended on the stop flag itself (e.g. its loop)
+    return RunStatus.DONE
 
 
 @transaction.atomic
 def _finish(
-    run: PlaygroundRun,
-    recorder: TurnRecorder,
-    outcome: Outcome,
-    *,
-    status: str,
-    error: str,
-    started: float,
+    run: PlaygroundRun, recorder: TurnRecorder, result: TurnResult, *, status: str, started: float
 ) -> None:
-    """Store how the run ended: the result on the run, the figures on its trace."""
-    now = timezone.now()
-    trace = recorder.trace
-    trace.status = TRACE_STATUS[RunStatus(status)]
-    trace.error = error[:2000]
-    trace.escalated = outcome.escalate is not None
-    if recorder.model:
-        trace.model = recorder.model
-    trace.finished_at = now
-    trace.duration_ms = int((time.perf_counter() - started) * 1000)
-    trace.llm_wait_ms = recorder.llm_wait_ms
-    # The counters the recorder adds to in the database (calls, tokens, cost) are not
-    # written back from memory; what the modes set on the trace object is.
-    trace.save(
-        update_fields=[
-            "status",
-            "error",
-            "escalated",
-            "model",
-            "finished_at",
-            "duration_ms",
-            "llm_wait_ms",
-            "critique_triggered",
-            "critique_reasons",
-            "context_fetched",
-            "tool_calls",
-            "updated_at",
-        ]
+    """Store how the run ended: the result on the run, the figures on its trace (the turn's
+    own status: a failure a customer would see as a hand-off is a done turn)."""
+    trace_finish(
+        recorder,
+        status=TraceStatus.STOPPED if status == RunStatus.STOPPED else result.status,
+        started=started,
+        error=result.error,
+        escalated=result.outcome.escalate is not None,
     )
     run.status = status
-    run.error = error[:2000]
-    run.final = _final(outcome)
+    run.error = result.error[:2000]
+    run.final = _final(result.outcome)
     run.offline = recorder.offline
-    run.finished_at = now
+    run.finished_at = recorder.trace.finished_at
     run.save(update_fields=["status", "error", "final", "offline", "finished_at", "updated_at"])
     run_changed(run.pk)

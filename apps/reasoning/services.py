@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -41,8 +41,7 @@ from apps.conversations.services import (
     message_language,
     validate_customer_text,
 )
-from apps.core import deadlines, language_packs
-from apps.core.deadlines import DeadlineExceeded, deadline_scope
+from apps.core.deadlines import deadline_scope
 from apps.core.languages import reply_language
 from apps.core.tenancy import tenant_scope
 from apps.escalations.models import EscalationReason
@@ -69,13 +68,20 @@ from apps.reasoning.admission import (
     turn_lock_take,
     turn_waiting_before,
 )
-from apps.reasoning.hooks import run_post_draft_hooks
-from apps.reasoning.llm import LLMError
 from apps.reasoning.models import ReasoningStep, ReasoningTrace, TraceStatus
-from apps.reasoning.modes import mode_that_runs, runner
+from apps.reasoning.modes import mode_that_runs
 from apps.reasoning.reask import reask_outcome, record_settled
-from apps.reasoning.traces import TokenCapExceeded, TurnAborted, TurnRecorder
-from apps.reasoning.turn import NO_RETRY, Escalate, Outcome, Reply, Turn
+from apps.reasoning.run import (
+    FALLBACK_TEXT,
+    USAGE_LIMIT_TEXT,
+    Failure,
+    TurnSurface,
+    run_turn,
+    trace_finish,
+    wants_human,
+)
+from apps.reasoning.traces import TurnRecorder
+from apps.reasoning.turn import Escalate, Outcome, Reply, Turn
 from apps.reasoning.turn_notes import turn_notes_write
 from apps.tools.models import ClientTool
 from apps.tools.pending import (
@@ -93,14 +99,6 @@ logger = logging.getLogger(__name__)
 # request waits for it, looking again this often (`run_turn_in_process`).
 EAGER_WAIT_STEP_SECONDS = 0.2
 
-FALLBACK_TEXT = gettext_lazy(
-    "Sorry — I ran into a problem answering that. I've passed your conversation to our team so "
-    "a person can help."
-)
-USAGE_LIMIT_TEXT = gettext_lazy(
-    "Thanks for your message! Our assistant is unavailable at the moment, so I've passed your "
-    "conversation to our team — a person will reply here."
-)
 # Over the widget's token window (apps/core/throttling.py): the message is kept and handed to
 # staff — never a bare refusal. The widget then offers the e-mail field for their reply.
 TOKEN_WINDOW_TEXT = gettext_lazy(
@@ -120,13 +118,6 @@ HANDOFF_NOTICE = gettext_lazy(
     "I've passed your conversation to our support team — a person will reply here as soon as "
     "possible."
 )
-
-
-@language_packs.derived
-def _wants_human() -> re.Pattern[str]:
-    """A customer asking for a person, in any pack's language (`WANTS_HUMAN`): built once."""
-    patterns = (pack.wants_human for pack in language_packs.packs())
-    return re.compile("|".join(f"(?:{pattern})" for pattern in patterns), re.IGNORECASE)
 
 
 def handle_turn(
@@ -155,18 +146,7 @@ def handle_turn(
     detected = message_language(client=client, text=cleaned)
     with transaction.atomic():
         locked = Conversation.objects.for_client(client).select_for_update().get(pk=conversation.pk)
-        changed = []
-        if locked.status == ConversationStatus.CLOSED:
-            locked.status = ConversationStatus.OPEN  # a new message reopens a closed chat
-            changed.append("status")
-        if detected:
-            # The language the conversation is now held in (sticky: it moves only on evidence).
-            language = reply_language(detected=detected, client=client, current=locked.language)
-            if language != locked.language:
-                locked.language = language
-                changed.append("language")
-        if changed:
-            locked.save(update_fields=[*changed, "updated_at"])
+        _reopen_and_follow_language(locked, client=client, detected=detected)
         # A code typed while the conversation waits for one (apps/identity): stored masked,
         # so no prompt ever carries it, and checked here — before any LLM call; the turn
         # replies from `data["email_code"]` without a model.
@@ -175,13 +155,7 @@ def handle_turn(
         # message, so the turn looks at them only when there are some. A typed e-mail code is
         # an identity step, not a new request: it withdraws nothing.
         open_approvals = approvals_open(client=client, conversation=locked) if code is None else []
-        data: dict[str, Any] = {}
-        if confirm is not None:
-            data["confirm"] = dict(confirm)
-        if open_approvals:
-            data["approvals"] = [str(a.public_id) for a in open_approvals]
-        if token_window:
-            data["token_window"] = dict(token_window)
+        data = _message_data(confirm, open_approvals, token_window)
         message = message_append(
             client=client,
             conversation=locked,
@@ -218,6 +192,38 @@ def handle_turn(
         if locked.status == ConversationStatus.OPEN:
             turn_queue_on_commit(message=message, client_id=client.pk)
     return message
+
+
+def _reopen_and_follow_language(locked: Conversation, *, client: Client, detected: str) -> None:
+    """A new message reopens a closed chat and may move the conversation's language."""
+    changed = []
+    if locked.status == ConversationStatus.CLOSED:
+        locked.status = ConversationStatus.OPEN
+        changed.append("status")
+    if detected:
+        # The language the conversation is now held in (sticky: it moves only on evidence).
+        language = reply_language(detected=detected, client=client, current=locked.language)
+        if language != locked.language:
+            locked.language = language
+            changed.append("language")
+    if changed:
+        locked.save(update_fields=[*changed, "updated_at"])
+
+
+def _message_data(
+    confirm: dict[str, Any] | None,
+    open_approvals: list[Any],
+    token_window: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """What the turn reads off the stored message besides its text (`handle_turn`)."""
+    data: dict[str, Any] = {}
+    if confirm is not None:
+        data["confirm"] = dict(confirm)
+    if open_approvals:
+        data["approvals"] = [str(a.public_id) for a in open_approvals]
+    if token_window:
+        data["token_window"] = dict(token_window)
+    return data
 
 
 def _email_code_check(client: Client, conversation: Conversation, code: str) -> dict[str, Any]:
@@ -317,10 +323,6 @@ def turn_give_up_after_error(message_id: int, detail: str) -> None:
         reason=EscalationReason.SYSTEM_FAILURE,
         detail=detail,
     )
-
-
-def wants_human(text: str) -> bool:
-    return bool(_wants_human().search(text))
 
 
 def _customer_message(message_id: int) -> Message | None:
@@ -455,44 +457,22 @@ def _process_claimed(
 
 
 def _run_and_finish(turn: Turn, started: float, *, lock: TurnLock | None) -> None:
-    recorder, message_id = turn.rec, turn.user_message.pk
-    try:
-        outcome = _run(turn)
-    except TurnAborted:
-        _finish(recorder, Outcome(), started, status=TraceStatus.SKIPPED, lock=lock)
-        _forget_reply_draft(turn)
-        return
-    except Escalate as exc:
-        outcome = Outcome(escalate=(exc.reason, exc.detail), handoff_text=exc.handoff_text)
-    except TokenCapExceeded:
-        outcome = Outcome(
-            escalate=(EscalationReason.USAGE_LIMIT, "per-turn token cap reached"),
-            handoff_text=str(USAGE_LIMIT_TEXT),
+    result = run_turn(
+        turn, deadline=settings.REASONING_TURN_DEADLINE_SECONDS, surface=_LiveSurface()
+    )
+    if result.failure == Failure.ABORTED:
+        # Stopped by a takeover (`TurnRecorder.ensure_open`): the conversation is a person's.
+        _finish(turn.rec, Outcome(), started, status=TraceStatus.SKIPPED, lock=lock)
+    else:
+        _finish(
+            turn.rec,
+            result.outcome,
+            started,
+            status=result.status,
+            lock=lock,
+            language=turn.language,
+            error=result.error,
         )
-    except DeadlineExceeded:
-        outcome = _deadline_outcome(recorder)
-    except LLMError as exc:
-        if exc.kind == "timeout" and deadlines.remaining() == 0:
-            outcome = _deadline_outcome(recorder)
-        else:
-            outcome = Outcome(
-                escalate=(
-                    EscalationReason.LLM_FAILURE,
-                    f"{exc.step} failed{'' if exc.kind in NO_RETRY else ' twice'} "
-                    f"({exc.kind}): {exc.message}",
-                ),
-                handoff_text=str(FALLBACK_TEXT),
-            )
-    except DB_ERRORS:
-        raise  # retried on a fresh connection (see _process_locked)
-    except Exception as exc:  # a bug must not lose the customer: hand over to a person
-        logger.exception("turn failed", extra={"message_id": message_id})
-        recorder.step("error", error=repr(exc))
-        outcome = Outcome(
-            escalate=(EscalationReason.LLM_FAILURE, f"internal error: {exc!r}"),
-            handoff_text=str(FALLBACK_TEXT),
-        )
-    _finish(recorder, outcome, started, lock=lock, language=turn.language)
     _forget_reply_draft(turn)
 
 
@@ -516,16 +496,6 @@ def _progress_reporter(trace: ReasoningTrace, conversation_id: int) -> Any:
         conversation_changed(conversation_id)
 
     return report
-
-
-def _deadline_outcome(recorder: TurnRecorder) -> Outcome:
-    """The turn's time is up: the fallback reply and a hand-off (reason `deadline`)."""
-    seconds = settings.REASONING_TURN_DEADLINE_SECONDS
-    recorder.step("deadline", output={"seconds": seconds}, error="the turn's deadline ran out")
-    return Outcome(
-        escalate=(EscalationReason.DEADLINE, f"the turn ran out of its {seconds} s deadline"),
-        handoff_text=str(FALLBACK_TEXT),
-    )
 
 
 def turn_give_up(
@@ -566,54 +536,96 @@ def turn_give_up(
     return trace
 
 
-def _run(turn: Turn) -> Outcome:
-    checked = (turn.user_message.data or {}).get("email_code")
-    if isinstance(checked, dict):
+class _LiveSurface(TurnSurface):
+    """What a live turn adds around the shared run (`run_turn`): the fixed answers (a typed
+    e-mail code, the token window, a confirmation asked again, the approval requests' words),
+    the per-conversation and per-visitor limits and the monthly budget's reservation."""
+
+    retries_db_errors = True  # retried on a fresh connection (see _process_locked)
+
+    def __init__(self) -> None:
+        self.approval_words = WithdrawalReplies()
+
+    def answer_first(self, turn: Turn) -> Outcome | None:
+        checked = (turn.user_message.data or {}).get("email_code")
+        if not isinstance(checked, dict):
+            return None
         # A typed one-time code, checked when the message was stored: a fixed reply, no LLM.
         turn.rec.step("email_code", output={"result": checked.get("result")})
         reply = Reply(text=otp_check_text(checked), data={"email_code": checked.get("result")})
         return Outcome(replies=[reply])
-    if wants_human(turn.user_message.text):
-        raise Escalate(EscalationReason.CUSTOMER_REQUEST, "The customer asked for a person.")
-    window = (turn.user_message.data or {}).get("token_window")
-    if isinstance(window, dict):
-        # Over the widget's token window (the message was stored anyway): a person answers it,
-        # no model call (docs/widget.md "Limits and throttles").
-        turn.rec.step("token_window", output=window)
-        raise Escalate(
-            EscalationReason.USAGE_LIMIT,
-            f"token window of the {window.get('window', '')} reached: "
-            f"{int(window.get('used') or 0):,} tokens used in the last "
-            f"{int(window.get('seconds') or 0):,} s (limit {int(window.get('limit') or 0):,})",
-            handoff_text=str(TOKEN_WINDOW_TEXT),
-        )
-    # A typed answer to a confirmation that was no clear yes or no: the question again, with
-    # its buttons, before any model runs (apps/reasoning/reask.py).
-    asked_again = reask_outcome(turn)
-    if asked_again is not None:
-        return asked_again
-    rec, meter = turn.rec, turn.rec.meter
-    # What this message did to the conversation's approval requests (withdrawn by a no or a new
-    # request, still waiting after a yes): fixed words, never left to the model.
-    approval_words = (
-        withdrawal_replies(
-            client=turn.client,
-            conversation=turn.conversation,
-            message=turn.user_message,
-            answer=guards.confirmation_answer,
-            confirmed=turn.confirmed is not None,
-        )
-        if (turn.user_message.data or {}).get("approvals")
-        else WithdrawalReplies()
-    )
-    if approval_words.replies:
-        rec.step("approval_answer", output=approval_words.as_data())
-    if approval_words.answer_only:
-        return Outcome(replies=[Reply(text=text) for text in approval_words.replies])
-    # Per-conversation and per-visitor limits (billing/services/visitors.py): the mode the turn
-    # may run in, and its hold on the visitor's day — before any LLM call.
+
+    def answer_without_model(self, turn: Turn) -> Outcome | None:
+        window = (turn.user_message.data or {}).get("token_window")
+        if isinstance(window, dict):
+            # Over the widget's token window (the message was stored anyway): a person answers
+            # it, no model call (docs/widget.md "Limits and throttles").
+            turn.rec.step("token_window", output=window)
+            raise Escalate(
+                EscalationReason.USAGE_LIMIT,
+                f"token window of the {window.get('window', '')} reached: "
+                f"{int(window.get('used') or 0):,} tokens used in the last "
+                f"{int(window.get('seconds') or 0):,} s (limit {int(window.get('limit') or 0):,})",
+                handoff_text=str(TOKEN_WINDOW_TEXT),
+            )
+        # A typed answer to a confirmation that was no clear yes or no: the question again, with
+        # its buttons, before any model runs (apps/reasoning/reask.py).
+        asked_again = reask_outcome(turn)
+        if asked_again is not None:
+            return asked_again
+        # What this message did to the conversation's approval requests (withdrawn by a no or a
+        # new request, still waiting after a yes): fixed words, never left to the model.
+        if (turn.user_message.data or {}).get("approvals"):
+            self.approval_words = withdrawal_replies(
+                client=turn.client,
+                conversation=turn.conversation,
+                message=turn.user_message,
+                answer=guards.confirmation_answer,
+                confirmed=turn.confirmed is not None,
+            )
+        words = self.approval_words
+        if words.replies:
+            turn.rec.step("approval_answer", output=words.as_data())
+        if words.answer_only:
+            return Outcome(replies=[Reply(text=text) for text in words.replies])
+        return None
+
+    def run_model(self, turn: Turn, draft: Callable[[], Outcome]) -> Outcome:
+        rec, meter = turn.rec, turn.rec.meter
+        limits = _limits_admit(turn)
+        try:
+            if limits.capped:
+                _run_as(rec, limits.mode)
+                rec.step("deliberative_cap", output={**limits.capped, "mode": limits.mode})
+            # Monthly budgets (billing): reserve before any LLM call, commit what was used after
+            # — also when the mode raised — so concurrent turns cannot overshoot by more than
+            # one turn.
+            try:
+                reservation = meter.turn_reserve()
+            except UsageLimitReached as exc:
+                raise Escalate(
+                    EscalationReason.USAGE_LIMIT, exc.detail, handoff_text=str(USAGE_LIMIT_TEXT)
+                ) from exc
+            try:
+                # After the draft (the post-draft hooks ran), before the reply is stored and sent.
+                outcome = draft()
+                _attach_sources(turn, outcome)
+                notes = [Reply(text=text) for text in self.approval_words.replies]
+                outcome.replies[:0] = notes  # the withdrawal first, then the answer
+                return outcome
+            finally:
+                if reservation is not None:
+                    meter.turn_commit(reservation, llm_calls=rec.trace.llm_calls)
+        finally:
+            _limits_commit(turn, limits)
+
+
+def _limits_admit(turn: Turn) -> TurnLimits:
+    """Per-conversation and per-visitor limits (billing/services/visitors.py): the mode the turn
+    may run in, and its hold on the visitor's day — before any LLM call."""
+    rec = turn.rec
     try:
-        limits = turn_limits_admit(
+        return turn_limits_admit(
             client=turn.client,
             conversation=turn.conversation,
             trace=rec.trace,
@@ -631,33 +643,6 @@ def _run(turn: Turn) -> Outcome:
         raise Escalate(
             EscalationReason.USAGE_LIMIT, exc.detail, handoff_text=str(USAGE_LIMIT_TEXT)
         ) from exc
-    try:
-        if limits.capped:
-            _run_as(rec, limits.mode)
-            rec.step("deliberative_cap", output={**limits.capped, "mode": limits.mode})
-        # Monthly budgets (billing): reserve before any LLM call, commit what was used after —
-        # also when the mode raised — so concurrent turns cannot overshoot by more than one turn.
-        try:
-            reservation = meter.turn_reserve()
-        except UsageLimitReached as exc:
-            raise Escalate(
-                EscalationReason.USAGE_LIMIT, exc.detail, handoff_text=str(USAGE_LIMIT_TEXT)
-            ) from exc
-        mode = runner(rec.trace.mode)
-        try:
-            draft = mode(turn)
-            # After the draft, before the reply is stored and sent (a no-op unless the plan has
-            # hooks).
-            outcome = run_post_draft_hooks(turn, draft)
-            _attach_sources(turn, outcome)
-            notes = [Reply(text=text) for text in approval_words.replies]
-            outcome.replies[:0] = notes  # the withdrawal first, then the answer
-            return outcome
-        finally:
-            if reservation is not None:
-                meter.turn_commit(reservation, llm_calls=rec.trace.llm_calls)
-    finally:
-        _limits_commit(turn, limits)
 
 
 def _attach_sources(turn: Turn, outcome: Outcome) -> None:
@@ -709,10 +694,12 @@ def _finish(
     *,
     lock: TurnLock | None = None,
     language: str = "",
+    error: str | None = None,
 ) -> None:
     """Post the replies, escalate if asked and close the trace — one transaction. With the turn
     `lock` this worker holds, the same transaction releases it. The replies are recorded as
-    written in `language` (the turn's reply language)."""
+    written in `language` (the turn's reply language); `error` (what failed, for staff) goes on
+    the trace (None: left as it is)."""
     trace, client = rec.trace, rec.client
     with transaction.atomic():
         conversation = rec.conversation
@@ -770,30 +757,18 @@ def _finish(
             # What the turn teaches later ones — written once this transaction commits.
             trace_id, confidence, client_id = trace.pk, outcome.confidence, client.pk
             transaction.on_commit(lambda: _enqueue_turn_notes(trace_id, confidence, client_id))
-        trace.status = status
-        trace.finished_at = timezone.now()
-        trace.duration_ms = int((time.perf_counter() - started) * 1000)
-        trace.llm_wait_ms = rec.llm_wait_ms
-        if rec.model:
-            trace.model = rec.model
-        trace.save(
-            update_fields=[
-                "status",
-                "finished_at",
-                "duration_ms",
-                "llm_wait_ms",
-                "critique_triggered",
-                "critique_reasons",
-                "context_fetched",
-                "escalated",
-                "tool_calls",
-                "model",
-                "error",
-                "updated_at",
-            ]
-        )
+        trace_finish(rec, status=status, started=started, error=error)
     if lock is not None:
         lock.held = False  # committed with the turn's replies
 
 
-__all__ = ["Reply", "TurnBusy", "handle_turn", "turn_process", "wants_human"]
+# FALLBACK_TEXT, USAGE_LIMIT_TEXT and wants_human live with the turn driver (run.py).
+__all__ = [
+    "FALLBACK_TEXT",
+    "USAGE_LIMIT_TEXT",
+    "Reply",
+    "TurnBusy",
+    "handle_turn",
+    "turn_process",
+    "wants_human",
+]

@@ -26,21 +26,23 @@ from django.conf import settings
 from django.utils import timezone
 
 from apps.billing.models import UsagePurpose
-from apps.billing.services.budgets import UsageLimitReached
-from apps.billing.services.simulations import SimulationBudgetReached
 from apps.conversations.models import Conversation, Kind, Message, Role
-from apps.core.deadlines import DeadlineExceeded, deadline_scope
-from apps.escalations.models import EscalationReason
 from apps.escalations.services import HANDOFF_TEXT
 from apps.reasoning import guards
-from apps.reasoning.hooks import run_post_draft_hooks
-from apps.reasoning.llm import LLMError, model_override
-from apps.reasoning.meter import Meter, TokenCapExceeded
-from apps.reasoning.models import ReasoningStep, ReasoningTrace, TraceKind, TraceStatus
-from apps.reasoning.modes import mode_that_runs, runner
-from apps.reasoning.services import FALLBACK_TEXT, USAGE_LIMIT_TEXT, wants_human
+from apps.reasoning.llm import model_override
+from apps.reasoning.meter import Meter
+from apps.reasoning.models import ReasoningStep, ReasoningTrace, TraceKind
+from apps.reasoning.modes import mode_that_runs
+from apps.reasoning.run import (
+    ChosenTurn,
+    Failure,
+    TurnResult,
+    budget_reached_message,
+    run_turn,
+    trace_finish,
+)
 from apps.reasoning.traces import TurnAborted, TurnRecorder
-from apps.reasoning.turn import Escalate, Outcome, Turn
+from apps.reasoning.turn import Outcome, Turn
 from apps.simulations.config import Side
 from apps.simulations.models import CaseRun, SimulationRun
 from apps.tools.models import (
@@ -60,14 +62,12 @@ __all__ = [
     "Sandbox",
     "SandboxConversation",
     "SimulationOwner",
-    "SimulationTurn",
     "budget_reached_message",
     "sandbox_turn",
     "stub_answer",
 ]
 
 MAX_NOTES_PER_TURN = 50
-WANTS_PERSON = "The customer asked for a person."
 _FAILURE_KINDS = {k.value for k in FailureKind} - {""}
 
 
@@ -77,14 +77,6 @@ class RunStopped(Exception):
 
 class BudgetExhausted(Exception):
     """The client's simulation budget ran out: the run ends with an error."""
-
-
-def budget_reached_message(exc: UsageLimitReached) -> str:
-    """Why a case (and the run's remaining cases) stopped: the simulations' own monthly budget
-    ran out (`SimulationBudgetReached`), or — for older callers — the client's."""
-    if isinstance(exc, SimulationBudgetReached):
-        return f"simulation budget reached: {exc.detail}; the remaining cases were not run"
-    return f"monthly budget reached: {exc.detail}"
 
 
 class SimulationOwner:
@@ -339,15 +331,6 @@ class SandboxConversation:
         return self.messages[-int(settings.REASONING_HISTORY_MESSAGES) :]
 
 
-@dataclass
-class SimulationTurn(Turn):
-    """A sandboxed turn: the candidate's rubric and refinement rounds (deliberative mode reads
-    them as it does a playground run's)."""
-
-    rubric_name: str = ""
-    refinement_iterations: int | None = None
-
-
 def _asked(trace: ReasoningTrace, outcome: Outcome, notes: list[dict[str, Any]]) -> bool:
     """A clarifying question: a guard `ask`, a critique ASK_USER or a clarify step (a
     confirmation question does not count)."""
@@ -374,10 +357,49 @@ def sandbox_turn(
     index: int,
     text: str,
 ) -> dict[str, Any]:
-    """One customer message through the real pipeline in the sandbox; returns its transcript
-    entry. Raises `RunStopped` (staff pressed stop) and `BudgetExhausted` (the simulation budget)
-    after closing the turn's trace."""
+    """One customer message through the real pipeline (`run_turn`) in the sandbox; returns its
+    transcript entry. Raises `RunStopped` (staff pressed stop) and `BudgetExhausted` (the
+    simulation budget) after closing the turn's trace."""
     started = time.perf_counter()
+    turn = _sandbox_turn(case_run, side, sandbox, conv, owner, tools, index=index, text=text)
+    with model_override(side.model):
+        result = run_turn(turn, deadline=settings.REASONING_TURN_DEADLINE_SECONDS)
+    outcome, recorder = result.outcome, turn.rec
+    replies = _replies(sandbox, conv, recorder, outcome)
+    duration = trace_finish(
+        recorder,
+        status=result.status,
+        started=started,
+        error=result.error,
+        escalated=outcome.escalate is not None,
+        model=side.config.get("model", ""),
+    )
+    entry = _entry(turn, result, owner, sandbox, index=index, replies=replies, duration=duration)
+    stop = (
+        RunStopped(entry)
+        if result.failure == Failure.ABORTED
+        else BudgetExhausted(entry)
+        if result.failure == Failure.USAGE_LIMIT
+        else None
+    )
+    if stop is not None:
+        raise stop
+    return entry
+
+
+def _sandbox_turn(
+    case_run: CaseRun,
+    side: Side,
+    sandbox: Sandbox,
+    conv: SandboxConversation,
+    owner: SimulationOwner,
+    tools: list[ClientTool],
+    *,
+    index: int,
+    text: str,
+) -> ChosenTurn:
+    """The turn of one customer message: its trace (kind `simulation`), its recorder, and the
+    in-memory questions this message settles."""
     mode = mode_that_runs(side.plan.ai_mode)
     trace = ReasoningTrace.objects.create(
         client_id=case_run.client_id, kind=TraceKind.SIMULATION, case_run=case_run, mode=mode
@@ -397,7 +419,8 @@ def sandbox_turn(
     )
     sandbox.begin(index)
     message = conv.add(Role.USER, text)
-    turn = SimulationTurn(
+    # The candidate's rubric and refinement rounds (deliberative mode reads them).
+    turn = ChosenTurn(
         client=side.client,
         plan=side.plan,
         conversation=conv.conversation,
@@ -417,44 +440,14 @@ def sandbox_turn(
             "confirmation",
             output={"tool": settled.tool.name, "params": settled.params, "status": settled.status},
         )
-    outcome, error, status = Outcome(), "", TraceStatus.DONE
-    stop: Exception | None = None
-    deadline = settings.REASONING_TURN_DEADLINE_SECONDS
-    try:
-        with model_override(side.model), deadline_scope(deadline):
-            if wants_human(text):  # as a live turn: straight to a person
-                raise Escalate(EscalationReason.CUSTOMER_REQUEST, WANTS_PERSON)
-            outcome = run_post_draft_hooks(turn, runner(mode)(turn))
-    except TurnAborted:
-        status, stop = TraceStatus.STOPPED, RunStopped()
-    except Escalate as exc:
-        outcome = Outcome(escalate=(exc.reason, exc.detail), handoff_text=exc.handoff_text)
-    except TokenCapExceeded:
-        # As a live turn: the per-turn cap hands the conversation over.
-        outcome = Outcome(
-            escalate=(EscalationReason.USAGE_LIMIT, "per-turn token cap reached"),
-            handoff_text=str(USAGE_LIMIT_TEXT),
-        )
-    except UsageLimitReached as exc:
-        status, error = TraceStatus.FAILED, budget_reached_message(exc)
-        stop = BudgetExhausted(error)
-    except DeadlineExceeded:
-        seconds = settings.REASONING_TURN_DEADLINE_SECONDS
-        error = f"the turn's deadline ({seconds} s) ran out"
-        outcome = Outcome(
-            escalate=(EscalationReason.DEADLINE, error), handoff_text=str(FALLBACK_TEXT)
-        )
-        status = TraceStatus.FAILED
-    except LLMError as exc:
-        error = f"{exc.step} failed ({exc.kind}): {exc.message}"
-        outcome = Outcome(
-            escalate=(EscalationReason.LLM_FAILURE, error), handoff_text=str(FALLBACK_TEXT)
-        )
-        status = TraceStatus.FAILED
-    except Exception as exc:  # a bug ends the case as an error, never the run
-        recorder.step("error", error=repr(exc))
-        status, error = TraceStatus.FAILED, f"internal error: {exc!r}"
+    return turn
 
+
+def _replies(
+    sandbox: Sandbox, conv: SandboxConversation, recorder: TurnRecorder, outcome: Outcome
+) -> list[dict[str, Any]]:
+    """The turn's replies as the simulated customer sees them (and the conversation grows by),
+    the hand-off notice last when the turn escalated."""
     replies = [{"text": r.text, "kind": str(r.kind), "data": r.data} for r in outcome.replies]
     sandbox.shown(
         [
@@ -470,6 +463,21 @@ def sandbox_turn(
         recorder.step("escalate", output={"reason": reason, "detail": detail, "sandbox": True})
         handoff = outcome.handoff_text or HANDOFF_TEXT
         replies.append({"text": handoff, "kind": str(Kind.HANDOFF), "data": {"reason": reason}})
+    return replies
+
+
+def _entry(
+    turn: Turn,
+    result: TurnResult,
+    owner: SimulationOwner,
+    sandbox: Sandbox,
+    *,
+    index: int,
+    replies: list[dict[str, Any]],
+    duration: int,
+) -> dict[str, Any]:
+    """The turn's transcript entry."""
+    outcome, trace, meter = result.outcome, turn.rec.trace, turn.rec.meter
     refused = [
         {
             "name": n["data"].get("tool"),
@@ -480,33 +488,9 @@ def sandbox_turn(
         for n in owner.notes
         if n["kind"] == Kind.GUARD and n["data"].get("action") in ("refuse", "ask")
     ]
-    duration = int((time.perf_counter() - started) * 1000)
-    trace.status = status
-    trace.error = error[:2000]
-    trace.escalated = outcome.escalate is not None
-    trace.model = recorder.model or side.config.get("model", "")
-    trace.finished_at = timezone.now()
-    trace.duration_ms = duration
-    trace.llm_wait_ms = recorder.llm_wait_ms
-    trace.save(
-        update_fields=[
-            "status",
-            "error",
-            "escalated",
-            "model",
-            "finished_at",
-            "duration_ms",
-            "llm_wait_ms",
-            "critique_triggered",
-            "critique_reasons",
-            "context_fetched",
-            "tool_calls",
-            "updated_at",
-        ]
-    )
-    entry = {
+    return {
         "index": index,
-        "customer": text,
+        "customer": turn.user_message.text,
         "replies": replies,
         "reply": "\n".join(str(r["text"]) for r in replies),
         "tools_ran": list(sandbox.ran),
@@ -524,9 +508,5 @@ def sandbox_turn(
         "offline": meter.offline,
         "latency_ms": duration,
         "trace": trace.pk,
-        "error": error,
+        "error": result.error,
     }
-    if stop is not None:
-        stop.args = (entry,)
-        raise stop
-    return entry
