@@ -361,7 +361,13 @@ def playground_run_execute(
     started = time.perf_counter()
     owner = PlaygroundOwner(run)
     recorder = _recorder(run, owner, listeners)
-    turn = _turn(run, recorder, owner)
+    try:
+        turn = _turn(run, recorder, owner)
+    except Exception as exc:  # setting the turn up failed: the run ends failed, never "running"
+        logger.exception("playground run failed", extra={"run": run.pk})
+        failed = TurnResult(error=f"internal error: {exc!r}", failure=Failure.INTERNAL)
+        _finish(run, recorder, failed, status=RunStatus.FAILED, started=started)
+        return run
     result = run_turn(turn, deadline=settings.REASONING_TURN_DEADLINE_SECONDS)
     if result.outcome.escalate:
         # A turn would hand the conversation to a person here: shown, not done.

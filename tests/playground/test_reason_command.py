@@ -219,6 +219,25 @@ def test_a_stop_request_ends_the_run_at_the_next_call(shop, llm):
     assert len(llm.calls()) == 1
 
 
+def test_a_run_whose_turn_cannot_be_set_up_ends_failed_not_running(shop, llm, monkeypatch):
+    """Building the turn (the tools, the history) fails before the model runs: the run ends
+    `failed` with the error for staff, never stays `running`."""
+    from apps.playground import services
+
+    run = services.playground_run_create(client=shop, question="Hi", mode="adaptive", enqueue=False)
+
+    def broken(*args: Any) -> None:
+        raise RuntimeError("tools unreadable")
+
+    monkeypatch.setattr(services, "_turn", broken)
+    with tenant_scope(run.client_id):
+        services.playground_run_execute(run_id=run.pk)
+    run.refresh_from_db()
+    assert run.status == RunStatus.FAILED
+    assert "tools unreadable" in run.error
+    assert llm.calls() == []
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
