@@ -1,0 +1,285 @@
+"""The LLM gateway: every model call in GuideDesk goes through `llm_complete`.
+
+One job: send a step's messages to an OpenAI-compatible endpoint (via the official `openai`
+SDK), get back JSON for that step, have `replies.py` parse it into the step's pydantic model and
+report what it cost. Failures are expected events, not crashes: every one of them becomes an
+`LLMError` with a `kind` the turn pipeline can act on (fallback reply, retry, escalation).
+
+With no `OPENAI_API_KEY` the offline demo model (`apps.reasoning.llm.offline`) answers instead and
+no HTTP call is made. The wire protocol is documented in docs/llm-protocol.md.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import openai
+from django.conf import settings
+
+from apps.core import deadlines
+from apps.core.db import release_connection
+from apps.reasoning import steps
+from apps.reasoning.llm.client import (
+    STEP_HEADER,
+    TEMPERATURE,
+    _client,
+    _messages_param,
+    llm_is_offline,
+    llm_model,
+)
+from apps.reasoning.llm.errors import (
+    LLMError,
+    LLMResult,
+    _elapsed_ms,
+    _fail,
+    _parse_spent,
+    _sdk_error,
+)
+from apps.reasoning.llm.formats import (
+    RESPONSE_FORMS,
+    ResponseForm,
+    _build_request,
+    _count_refusal,
+    _instruction_tokens,
+    _refuses_format,
+    _remember,
+    _response_format_details,
+    _start_form,
+    _step_schema,
+)
+from apps.reasoning.llm.offline import _offline_complete
+from apps.reasoning.llm.stream import (
+    _STREAM_SINK,
+    _no_stream,
+    _refuses_stream,
+    _streamed_completion,
+)
+from apps.reasoning.llm.window import _estimate_prompt_tokens, _fit, context_window, estimate_tokens
+
+logger = logging.getLogger("apps.reasoning.llm")
+
+
+def _cached_tokens(usage: Any, prompt_tokens: int) -> int:
+    """The prompt tokens the provider served from its prompt cache
+    (`usage.prompt_tokens_details.cached_tokens`, as OpenAI reports it), 0 when not reported."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    if isinstance(details, Mapping):
+        cached = details.get("cached_tokens")
+    else:
+        cached = getattr(details, "cached_tokens", None)
+    if not isinstance(cached, int) or isinstance(cached, bool) or cached < 0:
+        return 0
+    return min(cached, prompt_tokens)
+
+
+def _reported_usage(usage: Any) -> tuple[int, int] | None:
+    """(prompt, completion) from the provider's `usage`, or None when it reported nothing."""
+    if usage is None:
+        return None
+    prompt = getattr(usage, "prompt_tokens", None)
+    completion = getattr(usage, "completion_tokens", None)
+    if not isinstance(prompt, int) or not isinstance(completion, int):
+        return None
+    if prompt == 0 and completion == 0:
+        return None  # some compatible servers send an all-zero usage object instead of none
+    return prompt, completion
+
+
+def _corrected(messages: list[dict[str, str]], correction: str) -> list[dict[str, str]]:
+    """`messages` plus the correction as a last user message, keeping what may be shrunk."""
+    return steps.Prompt(
+        [*messages, {"role": "user", "content": correction}],
+        shrinkable=getattr(messages, "shrinkable", ()),
+    )
+
+
+def llm_complete[T](
+    *,
+    step: str,
+    messages: list[dict[str, str]],
+    output: type[T],
+    offline_hint: dict[str, Any] | None = None,
+    tool_names: Sequence[str] | None = None,
+    correction: str | None = None,
+) -> LLMResult[T]:
+    """Ask the model for `step`'s JSON and return it validated as `output`.
+
+    Raises `LLMError` on any failure (transport, HTTP status, unusable or truncated output, a
+    prompt that cannot fit the model's context window), and `UnknownStep` when no step of that
+    name is registered (`apps/reasoning/steps/`). `offline_hint` is passed to the offline demo
+    model only (it tells the demo what a real model would do). `tool_names` narrows the
+    schema's `tool_call` to those names (the client's enabled tools). `correction` is sent as a
+    last user message (a retry quoting why the previous reply was refused).
+
+    A provider that refuses the response_format gets the next form (`RESPONSE_FORMS`) in the
+    same call; what it accepted is remembered (docs/llm-protocol.md).
+    """
+    steps.get(step)  # an unknown step is a programming error: fail before anything is spent
+    if correction:
+        messages = _corrected(messages, correction)
+    if llm_is_offline():
+        return _offline_complete(step, messages, output, offline_hint or {})
+
+    schema = _step_schema(step, output, tool_names)
+    asked, key = _start_form()
+    window = context_window()
+    refused: list[ResponseForm] = []
+    started = time.perf_counter()
+    completion: Any = None
+    details: dict[str, Any] = {}
+    for form in RESPONSE_FORMS[RESPONSE_FORMS.index(asked) :]:
+        details = _response_format_details(asked, form, refused) if refused else {}
+        try:
+            fitted, max_tokens, fit = _fit(
+                step,
+                messages,
+                window=window,
+                max_tokens=int(settings.LLM_MAX_COMPLETION_TOKENS),
+                extra_tokens=_instruction_tokens(step, schema, form),
+            )
+        except LLMError as exc:
+            exc.details.update(details)
+            exc.latency_ms = _elapsed_ms(started)
+            raise _fail(exc) from None
+        if fit is not None:
+            details["context"] = fit
+        sent, response_format = _build_request(step, fitted, schema, form)
+        kwargs: dict[str, Any] = {}
+        if response_format is not None:
+            kwargs["response_format"] = response_format
+
+        # No call starts once the turn's deadline has passed (raises DeadlineExceeded); one
+        # that starts gets LLM_TIMEOUT or what is left of the deadline, whichever is shorter.
+        allowed = deadlines.time_for(float(settings.LLM_TIMEOUT))
+        release_connection()  # no database connection is held while the model thinks
+        sink = _STREAM_SINK.get() if key not in _no_stream else None
+        try:
+            if sink is None:
+                completion = _client().chat.completions.create(
+                    model=llm_model(),
+                    **_messages_param(sent),
+                    temperature=TEMPERATURE,
+                    max_tokens=max_tokens,
+                    extra_headers={STEP_HEADER: step},
+                    timeout=allowed,
+                    **kwargs,
+                )
+            else:
+                completion = _streamed_completion(
+                    sent, max_tokens=max_tokens, step=step, timeout=allowed, sink=sink, **kwargs
+                )
+        except openai.OpenAIError as exc:
+            if sink is not None and _refuses_stream(exc):
+                # Streaming is a nicety: a provider that refuses it answers without it.
+                _no_stream.add(key)
+                logger.warning("LLM provider %s (%s) refused stream=True", key[0], key[1])
+                try:
+                    completion = _client().chat.completions.create(
+                        model=llm_model(),
+                        **_messages_param(sent),
+                        temperature=TEMPERATURE,
+                        max_tokens=max_tokens,
+                        extra_headers={STEP_HEADER: step},
+                        timeout=deadlines.time_for(float(settings.LLM_TIMEOUT)),
+                        **kwargs,
+                    )
+                except openai.OpenAIError as retry_exc:
+                    exc = retry_exc
+                else:
+                    break
+            if form != "text" and _refuses_format(exc):
+                # A capability, not a failure: the next form, in this same call.
+                refused.append(form)
+                _count_refusal()
+                # Remembered at once, not after a success: when the next form's call then times
+                # out on a slow server, the next call still starts past the refused form.
+                _remember(key, RESPONSE_FORMS[RESPONSE_FORMS.index(form) + 1])
+                logger.warning(
+                    "LLM provider %s (%s) refused response_format %s; trying the next form",
+                    key[0],
+                    key[1],
+                    form,
+                )
+                continue
+            error = _sdk_error(step, exc, _elapsed_ms(started))
+            error.details.update(details)
+            raise _fail(error) from exc
+        if refused:
+            logger.warning(
+                "LLM provider %s (%s) takes response_format %s (refused: %s)",
+                key[0],
+                key[1],
+                form,
+                ", ".join(refused),
+            )
+        break
+
+    choices = getattr(completion, "choices", None) or []
+    choice = choices[0] if choices else None
+    message = choice.message if choice is not None else None
+    raw = (message.content if message is not None else None) or ""
+    model = str(getattr(completion, "model", None) or llm_model())
+
+    usage = _reported_usage(getattr(completion, "usage", None))
+    if usage is None:
+        prompt_tokens, completion_tokens = _estimate_prompt_tokens(sent), estimate_tokens(raw)
+        cached_tokens = 0
+    else:
+        prompt_tokens, completion_tokens = usage
+        cached_tokens = _cached_tokens(getattr(completion, "usage", None), prompt_tokens)
+    estimated = usage is None
+
+    refusal = getattr(message, "refusal", None) if message is not None else None
+    if refusal and not raw.strip():
+        raw = str(refusal)  # a refusal is the model's text; keep it for the trace
+    if getattr(choice, "finish_reason", None) == "length":
+        raise _fail(
+            LLMError(
+                kind="truncated",
+                step=step,
+                message=(
+                    f"the reply reached the {max_tokens}-token limit "
+                    f"({completion_tokens} completion tokens) before it was complete"
+                ),
+                latency_ms=_elapsed_ms(started),
+                raw=raw,
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+                tokens_estimated=estimated,
+                model=model,
+                details=details,
+                cached_tokens=cached_tokens,
+            )
+        )
+    try:
+        parsed = _parse_spent(
+            step,
+            raw,
+            output,
+            started,
+            prompt_tokens,
+            completion_tokens,
+            estimated=estimated,
+            model=model,
+            details=details,
+        )
+    except LLMError as exc:
+        exc.cached_tokens = cached_tokens
+        raise
+
+    return LLMResult(
+        step=step,
+        parsed=parsed,
+        raw=raw,
+        model=model,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        tokens_estimated=estimated,
+        latency_ms=_elapsed_ms(started),
+        offline=False,
+        details=details or None,
+        cached_tokens=cached_tokens,
+    )
