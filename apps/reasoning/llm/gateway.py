@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import openai
@@ -44,6 +45,7 @@ from apps.reasoning.llm.formats import (
     _build_request,
     _count_refusal,
     _instruction_tokens,
+    _ProviderKey,
     _refuses_format,
     _remember,
     _response_format_details,
@@ -123,86 +125,38 @@ def llm_complete[T](
     if llm_is_offline():
         return _offline_complete(step, messages, output, offline_hint or {})
 
-    schema = _step_schema(step, output, tool_names)
+    started = time.perf_counter()
+    completion, request = _ask(step, messages, _step_schema(step, output, tool_names), started)
+    return _result(step, completion, request, output, started)
+
+
+@dataclass
+class _Request:
+    """One form's request: the messages sent, the reply's token limit, the `create` keywords
+    beyond them, and what the trace records of it (`LLMResult.details`)."""
+
+    sent: list[dict[str, str]]
+    max_tokens: int
+    kwargs: dict[str, Any]
+    details: dict[str, Any]
+
+
+def _ask(
+    step: str, messages: list[dict[str, str]], schema: dict[str, Any], started: float
+) -> tuple[Any, _Request]:
+    """The provider's completion, asked in the first form it accepts (a refused form is a
+    capability, not a failure: the next form goes in this same call)."""
     asked, key = _start_form()
     window = context_window()
     refused: list[ResponseForm] = []
-    started = time.perf_counter()
-    completion: Any = None
-    details: dict[str, Any] = {}
     for form in RESPONSE_FORMS[RESPONSE_FORMS.index(asked) :]:
         details = _response_format_details(asked, form, refused) if refused else {}
+        request = _request(step, messages, schema, form, window, details, started)
         try:
-            fitted, max_tokens, fit = _fit(
-                step,
-                messages,
-                window=window,
-                max_tokens=int(settings.LLM_MAX_COMPLETION_TOKENS),
-                extra_tokens=_instruction_tokens(step, schema, form),
-            )
-        except LLMError as exc:
-            exc.details.update(details)
-            exc.latency_ms = _elapsed_ms(started)
-            raise _fail(exc) from None
-        if fit is not None:
-            details["context"] = fit
-        sent, response_format = _build_request(step, fitted, schema, form)
-        kwargs: dict[str, Any] = {}
-        if response_format is not None:
-            kwargs["response_format"] = response_format
-
-        # No call starts once the turn's deadline has passed (raises DeadlineExceeded); one
-        # that starts gets LLM_TIMEOUT or what is left of the deadline, whichever is shorter.
-        allowed = deadlines.time_for(float(settings.LLM_TIMEOUT))
-        release_connection()  # no database connection is held while the model thinks
-        sink = _STREAM_SINK.get() if key not in _no_stream else None
-        try:
-            if sink is None:
-                completion = _client().chat.completions.create(
-                    model=llm_model(),
-                    **_messages_param(sent),
-                    temperature=TEMPERATURE,
-                    max_tokens=max_tokens,
-                    extra_headers={STEP_HEADER: step},
-                    timeout=allowed,
-                    **kwargs,
-                )
-            else:
-                completion = _streamed_completion(
-                    sent, max_tokens=max_tokens, step=step, timeout=allowed, sink=sink, **kwargs
-                )
+            completion = _create(step, request, key)
         except openai.OpenAIError as exc:
-            if sink is not None and _refuses_stream(exc):
-                # Streaming is a nicety: a provider that refuses it answers without it.
-                _no_stream.add(key)
-                logger.warning("LLM provider %s (%s) refused stream=True", key[0], key[1])
-                try:
-                    completion = _client().chat.completions.create(
-                        model=llm_model(),
-                        **_messages_param(sent),
-                        temperature=TEMPERATURE,
-                        max_tokens=max_tokens,
-                        extra_headers={STEP_HEADER: step},
-                        timeout=deadlines.time_for(float(settings.LLM_TIMEOUT)),
-                        **kwargs,
-                    )
-                except openai.OpenAIError as retry_exc:
-                    exc = retry_exc
-                else:
-                    break
-            if form != "text" and _refuses_format(exc):
-                # A capability, not a failure: the next form, in this same call.
-                refused.append(form)
-                _count_refusal()
-                # Remembered at once, not after a success: when the next form's call then times
-                # out on a slow server, the next call still starts past the refused form.
-                _remember(key, RESPONSE_FORMS[RESPONSE_FORMS.index(form) + 1])
-                logger.warning(
-                    "LLM provider %s (%s) refused response_format %s; trying the next form",
-                    key[0],
-                    key[1],
-                    form,
-                )
+            if form != RESPONSE_FORMS[-1] and _refuses_format(exc):
+                _refused(key, form, refused)
                 continue
             error = _sdk_error(step, exc, _elapsed_ms(started))
             error.details.update(details)
@@ -215,22 +169,109 @@ def llm_complete[T](
                 form,
                 ", ".join(refused),
             )
-        break
+        return completion, request
+    raise AssertionError("the last form (text) is never refused")  # pragma: no cover
 
+
+def _request(
+    step: str,
+    messages: list[dict[str, str]],
+    schema: dict[str, Any],
+    form: ResponseForm,
+    window: int | None,
+    details: dict[str, Any],
+    started: float,
+) -> _Request:
+    """The request for `form`: the prompt fitted into the context window (or the step fails
+    with `context_window`, no HTTP call), the format instruction and `response_format`."""
+    try:
+        fitted, max_tokens, fit = _fit(
+            step,
+            messages,
+            window=window,
+            max_tokens=int(settings.LLM_MAX_COMPLETION_TOKENS),
+            extra_tokens=_instruction_tokens(step, schema, form),
+        )
+    except LLMError as exc:
+        exc.details.update(details)
+        exc.latency_ms = _elapsed_ms(started)
+        raise _fail(exc) from None
+    if fit is not None:
+        details["context"] = fit
+    sent, response_format = _build_request(step, fitted, schema, form)
+    kwargs: dict[str, Any] = {}
+    if response_format is not None:
+        kwargs["response_format"] = response_format
+    return _Request(sent=sent, max_tokens=max_tokens, kwargs=kwargs, details=details)
+
+
+def _create(step: str, request: _Request, key: _ProviderKey) -> Any:
+    """One call to the provider, streamed to the current sink when there is one. Raises the
+    SDK's errors."""
+    # No call starts once the turn's deadline has passed (raises DeadlineExceeded); one
+    # that starts gets LLM_TIMEOUT or what is left of the deadline, whichever is shorter.
+    allowed = deadlines.time_for(float(settings.LLM_TIMEOUT))
+    release_connection()  # no database connection is held while the model thinks
+    sink = _STREAM_SINK.get() if key not in _no_stream else None
+    if sink is None:
+        return _plain_create(step, request, allowed)
+    try:
+        return _streamed_completion(
+            request.sent,
+            max_tokens=request.max_tokens,
+            step=step,
+            timeout=allowed,
+            sink=sink,
+            **request.kwargs,
+        )
+    except openai.OpenAIError as exc:
+        if not _refuses_stream(exc):
+            raise
+    # Streaming is a nicety: a provider that refuses it answers without it.
+    _no_stream.add(key)
+    logger.warning("LLM provider %s (%s) refused stream=True", key[0], key[1])
+    return _plain_create(step, request, deadlines.time_for(float(settings.LLM_TIMEOUT)))
+
+
+def _plain_create(step: str, request: _Request, timeout: float | None) -> Any:
+    return _client().chat.completions.create(
+        model=llm_model(),
+        **_messages_param(request.sent),
+        temperature=TEMPERATURE,
+        max_tokens=request.max_tokens,
+        extra_headers={STEP_HEADER: step},
+        timeout=timeout,
+        **request.kwargs,
+    )
+
+
+def _refused(key: _ProviderKey, form: ResponseForm, refused: list[ResponseForm]) -> None:
+    """Note that the provider refused `form`."""
+    refused.append(form)
+    _count_refusal()
+    # Remembered at once, not after a success: when the next form's call then times
+    # out on a slow server, the next call still starts past the refused form.
+    _remember(key, RESPONSE_FORMS[RESPONSE_FORMS.index(form) + 1])
+    logger.warning(
+        "LLM provider %s (%s) refused response_format %s; trying the next form",
+        key[0],
+        key[1],
+        form,
+    )
+
+
+def _result[T](
+    step: str, completion: Any, request: _Request, output: type[T], started: float
+) -> LLMResult[T]:
+    """The completion's reply validated as `output`, with what it cost; a reply cut off at
+    max_tokens raises `truncated`, one that breaks the step's contract `invalid_output`."""
     choices = getattr(completion, "choices", None) or []
     choice = choices[0] if choices else None
     message = choice.message if choice is not None else None
     raw = (message.content if message is not None else None) or ""
     model = str(getattr(completion, "model", None) or llm_model())
-
-    usage = _reported_usage(getattr(completion, "usage", None))
-    if usage is None:
-        prompt_tokens, completion_tokens = _estimate_prompt_tokens(sent), estimate_tokens(raw)
-        cached_tokens = 0
-    else:
-        prompt_tokens, completion_tokens = usage
-        cached_tokens = _cached_tokens(getattr(completion, "usage", None), prompt_tokens)
-    estimated = usage is None
+    spent = _spent(completion, request.sent, raw)
+    details = request.details
 
     refusal = getattr(message, "refusal", None) if message is not None else None
     if refusal and not raw.strip():
@@ -241,17 +282,17 @@ def llm_complete[T](
                 kind="truncated",
                 step=step,
                 message=(
-                    f"the reply reached the {max_tokens}-token limit "
-                    f"({completion_tokens} completion tokens) before it was complete"
+                    f"the reply reached the {request.max_tokens}-token limit "
+                    f"({spent.completion_tokens} completion tokens) before it was complete"
                 ),
                 latency_ms=_elapsed_ms(started),
                 raw=raw,
-                prompt_tokens=prompt_tokens,
-                completion_tokens=completion_tokens,
-                tokens_estimated=estimated,
+                prompt_tokens=spent.prompt_tokens,
+                completion_tokens=spent.completion_tokens,
+                tokens_estimated=spent.estimated,
                 model=model,
                 details=details,
-                cached_tokens=cached_tokens,
+                cached_tokens=spent.cached_tokens,
             )
         )
     try:
@@ -260,14 +301,14 @@ def llm_complete[T](
             raw,
             output,
             started,
-            prompt_tokens,
-            completion_tokens,
-            estimated=estimated,
+            spent.prompt_tokens,
+            spent.completion_tokens,
+            estimated=spent.estimated,
             model=model,
             details=details,
         )
     except LLMError as exc:
-        exc.cached_tokens = cached_tokens
+        exc.cached_tokens = spent.cached_tokens
         raise
 
     return LLMResult(
@@ -275,11 +316,30 @@ def llm_complete[T](
         parsed=parsed,
         raw=raw,
         model=model,
-        prompt_tokens=prompt_tokens,
-        completion_tokens=completion_tokens,
-        tokens_estimated=estimated,
+        prompt_tokens=spent.prompt_tokens,
+        completion_tokens=spent.completion_tokens,
+        tokens_estimated=spent.estimated,
         latency_ms=_elapsed_ms(started),
         offline=False,
         details=details or None,
-        cached_tokens=cached_tokens,
+        cached_tokens=spent.cached_tokens,
     )
+
+
+@dataclass(frozen=True)
+class _Spent:
+    """The tokens a call cost: as the provider reported them, or estimated when it did not."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int
+    estimated: bool
+
+
+def _spent(completion: Any, sent: list[dict[str, str]], raw: str) -> _Spent:
+    usage = _reported_usage(getattr(completion, "usage", None))
+    if usage is None:
+        return _Spent(_estimate_prompt_tokens(sent), estimate_tokens(raw), 0, estimated=True)
+    prompt_tokens, completion_tokens = usage
+    cached_tokens = _cached_tokens(getattr(completion, "usage", None), prompt_tokens)
+    return _Spent(prompt_tokens, completion_tokens, cached_tokens, estimated=False)
