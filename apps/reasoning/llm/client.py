@@ -46,7 +46,7 @@ _client_lock = threading.Lock()
 _cached_client: tuple[_ClientKey, openai.OpenAI] | None = None
 
 
-def _client() -> openai.OpenAI:
+def sdk_client() -> openai.OpenAI:
     """The SDK client. Its requests go through `WallClockTransport`: `LLM_TIMEOUT` bounds each
     request as a whole (connect and every read), also against an endpoint that trickles its
     body, and no request outlives the turn's deadline. The SDK's own retries are off: the turn
@@ -79,7 +79,7 @@ def llm_is_offline() -> bool:
     return not settings.OPENAI_API_KEY
 
 
-def _messages_param(sent: list[dict[str, str]]) -> dict[str, Any]:
+def messages_param(sent: list[dict[str, str]]) -> dict[str, Any]:
     """The `messages` of a call, for `create(**…)`. The SDK's parameter transform walks every
     message against its TypedDicts (≈ 3 ms of CPU for a ten-message prompt, per call) and
     changes nothing in plain role/content strings, so they go in as `extra_body`, which the SDK

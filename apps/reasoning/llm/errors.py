@@ -128,11 +128,11 @@ def parse_reply[T](step: str, text: str, output: type[T]) -> T:
         raise LLMError(kind="invalid_output", step=step, message=str(exc), raw=text) from exc
 
 
-def _elapsed_ms(started: float) -> int:
+def elapsed_ms(started: float) -> int:
     return int((time.perf_counter() - started) * 1000)
 
 
-def _sdk_error(step: str, exc: openai.OpenAIError, latency_ms: int) -> LLMError:
+def sdk_error(step: str, exc: openai.OpenAIError, latency_ms: int) -> LLMError:
     kind: LLMErrorKind
     status_code: int | None = None
     if isinstance(exc, openai.APITimeoutError):  # before APIConnectionError: it subclasses it
@@ -162,7 +162,7 @@ def _sdk_error(step: str, exc: openai.OpenAIError, latency_ms: int) -> LLMError:
     )
 
 
-def _fail(error: LLMError) -> LLMError:
+def logged_failure(error: LLMError) -> LLMError:
     logger.warning(
         "LLM step %s failed (%s) after %d ms: %s",
         error.step,
@@ -173,7 +173,7 @@ def _fail(error: LLMError) -> LLMError:
     return error
 
 
-def _parse_spent[T](
+def parse_spent[T](
     step: str,
     raw: str,
     output: type[T],
@@ -189,12 +189,12 @@ def _parse_spent[T](
     try:
         return parse_reply(step, raw, output)
     except LLMError as exc:
-        raise _fail(
+        raise logged_failure(
             LLMError(
                 kind="invalid_output",
                 step=step,
                 message=exc.message,
-                latency_ms=_elapsed_ms(started),
+                latency_ms=elapsed_ms(started),
                 raw=raw,
                 prompt_tokens=prompt_tokens,
                 completion_tokens=completion_tokens,

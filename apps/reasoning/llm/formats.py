@@ -35,7 +35,7 @@ RESPONSE_FORMS: tuple[ResponseForm, ...] = (
 AUTO = "auto"  # LLM_RESPONSE_FORMAT's default: start at json_schema
 
 
-def _step_schema(
+def step_schema(
     step: str, output: type[Any], tool_names: Sequence[str] | None = None
 ) -> dict[str, Any]:
     """The JSON Schema requested for `step`: derived from its registered output model (or from
@@ -127,7 +127,7 @@ def _configured_form() -> ResponseForm:
     return cast(ResponseForm, mode)
 
 
-def _build_request(
+def build_request(
     step: str, messages: list[dict[str, str]], schema: dict[str, Any], form: ResponseForm
 ) -> tuple[list[dict[str, str]], dict[str, Any] | None]:
     """The messages to send and the `response_format` (None = omit it) for `form`."""
@@ -146,33 +146,33 @@ def _build_request(
     return sent, None
 
 
-def _instruction_tokens(step: str, schema: dict[str, Any], form: ResponseForm) -> int:
-    """What `_build_request` adds to the prompt for `form` (estimated)."""
+def instruction_tokens(step: str, schema: dict[str, Any], form: ResponseForm) -> int:
+    """What `build_request` adds to the prompt for `form` (estimated)."""
     if form == "json_schema":
         return 0
     return estimate_tokens(format_instruction(step, schema)) + 1
 
 
-type _ProviderKey = tuple[str, str]
+type ProviderKey = tuple[str, str]
 
 _formats_lock = threading.Lock()
-_formats: dict[_ProviderKey, ResponseForm] = {}
+_formats: dict[ProviderKey, ResponseForm] = {}
 _refusals = 0  # refused calls in this process (each one a detection)
 _FORMAT_CACHE_PREFIX = "llm:response-format:"
 _FORMAT_CACHE_SECONDS = 7 * 24 * 3600
 _REFUSAL_WORDS = ("response_format", "json_schema")
 
 
-def _provider_key() -> _ProviderKey:
+def _provider_key() -> ProviderKey:
     return (str(settings.OPENAI_BASE_URL or "https://api.openai.com/v1"), llm_model())
 
 
-def _format_cache_key(key: _ProviderKey) -> str:
+def _format_cache_key(key: ProviderKey) -> str:
     digest = hashlib.sha256("\n".join(key).encode()).hexdigest()[:32]
     return f"{_FORMAT_CACHE_PREFIX}{digest}"
 
 
-def remembered_response_format(key: _ProviderKey | None = None) -> ResponseForm | None:
+def remembered_response_format(key: ProviderKey | None = None) -> ResponseForm | None:
     """The form the provider (base URL, model; default: the configured one) accepted after
     refusing a more constrained one: this process's memory first, then Django's cache (what
     another process detected)."""
@@ -194,7 +194,7 @@ def remembered_response_format(key: _ProviderKey | None = None) -> ResponseForm 
     return form
 
 
-def _remember(key: _ProviderKey, form: ResponseForm) -> None:
+def remember_form(key: ProviderKey, form: ResponseForm) -> None:
     with _formats_lock:
         _formats[key] = form
     try:
@@ -218,13 +218,13 @@ def response_format_refusals() -> int:
         return _refusals
 
 
-def _count_refusal() -> None:
+def count_refusal() -> None:
     global _refusals
     with _formats_lock:
         _refusals += 1
 
 
-def _refuses_format(exc: openai.OpenAIError) -> bool:
+def refuses_format(exc: openai.OpenAIError) -> bool:
     """The provider refused the request's response_format: any 4xx or 5xx (but auth and rate
     limits) whose message or body names `response_format` or `json_schema`."""
     if not isinstance(exc, openai.APIStatusError):
@@ -239,7 +239,7 @@ def _refuses_format(exc: openai.OpenAIError) -> bool:
     return any(word in text for word in _REFUSAL_WORDS)
 
 
-def _start_form() -> tuple[ResponseForm, _ProviderKey]:
+def start_form() -> tuple[ResponseForm, ProviderKey]:
     key = _provider_key()
     start = _configured_form()
     known = remembered_response_format(key)
@@ -248,7 +248,7 @@ def _start_form() -> tuple[ResponseForm, _ProviderKey]:
     return start, key
 
 
-def _response_format_details(
+def response_format_details(
     asked: ResponseForm, used: ResponseForm, refused: list[ResponseForm]
 ) -> dict[str, Any]:
     return {"response_format": {"asked": asked, "used": used, "refused": list(refused)}}

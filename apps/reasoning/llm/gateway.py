@@ -26,40 +26,45 @@ from apps.reasoning import steps
 from apps.reasoning.llm.client import (
     STEP_HEADER,
     TEMPERATURE,
-    _client,
-    _messages_param,
     llm_is_offline,
     llm_model,
+    messages_param,
+    sdk_client,
 )
 from apps.reasoning.llm.errors import (
     LLMError,
     LLMResult,
-    _elapsed_ms,
-    _fail,
-    _parse_spent,
-    _sdk_error,
+    elapsed_ms,
+    logged_failure,
+    parse_spent,
+    sdk_error,
 )
 from apps.reasoning.llm.formats import (
     RESPONSE_FORMS,
+    ProviderKey,
     ResponseForm,
-    _build_request,
-    _count_refusal,
-    _instruction_tokens,
-    _ProviderKey,
-    _refuses_format,
-    _remember,
-    _response_format_details,
-    _start_form,
-    _step_schema,
+    build_request,
+    count_refusal,
+    instruction_tokens,
+    refuses_format,
+    remember_form,
+    response_format_details,
+    start_form,
+    step_schema,
 )
-from apps.reasoning.llm.offline import _offline_complete
+from apps.reasoning.llm.offline import offline_result
 from apps.reasoning.llm.stream import (
-    _STREAM_SINK,
-    _no_stream,
-    _refuses_stream,
-    _streamed_completion,
+    STREAM_SINK,
+    no_stream,
+    refuses_stream,
+    streamed_completion,
 )
-from apps.reasoning.llm.window import _estimate_prompt_tokens, _fit, context_window, estimate_tokens
+from apps.reasoning.llm.window import (
+    context_window,
+    estimate_prompt_tokens,
+    estimate_tokens,
+    fit_window,
+)
 
 logger = logging.getLogger("apps.reasoning.llm")
 
@@ -123,10 +128,10 @@ def llm_complete[T](
     if correction:
         messages = _corrected(messages, correction)
     if llm_is_offline():
-        return _offline_complete(step, messages, output, offline_hint or {})
+        return offline_result(step, messages, output, offline_hint or {})
 
     started = time.perf_counter()
-    completion, request = _ask(step, messages, _step_schema(step, output, tool_names), started)
+    completion, request = _ask(step, messages, step_schema(step, output, tool_names), started)
     return _result(step, completion, request, output, started)
 
 
@@ -146,21 +151,21 @@ def _ask(
 ) -> tuple[Any, _Request]:
     """The provider's completion, asked in the first form it accepts (a refused form is a
     capability, not a failure: the next form goes in this same call)."""
-    asked, key = _start_form()
+    asked, key = start_form()
     window = context_window()
     refused: list[ResponseForm] = []
     for form in RESPONSE_FORMS[RESPONSE_FORMS.index(asked) :]:
-        details = _response_format_details(asked, form, refused) if refused else {}
+        details = response_format_details(asked, form, refused) if refused else {}
         request = _request(step, messages, schema, form, window, details, started)
         try:
             completion = _create(step, request, key)
         except openai.OpenAIError as exc:
-            if form != RESPONSE_FORMS[-1] and _refuses_format(exc):
+            if form != RESPONSE_FORMS[-1] and refuses_format(exc):
                 _refused(key, form, refused)
                 continue
-            error = _sdk_error(step, exc, _elapsed_ms(started))
+            error = sdk_error(step, exc, elapsed_ms(started))
             error.details.update(details)
-            raise _fail(error) from exc
+            raise logged_failure(error) from exc
         if refused:
             logger.warning(
                 "LLM provider %s (%s) takes response_format %s (refused: %s)",
@@ -185,38 +190,38 @@ def _request(
     """The request for `form`: the prompt fitted into the context window (or the step fails
     with `context_window`, no HTTP call), the format instruction and `response_format`."""
     try:
-        fitted, max_tokens, fit = _fit(
+        fitted, max_tokens, fit = fit_window(
             step,
             messages,
             window=window,
             max_tokens=int(settings.LLM_MAX_COMPLETION_TOKENS),
-            extra_tokens=_instruction_tokens(step, schema, form),
+            extra_tokens=instruction_tokens(step, schema, form),
         )
     except LLMError as exc:
         exc.details.update(details)
-        exc.latency_ms = _elapsed_ms(started)
-        raise _fail(exc) from None
+        exc.latency_ms = elapsed_ms(started)
+        raise logged_failure(exc) from None
     if fit is not None:
         details["context"] = fit
-    sent, response_format = _build_request(step, fitted, schema, form)
+    sent, response_format = build_request(step, fitted, schema, form)
     kwargs: dict[str, Any] = {}
     if response_format is not None:
         kwargs["response_format"] = response_format
     return _Request(sent=sent, max_tokens=max_tokens, kwargs=kwargs, details=details)
 
 
-def _create(step: str, request: _Request, key: _ProviderKey) -> Any:
+def _create(step: str, request: _Request, key: ProviderKey) -> Any:
     """One call to the provider, streamed to the current sink when there is one. Raises the
     SDK's errors."""
     # No call starts once the turn's deadline has passed (raises DeadlineExceeded); one
     # that starts gets LLM_TIMEOUT or what is left of the deadline, whichever is shorter.
     allowed = deadlines.time_for(float(settings.LLM_TIMEOUT))
     release_connection()  # no database connection is held while the model thinks
-    sink = _STREAM_SINK.get() if key not in _no_stream else None
+    sink = STREAM_SINK.get() if key not in no_stream else None
     if sink is None:
         return _plain_create(step, request, allowed)
     try:
-        return _streamed_completion(
+        return streamed_completion(
             request.sent,
             max_tokens=request.max_tokens,
             step=step,
@@ -225,18 +230,18 @@ def _create(step: str, request: _Request, key: _ProviderKey) -> Any:
             **request.kwargs,
         )
     except openai.OpenAIError as exc:
-        if not _refuses_stream(exc):
+        if not refuses_stream(exc):
             raise
     # Streaming is a nicety: a provider that refuses it answers without it.
-    _no_stream.add(key)
+    no_stream.add(key)
     logger.warning("LLM provider %s (%s) refused stream=True", key[0], key[1])
     return _plain_create(step, request, deadlines.time_for(float(settings.LLM_TIMEOUT)))
 
 
 def _plain_create(step: str, request: _Request, timeout: float | None) -> Any:
-    return _client().chat.completions.create(
+    return sdk_client().chat.completions.create(
         model=llm_model(),
-        **_messages_param(request.sent),
+        **messages_param(request.sent),
         temperature=TEMPERATURE,
         max_tokens=request.max_tokens,
         extra_headers={STEP_HEADER: step},
@@ -245,13 +250,13 @@ def _plain_create(step: str, request: _Request, timeout: float | None) -> Any:
     )
 
 
-def _refused(key: _ProviderKey, form: ResponseForm, refused: list[ResponseForm]) -> None:
+def _refused(key: ProviderKey, form: ResponseForm, refused: list[ResponseForm]) -> None:
     """Note that the provider refused `form`."""
     refused.append(form)
-    _count_refusal()
+    count_refusal()
     # Remembered at once, not after a success: when the next form's call then times
     # out on a slow server, the next call still starts past the refused form.
-    _remember(key, RESPONSE_FORMS[RESPONSE_FORMS.index(form) + 1])
+    remember_form(key, RESPONSE_FORMS[RESPONSE_FORMS.index(form) + 1])
     logger.warning(
         "LLM provider %s (%s) refused response_format %s; trying the next form",
         key[0],
@@ -277,7 +282,7 @@ def _result[T](
     if refusal and not raw.strip():
         raw = str(refusal)  # a refusal is the model's text; keep it for the trace
     if getattr(choice, "finish_reason", None) == "length":
-        raise _fail(
+        raise logged_failure(
             LLMError(
                 kind="truncated",
                 step=step,
@@ -285,7 +290,7 @@ def _result[T](
                     f"the reply reached the {request.max_tokens}-token limit "
                     f"({spent.completion_tokens} completion tokens) before it was complete"
                 ),
-                latency_ms=_elapsed_ms(started),
+                latency_ms=elapsed_ms(started),
                 raw=raw,
                 prompt_tokens=spent.prompt_tokens,
                 completion_tokens=spent.completion_tokens,
@@ -296,7 +301,7 @@ def _result[T](
             )
         )
     try:
-        parsed = _parse_spent(
+        parsed = parse_spent(
             step,
             raw,
             output,
@@ -319,7 +324,7 @@ def _result[T](
         prompt_tokens=spent.prompt_tokens,
         completion_tokens=spent.completion_tokens,
         tokens_estimated=spent.estimated,
-        latency_ms=_elapsed_ms(started),
+        latency_ms=elapsed_ms(started),
         offline=False,
         details=details or None,
         cached_tokens=spent.cached_tokens,
@@ -339,7 +344,7 @@ class _Spent:
 def _spent(completion: Any, sent: list[dict[str, str]], raw: str) -> _Spent:
     usage = _reported_usage(getattr(completion, "usage", None))
     if usage is None:
-        return _Spent(_estimate_prompt_tokens(sent), estimate_tokens(raw), 0, estimated=True)
+        return _Spent(estimate_prompt_tokens(sent), estimate_tokens(raw), 0, estimated=True)
     prompt_tokens, completion_tokens = usage
     cached_tokens = _cached_tokens(getattr(completion, "usage", None), prompt_tokens)
     return _Spent(prompt_tokens, completion_tokens, cached_tokens, estimated=False)

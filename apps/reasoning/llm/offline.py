@@ -7,7 +7,7 @@ through the step registry, so a step with no offline answer cannot exist and an 
 an error (`UnknownStep`), never a generic answer. The answers read the structured `hint` the
 pipeline passes alongside the prompt rather than the prompt itself — except the language the
 prompt asks the reply in (it answers the README's flows in English, Spanish and Hebrew).
-The gateway answers with it when no `OPENAI_API_KEY` is set (`_offline_complete`: tokens
+The gateway answers with it when no `OPENAI_API_KEY` is set (`offline_result`: tokens
 estimated, the reply streamed as a real model writes it when a sink listens). It is not used by
 the tests of the real path, which run the openai SDK against a local server."""
 
@@ -23,9 +23,9 @@ from django.conf import settings
 
 from apps.reasoning import steps
 from apps.reasoning.llm.client import OFFLINE_MODEL
-from apps.reasoning.llm.errors import LLMError, LLMResult, _elapsed_ms, _parse_spent
-from apps.reasoning.llm.stream import _STREAM_SINK, StreamSink, _tell
-from apps.reasoning.llm.window import _estimate_prompt_tokens, estimate_tokens
+from apps.reasoning.llm.errors import LLMError, LLMResult, elapsed_ms, parse_spent
+from apps.reasoning.llm.stream import STREAM_SINK, StreamSink, tell_sink
+from apps.reasoning.llm.window import estimate_prompt_tokens, estimate_tokens
 from apps.reasoning.steps import language_asked
 
 logger = logging.getLogger("apps.reasoning.llm")
@@ -38,11 +38,11 @@ def offline_complete(step: str, messages: list[dict[str, str]], hint: dict[str, 
     return json.dumps(steps.get(step).offline(hint), ensure_ascii=False)
 
 
-def _offline_complete[T](
+def offline_result[T](
     step: str, messages: list[dict[str, str]], output: type[T], hint: dict[str, Any]
 ) -> LLMResult[T]:
     started = time.perf_counter()
-    prompt_tokens = _estimate_prompt_tokens(messages)
+    prompt_tokens = estimate_prompt_tokens(messages)
     try:
         raw = offline_complete(step, messages, hint)
     except Exception as exc:  # a bug in the demo model must not crash a turn
@@ -51,17 +51,17 @@ def _offline_complete[T](
             kind="server",
             step=step,
             message=f"offline demo model failed: {type(exc).__name__}: {exc}",
-            latency_ms=_elapsed_ms(started),
+            latency_ms=elapsed_ms(started),
             prompt_tokens=prompt_tokens,
             tokens_estimated=True,
             model=OFFLINE_MODEL,
         ) from exc
 
-    sink = _STREAM_SINK.get()
+    sink = STREAM_SINK.get()
     if sink is not None:
         raw = _offline_stream(raw, output, sink)
     completion_tokens = estimate_tokens(raw)
-    parsed = _parse_spent(
+    parsed = parse_spent(
         step,
         raw,
         output,
@@ -80,7 +80,7 @@ def _offline_complete[T](
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
         tokens_estimated=True,
-        latency_ms=_elapsed_ms(started),
+        latency_ms=elapsed_ms(started),
         offline=True,
     )
 
@@ -100,6 +100,6 @@ def _offline_stream(raw: str, output: type[Any], sink: StreamSink) -> str:
     for end in range(4, len(raw) + 4, 4):
         if pause > 0 and end > text_from:
             time.sleep(pause)
-        if not _tell(sink, raw[:end]):
+        if not tell_sink(sink, raw[:end]):
             break  # not shown: the demo need not write it out
     return raw

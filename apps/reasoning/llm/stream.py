@@ -15,8 +15,14 @@ import jiter
 import openai
 
 from apps.core.http import rest_of_body_within
-from apps.reasoning.llm.client import STEP_HEADER, TEMPERATURE, _client, _messages_param, llm_model
-from apps.reasoning.llm.formats import _ProviderKey, _refuses_format
+from apps.reasoning.llm.client import (
+    STEP_HEADER,
+    TEMPERATURE,
+    llm_model,
+    messages_param,
+    sdk_client,
+)
+from apps.reasoning.llm.formats import ProviderKey, refuses_format
 
 logger = logging.getLogger("apps.reasoning.llm")
 
@@ -28,7 +34,7 @@ logger = logging.getLogger("apps.reasoning.llm")
 # A sink that returns False wants no more (e.g. the reply will not be shown): the gateway stops
 # parsing the partial JSON for it and just collects the rest.
 StreamSink = Callable[[dict[str, Any]], bool | None]
-_STREAM_SINK: ContextVar[StreamSink | None] = ContextVar("llm_stream_sink", default=None)
+STREAM_SINK: ContextVar[StreamSink | None] = ContextVar("llm_stream_sink", default=None)
 
 
 class streaming:
@@ -41,27 +47,27 @@ class streaming:
         self._token: Any = None
 
     def __enter__(self) -> None:
-        self._token = _STREAM_SINK.set(self.sink)
+        self._token = STREAM_SINK.set(self.sink)
 
     def __exit__(self, *exc: object) -> None:
-        _STREAM_SINK.reset(self._token)
+        STREAM_SINK.reset(self._token)
 
 
 # Providers (base URL, model) that refused `stream=True` in this process: asked without it.
-_no_stream: set[_ProviderKey] = set()
+no_stream: set[ProviderKey] = set()
 
 
-def _refuses_stream(exc: openai.OpenAIError) -> bool:
+def refuses_stream(exc: openai.OpenAIError) -> bool:
     """A 400/422 that names `stream`: the provider does not stream (a refused response_format
-    is told apart first, by `_refuses_format`)."""
+    is told apart first, by `refuses_format`)."""
     if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (400, 422):
         return False
-    if _refuses_format(exc):
+    if refuses_format(exc):
         return False
     return "stream" in str(exc.message or "").lower()
 
 
-def _streamed_completion(
+def streamed_completion(
     sent: list[dict[str, str]],
     *,
     max_tokens: int,
@@ -76,9 +82,9 @@ def _streamed_completion(
     `stream_options.include_usage`). A provider that answers with one JSON completion instead
     of a stream is read as such. Transport failures mid-stream raise the SDK's errors, as a
     call without streaming would."""
-    response = _client().chat.completions.with_raw_response.create(
+    response = sdk_client().chat.completions.with_raw_response.create(
         model=llm_model(),
-        **_messages_param(sent),
+        **messages_param(sent),
         temperature=TEMPERATURE,
         max_tokens=max_tokens,
         extra_headers={STEP_HEADER: step},
@@ -121,7 +127,7 @@ def _streamed_completion(
                     finish_reason = choice["finish_reason"]
             if listening and len(parts) > shown:
                 shown = len(parts)
-                listening = _tell(sink, "".join(parts))
+                listening = tell_sink(sink, "".join(parts))
     except (httpx2.TimeoutException, TimeoutError) as exc:
         raise openai.APITimeoutError(request=http_response.request) from exc
     except (httpx2.HTTPError, OSError) as exc:
@@ -193,8 +199,8 @@ def _sse_line(line: bytes, data: list[str]) -> str | None:
 
 
 def _stream_usage(usage: Any) -> SimpleNamespace | None:
-    """A streamed `usage` dict read as `_reported_usage` and `_cached_tokens` read the SDK's
-    usage object (its `prompt_tokens_details` stays a dict, which `_cached_tokens` reads)."""
+    """A streamed `usage` dict, read as the gateway reads the SDK's usage object (its
+    `prompt_tokens_details` stays a dict, which the gateway's `_cached_tokens` reads)."""
     if not isinstance(usage, dict):
         return None
     return SimpleNamespace(
@@ -227,7 +233,7 @@ def _stream_chunk(data: str, http_response: httpx2.Response) -> dict[str, Any]:
     return chunk
 
 
-def _tell(sink: StreamSink, text: str) -> bool:
+def tell_sink(sink: StreamSink, text: str) -> bool:
     """The reply so far, parsed as far as it goes, to the sink (which must never break the
     call: a failing sink is logged and hears no more). False: the sink wants no more."""
     start = text.find("{")

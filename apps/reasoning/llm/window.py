@@ -33,7 +33,7 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / 4)
 
 
-def _estimate_prompt_tokens(messages: list[dict[str, str]]) -> int:
+def estimate_prompt_tokens(messages: list[dict[str, str]]) -> int:
     return sum(
         estimate_tokens(str(message.get("content") or "")) + TOKENS_PER_MESSAGE
         for message in messages
@@ -53,7 +53,7 @@ def context_window(model: str | None = None) -> int | None:
     return window if window > 0 else None
 
 
-def _fit(
+def fit_window(
     step: str,
     messages: list[dict[str, str]],
     *,
@@ -75,7 +75,7 @@ def _fit(
     dropped: list[int] = []
 
     def prompt_tokens() -> int:
-        return _estimate_prompt_tokens([messages[i] for i in kept]) + extra_tokens
+        return estimate_prompt_tokens([messages[i] for i in kept]) + extra_tokens
 
     for index in getattr(messages, "shrinkable", ()):
         if prompt_tokens() + max_tokens <= window:
