@@ -108,38 +108,23 @@ async def push_stream(
     read = sync_to_async(_poll_released, thread_sensitive=False)
     await sync_to_async(release_connection, thread_sensitive=True)(without_pool=True)  # the view's
     yield f"retry: {retry_ms}\n\n"
-    woken = hub.register(wake_id) if hub is not None else None
-    side = (
-        side_hub.register(wake_id)
-        if woken is not None and side_hub is not None and side_poll is not None
-        else None
-    )
+    woken, side = _register(wake_id, hub, side_hub, side_poll)
     try:
         changed = True
         while True:
+            chunks: list[str] | None = []
             if changed:
-                if woken is not None:
-                    woken.clear()  # before reading: a change during the read wakes us again
-                if side is not None:
-                    side.clear()  # the full read covers the side channel's changes
-                try:
-                    chunks = await read(poll)
-                except DatabaseError:
-                    logger.warning("%s: database error, ending it", name, exc_info=True)
-                    return
-                if chunks is None:  # the thing streamed was deleted meanwhile
-                    return
-                if chunks:
-                    last_sent = time.monotonic()
-                    yield "".join(chunks)
-                if finished():
+                chunks = await _read_all(read, poll, name=name, woken=woken, side=side)
+                if chunks is None:  # a database error, or the thing streamed is gone
                     return
             elif side is not None and side_poll is not None and side.is_set():
                 side.clear()
                 chunks = await side_poll()
-                if chunks:
-                    last_sent = time.monotonic()
-                    yield "".join(chunks)
+            if chunks:
+                last_sent = time.monotonic()
+                yield "".join(chunks)
+            if changed and finished():
+                return
             now = time.monotonic()
             if now - last_sent >= heartbeat_seconds:
                 last_sent = now
@@ -150,22 +135,74 @@ async def push_stream(
             wait = min(remaining, max(0.0, heartbeat_seconds - (now - last_sent)))
             if recheck_seconds is not None:
                 wait = min(wait, recheck_seconds)
-            if woken is None:
-                await asyncio.sleep(min(wait, poll_seconds))
-                changed = True
-            elif side is None:
-                try:
-                    await asyncio.wait_for(woken.wait(), timeout=wait)
-                    changed = True
-                except TimeoutError:
-                    changed = recheck_seconds is not None
-            else:
-                changed = await _either(woken, side, wait, recheck=recheck_seconds is not None)
+            changed = await _next_change(
+                woken, side, wait, poll_seconds=poll_seconds, recheck=recheck_seconds is not None
+            )
     finally:
         if hub is not None and woken is not None:
             hub.unregister(wake_id, woken)
         if side is not None:
             side_hub.unregister(wake_id, side)
+
+
+def _register(
+    wake_id: int,
+    hub: Any,
+    side_hub: Any,
+    side_poll: Callable[[], Awaitable[list[str]]] | None,
+) -> tuple[asyncio.Event | None, asyncio.Event | None]:
+    """The events a publish of `wake_id` sets: the hub's (None: no hub, the stream polls) and
+    the side channel's (only with a hub, a side hub and a `side_poll`)."""
+    woken = hub.register(wake_id) if hub is not None else None
+    side = (
+        side_hub.register(wake_id)
+        if woken is not None and side_hub is not None and side_poll is not None
+        else None
+    )
+    return woken, side
+
+
+async def _read_all(
+    read: Callable[[Poll], Awaitable[list[str] | None]],
+    poll: Poll,
+    *,
+    name: str,
+    woken: asyncio.Event | None,
+    side: asyncio.Event | None,
+) -> list[str] | None:
+    """A full read: the chunks since the last one, or None when the stream ends (a database
+    error, or the thing streamed was deleted meanwhile)."""
+    if woken is not None:
+        woken.clear()  # before reading: a change during the read wakes us again
+    if side is not None:
+        side.clear()  # the full read covers the side channel's changes
+    try:
+        return await read(poll)
+    except DatabaseError:
+        logger.warning("%s: database error, ending it", name, exc_info=True)
+        return None
+
+
+async def _next_change(
+    woken: asyncio.Event | None,
+    side: asyncio.Event | None,
+    wait: float,
+    *,
+    poll_seconds: float,
+    recheck: bool,
+) -> bool:
+    """Wait for the next change (at most `wait` seconds); True when a full read is due, False
+    when only the side channel changed or the wait ran out (without `recheck`)."""
+    if woken is None:
+        await asyncio.sleep(min(wait, poll_seconds))
+        return True
+    if side is None:
+        try:
+            await asyncio.wait_for(woken.wait(), timeout=wait)
+        except TimeoutError:
+            return recheck
+        return True
+    return await _either(woken, side, wait, recheck=recheck)
 
 
 async def _either(

@@ -1,6 +1,6 @@
 """Reply parsing: a model's text → the step's pydantic model, tolerating the usual drift.
 
-The gateway (`llm.py`) sends and receives; this module only reads what came back. It locates the
+The gateway (`llm/`) sends and receives; this module only reads what came back. It locates the
 JSON object itself (the `<assessment>` block, code fences, the first balanced object in prose)
 and leaves the repair of near-JSON — `//` and `/* */` comments, trailing commas — to
 `json_repair`. A reply that cannot be read raises `InvalidReply`; the gateway turns it into an

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from django.core.cache import cache
 
-from apps.reasoning import llm as gateway
 from apps.reasoning.llm import (
     LLMError,
     forget_response_formats,
@@ -17,6 +16,7 @@ from apps.reasoning.llm import (
     remembered_response_format,
     response_format_refusals,
 )
+from apps.reasoning.llm.formats import _format_cache_key, _provider_key
 from apps.reasoning.steps import SCHEMAS
 from apps.reasoning.steps.assess import AssessOut
 from apps.reasoning.steps.respond import RespondOut
@@ -204,7 +204,7 @@ def test_the_cache_key_is_shared_and_survives_a_cache_outage(
     auto.refuse("json_schema")
     auto.script("respond", ANSWER)
     llm_complete(step="respond", messages=MESSAGES, output=RespondOut)
-    key = gateway._format_cache_key(gateway._provider_key())
+    key = _format_cache_key(_provider_key())
     assert cache.get(key) == "json_object+schema"
 
     forget_response_formats()

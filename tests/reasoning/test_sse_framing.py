@@ -1,5 +1,5 @@
 """The LLM gateway reads a streamed reply's server-sent events from the body's bytes
-(`apps.reasoning.llm._sse_data`), not through httpx's text and line decoders. It must frame
+(`apps.reasoning.llm.stream._sse_data`), not through httpx's text and line decoders. It must frame
 events exactly as the `openai` SDK's decoder does, however the bytes are cut into chunks."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apps.reasoning.llm import _sse_data
+from apps.reasoning.llm.stream import _sse_data
 
 BODY = (
     ": a comment line\r\n"

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from apps.reasoning import steps
 from apps.reasoning.llm import LLMError, format_instruction, llm_complete
-from apps.reasoning.offline import offline_complete
+from apps.reasoning.llm.offline import offline_complete
 from apps.reasoning.steps import Out, Step, StepDefinitionError, UnknownStep
 
 # The schemas as they were written by hand before they were derived (docs/llm-protocol.md):

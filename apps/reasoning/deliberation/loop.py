@@ -54,7 +54,8 @@ from apps.reasoning.deliberation.termination import (
     repeats,
     termination_after,
 )
-from apps.reasoning.llm import TOKENS_PER_MESSAGE, LLMError, estimate_tokens
+from apps.reasoning.llm.errors import LLMError
+from apps.reasoning.llm.window import TOKENS_PER_MESSAGE, estimate_tokens
 from apps.reasoning.meter import TokenCapExceeded
 from apps.reasoning.steps import Step, data_blocks, reason_step, synthesize, with_language
 from apps.reasoning.steps import feedback as feedback_step
@@ -267,70 +268,108 @@ def run_loop(
 ) -> LoopResult:
     """Run the loop after `prefix` (`steps._shared.shared_prefix`). `ask_first(step 1)` True
     stops it right after the first step (the mode then asks a clarifying question)."""
-    steps: list[StepEntry] = []
-    keys = config.keys
-    client_id = getattr(turn.client, "pk", None)
-    conversation_id = getattr(turn.conversation, "pk", None) if turn.conversation else None
-    transcript = [
-        reason_step.protocol(
-            principles=config.principles,
-            min_steps=config.min_steps,
-            max_steps=config.max_steps,
-            target=config.target,
-        )
-    ]
-    stop_stalled = bool(settings.REASONING_DELIBERATION_STOP_STALLED)
-    room = Room.of(turn, config, prefix)
-    gain = on_course_gain()
-
-    def log(entry: StepEntry, termination: str | None, latency_ms: int) -> None:
-        reasoning_step_event(
-            run_id=run_id,
-            step=entry.step,
-            max_steps=config.max_steps,
-            mean=entry.mean,
-            scores=entry.scores,
-            target=config.target,
-            termination=termination,
-            latency_ms=latency_ms,
-            feedback_length=len(entry.feedback),
-            client_id=client_id,
-            conversation_id=conversation_id,
-        )
-
-    written = 0  # how many steps the transcript holds
-
-    def write() -> None:
-        nonlocal written
-        for entry in steps[written:]:
-            transcript.extend(entry_messages(entry))
-        written = len(steps)
-
-    def end(termination: Termination | None, detail: str = "") -> LoopResult:
-        write()  # the last step too, as the synthesis reads it (no feedback after it)
-        return LoopResult(steps, termination, detail, transcript)
-
+    loop = _Loop(turn, config, run_id=run_id, prefix=prefix)
     index = 0
     while True:
         index += 1
         turn.progress(index, config.max_steps)
-        write()  # the previous step, with its feedback, joins the transcript
+        loop.write()  # the previous step, with its feedback, joins the transcript
+        done = loop.reason(index)
+        if isinstance(done, LoopResult):
+            return done
+        if index == 1 and ask_first(done.entry):
+            loop.log(done.entry, None, done.latency_ms)
+            return loop.end(None, "two readings of the message are too close to guess")
+        ended = loop.terminated(done)
+        if ended is None:
+            ended = loop.feedback(done)
+        if ended is not None:
+            return ended
+
+
+@dataclass(frozen=True)
+class _StepDone:
+    """A step the model reasoned: its entry (in the score history), the call's latency and when
+    the step began (its telemetry event counts the feedback after it too)."""
+
+    entry: StepEntry
+    latency_ms: int
+    started: float
+
+
+class _Loop:
+    """One run's state: the score history, the transcript the later calls see, and the room
+    kept for the answer. Each method is one stage of a step; one that ends the loop returns
+    the `LoopResult`."""
+
+    def __init__(
+        self, turn: Turn, config: DeliberationConfig, *, run_id: str, prefix: list[dict[str, str]]
+    ) -> None:
+        self.turn = turn
+        self.config = config
+        self.run_id = run_id
+        self.prefix = prefix
+        self.steps: list[StepEntry] = []
+        self.transcript = [
+            reason_step.protocol(
+                principles=config.principles,
+                min_steps=config.min_steps,
+                max_steps=config.max_steps,
+                target=config.target,
+            )
+        ]
+        self.written = 0  # how many steps the transcript holds
+        self.stop_stalled = bool(settings.REASONING_DELIBERATION_STOP_STALLED)
+        self.room = Room.of(turn, config, prefix)
+        self.gain = on_course_gain()
+        self.client_id = getattr(turn.client, "pk", None)
+        self.conversation_id = getattr(turn.conversation, "pk", None) if turn.conversation else None
+
+    def log(self, entry: StepEntry, termination: str | None, latency_ms: int) -> None:
+        reasoning_step_event(
+            run_id=self.run_id,
+            step=entry.step,
+            max_steps=self.config.max_steps,
+            mean=entry.mean,
+            scores=entry.scores,
+            target=self.config.target,
+            termination=termination,
+            latency_ms=latency_ms,
+            feedback_length=len(entry.feedback),
+            client_id=self.client_id,
+            conversation_id=self.conversation_id,
+        )
+
+    def write(self) -> None:
+        for entry in self.steps[self.written :]:
+            self.transcript.extend(entry_messages(entry))
+        self.written = len(self.steps)
+
+    def end(self, termination: Termination | None, detail: str = "") -> LoopResult:
+        self.write()  # the last step too, as the synthesis reads it (no feedback after it)
+        return LoopResult(self.steps, termination, detail, self.transcript)
+
+    def reason(self, index: int) -> _StepDone | LoopResult:
+        """Step `index`: the `reason_step` call, its entry in the history and the trace."""
+        turn, config = self.turn, self.config
         messages = reason_step.prompt(
-            prefix=prefix, transcript=transcript, index=index, max_steps=config.max_steps
+            prefix=self.prefix, transcript=self.transcript, index=index, max_steps=config.max_steps
         )
         started = time.perf_counter()
         # Room for this step and for the answer after it — step 1 too: with no room even for
         # it the loop makes no step, and the mode answers without it (its adaptive path).
         why = no_room(
-            turn, as_sent(turn, reason_step.STEP, messages), answer=room.after_step(transcript)
+            turn,
+            as_sent(turn, reason_step.STEP, messages),
+            answer=self.room.after_step(self.transcript),
         )
         if why:
             turn.rec.step("budget", output={"before_step": index, **why})
-            return end(Termination.BUDGET, why["reason"])
+            return self.end(Termination.BUDGET, why["reason"])
 
-        def canonical(out: ReasonStepOut, index: int = index) -> dict[str, Any]:
+        def canonical(out: ReasonStepOut) -> dict[str, Any]:
             # The reason_step event as observers read it (scores over the rubric's keys).
-            scores = out.scored(keys)
+            scores = out.scored(config.keys)
             return {
                 "step": index,
                 "max_steps": config.max_steps,
@@ -346,19 +385,24 @@ def run_loop(
                 extra=canonical,
                 index=index,
                 max_steps=config.max_steps,
-                keys=keys,
+                keys=config.keys,
                 target=config.target,
             )
         except BUDGET_ERRORS as exc:
-            if not steps and not isinstance(exc, TokenCapExceeded):
+            if not self.steps and not isinstance(exc, TokenCapExceeded):
                 raise  # the monthly budget or the deadline: nothing else can answer either
-            return end(Termination.BUDGET, "a limit refused the next step")
+            return self.end(Termination.BUDGET, "a limit refused the next step")
         except LLMError as exc:
-            if not steps:
+            if not self.steps:
                 raise
-            return end(Termination.ERROR, f"{exc.kind}: {exc.message}")
-        out = result.parsed
-        scores = out.scored(keys)
+            return self.end(Termination.ERROR, f"{exc.kind}: {exc.message}")
+        entry = self.record(index, result.parsed)
+        return _StepDone(entry=entry, latency_ms=result.latency_ms, started=started)
+
+    def record(self, index: int, out: ReasonStepOut) -> StepEntry:
+        """The step's entry, added to the score history and journalled."""
+        config = self.config
+        scores = out.scored(config.keys)
         entry = StepEntry(
             step=index,
             scores=scores,
@@ -368,8 +412,8 @@ def run_loop(
             rationale=out.rationale,
             hypotheses=out.hypotheses if index == 1 else [],
         )
-        steps.append(entry)
-        turn.rec.internal(
+        self.steps.append(entry)
+        self.turn.rec.internal(
             "reasoning_step",
             f"Step {index}/{config.max_steps} · mean {entry.mean:.2f} · {entry.status}: "
             f"{entry.content}",
@@ -383,45 +427,60 @@ def run_loop(
                 "hypotheses": entry.hypotheses,
             },
         )
-        if index == 1 and ask_first(entry):
-            log(entry, None, result.latency_ms)
-            return end(None, "two readings of the message are too close to guess")
+        return entry
 
-        repeated = stop_stalled and len(steps) > 1 and repeats(entry.content, steps[-2].content)
+    def terminated(self, done: _StepDone) -> LoopResult | None:
+        """The loop's end after this step (termination.py), or None to go on."""
+        entry, config, steps = done.entry, self.config, self.steps
+        repeated = (
+            self.stop_stalled and len(steps) > 1 and repeats(entry.content, steps[-2].content)
+        )
         scored = functools.partial(
             termination_after,
-            step=index,
+            step=entry.step,
             mean=entry.mean,
             min_steps=config.min_steps,
             max_steps=config.max_steps,
             target=config.target,
-            means=[s.mean for s in steps] if stop_stalled else None,
+            means=[s.mean for s in steps] if self.stop_stalled else None,
         )
         termination = scored(repeated=repeated)
-        if termination is not None:
-            log(entry, termination, result.latency_ms)
-            by_scores = scored()  # would the scores alone have ended it?
-            detail = "repeated: the step says what the step before it said" if not by_scores else ""
-            return end(termination, detail)
+        if termination is None:
+            return None
+        self.log(entry, termination, done.latency_ms)
+        by_scores = scored()  # would the scores alone have ended it?
+        detail = "repeated: the step says what the step before it said" if not by_scores else ""
+        return self.end(termination, detail)
 
-        previous = steps[-2] if len(steps) > 1 else None
-        if gain is not None and (previous is None or entry.mean - previous.mean >= gain):
-            entry.feedback = server_note(entry, previous, config)
-            entry.feedback_by = "server"
-            # A trace step like the feedback call's own row (no usage: no call was made).
-            turn.rec.step(
-                "feedback_note",
-                output={"step": index, "feedback": entry.feedback, "by": "server"},
-            )
-            turn.rec.internal(
-                "feedback",
-                f"[Server Feedback from Step {index}]: {entry.feedback}",
-                {"step": index, "feedback": entry.feedback, "by": "server"},
-            )
-            log(entry, None, int((time.perf_counter() - started) * 1000))
-            continue
+    def feedback(self, done: _StepDone) -> LoopResult | None:
+        """The feedback on the step the next one reads: the server's own note when the step is
+        on course, else the feedback call's (None: the loop goes on)."""
+        entry = done.entry
+        previous = self.steps[-2] if len(self.steps) > 1 else None
+        if self.gain is not None and (previous is None or entry.mean - previous.mean >= self.gain):
+            self.note(done, previous)
+            return None
+        return self.feedback_call(done)
 
-        history = [s.history() for s in steps]
+    def note(self, done: _StepDone, previous: StepEntry | None) -> None:
+        entry, index = done.entry, done.entry.step
+        entry.feedback = server_note(entry, previous, self.config)
+        entry.feedback_by = "server"
+        # A trace step like the feedback call's own row (no usage: no call was made).
+        self.turn.rec.step(
+            "feedback_note",
+            output={"step": index, "feedback": entry.feedback, "by": "server"},
+        )
+        self.turn.rec.internal(
+            "feedback",
+            f"[Server Feedback from Step {index}]: {entry.feedback}",
+            {"step": index, "feedback": entry.feedback, "by": "server"},
+        )
+        self.log(entry, None, int((time.perf_counter() - done.started) * 1000))
+
+    def feedback_call(self, done: _StepDone) -> LoopResult | None:
+        turn, config, entry, index = self.turn, self.config, done.entry, done.entry.step
+        history = [s.history() for s in self.steps]
         fb_messages = feedback_step.prompt(
             principles=config.principles,
             history=history,
@@ -434,12 +493,12 @@ def run_loop(
         why = no_room(
             turn,
             as_sent(turn, feedback_step.STEP, fb_messages),
-            answer=room.after_feedback([*transcript, *entry_messages(entry)], index),
+            answer=self.room.after_feedback([*self.transcript, *entry_messages(entry)], index),
         )
         if why:
             turn.rec.step("budget", output={"before_feedback_of_step": index, **why})
-            log(entry, Termination.BUDGET, result.latency_ms)
-            return end(Termination.BUDGET, why["reason"])
+            self.log(entry, Termination.BUDGET, done.latency_ms)
+            return self.end(Termination.BUDGET, why["reason"])
         try:
             fb = turn.llm(
                 feedback_step.STEP,
@@ -449,15 +508,16 @@ def run_loop(
                 target=config.target,
             )
         except BUDGET_ERRORS:
-            log(entry, Termination.BUDGET, result.latency_ms)
-            return end(Termination.BUDGET, "a limit refused the feedback call")
+            self.log(entry, Termination.BUDGET, done.latency_ms)
+            return self.end(Termination.BUDGET, "a limit refused the feedback call")
         except LLMError as exc:
-            log(entry, Termination.ERROR, result.latency_ms)
-            return end(Termination.ERROR, f"feedback {exc.kind}: {exc.message}")
+            self.log(entry, Termination.ERROR, done.latency_ms)
+            return self.end(Termination.ERROR, f"feedback {exc.kind}: {exc.message}")
         entry.feedback = fb.parsed.feedback.strip()
         turn.rec.internal(
             "feedback",
             f"[Server Feedback from Step {index}]: {entry.feedback}",
             {"step": index, "feedback": entry.feedback},
         )
-        log(entry, None, int((time.perf_counter() - started) * 1000))
+        self.log(entry, None, int((time.perf_counter() - done.started) * 1000))
+        return None

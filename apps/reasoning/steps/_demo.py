@@ -1,7 +1,7 @@
 """The offline demo model's knowledge, shared by the `respond`, `assess` and `compose` answers: a
 small deterministic responder that recognises intents, order numbers, FAQs and policies from the
 structured hint the pipeline passes. Like a model, it writes in the language the prompt asks for
-(`hint["language"]`, read from the system message's last line by apps.reasoning.offline):
+(`hint["language"]`, read from the system message's last line by apps.reasoning.llm.offline):
 English, Spanish and Hebrew, from the phrases of their language packs (`DEMO.phrases`,
 apps/core/language_packs/); any other language gets the English phrases. It recognises the cue
 words of every pack (`cues`). The business's own texts (policies, FAQs) are quoted as
