@@ -14,7 +14,7 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
 from apps.billing import periods
-from apps.billing.charts import MODE_COLORS, stacked_cost_chart, stacked_token_chart
+from apps.billing.charts import mode_colors, stacked_cost_chart, stacked_token_chart
 from apps.billing.models import (
     ClientUsage,
     DailyUsage,
@@ -287,7 +287,7 @@ class ClientUsageAdmin(TenantScopedAdmin):
             "chart": chart,
             "chart_tokens": chart_tokens,
             "report": overview.report,
-            "mode_colors": MODE_COLORS,
+            "mode_colors": mode_colors(),
             "counter": counter,
             "token_percent": _percent(
                 counter.tokens_used if counter else 0, plan.monthly_token_budget

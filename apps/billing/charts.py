@@ -13,14 +13,24 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext
 
-MODE_COLORS = {
-    "standard": "#417690",
-    "adaptive": "#e39b2d",
-    "deliberative": "#7b5ea7",
-    "as_needed": "#3f8f5b",
-    "simulation": "#c0504d",  # simulations' calls: their own line, not a mode's
-}
+from apps.clients import modes
+
+SIMULATION = "simulation"  # simulations' calls: their own line, not a mode's
+SIMULATION_COLOR = "#c0504d"
 OTHER_COLOR = "#8a8a8a"
+
+
+def mode_color(mode: str) -> str:
+    """A usage line's colour: the one its mode declares (`Mode.color`)."""
+    declared = modes.find(mode)
+    if declared is not None:
+        return declared.color
+    return SIMULATION_COLOR if mode == SIMULATION else OTHER_COLOR
+
+
+def mode_colors() -> dict[str, str]:
+    """Every registered mode's colour (and the simulations'), for the usage page's legend."""
+    return {**{m.name: m.color for m in modes.modes()}, SIMULATION: SIMULATION_COLOR}
 
 
 @dataclass(frozen=True)
@@ -178,7 +188,7 @@ def _stacked_chart(
                     _n(y),
                     _n(bar),
                     _n(max(height, 0.5)),
-                    MODE_COLORS.get(mode, OTHER_COLOR),
+                    mode_color(mode),
                     day.isoformat(),
                     mode,
                     tooltip(amount),
@@ -221,7 +231,7 @@ def _stacked_chart(
                 '<rect x="{}" y="12" width="12" height="12" fill="{}"/>'
                 '<text x="{}" y="22" class="legend">{}</text>',
                 lx,
-                MODE_COLORS.get(mode, OTHER_COLOR),
+                mode_color(mode),
                 lx + 16,
                 mode,
             )

@@ -21,7 +21,7 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
-from apps.clients.modes import Mode
+from apps.clients.modes import Deliberation, Mode, ModeHelp, TokenReserve
 from apps.conversations.models import Kind
 from apps.escalations.models import EscalationReason
 from apps.knowledge import retrieval
@@ -420,5 +420,24 @@ MODE = Mode(
     default_multiplier=Decimal("1.5"),
     cost_rank=20,
     message_kinds=(Kind.ASSESSMENT, Kind.CONTEXT_FETCH, Kind.CRITIQUE),
+    # A confident draft with no tool call that wants nothing more goes out as written.
+    streams=True,
+    deliberates=Deliberation.NEVER,
+    token_reserve=TokenReserve.TURN,
+    color="#e39b2d",
+    help=ModeHelp(
+        happens=gettext_noop(
+            "One call with a short context and a self-assessment; policies and tool details "
+            "are fetched only when needed; a second <em>critique</em> call checks risky "
+            "actions (action/destructive tools, low confidence, missing details) and decides "
+            "proceed / ask the customer / hand over to a human."
+        ),
+        llm_calls=gettext_noop("1 for simple questions, 2–3 for risky or policy questions"),
+        cost_effect=gettext_noop(
+            "Usually <em>cheaper</em> per message than standard (≈ 600 instead of 2,000 input "
+            "tokens for simple questions); risky actions cost a little more."
+        ),
+        note=gettext_noop("(recommended)"),
+    ),
     run=run_adaptive,
 )

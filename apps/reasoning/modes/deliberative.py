@@ -28,7 +28,7 @@ from django.conf import settings
 from django.utils.translation import gettext, gettext_noop
 
 from apps.clients.models import AIMode
-from apps.clients.modes import Mode
+from apps.clients.modes import Deliberation, Mode, ModeHelp, TokenReserve
 from apps.conversations.models import Kind, Role
 from apps.reasoning import knowledge
 from apps.reasoning.context import (
@@ -458,6 +458,29 @@ MODE = Mode(
         Kind.ASSESSMENT,  # its tool calls go through the adaptive guards and critique
         Kind.CONTEXT_FETCH,
         Kind.CRITIQUE,
+    ),
+    # Its draft is never final as written (refinement may replace it); the call after which
+    # nothing can replace the answer streams it (`Turn.deliberating`).
+    streams=False,
+    deliberates=Deliberation.ALWAYS,
+    token_reserve=TokenReserve.DELIBERATIVE,
+    color="#7b5ea7",
+    help=ModeHelp(
+        happens=gettext_noop(
+            "For clients who buy depth (complaints, disputes, policy edge cases): the "
+            "assistant reasons in scored steps against the plan's <em>rubric</em>, a second "
+            "call gives feedback after each step, then it writes the answer and refines it "
+            "(critique → improve, the best-scoring version is sent). When two readings of a "
+            "message are too close it asks one clarifying question instead. Tools go through "
+            "the same critique and guards as adaptive."
+        ),
+        llm_calls=gettext_noop(
+            "MIN–MAX steps × 2 (default 4–10) + 1 answer + 2 per refinement round (default 2)"
+        ),
+        cost_effect=gettext_noop(
+            "The most expensive mode (≈ 10–25 calls per message); billed at the deliberative "
+            "multiplier."
+        ),
     ),
     run=run,
 )
