@@ -13,7 +13,7 @@ from django.utils.formats import date_format
 from django.utils.functional import lazy
 from django.utils.html import format_html
 from django.utils.text import capfirst
-from django.utils.translation import gettext
+from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.models import Membership
@@ -42,7 +42,7 @@ the same model; they differ in process, safety and cost.</p>""")
 _AI_MODE_HELP_COLUMNS = (
     _("Mode"),
     _("What happens on each customer message"),
-    _("LLM calls"),
+    pgettext_lazy("mode help column", "LLM calls"),
     _("Cost effect"),
 )
 _AI_MODE_HELP_FOOT = _("""<p>The <strong>multipliers</strong> set what the client is billed:

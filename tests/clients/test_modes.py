@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 from django.urls import reverse
+from django.utils import translation
+from django.utils.translation import gettext
 
 from apps.clients import modes
 from apps.clients.models import Plan
@@ -160,6 +162,17 @@ def test_the_ai_mode_help_of_the_plan_admin_covers_every_mode() -> None:
         # The mode as people choose it: its label's lead ("Deliberate when needed — …").
         name = mode.label.split(" — ")[0]
         assert f"<strong>{name}</strong>" in str(AI_MODE_HELP), mode.name
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_mode_s_help_row_is_translated_for_spanish_staff(name: str) -> None:
+    from apps.clients.admin import AI_MODE_HELP
+
+    help_row = modes.get(name).help
+    with translation.override("es"):
+        for part in (help_row.happens, help_row.llm_calls, help_row.cost_effect):
+            assert gettext(part) != part, part
+            assert gettext(part) in str(AI_MODE_HELP)
 
 
 @pytest.mark.django_db
