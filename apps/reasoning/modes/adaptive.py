@@ -295,40 +295,48 @@ def _assess_with_context(turn: Turn, shown_when: ShownWhen | None = None) -> Ass
         wanted = [k for k in assessment.needs_more_context if k not in fetched and k not in asked]
         if not wanted or rounds >= settings.REASONING_MAX_CONTEXT_ROUNDS:
             return assessment
-        kb_keys = [k for k in wanted if knowledge.is_kb_key(k)][:MAX_KB_QUERIES_PER_ROUND]
-        other = [k for k in wanted if not knowledge.is_kb_key(k)]
-        found, unknown = fetch_context(client=turn.client, tools=turn.enabled_tools, keys=other)
-        chunks = 0
-        for key in kb_keys:
-            asked.add(key)
-            hits = knowledge.fetch(
-                turn,
-                query=knowledge.kb_query(key),
-                token_budget=settings.REASONING_KB_TOKENS,
-                purpose="assess",
-            )
-            chunks += len(hits)
-        record = {
-            "fetched": sorted(found),
-            "unknown": unknown,
-            "kb": [knowledge.kb_query(k) for k in kb_keys],
-            "chunks": chunks,
-        }
-        turn.rec.step("context_fetch", input_summary=", ".join(wanted), output=record)
-        turn.rec.internal(
-            "context_fetch",
-            f"fetched {', '.join(sorted(found)) or 'nothing'}"
-            + (f"; knowledge: {chunks} excerpt(s)" if kb_keys else "")
-            + (f"; unknown keys: {', '.join(unknown)}" if unknown else ""),
-            record,
-        )
-        if not found and not kb_keys:
+        found, searched = _fetch_wanted(turn, wanted, asked)
+        if not found and not searched:
             return assessment  # nothing new to assess with (a search that found nothing is news)
         fetched.update(found)
         for key, text in found.items():
             turn.add_source(key, text)
         turn.rec.trace.context_fetched = sorted([*fetched, *asked])
         rounds += 1
+
+
+def _fetch_wanted(turn: Turn, wanted: list[str], asked: set[str]) -> tuple[dict[str, str], bool]:
+    """Fetch the context sections an assessment asked for and search the knowledge base for its
+    `kb:` keys (added to `asked`; the excerpts go to `turn.knowledge`), and record the fetch.
+    Returns the sections found and whether the knowledge base was searched."""
+    kb_keys = [k for k in wanted if knowledge.is_kb_key(k)][:MAX_KB_QUERIES_PER_ROUND]
+    other = [k for k in wanted if not knowledge.is_kb_key(k)]
+    found, unknown = fetch_context(client=turn.client, tools=turn.enabled_tools, keys=other)
+    chunks = 0
+    for key in kb_keys:
+        asked.add(key)
+        hits = knowledge.fetch(
+            turn,
+            query=knowledge.kb_query(key),
+            token_budget=settings.REASONING_KB_TOKENS,
+            purpose="assess",
+        )
+        chunks += len(hits)
+    record = {
+        "fetched": sorted(found),
+        "unknown": unknown,
+        "kb": [knowledge.kb_query(k) for k in kb_keys],
+        "chunks": chunks,
+    }
+    turn.rec.step("context_fetch", input_summary=", ".join(wanted), output=record)
+    turn.rec.internal(
+        "context_fetch",
+        f"fetched {', '.join(sorted(found)) or 'nothing'}"
+        + (f"; knowledge: {chunks} excerpt(s)" if kb_keys else "")
+        + (f"; unknown keys: {', '.join(unknown)}" if unknown else ""),
+        record,
+    )
+    return found, bool(kb_keys)
 
 
 class _AssessNotes:
