@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -14,7 +14,7 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
 from apps.billing import periods
-from apps.billing.charts import MODE_COLORS, stacked_cost_chart, stacked_token_chart
+from apps.billing.charts import mode_colors, stacked_cost_chart, stacked_token_chart
 from apps.billing.models import (
     ClientUsage,
     DailyUsage,
@@ -28,9 +28,11 @@ from apps.billing.selectors import (
     DELIBERATION_FIELDS,
     EVALUATION_FIELDS,
     UsageFigures,
+    UsageOverview,
     usage_overview,
 )
 from apps.billing.serializers import UsageQuerySerializer
+from apps.clients import modes
 from apps.clients.models import Client
 from apps.core.admin import PlatformOnlyAdmin, ReadOnlyAuditAdmin, TenantScopedAdmin
 from apps.core.permissions import MANAGE
@@ -226,98 +228,114 @@ class ClientUsageAdmin(TenantScopedAdmin):
         # Another tenant's client (or one where the role is too low) looks like a missing one.
         if client is None or not self.has_view_permission(request, client):
             raise Http404
-        today = periods.today()
-        query = UsageQuerySerializer(
-            data={
-                "start": request.GET.get("start") or today - timedelta(days=DEFAULT_DAYS - 1),
-                "end": request.GET.get("end") or today,
-            }
-        )
-        errors: dict[str, Any] = {}
-        if query.is_valid():
-            start, end = query.validated_data["start"], query.validated_data["end"]
-        else:
-            errors = dict(query.errors)
-            start, end = today - timedelta(days=DEFAULT_DAYS - 1), today
+        start, end, errors = _usage_period(request)
         overview = usage_overview(client=client, start=start, end=end)
-        days = list(overview.daily)
-        totals = overview.report.totals
-        # A period whose calls cost nothing (the offline demo model, a model without a price)
-        # would draw an empty cost chart: chart its tokens instead, and say so on the page.
-        chart_tokens = not totals.billed_usd and bool(
-            totals.prompt_tokens + totals.completion_tokens
-        )
-        if chart_tokens:
-            chart = stacked_token_chart(
-                days=days,
-                tokens_by_day_mode={
-                    day: {
-                        mode: figures.prompt_tokens + figures.completion_tokens
-                        for mode, figures in row.items()
-                    }
-                    for day, row in overview.daily.items()
-                },
-                title=_("Tokens per day by mode — %(client)s") % {"client": client.name},
-            )
-        else:
-            chart = stacked_cost_chart(
-                days=days,
-                cost_by_day_mode={
-                    day: {mode: figures.billed_usd for mode, figures in row.items()}
-                    for day, row in overview.daily.items()
-                },
-                title=_("Billed cost per day by mode — %(client)s") % {"client": client.name},
-            )
-        plan = client.plan
-        counter = overview.counter
-        evaluation_days = [
-            (day, _day_total(row))
-            for day, row in overview.daily.items()
-            if _day_total(row).evaluations
-        ]
+        chart, chart_tokens = _usage_chart(client, overview)
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
             "title": _("Usage — %(client)s") % {"client": client.name},
             "client": client,
-            "plan": plan,
             "start": start,
             "end": end,
             "errors": errors,
             "chart": chart,
             "chart_tokens": chart_tokens,
-            "report": overview.report,
-            "mode_colors": MODE_COLORS,
-            "counter": counter,
-            "token_percent": _percent(
-                counter.tokens_used if counter else 0, plan.monthly_token_budget
-            ),
-            "turn_percent": _percent(
-                counter.turns_used if counter else 0, plan.monthly_turn_budget
-            ),
-            "alerts": overview.alerts,
-            "simulation_budget": overview.simulation_budget,
-            "evaluation_days": evaluation_days,
-            # Modes with turns that deliberated, or the as_needed mode: why they deliberated.
-            "deliberation": [
-                (group, [getattr(group, name) for name in DELIBERATION_FIELDS])
-                for group in overview.report.groups
-                if group.deliberated or group.key == "as_needed"
-            ],
-            "deliberation_labels": DELIBERATION_LABELS,
-            "evaluation_enabled": plan.evaluation_enabled,
-            "records_url": reverse("admin:billing_usagerecord_changelist")
-            + f"?client__id__exact={client.pk}",
-            # Turns a per-conversation or per-visitor limit ran adaptive instead of
-            # deliberative, by reason: never a silent downgrade.
-            "downgrades": [
-                (count, DELIBERATIVE_CAP_REASONS.get(reason, reason))
-                for reason, count in deliberative_downgrades(
-                    client=client, first=start, last=end
-                ).items()
-            ],
+            **_usage_figures(client, overview, start=start, end=end),
         }
         return TemplateResponse(request, "admin/billing/usage.html", context)
+
+
+def _usage_period(request: HttpRequest) -> tuple[date, date, dict[str, Any]]:
+    """The period the page shows (`start`, `end` in the query; the last DEFAULT_DAYS days by
+    default, and when they are not valid — with the errors)."""
+    today = periods.today()
+    query = UsageQuerySerializer(
+        data={
+            "start": request.GET.get("start") or today - timedelta(days=DEFAULT_DAYS - 1),
+            "end": request.GET.get("end") or today,
+        }
+    )
+    if query.is_valid():
+        return query.validated_data["start"], query.validated_data["end"], {}
+    return today - timedelta(days=DEFAULT_DAYS - 1), today, dict(query.errors)
+
+
+def _usage_chart(client: Client, overview: UsageOverview) -> tuple[SafeString, bool]:
+    """The daily chart by mode, and whether it charts tokens instead of cost: a period whose
+    calls cost nothing (the offline demo model, a model without a price) would draw an empty
+    cost chart, so it charts its tokens instead, and the page says so."""
+    days = list(overview.daily)
+    totals = overview.report.totals
+    chart_tokens = not totals.billed_usd and bool(totals.prompt_tokens + totals.completion_tokens)
+    if chart_tokens:
+        chart = stacked_token_chart(
+            days=days,
+            tokens_by_day_mode={
+                day: {
+                    mode: figures.prompt_tokens + figures.completion_tokens
+                    for mode, figures in row.items()
+                }
+                for day, row in overview.daily.items()
+            },
+            title=_("Tokens per day by mode — %(client)s") % {"client": client.name},
+        )
+    else:
+        chart = stacked_cost_chart(
+            days=days,
+            cost_by_day_mode={
+                day: {mode: figures.billed_usd for mode, figures in row.items()}
+                for day, row in overview.daily.items()
+            },
+            title=_("Billed cost per day by mode — %(client)s") % {"client": client.name},
+        )
+    return chart, chart_tokens
+
+
+def _usage_figures(
+    client: Client, overview: UsageOverview, *, start: date, end: date
+) -> dict[str, Any]:
+    """The usage page's report, budgets, alerts, evaluations, deliberations and downgrades."""
+    plan = client.plan
+    counter = overview.counter
+    evaluation_days = [
+        (day, _day_total(row)) for day, row in overview.daily.items() if _day_total(row).evaluations
+    ]
+    return {
+        "plan": plan,
+        "report": overview.report,
+        "mode_colors": mode_colors(),
+        "counter": counter,
+        "token_percent": _percent(counter.tokens_used if counter else 0, plan.monthly_token_budget),
+        "turn_percent": _percent(counter.turns_used if counter else 0, plan.monthly_turn_budget),
+        "alerts": overview.alerts,
+        "simulation_budget": overview.simulation_budget,
+        "evaluation_days": evaluation_days,
+        # Modes with turns that deliberated, or a mode that deliberates only when needed (the
+        # "deliberate when needed" mode): why they deliberated.
+        "deliberation": [
+            (group, [getattr(group, name) for name in DELIBERATION_FIELDS])
+            for group in overview.report.groups
+            if group.deliberated or _deliberates_when_needed(group.key)
+        ],
+        "deliberation_labels": DELIBERATION_LABELS,
+        "evaluation_enabled": plan.evaluation_enabled,
+        "records_url": reverse("admin:billing_usagerecord_changelist")
+        + f"?client__id__exact={client.pk}",
+        # Turns a per-conversation or per-visitor limit ran adaptive instead of
+        # deliberative, by reason: never a silent downgrade.
+        "downgrades": [
+            (count, DELIBERATIVE_CAP_REASONS.get(reason, reason))
+            for reason, count in deliberative_downgrades(
+                client=client, first=start, last=end
+            ).items()
+        ],
+    }
+
+
+def _deliberates_when_needed(mode: str) -> bool:
+    declared = modes.find(mode)
+    return declared is not None and declared.deliberates is modes.Deliberation.WHEN_NEEDED
 
 
 # The usage page's column heads for `DELIBERATION_FIELDS`, in that order.

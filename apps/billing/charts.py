@@ -13,14 +13,24 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext
 
-MODE_COLORS = {
-    "standard": "#417690",
-    "adaptive": "#e39b2d",
-    "deliberative": "#7b5ea7",
-    "as_needed": "#3f8f5b",
-    "simulation": "#c0504d",  # simulations' calls: their own line, not a mode's
-}
+from apps.clients import modes
+
+SIMULATION = "simulation"  # simulations' calls: their own line, not a mode's
+SIMULATION_COLOR = "#c0504d"
 OTHER_COLOR = "#8a8a8a"
+
+
+def mode_color(mode: str) -> str:
+    """A usage line's colour: the one its mode declares (`Mode.color`)."""
+    declared = modes.find(mode)
+    if declared is not None:
+        return declared.color
+    return SIMULATION_COLOR if mode == SIMULATION else OTHER_COLOR
+
+
+def mode_colors() -> dict[str, str]:
+    """Every registered mode's colour (and the simulations'), for the usage page's legend."""
+    return {**{m.name: m.color for m in modes.modes()}, SIMULATION: SIMULATION_COLOR}
 
 
 @dataclass(frozen=True)
@@ -128,104 +138,19 @@ def _stacked_chart(
     """Stacked bars per day, one colour per mode, with axes, labels, a legend and a `<title>`
     tooltip on every segment."""
     box = box or Box()
-    modes = sorted({mode for row in by_day_mode.values() for mode in row})
+    modes_used = sorted({mode for row in by_day_mode.values() for mode in row})
     totals = [float(sum(by_day_mode.get(day, {}).values(), Decimal(0))) for day in days]
     peak = max(totals, default=0.0)
     step = nice_step(peak)
     top = step * max(1, math.ceil(peak / step)) if peak > 0 else step * 4
-    scale = box.plot_height / top
-    slot = box.plot_width / max(1, len(days))
-    bar = max(1.0, slot * 0.72)
-    base_y = box.top + box.plot_height
-
+    scale = _Scale(box=box, step=step, top=top, days=len(days))
     parts: list[SafeString] = [
-        format_html('<text x="{}" y="22" class="chart-title">{}</text>', box.left, title)
+        format_html('<text x="{}" y="22" class="chart-title">{}</text>', box.left, title),
+        *_grid(scale, tick_label),
+        *_bars(scale, days, by_day_mode, modes_used, tooltip),
+        _axes(box, axis_label),
+        *_legend(box, modes_used),
     ]
-    # grid lines and y tick labels
-    ticks = round(top / step)
-    for index in range(ticks + 1):
-        value = step * index
-        y = base_y - value * scale
-        parts.append(
-            format_html(
-                '<line x1="{}" y1="{}" x2="{}" y2="{}" class="grid"/>'
-                '<text x="{}" y="{}" class="tick" text-anchor="end">{}</text>',
-                box.left,
-                _n(y),
-                box.left + box.plot_width,
-                _n(y),
-                box.left - 6,
-                _n(y + 4),
-                tick_label(value, step),
-            )
-        )
-    # bars
-    label_every = max(1, math.ceil(len(days) / 15))
-    for index, day in enumerate(days):
-        x = box.left + index * slot + (slot - bar) / 2
-        y = float(base_y)
-        for mode in modes:
-            amount = by_day_mode.get(day, {}).get(mode)
-            if not amount:
-                continue
-            height = float(amount) * scale
-            y -= height
-            parts.append(
-                format_html(
-                    '<rect x="{}" y="{}" width="{}" height="{}" fill="{}">'
-                    "<title>{} · {}: {}</title></rect>",
-                    _n(x),
-                    _n(y),
-                    _n(bar),
-                    _n(max(height, 0.5)),
-                    MODE_COLORS.get(mode, OTHER_COLOR),
-                    day.isoformat(),
-                    mode,
-                    tooltip(amount),
-                )
-            )
-        if index % label_every == 0:
-            parts.append(
-                format_html(
-                    '<text x="{}" y="{}" class="tick" text-anchor="middle">{}</text>',
-                    _n(x + bar / 2),
-                    base_y + 16,
-                    day.strftime("%m-%d"),
-                )
-            )
-    # axes and their labels
-    parts.append(
-        format_html(
-            '<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" class="axis"/>'
-            '<line x1="{0}" y1="{2}" x2="{3}" y2="{2}" class="axis"/>'
-            '<text x="{4}" y="{5}" class="axis-label" text-anchor="middle">{8}</text>'
-            '<text x="16" y="{6}" class="axis-label" text-anchor="middle" '
-            'transform="rotate(-90 16 {6})">{7}</text>',
-            box.left,
-            box.top,
-            base_y,
-            box.left + box.plot_width,
-            _n(box.left + box.plot_width / 2),
-            box.height - 12,
-            _n(box.top + box.plot_height / 2),
-            axis_label,
-            gettext("Day"),
-        )
-    )
-    # legend
-    legend_x = box.left + box.plot_width - 120 * max(1, len(modes))
-    for index, mode in enumerate(modes or ["no usage"]):
-        lx = legend_x + index * 120
-        parts.append(
-            format_html(
-                '<rect x="{}" y="12" width="12" height="12" fill="{}"/>'
-                '<text x="{}" y="22" class="legend">{}</text>',
-                lx,
-                MODE_COLORS.get(mode, OTHER_COLOR),
-                lx + 16,
-                mode,
-            )
-        )
     style = mark_safe(
         "<style>.grid{stroke:#ddd;stroke-width:1}.axis{stroke:#666;stroke-width:1}"
         ".tick{font:11px sans-serif;fill:#555}.legend{font:12px sans-serif;fill:#333}"
@@ -241,3 +166,134 @@ def _stacked_chart(
         style,
         format_html_join("", "{}", ((part,) for part in parts)),
     )
+
+
+@dataclass(frozen=True)
+class _Scale:
+    """Where a chart's values and days go: `top` is the value at the top of the plot, `step`
+    the one between grid lines."""
+
+    box: Box
+    step: float
+    top: float
+    days: int
+
+    @property
+    def per_unit(self) -> float:
+        return self.box.plot_height / self.top
+
+    @property
+    def base_y(self) -> int:
+        return self.box.top + self.box.plot_height
+
+    @property
+    def slot(self) -> float:
+        return self.box.plot_width / max(1, self.days)
+
+
+def _grid(scale: _Scale, tick_label: Callable[[float, float], str]) -> list[SafeString]:
+    """Grid lines and y tick labels."""
+    box, parts = scale.box, []
+    for index in range(round(scale.top / scale.step) + 1):
+        value = scale.step * index
+        y = scale.base_y - value * scale.per_unit
+        parts.append(
+            format_html(
+                '<line x1="{}" y1="{}" x2="{}" y2="{}" class="grid"/>'
+                '<text x="{}" y="{}" class="tick" text-anchor="end">{}</text>',
+                box.left,
+                _n(y),
+                box.left + box.plot_width,
+                _n(y),
+                box.left - 6,
+                _n(y + 4),
+                tick_label(value, scale.step),
+            )
+        )
+    return parts
+
+
+def _bars(
+    scale: _Scale,
+    days: list[date],
+    by_day_mode: dict[date, dict[str, Decimal]],
+    modes_used: list[str],
+    tooltip: Callable[[Decimal], str],
+) -> list[SafeString]:
+    """One bar per day, a segment per mode, and a label under every few days."""
+    parts: list[SafeString] = []
+    bar = max(1.0, scale.slot * 0.72)
+    label_every = max(1, math.ceil(len(days) / 15))
+    for index, day in enumerate(days):
+        x = scale.box.left + index * scale.slot + (scale.slot - bar) / 2
+        y = float(scale.base_y)
+        for mode in modes_used:
+            amount = by_day_mode.get(day, {}).get(mode)
+            if not amount:
+                continue
+            height = float(amount) * scale.per_unit
+            y -= height
+            parts.append(
+                format_html(
+                    '<rect x="{}" y="{}" width="{}" height="{}" fill="{}">'
+                    "<title>{} · {}: {}</title></rect>",
+                    _n(x),
+                    _n(y),
+                    _n(bar),
+                    _n(max(height, 0.5)),
+                    mode_color(mode),
+                    day.isoformat(),
+                    mode,
+                    tooltip(amount),
+                )
+            )
+        if index % label_every == 0:
+            parts.append(
+                format_html(
+                    '<text x="{}" y="{}" class="tick" text-anchor="middle">{}</text>',
+                    _n(x + bar / 2),
+                    scale.base_y + 16,
+                    day.strftime("%m-%d"),
+                )
+            )
+    return parts
+
+
+def _axes(box: Box, axis_label: str) -> SafeString:
+    """The axes and their labels."""
+    base_y = box.top + box.plot_height
+    return format_html(
+        '<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" class="axis"/>'
+        '<line x1="{0}" y1="{2}" x2="{3}" y2="{2}" class="axis"/>'
+        '<text x="{4}" y="{5}" class="axis-label" text-anchor="middle">{8}</text>'
+        '<text x="16" y="{6}" class="axis-label" text-anchor="middle" '
+        'transform="rotate(-90 16 {6})">{7}</text>',
+        box.left,
+        box.top,
+        base_y,
+        box.left + box.plot_width,
+        _n(box.left + box.plot_width / 2),
+        box.height - 12,
+        _n(box.top + box.plot_height / 2),
+        axis_label,
+        gettext("Day"),
+    )
+
+
+def _legend(box: Box, modes_used: list[str]) -> list[SafeString]:
+    """A swatch and a name per mode, top right."""
+    legend_x = box.left + box.plot_width - 120 * max(1, len(modes_used))
+    parts = []
+    for index, mode in enumerate(modes_used or ["no usage"]):
+        lx = legend_x + index * 120
+        parts.append(
+            format_html(
+                '<rect x="{}" y="12" width="12" height="12" fill="{}"/>'
+                '<text x="{}" y="22" class="legend">{}</text>',
+                lx,
+                mode_color(mode),
+                lx + 16,
+                mode,
+            )
+        )
+    return parts

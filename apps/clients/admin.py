@@ -10,9 +10,10 @@ from django.contrib import admin, messages
 from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.formats import date_format
+from django.utils.functional import lazy
 from django.utils.html import format_html
 from django.utils.text import capfirst
-from django.utils.translation import gettext
+from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.models import Membership
@@ -36,48 +37,40 @@ from apps.core.permissions import MANAGE, user_may
 from apps.reasoning.hooks import hook_names
 from apps.tools.models import ClientTool
 
-AI_MODE_HELP = _("""
-<p>How the assistant thinks for every client on this plan. All modes use the same model;
-they differ in process, safety and cost.</p>
-<table style="max-width:60rem">
-<thead><tr><th>Mode</th><th>What happens on each customer message</th><th>LLM calls</th>
-<th>Cost effect</th></tr></thead>
-<tbody>
-<tr><td><strong>Standard</strong></td><td>One call with the full business info and every tool.
-Fast; relies on the model's own judgement. Destructive tools still need the customer's
-confirmation (enforced in code).</td><td>always 1</td>
-<td>≈ 2,000 input tokens per message (about $0.009 per message with a mid-priced model such as
-Claude Sonnet)</td></tr>
-<tr><td><strong>Adaptive</strong> (recommended)</td><td>One call with a short context and a
-self-assessment; policies and tool details are fetched only when needed; a second
-<em>critique</em> call checks risky actions (action/destructive tools, low confidence, missing
-details) and decides proceed / ask the customer / hand over to a human.</td>
-<td>1 for simple questions, 2–3 for risky or policy questions</td>
-<td>Usually <em>cheaper</em> per message than standard (≈ 600 instead of 2,000 input tokens for
-simple questions); risky actions cost a little more.</td></tr>
-<tr><td><strong>Deliberative</strong></td><td>For clients who buy depth (complaints,
-disputes, policy edge cases): the assistant reasons in scored steps against the plan's
-<em>rubric</em>, a second call gives feedback after each step, then it writes the answer and
-refines it (critique → improve, the best-scoring version is sent). When two readings of a
-message are too close it asks one clarifying question instead. Tools go through the same
-critique and guards as adaptive.</td>
-<td>MIN–MAX steps × 2 (default 4–10) + 1 answer + 2 per refinement round (default 2)</td>
-<td>The most expensive mode (≈ 10–25 calls per message); billed at the deliberative
-multiplier.</td></tr>
-<tr><td><strong>Deliberate when needed</strong></td><td>Adaptive answers first; the deliberative
-loop runs only when that answer calls for depth: its confidence is below the plan's
-<em>deliberate below confidence</em> (default 7 of 10), the assistant flags a complaint or
-dispute, the critique would hand the conversation over, or the evaluation (when on) questions
-the answer. Everything else stays an adaptive answer. The usage page shows how often turns
-deliberated and why, and each turn's debug view says why it did.</td>
-<td>Like adaptive for most messages; like deliberative for the ones that deliberate</td>
-<td>Between the two: a turn that deliberates is billed at the deliberative multiplier (its
-adaptive pass included); the others at this mode's own multiplier (default 1.5, adaptive's).
-</td></tr>
-</tbody></table>
-<p>The <strong>multipliers</strong> set what the client is billed: provider cost × the multiplier
-of the mode that ran (e.g. 1.5 means a message that cost us $0.010 is billed $0.015).</p>
-""")
+_AI_MODE_HELP_HEAD = _("""<p>How the assistant thinks for every client on this plan. All modes use
+the same model; they differ in process, safety and cost.</p>""")
+_AI_MODE_HELP_COLUMNS = (
+    _("Mode"),
+    _("What happens on each customer message"),
+    pgettext_lazy("mode help column", "LLM calls"),
+    _("Cost effect"),
+)
+_AI_MODE_HELP_FOOT = _("""<p>The <strong>multipliers</strong> set what the client is billed:
+provider cost × the multiplier of the mode that ran (e.g. 1.5 means a message that cost us $0.010
+is billed $0.015).</p>""")
+
+
+def ai_mode_help() -> str:
+    """The plan admin's AI mode help: one row per registered mode, from what the mode declares
+    (`Mode.help`), in the page's language."""
+    head = "".join(f"<th>{column}</th>" for column in _AI_MODE_HELP_COLUMNS)
+    rows = []
+    for mode in modes.modes():
+        name = gettext(mode.label).split(" — ")[0]
+        note = f" {gettext(mode.help.note)}" if mode.help.note else ""
+        cells = (mode.help.happens, mode.help.llm_calls, mode.help.cost_effect)
+        rows.append(
+            f"<tr><td><strong>{name}</strong>{note}</td>"
+            + "".join(f"<td>{gettext(cell)}</td>" for cell in cells)
+            + "</tr>"
+        )
+    return (
+        f'{_AI_MODE_HELP_HEAD}\n<table style="max-width:60rem"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>\n{_AI_MODE_HELP_FOOT}"
+    )
+
+
+AI_MODE_HELP = lazy(ai_mode_help, str)()
 
 
 EVALUATION_HELP = _("""

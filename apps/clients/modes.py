@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from enum import StrEnum
 from typing import Any
 
 from django.utils.functional import Promise
@@ -22,11 +23,15 @@ from django.utils.translation import gettext_lazy
 from apps.core.registry import Registry
 
 __all__ = [
+    "Deliberation",
     "Mode",
     "ModeDefinitionError",
+    "ModeHelp",
+    "TokenReserve",
     "UnknownMode",
     "default_multipliers",
     "discover",
+    "find",
     "get",
     "mode_choices",
     "modes",
@@ -39,6 +44,7 @@ __all__ = [
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,19}$")  # fits Plan.ai_mode / UsageRecord.mode
 MULTIPLIER_PLACES = Decimal("0.001")
 MULTIPLIER_MAX = Decimal("999.999")  # what the former DecimalField(6, 3) columns held
+_COLOR = re.compile(r"^#[0-9a-f]{6}$")
 
 
 class ModeDefinitionError(TypeError):
@@ -51,6 +57,36 @@ class UnknownMode(LookupError):
         self.name = name
 
 
+class Deliberation(StrEnum):
+    """Whether a mode's turns run the deliberative loop (and so are capped per hour and reserve
+    like deliberative turns: `apps.billing.services.visitors`)."""
+
+    NEVER = "never"
+    ALWAYS = "always"
+    # Only some turns deliberate: those whose trace records why (`deliberation_trigger`).
+    WHEN_NEEDED = "when_needed"
+
+
+class TokenReserve(StrEnum):
+    """The setting that says how many tokens a turn of the mode reserves of a budget before it
+    has run (`apps.billing.services.budgets.turn_token_estimate`)."""
+
+    TURN = "BILLING_TURN_TOKEN_RESERVE"
+    DELIBERATIVE = "BILLING_DELIBERATIVE_TURN_TOKEN_RESERVE"
+
+
+@dataclass(frozen=True)
+class ModeHelp:
+    """The mode's row in the plan admin's AI mode help (HTML, each marked with gettext_noop):
+    what happens on each customer message, how many LLM calls, the effect on cost, and a
+    `note` after its name ("(recommended)")."""
+
+    happens: str
+    llm_calls: str
+    cost_effect: str
+    note: str = ""
+
+
 @dataclass(frozen=True)
 class Mode:
     """One reasoning mode.
@@ -61,6 +97,13 @@ class Mode:
     * `cost_rank` orders modes from the cheapest (a plan's playground may run its own mode and
       the cheaper ones);
     * `message_kinds` are the internal message kinds only this mode writes (the debug legend);
+    * `streams`: its draft may be shown while the model writes it (a draft that can go out as
+      written: `Turn.may_stream`);
+    * `deliberates`: whether its turns run the deliberative loop — whose final answer may then
+      be shown as written, and which billing caps and reserves for (`Deliberation`);
+    * `token_reserve`: what a turn reserves of the budgets before it has run (`TokenReserve`);
+    * `color`: its colour on the usage charts ("#rrggbb");
+    * `help`: its row in the plan admin's AI mode help (`ModeHelp`);
     * `run(turn) -> Outcome` is the mode itself (`apps.reasoning.turn`).
     """
 
@@ -71,6 +114,11 @@ class Mode:
     default_multiplier: Decimal
     cost_rank: int
     message_kinds: tuple[str, ...]
+    streams: bool
+    deliberates: Deliberation
+    token_reserve: TokenReserve
+    color: str
+    help: ModeHelp
     run: Callable[[Any], Any]
 
     def __post_init__(self) -> None:
@@ -94,8 +142,38 @@ class Mode:
             raise ModeDefinitionError(f"mode {self.name!r}: cost_rank must be an integer")
         if not isinstance(self.message_kinds, tuple):
             raise ModeDefinitionError(f"mode {self.name!r}: message_kinds must be a tuple")
+        self._check_declarations()
         if not callable(self.run):
             raise ModeDefinitionError(f"mode {self.name!r}: run must be callable")
+
+    def _check_declarations(self) -> None:
+        """What the mode says it does, which billing, streaming, the admin and the charts
+        read."""
+        if not isinstance(self.streams, bool):
+            raise ModeDefinitionError(f"mode {self.name!r}: streams must be True or False")
+        if not isinstance(self.deliberates, Deliberation):
+            raise ModeDefinitionError(f"mode {self.name!r}: deliberates must be a Deliberation")
+        if not isinstance(self.token_reserve, TokenReserve):
+            raise ModeDefinitionError(f"mode {self.name!r}: token_reserve must be a TokenReserve")
+        if not (isinstance(self.color, str) and _COLOR.match(self.color)):
+            raise ModeDefinitionError(f"mode {self.name!r}: color must be '#rrggbb' (lower case)")
+        parts = ("happens", "llm_calls", "cost_effect")
+        if not isinstance(self.help, ModeHelp) or not all(
+            isinstance(getattr(self.help, part), str) and getattr(self.help, part).strip()
+            for part in parts
+        ):
+            raise ModeDefinitionError(
+                f"mode {self.name!r}: help must be a ModeHelp with every part written"
+            )
+
+    @property
+    def may_deliberate(self) -> bool:
+        return self.deliberates is not Deliberation.NEVER
+
+    def may_stream(self, *, deliberating: bool) -> bool:
+        """Whether a reply of this mode may be shown as written: its draft when `streams`; in
+        its deliberation (`deliberating`), the call that writes the final answer."""
+        return self.may_deliberate if deliberating else self.streams
 
 
 _registry: Registry[Mode] = Registry(
@@ -126,6 +204,11 @@ def names() -> list[str]:
 
 def get(name: str) -> Mode:
     return _registry.require(name)
+
+
+def find(name: str) -> Mode | None:
+    """The mode named `name`, or None (a usage record's "simulation", a mode since removed)."""
+    return _registry.get(name)
 
 
 def discover(package: str) -> list[Mode]:

@@ -13,6 +13,7 @@ from django.conf import settings
 from django.utils.translation import gettext
 from pydantic import BaseModel
 
+from apps.clients import modes
 from apps.clients.models import Client, Plan
 from apps.conversations.models import Conversation, Kind, Message
 from apps.conversations.reply_drafts import MAX_CHARS, ReplyDraftWriter
@@ -41,16 +42,12 @@ logger = logging.getLogger(__name__)
 # too big). A provider's refusal of a response_format never gets here: the gateway falls back.
 NO_RETRY = {"auth", "bad_request", "context_window"}
 
-# The modes whose draft can be final as the model writes it: a draft with no tool call (and, in
-# adaptive mode, confident and wanting nothing more) goes out as written. "Deliberate when
-# needed" shows its adaptive draft only when nothing in it can send the turn into deliberation
-# (`modes.as_needed._stays_as_written`: no complaint, confidence not below the threshold).
-STREAMING_MODES = frozenset({"standard", "adaptive", "as_needed"})
-# The modes whose deliberation (`Turn.deliberating`) may end in an answer shown as written: the
+# Which modes may show a reply while the model writes it is the mode's own declaration
+# (`Mode.streams`, `Mode.deliberates`: `apps.clients.modes.Mode.may_stream`). A streaming mode's
+# draft can be final as written (a draft with no tool call — and, in adaptive mode, confident
+# and wanting nothing more — goes out as written); in a deliberation (`Turn.deliberating`) the
 # loop shows its progress, then the call after which nothing can replace the answer streams it
-# — the synthesis when no refinement follows, the last improvement when it is the one kept
 # (`apps.reasoning.modes.deliberative`). No other deliberative call passes `shown_when`.
-DELIBERATING_MODES = frozenset({"deliberative", "as_needed"})
 
 # Whether a reply, from its deciding fields (parsed so far), goes out exactly as written.
 type ShownWhen = Callable[[dict[str, Any]], bool]
@@ -156,14 +153,15 @@ class Turn:
         the customer has just confirmed (it replaces a tool-less draft) — and the mode decides
         from one call (or, deliberating, the call is the one that writes the final answer): its
         reply may be shown while it is written (`llm(shown_when=…)`)."""
-        modes = DELIBERATING_MODES if self.deliberating else STREAMING_MODES
+        mode = modes.find(self.rec.trace.mode)
         return (
             self.reply_writer is not None
             and bool(settings.LLM_STREAM_REPLIES)
             and not self.dry_run
             and self.sandbox is None
             and self.confirmed is None
-            and self.rec.trace.mode in modes
+            and mode is not None
+            and mode.may_stream(deliberating=self.deliberating)
             and not self.plan.evaluation_enabled
             and not self.plan.post_draft_hooks
         )

@@ -10,10 +10,12 @@ from typing import Any
 
 import pytest
 from django.urls import reverse
+from django.utils import translation
+from django.utils.translation import gettext
 
 from apps.clients import modes
 from apps.clients.models import Plan
-from apps.clients.modes import Mode, ModeDefinitionError
+from apps.clients.modes import Deliberation, Mode, ModeDefinitionError, ModeHelp, TokenReserve
 from apps.provisioning.services import tenant_import
 from apps.reasoning import steps
 from apps.reasoning.modes import mode_that_runs, runner
@@ -37,6 +39,32 @@ def test_every_mode_is_registered_with_all_its_parts(name: str) -> None:
     assert mode_that_runs(name) == name
     assert Decimal("0") <= mode.default_multiplier
     assert (name, mode.label) in Plan._meta.get_field("ai_mode").choices
+    # What it does, which streaming, billing, the admin help and the charts read
+    # (tests/reasoning/test_mode_declarations.py checks each follows it).
+    assert isinstance(mode.streams, bool)
+    assert isinstance(mode.deliberates, Deliberation)
+    assert isinstance(mode.token_reserve, TokenReserve)
+    assert re.fullmatch(r"#[0-9a-f]{6}", mode.color)
+    assert mode.help.happens and mode.help.llm_calls and mode.help.cost_effect
+
+
+def test_the_shipped_modes_declare_what_they_do() -> None:
+    declared = {
+        m.name: (m.streams, m.deliberates, m.token_reserve)
+        for m in modes.modes()
+        if m.name in ("standard", "adaptive", "deliberative", "as_needed")
+    }
+    assert declared == {
+        "standard": (True, Deliberation.NEVER, TokenReserve.TURN),
+        "adaptive": (True, Deliberation.NEVER, TokenReserve.TURN),
+        "deliberative": (False, Deliberation.ALWAYS, TokenReserve.DELIBERATIVE),
+        "as_needed": (True, Deliberation.WHEN_NEEDED, TokenReserve.DELIBERATIVE),
+    }
+
+
+def test_every_mode_has_its_own_chart_colour() -> None:
+    colors = [m.color for m in modes.modes()]
+    assert len(set(colors)) == len(colors)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -136,6 +164,17 @@ def test_the_ai_mode_help_of_the_plan_admin_covers_every_mode() -> None:
         assert f"<strong>{name}</strong>" in str(AI_MODE_HELP), mode.name
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_every_mode_s_help_row_is_translated_for_spanish_staff(name: str) -> None:
+    from apps.clients.admin import AI_MODE_HELP
+
+    help_row = modes.get(name).help
+    with translation.override("es"):
+        for part in (help_row.happens, help_row.llm_calls, help_row.cost_effect):
+            assert gettext(part) != part, part
+            assert gettext(part) in str(AI_MODE_HELP)
+
+
 @pytest.mark.django_db
 def test_the_playground_offers_every_mode_up_to_the_plan_s(client_a: Any) -> None:
     from apps.playground.services import playground_allowed_modes, playground_modes
@@ -160,6 +199,11 @@ def scratch_mode() -> Any:
             default_multiplier=Decimal("0.5"),
             cost_rank=5,
             message_kinds=(),
+            streams=True,
+            deliberates=Deliberation.NEVER,
+            token_reserve=TokenReserve.TURN,
+            color="#010203",
+            help=ModeHelp(happens="Runs respond.", llm_calls="1", cost_effect="low"),
             run=lambda turn: None,
         )
     )
@@ -184,6 +228,12 @@ def test_a_registered_mode_is_a_plan_choice_with_its_default_multiplier(scratch_
         {"default_multiplier": "1.5"},
         {"default_multiplier": Decimal("-1")},
         {"run": None},
+        {"streams": "yes"},
+        {"deliberates": "always"},
+        {"token_reserve": 2000},
+        {"color": "blue"},
+        {"help": "Runs respond."},
+        {"help": ModeHelp(happens="", llm_calls="1", cost_effect="low")},
     ],
 )
 def test_a_mode_missing_a_part_is_refused(bad: dict[str, Any]) -> None:
@@ -195,6 +245,11 @@ def test_a_mode_missing_a_part_is_refused(bad: dict[str, Any]) -> None:
         "default_multiplier": Decimal("1"),
         "cost_rank": 1,
         "message_kinds": (),
+        "streams": False,
+        "deliberates": Deliberation.NEVER,
+        "token_reserve": TokenReserve.TURN,
+        "color": "#010203",
+        "help": ModeHelp(happens="x", llm_calls="1", cost_effect="x"),
         "run": lambda turn: None,
         **bad,
     }

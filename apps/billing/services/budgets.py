@@ -36,6 +36,7 @@ from apps.billing.models import (
     UsageReservation,
 )
 from apps.billing.selectors import month_usage_totals
+from apps.clients import modes
 from apps.clients.models import Client, Plan
 
 logger = logging.getLogger(__name__)
@@ -57,17 +58,14 @@ def plan_is_budgeted(plan: Plan) -> bool:
 
 
 def turn_token_estimate(plan: Plan, mode: str | None = None) -> int:
-    """What one turn is assumed to use until it has run (a deliberative turn makes many more
-    calls than the others': it reserves `BILLING_DELIBERATIVE_TURN_TOKEN_RESERVE`). `mode`: the
-    mode the turn runs in (default: the plan's; the per-visitor limits may run a deliberative
-    plan's turn in adaptive mode)."""
-    default = int(
-        settings.BILLING_DELIBERATIVE_TURN_TOKEN_RESERVE
-        # A "deliberate when needed" turn may deliberate: it reserves as a deliberative one.
-        if (mode or plan.ai_mode) in ("deliberative", "as_needed")
-        else settings.BILLING_TURN_TOKEN_RESERVE
-    )
-    return int(plan.per_turn_token_cap or default)
+    """What one turn is assumed to use until it has run: the reserve its mode declares
+    (`Mode.token_reserve`: a deliberative turn makes many more calls than the others', it
+    reserves `BILLING_DELIBERATIVE_TURN_TOKEN_RESERVE`). `mode`: the mode the turn runs in
+    (default: the plan's; the per-visitor limits may run a deliberative plan's turn in adaptive
+    mode). A mode no longer registered reserves a plain turn's tokens."""
+    declared = modes.find(mode or plan.ai_mode)
+    reserve = declared.token_reserve if declared is not None else modes.TokenReserve.TURN
+    return int(plan.per_turn_token_cap or int(getattr(settings, reserve)))
 
 
 def stale_after() -> timedelta:

@@ -13,11 +13,11 @@ hand every other customer of the month to staff) on their own. Per plan:
   make a new visitor. Their turns run concurrently, so this one is reserve → run → commit on a
   locked `VisitorUsage` row, like the monthly budget: concurrent turns together pass it by at
   most the one turn admitted just under it. At the limit the conversation is handed to staff.
-* `deliberative_turns_per_hour` — on a deliberative plan, how many turns of one conversation per
-  hour may run deliberative. The others run adaptive, as does a deliberative turn whose whole
-  reservation no longer fits in what is left of the conversation's or the visitor's budget.
-  A "deliberate when needed" plan's turns count when they deliberated, and a capped one runs
-  adaptive (it never deliberates).
+* `deliberative_turns_per_hour` — on a plan whose mode deliberates (`Mode.deliberates`), how
+  many turns of one conversation per hour may run in it. The others run adaptive, as does a
+  turn whose whole reservation no longer fits in what is left of the conversation's or the
+  visitor's budget. A mode that deliberates only when needed ("deliberate when needed") counts
+  the turns that deliberated, and a capped turn runs adaptive (it never deliberates).
 
 Every turn of a known visitor also charges the tokens it used to its conversation's and its
 address's token windows (`apps.core.throttling.token_window_charge`), which the widget checks
@@ -26,6 +26,8 @@ before it stores a message (over one, the message is handed to staff).
 
 from __future__ import annotations
 
+import functools
+import operator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -43,6 +45,7 @@ from apps.billing.models import (
     VisitorUsage,
 )
 from apps.billing.services.budgets import UsageLimitReached, stale_after, turn_token_estimate
+from apps.clients import modes
 from apps.clients.models import AIMode, Client
 from apps.conversations.models import Conversation
 from apps.core.throttling import token_window_charge
@@ -50,8 +53,25 @@ from apps.core.throttling import token_window_charge
 CONVERSATION_TOKENS = "conversation_tokens"
 VISITOR_TOKENS = "visitor_tokens"
 DELIBERATIVE_WINDOW = timedelta(hours=1)
-# The modes whose turns may deliberate (and reserve, and are capped, as deliberative ones).
-DEEP_MODES = (AIMode.DELIBERATIVE, AIMode.AS_NEEDED)
+
+
+def may_deliberate(mode: str) -> bool:
+    """Whether a turn of `mode` may deliberate (and so is capped per hour, and must fit a
+    deliberative reservation): what the mode declares (`Mode.deliberates`)."""
+    declared = modes.find(mode)
+    return declared is not None and declared.may_deliberate
+
+
+def deliberated() -> Q:
+    """The usage records of turns that deliberated: every turn of a mode that always
+    deliberates, the turns with a recorded trigger of one that deliberates when needed."""
+    found: list[Q] = []
+    for mode in modes.modes():
+        if mode.deliberates is modes.Deliberation.ALWAYS:
+            found.append(Q(mode=mode.name))
+        elif mode.deliberates is modes.Deliberation.WHEN_NEEDED:
+            found.append(Q(mode=mode.name, trace__deliberation_trigger__gt=""))
+    return functools.reduce(operator.or_, found) if found else Q(pk__in=[])
 
 
 @dataclass
@@ -102,7 +122,7 @@ def turn_limits_admit(*, client: Client, conversation: Any, trace: Any, mode: st
     plan = client.plan
     now = timezone.now()
     so_far = _conversation_so_far(
-        client=client, conversation=conversation, trace=trace, now=now, deep=mode in DEEP_MODES
+        client=client, conversation=conversation, trace=trace, now=now, deep=may_deliberate(mode)
     )
     used = int(so_far["tokens"] or 0)
     limits = TurnLimits(mode=mode, conversation_id=conversation.pk, spent={"conversation": used})
@@ -112,7 +132,7 @@ def turn_limits_admit(*, client: Client, conversation: Any, trace: Any, mode: st
             CONVERSATION_TOKENS,
             f"conversation token budget {budget:,} reached ({used:,} used)",
         )
-    if mode in DEEP_MODES:
+    if may_deliberate(mode):
         per_hour = plan.deliberative_turns_per_hour
         if per_hour and so_far["deliberative"] >= per_hour:
             limits.capped = {
@@ -120,7 +140,7 @@ def turn_limits_admit(*, client: Client, conversation: Any, trace: Any, mode: st
                 "limit": per_hour,
                 "deliberative_last_hour": so_far["deliberative"],
             }
-        elif budget and used + turn_token_estimate(plan, AIMode.DELIBERATIVE) > budget:
+        elif budget and used + turn_token_estimate(plan, mode) > budget:
             limits.capped = {"reason": "conversation_budget", "budget": budget, "used": used}
     limits.visitor = so_far["visitor"] or ""
     if limits.visitor and plan.visitor_daily_token_budget:
@@ -150,11 +170,7 @@ def _conversation_so_far(
     }
     if deep:
         deliberative = (
-            records.filter(
-                Q(mode=AIMode.DELIBERATIVE)
-                | Q(mode=AIMode.AS_NEEDED, trace__deliberation_trigger__gt=""),
-                created_at__gte=now - DELIBERATIVE_WINDOW,
-            )
+            records.filter(deliberated(), created_at__gte=now - DELIBERATIVE_WINDOW)
             .exclude(trace=trace)
             .annotate(turns=Count("trace", distinct=True))
         )
@@ -211,9 +227,9 @@ def _admit_visitor(*, client: Client, trace: Any, limits: TurnLimits, now: Any) 
             )
         else:
             if (
-                limits.mode in DEEP_MODES
+                may_deliberate(limits.mode)
                 and not limits.capped
-                and held + turn_token_estimate(plan, AIMode.DELIBERATIVE) > budget
+                and held + turn_token_estimate(plan, limits.mode) > budget
             ):
                 limits.capped = {"reason": "visitor_budget", "budget": budget, "used": held}
             mode = AIMode.ADAPTIVE if limits.capped else limits.mode

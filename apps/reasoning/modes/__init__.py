@@ -4,7 +4,10 @@ steps (`apps/reasoning/steps/`) and ends with a draft outcome; the post-draft ho
 
 Adding a mode means adding one module here that defines `MODE = Mode(...)`
 (`apps.clients.modes.Mode`: name, label, summary, the steps it runs, its default billing
-multiplier, its cost rank, the internal message kinds it writes, and `run(turn)`). Modules whose
+multiplier, its cost rank, the internal message kinds it writes, what it does — whether it
+streams, whether it deliberates, the token reserve it takes, its chart colour, its admin help —
+and `run(turn)`). Streaming, billing, the plan admin and the usage charts read those
+declarations, never a list of mode names. Modules whose
 name starts with `_` are helpers. Every other module is imported and registered in the mode
 registry (`apps.clients.modes`) when this package is — which `ReasoningConfig.ready` does at
 start-up, so plans, the admin and the tenant import see every mode; a module without a complete

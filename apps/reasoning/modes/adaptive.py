@@ -21,7 +21,7 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
-from apps.clients.modes import Mode
+from apps.clients.modes import Deliberation, Mode, ModeHelp, TokenReserve
 from apps.conversations.models import Kind
 from apps.escalations.models import EscalationReason
 from apps.knowledge import retrieval
@@ -295,40 +295,48 @@ def _assess_with_context(turn: Turn, shown_when: ShownWhen | None = None) -> Ass
         wanted = [k for k in assessment.needs_more_context if k not in fetched and k not in asked]
         if not wanted or rounds >= settings.REASONING_MAX_CONTEXT_ROUNDS:
             return assessment
-        kb_keys = [k for k in wanted if knowledge.is_kb_key(k)][:MAX_KB_QUERIES_PER_ROUND]
-        other = [k for k in wanted if not knowledge.is_kb_key(k)]
-        found, unknown = fetch_context(client=turn.client, tools=turn.enabled_tools, keys=other)
-        chunks = 0
-        for key in kb_keys:
-            asked.add(key)
-            hits = knowledge.fetch(
-                turn,
-                query=knowledge.kb_query(key),
-                token_budget=settings.REASONING_KB_TOKENS,
-                purpose="assess",
-            )
-            chunks += len(hits)
-        record = {
-            "fetched": sorted(found),
-            "unknown": unknown,
-            "kb": [knowledge.kb_query(k) for k in kb_keys],
-            "chunks": chunks,
-        }
-        turn.rec.step("context_fetch", input_summary=", ".join(wanted), output=record)
-        turn.rec.internal(
-            "context_fetch",
-            f"fetched {', '.join(sorted(found)) or 'nothing'}"
-            + (f"; knowledge: {chunks} excerpt(s)" if kb_keys else "")
-            + (f"; unknown keys: {', '.join(unknown)}" if unknown else ""),
-            record,
-        )
-        if not found and not kb_keys:
+        found, searched = _fetch_wanted(turn, wanted, asked)
+        if not found and not searched:
             return assessment  # nothing new to assess with (a search that found nothing is news)
         fetched.update(found)
         for key, text in found.items():
             turn.add_source(key, text)
         turn.rec.trace.context_fetched = sorted([*fetched, *asked])
         rounds += 1
+
+
+def _fetch_wanted(turn: Turn, wanted: list[str], asked: set[str]) -> tuple[dict[str, str], bool]:
+    """Fetch the context sections an assessment asked for and search the knowledge base for its
+    `kb:` keys (added to `asked`; the excerpts go to `turn.knowledge`), and record the fetch.
+    Returns the sections found and whether the knowledge base was searched."""
+    kb_keys = [k for k in wanted if knowledge.is_kb_key(k)][:MAX_KB_QUERIES_PER_ROUND]
+    other = [k for k in wanted if not knowledge.is_kb_key(k)]
+    found, unknown = fetch_context(client=turn.client, tools=turn.enabled_tools, keys=other)
+    chunks = 0
+    for key in kb_keys:
+        asked.add(key)
+        hits = knowledge.fetch(
+            turn,
+            query=knowledge.kb_query(key),
+            token_budget=settings.REASONING_KB_TOKENS,
+            purpose="assess",
+        )
+        chunks += len(hits)
+    record = {
+        "fetched": sorted(found),
+        "unknown": unknown,
+        "kb": [knowledge.kb_query(k) for k in kb_keys],
+        "chunks": chunks,
+    }
+    turn.rec.step("context_fetch", input_summary=", ".join(wanted), output=record)
+    turn.rec.internal(
+        "context_fetch",
+        f"fetched {', '.join(sorted(found)) or 'nothing'}"
+        + (f"; knowledge: {chunks} excerpt(s)" if kb_keys else "")
+        + (f"; unknown keys: {', '.join(unknown)}" if unknown else ""),
+        record,
+    )
+    return found, bool(kb_keys)
 
 
 class _AssessNotes:
@@ -420,5 +428,24 @@ MODE = Mode(
     default_multiplier=Decimal("1.5"),
     cost_rank=20,
     message_kinds=(Kind.ASSESSMENT, Kind.CONTEXT_FETCH, Kind.CRITIQUE),
+    # A confident draft with no tool call that wants nothing more goes out as written.
+    streams=True,
+    deliberates=Deliberation.NEVER,
+    token_reserve=TokenReserve.TURN,
+    color="#e39b2d",
+    help=ModeHelp(
+        happens=gettext_noop(
+            "One call with a short context and a self-assessment; policies and tool details "
+            "are fetched only when needed; a second <em>critique</em> call checks risky "
+            "actions (action/destructive tools, low confidence, missing details) and decides "
+            "proceed / ask the customer / hand over to a human."
+        ),
+        llm_calls=gettext_noop("1 for simple questions, 2–3 for risky or policy questions"),
+        cost_effect=gettext_noop(
+            "Usually <em>cheaper</em> per message than standard (≈ 600 instead of 2,000 input "
+            "tokens for simple questions); risky actions cost a little more."
+        ),
+        note=gettext_noop("(recommended)"),
+    ),
     run=run_adaptive,
 )

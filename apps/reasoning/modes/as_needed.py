@@ -38,7 +38,7 @@ from typing import Any
 from django.utils.translation import gettext_noop
 
 from apps.clients.models import AIMode
-from apps.clients.modes import Mode
+from apps.clients.modes import Deliberation, Mode, ModeHelp, TokenReserve
 from apps.conversations.models import Kind
 from apps.reasoning import evaluation
 from apps.reasoning.hooks import Draft
@@ -226,5 +226,31 @@ MODE = Mode(
     default_multiplier=Decimal("1.5"),
     cost_rank=25,
     message_kinds=(),
+    # Its adaptive draft is shown as written when nothing in it can send the turn into
+    # deliberation (`_stays_as_written`); once it deliberates, only the final answer.
+    streams=True,
+    deliberates=Deliberation.WHEN_NEEDED,
+    # A turn may deliberate: it reserves as a deliberative one.
+    token_reserve=TokenReserve.DELIBERATIVE,
+    color="#3f8f5b",
+    help=ModeHelp(
+        happens=gettext_noop(
+            "Adaptive answers first; the deliberative loop runs only when that answer calls "
+            "for depth: its confidence is below the plan's <em>deliberate below "
+            "confidence</em> (default 7 of 10), the assistant flags a complaint or dispute, "
+            "the critique would hand the conversation over, or the evaluation (when on) "
+            "questions the answer. Everything else stays an adaptive answer. The usage page "
+            "shows how often turns deliberated and why, and each turn's debug view says why "
+            "it did."
+        ),
+        llm_calls=gettext_noop(
+            "Like adaptive for most messages; like deliberative for the ones that deliberate"
+        ),
+        cost_effect=gettext_noop(
+            "Between the two: a turn that deliberates is billed at the deliberative "
+            "multiplier (its adaptive pass included); the others at this mode's own "
+            "multiplier (default 1.5, adaptive's)."
+        ),
+    ),
     run=run,
 )

@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -28,7 +29,7 @@ from django.conf import settings
 from django.utils.translation import gettext, gettext_noop
 
 from apps.clients.models import AIMode
-from apps.clients.modes import Mode
+from apps.clients.modes import Deliberation, Mode, ModeHelp, TokenReserve
 from apps.conversations.models import Kind, Role
 from apps.reasoning import knowledge
 from apps.reasoning.context import (
@@ -78,10 +79,73 @@ def _just_clarified(turn: Turn) -> bool:
     return False
 
 
+@dataclass
+class _Setup:
+    """What every call of a deliberation shares: its configuration, its context (and the
+    sections the synthesis asks for later, `extra`) and the prefix each call begins with."""
+
+    config: DeliberationConfig
+    scope: DeliberativeContext
+    extra: dict[str, str]
+    prefix: Callable[[], list[dict[str, str]]]
+
+
+@dataclass
+class _Progress:
+    """How far the deliberation got: what `run` records when it ends, however it ends."""
+
+    loop: LoopResult = field(
+        default_factory=lambda: LoopResult(steps=[], termination=Termination.ERROR)
+    )
+    refined: refinement.Refined | None = None
+    outcome: Outcome = field(default_factory=Outcome)
+    clarification: Outcome | None = None
+    no_step: bool = False
+
+
 def run(turn: Turn, *, fallback: Callable[[], Outcome] | None = None) -> Outcome:
     """`fallback`: the answer when the turn's token cap leaves no room even for the loop's
     first step and the synthesis after it — by default adaptive mode's (`run_adaptive`);
     "deliberate when needed" passes the outcome its adaptive pass already has."""
+    setup = _prepare(turn)
+    config, scope, extra = setup.config, setup.scope, setup.extra
+    if turn.confirmed is not None or turn.declined is not None:
+        # The customer answered a confirmation: nothing to deliberate, the guards decide.
+        turn.rec.step("deliberation_skipped", output={"reason": "answer to a confirmation"})
+        return decide(
+            turn, _synthesize(turn, scope, extra, prefix=setup.prefix, transcript=[], final=True)
+        )
+    progress = _Progress()
+    try:
+        _deliberate(turn, setup, progress)
+    except TurnAborted:
+        _end(turn, config, progress.loop, Termination.STAFF_TAKEOVER, None, scope, extra)
+        raise
+    except BUDGET_ERRORS:
+        # The synthesis could not be made.
+        _end(turn, config, progress.loop, Termination.BUDGET, None, scope, extra)
+        raise
+    except Escalate:
+        # The critique (or a tool's failure) hands over: the loop itself ended as recorded.
+        termination = progress.loop.termination or Termination.ERROR
+        _end(turn, config, progress.loop, termination, None, scope, extra)
+        raise
+    except LLMError:
+        _end(turn, config, progress.loop, Termination.ERROR, None, scope, extra)
+        raise
+    if progress.clarification is not None:
+        return progress.clarification
+    if progress.no_step:
+        return _without_loop(turn, setup, progress.loop, fallback)
+    # A loop ends without a termination only when it asks its clarifying question (above).
+    termination = progress.loop.termination or Termination.ERROR
+    _end(turn, config, progress.loop, termination, progress.refined, scope, extra)
+    return progress.outcome
+
+
+def _prepare(turn: Turn) -> _Setup:
+    """The deliberation's configuration and context, and the knowledge-base chunks for the
+    message; from now on only its final answer may be shown as it is written."""
     # A playground run may choose the rubric and the refinement iterations (PlaygroundTurn).
     config = deliberation_config(
         client=turn.client,
@@ -89,7 +153,6 @@ def run(turn: Turn, *, fallback: Callable[[], Outcome] | None = None) -> Outcome
         rubric=getattr(turn, "rubric_name", "") or None,
         refinement_iterations=getattr(turn, "refinement_iterations", None),
     )
-    run_id = str(uuid.uuid4())
     # Only this deliberation's final answer may now be shown as it is written (`_synthesize`
     # with `final`, the kept last improvement): everything else shows progress.
     turn.deliberating = True
@@ -104,9 +167,6 @@ def run(turn: Turn, *, fallback: Callable[[], Outcome] | None = None) -> Outcome
         wanted=[k for k in fetched_before if not knowledge.is_kb_key(k)],
     )
     context = scope.text
-    # Sections the synthesis asked for (`needs_more_context`): after the loop, in every later
-    # call (the refinement's critic judges against them too).
-    extra: dict[str, str] = {}
     # The client's cross-session notes (apps.notes), if any: a data block of the loop's steps
     # and the synthesis, never part of the context (which is the business's own word, and what
     # the refinement's critic judges against).
@@ -135,85 +195,71 @@ def run(turn: Turn, *, fallback: Callable[[], Outcome] | None = None) -> Outcome
             reference=reference_message(scope.data),
         )
 
-    if turn.confirmed is not None or turn.declined is not None:
-        # The customer answered a confirmation: nothing to deliberate, the guards decide.
-        turn.rec.step("deliberation_skipped", output={"reason": "answer to a confirmation"})
-        return decide(
-            turn, _synthesize(turn, scope, extra, prefix=prefix, transcript=[], final=True)
-        )
+    # Sections the synthesis asked for (`needs_more_context`): after the loop, in every later
+    # call (the refinement's critic judges against them too).
+    return _Setup(config=config, scope=scope, extra={}, prefix=prefix)
 
-    loop = LoopResult(steps=[], termination=Termination.ERROR)
-    no_step = False
-    refined: refinement.Refined | None = None
-    outcome = Outcome()
-    try:
-        may_ask = not _just_clarified(turn)
-        loop = run_loop(
-            turn,
-            config,
-            run_id=run_id,
-            prefix=prefix(),
-            ask_first=lambda entry: may_ask and hypotheses_too_close(entry.hypotheses),
+
+def _deliberate(turn: Turn, setup: _Setup, progress: _Progress) -> None:
+    """The loop, then — unless it asks one clarifying question or had no room for a step —
+    the synthesis through adaptive's decision path and the refinement rounds."""
+    config = setup.config
+    may_ask = not _just_clarified(turn)
+    progress.loop = loop = run_loop(
+        turn,
+        config,
+        run_id=str(uuid.uuid4()),
+        prefix=setup.prefix(),
+        ask_first=lambda entry: may_ask and hypotheses_too_close(entry.hypotheses),
+    )
+    if loop.termination is None:
+        progress.clarification = _clarify(turn, loop)
+        return
+    if not loop.steps:
+        # No room for one step and the answer after it: answered without the loop.
+        progress.no_step = True
+        return
+    assessment = _synthesize(
+        turn,
+        setup.scope,
+        setup.extra,
+        prefix=setup.prefix,
+        transcript=loop.transcript,
+        final=config.refinement_iterations <= 0,  # no refinement can replace it
+    )
+    outcome = progress.outcome = decide(turn, assessment)
+    turn.draft_reasoning = (
+        f"Deliberative mode: {len(loop.steps)} reasoning step(s) scored against the "
+        f"{config.rubric} rubric (final mean {loop.final_mean}, {loop.termination}); "
+        f"synthesis confidence {assessment.confidence}/10. " + turn.draft_reasoning
+    )
+    if _refinable(outcome, assessment) and config.refinement_iterations > 0:
+        more = fetched_message(setup.extra) if setup.extra else []
+        refined = progress.refined = _refine(
+            turn, config, prefix=[*setup.prefix(), *more], draft=assessment.response
         )
-        if loop.termination is None:
-            return _clarify(turn, loop)
-        if not loop.steps:
-            # No room for one step and the answer after it: answered without the loop.
-            no_step = True
-        else:
-            assessment = _synthesize(
-                turn,
-                scope,
-                extra,
-                prefix=prefix,
-                transcript=loop.transcript,
-                final=config.refinement_iterations <= 0,  # no refinement can replace it
-            )
-            outcome = decide(turn, assessment)
-            turn.draft_reasoning = (
-                f"Deliberative mode: {len(loop.steps)} reasoning step(s) scored against the "
-                f"{config.rubric} rubric (final mean {loop.final_mean}, {loop.termination}); "
-                f"synthesis confidence {assessment.confidence}/10. " + turn.draft_reasoning
-            )
-            if _refinable(outcome, assessment) and config.refinement_iterations > 0:
-                more = fetched_message(extra) if extra else []
-                refined = _refine(
-                    turn, config, prefix=[*prefix(), *more], draft=assessment.response
-                )
-                outcome.replies[0] = Reply(refined.text, data=outcome.replies[0].data)
-                if refined.failure is not None and refined.failure.budget:
-                    loop.termination = Termination.BUDGET
-            # What the customer read as it was written is the answer; if not, it is taken back.
-            turn.take_back_shown(outcome.replies[0].text if outcome.replies else "")
-    except TurnAborted:
-        _end(turn, config, loop, Termination.STAFF_TAKEOVER, None, scope, extra)
-        raise
-    except BUDGET_ERRORS:
-        # The synthesis could not be made.
-        _end(turn, config, loop, Termination.BUDGET, None, scope, extra)
-        raise
-    except Escalate:
-        # The critique (or a tool's failure) hands over: the loop itself ended as recorded.
-        _end(turn, config, loop, loop.termination or Termination.ERROR, None, scope, extra)
-        raise
-    except LLMError:
-        _end(turn, config, loop, Termination.ERROR, None, scope, extra)
-        raise
-    if no_step:
-        # The adaptive path answers (the loop has ended as recorded; its failures are the
-        # adaptive path's own).
-        turn.rec.step(
-            "deliberation_skipped",
-            output={"reason": "no room for a reasoning step", "detail": loop.detail},
-        )
-        _end(turn, config, loop, Termination.BUDGET, None, scope, extra)
-        if fallback is not None:
-            return fallback()
-        # Billed as adaptive, as a turn the limits run adaptive (`deliberative_cap`).
-        turn.rec.bill_as(AIMode.ADAPTIVE)
-        return run_adaptive(turn)
-    _end(turn, config, loop, loop.termination, refined, scope, extra)
-    return outcome
+        outcome.replies[0] = Reply(refined.text, data=outcome.replies[0].data)
+        if refined.failure is not None and refined.failure.budget:
+            loop.termination = Termination.BUDGET
+    # What the customer read as it was written is the answer; if not, it is taken back.
+    turn.take_back_shown(outcome.replies[0].text if outcome.replies else "")
+
+
+def _without_loop(
+    turn: Turn, setup: _Setup, loop: LoopResult, fallback: Callable[[], Outcome] | None
+) -> Outcome:
+    """No room for a reasoning step: the adaptive path answers (the loop has ended as
+    recorded; its failures are the adaptive path's own)."""
+    turn.rec.step(
+        "deliberation_skipped",
+        output={"reason": "no room for a reasoning step", "detail": loop.detail},
+    )
+    _end(turn, setup.config, loop, Termination.BUDGET, None, setup.scope, setup.extra)
+    if fallback is not None:
+        return fallback()
+    # Billed as adaptive, as a turn the limits run adaptive (`deliberative_cap`).
+    turn.rec.bill_as(AIMode.ADAPTIVE)
+    return run_adaptive(turn)
 
 
 def _context_query(turn: Turn) -> str:
@@ -458,6 +504,29 @@ MODE = Mode(
         Kind.ASSESSMENT,  # its tool calls go through the adaptive guards and critique
         Kind.CONTEXT_FETCH,
         Kind.CRITIQUE,
+    ),
+    # Its draft is never final as written (refinement may replace it); the call after which
+    # nothing can replace the answer streams it (`Turn.deliberating`).
+    streams=False,
+    deliberates=Deliberation.ALWAYS,
+    token_reserve=TokenReserve.DELIBERATIVE,
+    color="#7b5ea7",
+    help=ModeHelp(
+        happens=gettext_noop(
+            "For clients who buy depth (complaints, disputes, policy edge cases): the "
+            "assistant reasons in scored steps against the plan's <em>rubric</em>, a second "
+            "call gives feedback after each step, then it writes the answer and refines it "
+            "(critique → improve, the best-scoring version is sent). When two readings of a "
+            "message are too close it asks one clarifying question instead. Tools go through "
+            "the same critique and guards as adaptive."
+        ),
+        llm_calls=gettext_noop(
+            "MIN–MAX steps × 2 (default 4–10) + 1 answer + 2 per refinement round (default 2)"
+        ),
+        cost_effect=gettext_noop(
+            "The most expensive mode (≈ 10–25 calls per message); billed at the deliberative "
+            "multiplier."
+        ),
     ),
     run=run,
 )

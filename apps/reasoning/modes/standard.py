@@ -11,7 +11,7 @@ from decimal import Decimal
 from django.conf import settings
 from django.utils.translation import gettext_noop
 
-from apps.clients.modes import Mode
+from apps.clients.modes import Deliberation, Mode, ModeHelp, TokenReserve
 from apps.reasoning import knowledge
 from apps.reasoning.context import (
     full_context,
@@ -75,5 +75,22 @@ MODE = Mode(
     default_multiplier=Decimal("1.0"),
     cost_rank=10,
     message_kinds=(),
+    # A draft with no tool call is the reply: it may be shown while the model writes it.
+    streams=True,
+    deliberates=Deliberation.NEVER,
+    token_reserve=TokenReserve.TURN,
+    color="#417690",
+    help=ModeHelp(
+        happens=gettext_noop(
+            "One call with the full business info and every tool. Fast; relies on the "
+            "model's own judgement. Destructive tools still need the customer's confirmation "
+            "(enforced in code)."
+        ),
+        llm_calls=gettext_noop("always 1"),
+        cost_effect=gettext_noop(
+            "≈ 2,000 input tokens per message (about $0.009 per message with a mid-priced "
+            "model such as Claude Sonnet)"
+        ),
+    ),
     run=run_standard,
 )
