@@ -9,10 +9,10 @@ django_application = get_asgi_application()
 
 from django.conf import settings  # noqa: E402
 
-from apps.core.asgi import BoundedRequests, StreamingPaths  # noqa: E402  (needs the apps loaded)
+from apps.platform.asgi import BoundedRequests, StreamingPaths  # noqa: E402  (needs the apps loaded)
 
 # The widget's event streams, the console's doorbells and the playground's run streams hold no
-# thread while open (apps/core/asgi.py, docs/deployment.md).
+# thread while open (apps/platform/asgi.py, docs/deployment.md).
 STREAMING_PATHS = [
     r"^/api/v1/widget/conversations/[^/]+/events$",
     r"^/console/events$",
@@ -20,7 +20,7 @@ STREAMING_PATHS = [
     r"^/console/playground/runs/[^/]+/events$",
 ]
 # The REST API (the widget's and the back-offices'): middleware, view and close in one borrowed
-# thread instead of Django's four or five loop/thread hand-offs per request (apps/core/asgi.py).
+# thread instead of Django's four or five loop/thread hand-offs per request (apps/platform/asgi.py).
 DIRECT_PATHS = [r"^/api/v1/"]
 # Request bodies are bounded per route before Django reads them (413; docs/deployment.md).
 BODY_LIMITS = [(r"^/api/v1/widget/", settings.WIDGET_REQUEST_BODY_MAX_BYTES)]

@@ -3,7 +3,7 @@ from django.contrib.auth.decorators import login_required
 from django.urls import include, path
 from django.utils.translation import gettext_lazy as _
 
-from apps.core import views as core_views
+from apps.api import views as core_views
 from config.api_docs import docs_view, schema_view
 
 # Staff sign in through allauth (e-mail + optional TOTP), never through the bare admin form,
@@ -13,11 +13,11 @@ admin.site.site_header = "GuideDesk"
 admin.site.site_title = _("GuideDesk admin")
 admin.site.index_title = _("Clients, conversations and billing")
 
-# Under /api/ even Django's own error pages answer the JSON error shape (apps/core/error_views.py).
-handler400 = "apps.core.error_views.bad_request"
-handler403 = "apps.core.error_views.permission_denied"
-handler404 = "apps.core.error_views.page_not_found"
-handler500 = "apps.core.error_views.server_error"
+# Under /api/ even Django's own error pages answer the JSON error shape (apps/api/error_views.py).
+handler400 = "apps.api.error_views.bad_request"
+handler403 = "apps.api.error_views.permission_denied"
+handler404 = "apps.api.error_views.page_not_found"
+handler500 = "apps.api.error_views.server_error"
 
 urlpatterns = [
     path("", core_views.home, name="home"),

@@ -1,4 +1,4 @@
-"""The admin enforces the one permission rule (apps/core/permissions.py) for every page and
+"""The admin enforces the one permission rule (apps/api/permissions.py) for every page and
 every action: each registered admin's list, add and change page and each of its actions, visited
 by a viewer, an agent and an admin of the tenant, by an admin of another tenant and by a platform
 superuser. Client staff are given every Django model permission — the worst case an operator
@@ -32,6 +32,7 @@ from django_celery_beat.models import (
 
 from apps.accounts.models import ApiKey, Membership, Role
 from apps.accounts.services import api_key_issue
+from apps.api.admin import SuperuserOnlyAdmin, TenantScopedAdmin
 from apps.approvals.models import ApprovalRequest
 from apps.billing.models import (
     DailyUsage,
@@ -40,7 +41,6 @@ from apps.billing.models import (
     UsageRecord,
     VisitorUsage,
 )
-from apps.core.admin import SuperuserOnlyAdmin, TenantScopedAdmin
 from apps.escalations.models import Escalation, EscalationStatus, ReplyTemplate
 from apps.flags.models import MessageFlag
 from apps.identity.models import EmailCodeChallenge, EmailCodeSetting

@@ -13,8 +13,8 @@ from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.models import ApiKey, Membership, User
 from apps.accounts.services import api_key_issue, api_key_revoke
-from apps.core.admin import SuperuserOnlyAdmin, TenantScopedAdmin
-from apps.core.permissions import MANAGE, client_role, may_grant
+from apps.api.admin import SuperuserOnlyAdmin, TenantScopedAdmin
+from apps.api.permissions import MANAGE, client_role, may_grant
 
 # django-allauth registers its e-mail addresses as an admin section of its own, also called
 # "Accounts", beside ours. Staff sign in with their user's e-mail; the allauth row behind it

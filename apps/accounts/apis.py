@@ -12,9 +12,8 @@ from rest_framework.response import Response
 
 from apps.accounts.models import ApiKey, Role
 from apps.accounts.services import api_key_issue, api_key_revoke
-from apps.clients.models import Client
-from apps.core.permissions import MANAGE, StaffAPIView, acting_user, ensure_may_grant
-from apps.core.schema import (
+from apps.api.permissions import MANAGE, StaffAPIView, acting_user, ensure_may_grant
+from apps.api.schema import (
     AUTH_ERRORS,
     CLIENT_PARAMETER,
     NamedChoiceField,
@@ -23,6 +22,7 @@ from apps.core.schema import (
     invalid_example,
     parse_pk,
 )
+from apps.clients.models import Client
 
 TAG = "api keys"
 

@@ -7,9 +7,9 @@ from django.contrib import admin
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
+from apps.api.admin import ReadOnlyAuditAdmin, pretty_json_block
 from apps.approvals.models import ApprovalRequest
 from apps.conversations.admin import conversation_link
-from apps.core.admin import ReadOnlyAuditAdmin, pretty_json_block
 
 APPROVAL_FIELDS: tuple[str, ...] = (
     "client",

@@ -16,11 +16,8 @@ from rest_framework import exceptions, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from apps.approvals.models import ApprovalStatus
-from apps.approvals.selectors import approval_get, approval_list
-from apps.approvals.services import MAX_REASON_CHARS, approval_approve, approval_deny
-from apps.core.permissions import READ, SUPPORT, StaffAPIView, acting_user
-from apps.core.schema import (
+from apps.api.permissions import READ, SUPPORT, StaffAPIView, acting_user
+from apps.api.schema import (
     AUTH_ERRORS,
     CLIENT_PARAMETER,
     ErrorSerializer,
@@ -30,6 +27,9 @@ from apps.core.schema import (
     invalid_example,
     public_id_path_parameter,
 )
+from apps.approvals.models import ApprovalStatus
+from apps.approvals.selectors import approval_get, approval_list
+from apps.approvals.services import MAX_REASON_CHARS, approval_approve, approval_deny
 
 TAG = "approvals"
 

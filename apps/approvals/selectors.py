@@ -8,10 +8,10 @@ from typing import Any
 from django.db.models import Case, F, QuerySet, Value, When, Window
 from django.db.models.functions import RowNumber
 
+from apps.api.schema import parse_uuid
 from apps.approvals.models import ApprovalRequest, ApprovalStatus
 from apps.clients.models import Client
 from apps.conversations.models import Conversation, Message, Role, Visibility
-from apps.core.schema import parse_uuid
 
 # How many of the conversation's last messages a card shows, and how much of each.
 LAST_MESSAGES = 3

@@ -13,6 +13,9 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
+from apps.api.admin import PlatformOnlyAdmin, ReadOnlyAuditAdmin, TenantScopedAdmin
+from apps.api.permissions import MANAGE
+from apps.api.schema import parse_pk
 from apps.billing import periods
 from apps.billing.charts import mode_colors, stacked_cost_chart, stacked_token_chart
 from apps.billing.models import (
@@ -34,9 +37,6 @@ from apps.billing.selectors import (
 from apps.billing.serializers import UsageQuerySerializer
 from apps.clients import modes
 from apps.clients.models import Client
-from apps.core.admin import PlatformOnlyAdmin, ReadOnlyAuditAdmin, TenantScopedAdmin
-from apps.core.permissions import MANAGE
-from apps.core.schema import parse_pk
 from apps.reasoning.rendering import DELIBERATIVE_CAP_REASONS
 from apps.reasoning.selectors import deliberative_downgrades
 

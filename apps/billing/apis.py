@@ -14,6 +14,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from apps.accounts.authentication import ApiKeyPrincipal
+from apps.api.permissions import MANAGE, StaffAPIView
+from apps.api.schema import ErrorSerializer, error_responses
 from apps.billing import selectors
 from apps.billing.renderers import UsageCSVRenderer
 from apps.billing.serializers import (
@@ -25,8 +27,6 @@ from apps.billing.serializers import (
     UsageQuerySerializer,
     UsageReportSerializer,
 )
-from apps.core.permissions import MANAGE, StaffAPIView
-from apps.core.schema import ErrorSerializer, error_responses
 from apps.reasoning.selectors import turn_usage_list
 
 CLIENT_PARAM = OpenApiParameter(
@@ -52,7 +52,7 @@ ERRORS = {
 
 class BillingAPIView(StaffAPIView):
     """Billing is for a client's admins and owners (API keys default to the admin role); the
-    role is enforced like every staff endpoint's (apps/core/permissions.py)."""
+    role is enforced like every staff endpoint's (apps/api/permissions.py)."""
 
     required_roles = {"GET": MANAGE}
 

@@ -297,7 +297,7 @@ class UsageAlert(TenantOwnedModel):
 
 class ConversationVisitor(TenantOwnedModel):
     """The visitor a conversation's latest widget message came from: a keyed hash of the client
-    address (`apps.core.throttling.visitor_key`; IPv6 by /64), never the address itself. The
+    address (`apps.platform.throttling.visitor_key`; IPv6 by /64), never the address itself. The
     turn of that message charges this visitor's daily budget and token window."""
 
     conversation = models.OneToOneField(

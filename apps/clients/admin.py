@@ -17,6 +17,8 @@ from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.models import Membership
+from apps.api.admin import PlatformOnlyAdmin, TenantScopedAdmin, pretty_json_block
+from apps.api.permissions import MANAGE, user_may
 from apps.clients import modes
 from apps.clients.business_info import business_info_errors
 from apps.clients.deliberation import (
@@ -31,9 +33,7 @@ from apps.clients.identity import (
     public_key_problem,
 )
 from apps.clients.models import Client, Plan, Rubric
-from apps.core.admin import PlatformOnlyAdmin, TenantScopedAdmin, pretty_json_block
 from apps.core.languages import SHIPPED
-from apps.core.permissions import MANAGE, user_may
 from apps.reasoning.hooks import hook_names
 from apps.tools.models import ClientTool
 
@@ -600,7 +600,7 @@ class MembershipInline(admin.TabularInline):
 
 class ToolInline(admin.TabularInline):
     """The client's tools at a glance. Read-only here: a tool is changed on its own page, with
-    its validated form and the admin role the rule asks for (apps/core/permissions.py)."""
+    its validated form and the admin role the rule asks for (apps/api/permissions.py)."""
 
     model = ClientTool
     extra = 0

@@ -2,8 +2,8 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from apps.api.base import TenantAPIView
 from apps.clients.serializers import ClientOutSerializer
-from apps.core.api import TenantAPIView
 
 
 class CurrentClientApi(TenantAPIView):

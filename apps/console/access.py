@@ -4,7 +4,7 @@ resolve it. The console's pages (`views.py`, `inbox.py`, `approvals.py`, `outcom
 module; it imports none of them.
 
 The tenant and the role are resolved exactly as the API resolves them for a staff session (the
-one resolver, apps/core/resolver.py, with `?client=<slug>` choosing among several memberships).
+one resolver, apps/api/resolver.py, with `?client=<slug>` choosing among several memberships).
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 
+from apps.api.permissions import READ, SUPPORT, role_permits, slug_is_usable
+from apps.api.resolver import resolver
 from apps.clients.models import Client
 from apps.conversations.models import Conversation
 from apps.conversations.selectors import conversation_get, staff_client_choices
-from apps.core.permissions import READ, SUPPORT, role_permits, slug_is_usable
-from apps.core.resolver import resolver
 
 # Pages refresh themselves this often (seconds) without a live doorbell stream, and this often
 # with one, as a safety net.

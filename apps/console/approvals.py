@@ -20,6 +20,7 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
+from apps.api.permissions import SUPPORT
 from apps.approvals.cards import (
     action_text,
     approval_sums,
@@ -34,7 +35,6 @@ from apps.approvals.selectors import approval_get, approval_list, last_messages
 from apps.approvals.services import MAX_REASON_CHARS, approval_approve, approval_deny
 from apps.console.access import ConsoleAccess, console_view
 from apps.core.exceptions import ApplicationError
-from apps.core.permissions import SUPPORT
 
 PAGE_ROWS = 100
 

@@ -21,6 +21,7 @@ from django.utils.timesince import timesince
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
+from apps.api.permissions import SUPPORT
 from apps.console.access import (
     POLL_SECONDS,
     PUSHED_POLL_SECONDS,
@@ -44,7 +45,6 @@ from apps.console.inbox_selectors import (
 )
 from apps.conversations.models import Conversation, Role
 from apps.core.exceptions import ApplicationError
-from apps.core.permissions import SUPPORT
 from apps.escalations.services import (
     conversation_assign,
     conversation_note_add,

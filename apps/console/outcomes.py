@@ -17,9 +17,9 @@ from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
+from apps.api.permissions import MANAGE, READ, role_permits
 from apps.billing import periods
 from apps.console.access import ConsoleAccess, console_view
-from apps.core.permissions import MANAGE, READ, role_permits
 from apps.outcomes.selectors import HANDOFF_REASON_LABELS, OutcomeFigures, outcome_report
 from apps.outcomes.serializers import OutcomeQuerySerializer
 

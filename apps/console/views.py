@@ -37,6 +37,8 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 
+from apps.api.admin import pretty_json
+from apps.api.permissions import SUPPORT
 from apps.console.access import (
     POLL_SECONDS,
     PUSHED_POLL_SECONDS,
@@ -58,9 +60,7 @@ from apps.conversations.selectors import (
 )
 from apps.conversations.serializers import MessageSerializer
 from apps.conversations.services import MAX_MESSAGE_CHARS
-from apps.core.admin import pretty_json
 from apps.core.exceptions import ApplicationError
-from apps.core.permissions import SUPPORT
 from apps.escalations.models import Escalation
 from apps.escalations.selectors import escalation_open_for_conversation, escalation_queue
 from apps.escalations.services import staff_reply

@@ -25,10 +25,10 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from apps.api.admin import ActionOnlyAdmin, pretty_json
 from apps.clients import modes
 from apps.clients.models import Plan
 from apps.conversations.models import Conversation, Kind, Message, Visibility
-from apps.core.admin import ActionOnlyAdmin, pretty_json
 from apps.escalations.models import Escalation, EscalationStatus
 from apps.notes.debug import InjectedNote, injected_notes
 from apps.reasoning.models import ReasoningStep, ReasoningTrace

@@ -11,12 +11,8 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from apps.conversations.models import ConversationStatus
-from apps.conversations.selectors import conversation_get, conversation_list
-from apps.conversations.serializers import MessageSerializer
-from apps.conversations.services import MAX_MESSAGE_CHARS
-from apps.core.permissions import READ, SUPPORT, StaffAPIView, acting_user
-from apps.core.schema import (
+from apps.api.permissions import READ, SUPPORT, StaffAPIView, acting_user
+from apps.api.schema import (
     AUTH_ERRORS,
     CLIENT_PARAMETER,
     NamedChoiceField,
@@ -24,6 +20,10 @@ from apps.core.schema import (
     error_responses,
     invalid_example,
 )
+from apps.conversations.models import ConversationStatus
+from apps.conversations.selectors import conversation_get, conversation_list
+from apps.conversations.serializers import MessageSerializer
+from apps.conversations.services import MAX_MESSAGE_CHARS
 from apps.escalations.apis import ESCALATION_EXAMPLE, EscalationSerializer
 from apps.escalations.services import staff_reply
 from apps.reasoning.models import TraceStatus

@@ -11,8 +11,8 @@ class CoreConfig(AppConfig):
         from django.apps import apps
         from django.contrib import admin
 
+        from apps.api.admin import lock_platform_admins
         from apps.core import checks  # noqa: F401  (registers the deployment checks)
-        from apps.core.admin import lock_platform_admins
         from apps.core.tenancy import register_parent_lookups
 
         # Every model is loaded by now: a bare parent id stops counting as a tenant scope.

@@ -1,6 +1,6 @@
 """Tenancy that fails closed: the scope rule of tenant-owned querysets, and the tenant context
 for work outside a request (the resolver that turns a request into its client is
-apps/core/resolver.py).
+apps/api/resolver.py).
 
 The rule. A queryset of a `TenantOwnedModel` may be evaluated, counted, aggregated, updated or
 deleted only when it is *scoped*:
@@ -60,7 +60,7 @@ def tenant_scope(client_id: int, *, switch: bool = False) -> Iterator[int]:
     """Run a block for one client: tenant-owned queries in it see that client's rows only, and a
     `for_client()` of another client raises. Nesting is allowed for the same client only —
     except `switch=True`, for the fleet's slot scheduler, which hands one thread jobs of many
-    clients and runs each in its own client's scope (apps/core/slots.py)."""
+    clients and runs each in its own client's scope (apps/platform/slots.py)."""
     client_id = int(client_id)
     outer = _current_tenant.get()
     if outer is not None and outer != client_id and not switch:

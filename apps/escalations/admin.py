@@ -11,8 +11,8 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.models import User
+from apps.api.admin import ActionOnlyAdmin, TenantScopedAdmin
 from apps.conversations.admin import conversation_link
-from apps.core.admin import ActionOnlyAdmin, TenantScopedAdmin
 from apps.core.exceptions import ApplicationError
 from apps.escalations.models import Escalation, EscalationStatus, ReplyTemplate
 

@@ -10,10 +10,8 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from apps.conversations.models import Conversation, ConversationStatus
-from apps.conversations.selectors import conversation_get
-from apps.core.permissions import READ, SUPPORT, StaffAPIView, acting_user
-from apps.core.schema import (
+from apps.api.permissions import READ, SUPPORT, StaffAPIView, acting_user
+from apps.api.schema import (
     AUTH_ERRORS,
     CLIENT_PARAMETER,
     NamedChoiceField,
@@ -22,6 +20,8 @@ from apps.core.schema import (
     invalid_example,
     public_id_path_parameter,
 )
+from apps.conversations.models import Conversation, ConversationStatus
+from apps.conversations.selectors import conversation_get
 from apps.escalations.models import EscalationReason, EscalationStatus
 from apps.escalations.selectors import (
     escalation_get,

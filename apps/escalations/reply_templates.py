@@ -35,10 +35,10 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils.translation import gettext as _
 
+from apps.api.schema import parse_uuid
 from apps.clients.models import Client
 from apps.conversations.models import Conversation
 from apps.core.exceptions import ApplicationError
-from apps.core.schema import parse_uuid
 from apps.escalations.models import (
     TEMPLATE_TOKEN,
     TEMPLATE_VARIABLES,

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 from django.db.models import OuterRef, QuerySet, Subquery
 
+from apps.api.schema import parse_uuid
 from apps.clients.models import Client
 from apps.conversations.models import Conversation, Kind, Message
 from apps.conversations.models import Role as MessageRole
-from apps.core.schema import parse_uuid
 from apps.escalations.models import Escalation, EscalationStatus
 
 RECENTLY_RESOLVED_LIMIT = 20

@@ -11,15 +11,15 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from apps.conversations.selectors import conversation_get
-from apps.core.permissions import MANAGE, READ, StaffAPIView, acting_user
-from apps.core.schema import (
+from apps.api.permissions import MANAGE, READ, StaffAPIView, acting_user
+from apps.api.schema import (
     AUTH_ERRORS,
     CLIENT_PARAMETER,
     error_responses,
     invalid_example,
     public_id_path_parameter,
 )
+from apps.conversations.selectors import conversation_get
 from apps.escalations.models import TEMPLATE_BODY_MAX_CHARS, ReplyTemplate
 from apps.escalations.reply_templates import (
     reply_template_create,

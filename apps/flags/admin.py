@@ -6,8 +6,8 @@ from django.contrib import admin
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
+from apps.api.admin import ReadOnlyAuditAdmin
 from apps.conversations.admin import conversation_link
-from apps.core.admin import ReadOnlyAuditAdmin
 from apps.flags.models import MessageFlag
 
 

@@ -6,9 +6,9 @@ from typing import Any
 
 from django.db.models import Exists, OuterRef, QuerySet
 
+from apps.api.schema import parse_uuid
 from apps.clients.models import Client
 from apps.conversations.models import Conversation, Message
-from apps.core.schema import parse_uuid
 from apps.flags.models import MessageFlag
 
 

@@ -10,9 +10,9 @@ from django.contrib import admin
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
+from apps.api.admin import ReadOnlyAuditAdmin, TenantScopedAdmin
+from apps.api.permissions import MANAGE
 from apps.conversations.admin import conversation_link
-from apps.core.admin import ReadOnlyAuditAdmin, TenantScopedAdmin
-from apps.core.permissions import MANAGE
 from apps.identity.models import EmailCodeChallenge, EmailCodeSetting
 from apps.identity.services import email_code_setting_errors
 

@@ -25,12 +25,12 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from apps.api.admin import ReadOnlyAuditAdmin, TenantScopedAdmin
+from apps.api.permissions import MANAGE, READ
+from apps.api.resolver import resolver
 from apps.clients.models import Client
 from apps.conversations.admin import conversation_link
-from apps.core.admin import ReadOnlyAuditAdmin, TenantScopedAdmin
 from apps.core.exceptions import ApplicationError
-from apps.core.permissions import MANAGE, READ
-from apps.core.resolver import resolver
 from apps.insights.models import (
     InsightProposal,
     InsightRun,

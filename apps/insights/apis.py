@@ -12,9 +12,8 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from apps.conversations.selectors import conversation_get
-from apps.core.permissions import READ, SUPPORT, StaffAPIView, acting_user
-from apps.core.schema import (
+from apps.api.permissions import READ, SUPPORT, StaffAPIView, acting_user
+from apps.api.schema import (
     AUTH_ERRORS,
     CLIENT_PARAMETER,
     NamedChoiceField,
@@ -22,6 +21,7 @@ from apps.core.schema import (
     invalid_example,
     public_id_path_parameter,
 )
+from apps.conversations.selectors import conversation_get
 from apps.flags.models import FlagReason, MessageFlag
 from apps.flags.selectors import flag_get, flag_list, flaggable_message_get
 from apps.flags.services import MAX_CORRECTION_CHARS

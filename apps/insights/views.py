@@ -15,12 +15,12 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
+from apps.api.permissions import SUPPORT, role_permits
+from apps.api.schema import parse_uuid
 from apps.console.access import ConsoleAccess, json_error, json_view
 from apps.conversations.models import Conversation, Message, Role, Visibility
 from apps.conversations.selectors import conversation_get
 from apps.core.exceptions import ApplicationError
-from apps.core.permissions import SUPPORT, role_permits
-from apps.core.schema import parse_uuid
 from apps.flags.models import FlagReason, MessageFlag
 from apps.flags.selectors import flag_list
 from apps.insights.models import InsightProposal, ProposalKind

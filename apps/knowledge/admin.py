@@ -21,9 +21,9 @@ from django.utils.translation import gettext_lazy as _
 from markdown_it import MarkdownIt
 
 from apps.accounts.models import User
-from apps.core.admin import TenantScopedAdmin
+from apps.api.admin import TenantScopedAdmin
+from apps.api.permissions import MANAGE, SUPPORT
 from apps.core.exceptions import ApplicationError
-from apps.core.permissions import MANAGE, SUPPORT
 from apps.knowledge import sources
 from apps.knowledge.models import (
     FAQ,

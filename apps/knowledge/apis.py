@@ -14,10 +14,8 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from apps.core.exceptions import ApplicationError
-from apps.core.parsers import JSONParser
-from apps.core.permissions import MANAGE, READ, SUPPORT, StaffAPIView, acting_user
-from apps.core.schema import (
+from apps.api.permissions import MANAGE, READ, SUPPORT, StaffAPIView, acting_user
+from apps.api.schema import (
     AUTH_ERRORS,
     CLIENT_PARAMETER,
     enum_values,
@@ -26,6 +24,7 @@ from apps.core.schema import (
     parse_uuid,
     public_id_path_parameter,
 )
+from apps.core.exceptions import ApplicationError
 from apps.knowledge.models import Article, ArticleKind, ArticleStatus, KnowledgeSource
 from apps.knowledge.selectors import article_get, articles_list, source_get, sources_list
 from apps.knowledge.serializers import (
@@ -48,6 +47,7 @@ from apps.knowledge.services.articles import (
     source_update,
 )
 from apps.knowledge.services.sync import source_sync_start
+from apps.platform.parsers import JSONParser
 
 ARTICLES_TAG = "knowledge articles"
 FAQS_TAG = "knowledge faqs"

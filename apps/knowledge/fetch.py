@@ -2,9 +2,9 @@
 
 - Only http(s). Every address a host resolves to must be public unless
   KNOWLEDGE_FETCH_ALLOW_PRIVATE_NETWORKS is on (development, tests) — the webhooks' SSRF rule
-  (`apps.core.netguard`); the connection is pinned to the checked address, and every redirect
+  (`apps.platform.netguard`); the connection is pinned to the checked address, and every redirect
   is checked again before it is followed (at most MAX_REDIRECTS).
-- Every request ends within KNOWLEDGE_FETCH_TIMEOUT seconds, wall clock (`apps.core.http`), and
+- Every request ends within KNOWLEDGE_FETCH_TIMEOUT seconds, wall clock (`apps.platform.http`), and
   within the sync's own deadline (`apps.core.deadlines`).
 - A page is at most KNOWLEDGE_MAX_PAGE_BYTES (that page fails), a sync reads at most
   KNOWLEDGE_MAX_SYNC_BYTES in all (the sync stops there).
@@ -22,9 +22,9 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 
 from apps.core import deadlines
-from apps.core.db import release_connection
-from apps.core.http import CONNECT_TO, wall_clock_client
-from apps.core.netguard import checked_addresses
+from apps.platform.db import release_connection
+from apps.platform.http import CONNECT_TO, wall_clock_client
+from apps.platform.netguard import checked_addresses
 
 USER_AGENT = "GuideDesk-KnowledgeImport/1"
 MAX_REDIRECTS = 5

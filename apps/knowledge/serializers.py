@@ -9,7 +9,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from apps.core.schema import NamedChoiceField
+from apps.api.schema import NamedChoiceField
 from apps.knowledge import sources
 from apps.knowledge.models import ArticleKind, ArticleStatus, SourceStatus
 from apps.knowledge.services.articles import (

@@ -9,11 +9,11 @@ import random
 from celery import shared_task
 from django.conf import settings
 
-from apps.core import slots
 from apps.core.tasks import TenantTask
 from apps.knowledge.models import KnowledgeSource
 from apps.knowledge.services.sync import resync_due as _resync_due
 from apps.knowledge.services.sync import source_sync, source_sync_wait
+from apps.platform import slots
 
 # A sync ends by KNOWLEDGE_SYNC_SECONDS on its own; the limits leave room for the bookkeeping.
 _SOFT_LIMIT = int(settings.KNOWLEDGE_SYNC_SECONDS) + 60

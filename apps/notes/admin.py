@@ -19,11 +19,11 @@ from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.models import User
+from apps.api.admin import TenantScopedAdmin
+from apps.api.permissions import SUPPORT, clients_permitting
 from apps.clients.models import Client
 from apps.conversations.admin import conversation_link
-from apps.core.admin import TenantScopedAdmin
 from apps.core.exceptions import ApplicationError
-from apps.core.permissions import SUPPORT, clients_permitting
 from apps.notes.debug import TYPE_ICONS, note_label
 from apps.notes.maintenance import (
     EDITABLE_FIELDS,

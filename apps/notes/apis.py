@@ -15,10 +15,8 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from apps.core.exceptions import ApplicationError
-from apps.core.parsers import read_body
-from apps.core.permissions import MANAGE, READ, SUPPORT, StaffAPIView, acting_user
-from apps.core.schema import (
+from apps.api.permissions import MANAGE, READ, SUPPORT, StaffAPIView, acting_user
+from apps.api.schema import (
     AUTH_ERRORS,
     CLIENT_PARAMETER,
     enum_values,
@@ -27,6 +25,7 @@ from apps.core.schema import (
     invalid_example,
     parse_pk,
 )
+from apps.core.exceptions import ApplicationError
 from apps.notes.maintenance import (
     note_delete,
     note_get,
@@ -44,6 +43,7 @@ from apps.notes.serializers import (
     NoteWriteSerializer,
 )
 from apps.notes.services import note_add, note_set_status, note_update
+from apps.platform.parsers import read_body
 
 TAG = "notes"
 JSON_LINES = "application/x-ndjson"

@@ -23,7 +23,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from apps.clients.models import Client
 from apps.core.exceptions import ApplicationError
-from apps.core.parsers import UnsafeString, loads
 from apps.notes import cache as notes_cache
 from apps.notes.models import Note, NoteStatus, NoteType
 from apps.notes.redaction import inert_line
@@ -36,6 +35,7 @@ from apps.notes.services import (
     update_search_vector,
 )
 from apps.notes.sessions import current_session_id
+from apps.platform.parsers import UnsafeString, loads
 
 MAX_REF_CHARS = 200
 MAX_LANGUAGE_CHARS = 16

@@ -6,7 +6,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from apps.core.schema import NamedChoiceField
+from apps.api.schema import NamedChoiceField
 from apps.notes.maintenance import MAX_CONTENT_CHARS, MAX_LANGUAGE_CHARS, MAX_REF_CHARS
 from apps.notes.models import NoteSource, NoteStatus, NoteType
 

@@ -15,11 +15,11 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
+from apps.api.admin import TenantScopedAdmin
+from apps.api.permissions import MANAGE, READ
+from apps.api.schema import parse_pk
 from apps.billing import periods
 from apps.clients.models import Client
-from apps.core.admin import TenantScopedAdmin
-from apps.core.permissions import MANAGE, READ
-from apps.core.schema import parse_pk
 from apps.outcomes.models import ClientOutcomes
 from apps.outcomes.selectors import HANDOFF_REASON_LABELS, outcome_report
 from apps.outcomes.serializers import OutcomeQuerySerializer, figures_json

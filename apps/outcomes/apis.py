@@ -13,8 +13,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from apps.accounts.authentication import ApiKeyPrincipal
-from apps.core.permissions import MANAGE, READ, StaffAPIView, role_permits
-from apps.core.schema import error_responses
+from apps.api.permissions import MANAGE, READ, StaffAPIView, role_permits
+from apps.api.schema import error_responses
 from apps.outcomes.renderers import OutcomesCSVRenderer
 from apps.outcomes.selectors import GROUP_BYS, outcome_report
 from apps.outcomes.serializers import (

@@ -19,9 +19,9 @@ from asgiref.sync import sync_to_async
 
 from apps.clients.models import Client
 from apps.conversations import events
-from apps.core import sse as sse_stream
-from apps.core.db import release_connection
-from apps.core.sse import sse_event as sse
+from apps.platform import sse as sse_stream
+from apps.platform.db import release_connection
+from apps.platform.sse import sse_event as sse
 from apps.playground.selectors import run_json, run_state, steps_after
 from apps.playground.services import CHANNEL_PREFIX
 from apps.reasoning.rendering import step_json

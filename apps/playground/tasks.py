@@ -1,5 +1,5 @@
 """Playground runs off the request: through the fleet's slots on a worker (at a lower priority
-than live turns, at most PLAYGROUND_RUNS_PER_CLIENT at once per client; apps/core/slots.py), or
+than live turns, at most PLAYGROUND_RUNS_PER_CLIENT at once per client; apps/platform/slots.py), or
 — with no broker (the demo) — in a background thread of the web process, so the page's POST
 returns at once either way."""
 
@@ -12,9 +12,9 @@ from celery import shared_task
 from django.conf import settings
 from django.db import connections
 
-from apps.core import slots
 from apps.core.tasks import TenantTask
 from apps.core.tenancy import tenant_scope
+from apps.platform import slots
 from apps.playground.models import PlaygroundRun
 from apps.playground.services import playground_run_execute
 

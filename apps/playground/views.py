@@ -19,13 +19,13 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 
+from apps.api.permissions import SUPPORT, role_permits
 from apps.clients.models import AIMode, Rubric
 from apps.console.access import ConsoleAccess, console_view, json_view
 from apps.conversations.models import Conversation
 from apps.conversations.selectors import conversation_get
 from apps.conversations.services import MAX_MESSAGE_CHARS
 from apps.core.exceptions import ApplicationError
-from apps.core.permissions import SUPPORT, role_permits
 from apps.playground import streams
 from apps.playground.models import PlaygroundRun
 from apps.playground.selectors import run_get, run_list

@@ -18,11 +18,11 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.models import User
+from apps.api.admin import ReadOnlyAuditAdmin, pretty_json_block
+from apps.api.permissions import MANAGE
+from apps.api.resolver import resolver
 from apps.clients.models import Client
-from apps.core.admin import ReadOnlyAuditAdmin, pretty_json_block
 from apps.core.exceptions import ApplicationError
-from apps.core.permissions import MANAGE
-from apps.core.resolver import resolver
 from apps.privacy.models import DataSubjectRequest, MatchKind, RequestChannel
 from apps.privacy.selectors import SubjectMatch, subject_conversations
 from apps.privacy.services import (

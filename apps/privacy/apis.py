@@ -14,8 +14,8 @@ from rest_framework import exceptions, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from apps.core.permissions import MANAGE, StaffAPIView, acting_user
-from apps.core.schema import AUTH_ERRORS, CLIENT_PARAMETER, error_responses
+from apps.api.permissions import MANAGE, StaffAPIView, acting_user
+from apps.api.schema import AUTH_ERRORS, CLIENT_PARAMETER, error_responses
 from apps.privacy.models import RequestChannel, RequestKind
 from apps.privacy.selectors import SubjectMatch, privacy_request_get, privacy_requests
 from apps.privacy.serializers import (

@@ -5,7 +5,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.core.schema import NamedChoiceField
+from apps.api.schema import NamedChoiceField
 from apps.privacy.models import DataSubjectRequest, MatchKind, RequestChannel, RequestKind
 
 MATCH_FIELDS = ("email", "conversation", "visitor", "customer")

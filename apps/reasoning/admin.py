@@ -14,8 +14,8 @@ from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 from django.utils.translation import gettext_lazy as _
 
+from apps.api.admin import ReadOnlyAuditAdmin, pretty_json_block
 from apps.conversations.admin import conversation_link
-from apps.core.admin import ReadOnlyAuditAdmin, pretty_json_block
 from apps.reasoning.models import ReasoningStep, ReasoningTrace, TraceKind
 from apps.reasoning.rendering import step_html
 

@@ -99,7 +99,7 @@ logger = logging.getLogger(__name__)
 # request waits for it, looking again this often (`run_turn_in_process`).
 EAGER_WAIT_STEP_SECONDS = 0.2
 
-# Over the widget's token window (apps/core/throttling.py): the message is kept and handed to
+# Over the widget's token window (apps/platform/throttling.py): the message is kept and handed to
 # staff — never a bare refusal. The widget then offers the e-mail field for their reply.
 TOKEN_WINDOW_TEXT = gettext_lazy(
     "Thanks for your message! You've sent a lot in a short time, so I've passed your "

@@ -9,9 +9,9 @@ from celery import shared_task, signals
 from django.conf import settings
 
 from apps.conversations.models import Message
-from apps.core import slots
 from apps.core.tasks import TenantTask
 from apps.core.tenancy import current_tenant
+from apps.platform import slots
 from apps.reasoning.admission import (
     DB_ERRORS,
     TurnBusy,
@@ -43,7 +43,7 @@ class TurnTask(TenantTask):
         self, args: Any = None, kwargs: Any = None, **options: Any
     ) -> Any:
         """Queueing a turn (from the web process, the sweeper, a retry) parks it in the fleet's
-        slot scheduler first (apps/core/slots.py), so every waiting turn is seen at once; the
+        slot scheduler first (apps/platform/slots.py), so every waiting turn is seen at once; the
         Celery message then only wakes a worker thread, which runs whichever parked job should
         run now. A delayed retry (countdown) is parked when it arrives instead."""
         kwargs = dict(kwargs or {})
@@ -82,7 +82,7 @@ def process_turn(
 ) -> None:
     """Run the turn of one customer message, through the fleet's slots: the turn runs in this
     thread when its tenant may take a slot, else it waits parked (in Redis) and a thread that
-    finishes a job runs it next (apps/core/slots.py). `parked`: the turn was parked when it was
+    finishes a job runs it next (apps/platform/slots.py). `parked`: the turn was parked when it was
     queued; run whatever parked job should run now. Safe to run twice: the turn is claimed by a
     unique row, replies are posted once, tool runs are keyed by an idempotency key."""
     if self.request.is_eager:

@@ -2,7 +2,7 @@
 simulation" form (cases by suite or tag, or a replay of saved conversations by preset, against a
 candidate configuration) and each run's report — baseline and candidate side by side.
 
-Roles (apps/core/permissions.py): viewers read cases, runs and reports; agents edit cases and
+Roles (apps/api/permissions.py): viewers read cases, runs and reports; agents edit cases and
 start or stop runs, as in the playground and the API."""
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from apps.api.admin import TenantScopedAdmin, pretty_json
+from apps.api.permissions import READ, SUPPORT
+from apps.api.resolver import resolver
 from apps.billing.selectors import simulation_budget_status
 from apps.clients import modes
 from apps.clients.models import Client, Rubric
-from apps.core.admin import TenantScopedAdmin, pretty_json
 from apps.core.exceptions import ApplicationError
-from apps.core.permissions import READ, SUPPORT
-from apps.core.resolver import resolver
 from apps.notes.models import Note, NoteStatus
 from apps.simulations.cases import CASE_FIELDS, simcase_create, simcase_update
 from apps.simulations.models import (

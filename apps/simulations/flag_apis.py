@@ -8,8 +8,8 @@ from rest_framework import exceptions, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from apps.core.permissions import SUPPORT, StaffAPIView
-from apps.core.schema import (
+from apps.api.permissions import SUPPORT, StaffAPIView
+from apps.api.schema import (
     AUTH_ERRORS,
     CLIENT_PARAMETER,
     error_responses,

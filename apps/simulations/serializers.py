@@ -11,7 +11,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.core.schema import NamedChoiceField
+from apps.api.schema import NamedChoiceField
 from apps.simulations.models import CaseStatus, RunKind, RunSource, RunStatus, Side
 
 MAX_SLUG_CHARS = 100

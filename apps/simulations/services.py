@@ -2,7 +2,7 @@
 per case × side × attempt, queue them), execute a case run in the sandbox
 (`apps.simulations.sandbox`), check it, and build the report when the last one finishes; stop.
 
-A case run is one job on the workers, below live turns (`apps.core.slots` kind `sim`;
+A case run is one job on the workers, below live turns (`apps.platform.slots` kind `sim`;
 apps/simulations/tasks.py). `simulation_run_execute` runs a whole run in the caller
 (`manage.py simulate`, tests). Every job is idempotent: a redelivered one finds its case run
 claimed and leaves it — unless no turn of it started within a turn's lease

@@ -1,5 +1,5 @@
 """Simulation runs off the request: one job per case run on the workers, through the fleet's
-slots as their lowest-priority kind (`apps.core.slots.SIMULATION`: after live turns and
+slots as their lowest-priority kind (`apps.platform.slots.SIMULATION`: after live turns and
 playground runs, at most SIMULATION_JOBS_PER_CLIENT at once per client and
 SIMULATION_SLOTS_PERCENT of the fleet), so live customers never queue behind a test run. With
 no broker (the demo) a run goes through one background thread of the web process, or the
@@ -14,9 +14,9 @@ from celery import shared_task
 from django.conf import settings
 from django.db import connections
 
-from apps.core import slots
 from apps.core.tasks import TenantTask
 from apps.core.tenancy import tenant_scope
+from apps.platform import slots
 from apps.simulations.models import CaseRun, CaseStatus
 from apps.simulations.services import caserun_execute, simulation_run_execute
 

@@ -7,9 +7,9 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
+from apps.api.permissions import SUPPORT, role_permits
 from apps.console.access import ConsoleAccess, json_error, json_view
 from apps.core.exceptions import ApplicationError
-from apps.core.permissions import SUPPORT, role_permits
 from apps.flags.selectors import flag_get
 from apps.simulations.cases import simcase_from_flag
 

@@ -17,10 +17,10 @@ from django.utils.translation import gettext_lazy as _
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from apps.api.admin import ReadOnlyAuditAdmin, TenantScopedAdmin, pretty_json_block
+from apps.api.permissions import MANAGE
 from apps.clients.admin import PrettyJSONField
 from apps.conversations.admin import conversation_link
-from apps.core.admin import ReadOnlyAuditAdmin, TenantScopedAdmin, pretty_json_block
-from apps.core.permissions import MANAGE
 from apps.core.schema_errors import json_path
 from apps.tools.approval_rules import approval_rule_problems, approval_rule_text
 from apps.tools.executors import executor_for, executors, settings_fields, settings_for

@@ -10,8 +10,8 @@ from rest_framework import exceptions, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from apps.core.permissions import MANAGE, READ, StaffAPIView
-from apps.core.schema import (
+from apps.api.permissions import MANAGE, READ, StaffAPIView
+from apps.api.schema import (
     AUTH_ERRORS,
     CLIENT_PARAMETER,
     NamedChoiceField,

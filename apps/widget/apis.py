@@ -38,6 +38,8 @@ from rest_framework.response import Response
 from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
+from apps.api.resolver import resolver
+from apps.api.schema import ErrorSerializer, error_responses
 from apps.billing.services.visitors import conversation_visitor_record
 from apps.clients.identity import (
     IdentityError,
@@ -54,10 +56,8 @@ from apps.conversations.services import (
     customer_open_conversation,
     validate_customer_text,
 )
-from apps.core.parsers import JSONParser
-from apps.core.resolver import resolver
-from apps.core.schema import ErrorSerializer, error_responses
 from apps.outcomes.services import conversation_rate
+from apps.platform.parsers import JSONParser
 from apps.reasoning.models import TraceStatus
 from apps.reasoning.selectors import turn_in_progress as widget_turn_in_progress
 from apps.reasoning.selectors import turn_status as widget_turn_status

@@ -43,7 +43,7 @@ from rest_framework.throttling import BaseThrottle
 
 from apps.clients.models import Client, normalize_origin
 from apps.conversations.services import conversation_token_matches
-from apps.core.throttling import (
+from apps.platform.throttling import (
     SlidingWindowThrottle,
     TokenWindowReached,
     token_window_reached,

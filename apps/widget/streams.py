@@ -19,8 +19,8 @@ from apps.conversations.reply_drafts import (
     reply_draft_read,
     reply_draft_read_async,
 )
-from apps.core import sse
-from apps.core.sse import sse_event
+from apps.platform import sse
+from apps.platform.sse import sse_event
 from apps.reasoning.selectors import conversation_live_state
 from apps.widget.selectors import widget_message_events_after
 
@@ -144,7 +144,7 @@ async def event_stream_async(
 ) -> AsyncIterator[str]:
     """The same events as `event_stream`, served from the event loop (ASGI). With Redis the
     stream sleeps until a writer publishes a change to this conversation (events.py) and then
-    reads it; without Redis it polls (`apps.core.sse.push_stream`)."""
+    reads it; without Redis it polls (`apps.platform.sse.push_stream`)."""
     hub = events.hub()  # (the running loop's: only known once the stream runs)
     cursor = _StreamCursor(sent_seq=after)
     stream = sse.push_stream(

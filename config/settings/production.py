@@ -18,10 +18,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env.int
 ):
     # Django's native psycopg pool: a process holds at most DB_POOL_MAX_SIZE connections, and
     # a turn or an event stream gives its connection back while it waits on the network
-    # (apps/core/db.py). Pooling replaces persistent connections (CONN_MAX_AGE must be 0).
+    # (apps/platform/db.py). Pooling replaces persistent connections (CONN_MAX_AGE must be 0).
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     # Django's backend whose pool drops every dead connection at once (below).
-    DATABASES["default"]["ENGINE"] = "apps.core.postgresql"
+    DATABASES["default"]["ENGINE"] = "apps.platform.postgresql"
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": env.int("DB_POOL_MIN_SIZE", default=2),
         "max_size": env.int("DB_POOL_MAX_SIZE", default=20),
@@ -33,7 +33,7 @@ else:
 # a failover, pg_terminate_backend) is replaced instead of failing the request that got it:
 # a persistent connection before its reuse; a pooled one as it leaves the pool (an empty query,
 # ~0.1 ms): with a pool, CONN_HEALTH_CHECKS gives the pool a `check`
-# (apps.core.db.SweepOnFailedCheck) — and the first connection that fails it makes the pool
+# (apps.platform.db.SweepOnFailedCheck) — and the first connection that fails it makes the pool
 # test and replace every connection it holds at once, so after the database dropped them all
 # the next request waits only for one new connection, not a back-off per dead one.
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("CONN_HEALTH_CHECKS", default=True)

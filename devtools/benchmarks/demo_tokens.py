@@ -43,9 +43,9 @@ def run(mode: str, *, plan_limits: bool = True) -> list[dict[str, Any]]:
     from django.test import Client as HttpClient
     from django.test.utils import override_settings
 
+    from apps.api.views import DEMO_CUSTOMER_ID
     from apps.clients.identity import identity_secret_generate, user_hash
     from apps.clients.models import Client
-    from apps.core.views import DEMO_CUSTOMER_ID
     from apps.provisioning.management.commands.import_client import read_tenant_file
     from apps.provisioning.services import tenant_import
     from apps.reasoning.models import ReasoningTrace

@@ -435,8 +435,8 @@ HANDLERS = ("get", "post", "put", "patch", "delete")
 def test_every_staff_view_checks_a_role_for_every_handler(urlconf):
     from importlib import import_module
 
-    from apps.core.api import TenantAPIView
-    from apps.core.permissions import HasClientRole, StaffAPIView
+    from apps.api.base import TenantAPIView
+    from apps.api.permissions import HasClientRole, StaffAPIView
 
     patterns = import_module(urlconf).urlpatterns
     assert patterns
@@ -455,7 +455,7 @@ def test_a_handler_without_a_role_is_refused_not_let_through(owner_a):
     from rest_framework.response import Response
     from rest_framework.test import APIRequestFactory
 
-    from apps.core.permissions import StaffAPIView
+    from apps.api.permissions import StaffAPIView
 
     class Forgetful(StaffAPIView):
         required_roles = {"GET": Role.VIEWER}

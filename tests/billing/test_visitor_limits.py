@@ -281,7 +281,7 @@ def test_concurrent_messages_of_one_visitor_overspend_by_at_most_one_reservation
     from django.apps import apps
 
     from apps.billing import periods
-    from apps.core.throttling import visitor_key
+    from apps.platform.throttling import visitor_key
     from tests.billing.test_budgets import _wait_for_lock_waiters
 
     visitor_usage = apps.get_model("billing", "VisitorUsage")
@@ -390,7 +390,7 @@ def test_a_taken_over_turn_keeps_its_hold_and_a_dead_workers_is_settled(shop, se
 
 
 def test_an_empty_token_window_rate_turns_the_window_off(shop, settings):
-    from apps.core.throttling import token_window_charge, token_window_reached
+    from apps.platform.throttling import token_window_charge, token_window_reached
     from tests.widget.test_widget_api import rates
 
     rates(settings, widget_tokens="", widget_address_tokens="")

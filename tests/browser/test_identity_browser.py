@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from apps.api.views import DEMO_CUSTOMER_ID
 from apps.conversations.models import Conversation
-from apps.core.views import DEMO_CUSTOMER_ID
 from apps.tools.models import ToolExecution
 from tests.browser.helpers import open_widget, send, shot, shown_conversation
 from tests.reasoning.conftest import assess, critique

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from playwright.sync_api import FrameLocator, Page, expect
 
+from apps.api.views import DEMO_CUSTOMER_ID
 from apps.clients.identity import user_hash
 from apps.clients.models import Client
 from apps.conversations.models import Message
-from apps.core.views import DEMO_CUSTOMER_ID
 from apps.escalations.services import staff_reply
 from apps.tools.models import PendingAction, PendingActionStatus, ToolExecution
 from devtools.fake_llm import RecordedRequest

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
+from apps.api.views import DEMO_CUSTOMER_ID
 from apps.clients.identity import Identity
 from apps.clients.models import Client
 from apps.conversations.models import Conversation, Message
@@ -20,7 +21,6 @@ from apps.conversations.services import (
     conversation_customer_verify,
     message_append,
 )
-from apps.core.views import DEMO_CUSTOMER_ID
 from apps.provisioning.files import load_tenant_file
 from apps.reasoning.services import handle_turn
 from apps.tools.models import ToolExecution

@@ -13,7 +13,7 @@ import httpx2
 import pytest
 
 from apps.core.deadlines import DeadlineExceeded, deadline_scope, remaining, time_for
-from apps.core.http import WallClockTransport, wall_clock_client
+from apps.platform.http import WallClockTransport, wall_clock_client
 
 Handler = Callable[[socket.socket, bytes], None]
 

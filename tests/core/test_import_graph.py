@@ -59,15 +59,15 @@ def test_no_two_apps_import_each_other_outside_the_surfaces(type_checking: bool)
     [
         ("apps.clients.admin", True),
         ("apps.tools.apis", True),
-        ("apps.core.api", True),
+        ("apps.api.base", True),
         ("apps.widget.serializers", True),
         ("apps.console.views", True),
         ("apps.playground.views", True),
         # Only admin, API and view modules: not a whole app, not the request plumbing.
         ("apps.console.access", False),
         ("apps.widget.auth", False),
-        ("apps.core.resolver", False),
-        ("apps.core.permissions", False),
+        ("apps.api.resolver", False),
+        ("apps.api.permissions", False),
         ("apps.clients.urls", False),
         ("apps.provisioning.management.commands.import_client", False),
         ("apps.reasoning.services", False),

@@ -106,10 +106,10 @@ def test_production_refuses_to_start_without_a_broker():
 def test_the_production_pool_checks_each_connection_it_hands_out():
     """A connection the database dropped while it sat in the pool is discarded, not handed to a
     request: the pool's `check` runs psycopg's `check_connection`, and one that fails it makes
-    this pool drop every other dead connection at once (apps/core/db.py). The shipped sizes."""
+    this pool drop every other dead connection at once (apps/platform/db.py). The shipped sizes."""
     done = run_django(
         "config.settings.production",
-        "from django.db import connection; from apps.core.db import SweepOnFailedCheck; "
+        "from django.db import connection; from apps.platform.db import SweepOnFailedCheck; "
         "p = connection.pool; "
         "print(type(p._check) is SweepOnFailedCheck and p._check.pool is p, "
         "p.min_size, p.max_size, p.timeout, connection.vendor)",

@@ -1,4 +1,4 @@
-"""One resolver (apps/core/resolver.py) turns a request into its client for every surface: the
+"""One resolver (apps/api/resolver.py) turns a request into its client for every surface: the
 API, the widget, the staff console, the playground and the admin all go through it. Each test
 records the resolver's calls (the real method runs) while a surface serves a request."""
 
@@ -13,7 +13,7 @@ from django.test import Client as DjangoClient
 from django.urls import reverse
 
 from apps.accounts.models import Role
-from apps.core.resolver import TenantResolver, resolver
+from apps.api.resolver import TenantResolver, resolver
 from tests.conftest import api_for
 from tests.factories import MembershipFactory, UserFactory
 

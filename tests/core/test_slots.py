@@ -1,4 +1,4 @@
-"""The fleet's turn slots (apps/core/slots.py) against a real Redis: work-conserving (one tenant
+"""The fleet's turn slots (apps/platform/slots.py) against a real Redis: work-conserving (one tenant
 alone uses the idle fleet), fair (a newcomer always gets a slot while others flood), live turns
 before playground runs, at most PLAYGROUND_RUNS_PER_CLIENT runs per tenant, parked jobs run in
 order by the thread that frees a slot — and a real turn goes through it end to end.
@@ -17,7 +17,7 @@ from django.conf import settings as django_settings
 
 from apps.conversations.models import Message
 from apps.conversations.services import conversation_create
-from apps.core import slots
+from apps.platform import slots
 from apps.reasoning import tasks
 from apps.reasoning.services import handle_turn
 from tests.reasoning.conftest import (  # noqa: F401  (fixtures)

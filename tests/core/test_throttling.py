@@ -1,4 +1,4 @@
-"""The sliding-window throttle on Redis (apps/core/throttling.py) answers exactly as DRF's own
+"""The sliding-window throttle on Redis (apps/platform/throttling.py) answers exactly as DRF's own
 `SimpleRateThrottle` does on the cache — same allow/refuse sequence, same `wait()` — in one
 atomic round trip; and it lets requests through when Redis is unreachable."""
 
@@ -13,8 +13,8 @@ import redis
 from django.conf import settings as django_settings
 from rest_framework.throttling import SimpleRateThrottle
 
-from apps.core import throttling
-from apps.core.throttling import SlidingWindowThrottle
+from apps.platform import throttling
+from apps.platform.throttling import SlidingWindowThrottle
 
 REDIS_URL = django_settings.TEST_BROKER_URL
 needs_redis = pytest.mark.skipif(

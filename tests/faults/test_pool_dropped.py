@@ -3,7 +3,7 @@ a pooler or `pg_terminate_backend` ending them while they sit in the pool): the 
 simply reconnect. The Procfile's `web` under production settings with the shipped pool sizes
 (DB_POOL_MIN_SIZE 2, DB_POOL_MAX_SIZE 20), warmed by concurrent requests until its pool holds at
 least ten connections. The first dead connection a request takes out of the pool fails its check
-and the pool discards every other dead one in the same sweep (apps/core/db.py), instead of
+and the pool discards every other dead one in the same sweep (apps/platform/db.py), instead of
 handing them out one by one with psycopg_pool's back-off between them (0, 1, 2, 4, 8, 16 s: ten
 dead connections took a request past the 30 s pool timeout, a 503)."""
 
@@ -18,7 +18,7 @@ import pytest
 from django.db import connection
 from psycopg_pool import ConnectionPool
 
-from apps.core.db import SweepOnFailedCheck
+from apps.platform.db import SweepOnFailedCheck
 from tests.faults.conftest import (
     database_url,
     needs_postgres,
@@ -58,7 +58,7 @@ def _web_connections() -> int:
 
 
 def test_one_failed_check_discards_every_dead_connection_of_the_pool(caplog):
-    """The pool itself, as production builds it (apps/core/postgresql/base.py): twelve
+    """The pool itself, as production builds it (apps/platform/postgresql/base.py): twelve
     connections, all terminated; the next `getconn` meets one dead connection, and the sweep it
     starts discards the other eleven — psycopg_pool's own check alone would hand them out one by
     one with its back-off, past this pool's 10 s timeout."""
@@ -81,7 +81,7 @@ def test_one_failed_check_discards_every_dead_connection_of_the_pool(caplog):
         assert terminate_backends() >= 12
         assert wait_for(lambda: _connections_named(name) == 0, timeout=10)
 
-        with caplog.at_level("WARNING", logger="apps.core.db"), pool.connection() as conn:
+        with caplog.at_level("WARNING", logger="apps.platform.db"), pool.connection() as conn:
             assert conn.execute("SELECT 1").fetchone() == (1,)
         stats = pool.get_stats()
 

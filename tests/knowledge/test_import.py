@@ -9,7 +9,6 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import override_settings
 
-from apps.core import netguard
 from apps.core.exceptions import ApplicationError
 from apps.knowledge.models import (
     Article,
@@ -19,6 +18,7 @@ from apps.knowledge.models import (
 )
 from apps.knowledge.services.articles import article_save
 from apps.knowledge.services.sync import source_sync, source_sync_start
+from apps.platform import netguard
 from tests.factories import ClientFactory
 from tests.support.fake_site import FakeSite, pdf_bytes
 

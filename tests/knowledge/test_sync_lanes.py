@@ -20,12 +20,12 @@ from django.urls import reverse
 from django.utils import timezone
 
 from apps.accounts.models import Role
-from apps.core import slots
 from apps.core.exceptions import ApplicationError
 from apps.knowledge.models import KnowledgeSource, SourceStatus
 from apps.knowledge.services.articles import source_create
 from apps.knowledge.services.sync import resync_at, source_sync, sources_due
 from apps.knowledge.tasks import sync_source
+from apps.platform import slots
 from apps.provisioning.services import tenant_import
 from config.celery import app as celery_app
 from tests.api.conftest import assert_error, key_for

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
+from apps.api.views import DEMO_CUSTOMER_ID
 from apps.clients.identity import Identity
 from apps.clients.models import Client
 from apps.conversations.models import Kind, Message
 from apps.conversations.services import conversation_create, conversation_customer_verify
-from apps.core.views import DEMO_CUSTOMER_ID
 from apps.reasoning.services import handle_turn
 from apps.tools.builtins import get_order_status
 from apps.tools.models import ToolExecution

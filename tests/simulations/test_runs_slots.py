@@ -1,4 +1,4 @@
-"""Simulation jobs in the fleet's slots (apps/core/slots.py) against a real Redis: they come after
+"""Simulation jobs in the fleet's slots (apps/platform/slots.py) against a real Redis: they come after
 live turns and playground runs, hold at most SIMULATION_SLOTS_PERCENT of the fleet and at most
 SIMULATION_JOBS_PER_CLIENT per tenant. Skipped without Redis (CELERY_BROKER_URL=redis://…)."""
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.conf import settings as django_settings
 
-from apps.core import slots
+from apps.platform import slots
 
 REDIS_URL = django_settings.TEST_BROKER_URL
 pytestmark = pytest.mark.skipif(

@@ -1,5 +1,5 @@
 """The production ASGI application (config/asgi.py): event-stream paths are answered by
-`apps.core.asgi.StreamingPaths` — middleware and view in a borrowed thread, the body from the
+`apps.platform.asgi.StreamingPaths` — middleware and view in a borrowed thread, the body from the
 event loop — and every other path by Django's ASGI handler."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from django.core.handlers.asgi import ASGIHandler
 
 from apps.conversations.models import Conversation, Role
 from apps.conversations.services import message_append
-from apps.core.asgi import StreamingPaths
+from apps.platform.asgi import StreamingPaths
 from apps.widget import streams as widget_streams
 from tests.reasoning.conftest import assess
 from tests.widget.test_push import parse

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
+from apps.api.views import DEMO_CUSTOMER_ID
 from apps.clients.identity import user_hash
 from apps.clients.models import Client
-from apps.core.views import DEMO_CUSTOMER_ID
 from apps.escalations.models import Escalation, EscalationReason
 from apps.provisioning.files import load_tenant_file
 from apps.provisioning.services import tenant_import

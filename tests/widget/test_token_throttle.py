@@ -223,10 +223,10 @@ REDIS_URL = django_settings.TEST_BROKER_URL
 )
 def test_with_redis_as_the_cache_the_windows_live_in_sorted_sets(settings):
     """Production's path: one Lua round trip per check or charge, both windows in it
-    (apps/core/throttling.py)."""
+    (apps/platform/throttling.py)."""
     import redis
 
-    from apps.core.throttling import (
+    from apps.platform.throttling import (
         address_token_window_key,
         token_window_charge,
         token_window_key,

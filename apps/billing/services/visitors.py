@@ -9,7 +9,7 @@ hand every other customer of the month to staff) on their own. Per plan:
   at the limit the conversation is handed to staff (reason `usage_limit`).
 * `visitor_daily_token_budget` — the most tokens one visitor may use per day, over all their
   conversations. A visitor is the client address their widget messages come from
-  (`apps.core.throttling.visitor_key`: a keyed hash; IPv6 per /64); a new conversation does not
+  (`apps.platform.throttling.visitor_key`: a keyed hash; IPv6 per /64); a new conversation does not
   make a new visitor. Their turns run concurrently, so this one is reserve → run → commit on a
   locked `VisitorUsage` row, like the monthly budget: concurrent turns together pass it by at
   most the one turn admitted just under it. At the limit the conversation is handed to staff.
@@ -20,7 +20,7 @@ hand every other customer of the month to staff) on their own. Per plan:
   the turns that deliberated, and a capped turn runs adaptive (it never deliberates).
 
 Every turn of a known visitor also charges the tokens it used to its conversation's and its
-address's token windows (`apps.core.throttling.token_window_charge`), which the widget checks
+address's token windows (`apps.platform.throttling.token_window_charge`), which the widget checks
 before it stores a message (over one, the message is handed to staff).
 """
 
@@ -48,7 +48,7 @@ from apps.billing.services.budgets import UsageLimitReached, stale_after, turn_t
 from apps.clients import modes
 from apps.clients.models import AIMode, Client
 from apps.conversations.models import Conversation
-from apps.core.throttling import token_window_charge
+from apps.platform.throttling import token_window_charge
 
 CONVERSATION_TOKENS = "conversation_tokens"
 VISITOR_TOKENS = "visitor_tokens"

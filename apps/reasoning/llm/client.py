@@ -9,7 +9,7 @@ from typing import Any
 import openai
 from django.conf import settings
 
-from apps.core.http import wall_clock_client
+from apps.platform.http import wall_clock_client
 
 STEP_HEADER = "X-GuideDesk-Step"
 OFFLINE_MODEL = "offline-demo"

@@ -21,7 +21,7 @@ import openai
 from django.conf import settings
 
 from apps.core import deadlines
-from apps.core.db import release_connection
+from apps.platform.db import release_connection
 from apps.reasoning import steps
 from apps.reasoning.llm.client import (
     STEP_HEADER,

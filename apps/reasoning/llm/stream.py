@@ -14,7 +14,7 @@ import httpx2
 import jiter
 import openai
 
-from apps.core.http import rest_of_body_within
+from apps.platform.http import rest_of_body_within
 from apps.reasoning.llm.client import (
     STEP_HEADER,
     TEMPERATURE,

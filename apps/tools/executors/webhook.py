@@ -5,7 +5,7 @@
   one signature per active secret during a rotation); the legacy `X-GuideDesk-Signature` is sent
   alongside while `TOOL_WEBHOOK_LEGACY_SIGNATURE` is on.
 - `timeout_seconds` is a wall-clock limit per request (connect, TLS, every read), enforced by
-  `apps.core.http` even against an endpoint that trickles bytes; all attempts together fit in
+  `apps.platform.http` even against an endpoint that trickles bytes; all attempts together fit in
   the tool's budget and in the turn's deadline (`apps.core.deadlines`).
 - The destination is resolved once, checked (public addresses only, embedded IPv4 forms
   included) and the connection pinned to the checked address, so DNS rebinding cannot slip in
@@ -33,10 +33,10 @@ from django.utils.translation import gettext_noop
 from standardwebhooks.webhooks import Webhook
 
 from apps.core import deadlines
-from apps.core.db import release_connection
-from apps.core.http import CONNECT_TO, wall_clock_client
-from apps.core.netguard import address_is_public as address_is_public  # re-exported
-from apps.core.netguard import checked_addresses
+from apps.platform.db import release_connection
+from apps.platform.http import CONNECT_TO, wall_clock_client
+from apps.platform.netguard import address_is_public as address_is_public  # re-exported
+from apps.platform.netguard import checked_addresses
 from apps.tools.executors import TIMEOUT_SETTING, Executor, ExecutorOutcome
 from apps.tools.wording import ERROR_CODE_RE
 

@@ -18,11 +18,11 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "apps.core.api.exception_handler",
-    # JSON only, with limits on nesting, strings and numbers (apps/core/parsers.py).
-    "DEFAULT_PARSER_CLASSES": ["apps.core.parsers.JSONParser"],
-    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "apps.core.negotiation.LenientContentNegotiation",
-    "DEFAULT_PAGINATION_CLASS": "apps.core.api.Pagination",
+    "EXCEPTION_HANDLER": "apps.api.base.exception_handler",
+    # JSON only, with limits on nesting, strings and numbers (apps/platform/parsers.py).
+    "DEFAULT_PARSER_CLASSES": ["apps.platform.parsers.JSONParser"],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "apps.platform.negotiation.LenientContentNegotiation",
+    "DEFAULT_PAGINATION_CLASS": "apps.api.base.Pagination",
     "PAGE_SIZE": 50,
     "UNAUTHENTICATED_USER": None,
     # How many reverse proxies in front of us append to X-Forwarded-For (see TRUSTED_PROXY_COUNT

@@ -10,7 +10,7 @@ REDIS_URL = env("REDIS_URL", default="") or (
     CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else ""
 )
 SLOTS_REDIS_URL = REDIS_URL
-# The fleet's turn slots (apps/core/slots.py, docs/deployment.md "Fairness"): capacity = the
+# The fleet's turn slots (apps/platform/slots.py, docs/deployment.md "Fairness"): capacity = the
 # worker threads registered by every worker process (TURN_SLOTS_CAPACITY > 0 overrides it; the
 # fallback counts while no worker has registered); one tenant may hold capacity − reserve slots,
 # and the reserve goes only to tenants holding less than their share of it (tenants already
@@ -40,5 +40,5 @@ SIMULATION_EAGER_THREAD = env.bool("SIMULATION_EAGER_THREAD", default=True)
 # the fleet's slots (a worker of the `background` queue alone runs them on its own threads).
 BACKGROUND_SLOTS_PERCENT = env.float("BACKGROUND_SLOTS_PERCENT", default=10.0)
 # Threads per web process for the synchronous part of API requests and stream set-ups served by
-# apps/core/asgi.StreamingPaths (they give their database connection back when done).
+# apps/platform/asgi.StreamingPaths (they give their database connection back when done).
 WEB_THREADS = env.int("WEB_THREADS", default=32)

@@ -42,7 +42,7 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # insights, billing rollups, retention runs) goes to the `background` queue, which the
 # Procfile's `background` process consumes, so it never takes a thread a live turn needs. A
 # worker started without `-Q` consumes both (the Makefile's): there a knowledge sync takes a
-# slot at the lowest priority (apps/core/slots.py).
+# slot at the lowest priority (apps/platform/slots.py).
 CELERY_TASK_DEFAULT_QUEUE = "celery"
 BACKGROUND_QUEUE = "background"
 CELERY_TASK_QUEUES = (  # each queue its own routing key: a message lands in one queue only

@@ -14,7 +14,7 @@ Call sites (the only ones): the LLM gateway before each model request
 
 Connections the database dropped while they sat in the pool (a restart, a failover, a pooler or
 `pg_terminate_backend` ending them) are all discarded at once: `SweepOnFailedCheck` is the pool's
-`check` (the production backend, apps/core/postgresql/base.py, passes it)."""
+`check` (the production backend, apps/platform/postgresql/base.py, passes it)."""
 
 from __future__ import annotations
 

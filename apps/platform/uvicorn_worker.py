@@ -14,7 +14,7 @@ protocol with three limits, read from the settings when a connection opens:
   next request's first byte) to the end of the head. Past it: 408 (or nothing, if not a byte
   came), connection closed — a slowloris holds nothing for long.
 
-Request bodies are bounded in the ASGI application (apps/core/asgi.BoundedRequests), which knows
+Request bodies are bounded in the ASGI application (apps/platform/asgi.BoundedRequests), which knows
 the routes."""
 
 from __future__ import annotations
@@ -159,4 +159,7 @@ class BoundedUvicornWorker(UvicornWorker):
     """`uvicorn_worker.UvicornWorker` (uvloop when installed, the httptools parser) with the
     bounded request head above."""
 
-    CONFIG_KWARGS = {"loop": "auto", "http": "apps.core.uvicorn_worker:BoundedHttpToolsProtocol"}
+    CONFIG_KWARGS = {
+        "loop": "auto",
+        "http": "apps.platform.uvicorn_worker:BoundedHttpToolsProtocol",
+    }

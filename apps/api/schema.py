@@ -1,7 +1,7 @@
 """OpenAPI pieces shared by every API module: the error body, standard error responses, named
 enums, the `?client=` parameter and how ids in URL paths are documented and parsed.
 
-Kept apart from `apps.core.api` so that runtime plumbing does not depend on drf-spectacular.
+Kept apart from `apps.api.base` so that runtime plumbing does not depend on drf-spectacular.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiRespo
 from rest_framework import serializers
 
 # ---------------------------------------------------------------------------------------------
-# The one error shape (apps.core.api.exception_handler).
+# The one error shape (apps.api.base.exception_handler).
 # ---------------------------------------------------------------------------------------------
 
 

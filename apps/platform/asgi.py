@@ -39,7 +39,7 @@ from django.core.handlers.base import BaseHandler
 from django.http import HttpResponseBase
 from django.urls import set_script_prefix
 
-from apps.core.db import release_connection
+from apps.platform.db import release_connection
 
 
 class _SyncHandler(BaseHandler):
@@ -124,7 +124,7 @@ class BoundedRequests:
     read, or, for a streamed (chunked) body, as soon as the bytes received pass the limit; a
     body whose bytes stop arriving gets 408 after `body_timeout` seconds. Either way the
     connection is closed. The request head is bounded by the server's protocol
-    (apps/core/uvicorn_worker.py); docs/deployment.md lists the settings."""
+    (apps/platform/uvicorn_worker.py); docs/deployment.md lists the settings."""
 
     def __init__(
         self,

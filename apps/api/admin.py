@@ -15,10 +15,10 @@ from django.http import HttpRequest
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from apps.api.permissions import MANAGE, READ, SUPPORT, user_may
+from apps.api.resolver import resolver
 from apps.clients.models import Client
 from apps.core.models import TenantOwnedModel
-from apps.core.permissions import MANAGE, READ, SUPPORT, user_may
-from apps.core.resolver import resolver
 from apps.core.tenancy import TenantQuerySet
 
 
@@ -37,7 +37,7 @@ def pretty_json_block(value: Any) -> SafeString | str:
 
 
 class TenantScopedAdmin(admin.ModelAdmin):
-    """The admin side of the one permission rule (apps/core/permissions.py).
+    """The admin side of the one permission rule (apps/api/permissions.py).
 
     Platform superusers see every tenant; client staff see a row only when their role in the
     row's client reaches `view_need`, and add, change or delete it only when it reaches

@@ -4,7 +4,7 @@ Shared by the tool webhooks (apps/tools/executors/webhook.py) and the knowledge 
 (apps/knowledge/fetch.py). The host is resolved once and, unless private networks are allowed
 (development, tests), every address it resolves to must be public — so a URL pointed at
 127.0.0.1, 10.x, 169.254.169.254, [::127.0.0.1] … cannot probe our own network. The caller pins
-its connection to the returned addresses (`apps.core.http.CONNECT_TO`) so DNS rebinding between
+its connection to the returned addresses (`apps.platform.http.CONNECT_TO`) so DNS rebinding between
 the check and the call cannot send it elsewhere."""
 
 from __future__ import annotations

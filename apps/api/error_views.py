@@ -2,7 +2,7 @@
 API's one JSON error shape, so a caller never has to parse an HTML page; everywhere else they
 are Django's own pages.
 
-DRF views already answer their own errors as JSON (apps.core.api.exception_handler); these
+DRF views already answer their own errors as JSON (apps.api.base.exception_handler); these
 handlers cover what happens outside a DRF view: an unknown /api/ path, a suspicious request
 refused by Django before any view, and an unhandled exception (the 500 is still logged by
 Django as usual)."""

@@ -17,7 +17,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.db import DatabaseError
 
-from apps.core.db import release_connection
+from apps.platform.db import release_connection
 
 logger = logging.getLogger(__name__)
 

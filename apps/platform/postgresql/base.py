@@ -1,6 +1,6 @@
-"""Django's PostgreSQL backend (`ENGINE = "apps.core.postgresql"`, set by
+"""Django's PostgreSQL backend (`ENGINE = "apps.platform.postgresql"`, set by
 config/settings/production.py with the pool) with one change: its psycopg pool's `check` is
-`apps.core.db.SweepOnFailedCheck`, so the first dead connection a request meets makes the pool
+`apps.platform.db.SweepOnFailedCheck`, so the first dead connection a request meets makes the pool
 drop every other dead one at once. Django itself passes `check=ConnectionPool.check_connection`
 when CONN_HEALTH_CHECKS is on and refuses a `check` among OPTIONS["pool"], so the pool is built
 here, with the arguments Django gives it. With CONN_HEALTH_CHECKS off, or without a pool, this is
@@ -15,7 +15,7 @@ from django.db.backends.base.base import NO_DB_ALIAS
 from django.db.backends.postgresql import base
 from psycopg_pool import ConnectionPool
 
-from apps.core.db import SweepOnFailedCheck
+from apps.platform.db import SweepOnFailedCheck
 
 
 class DatabaseWrapper(base.DatabaseWrapper):

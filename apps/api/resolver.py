@@ -49,7 +49,7 @@ class TenantResolver:
     def admin_client_ids(self, request: Any, need: str | None) -> list[int] | None:
         """The clients whose rows an admin page may show or change for `need`: None for a
         platform operator (every client), else the ids where the user's role reaches it."""
-        from apps.core.permissions import clients_permitting
+        from apps.api.permissions import clients_permitting
 
         if request.user.is_superuser:
             return None

@@ -119,7 +119,7 @@ class Pagination(PageNumberPagination):
 class TenantAPIView(APIView):
     """Base for every client-scoped endpoint: resolves the tenant once, in `initial()`, from the
     authenticated principal (API key or staff session + membership), through the one resolver
-    (apps/core/resolver.py). Subclasses read
+    (apps/api/resolver.py). Subclasses read
     `self.client`; they cannot reach a handler without one."""
 
     client: Client
@@ -136,7 +136,7 @@ class TenantAPIView(APIView):
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
-        from apps.core.resolver import resolver
+        from apps.api.resolver import resolver
 
         client = resolver.client(request)
         if client is None:

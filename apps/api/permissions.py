@@ -14,7 +14,7 @@ membership in the client (`client_role`). `role_permits(role, need)` is the rule
   enforces it before the handler runs, and a handler the view forgot to give a role is refused
   (ImproperlyConfigured), never let through;
 - the console: `console_view(minimum=...)` and `ConsoleAccess.can_act`;
-- the admin: `TenantScopedAdmin` (apps/core/admin.py) asks it for every object's client on list,
+- the admin: `TenantScopedAdmin` (apps/api/admin.py) asks it for every object's client on list,
   change, add and delete pages, inlines, custom views and every admin action. Django's model
   permissions can only narrow what the role allows there, never widen it.
 """
@@ -31,8 +31,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from apps.accounts.models import Role, User, role_at_least
-from apps.core.api import Pagination, TenantAPIView
-from apps.core.parsers import JSONParser
+from apps.api.base import Pagination, TenantAPIView
+from apps.platform.parsers import JSONParser
 
 NO_CLIENT_MESSAGE = "No client is associated with these credentials."
 
@@ -117,7 +117,7 @@ class HasClientRole(BasePermission):
     message = NO_CLIENT_MESSAGE
 
     def has_permission(self, request: Request, view: Any) -> bool:
-        from apps.core.resolver import resolver
+        from apps.api.resolver import resolver
 
         minimum = required_role(view, request.method or "GET")
         if not slug_is_usable(request.query_params.get("client")):
