@@ -9,14 +9,9 @@ class CoreConfig(AppConfig):
 
     def ready(self) -> None:
         from django.apps import apps
-        from django.contrib import admin
 
-        from apps.api.admin import lock_platform_admins
         from apps.core import checks  # noqa: F401  (registers the deployment checks)
         from apps.core.tenancy import register_parent_lookups
 
         # Every model is loaded by now: a bare parent id stops counting as a tenant scope.
         register_parent_lookups(apps.get_models())
-
-        # django.contrib.admin (first in INSTALLED_APPS) has loaded every admin module by now.
-        lock_platform_admins(admin.site)

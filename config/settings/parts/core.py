@@ -32,6 +32,8 @@ INSTALLED_APPS = [
     "allauth.account",
     "allauth.mfa",
     "apps.core",
+    "apps.platform",
+    "apps.api",
     "apps.accounts",
     "apps.clients",
     "apps.billing",
