@@ -1,5 +1,5 @@
-"""Simulation jobs in the fleet's slots (apps/platform/slots.py) against a real Redis: they come after
-live turns and playground runs, hold at most SIMULATION_SLOTS_PERCENT of the fleet and at most
+"""Simulation jobs in the fleet's slots (apps/platform/slots.py) against a real Redis: they come
+after live turns and playground runs, hold at most SIMULATION_SLOTS_PERCENT of the fleet and at most
 SIMULATION_JOBS_PER_CLIENT per tenant. Skipped without Redis (CELERY_BROKER_URL=redis://…)."""
 
 from __future__ import annotations

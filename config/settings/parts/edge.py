@@ -3,8 +3,8 @@
 from config.settings.parts.core import env
 
 # The edge: what the web process itself refuses, with or without a proxy in front
-# (apps/platform/uvicorn_worker.py for the request head, apps/platform/asgi.BoundedRequests for the body;
-# docs/deployment.md). A request head (request line + header fields) larger than
+# (apps/platform/uvicorn_worker.py for the request head, apps/platform/asgi.BoundedRequests for
+# the body; docs/deployment.md). A request head (request line + header fields) larger than
 # REQUEST_HEADERS_MAX_BYTES or with more than REQUEST_HEADERS_MAX_COUNT fields gets 431; one not
 # complete REQUEST_HEADER_TIMEOUT seconds after the connection opened (or the request began)
 # gets 408 and the connection is closed.
