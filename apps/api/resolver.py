@@ -8,7 +8,8 @@
 - Admin: the clients whose rows a page may show for a role (`TenantScopedAdmin`); platform
   operators see every client, through an explicit `unscoped(...)`.
 
-A surface module (it sits above every layer, like the views that use it).
+It lives in apps.api, above accounts and clients, whose selectors and models it reads; the
+widget's key check (apps.widget.auth) is the one import it makes upward (pyproject.toml).
 """
 
 from __future__ import annotations
