@@ -7,6 +7,7 @@ server."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any
@@ -15,7 +16,6 @@ import pytest
 
 from apps.billing.services.budgets import UsageLimitReached
 from apps.clients import modes
-from apps.clients.modes import Mode
 from apps.core.deadlines import DeadlineExceeded
 from apps.core.tenancy import tenant_scope
 from apps.escalations.models import EscalationReason
@@ -24,6 +24,7 @@ from apps.playground.services import playground_run_create, playground_run_execu
 from apps.reasoning.llm import LLMError
 from apps.reasoning.meter import TokenCapExceeded
 from apps.reasoning.models import ReasoningTrace, TraceKind
+from apps.reasoning.modes import standard
 from apps.reasoning.traces import TurnAborted
 from apps.reasoning.turn import Escalate
 from apps.simulations.models import SimCase, SimulationRun
@@ -53,7 +54,8 @@ def failing_mode(shop: Any) -> Iterator[list[Callable[[], Exception]]]:
         raise raises[0]()
 
     modes.register(
-        Mode(
+        dataclasses.replace(  # standard's declarations (no streaming matters here: it raises)
+            standard.MODE,
             name="failing",
             label="Failing — a mode defined in a test",
             summary="Raises the failure the test chose.",
