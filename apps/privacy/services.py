@@ -54,6 +54,7 @@ from apps.conversations.models import (
 )
 from apps.core.exceptions import ApplicationError
 from apps.escalations.models import Escalation, EscalationStatus
+from apps.events.services import deliveries_erase
 from apps.insights.models import InsightProposal
 from apps.knowledge import cache as knowledge_cache
 from apps.knowledge.models import FAQ, Article, ArticleChunk
@@ -461,6 +462,7 @@ def conversations_erase(*, client: Client, conversation_ids: list[int]) -> dict[
         .values_list("public_id", flat=True)
     }
     needles = _needles(client, ids)
+    counts |= deliveries_erase(client=client, conversation_public_ids=public_ids)
     emails = {
         e
         for e in Conversation.objects.for_client(client)
