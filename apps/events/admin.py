@@ -75,6 +75,12 @@ class EventSubscriptionAdmin(TenantScopedAdmin):
     list_select_related = ["client"]
     search_fields = ["name", "url"]
 
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
+        """A subscription's delivery log goes with it (nobody deletes log rows one by one)."""
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        perms_needed.discard(str(EventDelivery._meta.verbose_name))
+        return deleted, counts, perms_needed, protected
+
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         if not self.role_permits_on(request, obj, self.change_need):
             raise PermissionDenied
@@ -121,7 +127,7 @@ class EventDeliveryAdmin(ActionOnlyAdmin):
         "event_id",
         "event_type",
         "subscription",
-        "conversation",
+        "conversation_public_id",
         "status",
         "attempts",
         "last_status_code",

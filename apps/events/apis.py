@@ -76,7 +76,7 @@ class DeliverySerializer(serializers.Serializer):
     event_id = serializers.UUIDField(help_text="The event's id: the `webhook-id` header.")
     event_type = NamedChoiceField(choices=EventType, enum_name="EventType")
     subscription = serializers.UUIDField(source="subscription.public_id")
-    conversation = serializers.UUIDField(allow_null=True)
+    conversation = serializers.UUIDField(source="conversation_public_id", allow_null=True)
     payload = serializers.JSONField(help_text="The body as sent.")
     status = NamedChoiceField(choices=DeliveryStatus, enum_name="DeliveryStatus")
     attempts = serializers.IntegerField()

@@ -94,7 +94,7 @@ class EventDelivery(TenantOwnedModel):
     event_type = models.CharField(_("event type"), max_length=40, choices=EventType.choices)
     # The conversation's public id (not a foreign key: the log outlives an erasure, which
     # blanks the customer's words in it instead — apps/events/services.py).
-    conversation = models.UUIDField(_("conversation"), null=True, blank=True)
+    conversation_public_id = models.UUIDField(_("conversation"), null=True, blank=True)
     payload = models.JSONField(_("payload"), default=dict)
     status = models.CharField(
         _("status"), max_length=10, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING
@@ -117,7 +117,7 @@ class EventDelivery(TenantOwnedModel):
             )
         ]
         indexes = [
-            models.Index(fields=["client", "subscription", "conversation", "status"]),
+            models.Index(fields=["client", "subscription", "conversation_public_id", "status"]),
             models.Index(fields=["client", "event_type"]),
         ]
 

@@ -74,12 +74,12 @@ def delivery_get(*, client: Client, delivery_id: object) -> EventDelivery | None
 def delivery_blocked(delivery: EventDelivery) -> bool:
     """Whether an earlier event of the same conversation to the same subscription is still
     unfinished: this one waits for it (per-conversation order)."""
-    if delivery.conversation is None:
+    if delivery.conversation_public_id is None:
         return False
     return EventDelivery.objects.filter(
         client_id=delivery.client_id,
         subscription_id=delivery.subscription_id,
-        conversation=delivery.conversation,
+        conversation_public_id=delivery.conversation_public_id,
         status__in=UNFINISHED,
         pk__lt=delivery.pk,
     ).exists()
@@ -87,13 +87,13 @@ def delivery_blocked(delivery: EventDelivery) -> bool:
 
 def delivery_next_in_line(delivery: EventDelivery) -> EventDelivery | None:
     """The earliest unfinished later delivery of the same conversation and subscription."""
-    if delivery.conversation is None:
+    if delivery.conversation_public_id is None:
         return None
     return (
         EventDelivery.objects.filter(
             client_id=delivery.client_id,
             subscription_id=delivery.subscription_id,
-            conversation=delivery.conversation,
+            conversation_public_id=delivery.conversation_public_id,
             status__in=(DeliveryStatus.PENDING, DeliveryStatus.RETRYING),
             pk__gt=delivery.pk,
         )

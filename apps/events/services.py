@@ -255,7 +255,7 @@ def event_record(*, client_id: int, event: dict[str, Any]) -> list[EventDelivery
                 event_id=event_id,
                 defaults={
                     "event_type": event["type"],
-                    "conversation": conversation,
+                    "conversation_public_id": conversation,
                     "payload": _payload(subscription, event, client),
                 },
             )
@@ -440,7 +440,7 @@ def deliveries_erase(*, client: Client, conversation_public_ids: Iterable[str]) 
         return {}
     rows = list(
         EventDelivery.objects.for_client(client)
-        .filter(conversation__in=ids)
+        .filter(conversation_public_id__in=ids)
         .only("pk", "payload", "subscription_id")
     )
     changed = []
