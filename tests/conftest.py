@@ -30,6 +30,15 @@ ROOT = Path(__file__).resolve().parent.parent
 DEMO_TENANT = ROOT / "demo" / "tenant.json"
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests against the real llama.cpp server (one file, the longest by far) first: under
+    `make test`'s parallel workers (`--dist loadfile`) one worker then runs them while the others
+    take the rest, instead of them running alone at the end (pytest-django orders transactional
+    tests last; this runs after it)."""
+    items.sort(key=lambda item: item.get_closest_marker("llm_server") is None)
+
+
 def _shipped_rubrics_again(sender: AppConfig, **kwargs: Any) -> None:
     """A transactional test ends by flushing every table, the rubrics that migrations
     `clients.0008`/`0009` ship included; Django then sends `post_migrate` (as it does to recreate
