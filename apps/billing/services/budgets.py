@@ -65,7 +65,9 @@ def turn_token_estimate(plan: Plan, mode: str | None = None) -> int:
     mode). A mode no longer registered reserves a plain turn's tokens."""
     declared = modes.find(mode or plan.ai_mode)
     reserve = declared.token_reserve if declared is not None else modes.TokenReserve.TURN
-    return int(plan.per_turn_token_cap or int(getattr(settings, reserve)))
+    if reserve == modes.TokenReserve.DELIBERATIVE:
+        return int(plan.per_turn_token_cap or settings.BILLING_DELIBERATIVE_TURN_TOKEN_RESERVE)
+    return int(plan.per_turn_token_cap or settings.BILLING_TURN_TOKEN_RESERVE)
 
 
 def stale_after() -> timedelta:
