@@ -47,7 +47,6 @@ INSTALLED_APPS = [
     "apps.approvals",
     "apps.flags",
     "apps.outcomes",
-    "apps.events",
     "apps.playground",
     "apps.simulations",
     "apps.insights",
