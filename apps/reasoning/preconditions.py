@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from apps.conversations.models import Kind
 from apps.reasoning import guards
+from apps.reasoning.tool_records import record_tool_result
 from apps.reasoning.traces import pretty
 from apps.tools.models import ClientTool, ExecutionStatus, ToolKind
 from apps.tools.preconditions import Precondition, not_possible_text, precondition_of
@@ -137,29 +138,7 @@ def _read(turn: Turn, *, tool: ClientTool, params: dict[str, Any]) -> tuple[bool
             conversation=turn.conversation,
             trace=turn.rec.trace,
         )
-    turn.rec.trace.tool_calls += 1
+    text = record_tool_result(turn, tool=tool, params=params, execution=execution)
+    turn.add_source(f"tool result: {tool.name}", text)
     ok = execution.status == ExecutionStatus.SUCCEEDED
-    outcome = {"ok": ok, "result": execution.result, "error": execution.error}
-    sandboxed = {"sandbox": True, "params": params} if turn.sandbox is not None else {}
-    turn.rec.step(
-        "tool",
-        input_summary=f"{tool.name} {pretty(params)}",
-        output={
-            **outcome,
-            "attempts": execution.attempts,
-            "execution": execution.pk,
-            **sandboxed,
-        },
-        latency_ms=execution.latency_ms,
-        error=execution.error,
-    )
-    turn.rec.internal(
-        Kind.TOOL_RESULT,
-        pretty(execution.result) if ok else f"failed: {execution.error}",
-        {"execution": execution.pk, **outcome},
-    )
-    turn.add_source(
-        f"tool result: {tool.name}",
-        pretty(execution.result) if ok else f"failed: {execution.error}",
-    )
     return ok, execution.result, execution.error

@@ -30,6 +30,7 @@ from apps.reasoning.context import tool_schema_text
 from apps.reasoning.llm import LLMError, LLMResult, StreamSink, correction_message, streaming
 from apps.reasoning.preconditions import check_before_asking
 from apps.reasoning.steps import Step, compose, with_language
+from apps.reasoning.tool_records import record_tool_result
 from apps.reasoning.traces import TokenCapExceeded, TurnRecorder, pretty
 from apps.tools import pending as pending_actions
 from apps.tools import wording
@@ -725,7 +726,7 @@ def run_tool(
         },
     )
     execution = _execute(turn, tool=tool, params=params, pending=pending, key=key)
-    result_text = _record_result(turn, tool=tool, params=params, execution=execution)
+    result_text = record_tool_result(turn, tool=tool, params=params, execution=execution)
     if pending is not None:
         if turn.sandbox is not None:
             turn.sandbox.executed(turn, pending=pending)
@@ -776,35 +777,6 @@ def _execute(
         trace=turn.rec.trace,
         pending_action=pending,
     )
-
-
-def _record_result(
-    turn: Turn, *, tool: ClientTool, params: dict[str, Any], execution: ToolExecution
-) -> str:
-    """Count the call and record its result on the trace (the `tool` step and an internal
-    message); returns the result as the turn's sources quote it."""
-    turn.rec.trace.tool_calls += 1
-    outcome = {
-        "ok": execution.status == ExecutionStatus.SUCCEEDED,
-        "result": execution.result,
-        "error": execution.error,
-    }
-    sandboxed = {"sandbox": True, "params": params} if turn.sandbox is not None else {}
-    turn.rec.step(
-        "tool",
-        input_summary=f"{tool.name} {pretty(params)}",
-        output={
-            **outcome,
-            "attempts": execution.attempts,
-            "execution": execution.pk,
-            **sandboxed,
-        },
-        latency_ms=execution.latency_ms,
-        error=execution.error,
-    )
-    result_text = pretty(execution.result) if outcome["ok"] else f"failed: {execution.error}"
-    turn.rec.internal(Kind.TOOL_RESULT, result_text, {"execution": execution.pk, **outcome})
-    return result_text
 
 
 def compose_reply(
