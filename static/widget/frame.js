@@ -28,6 +28,9 @@
   // posts the signature once this frame has loaded ("guidedesk:identify"); until then, no
   // stored conversation is resumed — it may be another customer's.
   const IDENTIFIED = new URLSearchParams(window.location.search).get("identified") === "1";
+  // How long a message typed before the page's signature arrives waits for it before the
+  // conversation starts as an anonymous visitor's (a page that never sends one).
+  const IDENTITY_WAIT_MS = 5000;
   const POLL_MS = 3000;
   const SSE_RETRY_MS = 30000;
   const PENDING_TIMEOUT_MS = 120000;
@@ -313,7 +316,21 @@
     return state.conversation;
   }
 
+  // Settled once the page's signature has been handled (its customer's open conversation
+  // adopted, if any) or IDENTITY_WAIT_MS after load: a message typed before then starts no
+  // conversation of its own, which the signature arriving next would throw away.
+  let identitySettled = function () {};
+  const identityWait = new Promise(function (resolve) {
+    identitySettled = resolve;
+    if (!IDENTIFIED || window.parent === window) resolve();
+    else setTimeout(resolve, IDENTITY_WAIT_MS);
+  });
+
   function ensureConversation() {
+    return identityWait.then(startConversation);
+  }
+
+  function startConversation() {
     if (state.conversation) return Promise.resolve(state.conversation);
     // The conversation starts in the chat's language (data-language, the page's <html lang>,
     // the browser's…) and keeps it until the customer clearly writes in, or asks for, another.
@@ -367,11 +384,15 @@
     const customer = claimedCustomer(state.identity);
     if (saved && customer && saved.customer === customer) {
       state.conversation = saved;
+      identitySettled();
       return resumeStored();
     }
     if (saved) saveConversation(null);
     state.conversation = null;
-    if (!state.identity) return resumeStored();
+    if (!state.identity) {
+      identitySettled();
+      return resumeStored();
+    }
     // Their open conversation from another device, if any; nothing is created until they write.
     api("POST", "conversations", identityBody({ resume_only: true }))
       .then(function (result) {
@@ -380,7 +401,8 @@
         adopt(result);
         resumeStored();
       })
-      .catch(function () { /* offline: the first message starts the conversation */ });
+      .catch(function () { /* offline: the first message starts the conversation */ })
+      .then(function () { identitySettled(); });
   }
 
   function forgetConversation() {
@@ -1253,5 +1275,8 @@
   } else {
     resumeStored();
   }
+  // The page's box and button stay disabled until this script can send what is typed.
+  els.input.disabled = false;
+  els.send.disabled = false;
   if (!framed) els.input.focus();
 })();

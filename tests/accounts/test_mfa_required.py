@@ -5,6 +5,8 @@ TOTP code works as before."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from allauth.mfa.models import Authenticator
 from allauth.mfa.totp.internal.auth import (
@@ -13,7 +15,6 @@ from allauth.mfa.totp.internal.auth import (
     format_hotp_value,
     generate_totp_secret,
     hotp_value,
-    yield_hotp_counters_from_time,
 )
 from django.contrib.auth.models import Permission
 from django.urls import reverse
@@ -30,8 +31,9 @@ PASSWORD = "pw-for-tests-123"
 SETUP_URL = "/accounts/2fa/totp/activate/"
 
 
-def current_code(secret: str) -> str:
-    return format_hotp_value(hotp_value(secret, next(yield_hotp_counters_from_time())))
+def current_code(secret: str, steps: int = 0) -> str:
+    """The authenticator app's code now, or `steps` 30-second steps away from now."""
+    return format_hotp_value(hotp_value(secret, int(time.time()) // 30 + steps))
 
 
 def sign_in(client, user) -> None:
@@ -95,6 +97,20 @@ def test_a_user_with_totp_signs_in_with_the_code_as_before(client, acme, mfa_for
     response = client.post("/accounts/2fa/authenticate/", {"code": current_code(secret)})
     assert response.status_code == 302
     assert staff_pages(client, acme) == {"admin": 200, "console": 200, "api": 200}
+
+
+@pytest.mark.parametrize(("steps", "accepted"), [(-1, True), (1, True), (-2, False), (2, False)])
+def test_a_code_from_the_step_either_side_is_taken_and_no_further(
+    client, acme, mfa_for_superusers, steps, accepted
+):
+    """Typed as the 30-second step turns over (or with the phone's clock a little off), the
+    code is still good; two steps away it is not."""
+    operator = UserFactory(is_superuser=True)
+    secret = generate_totp_secret()
+    TOTP.activate(operator, secret)
+    sign_in(client, operator)
+    client.post("/accounts/2fa/authenticate/", {"code": current_code(secret, steps)})
+    assert (client.get("/admin/").status_code == 200) is accepted
 
 
 def test_superusers_need_no_totp_when_the_setting_is_off(client, acme, settings):

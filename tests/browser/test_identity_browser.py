@@ -87,3 +87,41 @@ def test_the_signed_in_customer_runs_the_tool_and_an_anonymous_visitor_is_refuse
     assert stranger.pk != conversation.pk
     assert not stranger.customer_verified
     anonymous.close()
+
+
+def test_a_message_typed_before_the_signature_arrives_waits_for_it(
+    browser: Any, live_server, demo, llm
+):
+    """The page posts its signature when the chat frame has loaded. A customer quicker than
+    that (a slow image still loading) has their message held until it arrives: it starts the
+    signed-in customer's conversation, never an anonymous one that the signature then drops
+    from the chat along with its reply."""
+    held: list[Any] = []
+
+    def slow_image(route: Any) -> None:
+        response = route.fetch()
+        route.fulfill(response=response, body=response.text().replace("</body>", _SLOW_IMAGE))
+
+    context = browser.new_context(viewport={"width": 1280, "height": 860})
+    page = context.new_page()
+    page.route("**/widget/frame/**", slow_image)
+    page.route("**/held-image.png", lambda route: held.append(route))
+    page.goto(live_server.url + "/")
+    with page.expect_request("**/held-image.png"):
+        page.locator("#guidedesk-launcher").click()
+    frame = page.frame_locator("#guidedesk-panel iframe")
+    expect(frame.get_by_label("Your message")).to_be_enabled()  # the script runs; no load yet
+    llm.script("assess", assess(response="Yes — gift cards from $25, delivered by e-mail."))
+    send(frame, "Do you offer gift cards?")
+    expect(frame.locator("li.gd-pending")).to_contain_text("gift cards")
+    assert held, "the frame's image is still loading"
+    assert not Conversation.objects.for_client(demo).exists()  # held for the signature
+    held[0].fulfill(status=204)
+    expect(frame.locator("li.gd-msg--assistant[data-seq]").last).to_contain_text("gift cards")
+    conversation = shown_conversation(frame, demo)
+    assert conversation.customer_id == DEMO_CUSTOMER_ID and conversation.customer_verified
+    assert Conversation.objects.for_client(demo).count() == 1
+    context.close()
+
+
+_SLOW_IMAGE = '<img src="/held-image.png" alt="" width="1" height="1"></body>'

@@ -35,6 +35,9 @@ ACCOUNT_RATE_LIMITS = {
 }
 MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
 MFA_TOTP_ISSUER = "GuideDesk"
+# A code typed as its 30-second step turns over is still taken: one step either side, as
+# RFC 6238 §5.2 recommends for the delay between reading a code and it arriving.
+MFA_TOTP_TOLERANCE = 1
 # Platform superusers must set up TOTP before using the admin, console or staff API (clients
 # can require it of their staff with Client.require_mfa). Off in local/demo settings.
 MFA_REQUIRED_FOR_SUPERUSERS = env.bool("MFA_REQUIRED_FOR_SUPERUSERS", default=True)
