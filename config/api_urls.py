@@ -20,4 +20,5 @@ urlpatterns = [
     path("", include("apps.insights.urls")),
     path("", include("apps.simulations.flag_urls")),
     path("privacy/", include("apps.privacy.urls")),
+    path("events/", include("apps.events.urls")),
 ]

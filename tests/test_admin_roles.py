@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from datetime import date
 from typing import Any
 
@@ -42,6 +43,8 @@ from apps.billing.models import (
     VisitorUsage,
 )
 from apps.escalations.models import Escalation, EscalationStatus, ReplyTemplate
+from apps.events.models import EventDelivery
+from apps.events.services import subscription_create
 from apps.flags.models import MessageFlag
 from apps.identity.models import EmailCodeChallenge, EmailCodeSetting
 from apps.insights.models import InsightProposal, InsightRun, ProposalKind
@@ -111,6 +114,10 @@ RULES: dict[str, dict[str, str]] = {
     "insights.insightrun": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
     "notes.note": {"view": VIEWER, "add": AGENT, "change": AGENT, "delete": AGENT},
     "privacy.datasubjectrequest": {"view": ADMIN, "add": NEVER, "change": NEVER, "delete": NEVER},
+    # Event subscriptions send conversations to another system: configuration (admins); the
+    # delivery log is written by the product, and only admins resend.
+    "events.eventsubscription": {"view": ADMIN, "add": ADMIN, "change": ADMIN, "delete": ADMIN},
+    "events.eventdelivery": {"view": ADMIN, "add": NEVER, "change": NEVER, "delete": NEVER},
     # The e-mail code decides who may act for a customer: configuration (admins); the codes
     # sent are an audit trail of addresses (admins read it, the product writes it).
     "identity.emailcodesetting": {"view": ADMIN, "add": ADMIN, "change": ADMIN, "delete": ADMIN},
@@ -162,6 +169,7 @@ ACTION_RULES = {
         for action in ("enable", "disable", "publish")
     },
     ("knowledge.knowledgesource", "sync_now"): ADMIN,
+    ("events.eventdelivery", "resend"): ADMIN,
     ("django_celery_beat.periodictask", "enable_tasks"): PLATFORM,
     ("django_celery_beat.periodictask", "disable_tasks"): PLATFORM,
     ("django_celery_beat.periodictask", "toggle_tasks"): PLATFORM,
@@ -258,6 +266,17 @@ def world(db) -> dict[str, Any]:
         client=acme, kind="erase", match_kind="email", channel="api", keep_until=date.today()
     )
     SimulationRun.objects.create(client=acme, name="A run", total=2, completed=1)
+    subscription = subscription_create(
+        client=acme, url="https://127.0.0.1:9/hook", event_types=["conversation.created"]
+    )
+    EventDelivery.objects.create(
+        client=acme,
+        subscription=subscription,
+        event_id=uuid.uuid4(),
+        event_type="conversation.created",
+        status="delivered",
+        attempts=1,
+    )
     EmailCodeSetting.objects.create(
         client=acme, tool_name="order_status", email_field="customer.email", id_field=""
     )
@@ -313,7 +332,13 @@ def world(db) -> dict[str, Any]:
         "globex": globex,
         "data": data,
         "users": users,
-        "secrets": [secret, key.secret_hash, totp_secret, users[VIEWER].password],
+        "secrets": [
+            secret,
+            key.secret_hash,
+            totp_secret,
+            users[VIEWER].password,
+            subscription.secret,
+        ],
     }
 
 
@@ -396,6 +421,7 @@ def test_every_admin_page_follows_the_rule(client, world, role):
 
 # Deleted last, in this order: deleting a client (or a user) takes other rows with it.
 DELETED_LAST = [
+    "events.eventsubscription",  # takes its deliveries with it
     "billing.clientusage",
     "outcomes.clientoutcomes",
     "clients.client",

@@ -35,6 +35,7 @@ from apps.conversations.models import (
 )
 from apps.core.exceptions import ApplicationError
 from apps.core.languages import language_evidence, reply_language
+from apps.core.outbound import emit
 from apps.core.tenancy import tenant_scope
 from apps.core.tenant_sql import sql_rows
 
@@ -58,6 +59,12 @@ def conversation_create(
         visitor_id=visitor_id[:128],
         visitor_token_hash=_hash_token(token),
         language=language or client.language,
+    )
+    emit(
+        "conversation.created",
+        client_id=client.pk,
+        conversation=conversation.public_id,
+        data={"conversation": str(conversation.public_id), "language": conversation.language},
     )
     return conversation, token
 
@@ -206,7 +213,7 @@ def message_append(
         conversation.status = status
         if visibility == Visibility.VISIBLE:
             conversation_changed(conversation.pk, client.pk)  # the event streams (after commit)
-        return Message.objects.create(
+        message = Message.objects.create(
             client=client,
             conversation=conversation,
             seq=seq,
@@ -219,6 +226,20 @@ def message_append(
             author=author,
             language=language,
         )
+    if visibility == Visibility.VISIBLE and role in (Role.USER, Role.STAFF):
+        emit(
+            "message.created",
+            client_id=client.pk,
+            conversation=conversation.public_id,
+            data={
+                "conversation": str(conversation.public_id),
+                "seq": seq,
+                "role": "customer" if role == Role.USER else "staff",
+                "kind": str(kind),
+            },
+            content={"text": text},
+        )
+    return message
 
 
 def _take_seq(conversation: Conversation, now: Any, *, visible: bool) -> tuple[int, str]:

@@ -20,6 +20,7 @@ from apps.conversations.models import (
     Visibility,
 )
 from apps.core.exceptions import ApplicationError
+from apps.core.outbound import emit
 
 
 def _score(value: Any) -> int:
@@ -85,4 +86,11 @@ def conversation_rate(
     )
     # Open consoles (the conversation page, the inbox) refresh; it commits with this write.
     conversation_changed(locked.pk, client.pk)
+    emit(
+        "conversation.rated",
+        client_id=client.pk,
+        conversation=locked.public_id,
+        data={"conversation": str(locked.public_id), "score": clean_score},
+        content={"comment": clean_comment},
+    )
     return rating, created

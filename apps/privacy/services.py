@@ -54,6 +54,7 @@ from apps.conversations.models import (
 )
 from apps.core.exceptions import ApplicationError
 from apps.escalations.models import Escalation, EscalationStatus
+from apps.events.services import deliveries_erase
 from apps.insights.models import InsightProposal
 from apps.knowledge import cache as knowledge_cache
 from apps.knowledge.models import FAQ, Article, ArticleChunk
@@ -696,6 +697,7 @@ def conversations_erase(*, client: Client, conversation_ids: list[int]) -> dict[
     if not ids:
         return counts
     scope = _erasure_scope(client, ids)
+    counts |= deliveries_erase(client=client, conversation_public_ids=scope.public_ids)
     _delete_dependent_rows(scope, counts)
     _blank_conversation_rows(scope, counts)
     # Free text about many conversations: proposals, saved cases, simulation reports.

@@ -13,6 +13,7 @@ from django.db import IntegrityError, connection, transaction
 from apps.clients.models import Client
 from apps.core.deadlines import DeadlineExceeded
 from apps.core.models import TenantOwnedModel
+from apps.core.outbound import emit
 from apps.tools.executors import ExecutorOutcome, executor_for
 from apps.tools.models import (
     ClientTool,
@@ -68,7 +69,24 @@ def tool_execute(
     )
     if not should_run:
         return execution
-    return _execution_run(client=client, tool=tool, execution=execution)
+    executed = _execution_run(client=client, tool=tool, execution=execution)
+    public_id = str(conversation.public_id) if conversation is not None else ""
+    emit(
+        "tool.executed",
+        client_id=client.pk,
+        conversation=public_id,
+        data={
+            "conversation": public_id or None,
+            "tool": tool.name,
+            "status": executed.status,
+            "attempts": executed.attempts,
+            "latency_ms": executed.latency_ms,
+            "failure_kind": executed.failure_kind,
+            "idempotency_key": executed.idempotency_key,
+        },
+        content={"params": executed.params, "result": executed.result, "error": executed.error},
+    )
+    return executed
 
 
 def tool_execution_reserve(

@@ -12,6 +12,7 @@ from config.settings.parts.core import *  # noqa: F403
 from config.settings.parts.database import *  # noqa: F403
 from config.settings.parts.edge import *  # noqa: F403
 from config.settings.parts.email import *  # noqa: F403
+from config.settings.parts.events import *  # noqa: F403
 from config.settings.parts.i18n import *  # noqa: F403
 from config.settings.parts.insights import *  # noqa: F403
 from config.settings.parts.knowledge import *  # noqa: F403

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from datetime import date, timedelta
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -33,6 +34,7 @@ from apps.accounts.services import api_key_issue
 from apps.approvals.models import ApprovalRequest
 from apps.conversations.services import conversation_create
 from apps.escalations.models import ReplyTemplate
+from apps.events.models import EventDelivery, EventSubscription, EventType
 from apps.flags.models import MessageFlag
 from apps.privacy.models import DataSubjectRequest
 from tests.api.conftest import make_tenant_data
@@ -140,6 +142,15 @@ def tenant(db: Any) -> dict[str, Any]:
         client=client, kind="erase", match_kind="email", channel="api", keep_until=date.today()
     )
     to_revoke = api_key_issue(client=client, name="to revoke", role=Role.VIEWER)[0]
+    subscription = EventSubscription.objects.create(
+        client=client, url="https://hooks.example.com/guidedesk", secret="whsec_fuzz"
+    )
+    delivery = EventDelivery.objects.create(
+        client=client,
+        subscription=subscription,
+        event_id=uuid.uuid4(),
+        event_type=EventType.CONVERSATION_CREATED,
+    )
     return {
         "ids": {
             "public_id": str(data.conversation.public_id),
@@ -151,6 +162,8 @@ def tenant(db: Any) -> dict[str, Any]:
             "template_id": str(template.public_id),
             "approval_id": str(approval.public_id),
             "request_id": str(privacy_request.public_id),
+            "subscription_id": str(subscription.public_id),
+            "delivery_id": str(delivery.event_id),
             "flag_id": str(
                 MessageFlag.objects.create(
                     client=client, conversation=data.conversation, message=reply, reason="wrong"

@@ -30,7 +30,7 @@ ORIGIN = "https://fuzzed.example"
 # The widget, billing and current client, and the staff workspace's and privacy operations.
 OTHER_PATHS = (
     r"^/api/v1/(widget/|billing/|client/$|outcomes/|approvals/|flags/|reply-templates/|privacy/"
-    r"|teach/)"
+    r"|teach/|events/)"
 )
 
 fuzzed_schema = schemathesis.openapi.from_wsgi("/api/schema/", get_wsgi_application()).include(

@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "apps.approvals",
     "apps.flags",
     "apps.outcomes",
+    "apps.events",
     "apps.playground",
     "apps.simulations",
     "apps.insights",
