@@ -31,6 +31,7 @@ from apps.clients.models import Plan
 from apps.conversations.models import Conversation, Kind, Message, Visibility
 from apps.escalations.models import Escalation, EscalationStatus
 from apps.notes.debug import InjectedNote, injected_notes
+from apps.outcomes.models import ConversationResolution
 from apps.reasoning.models import ReasoningStep, ReasoningTrace
 from apps.reasoning.modes import mode_that_runs
 from apps.reasoning.rendering import DELIBERATIVE_CAP_STEP, deliberative_cap_text, step_html
@@ -462,6 +463,7 @@ class ConversationAdmin(ActionOnlyAdmin):
                     "message_count",
                     "customer_seen",
                     "reply_emailed_at",
+                    "outcome",
                 ]
             },
         ),
@@ -484,6 +486,7 @@ class ConversationAdmin(ActionOnlyAdmin):
         "message_count",
         "customer_seen",
         "reply_emailed_at",
+        "outcome",
     ]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
@@ -529,6 +532,20 @@ class ConversationAdmin(ActionOnlyAdmin):
         if not obj.customer_verified:
             return "—"
         return gettext("%(id)s (verified)") % {"id": obj.customer_id}
+
+    @admin.display(description=_("Outcome"))
+    def outcome(self, obj: Conversation) -> str:
+        """The one judgement once it ended (apps/outcomes: `conversation.resolved`)."""
+        record = ConversationResolution.objects.for_client(obj.client).filter(conversation=obj)
+        judged = record.first()
+        if judged is None:
+            return gettext("not judged yet (it has not ended)")
+        when = timezone.localtime(judged.resolved_at or judged.created_at).strftime(
+            "%Y-%m-%d %H:%M"
+        )
+        if judged.resolved:
+            return gettext("resolved by the assistant (its last answer %(when)s)") % {"when": when}
+        return gettext("not resolved by the assistant (judged %(when)s)") % {"when": when}
 
     @admin.display(description=_("Seen by the customer"))
     def customer_seen(self, obj: Conversation) -> str:

@@ -15,6 +15,7 @@ class EventType(models.TextChoices):
     MESSAGE_CREATED = "message.created", "message.created"
     CONVERSATION_HANDED_OFF = "conversation.handed_off", "conversation.handed_off"
     CONVERSATION_HANDED_BACK = "conversation.handed_back", "conversation.handed_back"
+    CONVERSATION_RESOLVED = "conversation.resolved", "conversation.resolved"
     CONVERSATION_RATED = "conversation.rated", "conversation.rated"
     APPROVAL_REQUESTED = "approval.requested", "approval.requested"
     APPROVAL_DECIDED = "approval.decided", "approval.decided"

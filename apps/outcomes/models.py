@@ -1,11 +1,14 @@
-"""Outcomes have no table of their own: they are computed from conversations, messages,
-escalations, ratings and usage records (docs/outcomes.md). The one model is the admin's entry."""
+"""Outcomes are computed from conversations, messages, escalations, ratings and usage records
+(docs/outcomes.md). Two models: the admin's entry, and the one judgement of each ended
+conversation that the `conversation.resolved` event is sent from (docs/events.md)."""
 
 from __future__ import annotations
 
+from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from apps.clients.models import Client
+from apps.core.models import TenantOwnedModel
 
 
 class ClientOutcomes(Client):
@@ -15,3 +18,28 @@ class ClientOutcomes(Client):
         proxy = True
         verbose_name = _("outcomes by client")
         verbose_name_plural = _("outcomes by client")
+
+
+class ConversationResolution(TenantOwnedModel):
+    """A conversation judged once it ended, by the outcomes page's rule: resolved by the
+    assistant or not. Written by the beat task, once per conversation; a resolved one sends
+    `conversation.resolved`. The outcomes figures stay computed on the fly (a rating that comes
+    later can change those, never this record)."""
+
+    conversation = models.OneToOneField(
+        "conversations.Conversation",
+        on_delete=models.CASCADE,
+        related_name="resolution",
+        verbose_name=_("conversation"),
+    )
+    resolved = models.BooleanField(_("resolved by the assistant"))
+    # The assistant's last answer (resolved) or when it was judged (not resolved).
+    resolved_at = models.DateTimeField(_("resolved at"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("conversation resolution")
+        verbose_name_plural = _("conversation resolutions")
+        indexes = [models.Index(fields=["client", "resolved", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.conversation_id}: {'resolved' if self.resolved else 'not resolved'}"

@@ -17,7 +17,7 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Max, Min, Q, Sum
+from django.db.models import Max, Min, Q, QuerySet, Sum
 from django.utils import timezone
 
 from apps.billing.models import UsageRecord
@@ -155,10 +155,15 @@ def _conversation_rows(
 ) -> Iterable[Mapping[str, Any]]:
     """The conversations started in [since, until) in which the customer wrote, with the times
     of their first customer message, first reply, last answer and last visible message."""
+    return _rows_of(
+        Conversation.objects.for_client(client).filter(created_at__gte=since, created_at__lt=until)
+    )
+
+
+def _rows_of(conversations: QuerySet[Conversation]) -> Iterable[Mapping[str, Any]]:
+    """`conversations` in which the customer wrote, with what `_facts_of` reads."""
     return (
-        Conversation.objects.for_client(client)
-        .filter(created_at__gte=since, created_at__lt=until)
-        .annotate(
+        conversations.annotate(
             first_customer_at=Min("messages__created_at", filter=Q(messages__role=Role.USER)),
             first_reply_at=Min(
                 "messages__created_at",
@@ -263,6 +268,32 @@ def conversation_facts(
     _mark_costs(client=client, facts=facts, in_period=in_period)
     _mark_returns(client=client, facts=list(facts.values()), until=until + window, window=window)
     return list(facts.values())
+
+
+def ended_conversation_facts(
+    *, client: Client, now: datetime, lookback: timedelta
+) -> list[ConversationFacts]:
+    """The client's conversations not judged yet (no `ConversationResolution`) that have
+    ended by `now` — rated, closed, or quiet for the resolution window — with activity in the
+    `lookback` before that; with what `resolved_by_assistant` needs."""
+    window = resolution_window(client)
+    quiet_since = now - window
+    candidates = (
+        Conversation.objects.for_client(client)
+        .filter(last_message_at__gt=quiet_since - lookback, resolution__isnull=True)
+        .filter(
+            Q(last_message_at__lte=quiet_since)
+            | Q(rating__isnull=False)
+            | Q(status=ConversationStatus.CLOSED)
+        )
+    )
+    facts = {row["pk"]: _facts_of(row) for row in _rows_of(candidates)}
+    if not facts:
+        return []
+    chosen = Q(conversation_id__in=list(facts))
+    _mark_handoffs_and_scores(client=client, facts=facts, in_period=chosen)
+    _mark_returns(client=client, facts=list(facts.values()), until=now, window=window)
+    return [fact for fact in facts.values() if fact.ended(now=now, window=window)]
 
 
 def _mark_returns(

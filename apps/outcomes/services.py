@@ -1,10 +1,13 @@
-"""Writes of the outcomes domain: the customer's rating of a conversation (CSAT)."""
+"""Writes of the outcomes domain: the customer's rating of a conversation (CSAT), and the one
+judgement of each ended conversation that `conversation.resolved` is sent from."""
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 from django.utils.translation import gettext
 
 from apps.clients.models import Client
@@ -21,6 +24,8 @@ from apps.conversations.models import (
 )
 from apps.core.exceptions import ApplicationError
 from apps.core.outbound import emit
+from apps.outcomes.models import ConversationResolution
+from apps.outcomes.selectors import ended_conversation_facts, resolution_window
 
 
 def _score(value: Any) -> int:
@@ -94,3 +99,65 @@ def conversation_rate(
         content={"comment": clean_comment},
     )
     return rating, created
+
+
+# How far back the beat task looks for conversations that ended and were never judged (a worker
+# that was down for a while catches up; older ones are left alone).
+RESOLUTION_LOOKBACK = timedelta(days=3)
+
+
+def resolutions_record(*, client: Client, now: datetime | None = None) -> int:
+    """Judge each of the client's conversations that has ended since it was last looked at,
+    once, by the outcomes page's rule (`ConversationFacts.resolved_by_assistant`), and send
+    `conversation.resolved` for those the assistant resolved. Returns how many it judged. Safe
+    to run twice at once: the first to record a conversation sends its event."""
+    now = now or timezone.now()
+    judged = 0
+    for fact in ended_conversation_facts(client=client, now=now, lookback=RESOLUTION_LOOKBACK):
+        resolved = fact.resolved_by_assistant(now=now, window=resolution_window(client))
+        with transaction.atomic():
+            record, created = ConversationResolution.objects.for_client(client).get_or_create(
+                client=client,
+                conversation_id=fact.pk,
+                defaults={
+                    "resolved": resolved,
+                    "resolved_at": fact.last_assistant_at if resolved else now,
+                },
+            )
+            if not created:
+                continue
+            judged += 1
+            if resolved:
+                _announce_resolution(client=client, record=record, score=fact.score)
+    return judged
+
+
+def _announce_resolution(
+    *, client: Client, record: ConversationResolution, score: int | None
+) -> None:
+    public_id = str(
+        Conversation.objects.for_client(client)
+        .values_list("public_id", flat=True)
+        .get(pk=record.conversation_id)
+    )
+    assert record.resolved_at is not None  # resolved ⇒ the assistant answered
+    emit(
+        "conversation.resolved",
+        client_id=client.pk,
+        conversation=public_id,
+        data={
+            "conversation": public_id,
+            "by": "assistant",
+            "resolved_at": record.resolved_at.isoformat(),
+            "score": score,
+        },
+    )
+
+
+def resolutions_record_all(*, now: datetime | None = None) -> int:
+    """`resolutions_record` for every active client (each one's look-up is an index range)."""
+    now = now or timezone.now()
+    judged = 0
+    for client in Client.objects.filter(is_active=True).select_related("plan").order_by("pk"):
+        judged += resolutions_record(client=client, now=now)
+    return judged

@@ -47,7 +47,7 @@ def make_conversation(
         client=client, visitor_id=visitor_id, contact_email=contact_email, status=status
     )
     Conversation.objects.for_client(client).filter(pk=conversation.pk).update(created_at=started)
-    for seq, (role, seconds) in enumerate(DEFAULT_LINES if lines is None else lines, 1):
+    for seq, (role, seconds) in enumerate(lines_or_default(lines), 1):
         message = Message.objects.create(
             client=client,
             conversation=conversation,
@@ -58,6 +58,11 @@ def make_conversation(
         )
         Message.objects.for_client(client).filter(pk=message.pk).update(
             created_at=started + timedelta(seconds=seconds)
+        )
+    last = max((seconds for _, seconds in lines_or_default(lines)), default=None)
+    if last is not None:
+        Conversation.objects.for_client(client).filter(pk=conversation.pk).update(
+            last_message_at=started + timedelta(seconds=last)
         )
     if handoff:
         Escalation.objects.create(client=client, conversation=conversation, reason=handoff)
@@ -74,6 +79,10 @@ def make_conversation(
             billed_usd=Decimal(billed),
         )
     return conversation
+
+
+def lines_or_default(lines: list[tuple[str, int]] | None) -> list[tuple[str, int]]:
+    return DEFAULT_LINES if lines is None else lines
 
 
 def at(**delta: Any) -> datetime:

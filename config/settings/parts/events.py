@@ -15,10 +15,22 @@ CELERY_BEAT_SCHEDULE["events-send-due"] = {
     "task": "events.send_due",
     "schedule": EVENTS_SEND_DUE_SECONDS,
 }
+# How often the beat task judges the conversations that ended since, and sends
+# `conversation.resolved` for those the assistant resolved (apps/outcomes/services.py).
+EVENTS_RESOLUTIONS_SECONDS = env.int("EVENTS_RESOLUTIONS_SECONDS", default=900)
+CELERY_BEAT_SCHEDULE["outcomes-record-resolutions"] = {
+    "task": "outcomes.record_resolutions",
+    "schedule": EVENTS_RESOLUTIONS_SECONDS,
+}
 # Never a turn's lane.
 CELERY_TASK_ROUTES.update(
     {
         name: {"queue": BACKGROUND_QUEUE}
-        for name in ("events.record", "events.deliver", "events.send_due")
+        for name in (
+            "events.record",
+            "events.deliver",
+            "events.send_due",
+            "outcomes.record_resolutions",
+        )
     }
 )
