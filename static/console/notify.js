@@ -71,9 +71,13 @@
     remember(true);
     var asked = window.Notification.requestPermission();
     Promise.resolve(asked).then(function (permission) {
-      if (permission !== "granted") remember(false);
-      render();
-      if (permission === "granted") listen();
+      if (permission !== "granted") {
+        remember(false);
+        return render();
+      }
+      // "On" is shown once what is open now has been fetched: every hand-off after that
+      // moment notifies, and none the staff member saw before turning it on.
+      listen().then(render);
     });
   });
 
@@ -111,10 +115,11 @@
   }
 
   function listen() {
-    if (listening) return;
+    if (listening) return Promise.resolve();
     listening = true;
     known = null; // what is open now is the baseline: it never notifies
-    refresh().then(schedule);
+    var baseline = refresh();
+    baseline.then(schedule);
     if (eventsUrl && window.EventSource) {
       source = new EventSource(eventsUrl, { withCredentials: true });
       source.onopen = function () { pushed = true; };
@@ -124,6 +129,7 @@
         if (source && source.readyState === 2) schedule();
       };
     }
+    return baseline;
   }
 
   function stop() {
