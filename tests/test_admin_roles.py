@@ -52,7 +52,7 @@ from apps.knowledge.services.articles import article_create, source_create
 from apps.notes.services import note_add
 from apps.privacy.models import DataSubjectRequest
 from apps.simulations.models import SimCase, SimulationRun
-from apps.tools.models import ClientTool, ExecutorType, PendingAction, ToolKind
+from apps.tools.models import ClientTool, ExecutorType, McpServer, PendingAction, ToolKind
 from tests.api.conftest import make_tenant_data
 from tests.factories import (
     ClientFactory,
@@ -100,6 +100,8 @@ RULES: dict[str, dict[str, str]] = {
     "outcomes.clientoutcomes": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
     "conversations.conversation": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
     "tools.clienttool": {"view": ADMIN, "add": ADMIN, "change": ADMIN, "delete": ADMIN},
+    # An MCP server's tools are tools: configuration (admins), and its token is write-only.
+    "tools.mcpserver": {"view": ADMIN, "add": ADMIN, "change": ADMIN, "delete": ADMIN},
     "tools.pendingaction": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
     "approvals.approvalrequest": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
     "tools.toolexecution": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
@@ -170,6 +172,7 @@ ACTION_RULES = {
     },
     ("knowledge.knowledgesource", "sync_now"): ADMIN,
     ("events.eventdelivery", "resend"): ADMIN,
+    ("tools.mcpserver", "list_tools"): ADMIN,
     ("django_celery_beat.periodictask", "enable_tasks"): PLATFORM,
     ("django_celery_beat.periodictask", "disable_tasks"): PLATFORM,
     ("django_celery_beat.periodictask", "toggle_tasks"): PLATFORM,
@@ -269,6 +272,9 @@ def world(db) -> dict[str, Any]:
     subscription = subscription_create(
         client=acme, url="https://127.0.0.1:9/hook", event_types=["conversation.created"]
     )
+    mcp = McpServer.objects.create(
+        client=acme, name="crm", url="https://127.0.0.1:9/mcp", bearer_token="mcp-token-secret-1"
+    )
     EventDelivery.objects.create(
         client=acme,
         subscription=subscription,
@@ -338,6 +344,7 @@ def world(db) -> dict[str, Any]:
             totp_secret,
             users[VIEWER].password,
             subscription.secret,
+            mcp.bearer_token,
         ],
     }
 

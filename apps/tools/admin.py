@@ -25,7 +25,8 @@ from apps.core.schema_errors import json_path
 from apps.tools.approval_rules import approval_rule_problems, approval_rule_text
 from apps.tools.executors import executor_for, executors, settings_fields, settings_for
 from apps.tools.executors import webhook as webhook_executor
-from apps.tools.models import ClientTool, PendingAction, ToolExecution
+from apps.tools.mcp import SyncReport, mcp_server_sync, mcp_tool_review, mcp_tool_reviewed
+from apps.tools.models import ClientTool, ExecutorType, McpServer, PendingAction, ToolExecution
 from apps.tools.preconditions import precondition_problems
 from apps.tools.wording import naming_problems
 
@@ -441,6 +442,13 @@ class ClientToolAdmin(TenantScopedAdmin):
         return gettext("Signing secret set.")
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        if obj.executor_type == ExecutorType.MCP:
+            if "mcp_tool_name" in form.changed_data:
+                # Another tool of the server: its definition is unknown until it is listed.
+                obj.mcp_fingerprint = obj.mcp_reviewed_fingerprint = ""
+                obj.enabled = False
+            elif "enabled" in form.changed_data:
+                mcp_tool_review(tool=obj)  # switched on: what the server lists now is reviewed
         super().save_model(request, obj, form, change)
         for what, secret in getattr(form, "generated", {}).items():
             # Shown this once (like an API key): give it to your webhook's verifier now.
@@ -457,6 +465,164 @@ class ClientToolAdmin(TenantScopedAdmin):
     @admin.display(description=_("Configured"), boolean=True)
     def configured(self, obj: ClientTool) -> bool:
         return obj.is_configured
+
+
+class McpServerForm(forms.ModelForm):
+    """Secrets are write-only: an empty box keeps the saved one."""
+
+    bearer_token = forms.CharField(
+        label=_("bearer token"),
+        required=False,
+        max_length=2000,
+        widget=forms.PasswordInput(render_value=False),
+        help_text=_("Sent as Authorization: Bearer …. Write-only: empty keeps the saved one."),
+    )
+    oauth_client_secret = forms.CharField(
+        label=_("OAuth client secret"),
+        required=False,
+        max_length=500,
+        widget=forms.PasswordInput(render_value=False),
+        help_text=_("Write-only: empty keeps the saved one."),
+    )
+
+    class Meta:
+        model = McpServer
+        fields = (
+            "client",
+            "name",
+            "url",
+            "auth",
+            "bearer_token",
+            "oauth_token_url",
+            "oauth_client_id",
+            "oauth_client_secret",
+            "oauth_scope",
+            "timeout_seconds",
+            "customer_argument",
+            "customer_header",
+            "enabled",
+        )
+
+    def clean_name(self) -> str:
+        name = str(self.cleaned_data.get("name") or "")
+        if not re.fullmatch(r"[a-zA-Z][a-zA-Z0-9_]{0,19}", name):
+            raise forms.ValidationError(
+                gettext("Letters, digits and underscores, starting with a letter (at most 20).")
+            )
+        return name
+
+    def clean_url(self) -> str:
+        url = str(self.cleaned_data.get("url") or "")
+        reason = webhook_executor.destination_refusal(url)
+        if reason:
+            raise forms.ValidationError(reason)
+        return url
+
+    def clean_timeout_seconds(self) -> float:
+        value = float(self.cleaned_data.get("timeout_seconds") or 0)
+        if not 0 < value <= 60:
+            raise forms.ValidationError(gettext("From more than 0 to 60 seconds."))
+        return value
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        for secret in ("bearer_token", "oauth_client_secret"):
+            if not data.get(secret) and self.instance.pk:
+                data[secret] = getattr(self.instance, secret)
+        auth = data.get("auth")
+        if auth == "bearer" and not data.get("bearer_token"):
+            self.add_error("bearer_token", gettext("A bearer token is needed for this choice."))
+        if auth == "oauth":
+            for needed in ("oauth_token_url", "oauth_client_id", "oauth_client_secret"):
+                if not data.get(needed):
+                    self.add_error(needed, gettext("Needed for OAuth client credentials."))
+        return data
+
+
+class McpToolInline(admin.TabularInline):
+    model = ClientTool
+    fk_name = "mcp_server"
+    extra = 0
+    can_delete = False
+    show_change_link = True
+    verbose_name = _("tool")
+    verbose_name_plural = _("Its tools (enable each after reading it: Change)")
+    fields = ("name", "mcp_tool_name", "kind", "enabled", "review")
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description=_("Review"))
+    def review(self, obj: ClientTool) -> str:
+        return mcp_review_text(obj)
+
+
+def mcp_review_text(tool: ClientTool) -> str:
+    if not tool.mcp_fingerprint:
+        return gettext("No longer listed by the server.")
+    if mcp_tool_reviewed(tool):
+        return gettext("Reviewed.")
+    if tool.mcp_reviewed_fingerprint:
+        return gettext("Changed on the server since it was reviewed: read it again, then enable.")
+    return gettext("New: read its description and schema, classify it, then enable.")
+
+
+def report_message(report: SyncReport, server: McpServer) -> str:
+    if report.error and not (report.added or report.changed or report.unchanged):
+        return gettext("Listing the tools of %(server)s failed: %(error)s") % {
+            "server": server.name,
+            "error": report.error,
+        }
+    return gettext(
+        "%(server)s: %(added)s new, %(changed)s changed, %(removed)s no longer listed, "
+        "%(unchanged)s unchanged. New and changed tools are disabled until you review them."
+    ) % {
+        "server": server.name,
+        "added": len(report.added),
+        "changed": len(report.changed),
+        "removed": len(report.removed),
+        "unchanged": report.unchanged,
+    }
+
+
+@admin.register(McpServer)
+class McpServerAdmin(TenantScopedAdmin):
+    """The client's MCP servers; saving one lists its tools (docs/mcp.md)."""
+
+    view_need = MANAGE
+    change_need = MANAGE
+    form = McpServerForm
+    inlines = [McpToolInline]
+    list_display = ["name", "client", "url", "enabled", "last_synced_at", "last_error"]
+    list_filter = ["enabled", ("client", admin.RelatedOnlyFieldListFilter)]
+    list_select_related = ["client"]
+    search_fields = ["name", "url"]
+    actions = ["list_tools"]
+    readonly_fields = ["last_synced_at", "last_error"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = list(self.readonly_fields)
+        return ["client", *fields] if obj is not None else fields
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        if obj.enabled:
+            report = mcp_server_sync(client=obj.client, server=obj)
+            level = messages.WARNING if report.error or report.needs_review else messages.INFO
+            self.message_user(request, report_message(report, obj), level)
+
+    @admin.action(description=_("List tools now"))
+    def list_tools(self, request: HttpRequest, queryset: Any) -> None:
+        for server in queryset.select_related("client"):
+            if not self.role_permits_on(request, server, MANAGE):
+                continue
+            report = mcp_server_sync(client=server.client, server=server)
+            level = messages.WARNING if report.error or report.needs_review else messages.INFO
+            self.message_user(request, report_message(report, server), level)
 
 
 PENDING_ACTION_FIELDS: tuple[str, ...] = (

@@ -20,6 +20,79 @@ class ExecutorType:
 
     WEBHOOK = "webhook"
     BUILTIN = "builtin"
+    MCP = "mcp"
+
+
+class McpAuth(models.TextChoices):
+    NONE = "none", _("No authentication")
+    BEARER = "bearer", _("Bearer token")
+    OAUTH = "oauth", _("OAuth client credentials")
+
+
+class McpServer(TenantOwnedModel):
+    """An MCP server of the client's (streamable HTTP): its tools become GuideDesk tools,
+    each disabled until staff review it (apps/tools/mcp.py, docs/mcp.md)."""
+
+    name = models.CharField(
+        _("name"),
+        max_length=20,
+        help_text=_(
+            "A short name, letters, digits and underscores: the start of its tools' names "
+            "(crm_get_order)."
+        ),
+    )
+    url = models.URLField(
+        _("URL"), max_length=500, help_text=_("The server's streamable HTTP endpoint (https).")
+    )
+    auth = models.CharField(
+        _("authentication"), max_length=10, choices=McpAuth.choices, default=McpAuth.BEARER
+    )
+    bearer_token = models.CharField(
+        _("bearer token"),
+        max_length=2000,
+        blank=True,
+        help_text=_("Sent as Authorization: Bearer …. Write-only: never shown after saving."),
+    )
+    oauth_token_url = models.URLField(_("OAuth token URL"), max_length=500, blank=True)
+    oauth_client_id = models.CharField(_("OAuth client id"), max_length=200, blank=True)
+    oauth_client_secret = models.CharField(
+        _("OAuth client secret"), max_length=500, blank=True, help_text=_("Write-only.")
+    )
+    oauth_scope = models.CharField(_("OAuth scope"), max_length=500, blank=True)
+    timeout_seconds = models.FloatField(
+        _("timeout seconds"),
+        default=10.0,
+        help_text=_("Each listing or call ends within this time (at most 60 seconds)."),
+    )
+    customer_argument = models.CharField(
+        _("customer argument"),
+        max_length=64,
+        blank=True,
+        help_text=_(
+            "For customer-scoped tools: the argument the server declares for the verified "
+            "customer's id. GuideDesk fills it in; the assistant never chooses it."
+        ),
+    )
+    customer_header = models.CharField(
+        _("customer header"),
+        max_length=64,
+        blank=True,
+        help_text=_("Or the HTTP header that carries the verified customer's id."),
+    )
+    enabled = models.BooleanField(_("enabled"), default=True)
+    last_synced_at = models.DateTimeField(_("last listed at"), null=True, blank=True)
+    last_error = models.CharField(_("last error"), max_length=500, blank=True)
+
+    class Meta:
+        verbose_name = _("MCP server")
+        verbose_name_plural = _("MCP servers")
+        ordering = ["client", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["client", "name"], name="uniq_mcp_server_client_name")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
 
 
 def executor_type_choices() -> list[tuple[str, str | Promise]]:
@@ -121,6 +194,20 @@ class ClientTool(TenantOwnedModel):
     precondition = models.JSONField(
         preconditions.LABEL, default=dict, blank=True, help_text=preconditions.HELP
     )
+    # An MCP server's tool (executor "mcp"): the server, the tool's name there, and the
+    # fingerprint (description + schema) of the definition as listed and as staff reviewed it.
+    # A tool whose listed fingerprint differs from the reviewed one never runs.
+    mcp_server = models.ForeignKey(
+        McpServer,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="tools",
+        verbose_name=_("MCP server"),
+    )
+    mcp_tool_name = models.CharField(_("MCP tool"), max_length=200, blank=True)
+    mcp_fingerprint = models.CharField(_("listed definition"), max_length=64, blank=True)
+    mcp_reviewed_fingerprint = models.CharField(_("reviewed definition"), max_length=64, blank=True)
 
     class Meta:
         verbose_name_plural = _("tools")

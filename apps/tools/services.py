@@ -15,9 +15,11 @@ from apps.core.deadlines import DeadlineExceeded
 from apps.core.models import TenantOwnedModel
 from apps.core.outbound import emit
 from apps.tools.executors import ExecutorOutcome, executor_for
+from apps.tools.mcp import mcp_tool_review
 from apps.tools.models import (
     ClientTool,
     ExecutionStatus,
+    ExecutorType,
     FailureKind,
     PendingAction,
     ToolExecution,
@@ -350,6 +352,10 @@ def tool_update(
     if enabled is not None and locked.enabled != enabled:
         locked.enabled = enabled
         changed.append("enabled")
+        if enabled and locked.executor_type == ExecutorType.MCP:
+            # Enabling an MCP tool reviews its definition as the server lists it now.
+            mcp_tool_review(tool=locked)
+            changed.append("mcp_reviewed_fingerprint")
     if description is not None and locked.description != description:
         locked.description = description
         changed.append("description")

@@ -81,6 +81,7 @@ def test_settings_of_other_types_are_blanked():
         "webhook_url": "",
         "signing_secret": "",
         "rotation_secret": "",
+        "mcp_tool_name": "",
         "builtin_handler": "demo.cancel_order",
     }
 

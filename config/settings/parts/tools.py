@@ -1,6 +1,6 @@
-"""Tools: webhook network rules and signatures, teammate approvals."""
+"""Tools: webhook network rules and signatures, teammate approvals, MCP servers."""
 
-from config.settings.parts.celery import CELERY_BEAT_SCHEDULE
+from config.settings.parts.celery import BACKGROUND_QUEUE, CELERY_BEAT_SCHEDULE, CELERY_TASK_ROUTES
 from config.settings.parts.core import env
 
 # Tool webhooks may only reach public addresses unless this is on (SSRF protection); local
@@ -19,3 +19,8 @@ CELERY_BEAT_SCHEDULE["reasoning-expire-approvals"] = {
     "task": "reasoning.expire_approvals",
     "schedule": 60,
 }
+# How often the beat task lists every enabled MCP server's tools: a tool added or changed on a
+# server is found and held (disabled) for review within this time (docs/mcp.md).
+MCP_SYNC_SECONDS = env.int("MCP_SYNC_SECONDS", default=300)
+CELERY_BEAT_SCHEDULE["tools-mcp-sync"] = {"task": "tools.mcp_sync", "schedule": MCP_SYNC_SECONDS}
+CELERY_TASK_ROUTES["tools.mcp_sync"] = {"queue": BACKGROUND_QUEUE}
