@@ -74,7 +74,8 @@ def test_turn_of_a_killed_worker_is_taken_over_and_answered_once(
     replies = wait_for(answered, timeout=BOUND + 30, step=0.25)
     took = time.monotonic() - max(killed_at, ready_at - LEASE)
 
-    assert replies, restarted.output()[-3000:]
+    if not replies:
+        pytest.fail(f"no reply after the takeover:\n{_takeover_story(restarted.output())}")
     assert [m.text for m in replies] == ["Back!"]
     assert took < BOUND + 10
     assert (
@@ -135,3 +136,20 @@ def test_database_drop_mid_turn_on_a_worker_is_retried_and_answered(widget, llm,
         is None
     )
     print(f"\nFAULT db-terminated-mid-turn (worker): reply after {took:.1f}s")  # noqa: T201
+
+
+def _takeover_story(output: str) -> str:
+    """What the restarted worker did with the turn (the beat's sweeps left out) and where the
+    turn's trace stands: enough to tell a sweep that never re-queued from a re-queued turn
+    that failed."""
+    lines = [
+        line
+        for line in output.splitlines()
+        if "sweep_turns" not in line
+        and ("run_turn" in line or "WARNING" in line or "ERROR" in line)
+    ]
+    traces = [
+        (t.status, list(t.steps.values_list("name", flat=True)))
+        for t in ReasoningTrace.objects.unscoped("test checks the database directly").all()
+    ]
+    return "\n".join([f"traces: {traces}", *lines[-40:]])
