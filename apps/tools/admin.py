@@ -546,7 +546,9 @@ class McpToolInline(admin.TabularInline):
     can_delete = False
     show_change_link = True
     verbose_name = _("tool")
-    verbose_name_plural = _("Its tools (enable each after reading it: Change)")
+    # The link to each tool's own page reads "View": the inline is read-only (Django names
+    # the link after the inline's permission, not the tool page's).
+    verbose_name_plural = _("Its tools (open each with View, read it, classify it, enable it)")
     fields = ("name", "mcp_tool_name", "kind", "enabled", "review")
     readonly_fields = fields
 
