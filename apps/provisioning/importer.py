@@ -15,6 +15,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -46,6 +47,7 @@ from apps.knowledge.services.articles import (
     is_http_url,
 )
 from apps.tools.approval_rules import approval_rule_problems
+from apps.tools.mcp_settings import mcp_server_problems
 from apps.tools.preconditions import precondition_problems
 from apps.tools.wording import naming_problems
 
@@ -342,6 +344,53 @@ class ReplyTemplateIn(_Strict):
         return value
 
 
+class McpAuthIn(_Strict):
+    """How GuideDesk authenticates to an MCP server. The secrets (`token`, `client_secret`) are
+    write-only: never exported, and left out (or empty) on import the stored one stays."""
+
+    type: Literal["none", "bearer", "oauth"]
+    token: str = Field(default="", max_length=2000)
+    token_url: str = Field(default="", max_length=500, pattern=r"^(https?://\S+)?$")
+    client_id: str = Field(default="", max_length=200)
+    client_secret: str = Field(default="", max_length=500)
+    scope: str = Field(default="", max_length=500)
+
+    @model_validator(mode="after")
+    def _keys_of_its_type(self) -> McpAuthIn:
+        takes = {
+            "none": {"type"},
+            "bearer": {"type", "token"},
+            "oauth": {"type", "token_url", "client_id", "client_secret", "scope"},
+        }[self.type]
+        other = sorted(self.model_fields_set - takes)
+        if other:
+            raise ValueError(f"{', '.join(other)}: not used by {self.type!r} authentication")
+        return self
+
+
+class McpServerIn(_Strict):
+    """A client's MCP server (docs/mcp.md), upserted by name; checked like the admin's form
+    (`mcp_server_problems`): the credentials its authentication needs when the file is
+    imported, since a secret left out keeps the stored one."""
+
+    name: str = Field(max_length=20)
+    url: str = Field(max_length=500)
+    auth: McpAuthIn
+    timeout_seconds: float = 10.0
+    customer_argument: str = Field(default="", max_length=64)
+    customer_header: str = Field(default="", max_length=64)
+    enabled: bool = True
+
+    @field_validator("name", "url", "timeout_seconds")
+    @classmethod
+    def _as_the_admin_checks(cls, value: Any, info: ValidationInfo) -> Any:
+        field = str(info.field_name)
+        problem = mcp_server_problems({field: value}).get(field)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+
 class ClientIn(_Strict):
     slug: Slug
     name: str = Field(min_length=1, max_length=200)
@@ -368,6 +417,9 @@ class ClientIn(_Strict):
     # When a person answers a hand-off (apps/clients/business_hours.py), checked by
     # `_business_hours_errors`; left out: the setting stays as it is; {} clears it.
     business_hours: dict[str, Any] | None = None
+    # The client's MCP servers (docs/mcp.md): created or updated by name, never deleted; one
+    # created or changed has its tools listed after the import (disabled until reviewed).
+    mcp_servers: list[McpServerIn] = []
 
     @field_validator("language")
     @classmethod
@@ -451,6 +503,14 @@ class ClientIn(_Strict):
         return self
 
     @model_validator(mode="after")
+    def _unique_mcp_servers(self) -> ClientIn:
+        names = [server.name for server in self.mcp_servers]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"mcp_servers: name used twice: {', '.join(dupes)}")
+        return self
+
+    @model_validator(mode="after")
     def _unique_tools(self) -> ClientIn:
         names = [tool.name for tool in self.tools]
         dupes = sorted({n for n in names if names.count(n) > 1})
@@ -504,6 +564,13 @@ def _executors_errors(data: dict[str, Any]) -> dict[str, str]:
             for name, message in executor_errors(tool["executor"]).items():
                 path = ["clients", i, "tools", j, "executor", *([name] if name else [])]
                 errors[json_path(path)] = message
+            if isinstance(tool["executor"], dict) and tool["executor"].get("type") == "mcp":
+                # An MCP tool comes from its server's listing, held for review: a tools[] entry
+                # could only make one without a server, which never runs.
+                errors[json_path(["clients", i, "tools", j, "executor", "type"])] = (
+                    "MCP tools are not declared here: declare the server under mcp_servers and "
+                    "its tools are listed from it (disabled until staff review them)"
+                )
     return errors
 
 

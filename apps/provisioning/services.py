@@ -30,7 +30,8 @@ from apps.knowledge.services.articles import (
 from apps.provisioning.importer import ClientIn, executor_settings, parse_tenant_file
 from apps.simulations.cases import cases_import
 from apps.tools.executors import executor_for, settings_for
-from apps.tools.models import ClientTool
+from apps.tools.mcp_settings import mcp_server_problems, mcp_server_sync_on_commit
+from apps.tools.models import ClientTool, McpAuth, McpServer
 from apps.tools.preconditions import precondition_problems
 
 
@@ -178,6 +179,8 @@ def _import_client(*, spec: ClientIn, plan: Plan, index: int = 0) -> ImportedCli
 
     _import_reply_templates(client=client, spec=spec, index=index)
 
+    _import_mcp_servers(client=client, spec=spec, index=index)
+
     secret = None
     if not ApiKey.objects.for_client(client).active().exists():
         _, secret = api_key_issue(client=client, name="Imported key")
@@ -233,6 +236,66 @@ def _import_reply_templates(*, client: Client, spec: ClientIn, index: int) -> No
                 )
         except ApplicationError as exc:
             _raise_invalid(exc, path)
+
+
+# Where each McpServer column is in a `mcp_servers[]` entry of the file.
+_MCP_SERVER_PATHS = {
+    "bearer_token": "auth.token",
+    "oauth_token_url": "auth.token_url",
+    "oauth_client_id": "auth.client_id",
+    "oauth_client_secret": "auth.client_secret",
+    "oauth_scope": "auth.scope",
+    "auth": "auth.type",
+}
+
+
+def _import_mcp_servers(*, client: Client, spec: ClientIn, index: int) -> None:
+    """The file's MCP servers, created or updated by name (one unchanged is not written again);
+    the client's other servers are left alone. A secret the file leaves out keeps the stored
+    one. Each server created or changed, when enabled, has its tools listed in the background
+    once the import commits: the import never waits on a client's server, and its new tools
+    arrive disabled for staff to review (docs/mcp.md)."""
+    existing = {s.name: s for s in McpServer.objects.for_client(client)}
+    fields: dict[str, str] = {}
+    rows: list[tuple[str, dict[str, Any]]] = []
+    for j, entry in enumerate(spec.mcp_servers):
+        stored = existing.get(entry.name)
+        auth = entry.auth
+        oauth = auth.type == McpAuth.OAUTH
+        values: dict[str, Any] = {
+            "url": entry.url,
+            "auth": auth.type,
+            "oauth_token_url": auth.token_url if oauth else "",
+            "oauth_client_id": auth.client_id if oauth else "",
+            "oauth_scope": auth.scope if oauth else "",
+            "timeout_seconds": float(entry.timeout_seconds),
+            "customer_argument": entry.customer_argument,
+            "customer_header": entry.customer_header,
+            "enabled": entry.enabled,
+        }
+        secrets = {"bearer_token": auth.token, "oauth_client_secret": auth.client_secret}
+        values |= {column: secret for column, secret in secrets.items() if secret}
+        kept = {
+            column: getattr(stored, column) if stored is not None else ""
+            for column in secrets
+            if column not in values
+        }
+        # Name, URL and timeout were checked with the file; what the authentication needs,
+        # with the stored secrets, here.
+        checked = {**values, **kept}
+        problems = mcp_server_problems({column: checked[column] for column in _MCP_SERVER_PATHS})
+        for column, message in problems.items():
+            fields[f"clients[{index}].mcp_servers[{j}].{_MCP_SERVER_PATHS[column]}"] = message
+        rows.append((entry.name, values))
+    if fields:
+        lines = "\n".join(f"  {path}: {message}" for path, message in fields.items())
+        raise ApplicationError(
+            f"Invalid tenant file:\n{lines}", {"fields": fields}, code="invalid_file"
+        )
+    for name, values in rows:
+        server, changed = _upsert(McpServer, {"client": client, "name": name}, values)
+        if changed and server.enabled:
+            mcp_server_sync_on_commit(client=client, server=server)
 
 
 def _raise_invalid(exc: ApplicationError, path: str) -> None:
@@ -357,8 +420,8 @@ def client_export(*, client: Client) -> dict[str, Any]:
     """The client as a tenant file's `clients[]` entry (docs/tenant-import.md): its settings,
     `business_info` with its FAQs (the usable FAQ articles), and `knowledge` — every other
     source-less article (drafts, disabled FAQs and their state included) and the web sources.
-    Tools are left out: their secrets are write-only. Importing the entry again changes
-    nothing."""
+    Tools are left out: their secrets are write-only (and MCP tools come from their server).
+    MCP servers are in, without their secrets. Importing the entry again changes nothing."""
     info = dict(client.business_info) if isinstance(client.business_info, dict) else {}
     faqs = []
     articles = []
@@ -431,7 +494,35 @@ def client_export(*, client: Client) -> dict[str, Any]:
         **_email_code_export(client),
         **_reply_templates_export(client),
         **({"business_hours": client.business_hours} if client.business_hours else {}),
+        **_mcp_servers_export(client),
     }
+
+
+def _mcp_servers_export(client: Client) -> dict[str, Any]:
+    """The client's MCP servers without their secrets (the token, the client secret): importing
+    the entry again keeps the stored ones. Their tools are not exported: they are listed from
+    the server."""
+    rows = []
+    for server in McpServer.objects.for_client(client).order_by("name"):
+        auth: dict[str, Any] = {"type": server.auth}
+        if server.auth == McpAuth.OAUTH:
+            auth |= {
+                "token_url": server.oauth_token_url,
+                "client_id": server.oauth_client_id,
+                "scope": server.oauth_scope,
+            }
+        rows.append(
+            {
+                "name": server.name,
+                "url": server.url,
+                "auth": auth,
+                "timeout_seconds": server.timeout_seconds,
+                "customer_argument": server.customer_argument,
+                "customer_header": server.customer_header,
+                "enabled": server.enabled,
+            }
+        )
+    return {"mcp_servers": rows} if rows else {}
 
 
 def _reply_templates_export(client: Client) -> dict[str, Any]:

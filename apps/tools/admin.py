@@ -26,6 +26,7 @@ from apps.tools.approval_rules import approval_rule_problems, approval_rule_text
 from apps.tools.executors import executor_for, executors, settings_fields, settings_for
 from apps.tools.executors import webhook as webhook_executor
 from apps.tools.mcp import SyncReport, mcp_server_sync, mcp_tool_review, mcp_tool_reviewed
+from apps.tools.mcp_settings import mcp_server_problems
 from apps.tools.models import ClientTool, ExecutorType, McpServer, PendingAction, ToolExecution
 from apps.tools.preconditions import precondition_problems
 from apps.tools.wording import naming_problems
@@ -503,39 +504,14 @@ class McpServerForm(forms.ModelForm):
             "enabled",
         )
 
-    def clean_name(self) -> str:
-        name = str(self.cleaned_data.get("name") or "")
-        if not re.fullmatch(r"[a-zA-Z][a-zA-Z0-9_]{0,19}", name):
-            raise forms.ValidationError(
-                gettext("Letters, digits and underscores, starting with a letter (at most 20).")
-            )
-        return name
-
-    def clean_url(self) -> str:
-        url = str(self.cleaned_data.get("url") or "")
-        reason = webhook_executor.destination_refusal(url)
-        if reason:
-            raise forms.ValidationError(reason)
-        return url
-
-    def clean_timeout_seconds(self) -> float:
-        value = float(self.cleaned_data.get("timeout_seconds") or 0)
-        if not 0 < value <= 60:
-            raise forms.ValidationError(gettext("From more than 0 to 60 seconds."))
-        return value
-
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         for secret in ("bearer_token", "oauth_client_secret"):
             if not data.get(secret) and self.instance.pk:
                 data[secret] = getattr(self.instance, secret)
-        auth = data.get("auth")
-        if auth == "bearer" and not data.get("bearer_token"):
-            self.add_error("bearer_token", gettext("A bearer token is needed for this choice."))
-        if auth == "oauth":
-            for needed in ("oauth_token_url", "oauth_client_id", "oauth_client_secret"):
-                if not data.get(needed):
-                    self.add_error(needed, gettext("Needed for OAuth client credentials."))
+        # The same checks as the tenant file's `mcp_servers` (apps/tools/mcp_settings.py).
+        for field, message in mcp_server_problems(data).items():
+            self.add_error(field, message)
         return data
 
 

@@ -24,3 +24,5 @@ CELERY_BEAT_SCHEDULE["reasoning-expire-approvals"] = {
 MCP_SYNC_SECONDS = env.int("MCP_SYNC_SECONDS", default=300)
 CELERY_BEAT_SCHEDULE["tools-mcp-sync"] = {"task": "tools.mcp_sync", "schedule": MCP_SYNC_SECONDS}
 CELERY_TASK_ROUTES["tools.mcp_sync"] = {"queue": BACKGROUND_QUEUE}
+# One server's listing, queued after a tenant import saved it (docs/tenant-import.md).
+CELERY_TASK_ROUTES["tools.mcp_sync_server"] = {"queue": BACKGROUND_QUEUE}

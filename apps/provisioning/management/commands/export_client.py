@@ -11,8 +11,9 @@ from apps.provisioning.services import client_export
 class Command(BaseCommand):
     help = (
         "Print a client as a tenant file (docs/tenant-import.md): settings, business_info with "
-        "its FAQs, and knowledge articles and sources. Tools are left out (their secrets are "
-        "write-only). Importing the output again changes nothing."
+        "its FAQs, knowledge articles and sources, and MCP servers (without their secrets). "
+        "Tools are left out (their secrets are write-only). Importing the output again changes "
+        "nothing."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -23,7 +23,7 @@ def read_tenant_file(path: Path | str) -> Any:
 class Command(BaseCommand):
     help = (
         "Create or update model prices, plans and clients (business info, widget, tools, "
-        "knowledge articles and sources) from a "
+        "knowledge articles and sources, MCP servers) from a "
         'tenant JSON file. Prints {"clients": [{slug, widget_key, api_key, identity_secret}]}; '
         "api_key is a new secret (shown once) when the client had none, else null; "
         "identity_secret likewise, when the file asks identity.generate_secret."
