@@ -21,11 +21,19 @@ from apps.api.admin import ReadOnlyAuditAdmin, TenantScopedAdmin, pretty_json_bl
 from apps.api.permissions import MANAGE
 from apps.clients.admin import PrettyJSONField
 from apps.conversations.admin import conversation_link
+from apps.core.exceptions import ApplicationError
 from apps.core.schema_errors import json_path
+from apps.tools import mcp
 from apps.tools.approval_rules import approval_rule_problems, approval_rule_text
 from apps.tools.executors import executor_for, executors, settings_fields, settings_for
 from apps.tools.executors import webhook as webhook_executor
-from apps.tools.mcp import SyncReport, mcp_server_sync, mcp_tool_review, mcp_tool_reviewed
+from apps.tools.mcp import (
+    SyncReport,
+    mcp_server_clean,
+    mcp_server_sync,
+    mcp_tool_review,
+    mcp_tool_review_state,
+)
 from apps.tools.models import ClientTool, ExecutorType, McpServer, PendingAction, ToolExecution
 from apps.tools.preconditions import precondition_problems
 from apps.tools.wording import naming_problems
@@ -503,39 +511,19 @@ class McpServerForm(forms.ModelForm):
             "enabled",
         )
 
-    def clean_name(self) -> str:
-        name = str(self.cleaned_data.get("name") or "")
-        if not re.fullmatch(r"[a-zA-Z][a-zA-Z0-9_]{0,19}", name):
-            raise forms.ValidationError(
-                gettext("Letters, digits and underscores, starting with a letter (at most 20).")
-            )
-        return name
-
-    def clean_url(self) -> str:
-        url = str(self.cleaned_data.get("url") or "")
-        reason = webhook_executor.destination_refusal(url)
-        if reason:
-            raise forms.ValidationError(reason)
-        return url
-
-    def clean_timeout_seconds(self) -> float:
-        value = float(self.cleaned_data.get("timeout_seconds") or 0)
-        if not 0 < value <= 60:
-            raise forms.ValidationError(gettext("From more than 0 to 60 seconds."))
-        return value
-
     def clean(self) -> dict[str, Any]:
+        """The rules of the API's (apps/tools/mcp.py, `mcp_server_clean`): one place for both."""
         data = super().clean() or {}
-        for secret in ("bearer_token", "oauth_client_secret"):
-            if not data.get(secret) and self.instance.pk:
-                data[secret] = getattr(self.instance, secret)
-        auth = data.get("auth")
-        if auth == "bearer" and not data.get("bearer_token"):
-            self.add_error("bearer_token", gettext("A bearer token is needed for this choice."))
-        if auth == "oauth":
-            for needed in ("oauth_token_url", "oauth_client_id", "oauth_client_secret"):
-                if not data.get(needed):
-                    self.add_error(needed, gettext("Needed for OAuth client credentials."))
+        client = data.get("client") or (self.instance.client if self.instance.client_id else None)
+        server = self.instance if self.instance.pk else None
+        try:
+            data.update(mcp_server_clean(client=client, values=data, server=server))
+        except ApplicationError as exc:
+            for field, messages in (exc.extra.get("fields") or {}).items():
+                if field in self.errors:
+                    continue  # the form already said what is wrong with it
+                for message in messages:
+                    self.add_error(field if field in self.fields else None, message)
         return data
 
 
@@ -562,11 +550,12 @@ class McpToolInline(admin.TabularInline):
 
 
 def mcp_review_text(tool: ClientTool) -> str:
-    if not tool.mcp_fingerprint:
+    state = mcp_tool_review_state(tool)
+    if state == mcp.REMOVED:
         return gettext("No longer listed by the server.")
-    if mcp_tool_reviewed(tool):
+    if state == mcp.REVIEWED:
         return gettext("Reviewed.")
-    if tool.mcp_reviewed_fingerprint:
+    if state == mcp.CHANGED:
         return gettext("Changed on the server since it was reviewed: read it again, then enable.")
     return gettext("New: read its description and schema, classify it, then enable.")
 
