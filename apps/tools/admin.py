@@ -21,12 +21,19 @@ from apps.api.admin import ReadOnlyAuditAdmin, TenantScopedAdmin, pretty_json_bl
 from apps.api.permissions import MANAGE
 from apps.clients.admin import PrettyJSONField
 from apps.conversations.admin import conversation_link
+from apps.core.exceptions import ApplicationError
 from apps.core.schema_errors import json_path
+from apps.tools import mcp
 from apps.tools.approval_rules import approval_rule_problems, approval_rule_text
 from apps.tools.executors import executor_for, executors, settings_fields, settings_for
 from apps.tools.executors import webhook as webhook_executor
-from apps.tools.mcp import SyncReport, mcp_server_sync, mcp_tool_review, mcp_tool_reviewed
-from apps.tools.mcp_settings import mcp_server_problems
+from apps.tools.mcp import (
+    SyncReport,
+    mcp_server_clean,
+    mcp_server_sync,
+    mcp_tool_review,
+    mcp_tool_review_state,
+)
 from apps.tools.models import ClientTool, ExecutorType, McpServer, PendingAction, ToolExecution
 from apps.tools.preconditions import precondition_problems
 from apps.tools.wording import naming_problems
@@ -505,13 +512,18 @@ class McpServerForm(forms.ModelForm):
         )
 
     def clean(self) -> dict[str, Any]:
+        """The rules of the API's (apps/tools/mcp.py, `mcp_server_clean`): one place for both."""
         data = super().clean() or {}
-        for secret in ("bearer_token", "oauth_client_secret"):
-            if not data.get(secret) and self.instance.pk:
-                data[secret] = getattr(self.instance, secret)
-        # The same checks as the tenant file's `mcp_servers` (apps/tools/mcp_settings.py).
-        for field, message in mcp_server_problems(data).items():
-            self.add_error(field, message)
+        client = data.get("client") or (self.instance.client if self.instance.client_id else None)
+        server = self.instance if self.instance.pk else None
+        try:
+            data.update(mcp_server_clean(client=client, values=data, server=server))
+        except ApplicationError as exc:
+            for field, messages in (exc.extra.get("fields") or {}).items():
+                if field in self.errors:
+                    continue  # the form already said what is wrong with it
+                for message in messages:
+                    self.add_error(field if field in self.fields else None, message)
         return data
 
 
@@ -540,11 +552,12 @@ class McpToolInline(admin.TabularInline):
 
 
 def mcp_review_text(tool: ClientTool) -> str:
-    if not tool.mcp_fingerprint:
+    state = mcp_tool_review_state(tool)
+    if state == mcp.REMOVED:
         return gettext("No longer listed by the server.")
-    if mcp_tool_reviewed(tool):
+    if state == mcp.REVIEWED:
         return gettext("Reviewed.")
-    if tool.mcp_reviewed_fingerprint:
+    if state == mcp.CHANGED:
         return gettext("Changed on the server since it was reviewed: read it again, then enable.")
     return gettext("New: read its description and schema, classify it, then enable.")
 

@@ -1,12 +1,19 @@
-"""Staff / back-office tool API: the audit trail of tool runs, and switching tools on and off."""
+"""Staff / back-office tool API: the audit trail of tool runs, switching tools on and off, and
+the client's MCP servers (docs/mcp.md), whose tools arrive disabled until staff review them."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
-from rest_framework import exceptions, serializers
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+)
+from rest_framework import exceptions, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -14,18 +21,35 @@ from apps.api.permissions import MANAGE, READ, StaffAPIView
 from apps.api.schema import (
     AUTH_ERRORS,
     CLIENT_PARAMETER,
+    ErrorSerializer,
     NamedChoiceField,
     enum_values,
     error_responses,
     invalid_example,
 )
 from apps.tools.executors import executor_choices
-from apps.tools.models import ExecutionStatus, FailureKind, ToolKind
-from apps.tools.selectors import tool_execution_audit_list, tool_get_for_path, tool_list
+from apps.tools.mcp import (
+    REVIEW_STATES,
+    SyncReport,
+    mcp_server_create,
+    mcp_server_delete,
+    mcp_server_sync,
+    mcp_server_update,
+    mcp_tool_review_state,
+)
+from apps.tools.models import ClientTool, ExecutionStatus, FailureKind, McpAuth, McpServer, ToolKind
+from apps.tools.selectors import (
+    mcp_server_get_for_path,
+    mcp_server_list,
+    tool_execution_audit_list,
+    tool_get_for_path,
+    tool_list,
+)
 from apps.tools.services import tool_update
 
 EXECUTIONS_TAG = "tool executions"
 TOOLS_TAG = "tools"
+MCP_TAG = "MCP servers"
 MAX_DESCRIPTION_CHARS = 2000  # as in the tenant importer: the description goes into prompts
 
 # ---------------------------------------------------------------------------------------------
@@ -229,3 +253,345 @@ class ToolDetailApi(StaffAPIView):
             description=body.validated_data.get("description"),
         )
         return Response(ToolSerializer(updated).data)
+
+
+# ---------------------------------------------------------------------------------------------
+# MCP servers
+# ---------------------------------------------------------------------------------------------
+
+
+class McpServerToolSerializer(serializers.Serializer):
+    name = serializers.CharField(help_text="The GuideDesk tool's name (`<server>_<tool>`).")
+    mcp_tool = serializers.CharField(
+        source="mcp_tool_name", help_text="The tool's name on the server."
+    )
+    kind = NamedChoiceField(choices=ToolKind, enum_name="ToolKind")
+    enabled = serializers.BooleanField()
+    review = serializers.SerializerMethodField(
+        help_text="`reviewed`: the definition staff enabled; `new`: never reviewed; `changed`: "
+        "changed on the server since it was reviewed (disabled until enabled again); "
+        "`removed`: the server no longer lists it."
+    )
+
+    @extend_schema_field(
+        NamedChoiceField(choices=[(s, s) for s in REVIEW_STATES], enum_name="McpToolReview")
+    )
+    def get_review(self, tool: ClientTool) -> str:
+        return mcp_tool_review_state(tool)
+
+
+class McpServerSerializer(serializers.Serializer):
+    """What is read back: never the bearer token or the OAuth client secret."""
+
+    name = serializers.CharField()
+    url = serializers.CharField()
+    auth = NamedChoiceField(choices=McpAuth, enum_name="McpAuth")
+    oauth_token_url = serializers.CharField()
+    oauth_client_id = serializers.CharField()
+    oauth_scope = serializers.CharField()
+    timeout_seconds = serializers.FloatField()
+    customer_argument = serializers.CharField()
+    customer_header = serializers.CharField()
+    enabled = serializers.BooleanField()
+    last_synced_at = serializers.DateTimeField(
+        allow_null=True, help_text="When its tools were last listed."
+    )
+    last_error = serializers.CharField(
+        help_text="Why the last listing failed; empty if it did not."
+    )
+    has_bearer_token = serializers.SerializerMethodField()
+    has_oauth_client_secret = serializers.SerializerMethodField()
+    tools = McpServerToolSerializer(many=True, help_text="Its GuideDesk tools, by name.")
+
+    def get_has_bearer_token(self, server: McpServer) -> bool:
+        return bool(server.bearer_token)
+
+    def get_has_oauth_client_secret(self, server: McpServer) -> bool:
+        return bool(server.oauth_client_secret)
+
+
+class McpServerWriteSerializer(serializers.Serializer):
+    """The settings a request may give; the rules (name, address, timeout, credentials) are
+    `mcp_server_clean`'s, shared with the admin. Any other key is refused by name."""
+
+    name = serializers.CharField(
+        max_length=20,
+        help_text="Letters, digits and underscores, starting with a letter: the start of its "
+        "tools' names.",
+    )
+    url = serializers.URLField(
+        max_length=500, help_text="The streamable HTTP endpoint; https, public address."
+    )
+    auth = NamedChoiceField(choices=McpAuth, enum_name="McpAuth", required=False)
+    bearer_token = serializers.CharField(
+        max_length=2000,
+        required=False,
+        allow_blank=True,
+        write_only=True,
+        help_text="Write-only; empty or absent keeps the saved one.",
+    )
+    oauth_token_url = serializers.URLField(max_length=500, required=False, allow_blank=True)
+    oauth_client_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    oauth_client_secret = serializers.CharField(
+        max_length=500,
+        required=False,
+        allow_blank=True,
+        write_only=True,
+        help_text="Write-only; empty or absent keeps the saved one.",
+    )
+    oauth_scope = serializers.CharField(max_length=500, required=False, allow_blank=True)
+    timeout_seconds = serializers.FloatField(
+        required=False, help_text="Each listing or call ends within it: more than 0, at most 60."
+    )
+    customer_argument = serializers.CharField(max_length=64, required=False, allow_blank=True)
+    customer_header = serializers.CharField(max_length=64, required=False, allow_blank=True)
+    enabled = serializers.BooleanField(required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        initial = self.initial_data if isinstance(self.initial_data, dict) else {}
+        unknown = sorted(set(initial) - set(self.fields))
+        if unknown:
+            raise serializers.ValidationError(
+                {name: ["This field cannot be set through the API."] for name in unknown}
+            )
+        return attrs
+
+
+class McpSyncSerializer(serializers.Serializer):
+    added = serializers.ListField(
+        child=serializers.CharField(), help_text="New tools, added disabled."
+    )
+    changed = serializers.ListField(
+        child=serializers.CharField(), help_text="Tools changed on the server, now disabled."
+    )
+    removed = serializers.ListField(
+        child=serializers.CharField(), help_text="Tools the server no longer lists, disabled."
+    )
+    unchanged = serializers.IntegerField()
+    error = serializers.CharField(help_text="Why the listing failed; empty when it did not.")
+
+
+class McpServerCreatedSerializer(McpServerSerializer):
+    sync = McpSyncSerializer(
+        allow_null=True,
+        help_text="The listing of its tools right after saving; null for a disabled server.",
+    )
+
+
+MCP_TOOL_EXAMPLE: dict[str, Any] = {
+    "name": "crm_cancel_order",
+    "mcp_tool": "cancel_order",
+    "kind": "destructive",
+    "enabled": False,
+    "review": "new",
+}
+MCP_SERVER_EXAMPLE: dict[str, Any] = {
+    "name": "crm",
+    "url": "https://mcp.example.com/mcp",
+    "auth": "bearer",
+    "oauth_token_url": "",
+    "oauth_client_id": "",
+    "oauth_scope": "",
+    "timeout_seconds": 10.0,
+    "customer_argument": "customer_id",
+    "customer_header": "",
+    "enabled": True,
+    "last_synced_at": "2026-03-02T09:15:30.000000Z",
+    "last_error": "",
+    "has_bearer_token": True,
+    "has_oauth_client_secret": False,
+    "tools": [MCP_TOOL_EXAMPLE],
+}
+MCP_SYNC_EXAMPLE: dict[str, Any] = {
+    "added": ["crm_cancel_order"],
+    "changed": [],
+    "removed": [],
+    "unchanged": 0,
+    "error": "",
+}
+SERVER_NAME_PARAMETER = OpenApiParameter(
+    "server_name", OpenApiTypes.STR, OpenApiParameter.PATH, description="The server's name."
+)
+SERVER_IN_USE = {
+    409: OpenApiResponse(
+        ErrorSerializer,
+        "One of its tools has run: the runs are kept for the audit trail, so the server stays. "
+        "Disable it instead.",
+        examples=[
+            OpenApiExample(
+                "In use",
+                value={
+                    "error": {
+                        "code": "in_use",
+                        "message": "Its tools have run, and their runs are kept for the audit "
+                        "trail: disable the server instead.",
+                    }
+                },
+                status_codes=["409"],
+            )
+        ],
+    )
+}
+
+
+def _server_or_404(view: StaffAPIView, name: str) -> McpServer:
+    server = mcp_server_get_for_path(client=view.client, name=name)
+    if server is None:
+        raise exceptions.NotFound()
+    return server
+
+
+def _sync_data(report: SyncReport) -> dict[str, Any]:
+    return dict(McpSyncSerializer(report).data)
+
+
+class McpServerListApi(StaffAPIView):
+    required_roles = {"GET": MANAGE, "POST": MANAGE}
+
+    @extend_schema(
+        operation_id="mcp_servers_list",
+        tags=[MCP_TAG],
+        summary="List MCP servers",
+        description="The client's MCP servers by name, each with its tools and their review "
+        "state. Secrets are never returned: `has_bearer_token` and `has_oauth_client_secret` "
+        "say whether one is saved. Needs the admin role.",
+        parameters=[CLIENT_PARAMETER],
+        responses={200: McpServerSerializer(many=True), **error_responses(*AUTH_ERRORS, 404)},
+        examples=[OpenApiExample("A page", value=MCP_SERVER_EXAMPLE, response_only=True)],
+    )
+    def get(self, request: Request) -> Response:
+        return self.paginated_response(mcp_server_list(client=self.client), McpServerSerializer)
+
+    @extend_schema(
+        operation_id="mcp_servers_create",
+        tags=[MCP_TAG],
+        summary="Add an MCP server",
+        description="Saves the server, then lists its tools at once (an enabled server): each "
+        "new tool is added **disabled** until staff enable it (`PATCH /api/v1/tools/<name>/`). "
+        "`sync` reports the listing; a server that cannot be reached is still saved, with "
+        "`sync.error` saying why. The URL must be https and reach a public address. Needs the "
+        "admin role.",
+        parameters=[CLIENT_PARAMETER],
+        request=McpServerWriteSerializer,
+        responses={
+            201: McpServerCreatedSerializer,
+            **error_responses(
+                400,
+                *AUTH_ERRORS,
+                404,
+                invalid=invalid_example(
+                    "bearer_token", "A bearer token is needed for this choice."
+                ),
+            ),
+        },
+        examples=[
+            OpenApiExample(
+                "Add",
+                value={
+                    "name": "crm",
+                    "url": "https://mcp.example.com/mcp",
+                    "auth": "bearer",
+                    "bearer_token": "s3cr3t-token",
+                    "customer_argument": "customer_id",
+                },
+                request_only=True,
+            ),
+            OpenApiExample(
+                "Created",
+                value={**MCP_SERVER_EXAMPLE, "sync": MCP_SYNC_EXAMPLE},
+                response_only=True,
+            ),
+        ],
+    )
+    def post(self, request: Request) -> Response:
+        body = McpServerWriteSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        server = mcp_server_create(client=self.client, **body.validated_data)
+        report = mcp_server_sync(client=self.client, server=server) if server.enabled else None
+        server = _server_or_404(self, server.name)
+        data = dict(McpServerSerializer(server).data)
+        data["sync"] = _sync_data(report) if report is not None else None
+        return Response(data, status=status.HTTP_201_CREATED)
+
+
+class McpServerDetailApi(StaffAPIView):
+    required_roles = {"GET": MANAGE, "PATCH": MANAGE, "DELETE": MANAGE}
+
+    @extend_schema(
+        operation_id="mcp_servers_retrieve",
+        tags=[MCP_TAG],
+        summary="Read an MCP server",
+        description="The server, its tools and their review state. Needs the admin role.",
+        parameters=[SERVER_NAME_PARAMETER, CLIENT_PARAMETER],
+        responses={200: McpServerSerializer, **error_responses(*AUTH_ERRORS, 404)},
+        examples=[OpenApiExample("A server", value=MCP_SERVER_EXAMPLE, response_only=True)],
+    )
+    def get(self, request: Request, server_name: str) -> Response:
+        return Response(McpServerSerializer(_server_or_404(self, server_name)).data)
+
+    @extend_schema(
+        operation_id="mcp_servers_partial_update",
+        tags=[MCP_TAG],
+        summary="Change an MCP server",
+        description="Changes the given settings, checked as on create. An empty or absent "
+        "secret keeps the saved one. Its tools are not listed again: `POST …/sync` does that. "
+        "Needs the admin role.",
+        parameters=[SERVER_NAME_PARAMETER, CLIENT_PARAMETER],
+        request=McpServerWriteSerializer(partial=True),
+        responses={
+            200: McpServerSerializer,
+            **error_responses(
+                400,
+                *AUTH_ERRORS,
+                404,
+                invalid=invalid_example("timeout_seconds", "From more than 0 to 60 seconds."),
+            ),
+        },
+        examples=[
+            OpenApiExample("Disable", value={"enabled": False}, request_only=True),
+            OpenApiExample(
+                "Changed", value={**MCP_SERVER_EXAMPLE, "enabled": False}, response_only=True
+            ),
+        ],
+    )
+    def patch(self, request: Request, server_name: str) -> Response:
+        server = _server_or_404(self, server_name)
+        body = McpServerWriteSerializer(data=request.data, partial=True)
+        body.is_valid(raise_exception=True)
+        updated = mcp_server_update(client=self.client, server=server, **body.validated_data)
+        return Response(McpServerSerializer(_server_or_404(self, updated.name)).data)
+
+    @extend_schema(
+        operation_id="mcp_servers_destroy",
+        tags=[MCP_TAG],
+        summary="Delete an MCP server",
+        description="Deletes the server and its tools. A server one of whose tools has run "
+        "answers 409 (the runs are kept for the audit trail): disable it instead. Needs the "
+        "admin role.",
+        parameters=[SERVER_NAME_PARAMETER, CLIENT_PARAMETER],
+        responses={204: None, **error_responses(*AUTH_ERRORS, 404), **SERVER_IN_USE},
+    )
+    def delete(self, request: Request, server_name: str) -> Response:
+        mcp_server_delete(client=self.client, server=_server_or_404(self, server_name))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class McpServerSyncApi(StaffAPIView):
+    required_roles = {"POST": MANAGE}
+
+    @extend_schema(
+        operation_id="mcp_servers_sync",
+        tags=[MCP_TAG],
+        summary="List an MCP server's tools now",
+        description="Lists the server's tools now (as the beat task does every few minutes): "
+        "new tools are added disabled, tools changed on the server are disabled until enabled "
+        "again, tools it no longer lists are disabled. A server that cannot be reached answers "
+        "200 with `error` saying why. No request body. Needs the admin role.",
+        parameters=[SERVER_NAME_PARAMETER, CLIENT_PARAMETER],
+        request=None,
+        responses={200: McpSyncSerializer, **error_responses(*AUTH_ERRORS, 404)},
+        examples=[OpenApiExample("Listed", value=MCP_SYNC_EXAMPLE, response_only=True)],
+    )
+    def post(self, request: Request, server_name: str) -> Response:
+        server = _server_or_404(self, server_name)
+        return Response(_sync_data(mcp_server_sync(client=self.client, server=server)))

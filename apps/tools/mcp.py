@@ -25,12 +25,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.cache import cache
-from django.db import transaction
+from django.db import IntegrityError, transaction
+from django.db.models import ProtectedError, RestrictedError
 from django.utils import timezone
+from django.utils.translation import gettext
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from apps.clients.models import Client
+from apps.core.exceptions import ApplicationError
+from apps.tools.executors.webhook import destination_refusal
 from apps.tools.mcp_client import McpError, McpToolSpec, mcp_list_tools, mcp_oauth_token
 from apps.tools.models import ClientTool, ExecutorType, McpAuth, McpServer, ToolKind
 
@@ -248,6 +252,212 @@ def mcp_tool_review(*, tool: ClientTool) -> None:
 def mcp_tool_reviewed(tool: ClientTool) -> bool:
     """The tool's definition on the server is the one staff reviewed."""
     return bool(tool.mcp_fingerprint) and tool.mcp_fingerprint == tool.mcp_reviewed_fingerprint
+
+
+# The review state of a server's tool (the admin's "Review" column, the API's `review`).
+REVIEWED, NEW, CHANGED, REMOVED = "reviewed", "new", "changed", "removed"
+REVIEW_STATES = (REVIEWED, NEW, CHANGED, REMOVED)
+
+
+def mcp_tool_review_state(tool: ClientTool) -> str:
+    """`removed` (the server no longer lists it), `reviewed` (its definition is the one staff
+    enabled), `changed` (reviewed once, changed on the server since) or `new`."""
+    if not tool.mcp_fingerprint:
+        return REMOVED
+    if mcp_tool_reviewed(tool):
+        return REVIEWED
+    if tool.mcp_reviewed_fingerprint:
+        return CHANGED
+    return NEW
+
+
+# --- the server's settings: one set of rules for the admin and the API --------------------------
+
+SERVER_FIELDS = (
+    "name",
+    "url",
+    "auth",
+    "bearer_token",
+    "oauth_token_url",
+    "oauth_client_id",
+    "oauth_client_secret",
+    "oauth_scope",
+    "timeout_seconds",
+    "customer_argument",
+    "customer_header",
+    "enabled",
+)
+SECRET_FIELDS = ("bearer_token", "oauth_client_secret")
+_SERVER_NAME = re.compile(r"[a-zA-Z][a-zA-Z0-9_]{0,19}")
+_HEADER_NAME = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}")
+# Headers GuideDesk or the protocol set itself: a customer id must never replace them.
+_RESERVED_HEADERS = frozenset(
+    {"authorization", "host", "content-type", "content-length", "transfer-encoding", "accept"}
+)
+
+
+def mcp_server_defaults() -> dict[str, Any]:
+    return {
+        name: McpServer._meta.get_field(name).get_default()  # type: ignore[union-attr]
+        for name in SERVER_FIELDS
+    }
+
+
+def mcp_server_clean(
+    *, client: Client | None, values: dict[str, Any], server: McpServer | None = None
+) -> dict[str, Any]:
+    """The server's settings once `values` are applied (to `server`, or to a new one), checked.
+
+    Secrets are write-only: an empty or absent one keeps the saved one. Raises ApplicationError
+    naming every bad field (`{"fields": {field: [message]}}`). The admin form and the API both
+    come here, so their rules cannot drift."""
+    data = (
+        {name: getattr(server, name) for name in SERVER_FIELDS}
+        if server is not None
+        else mcp_server_defaults()
+    )
+    given = {k: v for k, v in values.items() if k in SERVER_FIELDS}
+    for secret in SECRET_FIELDS:
+        if not given.get(secret):
+            given.pop(secret, None)  # empty keeps the saved one
+    data.update(given)
+    # Addresses are checked when they change (the check resolves them; every call checks again).
+    changed = {n for n in SERVER_FIELDS if server is None or getattr(server, n) != data[n]}
+    errors: dict[str, list[str]] = {}
+    for field_name, message in mcp_server_rule_problems(
+        data, client=client, server=server, changed=changed
+    ):
+        errors.setdefault(field_name, []).append(message)
+    timeout = _timeout(data)
+    if errors:
+        first, messages = next(iter(errors.items()))
+        raise ApplicationError(f"{first}: {messages[0]}", {"fields": errors}, code="invalid")
+    data["timeout_seconds"] = timeout
+    data["enabled"] = bool(data.get("enabled"))
+    return data
+
+
+def _timeout(data: dict[str, Any]) -> float:
+    try:
+        return float(data.get("timeout_seconds") or 0)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def mcp_server_rule_problems(
+    data: dict[str, Any],
+    *,
+    client: Client | None = None,
+    server: McpServer | None = None,
+    changed: set[str] | None = None,
+) -> list[tuple[str, str]]:
+    """Every rule of a server's settings `data` (all its columns), as (field, message): the
+    name, the addresses (those in `changed`), the header, the credentials and the timeout. The
+    one place the admin form, the API and the tenant import take them from."""
+    changed = set(SERVER_FIELDS) if changed is None else changed
+    problems = [
+        *_name_problems(client, server, data, changed),
+        *_address_problems(data, changed),
+        *_credential_problems(data),
+    ]
+    if not 0 < _timeout(data) <= MAX_TIMEOUT_SECONDS:
+        problems.append(("timeout_seconds", gettext("From more than 0 to 60 seconds.")))
+    return problems
+
+
+def _name_problems(
+    client: Client | None, server: McpServer | None, data: dict[str, Any], changed: set[str]
+) -> list[tuple[str, str]]:
+    name = str(data.get("name") or "")
+    if not _SERVER_NAME.fullmatch(name):
+        message = gettext("Letters, digits and underscores, starting with a letter (at most 20).")
+        return [("name", message)]
+    if client is not None and "name" in changed:
+        others = McpServer.objects.for_client(client).filter(name=name)
+        if server is not None:
+            others = others.exclude(pk=server.pk)
+        if others.exists():
+            return [("name", gettext("This client already has an MCP server with this name."))]
+    return []
+
+
+def _address_problems(data: dict[str, Any], changed: set[str]) -> list[tuple[str, str]]:
+    problems = []
+    url = str(data.get("url") or "")
+    if "url" in changed or not url:
+        refusal = destination_refusal(url)
+        if refusal:
+            problems.append(("url", refusal))
+    token_url = str(data.get("oauth_token_url") or "")
+    if data.get("auth") == McpAuth.OAUTH and token_url and "oauth_token_url" in changed:
+        refusal = destination_refusal(token_url)
+        if refusal:
+            problems.append(("oauth_token_url", refusal))
+    header = str(data.get("customer_header") or "")
+    if header and (not _HEADER_NAME.fullmatch(header) or header.lower() in _RESERVED_HEADERS):
+        message = gettext("An HTTP header name of your own (letters, digits and hyphens).")
+        problems.append(("customer_header", message))
+    return problems
+
+
+def _credential_problems(data: dict[str, Any]) -> list[tuple[str, str]]:
+    auth = data.get("auth")
+    if auth not in McpAuth.values:
+        return [("auth", gettext("Choose none, bearer or oauth."))]
+    if auth == McpAuth.BEARER and not data.get("bearer_token"):
+        return [("bearer_token", gettext("A bearer token is needed for this choice."))]
+    if auth == McpAuth.OAUTH:
+        needed = ("oauth_token_url", "oauth_client_id", "oauth_client_secret")
+        message = gettext("Needed for OAuth client credentials.")
+        return [(name, message) for name in needed if not data.get(name)]
+    return []
+
+
+def _name_taken() -> ApplicationError:
+    message = gettext("This client already has an MCP server with this name.")
+    return ApplicationError(f"name: {message}", {"fields": {"name": [message]}}, code="invalid")
+
+
+def mcp_server_create(*, client: Client, **values: Any) -> McpServer:
+    """A new MCP server of the client's, checked by `mcp_server_clean`. Its tools are listed
+    by `mcp_server_sync`, which the caller runs next."""
+    data = mcp_server_clean(client=client, values=values)
+    try:
+        with transaction.atomic():
+            return McpServer.objects.create(client=client, **data)
+    except IntegrityError:  # the same name, saved between the check and the insert
+        raise _name_taken() from None
+
+
+def mcp_server_update(*, client: Client, server: McpServer, **values: Any) -> McpServer:
+    """Change the given settings (checked by `mcp_server_clean`; an empty secret keeps the
+    saved one)."""
+    if server.client_id != client.pk:
+        raise ValueError("server belongs to another client")
+    try:
+        with transaction.atomic():
+            locked = McpServer.objects.for_client(client).select_for_update().get(pk=server.pk)
+            data = mcp_server_clean(client=client, values=values, server=locked)
+            for name, value in data.items():
+                setattr(locked, name, value)
+            locked.save()
+    except IntegrityError:
+        raise _name_taken() from None
+    return locked
+
+
+def mcp_server_delete(*, client: Client, server: McpServer) -> None:
+    """Delete the server and its tools. A tool that has run keeps its runs for the audit trail,
+    so such a server cannot be deleted (409): disable it instead."""
+    try:
+        with transaction.atomic():
+            McpServer.objects.for_client(client).filter(pk=server.pk).delete()
+    except (ProtectedError, RestrictedError):
+        message = gettext(
+            "Its tools have run, and their runs are kept for the audit trail: disable the "
+            "server instead."
+        )
+        raise ApplicationError(message, status=409, code="in_use") from None
 
 
 def mcp_servers_sync_all() -> int:

@@ -4,20 +4,20 @@ after an import (docs/mcp.md, docs/tenant-import.md)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from django.db import transaction
-from django.utils.translation import gettext
 
 from apps.clients.models import Client
-from apps.tools.executors import webhook as webhook_executor
-from apps.tools.mcp import SyncReport, mcp_server_sync
+from apps.tools.mcp import (
+    SyncReport,
+    mcp_server_defaults,
+    mcp_server_rule_problems,
+    mcp_server_sync,
+)
 from apps.tools.models import McpAuth, McpServer
 
-NAME = re.compile(r"[a-zA-Z][a-zA-Z0-9_]{0,19}")
-MAX_TIMEOUT_SECONDS = 60.0
 # What each kind of authentication needs (McpServer columns).
 NEEDED_FOR: dict[str, tuple[str, ...]] = {
     McpAuth.BEARER: ("bearer_token",),
@@ -26,36 +26,20 @@ NEEDED_FOR: dict[str, tuple[str, ...]] = {
 
 
 def mcp_server_problems(values: Mapping[str, Any]) -> dict[str, str]:
-    """What is wrong with these McpServer column values (column -> message); {} when nothing.
-
-    `name`, `url` and `timeout_seconds` are checked when present (a form field that failed its
-    own check is absent); with `auth`, the columns that kind needs must be non-empty, so pass
-    the stored secret for one the caller keeps. The URL must be one GuideDesk may call, by the
-    webhook executor's rules (https, a public address: `destination_refusal`)."""
+    """What is wrong with these McpServer column values (column -> the first message); {} when
+    nothing. The rules are `apps.tools.mcp.mcp_server_rule_problems` (the admin's and the
+    API's); only the columns in `values` are judged (the file's reader checks a field at a
+    time), and with `auth` the credentials it needs must be there — pass the stored secret for
+    one the caller keeps."""
+    data = {**mcp_server_defaults(), **values}
+    if "url" not in values:
+        data["url"] = "https://mcp.invalid/"  # not judged here: never resolved (not changed)
+    given = set(values)
     problems: dict[str, str] = {}
-    if "name" in values and not NAME.fullmatch(str(values["name"] or "")):
-        problems["name"] = gettext(
-            "Letters, digits and underscores, starting with a letter (at most 20)."
-        )
-    if "url" in values:
-        reason = webhook_executor.destination_refusal(str(values["url"] or ""))
-        if reason:
-            problems["url"] = reason
-    if "timeout_seconds" in values:
-        try:
-            timeout = float(values["timeout_seconds"] or 0)
-        except (TypeError, ValueError):
-            timeout = 0.0
-        if not 0 < timeout <= MAX_TIMEOUT_SECONDS:
-            problems["timeout_seconds"] = gettext("From more than 0 to 60 seconds.")
-    auth = str(values.get("auth") or "")
-    for needed in NEEDED_FOR.get(auth, ()):
-        if not values.get(needed):
-            problems[needed] = (
-                gettext("A bearer token is needed for this choice.")
-                if auth == McpAuth.BEARER
-                else gettext("Needed for OAuth client credentials.")
-            )
+    for column, message in mcp_server_rule_problems(data, changed=given):
+        judged = column in given or (column in NEEDED_FOR.get(str(values.get("auth")), ()))
+        if judged and column not in problems:
+            problems[column] = message
     return problems
 
 

@@ -5,10 +5,16 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from django.db.models import QuerySet
+from django.db.models import Prefetch, QuerySet
 
 from apps.clients.models import Client
-from apps.tools.models import ClientTool, PendingAction, PendingActionStatus, ToolExecution
+from apps.tools.models import (
+    ClientTool,
+    McpServer,
+    PendingAction,
+    PendingActionStatus,
+    ToolExecution,
+)
 
 if TYPE_CHECKING:
     from apps.conversations.models import Message
@@ -62,6 +68,28 @@ def tool_get_for_path(*, client: Client, name: str) -> ClientTool | None:
     if not _TOOL_NAME_RE.match(name):
         return None
     return tool_get_by_name(client=client, name=name)
+
+
+def mcp_server_list(*, client: Client) -> QuerySet[McpServer]:
+    """The client's MCP servers by name, each with its tools (by name) loaded as `tools`."""
+    tools = ClientTool.objects.for_client(client).order_by("name", "pk")
+    return (
+        McpServer.objects.for_client(client)
+        .prefetch_related(Prefetch("tools", queryset=tools))
+        .order_by("name", "pk")
+    )
+
+
+# A server's name (apps/tools/mcp.py, `mcp_server_clean`); anything else names no server.
+_SERVER_NAME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]{0,19}\Z")
+
+
+def mcp_server_get_for_path(*, client: Client, name: str) -> McpServer | None:
+    """The client's MCP server named by a URL path segment, with its tools; None for a name no
+    server can have, as for an unknown or another client's server."""
+    if not _SERVER_NAME_RE.match(name):
+        return None
+    return mcp_server_list(client=client).filter(name=name).first()
 
 
 def pending_declined_by(*, client: Client, user_message: Message) -> PendingAction | None:

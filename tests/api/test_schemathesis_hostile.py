@@ -37,6 +37,7 @@ from apps.escalations.models import ReplyTemplate
 from apps.events.models import EventDelivery, EventSubscription, EventType
 from apps.flags.models import MessageFlag
 from apps.privacy.models import DataSubjectRequest
+from apps.tools.models import McpAuth, McpServer
 from tests.api.conftest import make_tenant_data
 from tests.api.test_schema import generated_schema, make_note
 from tests.factories import ClientFactory
@@ -151,9 +152,14 @@ def tenant(db: Any) -> dict[str, Any]:
         event_id=uuid.uuid4(),
         event_type=EventType.CONVERSATION_CREATED,
     )
+    # Unreachable on purpose: a sync fails fast on DNS and must answer cleanly.
+    mcp_server = McpServer.objects.create(
+        client=client, name="crm", url="https://mcp.example.com/mcp", auth=McpAuth.NONE
+    )
     return {
         "ids": {
             "public_id": str(data.conversation.public_id),
+            "server_name": mcp_server.name,
             "escalation_id": str(getattr(data.escalation, "public_id", data.escalation.pk)),
             "name": data.tool.name,
             "key_id": str(to_revoke.pk),
