@@ -28,6 +28,7 @@ from apps.tools.approval_rules import approval_rule_problems, approval_rule_text
 from apps.tools.executors import executor_for, executors, settings_fields, settings_for
 from apps.tools.executors import webhook as webhook_executor
 from apps.tools.mcp import (
+    SERVER_FIELDS,
     SyncReport,
     mcp_server_clean,
     mcp_server_sync,
@@ -495,21 +496,7 @@ class McpServerForm(forms.ModelForm):
 
     class Meta:
         model = McpServer
-        fields = (
-            "client",
-            "name",
-            "url",
-            "auth",
-            "bearer_token",
-            "oauth_token_url",
-            "oauth_client_id",
-            "oauth_client_secret",
-            "oauth_scope",
-            "timeout_seconds",
-            "customer_argument",
-            "customer_header",
-            "enabled",
-        )
+        fields = ("client", *SERVER_FIELDS)
 
     def clean(self) -> dict[str, Any]:
         """The rules of the API's (apps/tools/mcp.py, `mcp_server_clean`): one place for both."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from playwright.sync_api import FrameLocator, Page, expect
 
@@ -99,3 +100,18 @@ def drafts(frame: FrameLocator, *, until: str = "") -> tuple[list[str], int]:
         assert ends, f"no reply containing {until!r} was posted: {replies}"
         texts = texts[: ends[0]]
     return list(texts), int(bubbles)
+
+
+def admin_signed_in(browser: Any, base_url: str, email: str, password: str) -> Page:
+    """A staff member's own browser window, signed into the admin through its sign-in form;
+    `page.errors` collects the page's JavaScript errors."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    page.errors = []
+    page.on("pageerror", lambda error: page.errors.append(str(error)))
+    page.goto(f"{base_url}/admin/")
+    page.get_by_label("Email").fill(email)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(f"{base_url}/admin/")
+    return page

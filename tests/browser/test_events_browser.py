@@ -11,14 +11,14 @@ import threading
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import expect
 from standardwebhooks.webhooks import Webhook
 
 from apps.events import tasks as event_tasks
 from apps.events.models import DeliveryStatus, EventDelivery, EventSubscription
 from tests.accounts.test_mfa_required import PASSWORD
 from tests.browser.conftest import TIMEOUT_MS
-from tests.browser.helpers import open_widget, send, shot, shown_conversation
+from tests.browser.helpers import admin_signed_in, open_widget, send, shot, shown_conversation
 from tests.events.conftest import Receiver, receiver, tls_files  # noqa: F401  (fixtures)
 from tests.factories import UserFactory
 
@@ -61,14 +61,6 @@ def sends(monkeypatch: pytest.MonkeyPatch) -> Sends:
     return recorder
 
 
-def staff_page(browser: Any) -> Page:
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    page = context.new_page()
-    page.errors = []
-    page.on("pageerror", lambda error: page.errors.append(str(error)))
-    return page
-
-
 def verified(request: dict[str, Any], secret: str) -> dict[str, Any]:
     """What the business does with the request: verify it with the standardwebhooks library."""
     headers = {name.lower(): value for name, value in request["headers"].items()}
@@ -88,12 +80,7 @@ def test_a_lead_subscribes_in_the_admin_and_resends_a_signed_handoff_event(
         lead = UserFactory(is_superuser=True)
 
     # The lead signs in and adds a subscription with the admin's own form.
-    admin = staff_page(browser)
-    admin.goto(f"{live_server.url}/admin/")
-    admin.get_by_label("Email").fill(lead.email)
-    admin.get_by_label("Password").fill(PASSWORD)
-    admin.get_by_role("button", name="Sign in").click()
-    admin.wait_for_url(f"{live_server.url}/admin/")
+    admin = admin_signed_in(browser, live_server.url, lead.email, PASSWORD)
     admin.get_by_role("link", name="Event subscriptions").click()
     admin.get_by_role("link", name="Add event subscription").click()
     admin.locator("#id_client").select_option(str(demo.pk))

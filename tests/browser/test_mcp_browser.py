@@ -15,7 +15,7 @@ from playwright.sync_api import Page, expect
 
 from apps.tools.models import ClientTool, ExecutionStatus, McpServer, ToolExecution, ToolKind
 from tests.accounts.test_mfa_required import PASSWORD
-from tests.browser.helpers import open_widget, send, shot, shown_conversation
+from tests.browser.helpers import admin_signed_in, open_widget, send, shot, shown_conversation
 from tests.factories import UserFactory
 from tests.reasoning.conftest import assess
 from tests.tools.conftest import mcp_server  # noqa: F401  (fixture, re-exported)
@@ -25,14 +25,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 ORDER = "A-1001"
 NEW = "New: read its description and schema, classify it, then enable."
-
-
-def staff_page(browser: Any) -> Page:
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    page = context.new_page()
-    page.errors = []
-    page.on("pageerror", lambda error: page.errors.append(str(error)))
-    return page
 
 
 def tool_row(page: Page, name: str) -> Any:
@@ -59,12 +51,7 @@ def test_a_lead_reviews_an_mcp_servers_tool_and_a_customer_gets_its_answer(
         lead = UserFactory(is_superuser=True)
 
     # The lead signs in and adds the server with the admin's own form.
-    admin = staff_page(browser)
-    admin.goto(f"{live_server.url}/admin/")
-    admin.get_by_label("Email").fill(lead.email)
-    admin.get_by_label("Password").fill(PASSWORD)
-    admin.get_by_role("button", name="Sign in").click()
-    admin.wait_for_url(f"{live_server.url}/admin/")
+    admin = admin_signed_in(browser, live_server.url, lead.email, PASSWORD)
     admin.get_by_role("link", name="MCP servers").click()
     admin.get_by_role("link", name="Add MCP server").click()
     admin.locator("#id_client").select_option(str(demo.pk))
