@@ -116,7 +116,9 @@ def test_all_pooled_connections_dropped_the_next_requests_reconnect_at_once(widg
             terminated = terminate_backends()
             assert terminated >= held
             # Their server processes have exited: the web process holds dead connections only.
-            assert wait_for(lambda: _web_connections() == 0, timeout=10)
+            # (A precondition, not a measure: on a 2-core box under the whole suite, the
+            # terminated backends took over 10 s to leave pg_stat_activity once.)
+            assert wait_for(lambda: _web_connections() == 0, timeout=60), _web_connections()
 
             # The next request, alone: the pool holds only dead connections, and it takes one
             # first. It answers at once — not after a back-off per dead connection.

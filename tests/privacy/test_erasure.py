@@ -206,6 +206,7 @@ DEPENDENTS = {
     "identity.EmailCodeChallenge": "deleted (the address a one-time code was sent to)",
     "insights.InsightProposal": "deleted when taught from the customer's message or flag",
     "notes.Note": "deleted",
+    "outcomes.ConversationResolution": "kept: resolved or not, and when (no customer data)",
     "playground.PlaygroundRun": "question, result and notes emptied",
     "privacy.ErasedConversation": "the erasure's own mark",
     "reasoning.ReasoningStep": "input summary, output and error emptied",
