@@ -56,6 +56,7 @@ class ConversationFacts:
     came_back: bool = False
     cost_usd: Decimal = Decimal("0")
     billed_usd: Decimal = Decimal("0")
+    public_id: str = ""
 
     def ended(self, *, now: datetime, window: timedelta) -> bool:
         return (
@@ -183,6 +184,7 @@ def _rows_of(conversations: QuerySet[Conversation]) -> Iterable[Mapping[str, Any
         .filter(first_customer_at__isnull=False)
         .values(
             "pk",
+            "public_id",
             "created_at",
             "status",
             "visitor_id",
@@ -210,6 +212,7 @@ def _facts_of(row: Mapping[str, Any]) -> ConversationFacts:
         last_activity_at=row["last_visible_at"] or row["created_at"],
         visitor_id=row["visitor_id"],
         contact_email=row["contact_email"].lower(),
+        public_id=str(row["public_id"]),
     )
 
 

@@ -25,7 +25,11 @@ from apps.conversations.models import (
 from apps.core.exceptions import ApplicationError
 from apps.core.outbound import emit
 from apps.outcomes.models import ConversationResolution
-from apps.outcomes.selectors import ended_conversation_facts, resolution_window
+from apps.outcomes.selectors import (
+    ConversationFacts,
+    ended_conversation_facts,
+    resolution_window,
+)
 
 
 def _score(value: Any) -> int:
@@ -112,9 +116,10 @@ def resolutions_record(*, client: Client, now: datetime | None = None) -> int:
     `conversation.resolved` for those the assistant resolved. Returns how many it judged. Safe
     to run twice at once: the first to record a conversation sends its event."""
     now = now or timezone.now()
+    window = resolution_window(client)
     judged = 0
     for fact in ended_conversation_facts(client=client, now=now, lookback=RESOLUTION_LOOKBACK):
-        resolved = fact.resolved_by_assistant(now=now, window=resolution_window(client))
+        resolved = fact.resolved_by_assistant(now=now, window=window)
         with transaction.atomic():
             record, created = ConversationResolution.objects.for_client(client).get_or_create(
                 client=client,
@@ -128,18 +133,14 @@ def resolutions_record(*, client: Client, now: datetime | None = None) -> int:
                 continue
             judged += 1
             if resolved:
-                _announce_resolution(client=client, record=record, score=fact.score)
+                _announce_resolution(client=client, record=record, fact=fact)
     return judged
 
 
 def _announce_resolution(
-    *, client: Client, record: ConversationResolution, score: int | None
+    *, client: Client, record: ConversationResolution, fact: ConversationFacts
 ) -> None:
-    public_id = str(
-        Conversation.objects.for_client(client)
-        .values_list("public_id", flat=True)
-        .get(pk=record.conversation_id)
-    )
+    public_id = fact.public_id
     assert record.resolved_at is not None  # resolved ⇒ the assistant answered
     emit(
         "conversation.resolved",
@@ -149,7 +150,7 @@ def _announce_resolution(
             "conversation": public_id,
             "by": "assistant",
             "resolved_at": record.resolved_at.isoformat(),
-            "score": score,
+            "score": fact.score,
         },
     )
 
