@@ -56,3 +56,16 @@ def test_money_is_shown_with_two_decimals() -> None:
     assert retail.money(12345) == "123.45"
     assert retail.money(5) == "0.05"
     assert retail.money(-250) == "-2.50"
+
+
+def test_a_copy_shares_nothing_with_its_world() -> None:
+    world = generate(42)
+    twin = world.copy()
+    assert twin.digest() == world.digest()
+    order = next(iter(twin.orders.values()))
+    order.items[0].options["size"] = "XXL"
+    order.payment_history.clear()
+    next(iter(twin.users.values())).payment_methods.clear()
+    next(iter(twin.products.values())).variants.clear()
+    assert twin.digest() != world.digest()
+    assert world.digest() == generate(42).digest()

@@ -22,6 +22,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from apps.certify.retail.world import Order, OrderItem, Payment, User, World, money
+from apps.core.schema_errors import json_path, schema_problems
 
 Reply = dict[str, Any]
 
@@ -505,10 +506,13 @@ def call(world: World, name: str, params: dict[str, Any]) -> Reply:
     spec = TOOLS.get(name)
     if spec is None:
         return {"ok": False, "code": "unknown_tool", "error": f"There is no tool {name}."}
-    errors = sorted(Draft202012Validator(spec.parameters).iter_errors(params), key=str)
-    if errors:
-        where = "/".join(str(p) for p in errors[0].absolute_path) or "params"
-        return {"ok": False, "code": "invalid_params", "error": f"{where}: {errors[0].message}"}
+    # The project's one walk of a validator's errors (apps.core.schema_errors, no Django
+    # needed for it), with jsonschema's own words as a tool call's params get in the guards.
+    problems = schema_problems(Draft202012Validator(spec.parameters), params)
+    if problems:
+        where = json_path(list(problems[0].path)) or "params"
+        message = problems[0].error.message
+        return {"ok": False, "code": "invalid_params", "error": f"{where}: {message}"}
     try:
         return {"ok": True, "result": spec.run(world, params)}
     except Refusal as refusal:
