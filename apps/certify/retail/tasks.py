@@ -512,7 +512,7 @@ def forbid_other_product(p: _Picker, user: User) -> Task | None:
     return _task(
         user,
         ["policy_forbids", "exchange"],
-        f"Exchange the {describe_item(item)} from order {order.order_id} for a {other.name} "
+        f"Exchange the {describe_item(item)} from order {order.order_id} for {other.name} "
         "instead. If the agent says only another option of the same product is possible, "
         "you do not want anything else: end the conversation.",
         {"order_id": order.order_id, "item": describe_item(item), "wanted_product": other.name},
