@@ -17,9 +17,11 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from standardwebhooks.webhooks import Webhook
 
+from apps.certify.retail.grade import grade
 from apps.certify.retail.server import RetailServer, tenant_file
+from apps.certify.retail.tasks import Action, load_tasks
 from apps.certify.retail.tools import TOOLS
-from apps.certify.retail.world import Order
+from apps.certify.retail.world import Order, World, from_dict
 
 
 @pytest.fixture
@@ -197,3 +199,38 @@ def test_the_tenant_file_registers_the_tools_as_webhooks() -> None:
     )
     assert with_mcp["clients"][0]["mcp_servers"][0]["url"] == "https://retail.example/mcp"
     assert "tools" not in with_mcp["clients"][0]
+
+
+def _served_world(server: RetailServer) -> World:
+    request = urllib.request.Request(
+        f"{server.base_url}/state", headers={"Authorization": f"Bearer {server.token}"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return from_dict(json.loads(response.read())["world"])
+
+
+def test_a_task_done_over_mcp_is_graded_from_the_served_state(server: RetailServer) -> None:
+    """The loop the certificate runs: an agent acts through MCP, the grader reads /state."""
+    seed, _, tasks = load_tasks()
+    assert seed == server.runtime.seed
+    task = next(t for t in tasks if "two_orders" in t.tags and len(t.actions) == 2)
+    said = "Refunds: " + ", ".join(task.outputs)
+
+    def act(actions: list[Action]) -> None:
+        async def job(client: Client) -> None:
+            for action in actions:
+                reply = await client.call_tool(action.name, action.params)
+                assert not reply.is_error, reply.content
+
+        _mcp(server, server.token, job)
+
+    act(task.actions)
+    right = grade(server.runtime.initial, _served_world(server), said, task)
+    assert right.passed, right.reasons
+
+    # The same run with only the first of the two requests done fails, naming the order.
+    _post(f"{server.base_url}/reset", b"", {"Authorization": f"Bearer {server.token}"})
+    act(task.actions[:1])
+    half = grade(server.runtime.initial, _served_world(server), said, task)
+    assert not half.passed
+    assert any(task.actions[1].params["order_id"] in r for r in half.reasons)
