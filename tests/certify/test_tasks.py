@@ -158,3 +158,13 @@ def test_outputs_are_found_as_whole_amounts() -> None:
     assert not told("75.51", "That is $175.51.")
     assert not told("75.51", "That is 75.512.")
     assert told("processed", "The order is already Processed.")
+
+
+def test_another_seed_builds_as_many_valid_tasks_the_same_way_twice() -> None:
+    world, tasks = retail_tasks.build_tasks(7)
+    again = retail_tasks.tasks_document(7)
+    assert [t.to_dict() for t in tasks] == again["tasks"]
+    assert again["world_digest"] == world.digest() != DIGEST
+    assert len(tasks) == len(TASKS)
+    for task in tasks:
+        apply_actions(world, task.actions)
