@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "apps.insights",
     "apps.provisioning",
     "apps.privacy",
+    "apps.certify",
     "apps.widget",
     "apps.console",
 ]

@@ -1,0 +1,12 @@
+from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
+
+
+class CertifyConfig(AppConfig):
+    """The reliability certificate (issue 42): the retail world its tasks run in
+    (`apps.certify.retail`, plain Python), and later the `certify` command. A surface on top of
+    every app, next to provisioning."""
+
+    name = "apps.certify"
+    verbose_name = _("Reliability certificate")
+    label = "certify"
