@@ -52,6 +52,7 @@ from devtools.benchmarks.modes import (
     scenario_counts,
     temporary_database,
 )
+from devtools.fake_llm import assess_reply
 
 MODES = (AIMode.ADAPTIVE, AIMode.DELIBERATIVE)
 # Public list prices, USD per million tokens (input, cached input, output): the bench prices a
@@ -115,26 +116,17 @@ class ScriptedDeliberation:
                 "claim tied to the business information."
             }
         if request.step == "synthesize":
-            fields: dict[str, Any] = {
-                "response": case.answer,
-                "confidence": 9,
-                "tool_call": None,
-                "tool_params": {},
-                "missing_params": [],
-                "is_destructive": False,
-                "needs_confirmation": False,
-                "needs_more_context": [],
-            }
-            if case.tool:
-                destructive = case.critique.get("decision") == "ASK_USER"
-                fields |= {
-                    "confidence": 8,
-                    "tool_call": case.tool,
-                    "tool_params": case.params,
-                    "is_destructive": destructive,
-                    "needs_confirmation": destructive,
-                }
-            return fields
+            if not case.tool:
+                return assess_reply(case.answer)
+            destructive = case.critique.get("decision") == "ASK_USER"
+            return assess_reply(
+                case.answer,
+                confidence=8,
+                tool_call=case.tool,
+                tool_params=case.params,
+                is_destructive=destructive,
+                needs_confirmation=destructive,
+            )
         if request.step == "refine_critique":
             score = self.critique_scores.pop(0) if self.critique_scores else 90
             first = re.split(r"(?<=[.!?])\s+", case.answer)[0]

@@ -38,18 +38,9 @@ CALL_TOKENS = (6_800, 300)  # prompt, completion: 12 calls ≈ the report's 85k 
 def replies(sized: bool) -> Any:
     """A valid reply for every step a deliberative or adaptive turn makes."""
     from apps.clients.rubrics import SUPPORT
-    from devtools.fake_llm import WithUsage
+    from devtools.fake_llm import WithUsage, assess_reply
 
-    answer = {
-        "response": "Returns are accepted within 30 days of delivery.",
-        "confidence": 9,
-        "tool_call": None,
-        "tool_params": {},
-        "missing_params": [],
-        "is_destructive": False,
-        "needs_confirmation": False,
-        "needs_more_context": [],
-    }
+    answer = assess_reply("Returns are accepted within 30 days of delivery.")
     keys = [p["key"] for p in SUPPORT["principles"]]
     by_step: dict[str, Any] = {
         "reason_step": {

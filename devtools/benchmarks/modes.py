@@ -70,6 +70,7 @@ from apps.provisioning.services import tenant_import
 from apps.reasoning.models import ReasoningTrace
 from apps.reasoning.services import turn_process
 from apps.tools.models import ToolExecution
+from devtools.fake_llm import assess_reply
 
 DEMO_TENANT = Path(settings.BASE_DIR) / "demo" / "tenant.json"
 MODES = (AIMode.STANDARD, AIMode.ADAPTIVE, AIMode.AS_NEEDED)
@@ -266,18 +267,7 @@ class ScriptedModel:
 
 
 def _assessment(response: str, **fields: Any) -> dict[str, Any]:
-    return {
-        "response": response,
-        "confidence": 9,
-        "tool_call": None,
-        "tool_params": {},
-        "missing_params": [],
-        "is_destructive": False,
-        "needs_confirmation": False,
-        "needs_more_context": [],
-        "complaint": False,
-        **fields,
-    }
+    return assess_reply(response, **({"complaint": False} | fields))
 
 
 # ---------------------------------------------------------------------------------------------

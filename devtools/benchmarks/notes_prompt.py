@@ -30,16 +30,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-ASSESS: dict[str, Any] = {
-    "response": "We ship within one business day.",
-    "confidence": 9,
-    "tool_call": None,
-    "tool_params": {},
-    "missing_params": [],
-    "is_destructive": False,
-    "needs_confirmation": False,
-    "needs_more_context": [],
-}
+from devtools.fake_llm import assess_reply  # noqa: E402
+
+ASSESS = assess_reply("We ship within one business day.")
 RESPOND: dict[str, Any] = {
     "response": "We ship within one business day.",
     "tool_call": None,

@@ -41,16 +41,8 @@ from urllib.parse import urlsplit, urlunsplit
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-BASE = {
-    "response": "",
-    "confidence": 9,
-    "tool_call": None,
-    "tool_params": {},
-    "missing_params": [],
-    "is_destructive": False,
-    "needs_confirmation": False,
-    "needs_more_context": [],
-}
+from devtools.fake_llm import assess_reply  # noqa: E402
+
 ANSWER = "We ship within one business day; standard delivery takes 3-7 days."
 BUSINESS_INFO = {
     "about": {"description": "Outdoor gear."},
@@ -139,13 +131,13 @@ def run(args: argparse.Namespace) -> None:
     }
     scenarios: list[tuple[str, str, list[tuple[str, dict[str, Any]]]]] = [
         ("one call", AIMode.STANDARD, [("respond", {"response": ANSWER, "tool_call": None})]),
-        ("one call", AIMode.ADAPTIVE, [("assess", {**BASE, "response": ANSWER})]),
+        ("one call", AIMode.ADAPTIVE, [("assess", assess_reply(ANSWER))]),
         (
             "two calls",
             AIMode.ADAPTIVE,
             [
-                ("assess", {**BASE, "confidence": 5, "needs_more_context": ["policies.shipping"]}),
-                ("assess", {**BASE, "response": ANSWER}),
+                ("assess", assess_reply(confidence=5, needs_more_context=["policies.shipping"])),
+                ("assess", assess_reply(ANSWER)),
             ],
         ),
     ]

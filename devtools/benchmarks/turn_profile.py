@@ -40,18 +40,11 @@ sys.path.insert(0, str(ROOT / "devtools" / "benchmarks"))  # its sibling
 
 from turn_overhead import BUSINESS_INFO, throwaway_postgres  # noqa: E402
 
+from devtools.fake_llm import assess_reply  # noqa: E402
+
 ORIGIN = "https://bench.example"
 MESSAGES_PER_CONVERSATION = 6
-ANSWER = {
-    "response": "We ship within one business day; standard delivery takes 3-7 days.",
-    "confidence": 9,
-    "tool_call": None,
-    "tool_params": {},
-    "missing_params": [],
-    "is_destructive": False,
-    "needs_confirmation": False,
-    "needs_more_context": [],
-}
+ANSWER = assess_reply("We ship within one business day; standard delivery takes 3-7 days.")
 
 
 def main() -> None:

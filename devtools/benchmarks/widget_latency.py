@@ -25,18 +25,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from devtools.fake_llm import assess_reply  # noqa: E402
+
 MESSAGES_PER_CONVERSATION = 10  # keeps the history (and so the prompt) at a realistic size
 ORIGIN = "https://bench.example"
-ANSWER = {
-    "response": "We ship within one business day; standard delivery takes 3-7 days.",
-    "confidence": 9,
-    "tool_call": None,
-    "tool_params": {},
-    "missing_params": [],
-    "is_destructive": False,
-    "needs_confirmation": False,
-    "needs_more_context": [],
-}
+ANSWER = assess_reply("We ship within one business day; standard delivery takes 3-7 days.")
 
 
 def percentile(samples: list[float], pct: float) -> float:

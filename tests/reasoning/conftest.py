@@ -13,7 +13,7 @@ from apps.conversations.services import conversation_create
 from apps.reasoning.services import handle_turn
 from apps.tools.executors import webhook as executors
 from apps.tools.models import ToolKind
-from devtools.fake_llm import FakeLLMServer
+from devtools.fake_llm import FakeLLMServer, assess_reply
 from tests.factories import ClientFactory, ClientToolFactory, ModelPriceFactory, PlanFactory
 from tests.support.fake_webhook import FakeWebhookServer
 
@@ -150,17 +150,7 @@ def chat(shop, conversation, django_capture_on_commit_callbacks) -> Chat:
 
 
 def assess(**fields: Any) -> dict[str, Any]:
-    base = {
-        "response": "",
-        "confidence": 9,
-        "tool_call": None,
-        "tool_params": {},
-        "missing_params": [],
-        "is_destructive": False,
-        "needs_confirmation": False,
-        "needs_more_context": [],
-    }
-    return base | fields
+    return assess_reply(**fields)
 
 
 def critique(decision: str, message: str = "", reasoning: str = "checked") -> dict[str, Any]:
