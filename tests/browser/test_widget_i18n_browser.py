@@ -24,7 +24,7 @@ from apps.tools.models import PendingAction, PendingActionStatus, ToolExecution
 from devtools.fake_llm import RecordedRequest
 from tests.browser.conftest import ROOT
 from tests.browser.helpers import shown_conversation
-from tests.reasoning.conftest import assess, critique
+from tests.reasoning.conftest import assess, cancel_assess, critique
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -145,13 +145,7 @@ def test_the_page_language_gives_the_chat_its_words_and_direction(
     }[code]
     llm.script(
         "assess",
-        assess(
-            response=f"I can cancel order {ORDER}.",
-            tool_call="cancel_order",
-            tool_params={"order_id": ORDER},
-            is_destructive=True,
-            needs_confirmation=True,
-        ),
+        cancel_assess(ORDER),
     )
     llm.script("critique", critique("ASK_USER", f"Cancel order {ORDER}?", "Needs confirmation"))
     send(frame, code, question)
@@ -271,14 +265,7 @@ def test_a_hebrew_customer_cancels_in_three_turns(
     # Turn 1: no order number yet → asked for it, in Hebrew.
     llm.script(
         "assess",
-        assess(
-            response="I can help cancel your order.",
-            confidence=8,
-            tool_call="cancel_order",
-            missing_params=["order_id"],
-            is_destructive=True,
-            needs_confirmation=True,
-        ),
+        cancel_assess(None, confidence=8),
     )
     llm.script(
         "critique",
@@ -294,13 +281,7 @@ def test_a_hebrew_customer_cancels_in_three_turns(
     # Turn 2: the number → the confirmation, with Hebrew buttons.
     llm.script(
         "assess",
-        assess(
-            response=f"I can cancel order {ORDER}.",
-            tool_call="cancel_order",
-            tool_params={"order_id": ORDER},
-            is_destructive=True,
-            needs_confirmation=True,
-        ),
+        cancel_assess(ORDER),
     )
     llm.script(
         "critique",
@@ -323,12 +304,7 @@ def test_a_hebrew_customer_cancels_in_three_turns(
     # Turn 3: "כן" → the tool runs once → the result, in Hebrew.
     llm.script(
         "assess",
-        assess(
-            response="Cancelling now.",
-            tool_call="cancel_order",
-            tool_params={"order_id": ORDER},
-            is_destructive=True,
-        ),
+        cancel_assess(ORDER, confirmed=True),
     )
     llm.script("critique", critique("PROCEED", reasoning="The customer confirmed."))
     llm.script(
@@ -369,13 +345,7 @@ def test_a_spanish_customer_confirms_by_typing(browser: Any, live_server, demo, 
 
     llm.script(
         "assess",
-        assess(
-            response=f"I can cancel order {ORDER}.",
-            tool_call="cancel_order",
-            tool_params={"order_id": ORDER},
-            is_destructive=True,
-            needs_confirmation=True,
-        ),
+        cancel_assess(ORDER),
     )
     llm.script(
         "critique",
@@ -392,12 +362,7 @@ def test_a_spanish_customer_confirms_by_typing(browser: Any, live_server, demo, 
 
     llm.script(
         "assess",
-        assess(
-            response="Cancelling now.",
-            tool_call="cancel_order",
-            tool_params={"order_id": ORDER},
-            is_destructive=True,
-        ),
+        cancel_assess(ORDER, confirmed=True),
     )
     llm.script("critique", critique("PROCEED", reasoning="The customer confirmed."))
     llm.script(

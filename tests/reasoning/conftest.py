@@ -153,5 +153,24 @@ def assess(**fields: Any) -> dict[str, Any]:
     return assess_reply(**fields)
 
 
+def cancel_assess(
+    order: str | None = "TH-12345", *, confirmed: bool = False, **fields: Any
+) -> dict[str, Any]:
+    """The model's plan to run the destructive ``cancel_order`` on ``order``: asking the customer
+    to confirm first, or, once they ``confirmed``, running it. With no ``order`` the order number
+    is missing. ``fields`` replace any of that."""
+    plan: dict[str, Any] = {
+        "response": "Cancelling now." if confirmed else f"I can cancel order {order}.",
+        "tool_call": "cancel_order",
+        "is_destructive": True,
+        "needs_confirmation": not confirmed,
+    }
+    if order is None:
+        plan |= {"response": "I can help cancel your order.", "missing_params": ["order_id"]}
+    else:
+        plan["tool_params"] = {"order_id": order}
+    return assess(**(plan | fields))
+
+
 def critique(decision: str, message: str = "", reasoning: str = "checked") -> dict[str, Any]:
     return {"decision": decision, "reasoning": reasoning, "message": message}
