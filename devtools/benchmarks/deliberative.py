@@ -31,8 +31,6 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from django.test.utils import override_settings
-
 from apps.billing.models import ModelPrice
 from apps.clients.models import AIMode, Client, Plan
 from apps.clients.rubrics import SUPPORT
@@ -46,9 +44,9 @@ from devtools.benchmarks.modes import (
     ScriptedModel,
     Tally,
     bench_clients,
+    bench_llm,
     current_prices,
     measure_turn,
-    quiet,
     scenario_counts,
     temporary_database,
 )
@@ -210,17 +208,7 @@ def run_deliberative_benchmark(
         try:
             price, restore = _priced(model, restore=in_current_database)
             result = DeliberativeResult(model=model, price=price, turns_per_mode=turns)
-            overrides = {
-                "OPENAI_API_KEY": "bench-key",
-                "OPENAI_BASE_URL": server.base_url,
-                "LLM_MODEL": model,
-                "LLM_RESPONSE_FORMAT": "json_schema",
-                "CELERY_TASK_ALWAYS_EAGER": True,
-            }
-            with (
-                override_settings(**overrides),
-                quiet("httpx", "httpx2", "openai", "guidedesk.reasoning"),
-            ):
+            with bench_llm(server.base_url, model):
                 for mode in MODES:
                     scripted = ScriptedDeliberation(seed)
                     server.fallback(scripted)

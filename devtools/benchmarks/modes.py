@@ -414,6 +414,24 @@ def temporary_database() -> Iterator[None]:
 
 
 @contextmanager
+def bench_llm(base_url: str, model: str) -> Iterator[None]:
+    """Turns talk to the bench's fake server at ``base_url`` as ``model``, in this process
+    (nothing may be handed to a broker), without the HTTP client's per-request lines."""
+    overrides = {
+        "OPENAI_API_KEY": "bench-key",
+        "OPENAI_BASE_URL": base_url,
+        "LLM_MODEL": model,
+        "LLM_RESPONSE_FORMAT": "json_schema",
+        "CELERY_TASK_ALWAYS_EAGER": True,
+    }
+    with (
+        override_settings(**overrides),
+        quiet("httpx", "httpx2", "openai", "guidedesk.reasoning"),
+    ):
+        yield
+
+
+@contextmanager
 def quiet(*names: str) -> Iterator[None]:
     """No per-request INFO lines from the HTTP client while hundreds of turns run."""
     loggers = [logging.getLogger(name) for name in names]
@@ -547,18 +565,7 @@ def run_benchmark(
             result = BenchResult(
                 model=model, price=price, turns_per_mode=turns, evaluation=evaluation
             )
-            overrides = {
-                "OPENAI_API_KEY": "bench-key",
-                "OPENAI_BASE_URL": server.base_url,
-                "LLM_MODEL": model,
-                "LLM_RESPONSE_FORMAT": "json_schema",
-                # Turns run in-process; nothing may be handed to a broker.
-                "CELERY_TASK_ALWAYS_EAGER": True,
-            }
-            with (
-                override_settings(**overrides),
-                quiet("httpx", "httpx2", "openai", "guidedesk.reasoning"),
-            ):
+            with bench_llm(server.base_url, model):
                 for mode in MODES:
                     client = clients[mode]
                     for scenario, case in plan:

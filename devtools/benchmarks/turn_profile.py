@@ -25,21 +25,19 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
-import os
 import pstats
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "devtools" / "benchmarks"))  # its sibling
 
-from turn_overhead import BUSINESS_INFO, throwaway_postgres  # noqa: E402
+from turn_overhead import BUSINESS_INFO  # noqa: E402
 
+from devtools.benchmarks.bench_setup import throwaway_django, unthrottled  # noqa: E402
 from devtools.fake_llm import assess_reply  # noqa: E402
 
 ORIGIN = "https://bench.example"
@@ -60,25 +58,13 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.test"
-    os.environ.pop("CELERY_BROKER_URL", None)
-    if not args.database_url:
-        workdir = tempfile.TemporaryDirectory(prefix="guidedesk-profile-")
-        os.environ["DATABASE_URL"] = f"sqlite:///{workdir.name}/bench.sqlite3"
-        run(args)
-        return
-    with throwaway_postgres(args.database_url) as url:
-        os.environ["DATABASE_URL"] = url
+    with throwaway_django("guidedesk-profile-", args.database_url):
         run(args)
 
 
 def run(args: argparse.Namespace) -> None:
-    import django
-
-    django.setup()
 
     from django.conf import settings
-    from django.core.management import call_command
     from django.db import connection
     from django.test import Client as HttpClient
     from django.test.utils import (
@@ -94,7 +80,6 @@ def run(args: argparse.Namespace) -> None:
     from devtools.fake_llm import FakeLLMServer
 
     setup_test_environment()
-    call_command("migrate", verbosity=0, interactive=False)
     plan = Plan.objects.create(
         slug="bench", name="Bench", ai_mode=AIMode.ADAPTIVE, visitor_daily_token_budget=0
     )
@@ -105,11 +90,8 @@ def run(args: argparse.Namespace) -> None:
         allowed_origins=[ORIGIN],
         business_info=BUSINESS_INFO,
     )
-    rest: dict[str, Any] = dict(settings.REST_FRAMEWORK)
-    # Throttles still run (their cost is part of the number); they just never refuse.
-    rates = dict.fromkeys(rest["DEFAULT_THROTTLE_RATES"], "1000000/min")
-    rates["widget_tokens"] = ""  # the token window off, as load.py runs it
-    rest["DEFAULT_THROTTLE_RATES"] = rates
+    rest = unthrottled(settings.REST_FRAMEWORK)
+    rest["DEFAULT_THROTTLE_RATES"]["widget_tokens"] = ""  # the token window off, as load.py runs it
 
     # The web process queues the turn for a worker; here the queueing is captured so the POST
     # and the turn are measured apart.

@@ -14,17 +14,15 @@ It uses a throwaway SQLite file (never the project's database) and prints a smal
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from devtools.benchmarks.bench_setup import throwaway_django, unthrottled  # noqa: E402
 from devtools.fake_llm import assess_reply  # noqa: E402
 
 MESSAGES_PER_CONVERSATION = 10  # keeps the history (and so the prompt) at a realistic size
@@ -54,17 +52,12 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=10)
     args = parser.parse_args()
 
-    workdir = tempfile.TemporaryDirectory(prefix="guidedesk-bench-")
-    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.test"
-    os.environ["DATABASE_URL"] = f"sqlite:///{workdir.name}/bench.sqlite3"
-    os.environ.pop("CELERY_BROKER_URL", None)
+    with throwaway_django("guidedesk-bench-"):
+        bench(args)
 
-    import django
 
-    django.setup()
-
+def bench(args: argparse.Namespace) -> None:
     from django.conf import settings
-    from django.core.management import call_command
     from django.db import connection
     from django.test import Client as HttpClient
     from django.test.utils import (
@@ -79,7 +72,6 @@ def main() -> None:
     from devtools.fake_llm import FakeLLMServer
 
     setup_test_environment()
-    call_command("migrate", verbosity=0, interactive=False)
     # Every request comes from one address: one visitor, so no per-visitor daily budget.
     plan = Plan.objects.create(
         slug="bench", name="Bench", ai_mode=AIMode.ADAPTIVE, visitor_daily_token_budget=0
@@ -87,9 +79,7 @@ def main() -> None:
     client = Client.objects.create(
         slug="bench", name="Bench Outfitters", plan=plan, allowed_origins=[ORIGIN]
     )
-    rest: dict[str, Any] = dict(settings.REST_FRAMEWORK)
-    # Throttles still run (their cost is part of the number); they just never refuse.
-    rest["DEFAULT_THROTTLE_RATES"] = dict.fromkeys(rest["DEFAULT_THROTTLE_RATES"], "1000000/min")
+    rest = unthrottled(settings.REST_FRAMEWORK)
 
     http = HttpClient(headers={"Origin": ORIGIN, "X-Widget-Key": client.widget_key})
     api = "/api/v1/widget/conversations"
@@ -172,7 +162,6 @@ def main() -> None:
     out.write(f"  {'metric'.ljust(width)}  value\n  {'-' * width}  {'-' * 12}\n")
     for name, value in rows:
         out.write(f"  {name.ljust(width)}  {value}\n")
-    workdir.cleanup()
 
 
 if __name__ == "__main__":
