@@ -68,10 +68,7 @@ def test_chat_typing_indicator_and_the_three_turn_cancel(
     expect(frame.get_by_text("Could you give me your order number?")).to_be_visible()
 
     # Turn 2: the number → a confirmation request with quick Yes / No buttons.
-    llm.script(
-        "assess",
-        cancel_assess(ORDER),
-    )
+    llm.script("assess", cancel_assess(ORDER))
     llm.script(
         "critique",
         critique("ASK_USER", f"Do you want me to cancel order {ORDER}?", "Needs confirmation"),
@@ -92,10 +89,7 @@ def test_chat_typing_indicator_and_the_three_turn_cancel(
     )  # nothing runs before the customer confirms
 
     # Turn 3: "Yes" (the button sends the word) → the tool runs once → the result.
-    llm.script(
-        "assess",
-        cancel_assess(ORDER, confirmed=True),
-    )
+    llm.script("assess", cancel_assess(ORDER, confirmed=True))
     llm.script("critique", critique("PROCEED", reasoning="The customer confirmed."))
     llm.script(
         "compose", {"response": f"Done! Order {ORDER} is cancelled; the refund is on its way."}
