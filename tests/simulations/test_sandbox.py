@@ -37,16 +37,10 @@ STUBS = {
 
 def script_cancel(llm) -> None:
     # Turn 1: the model proposes the cancel; the guards put it to the customer.
-    llm.script(
-        "assess",
-        cancel_assess(),
-    )
+    llm.script("assess", cancel_assess())
     llm.script("critique", critique("PROCEED", reasoning="clear request"))
     # Turn 2: the customer's "yes" confirms those exact params: the stub answers.
-    llm.script(
-        "assess",
-        cancel_assess(confirmed=True),
-    )
+    llm.script("assess", cancel_assess(confirmed=True))
     llm.script("critique", critique("PROCEED", reasoning="User explicitly confirmed"))
     llm.script("compose", {"response": "Done! Order TH-12345 has been cancelled."})
 
@@ -104,10 +98,7 @@ def test_cancel_with_confirmation_runs_the_tool_once_after_the_yes(shop, llm, we
 
 def test_a_destructive_call_is_never_run_in_the_turn_it_is_proposed(shop, llm, webhook):
     make_case(shop, "cancel-once", turns=[{"customer": "Cancel order TH-12345 now, yes!"}])
-    llm.script(
-        "assess",
-        cancel_assess(confirmed=True, response="Cancelling."),
-    )
+    llm.script("assess", cancel_assess(confirmed=True, response="Cancelling."))
     llm.script("critique", critique("PROCEED"))
     run = run_now(shop, compare=False)
     [entry] = CaseRun.objects.unscoped(UNSCOPED).get(run=run).transcript
