@@ -8,8 +8,11 @@ from typing import Any
 
 import pytest
 
+from apps.conversations import reply_drafts
 from apps.conversations.models import Conversation, Message
 from apps.conversations.services import conversation_create
+from apps.knowledge.models import Article
+from apps.knowledge.services.indexing import article_index
 from apps.reasoning.services import handle_turn
 from apps.tools.executors import webhook as executors
 from apps.tools.models import ToolKind
@@ -174,3 +177,27 @@ def cancel_assess(
 
 def critique(decision: str, message: str = "", reasoning: str = "checked") -> dict[str, Any]:
     return {"decision": decision, "reasoning": reasoning, "message": message}
+
+
+def article(client: Any, title: str, body: str, **kw: Any) -> Article:
+    """A knowledge article of `client`, stored and indexed for retrieval."""
+    a = Article(client=client, title=title, body=body, **kw)
+    a.refresh_hash()
+    a.save()
+    article_index(article=a)
+    return a
+
+
+@pytest.fixture
+def drafts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every reply draft the turn writes, in order (the throttle off: every piece is written)."""
+    written: list[str] = []
+    write = reply_drafts.reply_draft_write
+
+    def recording(*, conversation_id: int, turn_id: int, text: str) -> None:
+        written.append(text)
+        write(conversation_id=conversation_id, turn_id=turn_id, text=text)
+
+    monkeypatch.setattr(reply_drafts, "reply_draft_write", recording)
+    monkeypatch.setattr(reply_drafts, "MIN_INTERVAL_SECONDS", 0)
+    return written

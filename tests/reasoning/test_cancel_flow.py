@@ -43,10 +43,7 @@ def test_three_turn_cancel(chat, llm, webhook):
     assert webhook.requests == []
 
     # Turn 2 — order id given: destructive, so the customer must confirm these exact params.
-    llm.script(
-        "assess",
-        cancel_assess(),
-    )
+    llm.script("assess", cancel_assess())
     llm.script(
         "critique",
         critique(
@@ -64,10 +61,7 @@ def test_three_turn_cancel(chat, llm, webhook):
     assert webhook.requests == []
 
     # Turn 3 — explicit yes: execute once, then compose the reply from the result.
-    llm.script(
-        "assess",
-        cancel_assess(confirmed=True),
-    )
+    llm.script("assess", cancel_assess(confirmed=True))
     llm.script("critique", critique("PROCEED", reasoning="User explicitly confirmed"))
     webhook.script(Reply.ok({"order_id": "TH-12345", "status": "cancelled"}))
     llm.script("compose", {"response": "Done! Order TH-12345 has been cancelled."})

@@ -78,10 +78,7 @@ def test_a_second_visitor_with_the_order_number_gets_nothing(
 
     # Nor can they cancel it, confirmation or not.
     for text in ("Cancel order TH-12345", "yes, cancel TH-12345"):
-        llm.script(
-            "assess",
-            cancel_assess(confirmed=True, response="Cancelling."),
-        )
+        llm.script("assess", cancel_assess(confirmed=True, response="Cancelling."))
         [reply] = stranger.say(text)
         assert "sign in" in reply.text
     assert llm.calls("critique") == []  # the guards decide: no critique call for it

@@ -45,10 +45,7 @@ def propose_cancel(llm: Any, mode: str) -> None:
             },
         )
         return
-    llm.script(
-        "assess",
-        cancel_assess(ORDER),
-    )
+    llm.script("assess", cancel_assess(ORDER))
     llm.script("critique", critique("ASK_USER", f"Cancel order {ORDER}?", "Needs confirmation"))
 
 
@@ -135,10 +132,7 @@ def test_a_cancellable_order_gets_the_question_and_runs_only_after_the_yes(chat,
     [step] = precondition_steps()
     assert step["outcome"] == "allowed" and step["state"] == "processing"
 
-    llm.script(
-        "assess",
-        cancel_assess(ORDER, confirmed=True),
-    )
+    llm.script("assess", cancel_assess(ORDER, confirmed=True))
     llm.script("critique", critique("PROCEED", reasoning="The customer confirmed."))
     webhook.script(Reply.ok({"order_id": ORDER, "status": "cancelled"}))
     llm.script("compose", {"response": f"Done! Order {ORDER} has been cancelled."})
