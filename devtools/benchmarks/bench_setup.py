@@ -62,3 +62,25 @@ def unthrottled(rest: Mapping[str, Any]) -> dict[str, Any]:
     run (their cost is part of the number); they just never refuse."""
     rates = dict.fromkeys(rest["DEFAULT_THROTTLE_RATES"], "1000000/min")
     return {**rest, "DEFAULT_THROTTLE_RATES": rates}
+
+
+def widget_tenant(origin: str, **client_fields: Any) -> tuple[Any, Any]:
+    """A tenant on an adaptive plan whose widget answers `origin`, every request from one
+    address (one visitor, so no per-visitor daily budget), and a test HTTP client posting as
+    that page: the tenant and the HTTP client."""
+    from django.test import Client as HttpClient
+
+    from apps.clients.models import AIMode, Client, Plan
+
+    plan = Plan.objects.create(
+        slug="bench", name="Bench", ai_mode=AIMode.ADAPTIVE, visitor_daily_token_budget=0
+    )
+    client = Client.objects.create(
+        slug="bench",
+        name="Bench Outfitters",
+        plan=plan,
+        allowed_origins=[origin],
+        **client_fields,
+    )
+    http = HttpClient(headers={"Origin": origin, "X-Widget-Key": client.widget_key})
+    return client, http

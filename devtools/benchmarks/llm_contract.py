@@ -64,7 +64,6 @@ def main() -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-
     from django.test.utils import override_settings
 
     from apps.clients.models import Client, Plan

@@ -68,7 +68,6 @@ def main() -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-
     from django.db import connection
     from django.test.utils import CaptureQueriesContext, override_settings
 

@@ -37,7 +37,11 @@ sys.path.insert(0, str(ROOT / "devtools" / "benchmarks"))  # its sibling
 
 from turn_overhead import BUSINESS_INFO  # noqa: E402
 
-from devtools.benchmarks.bench_setup import throwaway_django, unthrottled  # noqa: E402
+from devtools.benchmarks.bench_setup import (  # noqa: E402
+    throwaway_django,
+    unthrottled,
+    widget_tenant,
+)
 from devtools.fake_llm import assess_reply  # noqa: E402
 
 ORIGIN = "https://bench.example"
@@ -63,33 +67,21 @@ def main() -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-
     from django.conf import settings
     from django.db import connection
-    from django.test import Client as HttpClient
     from django.test.utils import (
         CaptureQueriesContext,
         override_settings,
         setup_test_environment,
     )
 
-    from apps.clients.models import AIMode, Client, Plan
     from apps.core.tenancy import tenant_scope
     from apps.reasoning import services as reasoning_services
     from apps.reasoning.models import ReasoningTrace, TraceStatus
     from devtools.fake_llm import FakeLLMServer
 
     setup_test_environment()
-    plan = Plan.objects.create(
-        slug="bench", name="Bench", ai_mode=AIMode.ADAPTIVE, visitor_daily_token_budget=0
-    )
-    client = Client.objects.create(
-        slug="bench",
-        name="Bench Outfitters",
-        plan=plan,
-        allowed_origins=[ORIGIN],
-        business_info=BUSINESS_INFO,
-    )
+    client, http = widget_tenant(ORIGIN, business_info=BUSINESS_INFO)
     rest = unthrottled(settings.REST_FRAMEWORK)
     rest["DEFAULT_THROTTLE_RATES"]["widget_tokens"] = ""  # the token window off, as load.py runs it
 
@@ -103,7 +95,6 @@ def run(args: argparse.Namespace) -> None:
 
     reasoning_services._enqueue = enqueue
 
-    http = HttpClient(headers={"Origin": ORIGIN, "X-Widget-Key": client.widget_key})
     api = "/api/v1/widget/conversations"
     state: dict[str, str] = {}
 

@@ -22,7 +22,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from devtools.benchmarks.bench_setup import throwaway_django, unthrottled  # noqa: E402
+from devtools.benchmarks.bench_setup import (  # noqa: E402
+    throwaway_django,
+    unthrottled,
+    widget_tenant,
+)
 from devtools.fake_llm import assess_reply  # noqa: E402
 
 MESSAGES_PER_CONVERSATION = 10  # keeps the history (and so the prompt) at a realistic size
@@ -59,29 +63,20 @@ def main() -> None:
 def bench(args: argparse.Namespace) -> None:
     from django.conf import settings
     from django.db import connection
-    from django.test import Client as HttpClient
     from django.test.utils import (
         CaptureQueriesContext,
         override_settings,
         setup_test_environment,
     )
 
-    from apps.clients.models import AIMode, Client, Plan
     from apps.conversations.models import Message
     from apps.reasoning.models import ReasoningTrace
     from devtools.fake_llm import FakeLLMServer
 
     setup_test_environment()
-    # Every request comes from one address: one visitor, so no per-visitor daily budget.
-    plan = Plan.objects.create(
-        slug="bench", name="Bench", ai_mode=AIMode.ADAPTIVE, visitor_daily_token_budget=0
-    )
-    client = Client.objects.create(
-        slug="bench", name="Bench Outfitters", plan=plan, allowed_origins=[ORIGIN]
-    )
+    _, http = widget_tenant(ORIGIN)
     rest = unthrottled(settings.REST_FRAMEWORK)
 
-    http = HttpClient(headers={"Origin": ORIGIN, "X-Widget-Key": client.widget_key})
     api = "/api/v1/widget/conversations"
 
     with (
