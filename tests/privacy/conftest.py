@@ -73,16 +73,10 @@ def build_customer(client: Client, llm: Any, webhook: Any, capture: Any) -> Cust
 
     llm.script("assess", assess(response=f"Hello {NAME}, how can I help?", confidence=9))
     say(chat, customer, f"Hi, my name is {NAME} and I write from {EMAIL}")
-    llm.script(
-        "assess",
-        cancel_assess(),
-    )
+    llm.script("assess", cancel_assess())
     llm.script("critique", critique("ASK_USER", f"{NAME}, cancel order TH-12345?", "confirm"))
     say(chat, customer, "Please cancel order TH-12345 for Zora Quill")
-    llm.script(
-        "assess",
-        cancel_assess(confirmed=True),
-    )
+    llm.script("assess", cancel_assess(confirmed=True))
     llm.script("critique", critique("PROCEED", reasoning=f"{NAME} confirmed"))
     webhook.script(Reply.ok({"order_id": "TH-12345", "status": "cancelled", "email": EMAIL}))
     llm.script("compose", {"response": f"Done, {NAME}: order TH-12345 is cancelled."})
