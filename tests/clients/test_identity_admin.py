@@ -34,9 +34,8 @@ def admin_client(client):
 def post(http, shop, **fields):
     url = reverse("admin:clients_client_change", args=[shop.pk])
     page = http.get(url).content.decode()
-    data = client_form(
-        page, shop, playground_max_iterations="", identity_public_key="", signin_url="", **fields
-    )
+    blank = {"playground_max_iterations": "", "identity_public_key": "", "signin_url": ""}
+    data = client_form(page, shop, **(blank | fields))
     return http.post(url, data, follow=True)
 
 
