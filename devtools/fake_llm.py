@@ -78,6 +78,7 @@ __all__ = [
     "RequestHandler",
     "Truncated",
     "WithUsage",
+    "assess_reply",
     "count_prompt_tokens",
     "count_tokens",
     "embedding_vector",
@@ -302,6 +303,28 @@ class BackgroundHTTPServer:
     def _untrack(self, connection: socket.socket) -> None:
         with self._connections_lock:
             self._connections.discard(connection)
+
+
+# --------------------------------------------------------------------------------------------
+# Reply shapes
+# --------------------------------------------------------------------------------------------
+
+
+def assess_reply(response: str = "", **fields: Any) -> dict[str, Any]:
+    """An ``assess`` (or ``synthesize``) reply: a confident answer with no tool and nothing
+    missing, ``fields`` replacing any of that. The reply text comes last, in the order the
+    schema asks for it, so a streamed reply shows its deciding fields first."""
+    return {
+        "tool_call": None,
+        "tool_params": {},
+        "confidence": 9,
+        "missing_params": [],
+        "is_destructive": False,
+        "needs_confirmation": False,
+        "needs_more_context": [],
+        **fields,
+        "response": response,
+    }
 
 
 # --------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from django.urls import reverse
 
 from apps.accounts.models import ApiKey
 from tests.factories import ClientFactory, PlanFactory, UserFactory
+from tests.support.admin_forms import client_form
 
 pytestmark = pytest.mark.django_db
 
@@ -80,24 +81,14 @@ def test_client_admin_edits_business_basics_as_form_fields(admin_client):
     body = page.content.decode()
     assert 'name="about_description"' in body and "Old." in body
     assert 'name="business_info"' not in body  # the JSON is shown read-only
-    data = {
-        "name": client.name,
-        "slug": client.slug,
-        "plan": client.plan.pk,
-        "is_active": "on",
-        "language": "en",
-        "support_email": client.support_email,
-        "greeting": "Hi",
-        "remember_conversation_hours": "24",
-        "allowed_origins": '["https://shop.example"]',
-        "about_description": "x" * 1001,
-        "about_full": "The long story.",
-        "contact_phone": "",
-        "policy_returns": "30 days.",
-    }
-    for prefix in re.findall(r'name="([\w-]+)-TOTAL_FORMS"', body):
-        data[f"{prefix}-TOTAL_FORMS"] = "0"
-        data[f"{prefix}-INITIAL_FORMS"] = "0"
+    data = client_form(
+        body,
+        client,
+        about_description="x" * 1001,
+        about_full="The long story.",
+        contact_phone="",
+        policy_returns="30 days.",
+    )
     response = admin_client.post(url, data)
     assert response.status_code == 200
     assert "at most 1000 characters" in response.content.decode()

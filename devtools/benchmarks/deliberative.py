@@ -31,8 +31,6 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from django.test.utils import override_settings
-
 from apps.billing.models import ModelPrice
 from apps.clients.models import AIMode, Client, Plan
 from apps.clients.rubrics import SUPPORT
@@ -46,12 +44,13 @@ from devtools.benchmarks.modes import (
     ScriptedModel,
     Tally,
     bench_clients,
+    bench_llm,
     current_prices,
     measure_turn,
-    quiet,
     scenario_counts,
     temporary_database,
 )
+from devtools.fake_llm import assess_reply
 
 MODES = (AIMode.ADAPTIVE, AIMode.DELIBERATIVE)
 # Public list prices, USD per million tokens (input, cached input, output): the bench prices a
@@ -115,26 +114,17 @@ class ScriptedDeliberation:
                 "claim tied to the business information."
             }
         if request.step == "synthesize":
-            fields: dict[str, Any] = {
-                "response": case.answer,
-                "confidence": 9,
-                "tool_call": None,
-                "tool_params": {},
-                "missing_params": [],
-                "is_destructive": False,
-                "needs_confirmation": False,
-                "needs_more_context": [],
-            }
-            if case.tool:
-                destructive = case.critique.get("decision") == "ASK_USER"
-                fields |= {
-                    "confidence": 8,
-                    "tool_call": case.tool,
-                    "tool_params": case.params,
-                    "is_destructive": destructive,
-                    "needs_confirmation": destructive,
-                }
-            return fields
+            if not case.tool:
+                return assess_reply(case.answer)
+            destructive = case.critique.get("decision") == "ASK_USER"
+            return assess_reply(
+                case.answer,
+                confidence=8,
+                tool_call=case.tool,
+                tool_params=case.params,
+                is_destructive=destructive,
+                needs_confirmation=destructive,
+            )
         if request.step == "refine_critique":
             score = self.critique_scores.pop(0) if self.critique_scores else 90
             first = re.split(r"(?<=[.!?])\s+", case.answer)[0]
@@ -218,17 +208,7 @@ def run_deliberative_benchmark(
         try:
             price, restore = _priced(model, restore=in_current_database)
             result = DeliberativeResult(model=model, price=price, turns_per_mode=turns)
-            overrides = {
-                "OPENAI_API_KEY": "bench-key",
-                "OPENAI_BASE_URL": server.base_url,
-                "LLM_MODEL": model,
-                "LLM_RESPONSE_FORMAT": "json_schema",
-                "CELERY_TASK_ALWAYS_EAGER": True,
-            }
-            with (
-                override_settings(**overrides),
-                quiet("httpx", "httpx2", "openai", "guidedesk.reasoning"),
-            ):
+            with bench_llm(server.base_url, model):
                 for mode in MODES:
                     scripted = ScriptedDeliberation(seed)
                     server.fallback(scripted)

@@ -14,14 +14,14 @@ that nothing is held back) in one conversation, each turn run eagerly by the off
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+
+from devtools.benchmarks.bench_setup import throwaway_django  # noqa: E402
 
 ORIGIN = "https://bench.example"
 ADDRESS = "198.51.100.77"
@@ -117,19 +117,14 @@ def main() -> None:
         help="the plan's per-conversation and per-visitor limits off: every turn runs its mode",
     )
     args = parser.parse_args()
-    workdir = tempfile.TemporaryDirectory(prefix="guidedesk-demo-tokens-")
-    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.test"
-    os.environ["DATABASE_URL"] = f"sqlite:///{workdir.name}/bench.sqlite3"
-    os.environ.pop("CELERY_BROKER_URL", None)
+    with throwaway_django("guidedesk-demo-tokens-"):
+        bench(args)
 
-    import django
 
-    django.setup()
-    from django.core.management import call_command
+def bench(args: argparse.Namespace) -> None:
     from django.test.utils import override_settings, setup_test_environment
 
     setup_test_environment()
-    call_command("migrate", verbosity=0, interactive=False)
     with override_settings(
         OPENAI_API_KEY="", LLM_OFFLINE_STREAM_SECONDS=0, CELERY_TASK_ALWAYS_EAGER=True
     ):
@@ -150,7 +145,6 @@ def main() -> None:
     total = sum(row["tokens"] for row in rows)
     calls = sum(row["calls"] for row in rows)
     out.write(f"| **all {len(rows)} turns** | | | {calls} | **{total:,}** |\n")
-    workdir.cleanup()
 
 
 if __name__ == "__main__":

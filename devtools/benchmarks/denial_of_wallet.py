@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+
+from devtools.benchmarks.bench_setup import throwaway_django  # noqa: E402
 
 ORIGIN = "https://bench.example"
 ADDRESSES = [f"198.51.100.{n}" for n in range(1, 11)]
@@ -38,18 +38,9 @@ CALL_TOKENS = (6_800, 300)  # prompt, completion: 12 calls ≈ the report's 85k 
 def replies(sized: bool) -> Any:
     """A valid reply for every step a deliberative or adaptive turn makes."""
     from apps.clients.rubrics import SUPPORT
-    from devtools.fake_llm import WithUsage
+    from devtools.fake_llm import WithUsage, assess_reply
 
-    answer = {
-        "response": "Returns are accepted within 30 days of delivery.",
-        "confidence": 9,
-        "tool_call": None,
-        "tool_params": {},
-        "missing_params": [],
-        "is_destructive": False,
-        "needs_confirmation": False,
-        "needs_more_context": [],
-    }
+    answer = assess_reply("Returns are accepted within 30 days of delivery.")
     keys = [p["key"] for p in SUPPORT["principles"]]
     by_step: dict[str, Any] = {
         "reason_step": {
@@ -167,21 +158,16 @@ def main() -> None:
         "--real-counts", action="store_true", help="count the real prompts (demo tenant)"
     )
     args = parser.parse_args()
-    workdir = tempfile.TemporaryDirectory(prefix="guidedesk-dow-")
-    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.test"
-    os.environ["DATABASE_URL"] = f"sqlite:///{workdir.name}/bench.sqlite3"
-    os.environ.pop("CELERY_BROKER_URL", None)
+    with throwaway_django("guidedesk-dow-"):
+        bench(args)
 
-    import django
 
-    django.setup()
-    from django.core.management import call_command
+def bench(args: argparse.Namespace) -> None:
     from django.test.utils import override_settings, setup_test_environment
 
     from devtools.fake_llm import FakeLLMServer
 
     setup_test_environment()
-    call_command("migrate", verbosity=0, interactive=False)
     sized = not args.real_counts
     with FakeLLMServer(latency=0) as llm:
         llm.fallback(replies(sized))
@@ -215,7 +201,6 @@ def main() -> None:
         fb = f"{b:,}" if isinstance(b, int) else b
         fa = f"{a:,}" if isinstance(a, int) else a
         out.write(f"  {name:{width}}  {fb:>12}  {fa:>12}\n")
-    workdir.cleanup()
 
 
 if __name__ == "__main__":

@@ -29,16 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from devtools import fake_llm
 
-ANSWER: dict[str, Any] = {
-    "tool_call": None,
-    "tool_params": {},
-    "confidence": 9,
-    "missing_params": [],
-    "is_destructive": False,
-    "needs_confirmation": False,
-    "needs_more_context": [],
-    "response": "We ship within one business day; standard delivery takes 3-7 days.",
-}
+ANSWER = fake_llm.assess_reply("We ship within one business day; standard delivery takes 3-7 days.")
 
 
 def reply_tokens() -> int:

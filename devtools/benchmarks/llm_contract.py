@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -35,6 +33,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+
+from devtools.benchmarks.bench_setup import throwaway_django  # noqa: E402
 
 # The README's flows ("Try it"), one conversation each.
 FLOWS: list[list[str]] = [
@@ -59,19 +59,11 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.test"
-    os.environ.pop("CELERY_BROKER_URL", None)
-    with tempfile.TemporaryDirectory(prefix="guidedesk-llm-contract-") as workdir:
-        os.environ["DATABASE_URL"] = f"sqlite:///{workdir}/bench.sqlite3"
+    with throwaway_django("guidedesk-llm-contract-"):
         run(args)
 
 
 def run(args: argparse.Namespace) -> None:
-    import django
-
-    django.setup()
-
-    from django.core.management import call_command
     from django.test.utils import override_settings
 
     from apps.clients.models import Client, Plan
@@ -82,7 +74,6 @@ def run(args: argparse.Namespace) -> None:
     from apps.reasoning.models import ReasoningStep
     from apps.reasoning.services import handle_turn
 
-    call_command("migrate", verbosity=0, interactive=False)
     [imported] = tenant_import(data=load_tenant_file(ROOT / "demo" / "tenant.json"))
     client = Client.objects.get(slug=imported.slug)
     Plan.objects.filter(pk=client.plan_id).update(ai_mode="adaptive", evaluation_enabled=False)

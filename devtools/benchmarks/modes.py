@@ -70,6 +70,7 @@ from apps.provisioning.services import tenant_import
 from apps.reasoning.models import ReasoningTrace
 from apps.reasoning.services import turn_process
 from apps.tools.models import ToolExecution
+from devtools.fake_llm import assess_reply
 
 DEMO_TENANT = Path(settings.BASE_DIR) / "demo" / "tenant.json"
 MODES = (AIMode.STANDARD, AIMode.ADAPTIVE, AIMode.AS_NEEDED)
@@ -266,18 +267,7 @@ class ScriptedModel:
 
 
 def _assessment(response: str, **fields: Any) -> dict[str, Any]:
-    return {
-        "response": response,
-        "confidence": 9,
-        "tool_call": None,
-        "tool_params": {},
-        "missing_params": [],
-        "is_destructive": False,
-        "needs_confirmation": False,
-        "needs_more_context": [],
-        "complaint": False,
-        **fields,
-    }
+    return assess_reply(response, **({"complaint": False} | fields))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -424,6 +414,24 @@ def temporary_database() -> Iterator[None]:
 
 
 @contextmanager
+def bench_llm(base_url: str, model: str) -> Iterator[None]:
+    """Turns talk to the bench's fake server at ``base_url`` as ``model``, in this process
+    (nothing may be handed to a broker), without the HTTP client's per-request lines."""
+    overrides = {
+        "OPENAI_API_KEY": "bench-key",
+        "OPENAI_BASE_URL": base_url,
+        "LLM_MODEL": model,
+        "LLM_RESPONSE_FORMAT": "json_schema",
+        "CELERY_TASK_ALWAYS_EAGER": True,
+    }
+    with (
+        override_settings(**overrides),
+        quiet("httpx", "httpx2", "openai", "guidedesk.reasoning"),
+    ):
+        yield
+
+
+@contextmanager
 def quiet(*names: str) -> Iterator[None]:
     """No per-request INFO lines from the HTTP client while hundreds of turns run."""
     loggers = [logging.getLogger(name) for name in names]
@@ -557,18 +565,7 @@ def run_benchmark(
             result = BenchResult(
                 model=model, price=price, turns_per_mode=turns, evaluation=evaluation
             )
-            overrides = {
-                "OPENAI_API_KEY": "bench-key",
-                "OPENAI_BASE_URL": server.base_url,
-                "LLM_MODEL": model,
-                "LLM_RESPONSE_FORMAT": "json_schema",
-                # Turns run in-process; nothing may be handed to a broker.
-                "CELERY_TASK_ALWAYS_EAGER": True,
-            }
-            with (
-                override_settings(**overrides),
-                quiet("httpx", "httpx2", "openai", "guidedesk.reasoning"),
-            ):
+            with bench_llm(server.base_url, model):
                 for mode in MODES:
                     client = clients[mode]
                     for scenario, case in plan:

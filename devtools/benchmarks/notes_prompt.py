@@ -19,10 +19,8 @@ It uses a throwaway SQLite file (never the project's database) and prints a Mark
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
-import tempfile
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -30,16 +28,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-ASSESS: dict[str, Any] = {
-    "response": "We ship within one business day.",
-    "confidence": 9,
-    "tool_call": None,
-    "tool_params": {},
-    "missing_params": [],
-    "is_destructive": False,
-    "needs_confirmation": False,
-    "needs_more_context": [],
-}
+from devtools.benchmarks.bench_setup import throwaway_django  # noqa: E402
+from devtools.fake_llm import assess_reply  # noqa: E402
+
+ASSESS = assess_reply("We ship within one business day.")
 RESPOND: dict[str, Any] = {
     "response": "We ship within one business day.",
     "tool_call": None,
@@ -119,17 +111,12 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=400, help="Plan's notes token budget.")
     args = parser.parse_args()
 
-    workdir = tempfile.TemporaryDirectory(prefix="guidedesk-notes-")
-    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.test"
-    os.environ["DATABASE_URL"] = f"sqlite:///{workdir.name}/bench.sqlite3"
-    os.environ.pop("CELERY_BROKER_URL", None)
+    with throwaway_django("guidedesk-notes-"):
+        bench(args)
 
-    import django
 
-    django.setup()
-
+def bench(args: argparse.Namespace) -> None:
     from django.core.cache import cache
-    from django.core.management import call_command
     from django.db import connection
     from django.test.utils import CaptureQueriesContext, override_settings
     from django.utils import timezone
@@ -144,7 +131,6 @@ def main() -> None:
     from apps.reasoning.services import turn_process
     from devtools.fake_llm import FakeLLMServer, count_prompt_tokens
 
-    call_command("migrate", verbosity=0, interactive=False)
     rows: list[dict[str, Any]] = []
     with (
         FakeLLMServer(latency=0) as llm,

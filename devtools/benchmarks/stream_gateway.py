@@ -10,16 +10,16 @@ calls. Throwaway SQLite database.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "devtools" / "benchmarks"))
+
+from devtools.benchmarks.bench_setup import throwaway_django  # noqa: E402
 
 MESSAGES = [
     {"role": "system", "content": "You are the support assistant for a shop."},
@@ -31,14 +31,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=200)
     args = parser.parse_args()
-    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.test"
-    os.environ.pop("CELERY_BROKER_URL", None)
-    workdir = tempfile.TemporaryDirectory(prefix="guidedesk-stream-gateway-")
-    os.environ["DATABASE_URL"] = f"sqlite:///{workdir.name}/bench.sqlite3"
-    import django
+    with throwaway_django("guidedesk-stream-gateway-"):
+        bench(args)
 
-    django.setup()
-    from django.core.management import call_command
+
+def bench(args: argparse.Namespace) -> None:
     from django.test.utils import override_settings
     from fake_model import ANSWER
 
@@ -46,7 +43,6 @@ def main() -> None:
     from apps.reasoning.steps.assess import AssessOut
     from devtools.fake_llm import FakeLLMServer
 
-    call_command("migrate", verbosity=0)
     sys.stdout.write("| call | CPU ms per call (median) |\n")
     sys.stdout.write("|---|---:|\n")
     with FakeLLMServer() as server:

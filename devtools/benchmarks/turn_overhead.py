@@ -25,32 +25,21 @@ each scenario's last measured turn to stderr.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import cProfile
 import os
 import pstats
 import statistics
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-BASE = {
-    "response": "",
-    "confidence": 9,
-    "tool_call": None,
-    "tool_params": {},
-    "missing_params": [],
-    "is_destructive": False,
-    "needs_confirmation": False,
-    "needs_more_context": [],
-}
+from devtools.benchmarks.bench_setup import throwaway_django  # noqa: E402
+from devtools.fake_llm import assess_reply  # noqa: E402
+
 ANSWER = "We ship within one business day; standard delivery takes 3-7 days."
 BUSINESS_INFO = {
     "about": {"description": "Outdoor gear."},
@@ -74,48 +63,11 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.test"
-    os.environ.pop("CELERY_BROKER_URL", None)
-    if not args.database_url:
-        workdir = tempfile.TemporaryDirectory(prefix="guidedesk-overhead-")
-        os.environ["DATABASE_URL"] = f"sqlite:///{workdir.name}/bench.sqlite3"
+    with throwaway_django("guidedesk-overhead-", args.database_url):
         run(args)
-        return
-    with throwaway_postgres(args.database_url) as url:
-        os.environ["DATABASE_URL"] = url
-        run(args)
-
-
-@contextlib.contextmanager
-def throwaway_postgres(server_url: str) -> Iterator[str]:
-    """Create `bench_turn_overhead_<pid>` on the server of `server_url` (connecting to the URL's
-    own database only to issue CREATE / DROP DATABASE), yield its URL, drop it afterwards."""
-    import psycopg
-    from psycopg import sql
-
-    parts = urlsplit(server_url)
-    if parts.scheme not in {"postgres", "postgresql", "pgsql"}:
-        raise SystemExit("--database-url must be a postgres:// URL")
-    name = f"bench_turn_overhead_{os.getpid()}"
-    with psycopg.connect(server_url, autocommit=True) as admin:
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        yield urlunsplit(parts._replace(path=f"/{name}"))
-    finally:
-        from django.db import connections
-
-        connections.close_all()
-        with psycopg.connect(server_url, autocommit=True) as admin:
-            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
 
 
 def run(args: argparse.Namespace) -> None:
-
-    import django
-
-    django.setup()
-
-    from django.core.management import call_command
     from django.db import connection
     from django.test.utils import CaptureQueriesContext, override_settings
 
@@ -127,7 +79,6 @@ def run(args: argparse.Namespace) -> None:
     from apps.reasoning.services import turn_process
     from devtools.fake_llm import FakeLLMServer
 
-    call_command("migrate", verbosity=0, interactive=False)
     clients: dict[str, Client] = {
         mode: Client.objects.create(
             slug=f"bench-{mode}",
@@ -139,13 +90,13 @@ def run(args: argparse.Namespace) -> None:
     }
     scenarios: list[tuple[str, str, list[tuple[str, dict[str, Any]]]]] = [
         ("one call", AIMode.STANDARD, [("respond", {"response": ANSWER, "tool_call": None})]),
-        ("one call", AIMode.ADAPTIVE, [("assess", {**BASE, "response": ANSWER})]),
+        ("one call", AIMode.ADAPTIVE, [("assess", assess_reply(ANSWER))]),
         (
             "two calls",
             AIMode.ADAPTIVE,
             [
-                ("assess", {**BASE, "confidence": 5, "needs_more_context": ["policies.shipping"]}),
-                ("assess", {**BASE, "response": ANSWER}),
+                ("assess", assess_reply(confidence=5, needs_more_context=["policies.shipping"])),
+                ("assess", assess_reply(ANSWER)),
             ],
         ),
     ]

@@ -25,33 +25,28 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
-import os
 import pstats
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "devtools" / "benchmarks"))  # its sibling
 
-from turn_overhead import BUSINESS_INFO, throwaway_postgres  # noqa: E402
+from turn_overhead import BUSINESS_INFO  # noqa: E402
+
+from devtools.benchmarks.bench_setup import (  # noqa: E402
+    throwaway_django,
+    unthrottled,
+    widget_tenant,
+)
+from devtools.fake_llm import assess_reply  # noqa: E402
 
 ORIGIN = "https://bench.example"
 MESSAGES_PER_CONVERSATION = 6
-ANSWER = {
-    "response": "We ship within one business day; standard delivery takes 3-7 days.",
-    "confidence": 9,
-    "tool_call": None,
-    "tool_params": {},
-    "missing_params": [],
-    "is_destructive": False,
-    "needs_confirmation": False,
-    "needs_more_context": [],
-}
+ANSWER = assess_reply("We ship within one business day; standard delivery takes 3-7 days.")
 
 
 def main() -> None:
@@ -67,56 +62,28 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.test"
-    os.environ.pop("CELERY_BROKER_URL", None)
-    if not args.database_url:
-        workdir = tempfile.TemporaryDirectory(prefix="guidedesk-profile-")
-        os.environ["DATABASE_URL"] = f"sqlite:///{workdir.name}/bench.sqlite3"
-        run(args)
-        return
-    with throwaway_postgres(args.database_url) as url:
-        os.environ["DATABASE_URL"] = url
+    with throwaway_django("guidedesk-profile-", args.database_url):
         run(args)
 
 
 def run(args: argparse.Namespace) -> None:
-    import django
-
-    django.setup()
-
     from django.conf import settings
-    from django.core.management import call_command
     from django.db import connection
-    from django.test import Client as HttpClient
     from django.test.utils import (
         CaptureQueriesContext,
         override_settings,
         setup_test_environment,
     )
 
-    from apps.clients.models import AIMode, Client, Plan
     from apps.core.tenancy import tenant_scope
     from apps.reasoning import services as reasoning_services
     from apps.reasoning.models import ReasoningTrace, TraceStatus
     from devtools.fake_llm import FakeLLMServer
 
     setup_test_environment()
-    call_command("migrate", verbosity=0, interactive=False)
-    plan = Plan.objects.create(
-        slug="bench", name="Bench", ai_mode=AIMode.ADAPTIVE, visitor_daily_token_budget=0
-    )
-    client = Client.objects.create(
-        slug="bench",
-        name="Bench Outfitters",
-        plan=plan,
-        allowed_origins=[ORIGIN],
-        business_info=BUSINESS_INFO,
-    )
-    rest: dict[str, Any] = dict(settings.REST_FRAMEWORK)
-    # Throttles still run (their cost is part of the number); they just never refuse.
-    rates = dict.fromkeys(rest["DEFAULT_THROTTLE_RATES"], "1000000/min")
-    rates["widget_tokens"] = ""  # the token window off, as load.py runs it
-    rest["DEFAULT_THROTTLE_RATES"] = rates
+    client, http = widget_tenant(ORIGIN, business_info=BUSINESS_INFO)
+    rest = unthrottled(settings.REST_FRAMEWORK)
+    rest["DEFAULT_THROTTLE_RATES"]["widget_tokens"] = ""  # the token window off, as load.py runs it
 
     # The web process queues the turn for a worker; here the queueing is captured so the POST
     # and the turn are measured apart.
@@ -128,7 +95,6 @@ def run(args: argparse.Namespace) -> None:
 
     reasoning_services._enqueue = enqueue
 
-    http = HttpClient(headers={"Origin": ORIGIN, "X-Widget-Key": client.widget_key})
     api = "/api/v1/widget/conversations"
     state: dict[str, str] = {}
 

@@ -14,29 +14,24 @@ It uses a throwaway SQLite file (never the project's database) and prints a smal
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from devtools.benchmarks.bench_setup import (  # noqa: E402
+    throwaway_django,
+    unthrottled,
+    widget_tenant,
+)
+from devtools.fake_llm import assess_reply  # noqa: E402
+
 MESSAGES_PER_CONVERSATION = 10  # keeps the history (and so the prompt) at a realistic size
 ORIGIN = "https://bench.example"
-ANSWER = {
-    "response": "We ship within one business day; standard delivery takes 3-7 days.",
-    "confidence": 9,
-    "tool_call": None,
-    "tool_params": {},
-    "missing_params": [],
-    "is_destructive": False,
-    "needs_confirmation": False,
-    "needs_more_context": [],
-}
+ANSWER = assess_reply("We ship within one business day; standard delivery takes 3-7 days.")
 
 
 def percentile(samples: list[float], pct: float) -> float:
@@ -61,44 +56,27 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=10)
     args = parser.parse_args()
 
-    workdir = tempfile.TemporaryDirectory(prefix="guidedesk-bench-")
-    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.test"
-    os.environ["DATABASE_URL"] = f"sqlite:///{workdir.name}/bench.sqlite3"
-    os.environ.pop("CELERY_BROKER_URL", None)
+    with throwaway_django("guidedesk-bench-"):
+        bench(args)
 
-    import django
 
-    django.setup()
-
+def bench(args: argparse.Namespace) -> None:
     from django.conf import settings
-    from django.core.management import call_command
     from django.db import connection
-    from django.test import Client as HttpClient
     from django.test.utils import (
         CaptureQueriesContext,
         override_settings,
         setup_test_environment,
     )
 
-    from apps.clients.models import AIMode, Client, Plan
     from apps.conversations.models import Message
     from apps.reasoning.models import ReasoningTrace
     from devtools.fake_llm import FakeLLMServer
 
     setup_test_environment()
-    call_command("migrate", verbosity=0, interactive=False)
-    # Every request comes from one address: one visitor, so no per-visitor daily budget.
-    plan = Plan.objects.create(
-        slug="bench", name="Bench", ai_mode=AIMode.ADAPTIVE, visitor_daily_token_budget=0
-    )
-    client = Client.objects.create(
-        slug="bench", name="Bench Outfitters", plan=plan, allowed_origins=[ORIGIN]
-    )
-    rest: dict[str, Any] = dict(settings.REST_FRAMEWORK)
-    # Throttles still run (their cost is part of the number); they just never refuse.
-    rest["DEFAULT_THROTTLE_RATES"] = dict.fromkeys(rest["DEFAULT_THROTTLE_RATES"], "1000000/min")
+    _, http = widget_tenant(ORIGIN)
+    rest = unthrottled(settings.REST_FRAMEWORK)
 
-    http = HttpClient(headers={"Origin": ORIGIN, "X-Widget-Key": client.widget_key})
     api = "/api/v1/widget/conversations"
 
     with (
@@ -179,7 +157,6 @@ def main() -> None:
     out.write(f"  {'metric'.ljust(width)}  value\n  {'-' * width}  {'-' * 12}\n")
     for name, value in rows:
         out.write(f"  {name.ljust(width)}  {value}\n")
-    workdir.cleanup()
 
 
 if __name__ == "__main__":

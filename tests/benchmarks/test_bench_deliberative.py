@@ -2,28 +2,17 @@
 
 from __future__ import annotations
 
-from io import StringIO
-
 import pytest
-from django.core.management import call_command
 
 from apps.billing.models import UsageRecord
 from apps.clients.models import Client
+from tests.benchmarks.conftest import bench
 
 pytestmark = pytest.mark.django_db
 
 
 def test_bench_deliberative_compares_the_modes_and_counts_terminations() -> None:
-    out = StringIO()
-    call_command(
-        "bench_deliberative",
-        turns=5,
-        in_current_database=True,
-        no_progress=True,
-        stdout=out,
-        stderr=StringIO(),
-    )
-    text = out.getvalue()
+    text, _ = bench("bench_deliberative", 5)
     assert "5 turns per mode (3 simple / 1 context / 1 risky)" in text
     rows = {
         tuple(c.strip() for c in line.strip("|").split("|")[:2]): line

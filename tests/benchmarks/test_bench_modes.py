@@ -2,29 +2,17 @@
 
 from __future__ import annotations
 
-from io import StringIO
-
 import pytest
-from django.core.management import call_command
 
 from apps.billing.models import UsageRecord
 from apps.clients.models import Client
+from tests.benchmarks.conftest import bench
 
 pytestmark = pytest.mark.django_db
 
 
 def test_bench_modes_runs_the_mix_through_both_modes_and_cleans_up() -> None:
-    out, err = StringIO(), StringIO()
-    call_command(
-        "bench_modes",
-        turns=5,
-        in_current_database=True,
-        no_progress=True,
-        markdown=True,
-        stdout=out,
-        stderr=err,
-    )
-    text = out.getvalue()
+    text, warnings = bench("bench_modes", 5, markdown=True)
     assert "per mode: 3 simple / 1 context / 1 risky" in text
     for label in ("simple question", "needs extra context", "risky action", "weighted mix"):
         assert label in text
@@ -36,7 +24,7 @@ def test_bench_modes_runs_the_mix_through_both_modes_and_cleans_up() -> None:
     first = text.split("adaptive ÷ standard prompt tokens: ")[1].split(" (")[0]
     adaptive, standard = (int(n.replace(",", "")) for n in first.split(" = ")[0].split(" ÷ "))
     assert 0 < adaptive < standard
-    assert "did not run as scripted" not in err.getvalue()
+    assert "did not run as scripted" not in warnings
     # the two throwaway tenants are gone
     assert not Client.objects.filter(slug__startswith="bench-").exists()
     assert not UsageRecord.objects.unscoped("test checks the database directly").exists()
@@ -65,34 +53,14 @@ def test_bench_modes_with_evaluation_adds_evaluate_calls_to_knowledge_answers_on
 
 
 def test_bench_modes_command_reports_how_often_evaluation_triggers() -> None:
-    out = StringIO()
-    call_command(
-        "bench_modes",
-        turns=5,
-        in_current_database=True,
-        no_progress=True,
-        evaluation=True,
-        stdout=out,
-        stderr=StringIO(),
-    )
-    text = out.getvalue()
+    text, _ = bench("bench_modes", 5, evaluation=True)
     assert "evaluation on" in text
     assert "Evaluation triggered in adaptive:" in text
 
 
 def test_bench_modes_runs_deliberate_when_needed_and_reports_the_cached_share() -> None:
-    out, err = StringIO(), StringIO()
-    call_command(
-        "bench_modes",
-        turns=15,
-        in_current_database=True,
-        no_progress=True,
-        markdown=True,
-        stdout=out,
-        stderr=err,
-    )
-    text = out.getvalue()
-    assert "did not run as scripted" not in err.getvalue()
+    text, warnings = bench("bench_modes", 15, markdown=True)
+    assert "did not run as scripted" not in warnings
     assert "cached share" in text and "× adaptive cost" in text
     assert "| weighted mix (60/20/20) | as_needed |" in text
     line = text.split("deliberate when needed ÷ adaptive: ")[1]

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
+from django.conf import settings
+from django.test import Client as DjangoClient
 from playwright.sync_api import FrameLocator, Page, expect
 
 from apps.clients.models import Client
@@ -102,13 +105,38 @@ def drafts(frame: FrameLocator, *, until: str = "") -> tuple[list[str], int]:
     return list(texts), int(bubbles)
 
 
-def admin_signed_in(browser: Any, base_url: str, email: str, password: str) -> Page:
-    """A staff member's own browser window, signed into the admin through its sign-in form;
-    `page.errors` collects the page's JavaScript errors."""
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
+def watched_page(context: Any) -> Page:
+    """A new page of `context` whose `page.errors` collects the page's JavaScript errors."""
     page = context.new_page()
     page.errors = []
     page.on("pageerror", lambda error: page.errors.append(str(error)))
+    return page
+
+
+def page_signed_in_as(browser: Any, base_url: str, user: Any, **context_options: Any) -> Page:
+    """A page in its own browser context (``context_options``: viewport, downloads…) already
+    signed in as `user` (the session cookie of a server-side sign-in); `page.errors` collects
+    the page's JavaScript errors."""
+    django_client = DjangoClient()
+    django_client.force_login(user)
+    context = browser.new_context(**context_options)
+    context.add_cookies(
+        [
+            {
+                "name": settings.SESSION_COOKIE_NAME,
+                "value": django_client.cookies[settings.SESSION_COOKIE_NAME].value,
+                "domain": urlsplit(base_url).hostname,
+                "path": "/",
+            }
+        ]
+    )
+    return watched_page(context)
+
+
+def admin_signed_in(browser: Any, base_url: str, email: str, password: str) -> Page:
+    """A staff member's own browser window, signed into the admin through its sign-in form;
+    `page.errors` collects the page's JavaScript errors."""
+    page = watched_page(browser.new_context(viewport={"width": 1400, "height": 900}))
     page.goto(f"{base_url}/admin/")
     page.get_by_label("Email").fill(email)
     page.get_by_label("Password").fill(password)

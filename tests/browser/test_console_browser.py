@@ -6,11 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
-from django.conf import settings
-from django.test import Client as DjangoClient
 from playwright.sync_api import expect
 
 from apps.accounts.models import Role
@@ -20,7 +17,7 @@ from apps.conversations.services import message_append
 from apps.escalations.models import Escalation
 from tests.api.conftest import make_tenant_data
 from tests.browser.conftest import SCREENSHOTS
-from tests.browser.helpers import open_widget, send, shown_conversation
+from tests.browser.helpers import open_widget, page_signed_in_as, send, shown_conversation
 from tests.factories import MembershipFactory
 from tests.reasoning.conftest import assess
 
@@ -32,23 +29,7 @@ def agent_page(browser: Any, live_server: Any, client: Any, monkeypatch: Any) ->
     the console polls every second."""
     monkeypatch.setattr(console_views, "POLL_SECONDS", 1)
     membership = MembershipFactory(client=client, role=Role.AGENT)
-    django_client = DjangoClient()
-    django_client.force_login(membership.user)
-    session = django_client.cookies[settings.SESSION_COOKIE_NAME].value
-    context = browser.new_context()
-    context.add_cookies(
-        [
-            {
-                "name": settings.SESSION_COOKIE_NAME,
-                "value": session,
-                "domain": urlsplit(live_server.url).hostname,
-                "path": "/",
-            }
-        ]
-    )
-    page = context.new_page()
-    page.errors = []
-    page.on("pageerror", lambda error: page.errors.append(str(error)))
+    page = page_signed_in_as(browser, live_server.url, membership.user)
     page.staff_user = membership.user
     return page
 

@@ -17,6 +17,7 @@ from playwright.sync_api import expect
 from apps.conversations.models import Conversation
 from apps.conversations.services import contact_confirmation_link, conversation_create
 from apps.widget import catalogues
+from tests.browser.helpers import watched_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -50,9 +51,7 @@ def test_the_link_asks_and_only_the_pages_button_confirms(
         theirs = left_address(client_b, "es")  # another business, the same address
     link = contact_confirmation_link(conversation=mine, email=ADDRESS, site=live_server.url)
     late_link = contact_confirmation_link(conversation=late, email=ADDRESS, site=live_server.url)
-    page = browser.new_context().new_page()
-    page.errors = []
-    page.on("pageerror", lambda error: page.errors.append(str(error)))
+    page = watched_page(browser.new_context())
 
     # Opened twice (a scanner, then the customer): a question in Spanish, nothing confirmed.
     for _ in range(2):

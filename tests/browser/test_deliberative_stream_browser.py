@@ -17,7 +17,7 @@ from apps.clients.deliberation import default_deliberation
 from apps.clients.models import Plan
 from apps.clients.rubrics import SUPPORT
 from apps.widget import streams as widget_streams
-from devtools.fake_llm import Delay, Truncated
+from devtools.fake_llm import Delay, Truncated, assess_reply
 from tests.browser.helpers import drafts, open_widget, record_drafts, send, shot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -39,17 +39,7 @@ TAKEN_BACK = (
 
 def synthesis(response: str) -> dict[str, Any]:
     """The synthesis in the order the schema asks for it: the reply text last."""
-    return {
-        "tool_call": None,
-        "tool_params": {},
-        "confidence": 9,
-        "missing_params": [],
-        "is_destructive": False,
-        "needs_confirmation": False,
-        "needs_more_context": [],
-        "complaint": False,
-        "response": response,
-    }
+    return assess_reply(response, complaint=False)
 
 
 def script_loop(llm: Any, synthesized: str) -> None:

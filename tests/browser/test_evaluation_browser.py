@@ -7,15 +7,12 @@ in ci-artifacts/screenshots/."""
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
-from django.conf import settings
-from django.test import Client as DjangoClient
 from playwright.sync_api import expect
 
 from apps.clients.models import Plan
-from tests.browser.helpers import open_widget, send, shot, shown_conversation
+from tests.browser.helpers import open_widget, page_signed_in_as, send, shot, shown_conversation
 from tests.factories import UserFactory
 from tests.reasoning.conftest import assess
 
@@ -63,20 +60,12 @@ def test_an_answer_corrected_by_the_evaluation_in_the_widget_and_the_debug_view(
 
     # staff: the debug view of the conversation
     conversation = shown_conversation(frame, demo)
-    staff = DjangoClient()
-    staff.force_login(UserFactory(is_superuser=True))
-    context = browser.new_context(viewport={"width": 1280, "height": 1000})
-    context.add_cookies(
-        [
-            {
-                "name": settings.SESSION_COOKIE_NAME,
-                "value": staff.cookies[settings.SESSION_COOKIE_NAME].value,
-                "domain": urlsplit(live_server.url).hostname,
-                "path": "/",
-            }
-        ]
+    admin = page_signed_in_as(
+        browser,
+        live_server.url,
+        UserFactory(is_superuser=True),
+        viewport={"width": 1280, "height": 1000},
     )
-    admin = context.new_page()
     admin.goto(f"{live_server.url}/admin/conversations/conversation/{conversation.pk}/change/")
     block = admin.locator(".gd-evaluation")
     expect(block).to_contain_text("Improved — a better answer replaced the draft")
@@ -86,5 +75,5 @@ def test_an_answer_corrected_by_the_evaluation_in_the_widget_and_the_debug_view(
     expect(block).to_contain_text("Checked against: minimal context, policies.returns")
     block.scroll_into_view_if_needed()
     admin.screenshot(path=str(screenshots / "evaluation-debug-view.png"), full_page=True)
-    context.close()
+    admin.context.close()
     page.close()

@@ -5,12 +5,9 @@ admin action, and follows a turn's injected note from the debug view to the note
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
-from django.conf import settings
 from django.contrib.auth.models import Permission
-from django.test import Client as DjangoClient
 from django.urls import reverse
 from playwright.sync_api import expect
 
@@ -20,6 +17,7 @@ from apps.notes.services import note_add
 from apps.reasoning.models import ReasoningStep
 from tests.api.conftest import make_conversation_with_turn
 from tests.browser.conftest import SCREENSHOTS
+from tests.browser.helpers import page_signed_in_as
 from tests.factories import MembershipFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -33,24 +31,9 @@ def staff_page(browser: Any, live_server: Any, client: Any, role: str) -> Any:
     user.user_permissions.add(
         *Permission.objects.filter(content_type__app_label__in=["notes", "conversations"])
     )
-    django_client = DjangoClient()
-    django_client.force_login(user)
-    session = django_client.cookies[settings.SESSION_COOKIE_NAME].value
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    context.add_cookies(
-        [
-            {
-                "name": settings.SESSION_COOKIE_NAME,
-                "value": session,
-                "domain": urlsplit(live_server.url).hostname,
-                "path": "/",
-            }
-        ]
+    return page_signed_in_as(
+        browser, live_server.url, user, viewport={"width": 1400, "height": 900}
     )
-    page = context.new_page()
-    page.errors = []
-    page.on("pageerror", lambda error: page.errors.append(str(error)))
-    return page
 
 
 def test_an_agent_reviews_notes_and_follows_an_injected_note(

@@ -9,12 +9,9 @@ import json
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
-from django.conf import settings
 from django.contrib.auth.models import Permission
-from django.test import Client as DjangoClient
 from django.urls import reverse
 from django.utils import timezone
 from playwright.sync_api import expect
@@ -26,6 +23,7 @@ from apps.conversations.models import Conversation, Message
 from apps.privacy.models import DataSubjectRequest
 from tests.api.conftest import add_turn, make_conversation_with_turn
 from tests.browser.conftest import SCREENSHOTS
+from tests.browser.helpers import page_signed_in_as
 from tests.factories import MembershipFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -35,24 +33,13 @@ EMAIL = "marta.lind@example.net"
 def admin_page(browser: Any, live_server: Any, client: Any) -> Any:
     user = MembershipFactory(client=client, role=Role.ADMIN).user
     user.user_permissions.add(*Permission.objects.all())
-    django_client = DjangoClient()
-    django_client.force_login(user)
-    session = django_client.cookies[settings.SESSION_COOKIE_NAME].value
-    context = browser.new_context(viewport={"width": 1400, "height": 900}, accept_downloads=True)
-    context.add_cookies(
-        [
-            {
-                "name": settings.SESSION_COOKIE_NAME,
-                "value": session,
-                "domain": urlsplit(live_server.url).hostname,
-                "path": "/",
-            }
-        ]
+    return page_signed_in_as(
+        browser,
+        live_server.url,
+        user,
+        viewport={"width": 1400, "height": 900},
+        accept_downloads=True,
     )
-    page = context.new_page()
-    page.errors = []
-    page.on("pageerror", lambda error: page.errors.append(str(error)))
-    return page
 
 
 def report(client: Any) -> dict[str, Any]:

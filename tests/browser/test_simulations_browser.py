@@ -5,12 +5,9 @@ each conversation's change, what it would cost — and the transcript behind a c
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
-from django.conf import settings
 from django.contrib.auth.models import Permission
-from django.test import Client as DjangoClient
 from playwright.sync_api import expect
 
 from apps.accounts.models import Role
@@ -20,7 +17,7 @@ from apps.escalations.models import EscalationReason
 from apps.escalations.services import escalation_create
 from apps.simulations.models import SimulationRun
 from tests.api.conftest import make_conversation_with_turn
-from tests.browser.helpers import shot
+from tests.browser.helpers import page_signed_in_as, shot
 from tests.factories import MembershipFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -36,23 +33,9 @@ def lead_page(browser: Any, live_server: Any, client: Any) -> Any:
             content_type__app_label__in=["simulations", "conversations", "reasoning"]
         )
     )
-    django_client = DjangoClient()
-    django_client.force_login(user)
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    context.add_cookies(
-        [
-            {
-                "name": settings.SESSION_COOKIE_NAME,
-                "value": django_client.cookies[settings.SESSION_COOKIE_NAME].value,
-                "domain": urlsplit(live_server.url).hostname,
-                "path": "/",
-            }
-        ]
+    return page_signed_in_as(
+        browser, live_server.url, user, viewport={"width": 1400, "height": 900}
     )
-    page = context.new_page()
-    page.errors = []
-    page.on("pageerror", lambda error: page.errors.append(str(error)))
-    return page
 
 
 def test_a_lead_replays_escalations_against_deliberative_and_reads_the_report(

@@ -5,15 +5,12 @@ plain words."""
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
-from django.conf import settings
-from django.test import Client as DjangoClient
 from django.urls import reverse
 from playwright.sync_api import expect
 
-from tests.browser.helpers import shot
+from tests.browser.helpers import page_signed_in_as, shot
 from tests.factories import ClientFactory, PlanFactory, UserFactory
 from tests.simulations.factories_sim import make_finished_run
 
@@ -24,20 +21,9 @@ def spanish_operator_page(browser: Any, live_server: Any) -> Any:
     user = UserFactory(is_superuser=True)
     user.language = "es"
     user.save(update_fields=["language"])
-    django_client = DjangoClient()
-    django_client.force_login(user)
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    context.add_cookies(
-        [
-            {
-                "name": settings.SESSION_COOKIE_NAME,
-                "value": django_client.cookies[settings.SESSION_COOKIE_NAME].value,
-                "domain": urlsplit(live_server.url).hostname,
-                "path": "/",
-            }
-        ]
+    return page_signed_in_as(
+        browser, live_server.url, user, viewport={"width": 1400, "height": 1000}
     )
-    return context.new_page()
 
 
 def test_the_plan_page_and_a_simulation_report_in_spanish(

@@ -16,7 +16,7 @@ from apps.escalations.services import staff_reply
 from apps.tools.models import PendingAction, PendingActionStatus, ToolExecution
 from devtools.fake_llm import Delay
 from tests.browser.helpers import open_widget, send, shot, shown_conversation
-from tests.reasoning.conftest import assess, critique
+from tests.reasoning.conftest import assess, cancel_assess, critique
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -56,13 +56,8 @@ def test_chat_typing_indicator_and_the_three_turn_cancel(
     # Turn 1: no order number yet → the assistant asks for it.
     llm.script(
         "assess",
-        assess(
-            response="I can help cancel your order. What's the order number?",
-            confidence=8,
-            tool_call="cancel_order",
-            missing_params=["order_id"],
-            is_destructive=True,
-            needs_confirmation=True,
+        cancel_assess(
+            None, response="I can help cancel your order. What's the order number?", confidence=8
         ),
     )
     llm.script(
@@ -73,16 +68,7 @@ def test_chat_typing_indicator_and_the_three_turn_cancel(
     expect(frame.get_by_text("Could you give me your order number?")).to_be_visible()
 
     # Turn 2: the number → a confirmation request with quick Yes / No buttons.
-    llm.script(
-        "assess",
-        assess(
-            response=f"I can cancel order {ORDER}.",
-            tool_call="cancel_order",
-            tool_params={"order_id": ORDER},
-            is_destructive=True,
-            needs_confirmation=True,
-        ),
-    )
+    llm.script("assess", cancel_assess(ORDER))
     llm.script(
         "critique",
         critique("ASK_USER", f"Do you want me to cancel order {ORDER}?", "Needs confirmation"),
@@ -103,15 +89,7 @@ def test_chat_typing_indicator_and_the_three_turn_cancel(
     )  # nothing runs before the customer confirms
 
     # Turn 3: "Yes" (the button sends the word) → the tool runs once → the result.
-    llm.script(
-        "assess",
-        assess(
-            response="Cancelling now.",
-            tool_call="cancel_order",
-            tool_params={"order_id": ORDER},
-            is_destructive=True,
-        ),
-    )
+    llm.script("assess", cancel_assess(ORDER, confirmed=True))
     llm.script("critique", critique("PROCEED", reasoning="The customer confirmed."))
     llm.script(
         "compose", {"response": f"Done! Order {ORDER} is cancelled; the refund is on its way."}

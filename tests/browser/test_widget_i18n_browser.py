@@ -24,7 +24,7 @@ from apps.tools.models import PendingAction, PendingActionStatus, ToolExecution
 from devtools.fake_llm import RecordedRequest
 from tests.browser.conftest import ROOT
 from tests.browser.helpers import shown_conversation
-from tests.reasoning.conftest import assess, critique
+from tests.reasoning.conftest import assess, cancel_assess, critique
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -107,6 +107,41 @@ def in_language(code: str, native: Any, english: Any) -> Callable[[RecordedReque
     return lambda request: native if f"({code})" in system_text(request) else english
 
 
+def chat_on_a_shop_page(browser: Any, base_url: str, demo: Client, code: str) -> tuple[Page, Any]:
+    """The demo shop (speaking English, Spanish and Hebrew) embedded in a page in `code`, its
+    chat opened: the page and the chat's frame."""
+    demo.languages = ["en", "es", "he"]
+    demo.save(update_fields=["languages"])
+    page = browser.new_page(viewport={"width": 1280, "height": 860}, locale="en-US")
+    host_page(page, base_url, demo, code)
+    return page, open_chat(page, code)
+
+
+def script_confirmation_request(llm: Any, code: str, native: str) -> None:
+    """The model proposes cancelling ORDER; the critique asks the customer to confirm, with
+    `native` when the prompt asks for `code`."""
+    llm.script("assess", cancel_assess(ORDER))
+    llm.script(
+        "critique",
+        in_language(
+            code,
+            critique("ASK_USER", native, "Needs confirmation"),
+            critique("ASK_USER", f"Cancel order {ORDER}?", "Needs confirmation"),
+        ),
+    )
+
+
+def script_the_cancellation(llm: Any, code: str, native: str) -> None:
+    """The customer's yes: the model runs the cancel and tells it, with `native` when the
+    prompt asks for `code`."""
+    llm.script("assess", cancel_assess(ORDER, confirmed=True))
+    llm.script("critique", critique("PROCEED", reasoning="The customer confirmed."))
+    llm.script(
+        "compose",
+        in_language(code, {"response": native}, {"response": f"Done! Order {ORDER} is cancelled."}),
+    )
+
+
 @pytest.mark.parametrize("code", ["he", "ar", "es"])
 def test_the_page_language_gives_the_chat_its_words_and_direction(
     browser: Any, live_server, demo, llm, screenshots, code
@@ -143,16 +178,7 @@ def test_the_page_language_gives_the_chat_its_words_and_direction(
         "ar": f"هل يمكن إلغاء الطلب {ORDER}؟",
         "es": f"¿Podéis cancelar el pedido {ORDER}?",
     }[code]
-    llm.script(
-        "assess",
-        assess(
-            response=f"I can cancel order {ORDER}.",
-            tool_call="cancel_order",
-            tool_params={"order_id": ORDER},
-            is_destructive=True,
-            needs_confirmation=True,
-        ),
-    )
+    llm.script("assess", cancel_assess(ORDER))
     llm.script("critique", critique("ASK_USER", f"Cancel order {ORDER}?", "Needs confirmation"))
     send(frame, code, question)
     mine = frame.locator("li.gd-msg--user").last
@@ -260,26 +286,12 @@ def test_a_hebrew_hand_off_on_a_phone(browser: Any, live_server, demo, db_lock, 
 def test_a_hebrew_customer_cancels_in_three_turns(
     browser: Any, live_server, demo, llm, screenshots
 ):
-    demo.languages = ["en", "es", "he"]
-    demo.save(update_fields=["languages"])
     w = words("he")
-    page = browser.new_page(viewport={"width": 1280, "height": 860}, locale="en-US")
-    host_page(page, live_server.url, demo, "he")
-    frame = open_chat(page, "he")
+    page, frame = chat_on_a_shop_page(browser, live_server.url, demo, "he")
     expect(frame.locator("html")).to_have_attribute("dir", "rtl")
 
     # Turn 1: no order number yet → asked for it, in Hebrew.
-    llm.script(
-        "assess",
-        assess(
-            response="I can help cancel your order.",
-            confidence=8,
-            tool_call="cancel_order",
-            missing_params=["order_id"],
-            is_destructive=True,
-            needs_confirmation=True,
-        ),
-    )
+    llm.script("assess", cancel_assess(None, confidence=8))
     llm.script(
         "critique",
         in_language(
@@ -292,24 +304,7 @@ def test_a_hebrew_customer_cancels_in_three_turns(
     expect(frame.get_by_text("מה מספר ההזמנה?")).to_be_visible()
 
     # Turn 2: the number → the confirmation, with Hebrew buttons.
-    llm.script(
-        "assess",
-        assess(
-            response=f"I can cancel order {ORDER}.",
-            tool_call="cancel_order",
-            tool_params={"order_id": ORDER},
-            is_destructive=True,
-            needs_confirmation=True,
-        ),
-    )
-    llm.script(
-        "critique",
-        in_language(
-            "he",
-            critique("ASK_USER", f"לבטל את ההזמנה {ORDER}?", "Needs confirmation"),
-            critique("ASK_USER", f"Cancel order {ORDER}?", "Needs confirmation"),
-        ),
-    )
+    script_confirmation_request(llm, "he", f"לבטל את ההזמנה {ORDER}?")
     send(frame, "he", f"ההזמנה היא {ORDER}")
     confirmation = frame.locator("li.gd-kind--confirmation_request")
     expect(confirmation).to_contain_text(ORDER)
@@ -321,24 +316,7 @@ def test_a_hebrew_customer_cancels_in_three_turns(
     )
 
     # Turn 3: "כן" → the tool runs once → the result, in Hebrew.
-    llm.script(
-        "assess",
-        assess(
-            response="Cancelling now.",
-            tool_call="cancel_order",
-            tool_params={"order_id": ORDER},
-            is_destructive=True,
-        ),
-    )
-    llm.script("critique", critique("PROCEED", reasoning="The customer confirmed."))
-    llm.script(
-        "compose",
-        in_language(
-            "he",
-            {"response": f"בוצע! ההזמנה {ORDER} בוטלה, וההחזר בדרך אלייך."},
-            {"response": f"Done! Order {ORDER} is cancelled."},
-        ),
-    )
+    script_the_cancellation(llm, "he", f"בוצע! ההזמנה {ORDER} בוטלה, וההחזר בדרך אלייך.")
     yes.click()
     expect(frame.get_by_text(f"ההזמנה {ORDER} בוטלה")).to_be_visible()
     expect(frame.locator(".gd-quick")).to_have_count(0)
@@ -359,55 +337,17 @@ def test_a_hebrew_customer_cancels_in_three_turns(
 
 @NEEDS_SERVER
 def test_a_spanish_customer_confirms_by_typing(browser: Any, live_server, demo, llm):
-    demo.languages = ["en", "es", "he"]
-    demo.save(update_fields=["languages"])
     w = words("es")
-    page = browser.new_page(viewport={"width": 1280, "height": 860}, locale="en-US")
-    host_page(page, live_server.url, demo, "es")
-    frame = open_chat(page, "es")
+    page, frame = chat_on_a_shop_page(browser, live_server.url, demo, "es")
     expect(frame.locator("#gd-send")).to_have_text("Enviar")
 
-    llm.script(
-        "assess",
-        assess(
-            response=f"I can cancel order {ORDER}.",
-            tool_call="cancel_order",
-            tool_params={"order_id": ORDER},
-            is_destructive=True,
-            needs_confirmation=True,
-        ),
-    )
-    llm.script(
-        "critique",
-        in_language(
-            "es",
-            critique("ASK_USER", f"¿Cancelo el pedido {ORDER}?", "Needs confirmation"),
-            critique("ASK_USER", f"Cancel order {ORDER}?", "Needs confirmation"),
-        ),
-    )
+    script_confirmation_request(llm, "es", f"¿Cancelo el pedido {ORDER}?")
     send(frame, "es", f"Quiero cancelar el pedido {ORDER}, por favor")
     confirmation = frame.locator("li.gd-kind--confirmation_request")
     expect(confirmation).to_contain_text(ORDER)
     expect(confirmation.get_by_role("button", name=w["yes"], exact=True)).to_have_text("Sí")
 
-    llm.script(
-        "assess",
-        assess(
-            response="Cancelling now.",
-            tool_call="cancel_order",
-            tool_params={"order_id": ORDER},
-            is_destructive=True,
-        ),
-    )
-    llm.script("critique", critique("PROCEED", reasoning="The customer confirmed."))
-    llm.script(
-        "compose",
-        in_language(
-            "es",
-            {"response": f"¡Hecho! El pedido {ORDER} está cancelado."},
-            {"response": f"Done! Order {ORDER} is cancelled."},
-        ),
-    )
+    script_the_cancellation(llm, "es", f"¡Hecho! El pedido {ORDER} está cancelado.")
     send(frame, "es", "sí, cancélalo")
     expect(frame.get_by_text(f"El pedido {ORDER} está cancelado")).to_be_visible()
     execution = ToolExecution.objects.unscoped("test checks the database directly").get(
@@ -430,12 +370,8 @@ def server_tells_the_language() -> bool:
 def test_the_chat_switches_to_the_customer_language_mid_conversation(
     browser: Any, live_server, demo, llm
 ):
-    demo.languages = ["en", "es", "he"]
-    demo.save(update_fields=["languages"])
     es = words("es")
-    page = browser.new_page(viewport={"width": 1280, "height": 860}, locale="en-US")
-    host_page(page, live_server.url, demo, "he")
-    frame = open_chat(page, "he")
+    page, frame = chat_on_a_shop_page(browser, live_server.url, demo, "he")
     expect(frame.locator("html")).to_have_attribute("dir", "rtl")
 
     llm.script("assess", assess(response="¡Claro! Los pedidos salen el mismo día."))

@@ -11,6 +11,7 @@ from django.db import connection
 from playwright.sync_api import expect
 
 from apps.widget import streams as widget_streams
+from devtools.fake_llm import assess_reply
 from tests.browser.helpers import drafts, open_widget, record_drafts, send, shot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -24,17 +25,7 @@ ANSWER = (
 
 def streamed_assess(**fields: Any) -> dict[str, Any]:
     """An assessment in the order the schema asks for it: the reply text last."""
-    base: dict[str, Any] = {
-        "tool_call": None,
-        "tool_params": {},
-        "confidence": 9,
-        "missing_params": [],
-        "is_destructive": False,
-        "needs_confirmation": False,
-        "needs_more_context": [],
-    }
-    response = fields.pop("response")
-    return base | fields | {"response": response}
+    return assess_reply(**fields)
 
 
 def test_the_widget_shows_an_answer_word_by_word(

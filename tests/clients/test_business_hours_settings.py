@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from io import StringIO
 from typing import Any
 
@@ -19,6 +18,7 @@ from apps.provisioning.files import load_tenant_file
 from apps.provisioning.services import client_export, tenant_import
 from tests.conftest import DEMO_TENANT
 from tests.factories import ClientFactory, PlanFactory, UserFactory
+from tests.support.admin_forms import client_form
 
 pytestmark = pytest.mark.django_db
 
@@ -114,21 +114,12 @@ def test_the_admin_edits_and_validates_business_hours(admin_client):
     page = admin_client.get(url)
     body = page.content.decode()
     assert 'name="business_hours"' in body
-    data = {
-        "name": shop.name,
-        "slug": shop.slug,
-        "plan": shop.plan.pk,
-        "is_active": "on",
-        "language": "en",
-        "support_email": shop.support_email,
-        "greeting": "Hi",
-        "remember_conversation_hours": "24",
-        "allowed_origins": json.dumps(shop.allowed_origins),
-        "business_hours": json.dumps({**HOURS, "holidays": ["tomorrow"]}),
-    }
-    for prefix in re.findall(r'name="([\w-]+)-TOTAL_FORMS"', body):
-        data[f"{prefix}-TOTAL_FORMS"] = "0"
-        data[f"{prefix}-INITIAL_FORMS"] = "0"
+    data = client_form(
+        body,
+        shop,
+        allowed_origins=json.dumps(shop.allowed_origins),
+        business_hours=json.dumps({**HOURS, "holidays": ["tomorrow"]}),
+    )
     response = admin_client.post(url, data)
     assert response.status_code == 200
     assert "holidays[0]: a date is written YYYY-MM-DD" in response.content.decode()

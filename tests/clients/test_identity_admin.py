@@ -20,6 +20,7 @@ from apps.clients.identity import active_identity_secrets
 from apps.provisioning.services import client_export, tenant_import
 from apps.tools.models import ClientTool
 from tests.factories import ClientFactory, MembershipFactory, PlanFactory, UserFactory
+from tests.support.admin_forms import client_form
 
 pytestmark = pytest.mark.django_db
 
@@ -33,24 +34,8 @@ def admin_client(client):
 def post(http, shop, **fields):
     url = reverse("admin:clients_client_change", args=[shop.pk])
     page = http.get(url).content.decode()
-    data = {
-        "name": shop.name,
-        "slug": shop.slug,
-        "plan": shop.plan.pk,
-        "is_active": "on",
-        "language": "en",
-        "support_email": shop.support_email,
-        "greeting": "Hi",
-        "allowed_origins": '["https://shop.example"]',
-        "remember_conversation_hours": "24",
-        "playground_max_iterations": "",
-        "identity_public_key": "",
-        "signin_url": "",
-        **fields,
-    }
-    for prefix in re.findall(r'name="([\w-]+)-TOTAL_FORMS"', page):
-        data[f"{prefix}-TOTAL_FORMS"] = "0"
-        data[f"{prefix}-INITIAL_FORMS"] = "0"
+    blank = {"playground_max_iterations": "", "identity_public_key": "", "signin_url": ""}
+    data = client_form(page, shop, **(blank | fields))
     return http.post(url, data, follow=True)
 
 

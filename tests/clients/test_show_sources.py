@@ -12,6 +12,7 @@ from django.urls import reverse
 from apps.clients.models import Client
 from apps.provisioning.services import client_export, tenant_import
 from tests.factories import ClientFactory, PlanFactory, UserFactory
+from tests.support.admin_forms import client_form
 
 pytestmark = pytest.mark.django_db
 
@@ -63,23 +64,8 @@ def test_the_client_admin_switches_sources_off(client):
     assert 'name="show_sources"' in page and "checked" in re.search(
         r"<input[^>]*name=\"show_sources\"[^>]*>", page
     ).group(0)
-    data = {
-        "name": shop.name,
-        "slug": shop.slug,
-        "plan": shop.plan.pk,
-        "is_active": "on",
-        "language": "en",
-        "support_email": shop.support_email,
-        "greeting": "Hi",
-        "business_info": "{}",
-        "allowed_origins": '["https://shop.example"]',
-        "remember_conversation_hours": "24",
-        "playground_max_iterations": "",
-        # show_sources left unticked
-    }
-    for prefix in re.findall(r'name="([\w-]+)-TOTAL_FORMS"', page):
-        data[f"{prefix}-TOTAL_FORMS"] = "0"
-        data[f"{prefix}-INITIAL_FORMS"] = "0"
+    # show_sources left unticked
+    data = client_form(page, shop, business_info="{}", playground_max_iterations="")
     response = client.post(url, data)
     assert response.status_code == 302, response.content.decode()[:2000]
     shop.refresh_from_db()

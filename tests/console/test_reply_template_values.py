@@ -32,7 +32,7 @@ from apps.tools.models import (
 from tests.api.conftest import assert_error, key_for, session_for
 from tests.factories import ClientToolFactory, UserFactory
 from tests.reasoning import conftest as reasoning
-from tests.reasoning.conftest import SECRET, assess, critique
+from tests.reasoning.conftest import SECRET, assess, cancel_assess, critique
 from tests.support.fake_webhook import Reply
 
 pytestmark = pytest.mark.django_db
@@ -209,16 +209,7 @@ def test_the_order_a_tool_ran_on_not_the_one_mentioned_later(chat, llm, webhook)
     llm.script("compose", {"response": "I couldn't find order TH-99999."})
     chat.say("And TH-99999?")
     # … and its cancellation is proposed but never confirmed.
-    llm.script(
-        "assess",
-        assess(
-            response="I can cancel order TH-99999.",
-            tool_call="cancel_order",
-            tool_params={"order_id": "TH-99999"},
-            is_destructive=True,
-            needs_confirmation=True,
-        ),
-    )
+    llm.script("assess", cancel_assess("TH-99999"))
     llm.script("critique", critique("ASK_USER", "Do you want to cancel order TH-99999?"))
     chat.say("Cancel TH-99999 please")
 
@@ -230,15 +221,7 @@ def test_the_order_a_tool_ran_on_not_the_one_mentioned_later(chat, llm, webhook)
     assert values["order_id"] == "TH-12345"
 
     # Once the customer confirms and the cancellation runs, that is the order acted on.
-    llm.script(
-        "assess",
-        assess(
-            response="Cancelling now.",
-            tool_call="cancel_order",
-            tool_params={"order_id": "TH-99999"},
-            is_destructive=True,
-        ),
-    )
+    llm.script("assess", cancel_assess("TH-99999", confirmed=True))
     llm.script("critique", critique("PROCEED", reasoning="confirmed"))
     webhook.script(Reply.ok({"order_id": "TH-99999", "status": "cancelled"}))
     llm.script("compose", {"response": "Order TH-99999 is cancelled."})

@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.conf import settings as django_settings
 
 from apps.conversations.models import Message
 from apps.conversations.services import conversation_create
@@ -29,21 +28,10 @@ from tests.reasoning.conftest import (  # noqa: F401  (fixtures)
     webhook,
     webhook_server,
 )
+from tests.support.slots import NEEDS_REDIS, REDIS_URL, slots_clear
 
-REDIS_URL = django_settings.TEST_BROKER_URL
-pytestmark = pytest.mark.skipif(
-    not REDIS_URL.startswith("redis://"), reason="needs Redis (CELERY_BROKER_URL=redis://…)"
-)
+pytestmark = NEEDS_REDIS
 OLD_FIXED_CAP = 25  # main's TURNS_PER_CLIENT_MAX
-
-
-def _clear() -> None:
-    import redis
-
-    r = redis.Redis.from_url(REDIS_URL)
-    keys = list(r.scan_iter(slots.PREFIX + "*"))
-    if keys:
-        r.delete(*keys)
 
 
 @pytest.fixture
@@ -54,11 +42,11 @@ def fleet(settings: Any) -> Iterator[None]:
     settings.TURN_SLOTS_RESERVE_PERCENT = 10
     settings.TURNS_PER_CLIENT_MAX = 0
     settings.PLAYGROUND_RUNS_PER_CLIENT = 2
-    _clear()
+    slots_clear()
     slots.worker_register(worker_id="w1", threads=50)
     slots.worker_register(worker_id="w2", threads=50)
     yield
-    _clear()
+    slots_clear()
 
 
 def flood(tenant: str, count: int, kind: str = slots.LIVE) -> list[slots.Grant | None]:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from django.urls import reverse
 
 from tests.factories import ClientFactory, PlanFactory, UserFactory
+from tests.support.admin_forms import client_form
 
 pytestmark = pytest.mark.django_db
 
@@ -22,22 +21,7 @@ def _form(admin_client, shop, **fields):
     url = reverse("admin:clients_client_change", args=[shop.pk])
     page = admin_client.get(url).content.decode()
     assert "Allowed languages" in page and "Default language" in page
-    data = {
-        "name": shop.name,
-        "slug": shop.slug,
-        "plan": shop.plan.pk,
-        "is_active": "on",
-        "support_email": shop.support_email,
-        "greeting": "Hi",
-        "business_info": "{}",
-        "allowed_origins": '["https://shop.example"]',
-        "remember_conversation_hours": "24",
-        "playground_max_iterations": "",
-        **fields,
-    }
-    for prefix in re.findall(r'name="([\w-]+)-TOTAL_FORMS"', page):
-        data[f"{prefix}-TOTAL_FORMS"] = "0"
-        data[f"{prefix}-INITIAL_FORMS"] = "0"
+    data = client_form(page, shop, business_info="{}", playground_max_iterations="", **fields)
     return admin_client.post(url, data)
 
 

@@ -11,7 +11,7 @@ import pytest
 from apps.conversations.models import Conversation, ConversationStatus
 from apps.core.languages import detect
 from devtools.fake_llm import RecordedRequest
-from tests.reasoning.conftest import assess, critique
+from tests.reasoning.conftest import cancel_assess, critique
 from tests.support.fake_webhook import Reply
 from tests.widget.conftest import Widget
 
@@ -143,26 +143,9 @@ def test_a_model_asked_for_the_language_answers_in_it(multilingual, llm, webhook
     flow = FLOWS[code]
     llm.script(
         "assess",
-        lambda r: assess(
-            response=SCRIPTED[_asked(r)]["ask"],
-            tool_call="cancel_order",
-            missing_params=["order_id"],
-            is_destructive=True,
-            needs_confirmation=True,
-        ),
-        assess(
-            response="…",
-            tool_call="cancel_order",
-            tool_params={"order_id": "TH-12345"},
-            is_destructive=True,
-            needs_confirmation=True,
-        ),
-        assess(
-            response="…",
-            tool_call="cancel_order",
-            tool_params={"order_id": "TH-12345"},
-            is_destructive=True,
-        ),
+        lambda r: cancel_assess(None, response=SCRIPTED[_asked(r)]["ask"]),
+        cancel_assess(response="…"),
+        cancel_assess(confirmed=True, response="…"),
     )
     llm.script(
         "critique",

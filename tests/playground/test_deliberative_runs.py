@@ -15,6 +15,7 @@ from django.core.management import CommandError, call_command
 from apps.billing.models import UsagePurpose, UsageRecord
 from apps.playground.models import PlaygroundRun, RunStatus
 from apps.reasoning.models import ReasoningTrace, TraceKind
+from devtools.fake_llm import assess_reply
 from tests.reasoning.conftest import make_shop
 from tests.reasoning.test_deliberative import rc, script_loop
 
@@ -44,16 +45,7 @@ def test_a_deliberative_run_through_the_real_sdk_prints_steps_feedback_and_refin
     draft = "Returns are accepted within 30 days. We always refund shipping."
     llm.script(
         "synthesize",
-        {
-            "response": draft,
-            "confidence": 8,
-            "tool_call": None,
-            "tool_params": {},
-            "missing_params": [],
-            "is_destructive": False,
-            "needs_confirmation": False,
-            "needs_more_context": [],
-        },
+        assess_reply(draft, confidence=8),
     )
     llm.script("refine_critique", rc(60, quote="We always refund shipping."), rc(95))
     llm.script("improve", {"response": "Returns are accepted within 30 days."})

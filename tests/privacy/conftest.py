@@ -29,7 +29,7 @@ from apps.notes.services import note_add
 from apps.playground.models import PlaygroundRun
 from apps.simulations.models import CaseRun, SimCase, SimulationRun
 from tests.reasoning import conftest as reasoning
-from tests.reasoning.conftest import Chat, assess, critique, make_shop
+from tests.reasoning.conftest import Chat, assess, cancel_assess, critique, make_shop
 from tests.support.fake_webhook import Reply
 
 # The scripted LLM server and the webhook server, shared with the reasoning tests.
@@ -73,27 +73,10 @@ def build_customer(client: Client, llm: Any, webhook: Any, capture: Any) -> Cust
 
     llm.script("assess", assess(response=f"Hello {NAME}, how can I help?", confidence=9))
     say(chat, customer, f"Hi, my name is {NAME} and I write from {EMAIL}")
-    llm.script(
-        "assess",
-        assess(
-            response="I can cancel order TH-12345.",
-            tool_call="cancel_order",
-            tool_params={"order_id": "TH-12345"},
-            is_destructive=True,
-            needs_confirmation=True,
-        ),
-    )
+    llm.script("assess", cancel_assess())
     llm.script("critique", critique("ASK_USER", f"{NAME}, cancel order TH-12345?", "confirm"))
     say(chat, customer, "Please cancel order TH-12345 for Zora Quill")
-    llm.script(
-        "assess",
-        assess(
-            response="Cancelling now.",
-            tool_call="cancel_order",
-            tool_params={"order_id": "TH-12345"},
-            is_destructive=True,
-        ),
-    )
+    llm.script("assess", cancel_assess(confirmed=True))
     llm.script("critique", critique("PROCEED", reasoning=f"{NAME} confirmed"))
     webhook.script(Reply.ok({"order_id": "TH-12345", "status": "cancelled", "email": EMAIL}))
     llm.script("compose", {"response": f"Done, {NAME}: order TH-12345 is cancelled."})

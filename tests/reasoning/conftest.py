@@ -8,12 +8,15 @@ from typing import Any
 
 import pytest
 
+from apps.conversations import reply_drafts
 from apps.conversations.models import Conversation, Message
 from apps.conversations.services import conversation_create
+from apps.knowledge.models import Article
+from apps.knowledge.services.indexing import article_index
 from apps.reasoning.services import handle_turn
 from apps.tools.executors import webhook as executors
 from apps.tools.models import ToolKind
-from devtools.fake_llm import FakeLLMServer
+from devtools.fake_llm import FakeLLMServer, assess_reply
 from tests.factories import ClientFactory, ClientToolFactory, ModelPriceFactory, PlanFactory
 from tests.support.fake_webhook import FakeWebhookServer
 
@@ -150,18 +153,51 @@ def chat(shop, conversation, django_capture_on_commit_callbacks) -> Chat:
 
 
 def assess(**fields: Any) -> dict[str, Any]:
-    base = {
-        "response": "",
-        "confidence": 9,
-        "tool_call": None,
-        "tool_params": {},
-        "missing_params": [],
-        "is_destructive": False,
-        "needs_confirmation": False,
-        "needs_more_context": [],
+    return assess_reply(**fields)
+
+
+def cancel_assess(
+    order: str | None = "TH-12345", *, confirmed: bool = False, **fields: Any
+) -> dict[str, Any]:
+    """The model's plan to run the destructive ``cancel_order`` on ``order``: asking the customer
+    to confirm first, or, once they ``confirmed``, running it. With no ``order`` the order number
+    is missing. ``fields`` replace any of that."""
+    plan: dict[str, Any] = {
+        "response": "Cancelling now." if confirmed else f"I can cancel order {order}.",
+        "tool_call": "cancel_order",
+        "is_destructive": True,
+        "needs_confirmation": not confirmed,
     }
-    return base | fields
+    if order is None:
+        plan |= {"response": "I can help cancel your order.", "missing_params": ["order_id"]}
+    else:
+        plan["tool_params"] = {"order_id": order}
+    return assess(**(plan | fields))
 
 
 def critique(decision: str, message: str = "", reasoning: str = "checked") -> dict[str, Any]:
     return {"decision": decision, "reasoning": reasoning, "message": message}
+
+
+def article(client: Any, title: str, body: str, **kw: Any) -> Article:
+    """A knowledge article of `client`, stored and indexed for retrieval."""
+    a = Article(client=client, title=title, body=body, **kw)
+    a.refresh_hash()
+    a.save()
+    article_index(article=a)
+    return a
+
+
+@pytest.fixture
+def drafts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every reply draft the turn writes, in order (the throttle off: every piece is written)."""
+    written: list[str] = []
+    write = reply_drafts.reply_draft_write
+
+    def recording(*, conversation_id: int, turn_id: int, text: str) -> None:
+        written.append(text)
+        write(conversation_id=conversation_id, turn_id=turn_id, text=text)
+
+    monkeypatch.setattr(reply_drafts, "reply_draft_write", recording)
+    monkeypatch.setattr(reply_drafts, "MIN_INTERVAL_SECONDS", 0)
+    return written

@@ -11,7 +11,7 @@ from apps.reasoning.steps._shared import CONFIRMATION_RULE
 from apps.reasoning.steps.assess import AssessOut
 from apps.tools.models import ClientTool, ToolKind
 from devtools.fake_llm import count_prompt_tokens
-from tests.reasoning.conftest import assess, critique
+from tests.reasoning.conftest import assess, cancel_assess, critique
 from tests.support.fake_webhook import Reply
 
 pytestmark = pytest.mark.django_db
@@ -188,19 +188,8 @@ def test_minimal_context_is_much_smaller_than_full(
 def test_the_confirmation_rule_comes_with_a_confirmation_state(chat, llm, webhook):
     llm.script(
         "assess",
-        assess(
-            response="I can cancel order TH-12345.",
-            tool_call="cancel_order",
-            tool_params={"order_id": "TH-12345"},
-            is_destructive=True,
-            needs_confirmation=True,
-        ),
-        assess(
-            response="Cancelling now.",
-            tool_call="cancel_order",
-            tool_params={"order_id": "TH-12345"},
-            is_destructive=True,
-        ),
+        cancel_assess(),
+        cancel_assess(confirmed=True),
     )
     llm.script(
         "critique",

@@ -14,24 +14,15 @@ import pytest
 from apps.clients.models import Client
 from apps.knowledge.models import Article, ArticleStatus
 from apps.knowledge.retrieval import Hit
-from apps.knowledge.services.indexing import article_index
 from apps.reasoning.knowledge import answer_sources
 from tests.factories import ClientFactory
-from tests.reasoning.conftest import Chat, assess
+from tests.reasoning.conftest import Chat, article, assess
 from tests.support.fake_webhook import Reply
 
 pytestmark = pytest.mark.django_db
 
 FIT = "Our Ridgeline hiking boots run half a size small, so order half a size up."
 BOOTS_URL = "https://shop.example/help/boot-sizing"
-
-
-def article(client: Any, title: str, body: str, **kw: Any) -> Article:
-    a = Article(client=client, title=title, body=body, **kw)
-    a.refresh_hash()
-    a.save()
-    article_index(article=a)
-    return a
 
 
 def load_knowledge(client: Client) -> None:

@@ -14,7 +14,7 @@ from apps.conversations.models import Kind
 from apps.reasoning.models import ReasoningTrace
 from apps.tools.models import PendingAction, PendingActionStatus, ToolExecution
 from devtools.fake_llm import count_prompt_tokens, count_tokens
-from tests.reasoning.conftest import SECRET, assess, critique
+from tests.reasoning.conftest import SECRET, assess, cancel_assess, critique
 from tests.support.fake_webhook import Reply
 
 pytestmark = pytest.mark.django_db
@@ -24,13 +24,10 @@ def test_three_turn_cancel(chat, llm, webhook):
     # Turn 1 — no order id: the critique asks, nothing runs.
     llm.script(
         "assess",
-        assess(
+        cancel_assess(
+            None,
             response="I'd be happy to help cancel your order. Could you give me your order number?",
             confidence=8,
-            tool_call="cancel_order",
-            missing_params=["order_id"],
-            is_destructive=True,
-            needs_confirmation=True,
         ),
     )
     llm.script(
@@ -46,16 +43,7 @@ def test_three_turn_cancel(chat, llm, webhook):
     assert webhook.requests == []
 
     # Turn 2 — order id given: destructive, so the customer must confirm these exact params.
-    llm.script(
-        "assess",
-        assess(
-            response="I can cancel order TH-12345.",
-            tool_call="cancel_order",
-            tool_params={"order_id": "TH-12345"},
-            is_destructive=True,
-            needs_confirmation=True,
-        ),
-    )
+    llm.script("assess", cancel_assess())
     llm.script(
         "critique",
         critique(
@@ -73,15 +61,7 @@ def test_three_turn_cancel(chat, llm, webhook):
     assert webhook.requests == []
 
     # Turn 3 — explicit yes: execute once, then compose the reply from the result.
-    llm.script(
-        "assess",
-        assess(
-            response="Cancelling now.",
-            tool_call="cancel_order",
-            tool_params={"order_id": "TH-12345"},
-            is_destructive=True,
-        ),
-    )
+    llm.script("assess", cancel_assess(confirmed=True))
     llm.script("critique", critique("PROCEED", reasoning="User explicitly confirmed"))
     webhook.script(Reply.ok({"order_id": "TH-12345", "status": "cancelled"}))
     llm.script("compose", {"response": "Done! Order TH-12345 has been cancelled."})

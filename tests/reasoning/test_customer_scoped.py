@@ -18,7 +18,7 @@ from apps.reasoning import guards
 from apps.tools.executors.webhook import generate_secret
 from apps.tools.models import ClientTool, ExecutionStatus, ToolExecution
 from apps.tools.services import tool_execute
-from tests.reasoning.conftest import Chat, assess
+from tests.reasoning.conftest import Chat, assess, cancel_assess
 from tests.support.fake_webhook import Reply
 
 pytestmark = pytest.mark.django_db
@@ -78,15 +78,7 @@ def test_a_second_visitor_with_the_order_number_gets_nothing(
 
     # Nor can they cancel it, confirmation or not.
     for text in ("Cancel order TH-12345", "yes, cancel TH-12345"):
-        llm.script(
-            "assess",
-            assess(
-                response="Cancelling.",
-                tool_call="cancel_order",
-                tool_params={"order_id": "TH-12345"},
-                is_destructive=True,
-            ),
-        )
+        llm.script("assess", cancel_assess(confirmed=True, response="Cancelling."))
         [reply] = stranger.say(text)
         assert "sign in" in reply.text
     assert llm.calls("critique") == []  # the guards decide: no critique call for it

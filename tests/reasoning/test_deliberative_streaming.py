@@ -30,21 +30,6 @@ IMPROVED = "Returns are accepted within 30 days of delivery; reply here and we s
 BETTER = "Sorry for the wait: returns are accepted within 30 days. Reply here to start one."
 
 
-@pytest.fixture
-def drafts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every reply draft the turn writes, in order (the throttle off: every piece is written)."""
-    written: list[str] = []
-    write = reply_drafts.reply_draft_write
-
-    def recording(*, conversation_id: int, turn_id: int, text: str) -> None:
-        written.append(text)
-        write(conversation_id=conversation_id, turn_id=turn_id, text=text)
-
-    monkeypatch.setattr(reply_drafts, "reply_draft_write", recording)
-    monkeypatch.setattr(reply_drafts, "MIN_INTERVAL_SECONDS", 0)
-    return written
-
-
 def shop_chat(mode: str, capture: Any, webhook: Any, *, iterations: int) -> Chat:
     client = make_shop(mode, webhook.url(), slug=f"{mode.replace('_', '-')}-stream-shop")
     plan = client.plan

@@ -14,25 +14,16 @@ from django.urls import reverse
 from apps.clients.models import Plan
 from apps.conversations.services import conversation_create
 from apps.knowledge.models import Article, ArticleKind, ArticleStatus
-from apps.knowledge.services.indexing import article_index
 from apps.reasoning.models import ReasoningStep
 from apps.reasoning.steps import _data, _demo
 from tests.factories import set_deliberation
-from tests.reasoning.conftest import Chat, assess, make_shop
+from tests.reasoning.conftest import Chat, article, assess, make_shop
 
 pytestmark = pytest.mark.django_db
 
 FIT = "Our Ridgeline hiking boots run half a size small, so order half a size up."
 OFF = "Ridgeline hiking boots secret sizing: always order two sizes up (draft, wrong)."
 DRAFT = "Ridgeline hiking boots sizing draft: order a full size down."
-
-
-def article(client: Any, title: str, body: str, **kw: Any) -> Article:
-    a = Article(client=client, title=title, body=body, **kw)
-    a.refresh_hash()
-    a.save()
-    article_index(article=a)
-    return a
 
 
 def load_knowledge(client: Any) -> Article:

@@ -21,7 +21,6 @@ from apps.billing.services.budgets import turn_token_estimate
 from apps.billing.services.visitors import turn_limits_admit
 from apps.clients import modes
 from apps.clients.modes import Deliberation, Mode, ModeHelp, TokenReserve
-from apps.conversations import reply_drafts
 from apps.conversations.models import Role
 from apps.conversations.services import conversation_create, message_append
 from apps.reasoning.models import ReasoningTrace, TraceStatus
@@ -59,21 +58,6 @@ def fake_mode() -> Iterator[Register]:
 
     yield register
     modes.unregister("fake")
-
-
-@pytest.fixture
-def drafts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The reply drafts a turn writes while the model writes its reply."""
-    written: list[str] = []
-    write = reply_drafts.reply_draft_write
-
-    def recording(*, conversation_id: int, turn_id: int, text: str) -> None:
-        written.append(text)
-        write(conversation_id=conversation_id, turn_id=turn_id, text=text)
-
-    monkeypatch.setattr(reply_drafts, "reply_draft_write", recording)
-    monkeypatch.setattr(reply_drafts, "MIN_INTERVAL_SECONDS", 0)
-    return written
 
 
 # Streaming -----------------------------------------------------------------------------------

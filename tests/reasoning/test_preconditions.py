@@ -12,7 +12,7 @@ import pytest
 from apps.conversations.models import Kind
 from apps.reasoning.models import ReasoningStep
 from apps.tools.models import ClientTool, PendingAction, PendingActionStatus, ToolExecution
-from tests.reasoning.conftest import Chat, assess, critique
+from tests.reasoning.conftest import Chat, assess, cancel_assess, critique
 from tests.support.fake_webhook import Reply
 
 pytestmark = pytest.mark.django_db
@@ -45,16 +45,7 @@ def propose_cancel(llm: Any, mode: str) -> None:
             },
         )
         return
-    llm.script(
-        "assess",
-        assess(
-            response=f"I can cancel order {ORDER}.",
-            tool_call="cancel_order",
-            tool_params={"order_id": ORDER},
-            is_destructive=True,
-            needs_confirmation=True,
-        ),
-    )
+    llm.script("assess", cancel_assess(ORDER))
     llm.script("critique", critique("ASK_USER", f"Cancel order {ORDER}?", "Needs confirmation"))
 
 
@@ -141,15 +132,7 @@ def test_a_cancellable_order_gets_the_question_and_runs_only_after_the_yes(chat,
     [step] = precondition_steps()
     assert step["outcome"] == "allowed" and step["state"] == "processing"
 
-    llm.script(
-        "assess",
-        assess(
-            response="Cancelling now.",
-            tool_call="cancel_order",
-            tool_params={"order_id": ORDER},
-            is_destructive=True,
-        ),
-    )
+    llm.script("assess", cancel_assess(ORDER, confirmed=True))
     llm.script("critique", critique("PROCEED", reasoning="The customer confirmed."))
     webhook.script(Reply.ok({"order_id": ORDER, "status": "cancelled"}))
     llm.script("compose", {"response": f"Done! Order {ORDER} has been cancelled."})

@@ -13,7 +13,7 @@ import pytest
 from apps.conversations import reply_drafts
 from apps.conversations.services import conversation_create
 from apps.reasoning.models import ReasoningTrace
-from devtools.fake_llm import Truncated
+from devtools.fake_llm import Truncated, assess_reply
 from tests.reasoning.conftest import Chat
 from tests.support.fake_webhook import Reply
 
@@ -22,17 +22,7 @@ ANSWER = "We're open from eight to six on weekdays and from ten to four on Satur
 
 def ordered_assess(**fields: Any) -> dict[str, Any]:
     """An assessment written in the order the schema asks for: the reply text last."""
-    base: dict[str, Any] = {
-        "tool_call": None,
-        "tool_params": {},
-        "confidence": 9,
-        "missing_params": [],
-        "is_destructive": False,
-        "needs_confirmation": False,
-        "needs_more_context": [],
-    }
-    response = fields.pop("response", ANSWER)
-    return base | fields | {"response": response}
+    return assess_reply(**({"response": ANSWER} | fields))
 
 
 @pytest.fixture

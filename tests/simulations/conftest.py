@@ -5,11 +5,18 @@ simulation in the test's thread and count what must never be written."""
 from __future__ import annotations
 
 import importlib
+from io import StringIO
+from pathlib import Path
 from typing import Any
 
+import pytest
+from django.core.management import call_command
+
+from apps.clients.models import Client
 from apps.core.tenancy import tenant_scope
 from apps.simulations import services
 from apps.simulations.models import SimCase, SimulationRun
+from tests.conftest import DEMO_TENANT
 from tests.reasoning.conftest import (  # noqa: F401  (fixtures, re-exported)
     chat,
     conversation,
@@ -22,6 +29,23 @@ from tests.reasoning.conftest import (  # noqa: F401  (fixtures, re-exported)
 )
 
 UNSCOPED = "test checks the database directly"
+DEMO_CASES = Path(DEMO_TENANT).parent / "simulations" / "demo.json"
+
+
+@pytest.fixture
+def demo(settings) -> Client:
+    """The demo tenant with its simulation suite, loaded as `make demo` does, answered by the
+    offline demo model (as `make simulate` and the README's commands run it)."""
+    settings.OPENAI_API_KEY = ""
+    call_command(
+        "demo_setup",
+        "--tenant",
+        str(DEMO_TENANT),
+        "--simulations",
+        str(DEMO_CASES),
+        stdout=StringIO(),
+    )
+    return Client.objects.get(slug="trailhead")
 
 
 def make_case(client: Any, name: str, **fields: Any) -> SimCase:

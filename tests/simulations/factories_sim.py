@@ -11,27 +11,29 @@ from django.utils import timezone
 from apps.simulations.models import CaseRun, RunStatus, SimCase, SimulationRun
 
 
+def cancel_turns(**confirmed: Any) -> list[dict[str, Any]]:
+    """A case's two turns: the customer asks to cancel TH-10042 (proposed, not run), then says
+    yes (run); `confirmed` adds expectations to the second turn."""
+
+    def order() -> dict[str, Any]:
+        return {"name": "cancel_order", "params": {"order_id": "TH-10042"}}
+
+    return [
+        {
+            "customer": "Please cancel order TH-10042",
+            "expect": {"tool_proposed": order(), "tool_not_called": "cancel_order"},
+        },
+        {"customer": "Yes, cancel it", "expect": {"tool_called": order(), **confirmed}},
+    ]
+
+
 def case_data(name: str = "cancel-confirmed", **extra: Any) -> dict[str, Any]:
     data: dict[str, Any] = {
         "name": name,
         "suite": "demo",
         "description": "A destructive tool waits for the customer's confirmation.",
         "tags": ["cancel", "destructive"],
-        "turns": [
-            {
-                "customer": "Please cancel order TH-10042",
-                "expect": {
-                    "tool_proposed": {"name": "cancel_order", "params": {"order_id": "TH-10042"}},
-                    "tool_not_called": "cancel_order",
-                },
-            },
-            {
-                "customer": "Yes, cancel it",
-                "expect": {
-                    "tool_called": {"name": "cancel_order", "params": {"order_id": "TH-10042"}}
-                },
-            },
-        ],
+        "turns": cancel_turns(),
         "expect": {"tool_called": {"name": "cancel_order", "times": 1}},
         "criteria": ["does not promise a refund"],
         "tools": {"cancel_order": {"ok": True, "result": {"cancelled": True}}},

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from io import StringIO
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,10 +20,10 @@ from apps.simulations.models import CaseRun, SimCase, SimulationRun
 from apps.simulations.services import simulation_run_create, simulation_run_execute
 from apps.tools.models import PendingAction, ToolExecution
 from tests.conftest import DEMO_TENANT
+from tests.simulations.conftest import DEMO_CASES
 
 pytestmark = pytest.mark.django_db
 
-DEMO_CASES = Path(DEMO_TENANT).parent / "simulations" / "demo.json"
 SUITE = json.loads(DEMO_CASES.read_text(encoding="utf-8"))["tests"]
 NEEDS_REAL_MODEL = {c["name"] for c in SUITE if "needs-real-model" in c.get("tags", [])}
 # The offline judge's verdicts: a criterion that quotes a text is checked (here: met); a
@@ -39,20 +38,6 @@ JUDGED_OFFLINE = {
     "spanish-order-status": False,
 }
 TIMINGS = {"latency_ms", "latency_p50_ms", "latency_p95_ms", "latency_p95", "duration_ms"}
-
-
-@pytest.fixture
-def demo(settings) -> Client:
-    settings.OPENAI_API_KEY = ""  # the offline demo model, as `make simulate` runs it
-    call_command(
-        "demo_setup",
-        "--tenant",
-        str(DEMO_TENANT),
-        "--simulations",
-        str(DEMO_CASES),
-        stdout=StringIO(),
-    )
-    return Client.objects.get(slug="trailhead")
 
 
 def run_suite(client: Client) -> SimulationRun:

@@ -7,46 +7,26 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
-from io import StringIO
-from pathlib import Path
 
 import pytest
-from django.core.management import call_command
 from django.urls import reverse
 
 from apps.accounts.models import Role
 from apps.billing import periods
 from apps.billing.models import UsagePurpose, UsageRecord
 from apps.billing.services.usage import usage_record_create
-from apps.clients.models import Client
 from apps.reasoning.models import ReasoningTrace
 from apps.simulations import services
 from apps.simulations.models import SimulationRun
 from tests.api.conftest import key_for
 from tests.billing.conftest import Call, make_turn
-from tests.conftest import DEMO_TENANT
 from tests.reasoning.conftest import assess
-from tests.simulations.conftest import UNSCOPED, make_case, run_now
+from tests.simulations.conftest import DEMO_CASES, UNSCOPED, make_case, run_now
 
 pytestmark = pytest.mark.django_db
 
 ESTIMATE = reverse("api-simrun-list") + "estimate"
-DEMO_CASES = Path(DEMO_TENANT).parent / "simulations" / "demo.json"
 DEFAULT_SIMULATION_BUDGET = 2_000_000  # Plan.simulation_monthly_tokens' default
-
-
-@pytest.fixture
-def demo(settings) -> Client:
-    settings.OPENAI_API_KEY = ""  # the offline demo model, as the README's commands run it
-    call_command(
-        "demo_setup",
-        "--tenant",
-        str(DEMO_TENANT),
-        "--simulations",
-        str(DEMO_CASES),
-        stdout=StringIO(),
-    )
-    return Client.objects.get(slug="trailhead")
 
 
 @pytest.mark.parametrize("overrides", [{}, {"mode": "deliberative"}], ids=["plain", "deliberative"])

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from apps.simulations.expectations import case_check, expect_check, params_match, replay_check
 from apps.simulations.schema import case_validate
+from tests.simulations.factories_sim import cancel_turns
 
 
 def turn(index: int, **fields: Any) -> dict[str, Any]:
@@ -65,22 +66,7 @@ def case_wide(expect: dict[str, Any], *turns: dict[str, Any]) -> list[tuple[bool
 CANCEL = case_validate(
     {
         "name": "cancel-confirmed",
-        "turns": [
-            {
-                "customer": "Please cancel order TH-10042",
-                "expect": {
-                    "tool_proposed": {"name": "cancel_order", "params": {"order_id": "TH-10042"}},
-                    "tool_not_called": "cancel_order",
-                },
-            },
-            {
-                "customer": "Yes, cancel it",
-                "expect": {
-                    "tool_called": {"name": "cancel_order", "params": {"order_id": "TH-10042"}},
-                    "reply_contains": "cancelled",
-                },
-            },
-        ],
+        "turns": cancel_turns(reply_contains="cancelled"),
         "expect": {"tool_called": {"name": "cancel_order", "times": 1}, "escalated": False},
     }
 )

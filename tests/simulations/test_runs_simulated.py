@@ -8,17 +8,12 @@ import pytest
 
 from apps.billing.models import UsagePurpose, UsageRecord
 from apps.simulations.models import CaseRun, RunStatus
-from tests.reasoning.conftest import assess, critique
+from tests.reasoning.conftest import assess, cancel_assess, critique
 from tests.simulations.conftest import UNSCOPED, live_rows, make_case, run_now
 
 pytestmark = pytest.mark.django_db
 
-CANCEL = assess(
-    response="I can cancel it.",
-    tool_call="cancel_order",
-    tool_params={"order_id": "TH-12345"},
-    is_destructive=True,
-)
+CANCEL = cancel_assess(needs_confirmation=False, response="I can cancel it.")
 
 
 def test_a_simulated_customer_confirms_and_the_tool_runs_once(shop, llm, webhook):

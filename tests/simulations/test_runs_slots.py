@@ -8,23 +8,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.conf import settings as django_settings
 
 from apps.platform import slots
+from tests.support.slots import NEEDS_REDIS, REDIS_URL, slots_clear
 
-REDIS_URL = django_settings.TEST_BROKER_URL
-pytestmark = pytest.mark.skipif(
-    not REDIS_URL.startswith("redis://"), reason="needs Redis (CELERY_BROKER_URL=redis://…)"
-)
-
-
-def _clear() -> None:
-    import redis
-
-    r = redis.Redis.from_url(REDIS_URL)
-    keys = list(r.scan_iter(slots.PREFIX + "*"))
-    if keys:
-        r.delete(*keys)
+pytestmark = NEEDS_REDIS
 
 
 @pytest.fixture
@@ -36,9 +24,9 @@ def fleet(settings: Any) -> Iterator[None]:
     settings.PLAYGROUND_RUNS_PER_CLIENT = 2
     settings.SIMULATION_JOBS_PER_CLIENT = 8
     settings.SIMULATION_SLOTS_PERCENT = 50
-    _clear()
+    slots_clear()
     yield
-    _clear()
+    slots_clear()
 
 
 def test_a_free_slot_goes_to_live_then_playground_then_simulation(fleet):

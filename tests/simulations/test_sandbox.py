@@ -11,7 +11,7 @@ from django.core import mail
 from apps.billing.models import UsagePurpose, UsageRecord
 from apps.reasoning.models import ReasoningTrace, TraceKind
 from apps.simulations.models import CaseRun, CaseStatus, RunStatus
-from tests.reasoning.conftest import assess, critique
+from tests.reasoning.conftest import assess, cancel_assess, critique
 from tests.simulations.conftest import UNSCOPED, live_rows, make_case, run_now
 
 pytestmark = pytest.mark.django_db
@@ -37,27 +37,10 @@ STUBS = {
 
 def script_cancel(llm) -> None:
     # Turn 1: the model proposes the cancel; the guards put it to the customer.
-    llm.script(
-        "assess",
-        assess(
-            response="I can cancel order TH-12345.",
-            tool_call="cancel_order",
-            tool_params={"order_id": "TH-12345"},
-            is_destructive=True,
-            needs_confirmation=True,
-        ),
-    )
+    llm.script("assess", cancel_assess())
     llm.script("critique", critique("PROCEED", reasoning="clear request"))
     # Turn 2: the customer's "yes" confirms those exact params: the stub answers.
-    llm.script(
-        "assess",
-        assess(
-            response="Cancelling now.",
-            tool_call="cancel_order",
-            tool_params={"order_id": "TH-12345"},
-            is_destructive=True,
-        ),
-    )
+    llm.script("assess", cancel_assess(confirmed=True))
     llm.script("critique", critique("PROCEED", reasoning="User explicitly confirmed"))
     llm.script("compose", {"response": "Done! Order TH-12345 has been cancelled."})
 
@@ -115,15 +98,7 @@ def test_cancel_with_confirmation_runs_the_tool_once_after_the_yes(shop, llm, we
 
 def test_a_destructive_call_is_never_run_in_the_turn_it_is_proposed(shop, llm, webhook):
     make_case(shop, "cancel-once", turns=[{"customer": "Cancel order TH-12345 now, yes!"}])
-    llm.script(
-        "assess",
-        assess(
-            response="Cancelling.",
-            tool_call="cancel_order",
-            tool_params={"order_id": "TH-12345"},
-            is_destructive=True,
-        ),
-    )
+    llm.script("assess", cancel_assess(confirmed=True, response="Cancelling."))
     llm.script("critique", critique("PROCEED"))
     run = run_now(shop, compare=False)
     [entry] = CaseRun.objects.unscoped(UNSCOPED).get(run=run).transcript
@@ -136,8 +111,8 @@ def test_a_yes_for_other_params_does_not_run_the_tool(shop, llm, webhook):
     make_case(shop, "yes-other-order", turns=CANCEL_TURNS, tools=STUBS)
     llm.script(
         "assess",
-        assess(tool_call="cancel_order", tool_params={"order_id": "TH-12345"}, is_destructive=True),
-        assess(tool_call="cancel_order", tool_params={"order_id": "TH-99999"}, is_destructive=True),
+        cancel_assess(confirmed=True, response=""),
+        cancel_assess("TH-99999", confirmed=True, response=""),
     )
     llm.default("critique", critique("PROCEED"))
     run = run_now(shop, compare=False)

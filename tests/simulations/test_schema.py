@@ -15,6 +15,7 @@ from apps.escalations.models import EscalationReason
 from apps.reasoning.evaluation import OUTCOMES
 from apps.simulations import schema
 from apps.simulations.schema import CASE_JSON_SCHEMA, case_validate, expect_normalize
+from tests.simulations.factories_sim import cancel_turns
 
 CANCEL: dict[str, Any] = {
     "name": "cancel-confirmed",
@@ -22,24 +23,7 @@ CANCEL: dict[str, Any] = {
     "description": "The customer cancels and confirms.",
     "tags": ["cancel", "destructive", "cancel"],
     "history": [{"role": "user", "text": "Hi"}, {"role": "assistant", "text": "Hello!"}],
-    "turns": [
-        {
-            "customer": "Please cancel order TH-10042",
-            "expect": {
-                "tool_proposed": {"name": "cancel_order", "params": {"order_id": "TH-10042"}},
-                "tool_not_called": "cancel_order",
-            },
-        },
-        {
-            "customer": "Yes, cancel it",
-            "expect": {
-                "tool_called": {"name": "cancel_order", "params": {"order_id": "TH-10042"}},
-                "reply_contains": "cancelled",
-                "reply_matches": r"TH-\d{5}",
-                "evaluation": "",
-            },
-        },
-    ],
+    "turns": cancel_turns(reply_contains="cancelled", reply_matches=r"TH-\d{5}", evaluation=""),
     "expect": {
         "tool_called": {"name": "cancel_order", "times": 1},
         "max_cost_usd": 0.0100,

@@ -3,7 +3,6 @@ truncated replies (no Django needed)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import openai
@@ -14,19 +13,6 @@ from devtools.fake_llm import FakeLLMServer, Truncated
 MESSAGES: list[Any] = [{"role": "user", "content": "hello"}]
 SCHEMA = {"type": "object", "properties": {"response": {"type": "string"}}}
 JSON_SCHEMA = {"type": "json_schema", "json_schema": {"name": "respond", "schema": SCHEMA}}
-
-
-@pytest.fixture
-def llm() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as server:
-        yield server
-
-
-@pytest.fixture
-def client(llm: FakeLLMServer) -> Iterator[openai.OpenAI]:
-    sdk = openai.OpenAI(api_key="test", base_url=llm.base_url, max_retries=0, timeout=2)
-    yield sdk
-    sdk.close()
 
 
 def create(client: openai.OpenAI, **kwargs: Any) -> Any:

@@ -35,19 +35,6 @@ def schema_format(step: str) -> dict[str, Any]:
     }
 
 
-@pytest.fixture
-def llm() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as server:
-        yield server
-
-
-@pytest.fixture
-def client(llm: FakeLLMServer) -> Iterator[openai.OpenAI]:
-    sdk = openai.OpenAI(api_key="test", base_url=llm.base_url, max_retries=0, timeout=2)
-    yield sdk
-    sdk.close()
-
-
 def ask(
     client: openai.OpenAI,
     *,

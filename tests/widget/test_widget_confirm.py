@@ -11,7 +11,7 @@ import pytest
 from apps.conversations.models import Conversation, Kind, Message
 from apps.tools.models import PendingAction, PendingActionStatus
 from apps.tools.pending import params_hash
-from tests.reasoning.conftest import assess, critique, make_shop
+from tests.reasoning.conftest import assess, cancel_assess, critique, make_shop
 from tests.support.fake_webhook import Reply
 from tests.widget.conftest import Widget
 
@@ -131,12 +131,7 @@ def test_a_button_for_a_superseded_question_confirms_nothing(widget, llm, webhoo
     # the customer names another order: the model proposes it, a new question replaces the first
     llm.script(
         "assess",
-        assess(
-            response="I can cancel TH-22222.",
-            tool_call="cancel_order",
-            tool_params={"order_id": "TH-22222"},
-            is_destructive=True,
-        ),
+        cancel_assess("TH-22222", needs_confirmation=False, response="I can cancel TH-22222."),
     )
     llm.script("critique", critique("ASK_USER", "Cancel it?", "destructive"))
     assert widget.say(conversation_id, token, "actually TH-22222").status_code == 201
