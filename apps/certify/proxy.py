@@ -8,11 +8,11 @@ tool, an invented policy figure, a false promise, malformed JSON, a truncated re
 instruction hidden in a tool result or article, the wrong language). Every other path is passed
 through. A response that is not injected is relayed byte for byte.
 
-Deterministic: the n-th chat completion draws the same two numbers (whether, which class) for
-the same seed, so the same seed and the same request sequence give the same injections. The
-class drawn is tried first; when it does not apply to that message (no tool call to alter, no
-tool result to obey…) the next enabled class in order that applies is used, and when none does
-the draw is logged as skipped.
+Deterministic: the n-th chat-completion request draws, as it arrives, the same two numbers
+(whether, which class) for the same seed, so the same seed and the same request sequence give
+the same injections. The class drawn is tried first; when it does not apply to that message
+(no tool call to alter, no tool result to obey…) the next enabled class in order that
+applies is used, and when none does the draw is logged as skipped.
 
 Every draw that injects (or is skipped) is one JSON line in the log: `request_id`,
 `completion_id` (the upstream's), `step` (`X-GuideDesk-Step`), `class`, `shape` (guidedesk |
@@ -265,6 +265,11 @@ class InjectingProxy:
         if handler.command == "POST" and path.endswith("/chat/completions"):
             with contextlib.suppress(ValueError):
                 request = json.loads(body)
+        if not isinstance(request, dict):
+            request = None
+        # Drawn as the request arrives (not as answers come back), so concurrent calls to a
+        # slow model keep the seed's order; a draw an error response cannot use is spent.
+        draw = self._draw() if request is not None else None
         assert self._http is not None
         upstream = self._http.build_request(
             handler.command, self._upstream_url(handler.path), headers=headers, content=body
@@ -276,17 +281,20 @@ class InjectingProxy:
             handler.reply(502, [("Content-Type", "application/json")], message.encode())
             return
         try:
-            self._answer(handler, response, request if isinstance(request, dict) else None)
+            self._answer(handler, response, request, draw)
         finally:
             response.close()
 
     def _answer(
-        self, handler: _Handler, response: httpx.Response, request: dict[str, Any] | None
+        self,
+        handler: _Handler,
+        response: httpx.Response,
+        request: dict[str, Any] | None,
+        draw: Draw | None,
     ) -> None:
         out_headers = [(k, v) for k, v in response.headers.items() if k.lower() not in HOP_BY_HOP]
         streamed = "text/event-stream" in response.headers.get("content-type", "")
-        draw = self._draw() if request is not None and response.status_code == 200 else None
-        if draw is None or not draw.inject:
+        if draw is None or not draw.inject or response.status_code != 200:
             if streamed:
                 handler.reply_chunked(response.status_code, out_headers, response.iter_raw())
             else:

@@ -5,6 +5,8 @@ tool-calling shape, and fixed bytes to compare a pass-through with)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from tests.reasoning.conftest import assess as reasoning_assess
 from tests.reasoning.conftest import critique as reasoning_critique
 from tests.support.fake_webhook import FakeWebhookServer
 
+ROOT = Path(__file__).resolve().parents[2]
 TOOLS_ENUM = ["get_order_status", "cancel_order", None]
 ASSESS_SCHEMA = {
     "type": "object",
@@ -511,3 +514,23 @@ def test_an_injected_destructive_call_is_stopped_by_the_confirmation_guard(
     injected = [e for e in entries if e["applied"]]
     assert [(e["step"], e["class"]) for e in injected] == [("assess", "destructive_unasked")]
     assert json.loads(injected[0]["after"]["content"])["tool_call"] == "cancel_order"
+
+
+def test_the_command_serves_the_proxy(llm: FakeLLMServer, tmp_path: Path) -> None:
+    """`python -m apps.certify.proxy …` prints its base URL and injects as configured."""
+    log = tmp_path / "cli.jsonl"
+    llm.script("assess", assess_reply())
+    args = ["--upstream", llm.base_url, "--rate", "1", "--seed", "1"]
+    args += ["--classes", "invented_tool", "--log", str(log)]
+    command = [sys.executable, "-m", "apps.certify.proxy", *args]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=ROOT) as process:
+        try:
+            assert process.stdout is not None
+            base_url = json.loads(process.stdout.readline())["base_url"]
+            client = openai.OpenAI(api_key="test", base_url=base_url, max_retries=0)
+            content, _ = ask_step(client)
+        finally:
+            process.terminate()
+    assert json.loads(content)["tool_call"] == INVENTED_TOOL
+    [entry] = [json.loads(line) for line in log.read_text().splitlines()]
+    assert entry["class"] == "invented_tool" and entry["request_id"] == "inj-1-000001"
