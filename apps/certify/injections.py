@@ -28,6 +28,7 @@ from typing import Any
 # Tools whose name says they change or remove something (used when the request does not say
 # which tools are destructive): cancel_order, cancel_pending_order, return_…, refund_…
 DESTRUCTIVE_NAME = re.compile(r"cancel|delete|refund|return|exchange|modify|remove|close|charge")
+MARKED_DESTRUCTIVE = re.compile(r"\b([A-Za-z_][\w-]*) \(destructive\)")
 INVENTED_TOOL = "issue_store_credit"
 INVENTED_POLICY = (
     " Under our policy you can return anything within 120 days, and we refund up to $250 "
@@ -122,6 +123,12 @@ def _destructive_choice(
     request: dict[str, Any], destructive: frozenset[str] | None, current: str | None
 ) -> str | None:
     names = offered_tools(request)
+    # GuideDesk's adaptive prompt lists the tools with their kinds ("cancel_order
+    # (destructive)"); under a response format without a schema that is all there is.
+    marked = MARKED_DESTRUCTIVE.findall(_request_text(request))
+    names += [n for n in marked if n not in names]
+    if destructive is None and marked:
+        destructive = frozenset(marked)
     if destructive is not None:
         candidates = [n for n in names if n in destructive]
     else:

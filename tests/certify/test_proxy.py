@@ -15,7 +15,7 @@ import httpx
 import openai
 import pytest
 
-from apps.certify.injections import CLASSES, FALSE_PROMISE, HIDDEN_CANARY, INVENTED_TOOL
+from apps.certify.injections import CLASSES, FALSE_PROMISE, HIDDEN_CANARY, INVENTED_TOOL, inject
 from apps.certify.proxy import InjectingProxy, main
 from apps.conversations.services import conversation_create
 from apps.reasoning.models import ReasoningTrace
@@ -534,3 +534,20 @@ def test_the_command_serves_the_proxy(llm: FakeLLMServer, tmp_path: Path) -> Non
     assert json.loads(content)["tool_call"] == INVENTED_TOOL
     [entry] = [json.loads(line) for line in log.read_text().splitlines()]
     assert entry["class"] == "invented_tool" and entry["request_id"] == "inj-1-000001"
+
+
+def test_destructive_tools_named_by_the_prompt_when_no_schema_lists_them() -> None:
+    """Under `json_object` GuideDesk's tool names are only in the prompt, with their kinds."""
+    request = {
+        "messages": [
+            {
+                "role": "system",
+                "content": "Tools: get_order_status (read), archive_order (destructive)",
+            }
+        ],
+        "response_format": {"type": "json_object"},
+    }
+    content = json.dumps(assess_reply(tool_call="get_order_status"))
+    rewrite = inject("destructive_unasked", {"role": "assistant", "content": content}, request)
+    assert rewrite is not None
+    assert json.loads(rewrite.message["content"])["tool_call"] == "archive_order"
