@@ -205,3 +205,19 @@ def test_a_refused_call_is_in_the_transcript(shop, llm, webhook):
     assert entry["tools_ran"] == []
     assert entry["tools_refused"][0]["name"] == "gift_card_balance"
     assert entry["tools_refused"][0]["verdict"] == "refuse"
+
+
+def test_an_invented_tool_keeps_its_name_in_the_transcript(shop, llm, webhook):
+    # Small models invent tools ("track_package"): the transcript says which one was refused.
+    make_case(shop, "invented", turns=[{"customer": "Track my parcel"}])
+    llm.script(
+        "assess",
+        assess(response="Tracking.", tool_call="track_package", tool_params={"id": "1"}),
+    )
+    llm.default("critique", critique("PROCEED"))
+    run = run_now(shop, compare=False)
+    [entry] = CaseRun.objects.unscoped(UNSCOPED).get(run=run).transcript
+    assert entry["tools_ran"] == []
+    [refused] = entry["tools_refused"]
+    assert refused["name"] == "track_package"
+    assert refused["reason"] == "unknown_tool"
