@@ -47,6 +47,7 @@ from apps.knowledge.services.articles import (
     is_http_url,
 )
 from apps.tools.approval_rules import approval_rule_problems
+from apps.tools.identifiers import IDENTIFIER_KEYWORD
 from apps.tools.mcp_settings import mcp_server_problems
 from apps.tools.preconditions import precondition_problems
 from apps.tools.wording import naming_problems
@@ -230,6 +231,10 @@ class ToolIn(_Strict):
             ) from None
         if value.get("type") != "object":
             raise ValueError('must be a JSON Schema with "type": "object"')
+        for name, spec in (value.get("properties") or {}).items():
+            marked = spec.get(IDENTIFIER_KEYWORD) if isinstance(spec, dict) else None
+            if marked is not None and not isinstance(marked, bool):
+                raise ValueError(f"properties.{name}.{IDENTIFIER_KEYWORD} must be true or false")
         return value
 
 

@@ -10,6 +10,10 @@ critique is a second line, never the only one.
 5. A `customer_scoped` tool runs only in a conversation whose customer is verified (a signature
    from the business's site, docs/widget.md "Identity verification") — in every mode, the
    playground and simulations too; unverified, the customer is told how to sign in.
+6. An identifying param (`"x-identifier": true` in the tool's schema: an order, payment or
+   account id) runs or is proposed only when its value was given in this conversation — typed
+   by the customer or returned by an earlier tool result (`apps.tools.identifiers`); else
+   the customer is asked for it, never shown the value the model made up.
 
 Pure functions only: no database access. The pending actions they judge are written by
 `apps.tools.pending` (which asks `confirmation_decision` how to settle an open question).
@@ -31,7 +35,7 @@ from apps.core.schema_errors import schema_problems
 from apps.reasoning import confirmations
 from apps.reasoning.confirmations.reading import Answer, Reading, read
 from apps.reasoning.confirmations.reading import forms as _forms
-from apps.tools import wording
+from apps.tools import identifiers, wording
 from apps.tools.models import ClientTool, PendingAction, PendingActionStatus, ToolKind
 from apps.tools.pending import DIGEST_LENGTH, OpenQuestion, params_digest, params_hash
 
@@ -50,12 +54,16 @@ class GuardVerdict:
     params: dict[str, Any] = field(default_factory=dict)
     pending: PendingAction | None = None  # the confirmed action to run, for destructive tools
     problems: list[str] = field(default_factory=list)
+    # The tool name as the model wrote it: kept when no such tool exists (an invented one), so
+    # traces and simulation transcripts show what was refused.
+    requested: str | None = None
 
     def as_data(self) -> dict[str, Any]:
         return {
             "action": self.action,
             "reason": self.reason,
             "tool": self.tool.name if self.tool else None,
+            "requested_tool": self.requested,
             "params": self.params,
             "problems": self.problems,
             "pending_action": self.pending.pk if self.pending else None,
@@ -164,17 +172,20 @@ def check_tool_call(
     confirmed: PendingAction | None,
     calls_this_turn: list[tuple[str, str]],
     customer_verified: bool = False,
+    given: set[str] | None = None,
 ) -> GuardVerdict:
     """Decide, in code, what may happen with a tool call the model proposed.
 
     `tools_by_name` holds every tool of this client (enabled or not) and nothing else;
     `customer_verified`: the conversation's customer is verified (unverified by default, so a
-    caller that forgets it fails closed)."""
+    caller that forgets it fails closed); `given`: the words the customer typed in this
+    conversation and earlier tool results returned (`identifiers.given_words`; none by
+    default: an identifying param is then asked for)."""
     if not name:
         return GuardVerdict("none")
     tool = tools_by_name.get(name)
     if tool is None:
-        return GuardVerdict("refuse", "unknown_tool", params=params)
+        return GuardVerdict("refuse", "unknown_tool", params=params, requested=name)
     if not tool.enabled:
         return GuardVerdict("refuse", "tool_disabled", tool=tool, params=params)
     if not tool.is_configured:
@@ -192,6 +203,18 @@ def check_tool_call(
             tool=tool,
             params=params,
             problems=[f"missing: {m}" for m in missing] + problems,
+        )
+    ungiven = identifiers.ungiven(tool.parameters, params, given or set())
+    if ungiven:
+        # The model wrote an id nobody gave (the example in the parameter's description, an
+        # earlier conversation's): ask for it as for a missing one, without repeating it.
+        return GuardVerdict(
+            "ask",
+            "ungiven_identifier",
+            message=_ask_text(tool, ungiven, []),
+            tool=tool,
+            params=params,
+            problems=[f"not given in this conversation: {name}" for name in ungiven],
         )
 
     signature = (tool.name, params_hash(params))

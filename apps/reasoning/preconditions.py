@@ -59,6 +59,7 @@ def check_before_asking(turn: Turn, *, tool: ClientTool, params: dict[str, Any])
         confirmed=None,
         calls_this_turn=turn.calls,
         customer_verified=turn.customer_verified,
+        given=turn.given_words(),
     )
     if verdict.action != "run":
         return _ask(turn, record, verdict.reason or verdict.action)

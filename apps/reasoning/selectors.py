@@ -17,6 +17,7 @@ from django.db.models import (
     Count,
     DecimalField,
     Prefetch,
+    Q,
     QuerySet,
     Sum,
     Value,
@@ -180,3 +181,24 @@ def deliberative_downgrades(*, client: Client, first: date, last: date) -> dict[
         .order_by("reason")
     )
     return {str(row["reason"] or ""): int(row["turns"]) for row in rows}
+
+
+def conversation_given_texts(
+    *, client: Client, conversation: Conversation, before_seq: int
+) -> list[Any]:
+    """What was *given* in the conversation before message `before_seq`: the customer's
+    messages and the tool results (their data), oldest first — where an identifying tool
+    parameter must come from (`apps.tools.identifiers`)."""
+    from apps.conversations.models import Kind, Role
+
+    rows = (
+        Message.objects.for_client(client)
+        .filter(conversation=conversation, seq__lt=before_seq)
+        .filter(Q(role=Role.USER) | Q(kind=Kind.TOOL_RESULT))
+        .order_by("seq")
+        .values_list("role", "text", "data")
+    )
+    texts: list[Any] = []
+    for role, text, data in rows:
+        texts.append(text if role == Role.USER else data.get("result", data))
+    return texts

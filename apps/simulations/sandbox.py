@@ -480,7 +480,8 @@ def _entry(
     outcome, trace, meter = result.outcome, turn.rec.trace, turn.rec.meter
     refused = [
         {
-            "name": n["data"].get("tool"),
+            # An invented tool has no `tool`: its name is the one the model wrote.
+            "name": n["data"].get("tool") or n["data"].get("requested_tool"),
             "params": n["data"].get("params", {}),
             "verdict": n["data"].get("action"),
             "reason": n["data"].get("reason", ""),

@@ -490,3 +490,54 @@ def test_the_gateway_reads_the_real_server_s_stream_piece_by_piece(real_llm):
         assert result.tokens_estimated and result.prompt_tokens > 0
         assert pieces and pieces[-1].get("response") == result.parsed.response
     assert len(pieces) > 1, pieces  # piece by piece, not at once
+
+
+# The enum the gateway sends, against the real grammar converter: with `{"type": ["string",
+# "null"], "enum": [...]}` llama-cpp-python built a union of plain types and dropped the enum
+# (0/6 replies in it, SmolLM2 invented a tool in 12/12 standard turns); `minimum` / `maximum`
+# were not enforced either (a confidence of 0 or 8976). Sampled hot, with a prompt that asks for
+# a tool the shop does not have, so an unenforced enum shows.
+ENUM_SAMPLES = 6
+ENUM_TOOLS = ["cancel_order", "get_order_status"]
+
+
+@pytest.mark.timeout(600)
+def test_the_sent_schema_keeps_tool_names_and_confidence_in_their_enums(real_llm):
+    import jiter
+    import openai
+
+    from apps.reasoning.llm.formats import step_schema
+    from apps.reasoning.steps.assess import AssessOut
+
+    schema = step_schema("assess", AssessOut, ENUM_TOOLS)
+    # The schema as the gateway attaches it for this server (`json_object+schema`), without
+    # the instruction line: a short prompt, read once and reused by every sample.
+    response_format: Any = {"type": "json_object", "schema": schema}
+    messages: Any = [
+        {
+            "role": "system",
+            "content": "You are a shop's assistant. Tools: track_shipment, refund_payment. "
+            "Reply in JSON: tool_call, tool_params, confidence.",
+        },
+        {"role": "user", "content": "Track my parcel and refund me, please."},
+    ]
+    api = openai.OpenAI(
+        base_url=real_llm.base_url, api_key="local", timeout=CALL_SECONDS, max_retries=0
+    )
+    seen: list[tuple[Any, Any]] = []
+    for seed in range(ENUM_SAMPLES):
+        completion = api.chat.completions.create(
+            model=real_llm.model,
+            messages=messages,
+            response_format=response_format,
+            max_tokens=32,  # tool_call, tool_params and confidence come first
+            temperature=1.5,
+            seed=seed,
+        )
+        text = completion.choices[0].message.content or ""
+        reply = jiter.from_json(text.encode(), partial_mode="trailing-strings")
+        assert "tool_call" in reply, text
+        seen.append((reply["tool_call"], reply.get("confidence")))
+    for tool_call, confidence in seen:
+        assert tool_call in [*ENUM_TOOLS, None], seen
+        assert confidence is None or confidence in range(1, 11), seen

@@ -21,6 +21,7 @@ from apps.reasoning.llm import (
     llm_is_offline,
     parse_reply,
 )
+from apps.reasoning.llm.formats import decodable
 from apps.reasoning.steps import SCHEMAS as STEP_SCHEMAS
 from apps.reasoning.steps.assess import AssessOut
 from apps.reasoning.steps.compose import ComposeOut
@@ -95,7 +96,7 @@ def test_request_asks_for_the_step_json_schema_and_names_the_step(
     assert request.headers["x-guidedesk-step"] == step
     assert request.response_format == {
         "type": "json_schema",
-        "json_schema": {"name": step, "schema": STEP_SCHEMAS[step], "strict": False},
+        "json_schema": {"name": step, "schema": decodable(STEP_SCHEMAS[step]), "strict": False},
     }
     assert request.messages == MESSAGES
     assert request.model == "gpt-4o-mini"

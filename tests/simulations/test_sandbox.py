@@ -180,3 +180,43 @@ def test_a_refused_call_is_in_the_transcript(shop, llm, webhook):
     assert entry["tools_ran"] == []
     assert entry["tools_refused"][0]["name"] == "gift_card_balance"
     assert entry["tools_refused"][0]["verdict"] == "refuse"
+
+
+def test_an_invented_tool_keeps_its_name_in_the_transcript(shop, llm, webhook):
+    # Small models invent tools ("track_package"): the transcript says which one was refused.
+    make_case(shop, "invented", turns=[{"customer": "Track my parcel"}])
+    llm.script(
+        "assess",
+        assess(response="Tracking.", tool_call="track_package", tool_params={"id": "1"}),
+    )
+    llm.default("critique", critique("PROCEED"))
+    run = run_now(shop, compare=False)
+    [entry] = CaseRun.objects.unscoped(UNSCOPED).get(run=run).transcript
+    assert entry["tools_ran"] == []
+    [refused] = entry["tools_refused"]
+    assert refused["name"] == "track_package"
+    assert refused["reason"] == "unknown_tool"
+
+
+def test_an_id_the_simulated_customer_never_gave_is_asked_for(shop, llm, webhook):
+    from apps.tools.models import ClientTool
+
+    tool = ClientTool.objects.for_client(shop).get(name="get_order_status")
+    tool.parameters["properties"]["order_id"]["x-identifier"] = True
+    tool.save(update_fields=["parameters"])
+    make_case(
+        shop,
+        "ungiven",
+        turns=[{"customer": "Track my order"}, {"customer": "Sorry, it's th 12345"}],
+    )
+    call = assess(tool_call="get_order_status", tool_params={"order_id": "TH-12345"})
+    llm.script("assess", call)
+    llm.script("assess", call)
+    llm.default("compose", {"response": "It has shipped."})
+    run = run_now(shop, compare=False)
+    first, second = CaseRun.objects.unscoped(UNSCOPED).get(run=run).transcript
+    assert first["tools_ran"] == [] and first["asked"] is True
+    assert first["tools_refused"][0]["reason"] == "ungiven_identifier"
+    assert "TH-12345" not in first["reply"]
+    assert [ran["name"] for ran in second["tools_ran"]] == ["get_order_status"]
+    assert webhook.requests == []

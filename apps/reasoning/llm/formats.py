@@ -35,33 +35,87 @@ RESPONSE_FORMS: tuple[ResponseForm, ...] = (
 AUTO = "auto"  # LLM_RESPONSE_FORMAT's default: start at json_schema
 
 
+# A bounded integer with at most this many values is sent as an enum of them (see
+# `decodable`); wider ranges keep `minimum` / `maximum` and rely on validation in code.
+ENUM_RANGE_LIMIT = 101
+
+
 def step_schema(
     step: str, output: type[Any], tool_names: Sequence[str] | None = None
 ) -> dict[str, Any]:
     """The JSON Schema requested for `step`: derived from its registered output model (or from
-    `output`, when a caller validates a registered step's reply with another model). With
-    `tool_names`, a `tool_call` field is narrowed to those names (or null), so a server that
-    decodes under the schema cannot invent a tool; the registered schema is not changed."""
+    `output`, when a caller validates a registered step's reply with another model), in the
+    form schema-decoding servers enforce (`decodable`). With `tool_names`, a `tool_call` field
+    is narrowed to those names (or null), so a server that decodes under the schema cannot
+    invent a tool; the registered schema is not changed."""
     registered = steps.get(step)
     if output is registered.output:
         schema = registered.schema
     else:
         schema = steps.response_schema(replies.pydantic_model(output))
+    schema = decodable(schema)
     if tool_names is None or "tool_call" not in schema.get("properties", {}):
         return schema
-    schema = copy.deepcopy(schema)
     field = schema["properties"]["tool_call"]
     names = list(dict.fromkeys(str(name) for name in tool_names))
-    narrowed: dict[str, Any] = {"type": ["string", "null"] if names else "null"}
-    narrowed["enum"] = [*names, None]
+    # `enum` alone, no `type`: llama.cpp's and llama-cpp-python's grammar converters read a
+    # list `type` as a union of plain types and drop the `enum` beside it (docs/llm-protocol.md,
+    # "Constraints a decoding server enforces").
+    narrowed: dict[str, Any] = {"enum": [*names, None]}
     if "description" in field:
         narrowed["description"] = field["description"]
     schema["properties"]["tool_call"] = narrowed
     return schema
 
 
+def decodable(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of `schema` whose constraints every schema-decoding server enforces: an `enum`
+    loses a list `type` (beside one, llama.cpp's grammar converters build a union of the plain
+    types and drop the enum), and a bounded integer of at most `ENUM_RANGE_LIMIT` values (confidence
+    1–10, a score 0–100) becomes the enum of its values (no grammar converter we know of
+    enforces `minimum` / `maximum`). The reply is still validated in code."""
+    out = {key: copy.deepcopy(value) for key, value in schema.items()}
+    kind = out.get("type")
+    if "enum" in out:
+        if isinstance(kind, list):
+            out.pop("type")
+    elif kind == "integer" and _small_range(out):
+        low, high = int(out.pop("minimum")), int(out.pop("maximum"))
+        out["enum"] = list(range(low, high + 1))
+        out.pop("type")
+    properties = out.get("properties")
+    if isinstance(properties, Mapping):
+        out["properties"] = {
+            name: decodable(spec) if isinstance(spec, Mapping) else spec
+            for name, spec in properties.items()
+        }
+    items = out.get("items")
+    if isinstance(items, Mapping):
+        out["items"] = decodable(items)
+    return out
+
+
+def _small_range(spec: Mapping[str, Any]) -> bool:
+    low, high = spec.get("minimum"), spec.get("maximum")
+    if not isinstance(low, int) or not isinstance(high, int) or bool in (type(low), type(high)):
+        return False
+    return 0 < high - low + 1 <= ENUM_RANGE_LIMIT
+
+
+def _integer_run(values: Sequence[Any]) -> tuple[int, int] | None:
+    """(first, last) when `values` are consecutive integers (an enum made from a range)."""
+    if len(values) < 3 or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return None
+    if list(values) != list(range(values[0], values[0] + len(values))):
+        return None
+    return values[0], values[-1]
+
+
 def _type_name(spec: Mapping[str, Any]) -> str:
     if "enum" in spec:
+        run = _integer_run(spec["enum"])
+        if run is not None:
+            return f"integer {run[0]}–{run[1]}"
         return "one of " + ", ".join(
             "null" if value is None else str(value) for value in spec["enum"]
         )
