@@ -5,17 +5,15 @@ from decimal import Decimal
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import QuerySet
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
-from django.urls import URLPattern, path, reverse
+from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
-from apps.api.admin import PlatformOnlyAdmin, ReadOnlyAuditAdmin, TenantScopedAdmin
+from apps.api.admin import ClientReportAdmin, PlatformOnlyAdmin, ReadOnlyAuditAdmin
 from apps.api.permissions import MANAGE
-from apps.api.schema import parse_pk
 from apps.billing import periods
 from apps.billing.charts import mode_colors, stacked_cost_chart, stacked_token_chart
 from apps.billing.models import (
@@ -154,46 +152,16 @@ class VisitorUsageAdmin(ReadOnlyAdmin):
 
 
 @admin.register(ClientUsage)
-class ClientUsageAdmin(TenantScopedAdmin):
+class ClientUsageAdmin(ClientReportAdmin):
     """Billing → usage by client: the clients this user may see, each linking to its usage
     page (daily cost by mode, critique rate, this month's budget). Staff see only the clients
     where they are admins or owners (like the billing API); platform superusers see all."""
 
     view_need = MANAGE
-    change_need = None
-    client_lookup = "pk"
+    report_perms = ("billing.view_clientusage", "billing.view_usagerecord")
+    report_url_name = "billing_client_usage"
 
     list_display = ["name", "plan", "mode", "usage_page"]
-    list_select_related = ["plan"]
-    search_fields = ["name", "slug"]
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
-        return super().get_queryset(request).select_related("plan")
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        user = request.user
-        return bool(
-            user.is_active
-            and user.is_staff
-            and (
-                user.is_superuser
-                or user.has_perm("billing.view_clientusage")
-                or user.has_perm("billing.view_usagerecord")
-            )
-            and self.role_permits_on(request, obj, self.view_need)
-        )
-
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return self.has_view_permission(request)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     @admin.display(description=_("AI mode"))
     def mode(self, obj: Client) -> str:
@@ -205,29 +173,8 @@ class ClientUsageAdmin(TenantScopedAdmin):
             '<a href="{}">{}</a>', client_usage_url(obj.pk), _("Daily cost and critique rate")
         )
 
-    def get_urls(self) -> list[URLPattern]:
-        own = [
-            path(
-                "<int:client_id>/",
-                self.admin_site.admin_view(self.usage_view),
-                name="billing_client_usage",
-            )
-        ]
-        return own + super().get_urls()
-
-    def change_view(
-        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
-    ) -> HttpResponse:
-        pk = parse_pk(object_id)
-        if pk is None:
-            raise Http404
-        return HttpResponseRedirect(client_usage_url(pk))
-
-    def usage_view(self, request: HttpRequest, client_id: int) -> HttpResponse:
-        client = self.get_queryset(request).filter(pk=client_id).first()
-        # Another tenant's client (or one where the role is too low) looks like a missing one.
-        if client is None or not self.has_view_permission(request, client):
-            raise Http404
+    def report_view(self, request: HttpRequest, client_id: int) -> HttpResponse:
+        client = self.report_client(request, client_id)
         start, end, errors = _usage_period(request)
         overview = usage_overview(client=client, start=start, end=end)
         chart, chart_tokens = _usage_chart(client, overview)

@@ -7,17 +7,15 @@ from datetime import timedelta
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import QuerySet
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
-from django.urls import URLPattern, path, reverse
+from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
-from apps.api.admin import TenantScopedAdmin
+from apps.api.admin import ClientReportAdmin
 from apps.api.permissions import MANAGE, READ
-from apps.api.schema import parse_pk
 from apps.billing import periods
 from apps.clients.models import Client
 from apps.outcomes.models import ClientOutcomes
@@ -32,41 +30,15 @@ def client_outcomes_url(client_id: int) -> str:
 
 
 @admin.register(ClientOutcomes)
-class ClientOutcomesAdmin(TenantScopedAdmin):
+class ClientOutcomesAdmin(ClientReportAdmin):
     """Every member reads outcomes; the money figures are for admins and owners (as in the
     billing reports)."""
 
     view_need = READ
-    change_need = None
-    client_lookup = "pk"
+    report_perms = ("outcomes.view_clientoutcomes",)
+    report_url_name = "outcomes_client_outcomes"
 
     list_display = ["name", "plan", "outcomes_page"]
-    list_select_related = ["plan"]
-    search_fields = ["name", "slug"]
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
-        return super().get_queryset(request).select_related("plan")
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        user = request.user
-        return bool(
-            user.is_active
-            and user.is_staff
-            and (user.is_superuser or user.has_perm("outcomes.view_clientoutcomes"))
-            and self.role_permits_on(request, obj, self.view_need)
-        )
-
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return self.has_view_permission(request)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     @admin.display(description=_("Outcomes"))
     def outcomes_page(self, obj: Client) -> SafeString:
@@ -76,29 +48,8 @@ class ClientOutcomesAdmin(TenantScopedAdmin):
             _("Resolution rate, hand-offs and CSAT"),
         )
 
-    def get_urls(self) -> list[URLPattern]:
-        own = [
-            path(
-                "<int:client_id>/",
-                self.admin_site.admin_view(self.outcomes_view),
-                name="outcomes_client_outcomes",
-            )
-        ]
-        return own + super().get_urls()
-
-    def change_view(
-        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
-    ) -> HttpResponse:
-        pk = parse_pk(object_id)
-        if pk is None:
-            raise Http404
-        return HttpResponseRedirect(client_outcomes_url(pk))
-
-    def outcomes_view(self, request: HttpRequest, client_id: int) -> HttpResponse:
-        client = self.get_queryset(request).filter(pk=client_id).first()
-        # Another tenant's client looks like a missing one.
-        if client is None or not self.has_view_permission(request, client):
-            raise Http404
+    def report_view(self, request: HttpRequest, client_id: int) -> HttpResponse:
+        client = self.report_client(request, client_id)
         today = periods.today()
         default_start = today - timedelta(days=DEFAULT_DAYS - 1)
         query = OutcomeQuerySerializer(
