@@ -13,8 +13,10 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import URLPattern, path, reverse
+from django.utils.functional import Promise
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext_lazy as _
 
 from apps.api.permissions import MANAGE, READ, SUPPORT, user_may
 from apps.api.resolver import resolver
@@ -180,6 +182,29 @@ class ReadOnlyAuditAdmin(TenantScopedAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+class LanguageFilter(admin.SimpleListFilter):
+    """Rows by their `language`; "-" picks the rows with none, shown as `empty_label`."""
+
+    title = _("language")
+    parameter_name = "language"
+    empty_label: ClassVar[str | Promise] = ""
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        languages = (
+            model_admin.get_queryset(request)
+            .order_by("language")
+            .values_list("language", flat=True)
+            .distinct()
+        )
+        return [(lang or "-", lang or str(self.empty_label)) for lang in languages]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        if value is None:
+            return queryset
+        return queryset.filter(language="" if value == "-" else value)
 
 
 class ReadOnlyInline(admin.TabularInline):
