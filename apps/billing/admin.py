@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import date
 from decimal import Decimal
 from typing import Any
 
@@ -14,7 +14,6 @@ from django.utils.translation import gettext_lazy as _
 
 from apps.api.admin import ClientReportAdmin, PlatformOnlyAdmin, ReadOnlyAuditAdmin
 from apps.api.permissions import MANAGE
-from apps.billing import periods
 from apps.billing.charts import mode_colors, stacked_cost_chart, stacked_token_chart
 from apps.billing.models import (
     ClientUsage,
@@ -32,13 +31,11 @@ from apps.billing.selectors import (
     UsageOverview,
     usage_overview,
 )
-from apps.billing.serializers import UsageQuerySerializer
+from apps.billing.serializers import page_period
 from apps.clients import modes
 from apps.clients.models import Client
 from apps.reasoning.rendering import DELIBERATIVE_CAP_REASONS
 from apps.reasoning.selectors import deliberative_downgrades
-
-DEFAULT_DAYS = 30
 
 
 def client_usage_url(client_id: int) -> str:
@@ -175,7 +172,7 @@ class ClientUsageAdmin(ClientReportAdmin):
 
     def report_view(self, request: HttpRequest, client_id: int) -> HttpResponse:
         client = self.report_client(request, client_id)
-        start, end, errors = _usage_period(request)
+        start, end, errors = page_period(request.GET)
         overview = usage_overview(client=client, start=start, end=end)
         chart, chart_tokens = _usage_chart(client, overview)
         context = {
@@ -191,21 +188,6 @@ class ClientUsageAdmin(ClientReportAdmin):
             **_usage_figures(client, overview, start=start, end=end),
         }
         return TemplateResponse(request, "admin/billing/usage.html", context)
-
-
-def _usage_period(request: HttpRequest) -> tuple[date, date, dict[str, Any]]:
-    """The period the page shows (`start`, `end` in the query; the last DEFAULT_DAYS days by
-    default, and when they are not valid — with the errors)."""
-    today = periods.today()
-    query = UsageQuerySerializer(
-        data={
-            "start": request.GET.get("start") or today - timedelta(days=DEFAULT_DAYS - 1),
-            "end": request.GET.get("end") or today,
-        }
-    )
-    if query.is_valid():
-        return query.validated_data["start"], query.validated_data["end"], {}
-    return today - timedelta(days=DEFAULT_DAYS - 1), today, dict(query.errors)
 
 
 def _usage_chart(client: Client, overview: UsageOverview) -> tuple[SafeString, bool]:

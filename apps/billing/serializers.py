@@ -4,7 +4,8 @@ decimals (8 places for usage, 2 for invoice amounts); rates as numbers."""
 from __future__ import annotations
 
 import re
-from datetime import date
+from collections.abc import Mapping
+from datetime import date, timedelta
 from typing import Any
 
 from rest_framework import serializers
@@ -47,6 +48,23 @@ class UsageQuerySerializer(serializers.Serializer):
                 {"end": [f"The range may span at most {MAX_REPORT_DAYS} days; it spans {span}."]}
             )
         return {**attrs, "start": start, "end": end}
+
+
+# A report page (admin usage and outcomes, console outcomes) shows this many days by default.
+PAGE_DAYS = 30
+
+
+def page_period(params: Mapping[str, Any]) -> tuple[date, date, dict[str, Any]]:
+    """The period a report page shows: `start` and `end` from its query string; the last
+    PAGE_DAYS days by default, and when they are not valid (then with the errors by field)."""
+    today = periods.today()
+    default_start = today - timedelta(days=PAGE_DAYS - 1)
+    query = UsageQuerySerializer(
+        data={"start": params.get("start") or default_start, "end": params.get("end") or today}
+    )
+    if query.is_valid():
+        return query.validated_data["start"], query.validated_data["end"], {}
+    return default_start, today, dict(query.errors)
 
 
 class TurnQuerySerializer(UsageQuerySerializer):

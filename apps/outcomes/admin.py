@@ -3,9 +3,6 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-from typing import Any
-
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
@@ -16,13 +13,11 @@ from django.utils.translation import gettext_lazy as _
 
 from apps.api.admin import ClientReportAdmin
 from apps.api.permissions import MANAGE, READ
-from apps.billing import periods
+from apps.billing.serializers import page_period
 from apps.clients.models import Client
 from apps.outcomes.models import ClientOutcomes
-from apps.outcomes.selectors import HANDOFF_REASON_LABELS, outcome_report
-from apps.outcomes.serializers import OutcomeQuerySerializer, figures_json
-
-DEFAULT_DAYS = 30
+from apps.outcomes.selectors import handoff_reason_rows, outcome_report
+from apps.outcomes.serializers import figures_json
 
 
 def client_outcomes_url(client_id: int) -> str:
@@ -50,20 +45,7 @@ class ClientOutcomesAdmin(ClientReportAdmin):
 
     def report_view(self, request: HttpRequest, client_id: int) -> HttpResponse:
         client = self.report_client(request, client_id)
-        today = periods.today()
-        default_start = today - timedelta(days=DEFAULT_DAYS - 1)
-        query = OutcomeQuerySerializer(
-            data={
-                "start": request.GET.get("start") or default_start,
-                "end": request.GET.get("end") or today,
-            }
-        )
-        errors: dict[str, Any] = {}
-        if query.is_valid():
-            start, end = query.validated_data["start"], query.validated_data["end"]
-        else:
-            errors = dict(query.errors)
-            start, end = default_start, today
+        start, end, errors = page_period(request.GET)
         report = outcome_report(client=client, start=start, end=end, group_by="day")
         money = self.role_permits_on(request, client, MANAGE)
         context = {
@@ -77,10 +59,7 @@ class ClientOutcomesAdmin(ClientReportAdmin):
             "money": money,
             "report": report,
             "totals": figures_json(report.totals, money=money),
-            "reasons": [
-                (HANDOFF_REASON_LABELS.get(reason, reason), count)
-                for reason, count in report.totals.handoff_reasons.items()
-            ],
+            "reasons": handoff_reason_rows(report.totals),
             "days": [
                 {"key": key, **figures_json(figures, money=money)} for key, figures in report.groups
             ],
