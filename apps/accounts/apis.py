@@ -20,6 +20,7 @@ from apps.api.schema import (
     error_responses,
     id_path_parameter,
     invalid_example,
+    page_schema,
     parse_pk,
 )
 from apps.clients.models import Client
@@ -104,8 +105,7 @@ class ApiKeyListCreateApi(StaffAPIView):
         description="The client's API keys, revoked ones included, newest first. Secrets are "
         "never listed. Needs the admin role.",
         parameters=[CLIENT_PARAMETER],
-        responses={200: ApiKeySerializer(many=True), **error_responses(*AUTH_ERRORS, 404)},
-        examples=[OpenApiExample("A page", value=KEY_EXAMPLE, response_only=True)],
+        **page_schema(ApiKeySerializer, KEY_EXAMPLE),
     )
     def get(self, request: Request) -> Response:
         return self.paginated_response(api_key_list(client=self.client), ApiKeySerializer)

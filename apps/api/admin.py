@@ -11,12 +11,16 @@ from django.contrib import admin
 from django.contrib.auth import get_permission_codename
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import URLPattern, path, reverse
+from django.utils.functional import Promise
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext_lazy as _
 
 from apps.api.permissions import MANAGE, READ, SUPPORT, user_may
 from apps.api.resolver import resolver
+from apps.api.schema import parse_pk
 from apps.clients.models import Client
 from apps.core.models import TenantOwnedModel
 from apps.core.tenancy import TenantQuerySet
@@ -178,6 +182,97 @@ class ReadOnlyAuditAdmin(TenantScopedAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+class LanguageFilter(admin.SimpleListFilter):
+    """Rows by their `language`; "-" picks the rows with none, shown as `empty_label`."""
+
+    title = _("language")
+    parameter_name = "language"
+    empty_label: ClassVar[str | Promise] = ""
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        languages = (
+            model_admin.get_queryset(request)
+            .order_by("language")
+            .values_list("language", flat=True)
+            .distinct()
+        )
+        return [(lang or "-", lang or str(self.empty_label)) for lang in languages]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        if value is None:
+            return queryset
+        return queryset.filter(language="" if value == "-" else value)
+
+
+class ReadOnlyInline(admin.TabularInline):
+    """Rows shown on their parent's page and never added, changed or deleted there."""
+
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class ClientReportAdmin(ReadOnlyAuditAdmin):
+    """A list of the clients this user may see (a proxy of Client), each opening its own report
+    page: `report_view` at `<client_id>/`, named `report_url_name`; a row's change link goes
+    there too. Staff need one of `report_perms` and the role `view_need` on the client."""
+
+    change_need = None
+    client_lookup = "pk"
+    report_perms: ClassVar[tuple[str, ...]] = ()
+    report_url_name: ClassVar[str] = ""
+
+    list_select_related = ["plan"]
+    search_fields = ["name", "slug"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        return super().get_queryset(request).select_related("plan")
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        user = request.user
+        return bool(
+            user.is_active
+            and user.is_staff
+            and (user.is_superuser or any(user.has_perm(perm) for perm in self.report_perms))
+            and self.role_permits_on(request, obj, self.view_need)
+        )
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return self.has_view_permission(request)
+
+    def get_urls(self) -> list[URLPattern]:
+        view = self.admin_site.admin_view(self.report_view)
+        return [path("<int:client_id>/", view, name=self.report_url_name), *super().get_urls()]
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
+    ) -> HttpResponse:
+        pk = parse_pk(object_id)
+        if pk is None:
+            raise Http404
+        return HttpResponseRedirect(reverse(f"admin:{self.report_url_name}", args=[pk]))
+
+    def report_client(self, request: HttpRequest, client_id: int) -> Client:
+        """The client whose page this is. Another tenant's client (or one where the role is too
+        low) looks like a missing one."""
+        client = self.get_queryset(request).filter(pk=client_id).first()
+        if client is None or not self.has_view_permission(request, client):
+            raise Http404
+        return cast(Client, client)
+
+    def report_view(self, request: HttpRequest, client_id: int) -> HttpResponse:
+        raise NotImplementedError
 
 
 class ActionOnlyAdmin(ReadOnlyAuditAdmin):

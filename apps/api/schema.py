@@ -192,6 +192,30 @@ def enum_values(choices: type[Choices]) -> list[str]:
     return [str(value) for value in choices.values]
 
 
+def choice_parameter(name: str, choices: type[Choices], description: str) -> OpenApiParameter:
+    """A query parameter that takes one of `choices` (a list's filter)."""
+    return OpenApiParameter(
+        name, OpenApiTypes.STR, enum=enum_values(choices), description=description
+    )
+
+
+def page_schema(
+    serializer: type[serializers.Serializer],
+    example: Any,
+    *,
+    invalid: OpenApiExample | None = None,
+    filtered: bool = False,
+) -> dict[str, Any]:
+    """`extend_schema`'s `responses=` and `examples=` for a list endpoint that answers one page
+    of `serializer`; one whose query can be invalid (`filtered`, or `invalid`: the 400 example)
+    also answers 400."""
+    errors = (400, *AUTH_ERRORS, 404) if filtered or invalid is not None else (*AUTH_ERRORS, 404)
+    return {
+        "responses": {200: serializer(many=True), **error_responses(*errors, invalid=invalid)},
+        "examples": [OpenApiExample("A page", value=example, response_only=True)],
+    }
+
+
 # ---------------------------------------------------------------------------------------------
 # Parameters shared by staff endpoints.
 # ---------------------------------------------------------------------------------------------

@@ -7,9 +7,9 @@ from django.contrib import admin
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
-from apps.api.admin import ReadOnlyAuditAdmin, pretty_json_block
+from apps.api.admin import pretty_json_block
 from apps.approvals.models import ApprovalRequest
-from apps.conversations.admin import conversation_link
+from apps.tools.admin import ToolCallAdmin
 
 APPROVAL_FIELDS: tuple[str, ...] = (
     "client",
@@ -40,7 +40,7 @@ APPROVAL_FIELDS: tuple[str, ...] = (
 
 
 @admin.register(ApprovalRequest)
-class ApprovalRequestAdmin(ReadOnlyAuditAdmin):
+class ApprovalRequestAdmin(ToolCallAdmin):
     """Tool calls held for a teammate's approval. Decided in the console (Approvals) or the
     API, where the run and the customer's message happen; the admin keeps the record."""
 
@@ -57,22 +57,8 @@ class ApprovalRequestAdmin(ReadOnlyAuditAdmin):
     list_filter = ["status", ("client", admin.RelatedOnlyFieldListFilter)]
     list_select_related = ["client", "tool", "conversation", "decided_by"]
     search_fields = ["tool__name", "idempotency_key", "reason"]
-    date_hierarchy = "created_at"
-    ordering = ["-created_at"]
     fields = APPROVAL_FIELDS
     readonly_fields = APPROVAL_FIELDS
-
-    @admin.display(description=_("Conversation"), ordering="conversation__created_at")
-    def conversation_short(self, obj: ApprovalRequest) -> SafeString | str:
-        return conversation_link(obj.conversation)
-
-    @admin.display(description=_("Params"))
-    def params_short(self, obj: ApprovalRequest) -> str:
-        return ", ".join(f"{k}={v}" for k, v in (obj.params or {}).items())[:80] or "-"
-
-    @admin.display(description=_("Params"))
-    def params_pretty(self, obj: ApprovalRequest) -> SafeString | str:
-        return pretty_json_block(obj.params)
 
     @admin.display(description=_("Sums that held it"))
     def basis_pretty(self, obj: ApprovalRequest) -> SafeString | str:

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
-    OpenApiParameter,
     OpenApiResponse,
     extend_schema,
 )
@@ -22,9 +20,10 @@ from apps.api.schema import (
     CLIENT_PARAMETER,
     ErrorSerializer,
     NamedChoiceField,
-    enum_values,
+    choice_parameter,
     error_responses,
     invalid_example,
+    page_schema,
     public_id_path_parameter,
 )
 from apps.approvals.models import ApprovalStatus
@@ -186,24 +185,14 @@ class ApprovalListApi(StaffAPIView):
         description="Tool calls the client's rules hold for a teammate's approval: waiting "
         "ones first (oldest first), then decided ones, newest first. Needs the viewer role.",
         parameters=[
-            OpenApiParameter(
-                "status",
-                OpenApiTypes.STR,
-                enum=enum_values(ApprovalStatus),
-                description="Only requests in this status.",
-            ),
+            choice_parameter("status", ApprovalStatus, "Only requests in this status."),
             CLIENT_PARAMETER,
         ],
-        responses={
-            200: ApprovalSerializer(many=True),
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                invalid=invalid_example("status", '"open" is not a valid choice.'),
-            ),
-        },
-        examples=[OpenApiExample("A page", value=EXAMPLE, response_only=True)],
+        **page_schema(
+            ApprovalSerializer,
+            EXAMPLE,
+            invalid=invalid_example("status", '"open" is not a valid choice.'),
+        ),
     )
     def get(self, request: Request) -> Response:
         filters = self.validated_query(ApprovalFilterSerializer)

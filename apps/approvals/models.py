@@ -4,12 +4,10 @@ the call in (apps/approvals/services.py). The table is the one the tools app cre
 
 from __future__ import annotations
 
-import uuid
-
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from apps.core.models import TenantOwnedModel
+from apps.core.models import PublicTenantModel
 from apps.tools.models import ClientTool, PendingAction, ToolExecution
 
 
@@ -29,13 +27,10 @@ class WithdrawnBecause(models.TextChoices):
     NEW_MESSAGE = "new_message", _("The customer wrote about something else")
 
 
-class ApprovalRequest(TenantOwnedModel):
+class ApprovalRequest(PublicTenantModel):
     """A tool call the guards let run that the client's rule holds for a teammate's approval:
     this exact tool, these exact params, run (once approved) under this idempotency key."""
 
-    public_id = models.UUIDField(
-        default=uuid.uuid4, unique=True, editable=False, verbose_name=_("public id")
-    )
     conversation = models.ForeignKey(
         "conversations.Conversation",
         on_delete=models.CASCADE,

@@ -60,7 +60,7 @@ from apps.conversations.models import (
 from apps.conversations.services import message_append
 from apps.core.exceptions import ApplicationError
 from apps.core.models import TenantOwnedModel
-from apps.core.outbound import emit
+from apps.core.outbound import emit_for_conversation
 from apps.core.tenancy import tenant_scope
 from apps.escalations.models import EscalationReason
 from apps.escalations.services import escalation_create
@@ -211,12 +211,11 @@ def approval_request_create(
             trace_id=None if trace is None else trace.pk,
             expires_at=timezone.now() + timedelta(minutes=approval_timeout_minutes(rule)),
         )
-        emit(
+        emit_for_conversation(
             "approval.requested",
             client_id=client.pk,
-            conversation=conversation.public_id,
+            conversation=conversation,
             data={
-                "conversation": str(conversation.public_id),
                 "approval": str(approval.public_id),
                 "tool": tool.name,
                 "expires_at": approval.expires_at.isoformat(),
@@ -349,12 +348,11 @@ def _decide(
             status=409,
             code="approval_decided",
         )
-    emit(
+    emit_for_conversation(
         "approval.decided",
         client_id=client.pk,
-        conversation=current.conversation.public_id,
+        conversation=current.conversation,
         data={
-            "conversation": str(current.conversation.public_id),
             "approval": str(current.public_id),
             "tool": current.tool.name,
             "status": status,

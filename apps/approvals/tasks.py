@@ -3,22 +3,14 @@
 strand queued tasks and the beat schedule's entry."""
 
 from celery import shared_task
-from django.db import InterfaceError, OperationalError
 
 from apps.approvals.services import approval_run, approvals_expire
-from apps.core.tasks import TenantTask
+from apps.core.tasks import tenant_task
 from apps.core.tenancy import current_tenant
 
 
-@shared_task(
-    name="reasoning.run_approved_action",
-    base=TenantTask,
-    tenant_from=("approvals.ApprovalRequest", "approval_id"),
-    ignore_result=True,
-    acks_late=True,
-    autoretry_for=(OperationalError, InterfaceError),
-    max_retries=3,
-    retry_backoff=True,
+@tenant_task(
+    "reasoning.run_approved_action", ("approvals.ApprovalRequest", "approval_id"), retry_db=True
 )
 def run_approved_action(approval_id: int) -> None:
     """A teammate approved a held tool call: run it once and tell the customer

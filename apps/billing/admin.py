@@ -1,22 +1,19 @@
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import date
 from decimal import Decimal
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import QuerySet
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
-from django.urls import URLPattern, path, reverse
+from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
-from apps.api.admin import PlatformOnlyAdmin, ReadOnlyAuditAdmin, TenantScopedAdmin
+from apps.api.admin import ClientReportAdmin, PlatformOnlyAdmin, ReadOnlyAuditAdmin
 from apps.api.permissions import MANAGE
-from apps.api.schema import parse_pk
-from apps.billing import periods
 from apps.billing.charts import mode_colors, stacked_cost_chart, stacked_token_chart
 from apps.billing.models import (
     ClientUsage,
@@ -34,13 +31,11 @@ from apps.billing.selectors import (
     UsageOverview,
     usage_overview,
 )
-from apps.billing.serializers import UsageQuerySerializer
+from apps.billing.serializers import page_period
 from apps.clients import modes
 from apps.clients.models import Client
 from apps.reasoning.rendering import DELIBERATIVE_CAP_REASONS
 from apps.reasoning.selectors import deliberative_downgrades
-
-DEFAULT_DAYS = 30
 
 
 def client_usage_url(client_id: int) -> str:
@@ -154,46 +149,16 @@ class VisitorUsageAdmin(ReadOnlyAdmin):
 
 
 @admin.register(ClientUsage)
-class ClientUsageAdmin(TenantScopedAdmin):
+class ClientUsageAdmin(ClientReportAdmin):
     """Billing → usage by client: the clients this user may see, each linking to its usage
     page (daily cost by mode, critique rate, this month's budget). Staff see only the clients
     where they are admins or owners (like the billing API); platform superusers see all."""
 
     view_need = MANAGE
-    change_need = None
-    client_lookup = "pk"
+    report_perms = ("billing.view_clientusage", "billing.view_usagerecord")
+    report_url_name = "billing_client_usage"
 
     list_display = ["name", "plan", "mode", "usage_page"]
-    list_select_related = ["plan"]
-    search_fields = ["name", "slug"]
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
-        return super().get_queryset(request).select_related("plan")
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        user = request.user
-        return bool(
-            user.is_active
-            and user.is_staff
-            and (
-                user.is_superuser
-                or user.has_perm("billing.view_clientusage")
-                or user.has_perm("billing.view_usagerecord")
-            )
-            and self.role_permits_on(request, obj, self.view_need)
-        )
-
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return self.has_view_permission(request)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     @admin.display(description=_("AI mode"))
     def mode(self, obj: Client) -> str:
@@ -205,30 +170,9 @@ class ClientUsageAdmin(TenantScopedAdmin):
             '<a href="{}">{}</a>', client_usage_url(obj.pk), _("Daily cost and critique rate")
         )
 
-    def get_urls(self) -> list[URLPattern]:
-        own = [
-            path(
-                "<int:client_id>/",
-                self.admin_site.admin_view(self.usage_view),
-                name="billing_client_usage",
-            )
-        ]
-        return own + super().get_urls()
-
-    def change_view(
-        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
-    ) -> HttpResponse:
-        pk = parse_pk(object_id)
-        if pk is None:
-            raise Http404
-        return HttpResponseRedirect(client_usage_url(pk))
-
-    def usage_view(self, request: HttpRequest, client_id: int) -> HttpResponse:
-        client = self.get_queryset(request).filter(pk=client_id).first()
-        # Another tenant's client (or one where the role is too low) looks like a missing one.
-        if client is None or not self.has_view_permission(request, client):
-            raise Http404
-        start, end, errors = _usage_period(request)
+    def report_view(self, request: HttpRequest, client_id: int) -> HttpResponse:
+        client = self.report_client(request, client_id)
+        start, end, errors = page_period(request.GET)
         overview = usage_overview(client=client, start=start, end=end)
         chart, chart_tokens = _usage_chart(client, overview)
         context = {
@@ -244,21 +188,6 @@ class ClientUsageAdmin(TenantScopedAdmin):
             **_usage_figures(client, overview, start=start, end=end),
         }
         return TemplateResponse(request, "admin/billing/usage.html", context)
-
-
-def _usage_period(request: HttpRequest) -> tuple[date, date, dict[str, Any]]:
-    """The period the page shows (`start`, `end` in the query; the last DEFAULT_DAYS days by
-    default, and when they are not valid — with the errors)."""
-    today = periods.today()
-    query = UsageQuerySerializer(
-        data={
-            "start": request.GET.get("start") or today - timedelta(days=DEFAULT_DAYS - 1),
-            "end": request.GET.get("end") or today,
-        }
-    )
-    if query.is_valid():
-        return query.validated_data["start"], query.validated_data["end"], {}
-    return today - timedelta(days=DEFAULT_DAYS - 1), today, dict(query.errors)
 
 
 def _usage_chart(client: Client, overview: UsageOverview) -> tuple[SafeString, bool]:

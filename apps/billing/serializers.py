@@ -4,7 +4,8 @@ decimals (8 places for usage, 2 for invoice amounts); rates as numbers."""
 from __future__ import annotations
 
 import re
-from datetime import date
+from collections.abc import Mapping
+from datetime import date, timedelta
 from typing import Any
 
 from rest_framework import serializers
@@ -16,6 +17,22 @@ from apps.billing.selectors import GROUP_BYS, MAX_REPORT_DAYS
 def _usd(places: int = 8, **kwargs: Any) -> serializers.DecimalField:
     return serializers.DecimalField(
         max_digits=24, decimal_places=places, coerce_to_string=True, read_only=True, **kwargs
+    )
+
+
+def _count(help_text: str | None = None) -> serializers.IntegerField:
+    return serializers.IntegerField(read_only=True, help_text=help_text)
+
+
+def _ratio(help_text: str) -> serializers.DecimalField:
+    """A share (0–1, four places), null when there is nothing to divide by."""
+    return serializers.DecimalField(
+        max_digits=6,
+        decimal_places=4,
+        coerce_to_string=False,
+        read_only=True,
+        allow_null=True,
+        help_text=help_text,
     )
 
 
@@ -47,6 +64,23 @@ class UsageQuerySerializer(serializers.Serializer):
                 {"end": [f"The range may span at most {MAX_REPORT_DAYS} days; it spans {span}."]}
             )
         return {**attrs, "start": start, "end": end}
+
+
+# A report page (admin usage and outcomes, console outcomes) shows this many days by default.
+PAGE_DAYS = 30
+
+
+def page_period(params: Mapping[str, Any]) -> tuple[date, date, dict[str, Any]]:
+    """The period a report page shows: `start` and `end` from its query string; the last
+    PAGE_DAYS days by default, and when they are not valid (then with the errors by field)."""
+    today = periods.today()
+    default_start = today - timedelta(days=PAGE_DAYS - 1)
+    query = UsageQuerySerializer(
+        data={"start": params.get("start") or default_start, "end": params.get("end") or today}
+    )
+    if query.is_valid():
+        return query.validated_data["start"], query.validated_data["end"], {}
+    return default_start, today, dict(query.errors)
 
 
 class TurnQuerySerializer(UsageQuerySerializer):
@@ -93,62 +127,33 @@ class InvoiceQuerySerializer(serializers.Serializer):
 
 
 class UsageFiguresSerializer(serializers.Serializer):
-    turns = serializers.IntegerField(read_only=True, help_text="Turns with at least one call.")
-    llm_calls = serializers.IntegerField(read_only=True)
-    prompt_tokens = serializers.IntegerField(read_only=True)
-    completion_tokens = serializers.IntegerField(read_only=True)
+    turns = _count("Turns with at least one call.")
+    llm_calls = _count()
+    prompt_tokens = _count()
+    completion_tokens = _count()
     cost_usd = _usd(help_text="Provider cost, USD.")
     billed_usd = _usd(help_text="Billed amount, USD (cost × the plan's mode multiplier).")
-    critique_triggered = serializers.IntegerField(read_only=True)
-    critique_rate = serializers.DecimalField(
-        max_digits=6,
-        decimal_places=4,
-        coerce_to_string=False,
-        read_only=True,
-        allow_null=True,
-        help_text="critique_triggered / turns: how often critique triggers (null: no turns).",
+    critique_triggered = _count()
+    critique_rate = _ratio(
+        "critique_triggered / turns: how often critique triggers (null: no turns)."
     )
-    evaluation_validated = serializers.IntegerField(
-        read_only=True, help_text="Turns whose answer the evaluation step validated."
+    evaluation_validated = _count("Turns whose answer the evaluation step validated.")
+    evaluation_questioned = _count("Turns whose answer it questioned (confidence − 30 %).")
+    evaluation_improved = _count("Turns whose answer it replaced with a better one.")
+    evaluation_kept = _count("Turns where it could not decide (the answer was kept).")
+    evaluation_failed = _count("Turns where the evaluation call failed (answer sent as is).")
+    cached_tokens = _count("Of the prompt tokens, those the provider served from its cache.")
+    cached_share = _ratio("cached_tokens / prompt_tokens (null: no prompt tokens).")
+    deliberated = _count(
+        '"Deliberate when needed" turns that deliberated (the sum of the four below).'
     )
-    evaluation_questioned = serializers.IntegerField(
-        read_only=True, help_text="Turns whose answer it questioned (confidence − 30 %)."
+    deliberated_low_confidence = _count(
+        "… because adaptive's confidence was below the plan's threshold."
     )
-    evaluation_improved = serializers.IntegerField(
-        read_only=True, help_text="Turns whose answer it replaced with a better one."
-    )
-    evaluation_kept = serializers.IntegerField(
-        read_only=True, help_text="Turns where it could not decide (the answer was kept)."
-    )
-    evaluation_failed = serializers.IntegerField(
-        read_only=True, help_text="Turns where the evaluation call failed (answer sent as is)."
-    )
-    cached_tokens = serializers.IntegerField(
-        read_only=True, help_text="Of the prompt tokens, those the provider served from its cache."
-    )
-    cached_share = serializers.DecimalField(
-        max_digits=6,
-        decimal_places=4,
-        coerce_to_string=False,
-        read_only=True,
-        allow_null=True,
-        help_text="cached_tokens / prompt_tokens (null: no prompt tokens).",
-    )
-    deliberated = serializers.IntegerField(
-        read_only=True,
-        help_text='"Deliberate when needed" turns that deliberated (the sum of the four below).',
-    )
-    deliberated_low_confidence = serializers.IntegerField(
-        read_only=True, help_text="… because adaptive's confidence was below the plan's threshold."
-    )
-    deliberated_complaint = serializers.IntegerField(
-        read_only=True, help_text="… because the model flagged a complaint or dispute."
-    )
-    deliberated_critique_escalate = serializers.IntegerField(
-        read_only=True, help_text="… because the critique would have handed over."
-    )
-    deliberated_evaluation_questioned = serializers.IntegerField(
-        read_only=True, help_text="… because the evaluation questioned adaptive's draft."
+    deliberated_complaint = _count("… because the model flagged a complaint or dispute.")
+    deliberated_critique_escalate = _count("… because the critique would have handed over.")
+    deliberated_evaluation_questioned = _count(
+        "… because the evaluation questioned adaptive's draft."
     )
 
 
@@ -181,7 +186,7 @@ class UsageReportSerializer(serializers.Serializer):
 
 class InvoiceLineSerializer(serializers.Serializer):
     description = serializers.CharField(read_only=True)
-    quantity = serializers.IntegerField(read_only=True)
+    quantity = _count()
     amount_usd = _usd(2)
     exact_usd = _usd(8, help_text="The amount before rounding to cents.")
 
@@ -190,7 +195,7 @@ class InvoicePlanSerializer(serializers.Serializer):
     slug = serializers.CharField(read_only=True)
     name = serializers.CharField(read_only=True)
     monthly_fee = _usd(2)
-    included_turns = serializers.IntegerField(read_only=True)
+    included_turns = _count()
 
 
 class InvoiceSerializer(serializers.Serializer):
@@ -201,9 +206,9 @@ class InvoiceSerializer(serializers.Serializer):
     )
     currency = serializers.SerializerMethodField()
     plan = InvoicePlanSerializer(source="client.plan", read_only=True)
-    turns = serializers.IntegerField(read_only=True)
-    included_turns = serializers.IntegerField(read_only=True)
-    turns_beyond_included = serializers.IntegerField(read_only=True)
+    turns = _count()
+    included_turns = _count()
+    turns_beyond_included = _count()
     usage_billed_usd = _usd(help_text="Billed usage of every turn, covered by the fee or not.")
     overage_usd = _usd(help_text="Billed usage of the turns beyond the included ones.")
     lines = InvoiceLineSerializer(many=True, read_only=True)
@@ -222,15 +227,15 @@ class InvoiceSerializer(serializers.Serializer):
 class TurnUsageSerializer(serializers.Serializer):
     """One turn's summary, from its ReasoningTrace and its usage records."""
 
-    id = serializers.IntegerField(read_only=True)
+    id = _count()
     conversation = serializers.UUIDField(source="conversation.public_id", read_only=True)
     created_at = serializers.DateTimeField(read_only=True)
     mode = serializers.CharField(read_only=True)
     model = serializers.CharField(read_only=True)
     status = serializers.CharField(read_only=True)
-    llm_calls = serializers.IntegerField(read_only=True)
-    prompt_tokens = serializers.IntegerField(read_only=True)
-    completion_tokens = serializers.IntegerField(read_only=True)
+    llm_calls = _count()
+    prompt_tokens = _count()
+    completion_tokens = _count()
     cost_usd = _usd(source="usage_cost_usd")
     billed_usd = _usd(source="usage_billed_usd")
     critique_triggered = serializers.BooleanField(read_only=True)
@@ -247,14 +252,14 @@ class TurnUsageSerializer(serializers.Serializer):
         help_text='Why a "deliberate when needed" turn deliberated: low_confidence, complaint, '
         "critique_escalate or evaluation_questioned; empty when it did not.",
     )
-    duration_ms = serializers.IntegerField(read_only=True)
-    llm_wait_ms = serializers.IntegerField(read_only=True)
+    duration_ms = _count()
+    llm_wait_ms = _count()
 
 
 class TurnUsagePageSerializer(serializers.Serializer):
     """One page of turns (the project's pagination envelope)."""
 
-    count = serializers.IntegerField(read_only=True)
+    count = _count()
     next = serializers.URLField(read_only=True, allow_null=True)
     previous = serializers.URLField(read_only=True, allow_null=True)
     results = TurnUsageSerializer(many=True, read_only=True)

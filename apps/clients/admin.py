@@ -17,7 +17,7 @@ from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.models import Membership
-from apps.api.admin import PlatformOnlyAdmin, TenantScopedAdmin, pretty_json_block
+from apps.api.admin import PlatformOnlyAdmin, ReadOnlyInline, TenantScopedAdmin, pretty_json_block
 from apps.api.permissions import MANAGE, user_may
 from apps.clients import modes
 from apps.clients.business_info import business_info_errors
@@ -598,12 +598,11 @@ class MembershipInline(admin.TabularInline):
         return bool(request.user.is_superuser)
 
 
-class ToolInline(admin.TabularInline):
+class ToolInline(ReadOnlyInline):
     """The client's tools at a glance. Read-only here: a tool is changed on its own page, with
     its validated form and the admin role the rule asks for (apps/api/permissions.py)."""
 
     model = ClientTool
-    extra = 0
     fk_name = "client"
     fields = ("name", "kind", "executor_type", "enabled")
     readonly_fields = fields
@@ -615,15 +614,6 @@ class ToolInline(admin.TabularInline):
         return super().has_view_permission(request, obj) and (
             obj is None or user_may(request.user, obj.pk, MANAGE)
         )
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(Client)

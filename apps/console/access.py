@@ -52,6 +52,18 @@ class ConsoleAccess:
         return "?" + urlencode({"client": self.client.slug})
 
 
+def refresh_context(access: ConsoleAccess, poll_url: str) -> dict[str, Any]:
+    """What a list page that refreshes itself needs: where it polls, the client's doorbell
+    stream (it rings when any of the client's conversations changes), and how often to poll
+    without and with that stream."""
+    return {
+        "poll_url": poll_url,
+        "events_url": reverse("console-queue-events") + access.query,
+        "poll_seconds": POLL_SECONDS,
+        "pushed_poll_seconds": PUSHED_POLL_SECONDS,
+    }
+
+
 def _resolve_access(request: HttpRequest) -> ConsoleAccess | HttpResponse:
     choices = staff_client_choices(user=request.user)
     if not choices:

@@ -23,13 +23,12 @@ from django.views.decorators.http import require_GET, require_POST
 
 from apps.api.permissions import SUPPORT
 from apps.console.access import (
-    POLL_SECONDS,
-    PUSHED_POLL_SECONDS,
     ConsoleAccess,
     console_view,
     conversation_or_404,
     conversation_url,
     json_view,
+    refresh_context,
 )
 from apps.console.inbox_selectors import (
     MAX_SEARCH_CHARS,
@@ -139,10 +138,7 @@ def inbox(request: HttpRequest, access: ConsoleAccess) -> HttpResponse:
             "next_url": _query(access, filters, page=page.page + 1) if page.has_next else "",
             "previous_url": _query(access, filters, page=page.page - 1) if page.page > 1 else "",
             "waiting_url": reverse("console-queue") + _query(access, InboxFilters(state="waiting")),
-            "poll_url": reverse("console-inbox-poll") + _query(access, filters),
-            "events_url": reverse("console-queue-events") + access.query,
-            "poll_seconds": POLL_SECONDS,
-            "pushed_poll_seconds": PUSHED_POLL_SECONDS,
+            **refresh_context(access, reverse("console-inbox-poll") + _query(access, filters)),
         },
     )
 

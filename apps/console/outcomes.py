@@ -5,9 +5,7 @@ figures are for admins and owners, like the billing reports."""
 
 from __future__ import annotations
 
-from datetime import date, timedelta
 from decimal import Decimal
-from typing import Any
 from urllib.parse import urlencode
 
 from django.http import HttpRequest, HttpResponse
@@ -18,12 +16,9 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
 from apps.api.permissions import MANAGE, READ, role_permits
-from apps.billing import periods
+from apps.billing.serializers import page_period
 from apps.console.access import ConsoleAccess, console_view
-from apps.outcomes.selectors import HANDOFF_REASON_LABELS, OutcomeFigures, outcome_report
-from apps.outcomes.serializers import OutcomeQuerySerializer
-
-DEFAULT_DAYS = 30
+from apps.outcomes.selectors import OutcomeFigures, handoff_reason_rows, outcome_report
 
 
 def _percent(share: float | None) -> str:
@@ -102,22 +97,8 @@ def _cards(figures: OutcomeFigures, *, money: bool) -> list[dict[str, str]]:
 @require_GET
 @console_view(READ)
 def outcomes_page(request: HttpRequest, access: ConsoleAccess) -> HttpResponse:
-    today = periods.today()
-    default_start = today - timedelta(days=DEFAULT_DAYS - 1)
-    query = OutcomeQuerySerializer(
-        data={
-            "start": request.GET.get("start") or default_start,
-            "end": request.GET.get("end") or today,
-        }
-    )
-    errors: dict[str, Any] = {}
-    start: date
-    end: date
-    if query.is_valid():
-        start, end = query.validated_data["start"], query.validated_data["end"]
-    else:
-        errors = {name: " ".join(str(e) for e in errs) for name, errs in query.errors.items()}
-        start, end = default_start, today
+    start, end, field_errors = page_period(request.GET)
+    errors = {name: " ".join(str(e) for e in errs) for name, errs in field_errors.items()}
     report = outcome_report(client=access.client, start=start, end=end, group_by="day")
     money = role_permits(access.role, MANAGE)
     csv_query = urlencode(
@@ -140,10 +121,7 @@ def outcomes_page(request: HttpRequest, access: ConsoleAccess) -> HttpResponse:
             "errors": errors,
             "money": money,
             "cards": _cards(report.totals, money=money),
-            "reasons": [
-                (HANDOFF_REASON_LABELS.get(reason, reason), count)
-                for reason, count in report.totals.handoff_reasons.items()
-            ],
+            "reasons": handoff_reason_rows(report.totals),
             "days": [
                 {
                     "day": key,

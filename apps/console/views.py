@@ -48,6 +48,7 @@ from apps.console.access import (
     conversation_url,
     json_error,
     json_view,
+    refresh_context,
 )
 from apps.console.inbox import conversation_actions_context
 from apps.console.inbox_selectors import conversation_title
@@ -120,10 +121,7 @@ def queue(request: HttpRequest, access: ConsoleAccess) -> HttpResponse:
             "access": access,
             "open_rows": rows["open"],
             "resolved_rows": rows["recently_resolved"],
-            "poll_url": reverse("console-queue-poll") + access.query,
-            "events_url": reverse("console-queue-events") + access.query,
-            "poll_seconds": POLL_SECONDS,
-            "pushed_poll_seconds": PUSHED_POLL_SECONDS,
+            **refresh_context(access, reverse("console-queue-poll") + access.query),
         },
     )
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib import admin
+from django.contrib.admin.utils import flatten_fieldsets
 from django.db.models import Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.http import HttpRequest, HttpResponse
@@ -468,26 +469,8 @@ class ConversationAdmin(ActionOnlyAdmin):
             },
         ),
     ]
-    readonly_fields = [
-        "public_id",
-        "client",
-        "status",
-        "visitor_id",
-        "contact_email",
-        "contact_email_confirmed_at",
-        "language",
-        "customer_id",
-        "customer_email",
-        "customer_name",
-        "customer_verified_via",
-        "customer_verified_at",
-        "created_at",
-        "last_message_at",
-        "message_count",
-        "customer_seen",
-        "reply_emailed_at",
-        "outcome",
-    ]
+    # The page only shows: every field it lists is read-only.
+    readonly_fields = flatten_fieldsets(fieldsets)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         message_count = (

@@ -16,9 +16,10 @@ from apps.api.schema import (
     AUTH_ERRORS,
     CLIENT_PARAMETER,
     NamedChoiceField,
-    enum_values,
+    choice_parameter,
     error_responses,
     invalid_example,
+    page_schema,
 )
 from apps.conversations.models import ConversationStatus
 from apps.conversations.selectors import conversation_get, conversation_list
@@ -244,12 +245,7 @@ DETAIL_EXAMPLE: dict[str, Any] = {
 
 DATE_HELP = "YYYY-MM-DD, inclusive (the project's time zone, UTC by default)."
 LIST_PARAMETERS = [
-    OpenApiParameter(
-        "status",
-        OpenApiTypes.STR,
-        enum=enum_values(ConversationStatus),
-        description="Only conversations in this status.",
-    ),
+    choice_parameter("status", ConversationStatus, "Only conversations in this status."),
     OpenApiParameter(
         "created_after",
         OpenApiTypes.DATE,
@@ -291,11 +287,7 @@ class ConversationListApi(StaffAPIView):
         description="The client's conversations, newest first, one page at a time. "
         "Needs the viewer role.",
         parameters=LIST_PARAMETERS,
-        responses={
-            200: ConversationSummarySerializer(many=True),
-            **error_responses(400, *AUTH_ERRORS, 404),
-        },
-        examples=[OpenApiExample("A page", value=SUMMARY_EXAMPLE, response_only=True)],
+        **page_schema(ConversationSummarySerializer, SUMMARY_EXAMPLE, filtered=True),
     )
     def get(self, request: Request) -> Response:
         filters = self.validated_query(ConversationFilterSerializer)

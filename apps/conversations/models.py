@@ -6,7 +6,7 @@ from django.db import models
 from django.db.models import F
 from django.utils.translation import gettext_lazy as _
 
-from apps.core.models import TenantOwnedModel, TenantQuerySet
+from apps.core.models import PublicTenantModel, TenantOwnedModel, TenantQuerySet
 
 
 class ConversationStatus(models.TextChoices):
@@ -21,10 +21,7 @@ class CustomerVerification(models.TextChoices):
     EMAIL_CODE = "email_code", _("One-time code by e-mail")
 
 
-class Conversation(TenantOwnedModel):
-    public_id = models.UUIDField(
-        default=uuid.uuid4, unique=True, editable=False, verbose_name=_("public id")
-    )
+class Conversation(PublicTenantModel):
     visitor_id = models.CharField(
         max_length=128,
         blank=True,

@@ -35,7 +35,7 @@ from apps.conversations.models import (
 )
 from apps.core.exceptions import ApplicationError
 from apps.core.languages import language_evidence, reply_language
-from apps.core.outbound import emit
+from apps.core.outbound import emit_for_conversation
 from apps.core.tenancy import tenant_scope
 from apps.core.tenant_sql import sql_rows
 
@@ -60,11 +60,11 @@ def conversation_create(
         visitor_token_hash=_hash_token(token),
         language=language or client.language,
     )
-    emit(
+    emit_for_conversation(
         "conversation.created",
         client_id=client.pk,
-        conversation=conversation.public_id,
-        data={"conversation": str(conversation.public_id), "language": conversation.language},
+        conversation=conversation,
+        data={"language": conversation.language},
     )
     return conversation, token
 
@@ -227,12 +227,11 @@ def message_append(
             language=language,
         )
     if visibility == Visibility.VISIBLE and role in (Role.USER, Role.STAFF):
-        emit(
+        emit_for_conversation(
             "message.created",
             client_id=client.pk,
-            conversation=conversation.public_id,
+            conversation=conversation,
             data={
-                "conversation": str(conversation.public_id),
                 "seq": seq,
                 "role": "customer" if role == Role.USER else "staff",
                 "kind": str(kind),

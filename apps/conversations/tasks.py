@@ -3,15 +3,11 @@ from __future__ import annotations
 from celery import shared_task
 
 from apps.conversations.services import contact_confirmation_send, unseen_replies_email
-from apps.core.tasks import TenantTask
+from apps.core.tasks import TenantTask, tenant_task
 
 
-@shared_task(
-    name="conversations.email_unseen_replies",
-    base=TenantTask,
-    tenant_from=("conversations.Conversation", "conversation_id"),
-    acks_late=True,
-    ignore_result=True,
+@tenant_task(
+    "conversations.email_unseen_replies", ("conversations.Conversation", "conversation_id")
 )
 def email_unseen_replies(conversation_id: int) -> int:
     """Scheduled WIDGET_REPLY_EMAIL_DELAY_SECONDS after a staff reply commits: e-mail the staff

@@ -1,13 +1,16 @@
-"""Shared model plumbing: timestamps and the tenant-owned base every client-scoped model uses."""
+"""Shared model plumbing: timestamps, the tenant-owned base every client-scoped model uses, and
+the one for those shown by a public id."""
 
 from __future__ import annotations
+
+import uuid
 
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from apps.core.tenancy import TenantQuerySet
 
-__all__ = ["TenantOwnedModel", "TenantQuerySet", "TimeStampedModel"]
+__all__ = ["PublicTenantModel", "TenantOwnedModel", "TenantQuerySet", "TimeStampedModel"]
 
 
 class TimeStampedModel(models.Model):
@@ -32,6 +35,18 @@ class TenantOwnedModel(TimeStampedModel):
     )
 
     objects = TenantQuerySet.as_manager()
+
+    class Meta:
+        abstract = True
+
+
+class PublicTenantModel(TenantOwnedModel):
+    """A tenant-owned model the APIs, the widget or a link show by `public_id`: opaque, so it
+    tells nobody how many rows other tenants have."""
+
+    public_id = models.UUIDField(
+        default=uuid.uuid4, unique=True, editable=False, verbose_name=_("public id")
+    )
 
     class Meta:
         abstract = True

@@ -88,3 +88,23 @@ def emit(
     )
     transaction.on_commit(lambda: _hand_over(event))
     return event
+
+
+def emit_for_conversation(
+    type: str,
+    *,
+    client_id: int,
+    conversation: Any,
+    data: dict[str, Any],
+    content: dict[str, Any] | None = None,
+) -> OutboundEvent | None:
+    """`emit` for an event about one conversation: its public id names the event's
+    conversation and leads the event's data."""
+    public_id = conversation.public_id
+    return emit(
+        type,
+        client_id=client_id,
+        data={"conversation": str(public_id), **data},
+        content=content,
+        conversation=public_id,
+    )

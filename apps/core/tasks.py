@@ -6,6 +6,7 @@ from typing import Any, ClassVar
 
 from celery import Task, shared_task
 from django.apps import apps
+from django.db import InterfaceError, OperationalError
 
 from apps.core.tenancy import tenant_scope
 
@@ -81,6 +82,27 @@ class TenantTask(Task):
             .first()
         )
         return int(found) if found is not None else 0
+
+
+def tenant_task(
+    name: str,
+    tenant_from: tuple[str, str] | None = None,
+    *,
+    retry_db: bool = False,
+    **options: Any,
+) -> Any:
+    """`@shared_task` for a task that works for one client: a `TenantTask` (see above) that acks
+    late and keeps no result unless `options` say otherwise; `tenant_from` as on TenantTask.
+    `retry_db`: a lost or busy database retries the task (3 times, backing off)."""
+    if retry_db:
+        options.update(
+            autoretry_for=(OperationalError, InterfaceError), max_retries=3, retry_backoff=True
+        )
+    options.setdefault("acks_late", True)
+    options.setdefault("ignore_result", True)
+    if tenant_from is not None:
+        options["tenant_from"] = tenant_from
+    return shared_task(name=name, base=TenantTask, **options)
 
 
 @shared_task(name="core.ping", ignore_result=True)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -15,9 +14,10 @@ from apps.api.schema import (
     AUTH_ERRORS,
     CLIENT_PARAMETER,
     NamedChoiceField,
-    enum_values,
+    choice_parameter,
     error_responses,
     invalid_example,
+    page_schema,
     public_id_path_parameter,
 )
 from apps.conversations.models import Conversation, ConversationStatus
@@ -89,24 +89,14 @@ class EscalationListApi(StaffAPIView):
         "escalation means a person owns the conversation and the AI stays silent. Needs the "
         "viewer role.",
         parameters=[
-            OpenApiParameter(
-                "status",
-                OpenApiTypes.STR,
-                enum=enum_values(EscalationStatus),
-                description="Only escalations in this status.",
-            ),
+            choice_parameter("status", EscalationStatus, "Only escalations in this status."),
             CLIENT_PARAMETER,
         ],
-        responses={
-            200: EscalationSerializer(many=True),
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                invalid=invalid_example("status", '"pending" is not a valid choice.'),
-            ),
-        },
-        examples=[OpenApiExample("A page", value=ESCALATION_EXAMPLE, response_only=True)],
+        **page_schema(
+            EscalationSerializer,
+            ESCALATION_EXAMPLE,
+            invalid=invalid_example("status", '"pending" is not a valid choice.'),
+        ),
     )
     def get(self, request: Request) -> Response:
         filters = self.validated_query(EscalationFilterSerializer)
@@ -378,8 +368,7 @@ class ConversationNotesApi(_ConversationApi):
         description="The team's internal notes on the conversation, oldest first, one page at "
         "a time. Needs the viewer role.",
         parameters=[CONVERSATION_ID_PARAMETER, CLIENT_PARAMETER],
-        responses={200: StaffNoteSerializer(many=True), **error_responses(*AUTH_ERRORS, 404)},
-        examples=[OpenApiExample("A page", value=NOTE_EXAMPLE, response_only=True)],
+        **page_schema(StaffNoteSerializer, NOTE_EXAMPLE),
     )
     def get(self, request: Request, public_id: str) -> Response:
         conversation = self.conversation(public_id)

@@ -1,13 +1,12 @@
 from __future__ import annotations
 
 import re
-import uuid
 
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from apps.core.models import TenantOwnedModel
+from apps.core.models import PublicTenantModel
 
 
 class EscalationReason(models.TextChoices):
@@ -28,12 +27,7 @@ class EscalationStatus(models.TextChoices):
     RESOLVED = "resolved", _("Resolved — handed back to the AI")
 
 
-class Escalation(TenantOwnedModel):
-    # The id the APIs and the customer's widget see: opaque, never a count of every tenant's
-    # escalations.
-    public_id = models.UUIDField(
-        default=uuid.uuid4, unique=True, editable=False, verbose_name=_("public id")
-    )
+class Escalation(PublicTenantModel):
     conversation = models.ForeignKey(
         "conversations.Conversation",
         on_delete=models.CASCADE,
@@ -141,14 +135,11 @@ def validate_template_body(body: str) -> None:
     template_variables(body)
 
 
-class ReplyTemplate(TenantOwnedModel):
+class ReplyTemplate(PublicTenantModel):
     """A canned staff reply of one client, picked in the console by name or shortcut. Its body
     may hold `{customer_name}`, `{customer_email}`, `{order_id}` and `{agent_name}`; any other
     `{name}` is refused when it is saved (`{{` and `}}` write literal braces)."""
 
-    public_id = models.UUIDField(
-        default=uuid.uuid4, unique=True, editable=False, verbose_name=_("public id")
-    )
     name = models.CharField(_("name"), max_length=80)
     shortcut = models.SlugField(
         _("shortcut"),

@@ -30,7 +30,7 @@ from apps.conversations.services import (
 )
 from apps.core.exceptions import ApplicationError
 from apps.core.links import absolute_url
-from apps.core.outbound import emit
+from apps.core.outbound import emit_for_conversation
 from apps.escalations.availability import availability_text, handoff_availability
 from apps.escalations.models import Escalation, EscalationReason, EscalationStatus
 from apps.escalations.reply_templates import reply_check_filled
@@ -84,15 +84,11 @@ def escalation_create(
     )
     locked.status = ConversationStatus.ESCALATED
     locked.save(update_fields=["status", "updated_at"])
-    emit(
+    emit_for_conversation(
         "conversation.handed_off",
         client_id=client.pk,
-        conversation=locked.public_id,
-        data={
-            "conversation": str(locked.public_id),
-            "escalation": str(escalation.public_id),
-            "reason": reason,
-        },
+        conversation=locked,
+        data={"escalation": str(escalation.public_id), "reason": reason},
         content={"detail": escalation.detail},
     )
     conversation.status = locked.status
@@ -259,15 +255,11 @@ def escalation_resolve(*, client: Client, escalation: Escalation, actor: Any = N
     conversation = (
         Conversation.objects.for_client(client).select_for_update().get(pk=locked.conversation_id)
     )
-    emit(
+    emit_for_conversation(
         "conversation.handed_back",
         client_id=client.pk,
-        conversation=conversation.public_id,
-        data={
-            "conversation": str(conversation.public_id),
-            "escalation": str(locked.public_id),
-            "by": _name(locked.resolved_by) or None,
-        },
+        conversation=conversation,
+        data={"escalation": str(locked.public_id), "by": _name(locked.resolved_by) or None},
     )
     if conversation.status == ConversationStatus.ESCALATED:
         conversation.status = ConversationStatus.OPEN

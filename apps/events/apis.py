@@ -20,6 +20,7 @@ from apps.api.schema import (
     enum_values,
     error_responses,
     invalid_example,
+    page_schema,
     public_id_path_parameter,
 )
 from apps.events.models import (
@@ -136,8 +137,7 @@ class SubscriptionListApi(StaffAPIView):
         summary="List event subscriptions",
         description="The client's endpoints and the events each receives. Needs the admin role.",
         parameters=[CLIENT_PARAMETER],
-        responses={200: SubscriptionSerializer(many=True), **error_responses(*AUTH_ERRORS, 404)},
-        examples=[OpenApiExample("A page", value=SUBSCRIPTION_EXAMPLE, response_only=True)],
+        **page_schema(SubscriptionSerializer, SUBSCRIPTION_EXAMPLE),
     )
     def get(self, request: Request) -> Response:
         return self.paginated_response(

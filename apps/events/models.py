@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import uuid
-
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from apps.core.models import TenantOwnedModel
+from apps.core.models import PublicTenantModel, TenantOwnedModel
 
 
 class EventType(models.TextChoices):
@@ -31,12 +29,9 @@ class SubscriptionFormat(models.TextChoices):
     CHAT = "chat", _("Chat alert (Slack / Teams incoming webhook)")
 
 
-class EventSubscription(TenantOwnedModel):
+class EventSubscription(PublicTenantModel):
     """An endpoint of the business that receives the client's events of the chosen types."""
 
-    public_id = models.UUIDField(
-        default=uuid.uuid4, unique=True, editable=False, verbose_name=_("public id")
-    )
     name = models.CharField(_("name"), max_length=100, blank=True)
     url = models.URLField(_("URL"), max_length=500)
     format = models.CharField(

@@ -2,28 +2,19 @@
 task that sends what is due (retries, and anything a lost message left behind)."""
 
 from celery import shared_task
-from django.db import InterfaceError, OperationalError
 
-from apps.core.tasks import TenantTask
+from apps.core.tasks import tenant_task
 from apps.core.tenancy import current_tenant
 from apps.events.services import deliveries_send_due, delivery_send, event_record
 
 
-@shared_task(
-    name="events.record",
-    base=TenantTask,
-    ignore_result=True,
-    acks_late=True,
-    autoretry_for=(OperationalError, InterfaceError),
-    max_retries=3,
-    retry_backoff=True,
-)
+@tenant_task("events.record", retry_db=True)
 def record(event: dict, client_id: int) -> None:
     """One delivery per subscription of the event's type. Safe to run twice."""
     event_record(client_id=client_id, event=event)
 
 
-@shared_task(name="events.deliver", base=TenantTask, ignore_result=True, acks_late=True)
+@tenant_task("events.deliver")
 def deliver(delivery_id: int, client_id: int) -> None:
     """Send one delivery if it is due (a failure schedules its retry; the beat runs it)."""
     if current_tenant() is None:

@@ -3,12 +3,10 @@
 
 from __future__ import annotations
 
-import uuid
-
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from apps.core.models import TenantOwnedModel
+from apps.core.models import PublicTenantModel
 
 
 class FlagReason(models.TextChoices):
@@ -17,14 +15,11 @@ class FlagReason(models.TextChoices):
     UNSAFE = "unsafe", _("Unsafe")
 
 
-class MessageFlag(TenantOwnedModel):
+class MessageFlag(PublicTenantModel):
     """Staff marked one of the assistant's visible replies as wrong, unhelpful or unsafe,
     optionally with what it should have said. The correction reaches no prompt by itself: it
     becomes a proposal staff approve (apps/insights/teach.py)."""
 
-    public_id = models.UUIDField(
-        default=uuid.uuid4, unique=True, editable=False, verbose_name=_("public id")
-    )
     conversation = models.ForeignKey(
         "conversations.Conversation",
         on_delete=models.CASCADE,

@@ -5,14 +5,13 @@
 from __future__ import annotations
 
 import re
-import uuid
 
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from apps.core.models import TenantOwnedModel
+from apps.core.models import PublicTenantModel, TenantOwnedModel
 
 # A result field as a dotted path: `customer_email`, `customer.email`, `items.0.email`.
 FIELD_PATH = re.compile(r"^[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*$")
@@ -81,13 +80,10 @@ class ChallengeStatus(models.TextChoices):
     UNSENT = "unsent", _("The e-mail could not be sent")
 
 
-class EmailCodeChallenge(TenantOwnedModel):
+class EmailCodeChallenge(PublicTenantModel):
     """One code sent to an address on file. `code_hash` is an HMAC (SECRET_KEY) of the code with
     this row's `public_id`: the code itself is never stored."""
 
-    public_id = models.UUIDField(
-        default=uuid.uuid4, unique=True, editable=False, verbose_name=_("public id")
-    )
     conversation = models.ForeignKey(
         "conversations.Conversation",
         on_delete=models.CASCADE,

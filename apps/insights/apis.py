@@ -19,6 +19,7 @@ from apps.api.schema import (
     NamedChoiceField,
     error_responses,
     invalid_example,
+    page_schema,
     public_id_path_parameter,
 )
 from apps.conversations.selectors import conversation_get
@@ -117,8 +118,7 @@ class FlagListApi(StaffAPIView):
             ),
             CLIENT_PARAMETER,
         ],
-        responses={200: FlagSerializer(many=True), **error_responses(400, *AUTH_ERRORS, 404)},
-        examples=[OpenApiExample("A page", value=FLAG_EXAMPLE, response_only=True)],
+        **page_schema(FlagSerializer, FLAG_EXAMPLE, filtered=True),
     )
     def get(self, request: Request) -> Response:
         filters = self.validated_query(FlagFilterSerializer)

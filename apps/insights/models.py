@@ -13,13 +13,11 @@ it ended."""
 
 from __future__ import annotations
 
-import uuid
-
 from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from apps.core.models import TenantOwnedModel
+from apps.core.models import PublicTenantModel, TenantOwnedModel
 
 
 class ProposalKind(models.TextChoices):
@@ -111,10 +109,7 @@ class InsightRun(TenantOwnedModel):
         return f"Insights {self.window_start:%Y-%m-%d}–{self.window_end:%Y-%m-%d} ({self.status})"
 
 
-class InsightProposal(TenantOwnedModel):
-    public_id = models.UUIDField(
-        default=uuid.uuid4, unique=True, editable=False, verbose_name=_("public id")
-    )
+class InsightProposal(PublicTenantModel):
     run = models.ForeignKey(
         InsightRun,
         null=True,

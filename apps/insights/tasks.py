@@ -10,7 +10,7 @@ from celery import shared_task
 from django.conf import settings
 
 from apps.clients.models import Client
-from apps.core.tasks import TenantTask
+from apps.core.tasks import tenant_task
 from apps.insights.services import generate_insights, insight_window, insights_run_queued
 
 logger = logging.getLogger(__name__)
@@ -31,13 +31,7 @@ def schedule_nightly() -> int:
     return queued
 
 
-@shared_task(
-    name="insights.generate_for_client",
-    base=TenantTask,
-    tenant_from=("clients.Client", "client_id"),
-    acks_late=True,
-    ignore_result=True,
-)
+@tenant_task("insights.generate_for_client", ("clients.Client", "client_id"))
 def generate_for_client(client_id: int, days: int | None = None) -> str:
     """Run the insights for one client over the last `days` whole days (INSIGHTS_DAYS).
     Idempotent: a window already analysed is not analysed again."""
@@ -55,13 +49,7 @@ def generate_for_client(client_id: int, days: int | None = None) -> str:
     return str(result.run.status)
 
 
-@shared_task(
-    name="insights.run_now",
-    base=TenantTask,
-    tenant_from=("clients.Client", "client_id"),
-    acks_late=True,
-    ignore_result=True,
-)
+@tenant_task("insights.run_now", ("clients.Client", "client_id"))
 def run_now(client_id: int, run_id: int) -> str:
     """Do one "Run insights now" run (queued by `insights_run_now` on the background queue)."""
     client = Client.objects.select_related("plan").filter(pk=client_id).first()

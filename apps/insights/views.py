@@ -78,6 +78,20 @@ def _refused(access: ConsoleAccess) -> JsonResponse | None:
     return None
 
 
+def _message_to_flag(
+    access: ConsoleAccess, public_id: str, message_id: str
+) -> Message | JsonResponse:
+    """The message a flag or teach request names, or the answer refusing the request (the
+    role is too low; no such message in this client's conversation)."""
+    refused = _refused(access)
+    if refused is not None:
+        return refused
+    message = _message_or_none(access, public_id, message_id)
+    if message is None:
+        return json_error(404, "not_found", _("Not found."))
+    return message
+
+
 def _error(error: ApplicationError) -> JsonResponse:
     body: dict[str, Any] = {"error": {"code": error.code, "message": error.message}}
     if error.extra.get("fields"):
@@ -122,12 +136,9 @@ def conversation_flags(request: HttpRequest, access: ConsoleAccess, public_id: s
 def message_flag_view(
     request: HttpRequest, access: ConsoleAccess, public_id: str, message_id: str
 ) -> HttpResponse:
-    refused = _refused(access)
-    if refused is not None:
-        return refused
-    message = _message_or_none(access, public_id, message_id)
-    if message is None:
-        return json_error(404, "not_found", _("Not found."))
+    message = _message_to_flag(access, public_id, message_id)
+    if isinstance(message, JsonResponse):
+        return message
     teach_as = request.POST.get("teach_as", "")
     if teach_as not in TEACH_KINDS:
         return json_error(400, "invalid", _("Choose note, faq or article."))
@@ -152,12 +163,9 @@ def message_flag_view(
 def message_teach_view(
     request: HttpRequest, access: ConsoleAccess, public_id: str, message_id: str
 ) -> HttpResponse:
-    refused = _refused(access)
-    if refused is not None:
-        return refused
-    message = _message_or_none(access, public_id, message_id)
-    if message is None:
-        return json_error(404, "not_found", _("Not found."))
+    message = _message_to_flag(access, public_id, message_id)
+    if isinstance(message, JsonResponse):
+        return message
     teach_as = request.POST.get("teach_as") or ProposalKind.FAQ
     if teach_as not in TEACH_KINDS - {""}:
         return json_error(400, "invalid", _("Choose note, faq or article."))

@@ -21,6 +21,7 @@ from django.utils.translation import gettext_lazy as _
 from markdown_it import MarkdownIt
 
 from apps.accounts.models import User
+from apps.api import admin as api_admin
 from apps.api.admin import TenantScopedAdmin
 from apps.api.permissions import MANAGE, SUPPORT
 from apps.core.exceptions import ApplicationError
@@ -107,24 +108,8 @@ class FaqForm(ArticleForm):
         self.instance.kind = ArticleKind.FAQ
 
 
-class LanguageFilter(admin.SimpleListFilter):
-    title = _("language")
-    parameter_name = "language"
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        languages = (
-            model_admin.get_queryset(request)
-            .order_by("language")
-            .values_list("language", flat=True)
-            .distinct()
-        )
-        return [(lang or "-", lang or gettext("the client's language")) for lang in languages]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        value = self.value()
-        if value is None:
-            return queryset
-        return queryset.filter(language="" if value == "-" else value)
+class LanguageFilter(api_admin.LanguageFilter):
+    empty_label = _("the client's language")
 
 
 class SourceFilter(admin.SimpleListFilter):

@@ -18,9 +18,10 @@ from apps.api.permissions import MANAGE, READ, SUPPORT, StaffAPIView, acting_use
 from apps.api.schema import (
     AUTH_ERRORS,
     CLIENT_PARAMETER,
-    enum_values,
+    choice_parameter,
     error_responses,
     invalid_example,
+    page_schema,
     parse_uuid,
     public_id_path_parameter,
 )
@@ -105,17 +106,13 @@ FAQ_ID = public_id_path_parameter("public_id", "The FAQ's public id.")
 SOURCE_ID = public_id_path_parameter("public_id", "The source's public id.")
 COMMON_FILTERS = [
     OpenApiParameter("q", OpenApiTypes.STR, description="Words in the title or text."),
-    OpenApiParameter(
-        "status", OpenApiTypes.STR, enum=enum_values(ArticleStatus), description="Only this status."
-    ),
+    choice_parameter("status", ArticleStatus, "Only this status."),
     OpenApiParameter("enabled", OpenApiTypes.BOOL, description="Only switched on (or off)."),
     OpenApiParameter("language", OpenApiTypes.STR, description="Only this language (exactly)."),
 ]
 ARTICLE_FILTERS = [
     *COMMON_FILTERS,
-    OpenApiParameter(
-        "kind", OpenApiTypes.STR, enum=enum_values(ArticleKind), description="Only this kind."
-    ),
+    choice_parameter("kind", ArticleKind, "Only this kind."),
     OpenApiParameter("tag", OpenApiTypes.STR, description="Only articles with this tag."),
     OpenApiParameter("source", OpenApiTypes.UUID, description="Only this source's articles."),
     CLIENT_PARAMETER,
@@ -188,13 +185,11 @@ class ArticleListCreateApi(StaffAPIView):
         "answer). Only published, enabled articles of enabled sources reach the assistant. "
         "Needs the viewer role.",
         parameters=ARTICLE_FILTERS,
-        responses={
-            200: ArticleSerializer(many=True),
-            **error_responses(
-                400, *AUTH_ERRORS, 404, invalid=invalid_example("kind", '"poem" is not valid.')
-            ),
-        },
-        examples=[OpenApiExample("A page", value=ARTICLE_EXAMPLE, response_only=True)],
+        **page_schema(
+            ArticleSerializer,
+            ARTICLE_EXAMPLE,
+            invalid=invalid_example("kind", '"poem" is not valid.'),
+        ),
     )
     def get(self, request: Request) -> Response:
         filters = self.validated_query(ArticleFilterSerializer)
@@ -338,8 +333,7 @@ class FaqListCreateApi(StaffAPIView):
         description="The client's FAQs (question and answer) by question, one page at a time. "
         "Needs the viewer role.",
         parameters=[*COMMON_FILTERS, CLIENT_PARAMETER],
-        responses={200: FaqSerializer(many=True), **error_responses(400, *AUTH_ERRORS, 404)},
-        examples=[OpenApiExample("A page", value=FAQ_EXAMPLE, response_only=True)],
+        **page_schema(FaqSerializer, FAQ_EXAMPLE, filtered=True),
     )
     def get(self, request: Request) -> Response:
         filters = self.validated_query(FaqFilterSerializer)
@@ -462,8 +456,7 @@ class SourceListCreateApi(StaffAPIView):
         "sitemap or an uploaded file — each with its sync status, last sync and error. Needs "
         "the viewer role.",
         parameters=[CLIENT_PARAMETER],
-        responses={200: SourceSerializer(many=True), **error_responses(*AUTH_ERRORS, 404)},
-        examples=[OpenApiExample("A page", value=SOURCE_EXAMPLE, response_only=True)],
+        **page_schema(SourceSerializer, SOURCE_EXAMPLE),
     )
     def get(self, request: Request) -> Response:
         return self.paginated_response(sources_list(client=self.client), SourceSerializer)

@@ -8,7 +8,6 @@ Only a *published* and *enabled* article reaches a prompt (`Article.objects.usab
 from __future__ import annotations
 
 import hashlib
-import uuid
 from typing import Self, cast
 
 from django.conf import settings
@@ -17,7 +16,7 @@ from django.db import models
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
-from apps.core.models import TenantOwnedModel, TenantQuerySet
+from apps.core.models import PublicTenantModel, TenantOwnedModel, TenantQuerySet
 
 
 def source_kind_choices() -> list[tuple[str, str | Promise]]:
@@ -36,10 +35,7 @@ class SourceStatus(models.TextChoices):
     FAILED = "failed", _("Failed")
 
 
-class KnowledgeSource(TenantOwnedModel):
-    public_id = models.UUIDField(
-        default=uuid.uuid4, unique=True, editable=False, verbose_name=_("public id")
-    )
+class KnowledgeSource(PublicTenantModel):
     name = models.CharField(_("name"), max_length=200)
     kind = models.CharField(_("kind"), max_length=10, choices=source_kind_choices)
     url = models.URLField(_("address"), max_length=2000, blank=True)
@@ -98,10 +94,7 @@ class ArticleQuerySet(TenantQuerySet["Article"]):
         )
 
 
-class Article(TenantOwnedModel):
-    public_id = models.UUIDField(
-        default=uuid.uuid4, unique=True, editable=False, verbose_name=_("public id")
-    )
+class Article(PublicTenantModel):
     kind = models.CharField(
         _("kind"), max_length=10, choices=ArticleKind.choices, default=ArticleKind.ARTICLE
     )

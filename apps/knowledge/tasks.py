@@ -9,7 +9,7 @@ import random
 from celery import shared_task
 from django.conf import settings
 
-from apps.core.tasks import TenantTask
+from apps.core.tasks import tenant_task
 from apps.knowledge.models import KnowledgeSource
 from apps.knowledge.services.sync import resync_due as _resync_due
 from apps.knowledge.services.sync import source_sync, source_sync_wait
@@ -20,12 +20,9 @@ _SOFT_LIMIT = int(settings.KNOWLEDGE_SYNC_SECONDS) + 60
 _HARD_LIMIT = int(settings.KNOWLEDGE_SYNC_SECONDS) + 90
 
 
-@shared_task(
-    name="knowledge.sync_source",
-    base=TenantTask,
-    tenant_from=("knowledge.KnowledgeSource", "source_id"),
-    acks_late=True,
-    ignore_result=True,
+@tenant_task(
+    "knowledge.sync_source",
+    ("knowledge.KnowledgeSource", "source_id"),
     soft_time_limit=_SOFT_LIMIT,
     time_limit=_HARD_LIMIT,
 )

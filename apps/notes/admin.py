@@ -19,6 +19,7 @@ from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.models import User
+from apps.api import admin as api_admin
 from apps.api.admin import TenantScopedAdmin
 from apps.api.permissions import SUPPORT, clients_permitting
 from apps.clients.models import Client
@@ -74,24 +75,8 @@ class SessionFilter(admin.SimpleListFilter):
         return queryset.filter(session_id=value) if value else queryset
 
 
-class LanguageFilter(admin.SimpleListFilter):
-    title = _("language")
-    parameter_name = "language"
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        languages = (
-            model_admin.get_queryset(request)
-            .order_by("language")
-            .values_list("language", flat=True)
-            .distinct()
-        )
-        return [(lang or "-", lang or gettext("every language")) for lang in languages]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        value = self.value()
-        if value is None:
-            return queryset
-        return queryset.filter(language="" if value == "-" else value)
+class LanguageFilter(api_admin.LanguageFilter):
+    empty_label = _("every language")
 
 
 READONLY = (

@@ -19,10 +19,11 @@ from apps.api.permissions import MANAGE, READ, SUPPORT, StaffAPIView, acting_use
 from apps.api.schema import (
     AUTH_ERRORS,
     CLIENT_PARAMETER,
-    enum_values,
+    choice_parameter,
     error_responses,
     id_path_parameter,
     invalid_example,
+    page_schema,
     parse_pk,
 )
 from apps.core.exceptions import ApplicationError
@@ -116,12 +117,8 @@ LIST_PARAMETERS = [
         description="Full-text search in the content (PostgreSQL full-text search; a plain "
         "substring match on SQLite), best matches first.",
     ),
-    OpenApiParameter(
-        "type", OpenApiTypes.STR, enum=enum_values(NoteType), description="Only this type."
-    ),
-    OpenApiParameter(
-        "status", OpenApiTypes.STR, enum=enum_values(NoteStatus), description="Only this status."
-    ),
+    choice_parameter("type", NoteType, "Only this type."),
+    choice_parameter("status", NoteStatus, "Only this status."),
     OpenApiParameter(
         "language",
         OpenApiTypes.STR,
@@ -156,16 +153,11 @@ class NoteListCreateApi(StaffAPIView):
         "(`staff`) and what insights proposed (`insight`). Only `active` notes reach prompts; "
         "`pending_review` ones wait for a person. Needs the viewer role.",
         parameters=LIST_PARAMETERS,
-        responses={
-            200: NoteSerializer(many=True),
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                invalid=invalid_example("type", '"hint" is not a valid choice.'),
-            ),
-        },
-        examples=[OpenApiExample("A page", value=NOTE_EXAMPLE, response_only=True)],
+        **page_schema(
+            NoteSerializer,
+            NOTE_EXAMPLE,
+            invalid=invalid_example("type", '"hint" is not a valid choice.'),
+        ),
     )
     def get(self, request: Request) -> Response:
         filters = self.validated_query(NoteFilterSerializer)

@@ -3,28 +3,21 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-from typing import Any
-
 from django.contrib import admin
-from django.db.models import QuerySet
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
-from django.urls import URLPattern, path, reverse
+from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
-from apps.api.admin import TenantScopedAdmin
+from apps.api.admin import ClientReportAdmin
 from apps.api.permissions import MANAGE, READ
-from apps.api.schema import parse_pk
-from apps.billing import periods
+from apps.billing.serializers import page_period
 from apps.clients.models import Client
 from apps.outcomes.models import ClientOutcomes
-from apps.outcomes.selectors import HANDOFF_REASON_LABELS, outcome_report
-from apps.outcomes.serializers import OutcomeQuerySerializer, figures_json
-
-DEFAULT_DAYS = 30
+from apps.outcomes.selectors import handoff_reason_rows, outcome_report
+from apps.outcomes.serializers import figures_json
 
 
 def client_outcomes_url(client_id: int) -> str:
@@ -32,41 +25,15 @@ def client_outcomes_url(client_id: int) -> str:
 
 
 @admin.register(ClientOutcomes)
-class ClientOutcomesAdmin(TenantScopedAdmin):
+class ClientOutcomesAdmin(ClientReportAdmin):
     """Every member reads outcomes; the money figures are for admins and owners (as in the
     billing reports)."""
 
     view_need = READ
-    change_need = None
-    client_lookup = "pk"
+    report_perms = ("outcomes.view_clientoutcomes",)
+    report_url_name = "outcomes_client_outcomes"
 
     list_display = ["name", "plan", "outcomes_page"]
-    list_select_related = ["plan"]
-    search_fields = ["name", "slug"]
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
-        return super().get_queryset(request).select_related("plan")
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        user = request.user
-        return bool(
-            user.is_active
-            and user.is_staff
-            and (user.is_superuser or user.has_perm("outcomes.view_clientoutcomes"))
-            and self.role_permits_on(request, obj, self.view_need)
-        )
-
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return self.has_view_permission(request)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     @admin.display(description=_("Outcomes"))
     def outcomes_page(self, obj: Client) -> SafeString:
@@ -76,43 +43,9 @@ class ClientOutcomesAdmin(TenantScopedAdmin):
             _("Resolution rate, hand-offs and CSAT"),
         )
 
-    def get_urls(self) -> list[URLPattern]:
-        own = [
-            path(
-                "<int:client_id>/",
-                self.admin_site.admin_view(self.outcomes_view),
-                name="outcomes_client_outcomes",
-            )
-        ]
-        return own + super().get_urls()
-
-    def change_view(
-        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
-    ) -> HttpResponse:
-        pk = parse_pk(object_id)
-        if pk is None:
-            raise Http404
-        return HttpResponseRedirect(client_outcomes_url(pk))
-
-    def outcomes_view(self, request: HttpRequest, client_id: int) -> HttpResponse:
-        client = self.get_queryset(request).filter(pk=client_id).first()
-        # Another tenant's client looks like a missing one.
-        if client is None or not self.has_view_permission(request, client):
-            raise Http404
-        today = periods.today()
-        default_start = today - timedelta(days=DEFAULT_DAYS - 1)
-        query = OutcomeQuerySerializer(
-            data={
-                "start": request.GET.get("start") or default_start,
-                "end": request.GET.get("end") or today,
-            }
-        )
-        errors: dict[str, Any] = {}
-        if query.is_valid():
-            start, end = query.validated_data["start"], query.validated_data["end"]
-        else:
-            errors = dict(query.errors)
-            start, end = default_start, today
+    def report_view(self, request: HttpRequest, client_id: int) -> HttpResponse:
+        client = self.report_client(request, client_id)
+        start, end, errors = page_period(request.GET)
         report = outcome_report(client=client, start=start, end=end, group_by="day")
         money = self.role_permits_on(request, client, MANAGE)
         context = {
@@ -126,10 +59,7 @@ class ClientOutcomesAdmin(TenantScopedAdmin):
             "money": money,
             "report": report,
             "totals": figures_json(report.totals, money=money),
-            "reasons": [
-                (HANDOFF_REASON_LABELS.get(reason, reason), count)
-                for reason, count in report.totals.handoff_reasons.items()
-            ],
+            "reasons": handoff_reason_rows(report.totals),
             "days": [
                 {"key": key, **figures_json(figures, money=money)} for key, figures in report.groups
             ],

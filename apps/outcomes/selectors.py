@@ -404,3 +404,11 @@ def outcome_report(
 
 
 HANDOFF_REASON_LABELS: dict[str, Any] = dict(EscalationReason.choices)
+
+
+def handoff_reason_rows(figures: OutcomeFigures) -> list[tuple[Any, int]]:
+    """The hand-offs by reason, most first, each reason by its label (a report page's table)."""
+    return [
+        (HANDOFF_REASON_LABELS.get(reason, reason), count)
+        for reason, count in figures.handoff_reasons.items()
+    ]

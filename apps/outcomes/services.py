@@ -23,7 +23,7 @@ from apps.conversations.models import (
     Visibility,
 )
 from apps.core.exceptions import ApplicationError
-from apps.core.outbound import emit
+from apps.core.outbound import emit, emit_for_conversation
 from apps.outcomes.models import ConversationResolution
 from apps.outcomes.selectors import (
     ConversationFacts,
@@ -95,11 +95,11 @@ def conversation_rate(
     )
     # Open consoles (the conversation page, the inbox) refresh; it commits with this write.
     conversation_changed(locked.pk, client.pk)
-    emit(
+    emit_for_conversation(
         "conversation.rated",
         client_id=client.pk,
-        conversation=locked.public_id,
-        data={"conversation": str(locked.public_id), "score": clean_score},
+        conversation=locked,
+        data={"score": clean_score},
         content={"comment": clean_comment},
     )
     return rating, created

@@ -8,13 +8,11 @@ recorded exactly as a conversation turn's. Usage is recorded with purpose `playg
 
 from __future__ import annotations
 
-import uuid
-
 from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from apps.core.models import TenantOwnedModel
+from apps.core.models import PublicTenantModel
 
 
 class RunStatus(models.TextChoices):
@@ -29,10 +27,7 @@ class RunSource(models.TextChoices):
     CLI = "cli", _("manage.py reason")
 
 
-class PlaygroundRun(TenantOwnedModel):
-    public_id = models.UUIDField(
-        default=uuid.uuid4, unique=True, editable=False, verbose_name=_("public id")
-    )
+class PlaygroundRun(PublicTenantModel):
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,

@@ -8,11 +8,10 @@ from __future__ import annotations
 import logging
 import threading
 
-from celery import shared_task
 from django.conf import settings
 from django.db import connections
 
-from apps.core.tasks import TenantTask
+from apps.core.tasks import tenant_task
 from apps.core.tenancy import tenant_scope
 from apps.platform import slots
 from apps.playground.models import PlaygroundRun
@@ -32,13 +31,7 @@ def run_playground_job(job: str) -> None:
 slots.register_runner(slots.PLAYGROUND, run_playground_job)
 
 
-@shared_task(
-    name="playground.execute_run",
-    base=TenantTask,
-    tenant_from=("playground.PlaygroundRun", "run_id"),
-    ignore_result=True,
-    acks_late=True,
-)
+@tenant_task("playground.execute_run", ("playground.PlaygroundRun", "run_id"))
 def execute_run(run_id: int | None = None, *, parked: bool = False) -> None:
     """Run one playground run when the slots allow (else it waits, parked, and a thread that
     finishes a job runs it); `parked`: run whatever parked job should run now. A redelivered

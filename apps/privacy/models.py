@@ -14,13 +14,11 @@ what happened to an empty conversation.
 
 from __future__ import annotations
 
-import uuid
-
 from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from apps.core.models import TenantOwnedModel
+from apps.core.models import PublicTenantModel, TenantOwnedModel
 
 
 class RequestKind(models.TextChoices):
@@ -44,10 +42,7 @@ class RequestChannel(models.TextChoices):
     SCHEDULE = "schedule", _("Daily retention task")
 
 
-class DataSubjectRequest(TenantOwnedModel):
-    public_id = models.UUIDField(
-        default=uuid.uuid4, unique=True, editable=False, verbose_name=_("public id")
-    )
+class DataSubjectRequest(PublicTenantModel):
     kind = models.CharField(_("kind"), max_length=10, choices=RequestKind.choices)
     match_kind = models.CharField(_("found by"), max_length=12, choices=MatchKind.choices)
     match_digest = models.CharField(

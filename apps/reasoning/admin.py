@@ -4,17 +4,14 @@ how often the critique triggers, failures)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
 from django.db.models import F
-from django.http import HttpRequest
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 from django.utils.translation import gettext_lazy as _
 
-from apps.api.admin import ReadOnlyAuditAdmin, pretty_json_block
+from apps.api.admin import ReadOnlyAuditAdmin, ReadOnlyInline, pretty_json_block
 from apps.conversations.admin import conversation_link
 from apps.reasoning.models import ReasoningStep, ReasoningTrace, TraceKind
 from apps.reasoning.rendering import step_html
@@ -32,23 +29,12 @@ REASONING_STEP_FIELDS: tuple[str, ...] = (
 )
 
 
-class ReasoningStepInline(admin.TabularInline):
+class ReasoningStepInline(ReadOnlyInline):
     model = ReasoningStep
     fk_name = "trace"
-    extra = 0
-    can_delete = False
     fields = REASONING_STEP_FIELDS
     readonly_fields = REASONING_STEP_FIELDS
     ordering = ["index"]
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     @admin.display(description=_("Step"))
     def output_view(self, obj: ReasoningStep) -> SafeString:

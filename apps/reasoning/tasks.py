@@ -9,7 +9,7 @@ from celery import shared_task, signals
 from django.conf import settings
 
 from apps.conversations.models import Message
-from apps.core.tasks import TenantTask
+from apps.core.tasks import TenantTask, tenant_task
 from apps.core.tenancy import current_tenant
 from apps.platform import slots
 from apps.reasoning.admission import (
@@ -197,16 +197,7 @@ def sweep_turns() -> None:
     turns_sweep()
 
 
-@shared_task(
-    name="reasoning.turn_notes",
-    base=TenantTask,
-    tenant_from=("reasoning.ReasoningTrace", "trace_id"),
-    ignore_result=True,
-    acks_late=True,
-    autoretry_for=DB_ERRORS,
-    max_retries=3,
-    retry_backoff=True,
-)
+@tenant_task("reasoning.turn_notes", ("reasoning.ReasoningTrace", "trace_id"), retry_db=True)
 def write_turn_notes(trace_id: int, confidence: int | None = None) -> None:
     """The automatic notes of a finished turn (apps/reasoning/turn_notes.py), after its commit."""
     turn_notes_write(trace_id=trace_id, confidence=confidence)

@@ -15,9 +15,10 @@ from apps.api.permissions import READ, SUPPORT, StaffAPIView, acting_user
 from apps.api.schema import (
     AUTH_ERRORS,
     CLIENT_PARAMETER,
-    enum_values,
+    choice_parameter,
     error_responses,
     invalid_example,
+    page_schema,
     parse_uuid,
     public_id_path_parameter,
 )
@@ -209,13 +210,9 @@ class SimCaseListCreateApi(StaffAPIView):
             OpenApiParameter("tag", OpenApiTypes.STR, description="Only cases with this tag."),
             CLIENT_PARAMETER,
         ],
-        responses={
-            200: SimCaseSerializer(many=True),
-            **error_responses(
-                400, *AUTH_ERRORS, 404, invalid=invalid_example("suite", "Enter a valid slug.")
-            ),
-        },
-        examples=[OpenApiExample("A page", value=CASE_EXAMPLE, response_only=True)],
+        **page_schema(
+            SimCaseSerializer, CASE_EXAMPLE, invalid=invalid_example("suite", "Enter a valid slug.")
+        ),
     )
     def get(self, request: Request) -> Response:
         filters = self.validated_query(SimCaseFilterSerializer)
@@ -343,8 +340,7 @@ class SimulationRunListCreateApi(StaffAPIView):
         description="The client's simulation runs, newest first, with their progress. Needs "
         "the viewer role.",
         parameters=[CLIENT_PARAMETER],
-        responses={200: SimulationRunSerializer(many=True), **error_responses(*AUTH_ERRORS, 404)},
-        examples=[OpenApiExample("A page", value=RUN_EXAMPLE, response_only=True)],
+        **page_schema(SimulationRunSerializer, RUN_EXAMPLE),
     )
     def get(self, request: Request) -> Response:
         return self.paginated_response(
@@ -536,27 +532,15 @@ class CaseRunListApi(StaffAPIView):
         "code checks and — apart — the judged criteria. Needs the viewer role.",
         parameters=[
             RUN_ID_PARAMETER,
-            OpenApiParameter(
-                "side", OpenApiTypes.STR, enum=enum_values(Side), description="Only this side."
-            ),
-            OpenApiParameter(
-                "status",
-                OpenApiTypes.STR,
-                enum=enum_values(CaseStatus),
-                description="Only case runs in this status.",
-            ),
+            choice_parameter("side", Side, "Only this side."),
+            choice_parameter("status", CaseStatus, "Only case runs in this status."),
             CLIENT_PARAMETER,
         ],
-        responses={
-            200: CaseRunSerializer(many=True),
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                invalid=invalid_example("side", '"both" is not a valid choice.'),
-            ),
-        },
-        examples=[OpenApiExample("A page", value=CASE_RUN_EXAMPLE, response_only=True)],
+        **page_schema(
+            CaseRunSerializer,
+            CASE_RUN_EXAMPLE,
+            invalid=invalid_example("side", '"both" is not a valid choice.'),
+        ),
     )
     def get(self, request: Request, public_id: str) -> Response:
         run = _run_or_404(self.client, public_id)

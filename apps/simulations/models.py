@@ -15,21 +15,16 @@ in docs/simulations.md and validated by `apps.simulations.schema`."""
 
 from __future__ import annotations
 
-import uuid
-
 from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from apps.core.models import TenantOwnedModel
+from apps.core.models import PublicTenantModel, TenantOwnedModel
 
 
-class SimCase(TenantOwnedModel):
+class SimCase(PublicTenantModel):
     """A test conversation with expectations (one of the client's suites)."""
 
-    public_id = models.UUIDField(
-        default=uuid.uuid4, unique=True, editable=False, verbose_name=_("public id")
-    )
     name = models.SlugField(
         _("name"), max_length=100, help_text=_("Unique within the client, e.g. cancel-confirmed.")
     )
@@ -87,12 +82,9 @@ class RunSource(models.TextChoices):
     CLI = "cli", _("manage.py simulate")
 
 
-class SimulationRun(TenantOwnedModel):
+class SimulationRun(PublicTenantModel):
     """Cases (or replayed conversations) run against a baseline and a candidate configuration."""
 
-    public_id = models.UUIDField(
-        default=uuid.uuid4, unique=True, editable=False, verbose_name=_("public id")
-    )
     name = models.CharField(_("name"), max_length=200, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,

@@ -10,11 +10,10 @@ from __future__ import annotations
 import logging
 import threading
 
-from celery import shared_task
 from django.conf import settings
 from django.db import connections
 
-from apps.core.tasks import TenantTask
+from apps.core.tasks import tenant_task
 from apps.core.tenancy import tenant_scope
 from apps.platform import slots
 from apps.simulations.models import CaseRun, CaseStatus
@@ -34,13 +33,7 @@ def run_simulation_job(job: str) -> None:
 slots.register_runner(slots.SIMULATION, run_simulation_job)
 
 
-@shared_task(
-    name="simulations.execute_case_run",
-    base=TenantTask,
-    tenant_from=("simulations.CaseRun", "case_run_id"),
-    ignore_result=True,
-    acks_late=True,
-)
+@tenant_task("simulations.execute_case_run", ("simulations.CaseRun", "case_run_id"))
 def execute_case_run(case_run_id: int | None = None, *, parked: bool = False) -> None:
     """Run one case run when the slots allow (else it waits, parked, and a thread that finishes
     a job runs it); `parked`: run whatever parked job should run now. A redelivered task finds

@@ -619,8 +619,29 @@ PENDING_ACTION_FIELDS: tuple[str, ...] = (
 )
 
 
+class ToolCallAdmin(ReadOnlyAuditAdmin):
+    """The audit view of a tool call held for the customer or a teammate (a pending action, an
+    approval request): its conversation and its params, short in the list and whole on the
+    page."""
+
+    date_hierarchy = "created_at"
+    ordering = ["-created_at"]
+
+    @admin.display(description=_("Conversation"), ordering="conversation__created_at")
+    def conversation_short(self, obj: Any) -> SafeString | str:
+        return conversation_link(obj.conversation)
+
+    @admin.display(description=_("Params"))
+    def params_short(self, obj: Any) -> str:
+        return ", ".join(f"{k}={v}" for k, v in (obj.params or {}).items())[:80] or "-"
+
+    @admin.display(description=_("Params"))
+    def params_pretty(self, obj: Any) -> SafeString | str:
+        return pretty_json_block(obj.params)
+
+
 @admin.register(PendingAction)
-class PendingActionAdmin(ReadOnlyAuditAdmin):
+class PendingActionAdmin(ToolCallAdmin):
     list_display = [
         "created_at",
         "tool",
@@ -633,22 +654,8 @@ class PendingActionAdmin(ReadOnlyAuditAdmin):
     list_filter = ["status", "tool__kind", ("client", admin.RelatedOnlyFieldListFilter)]
     list_select_related = ["client", "tool", "conversation"]
     search_fields = ["tool__name", "idempotency_key", "conversation__visitor_id"]
-    date_hierarchy = "created_at"
-    ordering = ["-created_at"]
     fields = PENDING_ACTION_FIELDS
     readonly_fields = PENDING_ACTION_FIELDS
-
-    @admin.display(description=_("Conversation"), ordering="conversation__created_at")
-    def conversation_short(self, obj: PendingAction) -> SafeString | str:
-        return conversation_link(obj.conversation)
-
-    @admin.display(description=_("Params"))
-    def params_short(self, obj: PendingAction) -> str:
-        return ", ".join(f"{k}={v}" for k, v in (obj.params or {}).items())[:80] or "-"
-
-    @admin.display(description=_("Params"))
-    def params_pretty(self, obj: PendingAction) -> SafeString | str:
-        return pretty_json_block(obj.params)
 
 
 TOOL_EXECUTION_FIELDS: tuple[str, ...] = (

@@ -23,9 +23,10 @@ from apps.api.schema import (
     CLIENT_PARAMETER,
     ErrorSerializer,
     NamedChoiceField,
-    enum_values,
+    choice_parameter,
     error_responses,
     invalid_example,
+    page_schema,
 )
 from apps.tools.executors import executor_choices
 from apps.tools.mcp import (
@@ -168,25 +169,15 @@ class ToolExecutionListApi(StaffAPIView):
         description="Every tool run, newest first: what was called with which parameters, how "
         "it ended and after how many attempts. Needs the viewer role.",
         parameters=[
-            OpenApiParameter(
-                "status",
-                OpenApiTypes.STR,
-                enum=enum_values(ExecutionStatus),
-                description="Only runs in this status.",
-            ),
+            choice_parameter("status", ExecutionStatus, "Only runs in this status."),
             OpenApiParameter("tool", OpenApiTypes.STR, description="Only runs of this tool."),
             CLIENT_PARAMETER,
         ],
-        responses={
-            200: ToolExecutionSerializer(many=True),
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                invalid=invalid_example("status", '"done" is not a valid choice.'),
-            ),
-        },
-        examples=[OpenApiExample("A page", value=EXECUTION_EXAMPLE, response_only=True)],
+        **page_schema(
+            ToolExecutionSerializer,
+            EXECUTION_EXAMPLE,
+            invalid=invalid_example("status", '"done" is not a valid choice.'),
+        ),
     )
     def get(self, request: Request) -> Response:
         filters = self.validated_query(ToolExecutionFilterSerializer)
@@ -207,8 +198,7 @@ class ToolListApi(StaffAPIView):
         summary="List tools",
         description="The client's tools, enabled or not, by name. Needs the admin role.",
         parameters=[CLIENT_PARAMETER],
-        responses={200: ToolSerializer(many=True), **error_responses(*AUTH_ERRORS, 404)},
-        examples=[OpenApiExample("A page", value=TOOL_EXAMPLE, response_only=True)],
+        **page_schema(ToolSerializer, TOOL_EXAMPLE),
     )
     def get(self, request: Request) -> Response:
         return self.paginated_response(tool_list(client=self.client), ToolSerializer)
@@ -456,8 +446,7 @@ class McpServerListApi(StaffAPIView):
         "state. Secrets are never returned: `has_bearer_token` and `has_oauth_client_secret` "
         "say whether one is saved. Needs the admin role.",
         parameters=[CLIENT_PARAMETER],
-        responses={200: McpServerSerializer(many=True), **error_responses(*AUTH_ERRORS, 404)},
-        examples=[OpenApiExample("A page", value=MCP_SERVER_EXAMPLE, response_only=True)],
+        **page_schema(McpServerSerializer, MCP_SERVER_EXAMPLE),
     )
     def get(self, request: Request) -> Response:
         return self.paginated_response(mcp_server_list(client=self.client), McpServerSerializer)

@@ -1,14 +1,18 @@
-"""The arguments privacy_export and privacy_erase share: the client and the customer."""
+"""What privacy_export and privacy_erase share: the arguments naming the client and the
+customer, the call of the service for them, and the report lines."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
 from apps.clients.models import Client
-from apps.privacy.models import MatchKind
+from apps.core.exceptions import ApplicationError
+from apps.privacy.models import MatchKind, RequestChannel
 from apps.privacy.selectors import SubjectMatch
+from apps.privacy.services import UnconfirmedOnly
 
 
 def add_subject_arguments(parser: CommandParser) -> None:
@@ -59,3 +63,26 @@ def unconfirmed_lines(unconfirmed: list[dict[str, Any]]) -> list[str]:
             for u in unconfirmed
         ),
     ]
+
+
+def subject_run(
+    service: Callable[..., Any], command: str, options: dict[str, Any], **extra: Any
+) -> tuple[Client, Any]:
+    """The client and what `service` (subject_export, subject_erase) returns for the customer
+    the options name, asked through this command; a refusal becomes the command's error."""
+    client, match = subject_from(options)
+    try:
+        result = service(
+            client=client,
+            match=match,
+            channel=RequestChannel.COMMAND,
+            requested_by_label=f"manage.py {command}",
+            dry_run=options["dry_run"],
+            include_unconfirmed=options["include_unconfirmed"],
+            **extra,
+        )
+    except UnconfirmedOnly as exc:
+        raise CommandError("\n".join([exc.message, *unconfirmed_lines(exc.unconfirmed)])) from None
+    except ApplicationError as exc:
+        raise CommandError(exc.message) from None
+    return client, result

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandParser
 
-from apps.core.exceptions import ApplicationError
 from apps.privacy.management.commands._subject import (
     add_subject_arguments,
     counts_lines,
-    subject_from,
+    subject_run,
     unconfirmed_lines,
 )
-from apps.privacy.models import RequestChannel
-from apps.privacy.services import UnconfirmedOnly, subject_erase
+from apps.privacy.services import subject_erase
 
 
 class Command(BaseCommand):
@@ -36,23 +34,9 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        client, match = subject_from(options)
-        try:
-            result = subject_erase(
-                client=client,
-                match=match,
-                channel=RequestChannel.COMMAND,
-                requested_by_label="manage.py privacy_erase",
-                dry_run=options["dry_run"],
-                include_unconfirmed=options["include_unconfirmed"],
-                identifiers=options["identifier"],
-            )
-        except UnconfirmedOnly as exc:
-            raise CommandError(
-                "\n".join([exc.message, *unconfirmed_lines(exc.unconfirmed)])
-            ) from None
-        except ApplicationError as exc:
-            raise CommandError(exc.message) from None
+        client, result = subject_run(
+            subject_erase, "privacy_erase", options, identifiers=options["identifier"]
+        )
         verb = "Would erase" if result.request is None else "Erased"
         self.stdout.write(f"{verb} {result.conversations} conversation(s) of {client.slug}:")
         self.stdout.write("\n".join(counts_lines(result.counts)))

@@ -6,17 +6,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandParser
 
-from apps.core.exceptions import ApplicationError
 from apps.privacy.management.commands._subject import (
     add_subject_arguments,
     counts_lines,
-    subject_from,
+    subject_run,
     unconfirmed_lines,
 )
-from apps.privacy.models import RequestChannel
-from apps.privacy.services import UnconfirmedOnly, subject_export, subject_export_html
+from apps.privacy.services import subject_export, subject_export_html
 
 
 class Command(BaseCommand):
@@ -34,22 +32,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        client, match = subject_from(options)
-        try:
-            result = subject_export(
-                client=client,
-                match=match,
-                channel=RequestChannel.COMMAND,
-                requested_by_label="manage.py privacy_export",
-                dry_run=options["dry_run"],
-                include_unconfirmed=options["include_unconfirmed"],
-            )
-        except UnconfirmedOnly as exc:
-            raise CommandError(
-                "\n".join([exc.message, *unconfirmed_lines(exc.unconfirmed)])
-            ) from None
-        except ApplicationError as exc:
-            raise CommandError(exc.message) from None
+        _client, result = subject_run(subject_export, "privacy_export", options)
         if result.request is None:
             self.stdout.write("Would export (dry run: nothing was recorded):")
             self.stdout.write("\n".join(counts_lines(result.counts)))
