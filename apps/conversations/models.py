@@ -21,6 +21,13 @@ class CustomerVerification(models.TextChoices):
     EMAIL_CODE = "email_code", _("One-time code by e-mail")
 
 
+class Channel(models.TextChoices):
+    """Where the customer writes: the chat widget, or e-mail (apps/mail, docs/email.md)."""
+
+    WIDGET = "widget", _("Chat widget")
+    EMAIL = "email", _("E-mail")
+
+
 class Conversation(TenantOwnedModel):
     public_id = models.UUIDField(
         default=uuid.uuid4, unique=True, editable=False, verbose_name=_("public id")
@@ -39,6 +46,9 @@ class Conversation(TenantOwnedModel):
         choices=ConversationStatus.choices,
         default=ConversationStatus.OPEN,
         verbose_name=_("status"),
+    )
+    channel = models.CharField(
+        max_length=8, choices=Channel.choices, default=Channel.WIDGET, verbose_name=_("channel")
     )
     language = models.CharField(max_length=16, default="en", verbose_name=_("language"))
     last_seq = models.PositiveIntegerField(default=0, editable=False, verbose_name=_("last seq"))
