@@ -546,7 +546,7 @@ def _erase_mail(scope: _ErasureScope, counts: dict[str, int]) -> None:
         Q(conversation_id__in=scope.ids) | Q(message_id__in=scope.message_ids)
     )
     attachments = MailAttachment.objects.for_client(client).filter(mail__in=mails)
-    files = [(a.file.storage, a.file.name) for a in attachments.exclude(file="")]
+    files = [(a.file.storage, str(a.file.name)) for a in attachments.exclude(file="")]
     _add(counts, _label(MailAttachment), attachments.delete()[0])
 
     def delete_files() -> None:  # once the erasure commits (a dry run rolls back: none go)
