@@ -86,3 +86,39 @@ def test_an_unverified_mail_in_a_verified_thread_takes_the_verification_back(
     assert not first.conversation.customer_verified
     assert first.conversation.customer_id == ""
     assert webhook.requests == []
+
+
+def test_an_unverified_sender_verifies_with_the_one_time_code_by_reply(
+    mail_channel, webhook, llm, smtp_sink, django_capture_on_commit_callbacks
+):
+    import re
+
+    from apps.identity.services import otp_offer
+    from tests.identity.conftest import back_office
+    from tests.identity.conftest import make_shop as make_code_shop
+    from tests.mail.conftest import Mailbox
+
+    webhook.default(back_office)
+    shop = make_code_shop("codeshop", webhook.url())
+    box = Mailbox(mail_channel(shop), django_capture_on_commit_callbacks)
+    llm.default("assess", assess(response="Happy to help.", confidence=9))
+    first = box.send(email("A question about my order TH-12345"), verified=False)
+    [ours] = smtp_sink.wait(1)
+    # The shop's code goes to the address on file for the order (the webhook's answer).
+    otp_offer(client=shop, conversation=first.conversation, params={"order_id": "TH-12345"})
+    [code_mail] = smtp_sink.wait(1, to="jane@example.com")
+    code = re.search(r"\b(\d{6})\b", code_mail.get_body(preferencelist=("plain",)).get_content())
+    assert code is not None
+    calls = len(llm.requests)
+    box.send(reply_to(ours, f"Here it is: {code.group(1)}"), verified=False)
+    first.conversation.refresh_from_db()
+    assert first.conversation.customer_verified
+    assert first.conversation.customer_verified_via == CustomerVerification.EMAIL_CODE
+    assert len(llm.requests) == calls  # checked before any model call, never shown to it
+    _, answer = smtp_sink.wait(2)
+    assert "verified" in answer.get_body(preferencelist=("plain",)).get_content()
+    assert code.group(1) not in answer.get_body(preferencelist=("plain",)).get_content()
+    # A verification by code is not taken back by a later unverified e-mail.
+    box.send(reply_to(answer, "Thanks, where is it now?"), verified=False)
+    first.conversation.refresh_from_db()
+    assert first.conversation.customer_verified_via == CustomerVerification.EMAIL_CODE

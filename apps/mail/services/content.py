@@ -43,6 +43,7 @@ ALLOWED_TYPES = {
 ALLOWED_IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp", "image/heic"}
 MAX_ATTACHMENTS = 20  # per e-mail; past that the rest are recorded as refused
 _QUOTED = re.compile(r"^\s*>")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _ATTRIBUTION = re.compile(r":\s*$")
 
 
@@ -140,7 +141,8 @@ def attachments_store(
     seen: list[AttachmentSeen] = []
     parts = [*mail.attachments, *[p for p in mail.inlines if p.get_filename()]]
     for index, part in enumerate(parts):
-        filename = (part.get_filename() or "attachment").replace("/", "_").replace("\\", "_")
+        filename = _CONTROL.sub("", part.get_filename() or "attachment")
+        filename = filename.replace("/", "_").replace("\\", "_")
         filename = filename.strip()[:200] or "attachment"
         content_type = part.get_content_type().lower()[:255]
         content = part.get_content_bytes() or b""

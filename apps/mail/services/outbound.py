@@ -116,6 +116,11 @@ def turn_reply_send(*, conversation_id: int, trace_id: int, client_id: int) -> M
 def _part_text(client: Client, message: Message) -> str:
     if message.kind == Kind.CONFIRMATION_REQUEST:
         return confirmation_text(client=client, message=message)
+    options = (message.data or {}).get("options") if message.kind == Kind.CLARIFICATION else None
+    if isinstance(options, list) and options:
+        # The widget's quick replies, as lines the customer can answer with.
+        listed = "\n".join(f"- {option}" for option in options[:10] if isinstance(option, str))
+        return f"{message.text}\n\n{listed}" if listed else message.text
     return message.text
 
 
