@@ -19,6 +19,16 @@ class CustomerVerification(models.TextChoices):
     HMAC = "hmac", _("Signed id (HMAC)")
     JWT = "jwt", _("Signed token (JWT)")
     EMAIL_CODE = "email_code", _("One-time code by e-mail")
+    # An e-mail whose From address the inbound provider (or the trusted Authentication-Results
+    # header) reported DKIM or SPF passing for (apps/mail, docs/email.md "Identity").
+    EMAIL_SENDER = "email_sender", _("Verified e-mail sender (DKIM/SPF)")
+
+
+class Channel(models.TextChoices):
+    """Where the customer writes: the chat widget, or e-mail (apps/mail, docs/email.md)."""
+
+    WIDGET = "widget", _("Chat widget")
+    EMAIL = "email", _("E-mail")
 
 
 class Conversation(PublicTenantModel):
@@ -36,6 +46,9 @@ class Conversation(PublicTenantModel):
         choices=ConversationStatus.choices,
         default=ConversationStatus.OPEN,
         verbose_name=_("status"),
+    )
+    channel = models.CharField(
+        max_length=8, choices=Channel.choices, default=Channel.WIDGET, verbose_name=_("channel")
     )
     language = models.CharField(max_length=16, default="en", verbose_name=_("language"))
     last_seq = models.PositiveIntegerField(default=0, editable=False, verbose_name=_("last seq"))

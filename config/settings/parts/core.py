@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "apps.flags",
     "apps.outcomes",
     "apps.events",
+    "apps.mail",
     "apps.playground",
     "apps.simulations",
     "apps.insights",
