@@ -69,16 +69,16 @@ class ImapServer:
     # --- accounts and mail ------------------------------------------------------------------
 
     def add_user(self, username: str, password: str) -> None:
-        """A mailbox; dovecot reads the passwd file on every login, so no restart."""
+        """A mailbox. Each user has a passwd file of its own (the path has `%u`): a new file
+        is read at the next login, where a rewritten shared one could be taken as unchanged
+        within the same second."""
         self.users[username] = password
         home = self.root / "home" / username
         home.mkdir(parents=True, exist_ok=True)
-        lines = [
-            f"{name}:{{PLAIN}}{secret}:{self.uid}:{self.gid}::{self.root / 'home' / name}::"
-            for name, secret in self.users.items()
-        ]
-        (self.root / "passwd").write_text("\n".join(lines) + "\n")
+        line = f"{username}:{{PLAIN}}{password}:{self.uid}:{self.gid}::{home}::\n"
+        (self.root / "users" / f"{username}.passwd").write_text(line)
         self._give_back(self.root / "home")
+        self._give_back(self.root / "users")
 
     def mailbox(self, username: str) -> MailBoxUnencrypted:
         box = MailBoxUnencrypted(self.host, port=self.port, timeout=10)
@@ -144,11 +144,11 @@ mail_location = maildir:~/Maildir
 mail_plugins =
 passdb {{
   driver = passwd-file
-  args = scheme=PLAIN username_format=%u {self.root}/passwd
+  args = scheme=PLAIN username_format=%u {self.root}/users/%u.passwd
 }}
 userdb {{
   driver = passwd-file
-  args = username_format=%u {self.root}/passwd
+  args = username_format=%u {self.root}/users/%u.passwd
 }}
 service imap-login {{
   chroot =
@@ -175,9 +175,8 @@ service auth-worker {{
         return path
 
     def start(self) -> None:
-        for sub in ("run", "state", "home"):
+        for sub in ("run", "state", "home", "users"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
-        (self.root / "passwd").write_text("")
         config = self.write_config()
         self._give_back(self.root)
         if os.getuid() == 0:
