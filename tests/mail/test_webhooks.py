@@ -8,6 +8,7 @@ import time
 import urllib.error
 import urllib.request
 from email.utils import make_msgid
+from http.client import HTTPConnection
 
 import pytest
 from django.test import Client as HttpClient
@@ -70,8 +71,10 @@ def test_mailgun_a_ten_megabyte_attachment_over_a_live_server(client_a, live_ser
     """A plain HTTP client, a real socket: Mailgun's raw-MIME post of a mail with a 10 MB
     attachment (about 14 MB once base64-encoded) is taken whole."""
     channel = make_channel(client_a)
-    payload = bytes(range(256)) * (TEN_MB // 256)
-    mail = raw_mail(attachment=("photos.zip", "application/zip", payload))
+    head = b"%PDF-1.4\n"
+    payload = head + bytes(range(256)) * ((TEN_MB - len(head)) // 256)
+    payload += b"\n" * (TEN_MB - len(payload))  # exactly 10 MiB, the channel's default limit
+    mail = raw_mail(attachment=("scan.pdf", "application/pdf", payload))
     form = mailgun_raw(mail, key=channel.webhook_secret)
     boundary = "guidedesk-test-boundary"
     body = (
@@ -98,7 +101,7 @@ def test_mailgun_a_ten_megabyte_attachment_over_a_live_server(client_a, live_ser
     assert answer["received"][0]["disposition"] == Disposition.ACCEPTED
     [received] = mails(client_a)
     [attachment] = received.attachments.all()
-    assert attachment.filename == "photos.zip"
+    assert attachment.filename == "scan.pdf"
     assert attachment.size == len(payload)
     assert attachment.refused == ""
     with attachment.file.open("rb") as stored:
@@ -231,6 +234,26 @@ def test_a_post_over_the_limit_gets_413_and_nothing_is_stored(client_a, http):
 
     assert response.status_code == 413
     assert response.json()["limit_bytes"] == 1024 * 1024
+    assert mails(client_a) == []
+
+
+def test_a_200_mb_post_gets_a_clear_413_before_it_is_read(client_a, live_server):
+    """A real socket: the head announces 200 MB; the answer is 413 at once, not a 500, and the
+    body is never waited for."""
+    channel = make_channel(client_a)
+    host, port = live_server.url.removeprefix("http://").split(":")
+    connection = HTTPConnection(host, int(port), timeout=30)
+    connection.putrequest("POST", url(channel))
+    connection.putheader("Content-Type", "multipart/form-data; boundary=x")
+    connection.putheader("Content-Length", str(200 * 1024 * 1024))
+    connection.endheaders()
+    connection.send(b"--x\r\n" + b"a" * 65536)
+
+    response = connection.getresponse()
+
+    assert response.status == 413
+    assert json.loads(response.read())["error"] == "too_large"
+    connection.close()
     assert mails(client_a) == []
 
 
