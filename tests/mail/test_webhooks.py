@@ -367,3 +367,26 @@ def test_mandrill_signed_mail_is_received(client_a, http):
     [received] = mails(client_a)
     assert received.received_via == InboundVia.MANDRILL
     assert received.sender_verified is False  # not DKIM-signed; Mandrill's SPF names no domain
+
+
+# --- SendGrid: basic auth ----------------------------------------------------------------
+
+
+def test_sendgrid_raw_mime_with_basic_auth(client_a, http):
+    channel = make_channel(client_a, via=InboundVia.SENDGRID, secret="sendgrid:parse-pass")
+    form = {
+        "email": raw_mail().as_string(),
+        "envelope": json.dumps({"from": "ana@customer.example", "to": [channel.address]}),
+        "SPF": "pass",
+        "dkim": "{@bulk.example : pass}",
+    }
+
+    refused = http.post(url(channel), form)
+    response = http.post(
+        url(channel), form, headers={"Authorization": basic_auth("sendgrid:parse-pass")}
+    )
+
+    assert refused.status_code == 403
+    assert response.status_code == 200, response.content
+    [received] = mails(client_a)
+    assert (received.received_via, received.sender_verified) == (InboundVia.SENDGRID, True)
