@@ -10,10 +10,9 @@ so the same messages are never sent twice, however often a task runs."""
 from __future__ import annotations
 
 import logging
-import re
 from datetime import datetime, timedelta
 from email.utils import formataddr, make_msgid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from celery import current_app
 from django.conf import settings
@@ -38,8 +37,7 @@ from apps.core.outbound import TURN_REPLIED, OutboundEvent
 from apps.core.tenancy import tenant_scope
 from apps.mail.models import Direction, Disposition, MailChannel, MailMessage
 from apps.mail.selectors import last_inbound
-from apps.tools.models import ClientTool
-from apps.tools.wording import action_details, display_name
+from apps.mail.services.wording import confirmation_text, reply_subject
 
 if TYPE_CHECKING:
     from apps.clients.models import Client
@@ -62,7 +60,6 @@ FIRST_SEND_GRACE = timedelta(minutes=2)
 # How long one claimed attempt may take before another worker may try again.
 ATTEMPT_LEASE = timedelta(minutes=10)
 SEND_DUE_BATCH = 100
-_REPLY_PREFIX = re.compile(r"^\s*((re|aw|sv|rv|antw|fw|fwd|wg)\s*(\[\d+\])?\s*:\s*)+", re.I)
 MAX_REFERENCES = 20
 REPLIED_ROLES = (Role.ASSISTANT, Role.STAFF, Role.SYSTEM)
 
@@ -116,45 +113,9 @@ def turn_reply_send(*, conversation_id: int, trace_id: int, client_id: int) -> M
 # --- composing and recording a reply ---------------------------------------------------------
 
 
-def reply_subject(subject: str, *, client: Client) -> str:
-    """ "Re: " and the thread's subject, without piling up prefixes ("Re: Re: AW:")."""
-    base = _REPLY_PREFIX.sub("", subject or "").strip()
-    if not base:
-        base = gettext("Your message to %(name)s") % {"name": client.name}
-    return f"Re: {base}"[:998]
-
-
-def _confirmation_text(client: Client, message: Message) -> str:
-    """A confirmation question as an e-mail asks it: the exact action and its parameters,
-    and how to answer — a reply with "yes" (there are no buttons in an e-mail)."""
-    data = message.data or {}
-    tool = ClientTool.objects.for_client(client).filter(name=data.get("tool") or "").first()
-    raw = data.get("params")
-    params: dict[str, Any] = raw if isinstance(raw, dict) else {}
-    if tool is None:
-        return gettext(
-            '%(question)s\n\nTo go ahead, reply to this e-mail with "yes" at the top; reply '
-            'with "no" to stop. Nothing is done until you reply.'
-        ) % {"question": message.text}
-    values = {"action": display_name(tool), "details": action_details(tool, params)}
-    if data.get("reask"):
-        lead = gettext("I didn't take that as a yes.")
-    else:
-        lead = gettext("Just to confirm before I do anything that can't be undone:")
-    if values["details"]:
-        ask = gettext("Shall I go ahead with “%(action)s” (%(details)s)?") % values
-    else:
-        ask = gettext("Shall I go ahead with “%(action)s”?") % values
-    how = gettext(
-        'To go ahead, reply to this e-mail with "yes" at the top; reply with "no" to stop. '
-        "Nothing is done until you reply."
-    )
-    return f"{lead} {ask}\n\n{how}"
-
-
 def _part_text(client: Client, message: Message) -> str:
     if message.kind == Kind.CONFIRMATION_REQUEST:
-        return _confirmation_text(client, message)
+        return confirmation_text(client=client, message=message)
     return message.text
 
 
