@@ -75,8 +75,17 @@ def imap_channel_poll(*, channel: MailChannel) -> PollResult:
             box.login(channel.imap_username, channel.imap_password, initial_folder=None)
             box.folder.set(channel.imap_folder, readonly=False)
             _poll_folder(box, channel, result)
-    except (TimeoutError, ImapToolsError, imaplib.IMAP4.error, OSError, ssl.SSLError) as exc:
-        # OSError covers refused connections, DNS failures and timeouts.
+    except (
+        TimeoutError,
+        ImapToolsError,
+        imaplib.IMAP4.error,
+        OSError,
+        ssl.SSLError,
+        KeyError,
+        ValueError,
+    ) as exc:
+        # OSError covers refused connections, DNS failures and timeouts; KeyError and
+        # ValueError a server answer that cannot be read (a STATUS without UIDVALIDITY).
         result.error = f"{type(exc).__name__}: {exc}"
         logger.warning("mail: IMAP poll of channel %s failed: %s", channel.pk, result.error)
     except DatabaseError as exc:
