@@ -23,7 +23,11 @@ STREAMING_PATHS = [
 # thread instead of Django's four or five loop/thread hand-offs per request (apps/platform/asgi.py).
 DIRECT_PATHS = [r"^/api/v1/"]
 # Request bodies are bounded per route before Django reads them (413; docs/deployment.md).
-BODY_LIMITS = [(r"^/api/v1/widget/", settings.WIDGET_REQUEST_BODY_MAX_BYTES)]
+BODY_LIMITS = [
+    (r"^/api/v1/widget/", settings.WIDGET_REQUEST_BODY_MAX_BYTES),
+    # a provider's post of one e-mail with its attachments (apps/mail/views.py)
+    (r"^/mail/inbound/", settings.MAIL_INBOUND_MAX_BYTES),
+]
 application = BoundedRequests(
     StreamingPaths(django_application, STREAMING_PATHS, DIRECT_PATHS),
     default_limit=settings.REQUEST_BODY_MAX_BYTES,

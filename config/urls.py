@@ -27,6 +27,8 @@ urlpatterns = [
     path("accounts/", include("allauth.urls")),
     path("console/", include("apps.console.urls")),
     path("widget/", include("apps.widget.views")),  # the chat iframe page
+    # each e-mail channel's inbound webhook, posted by its provider (apps/mail/views.py)
+    path("mail/", include("apps.mail.urls")),
     path("api/v1/", include("config.api_urls")),
     # staff only in production; API_DOCS_PUBLIC opens them (config/api_docs.py)
     path("api/schema/", schema_view, name="schema"),
