@@ -19,6 +19,9 @@ class CustomerVerification(models.TextChoices):
     HMAC = "hmac", _("Signed id (HMAC)")
     JWT = "jwt", _("Signed token (JWT)")
     EMAIL_CODE = "email_code", _("One-time code by e-mail")
+    # An e-mail whose From address the inbound provider (or the trusted Authentication-Results
+    # header) reported DKIM or SPF passing for (apps/mail, docs/email.md "Identity").
+    EMAIL_SENDER = "email_sender", _("Verified e-mail sender (DKIM/SPF)")
 
 
 class Channel(models.TextChoices):

@@ -89,6 +89,7 @@ CUSTOMER_FACING = (
     "apps/identity/services.py",  # the e-mail one-time code: its replies and e-mail
     "apps/widget/apis.py",
     "apps/outcomes/services.py",  # the widget's rating answers
+    "apps/mail/services/wording.py",  # the e-mails customers receive (the e-mail channel)
     "templates/widget/",
     "templates/privacy/",  # the export a customer receives
 )

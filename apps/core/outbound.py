@@ -24,7 +24,14 @@ from django.utils import timezone
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["OutboundEvent", "connect", "disconnect", "emit"]
+__all__ = ["INTERNAL_PREFIX", "TURN_REPLIED", "OutboundEvent", "connect", "disconnect", "emit"]
+
+# Internal events: between the apps of this process only, never sent to the business's systems
+# (apps.events ignores every type with this prefix; they are not in docs/events.md).
+INTERNAL_PREFIX = "internal."
+# A turn posted visible replies (its answer, a question, a hand-off notice); data:
+# {"conversation_id", "trace_id", "channel"}. The e-mail channel mails them (apps.mail).
+TURN_REPLIED = "internal.turn.replied"
 
 
 @dataclass(frozen=True)

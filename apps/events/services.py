@@ -40,7 +40,7 @@ from django.utils.translation import gettext
 
 from apps.clients.models import Client
 from apps.core.exceptions import ApplicationError
-from apps.core.outbound import OutboundEvent
+from apps.core.outbound import INTERNAL_PREFIX, OutboundEvent
 from apps.core.tenancy import tenant_scope
 from apps.events.alerts import alert_text
 from apps.events.models import (
@@ -207,8 +207,9 @@ def subscription_secret_rotate(*, client: Client, subscription: EventSubscriptio
 def event_receive(event: OutboundEvent) -> None:
     """The outbound hook's receiver (after the cause committed): queue the recording on the
     background queue. Never raises (the hook logs what does). A client with no active
-    subscription queues nothing."""
-    if not client_listening(event.client_id):
+    subscription queues nothing, nor does an internal event (`INTERNAL_PREFIX`: between our own
+    apps, never sent — a turn's replies for the e-mail channel)."""
+    if event.type.startswith(INTERNAL_PREFIX) or not client_listening(event.client_id):
         return
     message = {
         "id": event.id,

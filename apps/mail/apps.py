@@ -6,3 +6,13 @@ class MailConfig(AppConfig):
     name = "apps.mail"
     label = "mail"
     verbose_name = _("E-mail channel")
+
+    def ready(self) -> None:
+        # A turn that replied in an e-mail conversation: the reasoning app announces it on the
+        # kernel's outbound hook (it must not import this app); the reply is e-mailed from
+        # here. Importing the reply tasks registers their names in every process.
+        from apps.core import outbound
+        from apps.mail import outbound_tasks  # noqa: F401
+        from apps.mail.services.outbound import turn_replied_receive
+
+        outbound.connect(turn_replied_receive)

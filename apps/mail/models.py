@@ -108,6 +108,7 @@ class Disposition(models.TextChoices):
     SENDER_CAPPED = "sender_cap", _("Sender over the hourly cap — kept for staff")
     DUPLICATE = "duplicate", _("Duplicate — already received")
     EMPTY = "empty", _("No new text — not answered")
+    QUEUED = "queued", _("Queued — being sent")
     SENT = "sent", _("Sent")
     SEND_FAILED = "send_failed", _("Sending failed")
 
@@ -159,6 +160,12 @@ class MailMessage(TenantOwnedModel):
     sender_verified = models.BooleanField(_("sender verified"), default=False)
     received_via = models.CharField(_("via"), max_length=12, choices=InboundVia.choices, blank=True)
     error = models.CharField(_("error"), max_length=500, blank=True)
+    # Outbound only: how often sending was tried, and when the next try is due (None: nothing
+    # left to try — sent, or given up after the last attempt).
+    send_attempts = models.PositiveSmallIntegerField(_("send attempts"), default=0, editable=False)
+    next_attempt_at = models.DateTimeField(
+        _("next attempt at"), null=True, blank=True, editable=False
+    )
 
     class Meta:
         verbose_name = _("e-mail")
@@ -168,6 +175,12 @@ class MailMessage(TenantOwnedModel):
             models.Index(fields=["client", "header_message_id"], name="mail_client_msgid_idx"),
             models.Index(fields=["client", "conversation", "created_at"]),
             models.Index(fields=["client", "from_address", "direction", "created_at"]),
+            # The beat's retries: outbound mail whose next attempt is due (a short list).
+            models.Index(
+                fields=["next_attempt_at"],
+                condition=models.Q(next_attempt_at__isnull=False),
+                name="mail_next_attempt_idx",
+            ),
         ]
 
     def __str__(self) -> str:

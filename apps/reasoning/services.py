@@ -43,6 +43,7 @@ from apps.conversations.services import (
 )
 from apps.core.deadlines import deadline_scope
 from apps.core.languages import reply_language
+from apps.core.outbound import TURN_REPLIED, emit
 from apps.core.tenancy import tenant_scope
 from apps.escalations.models import EscalationReason
 from apps.escalations.services import escalation_create
@@ -753,6 +754,19 @@ def _finish(
             )
             trace.escalated = True
         conversation_changed(conversation.pk, client.pk)  # typing stops (event streams)
+        if replies or trace.escalated:
+            # The replies this turn posted, for a channel that delivers them itself (the e-mail
+            # channel mails them): an internal event, after this transaction commits.
+            emit(
+                TURN_REPLIED,
+                client_id=client.pk,
+                conversation=rec.conversation.public_id,
+                data={
+                    "conversation_id": conversation.pk,
+                    "trace_id": trace.pk,
+                    "channel": rec.conversation.channel,
+                },
+            )
         if status != TraceStatus.SKIPPED and (trace.tool_calls or trace.escalated):
             # What the turn teaches later ones — written once this transaction commits.
             trace_id, confidence, client_id = trace.pk, outcome.confidence, client.pk

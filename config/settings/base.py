@@ -17,6 +17,7 @@ from config.settings.parts.i18n import *  # noqa: F403
 from config.settings.parts.insights import *  # noqa: F403
 from config.settings.parts.knowledge import *  # noqa: F403
 from config.settings.parts.llm import *  # noqa: F403
+from config.settings.parts.mail_replies import *  # noqa: F403
 from config.settings.parts.privacy import *  # noqa: F403
 from config.settings.parts.reasoning import *  # noqa: F403
 from config.settings.parts.tools import *  # noqa: F403
