@@ -120,16 +120,20 @@ def mail_channel_rule_problems(
     return problems
 
 
-def mail_channel_problems(
-    values: Mapping[str, Any], *, stored: Mapping[str, Any] | None = None
-) -> dict[str, str]:
-    """What is wrong with these column values (column -> the first message), judged on their
-    own (the tenant file checks one entry at a time); `stored` are the saved secrets a missing
-    one keeps. {} when nothing."""
-    data = {**channel_defaults(), **(stored or {}), **values}
+def mail_channel_problems(values: Mapping[str, Any], *, needs: bool = False) -> dict[str, str]:
+    """What is wrong with these column values (column -> the first message); {} when nothing.
+    Only the columns in `values` are judged (the tenant file checks a field at a time); with
+    `needs`, also what the chosen `inbound_via` needs (pass the stored secret for one the
+    caller keeps)."""
+    data = {**channel_defaults(), **values}
+    given = set(values)
+    if "address" not in values:
+        data["address"] = "judged@elsewhere.invalid"
     problems: dict[str, str] = {}
     for column, message in mail_channel_rule_problems(data):
-        problems.setdefault(column, message)
+        needed = needs and column in (*IMAP_NEEDS, "webhook_secret")
+        if (column in given or needed) and column not in problems:
+            problems[column] = message
     return problems
 
 
