@@ -14,7 +14,7 @@ from django.shortcuts import get_object_or_404
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
-from django.utils.translation import gettext
+from django.utils.translation import gettext, pgettext
 from django.utils.translation import gettext_lazy as _
 
 from apps.api.admin import ReadOnlyAuditAdmin, TenantScopedAdmin
@@ -136,7 +136,7 @@ class MailChannelAdmin(TenantScopedAdmin):
     @admin.display(description=_("Secrets"))
     def secret_state(self, obj: MailChannel) -> str:
         def state(value: str) -> str:
-            return gettext("set") if value else gettext("not set")
+            return pgettext("secret state", "set") if value else pgettext("secret state", "not set")
 
         return gettext("webhook secret: %(webhook)s · IMAP password: %(imap)s") % {
             "webhook": state(obj.webhook_secret),
@@ -157,7 +157,7 @@ class MailAttachmentInline(admin.TabularInline):
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    @admin.display(description=_("file name"))
+    @admin.display(description=_("attachment file name"))
     def download(self, obj: MailAttachment) -> SafeString | str:
         if not obj.file:
             return obj.filename
@@ -244,15 +244,15 @@ class MailMessageAdmin(ReadOnlyAuditAdmin):
     def conversation_short(self, obj: MailMessage) -> SafeString | str:
         return conversation_link(obj.conversation)
 
-    @admin.display(description=_("from"))
+    @admin.display(description=_("e-mail sender"))
     def from_display(self, obj: MailMessage) -> str:
         return f"{obj.from_name} <{obj.from_address}>" if obj.from_name else obj.from_address
 
-    @admin.display(description=_("to"))
+    @admin.display(description=_("e-mail recipients"))
     def to_display(self, obj: MailMessage) -> str:
         return ", ".join(str(a) for a in obj.to_addresses or []) or "-"
 
-    @admin.display(description=_("full text"))
+    @admin.display(description=_("full text of the e-mail"))
     def text_block(self, obj: MailMessage) -> SafeString | str:
         return format_html(PRE, obj.text) if obj.text else "-"
 
@@ -260,7 +260,7 @@ class MailMessageAdmin(ReadOnlyAuditAdmin):
     def html_source(self, obj: MailMessage) -> SafeString | str:
         return format_html(PRE, obj.html) if obj.html else "-"
 
-    @admin.display(description=_("headers"))
+    @admin.display(description=_("e-mail headers"))
     def headers_block(self, obj: MailMessage) -> SafeString | str:
         rows = [(str(h[0]), str(h[1])) for h in obj.headers or [] if len(h) == 2]
         if not rows:
