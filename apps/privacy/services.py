@@ -59,6 +59,7 @@ from apps.insights.models import InsightProposal
 from apps.knowledge import cache as knowledge_cache
 from apps.knowledge.models import FAQ, Article, ArticleChunk
 from apps.knowledge.services.indexing import article_index
+from apps.mail.models import MailAttachment, MailMessage
 from apps.notes import cache as notes_cache
 from apps.notes.models import Note
 from apps.notes.services import note_content_hash
@@ -531,8 +532,32 @@ ERASE_HANDLED: frozenset[type[models.Model]] = frozenset(
         Note,
         PlaygroundRun,
         CaseRun,
+        MailMessage,
     }
 )
+
+
+def _erase_mail(scope: _ErasureScope, counts: dict[str, int]) -> None:
+    """The e-mails of the conversations (the e-mail channel): their attachments deleted, files
+    included; the e-mails kept as shells (direction, what became of them, when — the hourly
+    caps count them) with every address, header, subject and text emptied."""
+    client = scope.client
+    mails = MailMessage.objects.for_client(client).filter(
+        Q(conversation_id__in=scope.ids) | Q(message_id__in=scope.message_ids)
+    )
+    attachments = MailAttachment.objects.for_client(client).filter(mail__in=mails)
+    files = [(a.file.storage, str(a.file.name)) for a in attachments.exclude(file="")]
+    _add(counts, _label(MailAttachment), attachments.delete()[0])
+
+    def delete_files() -> None:  # once the erasure commits (a dry run rolls back: none go)
+        for storage, name in files:
+            try:
+                storage.delete(name)
+            except OSError:
+                logger.warning("an erased e-mail's attachment file was not deleted: %s", name)
+
+    transaction.on_commit(delete_files)
+    _blank(counts, MailMessage, mails)
 
 
 def _delete_dependent_rows(scope: _ErasureScope, counts: dict[str, int]) -> None:
@@ -698,6 +723,7 @@ def conversations_erase(*, client: Client, conversation_ids: list[int]) -> dict[
         return counts
     scope = _erasure_scope(client, ids)
     counts |= deliveries_erase(client=client, conversation_public_ids=scope.public_ids)
+    _erase_mail(scope, counts)
     _delete_dependent_rows(scope, counts)
     _blank_conversation_rows(scope, counts)
     # Free text about many conversations: proposals, saved cases, simulation reports.

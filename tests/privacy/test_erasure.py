@@ -205,6 +205,7 @@ DEPENDENTS = {
     "flags.MessageFlag": "deleted (its correction may quote the customer)",
     "identity.EmailCodeChallenge": "deleted (the address a one-time code was sent to)",
     "insights.InsightProposal": "deleted when taught from the customer's message or flag",
+    "mail.MailMessage": "addresses, headers, subject and text emptied; attachments deleted",
     "notes.Note": "deleted",
     "outcomes.ConversationResolution": "kept: resolved or not, and when (no customer data)",
     "playground.PlaygroundRun": "question, result and notes emptied",

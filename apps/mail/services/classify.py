@@ -15,7 +15,7 @@ from apps.mail.models import Disposition
 # RFC 3834: anything but "no" is an automatic message.
 _AUTO_SUBMITTED_HUMAN = "no"
 _PRECEDENCE_AUTO = {"bulk", "junk", "list", "auto_reply", "auto-reply"}
-_SUPPRESS_AUTO = {"all", "oof", "autoreply"}
+_SUPPRESS_AUTO = {"all", "oof"}
 _BOUNCE_LOCALPARTS = {"mailer-daemon", "postmaster"}
 _MSGID = re.compile(r"<([^<>\s]+)>")
 
@@ -47,6 +47,8 @@ def is_auto_reply(mail: EmailPart) -> bool:
 
 
 def is_bounce(mail: EmailPart, from_address: str) -> bool:
+    if not from_address:
+        return True  # no sender (the null reverse-path of a delivery report): nobody to answer
     if header(mail, "Return-Path").replace(" ", "") == "<>":
         return True
     if from_address.split("@", 1)[0].lower() in _BOUNCE_LOCALPARTS:

@@ -1,0 +1,88 @@
+"""Identity by e-mail (docs/email.md "Identity"): a sender the inbound provider vouched for
+(DKIM or SPF passed) is the conversation's verified customer, so `customer_scoped` tools run
+for that address and carry it in the signed body; an unverified sender gets nothing done and
+nothing revealed, and a later unverified e-mail takes the verification back."""
+
+from __future__ import annotations
+
+import pytest
+
+from apps.conversations.models import CustomerVerification
+from apps.tools.models import ClientTool, ToolExecution
+from tests.mail.conftest import CUSTOMER, email, reply_to
+from tests.reasoning.conftest import assess
+from tests.support.fake_webhook import Reply
+
+pytestmark = pytest.mark.django_db
+
+ORDER = {"order_id": "TH-12345", "status": "shipped", "address": "1 Elm St, Springfield"}
+
+
+@pytest.fixture
+def scoped(shop) -> ClientTool:
+    tool = ClientTool.objects.for_client(shop).get(name="get_order_status")
+    tool.customer_scoped = True
+    tool.save(update_fields=["customer_scoped"])
+    shop.signin_url = "https://shop.example/login"
+    shop.save(update_fields=["signin_url"])
+    return tool
+
+
+def look_up(llm) -> None:
+    llm.script(
+        "assess",
+        assess(
+            response="Let me look that up.",
+            tool_call="get_order_status",
+            tool_params={"order_id": "TH-12345"},
+        ),
+    )
+    llm.script("compose", {"response": "Order TH-12345 has shipped to 1 Elm St."})
+
+
+def test_a_verified_sender_runs_a_customer_scoped_tool_as_that_customer(
+    mailbox, scoped, llm, webhook, smtp_sink
+):
+    look_up(llm)
+    webhook.default(Reply.ok(ORDER))
+    row = mailbox.send(email("Where is my order TH-12345?"), verified=True)
+    conversation = row.conversation
+    conversation.refresh_from_db()
+    assert conversation.customer_verified
+    assert conversation.customer_verified_via == CustomerVerification.EMAIL_SENDER
+    [request] = webhook.requests
+    assert request.json["customer"] == {"id": CUSTOMER, "email": CUSTOMER, "verified": True}
+    assert row.sender_verified
+    [sent] = smtp_sink.wait(1)
+    assert "shipped" in sent.get_body(preferencelist=("plain",)).get_content()
+
+
+def test_an_unverified_sender_gets_nothing_done_or_revealed(
+    mailbox, scoped, llm, webhook, smtp_sink
+):
+    look_up(llm)
+    webhook.default(Reply.ok(ORDER))
+    row = mailbox.send(email("Where is my order TH-12345?"), verified=False)
+    row.conversation.refresh_from_db()
+    assert not row.conversation.customer_verified
+    assert webhook.requests == []
+    assert ToolExecution.objects.for_client(row.client).count() == 0
+    [sent] = smtp_sink.wait(1)
+    text = sent.get_body(preferencelist=("plain",)).get_content()
+    assert "Elm" not in text and "shipped" not in text
+
+
+def test_an_unverified_mail_in_a_verified_thread_takes_the_verification_back(
+    mailbox, scoped, llm, webhook, smtp_sink
+):
+    llm.default("assess", assess(response="Hello!", confidence=9))
+    first = mailbox.send(email("Hello there, a question"), verified=True)
+    [ours] = smtp_sink.wait(1)
+    first.conversation.refresh_from_db()
+    assert first.conversation.customer_verified
+    # A forged From (DKIM and SPF fail) replying into the thread.
+    mailbox.send(reply_to(ours, "Where is my order TH-12345?"), verified=False)
+    first.conversation.refresh_from_db()
+    assert not first.conversation.customer_verified
+    assert first.conversation.customer_id == ""
+    assert webhook.requests == []
