@@ -21,4 +21,5 @@ urlpatterns = [
     path("", include("apps.simulations.flag_urls")),
     path("privacy/", include("apps.privacy.urls")),
     path("events/", include("apps.events.urls")),
+    path("", include("apps.mail.api_urls")),
 ]

@@ -62,6 +62,7 @@ from tests.factories import (
     PlanFactory,
     UserFactory,
 )
+from tests.mail.staff_data import make_channel, make_thread
 
 pytestmark = pytest.mark.django_db
 
@@ -102,6 +103,11 @@ RULES: dict[str, dict[str, str]] = {
     "tools.clienttool": {"view": ADMIN, "add": ADMIN, "change": ADMIN, "delete": ADMIN},
     # An MCP server's tools are tools: configuration (admins), and its token is write-only.
     "tools.mcpserver": {"view": ADMIN, "add": ADMIN, "change": ADMIN, "delete": ADMIN},
+    # An e-mail channel receives and sends mail for the client, with its provider's secret or
+    # mailbox password: configuration (admins). The e-mails are the conversations' record,
+    # read like conversations, written by the product only.
+    "mail.mailchannel": {"view": ADMIN, "add": ADMIN, "change": ADMIN, "delete": ADMIN},
+    "mail.mailmessage": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
     "tools.pendingaction": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
     "approvals.approvalrequest": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
     "tools.toolexecution": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
@@ -199,8 +205,9 @@ def url(model: type[Any], view: str, *args: Any) -> str:
 
 
 @pytest.fixture
-def world(db) -> dict[str, Any]:
+def world(db, settings, tmp_path) -> dict[str, Any]:
     """Two tenants with a row of every kind in the first, and one user per role."""
+    settings.MEDIA_ROOT = str(tmp_path / "media")
     plan = PlanFactory()
     ModelPriceFactory()
     acme = ClientFactory(plan=plan, name="Acme Shop")
@@ -275,6 +282,19 @@ def world(db) -> dict[str, Any]:
     mcp = McpServer.objects.create(
         client=acme, name="crm", url="https://127.0.0.1:9/mcp", bearer_token="mcp-token-secret-1"
     )
+    # E-mail: a channel with no mail first (the one deleted), then a thread on another.
+    empty_channel = make_channel(acme, address="spare@acme.example", webhook_secret="mg-spare-1")
+    mail_thread = make_thread(
+        acme,
+        channel=make_channel(
+            acme,
+            inbound_via="imap",
+            webhook_secret="",
+            imap_host="imap.acme.example",
+            imap_username="support",
+            imap_password="imap-password-secret-1",
+        ),
+    )
     EventDelivery.objects.create(
         client=acme,
         subscription=subscription,
@@ -345,6 +365,8 @@ def world(db) -> dict[str, Any]:
             users[VIEWER].password,
             subscription.secret,
             mcp.bearer_token,
+            empty_channel.webhook_secret,
+            mail_thread.channel.imap_password,
         ],
     }
 

@@ -31,6 +31,7 @@ from apps.console.access import (
     refresh_context,
 )
 from apps.console.inbox_selectors import (
+    CHANNELS,
     MAX_SEARCH_CHARS,
     STATES,
     InboxFilters,
@@ -51,7 +52,7 @@ from apps.escalations.services import (
 )
 from apps.reasoning.handback import conversation_hand_back
 
-FILTER_KEYS = ("state", "assignee", "mode", "tool", "flagged", "q")
+FILTER_KEYS = ("state", "assignee", "mode", "tool", "flagged", "q", "channel")
 
 
 def parse_filters(params: QueryDict) -> InboxFilters:
@@ -65,6 +66,7 @@ def parse_filters(params: QueryDict) -> InboxFilters:
         tool=params.get("tool", "")[:64],
         flagged=params.get("flagged") in ("1", "on", "true"),
         q=params.get("q", "").strip()[:MAX_SEARCH_CHARS],
+        channel=params.get("channel", "") if params.get("channel", "") in CHANNELS else "",
         page=int(page_raw)
         if page_raw.isascii() and page_raw.isdigit() and len(page_raw) < 6
         else 1,
@@ -91,6 +93,8 @@ def _row(access: ConsoleAccess, conversation: Conversation, now: Any) -> dict[st
         "id": str(conversation.public_id),
         "url": conversation_url(access, conversation),
         "title": conversation_title(conversation),
+        "channel": conversation.channel,
+        "channel_label": str(CHANNELS.get(conversation.channel, conversation.channel)),
         "email": conversation.contact_email,
         "customer": conversation_customer(conversation),
         "state": state,
@@ -132,6 +136,7 @@ def inbox(request: HttpRequest, access: ConsoleAccess) -> HttpResponse:
             "page": page,
             "waiting": data["waiting"],
             "states": [(key, str(label)) for key, label in STATES.items()],
+            "channels": [(key, str(label)) for key, label in CHANNELS.items()],
             "teammates": inbox_teammates(client=access.client),
             "modes": choices["modes"],
             "tools": choices["tools"],

@@ -22,7 +22,7 @@ from typing import Any
 
 from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
-from django.utils.translation import gettext
+from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.models import Membership, User
@@ -30,6 +30,7 @@ from apps.accounts.models import Role as StaffRole
 from apps.clients import modes as mode_registry
 from apps.clients.models import Client
 from apps.conversations.models import (
+    Channel,
     Conversation,
     ConversationStatus,
     Kind,
@@ -51,6 +52,12 @@ SEARCH_CHUNK = 200  # the first chunk; each next one is twice as long
 TITLE_WORDS = 8
 TITLE_CHARS = 60
 
+# The channel badge of each inbox row (and the channel filter's choices).
+CHANNELS: dict[str, Any] = {
+    "widget": pgettext_lazy("inbox channel badge", "Chat"),
+    "email": pgettext_lazy("inbox channel badge", "E-mail"),
+}
+
 STATES: dict[str, Any] = {
     "assistant": _("Handled by the assistant"),
     "waiting": _("Waiting for staff"),
@@ -68,6 +75,7 @@ class InboxFilters:
     flagged: bool = False
     q: str = ""
     page: int = 1
+    channel: str = ""  # "widget", "email", or "" for both
 
 
 @dataclass(frozen=True)
@@ -138,6 +146,8 @@ def inbox_queryset(*, client: Client, filters: InboxFilters, user: Any = None) -
         )
     if filters.flagged:
         queryset = conversations_flagged(client=client, queryset=queryset)
+    if filters.channel in Channel.values:
+        queryset = queryset.filter(channel=filters.channel)
     return queryset.order_by("-last_message_at", "-pk")
 
 

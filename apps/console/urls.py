@@ -33,6 +33,11 @@ urlpatterns = [
         name="console-conversation-events",
     ),
     path(
+        "conversations/<str:public_id>/attachments/<str:attachment_id>",
+        views.conversation_attachment,
+        name="console-conversation-attachment",
+    ),
+    path(
         "conversations/<str:public_id>/reply",
         views.conversation_reply,
         name="console-conversation-reply",

@@ -53,7 +53,7 @@ from apps.console.access import (
 from apps.console.inbox import conversation_actions_context
 from apps.console.inbox_selectors import conversation_title
 from apps.conversations import events
-from apps.conversations.models import ConversationStatus, Message, Visibility
+from apps.conversations.models import Channel, ConversationStatus, Message, Visibility
 from apps.conversations.rendering import message_html, message_sources
 from apps.conversations.selectors import (
     conversation_get,
@@ -65,6 +65,8 @@ from apps.core.exceptions import ApplicationError
 from apps.escalations.models import Escalation
 from apps.escalations.selectors import escalation_open_for_conversation, escalation_queue
 from apps.escalations.services import staff_reply
+from apps.mail.downloads import attachment_response
+from apps.mail.thread import mail_attachment_get, mail_thread
 from apps.reasoning.handback import escalation_hand_back
 from apps.reasoning.models import ReasoningStep, ReasoningTrace
 from apps.reasoning.selectors import conversation_detail
@@ -214,6 +216,11 @@ def _render_conversation(
     escalations = list(conversation.escalations.all())
     open_escalation = next((e for e in escalations if e.status == "open"), None)
     base = reverse("console-conversation", args=[conversation.public_id])
+    mails = (
+        list(mail_thread(client=access.client, conversation=conversation))
+        if conversation.channel == Channel.EMAIL
+        else None
+    )
     return render(
         request,
         "console/conversation.html",
@@ -241,6 +248,8 @@ def _render_conversation(
             "poll_seconds": POLL_SECONDS,
             "max_chars": MAX_MESSAGE_CHARS,
             "escalated_status": ConversationStatus.ESCALATED,
+            "mails": mails,
+            "attachments_url": base + "attachments/",
         },
         status=status,
     )
@@ -288,6 +297,23 @@ def conversation_resolve(
         escalation_hand_back(client=access.client, escalation=escalation, actor=request.user)
         messages.success(request, _("Resolved: the assistant answers this conversation again."))
     return redirect(conversation_url(access, conversation))
+
+
+@require_GET
+@console_view()
+def conversation_attachment(
+    request: HttpRequest, access: ConsoleAccess, public_id: str, attachment_id: str
+) -> HttpResponseBase:
+    """An attachment of one of the conversation's e-mails, for staff of its client (another
+    client's, a refused or an unknown one is a 404). Sent as a download the browser will not
+    run (apps/mail/downloads.py)."""
+    conversation = conversation_or_404(access, public_id)
+    attachment = mail_attachment_get(
+        client=access.client, conversation=conversation, attachment_id=attachment_id
+    )
+    if attachment is None:
+        raise Http404("No such attachment.")
+    return attachment_response(attachment)
 
 
 @require_GET

@@ -21,7 +21,7 @@ from apps.api.schema import (
     invalid_example,
     page_schema,
 )
-from apps.conversations.models import ConversationStatus
+from apps.conversations.models import Channel, ConversationStatus
 from apps.conversations.selectors import conversation_get, conversation_list
 from apps.conversations.serializers import MessageSerializer
 from apps.conversations.services import MAX_MESSAGE_CHARS
@@ -70,6 +70,12 @@ class CustomerSerializer(serializers.Serializer):
 class ConversationSummarySerializer(serializers.Serializer):
     id = serializers.UUIDField(source="public_id", help_text="The conversation's public id.")
     status = NamedChoiceField(choices=ConversationStatus, enum_name="ConversationStatus")
+    channel = NamedChoiceField(
+        choices=Channel,
+        enum_name="ConversationChannel",
+        help_text="Where the customer writes: the chat widget or e-mail (one thread per "
+        "conversation; its e-mails at `…/emails/`).",
+    )
     visitor_id = serializers.CharField(help_text="The visitor's identity as the client knows it.")
     language = serializers.CharField()
     created_at = serializers.DateTimeField()

@@ -26,6 +26,7 @@ from apps.clients.identity import Identity
 from apps.clients.models import Client
 from apps.conversations.events import conversation_changed
 from apps.conversations.models import (
+    Channel,
     Conversation,
     ConversationStatus,
     Kind,
@@ -609,6 +610,8 @@ def unseen_replies_email(*, conversation_id: int) -> int:
     )
     if conversation is None or not conversation.contact_email:
         return 0
+    if conversation.channel == Channel.EMAIL:
+        return 0  # its staff replies go out in the thread itself (apps/mail/staff_replies.py)
     if conversation.contact_email_confirmed_at is None:
         return 0  # only to an address the customer confirmed (the link we e-mailed)
     client = conversation.client

@@ -46,6 +46,7 @@ from apps.knowledge.services.articles import (
     MAX_TITLE_CHARS,
     is_http_url,
 )
+from apps.mail.channels import mail_channel_problems
 from apps.tools.approval_rules import approval_rule_problems
 from apps.tools.identifiers import IDENTIFIER_KEYWORD
 from apps.tools.mcp_settings import mcp_server_problems
@@ -396,6 +397,45 @@ class McpServerIn(_Strict):
         return value
 
 
+class MailChannelIn(_Strict):
+    """A client's e-mail channel (docs/email.md), upserted by address; each field checked like
+    the admin's form and the API (`mail_channel_problems`), and what `inbound_via` needs (the
+    webhook secret, the IMAP mailbox) when the file is imported, since a secret left out
+    keeps the stored one. Exported without its secrets."""
+
+    address: str = Field(max_length=254)
+    display_name: str = Field(default="", max_length=100)
+    inbound_via: str
+    webhook_secret: str = Field(default="", max_length=500)
+    imap_host: str = Field(default="", max_length=255)
+    imap_port: int = 993
+    imap_ssl: bool = True
+    imap_username: str = Field(default="", max_length=255)
+    imap_password: str = Field(default="", max_length=500)
+    imap_folder: str = Field(default="INBOX", max_length=255)
+    trusted_authserv_id: str = Field(default="", max_length=255)
+    max_replies_per_thread_hour: int = 5
+    max_replies_per_sender_hour: int = 10
+    max_attachment_bytes: int = 10 * 1024 * 1024
+    enabled: bool = True
+
+    @field_validator(
+        "address",
+        "inbound_via",
+        "imap_port",
+        "max_replies_per_thread_hour",
+        "max_replies_per_sender_hour",
+        "max_attachment_bytes",
+    )
+    @classmethod
+    def _as_the_admin_checks(cls, value: Any, info: ValidationInfo) -> Any:
+        field = str(info.field_name)
+        problem = mail_channel_problems({field: value}).get(field)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+
 class ClientIn(_Strict):
     slug: Slug
     name: str = Field(min_length=1, max_length=200)
@@ -425,6 +465,9 @@ class ClientIn(_Strict):
     # The client's MCP servers (docs/mcp.md): created or updated by name, never deleted; one
     # created or changed has its tools listed after the import (disabled until reviewed).
     mcp_servers: list[McpServerIn] = []
+    # The client's e-mail channels (docs/email.md): created or updated by address, never
+    # deleted; secrets left out keep the stored ones.
+    mail_channels: list[MailChannelIn] = []
 
     @field_validator("language")
     @classmethod
@@ -505,6 +548,14 @@ class ClientIn(_Strict):
         dupes = sorted({s for s in shortcuts if shortcuts.count(s) > 1})
         if dupes:
             raise ValueError(f"reply_templates: shortcut used twice: {', '.join(dupes)}")
+        return self
+
+    @model_validator(mode="after")
+    def _unique_mail_channels(self) -> ClientIn:
+        addresses = [channel.address.lower() for channel in self.mail_channels]
+        dupes = sorted({a for a in addresses if addresses.count(a) > 1})
+        if dupes:
+            raise ValueError(f"mail_channels: address used twice: {', '.join(dupes)}")
         return self
 
     @model_validator(mode="after")

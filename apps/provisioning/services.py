@@ -27,6 +27,10 @@ from apps.knowledge.services.articles import (
     source_create,
     source_update,
 )
+from apps.mail.channels import CHANNEL_FIELDS as MAIL_CHANNEL_FIELDS
+from apps.mail.channels import SECRET_FIELDS as MAIL_SECRET_FIELDS
+from apps.mail.channels import mail_channel_create, mail_channel_problems, mail_channel_update
+from apps.mail.models import MailChannel
 from apps.provisioning.importer import ClientIn, executor_settings, parse_tenant_file
 from apps.simulations.cases import cases_import
 from apps.tools.executors import executor_for, settings_for
@@ -180,6 +184,7 @@ def _import_client(*, spec: ClientIn, plan: Plan, index: int = 0) -> ImportedCli
     _import_reply_templates(client=client, spec=spec, index=index)
 
     _import_mcp_servers(client=client, spec=spec, index=index)
+    _import_mail_channels(client=client, spec=spec, index=index)
 
     secret = None
     if not ApiKey.objects.for_client(client).active().exists():
@@ -236,6 +241,41 @@ def _import_reply_templates(*, client: Client, spec: ClientIn, index: int) -> No
                 )
         except ApplicationError as exc:
             _raise_invalid(exc, path)
+
+
+def _import_mail_channels(*, client: Client, spec: ClientIn, index: int) -> None:
+    """The file's e-mail channels, created or updated by address (case-insensitive); the
+    client's other channels are left alone. A secret the file leaves out keeps the stored one;
+    a new channel gets its own random inbound URL token (docs/email.md)."""
+    existing = {c.address.lower(): c for c in MailChannel.objects.for_client(client)}
+    fields: dict[str, str] = {}
+    rows: list[tuple[MailChannel | None, dict[str, Any]]] = []
+    for j, entry in enumerate(spec.mail_channels):
+        stored = existing.get(entry.address.lower())
+        values = entry.model_dump()
+        kept = {
+            column: getattr(stored, column) if stored is not None else ""
+            for column in MAIL_SECRET_FIELDS
+            if not values.get(column)
+        }
+        for column in kept:
+            values.pop(column)
+        # Each field was checked with the file; what `inbound_via` needs, with the stored
+        # secrets, here.
+        problems = mail_channel_problems({**values, **kept}, needs=True)
+        for column, message in problems.items():
+            fields[f"clients[{index}].mail_channels[{j}].{column}"] = message
+        rows.append((stored, values))
+    if fields:
+        lines = "\n".join(f"  {path}: {message}" for path, message in fields.items())
+        raise ApplicationError(
+            f"Invalid tenant file:\n{lines}", {"fields": fields}, code="invalid_file"
+        )
+    for stored, values in rows:
+        if stored is None:
+            mail_channel_create(client=client, **values)
+        elif any(getattr(stored, column) != value for column, value in values.items()):
+            mail_channel_update(client=client, channel=stored, **values)
 
 
 # Where each McpServer column is in a `mcp_servers[]` entry of the file.
@@ -495,7 +535,21 @@ def client_export(*, client: Client) -> dict[str, Any]:
         **_reply_templates_export(client),
         **({"business_hours": client.business_hours} if client.business_hours else {}),
         **_mcp_servers_export(client),
+        **_mail_channels_export(client),
     }
+
+
+def _mail_channels_export(client: Client) -> dict[str, Any]:
+    """The client's e-mail channels without their secrets (the webhook secret, the IMAP
+    password) nor their inbound URL token: importing the entry again keeps the stored ones."""
+    rows = [
+        {column: getattr(channel, column) for column in MAIL_CHANNEL_FIELDS}
+        for channel in MailChannel.objects.for_client(client).order_by("address")
+    ]
+    for row in rows:
+        for secret in MAIL_SECRET_FIELDS:
+            row.pop(secret)
+    return {"mail_channels": rows} if rows else {}
 
 
 def _mcp_servers_export(client: Client) -> dict[str, Any]:

@@ -37,6 +37,10 @@
     tr.dataset.conversation = r.id;
     tr.dataset.state = r.state;
     var title = el("td");
+    var badge = el("span", "gd-channel gd-channel-" + r.channel, r.channel_label);
+    badge.dataset.channel = r.channel;
+    title.appendChild(badge);
+    title.appendChild(document.createTextNode(" "));
     var link = el("a", null, r.title);
     link.href = r.url;
     title.appendChild(link);

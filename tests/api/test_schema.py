@@ -109,6 +109,7 @@ def test_every_staff_operation_is_documented():
         ("/api/v1/conversations/{public_id}/handback", "post"),
         ("/api/v1/conversations/{public_id}/notes", "get"),
         ("/api/v1/conversations/{public_id}/notes", "post"),
+        ("/api/v1/conversations/{public_id}/emails/", "get"),
         ("/api/v1/tool-executions/", "get"),
         ("/api/v1/tools/", "get"),
         ("/api/v1/tools/{name}/", "patch"),

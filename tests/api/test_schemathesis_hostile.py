@@ -36,6 +36,7 @@ from apps.conversations.services import conversation_create
 from apps.escalations.models import ReplyTemplate
 from apps.events.models import EventDelivery, EventSubscription, EventType
 from apps.flags.models import MessageFlag
+from apps.mail.channels import mail_channel_create
 from apps.privacy.models import DataSubjectRequest
 from apps.tools.models import McpAuth, McpServer
 from tests.api.conftest import make_tenant_data
@@ -156,10 +157,17 @@ def tenant(db: Any) -> dict[str, Any]:
     mcp_server = McpServer.objects.create(
         client=client, name="crm", url="https://mcp.example.com/mcp", auth=McpAuth.NONE
     )
+    mail_channel = mail_channel_create(
+        client=client,
+        address="support@fuzzed.example",
+        inbound_via="mailgun",
+        webhook_secret="mailgun-key-fuzz",
+    )
     return {
         "ids": {
             "public_id": str(data.conversation.public_id),
             "server_name": mcp_server.name,
+            "channel_id": str(mail_channel.public_id),
             "escalation_id": str(getattr(data.escalation, "public_id", data.escalation.pk)),
             "name": data.tool.name,
             "key_id": str(to_revoke.pk),

@@ -27,11 +27,11 @@ from tests.factories import ClientFactory
 pytestmark = pytest.mark.django_db
 
 ORIGIN = "https://fuzzed.example"
-# The widget, billing and current client, and the staff workspace's, privacy, events and MCP
-# server operations.
+# The widget, billing and current client, and the staff workspace's, privacy, events, MCP
+# server and e-mail channel operations.
 OTHER_PATHS = (
     r"^/api/v1/(widget/|billing/|client/$|outcomes/|approvals/|flags/|reply-templates/|privacy/"
-    r"|teach/|events/|mcp-servers/)"
+    r"|teach/|events/|mcp-servers/|mail-channels/)"
 )
 
 fuzzed_schema = schemathesis.openapi.from_wsgi("/api/schema/", get_wsgi_application()).include(
