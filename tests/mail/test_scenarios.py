@@ -524,3 +524,30 @@ def test_the_hand_off_notice_goes_out_by_email(mailbox, llm, smtp_sink):
         conversation_id=row.conversation_id, kind=Kind.HANDOFF
     )
     assert handoff.text in body(sent)
+
+
+def test_a_staff_reply_sent_first_takes_an_unsent_earlier_reply_with_it(mailbox, llm, smtp_sink):
+    """A turn's reply whose task has not run yet when staff reply must not be left behind the
+    conversation's mark: both go out, in order, in the staff reply's e-mail."""
+    from apps.conversations.services import message_append
+    from apps.mail.services.outbound import mail_reply_send
+
+    llm.script("assess", assess(response="We open at 9.", confidence=9))
+    row = mailbox.send(email("When do you open?"))
+    smtp_sink.wait(1)
+    conversation = Conversation.objects.for_client(row.client).get(pk=row.conversation_id)
+    client = row.client
+    earlier = message_append(
+        client=client, conversation=conversation, role=Role.ASSISTANT, text="Unsent turn reply."
+    )
+    staff = message_append(
+        client=client, conversation=conversation, role=Role.STAFF, text="Staff reply here."
+    )
+    sent_row = mail_reply_send(client=client, conversation=conversation, messages=[staff])
+    assert sent_row is not None
+    [_, mailed] = smtp_sink.wait(2)
+    text = body(mailed)
+    assert text.index("Unsent turn reply.") < text.index("Staff reply here.")
+    # The turn's own task, running late, finds nothing left to send.
+    assert mail_reply_send(client=client, conversation=conversation, messages=[earlier]) is None
+    assert len(smtp_sink.messages) == 2

@@ -137,26 +137,39 @@ def _html(texts: list[str], signature: str) -> str:
 def _claim_messages(
     *, client: Client, conversation: Conversation, messages: list[Message]
 ) -> list[Message]:
-    """The messages not e-mailed yet; moves the conversation's mark past them (the row is
-    locked: two runs never both take the same message)."""
+    """The replies not e-mailed yet, up to the last of `messages`; moves the conversation's
+    mark past them (the row is locked: two runs never both take the same message).
+
+    Every unsent reply below that mark goes with them, in order: a staff reply sent before an
+    earlier turn's reply task ran must not leave that turn's reply behind the mark, unsent."""
+    candidates = [m for m in messages if m.visibility == Visibility.VISIBLE]
+    if not candidates:
+        return []
     seen = (
         Conversation.objects.for_client(client)
         .select_for_update()
         .values_list("reply_emailed_seq", flat=True)
         .get(pk=conversation.pk)
     )
+    upto = max(m.seq for m in candidates)
+    if upto <= seen:
+        return []
     fresh = [
         m
-        for m in messages
-        if m.seq > seen
-        and m.visibility == Visibility.VISIBLE
-        and m.role in REPLIED_ROLES
-        and m.text.strip()
-    ]
-    if fresh:
-        Conversation.objects.for_client(client).filter(pk=conversation.pk).update(
-            reply_emailed_seq=max(m.seq for m in fresh), reply_emailed_at=timezone.now()
+        for m in Message.objects.for_client(client)
+        .filter(
+            conversation=conversation,
+            seq__gt=seen,
+            seq__lte=upto,
+            visibility=Visibility.VISIBLE,
+            role__in=REPLIED_ROLES,
         )
+        .order_by("seq")
+        if m.text.strip()
+    ]
+    Conversation.objects.for_client(client).filter(pk=conversation.pk).update(
+        reply_emailed_seq=upto, reply_emailed_at=timezone.now()
+    )
     return fresh
 
 
