@@ -3,7 +3,7 @@ from django.utils.translation import gettext_lazy as _
 
 
 class CertifyConfig(AppConfig):
-    """The reliability certificate (issue 42): the retail world its tasks run in
+    """The reliability certificate: the retail world its tasks run in
     (`apps.certify.retail`, plain Python), and later the `certify` command. A surface on top of
     every app, next to provisioning."""
 

@@ -12,7 +12,7 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from apps.console import inbox as console_inbox
+from apps.console import views as console_views
 from apps.conversations.models import Conversation
 from apps.conversations.services import conversation_create, message_append
 from apps.escalations.services import escalation_create
@@ -98,7 +98,7 @@ def data(client_a: Any, db_lock: Any) -> TenantData:
 
 @pytest.fixture
 def phone(browser: Any, live_server: Any, client_a: Any, monkeypatch: Any) -> Iterator[Any]:
-    monkeypatch.setattr(console_inbox, "POLL_SECONDS", 1)
+    monkeypatch.setattr(console_views, "POLL_SECONDS", 1)
     page = agent_page(browser, live_server, client_a, monkeypatch)
     page.set_viewport_size(PHONE)
     yield page

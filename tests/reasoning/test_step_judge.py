@@ -13,6 +13,7 @@ import pytest
 from apps.billing.models import UsagePurpose, UsageRecord
 from apps.conversations.models import Conversation
 from apps.reasoning import steps
+from apps.reasoning.llm.formats import decodable
 from apps.reasoning.meter import Meter
 from apps.reasoning.models import ReasoningStep, ReasoningTrace, TraceKind
 from apps.reasoning.steps import _data
@@ -188,7 +189,8 @@ def test_judge_criteria_through_the_sdk(recorder: TurnRecorder, llm: FakeLLMServ
     ]
     (call,) = llm.calls("judge")
     assert call.json_schema is not None
-    assert call.json_schema == STEP.schema
+    # Sent in the form schema decoders enforce (scores as their values: formats.decodable).
+    assert call.json_schema == decodable(STEP.schema)
     system = call.body["messages"][0]["content"]
     assert "Cancel TH-10042" not in system
     record = UsageRecord.objects.unscoped("test checks the database directly").get()

@@ -27,7 +27,7 @@ from apps.certify.retail.world import Order, OrderItem, PaymentMethod, User, Wor
 SEED = 42
 TASKS_FILE = Path(__file__).with_name("tasks.json")
 
-# The failure shapes of τ-bench the tasks must cover (issue 42), each a tag.
+# The failure shapes of τ-bench the tasks must cover, each a tag.
 SHAPES = (
     "changes_mind",
     "two_orders",
