@@ -58,6 +58,17 @@ def _public_ids(values: Collection[str]) -> list[uuid.UUID]:
     return ids
 
 
+def _email_unconfirmed(value: str) -> Q:
+    """Every conversation that names the address: left in the chat, the customer's e-mail, or
+    the sender of an e-mail thread (apps/mail: `visitor_id` "email:<address>") — the From of an
+    e-mail proves nothing unless the provider verified it, which makes it `customer_email`."""
+    return (
+        Q(contact_email__iexact=value)
+        | Q(customer_email__iexact=value)
+        | Q(visitor_id__iexact=f"email:{value}")
+    )
+
+
 def subject_conversations(
     *, client: Client, match: SubjectMatch, include_unconfirmed: Collection[str] = ()
 ) -> QuerySet[Conversation]:
@@ -76,9 +87,7 @@ def subject_conversations(
         owned = _email_owned(value)
         chosen = _public_ids(include_unconfirmed)
         if chosen:
-            owned |= Q(contact_email__iexact=value, public_id__in=chosen) | Q(
-                customer_email__iexact=value, public_id__in=chosen
-            )
+            owned |= _email_unconfirmed(value) & Q(public_id__in=chosen)
         conversations = conversations.filter(owned)
     elif match.kind == MatchKind.CONVERSATION:
         try:
@@ -111,7 +120,7 @@ def subject_unconfirmed_conversations(
         client=client, match=match, include_unconfirmed=include_unconfirmed
     )
     return (
-        conversations.filter(Q(contact_email__iexact=value) | Q(customer_email__iexact=value))
+        conversations.filter(_email_unconfirmed(value))
         .exclude(pk__in=taken.values("pk"))
         .order_by("created_at", "pk")
     )

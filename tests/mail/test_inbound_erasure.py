@@ -48,3 +48,39 @@ def test_erasure_empties_the_emails_and_deletes_the_attachments(
     for needle in (CUSTOMER, "Elm St", "García"):
         assert not MailMessage.objects.for_client(shop).filter(text__contains=needle).exists()
         assert not MailMessage.objects.for_client(shop).filter(headers__icontains=needle).exists()
+
+
+def test_an_unverified_sender_s_thread_is_listed_apart_by_address_and_erased_when_included(
+    mailbox, llm, smtp_sink
+):
+    """A customer's request by e-mail address finds the thread they wrote from. The From of an
+    unverified e-mail proves nothing, so it is listed apart for staff, like an address typed in
+    the chat, and erased only when staff include it by id."""
+    from apps.conversations.models import Conversation
+    from apps.privacy.selectors import (
+        MatchKind,
+        SubjectMatch,
+        subject_conversations,
+        subject_unconfirmed_conversations,
+    )
+
+    llm.script("assess", assess(response="We open at 9.", confidence=9))
+    row = mailbox.send(email("When do you open?"))
+    smtp_sink.wait(1)
+    shop = row.client
+    conversation = Conversation.objects.for_client(shop).get(pk=row.conversation_id)
+    assert not conversation.customer_verified
+    match = SubjectMatch(kind=MatchKind.EMAIL, value=CUSTOMER.upper())
+
+    assert list(subject_conversations(client=shop, match=match)) == []
+    assert list(subject_unconfirmed_conversations(client=shop, match=match)) == [conversation]
+    chosen = [str(conversation.public_id)]
+    assert list(subject_conversations(client=shop, match=match, include_unconfirmed=chosen)) == [
+        conversation
+    ]
+    assert (
+        list(
+            subject_unconfirmed_conversations(client=shop, match=match, include_unconfirmed=chosen)
+        )
+        == []
+    )
