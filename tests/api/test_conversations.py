@@ -52,6 +52,7 @@ def test_list_items_have_the_documented_fields(viewer_a, data_a):
     assert set(escalated) == {
         "id",
         "status",
+        "channel",
         "visitor_id",
         "language",
         "created_at",
@@ -60,6 +61,7 @@ def test_list_items_have_the_documented_fields(viewer_a, data_a):
         "open_escalation",
         "customer",
     }
+    assert escalated["channel"] == "widget"
     assert escalated["customer"] == {
         "id": "",
         "email": "",
