@@ -3,8 +3,9 @@
 Run by Celery beat every `REASONING_SWEEP_INTERVAL_SECONDS` (`reasoning.sweep_turns`). It finds
 turns no worker will finish — a trace still `processing` past its lease (its worker was killed,
 or a database outage outlived the retries), and a customer message with no turn at all past the
-lease (its task was lost) — and re-queues each once. A turn found stuck again after that is
-given up: the customer gets the fallback reply and a hand-off (reason `system_failure`).
+lease (its task was lost) — and re-queues each once. A turn still stuck a lease after that (no
+worker took it over, or the one that did died too) is given up: the customer gets the fallback
+reply and a hand-off (reason `system_failure`).
 
 Re-queuing is safe: the turn is claimed through its unique trace, and a tool that already ran
 is never called again (its `ToolExecution` idempotency key is derived from the trace).
@@ -124,7 +125,18 @@ def _sweep_trace(trace_id: int, stale_before: datetime) -> str:
         )
         if trace is None or trace.user_message_id is None:
             return ""  # finished or taken over meanwhile (only turns are swept)
-        requeued_before = trace.steps.filter(name=REQUEUED_STEP).exists()
+        requeued_at = (
+            trace.steps.filter(name=REQUEUED_STEP)
+            .order_by("-index")
+            .values_list("created_at", flat=True)
+            .first()
+        )
+        if requeued_at is not None and requeued_at >= stale_before:
+            # Re-queued less than a lease ago and not claimed yet: the task may still wait
+            # behind others in a busy queue. The trace stays stale (a worker takes it over at
+            # once); it is given up only when a whole lease passed without a worker on it.
+            return ""
+        requeued_before = requeued_at is not None
         if not requeued_before:
             trace_note(trace, REQUEUED_STEP, {"reason": "unfinished past its lease"})
         message_id = trace.user_message_id

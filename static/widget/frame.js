@@ -197,6 +197,7 @@
     progressMax: 0, // …and the most steps it may take ("of up to 10")
     draft: null, // the reply being written (`delta` events): a bubble the posted reply replaces
     awaitingAfter: 0, // a 202: waiting for a worker's reply to the message with this seq
+    lastReplySeq: 0, // the newest reply shown (it may come over the stream before the 202)
     awaitingUntil: 0,
     pinned: true, // the log is scrolled to the end: keep it there as messages arrive
   };
@@ -533,7 +534,9 @@
       // was written gives way to the posted one.
       dropDraft();
       state.remoteTyping = false;
+      state.localTyping = false; // the reply came over the stream before the send returned
       state.progressStep = 0;
+      if (m.seq > state.lastReplySeq) state.lastReplySeq = m.seq;
       if (state.awaitingUntil && m.seq > state.awaitingAfter) state.awaitingUntil = 0;
     }
 
@@ -815,7 +818,8 @@
         renderMessage(result.data.message);
         (result.data.replies || []).forEach(renderMessage);
         if (result.data.status) setStatus(result.data.status);
-        if (result.data.pending) {
+        // Pending, unless its reply already came over the stream while this request returned.
+        if (result.data.pending && state.lastReplySeq < result.data.message.seq) {
           state.awaitingAfter = result.data.message.seq;
           state.awaitingUntil = Date.now() + PENDING_TIMEOUT_MS;
           startLive();

@@ -93,6 +93,12 @@ def test_a_turn_stuck_again_after_requeue_is_handed_off(chat, llm, lease, monkey
     trace = ReasoningTrace.objects.get(user_message=message)
     assert trace.status == "processing"
     _age(ReasoningTrace, trace.pk, lease + 1)
+    # The re-queued task may still wait behind others: not given up within a lease of it.
+    assert (turns_sweep().requeued, turns_sweep().given_up) == (0, 0)
+    trace.refresh_from_db()
+    assert trace.status == "processing" and not chat.all(kind="handoff")
+    requeued = trace.steps.get(name="requeued")
+    _age(type(requeued), requeued.pk, lease + 1, "created_at")
 
     result = turns_sweep()
 
