@@ -111,8 +111,8 @@ class Progress:
         self.tty = stream.isatty() if tty is None else tty
 
     def _write(self, text: str, *, end: str = "\n") -> None:
-        if isinstance(self.stream, OutputWrapper):
-            self.stream.write(text, ending=end)
+        if isinstance(self.stream, OutputWrapper):  # plain, not stderr's red
+            self.stream.write(text, style_func=lambda line: line, ending=end)
         else:
             self.stream.write(text + end)
         self.stream.flush()
