@@ -129,6 +129,8 @@ def config_results(records: Sequence[RunRecord], classes: Sequence[str]) -> dict
         "runs": runs,
         "passed": sum(1 for r in records if r.passed),
         "errors": sum(1 for r in records if r.error),
+        # A real model without a price: its cost is 0, not measured (the runner says so).
+        "unpriced_runs": sum(1 for r in records if getattr(r, "unpriced", False)),
         "pass_hat_k": {
             str(k): v for k, v in pass_hat_k({t: (n, c) for t, (n, c) in trials.items()}).items()
         },
@@ -269,7 +271,7 @@ def relevant_settings() -> dict[str, Any]:
 def endpoint(plan: Plan) -> str:
     if plan.model == "offline":
         return "offline (in process, no HTTP)"
-    return plan.base_url or "the OpenAI SDK's default (api.openai.com)"
+    return plan.base_url or "none given"
 
 
 def collect_metadata(
@@ -329,6 +331,13 @@ def _ratio(value: float) -> str:
 
 def _money(value: float) -> str:
     return f"${value:.4f}"
+
+
+def _cost(value: float, result: Mapping[str, Any]) -> str:
+    """Money, or what it is not: a run on a model without a price costs 0, unmeasured."""
+    if result.get("unpriced_runs"):
+        return f"{_money(value)} (not priced: {result['unpriced_runs']} runs)"
+    return _money(value)
 
 
 def _count(value: int) -> SafeString:
@@ -432,8 +441,8 @@ def render_html(report: Mapping[str, Any]) -> str:
                     f"{r['per_conversation']['completion_tokens']:.1f}",
                     f"{r['per_conversation']['llm_calls']:.2f}",
                     f"{r['per_conversation']['customer_turns']:.2f}",
-                    _money(r["per_conversation"]["cost_usd"]),
-                    _money(r["totals"]["cost_usd"]),
+                    _cost(r["per_conversation"]["cost_usd"], r),
+                    _cost(r["totals"]["cost_usd"], r),
                     f"{timings[config]['latency_s']['p50']:.2f}",
                     f"{timings[config]['latency_s']['p95']:.2f}",
                 ]

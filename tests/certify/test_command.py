@@ -241,6 +241,9 @@ def test_a_hosted_model_gets_its_key_and_never_writes_it(runner, tmp_path, monke
     for path in tmp_path.iterdir():
         assert "sk-from-env-secret" not in path.read_text(), path.name
 
+    certify_cmd(tmp_path / "openai", *hosted)  # no endpoint named: OpenAI's, with the key
+    assert runner.calls[-1].base_url == certify.OPENAI_URL
+
 
 def test_default_out_is_named_after_model_and_seed(runner, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

@@ -202,6 +202,16 @@ def test_the_numbers_are_the_same_bytes_for_the_same_records(tmp_path):
     assert report_of(changed)["numbers_sha256"] != first["numbers_sha256"]
 
 
+def test_runs_on_a_model_without_a_price_are_marked():
+    recs = records()
+    for rec in recs[:2]:
+        rec.__dict__["unpriced"] = True  # the runner's flag: cost 0, not measured
+    report = report_of(recs)
+    assert report["results"]["bare"]["unpriced_runs"] == 2
+    assert report["results"]["adaptive"]["unpriced_runs"] == 0
+    assert "(not priced: 2 runs)" in render_html(report)
+
+
 def test_html_escapes_everything_and_has_no_script():
     hostile = "<script>alert(1)</script>"
     recs = records()

@@ -42,6 +42,7 @@ INTERRUPTED = 130
 OFFLINE = "offline"
 RUNNER = "apps.certify.run"
 DEFAULT_MAX_COST = 5.0
+OPENAI_URL = "https://api.openai.com/v1"  # a model named without an endpoint
 RUNS_FILE = "runs.jsonl"
 PLAN_FILE = "plan.json"
 
@@ -204,7 +205,7 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--base-url",
-            help="An OpenAI-compatible endpoint (default: OPENAI_BASE_URL, else OpenAI).",
+            help=f"An OpenAI-compatible endpoint (default: OPENAI_BASE_URL, else {OPENAI_URL}).",
         )
         parser.add_argument("--api-key", help="The endpoint's key (default: OPENAI_API_KEY).")
         parser.add_argument(
@@ -290,15 +291,12 @@ class Command(BaseCommand):
         else:
             task_ids = sorted(known)
         offline = model == OFFLINE
-        base_url = (
-            None if offline else (options["base_url"] or os.environ.get("OPENAI_BASE_URL") or None)
-        )
-        api_key = (
-            None if offline else (options["api_key"] or os.environ.get("OPENAI_API_KEY") or None)
-        )
-        if not offline and not base_url and not api_key:
+        chosen_url = options["base_url"] or os.environ.get("OPENAI_BASE_URL") or None
+        key = options["api_key"] or os.environ.get("OPENAI_API_KEY") or None
+        base_url, api_key = (None, None) if offline else (chosen_url or OPENAI_URL, key)
+        if not offline and not chosen_url and not api_key:
             raise usage_error(
-                "A hosted model needs a key: --api-key or OPENAI_API_KEY "
+                f"{model} at {OPENAI_URL} needs a key: --api-key or OPENAI_API_KEY "
                 "(or --base-url for an endpoint without one)."
             )
         plan = Plan(
