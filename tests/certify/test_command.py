@@ -17,6 +17,8 @@ from apps.certify.management.commands import certify
 from apps.certify.records import InjectionOutcome, RunRecord, RunSpec
 from apps.certify.report import numbers_bytes
 
+pytestmark = pytest.mark.django_db  # the command checks that the database is migrated
+
 BASE = ["--model", "offline", "--configs", "bare,adaptive", "--k", "2", "--task-limit", "3"]
 
 
@@ -290,3 +292,14 @@ def test_a_missing_runner_is_named(monkeypatch, tmp_path):
         certify_cmd(tmp_path, *BASE)
     assert missing.value.returncode == certify.FAILED
     assert "apps/certify/run.py" in str(missing.value)
+
+
+def test_an_unmigrated_database_is_named_before_any_run(runner, tmp_path, monkeypatch):
+    from django.db.migrations.executor import MigrationExecutor
+
+    monkeypatch.setattr(MigrationExecutor, "migration_plan", lambda self, targets: [("x", False)])
+    with pytest.raises(CommandError) as unmigrated:
+        certify_cmd(tmp_path / "out", *BASE)
+    assert unmigrated.value.returncode == certify.USAGE
+    assert "manage.py migrate" in str(unmigrated.value)
+    assert runner.calls == [] and not (tmp_path / "out").exists()

@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 
 from apps.certify.injections import CLASSES
 from apps.certify.plan import Plan, spread_tasks
@@ -65,6 +67,17 @@ def load_runner() -> tuple[RunOne, Estimate]:
             "The certificate runner (apps/certify/run.py) is not installed.", returncode=FAILED
         ) from None
     return module.run_one, module.estimate_cost_usd
+
+
+def check_migrated() -> None:
+    """GuideDesk's configurations run turns in this database: every run would fail on a table
+    that is not there, so say it once instead."""
+    executor = MigrationExecutor(connection)
+    if executor.migration_plan(executor.loader.graph.leaf_nodes()):
+        raise usage_error(
+            "The database has unapplied migrations: run manage.py migrate first "
+            "(make certify does)."
+        )
 
 
 def split_list(value: str) -> list[str]:
@@ -365,6 +378,7 @@ class Command(BaseCommand):
         )
         records, started_at = self.previous_runs(plan, out, options)
         run_one, estimate_cost = load_runner()
+        check_migrated()
 
         done = {r.spec.key() for r in records if not r.error}
         specs = plan.specs()
