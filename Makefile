@@ -14,7 +14,7 @@ TEST_WORKERS ?= 3
 DEMO_TENANT := demo/tenant.json
 DEMO_CASES := demo/simulations/demo.json
 
-.PHONY: demo demo-reset simulate test lint typecheck check imports commits tenancy ci-checks serve worker \
+.PHONY: demo demo-reset simulate certify test lint typecheck check imports commits tenancy ci-checks serve worker \
 	clean lock messages \
 	llm-server-venv
 
@@ -50,6 +50,18 @@ simulate: $(STAMP)
 	$(PY) manage.py demo_setup --tenant $(DEMO_TENANT) --simulations $(DEMO_CASES) --host $(HOST) --port $(PORT)
 	@mkdir -p ci-artifacts
 	$(PY) manage.py simulate --suite demo --junit ci-artifacts/simulate.xml
+
+## make certify — the reliability certificate (docs/certificate.md) on the offline model with
+## injected errors: bare, adaptive and deliberative × 10 tasks spread over the kinds of request ×
+## 4 trials; certificate.json and certificate.html in certificate-offline-42/. Extra flags after
+## the defaults with ARGS (a later flag wins): ARGS=--resume to carry on after a stop,
+## ARGS=--overwrite to start again, ARGS="--model gpt-4o-mini --api-key …" for a real model
+CERTIFY_ARGS ?= --model offline --configs bare,adaptive,deliberative --k 4 --inject 0.2 \
+	--task-limit 10 --seed 42
+ARGS ?=
+certify: $(STAMP)
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py certify $(CERTIFY_ARGS) $(ARGS)
 
 ## make test — the whole test suite (SQLite by default; DATABASE_URL switches to PostgreSQL)
 test: $(STAMP)

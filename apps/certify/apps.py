@@ -4,8 +4,8 @@ from django.utils.translation import gettext_lazy as _
 
 class CertifyConfig(AppConfig):
     """The reliability certificate: the retail world its tasks run in
-    (`apps.certify.retail`, plain Python), and later the `certify` command. A surface on top of
-    every app, next to provisioning."""
+    (`apps.certify.retail`, plain Python), the `certify` command and its report. A surface on
+    top of every app, next to provisioning."""
 
     name = "apps.certify"
     verbose_name = _("Reliability certificate")
