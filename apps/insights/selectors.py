@@ -121,26 +121,17 @@ def insight_evidence(*, client: Client, since: datetime, until: datetime) -> lis
         turn = message.trace.user_message if message.trace else None
         return _customer_words(turn or last_user.get(message.conversation_id))
 
-    items.extend(
-        _turn_evidence(
-            message,
-            kind="low_confidence",
-            text=words(message),
-            detail=f"confidence {message.data.get('confidence')}/10",
-            searched=searched,
+    for message in [*low, *doubted]:
+        if message.kind == Kind.ASSESSMENT:
+            kind, detail = "low_confidence", f"confidence {message.data.get('confidence')}/10"
+        else:
+            kind = "questioned"
+            detail = f"answer questioned: {message.data.get('evaluation') or message.text}"
+        items.append(
+            _turn_evidence(
+                message, kind=kind, text=words(message), detail=detail, searched=searched
+            )
         )
-        for message in low
-    )
-    items.extend(
-        _turn_evidence(
-            message,
-            kind="questioned",
-            text=words(message),
-            detail=f"answer questioned: {message.data.get('evaluation') or message.text}",
-            searched=searched,
-        )
-        for message in doubted
-    )
     items.extend(_failure_notes(client, window))
     items.extend(_knowledge_gaps(client, window))
     items.extend(_flagged_answers(client, window))
