@@ -17,7 +17,7 @@ from apps.accounts.authentication import ApiKeyPrincipal
 from apps.api.permissions import MANAGE, StaffAPIView
 from apps.api.schema import ErrorSerializer, error_responses
 from apps.billing import selectors
-from apps.billing.renderers import UsageCSVRenderer
+from apps.billing.renderers import CSVReportView, UsageCSVRenderer
 from apps.billing.serializers import (
     InvoiceQuerySerializer,
     InvoiceSerializer,
@@ -65,7 +65,7 @@ class BillingAPIView(StaffAPIView):
             )
 
 
-class UsageReportApi(BillingAPIView):
+class UsageReportApi(CSVReportView, BillingAPIView):
     renderer_classes = [JSONRenderer, BrowsableAPIRenderer, UsageCSVRenderer]
 
     @extend_schema(
@@ -96,19 +96,6 @@ class UsageReportApi(BillingAPIView):
         params = self.validated_query(UsageQuerySerializer)
         report = selectors.usage_report(client=self.client, **params)
         return Response(UsageReportSerializer(report).data)
-
-    def finalize_response(
-        self, request: Request, response: Response, *args: Any, **kwargs: Any
-    ) -> Response:
-        # Only a usage report has a CSV form: errors (and OPTIONS metadata) stay JSON even when
-        # CSV was asked for.
-        is_report = isinstance(response.data, dict) and "groups" in response.data
-        if not is_report and isinstance(
-            getattr(request, "accepted_renderer", None), UsageCSVRenderer
-        ):
-            request.accepted_renderer = JSONRenderer()
-            request.accepted_media_type = JSONRenderer.media_type
-        return super().finalize_response(request, response, *args, **kwargs)
 
 
 class InvoiceApi(BillingAPIView):

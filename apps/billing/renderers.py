@@ -8,7 +8,10 @@ import io
 from collections.abc import Mapping
 from typing import Any
 
-from rest_framework.renderers import BaseRenderer
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
 FIGURES = (
     "turns",
@@ -85,3 +88,20 @@ class ReportCSVRenderer(BaseRenderer):
 
 class UsageCSVRenderer(ReportCSVRenderer):
     """The usage report (`/api/v1/billing/usage/?format=csv`)."""
+
+
+class CSVReportView(APIView):
+    """A report endpoint with a CSV form (a `ReportCSVRenderer` among its renderers): only the
+    report itself is written as CSV; errors (and OPTIONS metadata) stay JSON even when CSV was
+    asked for."""
+
+    def finalize_response(
+        self, request: Request, response: Response, *args: Any, **kwargs: Any
+    ) -> Response:
+        is_report = isinstance(response.data, dict) and "groups" in response.data
+        if not is_report and isinstance(
+            getattr(request, "accepted_renderer", None), ReportCSVRenderer
+        ):
+            request.accepted_renderer = JSONRenderer()
+            request.accepted_media_type = JSONRenderer.media_type
+        return super().finalize_response(request, response, *args, **kwargs)

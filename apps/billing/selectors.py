@@ -174,11 +174,48 @@ def _turn_counts() -> dict[str, Count]:
 
 # The per-turn counts every cell carries besides `turns` and `critique_triggered`.
 TURN_COUNT_FIELDS = EVALUATION_FIELDS + DELIBERATION_FIELDS
+# What the turns counted: a TURNS or MODEL cell's figures (a CALLS cell's too).
+TURN_FIGURES = ("turns", "critique_triggered", *TURN_COUNT_FIELDS)
+# What the calls used: a CALLS cell's figures (zero in the other grains).
+CALL_FIGURES = (
+    "llm_calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_tokens",
+    "cost_usd",
+    "billed_usd",
+)
+# A cell (UsageCell, or a DailyUsage row): its key, then the figures adding cells adds up.
+CELL_FIELDS = ("client_id", "day", "grain", "mode", "model", "step", *TURN_FIGURES, *CALL_FIGURES)
 
 
 def _evaluations(row: dict[str, Any]) -> dict[str, Any]:
     """A grouped row's evaluation and deliberation counts."""
     return {name: row[name] for name in TURN_COUNT_FIELDS}
+
+
+def _call_sums() -> dict[str, Count | Sum]:
+    """Calls, tokens and amounts of grouped usage records (read back by `_call_figures`)."""
+    return {
+        "llm_calls": Count("id"),
+        "prompt_tokens": Sum("prompt_tokens"),
+        "completion_tokens": Sum("completion_tokens"),
+        "cached_tokens": Sum("cached_tokens"),
+        "cost_usd": Sum("cost_usd"),
+        "billed_usd": Sum("billed_usd"),
+    }
+
+
+def _call_figures(row: dict[str, Any]) -> dict[str, Any]:
+    """A grouped row's `_call_sums()`, as a cell holds them (an empty group sums to None)."""
+    return {
+        "llm_calls": row["llm_calls"],
+        "prompt_tokens": row["prompt_tokens"] or 0,
+        "completion_tokens": row["completion_tokens"] or 0,
+        "cached_tokens": row["cached_tokens"] or 0,
+        "cost_usd": _usd(row["cost_usd"]),
+        "billed_usd": _usd(row["billed_usd"]),
+    }
 
 
 def _rows(values: Any) -> Iterator[dict[str, Any]]:
@@ -234,12 +271,7 @@ def usage_cells_raw(*, client: Client | None, first: date, last: date) -> list[U
         records.values("client_id", "day", "line", "model", "step")
         .annotate(
             **_turn_counts(),
-            llm_calls=Count("id"),
-            prompt_tokens=Sum("prompt_tokens"),
-            completion_tokens=Sum("completion_tokens"),
-            cached_tokens=Sum("cached_tokens"),
-            cost_usd=Sum("cost_usd"),
-            billed_usd=Sum("billed_usd"),
+            **_call_sums(),
         )
         .order_by()
     )
@@ -255,12 +287,7 @@ def usage_cells_raw(*, client: Client | None, first: date, last: date) -> list[U
                 turns=call_row["turns"],
                 critique_triggered=call_row["critique"],
                 **_evaluations(call_row),
-                llm_calls=call_row["llm_calls"],
-                prompt_tokens=call_row["prompt_tokens"] or 0,
-                completion_tokens=call_row["completion_tokens"] or 0,
-                cached_tokens=call_row["cached_tokens"] or 0,
-                cost_usd=_usd(call_row["cost_usd"]),
-                billed_usd=_usd(call_row["billed_usd"]),
+                **_call_figures(call_row),
             )
         )
     return _merge(cells)
@@ -277,37 +304,12 @@ def _merge(cells: Iterable[UsageCell]) -> list[UsageCell]:
 
 def _add(a: UsageCell, b: UsageCell) -> UsageCell:
     return replace(
-        a,
-        turns=a.turns + b.turns,
-        critique_triggered=a.critique_triggered + b.critique_triggered,
-        llm_calls=a.llm_calls + b.llm_calls,
-        prompt_tokens=a.prompt_tokens + b.prompt_tokens,
-        completion_tokens=a.completion_tokens + b.completion_tokens,
-        cached_tokens=a.cached_tokens + b.cached_tokens,
-        cost_usd=a.cost_usd + b.cost_usd,
-        billed_usd=a.billed_usd + b.billed_usd,
-        **{name: getattr(a, name) + getattr(b, name) for name in TURN_COUNT_FIELDS},
+        a, **{name: getattr(a, name) + getattr(b, name) for name in TURN_FIGURES + CALL_FIGURES}
     )
 
 
 def _cell_from_row(row: DailyUsage) -> UsageCell:
-    return UsageCell(
-        client_id=row.client_id,
-        day=row.day,
-        grain=row.grain,
-        mode=row.mode,
-        model=row.model,
-        step=row.step,
-        turns=row.turns,
-        critique_triggered=row.critique_triggered,
-        llm_calls=row.llm_calls,
-        prompt_tokens=row.prompt_tokens,
-        completion_tokens=row.completion_tokens,
-        cached_tokens=row.cached_tokens,
-        cost_usd=row.cost_usd,
-        billed_usd=row.billed_usd,
-        **{name: getattr(row, name) for name in TURN_COUNT_FIELDS},
-    )
+    return UsageCell(**{name: getattr(row, name) for name in CELL_FIELDS})
 
 
 def usage_cells(*, client: Client, first: date, last: date) -> list[UsageCell]:
@@ -408,17 +410,13 @@ class UsageFigures:
         return None if rate is None else (rate * 100).quantize(Decimal("0.1"))
 
     def add_calls(self, cell: UsageCell) -> None:
-        self.llm_calls += cell.llm_calls
-        self.prompt_tokens += cell.prompt_tokens
-        self.completion_tokens += cell.completion_tokens
-        self.cached_tokens += cell.cached_tokens
-        self.cost_usd += cell.cost_usd
-        self.billed_usd += cell.billed_usd
+        self._accumulate(cell, CALL_FIGURES)
 
     def add_turns(self, cell: UsageCell) -> None:
-        self.turns += cell.turns
-        self.critique_triggered += cell.critique_triggered
-        for name in TURN_COUNT_FIELDS:
+        self._accumulate(cell, TURN_FIGURES)
+
+    def _accumulate(self, cell: UsageCell, names: tuple[str, ...]) -> None:
+        for name in names:
             setattr(self, name, getattr(self, name) + getattr(cell, name))
 
 
@@ -483,12 +481,7 @@ def _purpose_groups(*, client: Client, first: date, last: date) -> list[UsageGro
         .values("purpose")
         .annotate(
             **_turn_counts(),
-            llm_calls=Count("id"),
-            prompt_tokens=Sum("prompt_tokens"),
-            completion_tokens=Sum("completion_tokens"),
-            cached_tokens=Sum("cached_tokens"),
-            cost_usd=Sum("cost_usd"),
-            billed_usd=Sum("billed_usd"),
+            **_call_sums(),
         )
         .order_by("purpose")
     )
@@ -501,12 +494,7 @@ def _purpose_groups(*, client: Client, first: date, last: date) -> list[UsageGro
                 day=first,
                 grain=RollupGrain.CALLS,
                 mode="",
-                llm_calls=row["llm_calls"],
-                prompt_tokens=row["prompt_tokens"] or 0,
-                completion_tokens=row["completion_tokens"] or 0,
-                cached_tokens=row["cached_tokens"] or 0,
-                cost_usd=_usd(row["cost_usd"]),
-                billed_usd=_usd(row["billed_usd"]),
+                **_call_figures(row),
             )
         )
         group.add_turns(

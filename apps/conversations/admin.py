@@ -15,8 +15,7 @@ from typing import Any
 
 from django.contrib import admin
 from django.contrib.admin.utils import flatten_fieldsets
-from django.db.models import Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
-from django.db.models.functions import Coalesce
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils import timezone
@@ -30,6 +29,7 @@ from apps.api.admin import ActionOnlyAdmin, pretty_json
 from apps.clients import modes
 from apps.clients.models import Plan
 from apps.conversations.models import Conversation, Kind, Message, Visibility
+from apps.conversations.selectors import message_count, open_escalation
 from apps.escalations.models import Escalation, EscalationStatus
 from apps.notes.debug import InjectedNote, injected_notes
 from apps.outcomes.models import ConversationResolution
@@ -473,26 +473,11 @@ class ConversationAdmin(ActionOnlyAdmin):
     readonly_fields = flatten_fieldsets(fieldsets)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
-        message_count = (
-            Message.objects.filter(conversation=OuterRef("pk"))
-            .order_by()
-            .values("conversation")
-            .annotate(n=Count("pk"))
-            .values("n")
-        )
-        open_escalation = Escalation.objects.filter(
-            conversation=OuterRef("pk"), status=EscalationStatus.OPEN
-        )
         return (
             super()
             .get_queryset(request)
             .select_related("client", "client__plan")
-            .annotate(
-                message_total=Coalesce(
-                    Subquery(message_count, output_field=IntegerField()), Value(0)
-                ),
-                open_escalation=Exists(open_escalation),
-            )
+            .annotate(message_total=message_count(), open_escalation=open_escalation())
         )
 
     def get_search_results(

@@ -39,20 +39,26 @@ def _start_of_day(day: date) -> datetime:
     return timezone.make_aware(datetime.combine(day, time.min))
 
 
-def _with_summary(queryset: QuerySet[Conversation]) -> QuerySet[Conversation]:
-    """Adds `message_count` (all messages, internal included) and `has_open_escalation`."""
-    message_count = (
+def message_count() -> Coalesce:
+    """An annotation: how many messages the conversation has (all, internal included)."""
+    counts = (
         Message.objects.filter(conversation=OuterRef("pk"))
         .order_by()
         .values("conversation")
         .annotate(n=Count("pk"))
         .values("n")
     )
-    open_escalation = _escalations().filter(conversation=OuterRef("pk"), status=ESCALATION_OPEN)
-    return queryset.annotate(
-        message_count=Coalesce(Subquery(message_count, output_field=IntegerField()), Value(0)),
-        has_open_escalation=Exists(open_escalation),
-    )
+    return Coalesce(Subquery(counts, output_field=IntegerField()), Value(0))
+
+
+def open_escalation() -> Exists:
+    """An annotation: whether the conversation has an open escalation."""
+    return Exists(_escalations().filter(conversation=OuterRef("pk"), status=ESCALATION_OPEN))
+
+
+def _with_summary(queryset: QuerySet[Conversation]) -> QuerySet[Conversation]:
+    """Adds `message_count` (all messages, internal included) and `has_open_escalation`."""
+    return queryset.annotate(message_count=message_count(), has_open_escalation=open_escalation())
 
 
 def conversation_list(

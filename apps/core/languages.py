@@ -130,12 +130,18 @@ def detect(text: str, *, candidates: Iterable[str] | None = None) -> str:
     if letters < MIN_LETTERS:
         return ""
     codes = _candidate_set(candidates) if letters < SHORT_LETTERS else shipped_codes()
+    return _clear_language(text, codes, confidence=MIN_CONFIDENCE, ratio=MIN_RATIO)
+
+
+def _clear_language(text: str, codes: frozenset[str], *, confidence: float, ratio: float) -> str:
+    """The language of `codes` lingua finds `text` in with at least `confidence`, and at least
+    `ratio` times as confident as in the runner-up, or ''."""
     values = _detector(codes).compute_language_confidence_values(text)
     if not values:
         return ""
     best = values[0]
     second = values[1].value if len(values) > 1 else 0.0
-    if best.value < MIN_CONFIDENCE or best.value < MIN_RATIO * second:
+    if best.value < confidence or best.value < ratio * second:
         return ""
     code = best.language.iso_code_639_1.name.lower()
     return code if code in SHIPPED else ""
@@ -246,15 +252,7 @@ def clear_language(text: str) -> str:
 
 def _confident(text: str) -> str:
     """The shipped language lingua finds `text` clearly in (see `SWITCH_CONFIDENCE`), or ''."""
-    values = _detector(shipped_codes()).compute_language_confidence_values(text)
-    if not values:
-        return ""
-    best = values[0]
-    second = values[1].value if len(values) > 1 else 0.0
-    if best.value < SWITCH_CONFIDENCE or best.value < SWITCH_RATIO * second:
-        return ""
-    code = best.language.iso_code_639_1.name.lower()
-    return code if code in SHIPPED else ""
+    return _clear_language(text, shipped_codes(), confidence=SWITCH_CONFIDENCE, ratio=SWITCH_RATIO)
 
 
 def language_evidence(text: str) -> str:

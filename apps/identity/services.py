@@ -36,7 +36,7 @@ from django.core.validators import validate_email
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone, translation
-from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext, gettext_lazy, ngettext
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
@@ -259,6 +259,34 @@ def _offer(status: str, challenge: EmailCodeChallenge | None = None, **values: A
     return OtpOffer(status=status, message=offer_text(status, **values), challenge=challenge)
 
 
+# What the customer is told when no code was sent, by why (any other status: unavailable).
+_OFFER_FAILED_TEXTS = {
+    OfferStatus.NOT_CONFIGURED: gettext_lazy(
+        "I can't confirm who you are in this chat. Please sign in on our website, or "
+        "contact us directly."
+    ),
+    OfferStatus.INVALID_PARAMS: gettext_lazy(
+        "To send you a code I need the details that identify your order or account. "
+        "Please check them and send them again."
+    ),
+    OfferStatus.NOT_FOUND: gettext_lazy(
+        "I couldn't find an e-mail address on file for those details, so I can't send a "
+        "code. Please check them, or contact us directly."
+    ),
+    OfferStatus.ADDRESS_LIMIT: gettext_lazy(
+        "Several codes have already been sent to this address in the last hour. Please use "
+        "the latest one, or try again later."
+    ),
+    OfferStatus.VISITOR_LIMIT: gettext_lazy(
+        "You have asked for several codes in the last hour. Please use the latest one, or "
+        "try again later."
+    ),
+}
+_OFFER_UNAVAILABLE_TEXT = gettext_lazy(
+    "I couldn't send a code right now. Please try again in a moment."
+)
+
+
 def offer_text(status: str, *, address: str = "") -> str:
     """The customer-facing words for an offer's outcome, in the active language."""
     minutes = int(CODE_TTL.total_seconds() // 60)
@@ -267,32 +295,7 @@ def offer_text(status: str, *, address: str = "") -> str:
             "I've sent a 6-digit code to %(address)s. Please type it here to confirm it's you — "
             "it works for %(minutes)d minutes."
         ) % {"address": mask_email(address), "minutes": minutes}
-    if status == OfferStatus.NOT_CONFIGURED:
-        return gettext(
-            "I can't confirm who you are in this chat. Please sign in on our website, or "
-            "contact us directly."
-        )
-    if status == OfferStatus.INVALID_PARAMS:
-        return gettext(
-            "To send you a code I need the details that identify your order or account. "
-            "Please check them and send them again."
-        )
-    if status == OfferStatus.NOT_FOUND:
-        return gettext(
-            "I couldn't find an e-mail address on file for those details, so I can't send a "
-            "code. Please check them, or contact us directly."
-        )
-    if status == OfferStatus.ADDRESS_LIMIT:
-        return gettext(
-            "Several codes have already been sent to this address in the last hour. Please use "
-            "the latest one, or try again later."
-        )
-    if status == OfferStatus.VISITOR_LIMIT:
-        return gettext(
-            "You have asked for several codes in the last hour. Please use the latest one, or "
-            "try again later."
-        )
-    return gettext("I couldn't send a code right now. Please try again in a moment.")
+    return str(_OFFER_FAILED_TEXTS.get(status, _OFFER_UNAVAILABLE_TEXT))
 
 
 def _visitor_sends(*, client: Client, conversation: Conversation, since: Any) -> int:

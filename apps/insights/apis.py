@@ -22,6 +22,8 @@ from apps.api.schema import (
     page_schema,
     public_id_path_parameter,
 )
+from apps.clients.models import Client
+from apps.conversations.models import Message
 from apps.conversations.selectors import conversation_get
 from apps.flags.models import FlagReason, MessageFlag
 from apps.flags.selectors import flag_get, flag_list, flaggable_message_get
@@ -31,6 +33,14 @@ from apps.insights.teach import flag_and_teach, staff_reply_teach
 
 TAG = "flags"
 TEACH_CHOICES = [ProposalKind.NOTE, ProposalKind.FAQ, ProposalKind.ARTICLE]
+
+
+def _named_message(client: Client, data: dict[str, Any]) -> Message:
+    """The client's message the request body names (`message`: its public id), else 404."""
+    message = flaggable_message_get(client=client, message_id=str(data["message"]))
+    if message is None:
+        raise exceptions.NotFound("No such message.")
+    return message
 
 
 class ProposalRefSerializer(serializers.Serializer):
@@ -171,9 +181,7 @@ class FlagListApi(StaffAPIView):
         body = FlagCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        message = flaggable_message_get(client=self.client, message_id=str(data["message"]))
-        if message is None:
-            raise exceptions.NotFound("No such message.")
+        message = _named_message(self.client, data)
         flag, proposal = flag_and_teach(
             client=self.client,
             message=message,
@@ -241,8 +249,6 @@ class StaffReplyTeachApi(StaffAPIView):
         body = StaffReplyTeachSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        message = flaggable_message_get(client=self.client, message_id=str(data["message"]))
-        if message is None:
-            raise exceptions.NotFound("No such message.")
+        message = _named_message(self.client, data)
         proposal = staff_reply_teach(client=self.client, message=message, teach_as=data["teach_as"])
         return Response(ProposalRefSerializer(proposal).data, status=status.HTTP_201_CREATED)

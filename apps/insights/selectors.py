@@ -56,6 +56,23 @@ def _customer_words(message: Message | None) -> str:
     return " ".join((message.text if message is not None else "").split())
 
 
+def _turn_evidence(
+    record: Escalation | Message, *, kind: str, text: str, detail: str, searched: set[int]
+) -> Evidence:
+    """Evidence from what a turn left (an escalation, an assessment, an evaluation): its
+    conversation and time, and whether the turn searched the knowledge base (`searched`: the
+    traces that did)."""
+    knowledge_searched = record.trace_id in searched
+    return Evidence(
+        kind=kind,
+        conversation=str(record.conversation.public_id),
+        at=record.created_at,
+        text=text,
+        detail=detail + (KNOWLEDGE_SEARCHED if knowledge_searched else ""),
+        searched=knowledge_searched,
+    )
+
+
 def insight_evidence(*, client: Client, since: datetime, until: datetime) -> list[Evidence]:
     """Everything that went wrong in `client`'s conversations in [since, until), newest first:
     knowledge escalations, low-confidence assessments, questioned answers, FAILURE notes,
@@ -76,16 +93,14 @@ def insight_evidence(*, client: Client, since: datetime, until: datetime) -> lis
         turn_message = escalation.trace.user_message if escalation.trace else None
         message = turn_message or last_user.get(escalation.conversation_id)
         items.append(
-            Evidence(
+            _turn_evidence(
+                escalation,
                 kind="tool_failure"
                 if escalation.reason == EscalationReason.TOOL_FAILURE
                 else "escalation",
-                conversation=str(escalation.conversation.public_id),
-                at=escalation.created_at,
                 text=_customer_words(message),
-                detail=f"{escalation.get_reason_display()}: {escalation.detail}".strip(": ")
-                + (KNOWLEDGE_SEARCHED if escalation.trace_id in searched else ""),
-                searched=escalation.trace_id in searched,
+                detail=f"{escalation.get_reason_display()}: {escalation.detail}".strip(": "),
+                searched=searched,
             )
         )
 
@@ -106,28 +121,15 @@ def insight_evidence(*, client: Client, since: datetime, until: datetime) -> lis
         turn = message.trace.user_message if message.trace else None
         return _customer_words(turn or last_user.get(message.conversation_id))
 
-    for message in low:
+    for message in [*low, *doubted]:
+        if message.kind == Kind.ASSESSMENT:
+            kind, detail = "low_confidence", f"confidence {message.data.get('confidence')}/10"
+        else:
+            kind = "questioned"
+            detail = f"answer questioned: {message.data.get('evaluation') or message.text}"
         items.append(
-            Evidence(
-                kind="low_confidence",
-                conversation=str(message.conversation.public_id),
-                at=message.created_at,
-                text=words(message),
-                detail=f"confidence {message.data.get('confidence')}/10"
-                + (KNOWLEDGE_SEARCHED if message.trace_id in searched else ""),
-                searched=message.trace_id in searched,
-            )
-        )
-    for message in doubted:
-        items.append(
-            Evidence(
-                kind="questioned",
-                conversation=str(message.conversation.public_id),
-                at=message.created_at,
-                text=words(message),
-                detail=f"answer questioned: {message.data.get('evaluation') or message.text}"
-                + (KNOWLEDGE_SEARCHED if message.trace_id in searched else ""),
-                searched=message.trace_id in searched,
+            _turn_evidence(
+                message, kind=kind, text=words(message), detail=detail, searched=searched
             )
         )
     items.extend(_failure_notes(client, window))

@@ -213,19 +213,19 @@ def _why(exc: Exception) -> str:
 
 
 def _finish(run: InsightRun, *, dry_run: bool) -> InsightRun:
-    run.status = RunStatus.DONE
-    run.finished_at = timezone.now()
-    run.steps_done = RUN_STEPS
-    if not dry_run:
-        run.save()
-    return run
+    return _end(run, dry_run=dry_run, status=RunStatus.DONE, steps_done=RUN_STEPS)
 
 
 def _fail(run: InsightRun, error: str, *, dry_run: bool) -> InsightRun:
     logger.warning("insights run for client %s failed: %s", run.client_id, error)
-    run.status = RunStatus.FAILED
+    return _end(run, dry_run=dry_run, status=RunStatus.FAILED, error=error)
+
+
+def _end(run: InsightRun, *, dry_run: bool, **outcome: Any) -> InsightRun:
+    """The run, ended now with `outcome` (saved unless it is a dry run)."""
+    for name, value in outcome.items():
+        setattr(run, name, value)
     run.finished_at = timezone.now()
-    run.error = error
     if not dry_run:
         run.save()
     return run

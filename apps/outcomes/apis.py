@@ -15,6 +15,7 @@ from rest_framework.response import Response
 from apps.accounts.authentication import ApiKeyPrincipal
 from apps.api.permissions import MANAGE, READ, StaffAPIView, role_permits
 from apps.api.schema import error_responses
+from apps.billing.renderers import CSVReportView
 from apps.outcomes.renderers import OutcomesCSVRenderer
 from apps.outcomes.selectors import GROUP_BYS, outcome_report
 from apps.outcomes.serializers import (
@@ -24,7 +25,7 @@ from apps.outcomes.serializers import (
 )
 
 
-class OutcomesApi(StaffAPIView):
+class OutcomesApi(CSVReportView, StaffAPIView):
     """Every role reads outcomes; the money figures (cost and billed amount) are for admins and
     owners only, like the billing reports — for other roles they are null."""
 
@@ -62,15 +63,3 @@ class OutcomesApi(StaffAPIView):
         params = self.validated_query(OutcomeQuerySerializer)
         report = outcome_report(client=self.client, **params)
         return Response(report_json(report, money=role_permits(self.role, MANAGE)))
-
-    def finalize_response(
-        self, request: Request, response: Response, *args: Any, **kwargs: Any
-    ) -> Response:
-        # Errors stay JSON even when CSV was asked for.
-        is_report = isinstance(response.data, dict) and "groups" in response.data
-        if not is_report and isinstance(
-            getattr(request, "accepted_renderer", None), OutcomesCSVRenderer
-        ):
-            request.accepted_renderer = JSONRenderer()
-            request.accepted_media_type = JSONRenderer.media_type
-        return super().finalize_response(request, response, *args, **kwargs)

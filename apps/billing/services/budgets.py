@@ -24,13 +24,14 @@ from typing import Any
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from apps.billing import periods
 from apps.billing.models import (
     AlertMetric,
     ReservationState,
+    TurnAllowance,
     UsageAlert,
     UsageCounter,
     UsageReservation,
@@ -68,6 +69,22 @@ def turn_token_estimate(plan: Plan, mode: str | None = None) -> int:
     if reserve == modes.TokenReserve.DELIBERATIVE:
         return int(plan.per_turn_token_cap or settings.BILLING_DELIBERATIVE_TURN_TOKEN_RESERVE)
     return int(plan.per_turn_token_cap or settings.BILLING_TURN_TOKEN_RESERVE)
+
+
+def held_for_turn[Held: (UsageReservation, TurnAllowance)](
+    held: QuerySet[Held], *, trace: Any, now: Any, **holder: Any
+) -> tuple[Held | None, list[Held]]:
+    """Of the client's reservations (or allowances) `held`: the one `trace` holds (a turn taken
+    over from a worker that died finds its own), and those of `holder` still reserved by a
+    worker that died (untouched for `stale_after()`), to settle."""
+    found = list(
+        held.select_related("trace").filter(
+            Q(trace=trace)
+            | Q(**holder, state=ReservationState.RESERVED, updated_at__lt=now - stale_after())
+        )
+    )
+    own = next((r for r in found if r.trace_id == trace.pk), None)
+    return own, [r for r in found if r is not own]
 
 
 def stale_after() -> timedelta:
@@ -126,23 +143,11 @@ def turn_budget_reserve(*, client: Client, trace: Any) -> UsageReservation | Non
     refused: tuple[str, str] | None = None
     with transaction.atomic():
         counter = _locked_counter(client=client, month=month)
-        found = list(
-            UsageReservation.objects.for_client(client)
-            .select_related("trace")
-            .filter(
-                Q(trace=trace)
-                | Q(
-                    client=client,
-                    month=month,
-                    state=ReservationState.RESERVED,
-                    updated_at__lt=now - stale_after(),
-                )
-            )
+        own, stale = held_for_turn(
+            UsageReservation.objects.for_client(client), trace=trace, now=now, month=month
         )
-        own = next((r for r in found if r.trace_id == trace.pk), None)
-        for stale in found:
-            if stale is not own:  # its worker died: count what it spent, free what it held
-                _settle(counter, stale, _trace_tokens(stale.trace), _trace_calls(stale.trace))
+        for dead in stale:  # its worker died: count what it spent, free what it held
+            _settle(counter, dead, trace_tokens(dead.trace), _trace_calls(dead.trace))
         if own is not None and own.state == ReservationState.RESERVED:
             if own.month == counter.month:
                 own.save(update_fields=["updated_at"])  # alive again: not stale
@@ -247,12 +252,12 @@ def _commit_elsewhere(reservation: UsageReservation) -> None:
     with transaction.atomic():
         other = _locked_counter(client=reservation.client, month=reservation.month)
         _settle(
-            other, reservation, _trace_tokens(reservation.trace), _trace_calls(reservation.trace)
+            other, reservation, trace_tokens(reservation.trace), _trace_calls(reservation.trace)
         )
         _save_counter(other)
 
 
-def _trace_tokens(trace: Any) -> int:
+def trace_tokens(trace: Any) -> int:
     return int(trace.prompt_tokens + trace.completion_tokens) if trace is not None else 0
 
 

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from apps.billing import periods
 from apps.billing.models import DailyUsage, UsageRecord, UsageRollupDay
-from apps.billing.selectors import TURN_COUNT_FIELDS, usage_cells_raw
+from apps.billing.selectors import CELL_FIELDS, usage_cells_raw
 
 DEFAULT_MAX_DAYS = 31
 DEFAULT_REFRESH_DAYS = 2
@@ -42,24 +42,7 @@ def daily_usage_rollup(*, day: date) -> int:
             day=day
         ).delete()
         DailyUsage.objects.bulk_create(
-            DailyUsage(
-                client_id=cell.client_id,
-                day=cell.day,
-                grain=cell.grain,
-                mode=cell.mode,
-                model=cell.model,
-                step=cell.step,
-                turns=cell.turns,
-                critique_triggered=cell.critique_triggered,
-                llm_calls=cell.llm_calls,
-                prompt_tokens=cell.prompt_tokens,
-                completion_tokens=cell.completion_tokens,
-                cached_tokens=cell.cached_tokens,
-                cost_usd=cell.cost_usd,
-                billed_usd=cell.billed_usd,
-                **{name: getattr(cell, name) for name in TURN_COUNT_FIELDS},
-            )
-            for cell in cells
+            DailyUsage(**{name: getattr(cell, name) for name in CELL_FIELDS}) for cell in cells
         )
         marker.rolled_up_at = timezone.now()
         marker.rows = len(cells)

@@ -44,7 +44,12 @@ from apps.billing.models import (
     UsageRecord,
     VisitorUsage,
 )
-from apps.billing.services.budgets import UsageLimitReached, stale_after, turn_token_estimate
+from apps.billing.services.budgets import (
+    UsageLimitReached,
+    held_for_turn,
+    trace_tokens,
+    turn_token_estimate,
+)
 from apps.clients import modes
 from apps.clients.models import AIMode, Client
 from apps.conversations.models import Conversation
@@ -196,23 +201,11 @@ def _admit_visitor(*, client: Client, trace: Any, limits: TurnLimits, now: Any) 
     refused = ""
     with transaction.atomic():
         usage = _locked_visitor_usage(client=client, day=periods.today(), visitor=limits.visitor)
-        found = list(
-            TurnAllowance.objects.for_client(client)
-            .select_related("trace")
-            .filter(
-                Q(trace=trace)
-                | Q(
-                    client=client,
-                    visitor_usage=usage,
-                    state=ReservationState.RESERVED,
-                    updated_at__lt=now - stale_after(),
-                )
-            )
+        own, stale = held_for_turn(
+            TurnAllowance.objects.for_client(client), trace=trace, now=now, visitor_usage=usage
         )
-        own = next((a for a in found if a.trace_id == trace.pk), None)
-        for stale in found:
-            if stale is not own:  # its worker died: count what it spent, free what it held
-                _settle(usage, stale, _trace_tokens(stale.trace))
+        for dead in stale:  # its worker died: count what it spent, free what it held
+            _settle(usage, dead, trace_tokens(dead.trace))
         if own is not None and own.state == ReservationState.RESERVED:
             own.save(update_fields=["updated_at"])  # alive again: not stale
             limits.allowance = own
@@ -288,7 +281,3 @@ def _settle(usage: VisitorUsage, allowance: TurnAllowance, tokens: int) -> None:
 
 def _save(usage: VisitorUsage) -> None:
     usage.save(update_fields=["tokens_used", "tokens_reserved", "turns", "updated_at"])
-
-
-def _trace_tokens(trace: Any) -> int:
-    return int(trace.prompt_tokens + trace.completion_tokens) if trace is not None else 0
