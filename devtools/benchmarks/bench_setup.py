@@ -1,5 +1,5 @@
-"""What the standalone benchmark scripts share: Django on a throwaway database, and throttles
-that run without ever refusing."""
+"""What the standalone benchmark scripts share: Django on a throwaway database, throttles that
+run without ever refusing, and the fake model answering at once."""
 
 from __future__ import annotations
 
@@ -55,6 +55,27 @@ def throwaway_postgres(server_url: str) -> Iterator[str]:
         connections.close_all()
         with psycopg.connect(server_url, autocommit=True) as admin:
             admin.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
+
+
+@contextlib.contextmanager
+def instant_fake_llm(**settings: Any) -> Iterator[Any]:
+    """The fake model (devtools/fake_llm.py) answering with no added latency, the LLM gateway
+    pointed at it and Celery tasks run eagerly in this thread, with any further ``settings``
+    overridden too; yields the server (to script its replies)."""
+    from django.test.utils import override_settings
+
+    from devtools.fake_llm import FakeLLMServer
+
+    with (
+        FakeLLMServer(latency=0) as llm,
+        override_settings(
+            OPENAI_API_KEY="bench-key",
+            OPENAI_BASE_URL=llm.base_url,
+            CELERY_TASK_ALWAYS_EAGER=True,
+            **settings,
+        ),
+    ):
+        yield llm
 
 
 def unthrottled(rest: Mapping[str, Any]) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from devtools.benchmarks.bench_setup import throwaway_django  # noqa: E402
+from devtools.benchmarks.bench_setup import instant_fake_llm, throwaway_django  # noqa: E402
 
 ORIGIN = "https://bench.example"
 ADDRESSES = [f"198.51.100.{n}" for n in range(1, 11)]
@@ -163,21 +163,14 @@ def main() -> None:
 
 
 def bench(args: argparse.Namespace) -> None:
-    from django.test.utils import override_settings, setup_test_environment
-
-    from devtools.fake_llm import FakeLLMServer
+    from django.test.utils import setup_test_environment
 
     setup_test_environment()
     sized = not args.real_counts
-    with FakeLLMServer(latency=0) as llm:
+    with instant_fake_llm() as llm:
         llm.fallback(replies(sized))
-        with override_settings(
-            OPENAI_API_KEY="bench-key",
-            OPENAI_BASE_URL=llm.base_url,
-            CELERY_TASK_ALWAYS_EAGER=True,
-        ):
-            before = run(limits=False, sized=sized, slug="before")
-            after = run(limits=True, sized=sized, slug="after")
+        before = run(limits=False, sized=sized, slug="before")
+        after = run(limits=True, sized=sized, slug="after")
     out = sys.stdout
     out.write(
         f"\n{len(ADDRESSES)} addresses × {MESSAGES_PER_ADDRESS} messages, deliberative plan, "

@@ -28,7 +28,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from devtools.benchmarks.bench_setup import throwaway_django  # noqa: E402
+from devtools.benchmarks.bench_setup import instant_fake_llm, throwaway_django  # noqa: E402
 from devtools.fake_llm import assess_reply  # noqa: E402
 
 ASSESS = assess_reply("We ship within one business day.")
@@ -118,7 +118,7 @@ def main() -> None:
 def bench(args: argparse.Namespace) -> None:
     from django.core.cache import cache
     from django.db import connection
-    from django.test.utils import CaptureQueriesContext, override_settings
+    from django.test.utils import CaptureQueriesContext
     from django.utils import timezone
 
     from apps.clients.models import AIMode, Client, Plan
@@ -129,17 +129,10 @@ def bench(args: argparse.Namespace) -> None:
     from apps.notes.services import note_add
     from apps.reasoning.models import ReasoningStep, ReasoningTrace
     from apps.reasoning.services import turn_process
-    from devtools.fake_llm import FakeLLMServer, count_prompt_tokens
+    from devtools.fake_llm import count_prompt_tokens
 
     rows: list[dict[str, Any]] = []
-    with (
-        FakeLLMServer(latency=0) as llm,
-        override_settings(
-            OPENAI_API_KEY="bench-key",
-            OPENAI_BASE_URL=llm.base_url,
-            CELERY_TASK_ALWAYS_EAGER=True,
-        ),
-    ):
+    with instant_fake_llm() as llm:
         for mode, step, reply in (
             (AIMode.STANDARD, "respond", RESPOND),
             (AIMode.ADAPTIVE, "assess", ASSESS),

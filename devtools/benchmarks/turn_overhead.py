@@ -37,7 +37,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from devtools.benchmarks.bench_setup import throwaway_django  # noqa: E402
+from devtools.benchmarks.bench_setup import instant_fake_llm, throwaway_django  # noqa: E402
 from devtools.fake_llm import assess_reply  # noqa: E402
 
 ANSWER = "We ship within one business day; standard delivery takes 3-7 days."
@@ -69,7 +69,7 @@ def main() -> None:
 
 def run(args: argparse.Namespace) -> None:
     from django.db import connection
-    from django.test.utils import CaptureQueriesContext, override_settings
+    from django.test.utils import CaptureQueriesContext
 
     from apps.clients.models import AIMode, Client, Plan
     from apps.conversations.models import Role
@@ -77,7 +77,6 @@ def run(args: argparse.Namespace) -> None:
     from apps.core.tenancy import tenant_scope
     from apps.reasoning.models import ReasoningTrace
     from apps.reasoning.services import turn_process
-    from devtools.fake_llm import FakeLLMServer
 
     clients: dict[str, Client] = {
         mode: Client.objects.create(
@@ -101,14 +100,7 @@ def run(args: argparse.Namespace) -> None:
         ),
     ]
     rows = []
-    with (
-        FakeLLMServer(latency=0) as llm,
-        override_settings(
-            OPENAI_API_KEY="bench-key",
-            OPENAI_BASE_URL=llm.base_url,
-            CELERY_TASK_ALWAYS_EAGER=True,
-        ),
-    ):
+    with instant_fake_llm() as llm:
 
         def prepare(client: Client, script: list[tuple[str, dict[str, Any]]]) -> int:
             """A new conversation with one stored customer message; its replies queued."""

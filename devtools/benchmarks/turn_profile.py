@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT / "devtools" / "benchmarks"))  # its sibling
 from turn_overhead import BUSINESS_INFO  # noqa: E402
 
 from devtools.benchmarks.bench_setup import (  # noqa: E402
+    instant_fake_llm,
     throwaway_django,
     unthrottled,
     widget_tenant,
@@ -71,14 +72,12 @@ def run(args: argparse.Namespace) -> None:
     from django.db import connection
     from django.test.utils import (
         CaptureQueriesContext,
-        override_settings,
         setup_test_environment,
     )
 
     from apps.core.tenancy import tenant_scope
     from apps.reasoning import services as reasoning_services
     from apps.reasoning.models import ReasoningTrace, TraceStatus
-    from devtools.fake_llm import FakeLLMServer
 
     setup_test_environment()
     client, http = widget_tenant(ORIGIN, business_info=BUSINESS_INFO)
@@ -120,15 +119,7 @@ def run(args: argparse.Namespace) -> None:
         if trace.status != TraceStatus.DONE or trace.llm_calls != 1 or trace.escalated:
             raise SystemExit(f"turn did not run as scripted: {trace.status} {trace.llm_calls}")
 
-    with (
-        FakeLLMServer(latency=0) as llm,
-        override_settings(
-            OPENAI_API_KEY="bench-key",
-            OPENAI_BASE_URL=llm.base_url,
-            CELERY_TASK_ALWAYS_EAGER=True,
-            REST_FRAMEWORK=rest,
-        ),
-    ):
+    with instant_fake_llm(REST_FRAMEWORK=rest) as llm:
         llm.default("assess", ANSWER)
         n = 0
         for _ in range(10):  # warm-up

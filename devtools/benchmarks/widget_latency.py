@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from devtools.benchmarks.bench_setup import (  # noqa: E402
+    instant_fake_llm,
     throwaway_django,
     unthrottled,
     widget_tenant,
@@ -65,13 +66,11 @@ def bench(args: argparse.Namespace) -> None:
     from django.db import connection
     from django.test.utils import (
         CaptureQueriesContext,
-        override_settings,
         setup_test_environment,
     )
 
     from apps.conversations.models import Message
     from apps.reasoning.models import ReasoningTrace
-    from devtools.fake_llm import FakeLLMServer
 
     setup_test_environment()
     _, http = widget_tenant(ORIGIN)
@@ -79,15 +78,7 @@ def bench(args: argparse.Namespace) -> None:
 
     api = "/api/v1/widget/conversations"
 
-    with (
-        FakeLLMServer(latency=0) as llm,
-        override_settings(
-            OPENAI_API_KEY="bench-key",
-            OPENAI_BASE_URL=llm.base_url,
-            CELERY_TASK_ALWAYS_EAGER=True,
-            REST_FRAMEWORK=rest,
-        ),
-    ):
+    with instant_fake_llm(REST_FRAMEWORK=rest) as llm:
         llm.default("assess", ANSWER)
         state: dict[str, str] = {}
 

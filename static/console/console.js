@@ -7,26 +7,10 @@
   "use strict";
 
   // The console's own words in the page's language (templates/console/base.html); English
-  // when a text is missing.
-  var TEXTS = (function () {
-    var node = document.getElementById("gd-console-texts");
-    try { return node ? JSON.parse(node.textContent) : {}; } catch (e) { return {}; }
-  })();
-
-  function say(english, values) {
-    var out = TEXTS[english] || english;
-    Object.keys(values || {}).forEach(function (key) {
-      out = out.split("%(" + key + ")s").join(String(values[key]));
-    });
-    return out;
-  }
-
-  function el(tag, className, text) {
-    var node = document.createElement(tag);
-    if (className) node.className = className;
-    if (text !== undefined && text !== null) node.textContent = String(text);
-    return node;
-  }
+  // when a text is missing. The helpers are static/console/common.js.
+  var say = GDConsole.texts("gd-console-texts");
+  var el = GDConsole.el;
+  var truncate = GDConsole.truncate;
 
   function localTime(iso) {
     var date = new Date(iso);
@@ -38,11 +22,6 @@
     var node = el("time", null, localTime(iso));
     node.setAttribute("datetime", iso);
     return node;
-  }
-
-  function truncate(text, max) {
-    text = text || "";
-    return text.length > max ? text.slice(0, max - 1) + "…" : text;
   }
 
   /* Polls `url` every `seconds` (paused while the tab is hidden); `onData(json)` may return a new

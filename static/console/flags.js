@@ -14,23 +14,8 @@
   var PLACEHOLDER = "00000000-0000-0000-0000-000000000000";
   var csrf = (root.querySelector("[name=csrfmiddlewaretoken]") || {}).value || "";
 
-  var TEXTS = (function () {
-    var node = document.getElementById("gd-flags-texts");
-    try { return node ? JSON.parse(node.textContent) : {}; } catch (e) { return {}; }
-  })();
-  function say(english, values) {
-    var out = TEXTS[english] || english;
-    Object.keys(values || {}).forEach(function (key) {
-      out = out.split("%(" + key + ")s").join(String(values[key]));
-    });
-    return out;
-  }
-  function el(tag, className, text) {
-    var node = document.createElement(tag);
-    if (className) node.className = className;
-    if (text !== undefined && text !== null) node.textContent = String(text);
-    return node;
-  }
+  var say = GDConsole.texts("gd-flags-texts"); // static/console/common.js
+  var el = GDConsole.el;
 
   var state = { canAct: false, messages: {}, flags: {} }; // by seq
   var target = null; // the message being flagged

@@ -5,30 +5,9 @@
 (function () {
   "use strict";
 
-  var TEXTS = (function () {
-    var node = document.getElementById("gd-inbox-texts");
-    try { return node ? JSON.parse(node.textContent) : {}; } catch (e) { return {}; }
-  })();
-
-  function say(english, values) {
-    var out = TEXTS[english] || english;
-    Object.keys(values || {}).forEach(function (key) {
-      out = out.split("%(" + key + ")s").join(String(values[key]));
-    });
-    return out;
-  }
-
-  function el(tag, className, text) {
-    var node = document.createElement(tag);
-    if (className) node.className = className;
-    if (text !== undefined && text !== null) node.textContent = String(text);
-    return node;
-  }
-
-  function truncate(text, max) {
-    text = text || "";
-    return text.length > max ? text.slice(0, max - 1) + "…" : text;
-  }
+  var say = GDConsole.texts("gd-inbox-texts"); // static/console/common.js
+  var el = GDConsole.el;
+  var truncate = GDConsole.truncate;
 
   /* One row, as templates/console/inbox.html renders it; `labels` are the column headings
    * (each cell's data-label, shown beside the value when rows are stacked at narrow widths). */

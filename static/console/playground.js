@@ -9,12 +9,7 @@
 
   var SVG = "http://www.w3.org/2000/svg";
 
-  function el(tag, className, text) {
-    var node = document.createElement(tag);
-    if (className) node.className = className;
-    if (text !== undefined && text !== null) node.textContent = String(text);
-    return node;
-  }
+  var el = GDConsole.el; // static/console/common.js
 
   function num(value) {
     var n = typeof value === "number" ? value : parseFloat(value);

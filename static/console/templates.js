@@ -17,17 +17,7 @@
   var list = root.querySelector("[data-template-list]");
   var unfilled = form.querySelector("[data-template-unfilled]");
 
-  var TEXTS = (function () {
-    var node = document.getElementById("gd-templates-texts");
-    try { return node ? JSON.parse(node.textContent) : {}; } catch (e) { return {}; }
-  })();
-  function say(english, values) {
-    var out = TEXTS[english] || english;
-    Object.keys(values || {}).forEach(function (key) {
-      out = out.split("%(" + key + ")s").join(String(values[key]));
-    });
-    return out;
-  }
+  var say = GDConsole.texts("gd-templates-texts"); // static/console/common.js
 
   var templates = null; // loaded once, when the picker first opens
   var shown = [];

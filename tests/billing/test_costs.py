@@ -102,15 +102,12 @@ def test_standard_and_adaptive_turns_record_exact_usage_with_their_multipliers(
 ) -> None:
     """Through the real pipeline: tokens as the server reported them, cost from ModelPrice,
     billed × the multiplier of the mode that ran."""
-    from apps.conversations.services import conversation_create
     from tests.reasoning.conftest import Chat
 
     llm.script("respond", {"response": "We're open 9-5.", "tool_call": None, "tool_params": {}})
     llm.script("assess", assess(response="We're open 9-5."))
     for client in (standard_shop, shop):
-        Chat(client, conversation_create(client=client)[0], django_capture_on_commit_callbacks).say(
-            "When are you open?"
-        )
+        Chat.new(client, django_capture_on_commit_callbacks).say("When are you open?")
     price = ModelPrice.objects.get(model="gpt-4o-mini")
     for client, call in zip((standard_shop, shop), llm.requests, strict=True):
         record = UsageRecord.objects.get(client=client)

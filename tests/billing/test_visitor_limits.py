@@ -79,9 +79,7 @@ def test_after_the_hourly_cap_a_conversations_turns_run_adaptive(
     llm.default("reason_step", reason_step())
     llm.default("synthesize", assess(response="A deep answer."))
     llm.default("assess", assess(response="A quick answer."))
-    chat = Chat(
-        deep_shop, conversation_create(client=deep_shop)[0], django_capture_on_commit_callbacks
-    )
+    chat = Chat.new(deep_shop, django_capture_on_commit_callbacks)
 
     replies = [chat.say(f"question {n}")[0].text for n in range(5)]
 
@@ -117,9 +115,7 @@ def test_a_deliberative_turn_that_no_longer_fits_the_conversation_budget_runs_ad
         WithUsage(assess(response="Deep."), prompt_tokens=990, completion_tokens=10),
     )
     llm.default("assess", answer("Quick.", 500))
-    chat = Chat(
-        deep_shop, conversation_create(client=deep_shop)[0], django_capture_on_commit_callbacks
-    )
+    chat = Chat.new(deep_shop, django_capture_on_commit_callbacks)
 
     assert chat.say("first")[0].text == "Deep."  # 0 + a deliberative reservation fits
     assert chat.say("second")[0].text == "Deep."  # 3,000 used: 3,000 + 5,000 ≤ 10,000

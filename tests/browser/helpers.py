@@ -12,6 +12,7 @@ from playwright.sync_api import FrameLocator, Page, expect
 
 from apps.clients.models import Client
 from apps.conversations.models import Conversation
+from tests.reasoning.conftest import assess
 
 
 def open_widget(page: Page, base_url: str, demo: Client, path: str = "/") -> FrameLocator:
@@ -52,6 +53,19 @@ def send(frame: FrameLocator, text: str) -> None:
     box = frame.get_by_label("Your message")
     box.fill(text)
     box.press("Enter")
+
+
+def customer_asks(
+    browser: Any, base_url: str, demo: Client, llm: Any, question: str, answer: str
+) -> tuple[Page, FrameLocator, Conversation]:
+    """A customer's page with the widget open, asking `question` and shown the assistant's
+    `answer` (scripted on `llm`): the page, the chat frame and the conversation it shows."""
+    customer = browser.new_page(viewport={"width": 1280, "height": 860})
+    frame = open_widget(customer, base_url, demo)
+    llm.script("assess", assess(response=answer))
+    send(frame, question)
+    expect(frame.get_by_text(answer)).to_be_visible()
+    return customer, frame, shown_conversation(frame, demo)
 
 
 def shot(page: Page, folder: Path, name: str) -> Path:

@@ -17,18 +17,19 @@ from apps.conversations.services import message_append
 from apps.escalations.models import Escalation
 from tests.api.conftest import make_tenant_data
 from tests.browser.conftest import SCREENSHOTS
-from tests.browser.helpers import open_widget, page_signed_in_as, send, shown_conversation
+from tests.browser.helpers import customer_asks, page_signed_in_as, send
 from tests.factories import MembershipFactory
-from tests.reasoning.conftest import assess
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def agent_page(browser: Any, live_server: Any, client: Any, monkeypatch: Any) -> Any:
-    """A browser page in its own context, signed in (session cookie) as an agent of `client`;
-    the console polls every second."""
+def agent_page(
+    browser: Any, live_server: Any, client: Any, monkeypatch: Any, first_name: str = ""
+) -> Any:
+    """A browser page in its own context, signed in (session cookie) as an agent of `client`
+    (with `first_name`, for the templates that sign with it); the console polls every second."""
     monkeypatch.setattr(console_views, "POLL_SECONDS", 1)
-    membership = MembershipFactory(client=client, role=Role.AGENT)
+    membership = MembershipFactory(client=client, role=Role.AGENT, user__first_name=first_name)
     page = page_signed_in_as(browser, live_server.url, membership.user)
     page.staff_user = membership.user
     return page
@@ -113,13 +114,14 @@ def test_staff_reply_in_the_console_shows_in_the_customers_widget(
 ):
     """The customer chats in the widget; an agent answers from the console; the customer's open
     widget shows the reply as staff, with the hand-off notice — and no assistant answers."""
-    customer = browser.new_page(viewport={"width": 1280, "height": 860})
-    frame = open_widget(customer, live_server.url, demo)
-    llm.script("assess", assess(response="Let me see what I can find."))
-    send(frame, "My stove arrived with a dent")
-    expect(frame.get_by_text("Let me see what I can find.")).to_be_visible()
-
-    conversation = shown_conversation(frame, demo)
+    customer, frame, conversation = customer_asks(
+        browser,
+        live_server.url,
+        demo,
+        llm,
+        "My stove arrived with a dent",
+        "Let me see what I can find.",
+    )
     agent = agent_page(browser, live_server, demo, monkeypatch)
     agent.goto(f"{live_server.url}/console/conversations/{conversation.public_id}/")
     thread = agent.locator("[data-messages]")

@@ -11,23 +11,22 @@ from apps.accounts.models import Role as StaffRole
 from apps.conversations.models import Message
 from apps.conversations.services import conversation_create, message_append
 from tests.browser.conftest import SCREENSHOTS
-from tests.browser.helpers import open_widget, send, shown_conversation
+from tests.browser.helpers import customer_asks, send
 from tests.browser.test_console_browser import agent_page
 from tests.factories import MembershipFactory
 from tests.reasoning.conftest import assess
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
+LEEDS = "We deliver across the UK in 2–3 days."
+
 
 def test_watch_take_over_reply_and_hand_back_with_the_waiting_message_answered(
     browser, live_server, demo, db_lock, llm, monkeypatch
 ):
-    customer = browser.new_page(viewport={"width": 1280, "height": 860})
-    frame = open_widget(customer, live_server.url, demo)
-    llm.script("assess", assess(response="We deliver across the UK in 2–3 days."))
-    send(frame, "Do you deliver to Leeds?")
-    expect(frame.get_by_text("We deliver across the UK in 2–3 days.")).to_be_visible()
-    conversation = shown_conversation(frame, demo)
+    customer, frame, conversation = customer_asks(
+        browser, live_server.url, demo, llm, "Do you deliver to Leeds?", LEEDS
+    )
 
     # The inbox lists it by the customer's first words, handled by the assistant.
     agent = agent_page(browser, live_server, demo, monkeypatch)
@@ -82,12 +81,9 @@ def test_claim_on_the_conversation_page_assigns_it_to_me(
 ):
     """Claim and the "Assign to" select share one form; clicking Claim must claim
     (it used to post the select's "Nobody" too and unassign)."""
-    customer = browser.new_page(viewport={"width": 1280, "height": 860})
-    frame = open_widget(customer, live_server.url, demo)
-    llm.script("assess", assess(response="We deliver across the UK in 2–3 days."))
-    send(frame, "Do you deliver to Leeds?")
-    expect(frame.get_by_text("We deliver across the UK in 2–3 days.")).to_be_visible()
-    conversation = shown_conversation(frame, demo)
+    customer, _, conversation = customer_asks(
+        browser, live_server.url, demo, llm, "Do you deliver to Leeds?", LEEDS
+    )
 
     agent = agent_page(browser, live_server, demo, monkeypatch)
     agent.goto(f"{live_server.url}/console/conversations/{conversation.public_id}/")

@@ -29,9 +29,7 @@ def staff_lines(conversation: Any) -> list[str]:
 
 @pytest.fixture
 def signed_in_page(browser, live_server, client_a, monkeypatch) -> Iterator[Any]:
-    page = agent_page(browser, live_server, client_a, monkeypatch)
-    page.staff_user.first_name = "Sam"
-    page.staff_user.save(update_fields=["first_name"])
+    page = agent_page(browser, live_server, client_a, monkeypatch, first_name="Sam")
     yield page
     page.context.close()
 
@@ -106,9 +104,7 @@ def test_the_demo_ships_templates_and_slash_fills_the_order_a_tool_acted_on(
         message_append(
             client=demo, conversation=conversation, role=Role.USER, text="And where is TH-10042?"
         )
-    page = agent_page(browser, live_server, demo, monkeypatch)
-    page.staff_user.first_name = "Sam"
-    page.staff_user.save(update_fields=["first_name"])
+    page = agent_page(browser, live_server, demo, monkeypatch, first_name="Sam")
     page.goto(f"{live_server.url}/console/conversations/{conversation.public_id}/")
     box = page.get_by_label("Reply to the customer")
     box.click()

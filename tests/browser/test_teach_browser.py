@@ -30,9 +30,7 @@ def unscoped(model: Any) -> Any:
 
 @pytest.fixture
 def signed_in_page(browser, live_server, client_a, monkeypatch) -> Iterator[Any]:
-    page = agent_page(browser, live_server, client_a, monkeypatch)
-    page.staff_user.first_name = "Sam"
-    page.staff_user.save(update_fields=["first_name"])
+    page = agent_page(browser, live_server, client_a, monkeypatch, first_name="Sam")
     yield page
     page.context.close()
 

@@ -9,7 +9,7 @@ from django.test import Client as DjangoClient
 
 from apps.accounts.models import Role
 from apps.clients.models import Client
-from tests.api.conftest import TenantData, make_tenant_data
+from tests.api.conftest import data_a, data_b  # noqa: F401  (fixtures, re-exported)
 from tests.factories import MembershipFactory
 
 # A real webhook server, for the console actions that run a tool (approving a held call).
@@ -38,13 +38,3 @@ def agent(browser_for) -> DjangoClient:
 @pytest.fixture
 def viewer(browser_for) -> DjangoClient:
     return browser_for(Role.VIEWER)
-
-
-@pytest.fixture
-def data_a(client_a: Client) -> TenantData:
-    return make_tenant_data(client_a)
-
-
-@pytest.fixture
-def data_b(client_b: Client) -> TenantData:
-    return make_tenant_data(client_b)

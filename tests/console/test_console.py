@@ -404,10 +404,12 @@ def test_malformed_ids_are_not_found(agent):
 
 def test_console_assets_are_local_and_plain():
     script = Path(finders.find("console/console.js")).read_text()
+    common = Path(finders.find("console/common.js")).read_text()  # the helpers it uses
     style = Path(finders.find("console/console.css")).read_text()
     assert "fetch(" in script
-    assert ".innerHTML" not in script  # server text is inserted as text only
-    for asset in (script, style):
+    for code in (script, common):
+        assert ".innerHTML" not in code  # server text is inserted as text only
+    for asset in (script, common, style):
         assert not re.search(r"https?://", asset), "no CDN"
     templates = Path(settings.BASE_DIR, "templates", "console")
     for template in templates.glob("*.html"):

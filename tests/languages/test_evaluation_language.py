@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 
 from apps.conversations.models import Kind, Message
-from apps.conversations.services import conversation_create
 from apps.reasoning.evaluation import wrong_language
 from tests.reasoning.conftest import Chat
 from tests.reasoning.test_evaluation import ev, evaluation_on, respond
@@ -28,8 +27,7 @@ ENGLISH = (
 def std_chat(standard_shop: Any, django_capture_on_commit_callbacks: Any) -> Chat:
     standard_shop.language, standard_shop.languages = "en", ["en", "es"]
     standard_shop.save(update_fields=["language", "languages"])
-    conversation = conversation_create(client=standard_shop)[0]
-    return Chat(standard_shop, conversation, django_capture_on_commit_callbacks)
+    return Chat.new(standard_shop, django_capture_on_commit_callbacks)
 
 
 def test_wrong_language_in_code():

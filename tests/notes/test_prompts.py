@@ -48,11 +48,7 @@ def test_assess_prompt_carries_the_notes_and_the_trace_records_them(chat, llm, s
 
 def test_respond_prompt_carries_the_notes(standard_shop, llm, django_capture_on_commit_callbacks):
     _note(standard_shop, "Returns of sale items need a photo", type=NoteType.TIP)
-    chat = Chat(
-        standard_shop,
-        conversation_create(client=standard_shop)[0],
-        django_capture_on_commit_callbacks,
-    )
+    chat = Chat.new(standard_shop, django_capture_on_commit_callbacks)
     llm.script("respond", {"response": "OK", "tool_call": None, "tool_params": {}})
     chat.say("Can I return a sale item?")
     [call] = llm.calls("respond")
@@ -184,11 +180,7 @@ def test_assess_gets_a_tools_success_records_once_the_tool_is_in_play(chat, llm,
 
 def test_standard_gets_every_outcome_record(standard_shop, llm, django_capture_on_commit_callbacks):
     _outcome_record(standard_shop, "cancel_order", "Cancelling via cancel_order succeeded.")
-    chat = Chat(
-        standard_shop,
-        conversation_create(client=standard_shop)[0],
-        django_capture_on_commit_callbacks,
-    )
+    chat = Chat.new(standard_shop, django_capture_on_commit_callbacks)
     llm.script("respond", {"response": "Hello", "tool_call": None, "tool_params": {}})
     chat.say("hi")
     assert "Cancelling via cancel_order succeeded." in llm.calls("respond")[0].prompt_text

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from apps.conversations.services import conversation_create
 from apps.notes.models import Note, NoteSource, NoteStatus, NoteType
 from apps.notes.services import note_add, note_set_status
 from apps.tools.builtins import ADD_NOTE_PARAMETERS, SEARCH_NOTES_PARAMETERS
@@ -204,11 +203,7 @@ def test_notes_tools_refuse_when_the_plan_has_notes_off(
     notes_tools(standard_shop)
     standard_shop.plan.notes_enabled = False
     standard_shop.plan.save()
-    chat = Chat(
-        standard_shop,
-        conversation_create(client=standard_shop)[0],
-        django_capture_on_commit_callbacks,
-    )
+    chat = Chat.new(standard_shop, django_capture_on_commit_callbacks)
     llm.script(
         "respond",
         {"response": "", "tool_call": "search_notes", "tool_params": {"query": "refund"}},

@@ -13,12 +13,14 @@ from apps.conversations.models import Conversation, Message
 from apps.conversations.services import conversation_create
 from apps.knowledge.models import Article
 from apps.knowledge.services.indexing import article_index
+from apps.reasoning.models import ReasoningStep
 from apps.reasoning.services import handle_turn
+from apps.reasoning.traces import TurnRecorder
 from apps.tools.executors import webhook as executors
 from apps.tools.models import ToolKind
 from devtools.fake_llm import FakeLLMServer, assess_reply
 from tests.factories import ClientFactory, ClientToolFactory, ModelPriceFactory, PlanFactory
-from tests.support.fake_webhook import FakeWebhookServer
+from tests.support.fake_webhook import FakeWebhookServer, Reply
 
 ORDER_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -123,6 +125,20 @@ def conversation(shop) -> Conversation:
     return conversation_create(client=shop)[0]
 
 
+class SilentOwner:
+    """A trace owner (apps.reasoning.traces.TraceOwner) that lets every call run and keeps
+    nothing, for a step run outside any turn whose engine keeps its own record."""
+
+    def ensure_open(self, recorder: TurnRecorder) -> None:
+        return None
+
+    def internal(self, kind: str, text: str, data: dict[str, Any]) -> None:
+        return None
+
+    def step_recorded(self, step: ReasoningStep) -> None:
+        return None
+
+
 class Chat:
     """Talk to the assistant as a customer; on-commit callbacks (the turn task) run eagerly."""
 
@@ -130,6 +146,11 @@ class Chat:
         self.client = client
         self.conversation = conversation
         self._capture = capture
+
+    @classmethod
+    def new(cls, client: Any, capture: Any) -> Chat:
+        """A chat on a new conversation of ``client``."""
+        return cls(client, conversation_create(client=client)[0], capture)
 
     def say(self, text: str) -> list[Message]:
         with self._capture(execute=True):
@@ -150,6 +171,12 @@ class Chat:
 @pytest.fixture
 def chat(shop, conversation, django_capture_on_commit_callbacks) -> Chat:
     return Chat(shop, conversation, django_capture_on_commit_callbacks)
+
+
+@pytest.fixture
+def std_chat(standard_shop, django_capture_on_commit_callbacks) -> Chat:
+    """A chat with the standard-mode shop, on a new conversation."""
+    return Chat.new(standard_shop, django_capture_on_commit_callbacks)
 
 
 def assess(**fields: Any) -> dict[str, Any]:
@@ -173,6 +200,22 @@ def cancel_assess(
     else:
         plan["tool_params"] = {"order_id": order}
     return assess(**(plan | fields))
+
+
+def script_order_lookup(llm: FakeLLMServer, webhook: FakeWebhookServer, order: str) -> None:
+    """A confident look-up, no critique: the model runs ``get_order_status`` on ``order``, the
+    shop answers "shipped", and the composed reply says "Order <order> has shipped."."""
+    llm.script(
+        "assess",
+        assess(
+            response="Let me check.",
+            tool_call="get_order_status",
+            tool_params={"order_id": order},
+            confidence=9,
+        ),
+    )
+    webhook.script(Reply.ok({"status": "shipped"}))
+    llm.script("compose", {"response": f"Order {order} has shipped."})
 
 
 def critique(decision: str, message: str = "", reasoning: str = "checked") -> dict[str, Any]:

@@ -11,7 +11,7 @@ from apps.reasoning.steps._shared import CONFIRMATION_RULE
 from apps.reasoning.steps.assess import AssessOut
 from apps.tools.models import ClientTool, ToolKind
 from devtools.fake_llm import count_prompt_tokens
-from tests.reasoning.conftest import assess, cancel_assess, critique
+from tests.reasoning.conftest import assess, cancel_assess, critique, script_order_lookup
 from tests.support.fake_webhook import Reply
 
 pytestmark = pytest.mark.django_db
@@ -65,17 +65,7 @@ def test_simple_question_is_one_call(chat, llm):
 
 
 def test_confident_read_tool_skips_critique_and_runs(chat, llm, webhook):
-    llm.script(
-        "assess",
-        assess(
-            response="Let me check.",
-            tool_call="get_order_status",
-            tool_params={"order_id": "TH-55555"},
-            confidence=9,
-        ),
-    )
-    webhook.script(Reply.ok({"status": "shipped"}))
-    llm.script("compose", {"response": "Order TH-55555 has shipped."})
+    script_order_lookup(llm, webhook, "TH-55555")
     [reply] = chat.say("Where is order TH-55555?")
     assert reply.text == "Order TH-55555 has shipped."
     assert [r.step for r in llm.requests] == ["assess", "compose"]
@@ -168,18 +158,13 @@ def test_tool_schema_can_be_fetched(chat, llm):
 def test_minimal_context_is_much_smaller_than_full(
     chat, standard_shop, llm, django_capture_on_commit_callbacks
 ):
-    from apps.conversations.services import conversation_create
     from tests.reasoning.conftest import Chat
 
     llm.script("assess", assess(response="Hi!"))
     chat.say("Hello")
     adaptive_tokens = count_prompt_tokens(llm.calls("assess")[0].messages)
     llm.script("respond", {"response": "Hi!", "tool_call": None, "tool_params": {}})
-    std = Chat(
-        standard_shop,
-        conversation_create(client=standard_shop)[0],
-        django_capture_on_commit_callbacks,
-    )
+    std = Chat.new(standard_shop, django_capture_on_commit_callbacks)
     std.say("Hello")
     standard_tokens = count_prompt_tokens(llm.calls("respond")[0].messages)
     assert adaptive_tokens < standard_tokens

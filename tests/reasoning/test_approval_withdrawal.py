@@ -17,7 +17,6 @@ from apps.accounts.models import Role
 from apps.approvals.models import ApprovalRequest, ApprovalStatus, WithdrawnBecause
 from apps.approvals.services import approval_approve, approval_run, approvals_expire
 from apps.conversations.models import Kind, Message, Visibility
-from apps.conversations.services import conversation_create
 from apps.core.exceptions import ApplicationError
 from apps.reasoning.models import ReasoningStep
 from apps.reasoning.services import handle_turn
@@ -36,11 +35,6 @@ def shop(db, webhook):
     client = make_shop("standard", webhook.url(), slug="withdraw-shop")
     add_refund_tool(client, webhook.url())
     return client
-
-
-@pytest.fixture
-def chat(shop, django_capture_on_commit_callbacks) -> Chat:
-    return Chat(shop, conversation_create(client=shop)[0], django_capture_on_commit_callbacks)
 
 
 def held(chat: Chat, llm: Any) -> ApprovalRequest:
@@ -188,7 +182,7 @@ def test_approve_and_withdraw_at_the_same_time_exactly_one_wins(webhook, llm):
         pytest.skip("SQLite locks the whole database: two writers cannot race (run on PostgreSQL)")
     client = make_shop("standard", webhook.url(), slug="withdraw-race")
     add_refund_tool(client, webhook.url())
-    chat = Chat(client, conversation_create(client=client)[0], _capture_now)
+    chat = Chat.new(client, _capture_now)
     confirmed_refund(chat, llm, 150)
     approval = ApprovalRequest.objects.unscoped(ALL).get()
     barrier = threading.Barrier(2)

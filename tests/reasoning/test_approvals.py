@@ -65,12 +65,6 @@ def shop(db, webhook):
     return client
 
 
-@pytest.fixture
-def chat(shop, django_capture_on_commit_callbacks) -> Chat:
-    conversation = conversation_create(client=shop)[0]
-    return Chat(shop, conversation, django_capture_on_commit_callbacks)
-
-
 def respond(text: str, tool: str | None = None, **params: Any) -> dict[str, Any]:
     return {"response": text, "tool_call": tool, "tool_params": params}
 
@@ -255,7 +249,7 @@ def test_two_concurrent_approvals_run_the_tool_once(webhook, llm):
         pytest.skip("SQLite locks the whole database: two writers cannot race (run on PostgreSQL)")
     client = make_shop("standard", webhook.url(), slug="race-shop")
     add_refund_tool(client, webhook.url())
-    chat = Chat(client, conversation_create(client=client)[0], _capture_now)
+    chat = Chat.new(client, _capture_now)
     confirmed_refund(chat, llm, 150)
     approval = ApprovalRequest.objects.unscoped(ALL).get()
     webhook.script(Reply.ok({"refund_id": "R-1"}, delay=0.3))

@@ -17,7 +17,6 @@ from apps.billing.selectors import DELIBERATION_TRIGGERS
 from apps.clients.deliberation import deliberation_settings_set
 from apps.clients.modes import get as get_mode
 from apps.conversations.models import ConversationStatus
-from apps.conversations.services import conversation_create
 from apps.reasoning.models import ReasoningTrace
 from apps.reasoning.modes import mode_that_runs
 from apps.reasoning.modes.as_needed import TRIGGERS
@@ -43,8 +42,7 @@ def as_needed_shop(db, webhook):
 
 @pytest.fixture
 def chat(as_needed_shop, django_capture_on_commit_callbacks) -> Chat:
-    conversation = conversation_create(client=as_needed_shop)[0]
-    return Chat(as_needed_shop, conversation, django_capture_on_commit_callbacks)
+    return Chat.new(as_needed_shop, django_capture_on_commit_callbacks)
 
 
 def the_trace() -> ReasoningTrace:

@@ -7,11 +7,10 @@ from typing import Any
 
 import pytest
 
-from apps.conversations.services import conversation_create
 from apps.reasoning.guards import confirmation_decision, params_digest
 from apps.tools.models import PendingAction, PendingActionStatus
 from apps.tools.pending import OpenQuestion, StructuredAnswer, params_hash
-from tests.reasoning.conftest import Chat, assess, critique
+from tests.reasoning.conftest import assess, critique
 
 ORDER = {"order_id": "TH-12345"}
 DIGEST = params_hash(ORDER)[:16]
@@ -96,11 +95,6 @@ def test_a_stored_press_is_read_strictly(data: Any, expected: StructuredAnswer |
 
 
 # --- the model's opinion ---------------------------------------------------------------------
-
-
-@pytest.fixture
-def chat(shop, django_capture_on_commit_callbacks) -> Chat:
-    return Chat(shop, conversation_create(client=shop)[0], django_capture_on_commit_callbacks)
 
 
 @pytest.mark.django_db

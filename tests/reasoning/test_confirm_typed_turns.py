@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from django.utils import timezone, translation
 
-from apps.conversations.services import conversation_create
 from apps.reasoning import guards
 from apps.tools.models import ClientTool, PendingAction, PendingActionStatus
 from tests.reasoning.conftest import Chat, assess, critique
@@ -19,11 +18,6 @@ from tests.support.fake_webhook import Reply
 
 pytestmark = pytest.mark.django_db
 ORDER = {"order_id": "TH-12345"}
-
-
-@pytest.fixture
-def chat(shop, django_capture_on_commit_callbacks) -> Chat:
-    return Chat(shop, conversation_create(client=shop)[0], django_capture_on_commit_callbacks)
 
 
 def _ask(chat: Chat, llm: Any, text: str) -> None:

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from apps.conversations.services import conversation_create
 from apps.reasoning.guards import (
     confirmation_answer,
     confirmation_decision,
@@ -183,17 +182,13 @@ def _w_orders(client: Any) -> None:
 @pytest.fixture
 def adaptive_chat(shop, django_capture_on_commit_callbacks) -> Chat:
     _w_orders(shop)
-    return Chat(shop, conversation_create(client=shop)[0], django_capture_on_commit_callbacks)
+    return Chat.new(shop, django_capture_on_commit_callbacks)
 
 
 @pytest.fixture
 def standard_chat(standard_shop, django_capture_on_commit_callbacks) -> Chat:
     _w_orders(standard_shop)
-    return Chat(
-        standard_shop,
-        conversation_create(client=standard_shop)[0],
-        django_capture_on_commit_callbacks,
-    )
+    return Chat.new(standard_shop, django_capture_on_commit_callbacks)
 
 
 def _propose(llm: Any, mode: str, params: dict[str, Any] | None, response: str = "") -> None:

@@ -54,7 +54,7 @@ def test_a_second_visitor_with_the_order_number_gets_nothing(
     # The owner is a verified customer with their own conversation…
     verified_chat(shop, django_capture_on_commit_callbacks)
     # …and a second, anonymous visitor types their order number.
-    stranger = Chat(shop, conversation_create(client=shop)[0], django_capture_on_commit_callbacks)
+    stranger = Chat.new(shop, django_capture_on_commit_callbacks)
     llm.script(
         "assess",
         assess(
@@ -115,7 +115,7 @@ def test_a_verified_customers_call_carries_the_customer_inside_the_signature(
 def test_an_anonymous_call_to_an_unscoped_tool_has_no_customer(
     shop, llm, webhook, django_capture_on_commit_callbacks
 ):
-    chat = Chat(shop, conversation_create(client=shop)[0], django_capture_on_commit_callbacks)
+    chat = Chat.new(shop, django_capture_on_commit_callbacks)
     llm.script(
         "assess",
         assess(

@@ -83,12 +83,6 @@ def shop(db, webhook) -> Client:
     return client
 
 
-@pytest.fixture
-def chat(shop, django_capture_on_commit_callbacks) -> Chat:
-    conversation = conversation_create(client=shop)[0]
-    return Chat(shop, conversation, django_capture_on_commit_callbacks)
-
-
 def tools_of(client: Client) -> list[ClientTool]:
     return list(ClientTool.objects.filter(client=client, enabled=True).order_by("name"))
 

@@ -14,7 +14,6 @@ import pytest
 
 from apps.clients.deliberation import deliberation_settings_set
 from apps.conversations import reply_drafts
-from apps.conversations.services import conversation_create
 from apps.reasoning.deliberation import refinement
 from apps.reasoning.deliberation.refinement import Critique, Draft, FinalSpec
 from devtools.fake_llm import Truncated
@@ -35,7 +34,7 @@ def shop_chat(mode: str, capture: Any, webhook: Any, *, iterations: int) -> Chat
     plan = client.plan
     deliberation_settings_set(plan, refinement_iterations=iterations, min_steps=2, max_steps=2)
     plan.save()
-    return Chat(client, conversation_create(client=client)[0], capture)
+    return Chat.new(client, capture)
 
 
 @pytest.fixture

@@ -385,14 +385,6 @@ def test_action_and_destructive_turns_are_not_evaluated(chat: Chat, llm: Any, we
 # --- standard ---------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def std_chat(standard_shop: Any, django_capture_on_commit_callbacks: Any) -> Chat:
-    from apps.conversations.services import conversation_create
-
-    conv = conversation_create(client=standard_shop)[0]
-    return Chat(standard_shop, conv, django_capture_on_commit_callbacks)
-
-
 def respond(text: str) -> dict[str, Any]:
     return {"response": text, "tool_call": None, "tool_params": {}}
 

@@ -111,14 +111,9 @@ def test_missing_params_ask_with_the_parameter_label(chat, llm, webhook):
 def test_destructive_without_confirmation_asks_in_standard_mode(
     standard_shop, llm, webhook, django_capture_on_commit_callbacks
 ):
-    from apps.conversations.services import conversation_create
     from tests.reasoning.conftest import Chat
 
-    chat = Chat(
-        standard_shop,
-        conversation_create(client=standard_shop)[0],
-        django_capture_on_commit_callbacks,
-    )
+    chat = Chat.new(standard_shop, django_capture_on_commit_callbacks)
     llm.script(
         "respond", {"response": "Cancelled!", "tool_call": "cancel_order", "tool_params": ORDER}
     )

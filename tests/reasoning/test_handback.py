@@ -14,24 +14,9 @@ from apps.reasoning.handback import escalation_hand_back
 from apps.reasoning.models import ReasoningTrace
 from tests.api.conftest import session_for
 from tests.factories import MembershipFactory
-from tests.reasoning.conftest import assess, make_shop
-from tests.support.fake_webhook import Reply
+from tests.reasoning.conftest import make_shop, script_order_lookup
 
 pytestmark = pytest.mark.django_db
-
-
-def _order_lookup_script(llm, webhook) -> None:
-    llm.script(
-        "assess",
-        assess(
-            response="Let me check.",
-            tool_call="get_order_status",
-            tool_params={"order_id": "TH-10042"},
-            confidence=9,
-        ),
-    )
-    webhook.script(Reply.ok({"status": "shipped"}))
-    llm.script("compose", {"response": "Order TH-10042 has shipped."})
 
 
 def test_message_written_during_the_handoff_is_answered_after_hand_back(
@@ -42,7 +27,7 @@ def test_message_written_during_the_handoff_is_answered_after_hand_back(
     assert chat.say("Yes please, order TH-10042") == []
     assert llm.requests == []  # a person owned the conversation: no model ran
 
-    _order_lookup_script(llm, webhook)
+    script_order_lookup(llm, webhook, "TH-10042")
     agent = session_for(chat.client, "agent")
     escalation = Escalation.objects.unscoped("test checks the database directly").get()
     with django_capture_on_commit_callbacks(execute=True):
@@ -72,7 +57,7 @@ def test_console_hand_back_answers_the_waiting_message(
 ):
     chat.say("I want a human")
     chat.say("Yes please, order TH-10042")
-    _order_lookup_script(llm, webhook)
+    script_order_lookup(llm, webhook, "TH-10042")
     member = MembershipFactory(client=chat.client, role="agent")
     client.force_login(member.user)
     url = reverse("console-conversation-resolve", args=[chat.conversation.public_id])
@@ -134,7 +119,7 @@ def test_staff_reply_after_the_message_means_nothing_is_queued(
 def test_hand_back_twice_queues_one_turn(chat, llm, webhook, django_capture_on_commit_callbacks):
     chat.say("Can I talk to a real person?")
     chat.say("Yes please, order TH-10042")
-    _order_lookup_script(llm, webhook)
+    script_order_lookup(llm, webhook, "TH-10042")
     escalation = Escalation.objects.unscoped("test checks the database directly").get()
     with django_capture_on_commit_callbacks(execute=True):
         escalation_hand_back(client=chat.client, escalation=escalation)

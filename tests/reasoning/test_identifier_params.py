@@ -153,11 +153,7 @@ def test_standard_mode_asks_in_the_customer_s_language(
 ):
     standard_shop.languages = ["en", "es"]
     standard_shop.save(update_fields=["languages"])
-    chat = Chat(
-        standard_shop,
-        conversation_create(client=standard_shop)[0],
-        django_capture_on_commit_callbacks,
-    )
+    chat = Chat.new(standard_shop, django_capture_on_commit_callbacks)
     llm.script(
         "respond",
         {

@@ -12,7 +12,6 @@ import pytest
 from django.urls import reverse
 
 from apps.clients.models import Plan
-from apps.conversations.services import conversation_create
 from apps.knowledge.models import Article, ArticleKind, ArticleStatus
 from apps.reasoning.models import ReasoningStep
 from apps.reasoning.steps import _data, _demo
@@ -151,11 +150,7 @@ def test_standard_mode_gets_the_top_chunks_for_the_message(
     }  # FAQs live as articles
     standard_shop.save()
     load_knowledge(standard_shop)
-    chat = Chat(
-        standard_shop,
-        conversation_create(client=standard_shop)[0],
-        django_capture_on_commit_callbacks,
-    )
+    chat = Chat.new(standard_shop, django_capture_on_commit_callbacks)
     llm.script("respond", {"response": FIT, "tool_call": None, "tool_params": {}})
     chat.say("What size hiking boots should I order?")
     [call] = llm.calls("respond")
@@ -184,7 +179,7 @@ def deep_kb_chat(slug: str, webhook: Any, llm: Any, on_commit: Any) -> Chat:
         {"content": "think", "status": "final", "scores": scores, "rationale": "r"},
     )
     llm.default("feedback", {"feedback": "ok"})
-    return Chat(shop, conversation_create(client=shop)[0], on_commit)
+    return Chat.new(shop, on_commit)
 
 
 def test_deliberative_synthesis_may_ask_for_more(

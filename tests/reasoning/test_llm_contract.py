@@ -19,7 +19,7 @@ from apps.reasoning.steps.improve import ImproveOut
 from apps.reasoning.steps.reason_step import ReasonStepOut
 from apps.reasoning.steps.respond import RespondOut
 from devtools.fake_llm import FakeLLMServer, Truncated
-from tests.reasoning.conftest import assess
+from tests.reasoning.conftest import assess, script_order_lookup
 
 pytestmark = pytest.mark.django_db
 
@@ -134,14 +134,9 @@ def test_an_empty_assess_is_retried_with_the_error_quoted(chat, llm: FakeLLMServ
 def test_an_object_tool_call_is_retried_with_the_error_quoted(
     standard_shop, llm: FakeLLMServer, django_capture_on_commit_callbacks
 ) -> None:
-    from apps.conversations.services import conversation_create
     from tests.reasoning.conftest import Chat
 
-    chat = Chat(
-        standard_shop,
-        conversation_create(client=standard_shop)[0],
-        django_capture_on_commit_callbacks,
-    )
+    chat = Chat.new(standard_shop, django_capture_on_commit_callbacks)
     llm.script(
         "respond",
         {"response": "Sure.", "tool_call": {"name": "get_order_status"}, "tool_params": {}},
@@ -238,19 +233,7 @@ def test_no_enabled_tools_means_tool_call_can_only_be_null(llm: FakeLLMServer) -
 
 
 def test_compose_gets_no_tool_enum(chat, llm: FakeLLMServer, webhook) -> None:
-    from tests.support.fake_webhook import Reply
-
-    llm.script(
-        "assess",
-        assess(
-            response="Let me check.",
-            tool_call="get_order_status",
-            tool_params={"order_id": "TH-55555"},
-            confidence=9,
-        ),
-    )
-    webhook.script(Reply.ok({"status": "shipped"}))
-    llm.script("compose", {"response": "Order TH-55555 has shipped."})
+    script_order_lookup(llm, webhook, "TH-55555")
 
     [reply] = chat.say("Where is order TH-55555?")
 

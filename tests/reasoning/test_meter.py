@@ -15,7 +15,6 @@ from apps.billing.services import billed_amount
 from apps.billing.services.budgets import UsageLimitReached
 from apps.clients.deliberation import deliberation_settings_set
 from apps.conversations.models import Message
-from apps.conversations.services import conversation_create
 from apps.reasoning.meter import Meter, TokenCapExceeded
 from apps.reasoning.models import ReasoningTrace
 from apps.reasoning.steps import respond
@@ -122,7 +121,7 @@ def test_a_deliberative_plan_is_recorded_and_billed_as_deliberative(
     plan.multipliers = {"adaptive": "1.5", "deliberative": "2.5"}
     deliberation_settings_set(plan, min_steps=1, refinement_iterations=0)
     plan.save()
-    chat = Chat(shop, conversation_create(client=shop)[0], django_capture_on_commit_callbacks)
+    chat = Chat.new(shop, django_capture_on_commit_callbacks)
     llm.script(
         "reason_step",
         {

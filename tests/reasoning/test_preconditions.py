@@ -60,14 +60,6 @@ def precondition_steps() -> list[dict[str, Any]]:
     ]
 
 
-@pytest.fixture
-def std_chat(standard_shop, django_capture_on_commit_callbacks) -> Chat:
-    from apps.conversations.services import conversation_create
-
-    conversation = conversation_create(client=standard_shop)[0]
-    return Chat(standard_shop, conversation, django_capture_on_commit_callbacks)
-
-
 @pytest.fixture(params=["adaptive", "standard"])
 def any_chat(request: pytest.FixtureRequest) -> tuple[str, Chat]:
     fixture = "chat" if request.param == "adaptive" else "std_chat"

@@ -23,6 +23,7 @@ from apps.simulations.judge import judge_criteria
 from apps.simulations.models import CaseRun, SimulationRun
 from devtools.fake_llm import Fail, FakeLLMServer
 from tests.factories import ClientFactory, ModelPriceFactory
+from tests.reasoning.conftest import SilentOwner
 
 STEP = steps.get("judge")
 TRANSCRIPT: list[dict[str, Any]] = [
@@ -46,19 +47,6 @@ TRANSCRIPT: list[dict[str, Any]] = [
 ]
 
 
-class _Owner:
-    """A trace owner that lets every call run and keeps nothing (the engine has its own)."""
-
-    def ensure_open(self, recorder: TurnRecorder) -> None:
-        return None
-
-    def internal(self, kind: str, text: str, data: dict[str, Any]) -> None:
-        return None
-
-    def step_recorded(self, step: ReasoningStep) -> None:
-        return None
-
-
 @pytest.fixture
 def recorder(db: Any) -> TurnRecorder:
     client = ClientFactory()
@@ -74,7 +62,7 @@ def recorder(db: Any) -> TurnRecorder:
         client=client,
         conversation=Conversation(client=client),
         next_index=0,
-        owner=_Owner(),
+        owner=SilentOwner(),  # the engine has its own
         meter=meter,
     )
 

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from apps.conversations.models import Kind
-from apps.conversations.services import conversation_create
 from apps.escalations.models import Escalation, EscalationReason
 from apps.reasoning.guards import unavailable_tool_draft_problem
 from apps.reasoning.models import ReasoningStep
@@ -42,17 +41,11 @@ def escalation() -> Escalation:
 
 
 @pytest.fixture
-def std_chat(standard_shop, django_capture_on_commit_callbacks) -> Chat:
-    conversation = conversation_create(client=standard_shop)[0]
-    return Chat(standard_shop, conversation, django_capture_on_commit_callbacks)
-
-
-@pytest.fixture
 def deep_chat(db, webhook, django_capture_on_commit_callbacks) -> Chat:
     client = make_shop("deliberative", webhook.url(), slug="deep-shop")
     set_deliberation(client.plan_id, min_steps=1, refinement_iterations=0)
     client.refresh_from_db()
-    return Chat(client, conversation_create(client=client)[0], django_capture_on_commit_callbacks)
+    return Chat.new(client, django_capture_on_commit_callbacks)
 
 
 # --- a tool the client does not have ------------------------------------------------------------

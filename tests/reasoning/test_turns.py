@@ -225,11 +225,7 @@ def test_query_count_of_a_turn_as_a_worker_runs_it(
 def test_standard_mode_sends_full_context_in_one_call(
     standard_shop, llm, django_capture_on_commit_callbacks
 ):
-    chat = Chat(
-        standard_shop,
-        conversation_create(client=standard_shop)[0],
-        django_capture_on_commit_callbacks,
-    )
+    chat = Chat.new(standard_shop, django_capture_on_commit_callbacks)
     llm.script("respond", {"response": "30 days.", "tool_call": None, "tool_params": {}})
     [reply] = chat.say("How long do I have to return?")
     assert reply.text == "30 days."
@@ -255,7 +251,7 @@ def test_client_b_tools_are_never_offered_or_run_for_client_a(
     from apps.tools.models import ClientTool
 
     ClientTool.objects.filter(client=other, name="get_order_status").update(name="secret_lookup")
-    chat = Chat(shop, conversation_create(client=shop)[0], django_capture_on_commit_callbacks)
+    chat = Chat.new(shop, django_capture_on_commit_callbacks)
     llm.script("assess", assess(tool_call="secret_lookup", tool_params=ORDER, confidence=10))
     llm.script("critique", critique("PROCEED"))
     [reply] = chat.say("run the secret lookup on TH-12345")
@@ -346,11 +342,7 @@ def test_broker_down_still_answers_in_process(chat, llm, monkeypatch):
 def test_history_sent_to_the_model_follows_the_setting(
     standard_shop, llm, settings, django_capture_on_commit_callbacks
 ):
-    chat = Chat(
-        standard_shop,
-        conversation_create(client=standard_shop)[0],
-        django_capture_on_commit_callbacks,
-    )
+    chat = Chat.new(standard_shop, django_capture_on_commit_callbacks)
     for n in range(1, 4):
         llm.script("respond", {"response": f"answer {n}", "tool_call": None, "tool_params": {}})
         chat.say(f"question {n}")

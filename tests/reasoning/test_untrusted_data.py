@@ -24,7 +24,6 @@ from apps.billing.models import UsagePurpose
 from apps.clients.models import Plan
 from apps.clients.rubrics import SUPPORT
 from apps.conversations.models import Conversation, Message
-from apps.conversations.services import conversation_create
 from apps.core.tenancy import tenant_scope
 from apps.escalations.models import ReplyTemplate
 from apps.insights.services import generate_insights
@@ -45,7 +44,7 @@ from apps.tools.models import ClientTool
 from devtools.fake_llm import FakeLLMServer, RecordedRequest, message_text
 from tests.factories import set_deliberation
 from tests.insights.conftest import escalated, window
-from tests.reasoning.conftest import Chat, assess, critique, make_shop
+from tests.reasoning.conftest import Chat, SilentOwner, assess, critique, make_shop
 from tests.support.fake_webhook import Reply
 
 pytestmark = pytest.mark.django_db
@@ -153,7 +152,7 @@ def setup_client(client: Any, **plan: Any) -> None:
 
 
 def chat_with(client: Any, capture: Any) -> Chat:
-    return Chat(client, conversation_create(client=client)[0], capture)
+    return Chat.new(client, capture)
 
 
 # --- the scenarios: each drives some steps through a real pipeline ------------------------------
@@ -254,19 +253,6 @@ def playground_run(llm: FakeLLMServer, webhook: Any, capture: Any) -> None:
         playground_run_execute(run_id=run.pk)
 
 
-class _SimulationOwner:
-    """Lets every call run and keeps nothing (the simulation engine has its own owner)."""
-
-    def ensure_open(self, recorder: TurnRecorder) -> None:
-        return None
-
-    def internal(self, kind: str, text: str, data: dict[str, Any]) -> None:
-        return None
-
-    def step_recorded(self, step: Any) -> None:
-        return None
-
-
 def _simulation_recorder(client: Any) -> TurnRecorder:
     """A simulated turn's recorder, as the simulation engine builds one (purpose `simulation`,
     a trace of kind `simulation`)."""
@@ -280,7 +266,7 @@ def _simulation_recorder(client: Any) -> TurnRecorder:
         trace=trace,
         client=client,
         conversation=Conversation(client=client),
-        owner=_SimulationOwner(),
+        owner=SilentOwner(),  # the simulation engine has its own
         meter=meter,
     )
 

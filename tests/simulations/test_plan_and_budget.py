@@ -11,7 +11,6 @@ from django.urls import reverse
 from apps.accounts.models import Role
 from apps.billing import periods
 from apps.billing.models import UsageCounter, UsagePurpose, UsageRecord
-from apps.conversations.services import conversation_create
 from apps.simulations import services
 from apps.simulations.models import RunStatus, SimulationRun
 from tests.api.conftest import assert_error, key_for
@@ -185,7 +184,7 @@ def test_a_simulation_never_spends_the_live_budget_and_live_turns_still_answer(
     assert live is None or (live.tokens_used, live.tokens_reserved) == (0, 0)  # ... not from it
 
     # A customer's turn is still admitted and answered by the assistant.
-    chat = Chat(shop, conversation_create(client=shop)[0], django_capture_on_commit_callbacks)
+    chat = Chat.new(shop, django_capture_on_commit_callbacks)
     replies = chat.say("When are you open?")
     assert "We're open Mon-Fri 9-17." in [m.text for m in replies]
     live = UsageCounter.objects.unscoped(UNSCOPED).get(client=shop, month=month)
