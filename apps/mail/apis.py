@@ -22,6 +22,7 @@ from apps.api.schema import (
     invalid_example,
     parse_uuid,
 )
+from apps.api.serializers import RefusesUnknownFields
 from apps.conversations.selectors import conversation_get
 from apps.mail.channels import (
     channel_inbound_url,
@@ -77,7 +78,7 @@ class MailChannelSerializer(serializers.Serializer):
         return bool(channel.imap_password)
 
 
-class MailChannelWriteSerializer(serializers.Serializer):
+class MailChannelWriteSerializer(RefusesUnknownFields):
     """The settings a request may give; the rules are `mail_channel_clean`'s (shared with the
     admin and the tenant file). Any other key is refused by name."""
 
@@ -114,15 +115,6 @@ class MailChannelWriteSerializer(serializers.Serializer):
         required=False, min_value=0, max_value=25 * 1024 * 1024
     )
     enabled = serializers.BooleanField(required=False)
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        initial = self.initial_data if isinstance(self.initial_data, dict) else {}
-        unknown = sorted(set(initial) - set(self.fields))
-        if unknown:
-            raise serializers.ValidationError(
-                {name: ["This field cannot be set through the API."] for name in unknown}
-            )
-        return attrs
 
 
 class MailAttachmentSerializer(serializers.Serializer):

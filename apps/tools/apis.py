@@ -28,6 +28,7 @@ from apps.api.schema import (
     invalid_example,
     page_schema,
 )
+from apps.api.serializers import RefusesUnknownFields
 from apps.tools.executors import executor_choices
 from apps.tools.mcp import (
     REVIEW_STATES,
@@ -107,20 +108,13 @@ class ToolSerializer(serializers.Serializer):
     parameters = serializers.JSONField(help_text="JSON Schema of the tool's parameters.")
 
 
-class ToolUpdateSerializer(serializers.Serializer):
+class ToolUpdateSerializer(RefusesUnknownFields):
     """Only `enabled` and `description` may change; any other key is refused by name."""
+
+    unknown_field_message = "This field cannot be changed through the API."
 
     enabled = serializers.BooleanField(required=False)
     description = serializers.CharField(required=False, max_length=MAX_DESCRIPTION_CHARS)
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        initial = self.initial_data if isinstance(self.initial_data, dict) else {}
-        unknown = sorted(set(initial) - set(self.fields))
-        if unknown:
-            raise serializers.ValidationError(
-                {name: ["This field cannot be changed through the API."] for name in unknown}
-            )
-        return attrs
 
 
 # ---------------------------------------------------------------------------------------------
@@ -300,7 +294,7 @@ class McpServerSerializer(serializers.Serializer):
         return bool(server.oauth_client_secret)
 
 
-class McpServerWriteSerializer(serializers.Serializer):
+class McpServerWriteSerializer(RefusesUnknownFields):
     """The settings a request may give; the rules (name, address, timeout, credentials) are
     `mcp_server_clean`'s, shared with the admin. Any other key is refused by name."""
 
@@ -336,15 +330,6 @@ class McpServerWriteSerializer(serializers.Serializer):
     customer_argument = serializers.CharField(max_length=64, required=False, allow_blank=True)
     customer_header = serializers.CharField(max_length=64, required=False, allow_blank=True)
     enabled = serializers.BooleanField(required=False)
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        initial = self.initial_data if isinstance(self.initial_data, dict) else {}
-        unknown = sorted(set(initial) - set(self.fields))
-        if unknown:
-            raise serializers.ValidationError(
-                {name: ["This field cannot be set through the API."] for name in unknown}
-            )
-        return attrs
 
 
 class McpSyncSerializer(serializers.Serializer):
