@@ -1,9 +1,12 @@
-"""Serializer bases shared by the API modules' request bodies."""
+"""Serializer pieces shared by the API modules: the base of a request body that refuses keys it
+does not declare, and the pair of fields that keep a secret write-only."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 
@@ -21,3 +24,25 @@ class RefusesUnknownFields(serializers.Serializer):
                 {name: [self.unknown_field_message] for name in unknown}
             )
         return attrs
+
+
+class WriteOnlySecretField(serializers.CharField):
+    """A secret a request may set and no response shows; an empty or absent one keeps the saved
+    one (the service drops it). Read back as a `SecretIsSetField`."""
+
+    def __init__(self, *, max_length: int = 500, **kwargs: Any) -> None:
+        kwargs.setdefault("help_text", "Write-only; empty or absent keeps the saved one.")
+        super().__init__(
+            max_length=max_length, required=False, allow_blank=True, write_only=True, **kwargs
+        )
+
+
+@extend_schema_field(OpenApiTypes.BOOL)
+class SecretIsSetField(serializers.Field):
+    """What is read back in a secret's stead: whether one is saved (`source` names it)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(read_only=True, **kwargs)
+
+    def to_representation(self, value: Any) -> bool:
+        return bool(value)

@@ -22,7 +22,11 @@ from apps.api.schema import (
     invalid_example,
     parse_uuid,
 )
-from apps.api.serializers import RefusesUnknownFields
+from apps.api.serializers import (
+    RefusesUnknownFields,
+    SecretIsSetField,
+    WriteOnlySecretField,
+)
 from apps.conversations.selectors import conversation_get
 from apps.mail.channels import (
     channel_inbound_url,
@@ -50,12 +54,12 @@ class MailChannelSerializer(serializers.Serializer):
     inbound_url = serializers.SerializerMethodField(
         help_text="Give this URL to the provider as the inbound webhook; empty for IMAP."
     )
-    has_webhook_secret = serializers.SerializerMethodField()
+    has_webhook_secret = SecretIsSetField(source="webhook_secret")
     imap_host = serializers.CharField()
     imap_port = serializers.IntegerField()
     imap_ssl = serializers.BooleanField()
     imap_username = serializers.CharField()
-    has_imap_password = serializers.SerializerMethodField()
+    has_imap_password = SecretIsSetField(source="imap_password")
     imap_folder = serializers.CharField()
     trusted_authserv_id = serializers.CharField(
         help_text="IMAP: the receiving server whose Authentication-Results header is trusted "
@@ -71,12 +75,6 @@ class MailChannelSerializer(serializers.Serializer):
     def get_inbound_url(self, channel: MailChannel) -> str:
         return channel_inbound_url(channel)
 
-    def get_has_webhook_secret(self, channel: MailChannel) -> bool:
-        return bool(channel.webhook_secret)
-
-    def get_has_imap_password(self, channel: MailChannel) -> bool:
-        return bool(channel.imap_password)
-
 
 class MailChannelWriteSerializer(RefusesUnknownFields):
     """The settings a request may give; the rules are `mail_channel_clean`'s (shared with the
@@ -85,24 +83,12 @@ class MailChannelWriteSerializer(RefusesUnknownFields):
     address = serializers.EmailField(max_length=254)
     display_name = serializers.CharField(max_length=100, required=False, allow_blank=True)
     inbound_via = NamedChoiceField(choices=InboundVia, enum_name="MailInboundVia")
-    webhook_secret = serializers.CharField(
-        max_length=500,
-        required=False,
-        allow_blank=True,
-        write_only=True,
-        help_text="Write-only; empty or absent keeps the saved one.",
-    )
+    webhook_secret = WriteOnlySecretField()
     imap_host = serializers.CharField(max_length=255, required=False, allow_blank=True)
     imap_port = serializers.IntegerField(required=False, min_value=1, max_value=65535)
     imap_ssl = serializers.BooleanField(required=False)
     imap_username = serializers.CharField(max_length=255, required=False, allow_blank=True)
-    imap_password = serializers.CharField(
-        max_length=500,
-        required=False,
-        allow_blank=True,
-        write_only=True,
-        help_text="Write-only; empty or absent keeps the saved one.",
-    )
+    imap_password = WriteOnlySecretField()
     imap_folder = serializers.CharField(max_length=255, required=False, allow_blank=True)
     trusted_authserv_id = serializers.CharField(max_length=255, required=False, allow_blank=True)
     max_replies_per_thread_hour = serializers.IntegerField(

@@ -28,7 +28,11 @@ from apps.api.schema import (
     invalid_example,
     page_schema,
 )
-from apps.api.serializers import RefusesUnknownFields
+from apps.api.serializers import (
+    RefusesUnknownFields,
+    SecretIsSetField,
+    WriteOnlySecretField,
+)
 from apps.tools.executors import executor_choices
 from apps.tools.mcp import (
     REVIEW_STATES,
@@ -283,15 +287,9 @@ class McpServerSerializer(serializers.Serializer):
     last_error = serializers.CharField(
         help_text="Why the last listing failed; empty if it did not."
     )
-    has_bearer_token = serializers.SerializerMethodField()
-    has_oauth_client_secret = serializers.SerializerMethodField()
+    has_bearer_token = SecretIsSetField(source="bearer_token")
+    has_oauth_client_secret = SecretIsSetField(source="oauth_client_secret")
     tools = McpServerToolSerializer(many=True, help_text="Its GuideDesk tools, by name.")
-
-    def get_has_bearer_token(self, server: McpServer) -> bool:
-        return bool(server.bearer_token)
-
-    def get_has_oauth_client_secret(self, server: McpServer) -> bool:
-        return bool(server.oauth_client_secret)
 
 
 class McpServerWriteSerializer(RefusesUnknownFields):
@@ -307,22 +305,10 @@ class McpServerWriteSerializer(RefusesUnknownFields):
         max_length=500, help_text="The streamable HTTP endpoint; https, public address."
     )
     auth = NamedChoiceField(choices=McpAuth, enum_name="McpAuth", required=False)
-    bearer_token = serializers.CharField(
-        max_length=2000,
-        required=False,
-        allow_blank=True,
-        write_only=True,
-        help_text="Write-only; empty or absent keeps the saved one.",
-    )
+    bearer_token = WriteOnlySecretField(max_length=2000)
     oauth_token_url = serializers.URLField(max_length=500, required=False, allow_blank=True)
     oauth_client_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
-    oauth_client_secret = serializers.CharField(
-        max_length=500,
-        required=False,
-        allow_blank=True,
-        write_only=True,
-        help_text="Write-only; empty or absent keeps the saved one.",
-    )
+    oauth_client_secret = WriteOnlySecretField()
     oauth_scope = serializers.CharField(max_length=500, required=False, allow_blank=True)
     timeout_seconds = serializers.FloatField(
         required=False, help_text="Each listing or call ends within it: more than 0, at most 60."
