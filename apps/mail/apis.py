@@ -26,6 +26,7 @@ from apps.api.serializers import (
     RefusesUnknownFields,
     SecretIsSetField,
     WriteOnlySecretField,
+    validated_body,
 )
 from apps.conversations.selectors import conversation_get
 from apps.mail.channels import (
@@ -271,9 +272,8 @@ class MailChannelListApi(StaffAPIView):
         ],
     )
     def post(self, request: Request) -> Response:
-        body = MailChannelWriteSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        channel = mail_channel_create(client=self.client, **body.validated_data)
+        body = validated_body(MailChannelWriteSerializer, request)
+        channel = mail_channel_create(client=self.client, **body)
         return Response(MailChannelSerializer(channel).data, status=status.HTTP_201_CREATED)
 
 
@@ -305,9 +305,8 @@ class MailChannelDetailApi(StaffAPIView):
     )
     def patch(self, request: Request, channel_id: str) -> Response:
         channel = _channel_or_404(self, channel_id)
-        body = MailChannelWriteSerializer(data=request.data, partial=True)
-        body.is_valid(raise_exception=True)
-        updated = mail_channel_update(client=self.client, channel=channel, **body.validated_data)
+        body = validated_body(MailChannelWriteSerializer, request, partial=True)
+        updated = mail_channel_update(client=self.client, channel=channel, **body)
         return Response(MailChannelSerializer(updated).data)
 
     @extend_schema(

@@ -32,6 +32,7 @@ from apps.api.serializers import (
     RefusesUnknownFields,
     SecretIsSetField,
     WriteOnlySecretField,
+    validated_body,
 )
 from apps.tools.executors import executor_choices
 from apps.tools.mcp import (
@@ -232,13 +233,12 @@ class ToolDetailApi(StaffAPIView):
         tool = tool_get_for_path(client=self.client, name=name)
         if tool is None:
             raise exceptions.NotFound()
-        body = ToolUpdateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
+        body = validated_body(ToolUpdateSerializer, request)
         updated = tool_update(
             client=self.client,
             tool=tool,
-            enabled=body.validated_data.get("enabled"),
-            description=body.validated_data.get("description"),
+            enabled=body.get("enabled"),
+            description=body.get("description"),
         )
         return Response(ToolSerializer(updated).data)
 
@@ -464,9 +464,8 @@ class McpServerListApi(StaffAPIView):
         ],
     )
     def post(self, request: Request) -> Response:
-        body = McpServerWriteSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        server = mcp_server_create(client=self.client, **body.validated_data)
+        body = validated_body(McpServerWriteSerializer, request)
+        server = mcp_server_create(client=self.client, **body)
         report = mcp_server_sync(client=self.client, server=server) if server.enabled else None
         server = _server_or_404(self, server.name)
         data = dict(McpServerSerializer(server).data)
@@ -516,9 +515,8 @@ class McpServerDetailApi(StaffAPIView):
     )
     def patch(self, request: Request, server_name: str) -> Response:
         server = _server_or_404(self, server_name)
-        body = McpServerWriteSerializer(data=request.data, partial=True)
-        body.is_valid(raise_exception=True)
-        updated = mcp_server_update(client=self.client, server=server, **body.validated_data)
+        body = validated_body(McpServerWriteSerializer, request, partial=True)
+        updated = mcp_server_update(client=self.client, server=server, **body)
         return Response(McpServerSerializer(_server_or_404(self, updated.name)).data)
 
     @extend_schema(
