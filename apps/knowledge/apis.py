@@ -48,7 +48,7 @@ from apps.knowledge.services.articles import (
     source_delete,
     source_update,
 )
-from apps.knowledge.services.sync import source_sync_start
+from apps.knowledge.services.sync import empty_progress, source_sync_start
 from apps.platform.parsers import JSONParser
 
 ARTICLES_TAG = "knowledge articles"
@@ -585,18 +585,7 @@ SYNC_EXAMPLE: dict[str, Any] = {
     "status": "queued",
     "last_synced_at": "2026-03-01T03:00:12.000000Z",
     "error": "",
-    "progress": {
-        "done": 0,
-        "total": 0,
-        "bytes": 0,
-        "created": 0,
-        "updated": 0,
-        "unchanged": 0,
-        "failed": 0,
-        "switched_off": 0,
-        "message": "Waiting to sync.",
-        "errors": [],
-    },
+    "progress": empty_progress("Waiting to sync."),
 }
 
 
