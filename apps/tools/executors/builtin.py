@@ -12,13 +12,7 @@ from django.db import transaction
 from django.utils.translation import gettext_noop
 
 from apps.tools.builtins import BUILTIN_HANDLERS, ToolError
-from apps.tools.executors import (
-    TIMEOUT_SETTING,
-    Executor,
-    ExecutorOutcome,
-    clip_error,
-    elapsed_ms,
-)
+from apps.tools.executors import TIMEOUT_SETTING, Executor, ExecutorOutcome, clip_error, elapsed_ms
 
 if TYPE_CHECKING:
     from apps.clients.models import Client

@@ -37,13 +37,7 @@ from apps.platform.db import release_connection
 from apps.platform.http import CONNECT_TO, wall_clock_client
 from apps.platform.netguard import address_is_public as address_is_public  # re-exported
 from apps.platform.netguard import checked_addresses
-from apps.tools.executors import (
-    TIMEOUT_SETTING,
-    Executor,
-    ExecutorOutcome,
-    clip_error,
-    elapsed_ms,
-)
+from apps.tools.executors import TIMEOUT_SETTING, Executor, ExecutorOutcome, clip_error, elapsed_ms
 from apps.tools.wording import ERROR_CODE_RE
 
 if TYPE_CHECKING:
