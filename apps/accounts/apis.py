@@ -23,6 +23,7 @@ from apps.api.schema import (
     page_schema,
     parse_pk,
 )
+from apps.api.serializers import validated_body
 from apps.clients.models import Client
 
 TAG = "api keys"
@@ -141,13 +142,12 @@ class ApiKeyListCreateApi(StaffAPIView):
         ],
     )
     def post(self, request: Request) -> Response:
-        body = ApiKeyCreateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        role = body.validated_data["role"]
+        body = validated_body(ApiKeyCreateSerializer, request)
+        role = body["role"]
         ensure_may_grant(actor_role=self.role, role=role)
         key, secret = api_key_issue(
             client=self.client,
-            name=body.validated_data["name"],
+            name=body["name"],
             role=role,
             created_by=acting_user(request),
         )

@@ -25,6 +25,7 @@ from apps.api.schema import (
     parse_uuid,
     public_id_path_parameter,
 )
+from apps.api.serializers import validated_body
 from apps.core.exceptions import ApplicationError
 from apps.knowledge.models import Article, ArticleKind, ArticleStatus, KnowledgeSource
 from apps.knowledge.selectors import article_get, articles_list, source_get, sources_list
@@ -47,7 +48,7 @@ from apps.knowledge.services.articles import (
     source_delete,
     source_update,
 )
-from apps.knowledge.services.sync import source_sync_start
+from apps.knowledge.services.sync import empty_progress, source_sync_start
 from apps.platform.parsers import JSONParser
 
 ARTICLES_TAG = "knowledge articles"
@@ -136,9 +137,7 @@ def _source_or_404(client: Any, public_id: str) -> KnowledgeSource:
 
 
 def _article_body(request: Request, client: Any, *, partial: bool) -> dict[str, Any]:
-    body = ArticleWriteSerializer(data=request.data, partial=partial)
-    body.is_valid(raise_exception=True)
-    data = dict(body.validated_data)
+    data = validated_body(ArticleWriteSerializer, request, partial=partial)
     if data.get("source") is not None:
         source = source_get(client=client, public_id=data["source"])
         if source is None:
@@ -498,9 +497,8 @@ class SourceListCreateApi(StaffAPIView):
         ],
     )
     def post(self, request: Request) -> Response:
-        body = SourceWriteSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        source = source_create(client=self.client, data=dict(body.validated_data))
+        body = validated_body(SourceWriteSerializer, request)
+        source = source_create(client=self.client, data=body)
         return Response(_source_json(self.client, source), status=status.HTTP_201_CREATED)
 
 
@@ -522,9 +520,8 @@ class SourceDetailApi(StaffAPIView):
 
     def _write(self, request: Request, public_id: str, *, partial: bool) -> Response:
         source = _source_or_404(self.client, public_id)
-        body = SourceWriteSerializer(data=request.data, partial=partial)
-        body.is_valid(raise_exception=True)
-        source = source_update(source=source, data=dict(body.validated_data))
+        body = validated_body(SourceWriteSerializer, request, partial=partial)
+        source = source_update(source=source, data=body)
         return Response(_source_json(self.client, source))
 
     @extend_schema(
@@ -588,18 +585,7 @@ SYNC_EXAMPLE: dict[str, Any] = {
     "status": "queued",
     "last_synced_at": "2026-03-01T03:00:12.000000Z",
     "error": "",
-    "progress": {
-        "done": 0,
-        "total": 0,
-        "bytes": 0,
-        "created": 0,
-        "updated": 0,
-        "unchanged": 0,
-        "failed": 0,
-        "switched_off": 0,
-        "message": "Waiting to sync.",
-        "errors": [],
-    },
+    "progress": empty_progress("Waiting to sync."),
 }
 
 

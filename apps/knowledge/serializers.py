@@ -10,6 +10,7 @@ from typing import Any
 from rest_framework import serializers
 
 from apps.api.schema import NamedChoiceField
+from apps.api.serializers import RefusesUnknownFields
 from apps.knowledge import sources
 from apps.knowledge.models import ArticleKind, ArticleStatus, SourceStatus
 from apps.knowledge.services.articles import (
@@ -28,17 +29,6 @@ class SourceKindField(NamedChoiceField):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(choices=sources.choices(), enum_name="SourceKind", **kwargs)
-
-
-class _RefusesUnknownFields(serializers.Serializer):
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        initial = self.initial_data if hasattr(self.initial_data, "keys") else {}
-        unknown = sorted(set(initial) - set(self.fields))
-        if unknown:
-            raise serializers.ValidationError(
-                {name: ["This field cannot be set through the API."] for name in unknown}
-            )
-        return attrs
 
 
 # ----------------------------------------------------------------------------------- filters
@@ -92,7 +82,7 @@ class ArticleSerializer(serializers.Serializer):
     updated_at = serializers.DateTimeField()
 
 
-class ArticleWriteSerializer(_RefusesUnknownFields):
+class ArticleWriteSerializer(RefusesUnknownFields):
     kind = NamedChoiceField(choices=ArticleKind, enum_name="ArticleKind", required=False)
     title = serializers.CharField(max_length=MAX_TITLE_CHARS)
     body = serializers.CharField(max_length=MAX_BODY_CHARS)
@@ -126,7 +116,7 @@ class FaqSerializer(serializers.Serializer):
     updated_at = serializers.DateTimeField()
 
 
-class FaqWriteSerializer(_RefusesUnknownFields):
+class FaqWriteSerializer(RefusesUnknownFields):
     question = serializers.CharField(max_length=MAX_TITLE_CHARS)
     answer = serializers.CharField(max_length=MAX_FAQ_ANSWER_CHARS)
     language = serializers.CharField(
@@ -212,7 +202,7 @@ class SourceSerializer(serializers.Serializer):
         return obj.file.name.rsplit("/", 1)[-1] if obj.file else ""
 
 
-class SourceWriteSerializer(_RefusesUnknownFields):
+class SourceWriteSerializer(RefusesUnknownFields):
     name = serializers.CharField(max_length=200)
     kind = SourceKindField()
     url = serializers.CharField(max_length=2000, required=False, allow_blank=True)

@@ -22,6 +22,12 @@ from apps.api.schema import (
     invalid_example,
     parse_uuid,
 )
+from apps.api.serializers import (
+    RefusesUnknownFields,
+    SecretIsSetField,
+    WriteOnlySecretField,
+    validated_body,
+)
 from apps.conversations.selectors import conversation_get
 from apps.mail.channels import (
     channel_inbound_url,
@@ -49,12 +55,12 @@ class MailChannelSerializer(serializers.Serializer):
     inbound_url = serializers.SerializerMethodField(
         help_text="Give this URL to the provider as the inbound webhook; empty for IMAP."
     )
-    has_webhook_secret = serializers.SerializerMethodField()
+    has_webhook_secret = SecretIsSetField(source="webhook_secret")
     imap_host = serializers.CharField()
     imap_port = serializers.IntegerField()
     imap_ssl = serializers.BooleanField()
     imap_username = serializers.CharField()
-    has_imap_password = serializers.SerializerMethodField()
+    has_imap_password = SecretIsSetField(source="imap_password")
     imap_folder = serializers.CharField()
     trusted_authserv_id = serializers.CharField(
         help_text="IMAP: the receiving server whose Authentication-Results header is trusted "
@@ -70,38 +76,20 @@ class MailChannelSerializer(serializers.Serializer):
     def get_inbound_url(self, channel: MailChannel) -> str:
         return channel_inbound_url(channel)
 
-    def get_has_webhook_secret(self, channel: MailChannel) -> bool:
-        return bool(channel.webhook_secret)
 
-    def get_has_imap_password(self, channel: MailChannel) -> bool:
-        return bool(channel.imap_password)
-
-
-class MailChannelWriteSerializer(serializers.Serializer):
+class MailChannelWriteSerializer(RefusesUnknownFields):
     """The settings a request may give; the rules are `mail_channel_clean`'s (shared with the
     admin and the tenant file). Any other key is refused by name."""
 
     address = serializers.EmailField(max_length=254)
     display_name = serializers.CharField(max_length=100, required=False, allow_blank=True)
     inbound_via = NamedChoiceField(choices=InboundVia, enum_name="MailInboundVia")
-    webhook_secret = serializers.CharField(
-        max_length=500,
-        required=False,
-        allow_blank=True,
-        write_only=True,
-        help_text="Write-only; empty or absent keeps the saved one.",
-    )
+    webhook_secret = WriteOnlySecretField()
     imap_host = serializers.CharField(max_length=255, required=False, allow_blank=True)
     imap_port = serializers.IntegerField(required=False, min_value=1, max_value=65535)
     imap_ssl = serializers.BooleanField(required=False)
     imap_username = serializers.CharField(max_length=255, required=False, allow_blank=True)
-    imap_password = serializers.CharField(
-        max_length=500,
-        required=False,
-        allow_blank=True,
-        write_only=True,
-        help_text="Write-only; empty or absent keeps the saved one.",
-    )
+    imap_password = WriteOnlySecretField()
     imap_folder = serializers.CharField(max_length=255, required=False, allow_blank=True)
     trusted_authserv_id = serializers.CharField(max_length=255, required=False, allow_blank=True)
     max_replies_per_thread_hour = serializers.IntegerField(
@@ -114,15 +102,6 @@ class MailChannelWriteSerializer(serializers.Serializer):
         required=False, min_value=0, max_value=25 * 1024 * 1024
     )
     enabled = serializers.BooleanField(required=False)
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        initial = self.initial_data if isinstance(self.initial_data, dict) else {}
-        unknown = sorted(set(initial) - set(self.fields))
-        if unknown:
-            raise serializers.ValidationError(
-                {name: ["This field cannot be set through the API."] for name in unknown}
-            )
-        return attrs
 
 
 class MailAttachmentSerializer(serializers.Serializer):
@@ -293,9 +272,8 @@ class MailChannelListApi(StaffAPIView):
         ],
     )
     def post(self, request: Request) -> Response:
-        body = MailChannelWriteSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        channel = mail_channel_create(client=self.client, **body.validated_data)
+        body = validated_body(MailChannelWriteSerializer, request)
+        channel = mail_channel_create(client=self.client, **body)
         return Response(MailChannelSerializer(channel).data, status=status.HTTP_201_CREATED)
 
 
@@ -327,9 +305,8 @@ class MailChannelDetailApi(StaffAPIView):
     )
     def patch(self, request: Request, channel_id: str) -> Response:
         channel = _channel_or_404(self, channel_id)
-        body = MailChannelWriteSerializer(data=request.data, partial=True)
-        body.is_valid(raise_exception=True)
-        updated = mail_channel_update(client=self.client, channel=channel, **body.validated_data)
+        body = validated_body(MailChannelWriteSerializer, request, partial=True)
+        updated = mail_channel_update(client=self.client, channel=channel, **body)
         return Response(MailChannelSerializer(updated).data)
 
     @extend_schema(

@@ -26,6 +26,7 @@ from apps.api.schema import (
     page_schema,
     parse_pk,
 )
+from apps.api.serializers import validated_body
 from apps.core.exceptions import ApplicationError
 from apps.notes.maintenance import (
     note_delete,
@@ -202,9 +203,7 @@ class NoteListCreateApi(StaffAPIView):
         ],
     )
     def post(self, request: Request) -> Response:
-        body = NoteWriteSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        data = dict(body.validated_data)
+        data = validated_body(NoteWriteSerializer, request)
         wanted = data.pop("status", None) or NoteStatus.ACTIVE
         if wanted == NoteStatus.ARCHIVED:
             raise ApplicationError(
@@ -256,9 +255,7 @@ class NoteDetailApi(StaffAPIView):
     )
     def patch(self, request: Request, note_id: str) -> Response:
         note = _note_or_404(self.client, note_id)
-        body = NoteUpdateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        changes = dict(body.validated_data)
+        changes = validated_body(NoteUpdateSerializer, request)
         wanted = changes.pop("status", None)
         if changes:
             note = note_update(note=note, **changes)

@@ -7,6 +7,7 @@ from typing import Any
 from rest_framework import serializers
 
 from apps.api.schema import NamedChoiceField
+from apps.api.serializers import RefusesUnknownFields
 from apps.notes.maintenance import MAX_CONTENT_CHARS, MAX_LANGUAGE_CHARS, MAX_REF_CHARS
 from apps.notes.models import NoteSource, NoteStatus, NoteType
 
@@ -62,18 +63,7 @@ class NoteSerializer(serializers.Serializer):
     updated_at = serializers.DateTimeField()
 
 
-class _RefusesUnknownFields(serializers.Serializer):
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        initial = self.initial_data if isinstance(self.initial_data, dict) else {}
-        unknown = sorted(set(initial) - set(self.fields))
-        if unknown:
-            raise serializers.ValidationError(
-                {name: ["This field cannot be set through the API."] for name in unknown}
-            )
-        return attrs
-
-
-class NoteWriteSerializer(_RefusesUnknownFields):
+class NoteWriteSerializer(RefusesUnknownFields):
     """A staff note. `source` is always `staff`; the id, hash and timestamps are the server's."""
 
     type = NamedChoiceField(choices=NoteType, enum_name="NoteType")

@@ -16,6 +16,7 @@ from rest_framework.response import Response
 
 from apps.api.permissions import MANAGE, StaffAPIView, acting_user
 from apps.api.schema import AUTH_ERRORS, CLIENT_PARAMETER, error_responses
+from apps.api.serializers import validated_body
 from apps.privacy.models import RequestChannel, RequestKind
 from apps.privacy.selectors import SubjectMatch, privacy_request_get, privacy_requests
 from apps.privacy.serializers import (
@@ -113,9 +114,7 @@ class PrivacyRequestListCreateApi(StaffAPIView):
         ],
     )
     def post(self, request: Request) -> Response | HttpResponse:
-        body = PrivacyRequestCreateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        data = body.validated_data
+        data = validated_body(PrivacyRequestCreateSerializer, request)
         match = SubjectMatch(data["match_kind"], data["match_value"])
         user, label = _requester(request)
         common: dict[str, Any] = {

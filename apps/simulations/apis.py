@@ -22,6 +22,7 @@ from apps.api.schema import (
     parse_uuid,
     public_id_path_parameter,
 )
+from apps.api.serializers import validated_body
 from apps.simulations.cases import simcase_create, simcase_delete, simcase_get, simcase_update
 from apps.simulations.models import CaseRun, CaseStatus, RunSource, Side, SimCase, SimulationRun
 from apps.simulations.selectors import simcase_list, simulation_run_get, simulation_run_list
@@ -403,9 +404,7 @@ class SimulationRunListCreateApi(StaffAPIView):
         ],
     )
     def post(self, request: Request) -> Response:
-        body = SimulationRunCreateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        data = body.validated_data
+        data = validated_body(SimulationRunCreateSerializer, request)
         run = simulation_run_create(
             client=self.client,
             created_by=acting_user(request),
@@ -458,9 +457,7 @@ class SimulationRunEstimateApi(StaffAPIView):
         ],
     )
     def post(self, request: Request) -> Response:
-        body = SimulationRunCreateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        data = body.validated_data
+        data = validated_body(SimulationRunCreateSerializer, request)
         estimate = simulation_run_estimate(
             client=self.client,
             source=RunSource.API,

@@ -94,6 +94,11 @@ def executor_form_fields() -> dict[str, forms.Field]:
     return fields
 
 
+def _json_area(rows: int) -> forms.Textarea:
+    """The text box of a JSON field: monospaced, `rows` lines high."""
+    return forms.Textarea(attrs={"rows": rows, "cols": 90, "style": "font-family:monospace"})
+
+
 class ClientToolAdminForm(forms.ModelForm):
     """Secrets are write-only: the form has a "replace" and an "add rotation secret" field that
     start empty (empty = keep), never the stored value, and a secret that GuideDesk generates
@@ -123,13 +128,13 @@ class ClientToolAdminForm(forms.ModelForm):
     )
     parameters = PrettyJSONField(
         label=_("Parameters"),
-        widget=forms.Textarea(attrs={"rows": 16, "cols": 90, "style": "font-family:monospace"}),
+        widget=_json_area(16),
         help_text=PARAMETERS_HELP,
     )
     display_name = PrettyJSONField(
         label=_("Display name"),
         required=False,
-        widget=forms.Textarea(attrs={"rows": 4, "cols": 90, "style": "font-family:monospace"}),
+        widget=_json_area(4),
         help_text=_(
             'Per language, e.g. {"en": "Cancel order", "es": "Cancelar pedido"}. Customers read '
             "it in confirmation questions and replies; a language without one gets English, "
@@ -139,7 +144,7 @@ class ClientToolAdminForm(forms.ModelForm):
     labels = PrettyJSONField(
         label=_("Labels"),
         required=False,
-        widget=forms.Textarea(attrs={"rows": 6, "cols": 90, "style": "font-family:monospace"}),
+        widget=_json_area(6),
         help_text=_(
             'Per language, a label for each parameter or result field, e.g. {"es": {"order_id": '
             '"número de pedido"}}.'
@@ -148,7 +153,7 @@ class ClientToolAdminForm(forms.ModelForm):
     approval_rule = PrettyJSONField(
         label=_("Needs a teammate's approval"),
         required=False,
-        widget=forms.Textarea(attrs={"rows": 3, "cols": 90, "style": "font-family:monospace"}),
+        widget=_json_area(3),
         help_text=_(
             'Empty = never. {"always": true} = every call; {"param": "amount", "above": 100} = '
             "a call when the sum of its amount (a number parameter) and the amounts of the "
@@ -161,7 +166,7 @@ class ClientToolAdminForm(forms.ModelForm):
     precondition = PrettyJSONField(
         label=ClientTool._meta.get_field("precondition").verbose_name,
         required=False,
-        widget=forms.Textarea(attrs={"rows": 4, "cols": 90, "style": "font-family:monospace"}),
+        widget=_json_area(4),
         help_text=ClientTool._meta.get_field("precondition").help_text,
     )
 

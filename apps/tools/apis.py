@@ -28,6 +28,12 @@ from apps.api.schema import (
     invalid_example,
     page_schema,
 )
+from apps.api.serializers import (
+    RefusesUnknownFields,
+    SecretIsSetField,
+    WriteOnlySecretField,
+    validated_body,
+)
 from apps.tools.executors import executor_choices
 from apps.tools.mcp import (
     REVIEW_STATES,
@@ -107,20 +113,13 @@ class ToolSerializer(serializers.Serializer):
     parameters = serializers.JSONField(help_text="JSON Schema of the tool's parameters.")
 
 
-class ToolUpdateSerializer(serializers.Serializer):
+class ToolUpdateSerializer(RefusesUnknownFields):
     """Only `enabled` and `description` may change; any other key is refused by name."""
+
+    unknown_field_message = "This field cannot be changed through the API."
 
     enabled = serializers.BooleanField(required=False)
     description = serializers.CharField(required=False, max_length=MAX_DESCRIPTION_CHARS)
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        initial = self.initial_data if isinstance(self.initial_data, dict) else {}
-        unknown = sorted(set(initial) - set(self.fields))
-        if unknown:
-            raise serializers.ValidationError(
-                {name: ["This field cannot be changed through the API."] for name in unknown}
-            )
-        return attrs
 
 
 # ---------------------------------------------------------------------------------------------
@@ -234,13 +233,12 @@ class ToolDetailApi(StaffAPIView):
         tool = tool_get_for_path(client=self.client, name=name)
         if tool is None:
             raise exceptions.NotFound()
-        body = ToolUpdateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
+        body = validated_body(ToolUpdateSerializer, request)
         updated = tool_update(
             client=self.client,
             tool=tool,
-            enabled=body.validated_data.get("enabled"),
-            description=body.validated_data.get("description"),
+            enabled=body.get("enabled"),
+            description=body.get("description"),
         )
         return Response(ToolSerializer(updated).data)
 
@@ -289,18 +287,12 @@ class McpServerSerializer(serializers.Serializer):
     last_error = serializers.CharField(
         help_text="Why the last listing failed; empty if it did not."
     )
-    has_bearer_token = serializers.SerializerMethodField()
-    has_oauth_client_secret = serializers.SerializerMethodField()
+    has_bearer_token = SecretIsSetField(source="bearer_token")
+    has_oauth_client_secret = SecretIsSetField(source="oauth_client_secret")
     tools = McpServerToolSerializer(many=True, help_text="Its GuideDesk tools, by name.")
 
-    def get_has_bearer_token(self, server: McpServer) -> bool:
-        return bool(server.bearer_token)
 
-    def get_has_oauth_client_secret(self, server: McpServer) -> bool:
-        return bool(server.oauth_client_secret)
-
-
-class McpServerWriteSerializer(serializers.Serializer):
+class McpServerWriteSerializer(RefusesUnknownFields):
     """The settings a request may give; the rules (name, address, timeout, credentials) are
     `mcp_server_clean`'s, shared with the admin. Any other key is refused by name."""
 
@@ -313,22 +305,10 @@ class McpServerWriteSerializer(serializers.Serializer):
         max_length=500, help_text="The streamable HTTP endpoint; https, public address."
     )
     auth = NamedChoiceField(choices=McpAuth, enum_name="McpAuth", required=False)
-    bearer_token = serializers.CharField(
-        max_length=2000,
-        required=False,
-        allow_blank=True,
-        write_only=True,
-        help_text="Write-only; empty or absent keeps the saved one.",
-    )
+    bearer_token = WriteOnlySecretField(max_length=2000)
     oauth_token_url = serializers.URLField(max_length=500, required=False, allow_blank=True)
     oauth_client_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
-    oauth_client_secret = serializers.CharField(
-        max_length=500,
-        required=False,
-        allow_blank=True,
-        write_only=True,
-        help_text="Write-only; empty or absent keeps the saved one.",
-    )
+    oauth_client_secret = WriteOnlySecretField()
     oauth_scope = serializers.CharField(max_length=500, required=False, allow_blank=True)
     timeout_seconds = serializers.FloatField(
         required=False, help_text="Each listing or call ends within it: more than 0, at most 60."
@@ -336,15 +316,6 @@ class McpServerWriteSerializer(serializers.Serializer):
     customer_argument = serializers.CharField(max_length=64, required=False, allow_blank=True)
     customer_header = serializers.CharField(max_length=64, required=False, allow_blank=True)
     enabled = serializers.BooleanField(required=False)
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        initial = self.initial_data if isinstance(self.initial_data, dict) else {}
-        unknown = sorted(set(initial) - set(self.fields))
-        if unknown:
-            raise serializers.ValidationError(
-                {name: ["This field cannot be set through the API."] for name in unknown}
-            )
-        return attrs
 
 
 class McpSyncSerializer(serializers.Serializer):
@@ -493,9 +464,8 @@ class McpServerListApi(StaffAPIView):
         ],
     )
     def post(self, request: Request) -> Response:
-        body = McpServerWriteSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        server = mcp_server_create(client=self.client, **body.validated_data)
+        body = validated_body(McpServerWriteSerializer, request)
+        server = mcp_server_create(client=self.client, **body)
         report = mcp_server_sync(client=self.client, server=server) if server.enabled else None
         server = _server_or_404(self, server.name)
         data = dict(McpServerSerializer(server).data)
@@ -545,9 +515,8 @@ class McpServerDetailApi(StaffAPIView):
     )
     def patch(self, request: Request, server_name: str) -> Response:
         server = _server_or_404(self, server_name)
-        body = McpServerWriteSerializer(data=request.data, partial=True)
-        body.is_valid(raise_exception=True)
-        updated = mcp_server_update(client=self.client, server=server, **body.validated_data)
+        body = validated_body(McpServerWriteSerializer, request, partial=True)
+        updated = mcp_server_update(client=self.client, server=server, **body)
         return Response(McpServerSerializer(_server_or_404(self, updated.name)).data)
 
     @extend_schema(

@@ -29,7 +29,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 from uuid import UUID
 
@@ -271,46 +271,49 @@ class WidgetIPThrottle(_WidgetThrottle):
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
 
 
-class WidgetKeyThrottle(_WidgetThrottle):
+class _ViewObjectThrottle(_WidgetThrottle):
+    """Counted per object the view has resolved (`view_attr`: its `client` or `conversation`);
+    a request it has not resolved one for is not counted here."""
+
+    view_attr: ClassVar[str]
+
+    def ident_of(self, owner: Any, request: Request) -> str:
+        return str(owner.pk)
+
+    def get_cache_key(self, request: Request, view: APIView) -> str | None:
+        owner = getattr(view, self.view_attr, None)
+        if owner is None:
+            return None
+        return self.cache_format % {"scope": self.scope, "ident": self.ident_of(owner, request)}
+
+
+class WidgetKeyThrottle(_ViewObjectThrottle):
     """The tenant-wide ceiling: checked only right before real work (starting a conversation,
     posting a message), never for a request that failed a check — those count against the
     caller's address only."""
 
     scope = "widget_key"
-
-    def get_cache_key(self, request: Request, view: APIView) -> str | None:
-        client = getattr(view, "client", None)
-        if client is None:
-            return None
-        return self.cache_format % {"scope": self.scope, "ident": client.pk}
+    view_attr = "client"
 
 
 class WidgetNewConversationThrottle(WidgetIPThrottle):
     scope = "widget_conversations"
 
 
-class WidgetMessageThrottle(_WidgetThrottle):
+class WidgetMessageThrottle(_ViewObjectThrottle):
     """Per conversation (that is, per visitor token)."""
 
     scope = "widget_messages"
-
-    def get_cache_key(self, request: Request, view: APIView) -> str | None:
-        conversation = getattr(view, "conversation", None)
-        if conversation is None:
-            return None
-        return self.cache_format % {"scope": self.scope, "ident": conversation.pk}
+    view_attr = "conversation"
 
 
-class WidgetRatingThrottle(_WidgetThrottle):
+class WidgetRatingThrottle(_ViewObjectThrottle):
     """Ratings per visitor (the keyed hash of the client address) and client, across all their
     conversations: a visitor who starts many conversations cannot stuff the outcome figures
     with ratings (docs/outcomes.md, "CSAT")."""
 
     scope = "widget_ratings"
+    view_attr = "client"
 
-    def get_cache_key(self, request: Request, view: APIView) -> str | None:
-        client = getattr(view, "client", None)
-        if client is None:
-            return None
-        ident = f"{client.pk}:{widget_visitor(request)}"
-        return self.cache_format % {"scope": self.scope, "ident": ident}
+    def ident_of(self, owner: Any, request: Request) -> str:
+        return f"{owner.pk}:{widget_visitor(request)}"

@@ -18,14 +18,10 @@ from apps.conversations.models import (
     Conversation,
     ConversationStatus,
     CustomerVerification,
-    Kind,
-    Role,
-    Visibility,
 )
 from apps.conversations.services import (
     MAX_MESSAGE_CHARS,
     conversation_create,
-    message_append,
 )
 from apps.escalations.models import EscalationReason
 from apps.escalations.services import escalation_create
@@ -46,6 +42,7 @@ from apps.mail.services.classify import (
     never_answer,
 )
 from apps.mail.services.content import AttachmentSeen, attachments_store, new_text
+from apps.mail.services.outbound import staff_notice
 from apps.reasoning.services import handle_turn
 
 if TYPE_CHECKING:
@@ -169,12 +166,9 @@ def _bounce(*, client: Client, mail: AnymailInboundMessage, record: dict[str, An
     conversation = ours.conversation if ours is not None else None
     row = _record(**record, disposition=Disposition.BOUNCE, conversation=conversation)
     if ours is not None and conversation is not None:
-        message_append(
+        staff_notice(
             client=client,
             conversation=conversation,
-            role=Role.SYSTEM,
-            kind=Kind.NOTICE,
-            visibility=Visibility.INTERNAL,
             text=gettext(
                 "Our e-mail reply to %(address)s could not be delivered (a bounce came back): "
                 "the customer has not read it."
@@ -329,12 +323,9 @@ def _accept(
     body, cut = _customer_text(text=text, attachments=attachments)
     message = handle_turn(client=client, conversation=conversation, text=body)
     if cut:
-        message_append(
+        staff_notice(
             client=client,
             conversation=conversation,
-            role=Role.SYSTEM,
-            kind=Kind.NOTICE,
-            visibility=Visibility.INTERNAL,
             text=gettext(
                 "This e-mail was longer than %(count)d characters: the assistant read its "
                 "beginning only. The full text is kept with the e-mail."

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 from email.utils import formataddr, make_msgid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from celery import current_app
 from django.conf import settings
@@ -307,12 +307,9 @@ def _failed(row: MailMessage, exc: Exception, now: datetime) -> None:
             updated_at=timezone.now(),
         )
         if delay is None and row.conversation is not None:
-            message_append(
+            staff_notice(
                 client=row.client,
                 conversation=row.conversation,
-                role=Role.SYSTEM,
-                kind=Kind.NOTICE,
-                visibility=Visibility.INTERNAL,
                 text=gettext(
                     "An e-mail reply to %(address)s could not be sent after %(count)d tries: "
                     "the customer has not received it."
@@ -320,6 +317,22 @@ def _failed(row: MailMessage, exc: Exception, now: datetime) -> None:
                 % {"address": ", ".join(row.to_addresses), "count": attempts},
                 data={"mail": str(row.public_id)},
             )
+
+
+def staff_notice(
+    *, client: Client, conversation: Conversation, text: str, data: dict[str, Any]
+) -> None:
+    """Tell staff, in the conversation, what became of one of its e-mails: a system notice the
+    customer never sees."""
+    message_append(
+        client=client,
+        conversation=conversation,
+        role=Role.SYSTEM,
+        kind=Kind.NOTICE,
+        visibility=Visibility.INTERNAL,
+        text=text,
+        data=data,
+    )
 
 
 def mails_send_due(*, now: datetime | None = None, limit: int = SEND_DUE_BATCH) -> int:

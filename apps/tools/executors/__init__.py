@@ -20,6 +20,7 @@ An executor never raises for a tool failure and never touches `ToolExecution`: `
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -68,6 +69,21 @@ class ExecutorOutcome:
     error_code: str = ""
     # True when the run ended because its time ran out (the tool's own limit or the turn's).
     timed_out: bool = False
+
+
+# An outcome's error text may be shown to the customer: keep it to a sentence or two.
+MAX_ERROR_CHARS = 500
+
+
+def elapsed_ms(started: float) -> int:
+    """Milliseconds since `started` (a `time.monotonic()` reading): an outcome's latency."""
+    return int((time.monotonic() - started) * 1000)
+
+
+def clip_error(text: str) -> str:
+    """An error text for an outcome: stripped, and cut to MAX_ERROR_CHARS with an ellipsis."""
+    text = text.strip()
+    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"
 
 
 class Executor(ABC):

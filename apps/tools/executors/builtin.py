@@ -12,7 +12,7 @@ from django.db import transaction
 from django.utils.translation import gettext_noop
 
 from apps.tools.builtins import BUILTIN_HANDLERS, ToolError
-from apps.tools.executors import TIMEOUT_SETTING, Executor, ExecutorOutcome
+from apps.tools.executors import TIMEOUT_SETTING, Executor, ExecutorOutcome, clip_error, elapsed_ms
 
 if TYPE_CHECKING:
     from apps.clients.models import Client
@@ -21,16 +21,12 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 GENERIC_BUILTIN_ERROR = "The tool failed unexpectedly. Please try again later."
-MAX_ERROR_CHARS = 500
 
 
-def _elapsed_ms(started: float) -> int:
-    return int((time.monotonic() - started) * 1000)
-
-
-def _clip(text: str) -> str:
-    text = text.strip()
-    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"
+def _failed(started: float, error: str = GENERIC_BUILTIN_ERROR, **flags: Any) -> ExecutorOutcome:
+    return ExecutorOutcome(
+        ok=False, result=None, error=error, attempts=1, latency_ms=elapsed_ms(started), **flags
+    )
 
 
 class BuiltinExecutor(Executor):
@@ -94,12 +90,9 @@ def run_builtin(
         with transaction.atomic():
             result = handler(client=client, params=params, **context)
     except ToolError as exc:
-        return ExecutorOutcome(
-            ok=False,
-            result=None,
-            error=_clip(str(exc)) or GENERIC_BUILTIN_ERROR,
-            attempts=1,
-            latency_ms=_elapsed_ms(started),
+        return _failed(
+            started,
+            clip_error(str(exc)) or GENERIC_BUILTIN_ERROR,
             refused=True,
             error_code=exc.code,
         )
@@ -108,28 +101,16 @@ def run_builtin(
             "builtin tool handler crashed",
             extra={"tool": tool.name, "handler": tool.builtin_handler},
         )
-        return ExecutorOutcome(
-            ok=False,
-            result=None,
-            error=GENERIC_BUILTIN_ERROR,
-            attempts=1,
-            latency_ms=_elapsed_ms(started),
-        )
+        return _failed(started)
     if not isinstance(result, dict):
         logger.error(
             "builtin tool handler returned %s, not a dict",
             type(result).__name__,
             extra={"tool": tool.name, "handler": tool.builtin_handler},
         )
-        return ExecutorOutcome(
-            ok=False,
-            result=None,
-            error=GENERIC_BUILTIN_ERROR,
-            attempts=1,
-            latency_ms=_elapsed_ms(started),
-        )
+        return _failed(started)
     return ExecutorOutcome(
-        ok=True, result=result, error="", attempts=1, latency_ms=_elapsed_ms(started)
+        ok=True, result=result, error="", attempts=1, latency_ms=elapsed_ms(started)
     )
 
 

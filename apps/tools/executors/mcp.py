@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING, Any
 from django.utils.translation import gettext_noop
 
 from apps.core import deadlines
-from apps.tools.executors import TIMEOUT_SETTING, Executor, ExecutorOutcome
+from apps.tools.executors import (
+    MAX_ERROR_CHARS,
+    TIMEOUT_SETTING,
+    Executor,
+    ExecutorOutcome,
+    elapsed_ms,
+)
 from apps.tools.mcp import mcp_tool_reviewed, server_headers, server_timeout
 from apps.tools.mcp_client import McpError, mcp_call_tool
 from apps.tools.models import McpServer
@@ -25,7 +31,6 @@ if TYPE_CHECKING:
 
 # A tool result ends up in prompts and the database (as for webhooks).
 MAX_RESULT_BYTES = 1024 * 1024
-MAX_ERROR_CHARS = 500
 _RETRYABLE = frozenset({"timeout", "connection"})
 
 
@@ -35,7 +40,7 @@ def _failed(error: str, started: float, *, attempts: int = 0, **flags: Any) -> E
         result=None,
         error=error[:MAX_ERROR_CHARS],
         attempts=attempts,
-        latency_ms=int((time.monotonic() - started) * 1000),
+        latency_ms=elapsed_ms(started),
         **flags,
     )
 
@@ -117,7 +122,7 @@ class McpExecutor(Executor):
             result=answer.result,
             error="",
             attempts=1,
-            latency_ms=int((time.monotonic() - started) * 1000),
+            latency_ms=elapsed_ms(started),
         )
 
 

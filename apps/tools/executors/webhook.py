@@ -37,7 +37,7 @@ from apps.platform.db import release_connection
 from apps.platform.http import CONNECT_TO, wall_clock_client
 from apps.platform.netguard import address_is_public as address_is_public  # re-exported
 from apps.platform.netguard import checked_addresses
-from apps.tools.executors import TIMEOUT_SETTING, Executor, ExecutorOutcome
+from apps.tools.executors import TIMEOUT_SETTING, Executor, ExecutorOutcome, clip_error, elapsed_ms
 from apps.tools.wording import ERROR_CODE_RE
 
 if TYPE_CHECKING:
@@ -54,8 +54,6 @@ BACKOFF_BASE_SECONDS = 0.2
 BACKOFF_CAP_SECONDS = 2.0
 # A tool result ends up in prompts and the database; anything bigger is a misbehaving endpoint.
 MAX_RESPONSE_BYTES = 1024 * 1024
-# The client's error text may be shown to the customer: keep it to a sentence or two.
-MAX_ERROR_CHARS = 500
 
 
 def sign_body(body: bytes, secret: str) -> str:
@@ -63,17 +61,8 @@ def sign_body(body: bytes, secret: str) -> str:
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
-def _elapsed_ms(started: float) -> int:
-    return int((time.monotonic() - started) * 1000)
-
-
 def _backoff(retry: int) -> float:
     return float(min(BACKOFF_BASE_SECONDS * 2 ** (retry - 1), BACKOFF_CAP_SECONDS))
-
-
-def _clip(text: str) -> str:
-    text = text.strip()
-    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"
 
 
 def _error_detail(body: bytes) -> str:
@@ -83,7 +72,7 @@ def _error_detail(body: bytes) -> str:
     except ValueError:
         return ""
     if isinstance(data, dict) and isinstance(data.get("error"), str):
-        return f": {_clip(data['error'])}"
+        return f": {clip_error(data['error'])}"
     return ""
 
 
@@ -133,7 +122,7 @@ def _parse_reply(body: bytes) -> tuple[bool, dict[str, Any] | None, str, str]:
     error = data.get("error")
     if not isinstance(error, str) or not error.strip():
         return False, None, "The tool reported a failure without a message.", code
-    return False, None, _clip(error), code
+    return False, None, clip_error(error), code
 
 
 def _post_once(
@@ -322,7 +311,7 @@ class _Call:
 
     def outcome(self, **fields: Any) -> ExecutorOutcome:
         return ExecutorOutcome(
-            attempts=self.attempts, latency_ms=_elapsed_ms(self.started), **fields
+            attempts=self.attempts, latency_ms=elapsed_ms(self.started), **fields
         )
 
 
