@@ -421,7 +421,7 @@ class ScriptedCustomer:
 
     def _answer(self, stage: Stage, low: str) -> str:
         """A question about the request (reason, payment, items, order), or the request again."""
-        if "reason" in low and stage.reason:
+        if ("reason" in low or "why" in low) and stage.reason:
             return self._say(f"The reason is: {stage.reason}.")
         if ("payment" in low or "card" in low or "refund to" in low) and stage.payment:
             return self._say(f"Please use my {stage.payment}.")

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from apps.certify.naive import NaiveAgentServer
 from apps.certify.records import RunRecord, RunSpec
 from apps.certify.run import estimate_cost_usd, run_one, run_seed
 from apps.clients.models import Client
@@ -48,9 +49,10 @@ def test_bare_offline_passes_without_injections(task_id: str) -> None:
     assert RunRecord.from_json(record.to_json()) == record
 
 
-def test_adaptive_offline_runs_the_pipeline_and_cleans_up() -> None:
+@pytest.mark.parametrize("config", ["standard", "adaptive", "deliberative"])
+def test_guidedesk_offline_runs_the_pipeline_and_cleans_up(config: str) -> None:
     clients = Client.objects.count()
-    record = run_one(_spec("adaptive"))
+    record = run_one(_spec(config))
     assert record.error == ""
     # GuideDesk's offline demo model knows the demo shop's tools, not the retail ones: it
     # changes nothing, and the grader says so.
@@ -60,6 +62,17 @@ def test_adaptive_offline_runs_the_pipeline_and_cleans_up() -> None:
     assert record.unsafe_actions == 0
     assert record.llm_calls >= record.customer_turns > 0
     assert Client.objects.count() == clients
+
+
+def test_bare_with_an_openai_compatible_endpoint() -> None:
+    with NaiveAgentServer() as endpoint:
+        spec = _spec("bare", model="naive-offline", base_url=endpoint.base_url, api_key="k")
+        record = run_one(spec)
+    assert record.error == ""
+    assert record.passed
+    assert record.unpriced  # a real model without a price: cost 0, and said so
+    assert record.cost_usd == 0.0
+    assert "api_key" not in record.to_json()["spec"]
 
 
 def test_the_same_spec_gives_the_same_record() -> None:

@@ -97,6 +97,8 @@ def test_policy_forbids_insists_once_then_accepts() -> None:
     task = _task("policy_forbids", "cancel")
     customer = ScriptedCustomer(task)
     customer.opening()
+    why = customer.reply("Why do you want to cancel: no longer needed, or ordered by mistake?")
+    assert "no longer needed" in why
     insist = customer.reply("Sorry, that order cannot be cancelled: it is processed.")
     assert "sure" in insist.lower()
     assert not customer.finished
