@@ -251,6 +251,18 @@ class InjectingProxy:
         self._record(meta | {"class": None, "applied": False, "tried": draw.order})
         return message, None
 
+    def rewrite_in_process(
+        self, message: dict[str, Any], request: dict[str, Any], *, step: str | None = None
+    ) -> tuple[dict[str, Any], str | None]:
+        """The same seeded draw and rewrite for a model that answers in-process (GuideDesk's
+        offline demo model, which no HTTP proxy can sit in front of): `message` as the proxy
+        would have relayed it, and the class applied (None: not injected). Logged alike."""
+        draw = self._draw()
+        if not draw.inject:
+            return message, None
+        meta = {"request_id": draw.request_id, "seq": draw.seq, "step": step, "stream": False}
+        return self._rewrite(draw, message, request, meta)
+
     # -- HTTP ---------------------------------------------------------------------------------
 
     def _upstream_url(self, path: str) -> str:

@@ -72,6 +72,7 @@ class RunRecord:
     injections: list[InjectionOutcome] = field(default_factory=list)
     transcript: list[dict[str, Any]] = field(default_factory=list)  # {"role", "text"}
     error: str = ""  # the harness itself failed (the run counts as failed)
+    unpriced: bool = False  # a real model without a price: its cost_usd is 0, not measured
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
