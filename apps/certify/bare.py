@@ -14,6 +14,7 @@ from functools import partial
 from typing import Any, cast
 
 import openai
+from django.conf import settings
 
 from apps.certify.customer import ScriptedCustomer
 from apps.certify.proxy import InjectingProxy
@@ -23,7 +24,7 @@ from apps.certify.session import Session
 from apps.tools.mcp_client import McpError, mcp_call_tool
 
 MAX_STEPS = 8  # model calls per customer message
-TIMEOUT = 60.0
+TIMEOUT = 60.0  # a tool call through MCP
 
 
 def openai_tools() -> list[dict[str, Any]]:
@@ -74,7 +75,10 @@ def run_bare(
 ) -> None:
     """The whole conversation, recorded in `session`."""
     with openai.OpenAI(
-        base_url=proxy.base_url, api_key=api_key or "offline", max_retries=0, timeout=TIMEOUT
+        base_url=proxy.base_url,
+        api_key=api_key or "offline",
+        max_retries=0,
+        timeout=settings.LLM_TIMEOUT,  # the same bound per call as GuideDesk's
     ) as client:
         _converse(session, server, proxy, customer, client, model)
 
@@ -98,9 +102,22 @@ def _converse(
         visible: list[str] = []
         for _ in range(MAX_STEPS):
             seen = len(proxy.injections)
-            completion = client.chat.completions.create(
-                model=model, messages=cast(Any, messages), tools=cast(Any, tools), temperature=0
-            )
+            try:
+                completion = client.chat.completions.create(
+                    model=model,
+                    messages=cast(Any, messages),
+                    tools=cast(Any, tools),
+                    temperature=0,
+                    max_tokens=settings.LLM_MAX_COMPLETION_TOKENS,
+                )
+            except openai.APIError as exc:
+                # The model failed (a timeout, an error answer): a bare agent has no fallback,
+                # so the conversation ends here, unanswered. The agent failed, not the harness.
+                session.injected(index, proxy.injections[seen:])
+                session.agent(index, "\n".join(visible))
+                failure = f"the model failed: {type(exc).__name__}: {exc}"[:500]
+                session.transcript.append({"role": "note", "text": failure, "turn": index})
+                return
             session.injected(index, proxy.injections[seen:])
             usage = completion.usage
             cached = 0

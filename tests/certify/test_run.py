@@ -11,6 +11,7 @@ from apps.certify.naive import NaiveAgentServer
 from apps.certify.records import RunRecord, RunSpec
 from apps.certify.run import estimate_cost_usd, run_one, run_seed
 from apps.clients.models import Client
+from devtools.fake_llm import Fail, FakeLLMServer
 
 pytestmark = pytest.mark.django_db
 
@@ -148,3 +149,13 @@ def test_unknown_task_or_class_is_refused() -> None:
         run_one(_spec("bare", task_id="retail-999"))
     with pytest.raises(ValueError, match="unknown injection"):
         run_one(_spec("bare", inject_classes=("nonsense",)))
+
+
+def test_a_failing_model_fails_the_bare_run_not_the_harness() -> None:
+    with FakeLLMServer() as model:
+        model.fallback(lambda request: Fail(500, message="overloaded"))
+        record = run_one(_spec("bare", model="m", base_url=model.base_url, api_key="k"))
+    assert record.error == ""  # a model that fails is the agent's failure, not a harness error
+    assert not record.passed
+    [note] = [t for t in record.transcript if t["role"] == "note"]
+    assert "InternalServerError" in note["text"]
