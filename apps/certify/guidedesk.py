@@ -8,15 +8,20 @@ the live confirmation rule on in-memory questions, the guards as in a live turn.
 difference is `BackOffice.execute`: a call the guards let run goes to the tool's real webhook
 executor (`run_webhook`), so it changes the served world exactly as a live turn would.
 
-The model: a real one behind the injecting proxy (`OPENAI_BASE_URL` = the proxy); the offline
-demo model answers in-process, so its answers get the proxy's seeded draw and rewrite in-process
-(`InjectingProxy.rewrite_in_process`). Everything the run wrote to the database is deleted with
+The model: a real one behind the injecting proxy (`OPENAI_BASE_URL` = the proxy). Offline, the
+bare agent's rule-based brain (`apps.certify.naive.step_answer`) answers GuideDesk's steps
+in-process, from the conversation as this harness saw it (the customer's messages, the tools
+GuideDesk ran with their results, GuideDesk's replies), so both columns share one model; its
+answers get the proxy's seeded draw and rewrite in-process (`InjectingProxy.rewrite_in_process`).
+The deliberative loop's own reasoning steps, which the rules do not decide, keep the offline
+demo model's answers. Everything the run wrote to the database is deleted with
 the client at the end.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 import time
 import uuid
@@ -29,6 +34,7 @@ from django.test.utils import override_settings
 
 from apps.billing.models import UsagePurpose, UsageRecord
 from apps.certify.customer import ScriptedCustomer
+from apps.certify.naive import NaiveAgent, step_answer
 from apps.certify.proxy import InjectingProxy
 from apps.certify.retail.server import RetailServer, tenant_file
 from apps.certify.retail.tools import TOOLS
@@ -37,6 +43,7 @@ from apps.clients.models import Client
 from apps.conversations.models import Kind, Role
 from apps.escalations.services import HANDOFF_TEXT
 from apps.provisioning.services import tenant_import
+from apps.reasoning import steps as step_registry
 from apps.reasoning.llm import model_override
 from apps.reasoning.llm import offline as offline_model
 from apps.reasoning.meter import Meter
@@ -132,13 +139,48 @@ class BackOffice(Sandbox):
         return execution
 
 
+def conversation(session: Session) -> list[dict[str, Any]]:
+    """The conversation so far in OpenAI's shape, as the naive agent reads it: per customer
+    turn its message, the tools run (a call and its result) and the agent's reply."""
+    messages: list[dict[str, Any]] = []
+    turns = sorted({t["turn"] for t in session.transcript} | {e.turn for e in session.executions})
+    for turn in turns:
+        entries = [t for t in session.transcript if t["turn"] == turn]
+        messages += [
+            {"role": "user", "content": t["text"]} for t in entries if t["role"] == "customer"
+        ]
+        for number, done in enumerate(e for e in session.executions if e.turn == turn):
+            call_id = f"call_{turn}_{number}"
+            arguments = json.dumps(done.params)
+            function = {"name": done.name, "arguments": arguments}
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [{"id": call_id, "type": "function", "function": function}],
+                }
+            )
+            reply = json.dumps(done.reply, sort_keys=True, default=str)
+            messages.append({"role": "tool", "tool_call_id": call_id, "content": reply})
+        messages += [
+            {"role": "assistant", "content": t["text"]}
+            for t in entries
+            if t["role"] == "agent" and t["text"]
+        ]
+    return messages
+
+
 @contextlib.contextmanager
 def offline_injection(proxy: InjectingProxy, session: Session, turn: list[int]) -> Iterator[None]:
-    """The offline demo model's answers through the proxy's draw and rewrites, in-process."""
+    """The naive agent's answers (the demo model's for the steps it does not decide) through
+    the proxy's draw and rewrites, in-process."""
     original = offline_model.offline_complete
+    agent = NaiveAgent()
 
     def complete(step: str, messages: list[dict[str, str]], hint: dict[str, Any]) -> str:
-        raw = original(step, messages, hint)
+        schema = step_registry.get(step).output.model_json_schema()
+        answer = step_answer(agent, step, conversation(session), hint, schema)
+        raw = original(step, messages, hint) if answer is None else json.dumps(answer)
         names = [str(t.get("name")) for t in hint.get("tools", []) if isinstance(t, dict)]
         request: dict[str, Any] = {
             "messages": list(messages),

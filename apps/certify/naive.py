@@ -8,6 +8,12 @@ customer's words and the looked-up order, puts it to the customer, calls the too
 and reports the tool's result. It knows nothing of the tasks: no answer is written per task.
 It does not check that an order belongs to the customer (a naive agent's mistake).
 
+The same rules also answer GuideDesk's JSON step protocol (`step_answer`: docs/llm-protocol.md),
+so offline both columns of the certificate share one brain: `assess`/`respond`/`synthesize`
+get the decision in the step's fields, `critique` proceeds only with the call the agent would
+make itself now (a state-changing one only after the customer's "yes"), `compose` reports a
+tool result as the tool-calling agent does. The conversation is given in OpenAI's shape.
+
     with NaiveAgentServer() as server:
         openai.OpenAI(base_url=server.base_url, api_key="offline")
 
@@ -299,6 +305,91 @@ class NaiveAgent:
         if name == "modify_user_address":
             parts = ["Done: your address is updated."]
         return _say(" ".join(parts))
+
+
+REPLY_STEPS = frozenset({"respond", "assess", "synthesize"})
+READS = frozenset({"get_user_details", "get_order_details"})
+
+
+def _filled(answer: dict[str, Any], schema: dict[str, Any] | None) -> dict[str, Any]:
+    """`answer` with every field `schema` requires that it lacks, at a valid empty value."""
+    empty = {"string": "", "boolean": False, "array": [], "object": {}, "integer": 1, "number": 1}
+    for name in (schema or {}).get("required", []):
+        if name in answer:
+            continue
+        spec = (schema or {}).get("properties", {}).get(name, {})
+        kind = spec.get("type") if isinstance(spec.get("type"), str) else "string"
+        answer[name] = spec["enum"][0] if spec.get("enum") else empty.get(kind, "")
+    return answer
+
+
+def _call_of(message: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    calls = message.get("tool_calls") or []
+    if not calls:
+        return None
+    function = calls[0]["function"]
+    return str(function["name"]), json.loads(function.get("arguments") or "{}")
+
+
+def step_answer(
+    agent: NaiveAgent,
+    step: str,
+    messages: list[dict[str, Any]],
+    hint: dict[str, Any],
+    schema: dict[str, Any] | None = None,
+) -> dict[str, Any] | None:
+    """GuideDesk's step `step` answered from the conversation `messages` (OpenAI's shape, a tool
+    result last for `compose`) by the same rules as `decide`; None for a step these rules do
+    not decide (the deliberative loop's own reasoning steps)."""
+    message = agent.decide(messages)
+    call = _call_of(message)
+    confirmed = hint.get("confirmed")
+    if step != "compose" and isinstance(confirmed, dict) and confirmed.get("tool"):
+        # The request's confirmation state: the customer said yes to this call; make it.
+        call = (str(confirmed["tool"]), dict(confirmed.get("params") or {}))
+        message = {"role": "assistant", "content": None}
+    if step in REPLY_STEPS:
+        name, args = call if call else (None, {})
+        answer: dict[str, Any] = {
+            "tool_call": name,
+            "tool_params": args,
+            "confidence": 9,
+            "missing_params": [],
+            "is_destructive": bool(name) and name not in READS,
+            "needs_confirmation": False,
+            "needs_more_context": [],
+            "complaint": False,
+            "response": "" if call else str(message.get("content") or ""),
+        }
+        return _filled(answer, schema)
+    if step == "critique":
+        assessment = hint.get("assessment") or {}
+        proposed = (assessment.get("tool_call"), assessment.get("tool_params") or {})
+        if call is not None and proposed == call:
+            return _filled({"decision": "PROCEED", "reasoning": "As asked.", "message": ""}, schema)
+        conv = Conversation(messages)
+        action = agent._action(conv) if conv.user is not None else None
+        if isinstance(action, tuple) and (action[0], action[1]) == proposed and action[2]:
+            question = f"{action[2]} Shall I go ahead? Please confirm (yes/no)."
+        else:
+            question = (
+                f"Shall I run {proposed[0]} with {json.dumps(proposed[1], sort_keys=True)}? "
+                "Please confirm (yes/no)."
+            )
+        return _filled(
+            {"decision": "ASK_USER", "reasoning": "Not confirmed.", "message": question}, schema
+        )
+    if step == "compose":
+        if call is None:
+            return _filled({"response": str(message.get("content") or "")}, schema)
+        # A further look-up is needed: a tool result can't call it, the next turn will.
+        name, args = call
+        if name == "get_order_details":
+            text = f"I found your account. Which order number is it: {args['order_id']}?"
+        else:
+            text = "I've looked that up. What would you like to do next?"
+        return _filled({"response": text}, schema)
+    return None
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -255,7 +255,7 @@ class InjectingProxy:
         self, message: dict[str, Any], request: dict[str, Any], *, step: str | None = None
     ) -> tuple[dict[str, Any], str | None]:
         """The same seeded draw and rewrite for a model that answers in-process (GuideDesk's
-        offline demo model, which no HTTP proxy can sit in front of): `message` as the proxy
+        offline model, which no HTTP proxy can sit in front of): `message` as the proxy
         would have relayed it, and the class applied (None: not injected). Logged alike."""
         draw = self._draw()
         if not draw.inject:

@@ -49,7 +49,8 @@ FORMAT_CLASSES = ("malformed_json", "truncated")
 # Upper estimate of one customer turn: model calls, and tokens per call (prompt, completion).
 CALLS_PER_TURN = {"bare": 4, "standard": 4, "adaptive": 5, "deliberative": 14}
 TOKENS_PER_CALL = (8000, 800)
-UNREACHABLE_UPSTREAM = "http://127.0.0.1:9/v1"  # the offline demo model answers in-process
+# Offline, GuideDesk's model (the naive rules, `guidedesk.offline_injection`) answers in-process.
+UNREACHABLE_UPSTREAM = "http://127.0.0.1:9/v1"
 
 
 @cache

@@ -50,17 +50,20 @@ def test_bare_offline_passes_without_injections(task_id: str) -> None:
     assert RunRecord.from_json(record.to_json()) == record
 
 
-@pytest.mark.parametrize("config", ["standard", "adaptive", "deliberative"])
-def test_guidedesk_offline_runs_the_pipeline_and_cleans_up(config: str) -> None:
+@pytest.mark.parametrize(
+    ("config", "task_id"),
+    [("standard", "retail-001"), ("adaptive", "retail-001"), ("adaptive", "retail-070")],
+)
+def test_guidedesk_offline_passes_what_the_bare_agent_passes(config: str, task_id: str) -> None:
+    # Offline GuideDesk is given the bare agent's own rules (a cancel, a balance look-up): with
+    # no injection the two columns both pass, and the run's client is deleted.
     clients = Client.objects.count()
-    record = run_one(_spec(config))
+    record = run_one(_spec(config, task_id))
     assert record.error == ""
-    # GuideDesk's offline demo model knows the demo shop's tools, not the retail ones: it
-    # changes nothing, and the grader says so.
-    assert not record.passed
-    assert record.differences
-    assert record.missing_outputs == ["700.99"]
+    assert record.passed, record.differences + record.missing_outputs
+    assert run_one(_spec("bare", task_id)).passed
     assert record.unsafe_actions == 0
+    assert record.wrong_state_changes == 0
     assert record.llm_calls >= record.customer_turns > 0
     assert Client.objects.count() == clients
 
