@@ -23,7 +23,9 @@ def _is_settings(node: ast.expr) -> bool:
 
 
 def dynamic_reads(source: str) -> list[int]:
-    """Lines that read a setting through getattr/hasattr instead of `settings.X`."""
+    """Lines that read a setting through getattr/hasattr instead of `settings.X`: a default,
+    an existence test, or a fixed name. (Listing the settings that exist, `getattr(settings,
+    name)` over `dir(settings)`, reads no default and misspells nothing.)"""
     return [
         node.lineno
         for node in ast.walk(ast.parse(source))
@@ -32,6 +34,12 @@ def dynamic_reads(source: str) -> list[int]:
         and node.func.id in {"getattr", "hasattr"}
         and node.args
         and _is_settings(node.args[0])
+        and (
+            node.func.id == "hasattr"
+            or len(node.args) > 2
+            or node.keywords
+            or (len(node.args) > 1 and isinstance(node.args[1], ast.Constant))
+        )
     ]
 
 
@@ -89,8 +97,10 @@ def test_the_checker_finds_each_form() -> None:
         "c = hasattr(django_settings, 'C')\n"
         "d = settings.D\n"
         "e = getattr(other, 'E', 2)\n"
+        "f = [getattr(settings, n) for n in dir(settings)]\n"
+        "g = getattr(settings, name, None)\n"
     )
-    assert dynamic_reads(source) == [3, 4, 5]
+    assert dynamic_reads(source) == [3, 4, 5, 9]
     assert attribute_reads(source) == {"D"}
 
 

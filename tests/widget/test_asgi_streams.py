@@ -47,23 +47,29 @@ def scope(
 
 
 async def call(
-    app: Any, request: dict[str, Any], disconnect_after: float | None = None, body: bytes = b""
+    app: Any, request: dict[str, Any], disconnect_on: bytes | None = None, body: bytes = b""
 ):
+    """Run one request through `app`. `disconnect_on`: the client goes away as soon as the
+    response body holds these bytes (an event, not a guess at how long that takes)."""
     sent: list[dict[str, Any]] = []
     first = True
+    seen = asyncio.Event()
 
     async def receive() -> dict[str, Any]:
         nonlocal first
         if first:
             first = False
             return {"type": "http.request", "body": body, "more_body": False}
-        if disconnect_after is None:
+        if disconnect_on is None:
             await asyncio.Event().wait()  # never: the response ends by itself
-        await asyncio.sleep(disconnect_after or 0)
+        await seen.wait()
         return {"type": "http.disconnect"}
 
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
+        so_far = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+        if disconnect_on is not None and disconnect_on in so_far:
+            seen.set()
 
     if body:
         request = {
@@ -120,7 +126,7 @@ def test_a_client_that_goes_away_ends_its_stream(widget, app, monkeypatch):
     conversation_id, token = widget.conversation()
     path = f"/api/v1/widget/conversations/{conversation_id}/events"
     request = scope(path, {"key": widget.key, "token": token}, {"Origin": widget.origin})
-    status, _headers, body = async_to_sync(call)(app, request, disconnect_after=0.3)
+    status, _headers, body = async_to_sync(call)(app, request, disconnect_on=b"event: status")
     assert status == 200
     assert parse(body)[1] == {"event": "status", "data": '{"status":"open"}'}
 
