@@ -165,6 +165,16 @@ def _actor_email(actor: Any) -> str | None:
 # --- asked by the turn ---------------------------------------------------------------------------
 
 
+def _asked(client: Client, idempotency_key: str) -> ApprovalRequest | None:
+    """The request a call's idempotency key already has (a turn run again), or None."""
+    return (
+        ApprovalRequest.objects.for_client(client)
+        .select_related("tool")
+        .filter(idempotency_key=idempotency_key)
+        .first()
+    )
+
+
 def approval_request_create(
     *,
     client: Client,
@@ -181,11 +191,10 @@ def approval_request_create(
     run again finds the request its key already has; the same call (tool and params) still
     waiting in this conversation is not asked twice."""
     phash = params_hash(params)
-    scoped = ApprovalRequest.objects.for_client(client)
     with transaction.atomic():
-        existing = (
-            scoped.select_related("tool").filter(idempotency_key=idempotency_key).first()
-            or scoped.select_related("tool")
+        existing = _asked(client, idempotency_key) or (
+            ApprovalRequest.objects.for_client(client)
+            .select_related("tool")
             .filter(
                 conversation=conversation,
                 tool=tool,
@@ -267,12 +276,7 @@ def approval_gate(
             .filter(pk__in=[t.pk for t in members])
             .order_by("pk")
         )
-        asked = (
-            ApprovalRequest.objects.for_client(client)
-            .select_related("tool")
-            .filter(idempotency_key=idempotency_key)
-            .first()
-        )
+        asked = _asked(client, idempotency_key)
         if asked is not None:  # a turn run again: the request its key already has
             return asked, False
         if (

@@ -72,23 +72,17 @@ _RECORD_SLACK = timedelta(days=1)
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class UsageCell:
-    """One DailyUsage row, persisted or computed from raw records."""
+@dataclass
+class UsageCounts:
+    """The figures a usage cell and a report line both hold (`TURN_FIGURES`, `CALL_FIGURES`)."""
 
-    client_id: int
-    day: date
-    grain: str
-    mode: str
-    model: str = ""
-    step: str = ""
     turns: int = 0
-    critique_triggered: int = 0
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: Decimal = ZERO
     billed_usd: Decimal = ZERO
+    critique_triggered: int = 0
     evaluation_validated: int = 0
     evaluation_questioned: int = 0
     evaluation_improved: int = 0
@@ -99,6 +93,19 @@ class UsageCell:
     deliberated_complaint: int = 0
     deliberated_critique_escalate: int = 0
     deliberated_evaluation_questioned: int = 0
+
+
+@dataclass(kw_only=True)
+class UsageCell(UsageCounts):
+    """One DailyUsage row, persisted or computed from raw records. Never changed once made
+    (adding cells makes a new one, `_add`)."""
+
+    client_id: int
+    day: date
+    grain: str
+    mode: str
+    model: str = ""
+    step: str = ""
 
     @property
     def key(self) -> tuple[int, date, str, str, str, str]:
@@ -333,25 +340,21 @@ def usage_cells(*, client: Client, first: date, last: date) -> list[UsageCell]:
 # ---------------------------------------------------------------------------------------------
 
 
+def _share(part: int, whole: int) -> Decimal | None:
+    """`part / whole` to four places (None when `whole` is 0)."""
+    if not whole:
+        return None
+    return (Decimal(part) / Decimal(whole)).quantize(Decimal("0.0001"), rounding=ROUND_HALF_UP)
+
+
+def _percent(share: Decimal | None) -> Decimal | None:
+    """A share (`_share`) in percent, to one place."""
+    return None if share is None else (share * 100).quantize(Decimal("0.1"))
+
+
 @dataclass
-class UsageFigures:
-    turns: int = 0
-    llm_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: Decimal = ZERO
-    billed_usd: Decimal = ZERO
-    critique_triggered: int = 0
-    evaluation_validated: int = 0
-    evaluation_questioned: int = 0
-    evaluation_improved: int = 0
-    evaluation_kept: int = 0
-    evaluation_failed: int = 0
-    cached_tokens: int = 0
-    deliberated_low_confidence: int = 0
-    deliberated_complaint: int = 0
-    deliberated_critique_escalate: int = 0
-    deliberated_evaluation_questioned: int = 0
+class UsageFigures(UsageCounts):
+    """A report line's figures: cells added up, and the rates read from them."""
 
     @property
     def evaluations(self) -> int:
@@ -375,16 +378,11 @@ class UsageFigures:
     def cached_share(self) -> Decimal | None:
         """Of the prompt tokens, the share the provider served from its prompt cache (None
         without prompt tokens)."""
-        if not self.prompt_tokens:
-            return None
-        return (Decimal(self.cached_tokens) / Decimal(self.prompt_tokens)).quantize(
-            Decimal("0.0001"), rounding=ROUND_HALF_UP
-        )
+        return _share(self.cached_tokens, self.prompt_tokens)
 
     @property
     def cached_percent(self) -> Decimal | None:
-        share = self.cached_share
-        return None if share is None else (share * 100).quantize(Decimal("0.1"))
+        return _percent(self.cached_share)
 
     @property
     def deliberated_percent(self) -> Decimal | None:
@@ -398,16 +396,11 @@ class UsageFigures:
     @property
     def critique_rate(self) -> Decimal | None:
         """How often critique triggers: critique_triggered / turns (None without turns)."""
-        if not self.turns:
-            return None
-        return (Decimal(self.critique_triggered) / Decimal(self.turns)).quantize(
-            Decimal("0.0001"), rounding=ROUND_HALF_UP
-        )
+        return _share(self.critique_triggered, self.turns)
 
     @property
     def critique_percent(self) -> Decimal | None:
-        rate = self.critique_rate
-        return None if rate is None else (rate * 100).quantize(Decimal("0.1"))
+        return _percent(self.critique_rate)
 
     def add_calls(self, cell: UsageCell) -> None:
         self._accumulate(cell, CALL_FIGURES)

@@ -242,6 +242,23 @@ def message_append(
     return message
 
 
+def message_append_notice(
+    *, client: Client, conversation: Conversation, text: str, data: dict[str, Any]
+) -> Message:
+    """A system notice on the staff timeline that the customer never sees (an e-mail that
+    bounced, a conversation assigned). Internal messages ring no event stream by themselves;
+    a caller whose consoles must refresh calls `conversation_changed` as well."""
+    return message_append(
+        client=client,
+        conversation=conversation,
+        role=Role.SYSTEM,
+        kind=Kind.NOTICE,
+        visibility=Visibility.INTERNAL,
+        text=text,
+        data=data,
+    )
+
+
 def _take_seq(conversation: Conversation, now: Any, *, visible: bool) -> tuple[int, str]:
     """Take the conversation's next `seq` (and read its status) in one statement: the UPDATE
     locks the row until the caller's transaction ends, RETURNING gives what a locking read

@@ -25,6 +25,7 @@ from apps.conversations.models import (
 )
 from apps.conversations.services import (
     message_append,
+    message_append_notice,
     unseen_replies_email_schedule,
     validate_customer_text,
 )
@@ -288,24 +289,6 @@ def _name(user: Any) -> str:
     return str(getattr(user, "email", "") or user) if user is not None else ""
 
 
-def _internal_note(
-    *, client: Client, conversation: Conversation, text: str, data: dict[str, Any]
-) -> Message:
-    """An internal system line on the staff timeline (never shown to the customer), and a
-    doorbell for the open consoles: internal messages ring no stream by themselves."""
-    message = message_append(
-        client=client,
-        conversation=conversation,
-        role=Role.SYSTEM,
-        kind=Kind.NOTICE,
-        visibility=Visibility.INTERNAL,
-        text=text,
-        data=data,
-    )
-    conversation_changed(conversation.pk, client.pk)
-    return message
-
-
 @transaction.atomic
 def conversation_takeover(
     *, client: Client, conversation: Conversation, actor: Any = None
@@ -370,12 +353,13 @@ def conversation_assign(
         text = f"Claimed by {_name(actor)}"
     else:
         text = f"Assigned to {_name(assignee)} by {_name(actor) or 'staff'}"
-    _internal_note(
+    message_append_notice(
         client=client,
         conversation=locked,
         text=text,
         data={"assignee": _name(assignee) or None, "by": _name(actor) or None},
     )
+    conversation_changed(locked.pk, client.pk)  # internal lines ring no stream by themselves
     conversation.assignee_id = locked.assignee_id
     return locked
 

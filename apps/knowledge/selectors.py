@@ -35,24 +35,9 @@ def business_info_for(client: Client) -> dict[str, Any]:
     return info
 
 
-def search_chunks(
-    *,
-    client: Client,
-    query: str,
-    language: str = "",
-    limit: int = 5,
-    token_budget: int | None = None,
-    min_share_of_best: float = 0.0,
-) -> list[retrieval.Hit]:
-    """The best chunks of the client's usable articles for `query` (`retrieval.search`)."""
-    return retrieval.search(
-        client=client,
-        query=query,
-        language=language,
-        limit=limit,
-        token_budget=token_budget,
-        min_share_of_best=min_share_of_best,
-    )
+# The best chunks of the client's usable articles for a query: retrieval's search, offered
+# here so that other apps read the knowledge base through its selectors.
+search_chunks = retrieval.search
 
 
 # ---------------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from django.utils.translation import gettext
 from apps.clients.models import Client
 from apps.core.exceptions import ApplicationError
 from apps.core.links import absolute_url
+from apps.core.settings_checks import column_defaults, raise_field_problems, settings_applied
 from apps.mail.models import InboundVia, MailChannel, MailMessage
 
 # The columns a person sets (admin, API, tenant file), in the order forms show them.
@@ -58,10 +59,7 @@ def channel_inbound_url(channel: MailChannel) -> str:
 
 
 def channel_defaults() -> dict[str, Any]:
-    return {
-        name: MailChannel._meta.get_field(name).get_default()  # type: ignore[union-attr]
-        for name in CHANNEL_FIELDS
-    }
+    return column_defaults(MailChannel, CHANNEL_FIELDS)
 
 
 def mail_channel_rule_problems(
@@ -143,16 +141,9 @@ def mail_channel_clean(
     """The channel's settings once `values` are applied (to `channel`, or to a new one),
     checked. An empty or absent secret keeps the saved one. Raises ApplicationError naming every
     bad field (`{"fields": {field: [message]}}`)."""
-    data = (
-        {name: getattr(channel, name) for name in CHANNEL_FIELDS}
-        if channel is not None
-        else channel_defaults()
+    data = settings_applied(
+        MailChannel, CHANNEL_FIELDS, saved=channel, values=values, secrets=SECRET_FIELDS
     )
-    given = {k: v for k, v in values.items() if k in CHANNEL_FIELDS}
-    for secret in SECRET_FIELDS:
-        if not given.get(secret):
-            given.pop(secret, None)
-    data.update(given)
     data["address"] = str(data.get("address") or "").strip()
     for name in (
         "display_name",
@@ -163,12 +154,7 @@ def mail_channel_clean(
     ):
         data[name] = str(data.get(name) or "").strip()
     data["imap_folder"] = data["imap_folder"] or "INBOX"
-    errors: dict[str, list[str]] = {}
-    for name, message in mail_channel_rule_problems(data, client=client, channel=channel):
-        errors.setdefault(name, []).append(message)
-    if errors:
-        first, messages = next(iter(errors.items()))
-        raise ApplicationError(f"{first}: {messages[0]}", {"fields": errors}, code="invalid")
+    raise_field_problems(mail_channel_rule_problems(data, client=client, channel=channel))
     data["enabled"] = bool(data.get("enabled"))
     data["imap_ssl"] = bool(data.get("imap_ssl"))
     return data

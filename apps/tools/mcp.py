@@ -34,6 +34,7 @@ from jsonschema.exceptions import SchemaError
 
 from apps.clients.models import Client
 from apps.core.exceptions import ApplicationError
+from apps.core.settings_checks import column_defaults, raise_field_problems, settings_applied
 from apps.tools.executors.webhook import destination_refusal
 from apps.tools.mcp_client import McpError, McpToolSpec, mcp_list_tools, mcp_oauth_token
 from apps.tools.models import ClientTool, ExecutorType, McpAuth, McpServer, ToolKind
@@ -297,10 +298,7 @@ _RESERVED_HEADERS = frozenset(
 
 
 def mcp_server_defaults() -> dict[str, Any]:
-    return {
-        name: McpServer._meta.get_field(name).get_default()  # type: ignore[union-attr]
-        for name in SERVER_FIELDS
-    }
+    return column_defaults(McpServer, SERVER_FIELDS)
 
 
 def mcp_server_clean(
@@ -311,28 +309,15 @@ def mcp_server_clean(
     Secrets are write-only: an empty or absent one keeps the saved one. Raises ApplicationError
     naming every bad field (`{"fields": {field: [message]}}`). The admin form and the API both
     come here, so their rules cannot drift."""
-    data = (
-        {name: getattr(server, name) for name in SERVER_FIELDS}
-        if server is not None
-        else mcp_server_defaults()
+    data = settings_applied(
+        McpServer, SERVER_FIELDS, saved=server, values=values, secrets=SECRET_FIELDS
     )
-    given = {k: v for k, v in values.items() if k in SERVER_FIELDS}
-    for secret in SECRET_FIELDS:
-        if not given.get(secret):
-            given.pop(secret, None)  # empty keeps the saved one
-    data.update(given)
     # Addresses are checked when they change (the check resolves them; every call checks again).
     changed = {n for n in SERVER_FIELDS if server is None or getattr(server, n) != data[n]}
-    errors: dict[str, list[str]] = {}
-    for field_name, message in mcp_server_rule_problems(
-        data, client=client, server=server, changed=changed
-    ):
-        errors.setdefault(field_name, []).append(message)
-    timeout = _timeout(data)
-    if errors:
-        first, messages = next(iter(errors.items()))
-        raise ApplicationError(f"{first}: {messages[0]}", {"fields": errors}, code="invalid")
-    data["timeout_seconds"] = timeout
+    raise_field_problems(
+        mcp_server_rule_problems(data, client=client, server=server, changed=changed)
+    )
+    data["timeout_seconds"] = _timeout(data)
     data["enabled"] = bool(data.get("enabled"))
     return data
 

@@ -188,14 +188,14 @@ class _GuardedTransport(httpx2.AsyncHTTPTransport):
         )
 
 
-def _check_url(url: str) -> str | None:
+def _check_url(url: str, *, http_refusal: str = "MCP servers must use https.") -> str | None:
     """The address to pin the connection to (None: development, unresolvable host allowed),
     or McpError("address")."""
     addresses, refusal = checked_addresses(
         url,
         allow_private=settings.TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS,
         allow_http=settings.TOOL_WEBHOOK_ALLOW_HTTP,
-        http_refusal="MCP servers must use https.",
+        http_refusal=http_refusal,
     )
     if refusal:
         raise McpError("address", refusal)
@@ -389,20 +389,13 @@ def mcp_oauth_token(
     credentials in the form body (client_secret_post): (access_token, expires_in seconds).
     The token endpoint passes the same address check as the MCP server and the connection is
     pinned the same way. A refusal (400/401/403) is `McpError("auth")`."""
-    addresses, refusal = checked_addresses(
-        token_url,
-        allow_private=settings.TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS,
-        allow_http=settings.TOOL_WEBHOOK_ALLOW_HTTP,
-        http_refusal="OAuth token endpoints must use https.",
-    )
-    if refusal:
-        raise McpError("address", refusal)
+    address = _check_url(token_url, http_refusal="OAuth token endpoints must use https.")
     allowed = _time_allowed(timeout)
     form = {"grant_type": "client_credentials", "client_id": client_id}
     form["client_secret"] = client_secret
     if scope:
         form["scope"] = scope
-    extensions: dict[str, Any] = {CONNECT_TO: addresses[0]} if addresses else {}
+    extensions: dict[str, Any] = {CONNECT_TO: address} if address else {}
     try:
         with wall_clock_client(
             limit=allowed, follow_redirects=False, trust_env=False, timeout=allowed

@@ -248,21 +248,13 @@ def _run(*, client: Client, tool: ClientTool, execution: ToolExecution) -> Execu
         # never runs without a verified customer to act for.
         conversation = execution.conversation if execution.conversation_id else None
         if conversation is None or not conversation.customer_verified:
-            return ExecutorOutcome(
-                ok=False,
-                result=None,
-                error=f"Tool {tool.name!r} is customer scoped and the customer is not verified.",
-                attempts=0,
-                latency_ms=0,
+            return ExecutorOutcome.not_run(
+                f"Tool {tool.name!r} is customer scoped and the customer is not verified."
             )
     executor = executor_for(tool.executor_type)
     if executor is None:
-        return ExecutorOutcome(
-            ok=False,
-            result=None,
-            error=f"Tool {tool.name!r} has an unknown executor type {tool.executor_type!r}.",
-            attempts=0,
-            latency_ms=0,
+        return ExecutorOutcome.not_run(
+            f"Tool {tool.name!r} has an unknown executor type {tool.executor_type!r}."
         )
     try:
         return executor.run(client=client, tool=tool, execution=execution)

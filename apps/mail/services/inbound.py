@@ -22,6 +22,7 @@ from apps.conversations.models import (
 from apps.conversations.services import (
     MAX_MESSAGE_CHARS,
     conversation_create,
+    message_append_notice,
 )
 from apps.escalations.models import EscalationReason
 from apps.escalations.services import escalation_create
@@ -42,7 +43,6 @@ from apps.mail.services.classify import (
     never_answer,
 )
 from apps.mail.services.content import AttachmentSeen, attachments_store, new_text
-from apps.mail.services.outbound import staff_notice
 from apps.reasoning.services import handle_turn
 
 if TYPE_CHECKING:
@@ -166,7 +166,7 @@ def _bounce(*, client: Client, mail: AnymailInboundMessage, record: dict[str, An
     conversation = ours.conversation if ours is not None else None
     row = _record(**record, disposition=Disposition.BOUNCE, conversation=conversation)
     if ours is not None and conversation is not None:
-        staff_notice(
+        message_append_notice(
             client=client,
             conversation=conversation,
             text=gettext(
@@ -323,7 +323,7 @@ def _accept(
     body, cut = _customer_text(text=text, attachments=attachments)
     message = handle_turn(client=client, conversation=conversation, text=body)
     if cut:
-        staff_notice(
+        message_append_notice(
             client=client,
             conversation=conversation,
             text=gettext(

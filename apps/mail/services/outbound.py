@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 from email.utils import formataddr, make_msgid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from celery import current_app
 from django.conf import settings
@@ -32,7 +32,7 @@ from apps.conversations.models import (
     Visibility,
 )
 from apps.conversations.rendering import reply_html
-from apps.conversations.services import message_append
+from apps.conversations.services import message_append_notice
 from apps.core.outbound import TURN_REPLIED, OutboundEvent
 from apps.core.tenancy import tenant_scope
 from apps.mail.models import Direction, Disposition, MailChannel, MailMessage
@@ -307,7 +307,7 @@ def _failed(row: MailMessage, exc: Exception, now: datetime) -> None:
             updated_at=timezone.now(),
         )
         if delay is None and row.conversation is not None:
-            staff_notice(
+            message_append_notice(
                 client=row.client,
                 conversation=row.conversation,
                 text=gettext(
@@ -317,22 +317,6 @@ def _failed(row: MailMessage, exc: Exception, now: datetime) -> None:
                 % {"address": ", ".join(row.to_addresses), "count": attempts},
                 data={"mail": str(row.public_id)},
             )
-
-
-def staff_notice(
-    *, client: Client, conversation: Conversation, text: str, data: dict[str, Any]
-) -> None:
-    """Tell staff, in the conversation, what became of one of its e-mails: a system notice the
-    customer never sees."""
-    message_append(
-        client=client,
-        conversation=conversation,
-        role=Role.SYSTEM,
-        kind=Kind.NOTICE,
-        visibility=Visibility.INTERNAL,
-        text=text,
-        data=data,
-    )
 
 
 def mails_send_due(*, now: datetime | None = None, limit: int = SEND_DUE_BATCH) -> int:

@@ -70,6 +70,11 @@ class ExecutorOutcome:
     # True when the run ended because its time ran out (the tool's own limit or the turn's).
     timed_out: bool = False
 
+    @classmethod
+    def not_run(cls, error: str) -> ExecutorOutcome:
+        """A call refused before the tool was reached: nothing was sent or run."""
+        return cls(ok=False, result=None, error=error, attempts=0, latency_ms=0)
+
 
 # An outcome's error text may be shown to the customer: keep it to a sentence or two.
 MAX_ERROR_CHARS = 500

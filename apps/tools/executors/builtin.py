@@ -77,12 +77,8 @@ def run_builtin(
     started = time.monotonic()
     handler = BUILTIN_HANDLERS.get(tool.builtin_handler)
     if handler is None:
-        return ExecutorOutcome(
-            ok=False,
-            result=None,
-            error=f"Tool {tool.name!r} has no built-in handler {tool.builtin_handler!r}.",
-            attempts=0,
-            latency_ms=0,
+        return ExecutorOutcome.not_run(
+            f"Tool {tool.name!r} has no built-in handler {tool.builtin_handler!r}."
         )
     try:
         # A savepoint: a handler that fails half-way leaves no writes behind, and a database

@@ -159,11 +159,6 @@ def _post_once(
     return _parse_reply(payload)
 
 
-def _not_sent(error: str) -> ExecutorOutcome:
-    """A call refused before anything went over the network."""
-    return ExecutorOutcome(ok=False, result=None, error=error, attempts=0, latency_ms=0)
-
-
 # --- signing (Standard Webhooks) ---------------------------------------------------------------
 
 SECRET_PREFIX = "whsec_"  # noqa: S105 (the Standard Webhooks prefix, not a secret)
@@ -377,10 +372,10 @@ def run_webhook(
     started = time.monotonic()
     if not tool.webhook_url or not tool.signing_secret:
         # Never send an unsigned call: the client could not tell it from a forgery.
-        return _not_sent(f"Tool {tool.name!r} has no webhook URL or signing secret.")
+        return ExecutorOutcome.not_run(f"Tool {tool.name!r} has no webhook URL or signing secret.")
     pinned, refusal = resolve_addresses(tool.webhook_url)
     if refusal:
-        return _not_sent(f"Tool {tool.name!r}: {refusal}")
+        return ExecutorOutcome.not_run(f"Tool {tool.name!r}: {refusal}")
     try:
         body = _request_body(
             tool=tool,
@@ -390,7 +385,7 @@ def run_webhook(
             customer=customer,
         )
     except (TypeError, ValueError) as exc:
-        return _not_sent(f"Tool params are not JSON-serialisable: {exc}")
+        return ExecutorOutcome.not_run(f"Tool params are not JSON-serialisable: {exc}")
     call = _Call(
         tool=tool,
         body=body,
