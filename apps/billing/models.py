@@ -10,6 +10,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from apps.clients.models import Client
+from apps.core.model_bases import conversation_fk, optional_fk
 from apps.core.models import TenantOwnedModel, TimeStampedModel
 
 
@@ -101,22 +102,8 @@ class UsageRecord(TenantOwnedModel):
     """One LLM call: who, what for, which turn (if any), which step, the mode that ran, tokens,
     provider cost and billed amount."""
 
-    conversation = models.ForeignKey(
-        "conversations.Conversation",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        verbose_name=_("conversation"),
-    )
-    trace = models.ForeignKey(
-        "reasoning.ReasoningTrace",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="usage_records",
-        verbose_name=_("trace"),
-    )
+    conversation = optional_fk("conversations.Conversation", _("conversation"))
+    trace = optional_fk("reasoning.ReasoningTrace", _("trace"), related_name="usage_records")
     purpose = models.CharField(
         max_length=12,
         choices=UsagePurpose.choices,
@@ -227,13 +214,8 @@ class UsageReservation(TenantOwnedModel):
     Kept after commit as the turn's budget ledger entry: a turn whose worker died is taken over
     by another worker and finds its reservation here instead of reserving twice."""
 
-    trace = models.OneToOneField(
-        "reasoning.ReasoningTrace",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="usage_reservation",
-        verbose_name=_("trace"),
+    trace = optional_fk(
+        "reasoning.ReasoningTrace", _("trace"), related_name="usage_reservation", one_to_one=True
     )
     month = models.DateField(verbose_name=_("month"))
     state = models.CharField(
@@ -300,12 +282,7 @@ class ConversationVisitor(TenantOwnedModel):
     address (`apps.platform.throttling.visitor_key`; IPv6 by /64), never the address itself. The
     turn of that message charges this visitor's daily budget and token window."""
 
-    conversation = models.OneToOneField(
-        "conversations.Conversation",
-        on_delete=models.CASCADE,
-        related_name="+",
-        verbose_name=_("conversation"),
-    )
+    conversation = conversation_fk(related_name="+", one_to_one=True)
     visitor = models.CharField(max_length=64, verbose_name=_("visitor"))
 
     class Meta:
@@ -349,14 +326,7 @@ class TurnAllowance(TenantOwnedModel):
         related_name="allowance",
         verbose_name=_("trace"),
     )
-    visitor_usage = models.ForeignKey(
-        VisitorUsage,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="allowances",
-        verbose_name=_("visitor usage"),
-    )
+    visitor_usage = optional_fk(VisitorUsage, _("visitor usage"), related_name="allowances")
     visitor = models.CharField(max_length=64, blank=True, verbose_name=_("visitor"))
     state = models.CharField(
         max_length=10,

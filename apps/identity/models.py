@@ -11,6 +11,7 @@ from django.db import models
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from apps.core.model_bases import conversation_fk
 from apps.core.models import PublicTenantModel, TenantOwnedModel
 
 # A result field as a dotted path: `customer_email`, `customer.email`, `items.0.email`.
@@ -84,12 +85,7 @@ class EmailCodeChallenge(PublicTenantModel):
     """One code sent to an address on file. `code_hash` is an HMAC (SECRET_KEY) of the code with
     this row's `public_id`: the code itself is never stored."""
 
-    conversation = models.ForeignKey(
-        "conversations.Conversation",
-        on_delete=models.CASCADE,
-        related_name="+",
-        verbose_name=_("conversation"),
-    )
+    conversation = conversation_fk(related_name="+")
     # Copied from the conversation: the per-visitor limit counts across their conversations.
     visitor_id = models.CharField(max_length=128, blank=True, verbose_name=_("visitor id"))
     email = models.EmailField(_("sent to"))

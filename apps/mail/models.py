@@ -12,6 +12,7 @@ import uuid
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from apps.core.model_bases import optional_fk
 from apps.core.models import TenantOwnedModel
 
 
@@ -124,22 +125,13 @@ class MailMessage(TenantOwnedModel):
     channel = models.ForeignKey(
         MailChannel, on_delete=models.CASCADE, related_name="mails", verbose_name=_("channel")
     )
-    conversation = models.ForeignKey(
+    conversation = optional_fk(
         "conversations.Conversation",
-        null=True,
-        blank=True,
+        _("conversation"),
         on_delete=models.CASCADE,
         related_name="mails",
-        verbose_name=_("conversation"),
     )
-    message = models.ForeignKey(
-        "conversations.Message",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="mails",
-        verbose_name=_("message"),
-    )
+    message = optional_fk("conversations.Message", _("message"), related_name="mails")
     direction = models.CharField(_("direction"), max_length=3, choices=Direction.choices)
     disposition = models.CharField(
         _("what became of it"), max_length=12, choices=Disposition.choices

@@ -5,6 +5,7 @@ from typing import Any
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from apps.core.model_bases import optional_fk
 from apps.core.models import TenantOwnedModel
 
 
@@ -48,39 +49,30 @@ class ReasoningTrace(TenantOwnedModel):
     kind = models.CharField(
         max_length=12, choices=TraceKind.choices, default=TraceKind.TURN, verbose_name=_("kind")
     )
-    conversation = models.ForeignKey(
+    conversation = optional_fk(
         "conversations.Conversation",
-        null=True,
-        blank=True,
+        _("conversation"),
         on_delete=models.CASCADE,
         related_name="traces",
-        verbose_name=_("conversation"),
     )
-    user_message = models.OneToOneField(
+    user_message = optional_fk(
         "conversations.Message",
-        null=True,
-        blank=True,
+        _("user message"),
         on_delete=models.CASCADE,
         related_name="turn",
-        verbose_name=_("user message"),
+        one_to_one=True,
     )
     # A string reference: the playground sits above reasoning and is never imported from here.
-    playground_run = models.OneToOneField(
+    playground_run = optional_fk(
         "playground.PlaygroundRun",
-        null=True,
-        blank=True,
+        _("playground run"),
         on_delete=models.CASCADE,
         related_name="trace",
-        verbose_name=_("playground run"),
+        one_to_one=True,
     )
     # A string reference, as above: simulations sit above reasoning.
-    case_run = models.ForeignKey(
-        "simulations.CaseRun",
-        null=True,
-        blank=True,
-        on_delete=models.CASCADE,
-        related_name="traces",
-        verbose_name=_("case run"),
+    case_run = optional_fk(
+        "simulations.CaseRun", _("case run"), on_delete=models.CASCADE, related_name="traces"
     )
     mode = models.CharField(max_length=20, verbose_name=_("mode"))
     model = models.CharField(max_length=100, blank=True, verbose_name=_("model"))

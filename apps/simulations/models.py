@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from apps.core.model_bases import optional_fk
 from apps.core.models import PublicTenantModel, TenantOwnedModel
 
 
@@ -86,14 +87,7 @@ class SimulationRun(PublicTenantModel):
     """Cases (or replayed conversations) run against a baseline and a candidate configuration."""
 
     name = models.CharField(_("name"), max_length=200, blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        verbose_name=_("created by"),
-    )
+    created_by = optional_fk(settings.AUTH_USER_MODEL, _("created by"))
     source = models.CharField(
         max_length=8, choices=RunSource.choices, default=RunSource.ADMIN, verbose_name=_("source")
     )
@@ -167,23 +161,9 @@ class CaseRun(TenantOwnedModel):
     run = models.ForeignKey(
         SimulationRun, on_delete=models.CASCADE, related_name="case_runs", verbose_name=_("run")
     )
-    case = models.ForeignKey(
-        SimCase,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        verbose_name=_("case"),
-    )
+    case = optional_fk(SimCase, _("case"))
     # A replay: the saved conversation replayed (read only; never written).
-    conversation = models.ForeignKey(
-        "conversations.Conversation",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        verbose_name=_("conversation"),
-    )
+    conversation = optional_fk("conversations.Conversation", _("conversation"))
     case_name = models.CharField(
         max_length=200, verbose_name=_("case name")
     )  # kept if the case is deleted
