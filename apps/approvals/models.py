@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from apps.core.model_bases import conversation_fk, optional_fk
+from apps.core.model_bases import conversation_fk, optional_fk, status_field
 from apps.core.models import PublicTenantModel
 from apps.tools.models import ClientTool, PendingAction, ToolExecution
 
@@ -67,12 +67,7 @@ class ApprovalRequest(PublicTenantModel):
         verbose_name=_("requested in"),
     )
     trace = optional_fk("reasoning.ReasoningTrace", _("trace"))
-    status = models.CharField(
-        max_length=10,
-        choices=ApprovalStatus.choices,
-        default=ApprovalStatus.PENDING,
-        verbose_name=_("status"),
-    )
+    status = status_field(ApprovalStatus.PENDING, max_length=10)
     expires_at = models.DateTimeField(verbose_name=_("expires at"))
     decided_by = optional_fk("accounts.User", _("decided by"))
     decided_at = models.DateTimeField(null=True, blank=True, verbose_name=_("decided at"))

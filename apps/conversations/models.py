@@ -6,7 +6,7 @@ from django.db import models
 from django.db.models import F
 from django.utils.translation import gettext_lazy as _
 
-from apps.core.model_bases import conversation_fk, optional_fk
+from apps.core.model_bases import conversation_fk, optional_fk, status_field
 from apps.core.models import PublicTenantModel, TenantOwnedModel, TenantQuerySet
 
 
@@ -42,12 +42,7 @@ class Conversation(PublicTenantModel):
     visitor_token_hash = models.CharField(
         max_length=64, blank=True, editable=False, verbose_name=_("visitor token hash")
     )
-    status = models.CharField(
-        max_length=12,
-        choices=ConversationStatus.choices,
-        default=ConversationStatus.OPEN,
-        verbose_name=_("status"),
-    )
+    status = status_field(ConversationStatus.OPEN, max_length=12)
     channel = models.CharField(
         max_length=8, choices=Channel.choices, default=Channel.WIDGET, verbose_name=_("channel")
     )

@@ -6,7 +6,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from apps.core.model_bases import conversation_fk, optional_fk
+from apps.core.model_bases import conversation_fk, optional_fk, status_field
 from apps.core.models import PublicTenantModel
 
 
@@ -34,12 +34,7 @@ class Escalation(PublicTenantModel):
         max_length=20, choices=EscalationReason.choices, verbose_name=_("reason")
     )
     detail = models.TextField(blank=True, verbose_name=_("detail"))
-    status = models.CharField(
-        max_length=10,
-        choices=EscalationStatus.choices,
-        default=EscalationStatus.OPEN,
-        verbose_name=_("status"),
-    )
+    status = status_field(EscalationStatus.OPEN, max_length=10)
     trace = optional_fk("reasoning.ReasoningTrace", _("trace"))
     assigned_to = optional_fk("accounts.User", _("assigned to"))
     resolved_at = models.DateTimeField(null=True, blank=True, verbose_name=_("resolved at"))

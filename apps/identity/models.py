@@ -11,7 +11,7 @@ from django.db import models
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from apps.core.model_bases import conversation_fk
+from apps.core.model_bases import conversation_fk, status_field
 from apps.core.models import PublicTenantModel, TenantOwnedModel
 
 # A result field as a dotted path: `customer_email`, `customer.email`, `items.0.email`.
@@ -92,12 +92,7 @@ class EmailCodeChallenge(PublicTenantModel):
     customer_ref = models.CharField(_("customer id from the tool"), max_length=255, blank=True)
     tool_name = models.CharField(_("lookup tool"), max_length=64)
     code_hash = models.CharField(max_length=64, editable=False, verbose_name=_("code hash"))
-    status = models.CharField(
-        max_length=16,
-        choices=ChallengeStatus.choices,
-        default=ChallengeStatus.OPEN,
-        verbose_name=_("status"),
-    )
+    status = status_field(ChallengeStatus.OPEN, max_length=16)
     attempts = models.PositiveSmallIntegerField(_("wrong codes"), default=0)
     expires_at = models.DateTimeField(verbose_name=_("expires at"))
     verified_at = models.DateTimeField(null=True, blank=True, verbose_name=_("verified at"))

@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from apps.core.model_bases import optional_fk
+from apps.core.model_bases import optional_fk, status_field
 from apps.core.models import PublicTenantModel, TenantOwnedModel
 
 
@@ -52,12 +52,7 @@ class InsightRun(TenantOwnedModel):
 
     window_start = models.DateTimeField(verbose_name=_("window start"))
     window_end = models.DateTimeField(verbose_name=_("window end"))
-    status = models.CharField(
-        max_length=10,
-        choices=RunStatus.choices,
-        default=RunStatus.RUNNING,
-        verbose_name=_("status"),
-    )
+    status = status_field(RunStatus.RUNNING, max_length=10)
     started_at = models.DateTimeField(null=True, blank=True, verbose_name=_("started at"))
     finished_at = models.DateTimeField(null=True, blank=True, verbose_name=_("finished at"))
     # What was read: {"escalation": n, "low_confidence": n, "questioned": n, "failure_note": n}
@@ -106,12 +101,7 @@ class InsightRun(TenantOwnedModel):
 class InsightProposal(PublicTenantModel):
     run = optional_fk(InsightRun, _("run"), related_name="proposals")
     kind = models.CharField(max_length=10, choices=ProposalKind.choices, verbose_name=_("kind"))
-    status = models.CharField(
-        max_length=16,
-        choices=ProposalStatus.choices,
-        default=ProposalStatus.PENDING_REVIEW,
-        verbose_name=_("status"),
-    )
+    status = status_field(ProposalStatus.PENDING_REVIEW, max_length=16)
     # Where it came from: the nightly run, a staff member's flag with a correction, or a staff
     # reply they chose to teach from (apps/insights/teach.py).
     origin = models.CharField(

@@ -16,7 +16,7 @@ from django.db import models
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
-from apps.core.model_bases import optional_fk
+from apps.core.model_bases import optional_fk, status_field
 from apps.core.models import PublicTenantModel, TenantOwnedModel, TenantQuerySet
 
 
@@ -58,9 +58,7 @@ class KnowledgeSource(PublicTenantModel):
         default=24,
         help_text=_("0 = only when asked. Applies to web addresses and sitemaps."),
     )
-    status = models.CharField(
-        _("status"), max_length=10, choices=SourceStatus.choices, default=SourceStatus.NEW
-    )
+    status = status_field(SourceStatus.NEW, max_length=10)
     last_synced_at = models.DateTimeField(_("last synced"), null=True, blank=True)
     error = models.TextField(_("error"), blank=True)
     # {"done": int, "total": int, "bytes": int, "created": int, "updated": int,
@@ -114,13 +112,7 @@ class Article(PublicTenantModel):
         default=True,
         help_text=_("Off: the assistant never sees this article."),
     )
-    status = models.CharField(
-        _("status"),
-        max_length=10,
-        choices=ArticleStatus.choices,
-        default=ArticleStatus.PUBLISHED,
-        db_index=True,
-    )
+    status = status_field(ArticleStatus.PUBLISHED, max_length=10, db_index=True)
     source = optional_fk(
         KnowledgeSource, _("source"), on_delete=models.CASCADE, related_name="articles"
     )

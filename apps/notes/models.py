@@ -20,7 +20,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from apps.core.model_bases import optional_fk
+from apps.core.model_bases import optional_fk, status_field
 from apps.core.models import TenantOwnedModel, TenantQuerySet
 
 
@@ -100,13 +100,7 @@ class Note(TenantOwnedModel):
     conversation = optional_fk("conversations.Conversation", _("conversation"))
     trace = optional_fk("reasoning.ReasoningTrace", _("trace"))
     source = models.CharField(max_length=16, choices=NoteSource.choices, verbose_name=_("source"))
-    status = models.CharField(
-        max_length=16,
-        choices=NoteStatus.choices,
-        default=NoteStatus.ACTIVE,
-        db_index=True,
-        verbose_name=_("status"),
-    )
+    status = status_field(NoteStatus.ACTIVE, max_length=16, db_index=True)
     hits = models.PositiveIntegerField(
         _("times written"),
         default=1,

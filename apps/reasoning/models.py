@@ -5,7 +5,7 @@ from typing import Any
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from apps.core.model_bases import optional_fk
+from apps.core.model_bases import optional_fk, status_field
 from apps.core.models import TenantOwnedModel
 
 
@@ -76,12 +76,7 @@ class ReasoningTrace(TenantOwnedModel):
     )
     mode = models.CharField(max_length=20, verbose_name=_("mode"))
     model = models.CharField(max_length=100, blank=True, verbose_name=_("model"))
-    status = models.CharField(
-        max_length=12,
-        choices=TraceStatus.choices,
-        default=TraceStatus.PROCESSING,
-        verbose_name=_("status"),
-    )
+    status = status_field(TraceStatus.PROCESSING, max_length=12)
     critique_triggered = models.BooleanField(default=False, verbose_name=_("critique triggered"))
     critique_reasons = models.JSONField(
         default=list, blank=True, verbose_name=_("critique reasons")

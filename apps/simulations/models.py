@@ -19,7 +19,7 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from apps.core.model_bases import optional_fk
+from apps.core.model_bases import optional_fk, status_field
 from apps.core.models import PublicTenantModel, TenantOwnedModel
 
 
@@ -110,9 +110,7 @@ class SimulationRun(PublicTenantModel):
         help_text=_("Run the baseline too (off: the candidate alone)."),
         verbose_name=_("compare"),
     )
-    status = models.CharField(
-        max_length=8, choices=RunStatus.choices, default=RunStatus.QUEUED, verbose_name=_("status")
-    )
+    status = status_field(RunStatus.QUEUED, max_length=8)
     stop_requested = models.BooleanField(default=False, verbose_name=_("stop requested"))
     total = models.PositiveIntegerField(default=0, verbose_name=_("total"))  # case runs to do
     completed = models.PositiveIntegerField(
@@ -169,12 +167,7 @@ class CaseRun(TenantOwnedModel):
     )  # kept if the case is deleted
     side = models.CharField(max_length=10, choices=Side.choices, verbose_name=_("side"))
     attempt = models.PositiveSmallIntegerField(default=1, verbose_name=_("attempt"))
-    status = models.CharField(
-        max_length=8,
-        choices=CaseStatus.choices,
-        default=CaseStatus.QUEUED,
-        verbose_name=_("status"),
-    )
+    status = status_field(CaseStatus.QUEUED, max_length=8)
     # Code-checked expectations: True / False; None = nothing to check.
     passed = models.BooleanField(null=True, verbose_name=_("passed"))
     # The model's opinion on the criteria, kept apart: True / False / None (no criteria).

@@ -4,7 +4,7 @@ from django.db import models
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
-from apps.core.model_bases import conversation_fk, optional_fk
+from apps.core.model_bases import conversation_fk, optional_fk, status_field
 from apps.core.models import TenantOwnedModel
 from apps.tools import preconditions
 
@@ -248,12 +248,7 @@ class PendingAction(TenantOwnedModel):
     )
     params = models.JSONField(default=dict, verbose_name=_("params"))
     params_hash = models.CharField(max_length=64, verbose_name=_("params hash"))
-    status = models.CharField(
-        max_length=12,
-        choices=PendingActionStatus.choices,
-        default=PendingActionStatus.PENDING,
-        verbose_name=_("status"),
-    )
+    status = status_field(PendingActionStatus.PENDING, max_length=12)
     proposed_in = models.ForeignKey(
         "conversations.Message",
         on_delete=models.CASCADE,
@@ -315,12 +310,7 @@ class ToolExecution(TenantOwnedModel):
     idempotency_key = models.CharField(
         max_length=80, unique=True, verbose_name=_("idempotency key")
     )
-    status = models.CharField(
-        max_length=10,
-        choices=ExecutionStatus.choices,
-        default=ExecutionStatus.RUNNING,
-        verbose_name=_("status"),
-    )
+    status = status_field(ExecutionStatus.RUNNING, max_length=10)
     result = models.JSONField(null=True, blank=True, verbose_name=_("result"))
     error = models.TextField(blank=True, verbose_name=_("error"))
     # What the business's refusal was, as a code the customer is told in their own language
