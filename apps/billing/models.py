@@ -208,7 +208,29 @@ class ReservationState(models.TextChoices):
     COMMITTED = "committed", _("Committed — actual usage counted")
 
 
-class UsageReservation(TenantOwnedModel):
+class TurnHold(TenantOwnedModel):
+    """One admitted turn's hold on a budget: reserved when the turn is admitted, committed with
+    what it used. A turn holds one on its client's month and one on its visitor's day."""
+
+    state = models.CharField(
+        max_length=10,
+        choices=ReservationState.choices,
+        default=ReservationState.RESERVED,
+        verbose_name=_("state"),
+    )
+    tokens_reserved = models.PositiveIntegerField(default=0, verbose_name=_("tokens reserved"))
+    tokens_committed = models.PositiveBigIntegerField(default=0, verbose_name=_("tokens committed"))
+
+    trace_id: int | None  # each hold's own link to the turn's trace
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return f"turn {self.trace_id}: {self.state}"
+
+
+class UsageReservation(TurnHold):
     """One admitted turn's hold on its client's monthly budget (reserve, then commit).
 
     Kept after commit as the turn's budget ledger entry: a turn whose worker died is taken over
@@ -218,14 +240,6 @@ class UsageReservation(TenantOwnedModel):
         "reasoning.ReasoningTrace", _("trace"), related_name="usage_reservation", one_to_one=True
     )
     month = models.DateField(verbose_name=_("month"))
-    state = models.CharField(
-        max_length=10,
-        choices=ReservationState.choices,
-        default=ReservationState.RESERVED,
-        verbose_name=_("state"),
-    )
-    tokens_reserved = models.PositiveIntegerField(default=0, verbose_name=_("tokens reserved"))
-    tokens_committed = models.PositiveBigIntegerField(default=0, verbose_name=_("tokens committed"))
     turn_counted = models.BooleanField(default=False, verbose_name=_("turn counted"))
     committed_at = models.DateTimeField(null=True, blank=True, verbose_name=_("committed at"))
 
@@ -233,9 +247,6 @@ class UsageReservation(TenantOwnedModel):
         verbose_name = _("usage reservation")
         verbose_name_plural = _("usage reservations")
         indexes = [models.Index(fields=["client", "month", "state", "updated_at"])]
-
-    def __str__(self) -> str:
-        return f"turn {self.trace_id}: {self.state}"
 
 
 class AlertMetric(models.TextChoices):
@@ -316,7 +327,7 @@ class VisitorUsage(TenantOwnedModel):
         return f"{self.visitor} {self.day}: {self.tokens_used} tokens"
 
 
-class TurnAllowance(TenantOwnedModel):
+class TurnAllowance(TurnHold):
     """One admitted turn's hold on its visitor's daily budget (reserve, then commit), and the
     mode the limits let it run in."""
 
@@ -328,22 +339,11 @@ class TurnAllowance(TenantOwnedModel):
     )
     visitor_usage = optional_fk(VisitorUsage, _("visitor usage"), related_name="allowances")
     visitor = models.CharField(max_length=64, blank=True, verbose_name=_("visitor"))
-    state = models.CharField(
-        max_length=10,
-        choices=ReservationState.choices,
-        default=ReservationState.RESERVED,
-        verbose_name=_("state"),
-    )
-    tokens_reserved = models.PositiveIntegerField(default=0, verbose_name=_("tokens reserved"))
-    tokens_committed = models.PositiveBigIntegerField(default=0, verbose_name=_("tokens committed"))
 
     class Meta:
         verbose_name = _("turn allowance")
         verbose_name_plural = _("turn allowances")
         indexes = [models.Index(fields=["client", "state", "updated_at"])]
-
-    def __str__(self) -> str:
-        return f"turn {self.trace_id}: {self.state}"
 
 
 # ---------------------------------------------------------------------------------------------
