@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import operator
+from functools import reduce
 from typing import Any
 
 from django.db import models
@@ -23,6 +25,21 @@ class TraceKind(models.TextChoices):
     TURN = "turn", _("Conversation turn")
     PLAYGROUND = "playground", _("Playground run")
     SIMULATION = "simulation", _("Simulation turn")
+
+
+# The links each kind of trace sets; every other owner link stays empty (a check constraint).
+OWNER_LINKS = {
+    TraceKind.TURN: ("conversation", "user_message"),
+    TraceKind.PLAYGROUND: ("playground_run",),
+    TraceKind.SIMULATION: ("case_run",),
+}
+
+
+def owner_matches_kind(kind: TraceKind) -> models.Q:
+    """A trace of `kind`: its own owner links set, every other owner link empty."""
+    own = OWNER_LINKS[kind]
+    every = [link for links in OWNER_LINKS.values() for link in links]
+    return models.Q(kind=kind, **{f"{link}__isnull": link not in own for link in every})
 
 
 class DeliberationTrigger(models.TextChoices):
@@ -121,29 +138,7 @@ class ReasoningTrace(TenantOwnedModel):
         indexes = [models.Index(fields=["client", "conversation", "created_at"])]
         constraints = [
             models.CheckConstraint(
-                condition=(
-                    models.Q(
-                        kind=TraceKind.TURN,
-                        conversation__isnull=False,
-                        user_message__isnull=False,
-                        playground_run__isnull=True,
-                        case_run__isnull=True,
-                    )
-                    | models.Q(
-                        kind=TraceKind.PLAYGROUND,
-                        conversation__isnull=True,
-                        user_message__isnull=True,
-                        playground_run__isnull=False,
-                        case_run__isnull=True,
-                    )
-                    | models.Q(
-                        kind=TraceKind.SIMULATION,
-                        conversation__isnull=True,
-                        user_message__isnull=True,
-                        playground_run__isnull=True,
-                        case_run__isnull=False,
-                    )
-                ),
+                condition=reduce(operator.or_, map(owner_matches_kind, TraceKind)),
                 name="trace_owner_matches_kind",
             )
         ]
