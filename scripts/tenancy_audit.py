@@ -58,13 +58,19 @@ def _tenant_models() -> dict[str, set[str]]:
             ]
             fks: list[tuple[str, str]] = []
             for stmt in node.body:
-                if (
+                if not (
                     isinstance(stmt, ast.Assign | ast.AnnAssign)
                     and isinstance(stmt.value, ast.Call)
-                    and getattr(stmt.value.func, "attr", "") in {"ForeignKey", "OneToOneField"}
-                    and stmt.value.args
                 ):
-                    target = stmt.targets[0] if isinstance(stmt, ast.Assign) else stmt.target
+                    continue
+                target = stmt.targets[0] if isinstance(stmt, ast.Assign) else stmt.target
+                func = stmt.value.func
+                kind = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+                # apps/core/model_bases.py: `conversation_fk(…)` links to the conversation,
+                # `optional_fk(to, …)` to its first argument.
+                if kind == "conversation_fk" and isinstance(target, ast.Name):
+                    fks.append((target.id, "Conversation"))
+                elif kind in {"ForeignKey", "OneToOneField", "optional_fk"} and stmt.value.args:
                     first = stmt.value.args[0]
                     to = (
                         first.value.split(".")[-1]

@@ -13,6 +13,7 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from apps.core.model_bases import optional_fk
 from apps.core.models import TenantOwnedModel, TenantQuerySet
 
 
@@ -162,14 +163,7 @@ class ApiKey(TenantOwnedModel):
     role = models.CharField(
         max_length=10, choices=Role.choices, default=Role.ADMIN, verbose_name=_("role")
     )
-    created_by = models.ForeignKey(
-        User,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        verbose_name=_("created by"),
-    )
+    created_by = optional_fk(User, _("created by"))
     last_used_at = models.DateTimeField(
         null=True, blank=True, editable=False, verbose_name=_("last used at")
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from apps.core.model_bases import conversation_fk, optional_fk, status_field
 from apps.core.models import PublicTenantModel
 from apps.tools.models import ClientTool, PendingAction, ToolExecution
 
@@ -31,12 +32,7 @@ class ApprovalRequest(PublicTenantModel):
     """A tool call the guards let run that the client's rule holds for a teammate's approval:
     this exact tool, these exact params, run (once approved) under this idempotency key."""
 
-    conversation = models.ForeignKey(
-        "conversations.Conversation",
-        on_delete=models.CASCADE,
-        related_name="approval_requests",
-        verbose_name=_("conversation"),
-    )
+    conversation = conversation_fk(related_name="approval_requests")
     tool = models.ForeignKey(
         ClientTool, on_delete=models.PROTECT, related_name="+", verbose_name=_("tool")
     )
@@ -54,14 +50,11 @@ class ApprovalRequest(PublicTenantModel):
         ),
         verbose_name=_("basis"),
     )
-    pending_action = models.ForeignKey(
+    pending_action = optional_fk(
         PendingAction,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
+        _("pending action"),
         related_name="approval_requests",
         help_text=_("The customer's confirmation, for a destructive tool."),
-        verbose_name=_("pending action"),
     )
     idempotency_key = models.CharField(
         max_length=80, unique=True, verbose_name=_("idempotency key")
@@ -73,29 +66,10 @@ class ApprovalRequest(PublicTenantModel):
         help_text=_("The customer message whose turn asked for the approval."),
         verbose_name=_("requested in"),
     )
-    trace = models.ForeignKey(
-        "reasoning.ReasoningTrace",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        verbose_name=_("trace"),
-    )
-    status = models.CharField(
-        max_length=10,
-        choices=ApprovalStatus.choices,
-        default=ApprovalStatus.PENDING,
-        verbose_name=_("status"),
-    )
+    trace = optional_fk("reasoning.ReasoningTrace", _("trace"))
+    status = status_field(ApprovalStatus.PENDING, max_length=10)
     expires_at = models.DateTimeField(verbose_name=_("expires at"))
-    decided_by = models.ForeignKey(
-        "accounts.User",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        verbose_name=_("decided by"),
-    )
+    decided_by = optional_fk("accounts.User", _("decided by"))
     decided_at = models.DateTimeField(null=True, blank=True, verbose_name=_("decided at"))
     reason = models.TextField(
         blank=True,
@@ -103,14 +77,10 @@ class ApprovalRequest(PublicTenantModel):
         verbose_name=_("reason"),
     )
     withdrawn_at = models.DateTimeField(null=True, blank=True, verbose_name=_("withdrawn at"))
-    withdrawn_in = models.ForeignKey(
+    withdrawn_in = optional_fk(
         "conversations.Message",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
+        _("withdrawn in"),
         help_text=_("The customer message that withdrew the request."),
-        verbose_name=_("withdrawn in"),
     )
     withdrawn_because = models.CharField(
         max_length=12,
@@ -119,22 +89,11 @@ class ApprovalRequest(PublicTenantModel):
         blank=True,
         verbose_name=_("withdrawn because"),
     )
-    execution = models.ForeignKey(
-        ToolExecution,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        verbose_name=_("execution"),
-    )
-    outcome_message = models.ForeignKey(
+    execution = optional_fk(ToolExecution, _("execution"))
+    outcome_message = optional_fk(
         "conversations.Message",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
+        _("outcome message"),
         help_text=_("The message that told the customer the result (posted once)."),
-        verbose_name=_("outcome message"),
     )
     finished_at = models.DateTimeField(
         null=True,

@@ -10,6 +10,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from apps.clients.models import Client
+from apps.core.model_bases import conversation_fk, optional_fk
 from apps.core.models import TenantOwnedModel, TimeStampedModel
 
 
@@ -101,22 +102,8 @@ class UsageRecord(TenantOwnedModel):
     """One LLM call: who, what for, which turn (if any), which step, the mode that ran, tokens,
     provider cost and billed amount."""
 
-    conversation = models.ForeignKey(
-        "conversations.Conversation",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        verbose_name=_("conversation"),
-    )
-    trace = models.ForeignKey(
-        "reasoning.ReasoningTrace",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="usage_records",
-        verbose_name=_("trace"),
-    )
+    conversation = optional_fk("conversations.Conversation", _("conversation"))
+    trace = optional_fk("reasoning.ReasoningTrace", _("trace"), related_name="usage_records")
     purpose = models.CharField(
         max_length=12,
         choices=UsagePurpose.choices,
@@ -221,21 +208,10 @@ class ReservationState(models.TextChoices):
     COMMITTED = "committed", _("Committed — actual usage counted")
 
 
-class UsageReservation(TenantOwnedModel):
-    """One admitted turn's hold on its client's monthly budget (reserve, then commit).
+class TurnHold(TenantOwnedModel):
+    """One admitted turn's hold on a budget: reserved when the turn is admitted, committed with
+    what it used. A turn holds one on its client's month and one on its visitor's day."""
 
-    Kept after commit as the turn's budget ledger entry: a turn whose worker died is taken over
-    by another worker and finds its reservation here instead of reserving twice."""
-
-    trace = models.OneToOneField(
-        "reasoning.ReasoningTrace",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="usage_reservation",
-        verbose_name=_("trace"),
-    )
-    month = models.DateField(verbose_name=_("month"))
     state = models.CharField(
         max_length=10,
         choices=ReservationState.choices,
@@ -244,6 +220,26 @@ class UsageReservation(TenantOwnedModel):
     )
     tokens_reserved = models.PositiveIntegerField(default=0, verbose_name=_("tokens reserved"))
     tokens_committed = models.PositiveBigIntegerField(default=0, verbose_name=_("tokens committed"))
+
+    trace_id: int | None  # each hold's own link to the turn's trace
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return f"turn {self.trace_id}: {self.state}"
+
+
+class UsageReservation(TurnHold):
+    """One admitted turn's hold on its client's monthly budget (reserve, then commit).
+
+    Kept after commit as the turn's budget ledger entry: a turn whose worker died is taken over
+    by another worker and finds its reservation here instead of reserving twice."""
+
+    trace = optional_fk(
+        "reasoning.ReasoningTrace", _("trace"), related_name="usage_reservation", one_to_one=True
+    )
+    month = models.DateField(verbose_name=_("month"))
     turn_counted = models.BooleanField(default=False, verbose_name=_("turn counted"))
     committed_at = models.DateTimeField(null=True, blank=True, verbose_name=_("committed at"))
 
@@ -251,9 +247,6 @@ class UsageReservation(TenantOwnedModel):
         verbose_name = _("usage reservation")
         verbose_name_plural = _("usage reservations")
         indexes = [models.Index(fields=["client", "month", "state", "updated_at"])]
-
-    def __str__(self) -> str:
-        return f"turn {self.trace_id}: {self.state}"
 
 
 class AlertMetric(models.TextChoices):
@@ -300,12 +293,7 @@ class ConversationVisitor(TenantOwnedModel):
     address (`apps.platform.throttling.visitor_key`; IPv6 by /64), never the address itself. The
     turn of that message charges this visitor's daily budget and token window."""
 
-    conversation = models.OneToOneField(
-        "conversations.Conversation",
-        on_delete=models.CASCADE,
-        related_name="+",
-        verbose_name=_("conversation"),
-    )
+    conversation = conversation_fk(related_name="+", one_to_one=True)
     visitor = models.CharField(max_length=64, verbose_name=_("visitor"))
 
     class Meta:
@@ -339,7 +327,7 @@ class VisitorUsage(TenantOwnedModel):
         return f"{self.visitor} {self.day}: {self.tokens_used} tokens"
 
 
-class TurnAllowance(TenantOwnedModel):
+class TurnAllowance(TurnHold):
     """One admitted turn's hold on its visitor's daily budget (reserve, then commit), and the
     mode the limits let it run in."""
 
@@ -349,31 +337,13 @@ class TurnAllowance(TenantOwnedModel):
         related_name="allowance",
         verbose_name=_("trace"),
     )
-    visitor_usage = models.ForeignKey(
-        VisitorUsage,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="allowances",
-        verbose_name=_("visitor usage"),
-    )
+    visitor_usage = optional_fk(VisitorUsage, _("visitor usage"), related_name="allowances")
     visitor = models.CharField(max_length=64, blank=True, verbose_name=_("visitor"))
-    state = models.CharField(
-        max_length=10,
-        choices=ReservationState.choices,
-        default=ReservationState.RESERVED,
-        verbose_name=_("state"),
-    )
-    tokens_reserved = models.PositiveIntegerField(default=0, verbose_name=_("tokens reserved"))
-    tokens_committed = models.PositiveBigIntegerField(default=0, verbose_name=_("tokens committed"))
 
     class Meta:
         verbose_name = _("turn allowance")
         verbose_name_plural = _("turn allowances")
         indexes = [models.Index(fields=["client", "state", "updated_at"])]
-
-    def __str__(self) -> str:
-        return f"turn {self.trace_id}: {self.state}"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from apps.clients.deliberation import (
     settings_errors,
 )
 from apps.clients.rowcache import RowCacheQuerySet
+from apps.core.model_bases import optional_fk
 from apps.core.models import TenantOwnedModel, TimeStampedModel
 
 
@@ -330,17 +331,15 @@ class Plan(TimeStampedModel):
         verbose_name=_("notes prompt budget tokens"),
     )
     # -- deliberative mode (apps/reasoning/deliberation) -----------------------------------------
-    rubric = models.ForeignKey(
+    rubric = optional_fk(
         Rubric,
+        _("rubric"),
         on_delete=models.PROTECT,
-        null=True,
-        blank=True,
         related_name="plans",
         help_text=_(
             "What deliberative reasoning steps score themselves against; empty = the "
             "'support' rubric. A client may choose its own."
         ),
-        verbose_name=_("rubric"),
     )
     # MIN / MAX / TARGET over the rubric's, refinement rounds and early-stop score: one JSON
     # object, read through apps.clients.deliberation.deliberation_settings(plan).
@@ -526,14 +525,12 @@ class Client(TimeStampedModel):
         ),
     )
     is_active = models.BooleanField(default=True, verbose_name=_("is active"))
-    rubric = models.ForeignKey(
+    rubric = optional_fk(
         Rubric,
+        _("rubric"),
         on_delete=models.PROTECT,
-        null=True,
-        blank=True,
         related_name="clients",
         help_text=_("Deliberative mode's rubric for this client; empty = the plan's."),
-        verbose_name=_("rubric"),
     )
     # What this client's staff may try in the console's playground beyond the plan (a platform
     # operator's grant; docs/playground.md): a run may use the plan's mode or a cheaper one, and

@@ -6,6 +6,7 @@ from django.db import models
 from django.db.models import F
 from django.utils.translation import gettext_lazy as _
 
+from apps.core.model_bases import conversation_fk, optional_fk, status_field
 from apps.core.models import PublicTenantModel, TenantOwnedModel, TenantQuerySet
 
 
@@ -41,12 +42,7 @@ class Conversation(PublicTenantModel):
     visitor_token_hash = models.CharField(
         max_length=64, blank=True, editable=False, verbose_name=_("visitor token hash")
     )
-    status = models.CharField(
-        max_length=12,
-        choices=ConversationStatus.choices,
-        default=ConversationStatus.OPEN,
-        verbose_name=_("status"),
-    )
+    status = status_field(ConversationStatus.OPEN, max_length=12)
     channel = models.CharField(
         max_length=8, choices=Channel.choices, default=Channel.WIDGET, verbose_name=_("channel")
     )
@@ -105,14 +101,7 @@ class Conversation(PublicTenantModel):
     )
     # The staff member who owns the conversation in the console's inbox (claimed or assigned);
     # None: nobody — the assistant's, or waiting for staff when escalated.
-    assignee = models.ForeignKey(
-        "accounts.User",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        verbose_name=_("assigned to"),
-    )
+    assignee = optional_fk("accounts.User", _("assigned to"))
 
     class Meta:
         verbose_name = _("conversation")
@@ -185,12 +174,7 @@ class MessageQuerySet(TenantQuerySet["Message"]):
 
 
 class Message(TenantOwnedModel):
-    conversation = models.ForeignKey(
-        Conversation,
-        on_delete=models.CASCADE,
-        related_name="messages",
-        verbose_name=_("conversation"),
-    )
+    conversation = conversation_fk(related_name="messages")
     # The id the APIs show (widget and staff): opaque, so it tells nobody how many messages
     # other tenants have. `seq` numbers the messages within their conversation.
     public_id = models.UUIDField(
@@ -212,22 +196,8 @@ class Message(TenantOwnedModel):
     # The language the text is in (en, es, he, …), detected when a customer writes and set by
     # the step that wrote an assistant reply; empty when unknown.
     language = models.CharField(max_length=16, blank=True, default="", verbose_name=_("language"))
-    trace = models.ForeignKey(
-        "reasoning.ReasoningTrace",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="messages",
-        verbose_name=_("trace"),
-    )
-    author = models.ForeignKey(
-        "accounts.User",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        verbose_name=_("author"),
-    )
+    trace = optional_fk("reasoning.ReasoningTrace", _("trace"), related_name="messages")
+    author = optional_fk("accounts.User", _("author"))
 
     objects = MessageQuerySet.as_manager()  # type: ignore[misc]
     # Not a column: set on the instance `handle_turn` returns once the commit has queued its
@@ -255,12 +225,7 @@ RATING_COMMENT_MAX_CHARS = 1000
 
 
 class ConversationRating(TenantOwnedModel):
-    conversation = models.OneToOneField(
-        Conversation,
-        on_delete=models.CASCADE,
-        related_name="rating",
-        verbose_name=_("conversation"),
-    )
+    conversation = conversation_fk(related_name="rating", one_to_one=True)
     score = models.PositiveSmallIntegerField(
         _("score"), help_text=_("1 (very unhappy) to 5 (very happy).")
     )

@@ -6,6 +6,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from apps.core.model_bases import conversation_fk, optional_fk, status_field
 from apps.core.models import PublicTenantModel
 
 
@@ -28,47 +29,16 @@ class EscalationStatus(models.TextChoices):
 
 
 class Escalation(PublicTenantModel):
-    conversation = models.ForeignKey(
-        "conversations.Conversation",
-        on_delete=models.CASCADE,
-        related_name="escalations",
-        verbose_name=_("conversation"),
-    )
+    conversation = conversation_fk(related_name="escalations")
     reason = models.CharField(
         max_length=20, choices=EscalationReason.choices, verbose_name=_("reason")
     )
     detail = models.TextField(blank=True, verbose_name=_("detail"))
-    status = models.CharField(
-        max_length=10,
-        choices=EscalationStatus.choices,
-        default=EscalationStatus.OPEN,
-        verbose_name=_("status"),
-    )
-    trace = models.ForeignKey(
-        "reasoning.ReasoningTrace",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        verbose_name=_("trace"),
-    )
-    assigned_to = models.ForeignKey(
-        "accounts.User",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        verbose_name=_("assigned to"),
-    )
+    status = status_field(EscalationStatus.OPEN, max_length=10)
+    trace = optional_fk("reasoning.ReasoningTrace", _("trace"))
+    assigned_to = optional_fk("accounts.User", _("assigned to"))
     resolved_at = models.DateTimeField(null=True, blank=True, verbose_name=_("resolved at"))
-    resolved_by = models.ForeignKey(
-        "accounts.User",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        verbose_name=_("resolved by"),
-    )
+    resolved_by = optional_fk("accounts.User", _("resolved by"))
     notified_at = models.DateTimeField(null=True, blank=True, verbose_name=_("notified at"))
 
     class Meta:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from apps.core.model_bases import status_field
 from apps.core.models import PublicTenantModel, TenantOwnedModel
 
 
@@ -92,9 +93,7 @@ class EventDelivery(TenantOwnedModel):
     # blanks the customer's words in it instead — apps/events/services.py).
     conversation_public_id = models.UUIDField(_("conversation"), null=True, blank=True)
     payload = models.JSONField(_("payload"), default=dict)
-    status = models.CharField(
-        _("status"), max_length=10, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING
-    )
+    status = status_field(DeliveryStatus.PENDING, max_length=10)
     attempts = models.PositiveSmallIntegerField(_("attempts"), default=0)
     last_status_code = models.PositiveSmallIntegerField(_("last status code"), null=True)
     last_error = models.CharField(_("last error"), max_length=500, blank=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from apps.core.model_bases import conversation_fk, optional_fk
 from apps.core.models import PublicTenantModel
 
 
@@ -20,12 +21,7 @@ class MessageFlag(PublicTenantModel):
     optionally with what it should have said. The correction reaches no prompt by itself: it
     becomes a proposal staff approve (apps/insights/teach.py)."""
 
-    conversation = models.ForeignKey(
-        "conversations.Conversation",
-        on_delete=models.CASCADE,
-        related_name="flags",
-        verbose_name=_("conversation"),
-    )
+    conversation = conversation_fk(related_name="flags")
     message = models.ForeignKey(
         "conversations.Message",
         on_delete=models.CASCADE,
@@ -36,14 +32,7 @@ class MessageFlag(PublicTenantModel):
     correction = models.TextField(
         _("correction"), blank=True, max_length=2000, help_text=_("What it should have said.")
     )
-    flagged_by = models.ForeignKey(
-        "accounts.User",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        verbose_name=_("flagged by"),
-    )
+    flagged_by = optional_fk("accounts.User", _("flagged by"))
 
     class Meta:
         verbose_name = _("flagged answer")

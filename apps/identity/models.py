@@ -11,6 +11,7 @@ from django.db import models
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from apps.core.model_bases import conversation_fk, status_field
 from apps.core.models import PublicTenantModel, TenantOwnedModel
 
 # A result field as a dotted path: `customer_email`, `customer.email`, `items.0.email`.
@@ -84,24 +85,14 @@ class EmailCodeChallenge(PublicTenantModel):
     """One code sent to an address on file. `code_hash` is an HMAC (SECRET_KEY) of the code with
     this row's `public_id`: the code itself is never stored."""
 
-    conversation = models.ForeignKey(
-        "conversations.Conversation",
-        on_delete=models.CASCADE,
-        related_name="+",
-        verbose_name=_("conversation"),
-    )
+    conversation = conversation_fk(related_name="+")
     # Copied from the conversation: the per-visitor limit counts across their conversations.
     visitor_id = models.CharField(max_length=128, blank=True, verbose_name=_("visitor id"))
     email = models.EmailField(_("sent to"))
     customer_ref = models.CharField(_("customer id from the tool"), max_length=255, blank=True)
     tool_name = models.CharField(_("lookup tool"), max_length=64)
     code_hash = models.CharField(max_length=64, editable=False, verbose_name=_("code hash"))
-    status = models.CharField(
-        max_length=16,
-        choices=ChallengeStatus.choices,
-        default=ChallengeStatus.OPEN,
-        verbose_name=_("status"),
-    )
+    status = status_field(ChallengeStatus.OPEN, max_length=16)
     attempts = models.PositiveSmallIntegerField(_("wrong codes"), default=0)
     expires_at = models.DateTimeField(verbose_name=_("expires at"))
     verified_at = models.DateTimeField(null=True, blank=True, verbose_name=_("verified at"))

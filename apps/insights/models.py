@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from apps.core.model_bases import optional_fk, status_field
 from apps.core.models import PublicTenantModel, TenantOwnedModel
 
 
@@ -51,12 +52,7 @@ class InsightRun(TenantOwnedModel):
 
     window_start = models.DateTimeField(verbose_name=_("window start"))
     window_end = models.DateTimeField(verbose_name=_("window end"))
-    status = models.CharField(
-        max_length=10,
-        choices=RunStatus.choices,
-        default=RunStatus.RUNNING,
-        verbose_name=_("status"),
-    )
+    status = status_field(RunStatus.RUNNING, max_length=10)
     started_at = models.DateTimeField(null=True, blank=True, verbose_name=_("started at"))
     finished_at = models.DateTimeField(null=True, blank=True, verbose_name=_("finished at"))
     # What was read: {"escalation": n, "low_confidence": n, "questioned": n, "failure_note": n}
@@ -84,14 +80,7 @@ class InsightRun(TenantOwnedModel):
     error = models.TextField(blank=True, verbose_name=_("error"))
     # "Run insights now" (staff asked, window up to the moment they asked) vs the nightly job.
     on_demand = models.BooleanField(default=False, verbose_name=_("on demand"))
-    requested_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        verbose_name=_("requested by"),
-    )
+    requested_by = optional_fk(settings.AUTH_USER_MODEL, _("requested by"))
     # Progress: steps done of RUN_STEPS (read the evidence, ask the model, store proposals).
     steps_done = models.PositiveSmallIntegerField(default=0, verbose_name=_("steps done"))
 
@@ -110,21 +99,9 @@ class InsightRun(TenantOwnedModel):
 
 
 class InsightProposal(PublicTenantModel):
-    run = models.ForeignKey(
-        InsightRun,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="proposals",
-        verbose_name=_("run"),
-    )
+    run = optional_fk(InsightRun, _("run"), related_name="proposals")
     kind = models.CharField(max_length=10, choices=ProposalKind.choices, verbose_name=_("kind"))
-    status = models.CharField(
-        max_length=16,
-        choices=ProposalStatus.choices,
-        default=ProposalStatus.PENDING_REVIEW,
-        verbose_name=_("status"),
-    )
+    status = status_field(ProposalStatus.PENDING_REVIEW, max_length=16)
     # Where it came from: the nightly run, a staff member's flag with a correction, or a staff
     # reply they chose to teach from (apps/insights/teach.py).
     origin = models.CharField(
@@ -133,23 +110,13 @@ class InsightProposal(PublicTenantModel):
         default=ProposalOrigin.RUN,
         verbose_name=_("origin"),
     )
-    flag = models.ForeignKey(
-        "flags.MessageFlag",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        help_text=_("Flagged answers: the flag it was made from."),
-        verbose_name=_("flag"),
+    flag = optional_fk(
+        "flags.MessageFlag", _("flag"), help_text=_("Flagged answers: the flag it was made from.")
     )
-    source_message = models.ForeignKey(
+    source_message = optional_fk(
         "conversations.Message",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
+        _("source message"),
         help_text=_("Staff replies: the reply it was made from."),
-        verbose_name=_("source message"),
     )
     title = models.CharField(max_length=200, help_text=_("The topic."), verbose_name=_("title"))
     topic_key = models.CharField(max_length=200, editable=False, verbose_name=_("topic key"))
@@ -183,34 +150,19 @@ class InsightProposal(PublicTenantModel):
         help_text=_("Missing articles: a drafted outline (Markdown) to write from."),
         verbose_name=_("outline"),
     )
-    article = models.ForeignKey(
+    article = optional_fk(
         "knowledge.Article",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
+        _("article"),
         help_text=_(
             "Missing articles: the draft article staff made from it (published on approval)."
         ),
-        verbose_name=_("article"),
     )
-    note = models.ForeignKey(
+    note = optional_fk(
         "notes.Note",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
+        _("note"),
         help_text=_("Note proposals: the note (source insight) approval activates."),
-        verbose_name=_("note"),
     )
-    reviewed_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        verbose_name=_("reviewed by"),
-    )
+    reviewed_by = optional_fk(settings.AUTH_USER_MODEL, _("reviewed by"))
     reviewed_at = models.DateTimeField(null=True, blank=True, verbose_name=_("reviewed at"))
     review_comment = models.TextField(blank=True, verbose_name=_("review comment"))
 

@@ -16,6 +16,7 @@ from django.db import models
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
+from apps.core.model_bases import optional_fk, status_field
 from apps.core.models import PublicTenantModel, TenantOwnedModel, TenantQuerySet
 
 
@@ -57,9 +58,7 @@ class KnowledgeSource(PublicTenantModel):
         default=24,
         help_text=_("0 = only when asked. Applies to web addresses and sitemaps."),
     )
-    status = models.CharField(
-        _("status"), max_length=10, choices=SourceStatus.choices, default=SourceStatus.NEW
-    )
+    status = status_field(SourceStatus.NEW, max_length=10)
     last_synced_at = models.DateTimeField(_("last synced"), null=True, blank=True)
     error = models.TextField(_("error"), blank=True)
     # {"done": int, "total": int, "bytes": int, "created": int, "updated": int,
@@ -113,20 +112,9 @@ class Article(PublicTenantModel):
         default=True,
         help_text=_("Off: the assistant never sees this article."),
     )
-    status = models.CharField(
-        _("status"),
-        max_length=10,
-        choices=ArticleStatus.choices,
-        default=ArticleStatus.PUBLISHED,
-        db_index=True,
-    )
-    source = models.ForeignKey(
-        KnowledgeSource,
-        null=True,
-        blank=True,
-        on_delete=models.CASCADE,
-        related_name="articles",
-        verbose_name=_("source"),
+    status = status_field(ArticleStatus.PUBLISHED, max_length=10, db_index=True)
+    source = optional_fk(
+        KnowledgeSource, _("source"), on_delete=models.CASCADE, related_name="articles"
     )
     source_url = models.URLField(_("page"), max_length=2000, blank=True)
     # sha256 of title + body: an import that finds the same hash leaves the article and its
@@ -146,14 +134,7 @@ class Article(PublicTenantModel):
     imported_hash = models.CharField(
         max_length=64, blank=True, editable=False, verbose_name=_("imported hash")
     )
-    approved_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        verbose_name=_("approved by"),
-    )
+    approved_by = optional_fk(settings.AUTH_USER_MODEL, _("approved by"))
     approved_at = models.DateTimeField(null=True, blank=True, verbose_name=_("approved at"))
 
     objects = ArticleQuerySet.as_manager()  # type: ignore[misc]

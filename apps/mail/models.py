@@ -7,12 +7,11 @@ subject."""
 
 from __future__ import annotations
 
-import uuid
-
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from apps.core.models import TenantOwnedModel
+from apps.core.model_bases import optional_fk
+from apps.core.models import PublicTenantModel, TenantOwnedModel
 
 
 class InboundVia(models.TextChoices):
@@ -27,12 +26,9 @@ class InboundVia(models.TextChoices):
     IMAP = "imap", _("IMAP mailbox")
 
 
-class MailChannel(TenantOwnedModel):
+class MailChannel(PublicTenantModel):
     """One support address of the client's (support@shop.example) and how its mail comes in."""
 
-    public_id = models.UUIDField(
-        default=uuid.uuid4, unique=True, editable=False, verbose_name=_("public id")
-    )
     address = models.EmailField(
         _("support address"),
         help_text=_("The address customers write to; replies go out from it."),
@@ -113,33 +109,21 @@ class Disposition(models.TextChoices):
     SEND_FAILED = "send_failed", _("Sending failed")
 
 
-class MailMessage(TenantOwnedModel):
+class MailMessage(PublicTenantModel):
     """One e-mail, in or out, as it was: its headers, its full text and what became of it.
     `message` is the conversation message it became (the customer's stripped text) or the
     message it carried out (an assistant or staff reply)."""
 
-    public_id = models.UUIDField(
-        default=uuid.uuid4, unique=True, editable=False, verbose_name=_("public id")
-    )
     channel = models.ForeignKey(
         MailChannel, on_delete=models.CASCADE, related_name="mails", verbose_name=_("channel")
     )
-    conversation = models.ForeignKey(
+    conversation = optional_fk(
         "conversations.Conversation",
-        null=True,
-        blank=True,
+        _("conversation"),
         on_delete=models.CASCADE,
         related_name="mails",
-        verbose_name=_("conversation"),
     )
-    message = models.ForeignKey(
-        "conversations.Message",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="mails",
-        verbose_name=_("message"),
-    )
+    message = optional_fk("conversations.Message", _("message"), related_name="mails")
     direction = models.CharField(_("direction"), max_length=3, choices=Direction.choices)
     disposition = models.CharField(
         _("what became of it"), max_length=12, choices=Disposition.choices

@@ -20,6 +20,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from apps.core.model_bases import optional_fk, status_field
 from apps.core.models import TenantOwnedModel, TenantQuerySet
 
 
@@ -96,30 +97,10 @@ class Note(TenantOwnedModel):
             "of one start can be found and removed together."
         ),
     )
-    conversation = models.ForeignKey(
-        "conversations.Conversation",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        verbose_name=_("conversation"),
-    )
-    trace = models.ForeignKey(
-        "reasoning.ReasoningTrace",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        verbose_name=_("trace"),
-    )
+    conversation = optional_fk("conversations.Conversation", _("conversation"))
+    trace = optional_fk("reasoning.ReasoningTrace", _("trace"))
     source = models.CharField(max_length=16, choices=NoteSource.choices, verbose_name=_("source"))
-    status = models.CharField(
-        max_length=16,
-        choices=NoteStatus.choices,
-        default=NoteStatus.ACTIVE,
-        db_index=True,
-        verbose_name=_("status"),
-    )
+    status = status_field(NoteStatus.ACTIVE, max_length=16, db_index=True)
     hits = models.PositiveIntegerField(
         _("times written"),
         default=1,
@@ -134,14 +115,7 @@ class Note(TenantOwnedModel):
         editable=False,
         help_text=_("Recognises the same note when it is written again (type, subject and text)."),
     )
-    reviewed_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        verbose_name=_("reviewed by"),
-    )
+    reviewed_by = optional_fk(settings.AUTH_USER_MODEL, _("reviewed by"))
     reviewed_at = models.DateTimeField(null=True, blank=True, verbose_name=_("reviewed at"))
     rejected = models.BooleanField(
         default=False,

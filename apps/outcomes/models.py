@@ -8,6 +8,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from apps.clients.models import Client
+from apps.core.model_bases import conversation_fk
 from apps.core.models import TenantOwnedModel
 
 
@@ -26,12 +27,7 @@ class ConversationResolution(TenantOwnedModel):
     `conversation.resolved`. The outcomes figures stay computed on the fly (a rating that comes
     later can change those, never this record)."""
 
-    conversation = models.OneToOneField(
-        "conversations.Conversation",
-        on_delete=models.CASCADE,
-        related_name="resolution",
-        verbose_name=_("conversation"),
-    )
+    conversation = conversation_fk(related_name="resolution", one_to_one=True)
     resolved = models.BooleanField(_("resolved by the assistant"))
     # The assistant's last answer (resolved) or when it was judged (not resolved).
     resolved_at = models.DateTimeField(_("resolved at"), null=True, blank=True)

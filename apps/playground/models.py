@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from apps.core.model_bases import optional_fk, status_field
 from apps.core.models import PublicTenantModel
 
 
@@ -28,14 +29,7 @@ class RunSource(models.TextChoices):
 
 
 class PlaygroundRun(PublicTenantModel):
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        verbose_name=_("created by"),
-    )
+    created_by = optional_fk(settings.AUTH_USER_MODEL, _("created by"))
     source = models.CharField(
         max_length=10,
         choices=RunSource.choices,
@@ -57,20 +51,8 @@ class PlaygroundRun(PublicTenantModel):
     )
     question = models.TextField(verbose_name=_("question"))
     # Optional: the run reads this conversation's recent messages as its history (read only).
-    conversation = models.ForeignKey(
-        "conversations.Conversation",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        verbose_name=_("conversation"),
-    )
-    status = models.CharField(
-        max_length=10,
-        choices=RunStatus.choices,
-        default=RunStatus.RUNNING,
-        verbose_name=_("status"),
-    )
+    conversation = optional_fk("conversations.Conversation", _("conversation"))
+    status = status_field(RunStatus.RUNNING, max_length=10)
     stop_requested = models.BooleanField(default=False, verbose_name=_("stop requested"))
     offline = models.BooleanField(default=False, verbose_name=_("offline"))
     progress_step = models.PositiveSmallIntegerField(default=0, verbose_name=_("progress step"))

@@ -18,6 +18,7 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from apps.core.model_bases import conversation_fk, optional_fk
 from apps.core.models import PublicTenantModel, TenantOwnedModel
 
 
@@ -55,14 +56,7 @@ class DataSubjectRequest(PublicTenantModel):
         ),
     )
     channel = models.CharField(_("through"), max_length=10, choices=RequestChannel.choices)
-    requested_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        verbose_name=_("requested by"),
-    )
+    requested_by = optional_fk(settings.AUTH_USER_MODEL, _("requested by"))
     # Who asked when no staff user did: the API key's name and prefix, "manage.py", the task.
     requested_by_label = models.CharField(_("requester"), max_length=200, blank=True)
     conversations = models.PositiveIntegerField(_("conversations"), default=0)
@@ -105,20 +99,8 @@ class DataSubjectRequest(PublicTenantModel):
 
 
 class ErasedConversation(TenantOwnedModel):
-    conversation = models.OneToOneField(
-        "conversations.Conversation",
-        on_delete=models.CASCADE,
-        related_name="erasure",
-        verbose_name=_("conversation"),
-    )
-    request = models.ForeignKey(
-        DataSubjectRequest,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        verbose_name=_("request"),
-    )
+    conversation = conversation_fk(related_name="erasure", one_to_one=True)
+    request = optional_fk(DataSubjectRequest, _("request"))
 
     class Meta:
         verbose_name_plural = _("erased conversations")

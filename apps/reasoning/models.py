@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import operator
+from functools import reduce
 from typing import Any
 
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from apps.core.model_bases import optional_fk, status_field
 from apps.core.models import TenantOwnedModel
 
 
@@ -22,6 +25,21 @@ class TraceKind(models.TextChoices):
     TURN = "turn", _("Conversation turn")
     PLAYGROUND = "playground", _("Playground run")
     SIMULATION = "simulation", _("Simulation turn")
+
+
+# The links each kind of trace sets; every other owner link stays empty (a check constraint).
+OWNER_LINKS = {
+    TraceKind.TURN: ("conversation", "user_message"),
+    TraceKind.PLAYGROUND: ("playground_run",),
+    TraceKind.SIMULATION: ("case_run",),
+}
+
+
+def owner_matches_kind(kind: TraceKind) -> models.Q:
+    """A trace of `kind`: its own owner links set, every other owner link empty."""
+    own = OWNER_LINKS[kind]
+    every = [link for links in OWNER_LINKS.values() for link in links]
+    return models.Q(kind=kind, **{f"{link}__isnull": link not in own for link in every})
 
 
 class DeliberationTrigger(models.TextChoices):
@@ -48,48 +66,34 @@ class ReasoningTrace(TenantOwnedModel):
     kind = models.CharField(
         max_length=12, choices=TraceKind.choices, default=TraceKind.TURN, verbose_name=_("kind")
     )
-    conversation = models.ForeignKey(
+    conversation = optional_fk(
         "conversations.Conversation",
-        null=True,
-        blank=True,
+        _("conversation"),
         on_delete=models.CASCADE,
         related_name="traces",
-        verbose_name=_("conversation"),
     )
-    user_message = models.OneToOneField(
+    user_message = optional_fk(
         "conversations.Message",
-        null=True,
-        blank=True,
+        _("user message"),
         on_delete=models.CASCADE,
         related_name="turn",
-        verbose_name=_("user message"),
+        one_to_one=True,
     )
     # A string reference: the playground sits above reasoning and is never imported from here.
-    playground_run = models.OneToOneField(
+    playground_run = optional_fk(
         "playground.PlaygroundRun",
-        null=True,
-        blank=True,
+        _("playground run"),
         on_delete=models.CASCADE,
         related_name="trace",
-        verbose_name=_("playground run"),
+        one_to_one=True,
     )
     # A string reference, as above: simulations sit above reasoning.
-    case_run = models.ForeignKey(
-        "simulations.CaseRun",
-        null=True,
-        blank=True,
-        on_delete=models.CASCADE,
-        related_name="traces",
-        verbose_name=_("case run"),
+    case_run = optional_fk(
+        "simulations.CaseRun", _("case run"), on_delete=models.CASCADE, related_name="traces"
     )
     mode = models.CharField(max_length=20, verbose_name=_("mode"))
     model = models.CharField(max_length=100, blank=True, verbose_name=_("model"))
-    status = models.CharField(
-        max_length=12,
-        choices=TraceStatus.choices,
-        default=TraceStatus.PROCESSING,
-        verbose_name=_("status"),
-    )
+    status = status_field(TraceStatus.PROCESSING, max_length=12)
     critique_triggered = models.BooleanField(default=False, verbose_name=_("critique triggered"))
     critique_reasons = models.JSONField(
         default=list, blank=True, verbose_name=_("critique reasons")
@@ -134,29 +138,7 @@ class ReasoningTrace(TenantOwnedModel):
         indexes = [models.Index(fields=["client", "conversation", "created_at"])]
         constraints = [
             models.CheckConstraint(
-                condition=(
-                    models.Q(
-                        kind=TraceKind.TURN,
-                        conversation__isnull=False,
-                        user_message__isnull=False,
-                        playground_run__isnull=True,
-                        case_run__isnull=True,
-                    )
-                    | models.Q(
-                        kind=TraceKind.PLAYGROUND,
-                        conversation__isnull=True,
-                        user_message__isnull=True,
-                        playground_run__isnull=False,
-                        case_run__isnull=True,
-                    )
-                    | models.Q(
-                        kind=TraceKind.SIMULATION,
-                        conversation__isnull=True,
-                        user_message__isnull=True,
-                        playground_run__isnull=True,
-                        case_run__isnull=False,
-                    )
-                ),
+                condition=reduce(operator.or_, map(owner_matches_kind, TraceKind)),
                 name="trace_owner_matches_kind",
             )
         ]

@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from apps.core.model_bases import optional_fk, status_field
 from apps.core.models import PublicTenantModel, TenantOwnedModel
 
 
@@ -86,14 +87,7 @@ class SimulationRun(PublicTenantModel):
     """Cases (or replayed conversations) run against a baseline and a candidate configuration."""
 
     name = models.CharField(_("name"), max_length=200, blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        verbose_name=_("created by"),
-    )
+    created_by = optional_fk(settings.AUTH_USER_MODEL, _("created by"))
     source = models.CharField(
         max_length=8, choices=RunSource.choices, default=RunSource.ADMIN, verbose_name=_("source")
     )
@@ -116,9 +110,7 @@ class SimulationRun(PublicTenantModel):
         help_text=_("Run the baseline too (off: the candidate alone)."),
         verbose_name=_("compare"),
     )
-    status = models.CharField(
-        max_length=8, choices=RunStatus.choices, default=RunStatus.QUEUED, verbose_name=_("status")
-    )
+    status = status_field(RunStatus.QUEUED, max_length=8)
     stop_requested = models.BooleanField(default=False, verbose_name=_("stop requested"))
     total = models.PositiveIntegerField(default=0, verbose_name=_("total"))  # case runs to do
     completed = models.PositiveIntegerField(
@@ -167,34 +159,15 @@ class CaseRun(TenantOwnedModel):
     run = models.ForeignKey(
         SimulationRun, on_delete=models.CASCADE, related_name="case_runs", verbose_name=_("run")
     )
-    case = models.ForeignKey(
-        SimCase,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        verbose_name=_("case"),
-    )
+    case = optional_fk(SimCase, _("case"))
     # A replay: the saved conversation replayed (read only; never written).
-    conversation = models.ForeignKey(
-        "conversations.Conversation",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        verbose_name=_("conversation"),
-    )
+    conversation = optional_fk("conversations.Conversation", _("conversation"))
     case_name = models.CharField(
         max_length=200, verbose_name=_("case name")
     )  # kept if the case is deleted
     side = models.CharField(max_length=10, choices=Side.choices, verbose_name=_("side"))
     attempt = models.PositiveSmallIntegerField(default=1, verbose_name=_("attempt"))
-    status = models.CharField(
-        max_length=8,
-        choices=CaseStatus.choices,
-        default=CaseStatus.QUEUED,
-        verbose_name=_("status"),
-    )
+    status = status_field(CaseStatus.QUEUED, max_length=8)
     # Code-checked expectations: True / False; None = nothing to check.
     passed = models.BooleanField(null=True, verbose_name=_("passed"))
     # The model's opinion on the criteria, kept apart: True / False / None (no criteria).

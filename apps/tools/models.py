@@ -4,6 +4,7 @@ from django.db import models
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
+from apps.core.model_bases import conversation_fk, optional_fk, status_field
 from apps.core.models import TenantOwnedModel
 from apps.tools import preconditions
 
@@ -197,13 +198,8 @@ class ClientTool(TenantOwnedModel):
     # An MCP server's tool (executor "mcp"): the server, the tool's name there, and the
     # fingerprint (description + schema) of the definition as listed and as staff reviewed it.
     # A tool whose listed fingerprint differs from the reviewed one never runs.
-    mcp_server = models.ForeignKey(
-        McpServer,
-        on_delete=models.CASCADE,
-        null=True,
-        blank=True,
-        related_name="tools",
-        verbose_name=_("MCP server"),
+    mcp_server = optional_fk(
+        McpServer, _("MCP server"), on_delete=models.CASCADE, related_name="tools"
     )
     mcp_tool_name = models.CharField(_("MCP tool"), max_length=200, blank=True)
     mcp_fingerprint = models.CharField(_("listed definition"), max_length=64, blank=True)
@@ -246,23 +242,13 @@ class PendingAction(TenantOwnedModel):
     """A destructive call put to the customer for confirmation: this exact tool, these exact
     params. Only the customer's *next* message can confirm it."""
 
-    conversation = models.ForeignKey(
-        "conversations.Conversation",
-        on_delete=models.CASCADE,
-        related_name="pending_actions",
-        verbose_name=_("conversation"),
-    )
+    conversation = conversation_fk(related_name="pending_actions")
     tool = models.ForeignKey(
         ClientTool, on_delete=models.CASCADE, related_name="+", verbose_name=_("tool")
     )
     params = models.JSONField(default=dict, verbose_name=_("params"))
     params_hash = models.CharField(max_length=64, verbose_name=_("params hash"))
-    status = models.CharField(
-        max_length=12,
-        choices=PendingActionStatus.choices,
-        default=PendingActionStatus.PENDING,
-        verbose_name=_("status"),
-    )
+    status = status_field(PendingActionStatus.PENDING, max_length=12)
     proposed_in = models.ForeignKey(
         "conversations.Message",
         on_delete=models.CASCADE,
@@ -270,23 +256,15 @@ class PendingAction(TenantOwnedModel):
         help_text=_("The customer message whose turn proposed the action."),
         verbose_name=_("proposed in"),
     )
-    question = models.ForeignKey(
+    question = optional_fk(
         "conversations.Message",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
+        _("question"),
         help_text=_("The assistant's confirmation question."),
-        verbose_name=_("question"),
     )
-    resolved_by = models.ForeignKey(
+    resolved_by = optional_fk(
         "conversations.Message",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
+        _("resolved by"),
         help_text=_("The customer message that confirmed or declined it."),
-        verbose_name=_("resolved by"),
     )
     expires_at = models.DateTimeField(verbose_name=_("expires at"))
     idempotency_key = models.CharField(
@@ -320,43 +298,19 @@ class ToolExecution(TenantOwnedModel):
     """One tool run (with its retries). The unique idempotency key makes a second run of the
     same confirmed action impossible, even if a turn is processed twice."""
 
-    conversation = models.ForeignKey(
-        "conversations.Conversation",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        verbose_name=_("conversation"),
-    )
-    trace = models.ForeignKey(
-        "reasoning.ReasoningTrace",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="tool_executions",
-        verbose_name=_("trace"),
-    )
+    conversation = optional_fk("conversations.Conversation", _("conversation"))
+    trace = optional_fk("reasoning.ReasoningTrace", _("trace"), related_name="tool_executions")
     tool = models.ForeignKey(
         ClientTool, on_delete=models.PROTECT, related_name="executions", verbose_name=_("tool")
     )
-    pending_action = models.OneToOneField(
-        PendingAction,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="execution",
-        verbose_name=_("pending action"),
+    pending_action = optional_fk(
+        PendingAction, _("pending action"), related_name="execution", one_to_one=True
     )
     params = models.JSONField(default=dict, verbose_name=_("params"))
     idempotency_key = models.CharField(
         max_length=80, unique=True, verbose_name=_("idempotency key")
     )
-    status = models.CharField(
-        max_length=10,
-        choices=ExecutionStatus.choices,
-        default=ExecutionStatus.RUNNING,
-        verbose_name=_("status"),
-    )
+    status = status_field(ExecutionStatus.RUNNING, max_length=10)
     result = models.JSONField(null=True, blank=True, verbose_name=_("result"))
     error = models.TextField(blank=True, verbose_name=_("error"))
     # What the business's refusal was, as a code the customer is told in their own language
