@@ -41,7 +41,8 @@ tokens included). The first token comes after ``first_token_seconds`` and each n
 ``ignore_stream=True`` answers a streamed request with one JSON completion, as a provider
 without streaming would.
 
-Only the standard library is used; Django is deliberately not imported.
+Only the standard library is used (with the stdlib-only `apps.platform.local_server`); Django
+is deliberately not imported.
 """
 
 from __future__ import annotations
@@ -61,9 +62,10 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any, ClassVar, Self, cast
 from urllib.parse import urlsplit
+
+from apps.platform.local_server import ServerThread, Serving
 
 __all__ = [
     "BackgroundHTTPServer",
@@ -209,7 +211,7 @@ class RequestHandler(BaseHTTPRequestHandler):
         self.close_connection = True
 
 
-class BackgroundHTTPServer:
+class BackgroundHTTPServer(Serving):
     """A ``ThreadingHTTPServer`` on ``127.0.0.1:<ephemeral port>`` served from a daemon thread.
 
     Subclasses implement :meth:`handle_request`. ``stop()`` interrupts pending sleeps (see
@@ -219,8 +221,7 @@ class BackgroundHTTPServer:
     host: ClassVar[str] = "127.0.0.1"
 
     def __init__(self) -> None:
-        self._httpd: _ThreadingServer | None = None
-        self._thread: threading.Thread | None = None
+        self._serving: ServerThread | None = None
         self._stopping = threading.Event()
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
@@ -228,57 +229,39 @@ class BackgroundHTTPServer:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> Self:
-        if self._httpd is not None:
+        if self._serving is not None:
             raise RuntimeError(f"{type(self).__name__} is already running")
         self._stopping.clear()
         httpd = _ThreadingServer((self.host, 0), RequestHandler)
         httpd.owner = self
-        thread = threading.Thread(
-            target=httpd.serve_forever,
-            kwargs={"poll_interval": 0.01},
-            name=f"{type(self).__name__}-{httpd.server_address[1]}",
-            daemon=True,
-        )
-        self._httpd, self._thread = httpd, thread
-        thread.start()
+        name = f"{type(self).__name__}-{httpd.server_address[1]}"
+        self._serving = ServerThread(httpd, name=name, poll_interval=0.01).start()
         return self
 
     def stop(self) -> None:
-        httpd, thread = self._httpd, self._thread
-        if httpd is None:
+        serving = self._serving
+        if serving is None:
             return
         self._stopping.set()
-        httpd.shutdown()
+        serving.stop(before_close=self._close_connections)
+        self._serving = None
+
+    def _close_connections(self) -> None:
         with self._connections_lock:
             connections = list(self._connections)
         for connection in connections:
             with contextlib.suppress(OSError):
                 connection.shutdown(socket.SHUT_RDWR)
-        httpd.server_close()
-        if thread is not None:
-            thread.join(timeout=5)
-        self._httpd = self._thread = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     @property
     def running(self) -> bool:
-        return self._httpd is not None
+        return self._serving is not None
 
     @property
     def port(self) -> int:
-        if self._httpd is None:
+        if self._serving is None:
             raise RuntimeError(f"{type(self).__name__} is not running; call start() first")
-        return int(self._httpd.server_address[1])
+        return self._serving.port
 
     @property
     def origin(self) -> str:

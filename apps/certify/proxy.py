@@ -40,12 +40,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Self, cast
 
 import httpx
 
 from apps.certify.injections import CLASSES, guidedesk_output, inject
+from apps.platform.local_server import ServerThread, Serving
 
 HOP_BY_HOP = {
     "connection",
@@ -124,7 +124,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
 
-class InjectingProxy:
+class InjectingProxy(Serving):
     """The proxy, served from a daemon thread on `host:port` (0 = any free port)."""
 
     def __init__(
@@ -158,53 +158,33 @@ class InjectingProxy:
         self._rng = random.Random(seed)  # noqa: S311
         self._seq = 0
         self._lock = threading.Lock()
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
+        self._serving: ServerThread | None = None
         self._http: httpx.Client | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------
 
     def start(self) -> Self:
-        if self._server is not None:
+        if self._serving is not None:
             raise RuntimeError("the proxy is already running")
         server = _Server((self.host, self._port), _Handler)
         server.proxy = self
         self._http = httpx.Client(timeout=self.timeout)
-        self._server = server
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
+        self._serving = ServerThread(server).start()
         return self
 
     def stop(self) -> None:
-        server, thread = self._server, self._thread
-        if server is None:
+        if self._serving is None:
             return
-        server.shutdown()
-        server.server_close()
-        if thread is not None:
-            thread.join(timeout=5)
+        self._serving.stop()
         if self._http is not None:
             self._http.close()
-        self._server = self._thread = self._http = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+        self._serving = self._http = None
 
     @property
     def port(self) -> int:
-        if self._server is None:
+        if self._serving is None:
             raise RuntimeError("the proxy is not running")
-        return int(self._server.server_address[1])
+        return self._serving.port
 
     @property
     def base_url(self) -> str:
