@@ -61,11 +61,11 @@ import zlib
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any, ClassVar, Self, cast
 from urllib.parse import urlsplit
 
-from apps.platform.local_server import ServerThread, Serving
+from apps.platform.local_server import LocalRequestHandler, ServerThread, Serving
 
 __all__ = [
     "BackgroundHTTPServer",
@@ -116,11 +116,9 @@ class _ThreadingServer(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
-class RequestHandler(BaseHTTPRequestHandler):
+class RequestHandler(LocalRequestHandler):
     """Per-connection handler: HTTP/1.1 keep-alive, delegates every request to the owner."""
 
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # headers and body are separate writes: avoid 40 ms stalls
     server_version = "GuideDeskFake/1.0"
 
     @property
@@ -137,9 +135,6 @@ class RequestHandler(BaseHTTPRequestHandler):
         finally:
             self.owner._untrack(self.connection)
 
-    def log_message(self, format: str, *args: Any) -> None:
-        """Silence the default stderr access log."""
-
     def _dispatch(self) -> None:
         self.owner.handle_request(self)
 
@@ -152,53 +147,6 @@ class RequestHandler(BaseHTTPRequestHandler):
     @property
     def lower_headers(self) -> dict[str, str]:
         return {key.lower(): value for key, value in self.headers.items()}
-
-    def read_body(self) -> bytes:
-        """Read the request body (Content-Length or chunked transfer encoding)."""
-        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            chunks: list[bytes] = []
-            while True:
-                size_line = self.rfile.readline()
-                size = int(size_line.split(b";", 1)[0].strip() or b"0", 16)
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass  # discard trailers
-                    return b"".join(chunks)
-                chunks.append(self.rfile.read(size))
-                self.rfile.readline()  # CRLF after each chunk
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length > 0 else b""
-
-    def send(self, status: int, body: bytes, headers: Mapping[str, str]) -> None:
-        """Send a complete response with an explicit Content-Length."""
-        self.send_response(status)
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
-        self.wfile.flush()
-
-    def send_chunked(
-        self, status: int, chunks: Iterator[bytes], headers: Mapping[str, str]
-    ) -> None:
-        """Send a response whose body is written piece by piece (chunked transfer encoding),
-        each piece flushed as soon as it is produced (server-sent events)."""
-        self.send_response(status)
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        try:
-            for chunk in chunks:
-                if chunk:
-                    self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
-                    self.wfile.flush()
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
-        except OSError:  # the client went away mid-stream
-            self.close_connection = True
 
     def send_json(
         self, status: int, payload: Any, headers: Mapping[str, str] | None = None

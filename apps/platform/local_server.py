@@ -3,7 +3,9 @@ and the test suite's fake model and MCP server, all start, answer and stop the s
 
 `ServerThread` serves a standard-library server (`ThreadingHTTPServer`), `UvicornThread` an ASGI
 app under uvicorn; both bind 127.0.0.1 and, unless told a port, a free one. `Serving` gives a
-class with `start()`/`stop()` its `with` block.
+class with `start()`/`stop()` its `with` block. `LocalRequestHandler` is the standard-library
+handler's keep-alive set-up and the body helpers (read a request, send a whole or a chunked
+response).
 
 Only the standard library is imported at module level: the fake model (devtools/fake_llm.py)
 builds on this module and deliberately runs without Django or uvicorn.
@@ -15,7 +17,8 @@ import socket
 import socketserver
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from http.server import BaseHTTPRequestHandler
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
@@ -23,6 +26,8 @@ if TYPE_CHECKING:
     import uvicorn
 
 LOCALHOST = "127.0.0.1"
+
+Headers = Mapping[str, str] | Iterable[tuple[str, str]]
 
 
 def free_port(host: str = LOCALHOST) -> int:
@@ -51,6 +56,62 @@ class Serving:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+class LocalRequestHandler(BaseHTTPRequestHandler):
+    """HTTP/1.1 keep-alive without the access log, and the body helpers."""
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body are separate writes: avoid 40 ms stalls
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: the server keeps its own record where it needs one."""
+
+    def read_body(self) -> bytes:
+        """Read the request body (Content-Length or chunked transfer encoding)."""
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            chunks: list[bytes] = []
+            while True:
+                size_line = self.rfile.readline()
+                size = int(size_line.split(b";", 1)[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass  # discard trailers
+                    return b"".join(chunks)
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()  # CRLF after each chunk
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length > 0 else b""
+
+    def _send_headers(self, status: int, headers: Headers) -> None:
+        self.send_response(status)
+        for name, value in headers.items() if isinstance(headers, Mapping) else headers:
+            self.send_header(name, value)
+
+    def send(self, status: int, body: bytes, headers: Headers) -> None:
+        """Send a complete response with an explicit Content-Length."""
+        self._send_headers(status, headers)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+        self.wfile.flush()
+
+    def send_chunked(self, status: int, chunks: Iterator[bytes], headers: Headers) -> None:
+        """Send a response whose body is written piece by piece (chunked transfer encoding),
+        each piece flushed as soon as it is produced (server-sent events)."""
+        self._send_headers(status, headers)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            for chunk in chunks:
+                if chunk:
+                    self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+                    self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except OSError:  # the client went away mid-stream
+            self.close_connection = True
 
 
 class ServerThread:
