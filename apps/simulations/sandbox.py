@@ -372,7 +372,21 @@ def sandbox_turn(
     transcript entry. Raises `RunStopped` (staff pressed stop) and `BudgetExhausted` (the
     simulation budget) after closing the turn's trace."""
     started = time.perf_counter()
-    turn = _sandbox_turn(case_run, side, sandbox, conv, owner, tools, index=index, text=text)
+    turn = begin_sandbox_turn(
+        client=side.client,
+        plan=side.plan,
+        case_run=case_run,
+        sandbox=sandbox,
+        conv=conv,
+        owner=owner,
+        tools=tools,
+        index=index,
+        text=text,
+        notes_reader=side.notes_reader(conv.conversation.language),
+        # The candidate's rubric and refinement rounds (deliberative mode reads them).
+        rubric_name=side.rubric,
+        refinement_iterations=side.refinement_iterations,
+    )
     with model_override(side.model):
         result = run_turn(turn, deadline=settings.REASONING_TURN_DEADLINE_SECONDS)
     outcome, recorder = result.outcome, turn.rec
@@ -396,35 +410,6 @@ def sandbox_turn(
     if stop is not None:
         raise stop
     return entry
-
-
-def _sandbox_turn(
-    case_run: CaseRun,
-    side: Side,
-    sandbox: Sandbox,
-    conv: SandboxConversation,
-    owner: SimulationOwner,
-    tools: list[ClientTool],
-    *,
-    index: int,
-    text: str,
-) -> ChosenTurn:
-    """The turn of one customer message, as the candidate `side` answers it."""
-    return begin_sandbox_turn(
-        client=side.client,
-        plan=side.plan,
-        case_run=case_run,
-        sandbox=sandbox,
-        conv=conv,
-        owner=owner,
-        tools=tools,
-        index=index,
-        text=text,
-        notes_reader=side.notes_reader(conv.conversation.language),
-        # The candidate's rubric and refinement rounds (deliberative mode reads them).
-        rubric_name=side.rubric,
-        refinement_iterations=side.refinement_iterations,
-    )
 
 
 def begin_sandbox_turn(
