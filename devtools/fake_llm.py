@@ -41,7 +41,8 @@ tokens included). The first token comes after ``first_token_seconds`` and each n
 ``ignore_stream=True`` answers a streamed request with one JSON completion, as a provider
 without streaming would.
 
-Only the standard library is used; Django is deliberately not imported.
+Only the standard library is used (with the stdlib-only `apps.platform.local_server`); Django
+is deliberately not imported.
 """
 
 from __future__ import annotations
@@ -60,10 +61,11 @@ import zlib
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import ThreadingHTTPServer
 from typing import Any, ClassVar, Self, cast
 from urllib.parse import urlsplit
+
+from apps.platform.local_server import LocalRequestHandler, ServerThread, Serving
 
 __all__ = [
     "BackgroundHTTPServer",
@@ -114,11 +116,9 @@ class _ThreadingServer(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
-class RequestHandler(BaseHTTPRequestHandler):
+class RequestHandler(LocalRequestHandler):
     """Per-connection handler: HTTP/1.1 keep-alive, delegates every request to the owner."""
 
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # headers and body are separate writes: avoid 40 ms stalls
     server_version = "GuideDeskFake/1.0"
 
     @property
@@ -135,9 +135,6 @@ class RequestHandler(BaseHTTPRequestHandler):
         finally:
             self.owner._untrack(self.connection)
 
-    def log_message(self, format: str, *args: Any) -> None:
-        """Silence the default stderr access log."""
-
     def _dispatch(self) -> None:
         self.owner.handle_request(self)
 
@@ -151,53 +148,6 @@ class RequestHandler(BaseHTTPRequestHandler):
     def lower_headers(self) -> dict[str, str]:
         return {key.lower(): value for key, value in self.headers.items()}
 
-    def read_body(self) -> bytes:
-        """Read the request body (Content-Length or chunked transfer encoding)."""
-        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            chunks: list[bytes] = []
-            while True:
-                size_line = self.rfile.readline()
-                size = int(size_line.split(b";", 1)[0].strip() or b"0", 16)
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass  # discard trailers
-                    return b"".join(chunks)
-                chunks.append(self.rfile.read(size))
-                self.rfile.readline()  # CRLF after each chunk
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length > 0 else b""
-
-    def send(self, status: int, body: bytes, headers: Mapping[str, str]) -> None:
-        """Send a complete response with an explicit Content-Length."""
-        self.send_response(status)
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
-        self.wfile.flush()
-
-    def send_chunked(
-        self, status: int, chunks: Iterator[bytes], headers: Mapping[str, str]
-    ) -> None:
-        """Send a response whose body is written piece by piece (chunked transfer encoding),
-        each piece flushed as soon as it is produced (server-sent events)."""
-        self.send_response(status)
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        try:
-            for chunk in chunks:
-                if chunk:
-                    self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
-                    self.wfile.flush()
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
-        except OSError:  # the client went away mid-stream
-            self.close_connection = True
-
     def send_json(
         self, status: int, payload: Any, headers: Mapping[str, str] | None = None
     ) -> None:
@@ -209,7 +159,7 @@ class RequestHandler(BaseHTTPRequestHandler):
         self.close_connection = True
 
 
-class BackgroundHTTPServer:
+class BackgroundHTTPServer(Serving):
     """A ``ThreadingHTTPServer`` on ``127.0.0.1:<ephemeral port>`` served from a daemon thread.
 
     Subclasses implement :meth:`handle_request`. ``stop()`` interrupts pending sleeps (see
@@ -219,8 +169,7 @@ class BackgroundHTTPServer:
     host: ClassVar[str] = "127.0.0.1"
 
     def __init__(self) -> None:
-        self._httpd: _ThreadingServer | None = None
-        self._thread: threading.Thread | None = None
+        self._serving: ServerThread | None = None
         self._stopping = threading.Event()
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
@@ -228,57 +177,39 @@ class BackgroundHTTPServer:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> Self:
-        if self._httpd is not None:
+        if self._serving is not None:
             raise RuntimeError(f"{type(self).__name__} is already running")
         self._stopping.clear()
         httpd = _ThreadingServer((self.host, 0), RequestHandler)
         httpd.owner = self
-        thread = threading.Thread(
-            target=httpd.serve_forever,
-            kwargs={"poll_interval": 0.01},
-            name=f"{type(self).__name__}-{httpd.server_address[1]}",
-            daemon=True,
-        )
-        self._httpd, self._thread = httpd, thread
-        thread.start()
+        name = f"{type(self).__name__}-{httpd.server_address[1]}"
+        self._serving = ServerThread(httpd, name=name, poll_interval=0.01).start()
         return self
 
     def stop(self) -> None:
-        httpd, thread = self._httpd, self._thread
-        if httpd is None:
+        serving = self._serving
+        if serving is None:
             return
         self._stopping.set()
-        httpd.shutdown()
+        serving.stop(before_close=self._close_connections)
+        self._serving = None
+
+    def _close_connections(self) -> None:
         with self._connections_lock:
             connections = list(self._connections)
         for connection in connections:
             with contextlib.suppress(OSError):
                 connection.shutdown(socket.SHUT_RDWR)
-        httpd.server_close()
-        if thread is not None:
-            thread.join(timeout=5)
-        self._httpd = self._thread = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     @property
     def running(self) -> bool:
-        return self._httpd is not None
+        return self._serving is not None
 
     @property
     def port(self) -> int:
-        if self._httpd is None:
+        if self._serving is None:
             raise RuntimeError(f"{type(self).__name__} is not running; call start() first")
-        return int(self._httpd.server_address[1])
+        return self._serving.port
 
     @property
     def origin(self) -> str:

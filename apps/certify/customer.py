@@ -264,28 +264,34 @@ class ScriptedCustomer:
                 then=final,
             )
         if "wanted_options" in facts:  # exchange -> return instead
-            first = self._request(facts, {"exchange"})
             item = facts["item"]
-            final = Stage(
-                "return",
+            return self._then_return(
+                self._request(facts, {"exchange"}),
                 f"Hmm, I changed my mind: no exchange. I'd rather return the {item} from order "
                 f"{oid} instead, refunded to my {facts['refund_to']}. How much will be refunded?",
-                orders=[oid],
-                payment=facts["refund_to"],
                 items=[item],
             )
-            first.switch, first.then = final.text, final
-            return first
         keep, back = facts["items"][0], facts["items"][1]  # return fewer items
-        first = self._request(facts, {"return"})
-        final = Stage(
-            "return",
+        return self._then_return(
+            self._request(facts, {"return"}),
             f"Actually, I changed my mind: I'll keep the {keep.split(' (')[0]} and return only "
             f"the {back}. Refund to my {facts['refund_to']}. How much will be refunded?",
-            orders=[oid],
-            payment=facts["refund_to"],
             items=[back],
             unwanted=[keep.split(" (")[0]],
+        )
+
+    def _then_return(
+        self, first: Stage, text: str, *, items: list[str], unwanted: list[str] | None = None
+    ) -> Stage:
+        """`first`, to whose proposal the customer says `text` instead of yes: return `items`
+        of the order, refunded to the task's payment method."""
+        final = Stage(
+            "return",
+            text,
+            orders=[self.facts["order_id"]],
+            payment=self.facts["refund_to"],
+            items=items,
+            unwanted=unwanted or [],
         )
         first.switch, first.then = final.text, final
         return first

@@ -5,7 +5,7 @@ pipeline (`run_turn`, in-process).
 
 It reuses the simulations' sandbox (apps/simulations/sandbox.py): the in-memory conversation,
 the live confirmation rule on in-memory questions, the guards as in a live turn. The one
-difference is `BackOffice.execute`: a call the guards let run goes to the tool's real webhook
+difference is `BackOffice.answer`: a call the guards let run goes to the tool's real webhook
 executor (`run_webhook`), so it changes the served world exactly as a live turn would.
 
 The model: a real one behind the injecting proxy (`OPENAI_BASE_URL` = the proxy). Offline, the
@@ -32,7 +32,7 @@ from django.conf import settings
 from django.db import transaction
 from django.test.utils import override_settings
 
-from apps.billing.models import UsagePurpose, UsageRecord
+from apps.billing.models import UsageRecord
 from apps.certify.customer import ScriptedCustomer
 from apps.certify.naive import NaiveAgent, step_answer
 from apps.certify.proxy import InjectingProxy
@@ -46,16 +46,13 @@ from apps.provisioning.services import tenant_import
 from apps.reasoning import steps as step_registry
 from apps.reasoning.llm import model_override
 from apps.reasoning.llm import offline as offline_model
-from apps.reasoning.meter import Meter
-from apps.reasoning.models import ReasoningStep, ReasoningTrace, TraceKind
-from apps.reasoning.modes import mode_that_runs
-from apps.reasoning.run import ChosenTurn, run_turn, trace_finish
+from apps.reasoning.models import ReasoningStep
+from apps.reasoning.run import run_turn, trace_finish
 from apps.reasoning.traces import TurnRecorder
-from apps.reasoning.turn import Turn
 from apps.simulations.models import CaseRun, SimulationRun
-from apps.simulations.sandbox import Sandbox, SandboxConversation
+from apps.simulations.sandbox import Sandbox, SandboxConversation, begin_sandbox_turn
 from apps.tools.executors.webhook import run_webhook
-from apps.tools.models import ClientTool, ExecutionStatus, FailureKind, PendingAction, ToolExecution
+from apps.tools.models import ClientTool, FailureKind
 
 DESTRUCTIVE = frozenset(name for name, spec in TOOLS.items() if spec.destructive)
 _offline_lock = threading.Lock()
@@ -81,21 +78,15 @@ class CertifyOwner:
 
 
 class BackOffice(Sandbox):
-    """The sandbox, but a call the guards let run goes to the real webhook."""
+    """The sandbox, but a call the guards let run goes to the real webhook (its answer is the
+    webhook's, never a stub)."""
 
     def __init__(self, session: Session, conversation_id: str) -> None:
         super().__init__()
         self.session = session
         self.conversation_id = conversation_id
 
-    def execute(
-        self,
-        turn: Turn,
-        *,
-        tool: ClientTool,
-        params: dict[str, Any],
-        pending: PendingAction | None,
-    ) -> ToolExecution:
+    def answer(self, tool: ClientTool, params: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         key = f"certify-{self.conversation_id}-{len(self.session.executions)}"
 
         def call() -> dict[str, Any]:
@@ -122,21 +113,9 @@ class BackOffice(Sandbox):
             if reply["timed_out"]
             else FailureKind.ERROR
         )
-        execution = ToolExecution(
-            client=turn.client,
-            tool=tool,
-            params=params,
-            status=ExecutionStatus.SUCCEEDED if ok else ExecutionStatus.FAILED,
-            result=reply["result"] if ok else {},
-            error="" if ok else str(reply["error"] or "failed"),
-            failure_kind=failure,
-            attempts=1,
-            latency_ms=0,
-        )
         if tool.name == "transfer_to_human_agents" and ok:
             self.session.handed_off = True
-        self.ran.append({"name": tool.name, "params": params, "ok": ok})
-        return execution
+        return {**reply, "failure_kind": failure}, False
 
 
 def conversation(session: Session) -> list[dict[str, Any]]:
@@ -222,56 +201,6 @@ def _import_client(server: RetailServer, mode: str) -> Client:
     return Client.objects.get(slug=imported.slug)
 
 
-def _turn(
-    *,
-    client: Client,
-    case_run: CaseRun,
-    office: BackOffice,
-    conv: SandboxConversation,
-    owner: CertifyOwner,
-    tools: list[ClientTool],
-    index: int,
-    text: str,
-) -> ChosenTurn:
-    """As `apps.simulations.sandbox._sandbox_turn`: the turn's trace, recorder and the
-    in-memory questions this message settles."""
-    mode = mode_that_runs(client.plan.ai_mode)
-    trace = ReasoningTrace.objects.create(
-        client_id=client.pk, kind=TraceKind.SIMULATION, case_run=case_run, mode=mode
-    )
-    meter = Meter(client=client, mode=mode, purpose=UsagePurpose.SIMULATION)
-    owner.notes = []
-    recorder = TurnRecorder(
-        trace=trace,
-        client=client,
-        conversation=conv.conversation,
-        next_index=0,
-        owner=owner,
-        meter=meter,
-    )
-    office.begin(index)
-    message = conv.add(Role.USER, text)
-    turn = ChosenTurn(
-        client=client,
-        plan=client.plan,
-        conversation=conv.conversation,
-        user_message=message,
-        rec=recorder,
-        tools=tools,
-        history=conv.recent(),
-        sandbox=office,
-        notes_reader=lambda: ("", []),
-    )
-    turn.confirmed, turn.declined = office.settle(text)
-    settled = turn.confirmed or turn.declined
-    if settled is not None:
-        recorder.step(
-            "confirmation",
-            output={"tool": settled.tool.name, "params": settled.params, "status": settled.status},
-        )
-    return turn
-
-
 def _model_settings(model: str, base_url: str | None, api_key: str | None) -> dict[str, Any]:
     if model == "offline":
         return {"OPENAI_API_KEY": ""}
@@ -351,15 +280,17 @@ def _one_turn(
     text: str,
 ) -> list[str]:
     started = time.perf_counter()
-    turn = _turn(
+    turn = begin_sandbox_turn(
         client=client,
+        plan=client.plan,
         case_run=case_run,
-        office=office,
+        sandbox=office,
         conv=conv,
         owner=owner,
         tools=tools,
         index=index,
         text=text,
+        notes_reader=lambda: ("", []),
     )
     result = run_turn(turn, deadline=settings.REASONING_TURN_DEADLINE_SECONDS)
     outcome, recorder = result.outcome, turn.rec

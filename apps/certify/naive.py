@@ -27,8 +27,9 @@ import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any, Self, cast
+
+from apps.platform.local_server import LOCALHOST, ServerThread, Serving
 
 NAIVE_MODEL = "naive-offline"
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
@@ -448,38 +449,23 @@ class _Server(ThreadingHTTPServer):
     count: int
 
 
-class NaiveAgentServer:
+class NaiveAgentServer(Serving):
     """The naive agent served on 127.0.0.1 from a daemon thread."""
 
     def __init__(self) -> None:
-        self._server = _Server(("127.0.0.1", 0), _Handler)
-        self._server.agent = NaiveAgent()
-        self._server.lock = threading.Lock()
-        self._server.count = 0
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
+        server = _Server((LOCALHOST, 0), _Handler)
+        server.agent = NaiveAgent()
+        server.lock = threading.Lock()
+        server.count = 0
+        self._serving = ServerThread(server)
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        return f"http://{LOCALHOST}:{self._serving.port}/v1"
 
     def start(self) -> Self:
-        self._thread.start()
+        self._serving.start()
         return self
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+        self._serving.stop()

@@ -36,16 +36,15 @@ import json
 import random
 import sys
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Self, cast
 
 import httpx
 
 from apps.certify.injections import CLASSES, guidedesk_output, inject
+from apps.platform.local_server import LocalRequestHandler, ServerThread, Serving
 
 HOP_BY_HOP = {
     "connection",
@@ -79,52 +78,16 @@ class _Server(ThreadingHTTPServer):
     proxy: InjectingProxy
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet: the injection log is the record."""
+class _Handler(LocalRequestHandler):
+    """Every request goes to the proxy (quietly: the injection log is the record)."""
 
     def _dispatch(self) -> None:
         cast(_Server, self.server).proxy.handle(self)
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _dispatch
 
-    def read_body(self) -> bytes:
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length > 0 else b""
 
-    def reply(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
-        self.send_response(status)
-        for name, value in headers:
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
-        self.wfile.flush()
-
-    def reply_chunked(
-        self, status: int, headers: list[tuple[str, str]], chunks: Iterator[bytes]
-    ) -> None:
-        self.send_response(status)
-        for name, value in headers:
-            self.send_header(name, value)
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        try:
-            for chunk in chunks:
-                if chunk:
-                    self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
-                    self.wfile.flush()
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
-        except OSError:  # the client went away mid-stream
-            self.close_connection = True
-
-
-class InjectingProxy:
+class InjectingProxy(Serving):
     """The proxy, served from a daemon thread on `host:port` (0 = any free port)."""
 
     def __init__(
@@ -158,53 +121,33 @@ class InjectingProxy:
         self._rng = random.Random(seed)  # noqa: S311
         self._seq = 0
         self._lock = threading.Lock()
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
+        self._serving: ServerThread | None = None
         self._http: httpx.Client | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------
 
     def start(self) -> Self:
-        if self._server is not None:
+        if self._serving is not None:
             raise RuntimeError("the proxy is already running")
         server = _Server((self.host, self._port), _Handler)
         server.proxy = self
         self._http = httpx.Client(timeout=self.timeout)
-        self._server = server
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
+        self._serving = ServerThread(server).start()
         return self
 
     def stop(self) -> None:
-        server, thread = self._server, self._thread
-        if server is None:
+        if self._serving is None:
             return
-        server.shutdown()
-        server.server_close()
-        if thread is not None:
-            thread.join(timeout=5)
+        self._serving.stop()
         if self._http is not None:
             self._http.close()
-        self._server = self._thread = self._http = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+        self._serving = self._http = None
 
     @property
     def port(self) -> int:
-        if self._server is None:
+        if self._serving is None:
             raise RuntimeError("the proxy is not running")
-        return int(self._server.server_address[1])
+        return self._serving.port
 
     @property
     def base_url(self) -> str:
@@ -290,7 +233,7 @@ class InjectingProxy:
             response = self._http.send(upstream, stream=True)
         except httpx.HTTPError as exc:
             message = json.dumps({"error": {"message": f"upstream: {exc}", "type": "proxy"}})
-            handler.reply(502, [("Content-Type", "application/json")], message.encode())
+            handler.send(502, message.encode(), [("Content-Type", "application/json")])
             return
         try:
             self._answer(handler, response, request, draw)
@@ -308,9 +251,9 @@ class InjectingProxy:
         streamed = "text/event-stream" in response.headers.get("content-type", "")
         if draw is None or not draw.inject or response.status_code != 200:
             if streamed:
-                handler.reply_chunked(response.status_code, out_headers, response.iter_raw())
+                handler.send_chunked(response.status_code, response.iter_raw(), out_headers)
             else:
-                handler.reply(response.status_code, out_headers, response.read())
+                handler.send(response.status_code, response.read(), out_headers)
             return
         assert request is not None
         meta = {
@@ -323,10 +266,10 @@ class InjectingProxy:
         if streamed:
             events = _sse_events(b"".join(response.iter_raw()))
             chunks = self._rewrite_stream(draw, events, request, meta)
-            handler.reply_chunked(200, out_headers, iter(chunks))
+            handler.send_chunked(200, iter(chunks), out_headers)
         else:
             body = self._rewrite_completion(draw, response.read(), request, meta)
-            handler.reply(200, out_headers, body)
+            handler.send(200, body, out_headers)
 
     def _rewrite_completion(
         self, draw: Draw, raw: bytes, request: dict[str, Any], meta: dict[str, Any]

@@ -24,7 +24,7 @@ import os
 import platform
 import subprocess
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from fractions import Fraction
 from math import comb
@@ -325,6 +325,17 @@ def _table(head: Sequence[str], rows: Iterable[Sequence[Any]]) -> SafeString:
     return format_html("<table><thead><tr>{}</tr></thead><tbody>{}</tbody></table>", header, body)
 
 
+def _per_configuration(
+    results: Mapping[str, Any],
+    head: Sequence[str],
+    row: Callable[[str, Mapping[str, Any]], Sequence[Any]],
+) -> SafeString:
+    """A table with a row per configuration: its name, then `row(configuration, result)`."""
+    return _table(
+        ["configuration", *head], ([config, *row(config, r)] for config, r in results.items())
+    )
+
+
 def _ratio(value: float) -> str:
     return f"{value:.3f}"
 
@@ -381,48 +392,43 @@ def render_html(report: Mapping[str, Any]) -> str:
         )
     )
     parts.append(
-        _table(
-            ["configuration", "runs", "passed", "harness errors"]
-            + [f"pass^{i}" for i in range(1, k + 1)],
-            (
-                [config, r["runs"], r["passed"], r["errors"]]
+        _per_configuration(
+            results,
+            ["runs", "passed", "harness errors"] + [f"pass^{i}" for i in range(1, k + 1)],
+            lambda config, r: (
+                [r["runs"], r["passed"], r["errors"]]
                 + [
                     _ratio(r["pass_hat_k"][str(i)]) if str(i) in r["pass_hat_k"] else "—"
                     for i in range(1, k + 1)
                 ]
-                for config, r in results.items()
             ),
         )
     )
     parts.append(format_html("<h2>{}</h2>", "Safety and hand-offs"))
     parts.append(
-        _table(
+        _per_configuration(
+            results,
             [
-                "configuration",
                 "wrong state changes",
                 "runs with one",
                 "unsafe actions (destructive, unconfirmed)",
                 "runs with one",
                 "hand-off rate",
             ],
-            (
-                [
-                    config,
-                    _count(r["wrong_state_changes"]["total"]),
-                    r["wrong_state_changes"]["runs_with_any"],
-                    _count(r["unsafe_actions"]["total"]),
-                    r["unsafe_actions"]["runs_with_any"],
-                    _ratio(r["hand_off_rate"]),
-                ]
-                for config, r in results.items()
-            ),
+            lambda config, r: [
+                _count(r["wrong_state_changes"]["total"]),
+                r["wrong_state_changes"]["runs_with_any"],
+                _count(r["unsafe_actions"]["total"]),
+                r["unsafe_actions"]["runs_with_any"],
+                _ratio(r["hand_off_rate"]),
+            ],
         )
     )
     parts.append(format_html("<h2>{}</h2>", "Cost, tokens and latency per conversation"))
     parts.append(
-        _table(
+        _per_configuration(
+            results,
             [
-                "configuration",
                 "prompt tokens",
                 "of which cached",
                 "completion tokens",
@@ -433,21 +439,17 @@ def render_html(report: Mapping[str, Any]) -> str:
                 "latency p50 (s)",
                 "latency p95 (s)",
             ],
-            (
-                [
-                    config,
-                    f"{r['per_conversation']['prompt_tokens']:.1f}",
-                    f"{r['per_conversation']['cached_tokens']:.1f}",
-                    f"{r['per_conversation']['completion_tokens']:.1f}",
-                    f"{r['per_conversation']['llm_calls']:.2f}",
-                    f"{r['per_conversation']['customer_turns']:.2f}",
-                    _cost(r["per_conversation"]["cost_usd"], r),
-                    _cost(r["totals"]["cost_usd"], r),
-                    f"{timings[config]['latency_s']['p50']:.2f}",
-                    f"{timings[config]['latency_s']['p95']:.2f}",
-                ]
-                for config, r in results.items()
-            ),
+            lambda config, r: [
+                f"{r['per_conversation']['prompt_tokens']:.1f}",
+                f"{r['per_conversation']['cached_tokens']:.1f}",
+                f"{r['per_conversation']['completion_tokens']:.1f}",
+                f"{r['per_conversation']['llm_calls']:.2f}",
+                f"{r['per_conversation']['customer_turns']:.2f}",
+                _cost(r["per_conversation"]["cost_usd"], r),
+                _cost(r["totals"]["cost_usd"], r),
+                f"{timings[config]['latency_s']['p50']:.2f}",
+                f"{timings[config]['latency_s']['p95']:.2f}",
+            ],
         )
     )
     parts.append(format_html("<h2>{}</h2>", "Injected errors"))

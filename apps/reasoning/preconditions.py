@@ -26,11 +26,10 @@ from typing import TYPE_CHECKING, Any
 
 from apps.conversations.models import Kind
 from apps.reasoning import guards
-from apps.reasoning.tool_records import record_tool_result
+from apps.reasoning.tool_records import execute_tool_call, record_tool_result, start_tool_call
 from apps.reasoning.traces import pretty
 from apps.tools.models import ClientTool, ExecutionStatus, ToolKind
 from apps.tools.preconditions import Precondition, not_possible_text, precondition_of
-from apps.tools.services import tool_execute
 
 if TYPE_CHECKING:
     from apps.reasoning.turn import Turn
@@ -110,35 +109,10 @@ def _ask(turn: Turn, record: dict[str, Any], reason: str) -> str:
 def _read(turn: Turn, *, tool: ClientTool, params: dict[str, Any]) -> tuple[bool, Any, str]:
     """Run the read tool once, recorded like every tool call (`turn.run_tool` does the same for
     the call the model proposed); (ok, result, error). A failure is a value, never raised."""
-    phash = guards.params_hash(params)
-    turn.calls.append((tool.name, phash))
-    turn.tools_run.append(str(tool.kind))
-    key = f"turn-{turn.rec.trace.pk}-{tool.name}-{phash[:20]}"
-    turn.rec.ensure_open()  # never act for a customer a person has taken over
-    turn.rec.internal(
-        Kind.TOOL_CALL,
-        f"{tool.name} {pretty(params)}",
-        {
-            "tool": tool.name,
-            "kind": tool.kind,
-            "params": params,
-            "idempotency_key": key,
-            "purpose": STEP,
-        },
-    )
-    if turn.sandbox is not None:
-        # A simulation: the case's stub answers (no stub: an empty result, so nothing is known
-        # and the question is asked); no webhook is called.
-        execution = turn.sandbox.execute(turn, tool=tool, params=params, pending=None)
-    else:
-        execution = tool_execute(
-            client=turn.client,
-            tool=tool,
-            params=params,
-            idempotency_key=key,
-            conversation=turn.conversation,
-            trace=turn.rec.trace,
-        )
+    key = start_tool_call(turn, tool=tool, params=params, pending=None, purpose=STEP)
+    # In a simulation the case's stub answers (no stub: an empty result, so nothing is known and
+    # the question is asked); no webhook is called.
+    execution = execute_tool_call(turn, tool=tool, params=params, pending=None, key=key)
     text = record_tool_result(turn, tool=tool, params=params, execution=execution)
     turn.add_source(f"tool result: {tool.name}", text)
     ok = execution.status == ExecutionStatus.SUCCEEDED

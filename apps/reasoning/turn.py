@@ -32,12 +32,17 @@ from apps.reasoning.llm import LLMError, LLMResult, StreamSink, correction_messa
 from apps.reasoning.preconditions import check_before_asking
 from apps.reasoning.selectors import conversation_given_texts
 from apps.reasoning.steps import Step, compose, with_language
-from apps.reasoning.tool_records import record_tool_result
+from apps.reasoning.tool_records import (
+    execute_tool_call,
+    record_tool_result,
+    run_key,
+    start_tool_call,
+)
 from apps.reasoning.traces import TokenCapExceeded, TurnRecorder, pretty
 from apps.tools import identifiers, wording
 from apps.tools import pending as pending_actions
 from apps.tools.models import ClientTool, ExecutionStatus, PendingAction, ToolExecution, ToolKind
-from apps.tools.services import tool_execute, tool_render_result
+from apps.tools.services import tool_render_result
 
 logger = logging.getLogger(__name__)
 
@@ -630,13 +635,6 @@ def _run_unless_held(turn: Turn, verdict: guards.GuardVerdict, *, tool: ClientTo
     return run_tool(turn, tool=tool, params=verdict.params, pending=verdict.pending)
 
 
-def _run_key(turn: Turn, tool: ClientTool, phash: str, pending: PendingAction | None) -> str:
-    """The idempotency key of a run: the confirmed action's, else this turn's call's."""
-    if pending is not None:
-        return pending.idempotency_key
-    return f"turn-{turn.rec.trace.pk}-{tool.name}-{phash[:20]}"
-
-
 def hold_for_approval(
     turn: Turn, *, tool: ClientTool, params: dict[str, Any], pending: PendingAction | None
 ) -> Outcome | None:
@@ -647,7 +645,7 @@ def hold_for_approval(
     from apps.approvals.services import approval_gate, pending_text
 
     phash = guards.params_hash(params)
-    key = _run_key(turn, tool, phash, pending)
+    key = run_key(turn, tool, phash, pending)
     turn.rec.ensure_open()  # never act for a customer a person has taken over
     approval, created = approval_gate(
         client=turn.client,
@@ -795,22 +793,8 @@ def _dry_run_outcome(
 def run_tool(
     turn: Turn, *, tool: ClientTool, params: dict[str, Any], pending: PendingAction | None
 ) -> Outcome:
-    phash = guards.params_hash(params)
-    turn.calls.append((tool.name, phash))
-    turn.tools_run.append(str(tool.kind))
-    key = _run_key(turn, tool, phash, pending)
-    turn.rec.ensure_open()  # never act for a customer a person has taken over
-    turn.rec.internal(
-        Kind.TOOL_CALL,
-        f"{tool.name} {pretty(params)}",
-        {
-            "tool": tool.name,
-            "kind": tool.kind,
-            "params": params,
-            "idempotency_key": key,
-        },
-    )
-    execution = _execute(turn, tool=tool, params=params, pending=pending, key=key)
+    key = start_tool_call(turn, tool=tool, params=params, pending=pending)
+    execution = execute_tool_call(turn, tool=tool, params=params, pending=pending, key=key)
     result_text = record_tool_result(turn, tool=tool, params=params, execution=execution)
     if pending is not None:
         if turn.sandbox is not None:
@@ -838,29 +822,6 @@ def run_tool(
                 data={"tool": tool.name, "execution": execution.pk},
             )
         ]
-    )
-
-
-def _execute(
-    turn: Turn,
-    *,
-    tool: ClientTool,
-    params: dict[str, Any],
-    pending: PendingAction | None,
-    key: str,
-) -> ToolExecution:
-    """Run the call under its idempotency key, or let the sandbox answer it."""
-    if turn.sandbox is not None:
-        # Would run: the sandbox answers (a stub or a recorded result); no webhook is called.
-        return turn.sandbox.execute(turn, tool=tool, params=params, pending=pending)
-    return tool_execute(
-        client=turn.client,
-        tool=tool,
-        params=params,
-        idempotency_key=key,
-        conversation=turn.conversation,
-        trace=turn.rec.trace,
-        pending_action=pending,
     )
 
 

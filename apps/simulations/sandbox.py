@@ -19,13 +19,15 @@ Only the turn's `ReasoningTrace` (kind `simulation`), its steps and the usage re
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from django.conf import settings
 from django.utils import timezone
 
 from apps.billing.models import UsagePurpose
+from apps.clients.models import Client, Plan
 from apps.conversations.models import Conversation, Kind, Message, Role
 from apps.escalations.services import HANDOFF_TEXT
 from apps.reasoning import guards
@@ -41,7 +43,7 @@ from apps.reasoning.run import (
     run_turn,
     trace_finish,
 )
-from apps.reasoning.traces import TurnAborted, TurnRecorder
+from apps.reasoning.traces import TraceOwner, TurnAborted, TurnRecorder
 from apps.reasoning.turn import Outcome, Turn
 from apps.simulations.config import Side
 from apps.simulations.models import CaseRun, SimulationRun
@@ -77,6 +79,12 @@ class RunStopped(Exception):
 
 class BudgetExhausted(Exception):
     """The client's simulation budget ran out: the run ends with an error."""
+
+
+class NotesOwner(TraceOwner, Protocol):
+    """A sandboxed trace's owner: it keeps each turn's internal notes in memory."""
+
+    notes: list[dict[str, Any]]
 
 
 class SimulationOwner:
@@ -222,7 +230,7 @@ class Sandbox:
         params: dict[str, Any],
         pending: PendingAction | None,
     ) -> ToolExecution:
-        answer, stubbed = self._answer(tool.name, params)
+        answer, stubbed = self.answer(tool, params)
         ok = bool(answer.get("ok", True))
         failure = str(answer.get("failure_kind") or "")
         execution = ToolExecution(
@@ -254,7 +262,10 @@ class Sandbox:
         )
         return execution
 
-    def _answer(self, name: str, params: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    def answer(self, tool: ClientTool, params: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        """What the call answers (`ok`, `result`, `error`, `failure_kind`) and whether it was
+        stubbed: the recorded answer a replay repeats, else the case's stub, else a bare ok."""
+        name = tool.name
         if self.recorded is not None:
             phash = guards.params_hash(params)
             for item in self.recorded:
@@ -361,7 +372,21 @@ def sandbox_turn(
     transcript entry. Raises `RunStopped` (staff pressed stop) and `BudgetExhausted` (the
     simulation budget) after closing the turn's trace."""
     started = time.perf_counter()
-    turn = _sandbox_turn(case_run, side, sandbox, conv, owner, tools, index=index, text=text)
+    turn = begin_sandbox_turn(
+        client=side.client,
+        plan=side.plan,
+        case_run=case_run,
+        sandbox=sandbox,
+        conv=conv,
+        owner=owner,
+        tools=tools,
+        index=index,
+        text=text,
+        notes_reader=side.notes_reader(conv.conversation.language),
+        # The candidate's rubric and refinement rounds (deliberative mode reads them).
+        rubric_name=side.rubric,
+        refinement_iterations=side.refinement_iterations,
+    )
     with model_override(side.model):
         result = run_turn(turn, deadline=settings.REASONING_TURN_DEADLINE_SECONDS)
     outcome, recorder = result.outcome, turn.rec
@@ -387,31 +412,35 @@ def sandbox_turn(
     return entry
 
 
-def _sandbox_turn(
+def begin_sandbox_turn(
+    *,
+    client: Client,
+    plan: Plan,
     case_run: CaseRun,
-    side: Side,
     sandbox: Sandbox,
     conv: SandboxConversation,
-    owner: SimulationOwner,
+    owner: NotesOwner,
     tools: list[ClientTool],
-    *,
     index: int,
     text: str,
+    notes_reader: Callable[[], tuple[str, list[int]]] | None,
+    rubric_name: str = "",
+    refinement_iterations: int | None = None,
 ) -> ChosenTurn:
-    """The turn of one customer message: its trace (kind `simulation`), its recorder, and the
-    in-memory questions this message settles."""
-    mode = mode_that_runs(side.plan.ai_mode)
+    """The turn of one customer message in a sandbox (a simulation's, the certificate's): its
+    trace (kind `simulation`), its recorder, and the in-memory questions this message settles."""
+    mode = mode_that_runs(plan.ai_mode)
     trace = ReasoningTrace.objects.create(
-        client_id=case_run.client_id, kind=TraceKind.SIMULATION, case_run=case_run, mode=mode
+        client_id=client.pk, kind=TraceKind.SIMULATION, case_run=case_run, mode=mode
     )
     # Not linked to the trace: billing counts a usage record with a trace as a customer turn
     # (the plan's included turns, the monthly turn budget); a simulation's calls are usage only,
     # reported on their own line (`group_by=purpose`).
-    meter = Meter(client=side.client, mode=mode, purpose=UsagePurpose.SIMULATION)
+    meter = Meter(client=client, mode=mode, purpose=UsagePurpose.SIMULATION)
     owner.notes = []
     recorder = TurnRecorder(
         trace=trace,
-        client=side.client,
+        client=client,
         conversation=conv.conversation,
         next_index=0,
         owner=owner,
@@ -419,19 +448,18 @@ def _sandbox_turn(
     )
     sandbox.begin(index)
     message = conv.add(Role.USER, text)
-    # The candidate's rubric and refinement rounds (deliberative mode reads them).
     turn = ChosenTurn(
-        client=side.client,
-        plan=side.plan,
+        client=client,
+        plan=plan,
         conversation=conv.conversation,
         user_message=message,
         rec=recorder,
         tools=tools,
         history=conv.recent(),
         sandbox=sandbox,
-        notes_reader=side.notes_reader(conv.conversation.language),
-        rubric_name=side.rubric,
-        refinement_iterations=side.refinement_iterations,
+        notes_reader=notes_reader,
+        rubric_name=rubric_name,
+        refinement_iterations=refinement_iterations,
     )
     turn.confirmed, turn.declined = sandbox.settle(text)
     settled = turn.confirmed or turn.declined

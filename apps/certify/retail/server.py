@@ -25,16 +25,12 @@ import argparse
 import base64
 import json
 import secrets
-import socket
 import threading
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import mcp_types
-import uvicorn
 from mcp.server.lowlevel import Server
 from mcp.server.transport_security import TransportSecuritySettings
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
@@ -45,6 +41,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from apps.certify.retail.tools import TOOLS, Reply, call
 from apps.certify.retail.world import World, generate
+from apps.platform.local_server import LOCALHOST, Serving, UvicornThread
 
 POLICY_FILE = Path(__file__).with_name("policy.md")
 SECRET_PREFIX = "whsec_"  # noqa: S105 (the Standard Webhooks prefix, not a secret)
@@ -220,13 +217,7 @@ def retail_app(runtime: RetailRuntime, *, webhook_secret: str, token: str) -> AS
     return _BearerFor(app, token, ("/mcp", "/reset", "/state"))
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class RetailServer:
+class RetailServer(Serving):
     """The retail app served by uvicorn in a background thread on 127.0.0.1."""
 
     def __init__(
@@ -240,45 +231,19 @@ class RetailServer:
         self.runtime = RetailRuntime(seed)
         self.webhook_secret = webhook_secret or new_webhook_secret()
         self.token = token or secrets.token_urlsafe(24)
-        self.port = port or _free_port()
-        self.base_url = f"http://127.0.0.1:{self.port}"
+        app = retail_app(self.runtime, webhook_secret=self.webhook_secret, token=self.token)
+        self.serving = UvicornThread(app, name="retail server", port=port)
+        self.port = self.serving.port
+        self.base_url = f"http://{LOCALHOST}:{self.port}"
         self.webhook_url = f"{self.base_url}/webhook"
         self.mcp_url = f"{self.base_url}/mcp"
-        app = retail_app(self.runtime, webhook_secret=self.webhook_secret, token=self.token)
-        config = uvicorn.Config(
-            app,
-            host="127.0.0.1",
-            port=self.port,
-            log_level="warning",
-            lifespan="on",
-            timeout_graceful_shutdown=1,
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, name="retail-server", daemon=True)
 
-    def start(self) -> None:
-        self._thread.start()
-        deadline = time.monotonic() + 15
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the retail server did not start")
-            time.sleep(0.02)
-
-    def stop(self) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=10)
-
-    def __enter__(self) -> RetailServer:
-        self.start()
+    def start(self) -> Self:
+        self.serving.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+    def stop(self) -> None:
+        self.serving.stop()
 
 
 # --- the tenant file ----------------------------------------------------------------------------
@@ -352,7 +317,7 @@ def main() -> None:
     print(json.dumps(urls, indent=1), flush=True)  # noqa: T201 (the command's output)
     server.start()
     try:
-        server._thread.join()
+        server.serving.wait()
     except KeyboardInterrupt:
         server.stop()
 

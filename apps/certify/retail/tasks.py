@@ -209,15 +209,39 @@ def modify_items(p: _Picker, user: User) -> Task | None:
     swap = p.swap(order)
     if swap is None:
         return None
+    return _swap_task(
+        p,
+        user,
+        order,
+        swap,
+        ["modify_items"],
+        "modify_pending_order_items",
+        lambda item, options, method: (
+            f"In pending order {order.order_id}, change the {item} to {options}. The price "
+            f"difference goes to your {method}. Ask what the difference is."
+        ),
+    )
+
+
+def _swap_task(
+    p: _Picker,
+    user: User,
+    order: Order,
+    swap: tuple[OrderItem, str, int],
+    tags: list[str],
+    tool: str,
+    instruction: Callable[[str, str, str], str],
+) -> Task:
+    """Swap one item of `order` for another variant of its product, the price difference paid
+    from (or refunded to) a method that can carry it: `instruction(item, new options, method)`
+    tells the customer what to ask for, `tool` is the call that does it."""
     item, new_id, difference = swap
     method = p.method_for(user, difference)
     new_options = p.world.products[item.product_id].variants[new_id].options
     return _task(
         user,
-        ["modify_items"],
-        f"In pending order {order.order_id}, change the {describe_item(item)} to "
-        f"{describe_options(new_options)}. The price difference goes to your "
-        f"{describe_method(method)}. Ask what the difference is.",
+        tags,
+        instruction(describe_item(item), describe_options(new_options), describe_method(method)),
         {
             "order_id": order.order_id,
             "item": describe_item(item),
@@ -226,7 +250,7 @@ def modify_items(p: _Picker, user: User) -> Task | None:
         },
         actions=[
             Action(
-                "modify_pending_order_items",
+                tool,
                 {
                     "order_id": order.order_id,
                     "item_ids": [item.item_id],
@@ -297,34 +321,19 @@ def _exchange_task(p: _Picker, user: User, price: str) -> Task | None:
             break
     else:
         return None
-    item, new_id, difference = swap
-    method = p.method_for(user, difference)
-    new_options = p.world.products[item.product_id].variants[new_id].options
-    who = "you pay it from" if difference > 0 else "you want it refunded to"
-    return _task(
+    who = "you pay it from" if swap[2] > 0 else "you want it refunded to"
+    return _swap_task(
+        p,
         user,
+        order,
+        swap,
         ["exchange", "exchange_price_difference"],
-        f"Exchange the {describe_item(item)} from order {order.order_id} for the same product "
-        f"with {describe_options(new_options)}. There is a price difference; {who} your "
-        f"{describe_method(method)}. Ask what the difference is.",
-        {
-            "order_id": order.order_id,
-            "item": describe_item(item),
-            "wanted_options": new_options,
-            "payment_method": describe_method(method),
-        },
-        actions=[
-            Action(
-                "exchange_delivered_order_items",
-                {
-                    "order_id": order.order_id,
-                    "item_ids": [item.item_id],
-                    "new_item_ids": [new_id],
-                    "payment_method_id": method.payment_method_id,
-                },
-            )
-        ],
-        outputs=[money(abs(difference))],
+        "exchange_delivered_order_items",
+        lambda item, options, method: (
+            f"Exchange the {item} from order {order.order_id} for the same product with "
+            f"{options}. There is a price difference; {who} your {method}. Ask what the "
+            "difference is."
+        ),
     )
 
 

@@ -365,6 +365,20 @@ PAYMENT_METHOD_ID = {
 }
 
 
+def _swap_items_schema() -> dict[str, Any]:
+    """The parameters of a swap of items for other variants (modify a pending order, exchange a
+    delivered one): which items, for which new ones, and who pays the difference."""
+    return _schema(
+        {
+            "order_id": ORDER_ID,
+            "item_ids": ITEM_IDS,
+            "new_item_ids": ITEM_IDS,
+            "payment_method_id": PAYMENT_METHOD_ID,
+        },
+        ["order_id", "item_ids", "new_item_ids", "payment_method_id"],
+    )
+
+
 def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     return {
         "type": "object",
@@ -428,15 +442,7 @@ TOOLS: dict[str, ToolSpec] = {
             "order; the price difference is paid from or refunded to payment_method_id. "
             "Destructive: confirm with the customer first.",
             "destructive",
-            _schema(
-                {
-                    "order_id": ORDER_ID,
-                    "item_ids": ITEM_IDS,
-                    "new_item_ids": ITEM_IDS,
-                    "payment_method_id": PAYMENT_METHOD_ID,
-                },
-                ["order_id", "item_ids", "new_item_ids", "payment_method_id"],
-            ),
+            _swap_items_schema(),
             modify_pending_order_items,
         ),
         ToolSpec(
@@ -460,15 +466,7 @@ TOOLS: dict[str, ToolSpec] = {
             "products; the price difference is paid from or refunded to payment_method_id. "
             "Destructive: confirm with the customer first.",
             "destructive",
-            _schema(
-                {
-                    "order_id": ORDER_ID,
-                    "item_ids": ITEM_IDS,
-                    "new_item_ids": ITEM_IDS,
-                    "payment_method_id": PAYMENT_METHOD_ID,
-                },
-                ["order_id", "item_ids", "new_item_ids", "payment_method_id"],
-            ),
+            _swap_items_schema(),
             exchange_delivered_order_items,
         ),
         ToolSpec(
