@@ -6,7 +6,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiExample, extend_schema
-from rest_framework import exceptions, serializers, status
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -18,6 +18,7 @@ from apps.api.schema import (
     CLIENT_PARAMETER,
     NamedChoiceField,
     error_responses,
+    found_or_404,
     id_path_parameter,
     invalid_example,
     page_schema,
@@ -178,9 +179,7 @@ class ApiKeyRevokeApi(StaffAPIView):
         ],
     )
     def post(self, request: Request, key_id: str) -> Response:
-        key = api_key_get(client=self.client, key_id=key_id)
-        if key is None:
-            raise exceptions.NotFound()
+        key = found_or_404(api_key_get(client=self.client, key_id=key_id))
         ensure_may_grant(actor_role=self.role, role=key.role)
         revoked = api_key_revoke(client=self.client, api_key=key)
         return Response(ApiKeySerializer(revoked).data)

@@ -1,5 +1,5 @@
 """OpenAPI pieces shared by every API module: the error body, standard error responses, named
-enums, the `?client=` parameter and how ids in URL paths are documented and parsed.
+enums, the `?client=` parameter and how ids in URL paths are documented, parsed and looked up.
 
 Kept apart from `apps.api.base` so that runtime plumbing does not depend on drf-spectacular.
 """
@@ -15,7 +15,7 @@ from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.plumbing import ResolvedComponent
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse
-from rest_framework import serializers
+from rest_framework import exceptions, serializers
 
 # ---------------------------------------------------------------------------------------------
 # The one error shape (apps.api.base.exception_handler).
@@ -248,6 +248,14 @@ def parse_uuid(value: str) -> uuid.UUID | None:
         return uuid.UUID(value)
     except (ValueError, AttributeError, TypeError):
         return None
+
+
+def found_or_404[T](found: T | None) -> T:
+    """`found`, or the API's 404 when a lookup within the client found nothing: a missing object
+    and another client's answer the same."""
+    if found is None:
+        raise exceptions.NotFound()
+    return found
 
 
 def id_path_parameter(name: str, description: str) -> OpenApiParameter:

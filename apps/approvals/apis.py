@@ -10,7 +10,7 @@ from drf_spectacular.utils import (
     OpenApiResponse,
     extend_schema,
 )
-from rest_framework import exceptions, serializers
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -22,6 +22,7 @@ from apps.api.schema import (
     NamedChoiceField,
     choice_parameter,
     error_responses,
+    found_or_404,
     invalid_example,
     page_schema,
     public_id_path_parameter,
@@ -212,9 +213,7 @@ class ApprovalDetailApi(StaffAPIView):
         responses={200: ApprovalSerializer, **error_responses(*AUTH_ERRORS, 404)},
     )
     def get(self, request: Request, approval_id: str) -> Response:
-        approval = approval_get(client=self.client, approval_id=approval_id)
-        if approval is None:
-            raise exceptions.NotFound()
+        approval = found_or_404(approval_get(client=self.client, approval_id=approval_id))
         return Response(ApprovalSerializer(approval).data)
 
 
@@ -237,9 +236,7 @@ class ApprovalApproveApi(StaffAPIView):
         ],
     )
     def post(self, request: Request, approval_id: str) -> Response:
-        approval = approval_get(client=self.client, approval_id=approval_id)
-        if approval is None:
-            raise exceptions.NotFound()
+        approval = found_or_404(approval_get(client=self.client, approval_id=approval_id))
         approval_approve(client=self.client, approval=approval, actor=acting_user(request))
         return Response(
             ApprovalSerializer(approval_get(client=self.client, approval_id=approval.pk)).data
@@ -270,9 +267,7 @@ class ApprovalDenyApi(StaffAPIView):
         },
     )
     def post(self, request: Request, approval_id: str) -> Response:
-        approval = approval_get(client=self.client, approval_id=approval_id)
-        if approval is None:
-            raise exceptions.NotFound()
+        approval = found_or_404(approval_get(client=self.client, approval_id=approval_id))
         body = ApprovalDenySerializer(data=request.data)
         body.is_valid(raise_exception=True)
         approval_deny(

@@ -7,7 +7,7 @@ from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
-from rest_framework import exceptions, serializers, status
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -18,6 +18,7 @@ from apps.api.schema import (
     NamedChoiceField,
     choice_parameter,
     error_responses,
+    found_or_404,
     invalid_example,
     page_schema,
 )
@@ -319,9 +320,7 @@ class ConversationDetailApi(StaffAPIView):
         examples=[OpenApiExample("A short conversation", value=DETAIL_EXAMPLE)],
     )
     def get(self, request: Request, public_id: str) -> Response:
-        conversation = conversation_detail(client=self.client, public_id=public_id)
-        if conversation is None:
-            raise exceptions.NotFound()
+        conversation = found_or_404(conversation_detail(client=self.client, public_id=public_id))
         return Response(ConversationDetailSerializer(conversation).data)
 
 
@@ -360,9 +359,7 @@ class ConversationMessageCreateApi(StaffAPIView):
         ],
     )
     def post(self, request: Request, public_id: str) -> Response:
-        conversation = conversation_get(client=self.client, public_id=public_id)
-        if conversation is None:
-            raise exceptions.NotFound()
+        conversation = found_or_404(conversation_get(client=self.client, public_id=public_id))
         body = StaffReplySerializer(data=request.data)
         body.is_valid(raise_exception=True)
         message = staff_reply(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.utils import OpenApiExample, extend_schema
-from rest_framework import exceptions, serializers, status
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -16,6 +16,7 @@ from apps.api.schema import (
     NamedChoiceField,
     choice_parameter,
     error_responses,
+    found_or_404,
     invalid_example,
     page_schema,
     public_id_path_parameter,
@@ -130,9 +131,7 @@ class EscalationResolveApi(StaffAPIView):
         ],
     )
     def post(self, request: Request, escalation_id: str) -> Response:
-        escalation = escalation_get(client=self.client, escalation_id=escalation_id)
-        if escalation is None:
-            raise exceptions.NotFound()
+        escalation = found_or_404(escalation_get(client=self.client, escalation_id=escalation_id))
         escalation_hand_back(client=self.client, escalation=escalation, actor=acting_user(request))
         resolved = escalation_get(client=self.client, escalation_id=escalation.pk)
         return Response(EscalationSerializer(resolved).data)
@@ -221,10 +220,7 @@ NOTE_EXAMPLE: dict[str, Any] = {
 
 class _ConversationApi(StaffAPIView):
     def conversation(self, public_id: str) -> Conversation:
-        conversation = conversation_get(client=self.client, public_id=public_id)
-        if conversation is None:
-            raise exceptions.NotFound()
-        return conversation
+        return found_or_404(conversation_get(client=self.client, public_id=public_id))
 
     def ownership(self, conversation: Conversation) -> Response:
         fresh = (

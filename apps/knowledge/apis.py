@@ -9,7 +9,7 @@ from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
-from rest_framework import exceptions, status
+from rest_framework import status
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -20,6 +20,7 @@ from apps.api.schema import (
     CLIENT_PARAMETER,
     choice_parameter,
     error_responses,
+    found_or_404,
     invalid_example,
     page_schema,
     parse_uuid,
@@ -122,18 +123,12 @@ ARTICLE_FILTERS = [
 
 def _article_or_404(client: Any, public_id: str, kind: str | None = None) -> Article:
     parsed = parse_uuid(public_id)
-    article = article_get(client=client, public_id=parsed, kind=kind) if parsed else None
-    if article is None:
-        raise exceptions.NotFound()
-    return article
+    return found_or_404(article_get(client=client, public_id=parsed, kind=kind) if parsed else None)
 
 
 def _source_or_404(client: Any, public_id: str) -> KnowledgeSource:
     parsed = parse_uuid(public_id)
-    source = source_get(client=client, public_id=parsed) if parsed else None
-    if source is None:
-        raise exceptions.NotFound()
-    return source
+    return found_or_404(source_get(client=client, public_id=parsed) if parsed else None)
 
 
 def _article_body(request: Request, client: Any, *, partial: bool) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import exceptions, serializers, status
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -19,6 +19,7 @@ from apps.api.schema import (
     ErrorSerializer,
     NamedChoiceField,
     error_responses,
+    found_or_404,
     invalid_example,
     parse_uuid,
 )
@@ -223,12 +224,8 @@ CHANNEL_IN_USE = {
 
 def _channel_or_404(view: StaffAPIView, channel_id: str) -> MailChannel:
     parsed = parse_uuid(channel_id)
-    channel = (
-        mail_channel_list(client=view.client).filter(public_id=parsed).first() if parsed else None
-    )
-    if channel is None:
-        raise exceptions.NotFound()
-    return channel
+    channels = mail_channel_list(client=view.client)
+    return found_or_404(channels.filter(public_id=parsed).first() if parsed else None)
 
 
 class MailChannelListApi(StaffAPIView):
@@ -338,9 +335,7 @@ class ConversationEmailsApi(StaffAPIView):
         examples=[OpenApiExample("A page", value=MAIL_EXAMPLE, response_only=True)],
     )
     def get(self, request: Request, public_id: str) -> Response:
-        conversation = conversation_get(client=self.client, public_id=public_id)
-        if conversation is None:
-            raise exceptions.NotFound()
+        conversation = found_or_404(conversation_get(client=self.client, public_id=public_id))
         return self.paginated_response(
             mail_thread(client=self.client, conversation=conversation), MailMessageSerializer
         )

@@ -21,6 +21,7 @@ from apps.api.schema import (
     CLIENT_PARAMETER,
     choice_parameter,
     error_responses,
+    found_or_404,
     id_path_parameter,
     invalid_example,
     page_schema,
@@ -132,10 +133,7 @@ LIST_PARAMETERS = [
 
 def _note_or_404(client: Any, note_id: str) -> Note:
     pk = parse_pk(note_id)
-    note = note_get(client=client, note_id=pk) if pk is not None else None
-    if note is None:
-        raise exceptions.NotFound()
-    return note
+    return found_or_404(note_get(client=client, note_id=pk) if pk is not None else None)
 
 
 def _fresh(client: Any, note: Note) -> dict[str, Any]:

@@ -10,12 +10,12 @@ from typing import Any
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import exceptions, status
+from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from apps.api.permissions import MANAGE, StaffAPIView, acting_user
-from apps.api.schema import AUTH_ERRORS, CLIENT_PARAMETER, error_responses
+from apps.api.schema import AUTH_ERRORS, CLIENT_PARAMETER, error_responses, found_or_404
 from apps.api.serializers import validated_body
 from apps.privacy.models import RequestChannel, RequestKind
 from apps.privacy.selectors import SubjectMatch, privacy_request_get, privacy_requests
@@ -205,7 +205,5 @@ class PrivacyRequestDetailApi(StaffAPIView):
         responses={200: PrivacyRequestSerializer, **error_responses(*AUTH_ERRORS, 404)},
     )
     def get(self, request: Request, request_id: str) -> Response:
-        record = privacy_request_get(client=self.client, public_id=request_id)
-        if record is None:
-            raise exceptions.NotFound()
+        record = found_or_404(privacy_request_get(client=self.client, public_id=request_id))
         return Response(PrivacyRequestSerializer(record).data)

@@ -7,7 +7,7 @@ from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
-from rest_framework import exceptions, status
+from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -17,6 +17,7 @@ from apps.api.schema import (
     CLIENT_PARAMETER,
     choice_parameter,
     error_responses,
+    found_or_404,
     invalid_example,
     page_schema,
     parse_uuid,
@@ -176,18 +177,16 @@ RUN_ID_PARAMETER = public_id_path_parameter("public_id", "The run's public id.")
 
 def _case_or_404(client: Any, public_id: str) -> SimCase:
     parsed = parse_uuid(public_id)
-    case = simcase_get(client=client, public_id=parsed) if parsed is not None else None
-    if case is None:
-        raise exceptions.NotFound()
-    return case
+    return found_or_404(
+        simcase_get(client=client, public_id=parsed) if parsed is not None else None
+    )
 
 
 def _run_or_404(client: Any, public_id: str) -> SimulationRun:
     parsed = parse_uuid(public_id)
-    run = simulation_run_get(client=client, public_id=parsed) if parsed is not None else None
-    if run is None:
-        raise exceptions.NotFound()
-    return run
+    return found_or_404(
+        simulation_run_get(client=client, public_id=parsed) if parsed is not None else None
+    )
 
 
 def _case_body(request: Request, *, partial: bool) -> dict[str, Any]:

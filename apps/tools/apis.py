@@ -13,7 +13,7 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_field,
 )
-from rest_framework import exceptions, serializers, status
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -25,6 +25,7 @@ from apps.api.schema import (
     NamedChoiceField,
     choice_parameter,
     error_responses,
+    found_or_404,
     invalid_example,
     page_schema,
 )
@@ -230,9 +231,7 @@ class ToolDetailApi(StaffAPIView):
         ],
     )
     def patch(self, request: Request, name: str) -> Response:
-        tool = tool_get_for_path(client=self.client, name=name)
-        if tool is None:
-            raise exceptions.NotFound()
+        tool = found_or_404(tool_get_for_path(client=self.client, name=name))
         body = validated_body(ToolUpdateSerializer, request)
         updated = tool_update(
             client=self.client,
@@ -396,10 +395,7 @@ SERVER_IN_USE = {
 
 
 def _server_or_404(view: StaffAPIView, name: str) -> McpServer:
-    server = mcp_server_get_for_path(client=view.client, name=name)
-    if server is None:
-        raise exceptions.NotFound()
-    return server
+    return found_or_404(mcp_server_get_for_path(client=view.client, name=name))
 
 
 def _sync_data(report: SyncReport) -> dict[str, Any]:
