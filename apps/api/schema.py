@@ -7,14 +7,20 @@ Kept apart from `apps.api.base` so that runtime plumbing does not depend on drf-
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Choices
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.plumbing import ResolvedComponent
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+)
 from rest_framework import exceptions, serializers
 
 # ---------------------------------------------------------------------------------------------
@@ -266,3 +272,62 @@ def id_path_parameter(name: str, description: str) -> OpenApiParameter:
 
 def public_id_path_parameter(name: str, description: str) -> OpenApiParameter:
     return OpenApiParameter(name, OpenApiTypes.UUID, OpenApiParameter.PATH, description=description)
+
+
+# ---------------------------------------------------------------------------------------------
+# The standard operations of a resource.
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ResourceSchema:
+    """How one resource of the API is documented: its operation ids (`<name>_<action>`, as DRF's
+    router names them), its tag, the id in its paths and, for reading one, its body and example.
+    Its methods are the `extend_schema` decorators of its operations, so each view states only
+    what is its own: summary, description, request, responses, examples."""
+
+    name: str
+    tag: str
+    id_parameter: OpenApiParameter
+    serializer: type[serializers.Serializer] | None = None
+    example: Any = None
+    example_name: str = ""
+
+    def operation(
+        self, action: str, summary: str, description: str, *, member: bool = True, **kwargs: Any
+    ) -> Callable[[Any], Any]:
+        """One operation; `member` ones (on one object) take its id in the path, and every one
+        the `?client=` parameter, unless `parameters` says otherwise."""
+        kwargs.setdefault(
+            "parameters", [self.id_parameter, CLIENT_PARAMETER] if member else [CLIENT_PARAMETER]
+        )
+        return extend_schema(
+            operation_id=f"{self.name}_{action}",
+            tags=[self.tag],
+            summary=summary,
+            description=description,
+            **kwargs,
+        )
+
+    def retrieve(self, summary: str, description: str) -> Callable[[Any], Any]:
+        """Reading one object: its body, or 404."""
+        extra: dict[str, Any] = {}
+        if self.example_name:
+            example = OpenApiExample(self.example_name, value=self.example, response_only=True)
+            extra["examples"] = [example]
+        return self.operation(
+            "retrieve",
+            summary,
+            description,
+            responses={200: self.serializer, **error_responses(*AUTH_ERRORS, 404)},
+            **extra,
+        )
+
+    def destroy(self, summary: str, description: str) -> Callable[[Any], Any]:
+        """Deleting one object: 204, or 404."""
+        return self.operation(
+            "destroy",
+            summary,
+            description,
+            responses={204: None, **error_responses(*AUTH_ERRORS, 404)},
+        )

@@ -20,6 +20,7 @@ from apps.api.schema import (
     CLIENT_PARAMETER,
     ErrorSerializer,
     NamedChoiceField,
+    ResourceSchema,
     choice_parameter,
     error_responses,
     found_or_404,
@@ -176,14 +177,16 @@ CONFLICT = {
 }
 
 
+APPROVALS = ResourceSchema("approvals", TAG, APPROVAL_ID_PARAMETER)
+
+
 class ApprovalListApi(StaffAPIView):
     required_roles = {"GET": READ}
 
-    @extend_schema(
-        operation_id="approvals_list",
-        tags=[TAG],
-        summary="List approval requests",
-        description="Tool calls the client's rules hold for a teammate's approval: waiting "
+    @APPROVALS.operation(
+        "list",
+        "List approval requests",
+        "Tool calls the client's rules hold for a teammate's approval: waiting "
         "ones first (oldest first), then decided ones, newest first. Needs the viewer role.",
         parameters=[
             choice_parameter("status", ApprovalStatus, "Only requests in this status."),
@@ -220,15 +223,13 @@ class ApprovalDetailApi(StaffAPIView):
 class ApprovalApproveApi(StaffAPIView):
     required_roles = {"POST": SUPPORT}
 
-    @extend_schema(
-        operation_id="approvals_approve",
-        tags=[TAG],
-        summary="Approve: run the held tool call",
-        description="The call runs once, in a worker, with the exact params and idempotency "
+    @APPROVALS.operation(
+        "approve",
+        "Approve: run the held tool call",
+        "The call runs once, in a worker, with the exact params and idempotency "
         "key shown, and the customer is told the result. A request that is no longer waiting "
         "(decided, or past `expires_at`) answers 409 and nothing runs; of two concurrent "
         "approvals exactly one succeeds. No request body. Needs the agent role.",
-        parameters=[APPROVAL_ID_PARAMETER, CLIENT_PARAMETER],
         request=None,
         responses={200: ApprovalSerializer, **error_responses(*AUTH_ERRORS, 404), **CONFLICT},
         examples=[
@@ -246,14 +247,12 @@ class ApprovalApproveApi(StaffAPIView):
 class ApprovalDenyApi(StaffAPIView):
     required_roles = {"POST": SUPPORT}
 
-    @extend_schema(
-        operation_id="approvals_deny",
-        tags=[TAG],
-        summary="Deny: the call never runs, the customer is told why",
-        description='Body `{"reason": "…"}` (required, at most 500 characters): the '
+    @APPROVALS.operation(
+        "deny",
+        "Deny: the call never runs, the customer is told why",
+        'Body `{"reason": "…"}` (required, at most 500 characters): the '
         "customer is told these words. 409 when the request is no longer waiting. Needs the "
         "agent role.",
-        parameters=[APPROVAL_ID_PARAMETER, CLIENT_PARAMETER],
         request=ApprovalDenySerializer,
         responses={
             200: ApprovalSerializer,

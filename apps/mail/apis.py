@@ -18,6 +18,7 @@ from apps.api.schema import (
     CLIENT_PARAMETER,
     ErrorSerializer,
     NamedChoiceField,
+    ResourceSchema,
     error_responses,
     found_or_404,
     invalid_example,
@@ -228,31 +229,39 @@ def _channel_or_404(view: StaffAPIView, channel_id: str) -> MailChannel:
     return found_or_404(channels.filter(public_id=parsed).first() if parsed else None)
 
 
+CHANNELS = ResourceSchema(
+    "mail_channels",
+    TAG,
+    CHANNEL_ID,
+    serializer=MailChannelSerializer,
+    example=CHANNEL_EXAMPLE,
+    example_name="A channel",
+)
+
+
 class MailChannelListApi(StaffAPIView):
     required_roles = {"GET": MANAGE, "POST": MANAGE}
 
-    @extend_schema(
-        operation_id="mail_channels_list",
-        tags=[TAG],
-        summary="List e-mail channels",
-        description="The client's support addresses and how their mail comes in. Secrets are "
+    @CHANNELS.operation(
+        "list",
+        "List e-mail channels",
+        "The client's support addresses and how their mail comes in. Secrets are "
         "never returned: `has_webhook_secret` and `has_imap_password` say whether one is saved. "
         "Needs the admin role.",
-        parameters=[CLIENT_PARAMETER],
+        member=False,
         responses={200: MailChannelSerializer(many=True), **error_responses(*AUTH_ERRORS, 404)},
         examples=[OpenApiExample("A page", value=CHANNEL_EXAMPLE, response_only=True)],
     )
     def get(self, request: Request) -> Response:
         return self.paginated_response(mail_channel_list(client=self.client), MailChannelSerializer)
 
-    @extend_schema(
-        operation_id="mail_channels_create",
-        tags=[TAG],
-        summary="Add an e-mail channel",
-        description="A provider's inbound webhook needs `webhook_secret` (its signing key, or "
+    @CHANNELS.operation(
+        "create",
+        "Add an e-mail channel",
+        "A provider's inbound webhook needs `webhook_secret` (its signing key, or "
         "the `user:password` it posts with); IMAP needs host, user and password. The answer "
         "carries `inbound_url`, the address to give the provider. Needs the admin role.",
-        parameters=[CLIENT_PARAMETER],
+        member=False,
         request=MailChannelWriteSerializer,
         responses={201: MailChannelSerializer, **WRITE_ERRORS},
         examples=[
@@ -277,25 +286,15 @@ class MailChannelListApi(StaffAPIView):
 class MailChannelDetailApi(StaffAPIView):
     required_roles = {"GET": MANAGE, "PATCH": MANAGE, "DELETE": MANAGE}
 
-    @extend_schema(
-        operation_id="mail_channels_retrieve",
-        tags=[TAG],
-        summary="Read an e-mail channel",
-        description="Needs the admin role.",
-        parameters=[CHANNEL_ID, CLIENT_PARAMETER],
-        responses={200: MailChannelSerializer, **error_responses(*AUTH_ERRORS, 404)},
-        examples=[OpenApiExample("A channel", value=CHANNEL_EXAMPLE, response_only=True)],
-    )
+    @CHANNELS.retrieve("Read an e-mail channel", "Needs the admin role.")
     def get(self, request: Request, channel_id: str) -> Response:
         return Response(MailChannelSerializer(_channel_or_404(self, channel_id)).data)
 
-    @extend_schema(
-        operation_id="mail_channels_partial_update",
-        tags=[TAG],
-        summary="Change an e-mail channel",
-        description="Changes the given settings, checked as on create. An empty or absent "
+    @CHANNELS.operation(
+        "partial_update",
+        "Change an e-mail channel",
+        "Changes the given settings, checked as on create. An empty or absent "
         "secret keeps the saved one. Needs the admin role.",
-        parameters=[CHANNEL_ID, CLIENT_PARAMETER],
         request=MailChannelWriteSerializer(partial=True),
         responses={200: MailChannelSerializer, **WRITE_ERRORS},
         examples=[OpenApiExample("Disable", value={"enabled": False}, request_only=True)],
@@ -306,13 +305,11 @@ class MailChannelDetailApi(StaffAPIView):
         updated = mail_channel_update(client=self.client, channel=channel, **body)
         return Response(MailChannelSerializer(updated).data)
 
-    @extend_schema(
-        operation_id="mail_channels_destroy",
-        tags=[TAG],
-        summary="Delete an e-mail channel",
-        description="Deletes a channel that has no e-mails. One with e-mails answers 409 (they "
+    @CHANNELS.operation(
+        "destroy",
+        "Delete an e-mail channel",
+        "Deletes a channel that has no e-mails. One with e-mails answers 409 (they "
         "belong to conversations): disable it instead. Needs the admin role.",
-        parameters=[CHANNEL_ID, CLIENT_PARAMETER],
         responses={204: None, **error_responses(*AUTH_ERRORS, 404), **CHANNEL_IN_USE},
     )
     def delete(self, request: Request, channel_id: str) -> Response:
