@@ -152,6 +152,20 @@ def error_responses(
 AUTH_ERRORS = (401, 403)
 
 
+def conflict_response(
+    description: str, *examples: tuple[str, str, str]
+) -> dict[int, OpenApiResponse]:
+    """`responses=` entry for an operation's own 409 (the object's state refuses it): what it
+    means, and an example for each `(name, code, message)`."""
+    return {
+        409: OpenApiResponse(
+            ErrorSerializer,
+            description,
+            examples=[_example(name, 409, code, message) for name, code, message in examples],
+        )
+    }
+
+
 # ---------------------------------------------------------------------------------------------
 # Named enums: each choice set becomes one schema component with a name we choose, so generated
 # clients get stable types and spectacular never has to guess (and warn about) enum names.

@@ -7,7 +7,6 @@ from typing import Any
 
 from drf_spectacular.utils import (
     OpenApiExample,
-    OpenApiResponse,
     extend_schema,
 )
 from rest_framework import serializers
@@ -18,10 +17,10 @@ from apps.api.permissions import READ, SUPPORT, StaffAPIView, acting_user
 from apps.api.schema import (
     AUTH_ERRORS,
     CLIENT_PARAMETER,
-    ErrorSerializer,
     NamedChoiceField,
     ResourceSchema,
     choice_parameter,
+    conflict_response,
     error_responses,
     found_or_404,
     invalid_example,
@@ -145,36 +144,16 @@ EXAMPLE: dict[str, Any] = {
     "withdrawn_because": "",
 }
 APPROVAL_ID_PARAMETER = public_id_path_parameter("approval_id", "The request's public id.")
-CONFLICT = {
-    409: OpenApiResponse(
-        ErrorSerializer,
-        "The request is no longer waiting (decided, withdrawn by the customer, or past "
-        "`expires_at`): nothing changed.",
-        examples=[
-            OpenApiExample(
-                "Already decided",
-                value={
-                    "error": {
-                        "code": "approval_decided",
-                        "message": "This request was already decided (Approved).",
-                    }
-                },
-                status_codes=["409"],
-            ),
-            OpenApiExample(
-                "Withdrawn by the customer",
-                value={
-                    "error": {
-                        "code": "approval_withdrawn",
-                        "message": "Withdrawn by the customer at 2026-03-02 09:20 (message #7). "
-                        "Nothing was run.",
-                    }
-                },
-                status_codes=["409"],
-            ),
-        ],
-    )
-}
+CONFLICT = conflict_response(
+    "The request is no longer waiting (decided, withdrawn by the customer, or past "
+    "`expires_at`): nothing changed.",
+    ("Already decided", "approval_decided", "This request was already decided (Approved)."),
+    (
+        "Withdrawn by the customer",
+        "approval_withdrawn",
+        "Withdrawn by the customer at 2026-03-02 09:20 (message #7). Nothing was run.",
+    ),
+)
 
 
 APPROVALS = ResourceSchema("approvals", TAG, APPROVAL_ID_PARAMETER)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -16,9 +16,9 @@ from apps.api.permissions import MANAGE, READ, StaffAPIView
 from apps.api.schema import (
     AUTH_ERRORS,
     CLIENT_PARAMETER,
-    ErrorSerializer,
     NamedChoiceField,
     ResourceSchema,
+    conflict_response,
     error_responses,
     found_or_404,
     invalid_example,
@@ -202,25 +202,14 @@ WRITE_ERRORS = error_responses(
 )
 
 
-CHANNEL_IN_USE = {
-    409: OpenApiResponse(
-        ErrorSerializer,
-        "The channel has e-mails, which belong to conversations and are kept: disable it instead.",
-        examples=[
-            OpenApiExample(
-                "In use",
-                value={
-                    "error": {
-                        "code": "in_use",
-                        "message": "This channel's e-mails belong to conversations and are "
-                        "kept: disable the channel instead.",
-                    }
-                },
-                status_codes=["409"],
-            )
-        ],
-    )
-}
+CHANNEL_IN_USE = conflict_response(
+    "The channel has e-mails, which belong to conversations and are kept: disable it instead.",
+    (
+        "In use",
+        "in_use",
+        "This channel's e-mails belong to conversations and are kept: disable the channel instead.",
+    ),
+)
 
 
 def _channel_or_404(view: StaffAPIView, channel_id: str) -> MailChannel:

@@ -9,7 +9,6 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
     OpenApiParameter,
-    OpenApiResponse,
     extend_schema,
     extend_schema_field,
 )
@@ -21,10 +20,10 @@ from apps.api.permissions import MANAGE, READ, StaffAPIView
 from apps.api.schema import (
     AUTH_ERRORS,
     CLIENT_PARAMETER,
-    ErrorSerializer,
     NamedChoiceField,
     ResourceSchema,
     choice_parameter,
+    conflict_response,
     error_responses,
     found_or_404,
     invalid_example,
@@ -373,26 +372,16 @@ MCP_SYNC_EXAMPLE: dict[str, Any] = {
 SERVER_NAME_PARAMETER = OpenApiParameter(
     "server_name", OpenApiTypes.STR, OpenApiParameter.PATH, description="The server's name."
 )
-SERVER_IN_USE = {
-    409: OpenApiResponse(
-        ErrorSerializer,
-        "One of its tools has run: the runs are kept for the audit trail, so the server stays. "
-        "Disable it instead.",
-        examples=[
-            OpenApiExample(
-                "In use",
-                value={
-                    "error": {
-                        "code": "in_use",
-                        "message": "Its tools have run, and their runs are kept for the audit "
-                        "trail: disable the server instead.",
-                    }
-                },
-                status_codes=["409"],
-            )
-        ],
-    )
-}
+SERVER_IN_USE = conflict_response(
+    "One of its tools has run: the runs are kept for the audit trail, so the server stays. "
+    "Disable it instead.",
+    (
+        "In use",
+        "in_use",
+        "Its tools have run, and their runs are kept for the audit trail: disable the server "
+        "instead.",
+    ),
+)
 
 
 def _server_or_404(view: StaffAPIView, name: str) -> McpServer:
