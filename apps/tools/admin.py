@@ -17,7 +17,7 @@ from django.utils.translation import gettext_lazy as _
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from apps.api.admin import ReadOnlyAuditAdmin, TenantScopedAdmin, pretty_json_block
+from apps.api.admin import ClientSettingsAdmin, ReadOnlyAuditAdmin, pretty_json_block
 from apps.api.permissions import MANAGE
 from apps.clients.admin import PrettyJSONField
 from apps.conversations.admin import conversation_link
@@ -321,10 +321,8 @@ class ClientToolAdminForm(forms.ModelForm):
 
 
 @admin.register(ClientTool)
-class ClientToolAdmin(TenantScopedAdmin):
+class ClientToolAdmin(ClientSettingsAdmin):
     # Tools are configuration: admins and owners see and change them (like the tools API).
-    view_need = MANAGE
-    change_need = MANAGE
     form = ClientToolAdminForm
     list_display = [
         "name",
@@ -344,7 +342,6 @@ class ClientToolAdmin(TenantScopedAdmin):
         ("client", admin.RelatedOnlyFieldListFilter),
     ]
     search_fields = ["name", "description", "client__name"]
-    list_select_related = ["client"]
     fieldsets = [
         (
             _("What it does"),
@@ -573,16 +570,13 @@ def report_message(report: SyncReport, server: McpServer) -> str:
 
 
 @admin.register(McpServer)
-class McpServerAdmin(TenantScopedAdmin):
+class McpServerAdmin(ClientSettingsAdmin):
     """The client's MCP servers; saving one lists its tools (docs/mcp.md)."""
 
-    view_need = MANAGE
-    change_need = MANAGE
     form = McpServerForm
     inlines = [McpToolInline]
     list_display = ["name", "client", "url", "enabled", "last_synced_at", "last_error"]
     list_filter = ["enabled", ("client", admin.RelatedOnlyFieldListFilter)]
-    list_select_related = ["client"]
     search_fields = ["name", "url"]
     actions = ["list_tools"]
     readonly_fields = ["last_synced_at", "last_error"]
