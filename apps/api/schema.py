@@ -15,12 +15,7 @@ from django.db.models import Choices
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.plumbing import ResolvedComponent
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import (
-    OpenApiExample,
-    OpenApiParameter,
-    OpenApiResponse,
-    extend_schema,
-)
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers
 
 # ---------------------------------------------------------------------------------------------
@@ -308,7 +303,13 @@ class ResourceSchema:
     example_name: str = ""
 
     def operation(
-        self, action: str, summary: str, description: str, *, member: bool = True, **kwargs: Any
+        self,
+        action: str,
+        summary: str,
+        description: str | None = None,
+        *,
+        member: bool = True,
+        **kwargs: Any,
     ) -> Callable[[Any], Any]:
         """One operation; `member` ones (on one object) take its id in the path, and every one
         the `?client=` parameter, unless `parameters` says otherwise."""
@@ -323,7 +324,7 @@ class ResourceSchema:
             **kwargs,
         )
 
-    def retrieve(self, summary: str, description: str) -> Callable[[Any], Any]:
+    def retrieve(self, summary: str, description: str | None = None) -> Callable[[Any], Any]:
         """Reading one object: its body, or 404."""
         extra: dict[str, Any] = {}
         if self.example_name:
@@ -337,7 +338,7 @@ class ResourceSchema:
             **extra,
         )
 
-    def destroy(self, summary: str, description: str) -> Callable[[Any], Any]:
+    def destroy(self, summary: str, description: str | None = None) -> Callable[[Any], Any]:
         """Deleting one object: 204, or 404."""
         return self.operation(
             "destroy",

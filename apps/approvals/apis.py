@@ -5,10 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import (
-    OpenApiExample,
-    extend_schema,
-)
+from drf_spectacular.utils import OpenApiExample
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -156,7 +153,7 @@ CONFLICT = conflict_response(
 )
 
 
-APPROVALS = ResourceSchema("approvals", TAG, APPROVAL_ID_PARAMETER)
+APPROVALS = ResourceSchema("approvals", TAG, APPROVAL_ID_PARAMETER, serializer=ApprovalSerializer)
 
 
 class ApprovalListApi(StaffAPIView):
@@ -187,13 +184,7 @@ class ApprovalListApi(StaffAPIView):
 class ApprovalDetailApi(StaffAPIView):
     required_roles = {"GET": READ}
 
-    @extend_schema(
-        operation_id="approvals_retrieve",
-        tags=[TAG],
-        summary="One approval request",
-        parameters=[APPROVAL_ID_PARAMETER, CLIENT_PARAMETER],
-        responses={200: ApprovalSerializer, **error_responses(*AUTH_ERRORS, 404)},
-    )
+    @APPROVALS.retrieve("One approval request")
     def get(self, request: Request, approval_id: str) -> Response:
         approval = found_or_404(approval_get(client=self.client, approval_id=approval_id))
         return Response(ApprovalSerializer(approval).data)

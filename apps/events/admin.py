@@ -13,11 +13,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
-from apps.api.admin import (
-    ActionOnlyAdmin,
-    ClientSettingsAdmin,
-    pretty_json_block,
-)
+from apps.api.admin import ActionOnlyAdmin, ClientSettingsAdmin, pretty_json_block
 from apps.api.permissions import MANAGE
 from apps.core.exceptions import ApplicationError
 from apps.events.models import EventDelivery, EventSubscription, EventType

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter
 from rest_framework import exceptions, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -129,7 +129,9 @@ def _changes(data: dict[str, Any]) -> dict[str, Any]:
     return changes
 
 
-SUBSCRIPTIONS = ResourceSchema("events_subscriptions", TAG, SUBSCRIPTION_ID)
+SUBSCRIPTIONS = ResourceSchema(
+    "events_subscriptions", TAG, SUBSCRIPTION_ID, serializer=SubscriptionSerializer
+)
 DELIVERIES = ResourceSchema("events_deliveries", TAG, DELIVERY_ID)
 
 
@@ -185,13 +187,7 @@ class SubscriptionListApi(StaffAPIView):
 class SubscriptionDetailApi(StaffAPIView):
     required_roles = {"GET": MANAGE, "PATCH": MANAGE, "DELETE": MANAGE}
 
-    @extend_schema(
-        operation_id="events_subscriptions_retrieve",
-        tags=[TAG],
-        summary="Read a subscription",
-        parameters=[SUBSCRIPTION_ID, CLIENT_PARAMETER],
-        responses={200: SubscriptionSerializer, **error_responses(*AUTH_ERRORS, 404)},
-    )
+    @SUBSCRIPTIONS.retrieve("Read a subscription")
     def get(self, request: Request, subscription_id: str) -> Response:
         return Response(SubscriptionSerializer(_subscription_or_404(self, subscription_id)).data)
 
