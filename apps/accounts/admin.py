@@ -13,8 +13,8 @@ from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.models import ApiKey, Membership, User
 from apps.accounts.services import api_key_issue, api_key_revoke
-from apps.api.admin import SuperuserOnlyAdmin, TenantScopedAdmin
-from apps.api.permissions import MANAGE, client_role, may_grant
+from apps.api.admin import ClientSettingsAdmin, SuperuserOnlyAdmin, TenantScopedAdmin
+from apps.api.permissions import client_role, may_grant
 
 # django-allauth registers its e-mail addresses as an admin section of its own, also called
 # "Accounts", beside ours. Staff sign in with their user's e-mail; the allauth row behind it
@@ -74,15 +74,13 @@ class MembershipAdmin(TenantScopedAdmin):
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(TenantScopedAdmin):
+class ApiKeyAdmin(ClientSettingsAdmin):
     """Keys are managed by a client's admins and owners (the API's rule); the secret is shown
     once when issued and stored hashed — no page ever shows it or its hash."""
 
-    view_need = MANAGE
     list_display = ["name", "client", "prefix", "role", "active", "last_used_at", "created_at"]
     list_filter = [("client", admin.RelatedOnlyFieldListFilter), "role"]
     search_fields = ["name", "prefix", "client__name"]
-    list_select_related = ["client"]
     actions = ["revoke"]
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:

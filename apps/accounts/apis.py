@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import QuerySet
-from drf_spectacular.utils import OpenApiExample, extend_schema
-from rest_framework import exceptions, serializers, status
+from drf_spectacular.utils import OpenApiExample
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -15,9 +15,10 @@ from apps.accounts.services import api_key_issue, api_key_revoke
 from apps.api.permissions import MANAGE, StaffAPIView, acting_user, ensure_may_grant
 from apps.api.schema import (
     AUTH_ERRORS,
-    CLIENT_PARAMETER,
     NamedChoiceField,
+    ResourceSchema,
     error_responses,
+    found_or_404,
     id_path_parameter,
     invalid_example,
     page_schema,
@@ -96,28 +97,29 @@ KEY_EXAMPLE: dict[str, Any] = {
 KEY_ID_PARAMETER = id_path_parameter("key_id", "The API key's id.")
 
 
+API_KEYS = ResourceSchema("api_keys", TAG, KEY_ID_PARAMETER)
+
+
 class ApiKeyListCreateApi(StaffAPIView):
     required_roles = {"GET": MANAGE, "POST": MANAGE}
 
-    @extend_schema(
-        operation_id="api_keys_list",
-        tags=[TAG],
-        summary="List API keys",
-        description="The client's API keys, revoked ones included, newest first. Secrets are "
+    @API_KEYS.operation(
+        "list",
+        "List API keys",
+        "The client's API keys, revoked ones included, newest first. Secrets are "
         "never listed. Needs the admin role.",
-        parameters=[CLIENT_PARAMETER],
+        member=False,
         **page_schema(ApiKeySerializer, KEY_EXAMPLE),
     )
     def get(self, request: Request) -> Response:
         return self.paginated_response(api_key_list(client=self.client), ApiKeySerializer)
 
-    @extend_schema(
-        operation_id="api_keys_create",
-        tags=[TAG],
-        summary="Issue an API key",
-        description="Creates a key and returns its secret once. You cannot grant a role above "
+    @API_KEYS.operation(
+        "create",
+        "Issue an API key",
+        "Creates a key and returns its secret once. You cannot grant a role above "
         "your own (403). Needs the admin role.",
-        parameters=[CLIENT_PARAMETER],
+        member=False,
         request=ApiKeyCreateSerializer,
         responses={
             201: ApiKeyCreatedSerializer,
@@ -159,14 +161,12 @@ class ApiKeyListCreateApi(StaffAPIView):
 class ApiKeyRevokeApi(StaffAPIView):
     required_roles = {"POST": MANAGE}
 
-    @extend_schema(
-        operation_id="api_keys_revoke",
-        tags=[TAG],
-        summary="Revoke an API key",
-        description="The key stops working at once (401 on its next request). Revoking a "
+    @API_KEYS.operation(
+        "revoke",
+        "Revoke an API key",
+        "The key stops working at once (401 on its next request). Revoking a "
         "revoked key changes nothing and answers 200. You cannot revoke a key whose role is "
         "above your own (403). No request body. Needs the admin role.",
-        parameters=[KEY_ID_PARAMETER, CLIENT_PARAMETER],
         request=None,
         responses={200: ApiKeySerializer, **error_responses(*AUTH_ERRORS, 404)},
         examples=[
@@ -178,9 +178,7 @@ class ApiKeyRevokeApi(StaffAPIView):
         ],
     )
     def post(self, request: Request, key_id: str) -> Response:
-        key = api_key_get(client=self.client, key_id=key_id)
-        if key is None:
-            raise exceptions.NotFound()
+        key = found_or_404(api_key_get(client=self.client, key_id=key_id))
         ensure_may_grant(actor_role=self.role, role=key.role)
         revoked = api_key_revoke(client=self.client, api_key=key)
         return Response(ApiKeySerializer(revoked).data)

@@ -144,6 +144,15 @@ class TenantScopedAdmin(admin.ModelAdmin):
         }
 
 
+class ClientSettingsAdmin(TenantScopedAdmin):
+    """A client's configuration (API keys, event endpoints, tools, MCP servers, e-mail channels,
+    identity checks): only its admins and owners see or change it, as in the API."""
+
+    view_need = MANAGE
+    change_need = MANAGE
+    list_select_related = ["client"]
+
+
 def _is_tenant_owned(model: Any) -> bool:
     return isinstance(model, type) and issubclass(model, TenantOwnedModel)
 

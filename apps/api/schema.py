@@ -1,5 +1,5 @@
 """OpenAPI pieces shared by every API module: the error body, standard error responses, named
-enums, the `?client=` parameter and how ids in URL paths are documented and parsed.
+enums, the `?client=` parameter and how ids in URL paths are documented, parsed and looked up.
 
 Kept apart from `apps.api.base` so that runtime plumbing does not depend on drf-spectacular.
 """
@@ -7,15 +7,16 @@ Kept apart from `apps.api.base` so that runtime plumbing does not depend on drf-
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Choices
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.plumbing import ResolvedComponent
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse
-from rest_framework import serializers
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import exceptions, serializers
 
 # ---------------------------------------------------------------------------------------------
 # The one error shape (apps.api.base.exception_handler).
@@ -146,6 +147,20 @@ def error_responses(
 AUTH_ERRORS = (401, 403)
 
 
+def conflict_response(
+    description: str, *examples: tuple[str, str, str]
+) -> dict[int, OpenApiResponse]:
+    """`responses=` entry for an operation's own 409 (the object's state refuses it): what it
+    means, and an example for each `(name, code, message)`."""
+    return {
+        409: OpenApiResponse(
+            ErrorSerializer,
+            description,
+            examples=[_example(name, 409, code, message) for name, code, message in examples],
+        )
+    }
+
+
 # ---------------------------------------------------------------------------------------------
 # Named enums: each choice set becomes one schema component with a name we choose, so generated
 # clients get stable types and spectacular never has to guess (and warn about) enum names.
@@ -250,6 +265,14 @@ def parse_uuid(value: str) -> uuid.UUID | None:
         return None
 
 
+def found_or_404[T](found: T | None) -> T:
+    """`found`, or the API's 404 when a lookup within the client found nothing: a missing object
+    and another client's answer the same."""
+    if found is None:
+        raise exceptions.NotFound()
+    return found
+
+
 def id_path_parameter(name: str, description: str) -> OpenApiParameter:
     return OpenApiParameter(
         name, OpenApiTypes.INT64, OpenApiParameter.PATH, description=description
@@ -258,3 +281,68 @@ def id_path_parameter(name: str, description: str) -> OpenApiParameter:
 
 def public_id_path_parameter(name: str, description: str) -> OpenApiParameter:
     return OpenApiParameter(name, OpenApiTypes.UUID, OpenApiParameter.PATH, description=description)
+
+
+# ---------------------------------------------------------------------------------------------
+# The standard operations of a resource.
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ResourceSchema:
+    """How one resource of the API is documented: its operation ids (`<name>_<action>`, as DRF's
+    router names them), its tag, the id in its paths and, for reading one, its body and example.
+    Its methods are the `extend_schema` decorators of its operations, so each view states only
+    what is its own: summary, description, request, responses, examples."""
+
+    name: str
+    tag: str
+    id_parameter: OpenApiParameter
+    serializer: type[serializers.Serializer] | None = None
+    example: Any = None
+    example_name: str = ""
+
+    def operation(
+        self,
+        action: str,
+        summary: str,
+        description: str | None = None,
+        *,
+        member: bool = True,
+        **kwargs: Any,
+    ) -> Callable[[Any], Any]:
+        """One operation; `member` ones (on one object) take its id in the path, and every one
+        the `?client=` parameter, unless `parameters` says otherwise."""
+        kwargs.setdefault(
+            "parameters", [self.id_parameter, CLIENT_PARAMETER] if member else [CLIENT_PARAMETER]
+        )
+        return extend_schema(
+            operation_id=f"{self.name}_{action}",
+            tags=[self.tag],
+            summary=summary,
+            description=description,
+            **kwargs,
+        )
+
+    def retrieve(self, summary: str, description: str | None = None) -> Callable[[Any], Any]:
+        """Reading one object: its body, or 404."""
+        extra: dict[str, Any] = {}
+        if self.example_name:
+            example = OpenApiExample(self.example_name, value=self.example, response_only=True)
+            extra["examples"] = [example]
+        return self.operation(
+            "retrieve",
+            summary,
+            description,
+            responses={200: self.serializer, **error_responses(*AUTH_ERRORS, 404)},
+            **extra,
+        )
+
+    def destroy(self, summary: str, description: str | None = None) -> Callable[[Any], Any]:
+        """Deleting one object: 204, or 404."""
+        return self.operation(
+            "destroy",
+            summary,
+            description,
+            responses={204: None, **error_responses(*AUTH_ERRORS, 404)},
+        )

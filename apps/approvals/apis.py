@@ -5,12 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import (
-    OpenApiExample,
-    OpenApiResponse,
-    extend_schema,
-)
-from rest_framework import exceptions, serializers
+from drf_spectacular.utils import OpenApiExample
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -18,10 +14,12 @@ from apps.api.permissions import READ, SUPPORT, StaffAPIView, acting_user
 from apps.api.schema import (
     AUTH_ERRORS,
     CLIENT_PARAMETER,
-    ErrorSerializer,
     NamedChoiceField,
+    ResourceSchema,
     choice_parameter,
+    conflict_response,
     error_responses,
+    found_or_404,
     invalid_example,
     page_schema,
     public_id_path_parameter,
@@ -143,46 +141,28 @@ EXAMPLE: dict[str, Any] = {
     "withdrawn_because": "",
 }
 APPROVAL_ID_PARAMETER = public_id_path_parameter("approval_id", "The request's public id.")
-CONFLICT = {
-    409: OpenApiResponse(
-        ErrorSerializer,
-        "The request is no longer waiting (decided, withdrawn by the customer, or past "
-        "`expires_at`): nothing changed.",
-        examples=[
-            OpenApiExample(
-                "Already decided",
-                value={
-                    "error": {
-                        "code": "approval_decided",
-                        "message": "This request was already decided (Approved).",
-                    }
-                },
-                status_codes=["409"],
-            ),
-            OpenApiExample(
-                "Withdrawn by the customer",
-                value={
-                    "error": {
-                        "code": "approval_withdrawn",
-                        "message": "Withdrawn by the customer at 2026-03-02 09:20 (message #7). "
-                        "Nothing was run.",
-                    }
-                },
-                status_codes=["409"],
-            ),
-        ],
-    )
-}
+CONFLICT = conflict_response(
+    "The request is no longer waiting (decided, withdrawn by the customer, or past "
+    "`expires_at`): nothing changed.",
+    ("Already decided", "approval_decided", "This request was already decided (Approved)."),
+    (
+        "Withdrawn by the customer",
+        "approval_withdrawn",
+        "Withdrawn by the customer at 2026-03-02 09:20 (message #7). Nothing was run.",
+    ),
+)
+
+
+APPROVALS = ResourceSchema("approvals", TAG, APPROVAL_ID_PARAMETER, serializer=ApprovalSerializer)
 
 
 class ApprovalListApi(StaffAPIView):
     required_roles = {"GET": READ}
 
-    @extend_schema(
-        operation_id="approvals_list",
-        tags=[TAG],
-        summary="List approval requests",
-        description="Tool calls the client's rules hold for a teammate's approval: waiting "
+    @APPROVALS.operation(
+        "list",
+        "List approval requests",
+        "Tool calls the client's rules hold for a teammate's approval: waiting "
         "ones first (oldest first), then decided ones, newest first. Needs the viewer role.",
         parameters=[
             choice_parameter("status", ApprovalStatus, "Only requests in this status."),
@@ -204,32 +184,22 @@ class ApprovalListApi(StaffAPIView):
 class ApprovalDetailApi(StaffAPIView):
     required_roles = {"GET": READ}
 
-    @extend_schema(
-        operation_id="approvals_retrieve",
-        tags=[TAG],
-        summary="One approval request",
-        parameters=[APPROVAL_ID_PARAMETER, CLIENT_PARAMETER],
-        responses={200: ApprovalSerializer, **error_responses(*AUTH_ERRORS, 404)},
-    )
+    @APPROVALS.retrieve("One approval request")
     def get(self, request: Request, approval_id: str) -> Response:
-        approval = approval_get(client=self.client, approval_id=approval_id)
-        if approval is None:
-            raise exceptions.NotFound()
+        approval = found_or_404(approval_get(client=self.client, approval_id=approval_id))
         return Response(ApprovalSerializer(approval).data)
 
 
 class ApprovalApproveApi(StaffAPIView):
     required_roles = {"POST": SUPPORT}
 
-    @extend_schema(
-        operation_id="approvals_approve",
-        tags=[TAG],
-        summary="Approve: run the held tool call",
-        description="The call runs once, in a worker, with the exact params and idempotency "
+    @APPROVALS.operation(
+        "approve",
+        "Approve: run the held tool call",
+        "The call runs once, in a worker, with the exact params and idempotency "
         "key shown, and the customer is told the result. A request that is no longer waiting "
         "(decided, or past `expires_at`) answers 409 and nothing runs; of two concurrent "
         "approvals exactly one succeeds. No request body. Needs the agent role.",
-        parameters=[APPROVAL_ID_PARAMETER, CLIENT_PARAMETER],
         request=None,
         responses={200: ApprovalSerializer, **error_responses(*AUTH_ERRORS, 404), **CONFLICT},
         examples=[
@@ -237,9 +207,7 @@ class ApprovalApproveApi(StaffAPIView):
         ],
     )
     def post(self, request: Request, approval_id: str) -> Response:
-        approval = approval_get(client=self.client, approval_id=approval_id)
-        if approval is None:
-            raise exceptions.NotFound()
+        approval = found_or_404(approval_get(client=self.client, approval_id=approval_id))
         approval_approve(client=self.client, approval=approval, actor=acting_user(request))
         return Response(
             ApprovalSerializer(approval_get(client=self.client, approval_id=approval.pk)).data
@@ -249,14 +217,12 @@ class ApprovalApproveApi(StaffAPIView):
 class ApprovalDenyApi(StaffAPIView):
     required_roles = {"POST": SUPPORT}
 
-    @extend_schema(
-        operation_id="approvals_deny",
-        tags=[TAG],
-        summary="Deny: the call never runs, the customer is told why",
-        description='Body `{"reason": "…"}` (required, at most 500 characters): the '
+    @APPROVALS.operation(
+        "deny",
+        "Deny: the call never runs, the customer is told why",
+        'Body `{"reason": "…"}` (required, at most 500 characters): the '
         "customer is told these words. 409 when the request is no longer waiting. Needs the "
         "agent role.",
-        parameters=[APPROVAL_ID_PARAMETER, CLIENT_PARAMETER],
         request=ApprovalDenySerializer,
         responses={
             200: ApprovalSerializer,
@@ -270,9 +236,7 @@ class ApprovalDenyApi(StaffAPIView):
         },
     )
     def post(self, request: Request, approval_id: str) -> Response:
-        approval = approval_get(client=self.client, approval_id=approval_id)
-        if approval is None:
-            raise exceptions.NotFound()
+        approval = found_or_404(approval_get(client=self.client, approval_id=approval_id))
         body = ApprovalDenySerializer(data=request.data)
         body.is_valid(raise_exception=True)
         approval_deny(

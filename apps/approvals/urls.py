@@ -1,7 +1,6 @@
 """/api/v1/approvals/ (included by config/api_urls.py)."""
 
-from django.urls import path
-
+from apps.api.routes import resource_routes
 from apps.approvals.apis import (
     ApprovalApproveApi,
     ApprovalDenyApi,
@@ -9,13 +8,11 @@ from apps.approvals.apis import (
     ApprovalListApi,
 )
 
-urlpatterns = [
-    path("approvals/", ApprovalListApi.as_view(), name="api-approval-list"),
-    path("approvals/<str:approval_id>/", ApprovalDetailApi.as_view(), name="api-approval-detail"),
-    path(
-        "approvals/<str:approval_id>/approve",
-        ApprovalApproveApi.as_view(),
-        name="api-approval-approve",
-    ),
-    path("approvals/<str:approval_id>/deny", ApprovalDenyApi.as_view(), name="api-approval-deny"),
-]
+urlpatterns = resource_routes(
+    "approvals",
+    "api-approval",
+    id_name="approval_id",
+    list_view=ApprovalListApi,
+    detail_view=ApprovalDetailApi,
+    actions={"approve": ApprovalApproveApi, "deny": ApprovalDenyApi},
+)

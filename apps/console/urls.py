@@ -2,6 +2,7 @@
 
 from django.urls import include, path
 
+from apps.api.routes import resource_routes
 from apps.console import approvals, inbox, outcomes, profile, reply_templates, views
 
 urlpatterns = [
@@ -17,35 +18,22 @@ urlpatterns = [
     # Outcomes, links and notifications
     path("outcomes/", outcomes.outcomes_page, name="console-outcomes"),
     path("events", views.queue_events, name="console-queue-events"),
-    path(
-        "conversations/<str:public_id>/",
-        views.conversation_page,
-        name="console-conversation",
-    ),
-    path(
-        "conversations/<str:public_id>/poll",
-        views.conversation_poll,
-        name="console-conversation-poll",
-    ),
-    path(
-        "conversations/<str:public_id>/events",
-        views.conversation_events,
-        name="console-conversation-events",
+    *resource_routes(
+        "conversations",
+        "console-conversation",
+        detail_view=views.conversation_page,
+        detail_name="console-conversation",
+        actions={
+            "poll": views.conversation_poll,
+            "events": views.conversation_events,
+            "reply": views.conversation_reply,
+            "resolve": views.conversation_resolve,
+        },
     ),
     path(
         "conversations/<str:public_id>/attachments/<str:attachment_id>",
         views.conversation_attachment,
         name="console-conversation-attachment",
-    ),
-    path(
-        "conversations/<str:public_id>/reply",
-        views.conversation_reply,
-        name="console-conversation-reply",
-    ),
-    path(
-        "conversations/<str:public_id>/resolve",
-        views.conversation_resolve,
-        name="console-conversation-resolve",
     ),
     # Reply templates, flags on the assistant's answers and teaching from them.
     path(
@@ -57,35 +45,24 @@ urlpatterns = [
     path("", include("apps.simulations.console_urls")),
     # tool calls held for a teammate's approval (apps/console/approvals.py)
     path("approvals/", approvals.approvals_page, name="console-approvals"),
-    path(
-        "approvals/<str:approval_id>/approve",
-        approvals.approval_approve_view,
-        name="console-approval-approve",
-    ),
-    path(
-        "approvals/<str:approval_id>/deny",
-        approvals.approval_deny_view,
-        name="console-approval-deny",
+    *resource_routes(
+        "approvals",
+        "console-approval",
+        id_name="approval_id",
+        actions={
+            "approve": approvals.approval_approve_view,
+            "deny": approvals.approval_deny_view,
+        },
     ),
     # The inbox's actions on one conversation (apps/console/inbox.py).
-    path(
-        "conversations/<str:public_id>/takeover",
-        inbox.conversation_takeover_view,
-        name="console-conversation-takeover",
-    ),
-    path(
-        "conversations/<str:public_id>/assign",
-        inbox.conversation_assign_view,
-        name="console-conversation-assign",
-    ),
-    path(
-        "conversations/<str:public_id>/handback",
-        inbox.conversation_handback_view,
-        name="console-conversation-handback",
-    ),
-    path(
-        "conversations/<str:public_id>/note",
-        inbox.conversation_note_view,
-        name="console-conversation-note",
+    *resource_routes(
+        "conversations",
+        "console-conversation",
+        actions={
+            "takeover": inbox.conversation_takeover_view,
+            "assign": inbox.conversation_assign_view,
+            "handback": inbox.conversation_handback_view,
+            "note": inbox.conversation_note_view,
+        },
     ),
 ]

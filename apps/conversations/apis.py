@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
-from rest_framework import exceptions, serializers, status
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -16,8 +16,10 @@ from apps.api.schema import (
     AUTH_ERRORS,
     CLIENT_PARAMETER,
     NamedChoiceField,
+    ResourceSchema,
     choice_parameter,
     error_responses,
+    found_or_404,
     invalid_example,
     page_schema,
 )
@@ -283,15 +285,16 @@ PUBLIC_ID_PARAMETER = OpenApiParameter(
 # ---------------------------------------------------------------------------------------------
 
 
+CONVERSATIONS = ResourceSchema("conversations", TAG, PUBLIC_ID_PARAMETER)
+
+
 class ConversationListApi(StaffAPIView):
     required_roles = {"GET": READ}
 
-    @extend_schema(
-        operation_id="conversations_list",
-        tags=[TAG],
-        summary="List conversations",
-        description="The client's conversations, newest first, one page at a time. "
-        "Needs the viewer role.",
+    @CONVERSATIONS.operation(
+        "list",
+        "List conversations",
+        "The client's conversations, newest first, one page at a time. Needs the viewer role.",
         parameters=LIST_PARAMETERS,
         **page_schema(ConversationSummarySerializer, SUMMARY_EXAMPLE, filtered=True),
     )
@@ -304,14 +307,12 @@ class ConversationListApi(StaffAPIView):
 class ConversationDetailApi(StaffAPIView):
     required_roles = {"GET": READ}
 
-    @extend_schema(
-        operation_id="conversations_retrieve",
-        tags=[TAG],
-        summary="Read a conversation",
-        description="The whole conversation as staff see it: every message (internal reasoning "
+    @CONVERSATIONS.operation(
+        "retrieve",
+        "Read a conversation",
+        "The whole conversation as staff see it: every message (internal reasoning "
         "included, with kind / visibility / data), every turn with its reasoning steps, and "
         "its escalations. Needs the viewer role.",
-        parameters=[PUBLIC_ID_PARAMETER, CLIENT_PARAMETER],
         responses={
             200: ConversationDetailSerializer,
             **error_responses(*AUTH_ERRORS, 404),
@@ -319,24 +320,20 @@ class ConversationDetailApi(StaffAPIView):
         examples=[OpenApiExample("A short conversation", value=DETAIL_EXAMPLE)],
     )
     def get(self, request: Request, public_id: str) -> Response:
-        conversation = conversation_detail(client=self.client, public_id=public_id)
-        if conversation is None:
-            raise exceptions.NotFound()
+        conversation = found_or_404(conversation_detail(client=self.client, public_id=public_id))
         return Response(ConversationDetailSerializer(conversation).data)
 
 
 class ConversationMessageCreateApi(StaffAPIView):
     required_roles = {"POST": SUPPORT}
 
-    @extend_schema(
-        operation_id="conversations_messages_create",
-        tags=[TAG],
-        summary="Reply to the customer as staff",
-        description="Posts a visible staff message. Replying takes ownership: if the assistant "
+    @CONVERSATIONS.operation(
+        "messages_create",
+        "Reply to the customer as staff",
+        "Posts a visible staff message. Replying takes ownership: if the assistant "
         "still owned the conversation it is escalated (reason `staff_takeover`) so no AI "
         "answers over the person; hand it back by resolving the escalation. The author is the "
         "signed-in staff user (none for API keys). Needs the agent role.",
-        parameters=[PUBLIC_ID_PARAMETER, CLIENT_PARAMETER],
         request=StaffReplySerializer,
         responses={
             201: MessageSerializer,
@@ -360,9 +357,7 @@ class ConversationMessageCreateApi(StaffAPIView):
         ],
     )
     def post(self, request: Request, public_id: str) -> Response:
-        conversation = conversation_get(client=self.client, public_id=public_id)
-        if conversation is None:
-            raise exceptions.NotFound()
+        conversation = found_or_404(conversation_get(client=self.client, public_id=public_id))
         body = StaffReplySerializer(data=request.data)
         body.is_valid(raise_exception=True)
         message = staff_reply(

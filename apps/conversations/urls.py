@@ -1,21 +1,14 @@
-from django.urls import path
-
+from apps.api.routes import resource_routes
 from apps.conversations.apis import (
     ConversationDetailApi,
     ConversationListApi,
     ConversationMessageCreateApi,
 )
 
-urlpatterns = [
-    path("conversations/", ConversationListApi.as_view(), name="api-conversation-list"),
-    path(
-        "conversations/<str:public_id>/",
-        ConversationDetailApi.as_view(),
-        name="api-conversation-detail",
-    ),
-    path(
-        "conversations/<str:public_id>/messages",
-        ConversationMessageCreateApi.as_view(),
-        name="api-conversation-messages",
-    ),
-]
+urlpatterns = resource_routes(
+    "conversations",
+    "api-conversation",
+    list_view=ConversationListApi,
+    detail_view=ConversationDetailApi,
+    actions={"messages": ConversationMessageCreateApi},
+)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import OpenApiExample, extend_schema
-from rest_framework import exceptions, serializers, status
+from drf_spectacular.utils import OpenApiExample
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -14,8 +14,10 @@ from apps.api.schema import (
     AUTH_ERRORS,
     CLIENT_PARAMETER,
     NamedChoiceField,
+    ResourceSchema,
     choice_parameter,
     error_responses,
+    found_or_404,
     invalid_example,
     page_schema,
     public_id_path_parameter,
@@ -78,14 +80,16 @@ ESCALATION_EXAMPLE: dict[str, Any] = {
 ESCALATION_ID_PARAMETER = public_id_path_parameter("escalation_id", "The escalation's public id.")
 
 
+ESCALATIONS = ResourceSchema("escalations", TAG, ESCALATION_ID_PARAMETER)
+
+
 class EscalationListApi(StaffAPIView):
     required_roles = {"GET": READ}
 
-    @extend_schema(
-        operation_id="escalations_list",
-        tags=[TAG],
-        summary="List escalations",
-        description="The client's escalations, newest first, one page at a time. An open "
+    @ESCALATIONS.operation(
+        "list",
+        "List escalations",
+        "The client's escalations, newest first, one page at a time. An open "
         "escalation means a person owns the conversation and the AI stays silent. Needs the "
         "viewer role.",
         parameters=[
@@ -107,14 +111,12 @@ class EscalationListApi(StaffAPIView):
 class EscalationResolveApi(StaffAPIView):
     required_roles = {"POST": SUPPORT}
 
-    @extend_schema(
-        operation_id="escalations_resolve",
-        tags=[TAG],
-        summary="Resolve an escalation (hand back to the AI)",
-        description="Marks the escalation resolved, reopens the conversation for the assistant "
+    @ESCALATIONS.operation(
+        "resolve",
+        "Resolve an escalation (hand back to the AI)",
+        "Marks the escalation resolved, reopens the conversation for the assistant "
         "and tells the customer. Resolving an already resolved escalation changes nothing and "
         "answers 200 with it as it is. No request body. Needs the agent role.",
-        parameters=[ESCALATION_ID_PARAMETER, CLIENT_PARAMETER],
         request=None,
         responses={200: EscalationSerializer, **error_responses(*AUTH_ERRORS, 404)},
         examples=[
@@ -130,9 +132,7 @@ class EscalationResolveApi(StaffAPIView):
         ],
     )
     def post(self, request: Request, escalation_id: str) -> Response:
-        escalation = escalation_get(client=self.client, escalation_id=escalation_id)
-        if escalation is None:
-            raise exceptions.NotFound()
+        escalation = found_or_404(escalation_get(client=self.client, escalation_id=escalation_id))
         escalation_hand_back(client=self.client, escalation=escalation, actor=acting_user(request))
         resolved = escalation_get(client=self.client, escalation_id=escalation.pk)
         return Response(EscalationSerializer(resolved).data)
@@ -219,12 +219,12 @@ NOTE_EXAMPLE: dict[str, Any] = {
 }
 
 
+INBOX = ResourceSchema("conversations", INBOX_TAG, CONVERSATION_ID_PARAMETER)
+
+
 class _ConversationApi(StaffAPIView):
     def conversation(self, public_id: str) -> Conversation:
-        conversation = conversation_get(client=self.client, public_id=public_id)
-        if conversation is None:
-            raise exceptions.NotFound()
-        return conversation
+        return found_or_404(conversation_get(client=self.client, public_id=public_id))
 
     def ownership(self, conversation: Conversation) -> Response:
         fresh = (
@@ -241,15 +241,13 @@ class _ConversationApi(StaffAPIView):
 class ConversationTakeoverApi(_ConversationApi):
     required_roles = {"POST": SUPPORT}
 
-    @extend_schema(
-        operation_id="conversations_takeover",
-        tags=[INBOX_TAG],
-        summary="Take over a conversation",
-        description="Staff step in: the assistant goes silent at once (a reply it was still "
+    @INBOX.operation(
+        "takeover",
+        "Take over a conversation",
+        "Staff step in: the assistant goes silent at once (a reply it was still "
         "writing is not posted), the customer sees that a person joined, and the caller (a "
         "staff session) owns the conversation. Taking over a conversation already with staff "
         "only claims it. No request body. Needs the agent role.",
-        parameters=[CONVERSATION_ID_PARAMETER, CLIENT_PARAMETER],
         request=None,
         responses={
             200: ConversationOwnershipSerializer,
@@ -268,14 +266,12 @@ class ConversationTakeoverApi(_ConversationApi):
 class ConversationAssignApi(_ConversationApi):
     required_roles = {"POST": SUPPORT}
 
-    @extend_schema(
-        operation_id="conversations_assign",
-        tags=[INBOX_TAG],
-        summary="Assign a conversation to a teammate",
-        description="Gives the conversation to a teammate (agent role or above) by e-mail — "
+    @INBOX.operation(
+        "assign",
+        "Assign a conversation to a teammate",
+        "Gives the conversation to a teammate (agent role or above) by e-mail — "
         "your own address claims it — or to nobody (`null`). Assigning does not take over: a "
         "conversation the assistant handles stays the assistant's. Needs the agent role.",
-        parameters=[CONVERSATION_ID_PARAMETER, CLIENT_PARAMETER],
         request=AssignSerializer,
         responses={
             200: ConversationOwnershipSerializer,
@@ -312,15 +308,13 @@ class ConversationAssignApi(_ConversationApi):
 class ConversationHandBackApi(_ConversationApi):
     required_roles = {"POST": SUPPORT}
 
-    @extend_schema(
-        operation_id="conversations_handback",
-        tags=[INBOX_TAG],
-        summary="Hand a conversation back to the assistant",
-        description="Resolves the open hand-off: the assistant owns the conversation again and "
+    @INBOX.operation(
+        "handback",
+        "Hand a conversation back to the assistant",
+        "Resolves the open hand-off: the assistant owns the conversation again and "
         "the customer is told. With `answer_waiting` (default true) the assistant answers the "
         "customer's message staff left unanswered; false hands back without answering. A "
         "conversation the assistant already owns is answered as it is. Needs the agent role.",
-        parameters=[CONVERSATION_ID_PARAMETER, CLIENT_PARAMETER],
         request=HandBackSerializer,
         responses={
             200: ConversationOwnershipSerializer,
@@ -361,13 +355,11 @@ class ConversationHandBackApi(_ConversationApi):
 class ConversationNotesApi(_ConversationApi):
     required_roles = {"GET": READ, "POST": SUPPORT}
 
-    @extend_schema(
-        operation_id="conversations_notes_list",
-        tags=[INBOX_TAG],
-        summary="List a conversation's staff notes",
-        description="The team's internal notes on the conversation, oldest first, one page at "
+    @INBOX.operation(
+        "notes_list",
+        "List a conversation's staff notes",
+        "The team's internal notes on the conversation, oldest first, one page at "
         "a time. Needs the viewer role.",
-        parameters=[CONVERSATION_ID_PARAMETER, CLIENT_PARAMETER],
         **page_schema(StaffNoteSerializer, NOTE_EXAMPLE),
     )
     def get(self, request: Request, public_id: str) -> Response:
@@ -375,14 +367,12 @@ class ConversationNotesApi(_ConversationApi):
         notes = staff_note_list(client=self.client, conversation=conversation)
         return self.paginated_response(notes, StaffNoteSerializer)
 
-    @extend_schema(
-        operation_id="conversations_notes_create",
-        tags=[INBOX_TAG],
-        summary="Add a staff note",
-        description="An internal note for the team: the customer never sees it, and no "
+    @INBOX.operation(
+        "notes_create",
+        "Add a staff note",
+        "An internal note for the team: the customer never sees it, and no "
         "prompt reads it. The author is the signed-in staff user (none for API keys). Needs "
         "the agent role.",
-        parameters=[CONVERSATION_ID_PARAMETER, CLIENT_PARAMETER],
         request=StaffNoteSerializer,
         responses={
             201: StaffNoteSerializer,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter
 from rest_framework import exceptions, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -15,6 +15,7 @@ from apps.api.permissions import MANAGE, READ, StaffAPIView, acting_user
 from apps.api.schema import (
     AUTH_ERRORS,
     CLIENT_PARAMETER,
+    ResourceSchema,
     error_responses,
     invalid_example,
     public_id_path_parameter,
@@ -78,14 +79,23 @@ def _template_or_404(view: StaffAPIView, template_id: str) -> ReplyTemplate:
     return template
 
 
+TEMPLATES = ResourceSchema(
+    "reply_templates",
+    TAG,
+    TEMPLATE_ID_PARAMETER,
+    serializer=ReplyTemplateSerializer,
+    example=TEMPLATE_EXAMPLE,
+    example_name="A template",
+)
+
+
 class ReplyTemplateListApi(StaffAPIView):
     required_roles = {"GET": READ, "POST": MANAGE}
 
-    @extend_schema(
-        operation_id="reply_templates_list",
-        tags=[TAG],
-        summary="List reply templates",
-        description="The client's reply templates by name. With `?conversation=<id>` each also "
+    @TEMPLATES.operation(
+        "list",
+        "List reply templates",
+        "The client's reply templates by name. With `?conversation=<id>` each also "
         "carries `text`, its body filled in for that conversation and for the caller "
         "(`{agent_name}`), and `missing`, the variables that had no value. Needs the viewer "
         "role.",
@@ -132,15 +142,14 @@ class ReplyTemplateListApi(StaffAPIView):
             rows.append(template)
         return self.paginated_response(rows, FilledTemplateSerializer)
 
-    @extend_schema(
-        operation_id="reply_templates_create",
-        tags=[TAG],
-        summary="Create a reply template",
-        description="A new template. The body may use {customer_name}, {order_id} and "
+    @TEMPLATES.operation(
+        "create",
+        "Create a reply template",
+        "A new template. The body may use {customer_name}, {order_id} and "
         "{agent_name}; any other {name}, or a lone brace, is refused (400 naming `body`); "
         "`{{` and `}}` are literal braces. The shortcut is unique within the client. Needs the "
         "admin role.",
-        parameters=[CLIENT_PARAMETER],
+        member=False,
         request=ReplyTemplateSerializer,
         responses={
             201: ReplyTemplateSerializer,
@@ -173,24 +182,14 @@ class ReplyTemplateListApi(StaffAPIView):
 class ReplyTemplateDetailApi(StaffAPIView):
     required_roles = {"GET": READ, "PATCH": MANAGE, "DELETE": MANAGE}
 
-    @extend_schema(
-        operation_id="reply_templates_retrieve",
-        tags=[TAG],
-        summary="Read a reply template",
-        description="One template. Needs the viewer role.",
-        parameters=[TEMPLATE_ID_PARAMETER, CLIENT_PARAMETER],
-        responses={200: ReplyTemplateSerializer, **error_responses(*AUTH_ERRORS, 404)},
-        examples=[OpenApiExample("A template", value=TEMPLATE_EXAMPLE, response_only=True)],
-    )
+    @TEMPLATES.retrieve("Read a reply template", "One template. Needs the viewer role.")
     def get(self, request: Request, template_id: str) -> Response:
         return Response(ReplyTemplateSerializer(_template_or_404(self, template_id)).data)
 
-    @extend_schema(
-        operation_id="reply_templates_partial_update",
-        tags=[TAG],
-        summary="Change a reply template",
-        description="Changes the given fields, validated as on create. Needs the admin role.",
-        parameters=[TEMPLATE_ID_PARAMETER, CLIENT_PARAMETER],
+    @TEMPLATES.operation(
+        "partial_update",
+        "Change a reply template",
+        "Changes the given fields, validated as on create. Needs the admin role.",
         request=ReplyTemplateSerializer(partial=True),
         responses={
             200: ReplyTemplateSerializer,
@@ -210,14 +209,10 @@ class ReplyTemplateDetailApi(StaffAPIView):
         )
         return Response(ReplyTemplateSerializer(template).data)
 
-    @extend_schema(
-        operation_id="reply_templates_destroy",
-        tags=[TAG],
-        summary="Delete a reply template",
-        description="Deletes the template. Replies already sent with it stay as they are. "
+    @TEMPLATES.destroy(
+        "Delete a reply template",
+        "Deletes the template. Replies already sent with it stay as they are. "
         "Needs the admin role.",
-        parameters=[TEMPLATE_ID_PARAMETER, CLIENT_PARAMETER],
-        responses={204: None, **error_responses(*AUTH_ERRORS, 404)},
     )
     def delete(self, request: Request, template_id: str) -> Response:
         reply_template_delete(client=self.client, template=_template_or_404(self, template_id))

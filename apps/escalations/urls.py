@@ -1,5 +1,4 @@
-from django.urls import path
-
+from apps.api.routes import resource_routes
 from apps.escalations.apis import (
     ConversationAssignApi,
     ConversationHandBackApi,
@@ -10,30 +9,21 @@ from apps.escalations.apis import (
 )
 
 urlpatterns = [
-    path("escalations/", EscalationListApi.as_view(), name="api-escalation-list"),
-    path(
-        "escalations/<str:escalation_id>/resolve",
-        EscalationResolveApi.as_view(),
-        name="api-escalation-resolve",
+    *resource_routes(
+        "escalations",
+        "api-escalation",
+        id_name="escalation_id",
+        list_view=EscalationListApi,
+        actions={"resolve": EscalationResolveApi},
     ),
-    path(
-        "conversations/<str:public_id>/takeover",
-        ConversationTakeoverApi.as_view(),
-        name="api-conversation-takeover",
-    ),
-    path(
-        "conversations/<str:public_id>/assign",
-        ConversationAssignApi.as_view(),
-        name="api-conversation-assign",
-    ),
-    path(
-        "conversations/<str:public_id>/handback",
-        ConversationHandBackApi.as_view(),
-        name="api-conversation-handback",
-    ),
-    path(
-        "conversations/<str:public_id>/notes",
-        ConversationNotesApi.as_view(),
-        name="api-conversation-notes",
+    *resource_routes(
+        "conversations",
+        "api-conversation",
+        actions={
+            "takeover": ConversationTakeoverApi,
+            "assign": ConversationAssignApi,
+            "handback": ConversationHandBackApi,
+            "notes": ConversationNotesApi,
+        },
     ),
 ]

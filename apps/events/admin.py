@@ -13,7 +13,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
-from apps.api.admin import ActionOnlyAdmin, TenantScopedAdmin, pretty_json_block
+from apps.api.admin import ActionOnlyAdmin, ClientSettingsAdmin, pretty_json_block
 from apps.api.permissions import MANAGE
 from apps.core.exceptions import ApplicationError
 from apps.events.models import EventDelivery, EventSubscription, EventType
@@ -64,15 +64,12 @@ class SubscriptionForm(forms.ModelForm):
 
 
 @admin.register(EventSubscription)
-class EventSubscriptionAdmin(TenantScopedAdmin):
+class EventSubscriptionAdmin(ClientSettingsAdmin):
     """The client's endpoints. Admins add and change them (they send conversations out)."""
 
-    view_need = MANAGE
-    change_need = MANAGE
     form = SubscriptionForm
     list_display = ["__str__", "client", "format", "include_customer_text", "active", "created_at"]
     list_filter = ["format", "active", ("client", admin.RelatedOnlyFieldListFilter)]
-    list_select_related = ["client"]
     search_fields = ["name", "url"]
 
     def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter
 from rest_framework import exceptions, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -17,6 +17,7 @@ from apps.api.schema import (
     AUTH_ERRORS,
     CLIENT_PARAMETER,
     NamedChoiceField,
+    ResourceSchema,
     enum_values,
     error_responses,
     invalid_example,
@@ -128,15 +129,20 @@ def _changes(data: dict[str, Any]) -> dict[str, Any]:
     return changes
 
 
+SUBSCRIPTIONS = ResourceSchema(
+    "events_subscriptions", TAG, SUBSCRIPTION_ID, serializer=SubscriptionSerializer
+)
+DELIVERIES = ResourceSchema("events_deliveries", TAG, DELIVERY_ID)
+
+
 class SubscriptionListApi(StaffAPIView):
     required_roles = {"GET": MANAGE, "POST": MANAGE}
 
-    @extend_schema(
-        operation_id="events_subscriptions_list",
-        tags=[TAG],
-        summary="List event subscriptions",
-        description="The client's endpoints and the events each receives. Needs the admin role.",
-        parameters=[CLIENT_PARAMETER],
+    @SUBSCRIPTIONS.operation(
+        "list",
+        "List event subscriptions",
+        "The client's endpoints and the events each receives. Needs the admin role.",
+        member=False,
         **page_schema(SubscriptionSerializer, SUBSCRIPTION_EXAMPLE),
     )
     def get(self, request: Request) -> Response:
@@ -144,14 +150,13 @@ class SubscriptionListApi(StaffAPIView):
             subscription_list(client=self.client), SubscriptionSerializer
         )
 
-    @extend_schema(
-        operation_id="events_subscriptions_create",
-        tags=[TAG],
-        summary="Subscribe an endpoint",
-        description="A new subscription and its signing secret, shown in this answer only. "
+    @SUBSCRIPTIONS.operation(
+        "create",
+        "Subscribe an endpoint",
+        "A new subscription and its signing secret, shown in this answer only. "
         "The URL must be https and reach a public address. A `chat` subscription takes "
         "`conversation.handed_off` and `approval.requested` only. Needs the admin role.",
-        parameters=[CLIENT_PARAMETER],
+        member=False,
         request=SubscriptionSerializer,
         responses={
             201: NewSubscriptionSerializer,
@@ -182,22 +187,14 @@ class SubscriptionListApi(StaffAPIView):
 class SubscriptionDetailApi(StaffAPIView):
     required_roles = {"GET": MANAGE, "PATCH": MANAGE, "DELETE": MANAGE}
 
-    @extend_schema(
-        operation_id="events_subscriptions_retrieve",
-        tags=[TAG],
-        summary="Read a subscription",
-        parameters=[SUBSCRIPTION_ID, CLIENT_PARAMETER],
-        responses={200: SubscriptionSerializer, **error_responses(*AUTH_ERRORS, 404)},
-    )
+    @SUBSCRIPTIONS.retrieve("Read a subscription")
     def get(self, request: Request, subscription_id: str) -> Response:
         return Response(SubscriptionSerializer(_subscription_or_404(self, subscription_id)).data)
 
-    @extend_schema(
-        operation_id="events_subscriptions_partial_update",
-        tags=[TAG],
-        summary="Change a subscription",
-        description="Changes the given fields, validated as on create. The secret stays.",
-        parameters=[SUBSCRIPTION_ID, CLIENT_PARAMETER],
+    @SUBSCRIPTIONS.operation(
+        "partial_update",
+        "Change a subscription",
+        "Changes the given fields, validated as on create. The secret stays.",
         request=SubscriptionSerializer(partial=True),
         responses={200: SubscriptionSerializer, **error_responses(400, *AUTH_ERRORS, 404)},
     )
@@ -210,13 +207,8 @@ class SubscriptionDetailApi(StaffAPIView):
         )
         return Response(SubscriptionSerializer(subscription).data)
 
-    @extend_schema(
-        operation_id="events_subscriptions_destroy",
-        tags=[TAG],
-        summary="Delete a subscription",
-        description="Deletes the subscription and its delivery log.",
-        parameters=[SUBSCRIPTION_ID, CLIENT_PARAMETER],
-        responses={204: None, **error_responses(*AUTH_ERRORS, 404)},
+    @SUBSCRIPTIONS.destroy(
+        "Delete a subscription", "Deletes the subscription and its delivery log."
     )
     def delete(self, request: Request, subscription_id: str) -> Response:
         subscription_delete(
@@ -228,11 +220,10 @@ class SubscriptionDetailApi(StaffAPIView):
 class DeliveryListApi(StaffAPIView):
     required_roles = {"GET": MANAGE}
 
-    @extend_schema(
-        operation_id="events_deliveries_list",
-        tags=[TAG],
-        summary="List deliveries",
-        description="Every event sent (or being sent) to the client's endpoints, newest "
+    @DELIVERIES.operation(
+        "list",
+        "List deliveries",
+        "Every event sent (or being sent) to the client's endpoints, newest "
         "first: status, attempts, the last answer and its latency, the next attempt. Needs "
         "the admin role.",
         parameters=[
@@ -260,13 +251,11 @@ class DeliveryListApi(StaffAPIView):
 class DeliveryResendApi(StaffAPIView):
     required_roles = {"POST": MANAGE}
 
-    @extend_schema(
-        operation_id="events_deliveries_resend",
-        tags=[TAG],
-        summary="Resend a delivery",
-        description="Sends the delivery again as it was: same payload, same `webhook-id` "
+    @DELIVERIES.operation(
+        "resend",
+        "Resend a delivery",
+        "Sends the delivery again as it was: same payload, same `webhook-id` "
         "(your endpoint deduplicates on it), a fresh retry schedule. No request body.",
-        parameters=[DELIVERY_ID, CLIENT_PARAMETER],
         request=None,
         responses={200: DeliverySerializer, **error_responses(*AUTH_ERRORS, 404)},
     )

@@ -1,7 +1,6 @@
 """/api/v1/events/ (included by config/api_urls.py)."""
 
-from django.urls import path
-
+from apps.api.routes import resource_routes
 from apps.events.apis import (
     DeliveryListApi,
     DeliveryResendApi,
@@ -10,16 +9,18 @@ from apps.events.apis import (
 )
 
 urlpatterns = [
-    path("subscriptions/", SubscriptionListApi.as_view(), name="api-event-subscription-list"),
-    path(
-        "subscriptions/<str:subscription_id>/",
-        SubscriptionDetailApi.as_view(),
-        name="api-event-subscription-detail",
+    *resource_routes(
+        "subscriptions",
+        "api-event-subscription",
+        id_name="subscription_id",
+        list_view=SubscriptionListApi,
+        detail_view=SubscriptionDetailApi,
     ),
-    path("deliveries/", DeliveryListApi.as_view(), name="api-event-delivery-list"),
-    path(
-        "deliveries/<str:delivery_id>/resend",
-        DeliveryResendApi.as_view(),
-        name="api-event-delivery-resend",
+    *resource_routes(
+        "deliveries",
+        "api-event-delivery",
+        id_name="delivery_id",
+        list_view=DeliveryListApi,
+        actions={"resend": DeliveryResendApi},
     ),
 ]

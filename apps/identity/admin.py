@@ -10,7 +10,7 @@ from django.contrib import admin
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
-from apps.api.admin import ReadOnlyAuditAdmin, TenantScopedAdmin
+from apps.api.admin import ClientSettingsAdmin, ReadOnlyAuditAdmin
 from apps.api.permissions import MANAGE
 from apps.conversations.admin import conversation_link
 from apps.identity.models import EmailCodeChallenge, EmailCodeSetting
@@ -39,12 +39,9 @@ class EmailCodeSettingForm(forms.ModelForm):
 
 
 @admin.register(EmailCodeSetting)
-class EmailCodeSettingAdmin(TenantScopedAdmin):
-    view_need = MANAGE
-    change_need = MANAGE
+class EmailCodeSettingAdmin(ClientSettingsAdmin):
     form = EmailCodeSettingForm
     list_display = ["client", "tool_name", "email_field", "id_field", "enabled"]
-    list_select_related = ["client"]
     fieldsets = [
         (
             None,

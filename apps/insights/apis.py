@@ -17,6 +17,7 @@ from apps.api.schema import (
     AUTH_ERRORS,
     CLIENT_PARAMETER,
     NamedChoiceField,
+    ResourceSchema,
     error_responses,
     invalid_example,
     page_schema,
@@ -113,14 +114,21 @@ def _flag_data(flag: MessageFlag, proposal: InsightProposal | None) -> dict[str,
     return dict(FlagCreatedSerializer(flag).data)
 
 
+FLAG_ID = public_id_path_parameter("flag_id", "The flag's id.")
+
+
+FLAGS = ResourceSchema(
+    "flags", TAG, FLAG_ID, serializer=FlagSerializer, example=FLAG_EXAMPLE, example_name="A flag"
+)
+
+
 class FlagListApi(StaffAPIView):
     required_roles = {"GET": READ, "POST": SUPPORT}
 
-    @extend_schema(
-        operation_id="flags_list",
-        tags=[TAG],
-        summary="List flagged answers",
-        description="The client's flags on assistant replies, newest first (of one "
+    @FLAGS.operation(
+        "list",
+        "List flagged answers",
+        "The client's flags on assistant replies, newest first (of one "
         "conversation with `?conversation=`). Needs the viewer role.",
         parameters=[
             OpenApiParameter(
@@ -142,15 +150,14 @@ class FlagListApi(StaffAPIView):
         queryset = flag_list(client=self.client, conversation=conversation)
         return self.paginated_response(queryset, FlagSerializer)
 
-    @extend_schema(
-        operation_id="flags_create",
-        tags=[TAG],
-        summary="Flag an assistant reply",
-        description="Marks one of the assistant's visible replies as wrong, unhelpful or "
+    @FLAGS.operation(
+        "create",
+        "Flag an assistant reply",
+        "Marks one of the assistant's visible replies as wrong, unhelpful or "
         "unsafe, with an optional correction. With `teach_as` (note, faq or article) the "
         "correction also becomes a proposal waiting for review (`proposal` in the answer): "
         "nothing reaches the assistant's prompts until staff approve it. Needs the agent role.",
-        parameters=[CLIENT_PARAMETER],
+        member=False,
         request=FlagCreateSerializer,
         responses={
             201: FlagCreatedSerializer,
@@ -196,15 +203,7 @@ class FlagListApi(StaffAPIView):
 class FlagDetailApi(StaffAPIView):
     required_roles = {"GET": READ}
 
-    @extend_schema(
-        operation_id="flags_retrieve",
-        tags=[TAG],
-        summary="Read a flag",
-        description="One flag. Needs the viewer role.",
-        parameters=[public_id_path_parameter("flag_id", "The flag's id."), CLIENT_PARAMETER],
-        responses={200: FlagSerializer, **error_responses(*AUTH_ERRORS, 404)},
-        examples=[OpenApiExample("A flag", value=FLAG_EXAMPLE, response_only=True)],
-    )
+    @FLAGS.retrieve("Read a flag", "One flag. Needs the viewer role.")
     def get(self, request: Request, flag_id: str) -> Response:
         flag = flag_get(client=self.client, flag_id=flag_id)
         if flag is None:

@@ -2,10 +2,12 @@
 
 from django.urls import path
 
+from apps.api.routes import resource_routes
 from apps.insights.apis import FlagDetailApi, FlagListApi, StaffReplyTeachApi
 
 urlpatterns = [
-    path("flags/", FlagListApi.as_view(), name="api-flag-list"),
-    path("flags/<str:flag_id>/", FlagDetailApi.as_view(), name="api-flag-detail"),
+    *resource_routes(
+        "flags", "api-flag", id_name="flag_id", list_view=FlagListApi, detail_view=FlagDetailApi
+    ),
     path("teach/staff-replies", StaffReplyTeachApi.as_view(), name="api-teach-staff-reply"),
 ]

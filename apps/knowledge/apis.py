@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
-from rest_framework import exceptions, status
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter
+from rest_framework import status
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -18,8 +18,10 @@ from apps.api.permissions import MANAGE, READ, SUPPORT, StaffAPIView, acting_use
 from apps.api.schema import (
     AUTH_ERRORS,
     CLIENT_PARAMETER,
+    ResourceSchema,
     choice_parameter,
     error_responses,
+    found_or_404,
     invalid_example,
     page_schema,
     parse_uuid,
@@ -120,20 +122,40 @@ ARTICLE_FILTERS = [
 ]
 
 
+ARTICLES = ResourceSchema(
+    "knowledge_articles",
+    ARTICLES_TAG,
+    ARTICLE_ID,
+    serializer=ArticleSerializer,
+    example=ARTICLE_EXAMPLE,
+    example_name="An article",
+)
+FAQS = ResourceSchema(
+    "knowledge_faqs",
+    FAQS_TAG,
+    FAQ_ID,
+    serializer=FaqSerializer,
+    example=FAQ_EXAMPLE,
+    example_name="An FAQ",
+)
+SOURCES = ResourceSchema(
+    "knowledge_sources",
+    SOURCES_TAG,
+    SOURCE_ID,
+    serializer=SourceSerializer,
+    example=SOURCE_EXAMPLE,
+    example_name="A source",
+)
+
+
 def _article_or_404(client: Any, public_id: str, kind: str | None = None) -> Article:
     parsed = parse_uuid(public_id)
-    article = article_get(client=client, public_id=parsed, kind=kind) if parsed else None
-    if article is None:
-        raise exceptions.NotFound()
-    return article
+    return found_or_404(article_get(client=client, public_id=parsed, kind=kind) if parsed else None)
 
 
 def _source_or_404(client: Any, public_id: str) -> KnowledgeSource:
     parsed = parse_uuid(public_id)
-    source = source_get(client=client, public_id=parsed) if parsed else None
-    if source is None:
-        raise exceptions.NotFound()
-    return source
+    return found_or_404(source_get(client=client, public_id=parsed) if parsed else None)
 
 
 def _article_body(request: Request, client: Any, *, partial: bool) -> dict[str, Any]:
@@ -175,11 +197,10 @@ def _source_json(client: Any, source: KnowledgeSource) -> dict[str, Any]:
 class ArticleListCreateApi(StaffAPIView):
     required_roles = {"GET": READ, "POST": SUPPORT}
 
-    @extend_schema(
-        operation_id="knowledge_articles_list",
-        tags=[ARTICLES_TAG],
-        summary="List articles",
-        description="The client's knowledge articles and FAQs by title, one page at a time "
+    @ARTICLES.operation(
+        "list",
+        "List articles",
+        "The client's knowledge articles and FAQs by title, one page at a time "
         "(`kind=article` for articles only; the FAQ endpoints show FAQs as question and "
         "answer). Only published, enabled articles of enabled sources reach the assistant. "
         "Needs the viewer role.",
@@ -202,13 +223,12 @@ class ArticleListCreateApi(StaffAPIView):
         queryset = articles_list(client=self.client, **filters)
         return self.paginated_response(queryset, ArticleSerializer)
 
-    @extend_schema(
-        operation_id="knowledge_articles_create",
-        tags=[ARTICLES_TAG],
-        summary="Write an article",
-        description="Adds an article (Markdown text), published and enabled unless said "
+    @ARTICLES.operation(
+        "create",
+        "Write an article",
+        "Adds an article (Markdown text), published and enabled unless said "
         "otherwise, and indexes it for retrieval. Needs the agent role.",
-        parameters=[CLIENT_PARAMETER],
+        member=False,
         request=ArticleWriteSerializer,
         responses={
             201: ArticleSerializer,
@@ -240,26 +260,22 @@ class ArticleListCreateApi(StaffAPIView):
 class ArticleDetailApi(StaffAPIView):
     required_roles = {"GET": READ, "PUT": SUPPORT, "PATCH": SUPPORT, "DELETE": SUPPORT}
 
-    @extend_schema(
-        operation_id="knowledge_articles_retrieve",
-        tags=[ARTICLES_TAG],
-        summary="Read an article",
-        description="One article (or FAQ). Needs the viewer role.",
-        parameters=[ARTICLE_ID, CLIENT_PARAMETER],
-        responses={200: ArticleSerializer, **error_responses(*AUTH_ERRORS, 404)},
-        examples=[OpenApiExample("An article", value=ARTICLE_EXAMPLE, response_only=True)],
-    )
+    @ARTICLES.retrieve("Read an article", "One article (or FAQ). Needs the viewer role.")
     def get(self, request: Request, public_id: str) -> Response:
         return Response(ArticleSerializer(_article_or_404(self.client, public_id)).data)
 
-    @extend_schema(
-        operation_id="knowledge_articles_update",
-        tags=[ARTICLES_TAG],
-        summary="Replace an article",
-        description="Sets the article's title and text (both required) and the other given "
+    def _write(self, request: Request, public_id: str, *, partial: bool) -> Response:
+        article = _article_or_404(self.client, public_id)
+        data = _article_body(request, self.client, partial=partial)
+        article = article_update(article=article, data=data, user=acting_user(request))
+        return Response(_article_json(self.client, article))
+
+    @ARTICLES.operation(
+        "update",
+        "Replace an article",
+        "Sets the article's title and text (both required) and the other given "
         "fields; it is indexed again when its title or text changed. Publishing a draft "
         "(`status: published`) records who approved it. Needs the agent role.",
-        parameters=[ARTICLE_ID, CLIENT_PARAMETER],
         request=ArticleWriteSerializer,
         responses={
             200: ArticleSerializer,
@@ -270,19 +286,14 @@ class ArticleDetailApi(StaffAPIView):
         examples=[OpenApiExample("Updated", value=ARTICLE_EXAMPLE, response_only=True)],
     )
     def put(self, request: Request, public_id: str) -> Response:
-        article = _article_or_404(self.client, public_id)
-        data = _article_body(request, self.client, partial=False)
-        article = article_update(article=article, data=data, user=acting_user(request))
-        return Response(_article_json(self.client, article))
+        return self._write(request, public_id, partial=False)
 
-    @extend_schema(
-        operation_id="knowledge_articles_partial_update",
-        tags=[ARTICLES_TAG],
-        summary="Change an article",
-        description='Changes the given fields only, e.g. `{"enabled": false}` to keep it '
+    @ARTICLES.operation(
+        "partial_update",
+        "Change an article",
+        'Changes the given fields only, e.g. `{"enabled": false}` to keep it '
         'from the assistant or `{"status": "published"}` to approve a draft (who approved '
         "is recorded). Needs the agent role.",
-        parameters=[ARTICLE_ID, CLIENT_PARAMETER],
         request=ArticleWriteSerializer(partial=True),
         responses={
             200: ArticleSerializer,
@@ -299,20 +310,13 @@ class ArticleDetailApi(StaffAPIView):
         ],
     )
     def patch(self, request: Request, public_id: str) -> Response:
-        article = _article_or_404(self.client, public_id)
-        data = _article_body(request, self.client, partial=True)
-        article = article_update(article=article, data=data, user=acting_user(request))
-        return Response(_article_json(self.client, article))
+        return self._write(request, public_id, partial=True)
 
-    @extend_schema(
-        operation_id="knowledge_articles_destroy",
-        tags=[ARTICLES_TAG],
-        summary="Delete an article",
-        description="Deletes the article and its indexed chunks (switch it off instead to keep "
+    @ARTICLES.destroy(
+        "Delete an article",
+        "Deletes the article and its indexed chunks (switch it off instead to keep "
         "it). An article of a source comes back at the source's next sync unless the page is "
         "gone. Needs the agent role.",
-        parameters=[ARTICLE_ID, CLIENT_PARAMETER],
-        responses={204: None, **error_responses(*AUTH_ERRORS, 404)},
     )
     def delete(self, request: Request, public_id: str) -> Response:
         article_delete(article=_article_or_404(self.client, public_id))
@@ -325,11 +329,10 @@ class ArticleDetailApi(StaffAPIView):
 class FaqListCreateApi(StaffAPIView):
     required_roles = {"GET": READ, "POST": SUPPORT}
 
-    @extend_schema(
-        operation_id="knowledge_faqs_list",
-        tags=[FAQS_TAG],
-        summary="List FAQs",
-        description="The client's FAQs (question and answer) by question, one page at a time. "
+    @FAQS.operation(
+        "list",
+        "List FAQs",
+        "The client's FAQs (question and answer) by question, one page at a time. "
         "Needs the viewer role.",
         parameters=[*COMMON_FILTERS, CLIENT_PARAMETER],
         **page_schema(FaqSerializer, FAQ_EXAMPLE, filtered=True),
@@ -339,13 +342,12 @@ class FaqListCreateApi(StaffAPIView):
         queryset = articles_list(client=self.client, kind=ArticleKind.FAQ, **filters)
         return self.paginated_response(queryset, FaqSerializer)
 
-    @extend_schema(
-        operation_id="knowledge_faqs_create",
-        tags=[FAQS_TAG],
-        summary="Add an FAQ",
-        description="Adds a question and its answer (published and enabled unless said "
+    @FAQS.operation(
+        "create",
+        "Add an FAQ",
+        "Adds a question and its answer (published and enabled unless said "
         "otherwise). Needs the agent role.",
-        parameters=[CLIENT_PARAMETER],
+        member=False,
         request=FaqWriteSerializer,
         responses={
             201: FaqSerializer,
@@ -374,41 +376,32 @@ class FaqListCreateApi(StaffAPIView):
 class FaqDetailApi(StaffAPIView):
     required_roles = {"GET": READ, "PUT": SUPPORT, "PATCH": SUPPORT, "DELETE": SUPPORT}
 
-    @extend_schema(
-        operation_id="knowledge_faqs_retrieve",
-        tags=[FAQS_TAG],
-        summary="Read an FAQ",
-        description="One FAQ. Needs the viewer role.",
-        parameters=[FAQ_ID, CLIENT_PARAMETER],
-        responses={200: FaqSerializer, **error_responses(*AUTH_ERRORS, 404)},
-        examples=[OpenApiExample("An FAQ", value=FAQ_EXAMPLE, response_only=True)],
-    )
+    @FAQS.retrieve("Read an FAQ", "One FAQ. Needs the viewer role.")
     def get(self, request: Request, public_id: str) -> Response:
         return Response(FaqSerializer(_article_or_404(self.client, public_id, "faq")).data)
 
-    @extend_schema(
-        operation_id="knowledge_faqs_update",
-        tags=[FAQS_TAG],
-        summary="Replace an FAQ",
-        description="Sets the question and answer (both required) and the other given fields. "
+    def _write(self, request: Request, public_id: str, *, partial: bool) -> Response:
+        article = _article_or_404(self.client, public_id, ArticleKind.FAQ)
+        data = _faq_body(request, partial=partial)
+        article = article_update(article=article, data=data, user=acting_user(request))
+        return Response(_faq_json(self.client, article))
+
+    @FAQS.operation(
+        "update",
+        "Replace an FAQ",
+        "Sets the question and answer (both required) and the other given fields. "
         "Needs the agent role.",
-        parameters=[FAQ_ID, CLIENT_PARAMETER],
         request=FaqWriteSerializer,
         responses={200: FaqSerializer, **error_responses(400, *AUTH_ERRORS, 404)},
         examples=[OpenApiExample("Updated", value=FAQ_EXAMPLE, response_only=True)],
     )
     def put(self, request: Request, public_id: str) -> Response:
-        article = _article_or_404(self.client, public_id, ArticleKind.FAQ)
-        data = _faq_body(request, partial=False)
-        article = article_update(article=article, data=data, user=acting_user(request))
-        return Response(_faq_json(self.client, article))
+        return self._write(request, public_id, partial=False)
 
-    @extend_schema(
-        operation_id="knowledge_faqs_partial_update",
-        tags=[FAQS_TAG],
-        summary="Change an FAQ",
-        description="Changes the given fields only. Needs the agent role.",
-        parameters=[FAQ_ID, CLIENT_PARAMETER],
+    @FAQS.operation(
+        "partial_update",
+        "Change an FAQ",
+        "Changes the given fields only. Needs the agent role.",
         request=FaqWriteSerializer(partial=True),
         responses={200: FaqSerializer, **error_responses(400, *AUTH_ERRORS, 404)},
         examples=[
@@ -417,19 +410,9 @@ class FaqDetailApi(StaffAPIView):
         ],
     )
     def patch(self, request: Request, public_id: str) -> Response:
-        article = _article_or_404(self.client, public_id, ArticleKind.FAQ)
-        data = _faq_body(request, partial=True)
-        article = article_update(article=article, data=data, user=acting_user(request))
-        return Response(_faq_json(self.client, article))
+        return self._write(request, public_id, partial=True)
 
-    @extend_schema(
-        operation_id="knowledge_faqs_destroy",
-        tags=[FAQS_TAG],
-        summary="Delete an FAQ",
-        description="Deletes the FAQ. Needs the agent role.",
-        parameters=[FAQ_ID, CLIENT_PARAMETER],
-        responses={204: None, **error_responses(*AUTH_ERRORS, 404)},
-    )
+    @FAQS.destroy("Delete an FAQ", "Deletes the FAQ. Needs the agent role.")
     def delete(self, request: Request, public_id: str) -> Response:
         article_delete(article=_article_or_404(self.client, public_id, ArticleKind.FAQ))
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -447,27 +430,25 @@ class SourceListCreateApi(StaffAPIView):
     required_roles = {"GET": READ, "POST": MANAGE}
     parser_classes = [JSONParser, MultiPartParser]
 
-    @extend_schema(
-        operation_id="knowledge_sources_list",
-        tags=[SOURCES_TAG],
-        summary="List sources",
-        description="Where the client's articles come from — typed in by staff, a web page, a "
+    @SOURCES.operation(
+        "list",
+        "List sources",
+        "Where the client's articles come from — typed in by staff, a web page, a "
         "sitemap or an uploaded file — each with its sync status, last sync and error. Needs "
         "the viewer role.",
-        parameters=[CLIENT_PARAMETER],
+        member=False,
         **page_schema(SourceSerializer, SOURCE_EXAMPLE),
     )
     def get(self, request: Request) -> Response:
         return self.paginated_response(sources_list(client=self.client), SourceSerializer)
 
-    @extend_schema(
-        operation_id="knowledge_sources_create",
-        tags=[SOURCES_TAG],
-        summary="Add a source",
-        description="Adds a source (status `new` until it is synced)."
+    @SOURCES.operation(
+        "create",
+        "Add a source",
+        "Adds a source (status `new` until it is synced)."
         + SOURCE_WRITE_DESCRIPTION
         + " Needs the admin role.",
-        parameters=[CLIENT_PARAMETER],
+        member=False,
         request={
             "application/json": SourceWriteSerializer,
             "multipart/form-data": SourceWriteSerializer,
@@ -506,15 +487,7 @@ class SourceDetailApi(StaffAPIView):
     required_roles = {"GET": READ, "PUT": MANAGE, "PATCH": MANAGE, "DELETE": MANAGE}
     parser_classes = [JSONParser, MultiPartParser]
 
-    @extend_schema(
-        operation_id="knowledge_sources_retrieve",
-        tags=[SOURCES_TAG],
-        summary="Read a source",
-        description="One source with its sync status. Needs the viewer role.",
-        parameters=[SOURCE_ID, CLIENT_PARAMETER],
-        responses={200: SourceSerializer, **error_responses(*AUTH_ERRORS, 404)},
-        examples=[OpenApiExample("A source", value=SOURCE_EXAMPLE, response_only=True)],
-    )
+    @SOURCES.retrieve("Read a source", "One source with its sync status. Needs the viewer role.")
     def get(self, request: Request, public_id: str) -> Response:
         return Response(SourceSerializer(_source_or_404(self.client, public_id)).data)
 
@@ -524,14 +497,12 @@ class SourceDetailApi(StaffAPIView):
         source = source_update(source=source, data=body)
         return Response(_source_json(self.client, source))
 
-    @extend_schema(
-        operation_id="knowledge_sources_update",
-        tags=[SOURCES_TAG],
-        summary="Replace a source",
-        description="Sets the source's name and kind (required) and the other given fields."
+    @SOURCES.operation(
+        "update",
+        "Replace a source",
+        "Sets the source's name and kind (required) and the other given fields."
         + SOURCE_WRITE_DESCRIPTION
         + " Needs the admin role.",
-        parameters=[SOURCE_ID, CLIENT_PARAMETER],
         request={
             "application/json": SourceWriteSerializer,
             "multipart/form-data": SourceWriteSerializer,
@@ -542,13 +513,11 @@ class SourceDetailApi(StaffAPIView):
     def put(self, request: Request, public_id: str) -> Response:
         return self._write(request, public_id, partial=False)
 
-    @extend_schema(
-        operation_id="knowledge_sources_partial_update",
-        tags=[SOURCES_TAG],
-        summary="Change a source",
-        description='Changes the given fields only, e.g. `{"enabled": false}` to keep all of '
+    @SOURCES.operation(
+        "partial_update",
+        "Change a source",
+        'Changes the given fields only, e.g. `{"enabled": false}` to keep all of '
         "its articles from the assistant. Needs the admin role.",
-        parameters=[SOURCE_ID, CLIENT_PARAMETER],
         request={
             "application/json": SourceWriteSerializer(partial=True),
             "multipart/form-data": SourceWriteSerializer(partial=True),
@@ -562,13 +531,9 @@ class SourceDetailApi(StaffAPIView):
     def patch(self, request: Request, public_id: str) -> Response:
         return self._write(request, public_id, partial=True)
 
-    @extend_schema(
-        operation_id="knowledge_sources_destroy",
-        tags=[SOURCES_TAG],
-        summary="Delete a source",
-        description="Deletes the source and every article it brought in. Needs the admin role.",
-        parameters=[SOURCE_ID, CLIENT_PARAMETER],
-        responses={204: None, **error_responses(*AUTH_ERRORS, 404)},
+    @SOURCES.destroy(
+        "Delete a source",
+        "Deletes the source and every article it brought in. Needs the admin role.",
     )
     def delete(self, request: Request, public_id: str) -> Response:
         source_delete(source=_source_or_404(self.client, public_id))
@@ -577,7 +542,6 @@ class SourceDetailApi(StaffAPIView):
 
 # --- importing: start a source's sync -------------------------------------------------------
 
-SOURCE_ID_PARAMETER = public_id_path_parameter("public_id", "The source's public id.")
 SYNC_EXAMPLE: dict[str, Any] = {
     "id": "0b8f3c1e-6a2d-4d7e-9f10-2c5b7a9e1d34",
     "name": "Help centre",
@@ -592,17 +556,15 @@ SYNC_EXAMPLE: dict[str, Any] = {
 class SourceSyncApi(StaffAPIView):
     required_roles = {"POST": MANAGE}
 
-    @extend_schema(
-        operation_id="knowledge_sources_sync",
-        tags=[SOURCES_TAG],
-        summary="Sync a source now",
-        description="Queues an import of the source (a web page, a sitemap or an uploaded "
+    @SOURCES.operation(
+        "sync",
+        "Sync a source now",
+        "Queues an import of the source (a web page, a sitemap or an uploaded "
         "file) and answers 202 with its status and progress; GET the source (or POST again: "
         "a source already queued or syncing is not queued twice) to follow `progress`. "
         "Pages whose text did not change are left alone; pages gone from a sitemap are "
         "switched off. 400 for a source typed in by staff or an address that may not be "
         'fetched (docs/knowledge.md, "Importing"). Needs the admin role.',
-        parameters=[SOURCE_ID_PARAMETER, CLIENT_PARAMETER],
         request=None,
         responses={
             202: SourceSyncSerializer,

@@ -2,6 +2,7 @@
 
 from django.urls import path
 
+from apps.api.routes import resource_routes
 from apps.knowledge.apis import (
     ArticleDetailApi,
     ArticleListCreateApi,
@@ -13,11 +14,12 @@ from apps.knowledge.apis import (
 )
 
 urlpatterns = [
-    path("articles/", ArticleListCreateApi.as_view(), name="api-kb-article-list"),
-    path("articles/<str:public_id>/", ArticleDetailApi.as_view(), name="api-kb-article-detail"),
-    path("faqs/", FaqListCreateApi.as_view(), name="api-kb-faq-list"),
-    path("faqs/<str:public_id>/", FaqDetailApi.as_view(), name="api-kb-faq-detail"),
-    path("sources/", SourceListCreateApi.as_view(), name="api-kb-source-list"),
-    path("sources/<str:public_id>/", SourceDetailApi.as_view(), name="api-kb-source-detail"),
+    *resource_routes(
+        "articles", "api-kb-article", list_view=ArticleListCreateApi, detail_view=ArticleDetailApi
+    ),
+    *resource_routes("faqs", "api-kb-faq", list_view=FaqListCreateApi, detail_view=FaqDetailApi),
+    *resource_routes(
+        "sources", "api-kb-source", list_view=SourceListCreateApi, detail_view=SourceDetailApi
+    ),
     path("sources/<str:public_id>/sync", SourceSyncApi.as_view(), name="api-knowledge-source-sync"),
 ]

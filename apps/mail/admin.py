@@ -17,8 +17,7 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext, pgettext
 from django.utils.translation import gettext_lazy as _
 
-from apps.api.admin import ReadOnlyAuditAdmin, TenantScopedAdmin
-from apps.api.permissions import MANAGE
+from apps.api.admin import ClientSettingsAdmin, ReadOnlyAuditAdmin
 from apps.conversations.admin import conversation_link
 from apps.core.exceptions import ApplicationError
 from apps.mail.channels import (
@@ -76,11 +75,9 @@ class MailChannelForm(forms.ModelForm):
 
 
 @admin.register(MailChannel)
-class MailChannelAdmin(TenantScopedAdmin):
+class MailChannelAdmin(ClientSettingsAdmin):
     """The client's support addresses (docs/email.md)."""
 
-    view_need = MANAGE
-    change_need = MANAGE
     form = MailChannelForm
     list_display = [
         "address",
@@ -92,7 +89,6 @@ class MailChannelAdmin(TenantScopedAdmin):
         "last_error",
     ]
     list_filter = ["enabled", "inbound_via", ("client", admin.RelatedOnlyFieldListFilter)]
-    list_select_related = ["client"]
     search_fields = ["address", "display_name"]
     readonly_fields = ["inbound_url", "secret_state", "last_polled_at", "last_error"]
 

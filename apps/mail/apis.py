@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import exceptions, serializers, status
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -16,9 +16,11 @@ from apps.api.permissions import MANAGE, READ, StaffAPIView
 from apps.api.schema import (
     AUTH_ERRORS,
     CLIENT_PARAMETER,
-    ErrorSerializer,
     NamedChoiceField,
+    ResourceSchema,
+    conflict_response,
     error_responses,
+    found_or_404,
     invalid_example,
     parse_uuid,
 )
@@ -200,62 +202,55 @@ WRITE_ERRORS = error_responses(
 )
 
 
-CHANNEL_IN_USE = {
-    409: OpenApiResponse(
-        ErrorSerializer,
-        "The channel has e-mails, which belong to conversations and are kept: disable it instead.",
-        examples=[
-            OpenApiExample(
-                "In use",
-                value={
-                    "error": {
-                        "code": "in_use",
-                        "message": "This channel's e-mails belong to conversations and are "
-                        "kept: disable the channel instead.",
-                    }
-                },
-                status_codes=["409"],
-            )
-        ],
-    )
-}
+CHANNEL_IN_USE = conflict_response(
+    "The channel has e-mails, which belong to conversations and are kept: disable it instead.",
+    (
+        "In use",
+        "in_use",
+        "This channel's e-mails belong to conversations and are kept: disable the channel instead.",
+    ),
+)
 
 
 def _channel_or_404(view: StaffAPIView, channel_id: str) -> MailChannel:
     parsed = parse_uuid(channel_id)
-    channel = (
-        mail_channel_list(client=view.client).filter(public_id=parsed).first() if parsed else None
-    )
-    if channel is None:
-        raise exceptions.NotFound()
-    return channel
+    channels = mail_channel_list(client=view.client)
+    return found_or_404(channels.filter(public_id=parsed).first() if parsed else None)
+
+
+CHANNELS = ResourceSchema(
+    "mail_channels",
+    TAG,
+    CHANNEL_ID,
+    serializer=MailChannelSerializer,
+    example=CHANNEL_EXAMPLE,
+    example_name="A channel",
+)
 
 
 class MailChannelListApi(StaffAPIView):
     required_roles = {"GET": MANAGE, "POST": MANAGE}
 
-    @extend_schema(
-        operation_id="mail_channels_list",
-        tags=[TAG],
-        summary="List e-mail channels",
-        description="The client's support addresses and how their mail comes in. Secrets are "
+    @CHANNELS.operation(
+        "list",
+        "List e-mail channels",
+        "The client's support addresses and how their mail comes in. Secrets are "
         "never returned: `has_webhook_secret` and `has_imap_password` say whether one is saved. "
         "Needs the admin role.",
-        parameters=[CLIENT_PARAMETER],
+        member=False,
         responses={200: MailChannelSerializer(many=True), **error_responses(*AUTH_ERRORS, 404)},
         examples=[OpenApiExample("A page", value=CHANNEL_EXAMPLE, response_only=True)],
     )
     def get(self, request: Request) -> Response:
         return self.paginated_response(mail_channel_list(client=self.client), MailChannelSerializer)
 
-    @extend_schema(
-        operation_id="mail_channels_create",
-        tags=[TAG],
-        summary="Add an e-mail channel",
-        description="A provider's inbound webhook needs `webhook_secret` (its signing key, or "
+    @CHANNELS.operation(
+        "create",
+        "Add an e-mail channel",
+        "A provider's inbound webhook needs `webhook_secret` (its signing key, or "
         "the `user:password` it posts with); IMAP needs host, user and password. The answer "
         "carries `inbound_url`, the address to give the provider. Needs the admin role.",
-        parameters=[CLIENT_PARAMETER],
+        member=False,
         request=MailChannelWriteSerializer,
         responses={201: MailChannelSerializer, **WRITE_ERRORS},
         examples=[
@@ -280,25 +275,15 @@ class MailChannelListApi(StaffAPIView):
 class MailChannelDetailApi(StaffAPIView):
     required_roles = {"GET": MANAGE, "PATCH": MANAGE, "DELETE": MANAGE}
 
-    @extend_schema(
-        operation_id="mail_channels_retrieve",
-        tags=[TAG],
-        summary="Read an e-mail channel",
-        description="Needs the admin role.",
-        parameters=[CHANNEL_ID, CLIENT_PARAMETER],
-        responses={200: MailChannelSerializer, **error_responses(*AUTH_ERRORS, 404)},
-        examples=[OpenApiExample("A channel", value=CHANNEL_EXAMPLE, response_only=True)],
-    )
+    @CHANNELS.retrieve("Read an e-mail channel", "Needs the admin role.")
     def get(self, request: Request, channel_id: str) -> Response:
         return Response(MailChannelSerializer(_channel_or_404(self, channel_id)).data)
 
-    @extend_schema(
-        operation_id="mail_channels_partial_update",
-        tags=[TAG],
-        summary="Change an e-mail channel",
-        description="Changes the given settings, checked as on create. An empty or absent "
+    @CHANNELS.operation(
+        "partial_update",
+        "Change an e-mail channel",
+        "Changes the given settings, checked as on create. An empty or absent "
         "secret keeps the saved one. Needs the admin role.",
-        parameters=[CHANNEL_ID, CLIENT_PARAMETER],
         request=MailChannelWriteSerializer(partial=True),
         responses={200: MailChannelSerializer, **WRITE_ERRORS},
         examples=[OpenApiExample("Disable", value={"enabled": False}, request_only=True)],
@@ -309,13 +294,11 @@ class MailChannelDetailApi(StaffAPIView):
         updated = mail_channel_update(client=self.client, channel=channel, **body)
         return Response(MailChannelSerializer(updated).data)
 
-    @extend_schema(
-        operation_id="mail_channels_destroy",
-        tags=[TAG],
-        summary="Delete an e-mail channel",
-        description="Deletes a channel that has no e-mails. One with e-mails answers 409 (they "
+    @CHANNELS.operation(
+        "destroy",
+        "Delete an e-mail channel",
+        "Deletes a channel that has no e-mails. One with e-mails answers 409 (they "
         "belong to conversations): disable it instead. Needs the admin role.",
-        parameters=[CHANNEL_ID, CLIENT_PARAMETER],
         responses={204: None, **error_responses(*AUTH_ERRORS, 404), **CHANNEL_IN_USE},
     )
     def delete(self, request: Request, channel_id: str) -> Response:
@@ -338,9 +321,7 @@ class ConversationEmailsApi(StaffAPIView):
         examples=[OpenApiExample("A page", value=MAIL_EXAMPLE, response_only=True)],
     )
     def get(self, request: Request, public_id: str) -> Response:
-        conversation = conversation_get(client=self.client, public_id=public_id)
-        if conversation is None:
-            raise exceptions.NotFound()
+        conversation = found_or_404(conversation_get(client=self.client, public_id=public_id))
         return self.paginated_response(
             mail_thread(client=self.client, conversation=conversation), MailMessageSerializer
         )

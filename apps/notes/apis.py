@@ -8,7 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse
 from rest_framework import exceptions, status
 from rest_framework.parsers import BaseParser
 from rest_framework.renderers import BaseRenderer, JSONRenderer
@@ -19,8 +19,10 @@ from apps.api.permissions import MANAGE, READ, SUPPORT, StaffAPIView, acting_use
 from apps.api.schema import (
     AUTH_ERRORS,
     CLIENT_PARAMETER,
+    ResourceSchema,
     choice_parameter,
     error_responses,
+    found_or_404,
     id_path_parameter,
     invalid_example,
     page_schema,
@@ -130,12 +132,19 @@ LIST_PARAMETERS = [
 ]
 
 
+NOTES = ResourceSchema(
+    "notes",
+    TAG,
+    NOTE_ID_PARAMETER,
+    serializer=NoteSerializer,
+    example=NOTE_EXAMPLE,
+    example_name="A note",
+)
+
+
 def _note_or_404(client: Any, note_id: str) -> Note:
     pk = parse_pk(note_id)
-    note = note_get(client=client, note_id=pk) if pk is not None else None
-    if note is None:
-        raise exceptions.NotFound()
-    return note
+    return found_or_404(note_get(client=client, note_id=pk) if pk is not None else None)
 
 
 def _fresh(client: Any, note: Note) -> dict[str, Any]:
@@ -145,11 +154,10 @@ def _fresh(client: Any, note: Note) -> dict[str, Any]:
 class NoteListCreateApi(StaffAPIView):
     required_roles = {"GET": READ, "POST": SUPPORT}
 
-    @extend_schema(
-        operation_id="notes_list",
-        tags=[TAG],
-        summary="List notes",
-        description="The client's cross-session notes, newest first (best matches first with "
+    @NOTES.operation(
+        "list",
+        "List notes",
+        "The client's cross-session notes, newest first (best matches first with "
         "`q`), one page at a time: what the assistant learnt (source `ai`), what staff wrote "
         "(`staff`) and what insights proposed (`insight`). Only `active` notes reach prompts; "
         "`pending_review` ones wait for a person. Needs the viewer role.",
@@ -165,15 +173,14 @@ class NoteListCreateApi(StaffAPIView):
         queryset = notes_list(client=self.client, **filters)
         return self.paginated_response(queryset, NoteSerializer)
 
-    @extend_schema(
-        operation_id="notes_create",
-        tags=[TAG],
-        summary="Write a note",
-        description="Adds a staff note (source `staff`), active at once unless `status` is "
+    @NOTES.operation(
+        "create",
+        "Write a note",
+        "Adds a staff note (source `staff`), active at once unless `status` is "
         "`pending_review`. The same type, ref and content written again within a day is not "
         "duplicated: the existing note's `hits` goes up and it is returned (still 201). "
         "Needs the agent role.",
-        parameters=[CLIENT_PARAMETER],
+        member=False,
         request=NoteWriteSerializer,
         responses={
             201: NoteSerializer,
@@ -217,27 +224,17 @@ class NoteListCreateApi(StaffAPIView):
 class NoteDetailApi(StaffAPIView):
     required_roles = {"GET": READ, "PATCH": SUPPORT, "DELETE": SUPPORT}
 
-    @extend_schema(
-        operation_id="notes_retrieve",
-        tags=[TAG],
-        summary="Read a note",
-        description="One note. Needs the viewer role.",
-        parameters=[NOTE_ID_PARAMETER, CLIENT_PARAMETER],
-        responses={200: NoteSerializer, **error_responses(*AUTH_ERRORS, 404)},
-        examples=[OpenApiExample("A note", value=NOTE_EXAMPLE, response_only=True)],
-    )
+    @NOTES.retrieve("Read a note", "One note. Needs the viewer role.")
     def get(self, request: Request, note_id: str) -> Response:
         return Response(NoteSerializer(_note_or_404(self.client, note_id)).data)
 
-    @extend_schema(
-        operation_id="notes_partial_update",
-        tags=[TAG],
-        summary="Edit, approve or archive a note",
-        description="Changes the given fields. `status: active` approves a note waiting for "
+    @NOTES.operation(
+        "partial_update",
+        "Edit, approve or archive a note",
+        "Changes the given fields. `status: active` approves a note waiting for "
         "review (it reaches prompts from the next turn on); `status: archived` takes it out of "
         "prompts; both record who did it. `source`, `hits`, ids and timestamps cannot be "
         "changed (a 400 naming the field). Needs the agent role.",
-        parameters=[NOTE_ID_PARAMETER, CLIENT_PARAMETER],
         request=NoteUpdateSerializer,
         responses={
             200: NoteSerializer,
@@ -263,14 +260,10 @@ class NoteDetailApi(StaffAPIView):
             note = note_set_status(note=note, status=wanted, by=acting_user(request))
         return Response(_fresh(self.client, note))
 
-    @extend_schema(
-        operation_id="notes_destroy",
-        tags=[TAG],
-        summary="Delete a note",
-        description="Deletes the note for good (archive it instead to keep it for the record). "
+    @NOTES.destroy(
+        "Delete a note",
+        "Deletes the note for good (archive it instead to keep it for the record). "
         "Needs the agent role.",
-        parameters=[NOTE_ID_PARAMETER, CLIENT_PARAMETER],
-        responses={204: None, **error_responses(*AUTH_ERRORS, 404)},
     )
     def delete(self, request: Request, note_id: str) -> Response:
         note_delete(client=self.client, note=_note_or_404(self.client, note_id))
@@ -281,16 +274,15 @@ class NoteExportApi(StaffAPIView):
     required_roles = {"GET": READ}
     renderer_classes = [JSONRenderer, JSONLinesRenderer]
 
-    @extend_schema(
-        operation_id="notes_export",
-        tags=[TAG],
-        summary="Export notes (JSON Lines)",
-        description="Every note of the client, oldest first, as JSON Lines "
+    @NOTES.operation(
+        "export",
+        "Export notes (JSON Lines)",
+        "Every note of the client, oldest first, as JSON Lines "
         f"(`{JSON_LINES}`): one JSON object per line with `type`, `content`, `language`, "
         "`ref`, `confidence`, `session_id`, `source`, `status`, `hits`, `created_at`, "
         "`content_hash`. Streamed, so any number of notes can be exported. Feed the file "
         "back to the import to restore or copy them. Needs the viewer role.",
-        parameters=[CLIENT_PARAMETER],
+        member=False,
         responses={
             (200, JSON_LINES): OpenApiResponse(
                 OpenApiTypes.STR,
@@ -321,11 +313,10 @@ class NoteImportApi(StaffAPIView):
     required_roles = {"POST": MANAGE}
     parser_classes = [JSONLinesParser, JSONLinesAliasParser]
 
-    @extend_schema(
-        operation_id="notes_import",
-        tags=[TAG],
-        summary="Import notes (JSON Lines)",
-        description=f"Adds notes from a JSON Lines body (`Content-Type: {JSON_LINES}`), in the "
+    @NOTES.operation(
+        "import",
+        "Import notes (JSON Lines)",
+        f"Adds notes from a JSON Lines body (`Content-Type: {JSON_LINES}`), in the "
         "export's format: one object per line; `type` and `content` are required, the other "
         "fields optional (`source` defaults to `staff`, `status` to `active`; `created_at` "
         "keeps the note's age; `content_hash` is recomputed). Every line is validated first: "
@@ -334,7 +325,7 @@ class NoteImportApi(StaffAPIView):
         "type, ref and content the client already holds is skipped, so importing the same "
         "file twice adds nothing. At most "
         f"{settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes per request. Needs the admin role.",
-        parameters=[CLIENT_PARAMETER],
+        member=False,
         request={JSON_LINES: OpenApiTypes.STR},
         responses={
             200: NoteImportResultSerializer,

@@ -2,12 +2,17 @@
 
 from django.urls import path
 
+from apps.api.routes import resource_routes
 from apps.playground import views
 
 urlpatterns = [
     path("", views.playground, name="playground"),
     path("runs", views.run_start, name="playground-start"),
-    path("runs/<str:public_id>/", views.run_page, name="playground-run"),
-    path("runs/<str:public_id>/events", views.run_events, name="playground-run-events"),
-    path("runs/<str:public_id>/stop", views.run_stop, name="playground-run-stop"),
+    *resource_routes(
+        "runs",
+        "playground-run",
+        detail_view=views.run_page,
+        detail_name="playground-run",
+        actions={"events": views.run_events, "stop": views.run_stop},
+    ),
 ]

@@ -9,13 +9,13 @@ from typing import Any
 
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import exceptions, status
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse
+from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from apps.api.permissions import MANAGE, StaffAPIView, acting_user
-from apps.api.schema import AUTH_ERRORS, CLIENT_PARAMETER, error_responses
+from apps.api.schema import AUTH_ERRORS, ResourceSchema, error_responses, found_or_404
 from apps.api.serializers import validated_body
 from apps.privacy.models import RequestChannel, RequestKind
 from apps.privacy.selectors import SubjectMatch, privacy_request_get, privacy_requests
@@ -46,17 +46,26 @@ def _requester(request: Request) -> tuple[Any, str]:
     return None, f"API key {name} ({prefix})" if prefix else f"API key {name}"
 
 
+REQUEST_ID_PARAMETER = OpenApiParameter(
+    "request_id", OpenApiTypes.UUID, OpenApiParameter.PATH, description="The record's id."
+)
+
+
+REQUESTS = ResourceSchema(
+    "privacy_requests", TAG, REQUEST_ID_PARAMETER, serializer=PrivacyRequestSerializer
+)
+
+
 class PrivacyRequestListCreateApi(StaffAPIView):
     required_roles = {"GET": MANAGE, "POST": MANAGE}
 
-    @extend_schema(
-        operation_id="privacy_requests_list",
-        tags=[TAG],
-        summary="The record of exports and erasures",
-        description="Every export, erasure and retention run of the client, newest first: who "
+    @REQUESTS.operation(
+        "list",
+        "The record of exports and erasures",
+        "Every export, erasure and retention run of the client, newest first: who "
         "asked, when, how the customer was found (a keyed digest, never the address), and how "
         "many rows of each kind went. Kept PRIVACY_RECORD_KEEP_DAYS. Needs the admin role.",
-        parameters=[CLIENT_PARAMETER],
+        member=False,
         # 404: a page past the last one.
         responses={
             200: PrivacyRequestSerializer(many=True),
@@ -68,11 +77,10 @@ class PrivacyRequestListCreateApi(StaffAPIView):
             privacy_requests(client=self.client), PrivacyRequestSerializer
         )
 
-    @extend_schema(
-        operation_id="privacy_requests_create",
-        tags=[TAG],
-        summary="Export or erase a customer's data",
-        description="Find the customer by exactly one of `email` (the address they left in "
+    @REQUESTS.operation(
+        "create",
+        "Export or erase a customer's data",
+        "Find the customer by exactly one of `email` (the address they left in "
         "the chat), `conversation` (a conversation id), `visitor` (the visitor id your site "
         "gave the widget) or `customer` (a verified customer id: conversations whose customer "
         "your site signed), in this client's conversations only.\n\n"
@@ -86,7 +94,7 @@ class PrivacyRequestListCreateApi(StaffAPIView):
         "(docs/privacy.md says what goes and what stays) and answers 201 with the record. "
         "`dry_run: true` changes and records nothing and answers with the counts that would "
         "go. No matching conversation: 404. Needs the admin role.",
-        parameters=[CLIENT_PARAMETER],
+        member=False,
         request=PrivacyRequestCreateSerializer,
         responses={
             200: OpenApiResponse(
@@ -188,24 +196,10 @@ class PrivacyRequestListCreateApi(StaffAPIView):
         return file
 
 
-REQUEST_ID_PARAMETER = OpenApiParameter(
-    "request_id", OpenApiTypes.UUID, OpenApiParameter.PATH, description="The record's id."
-)
-
-
 class PrivacyRequestDetailApi(StaffAPIView):
     required_roles = {"GET": MANAGE}
 
-    @extend_schema(
-        operation_id="privacy_requests_retrieve",
-        tags=[TAG],
-        summary="One record of an export or erasure",
-        description="Needs the admin role.",
-        parameters=[REQUEST_ID_PARAMETER, CLIENT_PARAMETER],
-        responses={200: PrivacyRequestSerializer, **error_responses(*AUTH_ERRORS, 404)},
-    )
+    @REQUESTS.retrieve("One record of an export or erasure", "Needs the admin role.")
     def get(self, request: Request, request_id: str) -> Response:
-        record = privacy_request_get(client=self.client, public_id=request_id)
-        if record is None:
-            raise exceptions.NotFound()
+        record = found_or_404(privacy_request_get(client=self.client, public_id=request_id))
         return Response(PrivacyRequestSerializer(record).data)

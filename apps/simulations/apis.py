@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
-from rest_framework import exceptions, status
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter
+from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -15,8 +15,10 @@ from apps.api.permissions import READ, SUPPORT, StaffAPIView, acting_user
 from apps.api.schema import (
     AUTH_ERRORS,
     CLIENT_PARAMETER,
+    ResourceSchema,
     choice_parameter,
     error_responses,
+    found_or_404,
     invalid_example,
     page_schema,
     parse_uuid,
@@ -174,20 +176,36 @@ CASE_ID_PARAMETER = public_id_path_parameter("public_id", "The case's public id.
 RUN_ID_PARAMETER = public_id_path_parameter("public_id", "The run's public id.")
 
 
+CASES = ResourceSchema(
+    "simulation_cases",
+    CASES_TAG,
+    CASE_ID_PARAMETER,
+    serializer=SimCaseSerializer,
+    example=CASE_EXAMPLE,
+    example_name="A case",
+)
+RUNS = ResourceSchema(
+    "simulation_runs",
+    RUNS_TAG,
+    RUN_ID_PARAMETER,
+    serializer=SimulationRunDetailSerializer,
+    example=RUN_DETAIL_EXAMPLE,
+    example_name="Finished",
+)
+
+
 def _case_or_404(client: Any, public_id: str) -> SimCase:
     parsed = parse_uuid(public_id)
-    case = simcase_get(client=client, public_id=parsed) if parsed is not None else None
-    if case is None:
-        raise exceptions.NotFound()
-    return case
+    return found_or_404(
+        simcase_get(client=client, public_id=parsed) if parsed is not None else None
+    )
 
 
 def _run_or_404(client: Any, public_id: str) -> SimulationRun:
     parsed = parse_uuid(public_id)
-    run = simulation_run_get(client=client, public_id=parsed) if parsed is not None else None
-    if run is None:
-        raise exceptions.NotFound()
-    return run
+    return found_or_404(
+        simulation_run_get(client=client, public_id=parsed) if parsed is not None else None
+    )
 
 
 def _case_body(request: Request, *, partial: bool) -> dict[str, Any]:
@@ -200,11 +218,10 @@ def _case_body(request: Request, *, partial: bool) -> dict[str, Any]:
 class SimCaseListCreateApi(StaffAPIView):
     required_roles = {"GET": READ, "POST": SUPPORT}
 
-    @extend_schema(
-        operation_id="simulation_cases_list",
-        tags=[CASES_TAG],
-        summary="List test cases",
-        description="The client's simulation test cases by suite and name, one page at a time. "
+    @CASES.operation(
+        "list",
+        "List test cases",
+        "The client's simulation test cases by suite and name, one page at a time. "
         "Needs the viewer role.",
         parameters=[
             OpenApiParameter("suite", OpenApiTypes.STR, description="Only this suite's cases."),
@@ -223,15 +240,14 @@ class SimCaseListCreateApi(StaffAPIView):
         )
         return self.paginated_response(queryset, SimCaseSerializer)
 
-    @extend_schema(
-        operation_id="simulation_cases_create",
-        tags=[CASES_TAG],
-        summary="Add a test case",
-        description="Adds a case in the case format (docs/simulations.md): customer messages "
+    @CASES.operation(
+        "create",
+        "Add a test case",
+        "Adds a case in the case format (docs/simulations.md): customer messages "
         "(`turns`) or a simulated customer (`simulated`), expectations, judged criteria and tool "
         "stubs. Every error names its place, e.g. `turns[1].expect.tool_called`. The name must "
         "be new within the client. Needs the agent role.",
-        parameters=[CLIENT_PARAMETER],
+        member=False,
         request=SimCaseWriteSerializer,
         responses={
             201: SimCaseSerializer,
@@ -255,25 +271,15 @@ class SimCaseListCreateApi(StaffAPIView):
 class SimCaseDetailApi(StaffAPIView):
     required_roles = {"GET": READ, "PUT": SUPPORT, "PATCH": SUPPORT, "DELETE": SUPPORT}
 
-    @extend_schema(
-        operation_id="simulation_cases_retrieve",
-        tags=[CASES_TAG],
-        summary="Read a test case",
-        description="One case. Needs the viewer role.",
-        parameters=[CASE_ID_PARAMETER, CLIENT_PARAMETER],
-        responses={200: SimCaseSerializer, **error_responses(*AUTH_ERRORS, 404)},
-        examples=[OpenApiExample("A case", value=CASE_EXAMPLE, response_only=True)],
-    )
+    @CASES.retrieve("Read a test case", "One case. Needs the viewer role.")
     def get(self, request: Request, public_id: str) -> Response:
         return Response(SimCaseSerializer(_case_or_404(self.client, public_id)).data)
 
-    @extend_schema(
-        operation_id="simulation_cases_update",
-        tags=[CASES_TAG],
-        summary="Replace a test case",
-        description="Replaces the case with the body (keys left out take their defaults). "
+    @CASES.operation(
+        "update",
+        "Replace a test case",
+        "Replaces the case with the body (keys left out take their defaults). "
         "Needs the agent role.",
-        parameters=[CASE_ID_PARAMETER, CLIENT_PARAMETER],
         request=SimCaseWriteSerializer,
         responses={
             200: SimCaseSerializer,
@@ -292,13 +298,10 @@ class SimCaseDetailApi(StaffAPIView):
         case = simcase_update(client=self.client, case=case, data=data)
         return Response(SimCaseSerializer(case).data)
 
-    @extend_schema(
-        operation_id="simulation_cases_partial_update",
-        tags=[CASES_TAG],
-        summary="Change a test case",
-        description="Changes the given keys; the whole case is validated again. Needs the "
-        "agent role.",
-        parameters=[CASE_ID_PARAMETER, CLIENT_PARAMETER],
+    @CASES.operation(
+        "partial_update",
+        "Change a test case",
+        "Changes the given keys; the whole case is validated again. Needs the agent role.",
         request=SimCaseWriteSerializer(partial=True),
         responses={
             200: SimCaseSerializer,
@@ -317,14 +320,9 @@ class SimCaseDetailApi(StaffAPIView):
         case = simcase_update(client=self.client, case=case, data=data, partial=True)
         return Response(SimCaseSerializer(case).data)
 
-    @extend_schema(
-        operation_id="simulation_cases_destroy",
-        tags=[CASES_TAG],
-        summary="Delete a test case",
-        description="Deletes the case; past runs keep its results under its name. Needs the "
-        "agent role.",
-        parameters=[CASE_ID_PARAMETER, CLIENT_PARAMETER],
-        responses={204: None, **error_responses(*AUTH_ERRORS, 404)},
+    @CASES.destroy(
+        "Delete a test case",
+        "Deletes the case; past runs keep its results under its name. Needs the agent role.",
     )
     def delete(self, request: Request, public_id: str) -> Response:
         simcase_delete(client=self.client, case=_case_or_404(self.client, public_id))
@@ -334,13 +332,11 @@ class SimCaseDetailApi(StaffAPIView):
 class SimulationRunListCreateApi(StaffAPIView):
     required_roles = {"GET": READ, "POST": SUPPORT}
 
-    @extend_schema(
-        operation_id="simulation_runs_list",
-        tags=[RUNS_TAG],
-        summary="List simulation runs",
-        description="The client's simulation runs, newest first, with their progress. Needs "
-        "the viewer role.",
-        parameters=[CLIENT_PARAMETER],
+    @RUNS.operation(
+        "list",
+        "List simulation runs",
+        "The client's simulation runs, newest first, with their progress. Needs the viewer role.",
+        member=False,
         **page_schema(SimulationRunSerializer, RUN_EXAMPLE),
     )
     def get(self, request: Request) -> Response:
@@ -348,11 +344,10 @@ class SimulationRunListCreateApi(StaffAPIView):
             simulation_run_list(client=self.client), SimulationRunSerializer
         )
 
-    @extend_schema(
-        operation_id="simulation_runs_create",
-        tags=[RUNS_TAG],
-        summary="Start a simulation run",
-        description="Runs test cases (`kind: cases`, chosen by `selection`: suite, tags or "
+    @RUNS.operation(
+        "create",
+        "Start a simulation run",
+        "Runs test cases (`kind: cases`, chosen by `selection`: suite, tags or "
         "case ids) or replays saved conversations (`kind: replay`: period, escalated only, with "
         "a tool call) in a sandbox — nothing reaches a customer and no tool webhook is called — "
         "against the live configuration (the baseline, unless `compare` is false) and a "
@@ -362,7 +357,7 @@ class SimulationRunListCreateApi(StaffAPIView):
         "unpriced model, or a run whose estimate does not fit the budget answers 400; more "
         "than SIMULATION_RUNS_IN_FLIGHT_PER_CLIENT runs in flight answer 429. Needs the agent "
         "role.",
-        parameters=[CLIENT_PARAMETER],
+        member=False,
         request=SimulationRunCreateSerializer,
         responses={
             201: SimulationRunDetailSerializer,
@@ -422,18 +417,17 @@ class SimulationRunListCreateApi(StaffAPIView):
 class SimulationRunEstimateApi(StaffAPIView):
     required_roles = {"POST": SUPPORT}
 
-    @extend_schema(
-        operation_id="simulation_runs_estimate",
-        tags=[RUNS_TAG],
-        summary="Estimate a simulation run",
-        description="What a run with this body (the body of `POST /runs/`) would use — case "
+    @RUNS.operation(
+        "estimate",
+        "Estimate a simulation run",
+        "What a run with this body (the body of `POST /runs/`) would use — case "
         "runs, customer turns, expected tokens (turns × each side's expected tokens a turn of "
         "its mode: the client's average over its recent turns of that mode, or typical figures; "
         "plus a simulated customer's and the judge's calls), their basis and dollars — against "
         "the client's simulation budget for the month. Validated as a start is (a mode, "
         "model or loop setting the plan does not allow answers 400); nothing is started or "
         "saved. Needs the agent role.",
-        parameters=[CLIENT_PARAMETER],
+        member=False,
         request=SimulationRunCreateSerializer,
         responses={
             200: SimulationEstimateSerializer,
@@ -472,17 +466,12 @@ class SimulationRunEstimateApi(StaffAPIView):
 class SimulationRunDetailApi(StaffAPIView):
     required_roles = {"GET": READ}
 
-    @extend_schema(
-        operation_id="simulation_runs_retrieve",
-        tags=[RUNS_TAG],
-        summary="Read a simulation run",
-        description="The run with its progress, both configurations and — once finished — the "
+    @RUNS.retrieve(
+        "Read a simulation run",
+        "The run with its progress, both configurations and — once finished — the "
         "side-by-side report (pass rates, each case's change, tool and escalation changes, "
         "calls, tokens and cost per turn and their ratio, latency p50/p95). Needs the viewer "
         "role.",
-        parameters=[RUN_ID_PARAMETER, CLIENT_PARAMETER],
-        responses={200: SimulationRunDetailSerializer, **error_responses(*AUTH_ERRORS, 404)},
-        examples=[OpenApiExample("Finished", value=RUN_DETAIL_EXAMPLE, response_only=True)],
     )
     def get(self, request: Request, public_id: str) -> Response:
         return Response(SimulationRunDetailSerializer(_run_or_404(self.client, public_id)).data)
@@ -491,14 +480,12 @@ class SimulationRunDetailApi(StaffAPIView):
 class SimulationRunStopApi(StaffAPIView):
     required_roles = {"POST": SUPPORT}
 
-    @extend_schema(
-        operation_id="simulation_runs_stop",
-        tags=[RUNS_TAG],
-        summary="Stop a simulation run",
-        description="Case runs not yet started are not started; those running finish their "
+    @RUNS.operation(
+        "stop",
+        "Stop a simulation run",
+        "Case runs not yet started are not started; those running finish their "
         "current turn. Stopping a finished run changes nothing and answers 200 with it as it "
         "is. No request body. Needs the agent role.",
-        parameters=[RUN_ID_PARAMETER, CLIENT_PARAMETER],
         request=None,
         responses={200: SimulationRunDetailSerializer, **error_responses(*AUTH_ERRORS, 404)},
         examples=[
@@ -519,11 +506,10 @@ class SimulationRunStopApi(StaffAPIView):
 class CaseRunListApi(StaffAPIView):
     required_roles = {"GET": READ}
 
-    @extend_schema(
-        operation_id="simulation_runs_cases",
-        tags=[RUNS_TAG],
-        summary="List a run's case runs",
-        description="Each case (or replayed conversation) × side × attempt of the run, with its "
+    @RUNS.operation(
+        "cases",
+        "List a run's case runs",
+        "Each case (or replayed conversation) × side × attempt of the run, with its "
         "transcript (per turn: the customer's message, the replies, tools that ran, were "
         "proposed or refused, escalation, calls, tokens, cost, latency and the trace id), the "
         "code checks and — apart — the judged criteria. Needs the viewer role.",

@@ -1,5 +1,6 @@
 from django.urls import path
 
+from apps.api.routes import resource_routes
 from apps.simulations.apis import (
     CaseRunListApi,
     SimCaseDetailApi,
@@ -11,11 +12,15 @@ from apps.simulations.apis import (
 )
 
 urlpatterns = [
-    path("cases/", SimCaseListCreateApi.as_view(), name="api-simcase-list"),
-    path("cases/<str:public_id>/", SimCaseDetailApi.as_view(), name="api-simcase-detail"),
-    path("runs/", SimulationRunListCreateApi.as_view(), name="api-simrun-list"),
+    *resource_routes(
+        "cases", "api-simcase", list_view=SimCaseListCreateApi, detail_view=SimCaseDetailApi
+    ),
     path("runs/estimate", SimulationRunEstimateApi.as_view(), name="api-simrun-estimate"),
-    path("runs/<str:public_id>/", SimulationRunDetailApi.as_view(), name="api-simrun-detail"),
-    path("runs/<str:public_id>/stop", SimulationRunStopApi.as_view(), name="api-simrun-stop"),
-    path("runs/<str:public_id>/cases/", CaseRunListApi.as_view(), name="api-simrun-cases"),
+    *resource_routes(
+        "runs",
+        "api-simrun",
+        list_view=SimulationRunListCreateApi,
+        detail_view=SimulationRunDetailApi,
+        actions={"stop": SimulationRunStopApi, "cases/": CaseRunListApi},
+    ),
 ]

@@ -17,7 +17,7 @@ from django.utils.translation import gettext_lazy as _
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from apps.api.admin import ReadOnlyAuditAdmin, TenantScopedAdmin, pretty_json_block
+from apps.api.admin import ClientSettingsAdmin, ReadOnlyAuditAdmin, pretty_json_block
 from apps.api.permissions import MANAGE
 from apps.clients.admin import PrettyJSONField
 from apps.conversations.admin import conversation_link
@@ -94,9 +94,12 @@ def executor_form_fields() -> dict[str, forms.Field]:
     return fields
 
 
-def _json_area(rows: int) -> forms.Textarea:
-    """The text box of a JSON field: monospaced, `rows` lines high."""
-    return forms.Textarea(attrs={"rows": rows, "cols": 90, "style": "font-family:monospace"})
+def _json_field(
+    label: Any, *, rows: int, help_text: Any, required: bool = False
+) -> PrettyJSONField:
+    """A JSON setting typed into a monospaced text box `rows` lines high."""
+    area = forms.Textarea(attrs={"rows": rows, "cols": 90, "style": "font-family:monospace"})
+    return PrettyJSONField(label=label, required=required, widget=area, help_text=help_text)
 
 
 class ClientToolAdminForm(forms.ModelForm):
@@ -126,34 +129,27 @@ class ClientToolAdminForm(forms.ModelForm):
             ("drop", _("Cancel the rotation: remove the rotation secret")),
         ],
     )
-    parameters = PrettyJSONField(
-        label=_("Parameters"),
-        widget=_json_area(16),
-        help_text=PARAMETERS_HELP,
-    )
-    display_name = PrettyJSONField(
-        label=_("Display name"),
-        required=False,
-        widget=_json_area(4),
+    parameters = _json_field(_("Parameters"), rows=16, help_text=PARAMETERS_HELP, required=True)
+    display_name = _json_field(
+        _("Display name"),
+        rows=4,
         help_text=_(
             'Per language, e.g. {"en": "Cancel order", "es": "Cancelar pedido"}. Customers read '
             "it in confirmation questions and replies; a language without one gets English, "
             "else the name humanised."
         ),
     )
-    labels = PrettyJSONField(
-        label=_("Labels"),
-        required=False,
-        widget=_json_area(6),
+    labels = _json_field(
+        _("Labels"),
+        rows=6,
         help_text=_(
             'Per language, a label for each parameter or result field, e.g. {"es": {"order_id": '
             '"número de pedido"}}.'
         ),
     )
-    approval_rule = PrettyJSONField(
-        label=_("Needs a teammate's approval"),
-        required=False,
-        widget=_json_area(3),
+    approval_rule = _json_field(
+        _("Needs a teammate's approval"),
+        rows=3,
         help_text=_(
             'Empty = never. {"always": true} = every call; {"param": "amount", "above": 100} = '
             "a call when the sum of its amount (a number parameter) and the amounts of the "
@@ -163,10 +159,9 @@ class ClientToolAdminForm(forms.ModelForm):
             "The approval comes after the customer's confirmation and every safety check."
         ),
     )
-    precondition = PrettyJSONField(
-        label=ClientTool._meta.get_field("precondition").verbose_name,
-        required=False,
-        widget=_json_area(4),
+    precondition = _json_field(
+        ClientTool._meta.get_field("precondition").verbose_name,
+        rows=4,
         help_text=ClientTool._meta.get_field("precondition").help_text,
     )
 
@@ -321,10 +316,8 @@ class ClientToolAdminForm(forms.ModelForm):
 
 
 @admin.register(ClientTool)
-class ClientToolAdmin(TenantScopedAdmin):
+class ClientToolAdmin(ClientSettingsAdmin):
     # Tools are configuration: admins and owners see and change them (like the tools API).
-    view_need = MANAGE
-    change_need = MANAGE
     form = ClientToolAdminForm
     list_display = [
         "name",
@@ -344,7 +337,6 @@ class ClientToolAdmin(TenantScopedAdmin):
         ("client", admin.RelatedOnlyFieldListFilter),
     ]
     search_fields = ["name", "description", "client__name"]
-    list_select_related = ["client"]
     fieldsets = [
         (
             _("What it does"),
@@ -573,16 +565,13 @@ def report_message(report: SyncReport, server: McpServer) -> str:
 
 
 @admin.register(McpServer)
-class McpServerAdmin(TenantScopedAdmin):
+class McpServerAdmin(ClientSettingsAdmin):
     """The client's MCP servers; saving one lists its tools (docs/mcp.md)."""
 
-    view_need = MANAGE
-    change_need = MANAGE
     form = McpServerForm
     inlines = [McpToolInline]
     list_display = ["name", "client", "url", "enabled", "last_synced_at", "last_error"]
     list_filter = ["enabled", ("client", admin.RelatedOnlyFieldListFilter)]
-    list_select_related = ["client"]
     search_fields = ["name", "url"]
     actions = ["list_tools"]
     readonly_fields = ["last_synced_at", "last_error"]

@@ -9,11 +9,10 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
     OpenApiParameter,
-    OpenApiResponse,
     extend_schema,
     extend_schema_field,
 )
-from rest_framework import exceptions, serializers, status
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -21,10 +20,12 @@ from apps.api.permissions import MANAGE, READ, StaffAPIView
 from apps.api.schema import (
     AUTH_ERRORS,
     CLIENT_PARAMETER,
-    ErrorSerializer,
     NamedChoiceField,
+    ResourceSchema,
     choice_parameter,
+    conflict_response,
     error_responses,
+    found_or_404,
     invalid_example,
     page_schema,
 )
@@ -188,15 +189,17 @@ class ToolExecutionListApi(StaffAPIView):
         return self.paginated_response(queryset, ToolExecutionSerializer)
 
 
+TOOLS = ResourceSchema("tools", TOOLS_TAG, TOOL_NAME_PARAMETER)
+
+
 class ToolListApi(StaffAPIView):
     required_roles = {"GET": MANAGE}
 
-    @extend_schema(
-        operation_id="tools_list",
-        tags=[TOOLS_TAG],
-        summary="List tools",
-        description="The client's tools, enabled or not, by name. Needs the admin role.",
-        parameters=[CLIENT_PARAMETER],
+    @TOOLS.operation(
+        "list",
+        "List tools",
+        "The client's tools, enabled or not, by name. Needs the admin role.",
+        member=False,
         **page_schema(ToolSerializer, TOOL_EXAMPLE),
     )
     def get(self, request: Request) -> Response:
@@ -206,14 +209,12 @@ class ToolListApi(StaffAPIView):
 class ToolDetailApi(StaffAPIView):
     required_roles = {"PATCH": MANAGE}
 
-    @extend_schema(
-        operation_id="tools_partial_update",
-        tags=[TOOLS_TAG],
-        summary="Enable / disable a tool or change its description",
-        description="Only `enabled` and `description` can change; sending any other field is a "
+    @TOOLS.operation(
+        "partial_update",
+        "Enable / disable a tool or change its description",
+        "Only `enabled` and `description` can change; sending any other field is a "
         "400 naming it. A disabled tool is never called: the guards refuse it and the "
         "assistant answers without it. Needs the admin role.",
-        parameters=[TOOL_NAME_PARAMETER, CLIENT_PARAMETER],
         request=ToolUpdateSerializer,
         responses={
             200: ToolSerializer,
@@ -230,9 +231,7 @@ class ToolDetailApi(StaffAPIView):
         ],
     )
     def patch(self, request: Request, name: str) -> Response:
-        tool = tool_get_for_path(client=self.client, name=name)
-        if tool is None:
-            raise exceptions.NotFound()
+        tool = found_or_404(tool_get_for_path(client=self.client, name=name))
         body = validated_body(ToolUpdateSerializer, request)
         updated = tool_update(
             client=self.client,
@@ -373,65 +372,60 @@ MCP_SYNC_EXAMPLE: dict[str, Any] = {
 SERVER_NAME_PARAMETER = OpenApiParameter(
     "server_name", OpenApiTypes.STR, OpenApiParameter.PATH, description="The server's name."
 )
-SERVER_IN_USE = {
-    409: OpenApiResponse(
-        ErrorSerializer,
-        "One of its tools has run: the runs are kept for the audit trail, so the server stays. "
-        "Disable it instead.",
-        examples=[
-            OpenApiExample(
-                "In use",
-                value={
-                    "error": {
-                        "code": "in_use",
-                        "message": "Its tools have run, and their runs are kept for the audit "
-                        "trail: disable the server instead.",
-                    }
-                },
-                status_codes=["409"],
-            )
-        ],
-    )
-}
+SERVER_IN_USE = conflict_response(
+    "One of its tools has run: the runs are kept for the audit trail, so the server stays. "
+    "Disable it instead.",
+    (
+        "In use",
+        "in_use",
+        "Its tools have run, and their runs are kept for the audit trail: disable the server "
+        "instead.",
+    ),
+)
 
 
 def _server_or_404(view: StaffAPIView, name: str) -> McpServer:
-    server = mcp_server_get_for_path(client=view.client, name=name)
-    if server is None:
-        raise exceptions.NotFound()
-    return server
+    return found_or_404(mcp_server_get_for_path(client=view.client, name=name))
 
 
 def _sync_data(report: SyncReport) -> dict[str, Any]:
     return dict(McpSyncSerializer(report).data)
 
 
+SERVERS = ResourceSchema(
+    "mcp_servers",
+    MCP_TAG,
+    SERVER_NAME_PARAMETER,
+    serializer=McpServerSerializer,
+    example=MCP_SERVER_EXAMPLE,
+    example_name="A server",
+)
+
+
 class McpServerListApi(StaffAPIView):
     required_roles = {"GET": MANAGE, "POST": MANAGE}
 
-    @extend_schema(
-        operation_id="mcp_servers_list",
-        tags=[MCP_TAG],
-        summary="List MCP servers",
-        description="The client's MCP servers by name, each with its tools and their review "
+    @SERVERS.operation(
+        "list",
+        "List MCP servers",
+        "The client's MCP servers by name, each with its tools and their review "
         "state. Secrets are never returned: `has_bearer_token` and `has_oauth_client_secret` "
         "say whether one is saved. Needs the admin role.",
-        parameters=[CLIENT_PARAMETER],
+        member=False,
         **page_schema(McpServerSerializer, MCP_SERVER_EXAMPLE),
     )
     def get(self, request: Request) -> Response:
         return self.paginated_response(mcp_server_list(client=self.client), McpServerSerializer)
 
-    @extend_schema(
-        operation_id="mcp_servers_create",
-        tags=[MCP_TAG],
-        summary="Add an MCP server",
-        description="Saves the server, then lists its tools at once (an enabled server): each "
+    @SERVERS.operation(
+        "create",
+        "Add an MCP server",
+        "Saves the server, then lists its tools at once (an enabled server): each "
         "new tool is added **disabled** until staff enable it (`PATCH /api/v1/tools/<name>/`). "
         "`sync` reports the listing; a server that cannot be reached is still saved, with "
         "`sync.error` saying why. The URL must be https and reach a public address. Needs the "
         "admin role.",
-        parameters=[CLIENT_PARAMETER],
+        member=False,
         request=McpServerWriteSerializer,
         responses={
             201: McpServerCreatedSerializer,
@@ -476,26 +470,18 @@ class McpServerListApi(StaffAPIView):
 class McpServerDetailApi(StaffAPIView):
     required_roles = {"GET": MANAGE, "PATCH": MANAGE, "DELETE": MANAGE}
 
-    @extend_schema(
-        operation_id="mcp_servers_retrieve",
-        tags=[MCP_TAG],
-        summary="Read an MCP server",
-        description="The server, its tools and their review state. Needs the admin role.",
-        parameters=[SERVER_NAME_PARAMETER, CLIENT_PARAMETER],
-        responses={200: McpServerSerializer, **error_responses(*AUTH_ERRORS, 404)},
-        examples=[OpenApiExample("A server", value=MCP_SERVER_EXAMPLE, response_only=True)],
+    @SERVERS.retrieve(
+        "Read an MCP server", "The server, its tools and their review state. Needs the admin role."
     )
     def get(self, request: Request, server_name: str) -> Response:
         return Response(McpServerSerializer(_server_or_404(self, server_name)).data)
 
-    @extend_schema(
-        operation_id="mcp_servers_partial_update",
-        tags=[MCP_TAG],
-        summary="Change an MCP server",
-        description="Changes the given settings, checked as on create. An empty or absent "
+    @SERVERS.operation(
+        "partial_update",
+        "Change an MCP server",
+        "Changes the given settings, checked as on create. An empty or absent "
         "secret keeps the saved one. Its tools are not listed again: `POST …/sync` does that. "
         "Needs the admin role.",
-        parameters=[SERVER_NAME_PARAMETER, CLIENT_PARAMETER],
         request=McpServerWriteSerializer(partial=True),
         responses={
             200: McpServerSerializer,
@@ -519,14 +505,12 @@ class McpServerDetailApi(StaffAPIView):
         updated = mcp_server_update(client=self.client, server=server, **body)
         return Response(McpServerSerializer(_server_or_404(self, updated.name)).data)
 
-    @extend_schema(
-        operation_id="mcp_servers_destroy",
-        tags=[MCP_TAG],
-        summary="Delete an MCP server",
-        description="Deletes the server and its tools. A server one of whose tools has run "
+    @SERVERS.operation(
+        "destroy",
+        "Delete an MCP server",
+        "Deletes the server and its tools. A server one of whose tools has run "
         "answers 409 (the runs are kept for the audit trail): disable it instead. Needs the "
         "admin role.",
-        parameters=[SERVER_NAME_PARAMETER, CLIENT_PARAMETER],
         responses={204: None, **error_responses(*AUTH_ERRORS, 404), **SERVER_IN_USE},
     )
     def delete(self, request: Request, server_name: str) -> Response:
@@ -537,15 +521,13 @@ class McpServerDetailApi(StaffAPIView):
 class McpServerSyncApi(StaffAPIView):
     required_roles = {"POST": MANAGE}
 
-    @extend_schema(
-        operation_id="mcp_servers_sync",
-        tags=[MCP_TAG],
-        summary="List an MCP server's tools now",
-        description="Lists the server's tools now (as the beat task does every few minutes): "
+    @SERVERS.operation(
+        "sync",
+        "List an MCP server's tools now",
+        "Lists the server's tools now (as the beat task does every few minutes): "
         "new tools are added disabled, tools changed on the server are disabled until enabled "
         "again, tools it no longer lists are disabled. A server that cannot be reached answers "
         "200 with `error` saying why. No request body. Needs the admin role.",
-        parameters=[SERVER_NAME_PARAMETER, CLIENT_PARAMETER],
         request=None,
         responses={200: McpSyncSerializer, **error_responses(*AUTH_ERRORS, 404)},
         examples=[OpenApiExample("Listed", value=MCP_SYNC_EXAMPLE, response_only=True)],

@@ -1,5 +1,4 @@
-from django.urls import path
-
+from apps.api.routes import resource_routes
 from apps.tools.apis import (
     McpServerDetailApi,
     McpServerListApi,
@@ -10,18 +9,16 @@ from apps.tools.apis import (
 )
 
 urlpatterns = [
-    path("tool-executions/", ToolExecutionListApi.as_view(), name="api-tool-execution-list"),
-    path("tools/", ToolListApi.as_view(), name="api-tool-list"),
-    path("tools/<str:name>/", ToolDetailApi.as_view(), name="api-tool-detail"),
-    path("mcp-servers/", McpServerListApi.as_view(), name="api-mcp-server-list"),
-    path(
-        "mcp-servers/<str:server_name>/",
-        McpServerDetailApi.as_view(),
-        name="api-mcp-server-detail",
+    *resource_routes("tool-executions", "api-tool-execution", list_view=ToolExecutionListApi),
+    *resource_routes(
+        "tools", "api-tool", id_name="name", list_view=ToolListApi, detail_view=ToolDetailApi
     ),
-    path(
-        "mcp-servers/<str:server_name>/sync",
-        McpServerSyncApi.as_view(),
-        name="api-mcp-server-sync",
+    *resource_routes(
+        "mcp-servers",
+        "api-mcp-server",
+        id_name="server_name",
+        list_view=McpServerListApi,
+        detail_view=McpServerDetailApi,
+        actions={"sync": McpServerSyncApi},
     ),
 ]
