@@ -26,6 +26,11 @@ from tests.factories import ClientFactory, ModelPriceFactory, PlanFactory
 hypothesis_settings.register_profile("guidedesk", deadline=None)
 hypothesis_settings.load_profile("guidedesk")
 
+# The shop (read, action and destructive webhook tools), the scripted OpenAI-compatible server
+# and the webhook server: fixtures that most suites use, so they are a plugin rather than a list
+# each suite's conftest re-exports. A suite's own fixture of the same name still wins.
+pytest_plugins = ("tests.support.shop",)
+
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_TENANT = ROOT / "demo" / "tenant.json"
 

@@ -25,18 +25,6 @@ from apps.tools.models import ClientTool, ExecutionStatus, ToolExecution
 from tests.conftest import api_for
 from tests.factories import ClientToolFactory, MembershipFactory
 
-# Real turns (the openai SDK against the fake OpenAI-compatible server) for the tests that want
-# them: re-exported so pytest finds them here as well.
-from tests.reasoning.conftest import (  # noqa: F401
-    chat,
-    conversation,
-    llm,
-    llm_server,
-    shop,
-    webhook,
-    webhook_server,
-)
-
 ROLES = [Role.VIEWER, Role.AGENT, Role.ADMIN, Role.OWNER]
 AUTH_KINDS = ["api_key", "session"]
 

@@ -21,7 +21,7 @@ from tests.api.conftest import (
     make_conversation_with_turn,
     session_for,
 )
-from tests.reasoning.conftest import assess
+from tests.support.shop import assess
 
 pytestmark = pytest.mark.django_db
 

@@ -26,16 +26,6 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
 
-from tests.reasoning.conftest import (  # noqa: F401  (fixtures, re-exported)
-    assess,
-    conversation,
-    llm,
-    llm_server,
-    make_shop,
-    shop,
-    webhook,
-    webhook_server,
-)
 from tests.support import procfile
 from tests.widget.conftest import Widget
 
@@ -211,7 +201,7 @@ PYTHON = sys.executable
 
 
 @pytest.fixture
-def widget(shop: Any) -> Widget:  # noqa: F811  (the re-exported fixture)
+def widget(shop: Any) -> Widget:
     return Widget(shop)
 
 

@@ -14,7 +14,8 @@ from django.db import connection
 from apps.conversations.models import Conversation, Message
 from apps.escalations.models import Escalation
 from apps.reasoning.models import ReasoningTrace
-from tests.faults.conftest import assess, needs_postgres, terminate_backends
+from tests.faults.conftest import needs_postgres, terminate_backends
+from tests.support.shop import assess
 
 pytestmark = [pytest.mark.faults, needs_postgres, pytest.mark.django_db(transaction=True)]
 DEADLINE = 10

@@ -19,7 +19,6 @@ from devtools.fake_llm import Delay
 from tests.faults import settings as fault_settings
 from tests.faults.conftest import (
     BROKER_URL,
-    assess,
     beat_args,
     needs_broker,
     publishing_to,
@@ -27,6 +26,7 @@ from tests.faults.conftest import (
     wait_for,
     worker_args,
 )
+from tests.support.shop import assess
 
 pytestmark = [pytest.mark.faults, needs_broker, pytest.mark.django_db(transaction=True)]
 

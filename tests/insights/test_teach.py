@@ -25,7 +25,7 @@ from apps.simulations.models import SimCase
 from apps.simulations.schema import case_validate
 from tests.api.conftest import assert_error, key_for, session_for
 from tests.factories import MembershipFactory
-from tests.insights.conftest import assess
+from tests.support.shop import assess
 
 pytestmark = pytest.mark.django_db
 

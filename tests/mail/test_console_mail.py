@@ -20,7 +20,7 @@ from apps.mail.models import Direction, MailMessage
 from tests.api.conftest import key_for
 from tests.factories import MembershipFactory
 from tests.mail.conftest import CUSTOMER, email, reply_to
-from tests.reasoning.conftest import assess
+from tests.support.shop import assess
 
 pytestmark = pytest.mark.django_db
 

@@ -10,8 +10,8 @@ import pytest
 from apps.conversations.models import CustomerVerification
 from apps.tools.models import ClientTool, ToolExecution
 from tests.mail.conftest import CUSTOMER, email, reply_to
-from tests.reasoning.conftest import assess
 from tests.support.fake_webhook import Reply
+from tests.support.shop import assess
 
 pytestmark = pytest.mark.django_db
 

@@ -13,8 +13,8 @@ from apps.mail.models import Direction, Disposition, MailMessage
 from apps.reasoning.models import ReasoningTrace, TraceStatus
 from apps.tools.models import PendingAction, PendingActionStatus
 from tests.mail.conftest import CUSTOMER, SUPPORT, email, reply_to
-from tests.reasoning.conftest import assess, critique
 from tests.support.fake_webhook import Reply
+from tests.support.shop import assess, critique
 
 pytestmark = pytest.mark.django_db
 

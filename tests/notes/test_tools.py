@@ -10,7 +10,7 @@ from apps.notes.services import note_add, note_set_status
 from apps.tools.builtins import ADD_NOTE_PARAMETERS, SEARCH_NOTES_PARAMETERS
 from apps.tools.models import ExecutionStatus, ExecutorType, ToolExecution, ToolKind
 from tests.factories import ClientToolFactory
-from tests.reasoning.conftest import Chat, assess, critique, make_shop
+from tests.support.shop import Chat, assess, critique, make_shop
 
 pytestmark = pytest.mark.django_db
 

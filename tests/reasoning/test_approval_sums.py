@@ -22,8 +22,8 @@ from apps.conversations.models import Conversation, Kind, Role
 from apps.conversations.services import conversation_create, message_append
 from apps.tools.models import ClientTool, ExecutionStatus, ToolExecution, ToolKind
 from tests.factories import ClientToolFactory, UserFactory
-from tests.reasoning.conftest import Chat, make_shop
 from tests.reasoning.test_approvals import REFUND_SCHEMA, add_refund_tool
+from tests.support.shop import Chat, make_shop
 
 pytestmark = pytest.mark.django_db
 

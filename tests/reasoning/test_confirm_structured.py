@@ -10,7 +10,7 @@ import pytest
 from apps.reasoning.guards import confirmation_decision, params_digest
 from apps.tools.models import PendingAction, PendingActionStatus
 from apps.tools.pending import OpenQuestion, StructuredAnswer, params_hash
-from tests.reasoning.conftest import assess, critique
+from tests.support.shop import assess, critique
 
 ORDER = {"order_id": "TH-12345"}
 DIGEST = params_hash(ORDER)[:16]

@@ -13,8 +13,8 @@ from django.utils import timezone, translation
 
 from apps.reasoning import guards
 from apps.tools.models import ClientTool, PendingAction, PendingActionStatus
-from tests.reasoning.conftest import Chat, assess, critique
 from tests.support.fake_webhook import Reply
+from tests.support.shop import Chat, assess, critique
 
 pytestmark = pytest.mark.django_db
 ORDER = {"order_id": "TH-12345"}

@@ -18,8 +18,8 @@ from apps.reasoning import guards
 from apps.tools.executors.webhook import generate_secret
 from apps.tools.models import ClientTool, ExecutionStatus, ToolExecution
 from apps.tools.services import tool_execute
-from tests.reasoning.conftest import Chat, assess, cancel_assess
 from tests.support.fake_webhook import Reply
+from tests.support.shop import Chat, assess, cancel_assess
 
 pytestmark = pytest.mark.django_db
 

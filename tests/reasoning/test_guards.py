@@ -10,8 +10,8 @@ from django.utils import timezone
 from apps.core.tenancy import tenant_scope
 from apps.reasoning.guards import check_tool_call, confirmation_answer, params_hash
 from apps.tools.models import ClientTool, PendingAction, PendingActionStatus, ToolExecution
-from tests.reasoning.conftest import assess, critique
 from tests.support.fake_webhook import Reply
+from tests.support.shop import assess, critique
 
 pytestmark = pytest.mark.django_db
 
@@ -111,7 +111,7 @@ def test_missing_params_ask_with_the_parameter_label(chat, llm, webhook):
 def test_destructive_without_confirmation_asks_in_standard_mode(
     standard_shop, llm, webhook, django_capture_on_commit_callbacks
 ):
-    from tests.reasoning.conftest import Chat
+    from tests.support.shop import Chat
 
     chat = Chat.new(standard_shop, django_capture_on_commit_callbacks)
     llm.script(

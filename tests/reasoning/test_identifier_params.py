@@ -14,8 +14,8 @@ import pytest
 from apps.conversations.services import conversation_create
 from apps.tools.identifiers import given_words, identifier_params, spellings, ungiven
 from apps.tools.models import ClientTool, PendingAction
-from tests.reasoning.conftest import ORDER_SCHEMA, Chat, assess, critique
 from tests.support.fake_webhook import Reply
+from tests.support.shop import ORDER_SCHEMA, Chat, assess, critique
 
 pytestmark = pytest.mark.django_db
 

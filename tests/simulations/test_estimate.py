@@ -20,8 +20,8 @@ from apps.simulations import services
 from apps.simulations.models import SimulationRun
 from tests.api.conftest import key_for
 from tests.billing.conftest import Call, make_turn
-from tests.reasoning.conftest import assess
 from tests.simulations.conftest import DEMO_CASES, UNSCOPED, make_case, run_now
+from tests.support.shop import assess
 
 pytestmark = pytest.mark.django_db
 

@@ -10,9 +10,9 @@ from apps.conversations.models import Message
 from apps.simulations.models import CaseRun, CaseStatus, RunStatus
 from apps.simulations.selectors import replay_conversations
 from tests.factories import ModelPriceFactory
-from tests.reasoning.conftest import assess, critique
 from tests.simulations.conftest import UNSCOPED, live_rows, run_now
 from tests.support.fake_webhook import Reply
+from tests.support.shop import assess, critique
 
 pytestmark = pytest.mark.django_db
 

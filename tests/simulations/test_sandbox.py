@@ -11,8 +11,8 @@ from django.core import mail
 from apps.billing.models import UsagePurpose, UsageRecord
 from apps.reasoning.models import ReasoningTrace, TraceKind
 from apps.simulations.models import CaseRun, CaseStatus, RunStatus
-from tests.reasoning.conftest import assess, cancel_assess, critique
 from tests.simulations.conftest import UNSCOPED, live_rows, make_case, run_now
+from tests.support.shop import assess, cancel_assess, critique
 
 pytestmark = pytest.mark.django_db
 

@@ -9,8 +9,8 @@ import pytest
 
 from apps.simulations.models import CaseRun
 from apps.tools.models import ClientTool
-from tests.reasoning.conftest import assess
 from tests.simulations.conftest import UNSCOPED, make_case, run_now
+from tests.support.shop import assess
 
 pytestmark = pytest.mark.django_db
 

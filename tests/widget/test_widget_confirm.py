@@ -11,8 +11,8 @@ import pytest
 from apps.conversations.models import Conversation, Kind, Message
 from apps.tools.models import PendingAction, PendingActionStatus
 from apps.tools.pending import params_hash
-from tests.reasoning.conftest import assess, cancel_assess, critique, make_shop
 from tests.support.fake_webhook import Reply
+from tests.support.shop import assess, cancel_assess, critique, make_shop
 from tests.widget.conftest import Widget
 
 pytestmark = pytest.mark.django_db(transaction=True)

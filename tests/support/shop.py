@@ -1,5 +1,7 @@
 """A shop with read, action and destructive webhook tools, a real OpenAI-compatible server and a
-real webhook server, and helpers to talk to the assistant the way the widget will."""
+real webhook server, and helpers to talk to the assistant the way the widget will.
+
+A pytest plugin (tests/conftest.py loads it), so every suite has these fixtures."""
 
 from __future__ import annotations
 
