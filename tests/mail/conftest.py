@@ -204,3 +204,15 @@ def channel(shop, mail_channel) -> MailChannel:
 @pytest.fixture
 def mailbox(channel, django_capture_on_commit_callbacks) -> Mailbox:
     return Mailbox(channel, django_capture_on_commit_callbacks)
+
+
+@pytest.fixture
+def help_mailbox(shop, mail_channel, django_capture_on_commit_callbacks) -> Callable[..., Mailbox]:
+    """`help_mailbox(**fields)` → a Mailbox for the shop's help@shop.example channel, with the
+    channel's limits set as given."""
+
+    def make(**fields: Any) -> Mailbox:
+        channel = mail_channel(shop, address="help@shop.example", **fields)
+        return Mailbox(channel, django_capture_on_commit_callbacks)
+
+    return make

@@ -317,12 +317,9 @@ def test_a_10_mb_attachment_is_kept_and_never_shown_to_the_model(mailbox, llm, s
 
 
 def test_an_attachment_over_the_limit_or_of_a_refused_type_is_recorded_not_kept(
-    mail_channel, shop, llm, smtp_sink, django_capture_on_commit_callbacks
+    help_mailbox, llm, smtp_sink
 ):
-    from tests.mail.conftest import Mailbox
-
-    small = mail_channel(shop, address="help@shop.example", max_attachment_bytes=1024 * 1024)
-    box = Mailbox(small, django_capture_on_commit_callbacks)
+    box = help_mailbox(max_attachment_bytes=1024 * 1024)
     llm.script("assess", assess(response="Got it.", confidence=9))
     row = box.send(
         email(
@@ -416,15 +413,8 @@ def test_an_overlong_email_is_cut_with_a_note_for_staff(mailbox, llm, smtp_sink)
     assert note.visibility == "internal" and "4000" in note.text
 
 
-def test_the_thread_cap_hands_the_conversation_to_staff(
-    mail_channel, shop, llm, smtp_sink, django_capture_on_commit_callbacks
-):
-    from tests.mail.conftest import Mailbox
-
-    box = Mailbox(
-        mail_channel(shop, address="help@shop.example", max_replies_per_thread_hour=2),
-        django_capture_on_commit_callbacks,
-    )
+def test_the_thread_cap_hands_the_conversation_to_staff(help_mailbox, shop, llm, smtp_sink):
+    box = help_mailbox(max_replies_per_thread_hour=2)
     llm.default("assess", assess(response="Noted.", confidence=9))
     first = box.send(email("One", to="help@shop.example"))
     [ours] = smtp_sink.wait(1)
@@ -443,15 +433,8 @@ def test_the_thread_cap_hands_the_conversation_to_staff(
     assert len(llm.requests) == calls and len(smtp_sink.to(CUSTOMER)) == 2
 
 
-def test_the_sender_cap_holds_over_new_threads(
-    mail_channel, shop, llm, smtp_sink, django_capture_on_commit_callbacks
-):
-    from tests.mail.conftest import Mailbox
-
-    box = Mailbox(
-        mail_channel(shop, address="help@shop.example", max_replies_per_sender_hour=2),
-        django_capture_on_commit_callbacks,
-    )
+def test_the_sender_cap_holds_over_new_threads(help_mailbox, llm, smtp_sink):
+    box = help_mailbox(max_replies_per_sender_hour=2)
     llm.default("assess", assess(response="Noted.", confidence=9))
     rows = [box.send(email(f"Question {n}", to="help@shop.example")) for n in range(4)]
     assert [r.disposition for r in rows] == [
