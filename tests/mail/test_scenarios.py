@@ -14,7 +14,7 @@ from apps.reasoning.models import ReasoningTrace, TraceStatus
 from apps.tools.models import PendingAction, PendingActionStatus
 from tests.mail.conftest import CUSTOMER, SUPPORT, email, reply_to
 from tests.support.fake_webhook import Reply
-from tests.support.shop import assess, critique
+from tests.support.shop import assess, cancel_assess, critique
 
 pytestmark = pytest.mark.django_db
 
@@ -33,16 +33,7 @@ def outbound(client) -> list[MailMessage]:
 
 def ask_to_cancel(mailbox, llm, smtp_sink, text: str = "Please cancel order TH-12345."):
     """Mail 1: the model proposes the destructive tool; the guard asks for confirmation."""
-    llm.script(
-        "assess",
-        assess(
-            response="I can cancel order TH-12345.",
-            tool_call="cancel_order",
-            tool_params=CANCEL,
-            is_destructive=True,
-            needs_confirmation=True,
-        ),
-    )
+    llm.script("assess", cancel_assess())
     llm.script(
         "critique",
         critique("ASK_USER", "Do you want to cancel order TH-12345?", "Destructive action"),
@@ -65,15 +56,7 @@ def test_three_email_cancellation_with_confirmation(mailbox, llm, webhook, smtp_
     assert pending.status == PendingActionStatus.PENDING
 
     # Mail 2: "yes" above the quoted question — the confirmation rule reads only the new text.
-    llm.script(
-        "assess",
-        assess(
-            response="Cancelling now.",
-            tool_call="cancel_order",
-            tool_params=CANCEL,
-            is_destructive=True,
-        ),
-    )
+    llm.script("assess", cancel_assess(confirmed=True))
     llm.script("critique", critique("PROCEED", reasoning="User explicitly confirmed"))
     webhook.script(Reply.ok({"order_id": "TH-12345", "status": "cancelled"}))
     llm.script("compose", {"response": "Done! Order TH-12345 has been cancelled."})
@@ -107,15 +90,7 @@ def test_three_email_cancellation_with_confirmation(mailbox, llm, webhook, smtp_
 def test_a_reply_that_is_no_clear_yes_runs_nothing(answer, mailbox, llm, webhook, smtp_sink):
     _first, question = ask_to_cancel(mailbox, llm, smtp_sink)
     # The model wants to go ahead anyway: the guard holds.
-    llm.default(
-        "assess",
-        assess(
-            response="Cancelling now.",
-            tool_call="cancel_order",
-            tool_params=CANCEL,
-            is_destructive=True,
-        ),
-    )
+    llm.default("assess", cancel_assess(confirmed=True))
     llm.default("critique", critique("PROCEED", reasoning="go"))
     llm.default("compose", {"response": "Done."})
     webhook.default(Reply.ok({"status": "cancelled"}))
@@ -266,16 +241,7 @@ def test_a_spanish_email_is_answered_in_spanish(mailbox, llm, webhook, smtp_sink
     shop = mailbox.channel.client
     shop.language, shop.languages = "en", ["en", "es"]
     shop.save(update_fields=["language", "languages"])
-    llm.script(
-        "assess",
-        assess(
-            response="Puedo cancelar el pedido TH-12345.",
-            tool_call="cancel_order",
-            tool_params=CANCEL,
-            is_destructive=True,
-            needs_confirmation=True,
-        ),
-    )
+    llm.script("assess", cancel_assess(response="Puedo cancelar el pedido TH-12345."))
     llm.script("critique", critique("ASK_USER", "¿Cancelo el pedido TH-12345?", "Destructiva"))
     row = mailbox.send(
         email(
