@@ -15,11 +15,12 @@ from django.utils import translation
 from hypothesis import settings as hypothesis_settings
 from rest_framework.test import APIClient
 
+from apps.accounts.models import Role as StaffRole
 from apps.accounts.services import api_key_issue
 from apps.clients import rowcache
 from apps.clients.models import Client
 from apps.reasoning.llm import forget_response_formats
-from tests.factories import ClientFactory, ModelPriceFactory, PlanFactory
+from tests.factories import ClientFactory, MembershipFactory, ModelPriceFactory, PlanFactory
 
 # Property tests check behaviour, not speed: on a loaded 2-core CI box one example can take
 # longer than hypothesis's default 200 ms deadline, which would fail a correct test.
@@ -118,3 +119,29 @@ def api_for(key: str) -> APIClient:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Api-Key {key}")
     return client
+
+
+def session_for(client: Client, role: str) -> APIClient:
+    """An API client signed in as a new staff user with `role` in `client`."""
+    membership = MembershipFactory(client=client, role=role)
+    api = APIClient()
+    api.force_login(membership.user)
+    api.staff_user = membership.user
+    return api
+
+
+def key_for(client: Client, role: str) -> APIClient:
+    return api_for(api_key_issue(client=client, name=f"{role} key", role=role)[1])
+
+
+def credentials_for(client: Client, role: str, kind: str) -> APIClient:
+    """An API client for `client` with `role`: an API key (kind "api_key") or a signed-in
+    staff user (kind "session")."""
+    return key_for(client, role) if kind == "api_key" else session_for(client, role)
+
+
+@pytest.fixture(params=["api_key", "session"])
+def b_owner(request: pytest.FixtureRequest, client_b: Client) -> APIClient:
+    """Client B's most powerful credentials, as a key and as a signed-in owner: whatever they
+    try on A's objects must fail."""
+    return credentials_for(client_b, StaffRole.OWNER, request.param)

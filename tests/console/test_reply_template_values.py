@@ -29,7 +29,8 @@ from apps.tools.models import (
     ToolExecution,
     ToolKind,
 )
-from tests.api.conftest import assert_error, key_for, session_for
+from tests.api.conftest import assert_error
+from tests.conftest import key_for, session_for
 from tests.factories import ClientToolFactory, UserFactory
 from tests.support.fake_webhook import Reply
 from tests.support.shop import SECRET, assess, cancel_assess, critique

@@ -11,7 +11,8 @@ import pytest
 
 from apps.accounts.models import Role
 from apps.mail.models import MailChannel
-from tests.api.conftest import assert_error, key_for, owner_a, owner_b  # noqa: F401
+from tests.api.conftest import assert_error, owner_a, owner_b  # noqa: F401
+from tests.conftest import key_for
 from tests.mail.staff_data import make_thread, media_root  # noqa: F401
 
 pytestmark = pytest.mark.django_db

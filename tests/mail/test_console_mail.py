@@ -17,7 +17,7 @@ from apps.conversations.models import Conversation
 from apps.conversations.services import conversation_create, message_append, unseen_replies_email
 from apps.core.tenancy import tenant_scope
 from apps.mail.models import Direction, MailMessage
-from tests.api.conftest import key_for
+from tests.conftest import key_for
 from tests.factories import MembershipFactory
 from tests.mail.conftest import CUSTOMER, email, reply_to
 from tests.support.shop import assess

@@ -16,7 +16,8 @@ from apps.notes.maintenance import EXPORT_FIELDS
 from apps.notes.models import Note, NoteSource, NoteStatus, NoteType
 from apps.notes.selectors import notes_search, prompt_notes
 from apps.notes.services import note_add, note_set_status
-from tests.api.conftest import assert_error, key_for
+from tests.api.conftest import assert_error
+from tests.conftest import key_for
 
 pytestmark = pytest.mark.django_db
 

@@ -298,7 +298,7 @@ def test_the_approval_card_shows_the_sum_and_its_calls(shop, refund):
     from django.urls import reverse
 
     from apps.accounts.models import Role as StaffRole
-    from tests.api.conftest import session_for
+    from tests.conftest import session_for
 
     assert gate(_conversation(shop, visitor="a"), refund, order_id="TH-00001", amount=100) is None
     approval = gate(_conversation(shop, visitor="b"), refund, order_id="TH-00001", amount=99.99)

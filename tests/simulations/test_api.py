@@ -10,7 +10,8 @@ from django.urls import reverse
 
 from apps.accounts.models import Role
 from apps.simulations.models import RunStatus, SimCase, SimulationRun
-from tests.api.conftest import assert_error, key_for
+from tests.api.conftest import assert_error
+from tests.conftest import key_for
 from tests.simulations.factories_sim import case_data, make_case, make_finished_run
 
 pytestmark = pytest.mark.django_db

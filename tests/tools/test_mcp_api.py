@@ -12,7 +12,8 @@ import pytest
 from apps.accounts.models import Role
 from apps.tools.admin import McpServerForm
 from apps.tools.models import ClientTool, ExecutionStatus, McpServer, ToolExecution
-from tests.api.conftest import assert_error, key_for, owner_a, owner_b  # noqa: F401  (fixtures, re-exported)
+from tests.api.conftest import assert_error, owner_a, owner_b  # noqa: F401  (fixtures, re-exported)
+from tests.conftest import key_for
 
 pytestmark = pytest.mark.django_db
 
