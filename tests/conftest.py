@@ -140,6 +140,27 @@ def credentials_for(client: Client, role: str, kind: str) -> APIClient:
     return key_for(client, role) if kind == "api_key" else session_for(client, role)
 
 
+@pytest.fixture
+def owner_a(client_a: Client) -> APIClient:
+    return key_for(client_a, StaffRole.OWNER)
+
+
+@pytest.fixture
+def agent_a(client_a: Client) -> APIClient:
+    return key_for(client_a, StaffRole.AGENT)
+
+
+@pytest.fixture
+def viewer_a(client_a: Client) -> APIClient:
+    return key_for(client_a, StaffRole.VIEWER)
+
+
+@pytest.fixture
+def owner_b(client_b: Client) -> APIClient:
+    """Client B's most powerful key: whatever it tries on A's objects must fail."""
+    return key_for(client_b, StaffRole.OWNER)
+
+
 @pytest.fixture(params=["api_key", "session"])
 def b_owner(request: pytest.FixtureRequest, client_b: Client) -> APIClient:
     """Client B's most powerful credentials, as a key and as a signed-in owner: whatever they

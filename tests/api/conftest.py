@@ -21,7 +21,7 @@ from apps.escalations.models import Escalation
 from apps.escalations.services import escalation_create
 from apps.reasoning.models import ReasoningStep, ReasoningTrace
 from apps.tools.models import ClientTool, ExecutionStatus, ToolExecution
-from tests.conftest import credentials_for, key_for
+from tests.conftest import credentials_for
 from tests.factories import ClientToolFactory
 
 ROLES = [Role.VIEWER, Role.AGENT, Role.ADMIN, Role.OWNER]
@@ -36,27 +36,6 @@ def caller(client_a: Client) -> Callable[[str, str], APIClient]:
         return credentials_for(client_a, role, kind)
 
     return make
-
-
-@pytest.fixture
-def owner_a(client_a: Client) -> APIClient:
-    return key_for(client_a, Role.OWNER)
-
-
-@pytest.fixture
-def agent_a(client_a: Client) -> APIClient:
-    return key_for(client_a, Role.AGENT)
-
-
-@pytest.fixture
-def viewer_a(client_a: Client) -> APIClient:
-    return key_for(client_a, Role.VIEWER)
-
-
-@pytest.fixture
-def owner_b(client_b: Client) -> APIClient:
-    """Client B's most powerful key: whatever it tries on A's objects must fail."""
-    return key_for(client_b, Role.OWNER)
 
 
 @dataclass

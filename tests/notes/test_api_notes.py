@@ -30,16 +30,6 @@ def detail(note: Note | int) -> str:
 LIST = "/api/v1/notes/"
 
 
-@pytest.fixture
-def viewer_a(client_a):
-    return key_for(client_a, Role.VIEWER)
-
-
-@pytest.fixture
-def agent_a(client_a):
-    return key_for(client_a, Role.AGENT)
-
-
 def test_the_urls_are_the_documented_ones():
     assert reverse("api-note-list") == LIST
     assert reverse("api-note-export") == "/api/v1/notes/export/"
