@@ -15,16 +15,22 @@ from django.utils import translation
 from hypothesis import settings as hypothesis_settings
 from rest_framework.test import APIClient
 
+from apps.accounts.models import Role as StaffRole
 from apps.accounts.services import api_key_issue
 from apps.clients import rowcache
 from apps.clients.models import Client
 from apps.reasoning.llm import forget_response_formats
-from tests.factories import ClientFactory, ModelPriceFactory, PlanFactory
+from tests.factories import ClientFactory, MembershipFactory, ModelPriceFactory, PlanFactory
 
 # Property tests check behaviour, not speed: on a loaded 2-core CI box one example can take
 # longer than hypothesis's default 200 ms deadline, which would fail a correct test.
 hypothesis_settings.register_profile("guidedesk", deadline=None)
 hypothesis_settings.load_profile("guidedesk")
+
+# The shop (read, action and destructive webhook tools), the scripted OpenAI-compatible server
+# and the webhook server: fixtures that most suites use, so they are a plugin rather than a list
+# each suite's conftest re-exports. A suite's own fixture of the same name still wins.
+pytest_plugins = ("tests.support.shop",)
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_TENANT = ROOT / "demo" / "tenant.json"
@@ -113,3 +119,50 @@ def api_for(key: str) -> APIClient:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Api-Key {key}")
     return client
+
+
+def session_for(client: Client, role: str) -> APIClient:
+    """An API client signed in as a new staff user with `role` in `client`."""
+    membership = MembershipFactory(client=client, role=role)
+    api = APIClient()
+    api.force_login(membership.user)
+    api.staff_user = membership.user
+    return api
+
+
+def key_for(client: Client, role: str) -> APIClient:
+    return api_for(api_key_issue(client=client, name=f"{role} key", role=role)[1])
+
+
+def credentials_for(client: Client, role: str, kind: str) -> APIClient:
+    """An API client for `client` with `role`: an API key (kind "api_key") or a signed-in
+    staff user (kind "session")."""
+    return key_for(client, role) if kind == "api_key" else session_for(client, role)
+
+
+@pytest.fixture
+def owner_a(client_a: Client) -> APIClient:
+    return key_for(client_a, StaffRole.OWNER)
+
+
+@pytest.fixture
+def agent_a(client_a: Client) -> APIClient:
+    return key_for(client_a, StaffRole.AGENT)
+
+
+@pytest.fixture
+def viewer_a(client_a: Client) -> APIClient:
+    return key_for(client_a, StaffRole.VIEWER)
+
+
+@pytest.fixture
+def owner_b(client_b: Client) -> APIClient:
+    """Client B's most powerful key: whatever it tries on A's objects must fail."""
+    return key_for(client_b, StaffRole.OWNER)
+
+
+@pytest.fixture(params=["api_key", "session"])
+def b_owner(request: pytest.FixtureRequest, client_b: Client) -> APIClient:
+    """Client B's most powerful credentials, as a key and as a signed-in owner: whatever they
+    try on A's objects must fail."""
+    return credentials_for(client_b, StaffRole.OWNER, request.param)

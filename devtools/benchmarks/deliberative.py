@@ -34,7 +34,6 @@ from typing import Any
 from apps.billing.models import ModelPrice
 from apps.clients.models import AIMode, Client, Plan
 from apps.clients.rubrics import SUPPORT
-from apps.tools.models import ToolExecution
 from devtools.benchmarks.modes import (
     CASES,
     MIX,
@@ -47,6 +46,7 @@ from devtools.benchmarks.modes import (
     bench_llm,
     current_prices,
     measure_turn,
+    remove_bench_clients,
     scenario_counts,
     temporary_database,
 )
@@ -226,13 +226,7 @@ def run_deliberative_benchmark(
             if restore is not None:
                 restore()
             if in_current_database:
-                plans = [c.plan_id for c in clients.values()]
-                # Tool runs protect their tool (the audit trail): they go first, as in
-                # `demo_reset` (the scenarios read an order's state before asking to confirm).
-                for bench_client in clients.values():
-                    ToolExecution.objects.for_client(bench_client).delete()
-                Client.objects.filter(pk__in=[c.pk for c in clients.values()]).delete()
-                Plan.objects.filter(pk__in=plans).delete()
+                remove_bench_clients(clients)
     return result
 
 

@@ -493,6 +493,16 @@ def bench_clients(
     }
 
 
+def remove_bench_clients(clients: dict[str, Client]) -> None:
+    """Delete the tenants and plans `bench_clients` made (a run in the current database)."""
+    plans = [c.plan_id for c in clients.values()]
+    for bench_client in clients.values():
+        # Tool runs protect their tool (the audit trail): they go first, as in `demo_reset`.
+        ToolExecution.objects.for_client(bench_client).delete()
+    Client.objects.filter(pk__in=[c.pk for c in clients.values()]).delete()
+    Plan.objects.filter(pk__in=plans).delete()
+
+
 def _expected_steps(
     mode: str, scenario: str, case: Case, evaluation: bool = False, min_chars: int = 100
 ) -> list[str]:
@@ -583,12 +593,7 @@ def run_benchmark(
             result.reported_usd, result.provider_usd = _invoices(server, clients)
         finally:
             if in_current_database:
-                plans = [c.plan_id for c in clients.values()]
-                for bench_client in clients.values():
-                    # Tool runs keep their tool (a protected key): they go first.
-                    ToolExecution.objects.for_client(bench_client).delete()
-                Client.objects.filter(pk__in=[c.pk for c in clients.values()]).delete()
-                Plan.objects.filter(pk__in=plans).delete()
+                remove_bench_clients(clients)
     return result
 
 

@@ -13,7 +13,6 @@ from django.db import close_old_connections
 from rest_framework.test import APIClient
 
 from apps.accounts.models import Role
-from apps.accounts.services import api_key_issue
 from apps.clients.models import Client
 from apps.conversations.models import Conversation, Kind, Visibility
 from apps.conversations.models import Role as MessageRole
@@ -22,36 +21,11 @@ from apps.escalations.models import Escalation
 from apps.escalations.services import escalation_create
 from apps.reasoning.models import ReasoningStep, ReasoningTrace
 from apps.tools.models import ClientTool, ExecutionStatus, ToolExecution
-from tests.conftest import api_for
-from tests.factories import ClientToolFactory, MembershipFactory
-
-# Real turns (the openai SDK against the fake OpenAI-compatible server) for the tests that want
-# them: re-exported so pytest finds them here as well.
-from tests.reasoning.conftest import (  # noqa: F401
-    chat,
-    conversation,
-    llm,
-    llm_server,
-    shop,
-    webhook,
-    webhook_server,
-)
+from tests.conftest import credentials_for
+from tests.factories import ClientToolFactory
 
 ROLES = [Role.VIEWER, Role.AGENT, Role.ADMIN, Role.OWNER]
 AUTH_KINDS = ["api_key", "session"]
-
-
-def session_for(client: Client, role: str) -> APIClient:
-    """An API client signed in as a new staff user with `role` in `client`."""
-    membership = MembershipFactory(client=client, role=role)
-    api = APIClient()
-    api.force_login(membership.user)
-    api.staff_user = membership.user
-    return api
-
-
-def key_for(client: Client, role: str) -> APIClient:
-    return api_for(api_key_issue(client=client, name=f"{role} key", role=role)[1])
 
 
 @pytest.fixture
@@ -59,30 +33,9 @@ def caller(client_a: Client) -> Callable[[str, str], APIClient]:
     """caller(auth_kind, role) → an API client for client A with that role."""
 
     def make(kind: str, role: str) -> APIClient:
-        return key_for(client_a, role) if kind == "api_key" else session_for(client_a, role)
+        return credentials_for(client_a, role, kind)
 
     return make
-
-
-@pytest.fixture
-def owner_a(client_a: Client) -> APIClient:
-    return key_for(client_a, Role.OWNER)
-
-
-@pytest.fixture
-def agent_a(client_a: Client) -> APIClient:
-    return key_for(client_a, Role.AGENT)
-
-
-@pytest.fixture
-def viewer_a(client_a: Client) -> APIClient:
-    return key_for(client_a, Role.VIEWER)
-
-
-@pytest.fixture
-def owner_b(client_b: Client) -> APIClient:
-    """Client B's most powerful key: whatever it tries on A's objects must fail."""
-    return key_for(client_b, Role.OWNER)
 
 
 @dataclass

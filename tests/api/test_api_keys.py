@@ -7,8 +7,8 @@ from django.urls import reverse
 
 from apps.accounts.models import ApiKey, Role
 from apps.accounts.services import api_key_issue
-from tests.api.conftest import assert_error, key_for, session_for
-from tests.conftest import api_for
+from tests.api.conftest import assert_error
+from tests.conftest import api_for, key_for, session_for
 
 pytestmark = pytest.mark.django_db
 

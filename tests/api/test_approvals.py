@@ -13,7 +13,8 @@ from apps.accounts.models import Role
 from apps.approvals.models import ApprovalRequest, ApprovalStatus
 from apps.conversations.models import Message
 from apps.tools.models import ToolExecution
-from tests.api.conftest import assert_error, key_for, session_for
+from tests.api.conftest import assert_error
+from tests.conftest import key_for, session_for
 from tests.support.approvals import pending_approval
 from tests.support.fake_webhook import Reply
 

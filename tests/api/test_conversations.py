@@ -14,14 +14,9 @@ from apps.conversations.models import Conversation, Message
 from apps.conversations.services import conversation_create
 from apps.escalations.models import Escalation
 from apps.escalations.services import escalation_create, escalation_resolve
-from tests.api.conftest import (
-    add_turn,
-    assert_error,
-    key_for,
-    make_conversation_with_turn,
-    session_for,
-)
-from tests.reasoning.conftest import assess
+from tests.api.conftest import add_turn, assert_error, make_conversation_with_turn
+from tests.conftest import key_for, session_for
+from tests.support.shop import assess
 
 pytestmark = pytest.mark.django_db
 

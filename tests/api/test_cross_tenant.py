@@ -14,18 +14,10 @@ from apps.accounts.services import api_key_issue
 from apps.conversations.models import Conversation, Message
 from apps.escalations.models import Escalation
 from apps.tools.models import ClientTool
-from tests.api.conftest import TenantData, assert_error, key_for, session_for
+from tests.api.conftest import TenantData, assert_error
 from tests.factories import ClientToolFactory
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(params=["api_key", "session"])
-def b_owner(request, client_b):
-    """Client B's most powerful credentials, as a key and as a signed-in owner."""
-    if request.param == "api_key":
-        return key_for(client_b, Role.OWNER)
-    return session_for(client_b, Role.OWNER)
 
 
 def snapshot_of_a(data: TenantData) -> dict[str, Any]:

@@ -8,7 +8,8 @@ from django.urls import reverse
 from apps.conversations.models import Message
 from apps.escalations.models import Escalation
 from apps.escalations.services import escalation_create, escalation_resolve
-from tests.api.conftest import assert_error, make_conversation_with_turn, session_for
+from tests.api.conftest import assert_error, make_conversation_with_turn
+from tests.conftest import session_for
 
 pytestmark = pytest.mark.django_db
 

@@ -15,7 +15,8 @@ from apps.conversations.models import Role as MessageRole
 from apps.conversations.services import message_append
 from apps.escalations.models import Escalation, EscalationReason, EscalationStatus
 from apps.reasoning.models import ReasoningTrace, TraceStatus
-from tests.api.conftest import TenantData, assert_error, key_for, session_for
+from tests.api.conftest import TenantData, assert_error
+from tests.conftest import key_for, session_for
 from tests.factories import MembershipFactory
 
 pytestmark = pytest.mark.django_db

@@ -1,5 +1,5 @@
-"""Billing fixtures: the reasoning suite's shop, fake LLM server and chat helper, plus a helper
-that writes finished turns (trace + usage records) on any day."""
+"""Billing fixtures: a helper that writes finished turns (trace + usage records) on any day (the
+shop, fake LLM server and chat helper come from tests/support/shop.py)."""
 
 from __future__ import annotations
 
@@ -17,18 +17,6 @@ from apps.clients.models import Client
 from apps.conversations.models import Role
 from apps.conversations.services import conversation_create, message_append
 from apps.reasoning.models import ReasoningTrace, TraceStatus
-from tests.reasoning.conftest import (  # noqa: F401 - fixtures shared with the reasoning suite
-    Chat,
-    chat,
-    conversation,
-    llm,
-    llm_server,
-    make_shop,
-    shop,
-    standard_shop,
-    webhook,
-    webhook_server,
-)
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from apps.reasoning.models import ReasoningTrace
 from apps.reasoning.services import USAGE_LIMIT_TEXT, turn_process
 from devtools.fake_llm import Fail, WithUsage
 from tests.billing.conftest import Call, make_turn
-from tests.reasoning.conftest import assess, make_shop
+from tests.support.shop import assess, make_shop
 
 pytestmark = pytest.mark.django_db
 TODAY = periods.today
@@ -355,7 +355,7 @@ def test_one_turn_over_the_turn_budget_fires_once(chat, llm) -> None:
 
 
 def test_alerts_of_one_client_never_reach_another(shop, llm, webhook) -> None:
-    from tests.reasoning.conftest import Chat  # noqa: F401
+    from tests.support.shop import Chat  # noqa: F401
 
     other = make_shop("adaptive", webhook.url(), slug="other")
     budget(other, tokens=1000)

@@ -11,7 +11,7 @@ from apps.billing.models import ModelPrice, UsageRecord
 from apps.billing.services import billed_amount, money, usage_cost, usage_record_create
 from apps.reasoning.models import ReasoningTrace
 from tests.factories import ClientFactory, ModelPriceFactory, PlanFactory
-from tests.reasoning.conftest import assess
+from tests.support.shop import assess
 
 pytestmark = pytest.mark.django_db
 
@@ -102,7 +102,7 @@ def test_standard_and_adaptive_turns_record_exact_usage_with_their_multipliers(
 ) -> None:
     """Through the real pipeline: tokens as the server reported them, cost from ModelPrice,
     billed × the multiplier of the mode that ran."""
-    from tests.reasoning.conftest import Chat
+    from tests.support.shop import Chat
 
     llm.script("respond", {"response": "We're open 9-5.", "tool_call": None, "tool_params": {}})
     llm.script("assess", assess(response="We're open 9-5."))

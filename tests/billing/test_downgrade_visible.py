@@ -15,7 +15,7 @@ from apps.reasoning.models import ReasoningTrace
 from devtools.fake_llm import WithUsage
 from tests.billing.test_visitor_limits import limits, reason_step
 from tests.factories import set_deliberation
-from tests.reasoning.conftest import Chat, assess, make_shop
+from tests.support.shop import Chat, assess, make_shop
 
 pytestmark = pytest.mark.django_db
 

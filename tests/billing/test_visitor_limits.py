@@ -26,7 +26,7 @@ from apps.reasoning.models import ReasoningTrace
 from apps.reasoning.services import USAGE_LIMIT_TEXT
 from devtools.fake_llm import WithUsage
 from tests.factories import set_deliberation
-from tests.reasoning.conftest import Chat, assess, make_shop
+from tests.support.shop import Chat, assess, make_shop
 from tests.widget.conftest import Widget
 
 pytestmark = pytest.mark.django_db

@@ -22,7 +22,6 @@ from apps.clients.models import Client
 from apps.widget import apis as widget_apis
 from apps.widget import streams as widget_streams
 from tests.conftest import DEMO_TENANT, ROOT
-from tests.reasoning.conftest import llm, llm_server  # noqa: F401  (fixtures, re-exported)
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [

@@ -12,7 +12,7 @@ from playwright.sync_api import FrameLocator, Page, expect
 
 from apps.clients.models import Client
 from apps.conversations.models import Conversation
-from tests.reasoning.conftest import assess
+from tests.support.shop import assess
 
 
 def open_widget(page: Page, base_url: str, demo: Client, path: str = "/") -> FrameLocator:

@@ -19,7 +19,7 @@ from apps.tools.models import ClientTool, ExecutionStatus, ToolExecution
 from tests.browser.conftest import SCREENSHOTS
 from tests.browser.helpers import open_widget, send, shown_conversation
 from tests.browser.test_console_browser import agent_page
-from tests.reasoning.conftest import assess, critique
+from tests.support.shop import assess, critique
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -16,7 +16,7 @@ from apps.clients.rubrics import SUPPORT
 from apps.conversations.models import Message
 from devtools.fake_llm import Delay
 from tests.browser.helpers import open_widget, send, shot
-from tests.reasoning.conftest import assess
+from tests.support.shop import assess
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 from apps.clients.models import Plan
 from tests.browser.helpers import open_widget, page_signed_in_as, send, shot, shown_conversation
 from tests.factories import UserFactory
-from tests.reasoning.conftest import assess
+from tests.support.shop import assess
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -14,7 +14,7 @@ from apps.api.views import DEMO_CUSTOMER_ID
 from apps.conversations.models import Conversation
 from apps.tools.models import ToolExecution
 from tests.browser.helpers import open_widget, send, shot, shown_conversation
-from tests.reasoning.conftest import assess, critique
+from tests.support.shop import assess, critique
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

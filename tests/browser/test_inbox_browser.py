@@ -14,7 +14,7 @@ from tests.browser.conftest import SCREENSHOTS
 from tests.browser.helpers import customer_asks, send
 from tests.browser.test_console_browser import agent_page
 from tests.factories import MembershipFactory
-from tests.reasoning.conftest import assess
+from tests.support.shop import assess
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -23,7 +23,7 @@ from tests.accounts.test_mfa_required import PASSWORD
 from tests.browser.helpers import admin_signed_in, shot
 from tests.factories import MembershipFactory, UserFactory
 from tests.mail.conftest import _smtp_server, email, smtp_sink  # noqa: F401  (fixtures)
-from tests.reasoning.conftest import assess
+from tests.support.shop import assess
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

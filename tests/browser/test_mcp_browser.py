@@ -17,7 +17,7 @@ from apps.tools.models import ClientTool, ExecutionStatus, McpServer, ToolExecut
 from tests.accounts.test_mfa_required import PASSWORD
 from tests.browser.helpers import admin_signed_in, open_widget, send, shot, shown_conversation
 from tests.factories import UserFactory
-from tests.reasoning.conftest import assess
+from tests.support.shop import assess
 from tests.tools.conftest import mcp_server  # noqa: F401  (fixture, re-exported)
 from tests.tools.mcp_server import McpTestServer
 

@@ -13,7 +13,7 @@ from playwright.sync_api import Route, expect
 from apps.conversations.models import ConversationRating
 from tests.browser.helpers import open_widget, send, shot
 from tests.browser.test_console_browser import agent_page
-from tests.reasoning.conftest import assess
+from tests.support.shop import assess
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -19,7 +19,7 @@ from devtools.fake_llm import Delay
 from tests.browser.conftest import SCREENSHOTS, _holding
 from tests.browser.test_console_browser import agent_page
 from tests.playground.fixtures import add_step, deliberative_steps, make_run
-from tests.reasoning.conftest import assess, make_shop
+from tests.support.shop import assess, make_shop
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -28,8 +28,8 @@ from apps.provisioning.files import load_tenant_file
 from devtools.fake_llm import FakeLLMServer, RecordedRequest
 from tests.browser.helpers import shot
 from tests.conftest import DEMO_TENANT, ROOT
-from tests.reasoning.conftest import assess
 from tests.support import procfile
+from tests.support.shop import assess
 
 # Each test deploys the Procfile (release: migrate + collectstatic; gunicorn boot): more than
 # the suite's 120 s per test on a busy machine.

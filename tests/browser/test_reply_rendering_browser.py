@@ -17,7 +17,7 @@ from apps.knowledge.models import Article
 from tests.api.conftest import make_tenant_data
 from tests.browser.helpers import open_widget, send, shot
 from tests.browser.test_console_browser import agent_page
-from tests.reasoning.conftest import assess
+from tests.support.shop import assess
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -20,7 +20,7 @@ from apps.conversations.models import Conversation, Message, Role
 from apps.escalations.services import staff_reply
 from tests.browser.conftest import TIMEOUT_MS, _holding
 from tests.browser.helpers import open_widget, send, shot, shown_conversation
-from tests.reasoning.conftest import assess, critique
+from tests.support.shop import assess, critique
 from tests.widget.contact import LINK, confirmation_links
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -16,7 +16,7 @@ from apps.escalations.services import staff_reply
 from apps.tools.models import PendingAction, PendingActionStatus, ToolExecution
 from devtools.fake_llm import Delay
 from tests.browser.helpers import open_widget, send, shot, shown_conversation
-from tests.reasoning.conftest import assess, cancel_assess, critique
+from tests.support.shop import assess, cancel_assess, critique
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

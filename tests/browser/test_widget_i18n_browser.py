@@ -24,7 +24,7 @@ from apps.tools.models import PendingAction, PendingActionStatus, ToolExecution
 from devtools.fake_llm import RecordedRequest
 from tests.browser.conftest import ROOT
 from tests.browser.helpers import shown_conversation
-from tests.reasoning.conftest import assess, cancel_assess, critique
+from tests.support.shop import assess, cancel_assess, critique
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

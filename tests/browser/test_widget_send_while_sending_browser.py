@@ -10,7 +10,7 @@ from playwright.sync_api import Route, expect
 
 from apps.conversations.models import Message
 from tests.browser.helpers import open_widget, send, shown_conversation
-from tests.reasoning.conftest import assess
+from tests.support.shop import assess
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -21,10 +21,10 @@ from apps.conversations.services import conversation_create
 from apps.reasoning.models import ReasoningTrace
 from apps.tools.models import PendingAction, PendingActionStatus, ToolExecution
 from devtools.fake_llm import BackgroundHTTPServer, FakeLLMServer, RequestHandler
-from tests.reasoning.conftest import Chat, make_shop
-from tests.reasoning.conftest import assess as reasoning_assess
-from tests.reasoning.conftest import critique as reasoning_critique
 from tests.support.fake_webhook import FakeWebhookServer
+from tests.support.shop import Chat, make_shop
+from tests.support.shop import assess as reasoning_assess
+from tests.support.shop import critique as reasoning_critique
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS_ENUM = ["get_order_status", "cancel_order", None]

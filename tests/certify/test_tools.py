@@ -59,6 +59,30 @@ def _payer(world: World, order: Order) -> str:
     return order.payment_history[0].payment_method_id
 
 
+def _swap_params(
+    world: World, order: Order, old: str, new: str, *, payer: str | None = None
+) -> dict[str, Any]:
+    """Params that swap item `old` of `order` for variant `new` (modify or exchange), paid with
+    `payer` or else the order's own payment method."""
+    return {
+        "order_id": order.order_id,
+        "item_ids": [old],
+        "new_item_ids": [new],
+        "payment_method_id": payer or _payer(world, order),
+    }
+
+
+def _return_params(
+    world: World, order: Order, item_ids: list[str], *, payer: str | None = None
+) -> dict[str, Any]:
+    """Params that return `item_ids` of `order` to `payer`, or else to the original method."""
+    return {
+        "order_id": order.order_id,
+        "item_ids": item_ids,
+        "payment_method_id": payer or _payer(world, order),
+    }
+
+
 def _refused(world: World, name: str, params: dict[str, Any], code: str) -> None:
     before = world.digest()
     reply = call(world, name, params)
@@ -185,12 +209,7 @@ def test_modify_items_charges_the_difference_once(world: World) -> None:
     order, old, new = _find(world, "pending", price="higher")
     old_price = next(i.price_cents for i in order.items if i.item_id == old)
     new_price = _variant_price(world, new)
-    params = {
-        "order_id": order.order_id,
-        "item_ids": [old],
-        "new_item_ids": [new],
-        "payment_method_id": _payer(world, order),
-    }
+    params = _swap_params(world, order, old, new)
     reply = call(world, "modify_pending_order_items", params)
     assert reply["ok"] is True, reply
     assert order.status == "pending (item modified)"
@@ -205,12 +224,7 @@ def test_modify_items_charges_the_difference_once(world: World) -> None:
 
 def test_modify_items_refunds_a_cheaper_variant(world: World) -> None:
     order, old, new = _find(world, "pending", price="lower")
-    params = {
-        "order_id": order.order_id,
-        "item_ids": [old],
-        "new_item_ids": [new],
-        "payment_method_id": _payer(world, order),
-    }
+    params = _swap_params(world, order, old, new)
     reply = call(world, "modify_pending_order_items", params)
     assert reply["ok"] is True, reply
     assert reply["result"]["price_difference"].startswith("-")
@@ -263,23 +277,13 @@ def test_modify_items_refusals(world: World) -> None:
     )
     # A delivered order is not modified.
     delivered, d_old, d_new = _find(world, "delivered")
-    params = {
-        "order_id": delivered.order_id,
-        "item_ids": [d_old],
-        "new_item_ids": [d_new],
-        "payment_method_id": _payer(world, delivered),
-    }
+    params = _swap_params(world, delivered, d_old, d_new)
     _refused(world, "modify_pending_order_items", params, "order_not_pending")
 
 
 def test_modify_items_refuses_an_out_of_stock_variant(world: World) -> None:
     order, old, new = _find(world, "pending", available=False)
-    params = {
-        "order_id": order.order_id,
-        "item_ids": [old],
-        "new_item_ids": [new],
-        "payment_method_id": _payer(world, order),
-    }
+    params = _swap_params(world, order, old, new)
     _refused(world, "modify_pending_order_items", params, "item_unavailable")
 
 
@@ -297,12 +301,7 @@ def test_a_gift_card_pays_only_up_to_its_balance(world: World) -> None:
         difference = _variant_price(world, new) - next(
             i.price_cents for i in order.items if i.item_id == old
         )
-        params = {
-            "order_id": order.order_id,
-            "item_ids": [old],
-            "new_item_ids": [new],
-            "payment_method_id": card.payment_method_id,
-        }
+        params = _swap_params(world, order, old, new, payer=card.payment_method_id)
         card.balance_cents = difference - 1
         _refused(world, "modify_pending_order_items", params, "insufficient_gift_card_balance")
         card.balance_cents = difference
@@ -318,11 +317,7 @@ def test_a_gift_card_pays_only_up_to_its_balance(world: World) -> None:
 def test_partial_return_to_the_original_payment_method(world: World) -> None:
     order = next(o for o in _orders(world, "delivered") if len(o.items) >= 2)
     item = order.items[0]
-    params = {
-        "order_id": order.order_id,
-        "item_ids": [item.item_id],
-        "payment_method_id": _payer(world, order),
-    }
+    params = _return_params(world, order, [item.item_id])
     reply = call(world, "return_delivered_order_items", params)
     assert reply["ok"] is True
     assert (
@@ -345,22 +340,16 @@ def test_return_refund_goes_to_the_original_method_or_a_gift_card(world: World) 
         ]
         if others:
             break
-    params = {
-        "order_id": order.order_id,
-        "item_ids": [order.items[0].item_id],
-        "payment_method_id": others[0].payment_method_id,
-    }
+    params = _return_params(
+        world, order, [order.items[0].item_id], payer=others[0].payment_method_id
+    )
     _refused(world, "return_delivered_order_items", params, "refund_method_not_allowed")
 
 
 @pytest.mark.parametrize("status", ["pending", "processed", "cancelled"])
 def test_only_a_delivered_order_is_returned(world: World, status: str) -> None:
     order = _orders(world, status)[0]
-    params = {
-        "order_id": order.order_id,
-        "item_ids": [order.items[0].item_id],
-        "payment_method_id": _payer(world, order),
-    }
+    params = _return_params(world, order, [order.items[0].item_id])
     _refused(world, "return_delivered_order_items", params, "order_not_delivered")
 
 
@@ -372,12 +361,7 @@ def test_exchange_records_the_price_difference_and_who_pays(world: World) -> Non
     difference = _variant_price(world, new) - next(
         i.price_cents for i in order.items if i.item_id == old
     )
-    params = {
-        "order_id": order.order_id,
-        "item_ids": [old],
-        "new_item_ids": [new],
-        "payment_method_id": _payer(world, order),
-    }
+    params = _swap_params(world, order, old, new)
     reply = call(world, "exchange_delivered_order_items", params)
     assert reply["ok"] is True, reply
     assert order.status == "exchange requested"
@@ -389,20 +373,10 @@ def test_exchange_records_the_price_difference_and_who_pays(world: World) -> Non
 
 def test_exchange_refusals(world: World) -> None:
     pending, old, new = _find(world, "pending")
-    params = {
-        "order_id": pending.order_id,
-        "item_ids": [old],
-        "new_item_ids": [new],
-        "payment_method_id": _payer(world, pending),
-    }
+    params = _swap_params(world, pending, old, new)
     _refused(world, "exchange_delivered_order_items", params, "order_not_delivered")
     delivered, d_old, _ = _find(world, "delivered")
-    params = {
-        "order_id": delivered.order_id,
-        "item_ids": [d_old],
-        "new_item_ids": ["9999999999"],
-        "payment_method_id": _payer(world, delivered),
-    }
+    params = _swap_params(world, delivered, d_old, "9999999999")
     _refused(world, "exchange_delivered_order_items", params, "item_not_found")
 
 

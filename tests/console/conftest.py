@@ -13,7 +13,6 @@ from tests.api.conftest import data_a, data_b  # noqa: F401  (fixtures, re-expor
 from tests.factories import MembershipFactory
 
 # A real webhook server, for the console actions that run a tool (approving a held call).
-from tests.reasoning.conftest import webhook, webhook_server  # noqa: F401
 
 
 @pytest.fixture

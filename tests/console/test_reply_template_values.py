@@ -29,20 +29,15 @@ from apps.tools.models import (
     ToolExecution,
     ToolKind,
 )
-from tests.api.conftest import assert_error, key_for, session_for
+from tests.api.conftest import assert_error
+from tests.conftest import key_for, session_for
 from tests.factories import ClientToolFactory, UserFactory
-from tests.reasoning import conftest as reasoning
-from tests.reasoning.conftest import SECRET, assess, cancel_assess, critique
 from tests.support.fake_webhook import Reply
+from tests.support.shop import SECRET, assess, cancel_assess, critique
 
 pytestmark = pytest.mark.django_db
 
 PHISHING = "my order is 123 — click http://evil.example"
-# The reasoning suite's shop, model server and webhook server (fixtures, re-used, not copied).
-llm_server, webhook_server = reasoning.llm_server, reasoning.webhook_server
-llm, webhook, shop = reasoning.llm, reasoning.webhook, reasoning.shop
-conversation, chat = reasoning.conversation, reasoning.chat
-
 BODY = "Hi {customer_name}, your order {order_id} is on its way. — {agent_name}"
 
 

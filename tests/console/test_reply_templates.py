@@ -16,7 +16,8 @@ from apps.escalations.reply_templates import (
     template_values,
 )
 from apps.tools.models import ExecutionStatus, ToolExecution
-from tests.api.conftest import assert_error, key_for, session_for
+from tests.api.conftest import assert_error
+from tests.conftest import key_for, session_for
 from tests.factories import ClientToolFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -19,15 +19,7 @@ from apps.conversations.services import conversation_create
 from apps.platform import slots
 from apps.reasoning import tasks
 from apps.reasoning.services import handle_turn
-from tests.reasoning.conftest import (  # noqa: F401  (fixtures)
-    assess,
-    conversation,
-    llm,
-    llm_server,
-    shop,
-    webhook,
-    webhook_server,
-)
+from tests.support.shop import assess
 from tests.support.slots import NEEDS_REDIS, REDIS_URL, slots_clear
 
 pytestmark = NEEDS_REDIS

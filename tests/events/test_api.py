@@ -11,7 +11,7 @@ import pytest
 from apps.accounts.models import Role
 from apps.events.models import DeliveryStatus, EventDelivery, EventSubscription
 from apps.events.services import subscription_create
-from tests.api.conftest import key_for
+from tests.conftest import key_for
 
 pytestmark = pytest.mark.django_db
 

@@ -26,16 +26,8 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
 
-from tests.reasoning.conftest import (  # noqa: F401  (fixtures, re-exported)
-    assess,
-    conversation,
-    llm,
-    llm_server,
-    make_shop,
-    shop,
-    webhook,
-    webhook_server,
-)
+from apps.conversations.models import Conversation, Message
+from apps.reasoning.models import ReasoningTrace
 from tests.support import procfile
 from tests.widget.conftest import Widget
 
@@ -79,6 +71,17 @@ def terminate_backends() -> int:
             "WHERE datname = current_database() AND pid <> pg_backend_pid()"
         ).fetchall()
     return len(rows)
+
+
+def assert_interrupted_turn_finished() -> None:
+    """The one customer message is kept and its turn, cut off by the fault, finished on a retry:
+    a done trace that records the interruption, and no turn lock left behind."""
+    unscoped = "test checks the database directly"
+    assert Message.objects.unscoped(unscoped).filter(role="user").count() == 1
+    trace = ReasoningTrace.objects.unscoped(unscoped).get()
+    assert trace.status == "done"
+    assert "interrupted" in list(trace.steps.values_list("name", flat=True))
+    assert Conversation.objects.unscoped(unscoped).get().turn_lock_until is None
 
 
 def database_url() -> str:
@@ -211,7 +214,7 @@ PYTHON = sys.executable
 
 
 @pytest.fixture
-def widget(shop: Any) -> Widget:  # noqa: F811  (the re-exported fixture)
+def widget(shop: Any) -> Widget:
     return Widget(shop)
 
 

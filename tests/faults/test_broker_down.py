@@ -14,12 +14,12 @@ import redis
 from apps.conversations.models import Message
 from tests.faults.conftest import (
     Process,
-    assess,
     free_port,
     needs_postgres,
     publishing_to,
     wait_for,
 )
+from tests.support.shop import assess
 
 REDIS_SERVER = shutil.which("redis-server")
 pytestmark = [

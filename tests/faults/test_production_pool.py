@@ -14,7 +14,8 @@ import pytest
 from django.db import connection
 
 from apps.conversations.models import Message
-from tests.faults.conftest import assess, needs_postgres, production_web, terminate_backends
+from tests.faults.conftest import needs_postgres, production_web, terminate_backends
+from tests.support.shop import assess
 
 pytestmark = [
     pytest.mark.faults,

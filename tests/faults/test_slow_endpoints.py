@@ -17,7 +17,7 @@ from apps.escalations.models import Escalation
 from apps.reasoning.models import ReasoningTrace
 from devtools.fake_llm import Delay
 from tests.faults.trickle import TrickleServer
-from tests.reasoning.conftest import Chat
+from tests.support.shop import Chat
 
 pytestmark = [pytest.mark.faults, pytest.mark.django_db]
 SLACK = 2.0  # bookkeeping after the deadline, on a busy 2-core machine

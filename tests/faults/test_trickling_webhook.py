@@ -12,7 +12,7 @@ from apps.conversations.models import Message
 from apps.escalations.models import Escalation
 from apps.tools.models import ClientTool, ExecutionStatus, ToolExecution
 from tests.faults.trickle import TrickleServer
-from tests.reasoning.conftest import Chat, assess, critique
+from tests.support.shop import Chat, assess, critique
 
 pytestmark = [pytest.mark.faults, pytest.mark.django_db]
 ORDER = {"order_id": "TH-12345"}

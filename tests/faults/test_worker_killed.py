@@ -13,13 +13,13 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from apps.conversations.models import Conversation, Message
+from apps.conversations.models import Message
 from apps.reasoning.models import ReasoningTrace
 from devtools.fake_llm import Delay
 from tests.faults import settings as fault_settings
 from tests.faults.conftest import (
     BROKER_URL,
-    assess,
+    assert_interrupted_turn_finished,
     beat_args,
     needs_broker,
     publishing_to,
@@ -27,6 +27,7 @@ from tests.faults.conftest import (
     wait_for,
     worker_args,
 )
+from tests.support.shop import assess
 
 pytestmark = [pytest.mark.faults, needs_broker, pytest.mark.django_db(transaction=True)]
 
@@ -124,17 +125,7 @@ def test_database_drop_mid_turn_on_a_worker_is_retried_and_answered(widget, llm,
 
     assert replies, worker.output()[-3000:]
     assert [m.text for m in replies] == ["Answered after a retry."]
-    assert (
-        Message.objects.unscoped("test checks the database directly").filter(role="user").count()
-        == 1
-    )
-    trace = ReasoningTrace.objects.unscoped("test checks the database directly").get()
-    assert trace.status == "done"
-    assert "interrupted" in list(trace.steps.values_list("name", flat=True))
-    assert (
-        Conversation.objects.unscoped("test checks the database directly").get().turn_lock_until
-        is None
-    )
+    assert_interrupted_turn_finished()
     print(f"\nFAULT db-terminated-mid-turn (worker): reply after {took:.1f}s")  # noqa: T201
 
 

@@ -11,15 +11,8 @@ from apps.conversations.services import conversation_create
 from apps.identity.services import email_code_setting_save
 from apps.tools.models import ToolKind
 from tests.factories import ClientFactory, ClientToolFactory
-from tests.reasoning.conftest import (  # noqa: F401  (fixtures, re-exported)
-    SECRET,
-    Chat,
-    llm,
-    llm_server,
-    webhook,
-    webhook_server,
-)
 from tests.support.fake_webhook import Reply, WebhookRequest
+from tests.support.shop import SECRET, Chat
 
 # The shop's back office: order → the customer on file.
 ORDERS: dict[str, dict[str, Any]] = {
@@ -73,7 +66,7 @@ def make_shop(slug: str, webhook_url: str, *, configure: bool = True):
 
 
 @pytest.fixture
-def hook(webhook):  # noqa: F811  (the re-exported fixture)
+def hook(webhook):
     webhook.default(back_office)
     yield webhook
     webhook.default(None)

@@ -25,7 +25,7 @@ from apps.identity.services import (
     redact_codes,
 )
 from apps.reasoning.models import ReasoningTrace
-from tests.reasoning.conftest import assess
+from tests.support.shop import assess
 
 pytestmark = pytest.mark.django_db
 ALL = "test reads the database directly"

@@ -14,7 +14,7 @@ from apps.identity.models import EmailCodeSetting
 from apps.tools.models import ClientTool, ToolExecution, ToolKind
 from tests.factories import ClientToolFactory
 from tests.identity.test_email_code import sent_code
-from tests.reasoning.conftest import SECRET, assess
+from tests.support.shop import SECRET, assess
 
 pytestmark = pytest.mark.django_db
 

@@ -12,19 +12,6 @@ from django.utils import timezone
 from apps.conversations.models import Conversation, Kind, Role, Visibility
 from apps.conversations.services import conversation_create, message_append
 from apps.escalations.services import escalation_create
-from tests.reasoning.conftest import (  # noqa: F401  (fixtures)
-    Chat,
-    assess,
-    chat,
-    conversation,
-    llm,
-    llm_server,
-    make_shop,
-    shop,
-    standard_shop,
-    webhook,
-    webhook_server,
-)
 
 
 def ref(conv: Conversation) -> str:

@@ -16,7 +16,7 @@ from apps.knowledge.selectors import business_info_for, faqs_for
 from tests.factories import MembershipFactory
 from tests.insights.conftest import escalated, ref, window
 from tests.insights.test_insights import ANSWER, NORWAY, norway_topic
-from tests.reasoning.conftest import make_shop
+from tests.support.shop import make_shop
 
 pytestmark = pytest.mark.django_db
 

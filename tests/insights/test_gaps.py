@@ -30,7 +30,7 @@ from apps.reasoning.models import ReasoningStep, ReasoningTrace
 from tests.factories import MembershipFactory
 from tests.insights.conftest import escalated, ref, window
 from tests.insights.test_insights import norway_topic
-from tests.reasoning.conftest import make_shop
+from tests.support.shop import make_shop
 
 pytestmark = pytest.mark.django_db
 

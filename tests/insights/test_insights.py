@@ -25,8 +25,8 @@ from apps.knowledge.selectors import faqs_for
 from apps.reasoning import steps
 from apps.reasoning.steps import insights as insights_step
 from devtools.fake_llm import Fail, RecordedRequest
-from tests.insights.conftest import assess, escalated, questioned, ref, window
-from tests.reasoning.conftest import make_shop
+from tests.insights.conftest import escalated, questioned, ref, window
+from tests.support.shop import assess, make_shop
 
 pytestmark = pytest.mark.django_db
 
@@ -366,7 +366,7 @@ def test_answers_the_evaluation_questioned_are_read_through_a_real_turn(
     wrapping; the nightly run reads both and proposes one FAQ."""
     from apps.clients.models import Plan
     from apps.conversations.services import conversation_create
-    from tests.reasoning.conftest import Chat
+    from tests.support.shop import Chat
 
     Plan.objects.filter(pk=standard_shop.plan_id).update(
         evaluation_enabled=True, evaluation_escalate_below=0

@@ -23,7 +23,7 @@ from tests.factories import MembershipFactory
 from tests.insights.conftest import escalated, ref
 from tests.insights.test_gaps import searched
 from tests.insights.test_insights import NORWAY, norway_topic
-from tests.reasoning.conftest import make_shop
+from tests.support.shop import make_shop
 
 pytestmark = pytest.mark.django_db
 

@@ -23,9 +23,10 @@ from apps.knowledge.models import Article, ArticleStatus
 from apps.notes.models import NoteStatus
 from apps.simulations.models import SimCase
 from apps.simulations.schema import case_validate
-from tests.api.conftest import assert_error, key_for, session_for
+from tests.api.conftest import assert_error
+from tests.conftest import key_for, session_for
 from tests.factories import MembershipFactory
-from tests.insights.conftest import assess
+from tests.support.shop import assess
 
 pytestmark = pytest.mark.django_db
 

@@ -14,7 +14,8 @@ from django.urls import reverse
 from apps.accounts.models import Role
 from apps.knowledge.models import Article, ArticleChunk, ArticleKind, KnowledgeSource
 from apps.knowledge.services.articles import article_create, source_create
-from tests.api.conftest import assert_error, key_for, session_for
+from tests.api.conftest import assert_error
+from tests.conftest import key_for, session_for
 
 pytestmark = pytest.mark.django_db
 

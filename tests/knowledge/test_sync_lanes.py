@@ -28,7 +28,8 @@ from apps.knowledge.tasks import sync_source
 from apps.platform import slots
 from apps.provisioning.services import tenant_import
 from config.celery import app as celery_app
-from tests.api.conftest import assert_error, key_for
+from tests.api.conftest import assert_error
+from tests.conftest import key_for
 from tests.factories import MembershipFactory
 from tests.support.fake_site import FakeSite
 from tests.support.procfile import procfile_commands

@@ -11,8 +11,8 @@ import pytest
 from apps.conversations.models import Conversation, ConversationStatus
 from apps.core.languages import detect
 from devtools.fake_llm import RecordedRequest
-from tests.reasoning.conftest import cancel_assess, critique
 from tests.support.fake_webhook import Reply
+from tests.support.shop import cancel_assess, critique
 from tests.widget.conftest import Widget
 
 pytestmark = pytest.mark.django_db(transaction=True)

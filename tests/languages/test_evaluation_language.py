@@ -8,8 +8,8 @@ import pytest
 
 from apps.conversations.models import Kind, Message
 from apps.reasoning.evaluation import wrong_language
-from tests.reasoning.conftest import Chat
 from tests.reasoning.test_evaluation import ev, evaluation_on, respond
+from tests.support.shop import Chat
 
 pytestmark = pytest.mark.django_db
 

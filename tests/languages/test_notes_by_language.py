@@ -14,7 +14,7 @@ from apps.notes.models import Note, NoteSource, NoteType
 from apps.notes.selectors import prompt_notes
 from apps.notes.services import note_add
 from apps.reasoning.services import handle_turn
-from tests.reasoning.conftest import assess
+from tests.support.shop import assess
 
 
 def add(client: Any, type: str, content: str, language: str, hours: int) -> Note:

@@ -12,7 +12,7 @@ from apps.conversations.services import conversation_create
 from apps.reasoning import steps
 from apps.reasoning.services import handle_turn
 from apps.reasoning.steps._shared import language_asked, language_line, with_language
-from tests.reasoning.conftest import assess
+from tests.support.shop import assess
 from tests.widget.conftest import Widget
 
 

@@ -20,13 +20,7 @@ from anymail.inbound import AnymailInboundMessage
 from apps.clients.models import Client
 from apps.mail.models import InboundVia, MailChannel, MailMessage
 from apps.mail.services.inbound import mail_receive
-from tests.reasoning.conftest import (  # noqa: F401  (fixtures)
-    llm,
-    llm_server,
-    make_shop,
-    webhook,
-    webhook_server,
-)
+from tests.support.shop import make_shop
 
 SUPPORT = "support@shop.example"
 CUSTOMER = "ana@customer.example"
@@ -198,7 +192,7 @@ class Mailbox:
 
 
 @pytest.fixture
-def shop(db, webhook):  # noqa: F811
+def shop(db, webhook):
     return make_shop("adaptive", webhook.url())
 
 
@@ -210,3 +204,15 @@ def channel(shop, mail_channel) -> MailChannel:
 @pytest.fixture
 def mailbox(channel, django_capture_on_commit_callbacks) -> Mailbox:
     return Mailbox(channel, django_capture_on_commit_callbacks)
+
+
+@pytest.fixture
+def help_mailbox(shop, mail_channel, django_capture_on_commit_callbacks) -> Callable[..., Mailbox]:
+    """`help_mailbox(**fields)` → a Mailbox for the shop's help@shop.example channel, with the
+    channel's limits set as given."""
+
+    def make(**fields: Any) -> Mailbox:
+        channel = mail_channel(shop, address="help@shop.example", **fields)
+        return Mailbox(channel, django_capture_on_commit_callbacks)
+
+    return make

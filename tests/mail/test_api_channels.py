@@ -11,7 +11,8 @@ import pytest
 
 from apps.accounts.models import Role
 from apps.mail.models import MailChannel
-from tests.api.conftest import assert_error, key_for, owner_a, owner_b  # noqa: F401
+from tests.api.conftest import assert_error
+from tests.conftest import key_for
 from tests.mail.staff_data import make_thread, media_root  # noqa: F401
 
 pytestmark = pytest.mark.django_db
@@ -32,7 +33,7 @@ def mailgun_body(**changes: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def created(owner_a: Any) -> dict[str, Any]:  # noqa: F811
+def created(owner_a: Any) -> dict[str, Any]:
     response = owner_a.post(BASE, mailgun_body(), format="json")
     assert response.status_code == 201, response.content
     return dict(response.json())
@@ -46,7 +47,7 @@ def snapshot(client: Any) -> list[tuple[Any, ...]]:
     )
 
 
-def test_a_new_channel_has_an_inbound_url_and_never_shows_its_secret(created, owner_a):  # noqa: F811
+def test_a_new_channel_has_an_inbound_url_and_never_shows_its_secret(created, owner_a):
     assert created["inbound_url"].startswith("http")
     assert "/mail/inbound/" in created["inbound_url"]
     assert created["has_webhook_secret"] is True
@@ -60,7 +61,7 @@ def test_a_new_channel_has_an_inbound_url_and_never_shows_its_secret(created, ow
     assert read.json()["address"] == "support@shop.example"
 
 
-def test_two_channels_get_different_unguessable_urls(created, owner_a):  # noqa: F811
+def test_two_channels_get_different_unguessable_urls(created, owner_a):
     other = owner_a.post(BASE, mailgun_body(address="billing@shop.example"), format="json")
     assert other.status_code == 201
     assert other.json()["inbound_url"] != created["inbound_url"]
@@ -68,7 +69,7 @@ def test_two_channels_get_different_unguessable_urls(created, owner_a):  # noqa:
     assert len(token) >= 40
 
 
-def test_an_imap_channel_needs_its_mailbox_and_keeps_the_password(owner_a, client_a):  # noqa: F811
+def test_an_imap_channel_needs_its_mailbox_and_keeps_the_password(owner_a, client_a):
     refused = owner_a.post(
         BASE, {"address": "help@shop.example", "inbound_via": "imap"}, format="json"
     )
@@ -93,7 +94,7 @@ def test_an_imap_channel_needs_its_mailbox_and_keeps_the_password(owner_a, clien
     assert channel.imap_password == IMAP_PASSWORD
 
 
-def test_a_webhook_channel_without_a_secret_is_refused_naming_it(owner_a):  # noqa: F811
+def test_a_webhook_channel_without_a_secret_is_refused_naming_it(owner_a):
     error = assert_error(
         owner_a.post(BASE, mailgun_body(webhook_secret=""), format="json"), 400, "invalid"
     )
@@ -111,18 +112,18 @@ def test_a_webhook_channel_without_a_secret_is_refused_naming_it(owner_a):  # no
         ({"client": 1}, "client"),
     ],
 )
-def test_bad_settings_are_refused_naming_the_field(owner_a, client_a, changes, field):  # noqa: F811
+def test_bad_settings_are_refused_naming_the_field(owner_a, client_a, changes, field):
     error = assert_error(owner_a.post(BASE, mailgun_body(**changes), format="json"), 400)
     assert field in error["fields"]
     assert snapshot(client_a) == []
 
 
-def test_the_same_address_twice_is_refused(created, owner_a):  # noqa: F811
+def test_the_same_address_twice_is_refused(created, owner_a):
     again = owner_a.post(BASE, mailgun_body(address="SUPPORT@shop.example"), format="json")
     assert list(assert_error(again, 400, "invalid")["fields"]) == ["address"]
 
 
-def test_patch_keeps_the_secret_and_disables(created, owner_a, client_a):  # noqa: F811
+def test_patch_keeps_the_secret_and_disables(created, owner_a, client_a):
     url = f"{BASE}{created['id']}/"
     changed = owner_a.patch(url, {"enabled": False, "webhook_secret": ""}, format="json")
     assert changed.status_code == 200, changed.content
@@ -132,7 +133,7 @@ def test_patch_keeps_the_secret_and_disables(created, owner_a, client_a):  # noq
 
 def test_a_channel_without_mail_is_deleted_one_with_mail_is_kept(
     created,
-    owner_a,  # noqa: F811
+    owner_a,
     client_a,
     media_root,  # noqa: F811
 ):
@@ -159,7 +160,7 @@ def test_mail_channels_need_the_admin_role(created, client_a, role):
 
 def test_client_b_cannot_list_read_change_or_delete_client_as_channel(
     created,
-    owner_b,  # noqa: F811
+    owner_b,
     client_a,
 ):
     before = snapshot(client_a)
@@ -175,7 +176,7 @@ def test_client_b_cannot_list_read_change_or_delete_client_as_channel(
 
 
 def test_a_conversation_shows_its_channel_and_its_emails_as_they_were(
-    owner_a,  # noqa: F811
+    owner_a,
     client_a,
     media_root,  # noqa: F811
 ):

@@ -18,7 +18,7 @@ from aiosmtpd.controller import Controller
 from apps.mail.local_smtp import LocalMailHandler
 from apps.mail.models import Direction, MailMessage
 from tests.mail.conftest import CUSTOMER, SUPPORT
-from tests.reasoning.conftest import assess
+from tests.support.shop import assess
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -17,10 +17,10 @@ from apps.conversations.models import Conversation
 from apps.conversations.services import conversation_create, message_append, unseen_replies_email
 from apps.core.tenancy import tenant_scope
 from apps.mail.models import Direction, MailMessage
-from tests.api.conftest import key_for
+from tests.conftest import key_for
 from tests.factories import MembershipFactory
 from tests.mail.conftest import CUSTOMER, email, reply_to
-from tests.reasoning.conftest import assess
+from tests.support.shop import assess
 
 pytestmark = pytest.mark.django_db
 

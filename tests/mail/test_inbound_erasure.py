@@ -11,7 +11,7 @@ from django.db import transaction
 from apps.mail.models import MailAttachment, MailMessage
 from apps.privacy.services import conversations_erase
 from tests.mail.conftest import CUSTOMER, email
-from tests.reasoning.conftest import assess
+from tests.support.shop import assess
 
 pytestmark = pytest.mark.django_db
 

@@ -10,8 +10,8 @@ import pytest
 from apps.conversations.models import CustomerVerification
 from apps.tools.models import ClientTool, ToolExecution
 from tests.mail.conftest import CUSTOMER, email, reply_to
-from tests.reasoning.conftest import assess
 from tests.support.fake_webhook import Reply
+from tests.support.shop import assess, lookup_assess
 
 pytestmark = pytest.mark.django_db
 
@@ -29,14 +29,7 @@ def scoped(shop) -> ClientTool:
 
 
 def look_up(llm) -> None:
-    llm.script(
-        "assess",
-        assess(
-            response="Let me look that up.",
-            tool_call="get_order_status",
-            tool_params={"order_id": "TH-12345"},
-        ),
-    )
+    llm.script("assess", lookup_assess(response="Let me look that up."))
     llm.script("compose", {"response": "Order TH-12345 has shipped to 1 Elm St."})
 
 

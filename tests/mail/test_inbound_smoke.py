@@ -5,7 +5,7 @@ import pytest
 from apps.conversations.models import Channel
 from apps.mail.models import Direction, Disposition, MailMessage
 from tests.mail.conftest import CUSTOMER, email
-from tests.reasoning.conftest import assess
+from tests.support.shop import assess
 
 pytestmark = pytest.mark.django_db
 

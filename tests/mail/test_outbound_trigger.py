@@ -13,7 +13,7 @@ from apps.events.models import EventDelivery, EventSubscription
 from apps.mail.models import MailMessage
 from apps.reasoning.services import handle_turn
 from tests.mail.conftest import email
-from tests.reasoning.conftest import assess
+from tests.support.shop import assess
 
 pytestmark = pytest.mark.django_db
 

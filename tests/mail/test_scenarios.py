@@ -13,8 +13,8 @@ from apps.mail.models import Direction, Disposition, MailMessage
 from apps.reasoning.models import ReasoningTrace, TraceStatus
 from apps.tools.models import PendingAction, PendingActionStatus
 from tests.mail.conftest import CUSTOMER, SUPPORT, email, reply_to
-from tests.reasoning.conftest import assess, critique
 from tests.support.fake_webhook import Reply
+from tests.support.shop import assess, cancel_assess, critique
 
 pytestmark = pytest.mark.django_db
 
@@ -33,16 +33,7 @@ def outbound(client) -> list[MailMessage]:
 
 def ask_to_cancel(mailbox, llm, smtp_sink, text: str = "Please cancel order TH-12345."):
     """Mail 1: the model proposes the destructive tool; the guard asks for confirmation."""
-    llm.script(
-        "assess",
-        assess(
-            response="I can cancel order TH-12345.",
-            tool_call="cancel_order",
-            tool_params=CANCEL,
-            is_destructive=True,
-            needs_confirmation=True,
-        ),
-    )
+    llm.script("assess", cancel_assess())
     llm.script(
         "critique",
         critique("ASK_USER", "Do you want to cancel order TH-12345?", "Destructive action"),
@@ -65,15 +56,7 @@ def test_three_email_cancellation_with_confirmation(mailbox, llm, webhook, smtp_
     assert pending.status == PendingActionStatus.PENDING
 
     # Mail 2: "yes" above the quoted question — the confirmation rule reads only the new text.
-    llm.script(
-        "assess",
-        assess(
-            response="Cancelling now.",
-            tool_call="cancel_order",
-            tool_params=CANCEL,
-            is_destructive=True,
-        ),
-    )
+    llm.script("assess", cancel_assess(confirmed=True))
     llm.script("critique", critique("PROCEED", reasoning="User explicitly confirmed"))
     webhook.script(Reply.ok({"order_id": "TH-12345", "status": "cancelled"}))
     llm.script("compose", {"response": "Done! Order TH-12345 has been cancelled."})
@@ -107,15 +90,7 @@ def test_three_email_cancellation_with_confirmation(mailbox, llm, webhook, smtp_
 def test_a_reply_that_is_no_clear_yes_runs_nothing(answer, mailbox, llm, webhook, smtp_sink):
     _first, question = ask_to_cancel(mailbox, llm, smtp_sink)
     # The model wants to go ahead anyway: the guard holds.
-    llm.default(
-        "assess",
-        assess(
-            response="Cancelling now.",
-            tool_call="cancel_order",
-            tool_params=CANCEL,
-            is_destructive=True,
-        ),
-    )
+    llm.default("assess", cancel_assess(confirmed=True))
     llm.default("critique", critique("PROCEED", reasoning="go"))
     llm.default("compose", {"response": "Done."})
     webhook.default(Reply.ok({"status": "cancelled"}))
@@ -266,16 +241,7 @@ def test_a_spanish_email_is_answered_in_spanish(mailbox, llm, webhook, smtp_sink
     shop = mailbox.channel.client
     shop.language, shop.languages = "en", ["en", "es"]
     shop.save(update_fields=["language", "languages"])
-    llm.script(
-        "assess",
-        assess(
-            response="Puedo cancelar el pedido TH-12345.",
-            tool_call="cancel_order",
-            tool_params=CANCEL,
-            is_destructive=True,
-            needs_confirmation=True,
-        ),
-    )
+    llm.script("assess", cancel_assess(response="Puedo cancelar el pedido TH-12345."))
     llm.script("critique", critique("ASK_USER", "¿Cancelo el pedido TH-12345?", "Destructiva"))
     row = mailbox.send(
         email(
@@ -317,12 +283,9 @@ def test_a_10_mb_attachment_is_kept_and_never_shown_to_the_model(mailbox, llm, s
 
 
 def test_an_attachment_over_the_limit_or_of_a_refused_type_is_recorded_not_kept(
-    mail_channel, shop, llm, smtp_sink, django_capture_on_commit_callbacks
+    help_mailbox, llm, smtp_sink
 ):
-    from tests.mail.conftest import Mailbox
-
-    small = mail_channel(shop, address="help@shop.example", max_attachment_bytes=1024 * 1024)
-    box = Mailbox(small, django_capture_on_commit_callbacks)
+    box = help_mailbox(max_attachment_bytes=1024 * 1024)
     llm.script("assess", assess(response="Got it.", confidence=9))
     row = box.send(
         email(
@@ -416,15 +379,8 @@ def test_an_overlong_email_is_cut_with_a_note_for_staff(mailbox, llm, smtp_sink)
     assert note.visibility == "internal" and "4000" in note.text
 
 
-def test_the_thread_cap_hands_the_conversation_to_staff(
-    mail_channel, shop, llm, smtp_sink, django_capture_on_commit_callbacks
-):
-    from tests.mail.conftest import Mailbox
-
-    box = Mailbox(
-        mail_channel(shop, address="help@shop.example", max_replies_per_thread_hour=2),
-        django_capture_on_commit_callbacks,
-    )
+def test_the_thread_cap_hands_the_conversation_to_staff(help_mailbox, shop, llm, smtp_sink):
+    box = help_mailbox(max_replies_per_thread_hour=2)
     llm.default("assess", assess(response="Noted.", confidence=9))
     first = box.send(email("One", to="help@shop.example"))
     [ours] = smtp_sink.wait(1)
@@ -443,15 +399,8 @@ def test_the_thread_cap_hands_the_conversation_to_staff(
     assert len(llm.requests) == calls and len(smtp_sink.to(CUSTOMER)) == 2
 
 
-def test_the_sender_cap_holds_over_new_threads(
-    mail_channel, shop, llm, smtp_sink, django_capture_on_commit_callbacks
-):
-    from tests.mail.conftest import Mailbox
-
-    box = Mailbox(
-        mail_channel(shop, address="help@shop.example", max_replies_per_sender_hour=2),
-        django_capture_on_commit_callbacks,
-    )
+def test_the_sender_cap_holds_over_new_threads(help_mailbox, llm, smtp_sink):
+    box = help_mailbox(max_replies_per_sender_hour=2)
     llm.default("assess", assess(response="Noted.", confidence=9))
     rows = [box.send(email(f"Question {n}", to="help@shop.example")) for n in range(4)]
     assert [r.disposition for r in rows] == [

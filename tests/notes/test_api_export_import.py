@@ -11,28 +11,17 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from apps.accounts.models import Role
 from apps.notes.maintenance import EXPORT_FIELDS
 from apps.notes.models import Note, NoteSource, NoteStatus, NoteType
 from apps.notes.selectors import notes_search, prompt_notes
 from apps.notes.services import note_add, note_set_status
-from tests.api.conftest import assert_error, key_for
+from tests.api.conftest import assert_error
 
 pytestmark = pytest.mark.django_db
 
 EXPORT = "/api/v1/notes/export/"
 IMPORT = "/api/v1/notes/import/"
 JSONL = "application/x-ndjson"
-
-
-@pytest.fixture
-def owner_a(client_a):
-    return key_for(client_a, Role.OWNER)
-
-
-@pytest.fixture
-def owner_b(client_b):
-    return key_for(client_b, Role.OWNER)
 
 
 def export(api: Any) -> tuple[Any, list[dict[str, Any]]]:

@@ -11,7 +11,8 @@ from django.urls import reverse
 from apps.accounts.models import Role
 from apps.notes.models import Note, NoteSource, NoteStatus, NoteType
 from apps.notes.services import note_add
-from tests.api.conftest import assert_error, key_for, session_for
+from tests.api.conftest import assert_error
+from tests.conftest import key_for, session_for
 
 pytestmark = pytest.mark.django_db
 
@@ -27,16 +28,6 @@ def detail(note: Note | int) -> str:
 
 
 LIST = "/api/v1/notes/"
-
-
-@pytest.fixture
-def viewer_a(client_a):
-    return key_for(client_a, Role.VIEWER)
-
-
-@pytest.fixture
-def agent_a(client_a):
-    return key_for(client_a, Role.AGENT)
 
 
 def test_the_urls_are_the_documented_ones():
@@ -276,14 +267,6 @@ def test_unauthenticated_is_401(api):
 
 
 # --------------------------------------------------------------------------- cross-tenant
-
-
-@pytest.fixture(params=["api_key", "session"])
-def b_owner(request, client_b):
-    """Client B's most powerful credentials: whatever they try on A's notes must fail."""
-    if request.param == "api_key":
-        return key_for(client_b, Role.OWNER)
-    return session_for(client_b, Role.OWNER)
 
 
 def snapshot(client: Any) -> list[tuple[Any, ...]]:

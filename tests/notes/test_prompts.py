@@ -14,7 +14,7 @@ from apps.notes.services import note_add
 from apps.reasoning.models import ReasoningStep
 from apps.reasoning.modes.adaptive import ADAPTIVE_NOTES_TOKENS
 from apps.reasoning.services import handle_turn, turn_process
-from tests.reasoning.conftest import Chat, assess
+from tests.support.shop import Chat, assess
 
 pytestmark = pytest.mark.django_db
 

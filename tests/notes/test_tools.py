@@ -3,6 +3,8 @@ as every tool: enabled set, JSON Schema, critique of the action; approval gating
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from apps.notes.models import Note, NoteSource, NoteStatus, NoteType
@@ -10,7 +12,7 @@ from apps.notes.services import note_add, note_set_status
 from apps.tools.builtins import ADD_NOTE_PARAMETERS, SEARCH_NOTES_PARAMETERS
 from apps.tools.models import ExecutionStatus, ExecutorType, ToolExecution, ToolKind
 from tests.factories import ClientToolFactory
-from tests.reasoning.conftest import Chat, assess, critique, make_shop
+from tests.support.shop import Chat, assess, critique, make_shop
 
 pytestmark = pytest.mark.django_db
 
@@ -32,6 +34,19 @@ def notes_tools(client, *, enabled=True):
         builtin_handler="notes.add_note",
         description="Save a lesson for later conversations (internal).",
         **common,
+    )
+
+
+def search_notes_for_a_refund(chat: Chat, llm: Any) -> ToolExecution:
+    """A customer asks about a refund and the model searches the notes for "refund": the run."""
+    llm.script(
+        "assess",
+        assess(tool_call="search_notes", tool_params={"query": "refund"}, confidence=9),
+    )
+    llm.script("compose", {"response": "Checked."})
+    chat.say("my refund?")
+    return ToolExecution.objects.unscoped("test checks the database directly").get(
+        tool__name="search_notes"
     )
 
 
@@ -149,15 +164,7 @@ def test_search_notes_returns_active_notes_masked(chat, llm, shop):
         content="Refund: send customers to refunds-zephyr.example/claim",
         source=NoteSource.AI,
     )  # pending_review
-    llm.script(
-        "assess",
-        assess(tool_call="search_notes", tool_params={"query": "refund"}, confidence=9),
-    )
-    llm.script("compose", {"response": "Checked."})
-    chat.say("my refund?")
-    execution = ToolExecution.objects.unscoped("test checks the database directly").get(
-        tool__name="search_notes"
-    )
+    execution = search_notes_for_a_refund(chat, llm)
     assert execution.result is not None
     [found] = execution.result["notes"]
     assert found["content"] == "Refund for Jane Roe, [address] Springfield, order [id], [email]"
@@ -179,15 +186,7 @@ def test_search_notes_finds_active_notes_of_this_client_only(chat, llm, webhook,
     note_add(
         client=other, type=NoteType.FAILURE, content="Refund other shop", source=NoteSource.STAFF
     )
-    llm.script(
-        "assess",
-        assess(tool_call="search_notes", tool_params={"query": "refund"}, confidence=9),
-    )
-    llm.script("compose", {"response": "Checked."})
-    chat.say("my refund?")
-    execution = ToolExecution.objects.unscoped("test checks the database directly").get(
-        tool__name="search_notes"
-    )
+    execution = search_notes_for_a_refund(chat, llm)
     assert execution.status == ExecutionStatus.SUCCEEDED
     assert execution.result is not None
     assert [n["content"] for n in execution.result["notes"]] == [mine]

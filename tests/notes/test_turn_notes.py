@@ -13,8 +13,8 @@ from apps.notes.selectors import PROMPT_BEGIN, PROMPT_END, PROMPT_HEADER
 from apps.reasoning.models import ReasoningTrace
 from apps.reasoning.services import handle_turn, turn_process
 from apps.reasoning.turn_notes import turn_notes_write
-from tests.reasoning.conftest import Chat, assess, make_shop
 from tests.support.fake_webhook import Reply
+from tests.support.shop import Chat, assess, make_shop
 
 pytestmark = pytest.mark.django_db
 ORDER = {"order_id": "TH-12345"}

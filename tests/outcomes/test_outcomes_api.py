@@ -9,7 +9,7 @@ import pytest
 
 from apps.accounts.models import Role
 from apps.escalations.models import EscalationReason
-from tests.api.conftest import key_for, session_for
+from tests.conftest import key_for, session_for
 from tests.outcomes.conftest import at, make_conversation
 
 pytestmark = pytest.mark.django_db

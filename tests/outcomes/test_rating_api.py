@@ -10,7 +10,7 @@ from django.utils import timezone
 from apps.accounts.models import Role as AccountRole
 from apps.conversations.models import ConversationRating, Kind, Role, Visibility
 from apps.conversations.services import message_append
-from tests.api.conftest import key_for
+from tests.conftest import key_for
 from tests.factories import ClientFactory
 from tests.widget.conftest import API, Widget
 from tests.widget.test_widget_api import rates

@@ -16,8 +16,8 @@ from apps.billing.models import UsagePurpose, UsageRecord
 from apps.playground.models import PlaygroundRun, RunStatus
 from apps.reasoning.models import ReasoningTrace, TraceKind
 from devtools.fake_llm import assess_reply
-from tests.reasoning.conftest import make_shop
 from tests.reasoning.test_deliberative import rc, script_loop
+from tests.support.shop import make_shop
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,7 @@ from apps.billing.models import UsageRecord
 from apps.clients.models import Plan
 from apps.reasoning.models import ReasoningTrace, TraceKind
 from tests.factories import ModelPriceFactory
-from tests.reasoning.conftest import assess
+from tests.support.shop import assess
 
 pytestmark = pytest.mark.django_db
 

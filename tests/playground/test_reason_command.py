@@ -20,7 +20,7 @@ from apps.playground.models import PlaygroundRun, RunSource, RunStatus
 from apps.reasoning.models import ReasoningTrace, TraceKind
 from apps.tools.models import PendingAction, ToolExecution
 from tests.factories import ModelPriceFactory
-from tests.reasoning.conftest import assess, critique
+from tests.support.shop import assess, critique
 
 pytestmark = pytest.mark.django_db
 

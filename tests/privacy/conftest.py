@@ -28,15 +28,8 @@ from apps.notes.models import NoteSource, NoteType
 from apps.notes.services import note_add
 from apps.playground.models import PlaygroundRun
 from apps.simulations.models import CaseRun, SimCase, SimulationRun
-from tests.reasoning import conftest as reasoning
-from tests.reasoning.conftest import Chat, assess, cancel_assess, critique, make_shop
 from tests.support.fake_webhook import Reply
-
-# The scripted LLM server and the webhook server, shared with the reasoning tests.
-llm_server = reasoning.llm_server
-webhook_server = reasoning.webhook_server
-llm = reasoning.llm
-webhook = reasoning.webhook
+from tests.support.shop import Chat, assess, cancel_assess, critique, make_shop
 
 EMAIL = "zora.quill@example.org"
 NAME = "Zora Quill"

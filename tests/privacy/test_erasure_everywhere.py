@@ -38,7 +38,7 @@ from apps.simulations.models import CaseRun, SimCase, SimulationRun
 from tests.conftest import api_for
 from tests.factories import MembershipFactory
 from tests.privacy.conftest import EMAIL, NAME, VISITOR, Customer, rows_holding, staff_key
-from tests.reasoning.conftest import Chat, assess
+from tests.support.shop import Chat, assess
 
 pytestmark = pytest.mark.django_db
 

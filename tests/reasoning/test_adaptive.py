@@ -11,8 +11,8 @@ from apps.reasoning.steps._shared import CONFIRMATION_RULE
 from apps.reasoning.steps.assess import AssessOut
 from apps.tools.models import ClientTool, ToolKind
 from devtools.fake_llm import count_prompt_tokens
-from tests.reasoning.conftest import assess, cancel_assess, critique, script_order_lookup
 from tests.support.fake_webhook import Reply
+from tests.support.shop import assess, cancel_assess, critique, script_order_lookup
 
 pytestmark = pytest.mark.django_db
 
@@ -158,7 +158,7 @@ def test_tool_schema_can_be_fetched(chat, llm):
 def test_minimal_context_is_much_smaller_than_full(
     chat, standard_shop, llm, django_capture_on_commit_callbacks
 ):
-    from tests.reasoning.conftest import Chat
+    from tests.support.shop import Chat
 
     llm.script("assess", assess(response="Hi!"))
     chat.say("Hello")

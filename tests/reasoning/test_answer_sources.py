@@ -16,8 +16,8 @@ from apps.knowledge.models import Article, ArticleStatus
 from apps.knowledge.retrieval import Hit
 from apps.reasoning.knowledge import answer_sources
 from tests.factories import ClientFactory
-from tests.reasoning.conftest import Chat, article, assess
 from tests.support.fake_webhook import Reply
+from tests.support.shop import Chat, article, assess
 
 pytestmark = pytest.mark.django_db
 

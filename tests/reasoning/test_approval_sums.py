@@ -22,8 +22,8 @@ from apps.conversations.models import Conversation, Kind, Role
 from apps.conversations.services import conversation_create, message_append
 from apps.tools.models import ClientTool, ExecutionStatus, ToolExecution, ToolKind
 from tests.factories import ClientToolFactory, UserFactory
-from tests.reasoning.conftest import Chat, make_shop
 from tests.reasoning.test_approvals import REFUND_SCHEMA, add_refund_tool
+from tests.support.shop import Chat, make_shop
 
 pytestmark = pytest.mark.django_db
 
@@ -298,7 +298,7 @@ def test_the_approval_card_shows_the_sum_and_its_calls(shop, refund):
     from django.urls import reverse
 
     from apps.accounts.models import Role as StaffRole
-    from tests.api.conftest import session_for
+    from tests.conftest import session_for
 
     assert gate(_conversation(shop, visitor="a"), refund, order_id="TH-00001", amount=100) is None
     approval = gate(_conversation(shop, visitor="b"), refund, order_id="TH-00001", amount=99.99)

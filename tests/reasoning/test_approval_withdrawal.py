@@ -21,10 +21,11 @@ from apps.core.exceptions import ApplicationError
 from apps.reasoning.models import ReasoningStep
 from apps.reasoning.services import handle_turn
 from apps.tools.models import PendingAction, PendingActionStatus, ToolExecution
-from tests.api.conftest import assert_error, session_for
+from tests.api.conftest import assert_error
+from tests.conftest import session_for
 from tests.factories import UserFactory
-from tests.reasoning.conftest import Chat, make_shop
 from tests.reasoning.test_approvals import _capture_now, add_refund_tool, confirmed_refund
+from tests.support.shop import Chat, make_shop
 
 pytestmark = pytest.mark.django_db
 ALL = "test checks the database directly"

@@ -28,8 +28,8 @@ from apps.tools.models import (
     ToolKind,
 )
 from tests.factories import ClientToolFactory, UserFactory
-from tests.reasoning.conftest import ORDER_SCHEMA, Chat, make_shop
 from tests.support.fake_webhook import Reply
+from tests.support.shop import ORDER_SCHEMA, Chat, make_shop
 
 pytestmark = pytest.mark.django_db
 

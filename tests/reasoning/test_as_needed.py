@@ -22,8 +22,8 @@ from apps.reasoning.modes import mode_that_runs
 from apps.reasoning.modes.as_needed import TRIGGERS
 from apps.reasoning.rendering import step_html
 from tests.factories import UserFactory
-from tests.reasoning.conftest import Chat, assess, critique, make_shop
 from tests.reasoning.test_deliberative import rc, script_loop
+from tests.support.shop import Chat, assess, critique, make_shop
 
 pytestmark = pytest.mark.django_db
 

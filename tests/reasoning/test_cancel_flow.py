@@ -14,8 +14,8 @@ from apps.conversations.models import Kind
 from apps.reasoning.models import ReasoningTrace
 from apps.tools.models import PendingAction, PendingActionStatus, ToolExecution
 from devtools.fake_llm import count_prompt_tokens, count_tokens
-from tests.reasoning.conftest import SECRET, assess, cancel_assess, critique
 from tests.support.fake_webhook import Reply
+from tests.support.shop import SECRET, assess, cancel_assess, critique
 
 pytestmark = pytest.mark.django_db
 

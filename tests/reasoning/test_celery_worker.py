@@ -16,7 +16,7 @@ from apps.conversations.services import conversation_create
 from apps.reasoning.models import ReasoningTrace
 from apps.reasoning.services import handle_turn
 from config.celery import app as celery_app
-from tests.reasoning.conftest import assess
+from tests.support.shop import assess
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

@@ -10,7 +10,7 @@ import pytest
 from apps.reasoning.guards import confirmation_decision, params_digest
 from apps.tools.models import PendingAction, PendingActionStatus
 from apps.tools.pending import OpenQuestion, StructuredAnswer, params_hash
-from tests.reasoning.conftest import assess, critique
+from tests.support.shop import cancel_assess, critique
 
 ORDER = {"order_id": "TH-12345"}
 DIGEST = params_hash(ORDER)[:16]
@@ -103,15 +103,7 @@ def test_a_stored_press_is_read_strictly(data: Any, expected: StructuredAnswer |
     ["Hmm, let me think", "Sí, pero primero dime cuándo llega", "אם אפשר", "ok if it's free"],
 )
 def test_a_model_saying_the_customer_confirmed_runs_nothing(chat, llm, webhook, answer):
-    llm.script(
-        "assess",
-        assess(
-            response="I can cancel order TH-12345.",
-            tool_call="cancel_order",
-            tool_params=ORDER,
-            is_destructive=True,
-        ),
-    )
+    llm.script("assess", cancel_assess(needs_confirmation=False))
     llm.script("critique", critique("ASK_USER", "Cancel it?", "destructive"))
     [asked] = chat.say("Cancel order TH-12345")
     assert asked.kind == "confirmation_request"
@@ -119,13 +111,10 @@ def test_a_model_saying_the_customer_confirmed_runs_nothing(chat, llm, webhook, 
     # No code-level yes: the model and its critique both claim the customer confirmed.
     llm.script(
         "assess",
-        assess(
+        cancel_assess(
+            confirmed=True,
             response="The customer confirmed, so I am cancelling order TH-12345 now.",
-            tool_call="cancel_order",
-            tool_params=ORDER,
             confidence=10,
-            is_destructive=True,
-            needs_confirmation=False,
         ),
     )
     llm.script("critique", critique("PROCEED", reasoning="The customer confirmed the cancel."))

@@ -13,8 +13,8 @@ from django.utils import timezone, translation
 
 from apps.reasoning import guards
 from apps.tools.models import ClientTool, PendingAction, PendingActionStatus
-from tests.reasoning.conftest import Chat, assess, critique
 from tests.support.fake_webhook import Reply
+from tests.support.shop import Chat, assess, cancel_assess, critique
 
 pytestmark = pytest.mark.django_db
 ORDER = {"order_id": "TH-12345"}
@@ -23,12 +23,7 @@ ORDER = {"order_id": "TH-12345"}
 def _ask(chat: Chat, llm: Any, text: str) -> None:
     llm.script(
         "assess",
-        assess(
-            response="Puedo cancelar el pedido TH-12345.",
-            tool_call="cancel_order",
-            tool_params=ORDER,
-            is_destructive=True,
-        ),
+        cancel_assess(response="Puedo cancelar el pedido TH-12345.", needs_confirmation=False),
     )
     llm.script("critique", critique("ASK_USER", "¿Cancelar?", "destructive"))
     [question] = chat.say(text)

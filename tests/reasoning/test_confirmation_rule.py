@@ -19,8 +19,8 @@ from apps.reasoning.guards import (
 )
 from apps.tools.models import ClientTool, PendingAction, PendingActionStatus
 from apps.tools.pending import OpenQuestion
-from tests.reasoning.conftest import Chat, assess, critique
 from tests.support.fake_webhook import Reply
+from tests.support.shop import Chat, assess, critique
 
 W1001 = {"order_id": "#W1001"}
 REFUND = {"order_id": "#W1001", "amount": 50}

@@ -22,7 +22,7 @@ from apps.reasoning.steps import respond
 from apps.reasoning.steps.respond import RespondOut
 from devtools.fake_llm import FakeLLMServer
 from tests.factories import ModelPriceFactory
-from tests.reasoning.conftest import assess
+from tests.support.shop import assess
 
 pytestmark = pytest.mark.django_db
 

@@ -18,8 +18,8 @@ from apps.reasoning import guards
 from apps.tools.executors.webhook import generate_secret
 from apps.tools.models import ClientTool, ExecutionStatus, ToolExecution
 from apps.tools.services import tool_execute
-from tests.reasoning.conftest import Chat, assess, cancel_assess
 from tests.support.fake_webhook import Reply
+from tests.support.shop import Chat, assess, cancel_assess, lookup_assess
 
 pytestmark = pytest.mark.django_db
 
@@ -55,14 +55,7 @@ def test_a_second_visitor_with_the_order_number_gets_nothing(
     verified_chat(shop, django_capture_on_commit_callbacks)
     # …and a second, anonymous visitor types their order number.
     stranger = Chat.new(shop, django_capture_on_commit_callbacks)
-    llm.script(
-        "assess",
-        assess(
-            response="Let me look that up.",
-            tool_call="get_order_status",
-            tool_params={"order_id": "TH-12345"},
-        ),
-    )
+    llm.script("assess", lookup_assess(response="Let me look that up."))
     webhook.default(Reply.ok(ORDER))
     [reply] = stranger.say("What's the status of order TH-12345? Where is it going?")
     assert webhook.requests == []  # never called: nothing revealed
@@ -90,14 +83,7 @@ def test_a_verified_customers_call_carries_the_customer_inside_the_signature(
     shop, scoped, llm, webhook, django_capture_on_commit_callbacks
 ):
     chat = verified_chat(shop, django_capture_on_commit_callbacks)
-    llm.script(
-        "assess",
-        assess(
-            response="Let me look that up.",
-            tool_call="get_order_status",
-            tool_params={"order_id": "TH-12345"},
-        ),
-    )
+    llm.script("assess", lookup_assess(response="Let me look that up."))
     webhook.script(Reply.ok(ORDER))
     llm.script("compose", {"response": "Order TH-12345 has shipped."})
     [reply] = chat.say("What's the status of order TH-12345?")

@@ -21,8 +21,8 @@ from apps.escalations.models import Escalation
 from apps.reasoning.models import ReasoningTrace
 from apps.reasoning.services import USAGE_LIMIT_TEXT
 from tests.factories import set_deliberation
-from tests.reasoning.conftest import Chat, assess, make_shop
 from tests.reasoning.test_deliberative import KEYS, rc
+from tests.support.shop import Chat, assess, make_shop
 
 pytestmark = pytest.mark.django_db
 

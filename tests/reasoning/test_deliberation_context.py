@@ -21,8 +21,8 @@ from apps.reasoning.models import ReasoningTrace
 from apps.tools.models import ClientTool
 from devtools.fake_llm import message_text
 from tests.factories import set_deliberation
-from tests.reasoning.conftest import Chat, assess, make_shop
 from tests.reasoning.test_deliberative import end_of, rc, step
+from tests.support.shop import Chat, assess, make_shop
 
 pytestmark = pytest.mark.django_db
 

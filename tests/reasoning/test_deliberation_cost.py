@@ -24,8 +24,8 @@ from apps.reasoning.steps import get as get_step
 from apps.reasoning.steps._shared import language_asked, with_language
 from devtools.fake_llm import message_text
 from tests.factories import set_deliberation
-from tests.reasoning.conftest import Chat, assess, make_shop
 from tests.reasoning.test_deliberative import end_of, rc, step
+from tests.support.shop import Chat, assess, make_shop
 
 pytestmark = pytest.mark.django_db
 

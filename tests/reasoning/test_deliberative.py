@@ -23,7 +23,7 @@ from apps.reasoning.steps._shared import CONFIRMATION_RULE
 from apps.tools.models import PendingAction
 from devtools.fake_llm import Fail, message_text
 from tests.factories import set_deliberation
-from tests.reasoning.conftest import Chat, assess, critique, make_shop
+from tests.support.shop import Chat, assess, critique, make_shop
 
 pytestmark = pytest.mark.django_db
 

@@ -17,10 +17,10 @@ from apps.conversations import reply_drafts
 from apps.reasoning.deliberation import refinement
 from apps.reasoning.deliberation.refinement import Critique, Draft, FinalSpec
 from devtools.fake_llm import Truncated
-from tests.reasoning.conftest import Chat, critique, make_shop
 from tests.reasoning.test_deliberative import rc, step
 from tests.reasoning.test_reply_streaming import ordered_assess
 from tests.support.fake_webhook import Reply
+from tests.support.shop import Chat, critique, make_shop
 
 pytestmark = pytest.mark.django_db
 

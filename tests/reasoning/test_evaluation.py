@@ -27,8 +27,8 @@ from apps.reasoning.hooks import hook_names, plan_hooks
 from apps.reasoning.models import ReasoningStep, ReasoningTrace
 from apps.reasoning.steps.evaluate import EvaluateOut
 from devtools.fake_llm import Fail
-from tests.reasoning.conftest import Chat, assess, critique
 from tests.support.fake_webhook import Reply
+from tests.support.shop import Chat, assess, critique
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,8 @@ from apps.escalations.models import Escalation
 from apps.reasoning.models import ReasoningTrace
 from apps.tools.models import ToolExecution
 from devtools.fake_llm import Delay, Fail
-from tests.reasoning.conftest import assess, critique
 from tests.support.fake_webhook import Reply
+from tests.support.shop import assess, critique
 
 pytestmark = pytest.mark.django_db
 ORDER = {"order_id": "TH-12345"}

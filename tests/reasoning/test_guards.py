@@ -10,8 +10,8 @@ from django.utils import timezone
 from apps.core.tenancy import tenant_scope
 from apps.reasoning.guards import check_tool_call, confirmation_answer, params_hash
 from apps.tools.models import ClientTool, PendingAction, PendingActionStatus, ToolExecution
-from tests.reasoning.conftest import assess, critique
 from tests.support.fake_webhook import Reply
+from tests.support.shop import assess, critique, lookup_assess
 
 pytestmark = pytest.mark.django_db
 
@@ -85,15 +85,7 @@ def test_tool_without_configured_integration_never_runs(chat, llm, webhook):
 
 
 def test_schema_invalid_params_ask_instead_of_running(chat, llm, webhook):
-    llm.script(
-        "assess",
-        assess(
-            response="Checking.",
-            tool_call="get_order_status",
-            tool_params={"order_id": "12345"},
-            confidence=10,
-        ),
-    )
+    llm.script("assess", lookup_assess("12345", response="Checking.", confidence=10))
     [reply] = chat.say("status of 12345")
     assert "don't look right" in reply.text and "order_id" in reply.text
     assert webhook.requests == []
@@ -111,7 +103,7 @@ def test_missing_params_ask_with_the_parameter_label(chat, llm, webhook):
 def test_destructive_without_confirmation_asks_in_standard_mode(
     standard_shop, llm, webhook, django_capture_on_commit_callbacks
 ):
-    from tests.reasoning.conftest import Chat
+    from tests.support.shop import Chat
 
     chat = Chat.new(standard_shop, django_capture_on_commit_callbacks)
     llm.script(

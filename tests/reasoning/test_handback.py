@@ -12,9 +12,9 @@ from apps.escalations.models import Escalation
 from apps.escalations.services import staff_reply
 from apps.reasoning.handback import escalation_hand_back
 from apps.reasoning.models import ReasoningTrace
-from tests.api.conftest import session_for
+from tests.conftest import session_for
 from tests.factories import MembershipFactory
-from tests.reasoning.conftest import make_shop, script_order_lookup
+from tests.support.shop import make_shop, script_order_lookup
 
 pytestmark = pytest.mark.django_db
 

@@ -15,7 +15,7 @@ from apps.escalations.models import Escalation
 from apps.reasoning.hooks import Draft, post_draft_hook, unregister_hook
 from apps.reasoning.models import ReasoningStep
 from tests.factories import PlanFactory, UserFactory
-from tests.reasoning.conftest import Chat, assess
+from tests.support.shop import Chat, assess
 
 pytestmark = pytest.mark.django_db
 

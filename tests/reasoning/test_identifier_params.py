@@ -14,8 +14,8 @@ import pytest
 from apps.conversations.services import conversation_create
 from apps.tools.identifiers import given_words, identifier_params, spellings, ungiven
 from apps.tools.models import ClientTool, PendingAction
-from tests.reasoning.conftest import ORDER_SCHEMA, Chat, assess, critique
 from tests.support.fake_webhook import Reply
+from tests.support.shop import ORDER_SCHEMA, Chat, assess, cancel_assess, critique
 
 pytestmark = pytest.mark.django_db
 
@@ -132,15 +132,7 @@ def test_an_id_typed_earlier_or_returned_by_a_tool_runs(marked, chat, llm, webho
 
 
 def test_no_confirmation_question_for_an_id_nobody_gave(marked, chat, llm, webhook):
-    llm.script(
-        "assess",
-        assess(
-            tool_call="cancel_order",
-            tool_params={"order_id": "TH-12345"},
-            is_destructive=True,
-            needs_confirmation=True,
-        ),
-    )
+    llm.script("assess", cancel_assess(response=""))
     llm.script("critique", critique("PROCEED"))
     [reply] = chat.say("Cancel my order")
     assert reply.kind != "confirmation_request"

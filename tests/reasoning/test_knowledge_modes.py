@@ -16,7 +16,7 @@ from apps.knowledge.models import Article, ArticleKind, ArticleStatus
 from apps.reasoning.models import ReasoningStep
 from apps.reasoning.steps import _data, _demo
 from tests.factories import set_deliberation
-from tests.reasoning.conftest import Chat, article, assess, make_shop
+from tests.support.shop import Chat, article, assess, make_shop
 
 pytestmark = pytest.mark.django_db
 

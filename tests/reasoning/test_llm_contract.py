@@ -19,7 +19,7 @@ from apps.reasoning.steps.improve import ImproveOut
 from apps.reasoning.steps.reason_step import ReasonStepOut
 from apps.reasoning.steps.respond import RespondOut
 from devtools.fake_llm import FakeLLMServer, Truncated
-from tests.reasoning.conftest import assess, script_order_lookup
+from tests.support.shop import assess, script_order_lookup
 
 pytestmark = pytest.mark.django_db
 
@@ -134,7 +134,7 @@ def test_an_empty_assess_is_retried_with_the_error_quoted(chat, llm: FakeLLMServ
 def test_an_object_tool_call_is_retried_with_the_error_quoted(
     standard_shop, llm: FakeLLMServer, django_capture_on_commit_callbacks
 ) -> None:
-    from tests.reasoning.conftest import Chat
+    from tests.support.shop import Chat
 
     chat = Chat.new(standard_shop, django_capture_on_commit_callbacks)
     llm.script(

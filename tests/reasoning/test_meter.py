@@ -20,7 +20,7 @@ from apps.reasoning.models import ReasoningTrace
 from apps.reasoning.steps import respond
 from apps.reasoning.steps.respond import RespondOut
 from tests.factories import ClientFactory, ModelPriceFactory, PlanFactory
-from tests.reasoning.conftest import Chat, assess, make_shop
+from tests.support.shop import Chat, assess, make_shop
 
 pytestmark = pytest.mark.django_db
 

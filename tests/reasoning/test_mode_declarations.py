@@ -26,7 +26,7 @@ from apps.conversations.services import conversation_create, message_append
 from apps.reasoning.models import ReasoningTrace, TraceStatus
 from apps.reasoning.modes import standard
 from tests.factories import ClientFactory, PlanFactory
-from tests.reasoning.conftest import Chat, make_shop
+from tests.support.shop import Chat, make_shop
 
 ANSWER = "We're open from eight to six on weekdays and from ten to four on Saturdays."
 

@@ -12,8 +12,8 @@ import pytest
 from apps.conversations.models import Kind
 from apps.reasoning.models import ReasoningStep
 from apps.tools.models import ClientTool, PendingAction, PendingActionStatus, ToolExecution
-from tests.reasoning.conftest import Chat, assess, cancel_assess, critique
 from tests.support.fake_webhook import Reply
+from tests.support.shop import Chat, assess, cancel_assess, critique
 
 pytestmark = pytest.mark.django_db
 

@@ -8,7 +8,7 @@ import pytest
 
 from apps.reasoning.prompt_echo import echoed_instructions
 from apps.reasoning.steps._shared import RULES
-from tests.reasoning.conftest import assess
+from tests.support.shop import assess
 
 pytestmark = pytest.mark.django_db
 

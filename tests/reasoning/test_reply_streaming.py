@@ -14,8 +14,8 @@ from apps.conversations import reply_drafts
 from apps.conversations.services import conversation_create
 from apps.reasoning.models import ReasoningTrace
 from devtools.fake_llm import Truncated, assess_reply
-from tests.reasoning.conftest import Chat
 from tests.support.fake_webhook import Reply
+from tests.support.shop import Chat
 
 ANSWER = "We're open from eight to six on weekdays and from ten to four on Saturdays."
 

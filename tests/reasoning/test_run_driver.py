@@ -135,7 +135,7 @@ def test_an_llm_failure_from_the_scripted_server_is_recorded_alike(
     standard_shop: Any, llm: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
     from apps.conversations.services import conversation_create
-    from tests.reasoning.conftest import Chat
+    from tests.support.shop import Chat
 
     for _ in range(3):  # the live turn, the playground run, the simulated turn: twice each
         llm.script("respond", Fail(500), Fail(500))

@@ -23,7 +23,7 @@ from apps.simulations.judge import judge_criteria
 from apps.simulations.models import CaseRun, SimulationRun
 from devtools.fake_llm import Fail, FakeLLMServer
 from tests.factories import ClientFactory, ModelPriceFactory
-from tests.reasoning.conftest import SilentOwner
+from tests.support.shop import SilentOwner
 
 STEP = steps.get("judge")
 TRANSCRIPT: list[dict[str, Any]] = [

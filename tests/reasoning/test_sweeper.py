@@ -15,7 +15,7 @@ from apps.reasoning.models import ReasoningTrace
 from apps.reasoning.services import handle_turn
 from apps.reasoning.sweeper import turns_sweep
 from apps.tools.models import ToolExecution
-from tests.reasoning.conftest import assess
+from tests.support.shop import assess
 
 pytestmark = pytest.mark.django_db
 ORDER = {"order_id": "TH-12345"}

@@ -14,7 +14,7 @@ from apps.conversations.services import conversation_create, message_append
 from apps.playground.models import PlaygroundRun
 from apps.playground.services import playground_run_create
 from apps.reasoning.models import ReasoningTrace, TraceKind
-from tests.reasoning.conftest import assess
+from tests.support.shop import assess
 
 pytestmark = pytest.mark.django_db
 

@@ -15,8 +15,8 @@ from apps.reasoning.guards import unavailable_tool_draft_problem
 from apps.reasoning.models import ReasoningStep
 from apps.tools.models import ClientTool, ToolExecution
 from tests.factories import set_deliberation
-from tests.reasoning.conftest import Chat, assess, critique, make_shop
 from tests.support.fake_webhook import Reply
+from tests.support.shop import Chat, assess, critique, make_shop
 
 pytestmark = pytest.mark.django_db
 

@@ -15,8 +15,8 @@ from apps.escalations.services import escalation_resolve
 from apps.reasoning.models import ReasoningTrace
 from apps.reasoning.services import handle_turn, turn_process
 from apps.tools.models import ToolExecution
-from tests.reasoning.conftest import Chat, assess, critique, make_shop
 from tests.support.fake_webhook import Reply
+from tests.support.shop import Chat, assess, critique, make_shop
 
 pytestmark = pytest.mark.django_db
 ORDER = {"order_id": "TH-12345"}
@@ -244,7 +244,7 @@ def test_standard_mode_sends_full_context_in_one_call(
 def test_client_b_tools_are_never_offered_or_run_for_client_a(
     shop, llm, webhook, django_capture_on_commit_callbacks
 ):
-    from tests.reasoning.conftest import make_shop
+    from tests.support.shop import make_shop
 
     other = make_shop("adaptive", webhook.url("/other"), slug="other-shop")
     other.tools = None

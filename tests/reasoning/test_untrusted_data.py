@@ -44,8 +44,8 @@ from apps.tools.models import ClientTool
 from devtools.fake_llm import FakeLLMServer, RecordedRequest, message_text
 from tests.factories import set_deliberation
 from tests.insights.conftest import escalated, window
-from tests.reasoning.conftest import Chat, SilentOwner, assess, critique, make_shop
 from tests.support.fake_webhook import Reply
+from tests.support.shop import Chat, SilentOwner, assess, critique, make_shop
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""Simulation fixtures: the reasoning shop (tests/reasoning/conftest.py) with its real
+"""Simulation fixtures: the reasoning shop (tests/support/shop.py) with its real
 OpenAI-compatible server and webhook server, cases made as data, and helpers that run a whole
 simulation in the test's thread and count what must never be written."""
 
@@ -17,16 +17,6 @@ from apps.core.tenancy import tenant_scope
 from apps.simulations import services
 from apps.simulations.models import SimCase, SimulationRun
 from tests.conftest import DEMO_TENANT
-from tests.reasoning.conftest import (  # noqa: F401  (fixtures, re-exported)
-    chat,
-    conversation,
-    llm,
-    llm_server,
-    shop,
-    standard_shop,
-    webhook,
-    webhook_server,
-)
 
 UNSCOPED = "test checks the database directly"
 DEMO_CASES = Path(DEMO_TENANT).parent / "simulations" / "demo.json"

@@ -81,29 +81,47 @@ def failed_check() -> dict[str, Any]:
     }
 
 
+def transcript_turn(index: int, **fields: Any) -> dict[str, Any]:
+    """One transcript entry, as the engine writes it (defaults: a plain answer)."""
+    entry: dict[str, Any] = {
+        "index": index,
+        "customer": f"message {index}",
+        "replies": [],
+        "reply": "",
+        "tools_ran": [],
+        "tools_proposed": [],
+        "tools_refused": [],
+        "asked": False,
+        "escalated": False,
+        "escalation_reason": None,
+        "evaluation": "",
+        "confidence": None,
+        "llm_calls": 1,
+        "prompt_tokens": 100,
+        "completion_tokens": 20,
+        "cost_usd": "0.00010",
+        "latency_ms": 900,
+        "trace": 1,
+        "error": "",
+    }
+    return entry | fields
+
+
 def transcript(trace: int | None = None) -> list[dict[str, Any]]:
     return [
-        {
-            "index": 0,
-            "customer": "Please cancel order TH-10042",
-            "replies": [{"text": "Shall I cancel TH-10042?", "kind": "text", "data": {}}],
-            "reply": "Shall I cancel TH-10042?",
-            "tools_ran": [],
-            "tools_proposed": [{"name": "cancel_order", "params": {"order_id": "TH-10042"}}],
-            "tools_refused": [],
-            "asked": False,
-            "escalated": False,
-            "escalation_reason": None,
-            "evaluation": "",
-            "confidence": None,
-            "llm_calls": 2,
-            "prompt_tokens": 800,
-            "completion_tokens": 100,
-            "cost_usd": "0.0002",
-            "latency_ms": 40,
-            "trace": trace,
-            "error": "",
-        }
+        transcript_turn(
+            0,
+            customer="Please cancel order TH-10042",
+            replies=[{"text": "Shall I cancel TH-10042?", "kind": "text", "data": {}}],
+            reply="Shall I cancel TH-10042?",
+            tools_proposed=[{"name": "cancel_order", "params": {"order_id": "TH-10042"}}],
+            llm_calls=2,
+            prompt_tokens=800,
+            completion_tokens=100,
+            cost_usd="0.0002",
+            latency_ms=40,
+            trace=trace,
+        )
     ]
 
 

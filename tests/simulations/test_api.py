@@ -8,22 +8,11 @@ import uuid
 import pytest
 from django.urls import reverse
 
-from apps.accounts.models import Role
 from apps.simulations.models import RunStatus, SimCase, SimulationRun
-from tests.api.conftest import assert_error, key_for
+from tests.api.conftest import assert_error
 from tests.simulations.factories_sim import case_data, make_case, make_finished_run
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def agent_a(client_a):
-    return key_for(client_a, Role.AGENT)
-
-
-@pytest.fixture
-def viewer_a(client_a):
-    return key_for(client_a, Role.VIEWER)
 
 
 def db_cases(client):

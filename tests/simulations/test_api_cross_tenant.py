@@ -10,19 +10,11 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from apps.accounts.models import Role
 from apps.simulations.models import CaseRun, SimCase, SimulationRun
-from tests.api.conftest import assert_error, key_for, session_for
+from tests.api.conftest import assert_error
 from tests.simulations.factories_sim import case_data, make_case, make_finished_run
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(params=["api_key", "session"])
-def b_owner(request, client_b):
-    if request.param == "api_key":
-        return key_for(client_b, Role.OWNER)
-    return session_for(client_b, Role.OWNER)
 
 
 @pytest.fixture

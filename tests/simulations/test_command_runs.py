@@ -12,8 +12,8 @@ from django.core.management import call_command
 
 from apps.simulations.cases import simcase_create
 from apps.simulations.models import RunStatus, SimulationRun
-from tests.reasoning.conftest import assess
 from tests.simulations.conftest import UNSCOPED, live_rows
+from tests.support.shop import assess
 
 pytestmark = pytest.mark.django_db
 

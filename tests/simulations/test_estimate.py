@@ -18,10 +18,10 @@ from apps.billing.services.usage import usage_record_create
 from apps.reasoning.models import ReasoningTrace
 from apps.simulations import services
 from apps.simulations.models import SimulationRun
-from tests.api.conftest import key_for
 from tests.billing.conftest import Call, make_turn
-from tests.reasoning.conftest import assess
+from tests.conftest import key_for
 from tests.simulations.conftest import DEMO_CASES, UNSCOPED, make_case, run_now
+from tests.support.shop import assess
 
 pytestmark = pytest.mark.django_db
 

@@ -13,32 +13,7 @@ from hypothesis import strategies as st
 from apps.simulations.expectations import case_check, expect_check, params_match, replay_check
 from apps.simulations.schema import case_validate
 from tests.simulations.factories_sim import cancel_turns
-
-
-def turn(index: int, **fields: Any) -> dict[str, Any]:
-    """One transcript entry, as the engine writes it (defaults: a plain answer)."""
-    entry: dict[str, Any] = {
-        "index": index,
-        "customer": f"message {index}",
-        "replies": [],
-        "reply": "",
-        "tools_ran": [],
-        "tools_proposed": [],
-        "tools_refused": [],
-        "asked": False,
-        "escalated": False,
-        "escalation_reason": None,
-        "evaluation": "",
-        "confidence": None,
-        "llm_calls": 1,
-        "prompt_tokens": 100,
-        "completion_tokens": 20,
-        "cost_usd": "0.00010",
-        "latency_ms": 900,
-        "trace": 1,
-        "error": "",
-    }
-    return entry | fields
+from tests.simulations.factories_sim import transcript_turn as turn
 
 
 def ran(name: str, **params: Any) -> dict[str, Any]:

@@ -13,10 +13,11 @@ from apps.billing import periods
 from apps.billing.models import UsageCounter, UsagePurpose, UsageRecord
 from apps.simulations import services
 from apps.simulations.models import RunStatus, SimulationRun
-from tests.api.conftest import assert_error, key_for
+from tests.api.conftest import assert_error
+from tests.conftest import key_for
 from tests.factories import set_deliberation
-from tests.reasoning.conftest import Chat, assess
 from tests.simulations.conftest import UNSCOPED, make_case, run_now
+from tests.support.shop import Chat, assess
 
 pytestmark = pytest.mark.django_db
 

@@ -10,15 +10,13 @@ from apps.conversations.models import Message
 from apps.simulations.models import CaseRun, CaseStatus, RunStatus
 from apps.simulations.selectors import replay_conversations
 from tests.factories import ModelPriceFactory
-from tests.reasoning.conftest import assess, critique
 from tests.simulations.conftest import UNSCOPED, live_rows, run_now
 from tests.support.fake_webhook import Reply
+from tests.support.shop import assess, critique, lookup_assess
 
 pytestmark = pytest.mark.django_db
 
-STATUS_CALL = assess(
-    response="Let me check.", tool_call="get_order_status", tool_params={"order_id": "TH-12345"}
-)
+STATUS_CALL = lookup_assess()
 
 
 def test_replay_of_a_saved_conversation(chat, shop, llm, webhook):

@@ -16,8 +16,8 @@ from apps.simulations import services
 from apps.simulations.config import config_validate_overrides, live_config
 from apps.simulations.models import CaseRun, CaseStatus, RunStatus, Side
 from tests.factories import ClientFactory, ModelPriceFactory
-from tests.reasoning.conftest import assess, make_shop
 from tests.simulations.conftest import UNSCOPED, live_rows, make_case, run_now
+from tests.support.shop import assess, make_shop
 
 pytestmark = pytest.mark.django_db
 

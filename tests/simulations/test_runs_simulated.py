@@ -8,8 +8,8 @@ import pytest
 
 from apps.billing.models import UsagePurpose, UsageRecord
 from apps.simulations.models import CaseRun, RunStatus
-from tests.reasoning.conftest import assess, cancel_assess, critique
 from tests.simulations.conftest import UNSCOPED, live_rows, make_case, run_now
+from tests.support.shop import assess, cancel_assess, critique
 
 pytestmark = pytest.mark.django_db
 
@@ -75,7 +75,7 @@ def test_max_turns_ends_a_customer_who_never_stops(shop, llm, webhook):
 
 
 def test_the_offline_demo_customer_plays_a_cancel(db, settings):
-    from tests.reasoning.conftest import make_shop
+    from tests.support.shop import make_shop
 
     settings.OPENAI_API_KEY = ""
     shop = make_shop("adaptive", "http://127.0.0.1:9/hook", slug="offline-shop")

@@ -11,8 +11,8 @@ from django.core import mail
 from apps.billing.models import UsagePurpose, UsageRecord
 from apps.reasoning.models import ReasoningTrace, TraceKind
 from apps.simulations.models import CaseRun, CaseStatus, RunStatus
-from tests.reasoning.conftest import assess, cancel_assess, critique
 from tests.simulations.conftest import UNSCOPED, live_rows, make_case, run_now
+from tests.support.shop import assess, cancel_assess, critique, lookup_assess
 
 pytestmark = pytest.mark.django_db
 
@@ -130,14 +130,7 @@ def test_a_yes_for_other_params_does_not_run_the_tool(shop, llm, webhook):
 
 def test_a_read_tool_without_a_stub_answers_empty_and_says_so(shop, llm, webhook):
     make_case(shop, "status", turns=[{"customer": "Where is TH-12345?"}])
-    llm.script(
-        "assess",
-        assess(
-            response="Let me check.",
-            tool_call="get_order_status",
-            tool_params={"order_id": "TH-12345"},
-        ),
-    )
+    llm.script("assess", lookup_assess())
     llm.default("critique", critique("PROCEED"))
     llm.script("compose", {"response": "It is on its way."})
     run = run_now(shop, compare=False)

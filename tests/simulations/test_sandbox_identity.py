@@ -9,8 +9,8 @@ import pytest
 
 from apps.simulations.models import CaseRun
 from apps.tools.models import ClientTool
-from tests.reasoning.conftest import assess
 from tests.simulations.conftest import UNSCOPED, make_case, run_now
+from tests.support.shop import lookup_assess
 
 pytestmark = pytest.mark.django_db
 
@@ -25,14 +25,7 @@ def scoped_shop(shop):
 
 
 def script(llm) -> None:
-    llm.script(
-        "assess",
-        assess(
-            response="Let me look.",
-            tool_call="get_order_status",
-            tool_params={"order_id": "TH-12345"},
-        ),
-    )
+    llm.script("assess", lookup_assess(response="Let me look."))
 
 
 @pytest.mark.parametrize(("tags", "runs"), [([], True), (["anonymous"], False)])

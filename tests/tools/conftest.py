@@ -3,7 +3,6 @@ from collections.abc import Iterator
 import pytest
 
 from apps.tools.executors import webhook as executors
-from tests.reasoning.conftest import llm, llm_server  # noqa: F401  (fixtures, re-exported)
 from tests.support.fake_webhook import FakeWebhookServer
 from tests.tools.mcp_server import McpTestServer
 

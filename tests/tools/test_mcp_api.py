@@ -12,7 +12,8 @@ import pytest
 from apps.accounts.models import Role
 from apps.tools.admin import McpServerForm
 from apps.tools.models import ClientTool, ExecutionStatus, McpServer, ToolExecution
-from tests.api.conftest import assert_error, key_for, owner_a, owner_b  # noqa: F401  (fixtures, re-exported)
+from tests.api.conftest import assert_error
+from tests.conftest import key_for
 
 pytestmark = pytest.mark.django_db
 
@@ -46,7 +47,7 @@ def body_for(mcp_server: Any, **changes: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def created(owner_a: Any, mcp_server: Any) -> dict[str, Any]:  # noqa: F811
+def created(owner_a: Any, mcp_server: Any) -> dict[str, Any]:
     response = owner_a.post(BASE, body_for(mcp_server), format="json")
     assert response.status_code == 201, response.content
     return dict(response.json())
@@ -89,7 +90,7 @@ def test_adding_a_server_lists_its_tools_all_disabled_and_new(created, client_a,
     assert all(not t.enabled and not t.is_configured for t in tools_of(client_a).values())
 
 
-def test_secrets_are_in_no_response(owner_a, mcp_server):  # noqa: F811
+def test_secrets_are_in_no_response(owner_a, mcp_server):
     bodies = []
     created = owner_a.post(
         BASE,
@@ -127,7 +128,7 @@ def test_secrets_are_in_no_response(owner_a, mcp_server):  # noqa: F811
     ],
 )
 def test_a_bad_server_is_refused_naming_the_field(
-    owner_a,  # noqa: F811
+    owner_a,
     client_a,
     mcp_server,
     changes,
@@ -140,14 +141,14 @@ def test_a_bad_server_is_refused_naming_the_field(
     assert not McpServer.objects.for_client(client_a).exists()
 
 
-def test_oauth_needs_all_three_and_each_is_named(owner_a, mcp_server):  # noqa: F811
+def test_oauth_needs_all_three_and_each_is_named(owner_a, mcp_server):
     body = body_for(mcp_server, auth="oauth", bearer_token="")
     error = assert_error(owner_a.post(BASE, body, format="json"), 400, "invalid")
     assert set(error["fields"]) == {"oauth_token_url", "oauth_client_id", "oauth_client_secret"}
 
 
 def test_plain_http_is_refused_without_the_development_setting(
-    owner_a,  # noqa: F811
+    owner_a,
     client_a,
     mcp_server,
     settings,
@@ -158,7 +159,7 @@ def test_plain_http_is_refused_without_the_development_setting(
     assert not McpServer.objects.for_client(client_a).exists()
 
 
-def test_a_second_server_with_the_same_name_is_refused(created, owner_a, mcp_server):  # noqa: F811
+def test_a_second_server_with_the_same_name_is_refused(created, owner_a, mcp_server):
     error = assert_error(owner_a.post(BASE, body_for(mcp_server), format="json"), 400, "invalid")
     assert list(error["fields"]) == ["name"]
 
@@ -191,7 +192,7 @@ def test_the_admin_form_keeps_the_saved_token(created, client_a, mcp_server):
     assert "name" in taken.errors
 
 
-def test_patch_keeps_the_token_when_absent_or_empty(created, owner_a, client_a):  # noqa: F811
+def test_patch_keeps_the_token_when_absent_or_empty(created, owner_a, client_a):
     token = server_of(client_a).bearer_token
     url = f"{BASE}crm/"
     changed = owner_a.patch(url, {"timeout_seconds": 5, "enabled": False}, format="json")
@@ -207,7 +208,7 @@ def test_patch_keeps_the_token_when_absent_or_empty(created, owner_a, client_a):
     assert owner_a.post(f"{url}sync").json()["error"] != ""  # the server refuses it
 
 
-def test_sync_reports_a_tool_the_server_added(created, owner_a, client_a, mcp_server):  # noqa: F811
+def test_sync_reports_a_tool_the_server_added(created, owner_a, client_a, mcp_server):
     mcp_server.add_tool("refund_everything", "Refunds every order.", lambda: {"ok": True})
     response = owner_a.post(f"{BASE}crm/sync")
     assert response.status_code == 200, response.content
@@ -223,7 +224,7 @@ def test_sync_reports_a_tool_the_server_added(created, owner_a, client_a, mcp_se
 
 def test_enabling_a_tool_reviews_it_and_a_change_on_the_server_disables_it(
     created,
-    owner_a,  # noqa: F811
+    owner_a,
     client_a,
     mcp_server,
 ):
@@ -258,14 +259,14 @@ def test_enabling_a_tool_reviews_it_and_a_change_on_the_server_disables_it(
     assert review["crm_get_order_status"] == "removed"
 
 
-def test_delete_removes_the_server_and_its_tools(created, owner_a, client_a):  # noqa: F811
+def test_delete_removes_the_server_and_its_tools(created, owner_a, client_a):
     assert owner_a.delete(f"{BASE}crm/").status_code == 204
     assert not McpServer.objects.for_client(client_a).exists()
     assert not ClientTool.objects.for_client(client_a).filter(executor_type="mcp").exists()
     assert_error(owner_a.get(f"{BASE}crm/"), 404, "not_found")
 
 
-def test_a_server_whose_tool_has_run_is_kept(created, owner_a, client_a):  # noqa: F811
+def test_a_server_whose_tool_has_run_is_kept(created, owner_a, client_a):
     tool = tools_of(client_a)["crm_get_order_status"]
     ToolExecution.objects.create(
         client=client_a,
@@ -278,7 +279,7 @@ def test_a_server_whose_tool_has_run_is_kept(created, owner_a, client_a):  # noq
     assert tools_of(client_a)["crm_get_order_status"].pk == tool.pk
 
 
-def test_a_disabled_server_is_saved_without_listing(owner_a, mcp_server):  # noqa: F811
+def test_a_disabled_server_is_saved_without_listing(owner_a, mcp_server):
     response = owner_a.post(BASE, body_for(mcp_server, enabled=False), format="json")
     assert response.status_code == 201, response.content
     assert response.json()["sync"] is None
@@ -286,7 +287,7 @@ def test_a_disabled_server_is_saved_without_listing(owner_a, mcp_server):  # noq
     assert mcp_server.requests == 0
 
 
-def test_an_unreachable_server_is_saved_with_the_error(owner_a, client_a, mcp_server):  # noqa: F811
+def test_an_unreachable_server_is_saved_with_the_error(owner_a, client_a, mcp_server):
     body = body_for(mcp_server, url="https://mcp.example.invalid/mcp")
     response = owner_a.post(BASE, body, format="json")
     assert response.status_code == 201, response.content
@@ -321,7 +322,7 @@ def test_admins_and_owners_manage_mcp_servers(client_a, mcp_server, role):
 
 def test_client_b_cannot_list_read_change_sync_or_delete_client_as_server(
     created,
-    owner_b,  # noqa: F811
+    owner_b,
     client_a,
     mcp_server,
 ):

@@ -27,7 +27,7 @@ from apps.tools.models import (
 )
 from apps.tools.selectors import tool_list_enabled
 from apps.tools.services import tool_execute, tool_update
-from tests.reasoning.conftest import Chat, assess, critique, make_shop
+from tests.support.shop import Chat, assess, critique, make_shop
 
 pytestmark = pytest.mark.django_db
 

@@ -1,5 +1,5 @@
-"""Widget API fixtures: the reasoning suite's shop + fake LLM/webhook servers (re-exported, not
-copied), a clean throttle cache per test, and a tiny widget client that talks like the iframe."""
+"""Widget API fixtures: a clean throttle cache per test and a tiny widget client that talks like
+the iframe (the shop and its fake LLM/webhook servers come from tests/support/shop.py)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,6 @@ from django.core.cache import cache
 from rest_framework.test import APIClient
 
 from apps.clients.models import Client
-from tests.reasoning.conftest import (  # noqa: F401  (fixtures, re-exported)
-    llm,
-    llm_server,
-    shop,
-    webhook,
-    webhook_server,
-)
 
 API = "/api/v1/widget/"
 

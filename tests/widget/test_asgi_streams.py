@@ -19,7 +19,7 @@ from apps.conversations.models import Conversation, Role
 from apps.conversations.services import message_append
 from apps.platform.asgi import StreamingPaths
 from apps.widget import streams as widget_streams
-from tests.reasoning.conftest import assess
+from tests.support.shop import assess
 from tests.widget.test_push import parse
 
 pytestmark = pytest.mark.django_db(transaction=True)

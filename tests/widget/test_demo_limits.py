@@ -19,6 +19,7 @@ from apps.escalations.models import Escalation, EscalationReason
 from apps.provisioning.files import load_tenant_file
 from apps.provisioning.services import tenant_import
 from apps.reasoning.models import ReasoningTrace
+from devtools.benchmarks.demo_tokens import MESSAGES as TRY_IT
 from tests.conftest import DEMO_TENANT, ROOT
 from tests.widget.conftest import API
 
@@ -26,17 +27,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 ORIGIN = "http://127.0.0.1:8000"  # the demo shop's own origin (demo/tenant.json)
 ADDRESS = "198.51.100.23"
-# The README's "Try it" and "Deliberative mode" messages, in the order it gives them.
-TRY_IT = [
-    "Cancel my order",
-    "Order 12345",
-    "Yes",
-    "What is your return policy?",
-    "Where is TH-10042?",
-    "Do you offer gift cards?",
-    "Can I return boots after 40 days?",
-    "Should I get a refund or an exchange?",
-]
+# TRY_IT: the README's "Try it" and "Deliberative mode" messages, in the order it gives them
+# (shared with the benchmark that sizes the widget's token windows from them).
 # "ask the deliberative questions first, or in a new conversation"
 DELIBERATIVE = ["Can I return boots after 40 days?", "Should I get a refund or an exchange?"]
 OTHER_LANGUAGES = ["Quiero cancelar mi pedido", "אני רוצה לבטל את ההזמנה"]

@@ -11,7 +11,7 @@ import pytest
 from apps.escalations.models import Escalation
 from apps.reasoning.llm import remembered_response_format, response_format_refusals
 from apps.reasoning.models import ReasoningTrace
-from tests.reasoning.conftest import assess
+from tests.support.shop import assess
 
 
 @pytest.mark.django_db(transaction=True)

@@ -19,7 +19,7 @@ from apps.escalations.models import Escalation
 from apps.escalations.services import escalation_create, escalation_resolve
 from tests.conftest import api_for
 from tests.factories import ClientFactory
-from tests.reasoning.conftest import assess
+from tests.support.shop import assess
 
 pytestmark = pytest.mark.django_db
 

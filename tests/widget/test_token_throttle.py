@@ -17,7 +17,7 @@ from apps.conversations.models import Conversation, ConversationStatus, Kind, Me
 from apps.escalations.models import Escalation, EscalationReason, EscalationStatus
 from apps.reasoning.models import ReasoningTrace
 from devtools.fake_llm import WithUsage
-from tests.reasoning.conftest import assess
+from tests.support.shop import assess
 from tests.widget.conftest import API, Widget
 from tests.widget.test_widget_api import rates
 
@@ -196,7 +196,7 @@ def test_ipv6_addresses_count_per_64_prefix(widget, llm, settings):
 def test_one_tenants_window_never_holds_a_visitor_back_on_another(shop, llm, settings, webhook):
     """Tenant isolation: the windows are per client; what an address spent on A's widget does
     not count on B's, and B's staff get nothing of A's."""
-    from tests.reasoning.conftest import make_shop
+    from tests.support.shop import make_shop
 
     rates(settings, widget_address_tokens="5000/hour")
     llm.default("assess", costly("Sure.", 6_000))

@@ -20,7 +20,7 @@ from apps.reasoning.models import ReasoningTrace
 from apps.widget import apis as widget_apis
 from apps.widget import streams as widget_streams
 from tests.factories import ClientFactory
-from tests.reasoning.conftest import assess
+from tests.support.shop import assess
 from tests.widget.conftest import API, Widget, sse
 
 pytestmark = pytest.mark.django_db

@@ -11,8 +11,8 @@ import pytest
 from apps.conversations.models import Conversation, Kind, Message
 from apps.tools.models import PendingAction, PendingActionStatus
 from apps.tools.pending import params_hash
-from tests.reasoning.conftest import assess, cancel_assess, critique, make_shop
 from tests.support.fake_webhook import Reply
+from tests.support.shop import assess, cancel_assess, critique, make_shop
 from tests.widget.conftest import Widget
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -28,16 +28,7 @@ def _ask(widget: Widget, llm: Any, params: dict[str, Any] = ORDER) -> tuple[str,
     """A conversation whose last reply is the confirmation question about cancel_order(params);
     returns (conversation id, token, the question's JSON as the widget got it)."""
     conversation_id, token = widget.conversation()
-    llm.script(
-        "assess",
-        assess(
-            response=f"I can cancel order {params['order_id']}.",
-            tool_call="cancel_order",
-            tool_params=params,
-            is_destructive=True,
-            needs_confirmation=True,
-        ),
-    )
+    llm.script("assess", cancel_assess(params["order_id"], tool_params=params))
     llm.script("critique", critique("ASK_USER", "Cancel it?", "destructive"))
     response = widget.say(conversation_id, token, f"Cancel order {params['order_id']}")
     assert response.status_code == 201, response.content

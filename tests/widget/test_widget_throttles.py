@@ -11,7 +11,7 @@ from django.conf import settings as django_settings
 
 from apps.conversations.models import Conversation, Message
 from apps.widget.auth import WidgetKeyThrottle
-from tests.reasoning.conftest import assess
+from tests.support.shop import assess
 from tests.widget.conftest import API, Widget
 from tests.widget.test_widget_api import error, rates
 

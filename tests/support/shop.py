@@ -1,5 +1,7 @@
 """A shop with read, action and destructive webhook tools, a real OpenAI-compatible server and a
-real webhook server, and helpers to talk to the assistant the way the widget will."""
+real webhook server, and helpers to talk to the assistant the way the widget will.
+
+A pytest plugin (tests/conftest.py loads it), so every suite has these fixtures."""
 
 from __future__ import annotations
 
@@ -202,18 +204,21 @@ def cancel_assess(
     return assess(**(plan | fields))
 
 
+def lookup_assess(order: str = "TH-12345", **fields: Any) -> dict[str, Any]:
+    """The model's plan to run the read tool ``get_order_status`` on ``order``; ``fields``
+    replace any of it (the reply text, the confidence)."""
+    plan: dict[str, Any] = {
+        "response": "Let me check.",
+        "tool_call": "get_order_status",
+        "tool_params": {"order_id": order},
+    }
+    return assess(**(plan | fields))
+
+
 def script_order_lookup(llm: FakeLLMServer, webhook: FakeWebhookServer, order: str) -> None:
     """A confident look-up, no critique: the model runs ``get_order_status`` on ``order``, the
     shop answers "shipped", and the composed reply says "Order <order> has shipped."."""
-    llm.script(
-        "assess",
-        assess(
-            response="Let me check.",
-            tool_call="get_order_status",
-            tool_params={"order_id": order},
-            confidence=9,
-        ),
-    )
+    llm.script("assess", lookup_assess(order, confidence=9))
     webhook.script(Reply.ok({"status": "shipped"}))
     llm.script("compose", {"response": f"Order {order} has shipped."})
 
