@@ -21,7 +21,6 @@ from apps.api.schema import (
     found_or_404,
     id_path_parameter,
     invalid_example,
-    page_schema,
     parse_pk,
 )
 from apps.api.serializers import validated_body
@@ -103,13 +102,12 @@ API_KEYS = ResourceSchema("api_keys", TAG, KEY_ID_PARAMETER)
 class ApiKeyListCreateApi(StaffAPIView):
     required_roles = {"GET": MANAGE, "POST": MANAGE}
 
-    @API_KEYS.operation(
-        "list",
+    @API_KEYS.list_page(
         "List API keys",
         "The client's API keys, revoked ones included, newest first. Secrets are "
         "never listed. Needs the admin role.",
-        member=False,
-        **page_schema(ApiKeySerializer, KEY_EXAMPLE),
+        serializer=ApiKeySerializer,
+        example=KEY_EXAMPLE,
     )
     def get(self, request: Request) -> Response:
         return self.paginated_response(api_key_list(client=self.client), ApiKeySerializer)

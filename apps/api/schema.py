@@ -324,6 +324,34 @@ class ResourceSchema:
             **kwargs,
         )
 
+    def list_page(
+        self,
+        summary: str,
+        description: str | None = None,
+        *,
+        serializer: type[serializers.Serializer] | None = None,
+        example: Any = None,
+        parameters: list[OpenApiParameter] | None = None,
+        invalid: OpenApiExample | None = None,
+        filtered: bool = False,
+    ) -> Callable[[Any], Any]:
+        """Listing the collection: one page of `serializer` (the resource's body unless given),
+        as `page_schema` documents it; its query takes `parameters`, or only `?client=`."""
+        body = serializer or self.serializer
+        assert body is not None, f"{self.name}: a list needs a serializer"
+        return self.operation(
+            "list",
+            summary,
+            description,
+            parameters=parameters or [CLIENT_PARAMETER],
+            **page_schema(
+                body,
+                self.example if example is None else example,
+                invalid=invalid,
+                filtered=filtered,
+            ),
+        )
+
     def retrieve(self, summary: str, description: str | None = None) -> Callable[[Any], Any]:
         """Reading one object: its body, or 404."""
         extra: dict[str, Any] = {}

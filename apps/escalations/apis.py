@@ -86,8 +86,7 @@ ESCALATIONS = ResourceSchema("escalations", TAG, ESCALATION_ID_PARAMETER)
 class EscalationListApi(StaffAPIView):
     required_roles = {"GET": READ}
 
-    @ESCALATIONS.operation(
-        "list",
+    @ESCALATIONS.list_page(
         "List escalations",
         "The client's escalations, newest first, one page at a time. An open "
         "escalation means a person owns the conversation and the AI stays silent. Needs the "
@@ -96,11 +95,9 @@ class EscalationListApi(StaffAPIView):
             choice_parameter("status", EscalationStatus, "Only escalations in this status."),
             CLIENT_PARAMETER,
         ],
-        **page_schema(
-            EscalationSerializer,
-            ESCALATION_EXAMPLE,
-            invalid=invalid_example("status", '"pending" is not a valid choice.'),
-        ),
+        serializer=EscalationSerializer,
+        example=ESCALATION_EXAMPLE,
+        invalid=invalid_example("status", '"pending" is not a valid choice.'),
     )
     def get(self, request: Request) -> Response:
         filters = self.validated_query(EscalationFilterSerializer)

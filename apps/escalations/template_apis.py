@@ -92,8 +92,7 @@ TEMPLATES = ResourceSchema(
 class ReplyTemplateListApi(StaffAPIView):
     required_roles = {"GET": READ, "POST": MANAGE}
 
-    @TEMPLATES.operation(
-        "list",
+    @TEMPLATES.list_page(
         "List reply templates",
         "The client's reply templates by name. With `?conversation=<id>` each also "
         "carries `text`, its body filled in for that conversation and for the caller "
@@ -107,22 +106,13 @@ class ReplyTemplateListApi(StaffAPIView):
             ),
             CLIENT_PARAMETER,
         ],
-        responses={
-            200: FilledTemplateSerializer(many=True),
-            **error_responses(400, *AUTH_ERRORS, 404),
+        serializer=FilledTemplateSerializer,
+        example={
+            **TEMPLATE_EXAMPLE,
+            "text": "Hi {customer_name}, the refund for order TH-10042 is on its way. — Sam",
+            "missing": ["customer_name"],
         },
-        examples=[
-            OpenApiExample(
-                "A page",
-                value={
-                    **TEMPLATE_EXAMPLE,
-                    "text": "Hi {customer_name}, the refund for order TH-10042 is on its way. "
-                    "— Sam",
-                    "missing": ["customer_name"],
-                },
-                response_only=True,
-            )
-        ],
+        filtered=True,
     )
     def get(self, request: Request) -> Response:
         filters = self.validated_query(TemplateFilterSerializer)

@@ -21,7 +21,6 @@ from apps.api.schema import (
     enum_values,
     error_responses,
     invalid_example,
-    page_schema,
     public_id_path_parameter,
 )
 from apps.events.models import (
@@ -138,12 +137,10 @@ DELIVERIES = ResourceSchema("events_deliveries", TAG, DELIVERY_ID)
 class SubscriptionListApi(StaffAPIView):
     required_roles = {"GET": MANAGE, "POST": MANAGE}
 
-    @SUBSCRIPTIONS.operation(
-        "list",
+    @SUBSCRIPTIONS.list_page(
         "List event subscriptions",
         "The client's endpoints and the events each receives. Needs the admin role.",
-        member=False,
-        **page_schema(SubscriptionSerializer, SUBSCRIPTION_EXAMPLE),
+        example=SUBSCRIPTION_EXAMPLE,
     )
     def get(self, request: Request) -> Response:
         return self.paginated_response(

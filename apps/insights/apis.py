@@ -20,7 +20,6 @@ from apps.api.schema import (
     ResourceSchema,
     error_responses,
     invalid_example,
-    page_schema,
     public_id_path_parameter,
 )
 from apps.clients.models import Client
@@ -125,8 +124,7 @@ FLAGS = ResourceSchema(
 class FlagListApi(StaffAPIView):
     required_roles = {"GET": READ, "POST": SUPPORT}
 
-    @FLAGS.operation(
-        "list",
+    @FLAGS.list_page(
         "List flagged answers",
         "The client's flags on assistant replies, newest first (of one "
         "conversation with `?conversation=`). Needs the viewer role.",
@@ -136,7 +134,7 @@ class FlagListApi(StaffAPIView):
             ),
             CLIENT_PARAMETER,
         ],
-        **page_schema(FlagSerializer, FLAG_EXAMPLE, filtered=True),
+        filtered=True,
     )
     def get(self, request: Request) -> Response:
         filters = self.validated_query(FlagFilterSerializer)

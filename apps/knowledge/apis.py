@@ -23,7 +23,6 @@ from apps.api.schema import (
     error_responses,
     found_or_404,
     invalid_example,
-    page_schema,
     parse_uuid,
     public_id_path_parameter,
 )
@@ -197,19 +196,14 @@ def _source_json(client: Any, source: KnowledgeSource) -> dict[str, Any]:
 class ArticleListCreateApi(StaffAPIView):
     required_roles = {"GET": READ, "POST": SUPPORT}
 
-    @ARTICLES.operation(
-        "list",
+    @ARTICLES.list_page(
         "List articles",
         "The client's knowledge articles and FAQs by title, one page at a time "
         "(`kind=article` for articles only; the FAQ endpoints show FAQs as question and "
         "answer). Only published, enabled articles of enabled sources reach the assistant. "
         "Needs the viewer role.",
         parameters=ARTICLE_FILTERS,
-        **page_schema(
-            ArticleSerializer,
-            ARTICLE_EXAMPLE,
-            invalid=invalid_example("kind", '"poem" is not valid.'),
-        ),
+        invalid=invalid_example("kind", '"poem" is not valid.'),
     )
     def get(self, request: Request) -> Response:
         filters = self.validated_query(ArticleFilterSerializer)
@@ -329,13 +323,12 @@ class ArticleDetailApi(StaffAPIView):
 class FaqListCreateApi(StaffAPIView):
     required_roles = {"GET": READ, "POST": SUPPORT}
 
-    @FAQS.operation(
-        "list",
+    @FAQS.list_page(
         "List FAQs",
         "The client's FAQs (question and answer) by question, one page at a time. "
         "Needs the viewer role.",
         parameters=[*COMMON_FILTERS, CLIENT_PARAMETER],
-        **page_schema(FaqSerializer, FAQ_EXAMPLE, filtered=True),
+        filtered=True,
     )
     def get(self, request: Request) -> Response:
         filters = self.validated_query(FaqFilterSerializer)
@@ -430,14 +423,11 @@ class SourceListCreateApi(StaffAPIView):
     required_roles = {"GET": READ, "POST": MANAGE}
     parser_classes = [JSONParser, MultiPartParser]
 
-    @SOURCES.operation(
-        "list",
+    @SOURCES.list_page(
         "List sources",
         "Where the client's articles come from — typed in by staff, a web page, a "
         "sitemap or an uploaded file — each with its sync status, last sync and error. Needs "
         "the viewer role.",
-        member=False,
-        **page_schema(SourceSerializer, SOURCE_EXAMPLE),
     )
     def get(self, request: Request) -> Response:
         return self.paginated_response(sources_list(client=self.client), SourceSerializer)

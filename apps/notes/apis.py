@@ -25,7 +25,6 @@ from apps.api.schema import (
     found_or_404,
     id_path_parameter,
     invalid_example,
-    page_schema,
     parse_pk,
 )
 from apps.api.serializers import validated_body
@@ -154,19 +153,14 @@ def _fresh(client: Any, note: Note) -> dict[str, Any]:
 class NoteListCreateApi(StaffAPIView):
     required_roles = {"GET": READ, "POST": SUPPORT}
 
-    @NOTES.operation(
-        "list",
+    @NOTES.list_page(
         "List notes",
         "The client's cross-session notes, newest first (best matches first with "
         "`q`), one page at a time: what the assistant learnt (source `ai`), what staff wrote "
         "(`staff`) and what insights proposed (`insight`). Only `active` notes reach prompts; "
         "`pending_review` ones wait for a person. Needs the viewer role.",
         parameters=LIST_PARAMETERS,
-        **page_schema(
-            NoteSerializer,
-            NOTE_EXAMPLE,
-            invalid=invalid_example("type", '"hint" is not a valid choice.'),
-        ),
+        invalid=invalid_example("type", '"hint" is not a valid choice.'),
     )
     def get(self, request: Request) -> Response:
         filters = self.validated_query(NoteFilterSerializer)

@@ -218,8 +218,7 @@ def _case_body(request: Request, *, partial: bool) -> dict[str, Any]:
 class SimCaseListCreateApi(StaffAPIView):
     required_roles = {"GET": READ, "POST": SUPPORT}
 
-    @CASES.operation(
-        "list",
+    @CASES.list_page(
         "List test cases",
         "The client's simulation test cases by suite and name, one page at a time. "
         "Needs the viewer role.",
@@ -228,9 +227,7 @@ class SimCaseListCreateApi(StaffAPIView):
             OpenApiParameter("tag", OpenApiTypes.STR, description="Only cases with this tag."),
             CLIENT_PARAMETER,
         ],
-        **page_schema(
-            SimCaseSerializer, CASE_EXAMPLE, invalid=invalid_example("suite", "Enter a valid slug.")
-        ),
+        invalid=invalid_example("suite", "Enter a valid slug."),
     )
     def get(self, request: Request) -> Response:
         filters = self.validated_query(SimCaseFilterSerializer)
@@ -332,12 +329,11 @@ class SimCaseDetailApi(StaffAPIView):
 class SimulationRunListCreateApi(StaffAPIView):
     required_roles = {"GET": READ, "POST": SUPPORT}
 
-    @RUNS.operation(
-        "list",
+    @RUNS.list_page(
         "List simulation runs",
         "The client's simulation runs, newest first, with their progress. Needs the viewer role.",
-        member=False,
-        **page_schema(SimulationRunSerializer, RUN_EXAMPLE),
+        serializer=SimulationRunSerializer,
+        example=RUN_EXAMPLE,
     )
     def get(self, request: Request) -> Response:
         return self.paginated_response(

@@ -195,12 +195,11 @@ TOOLS = ResourceSchema("tools", TOOLS_TAG, TOOL_NAME_PARAMETER)
 class ToolListApi(StaffAPIView):
     required_roles = {"GET": MANAGE}
 
-    @TOOLS.operation(
-        "list",
+    @TOOLS.list_page(
         "List tools",
         "The client's tools, enabled or not, by name. Needs the admin role.",
-        member=False,
-        **page_schema(ToolSerializer, TOOL_EXAMPLE),
+        serializer=ToolSerializer,
+        example=TOOL_EXAMPLE,
     )
     def get(self, request: Request) -> Response:
         return self.paginated_response(tool_list(client=self.client), ToolSerializer)
@@ -405,14 +404,11 @@ SERVERS = ResourceSchema(
 class McpServerListApi(StaffAPIView):
     required_roles = {"GET": MANAGE, "POST": MANAGE}
 
-    @SERVERS.operation(
-        "list",
+    @SERVERS.list_page(
         "List MCP servers",
         "The client's MCP servers by name, each with its tools and their review "
         "state. Secrets are never returned: `has_bearer_token` and `has_oauth_client_secret` "
         "say whether one is saved. Needs the admin role.",
-        member=False,
-        **page_schema(McpServerSerializer, MCP_SERVER_EXAMPLE),
     )
     def get(self, request: Request) -> Response:
         return self.paginated_response(mcp_server_list(client=self.client), McpServerSerializer)
