@@ -20,8 +20,8 @@ from apps.api.schema import (
     error_responses,
     found_or_404,
     id_path_parameter,
-    invalid_example,
     parse_pk,
+    write_responses,
 )
 from apps.api.serializers import validated_body
 from apps.clients.models import Client
@@ -119,12 +119,9 @@ class ApiKeyListCreateApi(StaffAPIView):
         "your own (403). Needs the admin role.",
         member=False,
         request=ApiKeyCreateSerializer,
-        responses={
-            201: ApiKeyCreatedSerializer,
-            **error_responses(
-                400, *AUTH_ERRORS, invalid=invalid_example("name", "This field may not be blank.")
-            ),
-        },
+        responses=write_responses(
+            201, ApiKeyCreatedSerializer, "name", "This field may not be blank.", not_found=False
+        ),
         examples=[
             OpenApiExample(
                 "Read-only key", value={"name": "ERP sync", "role": "viewer"}, request_only=True

@@ -147,6 +147,16 @@ def error_responses(
 AUTH_ERRORS = (401, 403)
 
 
+def write_responses(
+    status: int, body: Any, field: str, message: str, *, not_found: bool = True
+) -> dict[int, Any]:
+    """`responses=` of an operation that takes a request body: `body` with `status`, or 400
+    (its example: `field` rejected with `message`), 401, 403 and, unless not `not_found`, 404
+    (the object, or one the body names, does not exist)."""
+    errors = (400, *AUTH_ERRORS, 404) if not_found else (400, *AUTH_ERRORS)
+    return {status: body, **error_responses(*errors, invalid=invalid_example(field, message))}
+
+
 def conflict_response(
     description: str, *examples: tuple[str, str, str]
 ) -> dict[int, OpenApiResponse]:

@@ -21,6 +21,7 @@ from apps.api.schema import (
     invalid_example,
     page_schema,
     public_id_path_parameter,
+    write_responses,
 )
 from apps.conversations.models import Conversation, ConversationStatus
 from apps.conversations.selectors import conversation_get
@@ -270,18 +271,12 @@ class ConversationAssignApi(_ConversationApi):
         "your own address claims it — or to nobody (`null`). Assigning does not take over: a "
         "conversation the assistant handles stays the assistant's. Needs the agent role.",
         request=AssignSerializer,
-        responses={
-            200: ConversationOwnershipSerializer,
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                invalid=invalid_example(
-                    "assignee",
-                    "No teammate of this client (agent or above) has this e-mail address.",
-                ),
-            ),
-        },
+        responses=write_responses(
+            200,
+            ConversationOwnershipSerializer,
+            "assignee",
+            "No teammate of this client (agent or above) has this e-mail address.",
+        ),
         examples=[
             OpenApiExample("Assign", value={"assignee": "sam@shop.example"}, request_only=True),
             OpenApiExample("Assigned", value=OWNERSHIP_EXAMPLE, response_only=True),
@@ -313,15 +308,9 @@ class ConversationHandBackApi(_ConversationApi):
         "customer's message staff left unanswered; false hands back without answering. A "
         "conversation the assistant already owns is answered as it is. Needs the agent role.",
         request=HandBackSerializer,
-        responses={
-            200: ConversationOwnershipSerializer,
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                invalid=invalid_example("answer_waiting", "Must be a valid boolean."),
-            ),
-        },
+        responses=write_responses(
+            200, ConversationOwnershipSerializer, "answer_waiting", "Must be a valid boolean."
+        ),
         examples=[
             OpenApiExample("Without answering", value={"answer_waiting": False}, request_only=True),
             OpenApiExample(
@@ -371,12 +360,7 @@ class ConversationNotesApi(_ConversationApi):
         "prompt reads it. The author is the signed-in staff user (none for API keys). Needs "
         "the agent role.",
         request=StaffNoteSerializer,
-        responses={
-            201: StaffNoteSerializer,
-            **error_responses(
-                400, *AUTH_ERRORS, 404, invalid=invalid_example("text", "Write the note first.")
-            ),
-        },
+        responses=write_responses(201, StaffNoteSerializer, "text", "Write the note first."),
         examples=[
             OpenApiExample("Note", value={"text": NOTE_EXAMPLE["text"]}, request_only=True),
             OpenApiExample("Created", value=NOTE_EXAMPLE, response_only=True, status_codes=["201"]),

@@ -17,8 +17,8 @@ from apps.api.schema import (
     CLIENT_PARAMETER,
     ResourceSchema,
     error_responses,
-    invalid_example,
     public_id_path_parameter,
+    write_responses,
 )
 from apps.conversations.selectors import conversation_get
 from apps.escalations.models import TEMPLATE_BODY_MAX_CHARS, ReplyTemplate
@@ -141,18 +141,12 @@ class ReplyTemplateListApi(StaffAPIView):
         "admin role.",
         member=False,
         request=ReplyTemplateSerializer,
-        responses={
-            201: ReplyTemplateSerializer,
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                invalid=invalid_example(
-                    "body",
-                    "Unknown variable {order}. Known: {customer_name}, {order_id}, {agent_name}.",
-                ),
-            ),
-        },
+        responses=write_responses(
+            201,
+            ReplyTemplateSerializer,
+            "body",
+            "Unknown variable {order}. Known: {customer_name}, {order_id}, {agent_name}.",
+        ),
         examples=[
             OpenApiExample(
                 "New",

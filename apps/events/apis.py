@@ -20,8 +20,8 @@ from apps.api.schema import (
     ResourceSchema,
     enum_values,
     error_responses,
-    invalid_example,
     public_id_path_parameter,
+    write_responses,
 )
 from apps.events.models import (
     DeliveryStatus,
@@ -155,15 +155,9 @@ class SubscriptionListApi(StaffAPIView):
         "`conversation.handed_off` and `approval.requested` only. Needs the admin role.",
         member=False,
         request=SubscriptionSerializer,
-        responses={
-            201: NewSubscriptionSerializer,
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                invalid=invalid_example("event_types", "Choose at least one event type."),
-            ),
-        },
+        responses=write_responses(
+            201, NewSubscriptionSerializer, "event_types", "Choose at least one event type."
+        ),
         examples=[
             OpenApiExample(
                 "Created",

@@ -25,6 +25,7 @@ from apps.api.schema import (
     invalid_example,
     parse_uuid,
     public_id_path_parameter,
+    write_responses,
 )
 from apps.api.serializers import validated_body
 from apps.core.exceptions import ApplicationError
@@ -224,12 +225,7 @@ class ArticleListCreateApi(StaffAPIView):
         "otherwise, and indexes it for retrieval. Needs the agent role.",
         member=False,
         request=ArticleWriteSerializer,
-        responses={
-            201: ArticleSerializer,
-            **error_responses(
-                400, *AUTH_ERRORS, 404, invalid=invalid_example("title", "A title is required.")
-            ),
-        },
+        responses=write_responses(201, ArticleSerializer, "title", "A title is required."),
         examples=[
             OpenApiExample(
                 "An article",
@@ -271,12 +267,7 @@ class ArticleDetailApi(StaffAPIView):
         "fields; it is indexed again when its title or text changed. Publishing a draft "
         "(`status: published`) records who approved it. Needs the agent role.",
         request=ArticleWriteSerializer,
-        responses={
-            200: ArticleSerializer,
-            **error_responses(
-                400, *AUTH_ERRORS, 404, invalid=invalid_example("body", "The text is required.")
-            ),
-        },
+        responses=write_responses(200, ArticleSerializer, "body", "The text is required."),
         examples=[OpenApiExample("Updated", value=ARTICLE_EXAMPLE, response_only=True)],
     )
     def put(self, request: Request, public_id: str) -> Response:
@@ -289,15 +280,9 @@ class ArticleDetailApi(StaffAPIView):
         'from the assistant or `{"status": "published"}` to approve a draft (who approved '
         "is recorded). Needs the agent role.",
         request=ArticleWriteSerializer(partial=True),
-        responses={
-            200: ArticleSerializer,
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                invalid=invalid_example("content_hash", "This field cannot be set."),
-            ),
-        },
+        responses=write_responses(
+            200, ArticleSerializer, "content_hash", "This field cannot be set."
+        ),
         examples=[
             OpenApiExample("Updated", value=ARTICLE_EXAMPLE, response_only=True),
             OpenApiExample("Switch off", value={"enabled": False}, request_only=True),
@@ -342,15 +327,7 @@ class FaqListCreateApi(StaffAPIView):
         "otherwise). Needs the agent role.",
         member=False,
         request=FaqWriteSerializer,
-        responses={
-            201: FaqSerializer,
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                invalid=invalid_example("answer", "This field is required."),
-            ),
-        },
+        responses=write_responses(201, FaqSerializer, "answer", "This field is required."),
         examples=[
             OpenApiExample(
                 "An FAQ",
@@ -443,15 +420,7 @@ class SourceListCreateApi(StaffAPIView):
             "application/json": SourceWriteSerializer,
             "multipart/form-data": SourceWriteSerializer,
         },
-        responses={
-            201: SourceSerializer,
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                invalid=invalid_example("url", "An http:// or https:// address."),
-            ),
-        },
+        responses=write_responses(201, SourceSerializer, "url", "An http:// or https:// address."),
         examples=[
             OpenApiExample(
                 "A sitemap",

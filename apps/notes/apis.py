@@ -26,6 +26,7 @@ from apps.api.schema import (
     id_path_parameter,
     invalid_example,
     parse_pk,
+    write_responses,
 )
 from apps.api.serializers import validated_body
 from apps.core.exceptions import ApplicationError
@@ -176,15 +177,7 @@ class NoteListCreateApi(StaffAPIView):
         "Needs the agent role.",
         member=False,
         request=NoteWriteSerializer,
-        responses={
-            201: NoteSerializer,
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                invalid=invalid_example("content", "This field is required."),
-            ),
-        },
+        responses=write_responses(201, NoteSerializer, "content", "This field is required."),
         examples=[
             OpenApiExample(
                 "A tip",
@@ -230,15 +223,9 @@ class NoteDetailApi(StaffAPIView):
         "prompts; both record who did it. `source`, `hits`, ids and timestamps cannot be "
         "changed (a 400 naming the field). Needs the agent role.",
         request=NoteUpdateSerializer,
-        responses={
-            200: NoteSerializer,
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                invalid=invalid_example("source", "This field cannot be set through the API."),
-            ),
-        },
+        responses=write_responses(
+            200, NoteSerializer, "source", "This field cannot be set through the API."
+        ),
         examples=[
             OpenApiExample("Approve", value={"status": "active"}, request_only=True),
             OpenApiExample("Updated", value=NOTE_EXAMPLE, response_only=True),

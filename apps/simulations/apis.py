@@ -23,6 +23,7 @@ from apps.api.schema import (
     page_schema,
     parse_uuid,
     public_id_path_parameter,
+    write_responses,
 )
 from apps.api.serializers import validated_body
 from apps.simulations.cases import simcase_create, simcase_delete, simcase_get, simcase_update
@@ -246,15 +247,9 @@ class SimCaseListCreateApi(StaffAPIView):
         "be new within the client. Needs the agent role.",
         member=False,
         request=SimCaseWriteSerializer,
-        responses={
-            201: SimCaseSerializer,
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                invalid=invalid_example("turns[0].expect.escalated", "must be a boolean"),
-            ),
-        },
+        responses=write_responses(
+            201, SimCaseSerializer, "turns[0].expect.escalated", "must be a boolean"
+        ),
         examples=[
             OpenApiExample("A case", value=CASE_WRITE_EXAMPLE, request_only=True),
             OpenApiExample("Created", value=CASE_EXAMPLE, response_only=True, status_codes=["201"]),
@@ -278,12 +273,7 @@ class SimCaseDetailApi(StaffAPIView):
         "Replaces the case with the body (keys left out take their defaults). "
         "Needs the agent role.",
         request=SimCaseWriteSerializer,
-        responses={
-            200: SimCaseSerializer,
-            **error_responses(
-                400, *AUTH_ERRORS, 404, invalid=invalid_example("name", "This field is required.")
-            ),
-        },
+        responses=write_responses(200, SimCaseSerializer, "name", "This field is required."),
         examples=[
             OpenApiExample("A case", value=CASE_WRITE_EXAMPLE, request_only=True),
             OpenApiExample("Updated", value=CASE_EXAMPLE, response_only=True),
@@ -300,12 +290,7 @@ class SimCaseDetailApi(StaffAPIView):
         "Change a test case",
         "Changes the given keys; the whole case is validated again. Needs the agent role.",
         request=SimCaseWriteSerializer(partial=True),
-        responses={
-            200: SimCaseSerializer,
-            **error_responses(
-                400, *AUTH_ERRORS, 404, invalid=invalid_example("repeat", "must be at least 1")
-            ),
-        },
+        responses=write_responses(200, SimCaseSerializer, "repeat", "must be at least 1"),
         examples=[
             OpenApiExample("Disable", value={"enabled": False}, request_only=True),
             OpenApiExample("Updated", value={**CASE_EXAMPLE, "enabled": False}, response_only=True),
@@ -425,19 +410,12 @@ class SimulationRunEstimateApi(StaffAPIView):
         "saved. Needs the agent role.",
         member=False,
         request=SimulationRunCreateSerializer,
-        responses={
-            200: SimulationEstimateSerializer,
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                invalid=invalid_example(
-                    "overrides.mode",
-                    "the deliberative mode is not included in the plan; choose one of: "
-                    "standard, adaptive.",
-                ),
-            ),
-        },
+        responses=write_responses(
+            200,
+            SimulationEstimateSerializer,
+            "overrides.mode",
+            "the deliberative mode is not included in the plan; choose one of: standard, adaptive.",
+        ),
         examples=[
             OpenApiExample(
                 "Estimate",

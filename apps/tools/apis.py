@@ -28,6 +28,7 @@ from apps.api.schema import (
     found_or_404,
     invalid_example,
     page_schema,
+    write_responses,
 )
 from apps.api.serializers import (
     RefusesUnknownFields,
@@ -215,15 +216,9 @@ class ToolDetailApi(StaffAPIView):
         "400 naming it. A disabled tool is never called: the guards refuse it and the "
         "assistant answers without it. Needs the admin role.",
         request=ToolUpdateSerializer,
-        responses={
-            200: ToolSerializer,
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                invalid=invalid_example("kind", "This field cannot be changed through the API."),
-            ),
-        },
+        responses=write_responses(
+            200, ToolSerializer, "kind", "This field cannot be changed through the API."
+        ),
         examples=[
             OpenApiExample("Disable", value={"enabled": False}, request_only=True),
             OpenApiExample("Updated", value={**TOOL_EXAMPLE, "enabled": False}, response_only=True),
@@ -423,17 +418,12 @@ class McpServerListApi(StaffAPIView):
         "admin role.",
         member=False,
         request=McpServerWriteSerializer,
-        responses={
-            201: McpServerCreatedSerializer,
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                invalid=invalid_example(
-                    "bearer_token", "A bearer token is needed for this choice."
-                ),
-            ),
-        },
+        responses=write_responses(
+            201,
+            McpServerCreatedSerializer,
+            "bearer_token",
+            "A bearer token is needed for this choice.",
+        ),
         examples=[
             OpenApiExample(
                 "Add",
@@ -479,15 +469,9 @@ class McpServerDetailApi(StaffAPIView):
         "secret keeps the saved one. Its tools are not listed again: `POST …/sync` does that. "
         "Needs the admin role.",
         request=McpServerWriteSerializer(partial=True),
-        responses={
-            200: McpServerSerializer,
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                invalid=invalid_example("timeout_seconds", "From more than 0 to 60 seconds."),
-            ),
-        },
+        responses=write_responses(
+            200, McpServerSerializer, "timeout_seconds", "From more than 0 to 60 seconds."
+        ),
         examples=[
             OpenApiExample("Disable", value={"enabled": False}, request_only=True),
             OpenApiExample(
