@@ -20,9 +20,8 @@ from apps.api.schema import (
     error_responses,
     found_or_404,
     id_path_parameter,
-    invalid_example,
-    page_schema,
     parse_pk,
+    write_responses,
 )
 from apps.api.serializers import validated_body
 from apps.clients.models import Client
@@ -103,13 +102,12 @@ API_KEYS = ResourceSchema("api_keys", TAG, KEY_ID_PARAMETER)
 class ApiKeyListCreateApi(StaffAPIView):
     required_roles = {"GET": MANAGE, "POST": MANAGE}
 
-    @API_KEYS.operation(
-        "list",
+    @API_KEYS.list_page(
         "List API keys",
         "The client's API keys, revoked ones included, newest first. Secrets are "
         "never listed. Needs the admin role.",
-        member=False,
-        **page_schema(ApiKeySerializer, KEY_EXAMPLE),
+        serializer=ApiKeySerializer,
+        example=KEY_EXAMPLE,
     )
     def get(self, request: Request) -> Response:
         return self.paginated_response(api_key_list(client=self.client), ApiKeySerializer)
@@ -121,12 +119,9 @@ class ApiKeyListCreateApi(StaffAPIView):
         "your own (403). Needs the admin role.",
         member=False,
         request=ApiKeyCreateSerializer,
-        responses={
-            201: ApiKeyCreatedSerializer,
-            **error_responses(
-                400, *AUTH_ERRORS, invalid=invalid_example("name", "This field may not be blank.")
-            ),
-        },
+        responses=write_responses(
+            201, ApiKeyCreatedSerializer, "name", "This field may not be blank.", not_found=False
+        ),
         examples=[
             OpenApiExample(
                 "Read-only key", value={"name": "ERP sync", "role": "viewer"}, request_only=True

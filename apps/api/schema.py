@@ -147,6 +147,16 @@ def error_responses(
 AUTH_ERRORS = (401, 403)
 
 
+def write_responses(
+    status: int, body: Any, field: str, message: str, *, not_found: bool = True
+) -> dict[int, Any]:
+    """`responses=` of an operation that takes a request body: `body` with `status`, or 400
+    (its example: `field` rejected with `message`), 401, 403 and, unless not `not_found`, 404
+    (the object, or one the body names, does not exist)."""
+    errors = (400, *AUTH_ERRORS, 404) if not_found else (400, *AUTH_ERRORS)
+    return {status: body, **error_responses(*errors, invalid=invalid_example(field, message))}
+
+
 def conflict_response(
     description: str, *examples: tuple[str, str, str]
 ) -> dict[int, OpenApiResponse]:
@@ -322,6 +332,34 @@ class ResourceSchema:
             summary=summary,
             description=description,
             **kwargs,
+        )
+
+    def list_page(
+        self,
+        summary: str,
+        description: str | None = None,
+        *,
+        serializer: type[serializers.Serializer] | None = None,
+        example: Any = None,
+        parameters: list[OpenApiParameter] | None = None,
+        invalid: OpenApiExample | None = None,
+        filtered: bool = False,
+    ) -> Callable[[Any], Any]:
+        """Listing the collection: one page of `serializer` (the resource's body unless given),
+        as `page_schema` documents it; its query takes `parameters`, or only `?client=`."""
+        body = serializer or self.serializer
+        assert body is not None, f"{self.name}: a list needs a serializer"
+        return self.operation(
+            "list",
+            summary,
+            description,
+            parameters=parameters or [CLIENT_PARAMETER],
+            **page_schema(
+                body,
+                self.example if example is None else example,
+                invalid=invalid,
+                filtered=filtered,
+            ),
         )
 
     def retrieve(self, summary: str, description: str | None = None) -> Callable[[Any], Any]:

@@ -44,18 +44,9 @@ class ApprovalRequestAdmin(ToolCallAdmin):
     """Tool calls held for a teammate's approval. Decided in the console (Approvals) or the
     API, where the run and the customer's message happen; the admin keeps the record."""
 
-    list_display = [
-        "created_at",
-        "tool",
-        "client",
-        "conversation_short",
-        "status",
-        "params_short",
-        "expires_at",
-        "decided_by",
-    ]
+    list_display = [*ToolCallAdmin.list_display, "decided_by"]
     list_filter = ["status", ("client", admin.RelatedOnlyFieldListFilter)]
-    list_select_related = ["client", "tool", "conversation", "decided_by"]
+    list_select_related = [*ToolCallAdmin.list_select_related, "decided_by"]
     search_fields = ["tool__name", "idempotency_key", "reason"]
     fields = APPROVAL_FIELDS
     readonly_fields = APPROVAL_FIELDS

@@ -21,7 +21,6 @@ from apps.api.schema import (
     error_responses,
     found_or_404,
     invalid_example,
-    page_schema,
     public_id_path_parameter,
 )
 from apps.approvals.models import ApprovalStatus
@@ -159,8 +158,7 @@ APPROVALS = ResourceSchema("approvals", TAG, APPROVAL_ID_PARAMETER, serializer=A
 class ApprovalListApi(StaffAPIView):
     required_roles = {"GET": READ}
 
-    @APPROVALS.operation(
-        "list",
+    @APPROVALS.list_page(
         "List approval requests",
         "Tool calls the client's rules hold for a teammate's approval: waiting "
         "ones first (oldest first), then decided ones, newest first. Needs the viewer role.",
@@ -168,11 +166,8 @@ class ApprovalListApi(StaffAPIView):
             choice_parameter("status", ApprovalStatus, "Only requests in this status."),
             CLIENT_PARAMETER,
         ],
-        **page_schema(
-            ApprovalSerializer,
-            EXAMPLE,
-            invalid=invalid_example("status", '"open" is not a valid choice.'),
-        ),
+        example=EXAMPLE,
+        invalid=invalid_example("status", '"open" is not a valid choice.'),
     )
     def get(self, request: Request) -> Response:
         filters = self.validated_query(ApprovalFilterSerializer)

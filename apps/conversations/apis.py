@@ -21,7 +21,6 @@ from apps.api.schema import (
     error_responses,
     found_or_404,
     invalid_example,
-    page_schema,
 )
 from apps.conversations.models import Channel, ConversationStatus
 from apps.conversations.selectors import conversation_get, conversation_list
@@ -291,12 +290,13 @@ CONVERSATIONS = ResourceSchema("conversations", TAG, PUBLIC_ID_PARAMETER)
 class ConversationListApi(StaffAPIView):
     required_roles = {"GET": READ}
 
-    @CONVERSATIONS.operation(
-        "list",
+    @CONVERSATIONS.list_page(
         "List conversations",
         "The client's conversations, newest first, one page at a time. Needs the viewer role.",
         parameters=LIST_PARAMETERS,
-        **page_schema(ConversationSummarySerializer, SUMMARY_EXAMPLE, filtered=True),
+        serializer=ConversationSummarySerializer,
+        example=SUMMARY_EXAMPLE,
+        filtered=True,
     )
     def get(self, request: Request) -> Response:
         filters = self.validated_query(ConversationFilterSerializer)

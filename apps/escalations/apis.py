@@ -21,6 +21,7 @@ from apps.api.schema import (
     invalid_example,
     page_schema,
     public_id_path_parameter,
+    write_responses,
 )
 from apps.conversations.models import Conversation, ConversationStatus
 from apps.conversations.selectors import conversation_get
@@ -86,8 +87,7 @@ ESCALATIONS = ResourceSchema("escalations", TAG, ESCALATION_ID_PARAMETER)
 class EscalationListApi(StaffAPIView):
     required_roles = {"GET": READ}
 
-    @ESCALATIONS.operation(
-        "list",
+    @ESCALATIONS.list_page(
         "List escalations",
         "The client's escalations, newest first, one page at a time. An open "
         "escalation means a person owns the conversation and the AI stays silent. Needs the "
@@ -96,11 +96,9 @@ class EscalationListApi(StaffAPIView):
             choice_parameter("status", EscalationStatus, "Only escalations in this status."),
             CLIENT_PARAMETER,
         ],
-        **page_schema(
-            EscalationSerializer,
-            ESCALATION_EXAMPLE,
-            invalid=invalid_example("status", '"pending" is not a valid choice.'),
-        ),
+        serializer=EscalationSerializer,
+        example=ESCALATION_EXAMPLE,
+        invalid=invalid_example("status", '"pending" is not a valid choice.'),
     )
     def get(self, request: Request) -> Response:
         filters = self.validated_query(EscalationFilterSerializer)
@@ -273,18 +271,12 @@ class ConversationAssignApi(_ConversationApi):
         "your own address claims it — or to nobody (`null`). Assigning does not take over: a "
         "conversation the assistant handles stays the assistant's. Needs the agent role.",
         request=AssignSerializer,
-        responses={
-            200: ConversationOwnershipSerializer,
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                invalid=invalid_example(
-                    "assignee",
-                    "No teammate of this client (agent or above) has this e-mail address.",
-                ),
-            ),
-        },
+        responses=write_responses(
+            200,
+            ConversationOwnershipSerializer,
+            "assignee",
+            "No teammate of this client (agent or above) has this e-mail address.",
+        ),
         examples=[
             OpenApiExample("Assign", value={"assignee": "sam@shop.example"}, request_only=True),
             OpenApiExample("Assigned", value=OWNERSHIP_EXAMPLE, response_only=True),
@@ -316,15 +308,9 @@ class ConversationHandBackApi(_ConversationApi):
         "customer's message staff left unanswered; false hands back without answering. A "
         "conversation the assistant already owns is answered as it is. Needs the agent role.",
         request=HandBackSerializer,
-        responses={
-            200: ConversationOwnershipSerializer,
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                invalid=invalid_example("answer_waiting", "Must be a valid boolean."),
-            ),
-        },
+        responses=write_responses(
+            200, ConversationOwnershipSerializer, "answer_waiting", "Must be a valid boolean."
+        ),
         examples=[
             OpenApiExample("Without answering", value={"answer_waiting": False}, request_only=True),
             OpenApiExample(
@@ -374,12 +360,7 @@ class ConversationNotesApi(_ConversationApi):
         "prompt reads it. The author is the signed-in staff user (none for API keys). Needs "
         "the agent role.",
         request=StaffNoteSerializer,
-        responses={
-            201: StaffNoteSerializer,
-            **error_responses(
-                400, *AUTH_ERRORS, 404, invalid=invalid_example("text", "Write the note first.")
-            ),
-        },
+        responses=write_responses(201, StaffNoteSerializer, "text", "Write the note first."),
         examples=[
             OpenApiExample("Note", value={"text": NOTE_EXAMPLE["text"]}, request_only=True),
             OpenApiExample("Created", value=NOTE_EXAMPLE, response_only=True, status_codes=["201"]),

@@ -17,8 +17,8 @@ from apps.api.schema import (
     CLIENT_PARAMETER,
     ResourceSchema,
     error_responses,
-    invalid_example,
     public_id_path_parameter,
+    write_responses,
 )
 from apps.conversations.selectors import conversation_get
 from apps.escalations.models import TEMPLATE_BODY_MAX_CHARS, ReplyTemplate
@@ -92,8 +92,7 @@ TEMPLATES = ResourceSchema(
 class ReplyTemplateListApi(StaffAPIView):
     required_roles = {"GET": READ, "POST": MANAGE}
 
-    @TEMPLATES.operation(
-        "list",
+    @TEMPLATES.list_page(
         "List reply templates",
         "The client's reply templates by name. With `?conversation=<id>` each also "
         "carries `text`, its body filled in for that conversation and for the caller "
@@ -107,22 +106,13 @@ class ReplyTemplateListApi(StaffAPIView):
             ),
             CLIENT_PARAMETER,
         ],
-        responses={
-            200: FilledTemplateSerializer(many=True),
-            **error_responses(400, *AUTH_ERRORS, 404),
+        serializer=FilledTemplateSerializer,
+        example={
+            **TEMPLATE_EXAMPLE,
+            "text": "Hi {customer_name}, the refund for order TH-10042 is on its way. — Sam",
+            "missing": ["customer_name"],
         },
-        examples=[
-            OpenApiExample(
-                "A page",
-                value={
-                    **TEMPLATE_EXAMPLE,
-                    "text": "Hi {customer_name}, the refund for order TH-10042 is on its way. "
-                    "— Sam",
-                    "missing": ["customer_name"],
-                },
-                response_only=True,
-            )
-        ],
+        filtered=True,
     )
     def get(self, request: Request) -> Response:
         filters = self.validated_query(TemplateFilterSerializer)
@@ -151,18 +141,12 @@ class ReplyTemplateListApi(StaffAPIView):
         "admin role.",
         member=False,
         request=ReplyTemplateSerializer,
-        responses={
-            201: ReplyTemplateSerializer,
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                invalid=invalid_example(
-                    "body",
-                    "Unknown variable {order}. Known: {customer_name}, {order_id}, {agent_name}.",
-                ),
-            ),
-        },
+        responses=write_responses(
+            201,
+            ReplyTemplateSerializer,
+            "body",
+            "Unknown variable {order}. Known: {customer_name}, {order_id}, {agent_name}.",
+        ),
         examples=[
             OpenApiExample(
                 "New",

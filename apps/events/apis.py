@@ -20,9 +20,8 @@ from apps.api.schema import (
     ResourceSchema,
     enum_values,
     error_responses,
-    invalid_example,
-    page_schema,
     public_id_path_parameter,
+    write_responses,
 )
 from apps.events.models import (
     DeliveryStatus,
@@ -138,12 +137,10 @@ DELIVERIES = ResourceSchema("events_deliveries", TAG, DELIVERY_ID)
 class SubscriptionListApi(StaffAPIView):
     required_roles = {"GET": MANAGE, "POST": MANAGE}
 
-    @SUBSCRIPTIONS.operation(
-        "list",
+    @SUBSCRIPTIONS.list_page(
         "List event subscriptions",
         "The client's endpoints and the events each receives. Needs the admin role.",
-        member=False,
-        **page_schema(SubscriptionSerializer, SUBSCRIPTION_EXAMPLE),
+        example=SUBSCRIPTION_EXAMPLE,
     )
     def get(self, request: Request) -> Response:
         return self.paginated_response(
@@ -158,15 +155,9 @@ class SubscriptionListApi(StaffAPIView):
         "`conversation.handed_off` and `approval.requested` only. Needs the admin role.",
         member=False,
         request=SubscriptionSerializer,
-        responses={
-            201: NewSubscriptionSerializer,
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                invalid=invalid_example("event_types", "Choose at least one event type."),
-            ),
-        },
+        responses=write_responses(
+            201, NewSubscriptionSerializer, "event_types", "Choose at least one event type."
+        ),
         examples=[
             OpenApiExample(
                 "Created",

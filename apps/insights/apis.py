@@ -14,14 +14,11 @@ from rest_framework.response import Response
 
 from apps.api.permissions import READ, SUPPORT, StaffAPIView, acting_user
 from apps.api.schema import (
-    AUTH_ERRORS,
     CLIENT_PARAMETER,
     NamedChoiceField,
     ResourceSchema,
-    error_responses,
-    invalid_example,
-    page_schema,
     public_id_path_parameter,
+    write_responses,
 )
 from apps.clients.models import Client
 from apps.conversations.models import Message
@@ -125,8 +122,7 @@ FLAGS = ResourceSchema(
 class FlagListApi(StaffAPIView):
     required_roles = {"GET": READ, "POST": SUPPORT}
 
-    @FLAGS.operation(
-        "list",
+    @FLAGS.list_page(
         "List flagged answers",
         "The client's flags on assistant replies, newest first (of one "
         "conversation with `?conversation=`). Needs the viewer role.",
@@ -136,7 +132,7 @@ class FlagListApi(StaffAPIView):
             ),
             CLIENT_PARAMETER,
         ],
-        **page_schema(FlagSerializer, FLAG_EXAMPLE, filtered=True),
+        filtered=True,
     )
     def get(self, request: Request) -> Response:
         filters = self.validated_query(FlagFilterSerializer)
@@ -159,15 +155,9 @@ class FlagListApi(StaffAPIView):
         "nothing reaches the assistant's prompts until staff approve it. Needs the agent role.",
         member=False,
         request=FlagCreateSerializer,
-        responses={
-            201: FlagCreatedSerializer,
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                invalid=invalid_example("message", "Only the assistant's replies can be flagged."),
-            ),
-        },
+        responses=write_responses(
+            201, FlagCreatedSerializer, "message", "Only the assistant's replies can be flagged."
+        ),
         examples=[
             OpenApiExample(
                 "Flag and teach",
@@ -224,17 +214,12 @@ class StaffReplyTeachApi(StaffAPIView):
         "proposal waits, it answers that proposal. Needs the agent role.",
         parameters=[CLIENT_PARAMETER],
         request=StaffReplyTeachSerializer,
-        responses={
-            201: ProposalRefSerializer,
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                invalid=invalid_example(
-                    "message", "Only a staff reply to the customer can be taught from."
-                ),
-            ),
-        },
+        responses=write_responses(
+            201,
+            ProposalRefSerializer,
+            "message",
+            "Only a staff reply to the customer can be taught from.",
+        ),
         examples=[
             OpenApiExample(
                 "Teach",

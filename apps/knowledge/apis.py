@@ -23,9 +23,9 @@ from apps.api.schema import (
     error_responses,
     found_or_404,
     invalid_example,
-    page_schema,
     parse_uuid,
     public_id_path_parameter,
+    write_responses,
 )
 from apps.api.serializers import validated_body
 from apps.core.exceptions import ApplicationError
@@ -197,19 +197,14 @@ def _source_json(client: Any, source: KnowledgeSource) -> dict[str, Any]:
 class ArticleListCreateApi(StaffAPIView):
     required_roles = {"GET": READ, "POST": SUPPORT}
 
-    @ARTICLES.operation(
-        "list",
+    @ARTICLES.list_page(
         "List articles",
         "The client's knowledge articles and FAQs by title, one page at a time "
         "(`kind=article` for articles only; the FAQ endpoints show FAQs as question and "
         "answer). Only published, enabled articles of enabled sources reach the assistant. "
         "Needs the viewer role.",
         parameters=ARTICLE_FILTERS,
-        **page_schema(
-            ArticleSerializer,
-            ARTICLE_EXAMPLE,
-            invalid=invalid_example("kind", '"poem" is not valid.'),
-        ),
+        invalid=invalid_example("kind", '"poem" is not valid.'),
     )
     def get(self, request: Request) -> Response:
         filters = self.validated_query(ArticleFilterSerializer)
@@ -230,12 +225,7 @@ class ArticleListCreateApi(StaffAPIView):
         "otherwise, and indexes it for retrieval. Needs the agent role.",
         member=False,
         request=ArticleWriteSerializer,
-        responses={
-            201: ArticleSerializer,
-            **error_responses(
-                400, *AUTH_ERRORS, 404, invalid=invalid_example("title", "A title is required.")
-            ),
-        },
+        responses=write_responses(201, ArticleSerializer, "title", "A title is required."),
         examples=[
             OpenApiExample(
                 "An article",
@@ -277,12 +267,7 @@ class ArticleDetailApi(StaffAPIView):
         "fields; it is indexed again when its title or text changed. Publishing a draft "
         "(`status: published`) records who approved it. Needs the agent role.",
         request=ArticleWriteSerializer,
-        responses={
-            200: ArticleSerializer,
-            **error_responses(
-                400, *AUTH_ERRORS, 404, invalid=invalid_example("body", "The text is required.")
-            ),
-        },
+        responses=write_responses(200, ArticleSerializer, "body", "The text is required."),
         examples=[OpenApiExample("Updated", value=ARTICLE_EXAMPLE, response_only=True)],
     )
     def put(self, request: Request, public_id: str) -> Response:
@@ -295,15 +280,9 @@ class ArticleDetailApi(StaffAPIView):
         'from the assistant or `{"status": "published"}` to approve a draft (who approved '
         "is recorded). Needs the agent role.",
         request=ArticleWriteSerializer(partial=True),
-        responses={
-            200: ArticleSerializer,
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                invalid=invalid_example("content_hash", "This field cannot be set."),
-            ),
-        },
+        responses=write_responses(
+            200, ArticleSerializer, "content_hash", "This field cannot be set."
+        ),
         examples=[
             OpenApiExample("Updated", value=ARTICLE_EXAMPLE, response_only=True),
             OpenApiExample("Switch off", value={"enabled": False}, request_only=True),
@@ -329,13 +308,12 @@ class ArticleDetailApi(StaffAPIView):
 class FaqListCreateApi(StaffAPIView):
     required_roles = {"GET": READ, "POST": SUPPORT}
 
-    @FAQS.operation(
-        "list",
+    @FAQS.list_page(
         "List FAQs",
         "The client's FAQs (question and answer) by question, one page at a time. "
         "Needs the viewer role.",
         parameters=[*COMMON_FILTERS, CLIENT_PARAMETER],
-        **page_schema(FaqSerializer, FAQ_EXAMPLE, filtered=True),
+        filtered=True,
     )
     def get(self, request: Request) -> Response:
         filters = self.validated_query(FaqFilterSerializer)
@@ -349,15 +327,7 @@ class FaqListCreateApi(StaffAPIView):
         "otherwise). Needs the agent role.",
         member=False,
         request=FaqWriteSerializer,
-        responses={
-            201: FaqSerializer,
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                invalid=invalid_example("answer", "This field is required."),
-            ),
-        },
+        responses=write_responses(201, FaqSerializer, "answer", "This field is required."),
         examples=[
             OpenApiExample(
                 "An FAQ",
@@ -430,14 +400,11 @@ class SourceListCreateApi(StaffAPIView):
     required_roles = {"GET": READ, "POST": MANAGE}
     parser_classes = [JSONParser, MultiPartParser]
 
-    @SOURCES.operation(
-        "list",
+    @SOURCES.list_page(
         "List sources",
         "Where the client's articles come from — typed in by staff, a web page, a "
         "sitemap or an uploaded file — each with its sync status, last sync and error. Needs "
         "the viewer role.",
-        member=False,
-        **page_schema(SourceSerializer, SOURCE_EXAMPLE),
     )
     def get(self, request: Request) -> Response:
         return self.paginated_response(sources_list(client=self.client), SourceSerializer)
@@ -453,15 +420,7 @@ class SourceListCreateApi(StaffAPIView):
             "application/json": SourceWriteSerializer,
             "multipart/form-data": SourceWriteSerializer,
         },
-        responses={
-            201: SourceSerializer,
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                invalid=invalid_example("url", "An http:// or https:// address."),
-            ),
-        },
+        responses=write_responses(201, SourceSerializer, "url", "An http:// or https:// address."),
         examples=[
             OpenApiExample(
                 "A sitemap",

@@ -231,15 +231,11 @@ CHANNELS = ResourceSchema(
 class MailChannelListApi(StaffAPIView):
     required_roles = {"GET": MANAGE, "POST": MANAGE}
 
-    @CHANNELS.operation(
-        "list",
+    @CHANNELS.list_page(
         "List e-mail channels",
         "The client's support addresses and how their mail comes in. Secrets are "
         "never returned: `has_webhook_secret` and `has_imap_password` say whether one is saved. "
         "Needs the admin role.",
-        member=False,
-        responses={200: MailChannelSerializer(many=True), **error_responses(*AUTH_ERRORS, 404)},
-        examples=[OpenApiExample("A page", value=CHANNEL_EXAMPLE, response_only=True)],
     )
     def get(self, request: Request) -> Response:
         return self.paginated_response(mail_channel_list(client=self.client), MailChannelSerializer)

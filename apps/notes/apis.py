@@ -25,8 +25,8 @@ from apps.api.schema import (
     found_or_404,
     id_path_parameter,
     invalid_example,
-    page_schema,
     parse_pk,
+    write_responses,
 )
 from apps.api.serializers import validated_body
 from apps.core.exceptions import ApplicationError
@@ -154,19 +154,14 @@ def _fresh(client: Any, note: Note) -> dict[str, Any]:
 class NoteListCreateApi(StaffAPIView):
     required_roles = {"GET": READ, "POST": SUPPORT}
 
-    @NOTES.operation(
-        "list",
+    @NOTES.list_page(
         "List notes",
         "The client's cross-session notes, newest first (best matches first with "
         "`q`), one page at a time: what the assistant learnt (source `ai`), what staff wrote "
         "(`staff`) and what insights proposed (`insight`). Only `active` notes reach prompts; "
         "`pending_review` ones wait for a person. Needs the viewer role.",
         parameters=LIST_PARAMETERS,
-        **page_schema(
-            NoteSerializer,
-            NOTE_EXAMPLE,
-            invalid=invalid_example("type", '"hint" is not a valid choice.'),
-        ),
+        invalid=invalid_example("type", '"hint" is not a valid choice.'),
     )
     def get(self, request: Request) -> Response:
         filters = self.validated_query(NoteFilterSerializer)
@@ -182,15 +177,7 @@ class NoteListCreateApi(StaffAPIView):
         "Needs the agent role.",
         member=False,
         request=NoteWriteSerializer,
-        responses={
-            201: NoteSerializer,
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                invalid=invalid_example("content", "This field is required."),
-            ),
-        },
+        responses=write_responses(201, NoteSerializer, "content", "This field is required."),
         examples=[
             OpenApiExample(
                 "A tip",
@@ -236,15 +223,9 @@ class NoteDetailApi(StaffAPIView):
         "prompts; both record who did it. `source`, `hits`, ids and timestamps cannot be "
         "changed (a 400 naming the field). Needs the agent role.",
         request=NoteUpdateSerializer,
-        responses={
-            200: NoteSerializer,
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                invalid=invalid_example("source", "This field cannot be set through the API."),
-            ),
-        },
+        responses=write_responses(
+            200, NoteSerializer, "source", "This field cannot be set through the API."
+        ),
         examples=[
             OpenApiExample("Approve", value={"status": "active"}, request_only=True),
             OpenApiExample("Updated", value=NOTE_EXAMPLE, response_only=True),

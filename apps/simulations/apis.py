@@ -23,6 +23,7 @@ from apps.api.schema import (
     page_schema,
     parse_uuid,
     public_id_path_parameter,
+    write_responses,
 )
 from apps.api.serializers import validated_body
 from apps.simulations.cases import simcase_create, simcase_delete, simcase_get, simcase_update
@@ -218,8 +219,7 @@ def _case_body(request: Request, *, partial: bool) -> dict[str, Any]:
 class SimCaseListCreateApi(StaffAPIView):
     required_roles = {"GET": READ, "POST": SUPPORT}
 
-    @CASES.operation(
-        "list",
+    @CASES.list_page(
         "List test cases",
         "The client's simulation test cases by suite and name, one page at a time. "
         "Needs the viewer role.",
@@ -228,9 +228,7 @@ class SimCaseListCreateApi(StaffAPIView):
             OpenApiParameter("tag", OpenApiTypes.STR, description="Only cases with this tag."),
             CLIENT_PARAMETER,
         ],
-        **page_schema(
-            SimCaseSerializer, CASE_EXAMPLE, invalid=invalid_example("suite", "Enter a valid slug.")
-        ),
+        invalid=invalid_example("suite", "Enter a valid slug."),
     )
     def get(self, request: Request) -> Response:
         filters = self.validated_query(SimCaseFilterSerializer)
@@ -249,15 +247,9 @@ class SimCaseListCreateApi(StaffAPIView):
         "be new within the client. Needs the agent role.",
         member=False,
         request=SimCaseWriteSerializer,
-        responses={
-            201: SimCaseSerializer,
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                invalid=invalid_example("turns[0].expect.escalated", "must be a boolean"),
-            ),
-        },
+        responses=write_responses(
+            201, SimCaseSerializer, "turns[0].expect.escalated", "must be a boolean"
+        ),
         examples=[
             OpenApiExample("A case", value=CASE_WRITE_EXAMPLE, request_only=True),
             OpenApiExample("Created", value=CASE_EXAMPLE, response_only=True, status_codes=["201"]),
@@ -281,12 +273,7 @@ class SimCaseDetailApi(StaffAPIView):
         "Replaces the case with the body (keys left out take their defaults). "
         "Needs the agent role.",
         request=SimCaseWriteSerializer,
-        responses={
-            200: SimCaseSerializer,
-            **error_responses(
-                400, *AUTH_ERRORS, 404, invalid=invalid_example("name", "This field is required.")
-            ),
-        },
+        responses=write_responses(200, SimCaseSerializer, "name", "This field is required."),
         examples=[
             OpenApiExample("A case", value=CASE_WRITE_EXAMPLE, request_only=True),
             OpenApiExample("Updated", value=CASE_EXAMPLE, response_only=True),
@@ -303,12 +290,7 @@ class SimCaseDetailApi(StaffAPIView):
         "Change a test case",
         "Changes the given keys; the whole case is validated again. Needs the agent role.",
         request=SimCaseWriteSerializer(partial=True),
-        responses={
-            200: SimCaseSerializer,
-            **error_responses(
-                400, *AUTH_ERRORS, 404, invalid=invalid_example("repeat", "must be at least 1")
-            ),
-        },
+        responses=write_responses(200, SimCaseSerializer, "repeat", "must be at least 1"),
         examples=[
             OpenApiExample("Disable", value={"enabled": False}, request_only=True),
             OpenApiExample("Updated", value={**CASE_EXAMPLE, "enabled": False}, response_only=True),
@@ -332,12 +314,11 @@ class SimCaseDetailApi(StaffAPIView):
 class SimulationRunListCreateApi(StaffAPIView):
     required_roles = {"GET": READ, "POST": SUPPORT}
 
-    @RUNS.operation(
-        "list",
+    @RUNS.list_page(
         "List simulation runs",
         "The client's simulation runs, newest first, with their progress. Needs the viewer role.",
-        member=False,
-        **page_schema(SimulationRunSerializer, RUN_EXAMPLE),
+        serializer=SimulationRunSerializer,
+        example=RUN_EXAMPLE,
     )
     def get(self, request: Request) -> Response:
         return self.paginated_response(
@@ -429,19 +410,12 @@ class SimulationRunEstimateApi(StaffAPIView):
         "saved. Needs the agent role.",
         member=False,
         request=SimulationRunCreateSerializer,
-        responses={
-            200: SimulationEstimateSerializer,
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                invalid=invalid_example(
-                    "overrides.mode",
-                    "the deliberative mode is not included in the plan; choose one of: "
-                    "standard, adaptive.",
-                ),
-            ),
-        },
+        responses=write_responses(
+            200,
+            SimulationEstimateSerializer,
+            "overrides.mode",
+            "the deliberative mode is not included in the plan; choose one of: standard, adaptive.",
+        ),
         examples=[
             OpenApiExample(
                 "Estimate",

@@ -618,6 +618,16 @@ class ToolCallAdmin(ReadOnlyAuditAdmin):
     approval request): its conversation and its params, short in the list and whole on the
     page."""
 
+    list_display = [
+        "created_at",
+        "tool",
+        "client",
+        "conversation_short",
+        "status",
+        "params_short",
+        "expires_at",
+    ]
+    list_select_related = ["client", "tool", "conversation"]
     date_hierarchy = "created_at"
     ordering = ["-created_at"]
 
@@ -636,17 +646,7 @@ class ToolCallAdmin(ReadOnlyAuditAdmin):
 
 @admin.register(PendingAction)
 class PendingActionAdmin(ToolCallAdmin):
-    list_display = [
-        "created_at",
-        "tool",
-        "client",
-        "conversation_short",
-        "status",
-        "params_short",
-        "expires_at",
-    ]
     list_filter = ["status", "tool__kind", ("client", admin.RelatedOnlyFieldListFilter)]
-    list_select_related = ["client", "tool", "conversation"]
     search_fields = ["tool__name", "idempotency_key", "conversation__visitor_id"]
     fields = PENDING_ACTION_FIELDS
     readonly_fields = PENDING_ACTION_FIELDS

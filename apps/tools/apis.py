@@ -28,6 +28,7 @@ from apps.api.schema import (
     found_or_404,
     invalid_example,
     page_schema,
+    write_responses,
 )
 from apps.api.serializers import (
     RefusesUnknownFields,
@@ -195,12 +196,11 @@ TOOLS = ResourceSchema("tools", TOOLS_TAG, TOOL_NAME_PARAMETER)
 class ToolListApi(StaffAPIView):
     required_roles = {"GET": MANAGE}
 
-    @TOOLS.operation(
-        "list",
+    @TOOLS.list_page(
         "List tools",
         "The client's tools, enabled or not, by name. Needs the admin role.",
-        member=False,
-        **page_schema(ToolSerializer, TOOL_EXAMPLE),
+        serializer=ToolSerializer,
+        example=TOOL_EXAMPLE,
     )
     def get(self, request: Request) -> Response:
         return self.paginated_response(tool_list(client=self.client), ToolSerializer)
@@ -216,15 +216,9 @@ class ToolDetailApi(StaffAPIView):
         "400 naming it. A disabled tool is never called: the guards refuse it and the "
         "assistant answers without it. Needs the admin role.",
         request=ToolUpdateSerializer,
-        responses={
-            200: ToolSerializer,
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                invalid=invalid_example("kind", "This field cannot be changed through the API."),
-            ),
-        },
+        responses=write_responses(
+            200, ToolSerializer, "kind", "This field cannot be changed through the API."
+        ),
         examples=[
             OpenApiExample("Disable", value={"enabled": False}, request_only=True),
             OpenApiExample("Updated", value={**TOOL_EXAMPLE, "enabled": False}, response_only=True),
@@ -405,14 +399,11 @@ SERVERS = ResourceSchema(
 class McpServerListApi(StaffAPIView):
     required_roles = {"GET": MANAGE, "POST": MANAGE}
 
-    @SERVERS.operation(
-        "list",
+    @SERVERS.list_page(
         "List MCP servers",
         "The client's MCP servers by name, each with its tools and their review "
         "state. Secrets are never returned: `has_bearer_token` and `has_oauth_client_secret` "
         "say whether one is saved. Needs the admin role.",
-        member=False,
-        **page_schema(McpServerSerializer, MCP_SERVER_EXAMPLE),
     )
     def get(self, request: Request) -> Response:
         return self.paginated_response(mcp_server_list(client=self.client), McpServerSerializer)
@@ -427,17 +418,12 @@ class McpServerListApi(StaffAPIView):
         "admin role.",
         member=False,
         request=McpServerWriteSerializer,
-        responses={
-            201: McpServerCreatedSerializer,
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                invalid=invalid_example(
-                    "bearer_token", "A bearer token is needed for this choice."
-                ),
-            ),
-        },
+        responses=write_responses(
+            201,
+            McpServerCreatedSerializer,
+            "bearer_token",
+            "A bearer token is needed for this choice.",
+        ),
         examples=[
             OpenApiExample(
                 "Add",
@@ -483,15 +469,9 @@ class McpServerDetailApi(StaffAPIView):
         "secret keeps the saved one. Its tools are not listed again: `POST …/sync` does that. "
         "Needs the admin role.",
         request=McpServerWriteSerializer(partial=True),
-        responses={
-            200: McpServerSerializer,
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                invalid=invalid_example("timeout_seconds", "From more than 0 to 60 seconds."),
-            ),
-        },
+        responses=write_responses(
+            200, McpServerSerializer, "timeout_seconds", "From more than 0 to 60 seconds."
+        ),
         examples=[
             OpenApiExample("Disable", value={"enabled": False}, request_only=True),
             OpenApiExample(
