@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     `make test`'s parallel workers (`--dist loadfile`) one worker then runs them while the others
     take the rest, instead of them running alone at the end (pytest-django orders transactional
     tests last; this runs after it)."""
+    _unique_node_ids(items)
     items.sort(key=lambda item: item.get_closest_marker("llm_server") is None)
+
+
+def _unique_node_ids(items: list[pytest.Item]) -> None:
+    """Every collected test under its own node id. schemathesis (4.x on pytest 9) names each
+    API operation's test `test_x[GET /path]` but leaves every one the function's node id;
+    pytest-xdist schedules by node id, so under `make test` only one operation per schema test
+    ran and the others were silently dropped. Such an item gets the id its name says; any
+    other collision stops the run instead of losing tests."""
+    for item in items:
+        named = f"{item.parent.nodeid}::{item.name}" if item.parent is not None else item.nodeid
+        if item.nodeid != named and item.name.startswith(f"{item.nodeid.rpartition('::')[2]}["):
+            # pytest 9 keeps the id structured (`_pytest.nodeid.NodeId`); parse the full one.
+            item._id = type(item.id).parse(named)
+    twice = sorted(nodeid for nodeid, n in Counter(item.nodeid for item in items).items() if n > 1)
+    if twice:
+        raise pytest.UsageError(f"tests collected twice under one node id: {twice[:5]}")
 
 
 def _shipped_rubrics_again(sender: AppConfig, **kwargs: Any) -> None:
