@@ -160,8 +160,8 @@ class UsageRecord(TenantOwnedModel):
 
 class UsageCounter(TenantOwnedModel):
     """What a client has used and holds in reserve this month — the row every budgeted turn
-    locks (`select_for_update`) before it may call the model, so concurrent turns are admitted
-    one at a time against the same numbers.
+    changes, in one conditional `UPDATE`, before it may call the model, so concurrent turns are
+    admitted one at a time against the same numbers (apps/billing/services/budgets.py).
 
     `*_used` counts finished turns; `*_reserved` the turns in flight (their estimate)."""
 

@@ -13,6 +13,7 @@ from django.conf import settings
 from django.core import mail
 from django.db import connection, transaction
 from django.db.models import F, Sum
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from apps.billing import periods
@@ -127,6 +128,48 @@ def test_the_turn_budget_is_exact_under_concurrency(shop) -> None:
     with pytest.raises(UsageLimitReached) as refused:
         turn_budget_reserve(client=shop, trace=open_trace(shop))
     assert refused.value.metric == "turns"
+
+
+def _statements(run: Any) -> list[str]:
+    with CaptureQueriesContext(connection) as captured:
+        run()
+    return [q["sql"].upper() for q in captured.captured_queries]
+
+
+def _counter_locked_for_last_statement_only(sqls: list[str]) -> None:
+    """The month's counter is changed by one UPDATE and nothing but the end of the transaction
+    follows it: no turn waits on that row for another turn's round trips."""
+    touching = [i for i, sql in enumerate(sqls) if "BILLING_USAGECOUNTER" in sql]
+    assert len(touching) == 1, sqls
+    assert sqls[touching[0]].startswith("UPDATE"), sqls
+    after = sqls[touching[0] + 1 :]
+    assert all(s.startswith(("RELEASE SAVEPOINT", "COMMIT")) for s in after), after
+
+
+def test_a_turn_holds_the_month_counter_only_for_its_last_statement(shop) -> None:
+    """A hundred customers of one shop writing at once: each turn reserves and commits on the
+    shop's one counter row, so the row is locked only by the transaction's last statement (it
+    was locked across four round trips, and a flash sale queued its turns behind it)."""
+    budget(shop, tokens=100_000)
+    turn_budget_reserve(client=shop, trace=open_trace(shop))  # the month's counter exists
+    trace = open_trace(shop)
+    held: list[Any] = []
+    sqls = _statements(lambda: held.append(turn_budget_reserve(client=shop, trace=trace)))
+    _counter_locked_for_last_statement_only(sqls)
+    sqls = _statements(
+        lambda: turn_budget_commit(client=shop, reservation=held[0], tokens=900, llm_calls=1)
+    )
+    touching = [i for i, sql in enumerate(sqls) if "BILLING_USAGECOUNTER" in sql]
+    assert sqls[touching[0]].startswith("UPDATE"), sqls
+    assert sqls[touching[0] + 1].startswith(("RELEASE SAVEPOINT", "COMMIT")), sqls
+    assert all(sqls[i].startswith("SELECT") for i in touching[1:])  # read back, unlocked
+    c = counter(shop)
+    assert (c.tokens_reserved, c.turns_reserved, c.tokens_used, c.turns_used) == (
+        settings.BILLING_TURN_TOKEN_RESERVE,
+        1,
+        900,
+        1,
+    )
 
 
 def test_a_taken_over_turn_keeps_its_reservation(shop) -> None:

@@ -3,15 +3,19 @@
 A plan may cap each client's monthly tokens and monthly turns. Every turn of a budgeted client
 goes through reserve → run → commit against one `UsageCounter` row per client and month:
 
-* `turn_budget_reserve` locks the row (`select_for_update`), refuses when
-  used + reserved ≥ budget, otherwise holds an estimate of one turn (the plan's per-turn token
-  cap, else `BILLING_TURN_TOKEN_RESERVE`) and one turn;
+* `turn_budget_reserve` refuses when used + reserved ≥ budget, otherwise holds an estimate of
+  one turn (the plan's per-turn token cap, else `BILLING_TURN_TOKEN_RESERVE`) and one turn;
 * `turn_budget_commit` (always called, also when the turn failed) swaps the estimate for the
   tokens the turn actually used.
 
-Concurrent turns are admitted one at a time against the same numbers, so together they can pass
-the budget by at most one turn's usage — the turn admitted just under it. Alerts at 80 % and
-100 % are e-mailed to the client's support address once per month each.
+Both change the row in one conditional `UPDATE`, the last statement of their transaction,
+so the row is locked only from that statement to the commit: a shop whose hundred customers
+write at once does not queue its turns behind one lock held across round trips. Concurrent turns
+are still admitted one at a time against the same numbers, so together they can pass the budget
+by at most one turn's usage — the turn admitted just under it. A turn taken over from a worker
+that died, or one that finds another dead worker's reservation, takes the slow path, which locks
+the row (`select_for_update`) while it settles them. Alerts at 80 % and 100 % are e-mailed to
+the client's support address once per month each.
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ from typing import Any
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
-from django.db.models import Q, QuerySet
+from django.db.models import F, Q, QuerySet
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from apps.billing import periods
@@ -140,6 +145,80 @@ def turn_budget_reserve(*, client: Client, trace: Any) -> UsageReservation | Non
         return None
     month = periods.month_start(periods.today())
     now = timezone.now()
+    own, stale = held_for_turn(
+        UsageReservation.objects.for_client(client), trace=trace, now=now, month=month
+    )
+    if not stale and (own is None or own.state != ReservationState.RESERVED):
+        try:
+            return _reserve_at_once(client=client, trace=trace, own=own, month=month)
+        except IntegrityError:
+            pass  # another worker took this turn over at the same moment: settle it locked
+    return _reserve_locked(client=client, trace=trace, month=month, now=now)
+
+
+class _Refused(Exception):
+    """The conditional update found no room: roll the new reservation back."""
+
+
+def _reserve_at_once(
+    *, client: Client, trace: Any, own: UsageReservation | None, month: Any
+) -> UsageReservation | None:
+    """The common case (no reservation of this turn or of a dead worker to settle): insert the
+    reservation, then add it to the counter in one conditional `UPDATE`, the transaction's last
+    statement. Raises `UsageLimitReached` when the budget leaves no room."""
+    plan = client.plan
+    estimate = turn_token_estimate(plan, getattr(trace, "mode", None))
+    for _ in range(2):  # a second time only after creating the month's counter
+        try:
+            with transaction.atomic():
+                reservation = own or UsageReservation(client=client, trace=trace)
+                reservation.month, reservation.state = month, ReservationState.RESERVED
+                reservation.tokens_reserved = estimate
+                reservation.save()
+                if _counter_admit(client=client, month=month, plan=plan, tokens=estimate):
+                    return reservation
+                raise _Refused
+        except _Refused:
+            pass
+        counter = UsageCounter.objects.for_client(client).filter(month=month).first()
+        if counter is not None:
+            refused = _refusal(plan, counter)
+            if refused is not None:
+                with transaction.atomic():
+                    _alerts_fire(
+                        client=client, counter=counter, thresholds=[100], refused_metric=refused[0]
+                    )
+                raise UsageLimitReached(*refused)
+            continue  # a turn ended between the update and the read: try again
+        with transaction.atomic():
+            _locked_counter(client=client, month=month)  # creates it
+    return _reserve_locked(client=client, trace=trace, month=month, now=timezone.now())
+
+
+def _counter_admit(*, client: Client, month: Any, plan: Plan, tokens: int) -> bool:
+    """Add one turn and `tokens` to the reserved figures of the client's counter for `month`,
+    only while the budgets leave room. False: no room, or no counter yet."""
+    room = Q()
+    if plan.monthly_token_budget:
+        room &= Q(tokens_used__lt=plan.monthly_token_budget - F("tokens_reserved"))
+    if plan.monthly_turn_budget:
+        room &= Q(turns_used__lt=plan.monthly_turn_budget - F("turns_reserved"))
+    updated = (
+        UsageCounter.objects.for_client(client)
+        .filter(room, month=month)
+        .update(
+            tokens_reserved=F("tokens_reserved") + tokens,
+            turns_reserved=F("turns_reserved") + 1,
+            updated_at=timezone.now(),
+        )
+    )
+    return updated == 1
+
+
+def _reserve_locked(*, client: Client, trace: Any, month: Any, now: Any) -> UsageReservation | None:
+    """Admit the turn with the month's counter locked while this turn's own reservation (a
+    taken-over turn) and any dead worker's are settled."""
+    plan = client.plan
     refused: tuple[str, str] | None = None
     with transaction.atomic():
         counter = _locked_counter(client=client, month=month)
@@ -178,16 +257,53 @@ def turn_budget_commit(
     *, client: Client, reservation: UsageReservation, tokens: int, llm_calls: int
 ) -> UsageReservation:
     """Replace the turn's estimate with what it used (`tokens` over all its calls, including
-    any earlier attempt of a taken-over turn). Idempotent: committing twice changes nothing."""
+    any earlier attempt of a taken-over turn). Idempotent: committing twice changes nothing.
+
+    The reservation's row is locked first (two commits of one turn: the second finds it
+    committed); the counter changes in one `UPDATE`, the transaction's last statement."""
     with transaction.atomic():
-        counter = _locked_counter(client=client, month=reservation.month)
-        current = UsageReservation.objects.for_client(client).filter(pk=reservation.pk).first()
+        current = (
+            UsageReservation.objects.for_client(client)
+            .select_for_update()
+            .filter(pk=reservation.pk)
+            .first()
+        )
         if current is None or current.state != ReservationState.RESERVED:
             return current or reservation
-        _settle(counter, current, tokens, llm_calls)
-        _save_counter(counter)
-        _alerts_check(client=client, counter=counter)
+        held, committed, counted = (
+            current.tokens_reserved,
+            current.tokens_committed,
+            current.turn_counted,
+        )
+        _settle_reservation(current, tokens, llm_calls)
+        used, turn = max(0, tokens - committed), current.turn_counted and not counted
+        if not _counter_settle(client=client, month=current.month, held=held, used=used, turn=turn):
+            _locked_counter(client=client, month=current.month)  # gone: a new one, seeded
+            _counter_settle(client=client, month=current.month, held=held, used=used, turn=turn)
+    # Alerts are judged by the figures after the commit (each threshold fires once: its key).
+    counter = UsageCounter.objects.for_client(client).filter(month=current.month).first()
+    if counter is not None:
+        with transaction.atomic():
+            _alerts_check(client=client, counter=counter)
     return current
+
+
+def _counter_settle(*, client: Client, month: Any, held: int, used: int, turn: bool) -> bool:
+    """Move one turn's hold (`held` tokens and the turn) from reserved to used (`used` tokens;
+    the turn itself when `turn`) on the month's counter, in one statement. False: there is no
+    counter."""
+    updated = (
+        UsageCounter.objects.for_client(client)
+        .filter(month=month)
+        .update(
+            tokens_reserved=Greatest(F("tokens_reserved") - held, 0),
+            turns_reserved=Greatest(F("turns_reserved") - 1, 0),
+            tokens_used=F("tokens_used") + used,
+            turns_used=F("turns_used") + int(turn),
+            updated_at=timezone.now(),
+        )
+    )
+    return updated == 1
 
 
 def usage_budget_check(*, client: Client) -> None:
@@ -231,6 +347,12 @@ def _settle(counter: UsageCounter, reservation: UsageReservation, tokens: int, c
     counter.tokens_used += max(0, tokens - reservation.tokens_committed)
     if calls and not reservation.turn_counted:
         counter.turns_used += 1
+    _settle_reservation(reservation, tokens, calls)
+
+
+def _settle_reservation(reservation: UsageReservation, tokens: int, calls: int) -> None:
+    """Mark one reservation committed with what its turn used (its counter is the caller's)."""
+    if calls and not reservation.turn_counted:
         reservation.turn_counted = True
     reservation.tokens_committed = max(tokens, reservation.tokens_committed)
     reservation.state = ReservationState.COMMITTED
@@ -331,8 +453,8 @@ def _alerts_fire(
     refused_metric: str | None = None,
 ) -> None:
     """Store each threshold not yet fired this month and e-mail the highest new one once the
-    transaction commits. Runs under the counter's lock, so two turns never fire the same one;
-    the unique key backs that up."""
+    transaction commits. Two turns crossing a threshold at the same moment both try; the unique
+    key lets one of them store (and mail) it."""
     fired = set(
         UsageAlert.objects.for_client(client)
         .filter(month=counter.month, threshold__in=thresholds)
@@ -347,17 +469,23 @@ def _alerts_fire(
         level = max(levels, key=lambda lv: lv.percent)
         if refused_metric is not None:
             level = next(lv for lv in levels if lv.metric == refused_metric)
-        alerts.append(
-            UsageAlert.objects.create(
-                client=client,
-                month=counter.month,
-                threshold=threshold,
-                metric=level.metric,
-                used=level.used,
-                budget=level.budget,
-                emailed_to=client.support_email,
-            )
-        )
+        try:
+            with transaction.atomic():
+                alerts.append(
+                    UsageAlert.objects.create(
+                        client=client,
+                        month=counter.month,
+                        threshold=threshold,
+                        metric=level.metric,
+                        used=level.used,
+                        budget=level.budget,
+                        emailed_to=client.support_email,
+                    )
+                )
+        except IntegrityError:
+            continue  # another turn fired it first
+    if not alerts:
+        return
     top = alerts[-1].pk
     client_id = client.pk
     transaction.on_commit(lambda: usage_alert_notify(alert_id=top, client_id=client_id))
