@@ -306,7 +306,8 @@ class ConversationVisitor(TenantOwnedModel):
 
 class VisitorUsage(TenantOwnedModel):
     """What one visitor of a client used and holds in reserve on one day — the row every turn of
-    that visitor locks (`select_for_update`) before it may call the model."""
+    that visitor changes, in one conditional `UPDATE`, before it may call the model
+    (apps/billing/services/visitors.py)."""
 
     day = models.DateField(verbose_name=_("day"))
     visitor = models.CharField(max_length=64, verbose_name=_("visitor"))

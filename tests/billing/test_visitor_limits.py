@@ -395,3 +395,41 @@ def test_an_empty_token_window_rate_turns_the_window_off(shop, settings):
     rates(settings, widget_tokens="10/hour", widget_address_tokens="10/hour")
     # nothing was charged
     assert token_window_reached(client_id=shop.pk, conversation_id=1, visitor="v1") is None
+
+
+def test_a_visitors_turn_holds_their_row_only_for_its_last_statement(shop, settings):
+    """Customers behind one office address write at once: each turn reserves and commits on the
+    visitor's one row for the day, so the row is locked only by the transaction's last
+    statement, never across round trips (as the monthly counter; test_budgets.py)."""
+    from django.test.utils import CaptureQueriesContext
+
+    from apps.billing.models import VisitorUsage
+    from apps.billing.services.visitors import turn_limits_admit, turn_limits_commit
+
+    limits(shop, visitor_daily_token_budget=100_000)
+    conversation, trace = _visitor_turn(shop, "v" * 32)
+    turn_limits_admit(client=shop, conversation=conversation, trace=trace, mode="adaptive")
+    conversation, trace = _visitor_turn(shop, "v" * 32)  # the row exists: the common case
+    with CaptureQueriesContext(connection) as admitting:
+        admitted = turn_limits_admit(
+            client=shop, conversation=conversation, trace=trace, mode="adaptive"
+        )
+    with CaptureQueriesContext(connection) as committing:
+        turn_limits_commit(client=shop, limits=admitted, tokens=450)
+    for captured in (admitting, committing):
+        sqls = [q["sql"].upper() for q in captured.captured_queries]
+        writes = [
+            i for i, sql in enumerate(sqls) if "BILLING_VISITORUSAGE" in sql and "FOR UPDATE" in sql
+        ]
+        assert writes == [], sqls  # never locked by a read
+        updates = [
+            i for i, sql in enumerate(sqls) if sql.startswith('UPDATE "BILLING_VISITORUSAGE"')
+        ]
+        assert len(updates) == 1, sqls
+        assert sqls[updates[0] + 1].startswith(("RELEASE SAVEPOINT", "COMMIT")), sqls
+    usage = VisitorUsage.objects.unscoped("test checks the database directly").get()
+    assert (usage.tokens_used, usage.tokens_reserved, usage.turns) == (
+        450,
+        settings.BILLING_TURN_TOKEN_RESERVE,
+        2,
+    )

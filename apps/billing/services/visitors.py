@@ -11,8 +11,10 @@ hand every other customer of the month to staff) on their own. Per plan:
   conversations. A visitor is the client address their widget messages come from
   (`apps.platform.throttling.visitor_key`: a keyed hash; IPv6 per /64); a new conversation does not
   make a new visitor. Their turns run concurrently, so this one is reserve → run → commit on a
-  locked `VisitorUsage` row, like the monthly budget: concurrent turns together pass it by at
-  most the one turn admitted just under it. At the limit the conversation is handed to staff.
+  `VisitorUsage` row, like the monthly budget: each changes the row in one conditional `UPDATE`,
+  the last statement of its transaction (customers behind one office address write at once
+  without queueing on the row), and concurrent turns together pass the budget by at most the
+  one turn admitted just under it. At the limit the conversation is handed to staff.
 * `deliberative_turns_per_hour` — on a plan whose mode deliberates (`Mode.deliberates`), how
   many turns of one conversation per hour may run in it. The others run adaptive, as does a
   turn whose whole reservation no longer fits in what is left of the conversation's or the
@@ -34,6 +36,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.db.models import Count, F, OuterRef, Q, Subquery, Sum
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from apps.billing import periods
@@ -196,6 +199,81 @@ def _conversation_so_far(
 
 
 def _admit_visitor(*, client: Client, trace: Any, limits: TurnLimits, now: Any) -> None:
+    usage = (
+        VisitorUsage.objects.for_client(client)
+        .filter(day=periods.today(), visitor=limits.visitor)
+        .first()
+    )
+    if usage is not None:
+        own, stale = held_for_turn(
+            TurnAllowance.objects.for_client(client), trace=trace, now=now, visitor_usage=usage
+        )
+        if not stale and (own is None or own.state != ReservationState.RESERVED):
+            try:
+                if _admit_visitor_at_once(
+                    client=client, trace=trace, limits=limits, usage=usage, own=own
+                ):
+                    return
+            except IntegrityError:
+                pass  # another worker took this turn over at the same moment
+    _admit_visitor_locked(client=client, trace=trace, limits=limits, now=now)
+
+
+class _NoRoom(Exception):
+    """The conditional update found no room: roll the new allowance back."""
+
+
+def _admit_visitor_at_once(
+    *,
+    client: Client,
+    trace: Any,
+    limits: TurnLimits,
+    usage: VisitorUsage,
+    own: TurnAllowance | None,
+) -> bool:
+    """The common case (the visitor's row exists; nothing of this turn or of a dead worker to
+    settle): insert the allowance, then add it to the row in one conditional `UPDATE`, the
+    transaction's last statement. False: no room by the row as it is now — the locked path
+    decides (and words the refusal)."""
+    plan = client.plan
+    budget = plan.visitor_daily_token_budget
+    held = usage.tokens_used + usage.tokens_reserved  # as read, unlocked: the cap is advisory
+    if held >= budget:
+        return False
+    capped = limits.capped
+    if (
+        may_deliberate(limits.mode)
+        and not capped
+        and held + turn_token_estimate(plan, limits.mode) > budget
+    ):
+        capped = {"reason": "visitor_budget", "budget": budget, "used": held}
+    estimate = turn_token_estimate(plan, AIMode.ADAPTIVE if capped else limits.mode)
+    try:
+        with transaction.atomic():
+            allowance = own or TurnAllowance(client=client, trace=trace)
+            allowance.visitor_usage, allowance.visitor = usage, limits.visitor
+            allowance.state, allowance.tokens_reserved = ReservationState.RESERVED, estimate
+            allowance.save()
+            admitted = (
+                VisitorUsage.objects.for_client(client)
+                .filter(pk=usage.pk, tokens_used__lt=budget - F("tokens_reserved"))
+                .update(
+                    tokens_reserved=F("tokens_reserved") + estimate,
+                    turns=F("turns") + int(own is None),
+                    updated_at=timezone.now(),
+                )
+            )
+            if not admitted:
+                raise _NoRoom
+    except _NoRoom:
+        return False
+    limits.spent["visitor"], limits.capped, limits.allowance = held, capped, allowance
+    return True
+
+
+def _admit_visitor_locked(*, client: Client, trace: Any, limits: TurnLimits, now: Any) -> None:
+    """Admit the turn with the visitor's row locked: created on first use, this turn's own
+    allowance (a taken-over turn) and any dead worker's settled, the refusal worded."""
     plan = client.plan
     budget = plan.visitor_daily_token_budget
     refused = ""
@@ -247,20 +325,28 @@ def turn_limits_commit(*, client: Client, limits: TurnLimits, tokens: int) -> No
     charged = tokens
     allowance = limits.allowance
     if allowance is not None and allowance.visitor_usage_id is not None:
+        # The allowance's own row is locked first (a second commit of the turn finds it
+        # settled); the visitor's row changes in one `UPDATE`, the transaction's last statement.
         with transaction.atomic():
-            usage = (
-                VisitorUsage.objects.select_for_update()
-                .filter(pk=allowance.visitor_usage_id, client_id=allowance.client_id)
+            current = (
+                TurnAllowance.objects.select_for_update()
+                .filter(pk=allowance.pk, client_id=allowance.client_id)
                 .first()
             )
-            current = TurnAllowance.objects.filter(
-                pk=allowance.pk, client_id=allowance.client_id
-            ).first()
-            if usage is None or current is None or current.state != ReservationState.RESERVED:
+            if current is None or current.state != ReservationState.RESERVED:
                 return
+            held = current.tokens_reserved
             charged = max(0, tokens - current.tokens_committed)
-            _settle(usage, current, tokens)
-            _save(usage)
+            _settle_allowance(current, tokens)
+            settled = VisitorUsage.objects.filter(
+                pk=allowance.visitor_usage_id, client_id=allowance.client_id
+            ).update(
+                tokens_reserved=Greatest(F("tokens_reserved") - held, 0),
+                tokens_used=F("tokens_used") + charged,
+                updated_at=timezone.now(),
+            )
+            if not settled:
+                return  # the visitor's day is gone (erased): nothing to count it on
     if limits.visitor:  # a widget conversation: the windows the widget checks
         token_window_charge(
             client_id=client.pk,
@@ -273,6 +359,11 @@ def turn_limits_commit(*, client: Client, limits: TurnLimits, tokens: int) -> No
 def _settle(usage: VisitorUsage, allowance: TurnAllowance, tokens: int) -> None:
     usage.tokens_reserved = max(0, usage.tokens_reserved - allowance.tokens_reserved)
     usage.tokens_used += max(0, tokens - allowance.tokens_committed)
+    _settle_allowance(allowance, tokens)
+
+
+def _settle_allowance(allowance: TurnAllowance, tokens: int) -> None:
+    """Mark one allowance committed with what its turn used (its visitor's row: the caller's)."""
     allowance.tokens_committed = max(tokens, allowance.tokens_committed)
     allowance.tokens_reserved = 0
     allowance.state = ReservationState.COMMITTED
