@@ -101,9 +101,9 @@ class EscalationListApi(StaffAPIView):
         invalid=invalid_example("status", '"pending" is not a valid choice.'),
     )
     def get(self, request: Request) -> Response:
-        filters = self.validated_query(EscalationFilterSerializer)
-        queryset = escalation_list(client=self.client, status=filters.get("status"))
-        return self.paginated_response(queryset, EscalationSerializer)
+        return self.list_response(
+            escalation_list, EscalationSerializer, filters=EscalationFilterSerializer
+        )
 
 
 class EscalationResolveApi(StaffAPIView):
@@ -353,18 +353,18 @@ class ConversationNotesApi(_ConversationApi):
         notes = staff_note_list(client=self.client, conversation=conversation)
         return self.paginated_response(notes, StaffNoteSerializer)
 
-    @INBOX.operation(
-        "notes_create",
+    @INBOX.create(
         "Add a staff note",
         "An internal note for the team: the customer never sees it, and no "
         "prompt reads it. The author is the signed-in staff user (none for API keys). Needs "
         "the agent role.",
+        action="notes_create",
+        member=True,
         request=StaffNoteSerializer,
-        responses=write_responses(201, StaffNoteSerializer, "text", "Write the note first."),
-        examples=[
-            OpenApiExample("Note", value={"text": NOTE_EXAMPLE["text"]}, request_only=True),
-            OpenApiExample("Created", value=NOTE_EXAMPLE, response_only=True, status_codes=["201"]),
-        ],
+        invalid=("text", "Write the note first."),
+        body=StaffNoteSerializer,
+        requests={"Note": {"text": NOTE_EXAMPLE["text"]}},
+        created=NOTE_EXAMPLE,
     )
     def post(self, request: Request, public_id: str) -> Response:
         conversation = self.conversation(public_id)

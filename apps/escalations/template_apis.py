@@ -18,7 +18,6 @@ from apps.api.schema import (
     ResourceSchema,
     error_responses,
     public_id_path_parameter,
-    write_responses,
 )
 from apps.conversations.selectors import conversation_get
 from apps.escalations.models import TEMPLATE_BODY_MAX_CHARS, ReplyTemplate
@@ -132,29 +131,18 @@ class ReplyTemplateListApi(StaffAPIView):
             rows.append(template)
         return self.paginated_response(rows, FilledTemplateSerializer)
 
-    @TEMPLATES.operation(
-        "create",
+    @TEMPLATES.create(
         "Create a reply template",
         "A new template. The body may use {customer_name}, {order_id} and "
         "{agent_name}; any other {name}, or a lone brace, is refused (400 naming `body`); "
         "`{{` and `}}` are literal braces. The shortcut is unique within the client. Needs the "
         "admin role.",
-        member=False,
         request=ReplyTemplateSerializer,
-        responses=write_responses(
-            201,
-            ReplyTemplateSerializer,
+        invalid=(
             "body",
             "Unknown variable {order}. Known: {customer_name}, {order_id}, {agent_name}.",
         ),
-        examples=[
-            OpenApiExample(
-                "New",
-                value={k: TEMPLATE_EXAMPLE[k] for k in ("name", "shortcut", "body")},
-                request_only=True,
-            ),
-            OpenApiExample("Created", value=TEMPLATE_EXAMPLE, response_only=True),
-        ],
+        requests={"New": {k: TEMPLATE_EXAMPLE[k] for k in ("name", "shortcut", "body")}},
     )
     def post(self, request: Request) -> Response:
         body = ReplyTemplateSerializer(data=request.data)
