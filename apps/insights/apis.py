@@ -146,33 +146,25 @@ class FlagListApi(StaffAPIView):
         queryset = flag_list(client=self.client, conversation=conversation)
         return self.paginated_response(queryset, FlagSerializer)
 
-    @FLAGS.operation(
-        "create",
+    @FLAGS.create(
         "Flag an assistant reply",
         "Marks one of the assistant's visible replies as wrong, unhelpful or "
         "unsafe, with an optional correction. With `teach_as` (note, faq or article) the "
         "correction also becomes a proposal waiting for review (`proposal` in the answer): "
         "nothing reaches the assistant's prompts until staff approve it. Needs the agent role.",
-        member=False,
         request=FlagCreateSerializer,
-        responses=write_responses(
-            201, FlagCreatedSerializer, "message", "Only the assistant's replies can be flagged."
-        ),
-        examples=[
-            OpenApiExample(
-                "Flag and teach",
-                value={
-                    "message": FLAG_EXAMPLE["message"],
-                    "reason": "wrong",
-                    "correction": FLAG_EXAMPLE["correction"],
-                    "teach_as": "faq",
-                },
-                request_only=True,
-            ),
-            OpenApiExample(
-                "Flagged", value={**FLAG_EXAMPLE, "proposal": PROPOSAL_EXAMPLE}, response_only=True
-            ),
-        ],
+        invalid=("message", "Only the assistant's replies can be flagged."),
+        body=FlagCreatedSerializer,
+        requests={
+            "Flag and teach": {
+                "message": FLAG_EXAMPLE["message"],
+                "reason": "wrong",
+                "correction": FLAG_EXAMPLE["correction"],
+                "teach_as": "faq",
+            }
+        },
+        created={**FLAG_EXAMPLE, "proposal": PROPOSAL_EXAMPLE},
+        created_name="Flagged",
     )
     def post(self, request: Request) -> Response:
         body = FlagCreateSerializer(data=request.data)
