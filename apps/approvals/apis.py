@@ -170,9 +170,8 @@ class ApprovalListApi(StaffAPIView):
         invalid=invalid_example("status", '"open" is not a valid choice.'),
     )
     def get(self, request: Request) -> Response:
-        filters = self.validated_query(ApprovalFilterSerializer)
-        return self.paginated_response(
-            approval_list(client=self.client, status=filters.get("status")), ApprovalSerializer
+        return self.list_response(
+            approval_list, ApprovalSerializer, filters=ApprovalFilterSerializer
         )
 
 

@@ -73,9 +73,7 @@ class PrivacyRequestListCreateApi(StaffAPIView):
         },
     )
     def get(self, request: Request) -> Response:
-        return self.paginated_response(
-            privacy_requests(client=self.client), PrivacyRequestSerializer
-        )
+        return self.list_response(privacy_requests, PrivacyRequestSerializer)
 
     @REQUESTS.operation(
         "create",
