@@ -21,6 +21,7 @@ from apps.api.schema import (
     error_responses,
     found_or_404,
 )
+from apps.api.serializers import validated_body
 from apps.conversations.models import Channel, ConversationStatus
 from apps.conversations.selectors import conversation_get, conversation_list
 from apps.conversations.serializers import MessageSerializer
@@ -343,12 +344,11 @@ class ConversationMessageCreateApi(StaffAPIView):
     )
     def post(self, request: Request, public_id: str) -> Response:
         conversation = found_or_404(conversation_get(client=self.client, public_id=public_id))
-        body = StaffReplySerializer(data=request.data)
-        body.is_valid(raise_exception=True)
+        body = validated_body(StaffReplySerializer, request)
         message = staff_reply(
             client=self.client,
             conversation=conversation,
-            text=body.validated_data["text"],
+            text=body["text"],
             author=acting_user(request),
         )
         return Response(MessageSerializer(message).data, status=status.HTTP_201_CREATED)

@@ -23,6 +23,7 @@ from apps.api.schema import (
     public_id_path_parameter,
     write_responses,
 )
+from apps.api.serializers import validated_body
 from apps.conversations.models import Conversation, ConversationStatus
 from apps.conversations.selectors import conversation_get
 from apps.escalations.models import EscalationReason, EscalationStatus
@@ -284,9 +285,7 @@ class ConversationAssignApi(_ConversationApi):
     )
     def post(self, request: Request, public_id: str) -> Response:
         conversation = self.conversation(public_id)
-        body = AssignSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        email = body.validated_data["assignee"]
+        email = validated_body(AssignSerializer, request)["assignee"]
         assignee = assignable_member(client=self.client, email=email) if email is not None else None
         conversation_assign(
             client=self.client,
@@ -327,13 +326,12 @@ class ConversationHandBackApi(_ConversationApi):
     )
     def post(self, request: Request, public_id: str) -> Response:
         conversation = self.conversation(public_id)
-        body = HandBackSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
+        body = validated_body(HandBackSerializer, request)
         conversation_hand_back(
             client=self.client,
             conversation=conversation,
             actor=acting_user(request),
-            answer_waiting=body.validated_data["answer_waiting"],
+            answer_waiting=body["answer_waiting"],
         )
         return self.ownership(conversation)
 
@@ -368,12 +366,11 @@ class ConversationNotesApi(_ConversationApi):
     )
     def post(self, request: Request, public_id: str) -> Response:
         conversation = self.conversation(public_id)
-        body = StaffNoteSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
+        body = validated_body(StaffNoteSerializer, request)
         note = conversation_note_add(
             client=self.client,
             conversation=conversation,
-            text=body.validated_data["text"],
+            text=body["text"],
             author=acting_user(request),
         )
         return Response(StaffNoteSerializer(note).data, status=status.HTTP_201_CREATED)

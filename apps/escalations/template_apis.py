@@ -19,6 +19,7 @@ from apps.api.schema import (
     error_responses,
     public_id_path_parameter,
 )
+from apps.api.serializers import validated_body
 from apps.conversations.selectors import conversation_get
 from apps.escalations.models import TEMPLATE_BODY_MAX_CHARS, ReplyTemplate
 from apps.escalations.reply_templates import (
@@ -145,9 +146,8 @@ class ReplyTemplateListApi(StaffAPIView):
         requests={"New": {k: TEMPLATE_EXAMPLE[k] for k in ("name", "shortcut", "body")}},
     )
     def post(self, request: Request) -> Response:
-        body = ReplyTemplateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        template = reply_template_create(client=self.client, **body.validated_data)
+        body = validated_body(ReplyTemplateSerializer, request)
+        template = reply_template_create(client=self.client, **body)
         return Response(ReplyTemplateSerializer(template).data, status=status.HTTP_201_CREATED)
 
 
@@ -174,11 +174,8 @@ class ReplyTemplateDetailApi(StaffAPIView):
     )
     def patch(self, request: Request, template_id: str) -> Response:
         template = _template_or_404(self, template_id)
-        body = ReplyTemplateSerializer(data=request.data, partial=True)
-        body.is_valid(raise_exception=True)
-        template = reply_template_update(
-            client=self.client, template=template, changes=dict(body.validated_data)
-        )
+        changes = validated_body(ReplyTemplateSerializer, request, partial=True)
+        template = reply_template_update(client=self.client, template=template, changes=changes)
         return Response(ReplyTemplateSerializer(template).data)
 
     @TEMPLATES.destroy(

@@ -22,6 +22,7 @@ from apps.api.schema import (
     error_responses,
     public_id_path_parameter,
 )
+from apps.api.serializers import validated_body
 from apps.events.models import (
     DeliveryStatus,
     EventDelivery,
@@ -155,9 +156,8 @@ class SubscriptionListApi(StaffAPIView):
         created={**SUBSCRIPTION_EXAMPLE, "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
     )
     def post(self, request: Request) -> Response:
-        body = SubscriptionSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        subscription = subscription_create(client=self.client, **_changes(body.validated_data))
+        body = validated_body(SubscriptionSerializer, request)
+        subscription = subscription_create(client=self.client, **_changes(body))
         return Response(
             NewSubscriptionSerializer(subscription).data, status=status.HTTP_201_CREATED
         )
@@ -179,10 +179,9 @@ class SubscriptionDetailApi(StaffAPIView):
     )
     def patch(self, request: Request, subscription_id: str) -> Response:
         subscription = _subscription_or_404(self, subscription_id)
-        body = SubscriptionSerializer(data=request.data, partial=True)
-        body.is_valid(raise_exception=True)
+        body = validated_body(SubscriptionSerializer, request, partial=True)
         subscription = subscription_update(
-            client=self.client, subscription=subscription, **_changes(body.validated_data)
+            client=self.client, subscription=subscription, **_changes(body)
         )
         return Response(SubscriptionSerializer(subscription).data)
 

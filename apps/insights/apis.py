@@ -20,6 +20,7 @@ from apps.api.schema import (
     public_id_path_parameter,
     write_responses,
 )
+from apps.api.serializers import validated_body
 from apps.clients.models import Client
 from apps.conversations.models import Message
 from apps.conversations.selectors import conversation_get
@@ -167,9 +168,7 @@ class FlagListApi(StaffAPIView):
         created_name="Flagged",
     )
     def post(self, request: Request) -> Response:
-        body = FlagCreateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        data = body.validated_data
+        data = validated_body(FlagCreateSerializer, request)
         message = _named_message(self.client, data)
         flag, proposal = flag_and_teach(
             client=self.client,
@@ -222,9 +221,7 @@ class StaffReplyTeachApi(StaffAPIView):
         ],
     )
     def post(self, request: Request) -> Response:
-        body = StaffReplyTeachSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        data = body.validated_data
+        data = validated_body(StaffReplyTeachSerializer, request)
         message = _named_message(self.client, data)
         proposal = staff_reply_teach(client=self.client, message=message, teach_as=data["teach_as"])
         return Response(ProposalRefSerializer(proposal).data, status=status.HTTP_201_CREATED)
