@@ -348,8 +348,7 @@ class ConversationNotesApi(_ConversationApi):
     )
     def get(self, request: Request, public_id: str) -> Response:
         conversation = self.conversation(public_id)
-        notes = staff_note_list(client=self.client, conversation=conversation)
-        return self.paginated_response(notes, StaffNoteSerializer)
+        return self.list_response(staff_note_list, StaffNoteSerializer, conversation=conversation)
 
     @INBOX.create(
         "Add a staff note",

@@ -144,8 +144,7 @@ class FlagListApi(StaffAPIView):
             )
             if conversation is None:
                 raise exceptions.NotFound("No such conversation.")
-        queryset = flag_list(client=self.client, conversation=conversation)
-        return self.paginated_response(queryset, FlagSerializer)
+        return self.list_response(flag_list, FlagSerializer, conversation=conversation)
 
     @FLAGS.create(
         "Flag an assistant reply",

@@ -308,6 +308,4 @@ class ConversationEmailsApi(StaffAPIView):
     )
     def get(self, request: Request, public_id: str) -> Response:
         conversation = found_or_404(conversation_get(client=self.client, public_id=public_id))
-        return self.paginated_response(
-            mail_thread(client=self.client, conversation=conversation), MailMessageSerializer
-        )
+        return self.list_response(mail_thread, MailMessageSerializer, conversation=conversation)
