@@ -382,8 +382,8 @@ class ResourceSchema:
         pair of field and message), answered 201 with `body` (the resource's body unless given)
         and its example `created` (the resource's example unless given), named `created_name`.
         `requests` names each example request body; `not_found` as in `write_responses`;
-        `errors` adds the operation's own error statuses (429 …). `action` and `member` name a
-        create under one object (a conversation's notes)."""
+        `errors` adds the operation's own error statuses besides those (413, 429 …). `action`
+        and `member` name a create under one object (a conversation's notes)."""
         answered = body or self.serializer
         assert answered is not None, f"{self.name}: a create needs a serializer"
         field, message = invalid
