@@ -21,7 +21,6 @@ from apps.api.schema import (
     found_or_404,
     id_path_parameter,
     parse_pk,
-    write_responses,
 )
 from apps.api.serializers import validated_body
 from apps.clients.models import Client
@@ -110,33 +109,19 @@ class ApiKeyListCreateApi(StaffAPIView):
         example=KEY_EXAMPLE,
     )
     def get(self, request: Request) -> Response:
-        return self.paginated_response(api_key_list(client=self.client), ApiKeySerializer)
+        return self.list_response(api_key_list, ApiKeySerializer)
 
-    @API_KEYS.operation(
-        "create",
+    @API_KEYS.create(
         "Issue an API key",
         "Creates a key and returns its secret once. You cannot grant a role above "
         "your own (403). Needs the admin role.",
-        member=False,
         request=ApiKeyCreateSerializer,
-        responses=write_responses(
-            201, ApiKeyCreatedSerializer, "name", "This field may not be blank.", not_found=False
-        ),
-        examples=[
-            OpenApiExample(
-                "Read-only key", value={"name": "ERP sync", "role": "viewer"}, request_only=True
-            ),
-            OpenApiExample(
-                "Issued",
-                value={
-                    **KEY_EXAMPLE,
-                    "last_used_at": None,
-                    "secret": "gd_3fa91c0d_Vb7…(43 characters)",
-                },
-                response_only=True,
-                status_codes=["201"],
-            ),
-        ],
+        invalid=("name", "This field may not be blank."),
+        not_found=False,
+        body=ApiKeyCreatedSerializer,
+        requests={"Read-only key": {"name": "ERP sync", "role": "viewer"}},
+        created={**KEY_EXAMPLE, "last_used_at": None, "secret": "gd_3fa91c0d_Vb7…(43 characters)"},
+        created_name="Issued",
     )
     def post(self, request: Request) -> Response:
         body = validated_body(ApiKeyCreateSerializer, request)

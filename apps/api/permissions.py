@@ -21,7 +21,7 @@ membership in the client (`client_role`). `role_permits(role, need)` is the rule
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from django.core.exceptions import ImproperlyConfigured
@@ -157,6 +157,23 @@ class StaffAPIView(TenantAPIView):
         paginator = self.pagination_class()
         page: list[Any] | None = paginator.paginate_queryset(queryset, self.request, view=self)
         return paginator.get_paginated_response(serializer_class(page, many=True).data)
+
+    def list_response(
+        self,
+        selector: Callable[..., Any],
+        serializer_class: type[Any],
+        *,
+        filters: type[Any] | None = None,
+        **fixed: Any,
+    ) -> Response:
+        """A list endpoint's answer: one page of what `selector` finds for this client, given the
+        query string validated by `filters` (each filter a keyword argument of the selector) and
+        the endpoint's own `fixed` arguments. The selector always gets `client=self.client`, so
+        a list cannot leave its tenant."""
+        query = self.validated_query(filters) if filters is not None else {}
+        return self.paginated_response(
+            selector(client=self.client, **fixed, **query), serializer_class
+        )
 
 
 def acting_user(request: Request) -> User | None:

@@ -7,7 +7,7 @@ Kept apart from `apps.api.base` so that runtime plumbing does not depend on drf-
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -360,6 +360,56 @@ class ResourceSchema:
                 invalid=invalid,
                 filtered=filtered,
             ),
+        )
+
+    def create(
+        self,
+        summary: str,
+        description: str | None = None,
+        *,
+        request: Any,
+        invalid: tuple[str, str],
+        body: type[serializers.Serializer] | None = None,
+        requests: Mapping[str, Any] | None = None,
+        created: Any = None,
+        created_name: str = "Created",
+        not_found: bool = True,
+        errors: Sequence[int] = (),
+        action: str = "create",
+        member: bool = False,
+    ) -> Callable[[Any], Any]:
+        """Adding to the collection: `request` validated (400: its example is the `invalid`
+        pair of field and message), answered 201 with `body` (the resource's body unless given)
+        and its example `created` (the resource's example unless given), named `created_name`.
+        `requests` names each example request body; `not_found` as in `write_responses`;
+        `errors` adds the operation's own error statuses besides those (413, 429 …). `action`
+        and `member` name a create under one object (a conversation's notes)."""
+        answered = body or self.serializer
+        assert answered is not None, f"{self.name}: a create needs a serializer"
+        field, message = invalid
+        examples = [
+            OpenApiExample(name, value=value, request_only=True)
+            for name, value in (requests or {}).items()
+        ]
+        examples.append(
+            OpenApiExample(
+                created_name,
+                value=self.example if created is None else created,
+                response_only=True,
+                status_codes=["201"],
+            )
+        )
+        return self.operation(
+            action,
+            summary,
+            description,
+            member=member,
+            request=request,
+            responses={
+                **write_responses(201, answered, field, message, not_found=not_found),
+                **error_responses(*errors),
+            },
+            examples=examples,
         )
 
     def retrieve(self, summary: str, description: str | None = None) -> Callable[[Any], Any]:

@@ -23,6 +23,7 @@ from apps.api.schema import (
     invalid_example,
     public_id_path_parameter,
 )
+from apps.api.serializers import validated_body
 from apps.approvals.models import ApprovalStatus
 from apps.approvals.selectors import approval_get, approval_list
 from apps.approvals.services import MAX_REASON_CHARS, approval_approve, approval_deny
@@ -170,9 +171,8 @@ class ApprovalListApi(StaffAPIView):
         invalid=invalid_example("status", '"open" is not a valid choice.'),
     )
     def get(self, request: Request) -> Response:
-        filters = self.validated_query(ApprovalFilterSerializer)
-        return self.paginated_response(
-            approval_list(client=self.client, status=filters.get("status")), ApprovalSerializer
+        return self.list_response(
+            approval_list, ApprovalSerializer, filters=ApprovalFilterSerializer
         )
 
 
@@ -232,13 +232,9 @@ class ApprovalDenyApi(StaffAPIView):
     )
     def post(self, request: Request, approval_id: str) -> Response:
         approval = found_or_404(approval_get(client=self.client, approval_id=approval_id))
-        body = ApprovalDenySerializer(data=request.data)
-        body.is_valid(raise_exception=True)
+        body = validated_body(ApprovalDenySerializer, request)
         approval_deny(
-            client=self.client,
-            approval=approval,
-            actor=acting_user(request),
-            reason=body.validated_data["reason"],
+            client=self.client, approval=approval, actor=acting_user(request), reason=body["reason"]
         )
         return Response(
             ApprovalSerializer(approval_get(client=self.client, approval_id=approval.pk)).data

@@ -20,8 +20,8 @@ from apps.api.schema import (
     choice_parameter,
     error_responses,
     found_or_404,
-    invalid_example,
 )
+from apps.api.serializers import validated_body
 from apps.conversations.models import Channel, ConversationStatus
 from apps.conversations.selectors import conversation_get, conversation_list
 from apps.conversations.serializers import MessageSerializer
@@ -299,9 +299,9 @@ class ConversationListApi(StaffAPIView):
         filtered=True,
     )
     def get(self, request: Request) -> Response:
-        filters = self.validated_query(ConversationFilterSerializer)
-        queryset = conversation_list(client=self.client, **filters)
-        return self.paginated_response(queryset, ConversationSummarySerializer)
+        return self.list_response(
+            conversation_list, ConversationSummarySerializer, filters=ConversationFilterSerializer
+        )
 
 
 class ConversationDetailApi(StaffAPIView):
@@ -327,43 +327,28 @@ class ConversationDetailApi(StaffAPIView):
 class ConversationMessageCreateApi(StaffAPIView):
     required_roles = {"POST": SUPPORT}
 
-    @CONVERSATIONS.operation(
-        "messages_create",
+    @CONVERSATIONS.create(
         "Reply to the customer as staff",
         "Posts a visible staff message. Replying takes ownership: if the assistant "
         "still owned the conversation it is escalated (reason `staff_takeover`) so no AI "
         "answers over the person; hand it back by resolving the escalation. The author is the "
         "signed-in staff user (none for API keys). Needs the agent role.",
+        action="messages_create",
+        member=True,
         request=StaffReplySerializer,
-        responses={
-            201: MessageSerializer,
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                413,
-                invalid=invalid_example("text", "Must not be empty."),
-            ),
-        },
-        examples=[
-            OpenApiExample(
-                "Reply",
-                value={"text": "I've cancelled order TH-12345 for you."},
-                request_only=True,
-            ),
-            OpenApiExample(
-                "Created", value=MESSAGE_EXAMPLE, response_only=True, status_codes=["201"]
-            ),
-        ],
+        invalid=("text", "Must not be empty."),
+        errors=(413,),
+        body=MessageSerializer,
+        requests={"Reply": {"text": "I've cancelled order TH-12345 for you."}},
+        created=MESSAGE_EXAMPLE,
     )
     def post(self, request: Request, public_id: str) -> Response:
         conversation = found_or_404(conversation_get(client=self.client, public_id=public_id))
-        body = StaffReplySerializer(data=request.data)
-        body.is_valid(raise_exception=True)
+        body = validated_body(StaffReplySerializer, request)
         message = staff_reply(
             client=self.client,
             conversation=conversation,
-            text=body.validated_data["text"],
+            text=body["text"],
             author=acting_user(request),
         )
         return Response(MessageSerializer(message).data, status=status.HTTP_201_CREATED)

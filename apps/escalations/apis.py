@@ -23,6 +23,7 @@ from apps.api.schema import (
     public_id_path_parameter,
     write_responses,
 )
+from apps.api.serializers import validated_body
 from apps.conversations.models import Conversation, ConversationStatus
 from apps.conversations.selectors import conversation_get
 from apps.escalations.models import EscalationReason, EscalationStatus
@@ -101,9 +102,9 @@ class EscalationListApi(StaffAPIView):
         invalid=invalid_example("status", '"pending" is not a valid choice.'),
     )
     def get(self, request: Request) -> Response:
-        filters = self.validated_query(EscalationFilterSerializer)
-        queryset = escalation_list(client=self.client, status=filters.get("status"))
-        return self.paginated_response(queryset, EscalationSerializer)
+        return self.list_response(
+            escalation_list, EscalationSerializer, filters=EscalationFilterSerializer
+        )
 
 
 class EscalationResolveApi(StaffAPIView):
@@ -284,9 +285,7 @@ class ConversationAssignApi(_ConversationApi):
     )
     def post(self, request: Request, public_id: str) -> Response:
         conversation = self.conversation(public_id)
-        body = AssignSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        email = body.validated_data["assignee"]
+        email = validated_body(AssignSerializer, request)["assignee"]
         assignee = assignable_member(client=self.client, email=email) if email is not None else None
         conversation_assign(
             client=self.client,
@@ -327,13 +326,12 @@ class ConversationHandBackApi(_ConversationApi):
     )
     def post(self, request: Request, public_id: str) -> Response:
         conversation = self.conversation(public_id)
-        body = HandBackSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
+        body = validated_body(HandBackSerializer, request)
         conversation_hand_back(
             client=self.client,
             conversation=conversation,
             actor=acting_user(request),
-            answer_waiting=body.validated_data["answer_waiting"],
+            answer_waiting=body["answer_waiting"],
         )
         return self.ownership(conversation)
 
@@ -350,30 +348,28 @@ class ConversationNotesApi(_ConversationApi):
     )
     def get(self, request: Request, public_id: str) -> Response:
         conversation = self.conversation(public_id)
-        notes = staff_note_list(client=self.client, conversation=conversation)
-        return self.paginated_response(notes, StaffNoteSerializer)
+        return self.list_response(staff_note_list, StaffNoteSerializer, conversation=conversation)
 
-    @INBOX.operation(
-        "notes_create",
+    @INBOX.create(
         "Add a staff note",
         "An internal note for the team: the customer never sees it, and no "
         "prompt reads it. The author is the signed-in staff user (none for API keys). Needs "
         "the agent role.",
+        action="notes_create",
+        member=True,
         request=StaffNoteSerializer,
-        responses=write_responses(201, StaffNoteSerializer, "text", "Write the note first."),
-        examples=[
-            OpenApiExample("Note", value={"text": NOTE_EXAMPLE["text"]}, request_only=True),
-            OpenApiExample("Created", value=NOTE_EXAMPLE, response_only=True, status_codes=["201"]),
-        ],
+        invalid=("text", "Write the note first."),
+        body=StaffNoteSerializer,
+        requests={"Note": {"text": NOTE_EXAMPLE["text"]}},
+        created=NOTE_EXAMPLE,
     )
     def post(self, request: Request, public_id: str) -> Response:
         conversation = self.conversation(public_id)
-        body = StaffNoteSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
+        body = validated_body(StaffNoteSerializer, request)
         note = conversation_note_add(
             client=self.client,
             conversation=conversation,
-            text=body.validated_data["text"],
+            text=body["text"],
             author=acting_user(request),
         )
         return Response(StaffNoteSerializer(note).data, status=status.HTTP_201_CREATED)

@@ -18,8 +18,8 @@ from apps.api.schema import (
     ResourceSchema,
     error_responses,
     public_id_path_parameter,
-    write_responses,
 )
+from apps.api.serializers import validated_body
 from apps.conversations.selectors import conversation_get
 from apps.escalations.models import TEMPLATE_BODY_MAX_CHARS, ReplyTemplate
 from apps.escalations.reply_templates import (
@@ -132,34 +132,22 @@ class ReplyTemplateListApi(StaffAPIView):
             rows.append(template)
         return self.paginated_response(rows, FilledTemplateSerializer)
 
-    @TEMPLATES.operation(
-        "create",
+    @TEMPLATES.create(
         "Create a reply template",
         "A new template. The body may use {customer_name}, {order_id} and "
         "{agent_name}; any other {name}, or a lone brace, is refused (400 naming `body`); "
         "`{{` and `}}` are literal braces. The shortcut is unique within the client. Needs the "
         "admin role.",
-        member=False,
         request=ReplyTemplateSerializer,
-        responses=write_responses(
-            201,
-            ReplyTemplateSerializer,
+        invalid=(
             "body",
             "Unknown variable {order}. Known: {customer_name}, {order_id}, {agent_name}.",
         ),
-        examples=[
-            OpenApiExample(
-                "New",
-                value={k: TEMPLATE_EXAMPLE[k] for k in ("name", "shortcut", "body")},
-                request_only=True,
-            ),
-            OpenApiExample("Created", value=TEMPLATE_EXAMPLE, response_only=True),
-        ],
+        requests={"New": {k: TEMPLATE_EXAMPLE[k] for k in ("name", "shortcut", "body")}},
     )
     def post(self, request: Request) -> Response:
-        body = ReplyTemplateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        template = reply_template_create(client=self.client, **body.validated_data)
+        body = validated_body(ReplyTemplateSerializer, request)
+        template = reply_template_create(client=self.client, **body)
         return Response(ReplyTemplateSerializer(template).data, status=status.HTTP_201_CREATED)
 
 
@@ -186,11 +174,8 @@ class ReplyTemplateDetailApi(StaffAPIView):
     )
     def patch(self, request: Request, template_id: str) -> Response:
         template = _template_or_404(self, template_id)
-        body = ReplyTemplateSerializer(data=request.data, partial=True)
-        body.is_valid(raise_exception=True)
-        template = reply_template_update(
-            client=self.client, template=template, changes=dict(body.validated_data)
-        )
+        changes = validated_body(ReplyTemplateSerializer, request, partial=True)
+        template = reply_template_update(client=self.client, template=template, changes=changes)
         return Response(ReplyTemplateSerializer(template).data)
 
     @TEMPLATES.destroy(

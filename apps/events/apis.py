@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework import exceptions, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -21,8 +21,8 @@ from apps.api.schema import (
     enum_values,
     error_responses,
     public_id_path_parameter,
-    write_responses,
 )
+from apps.api.serializers import validated_body
 from apps.events.models import (
     DeliveryStatus,
     EventDelivery,
@@ -143,33 +143,21 @@ class SubscriptionListApi(StaffAPIView):
         example=SUBSCRIPTION_EXAMPLE,
     )
     def get(self, request: Request) -> Response:
-        return self.paginated_response(
-            subscription_list(client=self.client), SubscriptionSerializer
-        )
+        return self.list_response(subscription_list, SubscriptionSerializer)
 
-    @SUBSCRIPTIONS.operation(
-        "create",
+    @SUBSCRIPTIONS.create(
         "Subscribe an endpoint",
         "A new subscription and its signing secret, shown in this answer only. "
         "The URL must be https and reach a public address. A `chat` subscription takes "
         "`conversation.handed_off` and `approval.requested` only. Needs the admin role.",
-        member=False,
         request=SubscriptionSerializer,
-        responses=write_responses(
-            201, NewSubscriptionSerializer, "event_types", "Choose at least one event type."
-        ),
-        examples=[
-            OpenApiExample(
-                "Created",
-                value={**SUBSCRIPTION_EXAMPLE, "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
-                response_only=True,
-            )
-        ],
+        invalid=("event_types", "Choose at least one event type."),
+        body=NewSubscriptionSerializer,
+        created={**SUBSCRIPTION_EXAMPLE, "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
     )
     def post(self, request: Request) -> Response:
-        body = SubscriptionSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        subscription = subscription_create(client=self.client, **_changes(body.validated_data))
+        body = validated_body(SubscriptionSerializer, request)
+        subscription = subscription_create(client=self.client, **_changes(body))
         return Response(
             NewSubscriptionSerializer(subscription).data, status=status.HTTP_201_CREATED
         )
@@ -191,10 +179,9 @@ class SubscriptionDetailApi(StaffAPIView):
     )
     def patch(self, request: Request, subscription_id: str) -> Response:
         subscription = _subscription_or_404(self, subscription_id)
-        body = SubscriptionSerializer(data=request.data, partial=True)
-        body.is_valid(raise_exception=True)
+        body = validated_body(SubscriptionSerializer, request, partial=True)
         subscription = subscription_update(
-            client=self.client, subscription=subscription, **_changes(body.validated_data)
+            client=self.client, subscription=subscription, **_changes(body)
         )
         return Response(SubscriptionSerializer(subscription).data)
 

@@ -20,6 +20,7 @@ from apps.api.schema import (
     public_id_path_parameter,
     write_responses,
 )
+from apps.api.serializers import validated_body
 from apps.clients.models import Client
 from apps.conversations.models import Message
 from apps.conversations.selectors import conversation_get
@@ -143,41 +144,30 @@ class FlagListApi(StaffAPIView):
             )
             if conversation is None:
                 raise exceptions.NotFound("No such conversation.")
-        queryset = flag_list(client=self.client, conversation=conversation)
-        return self.paginated_response(queryset, FlagSerializer)
+        return self.list_response(flag_list, FlagSerializer, conversation=conversation)
 
-    @FLAGS.operation(
-        "create",
+    @FLAGS.create(
         "Flag an assistant reply",
         "Marks one of the assistant's visible replies as wrong, unhelpful or "
         "unsafe, with an optional correction. With `teach_as` (note, faq or article) the "
         "correction also becomes a proposal waiting for review (`proposal` in the answer): "
         "nothing reaches the assistant's prompts until staff approve it. Needs the agent role.",
-        member=False,
         request=FlagCreateSerializer,
-        responses=write_responses(
-            201, FlagCreatedSerializer, "message", "Only the assistant's replies can be flagged."
-        ),
-        examples=[
-            OpenApiExample(
-                "Flag and teach",
-                value={
-                    "message": FLAG_EXAMPLE["message"],
-                    "reason": "wrong",
-                    "correction": FLAG_EXAMPLE["correction"],
-                    "teach_as": "faq",
-                },
-                request_only=True,
-            ),
-            OpenApiExample(
-                "Flagged", value={**FLAG_EXAMPLE, "proposal": PROPOSAL_EXAMPLE}, response_only=True
-            ),
-        ],
+        invalid=("message", "Only the assistant's replies can be flagged."),
+        body=FlagCreatedSerializer,
+        requests={
+            "Flag and teach": {
+                "message": FLAG_EXAMPLE["message"],
+                "reason": "wrong",
+                "correction": FLAG_EXAMPLE["correction"],
+                "teach_as": "faq",
+            }
+        },
+        created={**FLAG_EXAMPLE, "proposal": PROPOSAL_EXAMPLE},
+        created_name="Flagged",
     )
     def post(self, request: Request) -> Response:
-        body = FlagCreateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        data = body.validated_data
+        data = validated_body(FlagCreateSerializer, request)
         message = _named_message(self.client, data)
         flag, proposal = flag_and_teach(
             client=self.client,
@@ -230,9 +220,7 @@ class StaffReplyTeachApi(StaffAPIView):
         ],
     )
     def post(self, request: Request) -> Response:
-        body = StaffReplyTeachSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        data = body.validated_data
+        data = validated_body(StaffReplyTeachSerializer, request)
         message = _named_message(self.client, data)
         proposal = staff_reply_teach(client=self.client, message=message, teach_as=data["teach_as"])
         return Response(ProposalRefSerializer(proposal).data, status=status.HTTP_201_CREATED)

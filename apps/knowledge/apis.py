@@ -218,28 +218,19 @@ class ArticleListCreateApi(StaffAPIView):
         queryset = articles_list(client=self.client, **filters)
         return self.paginated_response(queryset, ArticleSerializer)
 
-    @ARTICLES.operation(
-        "create",
+    @ARTICLES.create(
         "Write an article",
         "Adds an article (Markdown text), published and enabled unless said "
         "otherwise, and indexes it for retrieval. Needs the agent role.",
-        member=False,
         request=ArticleWriteSerializer,
-        responses=write_responses(201, ArticleSerializer, "title", "A title is required."),
-        examples=[
-            OpenApiExample(
-                "An article",
-                value={
-                    "title": "Returning an item",
-                    "body": "You can return unworn items within 30 days.",
-                    "tags": ["returns"],
-                },
-                request_only=True,
-            ),
-            OpenApiExample(
-                "Created", value=ARTICLE_EXAMPLE, response_only=True, status_codes=["201"]
-            ),
-        ],
+        invalid=("title", "A title is required."),
+        requests={
+            "An article": {
+                "title": "Returning an item",
+                "body": "You can return unworn items within 30 days.",
+                "tags": ["returns"],
+            }
+        },
     )
     def post(self, request: Request) -> Response:
         data = _article_body(request, self.client, partial=False)
@@ -316,26 +307,17 @@ class FaqListCreateApi(StaffAPIView):
         filtered=True,
     )
     def get(self, request: Request) -> Response:
-        filters = self.validated_query(FaqFilterSerializer)
-        queryset = articles_list(client=self.client, kind=ArticleKind.FAQ, **filters)
-        return self.paginated_response(queryset, FaqSerializer)
+        return self.list_response(
+            articles_list, FaqSerializer, filters=FaqFilterSerializer, kind=ArticleKind.FAQ
+        )
 
-    @FAQS.operation(
-        "create",
+    @FAQS.create(
         "Add an FAQ",
         "Adds a question and its answer (published and enabled unless said "
         "otherwise). Needs the agent role.",
-        member=False,
         request=FaqWriteSerializer,
-        responses=write_responses(201, FaqSerializer, "answer", "This field is required."),
-        examples=[
-            OpenApiExample(
-                "An FAQ",
-                value={"question": "Do you ship abroad?", "answer": "Yes, to 30 countries."},
-                request_only=True,
-            ),
-            OpenApiExample("Created", value=FAQ_EXAMPLE, response_only=True, status_codes=["201"]),
-        ],
+        invalid=("answer", "This field is required."),
+        requests={"An FAQ": {"question": "Do you ship abroad?", "answer": "Yes, to 30 countries."}},
     )
     def post(self, request: Request) -> Response:
         data = {**_faq_body(request, partial=False), "kind": ArticleKind.FAQ}
@@ -407,34 +389,25 @@ class SourceListCreateApi(StaffAPIView):
         "the viewer role.",
     )
     def get(self, request: Request) -> Response:
-        return self.paginated_response(sources_list(client=self.client), SourceSerializer)
+        return self.list_response(sources_list, SourceSerializer)
 
-    @SOURCES.operation(
-        "create",
+    @SOURCES.create(
         "Add a source",
         "Adds a source (status `new` until it is synced)."
         + SOURCE_WRITE_DESCRIPTION
         + " Needs the admin role.",
-        member=False,
         request={
             "application/json": SourceWriteSerializer,
             "multipart/form-data": SourceWriteSerializer,
         },
-        responses=write_responses(201, SourceSerializer, "url", "An http:// or https:// address."),
-        examples=[
-            OpenApiExample(
-                "A sitemap",
-                value={
-                    "name": "Help centre",
-                    "kind": "sitemap",
-                    "url": "https://shop.example/sitemap.xml",
-                },
-                request_only=True,
-            ),
-            OpenApiExample(
-                "Created", value=SOURCE_EXAMPLE, response_only=True, status_codes=["201"]
-            ),
-        ],
+        invalid=("url", "An http:// or https:// address."),
+        requests={
+            "A sitemap": {
+                "name": "Help centre",
+                "kind": "sitemap",
+                "url": "https://shop.example/sitemap.xml",
+            }
+        },
     )
     def post(self, request: Request) -> Response:
         body = validated_body(SourceWriteSerializer, request)

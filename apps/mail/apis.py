@@ -194,12 +194,9 @@ CHANNEL_ID = OpenApiParameter(
 CONVERSATION_ID = OpenApiParameter(
     "public_id", OpenApiTypes.UUID, OpenApiParameter.PATH, description="The conversation's id."
 )
-WRITE_ERRORS = error_responses(
-    400,
-    *AUTH_ERRORS,
-    404,
-    invalid=invalid_example("webhook_secret", "Needed to check that inbound mail really …"),
-)
+# A write's 400 example: the field it names and its message.
+INVALID_WRITE = ("webhook_secret", "Needed to check that inbound mail really …")
+WRITE_ERRORS = error_responses(400, *AUTH_ERRORS, 404, invalid=invalid_example(*INVALID_WRITE))
 
 
 CHANNEL_IN_USE = conflict_response(
@@ -238,29 +235,22 @@ class MailChannelListApi(StaffAPIView):
         "Needs the admin role.",
     )
     def get(self, request: Request) -> Response:
-        return self.paginated_response(mail_channel_list(client=self.client), MailChannelSerializer)
+        return self.list_response(mail_channel_list, MailChannelSerializer)
 
-    @CHANNELS.operation(
-        "create",
+    @CHANNELS.create(
         "Add an e-mail channel",
         "A provider's inbound webhook needs `webhook_secret` (its signing key, or "
         "the `user:password` it posts with); IMAP needs host, user and password. The answer "
         "carries `inbound_url`, the address to give the provider. Needs the admin role.",
-        member=False,
         request=MailChannelWriteSerializer,
-        responses={201: MailChannelSerializer, **WRITE_ERRORS},
-        examples=[
-            OpenApiExample(
-                "Mailgun",
-                value={
-                    "address": "support@shop.example",
-                    "inbound_via": "mailgun",
-                    "webhook_secret": "key-3ax6xnjp29jd6fds4gc373sgvjxteol0",
-                },
-                request_only=True,
-            ),
-            OpenApiExample("Created", value=CHANNEL_EXAMPLE, response_only=True),
-        ],
+        invalid=INVALID_WRITE,
+        requests={
+            "Mailgun": {
+                "address": "support@shop.example",
+                "inbound_via": "mailgun",
+                "webhook_secret": "key-3ax6xnjp29jd6fds4gc373sgvjxteol0",
+            }
+        },
     )
     def post(self, request: Request) -> Response:
         body = validated_body(MailChannelWriteSerializer, request)
@@ -318,6 +308,4 @@ class ConversationEmailsApi(StaffAPIView):
     )
     def get(self, request: Request, public_id: str) -> Response:
         conversation = found_or_404(conversation_get(client=self.client, public_id=public_id))
-        return self.paginated_response(
-            mail_thread(client=self.client, conversation=conversation), MailMessageSerializer
-        )
+        return self.list_response(mail_thread, MailMessageSerializer, conversation=conversation)

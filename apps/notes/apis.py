@@ -164,37 +164,24 @@ class NoteListCreateApi(StaffAPIView):
         invalid=invalid_example("type", '"hint" is not a valid choice.'),
     )
     def get(self, request: Request) -> Response:
-        filters = self.validated_query(NoteFilterSerializer)
-        queryset = notes_list(client=self.client, **filters)
-        return self.paginated_response(queryset, NoteSerializer)
+        return self.list_response(notes_list, NoteSerializer, filters=NoteFilterSerializer)
 
-    @NOTES.operation(
-        "create",
+    @NOTES.create(
         "Write a note",
         "Adds a staff note (source `staff`), active at once unless `status` is "
         "`pending_review`. The same type, ref and content written again within a day is not "
         "duplicated: the existing note's `hits` goes up and it is returned (still 201). "
         "Needs the agent role.",
-        member=False,
         request=NoteWriteSerializer,
-        responses=write_responses(201, NoteSerializer, "content", "This field is required."),
-        examples=[
-            OpenApiExample(
-                "A tip",
-                value={
-                    "type": "tip",
-                    "content": "Quote the order code back to the customer.",
-                    "language": "en",
-                },
-                request_only=True,
-            ),
-            OpenApiExample(
-                "Created",
-                value={**NOTE_EXAMPLE, "source": "staff", "type": "tip"},
-                response_only=True,
-                status_codes=["201"],
-            ),
-        ],
+        invalid=("content", "This field is required."),
+        requests={
+            "A tip": {
+                "type": "tip",
+                "content": "Quote the order code back to the customer.",
+                "language": "en",
+            }
+        },
+        created={**NOTE_EXAMPLE, "source": "staff", "type": "tip"},
     )
     def post(self, request: Request) -> Response:
         data = validated_body(NoteWriteSerializer, request)

@@ -4,7 +4,6 @@ id, sees what an erasure would take, downloads the export and erases with a conf
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django import forms
@@ -23,13 +22,13 @@ from apps.api.permissions import MANAGE
 from apps.api.resolver import resolver
 from apps.clients.models import Client
 from apps.core.exceptions import ApplicationError
+from apps.privacy.downloads import export_download
 from apps.privacy.models import DataSubjectRequest, MatchKind, RequestChannel
 from apps.privacy.selectors import SubjectMatch, subject_conversations
 from apps.privacy.services import (
     NOT_ERASED,
     subject_erase,
     subject_export,
-    subject_export_html,
     unconfirmed_matches,
 )
 
@@ -218,21 +217,8 @@ class DataSubjectRequestAdmin(ReadOnlyAuditAdmin):
                     requested_by=user,
                     include_unconfirmed=include,
                 )
-                assert result.request is not None
-                name = f"customer-data-{client.slug}-{result.request.public_id.hex[:8]}"
-                if action == "export_html":
-                    response = HttpResponse(
-                        subject_export_html(result.document),
-                        content_type="text/html; charset=utf-8",
-                    )
-                    response["Content-Disposition"] = f'attachment; filename="{name}.html"'
-                    return response
-                response = HttpResponse(
-                    json.dumps(result.document, ensure_ascii=False, indent=2),
-                    content_type="application/json; charset=utf-8",
-                )
-                response["Content-Disposition"] = f'attachment; filename="{name}.json"'
-                return response
+                fmt = "html" if action == "export_html" else "json"
+                return export_download(client=client, result=result, fmt=fmt)
             if action == "erase":
                 if request.POST.get("confirm") != "yes":
                     messages.error(

@@ -4,7 +4,6 @@ Client-scoped like every staff endpoint, and for admins only."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.http import HttpResponse
@@ -17,6 +16,7 @@ from rest_framework.response import Response
 from apps.api.permissions import MANAGE, StaffAPIView, acting_user
 from apps.api.schema import AUTH_ERRORS, ResourceSchema, error_responses, found_or_404
 from apps.api.serializers import validated_body
+from apps.privacy.downloads import export_download
 from apps.privacy.models import RequestChannel, RequestKind
 from apps.privacy.selectors import SubjectMatch, privacy_request_get, privacy_requests
 from apps.privacy.serializers import (
@@ -30,7 +30,6 @@ from apps.privacy.services import (
     UnconfirmedOnly,
     subject_erase,
     subject_export,
-    subject_export_html,
 )
 
 TAG = "privacy"
@@ -73,9 +72,7 @@ class PrivacyRequestListCreateApi(StaffAPIView):
         },
     )
     def get(self, request: Request) -> Response:
-        return self.paginated_response(
-            privacy_requests(client=self.client), PrivacyRequestSerializer
-        )
+        return self.list_response(privacy_requests, PrivacyRequestSerializer)
 
     @REQUESTS.operation(
         "create",
@@ -181,19 +178,7 @@ class PrivacyRequestListCreateApi(StaffAPIView):
                     }
                 ).data
             )
-        name = f"customer-data-{self.client.slug}-{exported.request.public_id.hex[:8]}"
-        if data["format"] == "html":
-            page = HttpResponse(
-                subject_export_html(exported.document), content_type="text/html; charset=utf-8"
-            )
-            page["Content-Disposition"] = f'attachment; filename="{name}.html"'
-            return page
-        file = HttpResponse(
-            json.dumps(exported.document, ensure_ascii=False, indent=2),
-            content_type="application/json; charset=utf-8",
-        )
-        file["Content-Disposition"] = f'attachment; filename="{name}.json"'
-        return file
+        return export_download(client=self.client, result=exported, fmt=data["format"])
 
 
 class PrivacyRequestDetailApi(StaffAPIView):

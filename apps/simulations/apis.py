@@ -238,22 +238,15 @@ class SimCaseListCreateApi(StaffAPIView):
         )
         return self.paginated_response(queryset, SimCaseSerializer)
 
-    @CASES.operation(
-        "create",
+    @CASES.create(
         "Add a test case",
         "Adds a case in the case format (docs/simulations.md): customer messages "
         "(`turns`) or a simulated customer (`simulated`), expectations, judged criteria and tool "
         "stubs. Every error names its place, e.g. `turns[1].expect.tool_called`. The name must "
         "be new within the client. Needs the agent role.",
-        member=False,
         request=SimCaseWriteSerializer,
-        responses=write_responses(
-            201, SimCaseSerializer, "turns[0].expect.escalated", "must be a boolean"
-        ),
-        examples=[
-            OpenApiExample("A case", value=CASE_WRITE_EXAMPLE, request_only=True),
-            OpenApiExample("Created", value=CASE_EXAMPLE, response_only=True, status_codes=["201"]),
-        ],
+        invalid=("turns[0].expect.escalated", "must be a boolean"),
+        requests={"A case": CASE_WRITE_EXAMPLE},
     )
     def post(self, request: Request) -> Response:
         case = simcase_create(client=self.client, data=_case_body(request, partial=False))
@@ -321,12 +314,9 @@ class SimulationRunListCreateApi(StaffAPIView):
         example=RUN_EXAMPLE,
     )
     def get(self, request: Request) -> Response:
-        return self.paginated_response(
-            simulation_run_list(client=self.client), SimulationRunSerializer
-        )
+        return self.list_response(simulation_run_list, SimulationRunSerializer)
 
-    @RUNS.operation(
-        "create",
+    @RUNS.create(
         "Start a simulation run",
         "Runs test cases (`kind: cases`, chosen by `selection`: suite, tags or "
         "case ids) or replays saved conversations (`kind: replay`: period, escalated only, with "
@@ -338,46 +328,25 @@ class SimulationRunListCreateApi(StaffAPIView):
         "unpriced model, or a run whose estimate does not fit the budget answers 400; more "
         "than SIMULATION_RUNS_IN_FLIGHT_PER_CLIENT runs in flight answer 429. Needs the agent "
         "role.",
-        member=False,
         request=SimulationRunCreateSerializer,
-        responses={
-            201: SimulationRunDetailSerializer,
-            **error_responses(
-                400,
-                *AUTH_ERRORS,
-                404,
-                429,
-                invalid=invalid_example("overrides.mode", "unknown mode 'fast'"),
-            ),
+        invalid=("overrides.mode", "unknown mode 'fast'"),
+        errors=(429,),
+        requests={
+            "Deliberative on the demo suite": {
+                "name": "Deliberative?",
+                "kind": "cases",
+                "selection": {"suite": "demo"},
+                "overrides": {"mode": "deliberative", "rubric": "support"},
+                "compare": True,
+            },
+            "Last week's escalations replayed": {
+                "kind": "replay",
+                "selection": {"since": "2026-02-23", "escalated_only": True},
+                "overrides": {"mode": "deliberative"},
+            },
         },
-        examples=[
-            OpenApiExample(
-                "Deliberative on the demo suite",
-                value={
-                    "name": "Deliberative?",
-                    "kind": "cases",
-                    "selection": {"suite": "demo"},
-                    "overrides": {"mode": "deliberative", "rubric": "support"},
-                    "compare": True,
-                },
-                request_only=True,
-            ),
-            OpenApiExample(
-                "Last week's escalations replayed",
-                value={
-                    "kind": "replay",
-                    "selection": {"since": "2026-02-23", "escalated_only": True},
-                    "overrides": {"mode": "deliberative"},
-                },
-                request_only=True,
-            ),
-            OpenApiExample(
-                "Started",
-                value={**RUN_EXAMPLE, "status": "queued", "report": {}},
-                response_only=True,
-                status_codes=["201"],
-            ),
-        ],
+        created={**RUN_EXAMPLE, "status": "queued", "report": {}},
+        created_name="Started",
     )
     def post(self, request: Request) -> Response:
         data = validated_body(SimulationRunCreateSerializer, request)

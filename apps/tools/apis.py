@@ -203,7 +203,7 @@ class ToolListApi(StaffAPIView):
         example=TOOL_EXAMPLE,
     )
     def get(self, request: Request) -> Response:
-        return self.paginated_response(tool_list(client=self.client), ToolSerializer)
+        return self.list_response(tool_list, ToolSerializer)
 
 
 class ToolDetailApi(StaffAPIView):
@@ -406,42 +406,28 @@ class McpServerListApi(StaffAPIView):
         "say whether one is saved. Needs the admin role.",
     )
     def get(self, request: Request) -> Response:
-        return self.paginated_response(mcp_server_list(client=self.client), McpServerSerializer)
+        return self.list_response(mcp_server_list, McpServerSerializer)
 
-    @SERVERS.operation(
-        "create",
+    @SERVERS.create(
         "Add an MCP server",
         "Saves the server, then lists its tools at once (an enabled server): each "
         "new tool is added **disabled** until staff enable it (`PATCH /api/v1/tools/<name>/`). "
         "`sync` reports the listing; a server that cannot be reached is still saved, with "
         "`sync.error` saying why. The URL must be https and reach a public address. Needs the "
         "admin role.",
-        member=False,
         request=McpServerWriteSerializer,
-        responses=write_responses(
-            201,
-            McpServerCreatedSerializer,
-            "bearer_token",
-            "A bearer token is needed for this choice.",
-        ),
-        examples=[
-            OpenApiExample(
-                "Add",
-                value={
-                    "name": "crm",
-                    "url": "https://mcp.example.com/mcp",
-                    "auth": "bearer",
-                    "bearer_token": "s3cr3t-token",
-                    "customer_argument": "customer_id",
-                },
-                request_only=True,
-            ),
-            OpenApiExample(
-                "Created",
-                value={**MCP_SERVER_EXAMPLE, "sync": MCP_SYNC_EXAMPLE},
-                response_only=True,
-            ),
-        ],
+        invalid=("bearer_token", "A bearer token is needed for this choice."),
+        body=McpServerCreatedSerializer,
+        requests={
+            "Add": {
+                "name": "crm",
+                "url": "https://mcp.example.com/mcp",
+                "auth": "bearer",
+                "bearer_token": "s3cr3t-token",
+                "customer_argument": "customer_id",
+            }
+        },
+        created={**MCP_SERVER_EXAMPLE, "sync": MCP_SYNC_EXAMPLE},
     )
     def post(self, request: Request) -> Response:
         body = validated_body(McpServerWriteSerializer, request)

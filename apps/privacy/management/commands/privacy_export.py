@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from apps.privacy.downloads import export_text
 from apps.privacy.management.commands._subject import (
     add_subject_arguments,
     counts_lines,
     subject_run,
     unconfirmed_lines,
 )
-from apps.privacy.services import subject_export, subject_export_html
+from apps.privacy.services import subject_export
 
 
 class Command(BaseCommand):
@@ -38,10 +38,7 @@ class Command(BaseCommand):
             self.stdout.write("\n".join(counts_lines(result.counts)))
             self.stdout.write("\n".join(unconfirmed_lines(result.unconfirmed)))
             return
-        if options["format"] == "html":
-            text = subject_export_html(result.document)
-        else:
-            text = json.dumps(result.document, ensure_ascii=False, indent=2)
+        text = export_text(result.document, options["format"])
         for line in unconfirmed_lines(result.unconfirmed):
             self.stderr.write(line)
         if options["output"]:
