@@ -84,7 +84,8 @@ post_migrate.connect(_shipped_rubrics_again, dispatch_uid="tests-shipped-rubrics
 @pytest.fixture(autouse=True)
 def _fresh_cache():
     """Cached rows (the notes' recent-notes list) must not outlive the test's database: on
-    SQLite a later test can reuse the same client id."""
+    SQLite a later test can reuse the same client id. Throttle and login-limit counters live in
+    the cache too, so every test also starts with none of those."""
     cache.clear()
     forget_response_formats()  # what the LLM gateway learnt about a provider, in this process
     rowcache.forget_all()  # client rows a rolled-back test left in this process

@@ -23,7 +23,6 @@ import kombu.pools
 import psycopg
 import pytest
 from django.conf import settings
-from django.core.cache import cache
 from django.db import connection
 
 from apps.conversations.models import Conversation, Message
@@ -42,13 +41,6 @@ needs_broker = pytest.mark.skipif(
     not (ON_POSTGRES and BROKER_URL),
     reason="fault suite: needs PostgreSQL and a broker (CELERY_BROKER_URL), as in CI",
 )
-
-
-@pytest.fixture(autouse=True)
-def _fresh_throttles() -> Iterator[None]:
-    cache.clear()
-    yield
-    cache.clear()
 
 
 def _dsn() -> dict[str, Any]:

@@ -1,26 +1,17 @@
-"""Widget API fixtures: a clean throttle cache per test and a tiny widget client that talks like
-the iframe (the shop and its fake LLM/webhook servers come from tests/support/shop.py)."""
+"""Widget API fixtures: a tiny widget client that talks like the iframe (the shop and its fake
+LLM/webhook servers come from tests/support/shop.py; tests/conftest.py empties the cache, where
+the throttle counters live, around every test)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.core.cache import cache
 from rest_framework.test import APIClient
 
 from apps.clients.models import Client
 
 API = "/api/v1/widget/"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_throttles() -> Iterator[None]:
-    """Throttle counters live in the cache; every test starts with none."""
-    cache.clear()
-    yield
-    cache.clear()
 
 
 class Widget:
