@@ -31,18 +31,10 @@ from config.celery import app as celery_app
 from tests.api.conftest import assert_error
 from tests.conftest import key_for
 from tests.factories import MembershipFactory
-from tests.support.fake_site import FakeSite
 from tests.support.procfile import procfile_commands
 
 pytestmark = pytest.mark.django_db
 SOURCES = "/api/v1/knowledge/sources/"
-
-
-@pytest.fixture
-def site():
-    with FakeSite() as s:
-        s.html("/returns", "Returning an item", "<p>Return unused items within 30 days.</p>")
-        yield s
 
 
 def _source(client: Any, url: str, name: str = "Help", **kw: Any) -> KnowledgeSource:
