@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -131,12 +130,6 @@ def child_env(**extra: str) -> dict[str, str]:
     }
     env.update(extra)
     return env
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def wait_for(check: Callable[[], Any], timeout: float, step: float = 0.1) -> Any:
