@@ -30,8 +30,9 @@ hypothesis_settings.load_profile("guidedesk")
 
 # The shop (read, action and destructive webhook tools), the scripted OpenAI-compatible server
 # and the webhook server: fixtures that most suites use, so they are a plugin rather than a list
-# each suite's conftest re-exports. A suite's own fixture of the same name still wins.
-pytest_plugins = ("tests.support.shop",)
+# each suite's conftest re-exports. A suite's own fixture of the same name still wins. The
+# migration tests' `at_latest` (back to today's schema after a test) is one the same way.
+pytest_plugins = ("tests.support.shop", "tests.support.migrations")
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_TENANT = ROOT / "demo" / "tenant.json"
