@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
-from django.conf import settings as django_settings
 from django.db import connection
 from django.test import AsyncClient
 from django.urls import reverse
@@ -26,12 +25,9 @@ from apps.conversations.models import Conversation
 from apps.conversations.services import message_append
 from apps.escalations.services import staff_reply
 from tests.factories import MembershipFactory
+from tests.support.broker import NEEDS_REDIS, REDIS_URL
 from tests.widget.test_push import parse
 
-REDIS_URL = django_settings.TEST_BROKER_URL
-needs_redis = pytest.mark.skipif(
-    not REDIS_URL.startswith("redis://"), reason="needs Redis (CELERY_BROKER_URL=redis://…)"
-)
 QUEUE_EVENTS = reverse("console-queue-events")
 
 
@@ -136,7 +132,7 @@ class Doorbell:
         await self.response.streaming_content.aclose()
 
 
-@needs_redis
+@NEEDS_REDIS
 @pytest.mark.django_db(transaction=True)
 def test_the_conversation_doorbell_rings_on_a_committed_change(
     data_a, data_b, client_a, settings, monkeypatch
@@ -181,7 +177,7 @@ def test_the_conversation_doorbell_rings_on_a_committed_change(
     assert rang_for_staff is True
 
 
-@needs_redis
+@NEEDS_REDIS
 @pytest.mark.django_db(transaction=True)
 def test_the_queue_doorbell_rings_for_any_conversation_of_the_client_only(
     data_a, data_b, client_a, settings, monkeypatch

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
-from django.conf import settings as django_settings
 from django.db import connection, transaction
 from django.test import AsyncClient
 
@@ -23,12 +22,8 @@ from apps.conversations.models import Conversation, Role
 from apps.conversations.services import message_append
 from apps.escalations.services import staff_reply
 from apps.widget import streams as widget_streams
+from tests.support.broker import NEEDS_REDIS, REDIS_URL
 from tests.widget.conftest import API, Widget
-
-REDIS_URL = django_settings.TEST_BROKER_URL
-needs_redis = pytest.mark.skipif(
-    not REDIS_URL.startswith("redis://"), reason="needs Redis (CELERY_BROKER_URL=redis://…)"
-)
 
 
 def parse(body: str) -> list[dict[str, str]]:
@@ -117,7 +112,7 @@ def test_asgi_stream_without_redis_speaks_the_documented_protocol(widget, monkey
 # ------------------------------------------------------------------------------ push (Redis)
 
 
-@needs_redis
+@NEEDS_REDIS
 @pytest.mark.django_db(transaction=True)
 def test_a_committed_message_is_pushed_to_the_open_stream(widget, settings, monkeypatch):
     settings.REDIS_URL = REDIS_URL
@@ -160,7 +155,7 @@ def test_a_committed_message_is_pushed_to_the_open_stream(widget, settings, monk
     ]
 
 
-@needs_redis
+@NEEDS_REDIS
 @pytest.mark.django_db(transaction=True)
 def test_changes_are_published_after_commit_and_never_for_a_rollback(widget, settings):
     import redis

@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
-from django.conf import settings as django_settings
 
 from apps.conversations import events, reply_drafts
 from apps.conversations.models import Conversation, Role
 from apps.conversations.services import message_append
 from apps.reasoning.models import ReasoningTrace
 from apps.widget import streams as widget_streams
+from tests.support.broker import NEEDS_REDIS, REDIS_URL
 from tests.widget.conftest import Widget, sse
 from tests.widget.test_push import next_events, open_stream
 
@@ -98,13 +98,10 @@ def test_a_draft_is_bounded(widget):
 
 # ------------------------------------------------------------------------------ push (Redis)
 
-REDIS_URL = django_settings.TEST_BROKER_URL
 DRAFTS = ("We", "We ship", "We ship within", "We ship within a", "We ship within a day")
 
 
-@pytest.mark.skipif(
-    not REDIS_URL.startswith("redis://"), reason="needs Redis (CELERY_BROKER_URL=redis://…)"
-)
+@NEEDS_REDIS
 @pytest.mark.django_db(transaction=True)  # the stream reads in other threads
 def test_a_growing_draft_is_pushed_to_the_open_stream_without_a_state_read(
     widget, settings, monkeypatch
@@ -183,9 +180,7 @@ def test_a_woken_stream_reads_the_same_draft_from_its_event_loop(widget):
     assert read(conversation.pk) is None
 
 
-@pytest.mark.skipif(
-    not REDIS_URL.startswith("redis://"), reason="needs Redis (CELERY_BROKER_URL=redis://…)"
-)
+@NEEDS_REDIS
 def test_with_redis_the_event_loop_reads_the_draft_the_worker_wrote(widget, settings):
     settings.REDIS_URL = REDIS_URL
     _, _, conversation, trace = _running_turn(widget)
