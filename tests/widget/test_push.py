@@ -23,7 +23,7 @@ from apps.conversations.services import message_append
 from apps.escalations.services import staff_reply
 from apps.widget import streams as widget_streams
 from tests.support.broker import NEEDS_REDIS, REDIS_URL
-from tests.widget.conftest import API, Widget
+from tests.widget.conftest import API, Widget, stored
 
 
 def parse(body: str) -> list[dict[str, str]]:
@@ -81,13 +81,9 @@ async def elsewhere(func: Any, *args: Any, **kwargs: Any) -> None:
 
 
 @pytest.mark.django_db(transaction=True)  # the stream reads in other threads
-def test_asgi_stream_without_redis_speaks_the_documented_protocol(widget, monkeypatch):
-    monkeypatch.setattr(widget_streams, "STREAM_SECONDS", 0)
-    monkeypatch.setattr(widget_streams, "POLL_SECONDS", 0)
+def test_asgi_stream_without_redis_speaks_the_documented_protocol(widget, short_streams):
     conversation_id, token = widget.conversation()
-    conversation = Conversation.objects.unscoped("test checks the database directly").get(
-        public_id=conversation_id
-    )
+    conversation = stored(conversation_id)
     for text in ("one", "two", "three"):
         say(conversation, text)
 
@@ -120,9 +116,7 @@ def test_a_committed_message_is_pushed_to_the_open_stream(widget, settings, monk
     monkeypatch.setattr(widget_streams, "PUSH_STREAM_SECONDS", 30)
     monkeypatch.setattr(widget_streams, "POLL_SECONDS", 3600)
     conversation_id, token = widget.conversation()
-    conversation = Conversation.objects.unscoped("test checks the database directly").get(
-        public_id=conversation_id
-    )
+    conversation = stored(conversation_id)
     say(conversation, "Hi", role=Role.USER)
 
     async def scenario() -> list[list[dict[str, str]]]:
@@ -162,9 +156,7 @@ def test_changes_are_published_after_commit_and_never_for_a_rollback(widget, set
 
     settings.REDIS_URL = REDIS_URL
     conversation_id, _token = widget.conversation()
-    conversation = Conversation.objects.unscoped("test checks the database directly").get(
-        public_id=conversation_id
-    )
+    conversation = stored(conversation_id)
     listener = redis.Redis.from_url(REDIS_URL).pubsub(ignore_subscribe_messages=True)
     channel = f"{events.CHANNEL_PREFIX}{conversation.pk}"
     listener.subscribe(channel)

@@ -17,7 +17,7 @@ from apps.conversations.services import message_append
 from apps.reasoning.models import ReasoningTrace
 from apps.widget import streams as widget_streams
 from tests.support.broker import NEEDS_REDIS, REDIS_URL
-from tests.widget.conftest import Widget, sse
+from tests.widget.conftest import Widget, sse, stored
 from tests.widget.test_push import next_events, open_stream
 
 # ---------------------------------------------------------------------------- the event stream
@@ -25,9 +25,7 @@ from tests.widget.test_push import next_events, open_stream
 
 def _running_turn(widget: Widget) -> tuple[str, str, Conversation, ReasoningTrace]:
     conversation_id, token = widget.conversation()
-    conversation = Conversation.objects.unscoped("test checks the database directly").get(
-        public_id=conversation_id
-    )
+    conversation = stored(conversation_id)
     user = message_append(
         client=widget.client, conversation=conversation, role=Role.USER, text="Hours?"
     )
@@ -37,9 +35,7 @@ def _running_turn(widget: Widget) -> tuple[str, str, Conversation, ReasoningTrac
     return conversation_id, token, conversation, trace
 
 
-def test_the_event_stream_sends_the_reply_so_far_as_delta_events(widget, monkeypatch):
-    monkeypatch.setattr(widget_streams, "STREAM_SECONDS", 0)
-    monkeypatch.setattr(widget_streams, "POLL_SECONDS", 0)
+def test_the_event_stream_sends_the_reply_so_far_as_delta_events(widget, short_streams):
     conversation_id, token, conversation, trace = _running_turn(widget)
     reply_drafts.reply_draft_write(
         conversation_id=conversation.pk, turn_id=trace.pk, text="We're open from"
