@@ -30,8 +30,9 @@ hypothesis_settings.load_profile("guidedesk")
 
 # The shop (read, action and destructive webhook tools), the scripted OpenAI-compatible server
 # and the webhook server: fixtures that most suites use, so they are a plugin rather than a list
-# each suite's conftest re-exports. A suite's own fixture of the same name still wins.
-pytest_plugins = ("tests.support.shop",)
+# each suite's conftest re-exports. A suite's own fixture of the same name still wins. The
+# migration tests' `at_latest` (back to today's schema after a test) is one the same way.
+pytest_plugins = ("tests.support.shop", "tests.support.migrations")
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_TENANT = ROOT / "demo" / "tenant.json"
@@ -84,7 +85,8 @@ post_migrate.connect(_shipped_rubrics_again, dispatch_uid="tests-shipped-rubrics
 @pytest.fixture(autouse=True)
 def _fresh_cache():
     """Cached rows (the notes' recent-notes list) must not outlive the test's database: on
-    SQLite a later test can reuse the same client id."""
+    SQLite a later test can reuse the same client id. Throttle and login-limit counters live in
+    the cache too, so every test also starts with none of those."""
     cache.clear()
     forget_response_formats()  # what the LLM gateway learnt about a provider, in this process
     rowcache.forget_all()  # client rows a rolled-back test left in this process

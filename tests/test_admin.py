@@ -12,13 +12,6 @@ from tests.support.admin_forms import client_form
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def admin_client(client):
-    user = UserFactory(is_superuser=True)
-    client.force_login(user)
-    return client
-
-
 def test_admin_login_goes_through_allauth(client):
     response = client.get("/admin/login/")
     assert response.status_code == 302

@@ -32,12 +32,6 @@ pytestmark = pytest.mark.django_db
 SEQ_RE = re.compile(r'data-seq="(\d+)" data-kind="(\w+)" data-visibility="(\w+)"')
 
 
-@pytest.fixture
-def admin_client(client):
-    client.force_login(UserFactory(is_superuser=True))
-    return client
-
-
 def msg(conversation, seq, role, kind, text, *, internal=False, trace=None, data=None):
     return Message.objects.create(
         client=conversation.client,

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.core.cache import cache
 from django.core.management import call_command
 from django.db import connection
 
@@ -85,13 +84,6 @@ def _default_timeouts(chromium: Any, patch: pytest.MonkeyPatch) -> None:
 
     patch.setattr(chromium, "new_context", context_with_timeouts)
     patch.setattr(chromium, "new_page", page_with_timeouts)
-
-
-@pytest.fixture(autouse=True)
-def _fresh_throttles() -> Iterator[None]:
-    cache.clear()  # throttle counters live in the cache
-    yield
-    cache.clear()
 
 
 @pytest.fixture

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.conf import settings as django_settings
 from django.db import connection
 from playwright.sync_api import expect
 
@@ -29,6 +28,7 @@ from devtools.fake_llm import FakeLLMServer, RecordedRequest
 from tests.browser.helpers import shot
 from tests.conftest import DEMO_TENANT, ROOT
 from tests.support import procfile
+from tests.support.broker import NEEDS_REDIS, REDIS_URL
 from tests.support.shop import assess
 
 # Each test deploys the Procfile (release: migrate + collectstatic; gunicorn boot): more than
@@ -41,7 +41,6 @@ pytestmark = [
 
 REPLY = "Orders placed before noon MT ship the same day."
 # Production needs a broker (turns run in the Procfile's `worker`): the test's Redis.
-REDIS_URL = str(django_settings.TEST_BROKER_URL)
 
 
 class _ShopHandler(BaseHTTPRequestHandler):
@@ -240,9 +239,7 @@ def _chat(page: Any, text: str, reply: str) -> None:
     expect(frame.locator("li.gd-msg--assistant[data-seq]").last).to_contain_text(reply)
 
 
-@pytest.mark.skipif(
-    not REDIS_URL.startswith("redis://"), reason="needs Redis (CELERY_BROKER_URL=redis://…)"
-)
+@NEEDS_REDIS
 def test_the_console_follows_a_conversation_live_through_its_doorbell(
     browser: Any, transactional_db: Any, tmp_path: Path, llm: FakeLLMServer, screenshots: Path
 ):

@@ -3,28 +3,16 @@ imported webhook tools (and GuideDesk's MCP client) act on the served world."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from apps.certify.retail.server import RetailServer, tenant_file
 from apps.certify.retail.tools import TOOLS
-from apps.certify.retail.world import Order
 from apps.clients.models import Client
 from apps.provisioning.services import tenant_import
 from apps.tools.executors.webhook import run_webhook
 from apps.tools.mcp_client import mcp_call_tool, mcp_list_tools
 from apps.tools.models import ClientTool
-
-
-@pytest.fixture
-def server() -> Iterator[RetailServer]:
-    with RetailServer(42) as running:
-        yield running
-
-
-def _pending(server: RetailServer) -> Order:
-    return next(o for o in server.runtime.initial.orders.values() if o.status == "pending")
+from tests.certify.conftest import pending_order
 
 
 @pytest.mark.django_db
@@ -43,7 +31,7 @@ def test_imported_webhook_tools_act_on_the_served_world(server: RetailServer) ->
     assert {n for n, t in tools.items() if t.kind == "destructive"} == {
         n for n, spec in TOOLS.items() if spec.destructive
     }
-    order = _pending(server)
+    order = pending_order(server)
     params = {"order_id": order.order_id, "reason": "no longer needed"}
 
     outcome = run_webhook(
@@ -71,7 +59,7 @@ def test_guidedesks_mcp_client_lists_and_calls_the_tools(server: RetailServer) -
     headers = {"Authorization": f"Bearer {server.token}"}
     listed = {t.name: t for t in mcp_list_tools(url=server.mcp_url, headers=headers, timeout=10)}
     assert sorted(listed) == sorted(TOOLS)
-    order = _pending(server)
+    order = pending_order(server)
     outcome = mcp_call_tool(
         url=server.mcp_url,
         headers=headers,

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,16 +21,7 @@ from apps.certify.retail.server import RetailServer, tenant_file
 from apps.certify.retail.tasks import Action, load_tasks
 from apps.certify.retail.tools import TOOLS
 from apps.certify.retail.world import Order, World, from_dict
-
-
-@pytest.fixture
-def server() -> Iterator[RetailServer]:
-    with RetailServer(42) as running:
-        yield running
-
-
-def _pending(server: RetailServer) -> Order:
-    return next(o for o in server.runtime.initial.orders.values() if o.status == "pending")
+from tests.certify.conftest import pending_order
 
 
 def _post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
@@ -67,7 +57,7 @@ def _cancel_payload(order: Order, key: str) -> dict[str, Any]:
 
 
 def test_a_signed_webhook_call_runs_the_tool_once(server: RetailServer) -> None:
-    order = _pending(server)
+    order = pending_order(server)
     body, headers = _signed(server.webhook_secret, _cancel_payload(order, "key-1"), "key-1")
     status, reply = _post(server.webhook_url, body, headers)
     assert status == 200
@@ -91,7 +81,7 @@ def test_a_signed_webhook_call_runs_the_tool_once(server: RetailServer) -> None:
 
 
 def test_a_bad_signature_is_refused_and_changes_nothing(server: RetailServer) -> None:
-    order = _pending(server)
+    order = pending_order(server)
     before = server.runtime.snapshot().digest()
     body, headers = _signed(server.webhook_secret, _cancel_payload(order, "key-3"), "key-3")
     # Signed with another secret.
@@ -111,7 +101,7 @@ def test_a_bad_signature_is_refused_and_changes_nothing(server: RetailServer) ->
 
 
 def test_reset_and_state_need_the_token_and_restore_the_seed_world(server: RetailServer) -> None:
-    order = _pending(server)
+    order = pending_order(server)
     body, headers = _signed(server.webhook_secret, _cancel_payload(order, "key-4"), "key-4")
     assert _post(server.webhook_url, body, headers)[1]["ok"] is True
     assert _post(f"{server.base_url}/reset", b"", {})[0] == 401
@@ -154,7 +144,7 @@ def test_mcp_lists_the_same_tools_and_schemas(server: RetailServer) -> None:
 
 
 def test_mcp_calls_change_the_same_world(server: RetailServer) -> None:
-    order = _pending(server)
+    order = pending_order(server)
     user = server.runtime.initial.users[order.user_id]
 
     async def job(client: Client) -> Any:

@@ -17,7 +17,7 @@ from apps.core.exceptions import ApplicationError
 from apps.provisioning.files import load_tenant_file
 from apps.provisioning.services import client_export, tenant_import
 from tests.conftest import DEMO_TENANT
-from tests.factories import ClientFactory, PlanFactory, UserFactory
+from tests.factories import ClientFactory, PlanFactory
 from tests.support.admin_forms import client_form
 
 pytestmark = pytest.mark.django_db
@@ -100,12 +100,6 @@ def test_the_command_prints_the_path(tmp_path):
     path.write_text(json.dumps(data))
     with pytest.raises(Exception, match=r"clients\[0\]\.business_hours\.time_zone: not a time"):
         call_command("import_client", str(path), stdout=StringIO())
-
-
-@pytest.fixture
-def admin_client(client):
-    client.force_login(UserFactory(is_superuser=True))
-    return client
 
 
 def test_the_admin_edits_and_validates_business_hours(admin_client):

@@ -14,7 +14,7 @@ from django.urls import reverse
 from apps.clients.admin import HOOK_LABELS
 from apps.clients.models import Rubric
 from apps.reasoning.hooks import hook_names
-from tests.factories import PlanFactory, UserFactory
+from tests.factories import PlanFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -35,15 +35,9 @@ def visible_text(page: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", " ", page))
 
 
-@pytest.fixture
-def platform_admin(client):
-    client.force_login(UserFactory(is_superuser=True))
-    return client
-
-
-def test_the_plan_page_speaks_to_a_support_lead(platform_admin):
+def test_the_plan_page_speaks_to_a_support_lead(admin_client):
     plan = PlanFactory(ai_mode="deliberative", post_draft_hooks=["handoff_when_unsure"])
-    page = platform_admin.get(reverse("admin:clients_plan_change", args=[plan.pk]))
+    page = admin_client.get(reverse("admin:clients_plan_change", args=[plan.pk]))
     assert page.status_code == 200
     text = visible_text(page.content.decode())
     assert DEVELOPER_WORDS.findall(text) == []
@@ -55,9 +49,9 @@ def test_the_plan_page_speaks_to_a_support_lead(platform_admin):
     assert 'value="handoff_when_unsure"' in page.content.decode()
 
 
-def test_the_rubric_page_speaks_to_a_support_lead(platform_admin):
+def test_the_rubric_page_speaks_to_a_support_lead(admin_client):
     rubric = Rubric.objects.get(slug="contemplative")
-    page = platform_admin.get(reverse("admin:clients_rubric_change", args=[rubric.pk]))
+    page = admin_client.get(reverse("admin:clients_rubric_change", args=[rubric.pk]))
     assert page.status_code == 200
     assert DEVELOPER_WORDS.findall(visible_text(page.content.decode())) == []
 

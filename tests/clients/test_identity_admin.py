@@ -25,12 +25,6 @@ from tests.support.admin_forms import client_form
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def admin_client(client):
-    client.force_login(UserFactory(is_superuser=True))
-    return client
-
-
 def post(http, shop, **fields):
     url = reverse("admin:clients_client_change", args=[shop.pk])
     page = http.get(url).content.decode()

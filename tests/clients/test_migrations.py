@@ -4,27 +4,19 @@ its values, and going back restores the columns."""
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+
+from tests.support.migrations import latest, migrate
 
 BEFORE = [("clients", "0011_playground_modes")]
 AFTER = [("clients", "0012_plan_multipliers_by_mode")]
 
 
-def _migrate(targets: list[tuple[str, str]]) -> Any:
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
-
-
 @pytest.mark.django_db(transaction=True)
 def test_the_multiplier_columns_move_to_the_json_field_and_back() -> None:
     try:
-        old = _migrate(BEFORE).get_model("clients", "Plan")
+        old = migrate(BEFORE).get_model("clients", "Plan")
         old.objects.create(
             slug="custom",
             name="Custom",
@@ -34,7 +26,7 @@ def test_the_multiplier_columns_move_to_the_json_field_and_back() -> None:
         )
         old.objects.create(slug="defaults", name="Defaults")
 
-        new = _migrate(AFTER).get_model("clients", "Plan")
+        new = migrate(AFTER).get_model("clients", "Plan")
         assert new.objects.get(slug="custom").multipliers == {
             "standard": "1.200",
             "adaptive": "0.875",
@@ -47,7 +39,7 @@ def test_the_multiplier_columns_move_to_the_json_field_and_back() -> None:
         }
         new.objects.filter(slug="defaults").update(multipliers={"adaptive": "2.25"})
 
-        back = _migrate(BEFORE).get_model("clients", "Plan")
+        back = migrate(BEFORE).get_model("clients", "Plan")
         custom = back.objects.get(slug="custom")
         assert (custom.multiplier_standard, custom.multiplier_adaptive) == (
             Decimal("1.2"),
@@ -59,9 +51,7 @@ def test_the_multiplier_columns_move_to_the_json_field_and_back() -> None:
             Decimal("2.25"),
         )
     finally:
-        _migrate(
-            [(app, name) for app, name in MigrationExecutor(connection).loader.graph.leaf_nodes()]
-        )
+        migrate(latest())
 
 
 @pytest.mark.django_db(transaction=True)
@@ -70,7 +60,7 @@ def test_the_deliberation_columns_move_to_the_json_field_and_back() -> None:
     before = [("clients", "0022_merge_names")]
     after = [("clients", "0023_plan_deliberation_settings")]
     try:
-        old = _migrate(before).get_model("clients", "Plan")
+        old = migrate(before).get_model("clients", "Plan")
         old.objects.create(
             slug="deep",
             name="Deep",
@@ -82,7 +72,7 @@ def test_the_deliberation_columns_move_to_the_json_field_and_back() -> None:
         )
         old.objects.create(slug="defaults", name="Defaults")
 
-        new = _migrate(after).get_model("clients", "Plan")
+        new = migrate(after).get_model("clients", "Plan")
         assert new.objects.get(slug="deep").deliberation == {
             "min_steps": 2,
             "max_steps": 6,
@@ -99,7 +89,7 @@ def test_the_deliberation_columns_move_to_the_json_field_and_back() -> None:
         }
         new.objects.filter(slug="defaults").update(deliberation={"refinement_iterations": 0})
 
-        back = _migrate(before).get_model("clients", "Plan")
+        back = migrate(before).get_model("clients", "Plan")
         deep = back.objects.get(slug="deep")
         assert (deep.deliberation_min_steps, deep.deliberation_max_steps) == (2, 6)
         assert deep.deliberation_target == Decimal("0.875")
@@ -108,6 +98,4 @@ def test_the_deliberation_columns_move_to_the_json_field_and_back() -> None:
         assert defaults.deliberation_target is None
         assert (defaults.refinement_iterations, defaults.refinement_stop_score) == (0, 90)
     finally:
-        _migrate(
-            [(app, name) for app, name in MigrationExecutor(connection).loader.graph.leaf_nodes()]
-        )
+        migrate(latest())

@@ -13,9 +13,7 @@ import re
 from typing import Any
 
 import pytest
-from asgiref.sync import async_to_sync, sync_to_async
-from django.conf import settings as django_settings
-from django.db import connection
+from asgiref.sync import async_to_sync
 from django.test import AsyncClient
 from django.urls import reverse
 
@@ -26,12 +24,9 @@ from apps.conversations.models import Conversation
 from apps.conversations.services import message_append
 from apps.escalations.services import staff_reply
 from tests.factories import MembershipFactory
-from tests.widget.test_push import parse
+from tests.support.broker import NEEDS_REDIS, REDIS_URL
+from tests.widget.test_push import elsewhere, parse
 
-REDIS_URL = django_settings.TEST_BROKER_URL
-needs_redis = pytest.mark.skipif(
-    not REDIS_URL.startswith("redis://"), reason="needs Redis (CELERY_BROKER_URL=redis://…)"
-)
 QUEUE_EVENTS = reverse("console-queue-events")
 
 
@@ -87,19 +82,6 @@ def test_over_asgi_without_redis_the_doorbell_is_204(data_a, client_a):
 # ------------------------------------------------------------------------------ push (Redis)
 
 
-async def _elsewhere(func: Any, *args: Any, **kwargs: Any) -> None:
-    """A committed write from another thread and connection, as a worker or another web process
-    would make it."""
-
-    def run() -> None:
-        try:
-            func(*args, **kwargs)
-        finally:
-            connection.close()
-
-    await sync_to_async(run, thread_sensitive=False)()
-
-
 class Doorbell:
     """Reads an open doorbell stream in a task of its own (a timed-out read must not cancel the
     stream's generator) and tells whether it rang."""
@@ -136,7 +118,7 @@ class Doorbell:
         await self.response.streaming_content.aclose()
 
 
-@needs_redis
+@NEEDS_REDIS
 @pytest.mark.django_db(transaction=True)
 def test_the_conversation_doorbell_rings_on_a_committed_change(
     data_a, data_b, client_a, settings, monkeypatch
@@ -160,15 +142,15 @@ def test_the_conversation_doorbell_rings_on_a_committed_change(
         # (Re)connecting the subscription rings once: anything may have been missed meanwhile.
         assert await bell.rings(5) is True
         # Another tenant's conversation changing does not ring this one.
-        await _elsewhere(
+        await elsewhere(
             message_append, client=other.client, conversation=other, role="user", text="hi"
         )
         rang_for_other = await bell.rings(1.0)
-        await _elsewhere(
+        await elsewhere(
             message_append, client=mine.client, conversation=mine, role="user", text="hello"
         )
         rang_for_message = await bell.rings(10)
-        await _elsewhere(staff_reply, client=mine.client, conversation=mine, text="Hi, Sam here.")
+        await elsewhere(staff_reply, client=mine.client, conversation=mine, text="Hi, Sam here.")
         rang_for_staff = await bell.rings(10)
         await bell.close()
         await events.close_hub()
@@ -181,7 +163,7 @@ def test_the_conversation_doorbell_rings_on_a_committed_change(
     assert rang_for_staff is True
 
 
-@needs_redis
+@NEEDS_REDIS
 @pytest.mark.django_db(transaction=True)
 def test_the_queue_doorbell_rings_for_any_conversation_of_the_client_only(
     data_a, data_b, client_a, settings, monkeypatch
@@ -203,9 +185,9 @@ def test_the_queue_doorbell_rings_for_any_conversation_of_the_client_only(
         assert hub is not None
         await asyncio.wait_for(hub.connected.wait(), 10)
         assert await bell.rings(5) is True  # the catch-up ring on connecting
-        await _elsewhere(staff_reply, client=other.client, conversation=other, text="Not yours.")
+        await elsewhere(staff_reply, client=other.client, conversation=other, text="Not yours.")
         rang_for_other = await bell.rings(1.0)
-        await _elsewhere(staff_reply, client=mine.client, conversation=mine, text="Taking it.")
+        await elsewhere(staff_reply, client=mine.client, conversation=mine, text="Taking it.")
         rang_for_mine = await bell.rings(10)
         await bell.close()
         await events.close_hub()

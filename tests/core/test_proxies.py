@@ -24,7 +24,6 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 from django.conf import settings as django_settings
-from django.core.cache import cache
 from django.test import Client as DjangoClient
 
 from apps.clients.models import Client
@@ -34,14 +33,6 @@ from tests.widget.conftest import API, Widget
 
 PROXY = "10.0.0.1"  # the reverse proxy's address, as the application sees it
 PASSWORD = "pw-for-tests-123"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_limits() -> Iterator[None]:
-    """Throttle and login-limit counters live in the cache; every test starts with none."""
-    cache.clear()
-    yield
-    cache.clear()
 
 
 def behind_one_proxy(settings: Any, **rates: str) -> None:

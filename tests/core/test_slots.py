@@ -19,8 +19,9 @@ from apps.conversations.services import conversation_create
 from apps.platform import slots
 from apps.reasoning import tasks
 from apps.reasoning.services import handle_turn
+from tests.support.broker import NEEDS_REDIS, REDIS_URL
 from tests.support.shop import assess
-from tests.support.slots import NEEDS_REDIS, REDIS_URL, slots_clear
+from tests.support.slots import slots_clear
 
 pytestmark = NEEDS_REDIS
 OLD_FIXED_CAP = 25  # main's TURNS_PER_CLIENT_MAX

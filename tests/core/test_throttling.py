@@ -10,16 +10,11 @@ from typing import Any
 
 import pytest
 import redis
-from django.conf import settings as django_settings
 from rest_framework.throttling import SimpleRateThrottle
 
 from apps.platform import throttling
 from apps.platform.throttling import SlidingWindowThrottle
-
-REDIS_URL = django_settings.TEST_BROKER_URL
-needs_redis = pytest.mark.skipif(
-    not REDIS_URL.startswith("redis://"), reason="needs Redis (CELERY_BROKER_URL=redis://…)"
-)
+from tests.support.broker import NEEDS_REDIS, REDIS_URL
 
 
 class Clock:
@@ -71,7 +66,7 @@ def redis_cache(settings):
         client.delete(key)
 
 
-@needs_redis
+@NEEDS_REDIS
 def test_redis_answers_exactly_as_drf_on_the_cache(redis_cache, settings):
     on_redis = run(make(SlidingWindowThrottle, "4/min", "a", Clock()), STEPS)
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
@@ -82,7 +77,7 @@ def test_redis_answers_exactly_as_drf_on_the_cache(redis_cache, settings):
     assert any(w and w > 0 for _, w in drf)
 
 
-@needs_redis
+@NEEDS_REDIS
 def test_only_the_limit_gets_through_when_many_check_at_once(redis_cache):
     bucket = make(SlidingWindowThrottle, "10/min", "burst", Clock())
     allowed: list[bool] = []
@@ -100,7 +95,7 @@ def test_only_the_limit_gets_through_when_many_check_at_once(redis_cache):
     assert allowed.count(True) == 10  # DRF's get-then-set lets racing requests all through
 
 
-@needs_redis
+@NEEDS_REDIS
 def test_redis_down_lets_requests_through(settings):
     settings.CACHES = {
         "default": {"BACKEND": throttling.REDIS_CACHE_BACKEND, "LOCATION": "redis://127.0.0.1:1/0"}

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,7 +22,6 @@ import kombu.pools
 import psycopg
 import pytest
 from django.conf import settings
-from django.core.cache import cache
 from django.db import connection
 
 from apps.conversations.models import Conversation, Message
@@ -42,13 +40,6 @@ needs_broker = pytest.mark.skipif(
     not (ON_POSTGRES and BROKER_URL),
     reason="fault suite: needs PostgreSQL and a broker (CELERY_BROKER_URL), as in CI",
 )
-
-
-@pytest.fixture(autouse=True)
-def _fresh_throttles() -> Iterator[None]:
-    cache.clear()
-    yield
-    cache.clear()
 
 
 def _dsn() -> dict[str, Any]:
@@ -139,12 +130,6 @@ def child_env(**extra: str) -> dict[str, str]:
     }
     env.update(extra)
     return env
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def wait_for(check: Callable[[], Any], timeout: float, step: float = 0.1) -> Any:

@@ -12,9 +12,9 @@ import pytest
 import redis
 
 from apps.conversations.models import Message
+from apps.platform.local_server import free_port
 from tests.faults.conftest import (
     Process,
-    free_port,
     needs_postgres,
     publishing_to,
     wait_for,

@@ -8,7 +8,8 @@ import httpx
 import pytest
 from django.db import connection
 
-from tests.faults.conftest import PYTHON, free_port, needs_postgres, terminate_backends, wait_for
+from apps.platform.local_server import free_port
+from tests.faults.conftest import PYTHON, needs_postgres, terminate_backends, wait_for
 
 pytestmark = [pytest.mark.faults, needs_postgres, pytest.mark.django_db(transaction=True)]
 REQUESTS = 20

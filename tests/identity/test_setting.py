@@ -14,7 +14,6 @@ from apps.core.exceptions import ApplicationError
 from apps.identity.models import EmailCodeChallenge, EmailCodeSetting
 from apps.identity.services import otp_offer
 from apps.provisioning.services import client_export, tenant_import
-from tests.factories import UserFactory
 from tests.identity.conftest import LOOKUP_SCHEMA
 
 pytestmark = pytest.mark.django_db
@@ -87,12 +86,6 @@ def test_a_stored_non_read_tool_is_refused_at_import() -> None:
         tenant_import(data=tenant(tools=[TOOL], email_code={**CODE, "tool": "cancel_order"}))
     assert "clients[0].email_code.tool" in str(raised.value)
     assert "not a read tool" in str(raised.value)
-
-
-@pytest.fixture
-def admin_client(client):
-    client.force_login(UserFactory(is_superuser=True))
-    return client
 
 
 def test_the_admin_edits_the_setting_and_refuses_a_tool_that_is_not_a_read_tool(admin_client):

@@ -8,7 +8,6 @@ import json
 from typing import Any
 
 import pytest
-from django.conf import settings as django_settings
 from django.test import Client as DjangoClient
 
 from apps.accounts.models import Role as StaffRole
@@ -26,6 +25,7 @@ from apps.simulations.schema import case_validate
 from tests.api.conftest import assert_error
 from tests.conftest import key_for, session_for
 from tests.factories import MembershipFactory
+from tests.support.broker import NEEDS_REDIS
 from tests.support.shop import assess
 
 pytestmark = pytest.mark.django_db
@@ -416,10 +416,7 @@ def test_the_api_names_the_bad_field(client_a, body, field):
     assert not unscoped(MessageFlag).exists()
 
 
-@pytest.mark.skipif(
-    not str(django_settings.TEST_BROKER_URL).startswith("redis://"),
-    reason="needs Redis (CELERY_BROKER_URL=redis://…)",
-)
+@NEEDS_REDIS
 def test_a_flag_rings_the_conversations_and_the_clients_doorbells(
     client_a, settings, django_capture_on_commit_callbacks
 ):

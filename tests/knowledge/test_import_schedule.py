@@ -12,16 +12,8 @@ from apps.knowledge.models import Article, KnowledgeSource, SourceStatus
 from apps.knowledge.services.sync import sources_due
 from apps.knowledge.tasks import resync_due, sync_source
 from tests.factories import ClientFactory
-from tests.support.fake_site import FakeSite
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def site():
-    with FakeSite() as s:
-        s.html("/returns", "Returning an item", "<p>Return unused items within 30 days.</p>")
-        yield s
 
 
 def _source(client, url, *, hours=24, synced_hours_ago=None, **kw):

@@ -13,16 +13,8 @@ from apps.accounts.services import api_key_issue
 from apps.knowledge.models import Article, KnowledgeSource, SourceStatus
 from tests.conftest import api_for
 from tests.factories import MembershipFactory
-from tests.support.fake_site import FakeSite
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def site():
-    with FakeSite() as s:
-        s.html("/returns", "Returning an item", "<p>Return unused items within 30 days.</p>")
-        yield s
 
 
 def _key(client, role=Role.ADMIN):

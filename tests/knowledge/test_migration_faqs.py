@@ -5,8 +5,6 @@ graph: nothing lost either way."""
 from __future__ import annotations
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from apps.clients.models import Client
 from apps.knowledge.models import Article, ArticleChunk, ArticleKind
@@ -15,30 +13,12 @@ from apps.provisioning.files import load_tenant_file
 from apps.provisioning.services import tenant_import
 from tests.conftest import DEMO_TENANT
 from tests.factories import ClientFactory
+from tests.support.migrations import latest, migrate
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 BEFORE = [("knowledge", "0001_initial")]
 AFTER = [("knowledge", "0002_faqs_from_business_info")]
-
-
-def latest():
-    """The whole graph's leaves: the checks below read through today's models."""
-    return MigrationExecutor(connection).loader.graph.leaf_nodes()
-
-
-def migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
-
-
-@pytest.fixture
-def at_latest():
-    yield
-    executor = MigrationExecutor(connection)
-    migrate(executor.loader.graph.leaf_nodes())
 
 
 def demo_business_info() -> dict:

@@ -31,18 +31,11 @@ from config.celery import app as celery_app
 from tests.api.conftest import assert_error
 from tests.conftest import key_for
 from tests.factories import MembershipFactory
-from tests.support.fake_site import FakeSite
+from tests.support.broker import NEEDS_REDIS
 from tests.support.procfile import procfile_commands
 
 pytestmark = pytest.mark.django_db
 SOURCES = "/api/v1/knowledge/sources/"
-
-
-@pytest.fixture
-def site():
-    with FakeSite() as s:
-        s.html("/returns", "Returning an item", "<p>Return unused items within 30 days.</p>")
-        yield s
 
 
 def _source(client: Any, url: str, name: str = "Help", **kw: Any) -> KnowledgeSource:
@@ -97,9 +90,7 @@ def test_a_background_only_worker_adds_no_turn_capacity():
     assert slots.consumes_live_queue(worker("background")) is False
 
 
-@pytest.mark.skipif(
-    not settings.TEST_BROKER_URL.startswith("redis://"), reason="needs Redis (CELERY_BROKER_URL)"
-)
+@NEEDS_REDIS
 def test_a_sync_published_to_redis_lands_in_the_background_queue_only(client_a):
     import redis
 
@@ -163,9 +154,7 @@ def test_a_client_runs_at_most_its_concurrent_syncs_and_the_next_one_waits(
     assert third.status == SourceStatus.SYNCED
 
 
-@pytest.mark.skipif(
-    not settings.TEST_BROKER_URL.startswith("redis://"), reason="needs Redis (CELERY_BROKER_URL)"
-)
+@NEEDS_REDIS
 def test_a_waiting_sync_task_queues_itself_again_later(client_a, site, monkeypatch):
     import redis
 

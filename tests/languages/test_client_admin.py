@@ -5,16 +5,10 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from tests.factories import ClientFactory, PlanFactory, UserFactory
+from tests.factories import ClientFactory, PlanFactory
 from tests.support.admin_forms import client_form
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def admin_client(client):
-    client.force_login(UserFactory(is_superuser=True))
-    return client
 
 
 def _form(admin_client, shop, **fields):

@@ -11,6 +11,7 @@ import pytest
 from apps.conversations.models import Conversation, ConversationStatus
 from apps.core.languages import detect
 from devtools.fake_llm import RecordedRequest
+from tests.languages.conftest import say
 from tests.support.fake_webhook import Reply
 from tests.support.shop import cancel_assess, critique
 from tests.widget.conftest import Widget
@@ -60,12 +61,6 @@ def multilingual(shop: Any) -> Any:
     return shop
 
 
-def _talk(widget: Widget, conversation_id: str, token: str, text: str) -> dict[str, Any]:
-    response = widget.say(conversation_id, token, text)
-    assert response.status_code == 201, response.content
-    return response.json()
-
-
 def _reply_text(body: dict[str, Any]) -> str:
     return "\n".join(r["text"] for r in body["replies"])
 
@@ -78,31 +73,31 @@ def test_offline_demo_model_answers_the_readme_flows(multilingual, webhook, sett
     conversation_id, token = widget.conversation()
 
     webhook.script(Reply.ok(STATUS))
-    body = _talk(widget, conversation_id, token, flow["status"])
+    body = say(widget, conversation_id, token, flow["status"])
     assert body["language"] == code and body["message"]["language"] == code
     assert flow["status_reply"] in _reply_text(body)
     assert all(r["language"] == code for r in body["replies"])
 
-    body = _talk(widget, conversation_id, token, flow["returns"])
+    body = say(widget, conversation_id, token, flow["returns"])
     assert _reply_text(body).startswith(flow["returns_reply"])
 
     # The three-turn cancellation (a new conversation, as in the README): the number is asked
     # for, the action put to the customer, then run once on their answer — every reply in
     # their language.
     conversation_id, token = widget.conversation()
-    body = _talk(widget, conversation_id, token, flow["cancel"])
+    body = say(widget, conversation_id, token, flow["cancel"])
     assert flow["ask_reply"] in _reply_text(body)
-    body = _talk(widget, conversation_id, token, flow["order"])
+    body = say(widget, conversation_id, token, flow["order"])
     [question] = body["replies"]
     assert question["kind"] == "confirmation_request" and "TH-12345" in question["text"]
     webhook.script(Reply.ok(CANCELLED))
-    body = _talk(widget, conversation_id, token, "ok")
+    body = say(widget, conversation_id, token, "ok")
     assert body["language"] == code  # "ok" is too short to tell: the conversation's language
     assert flow["cancelled_reply"] in _reply_text(body)
     assert detect(_reply_text(body)) == code
     assert [r.json["tool"] for r in webhook.requests] == ["get_order_status", "cancel_order"]
 
-    body = _talk(widget, conversation_id, token, flow["person"])
+    body = say(widget, conversation_id, token, flow["person"])
     assert [r["kind"] for r in body["replies"]] == ["handoff"]
     conversation = Conversation.objects.for_client(multilingual).get(public_id=conversation_id)
     assert conversation.status == ConversationStatus.ESCALATED
@@ -115,7 +110,7 @@ def test_offline_demo_model_is_deterministic(multilingual, webhook, settings):
     for _ in range(2):
         widget = Widget(multilingual)
         conversation_id, token = widget.conversation()
-        texts.append(_reply_text(_talk(widget, conversation_id, token, FLOWS["es"]["cancel"])))
+        texts.append(_reply_text(say(widget, conversation_id, token, FLOWS["es"]["cancel"])))
     assert texts[0] == texts[1]
 
 
@@ -157,12 +152,12 @@ def test_a_model_asked_for_the_language_answers_in_it(multilingual, llm, webhook
     widget = Widget(multilingual)
     conversation_id, token = widget.conversation()
 
-    body = _talk(widget, conversation_id, token, flow["cancel"])
+    body = say(widget, conversation_id, token, flow["cancel"])
     assert _reply_text(body) == SCRIPTED[code]["ask"]
-    body = _talk(widget, conversation_id, token, flow["order"])
+    body = say(widget, conversation_id, token, flow["order"])
     assert body["replies"][0]["kind"] == "confirmation_request"
     webhook.script(Reply.ok(CANCELLED))
-    body = _talk(widget, conversation_id, token, "ok")
+    body = say(widget, conversation_id, token, "ok")
     assert _reply_text(body) == SCRIPTED[code]["done"]
     assert [r["language"] for r in body["replies"]] == [code]
     # Every customer-facing call was asked for the language; the critique was told it.

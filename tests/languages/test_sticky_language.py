@@ -19,6 +19,7 @@ from apps.core.languages import (
     requested_language,
 )
 from tests.conftest import ROOT
+from tests.languages.conftest import say
 from tests.widget.conftest import Widget
 
 BENCHMARK = ROOT / "devtools" / "benchmarks" / "data" / "language_detection.json"
@@ -344,12 +345,6 @@ def nine_languages(shop: Any) -> Any:
     return shop
 
 
-def _say(widget: Widget, conversation_id: str, token: str, text: str) -> dict[str, Any]:
-    response = widget.say(conversation_id, token, text)
-    assert response.status_code == 201, response.content
-    return response.json()
-
-
 def _start(widget: Widget, body: dict[str, Any]) -> tuple[str, str]:
     response = widget.start(body)
     assert response.status_code == 201, response.content
@@ -382,9 +377,9 @@ def test_order_12345_keeps_the_widget_conversation_english(nine_languages, webho
     widget = Widget(nine_languages)
     conversation_id, token = _start(widget, {"language": "en-US"})
 
-    body = _say(widget, conversation_id, token, "Cancel my order")
+    body = say(widget, conversation_id, token, "Cancel my order")
     assert body["language"] == "en"
-    body = _say(widget, conversation_id, token, "Order 12345")
+    body = say(widget, conversation_id, token, "Order 12345")
     # No evidence in the message: nothing for the widget to follow, the reply in English.
     assert body["message"]["language"] == ""
     assert body["language"] == "en"
@@ -392,7 +387,7 @@ def test_order_12345_keeps_the_widget_conversation_english(nine_languages, webho
     assert question["kind"] == "confirmation_request" and question["language"] == "en"
     assert "TH-12345" in question["text"]
     for text in ("Ja", "Maria Schmidt", "👍"):
-        body = _say(widget, conversation_id, token, text)
+        body = say(widget, conversation_id, token, text)
         assert body["language"] == "en", text
         assert body["message"]["language"] == "", text
     conversation = Conversation.objects.for_client(nine_languages).get(public_id=conversation_id)
@@ -405,11 +400,11 @@ def test_clear_evidence_switches_the_widget_conversation(nine_languages, webhook
     widget = Widget(nine_languages)
     conversation_id, token = _start(widget, {"language": "en"})
 
-    body = _say(widget, conversation_id, token, LONG["es"])
+    body = say(widget, conversation_id, token, LONG["es"])
     assert body["language"] == "es" and body["message"]["language"] == "es"
-    body = _say(widget, conversation_id, token, "12345")
+    body = say(widget, conversation_id, token, "12345")
     assert body["language"] == "es" and body["message"]["language"] == ""
-    body = _say(widget, conversation_id, token, "Can you answer in English, please?")
+    body = say(widget, conversation_id, token, "Can you answer in English, please?")
     assert body["language"] == "en" and body["message"]["language"] == "en"
     listed = widget.messages(conversation_id, token).json()
     assert listed["language"] == "en"

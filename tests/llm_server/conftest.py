@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import time
 import urllib.request
@@ -25,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from apps.platform.local_server import free_port
 from tests.conftest import ROOT
 
 VENV = ROOT / ".venv-llm"
@@ -96,12 +96,6 @@ def _unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _gguf() -> Path:
     found = sorted(VENV.glob("lib/python*/site-packages/**/*.gguf"))
     if not found:
@@ -133,7 +127,7 @@ def llama_server() -> Iterator[LlamaServer]:
             pytest.fail(f"{SCRIPT.name} failed:\n{made.stdout[-4000:]}\n{made.stderr[-4000:]}")
 
     gguf = _gguf()
-    port = _free_port()
+    port = free_port()
     base_url = f"http://127.0.0.1:{port}/v1"
     LOG.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()

@@ -5,7 +5,6 @@ OpenAI-compatible server and a real webhook tool server)."""
 from __future__ import annotations
 
 import secrets
-import socket
 import threading
 from collections.abc import Callable, Iterator
 from email import message_from_bytes, policy
@@ -20,6 +19,7 @@ from anymail.inbound import AnymailInboundMessage
 from apps.clients.models import Client
 from apps.mail.models import InboundVia, MailChannel, MailMessage
 from apps.mail.services.inbound import mail_receive
+from apps.platform.local_server import free_port
 from tests.support.shop import make_shop
 
 SUPPORT = "support@shop.example"
@@ -68,16 +68,10 @@ class SMTPSink:
             self.handler.envelopes.clear()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="session")
 def _smtp_server() -> Iterator[SMTPSink]:
     handler = _Sink()
-    port = _free_port()
+    port = free_port()
     controller = Controller(handler, hostname="127.0.0.1", port=port)
     controller.start()
     try:

@@ -29,6 +29,8 @@ from pathlib import Path
 import pytest
 from imap_tools import MailBoxUnencrypted
 
+from apps.platform.local_server import free_port
+
 DOVECOT = shutil.which("dovecot") or "/usr/sbin/dovecot"
 START_SECONDS = 20.0
 
@@ -48,12 +50,6 @@ def require_dovecot() -> None:
     if os.environ.get("REQUIRE_MAIL_SERVERS") == "1":
         pytest.fail(f"{reason}, and REQUIRE_MAIL_SERVERS=1")
     pytest.skip(reason)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass
@@ -234,7 +230,7 @@ def running_imap_server() -> Iterator[ImapServer]:
     else:
         uid, gid = os.getuid(), os.getgid()
     root = Path(tempfile.mkdtemp(prefix="guidedesk-dovecot-"))
-    server = ImapServer(root=root, port=_free_port(), uid=uid, gid=gid)
+    server = ImapServer(root=root, port=free_port(), uid=uid, gid=gid)
     try:
         server.start()
         yield server

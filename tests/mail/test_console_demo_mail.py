@@ -6,7 +6,6 @@ reply arrives threaded in the SMTP sink. Mail to an address that is no channel's
 from __future__ import annotations
 
 import smtplib
-import socket
 from collections.abc import Iterator
 from email.message import EmailMessage
 from email.utils import make_msgid
@@ -17,22 +16,17 @@ from aiosmtpd.controller import Controller
 
 from apps.mail.local_smtp import LocalMailHandler
 from apps.mail.models import Direction, MailMessage
+from apps.platform.local_server import free_port
 from tests.mail.conftest import CUSTOMER, SUPPORT
 from tests.support.shop import assess
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def local_smtp(channel) -> Iterator[int]:
     """The command's SMTP server (its handler, untrusted senders) on a free port."""
-    port = _free_port()
+    port = free_port()
     controller = Controller(LocalMailHandler(), hostname="127.0.0.1", port=port)
     controller.start()
     try:

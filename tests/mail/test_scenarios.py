@@ -10,6 +10,7 @@ from apps.conversations.models import Conversation, ConversationStatus, Kind, Me
 from apps.escalations.models import EscalationReason
 from apps.escalations.services import escalation_create
 from apps.mail.models import Direction, Disposition, MailMessage
+from apps.platform.local_server import free_port
 from apps.reasoning.models import ReasoningTrace, TraceStatus
 from apps.tools.models import PendingAction, PendingActionStatus
 from tests.mail.conftest import CUSTOMER, SUPPORT, email, reply_to
@@ -426,9 +427,7 @@ def test_a_failed_send_is_recorded_and_retried(mailbox, llm, smtp_sink, settings
     from apps.mail.services.outbound import mails_send_due
 
     sink_port = settings.EMAIL_PORT
-    with __import__("socket").socket() as s:
-        s.bind(("127.0.0.1", 0))
-        settings.EMAIL_PORT = s.getsockname()[1]  # nothing listens there once closed
+    settings.EMAIL_PORT = free_port()  # nothing listens there
     llm.script("assess", assess(response="We open at 9.", confidence=9))
     row = mailbox.send(email("When do you open?"))  # the turn is not disturbed
     assert row.message.role == Role.USER

@@ -7,27 +7,19 @@ import hashlib
 from datetime import UTC, datetime
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from apps.clients.models import Client
 from apps.notes.models import Note, NoteStatus
 from apps.notes.selectors import prompt_notes
+from tests.support.migrations import migrate
 
 BEFORE = [("notes", "0002_help_texts_for_support_leads")]
 AFTER = [("notes", "0003_gate_unreviewed_ai_notes")]
 
 
-def _migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
-
-
 @pytest.mark.django_db(transaction=True)
 def test_unreviewed_ai_notes_that_quote_customers_leave_the_prompts(client_a):
-    old_apps = _migrate(BEFORE)
+    old_apps = migrate(BEFORE)
     OldNote = old_apps.get_model("notes", "Note")
 
     def old_note(content, source, *, reviewed=False, status="active", type="failure"):
@@ -59,7 +51,7 @@ def test_unreviewed_ai_notes_that_quote_customers_leave_the_prompts(client_a):
     staff = old_note("The order lookup is slow on Sundays", "staff")
     archived = old_note("old", "ai", status="archived")
 
-    _migrate(AFTER)
+    migrate(AFTER)
 
     notes = {n.pk: n.status for n in Note.objects.for_client(client_a)}
     for pk in (quoted, success, model_failure, insight):

@@ -16,7 +16,7 @@ from apps.notes.services import note_add
 from apps.notes.sessions import current_session_id
 from apps.reasoning.models import ReasoningStep
 from tests.api.conftest import make_conversation_with_turn
-from tests.factories import MembershipFactory, UserFactory
+from tests.factories import MembershipFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -57,20 +57,14 @@ def notes_a(client_a) -> dict[str, Note]:
     }
 
 
-@pytest.fixture
-def superuser_client(client):
-    client.force_login(UserFactory(is_superuser=True))
-    return client
-
-
 def rows(response: Any) -> list[str]:
     return re.findall(
         r'<tr[^>]*>\s*<td class="action-checkbox">.*?</tr>', response.content.decode(), re.S
     )
 
 
-def test_changelist_lists_with_icons_and_filters_load(superuser_client, notes_a):
-    response = superuser_client.get(CHANGELIST)
+def test_changelist_lists_with_icons_and_filters_load(admin_client, notes_a):
+    response = admin_client.get(CHANGELIST)
     assert response.status_code == 200
     page = response.content.decode()
     assert "❌ FAILURE" in page and "🔍 PATTERN" in page and "📝 TIP" in page
@@ -85,15 +79,15 @@ def test_changelist_lists_with_icons_and_filters_load(superuser_client, notes_a)
         ({"session": current_session_id()}, 2),
         ({"q": "order"}, 2),
     ]:
-        filtered = superuser_client.get(CHANGELIST, query)
+        filtered = admin_client.get(CHANGELIST, query)
         assert filtered.status_code == 200, query
         assert len(rows(filtered)) == expected, query
     assert current_session_id() in page  # offered in the session filter
 
 
-def test_changelist_shows_the_seeds_health_numbers_per_client(superuser_client, notes_a, client_b):
+def test_changelist_shows_the_seeds_health_numbers_per_client(admin_client, notes_a, client_b):
     add(client_b, "Globex tip.")
-    page = superuser_client.get(CHANGELIST).content.decode()
+    page = admin_client.get(CHANGELIST).content.decode()
     section = page[page.index('id="notes-health"') :]
 
     def figure(slug: str, name: str) -> str:
@@ -261,9 +255,7 @@ def test_deleting_from_the_admin_uses_the_service(client, client_a, notes_a):
 # ------------------------------------------------------------------------- the debug view
 
 
-def test_debug_view_shows_the_notes_each_turn_carried(
-    superuser_client, client_a, client_b, notes_a
-):
+def test_debug_view_shows_the_notes_each_turn_carried(admin_client, client_a, client_b, notes_a):
     conversation, trace = make_conversation_with_turn(client_a)
     foreign = add(client_b, "Globex's secret note.")
     deleted = add(client_a, "Soon gone.")
@@ -279,7 +271,7 @@ def test_debug_view_shows_the_notes_each_turn_carried(
             "tokens": 42,
         },
     )
-    page = superuser_client.get(
+    page = admin_client.get(
         reverse("admin:conversations_conversation_change", args=[conversation.pk])
     ).content.decode()
     section = page[page.index('class="gd-notes"') :]
@@ -294,9 +286,9 @@ def test_debug_view_shows_the_notes_each_turn_carried(
     assert f"Note #{deleted_id} <em>(deleted since)</em>" in section
 
 
-def test_debug_view_without_a_notes_step_shows_no_notes_block(superuser_client, client_a):
+def test_debug_view_without_a_notes_step_shows_no_notes_block(admin_client, client_a):
     conversation, _ = make_conversation_with_turn(client_a)
     url = reverse("admin:conversations_conversation_change", args=[conversation.pk])
-    page = superuser_client.get(url).content.decode()
+    page = admin_client.get(url).content.decode()
     assert "Turn 1" in page
     assert 'class="gd-notes"' not in page

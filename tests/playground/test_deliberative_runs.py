@@ -5,27 +5,21 @@ progress kept, usage recorded as `playground` at the deliberative multiplier, no
 
 from __future__ import annotations
 
-import io
 import json
 from decimal import Decimal
 
 import pytest
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError
 
 from apps.billing.models import UsagePurpose, UsageRecord
 from apps.playground.models import PlaygroundRun, RunStatus
 from apps.reasoning.models import ReasoningTrace, TraceKind
 from devtools.fake_llm import assess_reply
+from tests.playground.conftest import reason
 from tests.reasoning.test_deliberative import rc, script_loop
 from tests.support.shop import make_shop
 
 pytestmark = pytest.mark.django_db
-
-
-def reason(*args: str) -> str:
-    out = io.StringIO()
-    call_command("reason", *args, stdout=out, stderr=io.StringIO())
-    return out.getvalue()
 
 
 @pytest.fixture

@@ -4,15 +4,13 @@ would need a tool (which never runs in the playground) is not evaluated."""
 
 from __future__ import annotations
 
-import io
-
 import pytest
-from django.core.management import call_command
 
 from apps.billing.models import UsageRecord
 from apps.clients.models import Plan
 from apps.reasoning.models import ReasoningTrace, TraceKind
 from tests.factories import ModelPriceFactory
+from tests.playground.conftest import reason
 from tests.support.shop import assess
 
 pytestmark = pytest.mark.django_db
@@ -21,12 +19,6 @@ ANSWER = (
     "You can return any unused item within 30 days of delivery for a full refund; we email you "
     "a free return label."
 )
-
-
-def reason(*args: str) -> str:
-    out = io.StringIO()
-    call_command("reason", *args, stdout=out, stderr=io.StringIO())
-    return out.getvalue()
 
 
 def test_a_playground_answer_is_evaluated_without_touching_any_turn(shop, llm):

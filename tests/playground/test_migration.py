@@ -8,11 +8,10 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from apps.clients.models import Client
 from tests.factories import ClientFactory
+from tests.support.migrations import migrate
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -20,24 +19,10 @@ BEFORE = [("playground", "0001_initial"), ("reasoning", "0003_trace_progress")]
 AFTER = [("playground", "0003_run_figures_on_trace")]
 
 
-def migrate(targets: list[tuple[str, str]]) -> MigrationExecutor:
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return MigrationExecutor(connection)
-
-
-@pytest.fixture
-def at_latest():
-    yield
-    executor = MigrationExecutor(connection)
-    migrate(executor.loader.graph.leaf_nodes())
-
-
 def test_runs_and_their_steps_move_onto_traces(at_latest):
     client = Client.objects.get(pk=ClientFactory(slug="old-runs").pk)
     other = Client.objects.get(pk=ClientFactory(slug="other-runs").pk)
-    old = migrate(BEFORE).loader.project_state(BEFORE).apps
+    old = migrate(BEFORE)
     Run = old.get_model("playground", "PlaygroundRun")
     Step = old.get_model("playground", "PlaygroundStep")
     done = Run.objects.create(
@@ -86,7 +71,7 @@ def test_runs_and_their_steps_move_onto_traces(at_latest):
             error=error,
         )
 
-    new = migrate(AFTER).loader.project_state(AFTER).apps
+    new = migrate(AFTER)
     Trace = new.get_model("reasoning", "ReasoningTrace")
     ReasoningStep = new.get_model("reasoning", "ReasoningStep")
     assert "playgroundstep" not in {m._meta.model_name for m in new.get_models()}

@@ -20,7 +20,8 @@ from apps.playground.models import RunStatus
 from apps.playground.services import CHANNEL_PREFIX, PlaygroundOwner
 from apps.reasoning.traces import TurnRecorder
 from tests.playground.fixtures import make_run
-from tests.widget.test_push import REDIS_URL, needs_redis, next_events, parse
+from tests.support.broker import NEEDS_REDIS, REDIS_URL
+from tests.widget.test_push import next_events, parse
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the stream reads in other threads
 
@@ -59,7 +60,7 @@ def test_asgi_stream_without_redis_sends_the_steps_then_ends(agent, client_a, mo
     assert got[-1] == {"event": "end", "data": '{"status":"done"}'}
 
 
-@needs_redis
+@NEEDS_REDIS
 def test_a_recorded_step_is_pushed_to_the_open_stream(agent, client_a, settings, monkeypatch):
     settings.REDIS_URL = REDIS_URL
     monkeypatch.setattr(streams, "POLL_SECONDS", 3600)  # anything after the first read is pushed

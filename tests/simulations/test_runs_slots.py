@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from apps.platform import slots
-from tests.support.slots import NEEDS_REDIS, REDIS_URL, slots_clear
+from tests.support.broker import NEEDS_REDIS, REDIS_URL
+from tests.support.slots import slots_clear
 
 pytestmark = NEEDS_REDIS
 

@@ -2,15 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-from django.conf import settings
-
 from apps.platform import slots
-
-REDIS_URL = settings.TEST_BROKER_URL
-NEEDS_REDIS = pytest.mark.skipif(
-    not REDIS_URL.startswith("redis://"), reason="needs Redis (CELERY_BROKER_URL=redis://…)"
-)
+from tests.support.broker import REDIS_URL
 
 
 def slots_clear() -> None:

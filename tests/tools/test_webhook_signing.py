@@ -23,7 +23,7 @@ from apps.tools.executors.webhook import (
 )
 from apps.tools.models import ClientTool
 from tests.clients.test_import import demo_data
-from tests.factories import ClientToolFactory, UserFactory
+from tests.factories import ClientToolFactory
 from tests.support.fake_webhook import FakeWebhookServer, Reply, verify_signature
 
 pytestmark = pytest.mark.django_db
@@ -116,12 +116,6 @@ def test_generated_secrets_are_whsec_with_32_random_bytes():
 # --- write-only everywhere ------------------------------------------------------------------
 
 
-@pytest.fixture
-def admin(client):
-    client.force_login(UserFactory(is_superuser=True))
-    return client
-
-
 def change_url(tool: ClientTool) -> str:
     return reverse("admin:tools_clienttool_change", args=[tool.pk])
 
@@ -146,16 +140,16 @@ def form_data(tool: ClientTool, **overrides: Any) -> dict[str, Any]:
     return data | overrides
 
 
-def test_the_tool_change_page_never_contains_a_secret(admin, client_a):
+def test_the_tool_change_page_never_contains_a_secret(admin_client, client_a):
     tool = ClientToolFactory(
         client=client_a, signing_secret=WHSEC, rotation_secret="rotation-s3cret"
     )
-    body = admin.get(change_url(tool)).content.decode()
+    body = admin_client.get(change_url(tool)).content.decode()
     assert "Replace signing secret" in body and "Add rotation secret" in body
     for secret in (WHSEC, WHSEC[6:], "rotation-s3cret"):
         assert secret not in body
     # nor after a failed save that re-renders the form with what was typed
-    response = admin.post(
+    response = admin_client.post(
         change_url(tool), form_data(tool, signing_secret="typed-new-s3cret", timeout_seconds="0")
     )
     assert response.status_code == 200
@@ -163,43 +157,47 @@ def test_the_tool_change_page_never_contains_a_secret(admin, client_a):
     assert WHSEC not in response.content.decode()
 
 
-def test_an_empty_field_keeps_the_secret_and_a_value_replaces_it(admin, client_a):
+def test_an_empty_field_keeps_the_secret_and_a_value_replaces_it(admin_client, client_a):
     tool = ClientToolFactory(client=client_a, signing_secret=WHSEC)
-    assert admin.post(change_url(tool), form_data(tool)).status_code == 302
+    assert admin_client.post(change_url(tool), form_data(tool)).status_code == 302
     tool.refresh_from_db()
     assert tool.signing_secret == WHSEC
-    assert admin.post(change_url(tool), form_data(tool, signing_secret="new-s3cret!")).status_code
+    assert admin_client.post(
+        change_url(tool), form_data(tool, signing_secret="new-s3cret!")
+    ).status_code
     tool.refresh_from_db()
     assert tool.signing_secret == "new-s3cret!"
-    response = admin.post(change_url(tool), form_data(tool, signing_secret="short"))
+    response = admin_client.post(change_url(tool), form_data(tool, signing_secret="short"))
     assert "at least 8 characters" in response.content.decode()
 
 
-def test_a_generated_secret_is_shown_once(admin, client_a):
+def test_a_generated_secret_is_shown_once(admin_client, client_a):
     tool = ClientToolFactory(client=client_a, signing_secret="old-s3cret")
-    response = admin.post(change_url(tool), form_data(tool, generate_secret="on"), follow=True)
+    response = admin_client.post(
+        change_url(tool), form_data(tool, generate_secret="on"), follow=True
+    )
     tool.refresh_from_db()
     assert tool.signing_secret.startswith("whsec_")
     assert tool.signing_secret in response.content.decode()  # the one time it is shown
-    assert tool.signing_secret not in admin.get(change_url(tool)).content.decode()
+    assert tool.signing_secret not in admin_client.get(change_url(tool)).content.decode()
 
 
-def test_a_rotation_from_start_to_end(admin, client_a):
+def test_a_rotation_from_start_to_end(admin_client, client_a):
     tool = ClientToolFactory(client=client_a, signing_secret=WHSEC)
     new = generate_secret()
-    admin.post(change_url(tool), form_data(tool, rotation_secret=new))
+    admin_client.post(change_url(tool), form_data(tool, rotation_secret=new))
     tool.refresh_from_db()
     assert (tool.signing_secret, tool.rotation_secret) == (WHSEC, new)
-    assert "rotation under way" in admin.get(change_url(tool)).content.decode()
-    admin.post(change_url(tool), form_data(tool, rotation="promote"))
+    assert "rotation under way" in admin_client.get(change_url(tool)).content.decode()
+    admin_client.post(change_url(tool), form_data(tool, rotation="promote"))
     tool.refresh_from_db()
     assert (tool.signing_secret, tool.rotation_secret) == (new, "")
     # cancelling a rotation drops the second secret and keeps the first
-    admin.post(change_url(tool), form_data(tool, rotation_secret=WHSEC))
-    admin.post(change_url(tool), form_data(tool, rotation="drop"))
+    admin_client.post(change_url(tool), form_data(tool, rotation_secret=WHSEC))
+    admin_client.post(change_url(tool), form_data(tool, rotation="drop"))
     tool.refresh_from_db()
     assert (tool.signing_secret, tool.rotation_secret) == (new, "")
-    response = admin.post(change_url(tool), form_data(tool, rotation="promote"))
+    response = admin_client.post(change_url(tool), form_data(tool, rotation="promote"))
     assert "no rotation secret" in response.content.decode()
 
 
@@ -238,12 +236,12 @@ def owner_a(client_a):
 _ = FakeWebhookServer  # (the `hook` fixture comes from tests/tools/conftest.py)
 
 
-def test_a_new_tool_is_offered_a_generated_secret(admin, client_a):
-    page = admin.get(reverse("admin:tools_clienttool_add")).content.decode()
+def test_a_new_tool_is_offered_a_generated_secret(admin_client, client_a):
+    page = admin_client.get(reverse("admin:tools_clienttool_add")).content.decode()
     assert re.search(r'<input[^>]*name="generate_secret"[^>]*checked', page)
     data = form_data(ClientToolFactory.build(client=client_a, name="new_tool"))
     data |= {"client": client_a.pk, "generate_secret": "on"}
-    response = admin.post(reverse("admin:tools_clienttool_add"), data, follow=True)
+    response = admin_client.post(reverse("admin:tools_clienttool_add"), data, follow=True)
     tool = ClientTool.objects.unscoped("test checks the database directly").get(name="new_tool")
     assert tool.signing_secret.startswith("whsec_")
     assert tool.signing_secret in response.content.decode()  # shown once

@@ -1,26 +1,19 @@
-"""Widget API fixtures: a clean throttle cache per test and a tiny widget client that talks like
-the iframe (the shop and its fake LLM/webhook servers come from tests/support/shop.py)."""
+"""Widget API fixtures: a tiny widget client that talks like the iframe (the shop and its fake
+LLM/webhook servers come from tests/support/shop.py; tests/conftest.py empties the cache, where
+the throttle counters live, around every test)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.core.cache import cache
 from rest_framework.test import APIClient
 
 from apps.clients.models import Client
+from apps.conversations.models import Conversation
+from apps.widget import streams as widget_streams
 
 API = "/api/v1/widget/"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_throttles() -> Iterator[None]:
-    """Throttle counters live in the cache; every test starts with none."""
-    cache.clear()
-    yield
-    cache.clear()
 
 
 class Widget:
@@ -84,6 +77,27 @@ class Widget:
 def widget(request: pytest.FixtureRequest) -> Widget:
     """A widget client for the reasoning suite's shop (adaptive plan, webhook tools)."""
     return Widget(request.getfixturevalue("shop"))
+
+
+@pytest.fixture
+def short_streams(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One poll per stream: the stream reads these module constants on every call."""
+    monkeypatch.setattr(widget_streams, "STREAM_SECONDS", 0)
+    monkeypatch.setattr(widget_streams, "POLL_SECONDS", 0)
+
+
+def stored(conversation_id: str) -> Conversation:
+    """The row of a conversation the widget started, by the public id the API gave it."""
+    return Conversation.objects.unscoped("test checks the database directly").get(
+        public_id=conversation_id
+    )
+
+
+def error(response: Any) -> dict[str, Any]:
+    """A widget API error body's `error`, after checking that it is all the body holds."""
+    body = response.json()
+    assert set(body) == {"error"}, body
+    return body["error"]
 
 
 def sse(response: Any) -> list[dict[str, str]]:

@@ -15,11 +15,12 @@ from django.core import signals
 from django.core.asgi import get_asgi_application
 from django.core.handlers.asgi import ASGIHandler
 
-from apps.conversations.models import Conversation, Role
+from apps.conversations.models import Role
 from apps.conversations.services import message_append
 from apps.platform.asgi import StreamingPaths
 from apps.widget import streams as widget_streams
 from tests.support.shop import assess
+from tests.widget.conftest import stored
 from tests.widget.test_push import parse
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -87,13 +88,9 @@ def app() -> StreamingPaths:
     return StreamingPaths(get_asgi_application(), [EVENTS], [r"^/api/v1/"])
 
 
-def test_an_event_stream_through_the_streaming_path(widget, app, monkeypatch):
-    monkeypatch.setattr(widget_streams, "STREAM_SECONDS", 0)
-    monkeypatch.setattr(widget_streams, "POLL_SECONDS", 0)
+def test_an_event_stream_through_the_streaming_path(widget, app, short_streams):
     conversation_id, token = widget.conversation()
-    conversation = Conversation.objects.unscoped("test checks the database directly").get(
-        public_id=conversation_id
-    )
+    conversation = stored(conversation_id)
     message_append(client=widget.client, conversation=conversation, role=Role.USER, text="Hi")
     path = f"/api/v1/widget/conversations/{conversation_id}/events"
     request = scope(path, {"key": widget.key, "token": token}, {"Origin": widget.origin})

@@ -18,7 +18,7 @@ from apps.conversations.models import Conversation
 from apps.conversations.services import unseen_replies_email
 from apps.core.tenancy import tenant_scope
 from apps.escalations.services import staff_reply
-from tests.widget.conftest import API, Widget
+from tests.widget.conftest import API, Widget, stored
 from tests.widget.contact import confirm_form, confirmation_links, contact, open_link
 
 pytestmark = pytest.mark.django_db
@@ -37,9 +37,7 @@ def leave(widget: Widget, conversation_id: str, token: str, address: str, captur
 
 
 def reply(conversation_id: str, text: str) -> Any:
-    conversation = Conversation.objects.unscoped("test checks the database directly").get(
-        public_id=conversation_id
-    )
+    conversation = stored(conversation_id)
     return staff_reply(client=conversation.client, conversation=conversation, text=text)
 
 
@@ -56,9 +54,7 @@ def test_an_unconfirmed_address_gets_no_staff_reply(widget, django_capture_on_co
     mail.outbox.clear()
 
     reply(cid, "Hi, Sam here — your refund is on its way.")
-    conversation = Conversation.objects.unscoped("test checks the database directly").get(
-        public_id=cid
-    )
+    conversation = stored(cid)
     with tenant_scope(conversation.client_id):
         assert unseen_replies_email(conversation_id=conversation.pk) == 0
     assert mail.outbox == []
@@ -79,9 +75,7 @@ def test_the_link_confirms_and_replies_are_mailed(widget, django_capture_on_comm
     assert "E-mail address confirmed" in html and ANN in html and widget.client.name in html
     assert page["Referrer-Policy"] == "no-referrer"
     assert "default-src 'none'" in page["Content-Security-Policy"]
-    conversation = Conversation.objects.unscoped("test checks the database directly").get(
-        public_id=cid
-    )
+    conversation = stored(cid)
     assert conversation.contact_email_confirmed_at is not None
 
     # The reply that waited is e-mailed now; later ones too.
@@ -111,9 +105,7 @@ def test_a_new_address_needs_its_own_confirmation(widget, django_capture_on_comm
     (old_link,) = confirmation_links(ANN)
     assert open_link(old_link).status_code == 200
     leave(widget, cid, token, "bo@example.com", django_capture_on_commit_callbacks)
-    conversation = Conversation.objects.unscoped("test checks the database directly").get(
-        public_id=cid
-    )
+    conversation = stored(cid)
     assert conversation.contact_email == "bo@example.com"
     assert conversation.contact_email_confirmed_at is None
     # The old address's link does not confirm the new address.
@@ -142,30 +134,9 @@ def test_a_link_confirms_only_its_own_conversation(
             "public_id", "contact_email_confirmed_at"
         )
     )
-    assert (
-        confirmed[
-            Conversation.objects.unscoped("test checks the database directly")
-            .get(public_id=x)
-            .public_id
-        ]
-        is not None
-    )
-    assert (
-        confirmed[
-            Conversation.objects.unscoped("test checks the database directly")
-            .get(public_id=y)
-            .public_id
-        ]
-        is None
-    )
-    assert (
-        confirmed[
-            Conversation.objects.unscoped("test checks the database directly")
-            .get(public_id=z)
-            .public_id
-        ]
-        is None
-    )
+    assert confirmed[stored(x).public_id] is not None
+    assert confirmed[stored(y).public_id] is None
+    assert confirmed[stored(z).public_id] is None
 
     # A tampered link (another conversation's id spliced in, a bad signature, garbage)
     # confirms nothing.
@@ -199,12 +170,7 @@ def test_an_expired_link_confirms_nothing(
         response = open_link(link)
     assert response.status_code == 410
     assert "expired" in response.content.decode()
-    assert (
-        Conversation.objects.unscoped("test checks the database directly")
-        .get(public_id=cid)
-        .contact_email_confirmed_at
-        is None
-    )
+    assert stored(cid).contact_email_confirmed_at is None
 
 
 def test_confirmation_emails_are_limited_per_address(
@@ -224,12 +190,7 @@ def test_confirmation_emails_are_limited_per_address(
     assert "check your inbox" in error["fields"]["email"]
     assert 0 < int(refused["Retry-After"]) <= 3600
     assert len(confirmation_links(ANN)) == 3
-    assert (
-        Conversation.objects.unscoped("test checks the database directly")
-        .get(public_id=cid)
-        .contact_email
-        == ""
-    )  # nothing stored
+    assert stored(cid).contact_email == ""  # nothing stored
 
     # Another address is not affected.
     other = leave(widget, cid, token, "bo@example.com", django_capture_on_commit_callbacks)
@@ -248,17 +209,8 @@ def test_confirmation_emails_are_limited_per_conversation(
         assert response.status_code == 200
     refused = leave(widget, cid, token, "visitor9@example.com", django_capture_on_commit_callbacks)
     assert refused.status_code == 429
-    assert (
-        Conversation.objects.unscoped("test checks the database directly")
-        .get(public_id=cid)
-        .contact_email
-        == "visitor2@example.com"
-    )
+    assert stored(cid).contact_email == "visitor2@example.com"
     assert not confirmation_links("visitor9@example.com")
-
-
-def stored(cid: str) -> Conversation:
-    return Conversation.objects.unscoped("test checks the database directly").get(public_id=cid)
 
 
 def test_opening_the_link_confirms_nothing_only_the_pages_button_does(

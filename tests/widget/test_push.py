@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
-from django.conf import settings as django_settings
 from django.db import connection, transaction
 from django.test import AsyncClient
 
@@ -23,12 +22,8 @@ from apps.conversations.models import Conversation, Role
 from apps.conversations.services import message_append
 from apps.escalations.services import staff_reply
 from apps.widget import streams as widget_streams
-from tests.widget.conftest import API, Widget
-
-REDIS_URL = django_settings.TEST_BROKER_URL
-needs_redis = pytest.mark.skipif(
-    not REDIS_URL.startswith("redis://"), reason="needs Redis (CELERY_BROKER_URL=redis://…)"
-)
+from tests.support.broker import NEEDS_REDIS, REDIS_URL
+from tests.widget.conftest import API, Widget, stored
 
 
 def parse(body: str) -> list[dict[str, str]]:
@@ -86,13 +81,9 @@ async def elsewhere(func: Any, *args: Any, **kwargs: Any) -> None:
 
 
 @pytest.mark.django_db(transaction=True)  # the stream reads in other threads
-def test_asgi_stream_without_redis_speaks_the_documented_protocol(widget, monkeypatch):
-    monkeypatch.setattr(widget_streams, "STREAM_SECONDS", 0)
-    monkeypatch.setattr(widget_streams, "POLL_SECONDS", 0)
+def test_asgi_stream_without_redis_speaks_the_documented_protocol(widget, short_streams):
     conversation_id, token = widget.conversation()
-    conversation = Conversation.objects.unscoped("test checks the database directly").get(
-        public_id=conversation_id
-    )
+    conversation = stored(conversation_id)
     for text in ("one", "two", "three"):
         say(conversation, text)
 
@@ -117,7 +108,7 @@ def test_asgi_stream_without_redis_speaks_the_documented_protocol(widget, monkey
 # ------------------------------------------------------------------------------ push (Redis)
 
 
-@needs_redis
+@NEEDS_REDIS
 @pytest.mark.django_db(transaction=True)
 def test_a_committed_message_is_pushed_to_the_open_stream(widget, settings, monkeypatch):
     settings.REDIS_URL = REDIS_URL
@@ -125,9 +116,7 @@ def test_a_committed_message_is_pushed_to_the_open_stream(widget, settings, monk
     monkeypatch.setattr(widget_streams, "PUSH_STREAM_SECONDS", 30)
     monkeypatch.setattr(widget_streams, "POLL_SECONDS", 3600)
     conversation_id, token = widget.conversation()
-    conversation = Conversation.objects.unscoped("test checks the database directly").get(
-        public_id=conversation_id
-    )
+    conversation = stored(conversation_id)
     say(conversation, "Hi", role=Role.USER)
 
     async def scenario() -> list[list[dict[str, str]]]:
@@ -160,16 +149,14 @@ def test_a_committed_message_is_pushed_to_the_open_stream(widget, settings, monk
     ]
 
 
-@needs_redis
+@NEEDS_REDIS
 @pytest.mark.django_db(transaction=True)
 def test_changes_are_published_after_commit_and_never_for_a_rollback(widget, settings):
     import redis
 
     settings.REDIS_URL = REDIS_URL
     conversation_id, _token = widget.conversation()
-    conversation = Conversation.objects.unscoped("test checks the database directly").get(
-        public_id=conversation_id
-    )
+    conversation = stored(conversation_id)
     listener = redis.Redis.from_url(REDIS_URL).pubsub(ignore_subscribe_messages=True)
     channel = f"{events.CHANNEL_PREFIX}{conversation.pk}"
     listener.subscribe(channel)

@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
-from django.conf import settings as django_settings
 
 from apps.conversations import events, reply_drafts
 from apps.conversations.models import Conversation, Role
 from apps.conversations.services import message_append
 from apps.reasoning.models import ReasoningTrace
 from apps.widget import streams as widget_streams
-from tests.widget.conftest import Widget, sse
+from tests.support.broker import NEEDS_REDIS, REDIS_URL
+from tests.widget.conftest import Widget, sse, stored
 from tests.widget.test_push import next_events, open_stream
 
 # ---------------------------------------------------------------------------- the event stream
@@ -25,9 +25,7 @@ from tests.widget.test_push import next_events, open_stream
 
 def _running_turn(widget: Widget) -> tuple[str, str, Conversation, ReasoningTrace]:
     conversation_id, token = widget.conversation()
-    conversation = Conversation.objects.unscoped("test checks the database directly").get(
-        public_id=conversation_id
-    )
+    conversation = stored(conversation_id)
     user = message_append(
         client=widget.client, conversation=conversation, role=Role.USER, text="Hours?"
     )
@@ -37,9 +35,7 @@ def _running_turn(widget: Widget) -> tuple[str, str, Conversation, ReasoningTrac
     return conversation_id, token, conversation, trace
 
 
-def test_the_event_stream_sends_the_reply_so_far_as_delta_events(widget, monkeypatch):
-    monkeypatch.setattr(widget_streams, "STREAM_SECONDS", 0)
-    monkeypatch.setattr(widget_streams, "POLL_SECONDS", 0)
+def test_the_event_stream_sends_the_reply_so_far_as_delta_events(widget, short_streams):
     conversation_id, token, conversation, trace = _running_turn(widget)
     reply_drafts.reply_draft_write(
         conversation_id=conversation.pk, turn_id=trace.pk, text="We're open from"
@@ -98,13 +94,10 @@ def test_a_draft_is_bounded(widget):
 
 # ------------------------------------------------------------------------------ push (Redis)
 
-REDIS_URL = django_settings.TEST_BROKER_URL
 DRAFTS = ("We", "We ship", "We ship within", "We ship within a", "We ship within a day")
 
 
-@pytest.mark.skipif(
-    not REDIS_URL.startswith("redis://"), reason="needs Redis (CELERY_BROKER_URL=redis://…)"
-)
+@NEEDS_REDIS
 @pytest.mark.django_db(transaction=True)  # the stream reads in other threads
 def test_a_growing_draft_is_pushed_to_the_open_stream_without_a_state_read(
     widget, settings, monkeypatch
@@ -183,9 +176,7 @@ def test_a_woken_stream_reads_the_same_draft_from_its_event_loop(widget):
     assert read(conversation.pk) is None
 
 
-@pytest.mark.skipif(
-    not REDIS_URL.startswith("redis://"), reason="needs Redis (CELERY_BROKER_URL=redis://…)"
-)
+@NEEDS_REDIS
 def test_with_redis_the_event_loop_reads_the_draft_the_worker_wrote(widget, settings):
     settings.REDIS_URL = REDIS_URL
     _, _, conversation, trace = _running_turn(widget)

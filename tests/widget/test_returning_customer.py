@@ -17,23 +17,15 @@ from apps.conversations.services import message_append, unseen_replies_email
 from apps.core.tenancy import tenant_scope
 from apps.escalations.services import staff_reply
 from tests.factories import ClientFactory
-from tests.widget.conftest import API, Widget
+from tests.widget.conftest import API, Widget, error, stored
 from tests.widget.contact import contact, leave_confirmed_address
 
 pytestmark = pytest.mark.django_db
 
 
-def error(response: Any) -> dict[str, Any]:
-    body = response.json()
-    assert set(body) == {"error"}, body
-    return body["error"]
-
-
 def started(widget: Widget) -> tuple[Conversation, str]:
     conversation_id, token = widget.conversation()
-    return Conversation.objects.unscoped("test checks the database directly").get(
-        public_id=conversation_id
-    ), token
+    return stored(conversation_id), token
 
 
 # ---------------------------------------------------------------------------- the frame
@@ -110,12 +102,7 @@ def test_tenant_b_cannot_set_or_read_tenant_a_contact(client_a, client_b):
         response = contact(b, conversation_id, token, {"email": "eve@b.example"})
         assert response.status_code == 404
         assert error(response)["code"] == "not_found"
-    assert (
-        Conversation.objects.unscoped("test checks the database directly")
-        .get(public_id=conversation_id)
-        .contact_email
-        == "ann@a.example"
-    )
+    assert stored(conversation_id).contact_email == "ann@a.example"
     assert (
         not Conversation.objects.unscoped("test checks the database directly")
         .filter(contact_email="eve@b.example")
@@ -162,9 +149,7 @@ def test_asking_for_messages_after_n_records_that_n_was_seen(widget):
 def test_another_tenant_cannot_mark_messages_seen(client_a, client_b):
     a, b = Widget(client_a), Widget(client_b)
     conversation_id, token_a = a.conversation()
-    conversation = Conversation.objects.unscoped("test checks the database directly").get(
-        public_id=conversation_id
-    )
+    conversation = stored(conversation_id)
     message_append(client=client_a, conversation=conversation, role="assistant", text="hi")
     assert b.messages(conversation_id, token_a, after=1).status_code == 404
     conversation.refresh_from_db()

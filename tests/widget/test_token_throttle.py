@@ -10,13 +10,13 @@ import time
 from typing import Any
 
 import pytest
-from django.conf import settings as django_settings
 from django.core.cache import cache
 
 from apps.conversations.models import Conversation, ConversationStatus, Kind, Message
 from apps.escalations.models import Escalation, EscalationReason, EscalationStatus
 from apps.reasoning.models import ReasoningTrace
 from devtools.fake_llm import WithUsage
+from tests.support.broker import NEEDS_REDIS, REDIS_URL
 from tests.support.shop import assess
 from tests.widget.conftest import API, Widget
 from tests.widget.test_widget_api import rates
@@ -215,12 +215,7 @@ def test_one_tenants_window_never_holds_a_visitor_back_on_another(shop, llm, set
     assert not Conversation.objects.filter(client=other, status=ConversationStatus.ESCALATED)
 
 
-REDIS_URL = django_settings.TEST_BROKER_URL
-
-
-@pytest.mark.skipif(
-    not REDIS_URL.startswith("redis://"), reason="needs Redis (CELERY_BROKER_URL=redis://…)"
-)
+@NEEDS_REDIS
 def test_with_redis_as_the_cache_the_windows_live_in_sorted_sets(settings):
     """Production's path: one Lua round trip per check or charge, both windows in it
     (apps/platform/throttling.py)."""

@@ -21,22 +21,9 @@ from apps.widget import apis as widget_apis
 from apps.widget import streams as widget_streams
 from tests.factories import ClientFactory
 from tests.support.shop import assess
-from tests.widget.conftest import API, Widget, sse
+from tests.widget.conftest import API, Widget, error, sse, stored
 
 pytestmark = pytest.mark.django_db
-
-
-def error(response: Any) -> dict[str, Any]:
-    body = response.json()
-    assert set(body) == {"error"}, body
-    return body["error"]
-
-
-@pytest.fixture
-def short_streams(monkeypatch):
-    """One poll per stream: the stream reads these module constants on every call."""
-    monkeypatch.setattr(widget_streams, "STREAM_SECONDS", 0)
-    monkeypatch.setattr(widget_streams, "POLL_SECONDS", 0)
 
 
 def rates(settings, **overrides: str) -> None:
@@ -60,9 +47,7 @@ def test_start_a_conversation(widget):
     body = response.json()
     assert set(body) == {"id", "token", "resumed", "identity"}
     assert body["identity"] == {"verified": False, "customer_id": "", "error": None}
-    conversation = Conversation.objects.unscoped("test checks the database directly").get(
-        public_id=body["id"]
-    )
+    conversation = stored(body["id"])
     assert conversation.client == widget.client
     assert conversation.visitor_id == "cust-42"
     assert conversation_token_matches(conversation=conversation, token=body["token"])
@@ -218,9 +203,7 @@ def test_send_a_message_and_get_the_reply_in_the_response(widget, llm):
     assert reply["visibility"] == "visible"
     assert reply["data"] == {"offline": False, "mode": "adaptive"}  # model name etc. stay inside
     # the turn also stored internal steps; none reached the widget
-    conversation = Conversation.objects.unscoped("test checks the database directly").get(
-        public_id=conversation_id
-    )
+    conversation = stored(conversation_id)
     assert conversation.messages.filter(visibility=Visibility.INTERNAL).exists()
     assert {m["seq"] for m in body["replies"]} == set(
         conversation.messages.filter(visibility=Visibility.VISIBLE, seq__gt=1).values_list(
@@ -364,9 +347,7 @@ def test_wrong_token_looks_exactly_like_a_missing_conversation(widget):
 
 def test_get_messages_returns_visible_messages_only(widget):
     conversation_id, token = widget.conversation()
-    conversation = Conversation.objects.unscoped("test checks the database directly").get(
-        public_id=conversation_id
-    )
+    conversation = stored(conversation_id)
     visible(conversation, "Hi", role=Role.USER)
     visible(conversation, "secret reasoning", kind=Kind.ASSESSMENT, visibility=Visibility.INTERNAL)
     visible(conversation, "Hello! How can I help?", data={"offline": True, "model": "x"})
@@ -387,9 +368,7 @@ def test_get_messages_returns_visible_messages_only(widget):
 def test_get_messages_pages(widget, monkeypatch):
     monkeypatch.setattr(widget_apis, "MESSAGES_PAGE_LIMIT", 2)
     conversation_id, token = widget.conversation()
-    conversation = Conversation.objects.unscoped("test checks the database directly").get(
-        public_id=conversation_id
-    )
+    conversation = stored(conversation_id)
     for n in range(3):
         visible(conversation, f"m{n}")
     first = widget.messages(conversation_id, token).json()
@@ -408,9 +387,7 @@ def test_bad_after_is_a_400_naming_after(widget, after):
 
 def test_get_messages_reports_typing_while_a_turn_runs(widget):
     conversation_id, token = widget.conversation()
-    conversation = Conversation.objects.unscoped("test checks the database directly").get(
-        public_id=conversation_id
-    )
+    conversation = stored(conversation_id)
     user = visible(conversation, "Hi", role=Role.USER)
     ReasoningTrace.objects.create(
         client=widget.client, conversation=conversation, user_message=user, mode="adaptive"
@@ -427,9 +404,7 @@ def test_tenant_b_cannot_read_or_post_to_tenant_a_conversation(client_a, client_
     conversation_id, token_a = a.conversation()
     llm.script("assess", assess(response="Hello from A"))
     assert a.say(conversation_id, token_a, "hi").status_code == 201
-    conversation = Conversation.objects.unscoped("test checks the database directly").get(
-        public_id=conversation_id
-    )
+    conversation = stored(conversation_id)
     before = list(conversation.messages.values_list("pk", "text"))
     status_before = conversation.status
     _, token_b = b.conversation()
@@ -464,9 +439,7 @@ def test_tenant_b_cannot_read_or_post_to_tenant_a_conversation(client_a, client_
 
 def test_event_stream_sends_status_messages_and_typing(widget, short_streams):
     conversation_id, token = widget.conversation()
-    conversation = Conversation.objects.unscoped("test checks the database directly").get(
-        public_id=conversation_id
-    )
+    conversation = stored(conversation_id)
     visible(conversation, "Hi", role=Role.USER)
     visible(conversation, "internal", kind=Kind.CRITIQUE, visibility=Visibility.INTERNAL)
     visible(conversation, "Hello!")
@@ -492,9 +465,7 @@ def test_event_stream_sends_status_messages_and_typing(widget, short_streams):
 
 def test_event_stream_resumes_after_last_event_id(widget, short_streams):
     conversation_id, token = widget.conversation()
-    conversation = Conversation.objects.unscoped("test checks the database directly").get(
-        public_id=conversation_id
-    )
+    conversation = stored(conversation_id)
     for text in ("one", "two", "three"):
         visible(conversation, text)
     query = f"?key={widget.key}&token={token}&after=1"
@@ -528,13 +499,9 @@ def test_event_stream_errors_are_json(widget):
     assert no_key.status_code == 401
 
 
-def test_event_stream_reports_typing_and_status_changes(widget, monkeypatch):
-    monkeypatch.setattr(widget_streams, "STREAM_SECONDS", 0)
-    monkeypatch.setattr(widget_streams, "POLL_SECONDS", 0)
+def test_event_stream_reports_typing_and_status_changes(widget, short_streams):
     conversation_id, token = widget.conversation()
-    conversation = Conversation.objects.unscoped("test checks the database directly").get(
-        public_id=conversation_id
-    )
+    conversation = stored(conversation_id)
     user = visible(conversation, "Hi", role=Role.USER)
     trace = ReasoningTrace.objects.create(
         client=widget.client, conversation=conversation, user_message=user, mode="adaptive"
@@ -561,9 +528,7 @@ def test_a_stream_read_takes_one_query_plus_one_when_messages_moved(
     widget, django_assert_num_queries
 ):
     conversation_id, _token = widget.conversation()
-    conversation = Conversation.objects.unscoped("test checks the database directly").get(
-        public_id=conversation_id
-    )
+    conversation = stored(conversation_id)
     cursor = widget_streams._StreamCursor(sent_seq=0)
     user = visible(conversation, "Hi", role=Role.USER)
     with django_assert_num_queries(2):  # state + typing in one, the new message in another
@@ -578,14 +543,10 @@ def test_a_stream_read_takes_one_query_plus_one_when_messages_moved(
 
 
 def test_a_deliberative_turns_progress_reaches_the_typing_event_never_its_content(
-    widget, monkeypatch
+    widget, short_streams
 ):
-    monkeypatch.setattr(widget_streams, "STREAM_SECONDS", 0)
-    monkeypatch.setattr(widget_streams, "POLL_SECONDS", 0)
     conversation_id, token = widget.conversation()
-    conversation = Conversation.objects.unscoped("test checks the database directly").get(
-        public_id=conversation_id
-    )
+    conversation = stored(conversation_id)
     user = visible(conversation, "Hi", role=Role.USER)
     ReasoningTrace.objects.create(
         client=widget.client,
@@ -614,9 +575,7 @@ def test_a_deliberative_turns_progress_reaches_the_typing_event_never_its_conten
 
 def test_a_clarifying_questions_options_reach_the_widget(widget):
     conversation_id, token = widget.conversation()
-    conversation = Conversation.objects.unscoped("test checks the database directly").get(
-        public_id=conversation_id
-    )
+    conversation = stored(conversation_id)
     conversation.messages.create(
         client=widget.client,
         seq=1,
@@ -649,9 +608,7 @@ def test_event_stream_ends_cleanly_when_the_conversation_goes_or_the_database_fa
     monkeypatch.setattr(widget_streams, "POLL_SECONDS", 0.01)
     monkeypatch.setattr(widget_streams, "HEARTBEAT_SECONDS", 0)
     conversation_id, _ = widget.conversation()
-    conversation = Conversation.objects.unscoped("test checks the database directly").get(
-        public_id=conversation_id
-    )
+    conversation = stored(conversation_id)
     visible(conversation, "Hello!")
     stream = widget_streams.event_stream(
         client=widget.client, conversation_id=conversation.pk, after=0
