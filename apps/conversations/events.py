@@ -50,38 +50,9 @@ def _redis_publisher() -> Any:
 
 def conversation_changed(conversation_id: int, client_id: int | None = None) -> None:
     """Wake this conversation's event streams (and, given its client, that client's console
-    queue streams) once the current transaction has committed.
-
-    Once per transaction: a turn's end appends the reply and stops the typing line in one
-    transaction, and each open stream reads everything that changed on one wake-up, so a
-    second publish would only cost every web process another read."""
-    if not push_enabled():
-        return
-    if _publish_pending(conversation_id, client_id):
-        return
-
-    def wake() -> None:
-        publish(conversation_id, client_id)
-
-    wake.publishes = (conversation_id, client_id)  # type: ignore[attr-defined]
-    transaction.on_commit(wake)
-
-
-def _publish_pending(conversation_id: int, client_id: int | None) -> bool:
-    """Whether the current transaction will already publish this change on commit. Django
-    drops a rolled-back savepoint's callbacks from the list, so what is found here still runs."""
-    connection = transaction.get_connection()
-    if not connection.in_atomic_block:
-        return False
-    for _savepoints, callback, _robust in connection.run_on_commit:
-        pending = getattr(callback, "publishes", None)
-        if (
-            pending is not None
-            and pending[0] == conversation_id
-            and (client_id is None or pending[1] == client_id)
-        ):
-            return True
-    return False
+    queue streams) once the current transaction has committed."""
+    if push_enabled():
+        transaction.on_commit(lambda: publish(conversation_id, client_id))
 
 
 def publish(

@@ -753,7 +753,10 @@ def _finish(
                 handoff_text=outcome.handoff_text or str(HANDOFF_NOTICE),
             )
             trace.escalated = True
-        conversation_changed(conversation.pk, client.pk)  # typing stops (event streams)
+        if not replies:
+            # Typing stops (event streams). A posted reply already woke them (message_append,
+            # the same transaction), and a stream reads all that changed on one wake-up.
+            conversation_changed(conversation.pk, client.pk)
         if replies or trace.escalated:
             # The replies this turn posted, for a channel that delivers them itself (the e-mail
             # channel mails them): an internal event, after this transaction commits.

@@ -15,6 +15,7 @@ from apps.escalations.services import escalation_resolve
 from apps.reasoning.models import ReasoningTrace
 from apps.reasoning.services import handle_turn, turn_process
 from apps.tools.models import ToolExecution
+from tests.support.broker import NEEDS_REDIS
 from tests.support.fake_webhook import Reply
 from tests.support.shop import Chat, assess, critique, make_shop
 
@@ -352,3 +353,27 @@ def test_history_sent_to_the_model_follows_the_setting(
     last = llm.requests[-1].prompt_text
     assert "question 4" in last and "answer 3" in last and "question 3" in last
     assert "question 2" not in last and "answer 2" not in last
+
+
+@NEEDS_REDIS
+def test_a_turn_that_replies_wakes_the_conversations_streams_once(
+    chat, llm, settings, monkeypatch, django_capture_on_commit_callbacks
+):
+    """The reply and the end of the typing line commit together, and a stream reads all that
+    changed on one wake-up: one publish for the turn's end, not two (each web process would
+    read the conversation again for nothing)."""
+    from apps.conversations import events
+
+    settings.REDIS_URL = settings.TEST_BROKER_URL  # push on; publish is caught below
+    published: list[tuple[int, int | None]] = []
+    monkeypatch.setattr(
+        events, "publish", lambda cid, client_id=None: published.append((cid, client_id))
+    )
+    llm.script("assess", assess(response="Sure."))
+    with django_capture_on_commit_callbacks(execute=True):  # the turn runs in-process (eager)
+        handle_turn(client=chat.client, conversation=chat.conversation, text="Hi?")
+    replies = Message.objects.for_client(chat.client).filter(role="assistant", kind="text")
+    assert [m.text for m in replies] == ["Sure."]
+    # the customer's message; the turn's start (typing on); its end: the reply with the typing
+    # line off, one wake-up
+    assert published == [(chat.conversation.pk, chat.client.pk)] * 3
