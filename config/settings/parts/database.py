@@ -1,5 +1,6 @@
 """The database and the cache."""
 
+from apps.platform.redis_pool import shared_pool_options
 from config.settings.parts.core import BASE_DIR, env
 
 DATABASES = {
@@ -13,4 +14,6 @@ DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=
 DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", env.bool("CONN_HEALTH_CHECKS", default=True))
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://guidedesk")}
+# With Redis (CACHE_URL=rediscache://…) every cache backend of a process shares one connection
+# pool (apps/platform/redis_pool.py): Django would otherwise connect anew in each request.
+CACHES = {"default": shared_pool_options(env.cache("CACHE_URL", default="locmemcache://guidedesk"))}
