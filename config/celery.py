@@ -15,6 +15,14 @@ logger = logging.getLogger(__name__)
 _trace_logger = logging.getLogger("celery.app.trace")
 
 
+@signals.worker_ready.connect
+def settle_heap(**kwargs: Any) -> None:
+    """Tasks are imported, the pool is up: freeze what starting built (apps/platform/heap.py)."""
+    from apps.platform import heap
+
+    heap.settle()
+
+
 @signals.task_retry.connect
 def log_retry(sender: Any = None, request: Any = None, reason: Any = None, **kwargs: Any) -> None:
     """Celery logs a task's retry at INFO on `celery.app.trace`, which the settings quiet (its

@@ -163,3 +163,10 @@ class BoundedUvicornWorker(UvicornWorker):
         "loop": "auto",
         "http": "apps.platform.uvicorn_worker:BoundedHttpToolsProtocol",
     }
+
+    def load_wsgi(self) -> None:
+        """Load the application, then freeze what starting built (apps/platform/heap.py)."""
+        super().load_wsgi()
+        from apps.platform import heap
+
+        heap.settle()
