@@ -1,12 +1,35 @@
 import logging
 import os
+import threading
 from typing import Any
 
 from celery import Celery, signals
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
 
-app = Celery("guidedesk")
+
+class GuideDeskCelery(Celery):
+    """Celery with one disabled result backend per process instead of one per thread.
+
+    Celery keeps its result backend per thread, and making one scans the installed packages'
+    entry points. Every thread of the web's pool paid that on its first queued turn — in a burst
+    of new customers about a twentieth of the web's CPU (docs/benchmarks.md). Results are off
+    (`CELERY_RESULT_BACKEND = None`) and the disabled backend holds no state, so one serves every
+    thread; a configured backend stays per thread, as Celery has it."""
+
+    _shared_backend: Any = None
+    _shared_backend_lock = threading.Lock()
+
+    def _get_backend(self) -> Any:
+        if self.backend_cls or self.conf.result_backend:
+            return super()._get_backend()  # type: ignore[misc]  # (untyped in the stubs)
+        with self._shared_backend_lock:
+            if self._shared_backend is None:
+                self._shared_backend = super()._get_backend()  # type: ignore[misc]
+            return self._shared_backend
+
+
+app = GuideDeskCelery("guidedesk")
 # All CELERY_* settings live in Django settings (config/settings/parts/celery.py).
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
