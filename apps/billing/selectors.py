@@ -477,24 +477,17 @@ def _purpose_groups(*, client: Client, first: date, last: date) -> list[UsageGro
     groups: list[UsageGroup] = []
     for row in _rows(rows):
         group = UsageGroup(key=str(row["purpose"]))
-        group.add_calls(
-            UsageCell(
-                client_id=client.pk,
-                day=first,
-                grain=RollupGrain.CALLS,
-                mode="",
-                **_call_figures(row),
-            )
+        # A CALLS cell holds the turns' figures too: one cell gives the group both.
+        cell = UsageCell(
+            client_id=client.pk,
+            day=first,
+            grain=RollupGrain.CALLS,
+            mode="",
+            **_turn_figures(row),
+            **_call_figures(row),
         )
-        group.add_turns(
-            UsageCell(
-                client_id=client.pk,
-                day=first,
-                grain=RollupGrain.TURNS,
-                mode="",
-                **_turn_figures(row),
-            )
-        )
+        group.add_calls(cell)
+        group.add_turns(cell)
         groups.append(group)
     return groups
 
