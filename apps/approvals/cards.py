@@ -11,7 +11,7 @@ with the optional `labels`."""
 
 from __future__ import annotations
 
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 from django.utils import formats
@@ -20,6 +20,7 @@ from django.utils.translation import gettext_lazy
 
 from apps.approvals.models import ApprovalRequest, ApprovalStatus
 from apps.conversations.models import Conversation
+from apps.core.numbers import finite_decimal
 from apps.tools import wording
 from apps.tools.approval_rules import DEFAULT_ORDER_PARAM, sum_rule
 from apps.tools.models import ClientTool, ExecutionStatus
@@ -46,19 +47,9 @@ def param_label(tool: ClientTool, name: str, language: str | None = None) -> str
     return label[:1].upper() + label[1:]
 
 
-def _number(value: Any) -> Decimal | None:
-    if isinstance(value, bool) or not isinstance(value, int | float | str | Decimal):
-        return None
-    try:
-        number = Decimal(str(value))
-    except InvalidOperation:
-        return None
-    return number if number.is_finite() else None
-
-
 def format_amount(value: Any) -> str:
     """An amount with two decimals and the active language's separators ("425.76", "425,76")."""
-    number = _number(value)
+    number = finite_decimal(value)
     if number is None:
         return str(value)
     return formats.number_format(number, decimal_pos=2, use_l10n=True, force_grouping=True)
@@ -87,7 +78,7 @@ def _amount_param(rule: Any, params: dict[str, Any]) -> str:
     summed = sum_rule(rule)
     if summed is not None and summed.param in params:
         return summed.param
-    return "amount" if _number(params.get("amount")) is not None else ""
+    return "amount" if finite_decimal(params.get("amount")) is not None else ""
 
 
 def _order_param(rule: Any, params: dict[str, Any]) -> str:
@@ -148,7 +139,7 @@ def running_total(approval: Any) -> dict[str, str] | None:
     scopes: dict[str, Any] = raw if isinstance(raw, dict) else {}
     for scope in ("customer", "conversation"):
         value = scopes.get(scope)
-        if isinstance(value, dict) and _number(value.get("total")) is not None:
+        if isinstance(value, dict) and finite_decimal(value.get("total")) is not None:
             tripped = scope in (basis.get("tripped") or [])
             return {
                 "scope": scope,

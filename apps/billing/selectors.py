@@ -196,9 +196,14 @@ CALL_FIGURES = (
 CELL_FIELDS = ("client_id", "day", "grain", "mode", "model", "step", *TURN_FIGURES, *CALL_FIGURES)
 
 
-def _evaluations(row: dict[str, Any]) -> dict[str, Any]:
-    """A grouped row's evaluation and deliberation counts."""
-    return {name: row[name] for name in TURN_COUNT_FIELDS}
+def _turn_figures(row: dict[str, Any]) -> dict[str, Any]:
+    """A grouped row's `_turn_counts()`, as a cell holds them: turns, critiques, and the
+    evaluation and deliberation counts."""
+    return {
+        "turns": row["turns"],
+        "critique_triggered": row["critique"],
+        **{name: row[name] for name in TURN_COUNT_FIELDS},
+    }
 
 
 def _call_sums() -> dict[str, Count | Sum]:
@@ -243,37 +248,19 @@ def usage_cells_raw(*, client: Client | None, first: date, last: date) -> list[U
         .annotate(**_turn_counts())
         .order_by()
     )
-    for trace_row in _rows(traces):
-        cells.append(
-            UsageCell(
-                client_id=trace_row["client_id"],
-                day=trace_row["day"],
-                grain=RollupGrain.TURNS,
-                mode=trace_row["turn_mode"],
-                turns=trace_row["turns"],
-                critique_triggered=trace_row["critique"],
-                **_evaluations(trace_row),
-            )
-        )
+    cells.extend(
+        _grouped_cell(row, grain=RollupGrain.TURNS, mode=row["turn_mode"]) for row in _rows(traces)
+    )
     records = records_started_between(client=client, first=first, last=last).annotate(
         day=TruncDate("turn_start"), line=_line()
     )
     per_model = (
         records.values("client_id", "day", "line", "model").annotate(**_turn_counts()).order_by()
     )
-    for model_row in _rows(per_model):
-        cells.append(
-            UsageCell(
-                client_id=model_row["client_id"],
-                day=model_row["day"],
-                grain=RollupGrain.MODEL,
-                mode=model_row["line"],
-                model=model_row["model"] or UNKNOWN,
-                turns=model_row["turns"],
-                critique_triggered=model_row["critique"],
-                **_evaluations(model_row),
-            )
-        )
+    cells.extend(
+        _grouped_cell(row, grain=RollupGrain.MODEL, mode=row["line"], model=row["model"] or UNKNOWN)
+        for row in _rows(per_model)
+    )
     per_step = (
         records.values("client_id", "day", "line", "model", "step")
         .annotate(
@@ -282,22 +269,31 @@ def usage_cells_raw(*, client: Client | None, first: date, last: date) -> list[U
         )
         .order_by()
     )
-    for call_row in _rows(per_step):
-        cells.append(
-            UsageCell(
-                client_id=call_row["client_id"],
-                day=call_row["day"],
-                grain=RollupGrain.CALLS,
-                mode=call_row["line"],
-                model=call_row["model"] or UNKNOWN,
-                step=call_row["step"] or UNKNOWN,
-                turns=call_row["turns"],
-                critique_triggered=call_row["critique"],
-                **_evaluations(call_row),
-                **_call_figures(call_row),
-            )
+    cells.extend(
+        _grouped_cell(
+            row,
+            grain=RollupGrain.CALLS,
+            mode=row["line"],
+            model=row["model"] or UNKNOWN,
+            step=row["step"] or UNKNOWN,
+            **_call_figures(row),
         )
+        for row in _rows(per_step)
+    )
     return _merge(cells)
+
+
+def _grouped_cell(row: dict[str, Any], *, grain: str, mode: str, **fields: Any) -> UsageCell:
+    """The cell of one row of `usage_cells_raw`'s grouped queries: the row's client, day and
+    turn counts, under `grain` and `mode`, with the grain's own `fields`."""
+    return UsageCell(
+        client_id=row["client_id"],
+        day=row["day"],
+        grain=grain,
+        mode=mode,
+        **_turn_figures(row),
+        **fields,
+    )
 
 
 def _merge(cells: Iterable[UsageCell]) -> list[UsageCell]:
@@ -481,26 +477,17 @@ def _purpose_groups(*, client: Client, first: date, last: date) -> list[UsageGro
     groups: list[UsageGroup] = []
     for row in _rows(rows):
         group = UsageGroup(key=str(row["purpose"]))
-        group.add_calls(
-            UsageCell(
-                client_id=client.pk,
-                day=first,
-                grain=RollupGrain.CALLS,
-                mode="",
-                **_call_figures(row),
-            )
+        # A CALLS cell holds the turns' figures too: one cell gives the group both.
+        cell = UsageCell(
+            client_id=client.pk,
+            day=first,
+            grain=RollupGrain.CALLS,
+            mode="",
+            **_turn_figures(row),
+            **_call_figures(row),
         )
-        group.add_turns(
-            UsageCell(
-                client_id=client.pk,
-                day=first,
-                grain=RollupGrain.TURNS,
-                mode="",
-                turns=row["turns"],
-                critique_triggered=row["critique"],
-                **_evaluations(row),
-            )
-        )
+        group.add_calls(cell)
+        group.add_turns(cell)
         groups.append(group)
     return groups
 

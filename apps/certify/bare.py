@@ -165,9 +165,7 @@ def _converse(
             if content:
                 visible.append(content)
             break
-        agent = "\n".join(visible)
-        session.agent(index, agent)
-        text = customer.reply(agent)
-        if customer.finished:
-            session.customer(index + 1, text, final=True)
+        next_text = session.answered(index, visible, customer)
+        if next_text is None:
             return
+        text = next_text

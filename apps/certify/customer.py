@@ -128,6 +128,19 @@ class Stage:
     asked: int = 0  # times restated
 
 
+def _swap_stage(kind: str, facts: dict[str, Any], request: str) -> Stage:
+    """A request to swap an item of the order for other options (`modify` a pending order,
+    `exchange` a delivered one), the price difference going to the customer's payment method."""
+    payment = facts["payment_method"]
+    return Stage(
+        kind,
+        f"{request} The price difference goes to my {payment}. What is the difference?",
+        orders=[facts.get("order_id", "")],
+        payment=payment,
+        items=[facts["item"]],
+    )
+
+
 class ScriptedCustomer:
     """A task's customer; see the module docstring."""
 
@@ -155,24 +168,18 @@ class ScriptedCustomer:
                 reason=reason,
             )
         if "modify_items" in kinds:
-            return Stage(
+            return _swap_stage(
                 "modify",
+                facts,
                 f"In my pending order {oid}, please change the {facts['item']} to "
-                f"{_options(facts['wanted_options'])}. The price difference goes to my "
-                f"{facts['payment_method']}. What is the difference?",
-                orders=[oid],
-                payment=facts["payment_method"],
-                items=[facts["item"]],
+                f"{_options(facts['wanted_options'])}.",
             )
         if "exchange" in kinds:
-            return Stage(
+            return _swap_stage(
                 "exchange",
+                facts,
                 f"I'd like to exchange the {facts['item']} from order {oid} for the same "
-                f"product with {_options(facts['wanted_options'])}. The price difference goes "
-                f"to my {facts['payment_method']}. What is the difference?",
-                orders=[oid],
-                payment=facts["payment_method"],
-                items=[facts["item"]],
+                f"product with {_options(facts['wanted_options'])}.",
             )
         items = list(facts.get("items", []))
         return Stage(

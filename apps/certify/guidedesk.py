@@ -259,12 +259,10 @@ def _converse(
             visible = _one_turn(session, client, case_run, office, conv, owner, tools, index, text)
             if not offline:
                 session.injected(index, proxy.injections[seen:])
-            agent = "\n".join(visible)
-            session.agent(index, agent)
-            text = customer.reply(agent)
-            if customer.finished:
-                session.customer(index + 1, text, final=True)
+            next_text = session.answered(index, visible, customer)
+            if next_text is None:
                 break
+            text = next_text
     return _usage(client)
 
 

@@ -221,25 +221,23 @@ def numbers_bytes(report: Mapping[str, Any]) -> bytes:
 def git_commit(directory: Path) -> dict[str, Any]:
     """GuideDesk's commit and whether tracked files differ from it; None values without git."""
     try:
-        head = subprocess.run(
-            ["git", "rev-parse", "HEAD"],  # noqa: S607 - git from PATH, as the developer runs it
-            cwd=directory,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],  # noqa: S607
-            cwd=directory,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
+        head = _git(directory, "rev-parse", "HEAD")
+        dirty = _git(directory, "status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": None}
     return {"commit": head, "dirty": bool(dirty)}
+
+
+def _git(directory: Path, *args: str) -> str:
+    """What `git <args>` prints in `directory`, stripped; raises when git fails."""
+    return subprocess.run(  # noqa: S603 - fixed git arguments, no shell
+        ["git", *args],  # noqa: S607 - git from PATH, as the developer runs it
+        cwd=directory,
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=True,
+    ).stdout.strip()
 
 
 def package_versions(names: Iterable[str] = PACKAGES) -> dict[str, str | None]:

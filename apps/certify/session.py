@@ -11,9 +11,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from apps.certify.retail.server import RetailRuntime
+
+if TYPE_CHECKING:
+    from apps.certify.customer import ScriptedCustomer
 
 
 @dataclass
@@ -56,6 +59,18 @@ class Session:
 
     def agent(self, turn: int, text: str) -> None:
         self.transcript.append({"role": "agent", "text": text, "turn": turn})
+
+    def answered(self, turn: int, visible: list[str], customer: ScriptedCustomer) -> str | None:
+        """The agent's answer to `turn` (what the customer saw of it, one text a line) recorded
+        and read by the customer: the customer's next message, or None when it said goodbye
+        (recorded as its final message)."""
+        agent = "\n".join(visible)
+        self.agent(turn, agent)
+        text = customer.reply(agent)
+        if customer.finished:
+            self.customer(turn + 1, text, final=True)
+            return None
+        return text
 
     def llm_call(self, *, prompt: int, completion: int, cached: int = 0) -> None:
         self.llm_calls += 1

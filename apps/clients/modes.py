@@ -13,13 +13,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy
 
+from apps.core.numbers import finite_decimal
 from apps.core.registry import Registry
 
 __all__ = [
@@ -229,11 +230,8 @@ def default_multipliers() -> dict[str, Decimal]:
 
 def multiplier_problem(value: Any) -> str:
     """What is wrong with one multiplier ('' when it is fine)."""
-    try:
-        number = Decimal(str(value)) if not isinstance(value, bool) else None
-    except InvalidOperation:
-        number = None
-    if number is None or not number.is_finite():
+    number = finite_decimal(value)
+    if number is None:
         return "must be a decimal number, e.g. 1.5"
     if number < 0:
         return "must be 0 or more"

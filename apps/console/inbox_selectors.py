@@ -337,24 +337,19 @@ def inbox_teammates(*, client: Client) -> list[Any]:
 def inbox_filter_choices(*, client: Client) -> dict[str, list[Any]]:
     """The modes (name, label in plain words) and tools the filters offer: the ones this
     client's conversations used."""
-    modes = (
-        ReasoningTrace.objects.for_client(client)
-        .filter(conversation__isnull=False)
-        .order_by()
-        .values_list("mode", flat=True)
-        .distinct()
-    )
-    tools = (
-        ToolExecution.objects.for_client(client)
-        .filter(conversation__isnull=False)
-        .order_by()
-        .values_list("tool__name", flat=True)
-        .distinct()
-    )
+    modes = _used_in_conversations(ReasoningTrace.objects.for_client(client), "mode")
+    tools = _used_in_conversations(ToolExecution.objects.for_client(client), "tool__name")
     return {
-        "modes": [(name, mode_label(name)) for name in sorted(set(modes) - {""})],
-        "tools": [(name, tool_label(name)) for name in sorted(set(tools))],
+        "modes": [(name, mode_label(name)) for name in sorted(modes - {""})],
+        "tools": [(name, tool_label(name)) for name in sorted(tools)],
     }
+
+
+def _used_in_conversations(rows: QuerySet[Any], field: str) -> set[str]:
+    """The distinct values of `field` among the rows that belong to a conversation."""
+    return set(
+        rows.filter(conversation__isnull=False).order_by().values_list(field, flat=True).distinct()
+    )
 
 
 def tool_label(name: str) -> str:

@@ -147,28 +147,27 @@ local function live_ok(t, C, R, used)
   return true
 end
 
-local function pg_ok(t, C, R, used)
+-- the lanes below live turns: never into the reserve, and at most `share` slots (at least 1)
+-- held by the lane, every tenant together
+local function lane_room(kind, C, R, used, share)
   if used >= C - R then return false end
   local all = 0
-  for _, v in ipairs(redis.call('HVALS', P .. 'n:pg')) do all = all + tonumber(v) end
-  if all >= math.max(1, math.floor(C / 4)) then return false end
-  return count('pg', t) < pg_max
+  for _, v in ipairs(redis.call('HVALS', P .. 'n:' .. kind)) do all = all + tonumber(v) end
+  return all < math.max(1, share)
+end
+
+local function pg_ok(t, C, R, used)
+  return lane_room('pg', C, R, used, math.floor(C / 4)) and count('pg', t) < pg_max
 end
 
 local function sim_ok(t, C, R, used)
-  if used >= C - R then return false end
-  local all = 0
-  for _, v in ipairs(redis.call('HVALS', P .. 'n:sim')) do all = all + tonumber(v) end
-  if all >= math.max(1, math.floor(C * sim_pct / 100)) then return false end
-  return count('sim', t) < sim_max
+  return lane_room('sim', C, R, used, math.floor(C * sim_pct / 100))
+    and count('sim', t) < sim_max
 end
 
 local function bg_ok(t, C, R, used)
-  if used >= C - R then return false end
-  local all = 0
-  for _, v in ipairs(redis.call('HVALS', P .. 'n:bg')) do all = all + tonumber(v) end
-  if all >= math.max(1, math.floor(C * bg_pct / 100)) then return false end
-  return bg_max <= 0 or count('bg', t) < bg_max
+  return lane_room('bg', C, R, used, math.floor(C * bg_pct / 100))
+    and (bg_max <= 0 or count('bg', t) < bg_max)
 end
 
 local function best_of(kind, C, R, used)

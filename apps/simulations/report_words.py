@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
+
+from apps.core.numbers import finite_decimal
 
 __all__ = [
     "Comparison",
@@ -34,20 +36,10 @@ __all__ = [
 ]
 
 
-def _number(value: Any) -> Decimal | None:
-    if value is None or value == "":
-        return None
-    try:
-        number = Decimal(str(value))
-    except InvalidOperation:
-        return None
-    return number if number.is_finite() else None
-
-
 def significant(value: Any, digits: int = 2) -> str:
     """`value` rounded to `digits` significant figures, written in the active locale
     (2069 → "2,100" in English, "2.100" in Spanish; 4.0417 → "4.0" / "4,0")."""
-    number = _number(value)
+    number = finite_decimal(value)
     if number is None:
         return "—"
     if number == 0:
@@ -66,7 +58,7 @@ def money(value: Any) -> str:
 
 
 def percent(value: Any) -> str:
-    number = _number(value)
+    number = finite_decimal(value)
     if number is None:
         return "—"
     return _("%(percent)s %%") % {"percent": significant(number * 100)}
@@ -75,7 +67,7 @@ def percent(value: Any) -> str:
 def cost_per_conversation(side: dict[str, Any]) -> Decimal | None:
     """What one simulated conversation (a case's attempt) cost on this side, on average: its
     turns' cost (cost per turn × turns) over the conversations."""
-    per_turn = _number(side.get("cost_per_turn_usd"))
+    per_turn = finite_decimal(side.get("cost_per_turn_usd"))
     turns = side.get("turns") or 0
     conversations = side.get("conversations") or side.get("cases") or 0
     if per_turn is None or not conversations:
@@ -124,7 +116,7 @@ def side_table(side_names: list[str], sides: dict[str, Any]) -> list[tuple[str, 
         ),
         (
             _("Cost of the run"),
-            [_cost_text(sides[s], _number(sides[s].get("cost_usd"))) for s in side_names],
+            [_cost_text(sides[s], finite_decimal(sides[s].get("cost_usd"))) for s in side_names],
         ),
         (_("Typical reply time (ms)"), each("latency_p50_ms", significant)),
         (_("Slowest replies, 95th percentile (ms)"), each("latency_p95_ms", significant)),

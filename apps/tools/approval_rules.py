@@ -34,6 +34,8 @@ from typing import Any
 
 from django.conf import settings
 
+from apps.core.numbers import finite_decimal
+
 SUM_KEYS = {"per", "order_param", "window_hours", "group"}
 RULE_KEYS = {"always", "param", "above", "timeout_minutes", *SUM_KEYS}
 SCOPES = ("conversation", "customer", "order")
@@ -164,14 +166,7 @@ def sum_rule(rule: Any) -> SumRule | None:
 
 def amount_of(params: Any, param: str) -> Decimal | None:
     """The call's amount under the rule's `param` (None: missing or not a number)."""
-    value = params.get(param) if isinstance(params, dict) else None
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        amount = Decimal(str(value))
-    except InvalidOperation:
-        return None
-    return amount if amount.is_finite() else None
+    return finite_decimal(params.get(param)) if isinstance(params, dict) else None
 
 
 def approval_needed(rule: Any, params: dict[str, Any]) -> bool:

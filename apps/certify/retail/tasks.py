@@ -107,6 +107,14 @@ def describe_method(method: PaymentMethod) -> str:
     return "PayPal account"
 
 
+def _return_action(order: Order, item_ids: list[str], payment_method_id: str) -> Action:
+    """The call that returns `item_ids` of a delivered order, refunded to the payment method."""
+    return Action(
+        "return_delivered_order_items",
+        {"order_id": order.order_id, "item_ids": item_ids, "payment_method_id": payment_method_id},
+    )
+
+
 def _identity(user: User) -> dict[str, Any]:
     return {
         "name": f"{user.first_name} {user.last_name}",
@@ -292,16 +300,7 @@ def _return_task(p: _Picker, user: User, *, partial: bool) -> Task | None:
             "items": [describe_item(i) for i in items],
             "refund_to": describe_method(method),
         },
-        actions=[
-            Action(
-                "return_delivered_order_items",
-                {
-                    "order_id": order.order_id,
-                    "item_ids": sorted(i.item_id for i in items),
-                    "payment_method_id": method_id,
-                },
-            )
-        ],
+        actions=[_return_action(order, sorted(i.item_id for i in items), method_id)],
         outputs=[money(refund)],
     )
 
@@ -408,16 +407,7 @@ def mind_return_fewer(p: _Picker, user: User) -> Task | None:
             "items": [describe_item(keep), describe_item(back)],
             "refund_to": describe_method(method),
         },
-        actions=[
-            Action(
-                "return_delivered_order_items",
-                {
-                    "order_id": order.order_id,
-                    "item_ids": [back.item_id],
-                    "payment_method_id": method_id,
-                },
-            )
-        ],
+        actions=[_return_action(order, [back.item_id], method_id)],
         outputs=[money(back.price_cents)],
     )
 
@@ -440,16 +430,7 @@ def mind_exchange_to_return(p: _Picker, user: User) -> Task | None:
     if len(order.items) == 1:
         task.tags.remove("partial_return")
     task.known_facts["refund_to"] = describe_method(method)
-    task.actions = [
-        Action(
-            "return_delivered_order_items",
-            {
-                "order_id": order.order_id,
-                "item_ids": [item.item_id],
-                "payment_method_id": method_id,
-            },
-        )
-    ]
+    task.actions = [_return_action(order, [item.item_id], method_id)]
     task.outputs = [money(item.price_cents)]
     return task
 
@@ -554,16 +535,7 @@ def forbid_refund_method(p: _Picker, user: User) -> Task | None:
             "refund_to_first": describe_method(others[0]),
             "original": describe_method(original),
         },
-        actions=[
-            Action(
-                "return_delivered_order_items",
-                {
-                    "order_id": order.order_id,
-                    "item_ids": [item.item_id],
-                    "payment_method_id": original.payment_method_id,
-                },
-            )
-        ],
+        actions=[_return_action(order, [item.item_id], original.payment_method_id)],
         outputs=[money(item.price_cents)],
     )
 
