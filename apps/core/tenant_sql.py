@@ -33,6 +33,10 @@ CLIENT_SQL: dict[str, str] = {
     "reasoning.live_state": (
         "SELECT one conversation's status, last_seq and running trace (client_id on both)"
     ),
+    "reasoning.take_turn_lock": (
+        "UPDATE one conversation (id AND client_id) to take its turn lock unless an earlier"
+        " message of it (client_id AND conversation_id) waits; RETURNING its id"
+    ),
     "reasoning.release_turn_lock": (
         "UPDATE one conversation (id AND client_id) to release its turn lock, RETURNING status"
     ),
