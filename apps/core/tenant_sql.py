@@ -40,6 +40,10 @@ CLIENT_SQL: dict[str, str] = {
     "reasoning.release_turn_lock": (
         "UPDATE one conversation (id AND client_id) to release its turn lock, RETURNING status"
     ),
+    "billing.conversation_so_far": (
+        "SELECT one conversation's tokens, visitor and recent deliberative turns: every"
+        " table matched on client_id"
+    ),
     "knowledge.pg_counts": "PostgreSQL full-text document counts of one client's chunks",
     "knowledge.pg_ranking": "PostgreSQL full-text ranking of one client's published chunks",
     "knowledge.sqlite_ranking": "SQLite FTS5 ranking of one client's published chunks",
