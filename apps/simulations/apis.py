@@ -13,11 +13,9 @@ from rest_framework.response import Response
 
 from apps.api.permissions import READ, SUPPORT, StaffAPIView, acting_user
 from apps.api.schema import (
-    AUTH_ERRORS,
     CLIENT_PARAMETER,
     ResourceSchema,
     choice_parameter,
-    error_responses,
     found_or_404,
     invalid_example,
     page_schema,
@@ -260,17 +258,15 @@ class SimCaseDetailApi(StaffAPIView):
     def get(self, request: Request, public_id: str) -> Response:
         return Response(SimCaseSerializer(_case_or_404(self.client, public_id)).data)
 
-    @CASES.operation(
-        "update",
+    @CASES.update(
         "Replace a test case",
         "Replaces the case with the body (keys left out take their defaults). "
         "Needs the agent role.",
         request=SimCaseWriteSerializer,
-        responses=write_responses(200, SimCaseSerializer, "name", "This field is required."),
-        examples=[
-            OpenApiExample("A case", value=CASE_WRITE_EXAMPLE, request_only=True),
-            OpenApiExample("Updated", value=CASE_EXAMPLE, response_only=True),
-        ],
+        partial=False,
+        invalid=("name", "This field is required."),
+        requests={"A case": CASE_WRITE_EXAMPLE},
+        updated=CASE_EXAMPLE,
     )
     def put(self, request: Request, public_id: str) -> Response:
         case = _case_or_404(self.client, public_id)
@@ -278,16 +274,13 @@ class SimCaseDetailApi(StaffAPIView):
         case = simcase_update(client=self.client, case=case, data=data)
         return Response(SimCaseSerializer(case).data)
 
-    @CASES.operation(
-        "partial_update",
+    @CASES.update(
         "Change a test case",
         "Changes the given keys; the whole case is validated again. Needs the agent role.",
         request=SimCaseWriteSerializer(partial=True),
-        responses=write_responses(200, SimCaseSerializer, "repeat", "must be at least 1"),
-        examples=[
-            OpenApiExample("Disable", value={"enabled": False}, request_only=True),
-            OpenApiExample("Updated", value={**CASE_EXAMPLE, "enabled": False}, response_only=True),
-        ],
+        invalid=("repeat", "must be at least 1"),
+        requests={"Disable": {"enabled": False}},
+        updated={**CASE_EXAMPLE, "enabled": False},
     )
     def patch(self, request: Request, public_id: str) -> Response:
         case = _case_or_404(self.client, public_id)
@@ -423,21 +416,14 @@ class SimulationRunDetailApi(StaffAPIView):
 class SimulationRunStopApi(StaffAPIView):
     required_roles = {"POST": SUPPORT}
 
-    @RUNS.operation(
+    @RUNS.action(
         "stop",
         "Stop a simulation run",
         "Case runs not yet started are not started; those running finish their "
         "current turn. Stopping a finished run changes nothing and answers 200 with it as it "
         "is. No request body. Needs the agent role.",
-        request=None,
-        responses={200: SimulationRunDetailSerializer, **error_responses(*AUTH_ERRORS, 404)},
-        examples=[
-            OpenApiExample(
-                "Stopped",
-                value={**RUN_DETAIL_EXAMPLE, "status": "stopped", "report": {}},
-                response_only=True,
-            )
-        ],
+        answer={**RUN_DETAIL_EXAMPLE, "status": "stopped", "report": {}},
+        answer_name="Stopped",
     )
     def post(self, request: Request, public_id: str) -> Response:
         run = _run_or_404(self.client, public_id)
