@@ -157,16 +157,22 @@ def _source_or_404(client: Any, public_id: str) -> KnowledgeSource:
     return found_or_404(source_get(client=client, public_id=parsed) if parsed else None)
 
 
+def _named_source(client: Any, public_id: Any) -> KnowledgeSource:
+    """The client's source a request names in its `source` field (body or query); a 400 naming
+    that field when the client has none by that id."""
+    source = source_get(client=client, public_id=public_id)
+    if source is None:
+        raise ApplicationError(
+            "source: No such source for this client.",
+            {"fields": {"source": ["No such source for this client."]}},
+        )
+    return source
+
+
 def _article_body(request: Request, client: Any, *, partial: bool) -> dict[str, Any]:
     data = validated_body(ArticleWriteSerializer, request, partial=partial)
     if data.get("source") is not None:
-        source = source_get(client=client, public_id=data["source"])
-        if source is None:
-            raise ApplicationError(
-                "source: No such source for this client.",
-                {"fields": {"source": ["No such source for this client."]}},
-            )
-        data["source"] = source
+        data["source"] = _named_source(client, data["source"])
     return data
 
 
@@ -208,12 +214,7 @@ class ArticleListCreateApi(StaffAPIView):
     def get(self, request: Request) -> Response:
         filters = self.validated_query(ArticleFilterSerializer)
         if "source" in filters:
-            filters["source"] = source_get(client=self.client, public_id=filters["source"])
-            if filters["source"] is None:
-                raise ApplicationError(
-                    "source: No such source for this client.",
-                    {"fields": {"source": ["No such source for this client."]}},
-                )
+            filters["source"] = _named_source(self.client, filters["source"])
         queryset = articles_list(client=self.client, **filters)
         return self.paginated_response(queryset, ArticleSerializer)
 
