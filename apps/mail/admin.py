@@ -23,7 +23,7 @@ from apps.api.admin import (
     WriteOnlySecretFormField,
 )
 from apps.clients.models import Client
-from apps.conversations.admin import conversation_link
+from apps.conversations.admin import conversation_column
 from apps.mail.channels import (
     CHANNEL_FIELDS,
     channel_inbound_url,
@@ -227,9 +227,7 @@ class MailMessageAdmin(ReadOnlyAuditAdmin):
             raise PermissionDenied
         return attachment_response(attachment)
 
-    @admin.display(description=_("Conversation"))
-    def conversation_short(self, obj: MailMessage) -> SafeString | str:
-        return conversation_link(obj.conversation)
+    conversation_short = conversation_column()
 
     @admin.display(description=_("e-mail sender"))
     def from_display(self, obj: MailMessage) -> str:

@@ -27,7 +27,7 @@ from apps.api.admin import (
 from apps.api.permissions import MANAGE
 from apps.clients.admin import PrettyJSONField
 from apps.clients.models import Client
-from apps.conversations.admin import conversation_link
+from apps.conversations.admin import conversation_column
 from apps.core.schema_errors import json_path
 from apps.tools import mcp
 from apps.tools.approval_rules import approval_rule_problems, approval_rule_text
@@ -619,9 +619,7 @@ class ToolCallAdmin(ReadOnlyAuditAdmin):
     date_hierarchy = "created_at"
     ordering = ["-created_at"]
 
-    @admin.display(description=_("Conversation"), ordering="conversation__created_at")
-    def conversation_short(self, obj: Any) -> SafeString | str:
-        return conversation_link(obj.conversation)
+    conversation_short = conversation_column(sortable=True)
 
     @admin.display(description=_("Params"))
     def params_short(self, obj: Any) -> str:
@@ -678,9 +676,7 @@ class ToolExecutionAdmin(ReadOnlyAuditAdmin):
     fields = TOOL_EXECUTION_FIELDS
     readonly_fields = TOOL_EXECUTION_FIELDS
 
-    @admin.display(description=_("Conversation"))
-    def conversation_short(self, obj: ToolExecution) -> SafeString | str:
-        return conversation_link(obj.conversation)
+    conversation_short = conversation_column()
 
     @admin.display(description=_("Error"))
     def error_short(self, obj: ToolExecution) -> SafeString | str:
