@@ -283,6 +283,13 @@ def found_or_404[T](found: T | None) -> T:
     return found
 
 
+def found_by_public_id[T](lookup: Callable[..., T | None], value: str, **scope: Any) -> T:
+    """What `lookup(public_id=…, **scope)` finds for the public id in `value` (from a URL path),
+    or the API's 404: a malformed id is not found either, and never reaches the database."""
+    public_id = parse_uuid(value)
+    return found_or_404(lookup(public_id=public_id, **scope) if public_id is not None else None)
+
+
 def id_path_parameter(name: str, description: str) -> OpenApiParameter:
     return OpenApiParameter(
         name, OpenApiTypes.INT64, OpenApiParameter.PATH, description=description

@@ -21,9 +21,8 @@ from apps.api.schema import (
     ResourceSchema,
     choice_parameter,
     error_responses,
-    found_or_404,
+    found_by_public_id,
     invalid_example,
-    parse_uuid,
     public_id_path_parameter,
 )
 from apps.api.serializers import validated_body
@@ -148,13 +147,11 @@ SOURCES = ResourceSchema(
 
 
 def _article_or_404(client: Any, public_id: str, kind: str | None = None) -> Article:
-    parsed = parse_uuid(public_id)
-    return found_or_404(article_get(client=client, public_id=parsed, kind=kind) if parsed else None)
+    return found_by_public_id(article_get, public_id, client=client, kind=kind)
 
 
 def _source_or_404(client: Any, public_id: str) -> KnowledgeSource:
-    parsed = parse_uuid(public_id)
-    return found_or_404(source_get(client=client, public_id=parsed) if parsed else None)
+    return found_by_public_id(source_get, public_id, client=client)
 
 
 def _named_source(client: Any, public_id: Any) -> KnowledgeSource:

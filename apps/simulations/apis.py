@@ -16,10 +16,9 @@ from apps.api.schema import (
     CLIENT_PARAMETER,
     ResourceSchema,
     choice_parameter,
-    found_or_404,
+    found_by_public_id,
     invalid_example,
     page_schema,
-    parse_uuid,
     public_id_path_parameter,
     write_responses,
 )
@@ -194,17 +193,11 @@ RUNS = ResourceSchema(
 
 
 def _case_or_404(client: Any, public_id: str) -> SimCase:
-    parsed = parse_uuid(public_id)
-    return found_or_404(
-        simcase_get(client=client, public_id=parsed) if parsed is not None else None
-    )
+    return found_by_public_id(simcase_get, public_id, client=client)
 
 
 def _run_or_404(client: Any, public_id: str) -> SimulationRun:
-    parsed = parse_uuid(public_id)
-    return found_or_404(
-        simulation_run_get(client=client, public_id=parsed) if parsed is not None else None
-    )
+    return found_by_public_id(simulation_run_get, public_id, client=client)
 
 
 def _case_body(request: Request, *, partial: bool) -> dict[str, Any]:
