@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import QuerySet
-from drf_spectacular.utils import OpenApiExample
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -14,10 +13,8 @@ from apps.accounts.models import ApiKey, Role
 from apps.accounts.services import api_key_issue, api_key_revoke
 from apps.api.permissions import MANAGE, StaffAPIView, acting_user, ensure_may_grant
 from apps.api.schema import (
-    AUTH_ERRORS,
     NamedChoiceField,
     ResourceSchema,
-    error_responses,
     found_or_404,
     id_path_parameter,
     parse_pk,
@@ -141,21 +138,15 @@ class ApiKeyListCreateApi(StaffAPIView):
 class ApiKeyRevokeApi(StaffAPIView):
     required_roles = {"POST": MANAGE}
 
-    @API_KEYS.operation(
+    @API_KEYS.action(
         "revoke",
         "Revoke an API key",
         "The key stops working at once (401 on its next request). Revoking a "
         "revoked key changes nothing and answers 200. You cannot revoke a key whose role is "
         "above your own (403). No request body. Needs the admin role.",
-        request=None,
-        responses={200: ApiKeySerializer, **error_responses(*AUTH_ERRORS, 404)},
-        examples=[
-            OpenApiExample(
-                "Revoked",
-                value={**KEY_EXAMPLE, "revoked_at": "2026-03-02T10:00:00.000000Z"},
-                response_only=True,
-            )
-        ],
+        body=ApiKeySerializer,
+        answer={**KEY_EXAMPLE, "revoked_at": "2026-03-02T10:00:00.000000Z"},
+        answer_name="Revoked",
     )
     def post(self, request: Request, key_id: str) -> Response:
         key = found_or_404(api_key_get(client=self.client, key_id=key_id))

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any, ClassVar, cast
 
+from django import forms
 from django.contrib import admin
 from django.contrib.auth import get_permission_codename
 from django.core.exceptions import PermissionDenied
@@ -22,6 +23,7 @@ from apps.api.permissions import MANAGE, READ, SUPPORT, user_may
 from apps.api.resolver import resolver
 from apps.api.schema import parse_pk
 from apps.clients.models import Client
+from apps.core.exceptions import ApplicationError
 from apps.core.models import TenantOwnedModel
 from apps.core.tenancy import TenantQuerySet
 
@@ -151,6 +153,43 @@ class ClientSettingsAdmin(TenantScopedAdmin):
     view_need = MANAGE
     change_need = MANAGE
     list_select_related = ["client"]
+
+
+class WriteOnlySecretFormField(forms.CharField):
+    """A secret typed into an admin form and never shown back: an empty box keeps the saved one
+    (the service the form hands it to drops it), and browsers do not fill a saved password in."""
+
+    widget = forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"})
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("required", False)
+        super().__init__(**kwargs)
+
+
+class ServiceCheckedForm(forms.ModelForm):
+    """An admin form held to the same rules as the API: `service_clean` (the service's own
+    check) returns the cleaned values or raises an ApplicationError naming the bad fields; each
+    of its problems is shown on its field (on the form when the form has no such field), unless
+    the form already said what is wrong with that field."""
+
+    def service_clean(
+        self, *, client: Client | None, values: dict[str, Any], instance: Any
+    ) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        client = data.get("client") or (self.instance.client if self.instance.client_id else None)
+        instance = self.instance if self.instance.pk else None
+        try:
+            data.update(self.service_clean(client=client, values=data, instance=instance))
+        except ApplicationError as exc:
+            for field, problems in (exc.extra.get("fields") or {}).items():
+                if field in self.errors:
+                    continue  # the form already said what is wrong with it
+                for problem in problems:
+                    self.add_error(field if field in self.fields else None, problem)
+        return data
 
 
 def _is_tenant_owned(model: Any) -> bool:

@@ -283,6 +283,13 @@ def found_or_404[T](found: T | None) -> T:
     return found
 
 
+def found_by_public_id[T](lookup: Callable[..., T | None], value: str, **scope: Any) -> T:
+    """What `lookup(public_id=…, **scope)` finds for the public id in `value` (from a URL path),
+    or the API's 404: a malformed id is not found either, and never reaches the database."""
+    public_id = parse_uuid(value)
+    return found_or_404(lookup(public_id=public_id, **scope) if public_id is not None else None)
+
+
 def id_path_parameter(name: str, description: str) -> OpenApiParameter:
     return OpenApiParameter(
         name, OpenApiTypes.INT64, OpenApiParameter.PATH, description=description
@@ -410,6 +417,76 @@ class ResourceSchema:
                 **error_responses(*errors),
             },
             examples=examples,
+        )
+
+    def update(
+        self,
+        summary: str,
+        description: str | None = None,
+        *,
+        request: Any,
+        partial: bool = True,
+        invalid: tuple[str, str] | None = None,
+        body: type[serializers.Serializer] | None = None,
+        requests: Mapping[str, Any] | None = None,
+        updated: Any = None,
+        updated_name: str = "Updated",
+    ) -> Callable[[Any], Any]:
+        """Changing one object (`partial`: the given fields, PATCH; else the whole of it, PUT):
+        `request` validated (400: its example the `invalid` pair of field and message, or the
+        generic one), answered 200 with `body` (the resource's body unless given) and, where
+        given, its example `updated`, named `updated_name`; `requests` names each example
+        request body."""
+        answered = body or self.serializer
+        assert answered is not None, f"{self.name}: an update needs a serializer"
+        responses = (
+            write_responses(200, answered, *invalid)
+            if invalid is not None
+            else {200: answered, **error_responses(400, *AUTH_ERRORS, 404)}
+        )
+        examples = [
+            OpenApiExample(name, value=value, request_only=True)
+            for name, value in (requests or {}).items()
+        ]
+        if updated is not None:
+            examples.append(OpenApiExample(updated_name, value=updated, response_only=True))
+        extra: dict[str, Any] = {"examples": examples} if examples else {}
+        return self.operation(
+            "partial_update" if partial else "update",
+            summary,
+            description,
+            request=request,
+            responses=responses,
+            **extra,
+        )
+
+    def action(
+        self,
+        action: str,
+        summary: str,
+        description: str | None = None,
+        *,
+        body: type[serializers.Serializer] | None = None,
+        answer: Any = None,
+        answer_name: str = "",
+        errors: Mapping[int, Any] | None = None,
+    ) -> Callable[[Any], Any]:
+        """An action on one object that takes no request body (resolve, stop, revoke …):
+        answered 200 with `body` (the resource's body unless given) and, where given, its
+        example `answer` named `answer_name`, or 404; `errors` adds the action's own error
+        responses (a 409 …)."""
+        answered = body or self.serializer
+        assert answered is not None, f"{self.name}: an action needs a serializer"
+        extra: dict[str, Any] = {}
+        if answer is not None:
+            extra["examples"] = [OpenApiExample(answer_name, value=answer, response_only=True)]
+        return self.operation(
+            action,
+            summary,
+            description,
+            request=None,
+            responses={200: answered, **error_responses(*AUTH_ERRORS, 404), **(errors or {})},
+            **extra,
         )
 
     def retrieve(self, summary: str, description: str | None = None) -> Callable[[Any], Any]:

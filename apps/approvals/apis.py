@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import OpenApiExample
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -188,18 +187,17 @@ class ApprovalDetailApi(StaffAPIView):
 class ApprovalApproveApi(StaffAPIView):
     required_roles = {"POST": SUPPORT}
 
-    @APPROVALS.operation(
+    @APPROVALS.action(
         "approve",
         "Approve: run the held tool call",
         "The call runs once, in a worker, with the exact params and idempotency "
         "key shown, and the customer is told the result. A request that is no longer waiting "
         "(decided, or past `expires_at`) answers 409 and nothing runs; of two concurrent "
         "approvals exactly one succeeds. No request body. Needs the agent role.",
-        request=None,
-        responses={200: ApprovalSerializer, **error_responses(*AUTH_ERRORS, 404), **CONFLICT},
-        examples=[
-            OpenApiExample("Approved", value={**EXAMPLE, "status": "approved"}, response_only=True),
-        ],
+        body=ApprovalSerializer,
+        answer={**EXAMPLE, "status": "approved"},
+        answer_name="Approved",
+        errors=CONFLICT,
     )
     def post(self, request: Request, approval_id: str) -> Response:
         approval = found_or_404(approval_get(client=self.client, approval_id=approval_id))

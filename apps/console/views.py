@@ -139,13 +139,18 @@ def queue_poll(request: HttpRequest, access: ConsoleAccess) -> HttpResponse:
 # ---------------------------------------------------------------------------------------------
 
 
+class MessageTextField(forms.CharField):
+    """A message typed into a console form (a staff reply, a playground question): a small text
+    box that, like the API, takes at most a message's characters."""
+
+    widget = forms.Textarea(attrs={"rows": 3, "maxlength": MAX_MESSAGE_CHARS})
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(max_length=MAX_MESSAGE_CHARS, strip=True, **kwargs)
+
+
 class ReplyForm(forms.Form):
-    text = forms.CharField(
-        label=gettext_lazy("Reply to the customer"),
-        max_length=MAX_MESSAGE_CHARS,
-        strip=True,
-        widget=forms.Textarea(attrs={"rows": 3, "maxlength": MAX_MESSAGE_CHARS}),
-    )
+    text = MessageTextField(label=gettext_lazy("Reply to the customer"))
 
 
 @dataclass(frozen=True)

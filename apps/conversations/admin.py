@@ -9,7 +9,7 @@ the conversation is (see `debug_context`).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +49,19 @@ def conversation_link(conversation: Conversation | None) -> SafeString | str:
         conversation.public_id,
         str(conversation.public_id)[:8],
     )
+
+
+def conversation_column(*, sortable: bool = False) -> Callable[[Any, Any], SafeString | str]:
+    """An admin column (a ModelAdmin method) that links a row's conversation to its debug view;
+    a `sortable` one orders the list by when the conversation started."""
+
+    @admin.display(
+        description=_("Conversation"), ordering="conversation__created_at" if sortable else None
+    )
+    def column(modeladmin: Any, obj: Any) -> SafeString | str:
+        return conversation_link(obj.conversation)
+
+    return column
 
 
 # ---------------------------------------------------------------------------------------------

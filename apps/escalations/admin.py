@@ -7,12 +7,11 @@ from typing import cast
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.models import User
 from apps.api.admin import ActionOnlyAdmin, TenantScopedAdmin
-from apps.conversations.admin import conversation_link
+from apps.conversations.admin import conversation_column
 from apps.core.exceptions import ApplicationError
 from apps.escalations.models import Escalation, EscalationStatus, ReplyTemplate
 
@@ -56,9 +55,7 @@ class EscalationAdmin(ActionOnlyAdmin):
     fields = ESCALATION_FIELDS
     readonly_fields = ESCALATION_FIELDS
 
-    @admin.display(description=_("Conversation"), ordering="conversation__created_at")
-    def conversation_short(self, obj: Escalation) -> SafeString | str:
-        return conversation_link(obj.conversation)
+    conversation_short = conversation_column(sortable=True)
 
     @admin.action(description=_("Resolve and hand back to the AI"), permissions=["support"])
     def resolve_and_hand_back(self, request: HttpRequest, queryset: QuerySet[Escalation]) -> None:

@@ -11,12 +11,10 @@ from rest_framework.response import Response
 
 from apps.api.permissions import READ, SUPPORT, StaffAPIView, acting_user
 from apps.api.schema import (
-    AUTH_ERRORS,
     CLIENT_PARAMETER,
     NamedChoiceField,
     ResourceSchema,
     choice_parameter,
-    error_responses,
     found_or_404,
     invalid_example,
     page_schema,
@@ -110,25 +108,19 @@ class EscalationListApi(StaffAPIView):
 class EscalationResolveApi(StaffAPIView):
     required_roles = {"POST": SUPPORT}
 
-    @ESCALATIONS.operation(
+    @ESCALATIONS.action(
         "resolve",
         "Resolve an escalation (hand back to the AI)",
         "Marks the escalation resolved, reopens the conversation for the assistant "
         "and tells the customer. Resolving an already resolved escalation changes nothing and "
         "answers 200 with it as it is. No request body. Needs the agent role.",
-        request=None,
-        responses={200: EscalationSerializer, **error_responses(*AUTH_ERRORS, 404)},
-        examples=[
-            OpenApiExample(
-                "Resolved",
-                value={
-                    **ESCALATION_EXAMPLE,
-                    "status": "resolved",
-                    "resolved_at": "2026-03-02T09:30:00.000000Z",
-                },
-                response_only=True,
-            )
-        ],
+        body=EscalationSerializer,
+        answer={
+            **ESCALATION_EXAMPLE,
+            "status": "resolved",
+            "resolved_at": "2026-03-02T09:30:00.000000Z",
+        },
+        answer_name="Resolved",
     )
     def post(self, request: Request, escalation_id: str) -> Response:
         escalation = found_or_404(escalation_get(client=self.client, escalation_id=escalation_id))
@@ -240,19 +232,16 @@ class _ConversationApi(StaffAPIView):
 class ConversationTakeoverApi(_ConversationApi):
     required_roles = {"POST": SUPPORT}
 
-    @INBOX.operation(
+    @INBOX.action(
         "takeover",
         "Take over a conversation",
         "Staff step in: the assistant goes silent at once (a reply it was still "
         "writing is not posted), the customer sees that a person joined, and the caller (a "
         "staff session) owns the conversation. Taking over a conversation already with staff "
         "only claims it. No request body. Needs the agent role.",
-        request=None,
-        responses={
-            200: ConversationOwnershipSerializer,
-            **error_responses(*AUTH_ERRORS, 404),
-        },
-        examples=[OpenApiExample("Taken over", value=OWNERSHIP_EXAMPLE, response_only=True)],
+        body=ConversationOwnershipSerializer,
+        answer=OWNERSHIP_EXAMPLE,
+        answer_name="Taken over",
     )
     def post(self, request: Request, public_id: str) -> Response:
         conversation = self.conversation(public_id)

@@ -6,17 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework import exceptions, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from apps.api.permissions import MANAGE, READ, StaffAPIView, acting_user
 from apps.api.schema import (
-    AUTH_ERRORS,
     CLIENT_PARAMETER,
     ResourceSchema,
-    error_responses,
     public_id_path_parameter,
 )
 from apps.api.serializers import validated_body
@@ -158,19 +156,13 @@ class ReplyTemplateDetailApi(StaffAPIView):
     def get(self, request: Request, template_id: str) -> Response:
         return Response(ReplyTemplateSerializer(_template_or_404(self, template_id)).data)
 
-    @TEMPLATES.operation(
-        "partial_update",
+    @TEMPLATES.update(
         "Change a reply template",
         "Changes the given fields, validated as on create. Needs the admin role.",
         request=ReplyTemplateSerializer(partial=True),
-        responses={
-            200: ReplyTemplateSerializer,
-            **error_responses(400, *AUTH_ERRORS, 404),
-        },
-        examples=[
-            OpenApiExample("Rename", value={"name": "Refund on its way"}, request_only=True),
-            OpenApiExample("Changed", value=TEMPLATE_EXAMPLE, response_only=True),
-        ],
+        requests={"Rename": {"name": "Refund on its way"}},
+        updated=TEMPLATE_EXAMPLE,
+        updated_name="Changed",
     )
     def patch(self, request: Request, template_id: str) -> Response:
         template = _template_or_404(self, template_id)

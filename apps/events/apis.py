@@ -170,12 +170,10 @@ class SubscriptionDetailApi(StaffAPIView):
     def get(self, request: Request, subscription_id: str) -> Response:
         return Response(SubscriptionSerializer(_subscription_or_404(self, subscription_id)).data)
 
-    @SUBSCRIPTIONS.operation(
-        "partial_update",
+    @SUBSCRIPTIONS.update(
         "Change a subscription",
         "Changes the given fields, validated as on create. The secret stays.",
         request=SubscriptionSerializer(partial=True),
-        responses={200: SubscriptionSerializer, **error_responses(400, *AUTH_ERRORS, 404)},
     )
     def patch(self, request: Request, subscription_id: str) -> Response:
         subscription = _subscription_or_404(self, subscription_id)
@@ -229,13 +227,12 @@ class DeliveryListApi(StaffAPIView):
 class DeliveryResendApi(StaffAPIView):
     required_roles = {"POST": MANAGE}
 
-    @DELIVERIES.operation(
+    @DELIVERIES.action(
         "resend",
         "Resend a delivery",
         "Sends the delivery again as it was: same payload, same `webhook-id` "
         "(your endpoint deduplicates on it), a fresh retry schedule. No request body.",
-        request=None,
-        responses={200: DeliverySerializer, **error_responses(*AUTH_ERRORS, 404)},
+        body=DeliverySerializer,
     )
     def post(self, request: Request, delivery_id: str) -> Response:
         delivery: EventDelivery | None = delivery_get(client=self.client, delivery_id=delivery_id)

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
 from apps.api.admin import ReadOnlyAuditAdmin
-from apps.conversations.admin import conversation_link
+from apps.conversations.admin import conversation_column
 from apps.flags.models import MessageFlag
 
 
@@ -24,9 +23,7 @@ class MessageFlagAdmin(ReadOnlyAuditAdmin):
     fields = ("conversation_short", "flagged_reply", "reason", "correction", "flagged_by")
     readonly_fields = fields
 
-    @admin.display(description=_("Conversation"))
-    def conversation_short(self, obj: MessageFlag) -> SafeString | str:
-        return conversation_link(obj.conversation)
+    conversation_short = conversation_column()
 
     @admin.display(description=_("Flagged reply"))
     def flagged_reply(self, obj: MessageFlag) -> str:

@@ -7,12 +7,11 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
-from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
 from apps.api.admin import ClientSettingsAdmin, ReadOnlyAuditAdmin
 from apps.api.permissions import MANAGE
-from apps.conversations.admin import conversation_link
+from apps.conversations.admin import conversation_column
 from apps.identity.models import EmailCodeChallenge, EmailCodeSetting
 from apps.identity.services import email_code_setting_errors
 
@@ -94,6 +93,4 @@ class EmailCodeChallengeAdmin(ReadOnlyAuditAdmin):
     fields = CHALLENGE_FIELDS
     readonly_fields = CHALLENGE_FIELDS
 
-    @admin.display(description=_("Conversation"), ordering="conversation__created_at")
-    def conversation_short(self, obj: EmailCodeChallenge) -> SafeString | str:
-        return conversation_link(obj.conversation)
+    conversation_short = conversation_column(sortable=True)

@@ -138,7 +138,23 @@ class SourceFilter(admin.SimpleListFilter):
         return queryset.filter(source_id=int(value)) if value.isdigit() else queryset.none()
 
 
-class _ContentAdmin(TenantScopedAdmin):
+class _DeletedThroughService(TenantScopedAdmin):
+    """Rows the admin deletes one by one through their service (`delete_through_service`), on
+    the delete page and with the bulk action alike, so what the service also removes (indexed
+    chunks, a source's articles) goes with each row."""
+
+    def delete_through_service(self, obj: Any) -> None:
+        raise NotImplementedError
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        self.delete_through_service(obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        for obj in queryset.select_related("client"):
+            self.delete_through_service(obj)
+
+
+class _ContentAdmin(_DeletedThroughService):
     """What articles and FAQs share: agents write, saves and deletes go through the services,
     actions switch on, off and publish."""
 
@@ -178,12 +194,8 @@ class _ContentAdmin(TenantScopedAdmin):
         else:
             article_save(article=obj, user=user)
 
-    def delete_model(self, request: HttpRequest, obj: Article) -> None:
+    def delete_through_service(self, obj: Article) -> None:
         article_delete(article=obj)
-
-    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Article]) -> None:
-        for article in queryset.select_related("client"):
-            article_delete(article=article)
 
     # ---------------------------------------------------------------------------- columns
 
@@ -387,7 +399,7 @@ class SourceForm(forms.ModelForm):
 
 
 @admin.register(KnowledgeSource)
-class KnowledgeSourceAdmin(SourceSyncAdminMixin, TenantScopedAdmin):
+class KnowledgeSourceAdmin(SourceSyncAdminMixin, _DeletedThroughService):
     change_need = MANAGE
     form = SourceForm
     list_display = [
@@ -492,12 +504,8 @@ class KnowledgeSourceAdmin(SourceSyncAdminMixin, TenantScopedAdmin):
             )
         return super().change_view(request, object_id, form_url, context)
 
-    def delete_model(self, request: HttpRequest, obj: KnowledgeSource) -> None:
+    def delete_through_service(self, obj: KnowledgeSource) -> None:
         source_delete(source=obj)
-
-    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[KnowledgeSource]) -> None:
-        for source in queryset.select_related("client"):
-            source_delete(source=source)
 
     @admin.display(description=_("Error"))
     def short_error(self, obj: KnowledgeSource) -> str:

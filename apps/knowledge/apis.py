@@ -21,11 +21,9 @@ from apps.api.schema import (
     ResourceSchema,
     choice_parameter,
     error_responses,
-    found_or_404,
+    found_by_public_id,
     invalid_example,
-    parse_uuid,
     public_id_path_parameter,
-    write_responses,
 )
 from apps.api.serializers import validated_body
 from apps.core.exceptions import ApplicationError
@@ -149,25 +147,29 @@ SOURCES = ResourceSchema(
 
 
 def _article_or_404(client: Any, public_id: str, kind: str | None = None) -> Article:
-    parsed = parse_uuid(public_id)
-    return found_or_404(article_get(client=client, public_id=parsed, kind=kind) if parsed else None)
+    return found_by_public_id(article_get, public_id, client=client, kind=kind)
 
 
 def _source_or_404(client: Any, public_id: str) -> KnowledgeSource:
-    parsed = parse_uuid(public_id)
-    return found_or_404(source_get(client=client, public_id=parsed) if parsed else None)
+    return found_by_public_id(source_get, public_id, client=client)
+
+
+def _named_source(client: Any, public_id: Any) -> KnowledgeSource:
+    """The client's source a request names in its `source` field (body or query); a 400 naming
+    that field when the client has none by that id."""
+    source = source_get(client=client, public_id=public_id)
+    if source is None:
+        raise ApplicationError(
+            "source: No such source for this client.",
+            {"fields": {"source": ["No such source for this client."]}},
+        )
+    return source
 
 
 def _article_body(request: Request, client: Any, *, partial: bool) -> dict[str, Any]:
     data = validated_body(ArticleWriteSerializer, request, partial=partial)
     if data.get("source") is not None:
-        source = source_get(client=client, public_id=data["source"])
-        if source is None:
-            raise ApplicationError(
-                "source: No such source for this client.",
-                {"fields": {"source": ["No such source for this client."]}},
-            )
-        data["source"] = source
+        data["source"] = _named_source(client, data["source"])
     return data
 
 
@@ -209,12 +211,7 @@ class ArticleListCreateApi(StaffAPIView):
     def get(self, request: Request) -> Response:
         filters = self.validated_query(ArticleFilterSerializer)
         if "source" in filters:
-            filters["source"] = source_get(client=self.client, public_id=filters["source"])
-            if filters["source"] is None:
-                raise ApplicationError(
-                    "source: No such source for this client.",
-                    {"fields": {"source": ["No such source for this client."]}},
-                )
+            filters["source"] = _named_source(self.client, filters["source"])
         queryset = articles_list(client=self.client, **filters)
         return self.paginated_response(queryset, ArticleSerializer)
 
@@ -251,33 +248,28 @@ class ArticleDetailApi(StaffAPIView):
         article = article_update(article=article, data=data, user=acting_user(request))
         return Response(_article_json(self.client, article))
 
-    @ARTICLES.operation(
-        "update",
+    @ARTICLES.update(
         "Replace an article",
         "Sets the article's title and text (both required) and the other given "
         "fields; it is indexed again when its title or text changed. Publishing a draft "
         "(`status: published`) records who approved it. Needs the agent role.",
         request=ArticleWriteSerializer,
-        responses=write_responses(200, ArticleSerializer, "body", "The text is required."),
-        examples=[OpenApiExample("Updated", value=ARTICLE_EXAMPLE, response_only=True)],
+        partial=False,
+        invalid=("body", "The text is required."),
+        updated=ARTICLE_EXAMPLE,
     )
     def put(self, request: Request, public_id: str) -> Response:
         return self._write(request, public_id, partial=False)
 
-    @ARTICLES.operation(
-        "partial_update",
+    @ARTICLES.update(
         "Change an article",
         'Changes the given fields only, e.g. `{"enabled": false}` to keep it '
         'from the assistant or `{"status": "published"}` to approve a draft (who approved '
         "is recorded). Needs the agent role.",
         request=ArticleWriteSerializer(partial=True),
-        responses=write_responses(
-            200, ArticleSerializer, "content_hash", "This field cannot be set."
-        ),
-        examples=[
-            OpenApiExample("Updated", value=ARTICLE_EXAMPLE, response_only=True),
-            OpenApiExample("Switch off", value={"enabled": False}, request_only=True),
-        ],
+        invalid=("content_hash", "This field cannot be set."),
+        requests={"Switch off": {"enabled": False}},
+        updated=ARTICLE_EXAMPLE,
     )
     def patch(self, request: Request, public_id: str) -> Response:
         return self._write(request, public_id, partial=True)
@@ -338,28 +330,23 @@ class FaqDetailApi(StaffAPIView):
         article = article_update(article=article, data=data, user=acting_user(request))
         return Response(_faq_json(self.client, article))
 
-    @FAQS.operation(
-        "update",
+    @FAQS.update(
         "Replace an FAQ",
         "Sets the question and answer (both required) and the other given fields. "
         "Needs the agent role.",
         request=FaqWriteSerializer,
-        responses={200: FaqSerializer, **error_responses(400, *AUTH_ERRORS, 404)},
-        examples=[OpenApiExample("Updated", value=FAQ_EXAMPLE, response_only=True)],
+        partial=False,
+        updated=FAQ_EXAMPLE,
     )
     def put(self, request: Request, public_id: str) -> Response:
         return self._write(request, public_id, partial=False)
 
-    @FAQS.operation(
-        "partial_update",
+    @FAQS.update(
         "Change an FAQ",
         "Changes the given fields only. Needs the agent role.",
         request=FaqWriteSerializer(partial=True),
-        responses={200: FaqSerializer, **error_responses(400, *AUTH_ERRORS, 404)},
-        examples=[
-            OpenApiExample("Updated", value=FAQ_EXAMPLE, response_only=True),
-            OpenApiExample("New answer", value={"answer": "Yes."}, request_only=True),
-        ],
+        requests={"New answer": {"answer": "Yes."}},
+        updated=FAQ_EXAMPLE,
     )
     def patch(self, request: Request, public_id: str) -> Response:
         return self._write(request, public_id, partial=True)
@@ -429,8 +416,7 @@ class SourceDetailApi(StaffAPIView):
         source = source_update(source=source, data=body)
         return Response(_source_json(self.client, source))
 
-    @SOURCES.operation(
-        "update",
+    @SOURCES.update(
         "Replace a source",
         "Sets the source's name and kind (required) and the other given fields."
         + SOURCE_WRITE_DESCRIPTION
@@ -439,14 +425,13 @@ class SourceDetailApi(StaffAPIView):
             "application/json": SourceWriteSerializer,
             "multipart/form-data": SourceWriteSerializer,
         },
-        responses={200: SourceSerializer, **error_responses(400, *AUTH_ERRORS, 404)},
-        examples=[OpenApiExample("Updated", value=SOURCE_EXAMPLE, response_only=True)],
+        partial=False,
+        updated=SOURCE_EXAMPLE,
     )
     def put(self, request: Request, public_id: str) -> Response:
         return self._write(request, public_id, partial=False)
 
-    @SOURCES.operation(
-        "partial_update",
+    @SOURCES.update(
         "Change a source",
         'Changes the given fields only, e.g. `{"enabled": false}` to keep all of '
         "its articles from the assistant. Needs the admin role.",
@@ -454,11 +439,8 @@ class SourceDetailApi(StaffAPIView):
             "application/json": SourceWriteSerializer(partial=True),
             "multipart/form-data": SourceWriteSerializer(partial=True),
         },
-        responses={200: SourceSerializer, **error_responses(400, *AUTH_ERRORS, 404)},
-        examples=[
-            OpenApiExample("Updated", value=SOURCE_EXAMPLE, response_only=True),
-            OpenApiExample("Switch off", value={"enabled": False}, request_only=True),
-        ],
+        requests={"Switch off": {"enabled": False}},
+        updated=SOURCE_EXAMPLE,
     )
     def patch(self, request: Request, public_id: str) -> Response:
         return self._write(request, public_id, partial=True)

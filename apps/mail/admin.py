@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django import forms
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, HttpRequest
@@ -17,9 +16,14 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext, pgettext
 from django.utils.translation import gettext_lazy as _
 
-from apps.api.admin import ClientSettingsAdmin, ReadOnlyAuditAdmin
-from apps.conversations.admin import conversation_link
-from apps.core.exceptions import ApplicationError
+from apps.api.admin import (
+    ClientSettingsAdmin,
+    ReadOnlyAuditAdmin,
+    ServiceCheckedForm,
+    WriteOnlySecretFormField,
+)
+from apps.clients.models import Client
+from apps.conversations.admin import conversation_column
 from apps.mail.channels import (
     CHANNEL_FIELDS,
     channel_inbound_url,
@@ -32,25 +36,21 @@ from apps.mail.models import MailAttachment, MailChannel, MailMessage
 PRE = '<pre style="white-space:pre-wrap;max-height:40em;overflow:auto;margin:0">{}</pre>'
 
 
-class MailChannelForm(forms.ModelForm):
+class MailChannelForm(ServiceCheckedForm):
     """Secrets are write-only: an empty box keeps the saved one."""
 
-    webhook_secret = forms.CharField(
+    webhook_secret = WriteOnlySecretFormField(
         label=_("webhook secret"),
-        required=False,
         max_length=500,
-        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
         help_text=_(
             "The provider's webhook signing key (Mailgun, MailerSend, Mandrill) or the "
             "user:password it posts with (Postmark, SendGrid). Write-only: empty keeps the "
             "saved one."
         ),
     )
-    imap_password = forms.CharField(
+    imap_password = WriteOnlySecretFormField(
         label=_("IMAP password"),
-        required=False,
         max_length=500,
-        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
         help_text=_("Write-only: empty keeps the saved one."),
     )
 
@@ -58,20 +58,11 @@ class MailChannelForm(forms.ModelForm):
         model = MailChannel
         fields = ("client", *CHANNEL_FIELDS)
 
-    def clean(self) -> dict[str, Any]:
+    def service_clean(
+        self, *, client: Client | None, values: dict[str, Any], instance: Any
+    ) -> dict[str, Any]:
         """The rules of the API's and the tenant file's (apps/mail/channels.py)."""
-        data = super().clean() or {}
-        client = data.get("client") or (self.instance.client if self.instance.client_id else None)
-        channel = self.instance if self.instance.pk else None
-        try:
-            data.update(mail_channel_clean(client=client, values=data, channel=channel))
-        except ApplicationError as exc:
-            for field, problems in (exc.extra.get("fields") or {}).items():
-                if field in self.errors:
-                    continue  # the form already said what is wrong with it
-                for problem in problems:
-                    self.add_error(field if field in self.fields else None, problem)
-        return data
+        return mail_channel_clean(client=client, values=values, channel=instance)
 
 
 @admin.register(MailChannel)
@@ -236,9 +227,7 @@ class MailMessageAdmin(ReadOnlyAuditAdmin):
             raise PermissionDenied
         return attachment_response(attachment)
 
-    @admin.display(description=_("Conversation"))
-    def conversation_short(self, obj: MailMessage) -> SafeString | str:
-        return conversation_link(obj.conversation)
+    conversation_short = conversation_column()
 
     @admin.display(description=_("e-mail sender"))
     def from_display(self, obj: MailMessage) -> str:

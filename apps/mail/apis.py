@@ -21,7 +21,6 @@ from apps.api.schema import (
     conflict_response,
     error_responses,
     found_or_404,
-    invalid_example,
     parse_uuid,
 )
 from apps.api.serializers import (
@@ -196,7 +195,6 @@ CONVERSATION_ID = OpenApiParameter(
 )
 # A write's 400 example: the field it names and its message.
 INVALID_WRITE = ("webhook_secret", "Needed to check that inbound mail really …")
-WRITE_ERRORS = error_responses(400, *AUTH_ERRORS, 404, invalid=invalid_example(*INVALID_WRITE))
 
 
 CHANNEL_IN_USE = conflict_response(
@@ -265,14 +263,13 @@ class MailChannelDetailApi(StaffAPIView):
     def get(self, request: Request, channel_id: str) -> Response:
         return Response(MailChannelSerializer(_channel_or_404(self, channel_id)).data)
 
-    @CHANNELS.operation(
-        "partial_update",
+    @CHANNELS.update(
         "Change an e-mail channel",
         "Changes the given settings, checked as on create. An empty or absent "
         "secret keeps the saved one. Needs the admin role.",
         request=MailChannelWriteSerializer(partial=True),
-        responses={200: MailChannelSerializer, **WRITE_ERRORS},
-        examples=[OpenApiExample("Disable", value={"enabled": False}, request_only=True)],
+        invalid=INVALID_WRITE,
+        requests={"Disable": {"enabled": False}},
     )
     def patch(self, request: Request, channel_id: str) -> Response:
         channel = _channel_or_404(self, channel_id)

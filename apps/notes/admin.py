@@ -14,7 +14,6 @@ from typing import Any, cast
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
-from django.utils.safestring import SafeString
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
@@ -23,7 +22,7 @@ from apps.api import admin as api_admin
 from apps.api.admin import TenantScopedAdmin
 from apps.api.permissions import SUPPORT, clients_permitting
 from apps.clients.models import Client
-from apps.conversations.admin import conversation_link
+from apps.conversations.admin import conversation_column
 from apps.core.exceptions import ApplicationError
 from apps.notes.debug import TYPE_ICONS, note_label
 from apps.notes.maintenance import (
@@ -192,9 +191,7 @@ class NoteAdmin(TenantScopedAdmin):
     def language_label(self, obj: Note) -> str:
         return obj.language or gettext("every language")
 
-    @admin.display(description=_("Conversation"))
-    def conversation_link(self, obj: Note) -> SafeString | str:
-        return conversation_link(obj.conversation)
+    conversation_link = conversation_column()
 
     # ---------------------------------------------------------------------------- actions
 

@@ -26,7 +26,6 @@ from apps.api.schema import (
     id_path_parameter,
     invalid_example,
     parse_pk,
-    write_responses,
 )
 from apps.api.serializers import validated_body
 from apps.core.exceptions import ApplicationError
@@ -202,21 +201,16 @@ class NoteDetailApi(StaffAPIView):
     def get(self, request: Request, note_id: str) -> Response:
         return Response(NoteSerializer(_note_or_404(self.client, note_id)).data)
 
-    @NOTES.operation(
-        "partial_update",
+    @NOTES.update(
         "Edit, approve or archive a note",
         "Changes the given fields. `status: active` approves a note waiting for "
         "review (it reaches prompts from the next turn on); `status: archived` takes it out of "
         "prompts; both record who did it. `source`, `hits`, ids and timestamps cannot be "
         "changed (a 400 naming the field). Needs the agent role.",
         request=NoteUpdateSerializer,
-        responses=write_responses(
-            200, NoteSerializer, "source", "This field cannot be set through the API."
-        ),
-        examples=[
-            OpenApiExample("Approve", value={"status": "active"}, request_only=True),
-            OpenApiExample("Updated", value=NOTE_EXAMPLE, response_only=True),
-        ],
+        invalid=("source", "This field cannot be set through the API."),
+        requests={"Approve": {"status": "active"}},
+        updated=NOTE_EXAMPLE,
     )
     def patch(self, request: Request, note_id: str) -> Response:
         note = _note_or_404(self.client, note_id)

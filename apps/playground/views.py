@@ -22,9 +22,9 @@ from django.views.decorators.http import require_GET, require_POST
 from apps.api.permissions import SUPPORT, role_permits
 from apps.clients.models import AIMode, Rubric
 from apps.console.access import ConsoleAccess, console_view, json_view
+from apps.console.views import MessageTextField
 from apps.conversations.models import Conversation
 from apps.conversations.selectors import conversation_get
-from apps.conversations.services import MAX_MESSAGE_CHARS
 from apps.core.exceptions import ApplicationError
 from apps.playground import streams
 from apps.playground.models import PlaygroundRun
@@ -58,12 +58,7 @@ def run_target(run: PlaygroundRun) -> float:
 
 
 class RunForm(forms.Form):
-    question = forms.CharField(
-        label=gettext_lazy("Customer question"),
-        max_length=MAX_MESSAGE_CHARS,
-        strip=True,
-        widget=forms.Textarea(attrs={"rows": 3, "maxlength": MAX_MESSAGE_CHARS}),
-    )
+    question = MessageTextField(label=gettext_lazy("Customer question"))
     mode = forms.ChoiceField(label=gettext_lazy("Mode"))
     rubric = forms.ChoiceField(label=gettext_lazy("Rubric"), required=False)
     iterations = forms.IntegerField(

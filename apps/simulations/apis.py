@@ -13,15 +13,12 @@ from rest_framework.response import Response
 
 from apps.api.permissions import READ, SUPPORT, StaffAPIView, acting_user
 from apps.api.schema import (
-    AUTH_ERRORS,
     CLIENT_PARAMETER,
     ResourceSchema,
     choice_parameter,
-    error_responses,
-    found_or_404,
+    found_by_public_id,
     invalid_example,
     page_schema,
-    parse_uuid,
     public_id_path_parameter,
     write_responses,
 )
@@ -196,17 +193,11 @@ RUNS = ResourceSchema(
 
 
 def _case_or_404(client: Any, public_id: str) -> SimCase:
-    parsed = parse_uuid(public_id)
-    return found_or_404(
-        simcase_get(client=client, public_id=parsed) if parsed is not None else None
-    )
+    return found_by_public_id(simcase_get, public_id, client=client)
 
 
 def _run_or_404(client: Any, public_id: str) -> SimulationRun:
-    parsed = parse_uuid(public_id)
-    return found_or_404(
-        simulation_run_get(client=client, public_id=parsed) if parsed is not None else None
-    )
+    return found_by_public_id(simulation_run_get, public_id, client=client)
 
 
 def _case_body(request: Request, *, partial: bool) -> dict[str, Any]:
@@ -260,17 +251,15 @@ class SimCaseDetailApi(StaffAPIView):
     def get(self, request: Request, public_id: str) -> Response:
         return Response(SimCaseSerializer(_case_or_404(self.client, public_id)).data)
 
-    @CASES.operation(
-        "update",
+    @CASES.update(
         "Replace a test case",
         "Replaces the case with the body (keys left out take their defaults). "
         "Needs the agent role.",
         request=SimCaseWriteSerializer,
-        responses=write_responses(200, SimCaseSerializer, "name", "This field is required."),
-        examples=[
-            OpenApiExample("A case", value=CASE_WRITE_EXAMPLE, request_only=True),
-            OpenApiExample("Updated", value=CASE_EXAMPLE, response_only=True),
-        ],
+        partial=False,
+        invalid=("name", "This field is required."),
+        requests={"A case": CASE_WRITE_EXAMPLE},
+        updated=CASE_EXAMPLE,
     )
     def put(self, request: Request, public_id: str) -> Response:
         case = _case_or_404(self.client, public_id)
@@ -278,16 +267,13 @@ class SimCaseDetailApi(StaffAPIView):
         case = simcase_update(client=self.client, case=case, data=data)
         return Response(SimCaseSerializer(case).data)
 
-    @CASES.operation(
-        "partial_update",
+    @CASES.update(
         "Change a test case",
         "Changes the given keys; the whole case is validated again. Needs the agent role.",
         request=SimCaseWriteSerializer(partial=True),
-        responses=write_responses(200, SimCaseSerializer, "repeat", "must be at least 1"),
-        examples=[
-            OpenApiExample("Disable", value={"enabled": False}, request_only=True),
-            OpenApiExample("Updated", value={**CASE_EXAMPLE, "enabled": False}, response_only=True),
-        ],
+        invalid=("repeat", "must be at least 1"),
+        requests={"Disable": {"enabled": False}},
+        updated={**CASE_EXAMPLE, "enabled": False},
     )
     def patch(self, request: Request, public_id: str) -> Response:
         case = _case_or_404(self.client, public_id)
@@ -423,21 +409,14 @@ class SimulationRunDetailApi(StaffAPIView):
 class SimulationRunStopApi(StaffAPIView):
     required_roles = {"POST": SUPPORT}
 
-    @RUNS.operation(
+    @RUNS.action(
         "stop",
         "Stop a simulation run",
         "Case runs not yet started are not started; those running finish their "
         "current turn. Stopping a finished run changes nothing and answers 200 with it as it "
         "is. No request body. Needs the agent role.",
-        request=None,
-        responses={200: SimulationRunDetailSerializer, **error_responses(*AUTH_ERRORS, 404)},
-        examples=[
-            OpenApiExample(
-                "Stopped",
-                value={**RUN_DETAIL_EXAMPLE, "status": "stopped", "report": {}},
-                response_only=True,
-            )
-        ],
+        answer={**RUN_DETAIL_EXAMPLE, "status": "stopped", "report": {}},
+        answer_name="Stopped",
     )
     def post(self, request: Request, public_id: str) -> Response:
         run = _run_or_404(self.client, public_id)

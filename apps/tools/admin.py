@@ -17,11 +17,17 @@ from django.utils.translation import gettext_lazy as _
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from apps.api.admin import ClientSettingsAdmin, ReadOnlyAuditAdmin, pretty_json_block
+from apps.api.admin import (
+    ClientSettingsAdmin,
+    ReadOnlyAuditAdmin,
+    ServiceCheckedForm,
+    WriteOnlySecretFormField,
+    pretty_json_block,
+)
 from apps.api.permissions import MANAGE
 from apps.clients.admin import PrettyJSONField
-from apps.conversations.admin import conversation_link
-from apps.core.exceptions import ApplicationError
+from apps.clients.models import Client
+from apps.conversations.admin import conversation_column
 from apps.core.schema_errors import json_path
 from apps.tools import mcp
 from apps.tools.approval_rules import approval_rule_problems, approval_rule_text
@@ -65,12 +71,7 @@ def schema_form_field(spec: dict[str, Any]) -> forms.Field:
         "required": False,
     }
     if spec.get("writeOnly"):
-        return forms.CharField(
-            max_length=spec.get("maxLength"),
-            strip=True,
-            widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
-            **common,
-        )
+        return WriteOnlySecretFormField(max_length=spec.get("maxLength"), strip=True, **common)
     if "enum" in spec:
         return forms.ChoiceField(choices=[("", "—"), *((v, v) for v in spec["enum"])], **common)
     if spec.get("type") == "integer":
@@ -473,21 +474,17 @@ class ClientToolAdmin(ClientSettingsAdmin):
         return obj.is_configured
 
 
-class McpServerForm(forms.ModelForm):
+class McpServerForm(ServiceCheckedForm):
     """Secrets are write-only: an empty box keeps the saved one."""
 
-    bearer_token = forms.CharField(
+    bearer_token = WriteOnlySecretFormField(
         label=_("bearer token"),
-        required=False,
         max_length=2000,
-        widget=forms.PasswordInput(render_value=False),
         help_text=_("Sent as Authorization: Bearer …. Write-only: empty keeps the saved one."),
     )
-    oauth_client_secret = forms.CharField(
+    oauth_client_secret = WriteOnlySecretFormField(
         label=_("OAuth client secret"),
-        required=False,
         max_length=500,
-        widget=forms.PasswordInput(render_value=False),
         help_text=_("Write-only: empty keeps the saved one."),
     )
 
@@ -495,20 +492,11 @@ class McpServerForm(forms.ModelForm):
         model = McpServer
         fields = ("client", *SERVER_FIELDS)
 
-    def clean(self) -> dict[str, Any]:
+    def service_clean(
+        self, *, client: Client | None, values: dict[str, Any], instance: Any
+    ) -> dict[str, Any]:
         """The rules of the API's (apps/tools/mcp.py, `mcp_server_clean`): one place for both."""
-        data = super().clean() or {}
-        client = data.get("client") or (self.instance.client if self.instance.client_id else None)
-        server = self.instance if self.instance.pk else None
-        try:
-            data.update(mcp_server_clean(client=client, values=data, server=server))
-        except ApplicationError as exc:
-            for field, messages in (exc.extra.get("fields") or {}).items():
-                if field in self.errors:
-                    continue  # the form already said what is wrong with it
-                for message in messages:
-                    self.add_error(field if field in self.fields else None, message)
-        return data
+        return mcp_server_clean(client=client, values=values, server=instance)
 
 
 class McpToolInline(admin.TabularInline):
@@ -631,9 +619,7 @@ class ToolCallAdmin(ReadOnlyAuditAdmin):
     date_hierarchy = "created_at"
     ordering = ["-created_at"]
 
-    @admin.display(description=_("Conversation"), ordering="conversation__created_at")
-    def conversation_short(self, obj: Any) -> SafeString | str:
-        return conversation_link(obj.conversation)
+    conversation_short = conversation_column(sortable=True)
 
     @admin.display(description=_("Params"))
     def params_short(self, obj: Any) -> str:
@@ -690,9 +676,7 @@ class ToolExecutionAdmin(ReadOnlyAuditAdmin):
     fields = TOOL_EXECUTION_FIELDS
     readonly_fields = TOOL_EXECUTION_FIELDS
 
-    @admin.display(description=_("Conversation"))
-    def conversation_short(self, obj: ToolExecution) -> SafeString | str:
-        return conversation_link(obj.conversation)
+    conversation_short = conversation_column()
 
     @admin.display(description=_("Error"))
     def error_short(self, obj: ToolExecution) -> SafeString | str:

@@ -7,7 +7,6 @@ from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
-    OpenApiExample,
     OpenApiParameter,
     extend_schema,
     extend_schema_field,
@@ -28,7 +27,6 @@ from apps.api.schema import (
     found_or_404,
     invalid_example,
     page_schema,
-    write_responses,
 )
 from apps.api.serializers import (
     RefusesUnknownFields,
@@ -209,20 +207,16 @@ class ToolListApi(StaffAPIView):
 class ToolDetailApi(StaffAPIView):
     required_roles = {"PATCH": MANAGE}
 
-    @TOOLS.operation(
-        "partial_update",
+    @TOOLS.update(
         "Enable / disable a tool or change its description",
         "Only `enabled` and `description` can change; sending any other field is a "
         "400 naming it. A disabled tool is never called: the guards refuse it and the "
         "assistant answers without it. Needs the admin role.",
         request=ToolUpdateSerializer,
-        responses=write_responses(
-            200, ToolSerializer, "kind", "This field cannot be changed through the API."
-        ),
-        examples=[
-            OpenApiExample("Disable", value={"enabled": False}, request_only=True),
-            OpenApiExample("Updated", value={**TOOL_EXAMPLE, "enabled": False}, response_only=True),
-        ],
+        body=ToolSerializer,
+        invalid=("kind", "This field cannot be changed through the API."),
+        requests={"Disable": {"enabled": False}},
+        updated={**TOOL_EXAMPLE, "enabled": False},
     )
     def patch(self, request: Request, name: str) -> Response:
         tool = found_or_404(tool_get_for_path(client=self.client, name=name))
@@ -448,22 +442,16 @@ class McpServerDetailApi(StaffAPIView):
     def get(self, request: Request, server_name: str) -> Response:
         return Response(McpServerSerializer(_server_or_404(self, server_name)).data)
 
-    @SERVERS.operation(
-        "partial_update",
+    @SERVERS.update(
         "Change an MCP server",
         "Changes the given settings, checked as on create. An empty or absent "
         "secret keeps the saved one. Its tools are not listed again: `POST …/sync` does that. "
         "Needs the admin role.",
         request=McpServerWriteSerializer(partial=True),
-        responses=write_responses(
-            200, McpServerSerializer, "timeout_seconds", "From more than 0 to 60 seconds."
-        ),
-        examples=[
-            OpenApiExample("Disable", value={"enabled": False}, request_only=True),
-            OpenApiExample(
-                "Changed", value={**MCP_SERVER_EXAMPLE, "enabled": False}, response_only=True
-            ),
-        ],
+        invalid=("timeout_seconds", "From more than 0 to 60 seconds."),
+        requests={"Disable": {"enabled": False}},
+        updated={**MCP_SERVER_EXAMPLE, "enabled": False},
+        updated_name="Changed",
     )
     def patch(self, request: Request, server_name: str) -> Response:
         server = _server_or_404(self, server_name)
@@ -487,16 +475,16 @@ class McpServerDetailApi(StaffAPIView):
 class McpServerSyncApi(StaffAPIView):
     required_roles = {"POST": MANAGE}
 
-    @SERVERS.operation(
+    @SERVERS.action(
         "sync",
         "List an MCP server's tools now",
         "Lists the server's tools now (as the beat task does every few minutes): "
         "new tools are added disabled, tools changed on the server are disabled until enabled "
         "again, tools it no longer lists are disabled. A server that cannot be reached answers "
         "200 with `error` saying why. No request body. Needs the admin role.",
-        request=None,
-        responses={200: McpSyncSerializer, **error_responses(*AUTH_ERRORS, 404)},
-        examples=[OpenApiExample("Listed", value=MCP_SYNC_EXAMPLE, response_only=True)],
+        body=McpSyncSerializer,
+        answer=MCP_SYNC_EXAMPLE,
+        answer_name="Listed",
     )
     def post(self, request: Request, server_name: str) -> Response:
         server = _server_or_404(self, server_name)
