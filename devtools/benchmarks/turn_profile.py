@@ -23,13 +23,16 @@ that PostgreSQL server and dropped at the end (as in turn_overhead.py). With
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import io
 import pstats
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -61,10 +64,49 @@ def main() -> None:
     parser.add_argument(
         "--show-queries", action="store_true", help="Print one POST's and one turn's SQL."
     )
+    parser.add_argument(
+        "--statements",
+        action="store_true",
+        help="Per statement of the measured turns: the thread's CPU since the previous one "
+        "ended (the ORM building it, and the code between), median.",
+    )
     args = parser.parse_args()
 
     with throwaway_django("guidedesk-profile-", args.database_url):
         run(args)
+
+
+class StatementGaps:
+    """The turn's statements in order, each with the thread's CPU from the end of the one before
+    (the first: from the turn's start) to its own start: what building it cost, with the code
+    between."""
+
+    def __init__(self) -> None:
+        self.by_position: dict[tuple[int, str], list[float]] = {}
+
+    @contextlib.contextmanager
+    def turn(self, connection: Any) -> Iterator[None]:
+        mark = [time.thread_time()]
+        position = [0]
+
+        def wrapper(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+            gap = (time.thread_time() - mark[0]) * 1000
+            key = (position[0], " ".join(sql.split())[:90])
+            self.by_position.setdefault(key, []).append(gap)
+            position[0] += 1
+            try:
+                return execute(sql, params, many, context)
+            finally:
+                mark[0] = time.thread_time()
+
+        with connection.execute_wrapper(wrapper):
+            yield
+
+    def print(self, out: Any) -> None:
+        out("| # | CPU ms before it (median) | turns | statement |\n|---:|---:|---:|---|\n")
+        for (position, sql), gaps in sorted(self.by_position.items()):
+            out(f"| {position} | {statistics.median(gaps):.2f} | {len(gaps)} | `{sql}` |\n")
+        out("\n")
 
 
 def run(args: argparse.Namespace) -> None:
@@ -147,12 +189,17 @@ def run(args: argparse.Namespace) -> None:
         n += 1
 
         post_cpu, turn_cpu = [], []
+        gaps = StatementGaps()
         for _ in range(args.messages):
             started = time.thread_time()
             message_id = post(n)
             post_cpu.append((time.thread_time() - started) * 1000)
             started = time.thread_time()
-            turn(message_id)
+            if args.statements:
+                with gaps.turn(connection):
+                    turn(message_id)
+            else:
+                turn(message_id)
             turn_cpu.append((time.thread_time() - started) * 1000)
             check(message_id)
             n += 1
@@ -172,6 +219,8 @@ def run(args: argparse.Namespace) -> None:
 
     out = sys.stdout.write
     out(f"database: {connection.vendor}; {args.messages} messages (adaptive, one `assess`)\n\n")
+    if args.statements:
+        gaps.print(out)
     out("| part | SQL queries | CPU ms median | CPU ms mean | CPU ms p90 | Python calls |\n")
     out("|---|---:|---:|---:|---:|---:|\n")
     for label, name, sql, cpu in (
