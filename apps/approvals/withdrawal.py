@@ -23,6 +23,7 @@ from apps.approvals.models import ApprovalRequest, ApprovalStatus, WithdrawnBeca
 from apps.approvals.services import action_words, internal_note, trace_step
 from apps.clients.models import Client
 from apps.conversations.models import Conversation, Message
+from apps.core.tenant_sql import sql_rows
 from apps.tools.pending import pending_close
 
 # How a customer message answers a request: "yes", "no" or "other", from its text and the
@@ -53,18 +54,27 @@ def approvals_open(*, client: Client, conversation: Conversation) -> list[Approv
     every customer message and marks the message when there are some (`data["approvals"]`), so
     the turns of the others pay nothing.
 
-    Almost every conversation has none, so whether there are any is asked first: building the
-    query that joins four tables costs more CPU than the whole probe (devtools/benchmarks/
-    turn_profile.py); it runs only when there are some."""
-    found = ApprovalRequest.objects.for_client(client).filter(
-        Q(status=ApprovalStatus.PENDING)
-        | Q(status=ApprovalStatus.APPROVED, finished_at__isnull=True),
-        conversation=conversation,
-    )
-    if not found.exists():
+    Almost every conversation has none, so whether there are any is asked first, in plain SQL
+    (every customer message asks; building it through the ORM cost ≈ 1 ms): the query that
+    joins four tables runs only when there are some."""
+    table = ApprovalRequest._meta.db_table
+    if not sql_rows(
+        "approvals.open_exist",
+        f"SELECT 1 FROM {table} WHERE client_id = %s AND conversation_id = %s"  # noqa: S608
+        " AND (status = %s OR (status = %s AND finished_at IS NULL)) LIMIT 1",
+        [client.pk, conversation.pk, ApprovalStatus.PENDING, ApprovalStatus.APPROVED],
+        client_id=client.pk,
+    ):
         return []
     return list(
-        found.select_related("tool", "pending_action", "trace", "requested_in").order_by("pk")
+        ApprovalRequest.objects.for_client(client)
+        .filter(
+            Q(status=ApprovalStatus.PENDING)
+            | Q(status=ApprovalStatus.APPROVED, finished_at__isnull=True),
+            conversation=conversation,
+        )
+        .select_related("tool", "pending_action", "trace", "requested_in")
+        .order_by("pk")
     )
 
 

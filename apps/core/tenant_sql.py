@@ -40,6 +40,9 @@ CLIENT_SQL: dict[str, str] = {
     "reasoning.release_turn_lock": (
         "UPDATE one conversation (id AND client_id) to release its turn lock, RETURNING status"
     ),
+    "approvals.open_exist": (
+        "SELECT whether one conversation (client_id AND conversation_id) has open requests"
+    ),
     "billing.conversation_so_far": (
         "SELECT one conversation's tokens, visitor and recent deliberative turns: every"
         " table matched on client_id"
@@ -47,6 +50,10 @@ CLIENT_SQL: dict[str, str] = {
     "knowledge.pg_counts": "PostgreSQL full-text document counts of one client's chunks",
     "knowledge.pg_ranking": "PostgreSQL full-text ranking of one client's published chunks",
     "knowledge.sqlite_ranking": "SQLite FTS5 ranking of one client's published chunks",
+    "tools.pending_touched": (
+        "SELECT whether one client's (client_id) question is open in a conversation or was"
+        " settled by a message"
+    ),
     "widget.messages_after": "SELECT one conversation's visible messages (client_id AND id)",
 }
 PLATFORM_SQL: dict[str, str] = {

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from apps.clients.models import Client
+from apps.core.tenant_sql import sql_rows
 from apps.tools.models import ClientTool, PendingAction, PendingActionStatus
 from apps.tools.selectors import pending_declined_by
 
@@ -235,14 +235,18 @@ def pending_expired_by_answer(*, client: Client, user_message: Message) -> Pendi
 
 def pending_touched(*, client: Client, conversation: Conversation, user_message: Message) -> bool:
     """Whether the conversation has an open question or this message settled one: one cheap
-    query; when it says no (the common case) nothing about questions can change in this turn."""
-    return (
-        PendingAction.objects.for_client(client)
-        .filter(
-            Q(resolved_by=user_message)
-            | Q(conversation=conversation, status=PendingActionStatus.PENDING)
+    query; when it says no (the common case) nothing about questions can change in this turn.
+    Plain SQL: every turn asks it, and the ORM's building of the OR cost ≈ 5 times the
+    statement (docs/benchmarks.md, `turn_profile.py --statements`)."""
+    table = PendingAction._meta.db_table
+    return bool(
+        sql_rows(
+            "tools.pending_touched",
+            f"SELECT 1 FROM {table} WHERE client_id = %s AND (resolved_by_id = %s"  # noqa: S608
+            " OR (conversation_id = %s AND status = %s)) LIMIT 1",
+            [client.pk, user_message.pk, conversation.pk, PendingActionStatus.PENDING],
+            client_id=client.pk,
         )
-        .exists()
     )
 
 
