@@ -37,6 +37,9 @@ CLIENT_SQL: dict[str, str] = {
         "UPDATE one conversation (id AND client_id) to take its turn lock unless an earlier"
         " message of it (client_id AND conversation_id) waits; RETURNING its id"
     ),
+    "reasoning.history": (
+        "SELECT one conversation's (client_id AND conversation_id) last visible messages"
+    ),
     "reasoning.release_turn_lock": (
         "UPDATE one conversation (id AND client_id) to release its turn lock, RETURNING status"
     ),
