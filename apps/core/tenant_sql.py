@@ -27,6 +27,9 @@ from apps.core.tenancy import TenantScopeError, current_tenant
 
 # site → what the statement does and how it is bound to its client.
 CLIENT_SQL: dict[str, str] = {
+    "conversations.history": (
+        "SELECT one conversation's (client_id AND conversation_id) last visible messages"
+    ),
     "conversations.take_seq": (
         "UPDATE one conversation (id AND client_id) to take its next seq, RETURNING it"
     ),
@@ -36,9 +39,6 @@ CLIENT_SQL: dict[str, str] = {
     "reasoning.take_turn_lock": (
         "UPDATE one conversation (id AND client_id) to take its turn lock unless an earlier"
         " message of it (client_id AND conversation_id) waits; RETURNING its id"
-    ),
-    "reasoning.history": (
-        "SELECT one conversation's (client_id AND conversation_id) last visible messages"
     ),
     "reasoning.release_turn_lock": (
         "UPDATE one conversation (id AND client_id) to release its turn lock, RETURNING status"

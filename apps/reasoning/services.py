@@ -34,15 +34,9 @@ from apps.billing.services.visitors import (
 from apps.clients.models import Client
 from apps.clients.rowcache import client_cached
 from apps.conversations.events import conversation_changed
-from apps.conversations.models import (
-    Conversation,
-    ConversationStatus,
-    Kind,
-    Message,
-    Role,
-    Visibility,
-)
+from apps.conversations.models import Conversation, ConversationStatus, Kind, Message, Role
 from apps.conversations.reply_drafts import ReplyDraftWriter, reply_draft_clear
+from apps.conversations.selectors import conversation_history
 from apps.conversations.services import (
     message_append,
     message_language,
@@ -52,7 +46,6 @@ from apps.core.deadlines import deadline_scope
 from apps.core.languages import reply_language
 from apps.core.outbound import TURN_REPLIED, emit
 from apps.core.tenancy import tenant_scope
-from apps.core.tenant_sql import sql_models
 from apps.escalations.models import EscalationReason
 from apps.escalations.services import escalation_create
 from apps.identity.services import (
@@ -684,26 +677,12 @@ def _limits_commit(turn: Turn, limits: TurnLimits) -> None:
 
 
 def _history(*, client: Client, conversation: Conversation, upto: Message) -> list[Message]:
-    """The visible messages up to `upto`, the last REASONING_HISTORY_MESSAGES, oldest first —
-    what the modes read of them (role, text, kind), not the data or the ids. Plain SQL: every
-    turn reads it, and the ORM's building of it cost ≈ 1 ms (`turn_profile.py --statements`)."""
-    recent = sql_models(
-        "reasoning.history",
-        Message,
-        "SELECT id, client_id, conversation_id, seq, role, kind, text"  # noqa: S608 (a table name)
-        f" FROM {Message._meta.db_table}"
-        " WHERE client_id = %s AND conversation_id = %s AND visibility = %s AND seq <= %s"
-        " ORDER BY seq DESC LIMIT %s",
-        [
-            client.pk,
-            conversation.pk,
-            Visibility.VISIBLE,
-            upto.seq,
-            settings.REASONING_HISTORY_MESSAGES,
-        ],
-        client_id=client.pk,
+    return conversation_history(
+        client=client,
+        conversation_id=conversation.pk,
+        upto_seq=upto.seq,
+        limit=settings.REASONING_HISTORY_MESSAGES,
     )
-    return list(reversed(recent))
 
 
 def _finish(
