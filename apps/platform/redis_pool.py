@@ -15,6 +15,9 @@ from typing import Any
 
 import redis
 
+# Django's own Redis cache backend (what CACHE_URL=rediscache://… selects).
+REDIS_CACHE_BACKEND = "django.core.cache.backends.redis.RedisCache"
+
 _pools: dict[tuple[str, str], SharedConnectionPool] = {}
 _lock = threading.Lock()
 
@@ -33,7 +36,7 @@ class SharedConnectionPool(redis.ConnectionPool):
 def shared_pool_options(cache: dict[str, Any]) -> dict[str, Any]:
     """`cache` (one entry of `CACHES`) with the shared pool when its backend is Django's Redis
     cache and its options name no pool class of their own; any other backend unchanged."""
-    if cache.get("BACKEND") != "django.core.cache.backends.redis.RedisCache":
+    if cache.get("BACKEND") != REDIS_CACHE_BACKEND:
         return cache
     options = dict(cache.get("OPTIONS") or {})
     options.setdefault("pool_class", f"{__name__}.SharedConnectionPool")

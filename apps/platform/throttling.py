@@ -32,9 +32,10 @@ from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 from rest_framework.views import APIView
 
+from apps.platform.redis_pool import REDIS_CACHE_BACKEND
+
 logger = logging.getLogger(__name__)
 
-REDIS_CACHE_BACKEND = "django.core.cache.backends.redis.RedisCache"
 
 # KEYS[1]: the bucket; ARGV: now (s), duration (s), limit, a unique member.
 # Returns {allowed 0/1, requests in the window (including this one if allowed), oldest (s)}.
