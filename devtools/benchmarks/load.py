@@ -64,7 +64,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from tests.support import procfile  # noqa: E402
-from tests.support.procfile import cpu_seconds  # noqa: E402
+from tests.support.procfile import cpu_seconds, cpu_split  # noqa: E402
 
 ORIGIN = "https://bench.example"
 QUESTIONS = ["When do you ship?", "Do you ship to Canada?", "How do returns work?"]
@@ -451,6 +451,12 @@ def _measure_start(deployment: Deployment) -> tuple[float, float, float]:
     return time.monotonic(), cpu_seconds(deployment.web.pid), _workers_cpu(deployment)
 
 
+def _system_seconds(deployment: Deployment) -> float:
+    """Kernel CPU so far of the web and worker processes (thread switches, sockets)."""
+    groups = [deployment.web, *deployment.workers]
+    return sum(cpu_split(process.pid)[1] for process in groups)
+
+
 def _cpu_ms(deployment: Deployment, started: tuple[float, float, float], turns: int):
     wall = time.monotonic() - started[0]
     web = cpu_seconds(deployment.web.pid) - started[1]
@@ -469,6 +475,7 @@ async def run_customers(args: argparse.Namespace, deployment: Deployment) -> dic
         started = _measure_start(deployment)
         others_before = _others_cpu(deployment)
         box_before = box_cpu()
+        system_before = _system_seconds(deployment)
         load_before = loadavg()
         together = getattr(args, "together", False)
         send_at = time.time() + args.ramp + 2.0 if together else None
@@ -505,6 +512,7 @@ async def run_customers(args: argparse.Namespace, deployment: Deployment) -> dic
             for after, before in zip(_others_cpu(deployment), others_before, strict=True)
         )
         box = box_cpu()
+        system_ms = (_system_seconds(deployment) - system_before) * 1000 / max(stats.turns, 1)
     model_time = _model_seconds(args)
     streamed = _first_word(args, stats, deployment)
     return {
@@ -529,6 +537,8 @@ async def run_customers(args: argparse.Namespace, deployment: Deployment) -> dic
         "unanswered": stats.unanswered + slow.unanswered,
         "web_cpu_ms_per_turn": round(web_ms, 1),
         "worker_cpu_ms_per_turn": round(worker_ms, 1),
+        # Of the two above, what the kernel spent for them (switching threads, sockets).
+        "web_worker_system_ms_per_turn": round(system_ms, 1),
         "loadgen_cpu_ms_per_turn": round(loadgen_s * 1000 / max(stats.turns, 1), 1),
         "model_cpu_ms_per_turn": round(model_s * 1000 / max(stats.turns, 1), 1),
         # The whole box (every process, other users' included): how near it was to its cores.

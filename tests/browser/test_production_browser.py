@@ -103,6 +103,9 @@ def _deployed(tmp_path: Path, llm: FakeLLMServer, **extra_env: str) -> Iterator[
             "WEB_CONCURRENCY": "1",
             "CELERY_BROKER_URL": REDIS_URL,
             "CELERY_CONCURRENCY": "4",
+            # The suite's other workers share these cores at the web's priority, which no
+            # production box has: the shipped niceness is tests/core/test_process_priorities.py's.
+            "WORKER_NICENESS": "0",
             "PORT": str(port),
             **extra_env,
         }

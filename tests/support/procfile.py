@@ -126,8 +126,30 @@ def wait_for_http(url: str, process: subprocess.Popen[bytes], log: Path, timeout
 
 def cpu_seconds(pgid: int) -> float:
     """User + system CPU of every live process in a process group."""
+    return sum(cpu_split(pgid))
+
+
+def group_processes(pgid: int) -> list[tuple[int, str, int]]:
+    """(pid, command line, niceness) of every live process in a process group."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            raw = Path(f"/proc/{entry}/stat").read_text()
+            command = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        fields = raw[raw.rindex(")") + 2 :].split()
+        if int(fields[2]) == pgid:  # pgrp
+            found.append((int(entry), command.strip(), int(fields[16])))  # nice
+    return found
+
+
+def cpu_split(pgid: int) -> tuple[float, float]:
+    """(user, system) CPU seconds of every live process in a process group."""
     tick = os.sysconf("SC_CLK_TCK")
-    total = 0
+    user = system = 0
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -137,5 +159,6 @@ def cpu_seconds(pgid: int) -> float:
             continue
         fields = raw[raw.rindex(")") + 2 :].split()
         if int(fields[2]) == pgid:  # pgrp
-            total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / tick
+            user += int(fields[11])
+            system += int(fields[12])
+    return user / tick, system / tick
