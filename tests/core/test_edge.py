@@ -41,20 +41,11 @@ class Edge:
 
     def worker_pids(self) -> list[int]:
         """The gunicorn worker processes (children of the arbiter) of the deployment."""
-        pgid = self.web.pid
-        pids = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                raw = Path(f"/proc/{entry}/stat").read_text()
-                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
-            except OSError:
-                continue
-            fields = raw[raw.rindex(")") + 2 :].split()
-            if int(fields[2]) == pgid and b"gunicorn" in cmdline and int(fields[1]) != 1:
-                pids.append(int(entry))
-        return pids
+        return [
+            found.pid
+            for found in procfile.group_processes(self.web.pid)
+            if "gunicorn" in found.command and found.ppid != 1
+        ]
 
     def worker_rss_kib(self) -> int:
         """Resident memory of the busiest gunicorn process of the deployment (the worker)."""

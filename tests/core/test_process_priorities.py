@@ -29,11 +29,11 @@ def _celery_niceness(kind: str, tmp_path: Path, **overrides: str) -> int:
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and process.poll() is None:
-            for _pid, command, niceness in procfile.group_processes(process.pid):
-                program = Path(command.split(" ", 1)[0]).name
+            for found in procfile.group_processes(process.pid):
+                program = Path(found.command.split(" ", 1)[0]).name
                 # not `sh -c …` nor `nice …` before it execs: Celery itself
-                if (program.startswith("python") or program == "celery") and "worker" in command:
-                    return niceness
+                if program.startswith("python") or program == "celery":
+                    return found.niceness
             time.sleep(0.05)
         raise AssertionError(f"no Celery process:\n{log.read_text()[-2000:]}")
     finally:

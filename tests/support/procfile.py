@@ -15,6 +15,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -129,8 +130,19 @@ def cpu_seconds(pgid: int) -> float:
     return sum(cpu_split(pgid))
 
 
-def group_processes(pgid: int) -> list[tuple[int, str, int]]:
-    """(pid, command line, niceness) of every live process in a process group."""
+@dataclass(frozen=True)
+class GroupProcess:
+    pid: int
+    ppid: int
+    command: str  # its command line, arguments joined by spaces
+    niceness: int
+    user: float  # CPU seconds
+    system: float
+
+
+def group_processes(pgid: int) -> list[GroupProcess]:
+    """Every live process in a process group, from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -141,24 +153,22 @@ def group_processes(pgid: int) -> list[tuple[int, str, int]]:
         except OSError:
             continue
         fields = raw[raw.rindex(")") + 2 :].split()
-        if int(fields[2]) == pgid:  # pgrp
-            found.append((int(entry), command.strip(), int(fields[16])))  # nice
+        if int(fields[2]) != pgid:  # pgrp
+            continue
+        found.append(
+            GroupProcess(
+                pid=int(entry),
+                ppid=int(fields[1]),
+                command=command.strip(),
+                niceness=int(fields[16]),
+                user=int(fields[11]) / tick,
+                system=int(fields[12]) / tick,
+            )
+        )
     return found
 
 
 def cpu_split(pgid: int) -> tuple[float, float]:
     """(user, system) CPU seconds of every live process in a process group."""
-    tick = os.sysconf("SC_CLK_TCK")
-    user = system = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            raw = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = raw[raw.rindex(")") + 2 :].split()
-        if int(fields[2]) == pgid:  # pgrp
-            user += int(fields[11])
-            system += int(fields[12])
-    return user / tick, system / tick
+    processes = group_processes(pgid)
+    return sum(p.user for p in processes), sum(p.system for p in processes)
