@@ -8,6 +8,7 @@ refused like an invalid one: the turn asks again once, quoting why, then falls b
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
@@ -28,15 +29,29 @@ def _shingles(words: list[str]) -> list[tuple[str, ...]]:
     return [tuple(words[i : i + n]) for i in range(len(words) - n + 1)]
 
 
+# A text's shingles, kept for the texts seen last: a tenant's instructions and business text are
+# the same in every turn, and shingling them was most of a check's CPU.
+SHINGLE_SETS_KEPT = 64
+
+
+@functools.lru_cache(maxsize=SHINGLE_SETS_KEPT)
+def _shingle_set(text: str) -> frozenset[tuple[str, ...]]:
+    return frozenset(_shingles(_words(text)))
+
+
 def echoed_instructions(reply: str, *, system: Iterable[str], data: Iterable[str] = ()) -> str:
     """The reply's words that repeat the `system` text (not found in `data`, the business's
     own text), as one quote — '' when fewer than `ECHO_SHINGLES` shingles of the reply do."""
     words = _words(reply)
     if len(words) < SHINGLE_WORDS:
         return ""
-    ours = {s for text in system for s in _shingles(_words(text))}
-    ours -= {s for text in data for s in _shingles(_words(text))}
-    shared = [i for i, shingle in enumerate(_shingles(words)) if shingle in ours]
+    ours = [_shingle_set(text) for text in system]
+    theirs = [_shingle_set(text) for text in data]
+    shared = [
+        i
+        for i, shingle in enumerate(_shingles(words))
+        if any(shingle in found for found in ours) and not any(shingle in found for found in theirs)
+    ]
     if len(shared) < ECHO_SHINGLES:
         return ""
     first, last = shared[0], shared[-1] + SHINGLE_WORDS
