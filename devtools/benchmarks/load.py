@@ -35,10 +35,11 @@ word on the stream (the first `delta` event) against the model's own time to wri
 
 Per level it reports: turns/s, reply time p50/p95 and ÷ model time, POST p50/p95, first event
 after the POST (p50/p95), errors, unanswered messages, CPU ms per turn of the web and worker
-process groups (from /proc), and the load average. Every customer comes from 127.0.0.1, so the
-processes run the production settings with the widget throttle rates raised (and the token
-window off) through their environment variables (THROTTLE_WIDGET_*), and the tenants' plans
-have no per-visitor daily budget; nothing else differs.
+process groups (from /proc) and the kernel's part of it, and the load average. Every customer
+comes from 127.0.0.1, so the processes run the production settings with the widget throttle
+rates raised (and the token window off) through their environment variables
+(THROTTLE_WIDGET_*), and the tenants' plans have no per-visitor daily budget; nothing else
+differs.
 """
 
 from __future__ import annotations
