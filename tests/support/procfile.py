@@ -149,17 +149,17 @@ def group_processes(pgid: int) -> list[GroupProcess]:
             continue
         try:
             raw = Path(f"/proc/{entry}/stat").read_text()
-            command = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            fields = raw[raw.rindex(")") + 2 :].split()
+            if int(fields[2]) != pgid:  # pgrp
+                continue
+            command = Path(f"/proc/{entry}/cmdline").read_bytes()
         except OSError:
-            continue
-        fields = raw[raw.rindex(")") + 2 :].split()
-        if int(fields[2]) != pgid:  # pgrp
             continue
         found.append(
             GroupProcess(
                 pid=int(entry),
                 ppid=int(fields[1]),
-                command=command.strip(),
+                command=command.replace(b"\0", b" ").decode(errors="replace").strip(),
                 niceness=int(fields[16]),
                 user=int(fields[11]) / tick,
                 system=int(fields[12]) / tick,
