@@ -595,14 +595,36 @@ def unseen_replies_email_schedule(*, conversation_id: int, client_id: int) -> No
                 "could not queue the unseen-reply e-mail; checking in-process",
                 extra={"conversation_id": conversation_id},
             )
-    timer = threading.Timer(
-        delay, _email_unseen_replies_in_process, args=(conversation_id, client_id)
-    )
+    timer = threading.Timer(delay, _email_unseen_replies_in_process)
+    timer.args = (conversation_id, client_id, timer)
     timer.daemon = True
+    with _timers_lock:
+        _timers.add(timer)
     timer.start()
 
 
-def _email_unseen_replies_in_process(conversation_id: int, client_id: int) -> None:
+# The in-process checks not yet run (`unseen_replies_email_schedule` without a broker), so that
+# whoever ends the process's use of the database first can cancel them.
+_timers: set[threading.Timer] = set()
+_timers_lock = threading.Lock()
+
+
+def unseen_replies_checks_cancel() -> int:
+    """Cancel the in-process unseen-reply checks still waiting (a test whose database is about
+    to go, a demo shutting down). Returns how many were cancelled."""
+    with _timers_lock:
+        waiting = list(_timers)
+        _timers.clear()
+    for timer in waiting:
+        timer.cancel()
+    return len(waiting)
+
+
+def _email_unseen_replies_in_process(
+    conversation_id: int, client_id: int, timer: threading.Timer
+) -> None:
+    with _timers_lock:
+        _timers.discard(timer)
     try:
         with tenant_scope(client_id):
             unseen_replies_email(conversation_id=conversation_id)
