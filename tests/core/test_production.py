@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from typing import Any
 
 import pytest
@@ -21,7 +20,8 @@ from django.test import override_settings
 
 from apps.accounts.services import api_key_issue
 from apps.core.checks import check_email_is_delivered
-from tests.conftest import ROOT, api_for
+from tests.conftest import api_for
+from tests.core.helpers import run_python
 from tests.factories import ClientFactory, MembershipFactory, UserFactory
 
 PRODUCTION_ENV = {
@@ -46,15 +46,7 @@ def run_django(module: str, code: str, **env: str) -> subprocess.CompletedProces
         "DJANGO_SETTINGS_MODULE": module,
         **env,
     }
-    return subprocess.run(
-        [sys.executable, "-c", f"import django; django.setup(); {code}"],
-        cwd=ROOT,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run_python(f"import django; django.setup(); {code}", environment, timeout=120)
 
 
 def settings_of(module: str, **env: str) -> dict[str, Any]:
@@ -85,22 +77,21 @@ def production() -> dict[str, Any]:
 # ---------------------------------------------------------------------------- 11.9 e-mail
 
 
-def test_production_refuses_to_start_without_email_url():
-    without = {k: v for k, v in PRODUCTION_ENV.items() if k != "EMAIL_URL"}
+@pytest.mark.parametrize(
+    "variable",
+    [
+        "EMAIL_URL",
+        # Without a broker every turn would run in the web process, with no sweeper to finish
+        # one a failure interrupted: production does not start.
+        "CELERY_BROKER_URL",
+    ],
+)
+def test_production_refuses_to_start_without(variable):
+    without = {k: v for k, v in PRODUCTION_ENV.items() if k != variable}
     done = run_django("config.settings.production", "print('started')", **without)
     assert done.returncode != 0
     assert "started" not in done.stdout
-    assert "ImproperlyConfigured: Set the EMAIL_URL environment variable" in done.stderr
-
-
-def test_production_refuses_to_start_without_a_broker():
-    """Without a broker every turn would run in the web process, with no sweeper to finish one
-    a failure interrupted: production does not start."""
-    without = {k: v for k, v in PRODUCTION_ENV.items() if k != "CELERY_BROKER_URL"}
-    done = run_django("config.settings.production", "print('started')", **without)
-    assert done.returncode != 0
-    assert "started" not in done.stdout
-    assert "ImproperlyConfigured: Set the CELERY_BROKER_URL environment variable" in done.stderr
+    assert f"ImproperlyConfigured: Set the {variable} environment variable" in done.stderr
 
 
 def test_the_production_pool_checks_each_connection_it_hands_out():

@@ -12,8 +12,6 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import subprocess
-import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -27,7 +25,7 @@ from django.conf import settings as django_settings
 from django.test import Client as DjangoClient
 
 from apps.clients.models import Client
-from tests.conftest import ROOT
+from tests.core.helpers import run_python
 from tests.factories import ClientFactory, UserFactory
 from tests.widget.conftest import API, Widget
 
@@ -87,15 +85,7 @@ def settings_from_environment(**env: str) -> dict[str, Any]:
         if not key.startswith(("THROTTLE_", "ACCOUNT_RATE_LIMIT_", "TRUSTED_PROXY_COUNT"))
     }
     environment |= {"DJANGO_SETTINGS_MODULE": "config.settings.test", **env}
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
+    done = run_python(code, environment, timeout=60, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -117,29 +107,27 @@ def test_proxy_count_rates_and_login_limits_come_from_the_environment():
         "reset_password": "20/m/ip,5/m/key",
     }
 
+    widget_rates = {
+        "THROTTLE_WIDGET_IP": "7/min",
+        "THROTTLE_WIDGET_KEY": "7000/min",
+        "THROTTLE_WIDGET_CONVERSATIONS": "3/min",
+        "THROTTLE_WIDGET_MESSAGES": "4/min",
+        "THROTTLE_WIDGET_TOKENS": "5000/hour",
+        "THROTTLE_WIDGET_ADDRESS_TOKENS": "50000/hour",
+        "THROTTLE_WIDGET_RATINGS": "6/hour",
+    }
     configured = settings_from_environment(
         TRUSTED_PROXY_COUNT="2",
-        THROTTLE_WIDGET_IP="7/min",
-        THROTTLE_WIDGET_KEY="7000/min",
-        THROTTLE_WIDGET_CONVERSATIONS="3/min",
-        THROTTLE_WIDGET_MESSAGES="4/min",
-        THROTTLE_WIDGET_TOKENS="5000/hour",
-        THROTTLE_WIDGET_ADDRESS_TOKENS="50000/hour",
-        THROTTLE_WIDGET_RATINGS="6/hour",
+        **widget_rates,
         ACCOUNT_RATE_LIMIT_LOGIN="9/m/ip",
         ACCOUNT_RATE_LIMIT_LOGIN_FAILED="3/m/ip,2/5m/key",
         ACCOUNT_RATE_LIMIT_RESET_PASSWORD="1/m/ip",
     )
     # one variable feeds both DRF and allauth
     assert configured["num_proxies"] == 2 and configured["allauth"] == 2
+    # THROTTLE_WIDGET_<NAME> sets the rate `widget_<name>`
     assert configured["rates"] == {
-        "widget_ip": "7/min",
-        "widget_key": "7000/min",
-        "widget_conversations": "3/min",
-        "widget_messages": "4/min",
-        "widget_tokens": "5000/hour",
-        "widget_address_tokens": "50000/hour",
-        "widget_ratings": "6/hour",
+        variable.removeprefix("THROTTLE_").lower(): rate for variable, rate in widget_rates.items()
     }
     assert configured["login"] == {
         "login": "9/m/ip",
