@@ -31,6 +31,11 @@ def shop_on_adaptive(db, webhook):
     return client
 
 
+def deliberate(*args: str) -> str:
+    """`manage.py reason` on the try-shop in deliberative mode, with `args` after that."""
+    return reason("--client", "try-shop", "--mode", "deliberative", *args)
+
+
 def test_a_deliberative_run_through_the_real_sdk_prints_steps_feedback_and_refinement(
     shop_on_adaptive, llm, settings
 ):
@@ -44,15 +49,7 @@ def test_a_deliberative_run_through_the_real_sdk_prints_steps_feedback_and_refin
     llm.script("refine_critique", rc(60, quote="We always refund shipping."), rc(95))
     llm.script("improve", {"response": "Returns are accepted within 30 days."})
 
-    out = reason(
-        "--client",
-        "try-shop",
-        "--mode",
-        "deliberative",
-        "--iterations",
-        "2",
-        "Can I return my stove?",
-    )
+    out = deliberate("--iterations", "2", "Can I return my stove?")
 
     assert "[##--------" in out and "1/10 · Status Continue · Mean 0.50" in out  # progress bar
     assert "4/10 · Status Continue · Mean 0.80" in out
@@ -94,29 +91,18 @@ def test_a_rubric_can_be_chosen_for_the_run(shop_on_adaptive, llm):
         "synthesize",
         {"response": "Breathe.", "confidence": 8, "tool_call": None, "tool_params": {}},
     )
-    out = reason(
-        "--client",
-        "try-shop",
-        "--mode",
-        "deliberative",
-        "--iterations",
-        "0",
-        "--rubric",
-        "contemplative",
-        "--json",
-        "Why?",
-    )
+    out = deliberate("--iterations", "0", "--rubric", "contemplative", "--json", "Why?")
     trace = json.loads(out)
     end = next(s for s in trace["steps"] if s["name"] == "deliberation_end")
     assert end["output"]["rubric"] == "contemplative"
     assert "refine_critique" not in [s["name"] for s in trace["steps"]]
     with pytest.raises(CommandError, match="Unknown rubric 'nope'"):
-        reason("--client", "try-shop", "--mode", "deliberative", "--rubric", "nope", "Why?")
+        deliberate("--rubric", "nope", "Why?")
 
 
 def test_the_offline_demo_model_runs_a_deliberative_turn(shop_on_adaptive, settings):
     settings.OPENAI_API_KEY = ""
-    out = reason("--client", "try-shop", "--mode", "deliberative", "What is your returns policy?")
+    out = deliberate("What is your returns policy?")
     run = PlaygroundRun.objects.unscoped("test checks the database directly").get()
     names = list(run.trace.steps.order_by("index").values_list("name", flat=True))
     assert run.status == RunStatus.DONE and run.offline

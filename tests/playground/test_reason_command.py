@@ -20,7 +20,7 @@ from apps.playground.models import PlaygroundRun, RunSource, RunStatus
 from apps.reasoning.models import ReasoningTrace, TraceKind
 from apps.tools.models import PendingAction, ToolExecution
 from tests.factories import ModelPriceFactory
-from tests.support.shop import assess, critique
+from tests.support.shop import assess, cancel_assess, critique, lookup_assess
 
 pytestmark = pytest.mark.django_db
 
@@ -46,15 +46,7 @@ def nothing_reached_a_customer() -> None:
 
 def test_an_adaptive_run_prints_each_step_and_records_playground_usage(shop, llm, webhook):
     ModelPriceFactory(model="gpt-4o-mini")
-    llm.script(
-        "assess",
-        assess(
-            response="Let me check.",
-            confidence=9,
-            tool_call="get_order_status",
-            tool_params={"order_id": "TH-12345"},
-        ),
-    )
+    llm.script("assess", lookup_assess(confidence=9))
     out, _ = reason("--client", "shop", "--mode", "adaptive", "Where is order TH-12345?")
 
     assert "Question: Where is order TH-12345?" in out
@@ -100,12 +92,8 @@ def test_a_destructive_tool_is_put_through_the_guards_but_never_proposed_or_run(
     """A lying model (PROCEED, no confirmation needed) still gets only the guards' verdict."""
     llm.script(
         "assess",
-        assess(
-            response="Cancelled!",
-            confidence=10,
-            tool_call="cancel_order",
-            tool_params={"order_id": "TH-12345"},
-            is_destructive=False,
+        cancel_assess(
+            response="Cancelled!", confidence=10, is_destructive=False, needs_confirmation=False
         ),
     )
     llm.script("critique", critique("PROCEED"))

@@ -23,7 +23,7 @@ from apps.reasoning.modes.as_needed import TRIGGERS
 from apps.reasoning.rendering import step_html
 from tests.factories import UserFactory
 from tests.reasoning.test_deliberative import rc, script_loop
-from tests.support.shop import Chat, assess, critique, make_shop
+from tests.support.shop import Chat, assess, cancel_assess, critique, make_shop
 
 pytestmark = pytest.mark.django_db
 
@@ -173,16 +173,7 @@ def test_a_critique_escalate_deliberates_instead_of_handing_over(chat, llm):
 
 
 def test_an_answer_to_a_confirmation_never_deliberates(chat, llm):
-    llm.script(
-        "assess",
-        assess(
-            response="",
-            confidence=9,
-            tool_call="cancel_order",
-            tool_params={"order_id": "TH-12345"},
-            needs_confirmation=True,
-        ),
-    )
+    llm.script("assess", cancel_assess(response="", confidence=9))
     llm.script("critique", critique("PROCEED"))
     chat.say("Cancel order TH-12345")
     llm.reset()
