@@ -135,28 +135,26 @@ def test_claimed_earlier_confirmation_is_not_a_confirmation(chat, llm, webhook):
     assert webhook.requests == []
 
 
-def test_changed_params_at_confirmation_ask_again(chat, llm, webhook):
+@pytest.mark.parametrize(
+    ("answer", "first_status"),
+    [
+        # the customer says yes, but the model now proposes other params
+        pytest.param("yes", PendingActionStatus.SUPERSEDED, id="changed-params"),
+        # a hedged yes with other details is not a confirmation
+        pytest.param("yes, but order TH-99999", PendingActionStatus.EXPIRED, id="hedged-yes"),
+    ],
+)
+def test_other_params_at_confirmation_ask_again(chat, llm, webhook, answer, first_status):
     first = confirm_flow(chat, llm)
-    # the customer says yes, but the model now proposes other params
     propose_cancel(llm, {"order_id": "TH-99999"})
-    [reply] = chat.say("yes")
+    [reply] = chat.say(answer)
     assert reply.kind == "confirmation_request" and "TH-99999" in reply.text
     assert webhook.requests == []
     first.refresh_from_db()
-    assert first.status == PendingActionStatus.SUPERSEDED
+    assert first.status == first_status
     assert PendingAction.objects.unscoped("test checks the database directly").get(
         status="pending"
     ).params == {"order_id": "TH-99999"}
-
-
-def test_hedged_yes_with_other_details_is_not_a_confirmation(chat, llm, webhook):
-    first = confirm_flow(chat, llm)
-    propose_cancel(llm, {"order_id": "TH-99999"})
-    [reply] = chat.say("yes, but order TH-99999")
-    assert reply.kind == "confirmation_request" and "TH-99999" in reply.text
-    assert webhook.requests == []
-    first.refresh_from_db()
-    assert first.status == PendingActionStatus.EXPIRED
 
 
 def test_declined_confirmation_expires_and_never_runs(chat, llm, webhook):
