@@ -11,19 +11,16 @@ from typing import Any
 import pytest
 
 from apps.billing.models import UsagePurpose, UsageRecord
-from apps.conversations.models import Conversation
 from apps.reasoning import steps
 from apps.reasoning.llm.formats import decodable
-from apps.reasoning.meter import Meter
-from apps.reasoning.models import ReasoningStep, ReasoningTrace, TraceKind
+from apps.reasoning.models import ReasoningStep, ReasoningTrace
 from apps.reasoning.steps import _data
 from apps.reasoning.steps.judge import JudgeOut
 from apps.reasoning.traces import TurnRecorder
 from apps.simulations.judge import judge_criteria
-from apps.simulations.models import CaseRun, SimulationRun
 from devtools.fake_llm import Fail, FakeLLMServer
 from tests.factories import ClientFactory, ModelPriceFactory
-from tests.support.shop import SilentOwner
+from tests.reasoning.helpers import simulation_recorder
 
 STEP = steps.get("judge")
 TRANSCRIPT: list[dict[str, Any]] = [
@@ -51,20 +48,7 @@ TRANSCRIPT: list[dict[str, Any]] = [
 def recorder(db: Any) -> TurnRecorder:
     client = ClientFactory()
     ModelPriceFactory(model="gpt-4o-mini")
-    run = SimulationRun.objects.create(client=client)
-    case_run = CaseRun.objects.create(client=client, run=run, case_name="c", side="candidate")
-    trace = ReasoningTrace.objects.create(
-        client=client, kind=TraceKind.SIMULATION, case_run=case_run, mode="standard"
-    )
-    meter = Meter(client=client, mode="standard", purpose=UsagePurpose.SIMULATION, trace=trace)
-    return TurnRecorder(
-        trace=trace,
-        client=client,
-        conversation=Conversation(client=client),
-        next_index=0,
-        owner=SilentOwner(),  # the engine has its own
-        meter=meter,
-    )
+    return simulation_recorder(client, "standard")
 
 
 def verdict(criterion: str, passed: Any, score: Any = 80, reasoning: str = "ok") -> dict[str, Any]:

@@ -20,10 +20,9 @@ from typing import Any
 import pytest
 from django.core.cache import cache
 
-from apps.billing.models import UsagePurpose
 from apps.clients.models import Plan
 from apps.clients.rubrics import SUPPORT
-from apps.conversations.models import Conversation, Message
+from apps.conversations.models import Message
 from apps.core.tenancy import tenant_scope
 from apps.escalations.models import ReplyTemplate
 from apps.insights.services import generate_insights
@@ -35,17 +34,14 @@ from apps.notes.services import note_add
 from apps.playground.models import PlaygroundRun
 from apps.playground.services import playground_run_create, playground_run_execute
 from apps.reasoning import steps
-from apps.reasoning.meter import Meter
-from apps.reasoning.models import ReasoningTrace, TraceKind
-from apps.reasoning.traces import TurnRecorder
 from apps.simulations.judge import judge_criteria
-from apps.simulations.models import CaseRun, SimulationRun
 from apps.tools.models import ClientTool
 from devtools.fake_llm import FakeLLMServer, RecordedRequest, message_text
 from tests.factories import set_deliberation
 from tests.insights.conftest import escalated, window
+from tests.reasoning.helpers import simulation_recorder
 from tests.support.fake_webhook import Reply
-from tests.support.shop import Chat, SilentOwner, assess, critique, make_shop
+from tests.support.shop import Chat, assess, critique, make_shop
 
 pytestmark = pytest.mark.django_db
 
@@ -253,31 +249,15 @@ def playground_run(llm: FakeLLMServer, webhook: Any, capture: Any) -> None:
         playground_run_execute(run_id=run.pk)
 
 
-def _simulation_recorder(client: Any) -> TurnRecorder:
-    """A simulated turn's recorder, as the simulation engine builds one (purpose `simulation`,
-    a trace of kind `simulation`)."""
-    run = SimulationRun.objects.create(client=client)
-    case_run = CaseRun.objects.create(client=client, run=run, case_name="c", side="candidate")
-    trace = ReasoningTrace.objects.create(
-        client=client, kind=TraceKind.SIMULATION, case_run=case_run, mode="adaptive"
-    )
-    meter = Meter(client=client, mode="adaptive", purpose=UsagePurpose.SIMULATION, trace=trace)
-    return TurnRecorder(
-        trace=trace,
-        client=client,
-        conversation=Conversation(client=client),
-        owner=SilentOwner(),  # the simulation engine has its own
-        meter=meter,
-    )
-
-
 def simulation_judge(llm: FakeLLMServer, webhook: Any, capture: Any) -> None:
     """The judge of a simulation case, over a conversation that carries the canary."""
     client = make_shop("adaptive", webhook.url(), slug="judge-canary")
     llm.script("judge", {"results": []})
     transcript = [{"customer": said("Cancel my order"), "reply": said("Shall I cancel it?")}]
     judge_criteria(
-        recorder=_simulation_recorder(client), criteria=["is polite"], transcript=transcript
+        recorder=simulation_recorder(client, "adaptive"),
+        criteria=["is polite"],
+        transcript=transcript,
     )
 
 
@@ -288,7 +268,7 @@ def simulated_customer(llm: FakeLLMServer, webhook: Any, capture: Any) -> None:
     step = steps.get("simulate_customer")
     transcript = [{"customer": said("Cancel my order"), "reply": "Shall I cancel it?"}]
     args = {"persona": "", "goal": "Cancel the order", "transcript": transcript}
-    _simulation_recorder(client).llm(
+    simulation_recorder(client, "adaptive").llm(
         step=step.name,
         messages=step.prompt(**args, business=client.name),
         output=step.output,

@@ -1,0 +1,32 @@
+"""Helpers shared by the tests of tests/reasoning."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apps.billing.models import UsagePurpose
+from apps.conversations.models import Conversation
+from apps.reasoning.meter import Meter
+from apps.reasoning.models import ReasoningTrace, TraceKind
+from apps.reasoning.traces import TurnRecorder
+from apps.simulations.models import CaseRun, SimulationRun
+from tests.support.shop import SilentOwner
+
+
+def simulation_recorder(client: Any, mode: str) -> TurnRecorder:
+    """A simulated turn's recorder for `client`, as the simulation engine builds one: a new trace
+    of kind `simulation` on a candidate case run, its calls metered with purpose `simulation`."""
+    run = SimulationRun.objects.create(client=client)
+    case_run = CaseRun.objects.create(client=client, run=run, case_name="c", side="candidate")
+    trace = ReasoningTrace.objects.create(
+        client=client, kind=TraceKind.SIMULATION, case_run=case_run, mode=mode
+    )
+    meter = Meter(client=client, mode=mode, purpose=UsagePurpose.SIMULATION, trace=trace)
+    return TurnRecorder(
+        trace=trace,
+        client=client,
+        conversation=Conversation(client=client),
+        next_index=0,
+        owner=SilentOwner(),  # the simulation engine has its own
+        meter=meter,
+    )
