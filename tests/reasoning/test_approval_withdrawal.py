@@ -10,7 +10,7 @@ import threading
 from typing import Any
 
 import pytest
-from django.db import close_old_connections, connection
+from django.db import close_old_connections
 from django.urls import reverse
 
 from apps.accounts.models import Role
@@ -24,7 +24,11 @@ from apps.tools.models import PendingAction, PendingActionStatus, ToolExecution
 from tests.api.conftest import assert_error
 from tests.conftest import session_for
 from tests.factories import UserFactory
-from tests.reasoning.test_approvals import _capture_now, add_refund_tool, confirmed_refund
+from tests.reasoning.test_approvals import (
+    add_refund_tool,
+    confirmed_refund,
+    refund_held_for_a_race,
+)
 from tests.support.shop import Chat, make_shop
 
 pytestmark = pytest.mark.django_db
@@ -179,13 +183,8 @@ def test_the_console_and_api_approve_button_after_a_withdrawal(shop, llm, webhoo
 
 @pytest.mark.django_db(transaction=True)
 def test_approve_and_withdraw_at_the_same_time_exactly_one_wins(webhook, llm):
-    if connection.vendor == "sqlite":
-        pytest.skip("SQLite locks the whole database: two writers cannot race (run on PostgreSQL)")
-    client = make_shop("standard", webhook.url(), slug="withdraw-race")
-    add_refund_tool(client, webhook.url())
-    chat = Chat.new(client, _capture_now)
-    confirmed_refund(chat, llm, 150)
-    approval = ApprovalRequest.objects.unscoped(ALL).get()
+    chat, approval = refund_held_for_a_race(webhook, llm, "withdraw-race")
+    client = chat.client
     barrier = threading.Barrier(2)
     approved: list[bool] = []
 

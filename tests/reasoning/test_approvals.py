@@ -143,6 +143,18 @@ class _capture_now:
         return None
 
 
+def refund_held_for_a_race(webhook: Any, llm: Any, slug: str) -> tuple[Chat, ApprovalRequest]:
+    """A refund of 150 held for approval on a new standard shop `slug`, its on-commit callbacks
+    run at once so that two threads can then race on it. Skips on SQLite, where they cannot."""
+    if connection.vendor == "sqlite":
+        pytest.skip("SQLite locks the whole database: two writers cannot race (run on PostgreSQL)")
+    client = make_shop("standard", webhook.url(), slug=slug)
+    add_refund_tool(client, webhook.url())
+    chat = Chat.new(client, _capture_now)
+    confirmed_refund(chat, llm, 150)
+    return chat, ApprovalRequest.objects.unscoped(ALL).get()
+
+
 def test_approve_runs_the_tool_once_with_the_same_key_and_tells_the_customer(
     chat, llm, webhook, django_capture_on_commit_callbacks
 ):
@@ -245,13 +257,8 @@ def test_the_customer_is_told_in_their_language(chat, llm, webhook):
 
 @pytest.mark.django_db(transaction=True)
 def test_two_concurrent_approvals_run_the_tool_once(webhook, llm):
-    if connection.vendor == "sqlite":
-        pytest.skip("SQLite locks the whole database: two writers cannot race (run on PostgreSQL)")
-    client = make_shop("standard", webhook.url(), slug="race-shop")
-    add_refund_tool(client, webhook.url())
-    chat = Chat.new(client, _capture_now)
-    confirmed_refund(chat, llm, 150)
-    approval = ApprovalRequest.objects.unscoped(ALL).get()
+    chat, approval = refund_held_for_a_race(webhook, llm, "race-shop")
+    client = chat.client
     webhook.script(Reply.ok({"refund_id": "R-1"}, delay=0.3))
     staff = [UserFactory(), UserFactory()]
     outcomes: list[str] = []
