@@ -10,7 +10,9 @@ from apps.reasoning.meter import Meter
 from apps.reasoning.models import ReasoningTrace, TraceKind
 from apps.reasoning.traces import TurnRecorder
 from apps.simulations.models import CaseRun, SimulationRun
-from tests.support.shop import SilentOwner
+from devtools.fake_llm import FakeLLMServer
+from tests.support.fake_webhook import FakeWebhookServer, Reply
+from tests.support.shop import SilentOwner, critique
 
 
 def simulation_recorder(client: Any, mode: str) -> TurnRecorder:
@@ -30,3 +32,14 @@ def simulation_recorder(client: Any, mode: str) -> TurnRecorder:
         owner=SilentOwner(),  # the simulation engine has its own
         meter=meter,
     )
+
+
+def script_tool_run(
+    llm: FakeLLMServer, webhook: FakeWebhookServer, plan: dict[str, Any], result: Any, reply: str
+) -> None:
+    """A turn that runs a tool: the model's `plan` (an ``assess`` reply), a critique that says
+    PROCEED, the shop's webhook answering `result`, and `reply` composed from it."""
+    llm.script("assess", plan)
+    llm.script("critique", critique("PROCEED"))
+    webhook.script(Reply.ok(result))
+    llm.script("compose", {"response": reply})

@@ -11,6 +11,7 @@ from apps.reasoning.steps._shared import CONFIRMATION_RULE
 from apps.reasoning.steps.assess import AssessOut
 from apps.tools.models import ClientTool, ToolKind
 from devtools.fake_llm import count_prompt_tokens
+from tests.reasoning.helpers import script_tool_run
 from tests.support.fake_webhook import Reply
 from tests.support.shop import assess, cancel_assess, critique, script_order_lookup
 
@@ -74,10 +75,8 @@ def test_confident_read_tool_skips_critique_and_runs(chat, llm, webhook):
 
 def test_action_tool_triggers_critique_and_proceeds(chat, llm, webhook):
     params = {"order_id": "TH-55555", "address": "12 Pine Road, Boulder CO"}
-    llm.script("assess", assess(tool_call="update_shipping_address", tool_params=params))
-    llm.script("critique", critique("PROCEED"))
-    webhook.script(Reply.ok({"updated": True}))
-    llm.script("compose", {"response": "Updated."})
+    plan = assess(tool_call="update_shipping_address", tool_params=params)
+    script_tool_run(llm, webhook, plan, {"updated": True}, "Updated.")
     chat.say("Please ship order TH-55555 to 12 Pine Road, Boulder CO")
     assert [r.step for r in llm.requests] == ["assess", "critique", "compose"]
     assert webhook.requests[0].json["params"] == params

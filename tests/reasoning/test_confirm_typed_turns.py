@@ -13,11 +13,12 @@ from django.utils import timezone, translation
 
 from apps.reasoning import guards
 from apps.tools.models import ClientTool, PendingAction, PendingActionStatus
-from tests.support.fake_webhook import Reply
+from tests.reasoning.helpers import script_tool_run
 from tests.support.shop import Chat, assess, cancel_assess, critique
 
 pytestmark = pytest.mark.django_db
 ORDER = {"order_id": "TH-12345"}
+CANCELLED = "Listo: el pedido TH-12345 está cancelado."
 
 
 def _ask(chat: Chat, llm: Any, text: str) -> None:
@@ -30,6 +31,12 @@ def _ask(chat: Chat, llm: Any, text: str) -> None:
     assert question.kind == "confirmation_request"
 
 
+def script_cancelled(llm: Any, webhook: Any) -> None:
+    """The confirmed cancellation runs and the customer is told so in Spanish."""
+    plan = assess(response="Cancelando.", tool_call="cancel_order", tool_params=ORDER)
+    script_tool_run(llm, webhook, plan, {"status": "cancelled"}, CANCELLED)
+
+
 def _status() -> str:
     return PendingAction.objects.unscoped("test checks the database directly").get().status
 
@@ -39,14 +46,9 @@ def _status() -> str:
 )
 def test_a_typed_yes_in_another_language_runs_the_action_once(chat, llm, webhook, answer):
     _ask(chat, llm, "Quiero cancelar mi pedido TH-12345")
-    llm.script(
-        "assess", assess(response="Cancelando.", tool_call="cancel_order", tool_params=ORDER)
-    )
-    llm.script("critique", critique("PROCEED"))
-    webhook.script(Reply.ok({"status": "cancelled"}))
-    llm.script("compose", {"response": "Listo: el pedido TH-12345 está cancelado."})
+    script_cancelled(llm, webhook)
     [reply] = chat.say(answer)
-    assert reply.text == "Listo: el pedido TH-12345 está cancelado."
+    assert reply.text == CANCELLED
     [call] = webhook.requests
     assert call.params == ORDER
     assert _status() == PendingActionStatus.EXECUTED
@@ -106,14 +108,9 @@ def test_asked_again_in_the_customers_language(shop, chat, llm, webhook):
 def test_the_question_asked_again_runs_on_a_clear_yes(chat, llm, webhook):
     _ask(chat, llm, "Quiero cancelar mi pedido TH-12345")
     chat.say("Ya, claro")
-    llm.script(
-        "assess", assess(response="Cancelando.", tool_call="cancel_order", tool_params=ORDER)
-    )
-    llm.script("critique", critique("PROCEED"))
-    webhook.script(Reply.ok({"status": "cancelled"}))
-    llm.script("compose", {"response": "Listo: el pedido TH-12345 está cancelado."})
+    script_cancelled(llm, webhook)
     [reply] = chat.say("Sí, cancélalo")
-    assert reply.text == "Listo: el pedido TH-12345 está cancelado."
+    assert reply.text == CANCELLED
     assert len(webhook.requests) == 1
     assert [a.status for a in _actions()] == [
         PendingActionStatus.EXPIRED,

@@ -27,6 +27,7 @@ from apps.reasoning.hooks import hook_names, plan_hooks
 from apps.reasoning.models import ReasoningStep, ReasoningTrace
 from apps.reasoning.steps.evaluate import EvaluateOut
 from devtools.fake_llm import Fail
+from tests.reasoning.helpers import script_tool_run
 from tests.support.fake_webhook import Reply
 from tests.support.shop import Chat, assess, critique
 
@@ -157,6 +158,24 @@ def evaluation_message(chat: Chat) -> Any:
     return message
 
 
+def evaluation_recorded(
+    chat: Chat, outcome: str, *, before: int, after: int, escalated: bool
+) -> Any:
+    """The turn's evaluation message, checked to record the evaluation's `outcome`, the
+    confidence `before` and `after` it, and whether it `escalated`."""
+    message = evaluation_message(chat)
+    assert {
+        k: message.data[k]
+        for k in ("outcome", "confidence_before", "confidence_after", "escalated")
+    } == {
+        "outcome": outcome,
+        "confidence_before": before,
+        "confidence_after": after,
+        "escalated": escalated,
+    }
+    return message
+
+
 def test_off_no_evaluate_call_and_no_billed_evaluate(chat: Chat, llm: Any) -> None:
     fetch_returns_then(chat, llm, RIGHT)
 
@@ -199,13 +218,7 @@ def test_adaptive_validated_answer_checked_against_the_fetched_policy(chat: Chat
         "improved_confidence",
         "evaluation",
     }
-    message = evaluation_message(chat)
-    assert {k: message.data[k] for k in _CONTRACT} == {
-        "outcome": "validated",
-        "confidence_before": 80,
-        "confidence_after": 88,
-        "escalated": False,
-    }
+    message = evaluation_recorded(chat, "validated", before=80, after=88, escalated=False)
     assert message.data["sources"] == ["minimal context", "policies.returns"]
     assert reply.data["confidence"] == 9
     assert reply.data["evaluation"]["outcome"] == "validated"
@@ -216,9 +229,6 @@ def test_adaptive_validated_answer_checked_against_the_fetched_policy(chat: Chat
     # billed as step `evaluate` under the turn's mode
     record = UsageRecord.objects.unscoped("test checks the database directly").get(step="evaluate")
     assert record.mode == "adaptive" and record.billed_usd > 0
-
-
-_CONTRACT = ("outcome", "confidence_before", "confidence_after", "escalated")
 
 
 def test_an_improved_answer_replaces_the_draft(chat: Chat, llm: Any) -> None:
@@ -252,13 +262,7 @@ def test_a_questioned_answer_below_the_threshold_goes_to_a_person(chat: Chat, ll
     escalation = Escalation.objects.unscoped("test checks the database directly").get()
     assert escalation.reason == "low_confidence"
     assert "70 % → 49 %, below 50 %" in escalation.detail
-    message = evaluation_message(chat)
-    assert {k: message.data[k] for k in _CONTRACT} == {
-        "outcome": "questioned",
-        "confidence_before": 70,
-        "confidence_after": 49,
-        "escalated": True,
-    }
+    evaluation_recorded(chat, "questioned", before=70, after=49, escalated=True)
     # the draft stays on the trace for staff
     assert (
         ReasoningStep.objects.unscoped("test checks the database directly")
@@ -355,10 +359,9 @@ def test_a_read_tool_answer_is_evaluated_against_the_tool_result(
 def test_action_and_destructive_turns_are_not_evaluated(chat: Chat, llm: Any, webhook: Any) -> None:
     evaluation_on(chat, evaluation_min_chars=0, evaluation_min_confidence=0)
     params = {"order_id": "TH-55555", "address": "12 Pine Road, Boulder CO"}
-    llm.script("assess", assess(tool_call="update_shipping_address", tool_params=params))
-    llm.script("critique", critique("PROCEED"))
-    webhook.script(Reply.ok({"updated": True}))
-    llm.script("compose", {"response": "Updated: order TH-55555 now ships to 12 Pine Road."})
+    plan = assess(tool_call="update_shipping_address", tool_params=params)
+    reply = "Updated: order TH-55555 now ships to 12 Pine Road."
+    script_tool_run(llm, webhook, plan, {"updated": True}, reply)
     chat.say("Please ship order TH-55555 to 12 Pine Road, Boulder CO")
     # a destructive tool: the confirmation request is GuideDesk's own wording
     cancel = {"order_id": "TH-55555"}
@@ -367,10 +370,8 @@ def test_action_and_destructive_turns_are_not_evaluated(chat: Chat, llm: Any, we
     [question] = chat.say("Cancel order TH-55555")
     assert question.kind == "confirmation_request"
     # … and the answer after it ran
-    llm.script("assess", assess(tool_call="cancel_order", tool_params=cancel))
-    llm.script("critique", critique("PROCEED"))
-    webhook.script(Reply.ok({"cancelled": True}))
-    llm.script("compose", {"response": "Order TH-55555 is cancelled."})
+    plan = assess(tool_call="cancel_order", tool_params=cancel)
+    script_tool_run(llm, webhook, plan, {"cancelled": True}, "Order TH-55555 is cancelled.")
     chat.say("yes")
 
     assert "evaluate" not in [r.step for r in llm.requests]

@@ -15,8 +15,8 @@ from apps.reasoning.guards import unavailable_tool_draft_problem
 from apps.reasoning.models import ReasoningStep
 from apps.tools.models import ClientTool, ToolExecution
 from tests.factories import set_deliberation
-from tests.support.fake_webhook import Reply
-from tests.support.shop import Chat, assess, critique, make_shop
+from tests.reasoning.helpers import script_tool_run
+from tests.support.shop import Chat, assess, critique, lookup_assess, make_shop
 
 pytestmark = pytest.mark.django_db
 
@@ -234,11 +234,7 @@ def test_proceed_at_the_floor_without_a_tool_but_missing_details_asks(chat, llm,
 
 
 def test_proceed_at_the_floor_on_a_complete_draft_hands_off(chat, llm, webhook):
-    llm.script(
-        "assess",
-        assess(response="Your order shipped.", tool_call="get_order_status", tool_params=ORDER)
-        | {"confidence": 1},
-    )
+    llm.script("assess", lookup_assess(response="Your order shipped.", confidence=1))
     llm.script("critique", critique("PROCEED"))
 
     [reply] = chat.say("where is TH-12345")
@@ -251,13 +247,8 @@ def test_proceed_at_the_floor_on_a_complete_draft_hands_off(chat, llm, webhook):
 
 def test_above_the_floor_proceed_is_followed(chat, llm, webhook, settings):
     settings.REASONING_CRITIQUE_FLOOR = 2
-    llm.script(
-        "assess",
-        assess(response="Checking.", tool_call="get_order_status", tool_params=ORDER, confidence=3),
-    )
-    llm.script("critique", critique("PROCEED"))
-    webhook.script(Reply.ok({"status": "shipped"}))
-    llm.script("compose", {"response": "TH-12345 has shipped."})
+    plan = lookup_assess(response="Checking.", confidence=3)
+    script_tool_run(llm, webhook, plan, {"status": "shipped"}, "TH-12345 has shipped.")
 
     [reply] = chat.say("where is TH-12345")
 
@@ -270,10 +261,7 @@ def test_above_the_floor_proceed_is_followed(chat, llm, webhook, settings):
 
 def test_the_floor_is_configurable(chat, llm, webhook, settings):
     settings.REASONING_CRITIQUE_FLOOR = 4
-    llm.script(
-        "assess",
-        assess(response="Checking.", tool_call="get_order_status", tool_params=ORDER, confidence=4),
-    )
+    llm.script("assess", lookup_assess(response="Checking.", confidence=4))
     llm.script("critique", critique("PROCEED"))
 
     [reply] = chat.say("where is TH-12345")
@@ -290,12 +278,8 @@ def test_a_confirmed_action_is_not_held_back_by_the_floor(chat, llm, webhook):
     [question] = chat.say("Cancel order TH-12345")
     assert question.kind == Kind.CONFIRMATION_REQUEST
 
-    llm.script(
-        "assess", assess(response="", tool_call="cancel_order", tool_params=ORDER, confidence=1)
-    )
-    llm.script("critique", critique("PROCEED"))
-    webhook.script(Reply.ok({"status": "cancelled"}))
-    llm.script("compose", {"response": "Order TH-12345 is cancelled."})
+    plan = assess(response="", tool_call="cancel_order", tool_params=ORDER, confidence=1)
+    script_tool_run(llm, webhook, plan, {"status": "cancelled"}, "Order TH-12345 is cancelled.")
     [done] = chat.say("yes")
 
     assert done.text == "Order TH-12345 is cancelled."
@@ -315,7 +299,7 @@ def test_deliberative_synthesis_goes_through_the_same_floor(deep_chat, llm, webh
     )
     llm.script(
         "synthesize",
-        assess(response="Done.", tool_call="get_order_status", tool_params=ORDER, confidence=2),
+        lookup_assess(response="Done.", confidence=2),
     )
     llm.script("critique", critique("PROCEED"))
 
