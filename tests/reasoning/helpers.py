@@ -43,3 +43,15 @@ def script_tool_run(
     llm.script("critique", critique("PROCEED"))
     webhook.script(Reply.ok(result))
     llm.script("compose", {"response": reply})
+
+
+# The (state, iteration) of each step of a refinement of three iterations, in event order.
+THREE_REFINEMENT_STATES = [
+    ("draft", 0),
+    ("critique", 1),
+    ("final_spec", 1),
+    ("critique", 2),
+    ("final_spec", 2),
+    ("critique", 3),
+    ("final_spec", 3),
+]

@@ -23,7 +23,8 @@ from apps.reasoning.steps._shared import CONFIRMATION_RULE
 from apps.tools.models import PendingAction
 from devtools.fake_llm import Fail, message_text
 from tests.factories import set_deliberation
-from tests.support.shop import Chat, assess, critique, make_shop
+from tests.reasoning.helpers import THREE_REFINEMENT_STATES
+from tests.support.shop import Chat, assess, cancel_assess, critique, make_shop
 
 pytestmark = pytest.mark.django_db
 
@@ -187,11 +188,17 @@ def test_the_models_own_final_does_not_end_the_loop_before_min(deep_chat, llm):
     )
 
 
-def test_feedback_sees_the_whole_history_and_the_definitions_every_time(deep_chat, llm):
+def four_steps_without_refinement(deep_chat: Any, llm: Any) -> None:
+    """A deliberative turn of four reasoning steps (three feedbacks between them), then the
+    synthesis sent as it is."""
     set_deliberation(deep_chat.client.plan_id, refinement_iterations=0)
     script_loop(llm, [0.3, 0.4, 0.5, 0.8])
     llm.script("synthesize", assess(response="Answer."))
     deep_chat.say("question")
+
+
+def test_feedback_sees_the_whole_history_and_the_definitions_every_time(deep_chat, llm):
+    four_steps_without_refinement(deep_chat, llm)
 
     calls = llm.calls("feedback")
     assert len(calls) == 3
@@ -206,10 +213,7 @@ def test_feedback_sees_the_whole_history_and_the_definitions_every_time(deep_cha
 
 
 def test_feedback_reaches_the_next_steps_messages(deep_chat, llm):
-    set_deliberation(deep_chat.client.plan_id, refinement_iterations=0)
-    script_loop(llm, [0.3, 0.4, 0.5, 0.8])
-    llm.script("synthesize", assess(response="Answer."))
-    deep_chat.say("question")
+    four_steps_without_refinement(deep_chat, llm)
 
     calls = llm.calls("reason_step")
     for n, call in enumerate(calls[1:], start=2):
@@ -239,15 +243,7 @@ def test_refinement_builds_on_the_latest_state_in_event_order(deep_chat, llm):
 
     trace = ReasoningTrace.objects.unscoped("test checks the database directly").get()
     states = [s.output for s in trace.steps.filter(name="refinement").order_by("index")]
-    assert [(s["state"], s["iteration"]) for s in states] == [
-        ("draft", 0),
-        ("critique", 1),
-        ("final_spec", 1),
-        ("critique", 2),
-        ("final_spec", 2),
-        ("critique", 3),
-        ("final_spec", 3),
-    ]
+    assert [(s["state"], s["iteration"]) for s in states] == THREE_REFINEMENT_STATES
     critiques = [c.prompt_text for c in llm.calls("refine_critique")]
     improves = [c.prompt_text for c in llm.calls("improve")]
     for n, version in enumerate(["Version zero.", "Version one.", "Version two."]):
@@ -349,10 +345,8 @@ def test_a_lying_model_cannot_run_a_destructive_tool_unconfirmed(deep_chat, llm,
     script_loop(llm, [0.95])
     llm.script(
         "synthesize",
-        assess(
+        cancel_assess(
             response="Cancelling it now.",
-            tool_call="cancel_order",
-            tool_params={"order_id": "TH-12345"},
             confidence=10,
             is_destructive=False,
             needs_confirmation=False,

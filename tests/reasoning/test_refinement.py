@@ -22,6 +22,7 @@ from apps.reasoning.deliberation.refinement import (
 )
 from apps.reasoning.deliberation.termination import Termination, termination_after
 from apps.reasoning.meter import TokenCapExceeded
+from tests.reasoning.helpers import THREE_REFINEMENT_STATES
 
 
 class Recorder:
@@ -50,27 +51,25 @@ def test_critique_uses_the_draft_when_no_final_spec_exists() -> None:
     assert isinstance(result.events[-1], Critique) and result.events[-1].of_iteration == 0
 
 
+# a draft, its critique and the improvement written from it
+ONE_IMPROVEMENT = (
+    Draft("the draft"),
+    Critique("c1", 50, (), iteration=1, of_iteration=0),
+    FinalSpec("improvement 1", iteration=1),
+)
+
+
 def test_critique_uses_the_most_recent_final_spec_when_it_exists() -> None:
     seen = Recorder()
-    events = (
-        Draft("the draft"),
-        Critique("c1", 50, (), iteration=1, of_iteration=0),
-        FinalSpec("improvement 1", iteration=1),
-    )
-    result = critique_step(events, iteration=2, critic=seen.critic)
+    result = critique_step(ONE_IMPROVEMENT, iteration=2, critic=seen.critic)
     assert isinstance(result, Ok)
     assert seen.critiqued == ["improvement 1"]
-    assert result.events[:3] == events  # append-only: what was there is unchanged
+    assert result.events[:3] == ONE_IMPROVEMENT  # append-only: what was there is unchanged
 
 
 def test_improve_uses_the_most_recent_final_spec_when_it_exists() -> None:
     seen = Recorder()
-    events = (
-        Draft("the draft"),
-        Critique("c1", 50, (), iteration=1, of_iteration=0),
-        FinalSpec("improvement 1", iteration=1),
-        Critique("c2", 60, (), iteration=2, of_iteration=1),
-    )
+    events = (*ONE_IMPROVEMENT, Critique("c2", 60, (), iteration=2, of_iteration=1))
     result = improve_step(events, iteration=2, improver=seen.improver)
     assert isinstance(result, Ok)
     assert seen.improved == [("improvement 1", "c2")]
@@ -97,15 +96,7 @@ def test_a_three_iteration_refinement_loop_chains_properly() -> None:
         "Critique",
         "FinalSpec",
     ]
-    assert events_seen == [
-        ("draft", 0),
-        ("critique", 1),
-        ("final_spec", 1),
-        ("critique", 2),
-        ("final_spec", 2),
-        ("critique", 3),
-        ("final_spec", 3),
-    ]
+    assert events_seen == THREE_REFINEMENT_STATES
     assert seen.critiqued == ["the draft", "improved 1", "improved 2"]  # always the latest
     assert refined.text == "improved 3" and refined.best_iteration == 3
 
