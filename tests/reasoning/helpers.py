@@ -10,6 +10,7 @@ from apps.reasoning.meter import Meter
 from apps.reasoning.models import ReasoningTrace, TraceKind
 from apps.reasoning.traces import TurnRecorder
 from apps.simulations.models import CaseRun, SimulationRun
+from apps.tools.pending import OpenQuestion
 from devtools.fake_llm import FakeLLMServer
 from tests.support.fake_webhook import FakeWebhookServer, Reply
 from tests.support.shop import SilentOwner, critique
@@ -55,3 +56,16 @@ THREE_REFINEMENT_STATES = [
     ("critique", 3),
     ("final_spec", 3),
 ]
+
+
+def open_question_on(params: dict[str, Any], **facts: Any) -> OpenQuestion:
+    """The open confirmation question of an action on `params`, as the customer's first reply
+    finds it: shown before, not expired, no other action confirmed; `facts` replace any of it."""
+    base: dict[str, Any] = {
+        "params": params,
+        "shown_before": True,
+        "expired": False,
+        "first_reply": True,
+        "another_confirmed": False,
+    }
+    return OpenQuestion(**(base | facts))

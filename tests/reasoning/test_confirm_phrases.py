@@ -26,7 +26,8 @@ from apps.reasoning.guards import (
     confirmation_reading,
 )
 from apps.tools.models import PendingActionStatus
-from apps.tools.pending import OpenQuestion, StructuredAnswer, params_digest
+from apps.tools.pending import StructuredAnswer, params_digest
+from tests.reasoning.helpers import open_question_on
 
 PHRASES = Path(__file__).parent / "confirm_phrases"
 ORDER = {"order_id": "TH-12345"}
@@ -120,12 +121,8 @@ def test_the_buttons_read_every_answer_by_the_button(code: str) -> None:
     status = {"yes": PendingActionStatus.CONFIRMED, "no": PendingActionStatus.DECLINED}
     for item in data["answers"]:
         for pressed in ("yes", "no"):
-            question = OpenQuestion(
-                params=data["params"],
-                shown_before=True,
-                expired=False,
-                first_reply=True,
-                another_confirmed=False,
+            question = open_question_on(
+                data["params"],
                 action_id=3,
                 digest=digest,
                 structured=StructuredAnswer(3, digest, pressed),

@@ -10,6 +10,7 @@ import pytest
 from apps.reasoning.guards import confirmation_decision, params_digest
 from apps.tools.models import PendingAction, PendingActionStatus
 from apps.tools.pending import OpenQuestion, StructuredAnswer, params_hash
+from tests.reasoning.helpers import open_question_on
 from tests.support.shop import cancel_assess, critique
 
 ORDER = {"order_id": "TH-12345"}
@@ -17,16 +18,7 @@ DIGEST = params_hash(ORDER)[:16]
 
 
 def question(**facts: Any) -> OpenQuestion:
-    base: dict[str, Any] = {
-        "params": ORDER,
-        "shown_before": True,
-        "expired": False,
-        "first_reply": True,
-        "another_confirmed": False,
-        "action_id": 7,
-        "digest": DIGEST,
-    }
-    return OpenQuestion(**(base | facts))
+    return open_question_on(ORDER, **({"action_id": 7, "digest": DIGEST} | facts))
 
 
 def press(answer: str = "yes", action: int | None = 7, digest: str = DIGEST) -> StructuredAnswer:

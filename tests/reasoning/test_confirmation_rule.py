@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from apps.conversations.models import Message
 from apps.reasoning.guards import (
     confirmation_answer,
     confirmation_decision,
@@ -19,6 +20,7 @@ from apps.reasoning.guards import (
 )
 from apps.tools.models import ClientTool, PendingAction, PendingActionStatus
 from apps.tools.pending import OpenQuestion
+from tests.reasoning.helpers import open_question_on
 from tests.support.fake_webhook import Reply
 from tests.support.shop import Chat, assess, critique
 
@@ -137,14 +139,7 @@ def test_the_reading_names_its_assent_and_echoes() -> None:
 
 
 def open_question(**facts: Any) -> OpenQuestion:
-    base: dict[str, Any] = {
-        "params": W1001,
-        "shown_before": True,
-        "expired": False,
-        "first_reply": True,
-        "another_confirmed": False,
-    }
-    return OpenQuestion(**(base | facts))
+    return open_question_on(W1001, **facts)
 
 
 @pytest.mark.parametrize(
@@ -204,6 +199,21 @@ def _propose(llm: Any, mode: str, params: dict[str, Any] | None, response: str =
         )
 
 
+def _asked_to_cancel_w1001(request: Any, mode: str, llm: Any) -> tuple[Chat, Message]:
+    """The chat of the `mode` shop once the customer asked to cancel #W1001 and the model
+    proposed it; the reply (the confirmation question)."""
+    chat: Chat = request.getfixturevalue(f"{mode}_chat")
+    _propose(llm, mode, {"order_id": "#W1001"})
+    [question] = chat.say("Please cancel order #W1001")
+    return chat, question
+
+
+def _pending() -> PendingAction:
+    return PendingAction.objects.unscoped("test checks the database directly").get(
+        status=PendingActionStatus.PENDING
+    )
+
+
 def _first_prompt(llm: Any, mode: str) -> str:
     return str(llm.calls("assess" if mode == "adaptive" else "respond")[-1].prompt_text)
 
@@ -216,13 +226,9 @@ def _first_prompt(llm: Any, mode: str) -> str:
 def test_yes_naming_another_order_does_not_cancel_the_asked_one(
     request, mode, answer, llm, webhook
 ):
-    chat: Chat = request.getfixturevalue(f"{mode}_chat")
-    _propose(llm, mode, {"order_id": "#W1001"})
-    [question] = chat.say("Please cancel order #W1001")
+    chat, question = _asked_to_cancel_w1001(request, mode, llm)
     assert question.kind == "confirmation_request" and "#W1001" in question.text
-    first = PendingAction.objects.unscoped("test checks the database directly").get(
-        status=PendingActionStatus.PENDING
-    )
+    first = _pending()
 
     # The model, which only sees the conversation, proposes nothing itself: before the fix the
     # code-made "confirmed" state ran #W1001 anyway.
@@ -238,12 +244,8 @@ def test_yes_naming_another_order_does_not_cancel_the_asked_one(
 @pytest.mark.parametrize("mode", ["adaptive", "standard"])
 @pytest.mark.django_db
 def test_the_other_order_is_a_new_request_that_asks_again(request, mode, llm, webhook):
-    chat: Chat = request.getfixturevalue(f"{mode}_chat")
-    _propose(llm, mode, {"order_id": "#W1001"})
-    chat.say("Please cancel order #W1001")
-    first = PendingAction.objects.unscoped("test checks the database directly").get(
-        status=PendingActionStatus.PENDING
-    )
+    chat, _ = _asked_to_cancel_w1001(request, mode, llm)
+    first = _pending()
 
     _propose(llm, mode, {"order_id": "#W2002"})
     [question] = chat.say("yes cancel order #W2002")
@@ -251,10 +253,7 @@ def test_the_other_order_is_a_new_request_that_asks_again(request, mode, llm, we
     assert webhook.requests == []
     first.refresh_from_db()
     assert first.status == PendingActionStatus.EXPIRED
-    second = PendingAction.objects.unscoped("test checks the database directly").get(
-        status=PendingActionStatus.PENDING
-    )
-    assert second.params == {"order_id": "#W2002"}
+    assert _pending().params == {"order_id": "#W2002"}
 
     # a model that insists on #W1001 is asked again too: it was never confirmed
     _propose(llm, mode, {"order_id": "#W1001"})
@@ -274,9 +273,7 @@ def test_the_other_order_is_a_new_request_that_asks_again(request, mode, llm, we
 @pytest.mark.parametrize("mode", ["adaptive", "standard"])
 @pytest.mark.django_db
 def test_a_yes_naming_the_asked_order_confirms(request, mode, llm, webhook):
-    chat: Chat = request.getfixturevalue(f"{mode}_chat")
-    _propose(llm, mode, {"order_id": "#W1001"})
-    chat.say("Please cancel order #W1001")
+    chat, _ = _asked_to_cancel_w1001(request, mode, llm)
     _propose(llm, mode, None, response="Cancelling.")
     if mode == "adaptive":
         llm.script("critique", critique("PROCEED"))  # the confirmed call is still checked
