@@ -71,16 +71,21 @@ def shop_info(policies: dict[str, str]) -> dict[str, Any]:
     }
 
 
-@pytest.fixture
-def shop(db, webhook) -> Client:
-    client = make_shop("deliberative", webhook.url(), slug="ctx-shop")
+def policy_shop(mode: str, webhook: Any, slug: str, refinement_iterations: int) -> Client:
+    """A shop on `mode` whose business information holds the four policies above."""
+    client = make_shop(mode, webhook.url(), slug=slug)
     client.business_info = shop_info(
         {"returns": RETURNS, "shipping": SHIPPING, "privacy": PRIVACY, "terms": TERMS}
     )
     client.save(update_fields=["business_info"])
-    set_deliberation(client.plan_id, refinement_iterations=1)
+    set_deliberation(client.plan_id, refinement_iterations=refinement_iterations)
     client.plan.refresh_from_db()
     return client
+
+
+@pytest.fixture
+def shop(db, webhook) -> Client:
+    return policy_shop("deliberative", webhook, "ctx-shop", refinement_iterations=1)
 
 
 def tools_of(client: Client) -> list[ClientTool]:
@@ -221,13 +226,7 @@ def test_sections_adaptive_fetched_are_kept_when_it_escalates(
 ):
     """ "Deliberate when needed": the keys adaptive's assess asked for are in the deliberative
     context whatever their score."""
-    client = make_shop("as_needed", webhook.url(), slug="ctx-when-needed")
-    client.business_info = shop_info(
-        {"returns": RETURNS, "shipping": SHIPPING, "privacy": PRIVACY, "terms": TERMS}
-    )
-    client.save(update_fields=["business_info"])
-    set_deliberation(client.plan_id, refinement_iterations=0)
-    client.plan.refresh_from_db()
+    client = policy_shop("as_needed", webhook, "ctx-when-needed", refinement_iterations=0)
     conversation = conversation_create(client=client)[0]
     chat = Chat(client, conversation, django_capture_on_commit_callbacks)
     llm.script(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -29,26 +30,26 @@ IMPROVED = "Returns are accepted within 30 days of delivery; reply here and we s
 BETTER = "Sorry for the wait: returns are accepted within 30 days. Reply here to start one."
 
 
-def shop_chat(mode: str, capture: Any, webhook: Any, *, iterations: int) -> Chat:
-    client = make_shop(mode, webhook.url(), slug=f"{mode.replace('_', '-')}-stream-shop")
-    plan = client.plan
-    deliberation_settings_set(plan, refinement_iterations=iterations, min_steps=2, max_steps=2)
-    plan.save()
-    return Chat.new(client, capture)
-
-
-@pytest.fixture
-def deep(django_capture_on_commit_callbacks, webhook, llm) -> Any:
-    """A deliberative chat with `iterations` refinement rounds; the loop's two steps scripted."""
+def chat_maker(mode: str, capture: Any, webhook: Any, llm: Any) -> Callable[[int], Chat]:
+    """Makes a chat with a shop on `mode` whose deliberation has two steps and the given number
+    of refinement rounds; the loop's two steps scripted."""
 
     def make(iterations: int) -> Chat:
         llm.default("reason_step", step(1, 0.85))
         llm.default("feedback", {"feedback": "keep it grounded"})
-        return shop_chat(
-            "deliberative", django_capture_on_commit_callbacks, webhook, iterations=iterations
-        )
+        client = make_shop(mode, webhook.url(), slug=f"{mode.replace('_', '-')}-stream-shop")
+        plan = client.plan
+        deliberation_settings_set(plan, refinement_iterations=iterations, min_steps=2, max_steps=2)
+        plan.save()
+        return Chat.new(client, capture)
 
     return make
+
+
+@pytest.fixture
+def deep(django_capture_on_commit_callbacks, webhook, llm) -> Callable[[int], Chat]:
+    """A deliberative chat with `iterations` refinement rounds."""
+    return chat_maker("deliberative", django_capture_on_commit_callbacks, webhook, llm)
 
 
 def streamed_steps(llm: Any) -> list[str]:
@@ -225,15 +226,9 @@ def test_a_shown_answer_the_mode_then_replaced_is_taken_back(deep, llm, drafts, 
 
 
 @pytest.fixture
-def when_needed(django_capture_on_commit_callbacks, webhook, llm) -> Any:
-    def make(iterations: int) -> Chat:
-        llm.default("reason_step", step(1, 0.85))
-        llm.default("feedback", {"feedback": "keep it grounded"})
-        return shop_chat(
-            "as_needed", django_capture_on_commit_callbacks, webhook, iterations=iterations
-        )
-
-    return make
+def when_needed(django_capture_on_commit_callbacks, webhook, llm) -> Callable[[int], Chat]:
+    """A "deliberate when needed" chat with `iterations` refinement rounds."""
+    return chat_maker("as_needed", django_capture_on_commit_callbacks, webhook, llm)
 
 
 def test_when_needed_the_adaptive_draft_that_deliberates_is_never_shown_its_answer_is(
