@@ -22,8 +22,7 @@ from apps.reasoning.models import ReasoningTrace
 from apps.tools.models import PendingAction, PendingActionStatus, ToolExecution
 from devtools.fake_llm import BackgroundHTTPServer, FakeLLMServer, RequestHandler
 from tests.support.fake_webhook import FakeWebhookServer
-from tests.support.shop import Chat, make_shop
-from tests.support.shop import assess as reasoning_assess
+from tests.support.shop import Chat, lookup_assess, make_shop
 from tests.support.shop import critique as reasoning_critique
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -473,12 +472,7 @@ def test_an_injected_destructive_call_is_stopped_by_the_confirmation_guard(
     conversation = conversation_create(client=shop)[0]
     llm.script(
         "assess",
-        reasoning_assess(
-            response="Order TH-12345 is on its way.",
-            tool_call="get_order_status",
-            tool_params={"order_id": "TH-12345"},
-            confidence=9,
-        ),
+        lookup_assess(response="Order TH-12345 is on its way.", confidence=9),
     )
     llm.script("critique", reasoning_critique("PROCEED"))  # the critique misses it
     log = tmp_path / "injections.jsonl"

@@ -17,7 +17,7 @@ from apps.knowledge.retrieval import Hit
 from apps.reasoning.knowledge import answer_sources
 from tests.factories import ClientFactory
 from tests.support.fake_webhook import Reply
-from tests.support.shop import Chat, article, assess
+from tests.support.shop import Chat, article, assess, cancel_assess, lookup_assess
 
 pytestmark = pytest.mark.django_db
 
@@ -39,11 +39,13 @@ def load_knowledge(client: Client) -> None:
     article(client, "Tent care", "## Drying\nDry your tent fully before storing it.")
 
 
-def ask_kb_then_answer(llm: Any, answer: str = FIT, **fields: Any) -> None:
+def ask_kb_then_answer(llm: Any, plan: dict[str, Any] | None = None) -> None:
+    """The model asks for the boot sizing articles, then plans `plan` (by default: answers FIT
+    with confidence 8)."""
     llm.script(
         "assess",
         assess(confidence=5, needs_more_context=["kb:Ridgeline hiking boots sizing"]),
-        assess(**({"response": answer, "confidence": 8} | fields)),
+        plan or assess(response=FIT, confidence=8),
     )
 
 
@@ -83,13 +85,7 @@ def test_no_sources_when_the_client_switched_them_off(chat: Chat, llm: Any) -> N
 
 def test_no_sources_under_an_answer_from_a_tool(chat: Chat, llm: Any, webhook: Any) -> None:
     load_knowledge(chat.client)
-    ask_kb_then_answer(
-        llm,
-        answer="Let me check.",
-        tool_call="get_order_status",
-        tool_params={"order_id": "TH-55555"},
-        confidence=9,
-    )
+    ask_kb_then_answer(llm, lookup_assess("TH-55555", confidence=9))
     webhook.script(Reply.ok({"status": "shipped"}))
     llm.script("compose", {"response": "Order TH-55555 has shipped."})
 
@@ -101,15 +97,8 @@ def test_no_sources_under_an_answer_from_a_tool(chat: Chat, llm: Any, webhook: A
 
 def test_no_sources_under_a_confirmation_question(chat: Chat, llm: Any) -> None:
     load_knowledge(chat.client)
-    ask_kb_then_answer(
-        llm,
-        answer="Shall I cancel order TH-55555?",
-        tool_call="cancel_order",
-        tool_params={"order_id": "TH-55555"},
-        is_destructive=True,
-        needs_confirmation=True,
-        confidence=9,
-    )
+    question = "Shall I cancel order TH-55555?"
+    ask_kb_then_answer(llm, cancel_assess("TH-55555", response=question, confidence=9))
 
     replies = chat.say("The Ridgeline hiking boots are too small: cancel order TH-55555")
 

@@ -15,6 +15,13 @@ from apps.tools.models import ClientTool
 pytestmark = pytest.mark.django_db
 
 
+def draft_problem(shop, draft: str, tool_name: str) -> str:
+    """Why `draft` may not be sent for the tool `tool_name` the shop does not have ("" if it
+    may)."""
+    tools = list(ClientTool.objects.for_client(shop))
+    return unavailable_tool_draft_problem(draft, tool_name=tool_name, tools=tools)
+
+
 @pytest.mark.parametrize(
     ("draft", "named"),
     [
@@ -34,8 +41,7 @@ pytestmark = pytest.mark.django_db
     ],
 )
 def test_a_draft_saying_an_action_was_done_is_not_sent_in_any_language(shop, draft, named):
-    tools = list(ClientTool.objects.for_client(shop))
-    problem = unavailable_tool_draft_problem(draft, tool_name="whatever", tools=tools)
+    problem = draft_problem(shop, draft, "whatever")
     assert problem.startswith("the draft names an action no tool performed")
     assert named in problem
 
@@ -54,9 +60,7 @@ def test_a_draft_saying_an_action_was_done_is_not_sent_in_any_language(shop, dra
     ],
 )
 def test_a_draft_that_only_announces_is_not_sent_in_any_language(shop, draft):
-    tools = list(ClientTool.objects.for_client(shop))
-    problem = unavailable_tool_draft_problem(draft, tool_name="whatever", tools=tools)
-    assert problem == "the draft only announces an action"
+    assert draft_problem(shop, draft, "whatever") == "the draft only announces an action"
 
 
 @pytest.mark.parametrize(
@@ -73,8 +77,7 @@ def test_a_draft_that_only_announces_is_not_sent_in_any_language(shop, draft):
     ],
 )
 def test_an_answer_in_its_own_right_is_sent_in_any_language(shop, draft):
-    tools = list(ClientTool.objects.for_client(shop))
-    assert unavailable_tool_draft_problem(draft, tool_name="opening_hours", tools=tools) == ""
+    assert draft_problem(shop, draft, "opening_hours") == ""
 
 
 def test_the_draft_data_is_built_once_for_every_language():
