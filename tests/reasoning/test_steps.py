@@ -293,10 +293,8 @@ def test_a_module_without_a_complete_step_fails_at_import(tmp_path: Path) -> Non
             del sys.modules[name]
 
 
-@pytest.mark.parametrize(
-    "missing", ["prompt", "hint", "offline", "description", "example", "output", "name"]
-)
-def test_a_step_missing_a_part_is_refused(missing: str) -> None:
+def summary_parts(**changes: Any) -> dict[str, Any]:
+    """The parts of a minimal step that summarizes; `changes` replace any of them."""
     parts: dict[str, Any] = {
         "name": "incomplete",
         "output": SummaryOut,
@@ -306,9 +304,15 @@ def test_a_step_missing_a_part_is_refused(missing: str) -> None:
         "description": "x",
         "example": {"summary": "x", "topics": []},
     }
-    parts[missing] = None
+    return parts | changes
+
+
+@pytest.mark.parametrize(
+    "missing", ["prompt", "hint", "offline", "description", "example", "output", "name"]
+)
+def test_a_step_missing_a_part_is_refused(missing: str) -> None:
     with pytest.raises(StepDefinitionError):
-        Step(**parts)
+        Step(**summary_parts(**{missing: None}))
 
 
 def test_a_nested_output_model_is_inlined_with_every_field_required() -> None:
@@ -347,30 +351,18 @@ def test_a_recursive_output_model_is_refused() -> None:
 
 def test_two_steps_with_one_name_are_refused(summary_step: Any) -> None:
     with pytest.raises(StepDefinitionError, match="two steps"):
-        steps.register(
-            Step(
-                name="summarize_test",
-                output=SummaryOut,
-                prompt=lambda **f: "",
-                hint=lambda **f: {},
-                offline=_summary_offline,
-                description="duplicate",
-                example={"summary": "x", "topics": []},
-            )
-        )
+        steps.register(Step(**summary_parts(name="summarize_test", description="duplicate")))
 
 
 def test_invalid_offline_answer_is_an_llm_error_not_a_generic_reply(settings: Any) -> None:
     settings.OPENAI_API_KEY = ""
     step = steps.register(
         Step(
-            name="bad_offline_test",
-            output=SummaryOut,
-            prompt=lambda **f: "",
-            hint=lambda **f: {},
-            offline=lambda hint: {"not": "a summary"},
-            description="An offline answer that does not fit the schema.",
-            example={"summary": "x", "topics": []},
+            **summary_parts(
+                name="bad_offline_test",
+                offline=lambda hint: {"not": "a summary"},
+                description="An offline answer that does not fit the schema.",
+            )
         )
     )
     try:
@@ -383,11 +375,4 @@ def test_invalid_offline_answer_is_an_llm_error_not_a_generic_reply(settings: An
 
 def test_a_step_without_an_example_reply_is_refused() -> None:
     with pytest.raises(StepDefinitionError, match="an example reply is required"):
-        Step(
-            name="no_example",
-            output=SummaryOut,
-            prompt=lambda **f: "",
-            hint=lambda **f: {},
-            offline=_summary_offline,
-            description="x",
-        )
+        Step(**{k: v for k, v in summary_parts(name="no_example").items() if k != "example"})
