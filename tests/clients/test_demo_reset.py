@@ -12,31 +12,28 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
-from apps.api.views import DEMO_CUSTOMER_ID
-from apps.clients.identity import Identity
 from apps.clients.models import Client
 from apps.conversations.models import Conversation, Message
 from apps.conversations.services import (
     conversation_create,
-    conversation_customer_verify,
     message_append,
 )
 from apps.provisioning.files import load_tenant_file
 from apps.reasoning.services import handle_turn
 from apps.tools.models import ToolExecution
+from tests.clients.helpers import demo_shop, demo_turns
 from tests.conftest import DEMO_TENANT
 from tests.factories import ClientFactory
 
 pytestmark = pytest.mark.django_db
 
-README_CANCELLATION = ["Cancel my order", "Order 12345", "Yes"]
-
 
 @pytest.fixture
 def demo(settings) -> Client:
-    settings.OPENAI_API_KEY = ""  # the offline demo model, as in the README
-    call_command("demo_setup", "--tenant", str(DEMO_TENANT), stdout=StringIO())
-    return Client.objects.get(slug="trailhead")
+    return demo_shop(settings)
+
+
+README_CANCELLATION = ["Cancel my order", "Order 12345", "Yes"]
 
 
 def cancel_as_in_the_readme(
@@ -45,16 +42,7 @@ def cancel_as_in_the_readme(
     """The README's three turns in a new conversation — the demo shop page's signed-in demo
     customer's, as the page signs it (docs/widget.md "Identity verification"); the last
     visible reply."""
-    conversation = conversation_create(client=client)[0]
-    if signed_in:
-        conversation_customer_verify(
-            client=client,
-            conversation=conversation,
-            identity=Identity(customer_id=DEMO_CUSTOMER_ID, email="", name="", via="hmac"),
-        )
-    for text in texts:
-        with capture(execute=True):
-            message = handle_turn(client=client, conversation=conversation, text=text)
+    conversation, message = demo_turns(client, capture, texts, signed_in=signed_in)
     reply = (
         Message.objects.filter(conversation=conversation, seq__gt=message.seq)
         .visible()

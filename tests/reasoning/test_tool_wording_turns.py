@@ -4,30 +4,22 @@ demo's order book reaches the customer as a Spanish sentence, never the tool's E
 
 from __future__ import annotations
 
-from io import StringIO
 from typing import Any
 
 import pytest
-from django.core.management import call_command
 
-from apps.api.views import DEMO_CUSTOMER_ID
-from apps.clients.identity import Identity
 from apps.clients.models import Client
 from apps.conversations.models import Kind, Message
-from apps.conversations.services import conversation_create, conversation_customer_verify
-from apps.reasoning.services import handle_turn
 from apps.tools.builtins import get_order_status
 from apps.tools.models import ToolExecution
-from tests.conftest import DEMO_TENANT
+from tests.clients.helpers import demo_shop, demo_turns
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def demo(settings) -> Client:
-    settings.OPENAI_API_KEY = ""  # the offline demo model
-    call_command("demo_setup", "--tenant", str(DEMO_TENANT), stdout=StringIO())
-    return Client.objects.get(slug="trailhead")
+    return demo_shop(settings)
 
 
 def order_in(client: Client, status: str) -> str:
@@ -41,15 +33,7 @@ def order_in(client: Client, status: str) -> str:
 def turns(client: Client, capture: Any, *texts: str) -> list[Message]:
     """The customer's messages, one turn each, in a conversation of the demo's signed-in
     customer; every visible reply, in order."""
-    conversation = conversation_create(client=client)[0]
-    conversation_customer_verify(
-        client=client,
-        conversation=conversation,
-        identity=Identity(customer_id=DEMO_CUSTOMER_ID, email="", name="", via="hmac"),
-    )
-    for text in texts:
-        with capture(execute=True):
-            handle_turn(client=client, conversation=conversation, text=text)
+    conversation, _ = demo_turns(client, capture, list(texts))
     return list(
         Message.objects.filter(conversation=conversation, role="assistant")
         .visible()
