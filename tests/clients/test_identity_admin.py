@@ -19,6 +19,7 @@ from django.utils import timezone
 from apps.clients.identity import active_identity_secrets
 from apps.provisioning.services import client_export, tenant_import
 from apps.tools.models import ClientTool
+from tests.clients.helpers import one_shop_tenant
 from tests.factories import ClientFactory, MembershipFactory, PlanFactory, UserFactory
 from tests.support.admin_forms import client_form
 
@@ -92,26 +93,14 @@ def test_another_clients_staff_cannot_see_or_rotate_the_secret(client):
 
 
 def tenant_file(**client_extra):
-    return {
-        "plans": [{"slug": "p", "name": "P", "ai_mode": "standard"}],
-        "clients": [
-            {
-                "slug": "idshop",
-                "name": "Id Shop",
-                "plan": "p",
-                "tools": [
-                    {
-                        "name": "cancel_order",
-                        "description": "Cancel an order.",
-                        "kind": "destructive",
-                        "customer_scoped": True,
-                        "executor": {"type": "builtin", "handler": "demo.cancel_order"},
-                    }
-                ],
-                **client_extra,
-            }
-        ],
+    cancel_order = {
+        "name": "cancel_order",
+        "description": "Cancel an order.",
+        "kind": "destructive",
+        "customer_scoped": True,
+        "executor": {"type": "builtin", "handler": "demo.cancel_order"},
     }
+    return one_shop_tenant("p", slug="idshop", name="Id Shop", tools=[cancel_order], **client_extra)
 
 
 def test_the_tenant_file_takes_identity_and_customer_scoped(tmp_path):

@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from apps.clients.models import Client
 from apps.provisioning.services import client_export, tenant_import
+from tests.clients.helpers import one_shop_tenant
 from tests.factories import ClientFactory, PlanFactory, UserFactory
 from tests.support.admin_forms import client_form
 
@@ -18,17 +19,8 @@ pytestmark = pytest.mark.django_db
 
 
 def tenant(**widget: Any) -> dict[str, Any]:
-    return {
-        "plans": [{"slug": "basic", "name": "Basic", "ai_mode": "standard"}],
-        "clients": [
-            {
-                "slug": "shop",
-                "name": "Shop",
-                "plan": "basic",
-                "widget": {"allowed_origins": ["https://shop.example"], **widget},
-            }
-        ],
-    }
+    widget = {"allowed_origins": ["https://shop.example"], **widget}
+    return one_shop_tenant("basic", slug="shop", name="Shop", widget=widget)
 
 
 def test_the_tenant_file_sets_show_sources_and_the_export_keeps_it():
