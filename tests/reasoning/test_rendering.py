@@ -5,30 +5,18 @@ step really records, and each surface draws a step from it."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 
 from apps.reasoning import steps
 from apps.reasoning.models import ReasoningStep
-from apps.reasoning.rendering import STEP_VIEWS, step_html, step_lines
+from apps.reasoning.rendering import STEP_VIEWS, Kind, step_html, step_lines
 
 # What the pipeline adds to a step's parsed output when it records it (`TurnRecorder.llm`'s
 # `extra`): the deliberative loop's step number and mean, the refinement iteration.
 RECORDED_EXTRAS = {"step", "max_steps", "mean", "iteration"}
-KINDS = {
-    "text",
-    "fact",
-    "badge",
-    "progress",
-    "list",
-    "json",
-    "scores",
-    "issues",
-    "options",
-    "hypotheses",
-    "citations",
-}
+KINDS = set(get_args(Kind))  # the kinds of field a view may name
 
 
 @pytest.mark.parametrize("name", steps.names())
