@@ -52,6 +52,17 @@ def deep(django_capture_on_commit_callbacks, webhook, llm) -> Callable[[int], Ch
     return chat_maker("deliberative", django_capture_on_commit_callbacks, webhook, llm)
 
 
+def script_two_rounds(llm: Any, draft_score: int, improved_score: int) -> None:
+    """The synthesis SYNTHESIS, then two refinement rounds: the critique of the draft scores
+    `draft_score`, the critique of the first improvement (IMPROVED) `improved_score`, and the
+    second improvement is BETTER."""
+    llm.script("synthesize", ordered_assess(response=SYNTHESIS))
+    llm.script(
+        "refine_critique", rc(draft_score, "with the receipt"), rc(improved_score, "start yours")
+    )
+    llm.script("improve", {"response": IMPROVED}, {"response": BETTER})
+
+
 def streamed_steps(llm: Any) -> list[str]:
     return [r.step for r in llm.requests if r.body.get("stream")]
 
@@ -82,11 +93,9 @@ def test_a_synthesis_no_refinement_follows_is_written_word_by_word(deep, llm, dr
 
 def test_the_last_improvement_when_it_is_kept_is_written_word_by_word(deep, llm, drafts):
     chat = deep(2)
-    llm.script("synthesize", ordered_assess(response=SYNTHESIS))
     # The first improvement scores better than the draft: the last one, which improves it,
     # is the version sent.
-    llm.script("refine_critique", rc(60, "with the receipt"), rc(70, "start yours"))
-    llm.script("improve", {"response": IMPROVED}, {"response": BETTER})
+    script_two_rounds(llm, 60, 70)
 
     [reply] = chat.say("Can I still return my boots?")
 
@@ -100,11 +109,9 @@ def test_the_last_improvement_when_it_is_kept_is_written_word_by_word(deep, llm,
 
 def test_a_last_improvement_that_may_be_dropped_is_not_shown(deep, llm, drafts):
     chat = deep(2)
-    llm.script("synthesize", ordered_assess(response=SYNTHESIS))
     # The first improvement scores worse than the draft: the best version is the draft, and
     # the last improvement (of the worse one) is dropped, so it may not be shown.
-    llm.script("refine_critique", rc(70, "with the receipt"), rc(60, "start yours"))
-    llm.script("improve", {"response": IMPROVED}, {"response": BETTER})
+    script_two_rounds(llm, 70, 60)
 
     [reply] = chat.say("Can I still return my boots?")
 
@@ -211,9 +218,7 @@ def test_a_shown_answer_the_mode_then_replaced_is_taken_back(deep, llm, drafts, 
     # normally skips it: `_worse_than_best`).
     monkeypatch.setattr(refinement, "_worse_than_best", lambda events, critique: False)
     chat = deep(2)
-    llm.script("synthesize", ordered_assess(response=SYNTHESIS))
-    llm.script("refine_critique", rc(70, "with the receipt"), rc(60, "start yours"))
-    llm.script("improve", {"response": IMPROVED}, {"response": BETTER})
+    script_two_rounds(llm, 70, 60)
 
     [reply] = chat.say("Can I still return my boots?")
 

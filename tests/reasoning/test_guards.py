@@ -254,9 +254,23 @@ def test_a_yes_sent_before_the_question_appeared_does_not_confirm(
     assert len(webhook.requests) == 1
 
 
-def test_a_question_never_shown_cannot_be_confirmed(chat, llm, webhook, monkeypatch):
+def staff_hand_back_then_ok_thanks(chat, llm) -> None:
+    """Staff resolve the conversation's escalation, handing it back to the assistant; the
+    customer then says "ok thanks", which the model answers."""
     from apps.escalations.models import Escalation
-    from apps.escalations.services import escalation_resolve, staff_reply
+    from apps.escalations.services import escalation_resolve
+
+    escalation_resolve(
+        client=chat.client,
+        escalation=Escalation.objects.unscoped("test checks the database directly").get(),
+        actor=None,
+    )
+    llm.script("assess", assess(response="Anything else?"))
+    chat.say("ok thanks")
+
+
+def test_a_question_never_shown_cannot_be_confirmed(chat, llm, webhook, monkeypatch):
+    from apps.escalations.services import staff_reply
     from apps.tools import pending as pending_actions
 
     real_create = pending_actions.pending_create
@@ -271,13 +285,7 @@ def test_a_question_never_shown_cannot_be_confirmed(chat, llm, webhook, monkeypa
     chat.say("Cancel TH-12345")
     assert not chat.all(kind="confirmation_request")  # suppressed: a person took over
     monkeypatch.undo()
-    escalation_resolve(
-        client=chat.client,
-        escalation=Escalation.objects.unscoped("test checks the database directly").get(),
-        actor=None,
-    )
-    llm.script("assess", assess(response="Glad to help!"))
-    chat.say("ok thanks")
+    staff_hand_back_then_ok_thanks(chat, llm)
     assert webhook.requests == []
     assert (
         not PendingAction.objects.unscoped("test checks the database directly")
@@ -287,8 +295,7 @@ def test_a_question_never_shown_cannot_be_confirmed(chat, llm, webhook, monkeypa
 
 
 def test_a_staff_exchange_expires_an_open_question(chat, llm, webhook):
-    from apps.escalations.models import Escalation
-    from apps.escalations.services import escalation_resolve, staff_reply
+    from apps.escalations.services import staff_reply
 
     pending = confirm_flow(chat, llm)
     staff_reply(
@@ -296,13 +303,7 @@ def test_a_staff_exchange_expires_an_open_question(chat, llm, webhook):
         conversation=chat.conversation,
         text="Checking with the warehouse, hold on.",
     )
-    escalation_resolve(
-        client=chat.client,
-        escalation=Escalation.objects.unscoped("test checks the database directly").get(),
-        actor=None,
-    )
-    llm.script("assess", assess(response="Anything else?"))
-    chat.say("ok thanks")
+    staff_hand_back_then_ok_thanks(chat, llm)
     assert webhook.requests == []
     pending.refresh_from_db()
     assert pending.status == PendingActionStatus.EXPIRED
