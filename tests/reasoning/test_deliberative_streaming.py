@@ -358,26 +358,22 @@ def test_refine_uses_the_final_improver_only_for_a_last_improvement_it_keeps():
 
         return improve
 
-    kept = refinement.refine(
-        "v0",
-        iterations=2,
-        stop_score=90,
-        critic=critic,
-        improver=improver("plain"),
-        final_improver=improver("final"),
-    )
+    def refine(iterations: int) -> refinement.Refined:
+        calls.clear()
+        return refinement.refine(
+            "v0",
+            iterations=iterations,
+            stop_score=90,
+            critic=critic,
+            improver=improver("plain"),
+            final_improver=improver("final"),
+        )
+
+    kept = refine(2)
     assert calls == [("plain", 1), ("final", 2)]
     assert kept.text == "v2"
 
-    calls.clear()
-    dropped = refinement.refine(
-        "v0",
-        iterations=3,
-        stop_score=90,
-        critic=critic,
-        improver=improver("plain"),
-        final_improver=improver("final"),
-    )
+    dropped = refine(3)
     # Critiques 60, 70, 65: version 2 scored below version 1, so the last improvement (of
     # version 2) would be dropped: it is not asked for, and the final improver is never used.
     assert calls == [("plain", 1), ("plain", 2)]
