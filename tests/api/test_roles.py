@@ -3,8 +3,8 @@ unauthenticated callers and sessions without (or with several) memberships."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 import pytest
@@ -22,11 +22,16 @@ pytestmark = pytest.mark.django_db
 class Endpoint:
     name: str
     method: str
-    url: Callable[[TenantData], str]
+    route: str  # the URL name, less its "api-" prefix
+    arg: str | None  # the attribute path, on TenantData, of the URL's one argument
     minimum: str
     success: int
     body: dict[str, Any] | str | None = None
     content_type: str | None = None  # a non-JSON body (the notes import's JSON Lines)
+
+    def url(self, data: TenantData) -> str:
+        args = None if self.arg is None else [attrgetter(self.arg)(data)]
+        return reverse(f"api-{self.route}", args=args)
 
     def call(self, api: APIClient, data: TenantData, **extra: Any) -> Any:
         if self.content_type is not None:
@@ -36,212 +41,67 @@ class Endpoint:
         return getattr(api, self.method)(self.url(data), self.body, format="json", **extra)
 
 
+VIEWER, AGENT, ADMIN = Role.VIEWER, Role.AGENT, Role.ADMIN
+CONV = "conversation.public_id"
+QUIET = "quiet_conversation.public_id"
+ESCALATION = "escalation.public_id"
+TOOL = "tool.name"
+KEY = "client.apikey_set_first.pk"
+NOTE = "client.note_first.pk"
+SIMCASE = "client.simcase_first.public_id"
+SIMRUN = "client.simrun_first.public_id"
+ASSIGN_BODY = {"assignee": None}
+KEY_BODY = {"name": "new", "role": "viewer"}
+REPLY_BODY = {"text": "Hello from staff"}
+HANDBACK_BODY = {"answer_waiting": False}
+CONV_NOTE_BODY = {"text": "Checked the order."}
+NOTE_BODY = {"type": "tip", "content": "Quote the order code."}
+IMPORT_BODY = '{"type": "tip", "content": "Imported."}\n'
+NDJSON = "application/x-ndjson"
 ENDPOINTS = [
+    Endpoint("conversation list", "get", "conversation-list", None, VIEWER, 200),
+    Endpoint("conversation detail", "get", "conversation-detail", CONV, VIEWER, 200),
+    Endpoint("staff reply", "post", "conversation-messages", CONV, AGENT, 201, REPLY_BODY),
+    Endpoint("escalation list", "get", "escalation-list", None, VIEWER, 200),
+    Endpoint("escalation resolve", "post", "escalation-resolve", ESCALATION, AGENT, 200),
+    Endpoint("conversation takeover", "post", "conversation-takeover", QUIET, AGENT, 200),
+    Endpoint("conversation assign", "post", "conversation-assign", CONV, AGENT, 200, ASSIGN_BODY),
     Endpoint(
-        "conversation list", "get", lambda d: reverse("api-conversation-list"), Role.VIEWER, 200
+        "conversation handback", "post", "conversation-handback", CONV, AGENT, 200, HANDBACK_BODY
     ),
+    Endpoint("conversation notes", "get", "conversation-notes", CONV, VIEWER, 200),
     Endpoint(
-        "conversation detail",
-        "get",
-        lambda d: reverse("api-conversation-detail", args=[d.conversation.public_id]),
-        Role.VIEWER,
-        200,
+        "conversation note create", "post", "conversation-notes", CONV, AGENT, 201, CONV_NOTE_BODY
     ),
-    Endpoint(
-        "staff reply",
-        "post",
-        lambda d: reverse("api-conversation-messages", args=[d.conversation.public_id]),
-        Role.AGENT,
-        201,
-        {"text": "Hello from staff"},
-    ),
-    Endpoint("escalation list", "get", lambda d: reverse("api-escalation-list"), Role.VIEWER, 200),
-    Endpoint(
-        "escalation resolve",
-        "post",
-        lambda d: reverse("api-escalation-resolve", args=[d.escalation.public_id]),
-        Role.AGENT,
-        200,
-    ),
-    Endpoint(
-        "conversation takeover",
-        "post",
-        lambda d: reverse("api-conversation-takeover", args=[d.quiet_conversation.public_id]),
-        Role.AGENT,
-        200,
-    ),
-    Endpoint(
-        "conversation assign",
-        "post",
-        lambda d: reverse("api-conversation-assign", args=[d.conversation.public_id]),
-        Role.AGENT,
-        200,
-        {"assignee": None},
-    ),
-    Endpoint(
-        "conversation handback",
-        "post",
-        lambda d: reverse("api-conversation-handback", args=[d.conversation.public_id]),
-        Role.AGENT,
-        200,
-        {"answer_waiting": False},
-    ),
-    Endpoint(
-        "conversation notes",
-        "get",
-        lambda d: reverse("api-conversation-notes", args=[d.conversation.public_id]),
-        Role.VIEWER,
-        200,
-    ),
-    Endpoint(
-        "conversation note create",
-        "post",
-        lambda d: reverse("api-conversation-notes", args=[d.conversation.public_id]),
-        Role.AGENT,
-        201,
-        {"text": "Checked the order."},
-    ),
-    Endpoint(
-        "tool execution list", "get", lambda d: reverse("api-tool-execution-list"), Role.VIEWER, 200
-    ),
-    Endpoint("tool list", "get", lambda d: reverse("api-tool-list"), Role.ADMIN, 200),
-    Endpoint(
-        "tool update",
-        "patch",
-        lambda d: reverse("api-tool-detail", args=[d.tool.name]),
-        Role.ADMIN,
-        200,
-        {"enabled": False},
-    ),
-    Endpoint("api key list", "get", lambda d: reverse("api-key-list"), Role.ADMIN, 200),
-    Endpoint(
-        "api key create",
-        "post",
-        lambda d: reverse("api-key-list"),
-        Role.ADMIN,
-        201,
-        {"name": "new", "role": "viewer"},
-    ),
-    Endpoint(
-        "api key revoke",
-        "post",
-        lambda d: reverse("api-key-revoke", args=[d.client.apikey_set_first.pk]),
-        Role.ADMIN,
-        200,
-    ),
-    Endpoint("note list", "get", lambda d: reverse("api-note-list"), Role.VIEWER, 200),
-    Endpoint(
-        "note create",
-        "post",
-        lambda d: reverse("api-note-list"),
-        Role.AGENT,
-        201,
-        {"type": "tip", "content": "Quote the order code."},
-    ),
-    Endpoint(
-        "note detail",
-        "get",
-        lambda d: reverse("api-note-detail", args=[d.client.note_first.pk]),
-        Role.VIEWER,
-        200,
-    ),
-    Endpoint(
-        "note update",
-        "patch",
-        lambda d: reverse("api-note-detail", args=[d.client.note_first.pk]),
-        Role.AGENT,
-        200,
-        {"status": "active"},
-    ),
-    Endpoint(
-        "note delete",
-        "delete",
-        lambda d: reverse("api-note-detail", args=[d.client.note_first.pk]),
-        Role.AGENT,
-        204,
-    ),
-    Endpoint("note export", "get", lambda d: reverse("api-note-export"), Role.VIEWER, 200),
-    Endpoint(
-        "note import",
-        "post",
-        lambda d: reverse("api-note-import"),
-        Role.ADMIN,
-        200,
-        '{"type": "tip", "content": "Imported."}\n',
-        "application/x-ndjson",
-    ),
+    Endpoint("tool execution list", "get", "tool-execution-list", None, VIEWER, 200),
+    Endpoint("tool list", "get", "tool-list", None, ADMIN, 200),
+    Endpoint("tool update", "patch", "tool-detail", TOOL, ADMIN, 200, {"enabled": False}),
+    Endpoint("api key list", "get", "key-list", None, ADMIN, 200),
+    Endpoint("api key create", "post", "key-list", None, ADMIN, 201, KEY_BODY),
+    Endpoint("api key revoke", "post", "key-revoke", KEY, ADMIN, 200),
+    Endpoint("note list", "get", "note-list", None, VIEWER, 200),
+    Endpoint("note create", "post", "note-list", None, AGENT, 201, NOTE_BODY),
+    Endpoint("note detail", "get", "note-detail", NOTE, VIEWER, 200),
+    Endpoint("note update", "patch", "note-detail", NOTE, AGENT, 200, {"status": "active"}),
+    Endpoint("note delete", "delete", "note-detail", NOTE, AGENT, 204),
+    Endpoint("note export", "get", "note-export", None, VIEWER, 200),
+    Endpoint("note import", "post", "note-import", None, ADMIN, 200, IMPORT_BODY, NDJSON),
 ]
 SIMCASE_BODY = {"name": "new-case", "turns": [{"customer": "Hi", "expect": {"escalated": False}}]}
+SIMCASE_REPLACEMENT = {**SIMCASE_BODY, "name": "greeting", "suite": "smoke"}
+SIMRUN_BODY = {"selection": {"suite": "default"}, "compare": False}
 ENDPOINTS += [
-    Endpoint("simcase list", "get", lambda d: reverse("api-simcase-list"), Role.VIEWER, 200),
-    Endpoint(
-        "simcase create",
-        "post",
-        lambda d: reverse("api-simcase-list"),
-        Role.AGENT,
-        201,
-        SIMCASE_BODY,
-    ),
-    Endpoint(
-        "simcase detail",
-        "get",
-        lambda d: reverse("api-simcase-detail", args=[d.client.simcase_first.public_id]),
-        Role.VIEWER,
-        200,
-    ),
-    Endpoint(
-        "simcase replace",
-        "put",
-        lambda d: reverse("api-simcase-detail", args=[d.client.simcase_first.public_id]),
-        Role.AGENT,
-        200,
-        {**SIMCASE_BODY, "name": "greeting", "suite": "smoke"},
-    ),
-    Endpoint(
-        "simcase update",
-        "patch",
-        lambda d: reverse("api-simcase-detail", args=[d.client.simcase_first.public_id]),
-        Role.AGENT,
-        200,
-        {"enabled": False},
-    ),
-    Endpoint(
-        "simcase delete",
-        "delete",
-        lambda d: reverse("api-simcase-detail", args=[d.client.simcase_first.public_id]),
-        Role.AGENT,
-        204,
-    ),
-    Endpoint("simrun list", "get", lambda d: reverse("api-simrun-list"), Role.VIEWER, 200),
-    Endpoint(
-        "simrun create",
-        "post",
-        lambda d: reverse("api-simrun-list"),
-        Role.AGENT,
-        201,
-        {"selection": {"suite": "default"}, "compare": False},
-    ),
-    Endpoint(
-        "simrun detail",
-        "get",
-        lambda d: reverse("api-simrun-detail", args=[d.client.simrun_first.public_id]),
-        Role.VIEWER,
-        200,
-    ),
-    Endpoint(
-        "simrun stop",
-        "post",
-        lambda d: reverse("api-simrun-stop", args=[d.client.simrun_first.public_id]),
-        Role.AGENT,
-        200,
-    ),
-    Endpoint(
-        "simrun cases",
-        "get",
-        lambda d: reverse("api-simrun-cases", args=[d.client.simrun_first.public_id]),
-        Role.VIEWER,
-        200,
-    ),
+    Endpoint("simcase list", "get", "simcase-list", None, VIEWER, 200),
+    Endpoint("simcase create", "post", "simcase-list", None, AGENT, 201, SIMCASE_BODY),
+    Endpoint("simcase detail", "get", "simcase-detail", SIMCASE, VIEWER, 200),
+    Endpoint("simcase replace", "put", "simcase-detail", SIMCASE, AGENT, 200, SIMCASE_REPLACEMENT),
+    Endpoint("simcase update", "patch", "simcase-detail", SIMCASE, AGENT, 200, {"enabled": False}),
+    Endpoint("simcase delete", "delete", "simcase-detail", SIMCASE, AGENT, 204),
+    Endpoint("simrun list", "get", "simrun-list", None, VIEWER, 200),
+    Endpoint("simrun create", "post", "simrun-list", None, AGENT, 201, SIMRUN_BODY),
+    Endpoint("simrun detail", "get", "simrun-detail", SIMRUN, VIEWER, 200),
+    Endpoint("simrun stop", "post", "simrun-stop", SIMRUN, AGENT, 200),
+    Endpoint("simrun cases", "get", "simrun-cases", SIMRUN, VIEWER, 200),
 ]
 ENDPOINT_IDS = [e.name for e in ENDPOINTS]
 
@@ -374,48 +234,24 @@ def _snapshot(data: TenantData) -> dict[str, Any]:
     from apps.tools.models import ClientTool
 
     return {
-        "messages": list(
-            Message.objects.unscoped("test checks the database directly")
-            .order_by("pk")
-            .values_list("pk", "text")
-        ),
-        "escalations": list(
-            Escalation.objects.unscoped("test checks the database directly")
-            .order_by("pk")
-            .values_list("pk", "status", "assigned_to")
-        ),
-        "tools": list(
-            ClientTool.objects.unscoped("test checks the database directly")
-            .order_by("pk")
-            .values_list("pk", "enabled", "description")
-        ),
-        "keys": list(
-            ApiKey.objects.unscoped("test checks the database directly")
-            .order_by("pk")
-            .values_list("pk", "revoked_at")
-        ),
-        "notes": list(
-            Note.objects.unscoped("test checks the database directly")
-            .order_by("pk")
-            .values_list("pk", "content", "status", "hits")
-        ),
-        "simulation cases": list(
-            SimCase.objects.unscoped("test checks the database directly")
-            .order_by("pk")
-            .values_list("pk", "name", "suite", "enabled")
-        ),
-        "simulation runs": list(
-            SimulationRun.objects.unscoped("test checks the database directly")
-            .order_by("pk")
-            .values_list("pk", "status", "stop_requested")
-        ),
-        "conversation": list(
-            type(data.conversation)
-            .objects.unscoped("test checks the database directly")
-            .order_by("pk")
-            .values_list("pk", "status", "last_seq")
-        ),
+        "messages": _rows(Message, "text"),
+        "escalations": _rows(Escalation, "status", "assigned_to"),
+        "tools": _rows(ClientTool, "enabled", "description"),
+        "keys": _rows(ApiKey, "revoked_at"),
+        "notes": _rows(Note, "content", "status", "hits"),
+        "simulation cases": _rows(SimCase, "name", "suite", "enabled"),
+        "simulation runs": _rows(SimulationRun, "status", "stop_requested"),
+        "conversation": _rows(type(data.conversation), "status", "last_seq"),
     }
+
+
+def _rows(model: Any, *fields: str) -> list[Any]:
+    """Every row of `model`, in every tenant, as (pk, *fields)."""
+    return list(
+        model.objects.unscoped("test checks the database directly")
+        .order_by("pk")
+        .values_list("pk", *fields)
+    )
 
 
 STAFF_URLCONFS = [
