@@ -35,16 +35,20 @@ def _auth(server: McpTestServer) -> dict[str, str]:
     return {"Authorization": f"Bearer {server.token}"}
 
 
-def _call(server: McpTestServer, tool: str, **arguments: Any) -> mcp_client.McpCallResult:
+def _call(
+    server: McpTestServer, tool: str, *, timeout: float = 10, **arguments: Any
+) -> mcp_client.McpCallResult:
     return mcp_call_tool(
-        url=server.url, headers=_auth(server), name=tool, arguments=arguments, timeout=10
+        url=server.url, headers=_auth(server), name=tool, arguments=arguments, timeout=timeout
     )
 
 
+def _list(server: McpTestServer, url: str | None = None) -> list[mcp_client.McpToolSpec]:
+    return mcp_list_tools(url=url or server.url, headers=_auth(server), timeout=10)
+
+
 def test_lists_tools_with_schemas_and_descriptions(mcp_server: McpTestServer) -> None:
-    tools = {
-        t.name: t for t in mcp_list_tools(url=mcp_server.url, headers=_auth(mcp_server), timeout=10)
-    }
+    tools = {t.name: t for t in _list(mcp_server)}
 
     assert set(tools) == {
         "get_order_status",
@@ -133,13 +137,7 @@ def test_missing_or_wrong_token_is_auth(mcp_server: McpTestServer, headers: dict
 def test_hanging_tool_times_out(mcp_server: McpTestServer) -> None:
     started = time.monotonic()
     with pytest.raises(McpError) as caught:
-        mcp_call_tool(
-            url=mcp_server.url,
-            headers=_auth(mcp_server),
-            name="slow_report",
-            arguments={},
-            timeout=1.5,
-        )
+        _call(mcp_server, "slow_report", timeout=1.5)
 
     assert caught.value.kind == "timeout"
     assert time.monotonic() - started < 1.5 + 2
@@ -149,13 +147,7 @@ def test_hanging_tool_times_out(mcp_server: McpTestServer) -> None:
 def test_deadline_cuts_the_timeout(mcp_server: McpTestServer) -> None:
     started = time.monotonic()
     with deadlines.deadline_scope(1.0), pytest.raises(McpError) as caught:
-        mcp_call_tool(
-            url=mcp_server.url,
-            headers=_auth(mcp_server),
-            name="slow_report",
-            arguments={},
-            timeout=30,
-        )
+        _call(mcp_server, "slow_report", timeout=30)
 
     assert caught.value.kind == "timeout"
     assert time.monotonic() - started < 1.0 + 2
@@ -189,9 +181,7 @@ def test_added_and_removed_tools_show_in_the_next_listing(mcp_server: McpTestSer
     mcp_server.add_tool("refund_order", "Refund part of an order.", refund_order)
     mcp_server.remove_tool("shipping_rates")
 
-    tools = {
-        t.name: t for t in mcp_list_tools(url=mcp_server.url, headers=_auth(mcp_server), timeout=10)
-    }
+    tools = {t.name: t for t in _list(mcp_server)}
 
     assert "shipping_rates" not in tools
     assert tools["refund_order"].description == "Refund part of an order."
@@ -208,7 +198,7 @@ def test_private_address_is_refused_before_connecting(
     settings.TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS = False
 
     for call in (
-        lambda: mcp_list_tools(url=mcp_server.url, headers=_auth(mcp_server), timeout=10),
+        lambda: _list(mcp_server),
         lambda: _call(mcp_server, "cancel_order", order_id="A-1001"),
     ):
         with pytest.raises(McpError) as caught:
@@ -224,7 +214,7 @@ def test_plain_http_is_refused_unless_allowed(mcp_server: McpTestServer, setting
     settings.TOOL_WEBHOOK_ALLOW_HTTP = False
 
     with pytest.raises(McpError) as caught:
-        mcp_list_tools(url=mcp_server.url, headers=_auth(mcp_server), timeout=10)
+        _list(mcp_server)
 
     assert caught.value.kind == "address"
     assert "https" in caught.value.message
@@ -245,7 +235,7 @@ def test_connection_is_pinned_to_the_checked_address(
     monkeypatch.setattr(mcp_client, "checked_addresses", check)
     url = f"http://{PINNED_TEST_HOST}:{mcp_server.port}/mcp"
 
-    tools = mcp_list_tools(url=url, headers=_auth(mcp_server), timeout=10)
+    tools = _list(mcp_server, url)
 
     assert checked == [url]
     assert "get_order_status" in {t.name for t in tools}
@@ -263,9 +253,7 @@ def test_unknown_tool(mcp_server: McpTestServer) -> None:
 
 def test_not_an_mcp_endpoint_is_protocol(mcp_server: McpTestServer) -> None:
     with pytest.raises(McpError) as caught:
-        mcp_list_tools(
-            url=mcp_server.url.replace("/mcp", "/elsewhere"), headers=_auth(mcp_server), timeout=10
-        )
+        _list(mcp_server, mcp_server.url.replace("/mcp", "/elsewhere"))
 
     assert caught.value.kind == "protocol"
 
@@ -274,7 +262,7 @@ def test_closed_port_is_connection(mcp_server: McpTestServer) -> None:
     mcp_server.stop()
 
     with pytest.raises(McpError) as caught:
-        mcp_list_tools(url=mcp_server.url, headers=_auth(mcp_server), timeout=10)
+        _list(mcp_server)
 
     assert caught.value.kind == "connection"
 
@@ -282,15 +270,9 @@ def test_closed_port_is_connection(mcp_server: McpTestServer) -> None:
 def test_no_threads_left_behind(mcp_server: McpTestServer) -> None:
     before = set(threading.enumerate())
 
-    mcp_list_tools(url=mcp_server.url, headers=_auth(mcp_server), timeout=10)
+    _list(mcp_server)
     with pytest.raises(McpError):
-        mcp_call_tool(
-            url=mcp_server.url,
-            headers=_auth(mcp_server),
-            name="slow_report",
-            arguments={},
-            timeout=1,
-        )
+        _call(mcp_server, "slow_report", timeout=1)
 
     # (The calls above run no sync tool, so the server started no worker thread either.)
     assert set(threading.enumerate()) - before == set()
