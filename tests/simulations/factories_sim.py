@@ -11,6 +11,16 @@ from django.utils import timezone
 from apps.simulations.models import CaseRun, RunStatus, SimCase, SimulationRun
 
 
+def case_rows(client: Any, *fields: str) -> list[tuple[Any, ...]]:
+    """The client's saved cases, by name: (name, *fields) each, read past the tenant scope."""
+    return list(
+        SimCase.objects.unscoped("test checks the database directly")
+        .filter(client=client)
+        .order_by("name")
+        .values_list("name", *fields)
+    )
+
+
 def cancel_turns(**confirmed: Any) -> list[dict[str, Any]]:
     """A case's two turns: the customer asks to cancel TH-10042 (proposed, not run), then says
     yes (run); `confirmed` adds expectations to the second turn."""

@@ -8,20 +8,15 @@ import uuid
 import pytest
 from django.urls import reverse
 
-from apps.simulations.models import RunStatus, SimCase, SimulationRun
+from apps.simulations.models import RunStatus, SimulationRun
 from tests.api.conftest import assert_error
-from tests.simulations.factories_sim import case_data, make_case, make_finished_run
+from tests.simulations.factories_sim import case_data, case_rows, make_case, make_finished_run
 
 pytestmark = pytest.mark.django_db
 
 
 def db_cases(client):
-    return list(
-        SimCase.objects.unscoped("test checks the database directly")
-        .filter(client=client)
-        .order_by("name")
-        .values_list("name", "enabled", "updated_at")
-    )
+    return case_rows(client, "enabled", "updated_at")
 
 
 def test_create_read_replace_patch_delete(agent_a, client_a):

@@ -13,20 +13,14 @@ from apps.simulations.cases import (
     simcase_delete,
     simcase_update,
 )
-from apps.simulations.models import SimCase
 from apps.simulations.schema import case_validate
-from tests.simulations.factories_sim import case_data
+from tests.simulations.factories_sim import case_data, case_rows
 
 pytestmark = pytest.mark.django_db
 
 
 def rows(client):
-    return list(
-        SimCase.objects.unscoped("test checks the database directly")
-        .filter(client=client)
-        .order_by("name")
-        .values_list("name", "suite", "turns", "enabled")
-    )
+    return case_rows(client, "suite", "turns", "enabled")
 
 
 def test_create_stores_the_normalized_case(client_a):

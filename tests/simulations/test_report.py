@@ -11,6 +11,7 @@ import pytest
 
 from apps.simulations.models import CaseRun, CaseStatus, RunKind, SimulationRun
 from apps.simulations.report import nearest_rank, report_build
+from tests.simulations.factories_sim import failed_check, transcript_turn
 
 BASE_CONFIG = {"mode": "standard", "model": "gpt-4o-mini"}
 CAND_CONFIG = {"mode": "deliberative", "model": "gpt-4o-mini"}
@@ -19,24 +20,16 @@ CAND_CONFIG = {"mode": "deliberative", "model": "gpt-4o-mini"}
 def turn(
     index: int, calls: int, prompt: int, completion: int, cost: str, latency: int, **more: Any
 ) -> dict[str, Any]:
-    return {
-        "index": index,
-        "customer": f"message {index}",
-        "reply": "ok",
-        "tools_ran": [],
-        "tools_proposed": [],
-        "tools_refused": [],
-        "asked": False,
-        "escalated": False,
-        "escalation_reason": None,
-        "evaluation": "",
-        "llm_calls": calls,
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "cost_usd": cost,
-        "latency_ms": latency,
-        "error": "",
-    } | more
+    return transcript_turn(
+        index,
+        reply="ok",
+        llm_calls=calls,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        cost_usd=cost,
+        latency_ms=latency,
+        **more,
+    )
 
 
 def tool(name: str) -> dict[str, Any]:
@@ -74,13 +67,17 @@ def a_turns(
     ]
 
 
-FAILED_CHECK = {
-    "turn": 1,
-    "expect": "tool_called",
-    "spec": {"name": "cancel_order"},
-    "passed": False,
-    "detail": "cancel_order did not run",
-}
+FAILED_CHECK = failed_check()
+
+
+def baseline_a_turns() -> list[dict[str, Any]]:
+    """Case A on the baseline: (1 call, 100+20 tokens, $0.0001, 1000 ms), then (2, 200+30,
+    $0.0002, 2000 ms)."""
+    return [
+        turn(0, 1, 100, 20, "0.0001", 1000, tools_proposed=[tool("cancel_order")]),
+        turn(1, 2, 200, 30, "0.0002", 2000, tools_ran=[tool("cancel_order")]),
+    ]
+
 
 BASELINE = [
     # A, 2 attempts: turns (1 call, 100+20 tokens, $0.0001, 1000 ms) and (2, 200+30, $0.0002,
@@ -90,10 +87,7 @@ BASELINE = [
         "baseline",
         1,
         CaseStatus.PASSED,
-        [
-            turn(0, 1, 100, 20, "0.0001", 1000, tools_proposed=[tool("cancel_order")]),
-            turn(1, 2, 200, 30, "0.0002", 2000, tools_ran=[tool("cancel_order")]),
-        ],
+        baseline_a_turns(),
         "0.0003",
         checks=[{**FAILED_CHECK, "passed": True}],
     ),
@@ -102,10 +96,7 @@ BASELINE = [
         "baseline",
         2,
         CaseStatus.FAILED,
-        [
-            turn(0, 1, 100, 20, "0.0001", 1000, tools_proposed=[tool("cancel_order")]),
-            turn(1, 2, 200, 30, "0.0002", 2000, tools_ran=[tool("cancel_order")]),
-        ],
+        baseline_a_turns(),
         "0.0003",
         checks=[FAILED_CHECK],
     ),

@@ -4,6 +4,7 @@ progress and the report, budget exhaustion, stop, idempotent jobs, determinism a
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import pytest
 
@@ -14,7 +15,7 @@ from apps.notes.models import Note, NoteStatus, NoteType
 from apps.reasoning.models import ReasoningTrace
 from apps.simulations import services
 from apps.simulations.config import config_validate_overrides, live_config
-from apps.simulations.models import CaseRun, CaseStatus, RunStatus, Side
+from apps.simulations.models import CaseRun, CaseStatus, RunStatus, Side, SimulationRun
 from tests.factories import ClientFactory, ModelPriceFactory
 from tests.simulations.conftest import UNSCOPED, live_rows, make_case, run_now
 from tests.support.shop import assess, make_shop
@@ -284,17 +285,22 @@ def test_a_run_never_reads_another_clients_cases_or_conversations(shop, llm, web
     assert live_rows() == before
 
 
+def _one_case_not_queued(shop: Any, llm: Any, *, source: str) -> tuple[SimulationRun, Any]:
+    """A run of one case whose case run is created but not queued: the run and its case runs."""
+    llm.default("assess", HOURS)
+    make_case(shop, "a", turns=[{"customer": "When are you open?"}])
+    run = services.simulation_run_create(
+        client=shop, source=source, selection={}, compare=False, enqueue=False
+    )
+    return run, CaseRun.objects.unscoped(UNSCOPED).filter(run=run)
+
+
 def test_a_case_run_whose_worker_died_is_taken_over_after_the_lease(shop, llm, webhook):
     from datetime import timedelta
 
     from django.utils import timezone
 
-    llm.default("assess", HOURS)
-    make_case(shop, "a", turns=[{"customer": "When are you open?"}])
-    run = services.simulation_run_create(
-        client=shop, source="cli", selection={}, compare=False, enqueue=False
-    )
-    rows = CaseRun.objects.unscoped(UNSCOPED).filter(run=run)
+    run, rows = _one_case_not_queued(shop, llm, source="cli")
     rows.update(status=CaseStatus.RUNNING, updated_at=timezone.now())
     case_run = rows.get()
     with tenant_scope(shop.pk):
@@ -308,12 +314,8 @@ def test_a_case_run_whose_worker_died_is_taken_over_after_the_lease(shop, llm, w
 def test_the_worker_task_runs_one_case_run_through_the_slots(shop, llm, webhook):
     from apps.simulations import tasks
 
-    llm.default("assess", HOURS)
-    make_case(shop, "a", turns=[{"customer": "When are you open?"}])
-    run = services.simulation_run_create(
-        client=shop, source="api", selection={}, compare=False, enqueue=False
-    )
-    case_run = CaseRun.objects.unscoped(UNSCOPED).get(run=run)
+    run, rows = _one_case_not_queued(shop, llm, source="api")
+    case_run = rows.get()
     tasks.execute_case_run.delay(case_run.pk, client_id=shop.pk)
     tasks.execute_case_run.delay(case_run.pk, client_id=shop.pk)  # redelivered: nothing to do
     run.refresh_from_db()
