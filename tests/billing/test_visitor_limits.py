@@ -27,7 +27,7 @@ from apps.reasoning.services import USAGE_LIMIT_TEXT
 from devtools.fake_llm import WithUsage
 from tests.factories import set_deliberation
 from tests.support.shop import Chat, assess, make_shop
-from tests.widget.conftest import Widget
+from tests.widget.conftest import Widget, say_from, start_from
 
 pytestmark = pytest.mark.django_db
 
@@ -158,29 +158,6 @@ def shop_widget(shop) -> Widget:
     shop.allowed_origins = [ORIGIN]
     shop.save()
     return Widget(shop)
-
-
-def say_from(widget: Widget, address: str, conversation: tuple[str, str], text: str) -> Any:
-    conversation_id, token = conversation
-    return widget.http.post(
-        f"/api/v1/widget/conversations/{conversation_id}/messages",
-        {"text": text},
-        format="json",
-        headers=widget.headers(token),
-        REMOTE_ADDR=address,
-    )
-
-
-def start_from(widget: Widget, address: str) -> tuple[str, str]:
-    response = widget.http.post(
-        "/api/v1/widget/conversations",
-        {},
-        format="json",
-        headers=widget.headers(),
-        REMOTE_ADDR=address,
-    )
-    assert response.status_code == 201, response.content
-    return response.json()["id"], response.json()["token"]
 
 
 @pytest.mark.django_db(transaction=True)

@@ -73,6 +73,27 @@ class Widget:
         )
 
 
+def start_from(widget: Widget, address: str) -> tuple[str, str]:
+    """A conversation started from the visitor address `address`: (its id, its token)."""
+    response = widget.http.post(
+        f"{API}conversations", {}, format="json", headers=widget.headers(), REMOTE_ADDR=address
+    )
+    assert response.status_code == 201, response.content
+    return response.json()["id"], response.json()["token"]
+
+
+def say_from(widget: Widget, address: str, conversation: tuple[str, str], text: str) -> Any:
+    """`text` sent in `conversation` (its id and token) from the visitor address `address`."""
+    conversation_id, token = conversation
+    return widget.http.post(
+        f"{API}conversations/{conversation_id}/messages",
+        {"text": text},
+        format="json",
+        headers=widget.headers(token),
+        REMOTE_ADDR=address,
+    )
+
+
 @pytest.fixture
 def widget(request: pytest.FixtureRequest) -> Widget:
     """A widget client for the reasoning suite's shop (adaptive plan, webhook tools)."""

@@ -18,31 +18,12 @@ from apps.reasoning.models import ReasoningTrace
 from devtools.fake_llm import WithUsage
 from tests.support.broker import NEEDS_REDIS, REDIS_URL
 from tests.support.shop import assess
-from tests.widget.conftest import API, Widget
+from tests.widget.conftest import API, Widget, say_from, start_from
 from tests.widget.test_widget_api import rates
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 NOTICE = "You've sent a lot in a short time, so I've passed your conversation to our team"
-
-
-def start_from(widget: Widget, address: str) -> tuple[str, str]:
-    response = widget.http.post(
-        f"{API}conversations", {}, format="json", headers=widget.headers(), REMOTE_ADDR=address
-    )
-    assert response.status_code == 201, response.content
-    return response.json()["id"], response.json()["token"]
-
-
-def say_from(widget: Widget, address: str, conversation: tuple[str, str], text: str) -> Any:
-    conversation_id, token = conversation
-    return widget.http.post(
-        f"{API}conversations/{conversation_id}/messages",
-        {"text": text},
-        format="json",
-        headers=widget.headers(token),
-        REMOTE_ADDR=address,
-    )
 
 
 def costly(text: str, tokens: int) -> WithUsage:
