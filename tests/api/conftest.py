@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 
 from apps.accounts.models import Role
 from apps.clients.models import Client
-from apps.conversations.models import Conversation, Kind, Visibility
+from apps.conversations.models import Conversation, Kind
 from apps.conversations.models import Role as MessageRole
 from apps.conversations.services import conversation_create, message_append
 from apps.escalations.models import Escalation
@@ -23,6 +23,7 @@ from apps.reasoning.models import ReasoningStep, ReasoningTrace
 from apps.tools.models import ClientTool, ExecutionStatus, ToolExecution
 from tests.conftest import credentials_for
 from tests.factories import ClientToolFactory
+from tests.support.messages import internal_message
 
 ROLES = [Role.VIEWER, Role.AGENT, Role.ADMIN, Role.OWNER]
 AUTH_KINDS = ["api_key", "session"]
@@ -82,16 +83,7 @@ def add_turn(client: Client, conv: Conversation, text: str = "Where is my order?
             prompt_tokens=350,
             completion_tokens=40,
         )
-    message_append(
-        client=client,
-        conversation=conv,
-        role=MessageRole.ASSISTANT,
-        kind=Kind.ASSESSMENT,
-        visibility=Visibility.INTERNAL,
-        text="Confidence 5/10",
-        data={"confidence": 5},
-        trace=trace,
-    )
+    internal_message(conv, Kind.ASSESSMENT, "Confidence 5/10", data={"confidence": 5}, trace=trace)
     message_append(
         client=client,
         conversation=conv,

@@ -18,6 +18,7 @@ from apps.reasoning.models import ReasoningTrace, TraceStatus
 from tests.api.conftest import TenantData, assert_error
 from tests.conftest import key_for, session_for
 from tests.factories import MembershipFactory
+from tests.support.messages import internal_message
 
 pytestmark = pytest.mark.django_db
 
@@ -275,13 +276,8 @@ def test_another_client_cannot_touch_the_conversation(client_a, client_b, data_a
     b_owner = (
         key_for(client_b, Role.OWNER) if kind == "api_key" else session_for(client_b, Role.OWNER)
     )
-    message_append(
-        client=client_a,
-        conversation=data_a.conversation,
-        role=MessageRole.STAFF,
-        kind=Kind.STAFF_NOTE,
-        visibility=Visibility.INTERNAL,
-        text="A's secret note",
+    internal_message(
+        data_a.conversation, Kind.STAFF_NOTE, "A's secret note", role=MessageRole.STAFF
     )
     for conv in (data_a.conversation, data_a.quiet_conversation):
         before = state(conv)

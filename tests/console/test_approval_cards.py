@@ -19,10 +19,11 @@ from apps.approvals.models import ApprovalRequest
 from apps.approvals.services import approval_request_create
 from apps.approvals.sums import approval_basis
 from apps.clients.models import Client
-from apps.conversations.models import Role, Visibility
+from apps.conversations.models import Role
 from apps.conversations.services import conversation_create, message_append
 from apps.tools.models import ExecutionStatus, ToolExecution
 from tests.support.approvals import refund_tool
+from tests.support.messages import internal_message
 
 pytestmark = pytest.mark.django_db
 
@@ -64,14 +65,7 @@ def held_refund(client: Client, *, amount: float = 425.76, earlier: float = 0) -
         (Role.USER, "Order TH-12346, please refund all of it"),
     ):
         asked = message_append(client=client, conversation=conversation, role=role, text=text)
-    message_append(
-        client=client,
-        conversation=conversation,
-        role=Role.ASSISTANT,
-        text="internal assessment",
-        visibility=Visibility.INTERNAL,
-        kind="assessment",
-    )
+    internal_message(conversation, "assessment", "internal assessment")
     params = {"order_id": "TH-12346", "amount": amount, "reason": "torn"}
     basis = approval_basis(client=client, conversation=conversation, tool=tool, params=params)
     approval, _ = approval_request_create(

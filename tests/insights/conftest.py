@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from apps.conversations.models import Conversation, Kind, Role, Visibility
+from apps.conversations.models import Conversation, Kind, Role
 from apps.conversations.services import conversation_create, message_append
 from apps.escalations.services import escalation_create
+from tests.support.messages import internal_message
 
 
 def ref(conv: Conversation) -> str:
@@ -33,13 +34,11 @@ def questioned(client: Any, text: str) -> Conversation:
     """A conversation whose answer the evaluation step questioned (h3's internal message)."""
     conv, _ = conversation_create(client=client)
     message_append(client=client, conversation=conv, role=Role.USER, text=text)
-    message_append(
-        client=client,
-        conversation=conv,
+    internal_message(
+        conv,
+        Kind.EVALUATION,
+        "questioned",
         role=Role.SYSTEM,
-        kind=Kind.EVALUATION,
-        visibility=Visibility.INTERNAL,
-        text="questioned",
         data={
             "outcome": "questioned",
             "confidence_before": 70,

@@ -26,6 +26,7 @@ from tests.api.conftest import assert_error
 from tests.conftest import key_for, session_for
 from tests.factories import MembershipFactory
 from tests.support.broker import NEEDS_REDIS
+from tests.support.messages import internal_message
 from tests.support.shop import assess
 
 pytestmark = pytest.mark.django_db
@@ -45,14 +46,7 @@ def answered(client: Any, question: str = QUESTION, reply: str = BAD) -> tuple[A
     message_append(client=client, conversation=conv, role=Role.USER, text="Hello")
     message_append(client=client, conversation=conv, role=Role.ASSISTANT, text="Hi! How can I?")
     message_append(client=client, conversation=conv, role=Role.USER, text=question)
-    message_append(
-        client=client,
-        conversation=conv,
-        role=Role.ASSISTANT,
-        kind=Kind.ASSESSMENT,
-        visibility=Visibility.INTERNAL,
-        text="Confidence 8/10",
-    )
+    internal_message(conv, Kind.ASSESSMENT, "Confidence 8/10")
     message = message_append(client=client, conversation=conv, role=Role.ASSISTANT, text=reply)
     return conv, message
 

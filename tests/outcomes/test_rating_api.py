@@ -8,10 +8,11 @@ import pytest
 from django.utils import timezone
 
 from apps.accounts.models import Role as AccountRole
-from apps.conversations.models import ConversationRating, Kind, Role, Visibility
+from apps.conversations.models import ConversationRating, Kind, Role
 from apps.conversations.services import message_append
 from tests.conftest import key_for
 from tests.factories import ClientFactory
+from tests.support.messages import internal_message
 from tests.widget.conftest import API, Widget
 from tests.widget.test_widget_api import rates
 
@@ -131,14 +132,7 @@ def test_nothing_to_rate_until_the_assistant_or_staff_answered(shop_a, language,
     # The customer wrote, and the assistant only reasoned (internal lines the customer never
     # saw): still nothing to rate.
     message_append(client=shop_a, conversation=conversation, role=Role.USER, text="Hi")
-    message_append(
-        client=shop_a,
-        conversation=conversation,
-        role=Role.ASSISTANT,
-        text="thinking",
-        visibility=Visibility.INTERNAL,
-        kind=Kind.ASSESSMENT,
-    )
+    internal_message(conversation, Kind.ASSESSMENT, "thinking")
     refused = rate(widget, conversation_id, token, {"score": 1}, **{"Accept-Language": language})
     assert refused.status_code == 409, refused.content
     error = refused.json()["error"]
