@@ -101,6 +101,13 @@ def make_conversation_with_turn(
     return conv, add_turn(client, conv, text)
 
 
+def escalate_turns(client: Client, n: int) -> None:
+    """`n` more conversations, each with one turn, each escalated."""
+    for _ in range(n):
+        conv, _ = make_conversation_with_turn(client)
+        escalation_create(client=client, conversation=conv, reason="policy", notify=False)
+
+
 def make_tenant_data(client: Client) -> TenantData:
     conv, trace = make_conversation_with_turn(client)
     escalation = escalation_create(

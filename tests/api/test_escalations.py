@@ -8,7 +8,7 @@ from django.urls import reverse
 from apps.conversations.models import Message
 from apps.escalations.models import Escalation
 from apps.escalations.services import escalation_create, escalation_resolve
-from tests.api.conftest import assert_error, make_conversation_with_turn
+from tests.api.conftest import assert_error, escalate_turns, make_conversation_with_turn
 from tests.conftest import session_for
 
 pytestmark = pytest.mark.django_db
@@ -70,16 +70,11 @@ def test_list_rejects_a_bad_status(viewer_a, data_a, value):
 
 
 def test_list_query_count_does_not_grow(viewer_a, client_a, django_assert_max_num_queries):
-    def escalate(n: int) -> None:
-        for _ in range(n):
-            conv, _ = make_conversation_with_turn(client_a)
-            escalation_create(client=client_a, conversation=conv, reason="policy", notify=False)
-
-    escalate(2)
+    escalate_turns(client_a, 2)
     viewer_a.get(LIST_URL)
     with django_assert_max_num_queries(3) as few:
         viewer_a.get(LIST_URL)
-    escalate(18)
+    escalate_turns(client_a, 18)
     with django_assert_max_num_queries(3) as many:
         assert len(viewer_a.get(LIST_URL).json()["results"]) == 20
     assert len(few.captured_queries) == len(many.captured_queries)

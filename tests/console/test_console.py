@@ -19,7 +19,7 @@ from apps.conversations.models import Conversation, Message
 from apps.conversations.services import message_append
 from apps.escalations.models import Escalation
 from apps.escalations.services import escalation_create, escalation_resolve, staff_reply
-from tests.api.conftest import add_turn, make_conversation_with_turn
+from tests.api.conftest import add_turn, escalate_turns, make_conversation_with_turn
 from tests.factories import ClientFactory, MembershipFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -187,15 +187,10 @@ def test_the_queue_poll_returns_the_same_rows_as_json(viewer, client_a, data_a, 
 
 
 def test_the_queue_takes_a_flat_number_of_queries(viewer, client_a, django_assert_max_num_queries):
-    def escalate(n: int) -> None:
-        for _ in range(n):
-            conv, _ = make_conversation_with_turn(client_a)
-            escalation_create(client=client_a, conversation=conv, reason="policy", notify=False)
-
-    escalate(2)
+    escalate_turns(client_a, 2)
     with django_assert_max_num_queries(12) as few:
         viewer.get(QUEUE)
-    escalate(20)
+    escalate_turns(client_a, 20)
     with django_assert_max_num_queries(12) as many:
         viewer.get(QUEUE)
     assert len(many.captured_queries) == len(few.captured_queries)
