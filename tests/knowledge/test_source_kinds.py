@@ -6,7 +6,6 @@ the API and the tenant file — and nothing branches on a kind's name."""
 from __future__ import annotations
 
 import ast
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from apps.knowledge.sources import SourceKind, SourceKindError
 from apps.provisioning.services import client_export, tenant_import
 from tests.conftest import api_for
 from tests.factories import MembershipFactory
+from tests.support.packages import importable, write_package
 
 REPO = Path(__file__).resolve().parents[2]
 KINDS = sources.names()
@@ -147,22 +147,12 @@ def test_the_tenant_file_takes_and_exports_a_kind_that_allows_it(inline):
 
 @pytest.fixture
 def on_path(tmp_path: Path) -> Iterator[Path]:
-    sys.path.insert(0, str(tmp_path))
-    yield tmp_path
-    sys.path.remove(str(tmp_path))
-    for name in [m for m in sys.modules if m.startswith("extra_kinds_")]:
-        del sys.modules[name]
-
-
-def _package(root: Path, name: str, modules: dict[str, str]) -> None:
-    (root / name).mkdir()
-    (root / name / "__init__.py").write_text("")
-    for module, text in modules.items():
-        (root / name / f"{module}.py").write_text(text)
+    with importable(tmp_path, "extra_kinds_") as root:
+        yield root
 
 
 def test_a_kind_module_added_to_a_package_is_discovered(on_path):
-    _package(
+    write_package(
         on_path,
         "extra_kinds_pkg",
         {
@@ -178,7 +168,7 @@ def test_a_kind_module_added_to_a_package_is_discovered(on_path):
 
 
 def test_an_incomplete_kind_is_refused(on_path):
-    _package(on_path, "extra_kinds_broken", {"half": "LABEL = 'no KIND here'\n"})
+    write_package(on_path, "extra_kinds_broken", {"half": "LABEL = 'no KIND here'\n"})
     with pytest.raises(SourceKindError, match="defines no KIND"):
         sources.discover("extra_kinds_broken")
     with pytest.raises(SourceKindError, match="syncs but defines no run"):

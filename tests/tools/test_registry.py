@@ -7,7 +7,6 @@ form's executor rows."""
 from __future__ import annotations
 
 import copy
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -26,6 +25,7 @@ from apps.tools.executors import Executor, ExecutorOutcome
 from apps.tools.models import ClientTool, ExecutionStatus, FailureKind
 from apps.tools.services import tool_execute
 from tests.factories import ClientToolFactory
+from tests.support.packages import importable, write_package
 
 TYPES = list(registry.executors())
 # Form rows of the tool admin that are not an executor's settings.
@@ -224,6 +224,15 @@ def test_an_executor_that_raises_never_leaves_the_execution_running(echo, client
     assert execution.failure_kind == kind
 
 
+def _echo_with_schema(executor_type: str, schema: dict[str, Any]) -> Any:
+    """An echo executor of another type whose settings schema is `schema`."""
+    return type(
+        "Echo_" + executor_type,
+        (EchoExecutor,),
+        {"type": executor_type, "settings_schema": lambda self: schema},
+    )()
+
+
 def test_registering_an_incomplete_or_duplicate_type_fails(echo):
     with pytest.raises(ValueError, match="registered twice"):
         registry.register(type("Webhook2", (EchoExecutor,), {"type": "webhook"})())
@@ -231,39 +240,16 @@ def test_registering_an_incomplete_or_duplicate_type_fails(echo):
         registry.register(type("Long", (EchoExecutor,), {"type": "x" * 11})())
     no_column = {"type": "object", "properties": {"x": {"type": "string"}}}
     with pytest.raises(TypeError, match="no x-column"):
-        registry.register(
-            type(
-                "NoColumn",
-                (EchoExecutor,),
-                {"type": "nocol", "settings_schema": lambda s: no_column},
-            )()
-        )
+        registry.register(_echo_with_schema("nocol", no_column))
     invalid = {"type": "object", "properties": {"x": {"type": "strange", "x-column": "name"}}}
     with pytest.raises(TypeError, match="invalid settings schema"):
-        registry.register(
-            type(
-                "Invalid",
-                (EchoExecutor,),
-                {"type": "invalid", "settings_schema": lambda s: invalid},
-            )()
-        )
-
-
-def _package(tmp_path: Path, name: str, modules: dict[str, str]) -> None:
-    package = tmp_path / name
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    for module, text in modules.items():
-        (package / f"{module}.py").write_text(text)
+        registry.register(_echo_with_schema("invalid", invalid))
 
 
 @pytest.fixture
 def on_path(tmp_path: Path) -> Iterator[Path]:
-    sys.path.insert(0, str(tmp_path))
-    yield tmp_path
-    sys.path.remove(str(tmp_path))
-    for name in [m for m in sys.modules if m.startswith("extra_executors_")]:
-        del sys.modules[name]
+    with importable(tmp_path, "extra_executors_") as root:
+        yield root
 
 
 @pytest.mark.django_db
@@ -271,7 +257,7 @@ def test_an_executor_module_added_to_a_package_is_discovered_and_runs_its_tools(
     """Executors are discovered like steps and modes: a module that declares `EXECUTOR` is
     registered (an underscore module is a helper), and a tool whose executor type names it
     runs through it."""
-    _package(
+    write_package(
         on_path,
         "extra_executors_pkg",
         {
@@ -293,6 +279,6 @@ def test_an_executor_module_added_to_a_package_is_discovered_and_runs_its_tools(
 
 
 def test_an_executor_module_without_an_executor_fails_discovery(on_path):
-    _package(on_path, "extra_executors_broken", {"half": "LABEL = 'no EXECUTOR here'\n"})
+    write_package(on_path, "extra_executors_broken", {"half": "LABEL = 'no EXECUTOR here'\n"})
     with pytest.raises(ValueError, match="defines no EXECUTOR"):
         registry.discover("extra_executors_broken")
