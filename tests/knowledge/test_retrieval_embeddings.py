@@ -4,7 +4,6 @@ text ranking, and failures that leave search on full text alone."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,21 +17,13 @@ from tests.factories import ClientFactory
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as s:
-        yield s
-
-
 @pytest.fixture
-def provider(server: FakeLLMServer, settings: Any) -> Iterator[FakeLLMServer]:
-    server.reset()
-    settings.OPENAI_API_KEY = "test-key"
-    settings.OPENAI_BASE_URL = server.base_url
+def provider(llm: FakeLLMServer, settings: Any) -> FakeLLMServer:
+    """The scripted server (tests/support/shop.py's, reset around the test) as the embeddings
+    provider too, two texts a request."""
     settings.EMBEDDING_MODEL = "fake-embed"
     settings.EMBEDDING_BATCH = 2
-    yield server
-    server.reset()
+    return llm
 
 
 def save(client: Any, title: str, body: str, capture: Any) -> Article:
