@@ -283,6 +283,27 @@ def _in_thread(target: Callable[[], Any], results: list[Any]) -> threading.Threa
     return thread
 
 
+def _race(
+    first: Callable[[], Any],
+    started: threading.Event,
+    second: Callable[[], Any],
+    release: threading.Event,
+) -> tuple[Any, Any]:
+    """`first` in a thread until it sets `started`, then `second` in another until a session
+    waits on a lock; then `release` is set. What each returned (or raised), in that order."""
+    first_results: list[Any] = []
+    second_results: list[Any] = []
+    one = _in_thread(first, first_results)
+    assert started.wait(5)
+    two = _in_thread(second, second_results)
+    _wait_for_a_lock_waiter()
+    release.set()
+    one.join(5)
+    two.join(5)
+    [first_result], [second_result] = first_results, second_results
+    return first_result, second_result
+
+
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("postgres")
 def test_the_loser_of_a_creation_race_returns_the_winners_row_without_calling(
@@ -301,19 +322,8 @@ def test_the_loser_of_a_creation_race_returns_the_winners_row_without_calling(
             commit.wait(5)
         return row
 
-    winner_results: list[Any] = []
-    loser_results: list[Any] = []
-    winner = _in_thread(winner_inserts_and_holds, winner_results)
-    assert inserted.wait(5)
     # The loser reads before the winner commits, so it tries to insert and blocks on the key.
-    loser = _in_thread(lambda: execute(client_a, tool), loser_results)
-    _wait_for_a_lock_waiter()
-    commit.set()
-    winner.join(5)
-    loser.join(5)
-
-    [won] = winner_results
-    [lost] = loser_results
+    won, lost = _race(winner_inserts_and_holds, inserted, lambda: execute(client_a, tool), commit)
     assert isinstance(lost, ToolExecution), lost
     assert lost.pk == won.pk
     assert lost.status == ExecutionStatus.RUNNING  # the winner's to run, not ours
@@ -333,18 +343,10 @@ def test_a_second_worker_waits_for_the_running_call_instead_of_repeating_it(
         return Reply.ok({"status": "cancelled"})
 
     hook.default(slow_backend)
-    first_results: list[Any] = []
-    second_results: list[Any] = []
-    first = _in_thread(lambda: execute(client_a, tool), first_results)
-    assert called.wait(5)
     # The row is committed as running; the redelivered turn must not call the tool again.
-    second = _in_thread(lambda: execute(client_a, tool), second_results)
-    _wait_for_a_lock_waiter()
-    release.set()
-    first.join(5)
-    second.join(5)
-
-    [one], [two] = first_results, second_results
+    one, two = _race(
+        lambda: execute(client_a, tool), called, lambda: execute(client_a, tool), release
+    )
     assert isinstance(two, ToolExecution), two
     assert one.pk == two.pk
     assert one.status == two.status == ExecutionStatus.SUCCEEDED
