@@ -5,6 +5,7 @@ nothing changes)."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 from django.urls import reverse
@@ -34,6 +35,13 @@ def state(approval: ApprovalRequest) -> tuple[str, object, int]:
     return approval.status, approval.decided_by_id, executions
 
 
+def assert_cannot_decide(api: Any, approval: ApprovalRequest, status: int, code: str) -> None:
+    """Both approving and denying `approval` are refused with `status` and the error `code`."""
+    assert_error(api.post(url("api-approval-approve", approval)), status, code)
+    deny = api.post(url("api-approval-deny", approval), {"reason": "no"}, format="json")
+    assert_error(deny, status, code)
+
+
 def test_a_viewer_lists_and_reads_but_cannot_decide(client_a):
     approval = pending_approval(client_a)
     viewer = key_for(client_a, Role.VIEWER)
@@ -47,12 +55,7 @@ def test_a_viewer_lists_and_reads_but_cannot_decide(client_a):
     assert viewer.get(url("api-approval-list") + "?status=denied").json()["results"] == []
 
     before = state(approval)
-    assert_error(viewer.post(url("api-approval-approve", approval)), 403, "permission_denied")
-    assert_error(
-        viewer.post(url("api-approval-deny", approval), {"reason": "no"}, format="json"),
-        403,
-        "permission_denied",
-    )
+    assert_cannot_decide(viewer, approval, 403, "permission_denied")
     assert state(approval) == before
 
 
@@ -115,12 +118,7 @@ def test_another_client_cannot_see_or_decide_it(client_a, client_b, kind):
     missing = reverse("api-approval-detail", args=[uuid.uuid4()])
     assert b_owner.get(url("api-approval-detail", approval)).json() == b_owner.get(missing).json()
     assert_error(b_owner.get(url("api-approval-detail", approval)), 404, "not_found")
-    assert_error(b_owner.post(url("api-approval-approve", approval)), 404, "not_found")
-    assert_error(
-        b_owner.post(url("api-approval-deny", approval), {"reason": "x"}, format="json"),
-        404,
-        "not_found",
-    )
+    assert_cannot_decide(b_owner, approval, 404, "not_found")
     assert state(approval) == before
     assert (
         ApprovalRequest.objects.unscoped(ALL).get(pk=approval.pk).status == ApprovalStatus.PENDING

@@ -23,28 +23,17 @@ pytestmark = pytest.mark.django_db
 def snapshot_of_a(data: TenantData) -> dict[str, Any]:
     client = data.client
     return {
-        "conversations": list(
-            Conversation.objects.filter(client=client)
-            .order_by("pk")
-            .values_list("pk", "status", "last_seq")
-        ),
-        "messages": list(
-            Message.objects.filter(client=client).order_by("pk").values_list("pk", "text")
-        ),
-        "escalations": list(
-            Escalation.objects.filter(client=client)
-            .order_by("pk")
-            .values_list("pk", "status", "resolved_at", "assigned_to")
-        ),
-        "tools": list(
-            ClientTool.objects.filter(client=client)
-            .order_by("pk")
-            .values_list("pk", "enabled", "description")
-        ),
-        "keys": list(
-            ApiKey.objects.filter(client=client).order_by("pk").values_list("pk", "revoked_at")
-        ),
+        "conversations": _rows(Conversation, client, "status", "last_seq"),
+        "messages": _rows(Message, client, "text"),
+        "escalations": _rows(Escalation, client, "status", "resolved_at", "assigned_to"),
+        "tools": _rows(ClientTool, client, "enabled", "description"),
+        "keys": _rows(ApiKey, client, "revoked_at"),
     }
+
+
+def _rows(model: Any, client: Any, *fields: str) -> list[Any]:
+    """The client's rows of `model`, as (pk, *fields)."""
+    return list(model.objects.filter(client=client).order_by("pk").values_list("pk", *fields))
 
 
 def test_b_cannot_read_as_conversation(b_owner, data_a, data_b):

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.urls import reverse
 
 from apps.tools.models import ClientTool, ExecutionStatus, FailureKind, ToolExecution
-from tests.api.conftest import assert_error, make_conversation_with_turn
+from tests.api.conftest import TenantData, assert_error, make_conversation_with_turn
 from tests.factories import ClientToolFactory
 
 pytestmark = pytest.mark.django_db
@@ -154,22 +156,21 @@ def test_patch_changes_the_description(owner_a, data_a):
     assert data_a.tool.enabled is True
 
 
-def test_an_empty_patch_changes_nothing(owner_a, data_a):
-    before = (
+def tool_row(data: TenantData) -> dict[str, Any]:
+    """Every column of the tenant's tool, read from the database."""
+    return (
         ClientTool.objects.unscoped("test checks the database directly")
-        .filter(pk=data_a.tool.pk)
+        .filter(pk=data.tool.pk)
         .values()
         .get()
     )
+
+
+def test_an_empty_patch_changes_nothing(owner_a, data_a):
+    before = tool_row(data_a)
     response = owner_a.patch(tool_url("lookup_order"), {}, format="json")
     assert response.status_code == 200
-    assert (
-        ClientTool.objects.unscoped("test checks the database directly")
-        .filter(pk=data_a.tool.pk)
-        .values()
-        .get()
-        == before
-    )
+    assert tool_row(data_a) == before
 
 
 @pytest.mark.parametrize(
@@ -186,23 +187,12 @@ def test_an_empty_patch_changes_nothing(owner_a, data_a):
     ],
 )
 def test_patch_rejects_anything_else_naming_the_field(owner_a, data_a, body, fields):
-    before = (
-        ClientTool.objects.unscoped("test checks the database directly")
-        .filter(pk=data_a.tool.pk)
-        .values()
-        .get()
-    )
+    before = tool_row(data_a)
     error = assert_error(
         owner_a.patch(tool_url("lookup_order"), body, format="json"), 400, "invalid"
     )
     assert set(error["fields"]) == fields
-    assert (
-        ClientTool.objects.unscoped("test checks the database directly")
-        .filter(pk=data_a.tool.pk)
-        .values()
-        .get()
-        == before
-    )
+    assert tool_row(data_a) == before
 
 
 @pytest.mark.parametrize("name", ["no_such_tool", "lookup-order", "x" * 70, "1abc"])
