@@ -14,7 +14,7 @@ from django.utils import timezone
 from apps.billing.models import UsageRecord
 from apps.billing.services import usage_record_create
 from apps.clients.models import Client
-from apps.conversations.models import Role
+from apps.conversations.models import Conversation, Role
 from apps.conversations.services import conversation_create, message_append
 from apps.reasoning.models import ReasoningTrace, TraceStatus
 
@@ -31,6 +31,17 @@ def at(day: date, hour: int = 12, minute: int = 0) -> datetime:
     return datetime.combine(day, time(hour, minute), tzinfo=timezone.get_current_timezone())
 
 
+def finished_trace(client: Client, text: str, **fields: Any) -> tuple[Conversation, ReasoningTrace]:
+    """A new conversation where the customer said `text`, and the finished trace of that turn
+    (`fields`: the trace's mode, figures, ...)."""
+    conv, _ = conversation_create(client=client)
+    message = message_append(client=client, conversation=conv, role=Role.USER, text=text)
+    trace = ReasoningTrace.objects.create(
+        client=client, conversation=conv, user_message=message, status=TraceStatus.DONE, **fields
+    )
+    return conv, trace
+
+
 def make_turn(
     client: Client,
     *,
@@ -45,15 +56,11 @@ def make_turn(
     """A finished turn of `client` that started on `day`: its trace and one usage record per
     call, priced by the real service (cost from ModelPrice, billed × the mode's multiplier)."""
     mode = mode or client.plan.ai_mode
-    conv, _ = conversation_create(client=client)
-    message = message_append(client=client, conversation=conv, role=Role.USER, text="hello")
-    trace = ReasoningTrace.objects.create(
-        client=client,
-        conversation=conv,
-        user_message=message,
+    conv, trace = finished_trace(
+        client,
+        "hello",
         mode=mode,
         model=calls[0].model if calls else "",
-        status=TraceStatus.DONE,
         critique_triggered=critique,
         llm_calls=len(calls),
         prompt_tokens=sum(c.prompt for c in calls),

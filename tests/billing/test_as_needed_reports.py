@@ -23,8 +23,9 @@ from apps.billing.services import usage_record_create, usage_records_rebill
 from apps.billing.services.rollups import daily_usage_rollup
 from apps.billing.services.visitors import turn_limits_admit
 from apps.conversations.models import Role
-from apps.conversations.services import conversation_create, message_append
-from apps.reasoning.models import ReasoningTrace, TraceStatus
+from apps.conversations.services import message_append
+from apps.reasoning.models import ReasoningTrace
+from tests.billing.conftest import finished_trace
 from tests.conftest import api_for
 from tests.factories import (
     ClientFactory,
@@ -70,15 +71,8 @@ def turn(
 ) -> ReasoningTrace:
     """A finished as_needed turn: (prompt, cached, completion) per call; a trigger re-bills it
     as deliberative, as the mode does."""
-    conversation, _ = conversation_create(client=client)
-    message = message_append(client=client, conversation=conversation, role=Role.USER, text="hi")
-    trace = ReasoningTrace.objects.create(
-        client=client,
-        conversation=conversation,
-        user_message=message,
-        mode="as_needed",
-        status=TraceStatus.DONE,
-        deliberation_trigger=trigger,
+    conversation, trace = finished_trace(
+        client, "hi", mode="as_needed", deliberation_trigger=trigger
     )
     if day_offset:
         started = trace.created_at - timedelta(days=day_offset)
