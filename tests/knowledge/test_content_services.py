@@ -3,6 +3,9 @@ sources are checked by kind (a URL needs http(s), a file an allowed type and siz
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
@@ -21,7 +24,10 @@ from tests.factories import ClientFactory, UserFactory
 pytestmark = pytest.mark.django_db
 
 
-def fields_of(exc: pytest.ExceptionInfo[ApplicationError]) -> dict[str, list[str]]:
+def refused_fields(create: Callable[..., Any], **kwargs: Any) -> dict[str, list[str]]:
+    """The fields named by the ApplicationError that `create(**kwargs)` raises."""
+    with pytest.raises(ApplicationError) as exc:
+        create(**kwargs)
     return exc.value.extra["fields"]
 
 
@@ -71,25 +77,23 @@ def test_an_edit_reindexes_and_an_unchanged_save_leaves_chunks_alone():
 )
 def test_invalid_articles_are_refused_naming_the_field(data, field):
     client = ClientFactory()
-    with pytest.raises(ApplicationError) as exc:
-        svc.article_create(client=client, data=data)
-    assert field in fields_of(exc)
+    assert field in refused_fields(svc.article_create, client=client, data=data)
     assert not Article.objects.for_client(client).exists()
 
 
 def test_faq_errors_speak_of_question_and_answer():
-    with pytest.raises(ApplicationError) as exc:
-        svc.article_create(client=ClientFactory(), data={"kind": "faq", "title": "", "body": ""})
-    assert "question" in fields_of(exc)["title"][0]
-    assert "answer" in fields_of(exc)["body"][0]
+    fields = refused_fields(
+        svc.article_create, client=ClientFactory(), data={"kind": "faq", "title": "", "body": ""}
+    )
+    assert "question" in fields["title"][0]
+    assert "answer" in fields["body"][0]
 
 
 def test_a_source_of_another_client_is_refused():
     a, b = ClientFactory(), ClientFactory()
     theirs = svc.source_create(client=b, data={"name": "B notes", "kind": "manual"})
-    with pytest.raises(ApplicationError) as exc:
-        svc.article_create(client=a, data={"title": "t", "body": "b", "source": theirs})
-    assert "source" in fields_of(exc)
+    data = {"title": "t", "body": "b", "source": theirs}
+    assert "source" in refused_fields(svc.article_create, client=a, data=data)
 
 
 def test_publish_records_the_approver_and_makes_the_draft_usable():
@@ -135,28 +139,18 @@ def test_disable_and_delete():
 )
 def test_invalid_sources_are_refused_naming_the_field(data, field):
     client = ClientFactory()
-    with pytest.raises(ApplicationError) as exc:
-        svc.source_create(client=client, data=data)
-    assert field in fields_of(exc)
+    assert field in refused_fields(svc.source_create, client=client, data=data)
     assert not KnowledgeSource.objects.for_client(client).exists()
 
 
 def test_file_sources_need_an_allowed_type_and_size(settings, tmp_path, monkeypatch):
     settings.MEDIA_ROOT = str(tmp_path)
     client = ClientFactory()
-    with pytest.raises(ApplicationError) as exc:
-        svc.source_create(
-            client=client,
-            data={"name": "x", "kind": "file", "file": SimpleUploadedFile("x.exe", b"MZ")},
-        )
-    assert ".pdf" in fields_of(exc)["file"][0]
+    exe = {"name": "x", "kind": "file", "file": SimpleUploadedFile("x.exe", b"MZ")}
+    assert ".pdf" in refused_fields(svc.source_create, client=client, data=exe)["file"][0]
     monkeypatch.setattr(file_kind, "MAX_SOURCE_FILE_BYTES", 10)
-    with pytest.raises(ApplicationError) as exc:
-        svc.source_create(
-            client=client,
-            data={"name": "x", "kind": "file", "file": SimpleUploadedFile("x.md", b"# " * 20)},
-        )
-    assert "larger" in fields_of(exc)["file"][0]
+    big = {"name": "x", "kind": "file", "file": SimpleUploadedFile("x.md", b"# " * 20)}
+    assert "larger" in refused_fields(svc.source_create, client=client, data=big)["file"][0]
     monkeypatch.setattr(file_kind, "MAX_SOURCE_FILE_BYTES", 1000)
     source = svc.source_create(
         client=client,
