@@ -73,84 +73,77 @@ RANK = {VIEWER: 0, AGENT: 1, ADMIN: 2}
 # Who may do what, per model: the minimum tenant role (viewer/agent/admin), "platform" for
 # platform superusers only, "never" when nobody may (audit rows are written by the product).
 PLATFORM, NEVER = "platform", "never"
+
+
+def rule(view: str, write: str = NEVER) -> dict[str, str]:
+    """Viewed by `view` and up; added, changed and deleted by `write` and up (by default nobody:
+    the product writes the rows)."""
+    return {"view": view, "add": write, "change": write, "delete": write}
+
+
 RULES: dict[str, dict[str, str]] = {
-    "accounts.user": {"view": PLATFORM, "add": PLATFORM, "change": PLATFORM, "delete": PLATFORM},
-    "accounts.membership": {
-        "view": VIEWER,
-        "add": PLATFORM,
-        "change": PLATFORM,
-        "delete": PLATFORM,
-    },
-    "accounts.apikey": {"view": ADMIN, "add": ADMIN, "change": ADMIN, "delete": ADMIN},
-    "clients.plan": {"view": PLATFORM, "add": PLATFORM, "change": PLATFORM, "delete": PLATFORM},
-    "clients.rubric": {"view": PLATFORM, "add": PLATFORM, "change": PLATFORM, "delete": PLATFORM},
+    "accounts.user": rule(PLATFORM, PLATFORM),
+    "accounts.membership": rule(VIEWER, PLATFORM),
+    "accounts.apikey": rule(ADMIN, ADMIN),
+    "clients.plan": rule(PLATFORM, PLATFORM),
+    "clients.rubric": rule(PLATFORM, PLATFORM),
     "clients.client": {"view": VIEWER, "add": PLATFORM, "change": ADMIN, "delete": PLATFORM},
-    "billing.modelprice": {
-        "view": PLATFORM,
-        "add": PLATFORM,
-        "change": PLATFORM,
-        "delete": PLATFORM,
-    },
-    "billing.usagerecord": {"view": ADMIN, "add": NEVER, "change": NEVER, "delete": NEVER},
-    "billing.dailyusage": {"view": ADMIN, "add": NEVER, "change": NEVER, "delete": NEVER},
-    "billing.usagealert": {"view": ADMIN, "add": NEVER, "change": NEVER, "delete": NEVER},
-    "billing.usagecounter": {"view": ADMIN, "add": NEVER, "change": NEVER, "delete": NEVER},
-    "billing.visitorusage": {"view": ADMIN, "add": NEVER, "change": NEVER, "delete": NEVER},
-    "billing.clientusage": {"view": ADMIN, "add": NEVER, "change": NEVER, "delete": NEVER},
+    "billing.modelprice": rule(PLATFORM, PLATFORM),
+    "billing.usagerecord": rule(ADMIN),
+    "billing.dailyusage": rule(ADMIN),
+    "billing.usagealert": rule(ADMIN),
+    "billing.usagecounter": rule(ADMIN),
+    "billing.visitorusage": rule(ADMIN),
+    "billing.clientusage": rule(ADMIN),
     # Outcomes are read by every member (the money figures only by admins, on the page).
-    "outcomes.clientoutcomes": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
-    "conversations.conversation": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
-    "tools.clienttool": {"view": ADMIN, "add": ADMIN, "change": ADMIN, "delete": ADMIN},
+    "outcomes.clientoutcomes": rule(VIEWER),
+    "conversations.conversation": rule(VIEWER),
+    "tools.clienttool": rule(ADMIN, ADMIN),
     # An MCP server's tools are tools: configuration (admins), and its token is write-only.
-    "tools.mcpserver": {"view": ADMIN, "add": ADMIN, "change": ADMIN, "delete": ADMIN},
+    "tools.mcpserver": rule(ADMIN, ADMIN),
     # An e-mail channel receives and sends mail for the client, with its provider's secret or
     # mailbox password: configuration (admins). The e-mails are the conversations' record,
     # read like conversations, written by the product only.
-    "mail.mailchannel": {"view": ADMIN, "add": ADMIN, "change": ADMIN, "delete": ADMIN},
-    "mail.mailmessage": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
-    "tools.pendingaction": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
-    "approvals.approvalrequest": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
-    "tools.toolexecution": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
-    "escalations.escalation": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
+    "mail.mailchannel": rule(ADMIN, ADMIN),
+    "mail.mailmessage": rule(VIEWER),
+    "tools.pendingaction": rule(VIEWER),
+    "approvals.approvalrequest": rule(VIEWER),
+    "tools.toolexecution": rule(VIEWER),
+    "escalations.escalation": rule(VIEWER),
     # Reply templates are the team's shared words: admins write them, everyone uses them. Flags
     # are made in the console and the API; the admin lists them for the record.
-    "escalations.replytemplate": {"view": VIEWER, "add": ADMIN, "change": ADMIN, "delete": ADMIN},
-    "flags.messageflag": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
-    "reasoning.reasoningtrace": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
+    "escalations.replytemplate": rule(VIEWER, ADMIN),
+    "flags.messageflag": rule(VIEWER),
+    "reasoning.reasoningtrace": rule(VIEWER),
     # Approving a proposal changes the client's business info (MANAGE); the trail stays.
     "insights.insightproposal": {"view": VIEWER, "add": NEVER, "change": ADMIN, "delete": NEVER},
-    "insights.insightrun": {"view": VIEWER, "add": NEVER, "change": NEVER, "delete": NEVER},
-    "notes.note": {"view": VIEWER, "add": AGENT, "change": AGENT, "delete": AGENT},
-    "privacy.datasubjectrequest": {"view": ADMIN, "add": NEVER, "change": NEVER, "delete": NEVER},
+    "insights.insightrun": rule(VIEWER),
+    "notes.note": rule(VIEWER, AGENT),
+    "privacy.datasubjectrequest": rule(ADMIN),
     # Event subscriptions send conversations to another system: configuration (admins); the
     # delivery log is written by the product, and only admins resend.
-    "events.eventsubscription": {"view": ADMIN, "add": ADMIN, "change": ADMIN, "delete": ADMIN},
-    "events.eventdelivery": {"view": ADMIN, "add": NEVER, "change": NEVER, "delete": NEVER},
+    "events.eventsubscription": rule(ADMIN, ADMIN),
+    "events.eventdelivery": rule(ADMIN),
     # The e-mail code decides who may act for a customer: configuration (admins); the codes
     # sent are an audit trail of addresses (admins read it, the product writes it).
-    "identity.emailcodesetting": {"view": ADMIN, "add": ADMIN, "change": ADMIN, "delete": ADMIN},
-    "identity.emailcodechallenge": {"view": ADMIN, "add": NEVER, "change": NEVER, "delete": NEVER},
+    "identity.emailcodesetting": rule(ADMIN, ADMIN),
+    "identity.emailcodechallenge": rule(ADMIN),
     # Test cases are edited and runs started by agents, as in the playground; a run is written
     # by the engine only (its page is the report).
-    "simulations.simcase": {"view": VIEWER, "add": AGENT, "change": AGENT, "delete": AGENT},
+    "simulations.simcase": rule(VIEWER, AGENT),
     "simulations.simulationrun": {"view": VIEWER, "add": AGENT, "change": NEVER, "delete": NEVER},
     # Knowledge content is written by agents, as notes are; sources make the server fetch
     # addresses on a schedule, so they are configuration (admins).
-    "knowledge.article": {"view": VIEWER, "add": AGENT, "change": AGENT, "delete": AGENT},
-    "knowledge.faq": {"view": VIEWER, "add": AGENT, "change": AGENT, "delete": AGENT},
+    "knowledge.article": rule(VIEWER, AGENT),
+    "knowledge.faq": rule(VIEWER, AGENT),
     # Knowledge sources feed what reaches prompts: admins add, change and sync them.
-    "knowledge.knowledgesource": {"view": VIEWER, "add": ADMIN, "change": ADMIN, "delete": ADMIN},
+    "knowledge.knowledgesource": rule(VIEWER, ADMIN),
     # Third-party admins hold platform-wide rows.
-    "auth.group": {"view": PLATFORM, "add": PLATFORM, "change": PLATFORM, "delete": PLATFORM},
+    "auth.group": rule(PLATFORM, PLATFORM),
     # An authenticator is set up by its user through allauth; an operator may only remove one.
     "mfa.authenticator": {"view": PLATFORM, "add": NEVER, "change": NEVER, "delete": PLATFORM},
     **{
-        f"django_celery_beat.{name}": {
-            "view": PLATFORM,
-            "add": PLATFORM,
-            "change": PLATFORM,
-            "delete": PLATFORM,
-        }
+        f"django_celery_beat.{name}": rule(PLATFORM, PLATFORM)
         for name in [
             "periodictask",
             "clockedschedule",
