@@ -22,6 +22,7 @@ from apps.escalations.services import conversation_assign, escalation_create
 from apps.reasoning.models import ReasoningTrace, TraceStatus
 from tests.api.conftest import make_conversation_with_turn
 from tests.factories import MembershipFactory
+from tests.support.rows import client_rows
 
 pytestmark = pytest.mark.django_db
 
@@ -56,11 +57,7 @@ def chat(client: Client, text: str, email: str = "") -> Conversation:
 
 
 def snapshot(client: Client) -> list[tuple]:
-    return list(
-        Conversation.objects.for_client(client)
-        .order_by("pk")
-        .values_list("pk", "status", "assignee", "last_seq")
-    )
+    return client_rows(Conversation, client, "pk", "status", "assignee", "last_seq")
 
 
 # --------------------------------------------------------------------------- the list

@@ -12,6 +12,7 @@ from apps.accounts.models import Role
 from apps.events.models import DeliveryStatus, EventDelivery, EventSubscription
 from apps.events.services import subscription_create
 from tests.conftest import key_for
+from tests.support.rows import client_rows
 
 pytestmark = pytest.mark.django_db
 
@@ -40,10 +41,8 @@ def delivery_a(client_a: Any, subscription_a: EventSubscription) -> EventDeliver
 
 
 def snapshot(client: Any) -> list[tuple[Any, ...]]:
-    return list(
-        EventSubscription.objects.for_client(client)
-        .order_by("pk")
-        .values_list("url", "event_types", "active", "include_customer_text", "secret")
+    return client_rows(
+        EventSubscription, client, "url", "event_types", "active", "include_customer_text", "secret"
     )
 
 

@@ -14,6 +14,7 @@ from apps.mail.models import MailChannel
 from tests.api.conftest import assert_error
 from tests.conftest import key_for
 from tests.mail.staff_data import make_thread, media_root  # noqa: F401
+from tests.support.rows import client_rows
 
 pytestmark = pytest.mark.django_db
 
@@ -40,10 +41,8 @@ def created(owner_a: Any) -> dict[str, Any]:
 
 
 def snapshot(client: Any) -> list[tuple[Any, ...]]:
-    return list(
-        MailChannel.objects.for_client(client)
-        .order_by("pk")
-        .values_list("address", "inbound_via", "webhook_secret", "imap_password", "enabled")
+    return client_rows(
+        MailChannel, client, "address", "inbound_via", "webhook_secret", "imap_password", "enabled"
     )
 
 
