@@ -16,7 +16,6 @@ from django.core.management import call_command
 from django.core.wsgi import get_wsgi_application
 from django.db import transaction
 from drf_spectacular.generators import SchemaGenerator
-from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
@@ -28,6 +27,7 @@ from apps.accounts.models import Role
 from apps.accounts.services import api_key_issue
 from tests.api.conftest import make_tenant_data
 from tests.factories import ClientFactory
+from tests.support.fuzz import reproducible
 
 pytestmark = pytest.mark.django_db
 
@@ -208,13 +208,7 @@ fuzzed_schema = schemathesis.openapi.from_wsgi("/api/schema/", get_wsgi_applicat
 
 
 @fuzzed_schema.parametrize()
-@settings(
-    max_examples=25,
-    deadline=None,
-    derandomize=True,  # the same cases on every run: CI failures reproduce
-    database=None,
-    suppress_health_check=list(HealthCheck),
-)
+@reproducible(25)
 def test_staff_api_keeps_its_schema(
     case: Any, owner_headers: dict[str, str], keep_connection_in_test_transaction: None
 ) -> None:

@@ -26,7 +26,7 @@ from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections, transaction
 from django.test import Client as DjangoClient
 from django.utils import timezone
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from apps.accounts.models import Role
@@ -42,6 +42,7 @@ from apps.tools.models import McpAuth, McpServer
 from tests.api.conftest import make_tenant_data
 from tests.api.test_schema import generated_schema, make_note
 from tests.factories import ClientFactory
+from tests.support.fuzz import reproducible
 
 pytestmark = pytest.mark.django_db
 
@@ -260,13 +261,7 @@ OPERATIONS = sorted(
 
 
 @pytest.mark.parametrize(("path", "method"), OPERATIONS, ids=[f"{m} {p}" for p, m in OPERATIONS])
-@settings(
-    max_examples=10,
-    deadline=None,
-    derandomize=True,  # the same cases on every run: CI failures reproduce
-    database=None,
-    suppress_health_check=list(HealthCheck),
-)
+@reproducible(10)
 @given(data=st.data())
 def test_hostile_input_never_gives_a_server_error(
     path: str,

@@ -15,7 +15,6 @@ import schemathesis
 from django.core.cache import cache
 from django.core.wsgi import get_wsgi_application
 from django.db import transaction
-from hypothesis import HealthCheck, settings
 
 from apps.accounts.models import Role
 from apps.accounts.services import api_key_issue
@@ -23,6 +22,7 @@ from apps.conversations.services import conversation_create
 from tests.api.conftest import make_tenant_data
 from tests.api.test_schema import CHECKS, STAFF_PATHS, generated_schema
 from tests.factories import ClientFactory
+from tests.support.fuzz import reproducible
 
 pytestmark = pytest.mark.django_db
 
@@ -54,13 +54,7 @@ def tenant_headers(db: Any) -> dict[str, str]:
 
 
 @fuzzed_schema.parametrize()
-@settings(
-    max_examples=20,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=list(HealthCheck),
-)
+@reproducible(20)
 def test_widget_and_billing_keep_their_schema(
     case: Any, tenant_headers: dict[str, str], keep_connection_in_test_transaction: None
 ) -> None:
