@@ -16,6 +16,7 @@ from apps.notes.models import Note, NoteSource, NoteStatus, NoteType
 from apps.notes.selectors import notes_search, prompt_notes
 from apps.notes.services import note_add, note_set_status
 from tests.api.conftest import assert_error
+from tests.notes.helpers import backdate
 
 pytestmark = pytest.mark.django_db
 
@@ -47,9 +48,7 @@ def seed_notes(client: Any) -> list[Note]:
         language="en",
         source=NoteSource.AI,
     )
-    Note.objects.unscoped("test checks the database directly").filter(pk=old.pk).update(
-        created_at=timezone.now() - timedelta(days=10)
-    )
+    backdate(old, timedelta(days=10))
     pattern = note_add(
         client=client,
         type=NoteType.PATTERN,

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
-from django.utils import timezone
 
 from apps.notes.maintenance import notes_retention_apply, parse_duration
 from apps.notes.models import Note, NoteSource, NoteType
@@ -18,6 +17,7 @@ from apps.notes.selectors import relevant_notes
 from apps.notes.services import note_add
 from apps.notes.tasks import apply_retention
 from tests.factories import ClientFactory, PlanFactory
+from tests.notes.helpers import backdate
 
 pytestmark = pytest.mark.django_db
 
@@ -25,9 +25,7 @@ pytestmark = pytest.mark.django_db
 def aged(client: Any, days: float, content: str, **kwargs: Any) -> Note:
     kwargs.setdefault("type", NoteType.FAILURE)
     note = note_add(client=client, content=content, source=NoteSource.STAFF, **kwargs)
-    Note.objects.unscoped("test checks the database directly").filter(pk=note.pk).update(
-        created_at=timezone.now() - timedelta(days=days)
-    )
+    backdate(note, timedelta(days=days))
     return note
 
 

@@ -23,6 +23,7 @@ from apps.notes.selectors import (
 )
 from apps.notes.services import note_add, note_set_status
 from tests.factories import UserFactory
+from tests.notes.helpers import backdate
 
 pytestmark = pytest.mark.django_db
 
@@ -31,9 +32,7 @@ def add(client, type=NoteType.TIP, content="note", *, age=None, **kwargs):
     kwargs.setdefault("source", NoteSource.STAFF)
     note = note_add(client=client, type=type, content=content, **kwargs)
     if age is not None:
-        Note.objects.unscoped("test checks the database directly").filter(pk=note.pk).update(
-            created_at=timezone.now() - age
-        )
+        backdate(note, age)
         note.refresh_from_db()
     return note
 

@@ -6,7 +6,6 @@ import re
 from datetime import timedelta
 
 import pytest
-from django.utils import timezone
 
 from apps.core.exceptions import ApplicationError
 from apps.notes.models import Note, NoteSource, NoteStatus, NoteType
@@ -14,6 +13,7 @@ from apps.notes.selectors import relevant_notes
 from apps.notes.services import note_add, note_set_status, note_update, notes_delete
 from apps.notes.sessions import current_session_id, new_session_id
 from tests.factories import UserFactory
+from tests.notes.helpers import backdate
 
 pytestmark = pytest.mark.django_db
 
@@ -143,9 +143,7 @@ def test_dedup_is_per_type_ref_client_and_day(client_a, client_b):
     n3 = note_add(client=client_a, type=NoteType.SUCCESS, ref="refund", **base)
     n4 = note_add(client=client_b, type=NoteType.FAILURE, ref="refund", **base)
     assert len({n1.pk, n2.pk, n3.pk, n4.pk}) == 4
-    Note.objects.unscoped("test checks the database directly").filter(pk=n1.pk).update(
-        created_at=timezone.now() - timedelta(hours=25)
-    )
+    backdate(n1, timedelta(hours=25))
     n5 = note_add(client=client_a, type=NoteType.FAILURE, ref="refund", **base)
     assert n5.pk != n1.pk
     assert Note.objects.unscoped("test checks the database directly").get(pk=n1.pk).hits == 1
@@ -178,9 +176,7 @@ def test_a_rejected_proposal_is_not_proposed_again(client_a):
         source=NoteSource.AI,
     )
     note_set_status(note=note, status="reject", by=UserFactory())
-    Note.objects.unscoped("test checks the database directly").filter(pk=note.pk).update(
-        created_at=timezone.now() - timedelta(days=10)
-    )
+    backdate(note, timedelta(days=10))
     again = note_add(
         client=client_a,
         type=NoteType.PATTERN,

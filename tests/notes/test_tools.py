@@ -19,22 +19,28 @@ pytestmark = pytest.mark.django_db
 
 def notes_tools(client, *, enabled=True):
     common = {"client": client, "executor_type": ExecutorType.BUILTIN, "enabled": enabled}
-    ClientToolFactory(
-        name="search_notes",
-        kind=ToolKind.READ,
-        parameters=SEARCH_NOTES_PARAMETERS,
-        builtin_handler="notes.search_notes",
-        description="Search the assistant's notes from earlier conversations (internal).",
-        **common,
-    )
-    ClientToolFactory(
-        name="add_note",
-        kind=ToolKind.ACTION,
-        parameters=ADD_NOTE_PARAMETERS,
-        builtin_handler="notes.add_note",
-        description="Save a lesson for later conversations (internal).",
-        **common,
-    )
+    for name, kind, parameters, description in (
+        (
+            "search_notes",
+            ToolKind.READ,
+            SEARCH_NOTES_PARAMETERS,
+            "Search the assistant's notes from earlier conversations (internal).",
+        ),
+        (
+            "add_note",
+            ToolKind.ACTION,
+            ADD_NOTE_PARAMETERS,
+            "Save a lesson for later conversations (internal).",
+        ),
+    ):
+        ClientToolFactory(
+            name=name,
+            kind=kind,
+            parameters=parameters,
+            builtin_handler=f"notes.{name}",
+            description=description,
+            **common,
+        )
 
 
 def search_notes_for_a_refund(chat: Chat, llm: Any) -> ToolExecution:
