@@ -112,35 +112,49 @@ class Doorbell:
         return False
 
     async def close(self) -> None:
+        """Stop reading, close the stream and the push subscription."""
         self.task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await self.task
         await self.response.streaming_content.aclose()
+        await events.close_hub()
 
-
-@NEEDS_REDIS
-@pytest.mark.django_db(transaction=True)
-def test_the_conversation_doorbell_rings_on_a_committed_change(
-    data_a, data_b, client_a, settings, monkeypatch
-):
-    settings.REDIS_URL = REDIS_URL
-    monkeypatch.setattr(console_views, "DOORBELL_HEARTBEAT_SECONDS", 3600)
-    membership = MembershipFactory(client=client_a, role=Role.VIEWER)
-    mine, other = data_a.conversation, data_b.conversation
-
-    async def scenario() -> tuple[list[dict[str, str]], bool, bool, bool]:
+    @classmethod
+    async def connected(cls, user: Any, url: str, **headers: str) -> tuple[Doorbell, Any]:
+        """The doorbell at `url`, opened as `user`, once its push subscription is connected and
+        has rung its catch-up ring: the bell and its first chunk (the retry: line)."""
         browser = AsyncClient()
-        await browser.aforce_login(membership.user)
-        response = await browser.get(events_url(mine), headers={"Accept": "text/event-stream"})
+        await browser.aforce_login(user)
+        response = await browser.get(url, headers=headers)
         assert response.status_code == 200
-        assert response["Content-Type"].startswith("text/event-stream")
-        bell = Doorbell(response)
+        bell = cls(response)
         first = await bell.next(10)
         hub = events.hub()
         assert hub is not None
         await asyncio.wait_for(hub.connected.wait(), 10)
         # (Re)connecting the subscription rings once: anything may have been missed meanwhile.
         assert await bell.rings(5) is True
+        return bell, first
+
+
+@pytest.fixture
+def push(settings: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Push through the test Redis, with no heart-beat to tell from a ring."""
+    settings.REDIS_URL = REDIS_URL
+    monkeypatch.setattr(console_views, "DOORBELL_HEARTBEAT_SECONDS", 3600)
+
+
+@NEEDS_REDIS
+@pytest.mark.django_db(transaction=True)
+def test_the_conversation_doorbell_rings_on_a_committed_change(data_a, data_b, client_a, push):
+    membership = MembershipFactory(client=client_a, role=Role.VIEWER)
+    mine, other = data_a.conversation, data_b.conversation
+
+    async def scenario() -> tuple[list[dict[str, str]], bool, bool, bool]:
+        bell, first = await Doorbell.connected(
+            membership.user, events_url(mine), Accept="text/event-stream"
+        )
+        assert bell.response["Content-Type"].startswith("text/event-stream")
         # Another tenant's conversation changing does not ring this one.
         await elsewhere(
             message_append, client=other.client, conversation=other, role="user", text="hi"
@@ -153,7 +167,6 @@ def test_the_conversation_doorbell_rings_on_a_committed_change(
         await elsewhere(staff_reply, client=mine.client, conversation=mine, text="Hi, Sam here.")
         rang_for_staff = await bell.rings(10)
         await bell.close()
-        await events.close_hub()
         return first, rang_for_other, rang_for_message, rang_for_staff
 
     first, rang_for_other, rang_for_message, rang_for_staff = async_to_sync(scenario)()
@@ -166,31 +179,19 @@ def test_the_conversation_doorbell_rings_on_a_committed_change(
 @NEEDS_REDIS
 @pytest.mark.django_db(transaction=True)
 def test_the_queue_doorbell_rings_for_any_conversation_of_the_client_only(
-    data_a, data_b, client_a, settings, monkeypatch
+    data_a, data_b, client_a, push, monkeypatch
 ):
-    settings.REDIS_URL = REDIS_URL
-    monkeypatch.setattr(console_views, "DOORBELL_HEARTBEAT_SECONDS", 3600)
     monkeypatch.setitem(console_views.DOORBELL_COALESCE_SECONDS, "queue", 0.05)
     membership = MembershipFactory(client=client_a, role=Role.AGENT)
     mine, other = data_a.conversation, data_b.conversation
 
     async def scenario() -> tuple[bool, bool]:
-        browser = AsyncClient()
-        await browser.aforce_login(membership.user)
-        response = await browser.get(QUEUE_EVENTS)
-        assert response.status_code == 200
-        bell = Doorbell(response)
-        await bell.next(10)  # retry:
-        hub = events.hub()
-        assert hub is not None
-        await asyncio.wait_for(hub.connected.wait(), 10)
-        assert await bell.rings(5) is True  # the catch-up ring on connecting
+        bell, _ = await Doorbell.connected(membership.user, QUEUE_EVENTS)
         await elsewhere(staff_reply, client=other.client, conversation=other, text="Not yours.")
         rang_for_other = await bell.rings(1.0)
         await elsewhere(staff_reply, client=mine.client, conversation=mine, text="Taking it.")
         rang_for_mine = await bell.rings(10)
         await bell.close()
-        await events.close_hub()
         return rang_for_other, rang_for_mine
 
     rang_for_other, rang_for_mine = async_to_sync(scenario)()
