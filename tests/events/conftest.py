@@ -10,7 +10,7 @@ import json
 import ssl
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+
+from tests.support.http_handler import QuietHandler
 
 
 def _name(common: str) -> x509.Name:
@@ -112,20 +114,12 @@ class Receiver:
     def up(self) -> None:
         receiver = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 receiver.requests.append({"headers": dict(self.headers), "body": body})
                 status = receiver.answers.pop(0) if receiver.answers else 200
-                reply = json.dumps({"ok": status < 300, "result": {}}).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(reply)))
-                self.end_headers()
-                self.wfile.write(reply)
-
-            def log_message(self, *args: Any) -> None:
-                pass
+                self.answer_json(status, {"ok": status < 300, "result": {}})
 
         server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         server.socket = self.context.wrap_socket(server.socket, server_side=True)

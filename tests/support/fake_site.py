@@ -7,11 +7,13 @@ from __future__ import annotations
 import io
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from http.server import ThreadingHTTPServer
+from typing import Self
 
 from pypdf import PdfWriter
 from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
+
+from tests.support.http_handler import QuietHandler
 
 
 class FakeSite:
@@ -22,32 +24,20 @@ class FakeSite:
         self.requests: list[str] = []
         site = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self) -> None:
                 site.requests.append(self.path)
                 if self.path in site.delays:
                     time.sleep(site.delays[self.path])
                 if self.path in site.redirects:
-                    self.send_response(302)
-                    self.send_header("Location", site.redirects[self.path])
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
+                    self.answer(302, Location=site.redirects[self.path])
                     return
                 found = site.pages.get(self.path)
                 if found is None:
-                    self.send_response(404)
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
+                    self.answer(404)
                     return
                 content_type, body = found
-                self.send_response(200)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
+                self.answer(200, body, content_type)
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True

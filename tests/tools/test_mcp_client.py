@@ -7,7 +7,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -22,6 +22,7 @@ from apps.tools.mcp_client import (
     mcp_list_tools,
     mcp_oauth_token,
 )
+from tests.support.http_handler import QuietHandler
 from tests.tools.mcp_server import INJECTION_DESCRIPTION, PINNED_TEST_HOST, McpTestServer
 
 
@@ -291,7 +292,7 @@ class _TokenEndpoint:
         self.forms: list[dict[str, list[str]]] = []
         endpoint = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 form = parse_qs(self.rfile.read(length).decode())
@@ -313,15 +314,7 @@ class _TokenEndpoint:
                     )
                 else:
                     status, body = 401, {"error": "invalid_client"}
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
+                self.answer_json(status, body)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/oauth/token"
