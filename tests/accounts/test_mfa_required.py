@@ -24,6 +24,7 @@ from apps.accounts.services import api_key_issue
 from apps.clients.models import Client
 from apps.provisioning.services import tenant_import
 from tests.factories import ClientFactory, MembershipFactory, UserFactory
+from tests.support.tenant_files import one_client_tenant
 
 pytestmark = pytest.mark.django_db
 
@@ -166,10 +167,5 @@ def test_require_mfa_is_set_in_the_admin_and_the_importer(client, acme):
     page = client.get(reverse("admin:clients_client_change", args=[acme.pk])).content.decode()
     assert 'name="require_mfa"' in page
 
-    tenant_import(
-        data={
-            "plans": [{"slug": "p", "name": "P"}],
-            "clients": [{"slug": "mfa-shop", "name": "MFA Shop", "plan": "p", "require_mfa": True}],
-        }
-    )
+    tenant_import(data=one_client_tenant("mfa-shop", name="MFA Shop", require_mfa=True))
     assert Client.objects.get(slug="mfa-shop").require_mfa is True

@@ -15,6 +15,7 @@ from apps.identity.models import EmailCodeChallenge, EmailCodeSetting
 from apps.identity.services import otp_offer
 from apps.provisioning.services import client_export, tenant_import
 from tests.identity.conftest import LOOKUP_SCHEMA
+from tests.support.tenant_files import one_client_tenant
 
 pytestmark = pytest.mark.django_db
 
@@ -34,10 +35,7 @@ CODE = {"tool": "order_status", "email_field": "customer.email", "id_field": "cu
 
 
 def tenant(**client: Any) -> dict[str, Any]:
-    return {
-        "plans": [{"slug": "basic", "name": "Basic", "ai_mode": "standard"}],
-        "clients": [{"slug": "shop", "name": "Shop", "plan": "basic", "tools": [TOOL], **client}],
-    }
+    return one_client_tenant(plan={"ai_mode": "standard"}, **({"tools": [TOOL]} | client))
 
 
 def setting() -> EmailCodeSetting:

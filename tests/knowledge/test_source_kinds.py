@@ -29,6 +29,7 @@ from apps.provisioning.services import client_export, tenant_import
 from tests.conftest import api_for
 from tests.factories import MembershipFactory
 from tests.support.packages import importable, write_package
+from tests.support.tenant_files import one_client_tenant
 
 REPO = Path(__file__).resolve().parents[2]
 KINDS = sources.names()
@@ -121,17 +122,9 @@ def test_a_kind_added_in_one_module_is_picked_up_everywhere(
 
 @pytest.mark.django_db
 def test_the_tenant_file_takes_and_exports_a_kind_that_allows_it(inline):
-    tenant = {
-        "plans": [{"slug": "p", "name": "P"}],
-        "clients": [
-            {
-                "slug": "c",
-                "name": "C",
-                "plan": "p",
-                "knowledge": {"sources": [{"name": "Inline: Hello.", "kind": "inline"}]},
-            }
-        ],
-    }
+    tenant = one_client_tenant(
+        "c", knowledge={"sources": [{"name": "Inline: Hello.", "kind": "inline"}]}
+    )
     tenant_import(data=tenant)
     client = Client.objects.get(slug="c")
     exported = client_export(client=client)["knowledge"]["sources"]

@@ -33,6 +33,7 @@ from tests.conftest import key_for
 from tests.factories import MembershipFactory
 from tests.support.broker import NEEDS_REDIS
 from tests.support.procfile import procfile_commands
+from tests.support.tenant_files import one_client_tenant
 
 pytestmark = pytest.mark.django_db
 SOURCES = "/api/v1/knowledge/sources/"
@@ -231,12 +232,7 @@ def test_the_tenant_import_refuses_sources_beyond_the_cap_naming_the_entry(setti
     sources = [
         {"name": f"s{n}", "kind": "url", "url": f"https://shop.example/{n}"} for n in range(3)
     ]
-    data = {
-        "plans": [{"slug": "basic", "name": "Basic", "ai_mode": "standard"}],
-        "clients": [
-            {"slug": "shop", "name": "Shop", "plan": "basic", "knowledge": {"sources": sources}}
-        ],
-    }
+    data = one_client_tenant(plan={"ai_mode": "standard"}, knowledge={"sources": sources})
     with pytest.raises(ApplicationError) as exc:
         tenant_import(data=data)
     assert "clients[0].knowledge.sources[2].sources" in str(exc.value)

@@ -19,6 +19,7 @@ from apps.tools.approval_rules import (
     sum_rule,
 )
 from apps.tools.models import ClientTool
+from tests.support.tenant_files import one_client_tenant
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -119,30 +120,19 @@ def test_the_old_form_sums_over_every_scope_for_24_hours():
 
 
 def tenant(rule: Any) -> dict[str, Any]:
-    return {
-        "plans": [{"slug": "basic", "name": "Basic"}],
-        "clients": [
-            {
-                "slug": "rules-shop",
-                "name": "Rules Shop",
-                "plan": "basic",
-                "tools": [
-                    {
-                        "name": "refund_order",
-                        "description": "Refund an order.",
-                        "kind": "destructive",
-                        "parameters": SCHEMA,
-                        "executor": {
-                            "type": "webhook",
-                            "url": "https://shop.example/hook",
-                            "secret": "whsec_dGVzdHNlY3JldHRlc3RzZWNyZXQ=",
-                        },
-                        "approval_rule": rule,
-                    }
-                ],
-            }
-        ],
+    tool = {
+        "name": "refund_order",
+        "description": "Refund an order.",
+        "kind": "destructive",
+        "parameters": SCHEMA,
+        "executor": {
+            "type": "webhook",
+            "url": "https://shop.example/hook",
+            "secret": "whsec_dGVzdHNlY3JldHRlc3RzZWNyZXQ=",
+        },
+        "approval_rule": rule,
     }
+    return one_client_tenant("rules-shop", tools=[tool])
 
 
 @pytest.mark.django_db

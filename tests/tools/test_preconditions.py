@@ -22,6 +22,7 @@ from apps.tools.preconditions import (
 )
 from tests.conftest import DEMO_TENANT
 from tests.factories import ClientToolFactory
+from tests.support.tenant_files import one_client_tenant
 
 ALL = "test checks the database directly"
 ORDER_SCHEMA: dict[str, Any] = {
@@ -151,10 +152,7 @@ def tenant(precondition: Any, *, with_read_tool: bool = True) -> dict[str, Any]:
                 "executor": hook,
             }
         )
-    return {
-        "plans": [{"slug": "basic", "name": "Basic"}],
-        "clients": [{"slug": "pre-shop", "name": "Pre Shop", "plan": "basic", "tools": tools}],
-    }
+    return one_client_tenant("pre-shop", tools=tools)
 
 
 @pytest.mark.django_db

@@ -26,6 +26,7 @@ from apps.tools.models import ClientTool, ExecutionStatus, FailureKind
 from apps.tools.services import tool_execute
 from tests.factories import ClientToolFactory
 from tests.support.packages import importable, write_package
+from tests.support.tenant_files import one_client_tenant
 
 TYPES = list(registry.executors())
 # Form rows of the tool admin that are not an executor's settings.
@@ -107,19 +108,8 @@ def test_the_admin_form_shows_exactly_the_executors_settings(admin_client, execu
 
 
 def _tenant_with(executor: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "plans": [{"slug": "p", "name": "P"}],
-        "clients": [
-            {
-                "slug": "c",
-                "name": "C",
-                "plan": "p",
-                "tools": [
-                    {"name": "t", "description": "A tool.", "kind": "read", "executor": executor}
-                ],
-            }
-        ],
-    }
+    tool = {"name": "t", "description": "A tool.", "kind": "read", "executor": executor}
+    return one_client_tenant("c", tools=[tool])
 
 
 def _import_errors(executor: dict[str, Any]) -> dict[str, str]:
