@@ -20,6 +20,7 @@ from apps.accounts.models import Role as StaffRole
 from apps.accounts.services import api_key_issue
 from apps.clients import rowcache
 from apps.clients.models import Client
+from apps.conversations.services import unseen_replies_checks_cancel
 from apps.reasoning.llm import forget_response_formats
 from tests.factories import ClientFactory, MembershipFactory, ModelPriceFactory, PlanFactory
 
@@ -98,6 +99,9 @@ def _fresh_cache():
     forget_response_formats()
     rowcache.forget_all()
     translation.deactivate()
+    # A staff reply's unseen-reply check waits on a timer (no broker here); one still waiting
+    # would read a database that is gone by the time it fires.
+    unseen_replies_checks_cancel()
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ def test_waiting_checks_are_cancelled_and_never_run(settings, monkeypatch):
     ran: list[int] = []
     monkeypatch.setattr(services, "unseen_replies_email", lambda *, conversation_id: ran.append(1))
     settings.WIDGET_REPLY_EMAIL_DELAY_SECONDS = 3600
-    services.unseen_replies_checks_cancel()  # any an earlier test left
     services.unseen_replies_email_schedule(conversation_id=1, client_id=1)
     services.unseen_replies_email_schedule(conversation_id=2, client_id=1)
 
@@ -32,7 +31,6 @@ def test_a_check_that_ran_is_no_longer_waiting(settings, monkeypatch):
 
     monkeypatch.setattr(services, "unseen_replies_email", check)
     settings.WIDGET_REPLY_EMAIL_DELAY_SECONDS = 0.01
-    services.unseen_replies_checks_cancel()  # any an earlier test left
     services.unseen_replies_email_schedule(conversation_id=7, client_id=1)
 
     assert done.wait(10)
