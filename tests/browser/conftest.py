@@ -142,6 +142,27 @@ def demo(live_server, db_lock, settings) -> Client:
     return Client.objects.get(slug="trailhead")
 
 
+@pytest.fixture
+def sam_page(browser: Any, live_server: Any, client_a: Client, monkeypatch: Any) -> Iterator[Any]:
+    """A console page signed in as Sam, an agent of `client_a` (the templates sign with the
+    first name); its browser context is closed afterwards."""
+    from tests.browser.helpers import agent_page
+
+    page = agent_page(browser, live_server, client_a, monkeypatch, first_name="Sam")
+    yield page
+    page.context.close()
+
+
+@pytest.fixture
+def word_by_word(llm: Any, monkeypatch: pytest.MonkeyPatch, settings: Any) -> None:
+    """The scripted model streams its replies slowly enough to watch them grow (a first token
+    after 0.3 s, then one every 0.04 s), and the widget's event stream polls every 0.1 s."""
+    settings.LLM_TIMEOUT = 20.0  # the whole streamed reply takes a few seconds
+    monkeypatch.setattr(llm, "first_token_seconds", 0.3)
+    monkeypatch.setattr(llm, "token_seconds", 0.04)
+    monkeypatch.setattr(widget_streams, "POLL_SECONDS", 0.1)
+
+
 @pytest.fixture(autouse=True)
 def _live_server_idle_before_flush(request: pytest.FixtureRequest) -> Iterator[None]:
     """A page may end a test with a request still in flight (the widget shows a sent message

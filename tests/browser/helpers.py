@@ -10,9 +10,17 @@ from django.conf import settings
 from django.test import Client as DjangoClient
 from playwright.sync_api import FrameLocator, Page, expect
 
+from apps.accounts.models import Role
 from apps.clients.models import Client
+from apps.console import views as console_views
 from apps.conversations.models import Conversation
+from apps.tools.models import PendingAction, PendingActionStatus, ToolExecution
+from tests.accounts.test_mfa_required import PASSWORD
+from tests.factories import MembershipFactory, UserFactory
 from tests.support.shop import assess
+
+# A phone's screen, for the pages checked at 360 px.
+PHONE = {"width": 360, "height": 740}
 
 
 def open_widget(page: Page, base_url: str, demo: Client, path: str = "/") -> FrameLocator:
@@ -66,6 +74,27 @@ def customer_asks(
     send(frame, question)
     expect(frame.get_by_text(answer)).to_be_visible()
     return customer, frame, shown_conversation(frame, demo)
+
+
+def phone_context(browser: Any, **context_options: Any) -> Any:
+    """A browser context the size of a phone's screen (`PHONE`), touch and all."""
+    return browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True, **context_options)
+
+
+def assert_the_cancel_ran(order: str) -> None:
+    """The `cancel_order` tool ran, and succeeded, for `order` (exactly one run)."""
+    execution = ToolExecution.objects.unscoped("test checks the database directly").get(
+        tool__name="cancel_order"
+    )
+    assert execution.status == "succeeded" and execution.params == {"order_id": order}
+
+
+def assert_the_confirmed_action_ran() -> None:
+    """The one pending action (the confirmation the customer answered) was executed."""
+    assert (
+        PendingAction.objects.unscoped("test checks the database directly").get().status
+        == PendingActionStatus.EXECUTED
+    )
 
 
 def shot(page: Page, folder: Path, name: str) -> Path:
@@ -147,6 +176,18 @@ def page_signed_in_as(browser: Any, base_url: str, user: Any, **context_options:
     return watched_page(context)
 
 
+def agent_page(
+    browser: Any, live_server: Any, client: Any, monkeypatch: Any, first_name: str = ""
+) -> Any:
+    """A browser page in its own context, signed in (session cookie) as an agent of `client`
+    (with `first_name`, for the templates that sign with it); the console polls every second."""
+    monkeypatch.setattr(console_views, "POLL_SECONDS", 1)
+    membership = MembershipFactory(client=client, role=Role.AGENT, user__first_name=first_name)
+    page = page_signed_in_as(browser, live_server.url, membership.user)
+    page.staff_user = membership.user
+    return page
+
+
 def admin_signed_in(browser: Any, base_url: str, email: str, password: str) -> Page:
     """A staff member's own browser window, signed into the admin through its sign-in form;
     `page.errors` collects the page's JavaScript errors."""
@@ -157,3 +198,19 @@ def admin_signed_in(browser: Any, base_url: str, email: str, password: str) -> P
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_url(f"{base_url}/admin/")
     return page
+
+
+def lead_signed_in(browser: Any, base_url: str, db_lock: Any) -> Page:
+    """A new superuser (the support lead) signed into the admin through its sign-in form
+    (`admin_signed_in`)."""
+    with db_lock:
+        lead = UserFactory(is_superuser=True)
+    return admin_signed_in(browser, base_url, lead.email, PASSWORD)
+
+
+def open_add_form(admin: Page, listing: str, add: str, client: Client) -> None:
+    """From the admin's index, the add form of `listing` (through its link named `add`), for
+    the tenant `client`."""
+    admin.get_by_role("link", name=listing).click()
+    admin.get_by_role("link", name=add).click()
+    admin.locator("#id_client").select_option(str(client.pk))

@@ -17,8 +17,7 @@ from apps.conversations.models import Message
 from apps.conversations.services import conversation_create, message_append
 from apps.tools.models import ClientTool, ExecutionStatus, ToolExecution
 from tests.browser.conftest import SCREENSHOTS
-from tests.browser.helpers import open_widget, send, shown_conversation
-from tests.browser.test_console_browser import agent_page
+from tests.browser.helpers import agent_page, open_widget, send, shown_conversation
 from tests.support.shop import assess, critique
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

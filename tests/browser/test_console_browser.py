@@ -10,29 +10,14 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from apps.accounts.models import Role
-from apps.console import views as console_views
 from apps.conversations.models import Message
 from apps.conversations.services import message_append
 from apps.escalations.models import Escalation
 from tests.api.conftest import make_tenant_data
 from tests.browser.conftest import SCREENSHOTS
-from tests.browser.helpers import customer_asks, page_signed_in_as, send
-from tests.factories import MembershipFactory
+from tests.browser.helpers import agent_page, customer_asks, send
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def agent_page(
-    browser: Any, live_server: Any, client: Any, monkeypatch: Any, first_name: str = ""
-) -> Any:
-    """A browser page in its own context, signed in (session cookie) as an agent of `client`
-    (with `first_name`, for the templates that sign with it); the console polls every second."""
-    monkeypatch.setattr(console_views, "POLL_SECONDS", 1)
-    membership = MembershipFactory(client=client, role=Role.AGENT, user__first_name=first_name)
-    page = page_signed_in_as(browser, live_server.url, membership.user)
-    page.staff_user = membership.user
-    return page
 
 
 @pytest.fixture

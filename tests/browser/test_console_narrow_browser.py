@@ -18,11 +18,10 @@ from apps.conversations.services import conversation_create, message_append
 from apps.escalations.services import escalation_create
 from tests.api.conftest import TenantData, make_tenant_data
 from tests.browser.conftest import SCREENSHOTS
-from tests.browser.test_console_browser import agent_page
+from tests.browser.helpers import PHONE, agent_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-PHONE = {"width": 360, "height": 740}
 # The coordinator's copy of the inbox at 360 px (the CI artefacts keep one too).
 NAV = ["Inbox", "Queue", "Playground", "Approvals", "Outcomes"]
 

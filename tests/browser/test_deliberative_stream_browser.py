@@ -16,7 +16,6 @@ from playwright.sync_api import expect
 from apps.clients.deliberation import default_deliberation
 from apps.clients.models import Plan
 from apps.clients.rubrics import SUPPORT
-from apps.widget import streams as widget_streams
 from devtools.fake_llm import Delay, Truncated, assess_reply
 from tests.browser.helpers import drafts, open_widget, record_drafts, send, shot
 
@@ -71,12 +70,8 @@ def script_loop(llm: Any, synthesized: str) -> None:
 
 
 def test_a_deliberative_answer_streams_after_its_progress(
-    browser: Any, live_server, demo, llm, screenshots, monkeypatch, settings
+    browser: Any, live_server, demo, llm, word_by_word, screenshots
 ):
-    settings.LLM_TIMEOUT = 20.0  # the whole streamed reply takes a few seconds
-    monkeypatch.setattr(llm, "first_token_seconds", 0.3)
-    monkeypatch.setattr(llm, "token_seconds", 0.04)
-    monkeypatch.setattr(widget_streams, "POLL_SECONDS", 0.1)
     Plan.objects.filter(clients=demo).update(
         ai_mode="deliberative",
         deliberation={

@@ -16,11 +16,16 @@ from standardwebhooks.webhooks import Webhook
 
 from apps.events import tasks as event_tasks
 from apps.events.models import DeliveryStatus, EventDelivery, EventSubscription
-from tests.accounts.test_mfa_required import PASSWORD
 from tests.browser.conftest import TIMEOUT_MS
-from tests.browser.helpers import admin_signed_in, open_widget, send, shot, shown_conversation
+from tests.browser.helpers import (
+    lead_signed_in,
+    open_add_form,
+    open_widget,
+    send,
+    shot,
+    shown_conversation,
+)
 from tests.events.conftest import Receiver, receiver, tls_files  # noqa: F401  (fixtures)
-from tests.factories import UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -76,14 +81,9 @@ def test_a_lead_subscribes_in_the_admin_and_resends_a_signed_handoff_event(
     sends: Sends,
     screenshots: Any,
 ) -> None:
-    with db_lock:
-        lead = UserFactory(is_superuser=True)
-
     # The lead signs in and adds a subscription with the admin's own form.
-    admin = admin_signed_in(browser, live_server.url, lead.email, PASSWORD)
-    admin.get_by_role("link", name="Event subscriptions").click()
-    admin.get_by_role("link", name="Add event subscription").click()
-    admin.locator("#id_client").select_option(str(demo.pk))
+    admin = lead_signed_in(browser, live_server.url, db_lock)
+    open_add_form(admin, "Event subscriptions", "Add event subscription", demo)
     admin.locator("#id_name").fill("CRM")
     admin.locator("#id_url").fill(receiver.url)
     admin.get_by_role("checkbox", name="conversation.handed_off", exact=True).check()

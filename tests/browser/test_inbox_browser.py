@@ -11,8 +11,7 @@ from apps.accounts.models import Role as StaffRole
 from apps.conversations.models import Message
 from apps.conversations.services import conversation_create, message_append
 from tests.browser.conftest import SCREENSHOTS
-from tests.browser.helpers import customer_asks, send
-from tests.browser.test_console_browser import agent_page
+from tests.browser.helpers import agent_page, customer_asks, send
 from tests.factories import MembershipFactory
 from tests.support.shop import assess
 

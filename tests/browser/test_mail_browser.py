@@ -20,7 +20,7 @@ from apps.core.links import site_url
 from apps.mail.models import InboundVia, MailChannel
 from apps.mail.services.inbound import mail_receive
 from tests.accounts.test_mfa_required import PASSWORD
-from tests.browser.helpers import admin_signed_in, shot
+from tests.browser.helpers import admin_signed_in, open_add_form, shot
 from tests.factories import MembershipFactory, UserFactory
 from tests.mail.conftest import _smtp_server, email, smtp_sink  # noqa: F401  (fixtures)
 from tests.support.shop import assess
@@ -52,9 +52,7 @@ def test_a_lead_sets_up_email_and_answers_a_customers_mail_from_the_console(
 
     # The lead adds the channel with the admin's own form.
     page = admin_signed_in(browser, live_server.url, lead.email, PASSWORD)
-    page.get_by_role("link", name="E-mail channels").click()
-    page.get_by_role("link", name="Add e-mail channel").click()
-    page.locator("#id_client").select_option(str(demo.pk))
+    open_add_form(page, "E-mail channels", "Add e-mail channel", demo)
     page.locator("#id_address").fill(ADDRESS)
     page.locator("#id_display_name").fill("Trailhead help desk")
     page.locator("#id_inbound_via").select_option(label="Mailgun")

@@ -14,9 +14,14 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from apps.tools.models import ClientTool, ExecutionStatus, McpServer, ToolExecution, ToolKind
-from tests.accounts.test_mfa_required import PASSWORD
-from tests.browser.helpers import admin_signed_in, open_widget, send, shot, shown_conversation
-from tests.factories import UserFactory
+from tests.browser.helpers import (
+    lead_signed_in,
+    open_add_form,
+    open_widget,
+    send,
+    shot,
+    shown_conversation,
+)
 from tests.support.shop import assess
 from tests.tools.conftest import mcp_server  # noqa: F401  (fixture, re-exported)
 from tests.tools.mcp_server import McpTestServer
@@ -47,14 +52,9 @@ def test_a_lead_reviews_an_mcp_servers_tool_and_a_customer_gets_its_answer(
     settings.TOOL_WEBHOOK_ALLOW_HTTP = True
     settings.TOOL_WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
     assert mcp_server.orders[ORDER] == "shipped"
-    with db_lock:
-        lead = UserFactory(is_superuser=True)
-
     # The lead signs in and adds the server with the admin's own form.
-    admin = admin_signed_in(browser, live_server.url, lead.email, PASSWORD)
-    admin.get_by_role("link", name="MCP servers").click()
-    admin.get_by_role("link", name="Add MCP server").click()
-    admin.locator("#id_client").select_option(str(demo.pk))
+    admin = lead_signed_in(browser, live_server.url, db_lock)
+    open_add_form(admin, "MCP servers", "Add MCP server", demo)
     admin.locator("#id_name").fill("shop")
     admin.locator("#id_url").fill(mcp_server.url)
     admin.locator("#id_auth").select_option(label="Bearer token")

@@ -11,8 +11,7 @@ import pytest
 from playwright.sync_api import Route, expect
 
 from apps.conversations.models import ConversationRating
-from tests.browser.helpers import open_widget, send, shot
-from tests.browser.test_console_browser import agent_page
+from tests.browser.helpers import agent_page, open_widget, send, shot
 from tests.support.shop import assess
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

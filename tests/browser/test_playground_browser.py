@@ -17,7 +17,7 @@ from apps.playground.models import PlaygroundRun, RunStatus
 from apps.reasoning.models import ReasoningTrace
 from devtools.fake_llm import Delay
 from tests.browser.conftest import SCREENSHOTS, _holding
-from tests.browser.test_console_browser import agent_page
+from tests.browser.helpers import agent_page
 from tests.playground.fixtures import add_step, deliberative_steps, make_run
 from tests.support.shop import assess, make_shop
 

@@ -15,8 +15,7 @@ from apps.clients.models import Client
 from apps.conversations.services import message_append
 from apps.knowledge.models import Article
 from tests.api.conftest import make_tenant_data
-from tests.browser.helpers import open_widget, send, shot
-from tests.browser.test_console_browser import agent_page
+from tests.browser.helpers import agent_page, open_widget, send, shot
 from tests.support.shop import assess
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -4,7 +4,6 @@ agent fills it in."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -14,7 +13,7 @@ from apps.conversations.models import Message, Role
 from apps.conversations.services import conversation_create, message_append
 from apps.escalations.reply_templates import reply_template_create
 from apps.tools.models import ClientTool, ExecutionStatus, ToolExecution
-from tests.browser.test_console_browser import agent_page
+from tests.browser.helpers import agent_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -27,17 +26,10 @@ def staff_lines(conversation: Any) -> list[str]:
     )
 
 
-@pytest.fixture
-def signed_in_page(browser, live_server, client_a, monkeypatch) -> Iterator[Any]:
-    page = agent_page(browser, live_server, client_a, monkeypatch, first_name="Sam")
-    yield page
-    page.context.close()
-
-
 def test_an_unfillable_variable_blocks_sending_until_the_agent_fills_it(
-    signed_in_page, live_server, client_a
+    sam_page, live_server, client_a
 ):
-    page = signed_in_page
+    page = sam_page
     conversation, _ = conversation_create(client=client_a)
     # The customer typed a name, but nobody verified it: {customer_name} has no value.
     conversation.customer_name = "Ana"

@@ -19,7 +19,7 @@ from apps.conversations import services as conversation_services
 from apps.conversations.models import Conversation, Message, Role
 from apps.escalations.services import staff_reply
 from tests.browser.conftest import TIMEOUT_MS, _holding
-from tests.browser.helpers import open_widget, send, shot, shown_conversation
+from tests.browser.helpers import open_widget, phone_context, send, shot, shown_conversation
 from tests.support.shop import assess, critique
 from tests.widget.contact import LINK, confirmation_links
 
@@ -243,9 +243,7 @@ def test_start_a_new_conversation_and_stale_storage_at_360px(
     browser: Any, live_server, demo, settings, screenshots
 ):
     settings.OPENAI_API_KEY = ""  # the labelled offline demo model answers
-    context = browser.new_context(
-        viewport={"width": 360, "height": 740}, is_mobile=True, has_touch=True
-    )
+    context = phone_context(browser)
     page = context.new_page()
     # An anonymous visitor's browser storage (a signed-in customer's open conversation is
     # resumed from the server whatever the browser holds: tests/browser/test_identity_browser.py).

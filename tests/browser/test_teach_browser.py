@@ -4,7 +4,6 @@ the assistant's answer with a correction proposed as an FAQ and saves it as a te
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,7 +16,6 @@ from apps.insights.models import InsightProposal, ProposalStatus
 from apps.simulations.models import SimCase
 from tests.api.conftest import make_tenant_data
 from tests.browser.conftest import SCREENSHOTS
-from tests.browser.test_console_browser import agent_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -28,17 +26,8 @@ def unscoped(model: Any) -> Any:
     return model.objects.unscoped("test checks the database directly")
 
 
-@pytest.fixture
-def signed_in_page(browser, live_server, client_a, monkeypatch) -> Iterator[Any]:
-    page = agent_page(browser, live_server, client_a, monkeypatch, first_name="Sam")
-    yield page
-    page.context.close()
-
-
-def test_an_agent_replies_with_a_template_and_flags_an_answer(
-    signed_in_page, live_server, client_a
-):
-    page = signed_in_page
+def test_an_agent_replies_with_a_template_and_flags_an_answer(sam_page, live_server, client_a):
+    page = sam_page
     data = make_tenant_data(client_a)  # its tool run looked up order TH-12345
     reply_template_create(
         client=client_a,

@@ -13,9 +13,17 @@ from playwright.sync_api import expect
 from apps.clients.models import Client
 from apps.conversations.models import Message
 from apps.escalations.services import staff_reply
-from apps.tools.models import PendingAction, PendingActionStatus, ToolExecution
+from apps.tools.models import ToolExecution
 from devtools.fake_llm import Delay
-from tests.browser.helpers import open_widget, send, shot, shown_conversation
+from tests.browser.helpers import (
+    assert_the_cancel_ran,
+    assert_the_confirmed_action_ran,
+    open_widget,
+    phone_context,
+    send,
+    shot,
+    shown_conversation,
+)
 from tests.support.shop import assess, cancel_assess, critique
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -103,14 +111,8 @@ def test_chat_typing_indicator_and_the_three_turn_cancel(
     expect(frame.get_by_label("Your message")).to_be_focused()
     taken.append(shot(page, screenshots, "widget-confirm-done.png"))
 
-    execution = ToolExecution.objects.unscoped("test checks the database directly").get(
-        tool__name="cancel_order"
-    )
-    assert execution.status == "succeeded" and execution.params == {"order_id": ORDER}
-    assert (
-        PendingAction.objects.unscoped("test checks the database directly").get().status
-        == PendingActionStatus.EXECUTED
-    )
+    assert_the_cancel_ran(ORDER)
+    assert_the_confirmed_action_ran()
     assert list(
         Message.objects.unscoped("test checks the database directly")
         .filter(role="user")
@@ -193,9 +195,7 @@ def test_small_screen_offline_label_reload_and_a_failed_send(
     browser: Any, live_server, demo, settings, screenshots
 ):
     settings.OPENAI_API_KEY = ""  # the labelled offline demo model answers
-    context = browser.new_context(
-        viewport={"width": 360, "height": 740}, is_mobile=True, has_touch=True
-    )
+    context = phone_context(browser)
     page = context.new_page()
     frame = open_widget(page, live_server.url, demo)
     panel = page.locator("#guidedesk-panel").bounding_box()

@@ -20,10 +20,15 @@ from apps.clients.identity import user_hash
 from apps.clients.models import Client
 from apps.conversations.models import Message
 from apps.escalations.services import staff_reply
-from apps.tools.models import PendingAction, PendingActionStatus, ToolExecution
+from apps.tools.models import ToolExecution
 from devtools.fake_llm import RecordedRequest
 from tests.browser.conftest import ROOT
-from tests.browser.helpers import shown_conversation
+from tests.browser.helpers import (
+    assert_the_cancel_ran,
+    assert_the_confirmed_action_ran,
+    phone_context,
+    shown_conversation,
+)
 from tests.support.shop import assess, cancel_assess, critique
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -239,9 +244,7 @@ def test_the_page_language_gives_the_chat_its_words_and_direction(
 
 def test_a_hebrew_hand_off_on_a_phone(browser: Any, live_server, demo, db_lock, llm, screenshots):
     w = words("he")
-    context = browser.new_context(
-        viewport={"width": 360, "height": 740}, is_mobile=True, has_touch=True, locale="en-US"
-    )
+    context = phone_context(browser, locale="en-US")
     page = context.new_page()
     host_page(page, live_server.url, demo, "he")
     frame = open_chat(page, "he")
@@ -322,14 +325,8 @@ def test_a_hebrew_customer_cancels_in_three_turns(
     expect(frame.locator(".gd-quick")).to_have_count(0)
     page.screenshot(path=str(screenshots / "widget-he-cancelled.png"))
 
-    execution = ToolExecution.objects.unscoped("test checks the database directly").get(
-        tool__name="cancel_order"
-    )
-    assert execution.status == "succeeded" and execution.params == {"order_id": ORDER}
-    assert (
-        PendingAction.objects.unscoped("test checks the database directly").get().status
-        == PendingActionStatus.EXECUTED
-    )
+    assert_the_cancel_ran(ORDER)
+    assert_the_confirmed_action_ran()
     # Every step that wrote to the customer was asked for Hebrew.
     assert all("(he)" in system_text(r) for r in llm.calls("critique"))
     page.close()
@@ -350,10 +347,7 @@ def test_a_spanish_customer_confirms_by_typing(browser: Any, live_server, demo, 
     script_the_cancellation(llm, "es", f"¡Hecho! El pedido {ORDER} está cancelado.")
     send(frame, "es", "sí, cancélalo")
     expect(frame.get_by_text(f"El pedido {ORDER} está cancelado")).to_be_visible()
-    execution = ToolExecution.objects.unscoped("test checks the database directly").get(
-        tool__name="cancel_order"
-    )
-    assert execution.status == "succeeded" and execution.params == {"order_id": ORDER}
+    assert_the_cancel_ran(ORDER)
     page.close()
 
 

@@ -10,7 +10,6 @@ import pytest
 from django.db import connection
 from playwright.sync_api import expect
 
-from apps.widget import streams as widget_streams
 from devtools.fake_llm import assess_reply
 from tests.browser.helpers import drafts, open_widget, record_drafts, send, shot
 
@@ -29,12 +28,8 @@ def streamed_assess(**fields: Any) -> dict[str, Any]:
 
 
 def test_the_widget_shows_an_answer_word_by_word(
-    browser: Any, live_server, demo, llm, screenshots, monkeypatch, settings
+    browser: Any, live_server, demo, llm, word_by_word, screenshots
 ):
-    settings.LLM_TIMEOUT = 20.0  # the whole streamed reply takes a few seconds
-    monkeypatch.setattr(llm, "first_token_seconds", 0.3)
-    monkeypatch.setattr(llm, "token_seconds", 0.04)
-    monkeypatch.setattr(widget_streams, "POLL_SECONDS", 0.1)
     page = browser.new_page(viewport={"width": 1280, "height": 860})
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
