@@ -35,11 +35,11 @@ from apps.billing.models import ModelPrice
 from apps.clients.models import AIMode, Client, Plan
 from apps.clients.rubrics import SUPPORT
 from devtools.benchmarks.modes import (
-    CASES,
     MIX,
     SCENARIO_LABELS,
     BenchmarkError,
     Case,
+    ScenarioTallies,
     ScriptedModel,
     Tally,
     bench_clients,
@@ -48,6 +48,7 @@ from devtools.benchmarks.modes import (
     measure_turn,
     remove_bench_clients,
     scenario_counts,
+    shuffled_plan,
     temporary_database,
 )
 from devtools.fake_llm import assess_reply
@@ -116,15 +117,7 @@ class ScriptedDeliberation:
         if request.step == "synthesize":
             if not case.tool:
                 return assess_reply(case.answer)
-            destructive = case.critique.get("decision") == "ASK_USER"
-            return assess_reply(
-                case.answer,
-                confidence=8,
-                tool_call=case.tool,
-                tool_params=case.params,
-                is_destructive=destructive,
-                needs_confirmation=destructive,
-            )
+            return assess_reply(case.answer, **case.tool_fields())
         if request.step == "refine_critique":
             score = self.critique_scores.pop(0) if self.critique_scores else 90
             first = re.split(r"(?<=[.!?])\s+", case.answer)[0]
@@ -143,7 +136,7 @@ class ScriptedDeliberation:
 
 
 @dataclass
-class DeliberativeResult:
+class DeliberativeResult(ScenarioTallies):
     model: str
     price: ModelPrice
     turns_per_mode: int
@@ -166,16 +159,6 @@ class DeliberativeResult:
             cached += weight * tally.per_turn(self.cached[(mode, scenario)])
         return cached / prompt if prompt else Decimal(0)
 
-    def tally(self, mode: str, scenario: str) -> Tally:
-        return self.tallies.setdefault((mode, scenario), Tally())
-
-    def weighted(self, mode: str, attribute: str) -> Decimal:
-        total = Decimal(0)
-        for scenario, weight in MIX.items():
-            tally = self.tally(mode, scenario)
-            total += weight * tally.per_turn(getattr(tally, attribute))
-        return total
-
 
 def run_deliberative_benchmark(
     *,
@@ -188,12 +171,7 @@ def run_deliberative_benchmark(
     from devtools.fake_llm import FakeLLMServer
 
     counts = {s: n for s, n in scenario_counts(turns).items() if s in MIX}
-    rng = random.Random(seed)  # noqa: S311
-    plan: list[tuple[str, Case]] = []
-    for scenario, count in counts.items():
-        cases = CASES[scenario]
-        plan.extend((scenario, cases[i % len(cases)]) for i in range(count))
-    rng.shuffle(plan)
+    plan = shuffled_plan(counts, seed)
 
     prices = current_prices()
     restore: Callable[[], Any] | None = None

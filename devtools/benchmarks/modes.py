@@ -105,6 +105,18 @@ class Case:
     compose: str = ""
     complaint: bool = False  # the model flags it (assess `complaint`): as_needed deliberates
 
+    def tool_fields(self) -> dict[str, Any]:
+        """What a good model's assessment (or synthesis) says of the case's tool: fairly
+        confident, and a destructive call (its critique asks the user) to be confirmed."""
+        destructive = self.critique.get("decision") == "ASK_USER"
+        return {
+            "confidence": 8,
+            "tool_call": self.tool,
+            "tool_params": self.params,
+            "is_destructive": destructive,
+            "needs_confirmation": destructive,
+        }
+
 
 SIMPLE = [
     Case(
@@ -241,16 +253,7 @@ class ScriptedModel:
                     "Let me check that for you.", confidence=5, needs_more_context=[wanted]
                 )
             if case.tool:
-                destructive = case.critique.get("decision") == "ASK_USER"
-                return _assessment(
-                    case.answer,
-                    confidence=8,
-                    tool_call=case.tool,
-                    tool_params=case.params,
-                    is_destructive=destructive,
-                    needs_confirmation=destructive,
-                    complaint=case.complaint,
-                )
+                return _assessment(case.answer, **case.tool_fields(), complaint=case.complaint)
             return _assessment(case.answer, confidence=9)
         if request.step == "critique":
             return dict(case.critique)
@@ -295,8 +298,25 @@ class Tally:
         return Decimal(value) / self.turns if self.turns else Decimal(0)
 
 
+class ScenarioTallies:
+    """A result's tallies per (mode, scenario), and their per-turn figures over the mix."""
+
+    tallies: dict[tuple[str, str], Tally]
+
+    def tally(self, mode: str, scenario: str) -> Tally:
+        return self.tallies.setdefault((mode, scenario), Tally())
+
+    def weighted(self, mode: str, attribute: str) -> Decimal:
+        """Per-turn value over the seed's mix (60/20/20), from each scenario's mean."""
+        total = Decimal(0)
+        for scenario, weight in MIX.items():
+            tally = self.tally(mode, scenario)
+            total += weight * tally.per_turn(getattr(tally, attribute))
+        return total
+
+
 @dataclass
-class BenchResult:
+class BenchResult(ScenarioTallies):
     model: str
     price: ModelPrice
     turns_per_mode: int
@@ -337,9 +357,6 @@ class BenchResult:
         tallies = [self.tally(mode, scenario) for scenario in MIX]
         return sum(t.evaluated for t in tallies), sum(t.turns for t in tallies)
 
-    def tally(self, mode: str, scenario: str) -> Tally:
-        return self.tallies.setdefault((mode, scenario), Tally())
-
     def cached_share(self, mode: str, scenario: str | None = None) -> Decimal:
         """Cached ÷ prompt tokens (a scenario's, or the weighted mix's)."""
         if scenario is None:
@@ -364,14 +381,6 @@ class BenchResult:
         tallies = [self.tally(mode, scenario) for scenario in MIX]
         return sum(t.deliberated for t in tallies), sum(t.turns for t in tallies)
 
-    def weighted(self, mode: str, attribute: str) -> Decimal:
-        """Per-turn value over the seed's mix (60/20/20), from each scenario's mean."""
-        total = Decimal(0)
-        for scenario, weight in MIX.items():
-            tally = self.tally(mode, scenario)
-            total += weight * tally.per_turn(getattr(tally, attribute))
-        return total
-
     def ratio(self, scenario: str | None = None) -> Decimal | None:
         """Adaptive ÷ standard provider cost per turn (for a scenario or the weighted mix)."""
         if scenario is None:
@@ -389,6 +398,18 @@ class BenchResult:
 # ---------------------------------------------------------------------------------------------
 # Running it
 # ---------------------------------------------------------------------------------------------
+
+
+def shuffled_plan(counts: dict[str, int], seed: int) -> list[tuple[str, Case]]:
+    """Each scenario's cases, taken in turn until its count is reached, all in an order
+    shuffled by `seed`: (scenario, case) per turn."""
+    rng = random.Random(seed)  # noqa: S311 - shuffling a benchmark, not security
+    plan: list[tuple[str, Case]] = []
+    for scenario, count in counts.items():
+        cases = CASES[scenario]
+        plan.extend((scenario, cases[i % len(cases)]) for i in range(count))
+    rng.shuffle(plan)
+    return plan
 
 
 def scenario_counts(turns: int) -> dict[str, int]:
@@ -539,13 +560,7 @@ def run_benchmark(
     the current database and deletes the two benchmark clients afterwards."""
     from devtools.fake_llm import FakeLLMServer
 
-    counts = scenario_counts(turns)
-    rng = random.Random(seed)  # noqa: S311 - shuffling a benchmark, not security
-    plan: list[tuple[str, Case]] = []
-    for scenario, count in counts.items():
-        cases = CASES[scenario]
-        plan.extend((scenario, cases[i % len(cases)]) for i in range(count))
-    rng.shuffle(plan)
+    plan = shuffled_plan(scenario_counts(turns), seed)
 
     # bench_deliberative's scripted model answers adaptive's steps with `ScriptedModel` and the
     # deliberative loop's like a plausible model (imported here: it imports this module).
@@ -711,6 +726,18 @@ def measure_turn(client: Client, text: str) -> MeasuredTurn:
 # Reporting
 # ---------------------------------------------------------------------------------------------
 
+# The per-turn figures of a table row, in its columns' order.
+PER_TURN = (
+    "llm_calls",
+    "prompt_tokens",
+    "cached_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "billed_usd",
+    "queries",
+    "orchestration_ms",
+    "cpu_ms",
+)
 HEADERS = (
     "scenario",
     "mode",
@@ -734,37 +761,11 @@ def table_rows(result: BenchResult) -> list[list[str]]:
         for mode in MODES:
             if scenario is None:
                 label = "weighted mix (60/20/20)"
-                values = {
-                    name: result.weighted(mode, name)
-                    for name in (
-                        "llm_calls",
-                        "prompt_tokens",
-                        "cached_tokens",
-                        "completion_tokens",
-                        "cost_usd",
-                        "billed_usd",
-                        "queries",
-                        "orchestration_ms",
-                        "cpu_ms",
-                    )
-                }
+                values = {name: result.weighted(mode, name) for name in PER_TURN}
             else:
                 label = SCENARIO_LABELS[scenario]
                 tally = result.tally(mode, scenario)
-                values = {
-                    name: tally.per_turn(getattr(tally, name))
-                    for name in (
-                        "llm_calls",
-                        "prompt_tokens",
-                        "cached_tokens",
-                        "completion_tokens",
-                        "cost_usd",
-                        "billed_usd",
-                        "queries",
-                        "orchestration_ms",
-                        "cpu_ms",
-                    )
-                }
+                values = {name: tally.per_turn(getattr(tally, name)) for name in PER_TURN}
             ratio = result.ratio(scenario) if mode == AIMode.ADAPTIVE else None
             versus = result.versus_adaptive(mode, scenario) if mode == AIMode.AS_NEEDED else None
             rows.append(
