@@ -2,19 +2,18 @@ from __future__ import annotations
 
 import os
 import platform
-import sys
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
-from tqdm import tqdm
 
+from devtools.benchmarks.commands import add_run_options, progress_bar
 from devtools.benchmarks.deliberative import (
     MODES,
     markdown_tables,
     run_deliberative_benchmark,
 )
-from devtools.benchmarks.modes import MIX, BenchmarkError, scenario_counts
+from devtools.benchmarks.modes import MIX, scenario_counts
 
 
 class Command(BaseCommand):
@@ -29,37 +28,22 @@ class Command(BaseCommand):
         parser.add_argument("--turns", type=int, default=50, help="Turns per mode (default 50).")
         parser.add_argument("--model", default="gpt-4o-mini", help="Model whose price is used.")
         parser.add_argument("--seed", type=int, default=7, help="Seed of the scripted model.")
-        parser.add_argument("--no-progress", action="store_true", help="No progress bar.")
-        parser.add_argument(
-            "--in-current-database",
-            action="store_true",
-            help="Work in the configured database (meant for the test suite).",
-        )
+        add_run_options(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         turns: int = options["turns"]
         if turns < 1:
             raise CommandError("--turns must be at least 1.")
         counts = {s: n for s, n in scenario_counts(turns).items() if s in MIX}
-        bar = tqdm(
-            total=len(MODES) * sum(counts.values()),
-            desc="bench_deliberative",
-            unit="turn",
-            file=sys.stderr,
-            disable=options["no_progress"],
-        )
-        try:
+        total = len(MODES) * sum(counts.values())
+        with progress_bar(options, "bench_deliberative", "turn", total) as progress:
             result = run_deliberative_benchmark(
                 turns=turns,
                 model=options["model"],
                 seed=options["seed"],
-                progress=bar.update,
+                progress=progress,
                 in_current_database=options["in_current_database"],
             )
-        except BenchmarkError as exc:
-            raise CommandError(str(exc)) from None
-        finally:
-            bar.close()
         load = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
         self.stdout.write(
             f"bench_deliberative — {timezone.now():%Y-%m-%d %H:%M} UTC, Python "

@@ -1,22 +1,20 @@
 from __future__ import annotations
 
 import platform
-import sys
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
-from tqdm import tqdm
 
 from apps.clients.models import AIMode
+from devtools.benchmarks.commands import add_run_options, progress_bar
 from devtools.benchmarks.modes import (
     EXTRA_SCENARIOS,
     FIRST_CALL_CASE,
     MIX,
     MODES,
-    BenchmarkError,
     markdown_table,
     run_benchmark,
     scenario_counts,
@@ -39,18 +37,16 @@ class Command(BaseCommand):
             "--model", default="gpt-4o-mini", help="Model whose ModelPrice prices the calls."
         )
         parser.add_argument("--markdown", action="store_true", help="Print a Markdown table.")
-        parser.add_argument("--no-progress", action="store_true", help="No progress bar.")
+        add_run_options(
+            parser,
+            "Work in the configured database (deleting the benchmark clients afterwards) "
+            "instead of a temporary one; meant for the test suite.",
+        )
         parser.add_argument(
             "--evaluation",
             action="store_true",
             help="Turn the evaluation layer on for both plans (an `evaluate` call after each "
             "knowledge answer over 100 characters, scripted to validate it).",
-        )
-        parser.add_argument(
-            "--in-current-database",
-            action="store_true",
-            help="Work in the configured database (deleting the benchmark clients afterwards) "
-            "instead of a temporary one; meant for the test suite.",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -64,25 +60,14 @@ class Command(BaseCommand):
                 raise CommandError("The database has unapplied migrations: run `migrate`.")
         counts = scenario_counts(turns)
         total = len(MODES) * sum(counts.values())
-        bar = tqdm(
-            total=total,
-            desc="bench_modes",
-            unit="turn",
-            file=sys.stderr,
-            disable=options["no_progress"],
-        )
-        try:
+        with progress_bar(options, "bench_modes", "turn", total) as progress:
             result = run_benchmark(
                 turns=turns,
                 model=options["model"],
-                progress=bar.update,
+                progress=progress,
                 in_current_database=in_current,
                 evaluation=options["evaluation"],
             )
-        except BenchmarkError as exc:
-            raise CommandError(str(exc)) from None
-        finally:
-            bar.close()
 
         price = result.price
         mix = " / ".join(f"{counts[s]} {s}" for s in MIX)

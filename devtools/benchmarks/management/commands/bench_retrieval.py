@@ -1,12 +1,10 @@
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from tqdm import tqdm
 
-from devtools.benchmarks.modes import BenchmarkError
+from devtools.benchmarks.commands import add_run_options, progress_bar
 from devtools.benchmarks.retrieval import markdown_report, run_retrieval_benchmark
 
 
@@ -27,28 +25,16 @@ class Command(BaseCommand):
         parser.add_argument(
             "--questions", type=int, default=None, help="Only this many questions, spread evenly."
         )
-        parser.add_argument("--no-progress", action="store_true", help="No progress bar.")
-        parser.add_argument(
-            "--in-current-database",
-            action="store_true",
-            help="Work in the configured database (meant for the test suite).",
-        )
+        add_run_options(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["questions"] is not None and options["questions"] < 1:
             raise CommandError("--questions must be at least 1.")
-        bar = tqdm(
-            desc="bench_retrieval", unit="question", file=sys.stderr, disable=options["no_progress"]
-        )
-        try:
+        with progress_bar(options, "bench_retrieval", "question") as progress:
             result = run_retrieval_benchmark(
                 embeddings=options["embeddings"],
                 questions=options["questions"],
                 in_current_database=options["in_current_database"],
-                progress=bar.update,
+                progress=progress,
             )
-        except BenchmarkError as exc:
-            raise CommandError(str(exc)) from None
-        finally:
-            bar.close()
         self.stdout.write(markdown_report(result))
