@@ -117,6 +117,17 @@ class Stats:
     turns: int = 0
 
 
+def error_counts(*stats: Stats) -> dict[str, Any]:
+    """The errors (how many, of which kinds) and the unanswered messages of `stats` together,
+    as a result reports them."""
+    errors = [error for s in stats for error in s.errors]
+    return {
+        "errors": len(errors),
+        "error_kinds": sorted(set(errors)),
+        "unanswered": sum(s.unanswered for s in stats),
+    }
+
+
 # ---------------------------------------------------------------------------- the customers
 
 
@@ -533,9 +544,7 @@ async def run_customers(args: argparse.Namespace, deployment: Deployment) -> dic
         "first_event_p95_ms": round(pct(stats.first_event, 95) * 1000),
         "typing_p95_ms": round(pct(stats.typing, 95) * 1000),
         "commit_to_stream_p95_ms": round(pct(stats.commit_to_stream, 95) * 1000),
-        "errors": len(stats.errors) + len(slow.errors),
-        "error_kinds": sorted(set(stats.errors + slow.errors)),
-        "unanswered": stats.unanswered + slow.unanswered,
+        **error_counts(stats, slow),
         "web_cpu_ms_per_turn": round(web_ms, 1),
         "worker_cpu_ms_per_turn": round(worker_ms, 1),
         # Of the two above, what the kernel spent for them (switching threads, sockets).
@@ -708,9 +717,7 @@ async def run_streams(args: argparse.Namespace, deployment: Deployment) -> dict[
         "reply_p95_s": round(pct(stats.reply, 95), 3),
         "commit_to_stream_p50_ms": round(pct(stats.commit_to_stream, 50) * 1000, 1),
         "commit_to_stream_p95_ms": round(pct(stats.commit_to_stream, 95) * 1000, 1),
-        "errors": len(stats.errors),
-        "error_kinds": sorted(set(stats.errors)),
-        "unanswered": stats.unanswered,
+        **error_counts(stats),
         "load_before": load_before,
         "load_after": loadavg(),
     }
@@ -769,15 +776,30 @@ async def run_flood(args: argparse.Namespace, deployment: Deployment) -> dict[st
         "probe_reply_p95_s": round(pct(probe.reply, 95), 3),
         "probe_p95_over_model": round(pct(probe.reply, 95) / model_time, 2),
         "probe_first_event_p95_ms": round(pct(probe.first_event, 95) * 1000),
-        "errors": len(flood.errors) + len(probe.errors),
-        "error_kinds": sorted(set(flood.errors + probe.errors)),
-        "unanswered": flood.unanswered + probe.unanswered,
+        **error_counts(flood, probe),
         "web_cpu_ms_per_turn": round(web_ms, 1),
         "worker_cpu_ms_per_turn": round(worker_ms, 1),
         "wall_s": round(wall, 1),
         "load_before": load_before,
         "load_after": loadavg(),
     }
+
+
+def warm_up(args: argparse.Namespace, deployment: Deployment) -> None:
+    """A run not reported: every web and worker process imports the pipeline and fills its
+    connection pools before the first measured one (two customers a tenant, one message each,
+    arriving over a second)."""
+    warm = argparse.Namespace(**{**vars(args), "customers": 2 * args.tenants, "slow": 0})
+    warm.messages, warm.think, warm.ramp, warm.together = 1, 0.0, 1.0, False
+    asyncio.run(run_customers(warm, deployment))
+
+
+def add_service_arguments(parser: argparse.ArgumentParser) -> None:
+    """The services a deployment runs on, and the fake model's latency."""
+    parser.add_argument("--database-url", required=True)
+    parser.add_argument("--redis-url", required=True, help="broker and pub/sub")
+    parser.add_argument("--cache-url", required=True)
+    parser.add_argument("--latency", type=float, default=1.0, help="model seconds per call")
 
 
 def main() -> None:
@@ -788,10 +810,7 @@ def main() -> None:
         stored_marks()
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--database-url", required=True)
-    parser.add_argument("--redis-url", required=True, help="broker and pub/sub")
-    parser.add_argument("--cache-url", required=True)
-    parser.add_argument("--latency", type=float, default=1.0, help="model seconds per call")
+    add_service_arguments(parser)
     parser.add_argument(
         "--first-token",
         type=float,
@@ -852,20 +871,14 @@ def main() -> None:
     try:
         if args.scenario == "customers":
             levels = args.customers
-            # Warm-up (not reported): every web and worker process imports the pipeline and
-            # fills its connection pools before the first measured level.
-            warm = argparse.Namespace(**{**vars(args), "customers": 2 * args.tenants, "slow": 0})
-            warm.messages, warm.think, warm.ramp, warm.together = 1, 0.0, 1.0, False
-            asyncio.run(run_customers(warm, deployment))
+            warm_up(args, deployment)
             for level in levels:
                 args.customers = level
                 results.append(asyncio.run(run_customers(args, deployment)))
                 sys.stdout.write(json.dumps(results[-1]) + "\n")
                 sys.stdout.flush()
         elif args.scenario == "flood":
-            warm = argparse.Namespace(**{**vars(args), "customers": 2 * args.tenants, "slow": 0})
-            warm.messages, warm.think, warm.ramp = 1, 0.0, 1.0
-            asyncio.run(run_customers(warm, deployment))
+            warm_up(args, deployment)
             results.append(asyncio.run(run_flood(args, deployment)))
             sys.stdout.write(json.dumps(results[-1]) + "\n")
         else:

@@ -280,10 +280,7 @@ def main() -> None:
         setup_sim(argparse.Namespace(**json.loads(sys.argv[2])))
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--database-url", required=True)
-    parser.add_argument("--redis-url", required=True, help="broker and pub/sub")
-    parser.add_argument("--cache-url", required=True)
-    parser.add_argument("--latency", type=float, default=1.0, help="model seconds per call")
+    load.add_service_arguments(parser)
     parser.add_argument("--cases", type=int, default=100)
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--conversations", type=int, default=100)
@@ -323,9 +320,7 @@ def main() -> None:
             [sys.executable, str(Path(__file__)), "_setup_sim", json.dumps(setup)],
             cwd=ROOT, env=env, check=True,
         )  # fmt: skip
-        warm = argparse.Namespace(**{**vars(args), "customers": 2 * args.tenants, "slow": 0})
-        warm.messages, warm.think, warm.ramp, warm.together = 1, 0.0, 1.0, False
-        asyncio.run(load.run_customers(warm, deployment))
+        load.warm_up(args, deployment)
         # The same live customers without a simulation first: what the box gives them alone.
         alone = argparse.Namespace(**{**vars(args), "slow": 0, "together": False})
         live_alone = asyncio.run(load.run_customers(alone, deployment))
