@@ -10,6 +10,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+WIDGET_CONVERSATIONS = "/api/v1/widget/conversations"
+
 
 @contextlib.contextmanager
 def throwaway_django(prefix: str, database_url: str = "") -> Iterator[None]:
@@ -83,6 +85,28 @@ def unthrottled(rest: Mapping[str, Any]) -> dict[str, Any]:
     run (their cost is part of the number); they just never refuse."""
     rates = dict.fromkeys(rest["DEFAULT_THROTTLE_RATES"], "1000000/min")
     return {**rest, "DEFAULT_THROTTLE_RATES": rates}
+
+
+def widget_start(http: Any, body: Mapping[str, Any] | None = None, **request: Any) -> Any:
+    """Start a widget conversation with the test HTTP client `http` (``body``: a signed-in
+    customer's fields), ``request`` as for its requests (``REMOTE_ADDR``…): the conversation
+    as the widget API returns it (its ``id`` and ``token``…)."""
+    return http.post(
+        WIDGET_CONVERSATIONS, dict(body or {}), content_type="application/json", **request
+    ).json()
+
+
+def widget_send(http: Any, conversation: Mapping[str, Any], text: str, **request: Any) -> Any:
+    """POST `text` as the visitor's message to `conversation` (its ``id`` and ``token``, as the
+    widget API started it) with the test HTTP client `http`, ``request`` as for its requests
+    (``REMOTE_ADDR``…): the response."""
+    return http.post(
+        f"{WIDGET_CONVERSATIONS}/{conversation['id']}/messages",
+        {"text": text},
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {conversation['token']}"},
+        **request,
+    )
 
 
 def widget_tenant(origin: str, **client_fields: Any) -> tuple[Any, Any]:

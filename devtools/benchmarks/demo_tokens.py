@@ -21,7 +21,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from devtools.benchmarks.bench_setup import throwaway_django  # noqa: E402
+from devtools.benchmarks.bench_setup import (  # noqa: E402
+    throwaway_django,
+    widget_send,
+    widget_start,
+)
 
 ORIGIN = "https://bench.example"
 ADDRESS = "198.51.100.77"
@@ -69,26 +73,18 @@ def run(mode: str, *, plan_limits: bool = True) -> list[dict[str, Any]]:
         "widget_address_tokens": None,
     }
     http = HttpClient(headers={"Origin": ORIGIN, "X-Widget-Key": client.widget_key})
-    api = "/api/v1/widget/conversations"
     rows = []
     with override_settings(REST_FRAMEWORK=rest):
-        started = http.post(
-            api,
+        started = widget_start(
+            http,
             {
                 "customer_id": DEMO_CUSTOMER_ID,
                 "user_hash": user_hash(client.identity_secret, DEMO_CUSTOMER_ID),
             },
-            content_type="application/json",
             REMOTE_ADDR=ADDRESS,
-        ).json()
+        )
         for text in MESSAGES:
-            response = http.post(
-                f"{api}/{started['id']}/messages",
-                {"text": text},
-                content_type="application/json",
-                headers={"Authorization": f"Bearer {started['token']}"},
-                REMOTE_ADDR=ADDRESS,
-            )
+            response = widget_send(http, started, text, REMOTE_ADDR=ADDRESS)
             assert response.status_code == 201, response.content
             trace = (
                 ReasoningTrace.objects.filter(client=client, user_message__text=text)

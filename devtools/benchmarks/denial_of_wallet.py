@@ -26,7 +26,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from devtools.benchmarks.bench_setup import instant_fake_llm, throwaway_django  # noqa: E402
+from devtools.benchmarks.bench_setup import (  # noqa: E402
+    instant_fake_llm,
+    throwaway_django,
+    widget_send,
+    widget_start,
+)
 
 ORIGIN = "https://bench.example"
 ADDRESSES = [f"198.51.100.{n}" for n in range(1, 11)]
@@ -102,20 +107,12 @@ def run(*, limits: bool, sized: bool, slug: str) -> dict[str, Any]:
         rates["widget_tokens"] = rates["widget_address_tokens"] = None
     rest["DEFAULT_THROTTLE_RATES"] = rates
     http = HttpClient(headers={"Origin": ORIGIN, "X-Widget-Key": client.widget_key})
-    api = "/api/v1/widget/conversations"
     statuses: dict[int, int] = {}
     notices = 0
 
     def send(address: str, text: str) -> dict[str, Any] | None:
-        started = http.post(api, {}, content_type="application/json", REMOTE_ADDR=address)
-        conversation = started.json()
-        response = http.post(
-            f"{api}/{conversation['id']}/messages",
-            {"text": text},
-            content_type="application/json",
-            headers={"Authorization": f"Bearer {conversation['token']}"},
-            REMOTE_ADDR=address,
-        )
+        started = widget_start(http, REMOTE_ADDR=address)
+        response = widget_send(http, started, text, REMOTE_ADDR=address)
         statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
         return response.json() if response.status_code == 201 else None
 

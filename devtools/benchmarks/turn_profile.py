@@ -44,6 +44,8 @@ from devtools.benchmarks.bench_setup import (  # noqa: E402
     instant_fake_llm,
     throwaway_django,
     unthrottled,
+    widget_send,
+    widget_start,
     widget_tenant,
 )
 from devtools.fake_llm import assess_reply  # noqa: E402
@@ -136,18 +138,12 @@ def run(args: argparse.Namespace) -> None:
 
     reasoning_services._enqueue = enqueue
 
-    api = "/api/v1/widget/conversations"
     state: dict[str, str] = {}
 
     def post(n: int) -> int:
         if n % MESSAGES_PER_CONVERSATION == 0:
-            state.update(http.post(api, {}, content_type="application/json").json())
-        response = http.post(
-            f"{api}/{state['id']}/messages",
-            {"text": f"When will order TH-{10000 + n} ship?"},
-            content_type="application/json",
-            headers={"Authorization": f"Bearer {state['token']}"},
-        )
+            state.update(widget_start(http))
+        response = widget_send(http, state, f"When will order TH-{10000 + n} ship?")
         if response.status_code != 202:
             raise SystemExit(f"unexpected answer {response.status_code}: {response.content!r}")
         return queued.pop()

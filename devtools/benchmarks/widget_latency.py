@@ -26,6 +26,8 @@ from devtools.benchmarks.bench_setup import (  # noqa: E402
     instant_fake_llm,
     throwaway_django,
     unthrottled,
+    widget_send,
+    widget_start,
     widget_tenant,
 )
 from devtools.fake_llm import assess_reply  # noqa: E402
@@ -76,8 +78,6 @@ def bench(args: argparse.Namespace) -> None:
     _, http = widget_tenant(ORIGIN)
     rest = unthrottled(settings.REST_FRAMEWORK)
 
-    api = "/api/v1/widget/conversations"
-
     with instant_fake_llm(REST_FRAMEWORK=rest) as llm:
         llm.default("assess", ANSWER)
         state: dict[str, str] = {}
@@ -85,16 +85,10 @@ def bench(args: argparse.Namespace) -> None:
         def post(n: int) -> tuple[float, int]:
             """Send message number n (every 10th starts a new conversation first)."""
             if n % MESSAGES_PER_CONVERSATION == 0:
-                started = http.post(api, {}, content_type="application/json").json()
-                state.update(started)
-            url = f"{api}/{state['id']}/messages"
+                state.update(widget_start(http))
+            text = f"When will order TH-{10000 + n} ship?"
             begin = time.perf_counter()
-            response = http.post(
-                url,
-                {"text": f"When will order TH-{10000 + n} ship?"},
-                content_type="application/json",
-                headers={"Authorization": f"Bearer {state['token']}"},
-            )
+            response = widget_send(http, state, text)
             elapsed = (time.perf_counter() - begin) * 1000
             if response.status_code != 201 or len(response.json()["replies"]) != 1:
                 raise SystemExit(f"unexpected answer {response.status_code}: {response.content!r}")
