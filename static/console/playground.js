@@ -78,6 +78,16 @@
     return true;
   }
 
+  /* A field's label over a list of `items`, each drawn by `item` (it returns the <li>). */
+  function labelledList(field, listClass, items, item) {
+    var box = el("div", "gd-field");
+    box.appendChild(el("p", "gd-sub", field.label));
+    var list = el("ul", listClass);
+    (items || []).forEach(function (each) { list.appendChild(item(each)); });
+    box.appendChild(list);
+    return box;
+  }
+
   /* One output field, drawn the way its kind says (apps/reasoning/rendering.py). */
   var KINDS = {
     text: function (field, value) {
@@ -130,26 +140,16 @@
       return box;
     },
     citations: function (field, value) {
-      var box = el("div", "gd-field");
-      box.appendChild(el("p", "gd-sub", field.label));
-      var list = el("ul", "gd-citations");
-      (value || []).forEach(function (c) {
-        list.appendChild(el("li", "gd-citation", (c.heading || c.title || "?") + " — chunk " +
-          c.chunk + ", score " + c.score + ", " + c.tokens + " tokens"));
+      return labelledList(field, "gd-citations", value, function (c) {
+        return el("li", "gd-citation", (c.heading || c.title || "?") + " — chunk " +
+          c.chunk + ", score " + c.score + ", " + c.tokens + " tokens");
       });
-      box.appendChild(list);
-      return box;
     },
     hypotheses: function (field, value) {
-      var box = el("div", "gd-field");
-      box.appendChild(el("p", "gd-sub", field.label));
-      var list = el("ul", "gd-hypotheses");
-      (value || []).forEach(function (h) {
+      return labelledList(field, "gd-hypotheses", value, function (h) {
         var c = num(h.confidence);
-        list.appendChild(el("li", null, (h.intent || "?") + " — " + (c !== null ? c.toFixed(2) : "?")));
+        return el("li", null, (h.intent || "?") + " — " + (c !== null ? c.toFixed(2) : "?"));
       });
-      box.appendChild(list);
-      return box;
     }
   };
 
