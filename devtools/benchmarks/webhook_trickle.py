@@ -15,47 +15,33 @@ No database is used (the tool is an unsaved model instance).
 from __future__ import annotations
 
 import os
-import socket
 import sys
-import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from devtools.fake_llm import BackgroundHTTPServer, RequestHandler  # noqa: E402
 
-def trickling_server(stop: threading.Event) -> str:
-    listener = socket.create_server(("127.0.0.1", 0))
-    listener.settimeout(0.2)
 
-    def serve(conn: socket.socket) -> None:
-        with conn:
-            request = b""
-            try:
-                while b"\r\n\r\n" not in request:
-                    chunk = conn.recv(65536)
-                    if not chunk:
-                        return
-                    request += chunk
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n")
-                for _ in range(1000):
-                    if stop.wait(2.0):
-                        return
-                    conn.sendall(b" ")
-            except OSError:
+class TricklingServer(BackgroundHTTPServer):
+    """Answers every request with its headers at once, then one body byte every 2 s."""
+
+    def handle_request(self, handler: RequestHandler) -> None:
+        handler.read_body()
+        handler.send_response(200)
+        handler.send_header("Content-Length", "1000")
+        handler.end_headers()
+        handler.wfile.flush()
+        for _ in range(1000):
+            if not self.sleep(2.0):
                 return
-
-    def accept() -> None:
-        while not stop.is_set():
             try:
-                conn, _ = listener.accept()
-            except OSError:
-                continue
-            threading.Thread(target=serve, args=(conn,), daemon=True).start()
-
-    threading.Thread(target=accept, daemon=True).start()
-    return f"http://127.0.0.1:{listener.getsockname()[1]}/hook"
+                handler.wfile.write(b" ")
+                handler.wfile.flush()
+            except OSError:  # the client hung up: what a limit does
+                return
 
 
 def main() -> None:
@@ -67,8 +53,8 @@ def main() -> None:
     from apps.tools.executors.webhook import attempts_budget, run_webhook
     from apps.tools.models import ClientTool
 
-    stop = threading.Event()
-    url = trickling_server(stop)
+    server = TricklingServer().start()
+    url = f"{server.origin}/hook"
     tool = ClientTool(
         name="slow",
         webhook_url=url,
@@ -90,7 +76,7 @@ def main() -> None:
             f"{label}: {elapsed:.2f} s, {outcome.attempts} attempts, "
             f"timed_out={outcome.timed_out}\n"
         )
-    stop.set()
+    server.stop()
 
 
 if __name__ == "__main__":
