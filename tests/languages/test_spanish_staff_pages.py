@@ -86,8 +86,11 @@ ALLOWED = {
 THIRD_PARTY = {"django_celery_beat", "mfa", "auth"}
 SKIPPED_TAGS = {"script", "style", "textarea", "pre", "code", "template", "noscript"}
 DATA_FIELDS = {"CharField", "TextField", "SlugField", "JSONField", "EmailField", "URLField"}
-# Code names shown as they are (handler names such as demo.cancel_order, JSON keys, paths).
-IDENTIFIER = re.compile(r"[\w-]*[._/][\w./-]*\w")
+# Code names shown as they are (handler names such as demo.cancel_order, JSON keys, paths), and
+# the random public ids of rows (a UUID's hex can spell an English word, e.g. "fee").
+IDENTIFIER = re.compile(
+    r"[\w-]*[._/][\w./-]*\w|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"
+)
 WORD = re.compile(r"[A-Za-zÀ-ÿ]+(?:['’-][A-Za-zÀ-ÿ]+)*")
 
 
