@@ -1,28 +1,25 @@
 """The migration that gives every playground run its trace: each run's figures and its steps
 (same order, names, outputs, tokens, latency, errors) end up on one ReasoningTrace of kind
-`playground`, and PlaygroundStep is gone. Run on the real migration graph: migrate back to
-before, store runs the old way, migrate forward."""
+`playground`, and PlaygroundStep is gone. Run on an empty database of its own along the graph
+these apps need (tests/support/migrations.py, `scratch_database`): migrate to before, store runs
+the old way, migrate forward."""
 
 from __future__ import annotations
 
 from decimal import Decimal
 
-import pytest
-
-from apps.clients.models import Client
-from tests.factories import ClientFactory
 from tests.support.migrations import migrate
-
-pytestmark = pytest.mark.django_db(transaction=True)
 
 BEFORE = [("playground", "0001_initial"), ("reasoning", "0003_trace_progress")]
 AFTER = [("playground", "0003_run_figures_on_trace")]
 
 
-def test_runs_and_their_steps_move_onto_traces(at_latest):
-    client = Client.objects.get(pk=ClientFactory(slug="old-runs").pk)
-    other = Client.objects.get(pk=ClientFactory(slug="other-runs").pk)
-    old = migrate(BEFORE)
+def test_runs_and_their_steps_move_onto_traces(scratch_database):
+    old = migrate(BEFORE, using=scratch_database)
+    plan = old.get_model("clients", "Plan").objects.create(slug="runs", name="Runs")
+    OldClient = old.get_model("clients", "Client")
+    client = OldClient.objects.create(name="Old runs", slug="old-runs", plan=plan)
+    other = OldClient.objects.create(name="Other runs", slug="other-runs", plan=plan)
     Run = old.get_model("playground", "PlaygroundRun")
     Step = old.get_model("playground", "PlaygroundStep")
     done = Run.objects.create(
@@ -71,7 +68,7 @@ def test_runs_and_their_steps_move_onto_traces(at_latest):
             error=error,
         )
 
-    new = migrate(AFTER)
+    new = migrate(AFTER, using=scratch_database)
     Trace = new.get_model("reasoning", "ReasoningTrace")
     ReasoningStep = new.get_model("reasoning", "ReasoningStep")
     assert "playgroundstep" not in {m._meta.model_name for m in new.get_models()}
