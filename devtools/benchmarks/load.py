@@ -35,7 +35,8 @@ word on the stream (the first `delta` event) against the model's own time to wri
 
 Per level it reports: turns/s, reply time p50/p95 and ÷ model time, POST p50/p95, first event
 after the POST (p50/p95), errors, unanswered messages, CPU ms per turn of the web and worker
-process groups (from /proc) and the kernel's part of it, and the load average. Every customer
+process groups (from /proc), the kernel's part of it and the main threads' (event loops,
+Celery consumers), and the load average. Every customer
 comes from 127.0.0.1, so the processes run the production settings with the widget throttle
 rates raised (and the token window off) through their environment variables
 (THROTTLE_WIDGET_*), and the tenants' plans have no per-visitor daily budget; nothing else
@@ -65,7 +66,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from tests.support import procfile  # noqa: E402
-from tests.support.procfile import cpu_seconds, cpu_split  # noqa: E402
+from tests.support.procfile import cpu_seconds, cpu_split, main_thread_cpu_seconds  # noqa: E402
 
 ORIGIN = "https://bench.example"
 QUESTIONS = ["When do you ship?", "Do you ship to Canada?", "How do returns work?"]
@@ -469,6 +470,13 @@ def _system_seconds(deployment: Deployment) -> float:
     return sum(cpu_split(process.pid)[1] for process in groups)
 
 
+def _main_threads_cpu(deployment: Deployment) -> tuple[float, float]:
+    """CPU seconds so far of the web's event loops and of the workers' Celery consumers (each
+    process's main thread; the rest of its CPU is its thread pool: views, turns)."""
+    workers = sum(main_thread_cpu_seconds(worker.pid) for worker in deployment.workers)
+    return main_thread_cpu_seconds(deployment.web.pid), workers
+
+
 def _cpu_ms(deployment: Deployment, started: tuple[float, float, float], turns: int):
     wall = time.monotonic() - started[0]
     web = cpu_seconds(deployment.web.pid) - started[1]
@@ -488,6 +496,7 @@ async def run_customers(args: argparse.Namespace, deployment: Deployment) -> dic
         others_before = _others_cpu(deployment)
         box_before = box_cpu()
         system_before = _system_seconds(deployment)
+        main_before = _main_threads_cpu(deployment)
         load_before = loadavg()
         together = getattr(args, "together", False)
         send_at = time.time() + args.ramp + 2.0 if together else None
@@ -525,6 +534,10 @@ async def run_customers(args: argparse.Namespace, deployment: Deployment) -> dic
         )
         box = box_cpu()
         system_ms = (_system_seconds(deployment) - system_before) * 1000 / max(stats.turns, 1)
+        loop_ms, consumer_ms = (
+            (after - before) * 1000 / max(stats.turns, 1)
+            for after, before in zip(_main_threads_cpu(deployment), main_before, strict=True)
+        )
     model_time = _model_seconds(args)
     streamed = _first_word(args, stats, deployment)
     return {
@@ -549,6 +562,10 @@ async def run_customers(args: argparse.Namespace, deployment: Deployment) -> dic
         "worker_cpu_ms_per_turn": round(worker_ms, 1),
         # Of the two above, what the kernel spent for them (switching threads, sockets).
         "web_worker_system_ms_per_turn": round(system_ms, 1),
+        # Of the two above, the main threads': the web's event loops (HTTP, streams), the
+        # workers' Celery consumers (fetching and acknowledging tasks).
+        "web_loop_cpu_ms_per_turn": round(loop_ms, 1),
+        "worker_consumer_cpu_ms_per_turn": round(consumer_ms, 1),
         "loadgen_cpu_ms_per_turn": round(loadgen_s * 1000 / max(stats.turns, 1), 1),
         "model_cpu_ms_per_turn": round(model_s * 1000 / max(stats.turns, 1), 1),
         # The whole box (every process, other users' included): how near it was to its cores.

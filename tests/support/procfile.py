@@ -168,6 +168,21 @@ def group_processes(pgid: int) -> list[GroupProcess]:
     return found
 
 
+def main_thread_cpu_seconds(pgid: int) -> float:
+    """User + system CPU of the main thread of every live process in a process group: a
+    uvicorn worker's event loop, a Celery worker's consumer (the rest is their thread pools)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for process in group_processes(pgid):
+        try:
+            raw = Path(f"/proc/{process.pid}/task/{process.pid}/stat").read_text()
+        except OSError:
+            continue
+        fields = raw[raw.rindex(")") + 2 :].split()
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
 def cpu_split(pgid: int) -> tuple[float, float]:
     """(user, system) CPU seconds of every live process in a process group."""
     processes = group_processes(pgid)
