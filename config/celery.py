@@ -39,11 +39,13 @@ _trace_logger = logging.getLogger("celery.app.trace")
 
 
 @signals.worker_ready.connect
-def settle_heap(**kwargs: Any) -> None:
-    """Tasks are imported, the pool is up: freeze what starting built (apps/platform/heap.py)."""
-    from apps.platform import heap
+def settle_heap(sender: Any = None, **kwargs: Any) -> None:
+    """Tasks are imported, the pool is up: freeze what starting built (apps/platform/heap.py),
+    and take a core of its own when CPU_AFFINITY says so (apps/platform/affinity.py)."""
+    from apps.platform import affinity, heap, slots
 
     heap.settle()
+    affinity.claim("worker" if slots.consumes_live_queue(sender) else "background")
 
 
 @signals.task_retry.connect

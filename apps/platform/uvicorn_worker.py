@@ -165,8 +165,10 @@ class BoundedUvicornWorker(UvicornWorker):
     }
 
     def load_wsgi(self) -> None:
-        """Load the application, then freeze what starting built (apps/platform/heap.py)."""
+        """Load the application, then freeze what starting built (apps/platform/heap.py) and
+        take a core of its own when CPU_AFFINITY says so (apps/platform/affinity.py)."""
         super().load_wsgi()
-        from apps.platform import heap
+        from apps.platform import affinity, heap
 
         heap.settle()
+        affinity.claim("web")

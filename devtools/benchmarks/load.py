@@ -316,6 +316,7 @@ def _env(args: argparse.Namespace, model_url: str, port: int) -> dict[str, str]:
             "LOG_LEVEL": "WARNING",
             "WEB_CONCURRENCY": str(args.web_processes),
             "CELERY_CONCURRENCY": str(args.worker_threads),
+            "CPU_AFFINITY": args.cpu_affinity,
             "PORT": str(port),
         }
     )
@@ -850,6 +851,12 @@ def main() -> None:
         type=int,
         default=os.cpu_count() or 1,
         help="copies of the Procfile's worker (default: one per core, as docs/deployment.md says)",
+    )
+    parser.add_argument(
+        "--cpu-affinity",
+        choices=("off", "spread"),
+        default="off",
+        help="CPU_AFFINITY of the web and worker processes (docs/deployment.md)",
     )
     parser.add_argument("--reply-timeout", type=float, default=60.0)
     parser.add_argument("--messages", type=int, default=3)

@@ -1,6 +1,8 @@
 """Capacity: Redis, the fleet's turn slots and how playground runs, simulations and
 background jobs share them, web threads."""
 
+from django.core.exceptions import ImproperlyConfigured
+
 from config.settings.parts.celery import CELERY_BROKER_URL
 from config.settings.parts.core import env
 
@@ -42,3 +44,10 @@ BACKGROUND_SLOTS_PERCENT = env.float("BACKGROUND_SLOTS_PERCENT", default=10.0)
 # Threads per web process for the synchronous part of API requests and stream set-ups served by
 # apps/platform/asgi.StreamingPaths (they give their database connection back when done).
 WEB_THREADS = env.int("WEB_THREADS", default=32)
+
+# `spread`: each web and worker process pins its threads to a core no other process of its kind
+# holds on this box (apps/platform/affinity.py, docs/deployment.md "Process priorities"); `off`
+# (the default) leaves the kernel to place them, as where each process has a container.
+CPU_AFFINITY = env.str("CPU_AFFINITY", default="off").strip().lower()
+if CPU_AFFINITY not in ("off", "spread"):
+    raise ImproperlyConfigured(f"CPU_AFFINITY must be 'off' or 'spread', not {CPU_AFFINITY!r}")
