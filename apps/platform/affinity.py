@@ -1,12 +1,12 @@
 """One core per process, on a box whose cores the Procfile's processes share (opt-in:
-`CPU_AFFINITY=spread`, docs/deployment.md "Process priorities").
+`CPU_AFFINITY=spread`, docs/deployment.md "One core per process").
 
-A `web` or `worker` process runs Python in one thread at a time (the interpreter lock), yet the
-kernel moves its threads between cores: when a burst keeps a hundred turns in flight, the lock
-passes from a thread on one core to a thread on the other hundreds of times a second, and each
-resumes with cold caches. Pinned, a process's threads take turns on one core and find its
-caches warm. In the flash sale on 2 cores (docs/benchmarks.md) that cut the web + worker CPU of
-a turn by about a tenth.
+A `web`, `worker` or `background` process runs Python in one thread at a time (the interpreter
+lock), yet the kernel moves its threads between cores: when a burst keeps a hundred turns in
+flight, the lock passes from a thread on one core to a thread on the other hundreds of times a
+second, and each resumes with cold caches. Pinned, a process's threads take turns on one core
+and find its caches warm. In the flash sale on 2 cores (docs/benchmarks.md) that cut the web +
+worker CPU of a turn by about a tenth.
 
 `claim(role)` takes the first core of this process's allowed set that no other live process of
 the same role holds — an exclusive `flock` on a file per role and core in the temporary

@@ -46,7 +46,7 @@ BACKGROUND_SLOTS_PERCENT = env.float("BACKGROUND_SLOTS_PERCENT", default=10.0)
 WEB_THREADS = env.int("WEB_THREADS", default=32)
 
 # `spread`: each web and worker process pins its threads to a core no other process of its kind
-# holds on this box (apps/platform/affinity.py, docs/deployment.md "Process priorities"); `off`
+# holds on this box (apps/platform/affinity.py, docs/deployment.md "One core per process"); `off`
 # (the default) leaves the kernel to place them, as where each process has a container.
 CPU_AFFINITY = env.str("CPU_AFFINITY", default="off").strip().lower()
 if CPU_AFFINITY not in ("off", "spread"):
