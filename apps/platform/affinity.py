@@ -6,7 +6,7 @@ lock), yet the kernel moves its threads between cores: when a burst keeps a hund
 flight, the lock passes from a thread on one core to a thread on the other hundreds of times a
 second, and each resumes with cold caches. Pinned, a process's threads take turns on one core
 and find its caches warm. In the flash sale on 2 cores (docs/benchmarks.md) that cut the web +
-worker CPU of a turn by about a tenth.
+worker CPU of a turn by about a seventh.
 
 `claim(role)` takes the first core of this process's allowed set that no other live process of
 the same role holds — an exclusive `flock` on a file per role and core in the temporary
@@ -15,7 +15,8 @@ pins every thread of the process to it; threads started later inherit it. When e
 held (more processes of a role than cores), the process stays unpinned. The lock files are per
 box: processes in separate containers each see their own directory and would all take the
 first core, so leave it off there (the default), and where each process type has cores of its
-own."""
+own. Pinning is an optimisation: a lock file that cannot be opened (another user's, a link) or a
+core the kernel refuses leaves the process unpinned with a warning, never stops it."""
 
 from __future__ import annotations
 
@@ -42,18 +43,36 @@ def claim(role: str, *, lock_dir: Path | None = None) -> int | None:
         return None
     folder = lock_dir or Path(tempfile.gettempdir())
     for core in cores:
-        fd = os.open(folder / f"guidedesk-{role}-cpu{core}.lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
+        fd = _locked(folder / f"guidedesk-{role}-cpu{core}.lock")
+        if fd is None:
             continue
+        try:
+            pin(core)
+        except OSError:
+            logger.warning("affinity: core %d refused; this %s process is not pinned", core, role)
+            os.close(fd)
+            return None
         _held.append(fd)
-        pin(core)
         logger.info("affinity: this %s process runs on core %d", role, core)
         return core
     logger.info("affinity: every core has a %s process; this one is not pinned", role)
     return None
+
+
+def _locked(path: Path) -> int | None:
+    """An open descriptor of `path` holding its exclusive lock; None when another process holds
+    it or the file cannot be opened as ours (no links followed in the shared directory)."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        logger.warning("affinity: cannot open %s; that core is passed over", path, exc_info=True)
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # BlockingIOError: another live process holds this core
+        os.close(fd)
+        return None
+    return fd
 
 
 def pin(core: int) -> None:

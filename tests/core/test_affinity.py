@@ -104,6 +104,20 @@ def test_off_by_default_leaves_the_process_where_the_kernel_puts_it(tmp_path) ->
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_lock_file_that_cannot_be_opened_leaves_the_process_unpinned(tmp_path) -> None:
+    """Another user's file, a link or anything else in the way in the shared directory: the
+    process starts unpinned instead of failing (here in this process: nothing gets pinned)."""
+    before = os.sched_getaffinity(0)
+    for core in sorted(before):
+        (tmp_path / f"guidedesk-web-cpu{core}.lock").mkdir()  # cannot be opened as a file
+
+    with override_settings(CPU_AFFINITY="spread"):
+        assert affinity.claim("web", lock_dir=tmp_path) is None
+
+    assert os.sched_getaffinity(0) == before
+    assert affinity._held == []
+
+
 def test_an_unknown_mode_stops_the_process_at_start() -> None:
     def start(mode: str) -> subprocess.CompletedProcess[str]:
         environment = {

@@ -148,8 +148,7 @@ def group_processes(pgid: int) -> list[GroupProcess]:
         if not entry.isdigit():
             continue
         try:
-            raw = Path(f"/proc/{entry}/stat").read_text()
-            fields = raw[raw.rindex(")") + 2 :].split()
+            fields = _stat_fields(Path(f"/proc/{entry}/stat"))
             if int(fields[2]) != pgid:  # pgrp
                 continue
             command = Path(f"/proc/{entry}/cmdline").read_bytes()
@@ -168,6 +167,13 @@ def group_processes(pgid: int) -> list[GroupProcess]:
     return found
 
 
+def _stat_fields(path: Path) -> list[str]:
+    """The fields of a /proc stat file after the command name (which may hold spaces): state
+    first, so utime and stime are [11] and [12]."""
+    raw = path.read_text()
+    return raw[raw.rindex(")") + 2 :].split()
+
+
 def main_thread_cpu_seconds(pgid: int) -> float:
     """User + system CPU of the main thread of every live process in a process group: a
     uvicorn worker's event loop, a Celery worker's consumer (the rest is their thread pools)."""
@@ -175,10 +181,9 @@ def main_thread_cpu_seconds(pgid: int) -> float:
     total = 0.0
     for process in group_processes(pgid):
         try:
-            raw = Path(f"/proc/{process.pid}/task/{process.pid}/stat").read_text()
+            fields = _stat_fields(Path(f"/proc/{process.pid}/task/{process.pid}/stat"))
         except OSError:
             continue
-        fields = raw[raw.rindex(")") + 2 :].split()
         total += (int(fields[11]) + int(fields[12])) / tick
     return total
 

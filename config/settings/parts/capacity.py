@@ -45,9 +45,10 @@ BACKGROUND_SLOTS_PERCENT = env.float("BACKGROUND_SLOTS_PERCENT", default=10.0)
 # apps/platform/asgi.StreamingPaths (they give their database connection back when done).
 WEB_THREADS = env.int("WEB_THREADS", default=32)
 
-# `spread`: each web and worker process pins its threads to a core no other process of its kind
-# holds on this box (apps/platform/affinity.py, docs/deployment.md "One core per process"); `off`
-# (the default) leaves the kernel to place them, as where each process has a container.
+# `spread`: each web, worker and background process pins its threads to a core no other process
+# of its kind holds on this box (apps/platform/affinity.py, docs/deployment.md "One core per
+# process"); `off` (the default) leaves the kernel to place them, as where each process has a
+# container.
 CPU_AFFINITY = env.str("CPU_AFFINITY", default="off").strip().lower()
 if CPU_AFFINITY not in ("off", "spread"):
     raise ImproperlyConfigured(f"CPU_AFFINITY must be 'off' or 'spread', not {CPU_AFFINITY!r}")
