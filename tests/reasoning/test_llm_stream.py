@@ -287,3 +287,24 @@ def test_a_provider_holding_the_body_open_after_done_still_answers(
             result = llm_complete(step="respond", messages=MESSAGES, output=RespondOut)
         assert result.parsed.response == REPLY["response"]
         assert result.latency_ms < 5000
+
+
+def test_a_raw_line_break_in_the_reply_is_shown_as_it_will_be_sent(llm: FakeLLMServer) -> None:
+    """Models write line breaks inside a JSON string as raw newlines (invalid JSON, which the
+    final parse forgives): the reply shown while written goes on past them and ends as the
+    reply sent, not at the first line break."""
+    response = 'Your order:\n\t- "Blue mug" \\ 2 pcs\nShips tomorrow.'
+    # Quotes and backslashes escaped as JSON wants, the tab and newlines left raw.
+    written = response.replace("\\", "\\\\").replace('"', '\\"')
+    raw = '{"tool_call": null, "tool_params": {}, "response": "' + written + '"}'
+    llm.script("respond", raw)
+    seen: list[dict[str, Any]] = []
+
+    with streaming(seen.append):
+        result = llm_complete(step="respond", messages=MESSAGES, output=RespondOut)
+
+    assert result.parsed.response == response
+    texts = [p["response"] for p in seen if "response" in p]
+    assert any("\n" in text for text in texts[:-1])
+    assert all(b.startswith(a) for a, b in itertools.pairwise(texts))
+    assert texts[-1] == response

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import re
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from types import SimpleNamespace
@@ -239,9 +240,8 @@ def tell_sink(sink: StreamSink, text: str) -> bool:
     start = text.find("{")
     if start < 0:
         return True
-    try:
-        partial = jiter.from_json(text[start:].encode(), partial_mode="trailing-strings")
-    except ValueError:
+    partial = _partial_json(text[start:])
+    if partial is None:
         return True  # not JSON (yet, or at all): nothing to tell
     if not isinstance(partial, dict):
         return True
@@ -250,3 +250,32 @@ def tell_sink(sink: StreamSink, text: str) -> bool:
     except Exception:
         logger.exception("LLM stream sink failed")
         return False
+
+
+# A JSON string as far as it goes (its closing quote, or an escape's second half, may not have
+# arrived yet).
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*(?:"|\\?\Z)', re.DOTALL)
+_RAW_CONTROL = re.compile(r"[\x00-\x1f]")
+
+
+def _partial_json(text: str) -> Any:
+    """`text` parsed as far as it goes, or None. Models often write a line break inside a
+    string as a raw newline, which JSON forbids; the final reply forgives it (`json_repair`),
+    so the partial reply does too: such characters inside strings are escaped and the text
+    read again. Otherwise the reply shown while written would stop at its first raw newline
+    and differ from the reply sent."""
+    data = text.encode()
+    try:
+        return jiter.from_json(data, partial_mode="trailing-strings")
+    except ValueError:
+        if not _RAW_CONTROL.search(text):
+            return None
+    escaped = _JSON_STRING.sub(lambda m: _RAW_CONTROL.sub(_escape_control, m.group()), text)
+    try:
+        return jiter.from_json(escaped.encode(), partial_mode="trailing-strings")
+    except ValueError:
+        return None
+
+
+def _escape_control(match: re.Match[str]) -> str:
+    return json.dumps(match.group())[1:-1]
