@@ -72,6 +72,13 @@ def main() -> None:
         help="Per statement of the measured turns: the thread's CPU since the previous one "
         "ended (the ORM building it, and the code between), median.",
     )
+    parser.add_argument(
+        "--monthly-token-budget",
+        type=int,
+        default=0,
+        help="Give the plan this monthly token budget (0: none), so each turn reserves and "
+        "commits against the month's counter as a budgeted shop's turns do (load.py's shops).",
+    )
     args = parser.parse_args()
 
     with throwaway_django("guidedesk-profile-", args.database_url):
@@ -125,6 +132,9 @@ def run(args: argparse.Namespace) -> None:
 
     setup_test_environment()
     client, http = widget_tenant(ORIGIN, business_info=BUSINESS_INFO)
+    if args.monthly_token_budget:
+        client.plan.monthly_token_budget = args.monthly_token_budget
+        client.plan.save(update_fields=["monthly_token_budget"])
     rest = unthrottled(settings.REST_FRAMEWORK)
     rest["DEFAULT_THROTTLE_RATES"]["widget_tokens"] = ""  # the token window off, as load.py runs it
 

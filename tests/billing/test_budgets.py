@@ -212,6 +212,36 @@ def test_a_dead_workers_reservation_is_settled_by_the_next_turn(shop) -> None:
     assert UsageReservation.objects.get(trace=dead).state == ReservationState.COMMITTED
 
 
+def test_a_slow_worker_settled_as_dead_commits_nothing_twice(shop) -> None:
+    """A worker so slow that the next turn settled its reservation as a dead worker's commits
+    afterwards with the reservation it holds in memory: the row is not as it holds it any
+    more, so the commit reads it locked, finds it committed and leaves the counter alone."""
+    budget(shop, tokens=100_000)
+    slow = open_trace(shop)
+    held = turn_budget_reserve(client=shop, trace=slow)
+    assert held is not None and held.state == ReservationState.RESERVED
+    ReasoningTrace.objects.unscoped("test checks the database directly").filter(pk=slow.pk).update(
+        llm_calls=1, prompt_tokens=300
+    )
+    UsageReservation.objects.filter(trace=slow).update(
+        updated_at=timezone.now() - timedelta(hours=1)
+    )
+    turn_budget_reserve(client=shop, trace=open_trace(shop))  # settles the "dead" one
+    before = counter(shop)
+    assert (before.tokens_used, before.turns_used, before.turns_reserved) == (300, 1, 1)
+
+    returned = turn_budget_commit(client=shop, reservation=held, tokens=300, llm_calls=1)
+
+    after = counter(shop)
+    assert (after.tokens_used, after.turns_used, after.tokens_reserved, after.turns_reserved) == (
+        before.tokens_used,
+        before.turns_used,
+        before.tokens_reserved,
+        before.turns_reserved,
+    )
+    assert returned.state == ReservationState.COMMITTED
+
+
 def test_the_counter_starts_from_the_months_usage_so_far(shop) -> None:
     make_turn(
         shop, day=TODAY(), hour=0, calls=[Call("assess", 700, 100), Call("critique", 150, 50)]

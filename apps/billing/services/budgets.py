@@ -259,23 +259,33 @@ def turn_budget_commit(
     """Replace the turn's estimate with what it used (`tokens` over all its calls, including
     any earlier attempt of a taken-over turn). Idempotent: committing twice changes nothing.
 
-    The reservation's row is locked first (two commits of one turn: the second finds it
-    committed); the counter changes in one `UPDATE`, the transaction's last statement."""
+    The common case, a reservation still as this turn holds it, is marked committed in one
+    conditional `UPDATE`; otherwise (another worker settled or took it over) its row is locked
+    and read first, and a commit that finds it committed changes nothing. The counter changes
+    in one `UPDATE`, the transaction's last statement."""
     with transaction.atomic():
-        current = (
-            UsageReservation.objects.for_client(client)
-            .select_for_update()
-            .filter(pk=reservation.pk)
-            .first()
-        )
-        if current is None or current.state != ReservationState.RESERVED:
-            return current or reservation
         held, committed, counted = (
-            current.tokens_reserved,
-            current.tokens_committed,
-            current.turn_counted,
+            reservation.tokens_reserved,
+            reservation.tokens_committed,
+            reservation.turn_counted,
         )
-        _settle_reservation(current, tokens, llm_calls)
+        current: UsageReservation | None = reservation
+        if not _settle_as_held(client, reservation, tokens, llm_calls):
+            current = (
+                UsageReservation.objects.for_client(client)
+                .select_for_update()
+                .filter(pk=reservation.pk)
+                .first()
+            )
+            if current is None or current.state != ReservationState.RESERVED:
+                return current or reservation
+            held, committed, counted = (
+                current.tokens_reserved,
+                current.tokens_committed,
+                current.turn_counted,
+            )
+            _settle_reservation(current, tokens, llm_calls)
+        assert current is not None
         used, turn = max(0, tokens - committed), current.turn_counted and not counted
         if not _counter_settle(client=client, month=current.month, held=held, used=used, turn=turn):
             _locked_counter(client=client, month=current.month)  # gone: a new one, seeded
@@ -348,6 +358,41 @@ def _settle(counter: UsageCounter, reservation: UsageReservation, tokens: int, c
     if calls and not reservation.turn_counted:
         counter.turns_used += 1
     _settle_reservation(reservation, tokens, calls)
+
+
+def _settle_as_held(client: Client, reservation: UsageReservation, tokens: int, calls: int) -> bool:
+    """Mark `reservation` committed (as `_settle_reservation` does) in one statement, only if
+    its row is still exactly as this turn holds it: reserved, with the same figures. False:
+    it is not (settled as a dead worker's, taken over, gone), and nothing was changed."""
+    if reservation.pk is None or reservation.state != ReservationState.RESERVED:
+        return False
+    counted = reservation.turn_counted or bool(calls)
+    committed = max(tokens, reservation.tokens_committed)
+    now = timezone.now()
+    updated = (
+        UsageReservation.objects.for_client(client)
+        .filter(
+            pk=reservation.pk,
+            state=ReservationState.RESERVED,
+            tokens_reserved=reservation.tokens_reserved,
+            tokens_committed=reservation.tokens_committed,
+            turn_counted=reservation.turn_counted,
+        )
+        .update(
+            state=ReservationState.COMMITTED,
+            tokens_reserved=0,
+            tokens_committed=committed,
+            turn_counted=counted,
+            committed_at=now,
+            updated_at=now,
+        )
+    )
+    if updated != 1:
+        return False
+    reservation.state, reservation.tokens_reserved = ReservationState.COMMITTED, 0
+    reservation.tokens_committed, reservation.turn_counted = committed, counted
+    reservation.committed_at = reservation.updated_at = now
+    return True
 
 
 def _settle_reservation(reservation: UsageReservation, tokens: int, calls: int) -> None:
