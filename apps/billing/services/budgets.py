@@ -269,23 +269,23 @@ def turn_budget_commit(
             reservation.tokens_committed,
             reservation.turn_counted,
         )
-        current: UsageReservation | None = reservation
+        current = reservation
         if not _settle_as_held(client, reservation, tokens, llm_calls):
-            current = (
+            locked = (
                 UsageReservation.objects.for_client(client)
                 .select_for_update()
                 .filter(pk=reservation.pk)
                 .first()
             )
-            if current is None or current.state != ReservationState.RESERVED:
-                return current or reservation
+            if locked is None or locked.state != ReservationState.RESERVED:
+                return locked or reservation
+            current = locked
             held, committed, counted = (
                 current.tokens_reserved,
                 current.tokens_committed,
                 current.turn_counted,
             )
             _settle_reservation(current, tokens, llm_calls)
-        assert current is not None
         used, turn = max(0, tokens - committed), current.turn_counted and not counted
         if not _counter_settle(client=client, month=current.month, held=held, used=used, turn=turn):
             _locked_counter(client=client, month=current.month)  # gone: a new one, seeded
@@ -361,14 +361,12 @@ def _settle(counter: UsageCounter, reservation: UsageReservation, tokens: int, c
 
 
 def _settle_as_held(client: Client, reservation: UsageReservation, tokens: int, calls: int) -> bool:
-    """Mark `reservation` committed (as `_settle_reservation` does) in one statement, only if
-    its row is still exactly as this turn holds it: reserved, with the same figures. False:
-    it is not (settled as a dead worker's, taken over, gone), and nothing was changed."""
+    """`_settle_reservation` in one statement, only if the row is still exactly as this turn
+    holds it: reserved, with the same figures. False: it is not (settled as a dead worker's,
+    taken over, gone), and nothing was changed."""
     if reservation.pk is None or reservation.state != ReservationState.RESERVED:
         return False
-    counted = reservation.turn_counted or bool(calls)
-    committed = max(tokens, reservation.tokens_committed)
-    now = timezone.now()
+    settled = _settled_fields(reservation, tokens, calls)
     updated = (
         UsageReservation.objects.for_client(client)
         .filter(
@@ -378,41 +376,34 @@ def _settle_as_held(client: Client, reservation: UsageReservation, tokens: int, 
             tokens_committed=reservation.tokens_committed,
             turn_counted=reservation.turn_counted,
         )
-        .update(
-            state=ReservationState.COMMITTED,
-            tokens_reserved=0,
-            tokens_committed=committed,
-            turn_counted=counted,
-            committed_at=now,
-            updated_at=now,
-        )
+        .update(**settled, updated_at=settled["committed_at"])
     )
     if updated != 1:
         return False
-    reservation.state, reservation.tokens_reserved = ReservationState.COMMITTED, 0
-    reservation.tokens_committed, reservation.turn_counted = committed, counted
-    reservation.committed_at = reservation.updated_at = now
+    for name, value in settled.items():
+        setattr(reservation, name, value)
+    reservation.updated_at = settled["committed_at"]
     return True
 
 
 def _settle_reservation(reservation: UsageReservation, tokens: int, calls: int) -> None:
     """Mark one reservation committed with what its turn used (its counter is the caller's)."""
-    if calls and not reservation.turn_counted:
-        reservation.turn_counted = True
-    reservation.tokens_committed = max(tokens, reservation.tokens_committed)
-    reservation.state = ReservationState.COMMITTED
-    reservation.tokens_reserved = 0
-    reservation.committed_at = timezone.now()
-    reservation.save(
-        update_fields=[
-            "state",
-            "tokens_reserved",
-            "tokens_committed",
-            "turn_counted",
-            "committed_at",
-            "updated_at",
-        ]
-    )
+    settled = _settled_fields(reservation, tokens, calls)
+    for name, value in settled.items():
+        setattr(reservation, name, value)
+    reservation.save(update_fields=[*settled, "updated_at"])
+
+
+def _settled_fields(reservation: UsageReservation, tokens: int, calls: int) -> dict[str, Any]:
+    """What a committed reservation holds: its turn counted once it made a call, the most
+    tokens any attempt of the turn used, nothing reserved."""
+    return {
+        "state": ReservationState.COMMITTED,
+        "tokens_reserved": 0,
+        "tokens_committed": max(tokens, reservation.tokens_committed),
+        "turn_counted": reservation.turn_counted or bool(calls),
+        "committed_at": timezone.now(),
+    }
 
 
 def _commit_elsewhere(reservation: UsageReservation) -> None:
