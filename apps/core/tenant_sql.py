@@ -46,6 +46,37 @@ CLIENT_SQL: dict[str, str] = {
     "approvals.open_exist": (
         "SELECT whether one conversation (client_id AND conversation_id) has open requests"
     ),
+    "billing.reservation_held": (
+        "SELECT whether one client's (client_id) turn holds a reservation or a dead worker's"
+        " reservation waits to be settled"
+    ),
+    "billing.counter_admit": (
+        "UPDATE one client's (client_id) monthly counter to hold one turn while the budgets"
+        " leave room, RETURNING its id"
+    ),
+    "billing.reservation_settle": (
+        "UPDATE one reservation (id AND client_id) to committed while it is still as its turn"
+        " holds it, RETURNING its id"
+    ),
+    "billing.counter_settle": (
+        "UPDATE one client's (client_id) monthly counter to settle one turn, RETURNING the"
+        " figures used"
+    ),
+    "billing.visitor_day": (
+        "SELECT one visitor's day (client_id) and whether a turn's allowance (client_id) is"
+        " held there or a dead worker's waits to be settled"
+    ),
+    "billing.visitor_admit": (
+        "UPDATE one visitor's day (id AND client_id) to hold one turn while its budget leaves"
+        " room, RETURNING its id"
+    ),
+    "billing.allowance_settle": (
+        "UPDATE one turn allowance (id AND client_id) to committed while it is still as its"
+        " turn holds it, RETURNING its id"
+    ),
+    "billing.visitor_settle": (
+        "UPDATE one visitor's day (id AND client_id) to settle one turn, RETURNING its id"
+    ),
     "billing.conversation_so_far": (
         "SELECT one conversation's tokens, visitor and recent deliberative turns: every"
         " table matched on client_id"

@@ -79,6 +79,13 @@ def main() -> None:
         help="Give the plan this monthly token budget (0: none), so each turn reserves and "
         "commits against the month's counter as a budgeted shop's turns do (load.py's shops).",
     )
+    parser.add_argument(
+        "--visitor-daily-token-budget",
+        type=int,
+        default=0,
+        help="Give the plan this daily token budget per visitor (0: none, as load.py runs it; "
+        "a new plan's default holds one), so each turn is admitted against the visitor's day.",
+    )
     args = parser.parse_args()
 
     with throwaway_django("guidedesk-profile-", args.database_url):
@@ -132,9 +139,9 @@ def run(args: argparse.Namespace) -> None:
 
     setup_test_environment()
     client, http = widget_tenant(ORIGIN, business_info=BUSINESS_INFO)
-    if args.monthly_token_budget:
-        client.plan.monthly_token_budget = args.monthly_token_budget
-        client.plan.save(update_fields=["monthly_token_budget"])
+    client.plan.monthly_token_budget = args.monthly_token_budget
+    client.plan.visitor_daily_token_budget = args.visitor_daily_token_budget
+    client.plan.save(update_fields=["monthly_token_budget", "visitor_daily_token_budget"])
     rest = unthrottled(settings.REST_FRAMEWORK)
     rest["DEFAULT_THROTTLE_RATES"]["widget_tokens"] = ""  # the token window off, as load.py runs it
 

@@ -362,6 +362,36 @@ def test_a_taken_over_turn_keeps_its_hold_and_a_dead_workers_is_settled(shop, se
     assert (usage.tokens_used, usage.tokens_reserved) == (1_000, 0)
 
 
+def test_a_slow_worker_settled_as_dead_leaves_the_visitors_day_alone(shop, settings):
+    """A worker so slow that the visitor's next turn settled its allowance as a dead worker's
+    commits afterwards with the allowance it holds in memory: the row is not as it holds it any
+    more, so the commit reads it locked, finds it settled and counts nothing twice."""
+    from apps.billing.models import TurnAllowance, VisitorUsage
+    from apps.billing.services.visitors import turn_limits_admit, turn_limits_commit
+
+    limits(shop, visitor_daily_token_budget=100_000)
+    conversation, slow = _visitor_turn(shop, "v" * 32)
+    held = turn_limits_admit(client=shop, conversation=conversation, trace=slow, mode="adaptive")
+    ReasoningTrace.objects.unscoped("test checks the database directly").filter(pk=slow.pk).update(
+        prompt_tokens=300
+    )
+    TurnAllowance.objects.unscoped("test checks the database directly").update(
+        updated_at=timezone.now() - timedelta(hours=1)
+    )
+    other_conversation, other = _visitor_turn(shop, "v" * 32)
+    turn_limits_admit(client=shop, conversation=other_conversation, trace=other, mode="adaptive")
+    usage = VisitorUsage.objects.unscoped("test checks the database directly").get()
+    before = (usage.tokens_used, usage.tokens_reserved)
+    assert before == (300, settings.BILLING_TURN_TOKEN_RESERVE)
+
+    turn_limits_commit(client=shop, limits=held, tokens=300)
+
+    usage.refresh_from_db()
+    assert (usage.tokens_used, usage.tokens_reserved) == before
+    settled = TurnAllowance.objects.unscoped("test checks the database directly").get(trace=slow)
+    assert (settled.state, settled.tokens_committed) == ("committed", 300)
+
+
 def test_an_empty_token_window_rate_turns_the_window_off(shop, settings):
     from apps.platform.throttling import token_window_charge, token_window_reached
     from tests.widget.test_widget_api import rates

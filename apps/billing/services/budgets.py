@@ -27,9 +27,8 @@ from typing import Any
 
 from django.conf import settings
 from django.core.mail import send_mail
-from django.db import IntegrityError, transaction
-from django.db.models import F, Q, QuerySet
-from django.db.models.functions import Greatest
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from apps.billing import periods
@@ -44,6 +43,7 @@ from apps.billing.models import (
 from apps.billing.selectors import month_usage_totals
 from apps.clients import modes
 from apps.clients.models import Client, Plan
+from apps.core.tenant_sql import sql_rows
 
 logger = logging.getLogger(__name__)
 
@@ -145,9 +145,12 @@ def turn_budget_reserve(*, client: Client, trace: Any) -> UsageReservation | Non
         return None
     month = periods.month_start(periods.today())
     now = timezone.now()
-    own, stale = held_for_turn(
-        UsageReservation.objects.for_client(client), trace=trace, now=now, month=month
-    )
+    own: UsageReservation | None = None
+    stale: list[UsageReservation] = []
+    if _anything_held(client=client, trace=trace, month=month, now=now):
+        own, stale = held_for_turn(
+            UsageReservation.objects.for_client(client), trace=trace, now=now, month=month
+        )
     if not stale and (own is None or own.state != ReservationState.RESERVED):
         try:
             return _reserve_at_once(client=client, trace=trace, own=own, month=month)
@@ -195,24 +198,60 @@ def _reserve_at_once(
     return _reserve_locked(client=client, trace=trace, month=month, now=timezone.now())
 
 
+def _anything_held(*, client: Client, trace: Any, month: Any, now: Any) -> bool:
+    """Whether `held_for_turn` would find anything: this turn's own reservation (a turn taken
+    over) or a dead worker's. Almost every turn finds neither; this one plain statement tells
+    it for a fifth of the ORM's CPU (docs/benchmarks.md), and only a hit reads the rows."""
+    if getattr(trace, "pk", None) is None:
+        return True  # no trace row to match on: let the ORM's query decide
+    ops = connection.ops
+    found = sql_rows(
+        "billing.reservation_held",
+        _sql(
+            "SELECT 1 FROM {reservations} WHERE client_id = %s AND (trace_id = %s"
+            " OR (month = %s AND state = %s AND updated_at < %s)) LIMIT 1"
+        ),
+        [
+            client.pk,
+            trace.pk,
+            ops.adapt_datefield_value(month),
+            ReservationState.RESERVED.value,
+            ops.adapt_datetimefield_value(now - stale_after()),
+        ],
+        client_id=client.pk,
+    )
+    return bool(found)
+
+
 def _counter_admit(*, client: Client, month: Any, plan: Plan, tokens: int) -> bool:
     """Add one turn and `tokens` to the reserved figures of the client's counter for `month`,
-    only while the budgets leave room. False: no room, or no counter yet."""
-    room = Q()
+    only while the budgets leave room. False: no room, or no counter yet. Plain SQL: every
+    budgeted turn runs it (docs/benchmarks.md)."""
+    room, params = "", []
     if plan.monthly_token_budget:
-        room &= Q(tokens_used__lt=plan.monthly_token_budget - F("tokens_reserved"))
+        room += " AND tokens_used < %s - tokens_reserved"
+        params.append(plan.monthly_token_budget)
     if plan.monthly_turn_budget:
-        room &= Q(turns_used__lt=plan.monthly_turn_budget - F("turns_reserved"))
-    updated = (
-        UsageCounter.objects.for_client(client)
-        .filter(room, month=month)
-        .update(
-            tokens_reserved=F("tokens_reserved") + tokens,
-            turns_reserved=F("turns_reserved") + 1,
-            updated_at=timezone.now(),
-        )
+        room += " AND turns_used < %s - turns_reserved"
+        params.append(plan.monthly_turn_budget)
+    admitted = sql_rows(
+        "billing.counter_admit",
+        _sql(
+            "UPDATE {counters} SET tokens_reserved = tokens_reserved + %s,"
+            " turns_reserved = turns_reserved + 1, updated_at = %s"
+            " WHERE client_id = %s AND month = %s{room} RETURNING id",
+            room=room,
+        ),
+        [
+            tokens,
+            connection.ops.adapt_datetimefield_value(timezone.now()),
+            client.pk,
+            connection.ops.adapt_datefield_value(month),
+            *params,
+        ],
+        client_id=client.pk,
     )
-    return updated == 1
+    return len(admitted) == 1
 
 
 def _reserve_locked(*, client: Client, trace: Any, month: Any, now: Any) -> UsageReservation | None:
@@ -287,33 +326,63 @@ def turn_budget_commit(
             )
             _settle_reservation(current, tokens, llm_calls)
         used, turn = max(0, tokens - committed), current.turn_counted and not counted
-        if not _counter_settle(client=client, month=current.month, held=held, used=used, turn=turn):
+        figures = _counter_settle(
+            client=client, month=current.month, held=held, used=used, turn=turn
+        )
+        if figures is None:
             _locked_counter(client=client, month=current.month)  # gone: a new one, seeded
-            _counter_settle(client=client, month=current.month, held=held, used=used, turn=turn)
-    # Alerts are judged by the figures after the commit (each threshold fires once: its key).
-    counter = UsageCounter.objects.for_client(client).filter(month=current.month).first()
-    if counter is not None:
+            figures = _counter_settle(
+                client=client, month=current.month, held=held, used=used, turn=turn
+            )
+    # Alerts are judged by the figures this commit left (each threshold fires once: its key).
+    if figures is not None:
+        tokens_used, turns_used = figures
+        counter = UsageCounter(
+            client=client, month=current.month, tokens_used=tokens_used, turns_used=turns_used
+        )
         with transaction.atomic():
             _alerts_check(client=client, counter=counter)
     return current
 
 
-def _counter_settle(*, client: Client, month: Any, held: int, used: int, turn: bool) -> bool:
+def _counter_settle(
+    *, client: Client, month: Any, held: int, used: int, turn: bool
+) -> tuple[int, int] | None:
     """Move one turn's hold (`held` tokens and the turn) from reserved to used (`used` tokens;
-    the turn itself when `turn`) on the month's counter, in one statement. False: there is no
-    counter."""
-    updated = (
-        UsageCounter.objects.for_client(client)
-        .filter(month=month)
-        .update(
-            tokens_reserved=Greatest(F("tokens_reserved") - held, 0),
-            turns_reserved=Greatest(F("turns_reserved") - 1, 0),
-            tokens_used=F("tokens_used") + used,
-            turns_used=F("turns_used") + int(turn),
-            updated_at=timezone.now(),
-        )
+    the turn itself when `turn`) on the month's counter, in one statement; the counter's tokens
+    and turns used after it (the alerts' figures, without reading the row again). None: there
+    is no counter. Plain SQL: every budgeted turn runs it, and the ORM's update cannot return."""
+    rows = sql_rows(
+        "billing.counter_settle",
+        _sql(
+            "UPDATE {counters} SET tokens_reserved = CASE WHEN tokens_reserved > %s"
+            " THEN tokens_reserved - %s ELSE 0 END,"
+            " turns_reserved = CASE WHEN turns_reserved > 0 THEN turns_reserved - 1 ELSE 0 END,"
+            " tokens_used = tokens_used + %s, turns_used = turns_used + %s, updated_at = %s"
+            " WHERE client_id = %s AND month = %s RETURNING tokens_used, turns_used"
+        ),
+        [
+            held,
+            held,
+            used,
+            int(turn),
+            connection.ops.adapt_datetimefield_value(timezone.now()),
+            client.pk,
+            connection.ops.adapt_datefield_value(month),
+        ],
+        client_id=client.pk,
     )
-    return updated == 1
+    return (int(rows[0][0]), int(rows[0][1])) if rows else None
+
+
+def _sql(statement: str, **parts: str) -> str:
+    """`statement` with this module's tables filled in (and `parts`: conditions written here,
+    never a value)."""
+    return statement.format(
+        **parts,
+        counters=connection.ops.quote_name(UsageCounter._meta.db_table),
+        reservations=connection.ops.quote_name(UsageReservation._meta.db_table),
+    )
 
 
 def usage_budget_check(*, client: Client) -> None:
@@ -363,22 +432,35 @@ def _settle(counter: UsageCounter, reservation: UsageReservation, tokens: int, c
 def _settle_as_held(client: Client, reservation: UsageReservation, tokens: int, calls: int) -> bool:
     """`_settle_reservation` in one statement, only if the row is still exactly as this turn
     holds it: reserved, with the same figures. False: it is not (settled as a dead worker's,
-    taken over, gone), and nothing was changed."""
+    taken over, gone), and nothing was changed. Plain SQL, as every budgeted turn runs it."""
     if reservation.pk is None or reservation.state != ReservationState.RESERVED:
         return False
     settled = _settled_fields(reservation, tokens, calls)
-    updated = (
-        UsageReservation.objects.for_client(client)
-        .filter(
-            pk=reservation.pk,
-            state=ReservationState.RESERVED,
-            tokens_reserved=reservation.tokens_reserved,
-            tokens_committed=reservation.tokens_committed,
-            turn_counted=reservation.turn_counted,
-        )
-        .update(**settled, updated_at=settled["committed_at"])
+    stamp = connection.ops.adapt_datetimefield_value(settled["committed_at"])
+    updated = sql_rows(
+        "billing.reservation_settle",
+        _sql(
+            "UPDATE {reservations} SET state = %s, tokens_reserved = 0, tokens_committed = %s,"
+            " turn_counted = %s, committed_at = %s, updated_at = %s"
+            " WHERE id = %s AND client_id = %s AND state = %s AND tokens_reserved = %s"
+            " AND tokens_committed = %s AND turn_counted = %s RETURNING id"
+        ),
+        [
+            settled["state"].value,
+            settled["tokens_committed"],
+            settled["turn_counted"],
+            stamp,
+            stamp,
+            reservation.pk,
+            client.pk,
+            ReservationState.RESERVED.value,
+            reservation.tokens_reserved,
+            reservation.tokens_committed,
+            reservation.turn_counted,
+        ],
+        client_id=client.pk,
     )
-    if updated != 1:
+    if len(updated) != 1:
         return False
     for name, value in settled.items():
         setattr(reservation, name, value)

@@ -34,8 +34,6 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F
-from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from apps.billing import periods
@@ -49,6 +47,7 @@ from apps.billing.models import (
 from apps.billing.services.budgets import (
     UsageLimitReached,
     held_for_turn,
+    stale_after,
     trace_tokens,
     turn_token_estimate,
 )
@@ -219,15 +218,14 @@ def _so_far_sql(deep: bool, always: int, when_needed: int) -> str:
 
 
 def _admit_visitor(*, client: Client, trace: Any, limits: TurnLimits, now: Any) -> None:
-    usage = (
-        VisitorUsage.objects.for_client(client)
-        .filter(day=periods.today(), visitor=limits.visitor)
-        .first()
-    )
+    usage, held = _visitor_day(client=client, trace=trace, visitor=limits.visitor, now=now)
     if usage is not None:
-        own, stale = held_for_turn(
-            TurnAllowance.objects.for_client(client), trace=trace, now=now, visitor_usage=usage
-        )
+        own: TurnAllowance | None = None
+        stale: list[TurnAllowance] = []
+        if held:
+            own, stale = held_for_turn(
+                TurnAllowance.objects.for_client(client), trace=trace, now=now, visitor_usage=usage
+            )
         if not stale and (own is None or own.state != ReservationState.RESERVED):
             try:
                 if _admit_visitor_at_once(
@@ -237,6 +235,50 @@ def _admit_visitor(*, client: Client, trace: Any, limits: TurnLimits, now: Any) 
             except IntegrityError:
                 pass  # another worker took this turn over at the same moment
     _admit_visitor_locked(client=client, trace=trace, limits=limits, now=now)
+
+
+_DAY_FIELDS = ("id", "client_id", "visitor", "tokens_used", "tokens_reserved")
+
+
+def _visitor_day(
+    *, client: Client, trace: Any, visitor: str, now: Any
+) -> tuple[VisitorUsage | None, bool]:
+    """The visitor's row of today (None: not made yet), and whether `held_for_turn` would find
+    anything there: this turn's own allowance (a turn taken over) or a dead worker's. One plain
+    statement: every turn of a visitor runs it, and almost every one finds nothing held."""
+    trace_id = getattr(trace, "pk", None)
+    ops = connection.ops
+    rows = sql_rows(
+        "billing.visitor_day",
+        _visitor_day_sql(),
+        [
+            client.pk,
+            trace_id or 0,
+            ReservationState.RESERVED.value,
+            ops.adapt_datetimefield_value(now - stale_after()),
+            client.pk,
+            ops.adapt_datefield_value(periods.today()),
+            visitor,
+        ],
+        client_id=client.pk,
+    )
+    if not rows:
+        return None, True
+    usage = VisitorUsage.from_db(connection.alias, _DAY_FIELDS, rows[0][: len(_DAY_FIELDS)])
+    return usage, trace_id is None or bool(rows[0][-1])
+
+
+@functools.cache
+def _visitor_day_sql() -> str:
+    qn = connection.ops.quote_name
+    columns = ", ".join(f"u.{qn(name)}" for name in _DAY_FIELDS)
+    return (
+        f"SELECT {columns}, EXISTS (SELECT 1 FROM {qn(TurnAllowance._meta.db_table)} a"  # noqa: S608
+        " WHERE a.client_id = %s AND (a.trace_id = %s OR (a.visitor_usage_id = u.id"
+        " AND a.state = %s AND a.updated_at < %s)))"
+        f" FROM {qn(VisitorUsage._meta.db_table)} u"
+        " WHERE u.client_id = %s AND u.day = %s AND u.visitor = %s"
+    )
 
 
 class _NoRoom(Exception):
@@ -274,14 +316,23 @@ def _admit_visitor_at_once(
             allowance.visitor_usage, allowance.visitor = usage, limits.visitor
             allowance.state, allowance.tokens_reserved = ReservationState.RESERVED, estimate
             allowance.save()
-            admitted = (
-                VisitorUsage.objects.for_client(client)
-                .filter(pk=usage.pk, tokens_used__lt=budget - F("tokens_reserved"))
-                .update(
-                    tokens_reserved=F("tokens_reserved") + estimate,
-                    turns=F("turns") + int(own is None),
-                    updated_at=timezone.now(),
-                )
+            admitted = sql_rows(
+                "billing.visitor_admit",
+                _visitor_sql(
+                    "UPDATE {days} SET tokens_reserved = tokens_reserved + %s,"
+                    " turns = turns + %s, updated_at = %s"
+                    " WHERE id = %s AND client_id = %s AND tokens_used < %s - tokens_reserved"
+                    " RETURNING id"
+                ),
+                [
+                    estimate,
+                    int(own is None),
+                    connection.ops.adapt_datetimefield_value(timezone.now()),
+                    usage.pk,
+                    client.pk,
+                    budget,
+                ],
+                client_id=client.pk,
             )
             if not admitted:
                 raise _NoRoom
@@ -345,25 +396,40 @@ def turn_limits_commit(*, client: Client, limits: TurnLimits, tokens: int) -> No
     charged = tokens
     allowance = limits.allowance
     if allowance is not None and allowance.visitor_usage_id is not None:
-        # The allowance's own row is locked first (a second commit of the turn finds it
+        # The allowance is settled first, in one conditional `UPDATE` while it is still as this
+        # turn holds it, else with its row locked (a second commit of the turn finds it
         # settled); the visitor's row changes in one `UPDATE`, the transaction's last statement.
         with transaction.atomic():
-            current = (
-                TurnAllowance.objects.select_for_update()
-                .filter(pk=allowance.pk, client_id=allowance.client_id)
-                .first()
-            )
-            if current is None or current.state != ReservationState.RESERVED:
-                return
-            held = current.tokens_reserved
-            charged = max(0, tokens - current.tokens_committed)
-            _settle_allowance(current, tokens)
-            settled = VisitorUsage.objects.filter(
-                pk=allowance.visitor_usage_id, client_id=allowance.client_id
-            ).update(
-                tokens_reserved=Greatest(F("tokens_reserved") - held, 0),
-                tokens_used=F("tokens_used") + charged,
-                updated_at=timezone.now(),
+            held, committed = allowance.tokens_reserved, allowance.tokens_committed
+            if _settle_as_held(allowance, tokens):
+                charged = max(0, tokens - committed)
+            else:
+                current = (
+                    TurnAllowance.objects.select_for_update()
+                    .filter(pk=allowance.pk, client_id=allowance.client_id)
+                    .first()
+                )
+                if current is None or current.state != ReservationState.RESERVED:
+                    return
+                held = current.tokens_reserved
+                charged = max(0, tokens - current.tokens_committed)
+                _settle_allowance(current, tokens)
+            settled = sql_rows(
+                "billing.visitor_settle",
+                _visitor_sql(
+                    "UPDATE {days} SET tokens_reserved = CASE WHEN tokens_reserved > %s"
+                    " THEN tokens_reserved - %s ELSE 0 END, tokens_used = tokens_used + %s,"
+                    " updated_at = %s WHERE id = %s AND client_id = %s RETURNING id"
+                ),
+                [
+                    held,
+                    held,
+                    charged,
+                    connection.ops.adapt_datetimefield_value(timezone.now()),
+                    allowance.visitor_usage_id,
+                    allowance.client_id,
+                ],
+                client_id=allowance.client_id,
             )
             if not settled:
                 return  # the visitor's day is gone (erased): nothing to count it on
@@ -388,6 +454,47 @@ def _settle_allowance(allowance: TurnAllowance, tokens: int) -> None:
     allowance.tokens_reserved = 0
     allowance.state = ReservationState.COMMITTED
     allowance.save(update_fields=["state", "tokens_reserved", "tokens_committed", "updated_at"])
+
+
+def _settle_as_held(allowance: TurnAllowance, tokens: int) -> bool:
+    """`_settle_allowance` in one statement, only if the row is still exactly as this turn
+    holds it: reserved, with the same figures. False: it is not (settled as a dead worker's,
+    taken over, gone), and nothing was changed. Plain SQL, as every turn of a visitor runs it."""
+    if allowance.pk is None or allowance.state != ReservationState.RESERVED:
+        return False
+    committed = max(tokens, allowance.tokens_committed)
+    updated = sql_rows(
+        "billing.allowance_settle",
+        _visitor_sql(
+            "UPDATE {allowances} SET state = %s, tokens_reserved = 0, tokens_committed = %s,"
+            " updated_at = %s WHERE id = %s AND client_id = %s AND state = %s"
+            " AND tokens_reserved = %s AND tokens_committed = %s RETURNING id"
+        ),
+        [
+            ReservationState.COMMITTED.value,
+            committed,
+            connection.ops.adapt_datetimefield_value(timezone.now()),
+            allowance.pk,
+            allowance.client_id,
+            ReservationState.RESERVED.value,
+            allowance.tokens_reserved,
+            allowance.tokens_committed,
+        ],
+        client_id=allowance.client_id,
+    )
+    if len(updated) != 1:
+        return False
+    allowance.state, allowance.tokens_reserved = ReservationState.COMMITTED, 0
+    allowance.tokens_committed = committed
+    return True
+
+
+def _visitor_sql(statement: str) -> str:
+    """`statement` with the visitor's day and allowance tables filled in."""
+    qn = connection.ops.quote_name
+    return statement.format(
+        days=qn(VisitorUsage._meta.db_table), allowances=qn(TurnAllowance._meta.db_table)
+    )
 
 
 def _save(usage: VisitorUsage) -> None:
