@@ -43,6 +43,9 @@ CLIENT_SQL: dict[str, str] = {
     "reasoning.release_turn_lock": (
         "UPDATE one conversation (id AND client_id) to release its turn lock, RETURNING status"
     ),
+    "reasoning.trace_count": (
+        "UPDATE one trace (id AND client_id) to add one LLM call's tokens and cost"
+    ),
     "approvals.open_exist": (
         "SELECT whether one conversation (client_id AND conversation_id) has open requests"
     ),

@@ -9,11 +9,13 @@ internal notes go and who hears of each recorded step, and its own `Meter`."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any, Protocol
 
+from django.db import connection
 from django.db.models import F
 
 from apps.billing.models import UsagePurpose
@@ -25,6 +27,7 @@ from apps.conversations.models import (
     Visibility,
 )
 from apps.conversations.services import message_append
+from apps.core.tenant_sql import sql_rows
 from apps.reasoning.llm import LLMError, LLMResult
 from apps.reasoning.meter import Meter, TokenCapExceeded
 from apps.reasoning.models import ReasoningStep, ReasoningTrace
@@ -278,23 +281,35 @@ class TurnRecorder:
 
     def _count(self, prompt: int, completion: int) -> None:
         """Add one call (its tokens and what the meter recorded it cost) to the trace, in the
-        same UPDATE."""
+        same UPDATE (plain SQL: every call of every turn runs it; docs/benchmarks.md)."""
         cost, billed = self.meter.cost_usd, self.meter.billed_usd
         cost_delta: Decimal = cost - self._counted_cost[0]
         billed_delta: Decimal = billed - self._counted_cost[1]
         self._counted_cost = (cost, billed)
-        ReasoningTrace.objects.filter(pk=self.trace.pk, client_id=self.trace.client_id).update(
-            llm_calls=F("llm_calls") + 1,
-            prompt_tokens=F("prompt_tokens") + prompt,
-            completion_tokens=F("completion_tokens") + completion,
-            cost_usd=F("cost_usd") + cost_delta,
-            billed_usd=F("billed_usd") + billed_delta,
+        sql_rows(
+            "reasoning.trace_count",
+            _count_sql(),
+            [prompt, completion, cost_delta, billed_delta, self.trace.pk, self.trace.client_id],
+            client_id=self.trace.client_id,
         )
         self.trace.llm_calls += 1
         self.trace.prompt_tokens += prompt
         self.trace.completion_tokens += completion
         self.trace.cost_usd += cost_delta
         self.trace.billed_usd += billed_delta
+
+
+@functools.cache
+def _count_sql() -> str:
+    """One call added to a trace (id AND client_id). The sums of money are cast to NUMERIC as
+    the ORM casts them, so SQLite adds them as decimals too."""
+    return (
+        f"UPDATE {connection.ops.quote_name(ReasoningTrace._meta.db_table)} SET"  # noqa: S608
+        " llm_calls = llm_calls + 1, prompt_tokens = prompt_tokens + %s,"
+        " completion_tokens = completion_tokens + %s,"
+        " cost_usd = CAST(cost_usd + %s AS NUMERIC), billed_usd = CAST(billed_usd + %s AS NUMERIC)"
+        " WHERE id = %s AND client_id = %s"
+    )
 
 
 def pretty(value: Any) -> str:
