@@ -15,8 +15,9 @@ site, classified as
               write `.for_current_client()` there, so a reader (and this audit) sees the scope;
   write       `create` / `bulk_create` / `bulk_update` only (no scope needed).
 Raw SQL: a `cursor()`, `.raw(`, `RawSQL(`, `.extra(` or `_base_manager` outside
-apps/core/tenant_sql.py is a gap; so is a `sql_rows` / `sql_models` site name that is not in
-that module's reviewed lists, and (auditing the whole of apps/) a listed site nothing runs.
+apps/core/tenant_sql.py is a gap; so is a `sql_rows` / `sql_models` / `sql_insert` site name that
+is not in that module's reviewed lists, and (auditing the whole of apps/) a listed site nothing
+runs.
 The tenant-owned models are the classes in apps/*/models.py that inherit TenantOwnedModel.
 Output is sorted, so two runs on the same tree print the same thing.
 """
@@ -30,7 +31,7 @@ from pathlib import Path
 
 ROOT = Path.cwd()  # run from the repository root
 REVIEWED_MODULE = Path("apps/core/tenant_sql.py")  # the one home of raw SQL and its lists
-SQL_HELPERS = {"sql_rows", "sql_models"}
+SQL_HELPERS = {"sql_rows", "sql_models", "sql_insert"}
 RAW_METHODS = {"cursor", "raw", "extra"}  # connection.cursor(), Model.objects.raw(), qs.extra()
 WRITES = {"create", "bulk_create", "bulk_update", "none", "acreate", "abulk_create"}
 SCOPE_CALLS = {
