@@ -17,6 +17,7 @@ from apps.clients.models import Client, normalize_origin
 from apps.clients.rowcache import client_cached
 from apps.conversations.models import Conversation, Message, Visibility
 from apps.conversations.rendering import message_html
+from apps.conversations.selectors import conversation_by_id
 from apps.conversations.serializers import WIDGET_DATA_KEYS
 from apps.core.tenant_sql import sql_rows
 
@@ -39,7 +40,7 @@ def widget_client_by_key(*, key: str) -> Client | None:
 
 
 def widget_conversation_get(*, client: Client, public_id: UUID) -> Conversation | None:
-    return Conversation.objects.for_client(client).filter(public_id=public_id).first()
+    return conversation_by_id(client_id=client.pk, public_id=public_id)
 
 
 def widget_conversation_state(*, client: Client, conversation_id: int) -> ConversationState | None:
