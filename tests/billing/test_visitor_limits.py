@@ -440,3 +440,22 @@ def test_a_visitors_turn_holds_their_row_only_for_its_last_statement(shop, setti
         settings.BILLING_TURN_TOKEN_RESERVE,
         2,
     )
+
+
+def test_the_conversations_visitor_is_written_only_when_it_changes(shop):
+    """Every widget message notes its visitor; the row is written when the visitor is new or
+    another one, and left alone (no new row version) when the same visitor writes again."""
+    from apps.billing.models import ConversationVisitor
+    from apps.billing.services.visitors import conversation_visitor_record
+
+    conversation, _ = conversation_create(client=shop)
+    rows = ConversationVisitor.objects.for_client(shop)
+    conversation_visitor_record(client=shop, conversation=conversation, visitor="a" * 32)
+    first = rows.get(conversation=conversation)
+    conversation_visitor_record(client=shop, conversation=conversation, visitor="a" * 32)
+    assert rows.get(conversation=conversation).updated_at == first.updated_at
+    conversation_visitor_record(client=shop, conversation=conversation, visitor="b" * 32)
+    moved = rows.get(conversation=conversation)
+    assert (moved.pk, moved.visitor) == (first.pk, "b" * 32)
+    assert moved.updated_at > first.updated_at and moved.created_at == first.created_at
+    assert rows.count() == 1

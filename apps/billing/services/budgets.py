@@ -28,7 +28,7 @@ from typing import Any
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Q, QuerySet
+from django.db.models import Field, Model, Q, QuerySet
 from django.utils import timezone
 
 from apps.billing import periods
@@ -43,7 +43,7 @@ from apps.billing.models import (
 from apps.billing.selectors import month_usage_totals
 from apps.clients import modes
 from apps.clients.models import Client, Plan
-from apps.core.tenant_sql import sql_rows
+from apps.core.tenant_sql import sql_rows, with_tables
 
 logger = logging.getLogger(__name__)
 
@@ -376,13 +376,8 @@ def _counter_settle(
 
 
 def _sql(statement: str, **parts: str) -> str:
-    """`statement` with this module's tables filled in (and `parts`: conditions written here,
-    never a value)."""
-    return statement.format(
-        **parts,
-        counters=connection.ops.quote_name(UsageCounter._meta.db_table),
-        reservations=connection.ops.quote_name(UsageReservation._meta.db_table),
-    )
+    """`statement` with this module's tables filled in (and `parts`: conditions written here)."""
+    return with_tables(statement, counters=UsageCounter, reservations=UsageReservation, **parts)
 
 
 def usage_budget_check(*, client: Client) -> None:
@@ -431,41 +426,68 @@ def _settle(counter: UsageCounter, reservation: UsageReservation, tokens: int, c
 
 def _settle_as_held(client: Client, reservation: UsageReservation, tokens: int, calls: int) -> bool:
     """`_settle_reservation` in one statement, only if the row is still exactly as this turn
-    holds it: reserved, with the same figures. False: it is not (settled as a dead worker's,
-    taken over, gone), and nothing was changed. Plain SQL, as every budgeted turn runs it."""
-    if reservation.pk is None or reservation.state != ReservationState.RESERVED:
-        return False
+    holds it (`HoldSettle`). Plain SQL, as every budgeted turn runs it."""
     settled = _settled_fields(reservation, tokens, calls)
-    stamp = connection.ops.adapt_datetimefield_value(settled["committed_at"])
-    updated = sql_rows(
-        "billing.reservation_settle",
-        _sql(
-            "UPDATE {reservations} SET state = %s, tokens_reserved = 0, tokens_committed = %s,"
-            " turn_counted = %s, committed_at = %s, updated_at = %s"
-            " WHERE id = %s AND client_id = %s AND state = %s AND tokens_reserved = %s"
-            " AND tokens_committed = %s AND turn_counted = %s RETURNING id"
-        ),
-        [
-            settled["state"].value,
-            settled["tokens_committed"],
-            settled["turn_counted"],
-            stamp,
-            stamp,
-            reservation.pk,
-            client.pk,
-            ReservationState.RESERVED.value,
-            reservation.tokens_reserved,
-            reservation.tokens_committed,
-            reservation.turn_counted,
-        ],
-        client_id=client.pk,
+    settle = HoldSettle(
+        reservation,
+        {**settled, "updated_at": settled["committed_at"]},
+        held=("tokens_reserved", "tokens_committed", "turn_counted"),
     )
-    if len(updated) != 1:
-        return False
-    for name, value in settled.items():
-        setattr(reservation, name, value)
-    reservation.updated_at = settled["committed_at"]
-    return True
+    return (
+        settle.possible
+        and reservation.client_id == client.pk
+        and settle.done(
+            sql_rows("billing.reservation_settle", settle.sql, settle.params, client_id=client.pk)
+        )
+    )
+
+
+class HoldSettle:
+    """One conditional `UPDATE` that writes `settled` (field → value) to a turn's hold — its
+    month's reservation or its visitor's allowance — only while the row is still exactly as the
+    turn holds it: reserved, each `held` field as `hold` has it. The caller runs `sql` with
+    `params` under its reviewed site when the hold is `possible`, and `done(rows)` says whether
+    it was written (`hold` then has the values too). Not written: settled as a dead worker's,
+    taken over or gone, and nothing changed; the caller takes the locked path."""
+
+    def __init__(
+        self,
+        hold: UsageReservation | TurnAllowance,
+        settled: dict[str, Any],
+        *,
+        held: tuple[str, ...],
+    ) -> None:
+        self.hold = hold
+        self.values = {"updated_at": timezone.now(), **settled}
+        self.possible = hold.pk is not None and hold.state == ReservationState.RESERVED
+        qn = connection.ops.quote_name
+        self.sql = with_tables(
+            "UPDATE {table} SET {sets} WHERE id = %s AND client_id = %s AND state = %s{same}"
+            " RETURNING id",
+            table=type(hold),
+            sets=", ".join(f"{qn(name)} = %s" for name in self.values),
+            same="".join(f" AND {qn(name)} = %s" for name in held),
+        )
+        self.params = [
+            *(_db_value(hold, name, value) for name, value in self.values.items()),
+            hold.pk,
+            hold.client_id,
+            ReservationState.RESERVED.value,
+            *(_db_value(hold, name, getattr(hold, name)) for name in held),
+        ]
+
+    def done(self, rows: list[tuple[Any, ...]]) -> bool:
+        if len(rows) != 1:
+            return False
+        for name, value in self.values.items():
+            setattr(self.hold, name, value)
+        return True
+
+
+def _db_value(row: Model, name: str, value: Any) -> Any:
+    field = type(row)._meta.get_field(name)
+    assert isinstance(field, Field)
+    return field.get_db_prep_save(value, connection)
 
 
 def _settle_reservation(reservation: UsageReservation, tokens: int, calls: int) -> None:

@@ -9,6 +9,7 @@ from django.core.cache import cache
 
 from apps.billing.models import ModelPrice, UsagePurpose, UsageRecord
 from apps.clients.models import Client
+from apps.core.tenant_sql import sql_insert
 
 MILLION = Decimal(1_000_000)
 # Every LLM call is priced, and the gateway reads the model's context window before each one:
@@ -103,21 +104,24 @@ def usage_record_create(
         cached_tokens=cached_tokens,
     )
     multiplier = client.plan.multiplier_for(billed_as or mode)
-    return UsageRecord.objects.create(
-        client=client,
-        conversation=conversation,
-        trace=trace,
-        purpose=purpose,
-        mode=mode,
-        step=step,
-        model=model,
-        prompt_tokens=prompt_tokens,
-        completion_tokens=completion_tokens,
-        cached_tokens=cached_tokens,
-        tokens_estimated=tokens_estimated,
-        cost_usd=cost,
-        multiplier=multiplier,
-        billed_usd=billed_amount(cost=cost, multiplier=multiplier),
+    return sql_insert(
+        "billing.usage_insert",
+        UsageRecord(
+            client=client,
+            conversation=conversation,
+            trace=trace,
+            purpose=purpose,
+            mode=mode,
+            step=step,
+            model=model,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            cached_tokens=cached_tokens,
+            tokens_estimated=tokens_estimated,
+            cost_usd=cost,
+            multiplier=multiplier,
+            billed_usd=billed_amount(cost=cost, multiplier=multiplier),
+        ),
     )
 
 
