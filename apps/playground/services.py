@@ -36,7 +36,7 @@ from apps.reasoning.models import ReasoningStep, ReasoningTrace, TraceKind, Trac
 from apps.reasoning.run import ChosenTurn, Failure, TurnResult, run_turn, trace_finish
 from apps.reasoning.traces import StepListener, TurnAborted, TurnRecorder
 from apps.reasoning.turn import Outcome
-from apps.tools.models import ClientTool
+from apps.tools.selectors import tool_list_for_turn
 
 logger = logging.getLogger(__name__)
 
@@ -332,7 +332,7 @@ def _turn(run: PlaygroundRun, recorder: TurnRecorder, owner: PlaygroundOwner) ->
         conversation=conversation,
         user_message=question,
         rec=recorder,
-        tools=list(ClientTool.objects.for_client(client).order_by("name")),
+        tools=tool_list_for_turn(client=client),
         history=_history(run, question),
         dry_run=True,
         rubric_name=run.rubric,

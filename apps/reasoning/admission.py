@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from apps.conversations.events import conversation_changed
 from apps.conversations.models import Conversation, Message, Role
-from apps.core.tenant_sql import sql_rows
+from apps.core.tenant_sql import sql_insert, sql_rows
 from apps.reasoning.models import ReasoningTrace, TraceStatus
 from apps.reasoning.modes import mode_that_runs
 
@@ -73,9 +73,9 @@ def _claim_new(message: Message) -> ReasoningTrace | None:
     try:
         if connection.in_atomic_block:  # (tests, eager callers): keep the outer block usable
             with transaction.atomic():
-                trace.save(force_insert=True)
+                sql_insert("reasoning.trace_insert", trace)
         else:  # autocommit: the INSERT is its own transaction
-            trace.save(force_insert=True)
+            sql_insert("reasoning.trace_insert", trace)
     except IntegrityError:
         return None
     conversation_changed(message.conversation_id, message.client_id)  # typing starts

@@ -27,7 +27,7 @@ from apps.conversations.models import (
     Visibility,
 )
 from apps.conversations.services import message_append
-from apps.core.tenant_sql import sql_rows
+from apps.core.tenant_sql import sql_insert, sql_rows
 from apps.reasoning.llm import LLMError, LLMResult
 from apps.reasoning.meter import Meter, TokenCapExceeded
 from apps.reasoning.models import ReasoningStep, ReasoningTrace
@@ -137,17 +137,20 @@ class TurnRecorder:
         prompt_tokens: int = 0,
         completion_tokens: int = 0,
     ) -> ReasoningStep:
-        step = ReasoningStep.objects.create(
-            client=self.client,
-            trace=self.trace,
-            index=self._index,
-            name=name,
-            input_summary=input_summary[:4000],
-            output=output if isinstance(output, dict) else {"value": output},
-            error=error[:4000],
-            latency_ms=latency_ms,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
+        step = sql_insert(
+            "reasoning.step_insert",
+            ReasoningStep(
+                client=self.client,
+                trace=self.trace,
+                index=self._index,
+                name=name,
+                input_summary=input_summary[:4000],
+                output=output if isinstance(output, dict) else {"value": output},
+                error=error[:4000],
+                latency_ms=latency_ms,
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+            ),
         )
         self._index += 1
         if self.owner is not None:

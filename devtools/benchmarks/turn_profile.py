@@ -69,8 +69,8 @@ def main() -> None:
     parser.add_argument(
         "--statements",
         action="store_true",
-        help="Per statement of the measured turns: the thread's CPU since the previous one "
-        "ended (the ORM building it, and the code between), median.",
+        help="Per statement of the measured POSTs and turns: the thread's CPU since the "
+        "previous one ended (the ORM building it, and the code between), median.",
     )
     parser.add_argument(
         "--monthly-token-budget",
@@ -93,15 +93,15 @@ def main() -> None:
 
 
 class StatementGaps:
-    """The turn's statements in order, each with the thread's CPU from the end of the one before
-    (the first: from the turn's start) to its own start: what building it cost, with the code
-    between."""
+    """One part's statements in order (the POST's or the turn's), each with the thread's CPU from
+    the end of the one before (the first: from the part's start) to its own start: what building
+    it cost, with the code between."""
 
     def __init__(self) -> None:
         self.by_position: dict[tuple[int, str], list[float]] = {}
 
     @contextlib.contextmanager
-    def turn(self, connection: Any) -> Iterator[None]:
+    def measure(self, connection: Any) -> Iterator[None]:
         mark = [time.thread_time()]
         position = [0]
 
@@ -118,8 +118,9 @@ class StatementGaps:
         with connection.execute_wrapper(wrapper):
             yield
 
-    def print(self, out: Any) -> None:
-        out("| # | CPU ms before it (median) | turns | statement |\n|---:|---:|---:|---|\n")
+    def print(self, out: Any, part: str) -> None:
+        out(f"{part}:\n\n| # | CPU ms before it (median) | runs | statement |\n")
+        out("|---:|---:|---:|---|\n")
         for (position, sql), gaps in sorted(self.by_position.items()):
             out(f"| {position} | {statistics.median(gaps):.2f} | {len(gaps)} | `{sql}` |\n")
         out("\n")
@@ -202,14 +203,18 @@ def run(args: argparse.Namespace) -> None:
         n += 1
 
         post_cpu, turn_cpu = [], []
-        gaps = StatementGaps()
+        gaps = {"POST": StatementGaps(), "turn": StatementGaps()}
         for _ in range(args.messages):
             started = time.thread_time()
-            message_id = post(n)
+            if args.statements:
+                with gaps["POST"].measure(connection):
+                    message_id = post(n)
+            else:
+                message_id = post(n)
             post_cpu.append((time.thread_time() - started) * 1000)
             started = time.thread_time()
             if args.statements:
-                with gaps.turn(connection):
+                with gaps["turn"].measure(connection):
                     turn(message_id)
             else:
                 turn(message_id)
@@ -233,7 +238,8 @@ def run(args: argparse.Namespace) -> None:
     out = sys.stdout.write
     out(f"database: {connection.vendor}; {args.messages} messages (adaptive, one `assess`)\n\n")
     if args.statements:
-        gaps.print(out)
+        for part, part_gaps in gaps.items():
+            part_gaps.print(out, part)
     out("| part | SQL queries | CPU ms median | CPU ms mean | CPU ms p90 | Python calls |\n")
     out("|---|---:|---:|---:|---:|---:|\n")
     for label, name, sql, cpu in (
