@@ -80,6 +80,17 @@ def test_the_module_is_the_only_home_of_raw_sql():
     assert tenant_sql.__doc__ and "scripts/tenancy_audit.py" in tenant_sql.__doc__
 
 
+def _one_message(client_id: int, pk: int, columns: str) -> list[Message]:
+    return sql_models(
+        "test.messages",
+        Message,
+        f"SELECT {columns} FROM {Message._meta.db_table}"  # noqa: S608
+        " WHERE client_id = %s AND id = %s",
+        [client_id, pk],
+        client_id=client_id,
+    )
+
+
 def test_sql_models_builds_the_rows_as_the_orm_does(reviewed, client_a):
     """Whole rows come back as the ORM's own instances would: every field equal and of the same
     type (datetimes, UUIDs, JSON, decimals after the backend's converters), saved-state set."""
@@ -88,14 +99,7 @@ def test_sql_models_builds_the_rows_as_the_orm_does(reviewed, client_a):
     message.data = {"confirm": {"answer": "yes"}, "n": [1, 2.5, None]}
     message.save(update_fields=["data"])
     orm = Message.objects.for_client(client_a).get(pk=message.pk)
-    (plain,) = sql_models(
-        "test.messages",
-        Message,
-        f"SELECT {tenant_sql.model_columns(Message)} FROM {Message._meta.db_table}"  # noqa: S608
-        " WHERE client_id = %s AND id = %s",
-        [client_a.pk, message.pk],
-        client_id=client_a.pk,
-    )
+    (plain,) = _one_message(client_a.pk, message.pk, tenant_sql.model_columns(Message))
     for field in Message._meta.concrete_fields:
         mine, theirs = getattr(plain, field.attname), getattr(orm, field.attname)
         assert (mine, type(mine)) == (theirs, type(theirs)), field.name
@@ -110,14 +114,7 @@ def test_sql_models_builds_the_rows_as_the_orm_does(reviewed, client_a):
 
 def test_sql_models_defers_what_it_does_not_select_and_keeps_other_columns(reviewed, client_a):
     message = make_conversation_with_turn(client_a)[1].user_message
-    (plain,) = sql_models(
-        "test.messages",
-        Message,
-        f"SELECT id, seq, 41 + 1 AS answer FROM {Message._meta.db_table}"  # noqa: S608
-        " WHERE client_id = %s AND id = %s",
-        [client_a.pk, message.pk],
-        client_id=client_a.pk,
-    )
+    (plain,) = _one_message(client_a.pk, message.pk, "id, seq, 41 + 1 AS answer")
     assert (plain.pk, plain.seq, plain.answer) == (message.pk, message.seq, 42)
     assert plain.get_deferred_fields() >= {"text", "data", "created_at"}
     assert plain.text == message.text  # a deferred field loads on access, as with raw()
