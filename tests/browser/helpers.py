@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.test import Client as DjangoClient
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import FrameLocator, Page, expect
 
 from apps.accounts.models import Role
@@ -97,9 +98,24 @@ def assert_the_confirmed_action_ran() -> None:
     )
 
 
+# Chromium now and then refuses one capture ("Protocol error (Page.captureScreenshot): Unable to
+# capture screenshot", seen once in CI on a busy 2-core box) and takes the same picture when asked
+# again once the page has painted another frame.
+_REFUSED_CAPTURE = "Unable to capture screenshot"
+_NEXT_FRAME = "() => new Promise((done) => requestAnimationFrame(() => done(null)))"
+
+
 def shot(page: Page, folder: Path, name: str) -> Path:
+    """Save a screenshot of `page` (a CI artifact); a capture Chromium refuses is retried once,
+    after the page's next frame."""
     path = folder / name
-    page.screenshot(path=str(path))
+    try:
+        page.screenshot(path=str(path))
+    except PlaywrightError as error:
+        if _REFUSED_CAPTURE not in str(error):
+            raise
+        page.evaluate(_NEXT_FRAME)
+        page.screenshot(path=str(path))
     return path
 
 
