@@ -10,12 +10,20 @@ content, order and ids come from one place, `apps.widget.streams._StreamCursor`)
 carries no event data, so a lost or duplicated one costs at most a late or an extra read —
 never a wrong event.
 
+One exception, for the commonest change: a customer's message stored by a transaction that
+changed nothing else the streams show (`handle_turn`'s plain case) publishes a *note* with it —
+the message's fields, the `seq` it follows and the conversation's status — after the client id
+(`c<client id>\n<JSON>`). A stream that has seen exactly what the note follows sends the
+message from the note without reading the database; any other stream, any bare publish among
+the notes and a reconnect still read (`apps.widget.streams._StreamCursor.apply`).
+
 No Redis (REDIS_URL unset, the demo): nothing is published and the streams poll instead."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import threading
 import weakref
@@ -48,18 +56,30 @@ def _redis_publisher() -> Any:
         return _publisher[1]
 
 
-def conversation_changed(conversation_id: int, client_id: int | None = None) -> None:
+# A stream keeps at most this many unread notes; past it, one full read covers them all.
+MAX_NOTES = 16
+
+
+def conversation_changed(
+    conversation_id: int, client_id: int | None = None, note: dict[str, Any] | None = None
+) -> None:
     """Wake this conversation's event streams (and, given its client, that client's console
-    queue streams) once the current transaction has committed."""
+    queue streams) once the current transaction has committed. `note`: what the transaction
+    changed, when a stream can take it as it is (the module's docstring; JSON-ready)."""
     if push_enabled():
-        transaction.on_commit(lambda: publish(conversation_id, client_id))
+        transaction.on_commit(lambda: publish(conversation_id, client_id, note=note))
 
 
 def publish(
-    conversation_id: int, client_id: int | None = None, prefix: str = CHANNEL_PREFIX
+    conversation_id: int,
+    client_id: int | None = None,
+    prefix: str = CHANNEL_PREFIX,
+    note: dict[str, Any] | None = None,
 ) -> None:
     try:
         payload = f"c{client_id}".encode() if client_id else b"1"
+        if note is not None:
+            payload += b"\n" + json.dumps(note, separators=(",", ":")).encode()
         _redis_publisher().publish(f"{prefix}{conversation_id}", payload)
     except Exception:  # the streams' reconnect (Last-Event-ID) catches up; never fail a write
         logger.warning("event push: could not publish", exc_info=True)
@@ -72,6 +92,46 @@ def conversation_key(conversation_id: int) -> str:
 def client_key(client_id: int) -> str:
     """What a console queue stream waits on: any change to any conversation of the client."""
     return f"client:{client_id}"
+
+
+class Wake(asyncio.Event):
+    """What a stream waits on: set by every publish of its key; `notes` holds, in order, what
+    each publish since the stream last took them carried (None: a bare publish, or anything
+    may have changed)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.notes: list[dict[str, Any] | None] = []
+
+    def add(self, note: dict[str, Any] | None) -> None:
+        if len(self.notes) >= MAX_NOTES:
+            self.notes = [None]
+        elif not self.notes or self.notes[-1] is not None or note is not None:
+            self.notes.append(note)  # (one None stands for many)
+        self.set()
+
+    def take(self) -> list[dict[str, Any] | None]:
+        """The notes so far, cleared with the event: a later publish wakes the stream again."""
+        notes, self.notes = self.notes, []
+        self.clear()
+        return notes
+
+
+def _parse(data: Any) -> tuple[int | None, dict[str, Any] | None]:
+    """A publish's payload: (the client id or None, its note or None). A malformed note is
+    dropped (the streams read instead)."""
+    if isinstance(data, bytes):
+        data = data.decode(errors="replace")
+    if not isinstance(data, str):
+        return None, None
+    head, _, body = data.partition("\n")
+    client_id = int(head[1:]) if head[:1] == "c" and head[1:].isdigit() else None
+    note = None
+    if body:
+        with contextlib.suppress(ValueError):
+            parsed = json.loads(body)
+            note = parsed if isinstance(parsed, dict) else None
+    return client_id, note
 
 
 class Hub:
@@ -93,7 +153,7 @@ class Hub:
 
     def register_key(self, key: str) -> asyncio.Event:
         """`conversation_key(id)` or `client_key(id)`."""
-        event = asyncio.Event()
+        event = Wake()
         self.waiters.setdefault(key, set()).add(event)
         if self.task is None or self.task.done():
             self.task = asyncio.get_running_loop().create_task(self._listen())
@@ -106,13 +166,23 @@ class Hub:
             if not waiting:
                 del self.waiters[key]
 
-    def _wake(self, *keys: str) -> None:
-        if not keys:  # (re)connected: anything may have been missed
-            targets = [e for waiting in self.waiters.values() for e in waiting]
+    def _wake(self, *keys: str, note: dict[str, Any] | None = None) -> None:
+        """Wake the streams of `keys` (none: every stream, after a (re)connect: anything may
+        have been missed); the first key's streams get `note`, the others a bare wake."""
+        targets: list[tuple[asyncio.Event, dict[str, Any] | None]]
+        if not keys:
+            targets = [(e, None) for waiting in self.waiters.values() for e in waiting]
         else:
-            targets = [e for key in keys for e in self.waiters.get(key, ())]
-        for event in targets:
-            event.set()
+            targets = [
+                (e, note if n == 0 else None)
+                for n, key in enumerate(keys)
+                for e in self.waiters.get(key, ())
+            ]
+        for event, given in targets:
+            if isinstance(event, Wake):
+                event.add(given)
+            else:
+                event.set()
 
     async def _listen(self) -> None:
         import redis.asyncio as aioredis
@@ -133,13 +203,11 @@ class Hub:
                     suffix = channel.removeprefix(self.prefix)
                     if not suffix.isdigit():
                         continue
-                    data = message.get("data")
-                    if isinstance(data, bytes):
-                        data = data.decode(errors="replace")
+                    client_id, note = _parse(message.get("data"))
                     keys = [conversation_key(int(suffix))]
-                    if isinstance(data, str) and data[:1] == "c" and data[1:].isdigit():
-                        keys.append(client_key(int(data[1:])))
-                    self._wake(*keys)
+                    if client_id is not None:
+                        keys.append(client_key(client_id))
+                    self._wake(*keys, note=note)
             except asyncio.CancelledError:
                 raise
             except Exception:

@@ -200,9 +200,14 @@ def message_append(
     trace: Any = None,
     author: Any = None,
     language: str = "",
+    note: bool = False,
 ) -> Message:
     """Append a message with the next `seq`. The conversation row is locked while the number is
-    taken, so concurrent writers (a turn, a staff reply) never collide."""
+    taken, so concurrent writers (a turn, a staff reply) never collide.
+
+    `note=True`: the caller's transaction changes nothing else the event streams show, so the
+    publish after commit carries the message (`message_note`) and a stream that has seen
+    everything before it sends it without reading the database (apps/conversations/events.py)."""
     if conversation.client_id != client.pk:
         raise ValueError("conversation belongs to another client")
     # Inside a caller's transaction (a turn's finish, a staff reply) no savepoint of its own:
@@ -212,8 +217,6 @@ def message_append(
         seq, status = _take_seq(conversation, now, visible=visibility == Visibility.VISIBLE)
         conversation.last_seq = seq
         conversation.status = status
-        if visibility == Visibility.VISIBLE:
-            conversation_changed(conversation.pk, client.pk)  # the event streams (after commit)
         message = sql_insert(
             "conversations.message_insert",
             Message(
@@ -230,6 +233,10 @@ def message_append(
                 language=language,
             ),
         )
+        if visibility == Visibility.VISIBLE:  # the event streams (after commit)
+            conversation_changed(
+                conversation.pk, client.pk, note=message_note(message, status) if note else None
+            )
     if visibility == Visibility.VISIBLE and role in (Role.USER, Role.STAFF):
         emit_for_conversation(
             "message.created",
@@ -243,6 +250,27 @@ def message_append(
             content={"text": text},
         )
     return message
+
+
+def message_note(message: Message, status: str) -> dict[str, Any]:
+    """What a publish carries of a message just stored (JSON-ready): the `seq` it follows, the
+    conversation's status after it, and the fields an event stream sends
+    (`apps.widget.streams._StreamCursor.apply`)."""
+    return {
+        "after": message.seq - 1,
+        "seq": message.seq,
+        "status": str(status),
+        "message": {
+            "public_id": str(message.public_id),
+            "role": str(message.role),
+            "visibility": str(message.visibility),
+            "kind": str(message.kind),
+            "text": message.text,
+            "data": message.data or {},
+            "language": message.language or "",
+            "created_at": message.created_at.isoformat(),
+        },
+    }
 
 
 def message_append_notice(

@@ -22,6 +22,7 @@ from apps.platform.db import release_connection
 logger = logging.getLogger(__name__)
 
 Poll = Callable[[], list[str] | None]
+Apply = Callable[[list[dict[str, Any]]], list[str] | None]
 
 
 def sse_event(event: str, data: Any, event_id: int | None = None) -> str:
@@ -94,6 +95,7 @@ async def push_stream(
     recheck_seconds: float | None = None,
     side_hub: Any = None,
     side_poll: Callable[[], Awaitable[list[str]]] | None = None,
+    apply: Apply | None = None,
 ) -> AsyncGenerator[str, None]:
     """From the event loop (ASGI): with a hub (`apps.conversations.events.Hub`, Redis) sleep
     until a writer publishes a change of `wake_id`, then read; without one, poll. Each read
@@ -103,7 +105,11 @@ async def push_stream(
 
     `side_hub` / `side_poll`: a second channel for frequent, small changes (a reply being
     written): a publish there runs only `side_poll` (no database; a coroutine, run on the loop
-    without borrowing a thread), a full read covers it too."""
+    without borrowing a thread), a full read covers it too.
+
+    `apply`: given the notes the publishes since the last wake carried (`events.Wake`), the
+    chunks they make without a read, or None when they do not fit what the stream has sent —
+    then it reads. Without it (or after a bare publish) every wake reads."""
     started = last_sent = time.monotonic()
     read = sync_to_async(_poll_released, thread_sensitive=False)
     await sync_to_async(release_connection, thread_sensitive=True)(without_pool=True)  # the view's
@@ -114,7 +120,9 @@ async def push_stream(
         while True:
             chunks: list[str] | None = []
             if changed:
-                chunks = await _read_all(read, poll, name=name, woken=woken, side=side)
+                chunks = _from_notes(woken, apply)
+                if chunks is None:
+                    chunks = await _read_all(read, poll, name=name, woken=woken, side=side)
                 if chunks is None:  # a database error, or the thing streamed is gone
                     return
             elif side is not None and side_poll is not None and side.is_set():
@@ -160,6 +168,18 @@ def _register(
         else None
     )
     return woken, side
+
+
+def _from_notes(woken: asyncio.Event | None, apply: Apply | None) -> list[str] | None:
+    """The chunks the notes of this wake make (`apply`), or None when the stream must read:
+    no notes, a bare publish among them, or notes that do not fit."""
+    take = getattr(woken, "take", None)  # an `events.Wake`
+    if take is None:
+        return None
+    notes = take()
+    if apply is None or not notes or any(note is None for note in notes):
+        return None
+    return apply([note for note in notes if note is not None])
 
 
 async def _read_all(

@@ -169,6 +169,9 @@ def handle_turn(
             text=redact_codes(cleaned) if code else cleaned,
             language=detected,
             data=data or None,
+            # Nothing else this transaction does shows on the event streams: the publish can
+            # carry the message (apps/conversations/events.py).
+            note=code is None and not open_approvals and locked.status == ConversationStatus.OPEN,
         )
         if code is not None:
             message.data = {**data, "email_code": _email_code_check(client, locked, code)}

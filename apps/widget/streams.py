@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from contextlib import aclosing
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from apps.clients.models import Client
 from apps.conversations import events
-from apps.conversations.models import ConversationStatus
+from apps.conversations.models import ConversationStatus, Visibility
 from apps.conversations.reply_drafts import (
     DRAFT_CHANNEL_PREFIX,
     reply_draft_read,
@@ -22,7 +23,7 @@ from apps.conversations.reply_drafts import (
 from apps.platform import sse
 from apps.platform.sse import sse_event
 from apps.reasoning.selectors import conversation_live_state
-from apps.widget.selectors import widget_message_events_after
+from apps.widget.selectors import widget_message_events_after, widget_message_json
 
 # One page of GET …/messages; `has_more` says when to ask again with a higher `after`.
 MESSAGES_PAGE_LIMIT = 200
@@ -101,6 +102,47 @@ class _StreamCursor:
         chunks.extend(self.poll_draft(conversation_id=conversation_id))
         return chunks
 
+    def apply(self, notes: list[dict[str, Any]]) -> list[str] | None:
+        """The events of the publishes' notes (`apps.conversations.events`) without a read:
+        each note a visible message that follows exactly what this stream has seen, in a
+        conversation whose status it has sent. None — nothing changed — when any note does not
+        fit: the stream then reads the database as for a bare publish. A note a read already
+        covered is passed over."""
+        seen, chunks = self.seen_last_seq, []
+        for note in notes:
+            seq = note.get("seq")
+            if not isinstance(seq, int):
+                return None
+            if seq <= seen:
+                continue
+            message = note.get("message")
+            if (
+                note.get("after") != seen
+                or note.get("status") != self.status
+                or not isinstance(message, dict)
+                or message.get("visibility") != Visibility.VISIBLE
+            ):
+                return None
+            try:
+                data = widget_message_json(
+                    public_id=str(message["public_id"]),
+                    seq=seq,
+                    role=str(message["role"]),
+                    visibility=str(message["visibility"]),
+                    kind=str(message["kind"]),
+                    text=str(message["text"]),
+                    data=message["data"] if isinstance(message["data"], dict) else {},
+                    language=str(message["language"] or ""),
+                    created_at=datetime.fromisoformat(str(message["created_at"])),
+                )
+            except (KeyError, ValueError):
+                return None
+            chunks.append(sse_event("message", data, event_id=seq))
+            seen = seq
+        if seen != self.seen_last_seq:
+            self.sent_seq = self.seen_last_seq = seen
+        return chunks
+
     def poll_draft(self, *, conversation_id: int) -> list[str]:
         """The reply being written, while a turn runs (apps.conversations.reply_drafts): the
         whole text so far each time, so a repeated or missed `delta` is harmless. No database:
@@ -154,6 +196,7 @@ async def event_stream_async(
         wake_id=conversation_id,
         side_hub=events.hub(prefix=DRAFT_CHANNEL_PREFIX) if hub is not None else None,
         side_poll=lambda: cursor.poll_draft_async(conversation_id=conversation_id),
+        apply=cursor.apply,
         retry_ms=RETRY_MS,
         poll_seconds=POLL_SECONDS,
         heartbeat_seconds=HEARTBEAT_SECONDS,

@@ -368,15 +368,18 @@ def test_a_turn_that_replies_wakes_the_conversations_streams_once(
     from apps.conversations import events
 
     settings.REDIS_URL = settings.TEST_BROKER_URL  # push on; publish is caught below
-    published: list[tuple[int, int | None]] = []
+    published: list[tuple[int, int | None, bool]] = []
     monkeypatch.setattr(
-        events, "publish", lambda cid, client_id=None: published.append((cid, client_id))
+        events,
+        "publish",
+        lambda cid, client_id=None, note=None: published.append((cid, client_id, bool(note))),
     )
     llm.script("assess", assess(response="Sure."))
     with django_capture_on_commit_callbacks(execute=True):  # the turn runs in-process (eager)
         handle_turn(client=chat.client, conversation=chat.conversation, text="Hi?")
     replies = Message.objects.for_client(chat.client).filter(role="assistant", kind="text")
     assert [m.text for m in replies] == ["Sure."]
-    # the customer's message; the turn's start (typing on); its end: the reply with the typing
-    # line off, one wake-up
-    assert published == [(chat.conversation.pk, chat.client.pk)] * 3
+    # the customer's message (with its note: the streams need not read it); the turn's start
+    # (typing on); its end: the reply with the typing line off, one wake-up
+    ids = (chat.conversation.pk, chat.client.pk)
+    assert published == [(*ids, True), (*ids, False), (*ids, False)]
