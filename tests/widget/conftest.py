@@ -107,6 +107,17 @@ def short_streams(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(widget_streams, "POLL_SECONDS", 0)
 
 
+@pytest.fixture
+def push_streams(settings: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Push on (the suite's Redis) and streams that never poll: anything after a stream's first
+    read arrives because it was published."""
+    from tests.support.broker import REDIS_URL
+
+    settings.REDIS_URL = REDIS_URL
+    monkeypatch.setattr(widget_streams, "PUSH_STREAM_SECONDS", 30)
+    monkeypatch.setattr(widget_streams, "POLL_SECONDS", 3600)
+
+
 def stored(conversation_id: str) -> Conversation:
     """The row of a conversation the widget started, by the public id the API gave it."""
     return Conversation.objects.unscoped("test checks the database directly").get(

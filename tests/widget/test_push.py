@@ -110,11 +110,7 @@ def test_asgi_stream_without_redis_speaks_the_documented_protocol(widget, short_
 
 @NEEDS_REDIS
 @pytest.mark.django_db(transaction=True)
-def test_a_committed_message_is_pushed_to_the_open_stream(widget, settings, monkeypatch):
-    settings.REDIS_URL = REDIS_URL
-    # Push streams never poll: anything after the first read arrives because it was published.
-    monkeypatch.setattr(widget_streams, "PUSH_STREAM_SECONDS", 30)
-    monkeypatch.setattr(widget_streams, "POLL_SECONDS", 3600)
+def test_a_committed_message_is_pushed_to_the_open_stream(widget, push_streams):
     conversation_id, token = widget.conversation()
     conversation = stored(conversation_id)
     say(conversation, "Hi", role=Role.USER)

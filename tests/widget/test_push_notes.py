@@ -19,7 +19,7 @@ from apps.conversations.services import message_append, message_note
 from apps.reasoning import services as reasoning_services
 from apps.widget import streams as widget_streams
 from apps.widget.streams import _StreamCursor
-from tests.support.broker import NEEDS_REDIS, REDIS_URL
+from tests.support.broker import NEEDS_REDIS
 from tests.widget.conftest import stored
 from tests.widget.test_push import elsewhere, next_events, open_stream
 
@@ -150,10 +150,7 @@ def test_only_a_plain_customer_message_is_published_with_its_note(widget, monkey
 
 @NEEDS_REDIS
 @pytest.mark.django_db(transaction=True)
-def test_an_open_stream_sends_a_noted_message_without_reading(widget, settings, monkeypatch):
-    settings.REDIS_URL = REDIS_URL
-    monkeypatch.setattr(widget_streams, "PUSH_STREAM_SECONDS", 30)
-    monkeypatch.setattr(widget_streams, "POLL_SECONDS", 3600)
+def test_an_open_stream_sends_a_noted_message_without_reading(widget, push_streams, monkeypatch):
     reads: list[int] = []
     live_state = widget_streams.conversation_live_state
 
