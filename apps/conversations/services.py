@@ -273,6 +273,17 @@ def message_note(message: Message, status: str) -> dict[str, Any]:
     }
 
 
+def typing_note(conversation: Conversation) -> dict[str, Any]:
+    """What a turn's start publishes (JSON-ready): the typing line is on, at the conversation's
+    `seq` and status (`apps.widget.streams._StreamCursor.apply`)."""
+    return {
+        "after": conversation.last_seq,
+        "seq": conversation.last_seq,
+        "status": str(conversation.status),
+        "typing": True,
+    }
+
+
 def message_append_notice(
     *, client: Client, conversation: Conversation, text: str, data: dict[str, Any]
 ) -> Message:

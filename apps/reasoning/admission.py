@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from apps.conversations.events import conversation_changed
 from apps.conversations.models import Conversation, Message, Role
+from apps.conversations.services import typing_note
 from apps.core.tenant_sql import sql_insert, sql_rows
 from apps.reasoning.models import ReasoningTrace, TraceStatus
 from apps.reasoning.modes import mode_that_runs
@@ -45,7 +46,9 @@ def turn_claim(message: Message, *, traced: bool = True) -> tuple[ReasoningTrace
             user_message=message, defaults=_new_trace_fields(message)
         )
         if created:
-            conversation_changed(message.conversation_id, message.client_id)  # typing starts
+            conversation_changed(  # typing starts
+                message.conversation_id, message.client_id, note=_typing_note(message)
+            )
             return trace, True
         if trace.status != TraceStatus.PROCESSING:
             return None
@@ -78,7 +81,9 @@ def _claim_new(message: Message) -> ReasoningTrace | None:
             sql_insert("reasoning.trace_insert", trace)
     except IntegrityError:
         return None
-    conversation_changed(message.conversation_id, message.client_id)  # typing starts
+    conversation_changed(  # typing starts
+        message.conversation_id, message.client_id, note=_typing_note(message)
+    )
     return trace
 
 
@@ -141,7 +146,20 @@ def turn_lock_take(message: Message) -> bool:
         ],
         client_id=message.client_id,
     )
-    return len(taken) == 1
+    if len(taken) != 1:
+        return False
+    if Message.conversation.is_cached(message):  # brought up to date: the turn's start note
+        message.conversation.last_seq, message.conversation.status = taken[0][1], taken[0][2]
+    return True
+
+
+def _typing_note(message: Message) -> dict[str, Any] | None:
+    """The note a turn's start publishes (apps/conversations/events.py): the typing line is on,
+    at the `seq` and status its conversation had when the turn lock was taken — None when the
+    conversation was not read with the message (the streams then read)."""
+    if not Message.conversation.is_cached(message):
+        return None
+    return typing_note(message.conversation)
 
 
 @functools.cache
@@ -155,7 +173,7 @@ def _take_turn_lock_sql() -> str:
         f"AND NOT EXISTS (SELECT 1 FROM {messages} m WHERE m.client_id = %s "
         "AND m.conversation_id = %s AND m.role = %s AND m.seq < %s AND m.created_at > %s "
         f"AND NOT EXISTS (SELECT 1 FROM {traces} t WHERE t.user_message_id = m.id)) "
-        "RETURNING id"
+        "RETURNING id, last_seq, status"
     )
 
 

@@ -103,44 +103,34 @@ class _StreamCursor:
         return chunks
 
     def apply(self, notes: list[dict[str, Any]]) -> list[str] | None:
-        """The events of the publishes' notes (`apps.conversations.events`) without a read:
-        each note a visible message that follows exactly what this stream has seen, in a
-        conversation whose status it has sent. None — nothing changed — when any note does not
-        fit: the stream then reads the database as for a bare publish. A note a read already
-        covered is passed over."""
-        seen, chunks = self.seen_last_seq, []
+        """The events of the publishes' notes (`apps.conversations.events`) without a read: a
+        customer's message, or a turn's start (the typing line on), each at exactly the `seq`
+        this stream has seen, in the status it has sent. None — nothing changed — when any note
+        does not fit: the stream then reads the database as for a bare publish. A message a
+        read already covered is passed over."""
+        seen, typing, progress, chunks = self.seen_last_seq, self.typing, self.progress, []
         for note in notes:
             seq = note.get("seq")
-            if not isinstance(seq, int):
+            if not isinstance(seq, int) or note.get("status") != self.status:
                 return None
-            if seq <= seen:
-                continue
-            message = note.get("message")
-            if (
-                note.get("after") != seen
-                or note.get("status") != self.status
-                or not isinstance(message, dict)
-                or message.get("visibility") != Visibility.VISIBLE
-            ):
+            if "message" in note:
+                if seq <= seen:
+                    continue
+                chunk = _message_chunk(note) if note.get("after") == seen else None
+                if chunk is None:
+                    return None
+                chunks.append(chunk)
+                seen = seq
+            elif note.get("typing") is True and note.get("after") == seq == seen:
+                on = self.status == ConversationStatus.OPEN  # (no progress yet)
+                if (on, None) != (typing, progress):
+                    chunks.append(sse_event("typing", {"typing": on}))
+                typing, progress = on, None
+            else:
                 return None
-            try:
-                data = widget_message_json(
-                    public_id=str(message["public_id"]),
-                    seq=seq,
-                    role=str(message["role"]),
-                    visibility=str(message["visibility"]),
-                    kind=str(message["kind"]),
-                    text=str(message["text"]),
-                    data=message["data"] if isinstance(message["data"], dict) else {},
-                    language=str(message["language"] or ""),
-                    created_at=datetime.fromisoformat(str(message["created_at"])),
-                )
-            except (KeyError, ValueError):
-                return None
-            chunks.append(sse_event("message", data, event_id=seq))
-            seen = seq
         if seen != self.seen_last_seq:
             self.sent_seq = self.seen_last_seq = seen
+        self.typing, self.progress = typing, progress
         return chunks
 
     def poll_draft(self, *, conversation_id: int) -> list[str]:
@@ -164,6 +154,29 @@ class _StreamCursor:
             chunks.append(sse_event("delta", draft))
         self.draft = draft
         return chunks
+
+
+def _message_chunk(note: dict[str, Any]) -> str | None:
+    """A noted visible message as its `message` event, exactly as a read sends it; None for a
+    note that is not one."""
+    message = note.get("message")
+    if not isinstance(message, dict) or message.get("visibility") != Visibility.VISIBLE:
+        return None
+    try:
+        data = widget_message_json(
+            public_id=str(message["public_id"]),
+            seq=note["seq"],
+            role=str(message["role"]),
+            visibility=str(message["visibility"]),
+            kind=str(message["kind"]),
+            text=str(message["text"]),
+            data=message["data"] if isinstance(message["data"], dict) else {},
+            language=str(message["language"] or ""),
+            created_at=datetime.fromisoformat(str(message["created_at"])),
+        )
+    except (KeyError, ValueError):
+        return None
+    return sse_event("message", data, event_id=note["seq"])
 
 
 def event_stream(*, client: Client, conversation_id: int, after: int) -> Iterator[str]:

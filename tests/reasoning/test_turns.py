@@ -379,7 +379,7 @@ def test_a_turn_that_replies_wakes_the_conversations_streams_once(
         handle_turn(client=chat.client, conversation=chat.conversation, text="Hi?")
     replies = Message.objects.for_client(chat.client).filter(role="assistant", kind="text")
     assert [m.text for m in replies] == ["Sure."]
-    # the customer's message (with its note: the streams need not read it); the turn's start
-    # (typing on); its end: the reply with the typing line off, one wake-up
+    # the customer's message and the turn's start (typing on), each with its note (the streams
+    # need not read them); its end: the reply with the typing line off, one wake-up
     ids = (chat.conversation.pk, chat.client.pk)
-    assert published == [(*ids, True), (*ids, False), (*ids, False)]
+    assert published == [(*ids, True), (*ids, True), (*ids, False)]

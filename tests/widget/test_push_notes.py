@@ -16,6 +16,8 @@ from apps.conversations import events
 from apps.conversations import services as conversation_services
 from apps.conversations.models import Conversation, ConversationStatus, Role, Visibility
 from apps.conversations.services import message_append, message_note
+from apps.core.tenancy import tenant_scope
+from apps.reasoning import admission
 from apps.reasoning import services as reasoning_services
 from apps.widget import streams as widget_streams
 from apps.widget.streams import _StreamCursor
@@ -94,6 +96,42 @@ def test_a_note_that_does_not_follow_what_the_stream_saw_asks_for_a_read(widget)
         f"id: {second.seq}",
     ]
     assert cursor.apply([good]) == []
+
+
+@pytest.mark.django_db
+def test_a_turns_start_note_makes_the_typing_event_a_read_makes(widget, monkeypatch):
+    noted: list[dict[str, Any] | None] = []
+    monkeypatch.setattr(
+        admission,
+        "conversation_changed",
+        lambda conversation_id, client_id=None, note=None: noted.append(note),
+    )
+    conversation_id, _token = widget.conversation()
+    conversation = stored(conversation_id)
+    message = message_append(
+        client=widget.client, conversation=conversation, role=Role.USER, text="Hi"
+    )
+    by_note = _read_cursor(conversation)
+    by_read = copy.copy(by_note)
+    message_append(client=widget.client, conversation=conversation, role=Role.USER, text="Later")
+    conversation.last_seq = 0  # read before the second message: the lock brings it up to date
+    with tenant_scope(widget.client.pk):
+        assert admission.turn_lock_take(message)
+        assert admission.turn_claim(message, traced=False) is not None
+    assert conversation.last_seq == 2
+    note = json.loads(json.dumps(noted[-1]))
+    assert note == {"after": 2, "seq": 2, "status": "open", "typing": True}
+
+    assert by_note.apply([note]) is None  # the stream has not seen "Later" yet
+    late = by_read.poll(client=widget.client, conversation_id=conversation.pk)
+    assert late is not None
+    assert late[-1] == 'event: typing\ndata: {"typing":true}\n\n'
+    assert by_note.poll(client=widget.client, conversation_id=conversation.pk) == late
+    # Once it has: the note alone makes the same event, and an applied note changes nothing.
+    by_note.typing = by_read.typing = False
+    assert by_note.apply([note]) == [late[-1]]
+    assert by_note.apply([note]) == []
+    assert (by_note.typing, by_note.seen_last_seq) == (True, 2)
 
 
 def test_a_wake_keeps_its_notes_in_order_and_a_bare_publish_stands_for_a_read():
