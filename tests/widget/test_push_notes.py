@@ -38,6 +38,17 @@ def _published(message: Any, status: str) -> dict[str, Any]:
     return json.loads(json.dumps(message_note(message, status), separators=(",", ":")))
 
 
+def _notes_published(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[Any]:
+    """The note of each `conversation_changed` that `module` calls from now on (None: bare)."""
+    notes: list[dict[str, Any] | None] = []
+    monkeypatch.setattr(
+        module,
+        "conversation_changed",
+        lambda conversation_id, client_id=None, note=None: notes.append(note),
+    )
+    return notes
+
+
 @pytest.mark.django_db
 def test_a_note_makes_exactly_the_event_a_read_makes(widget):
     conversation_id, _token = widget.conversation()
@@ -100,12 +111,7 @@ def test_a_note_that_does_not_follow_what_the_stream_saw_asks_for_a_read(widget)
 
 @pytest.mark.django_db
 def test_a_turns_start_note_makes_the_typing_event_a_read_makes(widget, monkeypatch):
-    noted: list[dict[str, Any] | None] = []
-    monkeypatch.setattr(
-        admission,
-        "conversation_changed",
-        lambda conversation_id, client_id=None, note=None: noted.append(note),
-    )
+    noted = _notes_published(monkeypatch, admission)
     conversation_id, _token = widget.conversation()
     conversation = stored(conversation_id)
     message = message_append(
@@ -161,12 +167,7 @@ def test_a_publish_payload_gives_its_client_and_its_note():
 
 @pytest.mark.django_db
 def test_only_a_plain_customer_message_is_published_with_its_note(widget, monkeypatch):
-    published: list[dict[str, Any] | None] = []
-    monkeypatch.setattr(
-        conversation_services,
-        "conversation_changed",
-        lambda conversation_id, client_id=None, note=None: published.append(note),
-    )
+    published = _notes_published(monkeypatch, conversation_services)
     monkeypatch.setattr(reasoning_services, "turn_queue_on_commit", lambda **kwargs: None)
     conversation_id, _token = widget.conversation()
     conversation = stored(conversation_id)
