@@ -10,12 +10,13 @@ content, order and ids come from one place, `apps.widget.streams._StreamCursor`)
 carries no event data, so a lost or duplicated one costs at most a late or an extra read —
 never a wrong event.
 
-One exception, for the commonest change: a customer's message stored by a transaction that
-changed nothing else the streams show (`handle_turn`'s plain case) publishes a *note* with it —
-the message's fields, the `seq` it follows and the conversation's status — after the client id
-(`c<client id>\n<JSON>`). A stream that has seen exactly what the note follows sends the
-message from the note without reading the database; any other stream, any bare publish among
-the notes and a reconnect still read (`apps.widget.streams._StreamCursor.apply`).
+Two exceptions, for the commonest changes: a customer's message stored by a transaction that
+changed nothing else the streams show (`handle_turn`'s plain case), and a turn's start (the
+typing line on, `reasoning.admission.turn_claim`), publish a *note* — the message's fields or the
+typing line, the `seq` it follows and the conversation's status — after the client id
+(`c<client id>\n<JSON>`). A stream that has seen exactly what the note follows sends its event
+without reading the database; any other stream, any bare publish among the notes and a
+reconnect still read (`apps.widget.streams._StreamCursor.apply`).
 
 No Redis (REDIS_URL unset, the demo): nothing is published and the streams poll instead."""
 
