@@ -31,9 +31,8 @@ hypothesis_settings.load_profile("guidedesk")
 
 # The shop (read, action and destructive webhook tools), the scripted OpenAI-compatible server
 # and the webhook server: fixtures that most suites use, so they are a plugin rather than a list
-# each suite's conftest re-exports. A suite's own fixture of the same name still wins. The
-# migration tests' `at_latest` (back to today's schema after a test) is one the same way.
-pytest_plugins = ("tests.support.shop", "tests.support.migrations")
+# each suite's conftest re-exports. A suite's own fixture of the same name still wins.
+pytest_plugins = ("tests.support.shop",)
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_TENANT = ROOT / "demo" / "tenant.json"
@@ -66,18 +65,15 @@ def _unique_node_ids(items: list[pytest.Item]) -> None:
 
 
 def _shipped_rubrics_again(sender: AppConfig, **kwargs: Any) -> None:
-    """A transactional test ends by flushing every table, the rubrics that migrations
-    `clients.0008`/`0009` ship included; Django then sends `post_migrate` (as it does to recreate
-    content types). Under `make test`'s parallel workers a later test in the same worker can
-    rely on those rubrics, so they are installed again here exactly as the migrations leave
+    """A transactional test ends by flushing every table, the rubrics that migration
+    `clients.0001_squashed_0023` ships included; Django then sends `post_migrate` (as it does to
+    recreate content types). Under `make test`'s parallel workers a later test in the same worker
+    can rely on those rubrics, so they are installed again here exactly as the migration leaves
     them. Tests only: in production a rubric staff deleted stays deleted."""
     if sender.label != "clients":
         return
-    for module, installs in (
-        ("apps.clients.migrations.0008_rubrics_deliberation", "install_rubrics"),
-        ("apps.clients.migrations.0009_plan_help_for_support_leads", "rename_rubric"),
-    ):
-        getattr(importlib.import_module(module), installs)(django_apps, None)
+    migration = importlib.import_module("apps.clients.migrations.0001_squashed_0023")
+    migration.install_rubrics(django_apps, None)
 
 
 post_migrate.connect(_shipped_rubrics_again, dispatch_uid="tests-shipped-rubrics")

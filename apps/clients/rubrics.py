@@ -1,9 +1,11 @@
-"""The rubrics GuideDesk ships (installed by migration `clients.0008`; editable in the admin).
+"""The rubrics GuideDesk ships (installed by migration `clients.0001_squashed_0023` from `BUILTIN`;
+editable in the admin).
 
 `support` is the default for every deliberative plan; `contemplative` is a reflective set of
 principles (awareness, humility, perspectives, care). `BUILTIN` is also what a deliberative turn
 falls back to if the `support` row was deleted. Names and descriptions are shown to support
-leads in the admin; slugs and principle keys are the import format's and stay as they are."""
+leads in the admin; slugs and principle keys are the import format's and stay as they are.
+A change here reaches new databases only; existing ones need a data migration of their own."""
 
 from __future__ import annotations
 
