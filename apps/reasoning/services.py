@@ -27,6 +27,7 @@ from apps.billing.services.budgets import UsageLimitReached
 from apps.billing.services.visitors import (
     VISITOR_TOKENS,
     TurnLimits,
+    conversation_visitor_record,
     turn_limits_admit,
     turn_limits_commit,
 )
@@ -130,6 +131,7 @@ def handle_turn(
     text: str,
     confirm: dict[str, Any] | None = None,
     token_window: dict[str, Any] | None = None,
+    visitor: str = "",
 ) -> Message:
     """Store the customer's message and schedule its turn. The message is committed before any
     LLM call; while a human owns the conversation it just waits for staff.
@@ -140,7 +142,10 @@ def handle_turn(
 
     `confirm` is the widget's Yes/No button press (`{"action", "digest", "answer"}`), stored on
     the message as `data["confirm"]`: the turn's confirmation rule settles exactly that question
-    with it (`guards.confirmation_decision`), or none."""
+    with it (`guards.confirmation_decision`), or none.
+
+    `visitor` (the widget's keyed hash of the client address, `widget_visitor`) is recorded as
+    the one the conversation's messages now come from; "" records nothing."""
     cleaned = validate_customer_text(text)
     if conversation.client_id != client.pk:
         raise ValueError("conversation belongs to another client")
@@ -151,6 +156,9 @@ def handle_turn(
         # The row locked, its status, language and last seq brought up to date on `conversation`.
         locked = conversation_lock(client=client, conversation=conversation)
         _reopen_and_follow_language(locked, client=client, detected=detected)
+        # The visitor the message comes from, whose budget and token windows its turn charges
+        # (docs/billing.md): in this transaction, so a message costs one commit, not two.
+        conversation_visitor_record(client=client, conversation=locked, visitor=visitor)
         # A code typed while the conversation waits for one (apps/identity): stored masked,
         # so no prompt ever carries it, and checked here — before any LLM call; the turn
         # replies from `data["email_code"]` without a model.

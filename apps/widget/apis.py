@@ -40,7 +40,6 @@ from rest_framework.views import APIView
 
 from apps.api.resolver import resolver
 from apps.api.schema import ErrorSerializer, error_responses
-from apps.billing.services.visitors import conversation_visitor_record
 from apps.clients.identity import (
     IdentityError,
     identity_grant_issue,
@@ -403,18 +402,16 @@ class WidgetMessagesApi(WidgetConversationAPIView):
         # Over its conversation's or address's token window the message is still stored, and
         # its turn hands it to staff with a notice instead of calling the model (docs/widget.md).
         reached = widget_token_window(request, client=self.client, conversation=self.conversation)
-        # The turn charges this visitor's daily budget and token windows (docs/billing.md).
-        conversation_visitor_record(
-            client=self.client, conversation=self.conversation, visitor=widget_visitor(request)
-        )
         # A database error before the message is stored answers a JSON 503 (the shared handler);
-        # once it is stored, the customer gets 201/202 with it whatever happens next.
+        # once it is stored, the customer gets 201/202 with it whatever happens next. The turn
+        # charges this visitor's daily budget and token windows (docs/billing.md).
         message = handle_turn(
             client=self.client,
             conversation=self.conversation,
             text=text,
             confirm=confirm,
             token_window=reached.as_data() if reached is not None else None,
+            visitor=widget_visitor(request),
         )
         pending = Response(
             {
