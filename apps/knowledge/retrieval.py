@@ -313,6 +313,12 @@ def has_knowledge(*, client: Client) -> bool:
     return _summary(client)[1]
 
 
+def knowledge_summary(*, client: Client) -> tuple[list[str], bool]:
+    """`topics` (without a language) and `has_knowledge` together: one cache read, for a caller
+    that needs both (adaptive mode's context)."""
+    return _summary(client)
+
+
 def _summary(client: Client) -> tuple[list[str], bool]:
     key = knowledge_cache.topics_key(client.pk)
     cached = cache.get(key)

@@ -159,6 +159,25 @@ def test_topics_are_bounded_and_prefer_tags():
     assert sum(len(t) + 2 for t in topics) / 4 <= retrieval.MAX_TOPIC_TOKENS
 
 
+def test_the_summary_is_topics_and_has_knowledge_in_one_cache_read(monkeypatch):
+    client, empty = ClientFactory(), ClientFactory()
+    _article(client, "Sizing", "Text.", tags=["sizing"])
+    reads: list[str] = []
+    get = retrieval.cache.get
+
+    def counted_get(key: str, *args: object, **kwargs: object) -> object:
+        reads.append(key)
+        return get(key, *args, **kwargs)
+
+    monkeypatch.setattr(retrieval.cache, "get", counted_get)
+    for shop, has in ((client, True), (empty, False)):
+        assert retrieval.knowledge_summary(client=shop) == (retrieval.topics(client=shop), has)
+        assert retrieval.has_knowledge(client=shop) is has
+        reads.clear()
+        retrieval.knowledge_summary(client=shop)
+        assert len(reads) == 1
+
+
 @pytest.mark.skipif(connection.vendor != "sqlite", reason="the FTS5 table is SQLite's")
 def test_sqlite_fts_rows_follow_the_chunks():
     client = ClientFactory()

@@ -243,8 +243,7 @@ def _floor_outcome(turn: Turn, assessment: AssessOut, tool: ClientTool | None) -
 def _assess_with_context(turn: Turn, shown_when: ShownWhen | None = None) -> AssessOut:
     """`shown_when`: when an assessment goes out as written (adaptive's own rule by default;
     "deliberate when needed" asks for more — nothing that would make it deliberate)."""
-    topics = retrieval.topics(client=turn.client)
-    has_kb = retrieval.has_knowledge(client=turn.client)
+    topics, has_kb = retrieval.knowledge_summary(client=turn.client)
     keys = available_keys(turn.enabled_tools, knowledge=has_kb)
     fetched: dict[str, str] = {}
     asked: set[str] = set()
